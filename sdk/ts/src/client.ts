@@ -1,0 +1,120 @@
+import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { EventSchema, type Actor, type Event } from "./gen/chronolog/v1/event_pb.js";
+import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
+import { PluginService, type PluginManifestSchema, type RegisterPluginResponse } from "./gen/chronolog/v1/plugin_pb.js";
+
+/** How to reach an owner. */
+export interface ClientOptions {
+  /** Base URL, e.g. `http://127.0.0.1:50051` or `https://owner.example:50051`. */
+  url: string;
+  /** Bearer token of a principal; omit for an owner without a config. */
+  token?: string;
+  /** Wire protocol (default `grpc`). `connect` and `grpc-web` also work over HTTP/1.1. */
+  protocol?: "grpc" | "connect" | "grpc-web";
+  /** HTTP version (default `2`; `grpc` needs 2). */
+  httpVersion?: "1.1" | "2";
+  /** Extra PEM CA for TLS owners with a private certificate. */
+  ca?: string | Buffer;
+}
+
+/** Options of an emit. */
+export interface EmitOptions {
+  /** Idempotency key (E7): an id already in the log returns the stored event. */
+  id?: string;
+  /** Actor fields to assert (the principal must allow them). */
+  actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
+}
+
+/** What to read or watch. */
+export interface LogQueryOptions {
+  /** Start after this seq (default 0: from the start). */
+  afterSeq?: bigint | number;
+  /** Only these event types. */
+  types?: string[];
+  /** A MongoDB filter on the event's data. */
+  where?: JsonObject;
+}
+
+/**
+ * A small typed client for the owner (SPEC S2, part): emit, read and watch
+ * the log, register plugins. Errors are ConnectErrors with the owner's gRPC
+ * code and message (e.g. INVALID_ARGUMENT naming the schema path). The raw
+ * generated clients are exposed as `log` and `plugins`.
+ */
+export class ChronologClient {
+  readonly log: Client<typeof LogService>;
+  readonly plugins: Client<typeof PluginService>;
+
+  constructor(readonly transport: Transport) {
+    this.log = createRpcClient(LogService, transport);
+    this.plugins = createRpcClient(PluginService, transport);
+  }
+
+  /** Emits one event; resolves with the stored event once durable. */
+  async emit(type: string, data: JsonObject, options: EmitOptions = {}): Promise<EmitResponse> {
+    return this.log.emit({ type, data, id: options.id ?? "", actor: options.actor });
+  }
+
+  /** Emits several events in one commit (all or none). */
+  async emitBatch(events: { type: string; data: JsonObject; id?: string }[]): Promise<EmitResponse[]> {
+    const response = await this.log.emitBatch({ events: events.map((e) => ({ type: e.type, data: e.data, id: e.id ?? "" })) });
+    return response.results;
+  }
+
+  /** Reads every matching event after `afterSeq` up to the head, page by page. */
+  async *read(query: LogQueryOptions = {}, pageSize = 500): AsyncGenerator<Event> {
+    let pageToken = "";
+    do {
+      const page = await this.log.readLog({ afterSeq: BigInt(query.afterSeq ?? 0), types: query.types, where: query.where, pageSize, pageToken });
+      yield* page.events;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+  }
+
+  /**
+   * Follows the log: yields matching events after `afterSeq`, then live ones,
+   * until `signal` aborts. `onCaughtUp` is told the head seq when the
+   * catch-up ends.
+   */
+  async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void } = {}): AsyncGenerator<Event> {
+    const stream = this.log.watch({ afterSeq: BigInt(query.afterSeq ?? 0), types: query.types, where: query.where }, { signal: options.signal });
+    for await (const item of stream) {
+      if (item.message.case === "event") yield item.message.value;
+      else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
+    }
+  }
+
+  /** Registers (or updates) a plugin manifest; needs the admin role. */
+  async registerPlugin(manifest: MessageInitShape<typeof PluginManifestSchema>): Promise<RegisterPluginResponse> {
+    return this.plugins.registerPlugin({ manifest });
+  }
+}
+
+/** Connects a client to an owner. */
+export function createClient(options: ClientOptions): ChronologClient {
+  return new ChronologClient(createTransport(options));
+}
+
+/** A connect-node transport for an owner, with the bearer token attached. */
+export function createTransport(options: ClientOptions): Transport {
+  const interceptors: Interceptor[] = options.token ? [bearer(options.token)] : [];
+  const common = { baseUrl: options.url, interceptors, nodeOptions: options.ca ? { ca: options.ca } : undefined };
+  const protocol = options.protocol ?? "grpc";
+  if (protocol === "grpc") return createGrpcTransport({ ...common });
+  const httpVersion = options.httpVersion ?? "2";
+  return protocol === "connect" ? createConnectTransport({ ...common, httpVersion }) : createGrpcWebTransport({ ...common, httpVersion });
+}
+
+function bearer(token: string): Interceptor {
+  return (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+}
+
+/** An event as plain JSON (proto3 JSON mapping), e.g. for printing. */
+export function eventToJson(event: Event): JsonObject {
+  return toJson(EventSchema, event) as JsonObject;
+}

@@ -1,0 +1,69 @@
+import type { ActorRecord } from "../store/events.js";
+import { fail } from "../errors.js";
+
+/** The roles a principal can have (R5). */
+export type Role = "admin" | "executor" | "client";
+
+/** Actor fields, in the order of E2. */
+export const actorFields = ["id", "for", "in", "via"] as const;
+/** One actor field name. */
+export type ActorField = (typeof actorFields)[number];
+
+/**
+ * Who is calling (R5): resolved from the bearer token by `auth/tokens.ts`.
+ * `actor` gives the fields used when a request asserts none; `assert` lists,
+ * per actor field, the patterns a request may assert (`*` anything, `user:*`
+ * a prefix). A field with no patterns can only take its default.
+ */
+export interface Principal {
+  name: string;
+  role: Role;
+  actor: Partial<ActorRecord>;
+  assert: Partial<Record<ActorField, string[]>>;
+}
+
+/** The caller when no config is given: a local admin that may assert anything. */
+export const localAdmin: Principal = {
+  name: "local",
+  role: "admin",
+  actor: {},
+  assert: { id: ["*"], for: ["*"], in: ["*"], via: ["*"] },
+};
+
+/** True when `value` matches `pattern` (`*`, an exact string, or a `prefix*`). */
+export function matchesPattern(pattern: string, value: string): boolean {
+  if (pattern === "*") return true;
+  if (pattern.endsWith("*")) return value.startsWith(pattern.slice(0, -1));
+  return pattern === value;
+}
+
+/**
+ * The actor a client request runs as: each asserted field must match one of
+ * the principal's patterns for it (PERMISSION_DENIED names the field);
+ * unasserted fields take the principal's defaults. Returns null (the system)
+ * when no field is set.
+ */
+export function resolveActor(principal: Principal, asserted: Partial<ActorRecord> | undefined): ActorRecord | null {
+  const actor: ActorRecord = { id: "", for: "", in: "", via: "" };
+  for (const field of actorFields) {
+    const value = asserted?.[field] ?? "";
+    if (value === "") {
+      actor[field] = principal.actor[field] ?? "";
+      continue;
+    }
+    const patterns = principal.assert[field] ?? [];
+    if (!patterns.some((p) => matchesPattern(p, value))) {
+      fail("permission_denied", `principal ${principal.name} may not assert actor.${field} = ${JSON.stringify(value)}`, [], { field: `actor.${field}` });
+    }
+    actor[field] = value;
+  }
+  return actorFields.some((f) => actor[f] !== "") ? actor : null;
+}
+
+/**
+ * True when an `allow` list (event type, action, collection) admits the
+ * principal: `*` anyone, `role:<role>`, or the principal's name (E5).
+ */
+export function allows(allow: readonly string[], principal: Principal): boolean {
+  return allow.some((entry) => entry === "*" || entry === `role:${principal.role}` || entry === principal.name);
+}

@@ -1,0 +1,38 @@
+import { createHash } from "node:crypto";
+import type { PrincipalConfig } from "../config.js";
+import { fail } from "../errors.js";
+import { localAdmin, type Principal } from "./principal.js";
+
+/**
+ * Resolves a request's `Authorization: Bearer <token>` header to a
+ * principal (R5). With no principals configured every caller is the local
+ * admin (the owner then binds 127.0.0.1 only). Tokens are compared by their
+ * SHA-256, so the config may hold hashes and lookups take constant time.
+ */
+export class Authenticator {
+  private readonly byHash = new Map<string, Principal>();
+
+  constructor(private readonly principals: PrincipalConfig[] | undefined) {
+    for (const p of principals ?? []) {
+      const hash = p.token_sha256 ?? sha256(p.token ?? "");
+      this.byHash.set(hash, { name: p.name, role: p.role, actor: p.actor ?? {}, assert: p.assert ?? {} });
+    }
+  }
+
+  /** True when callers must present a token. */
+  get required(): boolean {
+    return this.principals !== undefined;
+  }
+
+  /** The principal for an Authorization header value; UNAUTHENTICATED when missing or unknown. */
+  authenticate(authorization: string | null): Principal {
+    if (!this.required) return localAdmin;
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+    if (!match) fail("unauthenticated", "missing bearer token: send the header `authorization: Bearer <token>`");
+    return this.byHash.get(sha256(match[1])) ?? fail("unauthenticated", "unknown bearer token");
+  }
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}

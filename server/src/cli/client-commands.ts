@@ -1,0 +1,52 @@
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { PluginManifestSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { createClient, eventToJson, type ChronologClient } from "../../../sdk/ts/src/client.js";
+
+/** Flags shared by the client commands. */
+export interface ClientFlags {
+  url: string;
+  token?: string;
+}
+
+function client(flags: ClientFlags): ChronologClient {
+  return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN });
+}
+
+function parseObject(text: string, what: string): JsonObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${what} is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error(`${what} must be a JSON object`);
+  return value as JsonObject;
+}
+
+/** `chronolog emit TYPE JSON`: prints the stored event as one JSON line. */
+export async function emitCommand(type: string, json: string, flags: ClientFlags & { id?: string }): Promise<void> {
+  const response = await client(flags).emit(type, parseObject(json, "data"), { id: flags.id });
+  console.log(JSON.stringify({ ...eventToJson(response.event!), existing: response.existing }));
+}
+
+/** `chronolog tail`: prints events as JSON lines, following the log unless `--no-follow`. */
+export async function tailCommand(flags: ClientFlags & { from?: string; type: string[]; where?: string; follow: boolean }): Promise<void> {
+  const query = {
+    afterSeq: flags.from ? Math.max(0, Number(flags.from) - 1) : 0,
+    types: flags.type,
+    where: flags.where ? parseObject(flags.where, "--where") : undefined,
+  };
+  const c = client(flags);
+  const events = flags.follow ? c.watch(query) : c.read(query);
+  for await (const event of events) console.log(JSON.stringify(eventToJson(event)));
+}
+
+/** `chronolog register FILE`: registers a plugin manifest (JSON or YAML) and prints its revision. */
+export async function registerCommand(file: string, flags: ClientFlags): Promise<void> {
+  const text = readFileSync(file, "utf8");
+  const manifest = file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  const response = await client(flags).registerPlugin(fromJson(PluginManifestSchema, manifest));
+  console.log(JSON.stringify({ plugin: response.plugin?.manifest?.name, revision: response.plugin?.revision, changed: response.changed }));
+}

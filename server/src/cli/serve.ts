@@ -1,0 +1,42 @@
+import type { SyncMode } from "../store/database.js";
+import { loadConfig } from "../config.js";
+import { createLogger } from "../logger.js";
+import { startOwner } from "../owner.js";
+
+/** Options of `chronolog serve`. */
+export interface ServeFlags {
+  data: string;
+  host: string;
+  port: string;
+  config?: string;
+  plugins?: string;
+  synchronous: string;
+  logLevel: string;
+}
+
+/** `chronolog serve`: runs an owner until SIGINT or SIGTERM, then shuts down cleanly. */
+export async function serveCommand(flags: ServeFlags): Promise<void> {
+  const logger = createLogger(flags.logLevel);
+  const synchronous = flags.synchronous.toUpperCase();
+  if (synchronous !== "FULL" && synchronous !== "NORMAL") throw new Error(`--synchronous must be FULL or NORMAL, got ${flags.synchronous}`);
+  const owner = await startOwner({
+    dataDir: flags.data,
+    host: flags.host,
+    port: Number(flags.port),
+    synchronous: synchronous as SyncMode,
+    config: flags.config ? loadConfig(flags.config) : undefined,
+    pluginsDir: flags.plugins,
+    logger,
+  });
+  const stop = () => {
+    owner.close().then(
+      () => process.exit(0),
+      (e) => {
+        logger.error({ err: e }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}

@@ -1,0 +1,92 @@
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import type { ActorField, Role } from "./auth/principal.js";
+
+/** One principal as written in the config file (R5). */
+export interface PrincipalConfig {
+  name: string;
+  /** The bearer token, or its SHA-256 in hex as `token_sha256`. */
+  token?: string;
+  token_sha256?: string;
+  role: Role;
+  /** Actor fields used when a request asserts none. */
+  actor?: Partial<Record<ActorField, string>>;
+  /** Per actor field, the patterns a request may assert (`*`, `prefix*` or exact). */
+  assert?: Partial<Record<ActorField, string[]>>;
+}
+
+/** The owner's config file (`chronolog serve --config FILE`), JSON or YAML. */
+export interface OwnerConfig {
+  principals: PrincipalConfig[];
+  /** Origins allowed to call from browsers (`*` for any). */
+  cors?: { origins: string[] };
+  /** PEM files, relative to the config file; enables TLS. */
+  tls?: { cert: string; key: string };
+  limits?: {
+    /** Largest request message in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED. */
+    max_message_bytes?: number;
+  };
+}
+
+const actorPatterns = { type: "array", items: { type: "string", minLength: 1 } };
+const configSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["principals"],
+  properties: {
+    principals: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "role"],
+        oneOf: [{ required: ["token"] }, { required: ["token_sha256"] }],
+        properties: {
+          name: { type: "string", pattern: "^[A-Za-z0-9_.:@-]+$" },
+          token: { type: "string", minLength: 16 },
+          token_sha256: { type: "string", pattern: "^[0-9a-f]{64}$" },
+          role: { enum: ["admin", "executor", "client"] },
+          actor: {
+            type: "object",
+            additionalProperties: false,
+            properties: { id: { type: "string" }, for: { type: "string" }, in: { type: "string" }, via: { type: "string" } },
+          },
+          assert: {
+            type: "object",
+            additionalProperties: false,
+            properties: { id: actorPatterns, for: actorPatterns, in: actorPatterns, via: actorPatterns },
+          },
+        },
+      },
+    },
+    cors: { type: "object", additionalProperties: false, required: ["origins"], properties: { origins: { type: "array", items: { type: "string" } } } },
+    tls: { type: "object", additionalProperties: false, required: ["cert", "key"], properties: { cert: { type: "string" }, key: { type: "string" } } },
+    limits: {
+      type: "object",
+      additionalProperties: false,
+      properties: { max_message_bytes: { type: "integer", minimum: 1024, maximum: 268435456 } },
+    },
+  },
+};
+
+/**
+ * Reads and checks a config file. Throws an Error naming the file and the
+ * offending path (the owner refuses to start on a bad config). TLS paths are
+ * resolved relative to the file.
+ */
+export function loadConfig(path: string): OwnerConfig {
+  const text = readFileSync(path, "utf8");
+  const json: unknown = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  const validate = new Ajv2020({ allErrors: true }).compile<OwnerConfig>(configSchema);
+  if (!validate(json)) {
+    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`).join("; ");
+    throw new Error(`invalid config ${path}: ${problems}`);
+  }
+  const names = json.principals.map((p) => p.name);
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup) throw new Error(`invalid config ${path}: principal ${dup} is declared twice`);
+  if (json.tls) json.tls = { cert: resolve(dirname(path), json.tls.cert), key: resolve(dirname(path), json.tls.key) };
+  return json;
+}

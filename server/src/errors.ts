@@ -1,0 +1,73 @@
+import { Code } from "@connectrpc/connect";
+
+/**
+ * The closed registry of Chronolog's error kinds (SPEC R4). Each kind has one
+ * gRPC code, a stable machine reason (sent as google.rpc.ErrorInfo.reason) and
+ * whether a client may retry the same request unchanged. `rpc/status.ts` is
+ * the one place that turns these into gRPC statuses.
+ */
+export const errorKinds = {
+  bad_request: { code: Code.InvalidArgument, retryable: false },
+  undeclared_event_type: { code: Code.InvalidArgument, retryable: false },
+  schema_violation: { code: Code.InvalidArgument, retryable: false },
+  invalid_filter: { code: Code.InvalidArgument, retryable: false },
+  invalid_manifest: { code: Code.InvalidArgument, retryable: false },
+  id_conflict: { code: Code.AlreadyExists, retryable: false },
+  already_exists: { code: Code.AlreadyExists, retryable: false },
+  not_found: { code: Code.NotFound, retryable: false },
+  unauthenticated: { code: Code.Unauthenticated, retryable: false },
+  permission_denied: { code: Code.PermissionDenied, retryable: false },
+  failed_precondition: { code: Code.FailedPrecondition, retryable: false },
+  too_large: { code: Code.ResourceExhausted, retryable: false },
+  unavailable: { code: Code.Unavailable, retryable: true },
+  unimplemented: { code: Code.Unimplemented, retryable: false },
+  internal: { code: Code.Internal, retryable: true },
+} as const satisfies Record<string, { code: Code; retryable: boolean }>;
+
+/** One of the registered error kinds. */
+export type ErrorKind = keyof typeof errorKinds;
+
+/** A problem with one field of a request; `field` is a dotted path or, for JSON data, a JSON pointer. */
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+/**
+ * The one error class of the owner. `message` names the offending field, type
+ * or rule; `violations` list field-level problems (schema errors);
+ * `metadata` carries stable facts (e.g. `{ type: "booking.created" }`).
+ */
+export class ChronologError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly violations: FieldViolation[] = [],
+    readonly metadata: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ChronologError";
+  }
+
+  /** The gRPC code of this error's kind. */
+  get code(): Code {
+    return errorKinds[this.kind].code;
+  }
+
+  /**
+   * Normalises anything thrown into a ChronologError: ChronologErrors pass
+   * through, everything else becomes `internal` (its cause kept for logs, its
+   * message and stack never sent to callers).
+   */
+  static from(e: unknown): ChronologError {
+    if (e instanceof ChronologError) return e;
+    const err = new ChronologError("internal", "internal error");
+    (err as { cause?: unknown }).cause = e;
+    return err;
+  }
+}
+
+/** Shorthand for `new ChronologError(kind, message, ...)`. */
+export function fail(kind: ErrorKind, message: string, violations?: FieldViolation[], metadata?: Record<string, string>): never {
+  throw new ChronologError(kind, message, violations, metadata);
+}

@@ -1,0 +1,109 @@
+import type { Principal } from "../auth/principal.js";
+import { allows, resolveActor } from "../auth/principal.js";
+import { ChronologError, fail, type FieldViolation } from "../errors.js";
+import type { PluginRegistry } from "../plugins/registry.js";
+import type { Committer } from "../store/committer.js";
+import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
+import { canonicalJson } from "./canonical.js";
+import { derivedId, maxIdLength, newId } from "./ids.js";
+
+/** Names the work an emit is done under (X5). */
+export interface CauseRef {
+  eventId: string;
+  position: number;
+}
+
+/** One event to emit, as parsed from the request. */
+export interface EmitInput {
+  type: string;
+  data: Record<string, unknown>;
+  /** Client-chosen id, or "" for none. */
+  id: string;
+  cause: CauseRef | null;
+  actor: Partial<ActorRecord> | undefined;
+}
+
+/** The event as it stands in the log; `existing` when the id was already there. */
+export interface EmitResult {
+  event: EventRecord;
+  existing: boolean;
+}
+
+/** Largest batch accepted by one EmitBatch. */
+export const maxBatchSize = 10_000;
+
+/**
+ * Appends events (SPEC E1, E4, E5, E7).
+ *
+ * Failure semantics: every check (declared type, allow, schema, actor) runs
+ * before anything is written; a batch commits all its events in one
+ * transaction or none. An id already in the log with the same type and data
+ * answers with the stored event and writes nothing (safe retry); with
+ * different type or data it fails with ALREADY_EXISTS and the original
+ * stands. Resolves only after the commit is durable.
+ */
+export class Emitter {
+  constructor(
+    private readonly committer: Committer,
+    private readonly registry: PluginRegistry,
+    private readonly events: EventStatements,
+  ) {}
+
+  /** Emits `inputs` atomically as `principal`; results in input order. */
+  async emit(inputs: EmitInput[], principal: Principal): Promise<EmitResult[]> {
+    if (inputs.length === 0) fail("bad_request", "no events to emit");
+    if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
+    const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
+    return this.committer.submit((tx) =>
+      checked.map((e) => {
+        const stored = tx.events.findById(e.id);
+        if (stored) return { event: sameEvent(stored, e), existing: true };
+        return { event: tx.append(e), existing: false };
+      }),
+    );
+  }
+
+  private check(input: EmitInput, principal: Principal, prefix: string): Omit<EventRecord, "seq" | "at"> {
+    const declared = this.registry.eventType(input.type);
+    if (!declared) {
+      fail("undeclared_event_type", `event type ${JSON.stringify(input.type)} is not declared by any plugin`, [{ field: `${prefix}type`, description: "undeclared event type" }], { type: input.type });
+    }
+    if (input.id.length > maxIdLength) fail("bad_request", `${prefix}id is longer than ${maxIdLength} characters`);
+    const { actor, id, cause } = input.cause ? this.underCause(input, principal) : this.fromOutside(input, principal, declared.allow);
+    const violations: FieldViolation[] = declared.validate(input.data).map((v) => ({ ...v, field: prefix + v.field }));
+    if (violations.length > 0) {
+      fail("schema_violation", `data of ${input.type} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { type: input.type });
+    }
+    return { id, type: input.type, data: input.data, cause, actor };
+  }
+
+  private fromOutside(input: EmitInput, principal: Principal, allow: string[]) {
+    if (!allows(allow, principal)) {
+      const who = allow.length === 0 ? "only code under a cause may emit it" : `allow: ${allow.join(", ")}`;
+      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not emit ${input.type} (${who})`, [], { type: input.type });
+    }
+    return { actor: resolveActor(principal, input.actor), id: input.id || newId(), cause: "" };
+  }
+
+  /** Work under a cause: the id is derived and the actor is the cause's (E7, P5). */
+  private underCause(input: EmitInput, principal: Principal) {
+    const cause = input.cause as CauseRef;
+    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not emit under a cause; only executors act under a cause`);
+    if (input.actor && Object.values(input.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
+    const causeEvent = this.events.findById(cause.eventId) ?? fail("failed_precondition", `cause event ${JSON.stringify(cause.eventId)} is not in the log`);
+    const id = derivedId(cause.eventId, cause.position, { type: input.type, data: input.data });
+    if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
+    return { actor: causeEvent.actor, id, cause: cause.eventId };
+  }
+}
+
+/** The stored event when it matches the new one's type and data; ALREADY_EXISTS otherwise. */
+function sameEvent(stored: EventRecord, fresh: Omit<EventRecord, "seq" | "at">): EventRecord {
+  if (stored.type === fresh.type && canonicalJson(stored.data) === canonicalJson(fresh.data)) return stored;
+  throw new ChronologError(
+    "id_conflict",
+    `event id ${JSON.stringify(fresh.id)} is already in the log (seq ${stored.seq}, type ${stored.type}) with different ${stored.type === fresh.type ? "data" : "type"}; the original stands`,
+    [{ field: "id", description: "already used by a different event" }],
+    { id: fresh.id, seq: String(stored.seq) },
+  );
+}

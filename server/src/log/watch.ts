@@ -1,0 +1,33 @@
+import type { EventRecord, EventStatements } from "../store/events.js";
+import type { HeadSignal } from "./head.js";
+import { readPage, type LogQuery } from "./read.js";
+
+/** A watch stream's items: events in seq order, and one `caughtUp` marker. */
+export type WatchItem = { event: EventRecord } | { caughtUp: number };
+
+/** Events read from SQLite per step; bounds a watcher's memory. */
+const pageSize = 256;
+
+/**
+ * Follows the log (E9): catches up from `query.afterSeq` reading pages from
+ * SQLite, yields `caughtUp` once at the head, then waits for commits and
+ * reads again. Nothing is pushed to a watcher: it pulls pages as its
+ * consumer pulls items, so a slow or stalled reader holds at most one page
+ * and never makes the owner buffer (back-pressure comes from the transport
+ * awaiting each write). Ends when `signal` aborts.
+ */
+export async function* watchLog(events: EventStatements, head: HeadSignal, query: LogQuery, signal: AbortSignal): AsyncGenerator<WatchItem> {
+  let afterSeq = query.afterSeq;
+  let caughtUp = false;
+  while (!signal.aborted) {
+    const page = readPage(events, { ...query, afterSeq }, pageSize);
+    for (const event of page.events) yield { event };
+    afterSeq = page.scannedTo;
+    if (!page.atHead) continue;
+    if (!caughtUp) {
+      caughtUp = true;
+      yield { caughtUp: afterSeq };
+    }
+    await head.waitPast(afterSeq, signal);
+  }
+}

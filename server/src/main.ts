@@ -1,0 +1,55 @@
+import { Command, Option } from "commander";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { emitCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
+import { serveCommand } from "./cli/serve.js";
+
+/** The `chronolog` command line (SPEC O1). */
+const program = new Command("chronolog").description("Chronolog owner server and client").showHelpAfterError();
+
+const urlOption = () => new Option("--url <url>", "owner URL").default(process.env.CHRONOLOG_URL ?? "http://127.0.0.1:50051");
+const tokenOption = () => new Option("--token <token>", "bearer token (or CHRONOLOG_TOKEN)");
+
+program
+  .command("serve")
+  .description("run an owner on its embedded SQLite log")
+  .option("--data <dir>", "data folder", "./data")
+  .option("--host <host>", "interface to bind", "127.0.0.1")
+  .option("--port <port>", "port for gRPC, gRPC-Web and Connect", "50051")
+  .option("--config <file>", "principals, CORS, TLS and limits (JSON or YAML)")
+  .option("--plugins <dir>", "folder of plugin manifests to register at start")
+  .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
+  .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
+  .action(serveCommand);
+
+program
+  .command("emit <type> <json>")
+  .description("emit one event and print it")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--id <id>", "idempotency key")
+  .action(emitCommand);
+
+program
+  .command("tail")
+  .description("print the log from a seq, then follow it")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--from <seq>", "first seq to print", "1")
+  .option("--type <type>", "only this event type (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
+  .option("--where <json>", "MongoDB filter on the event's data")
+  .option("--no-follow", "stop at the head instead of following")
+  .action(tailCommand);
+
+program
+  .command("register <file>")
+  .description("register a plugin manifest (JSON or YAML)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .action(registerCommand);
+
+program.parseAsync().catch((e: unknown) => {
+  if (e instanceof ConnectError) console.error(`chronolog: ${Code[e.code]}: ${e.rawMessage}`);
+  else console.error(`chronolog: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});
+

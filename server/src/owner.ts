@@ -1,0 +1,125 @@
+import { readFileSync } from "node:fs";
+import type { DescService } from "@bufbuild/protobuf";
+import { ActionService } from "../../sdk/ts/src/gen/chronolog/v1/action_pb.js";
+import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
+import { ExecutorService } from "../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { localAdmin } from "./auth/principal.js";
+import { Authenticator } from "./auth/tokens.js";
+import { systemClock, type Clock } from "./clock.js";
+import type { OwnerConfig } from "./config.js";
+import { Emitter } from "./log/emit.js";
+import { HeadSignal } from "./log/head.js";
+import type { Logger } from "./logger.js";
+import { loadManifests } from "./plugins/loader.js";
+import { PluginRegistry } from "./plugins/registry.js";
+import { registerHealth } from "./rpc/health.js";
+import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
+import { listen } from "./rpc/listen.js";
+import { logService } from "./rpc/log-service.js";
+import { pluginService } from "./rpc/plugin-service.js";
+import { registerReflection } from "./rpc/reflection.js";
+import { registerWithPending } from "./rpc/unimplemented.js";
+import { Committer } from "./store/committer.js";
+import { openStore, type SyncMode } from "./store/database.js";
+import { eventStatements } from "./store/events.js";
+
+/** Options of {@link startOwner}. */
+export interface OwnerOptions {
+  /** Data folder (SQLite file and owner lock). */
+  dataDir: string;
+  host: string;
+  /** TCP port; 0 picks a free one. */
+  port: number;
+  /** Default FULL (E8). */
+  synchronous?: SyncMode;
+  /** Principals, CORS, TLS, limits; absent: local admin only, loopback only. */
+  config?: OwnerConfig;
+  /** Folder of plugin manifests registered at start. */
+  pluginsDir?: string;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/** A running owner. */
+export interface Owner {
+  host: string;
+  port: number;
+  /** Stops serving, lets the last commit finish, closes the store. */
+  close(): Promise<void>;
+}
+
+const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
+/** Default largest request message: 4 MiB. */
+const defaultMaxMessageBytes = 4 * 1024 * 1024;
+
+/**
+ * Starts an owner: opens the data folder (refusing one held by another owner,
+ * O5), loads stored and folder plugins, and serves the v1 API on one port.
+ * Throws on a bad folder, manifest or bind.
+ */
+export async function startOwner(options: OwnerOptions): Promise<Owner> {
+  const { config, logger } = options;
+  if (!config && !loopback.has(options.host)) {
+    throw new Error(`refusing to bind ${options.host} without a config: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
+  }
+  const store = openStore({ dataDir: options.dataDir, synchronous: options.synchronous });
+  try {
+    return await serve(options, store);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+}
+
+async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>): Promise<Owner> {
+  const { config, logger } = options;
+  const events = eventStatements(store.db);
+  const committer = new Committer(store.db, options.clock ?? systemClock, events);
+  const head = new HeadSignal(committer.head);
+  committer.onCommit((info) => head.advance(info.head));
+  const registry = new PluginRegistry(store.db, committer);
+  for (const manifest of options.pluginsDir ? loadManifests(options.pluginsDir) : []) {
+    const { plugin, changed } = await registry.register(manifest);
+    logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
+  }
+  const emitter = new Emitter(committer, registry, events);
+  const authenticator = new Authenticator(config?.principals);
+  const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
+  const listener = await listen({
+    host: options.host,
+    port: options.port,
+    tls: config?.tls && { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) },
+    corsOrigins: config?.cors?.origins,
+    readMaxBytes: config?.limits?.max_message_bytes ?? defaultMaxMessageBytes,
+    interceptors: [errorInterceptor(logger), authInterceptor(authenticator)],
+    routes(router) {
+      router.service(LogService, logService({ emitter, events, head }));
+      router.service(PluginService, pluginService(registry));
+      registerWithPending(router, ExecutorService, {}, "executors: issue #3");
+      registerWithPending(router, ActionService, {}, "actions: issue #3");
+      registerWithPending(router, CollectionService, {}, "collections: issue #3");
+      registerWithPending(router, TimeService, {}, "time: issue #4");
+      registerWithPending(router, AdminService, {}, "admin: issues #3 and #5");
+      registerReflection(router, services);
+      registerHealth(router, services.map((s) => s.typeName));
+    },
+  });
+  logger.info(
+    { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
+    authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
+  );
+  return {
+    host: options.host,
+    port: listener.port,
+    async close() {
+      await listener.close();
+      await committer.submit(() => undefined);
+      store.close();
+      logger.info("owner stopped");
+    },
+  };
+}

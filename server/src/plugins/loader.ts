@@ -1,0 +1,28 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { extname, join } from "node:path";
+import { parse as parseYaml } from "yaml";
+import type { PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { fail } from "../errors.js";
+import { manifestFromJson } from "./manifest.js";
+
+const extensions = new Set([".json", ".yaml", ".yml"]);
+
+/**
+ * Reads every `*.json`, `*.yaml` and `*.yml` manifest in `dir` (not
+ * recursive), in file-name order. INVALID_ARGUMENT names the file on a
+ * syntax error or an unknown field.
+ */
+export function loadManifests(dir: string): PluginManifest[] {
+  const files = readdirSync(dir).filter((f) => extensions.has(extname(f))).sort();
+  return files.map((file) => {
+    const path = join(dir, file);
+    const text = readFileSync(path, "utf8");
+    let json: unknown;
+    try {
+      json = extname(file) === ".json" ? JSON.parse(text) : parseYaml(text);
+    } catch (e) {
+      fail("invalid_manifest", `cannot parse plugin manifest ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    return manifestFromJson(json, path);
+  });
+}

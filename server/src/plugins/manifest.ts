@@ -1,0 +1,98 @@
+import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { canonicalJson } from "../log/canonical.js";
+import { PluginManifestSchema, type PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { ChronologError, fail, type FieldViolation } from "../errors.js";
+import { compileFilter } from "../log/filter.js";
+import { schemaCompiler, type Validator } from "./schemas.js";
+
+/** A declared event type, ready to check emits against (E4, E5). */
+export interface EventTypeEntry {
+  type: string;
+  plugin: string;
+  validate: Validator;
+  /** Who may emit it from outside; empty: only code under a cause. */
+  allow: string[];
+}
+
+/** A manifest that passed every check, with its compiled parts. */
+export interface CompiledManifest {
+  manifest: PluginManifest;
+  /** Canonical JSON of the manifest: equal strings mean equal manifests. */
+  canonical: string;
+  eventTypes: EventTypeEntry[];
+}
+
+const pluginName = /^[a-z][a-z0-9_-]{0,62}$/;
+const eventTypeName = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$/;
+const allowEntry = /^(\*|role:(admin|executor|client)|[A-Za-z0-9_.:@-]+)$/;
+/** Event types the runtime records itself (E3); plugins cannot declare them. */
+export const runtimeTypes = ["action.started", "action.completed", "action.failed", "action.retried", "processor.retried", "processor.failed", "maintenance.sql"];
+
+/**
+ * Reads a manifest from its JSON form (a file's content or a Struct), field
+ * names in snake_case or camelCase. Unknown fields are errors, so a typo
+ * never passes silently. INVALID_ARGUMENT names the source.
+ */
+export function manifestFromJson(json: unknown, source: string): PluginManifest {
+  try {
+    return fromJson(PluginManifestSchema, json as JsonValue);
+  } catch (e) {
+    fail("invalid_manifest", `invalid plugin manifest ${source}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+/**
+ * Checks a manifest and compiles its schemas and filters (E4, P1). Every
+ * problem is reported at once as INVALID_ARGUMENT with one violation per
+ * declaration, e.g. `events.booking.created.schema`.
+ */
+export function compileManifest(manifest: PluginManifest): CompiledManifest {
+  const violations: FieldViolation[] = [];
+  const check = (field: string, ok: boolean, description: string) => ok || violations.push({ field, description });
+  check("name", pluginName.test(manifest.name), "plugin name must be lowercase letters, digits, - or _ (at most 63)");
+  const compile = schemaCompiler();
+  const eventTypes: EventTypeEntry[] = [];
+  for (const [type, decl] of Object.entries(manifest.events)) {
+    const at = `events.${type}`;
+    check(at, eventTypeName.test(type), "event type must be dotted lowercase, e.g. booking.created");
+    check(at, !isRuntimeType(type), "event type is recorded by the runtime and cannot be declared");
+    for (const entry of decl.allow) check(`${at}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
+    const validate = attempt(() => compile(decl.schema, "data"), `${at}.schema`, violations);
+    if (validate) eventTypes.push({ type, plugin: manifest.name, validate, allow: [...decl.allow] });
+  }
+  for (const [name, decl] of Object.entries(manifest.processors)) {
+    const at = `processors.${name}`;
+    attempt(() => compileFilter(decl.where, `${at}.where`), `${at}.where`, violations);
+    check(`${at}.concurrency`, decl.concurrency <= 1024, "concurrency must be at most 1024");
+  }
+  for (const [name, decl] of Object.entries(manifest.collections)) {
+    attempt(() => compile(decl.schema, "doc"), `collections.${name}.schema`, violations);
+  }
+  for (const [name, decl] of Object.entries(manifest.actions)) {
+    attempt(() => compile(decl.inputSchema, "input"), `actions.${name}.input_schema`, violations);
+  }
+  if (violations.length > 0) {
+    const first = violations[0];
+    fail("invalid_manifest", `invalid plugin manifest ${manifest.name || "(unnamed)"}: ${first.field}: ${first.description}`, violations, { plugin: manifest.name });
+  }
+  return { manifest, canonical: canonicalManifest(manifest), eventTypes };
+}
+
+/** Canonical JSON (RFC 8785) of a manifest. */
+export function canonicalManifest(manifest: PluginManifest): string {
+  return canonicalJson(toJson(PluginManifestSchema, manifest));
+}
+
+function isRuntimeType(type: string): boolean {
+  return runtimeTypes.includes(type);
+}
+
+function attempt<T>(f: () => T, field: string, violations: FieldViolation[]): T | undefined {
+  try {
+    return f();
+  } catch (e) {
+    const description = e instanceof ChronologError ? e.violations[0]?.description ?? e.message : e instanceof Error ? e.message : String(e);
+    violations.push({ field, description });
+    return undefined;
+  }
+}

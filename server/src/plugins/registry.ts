@@ -1,0 +1,88 @@
+import type { PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { fail } from "../errors.js";
+import type { Committer } from "../store/committer.js";
+import type { Db } from "../store/database.js";
+import { pluginStatements } from "../store/plugins.js";
+import { compileManifest, manifestFromJson, type CompiledManifest, type EventTypeEntry } from "./manifest.js";
+
+/** A registered plugin: its current manifest and revision (from 1), time in ms (UTC). */
+export interface RegisteredPlugin {
+  compiled: CompiledManifest;
+  revision: number;
+  registeredAt: number;
+}
+
+/**
+ * The plugins the owner knows, and the index of declared event types built
+ * from them (E4). Manifests persist in SQLite and are loaded at start; a
+ * changed manifest is recorded as a new revision.
+ */
+export class PluginRegistry {
+  private readonly plugins = new Map<string, RegisteredPlugin>();
+  private eventTypes = new Map<string, EventTypeEntry>();
+  private readonly statements;
+
+  constructor(
+    db: Db,
+    private readonly committer: Committer,
+  ) {
+    this.statements = pluginStatements(db);
+    for (const row of this.statements.all()) {
+      const compiled = compileManifest(manifestFromJson(JSON.parse(row.manifest), `stored plugin ${row.name}`));
+      this.plugins.set(row.name, { compiled, revision: row.revision, registeredAt: row.registered_at });
+    }
+    this.reindex();
+  }
+
+  /** The declaration of an event type, or undefined when nobody declared it. */
+  eventType(type: string): EventTypeEntry | undefined {
+    return this.eventTypes.get(type);
+  }
+
+  /** All plugins, by name. */
+  list(): RegisteredPlugin[] {
+    return [...this.plugins.values()].sort((a, b) => a.compiled.manifest.name.localeCompare(b.compiled.manifest.name));
+  }
+
+  /** One plugin, or NOT_FOUND. */
+  get(name: string): RegisteredPlugin {
+    return this.plugins.get(name) ?? fail("not_found", `no plugin named ${JSON.stringify(name)}`);
+  }
+
+  /**
+   * Registers a manifest: checks it (INVALID_ARGUMENT), checks that its event
+   * types are not declared by another plugin, and when it differs from the
+   * current revision commits a new revision. Resolves once durable.
+   */
+  async register(manifest: PluginManifest): Promise<{ plugin: RegisteredPlugin; changed: boolean }> {
+    const compiled = compileManifest(manifest);
+    const name = manifest.name;
+    this.checkOwnership(compiled);
+    const current = this.plugins.get(name);
+    if (current && current.compiled.canonical === compiled.canonical) return { plugin: current, changed: false };
+    const saved = await this.committer.submit((tx) => {
+      const revision = (this.statements.get(name)?.revision ?? 0) + 1;
+      this.statements.save({ name, revision, manifest: compiled.canonical, registered_at: tx.now });
+      return { revision, registeredAt: tx.now };
+    });
+    const plugin = { compiled, ...saved };
+    this.plugins.set(name, plugin);
+    this.reindex();
+    return { plugin, changed: true };
+  }
+
+  private checkOwnership(compiled: CompiledManifest): void {
+    for (const entry of compiled.eventTypes) {
+      const owner = this.eventTypes.get(entry.type)?.plugin;
+      if (owner !== undefined && owner !== entry.plugin) {
+        fail("invalid_manifest", `event type ${entry.type} is already declared by plugin ${owner}`, [{ field: `events.${entry.type}`, description: `declared by plugin ${owner}` }]);
+      }
+    }
+  }
+
+  private reindex(): void {
+    const index = new Map<string, EventTypeEntry>();
+    for (const plugin of this.plugins.values()) for (const entry of plugin.compiled.eventTypes) index.set(entry.type, entry);
+    this.eventTypes = index;
+  }
+}

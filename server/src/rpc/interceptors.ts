@@ -1,0 +1,69 @@
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Authenticator } from "../auth/tokens.js";
+import { ChronologError } from "../errors.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import type { Logger } from "../logger.js";
+import { principalKey } from "./context.js";
+
+/** Services any caller may use without a token: health checks and reflection. */
+const openServices = new Set(["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
+
+/** Resolves the bearer token to a principal (R5) before any handler runs; UNAUTHENTICATED otherwise. */
+export function authInterceptor(authenticator: Authenticator): Interceptor {
+  return (next) => async (req) => {
+    if (!openServices.has(req.service.typeName)) {
+      try {
+        req.contextValues.set(principalKey, authenticator.authenticate(req.header.get("authorization")));
+      } catch (e) {
+        throw toConnectError(e);
+      }
+    }
+    return next(req);
+  };
+}
+
+/**
+ * The one place where errors become gRPC statuses (R4): ChronologErrors keep
+ * their code and message and carry google.rpc.ErrorInfo (stable reason) and
+ * BadRequest (field violations) details; ConnectErrors pass through; anything
+ * else is logged with its cause and answered as INTERNAL without details.
+ */
+export function errorInterceptor(logger: Logger): Interceptor {
+  const convert = (e: unknown, procedure: string, signal: AbortSignal) => {
+    const error = toConnectError(e);
+    if (e instanceof ChronologError || e instanceof ConnectError) return error;
+    // A caller that went away mid-stream is not the owner's fault.
+    if (signal.aborted) logger.debug({ err: e, procedure }, "caller gone");
+    else logger.error({ err: e, procedure }, "internal error");
+    return error;
+  };
+  return (next) => async (req) => {
+    const procedure = `${req.service.typeName}/${req.method.name}`;
+    try {
+      const res = await next(req);
+      if (!res.stream) return res;
+      return { ...res, message: mapStreamErrors(res.message, (e) => convert(e, procedure, req.signal)) };
+    } catch (e) {
+      throw convert(e, procedure, req.signal);
+    }
+  };
+}
+
+async function* mapStreamErrors<T>(messages: AsyncIterable<T>, convert: (e: unknown) => ConnectError): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (e) {
+    throw convert(e);
+  }
+}
+
+/** Converts anything thrown to a ConnectError (see errorInterceptor). */
+export function toConnectError(e: unknown): ConnectError {
+  if (e instanceof ConnectError) return e;
+  const error = ChronologError.from(e);
+  const details = [
+    { desc: ErrorInfoSchema, value: { reason: error.kind.toUpperCase(), domain: "chronolog.dev", metadata: error.metadata } },
+    ...(error.violations.length > 0 ? [{ desc: BadRequestSchema, value: { fieldViolations: error.violations } }] : []),
+  ];
+  return new ConnectError(error.message, error.code, undefined, details);
+}

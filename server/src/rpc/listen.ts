@@ -1,0 +1,314 @@
+// One TCP port for gRPC (HTTP/2), gRPC-Web and Connect (HTTP/1.1 and HTTP/2).
+//
+// Plaintext: a net.Server peeks at the first bytes of each connection. The
+// HTTP/2 client preface goes to an http2.Server (h2c), anything else to an
+// http.Server. Node's `allowHTTP1` only works with TLS, hence the sniffing.
+// TLS: http2.createSecureServer with ALPN h2 + http/1.1 and allowHTTP1.
+// Both paths share one connectNodeAdapter handler, CORS and an optional
+// extra HTTP handler (e.g. /metrics).
+
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+import { cors, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+
+/** Request object handed to handlers: HTTP/1.1 or HTTP/2 (compat API). */
+export type HttpRequest = http.IncomingMessage | http2.Http2ServerRequest;
+/** Response object handed to handlers: HTTP/1.1 or HTTP/2 (compat API). */
+export type HttpResponse = http.ServerResponse | http2.Http2ServerResponse;
+
+/** Options of {@link listen}. Durations are milliseconds, sizes bytes. */
+export interface ListenOptions {
+  /** Interface to bind, e.g. "127.0.0.1" or "::". */
+  host: string;
+  /** TCP port; 0 picks an ephemeral port (read it from `Listener.port`). */
+  port: number;
+  /** Registers the services on the router (called once). */
+  routes: (router: ConnectRouter) => void;
+  /** PEM certificate chain and private key; when set the port speaks TLS only (ALPN h2, http/1.1). */
+  tls?: { cert: Buffer | string; key: Buffer | string };
+  /** Browser origins allowed by CORS, e.g. ["https://app.example"]; ["*"] allows any. Default: none. */
+  corsOrigins?: string[];
+  /** Largest accepted request message; bigger ones fail with RESOURCE_EXHAUSTED. Default ~4 GiB. */
+  readMaxBytes?: number;
+  /** Interceptors applied to every RPC. */
+  interceptors?: Interceptor[];
+  /** Context values for each RPC, derived from the HTTP request (e.g. the principal). */
+  contextValues?: (req: HttpRequest) => ContextValues;
+  /** Called first for every HTTP request; returns true when it handled (answered) it. */
+  extraHttpHandler?: (req: HttpRequest, res: HttpResponse) => boolean;
+  /**
+   * Time a new connection has to identify itself: send the first bytes (plaintext),
+   * finish the TLS handshake, or send complete HTTP/1.1 request headers. Default 30 000.
+   */
+  handshakeTimeoutMs?: number;
+  /** An HTTP/2 connection without any open stream for this long is closed (GOAWAY). Default 300 000. */
+  idleTimeoutMs?: number;
+  /** close() waits this long for streams to end after the shutdown signal, then destroys connections. Default 1 000. */
+  shutdownGraceMs?: number;
+}
+
+/** A running server returned by {@link listen}. */
+export interface Listener {
+  /** The bound port (the real one when 0 was asked). */
+  port: number;
+  /** The host the server was bound to (as given). */
+  host: string;
+  /**
+   * Stops accepting, aborts `shutdownSignal` (ending long streams), closes HTTP/2
+   * sessions and HTTP/1.1 connections, and resolves when every connection is gone
+   * (at most about `shutdownGraceMs` later). Idempotent; never rejects.
+   */
+  close(): Promise<void>;
+  /** Aborted when close() starts; handler contexts' signals follow it. */
+  shutdownSignal: AbortSignal;
+}
+
+/** The HTTP/2 client connection preface (RFC 9113 §3.4). */
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+const noop = (): void => {};
+
+/**
+ * Starts serving gRPC, gRPC-Web and Connect on one port.
+ * Resolves once the port is bound; rejects with the listen error (e.g. EADDRINUSE).
+ */
+export async function listen(options: ListenOptions): Promise<Listener> {
+  const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 30_000;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
+  const shutdownGraceMs = options.shutdownGraceMs ?? 1_000;
+  const shutdown = new AbortController();
+  let closing = false;
+
+  const adapter = connectNodeAdapter({
+    routes: options.routes,
+    shutdownSignal: shutdown.signal,
+    interceptors: options.interceptors,
+    contextValues: options.contextValues,
+    ...(options.readMaxBytes !== undefined ? { readMaxBytes: options.readMaxBytes } : {}),
+  });
+  const applyCors = makeCors(options.corsOrigins ?? []);
+
+  const handler = (req: HttpRequest, res: HttpResponse): void => {
+    try {
+      if (closing && req.httpVersionMajor === 1) {
+        // Do not keep HTTP/1.1 connections alive while shutting down.
+        res.setHeader("Connection", "close");
+      }
+      if (options.extraHttpHandler?.(req, res)) return;
+      if (applyCors(req, res)) return;
+      adapter(req, res);
+    } catch (err) {
+      if (!res.headersSent) {
+        res.statusCode = 500;
+        res.end();
+      } else {
+        res.destroy(err instanceof Error ? err : undefined);
+      }
+    }
+  };
+
+  // All raw TCP sockets accepted, so close() can destroy stragglers.
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const trackSocket = (socket: net.Socket): void => {
+    socket.on("error", noop);
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  };
+  const trackSession = (session: http2.ServerHttp2Session): void => {
+    session.on("error", noop);
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    let openStreams = 0;
+    const onIdle = (): void => {
+      if (openStreams === 0 && !session.closed && !session.destroyed) session.close();
+    };
+    session.setTimeout(idleTimeoutMs, onIdle);
+    session.on("stream", (stream: http2.ServerHttp2Stream) => {
+      stream.on("error", noop);
+      openStreams++;
+      stream.once("close", () => {
+        openStreams--;
+        if (openStreams === 0 && !session.destroyed) session.setTimeout(idleTimeoutMs, onIdle);
+      });
+    });
+    if (closing) session.close();
+  };
+
+  let outer: net.Server;
+  const closeIdleHttp1: Array<() => void> = [];
+
+  if (options.tls) {
+    const secure = http2.createSecureServer(
+      {
+        cert: options.tls.cert,
+        key: options.tls.key,
+        allowHTTP1: true,
+        ALPNProtocols: ["h2", "http/1.1"],
+        handshakeTimeout: handshakeTimeoutMs,
+      },
+      handler,
+    );
+    // HTTP/1.1 fallback timeouts (only set up by Node when allowHTTP1 is true).
+    // (@types/node lacks these members of Http2SecureServer.)
+    const s = secure as unknown as {
+      headersTimeout: number;
+      connectionsCheckingInterval: number;
+      closeIdleConnections(): void;
+    };
+    s.headersTimeout = Math.min(handshakeTimeoutMs, 60_000);
+    s.connectionsCheckingInterval = checkInterval(handshakeTimeoutMs);
+    secure.on("connection", trackSocket);
+    secure.on("secureConnection", (tlsSocket) => tlsSocket.on("error", noop));
+    // Failed handshakes (garbage, timeouts): drop quietly, without re-emitting the error.
+    secure.on("tlsClientError", (_err, socket) => socket.destroy());
+    secure.on("sessionError", noop);
+    secure.on("session", trackSession);
+    closeIdleHttp1.push(() => s.closeIdleConnections());
+    outer = secure;
+  } else {
+    const h2 = http2.createServer({}, handler);
+    h2.on("sessionError", noop);
+    h2.on("session", trackSession);
+    const h1 = http.createServer(
+      {
+        headersTimeout: handshakeTimeoutMs,
+        requestTimeout: Math.max(300_000, handshakeTimeoutMs),
+        connectionsCheckingInterval: checkInterval(handshakeTimeoutMs),
+      },
+      handler,
+    );
+    // http.Server only starts its connection tracking (headersTimeout, requestTimeout,
+    // closeIdleConnections) on 'listening'; this one never listens itself.
+    h1.emit("listening");
+    closeIdleHttp1.push(() => h1.closeIdleConnections());
+    outer = net.createServer((socket) => {
+      trackSocket(socket);
+      sniff(socket, h1, h2, handshakeTimeoutMs);
+    });
+    outer.once("close", () => {
+      // Stops h1's connection-checking interval.
+      h1.close(noop as () => void);
+    });
+  }
+
+  outer.on("error", noop);
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    outer.once("error", onError);
+    outer.listen(options.port, options.host, () => {
+      outer.off("error", onError);
+      resolve();
+    });
+  });
+  const address = outer.address() as net.AddressInfo;
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    if (closed) return closed;
+    closing = true;
+    closed = new Promise<void>((resolve) => {
+      outer.close(() => resolve());
+      shutdown.abort();
+      for (const session of sessions) session.close();
+      for (const closeIdle of closeIdleHttp1) closeIdle();
+      // HTTP/1.1 responses still running end soon after the abort; close idle
+      // keep-alive sockets again then, and destroy whatever is left after the grace.
+      const again = setTimeout(() => closeIdleHttp1.forEach((f) => f()), Math.min(100, shutdownGraceMs));
+      const kill = setTimeout(() => {
+        for (const session of sessions) session.destroy();
+        for (const socket of sockets) socket.destroy();
+      }, shutdownGraceMs);
+      again.unref();
+      kill.unref();
+      outer.once("close", () => {
+        clearTimeout(again);
+        clearTimeout(kill);
+      });
+    });
+    return closed;
+  };
+
+  return { port: address.port, host: options.host, close, shutdownSignal: shutdown.signal };
+}
+
+/** Interval for Node's HTTP/1.1 connection checker: fine enough for short test timeouts. */
+function checkInterval(handshakeTimeoutMs: number): number {
+  return Math.max(50, Math.min(30_000, Math.floor(handshakeTimeoutMs / 2)));
+}
+
+/**
+ * Reads the first bytes of a plaintext connection and hands the socket to the
+ * HTTP/2 server (full preface seen) or the HTTP/1.1 server (anything else).
+ * A connection that stays silent or sends only part of the preface is destroyed
+ * after `timeoutMs`.
+ */
+function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeoutMs: number): void {
+  let seen: Buffer = Buffer.alloc(0);
+  const timer = setTimeout(() => socket.destroy(), timeoutMs);
+  timer.unref();
+  const handOff = (server: net.Server): void => {
+    clearTimeout(timer);
+    socket.off("data", onData);
+    socket.off("close", onClose);
+    socket.pause();
+    socket.unshift(seen);
+    server.emit("connection", socket);
+    // http.Server consumes the socket's native handle directly; the bytes
+    // unshifted above only reach its parser through a 'data' event, so let the
+    // stream flow once. (http2 reads socket.readableLength itself.)
+    if (server === h1) socket.resume();
+  };
+  const onData = (chunk: Buffer): void => {
+    seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+    const n = Math.min(seen.length, H2_PREFACE.length);
+    if (!seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+      handOff(h1);
+    } else if (seen.length >= H2_PREFACE.length) {
+      handOff(h2);
+    }
+    // else: a prefix of the preface; wait for more bytes.
+  };
+  const onClose = (): void => clearTimeout(timer);
+  socket.on("data", onData);
+  socket.once("close", onClose);
+}
+
+/** Headers a browser may send: Connect's list plus Authorization. */
+const CORS_ALLOWED_HEADERS = [...cors.allowedHeaders, "Authorization"].join(", ");
+const CORS_ALLOWED_METHODS = cors.allowedMethods.join(", ");
+const CORS_EXPOSED_HEADERS = cors.exposedHeaders.join(", ");
+
+/**
+ * Builds the CORS step. The returned function adds CORS headers to responses for
+ * allowed origins and answers preflight requests (OPTIONS with
+ * Access-Control-Request-Method) itself with 204, returning true then.
+ * Disallowed origins get no CORS headers (the browser then blocks the call).
+ */
+function makeCors(origins: string[]): (req: HttpRequest, res: HttpResponse) => boolean {
+  const any = origins.includes("*");
+  const allowed = new Set(origins);
+  return (req, res) => {
+    const origin = req.headers["origin"];
+    const ok = typeof origin === "string" && (any || allowed.has(origin));
+    if (ok) {
+      res.setHeader("Access-Control-Allow-Origin", origin);
+      res.setHeader("Vary", "Origin");
+    }
+    const preflight = req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined;
+    if (preflight) {
+      if (ok) {
+        res.setHeader("Access-Control-Allow-Methods", CORS_ALLOWED_METHODS);
+        res.setHeader("Access-Control-Allow-Headers", CORS_ALLOWED_HEADERS);
+        res.setHeader("Access-Control-Max-Age", "7200");
+      }
+      res.statusCode = 204;
+      res.end();
+      return true;
+    }
+    if (ok) res.setHeader("Access-Control-Expose-Headers", CORS_EXPOSED_HEADERS);
+    return false;
+  };
+}

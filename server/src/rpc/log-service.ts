@@ -1,0 +1,65 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { LogService, WatchResponseSchema, type EmitRequest } from "../../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { fail } from "../errors.js";
+import type { EmitInput, Emitter, EmitResult } from "../log/emit.js";
+import { compileFilter } from "../log/filter.js";
+import type { HeadSignal } from "../log/head.js";
+import { pageToken, parsePageToken, readPage } from "../log/read.js";
+import { watchLog } from "../log/watch.js";
+import type { EventStatements } from "../store/events.js";
+import { principalOf } from "./context.js";
+import { actorFromProto, causeFromProto, eventToProto, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
+
+/** What the LogService handlers need. */
+export interface LogServiceDeps {
+  emitter: Emitter;
+  events: EventStatements;
+  head: HeadSignal;
+}
+
+/** LogService over the owner's log (E1, E7, E9): translation only; the rules live in log/. */
+export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof LogService>> {
+  return {
+    async emit(req, ctx) {
+      const [result] = await deps.emitter.emit([emitInput(req)], principalOf(ctx));
+      return emitResult(result);
+    },
+    async emitBatch(req, ctx) {
+      const results = await deps.emitter.emit(req.events.map(emitInput), principalOf(ctx));
+      return { results: results.map(emitResult) };
+    },
+    readLog(req) {
+      const where = compileFilter(objectFromProto(req.where), "where");
+      const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
+      const page = readPage(deps.events, { afterSeq, types: req.types, where }, pageSizeFromProto(req.pageSize, 100, 1000));
+      return {
+        events: page.events.map(eventToProto),
+        nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
+        headSeq: BigInt(deps.head.head),
+      };
+    },
+    getEvent(req) {
+      const event = deps.events.findById(req.id) ?? fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
+      return { event: eventToProto(event) };
+    },
+    async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
+      const where = compileFilter(objectFromProto(req.where), "where");
+      const query = { afterSeq: seqFromProto(req.afterSeq, "after_seq"), types: req.types, where };
+      for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {
+        yield "event" in item
+          ? { message: { case: "event", value: eventToProto(item.event) } }
+          : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
+      }
+    },
+  };
+}
+
+function emitInput(req: EmitRequest): EmitInput {
+  if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);
+  return { type: req.type, data: objectFromProto(req.data), id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
+}
+
+function emitResult(result: EmitResult) {
+  return { event: eventToProto(result.event), existing: result.existing };
+}

@@ -1,0 +1,29 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { PluginService } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { fail } from "../errors.js";
+import type { PluginRegistry, RegisteredPlugin } from "../plugins/registry.js";
+import { principalOf } from "./context.js";
+
+/** PluginService (E4): registration needs the admin role. */
+export function pluginService(registry: PluginRegistry): ServiceImpl<typeof PluginService> {
+  return {
+    async registerPlugin(req, ctx) {
+      const principal = principalOf(ctx);
+      if (principal.role !== "admin") fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not register plugins; the admin role is needed`);
+      if (!req.manifest) fail("bad_request", "manifest is required", [{ field: "manifest", description: "required" }]);
+      const { plugin, changed } = await registry.register(req.manifest);
+      return { plugin: pluginToProto(plugin), changed };
+    },
+    listPlugins() {
+      return { plugins: registry.list().map(pluginToProto) };
+    },
+    getPlugin(req) {
+      return { plugin: pluginToProto(registry.get(req.name)) };
+    },
+  };
+}
+
+function pluginToProto(p: RegisteredPlugin) {
+  return { manifest: p.compiled.manifest, revision: p.revision, registeredAt: timestampFromMs(p.registeredAt) };
+}

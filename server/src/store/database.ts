@@ -1,0 +1,110 @@
+import Database from "better-sqlite3";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ChronologError } from "../errors.js";
+
+/** A better-sqlite3 connection. */
+export type Db = Database.Database;
+
+/** How hard a commit waits for the disk (E8): FULL fsyncs before acknowledging. */
+export type SyncMode = "FULL" | "NORMAL";
+
+/** Options of {@link openStore}. */
+export interface StoreOptions {
+  /** Folder holding `chronolog.db` (created if missing). */
+  dataDir: string;
+  /** Default FULL: an acknowledged write survives power loss. NORMAL: survives a process crash only. */
+  synchronous?: SyncMode;
+}
+
+/** An open data folder: the database and the lock that keeps other owners out (O5). */
+export interface Store {
+  db: Db;
+  dataDir: string;
+  close(): void;
+}
+
+const migrationsDir = new URL("./migrations/", import.meta.url);
+
+/**
+ * Opens the data folder: takes the owner lock (O5), opens SQLite in WAL mode
+ * with the chosen `synchronous`, checks the pragmas took effect (STYLE 15)
+ * and applies pending numbered migrations.
+ * Throws FAILED_PRECONDITION when another owner holds the folder.
+ */
+export function openStore(options: StoreOptions): Store {
+  mkdirSync(options.dataDir, { recursive: true });
+  const lock = takeOwnerLock(options.dataDir);
+  try {
+    const db = new Database(join(options.dataDir, "chronolog.db"));
+    setPragmas(db, options.synchronous ?? "FULL");
+    migrate(db);
+    return {
+      db,
+      dataDir: options.dataDir,
+      close() {
+        db.close();
+        lock.close();
+      },
+    };
+  } catch (e) {
+    lock.close();
+    throw e;
+  }
+}
+
+/**
+ * The owner lock is an exclusive transaction held open on `owner.lock` for the
+ * life of the process: the operating system drops it when the process dies,
+ * even on `kill -9`, so a crashed owner never leaves a stale lock.
+ */
+function takeOwnerLock(dataDir: string): Db {
+  const lock = new Database(join(dataDir, "owner.lock"));
+  lock.pragma("busy_timeout = 0");
+  lock.pragma("locking_mode = EXCLUSIVE");
+  try {
+    lock.exec("BEGIN EXCLUSIVE");
+  } catch {
+    lock.close();
+    let holder = "";
+    try {
+      holder = ` (pid ${readFileSync(join(dataDir, "owner.pid"), "utf8").trim()})`;
+    } catch {
+      /* no pid file: say nothing more */
+    }
+    throw new ChronologError(
+      "failed_precondition",
+      `data folder ${dataDir} is in use by another Chronolog owner${holder}; stop it or choose another --data folder`,
+    );
+  }
+  writeFileSync(join(dataDir, "owner.pid"), `${process.pid}\n`);
+  return lock;
+}
+
+function setPragmas(db: Db, synchronous: SyncMode): void {
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${synchronous}`);
+  db.pragma("busy_timeout = 5000");
+  db.pragma("foreign_keys = ON");
+  const mode = db.pragma("journal_mode", { simple: true });
+  const sync = db.pragma("synchronous", { simple: true });
+  const wanted = synchronous === "FULL" ? 2 : 1;
+  if (mode !== "wal" || sync !== wanted) {
+    throw new Error(`SQLite pragmas not applied: journal_mode=${mode} synchronous=${sync}, wanted wal and ${synchronous}`);
+  }
+}
+
+/** Applies `migrations/NNNN_*.sql` above `PRAGMA user_version`, each in its own transaction. */
+function migrate(db: Db): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  const files = readdirSync(migrationsDir).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+  for (const file of files) {
+    const version = Number(file.slice(0, 4));
+    if (version <= current) continue;
+    const sql = readFileSync(new URL(file, migrationsDir), "utf8");
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${version}`);
+    })();
+  }
+}
