@@ -1,0 +1,57 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { pino } from "pino";
+import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
+
+/** A fresh temporary data folder. */
+export function tempDir(prefix = "chronolog-test-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Starts an owner in this process on a free port (silent logs). */
+export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promise<Owner & { url: string }> {
+  const owner = await startOwner({ dataDir: tempDir(), host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...options });
+  return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}` });
+}
+
+/** An owner running as a child process (for kill -9 tests). */
+export interface OwnerProcess {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  /** Everything the owner logged (JSON lines). */
+  logs: string[];
+  /** Resolves with the exit code or signal when the process ends. */
+  exited: Promise<number | string>;
+}
+
+const repo = new URL("../../", import.meta.url).pathname;
+
+/**
+ * Runs `chronolog serve` as a child process on `dataDir` with port 0 and
+ * resolves once it logged "owner serving" (with the port). Rejects with the
+ * logs if it exits first.
+ */
+export function spawnOwner(dataDir: string, extraArgs: string[] = []): Promise<OwnerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, "--port", "0", ...extraArgs], {
+    cwd: repo,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const logs: string[] = [];
+  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      logs.push(line);
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg?.startsWith("owner serving")) resolve({ child, port: entry.port, url: `http://127.0.0.1:${entry.port}`, logs, exited });
+      } catch {
+        /* not JSON: keep it in logs */
+      }
+    });
+    exited.then((code) => reject(new Error(`owner exited (${code}) before serving:\n${logs.join("\n")}`)));
+  });
+}

@@ -1,0 +1,24 @@
+// Runs every test with vitest and ends with one plain line `N passed, N failed`
+// (read by CI). Extra arguments go to vitest, e.g. `npm test -- test/log.test.ts`.
+import { spawnSync } from "node:child_process";
+import { readFileSync, rmSync } from "node:fs";
+
+const report = ".vitest-report.json";
+rmSync(report, { force: true });
+const result = spawnSync(
+  process.execPath,
+  ["node_modules/vitest/vitest.mjs", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
+  { stdio: "inherit" },
+);
+let passed = 0;
+let failed = 0;
+try {
+  const json = JSON.parse(readFileSync(report, "utf8"));
+  passed = json.numPassedTests;
+  failed = json.numFailedTests + (json.numRuntimeErrorTests ?? 0);
+  if (json.success === false && failed === 0) failed = 1; // a suite that failed to load counts
+} catch {
+  failed = Math.max(failed, 1);
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(result.status === 0 && failed === 0 ? 0 : 1);
