@@ -67,3 +67,15 @@ export function resolveActor(principal: Principal, asserted: Partial<ActorRecord
 export function allows(allow: readonly string[], principal: Principal): boolean {
   return allow.some((entry) => entry === "*" || entry === `role:${principal.role}` || entry === principal.name);
 }
+
+/**
+ * True when the principal may read an event (R5): admins read everything;
+ * others read events without a space and events in the spaces they may
+ * assert (`assert.in`) or default to (`actor.in`).
+ */
+export function canRead(principal: Principal, event: { actor: ActorRecord | null }): boolean {
+  const space = event.actor?.in ?? "";
+  if (principal.role === "admin" || space === "") return true;
+  if (principal.actor.in === space) return true;
+  return (principal.assert.in ?? []).some((p) => matchesPattern(p, space));
+}

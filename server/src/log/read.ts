@@ -2,11 +2,15 @@ import { fail } from "../errors.js";
 import type { EventRecord, EventStatements } from "../store/events.js";
 import { matchAll, type Filter } from "./filter.js";
 
-/** What to read: events after `afterSeq` of `types` (empty: all) whose data matches `where`. */
+/**
+ * What to read: events after `afterSeq` of `types` (empty: all) whose data
+ * matches `where` and that the reader may see (`visible`, R5).
+ */
 export interface LogQuery {
   afterSeq: number;
   types: string[];
   where: Filter;
+  visible: (event: EventRecord) => boolean;
 }
 
 /** One page: matching events, and the last seq scanned (pass it back to continue). */
@@ -36,7 +40,7 @@ export function readPage(events: EventStatements, query: LogQuery, pageSize: num
     for (const row of rows) {
       scannedTo = row.seq;
       scanned++;
-      if (query.where === matchAll || query.where(row.data)) found.push(row);
+      if (query.visible(row) && (query.where === matchAll || query.where(row.data))) found.push(row);
       if (found.length === pageSize) return { events: found, scannedTo, atHead: false };
     }
     if (rows.length < chunkSize) return { events: found, scannedTo: Math.max(scannedTo, events.head()), atHead: true };

@@ -7,7 +7,8 @@ import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
 import { pageToken, parsePageToken, readPage } from "../log/read.js";
 import { watchLog } from "../log/watch.js";
-import type { EventStatements } from "../store/events.js";
+import type { EventRecord, EventStatements } from "../store/events.js";
+import { canRead } from "../auth/principal.js";
 import { principalOf } from "./context.js";
 import { actorFromProto, causeFromProto, eventToProto, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
 
@@ -29,23 +30,27 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       const results = await deps.emitter.emit(req.events.map(emitInput), principalOf(ctx));
       return { results: results.map(emitResult) };
     },
-    readLog(req) {
+    readLog(req, ctx) {
       const where = compileFilter(objectFromProto(req.where), "where");
       const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
-      const page = readPage(deps.events, { afterSeq, types: req.types, where }, pageSizeFromProto(req.pageSize, 100, 1000));
+      const principal = principalOf(ctx);
+      const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
+      const page = readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000));
       return {
         events: page.events.map(eventToProto),
         nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
         headSeq: BigInt(deps.head.head),
       };
     },
-    getEvent(req) {
-      const event = deps.events.findById(req.id) ?? fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
+    getEvent(req, ctx) {
+      const event = deps.events.findById(req.id);
+      if (!event || !canRead(principalOf(ctx), event)) fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
       return { event: eventToProto(event) };
     },
     async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
       const where = compileFilter(objectFromProto(req.where), "where");
-      const query = { afterSeq: seqFromProto(req.afterSeq, "after_seq"), types: req.types, where };
+      const principal = principalOf(ctx);
+      const query = { afterSeq: seqFromProto(req.afterSeq, "after_seq"), types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
       for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {
         yield "event" in item
           ? { message: { case: "event", value: eventToProto(item.event) } }

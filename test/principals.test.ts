@@ -1,0 +1,52 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../sdk/ts/src/client.js";
+import { startTestOwner } from "./helpers/owner.js";
+
+const tokens = { admin: "admin-token-0123456789", acme: "acme-client-token-0123", beta: "beta-client-token-0123" };
+
+describe("principals (R5)", () => {
+  let owner: Awaited<ReturnType<typeof startTestOwner>>;
+  const as = (token: string) => createClient({ url: owner.url, token });
+
+  beforeAll(async () => {
+    owner = await startTestOwner({
+      config: {
+        principals: [
+          { name: "ops", token: tokens.admin, role: "admin" },
+          { name: "acme-web", token: tokens.acme, role: "client", actor: { in: "space:acme", via: "app:web" }, assert: { id: ["user:*"] } },
+          { name: "beta-web", token: tokens.beta, role: "client", actor: { in: "space:beta" } },
+        ],
+      },
+    });
+    await as(tokens.admin).registerPlugin({ name: "notes", events: { "note.added": { allow: ["role:client"] } } });
+  });
+  afterAll(() => owner.close());
+
+  it("fills unasserted actor fields from the principal and checks asserted ones", async () => {
+    const { event } = await as(tokens.acme).emit("note.added", { text: "hi" }, { actor: { id: "user:ana" } });
+    expect(event!.actor).toMatchObject({ id: "user:ana", in: "space:acme", via: "app:web", for: "" });
+    const denied = await as(tokens.acme).emit("note.added", {}, { actor: { id: "agent:x" } }).catch((e) => e);
+    expect(ConnectError.from(denied).code).toBe(Code.PermissionDenied);
+    expect(ConnectError.from(denied).rawMessage).toContain("actor.id");
+    const outOfSpace = await as(tokens.acme).emit("note.added", {}, { actor: { in: "space:beta" } }).catch((e) => e);
+    expect(ConnectError.from(outOfSpace).code).toBe(Code.PermissionDenied);
+  });
+
+  it("lets a client read only its own spaces and unspaced events; admins read all", async () => {
+    await as(tokens.beta).emit("note.added", { text: "beta" });
+    const seen = async (token: string) => {
+      const spaces: string[] = [];
+      for await (const e of as(token).read()) spaces.push(e.actor?.in ?? "");
+      return [...new Set(spaces)].sort();
+    };
+    expect(await seen(tokens.acme)).toEqual(["space:acme"]);
+    expect(await seen(tokens.beta)).toEqual(["space:beta"]);
+    expect(await seen(tokens.admin)).toEqual(["space:acme", "space:beta"]);
+  });
+
+  it("rejects plugin registration by a client", async () => {
+    const e = await as(tokens.acme).registerPlugin({ name: "x" }).catch((err) => err);
+    expect(ConnectError.from(e).code).toBe(Code.PermissionDenied);
+  });
+});
