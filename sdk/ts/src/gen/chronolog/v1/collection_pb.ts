@@ -50,7 +50,7 @@ export const DocumentSchema: GenMessage<Document> = /*@__PURE__*/
  */
 export type CreateDocumentRequest = Message<"chronolog.v1.CreateDocumentRequest"> & {
   /**
-   * `plugin.collection`.
+   * Collection name, e.g. `booking` (collection names are global, like event types).
    *
    * @generated from field: string collection = 1;
    */
@@ -120,7 +120,7 @@ export const CreateDocumentResponseSchema: GenMessage<CreateDocumentResponse> = 
  */
 export type ReplaceDocumentRequest = Message<"chronolog.v1.ReplaceDocumentRequest"> & {
   /**
-   * `plugin.collection`.
+   * Collection name, e.g. `booking` (collection names are global, like event types).
    *
    * @generated from field: string collection = 1;
    */
@@ -197,7 +197,7 @@ export const ReplaceDocumentResponseSchema: GenMessage<ReplaceDocumentResponse> 
  */
 export type PatchDocumentRequest = Message<"chronolog.v1.PatchDocumentRequest"> & {
   /**
-   * `plugin.collection`.
+   * Collection name, e.g. `booking` (collection names are global, like event types).
    *
    * @generated from field: string collection = 1;
    */
@@ -281,7 +281,7 @@ export const PatchDocumentResponseSchema: GenMessage<PatchDocumentResponse> = /*
  */
 export type DeleteDocumentRequest = Message<"chronolog.v1.DeleteDocumentRequest"> & {
   /**
-   * `plugin.collection`.
+   * Collection name, e.g. `booking` (collection names are global, like event types).
    *
    * @generated from field: string collection = 1;
    */
@@ -344,7 +344,7 @@ export const DeleteDocumentResponseSchema: GenMessage<DeleteDocumentResponse> = 
  */
 export type GetDocumentRequest = Message<"chronolog.v1.GetDocumentRequest"> & {
   /**
-   * `plugin.collection`.
+   * Collection name, e.g. `booking` (collection names are global, like event types).
    *
    * @generated from field: string collection = 1;
    */
@@ -393,7 +393,7 @@ export const GetDocumentResponseSchema: GenMessage<GetDocumentResponse> = /*@__P
  */
 export type FindDocumentsRequest = Message<"chronolog.v1.FindDocumentsRequest"> & {
   /**
-   * `plugin.collection`.
+   * Collection name, e.g. `booking` (collection names are global, like event types).
    *
    * @generated from field: string collection = 1;
    */
