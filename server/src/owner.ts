@@ -9,6 +9,7 @@ import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { localAdmin } from "./auth/principal.js";
 import { Authenticator } from "./auth/tokens.js";
+import { openCollections } from "./collections/collections.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
 import { Emitter } from "./log/emit.js";
@@ -17,6 +18,7 @@ import type { Logger } from "./logger.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { registerHealth } from "./rpc/health.js";
+import { collectionService } from "./rpc/collection-service.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
 import { listen } from "./rpc/listen.js";
 import { logService } from "./rpc/log-service.js";
@@ -87,6 +89,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
   const emitter = new Emitter(committer, registry, events);
+  const collections = openCollections(store.db, committer, registry, events);
   const authenticator = new Authenticator(config?.principals);
   const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
   const listener = await listen({
@@ -101,7 +104,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       router.service(PluginService, pluginService(registry));
       registerWithPending(router, ExecutorService, {}, "executors: issue #3");
       registerWithPending(router, ActionService, {}, "actions: issue #3");
-      registerWithPending(router, CollectionService, {}, "collections: issue #3");
+      router.service(CollectionService, collectionService(collections));
       registerWithPending(router, TimeService, {}, "time: issue #4");
       registerWithPending(router, AdminService, {}, "admin: issues #3 and #5");
       registerReflection(router, services);

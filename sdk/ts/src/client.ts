@@ -1,6 +1,7 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { CollectionService, type Document } from "./gen/chronolog/v1/collection_pb.js";
 import { EventSchema, type Actor, type Event } from "./gen/chronolog/v1/event_pb.js";
 import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
 import { PluginService, type PluginManifestSchema, type RegisterPluginResponse } from "./gen/chronolog/v1/plugin_pb.js";
@@ -27,6 +28,30 @@ export interface EmitOptions {
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
 }
 
+/** Options of a collection write. */
+export interface DocumentWriteOptions {
+  /** Actor fields to assert (from outside; the principal must allow them). */
+  actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
+  /** Work under a delivery (X5): the write's id and actor come from it; executors and admins only. */
+  cause?: { eventId: string; position: number };
+}
+
+/** A document write's outcome: the document after it (absent after a delete) and its change event's seq (0 when none). */
+export interface DocumentWriteResult {
+  doc?: JsonObject;
+  seq: bigint;
+}
+
+/** What to find in a collection. */
+export interface FindOptions {
+  /** A MongoDB filter; empty matches all. */
+  filter?: JsonObject;
+  /** Field path → 1 or -1, e.g. `{ created: -1 }`; default `_id` order. */
+  sort?: JsonObject;
+  /** At most this many (default 100, at most 1000). */
+  limit?: number;
+}
+
 /** What to read or watch. */
 export interface LogQueryOptions {
   /** Start after this seq (default 0: from the start). */
@@ -39,17 +64,20 @@ export interface LogQueryOptions {
 
 /**
  * A small typed client for the owner (SPEC S2, part): emit, read and watch
- * the log, register plugins. Errors are ConnectErrors with the owner's gRPC
- * code and message (e.g. INVALID_ARGUMENT naming the schema path). The raw
- * generated clients are exposed as `log` and `plugins`.
+ * the log, register plugins, write and read collection documents. Errors are
+ * ConnectErrors with the owner's gRPC code and message (e.g. INVALID_ARGUMENT
+ * naming the schema path). The raw generated clients are exposed as `log`,
+ * `plugins` and `collections`.
  */
 export class ChronologClient {
   readonly log: Client<typeof LogService>;
   readonly plugins: Client<typeof PluginService>;
+  readonly collections: Client<typeof CollectionService>;
 
   constructor(readonly transport: Transport) {
     this.log = createRpcClient(LogService, transport);
     this.plugins = createRpcClient(PluginService, transport);
+    this.collections = createRpcClient(CollectionService, transport);
   }
 
   /** Emits one event; resolves with the stored event once durable. */
@@ -86,6 +114,39 @@ export class ChronologClient {
     }
   }
 
+  /** Creates a document (C2); `_id` is generated when absent. ALREADY_EXISTS when taken. */
+  async createDocument(collection: string, doc: JsonObject, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
+    return writeResult(await this.collections.createDocument({ collection, doc, ...options }));
+  }
+
+  /** Replaces a document. NOT_FOUND when absent. */
+  async replaceDocument(collection: string, id: string, doc: JsonObject, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
+    return writeResult(await this.collections.replaceDocument({ collection, id, doc, ...options }));
+  }
+
+  /** Sets fields (by dotted path) and unsets paths of a document. NOT_FOUND when absent. */
+  async patchDocument(collection: string, id: string, patch: { set?: JsonObject; unset?: string[] }, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
+    return writeResult(await this.collections.patchDocument({ collection, id, set: patch.set, unset: patch.unset, ...options }));
+  }
+
+  /** Deletes a document; resolves with its `.deleted` event's seq (0 when none). NOT_FOUND when absent. */
+  async deleteDocument(collection: string, id: string, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
+    const response = await this.collections.deleteDocument({ collection, id, ...options });
+    return { seq: response.seq };
+  }
+
+  /** A document by `_id`. NOT_FOUND when absent. */
+  async getDocument(collection: string, id: string): Promise<JsonObject> {
+    const response = await this.collections.getDocument({ collection, id });
+    return response.document?.doc ?? {};
+  }
+
+  /** Documents matching a MongoDB filter, sorted, at most `limit`. */
+  async findDocuments(collection: string, options: FindOptions = {}): Promise<JsonObject[]> {
+    const response = await this.collections.findDocuments({ collection, filter: options.filter, sort: options.sort, limit: options.limit ?? 0 });
+    return response.documents.map((d) => d.doc ?? {});
+  }
+
   /** Registers (or updates) a plugin manifest; needs the admin role. */
   async registerPlugin(manifest: MessageInitShape<typeof PluginManifestSchema>): Promise<RegisterPluginResponse> {
     return this.plugins.registerPlugin({ manifest });
@@ -105,6 +166,10 @@ export function createTransport(options: ClientOptions): Transport {
   if (protocol === "grpc") return createGrpcTransport({ ...common });
   const httpVersion = options.httpVersion ?? "2";
   return protocol === "connect" ? createConnectTransport({ ...common, httpVersion }) : createGrpcWebTransport({ ...common, httpVersion });
+}
+
+function writeResult(response: { document?: Document; seq: bigint }): DocumentWriteResult {
+  return { doc: response.document?.doc, seq: response.seq };
 }
 
 function bearer(token: string): Interceptor {

@@ -1,6 +1,7 @@
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { canonicalJson } from "../log/canonical.js";
 import { PluginManifestSchema, type PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { compileCollection, type CollectionEntry } from "../collections/declaration.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
@@ -20,6 +21,8 @@ export interface CompiledManifest {
   /** Canonical JSON of the manifest: equal strings mean equal manifests. */
   canonical: string;
   eventTypes: EventTypeEntry[];
+  /** Declared collections (C1); names and change types are checked against other plugins by the registry. */
+  collections: CollectionEntry[];
 }
 
 const pluginName = /^[a-z][a-z0-9_-]{0,62}$/;
@@ -65,8 +68,12 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     attempt(() => compileFilter(decl.where, `${at}.where`), `${at}.where`, violations);
     check(`${at}.concurrency`, decl.concurrency <= 1024, "concurrency must be at most 1024");
   }
+  const collections: CollectionEntry[] = [];
   for (const [name, decl] of Object.entries(manifest.collections)) {
-    attempt(() => compile(decl.schema, "doc"), `collections.${name}.schema`, violations);
+    for (const entry of decl.allow) check(`collections.${name}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
+    const compiled = compileCollection(manifest.name, name, decl, compile);
+    violations.push(...compiled.violations);
+    if (compiled.entry) collections.push(compiled.entry);
   }
   for (const [name, decl] of Object.entries(manifest.actions)) {
     attempt(() => compile(decl.inputSchema, "input"), `actions.${name}.input_schema`, violations);
@@ -75,7 +82,7 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     const first = violations[0];
     fail("invalid_manifest", `invalid plugin manifest ${manifest.name || "(unnamed)"}: ${first.field}: ${first.description}`, violations, { plugin: manifest.name });
   }
-  return { manifest, canonical: canonicalManifest(manifest), eventTypes };
+  return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections };
 }
 
 /** Canonical JSON (RFC 8785) of a manifest. */

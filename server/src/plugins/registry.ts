@@ -1,4 +1,6 @@
 import type { PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { CollectionEntry } from "../collections/declaration.js";
+import { CollectionIndex, collectionConflicts } from "../collections/declared.js";
 import { fail } from "../errors.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/database.js";
@@ -20,6 +22,7 @@ export interface RegisteredPlugin {
 export class PluginRegistry {
   private readonly plugins = new Map<string, RegisteredPlugin>();
   private eventTypes = new Map<string, EventTypeEntry>();
+  private collections = CollectionIndex.build([]);
   private readonly statements;
 
   constructor(
@@ -39,6 +42,11 @@ export class PluginRegistry {
     return this.eventTypes.get(type);
   }
 
+  /** The declaration of a collection (C1), or undefined when nobody declared it. */
+  collection(name: string): CollectionEntry | undefined {
+    return this.collections.get(name);
+  }
+
   /** All plugins, by name. */
   list(): RegisteredPlugin[] {
     return [...this.plugins.values()].sort((a, b) => a.compiled.manifest.name.localeCompare(b.compiled.manifest.name));
@@ -51,7 +59,8 @@ export class PluginRegistry {
 
   /**
    * Registers a manifest: checks it (INVALID_ARGUMENT), checks that its event
-   * types are not declared by another plugin, and when it differs from the
+   * types and collections are not declared by another plugin and that no
+   * event type is a collection's change type (E3), and when it differs from the
    * current revision commits a new revision. Resolves once durable.
    */
   async register(manifest: PluginManifest): Promise<{ plugin: RegisteredPlugin; changed: boolean }> {
@@ -78,11 +87,15 @@ export class PluginRegistry {
         fail("invalid_manifest", `event type ${entry.type} is already declared by plugin ${owner}`, [{ field: `events.${entry.type}`, description: `declared by plugin ${owner}` }]);
       }
     }
+    const others = [...this.plugins.values()].filter((p) => p.compiled.manifest.name !== compiled.manifest.name).map((p) => p.compiled);
+    const clashes = collectionConflicts(compiled, others);
+    if (clashes.length > 0) fail("invalid_manifest", `invalid plugin manifest ${compiled.manifest.name}: ${clashes[0].field}: ${clashes[0].description}`, clashes, { plugin: compiled.manifest.name });
   }
 
   private reindex(): void {
     const index = new Map<string, EventTypeEntry>();
     for (const plugin of this.plugins.values()) for (const entry of plugin.compiled.eventTypes) index.set(entry.type, entry);
     this.eventTypes = index;
+    this.collections = CollectionIndex.build([...this.plugins.values()].map((p) => p.compiled));
   }
 }

@@ -1,0 +1,22 @@
+import type { PluginRegistry } from "../plugins/registry.js";
+import type { Committer } from "../store/committer.js";
+import type { Db } from "../store/database.js";
+import type { EventStatements } from "../store/events.js";
+import { DocumentReader } from "./reads.js";
+import { DocumentStores } from "./stores.js";
+import { DocumentWriter } from "./writes.js";
+
+/** An owner's collections (SPEC C1-C4): the writer and the reader over one set of stores. */
+export interface Collections {
+  writer: DocumentWriter;
+  reader: DocumentReader;
+}
+
+/**
+ * Opens the collections of an owner on its database `db` (SQLite documents)
+ * and a fresh in-memory store (`durable: false`, empty at every start).
+ */
+export function openCollections(db: Db, committer: Committer, registry: PluginRegistry, events: EventStatements): Collections {
+  const stores = new DocumentStores(db);
+  return { writer: new DocumentWriter(committer, registry, events, stores), reader: new DocumentReader(registry, stores) };
+}

@@ -1,0 +1,89 @@
+import { find as mingoFind } from "mingo";
+import type { Principal } from "../auth/principal.js";
+import { fail } from "../errors.js";
+import { compileFilter } from "../log/filter.js";
+import type { PluginRegistry } from "../plugins/registry.js";
+import type { DocumentRecord } from "../store/documents.js";
+import { declaredCollection, forReader } from "./access.js";
+import { checkDocumentId } from "./ops.js";
+import type { DocumentStores } from "./stores.js";
+
+/** A find query as parsed from the request. */
+export interface FindQuery {
+  /** MongoDB filter (mingo); empty matches all. */
+  filter: Record<string, unknown>;
+  /** Field path → 1 (ascending) or -1 (descending); empty: `_id` order. */
+  sort: Record<string, unknown>;
+  /** At most this many documents; 0 means the default (100). */
+  limit: number;
+}
+
+/** Documents a find returns when the request sets no limit. */
+export const defaultFindLimit = 100;
+/** Most documents one find returns. */
+export const maxFindLimit = 1000;
+
+/**
+ * Reads documents (SPEC C2): by `_id`, and by a MongoDB filter with sort and
+ * limit. Any authenticated principal may read a declared collection;
+ * private fields are removed for principals other than admins and
+ * executors (E6). Reads see committed documents only.
+ *
+ * Find scans the collection's documents (SQLite rows in `_id` order, or
+ * memory) and filters them in JS with mingo: fine for the sizes Chronolog
+ * targets today, linear in the collection's size. Without a sort the scan
+ * stops at `limit` matches; with one, every match is held and sorted
+ * (mingo's MongoDB ordering). No indexes on document fields yet.
+ */
+export class DocumentReader {
+  constructor(
+    private readonly registry: PluginRegistry,
+    private readonly stores: DocumentStores,
+  ) {}
+
+  /** The document `id` of `collection` as `principal` sees it; NOT_FOUND when absent or undeclared. */
+  get(collection: string, id: string, principal: Principal): DocumentRecord {
+    const entry = declaredCollection(this.registry, collection);
+    const doc = this.stores.of(entry).get(entry.name, checkDocumentId(id, "id"));
+    if (!doc) fail("not_found", `no document ${JSON.stringify(id)} in ${entry.name}`, [], { collection: entry.name, id });
+    return forReader(principal, entry, doc);
+  }
+
+  /**
+   * Documents of `collection` matching `query.filter`, sorted, at most
+   * `query.limit` (default 100, at most 1000). INVALID_ARGUMENT for a bad
+   * filter (`filter`), sort (`sort.<path>`) or limit; NOT_FOUND for an
+   * undeclared collection. Filter and sort see the documents as `principal`
+   * does: a client cannot probe private fields with a filter.
+   */
+  find(collection: string, query: FindQuery, principal: Principal): DocumentRecord[] {
+    const entry = declaredCollection(this.registry, collection);
+    const matches = compileFilter(query.filter, "filter");
+    const sort = parseSort(query.sort);
+    const limit = parseLimit(query.limit);
+    const found: DocumentRecord[] = [];
+    for (const stored of this.stores.of(entry).scan(entry.name)) {
+      const doc = forReader(principal, entry, stored);
+      if (!matches(doc)) continue;
+      found.push(doc);
+      if (!sort && found.length === limit) break;
+    }
+    return sort ? (mingoFind(found, {}).sort(sort).limit(limit).all() as DocumentRecord[]) : found;
+  }
+}
+
+function parseSort(sort: Record<string, unknown>): Record<string, 1 | -1> | undefined {
+  const entries = Object.entries(sort);
+  if (entries.length === 0) return undefined;
+  for (const [path, direction] of entries) {
+    if (path === "" || path.split(".").some((s) => s === "")) fail("bad_request", `sort: invalid field path ${JSON.stringify(path)}`, [{ field: `sort.${path}`, description: "a dotted field path" }]);
+    if (direction !== 1 && direction !== -1) fail("bad_request", `sort.${path} must be 1 (ascending) or -1 (descending)`, [{ field: `sort.${path}`, description: "1 or -1" }]);
+  }
+  return sort as Record<string, 1 | -1>;
+}
+
+function parseLimit(limit: number): number {
+  if (limit === 0) return defaultFindLimit;
+  if (!Number.isInteger(limit) || limit < 0 || limit > maxFindLimit) fail("bad_request", `limit must be at most ${maxFindLimit}`, [{ field: "limit", description: `1 to ${maxFindLimit}` }]);
+  return limit;
+}

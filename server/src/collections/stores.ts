@@ -1,0 +1,82 @@
+import type { Db } from "../store/database.js";
+import { documentStatements, type DocumentRecord, type DocumentStatements } from "../store/documents.js";
+import type { CollectionEntry } from "./declaration.js";
+
+/** Where a collection's documents live: SQLite (durable) or memory (`durable: false`, C4). */
+export type DocumentStore = DocumentStatements;
+
+/**
+ * The documents of `durable: false` collections (SPEC C4): in this process's
+ * memory only, lost when the owner stops. Same operations as the SQLite
+ * statements; documents are copied in and out, so callers never share
+ * objects with the store.
+ */
+export class MemoryDocuments implements DocumentStore {
+  private readonly collections = new Map<string, Map<string, DocumentRecord>>();
+  private readonly writes = new Map<string, string>();
+
+  private of(collection: string): Map<string, DocumentRecord> {
+    let docs = this.collections.get(collection);
+    if (!docs) this.collections.set(collection, (docs = new Map()));
+    return docs;
+  }
+
+  /** The document `id`, or undefined. */
+  get(collection: string, id: string): DocumentRecord | undefined {
+    const doc = this.collections.get(collection)?.get(id);
+    return doc && structuredClone(doc);
+  }
+
+  /** Inserts a document; throws when its `_id` is taken (callers check first). */
+  insert(collection: string, doc: DocumentRecord): void {
+    const docs = this.of(collection);
+    if (docs.has(doc._id)) throw new Error(`document ${doc._id} already in ${collection}`);
+    docs.set(doc._id, structuredClone(doc));
+  }
+
+  /** Overwrites an existing document (no-op when absent). */
+  update(collection: string, doc: DocumentRecord): void {
+    const docs = this.of(collection);
+    if (docs.has(doc._id)) docs.set(doc._id, structuredClone(doc));
+  }
+
+  /** Deletes a document (no-op when absent). */
+  remove(collection: string, id: string): void {
+    this.collections.get(collection)?.delete(id);
+  }
+
+  /** Every document of `collection`, in `_id` order. */
+  *scan(collection: string): Generator<DocumentRecord> {
+    const docs = this.collections.get(collection);
+    if (!docs) return;
+    for (const id of [...docs.keys()].sort()) {
+      const doc = docs.get(id);
+      if (doc) yield structuredClone(doc);
+    }
+  }
+
+  /** The `_id` written by the write `writeId` under a cause, or undefined. */
+  applied(writeId: string): string | undefined {
+    return this.writes.get(writeId);
+  }
+
+  /** Records that the write `writeId` was applied to `docId` (lost on restart, like the documents). */
+  markApplied(writeId: string, _collection: string, docId: string): void {
+    this.writes.set(writeId, docId);
+  }
+}
+
+/** The two document stores of an owner, and which one a collection uses. */
+export class DocumentStores {
+  readonly durable: DocumentStore;
+  readonly memory = new MemoryDocuments();
+
+  constructor(db: Db) {
+    this.durable = documentStatements(db);
+  }
+
+  /** The store of `entry`: memory when `durable: false`, SQLite otherwise. */
+  of(entry: CollectionEntry): DocumentStore {
+    return entry.durable ? this.durable : this.memory;
+  }
+}

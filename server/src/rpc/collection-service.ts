@@ -1,0 +1,58 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Actor, Cause } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { CollectionService } from "../../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
+import type { Collections } from "../collections/collections.js";
+import type { WriteInput } from "../collections/ops.js";
+import type { WriteRequest, WriteResult } from "../collections/writes.js";
+import { fail } from "../errors.js";
+import type { DocumentRecord } from "../store/documents.js";
+import { principalOf } from "./context.js";
+import { actorFromProto, causeFromProto, objectFromProto } from "./convert.js";
+
+/** CollectionService (C1-C4): translation only; the rules live in collections/. */
+export function collectionService(collections: Collections): ServiceImpl<typeof CollectionService> {
+  const { writer, reader } = collections;
+  return {
+    async createDocument(req, ctx) {
+      const result = await writer.write(writeRequest(req, { op: "create", doc: objectFromProto(req.doc) }), principalOf(ctx));
+      return documentResult(result);
+    },
+    async replaceDocument(req, ctx) {
+      const result = await writer.write(writeRequest(req, { op: "replace", id: req.id, doc: objectFromProto(req.doc) }), principalOf(ctx));
+      return documentResult(result);
+    },
+    async patchDocument(req, ctx) {
+      const result = await writer.write(writeRequest(req, { op: "patch", id: req.id, set: objectFromProto(req.set), unset: req.unset }), principalOf(ctx));
+      return documentResult(result);
+    },
+    async deleteDocument(req, ctx) {
+      const result = await writer.write(writeRequest(req, { op: "delete", id: req.id }), principalOf(ctx));
+      return { seq: BigInt(result.seq) };
+    },
+    getDocument(req, ctx) {
+      return { document: documentToProto(reader.get(collectionName(req.collection), req.id, principalOf(ctx))) };
+    },
+    findDocuments(req, ctx) {
+      const query = { filter: objectFromProto(req.filter), sort: objectFromProto(req.sort), limit: req.limit };
+      return { documents: reader.find(collectionName(req.collection), query, principalOf(ctx)).map(documentToProto) };
+    },
+  };
+}
+
+function collectionName(name: string): string {
+  if (name === "") fail("bad_request", "collection is required", [{ field: "collection", description: "required" }]);
+  return name;
+}
+
+function writeRequest(req: { collection: string; cause?: Cause; actor?: Actor }, write: WriteInput): WriteRequest {
+  return { collection: collectionName(req.collection), write, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
+}
+
+function documentToProto(doc: DocumentRecord) {
+  return { id: doc._id, doc: doc as JsonObject };
+}
+
+function documentResult(result: WriteResult) {
+  return { document: result.document ? documentToProto(result.document) : undefined, seq: BigInt(result.seq) };
+}
