@@ -44,7 +44,7 @@ const configSchema = {
         required: ["name", "role"],
         oneOf: [{ required: ["token"] }, { required: ["token_sha256"] }],
         properties: {
-          name: { type: "string", pattern: "^[A-Za-z0-9_.:@-]+$" },
+          name: { type: "string", pattern: "^(?!role:)[A-Za-z0-9_.:@-]+$" },
           token: { type: "string", minLength: 16 },
           token_sha256: { type: "string", pattern: "^[0-9a-f]{64}$" },
           role: { enum: ["admin", "executor", "client"] },

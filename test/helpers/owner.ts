@@ -31,12 +31,12 @@ export interface OwnerProcess {
 const repo = new URL("../../", import.meta.url).pathname;
 
 /**
- * Runs `chronolog serve` as a child process on `dataDir` with port 0 and
+ * Runs `chronolog serve` as a child process on `dataDir` (port 0: a free one) and
  * resolves once it logged "owner serving" (with the port). Rejects with the
  * logs if it exits first.
  */
-export function spawnOwner(dataDir: string, extraArgs: string[] = []): Promise<OwnerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, "--port", "0", ...extraArgs], {
+export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0): Promise<OwnerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), ...extraArgs], {
     cwd: repo,
     stdio: ["ignore", "ignore", "pipe"],
   });

@@ -27,7 +27,8 @@ export interface CompiledManifest {
 
 const pluginName = /^[a-z][a-z0-9_-]{0,62}$/;
 const eventTypeName = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$/;
-const allowEntry = /^(\*|role:(admin|executor|client)|[A-Za-z0-9_.:@-]+)$/;
+// A principal name never starts with `role:`, so `role:<typo>` is rejected, not taken for a name.
+const allowEntry = /^(\*|role:(admin|executor|client)|(?!role:)[A-Za-z0-9_.:@-]+)$/;
 /** Event types the runtime records itself (E3); plugins cannot declare them. */
 export const runtimeTypes = ["action.started", "action.completed", "action.failed", "action.retried", "processor.retried", "processor.failed", "maintenance.sql"];
 

@@ -24,6 +24,7 @@ export class PluginRegistry {
   private eventTypes = new Map<string, EventTypeEntry>();
   private collections = CollectionIndex.build([]);
   private readonly statements;
+  private readonly listeners: (() => void)[] = [];
 
   constructor(
     db: Db,
@@ -77,7 +78,13 @@ export class PluginRegistry {
     const plugin = { compiled, ...saved };
     this.plugins.set(name, plugin);
     this.reindex();
+    for (const listener of this.listeners) listener();
     return { plugin, changed: true };
+  }
+
+  /** Calls `listener` after every registration that changed a plugin. */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
   }
 
   private checkOwnership(compiled: CompiledManifest): void {

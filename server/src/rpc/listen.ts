@@ -98,6 +98,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       }
       if (options.extraHttpHandler?.(req, res)) return;
       if (applyCors(req, res)) return;
+      if (isGrpc(req)) respecGrpcMessage(res);
       adapter(req, res);
     } catch (err) {
       if (!res.headersSent) {
@@ -125,13 +126,16 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     const onIdle = (): void => {
       if (openStreams === 0 && !session.closed && !session.destroyed) session.close();
     };
-    session.setTimeout(idleTimeoutMs, onIdle);
+    // One listener for the session's life: setTimeout(ms, callback) would add
+    // another 'timeout' listener each time it re-arms (one per finished call).
+    session.on("timeout", onIdle);
+    session.setTimeout(idleTimeoutMs);
     session.on("stream", (stream: http2.ServerHttp2Stream) => {
       stream.on("error", noop);
       openStreams++;
       stream.once("close", () => {
         openStreams--;
-        if (openStreams === 0 && !session.destroyed) session.setTimeout(idleTimeoutMs, onIdle);
+        if (openStreams === 0 && !session.destroyed) session.setTimeout(idleTimeoutMs);
       });
     });
     if (closing) session.close();
@@ -232,6 +236,47 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   };
 
   return { port: address.port, host: options.host, close, shutdownSignal: shutdown.signal };
+}
+
+/** True for gRPC (not gRPC-Web) requests: `application/grpc`, `application/grpc+proto`, ... */
+function isGrpc(req: HttpRequest): boolean {
+  return /^application\/grpc(\+|;|$)/.test(req.headers["content-type"] ?? "");
+}
+
+/**
+ * Re-encodes `grpc-message` the way the gRPC spec does (PROTOCOL-HTTP2.md:
+ * only `%` and bytes outside 0x20-0x7E are percent-encoded). connect-node
+ * uses encodeURIComponent, and grpc-js decodes with decodeURI, which leaves
+ * `%3A`, `%2F`, `%23`... as they are: grpc-js callers would read
+ * "schema%3A data%2Famount". Applies to headers (trailers-only) and trailers.
+ */
+function respecGrpcMessage(res: HttpResponse): void {
+  const fix = (headers: unknown): void => {
+    if (!headers || typeof headers !== "object") return;
+    const h = headers as Record<string, unknown>;
+    const value = h["grpc-message"];
+    if (typeof value !== "string") return;
+    let text: string;
+    try {
+      text = decodeURIComponent(value);
+    } catch {
+      return;
+    }
+    h["grpc-message"] = Array.from(Buffer.from(text, "utf8"), (b) =>
+      b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`,
+    ).join("");
+  };
+  const r = res as unknown as { writeHead: (...args: unknown[]) => unknown; addTrailers: (headers: unknown) => void };
+  const writeHead = r.writeHead.bind(res);
+  const addTrailers = r.addTrailers.bind(res);
+  r.writeHead = (...args: unknown[]) => {
+    for (const arg of args) fix(arg);
+    return writeHead(...args);
+  };
+  r.addTrailers = (headers: unknown) => {
+    fix(headers);
+    addTrailers(headers);
+  };
 }
 
 /** Interval for Node's HTTP/1.1 connection checker: fine enough for short test timeouts. */

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/executor.proto.
  */
 export const file_chronolog_v1_executor: GenFile = /*@__PURE__*/
-  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSKcAgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIAEIJCgdtZXNzYWdlIo8CChFTdWJzY3JpYmVSZXNwb25zZRIoCgd3ZWxjb21lGAEgASgLMhUuY2hyb25vbG9nLnYxLldlbGNvbWVIABIqCghkZWxpdmVyeRgCIAEoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeUgAEi4KCmludm9jYXRpb24YAyABKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkgAEjsKEWNhbmNlbF9pbnZvY2F0aW9uGAQgASgLMh4uY2hyb25vbG9nLnYxLkNhbmNlbEludm9jYXRpb25IABIsCgloZWFydGJlYXQYBSABKAsyFy5jaHJvbm9sb2cudjEuSGVhcnRiZWF0SABCCQoHbWVzc2FnZSKjAQoFSGVsbG8SEAoIZXhlY3V0b3IYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSLQoHcGx1Z2lucxgDIAMoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdBISCgpwcm9jZXNzb3JzGAQgAygJEg8KB2FjdGlvbnMYBSADKAkSDgoGcHVsc2VzGAYgAygJEg8KB2NyZWRpdHMYByABKA0iPAoHV2VsY29tZRISCgpzZXNzaW9uX2lkGAEgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgCIAEoDSKiAQoIRGVsaXZlcnkSEwoLZGVsaXZlcnlfaWQYASABKAkSEQoJcHJvY2Vzc29yGAIgASgJEiIKBWV2ZW50GAMgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg8KB2F0dGVtcHQYBCABKA0SLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA2tleRgGIAEoCSJRCgNBY2sSEwoLZGVsaXZlcnlfaWQYASABKAkSJgoHb3V0Y29tZRgCIAEoDjIVLmNocm9ub2xvZy52MS5PdXRjb21lEg0KBWVycm9yGAMgASgJItACCgpJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjYWxsX2lkGAQgASgJEhYKDmNhdXNlX2V2ZW50X2lkGAUgASgJEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiwKCGRlYWRsaW5lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAggASgNEioKCXNjaGVkdWxlZBgJIAEoCzIXLmNocm9ub2xvZy52MS5TY2hlZHVsZWQSJgoFcHVsc2UYCiABKAsyFy5jaHJvbm9sb2cudjEuUHVsc2VDYWxsEhMKC2NoYWluX2RlcHRoGAsgASgNIl0KCVNjaGVkdWxlZBIQCgh0aW1lcl9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDW9jY3VycmVuY2VfaWQYAyABKAkiVQoJUHVsc2VDYWxsEg0KBXB1bHNlGAEgASgJEhAKCGludGVydmFsGAIgASgNEicKA2R1ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihQEKDEFjdGlvblJlc3VsdBIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5jaHJvbm9sb2cudjEuT3V0Y29tZRInCgZvdXRwdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWVycm9yGAQgASgJIi4KCFByb2dyZXNzEg8KB3dvcmtfaWQYASABKAkSEQoJZXh0ZW5kX21zGAIgASgNIhkKBkNyZWRpdBIPCgdjcmVkaXRzGAEgASgNIjkKEENhbmNlbEludm9jYXRpb24SFQoNaW52b2NhdGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMwoJSGVhcnRiZWF0EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCphCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIOCgpPVVRDT01FX09LEAESEQoNT1VUQ09NRV9FUlJPUhACEhoKFk9VVENPTUVfVEVSTUlOQUxfRVJST1IQAzJjCg9FeGVjdXRvclNlcnZpY2USUAoJU3Vic2NyaWJlEh4uY2hyb25vbG9nLnYxLlN1YnNjcmliZVJlcXVlc3QaHy5jaHJvbm9sb2cudjEuU3Vic2NyaWJlUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
+  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSKcAgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIAEIJCgdtZXNzYWdlIrcCChFTdWJzY3JpYmVSZXNwb25zZRIoCgd3ZWxjb21lGAEgASgLMhUuY2hyb25vbG9nLnYxLldlbGNvbWVIABIqCghkZWxpdmVyeRgCIAEoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeUgAEi4KCmludm9jYXRpb24YAyABKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkgAEjsKEWNhbmNlbF9pbnZvY2F0aW9uGAQgASgLMh4uY2hyb25vbG9nLnYxLkNhbmNlbEludm9jYXRpb25IABIsCgloZWFydGJlYXQYBSABKAsyFy5jaHJvbm9sb2cudjEuSGVhcnRiZWF0SAASJgoGbm90aWNlGAYgASgLMhQuY2hyb25vbG9nLnYxLk5vdGljZUgAQgkKB21lc3NhZ2UiOgoGTm90aWNlEg4KBnJlYXNvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg8KB3dvcmtfaWQYAyABKAkiowEKBUhlbGxvEhAKCGV4ZWN1dG9yGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEi0KB3BsdWdpbnMYAyADKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEgoKcHJvY2Vzc29ycxgEIAMoCRIPCgdhY3Rpb25zGAUgAygJEg4KBnB1bHNlcxgGIAMoCRIPCgdjcmVkaXRzGAcgASgNIjwKB1dlbGNvbWUSEgoKc2Vzc2lvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0iogEKCERlbGl2ZXJ5EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhEKCXByb2Nlc3NvchgCIAEoCRIiCgVldmVudBgDIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIPCgdhdHRlbXB0GAQgASgNEiwKCGRlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBILCgNrZXkYBiABKAkiUQoDQWNrEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5jaHJvbm9sb2cudjEuT3V0Y29tZRINCgVlcnJvchgDIAEoCSLQAgoKSW52b2NhdGlvbhIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEg4KBmFjdGlvbhgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY2FsbF9pZBgEIAEoCRIWCg5jYXVzZV9ldmVudF9pZBgFIAEoCRIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIsCghkZWFkbGluZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgIIAEoDRIqCglzY2hlZHVsZWQYCSABKAsyFy5jaHJvbm9sb2cudjEuU2NoZWR1bGVkEiYKBXB1bHNlGAogASgLMhcuY2hyb25vbG9nLnYxLlB1bHNlQ2FsbBITCgtjaGFpbl9kZXB0aBgLIAEoDSJdCglTY2hlZHVsZWQSEAoIdGltZXJfaWQYASABKAkSJwoDZHVlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1vY2N1cnJlbmNlX2lkGAMgASgJIlUKCVB1bHNlQ2FsbBINCgVwdWxzZRgBIAEoCRIQCghpbnRlcnZhbBgCIAEoDRInCgNkdWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoUBCgxBY3Rpb25SZXN1bHQSFQoNaW52b2NhdGlvbl9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSJwoGb3V0cHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVlcnJvchgEIAEoCSIuCghQcm9ncmVzcxIPCgd3b3JrX2lkGAEgASgJEhEKCWV4dGVuZF9tcxgCIAEoDSIZCgZDcmVkaXQSDwoHY3JlZGl0cxgBIAEoDSI5ChBDYW5jZWxJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKCUhlYXJ0YmVhdBImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqYQoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASDgoKT1VUQ09NRV9PSxABEhEKDU9VVENPTUVfRVJST1IQAhIaChZPVVRDT01FX1RFUk1JTkFMX0VSUk9SEAMyYwoPRXhlY3V0b3JTZXJ2aWNlElAKCVN1YnNjcmliZRIeLmNocm9ub2xvZy52MS5TdWJzY3JpYmVSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLlN1YnNjcmliZVJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
 
 /**
  * Executor → owner.
@@ -138,6 +138,14 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
      */
     value: Heartbeat;
     case: "heartbeat";
+  } | {
+    /**
+     * Something the executor sent was refused (the stream stays open).
+     *
+     * @generated from field: chronolog.v1.Notice notice = 6;
+     */
+    value: Notice;
+    case: "notice";
   } | { case: undefined; value?: undefined };
 };
 
@@ -147,6 +155,41 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
  */
 export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 1);
+
+/**
+ * A refused executor message, e.g. an ack for an unknown delivery.
+ *
+ * @generated from message chronolog.v1.Notice
+ */
+export type Notice = Message<"chronolog.v1.Notice"> & {
+  /**
+   * Stable reason, e.g. `UNKNOWN_DELIVERY`.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * What was wrong, naming the delivery or invocation.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * The delivery or invocation id concerned, if any.
+   *
+   * @generated from field: string work_id = 3;
+   */
+  workId: string;
+};
+
+/**
+ * Describes the message chronolog.v1.Notice.
+ * Use `create(NoticeSchema)` to create a new message.
+ */
+export const NoticeSchema: GenMessage<Notice> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_executor, 2);
 
 /**
  * What an executor hosts (X1).
@@ -209,7 +252,7 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 2);
+  messageDesc(file_chronolog_v1_executor, 3);
 
 /**
  * Session accepted.
@@ -238,7 +281,7 @@ export type Welcome = Message<"chronolog.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 3);
+  messageDesc(file_chronolog_v1_executor, 4);
 
 /**
  * One event handed to a processor (P5).
@@ -294,7 +337,7 @@ export type Delivery = Message<"chronolog.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 4);
+  messageDesc(file_chronolog_v1_executor, 5);
 
 /**
  * How a delivery ended.
@@ -329,7 +372,7 @@ export type Ack = Message<"chronolog.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 5);
+  messageDesc(file_chronolog_v1_executor, 6);
 
 /**
  * One call of an action (A2).
@@ -421,7 +464,7 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
  * Use `create(InvocationSchema)` to create a new message.
  */
 export const InvocationSchema: GenMessage<Invocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 6);
+  messageDesc(file_chronolog_v1_executor, 7);
 
 /**
  * What time knows about a call it made (T8).
@@ -456,7 +499,7 @@ export type Scheduled = Message<"chronolog.v1.Scheduled"> & {
  * Use `create(ScheduledSchema)` to create a new message.
  */
 export const ScheduledSchema: GenMessage<Scheduled> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 7);
+  messageDesc(file_chronolog_v1_executor, 8);
 
 /**
  * What a pulse knows about a call it made (K1).
@@ -491,7 +534,7 @@ export type PulseCall = Message<"chronolog.v1.PulseCall"> & {
  * Use `create(PulseCallSchema)` to create a new message.
  */
 export const PulseCallSchema: GenMessage<PulseCall> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 8);
+  messageDesc(file_chronolog_v1_executor, 9);
 
 /**
  * How an invocation ended.
@@ -533,7 +576,7 @@ export type ActionResult = Message<"chronolog.v1.ActionResult"> & {
  * Use `create(ActionResultSchema)` to create a new message.
  */
 export const ActionResultSchema: GenMessage<ActionResult> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 9);
+  messageDesc(file_chronolog_v1_executor, 10);
 
 /**
  * Still working.
@@ -561,7 +604,7 @@ export type Progress = Message<"chronolog.v1.Progress"> & {
  * Use `create(ProgressSchema)` to create a new message.
  */
 export const ProgressSchema: GenMessage<Progress> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 10);
+  messageDesc(file_chronolog_v1_executor, 11);
 
 /**
  * Adds capacity (P9).
@@ -582,7 +625,7 @@ export type Credit = Message<"chronolog.v1.Credit"> & {
  * Use `create(CreditSchema)` to create a new message.
  */
 export const CreditSchema: GenMessage<Credit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 11);
+  messageDesc(file_chronolog_v1_executor, 12);
 
 /**
  * Cancels a running invocation (A4).
@@ -610,7 +653,7 @@ export type CancelInvocation = Message<"chronolog.v1.CancelInvocation"> & {
  * Use `create(CancelInvocationSchema)` to create a new message.
  */
 export const CancelInvocationSchema: GenMessage<CancelInvocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 12);
+  messageDesc(file_chronolog_v1_executor, 13);
 
 /**
  * Liveness signal, both ways.
@@ -631,7 +674,7 @@ export type Heartbeat = Message<"chronolog.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 13);
+  messageDesc(file_chronolog_v1_executor, 14);
 
 /**
  * How a piece of work ended.

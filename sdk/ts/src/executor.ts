@@ -1,0 +1,238 @@
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { createClient as createRpcClient, type Transport } from "@connectrpc/connect";
+import { randomUUID } from "node:crypto";
+import { createTransport, type ClientOptions } from "./client.js";
+import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
+import { ExecutorService, Outcome, type Delivery, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
+import { LogService } from "./gen/chronolog/v1/log_pb.js";
+import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
+import { manifestOf, type PluginDefinition } from "./plugin.js";
+
+/**
+ * Thrown by a handler to fail without further tries (SPEC B3, P6): the owner
+ * records `processor.failed` at once. Any other error is retried (3 tries in
+ * all by default, each wait longer than the last).
+ */
+export class TerminalError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TerminalError";
+  }
+}
+
+/** What a processor's `run` gets for one delivery (P5, X5). */
+export interface DeliveryContext {
+  /** The event delivered. */
+  event: Event;
+  /** Its data. */
+  data: JsonObject;
+  /** `plugin.processor`. */
+  processor: string;
+  /** 1 for the first try. */
+  attempt: number;
+  /** True when this delivery ran before (attempt > 1). */
+  retry: boolean;
+  /** Who the work runs as: the event's actor (undefined: the system). */
+  actor: Actor | undefined;
+  /** Lane key, "" when the processor has none. */
+  key: string;
+  /** Aborted when the executor stops or the stream breaks. */
+  signal: AbortSignal;
+  /**
+   * Emits an event under this delivery. Its id is derived by the owner from
+   * the delivery's event, the call's position and its input (E7): a retried
+   * delivery making the same calls finds the same events instead of writing twice.
+   */
+  emit(type: string, data: JsonObject): Promise<Event>;
+  /** Extends the ack deadline by `extendMs` (default: the processor's ack timeout). */
+  progress(extendMs?: number): void;
+}
+
+/** Options of {@link runExecutor}. */
+export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpVersion"> {
+  /** The plugins this executor carries; their manifests are registered on hello. */
+  plugins: PluginDefinition[];
+  /** Executor name shared by replicas (default: the first plugin's name). */
+  executor?: string;
+  /** Deliveries accepted at once (default 16, P9). */
+  credits?: number;
+  /** Called on connection trouble (default: console.error). */
+  onError?: (error: unknown) => void;
+  /** Longest wait between reconnects in ms (default 5,000). */
+  maxBackoffMs?: number;
+}
+
+/** A running executor. */
+export interface Executor {
+  /** Resolves at the first welcome from the owner. */
+  ready: Promise<void>;
+  /** Finishes running deliveries (up to `graceMs`, default 5,000), then closes the stream. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+type Request = MessageInitShape<typeof SubscribeRequestSchema>;
+
+/**
+ * Connects to an owner over the Subscribe stream (X1-X5), hosts the plugins'
+ * processors, and reconnects with backoff (250 ms doubling up to
+ * `maxBackoffMs`) when the stream breaks. Deliveries that were running when
+ * the stream broke are retried by the owner, elsewhere or here.
+ */
+export function runExecutor(options: ExecutorOptions): Executor {
+  return new ExecutorRunner(options).start();
+}
+
+class ExecutorRunner {
+  private readonly transport: Transport;
+  private readonly instanceId = randomUUID();
+  private readonly manifests: PluginManifest[];
+  private readonly handlers = new Map<string, PluginDefinition["processors"] extends infer P ? (P extends Record<string, infer D> ? D : never) : never>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+  private sendQueue: ((r: Request) => void) | null = null;
+  private resolveReady!: () => void;
+
+  constructor(private readonly options: ExecutorOptions) {
+    this.transport = createTransport({ ...options, protocol: "grpc" });
+    this.manifests = options.plugins.map((p) => create(PluginManifestSchema, manifestOf(p)));
+    for (const plugin of options.plugins) for (const [name, def] of Object.entries(plugin.processors ?? {})) this.handlers.set(`${plugin.name}.${name}`, def);
+  }
+
+  start(): Executor {
+    const ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
+    void this.loop();
+    return { ready, stop: (graceMs = 5_000) => this.stop(graceMs) };
+  }
+
+  private async loop(): Promise<void> {
+    let backoffMs = 250;
+    while (!this.stopping.signal.aborted) {
+      try {
+        await this.session(() => (backoffMs = 250));
+      } catch (e) {
+        if (!this.stopping.signal.aborted) (this.options.onError ?? console.error)(e);
+      }
+      if (this.stopping.signal.aborted) return;
+      await sleep(backoffMs, this.stopping.signal);
+      backoffMs = Math.min(backoffMs * 2, this.options.maxBackoffMs ?? 5_000);
+    }
+  }
+
+  /** One stream, from hello to its end. */
+  private async session(onWelcome: () => void): Promise<void> {
+    const streamEnded = new AbortController();
+    const outgoing = requestQueue(streamEnded.signal);
+    this.sendQueue = outgoing.push;
+    outgoing.push({
+      message: {
+        case: "hello",
+        value: {
+          executor: this.options.executor ?? this.options.plugins[0]?.name ?? "executor",
+          instanceId: this.instanceId,
+          plugins: this.manifests,
+          processors: [...this.handlers.keys()],
+          credits: this.options.credits ?? 16,
+        },
+      },
+    });
+    const client = createRpcClient(ExecutorService, this.transport);
+    const abort = AbortSignal.any([this.stopping.signal, streamEnded.signal]);
+    let heartbeat: NodeJS.Timeout | undefined;
+    try {
+      for await (const response of client.subscribe(outgoing.iterable, { signal: abort })) {
+        if (response.message.case === "welcome") {
+          onWelcome();
+          this.resolveReady();
+          clearInterval(heartbeat);
+          heartbeat = setInterval(() => outgoing.push({ message: { case: "heartbeat", value: { at: timestampNow() } } }), response.message.value.heartbeatIntervalMs);
+        }
+        this.handle(response, outgoing.push, abort);
+      }
+    } finally {
+      clearInterval(heartbeat);
+      streamEnded.abort();
+      this.sendQueue = null;
+    }
+  }
+
+  private handle(response: SubscribeResponse, send: (r: Request) => void, signal: AbortSignal): void {
+    const m = response.message;
+    if (m.case === "delivery") {
+      const job = this.deliver(m.value, send, signal).finally(() => this.running.delete(job));
+      this.running.add(job);
+    } else if (m.case === "notice") {
+      (this.options.onError ?? console.error)(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
+    }
+  }
+
+  private async deliver(delivery: Delivery, send: (r: Request) => void, signal: AbortSignal): Promise<void> {
+    const handler = this.handlers.get(delivery.processor);
+    const event = delivery.event!;
+    let position = 0;
+    const log = createRpcClient(LogService, this.transport);
+    const ctx: DeliveryContext = {
+      event,
+      data: (event.data ?? {}) as JsonObject,
+      processor: delivery.processor,
+      attempt: delivery.attempt,
+      retry: delivery.attempt > 1,
+      actor: event.actor,
+      key: delivery.key,
+      signal,
+      emit: async (type, data) => {
+        const response = await log.emit({ type, data, cause: { eventId: event.id, position: position++ } }, { signal });
+        return response.event!;
+      },
+      progress: (extendMs = 0) => send({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }),
+    };
+    let outcome = Outcome.OK;
+    let error = "";
+    try {
+      if (!handler) throw new TerminalError(`no handler for ${delivery.processor}`);
+      await handler.run(ctx);
+    } catch (e) {
+      outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
+      error = e instanceof Error ? e.message : String(e);
+    }
+    (this.sendQueue ?? send)({ message: { case: "ack", value: { deliveryId: delivery.deliveryId, outcome, error } } });
+  }
+
+  private async stop(graceMs: number): Promise<void> {
+    const grace = sleep(graceMs);
+    await Promise.race([Promise.allSettled([...this.running]), grace]);
+    this.stopping.abort();
+  }
+}
+
+/** A push-fed async iterable of requests that ends when `signal` aborts. */
+function requestQueue(signal: AbortSignal): { push: (r: Request) => void; iterable: AsyncIterable<Request> } {
+  const items: Request[] = [];
+  let wake: (() => void) | null = null;
+  signal.addEventListener("abort", () => wake?.(), { once: true });
+  return {
+    push(r) {
+      items.push(r);
+      wake?.();
+    },
+    iterable: {
+      async *[Symbol.asyncIterator]() {
+        while (!signal.aborted) {
+          while (items.length > 0) yield items.shift()!;
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = null;
+        }
+      },
+    },
+  };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}

@@ -1,0 +1,132 @@
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { Outcome } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { Principal } from "../auth/principal.js";
+import type { Clock } from "../clock.js";
+import { fail } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { PluginRegistry } from "../plugins/registry.js";
+import type { Processors } from "../processors/manager.js";
+import { ExecutorSession } from "./session.js";
+
+/** Options of the executor hub; times in ms. */
+export interface HubOptions {
+  /** How often both sides send heartbeats (default 10,000); silence for 3 intervals closes a session (X4). */
+  heartbeatIntervalMs: number;
+  /** Credits when the hello gives none. */
+  defaultCredits: number;
+}
+
+/**
+ * The executor sessions (X1-X4): opens them from a hello, routes their
+ * answers, picks a session for each delivery (spreading work: the session
+ * with the most free credits), and closes silent ones.
+ */
+export class ExecutorHub {
+  private readonly sessions = new Set<ExecutorSession>();
+  private readonly watchdog: NodeJS.Timeout;
+
+  constructor(
+    private readonly registry: PluginRegistry,
+    private readonly processors: Processors,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: HubOptions,
+  ) {
+    this.watchdog = setInterval(() => this.checkLiveness(), options.heartbeatIntervalMs);
+    this.watchdog.unref();
+  }
+
+  /** Connected sessions. */
+  list(): ExecutorSession[] {
+    return [...this.sessions];
+  }
+
+  /**
+   * Opens a session from a hello: registers the plugins it carries, checks
+   * that every processor it hosts is declared (INVALID_ARGUMENT names the
+   * unknown one). Needs the executor or admin role (PERMISSION_DENIED).
+   */
+  async open(hello: Hello, principal: Principal): Promise<ExecutorSession> {
+    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
+    if (hello.executor === "") fail("bad_request", "hello.executor is required", [{ field: "hello.executor", description: "required" }]);
+    for (const manifest of hello.plugins) await this.registry.register(manifest);
+    for (const name of hello.processors) {
+      if (!this.processors.has(name)) fail("bad_request", `unknown processor ${JSON.stringify(name)}: no plugin declares it (use plugin.processor)`, [{ field: "hello.processors", description: `unknown processor ${name}` }]);
+    }
+    const session = new ExecutorSession(
+      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits },
+      principal,
+      this.clock.now(),
+    );
+    this.sessions.add(session);
+    session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs } } });
+    this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, credits: session.credits }, "executor connected");
+    this.processors.pumpFor(session);
+    return session;
+  }
+
+  /** Handles one message from an executor after its hello. */
+  handle(session: ExecutorSession, request: SubscribeRequest): void {
+    session.lastSeenMs = this.clock.now();
+    const m = request.message;
+    switch (m.case) {
+      case "ack": {
+        const ok = m.value.outcome === Outcome.OK || m.value.outcome === Outcome.UNSPECIFIED;
+        const verdict = this.processors.ack(session, m.value.deliveryId, ok, m.value.error, m.value.outcome === Outcome.TERMINAL_ERROR);
+        if (verdict !== "accepted") this.notice(session, verdict === "stale" ? "STALE_ACK" : "UNKNOWN_DELIVERY", m.value.deliveryId, verdict === "stale" ? "ack for a delivery that already timed out or was answered: ignored" : "ack for a delivery this session never received: ignored");
+        this.processors.pumpFor(session);
+        return;
+      }
+      case "progress":
+        if (!this.processors.progress(session, m.value.workId, m.value.extendMs)) this.notice(session, "UNKNOWN_DELIVERY", m.value.workId, "progress for a delivery not in flight on this session: ignored");
+        return;
+      case "credit":
+        session.credits += m.value.credits;
+        this.processors.pumpFor(session);
+        return;
+      case "heartbeat":
+        return;
+      case "hello":
+        this.notice(session, "DUPLICATE_HELLO", "", "hello may be sent once, first: ignored");
+        return;
+      default:
+        this.notice(session, "UNSUPPORTED", "", `message ${m.case ?? "(empty)"} is not supported yet: ignored`);
+    }
+  }
+
+  /** Ends a session: its deliveries go to other executors as retries (X3). Idempotent. */
+  close(session: ExecutorSession, reason: string): void {
+    if (session.closed) return;
+    session.closed = true;
+    this.sessions.delete(session);
+    session.outbox.end();
+    this.processors.sessionGone(session);
+    this.logger.info({ session: session.id, executor: session.hosting.executor, reason }, "executor disconnected");
+  }
+
+  /** The session hosting `processor` with the most free credits, or undefined. */
+  pickFor(processor: string): ExecutorSession | undefined {
+    let best: ExecutorSession | undefined;
+    for (const s of this.sessions) if (s.processors.has(processor) && s.free > 0 && (!best || s.free > best.free)) best = s;
+    return best;
+  }
+
+  /** Closes every session (owner shutdown). */
+  stop(): void {
+    clearInterval(this.watchdog);
+    for (const s of [...this.sessions]) this.close(s, "owner stopping");
+  }
+
+  private notice(session: ExecutorSession, reason: string, workId: string, message: string): void {
+    session.send({ message: { case: "notice", value: { reason, workId, message } } });
+  }
+
+  private checkLiveness(): void {
+    const now = this.clock.now();
+    for (const s of [...this.sessions]) {
+      if (now - s.lastSeenMs > 3 * this.options.heartbeatIntervalMs) this.close(s, "no heartbeat for 3 intervals");
+      else s.send({ message: { case: "heartbeat", value: { at: timestampFromMs(now) } } });
+    }
+  }
+}

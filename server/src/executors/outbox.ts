@@ -1,0 +1,39 @@
+/**
+ * A queue of messages to one stream, read by the stream's writer. Bounded by
+ * the sender: the owner puts at most the executor's credits of deliveries
+ * and invocations in flight, plus control messages.
+ */
+export class Outbox<T> {
+  private readonly items: T[] = [];
+  private wake: (() => void) | null = null;
+  private ended = false;
+
+  /** Queues a message; ignored once ended. */
+  push(item: T): void {
+    if (this.ended) return;
+    this.items.push(item);
+    this.wake?.();
+  }
+
+  /** Ends the stream after the queued messages. */
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  /** Yields messages until `end()` or `signal` aborts. */
+  async *drain(signal: AbortSignal): AsyncGenerator<T> {
+    const onAbort = () => this.end();
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (;;) {
+        while (this.items.length > 0) yield this.items.shift()!;
+        if (this.ended || signal.aborted) return;
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = null;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+}

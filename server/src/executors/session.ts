@@ -1,0 +1,56 @@
+import { randomUUID } from "node:crypto";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { SubscribeResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { Principal } from "../auth/principal.js";
+import { Outbox } from "./outbox.js";
+
+/** A message from the owner to an executor. */
+export type OwnerMessage = MessageInitShape<typeof SubscribeResponseSchema>;
+
+/** What an executor said it hosts in its hello (X1). */
+export interface Hosting {
+  executor: string;
+  instanceId: string;
+  processors: string[];
+  actions: string[];
+  pulses: string[];
+  /** Deliveries and invocations it accepts at once. */
+  credits: number;
+}
+
+/**
+ * One connected executor stream (X1-X4). `inFlight` holds the ids of the
+ * deliveries and invocations sent and not yet answered: the session takes
+ * new work only while `free > 0` (P9). Times in ms since the epoch.
+ */
+export class ExecutorSession {
+  readonly id = randomUUID();
+  readonly outbox = new Outbox<OwnerMessage>();
+  readonly inFlight = new Set<string>();
+  readonly processors: Set<string>;
+  readonly actions: Set<string>;
+  credits: number;
+  lastSeenMs: number;
+  closed = false;
+
+  constructor(
+    readonly hosting: Hosting,
+    readonly principal: Principal,
+    readonly connectedAtMs: number,
+  ) {
+    this.processors = new Set(hosting.processors);
+    this.actions = new Set(hosting.actions);
+    this.credits = hosting.credits;
+    this.lastSeenMs = connectedAtMs;
+  }
+
+  /** Work this session can still take. */
+  get free(): number {
+    return this.closed ? 0 : this.credits - this.inFlight.size;
+  }
+
+  /** Queues a message to the executor. */
+  send(message: OwnerMessage): void {
+    this.outbox.push(message);
+  }
+}

@@ -1,0 +1,70 @@
+import type { ProcessorDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { compileFilter, type Filter } from "../log/filter.js";
+import type { EventRecord } from "../store/events.js";
+
+/** Where a new processor's cursor starts (P8). */
+export type StartAt = { kind: "end" } | { kind: "beginning" } | { kind: "after"; seq: number };
+
+/** A processor declaration, checked and compiled (P1, P2, P6). Times in ms. */
+export interface ProcessorSpec {
+  /** `plugin.processor`. */
+  name: string;
+  /** Event types it takes; null: every type. */
+  on: Set<string> | null;
+  where: Filter;
+  /** The lane key of an event; null: the event is its own lane. */
+  keyOf: (event: EventRecord) => string | null;
+  /** Lanes in flight at once. */
+  concurrency: number;
+  ackTimeoutMs: number;
+  /** Waits before each retry; tries in all = length + 1. */
+  retryDelaysMs: number[];
+  start: StartAt;
+}
+
+/** Defaults of P6: 3 tries in all, each wait longer than the last. */
+export const defaultRetryDelaysMs = [1_000, 5_000];
+export const defaultAckTimeoutMs = 30_000;
+
+/** Compiles a declaration (its `where` was already checked at registration). */
+export function compileProcessor(plugin: string, name: string, decl: ProcessorDeclaration): ProcessorSpec {
+  const position = decl.start?.position;
+  const start: StartAt =
+    position?.case === "beginning" ? { kind: "beginning" } : position?.case === "afterSeq" ? { kind: "after", seq: Number(position.value) } : { kind: "end" };
+  return {
+    name: `${plugin}.${name}`,
+    on: decl.on.length > 0 ? new Set(decl.on) : null,
+    where: compileFilter(decl.where as Record<string, unknown> | undefined, `processors.${name}.where`),
+    keyOf: keyPath(decl.key),
+    concurrency: decl.concurrency || 1,
+    ackTimeoutMs: decl.ackTimeoutMs || defaultAckTimeoutMs,
+    retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : defaultRetryDelaysMs,
+    start,
+  };
+}
+
+/**
+ * True when the processor takes the event: its type is in `on`, its data
+ * matches `where`, and it is not this processor's own trouble record (a
+ * processor on every type must not feed on its own retries).
+ */
+export function takes(spec: ProcessorSpec, event: EventRecord): boolean {
+  if (spec.on !== null && !spec.on.has(event.type)) return false;
+  if ((event.type === "processor.retried" || event.type === "processor.failed") && event.data.processor === spec.name) return false;
+  return spec.where(event.data);
+}
+
+/** A key extractor for a dotted path into the event, e.g. `data._id`; absent values give null. */
+function keyPath(path: string): (event: EventRecord) => string | null {
+  if (path === "") return () => null;
+  const parts = path.split(".");
+  return (event) => {
+    let value: unknown = event;
+    for (const part of parts) {
+      if (value === null || typeof value !== "object") return null;
+      value = (value as Record<string, unknown>)[part];
+    }
+    if (value === undefined || value === null) return null;
+    return typeof value === "string" ? value : JSON.stringify(value);
+  };
+}
