@@ -27,6 +27,7 @@ import { registerReflection } from "./rpc/reflection.js";
 import { registerWithPending } from "./rpc/unimplemented.js";
 import { ExecutorHub } from "./executors/hub.js";
 import { Processors } from "./processors/manager.js";
+import { adminService } from "./rpc/admin-service.js";
 import { executorService } from "./rpc/executor-service.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements } from "./store/cursors.js";
@@ -99,9 +100,10 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   const emitter = new Emitter(committer, registry, events);
   const collections = openCollections(store.db, committer, registry, events);
   const clock = options.clock ?? systemClock;
+  const cursors = cursorStatements(store.db);
   const processors = new Processors({
     events,
-    cursors: cursorStatements(store.db),
+    cursors,
     committer,
     clock,
     logger,
@@ -129,7 +131,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       registerWithPending(router, ActionService, {}, "actions: issue #3");
       router.service(CollectionService, collectionService(collections));
       registerWithPending(router, TimeService, {}, "time: issue #4");
-      registerWithPending(router, AdminService, {}, "admin: issues #3 and #5");
+      router.service(AdminService, adminService({ processors, hub, committer, cursors, events }));
       registerReflection(router, services);
       registerHealth(router, services.map((s) => s.typeName));
     },

@@ -30,7 +30,19 @@ const eventTypeName = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$/;
 // A principal name never starts with `role:`, so `role:<typo>` is rejected, not taken for a name.
 const allowEntry = /^(\*|role:(admin|executor|client)|(?!role:)[A-Za-z0-9_.:@-]+)$/;
 /** Event types the runtime records itself (E3); plugins cannot declare them. */
-export const runtimeTypes = ["action.started", "action.completed", "action.failed", "action.retried", "processor.retried", "processor.failed", "maintenance.sql"];
+export const runtimeTypes = [
+  "action.started",
+  "action.completed",
+  "action.failed",
+  "action.retried",
+  "processor.retried",
+  "processor.failed",
+  "processor.cursor_moved",
+  "processor.redelivered",
+  "processor.paused",
+  "processor.resumed",
+  "maintenance.sql",
+];
 
 /**
  * Reads a manifest from its JSON form (a file's content or a Struct), field

@@ -60,6 +60,9 @@ const readChunk = 256;
 export class ProcessorEngine {
   private ackFloor = 0;
   private delivered = 0;
+  private pausedFlag = false;
+  /** Seqs below the floor delivered again on an operator's request (P8). */
+  private readonly redelivering = new Set<number>();
   private saving = false;
   private stopped = false;
   private readonly order: number[] = [];
@@ -87,14 +90,26 @@ export class ProcessorEngine {
     return this.attempts.size;
   }
 
+  /** The highest seq read from the log. */
+  get deliveredSeq(): number {
+    return this.delivered;
+  }
+
+  /** Paused by an operator: nothing new is handed out (B3). */
+  get paused(): boolean {
+    return this.pausedFlag;
+  }
+
   /**
    * Loads the saved cursor, or places a new processor's cursor at its start
    * position (P8) and saves it, then starts reading.
    */
   start(): void {
     const saved = this.deps.cursors.get(this.spec.name);
-    if (saved) this.ackFloor = saved.ackFloor;
-    else {
+    if (saved) {
+      this.ackFloor = saved.ackFloor;
+      this.pausedFlag = saved.paused;
+    } else {
       const start = this.spec.start;
       this.ackFloor = start.kind === "beginning" ? 0 : start.kind === "after" ? start.seq : this.deps.head();
       this.saveFloor();
@@ -124,7 +139,7 @@ export class ProcessorEngine {
 
   /** Sends ready work to executors with free credits, up to the processor's concurrency. */
   pump(): void {
-    while (!this.stopped) {
+    while (!this.stopped && !this.pausedFlag) {
       if (this.ready.length > 0) {
         const session = this.deps.pickSession(this.spec.name);
         if (!session) return;
@@ -188,6 +203,68 @@ export class ProcessorEngine {
     await this.deps.committer.submit((tx) => this.deps.cursors.save(this.spec.name, this.ackFloor, tx.now));
   }
 
+  /**
+   * Moves the cursor (P8): every event at or below `ackFloor` counts as
+   * finished and delivery restarts after it. Work in flight is dropped (its
+   * answers become stale). Recorded as `processor.cursor_moved` in the same
+   * commit as the new floor.
+   */
+  async moveCursor(ackFloor: number, by: string): Promise<void> {
+    const from = this.ackFloor;
+    this.reset(ackFloor);
+    await this.deps.committer.submit((tx) => {
+      this.deps.cursors.save(this.spec.name, ackFloor, tx.now);
+      tx.append({ id: newId(), type: "processor.cursor_moved", data: { processor: this.spec.name, from, to: ackFloor, by }, cause: "", actor: null });
+    });
+    this.fill();
+  }
+
+  /** Pauses or resumes handing out work (B3); recorded as `processor.paused` / `processor.resumed`. */
+  async setPaused(paused: boolean, by: string): Promise<void> {
+    if (paused === this.pausedFlag) return;
+    this.pausedFlag = paused;
+    await this.deps.committer.submit((tx) => {
+      this.deps.cursors.setPaused(this.spec.name, paused, this.ackFloor, tx.now);
+      tx.append({ id: newId(), type: paused ? "processor.paused" : "processor.resumed", data: { processor: this.spec.name, by }, cause: "", actor: null });
+    });
+    this.pump();
+  }
+
+  /**
+   * Delivers failed events again (P8, B3), as new deliveries in their lanes;
+   * recorded as `processor.redelivered`. A redelivery that finishes removes
+   * the failure from the record; one that fails again records it again.
+   */
+  async redeliver(seqs: number[], by: string): Promise<number> {
+    const failed = this.deps.cursors.failed(this.spec.name).filter((f) => seqs.length === 0 || seqs.includes(f.seq));
+    const events = failed.map((f) => this.deps.events.readAfter(f.seq - 1, 1)[0]).filter((e) => e?.seq !== undefined && !this.attempts.has(e.seq) && !this.redelivering.has(e.seq));
+    if (events.length === 0) return 0;
+    await this.deps.committer.submit((tx) =>
+      tx.append({ id: newId(), type: "processor.redelivered", data: { processor: this.spec.name, seqs: events.map((e) => e.seq), by }, cause: "", actor: null }),
+    );
+    for (const event of events) {
+      this.redelivering.add(event.seq);
+      this.lanes.push(this.spec.keyOf(event) ?? `#${event.seq}`, event);
+    }
+    this.pump();
+    return events.length;
+  }
+
+  /** Forgets everything read and in flight, and restarts reading after `ackFloor`. */
+  private reset(ackFloor: number): void {
+    for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
+    this.attempts.clear();
+    this.byDelivery.clear();
+    this.ready.length = 0;
+    this.lanes.clear();
+    this.order.length = 0;
+    this.orderHead = 0;
+    this.finished.clear();
+    this.redelivering.clear();
+    this.ackFloor = ackFloor;
+    this.delivered = ackFloor;
+  }
+
   private send(attempt: Attempt, session: ExecutorSession): void {
     attempt.deliveryId = `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`;
     attempt.session = session;
@@ -227,10 +304,17 @@ export class ProcessorEngine {
     this.byDelivery.delete(attempt.deliveryId);
   }
 
-  private finish(attempt: Attempt): void {
-    this.attempts.delete(attempt.event.seq);
+  /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record). */
+  private finish(attempt: Attempt, succeeded = true): void {
+    const seq = attempt.event.seq;
+    this.attempts.delete(seq);
     this.lanes.release(attempt.key);
-    this.finished.add(attempt.event.seq);
+    if (this.redelivering.delete(seq)) {
+      if (succeeded) void this.deps.committer.submit(() => this.deps.cursors.forgetFailure(this.spec.name, seq));
+      this.pump();
+      return;
+    }
+    this.finished.add(seq);
     this.advanceFloor();
     this.fill();
   }
@@ -271,7 +355,7 @@ export class ProcessorEngine {
         this.deps.cursors.recordFailure({ processor: this.spec.name, seq: event.seq, error, attempts: attempt.attempt, failedSeq: failed.seq });
       })
       .then(
-        () => this.finish(attempt),
+        () => this.finish(attempt, false),
         (e) => this.deps.logger.error({ err: e, processor: this.spec.name, seq: event.seq }, "recording processor.failed failed"),
       );
   }

@@ -23,6 +23,14 @@ export function cursorStatements(db: Db) {
     `INSERT INTO cursors (processor, ack_floor, updated_at) VALUES (?, ?, ?)
      ON CONFLICT (processor) DO UPDATE SET ack_floor = excluded.ack_floor, updated_at = excluded.updated_at`,
   );
+  const setPaused = db.prepare(
+    `INSERT INTO cursors (processor, ack_floor, paused, updated_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (processor) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
+  );
+  const failedOf = db.prepare("SELECT processor, seq, error, attempts, failed_seq AS failedSeq FROM failed_deliveries WHERE processor = ? ORDER BY seq");
+  const failedAll = db.prepare("SELECT processor, seq, error, attempts, failed_seq AS failedSeq FROM failed_deliveries ORDER BY processor, seq");
+  const failedCount = db.prepare("SELECT COUNT(*) AS n FROM failed_deliveries WHERE processor = ?");
+  const deleteFailed = db.prepare("DELETE FROM failed_deliveries WHERE processor = ? AND seq = ?");
   const insertFailed = db.prepare(
     `INSERT INTO failed_deliveries (processor, seq, error, attempts, failed_seq) VALUES (@processor, @seq, @error, @attempts, @failedSeq)
      ON CONFLICT (processor, seq) DO UPDATE SET error = excluded.error, attempts = excluded.attempts, failed_seq = excluded.failed_seq`,
@@ -36,6 +44,22 @@ export function cursorStatements(db: Db) {
     /** Saves the ack floor (inside the commit of the work it follows). */
     save(processor: string, ackFloor: number, nowMs: number): void {
       save.run(processor, ackFloor, nowMs);
+    },
+    /** Sets the paused flag (creating the cursor at `ackFloor` if missing). */
+    setPaused(processor: string, paused: boolean, ackFloor: number, nowMs: number): void {
+      setPaused.run(processor, ackFloor, paused ? 1 : 0, nowMs);
+    },
+    /** Failed deliveries of one processor (or all when `processor` is undefined), by seq. */
+    failed(processor?: string): FailedDeliveryRow[] {
+      return (processor === undefined ? failedAll.all() : failedOf.all(processor)) as FailedDeliveryRow[];
+    },
+    /** How many failed deliveries a processor has on record. */
+    failedCount(processor: string): number {
+      return (failedCount.get(processor) as { n: number }).n;
+    },
+    /** Forgets a failed delivery (it was redelivered and finished). */
+    forgetFailure(processor: string, seq: number): void {
+      deleteFailed.run(processor, seq);
     },
     /** Records (or updates) a failed delivery. */
     recordFailure(row: FailedDeliveryRow): void {

@@ -1,0 +1,120 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { AdminService } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import type { Principal } from "../auth/principal.js";
+import { fail } from "../errors.js";
+import type { ExecutorHub } from "../executors/hub.js";
+import type { ProcessorEngine } from "../processors/engine.js";
+import type { Processors } from "../processors/manager.js";
+import type { Committer } from "../store/committer.js";
+import type { CursorStatements } from "../store/cursors.js";
+import type { EventStatements } from "../store/events.js";
+import { runMaintenanceSql } from "../store/maintenance.js";
+import { principalOf } from "./context.js";
+import { eventToProto, msFromTimestamp, pageSizeFromProto, seqFromProto } from "./convert.js";
+
+/** What the AdminService handlers need. */
+export interface AdminDeps {
+  processors: Processors;
+  hub: ExecutorHub;
+  committer: Committer;
+  cursors: CursorStatements;
+  events: EventStatements;
+}
+
+/**
+ * AdminService (O4, P8, B3): every method needs the admin role; a refused
+ * call records nothing. Changes are recorded as runtime events.
+ */
+export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> {
+  const status = (engine: ProcessorEngine) => ({
+    name: engine.spec.name,
+    ackFloor: BigInt(engine.floor),
+    delivered: BigInt(engine.deliveredSeq),
+    lag: BigInt(Math.max(0, deps.committer.head - engine.floor)),
+    inFlight: engine.inFlight,
+    retries: BigInt(engine.retries),
+    failures: BigInt(deps.cursors.failedCount(engine.spec.name)),
+    paused: engine.paused,
+  });
+  const engineOf = (name: string) => deps.processors.get(name) ?? fail("not_found", `no processor named ${JSON.stringify(name)} (use plugin.processor)`);
+  return {
+    listProcessors(_req, ctx) {
+      admin(ctx);
+      return { processors: deps.processors.list().map(status) };
+    },
+    async moveCursor(req, ctx) {
+      const by = admin(ctx).name;
+      const engine = engineOf(req.processor);
+      const head = deps.committer.head;
+      let floor: number;
+      if (req.to.case === "ackFloor") {
+        floor = seqFromProto(req.to.value, "ack_floor");
+        if (floor > head) fail("bad_request", `ack_floor ${floor} is past the log head ${head}`, [{ field: "ack_floor", description: `at most ${head}` }]);
+      } else if (req.to.case === "at") {
+        floor = (deps.events.firstAtOrAfter(msFromTimestamp(req.to.value)) ?? head + 1) - 1;
+      } else fail("bad_request", "give ack_floor or at", [{ field: "to", description: "required" }]);
+      await engine.moveCursor(floor, by);
+      return { processor: status(engine) };
+    },
+    async setProcessorPaused(req, ctx) {
+      const by = admin(ctx).name;
+      const engine = engineOf(req.processor);
+      await engine.setPaused(req.paused, by);
+      return { processor: status(engine) };
+    },
+    listFailedDeliveries(req, ctx) {
+      admin(ctx);
+      const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
+      const offset = req.pageToken ? Number(req.pageToken) : 0;
+      if (!Number.isInteger(offset) || offset < 0) fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
+      const all = deps.cursors.failed(req.processor || undefined);
+      const page = all.slice(offset, offset + pageSize);
+      return {
+        deliveries: page.map((f) => ({
+          processor: f.processor,
+          event: eventToProto(deps.events.readAfter(f.seq - 1, 1)[0]),
+          error: f.error,
+          attempts: f.attempts,
+          failedSeq: BigInt(f.failedSeq),
+        })),
+        nextPageToken: offset + pageSize < all.length ? String(offset + pageSize) : "",
+      };
+    },
+    async redeliverFailed(req, ctx) {
+      const by = admin(ctx).name;
+      const count = await engineOf(req.processor).redeliver(req.seqs.map((s) => seqFromProto(s, "seqs")), by);
+      return { count };
+    },
+    listExecutors(_req, ctx) {
+      admin(ctx);
+      return {
+        executors: deps.hub.list().map((s) => ({
+          sessionId: s.id,
+          executor: s.hosting.executor,
+          instanceId: s.hosting.instanceId,
+          principal: s.principal.name,
+          processors: [...s.processors],
+          actions: [...s.actions],
+          pulses: s.hosting.pulses,
+          credits: s.credits,
+          inFlight: s.inFlight.size,
+          connectedAt: timestampFromMs(s.connectedAtMs),
+        })),
+      };
+    },
+    async executeSql(req, ctx) {
+      const by = admin(ctx).name;
+      const result = await runMaintenanceSql(deps.committer, req.sql, req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [], by);
+      return { rows: result.rows as JsonObject[], changes: BigInt(result.changes), seq: BigInt(result.seq) };
+    },
+  };
+}
+
+/** The caller, when it is an admin; PERMISSION_DENIED otherwise. */
+function admin(ctx: HandlerContext): Principal {
+  const principal = principalOf(ctx);
+  if (principal.role !== "admin") fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not use AdminService; the admin role is needed`);
+  return principal;
+}
