@@ -20,6 +20,12 @@ export const errorKinds = {
   failed_precondition: { code: Code.FailedPrecondition, retryable: false },
   too_large: { code: Code.ResourceExhausted, retryable: false },
   unavailable: { code: Code.Unavailable, retryable: true },
+  /** An action's run failed (A2): the message carries the action's error. A new call with the same id runs it again (A3). */
+  action_failed: { code: Code.Aborted, retryable: false },
+  /** The caller cancelled (e.g. a CallAction whose caller went away). */
+  cancelled: { code: Code.Canceled, retryable: false },
+  /** The caller's deadline passed before the answer. */
+  deadline_exceeded: { code: Code.DeadlineExceeded, retryable: true },
   unimplemented: { code: Code.Unimplemented, retryable: false },
   internal: { code: Code.Internal, retryable: true },
 } as const satisfies Record<string, { code: Code; retryable: boolean }>;

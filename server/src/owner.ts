@@ -7,16 +7,19 @@ import { ExecutorService } from "../../sdk/ts/src/gen/chronolog/v1/executor_pb.j
 import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
 import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
 import { Authenticator } from "./auth/tokens.js";
 import { openCollections } from "./collections/collections.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
+import { LiveCauses } from "./log/causes.js";
 import { Emitter } from "./log/emit.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
+import { actionService } from "./rpc/action-service.js";
 import { registerHealth } from "./rpc/health.js";
 import { collectionService } from "./rpc/collection-service.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
@@ -97,8 +100,9 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     const { plugin, changed } = await registry.register(manifest);
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
-  const emitter = new Emitter(committer, registry, events);
-  const collections = openCollections(store.db, committer, registry, events);
+  const liveCauses = new LiveCauses();
+  const emitter = new Emitter(committer, registry, events, liveCauses);
+  const collections = openCollections(store.db, committer, registry, events, liveCauses);
   const clock = options.clock ?? systemClock;
   const cursors = cursorStatements(store.db);
   const processors = new Processors({
@@ -110,7 +114,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     head: () => committer.head,
     pickSession: (name) => hub.pickFor(name),
   });
-  const hub = new ExecutorHub(registry, processors, clock, logger, { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 });
+  const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, logger, sessions: () => hub.list() });
+  const hub = new ExecutorHub(registry, processors, clock, logger, { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 }, actions);
   committer.onCommit(() => processors.onCommit());
   registry.onChange(() => processors.sync(registry.list()));
   processors.sync(registry.list());
@@ -128,7 +133,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       // Manifests are strict in every form (files, JSON over Connect): a misspelt field is an error, not ignored.
       router.service(PluginService, pluginService(registry), { jsonOptions: { ignoreUnknownFields: false } });
       router.service(ExecutorService, executorService(hub, logger));
-      registerWithPending(router, ActionService, {}, "actions: issue #3");
+      router.service(ActionService, actionService(actions));
       router.service(CollectionService, collectionService(collections));
       registerWithPending(router, TimeService, {}, "time: issue #4");
       router.service(AdminService, adminService({ processors, hub, committer, cursors, events }));
@@ -145,6 +150,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     port: listener.port,
     async close() {
       await processors.stop(options.shutdownGraceMs);
+      actions.stop();
       hub.stop();
       await listener.close();
       await committer.submit(() => undefined);

@@ -1,6 +1,7 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { ActionService } from "./gen/chronolog/v1/action_pb.js";
 import { CollectionService, type Document } from "./gen/chronolog/v1/collection_pb.js";
 import { EventSchema, type Actor, type Event } from "./gen/chronolog/v1/event_pb.js";
 import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
@@ -26,6 +27,34 @@ export interface EmitOptions {
   id?: string;
   /** Actor fields to assert (the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
+}
+
+/** Options of an action call (A2-A4). */
+export interface CallOptions {
+  /** Idempotency key (E7): a call id that already completed answers from the log without running (A3). */
+  callId?: string;
+  /** Actor fields to assert (from outside; the principal must allow them). */
+  actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
+  /** Cancels the call; the executor running it is told (its `ctx.signal` aborts). */
+  signal?: AbortSignal;
+  /**
+   * The call's deadline in ms from now: bounds the wait for an executor
+   * (UNAVAILABLE when none takes it in time) and the run (the executor is
+   * told to cancel when it passes; the caller gets DEADLINE_EXCEEDED).
+   */
+  timeoutMs?: number;
+  /** Work under a delivery or an action run (X5): the call id and actor come from it; executors and admins only. */
+  cause?: { eventId: string; position: number };
+}
+
+/** An action call's answer. */
+export interface CallResult {
+  /** The call id (given, generated or derived). */
+  callId: string;
+  /** The action's output. */
+  output: JsonObject;
+  /** True when answered from the log without running (a call id that already completed, A3). */
+  fromLog: boolean;
 }
 
 /** Options of a collection write. */
@@ -67,17 +96,36 @@ export interface LogQueryOptions {
  * the log, register plugins, write and read collection documents. Errors are
  * ConnectErrors with the owner's gRPC code and message (e.g. INVALID_ARGUMENT
  * naming the schema path). The raw generated clients are exposed as `log`,
- * `plugins` and `collections`.
+ * `plugins`, `collections` and `actions`.
  */
 export class ChronologClient {
   readonly log: Client<typeof LogService>;
   readonly plugins: Client<typeof PluginService>;
   readonly collections: Client<typeof CollectionService>;
+  readonly actions: Client<typeof ActionService>;
 
   constructor(readonly transport: Transport) {
     this.log = createRpcClient(LogService, transport);
     this.plugins = createRpcClient(PluginService, transport);
     this.collections = createRpcClient(CollectionService, transport);
+    this.actions = createRpcClient(ActionService, transport);
+  }
+
+  /**
+   * Calls an action `plugin.action` and waits for its output (A2). Errors
+   * (ConnectError codes): NOT_FOUND for an undeclared action, PERMISSION_DENIED
+   * when its `allow` excludes the caller, INVALID_ARGUMENT (`input/...`) for
+   * input that fails its schema, UNAVAILABLE when no executor hosting it takes
+   * the call within the deadline (A4), ABORTED with the action's error when its
+   * run failed (calling again with the same `callId` runs it again, A3),
+   * ALREADY_EXISTS when `callId` was used for another action or input.
+   */
+  async call(action: string, input: JsonObject = {}, options: CallOptions = {}): Promise<CallResult> {
+    const response = await this.actions.callAction(
+      { action, input, callId: options.callId ?? "", actor: options.actor, cause: options.cause },
+      { signal: options.signal, timeoutMs: options.timeoutMs },
+    );
+    return { callId: response.callId, output: response.output ?? {}, fromLog: response.fromLog };
   }
 
   /** Emits one event; resolves with the stored event once durable. */

@@ -2,17 +2,22 @@ import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protob
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { createClient as createRpcClient, type Transport } from "@connectrpc/connect";
 import { randomUUID } from "node:crypto";
-import { createTransport, type ClientOptions } from "./client.js";
+import { ActionHost } from "./action.js";
+import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
 import { ExecutorService, Outcome, type Delivery, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
-import { LogService } from "./gen/chronolog/v1/log_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
+import { workUnderCause, type WorkUnderCause } from "./work.js";
+
+export type { ActionContext } from "./action.js";
 
 /**
  * Thrown by a handler to fail without further tries (SPEC B3, P6): the owner
  * records `processor.failed` at once. Any other error is retried (3 tries in
- * all by default, each wait longer than the last).
+ * all by default, each wait longer than the last). From an action it is
+ * reported as a terminal failure; the owner never retries actions by itself
+ * either way (`action.failed`, A2).
  */
 export class TerminalError extends Error {
   constructor(message: string) {
@@ -21,8 +26,11 @@ export class TerminalError extends Error {
   }
 }
 
-/** What a processor's `run` gets for one delivery (P5, X5). */
-export interface DeliveryContext {
+/**
+ * What a processor's `run` gets for one delivery (P5, X5). `emit`, `call`
+ * and `collections` work under the delivery's event, positions shared.
+ */
+export interface DeliveryContext extends WorkUnderCause {
   /** The event delivered. */
   event: Event;
   /** Its data. */
@@ -89,12 +97,16 @@ class ExecutorRunner {
   private readonly manifests: PluginManifest[];
   private readonly handlers = new Map<string, PluginDefinition["processors"] extends infer P ? (P extends Record<string, infer D> ? D : never) : never>();
   private readonly running = new Set<Promise<void>>();
+  private readonly client: ChronologClient;
+  private readonly actions: ActionHost;
   private readonly stopping = new AbortController();
   private sendQueue: ((r: Request) => void) | null = null;
   private resolveReady!: () => void;
 
   constructor(private readonly options: ExecutorOptions) {
     this.transport = createTransport({ ...options, protocol: "grpc" });
+    this.client = new ChronologClient(this.transport);
+    this.actions = new ActionHost(options.plugins, this.client);
     this.manifests = options.plugins.map((p) => create(PluginManifestSchema, manifestOf(p)));
     for (const plugin of options.plugins) for (const [name, def] of Object.entries(plugin.processors ?? {})) this.handlers.set(`${plugin.name}.${name}`, def);
   }
@@ -132,6 +144,7 @@ class ExecutorRunner {
           instanceId: this.instanceId,
           plugins: this.manifests,
           processors: [...this.handlers.keys()],
+          actions: this.actions.names(),
           credits: this.options.credits ?? 16,
         },
       },
@@ -161,6 +174,13 @@ class ExecutorRunner {
     if (m.case === "delivery") {
       const job = this.deliver(m.value, send, signal).finally(() => this.running.delete(job));
       this.running.add(job);
+    } else if (m.case === "invocation") {
+      const invocation = m.value;
+      const progress = (extendMs: number) => send({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
+      const job = this.actions.invoke(invocation, (result) => send({ message: { case: "actionResult", value: result } }), progress, signal).finally(() => this.running.delete(job));
+      this.running.add(job);
+    } else if (m.case === "cancelInvocation") {
+      this.actions.cancel(m.value.invocationId, m.value.reason);
     } else if (m.case === "notice") {
       (this.options.onError ?? console.error)(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
     }
@@ -169,9 +189,9 @@ class ExecutorRunner {
   private async deliver(delivery: Delivery, send: (r: Request) => void, signal: AbortSignal): Promise<void> {
     const handler = this.handlers.get(delivery.processor);
     const event = delivery.event!;
-    let position = 0;
-    const log = createRpcClient(LogService, this.transport);
+    const work = workUnderCause(this.client, event.id, signal);
     const ctx: DeliveryContext = {
+      ...work,
       event,
       data: (event.data ?? {}) as JsonObject,
       processor: delivery.processor,
@@ -180,10 +200,6 @@ class ExecutorRunner {
       actor: event.actor,
       key: delivery.key,
       signal,
-      emit: async (type, data) => {
-        const response = await log.emit({ type, data, cause: { eventId: event.id, position: position++ } }, { signal });
-        return response.event!;
-      },
       progress: (extendMs = 0) => send({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }),
     };
     let outcome = Outcome.OK;

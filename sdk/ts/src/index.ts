@@ -1,5 +1,7 @@
 export * from "./client.js";
 export * from "./executor.js";
+export * from "./action.js";
+export * from "./work.js";
 export * from "./plugin.js";
 export * from "./gen/chronolog/v1/event_pb.js";
 export * from "./gen/chronolog/v1/log_pb.js";

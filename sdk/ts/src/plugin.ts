@@ -1,5 +1,6 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
+import type { ActionContext } from "./action.js";
 import type { DeliveryContext } from "./executor.js";
 
 /** An event type declaration (E4, E5). */
@@ -31,12 +32,42 @@ export interface ProcessorDefinition {
   run(ctx: DeliveryContext): Promise<void> | void;
 }
 
-/** A plugin defined in code (S2). Collections, actions, schedules and pulses take manifest form for now. */
+/**
+ * An action in code (A1-A4). Times in ms.
+ *
+ * Failure semantics: `run` resolving is the call's output (undefined: `{}`),
+ * recorded as `action.completed`; throwing (an Error or a TerminalError: the
+ * owner never retries an action by itself) records `action.failed` and the
+ * caller gets ABORTED with the message. A caller calling again with the same
+ * call id runs it again (`ctx.attempt` > 1); work under the run (emit, call,
+ * collection writes) gets the same derived ids, so it is not done twice.
+ * `ctx.signal` aborts when the caller cancels, its deadline or the action's
+ * timeout passes, or the stream to the owner is lost (the owner then runs the
+ * call on another executor as a retry).
+ */
+export interface ActionDefinition {
+  /** JSON Schema (draft 2020-12) for the input; violations are INVALID_ARGUMENT at `input/...`. */
+  inputSchema?: JsonObject;
+  /** Top-level input fields kept out of the log (`action.started`); `run` still gets them. */
+  privateFields?: string[];
+  /** Record action.started / completed / failed / retried (default true); false: no events at all. */
+  record?: boolean;
+  /** Who may call it from outside: `*`, `role:<role>` or principal names. Default: only code under a cause. */
+  allow?: string[];
+  /** How long one run may take (default 30,000); also bounds the wait for an executor. */
+  timeoutMs?: number;
+  /** Runs one call. */
+  run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
+}
+
+/** A plugin defined in code (S2). Collections, schedules and pulses take manifest form for now. */
 export interface PluginDefinition {
   name: string;
   version?: string;
   events?: Record<string, EventDefinition>;
   processors?: Record<string, ProcessorDefinition>;
+  /** Actions hosted by executors running this plugin, called as `<name>.<action>`. */
+  actions?: Record<string, ActionDefinition>;
   /** Other manifest parts, as in the manifest's JSON form. */
   manifest?: Omit<MessageInitShape<typeof PluginManifestSchema>, "name" | "version" | "events" | "processors">;
 }
@@ -62,8 +93,15 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
       },
     ]),
   );
+  const actions = Object.fromEntries(
+    Object.entries(p.actions ?? {}).map(([name, d]) => [
+      name,
+      { inputSchema: d.inputSchema, privateFields: d.privateFields ?? [], record: d.record, allow: d.allow ?? [], timeoutMs: d.timeoutMs ?? 0 },
+    ]),
+  );
   const rest = (p.manifest ?? {}) as Record<string, unknown>;
-  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors } as MessageInitShape<typeof PluginManifestSchema>;
+  const declared = { ...((rest.actions as Record<string, unknown> | undefined) ?? {}), ...actions };
+  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared } as MessageInitShape<typeof PluginManifestSchema>;
 }
 
 function startOf(start: ProcessorDefinition["start"]) {

@@ -1,5 +1,6 @@
 import { allows, resolveActor, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
+import { causeActor, type LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
 import { derivedId, newId } from "../log/ids.js";
 import type { PluginRegistry } from "../plugins/registry.js";
@@ -75,6 +76,8 @@ export class DocumentWriter {
     private readonly registry: PluginRegistry,
     private readonly events: EventStatements,
     private readonly stores: DocumentStores,
+    /** Running record:false invocations, causes without an event (A2, X5). */
+    private readonly live?: LiveCauses,
   ) {}
 
   /** Applies one write as `principal`; errors as described above (R4). */
@@ -99,12 +102,12 @@ export class DocumentWriter {
     const cause = req.cause as CauseRef;
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not write under a cause; only executors act under a cause`);
     if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
-    const causeEvent = this.events.findById(cause.eventId) ?? fail("failed_precondition", `cause event ${JSON.stringify(cause.eventId)} is not in the log`);
+    const actor = causeActor(cause.eventId, this.events, this.live);
     const w = req.write;
     const id = w.op === "create" ? (typeof w.doc._id === "string" ? w.doc._id : "") : w.id;
     const input = w.op === "create" || w.op === "replace" ? w.doc : w.op === "patch" ? { set: w.set, unset: w.unset } : null;
     const writeId = derivedId(cause.eventId, cause.position, { collection: entry.name, op: w.op, id, input });
-    return { actor: causeEvent.actor, cause: cause.eventId, writeId, eventId: writeId, newDocId: derivedId(writeId, 0, "_id") };
+    return { actor, cause: cause.eventId, writeId, eventId: writeId, newDocId: derivedId(writeId, 0, "_id") };
   }
 }
 

@@ -1,6 +1,7 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { Outcome } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { ActionCalls } from "../actions/index.js";
 import type { Principal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
 import { fail } from "../errors.js";
@@ -19,7 +20,8 @@ export interface HubOptions {
 
 /**
  * The executor sessions (X1-X4): opens them from a hello, routes their
- * answers, picks a session for each delivery (spreading work: the session
+ * answers (acks to the processors, action results to the action calls),
+ * picks a session for each delivery (spreading work: the session
  * with the most free credits), and closes silent ones.
  */
 export class ExecutorHub {
@@ -32,6 +34,7 @@ export class ExecutorHub {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: HubOptions,
+    private readonly actions: ActionCalls,
   ) {
     this.watchdog = setInterval(() => this.checkLiveness(), options.heartbeatIntervalMs);
     this.watchdog.unref();
@@ -44,8 +47,8 @@ export class ExecutorHub {
 
   /**
    * Opens a session from a hello: registers the plugins it carries, checks
-   * that every processor it hosts is declared (INVALID_ARGUMENT names the
-   * unknown one). Needs the executor or admin role (PERMISSION_DENIED).
+   * that every processor and action it hosts is declared (INVALID_ARGUMENT
+   * names the unknown one). Needs the executor or admin role (PERMISSION_DENIED).
    */
   async open(hello: Hello, principal: Principal): Promise<ExecutorSession> {
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
@@ -54,6 +57,9 @@ export class ExecutorHub {
     for (const name of hello.processors) {
       if (!this.processors.has(name)) fail("bad_request", `unknown processor ${JSON.stringify(name)}: no plugin declares it (use plugin.processor)`, [{ field: "hello.processors", description: `unknown processor ${name}` }]);
     }
+    for (const name of hello.actions) {
+      if (!this.actions.has(name)) fail("bad_request", `unknown action ${JSON.stringify(name)}: no plugin declares it (use plugin.action)`, [{ field: "hello.actions", description: `unknown action ${name}` }]);
+    }
     const session = new ExecutorSession(
       { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits },
       principal,
@@ -61,8 +67,8 @@ export class ExecutorHub {
     );
     this.sessions.add(session);
     session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs } } });
-    this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, credits: session.credits }, "executor connected");
-    this.processors.pumpFor(session);
+    this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, actions: hello.actions, credits: session.credits }, "executor connected");
+    this.pump(session);
     return session;
   }
 
@@ -75,15 +81,26 @@ export class ExecutorHub {
         const ok = m.value.outcome === Outcome.OK || m.value.outcome === Outcome.UNSPECIFIED;
         const verdict = this.processors.ack(session, m.value.deliveryId, ok, m.value.error, m.value.outcome === Outcome.TERMINAL_ERROR);
         if (verdict !== "accepted") this.notice(session, verdict === "stale" ? "STALE_ACK" : "UNKNOWN_DELIVERY", m.value.deliveryId, verdict === "stale" ? "ack for a delivery that already timed out or was answered: ignored" : "ack for a delivery this session never received: ignored");
-        this.processors.pumpFor(session);
+        this.pump(session);
+        return;
+      }
+      case "actionResult": {
+        const r = m.value;
+        const ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
+        const verdict = this.actions.result(session, r.invocationId, { ok, output: r.output ?? {}, error: r.error });
+        if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out: ignored");
+        if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
+        this.pump(session);
         return;
       }
       case "progress":
-        if (!this.processors.progress(session, m.value.workId, m.value.extendMs)) this.notice(session, "UNKNOWN_DELIVERY", m.value.workId, "progress for a delivery not in flight on this session: ignored");
+        if (!this.processors.progress(session, m.value.workId, m.value.extendMs) && !this.actions.progress(session, m.value.workId, m.value.extendMs)) {
+          this.notice(session, "UNKNOWN_DELIVERY", m.value.workId, "progress for a delivery or invocation not in flight on this session: ignored");
+        }
         return;
       case "credit":
         session.credits += m.value.credits;
-        this.processors.pumpFor(session);
+        this.pump(session);
         return;
       case "heartbeat":
         return;
@@ -95,13 +112,14 @@ export class ExecutorHub {
     }
   }
 
-  /** Ends a session: its deliveries go to other executors as retries (X3). Idempotent. */
+  /** Ends a session: its deliveries and invocations go to other executors as retries (X3). Idempotent. */
   close(session: ExecutorSession, reason: string): void {
     if (session.closed) return;
     session.closed = true;
     this.sessions.delete(session);
     session.outbox.end();
     this.processors.sessionGone(session);
+    this.actions.sessionGone(session);
     this.logger.info({ session: session.id, executor: session.hosting.executor, reason }, "executor disconnected");
   }
 
@@ -116,6 +134,12 @@ export class ExecutorHub {
   stop(): void {
     clearInterval(this.watchdog);
     for (const s of [...this.sessions]) this.close(s, "owner stopping");
+  }
+
+  /** Offers a session's free credits to deliveries, then to calls waiting for a host (A4). */
+  private pump(session: ExecutorSession): void {
+    this.processors.pumpFor(session);
+    this.actions.pumpFor(session);
   }
 
   private notice(session: ExecutorSession, reason: string, workId: string, message: string): void {

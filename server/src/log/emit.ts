@@ -5,6 +5,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer } from "../store/committer.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { canonicalJson } from "./canonical.js";
+import { causeActor, type LiveCauses } from "./causes.js";
 import { derivedId, maxIdLength, newId } from "./ids.js";
 
 /** Names the work an emit is done under (X5). */
@@ -47,6 +48,8 @@ export class Emitter {
     private readonly committer: Committer,
     private readonly registry: PluginRegistry,
     private readonly events: EventStatements,
+    /** Running record:false invocations, causes without an event (A2, X5). */
+    private readonly live?: LiveCauses,
   ) {}
 
   /** Emits `inputs` atomically as `principal`; results in input order. */
@@ -90,10 +93,10 @@ export class Emitter {
     const cause = input.cause as CauseRef;
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not emit under a cause; only executors act under a cause`);
     if (input.actor && Object.values(input.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
-    const causeEvent = this.events.findById(cause.eventId) ?? fail("failed_precondition", `cause event ${JSON.stringify(cause.eventId)} is not in the log`);
+    const actor = causeActor(cause.eventId, this.events, this.live);
     const id = derivedId(cause.eventId, cause.position, { type: input.type, data: input.data });
     if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
-    return { actor: causeEvent.actor, id, cause: cause.eventId };
+    return { actor, id, cause: cause.eventId };
   }
 }
 

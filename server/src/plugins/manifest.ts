@@ -1,6 +1,7 @@
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { canonicalJson } from "../log/canonical.js";
 import { PluginManifestSchema, type PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { compileAction, type ActionEntry } from "../actions/declaration.js";
 import { compileCollection, type CollectionEntry } from "../collections/declaration.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
@@ -23,6 +24,8 @@ export interface CompiledManifest {
   eventTypes: EventTypeEntry[];
   /** Declared collections (C1); names and change types are checked against other plugins by the registry. */
   collections: CollectionEntry[];
+  /** Declared actions (A1), named `plugin.action`. */
+  actions: ActionEntry[];
 }
 
 const pluginName = /^[a-z][a-z0-9_-]{0,62}$/;
@@ -88,14 +91,18 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     violations.push(...compiled.violations);
     if (compiled.entry) collections.push(compiled.entry);
   }
+  const actions: ActionEntry[] = [];
   for (const [name, decl] of Object.entries(manifest.actions)) {
-    attempt(() => compile(decl.inputSchema, "input"), `actions.${name}.input_schema`, violations);
+    for (const entry of decl.allow) check(`actions.${name}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
+    const compiled = compileAction(manifest.name, name, decl, compile);
+    violations.push(...compiled.violations);
+    if (compiled.entry) actions.push(compiled.entry);
   }
   if (violations.length > 0) {
     const first = violations[0];
     fail("invalid_manifest", `invalid plugin manifest ${manifest.name || "(unnamed)"}: ${first.field}: ${first.description}`, violations, { plugin: manifest.name });
   }
-  return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections };
+  return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections, actions };
 }
 
 /** Canonical JSON (RFC 8785) of a manifest. */

@@ -1,4 +1,5 @@
 import type { PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { ActionEntry } from "../actions/declaration.js";
 import type { CollectionEntry } from "../collections/declaration.js";
 import { CollectionIndex, collectionConflicts } from "../collections/declared.js";
 import { fail } from "../errors.js";
@@ -23,6 +24,7 @@ export class PluginRegistry {
   private readonly plugins = new Map<string, RegisteredPlugin>();
   private eventTypes = new Map<string, EventTypeEntry>();
   private collections = CollectionIndex.build([]);
+  private actions = new Map<string, ActionEntry>();
   private readonly statements;
   private readonly listeners: (() => void)[] = [];
 
@@ -46,6 +48,11 @@ export class PluginRegistry {
   /** The declaration of a collection (C1), or undefined when nobody declared it. */
   collection(name: string): CollectionEntry | undefined {
     return this.collections.get(name);
+  }
+
+  /** The declaration of an action `plugin.action` (A1), or undefined when nobody declared it. */
+  action(name: string): ActionEntry | undefined {
+    return this.actions.get(name);
   }
 
   /** All plugins, by name. */
@@ -104,5 +111,6 @@ export class PluginRegistry {
     for (const plugin of this.plugins.values()) for (const entry of plugin.compiled.eventTypes) index.set(entry.type, entry);
     this.eventTypes = index;
     this.collections = CollectionIndex.build([...this.plugins.values()].map((p) => p.compiled));
+    this.actions = new Map([...this.plugins.values()].flatMap((p) => p.compiled.actions.map((a) => [a.name, a] as const)));
   }
 }

@@ -1,0 +1,100 @@
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { ChronologClient } from "./client.js";
+import type { Actor } from "./gen/chronolog/v1/event_pb.js";
+import { Outcome, type ActionResultSchema, type Invocation } from "./gen/chronolog/v1/executor_pb.js";
+import type { ActionDefinition, PluginDefinition } from "./plugin.js";
+import { workUnderCause, type WorkUnderCause } from "./work.js";
+
+/** What an action's `run` gets for one invocation (A2, A4, X5). */
+export interface ActionContext extends WorkUnderCause {
+  /** `plugin.action`. */
+  action: string;
+  /** The call's whole input, private fields included. */
+  input: JsonObject;
+  /** The call id (E7): the same for every attempt of the call. */
+  callId: string;
+  /** 1 for the first run of this call id; more when it runs again (A3, X3). */
+  attempt: number;
+  /** True when the call ran before (attempt > 1). */
+  retry: boolean;
+  /** Who the call runs as (undefined: the system); work under it carries this actor. */
+  actor: Actor | undefined;
+  /**
+   * Aborted when the owner cancels the run (the caller cancelled, its
+   * deadline or the action's timeout passed), the stream to the owner is
+   * lost, or the executor stops. Pass it on to slow work.
+   */
+  signal: AbortSignal;
+  /** Run before this moment (the earlier of the action's timeout and the caller's deadline). */
+  deadline: Date | undefined;
+  /** Extends the run's timeout by `extendMs` (default: the action's timeout) (X4). */
+  progress(extendMs?: number): void;
+}
+
+type ActionResultInit = MessageInitShape<typeof ActionResultSchema>;
+
+/**
+ * The actions an executor hosts (X1) and the invocations running there.
+ * `invoke` runs one invocation and sends its ActionResult on the stream it
+ * came from; `cancel` aborts a running invocation's signal (CancelInvocation).
+ */
+export class ActionHost {
+  private readonly definitions = new Map<string, ActionDefinition>();
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(
+    plugins: PluginDefinition[],
+    private readonly client: ChronologClient,
+  ) {
+    for (const plugin of plugins) for (const [name, def] of Object.entries(plugin.actions ?? {})) this.definitions.set(`${plugin.name}.${name}`, def);
+  }
+
+  /** The hosted actions, as `plugin.action` (for the hello). */
+  names(): string[] {
+    return [...this.definitions.keys()];
+  }
+
+  /** Aborts the signal of invocation `invocationId` (if it runs here) with `reason`. */
+  cancel(invocationId: string, reason: string): void {
+    this.running.get(invocationId)?.abort(new Error(`cancelled by the owner: ${reason}`));
+  }
+
+  /**
+   * Runs one invocation to its end and sends the result with `send`, unless
+   * `streamSignal` aborted meanwhile (the owner then runs the call elsewhere).
+   * Never rejects.
+   */
+  async invoke(invocation: Invocation, send: (result: ActionResultInit) => void, progress: (extendMs: number) => void, streamSignal: AbortSignal): Promise<void> {
+    const cancel = new AbortController();
+    this.running.set(invocation.invocationId, cancel);
+    const signal = AbortSignal.any([streamSignal, cancel.signal]);
+    const work = workUnderCause(this.client, invocation.causeEventId || invocation.callId, signal);
+    const ctx: ActionContext = {
+      ...work,
+      action: invocation.action,
+      input: (invocation.input ?? {}) as JsonObject,
+      callId: invocation.callId,
+      attempt: invocation.attempt,
+      retry: invocation.attempt > 1,
+      actor: invocation.actor,
+      signal,
+      deadline: invocation.deadline ? timestampDate(invocation.deadline) : undefined,
+      progress: (extendMs = 0) => progress(extendMs),
+    };
+    let result: ActionResultInit;
+    try {
+      const def = this.definitions.get(invocation.action);
+      if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
+      const output: unknown = (await def.run(ctx, ctx.input)) ?? {};
+      if (typeof output !== "object" || output === null || Array.isArray(output)) throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
+      result = { invocationId: invocation.invocationId, outcome: Outcome.OK, output: output as JsonObject };
+    } catch (e) {
+      const terminal = e instanceof Error && e.name === "TerminalError";
+      result = { invocationId: invocation.invocationId, outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR, error: e instanceof Error ? e.message : String(e) };
+    } finally {
+      this.running.delete(invocation.invocationId);
+    }
+    if (!streamSignal.aborted) send(result);
+  }
+}

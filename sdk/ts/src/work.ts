@@ -1,0 +1,75 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { CallResult, ChronologClient, DocumentWriteResult, FindOptions } from "./client.js";
+import type { Event } from "./gen/chronolog/v1/event_pb.js";
+
+/**
+ * Collection operations done by code under a cause (X5, C2). Writes take the
+ * next position under the cause: the owner derives the write's id (and a
+ * created document's `_id` when none is given) from it, so a retried run
+ * making the same writes in the same order applies them once. Reads take no
+ * position.
+ */
+export interface CauseCollections {
+  /** Creates a document. ALREADY_EXISTS when its `_id` is taken (by other work). */
+  create(collection: string, doc: JsonObject): Promise<DocumentWriteResult>;
+  /** Replaces a document. NOT_FOUND when absent. */
+  replace(collection: string, id: string, doc: JsonObject): Promise<DocumentWriteResult>;
+  /** Sets fields (dotted paths) and unsets paths. NOT_FOUND when absent. */
+  patch(collection: string, id: string, patch: { set?: JsonObject; unset?: string[] }): Promise<DocumentWriteResult>;
+  /** Deletes a document. NOT_FOUND when absent. */
+  delete(collection: string, id: string): Promise<DocumentWriteResult>;
+  /** A document by `_id` (private fields included: code reads them). NOT_FOUND when absent. */
+  get(collection: string, id: string): Promise<JsonObject>;
+  /** Documents matching a MongoDB filter, sorted, at most `limit`. */
+  find(collection: string, options?: FindOptions): Promise<JsonObject[]>;
+}
+
+/**
+ * What code can do under a cause (a delivery's event or an action run, X5):
+ * every emit, call and collection write names the cause and its position
+ * among the calls made under it, counted from 0 and shared by the three, so
+ * the owner derives the same ids (E7) and the cause's actor (P5) on a retry.
+ */
+export interface WorkUnderCause {
+  /**
+   * Emits an event under the cause. Its id is derived by the owner from the
+   * cause, the call's position and its input (E7): a retried run making the
+   * same calls finds the same events instead of writing twice.
+   */
+  emit(type: string, data: JsonObject): Promise<Event>;
+  /**
+   * Calls an action `plugin.action` under the cause (A2, X5): the call id is
+   * derived, so a retried run gets the recorded output (`fromLog`) instead of
+   * running the action again. Rejects like {@link ChronologClient.call}.
+   */
+  call(action: string, input?: JsonObject): Promise<CallResult>;
+  /** Collection operations under the cause. */
+  collections: CauseCollections;
+}
+
+/**
+ * The work helpers under cause `eventId` (a delivery's event id, an
+ * invocation's `cause_event_id`, or a `record: false` invocation's call id).
+ * `signal` cancels calls in progress (the run was cancelled or the stream lost).
+ */
+export function workUnderCause(client: ChronologClient, eventId: string, signal: AbortSignal): WorkUnderCause {
+  let position = 0;
+  const cause = () => ({ eventId, position: position++ });
+  return {
+    async emit(type, data) {
+      const response = await client.log.emit({ type, data, cause: cause() }, { signal });
+      return response.event!;
+    },
+    async call(action, input = {}) {
+      return client.call(action, input, { cause: cause(), signal });
+    },
+    collections: {
+      create: (collection, doc) => client.createDocument(collection, doc, { cause: cause() }),
+      replace: (collection, id, doc) => client.replaceDocument(collection, id, doc, { cause: cause() }),
+      patch: (collection, id, patch) => client.patchDocument(collection, id, patch, { cause: cause() }),
+      delete: (collection, id) => client.deleteDocument(collection, id, { cause: cause() }),
+      get: (collection, id) => client.getDocument(collection, id),
+      find: (collection, options) => client.findDocuments(collection, options),
+    },
+  };
+}

@@ -1,0 +1,408 @@
+import { createHash } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { allows, resolveActor, type Principal } from "../auth/principal.js";
+import type { Clock } from "../clock.js";
+import { ChronologError, fail } from "../errors.js";
+import type { ExecutorSession } from "../executors/session.js";
+import { canonicalJson } from "../log/canonical.js";
+import { causeActor, type LiveCauses } from "../log/causes.js";
+import type { CauseRef } from "../log/emit.js";
+import { derivedId, maxIdLength, newId } from "../log/ids.js";
+import type { Logger } from "../logger.js";
+import type { PluginRegistry } from "../plugins/registry.js";
+import type { CallStatements } from "../store/calls.js";
+import type { Committer } from "../store/committer.js";
+import type { ActorRecord, EventStatements } from "../store/events.js";
+import type { ActionEntry } from "./declaration.js";
+import type { HostQueue } from "./hosts.js";
+import { recordAttempt, recordCompleted, recordFailed, storedOutput, type CallIdentity } from "./records.js";
+import { Run, type AttemptEnd, type CallerContext, type Invocation } from "./run.js";
+
+/** One call, as parsed from the request. */
+export interface CallRequest {
+  /** `plugin.action`. */
+  action: string;
+  input: Record<string, unknown>;
+  /** Client-chosen call id, or "" for none (a fresh one, or derived under a cause). */
+  callId: string;
+  /** Set when code under a delivery or an action run calls (X5); null from outside. */
+  cause: CauseRef | null;
+  /** Asserted actor fields (from outside only). */
+  actor: Partial<ActorRecord> | undefined;
+}
+
+/** A call's answer. */
+export interface CallResult {
+  callId: string;
+  output: Record<string, unknown>;
+  /** True when answered from the stored record of a completed call, without running (A3). */
+  fromLog: boolean;
+}
+
+/** An executor's answer to an invocation. */
+export interface InvocationAnswer {
+  ok: boolean;
+  output: Record<string, unknown>;
+  error: string;
+}
+
+/** How an executor's answer was taken: like acks, stale and unknown answers change nothing. */
+export type ResultVerdict = "accepted" | "unknown" | "stale";
+
+/** What the action calls need from the owner. */
+export interface ActionCallsDeps {
+  registry: PluginRegistry;
+  committer: Committer;
+  events: EventStatements;
+  calls: CallStatements;
+  live: LiveCauses;
+  hosts: HostQueue;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why (A4). */
+const maxAnswerMarginMs = 100;
+
+/**
+ * Action calls (SPEC A1-A4, E7, X3, X5).
+ *
+ * A call id goes through these states (the row in `action_calls`, and a
+ * {@link Run} in memory while this owner works on it):
+ *
+ * - **new** (no row): checks pass (declared: NOT_FOUND; allow or cause:
+ *   PERMISSION_DENIED; input schema: INVALID_ARGUMENT with `input/...`).
+ * - **waiting for a host** (in memory only, nothing written): up to the
+ *   caller's deadline (less a small margin to answer) or the action's
+ *   `timeoutMs`, whichever is first; then UNAVAILABLE "no executor hosts
+ *   <action>" and the call is as if never made.
+ * - **running** (committed when a host's credit is taken: the row at
+ *   attempt n, plus `action.started` for the first attempt or
+ *   `action.retried` for later ones, then the Invocation is sent).
+ * - running → **completed** (the executor's OK: row + `action.completed`;
+ *   final: later calls with the id are answered from the record, `fromLog`).
+ * - running → **failed** (an error, a TerminalError or the run timeout: row
+ *   + `action.failed`; the caller gets ABORTED with the action's error).
+ * - running → waiting for a host (the executor's session ended: attempt n+1
+ *   goes to another executor while a caller's deadline allows, recording
+ *   `action.retried`; if none takes it in time, attempt n is recorded failed
+ *   and the caller gets UNAVAILABLE).
+ * - failed → waiting for a host (a later call with the same id runs again,
+ *   recording `action.retried`, A3). A row left running by an owner that
+ *   stopped or crashed is treated the same way.
+ *
+ * Failure semantics: nothing is written before an executor's credit is
+ * held, so a call that found no executor leaves nothing behind. Each state
+ * change commits the row and its event in one unit (E8). A duplicate call
+ * (same id) while one runs joins it and gets its answer: the action never
+ * runs twice at once for one id. The same id with another action or input
+ * is ALREADY_EXISTS. A caller that cancels or whose deadline passes gets
+ * CANCELLED or DEADLINE_EXCEEDED; when every caller of a running call has
+ * gone, the executor gets a CancelInvocation (the SDK aborts the action's
+ * signal) and the run's end is still recorded. The owner never retries a
+ * failed action by itself: the caller decides. `record: false` actions write
+ * the row only: same idempotency, no events; work under such a run names the
+ * call id as its cause (LiveCauses). Every attempt runs as the actor of the
+ * call's first caller (the actor recorded on `action.started`).
+ */
+export class ActionCalls {
+  private readonly runs = new Map<string, Run>();
+  private readonly invocations = new Map<string, Invocation>();
+  private stopped = false;
+
+  constructor(private readonly deps: ActionCallsDeps) {}
+
+  /** Whether `plugin.action` is declared (A1). */
+  has(action: string): boolean {
+    return this.deps.registry.action(action) !== undefined;
+  }
+
+  /** Calls an action as `principal` and waits for its answer; errors as in the class comment (R4). */
+  async call(req: CallRequest, principal: Principal, caller: CallerContext): Promise<CallResult> {
+    if (this.stopped) throw stoppingError();
+    const entry = this.deps.registry.action(req.action) ?? fail("not_found", `action ${JSON.stringify(req.action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action: req.action });
+    const who = req.cause ? this.underCause(entry, req, principal) : this.fromOutside(entry, req, principal);
+    const violations = entry.validate(req.input);
+    if (violations.length > 0) {
+      fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
+    }
+    const call: CallIdentity = { ...who, entry, input: req.input, inputHash: createHash("sha256").update(canonicalJson(req.input)).digest("hex") };
+    // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
+    const running = this.runs.get(call.callId);
+    if (running) {
+      sameCall(call, running.call.entry.name, running.call.inputHash);
+      return this.wait(running, caller);
+    }
+    const row = this.deps.calls.get(call.callId);
+    if (row) {
+      sameCall(call, row.action, row.inputHash);
+      if (row.state === "completed") return { callId: call.callId, output: storedOutput(row, this.deps.events), fromLog: true };
+    }
+    const previousError = !row ? "" : row.state === "failed" ? row.error : `the owner stopped during attempt ${row.attempt}`;
+    const run = new Run(row ? { ...call, actor: row.actor } : call, row ? row.attempt + 1 : 1, previousError);
+    this.runs.set(call.callId, run);
+    const answer = this.wait(run, caller);
+    this.drive(run).then(
+      (output) => {
+        this.runs.delete(call.callId);
+        run.resolve(output);
+      },
+      (error) => {
+        this.runs.delete(call.callId);
+        run.reject(error);
+      },
+    );
+    return answer;
+  }
+
+  /**
+   * An executor's answer to invocation `invocationId` (A2): frees the
+   * session's credit, ends the attempt. Answers after the run timeout are
+   * stale; ids this session never got are unknown. Neither changes anything.
+   */
+  result(session: ExecutorSession, invocationId: string, answer: InvocationAnswer): ResultVerdict {
+    const wasOurs = session.inFlight.delete(invocationId);
+    const invocation = this.invocations.get(invocationId);
+    if (!invocation || invocation.session !== session) return wasOurs ? "stale" : "unknown";
+    invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error" });
+    return "accepted";
+  }
+
+  /** Extends a running invocation's timeout to now + `extendMs` (default: the action's timeout) (X4). False when unknown. */
+  progress(session: ExecutorSession, invocationId: string, extendMs: number): boolean {
+    const invocation = this.invocations.get(invocationId);
+    if (!invocation || invocation.session !== session) return false;
+    this.armTimeout(invocation, extendMs || invocation.run.call.entry.timeoutMs);
+    return true;
+  }
+
+  /** A session has (new) free credits: calls waiting for a host it offers get them. */
+  pumpFor(session: ExecutorSession): void {
+    this.deps.hosts.offer(session);
+  }
+
+  /** A session ended: its invocations go to other executors as retries (X3). */
+  sessionGone(session: ExecutorSession): void {
+    for (const invocation of [...this.invocations.values()]) if (invocation.session === session) invocation.end({ kind: "gone" });
+  }
+
+  /**
+   * Owner shutdown: callers waiting for a host or an answer get UNAVAILABLE
+   * and nothing more is written. Running calls stay `running` in their row;
+   * a later call with the same id runs them again (`action.retried`).
+   */
+  stop(): void {
+    this.stopped = true;
+    this.deps.hosts.stop();
+    for (const invocation of [...this.invocations.values()]) invocation.end({ kind: "stopping" });
+  }
+
+  private fromOutside(entry: ActionEntry, req: CallRequest, principal: Principal) {
+    if (!allows(entry.allow, principal)) {
+      const who = entry.allow.length === 0 ? "only code under a cause may call it" : `allow: ${entry.allow.join(", ")}`;
+      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not call ${entry.name} (${who})`, [], { action: entry.name });
+    }
+    if (req.callId.length > maxIdLength) fail("bad_request", `call_id is longer than ${maxIdLength} characters`, [{ field: "call_id", description: `at most ${maxIdLength} characters` }]);
+    return { callId: req.callId || newId(), actor: resolveActor(principal, req.actor), parentCause: "" };
+  }
+
+  /** A call from code under a cause: id derived, actor the cause's (E7, X5). Executors and admins only. */
+  private underCause(entry: ActionEntry, req: CallRequest, principal: Principal) {
+    const cause = req.cause as CauseRef;
+    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not call under a cause; only executors act under a cause`);
+    if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
+    const actor = causeActor(cause.eventId, this.deps.events, this.deps.live);
+    const callId = derivedId(cause.eventId, cause.position, { action: entry.name, input: req.input });
+    if (req.callId && req.callId !== callId) fail("bad_request", "call_id must be empty under a cause: it is derived from the cause and position");
+    return { callId, actor, parentCause: cause.eventId };
+  }
+
+  /** Waits for `run`'s answer as `caller`; leaves (and, last to leave, abandons the run) when the caller goes. */
+  private wait(run: Run, caller: CallerContext): Promise<CallResult> {
+    return new Promise((resolve, reject) => {
+      const leave = () => {
+        caller.signal.removeEventListener("abort", onAbort);
+        run.waiters.delete(caller);
+      };
+      const onAbort = () => {
+        leave();
+        const error = callerGone(caller);
+        reject(error);
+        if (run.waiters.size === 0) this.abandon(run, error);
+      };
+      if (caller.signal.aborted) return onAbort();
+      run.waiters.add(caller);
+      caller.signal.addEventListener("abort", onAbort, { once: true });
+      run.done.then(
+        (output) => {
+          leave();
+          resolve({ callId: run.call.callId, output, fromLog: false });
+        },
+        (error) => {
+          leave();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Every caller of `run` has gone: stop waiting for a host; cancel the attempt in flight. */
+  private abandon(run: Run, error: ChronologError): void {
+    run.abandoned.abort(error);
+    if (run.invocation) this.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
+  }
+
+  /** Runs `run`'s attempts until one completes or the call fails (see the class comment). */
+  private async drive(run: Run): Promise<Record<string, unknown>> {
+    const { call } = run;
+    const { committer, calls, hosts } = this.deps;
+    let lostAttempt = 0;
+    for (;;) {
+      const invocationId = `${call.callId}#${run.attempt}`;
+      let session: ExecutorSession;
+      try {
+        session = await hosts.acquire(call.entry.name, invocationId, this.budgetMs(run), run.abandoned.signal);
+      } catch (e) {
+        if (lostAttempt > 0 && !this.stopped) {
+          const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
+          await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error));
+        }
+        throw e;
+      }
+      let cause: string;
+      try {
+        cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError));
+      } catch (e) {
+        session.inFlight.delete(invocationId);
+        hosts.offer(session);
+        throw e;
+      }
+      const end = await this.invoke(run, session, invocationId, cause);
+      switch (end.kind) {
+        case "ok":
+          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output));
+          return end.output;
+        case "error":
+        case "timeout":
+          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error));
+          throw new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
+        case "stopping":
+          throw stoppingError();
+        case "gone":
+          lostAttempt = run.attempt;
+          run.previousError = `executor disconnected during attempt ${run.attempt}`;
+          run.attempt++;
+          this.deps.logger.info({ action: call.entry.name, call: call.callId, attempt: lostAttempt }, "executor gone mid-run: trying the call elsewhere");
+      }
+    }
+  }
+
+  /** Sends one attempt to `session` and resolves when it ends (answer, timeout, session gone, owner stopping). */
+  private invoke(run: Run, session: ExecutorSession, invocationId: string, cause: string): Promise<AttemptEnd> {
+    const { call } = run;
+    return new Promise((resolve) => {
+      if (session.closed) return resolve({ kind: "gone" });
+      // A record:false run has no action.started: its call id is the cause of work under it while it runs.
+      const release = cause === "" ? this.deps.live.hold(call.callId, call.actor) : () => undefined;
+      const invocation: Invocation = {
+        id: invocationId,
+        run,
+        session,
+        timer: null,
+        end: (result) => {
+          if (this.invocations.get(invocationId) !== invocation) return;
+          this.invocations.delete(invocationId);
+          if (invocation.timer) clearTimeout(invocation.timer);
+          run.invocation = null;
+          release();
+          resolve(result);
+        },
+      };
+      this.invocations.set(invocationId, invocation);
+      run.invocation = invocation;
+      run.cancelSent = false;
+      const timeoutMs = call.entry.timeoutMs;
+      this.armTimeout(invocation, timeoutMs);
+      const now = this.deps.clock.now();
+      const callerMs = maxRemaining(run);
+      session.send({
+        message: {
+          case: "invocation",
+          value: {
+            invocationId,
+            action: call.entry.name,
+            input: call.input as JsonObject,
+            callId: call.callId,
+            causeEventId: cause,
+            actor: call.actor ?? undefined,
+            deadline: timestampFromMs(now + Math.min(timeoutMs, callerMs)),
+            attempt: run.attempt,
+          },
+        },
+      });
+      if (run.abandoned.signal.aborted) this.cancel(invocation, "caller gone");
+    });
+  }
+
+  /** (Re-)arms the run timeout: when it passes, the executor is told to cancel and the attempt fails. Its credit stays held until it answers. */
+  private armTimeout(invocation: Invocation, ms: number): void {
+    if (invocation.timer) clearTimeout(invocation.timer);
+    invocation.timer = setTimeout(() => {
+      invocation.timer = null;
+      this.cancel(invocation, `timed out after ${ms} ms`);
+      invocation.end({ kind: "timeout", error: `timed out after ${ms} ms` });
+    }, ms);
+  }
+
+  /** Sends CancelInvocation for the attempt in flight, once. */
+  private cancel(invocation: Invocation, reason: string): void {
+    if (invocation.run.cancelSent || invocation.run.invocation !== invocation) return;
+    invocation.run.cancelSent = true;
+    invocation.session.send({ message: { case: "cancelInvocation", value: { invocationId: invocation.id, reason } } });
+  }
+
+  /** How long the next attempt may wait for a host: the action's timeout or the callers' deadline (less a margin), whichever is first. */
+  private budgetMs(run: Run): number {
+    let callers = run.waiters.size === 0 ? 0 : -Infinity;
+    for (const waiter of run.waiters) {
+      const remaining = waiter.remainingMs();
+      if (remaining === undefined) {
+        callers = Infinity;
+        break;
+      }
+      callers = Math.max(callers, remaining - Math.min(maxAnswerMarginMs, Math.floor(remaining / 10)));
+    }
+    return Math.min(run.call.entry.timeoutMs, callers);
+  }
+}
+
+/** The longest time any waiter of `run` still gives it (ms); Infinity when one has no deadline. */
+function maxRemaining(run: Run): number {
+  let longest = 0;
+  for (const waiter of run.waiters) longest = Math.max(longest, waiter.remainingMs() ?? Infinity);
+  return longest;
+}
+
+/** ALREADY_EXISTS unless a call id is used again for the same action and input (E7). */
+function sameCall(call: CallIdentity, action: string, inputHash: string): void {
+  if (action === call.entry.name && inputHash === call.inputHash) return;
+  fail(
+    "id_conflict",
+    `call id ${JSON.stringify(call.callId)} was already used for ${action === call.entry.name ? "a different input" : `action ${action}`}; the original stands`,
+    [{ field: "call_id", description: "already used by a different call" }],
+    { call_id: call.callId },
+  );
+}
+
+/** The error a caller that left gets: DEADLINE_EXCEEDED when its deadline passed, CANCELLED otherwise. */
+function callerGone(caller: CallerContext): ChronologError {
+  const remaining = caller.remainingMs();
+  return remaining !== undefined && remaining <= 0
+    ? new ChronologError("deadline_exceeded", "the caller's deadline passed before the action answered")
+    : new ChronologError("cancelled", "the caller cancelled the call");
+}
+
+function stoppingError(): ChronologError {
+  return new ChronologError("unavailable", "the owner is stopping; call again when it is back");
+}

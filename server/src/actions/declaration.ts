@@ -1,0 +1,78 @@
+import type { ActionDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { FieldViolation } from "../errors.js";
+import type { Validator } from "../plugins/schemas.js";
+
+/** Default time one run of an action may take: 30,000 ms (A1). */
+export const defaultActionTimeoutMs = 30_000;
+
+/**
+ * A declared action, ready to check calls against (SPEC A1, E6).
+ * `name` is the full `plugin.action`, the name callers and executors use.
+ */
+export interface ActionEntry {
+  /** `plugin.action`. */
+  name: string;
+  plugin: string;
+  /** Checks the input; violations are rooted at `input` (e.g. `input/amount`). */
+  validate: Validator;
+  /** Top-level input fields removed from recorded inputs (`action.started`). The executor gets them. */
+  privateFields: string[];
+  /** Records `action.started|retried|completed|failed` (default true). False: no events at all. */
+  record: boolean;
+  /** Who may call it from outside (`*`, `role:X`, principal name); empty: only code under a cause. */
+  allow: string[];
+  /** How long one run may take, in ms (default 30,000); also bounds the wait for an executor (A4). */
+  timeoutMs: number;
+}
+
+/** Action names within a plugin: letters, digits, `_` and `-`, no dots (`plugin.action` must split once). */
+const actionName = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
+/** A private field is a top-level field name. */
+const fieldName = /^[^.$\s][^.\s]*$/;
+
+/**
+ * Checks and compiles one action declaration of plugin `plugin` (A1).
+ * Returns the entry (absent when the input schema does not compile) and the
+ * problems found, each as a violation on `actions.<name>[.part]`. `allow`
+ * entries are checked by the manifest, with the event types' rule.
+ */
+export function compileAction(
+  plugin: string,
+  name: string,
+  decl: ActionDeclaration,
+  compile: (schema: Record<string, unknown> | undefined, root: string) => Validator,
+): { entry?: ActionEntry; violations: FieldViolation[] } {
+  const at = `actions.${name}`;
+  const violations: FieldViolation[] = [];
+  if (!actionName.test(name)) violations.push({ field: at, description: "action name must be letters, digits, _ or - (no dots, at most 63)" });
+  for (const field of decl.privateFields) {
+    if (!fieldName.test(field)) violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name` });
+  }
+  let validate: Validator | undefined;
+  try {
+    validate = compile(decl.inputSchema, "input");
+  } catch (e) {
+    violations.push({ field: `${at}.input_schema`, description: e instanceof Error ? e.message : String(e) });
+  }
+  if (!validate) return { violations };
+  return {
+    entry: {
+      name: `${plugin}.${name}`,
+      plugin,
+      validate,
+      privateFields: [...decl.privateFields],
+      record: decl.record ?? true,
+      allow: [...decl.allow],
+      timeoutMs: decl.timeoutMs || defaultActionTimeoutMs,
+    },
+    violations,
+  };
+}
+
+/** `input` without the action's private top-level fields (E6): what `action.started` records. A copy. */
+export function recordedInput(entry: ActionEntry, input: Record<string, unknown>): Record<string, unknown> {
+  if (entry.privateFields.length === 0) return input;
+  const copy = { ...input };
+  for (const field of entry.privateFields) delete copy[field];
+  return copy;
+}

@@ -1,0 +1,129 @@
+import { ChronologError } from "../errors.js";
+import type { ExecutorSession } from "../executors/session.js";
+
+interface HostWaiter {
+  action: string;
+  workId: string;
+  waitMs: number;
+  resolve(session: ExecutorSession): void;
+  reject(error: unknown): void;
+  timer: NodeJS.Timeout;
+  signal: AbortSignal;
+  onAbort(): void;
+}
+
+/**
+ * Finding an executor for an invocation (SPEC A4, X2, P9). `acquire` takes a
+ * credit of the session hosting the action with the most free credits, at
+ * once or, when none has one, as soon as one does (FIFO per action), up to a
+ * wait; then UNAVAILABLE. The credit is taken synchronously when granted
+ * (`session.inFlight.add(workId)`), so two invocations never share one.
+ * `offer` must be called whenever a session opens or frees credits.
+ */
+export class HostQueue {
+  private readonly waiting = new Map<string, HostWaiter[]>();
+  private stopped = false;
+
+  constructor(private readonly sessions: () => Iterable<ExecutorSession>) {}
+
+  /**
+   * Resolves with a session hosting `action` whose credit is now held by
+   * `workId`. Rejects with UNAVAILABLE ("no executor hosts <action>", or
+   * that every host is busy) after `waitMs` ms (at once when `waitMs` <= 0),
+   * with `signal.reason` when `signal` aborts, and with UNAVAILABLE when the
+   * owner stops.
+   */
+  acquire(action: string, workId: string, waitMs: number, signal: AbortSignal): Promise<ExecutorSession> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.stopped) return Promise.reject(stoppingError());
+    const now = this.pick(action);
+    if (now) {
+      now.inFlight.add(workId);
+      return Promise.resolve(now);
+    }
+    if (waitMs <= 0) return Promise.reject(this.noHost(action, 0));
+    return new Promise((resolve, reject) => {
+      const waiter: HostWaiter = {
+        action,
+        workId,
+        waitMs,
+        resolve,
+        reject,
+        signal,
+        timer: setTimeout(() => {
+          this.remove(waiter);
+          reject(this.noHost(action, waitMs));
+        }, waitMs),
+        onAbort: () => {
+          this.remove(waiter);
+          reject(signal.reason);
+        },
+      };
+      signal.addEventListener("abort", waiter.onAbort, { once: true });
+      const queue = this.waiting.get(action);
+      if (queue) queue.push(waiter);
+      else this.waiting.set(action, [waiter]);
+    });
+  }
+
+  /** Hands `session`'s free credits to the invocations waiting for the actions it hosts. */
+  offer(session: ExecutorSession): void {
+    for (const action of session.actions) {
+      const queue = this.waiting.get(action);
+      while (queue && queue.length > 0 && session.free > 0) {
+        const waiter = queue.shift()!;
+        this.settle(waiter);
+        session.inFlight.add(waiter.workId);
+        waiter.resolve(session);
+      }
+      if (queue?.length === 0) this.waiting.delete(action);
+    }
+  }
+
+  /** Rejects every waiter with UNAVAILABLE and refuses new ones (owner shutdown). */
+  stop(): void {
+    this.stopped = true;
+    for (const queue of this.waiting.values()) {
+      for (const waiter of queue) {
+        this.settle(waiter);
+        waiter.reject(stoppingError());
+      }
+    }
+    this.waiting.clear();
+  }
+
+  /** The session hosting `action` with the most free credits (X2), or undefined. */
+  private pick(action: string): ExecutorSession | undefined {
+    let best: ExecutorSession | undefined;
+    for (const s of this.sessions()) if (s.actions.has(action) && s.free > 0 && (!best || s.free > best.free)) best = s;
+    return best;
+  }
+
+  private noHost(action: string, waitedMs: number): ChronologError {
+    const hosted = [...this.sessions()].some((s) => s.actions.has(action) && !s.closed);
+    const waited = waitedMs > 0 ? ` (waited ${waitedMs} ms)` : "";
+    return new ChronologError(
+      "unavailable",
+      hosted ? `every executor hosting ${action} is busy: no free credit${waited}` : `no executor hosts ${action}${waited}`,
+      [],
+      { action },
+    );
+  }
+
+  private remove(waiter: HostWaiter): void {
+    this.settle(waiter);
+    const queue = this.waiting.get(waiter.action);
+    const i = queue?.indexOf(waiter) ?? -1;
+    if (queue && i >= 0) queue.splice(i, 1);
+    if (queue?.length === 0) this.waiting.delete(waiter.action);
+  }
+
+  private settle(waiter: HostWaiter): void {
+    clearTimeout(waiter.timer);
+    waiter.signal.removeEventListener("abort", waiter.onAbort);
+  }
+}
+
+function stoppingError(): ChronologError {
+  return new ChronologError("unavailable", "the owner is stopping; call again when it is back");
+}

@@ -1,0 +1,35 @@
+import type { Clock } from "../clock.js";
+import type { ExecutorSession } from "../executors/session.js";
+import type { LiveCauses } from "../log/causes.js";
+import type { Logger } from "../logger.js";
+import type { PluginRegistry } from "../plugins/registry.js";
+import { callStatements } from "../store/calls.js";
+import type { Committer } from "../store/committer.js";
+import type { Db } from "../store/database.js";
+import type { EventStatements } from "../store/events.js";
+import { ActionCalls } from "./calls.js";
+import { HostQueue } from "./hosts.js";
+
+export { ActionCalls, type CallRequest, type CallResult, type InvocationAnswer, type ResultVerdict } from "./calls.js";
+export type { CallerContext } from "./run.js";
+export type { ActionEntry } from "./declaration.js";
+
+/** What {@link openActions} needs. */
+export interface ActionsOptions {
+  db: Db;
+  registry: PluginRegistry;
+  committer: Committer;
+  events: EventStatements;
+  /** Shared with the emitter and the collections: record:false runs are causes there (X5). */
+  live: LiveCauses;
+  clock: Clock;
+  logger: Logger;
+  /** The connected executor sessions (the hub's), searched for hosts of an action. */
+  sessions(): Iterable<ExecutorSession>;
+}
+
+/** Opens the action calls of an owner (SPEC A1-A4) on its database and executor sessions. */
+export function openActions(options: ActionsOptions): ActionCalls {
+  const { db, sessions, ...deps } = options;
+  return new ActionCalls({ ...deps, calls: callStatements(db), hosts: new HostQueue(sessions) });
+}

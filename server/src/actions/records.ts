@@ -1,0 +1,100 @@
+import { derivedId } from "../log/ids.js";
+import type { Tx } from "../store/committer.js";
+import type { CallRow, CallStatements } from "../store/calls.js";
+import type { ActorRecord, EventStatements } from "../store/events.js";
+import { recordedInput, type ActionEntry } from "./declaration.js";
+
+/**
+ * What an action call writes (SPEC A2, A3, E3): the `action_calls` row and,
+ * when the action records, its events, in one commit unit each (E8).
+ *
+ * Events (all with the call's actor; `cause` = the `action.started` id except
+ * for `action.started` itself, whose cause is the event the call was made
+ * under, or empty from outside):
+ * - `action.started` `{ call_id, action, input, attempt }`: the input without
+ *   the action's private fields; once per call;
+ * - `action.retried` `{ call_id, action, attempt, error }`: a later attempt,
+ *   with why the one before failed;
+ * - `action.completed` `{ call_id, action, attempt, output }`;
+ * - `action.failed` `{ call_id, action, attempt, error }`.
+ * Their ids are derived from the call id, so a call id's events are found
+ * again by id and never collide with the ids of other calls.
+ */
+
+/** One call, as every attempt of it runs. */
+export interface CallIdentity {
+  callId: string;
+  entry: ActionEntry;
+  /** The whole input, private fields included. */
+  input: Record<string, unknown>;
+  /** sha256 (hex) of the canonical input. */
+  inputHash: string;
+  /** Who the call runs as (null: the system). */
+  actor: ActorRecord | null;
+  /** Id of the event the call was made under (X5), "" from outside. */
+  parentCause: string;
+}
+
+/** The id of a call's runtime event; `attempt` is 0 for the once-per-call `started` and `completed`. */
+export function callEventId(callId: string, what: "started" | "retried" | "completed" | "failed", attempt = 0): string {
+  return derivedId(callId, attempt, `action.${what}`);
+}
+
+/**
+ * Commit unit: starts attempt `attempt` of `call` (state `running`). Records
+ * `action.started` if the call has none in the log yet, else
+ * `action.retried` with `previousError`. Returns the invocation's cause: the
+ * `action.started` id, or "" when the action does not record (then the call
+ * id is the cause, see LiveCauses).
+ */
+export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, previousError: string): string {
+  const { callId, entry } = call;
+  if (calls.get(callId)) calls.restart(callId, attempt, entry.record, tx.now);
+  else calls.insert({ callId, action: entry.name, inputHash: call.inputHash, actor: call.actor, recorded: entry.record, attempt }, tx.now);
+  if (!entry.record) return "";
+  const startedId = callEventId(callId, "started");
+  if (!tx.events.findById(startedId)) {
+    tx.append({ id: startedId, type: "action.started", data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt }, cause: call.parentCause, actor: call.actor });
+  } else {
+    tx.append({ id: callEventId(callId, "retried", attempt), type: "action.retried", data: { call_id: callId, action: entry.name, attempt, error: previousError }, cause: startedId, actor: call.actor });
+  }
+  return startedId;
+}
+
+/**
+ * Commit unit: attempt `attempt` completed with `output`: records
+ * `action.completed` (or, unrecorded, keeps the output in the row). Returns
+ * false, writing nothing, when the call has moved past that attempt.
+ */
+export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, output: Record<string, unknown>): boolean {
+  const { callId, entry } = call;
+  if (!calls.complete(callId, attempt, entry.record ? undefined : output, tx.now)) return false;
+  if (entry.record) {
+    tx.append({ id: callEventId(callId, "completed"), type: "action.completed", data: { call_id: callId, action: entry.name, attempt, output }, cause: callEventId(callId, "started"), actor: call.actor });
+  }
+  return true;
+}
+
+/**
+ * Commit unit: attempt `attempt` failed with `error`: records `action.failed`
+ * (recorded actions). Returns false, writing nothing, when the call has moved
+ * past that attempt.
+ */
+export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, error: string): boolean {
+  const { callId, entry } = call;
+  if (!calls.fail(callId, attempt, error, tx.now)) return false;
+  if (entry.record) {
+    tx.append({ id: callEventId(callId, "failed", attempt), type: "action.failed", data: { call_id: callId, action: entry.name, attempt, error }, cause: callEventId(callId, "started"), actor: call.actor });
+  }
+  return true;
+}
+
+/**
+ * The output of a completed call (A3): from its `action.completed` event in
+ * the log when recorded, else from its row.
+ */
+export function storedOutput(row: CallRow, events: EventStatements): Record<string, unknown> {
+  if (!row.recorded) return row.output ?? {};
+  const completed = events.findById(callEventId(row.callId, "completed"));
+  return (completed?.data.output as Record<string, unknown> | undefined) ?? row.output ?? {};
+}

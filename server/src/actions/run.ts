@@ -1,0 +1,72 @@
+import type { ExecutorSession } from "../executors/session.js";
+import type { CallIdentity } from "./records.js";
+
+/** The caller's side of a call: its cancellation and what is left of its deadline. */
+export interface CallerContext {
+  /** Aborted when the caller cancels or its deadline passes. */
+  signal: AbortSignal;
+  /** ms left before the caller's deadline (<= 0: passed); undefined when it has none. */
+  remainingMs(): number | undefined;
+}
+
+/** How one attempt ended, as the run sees it. */
+export type AttemptEnd =
+  | { kind: "ok"; output: Record<string, unknown> }
+  | { kind: "error"; error: string }
+  | { kind: "timeout"; error: string }
+  /** The executor's session ended before it answered (X3). */
+  | { kind: "gone" }
+  /** The owner is stopping: nothing more is written; the next owner runs the call again. */
+  | { kind: "stopping" };
+
+/** One attempt sent to an executor and not yet answered. */
+export interface Invocation {
+  /** `callId#attempt`. */
+  id: string;
+  run: Run;
+  session: ExecutorSession;
+  /** The run timeout (A1), re-armed by progress (X4). */
+  timer: NodeJS.Timeout | null;
+  /** Ends the attempt (once); later calls do nothing. */
+  end(result: AttemptEnd): void;
+}
+
+/**
+ * One call id being run in this owner: its attempts until it completes or
+ * fails, and the callers waiting for it (a duplicate call with the same id
+ * joins them instead of running again, A3). `done` settles once, with the
+ * output or the error every waiter gets.
+ */
+export class Run {
+  /** The callers still waiting; when the last one leaves, `abandoned` aborts. */
+  readonly waiters = new Set<CallerContext>();
+  /** Aborted (with the last caller's error) when every caller has gone. */
+  readonly abandoned = new AbortController();
+  readonly done: Promise<Record<string, unknown>>;
+  /** The attempt in flight, if any. */
+  invocation: Invocation | null = null;
+  /** A CancelInvocation was sent for the attempt in flight. */
+  cancelSent = false;
+  private settle!: { resolve(output: Record<string, unknown>): void; reject(error: unknown): void };
+
+  constructor(
+    readonly call: CallIdentity,
+    /** The attempt about to run (from 1). */
+    public attempt: number,
+    /** Why the attempt before failed ("" for a first run): recorded in `action.retried`. */
+    public previousError: string,
+  ) {
+    this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    this.done.catch(() => undefined); // waiters may all be gone; never an unhandled rejection
+  }
+
+  /** Settles `done` with the output. */
+  resolve(output: Record<string, unknown>): void {
+    this.settle.resolve(output);
+  }
+
+  /** Settles `done` with an error. */
+  reject(error: unknown): void {
+    this.settle.reject(error);
+  }
+}

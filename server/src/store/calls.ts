@@ -1,0 +1,103 @@
+import type { ActorRecord } from "./events.js";
+import type { Db } from "./database.js";
+
+/** A call's state in `action_calls` (SPEC A2, A3). */
+export type CallState = "running" | "completed" | "failed";
+
+/** A stored action call; times in ms since the epoch (UTC). */
+export interface CallRow {
+  callId: string;
+  /** `plugin.action`. */
+  action: string;
+  /** sha256 (hex) of the canonical input. */
+  inputHash: string;
+  /** Who every attempt runs as; null = the system. */
+  actor: ActorRecord | null;
+  /** True when the call's action.* events are in the log. */
+  recorded: boolean;
+  state: CallState;
+  /** The last attempt started, from 1. */
+  attempt: number;
+  /** Output of a completed unrecorded call; undefined otherwise (recorded calls keep it in action.completed). */
+  output: Record<string, unknown> | undefined;
+  /** Why the last attempt failed ("" when none did). */
+  error: string;
+  updatedAt: number;
+}
+
+interface Row {
+  call_id: string;
+  action: string;
+  input_hash: string;
+  actor: string | null;
+  recorded: number;
+  state: CallState;
+  attempt: number;
+  output: string | null;
+  error: string;
+  updated_at: number;
+}
+
+function fromRow(r: Row): CallRow {
+  return {
+    callId: r.call_id,
+    action: r.action,
+    inputHash: r.input_hash,
+    actor: r.actor === null ? null : JSON.parse(r.actor),
+    recorded: r.recorded === 1,
+    state: r.state,
+    attempt: r.attempt,
+    output: r.output === null ? undefined : JSON.parse(r.output),
+    error: r.error,
+    updatedAt: r.updated_at,
+  };
+}
+
+/**
+ * The statements on `action_calls` (SPEC A2-A4, E7), one function each.
+ * Reads may run anywhere; writes only inside a committer unit, in the same
+ * unit as the action.* event they go with (E8). None of them writes events.
+ */
+export function callStatements(db: Db) {
+  const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
+  const insert = db.prepare(
+    `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at)
+     VALUES (@callId, @action, @inputHash, @actor, @recorded, 'running', @attempt, @now)`,
+  );
+  const restart = db.prepare("UPDATE action_calls SET state = 'running', attempt = ?, recorded = ?, updated_at = ? WHERE call_id = ?");
+  const complete = db.prepare("UPDATE action_calls SET state = 'completed', output = ?, error = '', updated_at = ? WHERE call_id = ? AND attempt = ?");
+  const failed = db.prepare("UPDATE action_calls SET state = 'failed', error = ?, updated_at = ? WHERE call_id = ? AND attempt = ?");
+  return {
+    /** The call `callId`, or undefined when it never started. */
+    get(callId: string): CallRow | undefined {
+      const row = get.get(callId) as Row | undefined;
+      return row && fromRow(row);
+    },
+    /**
+     * Starts a new call: state `running` at `attempt` (1 for a first run).
+     * Throws (SQLITE_CONSTRAINT) when the call id exists: use `restart`.
+     */
+    insert(call: { callId: string; action: string; inputHash: string; actor: ActorRecord | null; recorded: boolean; attempt: number }, nowMs: number): void {
+      insert.run({ ...call, actor: call.actor === null ? null : JSON.stringify(call.actor), recorded: call.recorded ? 1 : 0, now: nowMs });
+    },
+    /** Runs an existing call again (A3, X3): state `running` at `attempt` (> the stored one). */
+    restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {
+      restart.run(attempt, recorded ? 1 : 0, nowMs, callId);
+    },
+    /**
+     * Marks attempt `attempt` completed; `output` is stored for unrecorded
+     * calls only (pass undefined for recorded ones). Returns false, changing
+     * nothing, when the call is not at that attempt.
+     */
+    complete(callId: string, attempt: number, output: Record<string, unknown> | undefined, nowMs: number): boolean {
+      return complete.run(output === undefined ? null : JSON.stringify(output), nowMs, callId, attempt).changes === 1;
+    },
+    /** Marks attempt `attempt` failed with `error`. Returns false, changing nothing, when the call is not at that attempt. */
+    fail(callId: string, attempt: number, error: string, nowMs: number): boolean {
+      return failed.run(error, nowMs, callId, attempt).changes === 1;
+    },
+  };
+}
+
+/** The statements of {@link callStatements}. */
+export type CallStatements = ReturnType<typeof callStatements>;
