@@ -6,6 +6,7 @@ import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
 import { ExecutorService, Outcome, type Delivery, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
+import { LogService } from "./gen/chronolog/v1/log_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { workUnderCause, type WorkUnderCause } from "./work.js";
@@ -93,6 +94,7 @@ export function runExecutor(options: ExecutorOptions): Executor {
 
 class ExecutorRunner {
   private readonly transport: Transport;
+  private readonly log: ReturnType<typeof createRpcClient<typeof LogService>>;
   private readonly instanceId = randomUUID();
   private readonly manifests: PluginManifest[];
   private readonly handlers = new Map<string, PluginDefinition["processors"] extends infer P ? (P extends Record<string, infer D> ? D : never) : never>();
@@ -101,10 +103,12 @@ class ExecutorRunner {
   private readonly actions: ActionHost;
   private readonly stopping = new AbortController();
   private sendQueue: ((r: Request) => void) | null = null;
+  private readonly pendingAcks: { deliveryId: string; outcome: Outcome; error: string }[] = [];
   private resolveReady!: () => void;
 
   constructor(private readonly options: ExecutorOptions) {
     this.transport = createTransport({ ...options, protocol: "grpc" });
+    this.log = createRpcClient(LogService, this.transport);
     this.client = new ChronologClient(this.transport);
     this.actions = new ActionHost(options.plugins, this.client);
     this.manifests = options.plugins.map((p) => create(PluginManifestSchema, manifestOf(p)));
@@ -146,6 +150,7 @@ class ExecutorRunner {
           processors: [...this.handlers.keys()],
           actions: this.actions.names(),
           credits: this.options.credits ?? 16,
+          batches: true,
         },
       },
     });
@@ -171,17 +176,20 @@ class ExecutorRunner {
 
   private handle(response: SubscribeResponse, send: (r: Request) => void, signal: AbortSignal): void {
     const m = response.message;
-    if (m.case === "delivery") {
-      const job = this.deliver(m.value, send, signal).finally(() => this.running.delete(job));
+    const deliveries = m.case === "delivery" ? [m.value] : m.case === "deliveries" ? m.value.deliveries : [];
+    for (const delivery of deliveries) {
+      const job = this.deliver(delivery, send, signal).finally(() => this.running.delete(job));
       this.running.add(job);
-    } else if (m.case === "invocation") {
+    }
+    if (m.case === "invocation") {
       const invocation = m.value;
       const progress = (extendMs: number) => send({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
       const job = this.actions.invoke(invocation, (result) => send({ message: { case: "actionResult", value: result } }), progress, signal).finally(() => this.running.delete(job));
       this.running.add(job);
     } else if (m.case === "cancelInvocation") {
       this.actions.cancel(m.value.invocationId, m.value.reason);
-    } else if (m.case === "notice") {
+    }
+    if (m.case === "notice") {
       (this.options.onError ?? console.error)(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
     }
   }
@@ -211,7 +219,17 @@ class ExecutorRunner {
       outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
       error = e instanceof Error ? e.message : String(e);
     }
-    (this.sendQueue ?? send)({ message: { case: "ack", value: { deliveryId: delivery.deliveryId, outcome, error } } });
+    this.ack({ deliveryId: delivery.deliveryId, outcome, error }, send);
+  }
+
+  /** Queues an ack; acks queued in one event-loop turn go out as one AckBatch. */
+  private ack(ack: { deliveryId: string; outcome: Outcome; error: string }, send: (r: Request) => void): void {
+    this.pendingAcks.push(ack);
+    if (this.pendingAcks.length > 1) return;
+    setImmediate(() => {
+      const acks = this.pendingAcks.splice(0);
+      (this.sendQueue ?? send)(acks.length === 1 ? { message: { case: "ack", value: acks[0] } } : { message: { case: "acks", value: { acks } } });
+    });
   }
 
   private async stop(graceMs: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { Ack, Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { Outcome } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import type { ActionCalls } from "../actions/index.js";
 import type { Principal } from "../auth/principal.js";
@@ -61,7 +61,7 @@ export class ExecutorHub {
       if (!this.actions.has(name)) fail("bad_request", `unknown action ${JSON.stringify(name)}: no plugin declares it (use plugin.action)`, [{ field: "hello.actions", description: `unknown action ${name}` }]);
     }
     const session = new ExecutorSession(
-      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits },
+      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits, batches: hello.batches },
       principal,
       this.clock.now(),
     );
@@ -77,13 +77,14 @@ export class ExecutorHub {
     session.lastSeenMs = this.clock.now();
     const m = request.message;
     switch (m.case) {
-      case "ack": {
-        const ok = m.value.outcome === Outcome.OK || m.value.outcome === Outcome.UNSPECIFIED;
-        const verdict = this.processors.ack(session, m.value.deliveryId, ok, m.value.error, m.value.outcome === Outcome.TERMINAL_ERROR);
-        if (verdict !== "accepted") this.notice(session, verdict === "stale" ? "STALE_ACK" : "UNKNOWN_DELIVERY", m.value.deliveryId, verdict === "stale" ? "ack for a delivery that already timed out or was answered: ignored" : "ack for a delivery this session never received: ignored");
+      case "ack":
+        this.ack(session, m.value);
         this.pump(session);
         return;
-      }
+      case "acks":
+        for (const ack of m.value.acks) this.ack(session, ack);
+        this.pump(session);
+        return;
       case "actionResult": {
         const r = m.value;
         const ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
@@ -110,6 +111,13 @@ export class ExecutorHub {
       default:
         this.notice(session, "UNSUPPORTED", "", `message ${m.case ?? "(empty)"} is not supported yet: ignored`);
     }
+  }
+
+  private ack(session: ExecutorSession, ack: Ack): void {
+    const ok = ack.outcome === Outcome.OK || ack.outcome === Outcome.UNSPECIFIED;
+    const verdict = this.processors.ack(session, ack.deliveryId, ok, ack.error, ack.outcome === Outcome.TERMINAL_ERROR);
+    if (verdict === "stale") this.notice(session, "STALE_ACK", ack.deliveryId, "ack for a delivery that already timed out or was answered: ignored");
+    if (verdict === "unknown") this.notice(session, "UNKNOWN_DELIVERY", ack.deliveryId, "ack for a delivery this session never received: ignored");
   }
 
   /** Ends a session: its deliveries and invocations go to other executors as retries (X3). Idempotent. */

@@ -21,13 +21,16 @@ export class Outbox<T> {
     this.wake?.();
   }
 
-  /** Yields messages until `end()` or `signal` aborts. */
-  async *drain(signal: AbortSignal): AsyncGenerator<T> {
+  /**
+   * Yields messages until `end()` or `signal` aborts. `merge` may combine
+   * the messages queued at one moment (e.g. deliveries into one batch).
+   */
+  async *drain(signal: AbortSignal, merge: (items: T[]) => T[] = (items) => items): AsyncGenerator<T> {
     const onAbort = () => this.end();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
       for (;;) {
-        while (this.items.length > 0) yield this.items.shift()!;
+        while (this.items.length > 0) yield* merge(this.items.splice(0));
         if (this.ended || signal.aborted) return;
         await new Promise<void>((resolve) => (this.wake = resolve));
         this.wake = null;

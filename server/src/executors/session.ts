@@ -16,6 +16,36 @@ export interface Hosting {
   pulses: string[];
   /** Deliveries and invocations it accepts at once. */
   credits: number;
+  /** It understands DeliveryBatch messages. */
+  batches: boolean;
+}
+
+/** Most deliveries put in one DeliveryBatch. */
+const maxBatch = 256;
+
+/**
+ * Combines runs of deliveries into DeliveryBatch messages (for executors
+ * that said `batches`); other messages keep their place.
+ */
+export function batchDeliveries(messages: OwnerMessage[]): OwnerMessage[] {
+  const out: OwnerMessage[] = [];
+  let run: unknown[] = [];
+  const flush = () => {
+    if (run.length === 1) out.push({ message: { case: "delivery", value: run[0] as never } });
+    else if (run.length > 1) out.push({ message: { case: "deliveries", value: { deliveries: run as never[] } } });
+    run = [];
+  };
+  for (const m of messages) {
+    if (m.message?.case === "delivery") {
+      run.push(m.message.value);
+      if (run.length === maxBatch) flush();
+    } else {
+      flush();
+      out.push(m);
+    }
+  }
+  flush();
+  return out;
 }
 
 /**

@@ -44,6 +44,8 @@ export type AckVerdict = "accepted" | "unknown" | "stale";
 /** Events read ahead of the ack floor at most (bounds memory whatever the backlog, P4). */
 const readAheadLimit = 2_048;
 const readChunk = 256;
+/** Longest a moved floor waits before it is saved (ms). */
+const floorSaveDelayMs = 20;
 
 /**
  * A processor's consumer state, in JetStream's words (P2-P7): `ackFloor` (the
@@ -112,7 +114,11 @@ export class ProcessorEngine {
     } else {
       const start = this.spec.start;
       this.ackFloor = start.kind === "beginning" ? 0 : start.kind === "after" ? start.seq : this.deps.head();
-      this.saveFloor();
+      // Pinned at once: a restart must not move a new processor's start to a later end of the log.
+      const floor = this.ackFloor;
+      this.deps.committer
+        .submit((tx) => this.deps.cursors.save(this.spec.name, floor, tx.now))
+        .catch((e) => this.deps.logger.error({ err: e, processor: this.spec.name }, "saving the cursor failed"));
     }
     this.delivered = this.ackFloor;
     this.fill();
@@ -383,18 +389,25 @@ export class ProcessorEngine {
     }
   }
 
-  /** Saves the floor in the next group commit (at most one save queued at a time). */
+  /**
+   * Saves the floor within `floorSaveDelayMs`, at most one save queued at a
+   * time: a burst of acks costs one commit, not one fsync each. A crash loses
+   * at most that window of cursor progress, whose events are delivered again
+   * (at least once, P3).
+   */
   private saveFloor(): void {
     if (this.saving) return;
     this.saving = true;
-    this.deps.committer
-      .submit((tx) => {
-        this.saving = false;
-        this.deps.cursors.save(this.spec.name, this.ackFloor, tx.now);
-      })
-      .catch((e) => {
-        this.saving = false;
-        this.deps.logger.error({ err: e, processor: this.spec.name }, "saving the cursor failed");
-      });
+    setTimeout(() => {
+      this.deps.committer
+        .submit((tx) => {
+          this.saving = false;
+          this.deps.cursors.save(this.spec.name, this.ackFloor, tx.now);
+        })
+        .catch((e) => {
+          this.saving = false;
+          this.deps.logger.error({ err: e, processor: this.spec.name }, "saving the cursor failed");
+        });
+    }, floorSaveDelayMs);
   }
 }

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/executor.proto.
  */
 export const file_chronolog_v1_executor: GenFile = /*@__PURE__*/
-  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSKcAgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIAEIJCgdtZXNzYWdlIrcCChFTdWJzY3JpYmVSZXNwb25zZRIoCgd3ZWxjb21lGAEgASgLMhUuY2hyb25vbG9nLnYxLldlbGNvbWVIABIqCghkZWxpdmVyeRgCIAEoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeUgAEi4KCmludm9jYXRpb24YAyABKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkgAEjsKEWNhbmNlbF9pbnZvY2F0aW9uGAQgASgLMh4uY2hyb25vbG9nLnYxLkNhbmNlbEludm9jYXRpb25IABIsCgloZWFydGJlYXQYBSABKAsyFy5jaHJvbm9sb2cudjEuSGVhcnRiZWF0SAASJgoGbm90aWNlGAYgASgLMhQuY2hyb25vbG9nLnYxLk5vdGljZUgAQgkKB21lc3NhZ2UiOgoGTm90aWNlEg4KBnJlYXNvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg8KB3dvcmtfaWQYAyABKAkiowEKBUhlbGxvEhAKCGV4ZWN1dG9yGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEi0KB3BsdWdpbnMYAyADKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEgoKcHJvY2Vzc29ycxgEIAMoCRIPCgdhY3Rpb25zGAUgAygJEg4KBnB1bHNlcxgGIAMoCRIPCgdjcmVkaXRzGAcgASgNIjwKB1dlbGNvbWUSEgoKc2Vzc2lvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0iogEKCERlbGl2ZXJ5EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhEKCXByb2Nlc3NvchgCIAEoCRIiCgVldmVudBgDIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIPCgdhdHRlbXB0GAQgASgNEiwKCGRlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBILCgNrZXkYBiABKAkiUQoDQWNrEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5jaHJvbm9sb2cudjEuT3V0Y29tZRINCgVlcnJvchgDIAEoCSLQAgoKSW52b2NhdGlvbhIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEg4KBmFjdGlvbhgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY2FsbF9pZBgEIAEoCRIWCg5jYXVzZV9ldmVudF9pZBgFIAEoCRIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIsCghkZWFkbGluZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgIIAEoDRIqCglzY2hlZHVsZWQYCSABKAsyFy5jaHJvbm9sb2cudjEuU2NoZWR1bGVkEiYKBXB1bHNlGAogASgLMhcuY2hyb25vbG9nLnYxLlB1bHNlQ2FsbBITCgtjaGFpbl9kZXB0aBgLIAEoDSJdCglTY2hlZHVsZWQSEAoIdGltZXJfaWQYASABKAkSJwoDZHVlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1vY2N1cnJlbmNlX2lkGAMgASgJIlUKCVB1bHNlQ2FsbBINCgVwdWxzZRgBIAEoCRIQCghpbnRlcnZhbBgCIAEoDRInCgNkdWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoUBCgxBY3Rpb25SZXN1bHQSFQoNaW52b2NhdGlvbl9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSJwoGb3V0cHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVlcnJvchgEIAEoCSIuCghQcm9ncmVzcxIPCgd3b3JrX2lkGAEgASgJEhEKCWV4dGVuZF9tcxgCIAEoDSIZCgZDcmVkaXQSDwoHY3JlZGl0cxgBIAEoDSI5ChBDYW5jZWxJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKCUhlYXJ0YmVhdBImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqYQoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASDgoKT1VUQ09NRV9PSxABEhEKDU9VVENPTUVfRVJST1IQAhIaChZPVVRDT01FX1RFUk1JTkFMX0VSUk9SEAMyYwoPRXhlY3V0b3JTZXJ2aWNlElAKCVN1YnNjcmliZRIeLmNocm9ub2xvZy52MS5TdWJzY3JpYmVSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLlN1YnNjcmliZVJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
+  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSLEAgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgRhY2tzGAcgASgLMhYuY2hyb25vbG9nLnYxLkFja0JhdGNoSABCCQoHbWVzc2FnZSIrCghBY2tCYXRjaBIfCgRhY2tzGAEgAygLMhEuY2hyb25vbG9nLnYxLkFjayLqAgoRU3Vic2NyaWJlUmVzcG9uc2USKAoHd2VsY29tZRgBIAEoCzIVLmNocm9ub2xvZy52MS5XZWxjb21lSAASKgoIZGVsaXZlcnkYAiABKAsyFi5jaHJvbm9sb2cudjEuRGVsaXZlcnlIABIuCgppbnZvY2F0aW9uGAMgASgLMhguY2hyb25vbG9nLnYxLkludm9jYXRpb25IABI7ChFjYW5jZWxfaW52b2NhdGlvbhgEIAEoCzIeLmNocm9ub2xvZy52MS5DYW5jZWxJbnZvY2F0aW9uSAASLAoJaGVhcnRiZWF0GAUgASgLMhcuY2hyb25vbG9nLnYxLkhlYXJ0YmVhdEgAEiYKBm5vdGljZRgGIAEoCzIULmNocm9ub2xvZy52MS5Ob3RpY2VIABIxCgpkZWxpdmVyaWVzGAcgASgLMhsuY2hyb25vbG9nLnYxLkRlbGl2ZXJ5QmF0Y2hIAEIJCgdtZXNzYWdlIjsKDURlbGl2ZXJ5QmF0Y2gSKgoKZGVsaXZlcmllcxgBIAMoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeSI6CgZOb3RpY2USDgoGcmVhc29uGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHd29ya19pZBgDIAEoCSK0AQoFSGVsbG8SEAoIZXhlY3V0b3IYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSLQoHcGx1Z2lucxgDIAMoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdBISCgpwcm9jZXNzb3JzGAQgAygJEg8KB2FjdGlvbnMYBSADKAkSDgoGcHVsc2VzGAYgAygJEg8KB2NyZWRpdHMYByABKA0SDwoHYmF0Y2hlcxgIIAEoCCI8CgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNIqIBCghEZWxpdmVyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIRCglwcm9jZXNzb3IYAiABKAkSIgoFZXZlbnQYAyABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSDwoHYXR0ZW1wdBgEIAEoDRIsCghkZWFkbGluZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCwoDa2V5GAYgASgJIlEKA0FjaxITCgtkZWxpdmVyeV9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSDQoFZXJyb3IYAyABKAki0AIKCkludm9jYXRpb24SFQoNaW52b2NhdGlvbl9pZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NhbGxfaWQYBCABKAkSFgoOY2F1c2VfZXZlbnRfaWQYBSABKAkSIgoFYWN0b3IYBiABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2F0dGVtcHQYCCABKA0SKgoJc2NoZWR1bGVkGAkgASgLMhcuY2hyb25vbG9nLnYxLlNjaGVkdWxlZBImCgVwdWxzZRgKIAEoCzIXLmNocm9ub2xvZy52MS5QdWxzZUNhbGwSEwoLY2hhaW5fZGVwdGgYCyABKA0iXQoJU2NoZWR1bGVkEhAKCHRpbWVyX2lkGAEgASgJEicKA2R1ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNb2NjdXJyZW5jZV9pZBgDIAEoCSJVCglQdWxzZUNhbGwSDQoFcHVsc2UYASABKAkSEAoIaW50ZXJ2YWwYAiABKA0SJwoDZHVlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKFAQoMQWN0aW9uUmVzdWx0EhUKDWludm9jYXRpb25faWQYASABKAkSJgoHb3V0Y29tZRgCIAEoDjIVLmNocm9ub2xvZy52MS5PdXRjb21lEicKBm91dHB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXJyb3IYBCABKAkiLgoIUHJvZ3Jlc3MSDwoHd29ya19pZBgBIAEoCRIRCglleHRlbmRfbXMYAiABKA0iGQoGQ3JlZGl0Eg8KB2NyZWRpdHMYASABKA0iOQoQQ2FuY2VsSW52b2NhdGlvbhIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzCglIZWFydGJlYXQSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKmEKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEg4KCk9VVENPTUVfT0sQARIRCg1PVVRDT01FX0VSUk9SEAISGgoWT1VUQ09NRV9URVJNSU5BTF9FUlJPUhADMmMKD0V4ZWN1dG9yU2VydmljZRJQCglTdWJzY3JpYmUSHi5jaHJvbm9sb2cudjEuU3Vic2NyaWJlUmVxdWVzdBofLmNocm9ub2xvZy52MS5TdWJzY3JpYmVSZXNwb25zZSgBMAFiBnByb3RvMw", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
 
 /**
  * Executor → owner.
@@ -77,6 +77,14 @@ export type SubscribeRequest = Message<"chronolog.v1.SubscribeRequest"> & {
      */
     value: Heartbeat;
     case: "heartbeat";
+  } | {
+    /**
+     * Several deliveries finished at once (same as several `ack` messages).
+     *
+     * @generated from field: chronolog.v1.AckBatch acks = 7;
+     */
+    value: AckBatch;
+    case: "acks";
   } | { case: undefined; value?: undefined };
 };
 
@@ -86,6 +94,27 @@ export type SubscribeRequest = Message<"chronolog.v1.SubscribeRequest"> & {
  */
 export const SubscribeRequestSchema: GenMessage<SubscribeRequest> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 0);
+
+/**
+ * Acks sent together, to save a message per delivery under load (P9).
+ *
+ * @generated from message chronolog.v1.AckBatch
+ */
+export type AckBatch = Message<"chronolog.v1.AckBatch"> & {
+  /**
+   * The acks, handled in order.
+   *
+   * @generated from field: repeated chronolog.v1.Ack acks = 1;
+   */
+  acks: Ack[];
+};
+
+/**
+ * Describes the message chronolog.v1.AckBatch.
+ * Use `create(AckBatchSchema)` to create a new message.
+ */
+export const AckBatchSchema: GenMessage<AckBatch> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_executor, 1);
 
 /**
  * Owner → executor.
@@ -146,6 +175,14 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
      */
     value: Notice;
     case: "notice";
+  } | {
+    /**
+     * Several deliveries at once (sent only to executors whose hello set `batches`).
+     *
+     * @generated from field: chronolog.v1.DeliveryBatch deliveries = 7;
+     */
+    value: DeliveryBatch;
+    case: "deliveries";
   } | { case: undefined; value?: undefined };
 };
 
@@ -154,7 +191,28 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
  * Use `create(SubscribeResponseSchema)` to create a new message.
  */
 export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 1);
+  messageDesc(file_chronolog_v1_executor, 2);
+
+/**
+ * Deliveries sent together, to save a message per delivery under load (P9).
+ *
+ * @generated from message chronolog.v1.DeliveryBatch
+ */
+export type DeliveryBatch = Message<"chronolog.v1.DeliveryBatch"> & {
+  /**
+   * The deliveries, in the order the owner handed them out.
+   *
+   * @generated from field: repeated chronolog.v1.Delivery deliveries = 1;
+   */
+  deliveries: Delivery[];
+};
+
+/**
+ * Describes the message chronolog.v1.DeliveryBatch.
+ * Use `create(DeliveryBatchSchema)` to create a new message.
+ */
+export const DeliveryBatchSchema: GenMessage<DeliveryBatch> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_executor, 3);
 
 /**
  * A refused executor message, e.g. an ack for an unknown delivery.
@@ -189,7 +247,7 @@ export type Notice = Message<"chronolog.v1.Notice"> & {
  * Use `create(NoticeSchema)` to create a new message.
  */
 export const NoticeSchema: GenMessage<Notice> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 2);
+  messageDesc(file_chronolog_v1_executor, 4);
 
 /**
  * What an executor hosts (X1).
@@ -245,6 +303,14 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
    * @generated from field: uint32 credits = 7;
    */
   credits: number;
+
+  /**
+   * The executor understands DeliveryBatch: the owner may put several
+   * deliveries in one message.
+   *
+   * @generated from field: bool batches = 8;
+   */
+  batches: boolean;
 };
 
 /**
@@ -252,7 +318,7 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 3);
+  messageDesc(file_chronolog_v1_executor, 5);
 
 /**
  * Session accepted.
@@ -281,7 +347,7 @@ export type Welcome = Message<"chronolog.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 4);
+  messageDesc(file_chronolog_v1_executor, 6);
 
 /**
  * One event handed to a processor (P5).
@@ -337,7 +403,7 @@ export type Delivery = Message<"chronolog.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 5);
+  messageDesc(file_chronolog_v1_executor, 7);
 
 /**
  * How a delivery ended.
@@ -372,7 +438,7 @@ export type Ack = Message<"chronolog.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 6);
+  messageDesc(file_chronolog_v1_executor, 8);
 
 /**
  * One call of an action (A2).
@@ -464,7 +530,7 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
  * Use `create(InvocationSchema)` to create a new message.
  */
 export const InvocationSchema: GenMessage<Invocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 7);
+  messageDesc(file_chronolog_v1_executor, 9);
 
 /**
  * What time knows about a call it made (T8).
@@ -499,7 +565,7 @@ export type Scheduled = Message<"chronolog.v1.Scheduled"> & {
  * Use `create(ScheduledSchema)` to create a new message.
  */
 export const ScheduledSchema: GenMessage<Scheduled> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 8);
+  messageDesc(file_chronolog_v1_executor, 10);
 
 /**
  * What a pulse knows about a call it made (K1).
@@ -534,7 +600,7 @@ export type PulseCall = Message<"chronolog.v1.PulseCall"> & {
  * Use `create(PulseCallSchema)` to create a new message.
  */
 export const PulseCallSchema: GenMessage<PulseCall> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 9);
+  messageDesc(file_chronolog_v1_executor, 11);
 
 /**
  * How an invocation ended.
@@ -576,7 +642,7 @@ export type ActionResult = Message<"chronolog.v1.ActionResult"> & {
  * Use `create(ActionResultSchema)` to create a new message.
  */
 export const ActionResultSchema: GenMessage<ActionResult> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 10);
+  messageDesc(file_chronolog_v1_executor, 12);
 
 /**
  * Still working.
@@ -604,7 +670,7 @@ export type Progress = Message<"chronolog.v1.Progress"> & {
  * Use `create(ProgressSchema)` to create a new message.
  */
 export const ProgressSchema: GenMessage<Progress> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 11);
+  messageDesc(file_chronolog_v1_executor, 13);
 
 /**
  * Adds capacity (P9).
@@ -625,7 +691,7 @@ export type Credit = Message<"chronolog.v1.Credit"> & {
  * Use `create(CreditSchema)` to create a new message.
  */
 export const CreditSchema: GenMessage<Credit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 12);
+  messageDesc(file_chronolog_v1_executor, 14);
 
 /**
  * Cancels a running invocation (A4).
@@ -653,7 +719,7 @@ export type CancelInvocation = Message<"chronolog.v1.CancelInvocation"> & {
  * Use `create(CancelInvocationSchema)` to create a new message.
  */
 export const CancelInvocationSchema: GenMessage<CancelInvocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 13);
+  messageDesc(file_chronolog_v1_executor, 15);
 
 /**
  * Liveness signal, both ways.
@@ -674,7 +740,7 @@ export type Heartbeat = Message<"chronolog.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 14);
+  messageDesc(file_chronolog_v1_executor, 16);
 
 /**
  * How a piece of work ended.

@@ -1,0 +1,159 @@
+// Delivery benchmark (not a test): `npm run bench:deliver`.
+//
+// An owner, a producer and 2 executor processes. 100,000 events over 1,000
+// keys; the processor acks at once. Prints deliveries/s end to end and the
+// p50/p99 of commit-to-handler latency, and the owner's peak RSS, for:
+//   backlog: the events are in the log before the executors start;
+//   live:    the executors run while the producer emits.
+// Then (BENCH_BIG=1, default) the RSS check: 1,000,000 events in the log,
+// executors started afterwards; the owner's RSS is sampled while they drain.
+//
+// Knobs: BENCH_EVENTS=100000, BENCH_KEYS=1000, BENCH_BIG_EVENTS=1000000, BENCH_BIG=0 to skip,
+// BENCH_OWNER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the owner
+// (BENCH_EXECUTOR_NODE_ARGS likewise for the executors).
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { create, toJson } from "@bufbuild/protobuf";
+import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
+import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { manifestOf } from "../../sdk/ts/src/plugin.js";
+import { benchPlugin } from "./plugin.js";
+
+const repo = new URL("../../", import.meta.url).pathname;
+const eventsCount = Number(process.env.BENCH_EVENTS ?? 100_000);
+const keys = Number(process.env.BENCH_KEYS ?? 1_000);
+const bigCount = Number(process.env.BENCH_BIG_EVENTS ?? 1_000_000);
+const big = process.env.BENCH_BIG !== "0";
+
+interface Owner {
+  child: ChildProcess;
+  url: string;
+  dir: string;
+}
+
+async function startOwner(): Promise<Owner> {
+  const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-deliver-"));
+  const plugins = join(dir, "plugins");
+  rmSync(plugins, { recursive: true, force: true });
+  await import("node:fs").then((fs) => fs.mkdirSync(plugins));
+  writeFileSync(join(plugins, "bench.json"), JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(benchPlugin())))));
+  const nodeArgs = process.env.BENCH_OWNER_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", plugins], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg?.startsWith("owner serving")) resolve(`http://127.0.0.1:${entry.port}`);
+        if (entry.level >= 50) console.error(line);
+      } catch {
+        /* not JSON */
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`owner exited ${code}`)));
+  });
+  return { child, url, dir };
+}
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+interface ExecutorProcess {
+  child: ChildProcess;
+  handled: number;
+  latencies: number[];
+  ready: Promise<void>;
+  finished: Promise<void>;
+}
+
+function startExecutor(url: string): ExecutorProcess {
+  const nodeArgs = process.env.BENCH_EXECUTOR_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "bench/deliver/executor.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const p = { child, handled: 0, latencies: [] as number[] } as ExecutorProcess;
+  let markReady!: () => void;
+  p.ready = new Promise((r) => (markReady = r));
+  p.finished = new Promise((r) => child.once("exit", () => r()));
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    const m = JSON.parse(line);
+    if (m.ready) markReady();
+    if (m.handled !== undefined) p.handled = m.handled;
+    if (m.latencies) p.latencies = m.latencies;
+  });
+  return p;
+}
+
+async function produce(client: ChronologClient, count: number, offset = 0): Promise<void> {
+  const batch = 1000;
+  for (let i = 0; i < count; i += batch) {
+    const n = Math.min(batch, count - i);
+    await client.emitBatch(Array.from({ length: n }, (_, j) => ({ type: "bench.placed", data: { key: `k${(offset + i + j) % keys}`, n: offset + i + j, note: "x".repeat(120) } })));
+  }
+}
+
+async function drain(owner: Owner, executors: ExecutorProcess[], total: number, onSample?: () => void): Promise<{ seconds: number; peakRss: number }> {
+  const started = performance.now();
+  let peakRss = 0;
+  while (executors.reduce((n, e) => n + e.handled, 0) < total) {
+    await new Promise((r) => setTimeout(r, 50));
+    peakRss = Math.max(peakRss, rssMiB(owner.child.pid!));
+    onSample?.();
+  }
+  return { seconds: (performance.now() - started) / 1000, peakRss };
+}
+
+async function stopAll(owner: Owner, executors: ExecutorProcess[]): Promise<number[]> {
+  for (const e of executors) e.child.kill("SIGTERM");
+  await Promise.all(executors.map((e) => e.finished));
+  owner.child.kill("SIGTERM");
+  await new Promise((r) => owner.child.once("exit", r));
+  rmSync(owner.dir, { recursive: true, force: true });
+  return executors.flatMap((e) => e.latencies).sort((a, b) => a - b);
+}
+
+const pct = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
+const rows: string[] = [];
+function row(mode: string, total: number, seconds: number, latencies: number[], peakRss: number): void {
+  rows.push(`${mode.padEnd(10)} ${String(total).padStart(9)} ${(total / seconds).toFixed(0).padStart(14)} ${pct(latencies, 50).toFixed(1).padStart(8)} ${pct(latencies, 99).toFixed(1).padStart(8)} ${peakRss.toFixed(0).padStart(14)}`);
+  console.log(rows.at(-1));
+}
+
+console.log(`delivery benchmark: ${eventsCount} events over ${keys} keys, 2 executor processes, processor concurrency 1024, credits 512 each`);
+console.log(`${"mode".padEnd(10)} ${"events".padStart(9)} ${"deliveries/s".padStart(14)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"owner RSS MiB".padStart(14)}`);
+
+{
+  const owner = await startOwner();
+  const client = createClient({ url: owner.url });
+  await produce(client, eventsCount);
+  const executors = [startExecutor(owner.url), startExecutor(owner.url)];
+  const result = await drain(owner, executors, eventsCount);
+  const latencies = await stopAll(owner, executors);
+  row("backlog", eventsCount, result.seconds, latencies, result.peakRss);
+}
+{
+  const owner = await startOwner();
+  const client = createClient({ url: owner.url });
+  const executors = [startExecutor(owner.url), startExecutor(owner.url)];
+  await Promise.all(executors.map((e) => e.ready));
+  const producing = produce(client, eventsCount);
+  const result = await drain(owner, executors, eventsCount);
+  await producing;
+  const latencies = await stopAll(owner, executors);
+  row("live", eventsCount, result.seconds, latencies, result.peakRss);
+}
+if (big) {
+  const owner = await startOwner();
+  const client = createClient({ url: owner.url });
+  await produce(client, bigCount);
+  const before = rssMiB(owner.child.pid!);
+  const executors = [startExecutor(owner.url), startExecutor(owner.url)];
+  const samples: number[] = [];
+  const result = await drain(owner, executors, bigCount, () => samples.push(rssMiB(owner.child.pid!)));
+  const latencies = await stopAll(owner, executors);
+  row("backlog-1M", bigCount, result.seconds, latencies, result.peakRss);
+  const q = (f: number) => samples[Math.floor(f * (samples.length - 1))];
+  console.log(`owner RSS during the 1M drain: before ${before.toFixed(0)} MiB; at 10% ${q(0.1).toFixed(0)}, 50% ${q(0.5).toFixed(0)}, 90% ${q(0.9).toFixed(0)}, peak ${result.peakRss.toFixed(0)} MiB`);
+}
