@@ -6,7 +6,6 @@ import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
 import { ExecutorService, Outcome, type Delivery, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
-import { LogService } from "./gen/chronolog/v1/log_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { workUnderCause, type WorkUnderCause } from "./work.js";
@@ -94,7 +93,6 @@ export function runExecutor(options: ExecutorOptions): Executor {
 
 class ExecutorRunner {
   private readonly transport: Transport;
-  private readonly log: ReturnType<typeof createRpcClient<typeof LogService>>;
   private readonly instanceId = randomUUID();
   private readonly manifests: PluginManifest[];
   private readonly handlers = new Map<string, PluginDefinition["processors"] extends infer P ? (P extends Record<string, infer D> ? D : never) : never>();
@@ -108,7 +106,6 @@ class ExecutorRunner {
 
   constructor(private readonly options: ExecutorOptions) {
     this.transport = createTransport({ ...options, protocol: "grpc" });
-    this.log = createRpcClient(LogService, this.transport);
     this.client = new ChronologClient(this.transport);
     this.actions = new ActionHost(options.plugins, this.client);
     this.manifests = options.plugins.map((p) => create(PluginManifestSchema, manifestOf(p)));
