@@ -290,7 +290,7 @@ describe("actions (A1-A4) through the real transport and SDK executors", () => {
     const plugin = definePlugin({
       name: "notes",
       events: { "note.written": {} },
-      manifest: { collections: { "notes.pages": {} } },
+      collections: { "notes.pages": {} },
       actions: {
         write: {
           allow: ["*"],

@@ -60,16 +60,34 @@ export interface ActionDefinition {
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
 }
 
-/** A plugin defined in code (S2). Collections, schedules and pulses take manifest form for now. */
+/** A collection declaration (C1, E6). */
+export interface CollectionDefinition {
+  /** JSON Schema (draft 2020-12) for documents, `_id` included. */
+  schema?: JsonObject;
+  /** Top-level fields kept out of change events. */
+  privateFields?: string[];
+  /** Write `<name>.created|updated|deleted` events (default true). */
+  events?: boolean;
+  /** Keep in SQLite (default true); false: memory only, no events. */
+  durable?: boolean;
+  /** Append-only ledger: create only, no events. */
+  records?: boolean;
+  /** Who may write from outside: `*`, `role:<role>` or principal names. Default: only code under a cause. */
+  allow?: string[];
+}
+
+/** A plugin defined in code (S2). Schedules and pulses take manifest form for now. */
 export interface PluginDefinition {
   name: string;
   version?: string;
   events?: Record<string, EventDefinition>;
   processors?: Record<string, ProcessorDefinition>;
+  /** Collections, by global name (their events are `<collection>.created` ...). */
+  collections?: Record<string, CollectionDefinition>;
   /** Actions hosted by executors running this plugin, called as `<name>.<action>`. */
   actions?: Record<string, ActionDefinition>;
   /** Other manifest parts, as in the manifest's JSON form. */
-  manifest?: Omit<MessageInitShape<typeof PluginManifestSchema>, "name" | "version" | "events" | "processors">;
+  manifest?: Omit<MessageInitShape<typeof PluginManifestSchema>, "name" | "version" | "events" | "processors" | "actions" | "collections">;
 }
 
 /** Declares a plugin (identity; gives type checking). */
@@ -99,9 +117,16 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
       { inputSchema: d.inputSchema, privateFields: d.privateFields ?? [], record: d.record, allow: d.allow ?? [], timeoutMs: d.timeoutMs ?? 0 },
     ]),
   );
+  const collections = Object.fromEntries(
+    Object.entries(p.collections ?? {}).map(([name, d]) => [
+      name,
+      { schema: d.schema, privateFields: d.privateFields ?? [], events: d.events, durable: d.durable, records: d.records ?? false, allow: d.allow ?? [] },
+    ]),
+  );
   const rest = (p.manifest ?? {}) as Record<string, unknown>;
   const declared = { ...((rest.actions as Record<string, unknown> | undefined) ?? {}), ...actions };
-  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared } as MessageInitShape<typeof PluginManifestSchema>;
+  const declaredCollections = { ...((rest.collections as Record<string, unknown> | undefined) ?? {}), ...collections };
+  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared, collections: declaredCollections } as MessageInitShape<typeof PluginManifestSchema>;
 }
 
 function startOf(start: ProcessorDefinition["start"]) {

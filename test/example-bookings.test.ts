@@ -1,0 +1,40 @@
+import { spawn, spawnSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient } from "../sdk/ts/src/client.js";
+import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+
+const repo = new URL("../", import.meta.url).pathname;
+const kill: (() => void)[] = [];
+afterEach(() => kill.splice(0).forEach((k) => k()));
+
+describe("examples/bookings, as the README walks through it", () => {
+  it("a pending booking created with buf curl is confirmed by the processor through the action", async () => {
+    const owner: OwnerProcess = await spawnOwner(tempDir());
+    kill.push(() => owner.child.kill("SIGKILL"));
+    const executor = spawn(process.execPath, ["--import", "tsx", "examples/bookings/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+    kill.push(() => executor.kill("SIGKILL"));
+    await new Promise<void>((resolve) => executor.stderr!.on("data", (d: Buffer) => d.toString().includes("connected") && resolve()));
+    const create = spawnSync(
+      "node_modules/.bin/buf",
+      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111" } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
+      { cwd: repo, encoding: "utf8" },
+    );
+    expect(create.status, create.stderr).toBe(0);
+    const client = createClient({ url: owner.url });
+    const deadline = Date.now() + 15_000;
+    let doc: Record<string, unknown> = {};
+    while (Date.now() < deadline && doc.status !== "confirmed") {
+      doc = (await client.getDocument("booking", "b-1")) as Record<string, unknown>;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(doc).toMatchObject({ _id: "b-1", status: "confirmed", confirmed_by: "bookings.confirm" });
+    const types: string[] = [];
+    const texts: string[] = [];
+    for await (const e of client.read()) {
+      types.push(e.type);
+      texts.push(JSON.stringify(e.data));
+    }
+    expect(types).toEqual(["booking.created", "action.started", "booking.updated", "action.completed"]);
+    expect(texts.join("\n")).not.toContain("4111"); // the private card number never reaches the log
+  });
+});
