@@ -1,0 +1,238 @@
+// The store (SPEC E1, E8, O5): group commit, per-unit failure isolation,
+// SQLite pragmas and migrations, against a real SQLite file in a temp folder.
+
+import Database from "better-sqlite3";
+import { readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock, type Clock } from "../server/src/clock.js";
+import { Committer, type CommitInfo } from "../server/src/store/committer.js";
+import { openStore, type Store } from "../server/src/store/database.js";
+import { eventStatements } from "../server/src/store/events.js";
+import { tempDir } from "./helpers/owner.js";
+
+const opened: Store[] = [];
+const dirs: string[] = [];
+
+afterEach(() => {
+  for (const store of opened.splice(0)) {
+    try {
+      store.close();
+    } catch {
+      /* already closed by the test */
+    }
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function folder(): string {
+  const dir = tempDir("chronolog-store-");
+  dirs.push(dir);
+  return dir;
+}
+
+function open(dataDir: string, synchronous?: "FULL" | "NORMAL"): Store {
+  const store = openStore({ dataDir, synchronous });
+  opened.push(store);
+  return store;
+}
+
+function committerOn(store: Store, clock: Clock = new ManualClock(Date.UTC(2026, 0, 1))) {
+  const events = eventStatements(store.db);
+  const committer = new Committer(store.db, clock, events);
+  const commits: CommitInfo[] = [];
+  committer.onCommit((info) => commits.push(info));
+  return { committer, events, commits };
+}
+
+const event = (id: string, data: Record<string, unknown> = {}) => ({ id, type: "test.happened", data, cause: "", actor: null });
+
+/** Reads the events table through a separate connection (what another reader, or a restart, would see). */
+function committedSeqs(dataDir: string): { seq: number; id: string }[] {
+  const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
+  try {
+    return db.prepare("SELECT seq, id FROM events ORDER BY seq").all() as { seq: number; id: string }[];
+  } finally {
+    db.close();
+  }
+}
+
+const migrationVersions = readdirSync(new URL("../server/src/store/migrations/", import.meta.url))
+  .filter((f) => /^\d{4}_.+\.sql$/.test(f))
+  .map((f) => Number(f.slice(0, 4)));
+const latestMigration = Math.max(...migrationVersions);
+
+describe("group commit (E8)", () => {
+  it("commits concurrent submits in one batch and resolves each only after the commit", async () => {
+    const dataDir = folder();
+    const store = open(dataDir);
+    const { committer, commits } = committerOn(store);
+    const seen: { id: string; commitsBefore: number; visibleToOthers: boolean }[] = [];
+    const ids = Array.from({ length: 20 }, (_, i) => `e${i}`);
+    const results = await Promise.all(
+      ids.map((id) =>
+        committer
+          .submit((tx) => tx.append(event(id)))
+          .then((record) => {
+            // When the caller hears back, the commit happened and is visible to another connection.
+            seen.push({ id, commitsBefore: commits.length, visibleToOthers: committedSeqs(dataDir).some((r) => r.id === id) });
+            return record;
+          }),
+      ),
+    );
+    expect(commits).toHaveLength(1);
+    expect(commits[0].batchSize).toBe(20);
+    expect(commits[0].head).toBe(20);
+    expect(seen.every((s) => s.commitsBefore === 1 && s.visibleToOthers)).toBe(true);
+    expect(results.map((r) => r.seq)).toEqual(ids.map((_, i) => i + 1));
+    // One commit time for the whole batch.
+    expect(new Set(results.map((r) => r.at)).size).toBe(1);
+    expect(committer.head).toBe(20);
+  });
+
+  it("does not settle a caller before its commit listener ran", async () => {
+    const store = open(folder());
+    const { committer } = committerOn(store);
+    const order: string[] = [];
+    committer.onCommit((info) => order.push(`commit ${info.batchSize}`));
+    const a = committer.submit((tx) => tx.append(event("a"))).then(() => order.push("a resolved"));
+    const b = committer.submit((tx) => tx.append(event("b"))).then(() => order.push("b resolved"));
+    // Nothing is committed synchronously: the batch runs on a later turn.
+    expect(order).toEqual([]);
+    expect(committedSeqs(store.dataDir)).toEqual([]);
+    await Promise.all([a, b]);
+    expect(order).toEqual(["commit 2", "a resolved", "b resolved"]);
+  });
+
+  it("puts work submitted while a batch settles into the next batch", async () => {
+    const store = open(folder());
+    const { committer, commits } = committerOn(store);
+    const first = committer.submit((tx) => tx.append(event("first")));
+    const second = first.then(() => committer.submit((tx) => tx.append(event("second"))));
+    expect((await second).seq).toBe(2);
+    expect(commits.map((c) => [c.batchSize, c.head])).toEqual([
+      [1, 1],
+      [1, 2],
+    ]);
+  });
+
+  it("undoes only the unit that throws: the others commit and seqs stay dense", async () => {
+    const dataDir = folder();
+    const store = open(dataDir);
+    const { committer, commits } = committerOn(store);
+    const outcomes = await Promise.allSettled([
+      committer.submit((tx) => tx.append(event("a"))),
+      committer.submit((tx) => {
+        tx.append(event("b1"));
+        tx.append(event("b2"));
+        throw new Error("b changed its mind");
+      }),
+      committer.submit((tx) => tx.append(event("c"))),
+      // A constraint failure inside SQLite (duplicate id) is undone the same way.
+      committer.submit((tx) => {
+        tx.append(event("d"));
+        return tx.append(event("a"));
+      }),
+      committer.submit((tx) => [tx.append(event("e1")), tx.append(event("e2"))]),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected", "fulfilled"]);
+    expect((outcomes[1] as PromiseRejectedResult).reason.message).toBe("b changed its mind");
+    expect(String((outcomes[3] as PromiseRejectedResult).reason)).toMatch(/UNIQUE constraint failed: events\.id/);
+    expect((outcomes[0] as PromiseFulfilledResult<{ seq: number }>).value.seq).toBe(1);
+    expect((outcomes[2] as PromiseFulfilledResult<{ seq: number }>).value.seq).toBe(2);
+    expect((outcomes[4] as PromiseFulfilledResult<{ seq: number }[]>).value.map((e) => e.seq)).toEqual([3, 4]);
+    // One commit for all five units, dense seqs, nothing of the failed units.
+    expect(commits).toEqual([expect.objectContaining({ batchSize: 5, head: 4 })]);
+    expect(committedSeqs(dataDir)).toEqual([
+      { seq: 1, id: "a" },
+      { seq: 2, id: "c" },
+      { seq: 3, id: "e1" },
+      { seq: 4, id: "e2" },
+    ]);
+    // The next batch continues right after.
+    expect((await committer.submit((tx) => tx.append(event("f")))).seq).toBe(5);
+    expect(committer.head).toBe(5);
+  });
+
+  it("a failing batch-final unit leaves no gap either", async () => {
+    const store = open(folder());
+    const { committer } = committerOn(store);
+    const [ok, bad] = await Promise.allSettled([
+      committer.submit((tx) => tx.append(event("x"))),
+      committer.submit((tx) => {
+        tx.append(event("y"));
+        throw new Error("no");
+      }),
+    ]);
+    expect(ok.status).toBe("fulfilled");
+    expect(bad.status).toBe("rejected");
+    expect(committer.head).toBe(1);
+    expect((await committer.submit((tx) => tx.append(event("z")))).seq).toBe(2);
+  });
+
+  it("keeps commit times non-decreasing when the clock goes back", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const store = open(folder());
+    const { committer } = committerOn(store, clock);
+    const first = await committer.submit((tx) => tx.append(event("t1")));
+    clock.set(Date.UTC(2026, 5, 1, 11));
+    const second = await committer.submit((tx) => tx.append(event("t2")));
+    expect(first.at).toBe(Date.UTC(2026, 5, 1, 12));
+    expect(second.at).toBe(first.at);
+  });
+
+  it("continues the log from the stored head after a reopen", async () => {
+    const dataDir = folder();
+    const store = open(dataDir);
+    await committerOn(store).committer.submit((tx) => [tx.append(event("one")), tx.append(event("two"))]);
+    store.close();
+    const again = open(dataDir);
+    const { committer } = committerOn(again);
+    expect(committer.head).toBe(2);
+    expect((await committer.submit((tx) => tx.append(event("three")))).seq).toBe(3);
+  });
+});
+
+describe("SQLite settings (E8)", () => {
+  it("uses WAL and synchronous=FULL by default", () => {
+    const { db } = open(folder());
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(db.pragma("synchronous", { simple: true })).toBe(2); // FULL
+  });
+
+  it("uses synchronous=NORMAL when asked", () => {
+    const { db } = open(folder(), "NORMAL");
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(db.pragma("synchronous", { simple: true })).toBe(1); // NORMAL
+  });
+
+  it("applies migrations once: reopening is idempotent and keeps the data", async () => {
+    const dataDir = folder();
+    const first = open(dataDir);
+    expect(first.db.pragma("user_version", { simple: true })).toBe(latestMigration);
+    const tables = () => (first.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
+    const tablesBefore = tables();
+    expect(tablesBefore).toEqual(expect.arrayContaining(["events", "plugins", "plugin_revisions"]));
+    await committerOn(first).committer.submit((tx) => tx.append(event("kept")));
+    first.close();
+
+    for (let i = 0; i < 3; i++) {
+      const again = open(dataDir);
+      expect(again.db.pragma("user_version", { simple: true })).toBe(latestMigration);
+      expect((again.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name)).toEqual(tablesBefore);
+      expect(eventStatements(again.db).findById("kept")?.seq).toBe(1);
+      again.close();
+    }
+  });
+});
+
+describe("owner lock (O5)", () => {
+  it("refuses a second open of a folder in use and frees it on close", () => {
+    const dataDir = folder();
+    const first = open(dataDir);
+    expect(() => openStore({ dataDir })).toThrow(/in use by another Chronolog owner \(pid \d+\)/);
+    first.close();
+    const second = open(dataDir);
+    expect(second.db.pragma("journal_mode", { simple: true })).toBe("wal");
+  });
+});
