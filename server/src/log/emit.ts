@@ -58,15 +58,17 @@ export class Emitter {
     if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
     return this.committer.submit((tx) =>
-      checked.map((e) => {
-        const stored = tx.events.findById(e.id);
+      checked.map(({ event: e, fresh }) => {
+        // An id the owner just made cannot be in the log: skip the lookup.
+        const stored = fresh ? undefined : tx.events.findById(e.id);
         if (stored) return { event: sameEvent(stored, e), existing: true };
         return { event: tx.append(e), existing: false };
       }),
     );
   }
 
-  private check(input: EmitInput, principal: Principal, prefix: string): Omit<EventRecord, "seq" | "at"> {
+  /** Checks one input; `fresh` when its id was made here (so it cannot be in the log yet). */
+  private check(input: EmitInput, principal: Principal, prefix: string): { event: Omit<EventRecord, "seq" | "at">; fresh: boolean } {
     const declared = this.registry.eventType(input.type);
     if (!declared) {
       fail("undeclared_event_type", `event type ${JSON.stringify(input.type)} is not declared by any plugin`, [{ field: `${prefix}type`, description: "undeclared event type" }], { type: input.type });
@@ -77,7 +79,7 @@ export class Emitter {
     if (violations.length > 0) {
       fail("schema_violation", `data of ${input.type} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { type: input.type });
     }
-    return { id, type: input.type, data: input.data, cause, actor };
+    return { event: { id, type: input.type, data: input.data, cause, actor }, fresh: input.id === "" && !input.cause };
   }
 
   private fromOutside(input: EmitInput, principal: Principal, allow: string[]) {

@@ -1,12 +1,17 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
+import { v7 as uuidv7 } from "uuid";
 import { canonicalJson } from "./canonical.js";
 
 /** Longest id a client may give (characters). */
 export const maxIdLength = 256;
 
-/** A fresh random id for an event or call without one. */
+/**
+ * A fresh id for an event or call without one: a UUIDv7, time-ordered, so
+ * the log's unique id index takes inserts at its end (about twice the insert
+ * rate of random UUIDv4 ids measured here, bench/emit).
+ */
 export function newId(): string {
-  return randomUUID();
+  return uuidv7();
 }
 
 /**
