@@ -154,13 +154,20 @@ class ExecutorRunner {
     const client = createRpcClient(ExecutorService, this.transport);
     const abort = AbortSignal.any([this.stopping.signal, streamEnded.signal]);
     let heartbeat: NodeJS.Timeout | undefined;
+    let lastHeardMs = Date.now();
     try {
       for await (const response of client.subscribe(outgoing.iterable, { signal: abort })) {
+        lastHeardMs = Date.now();
         if (response.message.case === "welcome") {
           onWelcome();
           this.resolveReady();
           clearInterval(heartbeat);
-          heartbeat = setInterval(() => outgoing.push({ message: { case: "heartbeat", value: { at: timestampNow() } } }), response.message.value.heartbeatIntervalMs);
+          const intervalMs = response.message.value.heartbeatIntervalMs;
+          // Send ours, and treat an owner silent for 3 intervals as gone (X4): end the stream and reconnect.
+          heartbeat = setInterval(() => {
+            if (Date.now() - lastHeardMs > 3 * intervalMs) streamEnded.abort();
+            else outgoing.push({ message: { case: "heartbeat", value: { at: timestampNow() } } });
+          }, intervalMs);
         }
         this.handle(response, outgoing.push, abort);
       }
