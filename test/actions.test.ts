@@ -7,6 +7,7 @@ import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 const cleanups: (() => Promise<void>)[] = [];
@@ -27,14 +28,6 @@ async function executor(url: string, plugin: PluginDefinition, options: { credit
   return ex;
 }
 
-/** Resolves when `predicate` holds, polling every 20 ms (up to 10 s). */
-async function until(predicate: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function readAll(client: ChronologClient, types?: string[]): Promise<Event[]> {
   const events: Event[] = [];

@@ -7,6 +7,7 @@ import { runExecutor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
 
 const tokens = { admin: "admin-token-0123456789", client: "client-token-0123456789" };
 const cleanups: (() => Promise<void>)[] = [];
@@ -14,13 +15,6 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function until(predicate: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function setup() {
   const owner = await startTestOwner({

@@ -9,6 +9,7 @@ import { stringify } from "yaml";
 import { createClient } from "../sdk/ts/src/client.js";
 import { crashPluginManifest } from "./helpers/crash-plugin.js";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
 const children: ChildProcess[] = [];
@@ -43,13 +44,6 @@ function pluginsDir(): string {
   return dir;
 }
 
-async function until(predicate: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("crashes during delivery (real processes)", () => {
   it("kill -9 of the owner mid-delivery: every event handled at least once, the saved cursor never past an unfinished event", async () => {
@@ -65,7 +59,7 @@ describe("crashes during delivery (real processes)", () => {
     await client.emitBatch(batch.slice(200));
     const ex = spawnExecutor(owner.url, 3);
     await ex.ready;
-    await until(() => ex.handled.length > 60, "some deliveries");
+    await until(() => ex.handled.length > 60, "some deliveries", 20_000);
     owner.child.kill("SIGKILL");
     await owner.exited;
     const handledBeforeKill = new Set(ex.handled.map((h) => h.seq));
@@ -76,7 +70,7 @@ describe("crashes during delivery (real processes)", () => {
     expect(floor).toBeLessThan(total);
     owner = await spawnOwner(dataDir, args, port);
     children.push(owner.child);
-    await until(() => new Set(ex.handled.map((h) => h.seq)).size === total, "every event handled after the restart");
+    await until(() => new Set(ex.handled.map((h) => h.seq)).size === total, "every event handled after the restart", 20_000);
     expect(new Set(ex.handled.map((h) => h.seq))).toEqual(new Set(Array.from({ length: total }, (_, i) => i + 1)));
   });
 
@@ -91,7 +85,7 @@ describe("crashes during delivery (real processes)", () => {
     const healthy = spawnExecutor(owner.url, 0);
     await healthy.ready;
     hanging.child.kill("SIGKILL");
-    await until(() => healthy.handled.length === 1, "redelivery");
+    await until(() => healthy.handled.length === 1, "redelivery", 20_000);
     expect(healthy.handled[0]).toMatchObject({ seq: 1, attempt: 2 });
     expect(hanging.handled).toEqual([]);
   });

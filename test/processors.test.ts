@@ -6,6 +6,7 @@ import { runExecutor, TerminalError, type DeliveryContext, type Executor } from 
 import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 const cleanups: (() => Promise<void>)[] = [];
@@ -26,14 +27,6 @@ async function executor(url: string, plugin: PluginDefinition, credits = 16): Pr
   return ex;
 }
 
-/** Resolves when `predicate` holds, polling the log every 20 ms (up to 10 s). */
-async function until(predicate: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function countTypes(client: ChronologClient): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
