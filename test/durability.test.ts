@@ -174,8 +174,9 @@ describe("durability under kill -9 (E8)", () => {
       const log = await readAll(createClient({ url: owner.url }));
       verify(log, callers, false);
       rounds.push(`round ${round}: kill -9 ${killAt} ms after ${warm} warm-up acks, ${ackedNow - before} acknowledged in the round, ${inDoubt} in doubt, log ${log.length} events`);
-      // Each round must really have written under load, or it checks nothing.
-      expect(ackedNow - before).toBeGreaterThan(warm);
+      // Each round must really have written under load (the kill was armed
+      // after CALLERS acknowledgements), or it checks nothing.
+      expect(ackedNow - before).toBeGreaterThanOrEqual(CALLERS);
     }
     expect(callers.reduce((sum, c) => sum + c.acked.length, 0)).toBeGreaterThan(2 * CALLERS);
 
