@@ -1,4 +1,5 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
@@ -77,16 +78,26 @@ const configSchema = {
  * resolved relative to the file.
  */
 export function loadConfig(path: string): OwnerConfig {
-  const text = readFileSync(path, "utf8");
-  const json: unknown = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  let json: unknown;
+  try {
+    const text = readFileSync(path, "utf8");
+    json = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  } catch (e) {
+    throw new Error(`cannot read config ${path}: ${e instanceof Error ? e.message : String(e)}`);
+  }
   const validate = new Ajv2020({ allErrors: true }).compile<OwnerConfig>(configSchema);
   if (!validate(json)) {
-    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`).join("; ");
+    const problems = (validate.errors ?? [])
+      .map((e) => `${e.instancePath || "/"} ${e.message}${e.keyword === "additionalProperties" ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ""}`)
+      .join("; ");
     throw new Error(`invalid config ${path}: ${problems}`);
   }
   const names = json.principals.map((p) => p.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) throw new Error(`invalid config ${path}: principal ${dup} is declared twice`);
+  const hashes = json.principals.map((p) => p.token_sha256 ?? createHash("sha256").update(p.token ?? "").digest("hex"));
+  const shared = hashes.findIndex((h, i) => hashes.indexOf(h) !== i);
+  if (shared >= 0) throw new Error(`invalid config ${path}: principals ${json.principals[hashes.indexOf(hashes[shared])].name} and ${json.principals[shared].name} have the same token; each principal needs its own`);
   if (json.tls) json.tls = { cert: resolve(dirname(path), json.tls.cert), key: resolve(dirname(path), json.tls.key) };
   return json;
 }

@@ -1,4 +1,4 @@
-import { Command, Option } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { serveCommand } from "./cli/serve.js";
@@ -14,7 +14,7 @@ program
   .description("run an owner on its embedded SQLite log")
   .option("--data <dir>", "data folder", "./data")
   .option("--host <host>", "interface to bind", "127.0.0.1")
-  .option("--port <port>", "port for gRPC, gRPC-Web and Connect", "50051")
+  .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", parsePort, "50051")
   .option("--config <file>", "principals, CORS, TLS and limits (JSON or YAML)")
   .option("--plugins <dir>", "folder of plugin manifests to register at start")
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
@@ -46,6 +46,12 @@ program
   .addOption(urlOption())
   .addOption(tokenOption())
   .action(registerCommand);
+
+/** A TCP port, 0-65535; commander reports anything else as a usage error. */
+function parsePort(value: string): string {
+  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError("must be a number from 0 to 65535");
+  return value;
+}
 
 program.parseAsync().catch((e: unknown) => {
   if (e instanceof ConnectError) console.error(`chronolog: ${Code[e.code]}: ${e.rawMessage}`);

@@ -92,7 +92,7 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
 async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>): Promise<Owner> {
   const { config, logger } = options;
   const events = eventStatements(store.db);
-  const committer = new Committer(store.db, options.clock ?? systemClock, events);
+  const committer = new Committer(store.db, options.clock ?? systemClock, events, (err) => logger.error({ err }, "a commit follower failed"));
   const head = new HeadSignal(committer.head);
   committer.onCommit((info) => head.advance(info.head));
   const registry = new PluginRegistry(store.db, committer);

@@ -209,7 +209,11 @@ export function createClient(options: ClientOptions): ChronologClient {
 /** A connect-node transport for an owner, with the bearer token attached. */
 export function createTransport(options: ClientOptions): Transport {
   const interceptors: Interceptor[] = options.token ? [bearer(options.token)] : [];
-  const common = { baseUrl: options.url, interceptors, nodeOptions: options.ca ? { ca: options.ca } : undefined };
+  // Node's default session memory (10 MB) makes a request over ~10 MB kill the whole HTTP/2
+  // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
+  // RESOURCE_EXHAUSTED and the connection lives on.
+  const nodeOptions = { maxSessionMemory: 256, ...(options.ca ? { ca: options.ca } : {}) };
+  const common = { baseUrl: options.url, interceptors, nodeOptions };
   const protocol = options.protocol ?? "grpc";
   if (protocol === "grpc") return createGrpcTransport({ ...common });
   const httpVersion = options.httpVersion ?? "2";

@@ -30,6 +30,12 @@ export const localAdmin: Principal = {
   assert: { id: ["*"], for: ["*"], in: ["*"], via: ["*"] },
 };
 
+/**
+ * The owner itself, as the principal of the calls time makes (T6): only the
+ * owner's clock passes it, compared by identity; no token resolves to it.
+ */
+export const systemPrincipal: Principal = Object.freeze({ name: "system", role: "admin", actor: {}, assert: {} }) as Principal;
+
 /** True when `value` matches `pattern` (`*`, an exact string, or a `prefix*`). */
 export function matchesPattern(pattern: string, value: string): boolean {
   if (pattern === "*") return true;
@@ -39,7 +45,7 @@ export function matchesPattern(pattern: string, value: string): boolean {
 
 /**
  * The actor a client request runs as: each asserted field must match one of
- * the principal's patterns for it (PERMISSION_DENIED names the field);
+ * the principal's patterns for it (admins may assert anything; PERMISSION_DENIED names the field);
  * unasserted fields take the principal's defaults. Returns null (the system)
  * when no field is set.
  */
@@ -51,7 +57,7 @@ export function resolveActor(principal: Principal, asserted: Partial<ActorRecord
       actor[field] = principal.actor[field] ?? "";
       continue;
     }
-    const patterns = principal.assert[field] ?? [];
+    const patterns = principal.role === "admin" ? ["*"] : (principal.assert[field] ?? []);
     if (!patterns.some((p) => matchesPattern(p, value))) {
       fail("permission_denied", `principal ${principal.name} may not assert actor.${field} = ${JSON.stringify(value)}`, [], { field: `actor.${field}` });
     }

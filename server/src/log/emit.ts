@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/principal.js";
-import { allows, resolveActor } from "../auth/principal.js";
+import { allows, canRead, resolveActor } from "../auth/principal.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer } from "../store/committer.js";
@@ -61,6 +61,7 @@ export class Emitter {
       checked.map(({ event: e, fresh }) => {
         // An id the owner just made cannot be in the log: skip the lookup.
         const stored = fresh ? undefined : tx.events.findById(e.id);
+        if (stored && !canRead(principal, stored)) hiddenConflict(e.id);
         if (stored) return { event: sameEvent(stored, e), existing: true };
         return { event: tx.append(e), existing: false };
       }),
@@ -100,6 +101,14 @@ export class Emitter {
     if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
     return { actor, id, cause: cause.eventId };
   }
+}
+
+/**
+ * An id taken by an event the caller may not read (another space, R5): say
+ * only that the id is taken — not its seq, type or data, and never the event.
+ */
+function hiddenConflict(id: string): never {
+  throw new ChronologError("id_conflict", `event id ${JSON.stringify(id)} is already in use; choose another id`, [{ field: "id", description: "already in use" }], { id });
 }
 
 /** The stored event when it matches the new one's type and data; ALREADY_EXISTS otherwise. */

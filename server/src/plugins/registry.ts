@@ -27,6 +27,7 @@ export class PluginRegistry {
   private actions = new Map<string, ActionEntry>();
   private readonly statements;
   private readonly listeners: (() => void)[] = [];
+  private registering: Promise<unknown> = Promise.resolve();
 
   constructor(
     db: Db,
@@ -72,6 +73,14 @@ export class PluginRegistry {
    * current revision commits a new revision. Resolves once durable.
    */
   async register(manifest: PluginManifest): Promise<{ plugin: RegisteredPlugin; changed: boolean }> {
+    // One registration at a time: each one's checks see the result of the one before
+    // (an identical manifest registered twice at once makes one revision, not two).
+    const run = this.registering.then(() => this.registerNow(manifest));
+    this.registering = run.catch(() => undefined);
+    return run;
+  }
+
+  private async registerNow(manifest: PluginManifest): Promise<{ plugin: RegisteredPlugin; changed: boolean }> {
     const compiled = compileManifest(manifest);
     const name = manifest.name;
     this.checkOwnership(compiled);

@@ -51,7 +51,13 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
 export function takes(spec: ProcessorSpec, event: EventRecord): boolean {
   if (spec.on !== null && !spec.on.has(event.type)) return false;
   if ((event.type === "processor.retried" || event.type === "processor.failed") && event.data.processor === spec.name) return false;
-  return spec.where(event.data);
+  try {
+    return spec.where(event.data);
+  } catch {
+    // A valid filter that cannot be applied to this event's data (e.g. `$in` on a non-array):
+    // the event does not match; it must not stop the processor or the owner.
+    return false;
+  }
 }
 
 /** A key extractor for a dotted path into the event, e.g. `data._id`; absent values give null. */

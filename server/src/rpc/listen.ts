@@ -9,6 +9,7 @@
 
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { setMaxListeners } from "node:events";
 import * as net from "node:net";
 import { cors, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -79,6 +80,8 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   const idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
   const shutdownGraceMs = options.shutdownGraceMs ?? 1_000;
   const shutdown = new AbortController();
+  // connect-node links every request's signal to this one: many at once is normal, not a leak.
+  setMaxListeners(0, shutdown.signal);
   let closing = false;
 
   const adapter = connectNodeAdapter({

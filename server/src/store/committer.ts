@@ -59,6 +59,8 @@ export class Committer {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly events: EventStatements,
+    /** Told about an exception thrown by an onCommit listener (default: printed to stderr). */
+    private readonly onListenerError: (error: unknown) => void = (error) => console.error(error),
   ) {
     this.headSeq = events.head();
   }
@@ -105,7 +107,14 @@ export class Committer {
     }
     batch.forEach((item, i) => (outcomes[i].ok ? item.resolve(outcomes[i].value) : item.reject(outcomes[i].value)));
     const info = { head: this.headSeq, batchSize: batch.length, durationMs: performance.now() - started };
-    for (const listener of this.listeners) listener(info);
+    for (const listener of this.listeners) {
+      try {
+        listener(info);
+      } catch (error) {
+        // A follower's fault (watchers, processors, timers) must not break the commit pipeline.
+        this.onListenerError(error);
+      }
+    }
   }
 
   private runUnit(work: Work<unknown>, tx: Tx): { ok: boolean; value: unknown } {

@@ -1,0 +1,109 @@
+// Faults found by trying to break the owner as a new user would (kept as tests).
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../server/src/config.js";
+import { createClient } from "../sdk/ts/src/client.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
+import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
+import { startTestOwner } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function owner(options: Parameters<typeof startTestOwner>[0] = {}) {
+  const o = await startTestOwner({ shutdownGraceMs: 100, ...options });
+  cleanups.push(() => o.close());
+  return o;
+}
+
+const code = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (e) {
+    return ConnectError.from(e);
+  }
+  return undefined;
+};
+
+describe("hardening", () => {
+  it("a processor `where` that cannot be applied to an event skips it instead of crashing the owner", async () => {
+    const o = await owner();
+    const client = createClient({ url: o.url });
+    const seen: unknown[] = [];
+    const plugin = definePlugin({
+      name: "pw",
+      events: { "pw.e": { allow: ["*"] } },
+      processors: { p: { on: "pw.e", where: { $expr: { $sqrt: "$a" } }, run: (ctx) => void seen.push(ctx.data) }, all: { on: "pw.e", run: (ctx) => void seen.push(ctx.data) } },
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    const ex = runExecutor({ url: o.url, plugins: [plugin], onError: () => {} });
+    cleanups.push(() => ex.stop(50));
+    await ex.ready;
+    await client.emit("pw.e", { a: -1 }); // $sqrt of a negative number cannot be evaluated
+    await until(() => seen.length === 1, "the other processor's delivery");
+    expect((await client.emit("pw.e", { a: 2 })).event?.seq).toBe(2n); // still up
+    const read = await code(client.log.readLog({ where: { $expr: { $sqrt: "$a" } } }));
+    expect(read?.code).toBe(Code.InvalidArgument);
+    const refused = await code(client.registerPlugin({ name: "pw2", processors: { p: { where: { a: { $in: 5 } } } } }));
+    expect(refused?.code).toBe(Code.InvalidArgument); // fails on any document: refused at registration
+  });
+
+  it("refuses filters that run scripts or regular expressions with exponential backtracking", async () => {
+    const o = await owner();
+    const client = createClient({ url: o.url });
+    const filters: JsonObject[] = [{ s: { $regex: "^(a+)+$" } }, { $where: "true" }, { $expr: { $function: { body: "function () { return true }", args: [], lang: "js" } } }];
+    for (const where of filters) {
+      const e = await code(client.log.readLog({ where }));
+      expect(e?.code, JSON.stringify(where)).toBe(Code.InvalidArgument);
+    }
+    const reg = await code(client.registerPlugin({ name: "re", events: { "re.e": {} }, processors: { p: { on: ["re.e"], where: { s: { $regex: "(x+x+)+y" } } } } }));
+    expect(reg?.code).toBe(Code.InvalidArgument);
+    expect((await client.log.readLog({ where: { s: { $regex: "^ab.*c$" } } })).events).toEqual([]); // a safe pattern is fine
+  });
+
+  it("does not reveal an event of another space through a reused id", async () => {
+    const tokens = { admin: "admin-token-0123456789", web: "web-client-token-0123" };
+    const o = await owner({
+      config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.web, role: "client", assert: { in: ["space:acme"] } }] },
+    });
+    const admin = createClient({ url: o.url, token: tokens.admin });
+    const web = createClient({ url: o.url, token: tokens.web });
+    await admin.registerPlugin({ name: "o", events: { "o.placed": { allow: ["*"] } } });
+    await admin.emit("o.placed", { secret: 42 }, { id: "secret-id", actor: { in: "space:other" } });
+    for (const data of [{ secret: 1 }, { secret: 42 }]) {
+      const e = await code(web.emit("o.placed", data, { id: "secret-id", actor: { in: "space:acme" } }));
+      expect(e?.code).toBe(Code.AlreadyExists);
+      expect(e?.rawMessage).not.toMatch(/seq|o\.placed|42/);
+    }
+  });
+
+  it("registers an identical manifest sent 20 times at once as one revision", async () => {
+    const o = await owner();
+    const client = createClient({ url: o.url });
+    const results = await Promise.all(Array.from({ length: 20 }, () => client.registerPlugin({ name: "same", events: { "same.e": {} } })));
+    expect(results.filter((r) => r.changed)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.plugin?.revision))).toEqual(new Set([1]));
+  });
+
+  it("answers a 20 MB request with RESOURCE_EXHAUSTED and keeps the connection usable", async () => {
+    const o = await owner();
+    const client = createClient({ url: o.url });
+    await client.registerPlugin({ name: "b", events: { "b.e": { allow: ["*"] } } });
+    const e = await code(client.emit("b.e", { s: "x".repeat(20 * 1024 * 1024) }));
+    expect(e?.code).toBe(Code.ResourceExhausted);
+    expect((await client.emit("b.e", { s: "small" })).event?.seq).toBe(1n);
+  });
+
+  it("refuses a config where two principals share a token", () => {
+    const path = join(mkdtempSync(join(tmpdir(), "chronolog-config-")), "owner.yaml");
+    writeFileSync(path, "principals:\n  - { name: a, token: same-token-0123456789, role: admin }\n  - { name: b, token: same-token-0123456789, role: client }\n");
+    expect(() => loadConfig(path)).toThrow(/a and b have the same token/);
+  });
+});
