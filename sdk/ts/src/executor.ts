@@ -65,7 +65,7 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   executor?: string;
   /** Deliveries accepted at once (default 16, P9). */
   credits?: number;
-  /** Called on connection trouble (default: console.error). */
+  /** Called on connection trouble and owner notices (default: one line on stderr). */
   onError?: (error: unknown) => void;
   /** Longest wait between reconnects in ms (default 5,000). */
   maxBackoffMs?: number;
@@ -124,7 +124,7 @@ class ExecutorRunner {
       try {
         await this.session(() => (backoffMs = 250));
       } catch (e) {
-        if (!this.stopping.signal.aborted) (this.options.onError ?? console.error)(e);
+        if (!this.stopping.signal.aborted) (this.options.onError ?? printError)(e);
       }
       if (this.stopping.signal.aborted) return;
       await sleep(backoffMs, this.stopping.signal);
@@ -194,7 +194,7 @@ class ExecutorRunner {
       this.actions.cancel(m.value.invocationId, m.value.reason);
     }
     if (m.case === "notice") {
-      (this.options.onError ?? console.error)(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
+      (this.options.onError ?? printError)(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
     }
   }
 
@@ -241,6 +241,11 @@ class ExecutorRunner {
     await Promise.race([Promise.allSettled([...this.running]), grace]);
     this.stopping.abort();
   }
+}
+
+/** The default error report: one line, no stack (reconnects repeat it). */
+function printError(error: unknown): void {
+  console.error(`chronolog executor: ${error instanceof Error ? error.message : String(error)}`);
 }
 
 /** A push-fed async iterable of requests that ends when `signal` aborts. */
