@@ -30,6 +30,12 @@ export interface ActionContext extends WorkUnderCause {
   deadline: Date | undefined;
   /** Extends the run's timeout by `extendMs` (default: the action's timeout) (X4). */
   progress(extendMs?: number): void;
+  /**
+   * Set when time made the call (T8): the timer, schedule or delay id, the
+   * moment the occurrence was due (late calls keep the original moment, K2)
+   * and the occurrence id (also `callId`).
+   */
+  scheduled: { timerId: string; due: Date; occurrenceId: string } | undefined;
 }
 
 type ActionResultInit = MessageInitShape<typeof ActionResultSchema>;
@@ -81,6 +87,11 @@ export class ActionHost {
       signal,
       deadline: invocation.deadline ? timestampDate(invocation.deadline) : undefined,
       progress: (extendMs = 0) => progress(extendMs),
+      scheduled: invocation.scheduled && {
+        timerId: invocation.scheduled.timerId,
+        due: invocation.scheduled.due ? timestampDate(invocation.scheduled.due) : new Date(0),
+        occurrenceId: invocation.scheduled.occurrenceId,
+      },
     };
     let result: ActionResultInit;
     try {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { allows, resolveActor, type Principal } from "../auth/principal.js";
+import { allows, resolveActor, systemPrincipal, type Principal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
 import { ChronologError, fail } from "../errors.js";
 import type { ExecutorSession } from "../executors/session.js";
@@ -30,6 +30,23 @@ export interface CallRequest {
   cause: CauseRef | null;
   /** Asserted actor fields (from outside only). */
   actor: Partial<ActorRecord> | undefined;
+  /**
+   * Set only by the owner's clock when time makes the call (T6, T8, T9), with
+   * {@link systemPrincipal}; never from a request. `callId` is then the
+   * occurrence id, and the call runs as `scheduled.actor` without an allow
+   * check (the allow was checked when the timer was set).
+   */
+  scheduled?: ScheduledCall;
+}
+
+/** What time tells a call it makes (T8), and who the call runs as (T9). */
+export interface ScheduledCall {
+  /** The timer, schedule or delay id. */
+  timerId: string;
+  /** The moment the occurrence was due, ms since the epoch (UTC). */
+  dueMs: number;
+  /** The timer's actor (whoever set it, `in` included); null: the system (declared schedules). */
+  actor: ActorRecord | null;
 }
 
 /** A call's answer. */
@@ -122,7 +139,7 @@ export class ActionCalls {
   async call(req: CallRequest, principal: Principal, caller: CallerContext): Promise<CallResult> {
     if (this.stopped) throw stoppingError();
     const entry = this.deps.registry.action(req.action) ?? fail("not_found", `action ${JSON.stringify(req.action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action: req.action });
-    const who = req.cause ? this.underCause(entry, req, principal) : this.fromOutside(entry, req, principal);
+    const who = req.scheduled ? fromTime(req, req.scheduled, principal) : req.cause ? this.underCause(entry, req, principal) : this.fromOutside(entry, req, principal);
     const violations = entry.validate(req.input);
     if (violations.length > 0) {
       fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
@@ -338,6 +355,7 @@ export class ActionCalls {
             actor: call.actor ?? undefined,
             deadline: timestampFromMs(now + Math.min(timeoutMs, callerMs)),
             attempt: run.attempt,
+            scheduled: call.scheduled && { timerId: call.scheduled.timerId, due: timestampFromMs(call.scheduled.dueMs), occurrenceId: call.callId },
           },
         },
       });
@@ -375,6 +393,12 @@ export class ActionCalls {
     }
     return Math.min(run.call.entry.timeoutMs, callers);
   }
+}
+
+/** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. */
+function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
+  if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
+  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId: scheduled.timerId, dueMs: scheduled.dueMs } };
 }
 
 /** The longest time any waiter of `run` still gives it (ms); Infinity when one has no deadline. */

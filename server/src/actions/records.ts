@@ -33,6 +33,8 @@ export interface CallIdentity {
   actor: ActorRecord | null;
   /** Id of the event the call was made under (X5), "" from outside. */
   parentCause: string;
+  /** Set when time made the call (T8): sent with every attempt as Invocation.scheduled. */
+  scheduled?: { timerId: string; dueMs: number };
 }
 
 /** The id of a call's runtime event; `attempt` is 0 for the once-per-call `started` and `completed`. */
