@@ -11,7 +11,7 @@ import { openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
 import { Authenticator } from "./auth/tokens.js";
 import { openCollections } from "./collections/collections.js";
-import { systemClock, type Clock } from "./clock.js";
+import { systemClock, systemTimers, type Clock, type TimerHost } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
 import { LiveCauses } from "./log/causes.js";
 import { Emitter } from "./log/emit.js";
@@ -27,15 +27,16 @@ import { listen } from "./rpc/listen.js";
 import { logService } from "./rpc/log-service.js";
 import { pluginService } from "./rpc/plugin-service.js";
 import { registerReflection } from "./rpc/reflection.js";
-import { registerWithPending } from "./rpc/unimplemented.js";
 import { ExecutorHub } from "./executors/hub.js";
 import { Processors } from "./processors/manager.js";
 import { adminService } from "./rpc/admin-service.js";
 import { executorService } from "./rpc/executor-service.js";
+import { timeService } from "./rpc/time-service.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements } from "./store/cursors.js";
 import { openStore, type SyncMode } from "./store/database.js";
 import { eventStatements } from "./store/events.js";
+import { openTime, type LatenessHistogram } from "./time/index.js";
 
 /** Options of {@link startOwner}. */
 export interface OwnerOptions {
@@ -52,6 +53,8 @@ export interface OwnerOptions {
   pluginsDir?: string;
   logger: Logger;
   clock?: Clock;
+  /** Where time arms its one timer (T5); default setTimeout. Tests pass their ManualClock. */
+  timers?: TimerHost;
   /** Executor heartbeat interval in ms (default 10,000, X4). */
   heartbeatIntervalMs?: number;
   /** Grace for running deliveries at shutdown in ms (default 5,000, P7). */
@@ -62,6 +65,8 @@ export interface OwnerOptions {
 export interface Owner {
   host: string;
   port: number;
+  /** Lateness of the calls time made (K4), in memory. */
+  lateness: LatenessHistogram;
   /** Stops serving, lets the last commit finish, closes the store. */
   close(): Promise<void>;
 }
@@ -116,6 +121,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   });
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, logger, sessions: () => hub.list() });
   const hub = new ExecutorHub(registry, processors, clock, logger, { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 }, actions);
+  const time = openTime({ db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers: options.timers ?? systemTimers, logger });
   committer.onCommit(() => processors.onCommit());
   registry.onChange(() => processors.sync(registry.list()));
   processors.sync(registry.list());
@@ -135,12 +141,13 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       router.service(ExecutorService, executorService(hub, logger));
       router.service(ActionService, actionService(actions));
       router.service(CollectionService, collectionService(collections));
-      registerWithPending(router, TimeService, {}, "time: issue #4");
+      router.service(TimeService, timeService(time.timers));
       router.service(AdminService, adminService({ processors, hub, committer, cursors, events }));
       registerReflection(router, services);
       registerHealth(router, services.map((s) => s.typeName));
     },
   });
+  time.start();
   logger.info(
     { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
@@ -148,7 +155,9 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   return {
     host: options.host,
     port: listener.port,
+    lateness: time.lateness,
     async close() {
+      time.stop();
       await processors.stop(options.shutdownGraceMs);
       actions.stop();
       hub.stop();

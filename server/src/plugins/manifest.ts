@@ -45,6 +45,9 @@ export const runtimeTypes = [
   "processor.paused",
   "processor.resumed",
   "maintenance.sql",
+  "timer.scheduled",
+  "timer.unscheduled",
+  "timer.skipped",
 ];
 
 /**

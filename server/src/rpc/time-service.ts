@@ -1,0 +1,149 @@
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ActorSchema } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import {
+  CronSpecSchema,
+  TimeService,
+  TimerKind as TimerKindPb,
+  TimerSchema,
+  type Overdue as OverduePb,
+  type Timer,
+  type TimerSpec as TimerSpecPb,
+} from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { fail } from "../errors.js";
+import type { Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
+import { principalOf } from "./context.js";
+import { actorFromProto, causeFromProto, msFromTimestamp, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
+
+/**
+ * TimeService (T3, T4, K3): translation only; the rules live in time/.
+ * Requests become checked domain values here (STYLE 4): a missing spec, `when`
+ * or (for Delay) `overdue` is INVALID_ARGUMENT naming the field.
+ */
+export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
+  return {
+    async schedule(req, ctx) {
+      const timer = await timers.schedule(
+        {
+          timerId: req.timerId,
+          action: req.action,
+          input: objectFromProto(req.input),
+          spec: specFromProto(req.spec),
+          overdue: req.overdue ? overdueFromProto(req.overdue) : { kind: "unbounded" },
+          cause: causeFromProto(req.cause),
+          actor: actorFromProto(req.actor),
+        },
+        principalOf(ctx),
+      );
+      return { timer: timerToProto(timer, []) };
+    },
+    async unschedule(req, ctx) {
+      await timers.unschedule(req.timerId, causeFromProto(req.cause), principalOf(ctx));
+      return {};
+    },
+    async delay(req, ctx) {
+      if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never (K3)", [{ field: "overdue", description: "required" }]);
+      let when: { kind: "interval"; ms: number } | { kind: "at"; atMs: number };
+      if (req.when.case === "intervalMs") when = { kind: "interval", ms: seqFromProto(req.when.value, "interval_ms") };
+      else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value) };
+      else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
+      const result = await timers.delay(
+        { action: req.action, input: objectFromProto(req.input), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) },
+        principalOf(ctx),
+      );
+      return { delayId: result.delayId, due: timestampFromMs(result.dueMs) };
+    },
+    async cancelDelay(req, ctx) {
+      await timers.cancelDelay(req.delayId, causeFromProto(req.cause), principalOf(ctx));
+      return {};
+    },
+    listTimers(req, ctx) {
+      const page = timers.list(pageSizeFromProto(req.pageSize, 100, 1000), req.pageToken, kindFromProto(req.kind), principalOf(ctx));
+      return { timers: page.timers.map((t) => timerToProto(t, [])), nextPageToken: page.nextPageToken };
+    },
+    getTimer(req, ctx) {
+      const { timer, previewMs } = timers.get(req.timerId, req.previewCount, principalOf(ctx));
+      return { timer: timerToProto(timer, previewMs) };
+    },
+  };
+}
+
+/** A TimerSpec as a domain spec; INVALID_ARGUMENT naming `spec` when absent or empty. */
+function specFromProto(spec: TimerSpecPb | undefined): TimerSpec {
+  switch (spec?.when.case) {
+    case "at":
+      return { kind: "at", atMs: msFromTimestamp(spec.when.value) };
+    case "cron":
+      return { kind: "cron", expression: spec.when.value.expression, zone: spec.when.value.zone };
+    case "everyMs":
+      return { kind: "every", everyMs: seqFromProto(spec.when.value, "spec.every_ms") };
+    default:
+      fail("bad_request", "spec is required: set at, cron or every_ms", [{ field: "spec", description: "required" }]);
+  }
+}
+
+/** An Overdue as a domain bound; INVALID_ARGUMENT naming `overdue` when no bound is chosen. */
+function overdueFromProto(overdue: OverduePb): Overdue {
+  switch (overdue.bound.case) {
+    case "unbounded":
+      if (overdue.bound.value) return { kind: "unbounded" };
+      break;
+    case "maxLatenessMs":
+      return { kind: "max", maxLatenessMs: seqFromProto(overdue.bound.value, "overdue.max_lateness_ms") };
+    case "onTimeOrNever":
+      if (overdue.bound.value) return { kind: "onTimeOrNever" };
+      break;
+  }
+  fail("bad_request", "overdue must choose a bound: unbounded: true, max_lateness_ms or on_time_or_never: true", [{ field: "overdue", description: "no bound chosen" }]);
+}
+
+const kinds: Record<TimerKind, TimerKindPb> = { runtime: TimerKindPb.RUNTIME, declared: TimerKindPb.DECLARED, delay: TimerKindPb.DELAY };
+
+function kindFromProto(kind: TimerKindPb): TimerKind | "" {
+  const found = (Object.keys(kinds) as TimerKind[]).find((k) => kinds[k] === kind);
+  return found ?? "";
+}
+
+/** A stored timer as the API's Timer, with `previewMs` as its preview. */
+function timerToProto(t: TimerRecord, previewMs: number[]): Timer {
+  return create(TimerSchema, {
+    id: t.id,
+    kind: kinds[t.kind],
+    action: t.action,
+    input: t.input as JsonObject,
+    spec: { when: specToProto(t.spec) },
+    nextDue: t.nextDueMs === null ? undefined : timestampFromMs(t.nextDueMs),
+    actor: t.actor ? create(ActorSchema, t.actor) : undefined,
+    plugin: t.plugin,
+    schedule: t.schedule,
+    region: t.region,
+    occurrences: BigInt(t.occurrences),
+    disabled: false,
+    overdue: { bound: overdueToProto(t.overdue) },
+    chainDepth: t.chainDepth,
+    preview: previewMs.map(timestampFromMs),
+  });
+}
+
+function specToProto(spec: TimerSpec): TimerSpecPb["when"] {
+  switch (spec.kind) {
+    case "at":
+      return { case: "at", value: timestampFromMs(spec.atMs) };
+    case "cron":
+      return { case: "cron", value: create(CronSpecSchema, { expression: spec.expression, zone: spec.zone }) };
+    case "every":
+      return { case: "everyMs", value: BigInt(spec.everyMs) };
+  }
+}
+
+function overdueToProto(overdue: Overdue): OverduePb["bound"] {
+  switch (overdue.kind) {
+    case "unbounded":
+      return { case: "unbounded", value: true };
+    case "max":
+      return { case: "maxLatenessMs", value: BigInt(overdue.maxLatenessMs) };
+    case "onTimeOrNever":
+      return { case: "onTimeOrNever", value: true };
+  }
+}

@@ -1,0 +1,259 @@
+import type { Overdue, TimerKind, TimerRecord, TimerSpec } from "../time/timers.js";
+import type { Db } from "./database.js";
+import type { ActorRecord } from "./events.js";
+
+// The statements on `timers` and `timer_occurrences` (SPEC T4-T6, K2-K4), one function each.
+// Reads may run anywhere; writes only inside a committer unit, in the same unit as the
+// `timer.*` event they go with (E8). None of them writes events. Times are ms since the
+// epoch, UTC, passed in (STYLE 9).
+
+interface TimerRow {
+  id: string;
+  kind: TimerKind;
+  action: string;
+  input: string;
+  spec: string;
+  next_due_ms: number | null;
+  actor: string | null;
+  plugin: string;
+  schedule: string;
+  overdue: string;
+  chain_depth: number;
+  occurrences: number;
+  region: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A spec's stored JSON form: `{"at": ms}`, `{"cron": expr, "zone": iana}` or `{"every_ms": ms}`. */
+export function specToJson(spec: TimerSpec): Record<string, unknown> {
+  switch (spec.kind) {
+    case "at":
+      return { at: spec.atMs };
+    case "cron":
+      return { cron: spec.expression, zone: spec.zone };
+    case "every":
+      return { every_ms: spec.everyMs };
+  }
+}
+
+function specFromJson(json: Record<string, unknown>): TimerSpec {
+  if (typeof json.at === "number") return { kind: "at", atMs: json.at };
+  if (typeof json.cron === "string") return { kind: "cron", expression: json.cron, zone: String(json.zone ?? "") };
+  return { kind: "every", everyMs: Number(json.every_ms) };
+}
+
+/** An overdue bound's stored JSON form, as in the proto: `{"unbounded": true}`, `{"max_lateness_ms": n}`, `{"on_time_or_never": true}`. */
+export function overdueToJson(overdue: Overdue): Record<string, unknown> {
+  switch (overdue.kind) {
+    case "unbounded":
+      return { unbounded: true };
+    case "max":
+      return { max_lateness_ms: overdue.maxLatenessMs };
+    case "onTimeOrNever":
+      return { on_time_or_never: true };
+  }
+}
+
+function overdueFromJson(json: Record<string, unknown>): Overdue {
+  if (typeof json.max_lateness_ms === "number") return { kind: "max", maxLatenessMs: json.max_lateness_ms };
+  if (json.on_time_or_never) return { kind: "onTimeOrNever" };
+  return { kind: "unbounded" };
+}
+
+function timerFromRow(r: TimerRow): TimerRecord {
+  return {
+    id: r.id,
+    kind: r.kind,
+    action: r.action,
+    input: JSON.parse(r.input),
+    spec: specFromJson(JSON.parse(r.spec)),
+    nextDueMs: r.next_due_ms,
+    actor: r.actor === null ? null : JSON.parse(r.actor),
+    plugin: r.plugin,
+    schedule: r.schedule,
+    overdue: overdueFromJson(JSON.parse(r.overdue)),
+    chainDepth: r.chain_depth,
+    occurrences: r.occurrences,
+    region: r.region,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** Where a ListTimers page starts: after this (next due, id); `dueMs` null is the spent/disabled tail. */
+export interface TimerCursor {
+  dueMs: number | null;
+  id: string;
+}
+
+/** The statements on `timers` (T4, T5). */
+export function timerStatements(db: Db) {
+  const get = db.prepare("SELECT * FROM timers WHERE id = ?");
+  const put = db.prepare(
+    `INSERT INTO timers (id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, created_at, updated_at)
+     VALUES (@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @now, @now)
+     ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
+       next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
+       overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region,
+       created_at = excluded.created_at, updated_at = excluded.updated_at`,
+  );
+  const remove = db.prepare("DELETE FROM timers WHERE id = ?");
+  const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
+  const due = db.prepare("SELECT * FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?");
+  const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
+  const listScheduled = db.prepare(
+    "SELECT * FROM timers WHERE next_due_ms IS NOT NULL AND (next_due_ms, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY next_due_ms, id LIMIT ?",
+  );
+  const listSpent = db.prepare("SELECT * FROM timers WHERE next_due_ms IS NULL AND id > ? AND (? = '' OR kind = ?) ORDER BY id LIMIT ?");
+  return {
+    /** The timer `id`, or undefined. */
+    get(id: string): TimerRecord | undefined {
+      const row = get.get(id) as TimerRow | undefined;
+      return row && timerFromRow(row);
+    },
+    /**
+     * Sets timer `timer.id` (T3): inserts it, or replaces every field of the existing one
+     * but its occurrence count (the id's history goes on).
+     */
+    put(timer: Omit<TimerRecord, "occurrences" | "createdAt" | "updatedAt">, nowMs: number): void {
+      put.run({
+        ...timer,
+        input: JSON.stringify(timer.input),
+        spec: JSON.stringify(specToJson(timer.spec)),
+        actor: timer.actor === null ? null : JSON.stringify(timer.actor),
+        overdue: JSON.stringify(overdueToJson(timer.overdue)),
+        now: nowMs,
+      });
+    },
+    /** Deletes timer `id`; false when there was none. */
+    remove(id: string): boolean {
+      return remove.run(id).changes === 1;
+    },
+    /** The smallest next due moment of any timer (the clock's target, T5), or null when none is pending. */
+    earliestDue(): number | null {
+      const row = earliest.get() as { next_due_ms: number } | undefined;
+      return row ? row.next_due_ms : null;
+    },
+    /** Up to `limit` timers due at or before `nowMs`, earliest first (T6). */
+    due(nowMs: number, limit: number): TimerRecord[] {
+      return (due.all(nowMs, limit) as TimerRow[]).map(timerFromRow);
+    },
+    /** Moves timer `id` to `nextDueMs` (null: spent) and adds `called` (0 or 1) to its occurrences. */
+    advance(id: string, nextDueMs: number | null, called: number, nowMs: number): void {
+      advance.run(nextDueMs, called, nowMs, id);
+    },
+    /**
+     * A page of timers in ListTimers order (T4): pending ones by (next due, id), then spent or
+     * disabled ones by id; `after` null starts at the beginning; `kind` "" means all kinds.
+     */
+    list(after: TimerCursor | null, kind: TimerKind | "", limit: number): TimerRecord[] {
+      const rows: TimerRow[] = [];
+      if (!after || after.dueMs !== null) {
+        rows.push(...(listScheduled.all(after?.dueMs ?? -Number.MAX_SAFE_INTEGER, after?.id ?? "", kind, kind, limit) as TimerRow[]));
+      }
+      if (rows.length < limit) {
+        const afterId = after && after.dueMs === null ? after.id : "";
+        rows.push(...(listSpent.all(afterId, kind, kind, limit - rows.length) as TimerRow[]));
+      }
+      return rows.map(timerFromRow);
+    },
+  };
+}
+
+/** The statements of {@link timerStatements}. */
+export type TimerStatements = ReturnType<typeof timerStatements>;
+
+/** An occurrence's state (T6, K3): pending until its call ends; skipped when claimed too late. */
+export type OccurrenceStatus = "pending" | "completed" | "failed" | "skipped";
+
+/** A stored occurrence: what time called (or skipped), and how it went. */
+export interface OccurrenceRecord {
+  /** occurrenceId(timer id, due); also the action call id. */
+  id: string;
+  timerId: string;
+  /** The moment it was due, ms since the epoch (UTC). */
+  dueMs: number;
+  /** The timer's action, input, actor and lateness bound at the claim. */
+  action: string;
+  input: Record<string, unknown>;
+  actor: ActorRecord | null;
+  overdue: Overdue;
+  status: OccurrenceStatus;
+  /** Calls finished for it. */
+  attempts: number;
+  callId: string;
+  /** Call time (skipped: claim time) minus due, in ms; null while the first call runs. */
+  latenessMs: number | null;
+  /** Why the last call failed or why it was skipped ("" otherwise). */
+  error: string;
+}
+
+interface OccurrenceRow {
+  id: string;
+  timer_id: string;
+  due_ms: number;
+  action: string;
+  input: string;
+  actor: string | null;
+  overdue: string;
+  status: OccurrenceStatus;
+  attempts: number;
+  call_id: string;
+  lateness_ms: number | null;
+  error: string;
+}
+
+function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
+  return {
+    id: r.id,
+    timerId: r.timer_id,
+    dueMs: r.due_ms,
+    action: r.action,
+    input: JSON.parse(r.input),
+    actor: r.actor === null ? null : JSON.parse(r.actor),
+    overdue: overdueFromJson(JSON.parse(r.overdue)),
+    status: r.status,
+    attempts: r.attempts,
+    callId: r.call_id,
+    latenessMs: r.lateness_ms,
+    error: r.error,
+  };
+}
+
+/** The statements on `timer_occurrences` (T6, K2-K4). */
+export function occurrenceStatements(db: Db) {
+  const insert = db.prepare(
+    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, status, call_id, lateness_ms, error, claimed_at, updated_at)
+     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @status, @id, @latenessMs, @error, @now, @now)`,
+  );
+  const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
+  const finish = db.prepare("UPDATE timer_occurrences SET status = ?, attempts = attempts + 1, lateness_ms = ?, error = ?, updated_at = ? WHERE id = ?");
+  const pending = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'pending' ORDER BY due_ms");
+  return {
+    /**
+     * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason
+     * in `error`). False, writing nothing, when occurrence `id` already exists (the same
+     * timer id and due moment were claimed before).
+     */
+    insert(o: Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "status" | "latenessMs" | "error">, nowMs: number): boolean {
+      const row = { ...o, input: JSON.stringify(o.input), actor: o.actor === null ? null : JSON.stringify(o.actor), overdue: JSON.stringify(overdueToJson(o.overdue)), now: nowMs };
+      return insert.run(row).changes === 1;
+    },
+    /** One call of occurrence `id` ended: `completed` or `failed` (with `error`), `latenessMs` late; counts the attempt. */
+    finish(id: string, status: "completed" | "failed", latenessMs: number, error: string, nowMs: number): void {
+      finish.run(status, latenessMs, error, nowMs, id);
+    },
+    /** A pending occurrence found too late when its call was about to be made: `skipped`, with why. False when it was not pending. */
+    skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean {
+      return skip.run(latenessMs, reason, nowMs, id).changes === 1;
+    },
+    /** Occurrences claimed whose call has not ended (an owner stopped or crashed meanwhile), earliest first. */
+    pending(): OccurrenceRecord[] {
+      return (pending.all() as OccurrenceRow[]).map(occurrenceFromRow);
+    },
+  };
+}
+
+/** The statements of {@link occurrenceStatements}. */
+export type OccurrenceStatements = ReturnType<typeof occurrenceStatements>;

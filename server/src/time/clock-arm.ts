@@ -1,0 +1,103 @@
+import type { Clock, TimerHost } from "../clock.js";
+import type { Logger } from "../logger.js";
+
+/** The longest delay `setTimeout` takes (2^31-1 ms, ~24.8 days); longer ones would ring at once (T5). */
+export const maxTimerDelayMs = 2 ** 31 - 1;
+/** Wait before ringing again after a ring whose claim failed (e.g. a disk error), ms. */
+const ringRetryMs = 1_000;
+
+/** What the clock needs. */
+export interface ClockArmDeps {
+  clock: Clock;
+  /** Where the one timer is armed: setTimeout, or a ManualClock in tests. */
+  timers: TimerHost;
+  /** The earliest next due moment of any timer (the `timers_by_due` index), ms; null when none. */
+  earliestDue(): number | null;
+  /** Claims and calls what is due; resolves once the claim committed. */
+  ring(): Promise<void>;
+  logger: Logger;
+}
+
+/**
+ * The owner's one clock (SPEC T5, K4): a single timer armed for the earliest
+ * next due moment, never a polling loop.
+ *
+ * - **idle**: no timer pending; nothing armed.
+ * - **armed(due)**: one timer for `min(due − now, 2^31−1)` ms. A timer that
+ *   rings before `due` (clamped, or early by a millisecond) re-arms.
+ * - **ringing**: `ring()` claims everything due in one commit; then the clock
+ *   re-reads the index and arms for the next earliest (0 ms when more is due).
+ * A commit that sets a timer earlier than the armed one calls `changed` and
+ * the clock re-arms; later or removed timers need nothing (a ring that finds
+ * nothing due simply re-arms).
+ */
+export class ClockArm {
+  private handle: unknown = null;
+  private armedDue: number | null = null;
+  private ringing = false;
+  private stopped = false;
+  /** The delay last handed to the TimerHost (ms), for tests and metrics; null when idle. */
+  armedDelayMs: number | null = null;
+
+  constructor(private readonly deps: ClockArmDeps) {}
+
+  /** Arms for the earliest pending timer. */
+  start(): void {
+    this.arm();
+  }
+
+  /** A commit set a timer due at `dueMs` (ms since the epoch): re-arms when it is earlier than the armed one. */
+  changed(dueMs: number | null): void {
+    if (dueMs === null || this.stopped || this.ringing) return; // a ring re-arms when it ends
+    if (this.armedDue === null || dueMs < this.armedDue) this.arm();
+  }
+
+  /** Disarms for good (owner shutdown). */
+  stop(): void {
+    this.stopped = true;
+    this.disarm();
+  }
+
+  /** The due moment the clock is armed for (ms), or null when idle. */
+  get target(): number | null {
+    return this.armedDue;
+  }
+
+  private arm(delayAfterMs?: number): void {
+    this.disarm();
+    if (this.stopped) return;
+    const due = this.deps.earliestDue();
+    if (due === null) return;
+    const delayMs = delayAfterMs ?? Math.min(Math.max(0, due - this.deps.clock.now()), maxTimerDelayMs);
+    this.armedDue = due;
+    this.armedDelayMs = delayMs;
+    this.handle = this.deps.timers.setTimer(() => this.onRing(), delayMs);
+  }
+
+  private disarm(): void {
+    if (this.handle !== null) this.deps.timers.clearTimer(this.handle);
+    this.handle = null;
+    this.armedDue = null;
+    this.armedDelayMs = null;
+  }
+
+  private onRing(): void {
+    const due = this.armedDue;
+    this.handle = null;
+    if (this.stopped) return;
+    if (due !== null && this.deps.clock.now() < due) return this.arm(); // clamped or early
+    this.armedDue = null;
+    this.ringing = true;
+    this.deps.ring().then(
+      () => {
+        this.ringing = false;
+        this.arm();
+      },
+      (error) => {
+        this.ringing = false;
+        this.deps.logger.error({ err: error }, "claiming due timers failed; trying again");
+        this.arm(ringRetryMs);
+      },
+    );
+  }
+}

@@ -1,0 +1,206 @@
+import { setMaxListeners } from "node:events";
+import type { ActionCalls, CallerContext } from "../actions/index.js";
+import { systemPrincipal } from "../auth/principal.js";
+import type { Clock } from "../clock.js";
+import { ChronologError } from "../errors.js";
+import { derivedId } from "../log/ids.js";
+import type { Logger } from "../logger.js";
+import type { Committer, Tx } from "../store/committer.js";
+import type { OccurrenceRecord, OccurrenceStatements, TimerStatements } from "../store/timers.js";
+import type { LatenessHistogram } from "./lateness.js";
+import { occurrenceId, owedOccurrence, tooLate } from "./timers.js";
+
+/** Most timers claimed by one commit; more due means the clock rings again at once. */
+const claimLimit = 1_000;
+
+/** How an occurrence ended, for listeners (tests wait on it, STYLE 10). */
+export interface OccurrenceOutcome {
+  occurrence: OccurrenceRecord;
+  status: "completed" | "failed" | "skipped";
+  /** Call time (skipped: claim time) minus due, ms. */
+  latenessMs: number;
+  error: string;
+}
+
+/** What firing needs. */
+export interface FiringDeps {
+  committer: Committer;
+  timers: TimerStatements;
+  occurrences: OccurrenceStatements;
+  actions: ActionCalls;
+  clock: Clock;
+  lateness: LatenessHistogram;
+  logger: Logger;
+}
+
+/**
+ * Firing (SPEC T6, T8, T9, K2-K4): what happens when the clock rings.
+ *
+ * One committer unit claims every timer due at the commit time: per timer it
+ * writes the owed occurrence (one, however long the owner was away, K2) as
+ * `pending`, or as `skipped` with a `timer.skipped` event when it is later
+ * than the timer's `overdue` bound at the commit time (the bound is judged
+ * again when the call is about to be made, so a claim recovered after a
+ * restart is skipped too if it became too late); it moves recurring timers to their next
+ * moment and spends one-shots. After the commit each pending occurrence's
+ * action is called through ActionCalls with call id = occurrence id, the
+ * timer's actor, and `scheduled` = (timer id, due, occurrence id); its end
+ * (completed or failed, attempts, lateness) is written to the occurrence.
+ *
+ * Failure semantics: the claim and the timer's move commit together, so a
+ * crash before the claim re-claims the same occurrence (same id) at restart,
+ * and a crash after it leaves the occurrence `pending`: {@link recover} calls
+ * it again at start with the same call id, which ActionCalls answers from the
+ * log if it had completed (A3), or runs again (`action.retried`) otherwise.
+ * The action is thus recorded once per occurrence. A call that fails (the
+ * action's error, or no executor within the action's timeout) leaves the
+ * occurrence `failed`; T7 retries are not in this increment. An owner stopping
+ * mid-call leaves it `pending` for the next start.
+ */
+export class TimerFiring {
+  /** Never aborted: time's calls have no caller to go away; shutdown ends them through ActionCalls.stop. */
+  private readonly caller: CallerContext;
+  private readonly listeners: ((outcome: OccurrenceOutcome) => void)[] = [];
+  private stopped = false;
+
+  constructor(private readonly deps: FiringDeps) {
+    const signal = new AbortController().signal;
+    setMaxListeners(0, signal); // one listener per running call
+    this.caller = { signal, remainingMs: () => undefined };
+  }
+
+  /** Calls `listener` whenever an occurrence is skipped or one of its calls ends. */
+  onOccurrence(listener: (outcome: OccurrenceOutcome) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** One ring of the clock: claims what is due in one commit, then starts each call. Resolves after the claim. */
+  async ring(): Promise<void> {
+    if (this.stopped) return;
+    const { claimed, skipped } = await this.deps.committer.submit((tx) => this.claim(tx));
+    for (const s of skipped) this.publish(s);
+    for (const occurrence of claimed) void this.call(occurrence);
+  }
+
+  /** Calls again every occurrence left `pending` by an owner that stopped or crashed (at start). */
+  recover(): number {
+    const pending = this.deps.occurrences.pending();
+    for (const occurrence of pending) void this.call(occurrence);
+    return pending.length;
+  }
+
+  /** Claims nothing more; calls still running end as `pending` (owner shutdown). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** The claim unit (see the class comment); returns the occurrences to call and the skipped ones. */
+  private claim(tx: Tx): { claimed: OccurrenceRecord[]; skipped: OccurrenceOutcome[] } {
+    const { timers, occurrences } = this.deps;
+    const claimed: OccurrenceRecord[] = [];
+    const skipped: OccurrenceOutcome[] = [];
+    for (const timer of timers.due(tx.now, claimLimit)) {
+      const { dueMs, nextDueMs } = owedOccurrence(timer, tx.now);
+      const latenessMs = tx.now - dueMs;
+      const why = tooLate(timer.overdue, latenessMs);
+      const occurrence: OccurrenceRecord = {
+        id: occurrenceId(timer.id, dueMs),
+        timerId: timer.id,
+        dueMs,
+        action: timer.action,
+        input: timer.input,
+        actor: timer.actor,
+        overdue: timer.overdue,
+        status: why ? "skipped" : "pending",
+        attempts: 0,
+        callId: occurrenceId(timer.id, dueMs),
+        latenessMs: why ? latenessMs : null,
+        error: why,
+      };
+      const fresh = occurrences.insert(occurrence, tx.now);
+      timers.advance(timer.id, nextDueMs, fresh && !why ? 1 : 0, tx.now);
+      if (!fresh) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+      if (why) {
+        tx.append(skippedEvent(occurrence, latenessMs, why));
+        skipped.push({ occurrence, status: "skipped", latenessMs, error: why });
+      } else claimed.push(occurrence);
+    }
+    return { claimed, skipped };
+  }
+
+  /**
+   * Calls one occurrence's action and records how it ended; skips it instead when, at the
+   * moment of the call, it is later than its bound (a claim recovered after a restart, or one
+   * whose claim commit took the time that tipped it). Never rejects.
+   */
+  private async call(occurrence: OccurrenceRecord): Promise<void> {
+    const { actions, clock, committer, lateness, logger } = this.deps;
+    const latenessMs = clock.now() - occurrence.dueMs;
+    const why = tooLate(occurrence.overdue, latenessMs);
+    if (why) return this.skip(occurrence, latenessMs, why);
+    lateness.record(latenessMs);
+    let status: "completed" | "failed" = "completed";
+    let error = "";
+    try {
+      await actions.call(
+        {
+          action: occurrence.action,
+          input: occurrence.input,
+          callId: occurrence.id,
+          cause: null,
+          actor: undefined,
+          scheduled: { timerId: occurrence.timerId, dueMs: occurrence.dueMs, actor: occurrence.actor },
+        },
+        systemPrincipal,
+        this.caller,
+      );
+    } catch (e) {
+      if (this.stopped) return; // stays pending: called again at the next start (answered from the log if it completed)
+      status = "failed";
+      error = ChronologError.from(e).message;
+      logger.warn({ timer: occurrence.timerId, occurrence: occurrence.id, action: occurrence.action, error }, "a timer's call failed");
+    }
+    if (this.stopped) return; // the store is closing: pending, answered from the log at the next start
+    try {
+      await committer.submit((tx) => this.deps.occurrences.finish(occurrence.id, status, latenessMs, error, tx.now));
+    } catch (e) {
+      logger.error({ err: e, occurrence: occurrence.id }, "recording an occurrence's end failed");
+      return;
+    }
+    this.publish({ occurrence, status, latenessMs, error });
+  }
+
+  /** Records a pending occurrence as skipped (`timer.skipped`) instead of calling it. */
+  private async skip(occurrence: OccurrenceRecord, latenessMs: number, why: string): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const skipped = await this.deps.committer.submit((tx) => {
+        if (!this.deps.occurrences.skip(occurrence.id, latenessMs, why, tx.now)) return false;
+        tx.append(skippedEvent(occurrence, latenessMs, why));
+        return true;
+      });
+      if (skipped) this.publish({ occurrence, status: "skipped", latenessMs, error: why });
+    } catch (e) {
+      this.deps.logger.error({ err: e, occurrence: occurrence.id }, "recording a skipped occurrence failed");
+    }
+  }
+
+  private publish(outcome: OccurrenceOutcome): void {
+    for (const listener of this.listeners) listener(outcome);
+  }
+}
+
+/**
+ * `timer.skipped` (K3, K4): an occurrence claimed later than its timer's `overdue` bound and
+ * not called. Data: timer_id, occurrence_id, action, due_ms, lateness_ms, reason; the
+ * timer's actor; no cause. Its id is derived from the occurrence id (one per occurrence).
+ */
+function skippedEvent(occurrence: OccurrenceRecord, latenessMs: number, reason: string) {
+  return {
+    id: derivedId(occurrence.id, 0, "timer.skipped"),
+    type: "timer.skipped",
+    data: { timer_id: occurrence.timerId, occurrence_id: occurrence.id, action: occurrence.action, due_ms: occurrence.dueMs, lateness_ms: latenessMs, reason },
+    cause: "",
+    actor: occurrence.actor,
+  };
+}

@@ -1,0 +1,481 @@
+// Time (SPEC T1-T6, T8, T9, K2-K4) through the real transport: TimeService over gRPC, an
+// in-process SDK executor hosting the action, the owner's real store and committer.
+//
+// Rules are tested on a ManualClock passed as both `clock` and `timers` (the TimerHost where
+// the owner arms its one timer): `clock.advance(ms)` moves time and rings the armed timer at
+// once, and `clock.armed()` shows what the owner armed (delay clamped to 2^31-1 ms). Nothing
+// waits for real time except the message round trips (`until`). Owners here get a 10-minute
+// heartbeat interval so a manual clock moved by days never trips the executor watchdog.
+// The last describe runs real owner processes killed with SIGKILL on the real clock.
+
+import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code, createClient as createRpcClient, type Client } from "@connectrpc/connect";
+import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../server/src/clock.js";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
+import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { TimeService, TimerKind, type Timer } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
+import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
+import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** 2026-03-02T12:00:00Z, a Monday. */
+const T0 = Date.UTC(2026, 2, 2, 12);
+const DAY = 86_400_000;
+
+interface Harness {
+  owner: TestOwner;
+  client: ChronologClient;
+  time: Client<typeof TimeService>;
+  admin: Client<typeof AdminService>;
+  /** Every invocation the executor ran, in order. */
+  calls: ActionContext[];
+}
+
+/** A plugin whose actions record their invocations in `calls`. */
+function remindPlugin(calls: ActionContext[]): PluginDefinition {
+  return definePlugin({
+    name: "remind",
+    actions: {
+      send: {
+        allow: ["*"],
+        run(ctx) {
+          calls.push(ctx);
+          return { n: calls.length };
+        },
+      },
+      strict: {
+        allow: ["*"],
+        inputSchema: { type: "object", required: ["to"], properties: { to: { type: "string" } } },
+        run: () => ({}),
+      },
+    },
+  });
+}
+
+async function executor(url: string, plugin: PluginDefinition, token?: string): Promise<Executor> {
+  const ex = runExecutor({ url, plugins: [plugin], credits: 16, maxBackoffMs: 200, token, onError: () => {} });
+  cleanups.push(() => ex.stop(100));
+  await ex.ready;
+  return ex;
+}
+
+/** An in-process owner on `clock` (also its TimerHost), its clients, and an executor hosting `remind`. */
+async function harness(clock: ManualClock, options: { dataDir?: string; calls?: ActionContext[]; executor?: boolean } = {}): Promise<Harness> {
+  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
+  const closeOwner = owner.close.bind(owner);
+  let closed: Promise<void> | undefined;
+  const close = () => (closed ??= closeOwner());
+  cleanups.push(close);
+  const client = createClient({ url: owner.url });
+  const calls = options.calls ?? [];
+  const plugin = remindPlugin(calls);
+  await client.registerPlugin(manifestOf(plugin));
+  if (options.executor !== false) await executor(owner.url, plugin);
+  return {
+    owner: Object.assign(owner, { close }),
+    client,
+    time: createRpcClient(TimeService, client.transport),
+    admin: createRpcClient(AdminService, client.transport),
+    calls,
+  };
+}
+
+const at = (ms: number) => ({ when: { case: "at" as const, value: timestampFromMs(ms) } });
+const every = (ms: number) => ({ when: { case: "everyMs" as const, value: BigInt(ms) } });
+const cron = (expression: string, zone = "") => ({ when: { case: "cron" as const, value: { expression, zone } } });
+const ms = (t: Timestamp | undefined) => (t ? timestampMs(t) : undefined);
+const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
+
+/** The occurrence rows of `timerId`, by due moment (AdminService.ExecuteSql; it commits after any claim queued before it). */
+async function occurrences(h: Harness, timerId: string): Promise<JsonObject[]> {
+  const result = await h.admin.executeSql({
+    sql: "SELECT id, due_ms, status, attempts, call_id, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms",
+    params: { values: [{ kind: { case: "stringValue", value: timerId } }] },
+  });
+  return result.rows;
+}
+
+async function eventsOf(client: ChronologClient, types: string[]) {
+  const out = [];
+  for await (const e of client.read({ types })) out.push(e);
+  return out;
+}
+
+describe("timers on a manual clock (T3-T6, T8, T9)", () => {
+  it("an `at` timer fires once at its moment; the action gets `scheduled` (timer id, due, occurrence id) and runs as whoever set it, `in` included", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const { timer } = await h.time.schedule({ timerId: "once", action: "remind.send", input: { to: "ana" }, spec: at(T0 + 60_000), actor: { id: "user:ana", in: "space:acme" } });
+    expect(timer?.kind).toBe(TimerKind.RUNTIME);
+    expect(ms(timer?.nextDue)).toBe(T0 + 60_000);
+    expect(timer?.actor).toMatchObject({ id: "user:ana", in: "space:acme" });
+    expect(clock.armed()).toEqual([{ atMs: T0 + 60_000, delayMs: 60_000 }]);
+
+    clock.advance(59_999);
+    expect(await occurrences(h, "once")).toEqual([]);
+    expect(clock.armed()).toEqual([{ atMs: T0 + 60_000, delayMs: 60_000 }]);
+
+    clock.advance(1); // T0 + 60 s: rings
+    await until(() => h.calls.length === 1, "the timer's call");
+    const [ctx] = h.calls;
+    expect(ctx.scheduled).toEqual({ timerId: "once", due: new Date(T0 + 60_000), occurrenceId: ctx.callId });
+    expect(ctx.input).toEqual({ to: "ana" });
+    expect(ctx.actor).toMatchObject({ id: "user:ana", in: "space:acme" });
+    await until(async () => (await occurrences(h, "once"))[0]?.status === "completed", "the occurrence recorded completed");
+    expect(await occurrences(h, "once")).toEqual([{ id: ctx.callId, due_ms: T0 + 60_000, status: "completed", attempts: 1, call_id: ctx.callId, lateness_ms: 0, error: "" }]);
+
+    // Spent: no next due, one occurrence; nothing armed; moving on calls nothing more.
+    const got = (await h.time.getTimer({ timerId: "once", previewCount: 3 })).timer!;
+    expect(got.nextDue).toBeUndefined();
+    expect(got.occurrences).toBe(1n);
+    expect(got.preview).toEqual([]);
+    expect(clock.armed()).toEqual([]);
+    clock.advance(DAY);
+    expect(await occurrences(h, "once")).toHaveLength(1);
+    expect(h.calls).toHaveLength(1);
+
+    // The log: the timer set (with its actor), then the occurrence's call, once (call id = occurrence id).
+    const log = await eventsOf(h.client, ["timer.scheduled", "action.started", "action.completed"]);
+    expect(log.map((e) => e.type)).toEqual(["timer.scheduled", "action.started", "action.completed"]);
+    expect(log[0].data).toMatchObject({ timer_id: "once", kind: "runtime", action: "remind.send", spec: { at: T0 + 60_000 }, next_due_ms: T0 + 60_000, replaced: false });
+    expect(log[0].actor).toMatchObject({ id: "user:ana", in: "space:acme" });
+    expect(log[1].data).toMatchObject({ call_id: ctx.callId, action: "remind.send" });
+    expect(log[1].actor).toMatchObject({ id: "user:ana", in: "space:acme" });
+    // Calling the occurrence id again answers from the log (A3): an occurrence runs once.
+    expect(await h.client.call("remind.send", { to: "ana" }, { callId: ctx.callId })).toMatchObject({ fromLog: true });
+    expect(h.calls).toHaveLength(1);
+    // Lateness (K4): one call, made at its moment on the manual clock.
+    expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 0 });
+  });
+
+  it("`every_ms` fires repeatedly with increasing due moments; after a long gap it owes one occurrence, not a storm (K2)", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const { timer } = await h.time.schedule({ timerId: "tick", action: "remind.send", spec: every(5_000) });
+    expect(ms(timer?.nextDue)).toBe(T0 + 5_000); // one interval after it was set
+    for (let i = 1; i <= 3; i++) {
+      clock.advance(5_000);
+      await until(() => h.calls.length === i, `call ${i}`);
+    }
+    expect(h.calls.map((c) => c.scheduled?.due.getTime())).toEqual([T0 + 5_000, T0 + 10_000, T0 + 15_000]);
+    expect(new Set(h.calls.map((c) => c.callId)).size).toBe(3);
+
+    // 60 s pass at once (12 due moments): one call, with the most recent due moment; then the cadence goes on.
+    clock.advance(60_000); // now T0 + 75 s, exactly a due moment
+    await until(() => h.calls.length === 4, "the catch-up call");
+    expect(h.calls[3].scheduled?.due.getTime()).toBe(T0 + 75_000);
+    const got = (await h.time.getTimer({ timerId: "tick", previewCount: 3 })).timer!;
+    expect(ms(got.nextDue)).toBe(T0 + 80_000);
+    expect(got.preview.map(ms)).toEqual([T0 + 80_000, T0 + 85_000, T0 + 90_000]);
+    expect(got.occurrences).toBe(4n);
+    expect((await occurrences(h, "tick")).map((o) => o.due_ms)).toEqual([T0 + 5_000, T0 + 10_000, T0 + 15_000, T0 + 75_000]);
+    clock.advance(7_000); // T0 + 82 s: one more (due 80 s, 2 s late)
+    await until(() => h.calls.length === 5, "the next call");
+    expect(h.calls[4].scheduled?.due.getTime()).toBe(T0 + 80_000);
+  });
+
+  it("a cron timer in Europe/Berlin: next due right across the fall-back day; a month's outage is one call with the most recent moment", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 9, 24, 12)); // Sat 2026-10-24 12:00Z
+    const h = await harness(clock);
+    const { timer } = await h.time.schedule({ timerId: "nightly", action: "remind.send", spec: cron("0 2 * * *", "Europe/Berlin") });
+    expect(iso(ms(timer?.nextDue))).toBe("2026-10-25T00:00:00.000Z"); // 02:00 CEST, the first of the repeated hour
+    const got = (await h.time.getTimer({ timerId: "nightly", previewCount: 3 })).timer!;
+    expect(got.preview.map((t) => iso(ms(t)))).toEqual(["2026-10-25T00:00:00.000Z", "2026-10-26T01:00:00.000Z", "2026-10-27T01:00:00.000Z"]);
+    expect(got.spec?.when).toEqual({ case: "cron", value: expect.objectContaining({ expression: "0 2 * * *", zone: "Europe/Berlin" }) });
+
+    clock.set(Date.UTC(2026, 9, 25, 0));
+    await until(() => h.calls.length === 1, "the 02:00 CEST call");
+    expect(h.calls[0].scheduled?.due.toISOString()).toBe("2026-10-25T00:00:00.000Z");
+    expect(iso(ms((await h.time.getTimer({ timerId: "nightly" })).timer?.nextDue))).toBe("2026-10-26T01:00:00.000Z");
+
+    // The owner's clock jumps a month (as after an outage): one call, due at the last 02:00 before now.
+    clock.set(Date.UTC(2026, 10, 24, 12)); // 2026-11-24 12:00Z
+    await until(() => h.calls.length === 2, "the catch-up call");
+    expect(h.calls[1].scheduled?.due.toISOString()).toBe("2026-11-24T01:00:00.000Z"); // 02:00 CET
+    expect(iso(ms((await h.time.getTimer({ timerId: "nightly" })).timer?.nextDue))).toBe("2026-11-25T01:00:00.000Z");
+    expect(await occurrences(h, "nightly")).toHaveLength(2);
+  });
+
+  it("Schedule with the same id replaces the timer; Unschedule stops it (NOT_FOUND after)", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    await h.time.schedule({ timerId: "r", action: "remind.send", input: { v: 1 }, spec: at(T0 + 10_000) });
+    const { timer } = await h.time.schedule({ timerId: "r", action: "remind.send", input: { v: 2 }, spec: at(T0 + 20_000) });
+    expect(ms(timer?.nextDue)).toBe(T0 + 20_000);
+    expect((await h.time.listTimers({})).timers.map((t) => t.id)).toEqual(["r"]);
+    clock.advance(10_000); // the first moment: nothing is due any more
+    expect(await occurrences(h, "r")).toEqual([]);
+    clock.advance(10_000);
+    await until(() => h.calls.length === 1, "the replaced timer's call");
+    expect(h.calls[0].input).toEqual({ v: 2 });
+    expect(h.calls[0].scheduled?.due.getTime()).toBe(T0 + 20_000);
+    expect((await eventsOf(h.client, ["timer.scheduled"])).map((e) => e.data?.replaced)).toEqual([false, true]);
+
+    await h.time.schedule({ timerId: "rep", action: "remind.send", spec: every(5_000) });
+    clock.advance(5_000);
+    await until(() => h.calls.length === 2, "the recurring call");
+    await h.time.unschedule({ timerId: "rep" });
+    clock.advance(60_000);
+    expect(await occurrences(h, "rep")).toHaveLength(1);
+    await expectConnectError(h.time.getTimer({ timerId: "rep" }), Code.NotFound, /rep/);
+    await expectConnectError(h.time.unschedule({ timerId: "rep" }), Code.NotFound, /no timer "rep"/);
+    expect((await eventsOf(h.client, ["timer.unscheduled"])).map((e) => e.data)).toEqual([{ timer_id: "rep", kind: "runtime", action: "remind.send", next_due_ms: T0 + 30_000 }]);
+    expect(h.calls).toHaveLength(2);
+  });
+
+  it("a delay of 40 days (over 2^31 ms) is armed clamped to 2^31-1 ms, does not fire when that rings, and fires at its moment", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const forty = 40 * DAY; // 3,456,000,000 ms > 2^31-1 = 2,147,483,647
+    const { delayId, due } = await h.time.delay({ action: "remind.send", input: { n: 40 }, when: { case: "intervalMs", value: BigInt(forty) }, overdue: { bound: { case: "unbounded", value: true } } });
+    expect(ms(due)).toBe(T0 + forty);
+    expect(clock.armed()).toEqual([{ atMs: T0 + 2 ** 31 - 1, delayMs: 2 ** 31 - 1 }]);
+
+    clock.advance(2 ** 31 - 1); // the clamped timer rings ~24.9 days early: re-armed for the rest
+    expect(clock.armed()).toEqual([{ atMs: T0 + forty, delayMs: forty - (2 ** 31 - 1) }]);
+    expect(await occurrences(h, delayId)).toEqual([]);
+    const got = (await h.time.getTimer({ timerId: delayId })).timer!;
+    expect(got.kind).toBe(TimerKind.DELAY);
+    expect(ms(got.nextDue)).toBe(T0 + forty);
+
+    clock.advance(forty - (2 ** 31 - 1) - 1);
+    expect(await occurrences(h, delayId)).toEqual([]);
+    clock.advance(1);
+    await until(() => h.calls.length === 1, "the delayed call");
+    expect(h.calls[0].scheduled).toMatchObject({ timerId: delayId, due: new Date(T0 + forty) });
+    // Made: CancelDelay is NOT_FOUND now.
+    await expectConnectError(h.time.cancelDelay({ delayId }), Code.NotFound, /already made/);
+  });
+
+  it("CancelDelay before the moment: never called; an unknown id is NOT_FOUND", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const { delayId } = await h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    await h.time.cancelDelay({ delayId });
+    clock.advance(10_000);
+    expect(await occurrences(h, delayId)).toEqual([]);
+    await expectConnectError(h.time.cancelDelay({ delayId }), Code.NotFound);
+    await expectConnectError(h.time.cancelDelay({ delayId: "nope" }), Code.NotFound, /no delay "nope"/);
+    expect(h.calls).toEqual([]);
+  });
+
+  it("a delay whose owner was down past its bound is skipped and recorded (timer.skipped, occurrence `skipped`); an unbounded one is made late with its original moment", async () => {
+    const clock = new ManualClock(T0);
+    const dataDir = tempDir();
+    const first = await harness(clock, { dataDir });
+    const bounded = await first.time.delay({ action: "remind.send", input: { k: "bounded" }, when: { case: "intervalMs", value: 10_000n }, overdue: { bound: { case: "maxLatenessMs", value: 5_000n } } });
+    const onTime = await first.time.delay({ action: "remind.send", input: { k: "on-time" }, when: { case: "intervalMs", value: 10_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    const late = await first.time.delay({ action: "remind.send", input: { k: "late" }, when: { case: "intervalMs", value: 10_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    await first.owner.close(); // the owner is down...
+    clock.advance(70_000); // ...through the moment, and 60 s past it
+    const second = await harness(clock, { dataDir });
+    await until(() => second.calls.length === 1, "the unbounded delay's call");
+    expect(second.calls[0].input).toEqual({ k: "late" });
+    expect(second.calls[0].scheduled?.due.getTime()).toBe(T0 + 10_000);
+    await until(async () => (await occurrences(second, late.delayId))[0]?.status === "completed", "the late occurrence recorded");
+    expect((await occurrences(second, late.delayId))[0]).toMatchObject({ lateness_ms: 60_000, attempts: 1 });
+    for (const [d, bound] of [[bounded, "5000 ms"], [onTime, "on time or never"]] as const) {
+      expect(await occurrences(second, d.delayId)).toEqual([expect.objectContaining({ status: "skipped", attempts: 0, due_ms: T0 + 10_000, lateness_ms: 60_000, error: expect.stringContaining(bound) })]);
+      expect((await second.time.getTimer({ timerId: d.delayId })).timer?.nextDue).toBeUndefined();
+    }
+    const skipped = await eventsOf(second.client, ["timer.skipped"]);
+    expect(skipped.map((e) => e.data?.timer_id).sort()).toEqual([bounded.delayId, onTime.delayId].sort());
+    expect(skipped[0].data).toMatchObject({ action: "remind.send", due_ms: T0 + 10_000, lateness_ms: 60_000 });
+    expect(second.calls).toHaveLength(1);
+    // Within its bound a bounded delay is made.
+    const inTime = await second.time.delay({ action: "remind.send", input: { k: "in time" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "maxLatenessMs", value: 5_000n } } });
+    clock.advance(5_000); // 4 s late, within 5 s
+    await until(() => second.calls.length === 2, "the bounded delay within its bound");
+    expect(second.calls[1].scheduled?.timerId).toBe(inTime.delayId);
+  });
+
+  it("an occurrence claimed but not called when its owner stopped is called at the restart with the same call id, or skipped if its bound has passed", async () => {
+    const clock = new ManualClock(T0);
+    const dataDir = tempDir();
+    const first = await harness(clock, { dataDir, executor: false }); // no executor: the calls wait for one
+    const strict = await first.time.delay({ action: "remind.send", input: { k: "strict" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    const loose = await first.time.delay({ action: "remind.send", input: { k: "loose" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    clock.advance(1_000);
+    for (const d of [strict, loose]) await until(async () => (await occurrences(first, d.delayId))[0]?.status === "pending", "the claim");
+    await first.owner.close(); // the calls were waiting for an executor: the occurrences stay pending
+    clock.advance(60_000);
+    const second = await harness(clock, { dataDir });
+    await until(() => second.calls.length === 1, "the recovered call");
+    const [looseRow] = await occurrences(second, loose.delayId);
+    expect(second.calls[0].input).toEqual({ k: "loose" });
+    expect(second.calls[0].callId).toBe(looseRow.id);
+    expect(second.calls[0].scheduled?.due.getTime()).toBe(T0 + 1_000);
+    await until(async () => (await occurrences(second, loose.delayId))[0]?.status === "completed", "the recovered call recorded");
+    await until(async () => (await occurrences(second, strict.delayId))[0]?.status === "skipped", "the strict delay skipped");
+    expect((await occurrences(second, strict.delayId))[0]).toMatchObject({ lateness_ms: 60_000, attempts: 0, error: expect.stringContaining("on time or never") });
+    expect((await eventsOf(second.client, ["timer.skipped"])).map((e) => e.data?.timer_id)).toEqual([strict.delayId]);
+    expect(second.calls).toHaveLength(1);
+  });
+
+  it("under a cause: the id is derived (a retried request changes nothing) and the calls run as the cause's actor (E7, T9)", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    await h.client.registerPlugin({ name: "orders", events: { "order.placed": { allow: ["*"] } } });
+    const placed = (await h.client.emit("order.placed", { id: 7 }, { actor: { id: "user:bob", in: "space:shop" } })).event!;
+    const cause = { eventId: placed.id, position: 0 };
+    const request = { action: "remind.send", input: { order: 7 }, when: { case: "intervalMs" as const, value: 5_000n }, overdue: { bound: { case: "unbounded" as const, value: true } }, cause };
+    const a = await h.time.delay(request);
+    clock.advance(1_000);
+    const b = await h.time.delay(request); // a retried run: the same delay, not a second one
+    expect(b).toEqual(a);
+    await expectConnectError(h.time.delay({ ...request, actor: { id: "user:eve" } }), Code.InvalidArgument, /actor must be empty under a cause/);
+    const scheduled = await eventsOf(h.client, ["timer.scheduled"]);
+    expect(scheduled).toHaveLength(1);
+    expect(scheduled[0].cause).toBe(placed.id);
+    expect(scheduled[0].actor).toMatchObject({ id: "user:bob", in: "space:shop" });
+    const timer = await h.time.schedule({ action: "remind.send", spec: every(60_000), cause: { eventId: placed.id, position: 1 } });
+    expect((await h.time.schedule({ action: "remind.send", spec: every(60_000), cause: { eventId: placed.id, position: 1 } })).timer?.id).toBe(timer.timer?.id);
+    clock.advance(4_000);
+    await until(() => h.calls.length === 1, "the delayed call");
+    expect(h.calls[0].actor).toMatchObject({ id: "user:bob", in: "space:shop" });
+    expect(h.calls[0].scheduled?.timerId).toBe(a.delayId);
+  });
+
+  it("ListTimers orders by next due and pages; GetTimer previews the next fire times", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    await h.time.schedule({ timerId: "c-cron", action: "remind.send", spec: cron("30 9 * * 1-5", "America/New_York") }); // 13:30Z on weekdays (EST)
+    await h.time.schedule({ timerId: "a-at", action: "remind.send", spec: at(T0 + 3_600_000) });
+    await h.time.schedule({ timerId: "b-every", action: "remind.send", spec: every(600_000) });
+    const { delayId } = await h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    clock.advance(1_000);
+    await until(() => h.calls.length === 1, "the delay's call"); // spent: listed last
+
+    const all = (await h.time.listTimers({})).timers;
+    expect(all.map((t) => [t.id, iso(ms(t.nextDue))])).toEqual([
+      ["b-every", "2026-03-02T12:10:00.000Z"],
+      ["a-at", "2026-03-02T13:00:00.000Z"],
+      ["c-cron", "2026-03-02T14:30:00.000Z"],
+      [delayId, undefined],
+    ]);
+    const pages: string[][] = [];
+    let pageToken = "";
+    do {
+      const page = await h.time.listTimers({ pageSize: 2, pageToken });
+      pages.push(page.timers.map((t) => t.id));
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    expect(pages.flat()).toEqual(all.map((t) => t.id));
+    expect(pages[0]).toEqual(["b-every", "a-at"]);
+    expect((await h.time.listTimers({ kind: TimerKind.DELAY })).timers.map((t) => t.id)).toEqual([delayId]);
+    await expectConnectError(h.time.listTimers({ pageToken: "garbage" }), Code.InvalidArgument, /page_token/);
+
+    const cronTimer: Timer = (await h.time.getTimer({ timerId: "c-cron", previewCount: 4 })).timer!;
+    // Mon 2026-03-02 ... Thu 03-05 at 09:30 EST (New York changes to EDT on 03-08).
+    expect(cronTimer.preview.map((t) => iso(ms(t)))).toEqual(["2026-03-02T14:30:00.000Z", "2026-03-03T14:30:00.000Z", "2026-03-04T14:30:00.000Z", "2026-03-05T14:30:00.000Z"]);
+    const later = (await h.time.getTimer({ timerId: "c-cron", previewCount: 6 })).timer!.preview.map((t) => iso(ms(t)));
+    expect(later.slice(4)).toEqual(["2026-03-06T14:30:00.000Z", "2026-03-09T13:30:00.000Z"]); // the weekend skipped; EDT from Monday
+    expect((await h.time.getTimer({ timerId: "a-at", previewCount: 5 })).timer!.preview.map(ms)).toEqual([T0 + 3_600_000]);
+    await expectConnectError(h.time.getTimer({ timerId: "c-cron", previewCount: 101 }), Code.InvalidArgument, /preview_count/);
+    await expectConnectError(h.time.getTimer({ timerId: "nope" }), Code.NotFound);
+  });
+});
+
+describe("TimeService bad input (nothing written)", () => {
+  it("INVALID_ARGUMENT for bad cron, unknown zones, 6 fields, `at` in the past, short every_ms, Delay without overdue; NOT_FOUND for unknown actions; input checked against the schema", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const before = await logSnapshot(h.client);
+    const fields = async (p: Promise<unknown>, code: Code, message: RegExp) => (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
+    const schedule = (spec: Parameters<typeof h.time.schedule>[0]["spec"], action = "remind.send") => h.time.schedule({ action, spec });
+    expect(await fields(schedule(cron("0 25 * * *")), Code.InvalidArgument, /hour.*25/)).toEqual(["spec.cron.expression"]);
+    expect(await fields(schedule(cron("0 9 * * *", "Mars/Olympus")), Code.InvalidArgument, /Mars\/Olympus/)).toEqual(["spec.cron.zone"]);
+    expect(await fields(schedule(cron("0 0 9 * * *")), Code.InvalidArgument, /seconds field is not supported/)).toEqual(["spec.cron.expression"]);
+    expect(await fields(schedule(cron("0 0 30 2 *")), Code.InvalidArgument, /./)).toEqual(["spec.cron.expression"]);
+    expect(await fields(schedule(at(T0 - 5_000)), Code.InvalidArgument, /in the past/)).toEqual(["spec.at"]);
+    expect(await fields(schedule(every(10)), Code.InvalidArgument, /every_ms/)).toEqual(["spec.every_ms"]);
+    expect(await fields(h.time.schedule({ action: "remind.send" }), Code.InvalidArgument, /spec is required/)).toEqual(["spec"]);
+    await expectConnectError(schedule(every(5_000), "remind.nope"), Code.NotFound, /remind\.nope/);
+    expect(await fields(h.time.schedule({ action: "remind.strict", input: {}, spec: every(5_000) }), Code.InvalidArgument, /schema/)).toEqual(["input/to"]);
+    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n } }), Code.InvalidArgument, /overdue is required/)).toEqual(["overdue"]);
+    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: {} }), Code.InvalidArgument, /bound/)).toEqual(["overdue"]);
+    expect(await fields(h.time.delay({ action: "remind.send", overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /interval_ms or at/)).toEqual(["when"]);
+    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(T0 - 2_000) }, overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /past/)).toEqual(["at"]);
+    await expectUnchanged(h.client, before);
+    // `at` up to 1 s in the past is accepted and fires at once.
+    await h.time.schedule({ timerId: "just-past", action: "remind.send", spec: at(T0 - 500) });
+    await until(() => h.calls.length === 1, "the just-past timer's call");
+    expect(h.calls[0].scheduled?.due.getTime()).toBe(T0 - 500);
+    expect(await eventsOf(h.client, ["timer.scheduled"])).toHaveLength(1);
+  });
+
+  it("a client needs the action's allow to schedule it; under a cause only executors may; nothing is written when refused", async () => {
+    const tokens = { exec: "executor-token-0123456789", web: "client-token-0123456789" };
+    const config = { principals: [{ name: "ex", token: tokens.exec, role: "executor" as const }, { name: "web", token: tokens.web, role: "client" as const }] };
+    const clock = new ManualClock(T0);
+    const owner = await startTestOwner({ clock, timers: clock, config, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
+    cleanups.push(() => owner.close());
+    const plugin = definePlugin({ name: "p", actions: { open: { allow: ["*"], run: () => ({}) }, closed: { allow: ["partner"], run: () => ({}) } } });
+    await executor(owner.url, plugin, tokens.exec);
+    const web = createRpcClient(TimeService, createClient({ url: owner.url, token: tokens.web }).transport);
+    const before = await logSnapshot(createClient({ url: owner.url, token: tokens.exec }));
+    await expectConnectError(web.schedule({ action: "p.closed", spec: every(5_000) }), Code.PermissionDenied, /p\.closed/);
+    await expectConnectError(web.schedule({ action: "p.open", spec: every(5_000), cause: { eventId: "x", position: 0 } }), Code.PermissionDenied, /under a cause/);
+    await expectUnchanged(createClient({ url: owner.url, token: tokens.exec }), before);
+    const { timer } = await web.schedule({ action: "p.open", spec: every(5_000) });
+    expect(timer?.id).toMatch(/^[0-9a-f-]{36}$/); // a fresh UUIDv7
+    await expectConnectError(web.unschedule({ timerId: timer!.id, cause: { eventId: "x", position: 0 } }), Code.PermissionDenied);
+  });
+});
+
+describe("time across real owner processes killed with SIGKILL (K2, T6)", () => {
+  it("a timer set before a kill -9 is called once, with its original moment, after the restart; a recurring one owes one call for the whole outage", async () => {
+    const dataDir = tempDir();
+    const children: OwnerProcess[] = [];
+    cleanups.push(() => {
+      for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill("SIGKILL");
+    });
+    const first = await spawnOwner(dataDir);
+    children.push(first);
+    const calls: ActionContext[] = [];
+    const plugin = remindPlugin(calls);
+    const client1 = createClient({ url: first.url });
+    await client1.registerPlugin(manifestOf(plugin));
+    const time1 = createRpcClient(TimeService, client1.transport);
+    const setAt = Date.now();
+    const once = (await time1.schedule({ timerId: "once", action: "remind.send", spec: at(setAt + 2_000) })).timer!;
+    const rec = (await time1.schedule({ timerId: "rec", action: "remind.send", spec: every(1_500) })).timer!;
+    const killedAt = Date.now();
+    first.child.kill("SIGKILL"); // before either is due (no executor was ever connected either)
+    await first.exited;
+    expect(killedAt).toBeLessThan(ms(rec.nextDue)!);
+    // Down for ~5 s: `once` passes its moment, `rec` misses three.
+    while (Date.now() < setAt + 6_500) await new Promise((r) => setTimeout(r, 100));
+    const restartedAt = Date.now();
+    const second = await spawnOwner(dataDir);
+    children.push(second);
+    await executor(second.url, plugin);
+    await until(() => calls.some((c) => c.scheduled?.timerId === "once") && calls.filter((c) => c.scheduled?.timerId === "rec").length >= 3, "the calls after the restart", 20_000);
+
+    const onceCalls = calls.filter((c) => c.scheduled?.timerId === "once");
+    expect(onceCalls).toHaveLength(1);
+    expect(onceCalls[0].scheduled?.due.getTime()).toBe(ms(once.nextDue));
+    const recDues = calls.filter((c) => c.scheduled?.timerId === "rec").map((c) => c.scheduled!.due.getTime());
+    const firstDue = ms(rec.nextDue)!;
+    // One call for the outage (a storm would start at firstDue, ~5 s before the restart), with
+    // the most recent moment before the restart, then the cadence: due moments of the schedule,
+    // each strictly later than the one before.
+    expect(recDues[0]).toBeGreaterThan(restartedAt - 1_500);
+    expect(recDues.filter((d) => d < restartedAt).length).toBeLessThanOrEqual(1);
+    expect(recDues.every((d, i) => (d - firstDue) % 1_500 === 0 && (i === 0 || d > recDues[i - 1]))).toBe(true);
+    const time2 = createRpcClient(TimeService, createClient({ url: second.url }).transport);
+    expect((await time2.getTimer({ timerId: "once" })).timer?.occurrences).toBe(1n);
+    second.child.kill("SIGKILL");
+  });
+});
