@@ -6,7 +6,7 @@ import type { Clock } from "../clock.js";
 import { ChronologError, fail } from "../errors.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
-import { causeActor, type LiveCauses } from "../log/causes.js";
+import { causeActor, causeChainDepth, type LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
 import { derivedId, maxIdLength, newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
@@ -37,6 +37,26 @@ export interface CallRequest {
    * check (the allow was checked when the timer was set).
    */
   scheduled?: ScheduledCall;
+  /**
+   * Set only by the owner's pulses (K1), with {@link systemPrincipal}; never
+   * from a request. `callId` is then the interval's call id; the call runs
+   * as the system, only on a session `pulse.eligible` accepts, and only if
+   * one has a free credit at once (a pulse never waits for a host: a busy or
+   * absent host means the interval is missed).
+   */
+  pulse?: PulseCallRequest;
+}
+
+/** What a pulse tells a call it makes (K1), and where the call may run. */
+export interface PulseCallRequest {
+  /** `plugin.pulse`. */
+  pulse: string;
+  /** Index of the interval within the cycle, 0-based. */
+  interval: number;
+  /** Start of the interval, ms since the epoch (UTC). */
+  dueMs: number;
+  /** The sessions that may run it: the pulse's hosts (scope component) or one session (scope replica). */
+  eligible(session: ExecutorSession): boolean;
 }
 
 /** What time tells a call it makes (T8), and who the call runs as (T9). */
@@ -47,6 +67,8 @@ export interface ScheduledCall {
   dueMs: number;
   /** The timer's actor (whoever set it, `in` included); null: the system (declared schedules). */
   actor: ActorRecord | null;
+  /** Chain depth of the call (K5): the delay's, 0 for schedules (default 0). */
+  chainDepth?: number;
 }
 
 /** A call's answer. */
@@ -139,7 +161,13 @@ export class ActionCalls {
   async call(req: CallRequest, principal: Principal, caller: CallerContext): Promise<CallResult> {
     if (this.stopped) throw stoppingError();
     const entry = this.deps.registry.action(req.action) ?? fail("not_found", `action ${JSON.stringify(req.action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action: req.action });
-    const who = req.scheduled ? fromTime(req, req.scheduled, principal) : req.cause ? this.underCause(entry, req, principal) : this.fromOutside(entry, req, principal);
+    const who = req.scheduled
+      ? fromTime(req, req.scheduled, principal)
+      : req.pulse
+        ? fromPulse(req, req.pulse, principal)
+        : req.cause
+          ? this.underCause(entry, req, principal)
+          : this.fromOutside(entry, req, principal);
     const violations = entry.validate(req.input);
     if (violations.length > 0) {
       fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
@@ -221,7 +249,7 @@ export class ActionCalls {
       fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not call ${entry.name} (${who})`, [], { action: entry.name });
     }
     if (req.callId.length > maxIdLength) fail("bad_request", `call_id is longer than ${maxIdLength} characters`, [{ field: "call_id", description: `at most ${maxIdLength} characters` }]);
-    return { callId: req.callId || newId(), actor: resolveActor(principal, req.actor), parentCause: "" };
+    return { callId: req.callId || newId(), actor: resolveActor(principal, req.actor), parentCause: "", chainDepth: 0 };
   }
 
   /** A call from code under a cause: id derived, actor the cause's (E7, X5). Executors and admins only. */
@@ -232,7 +260,7 @@ export class ActionCalls {
     const actor = causeActor(cause.eventId, this.deps.events, this.deps.live);
     const callId = derivedId(cause.eventId, cause.position, { action: entry.name, input: req.input });
     if (req.callId && req.callId !== callId) fail("bad_request", "call_id must be empty under a cause: it is derived from the cause and position");
-    return { callId, actor, parentCause: cause.eventId };
+    return { callId, actor, parentCause: cause.eventId, chainDepth: causeChainDepth(cause.eventId, this.deps.events, this.deps.live) };
   }
 
   /** Waits for `run`'s answer as `caller`; leaves (and, last to leave, abandons the run) when the caller goes. */
@@ -279,7 +307,8 @@ export class ActionCalls {
       const invocationId = `${call.callId}#${run.attempt}`;
       let session: ExecutorSession;
       try {
-        session = await hosts.acquire(call.entry.name, invocationId, this.budgetMs(run), run.abandoned.signal);
+        // A pulse's call is taken at once or not at all (K1): it never waits for a host.
+        session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : this.budgetMs(run), run.abandoned.signal, call.eligible);
       } catch (e) {
         if (lostAttempt > 0 && !this.stopped) {
           const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
@@ -321,7 +350,7 @@ export class ActionCalls {
     return new Promise((resolve) => {
       if (session.closed) return resolve({ kind: "gone" });
       // A record:false run has no action.started: its call id is the cause of work under it while it runs.
-      const release = cause === "" ? this.deps.live.hold(call.callId, call.actor) : () => undefined;
+      const release = cause === "" ? this.deps.live.hold(call.callId, call.actor, { depth: call.chainDepth, parent: call.parentCause }) : () => undefined;
       const invocation: Invocation = {
         id: invocationId,
         run,
@@ -356,6 +385,8 @@ export class ActionCalls {
             deadline: timestampFromMs(now + Math.min(timeoutMs, callerMs)),
             attempt: run.attempt,
             scheduled: call.scheduled && { timerId: call.scheduled.timerId, due: timestampFromMs(call.scheduled.dueMs), occurrenceId: call.callId },
+            pulse: call.pulse && { pulse: call.pulse.pulse, interval: call.pulse.interval, due: timestampFromMs(call.pulse.dueMs) },
+            chainDepth: call.chainDepth,
           },
         },
       });
@@ -395,10 +426,16 @@ export class ActionCalls {
   }
 }
 
-/** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. */
+/** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain (K5). */
 function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
-  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId: scheduled.timerId, dueMs: scheduled.dueMs } };
+  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId: scheduled.timerId, dueMs: scheduled.dueMs }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
+}
+
+/** A call made by a pulse (K1): the interval's call id, as the system, from the owner's pulses only. Starts a chain (K5). */
+function fromPulse(req: CallRequest, pulse: PulseCallRequest, principal: Principal) {
+  if (principal !== systemPrincipal) fail("permission_denied", "only the owner's pulses make pulse calls");
+  return { callId: req.callId, actor: null, parentCause: "", pulse: { pulse: pulse.pulse, interval: pulse.interval, dueMs: pulse.dueMs }, eligible: pulse.eligible, chainDepth: 0, chainStart: true };
 }
 
 /** The longest time any waiter of `run` still gives it (ms); Infinity when one has no deadline. */
@@ -419,10 +456,16 @@ function sameCall(call: CallIdentity, action: string, inputHash: string): void {
   );
 }
 
+/**
+ * A client cancels at its own deadline, which comes a little before the owner's copy of it
+ * (the request took time to arrive): a cancellation this close to the deadline is the deadline.
+ */
+const deadlineToleranceMs = 250;
+
 /** The error a caller that left gets: DEADLINE_EXCEEDED when its deadline passed, CANCELLED otherwise. */
 function callerGone(caller: CallerContext): ChronologError {
   const remaining = caller.remainingMs();
-  return remaining !== undefined && remaining <= 0
+  return remaining !== undefined && remaining <= deadlineToleranceMs
     ? new ChronologError("deadline_exceeded", "the caller's deadline passed before the action answered")
     : new ChronologError("cancelled", "the caller cancelled the call");
 }
