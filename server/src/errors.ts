@@ -26,7 +26,6 @@ export const errorKinds = {
   cancelled: { code: Code.Canceled, retryable: false },
   /** The caller's deadline passed before the answer. */
   deadline_exceeded: { code: Code.DeadlineExceeded, retryable: true },
-  unimplemented: { code: Code.Unimplemented, retryable: false },
   internal: { code: Code.Internal, retryable: true },
 } as const satisfies Record<string, { code: Code; retryable: boolean }>;
 
