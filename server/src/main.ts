@@ -1,7 +1,9 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
+import { cursorsCommand } from "./cli/cursors.js";
 import { serveCommand } from "./cli/serve.js";
+import { timersCommand } from "./cli/timers.js";
 
 /** The `chronolog` command line (SPEC O1). */
 const program = new Command("chronolog").description("Chronolog owner server and client").showHelpAfterError();
@@ -46,6 +48,30 @@ program
   .addOption(urlOption())
   .addOption(tokenOption())
   .action(registerCommand);
+
+program
+  .command("timers")
+  .description("list timers, schedules and delays with their next fire times")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .addOption(new Option("--kind <kind>", "only this kind").choices(["runtime", "declared", "delay"]))
+  .option("--preview <n>", "also show the next N fire times (1-100)", parsePreview)
+  .option("--json", "JSON lines instead of a table", false)
+  .action(timersCommand);
+
+program
+  .command("cursors")
+  .description("list processors with their cursors, lag, in-flight deliveries and failures (admin)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--json", "JSON lines instead of a table", false)
+  .action(cursorsCommand);
+
+/** A preview count, 1-100 (GetTimer's limit). */
+function parsePreview(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100) throw new InvalidArgumentError("must be a number from 1 to 100");
+  return Number(value);
+}
 
 /** A TCP port, 0-65535; commander reports anything else as a usage error. */
 function parsePort(value: string): string {

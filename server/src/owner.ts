@@ -37,6 +37,7 @@ import { cursorStatements } from "./store/cursors.js";
 import { openStore, type SyncMode } from "./store/database.js";
 import { eventStatements } from "./store/events.js";
 import { openTime, type LatenessHistogram } from "./time/index.js";
+import { Pulses } from "./time/pulses.js";
 
 /** Options of {@link startOwner}. */
 export interface OwnerOptions {
@@ -67,6 +68,8 @@ export interface Owner {
   port: number;
   /** Lateness of the calls time made (K4), in memory. */
   lateness: LatenessHistogram;
+  /** The declared pulses being called (K1); tests listen to `onPulse`. */
+  pulses: Pulses;
   /** Stops serving, lets the last commit finish, closes the store. */
   close(): Promise<void>;
 }
@@ -120,8 +123,11 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     pickSession: (name) => hub.pickFor(name),
   });
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, logger, sessions: () => hub.list() });
-  const hub = new ExecutorHub(registry, processors, clock, logger, { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 }, actions);
+  const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 };
+  const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, { checkHosting: (names, hosted) => pulses.checkHosting(names, hosted) });
   const time = openTime({ db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers: options.timers ?? systemTimers, logger });
+  const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers: options.timers ?? systemTimers, lateness: time.lateness, logger });
+  registry.onChange(() => pulses.sync());
   committer.onCommit(() => processors.onCommit());
   registry.onChange(() => processors.sync(registry.list()));
   processors.sync(registry.list());
@@ -148,6 +154,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     },
   });
   time.start();
+  pulses.start();
   logger.info(
     { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
@@ -156,8 +163,10 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     host: options.host,
     port: listener.port,
     lateness: time.lateness,
+    pulses,
     async close() {
       time.stop();
+      pulses.stop();
       await processors.stop(options.shutdownGraceMs);
       actions.stop();
       hub.stop();

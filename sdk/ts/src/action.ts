@@ -36,6 +36,13 @@ export interface ActionContext extends WorkUnderCause {
    * and the occurrence id (also `callId`).
    */
   scheduled: { timerId: string; due: Date; occurrenceId: string } | undefined;
+  /**
+   * Set when a pulse made the call (K1): the pulse (`plugin.pulse`), the index of
+   * the interval within its cycle (0-based) and the interval's start (`due`).
+   */
+  pulse: { pulse: string; interval: number; due: Date } | undefined;
+  /** Chain depth of the call (K5): 0 for a call that starts a chain (a pulse, a schedule, a client's call); a delay's call is one deeper than the work that armed it. */
+  chainDepth: number;
 }
 
 type ActionResultInit = MessageInitShape<typeof ActionResultSchema>;
@@ -92,6 +99,12 @@ export class ActionHost {
         due: invocation.scheduled.due ? timestampDate(invocation.scheduled.due) : new Date(0),
         occurrenceId: invocation.scheduled.occurrenceId,
       },
+      pulse: invocation.pulse && {
+        pulse: invocation.pulse.pulse,
+        interval: invocation.pulse.interval,
+        due: invocation.pulse.due ? timestampDate(invocation.pulse.due) : new Date(0),
+      },
+      chainDepth: invocation.chainDepth,
     };
     let result: ActionResultInit;
     try {

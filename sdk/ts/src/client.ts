@@ -1,11 +1,14 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ActionService } from "./gen/chronolog/v1/action_pb.js";
+import { AdminService } from "./gen/chronolog/v1/admin_pb.js";
 import { CollectionService, type Document } from "./gen/chronolog/v1/collection_pb.js";
 import { EventSchema, type Actor, type Event } from "./gen/chronolog/v1/event_pb.js";
 import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
 import { PluginService, type PluginManifestSchema, type RegisterPluginResponse } from "./gen/chronolog/v1/plugin_pb.js";
+import { TimeService, TimerKind, type OverdueSchema, type Timer, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
 
 /** How to reach an owner. */
 export interface ClientOptions {
@@ -91,6 +94,63 @@ export interface LogQueryOptions {
   where?: JsonObject;
 }
 
+/** When a timer fires (T1): once `at` a moment, by a 5-field cron expression in an IANA zone (default UTC), or every `everyMs` ms (>= 1,000; the first one interval from now). */
+export type TimerWhen = { at: Date | number } | { cron: string; zone?: string } | { everyMs: number };
+
+/** When a delay is due (K3): `intervalMs` ms from now, or `at` a moment (Date or ms since the epoch). */
+export type DelayWhen = { intervalMs: number } | { at: Date | number };
+
+/**
+ * How late a timer's or delay's call may still be made (K3, K4): `"unbounded"` (whenever
+ * possible), `{ maxLatenessMs }` (at most that many ms late, else recorded as skipped), or
+ * `"onTimeOrNever"` (within the owner's tolerance of 1,000 ms).
+ */
+export type OverdueBound = "unbounded" | "onTimeOrNever" | { maxLatenessMs: number };
+
+/** The kinds of timers (T4). */
+export type TimerKindName = "runtime" | "declared" | "delay";
+
+/** Options of a Schedule (T3). */
+export interface ScheduleOptions {
+  /** Timer id; the same id replaces that timer. Default: derived under a cause, else generated. */
+  timerId?: string;
+  /** Lateness bound of each occurrence (default unbounded). */
+  overdue?: OverdueBound;
+  /** Actor fields to assert (from outside; the principal must allow them). */
+  actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
+  /** Work under a delivery or an action run (X5): the timer id and actor come from it; executors and admins only. */
+  cause?: { eventId: string; position: number };
+  signal?: AbortSignal;
+}
+
+/** Options of a Delay (K3). */
+export interface DelayOptions {
+  /** Actor fields to assert (from outside; the principal must allow them). */
+  actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
+  /** Work under a delivery or an action run (X5): the delay id and actor come from it; executors and admins only. */
+  cause?: { eventId: string; position: number };
+  /** Start a new chain instead of continuing the cause's (K5). */
+  freshChain?: boolean;
+  signal?: AbortSignal;
+}
+
+/** Options of Unschedule and CancelDelay. */
+export interface TimerChangeOptions {
+  /** Work under a delivery or an action run (X5); executors and admins only. */
+  cause?: { eventId: string; position: number };
+  signal?: AbortSignal;
+}
+
+/** An armed delay (K3). */
+export interface DelayResult {
+  /** Cancels it (CancelDelay). */
+  delayId: string;
+  /** When it is due. */
+  due: Date;
+}
+
+const timerKinds: Record<TimerKindName, TimerKind> = { runtime: TimerKind.RUNTIME, declared: TimerKind.DECLARED, delay: TimerKind.DELAY };
+
 /**
  * A small typed client for the owner (SPEC S2, part): emit, read and watch
  * the log, register plugins, write and read collection documents. Errors are
@@ -103,8 +163,12 @@ export class ChronologClient {
   readonly plugins: Client<typeof PluginService>;
   readonly collections: Client<typeof CollectionService>;
   readonly actions: Client<typeof ActionService>;
+  readonly time: Client<typeof TimeService>;
+  readonly admin: Client<typeof AdminService>;
 
   constructor(readonly transport: Transport) {
+    this.time = createRpcClient(TimeService, transport);
+    this.admin = createRpcClient(AdminService, transport);
     this.log = createRpcClient(LogService, transport);
     this.plugins = createRpcClient(PluginService, transport);
     this.collections = createRpcClient(CollectionService, transport);
@@ -195,6 +259,76 @@ export class ChronologClient {
     return response.documents.map((d) => d.doc ?? {});
   }
 
+  /**
+   * Sets a timer calling `action` with `input` (T3): once, by cron in a zone, or every so
+   * long. The same `timerId` replaces that timer. Resolves with the stored timer (its
+   * `nextDue`). Errors: NOT_FOUND (undeclared action), PERMISSION_DENIED (its `allow`
+   * excludes the caller), INVALID_ARGUMENT (input schema, a bad cron expression or zone,
+   * `at` in the past, `everyMs` below 1,000), FAILED_PRECONDITION (the id is a delay's or a
+   * declared schedule's).
+   *
+   * Failure semantics: the timer and its `timer.scheduled` event commit together; under a
+   * cause a retried run setting the same timer changes nothing (E7).
+   */
+  async schedule(action: string, input: JsonObject, when: TimerWhen, options: ScheduleOptions = {}): Promise<Timer> {
+    const response = await this.time.schedule(
+      { timerId: options.timerId ?? "", action, input, spec: specOf(when), overdue: overdueOf(options.overdue ?? "unbounded"), actor: options.actor, cause: options.cause },
+      { signal: options.signal },
+    );
+    return response.timer!;
+  }
+
+  /** Stops runtime timer `timerId` (T3). NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule. */
+  async unschedule(timerId: string, options: TimerChangeOptions = {}): Promise<void> {
+    await this.time.unschedule({ timerId, cause: options.cause }, { signal: options.signal });
+  }
+
+  /**
+   * Arms one call of `action` later (K3), `intervalMs` from now or `at` a moment; `overdue`
+   * is required: how late the call may still be made. Resolves with the id that cancels it.
+   * Errors as {@link schedule}; under a cause, FAILED_PRECONDITION when the chain it
+   * continues is already at the owner's maximum depth (K5, recorded as `timer.chain_exceeded`).
+   *
+   * Failure semantics: stored and durable once this resolves; survives owner restarts; made
+   * once, within its bound or recorded as skipped. Under a cause the id is derived, so a
+   * retried run arms it once (E7).
+   */
+  async delay(action: string, input: JsonObject, when: DelayWhen, overdue: OverdueBound, options: DelayOptions = {}): Promise<DelayResult> {
+    const response = await this.time.delay(
+      {
+        action,
+        input,
+        when: "intervalMs" in when ? { case: "intervalMs", value: BigInt(when.intervalMs) } : { case: "at", value: timestampFromMs(msOf(when.at)) },
+        overdue: overdueOf(overdue),
+        actor: options.actor,
+        cause: options.cause,
+        freshChain: options.freshChain ?? false,
+      },
+      { signal: options.signal },
+    );
+    return { delayId: response.delayId, due: response.due ? timestampDate(response.due) : new Date(NaN) };
+  }
+
+  /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */
+  async cancelDelay(delayId: string, options: TimerChangeOptions = {}): Promise<void> {
+    await this.time.cancelDelay({ delayId, cause: options.cause }, { signal: options.signal });
+  }
+
+  /** Every timer the caller may read (T4), pending ones by next due moment first, page by page; `kind` narrows to one kind. */
+  async *listTimers(options: { kind?: TimerKindName; pageSize?: number } = {}): AsyncGenerator<Timer> {
+    let pageToken = "";
+    do {
+      const page = await this.time.listTimers({ kind: options.kind ? timerKinds[options.kind] : TimerKind.UNSPECIFIED, pageSize: options.pageSize ?? 0, pageToken });
+      yield* page.timers;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+  }
+
+  /** Timer `timerId` with its next `previewCount` fire times in `preview` (at most 100; T4). NOT_FOUND when unknown. */
+  async getTimer(timerId: string, options: { previewCount?: number } = {}): Promise<Timer> {
+    return (await this.time.getTimer({ timerId, previewCount: options.previewCount ?? 0 })).timer!;
+  }
+
   /** Registers (or updates) a plugin manifest; needs the admin role. */
   async registerPlugin(manifest: MessageInitShape<typeof PluginManifestSchema>): Promise<RegisterPluginResponse> {
     return this.plugins.registerPlugin({ manifest });
@@ -218,6 +352,22 @@ export function createTransport(options: ClientOptions): Transport {
   if (protocol === "grpc") return createGrpcTransport({ ...common });
   const httpVersion = options.httpVersion ?? "2";
   return protocol === "connect" ? createConnectTransport({ ...common, httpVersion }) : createGrpcWebTransport({ ...common, httpVersion });
+}
+
+function msOf(at: Date | number): number {
+  return typeof at === "number" ? at : at.getTime();
+}
+
+function specOf(when: TimerWhen): MessageInitShape<typeof TimerSpecSchema> {
+  if ("at" in when) return { when: { case: "at", value: timestampFromMs(msOf(when.at)) } };
+  if ("cron" in when) return { when: { case: "cron", value: { expression: when.cron, zone: when.zone ?? "" } } };
+  return { when: { case: "everyMs", value: BigInt(when.everyMs) } };
+}
+
+function overdueOf(overdue: OverdueBound): MessageInitShape<typeof OverdueSchema> {
+  if (overdue === "unbounded") return { bound: { case: "unbounded", value: true } };
+  if (overdue === "onTimeOrNever") return { bound: { case: "onTimeOrNever", value: true } };
+  return { bound: { case: "maxLatenessMs", value: BigInt(overdue.maxLatenessMs) } };
 }
 
 function writeResult(response: { document?: Document; seq: bigint }): DocumentWriteResult {

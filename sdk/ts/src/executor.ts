@@ -83,7 +83,9 @@ type Request = MessageInitShape<typeof SubscribeRequestSchema>;
 
 /**
  * Connects to an owner over the Subscribe stream (X1-X5), hosts the plugins'
- * processors, and reconnects with backoff (250 ms doubling up to
+ * processors, actions and pulses (K1: every pulse the plugins declare is
+ * listed in the hello; its calls arrive as invocations of its action, with
+ * `ctx.pulse` set), and reconnects with backoff (250 ms doubling up to
  * `maxBackoffMs`) when the stream breaks. Deliveries that were running when
  * the stream broke are retried by the owner, elsewhere or here.
  */
@@ -146,6 +148,7 @@ class ExecutorRunner {
           plugins: this.manifests,
           processors: [...this.handlers.keys()],
           actions: this.actions.names(),
+          pulses: this.manifests.flatMap((m) => Object.keys(m.pulses).map((name) => `${m.name}.${name}`)),
           credits: this.options.credits ?? 16,
           batches: true,
         },

@@ -1,5 +1,5 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import type { PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
+import { PulseScope, type PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
 import type { ActionContext } from "./action.js";
 import type { DeliveryContext } from "./executor.js";
 
@@ -76,7 +76,24 @@ export interface CollectionDefinition {
   allow?: string[];
 }
 
-/** A plugin defined in code (S2). Schedules and pulses take manifest form for now. */
+/**
+ * A pulse (K1): calls an action of the same plugin at every interval boundary,
+ * counted from the epoch (nothing stored). Missed intervals are not made up;
+ * while a call runs, the next boundary is skipped. The action reads which
+ * interval it is for in `ctx.pulse`.
+ */
+export interface PulseDefinition {
+  /** An action of this plugin (its name in `actions`); called with input `{}`. */
+  action: string;
+  /** Cycle length in seconds, at least 1. */
+  cycleSeconds: number;
+  /** Intervals per cycle (default 1); must split the cycle into whole ms, each >= 100 ms. */
+  intervals?: number;
+  /** `component` (default): one executor makes each call; `replica`: every connected executor instance hosting it. */
+  scope?: "component" | "replica";
+}
+
+/** A plugin defined in code (S2). Schedules take manifest form for now. */
 export interface PluginDefinition {
   name: string;
   version?: string;
@@ -86,6 +103,8 @@ export interface PluginDefinition {
   collections?: Record<string, CollectionDefinition>;
   /** Actions hosted by executors running this plugin, called as `<name>.<action>`. */
   actions?: Record<string, ActionDefinition>;
+  /** Pulses (K1), hosted by executors running this plugin (`hello.pulses` lists them as `<name>.<pulse>`). */
+  pulses?: Record<string, PulseDefinition>;
   /** Other manifest parts, as in the manifest's JSON form. */
   manifest?: Omit<MessageInitShape<typeof PluginManifestSchema>, "name" | "version" | "events" | "processors" | "actions" | "collections">;
 }
@@ -123,10 +142,16 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
       { schema: d.schema, privateFields: d.privateFields ?? [], events: d.events, durable: d.durable, records: d.records ?? false, allow: d.allow ?? [] },
     ]),
   );
+  const pulses = Object.fromEntries(
+    Object.entries(p.pulses ?? {}).map(([name, d]) => [
+      name,
+      { action: d.action, cycleSeconds: d.cycleSeconds, intervals: d.intervals ?? 1, scope: d.scope === "replica" ? PulseScope.REPLICA : PulseScope.COMPONENT },
+    ]),
+  );
   const rest = (p.manifest ?? {}) as Record<string, unknown>;
   const declared = { ...((rest.actions as Record<string, unknown> | undefined) ?? {}), ...actions };
   const declaredCollections = { ...((rest.collections as Record<string, unknown> | undefined) ?? {}), ...collections };
-  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared, collections: declaredCollections } as MessageInitShape<typeof PluginManifestSchema>;
+  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared, collections: declaredCollections, pulses: { ...((rest.pulses as Record<string, unknown> | undefined) ?? {}), ...pulses } } as MessageInitShape<typeof PluginManifestSchema>;
 }
 
 function startOf(start: ProcessorDefinition["start"]) {

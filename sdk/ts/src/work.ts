@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { CallResult, ChronologClient, DocumentWriteResult, FindOptions } from "./client.js";
+import type { CallResult, ChronologClient, DelayResult, DelayWhen, DocumentWriteResult, FindOptions, OverdueBound, TimerWhen } from "./client.js";
 import type { Event } from "./gen/chronolog/v1/event_pb.js";
+import type { Timer } from "./gen/chronolog/v1/time_pb.js";
 
 /**
  * Collection operations done by code under a cause (X5, C2). Writes take the
@@ -26,9 +27,10 @@ export interface CauseCollections {
 
 /**
  * What code can do under a cause (a delivery's event or an action run, X5):
- * every emit, call and collection write names the cause and its position
- * among the calls made under it, counted from 0 and shared by the three, so
- * the owner derives the same ids (E7) and the cause's actor (P5) on a retry.
+ * every emit, call, collection write and timer change names the cause and its
+ * position among the calls made under it, counted from 0 and shared by all of
+ * them, so the owner derives the same ids (E7) and the cause's actor (P5) on a
+ * retry.
  */
 export interface WorkUnderCause {
   /**
@@ -45,6 +47,27 @@ export interface WorkUnderCause {
   call(action: string, input?: JsonObject): Promise<CallResult>;
   /** Collection operations under the cause. */
   collections: CauseCollections;
+  /**
+   * Sets a timer calling `action` with `input` (T3): `{ at }`, `{ cron, zone }` or
+   * `{ everyMs }`. Its id is derived from the cause and position unless
+   * `options.timerId` is given (the same id replaces). It runs as the cause's actor
+   * (T9). A retried run setting the same timer changes nothing. Rejects like
+   * {@link ChronologClient.schedule}.
+   */
+  schedule(action: string, input: JsonObject, when: TimerWhen, options?: { timerId?: string; overdue?: OverdueBound }): Promise<Timer>;
+  /** Stops a runtime timer (T3). NOT_FOUND when unknown. */
+  unschedule(timerId: string): Promise<void>;
+  /**
+   * Arms one call of `action` later (K3): `{ intervalMs }` from now or `{ at }` a
+   * moment. `overdue` is required: `"unbounded"`, `{ maxLatenessMs }` or
+   * `"onTimeOrNever"`. The delayed call continues this work's chain (K5, depth + 1)
+   * unless `freshChain`; past the owner's maximum depth it is refused
+   * (FAILED_PRECONDITION, recorded as `timer.chain_exceeded`). The delay id is
+   * derived from the cause and position: a retried run arms it once (E7).
+   */
+  delay(action: string, input: JsonObject, when: DelayWhen, overdue: OverdueBound, options?: { freshChain?: boolean }): Promise<DelayResult>;
+  /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */
+  cancelDelay(delayId: string): Promise<void>;
 }
 
 /**
@@ -63,6 +86,10 @@ export function workUnderCause(client: ChronologClient, eventId: string, signal:
     async call(action, input = {}) {
       return client.call(action, input, { cause: cause(), signal });
     },
+    schedule: (action, input, when, options = {}) => client.schedule(action, input, when, { ...options, cause: cause(), signal }),
+    unschedule: (timerId) => client.unschedule(timerId, { cause: cause(), signal }),
+    delay: (action, input, when, overdue, options = {}) => client.delay(action, input, when, overdue, { freshChain: options.freshChain, cause: cause(), signal }),
+    cancelDelay: (delayId) => client.cancelDelay(delayId, { cause: cause(), signal }),
     collections: {
       create: (collection, doc) => client.createDocument(collection, doc, { cause: cause() }),
       replace: (collection, id, doc) => client.replaceDocument(collection, id, doc, { cause: cause() }),

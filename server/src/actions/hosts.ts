@@ -3,6 +3,8 @@ import type { ExecutorSession } from "../executors/session.js";
 
 interface HostWaiter {
   action: string;
+  /** Only sessions it accepts may take it (absent: any host of the action). */
+  eligible?: (session: ExecutorSession) => boolean;
   workId: string;
   waitMs: number;
   resolve(session: ExecutorSession): void;
@@ -31,12 +33,13 @@ export class HostQueue {
    * `workId`. Rejects with UNAVAILABLE ("no executor hosts <action>", or
    * that every host is busy) after `waitMs` ms (at once when `waitMs` <= 0),
    * with `signal.reason` when `signal` aborts, and with UNAVAILABLE when the
-   * owner stops.
+   * owner stops. `eligible`, when given, narrows the hosts to the sessions
+   * it accepts (a pulse's hosts, or one replica's session, K1).
    */
-  acquire(action: string, workId: string, waitMs: number, signal: AbortSignal): Promise<ExecutorSession> {
+  acquire(action: string, workId: string, waitMs: number, signal: AbortSignal, eligible?: (session: ExecutorSession) => boolean): Promise<ExecutorSession> {
     if (signal.aborted) return Promise.reject(signal.reason);
     if (this.stopped) return Promise.reject(stoppingError());
-    const now = this.pick(action);
+    const now = this.pick(action, eligible);
     if (now) {
       now.inFlight.add(workId);
       return Promise.resolve(now);
@@ -45,6 +48,7 @@ export class HostQueue {
     return new Promise((resolve, reject) => {
       const waiter: HostWaiter = {
         action,
+        eligible,
         workId,
         waitMs,
         resolve,
@@ -70,8 +74,13 @@ export class HostQueue {
   offer(session: ExecutorSession): void {
     for (const action of session.actions) {
       const queue = this.waiting.get(action);
-      while (queue && queue.length > 0 && session.free > 0) {
-        const waiter = queue.shift()!;
+      for (let i = 0; queue && i < queue.length && session.free > 0; ) {
+        const waiter = queue[i];
+        if (waiter.eligible && !waiter.eligible(session)) {
+          i++;
+          continue;
+        }
+        queue.splice(i, 1);
         this.settle(waiter);
         session.inFlight.add(waiter.workId);
         waiter.resolve(session);
@@ -92,10 +101,10 @@ export class HostQueue {
     this.waiting.clear();
   }
 
-  /** The session hosting `action` with the most free credits (X2), or undefined. */
-  private pick(action: string): ExecutorSession | undefined {
+  /** The session hosting `action` (and accepted by `eligible`) with the most free credits (X2), or undefined. */
+  private pick(action: string, eligible?: (session: ExecutorSession) => boolean): ExecutorSession | undefined {
     let best: ExecutorSession | undefined;
-    for (const s of this.sessions()) if (s.actions.has(action) && s.free > 0 && (!best || s.free > best.free)) best = s;
+    for (const s of this.sessions()) if (s.actions.has(action) && s.free > 0 && (!best || s.free > best.free) && (!eligible || eligible(s))) best = s;
     return best;
   }
 

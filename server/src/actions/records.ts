@@ -1,3 +1,4 @@
+import type { ExecutorSession } from "../executors/session.js";
 import { derivedId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
@@ -11,8 +12,9 @@ import { recordedInput, type ActionEntry } from "./declaration.js";
  * Events (all with the call's actor; `cause` = the `action.started` id except
  * for `action.started` itself, whose cause is the event the call was made
  * under, or empty from outside):
- * - `action.started` `{ call_id, action, input, attempt }`: the input without
- *   the action's private fields; once per call;
+ * - `action.started` `{ call_id, action, input, attempt[, chain_depth] }`:
+ *   the input without the action's private fields; once per call;
+ *   `chain_depth` (K5) for calls made by time and calls deeper than 0;
  * - `action.retried` `{ call_id, action, attempt, error }`: a later attempt,
  *   with why the one before failed;
  * - `action.completed` `{ call_id, action, attempt, output }`;
@@ -35,6 +37,14 @@ export interface CallIdentity {
   parentCause: string;
   /** Set when time made the call (T8): sent with every attempt as Invocation.scheduled. */
   scheduled?: { timerId: string; dueMs: number };
+  /** Set when a pulse made the call (K1): sent with every attempt as Invocation.pulse. */
+  pulse?: { pulse: string; interval: number; dueMs: number };
+  /** Pulse calls: the only sessions that may run it; such a call never waits for a host. */
+  eligible?: (session: ExecutorSession) => boolean;
+  /** Its chain depth (K5): 0 for a call that starts a chain; under a cause, the cause's. */
+  chainDepth: number;
+  /** Made by time (a schedule, delay or pulse): its chain depth is recorded even when 0. */
+  chainStart?: boolean;
 }
 
 /** The id of a call's runtime event; `attempt` is 0 for the once-per-call `started` and `completed`. */
@@ -56,7 +66,8 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
   if (!entry.record) return "";
   const startedId = callEventId(callId, "started");
   if (!tx.events.findById(startedId)) {
-    tx.append({ id: startedId, type: "action.started", data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt }, cause: call.parentCause, actor: call.actor });
+    const chain = call.chainStart || call.chainDepth > 0 ? { chain_depth: call.chainDepth } : {};
+    tx.append({ id: startedId, type: "action.started", data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain }, cause: call.parentCause, actor: call.actor });
   } else {
     tx.append({ id: callEventId(callId, "retried", attempt), type: "action.retried", data: { call_id: callId, action: entry.name, attempt, error: previousError }, cause: startedId, actor: call.actor });
   }

@@ -10,7 +10,8 @@ export interface ClientFlags {
   token?: string;
 }
 
-function client(flags: ClientFlags): ChronologClient {
+/** A client for the owner at `flags.url`, with `flags.token` or CHRONOLOG_TOKEN. */
+export function client(flags: ClientFlags): ChronologClient {
   return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN });
 }
 

@@ -18,6 +18,12 @@ export interface HubOptions {
   defaultCredits: number;
 }
 
+/** Checks the pulses a hello lists (K1): the owner's Pulses. */
+export interface PulseHosting {
+  /** Throws INVALID_ARGUMENT for a pulse nobody declares or whose action the executor does not host. */
+  checkHosting(pulses: string[], actions: string[]): void;
+}
+
 /**
  * The executor sessions (X1-X4): opens them from a hello, routes their
  * answers (acks to the processors, action results to the action calls),
@@ -35,6 +41,7 @@ export class ExecutorHub {
     private readonly logger: Logger,
     private readonly options: HubOptions,
     private readonly actions: ActionCalls,
+    private readonly pulses?: PulseHosting,
   ) {
     this.watchdog = setInterval(() => this.checkLiveness(), options.heartbeatIntervalMs);
     this.watchdog.unref();
@@ -47,8 +54,9 @@ export class ExecutorHub {
 
   /**
    * Opens a session from a hello: registers the plugins it carries, checks
-   * that every processor and action it hosts is declared (INVALID_ARGUMENT
-   * names the unknown one). Needs the executor or admin role (PERMISSION_DENIED).
+   * that every processor, action and pulse it hosts is declared, and that it
+   * hosts the action of every pulse it hosts (INVALID_ARGUMENT names the
+   * unknown one). Needs the executor or admin role (PERMISSION_DENIED).
    */
   async open(hello: Hello, principal: Principal): Promise<ExecutorSession> {
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
@@ -60,6 +68,10 @@ export class ExecutorHub {
     for (const name of hello.actions) {
       if (!this.actions.has(name)) fail("bad_request", `unknown action ${JSON.stringify(name)}: no plugin declares it (use plugin.action)`, [{ field: "hello.actions", description: `unknown action ${name}` }]);
     }
+    if (hello.pulses.length > 0) {
+      if (!this.pulses) fail("bad_request", `unknown pulse ${JSON.stringify(hello.pulses[0])}: this owner runs no pulses`, [{ field: "hello.pulses", description: "pulses not served" }]);
+      this.pulses.checkHosting(hello.pulses, hello.actions);
+    }
     const session = new ExecutorSession(
       { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits, batches: hello.batches },
       principal,
@@ -67,7 +79,7 @@ export class ExecutorHub {
     );
     this.sessions.add(session);
     session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs } } });
-    this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, actions: hello.actions, credits: session.credits }, "executor connected");
+    this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: session.credits }, "executor connected");
     this.pump(session);
     return session;
   }

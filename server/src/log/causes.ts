@@ -12,13 +12,17 @@ import type { ActorRecord, EventStatements } from "../store/events.js";
  * In memory only: an owner restart ends every run anyway.
  */
 export class LiveCauses {
-  private readonly live = new Map<string, { actor: ActorRecord | null; holds: number }>();
+  private readonly live = new Map<string, LiveCause & { holds: number }>();
 
-  /** Holds `id` as a live cause running as `actor` until the returned release is called (idempotent). */
-  hold(id: string, actor: ActorRecord | null): () => void {
+  /**
+   * Holds `id` as a live cause running as `actor` until the returned release is called
+   * (idempotent). `chain` places it in its chain (K5): its own depth when known, else the
+   * cause it was made under ("" for none).
+   */
+  hold(id: string, actor: ActorRecord | null, chain: LiveCause["chain"] = { parent: "" }): () => void {
     const entry = this.live.get(id);
     if (entry) entry.holds++;
-    else this.live.set(id, { actor, holds: 1 });
+    else this.live.set(id, { actor, chain, holds: 1 });
     let released = false;
     return () => {
       if (released) return;
@@ -29,9 +33,44 @@ export class LiveCauses {
   }
 
   /** The live cause `id`, or undefined. */
-  get(id: string): { actor: ActorRecord | null } | undefined {
+  get(id: string): LiveCause | undefined {
     return this.live.get(id);
   }
+}
+
+/** A cause held in memory (a running `record: false` invocation). */
+export interface LiveCause {
+  actor: ActorRecord | null;
+  /** Its place in a chain (K5): `depth` when the call recorded one, else the cause it was made under. */
+  chain: { depth?: number; parent: string };
+}
+
+/** Most causes {@link causeChainDepth} follows before giving up (a chain that long is reported as depth 0 from there). */
+const maxChainWalk = 1_000;
+
+/**
+ * The chain depth of work done under cause `id` (SPEC K5): follows the cause links of the log
+ * (and of live causes) up to the nearest call that recorded its depth, `action.started` with
+ * `chain_depth` (calls made by time, and calls deeper than 0), and returns that depth; 0 when
+ * the links end first (work that began with a client's request, an event emitted from
+ * outside, or a call that starts a chain). An unknown id counts as 0 (callers check the cause
+ * exists separately). Reads only.
+ */
+export function causeChainDepth(id: string, events: EventStatements, live: LiveCauses | undefined): number {
+  for (let steps = 0; id !== "" && steps < maxChainWalk; steps++) {
+    const running = live?.get(id);
+    if (running) {
+      if (running.chain.depth !== undefined) return running.chain.depth;
+      id = running.chain.parent;
+      continue;
+    }
+    const event = events.findById(id);
+    if (!event) return 0;
+    const depth = event.type === "action.started" ? event.data.chain_depth : undefined;
+    if (typeof depth === "number") return depth;
+    id = event.cause;
+  }
+  return 0;
 }
 
 /**

@@ -6,6 +6,7 @@ import { compileCollection, type CollectionEntry } from "../collections/declarat
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
+import { checkPulses } from "../time/pulse-rules.js";
 
 /** A declared event type, ready to check emits against (E4, E5). */
 export interface EventTypeEntry {
@@ -48,6 +49,7 @@ export const runtimeTypes = [
   "timer.scheduled",
   "timer.unscheduled",
   "timer.skipped",
+  "timer.chain_exceeded",
 ];
 
 /**
@@ -101,6 +103,7 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     violations.push(...compiled.violations);
     if (compiled.entry) actions.push(compiled.entry);
   }
+  violations.push(...checkPulses(manifest, actions));
   if (violations.length > 0) {
     const first = violations[0];
     fail("invalid_manifest", `invalid plugin manifest ${manifest.name || "(unnamed)"}: ${first.field}: ${first.description}`, violations, { plugin: manifest.name });

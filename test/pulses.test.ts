@@ -1,0 +1,372 @@
+// Pulses (SPEC K1), chains (K5), the SDK's time helpers (S2) and the `timers` / `cursors`
+// commands (O1), through the real transport: an in-process owner and in-process SDK
+// executors over gRPC.
+//
+// Rules run on a ManualClock passed as the owner's `clock` and `timers` (its TimerHost):
+// `clock.set(ms)` moves time and rings the pulse timer at once; tests then wait for the
+// owner's pulse outcomes (`owner.pulses.onPulse`), never for real time. Owners get a
+// 10-minute heartbeat interval so a manual clock moved by minutes never trips the
+// executor watchdog.
+//
+// Arithmetic used below: T0 = 2026-03-02T12:00:00Z is a multiple of every cycle used here
+// (60 s, 86,400 s), so T0 is a boundary of each pulse and interval 0 of its cycle.
+
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { execFile } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../server/src/clock.js";
+import { intervalIndex, intervalStart, nextBoundary, pulseCallId, type PulseSpec } from "../server/src/time/pulse-rules.js";
+import type { PulseOutcome } from "../server/src/time/pulses.js";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
+import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { definePlugin, manifestOf, type PluginDefinition, type PulseDefinition } from "../sdk/ts/src/plugin.js";
+import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** 2026-03-02T12:00:00Z: a multiple of 60 s and of a day. */
+const T0 = Date.UTC(2026, 2, 2, 12);
+const repo = new URL("../", import.meta.url).pathname;
+
+interface Harness {
+  owner: TestOwner;
+  client: ChronologClient;
+  clock: ManualClock;
+  /** Every pulse outcome the owner published, in order. */
+  outcomes: PulseOutcome[];
+}
+
+async function harness(clock: ManualClock, dataDir?: string, extra: Record<string, unknown> = {}): Promise<Harness> {
+  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...(dataDir ? { dataDir } : {}), ...extra });
+  const closeOwner = owner.close.bind(owner);
+  let closed: Promise<void> | undefined;
+  const close = () => (closed ??= closeOwner());
+  cleanups.push(close);
+  const outcomes: PulseOutcome[] = [];
+  owner.pulses.onPulse((o) => outcomes.push(o));
+  return { owner: Object.assign(owner, { close }), client: createClient({ url: owner.url }), clock, outcomes };
+}
+
+async function executor(url: string, plugin: PluginDefinition): Promise<Executor> {
+  const ex = runExecutor({ url, plugins: [plugin], credits: 4, maxBackoffMs: 200, onError: () => {} });
+  cleanups.push(() => ex.stop(100));
+  await ex.ready;
+  return ex;
+}
+
+/** A plugin `sweep` whose action `tick` records each call as (executor tag, ctx) and runs `hold` (default: returns at once). */
+function sweepPlugin(tag: string, calls: { tag: string; ctx: ActionContext }[], pulse: PulseDefinition, hold?: (ctx: ActionContext) => Promise<void>): PluginDefinition {
+  return definePlugin({
+    name: "sweep",
+    actions: {
+      tick: {
+        async run(ctx) {
+          calls.push({ tag, ctx });
+          await hold?.(ctx);
+          return { tag };
+        },
+      },
+    },
+    pulses: { every: pulse },
+  });
+}
+
+/** Resolves once the owner published an outcome for every expected key (`dueMs/instance`), returning the interval's outcomes. */
+async function outcomesAt(h: Harness, dueMs: number, count = 1): Promise<PulseOutcome[]> {
+  await until(() => h.outcomes.filter((o) => o.dueMs === dueMs).length >= count, `${count} pulse outcome(s) at ${new Date(dueMs).toISOString()}`);
+  return h.outcomes.filter((o) => o.dueMs === dueMs);
+}
+
+async function eventsOf(client: ChronologClient, types: string[]) {
+  const out = [];
+  for await (const e of client.read({ types })) out.push(e);
+  return out;
+}
+
+describe("pulse rules (K1)", () => {
+  const spec = (cycleSeconds: number, intervals: number): Pick<PulseSpec, "cycleSeconds" | "intervalMs"> => ({ cycleSeconds, intervalMs: (cycleSeconds * 1000) / intervals });
+
+  it("intervals split the cycle counted from the epoch: a day in 24 is one hour each, indexed by the hour of the UTC day", () => {
+    const day = spec(86_400, 24);
+    expect(day.intervalMs).toBe(3_600_000);
+    const at = Date.UTC(2026, 2, 2, 13, 59, 59, 999); // 13:59:59.999Z
+    expect(intervalStart(day, at)).toBe(Date.UTC(2026, 2, 2, 13));
+    expect(intervalIndex(day, intervalStart(day, at))).toBe(13);
+    expect(nextBoundary(day, at)).toBe(Date.UTC(2026, 2, 2, 14));
+    expect(intervalIndex(day, Date.UTC(2026, 2, 3, 0))).toBe(0); // a new cycle at midnight UTC
+    expect(intervalIndex(day, Date.UTC(2026, 2, 2, 23))).toBe(23);
+    // A boundary belongs to the interval it starts: next boundary after a boundary is one interval on.
+    expect(intervalStart(day, Date.UTC(2026, 2, 2, 14))).toBe(Date.UTC(2026, 2, 2, 14));
+    expect(nextBoundary(day, Date.UTC(2026, 2, 2, 14))).toBe(Date.UTC(2026, 2, 2, 15));
+  });
+
+  it("a 60 s cycle in 3: 20 s intervals indexed 0, 1, 2 from each whole minute; a 7 s cycle in 1 counts 7 s from the epoch", () => {
+    const minute = spec(60, 3);
+    expect([0, 19_999, 20_000, 40_000, 59_999, 60_000].map((s) => intervalIndex(minute, intervalStart(minute, T0 + s)))).toEqual([0, 0, 1, 2, 2, 0]);
+    const seven = spec(7, 1);
+    expect(intervalStart(seven, 15_000)).toBe(14_000);
+    expect(nextBoundary(seven, 15_000)).toBe(21_000);
+  });
+
+  it("the call id of an interval is fixed by the pulse, the interval start and (replica) the instance", () => {
+    expect(pulseCallId("sweep.every", T0)).toBe(pulseCallId("sweep.every", T0));
+    expect(pulseCallId("sweep.every", T0)).not.toBe(pulseCallId("sweep.every", T0 + 1));
+    expect(pulseCallId("sweep.every", T0, "a")).not.toBe(pulseCallId("sweep.every", T0, "b"));
+    expect(pulseCallId("sweep.every", T0)).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
+
+describe("pulse declarations and hellos (K1, X1)", () => {
+  it("registration refuses a bad pulse with INVALID_ARGUMENT naming pulses.<name>", async () => {
+    const h = await harness(new ManualClock(T0));
+    const register = async (pulse: Record<string, unknown>, actions: Record<string, unknown> = { tick: {} }) => {
+      try {
+        await h.client.registerPlugin({ name: "bad", actions, pulses: { p: pulse } } as never);
+      } catch (e) {
+        return ConnectError.from(e);
+      }
+      throw new Error("registered");
+    };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ action: "nope", cycleSeconds: 60 }, "pulses.p.action"],
+      [{ action: "other.tick", cycleSeconds: 60 }, "pulses.p.action"],
+      [{ action: "", cycleSeconds: 60 }, "pulses.p.action"],
+      [{ action: "tick", cycleSeconds: 0 }, "pulses.p.cycle_seconds"],
+      [{ action: "tick", cycleSeconds: 60, intervals: 7 }, "pulses.p.intervals"], // 60,000 / 7 is not whole ms
+      [{ action: "tick", cycleSeconds: 1, intervals: 20 }, "pulses.p.intervals"], // 50 ms < 100 ms
+    ];
+    for (const [pulse, field] of cases) {
+      const err = await register(pulse);
+      expect(err.code, JSON.stringify(pulse)).toBe(Code.InvalidArgument);
+      expect(err.rawMessage, JSON.stringify(pulse)).toContain(field);
+    }
+    const strict = await register({ action: "tick", cycleSeconds: 60 }, { tick: { inputSchema: { type: "object", required: ["x"] } } });
+    expect(strict.rawMessage).toContain("pulses.p.action");
+    expect(strict.rawMessage).toContain("rejects {}");
+    // Valid forms: the action by its name or as plugin.action; 86,400 s in 24; 1 s in 10 (100 ms each).
+    await h.client.registerPlugin({ name: "good", actions: { tick: {} }, pulses: { a: { action: "tick", cycleSeconds: 86_400, intervals: 24 }, b: { action: "good.tick", cycleSeconds: 1, intervals: 10 } } });
+  });
+
+  it("a hello naming an unknown pulse, or a pulse whose action it does not host, is INVALID_ARGUMENT", async () => {
+    const h = await harness(new ManualClock(T0));
+    await h.client.registerPlugin(manifestOf(sweepPlugin("x", [], { action: "tick", cycleSeconds: 60 })));
+    const subscribe = (pulses: string[], actions: string[]) => {
+      const rpc = createRpcClient(ExecutorService, createGrpcTransport({ baseUrl: h.owner.url }));
+      async function* requests() {
+        yield { message: { case: "hello" as const, value: { executor: "x", pulses, actions } } };
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      return rpc.subscribe(requests());
+    };
+    const firstError = async (pulses: string[], actions: string[]) => {
+      try {
+        for await (const m of subscribe(pulses, actions)) if (m.message.case === "welcome") return "welcome";
+      } catch (e) {
+        return ConnectError.from(e);
+      }
+      return undefined;
+    };
+    const unknown = await firstError(["sweep.nope"], ["sweep.tick"]);
+    expect(unknown).toBeInstanceOf(ConnectError);
+    expect((unknown as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((unknown as ConnectError).rawMessage).toContain("unknown pulse \"sweep.nope\"");
+    const noAction = await firstError(["sweep.every"], []);
+    expect((noAction as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((noAction as ConnectError).rawMessage).toContain("sweep.tick");
+    expect(await firstError(["sweep.every"], ["sweep.tick"])).toBe("welcome");
+  });
+});
+
+describe("pulses on a manual clock (K1)", () => {
+  it("scope component: each interval is one call, on one of the executors, told its interval index and start; the call starts a chain and is recorded", async () => {
+    const h = await harness(new ManualClock(T0));
+    const calls: { tag: string; ctx: ActionContext }[] = [];
+    const pulse: PulseDefinition = { action: "tick", cycleSeconds: 60, intervals: 3 };
+    await executor(h.owner.url, sweepPlugin("a", calls, pulse));
+    await executor(h.owner.url, sweepPlugin("b", calls, pulse));
+    // T0 is a boundary, but it was already running when the owner started: not called.
+    for (let k = 1; k <= 5; k++) {
+      h.clock.set(T0 + k * 20_000);
+      const [outcome] = await outcomesAt(h, T0 + k * 20_000);
+      expect(outcome).toMatchObject({ pulse: "sweep.every", interval: k % 3, status: "completed", instance: "", callId: pulseCallId("sweep.every", T0 + k * 20_000) });
+    }
+    expect(calls).toHaveLength(5);
+    expect(calls.map((c) => c.ctx.pulse)).toEqual([1, 2, 3, 4, 5].map((k) => ({ pulse: "sweep.every", interval: k % 3, due: new Date(T0 + k * 20_000) })));
+    expect(calls.every((c) => c.ctx.chainDepth === 0 && c.ctx.actor === undefined && c.ctx.scheduled === undefined)).toBe(true);
+    expect(new Set(calls.map((c) => c.ctx.callId)).size).toBe(5);
+    // Recorded as calls (A2) with chain depth 0 (K5), as the system.
+    const started = await eventsOf(h.client, ["action.started"]);
+    expect(started).toHaveLength(5);
+    expect(started[0].data).toMatchObject({ action: "sweep.tick", call_id: calls[0].ctx.callId, chain_depth: 0 });
+    expect(started[0].actor).toBeUndefined();
+    // Each call's lateness (call time minus the interval's start) went into the owner's histogram (K4).
+    expect(h.owner.lateness.snapshot()).toMatchObject({ count: 5, maxMs: 0 });
+  });
+
+  it("scope replica: every connected instance hosting the pulse is called at each boundary, each with its own call id", async () => {
+    const h = await harness(new ManualClock(T0));
+    const calls: { tag: string; ctx: ActionContext }[] = [];
+    const pulse: PulseDefinition = { action: "tick", cycleSeconds: 60, scope: "replica" };
+    for (const tag of ["a", "b", "c"]) await executor(h.owner.url, sweepPlugin(tag, calls, pulse));
+    h.clock.set(T0 + 60_000);
+    const first = await outcomesAt(h, T0 + 60_000, 3);
+    expect(first.map((o) => o.status)).toEqual(["completed", "completed", "completed"]);
+    expect(new Set(first.map((o) => o.instance)).size).toBe(3);
+    expect(calls.map((c) => c.tag).sort()).toEqual(["a", "b", "c"]);
+    expect(calls.every((c) => c.ctx.pulse?.interval === 0 && c.ctx.pulse.due.getTime() === T0 + 60_000)).toBe(true);
+    expect(new Set(calls.map((c) => c.ctx.callId)).size).toBe(3);
+    for (const o of first) expect(o.callId).toBe(pulseCallId("sweep.every", T0 + 60_000, o.instance));
+    h.clock.set(T0 + 120_000);
+    await outcomesAt(h, T0 + 120_000, 3);
+    expect(calls).toHaveLength(6);
+  });
+
+  it("a call outlasting its interval skips the next boundary (not queued, not made up); the one after is made", async () => {
+    const h = await harness(new ManualClock(T0));
+    const calls: { tag: string; ctx: ActionContext }[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const pulse: PulseDefinition = { action: "tick", cycleSeconds: 10 };
+    await executor(h.owner.url, sweepPlugin("a", calls, pulse, (ctx) => (ctx.pulse?.due.getTime() === T0 + 10_000 ? held : Promise.resolve())));
+    h.clock.set(T0 + 10_000);
+    await until(() => calls.length === 1, "the first call running");
+    h.clock.set(T0 + 20_000); // the first call still runs
+    expect(await outcomesAt(h, T0 + 20_000)).toEqual([expect.objectContaining({ status: "skipped", interval: 0, callId: "" })]);
+    release();
+    await outcomesAt(h, T0 + 10_000);
+    expect(calls).toHaveLength(1); // the skipped interval is not made up when the call ends
+    h.clock.set(T0 + 30_000);
+    expect(await outcomesAt(h, T0 + 30_000)).toEqual([expect.objectContaining({ status: "completed" })]);
+    expect(calls.map((c) => c.ctx.pulse?.due.getTime())).toEqual([T0 + 10_000, T0 + 30_000]);
+  });
+
+  it("scope replica: only the instance whose call still runs skips; the others are called", async () => {
+    const h = await harness(new ManualClock(T0));
+    const calls: { tag: string; ctx: ActionContext }[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const pulse: PulseDefinition = { action: "tick", cycleSeconds: 10, scope: "replica" };
+    await executor(h.owner.url, sweepPlugin("slow", calls, pulse, () => held));
+    await executor(h.owner.url, sweepPlugin("fast", calls, pulse));
+    h.clock.set(T0 + 10_000);
+    await until(() => calls.length === 2, "both called");
+    h.clock.set(T0 + 20_000);
+    await outcomesAt(h, T0 + 20_000, 2);
+    expect(h.outcomes.filter((o) => o.dueMs === T0 + 20_000).map((o) => o.status).sort()).toEqual(["completed", "skipped"]);
+    expect(calls.filter((c) => c.ctx.pulse?.due.getTime() === T0 + 20_000).map((c) => c.tag)).toEqual(["fast"]);
+    release();
+  });
+
+  it("no executor at a boundary: the interval is missed and not made up when one connects; a restarted owner does not call the interval it was down for", async () => {
+    const clock = new ManualClock(T0);
+    const dataDir = tempDir();
+    const h = await harness(clock, dataDir);
+    const calls: { tag: string; ctx: ActionContext }[] = [];
+    const plugin = sweepPlugin("a", calls, { action: "tick", cycleSeconds: 10 });
+    await h.client.registerPlugin(manifestOf(plugin));
+    clock.set(T0 + 10_000);
+    expect(await outcomesAt(h, T0 + 10_000)).toEqual([expect.objectContaining({ status: "missed", error: "no executor hosts it" })]);
+    clock.set(T0 + 15_000);
+    const ex = await executor(h.owner.url, plugin); // mid-interval: nothing owed
+    clock.set(T0 + 19_999);
+    expect(calls).toHaveLength(0);
+    clock.set(T0 + 20_000);
+    await outcomesAt(h, T0 + 20_000);
+    expect(calls.map((c) => c.ctx.pulse?.due.getTime())).toEqual([T0 + 20_000]);
+
+    // Down over the boundary at 30 s: back at 35 s, the 30 s interval is not called; 40 s is.
+    await ex.stop(100);
+    await h.owner.close();
+    clock.set(T0 + 35_000);
+    const h2 = await harness(clock, dataDir);
+    await executor(h2.owner.url, plugin);
+    clock.set(T0 + 39_999);
+    clock.set(T0 + 40_000);
+    await outcomesAt(h2, T0 + 40_000);
+    expect(h2.outcomes.map((o) => o.dueMs)).toEqual([T0 + 40_000]);
+    expect(calls.map((c) => c.ctx.pulse?.due.getTime())).toEqual([T0 + 20_000, T0 + 40_000]);
+  });
+
+  it("a clock that jumps over several boundaries makes one call, for the current interval (missed ones are not made up)", async () => {
+    const h = await harness(new ManualClock(T0));
+    const calls: { tag: string; ctx: ActionContext }[] = [];
+    await executor(h.owner.url, sweepPlugin("a", calls, { action: "tick", cycleSeconds: 60, intervals: 6 }));
+    h.clock.set(T0 + 45_000); // boundaries at 10, 20, 30, 40 s passed at once
+    await outcomesAt(h, T0 + 40_000);
+    expect(calls.map((c) => c.ctx.pulse)).toEqual([{ pulse: "sweep.every", interval: 4, due: new Date(T0 + 40_000) }]);
+    expect(h.owner.pulses.armedFor).toBe(T0 + 50_000);
+  });
+});
+
+describe("CLI timers and cursors (O1)", () => {
+  /** Runs the CLI (`node --import tsx server/src/main.ts ...`) without blocking this process's event loop (the owner serves from it). */
+  function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(process.execPath, ["--import", "tsx", "server/src/main.ts", ...args], { cwd: repo }, (error, stdout, stderr) => {
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+      });
+    });
+  }
+
+  it("`timers` prints what ListTimers returns (JSON lines and a table, with --kind and --preview); `cursors` prints ListProcessors", async () => {
+    const h = await harness(new ManualClock(T0));
+    const plugin = definePlugin({
+      name: "ops",
+      events: { "job.done": { allow: ["*"] } },
+      actions: { run: { allow: ["*"], run: () => ({}) } },
+      processors: { audit: { on: "job.done", start: "beginning", run: () => {} } },
+    });
+    await executor(h.owner.url, plugin);
+    await h.client.schedule("ops.run", {}, { cron: "0 9 * * 1", zone: "Europe/Berlin" }, { timerId: "weekly" });
+    await h.client.schedule("ops.run", {}, { everyMs: 60_000 }, { timerId: "minutely" });
+    const delay = await h.client.delay("ops.run", { n: 1 }, { intervalMs: 30_000 }, { maxLatenessMs: 500 });
+    await h.client.emit("job.done", {});
+    await h.client.emit("job.done", {});
+
+    const api = [];
+    for await (const t of h.client.listTimers()) api.push(t);
+    const json = await cli(["timers", "--url", h.owner.url, "--json"]);
+    expect(json.stderr).toBe("");
+    const lines = json.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.id)).toEqual(api.map((t) => t.id));
+    expect(lines.map((l) => l.id)).toEqual([delay.delayId, "minutely", "weekly"]); // by next due: 30 s, 60 s, Monday 09:00 Berlin
+    expect(lines[2]).toMatchObject({ id: "weekly", kind: "TIMER_KIND_RUNTIME", action: "ops.run", spec: { cron: { expression: "0 9 * * 1", zone: "Europe/Berlin" } }, nextDue: "2026-03-09T08:00:00Z" });
+
+    const delays = await cli(["timers", "--url", h.owner.url, "--json", "--kind", "delay"]);
+    expect(delays.stdout.trim().split("\n").map((l) => JSON.parse(l).id)).toEqual([delay.delayId]);
+
+    const table = await cli(["timers", "--url", h.owner.url, "--preview", "2"]);
+    const rows = table.stdout.trim().split("\n");
+    expect(rows[0]).toMatch(/^ID\s+KIND\s+ACTION\s+WHEN\s+NEXT DUE\s+OCCURRENCES\s+CHAIN\s+PREVIEW$/);
+    expect(rows).toHaveLength(4);
+    expect(rows[2]).toMatch(/^minutely\s+runtime\s+ops\.run\s+every 60000 ms\s+2026-03-02T12:01:00\.000Z\s+0\s+0\s+2026-03-02T12:01:00\.000Z, 2026-03-02T12:02:00\.000Z$/);
+    expect(rows[3]).toContain('cron "0 9 * * 1" in Europe/Berlin');
+    expect(rows[3]).toContain("2026-03-09T08:00:00.000Z, 2026-03-16T08:00:00.000Z");
+    const got = await h.client.getTimer("weekly", { previewCount: 2 });
+    expect(got.preview.map((t) => new Date(timestampMs(t)).toISOString())).toEqual(["2026-03-09T08:00:00.000Z", "2026-03-16T08:00:00.000Z"]);
+
+    // The processor finished every event (its ack floor is the log head: lag 0).
+    await until(async () => (await h.client.admin.listProcessors({})).processors[0]?.lag === 0n, "the processor caught up");
+    const { processors } = await h.client.admin.listProcessors({});
+    const floor = String(processors[0].ackFloor);
+    expect(Number(floor)).toBeGreaterThanOrEqual(2);
+    const cursors = await cli(["cursors", "--url", h.owner.url, "--json"]);
+    const status = cursors.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(status).toEqual([{ name: "ops.audit", ackFloor: floor, delivered: String(processors[0].delivered) }]); // proto3 JSON leaves out zeros and false
+    const cursorTable = (await cli(["cursors", "--url", h.owner.url])).stdout.trim().split("\n");
+    expect(cursorTable[0]).toMatch(/^NAME\s+ACK FLOOR\s+DELIVERED\s+LAG\s+IN FLIGHT\s+RETRIES\s+FAILURES\s+PAUSED$/);
+    expect(cursorTable[1]).toMatch(new RegExp(`^ops\\.audit\\s+${floor}\\s+${processors[0].delivered}\\s+0\\s+0\\s+0\\s+0\\s+no$`));
+
+    const bad = await cli(["timers", "--url", h.owner.url, "--preview", "101"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("must be a number from 1 to 100");
+  });
+});
