@@ -306,6 +306,139 @@ describe("pulses on a manual clock (K1)", () => {
   });
 });
 
+describe("chains of delays (K5) and the SDK's time helpers under a cause (S2)", () => {
+  it("ctx.delay under a delivery arms one delay however often the delivery runs; its call continues the chain one deeper; a self-re-arming loop stops at the maximum with timer.chain_exceeded; fresh_chain starts over", async () => {
+    const h = await harness(new ManualClock(T0), undefined, { maxChainDepth: 2 });
+    const attempts: number[] = [];
+    const runs: ActionContext[] = [];
+    const refusals: ConnectError[] = [];
+    const done: ActionContext[] = [];
+    const plugin = definePlugin({
+      name: "loop",
+      events: { "loop.started": { allow: ["*"] } },
+      processors: {
+        arm: {
+          on: "loop.started",
+          retryDelaysMs: [10, 10],
+          async run(ctx) {
+            attempts.push(ctx.attempt);
+            await ctx.delay("loop.again", { n: 1 }, { intervalMs: 1_000 }, "unbounded");
+            if (ctx.attempt === 1) throw new Error("failing after arming the delay");
+          },
+        },
+      },
+      actions: {
+        again: {
+          async run(ctx, input) {
+            runs.push(ctx);
+            try {
+              await ctx.delay("loop.again", { n: Number(input.n) + 1 }, { intervalMs: 1_000 }, { maxLatenessMs: 5_000 });
+            } catch (e) {
+              refusals.push(ConnectError.from(e));
+              await ctx.delay("loop.done", {}, { at: T0 + 60_000 }, "onTimeOrNever", { freshChain: true });
+            }
+            return {};
+          },
+        },
+        done: { run: (ctx) => void done.push(ctx) },
+      },
+    });
+    await executor(h.owner.url, plugin);
+    const started = await h.client.emit("loop.started", {});
+
+    // The delivery failed once after arming and ran again: one delay, depth 1 (the event came from outside: depth 0).
+    await until(() => attempts.length === 2, "the retried delivery");
+    await until(async () => (await eventsOf(h.client, ["processor.retried"])).length === 1 && (await h.client.admin.listProcessors({})).processors[0]?.lag === 0n, "the delivery acked");
+    const armed = [];
+    for await (const t of h.client.listTimers({ kind: "delay" })) armed.push(t);
+    expect(armed).toHaveLength(1);
+    expect(armed[0]).toMatchObject({ action: "loop.again", chainDepth: 1 });
+    expect(timestampMs(armed[0].nextDue!)).toBe(T0 + 1_000);
+    const scheduled = await eventsOf(h.client, ["timer.scheduled"]);
+    expect(scheduled).toHaveLength(1);
+    expect(scheduled[0].cause).toBe(started.event!.id);
+
+    // Its call is one deeper, and re-arms itself at depth 2.
+    h.clock.set(T0 + 1_000);
+    await until(() => runs.length === 1, "the first delayed call");
+    expect(runs[0].chainDepth).toBe(1);
+    expect(runs[0].scheduled?.timerId).toBe(armed[0].id);
+    h.clock.set(T0 + 2_000);
+    await until(() => runs.length === 2, "the second delayed call");
+    expect(runs[1].chainDepth).toBe(2);
+
+    // Depth 3 is past the maximum of 2: refused and recorded, once.
+    await until(() => refusals.length === 1, "the refusal");
+    expect(refusals[0].code).toBe(Code.FailedPrecondition);
+    expect(refusals[0].rawMessage).toContain("past the owner's maximum of 2");
+    const startedCalls = await eventsOf(h.client, ["action.started"]);
+    expect(startedCalls.map((e) => [e.data?.call_id, e.data?.chain_depth])).toEqual([
+      [runs[0].callId, 1],
+      [runs[1].callId, 2],
+    ]);
+    await until(async () => (await eventsOf(h.client, ["timer.chain_exceeded"])).length === 1, "timer.chain_exceeded");
+    const [exceeded] = await eventsOf(h.client, ["timer.chain_exceeded"]);
+    expect(exceeded.data).toMatchObject({ action: "loop.again", chain_depth: 3, max_chain_depth: 2 });
+    expect(exceeded.cause).toBe(startedCalls[1].id);
+
+    // The fresh chain (armed after the refusal) starts at depth 0 and is made.
+    const delays = [];
+    for await (const t of h.client.listTimers({ kind: "delay" })) delays.push({ action: t.action, chainDepth: t.chainDepth, spent: t.nextDue === undefined });
+    expect(delays).toEqual(
+      expect.arrayContaining([
+        { action: "loop.done", chainDepth: 0, spent: false },
+        { action: "loop.again", chainDepth: 1, spent: true },
+        { action: "loop.again", chainDepth: 2, spent: true },
+      ]),
+    );
+    expect(delays).toHaveLength(3);
+    h.clock.set(T0 + 60_000);
+    await until(() => done.length === 1, "the fresh chain's call");
+    expect(done[0].chainDepth).toBe(0);
+  });
+
+  it("ctx.schedule / unschedule / cancelDelay under a cause, and the client's schedule / delay / cancelDelay / getTimer", async () => {
+    const h = await harness(new ManualClock(T0));
+    const made: string[] = [];
+    const plugin = definePlugin({
+      name: "plan",
+      actions: {
+        setup: {
+          allow: ["*"],
+          async run(ctx) {
+            const timer = await ctx.schedule("plan.note", { what: "weekly" }, { cron: "0 9 * * 1", zone: "Europe/Berlin" });
+            const delay = await ctx.delay("plan.note", { what: "once" }, { intervalMs: 5_000 }, "unbounded");
+            await ctx.cancelDelay(delay.delayId);
+            const other = await ctx.schedule("plan.note", { what: "tick" }, { everyMs: 1_000 }, { timerId: "plan-tick" });
+            await ctx.unschedule(other.id);
+            return { timer: timer.id, delay: delay.delayId };
+          },
+        },
+        note: { allow: ["*"], run: (ctx) => void made.push(String(ctx.input.what)) },
+      },
+    });
+    await executor(h.owner.url, plugin);
+    const first = await h.client.call("plan.setup", {}, { callId: "setup-1" });
+    // One timer left (the cron one); the delay was cancelled and the other timer stopped, under the same cause.
+    const timers = [];
+    for await (const t of h.client.listTimers()) timers.push(t);
+    expect(timers.map((t) => t.id)).toEqual([first.output.timer]);
+    expect(timestampMs(timers[0].nextDue!)).toBe(Date.UTC(2026, 2, 9, 8));
+    expect((await eventsOf(h.client, ["timer.unscheduled"])).map((e) => e.data?.timer_id)).toEqual([first.output.delay, "plan-tick"]);
+
+    const delay = await h.client.delay("plan.note", { what: "later" }, { at: new Date(T0 + 3_000) }, { maxLatenessMs: 100 });
+    expect(delay.due.getTime()).toBe(T0 + 3_000);
+    expect((await h.client.getTimer(delay.delayId)).chainDepth).toBe(0);
+    const own = await h.client.schedule("plan.note", { what: "every" }, { everyMs: 2_000 }, { timerId: "every-2s" });
+    expect(timestampMs(own.nextDue!)).toBe(T0 + 2_000);
+    h.clock.set(T0 + 3_000);
+    await until(() => made.length === 2, "the delay and the every-2s timer");
+    expect(made.sort()).toEqual(["every", "later"]);
+    await h.client.unschedule("every-2s");
+    await expect(h.client.cancelDelay(delay.delayId)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+});
+
 describe("CLI timers and cursors (O1)", () => {
   /** Runs the CLI (`node --import tsx server/src/main.ts ...`) without blocking this process's event loop (the owner serves from it). */
   function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -60,6 +60,8 @@ export interface OwnerOptions {
   heartbeatIntervalMs?: number;
   /** Grace for running deliveries at shutdown in ms (default 5,000, P7). */
   shutdownGraceMs?: number;
+  /** Deepest chain a delay may continue (K5, default 100); a deeper delay is refused and recorded as `timer.chain_exceeded`. */
+  maxChainDepth?: number;
 }
 
 /** A running owner. */
@@ -125,7 +127,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, logger, sessions: () => hub.list() });
   const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 };
   const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, { checkHosting: (names, hosted) => pulses.checkHosting(names, hosted) });
-  const time = openTime({ db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers: options.timers ?? systemTimers, logger });
+  const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers: options.timers ?? systemTimers, logger });
   const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers: options.timers ?? systemTimers, lateness: time.lateness, logger });
   registry.onChange(() => pulses.sync());
   committer.onCommit(() => processors.onCommit());

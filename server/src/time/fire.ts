@@ -149,7 +149,7 @@ export class TimerFiring {
           callId: occurrence.id,
           cause: null,
           actor: undefined,
-          scheduled: { timerId: occurrence.timerId, dueMs: occurrence.dueMs, actor: occurrence.actor },
+          scheduled: { timerId: occurrence.timerId, dueMs: occurrence.dueMs, actor: occurrence.actor, chainDepth: this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0 }, // K5: a delay's depth
         },
         systemPrincipal,
         this.caller,

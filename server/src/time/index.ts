@@ -7,6 +7,7 @@ import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/database.js";
 import type { EventStatements } from "../store/events.js";
 import { occurrenceStatements, timerStatements } from "../store/timers.js";
+import { DelayChains, defaultMaxChainDepth } from "./chains.js";
 import { ClockArm } from "./clock-arm.js";
 import { TimerFiring, type OccurrenceOutcome } from "./fire.js";
 import { LatenessHistogram } from "./lateness.js";
@@ -28,6 +29,8 @@ export interface TimeOptions {
   clock: Clock;
   /** Where the one timer is armed (default setTimeout; tests pass a ManualClock). */
   timers: TimerHost;
+  /** Deepest chain a delay may continue (K5, default 100); deeper delays are refused (`timer.chain_exceeded`). */
+  maxChainDepth?: number;
   logger: Logger;
 }
 
@@ -51,10 +54,11 @@ export interface Time {
 export function openTime(options: TimeOptions): Time {
   const { db, committer, clock, logger } = options;
   const timerRows = timerStatements(db);
+  const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
   const lateness = new LatenessHistogram();
   const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceStatements(db), actions: options.actions, clock, lateness, logger });
   const arm = new ClockArm({ clock, timers: options.timers, earliestDue: () => timerRows.earliestDue(), ring: () => firing.ring(), logger });
-  const timers = new Timers({ registry: options.registry, committer, timers: timerRows, events: options.events, live: options.live, clock, changed: (due) => arm.changed(due) });
+  const timers = new Timers({ registry: options.registry, committer, timers: timerRows, events: options.events, live: options.live, chains, clock, changed: (due) => arm.changed(due) });
   return {
     timers,
     lateness,

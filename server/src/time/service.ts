@@ -10,6 +10,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import { overdueToJson, specToJson, type TimerCursor, type TimerStatements } from "../store/timers.js";
+import type { DelayChains } from "./chains.js";
 import { checkAt, firstDue, maxHorizonMs, preview, type Overdue, type TimerKind, type TimerRecord, type TimerSpec } from "./timers.js";
 
 /** A Schedule (T3), as parsed from the request. */
@@ -36,6 +37,8 @@ export interface DelayInput {
   /** Required by the API (K3). */
   overdue: Overdue;
   cause: CauseRef | null;
+  /** Start a new chain instead of continuing the cause's (K5). */
+  freshChain?: boolean;
   actor: Partial<ActorRecord> | undefined;
 }
 
@@ -54,6 +57,8 @@ export interface TimersDeps {
   events: EventStatements;
   live: LiveCauses;
   clock: Clock;
+  /** Chain depths of delays and their maximum (K5); absent: every delay at depth 0. */
+  chains?: DelayChains;
   /** Told after each commit that set a timer, with its next due moment (re-arms the clock, T5). */
   changed(nextDueMs: number | null): void;
 }
@@ -119,10 +124,11 @@ export class Timers {
     }
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
     const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : newId();
+    const chainDepth = (await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0; // K5: FAILED_PRECONDITION past the maximum
     const timer = await this.deps.committer.submit((tx) => {
       const existing = this.deps.timers.get(id);
       if (existing) return existing; // a retried run under the same cause (E7): armed once
-      const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue };
+      const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
       return this.put(tx, fresh, who, false);
     });
     this.deps.changed(timer.nextDueMs);
