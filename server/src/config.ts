@@ -29,6 +29,8 @@ export interface OwnerConfig {
     /** Largest request message in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED. */
     max_message_bytes?: number;
   };
+  /** This owner's region (K6, default 0; `serve --region` overrides): it makes only the declared schedules of this region. */
+  region?: number;
 }
 
 const actorPatterns = { type: "array", items: { type: "string", minLength: 1 } };
@@ -64,6 +66,7 @@ const configSchema = {
     },
     cors: { type: "object", additionalProperties: false, required: ["origins"], properties: { origins: { type: "array", items: { type: "string" } } } },
     tls: { type: "object", additionalProperties: false, required: ["cert", "key"], properties: { cert: { type: "string" }, key: { type: "string" } } },
+    region: { type: "integer", minimum: 0, maximum: 4294967295 },
     limits: {
       type: "object",
       additionalProperties: false,

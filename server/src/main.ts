@@ -19,6 +19,7 @@ program
   .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", parsePort, "50051")
   .option("--config <file>", "principals, CORS, TLS and limits (JSON or YAML)")
   .option("--plugins <dir>", "folder of plugin manifests to register at start")
+  .option("--region <n>", "this owner's region (K6): it makes only declared schedules of this region (default: the config's, else 0)", parseRegion)
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
   .action(serveCommand);
@@ -48,6 +49,12 @@ program
   .addOption(urlOption())
   .addOption(tokenOption())
   .action(registerCommand);
+
+/** A region number, 0-4294967295 (K6). */
+function parseRegion(value: string): string {
+  if (!/^\d+$/.test(value) || Number(value) > 4294967295) throw new InvalidArgumentError("must be a number from 0 to 4294967295");
+  return value;
+}
 
 program
   .command("timers")

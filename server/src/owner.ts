@@ -62,6 +62,8 @@ export interface OwnerOptions {
   shutdownGraceMs?: number;
   /** Deepest chain a delay may continue (K5, default 100); a deeper delay is refused and recorded as `timer.chain_exceeded`. */
   maxChainDepth?: number;
+  /** This owner's region (K6, default 0): it makes only the declared schedules of this region. */
+  region?: number;
 }
 
 /** A running owner. */
@@ -127,7 +129,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, logger, sessions: () => hub.list() });
   const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 };
   const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, { checkHosting: (names, hosted) => pulses.checkHosting(names, hosted) });
-  const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers: options.timers ?? systemTimers, logger });
+  const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers: options.timers ?? systemTimers, region: options.region ?? config?.region ?? 0, logger });
   const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers: options.timers ?? systemTimers, lateness: time.lateness, logger });
   registry.onChange(() => pulses.sync());
   committer.onCommit(() => processors.onCommit());
@@ -155,7 +157,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       registerHealth(router, services.map((s) => s.typeName));
     },
   });
-  time.start();
+  await time.start();
   pulses.start();
   logger.info(
     { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },

@@ -12,6 +12,8 @@ export interface ServeFlags {
   plugins?: string;
   synchronous: string;
   logLevel: string;
+  /** K6: overrides the config's `region`. */
+  region?: string;
 }
 
 /** `chronolog serve`: runs an owner until SIGINT or SIGTERM, then shuts down cleanly. */
@@ -26,6 +28,7 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     synchronous: synchronous as SyncMode,
     config: flags.config ? loadConfig(flags.config) : undefined,
     pluginsDir: flags.plugins,
+    region: flags.region === undefined ? undefined : Number(flags.region),
     logger,
   });
   const stop = () => {

@@ -3,9 +3,10 @@ import type { ActionEntry } from "../actions/declaration.js";
 import type { CollectionEntry } from "../collections/declaration.js";
 import { CollectionIndex, collectionConflicts } from "../collections/declared.js";
 import { fail } from "../errors.js";
-import type { Committer } from "../store/committer.js";
+import type { Committer, Tx } from "../store/committer.js";
 import type { Db } from "../store/database.js";
 import { pluginStatements } from "../store/plugins.js";
+import { scheduleViolations } from "../time/declared.js";
 import { compileManifest, manifestFromJson, type CompiledManifest, type EventTypeEntry } from "./manifest.js";
 
 /** A registered plugin: its current manifest and revision (from 1), time in ms (UTC). */
@@ -27,6 +28,7 @@ export class PluginRegistry {
   private actions = new Map<string, ActionEntry>();
   private readonly statements;
   private readonly listeners: (() => void)[] = [];
+  private readonly inCommit: ((tx: Tx, plugins: RegisteredPlugin[]) => void)[] = [];
   private registering: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -89,6 +91,8 @@ export class PluginRegistry {
     const saved = await this.committer.submit((tx) => {
       const revision = (this.statements.get(name)?.revision ?? 0) + 1;
       this.statements.save({ name, revision, manifest: compiled.canonical, registered_at: tx.now });
+      const next = [...[...this.plugins.values()].filter((p) => p.compiled.manifest.name !== name), { compiled, revision, registeredAt: tx.now }];
+      for (const work of this.inCommit) work(tx, next);
       return { revision, registeredAt: tx.now };
     });
     const plugin = { compiled, ...saved };
@@ -103,6 +107,15 @@ export class PluginRegistry {
     this.listeners.push(listener);
   }
 
+  /**
+   * Runs `work` inside the commit of every registration that changes a plugin, with the
+   * plugins as they are once it commits (T4: declared schedules are written in the commit of
+   * the manifest that declares them). A throw undoes the registration.
+   */
+  inRegistrationCommit(work: (tx: Tx, plugins: RegisteredPlugin[]) => void): void {
+    this.inCommit.push(work);
+  }
+
   private checkOwnership(compiled: CompiledManifest): void {
     for (const entry of compiled.eventTypes) {
       const owner = this.eventTypes.get(entry.type)?.plugin;
@@ -110,8 +123,8 @@ export class PluginRegistry {
         fail("invalid_manifest", `event type ${entry.type} is already declared by plugin ${owner}`, [{ field: `events.${entry.type}`, description: `declared by plugin ${owner}` }]);
       }
     }
-    const others = [...this.plugins.values()].filter((p) => p.compiled.manifest.name !== compiled.manifest.name).map((p) => p.compiled);
-    const clashes = collectionConflicts(compiled, others);
+    const others = [...this.plugins.values()].filter((p) => p.compiled.manifest.name !== compiled.manifest.name);
+    const clashes = [...collectionConflicts(compiled, others.map((p) => p.compiled)), ...scheduleViolations(compiled, others)];
     if (clashes.length > 0) fail("invalid_manifest", `invalid plugin manifest ${compiled.manifest.name}: ${clashes[0].field}: ${clashes[0].description}`, clashes, { plugin: compiled.manifest.name });
   }
 

@@ -119,7 +119,7 @@ function timerToProto(t: TimerRecord, previewMs: number[]): Timer {
     schedule: t.schedule,
     region: t.region,
     occurrences: BigInt(t.occurrences),
-    disabled: false,
+    disabled: t.disabled,
     overdue: { bound: overdueToProto(t.overdue) },
     chainDepth: t.chainDepth,
     preview: previewMs.map(timestampFromMs),

@@ -2,7 +2,7 @@ import type { Overdue, TimerKind, TimerRecord, TimerSpec } from "../time/timers.
 import type { Db } from "./database.js";
 import type { ActorRecord } from "./events.js";
 
-// The statements on `timers` and `timer_occurrences` (SPEC T4-T6, K2-K4), one function each.
+// The statements on `timers` and `timer_occurrences` (SPEC T2, T4-T7, K2-K4), one function each.
 // Reads may run anywhere; writes only inside a committer unit, in the same unit as the
 // `timer.*` event they go with (E8). None of them writes events. Times are ms since the
 // epoch, UTC, passed in (STYLE 9).
@@ -21,6 +21,8 @@ interface TimerRow {
   chain_depth: number;
   occurrences: number;
   region: number;
+  disabled: number;
+  retry_delays_ms: string;
   created_at: number;
   updated_at: number;
 }
@@ -76,6 +78,8 @@ function timerFromRow(r: TimerRow): TimerRecord {
     chainDepth: r.chain_depth,
     occurrences: r.occurrences,
     region: r.region,
+    disabled: r.disabled === 1,
+    retryDelaysMs: JSON.parse(r.retry_delays_ms),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -91,13 +95,14 @@ export interface TimerCursor {
 export function timerStatements(db: Db) {
   const get = db.prepare("SELECT * FROM timers WHERE id = ?");
   const put = db.prepare(
-    `INSERT INTO timers (id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, created_at, updated_at)
-     VALUES (@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @now, @now)
+    `INSERT INTO timers (id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, created_at, updated_at)
+     VALUES (@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @now, @now)
      ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
-       overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region,
-       created_at = excluded.created_at, updated_at = excluded.updated_at`,
+       overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
+       retry_delays_ms = excluded.retry_delays_ms, created_at = excluded.created_at, updated_at = excluded.updated_at`,
   );
+  const declared = db.prepare("SELECT * FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule");
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
   const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
   const due = db.prepare("SELECT * FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?");
@@ -123,8 +128,14 @@ export function timerStatements(db: Db) {
         spec: JSON.stringify(specToJson(timer.spec)),
         actor: timer.actor === null ? null : JSON.stringify(timer.actor),
         overdue: JSON.stringify(overdueToJson(timer.overdue)),
+        disabled: timer.disabled ? 1 : 0,
+        retryDelaysMs: JSON.stringify(timer.retryDelaysMs),
         now: nowMs,
       });
+    },
+    /** Every declared schedule (T2), by plugin and schedule name (the `timers_declared` index). */
+    declared(): TimerRecord[] {
+      return (declared.all() as TimerRow[]).map(timerFromRow);
     },
     /** Deletes timer `id`; false when there was none. */
     remove(id: string): boolean {
@@ -164,8 +175,12 @@ export function timerStatements(db: Db) {
 /** The statements of {@link timerStatements}. */
 export type TimerStatements = ReturnType<typeof timerStatements>;
 
-/** An occurrence's state (T6, K3): pending until its call ends; skipped when claimed too late. */
-export type OccurrenceStatus = "pending" | "completed" | "failed" | "skipped";
+/**
+ * An occurrence's state (T6, T7, K3): `pending` while a call is owed or running; `retry_wait`
+ * after a failed call with tries left (until `nextAttemptMs`); `completed`; `failed` once the
+ * tries are used up; `skipped` when claimed too late.
+ */
+export type OccurrenceStatus = "pending" | "retry_wait" | "completed" | "failed" | "skipped";
 
 /** A stored occurrence: what time called (or skipped), and how it went. */
 export interface OccurrenceRecord {
@@ -179,11 +194,15 @@ export interface OccurrenceRecord {
   input: Record<string, unknown>;
   actor: ActorRecord | null;
   overdue: Overdue;
+  /** The timer's waits between tries at the claim, ms (T7). */
+  retryDelaysMs: number[];
   status: OccurrenceStatus;
   /** Calls finished for it. */
   attempts: number;
+  /** `retry_wait`: when it is tried again, ms since the epoch (UTC); null otherwise. */
+  nextAttemptMs: number | null;
   callId: string;
-  /** Call time (skipped: claim time) minus due, in ms; null while the first call runs. */
+  /** First call time (skipped: claim time) minus due, in ms; null while the first call runs. */
   latenessMs: number | null;
   /** Why the last call failed or why it was skipped ("" otherwise). */
   error: string;
@@ -197,8 +216,10 @@ interface OccurrenceRow {
   input: string;
   actor: string | null;
   overdue: string;
+  retry_delays_ms: string;
   status: OccurrenceStatus;
   attempts: number;
+  next_attempt_ms: number | null;
   call_id: string;
   lateness_ms: number | null;
   error: string;
@@ -213,36 +234,69 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
     input: JSON.parse(r.input),
     actor: r.actor === null ? null : JSON.parse(r.actor),
     overdue: overdueFromJson(JSON.parse(r.overdue)),
+    retryDelaysMs: JSON.parse(r.retry_delays_ms),
     status: r.status,
     attempts: r.attempts,
+    nextAttemptMs: r.next_attempt_ms,
     callId: r.call_id,
     latenessMs: r.lateness_ms,
     error: r.error,
   };
 }
 
-/** The statements on `timer_occurrences` (T6, K2-K4). */
+/** The statements on `timer_occurrences` (T6, T7, K2-K4). */
 export function occurrenceStatements(db: Db) {
   const insert = db.prepare(
-    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, status, call_id, lateness_ms, error, claimed_at, updated_at)
-     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @status, @id, @latenessMs, @error, @now, @now)`,
+    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at)
+     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @retryDelaysMs, @status, @id, @latenessMs, @error, @now, @now)`,
   );
   const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
-  const finish = db.prepare("UPDATE timer_occurrences SET status = ?, attempts = attempts + 1, lateness_ms = ?, error = ?, updated_at = ? WHERE id = ?");
+  // The lateness kept is the first call's (K4); later tries are retries, not late calls.
+  const finish = db.prepare(
+    `UPDATE timer_occurrences SET status = ?, next_attempt_ms = ?, lateness_ms = CASE WHEN attempts = 0 THEN ? ELSE lateness_ms END,
+       attempts = attempts + 1, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'`,
+  );
   const pending = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'pending' ORDER BY due_ms");
+  const earliestRetry = db.prepare("SELECT next_attempt_ms FROM timer_occurrences WHERE status = 'retry_wait' ORDER BY next_attempt_ms LIMIT 1");
+  const dueRetries = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?");
+  const resume = db.prepare("UPDATE timer_occurrences SET status = 'pending', next_attempt_ms = NULL, updated_at = ? WHERE id = ? AND status = 'retry_wait'");
   return {
     /**
      * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason
      * in `error`). False, writing nothing, when occurrence `id` already exists (the same
      * timer id and due moment were claimed before).
      */
-    insert(o: Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "status" | "latenessMs" | "error">, nowMs: number): boolean {
-      const row = { ...o, input: JSON.stringify(o.input), actor: o.actor === null ? null : JSON.stringify(o.actor), overdue: JSON.stringify(overdueToJson(o.overdue)), now: nowMs };
+    insert(o: Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error">, nowMs: number): boolean {
+      const row = {
+        ...o,
+        input: JSON.stringify(o.input),
+        actor: o.actor === null ? null : JSON.stringify(o.actor),
+        overdue: JSON.stringify(overdueToJson(o.overdue)),
+        retryDelaysMs: JSON.stringify(o.retryDelaysMs),
+        now: nowMs,
+      };
       return insert.run(row).changes === 1;
     },
-    /** One call of occurrence `id` ended: `completed` or `failed` (with `error`), `latenessMs` late; counts the attempt. */
-    finish(id: string, status: "completed" | "failed", latenessMs: number, error: string, nowMs: number): void {
-      finish.run(status, latenessMs, error, nowMs, id);
+    /**
+     * One call of pending occurrence `id` ended (T7): `completed`, `failed` for good, or
+     * `retry_wait` until `nextAttemptMs` (null for the others); `error` says why it failed.
+     * Counts the attempt; the first call's `latenessMs` is kept. False when it was not pending.
+     */
+    finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): boolean {
+      return finish.run(status, nextAttemptMs, latenessMs, error, nowMs, id).changes === 1;
+    },
+    /** The earliest `next_attempt_ms` of an occurrence in `retry_wait` (the clock's other target, T5, T7), or null. */
+    earliestRetry(): number | null {
+      const row = earliestRetry.get() as { next_attempt_ms: number } | undefined;
+      return row ? row.next_attempt_ms : null;
+    },
+    /** Up to `limit` occurrences in `retry_wait` whose next try is at or before `nowMs`, earliest first. */
+    dueRetries(nowMs: number, limit: number): OccurrenceRecord[] {
+      return (dueRetries.all(nowMs, limit) as OccurrenceRow[]).map(occurrenceFromRow);
+    },
+    /** Claims the next try of occurrence `id`: `retry_wait` → `pending`. False when it was not waiting. */
+    resume(id: string, nowMs: number): boolean {
+      return resume.run(nowMs, id).changes === 1;
     },
     /** A pending occurrence found too late when its call was about to be made: `skipped`, with why. False when it was not pending. */
     skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean {

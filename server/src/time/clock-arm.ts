@@ -22,6 +22,9 @@ export interface ClockArmDeps {
  * The owner's one clock (SPEC T5, K4): a single timer armed for the earliest
  * next due moment, never a polling loop.
  *
+ * Its target is the earliest next due moment of any timer or next try of an
+ * occurrence waiting to be retried (T7): one clock for both.
+ *
  * - **idle**: no timer pending; nothing armed.
  * - **armed(due)**: one timer for `min(due − now, 2^31−1)` ms. A timer that
  *   rings before `due` (clamped, or early by a millisecond) re-arms.
@@ -35,6 +38,7 @@ export class ClockArm {
   private handle: unknown = null;
   private armedDue: number | null = null;
   private ringing = false;
+  private started = false;
   private stopped = false;
   /** The delay last handed to the TimerHost (ms), for tests and metrics; null when idle. */
   armedDelayMs: number | null = null;
@@ -43,13 +47,19 @@ export class ClockArm {
 
   /** Arms for the earliest pending timer. */
   start(): void {
+    this.started = true;
     this.arm();
   }
 
-  /** A commit set a timer due at `dueMs` (ms since the epoch): re-arms when it is earlier than the armed one. */
+  /** A commit set a timer (or a retry, T7) due at `dueMs` (ms since the epoch): re-arms when it is earlier than the armed one. Before `start`, nothing: start arms for the earliest. */
   changed(dueMs: number | null): void {
-    if (dueMs === null || this.stopped || this.ringing) return; // a ring re-arms when it ends
+    if (dueMs === null || !this.started || this.stopped || this.ringing) return; // a ring re-arms when it ends
     if (this.armedDue === null || dueMs < this.armedDue) this.arm();
+  }
+
+  /** Re-arms from the index whatever changed (a registration moved or removed declared timers, T2); nothing before `start` or while ringing. */
+  refresh(): void {
+    if (this.started && !this.stopped && !this.ringing) this.arm();
   }
 
   /** Disarms for good (owner shutdown). */

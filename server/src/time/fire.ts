@@ -13,13 +13,18 @@ import { occurrenceId, owedOccurrence, tooLate } from "./timers.js";
 /** Most timers claimed by one commit; more due means the clock rings again at once. */
 const claimLimit = 1_000;
 
-/** How an occurrence ended, for listeners (tests wait on it, STYLE 10). */
+/** How an occurrence's call ended, or that it was skipped, for listeners (tests wait on it, STYLE 10). */
 export interface OccurrenceOutcome {
   occurrence: OccurrenceRecord;
-  status: "completed" | "failed" | "skipped";
+  /** `retry_wait`: this call failed and another try is armed for `nextAttemptMs` (T7). */
+  status: "completed" | "failed" | "retry_wait" | "skipped";
   /** Call time (skipped: claim time) minus due, ms. */
   latenessMs: number;
   error: string;
+  /** The attempt that ended, from 1 (0 when skipped). */
+  attempt: number;
+  /** `retry_wait`: when the next try is due, ms since the epoch; null otherwise. */
+  nextAttemptMs: number | null;
 }
 
 /** What firing needs. */
@@ -31,12 +36,15 @@ export interface FiringDeps {
   clock: Clock;
   lateness: LatenessHistogram;
   logger: Logger;
+  /** Told after a commit armed a retry at `dueMs` (re-arms the clock when earlier, T5). */
+  changed(dueMs: number): void;
 }
 
 /**
- * Firing (SPEC T6, T8, T9, K2-K4): what happens when the clock rings.
+ * Firing (SPEC T6-T9, K2-K4): what happens when the clock rings.
  *
- * One committer unit claims every timer due at the commit time: per timer it
+ * One committer unit claims every timer due at the commit time, and every
+ * occurrence whose retry is due (`retry_wait` → `pending`, T7): per timer it
  * writes the owed occurrence (one, however long the owner was away, K2) as
  * `pending`, or as `skipped` with a `timer.skipped` event when it is later
  * than the timer's `overdue` bound at the commit time (the bound is judged
@@ -52,10 +60,19 @@ export interface FiringDeps {
  * and a crash after it leaves the occurrence `pending`: {@link recover} calls
  * it again at start with the same call id, which ActionCalls answers from the
  * log if it had completed (A3), or runs again (`action.retried`) otherwise.
- * The action is thus recorded once per occurrence. A call that fails (the
- * action's error, or no executor within the action's timeout) leaves the
- * occurrence `failed`; T7 retries are not in this increment. An owner stopping
+ * The action is thus recorded once per occurrence. An owner stopping
  * mid-call leaves it `pending` for the next start.
+ *
+ * Retries (T7): a call that fails (the action's error, or no executor within
+ * the action's timeout) is tried again as the same occurrence, so with the
+ * same call id (ActionCalls records `action.retried`, A3): after failed
+ * attempt n the occurrence waits in `retry_wait` until commit time +
+ * `retryDelaysMs[n-1]`, durably, on the same one armed clock (no second
+ * loop); with no entry left it is `failed` for good. The next occurrence of a
+ * recurring timer comes on its own schedule meanwhile (calls may overlap,
+ * K2). The lateness bound decides only whether an occurrence is made at all
+ * (its first call); once made, its retries follow `retryDelaysMs` whatever
+ * their lateness. Lateness (K4) is measured on first calls only.
  */
 export class TimerFiring {
   /** Never aborted: time's calls have no caller to go away; shutdown ends them through ActionCalls.stop. */
@@ -74,7 +91,7 @@ export class TimerFiring {
     this.listeners.push(listener);
   }
 
-  /** One ring of the clock: claims what is due in one commit, then starts each call. Resolves after the claim. */
+  /** One ring of the clock: claims what is due (timers and retries) in one commit, then starts each call. Resolves after the claim. */
   async ring(): Promise<void> {
     if (this.stopped) return;
     const { claimed, skipped } = await this.deps.committer.submit((tx) => this.claim(tx));
@@ -82,7 +99,7 @@ export class TimerFiring {
     for (const occurrence of claimed) void this.call(occurrence);
   }
 
-  /** Calls again every occurrence left `pending` by an owner that stopped or crashed (at start). */
+  /** Calls again every occurrence left `pending` by an owner that stopped or crashed (at start); those in `retry_wait` wait for the clock. */
   recover(): number {
     const pending = this.deps.occurrences.pending();
     for (const occurrence of pending) void this.call(occurrence);
@@ -111,8 +128,10 @@ export class TimerFiring {
         input: timer.input,
         actor: timer.actor,
         overdue: timer.overdue,
+        retryDelaysMs: timer.retryDelaysMs,
         status: why ? "skipped" : "pending",
         attempts: 0,
+        nextAttemptMs: null,
         callId: occurrenceId(timer.id, dueMs),
         latenessMs: why ? latenessMs : null,
         error: why,
@@ -122,23 +141,30 @@ export class TimerFiring {
       if (!fresh) continue; // the same timer id and moment were claimed before (a replaced timer): called once
       if (why) {
         tx.append(skippedEvent(occurrence, latenessMs, why));
-        skipped.push({ occurrence, status: "skipped", latenessMs, error: why });
+        skipped.push({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
       } else claimed.push(occurrence);
+    }
+    for (const retry of occurrences.dueRetries(tx.now, claimLimit)) {
+      if (occurrences.resume(retry.id, tx.now)) claimed.push({ ...retry, status: "pending", nextAttemptMs: null });
     }
     return { claimed, skipped };
   }
 
   /**
-   * Calls one occurrence's action and records how it ended; skips it instead when, at the
-   * moment of the call, it is later than its bound (a claim recovered after a restart, or one
-   * whose claim commit took the time that tipped it). Never rejects.
+   * Calls one occurrence's action and records how it ended (completed, retry_wait or failed,
+   * T7); a first call is skipped instead when, at the moment of the call, it is later than its
+   * bound (a claim recovered after a restart, or one whose claim commit took the time that
+   * tipped it). Never rejects.
    */
   private async call(occurrence: OccurrenceRecord): Promise<void> {
     const { actions, clock, committer, lateness, logger } = this.deps;
     const latenessMs = clock.now() - occurrence.dueMs;
-    const why = tooLate(occurrence.overdue, latenessMs);
-    if (why) return this.skip(occurrence, latenessMs, why);
-    lateness.record(latenessMs);
+    const first = occurrence.attempts === 0;
+    if (first) {
+      const why = tooLate(occurrence.overdue, latenessMs);
+      if (why) return this.skip(occurrence, latenessMs, why);
+      lateness.record(latenessMs);
+    }
     let status: "completed" | "failed" = "completed";
     let error = "";
     try {
@@ -158,16 +184,27 @@ export class TimerFiring {
       if (this.stopped) return; // stays pending: called again at the next start (answered from the log if it completed)
       status = "failed";
       error = ChronologError.from(e).message;
-      logger.warn({ timer: occurrence.timerId, occurrence: occurrence.id, action: occurrence.action, error }, "a timer's call failed");
     }
     if (this.stopped) return; // the store is closing: pending, answered from the log at the next start
+    const attempt = occurrence.attempts + 1;
+    const retryInMs = status === "failed" ? occurrence.retryDelaysMs[attempt - 1] : undefined;
+    let end: { status: OccurrenceOutcome["status"]; nextAttemptMs: number | null };
     try {
-      await committer.submit((tx) => this.deps.occurrences.finish(occurrence.id, status, latenessMs, error, tx.now));
+      end = await committer.submit((tx) => {
+        const next = retryInMs === undefined ? { status, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
+        this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, error, next.nextAttemptMs, tx.now);
+        return next;
+      });
     } catch (e) {
       logger.error({ err: e, occurrence: occurrence.id }, "recording an occurrence's end failed");
       return;
     }
-    this.publish({ occurrence, status, latenessMs, error });
+    if (status === "failed") {
+      const retry = end.nextAttemptMs === null ? "no tries left: failed" : `tried again at ${new Date(end.nextAttemptMs).toISOString()}`;
+      logger.warn({ timer: occurrence.timerId, occurrence: occurrence.id, action: occurrence.action, attempt, error }, `a timer's call failed; ${retry}`);
+    }
+    if (end.nextAttemptMs !== null) this.deps.changed(end.nextAttemptMs);
+    this.publish({ occurrence, status: end.status, latenessMs, error, attempt, nextAttemptMs: end.nextAttemptMs });
   }
 
   /** Records a pending occurrence as skipped (`timer.skipped`) instead of calling it. */
@@ -179,7 +216,7 @@ export class TimerFiring {
         tx.append(skippedEvent(occurrence, latenessMs, why));
         return true;
       });
-      if (skipped) this.publish({ occurrence, status: "skipped", latenessMs, error: why });
+      if (skipped) this.publish({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
     } catch (e) {
       this.deps.logger.error({ err: e, occurrence: occurrence.id }, "recording a skipped occurrence failed");
     }

@@ -9,6 +9,7 @@ import type { EventStatements } from "../store/events.js";
 import { occurrenceStatements, timerStatements } from "../store/timers.js";
 import { DelayChains, defaultMaxChainDepth } from "./chains.js";
 import { ClockArm } from "./clock-arm.js";
+import { reconcileDeclared } from "./declared.js";
 import { TimerFiring, type OccurrenceOutcome } from "./fire.js";
 import { LatenessHistogram } from "./lateness.js";
 import { Timers } from "./service.js";
@@ -31,10 +32,12 @@ export interface TimeOptions {
   timers: TimerHost;
   /** Deepest chain a delay may continue (K5, default 100); deeper delays are refused (`timer.chain_exceeded`). */
   maxChainDepth?: number;
+  /** The owner's region (K6, default 0): it makes only declared schedules of this region, and stamps it on the timers it sets. */
+  region?: number;
   logger: Logger;
 }
 
-/** An owner's time (SPEC T1-T6, T8, T9, K2-K4). */
+/** An owner's time (SPEC T1-T9, K2-K4, K6). */
 export interface Time {
   /** The timer requests (TimeService). */
   timers: Timers;
@@ -44,27 +47,43 @@ export interface Time {
   clock: ClockArm;
   /** Calls `listener` when an occurrence is skipped or one of its calls ends (tests wait on it). */
   onOccurrence(listener: (outcome: OccurrenceOutcome) => void): void;
-  /** Arms the clock and calls occurrences a previous owner left pending. */
-  start(): void;
+  /**
+   * Makes the declared timers match the registered manifests (T2), calls occurrences a previous
+   * owner left pending, and arms the clock (for timers and retries, T5, T7). Resolves once the
+   * declared timers are committed.
+   */
+  start(): Promise<void>;
   /** Disarms the clock; claims nothing more (call before ActionCalls.stop). */
   stop(): void;
 }
 
-/** Opens time on an owner's store, registry and action calls; call `start` once serving. */
+/**
+ * Opens time on an owner's store, registry and action calls; call `start` once serving. From
+ * here on, every registration that changes a plugin writes its declared timers in its own
+ * commit (T2, T4).
+ */
 export function openTime(options: TimeOptions): Time {
-  const { db, committer, clock, logger } = options;
+  const { db, committer, clock, logger, registry } = options;
+  const region = options.region ?? 0;
   const timerRows = timerStatements(db);
   const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
+  const occurrenceRows = occurrenceStatements(db);
   const lateness = new LatenessHistogram();
-  const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceStatements(db), actions: options.actions, clock, lateness, logger });
-  const arm = new ClockArm({ clock, timers: options.timers, earliestDue: () => timerRows.earliestDue(), ring: () => firing.ring(), logger });
-  const timers = new Timers({ registry: options.registry, committer, timers: timerRows, events: options.events, live: options.live, chains, clock, changed: (due) => arm.changed(due) });
+  // The one clock's target: the earliest timer or retry (T5, T7).
+  const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
+  const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, actions: options.actions, clock, lateness, logger, changed: (due) => arm.changed(due) });
+  const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), logger });
+  const timers = new Timers({ registry, committer, timers: timerRows, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
+  const log = (message: string, details: Record<string, unknown>) => logger.warn(details, message);
+  registry.inRegistrationCommit((tx, plugins) => void reconcileDeclared(tx, timerRows, plugins, region, log));
+  registry.onChange(() => arm.refresh()); // a declared timer may have moved later or gone
   return {
     timers,
     lateness,
     clock: arm,
     onOccurrence: (listener) => firing.onOccurrence(listener),
-    start() {
+    async start() {
+      await committer.submit((tx) => reconcileDeclared(tx, timerRows, registry.list(), region, log));
       const pending = firing.recover();
       if (pending > 0) logger.info({ pending }, "calling occurrences a previous owner left pending");
       arm.start();
@@ -74,4 +93,8 @@ export function openTime(options: TimeOptions): Time {
       firing.stop();
     },
   };
+}
+
+function minOf(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.min(a, b);
 }

@@ -11,7 +11,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import { overdueToJson, specToJson, type TimerCursor, type TimerStatements } from "../store/timers.js";
 import type { DelayChains } from "./chains.js";
-import { checkAt, firstDue, maxHorizonMs, preview, type Overdue, type TimerKind, type TimerRecord, type TimerSpec } from "./timers.js";
+import { checkAt, defaultRetryDelaysMs, firstDue, maxHorizonMs, preview, type Overdue, type TimerKind, type TimerRecord, type TimerSpec } from "./timers.js";
 
 /** A Schedule (T3), as parsed from the request. */
 export interface ScheduleInput {
@@ -57,6 +57,8 @@ export interface TimersDeps {
   events: EventStatements;
   live: LiveCauses;
   clock: Clock;
+  /** The owner's region (K6): stamped on the timers and delays it sets. */
+  region: number;
   /** Chain depths of delays and their maximum (K5); absent: every delay at depth 0. */
   chains?: DelayChains;
   /** Told after each commit that set a timer, with its next due moment (re-arms the clock, T5). */
@@ -91,12 +93,13 @@ export class Timers {
     const entry = this.checkedAction(req.action, req.input);
     const who = this.who(entry, req, principal, "schedule");
     if (req.timerId.length > maxIdLength) fail("bad_request", `timer_id is longer than ${maxIdLength} characters`, [{ field: "timer_id", description: `at most ${maxIdLength} characters` }]);
+    if (req.timerId.includes("/")) fail("bad_request", `timer_id ${JSON.stringify(req.timerId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "timer_id", description: "no / (reserved for declared schedules)" }]);
     const id = req.timerId || (req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(req.spec) }) : newId());
     const nextDueMs = firstDue(req.spec, this.deps.clock.now());
     const timer = await this.deps.committer.submit((tx) => {
       const existing = this.deps.timers.get(id);
       if (existing && existing.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`);
-      const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now), action: entry.name, input: req.input, spec: req.spec, nextDueMs, actor: who.actor, overdue: req.overdue, occurrences: existing?.occurrences ?? 0 };
+      const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now, this.deps.region), action: entry.name, input: req.input, spec: req.spec, nextDueMs, actor: who.actor, overdue: req.overdue, occurrences: existing?.occurrences ?? 0 };
       if (existing && req.cause && sameDefinition(existing, fresh)) return existing; // a retried run (E7)
       return this.put(tx, fresh, who, existing !== undefined);
     });
@@ -128,7 +131,7 @@ export class Timers {
     const timer = await this.deps.committer.submit((tx) => {
       const existing = this.deps.timers.get(id);
       if (existing) return existing; // a retried run under the same cause (E7): armed once
-      const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
+      const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now, this.deps.region), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
       return this.put(tx, fresh, who, false);
     });
     this.deps.changed(timer.nextDueMs);
@@ -189,13 +192,7 @@ export class Timers {
   /** Writes `timer` and its `timer.scheduled` event in unit `tx`; returns it as stored. */
   private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, replaced: boolean): TimerRecord {
     this.deps.timers.put(timer, tx.now);
-    tx.append({
-      id: newId(),
-      type: "timer.scheduled",
-      data: { timer_id: timer.id, kind: timer.kind, action: timer.action, spec: specToJson(timer.spec), overdue: overdueToJson(timer.overdue), next_due_ms: timer.nextDueMs, replaced },
-      cause: who.cause,
-      actor: who.actor,
-    });
+    tx.append(scheduledEvent(timer, replaced, who.cause, who.actor));
     return this.deps.timers.get(timer.id) as TimerRecord;
   }
 
@@ -216,13 +213,35 @@ export class Timers {
         fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not cancel a ${what} calling ${timer.action} (it may not call it)`);
       }
       this.deps.timers.remove(id);
-      tx.append({ id: newId(), type: "timer.unscheduled", data: { timer_id: id, kind: timer.kind, action: timer.action, next_due_ms: timer.nextDueMs }, cause: cause?.eventId ?? "", actor });
+      tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor));
     });
   }
 }
 
-/** A timer with only its id, kind and times set. */
-function blankTimer(id: string, kind: TimerKind, nowMs: number): TimerRecord {
+/**
+ * `timer.scheduled` (T4): a timer was set or changed. Data: timer_id, kind, action, spec,
+ * overdue, next_due_ms (null: disabled, spent or another region's), replaced; declared schedules
+ * add plugin, schedule, disabled, region and retry_delays_ms. Actor and cause: whoever set it
+ * (declared schedules: the system, no cause).
+ */
+export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: string, actor: ActorRecord | null) {
+  const declared = timer.kind === "declared" ? { plugin: timer.plugin, schedule: timer.schedule, disabled: timer.disabled, region: timer.region, retry_delays_ms: timer.retryDelaysMs } : {};
+  return {
+    id: newId(),
+    type: "timer.scheduled",
+    data: { timer_id: timer.id, kind: timer.kind, action: timer.action, spec: specToJson(timer.spec), overdue: overdueToJson(timer.overdue), next_due_ms: timer.nextDueMs, replaced, ...declared },
+    cause,
+    actor,
+  };
+}
+
+/** `timer.unscheduled` (T3, T2): timer `timer` was removed. Data: timer_id, kind, action, next_due_ms. */
+export function unscheduledEvent(timer: TimerRecord, cause: string, actor: ActorRecord | null) {
+  return { id: newId(), type: "timer.unscheduled", data: { timer_id: timer.id, kind: timer.kind, action: timer.action, next_due_ms: timer.nextDueMs }, cause, actor };
+}
+
+/** A timer with only its id, kind, region and times set (retries: the default, T7). */
+export function blankTimer(id: string, kind: TimerKind, nowMs: number, region: number): TimerRecord {
   return {
     id,
     kind,
@@ -236,7 +255,9 @@ function blankTimer(id: string, kind: TimerKind, nowMs: number): TimerRecord {
     overdue: { kind: "unbounded" },
     chainDepth: 0,
     occurrences: 0,
-    region: 0,
+    region,
+    disabled: false,
+    retryDelaysMs: [...defaultRetryDelaysMs],
     createdAt: nowMs,
     updatedAt: nowMs,
   };

@@ -15,11 +15,16 @@ import { parseCron, type CronSchedule } from "./cron.js";
 //   moves strictly past now.
 // - scheduled → **spent** (one-shot: at, delay; next_due_ms NULL): claimed once; the row stays
 //   so the timer can be inspected (T4) and a retried Delay under a cause finds it.
-// - scheduled → (deleted): Unschedule / CancelDelay; occurrences already claimed still run.
+// - scheduled → (deleted): Unschedule / CancelDelay, or a declared schedule removed from its
+//   manifest; occurrences already claimed still run (and retry).
+// - declared schedules only: scheduled ⇄ **disabled** (next_due_ms NULL, `disabled` set) by
+//   their manifest or a patch (T2); a schedule of another region than the owner's is stored
+//   with next_due_ms NULL too (K6).
 // An occurrence is either made (its action is called, call id = occurrence id) or, when later
-// than the timer's `overdue` bound at the claim, recorded as skipped.
+// than the timer's `overdue` bound at the claim, recorded as skipped. A made occurrence whose
+// call fails is tried again after each of the timer's `retryDelaysMs` (T7; see fire.ts).
 
-/** The kinds of timers (T2, T3, K3); declared schedules are not in this increment. */
+/** The kinds of timers (T2, T3, K3). */
 export type TimerKind = "runtime" | "declared" | "delay";
 
 /** When a timer fires (T1). */
@@ -60,13 +65,24 @@ export interface TimerRecord {
   chainDepth: number;
   /** Occurrences called so far (skipped ones not counted). */
   occurrences: number;
-  /** Region that makes it (K6; 0: any). */
+  /** Region whose owner makes it (K6): declared schedules as declared, others the region of the owner that set them. */
   region: number;
+  /** A declared schedule switched off by its manifest or a patch (T2); nextDueMs is then null. */
+  disabled: boolean;
+  /** Waits between the tries of a failed occurrence, ms (T7): one retry per entry. */
+  retryDelaysMs: number[];
   /** Commit time of the Schedule/Delay that set it, ms since the epoch. */
   createdAt: number;
   /** Commit time of its last change, ms since the epoch. */
   updatedAt: number;
 }
+
+/**
+ * Waits between the tries of a failed occurrence when nothing else is said (T7): 2 more tries,
+ * after 10,000 ms then 30,000 ms. Declared schedules set their own with `retry_delays_ms`;
+ * runtime timers and delays always use this default.
+ */
+export const defaultRetryDelaysMs: readonly number[] = Object.freeze([10_000, 30_000]);
 
 /** How far in the past an `at` (or a delay's `at`) may be and still be accepted: 1,000 ms. It then fires at once. */
 export const pastToleranceMs = 1_000;

@@ -409,7 +409,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
   disabled: boolean;
 
   /**
-   * Made only by the owner of this region (K6; 0: any).
+   * Made only by the owner of this region (K6; default 0, the default region).
    *
    * @generated from field: uint32 region = 9;
    */

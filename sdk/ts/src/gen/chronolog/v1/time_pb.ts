@@ -159,7 +159,7 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
   schedule: string;
 
   /**
-   * Region that makes it (K6; 0: any).
+   * Region whose owner makes it (K6; default 0).
    *
    * @generated from field: uint32 region = 10;
    */

@@ -1,0 +1,266 @@
+import type { ScheduleDeclaration, SchedulePatch } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { ActionEntry } from "../actions/declaration.js";
+import { canonicalJson } from "../log/canonical.js";
+import { ChronologError, type FieldViolation } from "../errors.js";
+import type { CompiledManifest } from "../plugins/manifest.js";
+import type { RegisteredPlugin } from "../plugins/registry.js";
+import type { Tx } from "../store/committer.js";
+import { overdueToJson, specToJson, type TimerStatements } from "../store/timers.js";
+import { parseCron } from "./cron.js";
+import { blankTimer, scheduledEvent, unscheduledEvent } from "./service.js";
+import { defaultRetryDelaysMs, firstDue, maxHorizonMs, minEveryMs, type Overdue, type TimerRecord, type TimerSpec } from "./timers.js";
+
+// Declared schedules (SPEC T2, T7, K2, K6): the `schedules` of plugin manifests and the
+// `schedule_patches` later plugins make to them, as timers of kind `declared`.
+//
+// - A schedule `s` of plugin `p` is the timer `p/s` (runtime timer ids may not contain "/").
+// - Its effective form is the declaration with every patch naming it applied in registration
+//   order (the plugin registered last wins; within one manifest, in list order). Removing a
+//   patch restores what is under it. A patch left naming a schedule its plugin has since
+//   removed, or one that no longer fits the schedule it names, is ignored (and logged).
+// - It runs as the system (actor null), with the effective input, `max_lateness_ms` as its
+//   lateness bound (0: none) and `retry_delays_ms` as its retry waits (empty: 10 s then 30 s).
+// - It is due only when enabled and of this owner's region (K6: an owner of region N makes the
+//   entries of region N only; default 0); otherwise it is stored with no next due moment.
+//
+// Failure semantics: the timers are written in the commit of the registration that changed
+// them (T4: {@link reconcileDeclared} runs inside the registry's unit), and again at every
+// start, so the timers always match the stored manifests whatever crashed where. A changed
+// spec (cron, zone, every), enabling, or a new region recomputes the next due moment from the
+// commit time; a change of input, action, bound or retries keeps it. A removed schedule's
+// timer is deleted (its claimed occurrences still run and retry, T7).
+
+/** Most retries a schedule may declare. */
+export const maxRetries = 20;
+
+const scheduleName = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
+
+/** A declared schedule with its patches applied, before it becomes a timer. */
+export interface EffectiveSchedule {
+  /** `plugin/schedule`. */
+  id: string;
+  plugin: string;
+  schedule: string;
+  /** `plugin.action`, resolved. */
+  action: string;
+  input: Record<string, unknown>;
+  /** "" when `everyMs` is used. */
+  cron: string;
+  zone: string;
+  /** 0 when `cron` is used. */
+  everyMs: number;
+  /** 0: no bound. */
+  maxLatenessMs: number;
+  retryDelaysMs: number[];
+  disabled: boolean;
+  region: number;
+}
+
+/** What the checks know about the plugins: every action by `plugin.action`. */
+type ActionLookup = (name: string) => ActionEntry | undefined;
+
+/** The timer id of schedule `schedule` of plugin `plugin` (T2). */
+export function declaredTimerId(plugin: string, schedule: string): string {
+  return `${plugin}/${schedule}`;
+}
+
+/**
+ * The problems with `compiled`'s schedules and schedule patches, checked at registration
+ * against the other registered plugins `others` (T2, K2): each a violation naming the field,
+ * e.g. `schedules.nightly.cron` (a bad expression, parseCron's message), `schedules.nightly.zone`,
+ * `schedules.nightly.action` (not declared by this plugin or, as `plugin.action`, any
+ * other), `schedules.nightly` (neither or both of cron and every_ms),
+ * `schedules.nightly.input/to` (the action's input schema), `schedule_patches[0].plugin` or
+ * `.schedule` (unknown). Empty when all is well.
+ */
+export function scheduleViolations(compiled: CompiledManifest, others: RegisteredPlugin[]): FieldViolation[] {
+  const manifest = compiled.manifest;
+  const own = new Map(compiled.actions.map((a) => [a.name, a]));
+  const otherActions = new Map(others.flatMap((p) => p.compiled.actions.map((a) => [a.name, a] as const)));
+  const lookup: ActionLookup = (name) => own.get(name) ?? (name.startsWith(`${manifest.name}.`) ? undefined : otherActions.get(name));
+  const violations: FieldViolation[] = [];
+  for (const [name, decl] of Object.entries(manifest.schedules)) {
+    const at = `schedules.${name}`;
+    if (!scheduleName.test(name)) {
+      violations.push({ field: at, description: "schedule name must be letters, digits, _ or - (no dots, at most 63)" });
+      continue;
+    }
+    const base = fromDeclaration(manifest.name, name, decl, violations, at);
+    if (base) checkEffective(base, lookup, violations, at);
+  }
+  const byName = new Map(others.map((p) => [p.compiled.manifest.name, p]));
+  manifest.schedulePatches.forEach((patch, i) => {
+    const at = `schedule_patches[${i}]`;
+    const target = byName.get(patch.plugin);
+    if (patch.plugin === manifest.name) return violations.push({ field: `${at}.plugin`, description: "a plugin changes its own schedules in its schedules, not by a patch" });
+    if (!target) return violations.push({ field: `${at}.plugin`, description: `no registered plugin ${JSON.stringify(patch.plugin)}` });
+    if (!Object.hasOwn(target.compiled.manifest.schedules, patch.schedule)) {
+      return violations.push({ field: `${at}.schedule`, description: `plugin ${patch.plugin} declares no schedule ${JSON.stringify(patch.schedule)}` });
+    }
+    // The schedule as the other plugins leave it, then this patch on top.
+    const current = effectiveSchedules(others).find((s) => s.plugin === patch.plugin && s.schedule === patch.schedule);
+    if (current) checkEffective(applyPatch(current, patch), lookup, violations, at);
+  });
+  return violations;
+}
+
+/**
+ * The effective schedules of `plugins` (T2): each declaration with the patches naming it
+ * applied in registration order (`registeredAt`, then plugin name). A patch whose result no
+ * longer checks (e.g. a zone set on a schedule that became `every_ms`) or that names a
+ * schedule no longer declared is left out and passed to `ignored`.
+ */
+export function effectiveSchedules(plugins: RegisteredPlugin[], ignored: (plugin: string, patch: SchedulePatch, why: string) => void = () => {}): EffectiveSchedule[] {
+  const byId = new Map<string, EffectiveSchedule>();
+  for (const p of plugins) {
+    for (const [name, decl] of Object.entries(p.compiled.manifest.schedules)) {
+      const base = fromDeclaration(p.compiled.manifest.name, name, decl, [], "");
+      if (base) byId.set(base.id, base);
+    }
+  }
+  const ordered = [...plugins].sort((a, b) => a.registeredAt - b.registeredAt || a.compiled.manifest.name.localeCompare(b.compiled.manifest.name));
+  for (const p of ordered) {
+    for (const patch of p.compiled.manifest.schedulePatches) {
+      const id = declaredTimerId(patch.plugin, patch.schedule);
+      const current = byId.get(id);
+      if (!current) {
+        ignored(p.compiled.manifest.name, patch, `no schedule ${id} is declared`);
+        continue;
+      }
+      const next = applyPatch(current, patch);
+      const problems: FieldViolation[] = [];
+      checkSpec(next, problems, "patch");
+      if (problems.length > 0) ignored(p.compiled.manifest.name, patch, `${problems[0].field}: ${problems[0].description}`);
+      else byId.set(id, next);
+    }
+  }
+  return [...byId.values()].sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/** `schedule` with `patch`'s fields (cron, zone, input, disabled) put over it; a cron makes an `every_ms` schedule a cron one. */
+export function applyPatch(schedule: EffectiveSchedule, patch: SchedulePatch): EffectiveSchedule {
+  const next = { ...schedule };
+  if (patch.cron !== undefined) {
+    next.cron = patch.cron;
+    next.everyMs = 0;
+  }
+  if (patch.zone !== undefined) next.zone = patch.zone;
+  if (patch.input !== undefined) next.input = patch.input;
+  if (patch.disabled !== undefined) next.disabled = patch.disabled;
+  return next;
+}
+
+/**
+ * What declared timers to write so they match `plugins` (T2, K6), inside unit `tx`: creates,
+ * updates (event `timer.scheduled`, replaced) and deletes (`timer.unscheduled`) the timers of
+ * kind `declared`, as the system. Returns the earliest next due moment it set (ms), for the
+ * clock, or null. `log` hears about patches left out and schedules that cannot be computed.
+ */
+export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: RegisteredPlugin[], region: number, log: (message: string, details: Record<string, unknown>) => void): number | null {
+  const existing = new Map(timers.declared().map((t) => [t.id, t]));
+  let earliest: number | null = null;
+  const schedules = effectiveSchedules(plugins, (plugin, patch, why) => log("a schedule patch is ignored", { plugin, target: declaredTimerId(patch.plugin, patch.schedule), why }));
+  for (const s of schedules) {
+    const current = existing.get(s.id) ?? timers.get(s.id);
+    existing.delete(s.id);
+    let timer: TimerRecord;
+    try {
+      timer = toTimer(s, current, region, tx.now);
+    } catch (e) {
+      log("a declared schedule cannot be computed; left as it was", { timer: s.id, error: e instanceof Error ? e.message : String(e) });
+      continue;
+    }
+    if (current && current.kind === "declared" && definition(current) === definition(timer) && current.nextDueMs === timer.nextDueMs) continue;
+    timers.put(timer, tx.now);
+    tx.append(scheduledEvent(timer, current !== undefined, "", null));
+    if (timer.nextDueMs !== null && (earliest === null || timer.nextDueMs < earliest)) earliest = timer.nextDueMs;
+  }
+  for (const gone of existing.values()) {
+    timers.remove(gone.id);
+    tx.append(unscheduledEvent(gone, "", null));
+  }
+  return earliest;
+}
+
+/** The timer for effective schedule `s` given the stored one (`current`), due only when enabled and of `region`. */
+function toTimer(s: EffectiveSchedule, current: TimerRecord | undefined, region: number, nowMs: number): TimerRecord {
+  const spec: TimerSpec = s.cron ? { kind: "cron", expression: s.cron, zone: s.zone } : { kind: "every", everyMs: s.everyMs };
+  const overdue: Overdue = s.maxLatenessMs > 0 ? { kind: "max", maxLatenessMs: s.maxLatenessMs } : { kind: "unbounded" };
+  const runs = !s.disabled && s.region === region;
+  const keep = runs && current?.kind === "declared" && current.nextDueMs !== null && canonicalJson(specToJson(current.spec)) === canonicalJson(specToJson(spec));
+  return {
+    ...blankTimer(s.id, "declared", nowMs, s.region),
+    action: s.action,
+    input: s.input,
+    spec,
+    nextDueMs: keep ? current.nextDueMs : runs ? firstDue(spec, nowMs, `schedules.${s.schedule}`) : null,
+    plugin: s.plugin,
+    schedule: s.schedule,
+    overdue,
+    disabled: s.disabled,
+    retryDelaysMs: s.retryDelaysMs,
+    occurrences: current?.occurrences ?? 0,
+    createdAt: current?.createdAt ?? nowMs,
+  };
+}
+
+/** What makes two declared timers the same schedule (next due aside). */
+function definition(t: TimerRecord): string {
+  return canonicalJson({ action: t.action, input: t.input, spec: specToJson(t.spec), overdue: overdueToJson(t.overdue), retry: t.retryDelaysMs, disabled: t.disabled, region: t.region });
+}
+
+/** A declaration as an effective schedule; its shape problems go to `violations` under `at`. */
+function fromDeclaration(plugin: string, name: string, decl: ScheduleDeclaration, violations: FieldViolation[], at: string): EffectiveSchedule | undefined {
+  const everyMs = safeNumber(decl.everyMs);
+  const maxLatenessMs = safeNumber(decl.maxLatenessMs);
+  if (maxLatenessMs === undefined || maxLatenessMs > maxHorizonMs) violations.push({ field: `${at}.max_lateness_ms`, description: `at most ${maxHorizonMs} ms (100 years)` });
+  if (decl.retryDelaysMs.length > maxRetries) violations.push({ field: `${at}.retry_delays_ms`, description: `at most ${maxRetries} retries` });
+  if (everyMs === undefined) {
+    violations.push({ field: `${at}.every_ms`, description: `from ${minEveryMs} to ${maxHorizonMs} ms` });
+    return undefined;
+  }
+  return {
+    id: declaredTimerId(plugin, name),
+    plugin,
+    schedule: name,
+    action: decl.action.includes(".") ? decl.action : `${plugin}.${decl.action}`,
+    input: decl.input ?? {},
+    cron: decl.cron,
+    zone: decl.zone,
+    everyMs,
+    maxLatenessMs: maxLatenessMs ?? 0,
+    retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : [...defaultRetryDelaysMs],
+    disabled: decl.disabled,
+    region: decl.region,
+  };
+}
+
+/** Checks an effective schedule's action, input and spec, reporting under `at`. */
+function checkEffective(s: EffectiveSchedule, lookup: ActionLookup, violations: FieldViolation[], at: string): void {
+  const entry = lookup(s.action);
+  if (!entry) violations.push({ field: `${at}.action`, description: `action ${JSON.stringify(s.action)} is not declared (name an action of this plugin, or plugin.action)` });
+  else for (const v of entry.validate(s.input)) violations.push({ field: `${at}.${v.field}`, description: v.description });
+  checkSpec(s, violations, at);
+}
+
+/** Checks when `s` fires: exactly one of cron (a valid expression in a valid zone) and every_ms (in range); zone only with cron. */
+function checkSpec(s: EffectiveSchedule, violations: FieldViolation[], at: string): void {
+  if (s.cron === "" && s.everyMs === 0) return void violations.push({ field: at, description: "a schedule needs cron or every_ms" });
+  if (s.cron !== "" && s.everyMs !== 0) return void violations.push({ field: at, description: "a schedule takes cron or every_ms, not both" });
+  if (s.cron === "") {
+    if (s.zone !== "") violations.push({ field: `${at}.zone`, description: "zone applies to cron only" });
+    if (s.everyMs < minEveryMs || s.everyMs > maxHorizonMs) violations.push({ field: `${at}.every_ms`, description: `from ${minEveryMs} to ${maxHorizonMs} ms (faster cadences are pulses)` });
+    return;
+  }
+  try {
+    parseCron(s.cron, s.zone);
+  } catch (e) {
+    if (!(e instanceof ChronologError)) throw e;
+    violations.push({ field: `${at}.${e.violations[0]?.field === "zone" ? "zone" : "cron"}`, description: e.message });
+  }
+}
+
+/** A uint64 field as a number, or undefined when beyond 2^53. */
+function safeNumber(value: bigint): number | undefined {
+  return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : undefined;
+}
