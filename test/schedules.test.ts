@@ -379,6 +379,29 @@ describe("retries of failed occurrences (T7)", () => {
     expect(clock.armed()).toEqual([{ atMs: due + 60_000, delayMs: 53_000 }]);
   });
 
+  it("no executor within the action's timeout is a failed try too: retried at its wait, made once an executor is there", async () => {
+    const clock = new ManualClock(T0);
+    const h = await ownerOn(clock);
+    const calls: ActionContext[] = [];
+    const plugin = definePlugin({
+      name: "lonely",
+      actions: { ping: { timeoutMs: 200, run: (ctx) => void calls.push(ctx) } },
+      manifest: { schedules: { often: { action: "ping", everyMs: 60_000n } } as never },
+    });
+    await h.client.registerPlugin(manifestOf(plugin)); // declared, but no executor hosts it yet
+    clock.advance(60_000);
+    await until(async () => (await occurrences(h, "lonely/often"))[0]?.status === "retry_wait", "the failed try (no executor within 200 ms)");
+    expect((await occurrences(h, "lonely/often"))[0]).toMatchObject({ attempts: 1, next_attempt_ms: T0 + 70_000, error: expect.stringMatching(/no executor/) });
+    expect(clock.armed()).toEqual([{ atMs: T0 + 70_000, delayMs: 10_000 }]);
+    await executor(h.owner.url, plugin);
+    clock.advance(10_000);
+    await until(async () => (await occurrences(h, "lonely/often"))[0]?.status === "completed", "made on the retry");
+    expect(calls).toHaveLength(1);
+    expect(calls[0].scheduled?.due.getTime()).toBe(T0 + 60_000);
+    // The first try never reached an executor, so nothing was recorded for it: the call's log starts at the retry.
+    expect(await callHistory(h.client, calls[0].callId)).toEqual(["action.started#1", "action.completed#1"]);
+  });
+
   it("a runtime timer's failed occurrence retries with the default waits (10 s, 30 s)", async () => {
     const clock = new ManualClock(T0);
     const rec: Recorder = { calls: [], failing: true };
