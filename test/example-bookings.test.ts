@@ -1,5 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { DateTime } from "luxon";
 import { createClient } from "../sdk/ts/src/client.js";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 
@@ -16,7 +18,7 @@ describe("examples/bookings, as the README walks through it", () => {
     await new Promise<void>((resolve) => executor.stderr!.on("data", (d: Buffer) => d.toString().includes("connected") && resolve()));
     const create = spawnSync(
       "node_modules/.bin/buf",
-      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111" } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
+      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111", check_in: new Date(Date.now() + 24 * 3600_000 + 3_000).toISOString() } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
       { cwd: repo, encoding: "utf8" },
     );
     expect(create.status, create.stderr).toBe(0);
@@ -34,7 +36,19 @@ describe("examples/bookings, as the README walks through it", () => {
       types.push(e.type);
       texts.push(JSON.stringify(e.data));
     }
-    expect(types).toEqual(["booking.created", "action.started", "booking.updated", "action.completed"]);
+    // (Registering the plugin recorded its weekly schedule as timer.scheduled; the confirmation armed a delay.)
+    expect(types.filter((t) => !t.startsWith("timer.")).slice(0, 4)).toEqual(["booking.created", "action.started", "booking.updated", "action.completed"]);
     expect(texts.join("\n")).not.toContain("4111"); // the private card number never reaches the log
+    // The reminder delay (24 h before check-in, here 3 s away) calls bookings.remind.
+    let reminded: string | undefined;
+    while (Date.now() < deadline + 10_000 && !reminded) {
+      for await (const e of client.read({ types: ["booking.reminded"] })) reminded = JSON.stringify(e.data);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(JSON.parse(reminded ?? "{}")).toMatchObject({ booking_id: "b-1", guest: "Ana" });
+    // The weekly report is a declared schedule: next Monday 09:00 in Berlin.
+    const timer = await client.getTimer("bookings/weekly-report");
+    const due = DateTime.fromJSDate(timestampDate(timer.nextDue!)).setZone("Europe/Berlin");
+    expect([due.weekday, due.hour, due.minute]).toEqual([1, 9, 0]);
   });
 });

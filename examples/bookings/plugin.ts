@@ -5,8 +5,15 @@ import { definePlugin } from "../../sdk/ts/src/plugin.js";
  * `booking` collection, status "pending"); the collection writes
  * `booking.created`; processor `confirmer` (keyed on the booking's `_id`)
  * reacts to pending ones by calling action `bookings.confirm`, which sets the
- * status to "confirmed" (writing `booking.updated`). Every step is on the log.
+ * status to "confirmed" (writing `booking.updated`) and arms a reminder delay
+ * for 24 hours before check-in; the delayed call emits `booking.reminded`. A
+ * declared schedule calls `bookings.report` every Monday at 09:00 in Berlin,
+ * which counts bookings by status into a `booking.report` event. Every step
+ * is on the log.
  */
+
+/** How long before check-in the guest is reminded (ms). */
+export const reminderLeadMs = 24 * 60 * 60 * 1000;
 export const bookings = definePlugin({
   name: "bookings",
   version: "1",
@@ -26,9 +33,14 @@ export const bookings = definePlugin({
           status: { enum: ["pending", "confirmed", "cancelled"] },
           card: { type: "string" },
           confirmed_by: { type: "string" },
+          check_in: { type: "string", format: "date-time" },
         },
       },
     },
+  },
+  events: {
+    "booking.reminded": { description: "a guest was reminded of a booking", schema: { type: "object", required: ["booking_id"] } },
+    "booking.report": { description: "bookings counted by status", schema: { type: "object", required: ["counts"] } },
   },
   actions: {
     confirm: {
@@ -39,9 +51,34 @@ export const bookings = definePlugin({
         const booking = await ctx.collections.get("booking", id);
         if (booking.status !== "pending") return { booking_id: id, status: booking.status ?? "" };
         await ctx.collections.patch("booking", id, { set: { status: "confirmed", confirmed_by: "bookings.confirm" } });
+        if (typeof booking.check_in === "string") {
+          // Stored by the owner: survives restarts; made at most 6 h late, or recorded as skipped (K3).
+          const intervalMs = Math.max(0, Date.parse(booking.check_in) - reminderLeadMs - Date.now());
+          await ctx.delay("bookings.remind", { booking_id: id }, { intervalMs }, { maxLatenessMs: 6 * 60 * 60 * 1000 });
+        }
         return { booking_id: id, status: "confirmed" };
       },
     },
+    remind: {
+      inputSchema: { type: "object", required: ["booking_id"], properties: { booking_id: { type: "string" } } },
+      async run(ctx, input) {
+        const booking = await ctx.collections.get("booking", String(input.booking_id));
+        if (booking.status !== "confirmed") return { reminded: false };
+        await ctx.emit("booking.reminded", { booking_id: String(input.booking_id), guest: booking.guest ?? "", due: ctx.scheduled?.due.toISOString() ?? "" });
+        return { reminded: true };
+      },
+    },
+    report: {
+      async run(ctx) {
+        const counts: Record<string, number> = {};
+        for (const b of await ctx.collections.find("booking", { limit: 1000 })) counts[String(b.status)] = (counts[String(b.status)] ?? 0) + 1;
+        await ctx.emit("booking.report", { counts, week_of: ctx.scheduled?.due.toISOString() ?? "" });
+        return { counts };
+      },
+    },
+  },
+  schedules: {
+    "weekly-report": { action: "report", cron: "0 9 * * 1", zone: "Europe/Berlin" },
   },
   processors: {
     confirmer: {

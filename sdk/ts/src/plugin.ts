@@ -93,7 +93,31 @@ export interface PulseDefinition {
   scope?: "component" | "replica";
 }
 
-/** A plugin defined in code (S2). Schedules take manifest form for now. */
+/**
+ * A declared schedule (T2, K2, T7): calls an action as the system at the
+ * moments of a cron expression in a time zone (T10), or every so many ms.
+ * Stored: an owner that was down calls the missed moment once when back.
+ */
+export interface ScheduleDefinition {
+  /** `plugin.action`, or an action of this plugin by name. */
+  action: string;
+  /** Input of every call. */
+  input?: JsonObject;
+  /** 5-field cron expression, e.g. `0 9 * * 1`. Give this or `everyMs`. */
+  cron?: string;
+  /** IANA zone for `cron` (default UTC). */
+  zone?: string;
+  /** Every so many ms (at least 1,000). */
+  everyMs?: number;
+  /** Skip an occurrence later than this (ms; default: never skip). */
+  maxLatenessMs?: number;
+  /** Waits before retrying a failed occurrence (default [10000, 30000]). */
+  retryDelaysMs?: number[];
+  /** Declared but not running. */
+  disabled?: boolean;
+}
+
+/** A plugin defined in code (S2). */
 export interface PluginDefinition {
   name: string;
   version?: string;
@@ -105,6 +129,8 @@ export interface PluginDefinition {
   actions?: Record<string, ActionDefinition>;
   /** Pulses (K1), hosted by executors running this plugin (`hello.pulses` lists them as `<name>.<pulse>`). */
   pulses?: Record<string, PulseDefinition>;
+  /** Schedules (T2), run by the owner as the system; their actions run in executors hosting them. */
+  schedules?: Record<string, ScheduleDefinition>;
   /** Other manifest parts, as in the manifest's JSON form. */
   manifest?: Omit<MessageInitShape<typeof PluginManifestSchema>, "name" | "version" | "events" | "processors" | "actions" | "collections">;
 }
@@ -148,10 +174,25 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
       { action: d.action, cycleSeconds: d.cycleSeconds, intervals: d.intervals ?? 1, scope: d.scope === "replica" ? PulseScope.REPLICA : PulseScope.COMPONENT },
     ]),
   );
+  const schedules = Object.fromEntries(
+    Object.entries(p.schedules ?? {}).map(([name, d]) => [
+      name,
+      {
+        action: d.action,
+        input: d.input,
+        cron: d.cron ?? "",
+        zone: d.zone ?? "",
+        everyMs: BigInt(d.everyMs ?? 0),
+        maxLatenessMs: BigInt(d.maxLatenessMs ?? 0),
+        retryDelaysMs: d.retryDelaysMs ?? [],
+        disabled: d.disabled ?? false,
+      },
+    ]),
+  );
   const rest = (p.manifest ?? {}) as Record<string, unknown>;
   const declared = { ...((rest.actions as Record<string, unknown> | undefined) ?? {}), ...actions };
   const declaredCollections = { ...((rest.collections as Record<string, unknown> | undefined) ?? {}), ...collections };
-  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared, collections: declaredCollections, pulses: { ...((rest.pulses as Record<string, unknown> | undefined) ?? {}), ...pulses } } as MessageInitShape<typeof PluginManifestSchema>;
+  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared, collections: declaredCollections, pulses: { ...((rest.pulses as Record<string, unknown> | undefined) ?? {}), ...pulses }, schedules: { ...((rest.schedules as Record<string, unknown> | undefined) ?? {}), ...schedules } } as MessageInitShape<typeof PluginManifestSchema>;
 }
 
 function startOf(start: ProcessorDefinition["start"]) {
