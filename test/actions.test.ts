@@ -178,12 +178,14 @@ describe("actions (A1-A4) through the real transport and SDK executors", () => {
     const { client } = await owner();
     await client.registerPlugin({ name: "pay", actions: { charge: { allow: ["*"] } } });
     const t0 = Date.now();
-    const err = await callError(client.call("pay.charge", { amount: 1 }, { callId: "u-1", timeoutMs: 300 }));
+    // The owner gives up a quarter of the deadline early (at most 500 ms), so the caller
+    // hears UNAVAILABLE, not its own DEADLINE_EXCEEDED, even on a loaded machine.
+    const err = await callError(client.call("pay.charge", { amount: 1 }, { callId: "u-1", timeoutMs: 1_200 }));
     const elapsed = Date.now() - t0;
     expect(err.code).toBe(Code.Unavailable);
     expect(err.rawMessage).toContain("no executor hosts pay.charge");
-    expect(elapsed).toBeGreaterThanOrEqual(200);
-    expect(elapsed).toBeLessThan(1_000);
+    expect(elapsed).toBeGreaterThanOrEqual(800);
+    expect(elapsed).toBeLessThan(2_500);
     expect(await readAll(client)).toEqual([]);
   });
 

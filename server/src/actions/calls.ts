@@ -102,7 +102,7 @@ export interface ActionCallsDeps {
 }
 
 /** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why (A4). */
-const maxAnswerMarginMs = 100;
+const maxAnswerMarginMs = 500;
 
 /**
  * Action calls (SPEC A1-A4, E7, X3, X5).
@@ -420,7 +420,7 @@ export class ActionCalls {
         callers = Infinity;
         break;
       }
-      callers = Math.max(callers, remaining - Math.min(maxAnswerMarginMs, Math.floor(remaining / 10)));
+      callers = Math.max(callers, remaining - Math.min(maxAnswerMarginMs, Math.floor(remaining / 4)));
     }
     return Math.min(run.call.entry.timeoutMs, callers);
   }
