@@ -1,0 +1,23 @@
+// One executor process of the timers benchmark: hosts `timers.fire` and records,
+// per call, the timer (delay) id, the occurrence id and lateness = now - scheduled.due (ms).
+// Prints {"ready":true}, then {"handled":n} every 100 ms, and on SIGTERM one line
+// {"calls":[[timerId, occurrenceId, latenessMs], ...]}.
+// Usage: node --import tsx bench/timers/executor.ts URL
+import { runExecutor } from "../../sdk/ts/src/executor.js";
+import { timersPlugin } from "./plugin.js";
+
+const [url] = process.argv.slice(2);
+const calls: [string, string, number][] = [];
+const executor = runExecutor({
+  url,
+  plugins: [timersPlugin((ctx) => void calls.push([ctx.scheduled!.timerId, ctx.scheduled!.occurrenceId, Date.now() - ctx.scheduled!.due.getTime()]))],
+  credits: 512,
+  onError: () => {},
+});
+await executor.ready;
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+const timer = setInterval(() => process.stdout.write(`${JSON.stringify({ handled: calls.length })}\n`), 100);
+process.on("SIGTERM", () => {
+  clearInterval(timer);
+  process.stdout.write(`${JSON.stringify({ calls })}\n`, () => process.exit(0));
+});

@@ -1,0 +1,168 @@
+// Timers benchmark (not a test): `npm run bench:timers`.
+//
+// (a) Lateness: BENCH_DELAYS (20,000) delays set through the API (unary Delay,
+//     256 in flight, overdue unbounded), due at start + lead + uniform(0..10 s), the lead
+//     5 s or 1.5x the setting time projected from a 1,000-delay warm-up,
+//     called on one executor process whose action records each call's occurrence id
+//     and lateness = now - scheduled.due. Prints lateness p50/p99/max, duplicates
+//     (occurrence ids called more than once, or a delay called twice) and misses
+//     (delays not called by due + 30 s). Target: p99 <= 10 ms; dups = misses = 0.
+// (b) Pending: BENCH_PENDING (1,000,000) delays a day out, no executor. Prints the
+//     insert rate, the owner's RSS after inserting, then SIGKILLs the owner and
+//     restarts it on the same folder: spawn-to-"owner serving" time and RSS after.
+//     Targets: RSS <= 300 MB, restart-to-ready <= 2 s. If the rate on the first
+//     20,000 extrapolates to > 6 min and BENCH_PENDING is unset, stops at 200,000.
+// The owner runs as a child process (server/src/main.ts serve, --plugins folder);
+// RSS is VmRSS from /proc/PID/status.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { create, toJson } from "@bufbuild/protobuf";
+import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
+import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { manifestOf } from "../../sdk/ts/src/plugin.js";
+import { timersPlugin } from "./plugin.js";
+
+const repo = new URL("../../", import.meta.url).pathname;
+const delays = Number(process.env.BENCH_DELAYS ?? 20_000);
+const pendingSet = process.env.BENCH_PENDING !== undefined;
+let pending = Number(process.env.BENCH_PENDING ?? 1_000_000);
+const inFlight = 256;
+const children = new Set<ChildProcess>();
+process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
+
+interface Owner { child: ChildProcess; url: string; dir: string; readyMs: number }
+
+function makeDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-timers-"));
+  mkdirSync(join(dir, "plugins"));
+  writeFileSync(join(dir, "plugins", "timers.json"), JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(timersPlugin())))));
+  return dir;
+}
+
+async function startOwner(dir: string): Promise<Owner> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  children.add(child);
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg?.startsWith("owner serving")) resolve(`http://127.0.0.1:${entry.port}`);
+        if (entry.level >= 50) console.error(line);
+      } catch { /* not JSON */ }
+    });
+    child.once("exit", (code) => reject(new Error(`owner exited ${code}`)));
+  });
+  return { child, url, dir, readyMs: performance.now() - t0 };
+}
+
+async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  const exited = new Promise((r) => owner.child.once("exit", r));
+  owner.child.kill(signal);
+  const force = setTimeout(() => owner.child.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(force);
+}
+
+/** VmRSS in MB (10^6 bytes). */
+const rssMB = (pid: number) => (Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024) / 1e6;
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sets delays [from, to) with `inFlight` concurrent unary Delay calls; dueOf(i) in ms since the epoch. */
+async function setDelays(client: ChronologClient, from: number, to: number, dueOf: (i: number) => number, ids?: Map<string, number>): Promise<void> {
+  let next = from;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (next < to) {
+      const i = next++;
+      const due = dueOf(i);
+      const r = await client.delay("timers.fire", { i }, { at: due }, "unbounded");
+      ids?.set(r.delayId, due);
+    }
+  }));
+}
+
+// (a) lateness
+{
+  const dir = makeDir();
+  const owner = await startOwner(dir);
+  const client = createClient({ url: owner.url });
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  children.add(child);
+  let handled = 0;
+  let calls: [string, string, number][] = [];
+  let markReady!: () => void;
+  const ready = new Promise<void>((r) => (markReady = r));
+  const gotCalls = new Promise<void>((r) => createInterface({ input: child.stdout! }).on("line", (line) => {
+    const m = JSON.parse(line);
+    if (m.ready) markReady();
+    if (m.handled !== undefined) handled = m.handled;
+    if (m.calls) { calls = m.calls; r(); }
+  }));
+  await ready;
+  // Warm-up (1,000 delays a day out, not counted) to size the lead: 5 s, or 1.5x the projected setting time.
+  const w0 = Date.now();
+  await setDelays(client, 0, 1_000, () => w0 + 86_400_000);
+  const lead = Math.max(5_000, Math.round(1.5 * delays * ((Date.now() - w0) / 1_000)));
+  const start = Date.now();
+  const ids = new Map<string, number>();
+  await setDelays(client, 0, delays, () => Math.round(start + lead + Math.random() * 10_000), ids);
+  const setMs = Date.now() - start;
+  console.log(`(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`);
+  const deadline = start + lead + 10_000 + 30_000;
+  while (handled < delays && Date.now() < deadline) await sleep(100);
+  await sleep(2_000); // room for late duplicates
+  child.kill("SIGTERM");
+  await gotCalls;
+  await stopOwner(owner);
+  rmSync(dir, { recursive: true, force: true });
+
+  const byOccurrence = new Map<string, number>();
+  const byTimer = new Map<string, number>();
+  for (const [timerId, occurrenceId] of calls) {
+    byOccurrence.set(occurrenceId, (byOccurrence.get(occurrenceId) ?? 0) + 1);
+    byTimer.set(timerId, (byTimer.get(timerId) ?? 0) + 1);
+  }
+  const duplicates = [...byOccurrence.values()].filter((n) => n > 1).length;
+  const twice = [...byTimer.values()].filter((n) => n > 1).length;
+  const inTime = new Set(calls.filter(([timerId, , late]) => ids.has(timerId) && late <= 30_000).map(([timerId]) => timerId));
+  const misses = [...ids.keys()].filter((id) => !inTime.has(id)).length;
+  const late = calls.map((c) => c[2]).sort((a, b) => a - b);
+  console.log(`(a) calls ${calls.length}; lateness ms p50 ${pct(late, 50)}  p99 ${pct(late, 99)}  max ${late.at(-1)}   [target p99 <= 10 ms: ${pct(late, 99) <= 10 ? "PASS" : "FAIL"}]`);
+  console.log(`(a) duplicates ${duplicates} (delays called twice ${twice}), misses ${misses}   [target 0 and 0: ${duplicates + twice === 0 && misses === 0 ? "PASS" : "FAIL"}]`);
+}
+
+// (b) a million pending delays, restart
+{
+  const dir = makeDir();
+  let owner = await startOwner(dir);
+  const client = createClient({ url: owner.url });
+  const dayOut = Date.now() + 86_400_000;
+  const dueOf = (i: number) => dayOut + (i % 3_600_000);
+  const probe = Math.min(20_000, pending);
+  const t0 = performance.now();
+  await setDelays(client, 0, probe, dueOf);
+  const probeRate = probe / ((performance.now() - t0) / 1000);
+  const projectedS = pending / probeRate;
+  console.log(`(b) first ${probe}: ${Math.round(probeRate)} delays/s; ${pending} projected ${Math.round(projectedS)} s`);
+  if (projectedS > 360 && !pendingSet) {
+    pending = 200_000;
+    console.log(`(b) > 6 min projected: BENCH_PENDING defaulted to ${pending} (set BENCH_PENDING=1000000 to force)`);
+  }
+  await setDelays(client, probe, pending, dueOf);
+  const insertS = (performance.now() - t0) / 1000;
+  await sleep(1_000);
+  const rssAfter = rssMB(owner.child.pid!);
+  console.log(`(b) ${pending} pending delays a day out: inserted in ${insertS.toFixed(1)} s = ${Math.round(pending / insertS)} delays/s (${inFlight} in flight); owner RSS ${rssAfter.toFixed(0)} MB   [target <= 300 MB: ${rssAfter <= 300 ? "PASS" : "FAIL"}]`);
+  await stopOwner(owner, "SIGKILL");
+  owner = await startOwner(dir);
+  const rssReady = rssMB(owner.child.pid!);
+  await sleep(2_000);
+  const rssSettled = rssMB(owner.child.pid!);
+  console.log(`(b) after SIGKILL, restart-to-ready (spawn to "owner serving") ${owner.readyMs.toFixed(0)} ms   [target <= 2000 ms: ${owner.readyMs <= 2_000 ? "PASS" : "FAIL"}]; RSS at ready ${rssReady.toFixed(0)} MB, 2 s later ${rssSettled.toFixed(0)} MB   [target <= 300 MB: ${Math.max(rssReady, rssSettled) <= 300 ? "PASS" : "FAIL"}]`);
+  await stopOwner(owner);
+  rmSync(dir, { recursive: true, force: true });
+}
