@@ -14,7 +14,6 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { execFile } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import { intervalIndex, intervalStart, nextBoundary, pulseCallId, type PulseSpec } from "../server/src/time/pulse-rules.js";
@@ -25,6 +24,7 @@ import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition, type PulseDefinition } from "../sdk/ts/src/plugin.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
+import { cli } from "./helpers/cli.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -34,7 +34,6 @@ afterEach(async () => {
 
 /** 2026-03-02T12:00:00Z: a multiple of 60 s and of a day. */
 const T0 = Date.UTC(2026, 2, 2, 12);
-const repo = new URL("../", import.meta.url).pathname;
 
 interface Harness {
   owner: TestOwner;
@@ -440,15 +439,6 @@ describe("chains of delays (K5) and the SDK's time helpers under a cause (S2)", 
 });
 
 describe("CLI timers and cursors (O1)", () => {
-  /** Runs the CLI (`node --import tsx server/src/main.ts ...`) without blocking this process's event loop (the owner serves from it). */
-  function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    return new Promise((resolve) => {
-      execFile(process.execPath, ["--import", "tsx", "server/src/main.ts", ...args], { cwd: repo }, (error, stdout, stderr) => {
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-      });
-    });
-  }
-
   it("`timers` prints what ListTimers returns (JSON lines and a table, with --kind and --preview); `cursors` prints ListProcessors", async () => {
     const h = await harness(new ManualClock(T0));
     const plugin = definePlugin({

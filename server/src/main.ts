@@ -3,6 +3,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
 import { serveCommand } from "./cli/serve.js";
+import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
+import type { ClientFlags } from "./cli/client-commands.js";
 import { timersCommand } from "./cli/timers.js";
 
 /** The `chronolog` command line (SPEC O1). */
@@ -73,6 +75,60 @@ program
   .addOption(tokenOption())
   .option("--json", "JSON lines instead of a table", false)
   .action(cursorsCommand);
+
+program
+  .command("move-cursor <processor>")
+  .description("move a processor's cursor to replay from a seq or a time (admin; recorded)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--seq <n>", "events at or below this seq count as finished")
+  .option("--at <iso-time>", "replay from the first event committed at or after this time")
+  .action(moveCursorCommand);
+
+program
+  .command("pause <processor>")
+  .description("stop handing out deliveries of a processor (admin; recorded)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .action((processor: string, flags: ClientFlags) => setPausedCommand(processor, true, flags));
+
+program
+  .command("resume <processor>")
+  .description("resume a paused processor (admin; recorded)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .action((processor: string, flags: ClientFlags) => setPausedCommand(processor, false, flags));
+
+program
+  .command("failed")
+  .description("list failed (parked) deliveries (admin)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--processor <name>", "only this processor")
+  .option("--json", "JSON lines instead of a table", false)
+  .action(failedCommand);
+
+program
+  .command("redeliver <processor> [seqs...]")
+  .description("deliver failed events again; all of the processor's when no seq is given (admin; recorded)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .action(redeliverCommand);
+
+program
+  .command("executors")
+  .description("list connected executors (admin)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--json", "JSON lines instead of a table", false)
+  .action(executorsCommand);
+
+program
+  .command("sql <statement> [params...]")
+  .description("run one maintenance SQL statement, recorded as maintenance.sql (admin)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .action(sqlCommand);
 
 /** A preview count, 1-100 (GetTimer's limit). */
 function parsePreview(value: string): number {

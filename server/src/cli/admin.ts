@@ -1,0 +1,75 @@
+import { toJson, type JsonValue } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { ExecutorStatusSchema, FailedDeliverySchema } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { client, type ClientFlags } from "./client-commands.js";
+import { formatTable } from "./table.js";
+
+/**
+ * The operator commands over AdminService (SPEC O1, O4, P8, B3). Each needs
+ * an admin token (PERMISSION_DENIED otherwise) and prints a table, or JSON
+ * lines with `--json` (the API's messages in proto3 JSON).
+ */
+
+/** `chronolog move-cursor PROCESSOR (--seq N | --at ISO)`: replay from a seq or a time; prints the new cursor. */
+export async function moveCursorCommand(processor: string, flags: ClientFlags & { seq?: string; at?: string }): Promise<void> {
+  if ((flags.seq === undefined) === (flags.at === undefined)) throw new Error("give exactly one of --seq N (events at or below N count as finished) or --at ISO-TIME");
+  let to;
+  if (flags.seq !== undefined) {
+    if (!/^\d+$/.test(flags.seq)) throw new Error(`--seq must be a number, got ${flags.seq}`);
+    to = { case: "ackFloor" as const, value: BigInt(flags.seq) };
+  } else {
+    const at = new Date(flags.at!);
+    if (Number.isNaN(at.getTime())) throw new Error(`--at must be an ISO time, e.g. 2026-11-30T09:00:00Z, got ${flags.at}`);
+    to = { case: "at" as const, value: timestampFromDate(at) };
+  }
+  const { processor: status } = await client(flags).admin.moveCursor({ processor, to });
+  console.log(`${processor}: ack floor ${status?.ackFloor}, lag ${status?.lag}`);
+}
+
+/** `chronolog pause PROCESSOR` / `resume PROCESSOR`. */
+export async function setPausedCommand(processor: string, paused: boolean, flags: ClientFlags): Promise<void> {
+  const { processor: status } = await client(flags).admin.setProcessorPaused({ processor, paused });
+  console.log(`${processor}: ${status?.paused ? "paused" : "running"}`);
+}
+
+/** `chronolog failed [--processor P] [--json]`: failed (parked) deliveries, oldest first, all pages. */
+export async function failedCommand(flags: ClientFlags & { processor?: string; json: boolean }): Promise<void> {
+  const admin = client(flags).admin;
+  const rows: string[][] = [];
+  let pageToken = "";
+  do {
+    const page = await admin.listFailedDeliveries({ processor: flags.processor ?? "", pageToken });
+    for (const d of page.deliveries) {
+      if (flags.json) console.log(JSON.stringify(toJson(FailedDeliverySchema, d)));
+      else rows.push([d.processor, String(d.event?.seq ?? ""), d.event?.type ?? "", String(d.attempts), d.error]);
+    }
+    pageToken = page.nextPageToken;
+  } while (pageToken !== "");
+  if (!flags.json) console.log(formatTable(["PROCESSOR", "SEQ", "TYPE", "ATTEMPTS", "ERROR"], rows));
+}
+
+/** `chronolog redeliver PROCESSOR [SEQ...]`: delivers failed events again (all of the processor's when no seq is given). */
+export async function redeliverCommand(processor: string, seqs: string[], flags: ClientFlags): Promise<void> {
+  for (const s of seqs) if (!/^\d+$/.test(s)) throw new Error(`seqs must be numbers, got ${s}`);
+  const { count } = await client(flags).admin.redeliverFailed({ processor, seqs: seqs.map(BigInt) });
+  console.log(`${processor}: ${count} redelivered`);
+}
+
+/** `chronolog executors [--json]`: connected executor sessions. */
+export async function executorsCommand(flags: ClientFlags & { json: boolean }): Promise<void> {
+  const { executors } = await client(flags).admin.listExecutors({});
+  if (flags.json) {
+    for (const e of executors) console.log(JSON.stringify(toJson(ExecutorStatusSchema, e)));
+    return;
+  }
+  const rows = executors.map((e) => [e.executor, e.instanceId, e.principal, `${e.inFlight}/${e.credits}`, [...e.processors, ...e.actions, ...e.pulses].join(","), e.connectedAt ? timestampDate(e.connectedAt).toISOString() : ""]);
+  console.log(formatTable(["EXECUTOR", "INSTANCE", "PRINCIPAL", "IN FLIGHT/CREDITS", "HOSTS", "CONNECTED"], rows));
+}
+
+/** `chronolog sql STATEMENT [PARAM...]`: maintenance SQL, recorded as `maintenance.sql`; prints rows as JSON lines or the change count. */
+export async function sqlCommand(sql: string, params: string[], flags: ClientFlags): Promise<void> {
+  const values = params.map((p) => ({ kind: { case: "stringValue" as const, value: p } }));
+  const result = await client(flags).admin.executeSql({ sql, params: { values } });
+  for (const row of result.rows) console.log(JSON.stringify(row as JsonValue));
+  console.error(`${result.rows.length} rows, ${result.changes} changed; recorded at seq ${result.seq}`);
+}

@@ -1,0 +1,61 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient } from "../sdk/ts/src/client.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
+import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
+import { cli } from "./helpers/cli.js";
+import { startTestOwner } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const tokens = { admin: "admin-token-0123456789", web: "web-client-token-0123" };
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+describe("admin CLI (O1, O4)", () => {
+  it("lists failed deliveries, redelivers, lists executors, pauses, moves a cursor and runs recorded SQL; refuses non-admins", async () => {
+    const owner = await startTestOwner({
+      shutdownGraceMs: 100,
+      config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.web, role: "client" }] },
+    });
+    cleanups.push(() => owner.close());
+    const client = createClient({ url: owner.url, token: tokens.admin });
+    let healthy = false;
+    const handled: number[] = [];
+    const plugin = definePlugin({
+      name: "jobs",
+      events: { "job.queued": { allow: ["*"] } },
+      processors: { work: { on: "job.queued", retryDelaysMs: [5, 5], run: (ctx) => (healthy ? void handled.push(Number(ctx.event.seq)) : Promise.reject(new Error("disk full"))) } },
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    const executor = runExecutor({ url: owner.url, token: tokens.admin, plugins: [plugin], onError: () => {} });
+    cleanups.push(() => executor.stop(50));
+    await executor.ready;
+    await client.emit("job.queued", {});
+    const as = (token: string, args: string[]) => cli([...args, "--url", owner.url, "--token", token]);
+    await until(async () => (await as(tokens.admin, ["failed"])).stdout.includes("disk full"), "a failed delivery listed");
+    expect((await as(tokens.admin, ["failed"])).stdout).toMatch(/jobs\.work\s+1\s+job\.queued\s+3\s+disk full/);
+
+    healthy = true;
+    expect((await as(tokens.admin, ["redeliver", "jobs.work", "1"])).stdout).toContain("jobs.work: 1 redelivered");
+    await until(() => handled.length === 1, "the redelivered run");
+    expect((await as(tokens.admin, ["executors"])).stdout).toMatch(/jobs\s+\S+\s+ops\s+\d+\/16\s+jobs\.work/);
+
+    expect((await as(tokens.admin, ["pause", "jobs.work"])).stdout).toContain("jobs.work: paused");
+    expect((await as(tokens.admin, ["resume", "jobs.work"])).stdout).toContain("jobs.work: running");
+    expect((await as(tokens.admin, ["move-cursor", "jobs.work", "--seq", "0"])).stdout).toContain("jobs.work: ack floor 0");
+    await until(() => handled.length === 2, "the replay after the move");
+
+    const sql = await as(tokens.admin, ["sql", "SELECT type FROM events WHERE seq = ?", "1"]);
+    expect(sql.stdout.trim()).toBe(JSON.stringify({ type: "job.queued" }));
+    const types: string[] = [];
+    for await (const e of client.read()) types.push(e.type);
+    expect(types).toEqual(expect.arrayContaining(["processor.redelivered", "processor.paused", "processor.resumed", "processor.cursor_moved", "maintenance.sql"]));
+
+    const refused = await as(tokens.web, ["sql", "DELETE FROM events"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("PermissionDenied");
+    const bad = await as(tokens.admin, ["move-cursor", "jobs.work"]);
+    expect(bad.stderr).toContain("give exactly one of --seq");
+  });
+});
