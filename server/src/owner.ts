@@ -17,6 +17,7 @@ import { LiveCauses } from "./log/causes.js";
 import { Emitter } from "./log/emit.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
+import { metricsHttpHandler, OwnerMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { actionService } from "./rpc/action-service.js";
@@ -136,6 +137,13 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   registry.onChange(() => processors.sync(registry.list()));
   processors.sync(registry.list());
   const authenticator = new Authenticator(config?.principals);
+  const metrics = new OwnerMetrics({
+    committer,
+    processors: () => processors.list(),
+    executorsConnected: () => hub.list().length,
+    timersPending: () => time.pendingCount(),
+    lateness: time.lateness,
+  });
   const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
   const listener = await listen({
     host: options.host,
@@ -144,8 +152,10 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     corsOrigins: config?.cors?.origins,
     readMaxBytes: config?.limits?.max_message_bytes ?? defaultMaxMessageBytes,
     interceptors: [errorInterceptor(logger), authInterceptor(authenticator)],
+    // GET /metrics (O2): open like every RPC without principals, an admin token with them.
+    extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),
     routes(router) {
-      router.service(LogService, logService({ emitter, events, head }));
+      router.service(LogService, logService({ emitter, events, head, watchers: metrics.watchers }));
       // Manifests are strict in every form (files, JSON over Connect): a misspelt field is an error, not ignored.
       router.service(PluginService, pluginService(registry), { jsonOptions: { ignoreUnknownFields: false } });
       router.service(ExecutorService, executorService(hub, logger));

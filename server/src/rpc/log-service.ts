@@ -17,6 +17,8 @@ export interface LogServiceDeps {
   emitter: Emitter;
   events: EventStatements;
   head: HeadSignal;
+  /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
+  watchers?: { inc(): void; dec(): void };
 }
 
 /** LogService over the owner's log (E1, E7, E9): translation only; the rules live in log/. */
@@ -51,10 +53,15 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       const where = compileFilter(objectFromProto(req.where), "where");
       const principal = principalOf(ctx);
       const query = { afterSeq: seqFromProto(req.afterSeq, "after_seq"), types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
-      for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {
-        yield "event" in item
-          ? { message: { case: "event", value: eventToProto(item.event) } }
-          : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
+      deps.watchers?.inc();
+      try {
+        for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {
+          yield "event" in item
+            ? { message: { case: "event", value: eventToProto(item.event) } }
+            : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
+        }
+      } finally {
+        deps.watchers?.dec();
       }
     },
   };

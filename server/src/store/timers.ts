@@ -105,6 +105,7 @@ export function timerStatements(db: Db) {
   const declared = db.prepare("SELECT * FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule");
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
   const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
+  const pendingCount = db.prepare("SELECT count(*) AS n FROM timers WHERE next_due_ms IS NOT NULL");
   const due = db.prepare("SELECT * FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?");
   const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
   const listScheduled = db.prepare(
@@ -145,6 +146,10 @@ export function timerStatements(db: Db) {
     earliestDue(): number | null {
       const row = earliest.get() as { next_due_ms: number } | undefined;
       return row ? row.next_due_ms : null;
+    },
+    /** Timers with a next due moment (not spent, disabled or another region's); counted on the `timers_by_due` index. */
+    pendingCount(): number {
+      return (pendingCount.get() as { n: number }).n;
     },
     /** Up to `limit` timers due at or before `nowMs`, earliest first (T6). */
     due(nowMs: number, limit: number): TimerRecord[] {

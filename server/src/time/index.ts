@@ -45,6 +45,8 @@ export interface Time {
   lateness: LatenessHistogram;
   /** The clock, for tests and metrics: what it is armed for. */
   clock: ClockArm;
+  /** Timers with a next due moment, read now (the `chronolog_timers_pending` gauge). */
+  pendingCount(): number;
   /** Calls `listener` when an occurrence is skipped or one of its calls ends (tests wait on it). */
   onOccurrence(listener: (outcome: OccurrenceOutcome) => void): void;
   /**
@@ -81,6 +83,7 @@ export function openTime(options: TimeOptions): Time {
     timers,
     lateness,
     clock: arm,
+    pendingCount: () => timerRows.pendingCount(),
     onOccurrence: (listener) => firing.onOccurrence(listener),
     async start() {
       await committer.submit((tx) => reconcileDeclared(tx, timerRows, registry.list(), region, log));

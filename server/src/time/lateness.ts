@@ -15,14 +15,21 @@ export interface LatenessSnapshot {
 
 /**
  * Lateness of time's calls (SPEC K4): call time minus due time, in ms, one
- * record per call, in fixed buckets (in memory; the owner exposes it as
- * metrics later). Negative lateness (a clock stepped back) counts as 0.
+ * record per call, in fixed buckets (in memory; the owner's metrics observe each record
+ * through `onRecord` as `chronolog_timer_lateness_seconds`). Negative lateness (a clock
+ * stepped back) counts as 0.
  */
 export class LatenessHistogram {
   private readonly counts = new Array<number>(latenessBucketsMs.length + 1).fill(0);
   private count = 0;
   private sumMs = 0;
   private maxMs = 0;
+  private readonly listeners: ((latenessMs: number) => void)[] = [];
+
+  /** Calls `listener` with each lateness recorded from now on (ms, at least 0); the metrics observe it there. */
+  onRecord(listener: (latenessMs: number) => void): void {
+    this.listeners.push(listener);
+  }
 
   /** Records one call `latenessMs` late. */
   record(latenessMs: number): void {
@@ -33,6 +40,7 @@ export class LatenessHistogram {
     this.count++;
     this.sumMs += ms;
     this.maxMs = Math.max(this.maxMs, ms);
+    for (const listener of this.listeners) listener(ms);
   }
 
   /** The counts so far. */

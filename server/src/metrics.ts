@@ -1,0 +1,233 @@
+// Prometheus metrics of one owner (SPEC O2), served as `GET /metrics` on the owner's port.
+//
+// Each owner has its own prom-client Registry (never prom-client's global default), so owners
+// started in one process (tests) do not collide. Most values are read at scrape time by
+// `collect` callbacks from the state the owner already keeps (processor engines, executor
+// sessions, the log head, the timers table); only three things are pushed as they happen,
+// each cheap: one observation per group commit (not per event), one per timer call, and one
+// increment/decrement per Watch stream.
+//
+// Names follow STYLE 14 (the field's words: ack floor, in flight, executors, watchers) with
+// the unit in the name: `_seconds`, `_events`, `_total`, `_seq`.
+
+import { ChronologError } from "./errors.js";
+import type { Authenticator } from "./auth/tokens.js";
+import type { Logger } from "./logger.js";
+import type { HttpRequest, HttpResponse } from "./rpc/listen.js";
+import type { CommitInfo } from "./store/committer.js";
+import { latenessBucketsMs } from "./time/lateness.js";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/** A processor as the metrics read it: a {@link ProcessorEngine}'s counters and cursor. */
+export interface ProcessorState {
+  spec: { name: string };
+  /** The ack floor: every event at or below it is finished. */
+  floor: number;
+  /** Deliveries in flight or waiting for a retry. */
+  inFlight: number;
+  /** Retries so far (each recorded as `processor.retried`). */
+  retries: number;
+  /** Events given up on (each recorded as `processor.failed`). */
+  failures: number;
+}
+
+/** Where the metrics read the owner's state. */
+export interface MetricsSources {
+  /** The committer: its head, and a listener after every commit. */
+  committer: { readonly head: number; onCommit(listener: (info: CommitInfo) => void): void };
+  /** The declared processors' engines. */
+  processors(): Iterable<ProcessorState>;
+  /** Executor sessions connected now. */
+  executorsConnected(): number;
+  /** Timers with a next due moment. */
+  timersPending(): number;
+  /** Time's lateness recorder (K4): every record is observed. */
+  lateness: { onRecord(listener: (latenessMs: number) => void): void };
+}
+
+/** Group commit sizes (units of work per transaction). */
+const commitBatchSizeBuckets = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000];
+/** Group commit durations, seconds: 100 µs to 2.5 s. */
+const commitDurationBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** The lateness recorder's own buckets, in seconds, so both histograms agree (0 ms to 1 h). */
+const latenessBucketsSeconds = latenessBucketsMs.map((ms) => ms / 1000);
+
+/**
+ * The `process_*` and `nodejs_*` default metrics, in one registry per process: they describe
+ * the process, not an owner, and prom-client's collectors (a GC observer, an event loop delay
+ * monitor) cannot be stopped, so one set is made with the first owner's metrics and shared.
+ * (prom-client counts `process_cpu_*_seconds_total` from then on, not from the process start.)
+ */
+let processRegistry: Registry | undefined;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/** One owner's metrics. */
+export class OwnerMetrics {
+  /** This owner's registry (the `chronolog_*` metrics). */
+  readonly registry = new Registry();
+  /** Open Watch streams: the log service increments it when a stream starts and decrements it when it ends. */
+  readonly watchers: Gauge;
+
+  constructor(sources: MetricsSources) {
+    processMetrics();
+    const registers = [this.registry];
+    const perProcessor = ["processor"] as const;
+    new Gauge({
+      name: "chronolog_processor_lag_events",
+      help: "Events in the log past the processor's ack floor (log head seq minus ack floor), whether or not the processor takes them.",
+      labelNames: perProcessor,
+      registers,
+      collect() {
+        this.reset();
+        const head = sources.committer.head;
+        for (const p of sources.processors()) this.set({ processor: p.spec.name }, Math.max(0, head - p.floor));
+      },
+    });
+    new Gauge({
+      name: "chronolog_processor_in_flight",
+      help: "Deliveries of the processor sent to an executor and not yet acknowledged, or waiting for a retry.",
+      labelNames: perProcessor,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of sources.processors()) this.set({ processor: p.spec.name }, p.inFlight);
+      },
+    });
+    // Counters kept by the engines: read at scrape time. A processor whose declaration changes
+    // gets a new engine and starts again from 0, which Prometheus reads as a counter reset.
+    new Counter({
+      name: "chronolog_processor_retries_total",
+      help: "Failed tries of the processor's deliveries that were retried (each recorded as processor.retried) since the owner started.",
+      labelNames: perProcessor,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of sources.processors()) this.inc({ processor: p.spec.name }, p.retries);
+      },
+    });
+    new Counter({
+      name: "chronolog_processor_failures_total",
+      help: "Events the processor gave up on (tries used up or terminal; each recorded as processor.failed) since the owner started.",
+      labelNames: perProcessor,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of sources.processors()) this.inc({ processor: p.spec.name }, p.failures);
+      },
+    });
+    new Gauge({
+      name: "chronolog_executors_connected",
+      help: "Executor sessions (Subscribe streams past their hello) connected now.",
+      registers,
+      collect() {
+        this.set(sources.executorsConnected());
+      },
+    });
+    new Gauge({
+      name: "chronolog_timers_pending",
+      help: "Timers (schedules, runtime timers and delays) with a next due moment.",
+      registers,
+      collect() {
+        this.set(sources.timersPending());
+      },
+    });
+    const lateness = new Histogram({
+      name: "chronolog_timer_lateness_seconds",
+      help: "How late time's calls were made: call time minus due time (K4), one observation per first call of an occurrence or pulse.",
+      buckets: latenessBucketsSeconds,
+      registers,
+    });
+    sources.lateness.onRecord((ms) => lateness.observe(ms / 1000));
+    const batchSize = new Histogram({
+      name: "chronolog_commit_batch_size",
+      help: "Units of work (emits, cursor saves, timer changes, ...) per group commit transaction.",
+      buckets: commitBatchSizeBuckets,
+      registers,
+    });
+    const duration = new Histogram({
+      name: "chronolog_commit_duration_seconds",
+      help: "Time of one group commit transaction, BEGIN to COMMIT (with its fsync under synchronous=FULL).",
+      buckets: commitDurationBuckets,
+      registers,
+    });
+    sources.committer.onCommit((info) => {
+      batchSize.observe(info.batchSize);
+      duration.observe(info.durationMs / 1000);
+    });
+    this.watchers = new Gauge({ name: "chronolog_watchers", help: "Watch streams open now.", registers });
+    new Gauge({
+      name: "chronolog_log_head_seq",
+      help: "The seq of the last committed event.",
+      registers,
+      collect() {
+        this.set(sources.committer.head);
+      },
+    });
+  }
+
+  /** The content type of {@link text}: Prometheus text format 0.0.4. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** This owner's metrics and the process's, in Prometheus text format. */
+  text(): Promise<string> {
+    return Registry.merge([this.registry, processMetrics()]).metrics();
+  }
+}
+
+/**
+ * The `GET /metrics` handler for `listen({ extraHttpHandler })`, on the owner's port (HTTP/1.1
+ * or HTTP/2, TLS when configured). Access follows the RPCs': an owner without principals
+ * (loopback only, every caller is the local admin) serves anyone; with principals the scraper
+ * must send `Authorization: Bearer <token>` of an admin principal (401 without a known token,
+ * 403 for a non-admin). Other paths are not handled (false).
+ */
+export function metricsHttpHandler(metrics: OwnerMetrics, authenticator: Authenticator, logger: Logger): (req: HttpRequest, res: HttpResponse) => boolean {
+  return (req, res) => {
+    const url = req.url ?? "";
+    if (url !== "/metrics" && !url.startsWith("/metrics?")) return false;
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      answer(res, 405, "only GET /metrics\n", { Allow: "GET, HEAD" });
+      return true;
+    }
+    try {
+      const principal = authenticator.authenticate(header(req.headers.authorization));
+      if (principal.role !== "admin") {
+        answer(res, 403, `principal ${principal.name} (role ${principal.role}) may not read metrics; the admin role is needed\n`);
+        return true;
+      }
+    } catch (e) {
+      if (!(e instanceof ChronologError)) throw e;
+      answer(res, 401, `${e.message}\n`, { "WWW-Authenticate": 'Bearer realm="chronolog"' });
+      return true;
+    }
+    metrics.text().then(
+      (body) => answer(res, 200, req.method === "HEAD" ? "" : body, { "Content-Type": metrics.contentType }),
+      (err: unknown) => {
+        logger.error({ err }, "collecting metrics failed");
+        answer(res, 500, "collecting metrics failed\n");
+      },
+    );
+    return true;
+  };
+}
+
+function header(value: string | string[] | undefined): string | null {
+  return typeof value === "string" ? value : null;
+}
+
+function answer(res: HttpResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  res.statusCode = status;
+  res.setHeader("Content-Type", "text/plain; charset=utf-8");
+  res.setHeader("Cache-Control", "no-store");
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  (res as { end(chunk?: string): void }).end(body);
+}
