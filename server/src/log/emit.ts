@@ -61,7 +61,10 @@ export class Emitter {
       checked.map(({ event: e, fresh }) => {
         // An id the owner just made cannot be in the log: skip the lookup.
         const stored = fresh ? undefined : tx.events.findById(e.id);
-        if (stored && !canRead(principal, stored)) hiddenConflict(e.id);
+        // Under a cause the id is derived from the cause, position, type and data, so
+        // a stored event with it is this work's own earlier try (P5: in the cause's
+        // space, which the executor may not read): answer it, as for any retry (E7).
+        if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
         if (stored) return { event: sameEvent(stored, e), existing: true };
         return { event: tx.append(e), existing: false };
       }),

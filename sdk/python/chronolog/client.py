@@ -1,0 +1,370 @@
+"""A small Chronolog client for Python: a channel with a bearer token, the
+generated service stubs, and helpers for the calls most code makes (emit,
+call, read, watch, register a plugin).
+
+Errors are raised as :class:`ChronologError`, a :class:`grpc.RpcError` that
+also carries what the owner put in the status details: the stable
+``google.rpc.ErrorInfo`` reason (e.g. ``UNDECLARED_EVENT_TYPE``) and the
+``google.rpc.BadRequest`` field violations (JSON pointers such as
+``data/amount``).
+
+Proto field names that are Python keywords (``Actor.for`` and ``Actor.in``)
+are reached with ``getattr(actor, "for")``; :func:`actor_to_dict` does that.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from dataclasses import dataclass, field
+from datetime import timezone
+from typing import Any, Iterator, Mapping, Optional, Sequence
+from urllib.parse import urlsplit
+
+import grpc
+from google.protobuf import json_format, struct_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from chronolog.gen.chronolog.v1 import (
+    action_pb2,
+    action_pb2_grpc,
+    admin_pb2_grpc,
+    collection_pb2_grpc,
+    event_pb2,
+    log_pb2,
+    log_pb2_grpc,
+    plugin_pb2,
+    plugin_pb2_grpc,
+    time_pb2_grpc,
+)
+
+__all__ = [
+    "ChronologError",
+    "FieldViolation",
+    "CallResult",
+    "Client",
+    "connect",
+    "to_struct",
+    "from_struct",
+    "actor_to_dict",
+    "actor_from_dict",
+    "event_to_dict",
+]
+
+DEFAULT_URL = "http://127.0.0.1:50051"
+
+
+# --- JSON <-> google.protobuf.Struct -------------------------------------------------------------
+
+
+def to_struct(data: Optional[Mapping[str, Any]]) -> struct_pb2.Struct:
+    """Converts a JSON object (a dict) to a ``google.protobuf.Struct``.
+
+    Numbers travel as doubles, as in every JSON-over-protobuf client.
+    """
+    struct = struct_pb2.Struct()
+    if data:
+        json_format.ParseDict(dict(data), struct)
+    return struct
+
+
+def _plain(value: Any) -> Any:
+    """Turns whole-number floats back into ints (a Struct stores every number as a double)."""
+    if isinstance(value, float) and value.is_integer() and math.fabs(value) <= 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def from_struct(struct: Optional[struct_pb2.Struct]) -> dict:
+    """Converts a ``google.protobuf.Struct`` to a dict; whole numbers come back as ints."""
+    if struct is None:
+        return {}
+    return _plain(json_format.MessageToDict(struct))
+
+
+def actor_to_dict(actor: Optional[event_pb2.Actor]) -> Optional[dict]:
+    """The actor as ``{"id", "for", "in", "via"}``, or None for none (the system).
+
+    ``for`` and ``in`` are Python keywords, so the message's fields are read
+    with getattr.
+    """
+    if actor is None:
+        return None
+    return {"id": actor.id, "for": getattr(actor, "for"), "in": getattr(actor, "in"), "via": actor.via}
+
+
+def actor_from_dict(actor: Optional[Mapping[str, str]]) -> Optional[event_pb2.Actor]:
+    """Builds an ``Actor`` message from ``{"id", "for", "in", "via"}`` (any may be missing)."""
+    if not actor:
+        return None
+    return event_pb2.Actor(**{k: v for k, v in actor.items() if k in ("id", "for", "in", "via") and v})
+
+
+def event_to_dict(event: event_pb2.Event) -> dict:
+    """An event as plain Python values: seq (int), id, type, data (dict), cause, actor (dict or None), at (datetime, UTC)."""
+    return {
+        "seq": event.seq,
+        "id": event.id,
+        "type": event.type,
+        "data": from_struct(event.data),
+        "cause": event.cause,
+        "actor": actor_to_dict(event.actor) if event.HasField("actor") else None,
+        "at": event.at.ToDatetime(tzinfo=timezone.utc) if event.HasField("at") else None,
+    }
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One problem named by the owner: the field (a JSON pointer such as ``data/amount``) and what is wrong."""
+
+    field: str
+    description: str
+
+
+class ChronologError(grpc.RpcError):
+    """An RPC the owner refused or that failed on the way.
+
+    ``code`` is the gRPC status code (e.g. ``grpc.StatusCode.INVALID_ARGUMENT``),
+    ``message`` the owner's message naming the problem, ``reason`` the stable
+    ``google.rpc.ErrorInfo`` reason when the owner sent one, and
+    ``field_violations`` the ``google.rpc.BadRequest`` entries. ``code()`` and
+    ``details()`` answer like a ``grpc.RpcError``.
+    """
+
+    def __init__(self, code: grpc.StatusCode, message: str, reason: str = "", field_violations: Sequence[FieldViolation] = ()):
+        """Builds the error; usually made by :meth:`from_rpc_error`."""
+        super().__init__(f"{code.name}: {message}")
+        self.status_code = code
+        self.message = message
+        self.reason = reason
+        self.field_violations = list(field_violations)
+
+    def code(self) -> grpc.StatusCode:  # noqa: D401 - grpc.RpcError's interface
+        """The gRPC status code."""
+        return self.status_code
+
+    def details(self) -> str:
+        """The owner's message."""
+        return self.message
+
+    @classmethod
+    def from_rpc_error(cls, error: grpc.RpcError) -> "ChronologError":
+        """Reads code, message, ErrorInfo reason and BadRequest violations from a failed call."""
+        if isinstance(error, ChronologError):
+            return error
+        code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+        message = (error.details() if hasattr(error, "details") else str(error)) or ""
+        reason = ""
+        violations: list[FieldViolation] = []
+        try:
+            status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
+        except ValueError:  # details that disagree with the status: keep code and message
+            status = None
+        for detail in status.details if status is not None else ():
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason = info.reason
+            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
+        return cls(code, message, reason, violations)
+
+
+# --- channel -------------------------------------------------------------------------------------
+
+
+class _CallDetails(
+    collections.namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials", "wait_for_ready", "compression")),
+    grpc.ClientCallDetails,
+):
+    """Call details with the bearer token added."""
+
+
+class _Bearer(
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+):
+    """Adds ``authorization: Bearer <token>`` to every call (plaintext channels included)."""
+
+    def __init__(self, token: str):
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _details(self, d: grpc.ClientCallDetails) -> _CallDetails:
+        metadata = list(d.metadata or []) + [self._header]
+        return _CallDetails(d.method, d.timeout, metadata, d.credentials, getattr(d, "wait_for_ready", None), getattr(d, "compression", None))
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation, details, requests):
+        return continuation(self._details(details), requests)
+
+    def intercept_stream_stream(self, continuation, details, requests):
+        return continuation(self._details(details), requests)
+
+
+def connect(url: str = DEFAULT_URL, token: Optional[str] = None, root_certificates: Optional[bytes] = None) -> grpc.Channel:
+    """Opens a gRPC channel to an owner.
+
+    ``url`` is ``http://host:port`` (plaintext HTTP/2) or ``https://host:port``
+    (TLS; ``root_certificates`` is a PEM bundle for a private CA). With a
+    ``token`` every call carries ``authorization: Bearer <token>``.
+    """
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"owner url {url!r}: expected http://host:port or https://host:port")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    target = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+    if parts.scheme == "https":
+        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options)
+    else:
+        channel = grpc.insecure_channel(target, options)
+    return grpc.intercept_channel(channel, _Bearer(token)) if token else channel
+
+
+# --- client --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CallResult:
+    """The result of an action call: its call id, the output and whether it was answered from the log (A3)."""
+
+    call_id: str
+    output: dict = field(default_factory=dict)
+    from_log: bool = False
+
+
+class Client:
+    """A client of one owner: the generated stubs (``log``, ``actions``,
+    ``plugins``, ``collections``, ``time``, ``admin``) plus helpers.
+
+    Every helper raises :class:`ChronologError` when the owner refuses.
+    Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None, *, root_certificates: Optional[bytes] = None, channel: Optional[grpc.Channel] = None):
+        """Connects to ``url`` with ``token`` (see :func:`connect`), or wraps an existing ``channel``."""
+        self.channel = channel if channel is not None else connect(url, token, root_certificates)
+        self._owns_channel = channel is None
+        self.log = log_pb2_grpc.LogServiceStub(self.channel)
+        self.actions = action_pb2_grpc.ActionServiceStub(self.channel)
+        self.plugins = plugin_pb2_grpc.PluginServiceStub(self.channel)
+        self.collections = collection_pb2_grpc.CollectionServiceStub(self.channel)
+        self.time = time_pb2_grpc.TimeServiceStub(self.channel)
+        self.admin = admin_pb2_grpc.AdminServiceStub(self.channel)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the channel (if this client opened it)."""
+        if self._owns_channel:
+            self.channel.close()
+
+    def emit(
+        self,
+        type: str,
+        data: Optional[Mapping[str, Any]] = None,
+        *,
+        id: str = "",
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> log_pb2.EmitResponse:
+        """Emits one event (E1, E4, E5, E7) and returns the EmitResponse (``event``, ``existing``).
+
+        ``id`` makes the emit idempotent; ``cause`` is set by code working under
+        a delivery or an action run (the owner then derives the id and actor);
+        ``actor`` asserts actor fields (``{"id", "for", "in", "via"}``).
+        """
+        request = log_pb2.EmitRequest(type=type, data=to_struct(data), id=id, cause=cause, actor=actor_from_dict(actor))
+        return self._unary(self.log.Emit, request, timeout)
+
+    def call(
+        self,
+        action: str,
+        input: Optional[Mapping[str, Any]] = None,
+        *,
+        call_id: str = "",
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> CallResult:
+        """Calls an action ``plugin.action`` and waits for its output (A2-A4).
+
+        A failed run raises ABORTED with the action's error; no executor within
+        the deadline raises UNAVAILABLE.
+        """
+        request = action_pb2.CallActionRequest(action=action, input=to_struct(input), call_id=call_id, cause=cause, actor=actor_from_dict(actor))
+        response = self._unary(self.actions.CallAction, request, timeout)
+        return CallResult(call_id=response.call_id, output=from_struct(response.output), from_log=response.from_log)
+
+    def get_event(self, id: str, *, timeout: Optional[float] = None) -> event_pb2.Event:
+        """One event by id; NOT_FOUND when absent."""
+        return self._unary(self.log.GetEvent, log_pb2.GetEventRequest(id=id), timeout).event
+
+    def head(self) -> int:
+        """The log's last seq."""
+        return self._unary(self.log.ReadLog, log_pb2.ReadLogRequest(page_size=1), None).head_seq
+
+    def read(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, page_size: int = 500) -> Iterator[event_pb2.Event]:
+        """Yields every matching event after ``after_seq`` up to the head, page by page (E9)."""
+        token = ""
+        while True:
+            request = log_pb2.ReadLogRequest(after_seq=after_seq, types=list(types), where=to_struct(where) if where else None, page_size=page_size, page_token=token)
+            page = self._unary(self.log.ReadLog, request, None)
+            yield from page.events
+            token = page.next_page_token
+            if not token:
+                return
+
+    def watch(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None) -> Iterator[event_pb2.Event]:
+        """Follows the log: yields matching events after ``after_seq``, then live ones (E9).
+
+        The stream is cancelled when the generator is closed (``break`` out of
+        the loop, or ``close()`` it).
+        """
+        request = log_pb2.WatchRequest(after_seq=after_seq, types=list(types), where=to_struct(where) if where else None)
+        stream = self.log.Watch(request)
+        try:
+            for item in stream:
+                if item.WhichOneof("message") == "event":
+                    yield item.event
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.CANCELLED:
+                raise ChronologError.from_rpc_error(e) from None
+        finally:
+            stream.cancel()
+
+    def register_plugin(self, manifest: "plugin_pb2.PluginManifest | Mapping[str, Any]") -> plugin_pb2.RegisterPluginResponse:
+        """Registers (or updates) a plugin manifest, given as a message or in its JSON form (admin only)."""
+        if not isinstance(manifest, plugin_pb2.PluginManifest):
+            manifest = json_format.ParseDict(dict(manifest), plugin_pb2.PluginManifest())
+        return self._unary(self.plugins.RegisterPlugin, plugin_pb2.RegisterPluginRequest(manifest=manifest), None)
+
+    @staticmethod
+    def _unary(method, request, timeout: Optional[float]):
+        """Runs a unary call, turning a failure into a ChronologError."""
+        try:
+            return method(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise ChronologError.from_rpc_error(e) from None

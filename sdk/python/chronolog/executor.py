@@ -1,0 +1,660 @@
+"""A small Chronolog executor for Python (SPEC S3, X1-X5), mirroring the
+TypeScript one (sdk/ts/src/executor.ts, action.ts, work.ts).
+
+Declare a :class:`Plugin` with event types, processors and actions, then run
+it with :func:`run_executor`::
+
+    shop = Plugin("pyshop", events={"cart.submitted": {"allow": ["*"]}, "cart.checked": {}})
+
+    @shop.action("total")
+    def total(ctx, input):
+        return {"total": sum(i["price"] * i["qty"] for i in input["items"])}
+
+    @shop.processor("checker", on="cart.submitted")
+    def check(ctx):
+        result = ctx.call("pyshop.total", {"items": ctx.data["items"]})
+        ctx.emit("cart.checked", {"total": result.output["total"]})
+
+    executor = run_executor([shop], url="http://127.0.0.1:50051", token="...")
+    executor.run_forever()
+
+The executor opens the bidirectional ``Subscribe`` stream, says hello (its
+plugin manifests, processors, actions and credits), then runs each delivery
+and invocation on a thread of its own (at most ``credits`` at once, as the
+owner never sends more), acknowledges deliveries (ok, error, or terminal
+error when the handler raises :class:`TerminalError`), answers invocations
+with an ``action_result``, and sends heartbeats at the interval the owner's
+welcome asks for. An owner silent for 3 intervals counts as gone. When the
+stream breaks it reconnects with backoff (0.25 s doubling up to
+``max_backoff_s``); work that was running then is retried by the owner.
+
+Work done inside a delivery or an invocation (``ctx.emit``, ``ctx.call``)
+names its cause (the delivery's event, or the invocation's
+``action.started``) and its position among the calls made under that cause,
+counted from 0. The owner derives the work's id from them and a hash of the
+input (E7), and its actor from the cause (P5): a retried handler that makes
+the same calls in the same order finds the events and call results already
+in the log instead of writing twice.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
+
+import grpc
+from google.protobuf import json_format, timestamp_pb2
+
+from chronolog.client import DEFAULT_URL, CallResult, ChronologError, Client, actor_to_dict, from_struct, to_struct
+from chronolog.gen.chronolog.v1 import event_pb2, executor_pb2, executor_pb2_grpc, plugin_pb2
+
+__all__ = [
+    "TerminalError",
+    "Plugin",
+    "ProcessorDefinition",
+    "ActionDefinition",
+    "WorkUnderCause",
+    "DeliveryContext",
+    "ActionContext",
+    "Scheduled",
+    "Executor",
+    "run_executor",
+]
+
+Outcome = executor_pb2.Outcome
+
+
+class TerminalError(Exception):
+    """Raised by a handler to fail without further tries (SPEC B3, P6).
+
+    From a processor the owner records ``processor.failed`` at once; any other
+    exception is retried (3 tries in all by default). From an action it is
+    reported as a terminal failure (the owner never retries actions by itself).
+    """
+
+
+# --- work under a cause --------------------------------------------------------------------------
+
+
+class WorkUnderCause:
+    """What code can do under a cause (X5): ``emit`` and ``call``.
+
+    Each call names the cause event id and its position among the calls made
+    under it (from 0, shared by emit and call, thread-safe), so the owner
+    derives the same ids (E7) and the cause's actor (P5) when the work runs
+    again.
+    """
+
+    def __init__(self, client: Client, cause_event_id: str, cancelled: threading.Event):
+        """Work under ``cause_event_id``; ``cancelled`` is set when the run is cancelled or its stream is lost."""
+        self._client = client
+        self.cause_event_id = cause_event_id
+        self.cancelled = cancelled
+        self._position = 0
+        self._lock = threading.Lock()
+
+    def _next_cause(self) -> event_pb2.Cause:
+        """The cause for the next call: the event id and the next position."""
+        with self._lock:
+            position = self._position
+            self._position += 1
+        return event_pb2.Cause(event_id=self.cause_event_id, position=position)
+
+    def emit(self, type: str, data: Optional[Mapping[str, Any]] = None) -> event_pb2.Event:
+        """Emits an event under the cause and returns it as stored.
+
+        Its id is derived by the owner from the cause, this call's position and
+        the input: a retried run making the same calls finds the same event
+        instead of writing a second one. Raises :class:`ChronologError`.
+        """
+        return self._client.emit(type, data, cause=self._next_cause()).event
+
+    def call(self, action: str, input: Optional[Mapping[str, Any]] = None) -> CallResult:
+        """Calls action ``plugin.action`` under the cause and returns its :class:`CallResult`.
+
+        The call id is derived, so a retried run gets the recorded output
+        (``from_log`` true) instead of running the action again. Raises
+        :class:`ChronologError` (ABORTED when the action failed).
+        """
+        return self._client.call(action, input, cause=self._next_cause())
+
+
+class DeliveryContext(WorkUnderCause):
+    """What a processor's handler gets for one delivery (P5, P6, X4, X5).
+
+    Attributes: ``event`` (the generated ``Event`` message), ``data`` (its data
+    as a dict), ``processor`` (``plugin.processor``), ``attempt`` (1 for the
+    first try), ``retry`` (attempt > 1), ``actor`` (the event's actor as
+    ``{"id", "for", "in", "via"}``, None for the system), ``key`` (the lane
+    key, "" without one), ``delivery_id`` and ``cancelled`` (a
+    ``threading.Event`` set when the stream to the owner is lost).
+    """
+
+    def __init__(self, client: Client, delivery: executor_pb2.Delivery, cancelled: threading.Event, send: Callable[[executor_pb2.SubscribeRequest], None]):
+        """Builds the context of ``delivery``; ``send`` writes to the delivery's stream."""
+        super().__init__(client, delivery.event.id, cancelled)
+        self.event = delivery.event
+        self.data = from_struct(delivery.event.data)
+        self.processor = delivery.processor
+        self.attempt = delivery.attempt
+        self.retry = delivery.attempt > 1
+        self.actor = actor_to_dict(delivery.event.actor) if delivery.event.HasField("actor") else None
+        self.key = delivery.key
+        self.delivery_id = delivery.delivery_id
+        self._send = send
+
+    def progress(self, extend_ms: int = 0) -> None:
+        """Extends the ack deadline by ``extend_ms`` (0: the processor's ack timeout) (X4)."""
+        self._send(executor_pb2.SubscribeRequest(progress=executor_pb2.Progress(work_id=self.delivery_id, extend_ms=extend_ms)))
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """Set on an action context when time made the call (T8): the timer id, when it was due, the occurrence id."""
+
+    timer_id: str
+    due: datetime
+    occurrence_id: str
+
+
+class ActionContext(WorkUnderCause):
+    """What an action's handler gets for one invocation (A2, A4, X5, T8).
+
+    Attributes: ``action`` (``plugin.action``), ``input`` (the whole input,
+    private fields included), ``call_id`` (the same for every attempt),
+    ``attempt``, ``retry``, ``actor`` (as a dict, None for the system),
+    ``deadline`` (a UTC datetime, or None), ``scheduled`` (a
+    :class:`Scheduled` when time made the call, else None), ``chain_depth``,
+    ``cancelled`` (a ``threading.Event`` set when the owner cancels the run,
+    the caller's deadline passes or the stream is lost) and
+    ``cancel_reason``. Work under it names the call's ``action.started`` (or,
+    for ``record: false`` actions, the call id) as its cause.
+    """
+
+    def __init__(self, client: Client, invocation: executor_pb2.Invocation, cancelled: threading.Event, send: Callable[[executor_pb2.SubscribeRequest], None]):
+        """Builds the context of ``invocation``; ``send`` writes to its stream."""
+        super().__init__(client, invocation.cause_event_id or invocation.call_id, cancelled)
+        self.action = invocation.action
+        self.input = from_struct(invocation.input)
+        self.call_id = invocation.call_id
+        self.attempt = invocation.attempt
+        self.retry = invocation.attempt > 1
+        self.actor = actor_to_dict(invocation.actor) if invocation.HasField("actor") else None
+        self.deadline = invocation.deadline.ToDatetime(tzinfo=timezone.utc) if invocation.HasField("deadline") else None
+        self.scheduled = (
+            Scheduled(
+                timer_id=invocation.scheduled.timer_id,
+                due=invocation.scheduled.due.ToDatetime(tzinfo=timezone.utc),
+                occurrence_id=invocation.scheduled.occurrence_id,
+            )
+            if invocation.HasField("scheduled")
+            else None
+        )
+        self.chain_depth = invocation.chain_depth
+        self.cancel_reason = ""
+        self.invocation_id = invocation.invocation_id
+        self._send = send
+
+    def progress(self, extend_ms: int = 0) -> None:
+        """Extends the run's timeout by ``extend_ms`` (0: the action's timeout) (X4)."""
+        self._send(executor_pb2.SubscribeRequest(progress=executor_pb2.Progress(work_id=self.invocation_id, extend_ms=extend_ms)))
+
+
+# --- plugins -------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProcessorDefinition:
+    """A processor in code (P1-P8); times in ms. ``run(ctx)`` handles one delivery: raise to fail it."""
+
+    run: Callable[[DeliveryContext], None]
+    on: Sequence[str] = ()
+    where: Optional[Mapping[str, Any]] = None
+    key: str = ""
+    concurrency: int = 0
+    ack_timeout_ms: int = 0
+    retry_delays_ms: Sequence[int] = ()
+    start: Union[str, int] = "end"
+
+    def declaration(self) -> dict:
+        """The processor's manifest entry (JSON form)."""
+        if self.start == "end":
+            start: dict = {"end": True}
+        elif self.start == "beginning":
+            start = {"beginning": True}
+        elif isinstance(self.start, int):
+            start = {"after_seq": self.start}
+        else:
+            raise ValueError(f"processor start {self.start!r}: expected 'end', 'beginning' or a seq")
+        d: dict = {"on": list(self.on), "key": self.key, "start": start}
+        if self.where is not None:
+            d["where"] = dict(self.where)
+        for name in ("concurrency", "ack_timeout_ms"):
+            if getattr(self, name):
+                d[name] = getattr(self, name)
+        if self.retry_delays_ms:
+            d["retry_delays_ms"] = list(self.retry_delays_ms)
+        return d
+
+
+@dataclass
+class ActionDefinition:
+    """An action in code (A1-A4); times in ms. ``run(ctx, input)`` returns the output (a dict; None means ``{}``)."""
+
+    run: Callable[[ActionContext, dict], Optional[Mapping[str, Any]]]
+    input_schema: Optional[Mapping[str, Any]] = None
+    private_fields: Sequence[str] = ()
+    record: Optional[bool] = None
+    allow: Sequence[str] = ()
+    timeout_ms: int = 0
+
+    def declaration(self) -> dict:
+        """The action's manifest entry (JSON form)."""
+        d: dict = {"private_fields": list(self.private_fields), "allow": list(self.allow)}
+        if self.input_schema is not None:
+            d["input_schema"] = dict(self.input_schema)
+        if self.record is not None:
+            d["record"] = self.record
+        if self.timeout_ms:
+            d["timeout_ms"] = self.timeout_ms
+        return d
+
+
+class Plugin:
+    """A plugin defined in Python: its manifest (event types, collections, ...)
+    plus the processors and actions this executor runs.
+
+    ``events`` and ``collections`` take the manifest's JSON form (as in YAML
+    manifests: ``{"cart.submitted": {"schema": {...}, "allow": ["*"]}}``);
+    ``manifest`` holds any other manifest parts (schedules, pulses, ...).
+    Processors and actions are added with the :meth:`processor` and
+    :meth:`action` decorators.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "",
+        *,
+        events: Optional[Mapping[str, Any]] = None,
+        collections: Optional[Mapping[str, Any]] = None,
+        manifest: Optional[Mapping[str, Any]] = None,
+    ):
+        """Declares plugin ``name``; see the class docstring for the arguments."""
+        self.name = name
+        self.version = version
+        self.events = dict(events or {})
+        self.collections = dict(collections or {})
+        self.extra = dict(manifest or {})
+        self.processors: dict[str, ProcessorDefinition] = {}
+        self.actions: dict[str, ActionDefinition] = {}
+
+    def processor(
+        self,
+        name: str,
+        *,
+        on: Union[str, Sequence[str]] = (),
+        where: Optional[Mapping[str, Any]] = None,
+        key: str = "",
+        concurrency: int = 0,
+        ack_timeout_ms: int = 0,
+        retry_delays_ms: Sequence[int] = (),
+        start: Union[str, int] = "end",
+    ) -> Callable[[Callable[[DeliveryContext], None]], Callable[[DeliveryContext], None]]:
+        """Decorator: ``fn(ctx)`` becomes processor ``<plugin>.<name>``.
+
+        ``on`` is an event type or a list (empty: every type), ``where`` a
+        MongoDB filter on the data, ``key`` a lane key path such as
+        ``data.cart_id``, ``retry_delays_ms`` the waits between tries (default
+        [1000, 5000]), ``start`` ``"end"`` (default), ``"beginning"`` or a seq.
+        """
+
+        def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
+            types = [on] if isinstance(on, str) else list(on)
+            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start)
+            return fn
+
+        return register
+
+    def action(
+        self,
+        name: str,
+        *,
+        input_schema: Optional[Mapping[str, Any]] = None,
+        private_fields: Sequence[str] = (),
+        record: Optional[bool] = None,
+        allow: Sequence[str] = (),
+        timeout_ms: int = 0,
+    ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
+        """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
+
+        ``allow`` says who may call it from outside (default: only code under a
+        cause); ``record=False`` leaves no events; ``timeout_ms`` bounds one run
+        (default 30,000).
+        """
+
+        def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms)
+            return fn
+
+        return register
+
+    def manifest(self) -> plugin_pb2.PluginManifest:
+        """The manifest registered on hello: everything but the code."""
+        body = dict(self.extra)
+        body.update(
+            name=self.name,
+            version=self.version,
+            events=self.events,
+            collections={**body.get("collections", {}), **self.collections},
+            processors={name: p.declaration() for name, p in self.processors.items()},
+            actions={**body.get("actions", {}), **{name: a.declaration() for name, a in self.actions.items()}},
+        )
+        return json_format.ParseDict(body, plugin_pb2.PluginManifest())
+
+
+# --- the executor --------------------------------------------------------------------------------
+
+
+def _print_error(error: BaseException) -> None:
+    """The default error report: one line on stderr (reconnects repeat it)."""
+    print(f"chronolog executor: {_describe(error)}", file=sys.stderr, flush=True)
+
+
+def _describe(error: BaseException) -> str:
+    """`CODE: message` for gRPC errors, the message otherwise."""
+    if isinstance(error, grpc.RpcError) and hasattr(error, "code"):
+        return f"{error.code().name}: {error.details()}"
+    return str(error) or type(error).__name__
+
+
+class _Session:
+    """One Subscribe stream: its outgoing queue, the call, and whether it ended."""
+
+    def __init__(self) -> None:
+        self._queue: "queue.Queue[Optional[executor_pb2.SubscribeRequest]]" = queue.Queue()
+        self.ended = threading.Event()
+        self.call: Any = None
+        self.last_heard = time.monotonic()
+        self.cancels: dict[str, tuple[threading.Event, ActionContext]] = {}
+        self.lock = threading.Lock()
+
+    def send(self, request: executor_pb2.SubscribeRequest) -> None:
+        """Queues a message; dropped once the stream ended (the owner retries that work)."""
+        if not self.ended.is_set():
+            self._queue.put(request)
+
+    def requests(self) -> Iterator[executor_pb2.SubscribeRequest]:
+        """The request stream grpc consumes."""
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            yield item
+
+    def end(self) -> None:
+        """Ends the stream: no more sends, the call is cancelled."""
+        if self.ended.is_set():
+            return
+        self.ended.set()
+        self._queue.put(None)
+        if self.call is not None:
+            self.call.cancel()
+
+
+class Executor:
+    """Hosts the plugins' processors and actions over the Subscribe stream (X1-X5).
+
+    Create it, then :meth:`start` it (or use :func:`run_executor`);
+    :meth:`wait_ready` waits for the owner's first welcome, :meth:`stop` lets
+    running work finish, then closes the stream. ``last_error`` is the most
+    recent connection error or owner notice (also passed to ``on_error``,
+    which by default prints one line on stderr).
+    """
+
+    def __init__(
+        self,
+        plugins: Sequence[Plugin],
+        url: str = DEFAULT_URL,
+        token: Optional[str] = None,
+        *,
+        executor: Optional[str] = None,
+        credits: int = 16,
+        on_error: Optional[Callable[[BaseException], None]] = None,
+        max_backoff_s: float = 5.0,
+        root_certificates: Optional[bytes] = None,
+    ):
+        """Prepares an executor for ``plugins`` against the owner at ``url`` with bearer ``token``.
+
+        ``executor`` is the name replicas share (default: the first plugin's
+        name); ``credits`` the deliveries and invocations accepted at once (P9).
+        """
+        self.plugins = list(plugins)
+        self.name = executor or (self.plugins[0].name if self.plugins else "executor")
+        self.credits = max(1, credits)
+        self.instance_id = str(uuid.uuid4())
+        self.client = Client(url, token, root_certificates=root_certificates)
+        self.last_error: Optional[BaseException] = None
+        self._on_error = on_error or _print_error
+        self._max_backoff_s = max_backoff_s
+        self._processors = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.processors.items()}
+        self._actions = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.actions.items()}
+        self._manifests = [p.manifest() for p in self.plugins]
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.credits, thread_name_prefix="chronolog-work")
+        self._running: set[concurrent.futures.Future] = set()
+        self._running_lock = threading.Lock()
+        self._ready = threading.Event()
+        self._stopping = threading.Event()
+        self._session: Optional[_Session] = None
+        self._thread: Optional[threading.Thread] = None
+
+    # lifecycle
+
+    def start(self) -> "Executor":
+        """Starts the connection loop on a background thread; returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="chronolog-executor", daemon=True)
+            self._thread.start()
+        return self
+
+    def wait_ready(self, timeout: Optional[float] = None) -> bool:
+        """Waits for the owner's first welcome; False if ``timeout`` (s) passed first (see ``last_error``)."""
+        return self._ready.wait(timeout)
+
+    @property
+    def connected(self) -> bool:
+        """True while a welcomed stream is open."""
+        session = self._session
+        return session is not None and not session.ended.is_set() and self._ready.is_set()
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Lets running deliveries and invocations finish (up to ``grace_s``), then closes the stream."""
+        self._stopping.set()
+        with self._running_lock:
+            running = list(self._running)
+        concurrent.futures.wait(running, timeout=grace_s)
+        session = self._session
+        if session is not None:
+            session.end()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()
+
+    def run_forever(self) -> None:
+        """Starts (if needed) and blocks until :meth:`stop` is called or Ctrl-C (then stops)."""
+        self.start()
+        try:
+            while not self._stopping.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            self.stop()
+
+    # the connection loop
+
+    def _report(self, error: BaseException) -> None:
+        """Records and reports a connection error or notice."""
+        self.last_error = error
+        try:
+            self._on_error(error)
+        except Exception:  # a failing reporter must not kill the loop
+            pass
+
+    def _loop(self) -> None:
+        """Opens sessions until stopped, with backoff between them."""
+        backoff = 0.25
+        while not self._stopping.is_set():
+            welcomed = threading.Event()
+            try:
+                self._run_session(welcomed)
+            except grpc.RpcError as e:
+                if not self._stopping.is_set():
+                    self._report(ChronologError.from_rpc_error(e))
+            except Exception as e:  # keep reconnecting whatever broke
+                if not self._stopping.is_set():
+                    self._report(e)
+            if welcomed.is_set():
+                backoff = 0.25
+            if self._stopping.wait(backoff):
+                return
+            backoff = min(backoff * 2, self._max_backoff_s)
+
+    def _run_session(self, welcomed: threading.Event) -> None:
+        """One stream, from hello to its end."""
+        session = _Session()
+        self._session = session
+        session.send(
+            executor_pb2.SubscribeRequest(
+                hello=executor_pb2.Hello(
+                    executor=self.name,
+                    instance_id=self.instance_id,
+                    plugins=self._manifests,
+                    processors=list(self._processors),
+                    actions=list(self._actions),
+                    credits=self.credits,
+                    batches=False,
+                )
+            )
+        )
+        stub = executor_pb2_grpc.ExecutorServiceStub(self.client.channel)
+        session.call = stub.Subscribe(session.requests())
+        try:
+            for response in session.call:
+                session.last_heard = time.monotonic()
+                kind = response.WhichOneof("message")
+                if kind == "welcome":
+                    welcomed.set()
+                    self._ready.set()
+                    interval = max(response.welcome.heartbeat_interval_ms, 10) / 1000
+                    threading.Thread(target=self._heartbeat, args=(session, interval), name="chronolog-heartbeat", daemon=True).start()
+                elif kind == "delivery":
+                    self._submit(self._deliver, response.delivery, session)
+                elif kind == "deliveries":  # only sent when hello.batches is set; handled anyway
+                    for delivery in response.deliveries.deliveries:
+                        self._submit(self._deliver, delivery, session)
+                elif kind == "invocation":
+                    self._submit(self._invoke, response.invocation, session)
+                elif kind == "cancel_invocation":
+                    self._cancel(session, response.cancel_invocation)
+                elif kind == "notice":
+                    notice = response.notice
+                    self._report(RuntimeError(f"owner notice {notice.reason}: {notice.message}"))
+        except grpc.RpcError as e:
+            if session.ended.is_set() and e.code() == grpc.StatusCode.CANCELLED:
+                return  # ended here: by stop() or a silent owner (already reported)
+            raise
+        finally:
+            session.end()
+            with session.lock:
+                for cancelled, ctx in session.cancels.values():
+                    ctx.cancel_reason = ctx.cancel_reason or "stream to the owner lost"
+                    cancelled.set()
+
+    def _heartbeat(self, session: _Session, interval: float) -> None:
+        """Sends heartbeats every ``interval`` s; ends the stream when the owner was silent for 3 intervals (X4)."""
+        while not session.ended.wait(interval):
+            if time.monotonic() - session.last_heard > 3 * interval:
+                if not self._stopping.is_set():
+                    self._report(ConnectionError(f"owner silent for {3 * interval:.1f} s (3 heartbeat intervals): reconnecting"))
+                session.end()
+                return
+            now = timestamp_pb2.Timestamp()
+            now.GetCurrentTime()
+            session.send(executor_pb2.SubscribeRequest(heartbeat=executor_pb2.Heartbeat(at=now)))
+
+    def _submit(self, fn: Callable[..., None], work: Any, session: _Session) -> None:
+        """Runs one delivery or invocation on the pool, tracked for stop()."""
+        future = self._pool.submit(fn, work, session)
+        with self._running_lock:
+            self._running.add(future)
+
+        def done(f: concurrent.futures.Future) -> None:
+            with self._running_lock:
+                self._running.discard(f)
+
+        future.add_done_callback(done)
+
+    # deliveries and invocations
+
+    def _deliver(self, delivery: executor_pb2.Delivery, session: _Session) -> None:
+        """Runs a processor's handler for one delivery and acks it: OK, ERROR, or TERMINAL_ERROR."""
+        outcome, error = Outcome.OUTCOME_OK, ""
+        try:
+            definition = self._processors.get(delivery.processor)
+            if definition is None:
+                raise TerminalError(f"no handler for {delivery.processor}")
+            definition.run(DeliveryContext(self.client, delivery, session.ended, session.send))
+        except TerminalError as e:
+            outcome, error = Outcome.OUTCOME_TERMINAL_ERROR, str(e) or "TerminalError"
+        except Exception as e:
+            outcome, error = Outcome.OUTCOME_ERROR, _describe(e)
+        session.send(executor_pb2.SubscribeRequest(ack=executor_pb2.Ack(delivery_id=delivery.delivery_id, outcome=outcome, error=error)))
+
+    def _invoke(self, invocation: executor_pb2.Invocation, session: _Session) -> None:
+        """Runs an action's handler for one invocation and sends its ActionResult (unless the stream ended meanwhile)."""
+        cancelled = threading.Event()
+        ctx = ActionContext(self.client, invocation, cancelled, session.send)
+        with session.lock:
+            if session.ended.is_set():
+                return
+            session.cancels[invocation.invocation_id] = (cancelled, ctx)
+        try:
+            definition = self._actions.get(invocation.action)
+            if definition is None:
+                raise TerminalError(f"this executor does not host {invocation.action}")
+            output = definition.run(ctx, ctx.input)
+            if output is None:
+                output = {}
+            if not isinstance(output, Mapping):
+                raise TypeError(f"{invocation.action} returned {type(output).__name__}: an action's output must be a JSON object (a dict)")
+            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_OK, output=to_struct(output))
+        except TerminalError as e:
+            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_TERMINAL_ERROR, error=str(e) or "TerminalError")
+        except Exception as e:
+            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_ERROR, error=_describe(e))
+        finally:
+            with session.lock:
+                session.cancels.pop(invocation.invocation_id, None)
+        session.send(executor_pb2.SubscribeRequest(action_result=result))
+
+    @staticmethod
+    def _cancel(session: _Session, cancel: executor_pb2.CancelInvocation) -> None:
+        """Sets the cancelled event of a running invocation (CancelInvocation, A4)."""
+        with session.lock:
+            entry = session.cancels.get(cancel.invocation_id)
+        if entry is not None:
+            cancelled, ctx = entry
+            ctx.cancel_reason = f"cancelled by the owner: {cancel.reason}"
+            cancelled.set()
+
+
+def run_executor(plugins: Sequence[Plugin], url: str = DEFAULT_URL, token: Optional[str] = None, **options: Any) -> Executor:
+    """Creates an :class:`Executor` (same arguments) and starts it."""
+    return Executor(plugins, url, token, **options).start()

@@ -1,0 +1,103 @@
+from chronolog.gen.chronolog.v1 import event_pb2 as _event_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class EmitRequest(_message.Message):
+    __slots__ = ("type", "data", "id", "cause", "actor")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    data: _struct_pb2.Struct
+    id: str
+    cause: _event_pb2.Cause
+    actor: _event_pb2.Actor
+    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ...) -> None: ...
+
+class EmitResponse(_message.Message):
+    __slots__ = ("event", "existing")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_FIELD_NUMBER: _ClassVar[int]
+    event: _event_pb2.Event
+    existing: bool
+    def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., existing: _Optional[bool] = ...) -> None: ...
+
+class EmitBatchRequest(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[EmitRequest]
+    def __init__(self, events: _Optional[_Iterable[_Union[EmitRequest, _Mapping]]] = ...) -> None: ...
+
+class EmitBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[EmitResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[EmitResponse, _Mapping]]] = ...) -> None: ...
+
+class ReadLogRequest(_message.Message):
+    __slots__ = ("after_seq", "page_size", "page_token", "types", "where")
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    after_seq: int
+    page_size: int
+    page_token: str
+    types: _containers.RepeatedScalarFieldContainer[str]
+    where: _struct_pb2.Struct
+    def __init__(self, after_seq: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ReadLogResponse(_message.Message):
+    __slots__ = ("events", "next_page_token", "head_seq")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    HEAD_SEQ_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]
+    next_page_token: str
+    head_seq: int
+    def __init__(self, events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., head_seq: _Optional[int] = ...) -> None: ...
+
+class GetEventRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class GetEventResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: _event_pb2.Event
+    def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("after_seq", "types", "where")
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    after_seq: int
+    types: _containers.RepeatedScalarFieldContainer[str]
+    where: _struct_pb2.Struct
+    def __init__(self, after_seq: _Optional[int] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ("event", "caught_up")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
+    event: _event_pb2.Event
+    caught_up: CaughtUp
+    def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., caught_up: _Optional[_Union[CaughtUp, _Mapping]] = ...) -> None: ...
+
+class CaughtUp(_message.Message):
+    __slots__ = ("head_seq",)
+    HEAD_SEQ_FIELD_NUMBER: _ClassVar[int]
+    head_seq: int
+    def __init__(self, head_seq: _Optional[int] = ...) -> None: ...

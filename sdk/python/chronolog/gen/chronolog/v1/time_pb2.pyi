@@ -1,0 +1,194 @@
+import datetime
+
+from chronolog.gen.chronolog.v1 import event_pb2 as _event_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TimerKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TIMER_KIND_UNSPECIFIED: _ClassVar[TimerKind]
+    TIMER_KIND_RUNTIME: _ClassVar[TimerKind]
+    TIMER_KIND_DECLARED: _ClassVar[TimerKind]
+    TIMER_KIND_DELAY: _ClassVar[TimerKind]
+TIMER_KIND_UNSPECIFIED: TimerKind
+TIMER_KIND_RUNTIME: TimerKind
+TIMER_KIND_DECLARED: TimerKind
+TIMER_KIND_DELAY: TimerKind
+
+class TimerSpec(_message.Message):
+    __slots__ = ("at", "cron", "every_ms")
+    AT_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIELD_NUMBER: _ClassVar[int]
+    EVERY_MS_FIELD_NUMBER: _ClassVar[int]
+    at: _timestamp_pb2.Timestamp
+    cron: CronSpec
+    every_ms: int
+    def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cron: _Optional[_Union[CronSpec, _Mapping]] = ..., every_ms: _Optional[int] = ...) -> None: ...
+
+class CronSpec(_message.Message):
+    __slots__ = ("expression", "zone")
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    expression: str
+    zone: str
+    def __init__(self, expression: _Optional[str] = ..., zone: _Optional[str] = ...) -> None: ...
+
+class Timer(_message.Message):
+    __slots__ = ("id", "kind", "action", "input", "spec", "next_due", "actor", "plugin", "schedule", "region", "occurrences", "disabled", "overdue", "chain_depth", "preview")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    NEXT_DUE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    REGION_FIELD_NUMBER: _ClassVar[int]
+    OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
+    OVERDUE_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    PREVIEW_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: TimerKind
+    action: str
+    input: _struct_pb2.Struct
+    spec: TimerSpec
+    next_due: _timestamp_pb2.Timestamp
+    actor: _event_pb2.Actor
+    plugin: str
+    schedule: str
+    region: int
+    occurrences: int
+    disabled: bool
+    overdue: Overdue
+    chain_depth: int
+    preview: _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[TimerKind, str]] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., next_due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., plugin: _Optional[str] = ..., schedule: _Optional[str] = ..., region: _Optional[int] = ..., occurrences: _Optional[int] = ..., disabled: _Optional[bool] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., chain_depth: _Optional[int] = ..., preview: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ...) -> None: ...
+
+class Overdue(_message.Message):
+    __slots__ = ("unbounded", "max_lateness_ms", "on_time_or_never")
+    UNBOUNDED_FIELD_NUMBER: _ClassVar[int]
+    MAX_LATENESS_MS_FIELD_NUMBER: _ClassVar[int]
+    ON_TIME_OR_NEVER_FIELD_NUMBER: _ClassVar[int]
+    unbounded: bool
+    max_lateness_ms: int
+    on_time_or_never: bool
+    def __init__(self, unbounded: _Optional[bool] = ..., max_lateness_ms: _Optional[int] = ..., on_time_or_never: _Optional[bool] = ...) -> None: ...
+
+class ScheduleRequest(_message.Message):
+    __slots__ = ("timer_id", "action", "input", "spec", "cause", "actor", "overdue")
+    TIMER_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    OVERDUE_FIELD_NUMBER: _ClassVar[int]
+    timer_id: str
+    action: str
+    input: _struct_pb2.Struct
+    spec: TimerSpec
+    cause: _event_pb2.Cause
+    actor: _event_pb2.Actor
+    overdue: Overdue
+    def __init__(self, timer_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ...) -> None: ...
+
+class ScheduleResponse(_message.Message):
+    __slots__ = ("timer",)
+    TIMER_FIELD_NUMBER: _ClassVar[int]
+    timer: Timer
+    def __init__(self, timer: _Optional[_Union[Timer, _Mapping]] = ...) -> None: ...
+
+class UnscheduleRequest(_message.Message):
+    __slots__ = ("timer_id", "cause")
+    TIMER_ID_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    timer_id: str
+    cause: _event_pb2.Cause
+    def __init__(self, timer_id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ...) -> None: ...
+
+class UnscheduleResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DelayRequest(_message.Message):
+    __slots__ = ("action", "input", "interval_ms", "at", "overdue", "cause", "actor", "fresh_chain")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    OVERDUE_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    FRESH_CHAIN_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    input: _struct_pb2.Struct
+    interval_ms: int
+    at: _timestamp_pb2.Timestamp
+    overdue: Overdue
+    cause: _event_pb2.Cause
+    actor: _event_pb2.Actor
+    fresh_chain: bool
+    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interval_ms: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., fresh_chain: _Optional[bool] = ...) -> None: ...
+
+class DelayResponse(_message.Message):
+    __slots__ = ("delay_id", "due")
+    DELAY_ID_FIELD_NUMBER: _ClassVar[int]
+    DUE_FIELD_NUMBER: _ClassVar[int]
+    delay_id: str
+    due: _timestamp_pb2.Timestamp
+    def __init__(self, delay_id: _Optional[str] = ..., due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CancelDelayRequest(_message.Message):
+    __slots__ = ("delay_id", "cause")
+    DELAY_ID_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    delay_id: str
+    cause: _event_pb2.Cause
+    def __init__(self, delay_id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ...) -> None: ...
+
+class CancelDelayResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListTimersRequest(_message.Message):
+    __slots__ = ("page_size", "page_token", "kind")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    kind: TimerKind
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., kind: _Optional[_Union[TimerKind, str]] = ...) -> None: ...
+
+class ListTimersResponse(_message.Message):
+    __slots__ = ("timers", "next_page_token")
+    TIMERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    timers: _containers.RepeatedCompositeFieldContainer[Timer]
+    next_page_token: str
+    def __init__(self, timers: _Optional[_Iterable[_Union[Timer, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetTimerRequest(_message.Message):
+    __slots__ = ("timer_id", "preview_count")
+    TIMER_ID_FIELD_NUMBER: _ClassVar[int]
+    PREVIEW_COUNT_FIELD_NUMBER: _ClassVar[int]
+    timer_id: str
+    preview_count: int
+    def __init__(self, timer_id: _Optional[str] = ..., preview_count: _Optional[int] = ...) -> None: ...
+
+class GetTimerResponse(_message.Message):
+    __slots__ = ("timer",)
+    TIMER_FIELD_NUMBER: _ClassVar[int]
+    timer: Timer
+    def __init__(self, timer: _Optional[_Union[Timer, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,199 @@
+// The Python SDK end to end (SPEC S1, S3, X1-X5, E7, P5, P6, R4): a real owner
+// (child process, with tokens) and the Python example executor
+// (examples/python/executor.py, plugin `pyshop`) as another child process,
+// run from the virtual environment that .ci/run creates (.venv). A TypeScript
+// client emits carts; the Python processor calls the Python action and emits
+// under its delivery. The events it produced carry ids derived by the owner
+// from cause + position + input, so a retried or replayed delivery writes
+// nothing twice. Then the Python client's errors are checked by
+// sdk/python/tests/test_client_errors.py (unittest).
+
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { promisify } from "node:util";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { createClient as createRpcClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { derivedId } from "../server/src/log/ids.js";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const repo = new URL("../", import.meta.url).pathname;
+const PYTHON = join(repo, ".venv/bin/python");
+const missing = !existsSync(PYTHON);
+if (missing && !process.env.CI) {
+  console.warn(`python-executor.test.ts skipped: ${PYTHON} is missing (create it with: python3 -m venv .venv && .venv/bin/pip install -r sdk/python/requirements.txt, as .ci/run does)`);
+}
+
+const tokens = { admin: "py-admin-token-0123456789", executor: "py-executor-token-0123456789", client: "py-client-token-0123456789" };
+const config = {
+  principals: [
+    { name: "ops", token: tokens.admin, role: "admin" },
+    { name: "pyworker", token: tokens.executor, role: "executor" },
+    { name: "web", token: tokens.client, role: "client", actor: { id: "user:ana", in: "space:acme" } },
+  ],
+};
+
+/** Starts the Python example executor; resolves once it printed "executor ready". */
+function spawnPythonExecutor(url: string): Promise<{ child: ChildProcess; output: string[]; exited: Promise<number | string> }> {
+  const child = spawn(PYTHON, ["examples/python/executor.py", "--url", url], {
+    cwd: repo,
+    env: { ...process.env, CHRONOLOG_TOKEN: tokens.executor, PYTHONUNBUFFERED: "1" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const output: string[] = [];
+  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      output.push(line);
+      if (line === "executor ready") resolve({ child, output, exited });
+    });
+    exited.then((code) => reject(new Error(`python executor exited (${code}) before it was ready:\n${output.join("\n")}`)));
+  });
+}
+
+describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) against a real owner", () => {
+  let owner: OwnerProcess;
+  let executor: Awaited<ReturnType<typeof spawnPythonExecutor>>;
+  let admin: ChronologClient;
+  let web: ChronologClient;
+  let adminRpc: ReturnType<typeof createRpcClient<typeof AdminService>>;
+  const carts: Record<string, Event> = {};
+
+  /** Every event of `types` (admin: the whole log). */
+  async function read(...types: string[]): Promise<Event[]> {
+    const out: Event[] = [];
+    for await (const e of admin.read({ types })) out.push(e);
+    return out;
+  }
+  async function ackFloor(): Promise<bigint> {
+    const { processors } = await adminRpc.listProcessors({});
+    return processors.find((p) => p.name === "pyshop.checker")?.ackFloor ?? 0n;
+  }
+  const about = (cart: Event) => (e: Event) => e.cause === cart.id || (e.data as JsonObject | undefined)?.event_id === cart.id || ((e.data as JsonObject | undefined)?.event as JsonObject | undefined)?.id === cart.id;
+
+  beforeAll(async () => {
+    if (missing) throw new Error(`${PYTHON} is missing: .ci/run creates it (python3 -m venv .venv && .venv/bin/pip install -r sdk/python/requirements.txt)`);
+    const dir = tempDir("chronolog-python-");
+    writeFileSync(join(dir, "owner.json"), JSON.stringify(config));
+    owner = await spawnOwner(join(dir, "data"), ["--config", join(dir, "owner.json")]);
+    executor = await spawnPythonExecutor(owner.url);
+    admin = createClient({ url: owner.url, token: tokens.admin });
+    web = createClient({ url: owner.url, token: tokens.client });
+    adminRpc = createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+  });
+  afterAll(async () => {
+    if (executor) {
+      executor.child.kill("SIGTERM");
+      await executor.exited;
+    }
+    if (owner) {
+      owner.child.kill("SIGTERM");
+      await owner.exited;
+    }
+  });
+
+  it("the executor registered pyshop from its hello and is listed with its processor and action", async () => {
+    const { plugin } = await admin.plugins.getPlugin({ name: "pyshop" });
+    expect(Object.keys(plugin!.manifest!.events).sort()).toEqual(["cart.checked", "cart.submitted"]);
+    expect(plugin!.manifest!.processors.checker).toMatchObject({ on: ["cart.submitted"], key: "data.cart_id", retryDelaysMs: [200, 400] });
+    const { executors } = await adminRpc.listExecutors({});
+    expect(executors).toEqual([expect.objectContaining({ executor: "pyshop", processors: ["pyshop.checker"], actions: ["pyshop.total"], credits: 8 })]);
+  });
+
+  it("prices a cart emitted by a TypeScript client: the Python processor calls the Python action and emits under its delivery, with derived ids and the cart's actor", async () => {
+    const items = [
+      { sku: "tea", price: 4.5, qty: 2 },
+      { sku: "cup", price: 0.1, qty: 3 },
+    ];
+    const cart = (await web.emit("cart.submitted", { cart_id: "c-1", items })).event!;
+    carts.c1 = cart;
+    expect(cart.actor).toMatchObject({ id: "user:ana", in: "space:acme" });
+    await until(async () => (await read("cart.checked")).some(about(cart)), "cart.checked for c-1");
+
+    const [checked] = (await read("cart.checked")).filter(about(cart));
+    expect(checked.data).toEqual({ cart_id: "c-1", total: 9.3, items: 5 });
+    // Position 1 under the delivery (the call was position 0): the owner derived the id.
+    expect(checked.id).toBe(derivedId(cart.id, 1, { type: "cart.checked", data: checked.data }));
+    expect(checked.cause).toBe(cart.id);
+    expect(checked.actor).toEqual(cart.actor); // P5: work under the delivery runs as the event's actor
+
+    const [started] = (await read("action.started")).filter(about(cart));
+    expect(started.data).toMatchObject({ action: "pyshop.total", call_id: derivedId(cart.id, 0, { action: "pyshop.total", input: { items } }), attempt: 1 });
+    expect(started.actor).toEqual(cart.actor);
+    const [completed] = (await read("action.completed")).filter((e) => e.cause === started.id);
+    expect(completed.data).toMatchObject({ action: "pyshop.total", output: { total: 9.3, items: 5 } });
+    await until(async () => (await ackFloor()) >= cart.seq, "the cursor past c-1");
+  });
+
+  it("a delivery that fails after its work is retried, and the retry finds that work in the log: nothing twice", async () => {
+    const cart = (await web.emit("cart.submitted", { cart_id: "c-2", items: [{ sku: "pot", price: 12, qty: 1 }], flaky: true })).event!;
+    carts.c2 = cart;
+    await until(async () => (await ackFloor()) >= cart.seq, "the cursor past c-2 (after its retry)");
+    const mine = (await read()).filter(about(cart));
+    const count = (type: string) => mine.filter((e) => e.type === type).length;
+    expect(count("processor.retried")).toBe(1);
+    expect(mine.find((e) => e.type === "processor.retried")?.data).toMatchObject({ attempt: 1, error: "cart c-2 is flaky: failing attempt 1 after its work" });
+    expect(count("processor.failed")).toBe(0);
+    expect(count("cart.checked")).toBe(1);
+    expect(count("action.started")).toBe(1); // the retry's call was answered from the log
+    expect(mine.find((e) => e.type === "cart.checked")?.data).toEqual({ cart_id: "c-2", total: 12, items: 1 });
+  });
+
+  it("a replay (MoveCursor) delivers both carts again to the Python executor; their work is found by its derived ids, not written again", async () => {
+    const before = await read("cart.checked", "action.started", "action.completed");
+    const retriedBefore = (await read("processor.retried")).length;
+    const failedBefore = (await read("processor.failed")).length;
+    const head = (await admin.log.readLog({ pageSize: 1 })).headSeq;
+    await adminRpc.moveCursor({ processor: "pyshop.checker", to: { case: "ackFloor", value: carts.c1.seq - 1n } });
+    // The flaky cart fails its first attempt again (attempt 1 of the new delivery): proof the Python executor ran it again.
+    await until(async () => (await read("processor.retried")).length === retriedBefore + 1, "c-2 re-delivered");
+    await until(async () => (await ackFloor()) >= head, "the cursor back at the head");
+    expect(await read("cart.checked", "action.started", "action.completed")).toEqual(before);
+    // c-1 went through at once (its emit answered from the log), c-2 after one retry.
+    expect((await read("processor.retried")).length).toBe(retriedBefore + 1);
+    expect((await read("processor.failed")).length).toBe(failedBefore);
+    expect((await read("processor.cursor_moved")).length).toBe(1);
+  });
+
+  it("a TerminalError fails the delivery at once: processor.failed, no retry", async () => {
+    const cart = (await web.emit("cart.submitted", { cart_id: "c-3", items: [] })).event!;
+    await until(async () => (await read("processor.failed")).some(about(cart)), "processor.failed for c-3");
+    const mine = (await read()).filter(about(cart));
+    expect(mine.map((e) => e.type)).toEqual(["processor.failed"]);
+    expect(mine[0].data).toMatchObject({ processor: "pyshop.checker", error: "cart c-3 has no items" });
+  });
+
+  it("a TypeScript client calls the Python action; the same call id answers from the log", async () => {
+    const input = { items: [{ sku: "a", price: 0.1, qty: 1 }, { sku: "b", price: 0.2, qty: 1 }] };
+    const first = await web.call("pyshop.total", input, { callId: "py-total-1" });
+    expect(first).toMatchObject({ callId: "py-total-1", output: { total: 0.3, items: 2 }, fromLog: false });
+    const again = await web.call("pyshop.total", input, { callId: "py-total-1" });
+    expect(again).toMatchObject({ output: { total: 0.3, items: 2 }, fromLog: true });
+  });
+
+  it("the Python client gets the same clear errors as grpc-js (unittest: sdk/python/tests/test_client_errors.py)", async () => {
+    const env = {
+      ...process.env,
+      PYTHONPATH: join(repo, "sdk/python"),
+      CHRONOLOG_URL: owner.url,
+      CHRONOLOG_ADMIN_TOKEN: tokens.admin,
+      CHRONOLOG_CLIENT_TOKEN: tokens.client,
+      CHRONOLOG_EXECUTOR_TOKEN: tokens.executor,
+    };
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_client_errors.py"], { cwd: repo, env, timeout: 60_000 }).catch(
+      (e: { stdout: string; stderr: string; code: number }) => e,
+    );
+    const output = `${result.stdout}${result.stderr}`;
+    expect("code" in result ? `exit ${result.code}:\n${output}` : "exit 0").toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 11 tests in .*\n\nOK\s*$/m);
+    // The executor reported nothing while all this ran (no reconnects, no notices).
+    expect(executor.output).toEqual(["executor ready"]);
+  });
+});
