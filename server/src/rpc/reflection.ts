@@ -4,6 +4,7 @@
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import { toBinary, type DescEnum, type DescExtension, type DescFile, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { file_google_rpc_error_details } from "../../../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import * as v1 from "../../../sdk/ts/src/gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../../sdk/ts/src/gen/grpc/reflection/v1alpha/reflection_pb.js";
 
@@ -39,7 +40,9 @@ interface Index {
  *
  * Served: the files of `services`, of both reflection services and of every service
  * registered on `router` (looked up at the first reflection call, so register
- * reflection at any point of the routes function), plus all their transitive imports.
+ * reflection at any point of the routes function), plus all their transitive imports,
+ * plus google/rpc/error_details.proto: errors carry its ErrorInfo and BadRequest in
+ * their status details, and grpcurl resolves those types through reflection.
  * list_services lists those services; file_by_filename, file_containing_symbol and
  * file_containing_extension answer the file (serialized FileDescriptorProto) followed by
  * its imports not yet sent on this stream; all_extension_numbers_of_type answers the
@@ -55,6 +58,7 @@ export function registerReflection(router: ConnectRouter, services: DescService[
       v1alpha.ServerReflection,
       ...router.handlers.map((h) => h.service),
     ]);
+    addFile(index, file_google_rpc_error_details);
     return index;
   };
 
