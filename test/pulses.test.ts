@@ -362,6 +362,11 @@ describe("chains of delays (K5) and the SDK's time helpers under a cause (S2)", 
     await until(() => runs.length === 1, "the first delayed call");
     expect(runs[0].chainDepth).toBe(1);
     expect(runs[0].scheduled?.timerId).toBe(armed[0].id);
+    // The call re-arms (due T0 + 2 s) before the clock moves on, or the new delay would count from the later time.
+    await until(async () => {
+      for await (const t of h.client.listTimers({ kind: "delay" })) if (t.chainDepth === 2 && t.nextDue) return true;
+      return false;
+    }, "the re-armed delay");
     h.clock.set(T0 + 2_000);
     await until(() => runs.length === 2, "the second delayed call");
     expect(runs[1].chainDepth).toBe(2);
