@@ -1,4 +1,3 @@
-import { setMaxListeners } from "node:events";
 import type { ActionCalls, CallerContext } from "../actions/index.js";
 import { systemPrincipal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
@@ -75,16 +74,10 @@ export interface FiringDeps {
  * their lateness. Lateness (K4) is measured on first calls only.
  */
 export class TimerFiring {
-  /** Never aborted: time's calls have no caller to go away; shutdown ends them through ActionCalls.stop. */
-  private readonly caller: CallerContext;
   private readonly listeners: ((outcome: OccurrenceOutcome) => void)[] = [];
   private stopped = false;
 
-  constructor(private readonly deps: FiringDeps) {
-    const signal = new AbortController().signal;
-    setMaxListeners(0, signal); // one listener per running call
-    this.caller = { signal, remainingMs: () => undefined };
-  }
+  constructor(private readonly deps: FiringDeps) {}
 
   /** Calls `listener` whenever an occurrence is skipped or one of its calls ends. */
   onOccurrence(listener: (outcome: OccurrenceOutcome) => void): void {
@@ -178,7 +171,7 @@ export class TimerFiring {
           scheduled: { timerId: occurrence.timerId, dueMs: occurrence.dueMs, actor: occurrence.actor, chainDepth: this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0 }, // K5: a delay's depth
         },
         systemPrincipal,
-        this.caller,
+        noCaller(),
       );
     } catch (e) {
       if (this.stopped) return; // stays pending: called again at the next start (answered from the log if it completed)
@@ -225,6 +218,18 @@ export class TimerFiring {
   private publish(outcome: OccurrenceOutcome): void {
     for (const listener of this.listeners) listener(outcome);
   }
+}
+
+/**
+ * The caller of one of time's calls: never aborted (time's calls have no caller to go away;
+ * shutdown ends them through ActionCalls.stop). One signal per call, not one shared by all:
+ * ActionCalls adds an "abort" listener per waiting call, and Node's EventTarget scans every
+ * listener already on a signal when one is added, so a shared signal made a ring of thousands
+ * of calls quadratic (tens of thousands of listeners; most of the owner's CPU in
+ * addEventListener, calls seconds late).
+ */
+function noCaller(): CallerContext {
+  return { signal: new AbortController().signal, remainingMs: () => undefined };
 }
 
 /**
