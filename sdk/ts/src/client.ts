@@ -354,8 +354,9 @@ export function createTransport(options: ClientOptions): Transport {
   return protocol === "connect" ? createConnectTransport({ ...common, httpVersion }) : createGrpcWebTransport({ ...common, httpVersion });
 }
 
+/** A moment as whole ms since the epoch: Timestamp.nanos is an int32, so a fractional ms (e.g. from `performance` or arithmetic) is rounded, not sent as a fraction. */
 function msOf(at: Date | number): number {
-  return typeof at === "number" ? at : at.getTime();
+  return Math.round(typeof at === "number" ? at : at.getTime());
 }
 
 function specOf(when: TimerWhen): MessageInitShape<typeof TimerSpecSchema> {
