@@ -25,6 +25,7 @@ import { definePlugin, manifestOf, type PluginDefinition, type PulseDefinition }
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 import { cli } from "./helpers/cli.js";
+import { eventsOf } from "./helpers/log-snapshot.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -84,11 +85,6 @@ async function outcomesAt(h: Harness, dueMs: number, count = 1): Promise<PulseOu
   return h.outcomes.filter((o) => o.dueMs === dueMs);
 }
 
-async function eventsOf(client: ChronologClient, types: string[]) {
-  const out = [];
-  for await (const e of client.read({ types })) out.push(e);
-  return out;
-}
 
 describe("pulse rules (K1)", () => {
   const spec = (cycleSeconds: number, intervals: number): Pick<PulseSpec, "cycleSeconds" | "intervalMs"> => ({ cycleSeconds, intervalMs: (cycleSeconds * 1000) / intervals });

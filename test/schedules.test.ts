@@ -24,6 +24,7 @@ import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/p
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
+import { eventsOf } from "./helpers/log-snapshot.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -118,11 +119,6 @@ async function occurrences(h: Harness, timerId: string): Promise<JsonObject[]> {
   return result.rows;
 }
 
-async function eventsOf(client: ChronologClient, types: string[]) {
-  const out = [];
-  for await (const e of client.read({ types })) out.push(e);
-  return out;
-}
 
 /** The action.* events of call `callId`, as `type#attempt`. */
 async function callHistory(client: ChronologClient, callId: string): Promise<string[]> {

@@ -22,6 +22,7 @@ import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/p
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
+import { eventsOf } from "./helpers/log-snapshot.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -106,11 +107,6 @@ async function occurrences(h: Harness, timerId: string): Promise<JsonObject[]> {
   return result.rows;
 }
 
-async function eventsOf(client: ChronologClient, types: string[]) {
-  const out = [];
-  for await (const e of client.read({ types })) out.push(e);
-  return out;
-}
 
 describe("timers on a manual clock (T3-T6, T8, T9)", () => {
   it("an `at` timer fires once at its moment; the action gets `scheduled` (timer id, due, occurrence id) and runs as whoever set it, `in` included", async () => {

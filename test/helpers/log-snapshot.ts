@@ -45,3 +45,10 @@ export async function expectConnectError(p: Promise<unknown>, code: Code, ...mes
   for (const m of message) expect(err.rawMessage).toMatch(m);
   return err;
 }
+
+/** Every event of the given types, in log order (all pages). */
+export async function eventsOf(client: ChronologClient, types: string[]) {
+  const out = [];
+  for await (const e of client.read({ types })) out.push(e);
+  return out;
+}
