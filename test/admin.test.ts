@@ -119,6 +119,11 @@ describe("AdminService (O4, P8, B3)", () => {
     const before = (await client.log.readLog({})).headSeq;
     const bad = await admin.executeSql({ sql: "SELEC nope" }).catch((e) => ConnectError.from(e));
     expect((bad as ConnectError).code).toBe(Code.InvalidArgument);
+    // The log is immutable (E1): no rewriting events, no attaching other files.
+    for (const sql of ["UPDATE events SET data = '{}' WHERE seq = 1", "delete from main.events where seq = 2", "INSERT OR REPLACE INTO events (seq) VALUES (1)", "ATTACH DATABASE '/tmp/x.db' AS x"]) {
+      const refused = await admin.executeSql({ sql }).catch((e) => ConnectError.from(e));
+      expect((refused as ConnectError).code, sql).toBe(Code.InvalidArgument);
+    }
     expect((await client.log.readLog({})).headSeq).toBe(before);
   });
 

@@ -18,7 +18,7 @@ describe("examples/bookings, as the README walks through it", () => {
     await new Promise<void>((resolve) => executor.stderr!.on("data", (d: Buffer) => d.toString().includes("connected") && resolve()));
     const create = spawnSync(
       "node_modules/.bin/buf",
-      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111", check_in: new Date(Date.now() + 24 * 3600_000 + 3_000).toISOString() } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
+      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111", check_in: new Date(Date.now() + 24 * 3600_000 + 5_000).toISOString() } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
       { cwd: repo, encoding: "utf8" },
     );
     expect(create.status, create.stderr).toBe(0);
@@ -39,7 +39,7 @@ describe("examples/bookings, as the README walks through it", () => {
     // (Registering the plugin recorded its weekly schedule as timer.scheduled; the confirmation armed a delay.)
     expect(types.filter((t) => !t.startsWith("timer.")).slice(0, 4)).toEqual(["booking.created", "action.started", "booking.updated", "action.completed"]);
     expect(texts.join("\n")).not.toContain("4111"); // the private card number never reaches the log
-    // The reminder delay (24 h before check-in, here 3 s away) calls bookings.remind.
+    // The reminder delay (24 h before check-in, here 5 s away) calls bookings.remind.
     let reminded: string | undefined;
     while (Date.now() < deadline + 10_000 && !reminded) {
       for await (const e of client.read({ types: ["booking.reminded"] })) reminded = JSON.stringify(e.data);

@@ -51,10 +51,11 @@ export const bookings = definePlugin({
         const booking = await ctx.collections.get("booking", id);
         if (booking.status !== "pending") return { booking_id: id, status: booking.status ?? "" };
         await ctx.collections.patch("booking", id, { set: { status: "confirmed", confirmed_by: "bookings.confirm" } });
-        if (typeof booking.check_in === "string") {
+        const remindInMs = typeof booking.check_in === "string" ? Date.parse(booking.check_in) - reminderLeadMs - Date.now() : -1;
+        if (remindInMs >= 0) {
           // Stored by the owner: survives restarts; made at most 6 h late, or recorded as skipped (K3).
-          const intervalMs = Math.max(0, Date.parse(booking.check_in) - reminderLeadMs - Date.now());
-          await ctx.delay("bookings.remind", { booking_id: id }, { intervalMs }, { maxLatenessMs: 6 * 60 * 60 * 1000 });
+          // A check-in less than 24 h away gets no reminder.
+          await ctx.delay("bookings.remind", { booking_id: id }, { intervalMs: remindInMs }, { maxLatenessMs: 6 * 60 * 60 * 1000 });
         }
         return { booking_id: id, status: "confirmed" };
       },

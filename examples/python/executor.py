@@ -21,6 +21,7 @@ Run (with an owner on 127.0.0.1:50051, from the repository's top folder)::
 The token may also come from CHRONOLOG_TOKEN, the URL from CHRONOLOG_URL.
 """
 
+from decimal import ROUND_HALF_UP, Decimal
 import argparse
 import os
 import signal
@@ -74,8 +75,8 @@ pyshop = Plugin(
 
 @pyshop.action("total", allow=["*"], input_schema={"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": ITEM}}})
 def total(ctx: ActionContext, input: dict) -> dict:
-    """Sums price * qty over the items (in cents, so 0.1 + 0.2 is 0.3)."""
-    cents = sum(round(item["price"] * 100) * item["qty"] for item in input["items"])
+    """Sums price * qty over the items in whole cents (each price rounded half up, so 0.1 + 0.2 is 0.3)."""
+    cents = sum(int((Decimal(str(item["price"])) * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP)) * item["qty"] for item in input["items"])
     return {"total": cents / 100, "items": sum(item["qty"] for item in input["items"])}
 
 

@@ -230,7 +230,14 @@ def connect(url: str = DEFAULT_URL, token: Optional[str] = None, root_certificat
         raise ValueError(f"owner url {url!r}: expected http://host:port or https://host:port")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     target = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
-    options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+    options = [
+        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+        # grpc-core's own reconnect backoff (up to 120 s) would sit under the
+        # executor's: keep it short so a restarted owner is found within seconds.
+        ("grpc.initial_reconnect_backoff_ms", 200),
+        ("grpc.min_reconnect_backoff_ms", 200),
+        ("grpc.max_reconnect_backoff_ms", 2000),
+    ]
     if parts.scheme == "https":
         channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options)
     else:

@@ -18,6 +18,7 @@ export interface SqlResult {
  */
 export function runMaintenanceSql(committer: Committer, sql: string, params: unknown[], by: string): Promise<SqlResult> {
   if (sql.trim() === "") fail("bad_request", "sql is required", [{ field: "sql", description: "required" }]);
+  refuseLogRewrites(sql);
   return committer.submit((tx) => {
     let rows: Record<string, unknown>[] = [];
     let changes = 0;
@@ -37,4 +38,16 @@ function jsonSafe(row: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(row)) out[k] = typeof v === "bigint" ? v.toString() : Buffer.isBuffer(v) ? v.toString("base64") : v;
   return out;
+}
+
+/**
+ * The log is immutable and its seqs dense (E1): maintenance SQL may read the
+ * `events` table but not write it, and may not attach other database files.
+ * A textual guard against accidents by an admin, not a sandbox.
+ */
+function refuseLogRewrites(sql: string): void {
+  const text = sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, " ");
+  if (/\b(attach|detach)\b/i.test(text)) fail("bad_request", "maintenance SQL may not ATTACH or DETACH databases", [{ field: "sql", description: "ATTACH/DETACH refused" }]);
+  const writesEvents = /\b(insert\s+(or\s+\w+\s+)?into|replace\s+into|update(\s+or\s+\w+)?|delete\s+from|drop\s+table(\s+if\s+exists)?|alter\s+table)\s+["`\[]?(main\.)?events\b/i;
+  if (writesEvents.test(text)) fail("bad_request", "the log is immutable: maintenance SQL may read the events table but not change it (E1)", [{ field: "sql", description: "writes to events refused" }]);
 }
