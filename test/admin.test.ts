@@ -102,6 +102,34 @@ describe("AdminService (O4, P8, B3)", () => {
     await until(() => handled.length === 1, "delivery after resume");
   });
 
+  it("pausing a paused processor, or resuming a running one, changes and records nothing, and says so", async () => {
+    const { admin, client, handled, heal } = await setup();
+    heal();
+    const recorded = async () => (await types(client)).filter((t) => t === "processor.paused" || t === "processor.resumed");
+    const resumeRunning = await admin.setProcessorPaused({ processor: "jobs.work", paused: false });
+    expect(resumeRunning).toMatchObject({ unchanged: true, processor: { name: "jobs.work", paused: false } });
+    expect(await recorded()).toEqual([]);
+
+    const pause = await admin.setProcessorPaused({ processor: "jobs.work", paused: true });
+    expect(pause).toMatchObject({ unchanged: false, processor: { paused: true } });
+    const head = (await client.log.readLog({})).headSeq;
+    const again = await admin.setProcessorPaused({ processor: "jobs.work", paused: true });
+    expect(again).toMatchObject({ unchanged: true, processor: { paused: true } });
+    expect((await client.log.readLog({})).headSeq).toBe(head); // nothing written
+    expect(await recorded()).toEqual(["processor.paused"]);
+    // Still paused: the repeated pause did not disturb it.
+    await client.emit("job.queued", {});
+    await new Promise((r) => setTimeout(r, 150));
+    expect(handled).toEqual([]);
+
+    expect(await admin.setProcessorPaused({ processor: "jobs.work", paused: false })).toMatchObject({ unchanged: false, processor: { paused: false } });
+    await until(() => handled.length === 1, "delivery after resume");
+    expect(await admin.setProcessorPaused({ processor: "jobs.work", paused: false })).toMatchObject({ unchanged: true, processor: { paused: false } });
+    expect(await recorded()).toEqual(["processor.paused", "processor.resumed"]);
+    const unknown = await admin.setProcessorPaused({ processor: "jobs.nope", paused: true }).catch((e) => ConnectError.from(e));
+    expect((unknown as ConnectError).code).toBe(Code.NotFound);
+  });
+
   it("lists executors and runs maintenance SQL, recorded as maintenance.sql", async () => {
     const { admin, client } = await setup();
     const [session] = (await admin.listExecutors({})).executors;

@@ -41,8 +41,10 @@ describe("admin CLI (O1, O4)", () => {
     await until(() => handled.length === 1, "the redelivered run");
     expect((await as(tokens.admin, ["executors"])).stdout).toMatch(/jobs\s+\S+\s+ops\s+\d+\/16\s+jobs\.work/);
 
-    expect((await as(tokens.admin, ["pause", "jobs.work"])).stdout).toContain("jobs.work: paused");
-    expect((await as(tokens.admin, ["resume", "jobs.work"])).stdout).toContain("jobs.work: running");
+    expect((await as(tokens.admin, ["pause", "jobs.work"])).stdout).toBe("jobs.work: paused\n");
+    expect((await as(tokens.admin, ["pause", "jobs.work"])).stdout).toBe("jobs.work: already paused\n");
+    expect((await as(tokens.admin, ["resume", "jobs.work"])).stdout).toBe("jobs.work: running\n");
+    expect((await as(tokens.admin, ["resume", "jobs.work"])).stdout).toBe("jobs.work: already running\n");
     expect((await as(tokens.admin, ["move-cursor", "jobs.work", "--seq", "0"])).stdout).toContain("jobs.work: ack floor 0");
     await until(() => handled.length === 2, "the replay after the move");
 
@@ -51,6 +53,8 @@ describe("admin CLI (O1, O4)", () => {
     const types: string[] = [];
     for await (const e of client.read()) types.push(e.type);
     expect(types).toEqual(expect.arrayContaining(["processor.redelivered", "processor.paused", "processor.resumed", "processor.cursor_moved", "maintenance.sql"]));
+    // The repeated pause and resume recorded nothing.
+    expect(types.filter((t) => t === "processor.paused" || t === "processor.resumed")).toEqual(["processor.paused", "processor.resumed"]);
 
     const refused = await as(tokens.web, ["sql", "DELETE FROM events"]);
     expect(refused.code).toBe(1);

@@ -87,14 +87,14 @@ program
 
 program
   .command("pause <processor>")
-  .description("stop handing out deliveries of a processor (admin; recorded)")
+  .description("stop handing out deliveries of a processor (admin; recorded; an already paused one is left alone and reported so)")
   .addOption(urlOption())
   .addOption(tokenOption())
   .action((processor: string, flags: ClientFlags) => setPausedCommand(processor, true, flags));
 
 program
   .command("resume <processor>")
-  .description("resume a paused processor (admin; recorded)")
+  .description("resume a paused processor (admin; recorded; a running one is left alone and reported so)")
   .addOption(urlOption())
   .addOption(tokenOption())
   .action((processor: string, flags: ClientFlags) => setPausedCommand(processor, false, flags));

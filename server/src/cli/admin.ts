@@ -26,10 +26,13 @@ export async function moveCursorCommand(processor: string, flags: ClientFlags & 
   console.log(`${processor}: ack floor ${status?.ackFloor}, lag ${status?.lag}`);
 }
 
-/** `chronolog pause PROCESSOR` / `resume PROCESSOR`. */
+/**
+ * `chronolog pause PROCESSOR` / `resume PROCESSOR`: prints `P: paused` / `P: running`, or
+ * `P: already paused` / `P: already running` when there was nothing to change (nothing recorded).
+ */
 export async function setPausedCommand(processor: string, paused: boolean, flags: ClientFlags): Promise<void> {
-  const { processor: status } = await client(flags).admin.setProcessorPaused({ processor, paused });
-  console.log(`${processor}: ${status?.paused ? "paused" : "running"}`);
+  const { processor: status, unchanged } = await client(flags).admin.setProcessorPaused({ processor, paused });
+  console.log(`${processor}: ${unchanged ? "already " : ""}${status?.paused ? "paused" : "running"}`);
 }
 
 /** `chronolog failed [--processor P] [--json]`: failed (parked) deliveries, oldest first, all pages. */

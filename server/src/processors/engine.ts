@@ -225,15 +225,25 @@ export class ProcessorEngine {
     this.fill();
   }
 
-  /** Pauses or resumes handing out work (B3); recorded as `processor.paused` / `processor.resumed`. */
-  async setPaused(paused: boolean, by: string): Promise<void> {
-    if (paused === this.pausedFlag) return;
+  /**
+   * Pauses or resumes handing out work (B3); recorded as `processor.paused` /
+   * `processor.resumed`. Idempotent: a processor already in that state is left
+   * alone and nothing is recorded. Resolves true when the state changed.
+   */
+  async setPaused(paused: boolean, by: string): Promise<boolean> {
+    if (paused === this.pausedFlag) return false;
     this.pausedFlag = paused;
-    await this.deps.committer.submit((tx) => {
-      this.deps.cursors.setPaused(this.spec.name, paused, this.ackFloor, tx.now);
-      tx.append({ id: newId(), type: paused ? "processor.paused" : "processor.resumed", data: { processor: this.spec.name, by }, cause: "", actor: null });
-    });
+    try {
+      await this.deps.committer.submit((tx) => {
+        this.deps.cursors.setPaused(this.spec.name, paused, this.ackFloor, tx.now);
+        tx.append({ id: newId(), type: paused ? "processor.paused" : "processor.resumed", data: { processor: this.spec.name, by }, cause: "", actor: null });
+      });
+    } catch (e) {
+      this.pausedFlag = !paused; // not recorded: the change did not happen
+      throw e;
+    }
     this.pump();
+    return true;
   }
 
   /**

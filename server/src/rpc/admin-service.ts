@@ -61,8 +61,8 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
     async setProcessorPaused(req, ctx) {
       const by = admin(ctx).name;
       const engine = engineOf(req.processor);
-      await engine.setPaused(req.paused, by);
-      return { processor: status(engine) };
+      const changed = await engine.setPaused(req.paused, by);
+      return { processor: status(engine), unchanged: !changed };
     },
     listFailedDeliveries(req, ctx) {
       admin(ctx);

@@ -66,10 +66,12 @@ class SetProcessorPausedRequest(_message.Message):
     def __init__(self, processor: _Optional[str] = ..., paused: _Optional[bool] = ...) -> None: ...
 
 class SetProcessorPausedResponse(_message.Message):
-    __slots__ = ("processor",)
+    __slots__ = ("processor", "unchanged")
     PROCESSOR_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     processor: ProcessorStatus
-    def __init__(self, processor: _Optional[_Union[ProcessorStatus, _Mapping]] = ...) -> None: ...
+    unchanged: bool
+    def __init__(self, processor: _Optional[_Union[ProcessorStatus, _Mapping]] = ..., unchanged: _Optional[bool] = ...) -> None: ...
 
 class FailedDelivery(_message.Message):
     __slots__ = ("processor", "event", "error", "attempts", "failed_seq")

@@ -93,7 +93,9 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetProcessorPaused(self, request, context):
-        """Pauses or resumes a processor (B3).
+        """Pauses or resumes a processor (B3); records `processor.paused` or
+        `processor.resumed`. Idempotent: a processor already in the requested
+        state is left alone, nothing is recorded and the response says `unchanged`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
