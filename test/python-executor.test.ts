@@ -58,6 +58,22 @@ function spawnPythonExecutor(url: string): Promise<{ child: ChildProcess; output
   });
 }
 
+/** Runs the Python example executor with `token` until it exits (killed after `limitMs`); its exit code, stderr lines and run time. */
+async function runPythonExecutor(url: string, token: string, limitMs = 15_000): Promise<{ code: number | string; output: string[]; ms: number }> {
+  const started = Date.now();
+  const child = spawn(PYTHON, ["examples/python/executor.py", "--url", url], {
+    cwd: repo,
+    env: { ...process.env, CHRONOLOG_TOKEN: token, PYTHONUNBUFFERED: "1" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const output: string[] = [];
+  createInterface({ input: child.stderr! }).on("line", (line) => output.push(line));
+  const killer = setTimeout(() => child.kill("SIGKILL"), limitMs);
+  const code = await new Promise<number | string>((resolve) => child.once("close", (c, signal) => resolve(c ?? signal ?? -1)));
+  clearTimeout(killer);
+  return { code, output, ms: Date.now() - started };
+}
+
 describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) against a real owner", () => {
   let owner: OwnerProcess;
   let executor: Awaited<ReturnType<typeof spawnPythonExecutor>>;
@@ -178,6 +194,21 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) aga
     expect(again).toMatchObject({ output: { total: 0.3, items: 2 }, fromLog: true });
   });
 
+  it("an executor whose token is unknown, or whose principal may not subscribe, prints the owner's message once and exits instead of retrying", async () => {
+    const unknown = await runPythonExecutor(owner.url, "not-a-token-0123456789");
+    expect(unknown.output).toEqual(["chronolog executor: UNAUTHENTICATED: unknown bearer token (the executor stopped: not retrying)"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.ms).toBeLessThan(10_000); // the default max_backoff would keep retrying until killed at 15 s
+    const client = await runPythonExecutor(owner.url, tokens.client);
+    expect(client.output).toEqual([
+      "chronolog executor: PERMISSION_DENIED: principal web (role client) may not subscribe as an executor; the executor role is needed (the executor stopped: not retrying)",
+    ]);
+    expect(client.code).toBe(1);
+    // Neither reached the owner as an executor: only the example's own session is listed.
+    const { executors } = await adminRpc.listExecutors({});
+    expect(executors.map((e) => e.principal)).toEqual(["pyworker"]);
+  });
+
   it("the Python client gets the same clear errors as grpc-js (unittest: sdk/python/tests/test_client_errors.py)", async () => {
     const env = {
       ...process.env,
@@ -192,7 +223,7 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) aga
     );
     const output = `${result.stdout}${result.stderr}`;
     expect("code" in result ? `exit ${result.code}:\n${output}` : "exit 0").toBe("exit 0");
-    expect(result.stderr).toMatch(/^Ran 11 tests in .*\n\nOK\s*$/m);
+    expect(result.stderr).toMatch(/^Ran 13 tests in .*\n\nOK\s*$/m);
     // The executor reported nothing while all this ran (no reconnects, no notices).
     expect(executor.output).toEqual(["executor ready"]);
   });

@@ -18,7 +18,9 @@ Run (with an owner on 127.0.0.1:50051, from the repository's top folder)::
     bin/chronolog emit cart.submitted '{"cart_id":"c-1","items":[{"sku":"tea","price":4.5,"qty":2}]}'
     bin/chronolog tail
 
-The token may also come from CHRONOLOG_TOKEN, the URL from CHRONOLOG_URL.
+The token may also come from CHRONOLOG_TOKEN, the URL from CHRONOLOG_URL. An
+owner that refuses the token (UNAUTHENTICATED) or its principal's role
+(PERMISSION_DENIED) makes it print the owner's message and exit with status 1.
 """
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -30,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "sdk" / "python"))
 
-from chronolog import ActionContext, DeliveryContext, Plugin, TerminalError, run_executor  # noqa: E402
+from chronolog import ActionContext, ChronologError, DeliveryContext, Plugin, TerminalError, run_executor  # noqa: E402
 
 ITEM = {
     "type": "object",
@@ -102,9 +104,14 @@ def main() -> None:
 
     executor = run_executor([pyshop], url=args.url, token=args.token, credits=args.credits, max_backoff_s=1.0)
     signal.signal(signal.SIGTERM, lambda *_: executor.stop())
-    if executor.wait_ready(30):
-        print("executor ready", file=sys.stderr, flush=True)
-    executor.run_forever()
+    try:
+        if executor.wait_ready(30):
+            print("executor ready", file=sys.stderr, flush=True)
+        executor.run_forever()
+    except ChronologError:
+        # The owner refused the stream for good (a bad token, or a role that may not
+        # subscribe); the executor already printed the owner's message and stopped.
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,13 @@ welcome asks for. An owner silent for 3 intervals counts as gone. When the
 stream breaks it reconnects with backoff (0.25 s doubling up to
 ``max_backoff_s``); work that was running then is retried by the owner.
 
+An owner that refuses the stream itself with UNAUTHENTICATED (a missing or
+unknown token) or PERMISSION_DENIED (a principal whose role may not
+subscribe) is not retried: trying again cannot help. The executor stops at
+once and keeps the owner's error (a :class:`ChronologError`) in
+``fatal_error``; :meth:`Executor.wait_ready` and :meth:`Executor.run_forever`
+raise it.
+
 Work done inside a delivery or an invocation (``ctx.emit``, ``ctx.call``)
 names its cause (the delivery's event, or the invocation's
 ``action.started``) and its position among the calls made under that cause,
@@ -363,9 +370,20 @@ class Plugin:
 # --- the executor --------------------------------------------------------------------------------
 
 
+#: Codes with which the owner refuses the Subscribe stream for good: a bad
+#: token, or a principal whose role may not subscribe. Retrying cannot help.
+FATAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
+
+
+def _is_fatal(error: BaseException) -> bool:
+    """True for a stream error the executor must not retry (see FATAL_CODES)."""
+    return isinstance(error, ChronologError) and error.code() in FATAL_CODES
+
+
 def _print_error(error: BaseException) -> None:
     """The default error report: one line on stderr (reconnects repeat it)."""
-    print(f"chronolog executor: {_describe(error)}", file=sys.stderr, flush=True)
+    suffix = " (the executor stopped: not retrying)" if _is_fatal(error) else ""
+    print(f"chronolog executor: {_describe(error)}{suffix}", file=sys.stderr, flush=True)
 
 
 def _describe(error: BaseException) -> str:
@@ -417,6 +435,12 @@ class Executor:
     running work finish, then closes the stream. ``last_error`` is the most
     recent connection error or owner notice (also passed to ``on_error``,
     which by default prints one line on stderr).
+
+    Connection errors are retried with backoff, except a refusal of the stream
+    with UNAUTHENTICATED or PERMISSION_DENIED (a bad token, a principal whose
+    role may not subscribe): then the executor reports it once, stops, and
+    keeps it in ``fatal_error`` (a :class:`ChronologError` with the owner's
+    message), which :meth:`wait_ready` and :meth:`run_forever` raise.
     """
 
     def __init__(
@@ -442,6 +466,7 @@ class Executor:
         self.instance_id = str(uuid.uuid4())
         self.client = Client(url, token, root_certificates=root_certificates)
         self.last_error: Optional[BaseException] = None
+        self.fatal_error: Optional[ChronologError] = None
         self._on_error = on_error or _print_error
         self._max_backoff_s = max_backoff_s
         self._processors = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.processors.items()}
@@ -451,9 +476,11 @@ class Executor:
         self._running: set[concurrent.futures.Future] = set()
         self._running_lock = threading.Lock()
         self._ready = threading.Event()
+        self._settled = threading.Event()  # welcomed, or stopped for good
         self._stopping = threading.Event()
         self._session: Optional[_Session] = None
         self._thread: Optional[threading.Thread] = None
+        self._closed = False
 
     # lifecycle
 
@@ -465,8 +492,16 @@ class Executor:
         return self
 
     def wait_ready(self, timeout: Optional[float] = None) -> bool:
-        """Waits for the owner's first welcome; False if ``timeout`` (s) passed first (see ``last_error``)."""
-        return self._ready.wait(timeout)
+        """Waits for the owner's first welcome; False if ``timeout`` (s) passed first (see ``last_error``).
+
+        Raises the owner's :class:`ChronologError` (``fatal_error``) at once
+        when the owner refused the stream for good (UNAUTHENTICATED or
+        PERMISSION_DENIED): the executor has stopped and will never be ready.
+        """
+        self._settled.wait(timeout)
+        if self.fatal_error is not None:
+            raise self.fatal_error
+        return self._ready.is_set()
 
     @property
     def connected(self) -> bool:
@@ -475,7 +510,7 @@ class Executor:
         return session is not None and not session.ended.is_set() and self._ready.is_set()
 
     def stop(self, grace_s: float = 5.0) -> None:
-        """Lets running deliveries and invocations finish (up to ``grace_s``), then closes the stream."""
+        """Lets running deliveries and invocations finish (up to ``grace_s``), then closes the stream. Safe to call again."""
         self._stopping.set()
         with self._running_lock:
             running = list(self._running)
@@ -483,19 +518,28 @@ class Executor:
         session = self._session
         if session is not None:
             session.end()
-        if self._thread is not None:
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self.client.close()
+        with self._running_lock:
+            closed, self._closed = self._closed, True
+        if not closed:
+            self.client.close()
 
     def run_forever(self) -> None:
-        """Starts (if needed) and blocks until :meth:`stop` is called or Ctrl-C (then stops)."""
+        """Starts (if needed) and blocks until :meth:`stop` is called or Ctrl-C (then stops).
+
+        Raises ``fatal_error`` when the owner refused the stream for good
+        (UNAUTHENTICATED or PERMISSION_DENIED).
+        """
         self.start()
         try:
             while not self._stopping.wait(0.5):
                 pass
         except KeyboardInterrupt:
             self.stop()
+        if self.fatal_error is not None:
+            raise self.fatal_error
 
     # the connection loop
 
@@ -508,23 +552,33 @@ class Executor:
             pass
 
     def _loop(self) -> None:
-        """Opens sessions until stopped, with backoff between them."""
+        """Opens sessions until stopped, with backoff between them; stops for good when the owner refuses the stream (FATAL_CODES)."""
         backoff = 0.25
-        while not self._stopping.is_set():
-            welcomed = threading.Event()
-            try:
-                self._run_session(welcomed)
-            except grpc.RpcError as e:
-                if not self._stopping.is_set():
-                    self._report(ChronologError.from_rpc_error(e))
-            except Exception as e:  # keep reconnecting whatever broke
-                if not self._stopping.is_set():
-                    self._report(e)
-            if welcomed.is_set():
-                backoff = 0.25
-            if self._stopping.wait(backoff):
-                return
-            backoff = min(backoff * 2, self._max_backoff_s)
+        try:
+            while not self._stopping.is_set():
+                welcomed = threading.Event()
+                try:
+                    self._run_session(welcomed)
+                except grpc.RpcError as e:
+                    error = ChronologError.from_rpc_error(e)
+                    if not self._stopping.is_set():
+                        if _is_fatal(error):
+                            # A bad token or a role that may not subscribe: retrying cannot help.
+                            self.fatal_error = error
+                            self._report(error)
+                            self.stop(grace_s=0)
+                            return
+                        self._report(error)
+                except Exception as e:  # keep reconnecting whatever broke
+                    if not self._stopping.is_set():
+                        self._report(e)
+                if welcomed.is_set():
+                    backoff = 0.25
+                if self._stopping.wait(backoff):
+                    return
+                backoff = min(backoff * 2, self._max_backoff_s)
+        finally:
+            self._settled.set()
 
     def _run_session(self, welcomed: threading.Event) -> None:
         """One stream, from hello to its end."""
@@ -552,6 +606,7 @@ class Executor:
                 if kind == "welcome":
                     welcomed.set()
                     self._ready.set()
+                    self._settled.set()
                     interval = max(response.welcome.heartbeat_interval_ms, 10) / 1000
                     threading.Thread(target=self._heartbeat, args=(session, interval), name="chronolog-heartbeat", daemon=True).start()
                 elif kind == "delivery":

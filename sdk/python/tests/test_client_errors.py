@@ -12,6 +12,7 @@ test/python-executor.test.ts runs it that way.
 """
 
 import os
+import time
 import unittest
 
 import grpc
@@ -116,17 +117,40 @@ class ClientErrors(unittest.TestCase):
         error = self.refused(grpc.StatusCode.NOT_FOUND, self.client.call, "pyshop.nope", {})
         self.assertIn("pyshop.nope", error.details())
 
-    def test_subscribe_needs_the_executor_role(self):
-        """A client principal's executor never gets a welcome; it reports PERMISSION_DENIED."""
+    def assert_refused_for_good(self, token, code, message):
+        """An executor with ``token`` is refused with ``code``: it reports once, stops at once and raises the owner's error."""
         errors = []
-        executor = Executor([Plugin("pyshop-client")], URL, CLIENT, on_error=errors.append, max_backoff_s=0.2).start()
+        executor = Executor([Plugin("pyshop-refused")], URL, token, on_error=errors.append, max_backoff_s=0.2).start()
         try:
-            self.assertFalse(executor.wait_ready(2))
+            started = time.monotonic()
+            with self.assertRaises(ChronologError) as caught:
+                executor.wait_ready(10)
+            self.assertLess(time.monotonic() - started, 5, "wait_ready waited instead of failing fast")
+            self.assertEqual(caught.exception.code(), code)
+            self.assertEqual(caught.exception.details(), message)
+            self.assertIs(executor.fatal_error, caught.exception)
+            # Stopped: the loop ended and it does not try again (backoff would retry every 0.2 s).
+            executor._thread.join(2)
+            self.assertFalse(executor._thread.is_alive(), "the connection loop still runs")
+            time.sleep(1)
+            self.assertEqual([(e.code(), e.details()) for e in errors], [(code, message)])
+            with self.assertRaises(ChronologError) as again:
+                executor.run_forever()
+            self.assertIs(again.exception, caught.exception)
         finally:
             executor.stop(0)
-        self.assertTrue(errors, "no error reported")
-        self.assertEqual(errors[0].code(), grpc.StatusCode.PERMISSION_DENIED)
-        self.assertEqual(executor.last_error.code(), grpc.StatusCode.PERMISSION_DENIED)
+
+    def test_subscribe_needs_the_executor_role(self):
+        """A client principal's executor is refused with PERMISSION_DENIED and stops instead of retrying."""
+        self.assert_refused_for_good(CLIENT, grpc.StatusCode.PERMISSION_DENIED, "principal web (role client) may not subscribe as an executor; the executor role is needed")
+
+    def test_executor_with_an_unknown_token_stops(self):
+        """An unknown token: UNAUTHENTICATED, reported once, no reconnects."""
+        self.assert_refused_for_good("not-a-token-0123456789", grpc.StatusCode.UNAUTHENTICATED, "unknown bearer token")
+
+    def test_executor_without_a_token_stops(self):
+        """No token at all: UNAUTHENTICATED, reported once, no reconnects."""
+        self.assert_refused_for_good(None, grpc.StatusCode.UNAUTHENTICATED, "missing bearer token: send the header `authorization: Bearer <token>`")
 
     def test_hello_naming_an_undeclared_processor_is_invalid_argument(self):
         """A hello that names a processor no plugin declares: the stream fails with INVALID_ARGUMENT."""
