@@ -5,8 +5,11 @@
 // client emits carts; the Python processor calls the Python action and emits
 // under its delivery. The events it produced carry ids derived by the owner
 // from cause + position + input, so a retried or replayed delivery writes
-// nothing twice. Then the Python client's errors are checked by
-// sdk/python/tests/test_client_errors.py (unittest).
+// nothing twice. An executor the owner refuses (unknown token, client role) stops
+// at once with the owner's message. Then the Python client's errors are checked by
+// sdk/python/tests/test_client_errors.py (unittest). A second owner runs the pywork
+// executor (sdk/python/tests/work_executor.py): document writes, timers and delays
+// under a delivery or an action run, with ids derived as in TypeScript.
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
@@ -14,13 +17,15 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { createClient as createRpcClient } from "@connectrpc/connect";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { Code, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { derivedId } from "../server/src/log/ids.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { TimerKind, type Timer } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -226,5 +231,199 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) aga
     expect(result.stderr).toMatch(/^Ran 13 tests in .*\n\nOK\s*$/m);
     // The executor reported nothing while all this ran (no reconnects, no notices).
     expect(executor.output).toEqual(["executor ready"]);
+  });
+});
+
+// Work under a cause from Python (X5, E7, P5, C2, T3, T9, K3, K5): the pywork executor
+// (sdk/python/tests/work_executor.py) writes documents and sets timers and delays under
+// deliveries and action runs, through ctx.collections, ctx.schedule, ctx.unschedule,
+// ctx.delay and ctx.cancel_delay. The ids the owner derived are recomputed here from the
+// cause, the position and the input, as the owner does.
+describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): collections, timers and delays against a real owner", () => {
+  let owner: OwnerProcess;
+  let executor: ChildProcess;
+  let executorExited: Promise<number | string>;
+  let admin: ChronologClient;
+  let web: ChronologClient;
+  let adminRpc: ReturnType<typeof createRpcClient<typeof AdminService>>;
+  const action = "pywork.remind";
+  const write = (cause: string, position: number, op: string, id: string, input: unknown) => derivedId(cause, position, { collection: "pyjob", op, id, input });
+
+  async function read(...types: string[]): Promise<Event[]> {
+    const out: Event[] = [];
+    for await (const e of admin.read({ types })) out.push(e);
+    return out;
+  }
+  const under = (cause: Event) => async () => (await read()).filter((e) => e.cause === cause.id || (e.data as JsonObject | undefined)?.event_id === cause.id);
+  async function timersOf(job: string): Promise<Timer[]> {
+    const out: Timer[] = [];
+    for await (const t of admin.listTimers()) if ((t.input as JsonObject | undefined)?.job_id === job) out.push(t);
+    return out;
+  }
+  async function settled(job: Event): Promise<void> {
+    await until(async () => {
+      const { processors } = await adminRpc.listProcessors({});
+      const p = processors.find((x) => x.name === "pywork.worker");
+      return p !== undefined && p.ackFloor >= job.seq && p.inFlight === 0;
+    }, `pywork.worker past ${job.seq}`);
+  }
+
+  beforeAll(async () => {
+    if (missing) throw new Error(`${PYTHON} is missing: .ci/run creates it (python3 -m venv .venv && .venv/bin/pip install -r sdk/python/requirements.txt)`);
+    const dir = tempDir("chronolog-pywork-");
+    writeFileSync(join(dir, "owner.json"), JSON.stringify(config));
+    owner = await spawnOwner(join(dir, "data"), ["--config", join(dir, "owner.json")]);
+    executor = spawn(PYTHON, ["sdk/python/tests/work_executor.py", "--url", owner.url], {
+      cwd: repo,
+      env: { ...process.env, CHRONOLOG_TOKEN: tokens.executor, PYTHONPATH: join(repo, "sdk/python"), PYTHONUNBUFFERED: "1" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    executorExited = new Promise((resolve) => executor.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
+    const output: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      createInterface({ input: executor.stderr! }).on("line", (line) => {
+        output.push(line);
+        if (line === "executor ready") resolve();
+      });
+      executorExited.then((code) => reject(new Error(`pywork exited (${code}) before it was ready:\n${output.join("\n")}`)));
+    });
+    admin = createClient({ url: owner.url, token: tokens.admin });
+    web = createClient({ url: owner.url, token: tokens.client });
+    adminRpc = createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+  });
+  afterAll(async () => {
+    if (executor) {
+      executor.kill("SIGTERM");
+      await executorExited;
+    }
+    if (owner) {
+      owner.child.kill("SIGTERM");
+      await owner.exited;
+    }
+  });
+
+  it("a delivery's document writes, timers and delays carry its event as cause, its actor, and ids derived from cause + position + input", async () => {
+    const job = (await web.emit("job.submitted", { job_id: "j-1" })).event!;
+    await settled(job);
+    const mine = await under(job)();
+    const [worked] = mine.filter((e) => e.type === "job.worked");
+    const d = worked.data as JsonObject;
+
+    // Positions 0-4: the documents.
+    const created = write(job.id, 0, "create", "", { job_id: "j-1", status: "new", secret: "s3" });
+    const docId = derivedId(created, 0, "_id"); // a create without _id under a cause: derived from the write id
+    const patch = { set: { status: "working", "meta.by": "py" }, unset: ["secret"] };
+    const changes = mine.filter((e) => e.type.startsWith("pyjob."));
+    expect(changes.map((e) => [e.type, e.id])).toEqual([
+      ["pyjob.created", created],
+      ["pyjob.updated", write(job.id, 1, "patch", docId, patch)],
+      ["pyjob.updated", write(job.id, 2, "replace", docId, { job_id: "j-1", status: "done" })],
+      ["pyjob.created", write(job.id, 3, "create", "scratch-j-1", { _id: "scratch-j-1", job_id: "j-1" })],
+      ["pyjob.deleted", write(job.id, 4, "delete", "scratch-j-1", null)],
+    ]);
+    for (const e of changes) expect(e.actor).toEqual(job.actor); // P5: the delivery's actor
+    expect(changes[0].data).toEqual({ _id: docId, doc: { _id: docId, job_id: "j-1", status: "new" } }); // the private secret is not in the event
+    expect(changes[1].data).toEqual({ _id: docId, doc: { _id: docId, job_id: "j-1", status: "working", meta: { by: "py" } }, changed: ["meta", "status"], removed: [] }); // the unset secret is private: not listed
+    expect(d.seqs).toEqual([changes[0], changes[1], changes[2], changes[4]].map((e) => Number(e.seq)));
+    expect(await admin.getDocument("pyjob", docId)).toEqual({ _id: docId, job_id: "j-1", status: "done" });
+    await expect(admin.getDocument("pyjob", "scratch-j-1")).rejects.toMatchObject({ code: Code.NotFound });
+    expect(d.found).toEqual([docId]);
+    expect(d.doc).toEqual({ _id: docId, job_id: "j-1", status: "done" });
+
+    // Positions 5-8: the timers and delays.
+    const weeklyId = derivedId(job.id, 5, { op: "schedule", action, input: { job_id: "j-1", what: "weekly" }, spec: { cron: "0 9 * * 1", zone: "Europe/Berlin" } });
+    const laterId = derivedId(job.id, 7, { op: "delay", action, input: { job_id: "j-1", what: "later" }, when: { interval_ms: 86_400_000 }, overdue: { on_time_or_never: true } });
+    const atMs = Date.UTC(2099, 0, 1, 9);
+    const atId = derivedId(job.id, 8, { op: "delay", action, input: { job_id: "j-1", what: "at" }, when: { at: atMs }, overdue: { max_lateness_ms: 60_000 } });
+    expect([d.weekly, d.tick, d.later, d.at]).toEqual([weeklyId, "tick-j-1", laterId, atId]);
+    const timers = new Map((await timersOf("j-1")).map((t) => [t.id, t]));
+    expect([...timers.keys()].sort()).toEqual([weeklyId, "tick-j-1", laterId, atId].sort());
+    for (const t of timers.values()) {
+      expect(t.action).toBe(action);
+      expect(t.actor).toEqual(job.actor); // T9: runs as whoever set it
+    }
+    const weekly = await admin.getTimer(weeklyId, { previewCount: 3 });
+    expect(weekly).toMatchObject({ kind: TimerKind.RUNTIME, input: { job_id: "j-1", what: "weekly" }, spec: { when: { case: "cron", value: { expression: "0 9 * * 1", zone: "Europe/Berlin" } } } });
+    for (const p of weekly.preview) {
+      const at = new Date(timestampMs(p));
+      expect(at.getUTCDay()).toBe(1);
+      expect(at.toLocaleTimeString("en-GB", { timeZone: "Europe/Berlin" })).toBe("09:00:00");
+    }
+    expect(timers.get("tick-j-1")).toMatchObject({ kind: TimerKind.RUNTIME, spec: { when: { case: "everyMs", value: 3_600_000n } }, overdue: { bound: { case: "maxLatenessMs", value: 500n } } });
+    const later = timers.get(laterId)!;
+    expect(later).toMatchObject({ kind: TimerKind.DELAY, chainDepth: 1, overdue: { bound: { case: "onTimeOrNever", value: true } } }); // K5: one deeper than the delivery
+    expect(new Date(d.later_due as string).getTime()).toBe(timestampMs(later.nextDue!));
+    expect(timestampMs(later.nextDue!) - Number(worked.at!.seconds) * 1000).toBeGreaterThan(86_400_000 - 60_000);
+    const at = timers.get(atId)!;
+    expect(at).toMatchObject({ kind: TimerKind.DELAY, chainDepth: 0, overdue: { bound: { case: "maxLatenessMs", value: 60_000n } } }); // fresh_chain
+    expect(timestampMs(at.nextDue!)).toBe(atMs);
+    expect(new Date(d.at_due as string).getTime()).toBe(atMs);
+    const scheduled = mine.filter((e) => e.type === "timer.scheduled");
+    expect(scheduled.map((e) => (e.data as JsonObject).timer_id)).toEqual([weeklyId, "tick-j-1", laterId, atId]);
+    for (const e of scheduled) expect(e.actor).toEqual(job.actor);
+
+    // Position 9: the emit.
+    expect(worked.id).toBe(derivedId(job.id, 9, { type: "job.worked", data: d }));
+    expect(mine.filter((e) => e.type.startsWith("processor."))).toEqual([]);
+  });
+
+  it("a retried delivery makes the same calls and finds them done: the same ids, nothing written twice", async () => {
+    const job = (await web.emit("job.submitted", { job_id: "j-2", flaky: true })).event!;
+    await settled(job);
+    const mine = await under(job)();
+    const count = (type: string) => mine.filter((e) => e.type === type).length;
+    expect(mine.find((e) => e.type === "processor.retried")?.data).toMatchObject({ attempt: 1, error: "job j-2 is flaky: failing attempt 1 after its work" });
+    expect(count("processor.retried")).toBe(1);
+    expect(count("processor.failed")).toBe(0);
+    expect([count("pyjob.created"), count("pyjob.updated"), count("pyjob.deleted"), count("timer.scheduled"), count("job.worked")]).toEqual([2, 2, 1, 4, 1]);
+    const docId = derivedId(write(job.id, 0, "create", "", { job_id: "j-2", status: "new", secret: "s3" }), 0, "_id");
+    expect(await admin.findDocuments("pyjob", { filter: { job_id: "j-2" } })).toEqual([{ _id: docId, job_id: "j-2", status: "done" }]);
+    const timers = await timersOf("j-2");
+    expect(timers).toHaveLength(4);
+    // The retry's answers were the first attempt's: its job.worked (same data, so the same derived id) was found, not written again.
+    const [worked] = mine.filter((e) => e.type === "job.worked");
+    expect((worked.data as JsonObject).doc_id).toBe(docId);
+    expect(new Set(timers.map((t) => t.id))).toEqual(new Set([(worked.data as JsonObject).weekly, "tick-j-2", (worked.data as JsonObject).later, (worked.data as JsonObject).at]));
+  });
+
+  it("cancel_delay and unschedule under a delivery remove what it set, recorded under its cause and actor", async () => {
+    const job = (await web.emit("job.submitted", { job_id: "j-3", mode: "cancel" })).event!;
+    await settled(job);
+    const mine = await under(job)();
+    const delayId = derivedId(job.id, 0, { op: "delay", action, input: { job_id: "j-3", what: "cancelled" }, when: { interval_ms: 60_000 }, overdue: { unbounded: true } });
+    const timerEvents = mine.filter((e) => e.type.startsWith("timer."));
+    expect(timerEvents.map((e) => `${e.type} ${(e.data as JsonObject).timer_id}`)).toEqual([`timer.scheduled ${delayId}`, `timer.unscheduled ${delayId}`, "timer.scheduled gone-j-3", "timer.unscheduled gone-j-3"]);
+    for (const e of timerEvents) expect(e.actor).toEqual(job.actor);
+    expect(mine.find((e) => e.type === "job.worked")?.data).toEqual({ job_id: "j-3", delay: delayId, timer: "gone-j-3" });
+    expect(await timersOf("j-3")).toEqual([]);
+    await expect(admin.getTimer(delayId)).rejects.toMatchObject({ code: Code.NotFound });
+    expect(mine.filter((e) => e.type.startsWith("processor."))).toEqual([]);
+  });
+
+  it("malformed time arguments fail in the Python SDK before any call (unittest: sdk/python/tests/test_time_arguments.py)", async () => {
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_time_arguments.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
+      (e: { stdout: string; stderr: string; code: number }) => e,
+    );
+    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 4 tests in .*\n\nOK\s*$/m);
+  });
+
+  it("an action's work is under its action.started: a document, and a delay whose call reads ctx.scheduled one chain deeper; the same call id runs nothing again", async () => {
+    const result = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });
+    const [started] = (await read("action.started")).filter((e) => (e.data as JsonObject).call_id === "file-j-4");
+    const docId = derivedId(write(started.id, 0, "create", "", { job_id: "j-4", status: "filed" }), 0, "_id");
+    const delayId = derivedId(started.id, 1, { op: "delay", action, input: { job_id: "j-4", what: "soon" }, when: { interval_ms: 200 }, overdue: { unbounded: true } });
+    expect(result).toMatchObject({ fromLog: false, output: { doc_id: docId, delay_id: delayId } });
+    const [created] = (await read("pyjob.created")).filter((e) => e.cause === started.id);
+    expect(created).toMatchObject({ seq: BigInt(result.output.created_seq as number), actor: started.actor });
+    await until(async () => (await read("job.reminded")).some((e) => (e.data as JsonObject).job_id === "j-4"), "job.reminded for j-4");
+    const [reminded] = (await read("job.reminded")).filter((e) => (e.data as JsonObject).job_id === "j-4");
+    expect(reminded.data).toEqual({ job_id: "j-4", what: "soon", timer_id: delayId, chain_depth: 1 });
+    expect(reminded.actor).toEqual(started.actor); // T9: the delay runs as the actor it was armed under
+
+    const again = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });
+    expect(again).toMatchObject({ fromLog: true, output: result.output });
+    expect(await admin.findDocuments("pyjob", { filter: { job_id: "j-4" } })).toHaveLength(1);
+    expect((await read("timer.scheduled")).filter((e) => (e.data as JsonObject).timer_id === delayId)).toHaveLength(1);
   });
 });

@@ -1,6 +1,7 @@
 """A small Chronolog client for Python: a channel with a bearer token, the
 generated service stubs, and helpers for the calls most code makes (emit,
-call, read, watch, register a plugin).
+call, read, watch, register a plugin, collection documents, timers and
+delays).
 
 Errors are raised as :class:`ChronologError`, a :class:`grpc.RpcError` that
 also carries what the owner put in the status details: the stable
@@ -17,12 +18,12 @@ from __future__ import annotations
 import collections
 import math
 from dataclasses import dataclass, field
-from datetime import timezone
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from datetime import datetime, timezone
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import grpc
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -30,12 +31,14 @@ from chronolog.gen.chronolog.v1 import (
     action_pb2,
     action_pb2_grpc,
     admin_pb2_grpc,
+    collection_pb2,
     collection_pb2_grpc,
     event_pb2,
     log_pb2,
     log_pb2_grpc,
     plugin_pb2,
     plugin_pb2_grpc,
+    time_pb2,
     time_pb2_grpc,
 )
 
@@ -43,6 +46,8 @@ __all__ = [
     "ChronologError",
     "FieldViolation",
     "CallResult",
+    "DocumentWriteResult",
+    "DelayResult",
     "Client",
     "connect",
     "to_struct",
@@ -50,6 +55,8 @@ __all__ = [
     "actor_to_dict",
     "actor_from_dict",
     "event_to_dict",
+    "timer_spec",
+    "overdue_bound",
 ]
 
 DEFAULT_URL = "http://127.0.0.1:50051"
@@ -245,6 +252,55 @@ def connect(url: str = DEFAULT_URL, token: Optional[str] = None, root_certificat
     return grpc.intercept_channel(channel, _Bearer(token)) if token else channel
 
 
+# --- time: when, overdue ------------------------------------------------------------------------
+
+#: A moment: a timezone-aware ``datetime``, or ms since the epoch (int or float; rounded to whole ms).
+Moment = Union[datetime, int, float]
+
+_TIMER_KINDS = {
+    "runtime": time_pb2.TIMER_KIND_RUNTIME,
+    "declared": time_pb2.TIMER_KIND_DECLARED,
+    "delay": time_pb2.TIMER_KIND_DELAY,
+}
+
+
+def _timestamp(at: Moment, what: str) -> timestamp_pb2.Timestamp:
+    """A moment as a Timestamp of whole ms (naive datetimes are refused: their zone is unknown)."""
+    if isinstance(at, datetime):
+        if at.tzinfo is None or at.utcoffset() is None:
+            raise ValueError(f"{what}: a naive datetime has no time zone; give an aware one (e.g. datetime.now(timezone.utc)) or ms since the epoch")
+        ms = round(at.timestamp() * 1000)
+    elif isinstance(at, (int, float)) and not isinstance(at, bool):
+        ms = round(at)
+    else:
+        raise TypeError(f"{what}: expected a timezone-aware datetime or ms since the epoch, got {type(at).__name__}")
+    return timestamp_pb2.Timestamp(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
+
+
+def timer_spec(when: Mapping[str, Any]) -> time_pb2.TimerSpec:
+    """A ``TimerSpec`` from ``{"at": moment}``, ``{"cron": "0 9 * * 1", "zone": "Europe/Berlin"}``
+    (zone optional, default UTC) or ``{"every_ms": n}`` (T1)."""
+    keys = set(when)
+    if keys == {"at"}:
+        return time_pb2.TimerSpec(at=_timestamp(when["at"], "at"))
+    if keys in ({"cron"}, {"cron", "zone"}):
+        return time_pb2.TimerSpec(cron=time_pb2.CronSpec(expression=when["cron"], zone=when.get("zone", "")))
+    if keys == {"every_ms"}:
+        return time_pb2.TimerSpec(every_ms=int(when["every_ms"]))
+    raise ValueError(f"when {dict(when)!r}: expected {{'at': moment}}, {{'cron': expr, 'zone': iana}} or {{'every_ms': n}}")
+
+
+def overdue_bound(overdue: Union[str, Mapping[str, Any]]) -> time_pb2.Overdue:
+    """An ``Overdue`` from ``"unbounded"``, ``"on_time_or_never"`` or ``{"max_lateness_ms": n}`` (K3, K4)."""
+    if overdue == "unbounded":
+        return time_pb2.Overdue(unbounded=True)
+    if overdue == "on_time_or_never":
+        return time_pb2.Overdue(on_time_or_never=True)
+    if isinstance(overdue, Mapping) and set(overdue) == {"max_lateness_ms"}:
+        return time_pb2.Overdue(max_lateness_ms=int(overdue["max_lateness_ms"]))
+    raise ValueError(f"overdue {overdue!r}: expected 'unbounded', 'on_time_or_never' or {{'max_lateness_ms': n}}")
+
+
 # --- client --------------------------------------------------------------------------------------
 
 
@@ -257,9 +313,28 @@ class CallResult:
     from_log: bool = False
 
 
+@dataclass
+class DocumentWriteResult:
+    """A document write's outcome (C2, C3): the document after it (None after a delete) and the seq of its change event (0 when the collection writes none)."""
+
+    doc: Optional[dict]
+    seq: int
+
+
+@dataclass
+class DelayResult:
+    """An armed delay (K3): the id that cancels it and when it is due (UTC)."""
+
+    delay_id: str
+    due: Optional[datetime]
+
+
 class Client:
     """A client of one owner: the generated stubs (``log``, ``actions``,
-    ``plugins``, ``collections``, ``time``, ``admin``) plus helpers.
+    ``plugins``, ``collections``, ``time``, ``admin``) plus helpers: emit,
+    call, read, watch, register_plugin; create/replace/patch/delete/get/find
+    documents; schedule, unschedule, delay, cancel_delay, list_timers,
+    get_timer.
 
     Every helper raises :class:`ChronologError` when the owner refuses.
     Use it as a context manager, or call :meth:`close`.
@@ -362,6 +437,172 @@ class Client:
         finally:
             stream.cancel()
 
+    # collections (C1-C4)
+
+    def create_document(
+        self,
+        collection: str,
+        doc: Mapping[str, Any],
+        *,
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> DocumentWriteResult:
+        """Creates a document; ``_id`` is generated when absent (derived under a ``cause``). ALREADY_EXISTS when taken."""
+        request = collection_pb2.CreateDocumentRequest(collection=collection, doc=to_struct(doc), cause=cause, actor=actor_from_dict(actor))
+        return _write_result(self._unary(self.collections.CreateDocument, request, timeout))
+
+    def replace_document(
+        self,
+        collection: str,
+        id: str,
+        doc: Mapping[str, Any],
+        *,
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> DocumentWriteResult:
+        """Replaces document ``id``. NOT_FOUND when absent."""
+        request = collection_pb2.ReplaceDocumentRequest(collection=collection, id=id, doc=to_struct(doc), cause=cause, actor=actor_from_dict(actor))
+        return _write_result(self._unary(self.collections.ReplaceDocument, request, timeout))
+
+    def patch_document(
+        self,
+        collection: str,
+        id: str,
+        set: Optional[Mapping[str, Any]] = None,
+        unset: Sequence[str] = (),
+        *,
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> DocumentWriteResult:
+        """Sets fields (``set``, by dotted path) and removes paths (``unset``) of document ``id``. NOT_FOUND when absent."""
+        request = collection_pb2.PatchDocumentRequest(collection=collection, id=id, set=to_struct(set), unset=list(unset), cause=cause, actor=actor_from_dict(actor))
+        return _write_result(self._unary(self.collections.PatchDocument, request, timeout))
+
+    def delete_document(
+        self,
+        collection: str,
+        id: str,
+        *,
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> DocumentWriteResult:
+        """Deletes document ``id``; the result has ``doc`` None and the seq of its ``.deleted`` event (0 when none). NOT_FOUND when absent."""
+        request = collection_pb2.DeleteDocumentRequest(collection=collection, id=id, cause=cause, actor=actor_from_dict(actor))
+        return DocumentWriteResult(doc=None, seq=self._unary(self.collections.DeleteDocument, request, timeout).seq)
+
+    def get_document(self, collection: str, id: str, *, timeout: Optional[float] = None) -> dict:
+        """Document ``id``. NOT_FOUND when absent."""
+        response = self._unary(self.collections.GetDocument, collection_pb2.GetDocumentRequest(collection=collection, id=id), timeout)
+        return from_struct(response.document.doc)
+
+    def find_documents(
+        self,
+        collection: str,
+        filter: Optional[Mapping[str, Any]] = None,
+        sort: Optional[Mapping[str, int]] = None,
+        limit: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> list:
+        """Documents matching a MongoDB ``filter``, sorted (``{"field": 1 or -1}``, default ``_id`` order), at most ``limit`` (default 100, at most 1000)."""
+        request = collection_pb2.FindDocumentsRequest(
+            collection=collection, filter=to_struct(filter) if filter else None, sort=to_struct(sort) if sort else None, limit=limit
+        )
+        return [from_struct(d.doc) for d in self._unary(self.collections.FindDocuments, request, timeout).documents]
+
+    # time (T1-T4, K3)
+
+    def schedule(
+        self,
+        action: str,
+        input: Optional[Mapping[str, Any]],
+        when: Mapping[str, Any],
+        *,
+        timer_id: str = "",
+        overdue: Union[str, Mapping[str, Any]] = "unbounded",
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> time_pb2.Timer:
+        """Sets a timer calling ``action`` with ``input`` (T3) and returns it as stored (its ``next_due``).
+
+        ``when``: ``{"at": moment}``, ``{"cron": expr, "zone": iana}`` or
+        ``{"every_ms": n}`` (see :func:`timer_spec`). The same ``timer_id``
+        replaces that timer; without one the id is derived under a ``cause``,
+        generated otherwise. ``overdue`` bounds how late each occurrence may be
+        made (see :func:`overdue_bound`; default unbounded). Errors: NOT_FOUND
+        (undeclared action), PERMISSION_DENIED (its ``allow`` excludes the
+        caller), INVALID_ARGUMENT (input schema, bad cron or zone, ``at`` in the
+        past, ``every_ms`` below 1,000), FAILED_PRECONDITION (the id is a
+        delay's or a declared schedule's).
+        """
+        request = time_pb2.ScheduleRequest(
+            timer_id=timer_id, action=action, input=to_struct(input), spec=timer_spec(when), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor)
+        )
+        return self._unary(self.time.Schedule, request, timeout).timer
+
+    def unschedule(self, timer_id: str, *, cause: Optional[event_pb2.Cause] = None, timeout: Optional[float] = None) -> None:
+        """Stops runtime timer ``timer_id`` (T3). NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule."""
+        self._unary(self.time.Unschedule, time_pb2.UnscheduleRequest(timer_id=timer_id, cause=cause), timeout)
+
+    def delay(
+        self,
+        action: str,
+        input: Optional[Mapping[str, Any]],
+        when: Mapping[str, Any],
+        overdue: Union[str, Mapping[str, Any]],
+        *,
+        fresh_chain: bool = False,
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> DelayResult:
+        """Arms one call of ``action`` later (K3): ``when`` is ``{"interval_ms": n}`` from now or ``{"at": moment}``.
+
+        ``overdue`` is required: ``"unbounded"``, ``{"max_lateness_ms": n}`` or
+        ``"on_time_or_never"``. Under a ``cause`` the delay id is derived and
+        the call continues the cause's chain (K5) unless ``fresh_chain``.
+        Errors as :meth:`schedule`; FAILED_PRECONDITION past the owner's
+        maximum chain depth.
+        """
+        keys = set(when)
+        if keys == {"interval_ms"}:
+            timing: dict = {"interval_ms": int(when["interval_ms"])}
+        elif keys == {"at"}:
+            timing = {"at": _timestamp(when["at"], "at")}
+        else:
+            raise ValueError(f"when {dict(when)!r}: expected {{'interval_ms': n}} or {{'at': moment}}")
+        request = time_pb2.DelayRequest(
+            action=action, input=to_struct(input), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, **timing
+        )
+        response = self._unary(self.time.Delay, request, timeout)
+        return DelayResult(delay_id=response.delay_id, due=response.due.ToDatetime(tzinfo=timezone.utc) if response.HasField("due") else None)
+
+    def cancel_delay(self, delay_id: str, *, cause: Optional[event_pb2.Cause] = None, timeout: Optional[float] = None) -> None:
+        """Cancels a pending delay (K3). NOT_FOUND when unknown or already made."""
+        self._unary(self.time.CancelDelay, time_pb2.CancelDelayRequest(delay_id=delay_id, cause=cause), timeout)
+
+    def list_timers(self, kind: Optional[str] = None, page_size: int = 0) -> Iterator[time_pb2.Timer]:
+        """Yields every timer the caller may read (T4), pending ones by next due moment first, page by page; ``kind`` is ``"runtime"``, ``"declared"`` or ``"delay"``."""
+        if kind is not None and kind not in _TIMER_KINDS:
+            raise ValueError(f"kind {kind!r}: expected one of {', '.join(_TIMER_KINDS)}")
+        token = ""
+        while True:
+            request = time_pb2.ListTimersRequest(kind=_TIMER_KINDS.get(kind or "", time_pb2.TIMER_KIND_UNSPECIFIED), page_size=page_size, page_token=token)
+            page = self._unary(self.time.ListTimers, request, None)
+            yield from page.timers
+            token = page.next_page_token
+            if not token:
+                return
+
+    def get_timer(self, timer_id: str, preview_count: int = 0, *, timeout: Optional[float] = None) -> time_pb2.Timer:
+        """Timer ``timer_id`` with its next ``preview_count`` fire times in ``preview`` (at most 100). NOT_FOUND when unknown."""
+        return self._unary(self.time.GetTimer, time_pb2.GetTimerRequest(timer_id=timer_id, preview_count=preview_count), timeout).timer
+
     def register_plugin(self, manifest: "plugin_pb2.PluginManifest | Mapping[str, Any]") -> plugin_pb2.RegisterPluginResponse:
         """Registers (or updates) a plugin manifest, given as a message or in its JSON form (admin only)."""
         if not isinstance(manifest, plugin_pb2.PluginManifest):
@@ -375,3 +616,8 @@ class Client:
             return method(request, timeout=timeout)
         except grpc.RpcError as e:
             raise ChronologError.from_rpc_error(e) from None
+
+
+def _write_result(response: Any) -> DocumentWriteResult:
+    """A Create/Replace/PatchDocumentResponse as a DocumentWriteResult."""
+    return DocumentWriteResult(doc=from_struct(response.document.doc) if response.HasField("document") else None, seq=response.seq)

@@ -35,13 +35,15 @@ once and keeps the owner's error (a :class:`ChronologError`) in
 ``fatal_error``; :meth:`Executor.wait_ready` and :meth:`Executor.run_forever`
 raise it.
 
-Work done inside a delivery or an invocation (``ctx.emit``, ``ctx.call``)
-names its cause (the delivery's event, or the invocation's
-``action.started``) and its position among the calls made under that cause,
-counted from 0. The owner derives the work's id from them and a hash of the
-input (E7), and its actor from the cause (P5): a retried handler that makes
-the same calls in the same order finds the events and call results already
-in the log instead of writing twice.
+Work done inside a delivery or an invocation (``ctx.emit``, ``ctx.call``,
+``ctx.collections.create/replace/patch/delete``, ``ctx.schedule``,
+``ctx.unschedule``, ``ctx.delay``, ``ctx.cancel_delay``) names its cause (the
+delivery's event, or the invocation's ``action.started``) and its position
+among the calls made under that cause, counted from 0 and shared by all of
+them. The owner derives the work's id from them and a hash of the input (E7),
+and its actor from the cause (P5): a retried handler that makes the same calls
+in the same order finds the events, documents, call results and timers it
+made before instead of writing them twice.
 """
 
 from __future__ import annotations
@@ -59,8 +61,18 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 import grpc
 from google.protobuf import json_format, timestamp_pb2
 
-from chronolog.client import DEFAULT_URL, CallResult, ChronologError, Client, actor_to_dict, from_struct, to_struct
-from chronolog.gen.chronolog.v1 import event_pb2, executor_pb2, executor_pb2_grpc, plugin_pb2
+from chronolog.client import (
+    DEFAULT_URL,
+    CallResult,
+    ChronologError,
+    Client,
+    DelayResult,
+    DocumentWriteResult,
+    actor_to_dict,
+    from_struct,
+    to_struct,
+)
+from chronolog.gen.chronolog.v1 import event_pb2, executor_pb2, executor_pb2_grpc, plugin_pb2, time_pb2
 
 __all__ = [
     "TerminalError",
@@ -68,6 +80,7 @@ __all__ = [
     "ProcessorDefinition",
     "ActionDefinition",
     "WorkUnderCause",
+    "CauseCollections",
     "DeliveryContext",
     "ActionContext",
     "Scheduled",
@@ -90,11 +103,53 @@ class TerminalError(Exception):
 # --- work under a cause --------------------------------------------------------------------------
 
 
+class CauseCollections:
+    """Collection operations done by code under a cause (X5, C2): ``ctx.collections``.
+
+    Writes take the next position under the cause (shared with emit, call and
+    the timer calls): the owner derives the write's id, and a created
+    document's ``_id`` when none is given, from the cause, the position and the
+    input, so a retried run making the same writes in the same order applies
+    them once (E7) and gets the same answer. Writes run as the cause's actor
+    (P5). Reads take no position. Each raises :class:`ChronologError`.
+    """
+
+    def __init__(self, work: "WorkUnderCause"):
+        """The collection helpers of ``work``."""
+        self._work = work
+
+    def create(self, collection: str, doc: Mapping[str, Any]) -> DocumentWriteResult:
+        """Creates a document (its ``_id`` derived when absent); returns it with its ``.created`` seq. ALREADY_EXISTS when its ``_id`` is taken (by other work)."""
+        return self._work._client.create_document(collection, doc, cause=self._work._next_cause())
+
+    def replace(self, collection: str, id: str, doc: Mapping[str, Any]) -> DocumentWriteResult:
+        """Replaces document ``id``; returns it with its ``.updated`` seq. NOT_FOUND when absent."""
+        return self._work._client.replace_document(collection, id, doc, cause=self._work._next_cause())
+
+    def patch(self, collection: str, id: str, set: Optional[Mapping[str, Any]] = None, unset: Sequence[str] = ()) -> DocumentWriteResult:
+        """Sets fields (``set``, by dotted path) and removes paths (``unset``) of document ``id``. NOT_FOUND when absent."""
+        return self._work._client.patch_document(collection, id, set, unset, cause=self._work._next_cause())
+
+    def delete(self, collection: str, id: str) -> DocumentWriteResult:
+        """Deletes document ``id`` (``doc`` None, the ``.deleted`` seq). NOT_FOUND when absent."""
+        return self._work._client.delete_document(collection, id, cause=self._work._next_cause())
+
+    def get(self, collection: str, id: str) -> dict:
+        """Document ``id``, private fields included (code reads them). NOT_FOUND when absent."""
+        return self._work._client.get_document(collection, id)
+
+    def find(self, collection: str, filter: Optional[Mapping[str, Any]] = None, sort: Optional[Mapping[str, int]] = None, limit: int = 0) -> list:
+        """Documents matching a MongoDB ``filter``, sorted (``{"field": 1 or -1}``), at most ``limit`` (default 100)."""
+        return self._work._client.find_documents(collection, filter, sort, limit)
+
+
 class WorkUnderCause:
-    """What code can do under a cause (X5): ``emit`` and ``call``.
+    """What code can do under a cause (X5): ``emit``, ``call``,
+    ``collections``, ``schedule``, ``unschedule``, ``delay`` and
+    ``cancel_delay``.
 
     Each call names the cause event id and its position among the calls made
-    under it (from 0, shared by emit and call, thread-safe), so the owner
+    under it (from 0, shared by all of them, thread-safe), so the owner
     derives the same ids (E7) and the cause's actor (P5) when the work runs
     again.
     """
@@ -104,6 +159,7 @@ class WorkUnderCause:
         self._client = client
         self.cause_event_id = cause_event_id
         self.cancelled = cancelled
+        self.collections = CauseCollections(self)
         self._position = 0
         self._lock = threading.Lock()
 
@@ -131,6 +187,57 @@ class WorkUnderCause:
         :class:`ChronologError` (ABORTED when the action failed).
         """
         return self._client.call(action, input, cause=self._next_cause())
+
+    def schedule(
+        self,
+        action: str,
+        input: Optional[Mapping[str, Any]],
+        when: Mapping[str, Any],
+        *,
+        timer_id: str = "",
+        overdue: Union[str, Mapping[str, Any]] = "unbounded",
+    ) -> time_pb2.Timer:
+        """Sets a timer calling ``action`` with ``input`` (T3) and returns it as stored.
+
+        ``when``: ``{"at": moment}`` (a timezone-aware datetime or ms since the
+        epoch), ``{"cron": "0 9 * * 1", "zone": "Europe/Berlin"}`` or
+        ``{"every_ms": n}``. Its id is derived from the cause and position
+        unless ``timer_id`` is given (the same id replaces). It runs as the
+        cause's actor (T9). A retried run setting the same timer changes
+        nothing. ``overdue``: ``"unbounded"`` (default), ``{"max_lateness_ms":
+        n}`` or ``"on_time_or_never"``. Raises :class:`ChronologError` like
+        :meth:`Client.schedule`.
+        """
+        return self._client.schedule(action, input, when, timer_id=timer_id, overdue=overdue, cause=self._next_cause())
+
+    def unschedule(self, timer_id: str) -> None:
+        """Stops runtime timer ``timer_id`` (T3). NOT_FOUND when unknown."""
+        self._client.unschedule(timer_id, cause=self._next_cause())
+
+    def delay(
+        self,
+        action: str,
+        input: Optional[Mapping[str, Any]],
+        when: Mapping[str, Any],
+        overdue: Union[str, Mapping[str, Any]],
+        *,
+        fresh_chain: bool = False,
+    ) -> DelayResult:
+        """Arms one call of ``action`` later (K3) and returns its :class:`DelayResult` (``delay_id``, ``due``).
+
+        ``when``: ``{"interval_ms": n}`` from now or ``{"at": moment}``.
+        ``overdue`` is required: ``"unbounded"``, ``{"max_lateness_ms": n}`` or
+        ``"on_time_or_never"``. The delayed call continues this work's chain
+        (K5, depth + 1) unless ``fresh_chain``; past the owner's maximum depth
+        it is refused (FAILED_PRECONDITION, recorded as
+        ``timer.chain_exceeded``). The delay id is derived from the cause and
+        position: a retried run arms it once (E7).
+        """
+        return self._client.delay(action, input, when, overdue, fresh_chain=fresh_chain, cause=self._next_cause())
+
+    def cancel_delay(self, delay_id: str) -> None:
+        """Cancels a pending delay (K3). NOT_FOUND when unknown or already made."""
+        self._client.cancel_delay(delay_id, cause=self._next_cause())
 
 
 class DeliveryContext(WorkUnderCause):
