@@ -1,4 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { DateTime } from "luxon";
@@ -50,5 +52,22 @@ describe("examples/bookings, as the README walks through it", () => {
     const timer = await client.getTimer("bookings/weekly-report");
     const due = DateTime.fromJSDate(timestampDate(timer.nextDue!)).setZone("Europe/Berlin");
     expect([due.weekday, due.hour, due.minute]).toEqual([1, 9, 0]);
+  });
+
+  it("an executor the owner refuses (unknown token) prints the owner's message once and exits with status 1", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "owner.json"), JSON.stringify({ principals: [{ name: "ops", token: "bookings-admin-token-0123", role: "admin" }] }));
+    const owner: OwnerProcess = await spawnOwner(join(dir, "data"), ["--config", join(dir, "owner.json")]);
+    kill.push(() => owner.child.kill("SIGKILL"));
+    const started = Date.now();
+    const run = spawnSync(process.execPath, ["--import", "tsx", "examples/bookings/executor.ts", owner.url], {
+      cwd: repo,
+      encoding: "utf8",
+      env: { ...process.env, CHRONOLOG_TOKEN: "not-a-token-0123456789" },
+      timeout: 20_000,
+    });
+    expect(run.status, run.stderr).toBe(1);
+    expect(run.stderr.trim().split("\n")).toEqual(["chronolog executor: UNAUTHENTICATED: unknown bearer token (the executor stopped: not retrying)"]);
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 });

@@ -1,9 +1,15 @@
 import { createServer } from "node:http2";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { describe, expect, it } from "vitest";
-import { runExecutor } from "../sdk/ts/src/executor.js";
+import { createServer as createNetServer } from "node:net";
+import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
+import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createClient } from "../sdk/ts/src/client.js";
+import { runExecutor, type Executor } from "../sdk/ts/src/executor.js";
+import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
-import { definePlugin } from "../sdk/ts/src/plugin.js";
+import { definePlugin, type PluginDefinition } from "../sdk/ts/src/plugin.js";
+import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
 
 describe("TypeScript executor SDK (X4)", () => {
   it("treats an owner silent for 3 heartbeat intervals as gone and reconnects", async () => {
@@ -33,5 +39,181 @@ describe("TypeScript executor SDK (X4)", () => {
     server.close();
     expect(subscribes).toBeGreaterThanOrEqual(2);
     expect(waitedMs).toBeGreaterThanOrEqual(250); // not before 3 silent intervals (300 ms, timer granularity aside)
+  });
+});
+
+// Refusals for good (X1, R5): an owner that refuses the Subscribe stream with
+// UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT at hello would refuse
+// every retry the same way. The executor reports the owner's message once, stops,
+// and `ready` / `done` reject with the owner's ConnectError. Transient failures
+// (connection refused, an owner restarting) still reconnect with backoff.
+const tokens = { admin: "sdk-admin-token-0123456789", executor: "sdk-executor-token-0123456789", client: "sdk-client-token-0123456789" };
+const config = {
+  principals: [
+    { name: "ops", token: tokens.admin, role: "admin" as const },
+    { name: "worker", token: tokens.executor, role: "executor" as const },
+    { name: "web", token: tokens.client, role: "client" as const },
+  ],
+};
+
+/** A plugin with one processor that records the seqs it handled. */
+function trackingPlugin(name: string, handled: number[]): PluginDefinition {
+  return definePlugin({
+    name,
+    events: { [`${name}.ping`]: { allow: ["*"] } },
+    processors: { track: { on: `${name}.ping`, run: (ctx) => void handled.push(Number(ctx.event.seq)) } },
+  });
+}
+
+/** A port that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createNetServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Settles `promise` within `ms`: its outcome, or "pending". */
+async function outcomeWithin(promise: Promise<unknown>, ms: number): Promise<"resolved" | "pending" | { rejected: unknown }> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = new Promise<"pending">((resolve) => (timer = setTimeout(() => resolve("pending"), ms)));
+  try {
+    return await Promise.race([promise.then(() => "resolved" as const, (e: unknown) => ({ rejected: e })), pending]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe("TypeScript executor SDK: a stream the owner refuses for good is not retried", () => {
+  let owner: Awaited<ReturnType<typeof startTestOwner>>;
+  let admin: ReturnType<typeof createRpcClient<typeof AdminService>>;
+  let healthy: Executor;
+  const started: Executor[] = [];
+
+  beforeAll(async () => {
+    owner = await startTestOwner({ config, shutdownGraceMs: 100 });
+    admin = createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+    // One executor the owner accepts, so "no connected executor" below means "none but this one".
+    healthy = runExecutor({ url: owner.url, token: tokens.executor, plugins: [trackingPlugin("fine", [])], onError: () => {} });
+    await healthy.ready;
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    for (const ex of started.splice(0)) await ex.stop(0);
+  });
+  afterAll(async () => {
+    await healthy?.stop(0);
+    await owner?.close();
+  });
+
+  /**
+   * Runs an executor that the owner refuses with `code` and `message`: `ready` and `done`
+   * reject quickly with the owner's ConnectError, `onError` hears it once (no retries,
+   * although the backoff would retry every 50 ms), and no session of it is listed.
+   */
+  async function expectRefusedForGood(token: string | undefined, plugin: PluginDefinition, code: Code, message: string): Promise<void> {
+    const errors: unknown[] = [];
+    const startedAt = Date.now();
+    const executor = runExecutor({ url: owner.url, token, plugins: [plugin], maxBackoffMs: 50, onError: (e) => errors.push(e) });
+    started.push(executor);
+    const outcome = await outcomeWithin(executor.ready, 3_000);
+    if (outcome === "pending" || outcome === "resolved") expect.fail(`ready ${outcome} after 3 s for an executor the owner refuses (errors reported: ${errors.length})`);
+    const error = outcome.rejected;
+    expect(Date.now() - startedAt).toBeLessThan(3_000);
+    expect(error).toBeInstanceOf(ConnectError);
+    expect({ code: Code[(error as ConnectError).code], message: (error as ConnectError).rawMessage }).toEqual({ code: Code[code], message });
+    await expect(executor.done).rejects.toBe(error);
+    await new Promise((r) => setTimeout(r, 500)); // ten backoffs' worth: a retrying executor would report again
+    expect(errors).toEqual([error]);
+    const { executors } = await admin.listExecutors({});
+    expect(executors.map((e) => e.executor)).toEqual(["fine"]);
+    await executor.stop(0); // stopping a stopped executor is fine
+  }
+
+  it("an unknown token: UNAUTHENTICATED, reported once, ready and done reject", async () => {
+    await expectRefusedForGood("not-a-token-0123456789", trackingPlugin("stranger", []), Code.Unauthenticated, "unknown bearer token");
+  });
+
+  it("no token at all: UNAUTHENTICATED", async () => {
+    await expectRefusedForGood(undefined, trackingPlugin("anonymous", []), Code.Unauthenticated, "missing bearer token: send the header `authorization: Bearer <token>`");
+  });
+
+  it("a client principal's token: PERMISSION_DENIED (the executor role is needed)", async () => {
+    await expectRefusedForGood(tokens.client, trackingPlugin("webby", []), Code.PermissionDenied, "principal web (role client) may not subscribe as an executor; the executor role is needed");
+  });
+
+  it("a hello the owner rejects (its plugin's manifest does not register): INVALID_ARGUMENT, and the plugin is not registered", async () => {
+    const bad = definePlugin({
+      name: "badwhere",
+      events: { "badwhere.ping": { allow: ["*"] } },
+      processors: { track: { on: "badwhere.ping", where: { $bogus: 1 }, run: () => {} } },
+    });
+    await expectRefusedForGood(tokens.executor, bad, Code.InvalidArgument, "invalid plugin manifest badwhere: processors.track.where: unknown top level operator: $bogus");
+    const plugins = await createClient({ url: owner.url, token: tokens.admin }).plugins.listPlugins({});
+    expect(plugins.plugins.map((p) => p.manifest?.name)).not.toContain("badwhere");
+    expect(plugins.plugins.map((p) => p.manifest?.name)).toContain("fine");
+  });
+
+  it("the default report is one line with the owner's message, saying the executor stopped", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const executor = runExecutor({ url: owner.url, token: "not-a-token-0123456789", plugins: [trackingPlugin("printed", [])], maxBackoffMs: 50 });
+    started.push(executor);
+    const outcome = await outcomeWithin(executor.ready, 3_000);
+    expect(outcome).toEqual({ rejected: expect.objectContaining({ code: Code.Unauthenticated, rawMessage: "unknown bearer token" }) });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lines).toEqual(["chronolog executor: UNAUTHENTICATED: unknown bearer token (the executor stopped: not retrying)"]);
+  });
+});
+
+describe("TypeScript executor SDK: transient failures keep reconnecting", () => {
+  it("connection refused: reports and retries with backoff until an owner listens, then is ready", async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const errors: unknown[] = [];
+    const executor = runExecutor({ url, token: tokens.executor, plugins: [trackingPlugin("patient", [])], maxBackoffMs: 100, onError: (e) => errors.push(e) });
+    try {
+      await until(() => errors.length >= 3, "three failed connection attempts");
+      expect(errors.every((e) => e instanceof ConnectError && e.code === Code.Unavailable)).toBe(true);
+      expect(await outcomeWithin(executor.ready, 0)).toBe("pending");
+      const owner = await startTestOwner({ config, port, shutdownGraceMs: 100 });
+      try {
+        await executor.ready;
+        expect(await outcomeWithin(executor.done, 0)).toBe("pending");
+      } finally {
+        await executor.stop(0);
+        await owner.close();
+      }
+      await expect(executor.done).resolves.toBeUndefined();
+    } finally {
+      await executor.stop(0);
+    }
+  });
+
+  it("an owner restarted on the same port and data is reconnected to, and delivers again", async () => {
+    const port = await freePort();
+    const dataDir = tempDir();
+    let owner = await startTestOwner({ config, port, dataDir, shutdownGraceMs: 100 });
+    const handled: number[] = [];
+    const errors: unknown[] = [];
+    const executor = runExecutor({ url: owner.url, token: tokens.executor, plugins: [trackingPlugin("restarts", handled)], maxBackoffMs: 100, onError: (e) => errors.push(e) });
+    try {
+      await executor.ready;
+      const admin = () => createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+      const first = (await createClient({ url: owner.url, token: tokens.admin }).emit("restarts.ping", {})).event!;
+      await until(() => handled.includes(Number(first.seq)), "the first ping handled");
+      await owner.close();
+      await until(() => errors.length >= 1, "the broken stream reported");
+      owner = await startTestOwner({ config, port, dataDir, shutdownGraceMs: 100 });
+      await until(async () => (await admin().listExecutors({})).executors.some((e) => e.executor === "restarts"), "the executor reconnected", 15_000);
+      const second = (await createClient({ url: owner.url, token: tokens.admin }).emit("restarts.ping", {})).event!;
+      await until(() => handled.includes(Number(second.seq)), "the second ping handled after the restart");
+      expect(await outcomeWithin(executor.done, 0)).toBe("pending");
+    } finally {
+      await executor.stop(0);
+      await owner.close();
+    }
   });
 });

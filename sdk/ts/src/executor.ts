@@ -1,6 +1,6 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { createClient as createRpcClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient as createRpcClient, type Transport } from "@connectrpc/connect";
 import { randomUUID } from "node:crypto";
 import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
@@ -65,7 +65,11 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   executor?: string;
   /** Deliveries accepted at once (default 16, P9). */
   credits?: number;
-  /** Called on connection trouble and owner notices (default: one line on stderr). */
+  /**
+   * Called on connection trouble and owner notices (default: one line on
+   * stderr). A refusal for good (see {@link runExecutor}) is reported once,
+   * as the owner's `ConnectError`.
+   */
   onError?: (error: unknown) => void;
   /** Longest wait between reconnects in ms (default 5,000). */
   maxBackoffMs?: number;
@@ -73,8 +77,19 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
 
 /** A running executor. */
 export interface Executor {
-  /** Resolves at the first welcome from the owner. */
+  /**
+   * Resolves at the first welcome from the owner. Rejects with the owner's
+   * `ConnectError` when the owner refuses the stream for good (see
+   * {@link runExecutor}): the executor has then stopped.
+   */
   ready: Promise<void>;
+  /**
+   * Settles when the executor has ended: resolves after {@link stop}, rejects
+   * with the owner's `ConnectError` when the owner refused the stream for
+   * good, even after an earlier welcome (e.g. a restarted owner that no
+   * longer knows the token).
+   */
+  done: Promise<void>;
   /** Finishes running deliveries (up to `graceMs`, default 5,000), then closes the stream. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -88,6 +103,14 @@ type Request = MessageInitShape<typeof SubscribeRequestSchema>;
  * `ctx.pulse` set), and reconnects with backoff (250 ms doubling up to
  * `maxBackoffMs`) when the stream breaks. Deliveries that were running when
  * the stream broke are retried by the owner, elsewhere or here.
+ *
+ * A refusal that retrying cannot cure is not retried: UNAUTHENTICATED (a
+ * missing or unknown token), PERMISSION_DENIED (a principal whose role may
+ * not subscribe) or INVALID_ARGUMENT before the welcome (a hello the owner
+ * rejects, e.g. a manifest that does not register). The executor then reports
+ * the owner's error once (`onError`; by default `chronolog executor:
+ * UNAUTHENTICATED: unknown bearer token (the executor stopped: not
+ * retrying)`), stops, and `ready` and `done` reject with it.
  */
 export function runExecutor(options: ExecutorOptions): Executor {
   return new ExecutorRunner(options).start();
@@ -105,6 +128,9 @@ class ExecutorRunner {
   private sendQueue: ((r: Request) => void) | null = null;
   private readonly pendingAcks: { deliveryId: string; outcome: Outcome; error: string }[] = [];
   private resolveReady!: () => void;
+  private rejectReady!: (error: unknown) => void;
+  /** The owner's refusal for good, once it came (see {@link isFatal}). */
+  private fatalError: ConnectError | undefined;
 
   constructor(private readonly options: ExecutorOptions) {
     this.transport = createTransport({ ...options, protocol: "grpc" });
@@ -115,18 +141,39 @@ class ExecutorRunner {
   }
 
   start(): Executor {
-    const ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
-    void this.loop();
-    return { ready, stop: (graceMs = 5_000) => this.stop(graceMs) };
+    const ready = new Promise<void>((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
+    });
+    const done = this.loop();
+    // Handled here so that a caller who never awaits them gets no unhandled rejection; awaiting them still throws.
+    ready.catch(() => {});
+    done.catch(() => {});
+    return { ready, done, stop: (graceMs = 5_000) => this.stop(graceMs) };
   }
 
+  /** Opens sessions until stopped, with backoff between them; rejects with the owner's refusal for good (see {@link isFatal}). */
   private async loop(): Promise<void> {
     let backoffMs = 250;
     while (!this.stopping.signal.aborted) {
+      let welcomed = false;
       try {
-        await this.session(() => (backoffMs = 250));
+        await this.session(() => {
+          welcomed = true;
+          backoffMs = 250;
+        });
       } catch (e) {
-        if (!this.stopping.signal.aborted) (this.options.onError ?? printError)(e);
+        if (!this.stopping.signal.aborted) {
+          if (isFatal(e, welcomed)) {
+            // A bad token, a role that may not subscribe or a hello the owner rejects: retrying cannot help.
+            this.fatalError = e;
+            this.report(e);
+            this.stopping.abort();
+            this.rejectReady(e);
+            throw e;
+          }
+          this.report(e);
+        }
       }
       if (this.stopping.signal.aborted) return;
       await sleep(backoffMs, this.stopping.signal);
@@ -197,7 +244,17 @@ class ExecutorRunner {
       this.actions.cancel(m.value.invocationId, m.value.reason);
     }
     if (m.case === "notice") {
-      (this.options.onError ?? printError)(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
+      this.report(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
+    }
+  }
+
+  /** Reports a connection error or notice through `onError` (default: {@link printError}). */
+  private report(error: unknown): void {
+    try {
+      if (this.options.onError) this.options.onError(error);
+      else printError(error, error === this.fatalError);
+    } catch {
+      // a failing reporter must not kill the loop
     }
   }
 
@@ -246,9 +303,33 @@ class ExecutorRunner {
   }
 }
 
-/** The default error report: one line, no stack (reconnects repeat it). */
-function printError(error: unknown): void {
-  console.error(`chronolog executor: ${error instanceof Error ? error.message : String(error)}`);
+/**
+ * Codes with which the owner refuses the Subscribe stream for good: a missing
+ * or unknown token, or a principal whose role may not subscribe. Retrying
+ * cannot help. (INVALID_ARGUMENT counts too, but only before the welcome:
+ * see {@link isFatal}.)
+ */
+const FATAL_CODES: ReadonlySet<Code> = new Set([Code.Unauthenticated, Code.PermissionDenied]);
+
+/**
+ * True for a stream error the executor must not retry: one of
+ * {@link FATAL_CODES}, or INVALID_ARGUMENT before the session's welcome (the
+ * owner rejected the hello: a manifest that does not register, an unknown
+ * processor, action or pulse), which the same hello would meet again.
+ */
+function isFatal(error: unknown, welcomed: boolean): error is ConnectError {
+  return error instanceof ConnectError && (FATAL_CODES.has(error.code) || (error.code === Code.InvalidArgument && !welcomed));
+}
+
+/** The default error report: one line, no stack (reconnects repeat it); `CODE: message` for gRPC errors. */
+function printError(error: unknown, fatal = false): void {
+  console.error(`chronolog executor: ${describe(error)}${fatal ? " (the executor stopped: not retrying)" : ""}`);
+}
+
+/** `CODE: message` for gRPC errors (as the Python SDK prints them), the message otherwise. */
+function describe(error: unknown): string {
+  if (error instanceof ConnectError) return `${Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase()}: ${error.rawMessage}`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** A push-fed async iterable of requests that ends when `signal` aborts. */
@@ -273,12 +354,15 @@ function requestQueue(signal: AbortSignal): { push: (r: Request) => void; iterab
   };
 }
 
+/** Waits `ms`, or less if `signal` aborts; leaves no listener on `signal` behind (the reconnect loop sleeps on one signal for its whole life). */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
+    const done = () => {
       clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
       resolve();
-    }, { once: true });
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
   });
 }
