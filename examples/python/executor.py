@@ -19,8 +19,9 @@ Run (with an owner on 127.0.0.1:50051, from the repository's top folder)::
     bin/chronolog tail
 
 The token may also come from CHRONOLOG_TOKEN, the URL from CHRONOLOG_URL. An
-owner that refuses the token (UNAUTHENTICATED) or its principal's role
-(PERMISSION_DENIED) makes it print the owner's message and exit with status 1.
+owner that refuses the token (UNAUTHENTICATED), its principal's role
+(PERMISSION_DENIED) or its hello (INVALID_ARGUMENT) makes it print the owner's
+message and exit with status 1.
 """
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -109,8 +110,8 @@ def main() -> None:
             print("executor ready", file=sys.stderr, flush=True)
         executor.run_forever()
     except ChronologError:
-        # The owner refused the stream for good (a bad token, or a role that may not
-        # subscribe); the executor already printed the owner's message and stopped.
+        # The owner refused the stream for good (a bad token, a role that may not
+        # subscribe, a rejected hello); the executor already printed the owner's message and stopped.
         sys.exit(1)
 
 

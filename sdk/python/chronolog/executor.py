@@ -29,11 +29,13 @@ stream breaks it reconnects with backoff (0.25 s doubling up to
 ``max_backoff_s``); work that was running then is retried by the owner.
 
 An owner that refuses the stream itself with UNAUTHENTICATED (a missing or
-unknown token) or PERMISSION_DENIED (a principal whose role may not
-subscribe) is not retried: trying again cannot help. The executor stops at
-once and keeps the owner's error (a :class:`ChronologError`) in
-``fatal_error``; :meth:`Executor.wait_ready` and :meth:`Executor.run_forever`
-raise it.
+unknown token), PERMISSION_DENIED (a principal whose role may not
+subscribe) or INVALID_ARGUMENT before its welcome (a hello it rejects, e.g.
+a plugin manifest that does not register) is not retried: trying again
+cannot help. The executor stops at once and keeps the owner's error (a
+:class:`ChronologError`) in ``fatal_error``; :meth:`Executor.wait_ready` and
+:meth:`Executor.run_forever` raise it. The TypeScript executor does the same
+(``ready`` and ``done`` reject).
 
 Work done inside a delivery or an invocation (``ctx.emit``, ``ctx.call``,
 ``ctx.collections.create/replace/patch/delete``, ``ctx.schedule``,
@@ -479,17 +481,23 @@ class Plugin:
 
 #: Codes with which the owner refuses the Subscribe stream for good: a bad
 #: token, or a principal whose role may not subscribe. Retrying cannot help.
+#: (INVALID_ARGUMENT counts too, but only before the welcome: see _is_fatal.)
 FATAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
-def _is_fatal(error: BaseException) -> bool:
-    """True for a stream error the executor must not retry (see FATAL_CODES)."""
-    return isinstance(error, ChronologError) and error.code() in FATAL_CODES
+def _is_fatal(error: BaseException, welcomed: bool) -> bool:
+    """True for a stream error the executor must not retry: one of FATAL_CODES,
+    or INVALID_ARGUMENT before the session's welcome (the owner rejected the
+    hello: a manifest that does not register, an unknown processor, action or
+    pulse), which the same hello would meet again."""
+    if not isinstance(error, ChronologError):
+        return False
+    return error.code() in FATAL_CODES or (error.code() == grpc.StatusCode.INVALID_ARGUMENT and not welcomed)
 
 
-def _print_error(error: BaseException) -> None:
-    """The default error report: one line on stderr (reconnects repeat it)."""
-    suffix = " (the executor stopped: not retrying)" if _is_fatal(error) else ""
+def _print_error(error: BaseException, fatal: bool = False) -> None:
+    """The default error report: one line on stderr (reconnects repeat it); ``fatal`` says the executor stopped."""
+    suffix = " (the executor stopped: not retrying)" if fatal else ""
     print(f"chronolog executor: {_describe(error)}{suffix}", file=sys.stderr, flush=True)
 
 
@@ -545,7 +553,8 @@ class Executor:
 
     Connection errors are retried with backoff, except a refusal of the stream
     with UNAUTHENTICATED or PERMISSION_DENIED (a bad token, a principal whose
-    role may not subscribe): then the executor reports it once, stops, and
+    role may not subscribe), or with INVALID_ARGUMENT before the welcome (a
+    hello the owner rejects): then the executor reports it once, stops, and
     keeps it in ``fatal_error`` (a :class:`ChronologError` with the owner's
     message), which :meth:`wait_ready` and :meth:`run_forever` raise.
     """
@@ -574,7 +583,7 @@ class Executor:
         self.client = Client(url, token, root_certificates=root_certificates)
         self.last_error: Optional[BaseException] = None
         self.fatal_error: Optional[ChronologError] = None
-        self._on_error = on_error or _print_error
+        self._on_error = on_error or (lambda error: _print_error(error, fatal=error is self.fatal_error))
         self._max_backoff_s = max_backoff_s
         self._processors = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.processors.items()}
         self._actions = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.actions.items()}
@@ -602,8 +611,9 @@ class Executor:
         """Waits for the owner's first welcome; False if ``timeout`` (s) passed first (see ``last_error``).
 
         Raises the owner's :class:`ChronologError` (``fatal_error``) at once
-        when the owner refused the stream for good (UNAUTHENTICATED or
-        PERMISSION_DENIED): the executor has stopped and will never be ready.
+        when the owner refused the stream for good (UNAUTHENTICATED,
+        PERMISSION_DENIED, or INVALID_ARGUMENT at hello): the executor has
+        stopped and will never be ready.
         """
         self._settled.wait(timeout)
         if self.fatal_error is not None:
@@ -637,7 +647,7 @@ class Executor:
         """Starts (if needed) and blocks until :meth:`stop` is called or Ctrl-C (then stops).
 
         Raises ``fatal_error`` when the owner refused the stream for good
-        (UNAUTHENTICATED or PERMISSION_DENIED).
+        (UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT at hello).
         """
         self.start()
         try:
@@ -659,7 +669,7 @@ class Executor:
             pass
 
     def _loop(self) -> None:
-        """Opens sessions until stopped, with backoff between them; stops for good when the owner refuses the stream (FATAL_CODES)."""
+        """Opens sessions until stopped, with backoff between them; stops for good when the owner refuses the stream (_is_fatal)."""
         backoff = 0.25
         try:
             while not self._stopping.is_set():
@@ -669,8 +679,8 @@ class Executor:
                 except grpc.RpcError as e:
                     error = ChronologError.from_rpc_error(e)
                     if not self._stopping.is_set():
-                        if _is_fatal(error):
-                            # A bad token or a role that may not subscribe: retrying cannot help.
+                        if _is_fatal(error, welcomed.is_set()):
+                            # A bad token, a role that may not subscribe or a rejected hello: retrying cannot help.
                             self.fatal_error = error
                             self._report(error)
                             self.stop(grace_s=0)

@@ -18,7 +18,7 @@ import unittest
 import grpc
 
 from chronolog import ChronologError, Client, Executor, Plugin, connect
-from chronolog.gen.chronolog.v1 import event_pb2, executor_pb2, executor_pb2_grpc
+from chronolog.gen.chronolog.v1 import event_pb2, executor_pb2, executor_pb2_grpc, plugin_pb2
 
 URL = os.environ.get("CHRONOLOG_URL", "http://127.0.0.1:50051")
 ADMIN = os.environ.get("CHRONOLOG_ADMIN_TOKEN", "")
@@ -117,10 +117,10 @@ class ClientErrors(unittest.TestCase):
         error = self.refused(grpc.StatusCode.NOT_FOUND, self.client.call, "pyshop.nope", {})
         self.assertIn("pyshop.nope", error.details())
 
-    def assert_refused_for_good(self, token, code, message):
-        """An executor with ``token`` is refused with ``code``: it reports once, stops at once and raises the owner's error."""
+    def assert_refused_for_good(self, token, code, message, plugin=None):
+        """An executor with ``token`` (and ``plugin``) is refused with ``code``: it reports once, stops at once and raises the owner's error."""
         errors = []
-        executor = Executor([Plugin("pyshop-refused")], URL, token, on_error=errors.append, max_backoff_s=0.2).start()
+        executor = Executor([plugin or Plugin("pyshop-refused")], URL, token, on_error=errors.append, max_backoff_s=0.2).start()
         try:
             started = time.monotonic()
             with self.assertRaises(ChronologError) as caught:
@@ -151,6 +151,18 @@ class ClientErrors(unittest.TestCase):
     def test_executor_without_a_token_stops(self):
         """No token at all: UNAUTHENTICATED, reported once, no reconnects."""
         self.assert_refused_for_good(None, grpc.StatusCode.UNAUTHENTICATED, "missing bearer token: send the header `authorization: Bearer <token>`")
+
+    def test_executor_whose_hello_is_rejected_stops(self):
+        """A plugin whose manifest does not register (a bad ``where``): INVALID_ARGUMENT at hello, reported once, no reconnects; nothing registered."""
+        bad = Plugin("pybadwhere", events={"pybadwhere.ping": {"allow": ["*"]}})
+
+        @bad.processor("track", on="pybadwhere.ping", where={"$bogus": 1})
+        def track(ctx):
+            pass
+
+        message = "invalid plugin manifest pybadwhere: processors.track.where: unknown top level operator: $bogus"
+        self.assert_refused_for_good(EXECUTOR, grpc.StatusCode.INVALID_ARGUMENT, message, plugin=bad)
+        self.assertNotIn("pybadwhere", [p.manifest.name for p in self.admin.plugins.ListPlugins(plugin_pb2.ListPluginsRequest()).plugins])
 
     def test_hello_naming_an_undeclared_processor_is_invalid_argument(self):
         """A hello that names a processor no plugin declares: the stream fails with INVALID_ARGUMENT."""
