@@ -9,15 +9,17 @@ import { ManualClock, type Clock } from "../server/src/clock.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
 import { openStore, type Store } from "../server/src/store/database.js";
 import { eventStatements } from "../server/src/store/events.js";
+import { noSync, WalSync, type Durability } from "../server/src/store/wal-sync.js";
+import { until } from "./helpers/until.js";
 import { tempDir } from "./helpers/owner.js";
 
 const opened: Store[] = [];
 const dirs: string[] = [];
 
-afterEach(() => {
+afterEach(async () => {
   for (const store of opened.splice(0)) {
     try {
-      store.close();
+      await store.close();
     } catch {
       /* already closed by the test */
     }
@@ -37,9 +39,24 @@ function open(dataDir: string, synchronous?: "FULL" | "NORMAL"): Store {
   return store;
 }
 
+/** A Durability whose syncs resolve only when the test releases them, oldest first. */
+function gatedDurability(): Durability & { readonly waiting: number; release(n: number): void } {
+  const held: (() => void)[] = [];
+  return {
+    sync: () => new Promise<void>((resolve) => held.push(resolve)),
+    close: () => undefined,
+    get waiting() {
+      return held.length;
+    },
+    release(n: number) {
+      for (const resolve of held.splice(0, n)) resolve();
+    },
+  };
+}
+
 function committerOn(store: Store, clock: Clock = new ManualClock(Date.UTC(2026, 0, 1))) {
   const events = eventStatements(store.db);
-  const committer = new Committer(store.db, clock, events);
+  const committer = new Committer(store.db, clock, events, { durability: store.durability });
   const commits: CommitInfo[] = [];
   committer.onCommit((info) => commits.push(info));
   return { committer, events, commits };
@@ -185,7 +202,7 @@ describe("group commit (E8)", () => {
     const dataDir = folder();
     const store = open(dataDir);
     await committerOn(store).committer.submit((tx) => [tx.append(event("one")), tx.append(event("two"))]);
-    store.close();
+    await store.close();
     const again = open(dataDir);
     const { committer } = committerOn(again);
     expect(committer.head).toBe(2);
@@ -194,16 +211,69 @@ describe("group commit (E8)", () => {
 });
 
 describe("SQLite settings (E8)", () => {
-  it("uses WAL and synchronous=FULL by default", () => {
-    const { db } = open(folder());
-    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.pragma("synchronous", { simple: true })).toBe(2); // FULL
+  it("by default fsyncs the WAL itself (WalSync) with SQLite at synchronous=NORMAL", () => {
+    const store = open(folder());
+    expect(store.db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(store.db.pragma("synchronous", { simple: true })).toBe(1); // NORMAL: COMMIT does not fsync
+    expect(store.durability).toBeInstanceOf(WalSync);
   });
 
-  it("uses synchronous=NORMAL when asked", () => {
-    const { db } = open(folder(), "NORMAL");
-    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.pragma("synchronous", { simple: true })).toBe(1); // NORMAL
+  it("checkpoints in a worker thread, not in the writer's commits", async () => {
+    const dataDir = folder();
+    const store = open(dataDir);
+    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+    const { committer } = committerOn(store);
+    await Promise.all(Array.from({ length: 2_000 }, (_, i) => committer.submit((tx) => tx.append(event(`e${i}`, { pad: "x".repeat(400) })))));
+    const walFrames = () => (store.db.pragma("wal_checkpoint(PASSIVE)") as { log: number }[])[0].log;
+    const result = await store.checkpointer.checkpoint();
+    expect(result.log).toBeGreaterThan(100); // the writer left every frame in the WAL
+    expect(result.checkpointed).toBe(result.log); // the worker copied them all
+    expect(walFrames()).toBe(result.log);
+    await store.close();
+    const again = open(dataDir);
+    expect(eventStatements(again.db).findById("e1999")?.seq).toBe(2_000);
+  });
+
+  it("does not fsync at all when NORMAL is asked", () => {
+    const store = open(folder(), "NORMAL");
+    expect(store.db.pragma("synchronous", { simple: true })).toBe(1);
+    expect(store.durability).toBe(noSync);
+  });
+
+  it("answers nobody and shows readers nothing until the commit is durable; the next batch collects meanwhile", async () => {
+    const store = open(folder());
+    const gate = gatedDurability();
+    const events = eventStatements(store.db);
+    const committer = new Committer(store.db, new ManualClock(0), events, { durability: gate });
+    const heard: number[] = [];
+    committer.onCommit((info) => heard.push(info.head));
+    let answered = 0;
+    const first = committer.submit((tx) => tx.append(event("a"))).then(() => answered++);
+    await until(() => gate.waiting === 1, "the first batch's sync");
+    const second = committer.submit((tx) => tx.append(event("b"))).then(() => answered++);
+    const third = committer.submit((tx) => tx.append(event("c"))).then(() => answered++);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(committedSeqs(store.dataDir).map((e) => e.seq)).toEqual([1]); // b and c wait for a's fsync
+    expect([answered, committer.head, heard.length]).toEqual([0, 0, 0]);
+    gate.release(1);
+    await first;
+    expect([answered, committer.head, heard]).toEqual([1, 1, [1]]);
+    await until(() => gate.waiting === 1, "the second batch's sync");
+    expect(committedSeqs(store.dataDir).map((e) => e.seq)).toEqual([1, 2, 3]); // one commit for both
+    gate.release(1);
+    await Promise.all([second, third]);
+    expect([answered, committer.head, heard]).toEqual([3, 3, [1, 3]]);
+  });
+
+  it("fails every caller, now and later, when the fsync fails", async () => {
+    const store = open(folder());
+    const broken = new WalSync(join(store.dataDir, "no-such.db"));
+    const failures: unknown[] = [];
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { durability: broken, onDurabilityError: (e) => failures.push(e) });
+    await expect(committer.submit((tx) => tx.append(event("a")))).rejects.toThrow(/ENOENT/);
+    await expect(committer.submit((tx) => tx.append(event("b")))).rejects.toThrow(/ENOENT/);
+    expect(failures).toHaveLength(2);
+    expect(committer.head).toBe(0);
   });
 
   it("applies migrations once: reopening is idempotent and keeps the data", async () => {
@@ -214,24 +284,24 @@ describe("SQLite settings (E8)", () => {
     const tablesBefore = tables();
     expect(tablesBefore).toEqual(expect.arrayContaining(["events", "plugins", "plugin_revisions"]));
     await committerOn(first).committer.submit((tx) => tx.append(event("kept")));
-    first.close();
+    await first.close();
 
     for (let i = 0; i < 3; i++) {
       const again = open(dataDir);
       expect(again.db.pragma("user_version", { simple: true })).toBe(latestMigration);
       expect((again.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name)).toEqual(tablesBefore);
       expect(eventStatements(again.db).findById("kept")?.seq).toBe(1);
-      again.close();
+      await again.close();
     }
   });
 });
 
 describe("owner lock (O5)", () => {
-  it("refuses a second open of a folder in use and frees it on close", () => {
+  it("refuses a second open of a folder in use and frees it on close", async () => {
     const dataDir = folder();
     const first = open(dataDir);
     expect(() => openStore({ dataDir })).toThrow(/in use by another Chronolog owner \(pid \d+\)/);
-    first.close();
+    await first.close();
     const second = open(dataDir);
     expect(second.db.pragma("journal_mode", { simple: true })).toBe("wal");
   });

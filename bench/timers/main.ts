@@ -1,7 +1,7 @@
 // Timers benchmark (not a test): `npm run bench:timers`.
 //
-// (a) Lateness: BENCH_DELAYS (20,000) delays set through the API (unary Delay,
-//     256 in flight, overdue unbounded), due at start + lead + uniform(0..10 s), the lead
+// (a) Lateness: BENCH_DELAYS (20,000) delays set through the API (unary Delay over
+//     gRPC with @grpc/grpc-js, 256 in flight, overdue unbounded), due at start + lead + uniform(0..10 s), the lead
 //     5 s or 1.5x the setting time projected from a 1,000-delay warm-up,
 //     called on one executor process whose action records each call's occurrence id
 //     and lateness = now - scheduled.due. Prints lateness p50/p99/max, duplicates
@@ -19,9 +19,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { create, toJson } from "@bufbuild/protobuf";
-import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
+import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
 import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { DelayRequestSchema, DelayResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { manifestOf } from "../../sdk/ts/src/plugin.js";
 import { timersPlugin } from "./plugin.js";
 
@@ -30,6 +32,8 @@ const delays = Number(process.env.BENCH_DELAYS ?? 20_000);
 const pendingSet = process.env.BENCH_PENDING !== undefined;
 let pending = Number(process.env.BENCH_PENDING ?? 1_000_000);
 const inFlight = 256;
+/** Extra node flags for the owner, e.g. BENCH_OWNER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof". */
+const ownerNodeArgs = (process.env.BENCH_OWNER_NODE_ARGS ?? "").split(" ").filter(Boolean);
 const children = new Set<ChildProcess>();
 process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
 
@@ -44,7 +48,7 @@ function makeDir(): string {
 
 async function startOwner(dir: string): Promise<Owner> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...ownerNodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   children.add(child);
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -69,27 +73,47 @@ async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM"): Prom
 
 /** VmRSS in MB (10^6 bytes). */
 const rssMB = (pid: number) => (Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024) / 1e6;
+/** User + system CPU time of a process so far, ms (/proc/PID/stat fields 14 and 15, in clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Sets delays [from, to) with `inFlight` concurrent unary Delay calls; dueOf(i) in ms since the epoch. */
-async function setDelays(client: ChronologClient, from: number, to: number, dueOf: (i: number) => number, ids?: Map<string, number>): Promise<void> {
+/**
+ * Sets delays [from, to) with `inFlight` concurrent unary Delay calls over gRPC; dueOf(i) in ms since
+ * the epoch. The client is @grpc/grpc-js with hand-encoded requests and decoded answers (as bench/emit's
+ * generator): the SDK's connect-node client costs ~1 ms of CPU per call, which on 2 cores would
+ * measure the client, not the owner.
+ */
+async function setDelays(url: string, from: number, to: number, dueOf: (i: number) => number, ids?: Map<string, number>): Promise<void> {
+  const client = new grpc.Client(new URL(url).host, grpc.credentials.createInsecure());
+  const identity = (b: Buffer) => b;
+  const delay = (i: number, due: number) =>
+    new Promise<string>((resolve, reject) => {
+      const request = create(DelayRequestSchema, { action: "timers.fire", input: { i }, when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "unbounded", value: true } } });
+      client.makeUnaryRequest("/chronolog.v1.TimeService/Delay", identity, identity, Buffer.from(toBinary(DelayRequestSchema, request)), (err, value) => (err ? reject(err) : resolve(fromBinary(DelayResponseSchema, value!).delayId)));
+    });
   let next = from;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < to) {
-      const i = next++;
-      const due = dueOf(i);
-      const r = await client.delay("timers.fire", { i }, { at: due }, "unbounded");
-      ids?.set(r.delayId, due);
-    }
-  }));
+  try {
+    await Promise.all(Array.from({ length: inFlight }, async () => {
+      while (next < to) {
+        const i = next++;
+        const due = dueOf(i);
+        const delayId = await delay(i, due);
+        ids?.set(delayId, due);
+      }
+    }));
+  } finally {
+    client.close();
+  }
 }
 
 // (a) lateness
 {
   const dir = makeDir();
   const owner = await startOwner(dir);
-  const client = createClient({ url: owner.url });
   const child = spawn(process.execPath, ["--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   let handled = 0;
@@ -105,16 +129,24 @@ async function setDelays(client: ChronologClient, from: number, to: number, dueO
   await ready;
   // Warm-up (1,000 delays a day out, not counted) to size the lead: 5 s, or 1.5x the projected setting time.
   const w0 = Date.now();
-  await setDelays(client, 0, 1_000, () => w0 + 86_400_000);
+  await setDelays(owner.url, 0, 1_000, () => w0 + 86_400_000);
   const lead = Math.max(5_000, Math.round(1.5 * delays * ((Date.now() - w0) / 1_000)));
   const start = Date.now();
   const ids = new Map<string, number>();
-  await setDelays(client, 0, delays, () => Math.round(start + lead + Math.random() * 10_000), ids);
+  await setDelays(owner.url, 0, delays, () => Math.round(start + lead + Math.random() * 10_000), ids);
   const setMs = Date.now() - start;
   console.log(`(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`);
   const deadline = start + lead + 10_000 + 30_000;
+  await sleep(start + lead - Date.now() - 500);
+  const cpu0 = cpuMs(owner.child.pid!);
   while (handled < delays && Date.now() < deadline) await sleep(100);
+  const cpuPerCall = ((cpuMs(owner.child.pid!) - cpu0) / handled) * 1000;
   await sleep(2_000); // room for late duplicates
+  const metrics = await (await fetch(`${owner.url}/metrics`)).text();
+  const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
+  const commits = metric("chronolog_commit_batch_size_count");
+  console.log(`(a) owner CPU per call ${cpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat)`);
+  console.log(`(a) owner commits ${commits}, units per commit ${(metric("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * metric("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
   child.kill("SIGTERM");
   await gotCalls;
   await stopOwner(owner);
@@ -139,12 +171,11 @@ async function setDelays(client: ChronologClient, from: number, to: number, dueO
 {
   const dir = makeDir();
   let owner = await startOwner(dir);
-  const client = createClient({ url: owner.url });
   const dayOut = Date.now() + 86_400_000;
   const dueOf = (i: number) => dayOut + (i % 3_600_000);
   const probe = Math.min(20_000, pending);
   const t0 = performance.now();
-  await setDelays(client, 0, probe, dueOf);
+  await setDelays(owner.url, 0, probe, dueOf);
   const probeRate = probe / ((performance.now() - t0) / 1000);
   const projectedS = pending / probeRate;
   console.log(`(b) first ${probe}: ${Math.round(probeRate)} delays/s; ${pending} projected ${Math.round(projectedS)} s`);
@@ -152,7 +183,7 @@ async function setDelays(client: ChronologClient, from: number, to: number, dueO
     pending = 200_000;
     console.log(`(b) > 6 min projected: BENCH_PENDING defaulted to ${pending} (set BENCH_PENDING=1000000 to force)`);
   }
-  await setDelays(client, probe, pending, dueOf);
+  await setDelays(owner.url, probe, pending, dueOf);
   const insertS = (performance.now() - t0) / 1000;
   await sleep(1_000);
   const rssAfter = rssMB(owner.child.pid!);

@@ -93,11 +93,11 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   if (!config && !loopback.has(options.host)) {
     throw new Error(`refusing to bind ${options.host} without a config: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
   }
-  const store = openStore({ dataDir: options.dataDir, synchronous: options.synchronous });
+  const store = openStore({ dataDir: options.dataDir, synchronous: options.synchronous, onCheckpointError: (err) => logger.warn({ err }, "a background WAL checkpoint failed; tried again after the next commit") });
   try {
     return await serve(options, store);
   } catch (e) {
-    store.close();
+    await store.close();
     throw e;
   }
 }
@@ -105,7 +105,16 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
 async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>): Promise<Owner> {
   const { config, logger } = options;
   const events = eventStatements(store.db);
-  const committer = new Committer(store.db, options.clock ?? systemClock, events, (err) => logger.error({ err }, "a commit follower failed"));
+  const committer = new Committer(store.db, options.clock ?? systemClock, events, {
+    durability: store.durability,
+    onListenerError: (err) => logger.error({ err }, "a commit follower failed"),
+    onDurabilityError: (err) => {
+      // After a failed fsync the page cache cannot be trusted (PostgreSQL's "fsyncgate"): stop at once, restart recovers from disk.
+      logger.fatal({ err }, "making a commit durable failed (fdatasync of the WAL); stopping the owner");
+      process.exit(1);
+    },
+  });
+  committer.onCommit(() => store.checkpointer.committed());
   const head = new HeadSignal(committer.head);
   committer.onCommit((info) => head.advance(info.head));
   const registry = new PluginRegistry(store.db, committer);
@@ -186,7 +195,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       hub.stop();
       await listener.close();
       await committer.submit(() => undefined);
-      store.close();
+      await store.close();
       logger.info("owner stopped");
     },
   };

@@ -12,7 +12,7 @@ import { derivedId, maxIdLength, newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { CallStatements } from "../store/calls.js";
-import type { Committer } from "../store/committer.js";
+import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { ActionEntry } from "./declaration.js";
 import type { HostQueue } from "./hosts.js";
@@ -69,6 +69,14 @@ export interface ScheduledCall {
   actor: ActorRecord | null;
   /** Chain depth of the call (K5): the delay's, 0 for schedules (default 0). */
   chainDepth?: number;
+  /**
+   * Runs inside the commit unit that records this run's end (`action.completed`, or
+   * `action.failed` with the action's error or timeout; `error` is then the message the
+   * caller gets), so time's own record of the occurrence commits with it (E8) instead
+   * of in a unit of its own. Not called when the call ends otherwise (answered from
+   * the log, joined another run, no host, owner stopping).
+   */
+  onEnd?: (tx: Tx, end: { ok: boolean; error: string }) => void;
 }
 
 /** A call's answer. */
@@ -327,12 +335,14 @@ export class ActionCalls {
       const end = await this.invoke(run, session, invocationId, cause);
       switch (end.kind) {
         case "ok":
-          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output));
+          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }));
           return end.output;
         case "error":
-        case "timeout":
-          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error));
-          throw new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
+        case "timeout": {
+          const error = new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
+          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message }));
+          throw error;
+        }
         case "stopping":
           throw stoppingError();
         case "gone":
@@ -429,7 +439,7 @@ export class ActionCalls {
 /** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain (K5). */
 function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
-  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId: scheduled.timerId, dueMs: scheduled.dueMs }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
+  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId: scheduled.timerId, dueMs: scheduled.dueMs, onEnd: scheduled.onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
 }
 
 /** A call made by a pulse (K1): the interval's call id, as the system, from the owner's pulses only. Starts a chain (K5). */

@@ -35,8 +35,8 @@ export interface CallIdentity {
   actor: ActorRecord | null;
   /** Id of the event the call was made under (X5), "" from outside. */
   parentCause: string;
-  /** Set when time made the call (T8): sent with every attempt as Invocation.scheduled. */
-  scheduled?: { timerId: string; dueMs: number };
+  /** Set when time made the call (T8): sent with every attempt as Invocation.scheduled; `onEnd` as in ScheduledCall. */
+  scheduled?: { timerId: string; dueMs: number; onEnd?: (tx: Tx, end: { ok: boolean; error: string }) => void };
   /** Set when a pulse made the call (K1): sent with every attempt as Invocation.pulse. */
   pulse?: { pulse: string; interval: number; dueMs: number };
   /** Pulse calls: the only sessions that may run it; such a call never waits for a host. */
@@ -61,11 +61,13 @@ export function callEventId(callId: string, what: "started" | "retried" | "compl
  */
 export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, previousError: string): string {
   const { callId, entry } = call;
-  if (calls.get(callId)) calls.restart(callId, attempt, entry.record, tx.now);
+  // Attempt 1 is only ever a call id with no row (ActionCalls.call looked): no row or event to look up again.
+  const first = attempt === 1;
+  if (!first && calls.get(callId)) calls.restart(callId, attempt, entry.record, tx.now);
   else calls.insert({ callId, action: entry.name, inputHash: call.inputHash, actor: call.actor, recorded: entry.record, attempt }, tx.now);
   if (!entry.record) return "";
   const startedId = callEventId(callId, "started");
-  if (!tx.events.findById(startedId)) {
+  if (first || !tx.events.findById(startedId)) {
     const chain = call.chainStart || call.chainDepth > 0 ? { chain_depth: call.chainDepth } : {};
     tx.append({ id: startedId, type: "action.started", data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain }, cause: call.parentCause, actor: call.actor });
   } else {

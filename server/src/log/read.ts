@@ -27,23 +27,26 @@ const chunkSize = 512;
 const scanBudget = 20_000;
 
 /**
- * Reads up to `pageSize` matching events after `query.afterSeq` (E9). Stops
+ * Reads up to `pageSize` matching events after `query.afterSeq` and at or
+ * below `headSeq` (the last durable seq: committed rows past it are not yet
+ * acknowledged, so nobody reads them, E8) (E9). Stops
  * early after scanning `scanBudget` rows, so a page may hold fewer events
  * than asked while `atHead` is still false: continue from `scannedTo`.
  */
-export function readPage(events: EventStatements, query: LogQuery, pageSize: number): LogPage {
+export function readPage(events: EventStatements, query: LogQuery, pageSize: number, headSeq: number): LogPage {
   const found: EventRecord[] = [];
   let scannedTo = query.afterSeq;
   let scanned = 0;
   while (found.length < pageSize && scanned < scanBudget) {
     const rows = query.types.length > 0 ? events.readAfterOfTypes(scannedTo, chunkSize, query.types) : events.readAfter(scannedTo, chunkSize);
     for (const row of rows) {
+      if (row.seq > headSeq) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };
       scannedTo = row.seq;
       scanned++;
       if (query.visible(row) && (query.where === matchAll || query.where(row.data))) found.push(row);
       if (found.length === pageSize) return { events: found, scannedTo, atHead: false };
     }
-    if (rows.length < chunkSize) return { events: found, scannedTo: Math.max(scannedTo, events.head()), atHead: true };
+    if (rows.length < chunkSize) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };
   }
   return { events: found, scannedTo, atHead: false };
 }

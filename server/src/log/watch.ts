@@ -20,7 +20,7 @@ export async function* watchLog(events: EventStatements, head: HeadSignal, query
   let afterSeq = query.afterSeq;
   let caughtUp = false;
   while (!signal.aborted) {
-    const page = readPage(events, { ...query, afterSeq }, pageSize);
+    const page = readPage(events, { ...query, afterSeq }, pageSize, head.head);
     for (const event of page.events) yield { event };
     afterSeq = page.scannedTo;
     if (!page.atHead) continue;

@@ -132,12 +132,13 @@ export class ProcessorEngine {
       const on = this.spec.on;
       const rows = on ? this.deps.events.readAfterOfTypes(this.delivered, readChunk, [...on]) : this.deps.events.readAfter(this.delivered, readChunk);
       for (const event of rows) {
+        if (event.seq > head) break; // committed, not yet durable (E8): read after its fsync
         this.delivered = event.seq;
         if (!takes(this.spec, event)) continue;
         this.order.push(event.seq);
         this.lanes.push(this.spec.keyOf(event) ?? `#${event.seq}`, event);
       }
-      if (rows.length < readChunk) this.delivered = Math.max(this.delivered, head);
+      if (rows.length < readChunk || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
     }
     this.advanceFloor();
     this.pump();

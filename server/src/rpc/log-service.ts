@@ -37,7 +37,7 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
       const principal = principalOf(ctx);
       const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
-      const page = readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000));
+      const page = readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000), deps.head.head);
       return {
         events: page.events.map(eventToProto),
         nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),

@@ -2,11 +2,13 @@ import Database from "better-sqlite3";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ChronologError } from "../errors.js";
+import { Checkpointer } from "./checkpointer.js";
+import { noSync, WalSync, type Durability } from "./wal-sync.js";
 
 /** A better-sqlite3 connection. */
 export type Db = Database.Database;
 
-/** How hard a commit waits for the disk (E8): FULL fsyncs before acknowledging. */
+/** How hard a commit waits for the disk (E8): FULL fsyncs the WAL before acknowledging (off the event loop, {@link WalSync}). */
 export type SyncMode = "FULL" | "NORMAL";
 
 /** Options of {@link openStore}. */
@@ -15,20 +17,28 @@ export interface StoreOptions {
   dataDir: string;
   /** Default FULL: an acknowledged write survives power loss. NORMAL: survives a process crash only. */
   synchronous?: SyncMode;
+  /** Told when a background WAL checkpoint fails (default: printed to stderr). */
+  onCheckpointError?: (error: unknown) => void;
 }
 
 /** An open data folder: the database and the lock that keeps other owners out (O5). */
 export interface Store {
   db: Db;
   dataDir: string;
-  close(): void;
+  /** What the committer awaits before answering callers (E8). */
+  durability: Durability;
+  /** Checkpoints the WAL in a worker thread; tell it about commits. */
+  checkpointer: Checkpointer;
+  /** Closes the database, the checkpoint worker and the lock. */
+  close(): Promise<void>;
 }
 
 const migrationsDir = new URL("./migrations/", import.meta.url);
 
 /**
  * Opens the data folder: takes the owner lock (O5), opens SQLite in WAL mode
- * with the chosen `synchronous`, checks the pragmas took effect (STYLE 15)
+ * with `synchronous=NORMAL` (FULL's fsync is done by {@link WalSync}, off the
+ * event loop, unless the operator chose NORMAL), checks the pragmas took effect (STYLE 15)
  * and applies pending numbered migrations.
  * Throws FAILED_PRECONDITION when another owner holds the folder.
  */
@@ -36,13 +46,20 @@ export function openStore(options: StoreOptions): Store {
   mkdirSync(options.dataDir, { recursive: true });
   const lock = takeOwnerLock(options.dataDir);
   try {
-    const db = new Database(join(options.dataDir, "chronolog.db"));
-    setPragmas(db, options.synchronous ?? "FULL");
+    const dbPath = join(options.dataDir, "chronolog.db");
+    const db = new Database(dbPath);
+    setPragmas(db);
     migrate(db);
+    const durability = (options.synchronous ?? "FULL") === "FULL" ? new WalSync(dbPath) : noSync;
+    const checkpointer = new Checkpointer(db, dbPath, options.onCheckpointError ?? ((error) => console.error(error)));
     return {
       db,
       dataDir: options.dataDir,
-      close() {
+      durability,
+      checkpointer,
+      async close() {
+        await checkpointer.close();
+        durability.close();
         db.close();
         lock.close();
       },
@@ -81,16 +98,16 @@ function takeOwnerLock(dataDir: string): Db {
   return lock;
 }
 
-function setPragmas(db: Db, synchronous: SyncMode): void {
+function setPragmas(db: Db): void {
   db.pragma("journal_mode = WAL");
-  db.pragma(`synchronous = ${synchronous}`);
+  db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");
+  db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`); // a restarted WAL is truncated back to 64 MiB
   db.pragma("foreign_keys = ON");
   const mode = db.pragma("journal_mode", { simple: true });
   const sync = db.pragma("synchronous", { simple: true });
-  const wanted = synchronous === "FULL" ? 2 : 1;
-  if (mode !== "wal" || sync !== wanted) {
-    throw new Error(`SQLite pragmas not applied: journal_mode=${mode} synchronous=${sync}, wanted wal and ${synchronous}`);
+  if (mode !== "wal" || sync !== 1) {
+    throw new Error(`SQLite pragmas not applied: journal_mode=${mode} synchronous=${sync}, wanted wal and 1 (NORMAL)`);
   }
 }
 

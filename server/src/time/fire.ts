@@ -128,6 +128,7 @@ export class TimerFiring {
         callId: occurrenceId(timer.id, dueMs),
         latenessMs: why ? latenessMs : null,
         error: why,
+        chainDepth: timer.chainDepth,
       };
       const fresh = occurrences.insert(occurrence, tx.now);
       timers.advance(timer.id, nextDueMs, fresh && !why ? 1 : 0, tx.now);
@@ -160,6 +161,15 @@ export class TimerFiring {
     }
     let status: "completed" | "failed" = "completed";
     let error = "";
+    const attempt = occurrence.attempts + 1;
+    /** The occurrence's end (T7), in the unit that records the action's end when ActionCalls runs `onEnd`, else in one of its own. */
+    const finish = (tx: Tx, ended: "completed" | "failed", why: string) => {
+      const retryInMs = ended === "failed" ? occurrence.retryDelaysMs[attempt - 1] : undefined;
+      const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
+      this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
+      return next;
+    };
+    let endedWithCall: { status: OccurrenceOutcome["status"]; nextAttemptMs: number | null } | null = null;
     try {
       await actions.call(
         {
@@ -168,7 +178,13 @@ export class TimerFiring {
           callId: occurrence.id,
           cause: null,
           actor: undefined,
-          scheduled: { timerId: occurrence.timerId, dueMs: occurrence.dueMs, actor: occurrence.actor, chainDepth: this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0 }, // K5: a delay's depth
+          scheduled: {
+            timerId: occurrence.timerId,
+            dueMs: occurrence.dueMs,
+            actor: occurrence.actor,
+            chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // K5: a delay's depth
+            onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error)),
+          },
         },
         systemPrincipal,
         noCaller(),
@@ -179,15 +195,9 @@ export class TimerFiring {
       error = ChronologError.from(e).message;
     }
     if (this.stopped) return; // the store is closing: pending, answered from the log at the next start
-    const attempt = occurrence.attempts + 1;
-    const retryInMs = status === "failed" ? occurrence.retryDelaysMs[attempt - 1] : undefined;
     let end: { status: OccurrenceOutcome["status"]; nextAttemptMs: number | null };
     try {
-      end = await committer.submit((tx) => {
-        const next = retryInMs === undefined ? { status, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
-        this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, error, next.nextAttemptMs, tx.now);
-        return next;
-      });
+      end = endedWithCall ?? (await committer.submit((tx) => finish(tx, status, error)));
     } catch (e) {
       logger.error({ err: e, occurrence: occurrence.id }, "recording an occurrence's end failed");
       return;
