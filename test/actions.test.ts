@@ -428,7 +428,8 @@ describe("CallAction bad input", () => {
     expect(invalid.code).toBe(Code.InvalidArgument);
     expect(invalid.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(["input/amount"]);
     const missing = await callError(partner.call("pay.charge", {}));
-    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(["input/amount"]);
+    // A missing property is reported on the object that lacks it, naming the property.
+    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([["input", "must have required property 'amount' (rule: required)"]]);
     const unknown = await callError(partner.call("pay.nope", {}));
     expect(unknown.code).toBe(Code.NotFound);
     expect(unknown.rawMessage).toContain("pay.nope");

@@ -323,16 +323,17 @@ describe("parseCron rejections (INVALID_ARGUMENT naming the field)", () => {
   };
 
   it.each([
-    ["* * * * * *", /has 6 fields; expected 5 .*seconds/],
-    ["0 0 0 * * * 2026", /has 7 fields; expected 5 .*seconds and year/],
-    ["* * * *", /has 4 fields; expected 5/],
+    ["* * * * * *", /has 6 fields \("\*" "\*" "\*" "\*" "\*" "\*"\); expected 5: minute hour day-of-month month day-of-week \(seconds and year fields are not supported\)$/],
+    ["0 9 * * 1 2026", /^cron expression "0 9 \* \* 1 2026" has 6 fields \("0" "9" "\*" "\*" "1" "2026"\); expected 5: minute hour/],
+    ["0 0 0 * * * 2026", /has 7 fields \(.*\); expected 5: .*seconds and year/],
+    ["* * * *", /has 4 fields \("\*" "\*" "\*" "\*"\); expected 5/],
     ["61 * * * *", /^cron field 1 \(minute\) "61" is out of range 0-59$/],
     ["* 24 * * *", /^cron field 2 \(hour\) "24" is out of range 0-23$/],
     ["* 1,25 * * *", /^cron field 2 \(hour\) "25" is out of range 0-23$/],
     ["* * 0 * *", /^cron field 3 \(day-of-month\) "0" is out of range 1-31$/],
     ["* * * 13 *", /^cron field 4 \(month\) "13" is out of range 1-12$/],
     ["* * * * 8", /^cron field 5 \(day-of-week\) "8" is out of range 0-7$/],
-    ["garbage", /"garbage" has 1 field; expected 5/],
+    ["garbage", /"garbage" has 1 field \("garbage"\); expected 5/],
     ["@daily", /macros like "@daily" are not supported/],
     ["", /has 0 fields/],
     ["a b c d e", /cron field 1 \(minute\) "a" is not a number/],

@@ -175,7 +175,7 @@ describe("declared schedules (T2, K2)", () => {
     expect(await fields({ nightly: { action: "build", everyMs: 10n } })).toEqual(["schedules.nightly.every_ms"]);
     expect(await fields({ nightly: { action: "nope", cron: "0 2 * * *" } })).toEqual(["schedules.nightly.action"]);
     expect(await fields({ nightly: { action: "elsewhere.build", cron: "0 2 * * *" } })).toEqual(["schedules.nightly.action"]);
-    expect(await fields({ nightly: { action: "mail", cron: "0 2 * * *", input: {} } })).toEqual(["schedules.nightly.input/to"]);
+    expect(await fields({ nightly: { action: "mail", cron: "0 2 * * *", input: {} } })).toEqual(["schedules.nightly.input"]);
     expect(await fields({}, [{ plugin: "nobody", schedule: "nightly", cron: "0 3 * * *" }], "ops")).toEqual(["schedule_patches[0].plugin"]);
     expect(await fields({}, [{ plugin: "reports", schedule: "daily", cron: "0 3 * * *" }], "ops")).toEqual(["schedule_patches[0].schedule"]);
     expect(await fields({}, [{ plugin: "reports", schedule: "nightly", cron: "61 * * * *" }], "ops")).toEqual(["schedule_patches[0].cron"]);
@@ -333,6 +333,8 @@ describe("retries of failed occurrences (T7)", () => {
       [id, 3, due, id],
     ]);
     expect(await callHistory(h.client, id)).toEqual(["action.started#1", "action.failed#1", "action.retried#2", "action.failed#2", "action.retried#3", "action.failed#3"]);
+    const failed = await eventsOf(h.client, ["timer.failed"]);
+    expect(failed.map((e) => e.data)).toEqual([{ timer_id: "reports/hourly", occurrence_id: id, action: "reports.flaky", due_ms: due, attempts: 3, error: expect.stringContaining("the report store is down") }]);
     clock.advance(DAY / 2); // nothing more for it
     expect(rec.calls.filter((c) => c.callId === id)).toHaveLength(3);
 

@@ -5,7 +5,7 @@ import { cursorsCommand } from "./cli/cursors.js";
 import { serveCommand } from "./cli/serve.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
-import { timersCommand } from "./cli/timers.js";
+import { backfillTimerCommand, setTimerPausedCommand, timersCommand, triggerTimerCommand } from "./cli/timers.js";
 
 /** The `chronolog` command line (SPEC O1). */
 const program = new Command("chronolog").description("Chronolog owner server and client").showHelpAfterError();
@@ -67,6 +67,39 @@ program
   .option("--preview <n>", "also show the next N fire times (1-100)", parsePreview)
   .option("--json", "JSON lines instead of a table", false)
   .action(timersCommand);
+
+program
+  .command("pause-timer <timer-id>")
+  .description("pause a recurring timer or declared schedule: it claims nothing until resumed (recorded as timer.paused)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--note <text>", "why (recorded)")
+  .action((timerId: string, flags: ClientFlags & { note?: string }) => setTimerPausedCommand(timerId, true, flags));
+
+program
+  .command("resume-timer <timer-id>")
+  .description("resume a paused timer; at most one missed occurrence is made, by its catch-up policy (recorded as timer.resumed)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .option("--note <text>", "why (recorded)")
+  .action((timerId: string, flags: ClientFlags & { note?: string }) => setTimerPausedCommand(timerId, false, flags));
+
+program
+  .command("trigger-timer <timer-id>")
+  .description("make one occurrence of a timer now, as its actor (recorded as timer.triggered)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .action(triggerTimerCommand);
+
+program
+  .command("backfill-timer <timer-id>")
+  .description("make one occurrence per fire time in [--start, --end), in order; moments already made are not made again (recorded as timer.backfilled)")
+  .addOption(urlOption())
+  .addOption(tokenOption())
+  .requiredOption("--start <iso-time>", "first moment of the range (inclusive)")
+  .requiredOption("--end <iso-time>", "end of the range (exclusive), not in the future")
+  .option("--json", "JSON lines instead of a table", false)
+  .action(backfillTimerCommand);
 
 program
   .command("cursors")

@@ -8,7 +8,7 @@ import { CollectionService, type Document } from "./gen/chronolog/v1/collection_
 import { EventSchema, type Actor, type Event } from "./gen/chronolog/v1/event_pb.js";
 import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
 import { PluginService, type PluginManifestSchema, type RegisterPluginResponse } from "./gen/chronolog/v1/plugin_pb.js";
-import { TimeService, TimerKind, type OverdueSchema, type Timer, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
+import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimeService, TimerKind, type DstPolicySchema, type OverdueSchema, type SchedulePolicySchema, type Timer, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
 
 /** How to reach an owner. */
 export interface ClientOptions {
@@ -94,8 +94,45 @@ export interface LogQueryOptions {
   where?: JsonObject;
 }
 
-/** When a timer fires (T1): once `at` a moment, by a 5-field cron expression in an IANA zone (default UTC), or every `everyMs` ms (>= 1,000; the first one interval from now). */
-export type TimerWhen = { at: Date | number } | { cron: string; zone?: string } | { everyMs: number };
+/**
+ * When a timer fires (T1): once `at` a moment, by a 5-field cron expression in an IANA zone
+ * (default UTC) with an optional DST policy (B2), or every `everyMs` ms (>= 1,000; the first one
+ * interval from now).
+ */
+export type TimerWhen = { at: Date | number } | { cron: string; zone?: string; dst?: DstOptions } | { everyMs: number };
+
+/**
+ * What a cron schedule's fixed-hour wall times do across daylight-saving changes (B2): `gap`
+ * "shift" (default: once, moved forward by the gap, 02:30 → 03:30) or "skip" (not that day);
+ * `repeated` "first" (default), "last" or "both" occurrences of a repeated wall time. Wildcard
+ * or step hours (`*`, `*\/n`) always run at every real matching instant (T10).
+ */
+export interface DstOptions {
+  gap?: "shift" | "skip";
+  repeated?: "first" | "last" | "both";
+}
+
+/**
+ * How a recurring timer runs (B1); every field optional, defaults K2's. Times in ms.
+ * - `jitterMs`: each occurrence is made up to this many ms after its moment (a deterministic
+ *   offset per occurrence, always before the next moment; `scheduled.due` includes it);
+ * - `start` / `end`: no moment before `start`, none at or after `end` (then it is spent);
+ * - `maxCount`: spent once this many occurrences were made (triggered and backfilled ones not counted);
+ * - `overlap`: "allow" (default: calls may overlap), "skip" (skipped while the previous one
+ *   runs) or "bufferOne" (held until it ends, one at most);
+ * - `catchUp`: after an outage, "latest" (default: the most recent missed occurrence),
+ *   "allWithinWindow" (every missed one at most `catchUpWindowMs` old, at most 100) or "none".
+ */
+export interface SchedulePolicyOptions {
+  jitterMs?: number;
+  start?: Date | number;
+  end?: Date | number;
+  maxCount?: number;
+  overlap?: "allow" | "skip" | "bufferOne";
+  catchUp?: "latest" | "allWithinWindow" | "none";
+  /** Required (>= 1,000) with `catchUp: "allWithinWindow"`. */
+  catchUpWindowMs?: number;
+}
 
 /** When a delay is due (K3): `intervalMs` ms from now, or `at` a moment (Date or ms since the epoch). */
 export type DelayWhen = { intervalMs: number } | { at: Date | number };
@@ -116,6 +153,8 @@ export interface ScheduleOptions {
   timerId?: string;
   /** Lateness bound of each occurrence (default unbounded). */
   overdue?: OverdueBound;
+  /** Jitter, bounds, maximum count, overlap and catch-up (B1; recurring timers only). */
+  policy?: SchedulePolicyOptions;
   /** Actor fields to assert (from outside; the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
   /** Work under a delivery or an action run (X5): the timer id and actor come from it; executors and admins only. */
@@ -139,6 +178,22 @@ export interface TimerChangeOptions {
   /** Work under a delivery or an action run (X5); executors and admins only. */
   cause?: { eventId: string; position: number };
   signal?: AbortSignal;
+}
+
+/** Options of PauseTimer and ResumeTimer (B1). */
+export interface PauseOptions extends TimerChangeOptions {
+  /** Why (at most 1,000 characters), recorded in `timer.paused` / `timer.resumed`. */
+  note?: string;
+}
+
+/** One occurrence of a BackfillTimer (B1). */
+export interface BackfilledOccurrenceResult {
+  /** Occurrence id, also the action call id. */
+  occurrenceId: string;
+  /** Its due moment (the action's `scheduled.due`). */
+  due: Date;
+  /** True when it had been made before (not made again). */
+  existing: boolean;
 }
 
 /** An armed delay (K3). */
@@ -272,7 +327,7 @@ export class ChronologClient {
    */
   async schedule(action: string, input: JsonObject, when: TimerWhen, options: ScheduleOptions = {}): Promise<Timer> {
     const response = await this.time.schedule(
-      { timerId: options.timerId ?? "", action, input, spec: specOf(when), overdue: overdueOf(options.overdue ?? "unbounded"), actor: options.actor, cause: options.cause },
+      { timerId: options.timerId ?? "", action, input, spec: specOf(when), overdue: overdueOf(options.overdue ?? "unbounded"), policy: options.policy && schedulePolicyOf(options.policy), actor: options.actor, cause: options.cause },
       { signal: options.signal },
     );
     return response.timer!;
@@ -329,6 +384,48 @@ export class ChronologClient {
     return (await this.time.getTimer({ timerId, previewCount: options.previewCount ?? 0 })).timer!;
   }
 
+  /**
+   * Pauses recurring timer `timerId` (B1): it claims nothing until resumed; recorded as
+   * `timer.paused` with the note. `unchanged` when it already was paused. Errors: NOT_FOUND,
+   * PERMISSION_DENIED (declared schedules: admins; runtime timers: the action's allow),
+   * FAILED_PRECONDITION (a delay or a one-shot).
+   */
+  async pauseTimer(timerId: string, options: PauseOptions = {}): Promise<{ timer: Timer; unchanged: boolean }> {
+    const r = await this.time.pauseTimer({ timerId, note: options.note ?? "", cause: options.cause }, { signal: options.signal });
+    return { timer: r.timer!, unchanged: r.unchanged };
+  }
+
+  /**
+   * Resumes paused timer `timerId` (B1): at most one missed occurrence is owed, by its catch-up
+   * policy (made at once), then its schedule goes on; recorded as `timer.resumed`. `unchanged`
+   * when it was not paused. Errors as {@link pauseTimer}.
+   */
+  async resumeTimer(timerId: string, options: PauseOptions = {}): Promise<{ timer: Timer; unchanged: boolean }> {
+    const r = await this.time.resumeTimer({ timerId, note: options.note ?? "", cause: options.cause }, { signal: options.signal });
+    return { timer: r.timer!, unchanged: r.unchanged };
+  }
+
+  /**
+   * Makes one occurrence of timer `timerId` now (B1), with its own occurrence id (derived under
+   * a cause: a retried run triggers once), as the timer's actor; recorded as `timer.triggered`.
+   * FAILED_PRECONDITION for a delay.
+   */
+  async triggerTimer(timerId: string, options: TimerChangeOptions = {}): Promise<{ occurrenceId: string; due: Date }> {
+    const r = await this.time.triggerTimer({ timerId, cause: options.cause }, { signal: options.signal });
+    return { occurrenceId: r.occurrenceId, due: r.due ? timestampDate(r.due) : new Date(NaN) };
+  }
+
+  /**
+   * Makes one occurrence of recurring timer `timerId` per fire time in [start, end) (B1), in due
+   * order, each with its own due moment; moments already made are not made again (`existing`).
+   * Recorded as `timer.backfilled`. INVALID_ARGUMENT for `end` not after `start`, in the future,
+   * or a range of over 1,000 fire times; FAILED_PRECONDITION for a delay or a one-shot.
+   */
+  async backfillTimer(timerId: string, start: Date | number, end: Date | number, options: TimerChangeOptions = {}): Promise<BackfilledOccurrenceResult[]> {
+    const r = await this.time.backfillTimer({ timerId, start: timestampFromMs(msOf(start)), end: timestampFromMs(msOf(end)), cause: options.cause }, { signal: options.signal });
+    return r.occurrences.map((o) => ({ occurrenceId: o.occurrenceId, due: o.due ? timestampDate(o.due) : new Date(NaN), existing: o.existing }));
+  }
+
   /** Registers (or updates) a plugin manifest; needs the admin role. */
   async registerPlugin(manifest: MessageInitShape<typeof PluginManifestSchema>): Promise<RegisterPluginResponse> {
     return this.plugins.registerPlugin({ manifest });
@@ -361,8 +458,31 @@ function msOf(at: Date | number): number {
 
 function specOf(when: TimerWhen): MessageInitShape<typeof TimerSpecSchema> {
   if ("at" in when) return { when: { case: "at", value: timestampFromMs(msOf(when.at)) } };
-  if ("cron" in when) return { when: { case: "cron", value: { expression: when.cron, zone: when.zone ?? "" } } };
+  if ("cron" in when) return { when: { case: "cron", value: { expression: when.cron, zone: when.zone ?? "", dst: when.dst && dstOf(when.dst) } } };
   return { when: { case: "everyMs", value: BigInt(when.everyMs) } };
+}
+
+/** A DST policy (B2) in its API form (DstPolicy). */
+export function dstOf(dst: DstOptions): MessageInitShape<typeof DstPolicySchema> {
+  return {
+    gap: dst.gap === "skip" ? DstGap.SKIP : dst.gap === "shift" ? DstGap.SHIFT : DstGap.UNSPECIFIED,
+    repeated: dst.repeated === "last" ? DstRepeated.LAST : dst.repeated === "both" ? DstRepeated.BOTH : dst.repeated === "first" ? DstRepeated.FIRST : DstRepeated.UNSPECIFIED,
+  };
+}
+
+/** A schedule policy (B1) in its API form (SchedulePolicy). */
+export function schedulePolicyOf(policy: SchedulePolicyOptions): MessageInitShape<typeof SchedulePolicySchema> {
+  const overlaps = { allow: OverlapPolicy.ALLOW, skip: OverlapPolicy.SKIP, bufferOne: OverlapPolicy.BUFFER_ONE } as const;
+  const catchUps = { latest: CatchUpPolicy.LATEST, allWithinWindow: CatchUpPolicy.ALL_WITHIN_WINDOW, none: CatchUpPolicy.NONE } as const;
+  return {
+    jitterMs: BigInt(policy.jitterMs ?? 0),
+    start: policy.start === undefined ? undefined : timestampFromMs(msOf(policy.start)),
+    end: policy.end === undefined ? undefined : timestampFromMs(msOf(policy.end)),
+    maxCount: BigInt(policy.maxCount ?? 0),
+    overlap: policy.overlap ? overlaps[policy.overlap] : OverlapPolicy.UNSPECIFIED,
+    catchUp: policy.catchUp ? catchUps[policy.catchUp] : CatchUpPolicy.UNSPECIFIED,
+    catchUpWindowMs: BigInt(policy.catchUpWindowMs ?? 0),
+  };
 }
 
 function overdueOf(overdue: OverdueBound): MessageInitShape<typeof OverdueSchema> {

@@ -1,6 +1,7 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { PulseScope, type PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
 import type { ActionContext } from "./action.js";
+import { dstOf, schedulePolicyOf, type DstOptions, type SchedulePolicyOptions } from "./client.js";
 import type { DeliveryContext } from "./executor.js";
 
 /** An event type declaration (E4, E5). */
@@ -94,9 +95,11 @@ export interface PulseDefinition {
 }
 
 /**
- * A declared schedule (T2, K2, T7): calls an action as the system at the
- * moments of a cron expression in a time zone (T10), or every so many ms.
- * Stored: an owner that was down calls the missed moment once when back.
+ * A declared schedule (T2, K2, T7, B1, B2): calls an action as the system at
+ * the moments of a cron expression in a time zone (T10), or every so many ms.
+ * Stored: an owner that was down calls the missed moment once when back (or
+ * as `policy.catchUp` says). Admins pause, resume, trigger and backfill it
+ * over TimeService as the timer `<plugin>/<name>`.
  */
 export interface ScheduleDefinition {
   /** `plugin.action`, or an action of this plugin by name. */
@@ -115,6 +118,12 @@ export interface ScheduleDefinition {
   retryDelaysMs?: number[];
   /** Declared but not running. */
   disabled?: boolean;
+  /** Made only by the owner of this region (K6; default 0). */
+  region?: number;
+  /** What `cron`'s fixed-hour wall times do across daylight-saving changes (B2; default shift / first). */
+  dst?: DstOptions;
+  /** Jitter, start/end, maximum count, overlap and catch-up (B1; default K2's). */
+  policy?: SchedulePolicyOptions;
 }
 
 /** A plugin defined in code (S2). */
@@ -186,6 +195,9 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         maxLatenessMs: BigInt(d.maxLatenessMs ?? 0),
         retryDelaysMs: d.retryDelaysMs ?? [],
         disabled: d.disabled ?? false,
+        region: d.region ?? 0,
+        dst: d.dst && dstOf(d.dst),
+        policy: d.policy && schedulePolicyOf(d.policy),
       },
     ]),
   );

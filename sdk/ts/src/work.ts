@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { CallResult, ChronologClient, DelayResult, DelayWhen, DocumentWriteResult, FindOptions, OverdueBound, TimerWhen } from "./client.js";
+import type { CallResult, ChronologClient, DelayResult, DelayWhen, DocumentWriteResult, FindOptions, OverdueBound, SchedulePolicyOptions, TimerWhen } from "./client.js";
 import type { Event } from "./gen/chronolog/v1/event_pb.js";
 import type { Timer } from "./gen/chronolog/v1/time_pb.js";
 
@@ -49,14 +49,21 @@ export interface WorkUnderCause {
   collections: CauseCollections;
   /**
    * Sets a timer calling `action` with `input` (T3): `{ at }`, `{ cron, zone }` or
-   * `{ everyMs }`. Its id is derived from the cause and position unless
-   * `options.timerId` is given (the same id replaces). It runs as the cause's actor
-   * (T9). A retried run setting the same timer changes nothing. Rejects like
-   * {@link ChronologClient.schedule}.
+   * `{ everyMs }` (cron with an optional `dst` policy, B2). Its id is derived from the
+   * cause and position unless `options.timerId` is given (the same id replaces). It runs
+   * as the cause's actor (T9). `options.policy` sets jitter, bounds, a maximum count,
+   * overlap and catch-up (B1). A retried run setting the same timer changes nothing.
+   * Rejects like {@link ChronologClient.schedule}.
    */
-  schedule(action: string, input: JsonObject, when: TimerWhen, options?: { timerId?: string; overdue?: OverdueBound }): Promise<Timer>;
+  schedule(action: string, input: JsonObject, when: TimerWhen, options?: { timerId?: string; overdue?: OverdueBound; policy?: SchedulePolicyOptions }): Promise<Timer>;
   /** Stops a runtime timer (T3). NOT_FOUND when unknown. */
   unschedule(timerId: string): Promise<void>;
+  /** Pauses a recurring timer (B1), recorded with `note`; `unchanged` when already paused. Rejects like {@link ChronologClient.pauseTimer}. */
+  pauseTimer(timerId: string, note?: string): Promise<{ timer: Timer; unchanged: boolean }>;
+  /** Resumes a paused timer (B1), recorded with `note`. Rejects like {@link ChronologClient.resumeTimer}. */
+  resumeTimer(timerId: string, note?: string): Promise<{ timer: Timer; unchanged: boolean }>;
+  /** Makes one occurrence of a timer now (B1); its id is derived from the cause, so a retried run triggers once. */
+  triggerTimer(timerId: string): Promise<{ occurrenceId: string; due: Date }>;
   /**
    * Arms one call of `action` later (K3): `{ intervalMs }` from now or `{ at }` a
    * moment. `overdue` is required: `"unbounded"`, `{ maxLatenessMs }` or
@@ -88,6 +95,9 @@ export function workUnderCause(client: ChronologClient, eventId: string, signal:
     },
     schedule: (action, input, when, options = {}) => client.schedule(action, input, when, { ...options, cause: cause(), signal }),
     unschedule: (timerId) => client.unschedule(timerId, { cause: cause(), signal }),
+    pauseTimer: (timerId, note) => client.pauseTimer(timerId, { note, cause: cause(), signal }),
+    resumeTimer: (timerId, note) => client.resumeTimer(timerId, { note, cause: cause(), signal }),
+    triggerTimer: (timerId) => client.triggerTimer(timerId, { cause: cause(), signal }),
     delay: (action, input, when, overdue, options = {}) => client.delay(action, input, when, overdue, { freshChain: options.freshChain, cause: cause(), signal }),
     cancelDelay: (delayId) => client.cancelDelay(delayId, { cause: cause(), signal }),
     collections: {

@@ -38,7 +38,7 @@ export async function timersCommand(flags: TimersFlags): Promise<void> {
     kindName(t.kind),
     t.action,
     whenText(t),
-    t.disabled ? "disabled" : t.nextDue ? iso(t.nextDue) : "spent",
+    t.paused ? "paused" : t.disabled ? "disabled" : t.nextDue ? iso(t.nextDue) : "spent",
     String(t.occurrences),
     String(t.chainDepth),
     ...(flags.preview ? [t.preview.map(iso).join(", ")] : []),
@@ -67,4 +67,47 @@ function whenText(t: Timer): string {
     default:
       return "";
   }
+}
+
+/** A moment given on the command line: an ISO-8601 time (e.g. `2026-03-01T00:00:00Z`). */
+function parseMoment(text: string, flag: string): Date {
+  const d = new Date(text);
+  if (Number.isNaN(d.getTime())) throw new Error(`${flag} must be an ISO-8601 time such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}`);
+  return d;
+}
+
+/**
+ * `chronolog pause-timer ID [--note TEXT]` and `resume-timer` (SPEC B1, O1): pauses or resumes a
+ * recurring timer (admins for declared schedules; recorded as `timer.paused` / `timer.resumed`).
+ * Prints `ID: paused` or `ID: resumed, next due …`, with "already"/"was not" when nothing changed.
+ */
+export async function setTimerPausedCommand(timerId: string, paused: boolean, flags: ClientFlags & { note?: string }): Promise<void> {
+  const c = client(flags);
+  if (paused) {
+    const { unchanged } = await c.pauseTimer(timerId, { note: flags.note });
+    console.log(`${timerId}: ${unchanged ? "already paused" : "paused"}`);
+    return;
+  }
+  const { timer, unchanged } = await c.resumeTimer(timerId, { note: flags.note });
+  console.log(unchanged ? `${timerId}: was not paused` : `${timerId}: resumed, next due ${timer.nextDue ? iso(timer.nextDue) : "none"}`);
+}
+
+/** `chronolog trigger-timer ID` (SPEC B1): makes one occurrence now; prints its id and due moment. */
+export async function triggerTimerCommand(timerId: string, flags: ClientFlags): Promise<void> {
+  const { occurrenceId, due } = await client(flags).triggerTimer(timerId);
+  console.log(`${timerId}: triggered occurrence ${occurrenceId} due ${due.toISOString()}`);
+}
+
+/**
+ * `chronolog backfill-timer ID --start ISO --end ISO [--json]` (SPEC B1): one occurrence per fire
+ * time in [start, end), in order; prints DUE, OCCURRENCE and made/existing per occurrence (JSON
+ * lines with --json).
+ */
+export async function backfillTimerCommand(timerId: string, flags: ClientFlags & { start: string; end: string; json: boolean }): Promise<void> {
+  const made = await client(flags).backfillTimer(timerId, parseMoment(flags.start, "--start"), parseMoment(flags.end, "--end"));
+  if (flags.json) {
+    for (const o of made) console.log(JSON.stringify({ occurrenceId: o.occurrenceId, due: o.due.toISOString(), existing: o.existing }));
+    return;
+  }
+  console.log(formatTable(["DUE", "OCCURRENCE", "STATE"], made.map((o) => [o.due.toISOString(), o.occurrenceId, o.existing ? "existing" : "made"])));
 }

@@ -27,13 +27,14 @@ export function schemaCompiler(): (schema: Record<string, unknown> | undefined, 
 
 /**
  * One ajv error as a field violation: `field` is `root` plus the JSON
- * pointer of the offending value (for `required` and `additionalProperties`,
- * of the missing or extra property); `description` names the rule.
+ * pointer of the offending value (for `additionalProperties`, of the extra
+ * property; for `required`, of the object that lacks it, since the missing
+ * property has no value to point at: `input` with "must have required
+ * property 'items'", not `input/items`); `description` names the rule.
  */
 function violation(error: ErrorObject, root: string): FieldViolation {
   let pointer = error.instancePath;
   const params = error.params as Record<string, unknown>;
-  if (error.keyword === "required") pointer += `/${String(params.missingProperty)}`;
   if (error.keyword === "additionalProperties") pointer += `/${String(params.additionalProperty)}`;
   return { field: `${root}${pointer}`, description: `${error.message ?? "invalid"} (rule: ${error.keyword})` };
 }

@@ -13,13 +13,17 @@ import {
 } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { fail } from "../errors.js";
 import type { Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
+import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
+import { checkMs, isDefaultPolicy, maxHorizonMs, minEveryMs } from "../time/timers.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, msFromTimestamp, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
+import { actorFromProto, causeFromProto, msFromTimestamp, objectFromProto, pageSizeFromProto } from "./convert.js";
 
 /**
- * TimeService (T3, T4, K3): translation only; the rules live in time/.
- * Requests become checked domain values here (STYLE 4): a missing spec, `when`
- * or (for Delay) `overdue` is INVALID_ARGUMENT naming the field.
+ * TimeService (T3, T4, K3, B1, B2): translation only; the rules live in time/.
+ * Requests become checked domain values here (STYLE 4): a missing spec, `when`,
+ * (for Delay) `overdue` or (for BackfillTimer) `start`/`end` is INVALID_ARGUMENT
+ * naming the field; ms fields are checked with the one message of `checkMs`.
+ * These shape checks come first, before any permission check (see Timers).
  */
 export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
   return {
@@ -31,6 +35,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
           input: objectFromProto(req.input),
           spec: specFromProto(req.spec),
           overdue: req.overdue ? overdueFromProto(req.overdue) : { kind: "unbounded" },
+          policy: schedulePolicyFromProto(req.policy),
           cause: causeFromProto(req.cause),
           actor: actorFromProto(req.actor),
         },
@@ -45,7 +50,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
     async delay(req, ctx) {
       if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never (K3)", [{ field: "overdue", description: "required" }]);
       let when: { kind: "interval"; ms: number } | { kind: "at"; atMs: number };
-      if (req.when.case === "intervalMs") when = { kind: "interval", ms: seqFromProto(req.when.value, "interval_ms") };
+      if (req.when.case === "intervalMs") when = { kind: "interval", ms: checkMs(req.when.value, "interval_ms", 0, maxHorizonMs) };
       else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value) };
       else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
       const result = await timers.delay(
@@ -66,6 +71,24 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
       const { timer, previewMs } = timers.get(req.timerId, req.previewCount, principalOf(ctx));
       return { timer: timerToProto(timer, previewMs) };
     },
+    async pauseTimer(req, ctx) {
+      const { timer, unchanged } = await timers.pause({ timerId: req.timerId, note: req.note, cause: causeFromProto(req.cause) }, principalOf(ctx));
+      return { timer: timerToProto(timer, []), unchanged };
+    },
+    async resumeTimer(req, ctx) {
+      const { timer, unchanged } = await timers.resume({ timerId: req.timerId, note: req.note, cause: causeFromProto(req.cause) }, principalOf(ctx));
+      return { timer: timerToProto(timer, []), unchanged };
+    },
+    async triggerTimer(req, ctx) {
+      const { occurrenceId, dueMs } = await timers.trigger(req.timerId, causeFromProto(req.cause), principalOf(ctx));
+      return { occurrenceId, due: timestampFromMs(dueMs) };
+    },
+    async backfillTimer(req, ctx) {
+      if (!req.start) fail("bad_request", "start is required: the first moment of the range", [{ field: "start", description: "required" }]);
+      if (!req.end) fail("bad_request", "end is required: the end of the range (exclusive)", [{ field: "end", description: "required" }]);
+      const made = await timers.backfill({ timerId: req.timerId, startMs: msFromTimestamp(req.start), endMs: msFromTimestamp(req.end), cause: causeFromProto(req.cause) }, principalOf(ctx));
+      return { occurrences: made.map((o) => ({ occurrenceId: o.occurrenceId, due: timestampFromMs(o.dueMs), existing: o.existing })) };
+    },
   };
 }
 
@@ -74,10 +97,12 @@ function specFromProto(spec: TimerSpecPb | undefined): TimerSpec {
   switch (spec?.when.case) {
     case "at":
       return { kind: "at", atMs: msFromTimestamp(spec.when.value) };
-    case "cron":
-      return { kind: "cron", expression: spec.when.value.expression, zone: spec.when.value.zone };
+    case "cron": {
+      const dst = dstFromProto(spec.when.value.dst, "spec.cron.dst");
+      return { kind: "cron", expression: spec.when.value.expression, zone: spec.when.value.zone, ...(dst ? { dst } : {}) };
+    }
     case "everyMs":
-      return { kind: "every", everyMs: seqFromProto(spec.when.value, "spec.every_ms") };
+      return { kind: "every", everyMs: checkMs(spec.when.value, "spec.every_ms", minEveryMs, maxHorizonMs) };
     default:
       fail("bad_request", "spec is required: set at, cron or every_ms", [{ field: "spec", description: "required" }]);
   }
@@ -90,7 +115,7 @@ function overdueFromProto(overdue: OverduePb): Overdue {
       if (overdue.bound.value) return { kind: "unbounded" };
       break;
     case "maxLatenessMs":
-      return { kind: "max", maxLatenessMs: seqFromProto(overdue.bound.value, "overdue.max_lateness_ms") };
+      return { kind: "max", maxLatenessMs: checkMs(overdue.bound.value, "overdue.max_lateness_ms", 0, maxHorizonMs) };
     case "onTimeOrNever":
       if (overdue.bound.value) return { kind: "onTimeOrNever" };
       break;
@@ -123,6 +148,10 @@ function timerToProto(t: TimerRecord, previewMs: number[]): Timer {
     overdue: { bound: overdueToProto(t.overdue) },
     chainDepth: t.chainDepth,
     preview: previewMs.map(timestampFromMs),
+    policy: t.kind === "delay" && isDefaultPolicy(t.policy) ? undefined : schedulePolicyToProto(t.policy),
+    paused: t.paused !== null,
+    pauseNote: t.paused?.note ?? "",
+    pausedAt: t.paused ? timestampFromMs(t.paused.atMs) : undefined,
   });
 }
 
@@ -131,7 +160,7 @@ function specToProto(spec: TimerSpec): TimerSpecPb["when"] {
     case "at":
       return { case: "at", value: timestampFromMs(spec.atMs) };
     case "cron":
-      return { case: "cron", value: create(CronSpecSchema, { expression: spec.expression, zone: spec.zone }) };
+      return { case: "cron", value: create(CronSpecSchema, { expression: spec.expression, zone: spec.zone, dst: dstToProto(spec.dst) }) };
     case "every":
       return { case: "everyMs", value: BigInt(spec.everyMs) };
   }

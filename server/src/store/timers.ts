@@ -1,4 +1,5 @@
-import type { Overdue, TimerKind, TimerRecord, TimerSpec } from "../time/timers.js";
+import type { DstPolicy } from "../time/cron.js";
+import { defaultSchedulePolicy, type Overdue, type PauseState, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "../time/timers.js";
 import type { Db } from "./database.js";
 import type { ActorRecord } from "./events.js";
 
@@ -23,6 +24,10 @@ interface TimerRow {
   region: number;
   disabled: number;
   retry_delays_ms: string;
+  /** B1: JSON, see policyToJson. */
+  policy: string;
+  /** B1: JSON {note, at_ms, held_due_ms}, or null when not paused. */
+  paused: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -33,7 +38,7 @@ export function specToJson(spec: TimerSpec): Record<string, unknown> {
     case "at":
       return { at: spec.atMs };
     case "cron":
-      return { cron: spec.expression, zone: spec.zone };
+      return { cron: spec.expression, zone: spec.zone, ...dstToJson(spec.dst) };
     case "every":
       return { every_ms: spec.everyMs };
   }
@@ -41,7 +46,7 @@ export function specToJson(spec: TimerSpec): Record<string, unknown> {
 
 function specFromJson(json: Record<string, unknown>): TimerSpec {
   if (typeof json.at === "number") return { kind: "at", atMs: json.at };
-  if (typeof json.cron === "string") return { kind: "cron", expression: json.cron, zone: String(json.zone ?? "") };
+  if (typeof json.cron === "string") return { kind: "cron", expression: json.cron, zone: String(json.zone ?? ""), ...dstFromJson(json) };
   return { kind: "every", everyMs: Number(json.every_ms) };
 }
 
@@ -80,6 +85,8 @@ function timerFromRow(r: TimerRow): TimerRecord {
     region: r.region,
     disabled: r.disabled === 1,
     retryDelaysMs: JSON.parse(r.retry_delays_ms),
+    policy: policyFromJson(JSON.parse(r.policy ?? "{}")),
+    paused: pausedFromJson(r.paused ?? null),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -181,11 +188,13 @@ export function timerStatements(db: Db) {
 export type TimerStatements = ReturnType<typeof timerStatements>;
 
 /**
- * An occurrence's state (T6, T7, K3): `pending` while a call is owed or running; `retry_wait`
- * after a failed call with tries left (until `nextAttemptMs`); `completed`; `failed` once the
- * tries are used up; `skipped` when claimed too late.
+ * An occurrence's state (T6, T7, K3, B1): `pending` while a call is owed or running; `retry_wait`
+ * after a failed call with tries left (until `nextAttemptMs`), or a triggered, backfilled or
+ * released buffered occurrence waiting for its first call (attempts 0); `buffered` while held
+ * by overlap policy "buffer one"; `completed`; `failed` once the tries are used up; `skipped`
+ * when claimed too late (or by the overlap policy).
  */
-export type OccurrenceStatus = "pending" | "retry_wait" | "completed" | "failed" | "skipped";
+export type OccurrenceStatus = "pending" | "retry_wait" | "buffered" | "completed" | "failed" | "skipped";
 
 /** A stored occurrence: what time called (or skipped), and how it went. */
 export interface OccurrenceRecord {
@@ -211,8 +220,6 @@ export interface OccurrenceRecord {
   latenessMs: number | null;
   /** Why the last call failed or why it was skipped ("" otherwise). */
   error: string;
-  /** The timer's chain depth (K5), carried from the claim so the call needs no lookup; not stored (read from the timer when absent). */
-  chainDepth?: number;
 }
 
 interface OccurrenceRow {
@@ -318,3 +325,140 @@ export function occurrenceStatements(db: Db) {
 
 /** The statements of {@link occurrenceStatements}. */
 export type OccurrenceStatements = ReturnType<typeof occurrenceStatements>;
+
+// ---- Schedule policies, DST policies, pause, trigger, backfill and overlap (SPEC B1, B2) ----
+// New statements only; the ones above are untouched. Writes run inside committer units, with
+// the `timer.*` event they go with.
+
+/** A cron spec's DST policy (B2) in stored JSON: nothing for the default (shift / first), so specs stored before B2 read the same. */
+export function dstToJson(dst: DstPolicy | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (dst && dst.gap !== "shift") out.dst_gap = dst.gap;
+  if (dst && dst.repeated !== "first") out.dst_repeated = dst.repeated;
+  return out;
+}
+
+function dstFromJson(json: Record<string, unknown>): { dst?: DstPolicy } {
+  if (json.dst_gap === undefined && json.dst_repeated === undefined) return {};
+  return { dst: { gap: json.dst_gap === "skip" ? "skip" : "shift", repeated: json.dst_repeated === "last" ? "last" : json.dst_repeated === "both" ? "both" : "first" } };
+}
+
+/** A schedule policy's stored JSON form (B1): only the fields that differ from the default (so `{}` is K2's). */
+export function policyToJson(policy: SchedulePolicy): Record<string, unknown> {
+  const d = defaultSchedulePolicy;
+  const out: Record<string, unknown> = {};
+  if (policy.jitterMs !== d.jitterMs) out.jitter_ms = policy.jitterMs;
+  if (policy.startMs !== null) out.start_ms = policy.startMs;
+  if (policy.endMs !== null) out.end_ms = policy.endMs;
+  if (policy.maxCount !== d.maxCount) out.max_count = policy.maxCount;
+  if (policy.overlap !== d.overlap) out.overlap = policy.overlap;
+  if (policy.catchUp !== d.catchUp) out.catch_up = policy.catchUp;
+  if (policy.catchUpWindowMs !== d.catchUpWindowMs) out.catch_up_window_ms = policy.catchUpWindowMs;
+  if (policy.anchorMs !== null) out.anchor_ms = policy.anchorMs;
+  return out;
+}
+
+/** The schedule policy of its stored JSON form (B1; missing fields: the default). */
+export function policyFromJson(json: Record<string, unknown>): SchedulePolicy {
+  const num = (v: unknown, fallback: number) => (typeof v === "number" ? v : fallback);
+  const overlap = json.overlap === "skip" || json.overlap === "bufferOne" ? json.overlap : "allow";
+  const catchUp = json.catch_up === "allWithinWindow" || json.catch_up === "none" ? json.catch_up : "latest";
+  return {
+    jitterMs: num(json.jitter_ms, 0),
+    startMs: typeof json.start_ms === "number" ? json.start_ms : null,
+    endMs: typeof json.end_ms === "number" ? json.end_ms : null,
+    maxCount: num(json.max_count, 0),
+    overlap,
+    catchUp,
+    catchUpWindowMs: num(json.catch_up_window_ms, 0),
+    anchorMs: typeof json.anchor_ms === "number" ? json.anchor_ms : null,
+  };
+}
+
+function pausedFromJson(text: string | null): PauseState | null {
+  if (text === null) return null;
+  const json = JSON.parse(text) as Record<string, unknown>;
+  return { note: String(json.note ?? ""), atMs: Number(json.at_ms), heldDueMs: typeof json.held_due_ms === "number" ? json.held_due_ms : null };
+}
+
+/** What an occurrence of TriggerTimer or BackfillTimer is made of (B1). */
+export type QueuedOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs">;
+
+/** The occurrences of a timer that have not ended (B1 overlap): running = pending or waiting for a (re)try; buffered = held by "buffer one". */
+export interface ActiveOccurrences {
+  running: number;
+  buffered: number;
+}
+
+/** The statements for schedule policies, pause, trigger, backfill and overlap (B1, B2). */
+export function timerControlStatements(db: Db) {
+  const setPolicy = db.prepare("UPDATE timers SET policy = ? WHERE id = ?");
+  const setPaused = db.prepare("UPDATE timers SET paused = ?, next_due_ms = ?, updated_at = ? WHERE id = ?");
+  const queue = db.prepare(
+    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, attempts, next_attempt_ms, call_id, lateness_ms, error, claimed_at, updated_at, origin)
+     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @retryDelaysMs, 'retry_wait', 0, @nextAttemptMs, @id, NULL, '', @now, @now, @origin)`,
+  );
+  const dueOf = db.prepare("SELECT due_ms FROM timer_occurrences WHERE id = ?");
+  const active = db.prepare(
+    `SELECT count(*) FILTER (WHERE status IN ('pending', 'retry_wait')) AS running, count(*) FILTER (WHERE status = 'buffered') AS buffered
+     FROM timer_occurrences WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered')`,
+  );
+  const release = db.prepare(
+    `UPDATE timer_occurrences SET status = 'retry_wait', next_attempt_ms = ?, updated_at = ?
+     WHERE timer_id = ? AND status = 'buffered'
+       AND NOT EXISTS (SELECT 1 FROM timer_occurrences r WHERE r.timer_id = ? AND r.status IN ('pending', 'retry_wait'))`,
+  );
+  const bufferedTimers = db.prepare("SELECT DISTINCT timer_id FROM timer_occurrences WHERE status = 'buffered'");
+  return {
+    /** Sets timer `id`'s schedule policy (B1); the row must exist (written in the same unit as its put). */
+    setPolicy(id: string, policy: SchedulePolicy): void {
+      setPolicy.run(JSON.stringify(policyToJson(policy)), id);
+    },
+    /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused), B1. */
+    setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void {
+      const json = paused === null ? null : JSON.stringify({ note: paused.note, at_ms: paused.atMs, held_due_ms: paused.heldDueMs });
+      setPaused.run(json, nextDueMs, nowMs, id);
+    },
+    /**
+     * Records a triggered or backfilled occurrence (B1) waiting for its first call at
+     * `nextAttemptMs` (`retry_wait`, attempts 0): the clock's retry claim makes it. False,
+     * writing nothing, when occurrence `id` already exists (made before).
+     */
+    queue(o: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean {
+      return (
+        queue.run({
+          ...o,
+          input: JSON.stringify(o.input),
+          actor: o.actor === null ? null : JSON.stringify(o.actor),
+          overdue: JSON.stringify(overdueToJson(o.overdue)),
+          retryDelaysMs: JSON.stringify(o.retryDelaysMs),
+          nextAttemptMs,
+          now: nowMs,
+          origin,
+        }).changes === 1
+      );
+    },
+    /** The due moment of occurrence `id` (ms since the epoch), or undefined when there is none. */
+    dueOf(id: string): number | undefined {
+      return (dueOf.get(id) as { due_ms: number } | undefined)?.due_ms;
+    },
+    /** The occurrences of timer `timerId` that have not ended (B1 overlap; the `timer_occurrences_active` index). */
+    activeOf(timerId: string): ActiveOccurrences {
+      return active.get(timerId) as ActiveOccurrences;
+    },
+    /**
+     * Releases timer `timerId`'s buffered occurrence (B1 "buffer one") when none of its
+     * occurrences runs: `retry_wait` due at `nowMs`, so the clock makes it. True when released.
+     */
+    releaseBuffered(timerId: string, nowMs: number): boolean {
+      return release.run(nowMs, nowMs, timerId, timerId).changes > 0;
+    },
+    /** Timers with a buffered occurrence (checked at start, B1). */
+    bufferedTimers(): string[] {
+      return (bufferedTimers.all() as { timer_id: string }[]).map((r) => r.timer_id);
+    },
+  };
+}
+
+/** The statements of {@link timerControlStatements}. */
+export type TimerControlStatements = ReturnType<typeof timerControlStatements>;

@@ -327,10 +327,11 @@ export function parseCron(expression: string, zone: string, dstPolicy: Partial<D
 
   const parts = expr === "" ? [] : expr.split(/\s+/);
   if (parts.length !== 5) {
-    let why = `cron expression "${expr}" has ${parts.length} field${parts.length === 1 ? "" : "s"}; expected 5 (${FIELD_LIST})`;
-    if (parts.length === 6) why += ": a seconds field is not supported";
-    else if (parts.length === 7) why += ": seconds and year fields are not supported";
-    else if (parts.length === 1 && parts[0]!.startsWith("@")) why += `: macros like "${parts[0]}" are not supported`;
+    // Name what was given without guessing what an extra field meant (a 6th may be seconds or a year).
+    const given = parts.map((p) => JSON.stringify(p)).join(" ");
+    let why = `cron expression "${expr}" has ${parts.length} field${parts.length === 1 ? "" : "s"}${parts.length > 0 ? ` (${given})` : ""}; expected 5: ${FIELD_LIST}`;
+    if (parts.length > 5) why += " (seconds and year fields are not supported)";
+    else if (parts.length === 1 && parts[0]!.startsWith("@")) why += ` (macros like "${parts[0]}" are not supported)`;
     invalid("cron", why);
   }
   const [minuteText, hourText, domText, monthText, dowText] = parts as [string, string, string, string, string];

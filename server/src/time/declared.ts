@@ -5,10 +5,12 @@ import { ChronologError, type FieldViolation } from "../errors.js";
 import type { CompiledManifest } from "../plugins/manifest.js";
 import type { RegisteredPlugin } from "../plugins/registry.js";
 import type { Tx } from "../store/committer.js";
-import { overdueToJson, specToJson, type TimerStatements } from "../store/timers.js";
-import { parseCron } from "./cron.js";
-import { blankTimer, scheduledEvent, unscheduledEvent } from "./service.js";
-import { defaultRetryDelaysMs, firstDue, maxHorizonMs, minEveryMs, type Overdue, type TimerRecord, type TimerSpec } from "./timers.js";
+import { overdueToJson, specToJson, type TimerControlStatements, type TimerStatements } from "../store/timers.js";
+import { parseCron, type DstPolicy } from "./cron.js";
+import { canonicalZone, isValidZoneName } from "./zones.js";
+import { dstFromProto, schedulePolicyFromProto } from "./policy-proto.js";
+import { blankTimer, canonicalSpec, policyData, scheduledEvent, unscheduledEvent } from "./service.js";
+import { anchorFor, checkSchedulePolicy, defaultRetryDelaysMs, defaultSchedulePolicy, firstDue, isDefaultPolicy, maxHorizonMs, minEveryMs, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "./timers.js";
 
 // Declared schedules (SPEC T2, T7, K2, K6): the `schedules` of plugin manifests and the
 // `schedule_patches` later plugins make to them, as timers of kind `declared`.
@@ -29,6 +31,12 @@ import { defaultRetryDelaysMs, firstDue, maxHorizonMs, minEveryMs, type Overdue,
 // spec (cron, zone, every), enabling, or a new region recomputes the next due moment from the
 // commit time; a change of input, action, bound or retries keeps it. A removed schedule's
 // timer is deleted (its claimed occurrences still run and retry, T7).
+//
+// B1, B2: a schedule's `policy` (jitter, start/end, max_count, overlap, catch-up) and `dst`
+// (gap shift/skip, repeated first/last/both) are part of its definition; a patch replaces them
+// whole. A changed policy recomputes the next due moment like a changed spec. A schedule paused
+// by PauseTimer stays paused across registrations and restarts (it keeps no next due moment;
+// the moment it will resume from follows its spec and policy).
 
 /** Most retries a schedule may declare. */
 export const maxRetries = 20;
@@ -54,6 +62,10 @@ export interface EffectiveSchedule {
   retryDelaysMs: number[];
   disabled: boolean;
   region: number;
+  /** B1 (anchor unset). */
+  policy: SchedulePolicy;
+  /** B2; undefined: shift / first. */
+  dst: DstPolicy | undefined;
 }
 
 /** What the checks know about the plugins: every action by `plugin.action`. */
@@ -99,7 +111,13 @@ export function scheduleViolations(compiled: CompiledManifest, others: Registere
     }
     // The schedule as the other plugins leave it, then this patch on top.
     const current = effectiveSchedules(others).find((s) => s.plugin === patch.plugin && s.schedule === patch.schedule);
-    if (current) checkEffective(applyPatch(current, patch), lookup, violations, at);
+    if (!current) return;
+    try {
+      checkEffective(applyPatch(current, patch), lookup, violations, at);
+    } catch (e) {
+      if (!(e instanceof ChronologError)) throw e;
+      violations.push(...e.violations.map((v) => ({ field: `${at}.${v.field}`, description: v.description })));
+    }
   });
   return violations;
 }
@@ -127,9 +145,15 @@ export function effectiveSchedules(plugins: RegisteredPlugin[], ignored: (plugin
         ignored(p.compiled.manifest.name, patch, `no schedule ${id} is declared`);
         continue;
       }
-      const next = applyPatch(current, patch);
       const problems: FieldViolation[] = [];
-      checkSpec(next, problems, "patch");
+      let next = current;
+      try {
+        next = applyPatch(current, patch);
+      } catch (e) {
+        if (!(e instanceof ChronologError)) throw e;
+        problems.push(...e.violations);
+      }
+      if (problems.length === 0) checkSpec(next, problems, "patch");
       if (problems.length > 0) ignored(p.compiled.manifest.name, patch, `${problems[0].field}: ${problems[0].description}`);
       else byId.set(id, next);
     }
@@ -137,16 +161,22 @@ export function effectiveSchedules(plugins: RegisteredPlugin[], ignored: (plugin
   return [...byId.values()].sort((a, b) => a.id.localeCompare(b.id));
 }
 
-/** `schedule` with `patch`'s fields (cron, zone, input, disabled) put over it; a cron makes an `every_ms` schedule a cron one. */
+/**
+ * `schedule` with `patch`'s fields (cron, zone, input, disabled, dst, policy) put over it; a cron
+ * makes an `every_ms` schedule a cron one. Throws INVALID_ARGUMENT (`dst.*`, `policy.*`) for a
+ * patch's unknown enum values or out-of-range ms.
+ */
 export function applyPatch(schedule: EffectiveSchedule, patch: SchedulePatch): EffectiveSchedule {
   const next = { ...schedule };
   if (patch.cron !== undefined) {
     next.cron = patch.cron;
     next.everyMs = 0;
   }
-  if (patch.zone !== undefined) next.zone = patch.zone;
+  if (patch.zone !== undefined) next.zone = canonicalZoneName(patch.zone);
   if (patch.input !== undefined) next.input = patch.input;
   if (patch.disabled !== undefined) next.disabled = patch.disabled;
+  if (patch.dst !== undefined) next.dst = dstFromProto(patch.dst, "dst");
+  if (patch.policy !== undefined) next.policy = schedulePolicyFromProto(patch.policy);
   return next;
 }
 
@@ -156,7 +186,7 @@ export function applyPatch(schedule: EffectiveSchedule, patch: SchedulePatch): E
  * kind `declared`, as the system. Returns the earliest next due moment it set (ms), for the
  * clock, or null. `log` hears about patches left out and schedules that cannot be computed.
  */
-export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: RegisteredPlugin[], region: number, log: (message: string, details: Record<string, unknown>) => void): number | null {
+export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: RegisteredPlugin[], region: number, log: (message: string, details: Record<string, unknown>) => void, control?: TimerControlStatements): number | null {
   const existing = new Map(timers.declared().map((t) => [t.id, t]));
   let earliest: number | null = null;
   const schedules = effectiveSchedules(plugins, (plugin, patch, why) => log("a schedule patch is ignored", { plugin, target: declaredTimerId(patch.plugin, patch.schedule), why }));
@@ -164,14 +194,18 @@ export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: Regi
     const current = existing.get(s.id) ?? timers.get(s.id);
     existing.delete(s.id);
     let timer: TimerRecord;
+    let heldDueMs: number | null = null;
     try {
-      timer = toTimer(s, current, region, tx.now);
+      ({ timer, heldDueMs } = toTimer(s, current, region, tx.now));
     } catch (e) {
       log("a declared schedule cannot be computed; left as it was", { timer: s.id, error: e instanceof Error ? e.message : String(e) });
       continue;
     }
     if (current && current.kind === "declared" && definition(current) === definition(timer) && current.nextDueMs === timer.nextDueMs) continue;
     timers.put(timer, tx.now);
+    // B1: the policy (and the anchor of every_ms moments); a paused schedule stays paused, holding its new first moment.
+    if (!isDefaultPolicy(timer.policy) || timer.policy.anchorMs !== null || (current && (!isDefaultPolicy(current.policy) || current.policy.anchorMs !== null))) control?.setPolicy(timer.id, timer.policy);
+    if (current?.kind === "declared" && current.paused) control?.setPaused(timer.id, { ...current.paused, heldDueMs }, null, tx.now);
     tx.append(scheduledEvent(timer, current !== undefined, "", null));
     if (timer.nextDueMs !== null && (earliest === null || timer.nextDueMs < earliest)) earliest = timer.nextDueMs;
   }
@@ -182,31 +216,54 @@ export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: Regi
   return earliest;
 }
 
-/** The timer for effective schedule `s` given the stored one (`current`), due only when enabled and of `region`. */
-function toTimer(s: EffectiveSchedule, current: TimerRecord | undefined, region: number, nowMs: number): TimerRecord {
-  const spec: TimerSpec = s.cron ? { kind: "cron", expression: s.cron, zone: s.zone } : { kind: "every", everyMs: s.everyMs };
+/**
+ * The timer for effective schedule `s` given the stored one (`current`), due only when enabled,
+ * of `region` and not paused (B1); `heldDueMs` is the moment a paused one resumes from. A
+ * policy whose end has passed leaves it spent (no next due moment).
+ */
+function toTimer(s: EffectiveSchedule, current: TimerRecord | undefined, region: number, nowMs: number): { timer: TimerRecord; heldDueMs: number | null } {
+  const spec = canonicalSpec(s.cron ? { kind: "cron", expression: s.cron, zone: s.zone, ...(s.dst ? { dst: s.dst } : {}) } : { kind: "every", everyMs: s.everyMs });
   const overdue: Overdue = s.maxLatenessMs > 0 ? { kind: "max", maxLatenessMs: s.maxLatenessMs } : { kind: "unbounded" };
   const runs = !s.disabled && s.region === region;
-  const keep = runs && current?.kind === "declared" && current.nextDueMs !== null && canonicalJson(specToJson(current.spec)) === canonicalJson(specToJson(spec));
-  return {
+  const declared = current?.kind === "declared" ? current : undefined;
+  const sameMoments = declared !== undefined && canonicalJson(specToJson(declared.spec)) === canonicalJson(specToJson(spec)) && canonicalJson(policyData(declared.policy)) === canonicalJson(policyData(s.policy));
+  const policy: SchedulePolicy = { ...s.policy, anchorMs: sameMoments ? declared.policy.anchorMs : anchorFor(spec, nowMs) };
+  const paused = declared?.paused ?? null;
+  const keep = runs && sameMoments && (paused ? paused.heldDueMs !== null : declared.nextDueMs !== null);
+  const kept = paused ? paused.heldDueMs : (declared?.nextDueMs ?? null);
+  const due = keep ? kept : runs ? firstDueOrSpent(spec, nowMs, s, policy) : null;
+  const timer: TimerRecord = {
     ...blankTimer(s.id, "declared", nowMs, s.region),
     action: s.action,
     input: s.input,
     spec,
-    nextDueMs: keep ? current.nextDueMs : runs ? firstDue(spec, nowMs, `schedules.${s.schedule}`) : null,
+    nextDueMs: paused ? null : due,
     plugin: s.plugin,
     schedule: s.schedule,
     overdue,
     disabled: s.disabled,
     retryDelaysMs: s.retryDelaysMs,
+    policy,
+    paused,
     occurrences: current?.occurrences ?? 0,
     createdAt: current?.createdAt ?? nowMs,
   };
+  return { timer, heldDueMs: due };
 }
 
-/** What makes two declared timers the same schedule (next due aside). */
+/** `firstDue` of a declared schedule, or null when its policy's end leaves no moment (spent, B1). */
+function firstDueOrSpent(spec: TimerSpec, nowMs: number, s: EffectiveSchedule, policy: SchedulePolicy): number | null {
+  try {
+    return firstDue(spec, nowMs, `schedules.${s.schedule}`, policy, s.id, `schedules.${s.schedule}.policy`);
+  } catch (e) {
+    if (e instanceof ChronologError && e.violations[0]?.field.endsWith("policy.end")) return null;
+    throw e;
+  }
+}
+
+/** What makes two declared timers the same schedule (next due aside; the policy's anchor aside). */
 function definition(t: TimerRecord): string {
-  return canonicalJson({ action: t.action, input: t.input, spec: specToJson(t.spec), overdue: overdueToJson(t.overdue), retry: t.retryDelaysMs, disabled: t.disabled, region: t.region });
+  return canonicalJson({ action: t.action, input: t.input, spec: specToJson(t.spec), overdue: overdueToJson(t.overdue), retry: t.retryDelaysMs, disabled: t.disabled, region: t.region, ...policyData(t.policy) });
 }
 
 /** A declaration as an effective schedule; its shape problems go to `violations` under `at`. */
@@ -219,6 +276,16 @@ function fromDeclaration(plugin: string, name: string, decl: ScheduleDeclaration
     violations.push({ field: `${at}.every_ms`, description: `from ${minEveryMs} to ${maxHorizonMs} ms` });
     return undefined;
   }
+  let policy: SchedulePolicy = { ...defaultSchedulePolicy };
+  let dst: DstPolicy | undefined;
+  try {
+    policy = schedulePolicyFromProto(decl.policy, `${at ? `${at}.` : ""}policy`);
+    dst = dstFromProto(decl.dst, `${at ? `${at}.` : ""}dst`);
+  } catch (e) {
+    if (!(e instanceof ChronologError)) throw e;
+    violations.push(...e.violations);
+    return undefined;
+  }
   return {
     id: declaredTimerId(plugin, name),
     plugin,
@@ -226,13 +293,20 @@ function fromDeclaration(plugin: string, name: string, decl: ScheduleDeclaration
     action: decl.action.includes(".") ? decl.action : `${plugin}.${decl.action}`,
     input: decl.input ?? {},
     cron: decl.cron,
-    zone: decl.zone,
+    zone: canonicalZoneName(decl.zone),
     everyMs,
     maxLatenessMs: maxLatenessMs ?? 0,
     retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : [...defaultRetryDelaysMs],
     disabled: decl.disabled,
     region: decl.region,
+    policy,
+    dst,
   };
+}
+
+/** A zone as stored: its canonical spelling when valid (`utc` → `UTC`), else as given (the check reports it). */
+function canonicalZoneName(zone: string): string {
+  return isValidZoneName(zone) ? canonicalZone(zone) : zone;
 }
 
 /** Checks an effective schedule's action, input and spec, reporting under `at`. */
@@ -243,20 +317,32 @@ function checkEffective(s: EffectiveSchedule, lookup: ActionLookup, violations: 
   checkSpec(s, violations, at);
 }
 
-/** Checks when `s` fires: exactly one of cron (a valid expression in a valid zone) and every_ms (in range); zone only with cron. */
+/**
+ * Checks when `s` fires: exactly one of cron (a valid expression in a valid zone, with its DST
+ * policy) and every_ms (in range); zone and dst only with cron; the policy's rules (B1).
+ */
 function checkSpec(s: EffectiveSchedule, violations: FieldViolation[], at: string): void {
   if (s.cron === "" && s.everyMs === 0) return void violations.push({ field: at, description: "a schedule needs cron or every_ms" });
   if (s.cron !== "" && s.everyMs !== 0) return void violations.push({ field: at, description: "a schedule takes cron or every_ms, not both" });
+  const spec: TimerSpec = s.cron ? { kind: "cron", expression: s.cron, zone: s.zone, ...(s.dst ? { dst: s.dst } : {}) } : { kind: "every", everyMs: s.everyMs };
+  try {
+    checkSchedulePolicy(s.policy, spec, "policy");
+  } catch (e) {
+    if (!(e instanceof ChronologError)) throw e;
+    violations.push(...e.violations.map((v) => ({ field: `${at}.${v.field}`, description: v.description })));
+  }
   if (s.cron === "") {
     if (s.zone !== "") violations.push({ field: `${at}.zone`, description: "zone applies to cron only" });
+    if (s.dst !== undefined) violations.push({ field: `${at}.dst`, description: "dst applies to cron only" });
     if (s.everyMs < minEveryMs || s.everyMs > maxHorizonMs) violations.push({ field: `${at}.every_ms`, description: `from ${minEveryMs} to ${maxHorizonMs} ms (faster cadences are pulses)` });
     return;
   }
   try {
-    parseCron(s.cron, s.zone);
+    parseCron(s.cron, s.zone, s.dst);
   } catch (e) {
     if (!(e instanceof ChronologError)) throw e;
-    violations.push({ field: `${at}.${e.violations[0]?.field === "zone" ? "zone" : "cron"}`, description: e.message });
+    const which = e.violations[0]?.field;
+    violations.push({ field: `${at}.${which === "zone" ? "zone" : which === "dstPolicy" ? "dst" : "cron"}`, description: e.message });
   }
 }
 

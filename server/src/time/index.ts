@@ -6,7 +6,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/database.js";
 import type { EventStatements } from "../store/events.js";
-import { occurrenceStatements, timerStatements } from "../store/timers.js";
+import { occurrenceStatements, timerControlStatements, timerStatements } from "../store/timers.js";
 import { DelayChains, defaultMaxChainDepth } from "./chains.js";
 import { ClockArm } from "./clock-arm.js";
 import { reconcileDeclared } from "./declared.js";
@@ -14,8 +14,9 @@ import { TimerFiring, type OccurrenceOutcome } from "./fire.js";
 import { LatenessHistogram } from "./lateness.js";
 import { Timers } from "./service.js";
 
-export { Timers, type DelayInput, type ScheduleInput, type TimerPage } from "./service.js";
-export type { Overdue, TimerKind, TimerRecord, TimerSpec } from "./timers.js";
+export { Timers, type BackfillInput, type BackfilledOccurrence, type DelayInput, type PauseInput, type ScheduleInput, type TimerPage } from "./service.js";
+export type { CatchUpPolicy, OverlapPolicy, Overdue, PauseState, SchedulePolicy, TimerKind, TimerRecord, TimerSpec } from "./timers.js";
+export type { DstPolicy } from "./cron.js";
 export type { OccurrenceOutcome } from "./fire.js";
 export { LatenessHistogram, type LatenessSnapshot } from "./lateness.js";
 
@@ -70,14 +71,28 @@ export function openTime(options: TimeOptions): Time {
   const timerRows = timerStatements(db);
   const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
   const occurrenceRows = occurrenceStatements(db);
+  const control = timerControlStatements(db);
   const lateness = new LatenessHistogram();
   // The one clock's target: the earliest timer or retry (T5, T7).
   const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
   const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, actions: options.actions, clock, lateness, logger, changed: (due) => arm.changed(due) });
   const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), logger });
-  const timers = new Timers({ registry, committer, timers: timerRows, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
+  const timers = new Timers({ registry, committer, timers: timerRows, control, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
   const log = (message: string, details: Record<string, unknown>) => logger.warn(details, message);
-  registry.inRegistrationCommit((tx, plugins) => void reconcileDeclared(tx, timerRows, plugins, region, log));
+  registry.inRegistrationCommit((tx, plugins) => void reconcileDeclared(tx, timerRows, plugins, region, log, control));
+  // B1 overlap "buffer one": when an occurrence ends (completed, failed for good or skipped), its
+  // timer's buffered occurrence, if any, is released (`retry_wait` due now) and the clock made to ring.
+  const release = async (timerIds: string[]) => {
+    try {
+      const at = await committer.submit((tx) => (timerIds.filter((id) => control.releaseBuffered(id, tx.now)).length > 0 ? tx.now : null));
+      if (at !== null) arm.changed(at);
+    } catch (e) {
+      logger.error({ err: e, timers: timerIds }, "releasing a buffered occurrence failed");
+    }
+  };
+  firing.onOccurrence((outcome) => {
+    if (outcome.status !== "retry_wait" && control.activeOf(outcome.occurrence.timerId).buffered > 0) void release([outcome.occurrence.timerId]);
+  });
   registry.onChange(() => arm.refresh()); // a declared timer may have moved later or gone
   return {
     timers,
@@ -86,7 +101,9 @@ export function openTime(options: TimeOptions): Time {
     pendingCount: () => timerRows.pendingCount(),
     onOccurrence: (listener) => firing.onOccurrence(listener),
     async start() {
-      await committer.submit((tx) => reconcileDeclared(tx, timerRows, registry.list(), region, log));
+      await committer.submit((tx) => reconcileDeclared(tx, timerRows, registry.list(), region, log, control));
+      const buffered = control.bufferedTimers(); // a release the previous owner did not commit (B1)
+      if (buffered.length > 0) await release(buffered);
       const pending = firing.recover();
       if (pending > 0) logger.info({ pending }, "calling occurrences a previous owner left pending");
       arm.start();

@@ -9,9 +9,33 @@ import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
-import { overdueToJson, specToJson, type TimerCursor, type TimerStatements } from "../store/timers.js";
+import { overdueToJson, policyToJson, specToJson, type TimerControlStatements, type TimerCursor, type TimerStatements } from "../store/timers.js";
 import type { DelayChains } from "./chains.js";
-import { checkAt, defaultRetryDelaysMs, firstDue, maxHorizonMs, preview, type Overdue, type TimerKind, type TimerRecord, type TimerSpec } from "./timers.js";
+import { defaultDstPolicy } from "./cron.js";
+import {
+  anchorFor,
+  backfillMoments,
+  checkAt,
+  checkMs,
+  checkSchedulePolicy,
+  defaultRetryDelaysMs,
+  defaultSchedulePolicy,
+  firstDue,
+  isDefaultPolicy,
+  maxHorizonMs,
+  maxNoteLength,
+  occurrenceId,
+  pastToleranceMs,
+  preview,
+  resumeDue,
+  triggeredOccurrenceId,
+  type Overdue,
+  type SchedulePolicy,
+  type TimerKind,
+  type TimerRecord,
+  type TimerSpec,
+} from "./timers.js";
+import { canonicalZone, isValidZoneName } from "./zones.js";
 
 /** A Schedule (T3), as parsed from the request. */
 export interface ScheduleInput {
@@ -22,6 +46,8 @@ export interface ScheduleInput {
   input: Record<string, unknown>;
   spec: TimerSpec;
   overdue: Overdue;
+  /** Jitter, bounds, maximum count, overlap and catch-up (B1); absent: K2's defaults. */
+  policy?: SchedulePolicy;
   /** Set when code under a delivery or an action run schedules (X5). */
   cause: CauseRef | null;
   /** Asserted actor fields (from outside only). */
@@ -42,6 +68,32 @@ export interface DelayInput {
   actor: Partial<ActorRecord> | undefined;
 }
 
+/** A PauseTimer or ResumeTimer (B1), as parsed from the request. */
+export interface PauseInput {
+  timerId: string;
+  /** Why; at most {@link maxNoteLength} characters, recorded in the event. */
+  note: string;
+  cause: CauseRef | null;
+}
+
+/** A BackfillTimer (B1), as parsed from the request: the range [startMs, endMs), ms since the epoch. */
+export interface BackfillInput {
+  timerId: string;
+  startMs: number;
+  endMs: number;
+  cause: CauseRef | null;
+}
+
+/** One occurrence of a backfill (B1). */
+export interface BackfilledOccurrence {
+  /** Occurrence id (also its call id). */
+  occurrenceId: string;
+  /** Its due moment, ms since the epoch (the action's `scheduled`). */
+  dueMs: number;
+  /** True when it had been made before (not made again). */
+  existing: boolean;
+}
+
 /** A page of ListTimers. */
 export interface TimerPage {
   timers: TimerRecord[];
@@ -54,6 +106,8 @@ export interface TimersDeps {
   registry: PluginRegistry;
   committer: Committer;
   timers: TimerStatements;
+  /** Policies, pause, trigger, backfill (B1). */
+  control: TimerControlStatements;
   events: EventStatements;
   live: LiveCauses;
   clock: Clock;
@@ -69,39 +123,64 @@ export interface TimersDeps {
 export const maxPreviewCount = 100;
 
 /**
- * Timer requests (SPEC T3, T4, K3): Schedule, Unschedule, Delay, CancelDelay,
- * ListTimers, GetTimer. Checks run before anything is written: the action
- * exists (NOT_FOUND), the caller may call it (its `allow` from outside, like
- * CallAction; under a cause, executors and admins only, PERMISSION_DENIED),
- * its input matches its schema and the spec is valid (INVALID_ARGUMENT).
+ * Timer requests (SPEC T3, T4, K3, B1): Schedule, Unschedule, Delay, CancelDelay,
+ * ListTimers, GetTimer, PauseTimer, ResumeTimer, TriggerTimer, BackfillTimer.
  *
- * Failure semantics: each change is one committer unit holding the `timers`
- * row and its event (`timer.scheduled` or `timer.unscheduled`, with the
- * actor of whoever made the change and the cause it was made under), so a
- * timer exists exactly when its event does (E3). The same timer id replaces
- * (Schedule); under a cause, the id is derived from the cause and position
- * (E7) and a retried run that makes the same request finds the stored timer
- * and changes nothing, so a delay or a one-shot it armed fires once. A cancel
- * racing the claim of the same occurrence is ordered by the committer: either
- * the cancel wins (never called) or the claim does (NOT_FOUND "already made").
+ * The order of the checks, the same for every request (nothing is written when one fails):
+ * 1. INVALID_ARGUMENT for the request's shape: required fields, ids, the spec (cron syntax,
+ *    zone, DST policy, `at`, `every_ms`), the policy, `interval_ms`, notes, ranges. These need
+ *    no lookup and reveal nothing about the owner's state, so anyone gets them first.
+ * 2. PERMISSION_DENIED for who is acting: only executors and admins act under a cause; asserted
+ *    actor fields must be the principal's (R5).
+ * 3. NOT_FOUND for what the request names: an undeclared action; a timer that does not exist
+ *    or that the caller may not read (so its existence does not leak).
+ * 4. PERMISSION_DENIED for that thing: calling the action needs its `allow` (like CallAction);
+ *    managing a timer (unschedule, cancel, pause, resume, trigger, backfill) needs the admin
+ *    role, work under a cause, or, for runtime timers and delays, the allow of its action;
+ *    declared schedules are managed by admins (and code under a cause) only.
+ * 5. INVALID_ARGUMENT for the input against the action's schema (shown only to callers who may
+ *    call it, so the schema does not leak).
+ * 6. FAILED_PRECONDITION for the timer's state (a delay cannot be paused, ...).
+ *
+ * Failure semantics: each change is one committer unit holding the `timers` row (and any
+ * occurrence rows) and its event (`timer.scheduled`, `.unscheduled`, `.paused`, `.resumed`,
+ * `.triggered`, `.backfilled`, with the actor of whoever made the change and the cause it was
+ * made under), so a change exists exactly when its event does (E3). The same timer id replaces
+ * (Schedule; the replacement is not paused); under a cause, ids are derived from the cause and
+ * position (E7) and a retried run that makes the same request changes nothing: it finds the
+ * stored timer, the paused state, the triggered occurrence or the backfilled ones. A cancel
+ * racing the claim of the same occurrence is ordered by the committer: either the cancel wins
+ * (never called) or the claim does (NOT_FOUND "already made").
  */
 export class Timers {
   constructor(private readonly deps: TimersDeps) {}
 
-  /** Sets (or replaces) a runtime timer; returns it as stored. Errors as in the class comment; FAILED_PRECONDITION when the id is a delay's or a declared schedule's. */
+  /** Sets (or replaces) a runtime timer; returns it as stored. Errors in the class comment's order; FAILED_PRECONDITION when the id is a delay's or a declared schedule's. */
   async schedule(req: ScheduleInput, principal: Principal): Promise<TimerRecord> {
-    const entry = this.checkedAction(req.action, req.input);
-    const who = this.who(entry, req, principal, "schedule");
+    // 1. shape
+    if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
     if (req.timerId.length > maxIdLength) fail("bad_request", `timer_id is longer than ${maxIdLength} characters`, [{ field: "timer_id", description: `at most ${maxIdLength} characters` }]);
     if (req.timerId.includes("/")) fail("bad_request", `timer_id ${JSON.stringify(req.timerId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "timer_id", description: "no / (reserved for declared schedules)" }]);
-    const id = req.timerId || (req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(req.spec) }) : newId());
-    const nextDueMs = firstDue(req.spec, this.deps.clock.now());
+    const spec = canonicalSpec(req.spec);
+    const policy = checkSchedulePolicy(req.policy ?? defaultSchedulePolicy, spec);
+    const now = this.deps.clock.now();
+    firstDue(spec, now, "spec", policy); // the spec and its bounds (the jitter comes with the id)
+    checkNoActorUnderCause(req);
+    // 2-5. who, the action, its allow, the input
+    checkCauseRole(req.cause, principal, "schedule");
+    const entry = this.action(req.action);
+    const who = this.who(entry, req, principal, "schedule");
+    checkInput(entry, req.input);
+    const id = req.timerId || (req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(spec), ...(isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) }) }) : newId());
+    const stored: SchedulePolicy = { ...policy, anchorMs: anchorFor(spec, now) };
+    const nextDueMs = firstDue(spec, now, "spec", stored, id);
     const timer = await this.deps.committer.submit((tx) => {
       const existing = this.deps.timers.get(id);
+      // 6. state
       if (existing && existing.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`);
-      const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now, this.deps.region), action: entry.name, input: req.input, spec: req.spec, nextDueMs, actor: who.actor, overdue: req.overdue, occurrences: existing?.occurrences ?? 0 };
+      const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now, this.deps.region), action: entry.name, input: req.input, spec, nextDueMs, actor: who.actor, overdue: req.overdue, policy: stored, occurrences: existing?.occurrences ?? 0 };
       if (existing && req.cause && sameDefinition(existing, fresh)) return existing; // a retried run (E7)
-      return this.put(tx, fresh, who, existing !== undefined);
+      return this.put(tx, fresh, who, existing);
     });
     this.deps.changed(timer.nextDueMs);
     return timer;
@@ -114,17 +193,22 @@ export class Timers {
 
   /** Arms a delayed call (K3); returns its id and due moment (ms). Errors as for Schedule; `at` more than 1 s past is INVALID_ARGUMENT. */
   async delay(req: DelayInput, principal: Principal): Promise<{ delayId: string; dueMs: number }> {
-    const entry = this.checkedAction(req.action, req.input);
-    const who = this.who(entry, req, principal, "delay");
+    // 1. shape
+    if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
     const now = this.deps.clock.now();
     let dueMs: number;
     if (req.when.kind === "interval") {
-      if (!Number.isSafeInteger(req.when.ms) || req.when.ms < 0 || req.when.ms > maxHorizonMs) fail("bad_request", `interval_ms must be from 0 to ${maxHorizonMs}`, [{ field: "interval_ms", description: "out of range" }]);
-      dueMs = now + req.when.ms;
+      dueMs = now + checkMs(req.when.ms, "interval_ms", 0, maxHorizonMs);
     } else {
       checkAt(req.when.atMs, now, "at");
       dueMs = req.when.atMs;
     }
+    checkNoActorUnderCause(req);
+    // 2-5.
+    checkCauseRole(req.cause, principal, "delay");
+    const entry = this.action(req.action);
+    const who = this.who(entry, req, principal, "delay");
+    checkInput(entry, req.input);
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
     const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : newId();
     const chainDepth = (await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0; // K5: FAILED_PRECONDITION past the maximum
@@ -132,7 +216,7 @@ export class Timers {
       const existing = this.deps.timers.get(id);
       if (existing) return existing; // a retried run under the same cause (E7): armed once
       const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now, this.deps.region), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
-      return this.put(tx, fresh, who, false);
+      return this.put(tx, fresh, who, undefined);
     });
     this.deps.changed(timer.nextDueMs);
     return { delayId: timer.id, dueMs: timer.spec.kind === "at" ? timer.spec.atMs : dueMs };
@@ -144,9 +228,121 @@ export class Timers {
   }
 
   /**
+   * Pauses recurring timer `req.timerId` (B1): it claims nothing (no next due moment) until
+   * resumed; occurrences already claimed still run and retry. Records `timer.paused` (data:
+   * timer_id, kind, action, note, held_due_ms) and returns the timer; one already paused is left
+   * alone (`unchanged`, nothing recorded). FAILED_PRECONDITION for a delay or a one-shot (`at`).
+   */
+  async pause(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
+    checkControlShape(req.timerId, req.note);
+    checkCauseRole(req.cause, principal, "pause timers");
+    const actor = this.actorOf(req.cause, principal);
+    return this.deps.committer.submit((tx) => {
+      const timer = this.managed(req.timerId, req.cause, principal, "pause");
+      checkRecurring(timer, "paused");
+      if (timer.paused) return { timer, unchanged: true };
+      this.deps.control.setPaused(timer.id, { note: req.note, atMs: tx.now, heldDueMs: timer.nextDueMs }, null, tx.now);
+      tx.append(controlEvent("timer.paused", timer, { note: req.note, held_due_ms: timer.nextDueMs }, req.cause, actor));
+      return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false };
+    });
+  }
+
+  /**
+   * Resumes paused timer `req.timerId` (B1). Its next due moment: the one it held if still
+   * ahead; else at most one missed occurrence, by its catch-up policy ({@link resumeDue}), due
+   * at once; else its next moment. A declared schedule disabled or of another region stays
+   * without one. Records `timer.resumed` (data: timer_id, kind, action, note, paused_at_ms,
+   * next_due_ms); one not paused is left alone (`unchanged`). FAILED_PRECONDITION for a delay
+   * or a one-shot.
+   */
+  async resume(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
+    checkControlShape(req.timerId, req.note);
+    checkCauseRole(req.cause, principal, "resume timers");
+    const actor = this.actorOf(req.cause, principal);
+    const result = await this.deps.committer.submit((tx) => {
+      const timer = this.managed(req.timerId, req.cause, principal, "resume");
+      checkRecurring(timer, "paused");
+      if (!timer.paused) return { timer, unchanged: true };
+      const runs = timer.kind !== "declared" || (!timer.disabled && timer.region === this.deps.region);
+      const nextDueMs = runs ? resumeDue(timer, tx.now) : null;
+      this.deps.control.setPaused(timer.id, null, nextDueMs, tx.now);
+      tx.append(controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: timer.paused.atMs, next_due_ms: nextDueMs }, req.cause, actor));
+      return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false };
+    });
+    this.deps.changed(result.timer.nextDueMs);
+    return result;
+  }
+
+  /**
+   * Makes one occurrence of timer `timerId` now (B1), paused or not, beside its schedule: due at
+   * the commit time, with its own occurrence id (derived from the cause under one, so a retried
+   * run triggers once), calling its action with its input as its actor (T9), with its retries
+   * (T7), whatever its lateness bound and overlap policy; not counted in `occurrences` nor
+   * toward `max_count`. Records `timer.triggered` (data: timer_id, kind, action, occurrence_id,
+   * due_ms). FAILED_PRECONDITION for a delay, or when its action is no longer declared.
+   */
+  async trigger(timerId: string, cause: CauseRef | null, principal: Principal): Promise<{ occurrenceId: string; dueMs: number }> {
+    checkControlShape(timerId, "");
+    checkCauseRole(cause, principal, "trigger timers");
+    const actor = this.actorOf(cause, principal);
+    const id = triggeredOccurrenceId(timerId, cause ? derivedId(cause.eventId, cause.position, { op: "trigger", timer: timerId }) : newId());
+    const result = await this.deps.committer.submit((tx) => {
+      const timer = this.managed(timerId, cause, principal, "trigger");
+      if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
+      if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
+      const made = this.deps.control.dueOf(id);
+      if (made !== undefined) return { occurrenceId: id, dueMs: made, fresh: false }; // a retried run (E7)
+      this.deps.control.queue({ id, timerId, dueMs: tx.now, action: timer.action, input: timer.input, actor: timer.actor, overdue: { kind: "unbounded" }, retryDelaysMs: timer.retryDelaysMs }, "trigger", tx.now, tx.now);
+      tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor));
+      return { occurrenceId: id, dueMs: tx.now, fresh: true };
+    });
+    if (result.fresh) this.deps.changed(result.dueMs);
+    return { occurrenceId: result.occurrenceId, dueMs: result.dueMs };
+  }
+
+  /**
+   * Makes one occurrence of recurring timer `req.timerId` per fire time in [start, end) (B1),
+   * paused or not: each due at its own moment (with the timer's jitter, so it is the occurrence
+   * the schedule would have made: same id) and called in due order, whatever the lateness bound
+   * and the timer's own bounds and count; moments already made (or claimed) are not made again
+   * (`existing`). Calls may overlap like any occurrences (K2). Records `timer.backfilled` (data:
+   * timer_id, kind, action, start_ms, end_ms, occurrence_ids, existing) when it made any.
+   * INVALID_ARGUMENT for `end` not after `start`, in the future, or over 1,000 fire times;
+   * FAILED_PRECONDITION for a delay or a one-shot.
+   */
+  async backfill(req: BackfillInput, principal: Principal): Promise<BackfilledOccurrence[]> {
+    checkControlShape(req.timerId, "");
+    if (req.endMs <= req.startMs) fail("bad_request", `end ${iso(req.endMs)} must be after start ${iso(req.startMs)}`, [{ field: "end", description: "not after start" }]);
+    const now = this.deps.clock.now();
+    if (req.endMs > now + pastToleranceMs) fail("bad_request", `end ${iso(req.endMs)} is in the future (now ${iso(now)}): backfill covers moments that have passed`, [{ field: "end", description: "in the future" }]);
+    checkCauseRole(req.cause, principal, "backfill timers");
+    const actor = this.actorOf(req.cause, principal);
+    const result = await this.deps.committer.submit((tx) => {
+      const timer = this.managed(req.timerId, req.cause, principal, "backfill");
+      checkRecurring(timer, "backfilled");
+      if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timer.id)} calls ${timer.action}, which is no longer declared`);
+      const out: BackfilledOccurrence[] = [];
+      for (const dueMs of backfillMoments(timer, req.startMs, req.endMs)) {
+        const id = occurrenceId(timer.id, dueMs);
+        // Next try at its own due moment: the retry claim takes them in that order.
+        const fresh = this.deps.control.queue({ id, timerId: timer.id, dueMs, action: timer.action, input: timer.input, actor: timer.actor, overdue: { kind: "unbounded" }, retryDelaysMs: timer.retryDelaysMs }, "backfill", dueMs, tx.now);
+        out.push({ occurrenceId: id, dueMs, existing: !fresh });
+      }
+      const made = out.filter((o) => !o.existing);
+      if (made.length > 0) {
+        tx.append(controlEvent("timer.backfilled", timer, { start_ms: req.startMs, end_ms: req.endMs, occurrence_ids: made.map((o) => o.occurrenceId), existing: out.length - made.length }, req.cause, actor));
+      }
+      return out;
+    });
+    const first = result.find((o) => !o.existing);
+    if (first) this.deps.changed(first.dueMs);
+    return result;
+  }
+
+  /**
    * Timers the principal may read (R5: by their actor's `in`), pending ones by next due
-   * moment, then spent ones by id (T4). `pageSize` already checked (1-1000); `kind` ""
-   * for all. INVALID_ARGUMENT for a page token not made here.
+   * moment, then spent, disabled or paused ones by id (T4). `pageSize` already checked
+   * (1-1000); `kind` "" for all. INVALID_ARGUMENT for a page token not made here.
    */
   list(pageSize: number, pageToken: string, kind: TimerKind | "", principal: Principal): TimerPage {
     const after = pageToken ? decodeToken(pageToken) : null;
@@ -158,30 +354,22 @@ export class Timers {
     };
   }
 
-  /** Timer `timerId` with its next `previewCount` due moments (ms, T4). NOT_FOUND when unknown or not readable; INVALID_ARGUMENT above 100. */
+  /** Timer `timerId` with its next `previewCount` due moments (ms, T4, B1). NOT_FOUND when unknown or not readable; INVALID_ARGUMENT above 100 (checked first). */
   get(timerId: string, previewCount: number, principal: Principal): { timer: TimerRecord; previewMs: number[] } {
     if (previewCount > maxPreviewCount) fail("bad_request", `preview_count must be at most ${maxPreviewCount}`, [{ field: "preview_count", description: `at most ${maxPreviewCount}` }]);
     const timer = this.deps.timers.get(timerId);
     if (!timer || !canRead(principal, timer)) fail("not_found", `no timer ${JSON.stringify(timerId)}`, [{ field: "timer_id", description: "unknown timer" }]);
-    return { timer, previewMs: preview(timer, previewCount) };
+    return { timer, previewMs: preview(timer, previewCount, this.deps.clock.now()) };
   }
 
-  /** The declared action (NOT_FOUND) whose input matches its schema (INVALID_ARGUMENT, `input/...`). */
-  private checkedAction(action: string, input: Record<string, unknown>): ActionEntry {
-    if (action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
-    const entry = this.deps.registry.action(action) ?? fail("not_found", `action ${JSON.stringify(action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action });
-    const violations = entry.validate(input);
-    if (violations.length > 0) fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
-    return entry;
+  /** The declared action `action` (NOT_FOUND). */
+  private action(action: string): ActionEntry {
+    return this.deps.registry.action(action) ?? fail("not_found", `action ${JSON.stringify(action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action });
   }
 
-  /** Who sets a timer and runs its calls (T9): from outside, as CallAction; under a cause, the cause's actor (X5). */
+  /** Who sets a timer and runs its calls (T9): from outside, as CallAction (the action's allow, PERMISSION_DENIED); under a cause, the cause's actor (X5). */
   private who(entry: ActionEntry, req: { cause: CauseRef | null; actor: Partial<ActorRecord> | undefined }, principal: Principal, verb: string): { actor: ActorRecord | null; cause: string } {
-    if (req.cause) {
-      if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not ${verb} under a cause; only executors act under a cause`);
-      if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
-      return { actor: causeActor(req.cause.eventId, this.deps.events, this.deps.live), cause: req.cause.eventId };
-    }
+    if (req.cause) return { actor: causeActor(req.cause.eventId, this.deps.events, this.deps.live), cause: req.cause.eventId };
     if (!allows(entry.allow, principal)) {
       const allowed = entry.allow.length === 0 ? "only code under a cause may call it" : `allow: ${entry.allow.join(", ")}`;
       fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not ${verb} ${entry.name} (${allowed})`, [], { action: entry.name });
@@ -189,47 +377,125 @@ export class Timers {
     return { actor: resolveActor(principal, req.actor), cause: "" };
   }
 
-  /** Writes `timer` and its `timer.scheduled` event in unit `tx`; returns it as stored. */
-  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, replaced: boolean): TimerRecord {
+  /** Who makes a change to a timer (the actor of its event): the cause's actor, or the principal's (PERMISSION_DENIED for actor fields it may not have). */
+  private actorOf(cause: CauseRef | null, principal: Principal): ActorRecord | null {
+    return cause ? causeActor(cause.eventId, this.deps.events, this.deps.live) : resolveActor(principal, undefined);
+  }
+
+  /**
+   * Timer `id` for a change by `principal` (checks 3 and 4 of the class comment): NOT_FOUND when
+   * unknown or, from outside, not readable; PERMISSION_DENIED unless {@link mayManage}.
+   */
+  private managed(id: string, cause: CauseRef | null, principal: Principal, verb: string): TimerRecord {
+    const timer = this.deps.timers.get(id);
+    if (!timer || (!cause && !canRead(principal, timer))) fail("not_found", `no timer ${JSON.stringify(id)}`, [{ field: "timer_id", description: "unknown timer" }]);
+    if (!this.mayManage(timer, cause, principal)) {
+      const why = timer.kind === "declared" ? "declared schedules are managed by admins" : `it may not call ${timer.action}`;
+      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not ${verb} timer ${JSON.stringify(id)} (${why})`);
+    }
+    return timer;
+  }
+
+  /** True when `principal` may change `timer` (B1, T3): under a cause, as an admin, or (runtime timers and delays) when its action's allow admits it. */
+  private mayManage(timer: TimerRecord, cause: CauseRef | null, principal: Principal): boolean {
+    if (cause || principal.role === "admin") return true;
+    if (timer.kind === "declared") return false;
+    const entry = this.deps.registry.action(timer.action);
+    return entry !== undefined && allows(entry.allow, principal);
+  }
+
+  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event in unit `tx`; returns it as stored. */
+  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined): TimerRecord {
     this.deps.timers.put(timer, tx.now);
-    tx.append(scheduledEvent(timer, replaced, who.cause, who.actor));
+    if (!isDefaultPolicy(timer.policy) || timer.policy.anchorMs !== null || (existing && (!isDefaultPolicy(existing.policy) || existing.policy.anchorMs !== null))) this.deps.control.setPolicy(timer.id, timer.policy);
+    if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
+    tx.append(scheduledEvent(timer, existing !== undefined, who.cause, who.actor));
     return this.deps.timers.get(timer.id) as TimerRecord;
   }
 
-  /** Unschedule / CancelDelay: deletes a pending timer of `kind` with its `timer.unscheduled` event. */
+  /** Unschedule / CancelDelay: deletes a pending timer of `kind` with its `timer.unscheduled` event (checks in the class comment's order). */
   private async remove(id: string, kind: "runtime" | "delay", cause: CauseRef | null, principal: Principal): Promise<void> {
     const what = kind === "delay" ? "delay" : "timer";
     const field = kind === "delay" ? "delay_id" : "timer_id";
     if (id === "") fail("bad_request", `${field} is required`, [{ field, description: "required" }]);
-    if (cause && principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not act under a cause; only executors act under a cause`);
-    const actor = cause ? causeActor(cause.eventId, this.deps.events, this.deps.live) : resolveActor(principal, undefined);
+    checkCauseRole(cause, principal, "act");
+    const actor = this.actorOf(cause, principal);
     await this.deps.committer.submit((tx) => {
       const timer = this.deps.timers.get(id);
-      if (!timer || (kind === "delay" && timer.kind !== "delay")) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
+      if (!timer || (kind === "delay" && timer.kind !== "delay") || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
+      if (!this.mayManage(timer, cause, principal)) {
+        const why = timer.kind === "declared" ? "declared schedules are managed by admins" : `it may not call ${timer.action}`;
+        fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not cancel a ${what} calling ${timer.action} (${why})`);
+      }
       if (kind === "runtime" && timer.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`);
       if (kind === "delay" && timer.nextDueMs === null) fail("not_found", `delay ${JSON.stringify(id)} was already made`, [{ field, description: "already made" }]);
-      const entry = this.deps.registry.action(timer.action);
-      if (!cause && principal.role !== "admin" && !(entry && allows(entry.allow, principal))) {
-        fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not cancel a ${what} calling ${timer.action} (it may not call it)`);
-      }
       this.deps.timers.remove(id);
       tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor));
     });
   }
 }
 
+/** A spec as stored: a cron zone in its canonical spelling (`utc` → `UTC`), a default DST policy left out (B2). */
+export function canonicalSpec(spec: TimerSpec): TimerSpec {
+  if (spec.kind !== "cron") return spec;
+  const zone = isValidZoneName(spec.zone) ? canonicalZone(spec.zone) : spec.zone;
+  const dst = spec.dst && (spec.dst.gap !== defaultDstPolicy.gap || spec.dst.repeated !== defaultDstPolicy.repeated) ? spec.dst : undefined;
+  return { kind: "cron", expression: spec.expression, zone, ...(dst ? { dst } : {}) };
+}
+
+/** INVALID_ARGUMENT (shape): asserted actor fields under a cause (the actor is the cause's). */
+function checkNoActorUnderCause(req: { cause: CauseRef | null; actor: Partial<ActorRecord> | undefined }): void {
+  if (req.cause && req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's", [{ field: "actor", description: "empty under a cause" }]);
+}
+
+/** PERMISSION_DENIED (who acts): only executors and admins act under a cause (X5). */
+function checkCauseRole(cause: CauseRef | null, principal: Principal, verb: string): void {
+  if (cause && principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not ${verb} under a cause; only executors act under a cause`);
+}
+
+/** INVALID_ARGUMENT (`input` or `input/...`) when `input` does not match the action's schema. */
+function checkInput(entry: ActionEntry, input: Record<string, unknown>): void {
+  const violations = entry.validate(input);
+  if (violations.length > 0) fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
+}
+
+/** INVALID_ARGUMENT (shape) for PauseTimer, ResumeTimer, TriggerTimer and BackfillTimer: the timer id is required, the note at most 1,000 characters. */
+function checkControlShape(timerId: string, note: string): void {
+  if (timerId === "") fail("bad_request", "timer_id is required", [{ field: "timer_id", description: "required" }]);
+  if (note.length > maxNoteLength) fail("bad_request", `note is longer than ${maxNoteLength} characters`, [{ field: "note", description: `at most ${maxNoteLength} characters` }]);
+}
+
+/** FAILED_PRECONDITION unless `timer` is recurring (cron or every_ms): delays and one-shots cannot be paused or backfilled (B1). */
+function checkRecurring(timer: TimerRecord, what: string): void {
+  if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a delay: a delay cannot be ${what}; cancel it (CancelDelay) instead`);
+  if (timer.spec.kind === "at") fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a one-shot (at): only recurring timers (cron, every_ms) can be ${what}`);
+}
+
+/**
+ * A `timer.paused`, `.resumed`, `.triggered` or `.backfilled` event (B1): data timer_id, kind,
+ * action and `data`; the actor of whoever made the change; the cause it was made under.
+ */
+function controlEvent(type: "timer.paused" | "timer.resumed" | "timer.triggered" | "timer.backfilled", timer: TimerRecord, data: Record<string, unknown>, cause: CauseRef | null, actor: ActorRecord | null) {
+  return { id: newId(), type, data: { timer_id: timer.id, kind: timer.kind, action: timer.action, ...data }, cause: cause?.eventId ?? "", actor };
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
 /**
  * `timer.scheduled` (T4): a timer was set or changed. Data: timer_id, kind, action, spec,
- * overdue, next_due_ms (null: disabled, spent or another region's), replaced; declared schedules
- * add plugin, schedule, disabled, region and retry_delays_ms. Actor and cause: whoever set it
- * (declared schedules: the system, no cause).
+ * overdue, next_due_ms (null: disabled, spent, paused or another region's), replaced; declared
+ * schedules add plugin, schedule, disabled, region and retry_delays_ms; a timer with a policy
+ * other than K2's adds `policy` (B1). Actor and cause: whoever set it (declared schedules: the
+ * system, no cause).
  */
 export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: string, actor: ActorRecord | null) {
   const declared = timer.kind === "declared" ? { plugin: timer.plugin, schedule: timer.schedule, disabled: timer.disabled, region: timer.region, retry_delays_ms: timer.retryDelaysMs } : {};
   return {
     id: newId(),
     type: "timer.scheduled",
-    data: { timer_id: timer.id, kind: timer.kind, action: timer.action, spec: specToJson(timer.spec), overdue: overdueToJson(timer.overdue), next_due_ms: timer.nextDueMs, replaced, ...declared },
+    data: { timer_id: timer.id, kind: timer.kind, action: timer.action, spec: specToJson(timer.spec), overdue: overdueToJson(timer.overdue), next_due_ms: timer.nextDueMs, replaced, ...declared, ...policyData(timer.policy) },
     cause,
     actor,
   };
@@ -258,15 +524,24 @@ export function blankTimer(id: string, kind: TimerKind, nowMs: number, region: n
     region,
     disabled: false,
     retryDelaysMs: [...defaultRetryDelaysMs],
+    policy: { ...defaultSchedulePolicy },
+    paused: null,
     createdAt: nowMs,
     updatedAt: nowMs,
   };
 }
 
-/** True when `a` and `b` call the same action with the same input, spec, bound and actor. */
+/** True when `a` and `b` call the same action with the same input, spec, bound, policy (its anchor aside) and actor. */
 function sameDefinition(a: TimerRecord, b: TimerRecord): boolean {
-  const def = (t: TimerRecord) => canonicalJson({ action: t.action, input: t.input, spec: specToJson(t.spec), overdue: overdueToJson(t.overdue), actor: t.actor });
+  const def = (t: TimerRecord) => canonicalJson({ action: t.action, input: t.input, spec: specToJson(t.spec), overdue: overdueToJson(t.overdue), policy: policyData(t.policy), actor: t.actor });
   return def(a) === def(b);
+}
+
+/** `{ policy }` (its stored JSON without the anchor) when `policy` is not K2's default, else nothing (B1). */
+export function policyData(policy: SchedulePolicy): { policy?: Record<string, unknown> } {
+  if (isDefaultPolicy(policy)) return {};
+  const { anchor_ms: _anchor, ...json } = policyToJson(policy);
+  return { policy: json };
 }
 
 /** A ListTimers page token: base64url of `[next due ms | null, id]`. */

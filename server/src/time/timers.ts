@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { ChronologError, fail } from "../errors.js";
 import type { ActorRecord } from "../store/events.js";
-import { parseCron, type CronSchedule } from "./cron.js";
+import { defaultDstPolicy, parseCron, type CronSchedule, type DstPolicy } from "./cron.js";
 
 // The rules of timers (SPEC T1, T3, T6, K2-K4): what a spec means, when a timer is first due,
 // which occurrence is owed when it rings, and when an occurrence is too late to make. Pure
@@ -20,9 +20,22 @@ import { parseCron, type CronSchedule } from "./cron.js";
 // - declared schedules only: scheduled ⇄ **disabled** (next_due_ms NULL, `disabled` set) by
 //   their manifest or a patch (T2); a schedule of another region than the owner's is stored
 //   with next_due_ms NULL too (K6).
+// - recurring timers only: scheduled ⇄ **paused** (next_due_ms NULL, `paused` set with the
+//   note and the due moment it held) by PauseTimer / ResumeTimer (B1); on resume at most one
+//   missed occurrence is owed, as the catch-up policy says ({@link resumeDue}).
 // An occurrence is either made (its action is called, call id = occurrence id) or, when later
 // than the timer's `overdue` bound at the claim, recorded as skipped. A made occurrence whose
 // call fails is tried again after each of the timer's `retryDelaysMs` (T7; see fire.ts).
+//
+// Schedule policies (B1) shape a recurring timer's moments. Its *nominal* moments are the
+// spec's (cron fire times under its DST policy, B2; or anchor + k·every), kept within
+// [start, end). Each is *due* at nominal + jitter offset (deterministic per timer and moment,
+// always before the next nominal moment), so the due moments are strictly increasing and each
+// nominal moment has exactly one occurrence (occurrence id from its due moment). The stored
+// next_due_ms is a due moment; {@link nominalOf} maps it back. The timer is spent after its
+// last moment before `end`, or once `max_count` occurrences were made (counted on `occurrences`;
+// triggered and backfilled ones are not counted). Overlap ({@link claimDecision}) and catch-up
+// ({@link owedOccurrences}) decide at the claim.
 
 /** The kinds of timers (T2, T3, K3). */
 export type TimerKind = "runtime" | "declared" | "delay";
@@ -31,8 +44,8 @@ export type TimerKind = "runtime" | "declared" | "delay";
 export type TimerSpec =
   /** Once, at `atMs`. */
   | { kind: "at"; atMs: number }
-  /** By a 5-field cron expression in an IANA zone ("" = UTC), T10. */
-  | { kind: "cron"; expression: string; zone: string }
+  /** By a 5-field cron expression in an IANA zone ("" = UTC), T10; `dst` absent: shift / first (B2). */
+  | { kind: "cron"; expression: string; zone: string; dst?: DstPolicy }
   /** Every `everyMs` ms, the first one interval after it was set. */
   | { kind: "every"; everyMs: number };
 
@@ -43,6 +56,56 @@ export type Overdue =
   | { kind: "max"; maxLatenessMs: number }
   /** Made only within {@link onTimeToleranceMs} of its moment. */
   | { kind: "onTimeOrNever" };
+
+/** Whether an occurrence may start while the previous one of its timer still runs (B1); K2's default "allow". */
+export type OverlapPolicy = "allow" | "skip" | "bufferOne";
+
+/** Which missed occurrences a recurring timer owes after an outage (B1); K2's default "latest". */
+export type CatchUpPolicy = "latest" | "allWithinWindow" | "none";
+
+/** How a recurring timer runs (B1). Times in ms; instants ms since the epoch, UTC. */
+export interface SchedulePolicy {
+  /** Each occurrence is made up to this many ms after its nominal moment (deterministic offset); 0: none. */
+  jitterMs: number;
+  /** No nominal moment before this instant; null: none. */
+  startMs: number | null;
+  /** No nominal moment at or after this instant; null: none. */
+  endMs: number | null;
+  /** Spent once this many occurrences were made (`occurrences`); 0: no limit. */
+  maxCount: number;
+  overlap: OverlapPolicy;
+  catchUp: CatchUpPolicy;
+  /** With catch-up "allWithinWindow": how far back (ms) missed occurrences are owed; 0 otherwise. */
+  catchUpWindowMs: number;
+  /**
+   * `every_ms` timers: the first nominal moment, from which the others are counted (set by the
+   * owner when the timer is set; null for timers set before B1, whose moments are counted from
+   * their next due moment).
+   */
+  anchorMs: number | null;
+}
+
+/** K2's policy: no jitter, no bounds, no limit, calls may overlap, latest only after an outage (B1). */
+export const defaultSchedulePolicy: Readonly<SchedulePolicy> = Object.freeze({
+  jitterMs: 0,
+  startMs: null,
+  endMs: null,
+  maxCount: 0,
+  overlap: "allow",
+  catchUp: "latest",
+  catchUpWindowMs: 0,
+  anchorMs: null,
+});
+
+/** A paused timer's state (B1). */
+export interface PauseState {
+  /** The note given to PauseTimer ("" when none). */
+  note: string;
+  /** Commit time of the pause, ms since the epoch. */
+  atMs: number;
+  /** The due moment it held when paused (null: it had none, e.g. disabled), ms since the epoch. */
+  heldDueMs: number | null;
+}
 
 /** A stored timer: a document of `sys.timers` (T4). */
 export interface TimerRecord {
@@ -71,6 +134,10 @@ export interface TimerRecord {
   disabled: boolean;
   /** Waits between the tries of a failed occurrence, ms (T7): one retry per entry. */
   retryDelaysMs: number[];
+  /** Jitter, bounds, maximum count, overlap and catch-up (B1); delays always have the default. */
+  policy: SchedulePolicy;
+  /** Set while paused (B1); nextDueMs is then null. */
+  paused: PauseState | null;
   /** Commit time of the Schedule/Delay that set it, ms since the epoch. */
   createdAt: number;
   /** Commit time of its last change, ms since the epoch. */
@@ -92,24 +159,47 @@ export const onTimeToleranceMs = 1_000;
 export const minEveryMs = 1_000;
 /** Longest interval or distance into the future anything may be set: 100 years in ms. */
 export const maxHorizonMs = 100 * 366 * 86_400_000;
+/** Shortest catch-up window (B1): 1,000 ms. */
+export const minCatchUpWindowMs = 1_000;
+/** Most missed occurrences one claim owes under catch-up "allWithinWindow" (the most recent ones, B1). */
+export const maxCatchUpOccurrences = 100;
+/** Most occurrences one BackfillTimer makes (B1). */
+export const maxBackfillOccurrences = 1_000;
+/** Longest pause or resume note, in characters (B1). */
+export const maxNoteLength = 1_000;
+
+/**
+ * INVALID_ARGUMENT naming `field` unless `ms` is a whole number of ms from `min` to `max`
+ * (inclusive). The one message for every ms field of TimeService and schedule declarations:
+ * `<field> must be from <min> to <max> ms, got <ms>`.
+ */
+export function checkMs(ms: number | bigint, field: string, min: number, max: number): number {
+  const n = typeof ms === "bigint" ? (ms > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER + 1 : Number(ms)) : ms;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    fail("bad_request", `${field} must be from ${min} to ${max} ms, got ${String(ms)}`, [{ field, description: `from ${min} to ${max} ms` }]);
+  }
+  return n;
+}
 
 const cronCache = new Map<string, CronSchedule>();
 
 /**
- * The checked schedule of a cron spec (parsed once per expression and zone, cached).
- * Throws INVALID_ARGUMENT with the field `spec.cron.expression` or `spec.cron.zone`
- * (parseCron's message names the bad cron field, T10).
+ * The checked schedule of a cron spec (parsed once per expression, zone and DST policy,
+ * cached). Throws INVALID_ARGUMENT with the field `<field>.cron.expression`,
+ * `<field>.cron.zone` or `<field>.cron.dst` (parseCron's message names the bad cron field,
+ * T10, B2); `field` defaults to "spec".
  */
-export function cronOf(expression: string, zone: string): CronSchedule {
-  const key = `${zone}\n${expression}`;
+export function cronOf(expression: string, zone: string, dst: DstPolicy = defaultDstPolicy, field = "spec"): CronSchedule {
+  const key = `${zone}\n${expression}\n${dst.gap}\n${dst.repeated}`;
   let schedule = cronCache.get(key);
   if (!schedule) {
     try {
-      schedule = parseCron(expression, zone);
+      schedule = parseCron(expression, zone, dst);
     } catch (e) {
       if (!(e instanceof ChronologError)) throw e;
-      const field = e.violations[0]?.field === "zone" ? "spec.cron.zone" : "spec.cron.expression";
-      fail("bad_request", e.message, [{ field, description: e.message }]);
+      const which = e.violations[0]?.field;
+      const at = `${field}.cron.${which === "zone" ? "zone" : which === "dstPolicy" ? "dst" : "expression"}`;
+      fail("bad_request", e.message, [{ field: at, description: e.message }]);
     }
     if (cronCache.size >= 1_000) cronCache.clear();
     cronCache.set(key, schedule);
@@ -118,25 +208,60 @@ export function cronOf(expression: string, zone: string): CronSchedule {
 }
 
 /**
- * Checks `spec` at the moment it is set (`nowMs`) and returns when it is first due (T3).
- * `at` more than {@link pastToleranceMs} in the past, or more than 100 years ahead,
- * `every_ms` below {@link minEveryMs} or above 100 years, and bad cron expressions or zones
- * (including 6-field ones) fail with INVALID_ARGUMENT naming the field (`spec.at`,
- * `spec.every_ms`, `spec.cron.expression`, `spec.cron.zone`).
+ * Checks `spec` at the moment it is set (`nowMs`) and returns when it is first due (T3), under
+ * `policy` (B1: its first nominal moment within [start, end), plus its jitter; `timerId` seeds
+ * the jitter). `at` more than {@link pastToleranceMs} in the past, or more than 100 years
+ * ahead, `every_ms` below {@link minEveryMs} or above 100 years, and bad cron expressions,
+ * zones or DST policies (including 6-field expressions) fail with INVALID_ARGUMENT naming the
+ * field (`spec.at`, `spec.every_ms`, `spec.cron.expression`, `spec.cron.zone`,
+ * `spec.cron.dst`), as does a policy that leaves no moment (`policy.end`). `field` prefixes
+ * the spec's fields ("spec"); `policyField` the policy's ("policy").
  */
-export function firstDue(spec: TimerSpec, nowMs: number, field = "spec"): number {
+export function firstDue(spec: TimerSpec, nowMs: number, field = "spec", policy: SchedulePolicy = defaultSchedulePolicy, timerId = "", policyField = "policy"): number {
   switch (spec.kind) {
     case "at":
       checkAt(spec.atMs, nowMs, `${field}.at`);
       return spec.atMs;
     case "cron":
-      return cronOf(spec.expression, spec.zone).next(nowMs);
+      cronOf(spec.expression, spec.zone, spec.dst ?? defaultDstPolicy, field);
+      break;
     case "every":
-      if (!Number.isSafeInteger(spec.everyMs) || spec.everyMs < minEveryMs || spec.everyMs > maxHorizonMs) {
-        fail("bad_request", `${field}.every_ms must be from ${minEveryMs} to ${maxHorizonMs} ms, got ${spec.everyMs}`, [{ field: `${field}.every_ms`, description: `from ${minEveryMs} ms` }]);
-      }
-      return nowMs + spec.everyMs;
+      checkMs(spec.everyMs, `${field}.every_ms`, minEveryMs, maxHorizonMs);
+      break;
   }
+  const view = { id: timerId, spec, policy: { ...policy, anchorMs: policy.anchorMs ?? (spec.kind === "every" ? nowMs + spec.everyMs : null) }, nextDueMs: null };
+  const n = boundedNext(view, nowMs);
+  if (n === null) fail("bad_request", `${policyField}.end leaves no fire time: the first one after ${new Date(nowMs).toISOString()} is at or after its end`, [{ field: `${policyField}.end`, description: "no fire time before it" }]);
+  return dueOf(view, n);
+}
+
+/** The anchor an `every_ms` timer set at `nowMs` counts its moments from (B1): its first nominal moment, `nowMs + every_ms`; null for other specs. */
+export function anchorFor(spec: TimerSpec, nowMs: number): number | null {
+  return spec.kind === "every" ? nowMs + spec.everyMs : null;
+}
+
+/**
+ * Checks a schedule policy (B1) for `spec`, reporting under `field` ("policy"): INVALID_ARGUMENT
+ * naming `policy.jitter_ms`, `.end` (not after `start`), `.max_count`, `.catch_up_window_ms`
+ * (required, at least 1,000 ms, with "allWithinWindow"; 0 otherwise), or `policy` itself when a
+ * one-shot (`at`) is given anything but the default. Returns it.
+ */
+export function checkSchedulePolicy(policy: SchedulePolicy, spec: TimerSpec, field = "policy"): SchedulePolicy {
+  checkMs(policy.jitterMs, `${field}.jitter_ms`, 0, maxHorizonMs);
+  if (!Number.isSafeInteger(policy.maxCount) || policy.maxCount < 0) fail("bad_request", `${field}.max_count must be a whole number, got ${policy.maxCount}`, [{ field: `${field}.max_count`, description: "at most 2^53-1" }]);
+  if (policy.startMs !== null && policy.endMs !== null && policy.endMs <= policy.startMs) {
+    fail("bad_request", `${field}.end ${new Date(policy.endMs).toISOString()} must be after ${field}.start ${new Date(policy.startMs).toISOString()}`, [{ field: `${field}.end`, description: "not after start" }]);
+  }
+  if (policy.catchUp === "allWithinWindow") checkMs(policy.catchUpWindowMs, `${field}.catch_up_window_ms`, minCatchUpWindowMs, maxHorizonMs);
+  else if (policy.catchUpWindowMs !== 0) fail("bad_request", `${field}.catch_up_window_ms applies to catch-up "all within window" only`, [{ field: `${field}.catch_up_window_ms`, description: "only with CATCH_UP_POLICY_ALL_WITHIN_WINDOW" }]);
+  if (spec.kind === "at" && !isDefaultPolicy(policy)) fail("bad_request", `${field} applies to recurring timers (cron, every_ms), not to a one-shot at`, [{ field, description: "recurring timers only" }]);
+  return policy;
+}
+
+/** True when `policy` is K2's default, the anchor aside (B1). */
+export function isDefaultPolicy(policy: SchedulePolicy): boolean {
+  const d = defaultSchedulePolicy;
+  return policy.jitterMs === d.jitterMs && policy.startMs === d.startMs && policy.endMs === d.endMs && policy.maxCount === d.maxCount && policy.overlap === d.overlap && policy.catchUp === d.catchUp && policy.catchUpWindowMs === d.catchUpWindowMs;
 }
 
 /** INVALID_ARGUMENT on `field` unless `atMs` is at most 1 s in the past and at most 100 years ahead of `nowMs`. */
@@ -147,28 +272,117 @@ export function checkAt(atMs: number, nowMs: number, field: string): void {
   if (atMs > nowMs + maxHorizonMs) fail("bad_request", `${field} is more than 100 years ahead`, [{ field, description: "too far ahead" }]);
 }
 
+/** What the moment rules read of a timer (B1); `id`, `policy` and `occurrences` default to "", K2's policy and 0. */
+export type TimerMoments = Pick<TimerRecord, "spec" | "nextDueMs"> & Partial<Pick<TimerRecord, "id" | "policy" | "occurrences">>;
+
 /**
  * The occurrence owed by `timer`, due at or before `nowMs`, when the clock rings (T6, K2),
  * and the timer's next due moment after it (null: spent). One-shots owe their one moment.
  * A recurring timer owes one occurrence however long the owner was away: the most recent
  * due moment at or before `nowMs` (cron: `prev(now + 1)`; every: `due + k·every`), so a
  * month-long outage is one call, not thirty; the next moment is strictly after `nowMs`.
+ * It follows the policy's jitter, bounds and maximum count (B1); for its catch-up and overlap
+ * policies see {@link owedOccurrences} and {@link claimDecision} (this is their "latest" and
+ * "allow"; under catch-up "none" or "allWithinWindow" it still owes the most recent moment).
  */
-export function owedOccurrence(timer: Pick<TimerRecord, "spec" | "nextDueMs">, nowMs: number): { dueMs: number; nextDueMs: number | null } {
+export function owedOccurrence(timer: TimerMoments, nowMs: number): { dueMs: number; nextDueMs: number | null } {
+  const owed = owedOccurrences({ ...timer, policy: { ...(timer.policy ?? defaultSchedulePolicy), catchUp: "latest", catchUpWindowMs: 0 } }, nowMs);
+  return { dueMs: owed.dueMs[owed.dueMs.length - 1] ?? (timer.nextDueMs as number), nextDueMs: owed.nextDueMs };
+}
+
+/**
+ * Every occurrence `timer` owes when the clock rings at `nowMs` (its next due moment is at or
+ * before it), by its catch-up policy (B1, K2), ascending, and its next due moment after them
+ * (strictly after `nowMs`; null: spent). Of the due moments from its next one up to `nowMs`:
+ * - "latest" (default): the most recent one;
+ * - "allWithinWindow": those at most `catchUpWindowMs` before `nowMs`, at most
+ *   {@link maxCatchUpOccurrences} (the most recent); none when even the latest is older;
+ * - "none": the most recent one only if it is on time (at most {@link onTimeToleranceMs} ms
+ *   late), else none.
+ * Never more than `maxCount - occurrences` (the most recent); the next due moment is null when
+ * these make the count, or when the next moment is at or after `end`. One-shots owe their one
+ * moment. Moments not owed are not recorded (as K2's earlier missed moments are not).
+ */
+export function owedOccurrences(timer: TimerMoments, nowMs: number): { dueMs: number[]; nextDueMs: number | null } {
   const due = timer.nextDueMs as number;
-  switch (timer.spec.kind) {
-    case "at":
-      return { dueMs: due, nextDueMs: null };
-    case "cron": {
-      const schedule = cronOf(timer.spec.expression, timer.spec.zone);
-      return { dueMs: Math.max(due, schedule.prev(nowMs + 1)), nextDueMs: schedule.next(nowMs) };
-    }
-    case "every": {
-      const every = timer.spec.everyMs;
-      const latest = due + Math.floor((nowMs - due) / every) * every;
-      return { dueMs: latest, nextDueMs: latest + every };
+  if (timer.spec.kind === "at") return { dueMs: [due], nextDueMs: null };
+  const policy = timer.policy ?? defaultSchedulePolicy;
+  const first = nominalOf(timer, due);
+  // The latest nominal moment whose due moment has come (jitter never reaches the next moment).
+  let last = rawPrev(timer, nowMs + 1) ?? first;
+  if (policy.endMs !== null && last >= policy.endMs) last = rawPrev(timer, policy.endMs) ?? first;
+  if (dueOf(timer, last) > nowMs) last = rawPrev(timer, last) ?? first;
+  if (last < first) last = first;
+  let owed: number[];
+  switch (policy.catchUp) {
+    case "latest":
+      owed = [last];
+      break;
+    case "none":
+      owed = nowMs - dueOf(timer, last) <= onTimeToleranceMs ? [last] : [];
+      break;
+    case "allWithinWindow": {
+      owed = [];
+      for (let n: number | null = last; n !== null && n >= first && owed.length < maxCatchUpOccurrences && nowMs - dueOf(timer, n) <= policy.catchUpWindowMs; n = rawPrev(timer, n)) owed.push(n);
+      owed.reverse();
+      break;
     }
   }
+  const remaining = policy.maxCount > 0 ? Math.max(0, policy.maxCount - (timer.occurrences ?? 0)) : Infinity;
+  if (owed.length > remaining) owed = owed.slice(owed.length - remaining);
+  const next = rawNext(timer, last);
+  const spent = next === null || (policy.endMs !== null && next >= policy.endMs) || owed.length >= remaining;
+  return { dueMs: owed.map((n) => dueOf(timer, n)), nextDueMs: spent ? null : dueOf(timer, next) };
+}
+
+/**
+ * What the claim does with an owed occurrence of `timer` that is `latenessMs` late (B1, K3),
+ * given the timer's occurrences that have not ended (`active.running`: pending or waiting for a
+ * retry; `active.buffered`: held by "bufferOne"): "skipped" with the reason when it is later
+ * than the timer's `overdue` bound, or when the overlap policy is "skip" and one runs, or
+ * "bufferOne" and one is already held (or about to be released); "buffered" under "bufferOne"
+ * when one runs and none is held; otherwise "pending" (call it now). `reason` is "" unless
+ * skipped.
+ */
+export function claimDecision(timer: Pick<TimerRecord, "overdue"> & Partial<Pick<TimerRecord, "policy">>, latenessMs: number, active: { running: number; buffered: number }): { status: "pending" | "buffered" | "skipped"; reason: string } {
+  const late = tooLate(timer.overdue, latenessMs);
+  if (late) return { status: "skipped", reason: late };
+  const overlap = timer.policy?.overlap ?? "allow";
+  if (overlap === "allow" || active.running + active.buffered === 0) return { status: "pending", reason: "" };
+  if (overlap === "skip") return { status: "skipped", reason: `overlap policy skip: a previous occurrence is still running` };
+  if (active.buffered === 0) return { status: "buffered", reason: "" };
+  return { status: "skipped", reason: `overlap policy buffer one: a previous occurrence is running and another is already buffered` };
+}
+
+/**
+ * The due moment a paused `timer` takes when resumed at `nowMs` (B1), or null when it has none
+ * (its held moment was null, or its moments ended). Nothing missed while paused (the held
+ * moment is still ahead): the held moment. Otherwise at most one missed occurrence is owed,
+ * by the catch-up policy: the most recent missed due moment ("latest"; "allWithinWindow" when
+ * within the window; "none" when on time), else the next moment after `nowMs`.
+ */
+export function resumeDue(timer: TimerMoments & Pick<TimerRecord, "paused">, nowMs: number): number | null {
+  const held = timer.paused?.heldDueMs ?? null;
+  if (held === null) return null;
+  if (held > nowMs) return held;
+  const owed = owedOccurrences({ ...timer, nextDueMs: held }, nowMs);
+  return owed.dueMs[owed.dueMs.length - 1] ?? owed.nextDueMs;
+}
+
+/**
+ * The due moments of the nominal moments of `timer` in [startMs, endMs) (BackfillTimer, B1),
+ * ascending, each with its jitter, so a moment the schedule made has the same due moment
+ * (and occurrence id). The timer's own bounds and count do not apply. INVALID_ARGUMENT naming
+ * `end` when the range holds more than {@link maxBackfillOccurrences}.
+ */
+export function backfillMoments(timer: TimerMoments & Pick<TimerRecord, "paused">, startMs: number, endMs: number): number[] {
+  const view = { ...timer, nextDueMs: timer.nextDueMs ?? timer.paused?.heldDueMs ?? null, policy: { ...(timer.policy ?? defaultSchedulePolicy), startMs: null, endMs: null } };
+  const out: number[] = [];
+  for (let n = rawNext(view, startMs - 1); n !== null && n < endMs; n = rawNext(view, n)) {
+    if (out.length === maxBackfillOccurrences) fail("bad_request", `the range holds more than ${maxBackfillOccurrences} fire times; backfill it in parts`, [{ field: "end", description: `at most ${maxBackfillOccurrences} fire times` }]);
+    out.push(dueOf(view, n));
+  }
+  return out;
 }
 
 /**
@@ -198,19 +412,108 @@ export function occurrenceId(timerId: string, dueMs: number): string {
 
 /**
  * The next `count` moments `timer` is due, from its next due moment on (GetTimer's
- * preview, T4): empty when spent; one for one-shots.
+ * preview, T4, B1), with jitter, within its end bound and maximum count: empty when spent;
+ * one for one-shots. A paused timer previews the moments after `nowMs` it would have if
+ * resumed (catch-up aside).
  */
-export function preview(timer: Pick<TimerRecord, "spec" | "nextDueMs">, count: number): number[] {
-  if (timer.nextDueMs === null || count === 0) return [];
-  const first = timer.nextDueMs;
-  switch (timer.spec.kind) {
+export function preview(timer: TimerMoments & Partial<Pick<TimerRecord, "paused">>, count: number, nowMs = 0): number[] {
+  let first = timer.nextDueMs;
+  if (first === null && timer.paused && timer.paused.heldDueMs !== null && timer.spec.kind !== "at") {
+    const view = { ...timer, nextDueMs: timer.paused.heldDueMs };
+    const n = boundedNext(view, nowMs);
+    first = n === null ? null : dueOf(view, n);
+  }
+  if (first === null || count === 0) return [];
+  if (timer.spec.kind === "at") return [first];
+  const view = { ...timer, nextDueMs: first };
+  const policy = timer.policy ?? defaultSchedulePolicy;
+  const limit = policy.maxCount > 0 ? Math.min(count, policy.maxCount - (timer.occurrences ?? 0)) : count;
+  const out: number[] = [];
+  for (let n: number | null = nominalOf(view, first); n !== null && out.length < limit; n = rawNext(view, n)) {
+    if (policy.endMs !== null && n >= policy.endMs) break;
+    out.push(dueOf(view, n));
+  }
+  return out;
+}
+
+// ---- nominal moments (B1) ----
+// A recurring timer's nominal moments are its spec's: cron fire times (with its DST policy)
+// or `anchor + k·every` (anchor: the policy's, else the next due moment, which is then on
+// the lattice since jitter needs an anchor). `rawNext`/`rawPrev` ignore the bounds;
+// `boundedNext` keeps within [start, end). `dueOf` adds the jitter.
+
+/** The nominal moment strictly after `afterMs` (bounds ignored); null for a passed one-shot. */
+function rawNext(timer: TimerMoments, afterMs: number): number | null {
+  const spec = timer.spec;
+  switch (spec.kind) {
     case "at":
-      return [first];
+      return spec.atMs > afterMs ? spec.atMs : null;
     case "cron":
-      return [first, ...cronOf(timer.spec.expression, timer.spec.zone).take(first, count - 1)];
+      return cronOf(spec.expression, spec.zone, spec.dst ?? defaultDstPolicy).next(afterMs);
     case "every": {
-      const every = timer.spec.everyMs;
-      return Array.from({ length: count }, (_, i) => first + i * every);
+      const o = everyOrigin(timer);
+      return o + (Math.floor((afterMs - o) / spec.everyMs) + 1) * spec.everyMs;
     }
   }
+}
+
+/** The nominal moment strictly before `beforeMs` (bounds ignored); null when none. */
+function rawPrev(timer: TimerMoments, beforeMs: number): number | null {
+  const spec = timer.spec;
+  switch (spec.kind) {
+    case "at":
+      return spec.atMs < beforeMs ? spec.atMs : null;
+    case "cron":
+      return cronOf(spec.expression, spec.zone, spec.dst ?? defaultDstPolicy).prev(beforeMs);
+    case "every": {
+      const o = everyOrigin(timer);
+      return o + (Math.ceil((beforeMs - o) / spec.everyMs) - 1) * spec.everyMs;
+    }
+  }
+}
+
+/** The first nominal moment strictly after `afterMs` within [start, end), or null. */
+function boundedNext(timer: TimerMoments, afterMs: number): number | null {
+  const policy = timer.policy ?? defaultSchedulePolicy;
+  const n = rawNext(timer, policy.startMs !== null ? Math.max(afterMs, policy.startMs - 1) : afterMs);
+  return n !== null && (policy.endMs === null || n < policy.endMs) ? n : null;
+}
+
+/** Where an `every_ms` timer's lattice is: its anchor, else its next due moment. */
+function everyOrigin(timer: TimerMoments): number {
+  return timer.policy?.anchorMs ?? timer.nextDueMs ?? 0;
+}
+
+/**
+ * The due moment of nominal moment `n` of `timer` (B1): `n` plus its jitter offset, a
+ * deterministic function of the timer id and `n` up to `jitterMs`, capped below the gap to the
+ * next nominal moment so due moments stay strictly increasing.
+ */
+export function dueOf(timer: TimerMoments, n: number): number {
+  const jitter = timer.policy?.jitterMs ?? 0;
+  if (jitter === 0) return n;
+  const next = rawNext(timer, n);
+  const offset = jitterOffset(timer.id ?? "", n, jitter);
+  return n + (next === null ? offset : Math.min(offset, next - n - 1));
+}
+
+/** The nominal moment whose due moment is `dueMs` (the inverse of {@link dueOf}, B1). */
+export function nominalOf(timer: TimerMoments, dueMs: number): number {
+  if ((timer.policy?.jitterMs ?? 0) === 0 || timer.spec.kind === "at") return timer.spec.kind === "at" ? timer.spec.atMs : dueMs;
+  return rawPrev(timer, dueMs + 1) ?? dueMs;
+}
+
+/** 0 to `jitterMs` ms: from SHA-256 over the timer id and the nominal moment (B1). */
+export function jitterOffset(timerId: string, nominalMs: number, jitterMs: number): number {
+  const h = createHash("sha256").update(`timer-jitter\n${timerId}\n${nominalMs}`).digest();
+  return h.readUIntBE(0, 6) % (jitterMs + 1);
+}
+
+/**
+ * The id of a triggered occurrence of timer `timerId` (TriggerTimer, B1): 32 hex characters of
+ * SHA-256 over the timer id and `key` (derived from the cause under one, else fresh), so it
+ * never collides with a scheduled occurrence's.
+ */
+export function triggeredOccurrenceId(timerId: string, key: string): string {
+  return createHash("sha256").update(`timer-trigger\n${timerId}\n${key}`).digest("hex").slice(0, 32);
 }

@@ -158,3 +158,26 @@ export function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
+
+let zoneNames: Map<string, string> | undefined;
+
+/**
+ * The canonical spelling of IANA zone `name` (T10, T4: `utc` is stored as `UTC`,
+ * `europe/berlin` as `Europe/Berlin`): the zone as Intl lists it, matched without regard to
+ * case; a valid name Intl does not list (an alias such as `US/Eastern`, or `UTC`) keeps the
+ * spelling Intl resolves it to when that differs only in case, else its own. "" stays "" (UTC).
+ * Call with a valid name (`isValidZoneName`).
+ */
+export function canonicalZone(name: string): string {
+  if (name === "") return "";
+  zoneNames ??= new Map([...Intl.supportedValuesOf("timeZone"), "UTC", "Etc/UTC", "Etc/GMT", "GMT"].map((z) => [z.toLowerCase(), z]));
+  const listed = zoneNames.get(name.toLowerCase());
+  if (listed) return listed;
+  try {
+    const resolved = new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone;
+    if (resolved.toLowerCase() === name.toLowerCase()) return resolved;
+  } catch {
+    /* not a zone Intl knows: keep it */
+  }
+  return name;
+}

@@ -1,5 +1,6 @@
 import datetime
 
+from chronolog.gen.chronolog.v1 import time_pb2 as _time_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -153,7 +154,7 @@ class StartPosition(_message.Message):
     def __init__(self, end: _Optional[bool] = ..., beginning: _Optional[bool] = ..., after_seq: _Optional[int] = ...) -> None: ...
 
 class ScheduleDeclaration(_message.Message):
-    __slots__ = ("action", "input", "cron", "zone", "every_ms", "max_lateness_ms", "retry_delays_ms", "disabled", "region")
+    __slots__ = ("action", "input", "cron", "zone", "every_ms", "max_lateness_ms", "retry_delays_ms", "disabled", "region", "policy", "dst")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     CRON_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +164,8 @@ class ScheduleDeclaration(_message.Message):
     RETRY_DELAYS_MS_FIELD_NUMBER: _ClassVar[int]
     DISABLED_FIELD_NUMBER: _ClassVar[int]
     REGION_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    DST_FIELD_NUMBER: _ClassVar[int]
     action: str
     input: _struct_pb2.Struct
     cron: str
@@ -172,23 +175,29 @@ class ScheduleDeclaration(_message.Message):
     retry_delays_ms: _containers.RepeatedScalarFieldContainer[int]
     disabled: bool
     region: int
-    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cron: _Optional[str] = ..., zone: _Optional[str] = ..., every_ms: _Optional[int] = ..., max_lateness_ms: _Optional[int] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., disabled: _Optional[bool] = ..., region: _Optional[int] = ...) -> None: ...
+    policy: _time_pb2.SchedulePolicy
+    dst: _time_pb2.DstPolicy
+    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cron: _Optional[str] = ..., zone: _Optional[str] = ..., every_ms: _Optional[int] = ..., max_lateness_ms: _Optional[int] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., disabled: _Optional[bool] = ..., region: _Optional[int] = ..., policy: _Optional[_Union[_time_pb2.SchedulePolicy, _Mapping]] = ..., dst: _Optional[_Union[_time_pb2.DstPolicy, _Mapping]] = ...) -> None: ...
 
 class SchedulePatch(_message.Message):
-    __slots__ = ("plugin", "schedule", "cron", "zone", "input", "disabled")
+    __slots__ = ("plugin", "schedule", "cron", "zone", "input", "disabled", "dst", "policy")
     PLUGIN_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     CRON_FIELD_NUMBER: _ClassVar[int]
     ZONE_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     DISABLED_FIELD_NUMBER: _ClassVar[int]
+    DST_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
     plugin: str
     schedule: str
     cron: str
     zone: str
     input: _struct_pb2.Struct
     disabled: bool
-    def __init__(self, plugin: _Optional[str] = ..., schedule: _Optional[str] = ..., cron: _Optional[str] = ..., zone: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., disabled: _Optional[bool] = ...) -> None: ...
+    dst: _time_pb2.DstPolicy
+    policy: _time_pb2.SchedulePolicy
+    def __init__(self, plugin: _Optional[str] = ..., schedule: _Optional[str] = ..., cron: _Optional[str] = ..., zone: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., disabled: _Optional[bool] = ..., dst: _Optional[_Union[_time_pb2.DstPolicy, _Mapping]] = ..., policy: _Optional[_Union[_time_pb2.SchedulePolicy, _Mapping]] = ...) -> None: ...
 
 class PulseDeclaration(_message.Message):
     __slots__ = ("action", "cycle_seconds", "intervals", "scope")

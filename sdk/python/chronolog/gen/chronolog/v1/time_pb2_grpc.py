@@ -65,6 +65,26 @@ class TimeServiceStub:
                 request_serializer=chronolog_dot_v1_dot_time__pb2.GetTimerRequest.SerializeToString,
                 response_deserializer=chronolog_dot_v1_dot_time__pb2.GetTimerResponse.FromString,
                 _registered_method=True)
+        self.PauseTimer = channel.unary_unary(
+                '/chronolog.v1.TimeService/PauseTimer',
+                request_serializer=chronolog_dot_v1_dot_time__pb2.PauseTimerRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_time__pb2.PauseTimerResponse.FromString,
+                _registered_method=True)
+        self.ResumeTimer = channel.unary_unary(
+                '/chronolog.v1.TimeService/ResumeTimer',
+                request_serializer=chronolog_dot_v1_dot_time__pb2.ResumeTimerRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_time__pb2.ResumeTimerResponse.FromString,
+                _registered_method=True)
+        self.TriggerTimer = channel.unary_unary(
+                '/chronolog.v1.TimeService/TriggerTimer',
+                request_serializer=chronolog_dot_v1_dot_time__pb2.TriggerTimerRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_time__pb2.TriggerTimerResponse.FromString,
+                _registered_method=True)
+        self.BackfillTimer = channel.unary_unary(
+                '/chronolog.v1.TimeService/BackfillTimer',
+                request_serializer=chronolog_dot_v1_dot_time__pb2.BackfillTimerRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_time__pb2.BackfillTimerResponse.FromString,
+                _registered_method=True)
 
 
 class TimeServiceServicer:
@@ -114,6 +134,39 @@ class TimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PauseTimer(self, request, context):
+        """Pauses a recurring timer (B1): it claims nothing until resumed; recorded as
+        `timer.paused` with the note. FAILED_PRECONDITION for a delay or a one-shot.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeTimer(self, request, context):
+        """Resumes a paused timer (B1), owing at most one missed occurrence as its
+        catch-up policy says; recorded as `timer.resumed` with the note.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TriggerTimer(self, request, context):
+        """Makes one occurrence now (B1), with its own occurrence id, as the timer's
+        actor; recorded as `timer.triggered`. FAILED_PRECONDITION for a delay.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BackfillTimer(self, request, context):
+        """Makes one occurrence per fire time in [start, end) (B1), in order, each with
+        its own due moment; recorded as `timer.backfilled`. Moments already made are
+        not made again. FAILED_PRECONDITION for a delay or a one-shot.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +199,26 @@ def add_TimeServiceServicer_to_server(servicer, server):
                     servicer.GetTimer,
                     request_deserializer=chronolog_dot_v1_dot_time__pb2.GetTimerRequest.FromString,
                     response_serializer=chronolog_dot_v1_dot_time__pb2.GetTimerResponse.SerializeToString,
+            ),
+            'PauseTimer': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseTimer,
+                    request_deserializer=chronolog_dot_v1_dot_time__pb2.PauseTimerRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_time__pb2.PauseTimerResponse.SerializeToString,
+            ),
+            'ResumeTimer': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeTimer,
+                    request_deserializer=chronolog_dot_v1_dot_time__pb2.ResumeTimerRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_time__pb2.ResumeTimerResponse.SerializeToString,
+            ),
+            'TriggerTimer': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerTimer,
+                    request_deserializer=chronolog_dot_v1_dot_time__pb2.TriggerTimerRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_time__pb2.TriggerTimerResponse.SerializeToString,
+            ),
+            'BackfillTimer': grpc.unary_unary_rpc_method_handler(
+                    servicer.BackfillTimer,
+                    request_deserializer=chronolog_dot_v1_dot_time__pb2.BackfillTimerRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_time__pb2.BackfillTimerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -311,6 +384,114 @@ class TimeService:
             '/chronolog.v1.TimeService/GetTimer',
             chronolog_dot_v1_dot_time__pb2.GetTimerRequest.SerializeToString,
             chronolog_dot_v1_dot_time__pb2.GetTimerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseTimer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.TimeService/PauseTimer',
+            chronolog_dot_v1_dot_time__pb2.PauseTimerRequest.SerializeToString,
+            chronolog_dot_v1_dot_time__pb2.PauseTimerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeTimer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.TimeService/ResumeTimer',
+            chronolog_dot_v1_dot_time__pb2.ResumeTimerRequest.SerializeToString,
+            chronolog_dot_v1_dot_time__pb2.ResumeTimerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerTimer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.TimeService/TriggerTimer',
+            chronolog_dot_v1_dot_time__pb2.TriggerTimerRequest.SerializeToString,
+            chronolog_dot_v1_dot_time__pb2.TriggerTimerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BackfillTimer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.TimeService/BackfillTimer',
+            chronolog_dot_v1_dot_time__pb2.BackfillTimerRequest.SerializeToString,
+            chronolog_dot_v1_dot_time__pb2.BackfillTimerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/time.proto.
  */
 export const file_chronolog_v1_time: GenFile = /*@__PURE__*/
-  fileDesc("ChdjaHJvbm9sb2cvdjEvdGltZS5wcm90bxIMY2hyb25vbG9nLnYxInkKCVRpbWVyU3BlYxIoCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABImCgRjcm9uGAIgASgLMhYuY2hyb25vbG9nLnYxLkNyb25TcGVjSAASEgoIZXZlcnlfbXMYAyABKARIAEIGCgR3aGVuIiwKCENyb25TcGVjEhIKCmV4cHJlc3Npb24YASABKAkSDAoEem9uZRgCIAEoCSKuAwoFVGltZXISCgoCaWQYASABKAkSJQoEa2luZBgCIAEoDjIXLmNocm9ub2xvZy52MS5UaW1lcktpbmQSDgoGYWN0aW9uGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgRzcGVjGAUgASgLMhcuY2hyb25vbG9nLnYxLlRpbWVyU3BlYxIsCghuZXh0X2R1ZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFYWN0b3IYByABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISDgoGcGx1Z2luGAggASgJEhAKCHNjaGVkdWxlGAkgASgJEg4KBnJlZ2lvbhgKIAEoDRITCgtvY2N1cnJlbmNlcxgLIAEoBBIQCghkaXNhYmxlZBgMIAEoCBImCgdvdmVyZHVlGA0gASgLMhUuY2hyb25vbG9nLnYxLk92ZXJkdWUSEwoLY2hhaW5fZGVwdGgYDiABKA0SKwoHcHJldmlldxgPIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXgoHT3ZlcmR1ZRITCgl1bmJvdW5kZWQYASABKAhIABIZCg9tYXhfbGF0ZW5lc3NfbXMYAiABKARIABIaChBvbl90aW1lX29yX25ldmVyGAMgASgISABCBwoFYm91bmQi8gEKD1NjaGVkdWxlUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHNwZWMYBCABKAsyFy5jaHJvbm9sb2cudjEuVGltZXJTcGVjEiIKBWNhdXNlGAUgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiYKB292ZXJkdWUYByABKAsyFS5jaHJvbm9sb2cudjEuT3ZlcmR1ZSI2ChBTY2hlZHVsZVJlc3BvbnNlEiIKBXRpbWVyGAEgASgLMhMuY2hyb25vbG9nLnYxLlRpbWVyIkkKEVVuc2NoZWR1bGVSZXF1ZXN0EhAKCHRpbWVyX2lkGAEgASgJEiIKBWNhdXNlGAIgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlIhQKElVuc2NoZWR1bGVSZXNwb25zZSKUAgoMRGVsYXlSZXF1ZXN0Eg4KBmFjdGlvbhgBIAEoCRImCgVpbnB1dBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoLaW50ZXJ2YWxfbXMYAyABKARIABIoCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABImCgdvdmVyZHVlGAUgASgLMhUuY2hyb25vbG9nLnYxLk92ZXJkdWUSIgoFY2F1c2UYBiABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYByABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEwoLZnJlc2hfY2hhaW4YCCABKAhCBgoEd2hlbiJKCg1EZWxheVJlc3BvbnNlEhAKCGRlbGF5X2lkGAEgASgJEicKA2R1ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSgoSQ2FuY2VsRGVsYXlSZXF1ZXN0EhAKCGRlbGF5X2lkGAEgASgJEiIKBWNhdXNlGAIgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlIhUKE0NhbmNlbERlbGF5UmVzcG9uc2UiYQoRTGlzdFRpbWVyc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkSJQoEa2luZBgDIAEoDjIXLmNocm9ub2xvZy52MS5UaW1lcktpbmQiUgoSTGlzdFRpbWVyc1Jlc3BvbnNlEiMKBnRpbWVycxgBIAMoCzITLmNocm9ub2xvZy52MS5UaW1lchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOgoPR2V0VGltZXJSZXF1ZXN0EhAKCHRpbWVyX2lkGAEgASgJEhUKDXByZXZpZXdfY291bnQYAiABKA0iNgoQR2V0VGltZXJSZXNwb25zZRIiCgV0aW1lchgBIAEoCzITLmNocm9ub2xvZy52MS5UaW1lcipuCglUaW1lcktpbmQSGgoWVElNRVJfS0lORF9VTlNQRUNJRklFRBAAEhYKElRJTUVSX0tJTkRfUlVOVElNRRABEhcKE1RJTUVSX0tJTkRfREVDTEFSRUQQAhIUChBUSU1FUl9LSU5EX0RFTEFZEAMy2wMKC1RpbWVTZXJ2aWNlEkkKCFNjaGVkdWxlEh0uY2hyb25vbG9nLnYxLlNjaGVkdWxlUmVxdWVzdBoeLmNocm9ub2xvZy52MS5TY2hlZHVsZVJlc3BvbnNlEk8KClVuc2NoZWR1bGUSHy5jaHJvbm9sb2cudjEuVW5zY2hlZHVsZVJlcXVlc3QaIC5jaHJvbm9sb2cudjEuVW5zY2hlZHVsZVJlc3BvbnNlEkAKBURlbGF5EhouY2hyb25vbG9nLnYxLkRlbGF5UmVxdWVzdBobLmNocm9ub2xvZy52MS5EZWxheVJlc3BvbnNlElIKC0NhbmNlbERlbGF5EiAuY2hyb25vbG9nLnYxLkNhbmNlbERlbGF5UmVxdWVzdBohLmNocm9ub2xvZy52MS5DYW5jZWxEZWxheVJlc3BvbnNlEk8KCkxpc3RUaW1lcnMSHy5jaHJvbm9sb2cudjEuTGlzdFRpbWVyc1JlcXVlc3QaIC5jaHJvbm9sb2cudjEuTGlzdFRpbWVyc1Jlc3BvbnNlEkkKCEdldFRpbWVyEh0uY2hyb25vbG9nLnYxLkdldFRpbWVyUmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRUaW1lclJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChdjaHJvbm9sb2cvdjEvdGltZS5wcm90bxIMY2hyb25vbG9nLnYxInkKCVRpbWVyU3BlYxIoCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABImCgRjcm9uGAIgASgLMhYuY2hyb25vbG9nLnYxLkNyb25TcGVjSAASEgoIZXZlcnlfbXMYAyABKARIAEIGCgR3aGVuIlIKCENyb25TcGVjEhIKCmV4cHJlc3Npb24YASABKAkSDAoEem9uZRgCIAEoCRIkCgNkc3QYAyABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5IlsKCURzdFBvbGljeRIhCgNnYXAYASABKA4yFC5jaHJvbm9sb2cudjEuRHN0R2FwEisKCHJlcGVhdGVkGAIgASgOMhkuY2hyb25vbG9nLnYxLkRzdFJlcGVhdGVkIoMCCg5TY2hlZHVsZVBvbGljeRIRCglqaXR0ZXJfbXMYASABKAQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbWF4X2NvdW50GAQgASgEEiwKB292ZXJsYXAYBSABKA4yGy5jaHJvbm9sb2cudjEuT3ZlcmxhcFBvbGljeRItCghjYXRjaF91cBgGIAEoDjIbLmNocm9ub2xvZy52MS5DYXRjaFVwUG9saWN5EhoKEmNhdGNoX3VwX3dpbmRvd19tcxgHIAEoBCKvBAoFVGltZXISCgoCaWQYASABKAkSJQoEa2luZBgCIAEoDjIXLmNocm9ub2xvZy52MS5UaW1lcktpbmQSDgoGYWN0aW9uGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgRzcGVjGAUgASgLMhcuY2hyb25vbG9nLnYxLlRpbWVyU3BlYxIsCghuZXh0X2R1ZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFYWN0b3IYByABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISDgoGcGx1Z2luGAggASgJEhAKCHNjaGVkdWxlGAkgASgJEg4KBnJlZ2lvbhgKIAEoDRITCgtvY2N1cnJlbmNlcxgLIAEoBBIQCghkaXNhYmxlZBgMIAEoCBImCgdvdmVyZHVlGA0gASgLMhUuY2hyb25vbG9nLnYxLk92ZXJkdWUSEwoLY2hhaW5fZGVwdGgYDiABKA0SKwoHcHJldmlldxgPIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoGcG9saWN5GBAgASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5Eg4KBnBhdXNlZBgRIAEoCBISCgpwYXVzZV9ub3RlGBIgASgJEi0KCXBhdXNlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXgoHT3ZlcmR1ZRITCgl1bmJvdW5kZWQYASABKAhIABIZCg9tYXhfbGF0ZW5lc3NfbXMYAiABKARIABIaChBvbl90aW1lX29yX25ldmVyGAMgASgISABCBwoFYm91bmQioAIKD1NjaGVkdWxlUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHNwZWMYBCABKAsyFy5jaHJvbm9sb2cudjEuVGltZXJTcGVjEiIKBWNhdXNlGAUgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiYKB292ZXJkdWUYByABKAsyFS5jaHJvbm9sb2cudjEuT3ZlcmR1ZRIsCgZwb2xpY3kYCCABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3kiNgoQU2NoZWR1bGVSZXNwb25zZRIiCgV0aW1lchgBIAEoCzITLmNocm9ub2xvZy52MS5UaW1lciJJChFVbnNjaGVkdWxlUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIiCgVjYXVzZRgCIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSIUChJVbnNjaGVkdWxlUmVzcG9uc2UilAIKDERlbGF5UmVxdWVzdBIOCgZhY3Rpb24YASABKAkSJgoFaW5wdXQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhUKC2ludGVydmFsX21zGAMgASgESAASKAoCYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASJgoHb3ZlcmR1ZRgFIAEoCzIVLmNocm9ub2xvZy52MS5PdmVyZHVlEiIKBWNhdXNlGAYgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlEiIKBWFjdG9yGAcgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEhMKC2ZyZXNoX2NoYWluGAggASgIQgYKBHdoZW4iSgoNRGVsYXlSZXNwb25zZRIQCghkZWxheV9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkoKEkNhbmNlbERlbGF5UmVxdWVzdBIQCghkZWxheV9pZBgBIAEoCRIiCgVjYXVzZRgCIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSIVChNDYW5jZWxEZWxheVJlc3BvbnNlImEKEUxpc3RUaW1lcnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEiUKBGtpbmQYAyABKA4yFy5jaHJvbm9sb2cudjEuVGltZXJLaW5kIlIKEkxpc3RUaW1lcnNSZXNwb25zZRIjCgZ0aW1lcnMYASADKAsyEy5jaHJvbm9sb2cudjEuVGltZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKD0dldFRpbWVyUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIVCg1wcmV2aWV3X2NvdW50GAIgASgNIjYKEEdldFRpbWVyUmVzcG9uc2USIgoFdGltZXIYASABKAsyEy5jaHJvbm9sb2cudjEuVGltZXIiVwoRUGF1c2VUaW1lclJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSDAoEbm90ZRgCIAEoCRIiCgVjYXVzZRgDIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSJLChJQYXVzZVRpbWVyUmVzcG9uc2USIgoFdGltZXIYASABKAsyEy5jaHJvbm9sb2cudjEuVGltZXISEQoJdW5jaGFuZ2VkGAIgASgIIlgKElJlc3VtZVRpbWVyUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIMCgRub3RlGAIgASgJEiIKBWNhdXNlGAMgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlIkwKE1Jlc3VtZVRpbWVyUmVzcG9uc2USIgoFdGltZXIYASABKAsyEy5jaHJvbm9sb2cudjEuVGltZXISEQoJdW5jaGFuZ2VkGAIgASgIIksKE1RyaWdnZXJUaW1lclJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSIgoFY2F1c2UYAiABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2UiVgoUVHJpZ2dlclRpbWVyUmVzcG9uc2USFQoNb2NjdXJyZW5jZV9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqABChRCYWNrZmlsbFRpbWVyUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIpCgVzdGFydBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVjYXVzZRgEIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSJQChVCYWNrZmlsbFRpbWVyUmVzcG9uc2USNwoLb2NjdXJyZW5jZXMYASADKAsyIi5jaHJvbm9sb2cudjEuQmFja2ZpbGxlZE9jY3VycmVuY2UiaAoUQmFja2ZpbGxlZE9jY3VycmVuY2USFQoNb2NjdXJyZW5jZV9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGV4aXN0aW5nGAMgASgIKkYKBkRzdEdhcBIXChNEU1RfR0FQX1VOU1BFQ0lGSUVEEAASEQoNRFNUX0dBUF9TSElGVBABEhAKDERTVF9HQVBfU0tJUBACKnEKC0RzdFJlcGVhdGVkEhwKGERTVF9SRVBFQVRFRF9VTlNQRUNJRklFRBAAEhYKEkRTVF9SRVBFQVRFRF9GSVJTVBABEhUKEURTVF9SRVBFQVRFRF9MQVNUEAISFQoRRFNUX1JFUEVBVEVEX0JPVEgQAyqBAQoNT3ZlcmxhcFBvbGljeRIeChpPVkVSTEFQX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFE9WRVJMQVBfUE9MSUNZX0FMTE9XEAESFwoTT1ZFUkxBUF9QT0xJQ1lfU0tJUBACEh0KGU9WRVJMQVBfUE9MSUNZX0JVRkZFUl9PTkUQAyqNAQoNQ2F0Y2hVcFBvbGljeRIfChtDQVRDSF9VUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIaChZDQVRDSF9VUF9QT0xJQ1lfTEFURVNUEAESJQohQ0FUQ0hfVVBfUE9MSUNZX0FMTF9XSVRISU5fV0lORE9XEAISGAoUQ0FUQ0hfVVBfUE9MSUNZX05PTkUQAypuCglUaW1lcktpbmQSGgoWVElNRVJfS0lORF9VTlNQRUNJRklFRBAAEhYKElRJTUVSX0tJTkRfUlVOVElNRRABEhcKE1RJTUVSX0tJTkRfREVDTEFSRUQQAhIUChBUSU1FUl9LSU5EX0RFTEFZEAMysQYKC1RpbWVTZXJ2aWNlEkkKCFNjaGVkdWxlEh0uY2hyb25vbG9nLnYxLlNjaGVkdWxlUmVxdWVzdBoeLmNocm9ub2xvZy52MS5TY2hlZHVsZVJlc3BvbnNlEk8KClVuc2NoZWR1bGUSHy5jaHJvbm9sb2cudjEuVW5zY2hlZHVsZVJlcXVlc3QaIC5jaHJvbm9sb2cudjEuVW5zY2hlZHVsZVJlc3BvbnNlEkAKBURlbGF5EhouY2hyb25vbG9nLnYxLkRlbGF5UmVxdWVzdBobLmNocm9ub2xvZy52MS5EZWxheVJlc3BvbnNlElIKC0NhbmNlbERlbGF5EiAuY2hyb25vbG9nLnYxLkNhbmNlbERlbGF5UmVxdWVzdBohLmNocm9ub2xvZy52MS5DYW5jZWxEZWxheVJlc3BvbnNlEk8KCkxpc3RUaW1lcnMSHy5jaHJvbm9sb2cudjEuTGlzdFRpbWVyc1JlcXVlc3QaIC5jaHJvbm9sb2cudjEuTGlzdFRpbWVyc1Jlc3BvbnNlEkkKCEdldFRpbWVyEh0uY2hyb25vbG9nLnYxLkdldFRpbWVyUmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRUaW1lclJlc3BvbnNlEk8KClBhdXNlVGltZXISHy5jaHJvbm9sb2cudjEuUGF1c2VUaW1lclJlcXVlc3QaIC5jaHJvbm9sb2cudjEuUGF1c2VUaW1lclJlc3BvbnNlElIKC1Jlc3VtZVRpbWVyEiAuY2hyb25vbG9nLnYxLlJlc3VtZVRpbWVyUmVxdWVzdBohLmNocm9ub2xvZy52MS5SZXN1bWVUaW1lclJlc3BvbnNlElUKDFRyaWdnZXJUaW1lchIhLmNocm9ub2xvZy52MS5UcmlnZ2VyVGltZXJSZXF1ZXN0GiIuY2hyb25vbG9nLnYxLlRyaWdnZXJUaW1lclJlc3BvbnNlElgKDUJhY2tmaWxsVGltZXISIi5jaHJvbm9sb2cudjEuQmFja2ZpbGxUaW1lclJlcXVlc3QaIy5jaHJvbm9sb2cudjEuQmFja2ZpbGxUaW1lclJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * When a timer fires.
@@ -75,11 +75,20 @@ export type CronSpec = Message<"chronolog.v1.CronSpec"> & {
   expression: string;
 
   /**
-   * IANA zone, e.g. `Europe/Berlin` (default UTC).
+   * IANA zone, e.g. `Europe/Berlin` (default UTC). Stored with its canonical
+   * spelling (`utc` becomes `UTC`).
    *
    * @generated from field: string zone = 2;
    */
   zone: string;
+
+  /**
+   * What fixed-hour wall times do across daylight-saving changes (B2; default
+   * shift gaps, first of a repeated hour).
+   *
+   * @generated from field: chronolog.v1.DstPolicy dst = 3;
+   */
+  dst?: DstPolicy | undefined;
 };
 
 /**
@@ -88,6 +97,104 @@ export type CronSpec = Message<"chronolog.v1.CronSpec"> & {
  */
 export const CronSpecSchema: GenMessage<CronSpec> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_time, 1);
+
+/**
+ * Daylight-saving policy of a cron schedule (B2). It applies to wall times of a
+ * fixed hour; schedules whose hour field is `*` or `*\/n` run at every real
+ * instant that matches, whatever the policy (T10).
+ *
+ * @generated from message chronolog.v1.DstPolicy
+ */
+export type DstPolicy = Message<"chronolog.v1.DstPolicy"> & {
+  /**
+   * A wall time that does not exist (spring forward).
+   *
+   * @generated from field: chronolog.v1.DstGap gap = 1;
+   */
+  gap: DstGap;
+
+  /**
+   * A wall time that happens twice (fall back).
+   *
+   * @generated from field: chronolog.v1.DstRepeated repeated = 2;
+   */
+  repeated: DstRepeated;
+};
+
+/**
+ * Describes the message chronolog.v1.DstPolicy.
+ * Use `create(DstPolicySchema)` to create a new message.
+ */
+export const DstPolicySchema: GenMessage<DstPolicy> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 2);
+
+/**
+ * How a recurring timer runs (B1). Every field is optional; the defaults are
+ * K2's: no jitter, no bounds, calls may overlap, latest only after an outage.
+ *
+ * @generated from message chronolog.v1.SchedulePolicy
+ */
+export type SchedulePolicy = Message<"chronolog.v1.SchedulePolicy"> & {
+  /**
+   * Each occurrence is made up to this many ms after its moment: a
+   * deterministic offset per occurrence (from the timer id and the moment),
+   * always before the next moment. 0: none.
+   *
+   * @generated from field: uint64 jitter_ms = 1;
+   */
+  jitterMs: bigint;
+
+  /**
+   * No occurrence before this moment.
+   *
+   * @generated from field: google.protobuf.Timestamp start = 2;
+   */
+  start?: Timestamp | undefined;
+
+  /**
+   * No occurrence at or after this moment; the timer is spent after its last one.
+   *
+   * @generated from field: google.protobuf.Timestamp end = 3;
+   */
+  end?: Timestamp | undefined;
+
+  /**
+   * The timer is spent once this many of its occurrences were made (triggered
+   * and backfilled ones not counted). 0: no limit.
+   *
+   * @generated from field: uint64 max_count = 4;
+   */
+  maxCount: bigint;
+
+  /**
+   * Whether an occurrence may start while the previous one still runs.
+   *
+   * @generated from field: chronolog.v1.OverlapPolicy overlap = 5;
+   */
+  overlap: OverlapPolicy;
+
+  /**
+   * Which missed occurrences are owed after an outage.
+   *
+   * @generated from field: chronolog.v1.CatchUpPolicy catch_up = 6;
+   */
+  catchUp: CatchUpPolicy;
+
+  /**
+   * With CATCH_UP_POLICY_ALL_WITHIN_WINDOW: how far back (ms) missed
+   * occurrences are still owed. Required (at least 1000) with that policy.
+   *
+   * @generated from field: uint64 catch_up_window_ms = 7;
+   */
+  catchUpWindowMs: bigint;
+};
+
+/**
+ * Describes the message chronolog.v1.SchedulePolicy.
+ * Use `create(SchedulePolicySchema)` to create a new message.
+ */
+export const SchedulePolicySchema: GenMessage<SchedulePolicy> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 3);
 
 /**
  * A stored timer: a document in `sys.timers` (T4).
@@ -194,11 +301,40 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
   chainDepth: number;
 
   /**
-   * Upcoming fire times (GetTimer's `preview_count`).
+   * Upcoming fire times (GetTimer's `preview_count`; for a paused timer, the
+   * ones it would have if resumed now).
    *
    * @generated from field: repeated google.protobuf.Timestamp preview = 15;
    */
   preview: Timestamp[];
+
+  /**
+   * Jitter, bounds, maximum count, overlap and catch-up (B1).
+   *
+   * @generated from field: chronolog.v1.SchedulePolicy policy = 16;
+   */
+  policy?: SchedulePolicy | undefined;
+
+  /**
+   * Paused by PauseTimer (B1): it claims nothing; `next_due` is absent.
+   *
+   * @generated from field: bool paused = 17;
+   */
+  paused: boolean;
+
+  /**
+   * The note given when it was paused.
+   *
+   * @generated from field: string pause_note = 18;
+   */
+  pauseNote: string;
+
+  /**
+   * When it was paused.
+   *
+   * @generated from field: google.protobuf.Timestamp paused_at = 19;
+   */
+  pausedAt?: Timestamp | undefined;
 };
 
 /**
@@ -206,7 +342,7 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
  * Use `create(TimerSchema)` to create a new message.
  */
 export const TimerSchema: GenMessage<Timer> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 2);
+  messageDesc(file_chronolog_v1_time, 4);
 
 /**
  * How late a call may be made (K3, K4).
@@ -251,7 +387,7 @@ export type Overdue = Message<"chronolog.v1.Overdue"> & {
  * Use `create(OverdueSchema)` to create a new message.
  */
 export const OverdueSchema: GenMessage<Overdue> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 3);
+  messageDesc(file_chronolog_v1_time, 5);
 
 /**
  * Set a timer.
@@ -307,6 +443,13 @@ export type ScheduleRequest = Message<"chronolog.v1.ScheduleRequest"> & {
    * @generated from field: chronolog.v1.Overdue overdue = 7;
    */
   overdue?: Overdue | undefined;
+
+  /**
+   * Jitter, bounds, maximum count, overlap and catch-up (B1; default K2's).
+   *
+   * @generated from field: chronolog.v1.SchedulePolicy policy = 8;
+   */
+  policy?: SchedulePolicy | undefined;
 };
 
 /**
@@ -314,7 +457,7 @@ export type ScheduleRequest = Message<"chronolog.v1.ScheduleRequest"> & {
  * Use `create(ScheduleRequestSchema)` to create a new message.
  */
 export const ScheduleRequestSchema: GenMessage<ScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 4);
+  messageDesc(file_chronolog_v1_time, 6);
 
 /**
  * The stored timer.
@@ -335,7 +478,7 @@ export type ScheduleResponse = Message<"chronolog.v1.ScheduleResponse"> & {
  * Use `create(ScheduleResponseSchema)` to create a new message.
  */
 export const ScheduleResponseSchema: GenMessage<ScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 5);
+  messageDesc(file_chronolog_v1_time, 7);
 
 /**
  * Stop a timer.
@@ -363,7 +506,7 @@ export type UnscheduleRequest = Message<"chronolog.v1.UnscheduleRequest"> & {
  * Use `create(UnscheduleRequestSchema)` to create a new message.
  */
 export const UnscheduleRequestSchema: GenMessage<UnscheduleRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 6);
+  messageDesc(file_chronolog_v1_time, 8);
 
 /**
  * Stopped.
@@ -378,7 +521,7 @@ export type UnscheduleResponse = Message<"chronolog.v1.UnscheduleResponse"> & {
  * Use `create(UnscheduleResponseSchema)` to create a new message.
  */
 export const UnscheduleResponseSchema: GenMessage<UnscheduleResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 7);
+  messageDesc(file_chronolog_v1_time, 9);
 
 /**
  * Arm a delayed call.
@@ -457,7 +600,7 @@ export type DelayRequest = Message<"chronolog.v1.DelayRequest"> & {
  * Use `create(DelayRequestSchema)` to create a new message.
  */
 export const DelayRequestSchema: GenMessage<DelayRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 8);
+  messageDesc(file_chronolog_v1_time, 10);
 
 /**
  * The armed delay.
@@ -485,7 +628,7 @@ export type DelayResponse = Message<"chronolog.v1.DelayResponse"> & {
  * Use `create(DelayResponseSchema)` to create a new message.
  */
 export const DelayResponseSchema: GenMessage<DelayResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 9);
+  messageDesc(file_chronolog_v1_time, 11);
 
 /**
  * Cancel a delay.
@@ -513,7 +656,7 @@ export type CancelDelayRequest = Message<"chronolog.v1.CancelDelayRequest"> & {
  * Use `create(CancelDelayRequestSchema)` to create a new message.
  */
 export const CancelDelayRequestSchema: GenMessage<CancelDelayRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 10);
+  messageDesc(file_chronolog_v1_time, 12);
 
 /**
  * Cancelled.
@@ -528,7 +671,7 @@ export type CancelDelayResponse = Message<"chronolog.v1.CancelDelayResponse"> & 
  * Use `create(CancelDelayResponseSchema)` to create a new message.
  */
 export const CancelDelayResponseSchema: GenMessage<CancelDelayResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 11);
+  messageDesc(file_chronolog_v1_time, 13);
 
 /**
  * List timers.
@@ -563,7 +706,7 @@ export type ListTimersRequest = Message<"chronolog.v1.ListTimersRequest"> & {
  * Use `create(ListTimersRequestSchema)` to create a new message.
  */
 export const ListTimersRequestSchema: GenMessage<ListTimersRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 12);
+  messageDesc(file_chronolog_v1_time, 14);
 
 /**
  * Timers ordered by next due time.
@@ -591,7 +734,7 @@ export type ListTimersResponse = Message<"chronolog.v1.ListTimersResponse"> & {
  * Use `create(ListTimersResponseSchema)` to create a new message.
  */
 export const ListTimersResponseSchema: GenMessage<ListTimersResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 13);
+  messageDesc(file_chronolog_v1_time, 15);
 
 /**
  * Get a timer.
@@ -619,7 +762,7 @@ export type GetTimerRequest = Message<"chronolog.v1.GetTimerRequest"> & {
  * Use `create(GetTimerRequestSchema)` to create a new message.
  */
 export const GetTimerRequestSchema: GenMessage<GetTimerRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 14);
+  messageDesc(file_chronolog_v1_time, 16);
 
 /**
  * The timer.
@@ -640,7 +783,449 @@ export type GetTimerResponse = Message<"chronolog.v1.GetTimerResponse"> & {
  * Use `create(GetTimerResponseSchema)` to create a new message.
  */
 export const GetTimerResponseSchema: GenMessage<GetTimerResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 15);
+  messageDesc(file_chronolog_v1_time, 17);
+
+/**
+ * Pause a timer.
+ *
+ * @generated from message chronolog.v1.PauseTimerRequest
+ */
+export type PauseTimerRequest = Message<"chronolog.v1.PauseTimerRequest"> & {
+  /**
+   * Timer id.
+   *
+   * @generated from field: string timer_id = 1;
+   */
+  timerId: string;
+
+  /**
+   * Why (recorded in `timer.paused`; at most 1000 characters).
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+
+  /**
+   * Set when paused by code under a cause (X5).
+   *
+   * @generated from field: chronolog.v1.Cause cause = 3;
+   */
+  cause?: Cause | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.PauseTimerRequest.
+ * Use `create(PauseTimerRequestSchema)` to create a new message.
+ */
+export const PauseTimerRequestSchema: GenMessage<PauseTimerRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 18);
+
+/**
+ * The paused timer.
+ *
+ * @generated from message chronolog.v1.PauseTimerResponse
+ */
+export type PauseTimerResponse = Message<"chronolog.v1.PauseTimerResponse"> & {
+  /**
+   * The timer after the call.
+   *
+   * @generated from field: chronolog.v1.Timer timer = 1;
+   */
+  timer?: Timer | undefined;
+
+  /**
+   * True when it already was paused: nothing changed and nothing was recorded.
+   *
+   * @generated from field: bool unchanged = 2;
+   */
+  unchanged: boolean;
+};
+
+/**
+ * Describes the message chronolog.v1.PauseTimerResponse.
+ * Use `create(PauseTimerResponseSchema)` to create a new message.
+ */
+export const PauseTimerResponseSchema: GenMessage<PauseTimerResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 19);
+
+/**
+ * Resume a timer.
+ *
+ * @generated from message chronolog.v1.ResumeTimerRequest
+ */
+export type ResumeTimerRequest = Message<"chronolog.v1.ResumeTimerRequest"> & {
+  /**
+   * Timer id.
+   *
+   * @generated from field: string timer_id = 1;
+   */
+  timerId: string;
+
+  /**
+   * Why (recorded in `timer.resumed`; at most 1000 characters).
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+
+  /**
+   * Set when resumed by code under a cause (X5).
+   *
+   * @generated from field: chronolog.v1.Cause cause = 3;
+   */
+  cause?: Cause | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.ResumeTimerRequest.
+ * Use `create(ResumeTimerRequestSchema)` to create a new message.
+ */
+export const ResumeTimerRequestSchema: GenMessage<ResumeTimerRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 20);
+
+/**
+ * The resumed timer.
+ *
+ * @generated from message chronolog.v1.ResumeTimerResponse
+ */
+export type ResumeTimerResponse = Message<"chronolog.v1.ResumeTimerResponse"> & {
+  /**
+   * The timer after the call (`next_due` is the owed occurrence, if any).
+   *
+   * @generated from field: chronolog.v1.Timer timer = 1;
+   */
+  timer?: Timer | undefined;
+
+  /**
+   * True when it was not paused: nothing changed and nothing was recorded.
+   *
+   * @generated from field: bool unchanged = 2;
+   */
+  unchanged: boolean;
+};
+
+/**
+ * Describes the message chronolog.v1.ResumeTimerResponse.
+ * Use `create(ResumeTimerResponseSchema)` to create a new message.
+ */
+export const ResumeTimerResponseSchema: GenMessage<ResumeTimerResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 21);
+
+/**
+ * Trigger a timer now.
+ *
+ * @generated from message chronolog.v1.TriggerTimerRequest
+ */
+export type TriggerTimerRequest = Message<"chronolog.v1.TriggerTimerRequest"> & {
+  /**
+   * Timer id.
+   *
+   * @generated from field: string timer_id = 1;
+   */
+  timerId: string;
+
+  /**
+   * Set when triggered by code under a cause (X5): the occurrence id is then
+   * derived, so a retried run triggers once.
+   *
+   * @generated from field: chronolog.v1.Cause cause = 2;
+   */
+  cause?: Cause | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.TriggerTimerRequest.
+ * Use `create(TriggerTimerRequestSchema)` to create a new message.
+ */
+export const TriggerTimerRequestSchema: GenMessage<TriggerTimerRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 22);
+
+/**
+ * The triggered occurrence.
+ *
+ * @generated from message chronolog.v1.TriggerTimerResponse
+ */
+export type TriggerTimerResponse = Message<"chronolog.v1.TriggerTimerResponse"> & {
+  /**
+   * Its id (also its action call id).
+   *
+   * @generated from field: string occurrence_id = 1;
+   */
+  occurrenceId: string;
+
+  /**
+   * Its due moment (the trigger's commit time).
+   *
+   * @generated from field: google.protobuf.Timestamp due = 2;
+   */
+  due?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.TriggerTimerResponse.
+ * Use `create(TriggerTimerResponseSchema)` to create a new message.
+ */
+export const TriggerTimerResponseSchema: GenMessage<TriggerTimerResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 23);
+
+/**
+ * Backfill a time range.
+ *
+ * @generated from message chronolog.v1.BackfillTimerRequest
+ */
+export type BackfillTimerRequest = Message<"chronolog.v1.BackfillTimerRequest"> & {
+  /**
+   * Timer id.
+   *
+   * @generated from field: string timer_id = 1;
+   */
+  timerId: string;
+
+  /**
+   * First moment of the range (inclusive).
+   *
+   * @generated from field: google.protobuf.Timestamp start = 2;
+   */
+  start?: Timestamp | undefined;
+
+  /**
+   * End of the range (exclusive); not in the future.
+   *
+   * @generated from field: google.protobuf.Timestamp end = 3;
+   */
+  end?: Timestamp | undefined;
+
+  /**
+   * Set when backfilled by code under a cause (X5).
+   *
+   * @generated from field: chronolog.v1.Cause cause = 4;
+   */
+  cause?: Cause | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.BackfillTimerRequest.
+ * Use `create(BackfillTimerRequestSchema)` to create a new message.
+ */
+export const BackfillTimerRequestSchema: GenMessage<BackfillTimerRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 24);
+
+/**
+ * The backfilled occurrences.
+ *
+ * @generated from message chronolog.v1.BackfillTimerResponse
+ */
+export type BackfillTimerResponse = Message<"chronolog.v1.BackfillTimerResponse"> & {
+  /**
+   * Every occurrence of the range, in due order (made now or before).
+   *
+   * @generated from field: repeated chronolog.v1.BackfilledOccurrence occurrences = 1;
+   */
+  occurrences: BackfilledOccurrence[];
+};
+
+/**
+ * Describes the message chronolog.v1.BackfillTimerResponse.
+ * Use `create(BackfillTimerResponseSchema)` to create a new message.
+ */
+export const BackfillTimerResponseSchema: GenMessage<BackfillTimerResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 25);
+
+/**
+ * One occurrence of a backfill.
+ *
+ * @generated from message chronolog.v1.BackfilledOccurrence
+ */
+export type BackfilledOccurrence = Message<"chronolog.v1.BackfilledOccurrence"> & {
+  /**
+   * Occurrence id (also its action call id).
+   *
+   * @generated from field: string occurrence_id = 1;
+   */
+  occurrenceId: string;
+
+  /**
+   * Its due moment (passed to the action as `scheduled`).
+   *
+   * @generated from field: google.protobuf.Timestamp due = 2;
+   */
+  due?: Timestamp | undefined;
+
+  /**
+   * True when it had been made (claimed) before: not made again.
+   *
+   * @generated from field: bool existing = 3;
+   */
+  existing: boolean;
+};
+
+/**
+ * Describes the message chronolog.v1.BackfilledOccurrence.
+ * Use `create(BackfilledOccurrenceSchema)` to create a new message.
+ */
+export const BackfilledOccurrenceSchema: GenMessage<BackfilledOccurrence> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 26);
+
+/**
+ * What a fixed-hour wall time in a daylight-saving gap does (B2).
+ *
+ * @generated from enum chronolog.v1.DstGap
+ */
+export enum DstGap {
+  /**
+   * Defaults to SHIFT.
+   *
+   * @generated from enum value: DST_GAP_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Runs once that day, moved forward by the gap's length (02:30 in a
+   * 02:00→03:00 gap runs at 03:30; T10).
+   *
+   * @generated from enum value: DST_GAP_SHIFT = 1;
+   */
+  SHIFT = 1,
+
+  /**
+   * Does not run that day.
+   *
+   * @generated from enum value: DST_GAP_SKIP = 2;
+   */
+  SKIP = 2,
+}
+
+/**
+ * Describes the enum chronolog.v1.DstGap.
+ */
+export const DstGapSchema: GenEnum<DstGap> = /*@__PURE__*/
+  enumDesc(file_chronolog_v1_time, 0);
+
+/**
+ * What a fixed-hour wall time that happens twice does (B2).
+ *
+ * @generated from enum chronolog.v1.DstRepeated
+ */
+export enum DstRepeated {
+  /**
+   * Defaults to FIRST.
+   *
+   * @generated from enum value: DST_REPEATED_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Runs at its first occurrence (T10).
+   *
+   * @generated from enum value: DST_REPEATED_FIRST = 1;
+   */
+  FIRST = 1,
+
+  /**
+   * Runs at its second occurrence.
+   *
+   * @generated from enum value: DST_REPEATED_LAST = 2;
+   */
+  LAST = 2,
+
+  /**
+   * Runs at both.
+   *
+   * @generated from enum value: DST_REPEATED_BOTH = 3;
+   */
+  BOTH = 3,
+}
+
+/**
+ * Describes the enum chronolog.v1.DstRepeated.
+ */
+export const DstRepeatedSchema: GenEnum<DstRepeated> = /*@__PURE__*/
+  enumDesc(file_chronolog_v1_time, 1);
+
+/**
+ * Whether an occurrence may start while the previous one of the same timer
+ * still runs (pending, or waiting to be retried) (B1).
+ *
+ * @generated from enum chronolog.v1.OverlapPolicy
+ */
+export enum OverlapPolicy {
+  /**
+   * Defaults to ALLOW (K2: calls may overlap).
+   *
+   * @generated from enum value: OVERLAP_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Called whatever runs.
+   *
+   * @generated from enum value: OVERLAP_POLICY_ALLOW = 1;
+   */
+  ALLOW = 1,
+
+  /**
+   * Skipped (recorded as `timer.skipped`) while the previous one runs.
+   *
+   * @generated from enum value: OVERLAP_POLICY_SKIP = 2;
+   */
+  SKIP = 2,
+
+  /**
+   * Held (one at most) until the previous one ends, then called; further
+   * ones are skipped.
+   *
+   * @generated from enum value: OVERLAP_POLICY_BUFFER_ONE = 3;
+   */
+  BUFFER_ONE = 3,
+}
+
+/**
+ * Describes the enum chronolog.v1.OverlapPolicy.
+ */
+export const OverlapPolicySchema: GenEnum<OverlapPolicy> = /*@__PURE__*/
+  enumDesc(file_chronolog_v1_time, 2);
+
+/**
+ * Which missed occurrences a recurring timer owes after an outage (B1).
+ *
+ * @generated from enum chronolog.v1.CatchUpPolicy
+ */
+export enum CatchUpPolicy {
+  /**
+   * Defaults to LATEST (K2).
+   *
+   * @generated from enum value: CATCH_UP_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The most recent missed occurrence only.
+   *
+   * @generated from enum value: CATCH_UP_POLICY_LATEST = 1;
+   */
+  LATEST = 1,
+
+  /**
+   * Every missed occurrence within `catch_up_window_ms` of the claim (at most
+   * 100, the most recent).
+   *
+   * @generated from enum value: CATCH_UP_POLICY_ALL_WITHIN_WINDOW = 2;
+   */
+  ALL_WITHIN_WINDOW = 2,
+
+  /**
+   * None: only an occurrence claimed on time (within 1 s) is made.
+   *
+   * @generated from enum value: CATCH_UP_POLICY_NONE = 3;
+   */
+  NONE = 3,
+}
+
+/**
+ * Describes the enum chronolog.v1.CatchUpPolicy.
+ */
+export const CatchUpPolicySchema: GenEnum<CatchUpPolicy> = /*@__PURE__*/
+  enumDesc(file_chronolog_v1_time, 3);
 
 /**
  * Kinds of timers.
@@ -681,7 +1266,7 @@ export enum TimerKind {
  * Describes the enum chronolog.v1.TimerKind.
  */
 export const TimerKindSchema: GenEnum<TimerKind> = /*@__PURE__*/
-  enumDesc(file_chronolog_v1_time, 0);
+  enumDesc(file_chronolog_v1_time, 4);
 
 /**
  * Timers, schedules and delays (T1-T10, K2-K6).
@@ -749,6 +1334,51 @@ export const TimeService: GenService<{
     methodKind: "unary";
     input: typeof GetTimerRequestSchema;
     output: typeof GetTimerResponseSchema;
+  },
+  /**
+   * Pauses a recurring timer (B1): it claims nothing until resumed; recorded as
+   * `timer.paused` with the note. FAILED_PRECONDITION for a delay or a one-shot.
+   *
+   * @generated from rpc chronolog.v1.TimeService.PauseTimer
+   */
+  pauseTimer: {
+    methodKind: "unary";
+    input: typeof PauseTimerRequestSchema;
+    output: typeof PauseTimerResponseSchema;
+  },
+  /**
+   * Resumes a paused timer (B1), owing at most one missed occurrence as its
+   * catch-up policy says; recorded as `timer.resumed` with the note.
+   *
+   * @generated from rpc chronolog.v1.TimeService.ResumeTimer
+   */
+  resumeTimer: {
+    methodKind: "unary";
+    input: typeof ResumeTimerRequestSchema;
+    output: typeof ResumeTimerResponseSchema;
+  },
+  /**
+   * Makes one occurrence now (B1), with its own occurrence id, as the timer's
+   * actor; recorded as `timer.triggered`. FAILED_PRECONDITION for a delay.
+   *
+   * @generated from rpc chronolog.v1.TimeService.TriggerTimer
+   */
+  triggerTimer: {
+    methodKind: "unary";
+    input: typeof TriggerTimerRequestSchema;
+    output: typeof TriggerTimerResponseSchema;
+  },
+  /**
+   * Makes one occurrence per fire time in [start, end) (B1), in order, each with
+   * its own due moment; recorded as `timer.backfilled`. Moments already made are
+   * not made again. FAILED_PRECONDITION for a delay or a one-shot.
+   *
+   * @generated from rpc chronolog.v1.TimeService.BackfillTimer
+   */
+  backfillTimer: {
+    methodKind: "unary";
+    input: typeof BackfillTimerRequestSchema;
+    output: typeof BackfillTimerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_chronolog_v1_time, 0);
