@@ -220,6 +220,8 @@ export interface OccurrenceRecord {
   latenessMs: number | null;
   /** Why the last call failed or why it was skipped ("" otherwise). */
   error: string;
+  /** The timer's chain depth (K5), carried from the claim so the call needs no lookup; not stored (read from the timer when absent). */
+  chainDepth?: number;
 }
 
 interface OccurrenceRow {
