@@ -333,6 +333,8 @@ describe("retries of failed occurrences (T7)", () => {
       [id, 3, due, id],
     ]);
     expect(await callHistory(h.client, id)).toEqual(["action.started#1", "action.failed#1", "action.retried#2", "action.failed#2", "action.retried#3", "action.failed#3"]);
+    const failed = await eventsOf(h.client, ["timer.failed"]);
+    expect(failed.map((e) => e.data)).toEqual([{ timer_id: "reports/hourly", occurrence_id: id, action: "reports.flaky", due_ms: due, attempts: 3, error: expect.stringContaining("the report store is down") }]);
     clock.advance(DAY / 2); // nothing more for it
     expect(rec.calls.filter((c) => c.callId === id)).toHaveLength(3);
 

@@ -50,6 +50,7 @@ export const runtimeTypes = [
   "timer.unscheduled",
   "timer.skipped",
   "timer.chain_exceeded",
+  "timer.failed",
   "timer.paused",
   "timer.resumed",
   "timer.triggered",

@@ -67,7 +67,8 @@ export interface FiringDeps {
  * same call id (ActionCalls records `action.retried`, A3): after failed
  * attempt n the occurrence waits in `retry_wait` until commit time +
  * `retryDelaysMs[n-1]`, durably, on the same one armed clock (no second
- * loop); with no entry left it is `failed` for good. The next occurrence of a
+ * loop); with no entry left it is `failed` for good and `timer.failed` is
+ * recorded in the same unit. The next occurrence of a
  * recurring timer comes on its own schedule meanwhile (calls may overlap,
  * K2). The lateness bound decides only whether an occurrence is made at all
  * (its first call); once made, its retries follow `retryDelaysMs` whatever
@@ -167,6 +168,7 @@ export class TimerFiring {
       const retryInMs = ended === "failed" ? occurrence.retryDelaysMs[attempt - 1] : undefined;
       const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
       this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
+      if (next.status === "failed") tx.append(failedEvent(occurrence, attempt, why));
       return next;
     };
     let endedWithCall: { status: OccurrenceOutcome["status"]; nextAttemptMs: number | null } | null = null;
@@ -240,6 +242,22 @@ export class TimerFiring {
  */
 function noCaller(): CallerContext {
   return { signal: new AbortController().signal, remainingMs: () => undefined };
+}
+
+/**
+ * `timer.failed` (T7): an occurrence whose last try failed, with no try left. Data: timer_id,
+ * occurrence_id, action, due_ms, attempts, error (the last try's); the timer's actor; no cause.
+ * Its id is derived from the occurrence id (one per occurrence). A processor on it can alert
+ * or make up for the occurrence.
+ */
+function failedEvent(occurrence: OccurrenceRecord, attempts: number, error: string) {
+  return {
+    id: derivedId(occurrence.id, 0, "timer.failed"),
+    type: "timer.failed",
+    data: { timer_id: occurrence.timerId, occurrence_id: occurrence.id, action: occurrence.action, due_ms: occurrence.dueMs, attempts, error },
+    cause: "",
+    actor: occurrence.actor,
+  };
 }
 
 /**
