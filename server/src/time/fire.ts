@@ -5,9 +5,12 @@ import { ChronologError } from "../errors.js";
 import { derivedId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { OccurrenceRecord, OccurrenceStatements, TimerStatements } from "../store/timers.js";
+import type { OccurrenceRecord, OccurrenceStatements, TimerControlStatements, TimerStatements } from "../store/timers.js";
 import type { LatenessHistogram } from "./lateness.js";
-import { occurrenceId, owedOccurrence, tooLate } from "./timers.js";
+import { claimDecision, occurrenceId, owedOccurrences, tooLate } from "./timers.js";
+
+/** What an "allow" overlap policy needs to know of a timer's running occurrences: nothing. */
+const noneActive = { running: 0, buffered: 0 };
 
 /** Most timers claimed by one commit; more due means the clock rings again at once. */
 const claimLimit = 1_000;
@@ -31,6 +34,8 @@ export interface FiringDeps {
   committer: Committer;
   timers: TimerStatements;
   occurrences: OccurrenceStatements;
+  /** B1: the occurrences of a timer that have not ended (overlap policy). */
+  control: TimerControlStatements;
   actions: ActionCalls;
   clock: Clock;
   lateness: LatenessHistogram;
@@ -111,33 +116,39 @@ export class TimerFiring {
     const claimed: OccurrenceRecord[] = [];
     const skipped: OccurrenceOutcome[] = [];
     for (const timer of timers.due(tx.now, claimLimit)) {
-      const { dueMs, nextDueMs } = owedOccurrence(timer, tx.now);
-      const latenessMs = tx.now - dueMs;
-      const why = tooLate(timer.overdue, latenessMs);
-      const occurrence: OccurrenceRecord = {
-        id: occurrenceId(timer.id, dueMs),
-        timerId: timer.id,
-        dueMs,
-        action: timer.action,
-        input: timer.input,
-        actor: timer.actor,
-        overdue: timer.overdue,
-        retryDelaysMs: timer.retryDelaysMs,
-        status: why ? "skipped" : "pending",
-        attempts: 0,
-        nextAttemptMs: null,
-        callId: occurrenceId(timer.id, dueMs),
-        latenessMs: why ? latenessMs : null,
-        error: why,
-        chainDepth: timer.chainDepth,
-      };
-      const fresh = occurrences.insert(occurrence, tx.now);
-      timers.advance(timer.id, nextDueMs, fresh && !why ? 1 : 0, tx.now);
-      if (!fresh) continue; // the same timer id and moment were claimed before (a replaced timer): called once
-      if (why) {
-        tx.append(skippedEvent(occurrence, latenessMs, why));
-        skipped.push({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
-      } else claimed.push(occurrence);
+      const { dueMs: owed, nextDueMs } = owedOccurrences(timer, tx.now); // B1 catch-up: the owed due moments, ascending (maybe none)
+      let called = 0;
+      for (const dueMs of owed) {
+        const latenessMs = tx.now - dueMs;
+        const active = (timer.policy?.overlap ?? "allow") === "allow" ? noneActive : this.deps.control.activeOf(timer.id); // no query when overlap is allowed
+        const { status, reason: why } = claimDecision(timer, latenessMs, active); // K3 lateness, B1 overlap
+        const occurrence: OccurrenceRecord = {
+          id: occurrenceId(timer.id, dueMs),
+          timerId: timer.id,
+          dueMs,
+          action: timer.action,
+          input: timer.input,
+          actor: timer.actor,
+          overdue: timer.overdue,
+          retryDelaysMs: timer.retryDelaysMs,
+          status,
+          attempts: 0,
+          nextAttemptMs: null,
+          callId: occurrenceId(timer.id, dueMs),
+          latenessMs: why ? latenessMs : null,
+          error: why,
+          chainDepth: timer.chainDepth,
+        };
+        if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+        if (why) {
+          tx.append(skippedEvent(occurrence, latenessMs, why));
+          skipped.push({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
+          continue;
+        }
+        called++;
+        if (status === "pending") claimed.push(occurrence); // "buffered": made when the previous one ends (time/index.ts releases it)
+      }
+      timers.advance(timer.id, nextDueMs, called, tx.now);
     }
     for (const retry of occurrences.dueRetries(tx.now, claimLimit)) {
       if (occurrences.resume(retry.id, tx.now)) claimed.push({ ...retry, status: "pending", nextAttemptMs: null });

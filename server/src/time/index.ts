@@ -75,7 +75,7 @@ export function openTime(options: TimeOptions): Time {
   const lateness = new LatenessHistogram();
   // The one clock's target: the earliest timer or retry (T5, T7).
   const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
-  const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, actions: options.actions, clock, lateness, logger, changed: (due) => arm.changed(due) });
+  const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, control, actions: options.actions, clock, lateness, logger, changed: (due) => arm.changed(due) });
   const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), logger });
   const timers = new Timers({ registry, committer, timers: timerRows, control, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
   const log = (message: string, details: Record<string, unknown>) => logger.warn(details, message);
