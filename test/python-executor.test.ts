@@ -400,6 +400,19 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     expect(mine.filter((e) => e.type.startsWith("processor."))).toEqual([]);
   });
 
+  it("a retried delivery that armed and cancelled a delay, set and unscheduled a timer: each recorded once, the retry succeeds, nothing left (E7)", async () => {
+    const job = (await web.emit("job.submitted", { job_id: "j-5", mode: "cancel", flaky: true })).event!;
+    await settled(job);
+    const mine = await under(job)();
+    expect(mine.find((e) => e.type === "processor.retried")?.data).toMatchObject({ attempt: 1, error: "job j-5 is flaky: failing attempt 1 after its work" });
+    expect(mine.filter((e) => e.type === "processor.failed")).toEqual([]);
+    const delayId = derivedId(job.id, 0, { op: "delay", action, input: { job_id: "j-5", what: "cancelled" }, when: { interval_ms: 60_000 }, overdue: { unbounded: true } });
+    const timerEvents = mine.filter((e) => e.type.startsWith("timer."));
+    expect(timerEvents.map((e) => `${e.type} ${(e.data as JsonObject).timer_id}`)).toEqual([`timer.scheduled ${delayId}`, `timer.unscheduled ${delayId}`, "timer.scheduled gone-j-5", "timer.unscheduled gone-j-5"]);
+    expect(mine.filter((e) => e.type === "job.worked").map((e) => e.data)).toEqual([{ job_id: "j-5", delay: delayId, timer: "gone-j-5" }]);
+    expect(await timersOf("j-5")).toEqual([]);
+  });
+
   it("malformed time arguments fail in the Python SDK before any call (unittest: sdk/python/tests/test_time_arguments.py)", async () => {
     const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_time_arguments.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
       (e: { stdout: string; stderr: string; code: number }) => e,

@@ -205,7 +205,8 @@ class WorkUnderCause:
         epoch), ``{"cron": "0 9 * * 1", "zone": "Europe/Berlin"}`` or
         ``{"every_ms": n}``. Its id is derived from the cause and position
         unless ``timer_id`` is given (the same id replaces). It runs as the
-        cause's actor (T9). A retried run setting the same timer changes
+        cause's actor (T9). A retried run making the same request at the same
+        position is answered from the log (the timer as it set it) and changes
         nothing. ``overdue``: ``"unbounded"`` (default), ``{"max_lateness_ms":
         n}`` or ``"on_time_or_never"``. Raises :class:`ChronologError` like
         :meth:`Client.schedule`.
@@ -213,7 +214,12 @@ class WorkUnderCause:
         return self._client.schedule(action, input, when, timer_id=timer_id, overdue=overdue, cause=self._next_cause())
 
     def unschedule(self, timer_id: str) -> None:
-        """Stops runtime timer ``timer_id`` (T3). NOT_FOUND when unknown."""
+        """Stops runtime timer ``timer_id`` (T3). NOT_FOUND when unknown.
+
+        A retried run making the same request at the same position is answered
+        from the log: it succeeds (the first run removed the timer) and removes
+        nothing.
+        """
         self._client.unschedule(timer_id, cause=self._next_cause())
 
     def delay(
@@ -233,12 +239,18 @@ class WorkUnderCause:
         (K5, depth + 1) unless ``fresh_chain``; past the owner's maximum depth
         it is refused (FAILED_PRECONDITION, recorded as
         ``timer.chain_exceeded``). The delay id is derived from the cause and
-        position: a retried run arms it once (E7).
+        position: a retried run arms it once (E7) and gets the first run's id
+        and due moment, from the log.
         """
         return self._client.delay(action, input, when, overdue, fresh_chain=fresh_chain, cause=self._next_cause())
 
     def cancel_delay(self, delay_id: str) -> None:
-        """Cancels a pending delay (K3). NOT_FOUND when unknown or already made."""
+        """Cancels a pending delay (K3). NOT_FOUND when unknown or already made.
+
+        A retried run making the same request at the same position is answered
+        from the log: it succeeds (the first run cancelled it) and changes
+        nothing.
+        """
         self._client.cancel_delay(delay_id, cause=self._next_cause())
 
 

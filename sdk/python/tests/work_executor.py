@@ -12,7 +12,9 @@ same ids (nothing written twice). Prints "executor ready" on stderr once welcome
     back, and emits ``job.worked`` with what it got (9). A job marked ``flaky`` then fails
     its first attempt: the retry makes the same calls and must find them all done;
   - ``mode: "cancel"``: arms a delay (0) and cancels it (1), sets a timer (2) and
-    unschedules it (3), emits ``job.worked`` (4);
+    unschedules it (3), emits ``job.worked`` (4); a ``flaky`` job then fails its first
+    attempt: the retry's requests are answered from the log (nothing armed or removed again,
+    no NOT_FOUND for what the first attempt removed);
 - action ``pywork.file`` (anyone may call it): creates a ``pyjob`` document (position 0
   under its ``action.started``) and arms ``pywork.remind`` 200 ms later (1);
 - action ``pywork.remind``: emits ``job.reminded`` with the timer that called it and its
@@ -71,6 +73,8 @@ def work(ctx: DeliveryContext) -> None:
         timer = ctx.schedule("pywork.remind", {"job_id": job, "what": "stopped"}, {"every_ms": 60_000}, timer_id=f"gone-{job}")
         ctx.unschedule(timer.id)
         ctx.emit("job.worked", {"job_id": job, "delay": armed.delay_id, "timer": timer.id})
+        if ctx.data.get("flaky") and ctx.attempt == 1:
+            raise RuntimeError(f"job {job} is flaky: failing attempt 1 after its work")
         return
     created = ctx.collections.create("pyjob", {"job_id": job, "status": "new", "secret": "s3"})
     doc_id = created.doc["_id"]

@@ -52,11 +52,16 @@ export interface WorkUnderCause {
    * `{ everyMs }` (cron with an optional `dst` policy, B2). Its id is derived from the
    * cause and position unless `options.timerId` is given (the same id replaces). It runs
    * as the cause's actor (T9). `options.policy` sets jitter, bounds, a maximum count,
-   * overlap and catch-up (B1). A retried run setting the same timer changes nothing.
-   * Rejects like {@link ChronologClient.schedule}.
+   * overlap and catch-up (B1). A retried run making the same request at the same
+   * position is answered from the log (the timer as it set it) and changes nothing,
+   * whatever happened to the timer since. Rejects like {@link ChronologClient.schedule}.
    */
   schedule(action: string, input: JsonObject, when: TimerWhen, options?: { timerId?: string; overdue?: OverdueBound; policy?: SchedulePolicyOptions }): Promise<Timer>;
-  /** Stops a runtime timer (T3). NOT_FOUND when unknown. */
+  /**
+   * Stops a runtime timer (T3). NOT_FOUND when unknown; a retried run making the same
+   * request at the same position is answered from the log: it succeeds (the first run
+   * removed the timer) and removes nothing.
+   */
   unschedule(timerId: string): Promise<void>;
   /** Pauses a recurring timer (B1), recorded with `note`; `unchanged` when already paused. Rejects like {@link ChronologClient.pauseTimer}. */
   pauseTimer(timerId: string, note?: string): Promise<{ timer: Timer; unchanged: boolean }>;
@@ -70,10 +75,15 @@ export interface WorkUnderCause {
    * `"onTimeOrNever"`. The delayed call continues this work's chain (K5, depth + 1)
    * unless `freshChain`; past the owner's maximum depth it is refused
    * (FAILED_PRECONDITION, recorded as `timer.chain_exceeded`). The delay id is
-   * derived from the cause and position: a retried run arms it once (E7).
+   * derived from the cause and position: a retried run arms it once (E7) and gets
+   * the first run's id and due moment, from the log.
    */
   delay(action: string, input: JsonObject, when: DelayWhen, overdue: OverdueBound, options?: { freshChain?: boolean }): Promise<DelayResult>;
-  /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */
+  /**
+   * Cancels a pending delay (K3). NOT_FOUND when unknown or already made; a retried
+   * run making the same request at the same position is answered from the log: it
+   * succeeds (the first run cancelled it) and changes nothing.
+   */
   cancelDelay(delayId: string): Promise<void>;
 }
 

@@ -8,7 +8,7 @@ import type { ActionEntry } from "../actions/index.js";
 import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { ActorRecord, EventStatements } from "../store/events.js";
+import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { overdueToJson, policyToJson, specToJson, type TimerControlStatements, type TimerCursor, type TimerStatements } from "../store/timers.js";
 import type { DelayChains } from "./chains.js";
 import { defaultDstPolicy } from "./cron.js";
@@ -147,8 +147,14 @@ export const maxPreviewCount = 100;
  * `.triggered`, `.backfilled`, with the actor of whoever made the change and the cause it was
  * made under), so a change exists exactly when its event does (E3). The same timer id replaces
  * (Schedule; the replacement is not paused); under a cause, ids are derived from the cause and
- * position (E7) and a retried run that makes the same request changes nothing: it finds the
- * stored timer, the paused state, the triggered occurrence or the backfilled ones. A cancel
+ * position (E7) and a retried run that makes the same request changes nothing. Schedule,
+ * Unschedule, Delay and CancelDelay under a cause record their event with an id derived from
+ * the cause, the position and the request ({@link changeEventId}); the same request run again
+ * (a retried delivery, an action called again) finds that event and is answered from it, first
+ * of all, whatever happened to the timer since: the same timer or delay id and due moment, an
+ * Unschedule or CancelDelay that succeeded (not NOT_FOUND because the first run removed it),
+ * nothing armed or removed again. Pause, resume, trigger and backfill find the paused state,
+ * the triggered occurrence or the backfilled ones. A cancel
  * racing the claim of the same occurrence is ordered by the committer: either the cancel wins
  * (never called) or the claim does (NOT_FOUND "already made").
  */
@@ -171,27 +177,32 @@ export class Timers {
     const entry = this.action(req.action);
     const who = this.who(entry, req, principal, "schedule");
     checkInput(entry, req.input);
-    const id = req.timerId || (req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(spec), ...(isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) }) }) : newId());
+    const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
+    const id = req.timerId || (req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(spec), ...policyJson }) : newId());
+    const eventId = req.cause ? changeEventId(req.cause, { op: "schedule", timer_id: req.timerId, action: entry.name, input: req.input, spec: specToJson(spec), overdue: overdueToJson(req.overdue), ...policyJson }) : null;
     const stored: SchedulePolicy = { ...policy, anchorMs: anchorFor(spec, now) };
     const nextDueMs = firstDue(spec, now, "spec", stored, id);
-    const timer = await this.deps.committer.submit((tx) => {
+    const result = await this.deps.committer.submit((tx) => {
+      const prior = recorded(tx, eventId, "timer.scheduled");
+      if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again (E7)
       const existing = this.deps.timers.get(id);
       // 6. state
       if (existing && existing.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`);
       const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now, this.deps.region), action: entry.name, input: req.input, spec, nextDueMs, actor: who.actor, overdue: req.overdue, policy: stored, occurrences: existing?.occurrences ?? 0 };
-      if (existing && req.cause && sameDefinition(existing, fresh)) return existing; // a retried run (E7)
-      return this.put(tx, fresh, who, existing);
+      // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
+      if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
+      return { timer: this.put(tx, fresh, who, existing, eventId ?? newId()), fresh: true };
     });
-    this.deps.changed(timer.nextDueMs);
-    return timer;
+    if (result.fresh) this.deps.changed(result.timer.nextDueMs);
+    return result.timer;
   }
 
-  /** Stops a runtime timer (T3). NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule. */
+  /** Stops a runtime timer (T3). NOT_FOUND when unknown (under a cause, the same request run again succeeds: answered from the log); FAILED_PRECONDITION for a delay or a declared schedule. */
   async unschedule(timerId: string, cause: CauseRef | null, principal: Principal): Promise<void> {
     await this.remove(timerId, "runtime", cause, principal);
   }
 
-  /** Arms a delayed call (K3); returns its id and due moment (ms). Errors as for Schedule; `at` more than 1 s past is INVALID_ARGUMENT. */
+  /** Arms a delayed call (K3); returns its id and due moment (ms; under a cause, the same request run again gets the first run's, from the log). Errors as for Schedule; `at` more than 1 s past is INVALID_ARGUMENT. */
   async delay(req: DelayInput, principal: Principal): Promise<{ delayId: string; dueMs: number }> {
     // 1. shape
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
@@ -211,18 +222,25 @@ export class Timers {
     checkInput(entry, req.input);
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
     const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : newId();
-    const chainDepth = (await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0; // K5: FAILED_PRECONDITION past the maximum
-    const timer = await this.deps.committer.submit((tx) => {
+    const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : null;
+    // The same request run again is answered from the log below; its chain was checked when it was armed.
+    const again = eventId !== null && this.deps.events.findById(eventId) !== undefined;
+    const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // K5: FAILED_PRECONDITION past the maximum
+    const result = await this.deps.committer.submit((tx) => {
+      const prior = recorded(tx, eventId, "timer.scheduled");
+      if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again (E7): armed once
       const existing = this.deps.timers.get(id);
-      if (existing) return existing; // a retried run under the same cause (E7): armed once
+      // Armed by a run whose event has another id (before ids of timer events were derived): the delay id names this request.
+      if (existing) return { delayId: existing.id, dueMs: existing.spec.kind === "at" ? existing.spec.atMs : dueMs, fresh: false };
       const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now, this.deps.region), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
-      return this.put(tx, fresh, who, undefined);
+      this.put(tx, fresh, who, undefined, eventId ?? newId());
+      return { delayId: id, dueMs, fresh: true };
     });
-    this.deps.changed(timer.nextDueMs);
-    return { delayId: timer.id, dueMs: timer.spec.kind === "at" ? timer.spec.atMs : dueMs };
+    if (result.fresh) this.deps.changed(result.dueMs);
+    return { delayId: result.delayId, dueMs: result.dueMs };
   }
 
-  /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */
+  /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made (under a cause, the same request run again succeeds: answered from the log). */
   async cancelDelay(delayId: string, cause: CauseRef | null, principal: Principal): Promise<void> {
     await this.remove(delayId, "delay", cause, principal);
   }
@@ -404,13 +422,27 @@ export class Timers {
     return entry !== undefined && allows(entry.allow, principal);
   }
 
-  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event in unit `tx`; returns it as stored. */
-  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined): TimerRecord {
+  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`) in unit `tx`; returns it as stored. */
+  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined, eventId: string): TimerRecord {
     this.deps.timers.put(timer, tx.now);
     if (!isDefaultPolicy(timer.policy) || timer.policy.anchorMs !== null || (existing && (!isDefaultPolicy(existing.policy) || existing.policy.anchorMs !== null))) this.deps.control.setPolicy(timer.id, timer.policy);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
-    tx.append(scheduledEvent(timer, existing !== undefined, who.cause, who.actor));
+    tx.append(scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId));
     return this.deps.timers.get(timer.id) as TimerRecord;
+  }
+
+  /**
+   * The answer to a Schedule under a cause whose `timer.scheduled` event `prior` is in the log
+   * (E7), for request `req` (the one that recorded it: the event id covers all of it): the
+   * stored timer while it is still the one that request set, else the timer as the event
+   * recorded it (its id, next due moment and actor; set at the event's time), though it was
+   * since removed or replaced.
+   */
+  private scheduledFromLog(prior: EventRecord, req: { action: string; input: Record<string, unknown>; spec: TimerSpec; overdue: Overdue; policy: SchedulePolicy }): TimerRecord {
+    const id = prior.data.timer_id as string;
+    const asSet: TimerRecord = { ...blankTimer(id, "runtime", prior.at, this.deps.region), action: req.action, input: req.input, spec: req.spec, nextDueMs: (prior.data.next_due_ms as number | null) ?? null, actor: prior.actor, overdue: req.overdue, policy: req.policy };
+    const stored = this.deps.timers.get(id);
+    return stored && stored.kind === "runtime" && sameDefinition(stored, asSet) ? stored : asSet;
   }
 
   /** Unschedule / CancelDelay: deletes a pending timer of `kind` with its `timer.unscheduled` event (checks in the class comment's order). */
@@ -420,7 +452,9 @@ export class Timers {
     if (id === "") fail("bad_request", `${field} is required`, [{ field, description: "required" }]);
     checkCauseRole(cause, principal, "act");
     const actor = this.actorOf(cause, principal);
+    const eventId = cause ? changeEventId(cause, { op: kind === "delay" ? "cancel_delay" : "unschedule", timer_id: id }) : null;
     await this.deps.committer.submit((tx) => {
+      if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again (E7): removed once, by its first run
       const timer = this.deps.timers.get(id);
       if (!timer || (kind === "delay" && timer.kind !== "delay") || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
       if (!this.mayManage(timer, cause, principal)) {
@@ -430,7 +464,7 @@ export class Timers {
       if (kind === "runtime" && timer.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`);
       if (kind === "delay" && timer.nextDueMs === null) fail("not_found", `delay ${JSON.stringify(id)} was already made`, [{ field, description: "already made" }]);
       this.deps.timers.remove(id);
-      tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor));
+      tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
     });
   }
 }
@@ -451,6 +485,24 @@ function checkNoActorUnderCause(req: { cause: CauseRef | null; actor: Partial<Ac
 /** PERMISSION_DENIED (who acts): only executors and admins act under a cause (X5). */
 function checkCauseRole(cause: CauseRef | null, principal: Principal, verb: string): void {
   if (cause && principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not ${verb} under a cause; only executors act under a cause`);
+}
+
+/**
+ * The id of the event a Schedule, Unschedule, Delay or CancelDelay under `cause` records (E7,
+ * X5): derived from the cause, the request's position and the request (`op` and every field
+ * that shapes the change), so the same request run again (a retried delivery, an action called
+ * again) finds it in the log, and another request at that position does not.
+ */
+function changeEventId(cause: CauseRef, request: Record<string, unknown>): string {
+  return derivedId(cause.eventId, cause.position, { timer_change: request });
+}
+
+/** Event `id` when it is in the log as a `type` (a request under a cause run again, E7); undefined when absent or `id` is null. ALREADY_EXISTS when it is another type's. */
+function recorded(tx: Tx, id: string | null, type: string): EventRecord | undefined {
+  if (id === null) return undefined;
+  const prior = tx.events.findById(id);
+  if (prior && prior.type !== type) fail("id_conflict", `event id ${id} is already in the log as a ${prior.type} event (seq ${prior.seq})`, [], { id, seq: String(prior.seq) });
+  return prior;
 }
 
 /** INVALID_ARGUMENT (`input` or `input/...`) when `input` does not match the action's schema. */
@@ -488,12 +540,12 @@ function iso(ms: number): string {
  * overdue, next_due_ms (null: disabled, spent, paused or another region's), replaced; declared
  * schedules add plugin, schedule, disabled, region and retry_delays_ms; a timer with a policy
  * other than K2's adds `policy` (B1). Actor and cause: whoever set it (declared schedules: the
- * system, no cause).
+ * system, no cause). Id: `id` (derived under a cause, see changeEventId), else fresh.
  */
-export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: string, actor: ActorRecord | null) {
+export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: string, actor: ActorRecord | null, id = newId()) {
   const declared = timer.kind === "declared" ? { plugin: timer.plugin, schedule: timer.schedule, disabled: timer.disabled, region: timer.region, retry_delays_ms: timer.retryDelaysMs } : {};
   return {
-    id: newId(),
+    id,
     type: "timer.scheduled",
     data: { timer_id: timer.id, kind: timer.kind, action: timer.action, spec: specToJson(timer.spec), overdue: overdueToJson(timer.overdue), next_due_ms: timer.nextDueMs, replaced, ...declared, ...policyData(timer.policy) },
     cause,
@@ -501,9 +553,9 @@ export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: str
   };
 }
 
-/** `timer.unscheduled` (T3, T2): timer `timer` was removed. Data: timer_id, kind, action, next_due_ms. */
-export function unscheduledEvent(timer: TimerRecord, cause: string, actor: ActorRecord | null) {
-  return { id: newId(), type: "timer.unscheduled", data: { timer_id: timer.id, kind: timer.kind, action: timer.action, next_due_ms: timer.nextDueMs }, cause, actor };
+/** `timer.unscheduled` (T3, T2): timer `timer` was removed. Data: timer_id, kind, action, next_due_ms. Id: `id` (derived under a cause), else fresh. */
+export function unscheduledEvent(timer: TimerRecord, cause: string, actor: ActorRecord | null, id = newId()) {
+  return { id, type: "timer.unscheduled", data: { timer_id: timer.id, kind: timer.kind, action: timer.action, next_due_ms: timer.nextDueMs }, cause, actor };
 }
 
 /** A timer with only its id, kind, region and times set (retries: the default, T7). */
