@@ -4,6 +4,7 @@
 // persisting across restarts, and the owner lock on the data folder.
 
 import { mkdirSync, writeFileSync } from "node:fs";
+import { connect } from "node:http2";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -264,6 +265,22 @@ describe("Watch through the SDK client", () => {
     for (let i = 1; i <= 5; i++) await client.emit("order.placed", { amount: i * 10 });
   });
   afterAll(async () => owner?.close());
+
+  it("a watch whose deadline passes ends with DEADLINE_EXCEEDED, not OK (the server's status, over raw HTTP/2)", async () => {
+    const session = connect(owner.url);
+    try {
+      const status = await new Promise<string | undefined>((resolve, reject) => {
+        const stream = session.request({ ":method": "POST", ":path": "/chronolog.v1.LogService/Watch", "content-type": "application/grpc", te: "trailers", "grpc-timeout": "300m" });
+        stream.on("trailers", (trailers) => resolve(trailers["grpc-status"] as string | undefined));
+        stream.on("error", reject);
+        stream.on("data", () => undefined);
+        stream.end(Buffer.from([0, 0, 0, 0, 0])); // one empty WatchRequest
+      });
+      expect(status).toBe(String(Code.DeadlineExceeded));
+    } finally {
+      session.close();
+    }
+  });
 
   it("catches up from after_seq, sends caught_up once, then follows live events", async () => {
     const abort = new AbortController();

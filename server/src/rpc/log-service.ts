@@ -60,6 +60,8 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
             ? { message: { case: "event", value: eventToProto(item.event) } }
             : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
         }
+        // The watch only ends when the call does: its deadline passed (DEADLINE_EXCEEDED, so a client can tell it from a normal end) or the client went.
+        ctx.signal.throwIfAborted();
       } finally {
         deps.watchers?.dec();
       }
