@@ -18,9 +18,10 @@ describe("examples/bookings, as the README walks through it", () => {
     const executor = spawn(process.execPath, ["--import", "tsx", "examples/bookings/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
     kill.push(() => executor.kill("SIGKILL"));
     await new Promise<void>((resolve) => executor.stderr!.on("data", (d: Buffer) => d.toString().includes("connected") && resolve()));
+    const checkIn = new Date(Date.now() + 24 * 3600_000 + 5_000).toISOString();
     const create = spawnSync(
       "node_modules/.bin/buf",
-      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111", check_in: new Date(Date.now() + 24 * 3600_000 + 5_000).toISOString() } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
+      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111", check_in: checkIn } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
       { cwd: repo, encoding: "utf8" },
     );
     expect(create.status, create.stderr).toBe(0);
@@ -34,10 +35,14 @@ describe("examples/bookings, as the README walks through it", () => {
     expect(doc).toMatchObject({ _id: "b-1", status: "confirmed", confirmed_by: "bookings.confirm" });
     const types: string[] = [];
     const texts: string[] = [];
+    let changed: unknown;
     for await (const e of client.read()) {
       types.push(e.type);
       texts.push(JSON.stringify(e.data));
+      if (e.type === "booking.updated") changed = e.data?.changed;
     }
+    // The changed paths are sorted (as the README's tail output shows them).
+    expect(changed).toEqual(["confirmed_by", "status"]);
     // (Registering the plugin recorded its weekly schedule as timer.scheduled; the confirmation armed a delay.)
     expect(types.filter((t) => !t.startsWith("timer.")).slice(0, 4)).toEqual(["booking.created", "action.started", "booking.updated", "action.completed"]);
     expect(texts.join("\n")).not.toContain("4111"); // the private card number never reaches the log
@@ -47,7 +52,8 @@ describe("examples/bookings, as the README walks through it", () => {
       for await (const e of client.read({ types: ["booking.reminded"] })) reminded = JSON.stringify(e.data);
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(JSON.parse(reminded ?? "{}")).toMatchObject({ booking_id: "b-1", guest: "Ana" });
+    // Due exactly 24 h before check-in (an `at` from the check-in, not an interval from the action's now).
+    expect(JSON.parse(reminded ?? "{}")).toMatchObject({ booking_id: "b-1", guest: "Ana", due: new Date(Date.parse(checkIn) - 24 * 3600_000).toISOString() });
     // The weekly report is a declared schedule: next Monday 09:00 in Berlin.
     const timer = await client.getTimer("bookings/weekly-report");
     const due = DateTime.fromJSDate(timestampDate(timer.nextDue!)).setZone("Europe/Berlin");

@@ -51,11 +51,13 @@ export const bookings = definePlugin({
         const booking = await ctx.collections.get("booking", id);
         if (booking.status !== "pending") return { booking_id: id, status: booking.status ?? "" };
         await ctx.collections.patch("booking", id, { set: { status: "confirmed", confirmed_by: "bookings.confirm" } });
-        const remindInMs = typeof booking.check_in === "string" ? Date.parse(booking.check_in) - reminderLeadMs - Date.now() : -1;
-        if (remindInMs >= 0) {
+        // Due exactly 24 h before check-in: an `at` moment computed from the check-in alone (an
+        // interval from Date.now() would be off by however long this run took to get here).
+        const remindAt = typeof booking.check_in === "string" ? Date.parse(booking.check_in) - reminderLeadMs : NaN;
+        if (remindAt >= Date.now()) {
           // Stored by the owner: survives restarts; made at most 6 h late, or recorded as skipped (K3).
           // A check-in less than 24 h away gets no reminder.
-          await ctx.delay("bookings.remind", { booking_id: id }, { intervalMs: remindInMs }, { maxLatenessMs: 6 * 60 * 60 * 1000 });
+          await ctx.delay("bookings.remind", { booking_id: id }, { at: remindAt }, { maxLatenessMs: 6 * 60 * 60 * 1000 });
         }
         return { booking_id: id, status: "confirmed" };
       },
