@@ -277,6 +277,20 @@ describe("B1 and B2 through TimeService", () => {
   });
 });
 
+describe("moments out of range", () => {
+  it("a first fire time more than 100 years ahead, or a bound outside years 1-9999, is INVALID_ARGUMENT naming the field; nothing stored", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const y9997 = Date.UTC(9997, 0, 1);
+    expect(await fields(h.client.schedule("jobs.run", {}, { cron: "0 0 29 2 *", zone: "UTC" }, { timerId: "leap", policy: { start: y9997 } }), Code.InvalidArgument, /more than 100 years ahead/)).toEqual(["policy.start"]);
+    expect(await fields(h.client.schedule("jobs.run", {}, { everyMs: 3_153_600_000_000 }, { timerId: "far", policy: { start: Date.UTC(9999, 11, 31) } }), Code.InvalidArgument)).toEqual(["policy.start"]);
+    expect(await fields(h.client.schedule("jobs.run", {}, { everyMs: 60_000 }, { timerId: "end", policy: { end: Date.UTC(9999, 11, 31) + 2 * DAY } }), Code.InvalidArgument, /9999-12-31/)).toEqual(["policy.end"]);
+    const listed = [];
+    for await (const t of h.client.listTimers()) listed.push(t.id);
+    expect(listed).toEqual([]);
+  });
+});
+
 describe("B1 through TimeService: policies, pause and resume, trigger, backfill", () => {
   it("jitter: each call is made at its jittered moment, which is its `scheduled.due` and what GetTimer previews", async () => {
     const clock = new ManualClock(T0);

@@ -157,6 +157,10 @@ export const pastToleranceMs = 1_000;
 export const onTimeToleranceMs = 1_000;
 /** Shortest `every_ms`: 1,000 ms (a faster cadence is a pulse's job, K1). */
 export const minEveryMs = 1_000;
+/** The range of a protobuf Timestamp, ms since the epoch: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z. */
+const minTimestampMs = -62_135_596_800_000;
+const maxTimestampMs = 253_402_300_799_999;
+
 /** Longest interval or distance into the future anything may be set: 100 years in ms. */
 export const maxHorizonMs = 100 * 366 * 86_400_000;
 /** Shortest catch-up window (B1): 1,000 ms. */
@@ -232,7 +236,13 @@ export function firstDue(spec: TimerSpec, nowMs: number, field = "spec", policy:
   const view = { id: timerId, spec, policy: { ...policy, anchorMs: policy.anchorMs ?? (spec.kind === "every" ? nowMs + spec.everyMs : null) }, nextDueMs: null };
   const n = boundedNext(view, nowMs);
   if (n === null) fail("bad_request", `${policyField}.end leaves no fire time: the first one after ${new Date(nowMs).toISOString()} is at or after its end`, [{ field: `${policyField}.end`, description: "no fire time before it" }]);
-  return dueOf(view, n);
+  const due = dueOf(view, n);
+  if (due > nowMs + maxHorizonMs) {
+    // Beyond any sane plan, and past 9999-12-31 a moment has no protobuf Timestamp (JSON clients could not list timers).
+    const where = policy.startMs !== null && policy.startMs > nowMs ? `${policyField}.start` : field;
+    fail("bad_request", `the first fire time ${new Date(due).toISOString()} is more than 100 years ahead`, [{ field: where, description: "too far ahead" }]);
+  }
+  return due;
 }
 
 /** The anchor an `every_ms` timer set at `nowMs` counts its moments from (B1): its first nominal moment, `nowMs + every_ms`; null for other specs. */
@@ -248,6 +258,10 @@ export function anchorFor(spec: TimerSpec, nowMs: number): number | null {
  */
 export function checkSchedulePolicy(policy: SchedulePolicy, spec: TimerSpec, field = "policy"): SchedulePolicy {
   checkMs(policy.jitterMs, `${field}.jitter_ms`, 0, maxHorizonMs);
+  for (const [bound, ms] of [["start", policy.startMs], ["end", policy.endMs]] as const) {
+    // A protobuf Timestamp (and so every client, JSON ones first) only holds years 1 to 9999.
+    if (ms !== null && !(ms >= minTimestampMs && ms <= maxTimestampMs)) fail("bad_request", `${field}.${bound} must be between 0001-01-01 and 9999-12-31`, [{ field: `${field}.${bound}`, description: "out of the Timestamp range" }]);
+  }
   if (!Number.isSafeInteger(policy.maxCount) || policy.maxCount < 0) fail("bad_request", `${field}.max_count must be a whole number, got ${policy.maxCount}`, [{ field: `${field}.max_count`, description: "at most 2^53-1" }]);
   if (policy.startMs !== null && policy.endMs !== null && policy.endMs <= policy.startMs) {
     fail("bad_request", `${field}.end ${new Date(policy.endMs).toISOString()} must be after ${field}.start ${new Date(policy.startMs).toISOString()}`, [{ field: `${field}.end`, description: "not after start" }]);
