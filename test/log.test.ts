@@ -135,6 +135,14 @@ describe("emit through the SDK client", () => {
     expect((await client.log.getEvent({ id: "ord-conflict" })).event).toEqual(original.event);
   });
 
+  it("the same event twice in one EmitBatch is written once; the second answers with it (existing)", async () => {
+    const results = (await client.emitBatch([
+      { type: "order.placed", data: { amount: 7 }, id: "batch-same" },
+      { type: "order.placed", data: { amount: 7 }, id: "batch-same" },
+    ])).results;
+    expect(results.map((r) => [r.event?.seq, r.existing])).toEqual([[results[0].event!.seq, false], [results[0].event!.seq, true]]);
+  });
+
   it("EmitBatch commits all events with consecutive seqs, or none when one is bad", async () => {
     const before = await logSnapshot(client);
     // A schema violation in the middle of the batch.
@@ -166,15 +174,16 @@ describe("emit through the SDK client", () => {
       Code.AlreadyExists,
       /ord-conflict/,
     );
-    // Two events of one batch with the same id and different data.
-    await expectConnectError(
+    // Two events of one batch with the same id and different data: named by their indexes, not as "already in the log".
+    const twice = await expectConnectError(
       client.emitBatch([
         { type: "order.placed", data: { amount: 1 }, id: "batch-twice" },
         { type: "order.placed", data: { amount: 2 }, id: "batch-twice" },
       ]),
-      Code.AlreadyExists,
-      /batch-twice/,
+      Code.InvalidArgument,
+      /events\[1\]\.id "batch-twice" repeats events\[0\]\.id with a different data; nothing was written/,
     );
+    expect(twice.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(["events[1].id"]);
     await expectUnchanged(client, before);
     await expectConnectError(client.log.getEvent({ id: "batch-a" }), Code.NotFound, /batch-a/);
 

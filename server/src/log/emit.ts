@@ -57,6 +57,7 @@ export class Emitter {
     if (inputs.length === 0) fail("bad_request", "no events to emit");
     if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
+    refuseConflictsWithin(checked.map((c) => c.event));
     return this.committer.submit((tx) =>
       checked.map(({ event: e, fresh }) => {
         // An id the owner just made cannot be in the log: skip the lookup.
@@ -104,6 +105,24 @@ export class Emitter {
     if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
     return { actor, id, cause: cause.eventId };
   }
+}
+
+/**
+ * INVALID_ARGUMENT when two events of one batch have the same id but not the same type and data
+ * (the same event twice is a retry within the batch: the second answers with the first).
+ * Checked before the commit, so the error never names an event the rolled-back batch wrote.
+ */
+function refuseConflictsWithin(events: Omit<EventRecord, "seq" | "at">[]): void {
+  if (events.length < 2) return;
+  const first = new Map<string, number>();
+  events.forEach((e, i) => {
+    const j = first.get(e.id);
+    if (j === undefined) return void first.set(e.id, i);
+    const other = events[j];
+    if (other.type !== e.type || canonicalJson(other.data) !== canonicalJson(e.data)) {
+      fail("bad_request", `events[${i}].id ${JSON.stringify(e.id)} repeats events[${j}].id with a different ${other.type === e.type ? "data" : "type"}; nothing was written`, [{ field: `events[${i}].id`, description: `repeats events[${j}].id` }]);
+    }
+  });
 }
 
 /**
