@@ -136,10 +136,10 @@ describe("emit through the SDK client", () => {
   });
 
   it("the same event twice in one EmitBatch is written once; the second answers with it (existing)", async () => {
-    const results = (await client.emitBatch([
+    const results = await client.emitBatch([
       { type: "order.placed", data: { amount: 7 }, id: "batch-same" },
       { type: "order.placed", data: { amount: 7 }, id: "batch-same" },
-    ])).results;
+    ]);
     expect(results.map((r) => [r.event?.seq, r.existing])).toEqual([[results[0].event!.seq, false], [results[0].event!.seq, true]]);
   });
 
