@@ -8,7 +8,7 @@ import * as net from "node:net";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, createClient as createRpcClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
@@ -283,6 +283,56 @@ describe("bad input writes nothing", () => {
     );
     expect((await admin.log.readLog({})).headSeq).toBe(2n);
     await expectUnchanged(admin, before);
+  });
+});
+
+describe("one id rule: at most 256 characters (code points), no control characters, not only whitespace", () => {
+  const emoji256 = "\u{1F600}".repeat(256); // 512 UTF-16 units
+  const bad: [string, RegExp][] = [
+    ["\u{1F600}".repeat(257), /longer than 256 characters/],
+    ["x".repeat(257), /longer than 256 characters/],
+    [" ", /only whitespace/],
+    ["\t\n\u3000", /only whitespace/],
+    ["a\u0000b", /control character \(U\+0000 at character 2\)/],
+    ["a\u007fb", /control character \(U\+007F/],
+    ["\u{1F600}\u0085", /control character \(U\+0085 at character 2\)/],
+  ];
+
+  it("event ids, call ids, timer ids and document ids: INVALID_ARGUMENT naming the field, nothing written; 256 emoji are accepted", async () => {
+    const owner = await startTestOwner({ config });
+    try {
+      const admin = createClient({ url: owner.url, token: ADMIN_TOKEN });
+      await admin.registerPlugin({
+        name: "ids",
+        events: { "thing.done": { allow: ["*"] } },
+        actions: { work: { allow: ["*"] } },
+        collections: { thing: { allow: ["*"] } },
+      });
+      const before = await logSnapshot(admin);
+      const field = (err: ConnectError) => err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
+      for (const [id, message] of bad) {
+        expect(field(await expectConnectError(admin.emit("thing.done", {}, { id }), Code.InvalidArgument, /^id /, message))).toEqual(["id"]);
+        expect(field(await expectConnectError(admin.emitBatch([{ type: "thing.done", data: {} }, { type: "thing.done", data: {}, id }]), Code.InvalidArgument, /^events\[1\]\.id /, message))).toEqual(["events[1].id"]);
+        expect(field(await expectConnectError(admin.call("ids.work", {}, { callId: id }), Code.InvalidArgument, /^call_id /, message))).toEqual(["call_id"]);
+        expect(field(await expectConnectError(admin.schedule("ids.work", {}, { everyMs: 60_000 }, { timerId: id }), Code.InvalidArgument, /^timer_id /, message))).toEqual(["timer_id"]);
+        expect(field(await expectConnectError(admin.createDocument("thing", { _id: id }), Code.InvalidArgument, /^doc\._id /, message))).toEqual(["doc._id"]);
+        expect(field(await expectConnectError(admin.getDocument("thing", id), Code.InvalidArgument, /^id /, message))).toEqual(["id"]);
+      }
+      await expectUnchanged(admin, before);
+
+      // 256 characters of two UTF-16 units each are within the limit everywhere.
+      expect((await admin.emit("thing.done", {}, { id: emoji256 })).event!.id).toBe(emoji256);
+      expect((await admin.emitBatch([{ type: "thing.done", data: { n: 2 }, id: `${emoji256.slice(2)}a` }]))[0].event!.id).toBe(`${emoji256.slice(2)}a`);
+      expect((await admin.schedule("ids.work", {}, { everyMs: 60_000 }, { timerId: emoji256 })).id).toBe(emoji256);
+      expect((await admin.createDocument("thing", { _id: emoji256 })).doc?._id).toBe(emoji256);
+      expect((await admin.getDocument("thing", emoji256))._id).toBe(emoji256);
+      // No executor hosts ids.work: the call id passed the rule, so the call waits and runs out of time.
+      await expectConnectError(admin.call("ids.work", {}, { callId: emoji256, timeoutMs: 300 }), Code.Unavailable);
+      // Leading and trailing spaces are part of an id, not a problem.
+      expect((await admin.emit("thing.done", {}, { id: " a " })).event!.id).toBe(" a ");
+    } finally {
+      await owner.close();
+    }
   });
 });
 

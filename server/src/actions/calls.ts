@@ -8,7 +8,7 @@ import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
 import { causeActor, causeChainDepth, type LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
-import { derivedId, maxIdLength, newId } from "../log/ids.js";
+import { checkId, derivedId, newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { CallStatements } from "../store/calls.js";
@@ -256,7 +256,7 @@ export class ActionCalls {
       const who = entry.allow.length === 0 ? "only code under a cause may call it" : `allow: ${entry.allow.join(", ")}`;
       fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not call ${entry.name} (${who})`, [], { action: entry.name });
     }
-    if (req.callId.length > maxIdLength) fail("bad_request", `call_id is longer than ${maxIdLength} characters`, [{ field: "call_id", description: `at most ${maxIdLength} characters` }]);
+    if (req.callId !== "") checkId(req.callId, "call_id");
     return { callId: req.callId || newId(), actor: resolveActor(principal, req.actor), parentCause: "", chainDepth: 0 };
   }
 

@@ -1,5 +1,5 @@
 import { fail, type FieldViolation } from "../errors.js";
-import { maxIdLength } from "../log/ids.js";
+import { checkId } from "../log/ids.js";
 import type { DocumentRecord } from "../store/documents.js";
 import type { CollectionEntry } from "./declaration.js";
 import { checkNoOverlap, parsePath, setPath, unsetPath } from "./paths.js";
@@ -26,11 +26,10 @@ export type ParsedWrite =
   | { op: "patch"; id: string; set: [string[], unknown][]; unset: string[][] }
   | { op: "delete"; id: string };
 
-/** INVALID_ARGUMENT unless `id` is a non-empty string of at most 256 characters. */
+/** INVALID_ARGUMENT unless `id` is a non-empty string that meets the id rule ({@link checkId}). */
 export function checkDocumentId(id: unknown, field: string): string {
   if (typeof id !== "string" || id === "") fail("bad_request", `${field} must be a non-empty string`, [{ field, description: "a non-empty string" }]);
-  if (id.length > maxIdLength) fail("bad_request", `${field} is longer than ${maxIdLength} characters`, [{ field, description: `at most ${maxIdLength} characters` }]);
-  return id;
+  return checkId(id, field);
 }
 
 /**

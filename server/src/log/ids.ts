@@ -1,9 +1,47 @@
 import { createHash, randomFillSync } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
+import { fail } from "../errors.js";
 import { canonicalJson } from "./canonical.js";
 
-/** Longest id a client may give (characters). */
-export const maxIdLength = 256;
+/** Longest id a client may give, in characters (Unicode code points, so an emoji counts once). */
+export const maxIdCodePoints = 256;
+
+/**
+ * The most UTF-16 code units (`string.length`) an id of {@link maxIdCodePoints} characters
+ * takes (a code point is one or two units): a coarse bound for checks that measure
+ * `string.length`. {@link checkId} is the rule; every id a client gives meets it first.
+ */
+export const maxIdLength = 2 * maxIdCodePoints;
+
+/** C0 controls, DEL and C1 controls. */
+const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
+
+/**
+ * The one rule for ids a client gives (event ids, call ids, timer ids, document `_id`s):
+ * at most {@link maxIdCodePoints} characters (Unicode code points), no control characters
+ * (C0, DEL, C1), not empty and not only whitespace. INVALID_ARGUMENT naming `field`
+ * otherwise. Callers where an id is optional (an empty one means "make one") call it only
+ * for a non-empty id.
+ */
+export function checkId(id: string, field: string): string {
+  const problem = idProblem(id);
+  if (problem) fail("bad_request", `${field} ${problem.message}`, [{ field, description: problem.description }]);
+  return id;
+}
+
+function idProblem(id: string): { message: string; description: string } | undefined {
+  if (id.trim() === "") return { message: id === "" ? "is empty" : "is only whitespace", description: "not empty or only whitespace" };
+  const control = controlCharacter.exec(id);
+  if (control) {
+    const code = `U+${control[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+    return { message: `contains a control character (${code} at character ${[...id.slice(0, control.index)].length + 1})`, description: "no control characters (U+0000-U+001F, U+007F-U+009F)" };
+  }
+  // Counting code points stops at the first one over the limit (an id may be long).
+  let count = 0;
+  for (const _ of id) if (++count > maxIdCodePoints) break;
+  if (count > maxIdCodePoints) return { message: `is longer than ${maxIdCodePoints} characters`, description: `at most ${maxIdCodePoints} characters (Unicode code points)` };
+  return undefined;
+}
 
 /**
  * A fresh id for an event or call without one: a UUIDv7, time-ordered, so
