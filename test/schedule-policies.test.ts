@@ -478,6 +478,7 @@ describe("B1 through TimeService: policies, pause and resume, trigger, backfill"
     await until(() => h.calls.length === 5, "only the new moments");
     await until(async () => (await occurrences(h, "hourly")).every((o) => o.status === "completed"), "all completed");
     expect((await occurrences(h, "hourly")).map((o) => o.origin)).toEqual(Array(5).fill("backfill"));
+    expect(h.owner.lateness.snapshot().maxMs).toBeLessThan(HOUR); // hours-old moments by design: not the clock's lateness (K4)
     const log = await eventsOf(h.client, ["timer.backfilled"]);
     expect(log.map((e) => e.data)).toEqual([
       expect.objectContaining({ timer_id: "hourly", start_ms: T0 - 5 * HOUR, end_ms: T0 - 2 * HOUR, occurrence_ids: made.map((o) => o.occurrenceId), existing: 0 }),

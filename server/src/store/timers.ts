@@ -222,6 +222,8 @@ export interface OccurrenceRecord {
   error: string;
   /** The timer's chain depth (K5), carried from the claim so the call needs no lookup; not stored (read from the timer when absent). */
   chainDepth?: number;
+  /** How it was made (B1): claimed when due ("schedule", also when absent), TriggerTimer or BackfillTimer. */
+  origin?: "schedule" | "trigger" | "backfill";
 }
 
 interface OccurrenceRow {
@@ -239,6 +241,8 @@ interface OccurrenceRow {
   call_id: string;
   lateness_ms: number | null;
   error: string;
+  /** Migration 0007: schedule | trigger | backfill. */
+  origin?: "schedule" | "trigger" | "backfill";
 }
 
 function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
@@ -257,6 +261,7 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
     callId: r.call_id,
     latenessMs: r.lateness_ms,
     error: r.error,
+    origin: r.origin ?? "schedule",
   };
 }
 

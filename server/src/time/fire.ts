@@ -169,7 +169,7 @@ export class TimerFiring {
     if (first) {
       const why = tooLate(occurrence.overdue, latenessMs);
       if (why) return this.skip(occurrence, latenessMs, why);
-      lateness.record(latenessMs);
+      if (occurrence.origin !== "backfill") lateness.record(latenessMs); // a backfilled moment is late by design (days): not the clock's lateness
     }
     let status: "completed" | "failed" = "completed";
     let error = "";
