@@ -5,13 +5,48 @@ import { cursorsCommand } from "./cli/cursors.js";
 import { serveCommand } from "./cli/serve.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
-import { backfillTimerCommand, setTimerPausedCommand, timersCommand, triggerTimerCommand } from "./cli/timers.js";
+import { msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
+import { backfillTimerCommand, cancelDelayCommand, delayCommand, scheduleCommand, setTimerPausedCommand, timersCommand, triggerTimerCommand, unscheduleCommand } from "./cli/timers.js";
+import type { OverdueBound } from "../../sdk/ts/src/client.js";
 
-/** The `chronolog` command line (SPEC O1). */
-const program = new Command("chronolog").description("Chronolog owner server and client").showHelpAfterError();
+/**
+ * The `chronolog` command line (SPEC O1). `--url` and `--token` are the program's options, so
+ * they go before or after the command (`chronolog --url X tail`, `chronolog tail --url X`); each
+ * client command reads them with its own options through {@link clientAction}.
+ */
+const program = new Command("chronolog")
+  .description("Chronolog owner server and client")
+  .addOption(new Option("--url <url>", "owner URL, for the client commands (every command but serve)").env("CHRONOLOG_URL").default("http://127.0.0.1:50051"))
+  .addOption(new Option("--token <token>", "bearer token, for the client commands").env("CHRONOLOG_TOKEN"))
+  .configureHelp({ showGlobalOptions: true })
+  .showHelpAfterError();
 
-const urlOption = () => new Option("--url <url>", "owner URL").default(process.env.CHRONOLOG_URL ?? "http://127.0.0.1:50051");
-const tokenOption = () => new Option("--token <token>", "bearer token (or CHRONOLOG_TOKEN)");
+/**
+ * A client command's action: commander passes (...arguments, the command's options, the
+ * command); `handler` gets the arguments and the options merged with the program's (`url`, `token`).
+ * A reader that stops early (`chronolog tail | head -2`) closes the pipe: the command then ends
+ * quietly (status 0), as Unix tools do, instead of dying on an unhandled EPIPE.
+ */
+function clientAction(handler: (...args: any[]) => void | Promise<void>): (...args: unknown[]) => void | Promise<void> {
+  return (...args) => {
+    endQuietlyOnClosedPipe();
+    const command = args[args.length - 1] as Command;
+    return handler(...args.slice(0, -2), command.optsWithGlobals());
+  };
+}
+
+/** Exits 0 when stdout or stderr is a pipe whose reader went away (EPIPE); 1 on another output error. */
+function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "EPIPE") process.exit(0);
+      if (stream === process.stdout) console.error(`chronolog: cannot write the output: ${e.message}`);
+      process.exit(1);
+    });
+  }
+}
+
+const overdueHelp = "how late a call may still be made: unbounded, on-time-or-never, or a maximum lateness in ms (later: recorded as skipped)";
 
 program
   .command("serve")
@@ -29,28 +64,22 @@ program
 program
   .command("emit <type> <json>")
   .description("emit one event and print it")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .option("--id <id>", "idempotency key")
-  .action(emitCommand);
+  .action(clientAction(emitCommand));
 
 program
   .command("tail")
   .description("print the log from a seq, then follow it")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .option("--from <seq>", "first seq to print", "1")
+  .option("--from <seq>", "first seq to print", seqOption, 1)
   .option("--type <type>", "only this event type (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
   .option("--where <json>", "MongoDB filter on the event's data")
   .option("--no-follow", "stop at the head instead of following")
-  .action(tailCommand);
+  .action(clientAction(tailCommand));
 
 program
   .command("register <file>")
   .description("register a plugin manifest (JSON or YAML)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .action(registerCommand);
+  .action(clientAction(registerCommand));
 
 /** A region number, 0-4294967295 (K6). */
 function parseRegion(value: string): string {
@@ -61,107 +90,129 @@ function parseRegion(value: string): string {
 program
   .command("timers")
   .description("list timers, schedules and delays with their next fire times")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .addOption(new Option("--kind <kind>", "only this kind").choices(["runtime", "declared", "delay"]))
   .option("--preview <n>", "also show the next N fire times (1-100)", parsePreview)
   .option("--json", "JSON lines instead of a table", false)
-  .action(timersCommand);
+  .action(clientAction(timersCommand));
 
 program
   .command("pause-timer <timer-id>")
   .description("pause a recurring timer or declared schedule: it claims nothing until resumed (recorded as timer.paused)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .option("--note <text>", "why (recorded)")
-  .action((timerId: string, flags: ClientFlags & { note?: string }) => setTimerPausedCommand(timerId, true, flags));
+  .action(clientAction((timerId: string, flags: ClientFlags & { note?: string }) => setTimerPausedCommand(timerId, true, flags)));
 
 program
   .command("resume-timer <timer-id>")
   .description("resume a paused timer; at most one missed occurrence is made, by its catch-up policy (recorded as timer.resumed)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .option("--note <text>", "why (recorded)")
-  .action((timerId: string, flags: ClientFlags & { note?: string }) => setTimerPausedCommand(timerId, false, flags));
+  .action(clientAction((timerId: string, flags: ClientFlags & { note?: string }) => setTimerPausedCommand(timerId, false, flags)));
 
 program
   .command("trigger-timer <timer-id>")
   .description("make one occurrence of a timer now, as its actor (recorded as timer.triggered)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .action(triggerTimerCommand);
+  .action(clientAction(triggerTimerCommand));
 
 program
   .command("backfill-timer <timer-id>")
   .description("make one occurrence per fire time in [--start, --end), in order; moments already made are not made again (recorded as timer.backfilled)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .requiredOption("--start <iso-time>", "first moment of the range (inclusive)")
   .requiredOption("--end <iso-time>", "end of the range (exclusive), not in the future")
   .option("--json", "JSON lines instead of a table", false)
-  .action(backfillTimerCommand);
+  .action(clientAction(backfillTimerCommand));
+
+program
+  .command("schedule <action> [input]")
+  .description("set a runtime timer calling ACTION with INPUT (a JSON object, default {}): by --cron in a --zone, --every-ms or once --at (recorded as timer.scheduled)")
+  .option("--id <timer-id>", "timer id (default: the owner makes one); the same id replaces that timer")
+  .option("--cron <expr>", "5-field cron expression, e.g. \"0 9 * * 1\"")
+  .option("--zone <zone>", "IANA time zone of --cron (default UTC)")
+  .addOption(new Option("--dst-gap <policy>", "a --cron wall time in a daylight-saving gap: shift (default) or skip").choices(["shift", "skip"]))
+  .addOption(new Option("--dst-repeated <policy>", "a --cron wall time that repeats: first (default), last or both").choices(["first", "last", "both"]))
+  .option("--every-ms <n>", "every N ms (at least 1000), the first one N ms from now", msOption)
+  .option("--at <iso-time>", "once, at this moment")
+  .option("--overdue <bound>", overdueHelp + " (default unbounded)", parseOverdue)
+  .option("--jitter-ms <n>", "make each occurrence up to N ms after its moment", msOption)
+  .option("--start <iso-time>", "no moment before this")
+  .option("--end <iso-time>", "no moment at or after this")
+  .option("--max-count <n>", "spent after N occurrences", wholeNumberOption(1, Number.MAX_SAFE_INTEGER))
+  .addOption(new Option("--overlap <policy>", "an occurrence while the previous one runs").choices(["allow", "skip", "bufferOne"]))
+  .addOption(new Option("--catch-up <policy>", "missed occurrences owed after an outage").choices(["latest", "allWithinWindow", "none"]))
+  .option("--catch-up-window-ms <n>", "with --catch-up allWithinWindow: how far back (at least 1000)", msOption)
+  .option("--json", "print the timer as JSON", false)
+  .action(clientAction(scheduleCommand));
+
+program
+  .command("unschedule <timer-id>")
+  .description("stop a runtime timer (recorded as timer.unscheduled)")
+  .action(clientAction(unscheduleCommand));
+
+program
+  .command("delay <action> [input]")
+  .description("arm one call of ACTION with INPUT (a JSON object, default {}) --in-ms from now or --at a moment; stored, survives restarts (recorded as timer.scheduled)")
+  .option("--in-ms <n>", "due N ms from now", msOption)
+  .option("--at <iso-time>", "due at this moment")
+  .requiredOption("--overdue <bound>", overdueHelp + " (required)", parseOverdue)
+  .option("--json", "print {delayId, due} as JSON", false)
+  .action(clientAction(delayCommand));
+
+program
+  .command("cancel-delay <delay-id>")
+  .description("cancel a pending delay (recorded as timer.unscheduled)")
+  .action(clientAction(cancelDelayCommand));
 
 program
   .command("cursors")
   .description("list processors with their cursors, lag, in-flight deliveries and failures (admin)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .option("--json", "JSON lines instead of a table", false)
-  .action(cursorsCommand);
+  .action(clientAction(cursorsCommand));
 
 program
   .command("move-cursor <processor>")
   .description("move a processor's cursor to replay from a seq or a time (admin; recorded)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .option("--seq <n>", "events at or below this seq count as finished")
+  .option("--seq <n>", "events at or below this seq count as finished", seqOption)
   .option("--at <iso-time>", "replay from the first event committed at or after this time")
-  .action(moveCursorCommand);
+  .action(clientAction(moveCursorCommand));
 
 program
   .command("pause <processor>")
   .description("stop handing out deliveries of a processor (admin; recorded; an already paused one is left alone and reported so)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .action((processor: string, flags: ClientFlags) => setPausedCommand(processor, true, flags));
+  .action(clientAction((processor: string, flags: ClientFlags) => setPausedCommand(processor, true, flags)));
 
 program
   .command("resume <processor>")
   .description("resume a paused processor (admin; recorded; a running one is left alone and reported so)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .action((processor: string, flags: ClientFlags) => setPausedCommand(processor, false, flags));
+  .action(clientAction((processor: string, flags: ClientFlags) => setPausedCommand(processor, false, flags)));
 
 program
   .command("failed")
   .description("list failed (parked) deliveries (admin)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .option("--processor <name>", "only this processor")
   .option("--json", "JSON lines instead of a table", false)
-  .action(failedCommand);
+  .action(clientAction(failedCommand));
 
 program
   .command("redeliver <processor> [seqs...]")
   .description("deliver failed events again; all of the processor's when no seq is given (admin; recorded)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .action(redeliverCommand);
+  .action(clientAction(redeliverCommand));
 
 program
   .command("executors")
   .description("list connected executors (admin)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
   .option("--json", "JSON lines instead of a table", false)
-  .action(executorsCommand);
+  .action(clientAction(executorsCommand));
 
 program
   .command("sql <statement> [params...]")
   .description("run one maintenance SQL statement, recorded as maintenance.sql (admin)")
-  .addOption(urlOption())
-  .addOption(tokenOption())
-  .action(sqlCommand);
+  .action(clientAction(sqlCommand));
+
+/** `--overdue`: `unbounded`, `on-time-or-never` (or `onTimeOrNever`) or a whole number of ms (`{ maxLatenessMs }`). */
+function parseOverdue(value: string): OverdueBound {
+  if (value === "unbounded") return "unbounded";
+  if (value === "on-time-or-never" || value === "onTimeOrNever") return "onTimeOrNever";
+  if (/^\d+$/.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER) return { maxLatenessMs: Number(value) };
+  throw new InvalidArgumentError("must be unbounded, on-time-or-never or a whole number of ms");
+}
 
 /** A preview count, 1-100 (GetTimer's limit). */
 function parsePreview(value: string): number {

@@ -2,6 +2,7 @@ import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ExecutorStatusSchema, FailedDeliverySchema } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { client, type ClientFlags } from "./client-commands.js";
+import { maxSeq, wholeNumber } from "./parse.js";
 import { formatTable } from "./table.js";
 
 /**
@@ -10,12 +11,11 @@ import { formatTable } from "./table.js";
  * lines with `--json` (the API's messages in proto3 JSON).
  */
 
-/** `chronolog move-cursor PROCESSOR (--seq N | --at ISO)`: replay from a seq or a time; prints the new cursor. */
-export async function moveCursorCommand(processor: string, flags: ClientFlags & { seq?: string; at?: string }): Promise<void> {
+/** `chronolog move-cursor PROCESSOR (--seq N | --at ISO)`: replay from a seq or a time; prints the new cursor. `--seq` comes checked (0 to 2^53-1, see parse.ts). */
+export async function moveCursorCommand(processor: string, flags: ClientFlags & { seq?: number; at?: string }): Promise<void> {
   if ((flags.seq === undefined) === (flags.at === undefined)) throw new Error("give exactly one of --seq N (events at or below N count as finished) or --at ISO-TIME");
   let to;
   if (flags.seq !== undefined) {
-    if (!/^\d+$/.test(flags.seq)) throw new Error(`--seq must be a number, got ${flags.seq}`);
     to = { case: "ackFloor" as const, value: BigInt(flags.seq) };
   } else {
     const at = new Date(flags.at!);
@@ -53,8 +53,8 @@ export async function failedCommand(flags: ClientFlags & { processor?: string; j
 
 /** `chronolog redeliver PROCESSOR [SEQ...]`: delivers failed events again (all of the processor's when no seq is given). */
 export async function redeliverCommand(processor: string, seqs: string[], flags: ClientFlags): Promise<void> {
-  for (const s of seqs) if (!/^\d+$/.test(s)) throw new Error(`seqs must be numbers, got ${s}`);
-  const { count } = await client(flags).admin.redeliverFailed({ processor, seqs: seqs.map(BigInt) });
+  const checked = seqs.map((s) => BigInt(wholeNumber(s, "each seq", 1, maxSeq)));
+  const { count } = await client(flags).admin.redeliverFailed({ processor, seqs: checked });
   console.log(`${processor}: ${count} redelivered`);
 }
 

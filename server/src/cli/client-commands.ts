@@ -15,7 +15,8 @@ export function client(flags: ClientFlags): ChronologClient {
   return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN });
 }
 
-function parseObject(text: string, what: string): JsonObject {
+/** `text` as a JSON object, or an Error naming `what`. */
+export function parseObject(text: string, what: string): JsonObject {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -32,10 +33,10 @@ export async function emitCommand(type: string, json: string, flags: ClientFlags
   console.log(JSON.stringify({ ...eventToJson(response.event!), existing: response.existing }));
 }
 
-/** `chronolog tail`: prints events as JSON lines, following the log unless `--no-follow`. */
-export async function tailCommand(flags: ClientFlags & { from?: string; type: string[]; where?: string; follow: boolean }): Promise<void> {
+/** `chronolog tail`: prints events as JSON lines, following the log unless `--no-follow`. `--from` comes checked (a seq, see parse.ts). */
+export async function tailCommand(flags: ClientFlags & { from: number; type: string[]; where?: string; follow: boolean }): Promise<void> {
   const query = {
-    afterSeq: flags.from ? Math.max(0, Number(flags.from) - 1) : 0,
+    afterSeq: Math.max(0, flags.from - 1),
     types: flags.type,
     where: flags.where ? parseObject(flags.where, "--where") : undefined,
   };

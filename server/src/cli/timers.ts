@@ -1,8 +1,9 @@
 import { toJson } from "@bufbuild/protobuf";
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { TimerKind, TimerSchema, type Timer } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
-import type { TimerKindName } from "../../../sdk/ts/src/client.js";
-import { client, type ClientFlags } from "./client-commands.js";
+import type { DelayWhen, DstOptions, OverdueBound, SchedulePolicyOptions, TimerKindName, TimerWhen } from "../../../sdk/ts/src/client.js";
+import { client, parseObject, type ClientFlags } from "./client-commands.js";
+import { parseMoment } from "./parse.js";
 import { formatTable } from "./table.js";
 
 /** Options of `chronolog timers`. */
@@ -69,13 +70,6 @@ function whenText(t: Timer): string {
   }
 }
 
-/** A moment given on the command line: an ISO-8601 time (e.g. `2026-03-01T00:00:00Z`). */
-function parseMoment(text: string, flag: string): Date {
-  const d = new Date(text);
-  if (Number.isNaN(d.getTime())) throw new Error(`${flag} must be an ISO-8601 time such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}`);
-  return d;
-}
-
 /**
  * `chronolog pause-timer ID [--note TEXT]` and `resume-timer` (SPEC B1, O1): pauses or resumes a
  * recurring timer (admins for declared schedules; recorded as `timer.paused` / `timer.resumed`).
@@ -110,4 +104,82 @@ export async function backfillTimerCommand(timerId: string, flags: ClientFlags &
     return;
   }
   console.log(formatTable(["DUE", "OCCURRENCE", "STATE"], made.map((o) => [o.due.toISOString(), o.occurrenceId, o.existing ? "existing" : "made"])));
+}
+
+/** Options of `chronolog schedule` (commander has checked the numbers and choices). */
+export interface ScheduleFlags extends ClientFlags {
+  /** Timer id (default: the owner makes one); the same id replaces that timer. */
+  id?: string;
+  cron?: string;
+  zone?: string;
+  dstGap?: DstOptions["gap"];
+  dstRepeated?: DstOptions["repeated"];
+  everyMs?: number;
+  at?: string;
+  overdue?: OverdueBound;
+  jitterMs?: number;
+  start?: string;
+  end?: string;
+  maxCount?: number;
+  overlap?: SchedulePolicyOptions["overlap"];
+  catchUp?: SchedulePolicyOptions["catchUp"];
+  catchUpWindowMs?: number;
+  json: boolean;
+}
+
+/**
+ * `chronolog schedule ACTION [INPUT] (--cron EXPR [--zone Z] | --every-ms N | --at ISO) [--id ID]
+ * [--overdue BOUND] [policy flags] [--json]` (SPEC T3, B1, B2): sets a runtime timer calling
+ * ACTION with INPUT (a JSON object, default `{}`); recorded as `timer.scheduled`. Prints
+ * `ID: scheduled WHEN, next due ISO` (the Timer in proto3 JSON with --json). Errors are the
+ * owner's (e.g. NOT_FOUND for an undeclared action, INVALID_ARGUMENT for a bad cron or zone).
+ */
+export async function scheduleCommand(action: string, input: string | undefined, flags: ScheduleFlags): Promise<void> {
+  const given = [flags.cron !== undefined && "--cron", flags.everyMs !== undefined && "--every-ms", flags.at !== undefined && "--at"].filter(Boolean);
+  if (given.length !== 1) throw new Error(`give exactly one of --cron EXPR (with --zone), --every-ms N or --at ISO-TIME${given.length > 1 ? `, not ${given.join(" and ")}` : ""}`);
+  if (flags.cron === undefined && (flags.zone !== undefined || flags.dstGap !== undefined || flags.dstRepeated !== undefined)) throw new Error("--zone, --dst-gap and --dst-repeated go with --cron");
+  let when: TimerWhen;
+  if (flags.cron !== undefined) {
+    const dst = flags.dstGap || flags.dstRepeated ? { gap: flags.dstGap, repeated: flags.dstRepeated } : undefined;
+    when = { cron: flags.cron, zone: flags.zone, dst };
+  } else if (flags.everyMs !== undefined) when = { everyMs: flags.everyMs };
+  else when = { at: parseMoment(flags.at!, "--at") };
+  const policy: SchedulePolicyOptions = {
+    jitterMs: flags.jitterMs,
+    start: flags.start === undefined ? undefined : parseMoment(flags.start, "--start"),
+    end: flags.end === undefined ? undefined : parseMoment(flags.end, "--end"),
+    maxCount: flags.maxCount,
+    overlap: flags.overlap,
+    catchUp: flags.catchUp,
+    catchUpWindowMs: flags.catchUpWindowMs,
+  };
+  const hasPolicy = Object.values(policy).some((v) => v !== undefined);
+  const timer = await client(flags).schedule(action, parseObject(input ?? "{}", "input"), when, { timerId: flags.id, overdue: flags.overdue, policy: hasPolicy ? policy : undefined });
+  if (flags.json) console.log(JSON.stringify(toJson(TimerSchema, timer)));
+  else console.log(`${timer.id}: scheduled ${whenText(timer)}, next due ${timer.nextDue ? iso(timer.nextDue) : "none"}`);
+}
+
+/**
+ * `chronolog delay ACTION [INPUT] (--in-ms N | --at ISO) --overdue BOUND [--json]` (SPEC K3):
+ * arms one call of ACTION later; `--overdue` is required, as in the API. Prints
+ * `DELAY-ID: due ISO` (`{"delayId","due"}` with --json); `cancel-delay DELAY-ID` cancels it.
+ */
+export async function delayCommand(action: string, input: string | undefined, flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; json: boolean }): Promise<void> {
+  if ((flags.inMs === undefined) === (flags.at === undefined)) throw new Error("give exactly one of --in-ms N or --at ISO-TIME");
+  const when: DelayWhen = flags.inMs !== undefined ? { intervalMs: flags.inMs } : { at: parseMoment(flags.at!, "--at") };
+  const { delayId, due } = await client(flags).delay(action, parseObject(input ?? "{}", "input"), when, flags.overdue);
+  if (flags.json) console.log(JSON.stringify({ delayId, due: due.toISOString() }));
+  else console.log(`${delayId}: due ${due.toISOString()}`);
+}
+
+/** `chronolog unschedule ID` (SPEC T3): stops a runtime timer (recorded as `timer.unscheduled`). */
+export async function unscheduleCommand(timerId: string, flags: ClientFlags): Promise<void> {
+  await client(flags).unschedule(timerId);
+  console.log(`${timerId}: unscheduled`);
+}
+
+/** `chronolog cancel-delay ID` (SPEC K3): cancels a pending delay (recorded as `timer.unscheduled`). */
+export async function cancelDelayCommand(delayId: string, flags: ClientFlags): Promise<void> {
+  await client(flags).cancelDelay(delayId);
+  console.log(`${delayId}: cancelled`);
 }
