@@ -1,11 +1,14 @@
 import { spawn, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { DateTime } from "luxon";
 import { createClient } from "../sdk/ts/src/client.js";
+import { cli } from "./helpers/cli.js";
+import { eventsOf } from "./helpers/log-snapshot.js";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
 const kill: (() => void)[] = [];
@@ -58,6 +61,24 @@ describe("examples/bookings, as the README walks through it", () => {
     const timer = await client.getTimer("bookings/weekly-report");
     const due = DateTime.fromJSDate(timestampDate(timer.nextDue!)).setZone("Europe/Berlin");
     expect([due.weekday, due.hour, due.minute]).toEqual([1, 9, 0]);
+
+    // The README's time examples: the operator (the local admin, whom both actions allow) sets a
+    // schedule and a delay from the command line, and the same with grpcurl.
+    const friday = await cli(["--url", owner.url, "schedule", "bookings.report", "--cron", "0 18 * * 5", "--zone", "Europe/Berlin", "--id", "friday-report"]);
+    expect(friday.stdout, friday.stderr).toMatch(/^friday-report: scheduled cron "0 18 \* \* 5" in Europe\/Berlin, next due \S+Z\n$/);
+    const delay = await cli(["--url", owner.url, "delay", "bookings.remind", '{"booking_id":"b-1"}', "--in-ms", "200", "--overdue", "3600000"]);
+    expect(delay.stdout, delay.stderr).toMatch(/^\S+: due \S+Z\n$/);
+    await until(async () => (await eventsOf(client, ["booking.reminded"])).length === 2, "the delayed reminder");
+    const grpcurl = join(repo, ".tools/grpcurl");
+    if (existsSync(grpcurl)) {
+      const address = `127.0.0.1:${owner.port}`;
+      const schedule = spawnSync(grpcurl, ["-plaintext", "-d", '{"timer_id":"friday-report","action":"bookings.report","spec":{"cron":{"expression":"0 18 * * 5","zone":"Europe/Berlin"}}}', address, "chronolog.v1.TimeService/Schedule"], { encoding: "utf8" });
+      expect(schedule.status, schedule.stderr).toBe(0);
+      expect(JSON.parse(schedule.stdout).timer).toMatchObject({ id: "friday-report", kind: "TIMER_KIND_RUNTIME" });
+      const delayed = spawnSync(grpcurl, ["-plaintext", "-d", '{"action":"bookings.remind","input":{"booking_id":"b-1"},"interval_ms":"60000","overdue":{"max_lateness_ms":"3600000"}}', address, "chronolog.v1.TimeService/Delay"], { encoding: "utf8" });
+      expect(delayed.status, delayed.stderr).toBe(0);
+      expect(Object.keys(JSON.parse(delayed.stdout))).toEqual(["delayId", "due"]);
+    }
   });
 
   it("an executor the owner refuses (unknown token) prints the owner's message once and exits with status 1", async () => {

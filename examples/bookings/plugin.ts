@@ -63,6 +63,8 @@ export const bookings = definePlugin({
       },
     },
     remind: {
+      // Admins (the local admin of an owner without a config) may also call it, schedule it or delay it from outside.
+      allow: ["role:admin"],
       inputSchema: { type: "object", required: ["booking_id"], properties: { booking_id: { type: "string" } } },
       async run(ctx, input) {
         const booking = await ctx.collections.get("booking", String(input.booking_id));
@@ -72,6 +74,7 @@ export const bookings = definePlugin({
       },
     },
     report: {
+      allow: ["role:admin"],
       async run(ctx) {
         const counts: Record<string, number> = {};
         for (const b of await ctx.collections.find("booking", { limit: 1000 })) counts[String(b.status)] = (counts[String(b.status)] ?? 0) + 1;
