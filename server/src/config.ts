@@ -31,6 +31,10 @@ export interface OwnerConfig {
   };
   /** This owner's region (K6, default 0; `serve --region` overrides): it makes only the declared schedules of this region. */
   region?: number;
+  timers?: {
+    /** Spent timers and ended occurrences older than this many days are deleted, hourly (default 7; 0 keeps them forever; time/retention.ts). */
+    retention_days?: number;
+  };
 }
 
 const actorPatterns = { type: "array", items: { type: "string", minLength: 1 } };
@@ -67,6 +71,7 @@ const configSchema = {
     cors: { type: "object", additionalProperties: false, required: ["origins"], properties: { origins: { type: "array", items: { type: "string" } } } },
     tls: { type: "object", additionalProperties: false, required: ["cert", "key"], properties: { cert: { type: "string" }, key: { type: "string" } } },
     region: { type: "integer", minimum: 0, maximum: 4294967295 },
+    timers: { type: "object", additionalProperties: false, properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 } } },
     limits: {
       type: "object",
       additionalProperties: false,

@@ -40,6 +40,7 @@ import { openStore, type SyncMode } from "./store/database.js";
 import { eventStatements } from "./store/events.js";
 import { openTime, type LatenessHistogram } from "./time/index.js";
 import { Pulses } from "./time/pulses.js";
+import { retentionMetrics, retentionMsOfDays, TimerRetention } from "./time/retention.js";
 
 /** Options of {@link startOwner}. */
 export interface OwnerOptions {
@@ -66,6 +67,10 @@ export interface OwnerOptions {
   maxChainDepth?: number;
   /** This owner's region (K6, default 0): it makes only the declared schedules of this region. */
   region?: number;
+  /** Spent timers and ended occurrences older than this are deleted, hourly, ms (default: the config's `timers.retention_days`, else 7 days; 0 keeps them forever). */
+  timerRetentionMs?: number;
+  /** Most rows one chunk of the retention sweep deletes (default 5,000). */
+  timerRetentionChunkRows?: number;
 }
 
 /** A running owner. */
@@ -76,6 +81,8 @@ export interface Owner {
   lateness: LatenessHistogram;
   /** The declared pulses being called (K1); tests listen to `onPulse`. */
   pulses: Pulses;
+  /** The hourly retention sweep of spent timers and ended occurrences; tests listen to `onSweep`. */
+  timerRetention: TimerRetention;
   /** Stops serving, lets the last commit finish, closes the store. */
   close(): Promise<void>;
 }
@@ -154,6 +161,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     timersPending: () => time.pendingCount(),
     lateness: time.lateness,
   });
+  const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers: options.timers ?? systemTimers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days), chunkRows: options.timerRetentionChunkRows });
+  retentionMetrics(metrics.registry, timerRetention);
   const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
   const listener = await listen({
     host: options.host,
@@ -179,6 +188,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   });
   await time.start();
   pulses.start();
+  timerRetention.start();
   logger.info(
     { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
@@ -188,9 +198,11 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     port: listener.port,
     lateness: time.lateness,
     pulses,
+    timerRetention,
     async close() {
       time.stop();
       pulses.stop();
+      await timerRetention.stop();
       await processors.stop(options.shutdownGraceMs);
       actions.stop();
       hub.stop();

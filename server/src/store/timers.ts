@@ -469,3 +469,47 @@ export function timerControlStatements(db: Db) {
 
 /** The statements of {@link timerControlStatements}. */
 export type TimerControlStatements = ReturnType<typeof timerControlStatements>;
+
+// ---- Retention (time/retention.ts) ----
+// Deletes only; writes no events (the log keeps the timers' and calls' history). Each runs in
+// a committer unit of its own and deletes at most `limit` rows, oldest first, on the partial
+// indexes of migration 0008 (their conditions are repeated word for word so SQLite uses them).
+
+/** The statements of the retention sweep: ended occurrences and spent timers older than a cutoff. */
+export function retentionStatements(db: Db) {
+  const endedOccurrences = db.prepare(
+    `DELETE FROM timer_occurrences WHERE rowid IN (
+       SELECT rowid FROM timer_occurrences INDEXED BY timer_occurrences_ended
+       WHERE status IN ('completed', 'failed', 'skipped') AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
+  );
+  const spentTimers = db.prepare(
+    `DELETE FROM timers WHERE rowid IN (
+       SELECT t.rowid FROM timers t INDEXED BY timers_spent
+       WHERE t.next_due_ms IS NULL AND t.paused IS NULL AND t.disabled = 0 AND t.kind <> 'declared' AND t.updated_at < ?
+         AND NOT EXISTS (SELECT 1 FROM timer_occurrences o WHERE o.timer_id = t.id)
+       ORDER BY t.updated_at LIMIT ?)`,
+  );
+  return {
+    /**
+     * Deletes up to `limit` occurrences that ended (completed, failed, skipped) before
+     * `beforeMs` (their last change, `updated_at`), oldest first; returns how many. Occurrences
+     * pending, waiting for a (re)try or buffered are never deleted.
+     */
+    deleteEndedOccurrences(beforeMs: number, limit: number): number {
+      return endedOccurrences.run(beforeMs, limit).changes;
+    },
+    /**
+     * Deletes up to `limit` spent timers (no next due moment, not paused, not disabled, not
+     * declared: fired one-shots and delays, recurring timers past their end or maximum count)
+     * last changed before `beforeMs` and with no occurrence left (ended ones are deleted first,
+     * by their own age; one pending, waiting for a (re)try or buffered keeps its timer), oldest
+     * first; returns how many.
+     */
+    deleteSpentTimers(beforeMs: number, limit: number): number {
+      return spentTimers.run(beforeMs, limit).changes;
+    },
+  };
+}
+
+/** The statements of {@link retentionStatements}. */
+export type RetentionStatements = ReturnType<typeof retentionStatements>;
