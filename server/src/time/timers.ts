@@ -14,7 +14,8 @@ import { defaultDstPolicy, parseCron, type CronSchedule, type DstPolicy } from "
 //   claimed (the most recent due moment ≤ now, so an outage owes one call, K2) and next_due
 //   moves strictly past now.
 // - scheduled → **spent** (one-shot: at, delay; next_due_ms NULL): claimed once; the row stays
-//   so the timer can be inspected (T4) and a retried Delay under a cause finds it.
+//   so the timer can be inspected (T4), until the retention sweep deletes it (time/retention.ts;
+//   a retried Delay under a cause is answered from the log, not from this row).
 // - scheduled → (deleted): Unschedule / CancelDelay, or a declared schedule removed from its
 //   manifest; occurrences already claimed still run (and retry).
 // - declared schedules only: scheduled ⇄ **disabled** (next_due_ms NULL, `disabled` set) by
