@@ -155,6 +155,115 @@ describe("AdminService (O4, P8, B3)", () => {
     expect((await client.log.readLog({})).headSeq).toBe(before);
   });
 
+  it("refuses maintenance SQL that would rewrite the log or the owner's connection, whatever the spelling; records nothing (E1, O4)", async () => {
+    const { admin, client, handled, heal } = await setup();
+    heal();
+    const first = (await client.emit("job.queued", { n: 1 })).event!;
+    await client.emit("job.queued", { n: 2 });
+    await until(() => handled.length === 2, "both handled"); // the processor records nothing more
+    const snapshot = async () => {
+      const out: { seq: bigint; id: string; type: string; data: unknown }[] = [];
+      for await (const e of client.read()) out.push({ seq: e.seq, id: e.id, type: e.type, data: e.data });
+      return out;
+    };
+    const before = await snapshot();
+    const refusedWith = async (sql: string, params: string[] = []) => {
+      const e = await admin.executeSql({ sql, params: params.length > 0 ? { values: params.map((p) => ({ kind: { case: "stringValue" as const, value: p } })) } : undefined }).catch((err) => ConnectError.from(err));
+      expect(e, sql).toBeInstanceOf(ConnectError);
+      expect((e as ConnectError).code, `${sql}: ${(e as ConnectError).rawMessage}`).toBe(Code.InvalidArgument);
+      return (e as ConnectError).rawMessage;
+    };
+    // The tester's statements.
+    expect(await refusedWith("UPDATE 'events' SET data='{}' WHERE id='x'")).toMatch(/the log is immutable/);
+    expect(await refusedWith("DELETE FROM main . events WHERE id=?", [first.id])).toMatch(/the log is immutable/);
+    expect(await refusedWith("PRAGMA writable_schema=ON")).toMatch(/may read PRAGMAs but not set them: PRAGMA writable_schema/);
+    // Writes to the log, however spelled.
+    for (const sql of [
+      `UPDATE "events" SET data = '{}'`,
+      "update [events] set type = 'x' where seq = 1",
+      "UPDATE `main`.`events` SET data = '{}'",
+      "UPDATE OR IGNORE events SET data = '{}'",
+      "DELETE /* just a comment */ FROM -- and another\n events",
+      "DELETE FROM events",
+      "WITH x AS (SELECT seq FROM events LIMIT 1) DELETE FROM events WHERE seq IN x",
+      "REPLACE INTO events (seq, id, type, data, at) SELECT seq, id, type, '{}', at FROM events",
+      "INSERT INTO events (seq, id, type, data, at) VALUES (1000, 'forged', 'job.queued', '{}', 0)",
+      "INSERT OR REPLACE INTO events (seq) VALUES (1)",
+      "INSERT INTO events (seq, id, type, data, at) VALUES (1, 'x', 't', '{}', 0) ON CONFLICT DO UPDATE SET data = '{}'",
+      "DROP TABLE events",
+      "DROP TABLE IF EXISTS main.\"events\"",
+      "DROP INDEX events_by_type",
+      "REINDEX events",
+      "ALTER TABLE events DROP COLUMN cause",
+    ]) {
+      expect(await refusedWith(sql), sql).toMatch(/the log is immutable/);
+    }
+    // Its schema and triggers (renames and added columns run, then are undone).
+    for (const sql of ["ALTER TABLE events RENAME TO old_events", "ALTER TABLE events ADD COLUMN note TEXT", "ALTER TABLE events RENAME COLUMN data TO body", "CREATE INDEX events_by_cause ON events (cause)"]) {
+      expect(await refusedWith(sql), sql).toMatch(/may not change the events table's schema/);
+    }
+    for (const sql of [
+      "CREATE TRIGGER sneaky AFTER INSERT ON cursors BEGIN DELETE FROM events; END",
+      "CREATE TRIGGER forge AFTER UPDATE ON plugins BEGIN INSERT INTO events (seq, id, type, data, at) VALUES (0, 'f', 't', '{}', 0); END",
+      "DROP TRIGGER events_immutable_no_delete",
+    ]) {
+      expect(await refusedWith(sql), sql).toMatch(/create or drop triggers/);
+    }
+    // Temporary objects would shadow the owner's tables on its own connection.
+    for (const sql of ["CREATE TEMP TABLE events (seq INTEGER)", "CREATE TEMPORARY VIEW events AS SELECT 1 AS seq", "CREATE TEMP TABLE scratch (x)"]) {
+      expect(await refusedWith(sql), sql).toMatch(/temporary tables/);
+    }
+    expect(await refusedWith("ATTACH DATABASE '/tmp/chronolog-attach.db' AS x")).toMatch(/ATTACH or DETACH/);
+    expect(await refusedWith("attach '/tmp/chronolog-attach.db' as main2")).toMatch(/ATTACH or DETACH/);
+    expect(await refusedWith("DETACH x")).toMatch(/ATTACH or DETACH/);
+    expect(await refusedWith("VACUUM INTO '/tmp/chronolog-vacuum-copy.db'")).toMatch(/VACUUM/);
+    expect(await refusedWith("VACUUM")).toMatch(/VACUUM/);
+    // Settings of the owner's connection or the database header: refused before SQLite compiles them (it applies many while compiling).
+    for (const sql of [
+      "PRAGMA journal_mode = DELETE",
+      "PRAGMA main.synchronous = OFF",
+      'pragma "locking_mode" (EXCLUSIVE)',
+      "; /* empty statement first */ PRAGMA query_only = 1",
+      "EXPLAIN PRAGMA synchronous = 0",
+      "EXPLAIN QUERY PLAN PRAGMA writable_schema = 1",
+      "PRAGMA [user_version] = 0",
+      "PRAGMA 'foreign_keys' = OFF",
+    ]) {
+      expect(await refusedWith(sql), sql).toMatch(/may read PRAGMAs but not set them/);
+    }
+    // Transaction control would end the owner's group commit under the other callers' feet.
+    for (const sql of ["COMMIT", "ROLLBACK", "BEGIN", "SAVEPOINT x", "RELEASE unit"]) {
+      expect(await refusedWith(sql), sql).toMatch(/group commit/);
+    }
+    // Nothing changed, nothing recorded.
+    expect(await snapshot()).toEqual(before);
+    const records = [];
+    for await (const e of client.read({ types: ["maintenance.sql"] })) records.push(e);
+    expect(records).toEqual([]);
+
+    // Ordinary maintenance still works, and reading the log and the settings too.
+    const ok = async (sql: string) => (await admin.executeSql({ sql })).rows;
+    expect(await ok("SELECT count(*) AS n FROM events")).toEqual([{ n: before.length }]);
+    expect(await ok("PRAGMA synchronous")).toEqual([{ synchronous: 1 }]);
+    expect(await ok("PRAGMA journal_mode")).toEqual([{ journal_mode: "wal" }]);
+    expect(await ok("PRAGMA query_only")).toEqual([{ query_only: 0 }]);
+    expect((await ok("PRAGMA table_info(events)")).map((r) => r.name)).toEqual(["seq", "id", "type", "data", "cause", "actor", "at"]);
+    expect((await ok("EXPLAIN DELETE FROM events")).length).toBeGreaterThan(0); // a listing: runs nothing
+    await ok("CREATE TABLE scratch AS SELECT type, count(*) AS n FROM events GROUP BY type");
+    await ok("CREATE INDEX scratch_by_n ON scratch (n)");
+    expect((await admin.executeSql({ sql: "UPDATE scratch SET n = n + 1" })).changes).toBe(2n); // job.queued and maintenance.sql
+    await ok("DROP TABLE scratch");
+    expect((await admin.executeSql({ sql: "UPDATE cursors SET updated_at = 0" })).changes).toBe(1n);
+    await ok("ANALYZE");
+    expect(await ok("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")).toEqual([{ name: "events_immutable_no_delete" }, { name: "events_immutable_no_update" }]);
+    const after = await snapshot();
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(after.slice(before.length).map((e) => e.type)).toEqual(Array(13).fill("maintenance.sql")); // one per statement above
+    expect(after.map((e) => e.seq)).toEqual(after.map((_, i) => BigInt(i + 1)));
+    // The owner still commits (its connection's settings are intact).
+    expect((await client.emit("job.queued", { n: 3 })).event?.seq).toBe(BigInt(after.length + 1));
+  });
+
   it("refuses non-admins and records nothing", async () => {
     const { asClient, client } = await setup();
     const before = (await client.log.readLog({})).headSeq;

@@ -7,9 +7,13 @@
 // acknowledged id is there exactly once, seqs are dense from 1, and each
 // caller's events stand in the order it got its acknowledgements. The rounds
 // continue the same log, so reopening after several crashes is checked too.
+//
+// The owner lock: a second owner is refused, also when owner.lock was deleted
+// while the first ran; an owner whose lock another took stops (O5).
 
+import Database from "better-sqlite3";
 import { spawn } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
@@ -245,5 +249,103 @@ describe("owner lock (O5)", () => {
     expect(log.map((e) => e.id)).toEqual(["c0-0"]);
     third.child.kill("SIGTERM");
     expect(await third.exited).toBe(0);
+  });
+
+  const running = (owner: OwnerProcess) => owner.child.exitCode === null && owner.child.signalCode === null;
+
+  /** Emits `n` events with ids `${prefix}-i` to `url` and returns the ids acknowledged. */
+  async function emitSome(url: string, prefix: string, n: number): Promise<string[]> {
+    const client = createClient({ url });
+    const acked: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const { event } = await client.emit(TYPE, { caller: 0, n: i }, { id: `${prefix}-${i}` });
+      acked.push(event!.id);
+    }
+    return acked;
+  }
+
+  /** The log has every acknowledged id once, with seqs dense from 1. */
+  function expectDense(log: Awaited<ReturnType<typeof readAll>>, acked: string[]): void {
+    expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => BigInt(i + 1)));
+    expect(new Set(log.map((e) => e.id)).size).toBe(log.length);
+    expect(log.map((e) => e.id).filter((id) => acked.includes(id))).toEqual(acked);
+  }
+
+  it("owner.lock deleted while an owner runs: a second owner started on the folder leaves at most one running, and the log stays dense", { timeout: 60_000 }, async () => {
+    const data = dataDir();
+    const plugins = pluginsDir();
+    const first = await start(data, plugins);
+    const acked = await emitSome(first.url, "before", 5);
+
+    rmSync(join(data, "owner.lock"));
+    const second = await spawnOwner(data, ["--plugins", plugins]).then(
+      (owner) => (cleanup.owners.push(owner), owner),
+      (e: Error) => e,
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    const alive = [first, ...(second instanceof Error ? [] : [second])].filter(running);
+    expect(alive).toHaveLength(1);
+    if (second instanceof Error) expect(second.message).toMatch(/data folder .* is in use by another Chronolog owner \(pid \d+/);
+    else expect(first.logs.join("\n")).toMatch(/was deleted or replaced while this owner ran and another Chronolog owner/);
+
+    const [survivor] = alive;
+    acked.push(...(await emitSome(survivor.url, "after", 20)));
+    const log = await readAll(createClient({ url: survivor.url }));
+    expectDense(log, acked);
+    expect(existsSync(join(data, "owner.lock"))).toBe(true); // taken again (or anew by the survivor)
+    survivor.child.kill("SIGTERM");
+    expect(await survivor.exited).toBe(0);
+  });
+
+  it("a second owner refuses a folder whose owner.lock is missing while owner.pid names a live owner of it (the first cannot retake: stopped)", { timeout: 60_000 }, async () => {
+    const data = dataDir();
+    const plugins = pluginsDir();
+    const first = await start(data, plugins);
+    const acked = await emitSome(first.url, "before", 3);
+    rmSync(join(data, "owner.lock"));
+    first.child.kill("SIGSTOP"); // its watchdog cannot take the lock again meanwhile
+    try {
+      const second = await serveUntilExit(data);
+      expect(second.code).not.toBe(0);
+      expect(second.code).not.toBeNull();
+      expect(second.stderr).toContain(`is in use by another Chronolog owner (pid ${first.child.pid}; its owner.lock is missing: never delete owner.lock while an owner runs)`);
+    } finally {
+      first.child.kill("SIGCONT");
+    }
+    // Running again, the first takes the lock again within a second, and says so.
+    const deadline = Date.now() + 5_000;
+    while (!first.logs.some((l) => l.includes("took the lock again")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(first.logs.join("\n")).toContain("owner.lock of data folder");
+    expect(existsSync(join(data, "owner.lock"))).toBe(true);
+    const third = await serveUntilExit(data);
+    expect(third.stderr).toContain(`is in use by another Chronolog owner (pid ${first.child.pid})`);
+    acked.push(...(await emitSome(first.url, "after", 3)));
+    expectDense(await readAll(createClient({ url: first.url })), acked);
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+  });
+
+  it("an owner whose owner.lock was replaced by one another owner holds stops within about a second, naming the folder", { timeout: 60_000 }, async () => {
+    const data = dataDir();
+    const plugins = pluginsDir();
+    const first = await start(data, plugins);
+    const acked = await emitSome(first.url, "before", 3);
+    // Another owner's lock, put in place atomically (as if it started while owner.lock was missing and owner.pid did not name a live owner).
+    const other = new Database(join(data, "owner.lock.other"));
+    other.pragma("locking_mode = EXCLUSIVE");
+    other.exec("BEGIN EXCLUSIVE");
+    renameSync(join(data, "owner.lock.other"), join(data, "owner.lock"));
+    const replacedAt = Date.now();
+    expect(await first.exited).toBe(1);
+    expect(Date.now() - replacedAt).toBeLessThan(2_500);
+    const fatal = first.logs.map((l) => JSON.parse(l)).find((l) => l.level === 60);
+    expect(fatal.msg).toContain(`owner.lock of data folder ${data} was deleted or replaced while this owner ran and another Chronolog owner`);
+    expect(fatal.dataDir).toBe(data);
+    other.close();
+    // The folder is whole: a new owner opens it and finds every acknowledged event.
+    const next = await start(data, plugins);
+    expectDense(await readAll(createClient({ url: next.url })), acked);
+    next.child.kill("SIGTERM");
+    expect(await next.exited).toBe(0);
   });
 });

@@ -2,7 +2,7 @@
 // SQLite pragmas and migrations, against a real SQLite file in a temp folder.
 
 import Database from "better-sqlite3";
-import { readdirSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock, type Clock } from "../server/src/clock.js";
@@ -296,6 +296,29 @@ describe("SQLite settings (E8)", () => {
   });
 });
 
+describe("the immutable log (E1)", () => {
+  it("the database itself refuses to update or delete an event, on any connection; appends go on", async () => {
+    const dataDir = folder();
+    const store = open(dataDir);
+    const { committer } = committerOn(store);
+    await committer.submit((tx) => tx.append(event("a", { n: 1 })));
+    expect(() => store.db.prepare("UPDATE events SET data = '{}' WHERE seq = 1").run()).toThrow(/the log is immutable \(E1\): events cannot be updated/);
+    expect(() => store.db.prepare("DELETE FROM events").run()).toThrow(/the log is immutable \(E1\): events cannot be deleted/);
+    const other = new Database(join(dataDir, "chronolog.db"));
+    try {
+      expect(() => other.prepare("DELETE FROM events WHERE seq = 1").run()).toThrow(/the log is immutable/);
+      expect(() => other.prepare("UPDATE events SET seq = 5").run()).toThrow(/the log is immutable/);
+    } finally {
+      other.close();
+    }
+    await committer.submit((tx) => tx.append(event("b")));
+    expect(committedSeqs(dataDir)).toEqual([
+      { seq: 1, id: "a" },
+      { seq: 2, id: "b" },
+    ]);
+  });
+});
+
 describe("owner lock (O5)", () => {
   it("refuses a second open of a folder in use and frees it on close", async () => {
     const dataDir = folder();
@@ -304,5 +327,34 @@ describe("owner lock (O5)", () => {
     await first.close();
     const second = open(dataDir);
     expect(second.db.pragma("journal_mode", { simple: true })).toBe("wal");
+  });
+
+  it("takes owner.lock again when it is deleted while the store is open; a second open is then refused", async () => {
+    const dataDir = folder();
+    const retaken: string[] = [];
+    const lost: Error[] = [];
+    const store = openStore({ dataDir, lockCheckIntervalMs: 50, onLockRetaken: (m) => retaken.push(m), onLockLost: (e) => lost.push(e) });
+    opened.push(store);
+    rmSync(join(dataDir, "owner.lock"));
+    rmSync(join(dataDir, "owner.pid"));
+    await until(() => retaken.length === 1, "lock taken again");
+    expect(retaken[0]).toMatch(/owner\.lock of data folder .* was deleted or replaced .* took the lock again \(never delete owner\.lock while an owner runs\)/);
+    expect(readFileSync(join(dataDir, "owner.pid"), "utf8")).toBe(`${process.pid}\n`);
+    expect(() => openStore({ dataDir })).toThrow(/in use by another Chronolog owner/);
+    expect(lost).toEqual([]);
+  });
+
+  it("tells the first store it lost the folder when another took a new owner.lock, and stops watching", async () => {
+    const dataDir = folder();
+    const lost: Error[] = [];
+    const first = openStore({ dataDir, lockCheckIntervalMs: 50, onLockLost: (e) => lost.push(e) });
+    opened.push(first);
+    rmSync(join(dataDir, "owner.lock"));
+    const second = open(dataDir); // synchronously, before the first's watchdog runs: the lock was missing, the second takes a new one
+    await until(() => lost.length === 1, "the first told");
+    expect(lost[0].message).toMatch(new RegExp(`owner\\.lock of data folder ${dataDir} was deleted or replaced while this owner ran and another Chronolog owner holds it now; this owner stops`)); // owner.pid names this process: not shown as the other
+    await new Promise((r) => setTimeout(r, 200));
+    expect(lost).toHaveLength(1); // told once; the watchdog stopped
+    await second.close();
   });
 });

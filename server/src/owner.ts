@@ -101,7 +101,17 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   if (!config && !loopback.has(options.host)) {
     throw new Error(`refusing to bind ${options.host} without a config: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
   }
-  const store = openStore({ dataDir: options.dataDir, synchronous: options.synchronous, onCheckpointError: (err) => logger.warn({ err }, "a background WAL checkpoint failed; tried again after the next commit") });
+  const store = openStore({
+    dataDir: options.dataDir,
+    synchronous: options.synchronous,
+    onCheckpointError: (err) => logger.warn({ err }, "a background WAL checkpoint failed; tried again after the next commit"),
+    onLockRetaken: (message) => logger.warn({ dataDir: options.dataDir }, message),
+    onLockLost: (err) => {
+      // Another owner took the data folder (its owner.lock was deleted): two writers would break the log's dense seqs and fire timers twice (O5). Stop at once.
+      logger.fatal({ dataDir: options.dataDir }, err.message);
+      process.exit(1);
+    },
+  });
   try {
     return await serve(options, store);
   } catch (e) {

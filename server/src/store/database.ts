@@ -1,8 +1,9 @@
 import Database from "better-sqlite3";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ChronologError } from "../errors.js";
+import type { ChronologError } from "../errors.js";
 import { Checkpointer } from "./checkpointer.js";
+import { OwnerLock } from "./owner-lock.js";
 import { noSync, WalSync, type Durability } from "./wal-sync.js";
 
 /** A better-sqlite3 connection. */
@@ -19,6 +20,16 @@ export interface StoreOptions {
   synchronous?: SyncMode;
   /** Told when a background WAL checkpoint fails (default: printed to stderr). */
   onCheckpointError?: (error: unknown) => void;
+  /**
+   * Told when `owner.lock` was deleted or replaced while the store was open and
+   * another owner holds it now ({@link OwnerLock}): stop writing at once. The
+   * owner logs it as fatal and exits; default: printed to stderr.
+   */
+  onLockLost?: (error: ChronologError) => void;
+  /** Told when `owner.lock` was deleted or replaced and the store took it again (default: printed to stderr). */
+  onLockRetaken?: (message: string) => void;
+  /** How often the watchdog checks `owner.lock`, ms (default 1,000). */
+  lockCheckIntervalMs?: number;
 }
 
 /** An open data folder: the database and the lock that keeps other owners out (O5). */
@@ -44,7 +55,12 @@ const migrationsDir = new URL("./migrations/", import.meta.url);
  */
 export function openStore(options: StoreOptions): Store {
   mkdirSync(options.dataDir, { recursive: true });
-  const lock = takeOwnerLock(options.dataDir);
+  const lock = OwnerLock.take({
+    dataDir: options.dataDir,
+    onLost: options.onLockLost ?? ((error) => console.error(error.message)),
+    onRetaken: options.onLockRetaken ?? ((message) => console.error(message)),
+    checkIntervalMs: options.lockCheckIntervalMs,
+  });
   try {
     const dbPath = join(options.dataDir, "chronolog.db");
     const db = new Database(dbPath);
@@ -68,34 +84,6 @@ export function openStore(options: StoreOptions): Store {
     lock.close();
     throw e;
   }
-}
-
-/**
- * The owner lock is an exclusive transaction held open on `owner.lock` for the
- * life of the process: the operating system drops it when the process dies,
- * even on `kill -9`, so a crashed owner never leaves a stale lock.
- */
-function takeOwnerLock(dataDir: string): Db {
-  const lock = new Database(join(dataDir, "owner.lock"));
-  lock.pragma("busy_timeout = 0");
-  lock.pragma("locking_mode = EXCLUSIVE");
-  try {
-    lock.exec("BEGIN EXCLUSIVE");
-  } catch {
-    lock.close();
-    let holder = "";
-    try {
-      holder = ` (pid ${readFileSync(join(dataDir, "owner.pid"), "utf8").trim()})`;
-    } catch {
-      /* no pid file: say nothing more */
-    }
-    throw new ChronologError(
-      "failed_precondition",
-      `data folder ${dataDir} is in use by another Chronolog owner${holder}; stop it or choose another --data folder`,
-    );
-  }
-  writeFileSync(join(dataDir, "owner.pid"), `${process.pid}\n`);
-  return lock;
 }
 
 function setPragmas(db: Db): void {

@@ -1,5 +1,6 @@
 import { newId } from "../log/ids.js";
 import { fail } from "../errors.js";
+import type { Db } from "./database.js";
 import type { Committer } from "./committer.js";
 
 /** What a maintenance statement returned: rows for a query, `changes` for a write, and the record's seq. */
@@ -15,11 +16,32 @@ export interface SqlResult {
  * log tells who changed what. A bad statement fails with INVALID_ARGUMENT
  * naming SQLite's message, and nothing is written. Values come back as
  * JSON-safe scalars (BigInt and Buffer are turned into strings).
+ *
+ * The log is immutable (E1), and the statement runs on the owner's own
+ * connection inside its group commit, so some statements are refused with
+ * INVALID_ARGUMENT before they run, and record nothing:
+ * - PRAGMAs that set something ({@link refuseSettingPragmas}): SQLite applies
+ *   most of them while it compiles the statement, before anything could be
+ *   looked at, so this one check reads the statement's words;
+ * - everything else is decided from the program SQLite compiled for the
+ *   statement (`EXPLAIN`, {@link refuseByProgram}): writing, clearing or
+ *   dropping the `events` table or its indexes (whatever the spelling: quoted,
+ *   schema-qualified, through a CTE, REPLACE, a trigger it fires...), creating
+ *   or dropping triggers, creating temporary tables, views or triggers,
+ *   ATTACH/DETACH, VACUUM (INTO), `journal_mode`, and transaction control;
+ * - and after it ran, a statement that changed the `events` table's schema
+ *   (renamed it, added a column or an index), any trigger or the temporary
+ *   schema is undone and refused ({@link guardedSchema}).
+ * Underneath, migration 0009's triggers make the database itself refuse any
+ * UPDATE or DELETE of an event, whoever issues it.
  */
 export function runMaintenanceSql(committer: Committer, sql: string, params: unknown[], by: string): Promise<SqlResult> {
   if (sql.trim() === "") fail("bad_request", "sql is required", [{ field: "sql", description: "required" }]);
-  refuseLogRewrites(sql);
+  refuseSettingPragmas(sql);
   return committer.submit((tx) => {
+    const explained = leadingWords(sql, 1)[0]?.word === "EXPLAIN"; // an EXPLAIN only lists a program: it runs nothing
+    if (!explained) refuseByProgram(tx.db, sql, params);
+    const schemaBefore = guardedSchema(tx.db);
     let rows: Record<string, unknown>[] = [];
     let changes = 0;
     try {
@@ -29,6 +51,10 @@ export function runMaintenanceSql(committer: Committer, sql: string, params: unk
     } catch (e) {
       fail("bad_request", `maintenance SQL failed: ${e instanceof Error ? e.message : String(e)}`, [{ field: "sql", description: e instanceof Error ? e.message : String(e) }]);
     }
+    // Thrown inside the unit: the committer rolls the statement back to its savepoint.
+    const schemaAfter = guardedSchema(tx.db);
+    if (schemaAfter.log !== schemaBefore.log) refuse(refusals.schema);
+    if (schemaAfter.temp !== schemaBefore.temp) refuse(refusals.temp);
     const record = tx.append({ id: newId(), type: "maintenance.sql", data: { sql, params: params.map(String), changes, by }, cause: "", actor: null });
     return { rows, changes, seq: record.seq };
   });
@@ -40,14 +66,210 @@ function jsonSafe(row: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** Why a statement is refused, most telling first (a DROP TABLE events also drops its triggers: it is reported as a log write). */
+const refusals = {
+  log: "the log is immutable (E1): maintenance SQL may read the events table but not write, clear, rebuild or drop it or its indexes",
+  schema: "the log is immutable (E1): maintenance SQL may not change the events table's schema (its name, columns, indexes or triggers) nor any trigger",
+  triggers: "maintenance SQL may not create or drop triggers: the events table's triggers keep the log immutable, and any other would run inside the owner's commits",
+  attach: "maintenance SQL may not ATTACH or DETACH databases",
+  temp: "maintenance SQL may not create temporary tables, views or triggers: they would stay on the owner's connection and could shadow its tables",
+  vacuum: "maintenance SQL may not VACUUM (it cannot run inside the owner's commit; for a copy, use SQLite's online backup: see the README)",
+  journal: "maintenance SQL may not change the journal mode",
+  transaction: "maintenance SQL runs inside the owner's group commit: BEGIN, COMMIT, ROLLBACK, SAVEPOINT and RELEASE are refused",
+} as const;
+
+function refuse(reason: string): never {
+  fail("bad_request", reason, [{ field: "sql", description: reason }]);
+}
+
+/** One row of `EXPLAIN`: a VDBE instruction (https://sqlite.org/opcode.html). */
+interface Instruction {
+  opcode: string;
+  p1: number;
+  p2: number;
+  p3: number;
+  p4: unknown;
+  p5: number;
+}
+
+/** OpenWrite's P5 flag: P2 is a register holding the root page (a btree the statement itself creates), not a root page. */
+const OPFLAG_P2ISREG = 0x10;
+/** Database 1 of a connection is the temporary one (0 is main; ATTACH, refused, would add more). */
+const TEMP_DB = 1;
+
 /**
- * The log is immutable and its seqs dense (E1): maintenance SQL may read the
- * `events` table but not write it, and may not attach other database files.
- * A textual guard against accidents by an admin, not a sandbox.
+ * Refuses the statement when the program SQLite compiles for it (trigger
+ * programs it would fire included: EXPLAIN lists them) would write the log's
+ * b-trees (the `events` table and its indexes, by their root pages in
+ * `sqlite_schema`), create or drop a trigger, create a temporary object,
+ * attach or detach a file, vacuum, change the journal mode, or begin, commit
+ * or roll back a transaction. A statement SQLite cannot compile fails with its
+ * message. Only PRAGMAs act while compiled, and {@link refuseSettingPragmas}
+ * has already refused those that set something.
  */
-function refuseLogRewrites(sql: string): void {
-  const text = sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, " ");
-  if (/\b(attach|detach)\b/i.test(text)) fail("bad_request", "maintenance SQL may not ATTACH or DETACH databases", [{ field: "sql", description: "ATTACH/DETACH refused" }]);
-  const writesEvents = /\b(insert\s+(or\s+\w+\s+)?into|replace\s+into|update(\s+or\s+\w+)?|delete\s+from|drop\s+table(\s+if\s+exists)?|alter\s+table)\s+["`\[]?(main\.)?events\b/i;
-  if (writesEvents.test(text)) fail("bad_request", "the log is immutable: maintenance SQL may read the events table but not change it (E1)", [{ field: "sql", description: "writes to events refused" }]);
+function refuseByProgram(db: Db, sql: string, params: unknown[]): void {
+  let program: Instruction[];
+  try {
+    program = db.prepare(`EXPLAIN ${sql}`).all(...params) as Instruction[]; // bound like the statement: an EXPLAIN wants its parameters too
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    fail("bad_request", `maintenance SQL failed: ${message}`, [{ field: "sql", description: message }]);
+  }
+  const roots = new Set(
+    (db.prepare("SELECT rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND tbl_name = 'events' COLLATE NOCASE AND rootpage > 0").pluck().all() as number[]).map(Number),
+  );
+  const found = new Set<keyof typeof refusals>();
+  for (const op of program) {
+    switch (op.opcode) {
+      case "OpenWrite": // P2 root page (or a register, see P5), P3 database
+        if (op.p3 === 0 && (op.p5 & OPFLAG_P2ISREG) === 0 && roots.has(op.p2)) found.add("log");
+        break;
+      case "Clear": // DELETE without WHERE, REINDEX: P1 root page, P2 database
+        if (op.p2 === 0 && roots.has(op.p1)) found.add("log");
+        if (op.p2 === TEMP_DB) found.add("temp");
+        break;
+      case "Destroy": // DROP TABLE / INDEX: P1 root page, P3 database
+        if (op.p3 === 0 && roots.has(op.p1)) found.add("log");
+        if (op.p3 === TEMP_DB) found.add("temp");
+        break;
+      case "CreateBtree":
+        if (op.p1 === TEMP_DB) found.add("temp");
+        break;
+      case "DropTrigger":
+        found.add("triggers");
+        break;
+      case "ParseSchema": // after a CREATE: P1 database, P4 what it created ("type='trigger' AND name='...'"); an ALTER TABLE reloads with no P4
+        if (typeof op.p4 === "string" && /type='trigger'/.test(op.p4)) found.add("triggers");
+        if (op.p1 === TEMP_DB && typeof op.p4 === "string") found.add("temp");
+        break;
+      case "Function":
+      case "PureFunc":
+        if (typeof op.p4 === "string" && /^sqlite_(attach|detach)\(/.test(op.p4)) found.add("attach");
+        break;
+      case "Vacuum":
+        found.add("vacuum");
+        break;
+      case "JournalMode": // P3 the new mode; -1 only reads it
+        if (op.p3 !== -1) found.add("journal");
+        break;
+      case "AutoCommit":
+      case "Savepoint":
+        found.add("transaction");
+        break;
+    }
+  }
+  for (const reason of Object.keys(refusals) as (keyof typeof refusals)[]) if (found.has(reason)) refuse(refusals[reason]);
+}
+
+/**
+ * What no maintenance statement may change: the `events` table's schema (its
+ * table, indexes and triggers) and every trigger (`log`), and the temporary
+ * schema (`temp`, empty). A statement that changed either (e.g. `ALTER TABLE
+ * events RENAME TO old`, `ALTER TABLE events ADD COLUMN x`, `CREATE INDEX ...
+ * ON events`) is rolled back.
+ */
+function guardedSchema(db: Db): { log: string; temp: string } {
+  const rows = (sql: string) => JSON.stringify(db.prepare(sql).raw().all());
+  return {
+    log: rows("SELECT type, name, tbl_name, rootpage, sql FROM main.sqlite_schema WHERE tbl_name = 'events' COLLATE NOCASE OR type = 'trigger' ORDER BY type, name"),
+    temp: rows("SELECT type, name, tbl_name, rootpage, sql FROM temp.sqlite_schema ORDER BY type, name"),
+  };
+}
+
+/**
+ * PRAGMAs that take an argument only to say what to report (a table, an index,
+ * a limit): these may be given one. Every other PRAGMA may only be read.
+ */
+const queryPragmas = new Set([
+  "table_info",
+  "table_xinfo",
+  "table_list",
+  "index_info",
+  "index_xinfo",
+  "index_list",
+  "foreign_key_list",
+  "foreign_key_check",
+  "integrity_check",
+  "quick_check",
+  "optimize",
+]);
+
+/**
+ * Refuses a PRAGMA that sets something (`PRAGMA [schema.]name = value` or
+ * `PRAGMA name(value)`, other than {@link queryPragmas}): `writable_schema`,
+ * `journal_mode`, `synchronous`, `locking_mode`, `query_only`, `user_version`
+ * (the migrations' counter) and the rest change the owner's own connection or
+ * the database header, and SQLite applies many of them while it compiles the
+ * statement, so this is decided before anything prepares it, from the
+ * statement's leading words read as SQLite's tokenizer reads them (comments,
+ * empty statements, `EXPLAIN [QUERY PLAN]` and any quoting of the name).
+ * Reading a PRAGMA (`PRAGMA journal_mode`) and the `pragma_*` table-valued
+ * functions stay allowed.
+ */
+function refuseSettingPragmas(sql: string): void {
+  const words = leadingWords(sql, 8);
+  let i = 0;
+  if (words[i]?.word === "EXPLAIN") i += words[i + 1]?.word === "QUERY" ? 3 : 1;
+  if (words[i]?.word !== "PRAGMA") return;
+  let name = words[i + 1];
+  let next = i + 2;
+  if (words[next]?.text === ".") {
+    name = words[next + 1];
+    next += 2;
+  }
+  const sets = words[next]?.text === "=" || words[next]?.text === "(";
+  const pragma = (name?.text ?? "").toLowerCase();
+  if (sets && !queryPragmas.has(pragma)) {
+    refuse(`maintenance SQL may read PRAGMAs but not set them: PRAGMA ${pragma} would change the owner's connection or the database header`);
+  }
+}
+
+/** A token: `text` (a quoted name unquoted) and, for a bare word, `word` in upper case. */
+interface Token {
+  text: string;
+  word?: string;
+}
+
+/**
+ * The first `max` tokens of a statement as SQLite's tokenizer sees them:
+ * blanks, `--` and C comments and leading semicolons (empty statements) are
+ * skipped; names may be quoted with "", ``, [] or '' (SQLite accepts a string
+ * where it wants a name).
+ */
+function leadingWords(sql: string, max: number): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < sql.length && tokens.length < max) {
+    const c = sql[i];
+    if (/\s/.test(c) || (c === ";" && tokens.length === 0)) {
+      i++;
+    } else if (sql.startsWith("--", i)) {
+      const end = sql.indexOf("\n", i);
+      i = end < 0 ? sql.length : end + 1;
+    } else if (sql.startsWith("/*", i)) {
+      const end = sql.indexOf("*/", i + 2);
+      i = end < 0 ? sql.length : end + 2;
+    } else if (c === '"' || c === "`" || c === "'" || c === "[") {
+      const close = c === "[" ? "]" : c;
+      let text = "";
+      let j = i + 1;
+      for (; j < sql.length; j++) {
+        if (sql[j] !== close) text += sql[j];
+        else if (close !== "]" && sql[j + 1] === close) text += sql[j++];
+        else break;
+      }
+      tokens.push({ text });
+      i = j + 1;
+    } else if (/[A-Za-z_\u0080-\uffff]/.test(c)) {
+      let j = i + 1;
+      while (j < sql.length && /[A-Za-z0-9_$\u0080-\uffff]/.test(sql[j])) j++;
+      const text = sql.slice(i, j);
+      tokens.push({ text, word: text.toUpperCase() });
+      i = j;
+    } else {
+      tokens.push({ text: c });
+      i++;
+    }
+  }
+  return tokens;
 }
