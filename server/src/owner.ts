@@ -23,7 +23,6 @@ import { PluginRegistry } from "./plugins/registry.js";
 import { actionService } from "./rpc/action-service.js";
 import { registerHealth } from "./rpc/health.js";
 import { collectionService } from "./rpc/collection-service.js";
-import { emitIdInterceptor } from "./rpc/id-rule.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
 import { listen } from "./rpc/listen.js";
 import { logService } from "./rpc/log-service.js";
@@ -180,7 +179,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     tls: config?.tls && { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) },
     corsOrigins: config?.cors?.origins,
     readMaxBytes: config?.limits?.max_message_bytes ?? defaultMaxMessageBytes,
-    interceptors: [errorInterceptor(logger), authInterceptor(authenticator), emitIdInterceptor()],
+    interceptors: [errorInterceptor(logger), authInterceptor(authenticator)],
     // GET /metrics (O2): open like every RPC without principals, an admin token with them.
     extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),
     routes(router) {

@@ -6,7 +6,7 @@ import type { Committer } from "../store/committer.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { canonicalJson } from "./canonical.js";
 import { causeActor, type LiveCauses } from "./causes.js";
-import { derivedId, maxIdLength, newId } from "./ids.js";
+import { checkId, derivedId, newId } from "./ids.js";
 
 /** Names the work an emit is done under (X5). */
 export interface CauseRef {
@@ -78,7 +78,7 @@ export class Emitter {
     if (!declared) {
       fail("undeclared_event_type", `event type ${JSON.stringify(input.type)} is not declared by any plugin`, [{ field: `${prefix}type`, description: "undeclared event type" }], { type: input.type });
     }
-    if (input.id.length > maxIdLength) fail("bad_request", `${prefix}id is longer than ${maxIdLength} characters`);
+    if (input.id !== "") checkId(input.id, `${prefix}id`); // an empty id: the owner makes or derives one
     const { actor, id, cause } = input.cause ? this.underCause(input, principal) : this.fromOutside(input, principal, declared.allow);
     const violations: FieldViolation[] = declared.validate(input.data).map((v) => ({ ...v, field: prefix + v.field }));
     if (violations.length > 0) {
