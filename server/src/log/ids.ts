@@ -6,13 +6,6 @@ import { canonicalJson } from "./canonical.js";
 /** Longest id a client may give, in characters (Unicode code points, so an emoji counts once). */
 export const maxIdCodePoints = 256;
 
-/**
- * The most UTF-16 code units (`string.length`) an id of {@link maxIdCodePoints} characters
- * takes (a code point is one or two units): a coarse bound for checks that measure
- * `string.length`. {@link checkId} is the rule; every id a client gives meets it first.
- */
-export const maxIdLength = 2 * maxIdCodePoints;
-
 /** C0 controls, DEL and C1 controls. */
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
 

@@ -12,7 +12,6 @@ import {
   type TimerSpec as TimerSpecPb,
 } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { fail } from "../errors.js";
-import { checkId } from "../log/ids.js";
 import type { Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
 import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
 import { checkMs, isDefaultPolicy, maxHorizonMs, minEveryMs } from "../time/timers.js";
@@ -29,7 +28,6 @@ import { actorFromProto, causeFromProto, msFromTimestamp, objectFromProto, pageS
 export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
   return {
     async schedule(req, ctx) {
-      if (req.timerId !== "") checkId(req.timerId, "timer_id");
       const timer = await timers.schedule(
         {
           timerId: req.timerId,

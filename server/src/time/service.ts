@@ -2,7 +2,7 @@ import { allows, canRead, resolveActor, type Principal } from "../auth/principal
 import { canonicalJson } from "../log/canonical.js";
 import { causeActor, type LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
-import { derivedId, maxIdLength, newId } from "../log/ids.js";
+import { checkId, derivedId, newId } from "../log/ids.js";
 import { fail } from "../errors.js";
 import type { ActionEntry } from "../actions/index.js";
 import type { Clock } from "../clock.js";
@@ -165,7 +165,7 @@ export class Timers {
   async schedule(req: ScheduleInput, principal: Principal): Promise<TimerRecord> {
     // 1. shape
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
-    if (req.timerId.length > maxIdLength) fail("bad_request", `timer_id is longer than ${maxIdLength} characters`, [{ field: "timer_id", description: `at most ${maxIdLength} characters` }]);
+    if (req.timerId !== "") checkId(req.timerId, "timer_id");
     if (req.timerId.includes("/")) fail("bad_request", `timer_id ${JSON.stringify(req.timerId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "timer_id", description: "no / (reserved for declared schedules)" }]);
     const spec = canonicalSpec(req.spec);
     const policy = checkSchedulePolicy(req.policy ?? defaultSchedulePolicy, spec);
