@@ -265,11 +265,21 @@ describe("SQLite settings (E8)", () => {
     expect([answered, committer.head, heard]).toEqual([3, 3, [1, 3]]);
   });
 
+  it("stops (onFatal) when the next seq is already taken: another writer on the same database", async () => {
+    const store = open(folder());
+    const events = eventStatements(store.db);
+    const fatal: unknown[] = [];
+    const stale = new Committer(store.db, new ManualClock(0), events, { onFatal: (e) => fatal.push(e) }); // its head is 0
+    await committerOn(store).committer.submit((tx) => tx.append(event("by-the-other")));
+    await expect(stale.submit((tx) => tx.append(event("mine")))).rejects.toThrow(/UNIQUE constraint failed: events.seq/);
+    expect(fatal.map((e) => String(e))).toEqual([expect.stringMatching(/seq 1 is already in the log: another writer uses this database/)]);
+  });
+
   it("fails every caller, now and later, when the fsync fails", async () => {
     const store = open(folder());
     const broken = new WalSync(join(store.dataDir, "no-such.db"));
     const failures: unknown[] = [];
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { durability: broken, onDurabilityError: (e) => failures.push(e) });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { durability: broken, onFatal: (e) => failures.push(e) });
     await expect(committer.submit((tx) => tx.append(event("a")))).rejects.toThrow(/ENOENT/);
     await expect(committer.submit((tx) => tx.append(event("b")))).rejects.toThrow(/ENOENT/);
     expect(failures).toHaveLength(2);

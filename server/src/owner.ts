@@ -125,9 +125,10 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   const committer = new Committer(store.db, options.clock ?? systemClock, events, {
     durability: store.durability,
     onListenerError: (err) => logger.error({ err }, "a commit follower failed"),
-    onDurabilityError: (err) => {
-      // After a failed fsync the page cache cannot be trusted (PostgreSQL's "fsyncgate"): stop at once, restart recovers from disk.
-      logger.fatal({ err }, "making a commit durable failed (fdatasync of the WAL); stopping the owner");
+    onFatal: (err) => {
+      // After a failed fsync the page cache cannot be trusted (PostgreSQL's "fsyncgate"), and a seq
+      // taken by another writer means the in-memory head is wrong: stop at once, restart recovers from disk.
+      logger.fatal({ err }, "the log's writer cannot go on (a failed WAL fsync, or another writer on this database); stopping the owner");
       process.exit(1);
     },
   });

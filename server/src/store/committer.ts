@@ -36,8 +36,11 @@ export interface CommitterOptions {
   durability?: Durability;
   /** Told about an exception thrown by an onCommit listener (default: printed to stderr). */
   onListenerError?: (error: unknown) => void;
-  /** Told when making a commit durable failed (the owner stops). */
-  onDurabilityError?: (error: unknown) => void;
+  /**
+   * Told when the committer can no longer trust its state (the owner stops): making a commit
+   * durable failed, or the next seq was already taken (another writer on the same database).
+   */
+  onFatal?: (error: unknown) => void;
 }
 
 interface Pending {
@@ -64,8 +67,9 @@ interface Pending {
  * its caller gets the error; if COMMIT itself fails (disk full, I/O error),
  * the whole batch is rolled back and every caller gets the error. If the
  * fsync fails, every caller waiting for it gets the error and
- * `onDurabilityError` is told (the owner stops: the page cache can no longer
- * be trusted). Nothing is acknowledged that was not durable.
+ * `onFatal` is told (the owner stops: the page cache can no longer be
+ * trusted). So is an append whose seq is already in the table: only another
+ * writer on the same database can have taken it (O5 should prevent that). Nothing is acknowledged that was not durable.
  */
 export class Committer {
   private queue: Pending[] = [];
@@ -154,7 +158,7 @@ export class Committer {
       (error) => {
         this.syncing = false;
         for (const item of batch) item.reject(error);
-        this.options.onDurabilityError?.(error);
+        this.options.onFatal?.(error);
         this.schedule();
       },
     );
@@ -199,7 +203,12 @@ export class Committer {
       events: this.events,
       append: (event) => {
         const record: EventRecord = { ...event, seq: this.headSeq + 1, at: now };
-        this.events.insert(record);
+        try {
+          this.events.insert(record);
+        } catch (error) {
+          if (error instanceof Error && error.message.includes("UNIQUE constraint failed: events.seq")) this.options.onFatal?.(new Error(`seq ${record.seq} is already in the log: another writer uses this database (${error.message})`));
+          throw error;
+        }
         this.headSeq = record.seq;
         return record;
       },
