@@ -7,7 +7,7 @@ import { runExecutor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
-import { eventsOf } from "./helpers/log-snapshot.js";
+import { eventsOf, expectConnectError } from "./helpers/log-snapshot.js";
 import { until } from "./helpers/until.js";
 
 const tokens = { admin: "admin-token-0123456789", client: "client-token-0123456789" };
@@ -156,6 +156,11 @@ describe("AdminService (O4, P8, B3)", () => {
       expect((refused as ConnectError).code, sql).toBe(Code.InvalidArgument);
     }
     expect((await client.log.readLog({})).headSeq).toBe(before);
+    // The owner's schema changes only through migrations: a dropped table would keep the next owner from starting.
+    for (const sql of ["DROP TABLE timer_occurrences", "ALTER TABLE cursors RENAME TO cursors_old", "ALTER TABLE plugins ADD COLUMN note TEXT", "DROP INDEX timers_by_due", "drop index main.\"timers_spent\""]) {
+      await expectConnectError(admin.executeSql({ sql }), Code.InvalidArgument, /may not drop, rename or alter the owner's own tables/);
+    }
+    expect((await admin.executeSql({ sql: "SELECT count(*) AS n FROM timer_occurrences" })).rows).toEqual([{ n: 0 }]);
   });
 
   it("refuses maintenance SQL that would rewrite the log or the owner's connection, whatever the spelling; records nothing (E1, O4)", async () => {

@@ -1,6 +1,6 @@
 import { newId } from "../log/ids.js";
 import { fail } from "../errors.js";
-import type { Db } from "./database.js";
+import { ownerSchemaNames, type Db } from "./database.js";
 import type { Committer } from "./committer.js";
 
 /** What a maintenance statement returned: rows for a query, `changes` for a write, and the record's seq. */
@@ -54,6 +54,7 @@ export function runMaintenanceSql(committer: Committer, sql: string, params: unk
     // Thrown inside the unit: the committer rolls the statement back to its savepoint.
     const schemaAfter = guardedSchema(tx.db);
     if (schemaAfter.log !== schemaBefore.log) refuse(refusals.schema);
+    if (schemaAfter.main !== schemaBefore.main) refuse(refusals.ownerSchema);
     if (schemaAfter.temp !== schemaBefore.temp) refuse(refusals.temp);
     const record = tx.append({ id: newId(), type: "maintenance.sql", data: { sql, params: params.map(String), changes, by }, cause: "", actor: null });
     return { rows, changes, seq: record.seq };
@@ -66,12 +67,16 @@ function jsonSafe(row: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** The owner's own schema objects (from its migrations), read once. */
+const ownerNames = ownerSchemaNames();
+
 /** Why a statement is refused, most telling first (a DROP TABLE events also drops its triggers: it is reported as a log write). */
 const refusals = {
   log: "the log is immutable (E1): maintenance SQL may read the events table but not write, clear, rebuild or drop it or its indexes",
   schema: "the log is immutable (E1): maintenance SQL may not change the events table's schema (its name, columns, indexes or triggers) nor any trigger",
   triggers: "maintenance SQL may not create or drop triggers: the events table's triggers keep the log immutable, and any other would run inside the owner's commits",
   attach: "maintenance SQL may not ATTACH or DETACH databases",
+  ownerSchema: "maintenance SQL may not drop, rename or alter the owner's own tables, indexes or triggers: they change only through its migrations, and an owner whose table was dropped would not start again (tables you create yourself are yours)",
   temp: "maintenance SQL may not create temporary tables, views or triggers: they would stay on the owner's connection and could shadow its tables",
   vacuum: "maintenance SQL may not VACUUM (it cannot run inside the owner's commit; for a copy, use SQLite's online backup: see the README)",
   journal: "maintenance SQL may not change the journal mode",
@@ -166,13 +171,17 @@ function refuseByProgram(db: Db, sql: string, params: unknown[]): void {
  * table, indexes and triggers) and every trigger (`log`), and the temporary
  * schema (`temp`, empty). A statement that changed either (e.g. `ALTER TABLE
  * events RENAME TO old`, `ALTER TABLE events ADD COLUMN x`, `CREATE INDEX ...
- * ON events`) is rolled back.
+ * ON events`) is rolled back; so is one that changed anything else in the
+ * main schema (`main`: dropping or altering an owner table or index would
+ * leave a data folder no owner starts on). Objects maintenance itself created
+ * (a scratch table) are not guarded.
  */
-function guardedSchema(db: Db): { log: string; temp: string } {
+function guardedSchema(db: Db): { log: string; temp: string; main: string } {
   const rows = (sql: string) => JSON.stringify(db.prepare(sql).raw().all());
   return {
     log: rows("SELECT type, name, tbl_name, rootpage, sql FROM main.sqlite_schema WHERE tbl_name = 'events' COLLATE NOCASE OR type = 'trigger' ORDER BY type, name"),
     temp: rows("SELECT type, name, tbl_name, rootpage, sql FROM temp.sqlite_schema ORDER BY type, name"),
+    main: JSON.stringify((db.prepare("SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name").raw().all() as string[][]).filter((r) => ownerNames.has(r[1]))),
   };
 }
 
