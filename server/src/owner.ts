@@ -191,7 +191,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       router.service(ActionService, actionService(actions));
       router.service(CollectionService, collectionService(collections));
       router.service(TimeService, timeService(time.timers));
-      router.service(AdminService, adminService({ processors, hub, committer, cursors, events }));
+      router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events }));
       registerReflection(router, services);
       registerHealth(router, services.map((s) => s.typeName));
     },

@@ -8,6 +8,7 @@ import type { ExecutorHub } from "../executors/hub.js";
 import type { ProcessorEngine } from "../processors/engine.js";
 import type { Processors } from "../processors/manager.js";
 import type { Committer } from "../store/committer.js";
+import type { Db } from "../store/database.js";
 import type { CursorStatements } from "../store/cursors.js";
 import type { EventStatements } from "../store/events.js";
 import { runMaintenanceSql } from "../store/maintenance.js";
@@ -19,6 +20,8 @@ export interface AdminDeps {
   processors: Processors;
   hub: ExecutorHub;
   committer: Committer;
+  /** The owner's connection: maintenance SQL checks statements on it and reads the database's path. */
+  db: Db;
   cursors: CursorStatements;
   events: EventStatements;
 }
@@ -106,7 +109,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
     },
     async executeSql(req, ctx) {
       const by = admin(ctx).name;
-      const result = await runMaintenanceSql(deps.committer, req.sql, req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [], by);
+      const result = await runMaintenanceSql(deps.committer, deps.db, req.sql, req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [], by);
       return { rows: result.rows as JsonObject[], changes: BigInt(result.changes), seq: BigInt(result.seq) };
     },
   };

@@ -1,6 +1,7 @@
 import { newId } from "../log/ids.js";
 import { fail } from "../errors.js";
 import { ownerSchemaNames, type Db } from "./database.js";
+import { readInChild } from "./maintenance-read.js";
 import type { Committer } from "./committer.js";
 
 /** What a maintenance statement returned: rows for a query, `changes` for a write, and the record's seq. */
@@ -13,7 +14,10 @@ export interface SqlResult {
 /**
  * Runs one maintenance SQL statement (O4) inside a group commit, recorded as
  * `maintenance.sql` ({ sql, params, changes, by }) in the same commit, so the
- * log tells who changed what. A bad statement fails with INVALID_ARGUMENT
+ * log tells who changed what. A query that only reads runs instead in a child
+ * process with a read-only connection and a time limit ({@link readInChild}:
+ * DEADLINE_EXCEEDED after 10 s, RESOURCE_EXHAUSTED past 10,000 rows), so no
+ * query can stall the owner; it is recorded after it answered. A bad statement fails with INVALID_ARGUMENT
  * naming SQLite's message, and nothing is written. Values come back as
  * JSON-safe scalars (BigInt and Buffer are turned into strings).
  *
@@ -35,9 +39,15 @@ export interface SqlResult {
  * Underneath, migration 0009's triggers make the database itself refuse any
  * UPDATE or DELETE of an event, whoever issues it.
  */
-export function runMaintenanceSql(committer: Committer, sql: string, params: unknown[], by: string): Promise<SqlResult> {
+export async function runMaintenanceSql(committer: Committer, db: Db, sql: string, params: unknown[], by: string): Promise<SqlResult> {
   if (sql.trim() === "") fail("bad_request", "sql is required", [{ field: "sql", description: "required" }]);
   refuseSettingPragmas(sql);
+  if (readsOnly(db, sql)) {
+    refuseByProgram(db, sql, params);
+    const rows = await readInChild(db.name, sql, params);
+    const record = await committer.submit((tx) => tx.append({ id: newId(), type: "maintenance.sql", data: { sql, params: params.map(String), changes: 0, by }, cause: "", actor: null }));
+    return { rows, changes: 0, seq: record.seq };
+  }
   return committer.submit((tx) => {
     const explained = leadingWords(sql, 1)[0]?.word === "EXPLAIN"; // an EXPLAIN only lists a program: it runs nothing
     if (!explained) refuseByProgram(tx.db, sql, params);
@@ -59,6 +69,22 @@ export function runMaintenanceSql(committer: Committer, sql: string, params: unk
     const record = tx.append({ id: newId(), type: "maintenance.sql", data: { sql, params: params.map(String), changes, by }, cause: "", actor: null });
     return { rows, changes, seq: record.seq };
   });
+}
+
+/**
+ * True for a statement that only reads and returns rows (not a PRAGMA: those report the
+ * owner's own connection): it runs in a child process ({@link readInChild}), off the owner's
+ * thread and with a time limit. A statement that does not compile goes the commit path, which
+ * reports SQLite's error.
+ */
+function readsOnly(db: Db, sql: string): boolean {
+  if (leadingWords(sql, 1)[0]?.word === "PRAGMA") return false;
+  try {
+    const statement = db.prepare(sql);
+    return statement.readonly && statement.reader;
+  } catch {
+    return false;
+  }
 }
 
 function jsonSafe(row: Record<string, unknown>): Record<string, unknown> {
