@@ -76,6 +76,16 @@ describe("chronolog schedule, unschedule, delay, cancel-delay (T3, K3, O1)", () 
     const delay = await run(["delay", "jobs.run", '{"n":2}', "--in-ms", "300", "--overdue", "unbounded"]);
     expect(delay.stdout).toMatch(/^\S+: due \d{4}-\d\d-\d\dT[\d:.]+Z\n$/);
     await until(() => calls.some((c) => c.input.n === 2), "the delay's call");
+    // With --id, running the same command again (an answer lost) arms nothing and prints the same delay.
+    const retry = ["delay", "jobs.run", '{"n":5}', "--in-ms", "300", "--overdue", "unbounded", "--id", "job-5"];
+    const first = await run(retry);
+    expect(first.stdout).toMatch(/^job-5: due \d{4}-\d\d-\d\dT[\d:.]+Z\n$/);
+    await until(() => calls.some((c) => c.input.n === 5), "the delay --id's call");
+    expect((await run(retry)).stdout).toBe(first.stdout);
+    const otherInput = await run(["delay", "jobs.run", '{"n":6}', "--in-ms", "300", "--overdue", "unbounded", "--id", "job-5"]);
+    expect([otherInput.code, otherInput.stderr]).toEqual([1, expect.stringMatching(/^chronolog: AlreadyExists: delay_id "job-5" already names a delay/)]);
+    expect(calls.filter((c) => c.input.n === 5)).toHaveLength(1);
+    expect((await eventsOf(client, ["timer.scheduled"])).filter((e) => e.data?.timer_id === "job-5")).toHaveLength(1);
     // Another, cancelled before it is due: never called.
     const later = JSON.parse((await run(["delay", "jobs.run", '{"n":4}', "--at", new Date(Date.now() + 60_000).toISOString(), "--overdue", "on-time-or-never", "--json"])).stdout);
     expect((await client.getTimer(later.delayId)).overdue?.bound.case).toBe("onTimeOrNever");

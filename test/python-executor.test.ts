@@ -228,7 +228,7 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) aga
     );
     const output = `${result.stdout}${result.stderr}`;
     expect("code" in result ? `exit ${result.code}:\n${output}` : "exit 0").toBe("exit 0");
-    expect(result.stderr).toMatch(/^Ran 14 tests in .*\n\nOK\s*$/m);
+    expect(result.stderr).toMatch(/^Ran 15 tests in .*\n\nOK\s*$/m);
     // The executor reported nothing while all this ran (no reconnects, no notices).
     expect(executor.output).toEqual(["executor ready"]);
   });

@@ -475,3 +475,76 @@ describe("time across real owner processes killed with SIGKILL (K2, T6)", () => 
     second.child.kill("SIGKILL");
   });
 });
+
+describe("Delay from outside with a client delay_id (E7, K3)", () => {
+  const unbounded = { bound: { case: "unbounded" as const, value: true } };
+
+  it("the same Delay retried arms one delay, records one timer.scheduled and gets the same answer: while pending, after it was made, after it was cancelled", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const request = { delayId: "remind-order-7", action: "remind.send", input: { order: 7 }, when: { case: "intervalMs" as const, value: 5_000n }, overdue: unbounded };
+    const a = await h.time.delay(request);
+    expect([a.delayId, ms(a.due)]).toEqual(["remind-order-7", T0 + 5_000]);
+    clock.advance(1_000); // a retry later would be due later if it armed again
+    const b = await h.time.delay(request);
+    expect(b).toEqual(a);
+    expect(await eventsOf(h.client, ["timer.scheduled"])).toHaveLength(1);
+    expect(clock.armed().map((a) => a.atMs)).toEqual([T0 + 5_000]);
+
+    clock.advance(4_000);
+    await until(() => h.calls.length === 1, "the delayed call");
+    await until(async () => (await occurrences(h, "remind-order-7"))[0]?.status === "completed", "the occurrence recorded");
+    const before = await logSnapshot(h.client);
+    expect(await h.time.delay(request)).toEqual(a); // made: the same answer, not armed again
+    await expectUnchanged(h.client, before);
+    expect((await h.time.getTimer({ timerId: "remind-order-7" })).timer?.nextDue).toBeUndefined();
+    clock.advance(60_000);
+    expect(h.calls).toHaveLength(1);
+
+    // Cancelled (its row is gone): answered from the log's timer.scheduled, nothing armed.
+    const cancelRequest = { ...request, delayId: "remind-order-8", when: { case: "at" as const, value: timestampFromMs(clock.now() + 10_000) } };
+    const c = await h.time.delay(cancelRequest);
+    await h.time.cancelDelay({ delayId: "remind-order-8" });
+    await expectConnectError(h.time.getTimer({ timerId: "remind-order-8" }), Code.NotFound);
+    const afterCancel = await logSnapshot(h.client);
+    expect(await h.time.delay(cancelRequest)).toEqual(c);
+    await expectUnchanged(h.client, afterCancel);
+    await expectConnectError(h.time.getTimer({ timerId: "remind-order-8" }), Code.NotFound);
+    clock.advance(20_000);
+    expect(h.calls).toHaveLength(1);
+    // The same through the TS SDK client.
+    const viaSdk = await h.client.delay("remind.send", { order: 9 }, { intervalMs: 1_000 }, "unbounded", { delayId: "remind-order-9" });
+    expect(await h.client.delay("remind.send", { order: 9 }, { intervalMs: 1_000 }, "unbounded", { delayId: "remind-order-9" })).toEqual(viaSdk);
+    expect((await eventsOf(h.client, ["timer.scheduled"])).map((e) => e.data?.timer_id)).toEqual(["remind-order-7", "remind-order-8", "remind-order-9"]);
+  });
+
+  it("another request with the same delay_id is ALREADY_EXISTS (pending, made or cancelled), an id naming a schedule FAILED_PRECONDITION, bad ids and a delay_id under a cause INVALID_ARGUMENT; nothing written", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    await h.client.registerPlugin({ name: "orders", events: { "order.placed": { allow: ["*"] } } });
+    const placed = (await h.client.emit("order.placed", { id: 7 })).event!;
+    const request = { delayId: "d-1", action: "remind.send", input: { order: 7 }, when: { case: "intervalMs" as const, value: 5_000n }, overdue: unbounded };
+    await h.time.delay(request);
+    await h.time.schedule({ timerId: "weekly", action: "remind.send", spec: every(60_000) });
+    const fields = async (p: Promise<unknown>, code: Code, message: RegExp) => (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
+    const conflicts = async () => {
+      const before = await logSnapshot(h.client);
+      for (const other of [{ input: { order: 8 } }, { when: { case: "intervalMs" as const, value: 6_000n } }, { when: { case: "at" as const, value: timestampFromMs(T0 + 5_000) } }, { overdue: { bound: { case: "onTimeOrNever" as const, value: true } } }]) {
+        expect(await fields(h.time.delay({ ...request, ...other }), Code.AlreadyExists, /delay_id "d-1" already names a delay/)).toEqual(["delay_id"]);
+      }
+      await expectUnchanged(h.client, before);
+    };
+    await conflicts(); // pending
+    clock.advance(5_000);
+    await until(() => h.calls.length === 1, "the delayed call");
+    await conflicts(); // made
+    const before = await logSnapshot(h.client);
+    expect(await fields(h.time.delay({ ...request, delayId: "weekly" }), Code.FailedPrecondition, /delay_id "weekly" names a runtime timer/)).toEqual(["delay_id"]);
+    for (const [bad, message] of [[" ", /delay_id is only whitespace/], ["a\u0001b", /delay_id contains a control character/], ["x".repeat(257), /delay_id is longer than 256/], ["plugin/schedule", /delay_id "plugin\/schedule" may not contain "\/"/]] as const) {
+      expect(await fields(h.time.delay({ ...request, delayId: bad }), Code.InvalidArgument, message)).toEqual(["delay_id"]);
+    }
+    expect(await fields(h.time.delay({ ...request, delayId: "d-2", cause: { eventId: placed.id, position: 0 } }), Code.InvalidArgument, /delay_id must be empty under a cause/)).toEqual(["delay_id"]);
+    await expectUnchanged(h.client, before);
+    expect(h.calls).toHaveLength(1);
+  });
+});

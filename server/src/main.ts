@@ -152,6 +152,7 @@ program
   .option("--in-ms <n>", "due N ms from now", msOption)
   .option("--at <iso-time>", "due at this moment")
   .requiredOption("--overdue <bound>", overdueHelp + " (required)", parseOverdue)
+  .option("--id <delay-id>", "delay id (default: the owner makes one); the same delay with the same id is armed once, so a retry is safe")
   .option("--json", "print {delayId, due} as JSON", false)
   .action(clientAction(delayCommand));
 

@@ -559,6 +559,7 @@ class Client:
         fresh_chain: bool = False,
         cause: Optional[event_pb2.Cause] = None,
         actor: Optional[Mapping[str, str]] = None,
+        delay_id: str = "",
         timeout: Optional[float] = None,
     ) -> DelayResult:
         """Arms one call of ``action`` later (K3): ``when`` is ``{"interval_ms": n}`` from now or ``{"at": moment}``.
@@ -566,6 +567,11 @@ class Client:
         ``overdue`` is required: ``"unbounded"``, ``{"max_lateness_ms": n}`` or
         ``"on_time_or_never"``. Under a ``cause`` the delay id is derived and
         the call continues the cause's chain (K5) unless ``fresh_chain``.
+        From outside, ``delay_id`` (chosen by the client; no ``/``) makes it
+        safe to retry (E7): the same request with the same id returns that
+        delay and arms nothing, even after it was made or cancelled; another
+        request with it is ALREADY_EXISTS; an id naming a schedule is
+        FAILED_PRECONDITION. It must be empty under a ``cause``.
         Errors as :meth:`schedule`; FAILED_PRECONDITION past the owner's
         maximum chain depth.
         """
@@ -577,7 +583,7 @@ class Client:
         else:
             raise ValueError(f"when {dict(when)!r}: expected {{'interval_ms': n}} or {{'at': moment}}")
         request = time_pb2.DelayRequest(
-            action=action, input=to_struct(input), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, **timing
+            action=action, input=to_struct(input), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, **timing
         )
         response = self._unary(self.time.Delay, request, timeout)
         return DelayResult(delay_id=response.delay_id, due=response.due.ToDatetime(tzinfo=timezone.utc) if response.HasField("due") else None)

@@ -117,6 +117,12 @@ class ClientErrors(unittest.TestCase):
         error = self.refused(grpc.StatusCode.NOT_FOUND, self.client.call, "pyshop.nope", {})
         self.assertIn("pyshop.nope", error.details())
 
+    def test_delay_id_with_a_slash_is_invalid_argument(self):
+        """Client.delay(..., delay_id=...) reaches the owner: a delay_id with "/" is INVALID_ARGUMENT at delay_id."""
+        error = self.refused(grpc.StatusCode.INVALID_ARGUMENT, self.admin.delay, "pyshop.total", {"items": []}, {"interval_ms": 60_000}, "unbounded", delay_id="a/b")
+        self.assertEqual([v.field for v in error.field_violations], ["delay_id"])
+        self.assertIn('may not contain "/"', error.details())
+
     def assert_refused_for_good(self, token, code, message, plugin=None):
         """An executor with ``token`` (and ``plugin``) is refused with ``code``: it reports once, stops at once and raises the owner's error."""
         errors = []

@@ -170,6 +170,13 @@ export interface DelayOptions {
   cause?: { eventId: string; position: number };
   /** Start a new chain instead of continuing the cause's (K5). */
   freshChain?: boolean;
+  /**
+   * The delay's id, chosen by the client (from outside only; not under a cause, where it is
+   * derived). Makes the Delay safe to retry (E7): the same request with the same id returns
+   * that delay (same due moment) and arms nothing, even after it was made or cancelled; another
+   * request with it is ALREADY_EXISTS; an id naming a schedule is FAILED_PRECONDITION. No "/".
+   */
+  delayId?: string;
   signal?: AbortSignal;
 }
 
@@ -346,7 +353,8 @@ export class ChronologClient {
    *
    * Failure semantics: stored and durable once this resolves; survives owner restarts; made
    * once, within its bound or recorded as skipped. Under a cause the id is derived, so a
-   * retried run arms it once (E7).
+   * retried run arms it once (E7); from outside, give `options.delayId` to retry safely (a
+   * retry without it, after a lost answer, arms a second delay).
    */
   async delay(action: string, input: JsonObject, when: DelayWhen, overdue: OverdueBound, options: DelayOptions = {}): Promise<DelayResult> {
     const response = await this.time.delay(
@@ -358,6 +366,7 @@ export class ChronologClient {
         actor: options.actor,
         cause: options.cause,
         freshChain: options.freshChain ?? false,
+        delayId: options.delayId ?? "",
       },
       { signal: options.signal },
     );

@@ -160,14 +160,15 @@ export async function scheduleCommand(action: string, input: string | undefined,
 }
 
 /**
- * `chronolog delay ACTION [INPUT] (--in-ms N | --at ISO) --overdue BOUND [--json]` (SPEC K3):
- * arms one call of ACTION later; `--overdue` is required, as in the API. Prints
+ * `chronolog delay ACTION [INPUT] (--in-ms N | --at ISO) --overdue BOUND [--id DELAY-ID] [--json]`
+ * (SPEC K3): arms one call of ACTION later; `--overdue` is required, as in the API. With `--id`,
+ * running the same command again arms nothing and prints the same delay (E7). Prints
  * `DELAY-ID: due ISO` (`{"delayId","due"}` with --json); `cancel-delay DELAY-ID` cancels it.
  */
-export async function delayCommand(action: string, input: string | undefined, flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; json: boolean }): Promise<void> {
+export async function delayCommand(action: string, input: string | undefined, flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; id?: string; json: boolean }): Promise<void> {
   if ((flags.inMs === undefined) === (flags.at === undefined)) throw new Error("give exactly one of --in-ms N or --at ISO-TIME");
   const when: DelayWhen = flags.inMs !== undefined ? { intervalMs: flags.inMs } : { at: parseMoment(flags.at!, "--at") };
-  const { delayId, due } = await client(flags).delay(action, parseObject(input ?? "{}", "input"), when, flags.overdue);
+  const { delayId, due } = await client(flags).delay(action, parseObject(input ?? "{}", "input"), when, flags.overdue, { delayId: flags.id });
   if (flags.json) console.log(JSON.stringify({ delayId, due: due.toISOString() }));
   else console.log(`${delayId}: due ${due.toISOString()}`);
 }

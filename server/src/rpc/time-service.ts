@@ -54,7 +54,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
       else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value) };
       else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
       const result = await timers.delay(
-        { action: req.action, input: objectFromProto(req.input), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain },
+        { action: req.action, input: objectFromProto(req.input), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain, delayId: req.delayId },
         principalOf(ctx),
       );
       return { delayId: result.delayId, due: timestampFromMs(result.dueMs) };

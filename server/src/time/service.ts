@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { allows, canRead, resolveActor, type Principal } from "../auth/principal.js";
 import { canonicalJson } from "../log/canonical.js";
 import { causeActor, type LiveCauses } from "../log/causes.js";
@@ -66,6 +67,8 @@ export interface DelayInput {
   /** Start a new chain instead of continuing the cause's (K5). */
   freshChain?: boolean;
   actor: Partial<ActorRecord> | undefined;
+  /** The client's delay id (E7, from outside only); ""/absent: derived under a cause, else a fresh UUIDv7. */
+  delayId?: string;
 }
 
 /** A PauseTimer or ResumeTimer (B1), as parsed from the request. */
@@ -202,10 +205,30 @@ export class Timers {
     await this.remove(timerId, "runtime", cause, principal);
   }
 
-  /** Arms a delayed call (K3); returns its id and due moment (ms; under a cause, the same request run again gets the first run's, from the log). Errors as for Schedule; `at` more than 1 s past is INVALID_ARGUMENT. */
+  /**
+   * Arms a delayed call (K3); returns its id and due moment (ms; under a cause, the same request
+   * run again gets the first run's, from the log). Errors as for Schedule; `at` more than 1 s
+   * past is INVALID_ARGUMENT.
+   *
+   * From outside, a client-given `delayId` makes the Delay safe to retry (E7, like Emit's id and
+   * Schedule's timer_id): its `timer.scheduled` event gets an id derived from the delay id alone
+   * ({@link clientDelayEventId}) and records a digest of the request (`delay_request`: action,
+   * input, interval_ms or at, overdue). A Delay whose delay id has that event is answered from
+   * it, first of all, as a retry under a cause is: the same request gets the same id and due
+   * moment and nothing is armed or recorded, whether the delay is pending, made, cancelled or
+   * swept; another request is ALREADY_EXISTS. A delay id that names a schedule (runtime or
+   * declared) is FAILED_PRECONDITION, as Schedule with a delay's id is. Under a cause
+   * `delayId` must be empty (INVALID_ARGUMENT): the id is derived there.
+   */
   async delay(req: DelayInput, principal: Principal): Promise<{ delayId: string; dueMs: number }> {
     // 1. shape
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
+    const clientId = req.delayId ?? "";
+    if (clientId !== "") {
+      if (req.cause) fail("bad_request", "delay_id must be empty under a cause: the delay id is derived from the cause (E7)", [{ field: "delay_id", description: "empty under a cause" }]);
+      checkId(clientId, "delay_id");
+      if (clientId.includes("/")) fail("bad_request", `delay_id ${JSON.stringify(clientId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "delay_id", description: "no / (reserved for declared schedules)" }]);
+    }
     const now = this.deps.clock.now();
     let dueMs: number;
     if (req.when.kind === "interval") {
@@ -221,19 +244,26 @@ export class Timers {
     const who = this.who(entry, req, principal, "delay");
     checkInput(entry, req.input);
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
-    const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : newId();
-    const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : null;
+    const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : clientId || newId();
+    const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
+    const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
     const again = eventId !== null && this.deps.events.findById(eventId) !== undefined;
     const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // K5: FAILED_PRECONDITION past the maximum
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
+      if (prior && clientId && prior.data.delay_request !== digest.delay_request) fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names a delay armed by another request (action, input, interval_ms or at, overdue); choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
       if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again (E7): armed once
       const existing = this.deps.timers.get(id);
+      if (existing && clientId) {
+        // 6. state: the id is another timer's (a schedule's, or a delay without this request's event)
+        if (existing.kind !== "delay") fail("failed_precondition", `delay_id ${JSON.stringify(clientId)} names a ${existing.kind === "runtime" ? "runtime timer (Schedule)" : "declared schedule"}; choose another delay_id`, [{ field: "delay_id", description: "names a schedule" }]);
+        fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names another delay; choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
+      }
       // Armed by a run whose event has another id (before ids of timer events were derived): the delay id names this request.
       if (existing) return { delayId: existing.id, dueMs: existing.spec.kind === "at" ? existing.spec.atMs : dueMs, fresh: false };
       const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now, this.deps.region), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
-      this.put(tx, fresh, who, undefined, eventId ?? newId());
+      this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
       return { delayId: id, dueMs, fresh: true };
     });
     if (result.fresh) this.deps.changed(result.dueMs);
@@ -422,12 +452,13 @@ export class Timers {
     return entry !== undefined && allows(entry.allow, principal);
   }
 
-  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`) in unit `tx`; returns it as stored. */
-  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined, eventId: string): TimerRecord {
+  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`; returns it as stored. */
+  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined, eventId: string, extra: Record<string, unknown> = {}): TimerRecord {
     this.deps.timers.put(timer, tx.now);
     if (!isDefaultPolicy(timer.policy) || timer.policy.anchorMs !== null || (existing && (!isDefaultPolicy(existing.policy) || existing.policy.anchorMs !== null))) this.deps.control.setPolicy(timer.id, timer.policy);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
-    tx.append(scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId));
+    const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
+    tx.append({ ...event, data: { ...event.data, ...extra } });
     return this.deps.timers.get(timer.id) as TimerRecord;
   }
 
@@ -497,6 +528,20 @@ function changeEventId(cause: CauseRef, request: Record<string, unknown>): strin
   return derivedId(cause.eventId, cause.position, { timer_change: request });
 }
 
+/**
+ * The id of the `timer.scheduled` event of a Delay from outside with client delay id `delayId`
+ * (E7): derived from the delay id alone, so the log holds at most one arming per delay id (its
+ * unique id index) and a retry finds it whatever happened to the delay since.
+ */
+function clientDelayEventId(delayId: string): string {
+  return derivedId("client-delay", 0, { delay_id: delayId });
+}
+
+/** The `delay_request` of such an event: a SHA-256 (hex) of the request's action, input, interval_ms or at, and overdue (what "the same request" compares). */
+function delayRequestDigest(request: Record<string, unknown>): string {
+  return createHash("sha256").update(canonicalJson(request)).digest("hex");
+}
+
 /** Event `id` when it is in the log as a `type` (a request under a cause run again, E7); undefined when absent or `id` is null. ALREADY_EXISTS when it is another type's. */
 function recorded(tx: Tx, id: string | null, type: string): EventRecord | undefined {
   if (id === null) return undefined;
@@ -539,7 +584,8 @@ function iso(ms: number): string {
  * `timer.scheduled` (T4): a timer was set or changed. Data: timer_id, kind, action, spec,
  * overdue, next_due_ms (null: disabled, spent, paused or another region's), replaced; declared
  * schedules add plugin, schedule, disabled, region and retry_delays_ms; a timer with a policy
- * other than K2's adds `policy` (B1). Actor and cause: whoever set it (declared schedules: the
+ * other than K2's adds `policy` (B1); a delay armed from outside with a client `delay_id` adds
+ * `delay_request` (see Timers.delay). Actor and cause: whoever set it (declared schedules: the
  * system, no cause). Id: `id` (derived under a cause, see changeEventId), else fresh.
  */
 export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: string, actor: ActorRecord | null, id = newId()) {

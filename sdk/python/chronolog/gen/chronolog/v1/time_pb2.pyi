@@ -202,7 +202,7 @@ class UnscheduleResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class DelayRequest(_message.Message):
-    __slots__ = ("action", "input", "interval_ms", "at", "overdue", "cause", "actor", "fresh_chain")
+    __slots__ = ("action", "input", "interval_ms", "at", "overdue", "cause", "actor", "fresh_chain", "delay_id")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +211,7 @@ class DelayRequest(_message.Message):
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     FRESH_CHAIN_FIELD_NUMBER: _ClassVar[int]
+    DELAY_ID_FIELD_NUMBER: _ClassVar[int]
     action: str
     input: _struct_pb2.Struct
     interval_ms: int
@@ -219,7 +220,8 @@ class DelayRequest(_message.Message):
     cause: _event_pb2.Cause
     actor: _event_pb2.Actor
     fresh_chain: bool
-    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interval_ms: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., fresh_chain: _Optional[bool] = ...) -> None: ...
+    delay_id: str
+    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interval_ms: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., fresh_chain: _Optional[bool] = ..., delay_id: _Optional[str] = ...) -> None: ...
 
 class DelayResponse(_message.Message):
     __slots__ = ("delay_id", "due")

@@ -107,7 +107,8 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Delay(self, request, context):
-        """Arms a one-shot delayed call (K3); returns the id that cancels it.
+        """Arms a one-shot delayed call (K3); returns the id that cancels it. With a
+        `delay_id`, safe to retry from outside (see DelayRequest.delay_id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
