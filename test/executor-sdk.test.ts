@@ -1,4 +1,5 @@
 import { createServer } from "node:http2";
+import { pino } from "pino";
 import { createServer as createNetServer } from "node:net";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
@@ -165,6 +166,28 @@ describe("TypeScript executor SDK: a stream the owner refuses for good is not re
     expect(outcome).toEqual({ rejected: expect.objectContaining({ code: Code.Unauthenticated, rawMessage: "unknown bearer token" }) });
     await new Promise((r) => setTimeout(r, 300));
     expect(lines).toEqual(["chronolog executor: UNAUTHENTICATED: unknown bearer token (the executor stopped: not retrying)"]);
+  });
+});
+
+describe("executors of one plugin with different manifests", () => {
+  it("the owner warns, naming what the other connected executor hosts that is no longer declared (the last hello wins)", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => void lines.push(line) });
+    const owner = await startTestOwner({ logger });
+    const v1 = definePlugin({ name: "split", actions: { hit: { run: () => ({}) }, fail: { run: () => ({}) } } });
+    const v2 = definePlugin({ name: "split", actions: { hit: { run: () => ({}) } } });
+    const first = runExecutor({ url: owner.url, executor: "split-v1", plugins: [v1], onError: () => {} });
+    await first.ready;
+    const second = runExecutor({ url: owner.url, executor: "split-v2", plugins: [v2], onError: () => {} });
+    await second.ready;
+    try {
+      const warned = lines.map((l) => JSON.parse(l)).filter((e) => e.level === 40);
+      expect(warned).toEqual([expect.objectContaining({ executor: "split-v2", hostedBy: "split-v1", undeclared: ["split.fail"] })]);
+      expect(warned[0].msg).toContain("the last hello wins");
+    } finally {
+      await Promise.all([first.stop(100), second.stop(100)]);
+      await owner.close();
+    }
   });
 });
 

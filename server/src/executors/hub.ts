@@ -62,6 +62,7 @@ export class ExecutorHub {
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
     if (hello.executor === "") fail("bad_request", "hello.executor is required", [{ field: "hello.executor", description: "required" }]);
     for (const manifest of hello.plugins) await this.registry.register(manifest);
+    this.warnUndeclared(hello.executor);
     for (const name of hello.processors) {
       if (!this.processors.has(name)) fail("bad_request", `unknown processor ${JSON.stringify(name)}: no plugin declares it (use plugin.processor)`, [{ field: "hello.processors", description: `unknown processor ${name}` }]);
     }
@@ -82,6 +83,22 @@ export class ExecutorHub {
     this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: session.credits }, "executor connected");
     this.pump(session);
     return session;
+  }
+
+  /**
+   * After a hello registered its manifests: warns about each connected executor that hosts a
+   * processor or action no longer declared (executors of one plugin carrying different
+   * manifests: the last hello's wins, and the others' work is refused as undeclared).
+   */
+  private warnUndeclared(newcomer: string): void {
+    for (const s of this.sessions) {
+      const undeclared = [...[...s.processors].filter((p) => !this.processors.has(p)), ...[...s.actions].filter((a) => !this.actions.has(a))];
+      if (undeclared.length === 0) continue;
+      this.logger.warn(
+        { executor: newcomer, hostedBy: s.hosting.executor, session: s.id, undeclared },
+        `executor ${newcomer}'s hello changed a plugin's manifest: ${undeclared.join(", ")}, hosted by connected executor ${s.hosting.executor}, no longer declared (executors of one plugin must carry the same manifest; the last hello wins)`,
+      );
+    }
   }
 
   /** Handles one message from an executor after its hello. */
