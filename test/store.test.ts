@@ -5,7 +5,9 @@ import Database from "better-sqlite3";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { Code } from "@connectrpc/connect";
 import { ManualClock, type Clock } from "../server/src/clock.js";
+import { toConnectError } from "../server/src/rpc/interceptors.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
 import { openStore, type Store } from "../server/src/store/database.js";
 import { eventStatements } from "../server/src/store/events.js";
@@ -366,5 +368,14 @@ describe("owner lock (O5)", () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(lost).toHaveLength(1); // told once; the watchdog stopped
     await second.close();
+  });
+});
+
+describe("a full disk", () => {
+  it("is UNAVAILABLE with a message saying so (SQLITE_FULL rolls the whole commit back), not INTERNAL", () => {
+    const full = Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
+    const error = toConnectError(full);
+    expect([error.code, error.rawMessage]).toEqual([Code.Unavailable, "the owner's disk is full: nothing was written; retry once space is freed"]);
+    expect(toConnectError(new Error("boom")).code).toBe(Code.Internal);
   });
 });

@@ -66,10 +66,16 @@ export class ChronologError extends Error {
    */
   static from(e: unknown): ChronologError {
     if (e instanceof ChronologError) return e;
+    if (isDiskFull(e)) return new ChronologError("unavailable", "the owner's disk is full: nothing was written; retry once space is freed");
     const err = new ChronologError("internal", "internal error");
     (err as { cause?: unknown }).cause = e;
     return err;
   }
+}
+
+/** SQLite's "database or disk is full" (SQLITE_FULL): the whole commit was rolled back. */
+export function isDiskFull(e: unknown): boolean {
+  return typeof e === "object" && e !== null && (e as { code?: unknown }).code === "SQLITE_FULL";
 }
 
 /** Shorthand for `new ChronologError(kind, message, ...)`. */

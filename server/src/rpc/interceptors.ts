@@ -1,6 +1,6 @@
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Authenticator } from "../auth/tokens.js";
-import { ChronologError } from "../errors.js";
+import { ChronologError, isDiskFull } from "../errors.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import type { Logger } from "../logger.js";
 import { principalKey } from "./context.js";
@@ -29,9 +29,18 @@ export function authInterceptor(authenticator: Authenticator): Interceptor {
  * else is logged with its cause and answered as INTERNAL without details.
  */
 export function errorInterceptor(logger: Logger): Interceptor {
+  let diskFullLoggedAt = -Infinity;
   const convert = (e: unknown, procedure: string, signal: AbortSignal) => {
     const error = toConnectError(e);
     if (e instanceof ChronologError || e instanceof ConnectError) return error;
+    if (isDiskFull(e)) {
+      // Every caller of a batch gets it at once: one warning per 10 s, not one stack trace per caller.
+      if (performance.now() - diskFullLoggedAt > 10_000) {
+        logger.warn({ err: e }, "the disk is full: commits fail (UNAVAILABLE) until space is freed");
+        diskFullLoggedAt = performance.now();
+      }
+      return error;
+    }
     // A caller that went away mid-stream is not the owner's fault.
     if (signal.aborted) logger.debug({ err: e, procedure }, "caller gone");
     else logger.error({ err: e, procedure }, "internal error");
