@@ -9,6 +9,7 @@
 // Processor retries wait on the real clock (20 ms).
 
 import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, createClient as createRpcClient, type Client } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
@@ -43,6 +44,8 @@ interface Harness {
   rings: ActionContext[];
   /** What each attempt of the processor and of `redo.file` got, in order. */
   attempts: Attempt[];
+  /** Run by a failing first attempt after its work, before it fails (job name → what to do between the attempts). */
+  between: Map<string, () => Promise<void>>;
 }
 
 /** The timer work of one mode, under `ctx` (a delivery or an action run); returns what it got. */
@@ -82,6 +85,16 @@ async function work(ctx: DeliveryContext | ActionContext, job: string, mode: str
       await ctx.unschedule(t.id);
       return { timer: t.id };
     }
+    case "pause-resume-target": {
+      const p = await ctx.pauseTimer(target, `pause ${job}`);
+      const r = await ctx.resumeTimer(target, `resume ${job}`);
+      const next = r.timer.nextDue ? Number(r.timer.nextDue.seconds) * 1000 : null;
+      return { pausedUnchanged: p.unchanged, paused: p.timer.paused, resumedUnchanged: r.unchanged, resumedPaused: r.timer.paused, next };
+    }
+    case "trigger-target": {
+      const t = await ctx.triggerTimer(target);
+      return { occurrence: t.occurrenceId, due: t.due.getTime() };
+    }
     case "none":
       return {};
     default:
@@ -102,11 +115,13 @@ async function harness(): Promise<Harness> {
   const client = createClient({ url: owner.url });
   const rings: ActionContext[] = [];
   const attempts: Attempt[] = [];
+  const between = new Map<string, () => Promise<void>>();
   const job = { type: "object", required: ["job", "mode"], properties: { job: { type: "string" }, mode: { type: "string" }, target: { type: "string" } } };
   const attempt = async (ctx: DeliveryContext | ActionContext, input: JsonObject): Promise<JsonObject> => {
     const got = await work(ctx, input.job as string, input.mode as string, (input.target as string | undefined) ?? "");
     attempts.push({ job: input.job as string, attempt: ctx.attempt, ...got });
     if (ctx.attempt === 1) {
+      await between.get(input.job as string)?.();
       clock.advance(1_000);
       throw new Error(`job ${input.job}: failing attempt 1 after its work`);
     }
@@ -135,7 +150,7 @@ async function harness(): Promise<Harness> {
   const ex = runExecutor({ url: owner.url, plugins: [plugin], credits: 16, maxBackoffMs: 200, onError: () => {} });
   cleanups.push(() => ex.stop(100));
   await ex.ready;
-  return { clock, client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), rings, attempts };
+  return { clock, client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), rings, attempts, between };
 }
 
 /** Emits `job.go` and waits until the worker is past it; returns the event and every event under it. */
@@ -306,5 +321,89 @@ describe("timer changes under a cause, run again, are answered from the log (E7,
     const a = await h.time.delay({ action: "redo.ring", input: { job: "j-9", n: 1 }, when: { case: "intervalMs", value: 5_000n }, overdue: { bound: { case: "unbounded", value: true } }, cause: { eventId: go.id, position: 3 } });
     const b = await h.time.delay({ action: "redo.ring", input: { job: "j-9", n: 2 }, when: { case: "intervalMs", value: 5_000n }, overdue: { bound: { case: "unbounded", value: true } }, cause: { eventId: go.id, position: 3 } });
     expect(b.delayId).not.toBe(a.delayId);
+  });
+
+  it("a delivery that pauses a timer and resumes it, fails, and is retried: one timer.paused, one timer.resumed, the timer runs; also when it was paused already, or removed between the attempts", async () => {
+    const h = await harness();
+    const timerChanges = (events: Event[]) => events.filter((e) => e.type.startsWith("timer.") || e.type.startsWith("processor.") || e.type === "job.done");
+    await h.client.schedule("redo.ring", { job: "p-1" }, { everyMs: MINUTE }, { timerId: "pr-1" });
+    const { go, under } = await runJob(h, { job: "p-1", mode: "pause-resume-target", target: "pr-1" });
+    const mine = h.attempts.filter((a) => a.job === "p-1");
+    expect(mine.map((a) => a.attempt)).toEqual([1, 2]);
+    expect(mine[0]).toMatchObject({ pausedUnchanged: false, paused: true, resumedUnchanged: false, resumedPaused: false });
+    expect(mine[1]).toEqual({ ...mine[0], attempt: 2 }); // answered as the first attempt was, from the log
+    expect(types(timerChanges(under))).toEqual(["timer.paused", "timer.resumed", "processor.retried", "job.done"]);
+    for (const e of under.filter((e) => e.type.startsWith("timer."))) expect(e.cause).toBe(go.id);
+    const [timer] = (await timersOf(h, "p-1"));
+    expect(timer.paused).toBe(false);
+    expect(timer.nextDue).toBeDefined();
+
+    // Paused already (from outside): the pause changes nothing but is recorded under the cause (unchanged), so the retry's pause does not pause the timer its first attempt resumed.
+    await h.client.schedule("redo.ring", { job: "p-2" }, { everyMs: MINUTE }, { timerId: "pr-2" });
+    await h.client.pauseTimer("pr-2", { note: "from outside" });
+    const already = await runJob(h, { job: "p-2", mode: "pause-resume-target", target: "pr-2" });
+    const two = h.attempts.filter((a) => a.job === "p-2");
+    expect(two[0]).toMatchObject({ pausedUnchanged: true, paused: true, resumedUnchanged: false, resumedPaused: false });
+    expect(two[1]).toEqual({ ...two[0], attempt: 2 });
+    expect(types(timerChanges(already.under))).toEqual(["timer.paused", "timer.resumed", "processor.retried", "job.done"]);
+    expect((already.under.find((e) => e.type === "timer.paused")!.data as JsonObject).unchanged).toBe(true);
+    expect((await timersOf(h, "p-2"))[0].paused).toBe(false);
+
+    // Removed between the attempts: the retry is answered from the log (no NOT_FOUND) and changes nothing.
+    await h.client.schedule("redo.ring", { job: "p-3" }, { everyMs: MINUTE }, { timerId: "pr-3" });
+    h.between.set("p-3", () => h.client.unschedule("pr-3"));
+    const removed = await runJob(h, { job: "p-3", mode: "pause-resume-target", target: "pr-3" });
+    const three = h.attempts.filter((a) => a.job === "p-3");
+    expect(three.map((a) => a.attempt)).toEqual([1, 2]);
+    expect(three[1]).toEqual({ ...three[0], attempt: 2 });
+    expect(types(timerChanges(removed.under))).toEqual(["timer.paused", "timer.resumed", "processor.retried", "job.done"]);
+    expect(await timersOf(h, "p-3")).toEqual([]);
+  });
+
+  it("a delivery that triggers a timer, fails, and is retried: one timer.triggered, one occurrence, called once; also when the timer was removed between the attempts", async () => {
+    const h = await harness();
+    await h.client.schedule("redo.ring", { job: "t-1" }, { everyMs: 10 * MINUTE }, { timerId: "tr-1" });
+    const { under } = await runJob(h, { job: "t-1", mode: "trigger-target", target: "tr-1" });
+    const mine = h.attempts.filter((a) => a.job === "t-1");
+    expect(mine.map((a) => a.attempt)).toEqual([1, 2]);
+    expect(mine[1]).toEqual({ ...mine[0], attempt: 2 });
+    expect(count(under, "timer.triggered")).toBe(1);
+    expect(count(under, "processor.failed")).toBe(0);
+    await until(() => h.rings.length === 1, "the triggered call");
+    expect(await occurrenceCount(h, "tr-1")).toBe(1);
+    expect(h.rings.map((r) => r.input)).toEqual([{ job: "t-1" }]);
+
+    await h.client.schedule("redo.ring", { job: "t-2" }, { everyMs: 10 * MINUTE }, { timerId: "tr-2" });
+    h.between.set("t-2", () => h.client.unschedule("tr-2"));
+    const removed = await runJob(h, { job: "t-2", mode: "trigger-target", target: "tr-2" });
+    const two = h.attempts.filter((a) => a.job === "t-2");
+    expect(two.map((a) => a.attempt)).toEqual([1, 2]); // the retry succeeded: no NOT_FOUND
+    expect(two[1]).toEqual({ ...two[0], attempt: 2 });
+    expect(count(removed.under, "timer.triggered")).toBe(1);
+    expect(count(removed.under, "processor.failed")).toBe(0);
+    expect(count(removed.under, "job.done")).toBe(1);
+    h.clock.advance(MINUTE);
+    await until(() => h.rings.length === 2, "the second triggered call");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.rings.map((r) => r.input)).toEqual([{ job: "t-1" }, { job: "t-2" }]); // each called once
+  });
+
+  it("a backfill under a cause, made again, is answered from its timer.backfilled (recorded once), also after the timer was removed; from outside nothing changes", async () => {
+    const h = await harness();
+    await h.client.schedule("redo.ring", { job: "b-1" }, { everyMs: MINUTE }, { timerId: "bf-1" });
+    h.clock.advance(10 * MINUTE);
+    const go = (await h.client.emit("job.go", { job: "b-1", mode: "none" })).event!;
+    const request = { timerId: "bf-1", start: timestampFromMs(T0 + 2 * MINUTE), end: timestampFromMs(T0 + 4 * MINUTE), cause: { eventId: go.id, position: 0 } };
+    const first = await h.time.backfillTimer(request);
+    expect(first.occurrences.map((o) => o.existing)).toEqual([false, false]);
+    const again = await h.time.backfillTimer(request);
+    expect(again.occurrences).toEqual(first.occurrences); // not "existing": the answer the first run got
+    await h.client.unschedule("bf-1");
+    expect((await h.time.backfillTimer(request)).occurrences).toEqual(first.occurrences);
+    const backfilled = [];
+    for await (const e of h.client.read({ types: ["timer.backfilled"] })) backfilled.push(e);
+    expect(backfilled).toHaveLength(1);
+    // From outside: decided from stored state, as before.
+    await expectConnectError(h.time.backfillTimer({ ...request, cause: undefined }), Code.NotFound, /no timer/);
   });
 });

@@ -156,8 +156,12 @@ export const maxPreviewCount = 100;
  * (a retried delivery, an action called again) finds that event and is answered from it, first
  * of all, whatever happened to the timer since: the same timer or delay id and due moment, an
  * Unschedule or CancelDelay that succeeded (not NOT_FOUND because the first run removed it),
- * nothing armed or removed again. Pause, resume, trigger and backfill find the paused state,
- * the triggered occurrence or the backfilled ones. A cancel
+ * nothing armed or removed again. PauseTimer, ResumeTimer, TriggerTimer and BackfillTimer under
+ * a cause do the same with `timer.paused` / `.resumed` / `.triggered` / `.backfilled` (each
+ * answered as the event left the timer, see {@link controlledFromLog}); under a cause a pause
+ * of a paused timer or a resume of a running one (and a backfill that made nothing) still
+ * records its event, with `unchanged: true`, so its retry finds it and gets the same answer
+ * (from outside such a no-op records nothing). A cancel
  * racing the claim of the same occurrence is ordered by the committer: either the cancel wins
  * (never called) or the claim does (NOT_FOUND "already made").
  */
@@ -279,18 +283,27 @@ export class Timers {
    * Pauses recurring timer `req.timerId` (B1): it claims nothing (no next due moment) until
    * resumed; occurrences already claimed still run and retry. Records `timer.paused` (data:
    * timer_id, kind, action, note, held_due_ms) and returns the timer; one already paused is left
-   * alone (`unchanged`, nothing recorded). FAILED_PRECONDITION for a delay or a one-shot (`at`).
+   * alone (`unchanged`; nothing recorded from outside, under a cause a `timer.paused` with
+   * `unchanged: true`, `paused_at_ms` and `pause_note` of the pause it found, so a retry finds
+   * it). Under a cause the same request run again is answered from its event (E7).
+   * FAILED_PRECONDITION for a delay or a one-shot (`at`).
    */
   async pause(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
     checkControlShape(req.timerId, req.note);
     checkCauseRole(req.cause, principal, "pause timers");
     const actor = this.actorOf(req.cause, principal);
+    const eventId = req.cause ? changeEventId(req.cause, { op: "pause", timer_id: req.timerId, note: req.note }) : null;
     return this.deps.committer.submit((tx) => {
+      const prior = recorded(tx, eventId, "timer.paused");
+      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true }; // the same request run again (E7)
       const timer = this.managed(req.timerId, req.cause, principal, "pause");
       checkRecurring(timer, "paused");
-      if (timer.paused) return { timer, unchanged: true };
+      if (timer.paused) {
+        if (eventId) tx.append(controlEvent("timer.paused", timer, { note: req.note, held_due_ms: timer.paused.heldDueMs, unchanged: true, paused_at_ms: timer.paused.atMs, pause_note: timer.paused.note }, req.cause, actor, eventId));
+        return { timer, unchanged: true };
+      }
       this.deps.control.setPaused(timer.id, { note: req.note, atMs: tx.now, heldDueMs: timer.nextDueMs }, null, tx.now);
-      tx.append(controlEvent("timer.paused", timer, { note: req.note, held_due_ms: timer.nextDueMs }, req.cause, actor));
+      tx.append(controlEvent("timer.paused", timer, { note: req.note, held_due_ms: timer.nextDueMs }, req.cause, actor, eventId ?? newId()));
       return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false };
     });
   }
@@ -300,25 +313,33 @@ export class Timers {
    * ahead; else at most one missed occurrence, by its catch-up policy ({@link resumeDue}), due
    * at once; else its next moment. A declared schedule disabled or of another region stays
    * without one. Records `timer.resumed` (data: timer_id, kind, action, note, paused_at_ms,
-   * next_due_ms); one not paused is left alone (`unchanged`). FAILED_PRECONDITION for a delay
-   * or a one-shot.
+   * next_due_ms); one not paused is left alone (`unchanged`; under a cause recorded with
+   * `unchanged: true` and `paused_at_ms` null, as for {@link pause}). Under a cause the same
+   * request run again is answered from its event (E7). FAILED_PRECONDITION for a delay or a
+   * one-shot.
    */
   async resume(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
     checkControlShape(req.timerId, req.note);
     checkCauseRole(req.cause, principal, "resume timers");
     const actor = this.actorOf(req.cause, principal);
+    const eventId = req.cause ? changeEventId(req.cause, { op: "resume", timer_id: req.timerId, note: req.note }) : null;
     const result = await this.deps.committer.submit((tx) => {
+      const prior = recorded(tx, eventId, "timer.resumed");
+      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true, fresh: false }; // the same request run again (E7)
       const timer = this.managed(req.timerId, req.cause, principal, "resume");
       checkRecurring(timer, "paused");
-      if (!timer.paused) return { timer, unchanged: true };
+      if (!timer.paused) {
+        if (eventId) tx.append(controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: null, next_due_ms: timer.nextDueMs, unchanged: true }, req.cause, actor, eventId));
+        return { timer, unchanged: true, fresh: true };
+      }
       const runs = timer.kind !== "declared" || (!timer.disabled && timer.region === this.deps.region);
       const nextDueMs = runs ? resumeDue(timer, tx.now) : null;
       this.deps.control.setPaused(timer.id, null, nextDueMs, tx.now);
-      tx.append(controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: timer.paused.atMs, next_due_ms: nextDueMs }, req.cause, actor));
-      return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false };
+      tx.append(controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: timer.paused.atMs, next_due_ms: nextDueMs }, req.cause, actor, eventId ?? newId()));
+      return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false, fresh: true };
     });
-    this.deps.changed(result.timer.nextDueMs);
-    return result;
+    if (result.fresh) this.deps.changed(result.timer.nextDueMs);
+    return { timer: result.timer, unchanged: result.unchanged };
   }
 
   /**
@@ -327,21 +348,26 @@ export class Timers {
    * run triggers once), calling its action with its input as its actor (T9), with its retries
    * (T7), whatever its lateness bound and overlap policy; not counted in `occurrences` nor
    * toward `max_count`. Records `timer.triggered` (data: timer_id, kind, action, occurrence_id,
-   * due_ms). FAILED_PRECONDITION for a delay, or when its action is no longer declared.
+   * due_ms). Under a cause the same request run again is answered from that event (E7), even
+   * when the timer was removed since. FAILED_PRECONDITION for a delay, or when its action is no
+   * longer declared.
    */
   async trigger(timerId: string, cause: CauseRef | null, principal: Principal): Promise<{ occurrenceId: string; dueMs: number }> {
     checkControlShape(timerId, "");
     checkCauseRole(cause, principal, "trigger timers");
     const actor = this.actorOf(cause, principal);
     const id = triggeredOccurrenceId(timerId, cause ? derivedId(cause.eventId, cause.position, { op: "trigger", timer: timerId }) : newId());
+    const eventId = cause ? changeEventId(cause, { op: "trigger", timer_id: timerId }) : null;
     const result = await this.deps.committer.submit((tx) => {
+      const prior = recorded(tx, eventId, "timer.triggered");
+      if (prior) return { occurrenceId: prior.data.occurrence_id as string, dueMs: prior.data.due_ms as number, fresh: false }; // the same request run again (E7)
       const timer = this.managed(timerId, cause, principal, "trigger");
       if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
       if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
       const made = this.deps.control.dueOf(id);
       if (made !== undefined) return { occurrenceId: id, dueMs: made, fresh: false }; // a retried run (E7)
       this.deps.control.queue({ id, timerId, dueMs: tx.now, action: timer.action, input: timer.input, actor: timer.actor, overdue: { kind: "unbounded" }, retryDelaysMs: timer.retryDelaysMs }, "trigger", tx.now, tx.now);
-      tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor));
+      tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor, eventId ?? newId()));
       return { occurrenceId: id, dueMs: tx.now, fresh: true };
     });
     if (result.fresh) this.deps.changed(result.dueMs);
@@ -354,7 +380,9 @@ export class Timers {
    * the schedule would have made: same id) and called in due order, whatever the lateness bound
    * and the timer's own bounds and count; moments already made (or claimed) are not made again
    * (`existing`). Calls may overlap like any occurrences (K2). Records `timer.backfilled` (data:
-   * timer_id, kind, action, start_ms, end_ms, occurrence_ids, existing) when it made any.
+   * timer_id, kind, action, start_ms, end_ms, occurrence_ids, existing) when it made any; under
+   * a cause always, with `moments_ms` (every fire time of the range, in order), and the same
+   * request run again is answered from that event (E7), whatever became of the timer.
    * INVALID_ARGUMENT for `end` not after `start`, in the future, or over 1,000 fire times;
    * FAILED_PRECONDITION for a delay or a one-shot.
    */
@@ -365,7 +393,14 @@ export class Timers {
     if (req.endMs > now + pastToleranceMs) fail("bad_request", `end ${iso(req.endMs)} is in the future (now ${iso(now)}): backfill covers moments that have passed`, [{ field: "end", description: "in the future" }]);
     checkCauseRole(req.cause, principal, "backfill timers");
     const actor = this.actorOf(req.cause, principal);
+    const eventId = req.cause ? changeEventId(req.cause, { op: "backfill", timer_id: req.timerId, start_ms: req.startMs, end_ms: req.endMs }) : null;
     const result = await this.deps.committer.submit((tx) => {
+      const prior = recorded(tx, eventId, "timer.backfilled");
+      if (prior) {
+        // The same request run again (E7): the answer its first run got.
+        const made = new Set(prior.data.occurrence_ids as string[]);
+        return { out: (prior.data.moments_ms as number[]).map((dueMs) => ({ occurrenceId: occurrenceId(req.timerId, dueMs), dueMs, existing: !made.has(occurrenceId(req.timerId, dueMs)) })), fresh: false };
+      }
       const timer = this.managed(req.timerId, req.cause, principal, "backfill");
       checkRecurring(timer, "backfilled");
       if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timer.id)} calls ${timer.action}, which is no longer declared`);
@@ -377,14 +412,15 @@ export class Timers {
         out.push({ occurrenceId: id, dueMs, existing: !fresh });
       }
       const made = out.filter((o) => !o.existing);
-      if (made.length > 0) {
-        tx.append(controlEvent("timer.backfilled", timer, { start_ms: req.startMs, end_ms: req.endMs, occurrence_ids: made.map((o) => o.occurrenceId), existing: out.length - made.length }, req.cause, actor));
+      if (made.length > 0 || eventId) {
+        const moments = eventId ? { moments_ms: out.map((o) => o.dueMs) } : {};
+        tx.append(controlEvent("timer.backfilled", timer, { start_ms: req.startMs, end_ms: req.endMs, occurrence_ids: made.map((o) => o.occurrenceId), existing: out.length - made.length, ...moments }, req.cause, actor, eventId ?? newId()));
       }
-      return out;
+      return { out, fresh: true };
     });
-    const first = result.find((o) => !o.existing);
+    const first = result.fresh ? result.out.find((o) => !o.existing) : undefined;
     if (first) this.deps.changed(first.dueMs);
-    return result;
+    return result.out;
   }
 
   /**
@@ -476,6 +512,23 @@ export class Timers {
     return stored && stored.kind === "runtime" && sameDefinition(stored, asSet) ? stored : asSet;
   }
 
+  /**
+   * The answer to a PauseTimer or ResumeTimer under a cause whose event `prior` is in the log
+   * (E7): the timer as that event left it, whatever became of it since: the stored timer (or,
+   * once removed, one with only the event's id, kind and action) with the pause state and next
+   * due moment the event recorded.
+   */
+  private controlledFromLog(prior: EventRecord): TimerRecord {
+    const data = prior.data;
+    const id = data.timer_id as string;
+    const stored = this.deps.timers.get(id);
+    const base = stored && stored.kind === data.kind && stored.action === data.action ? stored : { ...blankTimer(id, data.kind as TimerKind, prior.at, this.deps.region), action: data.action as string };
+    if (prior.type === "timer.resumed") return { ...base, paused: null, nextDueMs: (data.next_due_ms as number | null) ?? null };
+    const unchanged = data.unchanged === true;
+    const paused = { note: (unchanged ? data.pause_note : data.note) as string, atMs: unchanged ? (data.paused_at_ms as number) : prior.at, heldDueMs: (data.held_due_ms as number | null) ?? null };
+    return { ...base, paused, nextDueMs: null };
+  }
+
   /** Unschedule / CancelDelay: deletes a pending timer of `kind` with its `timer.unscheduled` event (checks in the class comment's order). */
   private async remove(id: string, kind: "runtime" | "delay", cause: CauseRef | null, principal: Principal): Promise<void> {
     const what = kind === "delay" ? "delay" : "timer";
@@ -519,7 +572,8 @@ function checkCauseRole(cause: CauseRef | null, principal: Principal, verb: stri
 }
 
 /**
- * The id of the event a Schedule, Unschedule, Delay or CancelDelay under `cause` records (E7,
+ * The id of the event a Schedule, Unschedule, Delay, CancelDelay, PauseTimer, ResumeTimer,
+ * TriggerTimer or BackfillTimer under `cause` records (E7,
  * X5): derived from the cause, the request's position and the request (`op` and every field
  * that shapes the change), so the same request run again (a retried delivery, an action called
  * again) finds it in the log, and another request at that position does not.
@@ -570,10 +624,11 @@ function checkRecurring(timer: TimerRecord, what: string): void {
 
 /**
  * A `timer.paused`, `.resumed`, `.triggered` or `.backfilled` event (B1): data timer_id, kind,
- * action and `data`; the actor of whoever made the change; the cause it was made under.
+ * action and `data`; the actor of whoever made the change; the cause it was made under. Id:
+ * `id` (derived under a cause, see changeEventId), else fresh.
  */
-function controlEvent(type: "timer.paused" | "timer.resumed" | "timer.triggered" | "timer.backfilled", timer: TimerRecord, data: Record<string, unknown>, cause: CauseRef | null, actor: ActorRecord | null) {
-  return { id: newId(), type, data: { timer_id: timer.id, kind: timer.kind, action: timer.action, ...data }, cause: cause?.eventId ?? "", actor };
+function controlEvent(type: "timer.paused" | "timer.resumed" | "timer.triggered" | "timer.backfilled", timer: TimerRecord, data: Record<string, unknown>, cause: CauseRef | null, actor: ActorRecord | null, id: string) {
+  return { id, type, data: { timer_id: timer.id, kind: timer.kind, action: timer.action, ...data }, cause: cause?.eventId ?? "", actor };
 }
 
 function iso(ms: number): string {
