@@ -159,9 +159,9 @@ export const maxPreviewCount = 100;
  * nothing armed or removed again. PauseTimer, ResumeTimer, TriggerTimer and BackfillTimer under
  * a cause do the same with `timer.paused` / `.resumed` / `.triggered` / `.backfilled` (each
  * answered as the event left the timer, see {@link controlledFromLog}); under a cause a pause
- * of a paused timer or a resume of a running one (and a backfill that made nothing) still
- * records its event, with `unchanged: true`, so its retry finds it and gets the same answer
- * (from outside such a no-op records nothing). A cancel
+ * of a paused timer or a resume of a running one still records its event, with `unchanged:
+ * true`, and a backfill that made nothing its `timer.backfilled` (no occurrence ids), so its
+ * retry finds it and gets the same answer (from outside such a no-op records nothing). A cancel
  * racing the claim of the same occurrence is ordered by the committer: either the cancel wins
  * (never called) or the claim does (NOT_FOUND "already made").
  */
