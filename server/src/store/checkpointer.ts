@@ -89,7 +89,7 @@ export class Checkpointer {
     this.kick();
   }
 
-  /** Runs a background checkpoint now (after the one in flight); resolves with its result. For tests and shutdown. */
+  /** Runs a background checkpoint now (after the one in flight); resolves with its result (tests). */
   checkpoint(): Promise<CheckpointResult> {
     return new Promise((resolve) => {
       this.waiters.push(resolve);

@@ -10,72 +10,49 @@ export interface Durability {
 }
 
 /**
- * Group fsync of the SQLite write-ahead log off the event loop (SPEC E8).
+ * The fsync of the SQLite write-ahead log, off the event loop (SPEC E8).
  *
  * SQLite runs with `synchronous=NORMAL`: COMMIT appends the transaction's
  * frames to `<db>-wal` with a plain write() and returns without fsync. Before
  * any caller is answered, the committer asks for `sync()`: one `fdatasync` of
  * the WAL on the libuv thread pool, started after the commit, covers it and
- * every commit before it. While one fdatasync runs, later commits proceed and
- * wait for the next one, so the disk flush overlaps the owner's work and one
- * flush serves many commits (group commit at the fsync, as PostgreSQL does).
- * This is the durability of `synchronous=FULL` (the WAL synced after each
- * commit, before it is acknowledged) without blocking the event loop for it.
- * Checkpoints are unaffected: in NORMAL, SQLite itself syncs the WAL before
- * copying it into the database and the database after.
+ * every commit before it. The committer holds the next batch until it ends
+ * (the batch grows meanwhile), so one fsync serves many callers (group
+ * commit) and at most one runs at a time. This is the durability of
+ * `synchronous=FULL` (the WAL synced after each commit, before it is
+ * acknowledged) without blocking the event loop for it. Checkpoints are
+ * unaffected: in NORMAL, SQLite itself syncs the WAL before copying it into
+ * the database and the database after.
  *
  * The WAL file is opened on the first sync (it exists once a commit wrote it)
  * and its directory is fsynced once then, so the file's entry is durable too.
  * SQLite only deletes the WAL when its last connection closes, which is the
  * owner's at shutdown, after {@link close}.
  *
- * Failure: an fdatasync error rejects every waiter of that round and every
- * later one (after a failed fsync the page cache can no longer be trusted);
- * the owner treats it as fatal.
+ * Failure: an fdatasync error rejects that sync and every later one (after a
+ * failed fsync the page cache can no longer be trusted); the owner treats it
+ * as fatal.
  */
 export class WalSync implements Durability {
   private fd: number | null = null;
-  private running: Promise<void> | null = null;
-  private waiting: { resolve(): void; reject(error: unknown): void }[] = [];
   private failure: unknown = null;
 
   /** `dbPath`: the SQLite database file; its WAL is `${dbPath}-wal`. */
   constructor(private readonly dbPath: string) {}
 
-  sync(): Promise<void> {
-    if (this.failure !== null) return Promise.reject(this.failure);
-    return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
-      this.kick();
-    });
+  async sync(): Promise<void> {
+    if (this.failure !== null) throw this.failure;
+    try {
+      await datasync(this.walFd());
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
   }
 
   close(): void {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
-  }
-
-  /** Starts a round for everyone waiting, unless one runs (its end starts the next). */
-  private kick(): void {
-    if (this.running !== null || this.waiting.length === 0) return;
-    this.running = this.round().finally(() => {
-      this.running = null;
-      this.kick();
-    });
-  }
-
-  /** One fdatasync for everyone waiting now. */
-  private async round(): Promise<void> {
-    const batch = this.waiting;
-    this.waiting = [];
-    try {
-      await datasync(this.walFd());
-      for (const waiter of batch) waiter.resolve();
-    } catch (error) {
-      this.failure = error;
-      for (const waiter of [...batch, ...this.waiting]) waiter.reject(error);
-      this.waiting = [];
-    }
   }
 
   private walFd(): number {
