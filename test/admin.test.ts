@@ -268,6 +268,7 @@ describe("AdminService (O4, P8, B3)", () => {
     expect(await ok("PRAGMA query_only")).toEqual([{ query_only: 0 }]);
     expect((await ok("PRAGMA table_info(events)")).map((r) => r.name)).toEqual(["seq", "id", "type", "data", "cause", "actor", "at"]);
     expect((await ok("EXPLAIN DELETE FROM events")).length).toBeGreaterThan(0); // a listing: runs nothing
+    expect((await ok("EXPLAIN QUERY PLAN SELECT * FROM events WHERE seq = 1")).length).toBeGreaterThan(0); // read-only: the child process lists it
     await ok("CREATE TABLE scratch AS SELECT type, count(*) AS n FROM events GROUP BY type");
     await ok("CREATE INDEX scratch_by_n ON scratch (n)");
     expect((await admin.executeSql({ sql: "UPDATE scratch SET n = n + 1" })).changes).toBe(2n); // job.queued and maintenance.sql
@@ -277,7 +278,7 @@ describe("AdminService (O4, P8, B3)", () => {
     expect(await ok("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")).toEqual([{ name: "events_immutable_no_delete" }, { name: "events_immutable_no_update" }]);
     const after = await snapshot();
     expect(after.slice(0, before.length)).toEqual(before);
-    expect(after.slice(before.length).map((e) => e.type)).toEqual(Array(13).fill("maintenance.sql")); // one per statement above
+    expect(after.slice(before.length).map((e) => e.type)).toEqual(Array(14).fill("maintenance.sql")); // one per statement above
     expect(after.map((e) => e.seq)).toEqual(after.map((_, i) => BigInt(i + 1)));
     // The owner still commits (its connection's settings are intact).
     expect((await client.emit("job.queued", { n: 3 })).event?.seq).toBe(BigInt(after.length + 1));

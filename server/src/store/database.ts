@@ -99,13 +99,18 @@ function setPragmas(db: Db): void {
   }
 }
 
+/** The numbered migration files, `NNNN_name.sql`, in order. */
+function migrationFiles(): string[] {
+  return readdirSync(migrationsDir).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+}
+
 /**
  * Names of the tables, indexes and triggers the owner's migrations create (and the
  * `_v6`/`_v7` rebuilds rename into place): the schema maintenance SQL may not change (O4).
  */
 export function ownerSchemaNames(): Set<string> {
   const names = new Set<string>();
-  for (const file of readdirSync(migrationsDir).filter((f) => /^\d{4}_.+\.sql$/.test(f))) {
+  for (const file of migrationFiles()) {
     const sql = readFileSync(new URL(file, migrationsDir), "utf8");
     for (const m of sql.matchAll(/CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)/gi)) names.add(m[1].replace(/_v\d+$/, ""));
     for (const m of sql.matchAll(/RENAME\s+TO\s+([A-Za-z_][A-Za-z0-9_]*)/gi)) names.add(m[1]);
@@ -116,7 +121,7 @@ export function ownerSchemaNames(): Set<string> {
 /** Applies `migrations/NNNN_*.sql` above `PRAGMA user_version`, each in its own transaction. */
 function migrate(db: Db): void {
   const current = db.pragma("user_version", { simple: true }) as number;
-  const files = readdirSync(migrationsDir).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+  const files = migrationFiles();
   for (const file of files) {
     const version = Number(file.slice(0, 4));
     if (version <= current) continue;

@@ -42,14 +42,14 @@ export interface SqlResult {
 export async function runMaintenanceSql(committer: Committer, db: Db, sql: string, params: unknown[], by: string): Promise<SqlResult> {
   if (sql.trim() === "") fail("bad_request", "sql is required", [{ field: "sql", description: "required" }]);
   refuseSettingPragmas(sql);
+  const explained = leadingWords(sql, 1)[0]?.word === "EXPLAIN"; // an EXPLAIN only lists a program: it runs nothing
   if (readsOnly(db, sql)) {
-    refuseByProgram(db, sql, params);
+    if (!explained) refuseByProgram(db, sql, params);
     const rows = await readInChild(db.name, sql, params);
     const record = await committer.submit((tx) => tx.append({ id: newId(), type: "maintenance.sql", data: { sql, params: params.map(String), changes: 0, by }, cause: "", actor: null }));
     return { rows, changes: 0, seq: record.seq };
   }
   return committer.submit((tx) => {
-    const explained = leadingWords(sql, 1)[0]?.word === "EXPLAIN"; // an EXPLAIN only lists a program: it runs nothing
     if (!explained) refuseByProgram(tx.db, sql, params);
     const schemaBefore = guardedSchema(tx.db);
     let rows: Record<string, unknown>[] = [];
@@ -93,8 +93,8 @@ function jsonSafe(row: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-/** The owner's own schema objects (from its migrations), read once. */
-const ownerNames = ownerSchemaNames();
+/** The owner's own schema objects (from its migrations), read on the first maintenance statement. */
+let ownerNames: Set<string> | undefined;
 
 /** Why a statement is refused, most telling first (a DROP TABLE events also drops its triggers: it is reported as a log write). */
 const refusals = {
@@ -207,7 +207,7 @@ function guardedSchema(db: Db): { log: string; temp: string; main: string } {
   return {
     log: rows("SELECT type, name, tbl_name, rootpage, sql FROM main.sqlite_schema WHERE tbl_name = 'events' COLLATE NOCASE OR type = 'trigger' ORDER BY type, name"),
     temp: rows("SELECT type, name, tbl_name, rootpage, sql FROM temp.sqlite_schema ORDER BY type, name"),
-    main: JSON.stringify((db.prepare("SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name").raw().all() as string[][]).filter((r) => ownerNames.has(r[1]))),
+    main: JSON.stringify((db.prepare("SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name").raw().all() as string[][]).filter((r) => (ownerNames ??= ownerSchemaNames()).has(r[1]))),
   };
 }
 
