@@ -61,8 +61,9 @@ export class ExecutorHub {
   async open(hello: Hello, principal: Principal): Promise<ExecutorSession> {
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
     if (hello.executor === "") fail("bad_request", "hello.executor is required", [{ field: "hello.executor", description: "required" }]);
-    for (const manifest of hello.plugins) await this.registry.register(manifest);
-    this.warnUndeclared(hello.executor);
+    let changed = false;
+    for (const manifest of hello.plugins) changed = (await this.registry.register(manifest)).changed || changed;
+    if (changed) this.warnUndeclared(hello.executor);
     for (const name of hello.processors) {
       if (!this.processors.has(name)) fail("bad_request", `unknown processor ${JSON.stringify(name)}: no plugin declares it (use plugin.processor)`, [{ field: "hello.processors", description: `unknown processor ${name}` }]);
     }

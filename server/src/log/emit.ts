@@ -119,7 +119,7 @@ function refuseConflictsWithin(events: Omit<EventRecord, "seq" | "at">[]): void 
     const j = first.get(e.id);
     if (j === undefined) return void first.set(e.id, i);
     const other = events[j];
-    if (other.type !== e.type || canonicalJson(other.data) !== canonicalJson(e.data)) {
+    if (!sameContent(other, e)) {
       fail("bad_request", `events[${i}].id ${JSON.stringify(e.id)} repeats events[${j}].id with a different ${other.type === e.type ? "data" : "type"}; nothing was written`, [{ field: `events[${i}].id`, description: `repeats events[${j}].id` }]);
     }
   });
@@ -133,9 +133,14 @@ function hiddenConflict(id: string): never {
   throw new ChronologError("id_conflict", `event id ${JSON.stringify(id)} is already in use; choose another id`, [{ field: "id", description: "already in use" }], { id });
 }
 
+/** Two events with one id are the same event when their type and (canonical) data are. */
+function sameContent(a: Pick<EventRecord, "type" | "data">, b: Pick<EventRecord, "type" | "data">): boolean {
+  return a.type === b.type && canonicalJson(a.data) === canonicalJson(b.data);
+}
+
 /** The stored event when it matches the new one's type and data; ALREADY_EXISTS otherwise. */
 function sameEvent(stored: EventRecord, fresh: Omit<EventRecord, "seq" | "at">): EventRecord {
-  if (stored.type === fresh.type && canonicalJson(stored.data) === canonicalJson(fresh.data)) return stored;
+  if (sameContent(stored, fresh)) return stored;
   throw new ChronologError(
     "id_conflict",
     `event id ${JSON.stringify(fresh.id)} is already in the log (seq ${stored.seq}, type ${stored.type}) with different ${stored.type === fresh.type ? "data" : "type"}; the original stands`,

@@ -80,11 +80,10 @@ function withRe2(value: unknown, field: string): unknown {
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
-    if (key === "$options" && "$regex" in value) continue;
-    out[key] = key === "$regex" ? undefined : withRe2(inner, field);
+    if (key === "$regex" || (key === "$options" && "$regex" in value)) continue;
+    out[key] = withRe2(inner, field);
   }
   if (!("$regex" in value)) return out;
-  delete out.$regex;
   const { $regex: pattern, $options: options = "" } = value as { $regex: unknown; $options?: unknown };
   const bad = (why: string) => fail("invalid_filter", `invalid ${label(field)}: $regex ${JSON.stringify(pattern)} ${why}`, [{ field, description: why }]);
   if (typeof pattern !== "string") bad("must be a string");

@@ -412,10 +412,11 @@ export function timerControlStatements(db: Db) {
   );
   const release = db.prepare(
     `UPDATE timer_occurrences SET status = 'retry_wait', next_attempt_ms = ?, updated_at = ?
-     WHERE timer_id = ? AND status = 'buffered'
-       AND NOT EXISTS (SELECT 1 FROM timer_occurrences r WHERE r.timer_id = ? AND r.status IN ('pending', 'retry_wait'))`,
+     WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered') AND status = 'buffered'
+       AND NOT EXISTS (SELECT 1 FROM timer_occurrences r WHERE r.timer_id = ? AND r.status IN ('pending', 'retry_wait', 'buffered') AND r.status <> 'buffered')`,
   );
-  const bufferedTimers = db.prepare("SELECT DISTINCT timer_id FROM timer_occurrences WHERE status = 'buffered'");
+  // The status IN (...) repeats timer_occurrences_active's condition, so SQLite may use that partial index.
+  const bufferedTimers = db.prepare("SELECT DISTINCT timer_id FROM timer_occurrences WHERE status IN ('pending', 'retry_wait', 'buffered') AND status = 'buffered'");
   return {
     /** Sets timer `id`'s schedule policy (B1); the row must exist (written in the same unit as its put). */
     setPolicy(id: string, policy: SchedulePolicy): void {

@@ -4,11 +4,12 @@ import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/database.js";
 import { retentionStatements, type RetentionStatements } from "../store/timers.js";
+import { maxHorizonMs } from "./timers.js";
 
 /** Default retention of spent timers and ended occurrences: 7 days, in ms. */
 export const defaultTimerRetentionMs = 7 * 86_400_000;
 /** Longest retention that may be set: 100 years, in ms (0 turns retention off). */
-export const maxTimerRetentionMs = 100 * 366 * 86_400_000;
+export const maxTimerRetentionMs = maxHorizonMs;
 /** Default most rows one chunk (one committer unit) of a sweep deletes: 5,000. */
 export const defaultRetentionChunkRows = 5_000;
 /** Time between two sweeps: one hour, in ms. */

@@ -252,7 +252,7 @@ export class Timers {
     const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
     const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
-    const again = eventId !== null && this.deps.events.findById(eventId) !== undefined;
+    const again = Boolean(req.cause) && !req.freshChain && this.deps.events.findById(eventId!) !== undefined; // depthOf asks nothing otherwise
     const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // K5: FAILED_PRECONDITION past the maximum
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");

@@ -234,7 +234,7 @@ export function firstDue(spec: TimerSpec, nowMs: number, field = "spec", policy:
       checkMs(spec.everyMs, `${field}.every_ms`, minEveryMs, maxHorizonMs);
       break;
   }
-  const view = { id: timerId, spec, policy: { ...policy, anchorMs: policy.anchorMs ?? (spec.kind === "every" ? nowMs + spec.everyMs : null) }, nextDueMs: null };
+  const view = { id: timerId, spec, policy: { ...policy, anchorMs: policy.anchorMs ?? anchorFor(spec, nowMs) }, nextDueMs: null };
   const n = boundedNext(view, nowMs);
   if (n === null) fail("bad_request", `${policyField}.end leaves no fire time: the first one after ${new Date(nowMs).toISOString()} is at or after its end`, [{ field: `${policyField}.end`, description: "no fire time before it" }]);
   const due = dueOf(view, n);
