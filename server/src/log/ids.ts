@@ -4,7 +4,7 @@ import { fail } from "../errors.js";
 import { canonicalJson } from "./canonical.js";
 
 /** Longest id a client may give, in characters (Unicode code points, so an emoji counts once). */
-export const maxIdCodePoints = 256;
+const maxIdCodePoints = 256;
 
 /** C0 controls, DEL and C1 controls. */
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;

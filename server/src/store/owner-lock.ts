@@ -9,9 +9,9 @@ import { ChronologError } from "../errors.js";
  * locks `owner.lock` too, and a renamed lock would let the two run on one
  * folder. Never delete `owner.lock` while an owner runs (README).
  */
-export const lockFileName = "owner.lock";
+const lockFileName = "owner.lock";
 /** The pid of the owner holding the lock, for messages and the check of {@link liveOwnerOf}. */
-export const pidFileName = "owner.pid";
+const pidFileName = "owner.pid";
 
 /** Options of {@link OwnerLock.take}. */
 export interface OwnerLockOptions {
@@ -193,7 +193,7 @@ function writePid(dataDir: string): void {
  * `./data`, relative to the process's working directory) is this folder. A
  * stale `owner.pid` whose pid now belongs to some other program is ignored.
  */
-export function liveOwnerOf(dataDir: string): number | undefined {
+function liveOwnerOf(dataDir: string): number | undefined {
   const pid = readPid(dataDir);
   if (pid === undefined || pid === process.pid) return undefined;
   try {

@@ -338,7 +338,7 @@ export type OccurrenceStatements = ReturnType<typeof occurrenceStatements>;
 // the `timer.*` event they go with.
 
 /** A cron spec's DST policy (B2) in stored JSON: nothing for the default (shift / first), so specs stored before B2 read the same. */
-export function dstToJson(dst: DstPolicy | undefined): Record<string, string> {
+function dstToJson(dst: DstPolicy | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (dst && dst.gap !== "shift") out.dst_gap = dst.gap;
   if (dst && dst.repeated !== "first") out.dst_repeated = dst.repeated;
@@ -366,7 +366,7 @@ export function policyToJson(policy: SchedulePolicy): Record<string, unknown> {
 }
 
 /** The schedule policy of its stored JSON form (B1; missing fields: the default). */
-export function policyFromJson(json: Record<string, unknown>): SchedulePolicy {
+function policyFromJson(json: Record<string, unknown>): SchedulePolicy {
   const num = (v: unknown, fallback: number) => (typeof v === "number" ? v : fallback);
   const overlap = json.overlap === "skip" || json.overlap === "bufferOne" ? json.overlap : "allow";
   const catchUp = json.catch_up === "allWithinWindow" || json.catch_up === "none" ? json.catch_up : "latest";
@@ -392,7 +392,7 @@ function pausedFromJson(text: string | null): PauseState | null {
 export type QueuedOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs">;
 
 /** The occurrences of a timer that have not ended (B1 overlap): running = pending or waiting for a (re)try; buffered = held by "buffer one". */
-export interface ActiveOccurrences {
+interface ActiveOccurrences {
   running: number;
   buffered: number;
 }

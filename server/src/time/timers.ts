@@ -519,7 +519,7 @@ export function nominalOf(timer: TimerMoments, dueMs: number): number {
 }
 
 /** 0 to `jitterMs` ms: from SHA-256 over the timer id and the nominal moment (B1). */
-export function jitterOffset(timerId: string, nominalMs: number, jitterMs: number): number {
+function jitterOffset(timerId: string, nominalMs: number, jitterMs: number): number {
   const h = createHash("sha256").update(`timer-jitter\n${timerId}\n${nominalMs}`).digest();
   return h.readUIntBE(0, 6) % (jitterMs + 1);
 }
