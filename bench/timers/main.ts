@@ -12,9 +12,10 @@
 //     restarts it on the same folder: spawn-to-"owner serving" time and RSS after.
 //     Targets: RSS <= 300 MB, restart-to-ready <= 2 s. If the rate on the first
 //     20,000 extrapolates to > 6 min and BENCH_PENDING is unset, stops at 200,000.
-// The owner runs as a child process (server/src/main.ts serve, --plugins folder);
-// RSS is VmRSS from /proc/PID/status.
-import { spawn, type ChildProcess } from "node:child_process";
+// The owner runs as a child process: the bundle (dist/main.js serve, --plugins folder; built
+// once at start by scripts/build.mjs), as `npm run serve` runs it; BENCH_OWNER=tsx runs
+// server/src/main.ts under tsx instead. RSS is VmRSS from /proc/PID/status.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,9 +47,13 @@ function makeDir(): string {
   return dir;
 }
 
+/** The owner's entry: the bundle (built now), or server/src/main.ts under tsx with BENCH_OWNER=tsx (for comparison). */
+const ownerEntry = process.env.BENCH_OWNER === "tsx" ? ["--import", "tsx", "server/src/main.ts"] : ["dist/main.js"];
+if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
+
 async function startOwner(dir: string): Promise<Owner> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...ownerNodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   children.add(child);
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
