@@ -72,8 +72,9 @@ async function executor(url: string, plugin: PluginDefinition, token?: string): 
 }
 
 /** An in-process owner on `clock` (also its TimerHost), its clients, and an executor hosting `remind`. */
-async function harness(clock: ManualClock, options: { dataDir?: string; calls?: ActionContext[]; executor?: boolean } = {}): Promise<Harness> {
-  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
+async function harness(clock: ManualClock, options: { dataDir?: string; calls?: ActionContext[]; executor?: boolean; lookaheadMs?: number } = {}): Promise<Harness> {
+  const lookahead = options.lookaheadMs === undefined ? {} : { timerLookaheadMs: options.lookaheadMs };
+  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...lookahead, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
   const closeOwner = owner.close.bind(owner);
   let closed: Promise<void> | undefined;
   const close = () => (closed ??= closeOwner());
@@ -380,6 +381,65 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     expect((await h.time.getTimer({ timerId: "a-at", previewCount: 5 })).timer!.preview.map(ms)).toEqual([T0 + 3_600_000]);
     await expectConnectError(h.time.getTimer({ timerId: "c-cron", previewCount: 101 }), Code.InvalidArgument, /preview_count/);
     await expectConnectError(h.time.getTimer({ timerId: "nope" }), Code.NotFound);
+  });
+});
+
+describe("the clock's lookahead: claimed and started ahead, sent at the moment (T5, K4)", () => {
+  const due = T0 + 60_000;
+  const started = async (h: Harness) => (await eventsOf(h.client, ["action.started"])).length;
+  /** Real time for an Invocation that should not be sent to have arrived if it had been. */
+  const settle = () => new Promise((r) => setTimeout(r, 150));
+
+  it("rings 50 ms ahead: the claim and action.started commit then; the Invocation is sent at the moment itself, 0 ms late", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50 });
+    await h.time.schedule({ timerId: "ahead", action: "remind.send", input: {}, spec: at(due) });
+    expect(clock.armed()).toEqual([{ atMs: due - 50, delayMs: 60_000 - 50 }]);
+    clock.set(due - 40);
+    await until(async () => (await started(h)) === 1, "action.started committed ahead of the moment");
+    expect((await occurrences(h, "ahead"))[0]).toMatchObject({ status: "pending", due_ms: due });
+    await settle();
+    expect(h.calls).toEqual([]); // held until the moment
+    clock.set(due);
+    await until(() => h.calls.length === 1, "the call at its moment");
+    expect(h.calls[0].scheduled?.due.getTime()).toBe(due);
+    expect(h.calls[0].attempt).toBe(1);
+    await until(async () => (await occurrences(h, "ahead"))[0]?.status === "completed", "the occurrence's end");
+    expect((await occurrences(h, "ahead"))[0]).toMatchObject({ lateness_ms: 0, attempts: 1 });
+    expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 0 });
+  });
+
+  it("a cancel inside the lookahead comes too late: NOT_FOUND, and the delay is called once at its moment", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50 });
+    const { delayId } = await h.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "unbounded", value: true } } });
+    clock.set(due - 10);
+    await until(async () => (await started(h)) === 1, "made ahead of the moment");
+    await expectConnectError(h.time.cancelDelay({ delayId }), Code.NotFound);
+    clock.set(due);
+    await until(() => h.calls.length === 1, "the call at its moment");
+    await settle();
+    expect(h.calls.map((c) => c.scheduled?.timerId)).toEqual([delayId]);
+  });
+
+  it("an owner stopped between the start and the moment: the next one sends it at the moment, once, as the next attempt", async () => {
+    const clock = new ManualClock(T0);
+    const dataDir = tempDir();
+    const first = await harness(clock, { dataDir, lookaheadMs: 50 });
+    await first.time.schedule({ timerId: "ahead", action: "remind.send", input: {}, spec: at(due) });
+    clock.set(due - 30);
+    await until(async () => (await started(first)) === 1, "started ahead of the moment");
+    await first.owner.close();
+    expect(first.calls).toEqual([]);
+    clock.set(due - 20);
+    const second = await harness(clock, { dataDir, lookaheadMs: 50 });
+    await settle();
+    expect(second.calls).toEqual([]); // recovered, held until the moment
+    clock.set(due);
+    await until(() => second.calls.length === 1, "the recovered call at its moment");
+    expect(second.calls[0]).toMatchObject({ attempt: 2, callId: (await occurrences(second, "ahead"))[0].id });
+    await settle();
+    expect(second.calls).toHaveLength(1);
   });
 });
 

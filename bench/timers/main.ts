@@ -151,6 +151,10 @@ async function setDelays(url: string, from: number, to: number, dueOf: (i: numbe
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
   const commits = metric("chronolog_commit_batch_size_count");
   console.log(`(a) owner CPU per call ${cpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat)`);
+  const sent = [...metrics.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
+  const sentTotal = sent.at(-1)?.[1] ?? 0;
+  const sentBucket = (p: number) => sent.find(([, n]) => n >= (p / 100) * sentTotal)?.[0] ?? "?";
+  console.log(`(a) owner's own lateness (Invocation sent − due; its histogram's bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`);
   console.log(`(a) owner commits ${commits}, units per commit ${(metric("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * metric("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
   child.kill("SIGTERM");
   await gotCalls;

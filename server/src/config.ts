@@ -34,6 +34,8 @@ export interface OwnerConfig {
   timers?: {
     /** Spent timers and ended occurrences older than this many days are deleted, hourly (default 7; 0 keeps them forever; time/retention.ts). */
     retention_days?: number;
+    /** How far ahead of their moment calls are claimed and started, ms (default 50, 0..1000; time/clock-arm.ts). */
+    lookahead_ms?: number;
   };
 }
 
@@ -71,7 +73,7 @@ const configSchema = {
     cors: { type: "object", additionalProperties: false, required: ["origins"], properties: { origins: { type: "array", items: { type: "string" } } } },
     tls: { type: "object", additionalProperties: false, required: ["cert", "key"], properties: { cert: { type: "string" }, key: { type: "string" } } },
     region: { type: "integer", minimum: 0, maximum: 4294967295 },
-    timers: { type: "object", additionalProperties: false, properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 } } },
+    timers: { type: "object", additionalProperties: false, properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 }, lookahead_ms: { type: "integer", minimum: 0, maximum: 1000 } } },
     limits: {
       type: "object",
       additionalProperties: false,

@@ -68,6 +68,8 @@ export interface OwnerOptions {
   region?: number;
   /** Spent timers and ended occurrences older than this are deleted, hourly, ms (default: the config's `timers.retention_days`, else 7 days; 0 keeps them forever). */
   timerRetentionMs?: number;
+  /** How far ahead of their moment time claims and starts its calls, ms (default: the config's `timers.lookahead_ms`, else 50; T5). */
+  timerLookaheadMs?: number;
   /** Most rows one chunk of the retention sweep deletes (default 5,000). */
   timerRetentionChunkRows?: number;
 }
@@ -154,11 +156,12 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     head: () => committer.head,
     pickSession: (name) => hub.pickFor(name),
   });
-  const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, logger, sessions: () => hub.list() });
+  const timers = options.timers ?? systemTimers;
+  const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
   const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 };
   const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, { checkHosting: (names, hosted) => pulses.checkHosting(names, hosted) });
-  const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers: options.timers ?? systemTimers, region: options.region ?? config?.region ?? 0, logger });
-  const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers: options.timers ?? systemTimers, lateness: time.lateness, logger });
+  const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers, lookaheadMs: options.timerLookaheadMs ?? config?.timers?.lookahead_ms, region: options.region ?? config?.region ?? 0, logger });
+  const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers, lateness: time.lateness, logger });
   registry.onChange(() => pulses.sync());
   committer.onCommit(() => processors.onCommit());
   registry.onChange(() => processors.sync(registry.list()));
@@ -171,7 +174,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     timersPending: () => time.pendingCount(),
     lateness: time.lateness,
   });
-  const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers: options.timers ?? systemTimers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days), chunkRows: options.timerRetentionChunkRows });
+  const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days), chunkRows: options.timerRetentionChunkRows });
   retentionMetrics(metrics.registry, timerRetention);
   const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
   const listener = await listen({

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { allows, resolveActor, systemPrincipal, type Principal } from "../auth/principal.js";
-import type { Clock } from "../clock.js";
+import type { Clock, TimerHost } from "../clock.js";
 import { ChronologError, fail } from "../errors.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
@@ -70,6 +70,15 @@ export interface ScheduledCall {
   /** Chain depth of the call (K5): the delay's, 0 for schedules (default 0). */
   chainDepth?: number;
   /**
+   * The clock starts time's calls ahead of their moment (the claim's lookahead, T5): the
+   * attempt is started (credit held, `action.started` committed) at once, and the
+   * Invocation is sent no earlier than this, ms since the epoch (UTC). Absent or past: sent
+   * when started.
+   */
+  sendAtMs?: number;
+  /** Told the moment the first attempt's Invocation is sent (ms since the epoch): time measures its lateness there (K4). */
+  onSent?: (sentAtMs: number) => void;
+  /**
    * Runs inside the commit unit that records this run's end (`action.completed`, or
    * `action.failed` with the action's error or timeout; `error` is then the message the
    * caller gets), so time's own record of the occurrence commits with it (E8) instead
@@ -106,6 +115,8 @@ export interface ActionCallsDeps {
   live: LiveCauses;
   hosts: HostQueue;
   clock: Clock;
+  /** Where an attempt started ahead of its moment waits to be sent (setTimeout; tests pass their ManualClock). */
+  timers: TimerHost;
   logger: Logger;
 }
 
@@ -156,6 +167,8 @@ const maxAnswerMarginMs = 500;
 export class ActionCalls {
   private readonly runs = new Map<string, Run>();
   private readonly invocations = new Map<string, Invocation>();
+  /** Attempts started ahead of their moment, waiting to be sent: woken at once when the owner stops. */
+  private readonly held = new Set<() => void>();
   private stopped = false;
 
   constructor(private readonly deps: ActionCallsDeps) {}
@@ -248,6 +261,7 @@ export class ActionCalls {
   stop(): void {
     this.stopped = true;
     this.deps.hosts.stop();
+    for (const wake of [...this.held]) wake();
     for (const invocation of [...this.invocations.values()]) invocation.end({ kind: "stopping" });
   }
 
@@ -332,6 +346,7 @@ export class ActionCalls {
         hosts.offer(session);
         throw e;
       }
+      await this.holdUntil(call.scheduled?.sendAtMs);
       const end = await this.invoke(run, session, invocationId, cause);
       switch (end.kind) {
         case "ok":
@@ -358,6 +373,7 @@ export class ActionCalls {
   private invoke(run: Run, session: ExecutorSession, invocationId: string, cause: string): Promise<AttemptEnd> {
     const { call } = run;
     return new Promise((resolve) => {
+      if (this.stopped) return resolve({ kind: "stopping" });
       if (session.closed) return resolve({ kind: "gone" });
       // A record:false run has no action.started: its call id is the cause of work under it while it runs.
       const release = cause === "" ? this.deps.live.hold(call.callId, call.actor, { depth: call.chainDepth, parent: call.parentCause }) : () => undefined;
@@ -400,7 +416,28 @@ export class ActionCalls {
           },
         },
       });
+      if (run.attempt === 1) call.scheduled?.onSent?.(now);
       if (run.abandoned.signal.aborted) this.cancel(invocation, "caller gone");
+    });
+  }
+
+  /**
+   * Resolves at `atMs` on the owner's clock (ms since the epoch; at once when absent or past, or
+   * when the owner stops meanwhile): an attempt started ahead of its moment waits here, its
+   * credit held, then is sent.
+   */
+  private holdUntil(atMs: number | undefined): Promise<void> {
+    const { clock, timers } = this.deps;
+    if (atMs === undefined || clock.now() >= atMs || this.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.held.delete(wake);
+        if (clock.now() >= atMs || this.stopped) return resolve();
+        this.held.add(wake); // woke early (a timer may ring a millisecond early): wait the rest
+        timers.setTimer(wake, atMs - clock.now());
+      };
+      this.held.add(wake);
+      timers.setTimer(wake, atMs - clock.now());
     });
   }
 
@@ -439,7 +476,8 @@ export class ActionCalls {
 /** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain (K5). */
 function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
-  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId: scheduled.timerId, dueMs: scheduled.dueMs, onEnd: scheduled.onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
+  const { timerId, dueMs, sendAtMs, onSent, onEnd } = scheduled;
+  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, onSent, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
 }
 
 /** A call made by a pulse (K1): the interval's call id, as the system, from the owner's pulses only. Starts a chain (K5). */

@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock, TimerHost } from "../clock.js";
 import type { ExecutorSession } from "../executors/session.js";
 import type { LiveCauses } from "../log/causes.js";
 import type { Logger } from "../logger.js";
@@ -23,6 +23,8 @@ export interface ActionsOptions {
   /** Shared with the emitter and the collections: record:false runs are causes there (X5). */
   live: LiveCauses;
   clock: Clock;
+  /** Where attempts started ahead of their moment wait to be sent (time's lookahead). */
+  timers: TimerHost;
   logger: Logger;
   /** The connected executor sessions (the hub's), searched for hosts of an action. */
   sessions(): Iterable<ExecutorSession>;

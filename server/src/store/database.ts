@@ -92,6 +92,7 @@ function setPragmas(db: Db): void {
   db.pragma("busy_timeout = 5000");
   db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`); // a restarted WAL is truncated back to 64 MiB
   db.pragma("foreign_keys = ON");
+  db.pragma("cache_size = -65536");
   const mode = db.pragma("journal_mode", { simple: true });
   const sync = db.pragma("synchronous", { simple: true });
   if (mode !== "wal" || sync !== 1) {

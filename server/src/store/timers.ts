@@ -405,7 +405,6 @@ export function timerControlStatements(db: Db) {
     `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, attempts, next_attempt_ms, call_id, lateness_ms, error, claimed_at, updated_at, origin)
      VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @retryDelaysMs, 'retry_wait', 0, @nextAttemptMs, @id, NULL, '', @now, @now, @origin)`,
   );
-  const dueOf = db.prepare("SELECT due_ms FROM timer_occurrences WHERE id = ?");
   const active = db.prepare(
     `SELECT count(*) FILTER (WHERE status IN ('pending', 'retry_wait')) AS running, count(*) FILTER (WHERE status = 'buffered') AS buffered
      FROM timer_occurrences WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered')`,
@@ -415,8 +414,6 @@ export function timerControlStatements(db: Db) {
      WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered') AND status = 'buffered'
        AND NOT EXISTS (SELECT 1 FROM timer_occurrences r WHERE r.timer_id = ? AND r.status IN ('pending', 'retry_wait', 'buffered') AND r.status <> 'buffered')`,
   );
-  // The status IN (...) repeats timer_occurrences_active's condition, so SQLite may use that partial index.
-  const bufferedTimers = db.prepare("SELECT DISTINCT timer_id FROM timer_occurrences WHERE status IN ('pending', 'retry_wait', 'buffered') AND status = 'buffered'");
   return {
     /** Sets timer `id`'s schedule policy (B1); the row must exist (written in the same unit as its put). */
     setPolicy(id: string, policy: SchedulePolicy): void {
@@ -446,10 +443,6 @@ export function timerControlStatements(db: Db) {
         }).changes === 1
       );
     },
-    /** The due moment of occurrence `id` (ms since the epoch), or undefined when there is none. */
-    dueOf(id: string): number | undefined {
-      return (dueOf.get(id) as { due_ms: number } | undefined)?.due_ms;
-    },
     /** The occurrences of timer `timerId` that have not ended (B1 overlap; the `timer_occurrences_active` index). */
     activeOf(timerId: string): ActiveOccurrences {
       return active.get(timerId) as ActiveOccurrences;
@@ -460,10 +453,6 @@ export function timerControlStatements(db: Db) {
      */
     releaseBuffered(timerId: string, nowMs: number): boolean {
       return release.run(nowMs, nowMs, timerId, timerId).changes > 0;
-    },
-    /** Timers with a buffered occurrence (checked at start, B1). */
-    bufferedTimers(): string[] {
-      return (bufferedTimers.all() as { timer_id: string }[]).map((r) => r.timer_id);
     },
   };
 }

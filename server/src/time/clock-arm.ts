@@ -3,6 +3,8 @@ import type { Logger } from "../logger.js";
 
 /** The longest delay `setTimeout` takes (2^31-1 ms, ~24.8 days); longer ones would ring at once (T5). */
 export const maxTimerDelayMs = 2 ** 31 - 1;
+/** How far ahead of a due moment the clock rings by default, ms: the claim and the call's start commit in that time, so the call is sent at its moment (K4). */
+export const defaultLookaheadMs = 50;
 /** Wait before ringing again after a ring whose claim failed (e.g. a disk error), ms. */
 const ringRetryMs = 1_000;
 
@@ -13,6 +15,8 @@ export interface ClockArmDeps {
   timers: TimerHost;
   /** The earliest next due moment of any timer (the `timers_by_due` index), ms; null when none. */
   earliestDue(): number | null;
+  /** The clock rings this long before a due moment, ms (0: at it). */
+  lookaheadMs: number;
   /** Claims and calls what is due; resolves once the claim committed. */
   ring(): Promise<void>;
   logger: Logger;
@@ -26,10 +30,13 @@ export interface ClockArmDeps {
  * occurrence waiting to be retried (T7): one clock for both.
  *
  * - **idle**: no timer pending; nothing armed.
- * - **armed(due)**: one timer for `min(due − now, 2^31−1)` ms. A timer that
- *   rings before `due` (clamped, or early by a millisecond) re-arms.
- * - **ringing**: `ring()` claims everything due in one commit; then the clock
- *   re-reads the index and arms for the next earliest (0 ms when more is due).
+ * - **armed(due)**: one timer for `min(due − lookahead − now, 2^31−1)` ms. A
+ *   timer that rings before `due − lookahead` (clamped, or early by a
+ *   millisecond) re-arms.
+ * - **ringing**: `ring()` claims everything due by now + lookahead in one
+ *   commit (each call is then started and sent at its moment, see
+ *   TimerFiring); then the clock re-reads the index and arms for the next
+ *   earliest (0 ms when more is within the lookahead).
  * A commit that sets a timer earlier than the armed one calls `changed` and
  * the clock re-arms; later or removed timers need nothing (a ring that finds
  * nothing due simply re-arms).
@@ -78,7 +85,7 @@ export class ClockArm {
     if (this.stopped) return;
     const due = this.deps.earliestDue();
     if (due === null) return;
-    const delayMs = delayAfterMs ?? Math.min(Math.max(0, due - this.deps.clock.now()), maxTimerDelayMs);
+    const delayMs = delayAfterMs ?? Math.min(Math.max(0, due - this.deps.lookaheadMs - this.deps.clock.now()), maxTimerDelayMs);
     this.armedDue = due;
     this.armedDelayMs = delayMs;
     this.handle = this.deps.timers.setTimer(() => this.onRing(), delayMs);
@@ -95,7 +102,7 @@ export class ClockArm {
     const due = this.armedDue;
     this.handle = null;
     if (this.stopped) return;
-    if (due !== null && this.deps.clock.now() < due) return this.arm(); // clamped or early
+    if (due !== null && this.deps.clock.now() < due - this.deps.lookaheadMs) return this.arm(); // clamped or early
     this.armedDue = null;
     this.ringing = true;
     this.deps.ring().then(

@@ -40,6 +40,8 @@ export interface FiringDeps {
   clock: Clock;
   lateness: LatenessHistogram;
   logger: Logger;
+  /** How far ahead of their moment occurrences are claimed and their calls started (ClockArm's lookahead), ms. */
+  lookaheadMs: number;
   /** Told after a commit armed a retry at `dueMs` (re-arms the clock when earlier, T5). */
   changed(dueMs: number): void;
 }
@@ -47,8 +49,9 @@ export interface FiringDeps {
 /**
  * Firing (SPEC T6-T9, K2-K4): what happens when the clock rings.
  *
- * One committer unit claims every timer due at the commit time, and every
- * occurrence whose retry is due (`retry_wait` → `pending`, T7): per timer it
+ * One committer unit claims every timer due by the commit time plus the
+ * lookahead, and every occurrence whose retry is due by then (`retry_wait` →
+ * `pending`, T7): per timer it
  * writes the owed occurrence (one, however long the owner was away, K2) as
  * `pending`, or as `skipped` with a `timer.skipped` event when it is later
  * than the timer's `overdue` bound at the commit time (the bound is judged
@@ -58,6 +61,14 @@ export interface FiringDeps {
  * action is called through ActionCalls with call id = occurrence id, the
  * timer's actor, and `scheduled` = (timer id, due, occurrence id); its end
  * (completed or failed, attempts, lateness) is written to the occurrence.
+ *
+ * Lookahead: the claim and the call's start (`action.started`, a host's
+ * credit) commit up to `lookaheadMs` before the due moment, and ActionCalls
+ * sends the Invocation at the moment itself, so neither commit's fsync makes
+ * the call late. Within that window the occurrence is already made: a cancel,
+ * unschedule or pause committed then comes too late for it (the same outcome
+ * as a cancel that loses the race with the claim). Lateness (K4) is the send
+ * time minus the due moment.
  *
  * Failure semantics: the claim and the timer's move commit together, so a
  * crash before the claim re-claims the same occurrence (same id) at restart,
@@ -95,13 +106,13 @@ export class TimerFiring {
     if (this.stopped) return;
     const { claimed, skipped } = await this.deps.committer.submit((tx) => this.claim(tx));
     for (const s of skipped) this.publish(s);
-    for (const occurrence of claimed) void this.call(occurrence);
+    for (const { occurrence, sendAtMs } of claimed) void this.call(occurrence, sendAtMs);
   }
 
   /** Calls again every occurrence left `pending` by an owner that stopped or crashed (at start); those in `retry_wait` wait for the clock. */
   recover(): number {
     const pending = this.deps.occurrences.pending();
-    for (const occurrence of pending) void this.call(occurrence);
+    for (const occurrence of pending) void this.call(occurrence, occurrence.attempts === 0 ? occurrence.dueMs : undefined);
     return pending.length;
   }
 
@@ -111,15 +122,16 @@ export class TimerFiring {
   }
 
   /** The claim unit (see the class comment); returns the occurrences to call and the skipped ones. */
-  private claim(tx: Tx): { claimed: OccurrenceRecord[]; skipped: OccurrenceOutcome[] } {
+  private claim(tx: Tx): { claimed: { occurrence: OccurrenceRecord; sendAtMs: number }[]; skipped: OccurrenceOutcome[] } {
     const { timers, occurrences } = this.deps;
-    const claimed: OccurrenceRecord[] = [];
+    const claimed: { occurrence: OccurrenceRecord; sendAtMs: number }[] = [];
     const skipped: OccurrenceOutcome[] = [];
-    for (const timer of timers.due(tx.now, claimLimit)) {
-      const { dueMs: owed, nextDueMs } = owedOccurrences(timer, tx.now); // B1 catch-up: the owed due moments, ascending (maybe none)
+    const horizon = tx.now + this.deps.lookaheadMs;
+    for (const timer of timers.due(horizon, claimLimit)) {
+      const { dueMs: owed, nextDueMs } = owedOccurrences(timer, horizon); // B1 catch-up: the owed due moments, ascending (maybe none)
       let called = 0;
       for (const dueMs of owed) {
-        const latenessMs = tx.now - dueMs;
+        const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
         const active = (timer.policy?.overlap ?? "allow") === "allow" ? noneActive : this.deps.control.activeOf(timer.id); // no query when overlap is allowed
         const { status, reason: why } = claimDecision(timer, latenessMs, active); // K3 lateness, B1 overlap
         const occurrence: OccurrenceRecord = {
@@ -146,43 +158,52 @@ export class TimerFiring {
           continue;
         }
         called++;
-        if (status === "pending") claimed.push(occurrence); // "buffered": made when the previous one ends (time/index.ts releases it)
+        if (status === "pending") claimed.push({ occurrence, sendAtMs: dueMs }); // "buffered": made when the previous one ends (time/index.ts releases it)
       }
       timers.advance(timer.id, nextDueMs, called, tx.now);
     }
-    for (const retry of occurrences.dueRetries(tx.now, claimLimit)) {
-      if (occurrences.resume(retry.id, tx.now)) claimed.push({ ...retry, status: "pending", nextAttemptMs: null });
+    for (const retry of occurrences.dueRetries(horizon, claimLimit)) {
+      if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending", nextAttemptMs: null }, sendAtMs: retry.nextAttemptMs ?? tx.now });
     }
     return { claimed, skipped };
   }
 
   /**
-   * Calls one occurrence's action and records how it ended (completed, retry_wait or failed,
-   * T7); a first call is skipped instead when, at the moment of the call, it is later than its
-   * bound (a claim recovered after a restart, or one whose claim commit took the time that
-   * tipped it). Never rejects.
+   * Calls one occurrence's action, sent at `sendAtMs` (its due moment, or its retry's, when
+   * claimed ahead), and records how it ended (completed, retry_wait or failed, T7); a first
+   * call is skipped instead when, at the moment of its start, it is later than its bound (a
+   * claim recovered after a restart, or one whose claim commit took the time that tipped it).
+   * Never rejects.
    */
-  private async call(occurrence: OccurrenceRecord): Promise<void> {
+  private async call(occurrence: OccurrenceRecord, sendAtMs: number | undefined): Promise<void> {
     const { actions, clock, committer, lateness, logger } = this.deps;
-    const latenessMs = clock.now() - occurrence.dueMs;
+    let latenessMs = Math.max(0, clock.now() - occurrence.dueMs); // until sent (a call that never is sent ends with its start's lateness)
     const first = occurrence.attempts === 0;
     if (first) {
       const why = tooLate(occurrence.overdue, latenessMs);
       if (why) return this.skip(occurrence, latenessMs, why);
-      if (occurrence.origin !== "backfill") lateness.record(latenessMs); // a backfilled moment is late by design (days): not the clock's lateness
     }
+    const onSent = (sentAtMs: number) => {
+      latenessMs = sentAtMs - occurrence.dueMs;
+      if (first && occurrence.origin !== "backfill") lateness.record(latenessMs); // a backfilled moment is late by design (days): not the clock's lateness
+    };
     let status: "completed" | "failed" = "completed";
     let error = "";
     const attempt = occurrence.attempts + 1;
-    /** The occurrence's end (T7), in the unit that records the action's end when ActionCalls runs `onEnd`, else in one of its own. */
+    /**
+     * The occurrence's end (T7), in the unit that records the action's end when ActionCalls runs
+     * `onEnd`, else in one of its own; an end for good releases the timer's buffered occurrence
+     * (B1 "buffer one") in the same unit: due at once, so `nextAttemptMs` is then the commit time.
+     */
     const finish = (tx: Tx, ended: "completed" | "failed", why: string) => {
       const retryInMs = ended === "failed" ? occurrence.retryDelaysMs[attempt - 1] : undefined;
       const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
       this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
       if (next.status === "failed") tx.append(failedEvent(occurrence, attempt, why));
-      return next;
+      const released = next.status !== "retry_wait" && this.deps.control.releaseBuffered(occurrence.timerId, tx.now);
+      return { ...next, armAtMs: released ? tx.now : next.nextAttemptMs };
     };
-    let endedWithCall: { status: OccurrenceOutcome["status"]; nextAttemptMs: number | null } | null = null;
+    let endedWithCall: ReturnType<typeof finish> | null = null;
     try {
       await actions.call(
         {
@@ -196,6 +217,8 @@ export class TimerFiring {
             dueMs: occurrence.dueMs,
             actor: occurrence.actor,
             chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // K5: a delay's depth
+            sendAtMs,
+            onSent,
             onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error)),
           },
         },
@@ -208,7 +231,7 @@ export class TimerFiring {
       error = ChronologError.from(e).message;
     }
     if (this.stopped) return; // the store is closing: pending, answered from the log at the next start
-    let end: { status: OccurrenceOutcome["status"]; nextAttemptMs: number | null };
+    let end: ReturnType<typeof finish>;
     try {
       end = endedWithCall ?? (await committer.submit((tx) => finish(tx, status, error)));
     } catch (e) {
@@ -219,19 +242,22 @@ export class TimerFiring {
       const retry = end.nextAttemptMs === null ? "no tries left: failed" : `tried again at ${new Date(end.nextAttemptMs).toISOString()}`;
       logger.warn({ timer: occurrence.timerId, occurrence: occurrence.id, action: occurrence.action, attempt, error }, `a timer's call failed; ${retry}`);
     }
-    if (end.nextAttemptMs !== null) this.deps.changed(end.nextAttemptMs);
+    if (end.armAtMs !== null) this.deps.changed(end.armAtMs);
     this.publish({ occurrence, status: end.status, latenessMs, error, attempt, nextAttemptMs: end.nextAttemptMs });
   }
 
   /** Records a pending occurrence as skipped (`timer.skipped`) instead of calling it. */
   private async skip(occurrence: OccurrenceRecord, latenessMs: number, why: string): Promise<void> {
     if (this.stopped) return;
+    let releasedAt: number | null = null;
     try {
       const skipped = await this.deps.committer.submit((tx) => {
         if (!this.deps.occurrences.skip(occurrence.id, latenessMs, why, tx.now)) return false;
         tx.append(skippedEvent(occurrence, latenessMs, why));
+        if (this.deps.control.releaseBuffered(occurrence.timerId, tx.now)) releasedAt = tx.now; // B1, as an end in call()
         return true;
       });
+      if (releasedAt !== null) this.deps.changed(releasedAt);
       if (skipped) this.publish({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
     } catch (e) {
       this.deps.logger.error({ err: e, occurrence: occurrence.id }, "recording a skipped occurrence failed");

@@ -8,7 +8,7 @@ import type { Db } from "../store/database.js";
 import type { EventStatements } from "../store/events.js";
 import { occurrenceStatements, timerControlStatements, timerStatements } from "../store/timers.js";
 import { DelayChains, defaultMaxChainDepth } from "./chains.js";
-import { ClockArm } from "./clock-arm.js";
+import { ClockArm, defaultLookaheadMs } from "./clock-arm.js";
 import { reconcileDeclared } from "./declared.js";
 import { TimerFiring, type OccurrenceOutcome } from "./fire.js";
 import { LatenessHistogram } from "./lateness.js";
@@ -31,6 +31,8 @@ export interface TimeOptions {
   clock: Clock;
   /** Where the one timer is armed (default setTimeout; tests pass a ManualClock). */
   timers: TimerHost;
+  /** How far ahead of their moment calls are claimed and started, ms (default 50): see ClockArm. */
+  lookaheadMs?: number;
   /** Deepest chain a delay may continue (K5, default 100); deeper delays are refused (`timer.chain_exceeded`). */
   maxChainDepth?: number;
   /** The owner's region (K6, default 0): it makes only declared schedules of this region, and stamps it on the timers it sets. */
@@ -75,24 +77,12 @@ export function openTime(options: TimeOptions): Time {
   const lateness = new LatenessHistogram();
   // The one clock's target: the earliest timer or retry (T5, T7).
   const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
-  const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, control, actions: options.actions, clock, lateness, logger, changed: (due) => arm.changed(due) });
-  const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), logger });
+  const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs;
+  const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, control, actions: options.actions, clock, lateness, logger, lookaheadMs, changed: (due) => arm.changed(due) });
+  const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), lookaheadMs, logger });
   const timers = new Timers({ registry, committer, timers: timerRows, control, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
   const log = (message: string, details: Record<string, unknown>) => logger.warn(details, message);
   registry.inRegistrationCommit((tx, plugins) => void reconcileDeclared(tx, timerRows, plugins, region, log, control));
-  // B1 overlap "buffer one": when an occurrence ends (completed, failed for good or skipped), its
-  // timer's buffered occurrence, if any, is released (`retry_wait` due now) and the clock made to ring.
-  const release = async (timerIds: string[]) => {
-    try {
-      const at = await committer.submit((tx) => (timerIds.filter((id) => control.releaseBuffered(id, tx.now)).length > 0 ? tx.now : null));
-      if (at !== null) arm.changed(at);
-    } catch (e) {
-      logger.error({ err: e, timers: timerIds }, "releasing a buffered occurrence failed");
-    }
-  };
-  firing.onOccurrence((outcome) => {
-    if (outcome.status !== "retry_wait" && control.activeOf(outcome.occurrence.timerId).buffered > 0) void release([outcome.occurrence.timerId]);
-  });
   registry.onChange(() => arm.refresh()); // a declared timer may have moved later or gone
   return {
     timers,
@@ -102,8 +92,6 @@ export function openTime(options: TimeOptions): Time {
     onOccurrence: (listener) => firing.onOccurrence(listener),
     async start() {
       await committer.submit((tx) => reconcileDeclared(tx, timerRows, registry.list(), region, log, control));
-      const buffered = control.bufferedTimers(); // a release the previous owner did not commit (B1)
-      if (buffered.length > 0) await release(buffered);
       const pending = firing.recover();
       if (pending > 0) logger.info({ pending }, "calling occurrences a previous owner left pending");
       arm.start();

@@ -364,8 +364,6 @@ export class Timers {
       const timer = this.managed(timerId, cause, principal, "trigger");
       if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
       if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
-      const made = this.deps.control.dueOf(id);
-      if (made !== undefined) return { occurrenceId: id, dueMs: made, fresh: false }; // a retried run (E7)
       this.deps.control.queue({ id, timerId, dueMs: tx.now, action: timer.action, input: timer.input, actor: timer.actor, overdue: { kind: "unbounded" }, retryDelaysMs: timer.retryDelaysMs }, "trigger", tx.now, tx.now);
       tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor, eventId ?? newId()));
       return { occurrenceId: id, dueMs: tx.now, fresh: true };

@@ -417,12 +417,16 @@ export function tooLate(overdue: Overdue, latenessMs: number): string {
 }
 
 /**
- * The id of the occurrence of timer `timerId` due at `dueMs` (T6): 32 hex characters of
- * SHA-256 over both. It is the occurrence's action call id, so however often the owner
- * calls it (restarts, retries), the log keeps it once (A3).
+ * The id of the occurrence of timer `timerId` due at `dueMs` (T6): 32 hex characters, the due
+ * moment (12, ms since the epoch) then 20 of SHA-256 over both. It is the occurrence's action
+ * call id, so however often the owner calls it (restarts, retries), the log keeps it once (A3).
+ * Leading with the moment makes ids sort by due: the claims, made in due order, add to the end
+ * of the occurrences' and calls' id indexes instead of to pages all over them (fewer pages
+ * written per commit).
  */
 export function occurrenceId(timerId: string, dueMs: number): string {
-  return createHash("sha256").update(`timer-occurrence\n${timerId}\n${dueMs}`).digest("hex").slice(0, 32);
+  const moment = Math.max(0, dueMs).toString(16).padStart(12, "0");
+  return moment + createHash("sha256").update(`timer-occurrence\n${timerId}\n${dueMs}`).digest("hex").slice(0, 20);
 }
 
 /**
