@@ -11,6 +11,8 @@
 // - The checkpoint worker (store/checkpointer.ts) and the maintenance reader
 //   (store/maintenance-read.ts) are inline sources run with eval / `node -e`; they find
 //   better-sqlite3 with createRequire(import.meta.url), which resolves from dist/ as well.
+// - pino's transports run in worker threads found through __dirname, which a bundle lacks: the
+//   owner logs with pino.destination(2) (server/src/logger.ts), no transport.
 // - The file is named main.js (ESM: package.json has "type": "module") so the owner lock's
 //   command-line check (store/owner-lock.ts: an argument ending in main.js) recognises it.
 // Files are overwritten in place (no `rm -rf dist`): a running bundled owner still reads
