@@ -109,6 +109,29 @@ describe("group commit (E8)", () => {
     expect(committer.head).toBe(20);
   });
 
+  it("runs a batch longer than a slice (2 ms) in slices, letting a timer run between them, and makes it durable as one batch", async () => {
+    const { committer, commits } = committerOn(open(folder()));
+    const order: string[] = [];
+    const busy = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+    };
+    const results = Array.from({ length: 10 }, (_, i) =>
+      committer.submit((tx) => {
+        busy(1);
+        order.push(`unit ${i}`);
+        return tx.append(event(`s${i}`));
+      }),
+    );
+    setTimeout(() => order.push("timer"), 0);
+    const records = await Promise.all(results);
+    const timerAt = order.indexOf("timer");
+    expect(timerAt).toBeGreaterThan(1); // after the first slice...
+    expect(timerAt).toBeLessThan(10); // ...not after the whole batch
+    expect(records.map((r) => r.seq)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+    expect(commits).toEqual([expect.objectContaining({ head: 10, batchSize: 10 })]); // one fsync, one notice
+  });
+
   it("does not settle a caller before its commit listener ran", async () => {
     const store = open(folder());
     const { committer } = committerOn(store);

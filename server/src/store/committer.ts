@@ -9,7 +9,7 @@ import { noSync, type Durability } from "./wal-sync.js";
  * table, and `append`, which gives the next dense seq (E1).
  */
 export interface Tx {
-  /** Commit time in ms since the epoch (UTC), the same for the whole batch. */
+  /** Commit time in ms since the epoch (UTC), the same for the whole transaction (a batch, or a slice of a large one). */
   readonly now: number;
   readonly db: Db;
   readonly events: EventStatements;
@@ -43,6 +43,9 @@ export interface CommitterOptions {
   onFatal?: (error: unknown) => void;
 }
 
+/** Most time one slice of a batch runs units before it commits and yields the event loop, ms. */
+const sliceMs = 2;
+
 interface Pending {
   work: Work<unknown>;
   resolve(value: unknown): void;
@@ -54,9 +57,12 @@ interface Pending {
  *
  * Group commit: units of work submitted while the event loop is busy are
  * collected and run in one transaction on the next turn (`setImmediate`), each
- * inside its own savepoint, so one failing unit undoes only itself. Callers'
- * promises settle, and commit listeners hear of it, only once the commit is
- * durable (`durability.sync()`, the WAL's fdatasync off the event loop, E8).
+ * inside its own savepoint, so one failing unit undoes only itself. A large
+ * batch runs in slices: after {@link sliceMs} of units the slice commits and the
+ * rest continues on the next turn, so timers and I/O (a call sent at its moment)
+ * never wait behind a whole batch; one fsync after the last slice covers them
+ * all. Callers' promises settle, and commit listeners hear of it, only once the
+ * commit is durable (`durability.sync()`, the WAL's fdatasync off the event loop, E8).
  * While a batch waits for its fsync, the next one collects and commits when
  * that fsync ends: commits follow the disk's pace, each as large as the load
  * makes it (fewer, larger WAL writes), and no caller waits longer than it
@@ -65,7 +71,9 @@ interface Pending {
  *
  * Failure semantics: a unit that throws is rolled back to its savepoint and
  * its caller gets the error; if COMMIT itself fails (disk full, I/O error),
- * the whole batch is rolled back and every caller gets the error. If the
+ * that slice is rolled back and its callers, and those of the batch's slices
+ * not yet run, get the error (the slices before it are made durable and
+ * answered as usual). If the
  * fsync fails, every caller waiting for it gets the error and
  * `onFatal` is told (the owner stops: the page cache can no longer be
  * trusted). So is an append whose seq is already in the table: only another
@@ -74,8 +82,8 @@ interface Pending {
 export class Committer {
   private queue: Pending[] = [];
   private scheduled = false;
-  /** A committed batch waits for its fsync: the next batch collects meanwhile and commits after it. */
-  private syncing = false;
+  /** A batch runs its slices or waits for its fsync: the next batch collects meanwhile and commits after it. */
+  private busy = false;
   /** The last committed seq (appends continue from it). */
   private headSeq: number;
   /** The last durable seq. */
@@ -123,7 +131,7 @@ export class Committer {
 
   /** Flushes on the next turn, unless a batch's fsync is in flight (its end schedules the flush). */
   private schedule(): void {
-    if (this.scheduled || this.syncing || this.queue.length === 0) return;
+    if (this.scheduled || this.busy || this.queue.length === 0) return;
     this.scheduled = true;
     setImmediate(() => this.flush());
   }
@@ -133,30 +141,45 @@ export class Committer {
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
-    const started = performance.now();
+    this.busy = true;
+    this.runSlice(batch, [], performance.now());
+  }
+
+  /** Runs the batch's next units for up to {@link sliceMs} in one transaction; continues on the next turn, or makes the batch durable. */
+  private runSlice(batch: Pending[], outcomes: { ok: boolean; value: unknown }[], started: number): void {
+    const from = outcomes.length;
     const headBefore = this.headSeq;
-    const outcomes: { ok: boolean; value: unknown }[] = [];
     const tx = this.transaction();
+    const until = performance.now() + sliceMs;
     try {
       this.control.begin.run();
-      for (const item of batch) outcomes.push(this.runUnit(item.work, tx));
+      do outcomes.push(this.runUnit(batch[outcomes.length].work, tx));
+      while (outcomes.length < batch.length && performance.now() < until);
       this.control.commit.run();
     } catch (error) {
       if (this.db.inTransaction) this.control.rollback.run();
       this.headSeq = headBefore;
-      for (const item of batch) item.reject(error);
+      for (const item of batch.slice(from)) item.reject(error);
+      batch = batch.slice(0, from);
+      outcomes = outcomes.slice(0, from);
+    }
+    if (outcomes.length < batch.length) {
+      setImmediate(() => this.runSlice(batch, outcomes, started));
       return;
     }
+    if (batch.length === 0) {
+      this.busy = false;
+      return this.schedule();
+    }
     const head = this.headSeq;
-    this.syncing = true;
     (this.options.durability ?? noSync).sync().then(
       () => {
-        this.syncing = false;
+        this.busy = false;
         this.settle(batch, outcomes, { head, batchSize: batch.length, durationMs: performance.now() - started });
         this.schedule();
       },
       (error) => {
-        this.syncing = false;
+        this.busy = false;
         for (const item of batch) item.reject(error);
         this.options.onFatal?.(error);
         this.schedule();

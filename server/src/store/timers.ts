@@ -114,6 +114,7 @@ export function timerStatements(db: Db) {
   const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
   const pendingCount = db.prepare("SELECT count(*) AS n FROM timers WHERE next_due_ms IS NOT NULL");
   const due = db.prepare("SELECT * FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?");
+  const dueCount = db.prepare("SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?)");
   const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
   const listScheduled = db.prepare(
     "SELECT * FROM timers WHERE next_due_ms IS NOT NULL AND (next_due_ms, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY next_due_ms, id LIMIT ?",
@@ -161,6 +162,10 @@ export function timerStatements(db: Db) {
     /** Up to `limit` timers due at or before `nowMs`, earliest first (T6). */
     due(nowMs: number, limit: number): TimerRecord[] {
       return (due.all(nowMs, limit) as TimerRow[]).map(timerFromRow);
+    },
+    /** How many timers are due by `nowMs` (ms since the epoch), counting up to `limit`. */
+    dueCount(nowMs: number, limit: number): number {
+      return (dueCount.get(nowMs, limit) as { n: number }).n;
     },
     /** Moves timer `id` to `nextDueMs` (null: spent) and adds `called` (0 or 1) to its occurrences. */
     advance(id: string, nextDueMs: number | null, called: number, nowMs: number): void {
