@@ -23,8 +23,8 @@ import {
   dueOf,
   firstDue,
   nominalOf,
-  owedOccurrence,
   owedOccurrences,
+  type TimerMoments,
   preview,
   resumeDue,
   type SchedulePolicy,
@@ -40,6 +40,12 @@ import { cli } from "./helpers/cli.js";
 import { eventsOf, expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
+
+/** The single occurrence the catch-up policy "latest" owes at `nowMs` (K2): the most recent due moment, and the next one after it. */
+function owedOccurrence(timer: TimerMoments, nowMs: number): { dueMs: number; nextDueMs: number | null } {
+  const owed = owedOccurrences({ ...timer, policy: { ...(timer.policy ?? defaultSchedulePolicy), catchUp: "latest", catchUpWindowMs: 0 } }, nowMs);
+  return { dueMs: owed.dueMs[owed.dueMs.length - 1] ?? (timer.nextDueMs as number), nextDueMs: owed.nextDueMs };
+}
 
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;

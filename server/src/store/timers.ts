@@ -273,8 +273,8 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
 /** The statements on `timer_occurrences` (T6, T7, K2-K4). */
 export function occurrenceStatements(db: Db) {
   const insert = db.prepare(
-    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at)
-     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @retryDelaysMs, @status, @id, @latenessMs, @error, @now, @now)`,
+    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin)
+     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @retryDelaysMs, @status, @id, @latenessMs, @error, @now, @now, @nextAttemptMs, @origin)`,
   );
   const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
   // The lateness kept is the first call's (K4); later tries are retries, not late calls.
@@ -289,11 +289,14 @@ export function occurrenceStatements(db: Db) {
   return {
     /**
      * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason
-     * in `error`). False, writing nothing, when occurrence `id` already exists (the same
-     * timer id and due moment were claimed before).
+     * in `error`), or a triggered or backfilled one (`retry_wait` until `nextAttemptMs`, B1).
+     * False, writing nothing, when occurrence `id` already exists (the same timer id and due
+     * moment were claimed before).
      */
-    insert(o: Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error">, nowMs: number): boolean {
+    insert(o: NewOccurrence, nowMs: number): boolean {
       const row = {
+        nextAttemptMs: null,
+        origin: "schedule",
         ...o,
         input: JSON.stringify(o.input),
         actor: o.actor === null ? null : JSON.stringify(o.actor),
@@ -393,6 +396,10 @@ function pausedFromJson(text: string | null): PauseState | null {
   return { note: String(json.note ?? ""), atMs: Number(json.at_ms), heldDueMs: typeof json.held_due_ms === "number" ? json.held_due_ms : null };
 }
 
+/** A new occurrence's row: claimed (`origin` schedule, the default), triggered or backfilled (B1). */
+type NewOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error"> &
+  Partial<Pick<OccurrenceRecord, "nextAttemptMs" | "origin">>;
+
 /** What an occurrence of TriggerTimer or BackfillTimer is made of (B1). */
 export type QueuedOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs">;
 
@@ -406,10 +413,7 @@ interface ActiveOccurrences {
 export function timerControlStatements(db: Db) {
   const setPolicy = db.prepare("UPDATE timers SET policy = ? WHERE id = ?");
   const setPaused = db.prepare("UPDATE timers SET paused = ?, next_due_ms = ?, updated_at = ? WHERE id = ?");
-  const queue = db.prepare(
-    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, attempts, next_attempt_ms, call_id, lateness_ms, error, claimed_at, updated_at, origin)
-     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @retryDelaysMs, 'retry_wait', 0, @nextAttemptMs, @id, NULL, '', @now, @now, @origin)`,
-  );
+  const occurrences = occurrenceStatements(db);
   const active = db.prepare(
     `SELECT count(*) FILTER (WHERE status IN ('pending', 'retry_wait')) AS running, count(*) FILTER (WHERE status = 'buffered') AS buffered
      FROM timer_occurrences WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered')`,
@@ -435,18 +439,7 @@ export function timerControlStatements(db: Db) {
      * writing nothing, when occurrence `id` already exists (made before).
      */
     queue(o: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean {
-      return (
-        queue.run({
-          ...o,
-          input: JSON.stringify(o.input),
-          actor: o.actor === null ? null : JSON.stringify(o.actor),
-          overdue: JSON.stringify(overdueToJson(o.overdue)),
-          retryDelaysMs: JSON.stringify(o.retryDelaysMs),
-          nextAttemptMs,
-          now: nowMs,
-          origin,
-        }).changes === 1
-      );
+      return occurrences.insert({ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs, origin }, nowMs);
     },
     /** The occurrences of timer `timerId` that have not ended (B1 overlap; the `timer_occurrences_active` index). */
     activeOf(timerId: string): ActiveOccurrences {

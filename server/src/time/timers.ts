@@ -291,21 +291,6 @@ export function checkAt(atMs: number, nowMs: number, field: string): void {
 export type TimerMoments = Pick<TimerRecord, "spec" | "nextDueMs"> & Partial<Pick<TimerRecord, "id" | "policy" | "occurrences">>;
 
 /**
- * The occurrence owed by `timer`, due at or before `nowMs`, when the clock rings (T6, K2),
- * and the timer's next due moment after it (null: spent). One-shots owe their one moment.
- * A recurring timer owes one occurrence however long the owner was away: the most recent
- * due moment at or before `nowMs` (cron: `prev(now + 1)`; every: `due + k·every`), so a
- * month-long outage is one call, not thirty; the next moment is strictly after `nowMs`.
- * It follows the policy's jitter, bounds and maximum count (B1); for its catch-up and overlap
- * policies see {@link owedOccurrences} and {@link claimDecision} (this is their "latest" and
- * "allow"; under catch-up "none" or "allWithinWindow" it still owes the most recent moment).
- */
-export function owedOccurrence(timer: TimerMoments, nowMs: number): { dueMs: number; nextDueMs: number | null } {
-  const owed = owedOccurrences({ ...timer, policy: { ...(timer.policy ?? defaultSchedulePolicy), catchUp: "latest", catchUpWindowMs: 0 } }, nowMs);
-  return { dueMs: owed.dueMs[owed.dueMs.length - 1] ?? (timer.nextDueMs as number), nextDueMs: owed.nextDueMs };
-}
-
-/**
  * Every occurrence `timer` owes when the clock rings at `nowMs` (its next due moment is at or
  * before it), by its catch-up policy (B1, K2), ascending, and its next due moment after them
  * (strictly after `nowMs`; null: spent). Of the due moments from its next one up to `nowMs`:
