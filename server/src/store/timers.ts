@@ -102,12 +102,12 @@ export interface TimerCursor {
 export function timerStatements(db: Db) {
   const get = db.prepare("SELECT * FROM timers WHERE id = ?");
   const put = db.prepare(
-    `INSERT INTO timers (id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, created_at, updated_at)
-     VALUES (@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @now, @now)
+    `INSERT INTO timers (id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at)
+     VALUES (@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now)
      ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
-       retry_delays_ms = excluded.retry_delays_ms, created_at = excluded.created_at, updated_at = excluded.updated_at`,
+       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, created_at = excluded.created_at, updated_at = excluded.updated_at`,
   );
   const declared = db.prepare("SELECT * FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule");
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
@@ -127,8 +127,9 @@ export function timerStatements(db: Db) {
       return row && timerFromRow(row);
     },
     /**
-     * Sets timer `timer.id` (T3): inserts it, or replaces every field of the existing one
-     * but its occurrence count (the id's history goes on).
+     * Sets timer `timer.id` (T3): inserts it, or replaces every field of the existing one,
+     * its schedule policy included (B1), but its occurrence count (the id's history goes on)
+     * and its pause state (TimerControlStatements.setPaused).
      */
     put(timer: Omit<TimerRecord, "occurrences" | "createdAt" | "updatedAt">, nowMs: number): void {
       put.run({
@@ -139,6 +140,7 @@ export function timerStatements(db: Db) {
         overdue: JSON.stringify(overdueToJson(timer.overdue)),
         disabled: timer.disabled ? 1 : 0,
         retryDelaysMs: JSON.stringify(timer.retryDelaysMs),
+        policy: JSON.stringify(policyToJson(timer.policy)),
         now: nowMs,
       });
     },
@@ -411,7 +413,6 @@ interface ActiveOccurrences {
 
 /** The statements for schedule policies, pause, trigger, backfill and overlap (B1, B2). */
 export function timerControlStatements(db: Db) {
-  const setPolicy = db.prepare("UPDATE timers SET policy = ? WHERE id = ?");
   const setPaused = db.prepare("UPDATE timers SET paused = ?, next_due_ms = ?, updated_at = ? WHERE id = ?");
   const occurrences = occurrenceStatements(db);
   const active = db.prepare(
@@ -424,10 +425,6 @@ export function timerControlStatements(db: Db) {
        AND NOT EXISTS (SELECT 1 FROM timer_occurrences r WHERE r.timer_id = ? AND r.status IN ('pending', 'retry_wait', 'buffered') AND r.status <> 'buffered')`,
   );
   return {
-    /** Sets timer `id`'s schedule policy (B1); the row must exist (written in the same unit as its put). */
-    setPolicy(id: string, policy: SchedulePolicy): void {
-      setPolicy.run(JSON.stringify(policyToJson(policy)), id);
-    },
     /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused), B1. */
     setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void {
       const json = paused === null ? null : JSON.stringify({ note: paused.note, at_ms: paused.atMs, held_due_ms: paused.heldDueMs });

@@ -10,7 +10,7 @@ import { parseCron, type DstPolicy } from "./cron.js";
 import { canonicalZone, isValidZoneName } from "./zones.js";
 import { dstFromProto, schedulePolicyFromProto } from "./policy-proto.js";
 import { blankTimer, canonicalSpec, policyData, scheduledEvent, unscheduledEvent } from "./service.js";
-import { anchorFor, checkSchedulePolicy, defaultRetryDelaysMs, defaultSchedulePolicy, firstDue, isDefaultPolicy, maxHorizonMs, minEveryMs, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "./timers.js";
+import { anchorFor, checkSchedulePolicy, defaultRetryDelaysMs, defaultSchedulePolicy, firstDue, maxHorizonMs, minEveryMs, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "./timers.js";
 
 // Declared schedules (SPEC T2, T7, K2, K6): the `schedules` of plugin manifests and the
 // `schedule_patches` later plugins make to them, as timers of kind `declared`.
@@ -203,8 +203,7 @@ export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: Regi
     }
     if (current && current.kind === "declared" && definition(current) === definition(timer) && current.nextDueMs === timer.nextDueMs) continue;
     timers.put(timer, tx.now);
-    // B1: the policy (and the anchor of every_ms moments); a paused schedule stays paused, holding its new first moment.
-    if (!isDefaultPolicy(timer.policy) || timer.policy.anchorMs !== null || (current && (!isDefaultPolicy(current.policy) || current.policy.anchorMs !== null))) control?.setPolicy(timer.id, timer.policy);
+    // B1: put wrote the policy (and the anchor of every_ms moments); a paused schedule stays paused, holding its new first moment.
     if (current?.kind === "declared" && current.paused) control?.setPaused(timer.id, { ...current.paused, heldDueMs }, null, tx.now);
     tx.append(scheduledEvent(timer, current !== undefined, "", null));
     if (timer.nextDueMs !== null && (earliest === null || timer.nextDueMs < earliest)) earliest = timer.nextDueMs;

@@ -489,7 +489,6 @@ export class Timers {
   /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`; returns it as stored. */
   private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined, eventId: string, extra: Record<string, unknown> = {}): TimerRecord {
     this.deps.timers.put(timer, tx.now);
-    if (!isDefaultPolicy(timer.policy) || timer.policy.anchorMs !== null || (existing && (!isDefaultPolicy(existing.policy) || existing.policy.anchorMs !== null))) this.deps.control.setPolicy(timer.id, timer.policy);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
     tx.append({ ...event, data: { ...event.data, ...extra } });
