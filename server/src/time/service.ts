@@ -466,14 +466,16 @@ export class Timers {
 
   /**
    * Timer `id` for a change by `principal` (checks 3 and 4 of the class comment): NOT_FOUND when
-   * unknown or, from outside, not readable; PERMISSION_DENIED unless {@link mayManage}.
+   * unknown, not a delay when `what` is "delay", or, from outside, not readable; PERMISSION_DENIED
+   * unless {@link mayManage}.
    */
-  private managed(id: string, cause: CauseRef | null, principal: Principal, verb: string): TimerRecord {
+  private managed(id: string, cause: CauseRef | null, principal: Principal, verb: string, what: "timer" | "delay" = "timer"): TimerRecord {
     const timer = this.deps.timers.get(id);
-    if (!timer || (!cause && !canRead(principal, timer))) fail("not_found", `no timer ${JSON.stringify(id)}`, [{ field: "timer_id", description: "unknown timer" }]);
+    const field = what === "delay" ? "delay_id" : "timer_id";
+    if (!timer || (what === "delay" && timer.kind !== "delay") || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
     if (!this.mayManage(timer, cause, principal)) {
       const why = timer.kind === "declared" ? "declared schedules are managed by admins" : `it may not call ${timer.action}`;
-      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not ${verb} timer ${JSON.stringify(id)} (${why})`);
+      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not ${verb} ${what} ${JSON.stringify(id)} (${why})`);
     }
     return timer;
   }
@@ -536,12 +538,7 @@ export class Timers {
     const eventId = cause ? changeEventId(cause, { op: kind === "delay" ? "cancel_delay" : "unschedule", timer_id: id }) : null;
     await this.deps.committer.submit((tx) => {
       if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again (E7): removed once, by its first run
-      const timer = this.deps.timers.get(id);
-      if (!timer || (kind === "delay" && timer.kind !== "delay") || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
-      if (!this.mayManage(timer, cause, principal)) {
-        const why = timer.kind === "declared" ? "declared schedules are managed by admins" : `it may not call ${timer.action}`;
-        fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not cancel a ${what} calling ${timer.action} (${why})`);
-      }
+      const timer = this.managed(id, cause, principal, "cancel", what);
       if (kind === "runtime" && timer.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`);
       if (kind === "delay" && timer.nextDueMs === null) fail("not_found", `delay ${JSON.stringify(id)} was already made`, [{ field, description: "already made" }]);
       this.deps.timers.remove(id);
