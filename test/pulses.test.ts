@@ -492,6 +492,6 @@ describe("CLI timers and cursors (O1)", () => {
 
     const bad = await cli(["timers", "--url", h.owner.url, "--preview", "101"]);
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toContain("must be a number from 1 to 100");
+    expect(bad.stderr).toContain("must be a whole number from 1 to 100");
   });
 });

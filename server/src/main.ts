@@ -53,10 +53,10 @@ program
   .description("run an owner on its embedded SQLite log")
   .option("--data <dir>", "data folder", "./data")
   .option("--host <host>", "interface to bind", "127.0.0.1")
-  .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", parsePort, "50051")
+  .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", wholeNumberOption(0, 65535), 50051)
   .option("--config <file>", "principals, CORS, TLS and limits (JSON or YAML)")
   .option("--plugins <dir>", "folder of plugin manifests to register at start")
-  .option("--region <n>", "this owner's region (K6): it makes only declared schedules of this region (default: the config's, else 0)", parseRegion)
+  .option("--region <n>", "this owner's region (K6): it makes only declared schedules of this region (default: the config's, else 0)", wholeNumberOption(0, 4294967295))
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
   .action(serveCommand);
@@ -81,17 +81,11 @@ program
   .description("register a plugin manifest (JSON or YAML)")
   .action(clientAction(registerCommand));
 
-/** A region number, 0-4294967295 (K6). */
-function parseRegion(value: string): string {
-  if (!/^\d+$/.test(value) || Number(value) > 4294967295) throw new InvalidArgumentError("must be a number from 0 to 4294967295");
-  return value;
-}
-
 program
   .command("timers")
   .description("list timers, schedules and delays with their next fire times")
   .addOption(new Option("--kind <kind>", "only this kind").choices(["runtime", "declared", "delay"]))
-  .option("--preview <n>", "also show the next N fire times (1-100)", parsePreview)
+  .option("--preview <n>", "also show the next N fire times (1-100)", wholeNumberOption(1, 100))
   .option("--json", "JSON lines instead of a table", false)
   .action(clientAction(timersCommand));
 
@@ -213,18 +207,6 @@ function parseOverdue(value: string): OverdueBound {
   if (value === "on-time-or-never" || value === "onTimeOrNever") return "onTimeOrNever";
   if (/^\d+$/.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER) return { maxLatenessMs: Number(value) };
   throw new InvalidArgumentError("must be unbounded, on-time-or-never or a whole number of ms");
-}
-
-/** A preview count, 1-100 (GetTimer's limit). */
-function parsePreview(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100) throw new InvalidArgumentError("must be a number from 1 to 100");
-  return Number(value);
-}
-
-/** A TCP port, 0-65535; commander reports anything else as a usage error. */
-function parsePort(value: string): string {
-  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError("must be a number from 0 to 65535");
-  return value;
 }
 
 program.parseAsync().catch((e: unknown) => {

@@ -7,13 +7,13 @@ import { startOwner } from "../owner.js";
 export interface ServeFlags {
   data: string;
   host: string;
-  port: string;
+  port: number;
   config?: string;
   plugins?: string;
   synchronous: string;
   logLevel: string;
   /** K6: overrides the config's `region`. */
-  region?: string;
+  region?: number;
 }
 
 /** `chronolog serve`: runs an owner until SIGINT or SIGTERM, then shuts down cleanly. */
@@ -24,11 +24,11 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   const owner = await startOwner({
     dataDir: flags.data,
     host: flags.host,
-    port: Number(flags.port),
+    port: flags.port,
     synchronous: synchronous as SyncMode,
     config: flags.config ? loadConfig(flags.config) : undefined,
     pluginsDir: flags.plugins,
-    region: flags.region === undefined ? undefined : Number(flags.region),
+    region: flags.region,
     logger,
   });
   const stop = () => {
