@@ -130,7 +130,6 @@ class ExecutorRunner {
   private resolveReady!: () => void;
   private rejectReady!: (error: unknown) => void;
   /** The owner's refusal for good, once it came (see {@link isFatal}). */
-  private fatalError: ConnectError | undefined;
 
   constructor(private readonly options: ExecutorOptions) {
     this.transport = createTransport({ ...options, protocol: "grpc" });
@@ -166,8 +165,7 @@ class ExecutorRunner {
         if (!this.stopping.signal.aborted) {
           if (isFatal(e, welcomed)) {
             // A bad token, a role that may not subscribe or a hello the owner rejects: retrying cannot help.
-            this.fatalError = e;
-            this.report(e);
+            this.report(e, true);
             this.stopping.abort();
             this.rejectReady(e);
             throw e;
@@ -248,11 +246,11 @@ class ExecutorRunner {
     }
   }
 
-  /** Reports a connection error or notice through `onError` (default: {@link printError}). */
-  private report(error: unknown): void {
+  /** Reports a connection error or notice through `onError` (default: {@link printError}; `fatal`: the executor stops). */
+  private report(error: unknown, fatal = false): void {
     try {
       if (this.options.onError) this.options.onError(error);
-      else printError(error, error === this.fatalError);
+      else printError(error, fatal);
     } catch {
       // a failing reporter must not kill the loop
     }
