@@ -1,5 +1,5 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ActionService } from "./gen/chronolog/v1/action_pb.js";
@@ -370,7 +370,7 @@ export class ChronologClient {
       },
       { signal: options.signal },
     );
-    return { delayId: response.delayId, due: response.due ? timestampDate(response.due) : new Date(NaN) };
+    return { delayId: response.delayId, due: dateOf(response.due) };
   }
 
   /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */
@@ -421,7 +421,7 @@ export class ChronologClient {
    */
   async triggerTimer(timerId: string, options: TimerChangeOptions = {}): Promise<{ occurrenceId: string; due: Date }> {
     const r = await this.time.triggerTimer({ timerId, cause: options.cause }, { signal: options.signal });
-    return { occurrenceId: r.occurrenceId, due: r.due ? timestampDate(r.due) : new Date(NaN) };
+    return { occurrenceId: r.occurrenceId, due: dateOf(r.due) };
   }
 
   /**
@@ -432,7 +432,7 @@ export class ChronologClient {
    */
   async backfillTimer(timerId: string, start: Date | number, end: Date | number, options: TimerChangeOptions = {}): Promise<BackfilledOccurrenceResult[]> {
     const r = await this.time.backfillTimer({ timerId, start: timestampFromMs(msOf(start)), end: timestampFromMs(msOf(end)), cause: options.cause }, { signal: options.signal });
-    return r.occurrences.map((o) => ({ occurrenceId: o.occurrenceId, due: o.due ? timestampDate(o.due) : new Date(NaN), existing: o.existing }));
+    return r.occurrences.map((o) => ({ occurrenceId: o.occurrenceId, due: dateOf(o.due), existing: o.existing }));
   }
 
   /** Registers (or updates) a plugin manifest; needs the admin role. */
@@ -514,4 +514,9 @@ function bearer(token: string): Interceptor {
 /** An event as plain JSON (proto3 JSON mapping), e.g. for printing. */
 export function eventToJson(event: Event): JsonObject {
   return toJson(EventSchema, event) as JsonObject;
+}
+
+/** A timestamp the owner always sets, as a Date (an invalid Date if it ever were absent). */
+function dateOf(t: Timestamp | undefined): Date {
+  return t ? timestampDate(t) : new Date(NaN);
 }
