@@ -205,6 +205,16 @@ describe("durability under kill -9 (E8)", () => {
   });
 });
 
+describe("clean shutdown", () => {
+  it("SIGTERM on an idle owner closes everything, logs 'owner stopped' and exits 0 (the process does not end halfway through closing)", async () => {
+    const owner = await spawnOwner(tempDir());
+    await new Promise((r) => setTimeout(r, 1_500)); // idle: start-up work done, only unref'd handles left besides the port
+    owner.child.kill("SIGTERM");
+    expect(await owner.exited).toBe(0);
+    expect(owner.logs.some((line) => JSON.parse(line).msg === "owner stopped")).toBe(true);
+  });
+});
+
 describe("owner lock (O5)", () => {
   /** Runs `chronolog serve` on `data` and waits for it to exit. */
   function serveUntilExit(data: string): Promise<{ code: number | null; stderr: string }> {

@@ -106,6 +106,7 @@ export class Checkpointer {
     this.closed = true;
     if (this.cooling) clearTimeout(this.cooling);
     const exited = new Promise((resolve) => this.worker.once("exit", resolve));
+    this.worker.ref(); // unref'd while it serves; the process must not end before the worker closed its connection
     this.worker.postMessage("close");
     await exited;
   }

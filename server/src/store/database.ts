@@ -92,7 +92,6 @@ function setPragmas(db: Db): void {
   db.pragma("busy_timeout = 5000");
   db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`); // a restarted WAL is truncated back to 64 MiB
   db.pragma("foreign_keys = ON");
-  db.pragma("cache_size = -65536"); // 64 MiB of page cache (SQLite's default is 2 MiB): the id indexes' pages stay in memory
   const mode = db.pragma("journal_mode", { simple: true });
   const sync = db.pragma("synchronous", { simple: true });
   if (mode !== "wal" || sync !== 1) {
