@@ -24,6 +24,7 @@ import {
   firstDue,
   nominalOf,
   owedOccurrences,
+  owedWithin,
   type TimerMoments,
   preview,
   resumeDue,
@@ -120,6 +121,19 @@ describe("B1 rules (pure, at exact instants)", () => {
     expect(owedOccurrences(minutely(T0 + 9 * MIN, { catchUp: "allWithinWindow", catchUpWindowMs: HOUR }), now).dueMs).toEqual([T0 + 9 * MIN, T0 + 10 * MIN]);
     // owedOccurrence (the single one the claim makes without the catch-up wiring) is "latest".
     expect(owedOccurrence(minutely(T0 + MIN, { catchUp: "none" }), now)).toEqual({ dueMs: T0 + 10 * MIN, nextDueMs: T0 + 11 * MIN });
+  });
+
+  it("with the clock's lookahead: what was missed by the claim's time first (by catch-up), then each moment within the lookahead, on time", () => {
+    // Resumed (or back from an outage) 11 ms before T0+10min, the moment T0+9min missed: both are owed, the missed one first.
+    const now = T0 + 10 * MIN - 11;
+    expect(owedWithin(minutely(T0 + 9 * MIN), now, now + 50)).toEqual({ dueMs: [T0 + 9 * MIN, T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
+    expect(owedWithin(minutely(T0 + 2 * MIN), now, now + 50)).toEqual({ dueMs: [T0 + 9 * MIN, T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN }); // latest missed only (K2)
+    expect(owedWithin(minutely(T0 + 2 * MIN, { catchUp: "none" }), now, now + 50)).toEqual({ dueMs: [T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN }); // none missed; the coming one is on time
+    // Nothing missed: only what comes within the lookahead, each moment of it.
+    expect(owedWithin(minutely(T0 + 10 * MIN), now, now + 50)).toEqual({ dueMs: [T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
+    expect(owedWithin(minutely(T0 + 10 * MIN), now, now + MIN + 11)).toEqual({ dueMs: [T0 + 10 * MIN, T0 + 11 * MIN], nextDueMs: T0 + 12 * MIN });
+    // The count left bounds missed and coming ones together.
+    expect(owedWithin(minutely(T0 + 9 * MIN, { maxCount: 3 }, 2), now, now + 50)).toEqual({ dueMs: [T0 + 9 * MIN], nextDueMs: null });
   });
 
   it("end bound and maximum count: nothing at or after the end; spent with the last one; catch-up never owes more than the count left", () => {

@@ -409,6 +409,19 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 0 });
   });
 
+  it("a moment missed while paused is still made when the resume lands inside the lookahead of the next one (then the next, at its moment)", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50 });
+    await h.time.schedule({ timerId: "minutely", action: "remind.send", input: {}, spec: every(60_000) });
+    await h.client.pauseTimer("minutely");
+    clock.set(T0 + 120_000 - 11); // its moment T0+60s passed while paused; the next is 11 ms away
+    await h.client.resumeTimer("minutely");
+    await until(() => h.calls.length === 1, "the missed moment, made at once");
+    clock.set(T0 + 120_000);
+    await until(() => h.calls.length === 2, "the next moment");
+    expect(h.calls.map((c) => c.scheduled?.due.getTime())).toEqual([T0 + 60_000, T0 + 120_000]);
+  });
+
   it("a cancel inside the lookahead comes too late: NOT_FOUND, and the delay is called once at its moment", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { lookaheadMs: 50 });

@@ -7,7 +7,7 @@ import type { Logger } from "../logger.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { OccurrenceRecord, OccurrenceStatements, TimerControlStatements, TimerStatements } from "../store/timers.js";
 import type { LatenessHistogram } from "./lateness.js";
-import { claimDecision, occurrenceId, owedOccurrences, tooLate } from "./timers.js";
+import { claimDecision, occurrenceId, owedWithin, tooLate } from "./timers.js";
 
 /** What an "allow" overlap policy needs to know of a timer's running occurrences: nothing. */
 const noneActive = { running: 0, buffered: 0 };
@@ -138,7 +138,7 @@ export class TimerFiring {
     const skipped: OccurrenceOutcome[] = [];
     const horizon = tx.now + this.deps.lookaheadMs;
     for (const timer of timers.due(horizon, claimChunk)) {
-      const { dueMs: owed, nextDueMs } = owedOccurrences(timer, horizon); // B1 catch-up: the owed due moments, ascending (maybe none)
+      const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, horizon); // B1 catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
       let called = 0;
       for (const dueMs of owed) {
         const latenessMs = tx.now - dueMs; // < 0 when claimed ahead

@@ -291,6 +291,25 @@ export function checkAt(atMs: number, nowMs: number, field: string): void {
 export type TimerMoments = Pick<TimerRecord, "spec" | "nextDueMs"> & Partial<Pick<TimerRecord, "id" | "policy" | "occurrences">>;
 
 /**
+ * What `timer` owes to a claim at `nowMs` that looks ahead to `horizonMs` (>= `nowMs`, the
+ * clock's lookahead, T5): the moments it missed up to `nowMs`, by its catch-up policy
+ * ({@link owedOccurrences}), then each of its moments in (`nowMs`, `horizonMs`], on time, in
+ * order; and its next due moment after them (null: spent). So a moment missed while the owner
+ * was down or the timer paused is never hidden by the next one coming up within the lookahead.
+ */
+export function owedWithin(timer: TimerMoments, nowMs: number, horizonMs: number): { dueMs: number[]; nextDueMs: number | null } {
+  const missed = (timer.nextDueMs as number) <= nowMs ? owedOccurrences(timer, nowMs) : { dueMs: [], nextDueMs: timer.nextDueMs };
+  const dueMs = [...missed.dueMs];
+  let nextDueMs = missed.nextDueMs;
+  while (nextDueMs !== null && nextDueMs <= horizonMs) {
+    const ahead = owedOccurrences({ ...timer, nextDueMs, occurrences: (timer.occurrences ?? 0) + dueMs.length }, nextDueMs);
+    dueMs.push(...ahead.dueMs);
+    nextDueMs = ahead.nextDueMs;
+  }
+  return { dueMs, nextDueMs };
+}
+
+/**
  * Every occurrence `timer` owes when the clock rings at `nowMs` (its next due moment is at or
  * before it), by its catch-up policy (B1, K2), ascending, and its next due moment after them
  * (strictly after `nowMs`; null: spent). Of the due moments from its next one up to `nowMs`:
