@@ -453,6 +453,26 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
     expect(second.calls[0]).toMatchObject({ attempt: 2, callId: (await occurrences(second, "ahead"))[0].id });
     await settle();
     expect(second.calls).toHaveLength(1);
+    expect(second.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 0 }); // the re-sent call's lateness counts (K4)
+  });
+
+  it("a call started ahead by an owner that stopped, and too late for its bound when the next one starts, is skipped and its start gets an end (action.failed)", async () => {
+    const clock = new ManualClock(T0);
+    const dataDir = tempDir();
+    const first = await harness(clock, { dataDir, lookaheadMs: 50 });
+    const { delayId } = await first.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    clock.set(due - 30);
+    await until(async () => (await started(first)) === 1, "started ahead of the moment");
+    await first.owner.close();
+    clock.set(due + 10_000); // back 10 s late: over "on time or never"
+    const second = await harness(clock, { dataDir, lookaheadMs: 50 });
+    await until(async () => (await occurrences(second, delayId))[0]?.status === "skipped", "skipped at the restart");
+    const [occurrence] = await occurrences(second, delayId);
+    const ends = await eventsOf(second.client, ["action.completed", "action.failed"]);
+    expect(ends.map((e) => [e.type, e.data?.call_id, e.data?.attempt])).toEqual([["action.failed", occurrence.id, 1]]);
+    expect(String(ends[0].data?.error)).toMatch(/^not made: .*on time or never/);
+    await settle();
+    expect(second.calls).toEqual([]);
   });
 });
 

@@ -16,7 +16,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { ActionEntry } from "./declaration.js";
 import type { HostQueue } from "./hosts.js";
-import { recordAttempt, recordCompleted, recordFailed, storedOutput, type CallIdentity } from "./records.js";
+import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext, type Invocation } from "./run.js";
 
 /** One call, as parsed from the request. */
@@ -76,7 +76,7 @@ export interface ScheduledCall {
    * when started.
    */
   sendAtMs?: number;
-  /** Told the moment the first attempt's Invocation is sent (ms since the epoch): time measures its lateness there (K4). */
+  /** Told the moment this run first sends an Invocation (ms since the epoch): time measures its lateness there (K4). */
   onSent?: (sentAtMs: number) => void;
   /**
    * Runs inside the commit unit that records this run's end (`action.completed`, or
@@ -233,6 +233,16 @@ export class ActionCalls {
     if (!invocation || invocation.session !== session) return wasOurs ? "stale" : "unknown";
     invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error" });
     return "accepted";
+  }
+
+  /**
+   * In unit `tx`: ends call `callId` as failed with `error` when an owner that stopped left its
+   * last attempt `running` and no run of it is going on here (A2: `action.failed`). Time uses it
+   * for a started call it then does not make (K3: too late after a restart).
+   */
+  failLeftRunning(tx: Tx, callId: string, error: string): void {
+    const row = this.deps.calls.get(callId);
+    if (row && !this.runs.has(callId)) recordLeftRunningFailed(tx, this.deps.calls, row, error);
   }
 
   /** Extends a running invocation's timeout to now + `extendMs` (default: the action's timeout) (X4). False when unknown. */
@@ -416,7 +426,8 @@ export class ActionCalls {
           },
         },
       });
-      if (run.attempt === 1) call.scheduled?.onSent?.(now);
+      if (!run.sent) call.scheduled?.onSent?.(now); // the run's first send (attempt 2 when a stopped owner had started it)
+      run.sent = true;
       if (run.abandoned.signal.aborted) this.cancel(invocation, "caller gone");
     });
   }

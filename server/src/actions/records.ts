@@ -96,10 +96,23 @@ export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentit
  * past that attempt.
  */
 export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, error: string): boolean {
-  const { callId, entry } = call;
+  return failAttempt(tx, calls, { callId: call.callId, action: call.entry.name, recorded: call.entry.record, actor: call.actor }, attempt, error);
+}
+
+/**
+ * Commit unit: the last attempt of call `row`, left `running` by an owner that stopped, failed
+ * with `error` (`action.failed`, recorded calls), so the log never keeps a start without an end
+ * when that call is not run again. False, writing nothing, when it is not running.
+ */
+export function recordLeftRunningFailed(tx: Tx, calls: CallStatements, row: CallRow, error: string): boolean {
+  return row.state === "running" && failAttempt(tx, calls, row, row.attempt, error);
+}
+
+function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId" | "action" | "recorded" | "actor">, attempt: number, error: string): boolean {
+  const { callId, action } = call;
   if (!calls.fail(callId, attempt, error, tx.now)) return false;
-  if (entry.record) {
-    tx.append({ id: callEventId(callId, "failed", attempt), type: "action.failed", data: { call_id: callId, action: entry.name, attempt, error }, cause: callEventId(callId, "started"), actor: call.actor });
+  if (call.recorded) {
+    tx.append({ id: callEventId(callId, "failed", attempt), type: "action.failed", data: { call_id: callId, action, attempt, error }, cause: callEventId(callId, "started"), actor: call.actor });
   }
   return true;
 }

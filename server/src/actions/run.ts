@@ -47,6 +47,8 @@ export class Run {
   invocation: Invocation | null = null;
   /** A CancelInvocation was sent for the attempt in flight. */
   cancelSent = false;
+  /** An Invocation of this run was sent (time measures the first send's lateness). */
+  sent = false;
   private settle!: { resolve(output: Record<string, unknown>): void; reject(error: unknown): void };
 
   constructor(

@@ -264,6 +264,7 @@ export class TimerFiring {
       const skipped = await this.deps.committer.submit((tx) => {
         if (!this.deps.occurrences.skip(occurrence.id, latenessMs, why, tx.now)) return false;
         tx.append(skippedEvent(occurrence, latenessMs, why));
+        this.deps.actions.failLeftRunning(tx, occurrence.id, `not made: ${why}`); // started ahead by an owner that stopped: its start gets an end
         if (this.deps.control.releaseBuffered(occurrence.timerId, tx.now)) releasedAt = tx.now; // B1, as an end in call()
         return true;
       });
