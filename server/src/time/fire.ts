@@ -168,7 +168,7 @@ export class TimerFiring {
           continue;
         }
         called++;
-        if (status === "pending") claimed.push({ occurrence, sendAtMs: dueMs }); // "buffered": made when the previous one ends (time/index.ts releases it)
+        if (status === "pending") claimed.push({ occurrence, sendAtMs: dueMs }); // "buffered": made when the previous one ends (released in the unit that records that end, see call())
       }
       timers.advance(timer.id, nextDueMs, called, tx.now);
     }
