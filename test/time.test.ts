@@ -8,14 +8,16 @@
 // heartbeat interval so a manual clock moved by days never trips the executor watchdog.
 // The last describe runs real owner processes killed with SIGKILL on the real clock.
 
-import type { JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, createClient as createRpcClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { ActionResultSchema, ExecutorService, HelloSchema, Outcome, type Invocation, type SubscribeRequest } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { TimeService, TimerKind, type Timer } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
@@ -64,15 +66,18 @@ function remindPlugin(calls: ActionContext[]): PluginDefinition {
   });
 }
 
-async function executor(url: string, plugin: PluginDefinition, token?: string): Promise<Executor> {
-  const ex = runExecutor({ url, plugins: [plugin], credits: 16, maxBackoffMs: 200, token, onError: () => {} });
+async function executor(url: string, plugin: PluginDefinition, token?: string, holds?: boolean): Promise<Executor> {
+  const ex = runExecutor({ url, plugins: [plugin], credits: 16, maxBackoffMs: 200, token, holds, onError: () => {} });
   cleanups.push(() => ex.stop(100));
   await ex.ready;
   return ex;
 }
 
-/** An in-process owner on `clock` (also its TimerHost), its clients, and an executor hosting `remind`. */
-async function harness(clock: ManualClock, options: { dataDir?: string; calls?: ActionContext[]; executor?: boolean; lookaheadMs?: number } = {}): Promise<Harness> {
+/**
+ * An in-process owner on `clock` (also its TimerHost), its clients, and an executor hosting
+ * `remind` (`holds`: false for one the owner sends calls of time to at their moment on `clock`).
+ */
+async function harness(clock: ManualClock, options: { dataDir?: string; calls?: ActionContext[]; executor?: boolean; lookaheadMs?: number; holds?: boolean } = {}): Promise<Harness> {
   const lookahead = options.lookaheadMs === undefined ? {} : { timerLookaheadMs: options.lookaheadMs };
   const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...lookahead, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
   const closeOwner = owner.close.bind(owner);
@@ -83,7 +88,7 @@ async function harness(clock: ManualClock, options: { dataDir?: string; calls?: 
   const calls = options.calls ?? [];
   const plugin = remindPlugin(calls);
   await client.registerPlugin(manifestOf(plugin));
-  if (options.executor !== false) await executor(owner.url, plugin);
+  if (options.executor !== false) await executor(owner.url, plugin, undefined, options.holds);
   return {
     owner: Object.assign(owner, { close }),
     client,
@@ -384,7 +389,7 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
   });
 });
 
-describe("the clock's lookahead: claimed and started ahead, sent at the moment (T5, K4)", () => {
+describe("the clock's lookahead: claimed and started ahead, sent at the moment to an executor that does not hold (T5, K4)", () => {
   const due = T0 + 60_000;
   const started = async (h: Harness) => (await eventsOf(h.client, ["action.started"])).length;
   /** Real time for an Invocation that should not be sent to have arrived if it had been. */
@@ -392,7 +397,7 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
 
   it("rings 50 ms ahead: the claim and action.started commit then; the Invocation is sent at the moment itself, 0 ms late", async () => {
     const clock = new ManualClock(T0);
-    const h = await harness(clock, { lookaheadMs: 50 });
+    const h = await harness(clock, { lookaheadMs: 50, holds: false });
     await h.time.schedule({ timerId: "ahead", action: "remind.send", input: {}, spec: at(due) });
     expect(clock.armed()).toEqual([{ atMs: due - 50, delayMs: 60_000 - 50 }]);
     clock.set(due - 40);
@@ -411,7 +416,7 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
 
   it("a moment missed while paused is still made when the resume lands inside the lookahead of the next one (then the next, at its moment)", async () => {
     const clock = new ManualClock(T0);
-    const h = await harness(clock, { lookaheadMs: 50 });
+    const h = await harness(clock, { lookaheadMs: 50, holds: false });
     await h.time.schedule({ timerId: "minutely", action: "remind.send", input: {}, spec: every(60_000) });
     await h.client.pauseTimer("minutely");
     clock.set(T0 + 120_000 - 11); // its moment T0+60s passed while paused; the next is 11 ms away
@@ -424,7 +429,7 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
 
   it("a cancel inside the lookahead comes too late: NOT_FOUND, and the delay is called once at its moment", async () => {
     const clock = new ManualClock(T0);
-    const h = await harness(clock, { lookaheadMs: 50 });
+    const h = await harness(clock, { lookaheadMs: 50, holds: false });
     const { delayId } = await h.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "unbounded", value: true } } });
     clock.set(due - 10);
     await until(async () => (await started(h)) === 1, "made ahead of the moment");
@@ -438,14 +443,14 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
   it("an owner stopped between the start and the moment: the next one sends it at the moment, once, as the next attempt", async () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
-    const first = await harness(clock, { dataDir, lookaheadMs: 50 });
+    const first = await harness(clock, { dataDir, lookaheadMs: 50, holds: false });
     await first.time.schedule({ timerId: "ahead", action: "remind.send", input: {}, spec: at(due) });
     clock.set(due - 30);
     await until(async () => (await started(first)) === 1, "started ahead of the moment");
     await first.owner.close();
     expect(first.calls).toEqual([]);
     clock.set(due - 20);
-    const second = await harness(clock, { dataDir, lookaheadMs: 50 });
+    const second = await harness(clock, { dataDir, lookaheadMs: 50, holds: false });
     await settle();
     expect(second.calls).toEqual([]); // recovered, held until the moment
     clock.set(due);
@@ -459,13 +464,13 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
   it("a call started ahead by an owner that stopped, and too late for its bound when the next one starts, is skipped and its start gets an end (action.failed)", async () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
-    const first = await harness(clock, { dataDir, lookaheadMs: 50 });
+    const first = await harness(clock, { dataDir, lookaheadMs: 50, holds: false });
     const { delayId } = await first.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
     clock.set(due - 30);
     await until(async () => (await started(first)) === 1, "started ahead of the moment");
     await first.owner.close();
     clock.set(due + 10_000); // back 10 s late: over "on time or never"
-    const second = await harness(clock, { dataDir, lookaheadMs: 50 });
+    const second = await harness(clock, { dataDir, lookaheadMs: 50, holds: false });
     await until(async () => (await occurrences(second, delayId))[0]?.status === "skipped", "skipped at the restart");
     const [occurrence] = await occurrences(second, delayId);
     const ends = await eventsOf(second.client, ["action.completed", "action.failed"]);
@@ -473,6 +478,86 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment (
     expect(String(ends[0].data?.error)).toMatch(/^not made: .*on time or never/);
     await settle();
     expect(second.calls).toEqual([]);
+  });
+});
+
+describe("an executor that holds: calls of time sent ahead with hold_ms, started at the moment (K4)", () => {
+  const due = T0 + 60_000;
+
+  /** A raw executor stream (hello with `holds`): the Invocations it gets, and `answer` to send an ActionResult. */
+  function rawExecutor(url: string, holds: boolean) {
+    const invocations: Invocation[] = [];
+    const outbox: SubscribeRequest["message"][] = [{ case: "hello", value: create(HelloSchema, { executor: "raw", actions: ["remind.send"], credits: 4, holds }) }];
+    let wake = () => {};
+    const ended = new AbortController();
+    cleanups.push(async () => ended.abort());
+    async function* requests() {
+      while (!ended.signal.aborted) {
+        while (outbox.length > 0) yield { message: outbox.shift()! } as SubscribeRequest;
+        await new Promise<void>((r) => (wake = r));
+      }
+    }
+    void (async () => {
+      try {
+        for await (const m of createRpcClient(ExecutorService, createGrpcTransport({ baseUrl: url })).subscribe(requests(), { signal: ended.signal })) if (m.message.case === "invocation") invocations.push(m.message.value);
+      } catch {
+        // ended by the test
+      }
+    })();
+    return {
+      invocations,
+      answer(invocationId: string, startedLateMs: number) {
+        outbox.push({ case: "actionResult", value: create(ActionResultSchema, { invocationId, outcome: Outcome.OK, output: {}, startedLateMs }) });
+        wake();
+      },
+    };
+  }
+
+  it("the Invocation goes out when the call is made, 40 ms ahead, with hold_ms 40; the executor's reported delay is the call's lateness", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50, executor: false });
+    const raw = rawExecutor(h.owner.url, true);
+    await until(async () => (await h.admin.listExecutors({})).executors.length === 1, "the raw executor connected");
+    await h.time.schedule({ timerId: "held", action: "remind.send", input: {}, spec: at(due) });
+    clock.set(due - 40);
+    await until(() => raw.invocations.length === 1, "the Invocation, before the moment on the owner's clock");
+    const [invocation] = raw.invocations;
+    expect(invocation).toMatchObject({ holdMs: 40, attempt: 1, scheduled: { timerId: "held" } });
+    expect(ms(invocation.scheduled?.due)).toBe(due);
+    expect(ms(invocation.deadline)).toBe(due + 30_000); // the hold, then the action's timeout (30 s by default)
+    raw.answer(invocation.invocationId, 3);
+    await until(async () => (await occurrences(h, "held"))[0]?.status === "completed", "the occurrence's end");
+    expect((await occurrences(h, "held"))[0]).toMatchObject({ lateness_ms: 3, attempts: 1 });
+    expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 3 });
+  });
+
+  it("one that does not hold gets hold_ms 0, at the moment", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50, executor: false });
+    const raw = rawExecutor(h.owner.url, false);
+    await until(async () => (await h.admin.listExecutors({})).executors.length === 1, "the raw executor connected");
+    await h.time.schedule({ timerId: "sent", action: "remind.send", input: {}, spec: at(due) });
+    clock.set(due - 40);
+    await until(async () => (await eventsOf(h.client, ["action.started"])).length === 1, "started ahead");
+    await new Promise((r) => setTimeout(r, 150));
+    expect(raw.invocations).toEqual([]);
+    clock.set(due);
+    await until(() => raw.invocations.length === 1, "the Invocation at the moment");
+    expect(raw.invocations[0].holdMs).toBe(0);
+  });
+
+  it("the TypeScript SDK holds by default: the action starts hold_ms of real time after the Invocation came", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50 });
+    await h.time.schedule({ timerId: "sdk", action: "remind.send", input: {}, spec: at(due) });
+    const before = performance.now();
+    clock.set(due - 40); // the owner's clock stays here: only the executor's hold (real time) brings the call
+    await until(() => h.calls.length === 1, "the call, after its hold");
+    expect(performance.now() - before).toBeGreaterThanOrEqual(40);
+    await until(async () => (await occurrences(h, "sdk"))[0]?.status === "completed", "the occurrence's end");
+    const { lateness_ms } = (await occurrences(h, "sdk"))[0];
+    expect(lateness_ms).toBeGreaterThanOrEqual(0);
+    expect(lateness_ms).toBeLessThan(40); // the hold's overrun on this machine, not the time before it
   });
 });
 

@@ -79,12 +79,39 @@ export class ActionHost {
    * Never rejects.
    */
   async invoke(invocation: Invocation, send: (result: ActionResultInit) => void, progress: (extendMs: number) => void, streamSignal: AbortSignal): Promise<void> {
+    const startAt = performance.now() + invocation.holdMs;
+    // One controller per run, aborted by CancelInvocation or the stream's end (a listener: AbortSignal.any costs a weak ref and GC work per run).
     const cancel = new AbortController();
+    const streamEnded = () => cancel.abort(streamSignal.reason);
+    if (streamSignal.aborted) streamEnded();
+    else streamSignal.addEventListener("abort", streamEnded, { once: true });
     this.running.set(invocation.invocationId, cancel);
-    const signal = AbortSignal.any([streamSignal, cancel.signal]);
-    const work = workUnderCause(this.client, invocation.causeEventId || invocation.callId, signal);
-    const ctx: ActionContext = {
-      ...work,
+    const signal = cancel.signal;
+    let result: ActionResultInit;
+    let startedLateMs = 0;
+    try {
+      // The context is built when the run starts: a held Invocation keeps only itself alive meanwhile (fewer survivors per GC).
+      if (invocation.holdMs > 0) startedLateMs = await holdUntil(startAt, signal);
+      const def = this.definitions.get(invocation.action);
+      if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
+      const ctx = this.context(invocation, signal, progress);
+      const output: unknown = (await def.run(ctx, ctx.input)) ?? {};
+      if (typeof output !== "object" || output === null || Array.isArray(output)) throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
+      result = { invocationId: invocation.invocationId, outcome: Outcome.OK, output: output as JsonObject, startedLateMs };
+    } catch (e) {
+      const terminal = e instanceof Error && e.name === "TerminalError";
+      result = { invocationId: invocation.invocationId, outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR, error: e instanceof Error ? e.message : String(e), startedLateMs };
+    } finally {
+      this.running.delete(invocation.invocationId);
+      streamSignal.removeEventListener("abort", streamEnded);
+    }
+    if (!streamSignal.aborted) send(result);
+  }
+
+  /** What `run` gets for `invocation` (A2, A4, X5). */
+  private context(invocation: Invocation, signal: AbortSignal, progress: (extendMs: number) => void): ActionContext {
+    return {
+      ...workUnderCause(this.client, invocation.causeEventId || invocation.callId, signal),
       action: invocation.action,
       input: (invocation.input ?? {}) as JsonObject,
       callId: invocation.callId,
@@ -106,19 +133,30 @@ export class ActionHost {
       },
       chainDepth: invocation.chainDepth,
     };
-    let result: ActionResultInit;
-    try {
-      const def = this.definitions.get(invocation.action);
-      if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
-      const output: unknown = (await def.run(ctx, ctx.input)) ?? {};
-      if (typeof output !== "object" || output === null || Array.isArray(output)) throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
-      result = { invocationId: invocation.invocationId, outcome: Outcome.OK, output: output as JsonObject };
-    } catch (e) {
-      const terminal = e instanceof Error && e.name === "TerminalError";
-      result = { invocationId: invocation.invocationId, outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR, error: e instanceof Error ? e.message : String(e) };
-    } finally {
-      this.running.delete(invocation.invocationId);
-    }
-    if (!streamSignal.aborted) send(result);
   }
+}
+
+/**
+ * Waits until `atMs` on `performance.now()`'s clock (an Invocation's hold_ms, counted from its
+ * receipt) and resolves with how many whole ms later than that it woke; rejects with the
+ * signal's reason when it aborts first. Never before: a timer may ring early (libuv's loop
+ * time is in whole ms and may be stale), so a timer that rings early waits the rest.
+ */
+function holdUntil(atMs: number, signal: AbortSignal): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const wake = () => {
+      const left = atMs - performance.now();
+      if (left > 0) return void (timer = setTimeout(wake, Math.ceil(left)));
+      signal.removeEventListener("abort", abort);
+      resolve(Math.floor(-left));
+    };
+    const abort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    if (signal.aborted) return abort();
+    signal.addEventListener("abort", abort, { once: true });
+    wake();
+  });
 }

@@ -63,8 +63,16 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   plugins: PluginDefinition[];
   /** Executor name shared by replicas (default: the first plugin's name). */
   executor?: string;
-  /** Deliveries accepted at once (default 16, P9). */
+  /** Deliveries and invocations accepted at once (default 16, P9). */
   credits?: number;
+  /**
+   * Take calls of time ahead of their moment and start them at it (default true): the owner
+   * sends such a call when it makes it (up to its clock's lookahead, 50 ms by default, before
+   * the moment) with `hold_ms`, and this executor waits that long after receiving it, so the
+   * owner's own pauses do not make it late (K4). The call holds a credit meanwhile. False:
+   * the owner sends it at the moment.
+   */
+  holds?: boolean;
   /**
    * Called on connection trouble and owner notices (default: one line on
    * stderr). A refusal for good (see {@link runExecutor}) is reported once,
@@ -196,6 +204,7 @@ class ExecutorRunner {
           pulses: this.manifests.flatMap((m) => Object.keys(m.pulses).map((name) => `${m.name}.${name}`)),
           credits: this.options.credits ?? 16,
           batches: true,
+          holds: this.options.holds ?? true,
         },
       },
     });

@@ -71,13 +71,18 @@ export interface ScheduledCall {
   chainDepth?: number;
   /**
    * The clock starts time's calls ahead of their moment (the claim's lookahead, T5): the
-   * attempt is started (credit held, `action.started` committed) at once, and the
-   * Invocation is sent no earlier than this, ms since the epoch (UTC). Absent or past: sent
-   * when started.
+   * attempt is started (credit held, `action.started` committed) at once, and the action
+   * starts no earlier than this, ms since the epoch (UTC): an executor that holds gets the
+   * Invocation at once with `hold_ms` to wait; to others it is sent at this moment. Absent
+   * or past: at once.
    */
   sendAtMs?: number;
-  /** Told the moment this run first sends an Invocation (ms since the epoch): time measures its lateness there (K4). */
-  onSent?: (sentAtMs: number) => void;
+  /**
+   * Told, once per run, when its action started (ms since the epoch, owner's clock): the
+   * first send, or for a held Invocation the end of its hold plus the executor's reported
+   * delay (at its answer). Time measures its lateness there (K4).
+   */
+  onStarted?: (startedAtMs: number) => void;
   /**
    * Runs inside the commit unit that records this run's end (`action.completed`, or
    * `action.failed` with the action's error or timeout; `error` is then the message the
@@ -101,6 +106,8 @@ export interface InvocationAnswer {
   ok: boolean;
   output: Record<string, unknown>;
   error: string;
+  /** For a held invocation: ms after its hold ended that the action started (the executor's own delay). */
+  startedLateMs: number;
 }
 
 /** How an executor's answer was taken: like acks, stale and unknown answers change nothing. */
@@ -231,7 +238,7 @@ export class ActionCalls {
     const wasOurs = session.inFlight.delete(invocationId);
     const invocation = this.invocations.get(invocationId);
     if (!invocation || invocation.session !== session) return wasOurs ? "stale" : "unknown";
-    invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error" });
+    invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error" }, answer.startedLateMs);
     return "accepted";
   }
 
@@ -356,7 +363,7 @@ export class ActionCalls {
         hosts.offer(session);
         throw e;
       }
-      await this.holdUntil(call.scheduled?.sendAtMs);
+      if (!session.hosting.holds) await this.holdUntil(call.scheduled?.sendAtMs);
       const end = await this.invoke(run, session, invocationId, cause);
       switch (end.kind) {
         case "ok":
@@ -379,7 +386,12 @@ export class ActionCalls {
     }
   }
 
-  /** Sends one attempt to `session` and resolves when it ends (answer, timeout, session gone, owner stopping). */
+  /**
+   * Sends one attempt to `session` and resolves when it ends (answer, timeout, session gone,
+   * owner stopping). The Invocation is built when the stream writes it: a held one's `hold_ms`
+   * (to an executor that holds, a call of time goes out at once and starts at its moment, K4)
+   * is counted from then, so time spent queued in the owner does not make it late.
+   */
   private invoke(run: Run, session: ExecutorSession, invocationId: string, cause: string): Promise<AttemptEnd> {
     const { call } = run;
     return new Promise((resolve) => {
@@ -387,17 +399,21 @@ export class ActionCalls {
       if (session.closed) return resolve({ kind: "gone" });
       // A record:false run has no action.started: its call id is the cause of work under it while it runs.
       const release = cause === "" ? this.deps.live.hold(call.callId, call.actor, { depth: call.chainDepth, parent: call.parentCause }) : () => undefined;
+      const holdFrom = (now: number) => (session.hosting.holds ? Math.max(0, (call.scheduled?.sendAtMs ?? now) - now) : 0);
+      /** When a held Invocation's hold ends (owner's clock), once written; null: not held or not written yet. */
+      let heldUntil: number | null = null;
       const invocation: Invocation = {
         id: invocationId,
         run,
         session,
         timer: null,
-        end: (result) => {
+        end: (result, startedLateMs) => {
           if (this.invocations.get(invocationId) !== invocation) return;
           this.invocations.delete(invocationId);
           if (invocation.timer) clearTimeout(invocation.timer);
           run.invocation = null;
           release();
+          if (heldUntil !== null && (result.kind === "ok" || result.kind === "error" || result.kind === "timeout")) started(run, heldUntil + (startedLateMs ?? 0));
           resolve(result);
         },
       };
@@ -405,29 +421,33 @@ export class ActionCalls {
       run.invocation = invocation;
       run.cancelSent = false;
       const timeoutMs = call.entry.timeoutMs;
-      this.armTimeout(invocation, timeoutMs);
-      const now = this.deps.clock.now();
-      const callerMs = maxRemaining(run);
-      session.send({
-        message: {
-          case: "invocation",
-          value: {
-            invocationId,
-            action: call.entry.name,
-            input: call.input as JsonObject,
-            callId: call.callId,
-            causeEventId: cause,
-            actor: call.actor ?? undefined,
-            deadline: timestampFromMs(now + Math.min(timeoutMs, callerMs)),
-            attempt: run.attempt,
-            scheduled: call.scheduled && { timerId: call.scheduled.timerId, due: timestampFromMs(call.scheduled.dueMs), occurrenceId: call.callId },
-            pulse: call.pulse && { pulse: call.pulse.pulse, interval: call.pulse.interval, due: timestampFromMs(call.pulse.dueMs) },
-            chainDepth: call.chainDepth,
+      this.armTimeout(invocation, timeoutMs, holdFrom(this.deps.clock.now()));
+      session.send(() => {
+        const now = this.deps.clock.now();
+        const callerMs = maxRemaining(run);
+        const holdMs = holdFrom(now);
+        if (holdMs === 0) started(run, now);
+        else heldUntil = now + holdMs;
+        return {
+          message: {
+            case: "invocation",
+            value: {
+              invocationId,
+              action: call.entry.name,
+              input: call.input as JsonObject,
+              callId: call.callId,
+              causeEventId: cause,
+              actor: call.actor ?? undefined,
+              deadline: timestampFromMs(now + Math.min(holdMs + timeoutMs, callerMs)),
+              attempt: run.attempt,
+              scheduled: call.scheduled && { timerId: call.scheduled.timerId, due: timestampFromMs(call.scheduled.dueMs), occurrenceId: call.callId },
+              pulse: call.pulse && { pulse: call.pulse.pulse, interval: call.pulse.interval, due: timestampFromMs(call.pulse.dueMs) },
+              chainDepth: call.chainDepth,
+              holdMs,
+            },
           },
-        },
+        };
       });
-      if (!run.sent) call.scheduled?.onSent?.(now); // the run's first send (attempt 2 when a stopped owner had started it)
-      run.sent = true;
       if (run.abandoned.signal.aborted) this.cancel(invocation, "caller gone");
     });
   }
@@ -452,14 +472,18 @@ export class ActionCalls {
     });
   }
 
-  /** (Re-)arms the run timeout: when it passes, the executor is told to cancel and the attempt fails. Its credit stays held until it answers. */
-  private armTimeout(invocation: Invocation, ms: number): void {
+  /**
+   * (Re-)arms the run timeout, `ms` after the action starts (`holdMs` from now for a held
+   * Invocation): when it passes, the executor is told to cancel and the attempt fails. Its
+   * credit stays held until it answers.
+   */
+  private armTimeout(invocation: Invocation, ms: number, holdMs = 0): void {
     if (invocation.timer) clearTimeout(invocation.timer);
     invocation.timer = setTimeout(() => {
       invocation.timer = null;
       this.cancel(invocation, `timed out after ${ms} ms`);
       invocation.end({ kind: "timeout", error: `timed out after ${ms} ms` });
-    }, ms);
+    }, holdMs + ms);
   }
 
   /** Sends CancelInvocation for the attempt in flight, once. */
@@ -487,8 +511,15 @@ export class ActionCalls {
 /** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain (K5). */
 function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
-  const { timerId, dueMs, sendAtMs, onSent, onEnd } = scheduled;
-  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, onSent, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
+  const { timerId, dueMs, sendAtMs, onStarted, onEnd } = scheduled;
+  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, onStarted, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
+}
+
+/** Tells time when `run`'s action started (`atMs`, owner's clock), once per run: its lateness is measured there (K4). */
+function started(run: Run, atMs: number): void {
+  if (run.started) return;
+  run.started = true;
+  run.call.scheduled?.onStarted?.(atMs);
 }
 
 /** A call made by a pulse (K1): the interval's call id, as the system, from the owner's pulses only. Starts a chain (K5). */

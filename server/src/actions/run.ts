@@ -27,8 +27,8 @@ export interface Invocation {
   session: ExecutorSession;
   /** The run timeout (A1), re-armed by progress (X4). */
   timer: NodeJS.Timeout | null;
-  /** Ends the attempt (once); later calls do nothing. */
-  end(result: AttemptEnd): void;
+  /** Ends the attempt (once; later calls do nothing); `startedLateMs`: a held Invocation's reported delay (ms). */
+  end(result: AttemptEnd, startedLateMs?: number): void;
 }
 
 /**
@@ -47,8 +47,8 @@ export class Run {
   invocation: Invocation | null = null;
   /** A CancelInvocation was sent for the attempt in flight. */
   cancelSent = false;
-  /** An Invocation of this run was sent (time measures the first send's lateness). */
-  sent = false;
+  /** Time was told when this run's action started (the first start's lateness counts, K4). */
+  started = false;
   private settle!: { resolve(output: Record<string, unknown>): void; reject(error: unknown): void };
 
   constructor(

@@ -75,7 +75,7 @@ export class ExecutorHub {
       this.pulses.checkHosting(hello.pulses, hello.actions);
     }
     const session = new ExecutorSession(
-      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits, batches: hello.batches },
+      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits, batches: hello.batches, holds: hello.holds },
       principal,
       this.clock.now(),
     );
@@ -118,7 +118,7 @@ export class ExecutorHub {
       case "actionResult": {
         const r = m.value;
         const ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
-        const verdict = this.actions.result(session, r.invocationId, { ok, output: r.output ?? {}, error: r.error });
+        const verdict = this.actions.result(session, r.invocationId, { ok, output: r.output ?? {}, error: r.error, startedLateMs: r.startedLateMs });
         if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out: ignored");
         if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
         this.pump(session);

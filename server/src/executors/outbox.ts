@@ -22,15 +22,15 @@ export class Outbox<T> {
   }
 
   /**
-   * Yields messages until `end()` or `signal` aborts. `merge` may combine
-   * the messages queued at one moment (e.g. deliveries into one batch).
+   * Yields messages until `end()` or `signal` aborts. `written` turns the messages
+   * queued at one moment into what is written (e.g. deliveries combined into one batch).
    */
-  async *drain(signal: AbortSignal, merge: (items: T[]) => T[] = (items) => items): AsyncGenerator<T> {
+  async *drain<U>(signal: AbortSignal, written: (items: T[]) => U[]): AsyncGenerator<U> {
     const onAbort = () => this.end();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
       for (;;) {
-        while (this.items.length > 0) yield* merge(this.items.splice(0));
+        while (this.items.length > 0) yield* written(this.items.splice(0));
         if (this.ended || signal.aborted) return;
         await new Promise<void>((resolve) => (this.wake = resolve));
         this.wake = null;

@@ -7,6 +7,9 @@ import { Outbox } from "./outbox.js";
 /** A message from the owner to an executor. */
 export type OwnerMessage = MessageInitShape<typeof SubscribeResponseSchema>;
 
+/** A queued message, or a function that builds it when the stream writes it (times in it are counted from then). */
+export type QueuedMessage = OwnerMessage | (() => OwnerMessage);
+
 /** What an executor said it hosts in its hello (X1). */
 export interface Hosting {
   executor: string;
@@ -18,10 +21,18 @@ export interface Hosting {
   credits: number;
   /** It understands DeliveryBatch messages. */
   batches: boolean;
+  /** It honours Invocation.hold_ms: time's calls may be sent ahead of their moment. */
+  holds: boolean;
 }
 
 /** Most deliveries put in one DeliveryBatch. */
 const maxBatch = 256;
+
+/** The messages queued at one moment, as written: built ones built now, deliveries batched for an executor that said `batches`. */
+export function written(queued: QueuedMessage[], batches: boolean): OwnerMessage[] {
+  const messages = queued.map((m) => (typeof m === "function" ? m() : m));
+  return batches ? batchDeliveries(messages) : messages;
+}
 
 /**
  * Combines runs of deliveries into DeliveryBatch messages (for executors
@@ -55,7 +66,7 @@ export function batchDeliveries(messages: OwnerMessage[]): OwnerMessage[] {
  */
 export class ExecutorSession {
   readonly id = randomUUID();
-  readonly outbox = new Outbox<OwnerMessage>();
+  readonly outbox = new Outbox<QueuedMessage>();
   readonly inFlight = new Set<string>();
   readonly processors: Set<string>;
   readonly actions: Set<string>;
@@ -79,8 +90,8 @@ export class ExecutorSession {
     return this.closed ? 0 : this.credits - this.inFlight.size;
   }
 
-  /** Queues a message to the executor. */
-  send(message: OwnerMessage): void {
+  /** Queues a message to the executor (or a function building it when written). */
+  send(message: QueuedMessage): void {
     this.outbox.push(message);
   }
 }

@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ExecutorService, type SubscribeRequest, type SubscribeResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
-import { batchDeliveries } from "../executors/session.js";
+import { written } from "../executors/session.js";
 import type { Logger } from "../logger.js";
 import { principalOf } from "./context.js";
 
@@ -30,7 +30,7 @@ export function executorService(hub: ExecutorHub, logger: Logger): ServiceImpl<t
         }
       })();
       try {
-        yield* session.outbox.drain(ctx.signal, session.hosting.batches ? batchDeliveries : undefined);
+        yield* session.outbox.drain(ctx.signal, (queued) => written(queued, session.hosting.batches));
       } finally {
         hub.close(session, ctx.signal.aborted ? "stream cancelled" : "stream closed");
         void reader;

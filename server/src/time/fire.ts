@@ -21,6 +21,13 @@ const claimLimit = 1_000;
  */
 const claimChunk = 32;
 
+/** An occurrence a claim made: called at `sendAtMs`; `mayBuffer`: its timer may have a buffered occurrence (not a delay). */
+interface Claimed {
+  occurrence: OccurrenceRecord;
+  sendAtMs: number;
+  mayBuffer: boolean;
+}
+
 /** How an occurrence's call ended, or that it was skipped, for listeners (tests wait on it, STYLE 10). */
 export interface OccurrenceOutcome {
   occurrence: OccurrenceRecord;
@@ -115,7 +122,7 @@ export class TimerFiring {
     const claims = await Promise.all(Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0))));
     for (const { claimed, skipped } of claims) {
       for (const s of skipped) this.publish(s);
-      for (const { occurrence, sendAtMs } of claimed) void this.call(occurrence, sendAtMs);
+      for (const { occurrence, sendAtMs, mayBuffer } of claimed) void this.call(occurrence, sendAtMs, mayBuffer);
     }
   }
 
@@ -132,9 +139,9 @@ export class TimerFiring {
   }
 
   /** A claim unit (see the class comment): up to {@link claimChunk} due timers, and the due retries when `retries`; returns the occurrences to call and the skipped ones. */
-  private claim(tx: Tx, retries: boolean): { claimed: { occurrence: OccurrenceRecord; sendAtMs: number }[]; skipped: OccurrenceOutcome[] } {
+  private claim(tx: Tx, retries: boolean): { claimed: Claimed[]; skipped: OccurrenceOutcome[] } {
     const { timers, occurrences } = this.deps;
-    const claimed: { occurrence: OccurrenceRecord; sendAtMs: number }[] = [];
+    const claimed: Claimed[] = [];
     const skipped: OccurrenceOutcome[] = [];
     const horizon = tx.now + this.deps.lookaheadMs;
     for (const timer of timers.due(horizon, claimChunk)) {
@@ -144,8 +151,9 @@ export class TimerFiring {
         const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
         const active = (timer.policy?.overlap ?? "allow") === "allow" ? noneActive : this.deps.control.activeOf(timer.id); // no query when overlap is allowed
         const { status, reason: why } = claimDecision(timer, latenessMs, active); // K3 lateness, B1 overlap
+        const id = occurrenceId(timer.id, dueMs);
         const occurrence: OccurrenceRecord = {
-          id: occurrenceId(timer.id, dueMs),
+          id,
           timerId: timer.id,
           dueMs,
           action: timer.action,
@@ -156,7 +164,7 @@ export class TimerFiring {
           status,
           attempts: 0,
           nextAttemptMs: null,
-          callId: occurrenceId(timer.id, dueMs),
+          callId: id,
           latenessMs: why ? latenessMs : null,
           error: why,
           chainDepth: timer.chainDepth,
@@ -168,12 +176,12 @@ export class TimerFiring {
           continue;
         }
         called++;
-        if (status === "pending") claimed.push({ occurrence, sendAtMs: dueMs }); // "buffered": made when the previous one ends (released in the unit that records that end, see call())
+        if (status === "pending") claimed.push({ occurrence, sendAtMs: dueMs, mayBuffer: timer.kind !== "delay" }); // "buffered": made when the previous one ends (released in the unit that records that end, see call())
       }
       timers.advance(timer.id, nextDueMs, called, tx.now);
     }
     for (const retry of retries ? occurrences.dueRetries(horizon, claimChunk) : []) {
-      if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending", nextAttemptMs: null }, sendAtMs: retry.nextAttemptMs ?? tx.now });
+      if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending", nextAttemptMs: null }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
     }
     return { claimed, skipped };
   }
@@ -183,18 +191,19 @@ export class TimerFiring {
    * claimed ahead), and records how it ended (completed, retry_wait or failed, T7); a first
    * call is skipped instead when, at the moment of its start, it is later than its bound (a
    * claim recovered after a restart, or one whose claim commit took the time that tipped it).
-   * Never rejects.
+   * `mayBuffer`: the timer may have a buffered occurrence to release at this one's end (false
+   * for a delay, which never has: no query then). Never rejects.
    */
-  private async call(occurrence: OccurrenceRecord, sendAtMs: number | undefined): Promise<void> {
+  private async call(occurrence: OccurrenceRecord, sendAtMs: number | undefined, mayBuffer = true): Promise<void> {
     const { actions, clock, committer, lateness, logger } = this.deps;
-    let latenessMs = Math.max(0, clock.now() - occurrence.dueMs); // until sent (a call that never is sent ends with its start's lateness)
+    let latenessMs = Math.max(0, clock.now() - occurrence.dueMs); // until started (a call that never starts ends with its claim's lateness)
     const first = occurrence.attempts === 0;
     if (first) {
       const why = tooLate(occurrence.overdue, latenessMs);
       if (why) return this.skip(occurrence, latenessMs, why);
     }
-    const onSent = (sentAtMs: number) => {
-      latenessMs = sentAtMs - occurrence.dueMs;
+    const onStarted = (startedAtMs: number) => {
+      latenessMs = startedAtMs - occurrence.dueMs;
       if (first && occurrence.origin !== "backfill") lateness.record(latenessMs); // a backfilled moment is late by design (days): not the clock's lateness
     };
     let status: "completed" | "failed" = "completed";
@@ -210,7 +219,7 @@ export class TimerFiring {
       const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
       this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
       if (next.status === "failed") tx.append(failedEvent(occurrence, attempt, why));
-      const released = next.status !== "retry_wait" && this.deps.control.releaseBuffered(occurrence.timerId, tx.now);
+      const released = next.status !== "retry_wait" && mayBuffer && this.deps.control.releaseBuffered(occurrence.timerId, tx.now);
       return { ...next, armAtMs: released ? tx.now : next.nextAttemptMs };
     };
     let endedWithCall: ReturnType<typeof finish> | null = null;
@@ -228,7 +237,7 @@ export class TimerFiring {
             actor: occurrence.actor,
             chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // K5: a delay's depth
             sendAtMs,
-            onSent,
+            onStarted,
             onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error)),
           },
         },

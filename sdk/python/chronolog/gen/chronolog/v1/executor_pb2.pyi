@@ -83,7 +83,7 @@ class Notice(_message.Message):
     def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ..., work_id: _Optional[str] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches")
+    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches", "holds")
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     PLUGINS_FIELD_NUMBER: _ClassVar[int]
@@ -92,6 +92,7 @@ class Hello(_message.Message):
     PULSES_FIELD_NUMBER: _ClassVar[int]
     CREDITS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
+    HOLDS_FIELD_NUMBER: _ClassVar[int]
     executor: str
     instance_id: str
     plugins: _containers.RepeatedCompositeFieldContainer[_plugin_pb2.PluginManifest]
@@ -100,7 +101,8 @@ class Hello(_message.Message):
     pulses: _containers.RepeatedScalarFieldContainer[str]
     credits: int
     batches: bool
-    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ...) -> None: ...
+    holds: bool
+    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ..., holds: _Optional[bool] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ("session_id", "heartbeat_interval_ms")
@@ -137,7 +139,7 @@ class Ack(_message.Message):
     def __init__(self, delivery_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Invocation(_message.Message):
-    __slots__ = ("invocation_id", "action", "input", "call_id", "cause_event_id", "actor", "deadline", "attempt", "scheduled", "pulse", "chain_depth")
+    __slots__ = ("invocation_id", "action", "input", "call_id", "cause_event_id", "actor", "deadline", "attempt", "scheduled", "pulse", "chain_depth", "hold_ms")
     INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -149,6 +151,7 @@ class Invocation(_message.Message):
     SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     PULSE_FIELD_NUMBER: _ClassVar[int]
     CHAIN_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    HOLD_MS_FIELD_NUMBER: _ClassVar[int]
     invocation_id: str
     action: str
     input: _struct_pb2.Struct
@@ -160,7 +163,8 @@ class Invocation(_message.Message):
     scheduled: Scheduled
     pulse: PulseCall
     chain_depth: int
-    def __init__(self, invocation_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., cause_event_id: _Optional[str] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., scheduled: _Optional[_Union[Scheduled, _Mapping]] = ..., pulse: _Optional[_Union[PulseCall, _Mapping]] = ..., chain_depth: _Optional[int] = ...) -> None: ...
+    hold_ms: int
+    def __init__(self, invocation_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., cause_event_id: _Optional[str] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., scheduled: _Optional[_Union[Scheduled, _Mapping]] = ..., pulse: _Optional[_Union[PulseCall, _Mapping]] = ..., chain_depth: _Optional[int] = ..., hold_ms: _Optional[int] = ...) -> None: ...
 
 class Scheduled(_message.Message):
     __slots__ = ("timer_id", "due", "occurrence_id")
@@ -183,16 +187,18 @@ class PulseCall(_message.Message):
     def __init__(self, pulse: _Optional[str] = ..., interval: _Optional[int] = ..., due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ActionResult(_message.Message):
-    __slots__ = ("invocation_id", "outcome", "output", "error")
+    __slots__ = ("invocation_id", "outcome", "output", "error", "started_late_ms")
     INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    STARTED_LATE_MS_FIELD_NUMBER: _ClassVar[int]
     invocation_id: str
     outcome: Outcome
     output: _struct_pb2.Struct
     error: str
-    def __init__(self, invocation_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
+    started_late_ms: int
+    def __init__(self, invocation_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., started_late_ms: _Optional[int] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("work_id", "extend_ms")
