@@ -45,6 +45,13 @@ export interface CommitterOptions {
 
 /** Most time one slice of a batch runs units before it commits and yields the event loop, ms. */
 const sliceMs = 2;
+/**
+ * Least time between the starts of two batches, ms. Under load the units that arrive meanwhile
+ * join the next batch: fewer, larger commits, and every page a commit touches is written to the
+ * WAL once per commit (bench/timers at 2,000 calls/s: 63 KB written and 479 µs of owner CPU
+ * per call at 0 ms, 51 KB and 390 µs at 10). A unit submitted after a quiet spell commits at once.
+ */
+const batchSpacingMs = 5;
 
 interface Pending {
   work: Work<unknown>;
@@ -56,8 +63,8 @@ interface Pending {
  * The single writer (ARCHITECTURE "One writer, one commit pipeline").
  *
  * Group commit: units of work submitted while the event loop is busy are
- * collected and run in one transaction on the next turn (`setImmediate`), each
- * inside its own savepoint, so one failing unit undoes only itself. A large
+ * collected and run in one transaction on the next turn (`setImmediate`), or
+ * {@link batchSpacingMs} after the previous batch started, each inside its own savepoint, so one failing unit undoes only itself. A large
  * batch runs in slices: after {@link sliceMs} of units the slice commits and the
  * rest continues on the next turn, so timers and I/O (a call sent at its moment)
  * never wait behind a whole batch; one fsync after the last slice covers them
@@ -89,6 +96,8 @@ export class Committer {
   /** The last durable seq. */
   private durableSeq: number;
   private lastCommitAt = 0;
+  /** When the last batch started (performance.now(), ms). */
+  private lastFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
   /** Transaction control as prepared statements: `db.exec` parses its SQL every time (a third of a small commit's cost). */
   private readonly control: { begin: Statement; commit: Statement; rollback: Statement; savepoint: Statement; release: Statement; rollbackTo: Statement };
@@ -129,15 +138,18 @@ export class Committer {
     });
   }
 
-  /** Flushes on the next turn, unless a batch's fsync is in flight (its end schedules the flush). */
+  /** Flushes on the next turn, or {@link batchSpacingMs} after the last batch started; not while a batch runs or waits for its fsync (its end schedules the flush). */
   private schedule(): void {
     if (this.scheduled || this.busy || this.queue.length === 0) return;
     this.scheduled = true;
-    setImmediate(() => this.flush());
+    const wait = this.lastFlushAt + batchSpacingMs - performance.now();
+    if (wait > 0) setTimeout(() => this.flush(), wait);
+    else setImmediate(() => this.flush());
   }
 
   private flush(): void {
     this.scheduled = false;
+    this.lastFlushAt = performance.now();
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
