@@ -3,8 +3,9 @@
 // (a) Lateness: BENCH_DELAYS (20,000) delays set through the API (unary Delay over
 //     gRPC with @grpc/grpc-js, 256 in flight, overdue unbounded), due at start + lead + uniform(0..10 s), the lead
 //     5 s or 1.5x the setting time projected from a 1,000-delay warm-up,
-//     called on one executor process whose action records each call's occurrence id
-//     and lateness = now - scheduled.due. Before it, BENCH_WARMUP (4,000) delays due 1-2 s after set are
+//     called on one executor process (the TypeScript SDK, which holds: calls of time come up to
+//     the owner's 50 ms lookahead early with hold_ms) whose action records each call's
+//     occurrence id and lateness = now - scheduled.due. Before it, BENCH_WARMUP (4,000) delays due 1-2 s after set are
 //     called and not counted (V8 compiles the firing path; 0: a cold owner's first burst).
 //     Prints lateness p50/p99/max (also split: due in the first 2.5 s, and after), duplicates
 //     (occurrence ids called more than once, or a delay called twice) and misses
@@ -15,8 +16,9 @@
 //     Targets: RSS <= 300 MB, restart-to-ready <= 2 s. If the rate on the first
 //     20,000 extrapolates to > 6 min and BENCH_PENDING is unset, stops at 200,000.
 // The owner runs as a child process: the bundle (dist/main.js serve, --plugins folder; built
-// once at start by scripts/build.mjs), as `npm run serve` runs it; BENCH_OWNER=tsx runs
-// server/src/main.ts under tsx instead. RSS is VmRSS from /proc/PID/status.
+// once at start by scripts/build.mjs), with --min-semi-space-size=16, as `npm run serve` runs it;
+// BENCH_OWNER=tsx runs server/src/main.ts under tsx instead. RSS is VmRSS from /proc/PID/status.
+// BENCH_OWNER_NODE_ARGS and BENCH_EXECUTOR_NODE_ARGS add node flags (e.g. --cpu-prof).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -51,7 +53,7 @@ function makeDir(): string {
 }
 
 /** The owner's entry: the bundle (built now), or server/src/main.ts under tsx with BENCH_OWNER=tsx (for comparison). */
-const ownerEntry = process.env.BENCH_OWNER === "tsx" ? ["--import", "tsx", "server/src/main.ts"] : ["dist/main.js"];
+const ownerEntry = process.env.BENCH_OWNER === "tsx" ? ["--min-semi-space-size=16", "--import", "tsx", "server/src/main.ts"] : ["--min-semi-space-size=16", "dist/main.js"];
 if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
 
 async function startOwner(dir: string): Promise<Owner> {
@@ -122,7 +124,7 @@ async function setDelays(url: string, from: number, to: number, dueOf: (i: numbe
 {
   const dir = makeDir();
   const owner = await startOwner(dir);
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...(process.env.BENCH_EXECUTOR_NODE_ARGS ?? "").split(" ").filter(Boolean), "--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   let handled = 0;
   let calls: [string, string, number][] = [];
@@ -160,7 +162,7 @@ async function setDelays(url: string, from: number, to: number, dueOf: (i: numbe
   const sent = [...metrics.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
   const sentTotal = sent.at(-1)?.[1] ?? 0;
   const sentBucket = (p: number) => sent.find(([, n]) => n >= (p / 100) * sentTotal)?.[0] ?? "?";
-  console.log(`(a) owner's own lateness (Invocation sent − due; its histogram's bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`);
+  console.log(`(a) owner's own lateness histogram (held calls: hold's end + the executor's reported delay − due; bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`);
   console.log(`(a) owner commits ${commits}, units per commit ${(metric("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * metric("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
   child.kill("SIGTERM");
   await gotCalls;
