@@ -421,7 +421,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     expect(result.stderr).toMatch(/^Ran 4 tests in .*\n\nOK\s*$/m);
   });
 
-  it("an action's work is under its action.started: a document, and a delay whose call reads ctx.scheduled one chain deeper; the same call id runs nothing again", async () => {
+  it("an action's work is under its action.started: a document, and a delay whose call reads ctx.scheduled one chain deeper and starts at its moment (held); the same call id runs nothing again", async () => {
     const result = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });
     const [started] = (await read("action.started")).filter((e) => (e.data as JsonObject).call_id === "file-j-4");
     const docId = derivedId(write(started.id, 0, "create", "", { job_id: "j-4", status: "filed" }), 0, "_id");
@@ -431,7 +431,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     expect(created).toMatchObject({ seq: BigInt(result.output.created_seq as number), actor: started.actor });
     await until(async () => (await read("job.reminded")).some((e) => (e.data as JsonObject).job_id === "j-4"), "job.reminded for j-4");
     const [reminded] = (await read("job.reminded")).filter((e) => (e.data as JsonObject).job_id === "j-4");
-    expect(reminded.data).toEqual({ job_id: "j-4", what: "soon", timer_id: delayId, chain_depth: 1 });
+    expect(reminded.data).toEqual({ job_id: "j-4", what: "soon", timer_id: delayId, chain_depth: 1, early: false }); // sent up to 50 ms ahead with hold_ms (the executor holds), started at its moment
     expect(reminded.actor).toEqual(started.actor); // T9: the delay runs as the actor it was armed under
 
     const again = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });

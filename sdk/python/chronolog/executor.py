@@ -51,6 +51,7 @@ made before instead of writing them twice.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import queue
 import sys
 import threading
@@ -582,15 +583,20 @@ class Executor:
         on_error: Optional[Callable[[BaseException], None]] = None,
         max_backoff_s: float = 5.0,
         root_certificates: Optional[bytes] = None,
+        holds: bool = True,
     ):
         """Prepares an executor for ``plugins`` against the owner at ``url`` with bearer ``token``.
 
         ``executor`` is the name replicas share (default: the first plugin's
         name); ``credits`` the deliveries and invocations accepted at once (P9).
+        ``holds`` (default True): take calls of time up to the owner's lookahead
+        before their moment, with ``hold_ms``, and start them at it on a worker
+        thread that waits meanwhile (K4); False: the owner sends them at the moment.
         """
         self.plugins = list(plugins)
         self.name = executor or (self.plugins[0].name if self.plugins else "executor")
         self.credits = max(1, credits)
+        self.holds = holds
         self.instance_id = str(uuid.uuid4())
         self.client = Client(url, token, root_certificates=root_certificates)
         self.last_error: Optional[BaseException] = None
@@ -723,6 +729,7 @@ class Executor:
                     actions=list(self._actions),
                     credits=self.credits,
                     batches=False,
+                    holds=self.holds,
                 )
             )
         )
@@ -744,7 +751,7 @@ class Executor:
                     for delivery in response.deliveries.deliveries:
                         self._submit(self._deliver, delivery, session)
                 elif kind == "invocation":
-                    self._submit(self._invoke, response.invocation, session)
+                    self._submit(functools.partial(self._invoke, received=time.monotonic()), response.invocation, session)
                 elif kind == "cancel_invocation":
                     self._cancel(session, response.cancel_invocation)
                 elif kind == "notice":
@@ -801,15 +808,26 @@ class Executor:
             outcome, error = Outcome.OUTCOME_ERROR, _describe(e)
         session.send(executor_pb2.SubscribeRequest(ack=executor_pb2.Ack(delivery_id=delivery.delivery_id, outcome=outcome, error=error)))
 
-    def _invoke(self, invocation: executor_pb2.Invocation, session: _Session) -> None:
-        """Runs an action's handler for one invocation and sends its ActionResult (unless the stream ended meanwhile)."""
+    def _invoke(self, invocation: executor_pb2.Invocation, session: _Session, received: float = 0.0) -> None:
+        """Runs an action's handler for one invocation and sends its ActionResult (unless the stream ended meanwhile).
+
+        A held invocation (``hold_ms``) starts that long after ``received`` (``time.monotonic()``
+        when it came), never before; its result reports how many ms after that it started.
+        """
         cancelled = threading.Event()
         ctx = ActionContext(self.client, invocation, cancelled, session.send)
         with session.lock:
             if session.ended.is_set():
                 return
             session.cancels[invocation.invocation_id] = (cancelled, ctx)
+        started_late_ms = 0
         try:
+            if invocation.hold_ms:
+                start_at = received + invocation.hold_ms / 1000
+                while (left := start_at - time.monotonic()) > 0:
+                    if cancelled.wait(left):
+                        raise RuntimeError(ctx.cancel_reason or "cancelled while held")
+                started_late_ms = int((time.monotonic() - start_at) * 1000)
             definition = self._actions.get(invocation.action)
             if definition is None:
                 raise TerminalError(f"this executor does not host {invocation.action}")
@@ -818,11 +836,11 @@ class Executor:
                 output = {}
             if not isinstance(output, Mapping):
                 raise TypeError(f"{invocation.action} returned {type(output).__name__}: an action's output must be a JSON object (a dict)")
-            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_OK, output=to_struct(output))
+            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_OK, output=to_struct(output), started_late_ms=started_late_ms)
         except TerminalError as e:
-            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_TERMINAL_ERROR, error=str(e) or "TerminalError")
+            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_TERMINAL_ERROR, error=str(e) or "TerminalError", started_late_ms=started_late_ms)
         except Exception as e:
-            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_ERROR, error=_describe(e))
+            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_ERROR, error=_describe(e), started_late_ms=started_late_ms)
         finally:
             with session.lock:
                 session.cancels.pop(invocation.invocation_id, None)

@@ -17,8 +17,9 @@ same ids (nothing written twice). Prints "executor ready" on stderr once welcome
     no NOT_FOUND for what the first attempt removed);
 - action ``pywork.file`` (anyone may call it): creates a ``pyjob`` document (position 0
   under its ``action.started``) and arms ``pywork.remind`` 200 ms later (1);
-- action ``pywork.remind``: emits ``job.reminded`` with the timer that called it and its
-  chain depth.
+- action ``pywork.remind``: emits ``job.reminded`` with the timer that called it, its
+  chain depth and whether it started before its due moment (``early``: the executor holds,
+  so a call sent ahead must still start at its moment).
 
     PYTHONPATH=sdk/python .venv/bin/python sdk/python/tests/work_executor.py --url URL  (token: CHRONOLOG_TOKEN)
 """
@@ -49,9 +50,10 @@ AT = datetime(2099, 1, 1, 9, 0, tzinfo=timezone.utc)
 
 @pywork.action("remind", allow=["*"])
 def remind(ctx: ActionContext, input: dict) -> dict:
-    """Records that time called it: the timer id and chain depth."""
+    """Records that time called it: the timer id, the chain depth and whether it came before its moment."""
     timer_id = ctx.scheduled.timer_id if ctx.scheduled else ""
-    ctx.emit("job.reminded", {"job_id": input["job_id"], "what": input["what"], "timer_id": timer_id, "chain_depth": ctx.chain_depth})
+    early = ctx.scheduled is not None and datetime.now(timezone.utc) < ctx.scheduled.due
+    ctx.emit("job.reminded", {"job_id": input["job_id"], "what": input["what"], "timer_id": timer_id, "chain_depth": ctx.chain_depth, "early": early})
     return {}
 
 
