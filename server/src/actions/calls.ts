@@ -342,6 +342,8 @@ export class ActionCalls {
     const { call } = run;
     const { committer, calls, hosts } = this.deps;
     let lostAttempt = 0;
+    /** The call's `action.started` id ("" when it does not record): the cause of its runs and of its end. */
+    let cause = "";
     for (;;) {
       const invocationId = `${call.callId}#${run.attempt}`;
       let session: ExecutorSession;
@@ -351,11 +353,10 @@ export class ActionCalls {
       } catch (e) {
         if (lostAttempt > 0 && !this.stopped) {
           const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
-          await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error));
+          await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error, cause));
         }
         throw e;
       }
-      let cause: string;
       try {
         cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError));
       } catch (e) {
@@ -367,12 +368,12 @@ export class ActionCalls {
       const end = await this.invoke(run, session, invocationId, cause);
       switch (end.kind) {
         case "ok":
-          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }));
+          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }));
           return end.output;
         case "error":
         case "timeout": {
           const error = new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
-          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message }));
+          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message }));
           throw error;
         }
         case "stopping":

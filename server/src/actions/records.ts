@@ -2,7 +2,7 @@ import type { ExecutorSession } from "../executors/session.js";
 import { derivedId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
-import type { ActorRecord, EventStatements } from "../store/events.js";
+import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { recordedInput, type ActionEntry } from "./declaration.js";
 
 /**
@@ -47,9 +47,36 @@ export interface CallIdentity {
   chainStart?: boolean;
 }
 
-/** The id of a call's runtime event; `attempt` is 0 for the once-per-call `started` and `completed`. */
-export function callEventId(callId: string, what: "started" | "retried" | "completed" | "failed", attempt = 0): string {
-  return derivedId(callId, attempt, `action.${what}`);
+type CallEventKind = "started" | "retried" | "completed" | "failed";
+
+/**
+ * The id of a call's runtime event; `attempt` is 0 for the once-per-call `started` and
+ * `completed`. 32 hex characters derived from the call id (E7). When the call id is
+ * time-ordered (an occurrence id, which leads with its due moment in 12 hex characters, or an
+ * owner-made UUIDv7) its 12 hex time characters lead the event id, so the log's id index is
+ * appended to rather than written at random pages (half the WAL bytes of a timer's call).
+ */
+export function callEventId(callId: string, what: CallEventKind, attempt = 0): string {
+  const id = derivedId(callId, attempt, `action.${what}`);
+  const prefix = timePrefix(callId);
+  return prefix === "" ? id : prefix + id.slice(prefix.length);
+}
+
+/** The 12 leading hex characters of a call id that has them (dash dropped from a UUID), else "". */
+function timePrefix(callId: string): string {
+  if (/^[0-9a-f]{12}/.test(callId)) return callId.slice(0, 12);
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-7/.test(callId)) return callId.slice(0, 8) + callId.slice(9, 13);
+  return "";
+}
+
+/**
+ * A call's runtime event in the log: under {@link callEventId}, or under the plain derived id
+ * an owner before the time-ordered ids gave it (a call it started and this one continues).
+ */
+export function findCallEvent(events: EventStatements, callId: string, what: CallEventKind, attempt = 0): EventRecord | undefined {
+  const id = callEventId(callId, what, attempt);
+  const legacy = derivedId(callId, attempt, `action.${what}`);
+  return events.findById(id) ?? (legacy === id ? undefined : events.findById(legacy));
 }
 
 /**
@@ -66,37 +93,37 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
   if (!first && calls.get(callId)) calls.restart(callId, attempt, entry.record, tx.now);
   else calls.insert({ callId, action: entry.name, inputHash: call.inputHash, actor: call.actor, recorded: entry.record, attempt }, tx.now);
   if (!entry.record) return "";
-  const startedId = callEventId(callId, "started");
-  if (first || !tx.events.findById(startedId)) {
-    const chain = call.chainStart || call.chainDepth > 0 ? { chain_depth: call.chainDepth } : {};
-    tx.append({ id: startedId, type: "action.started", data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain }, cause: call.parentCause, actor: call.actor });
-  } else {
-    tx.append({ id: callEventId(callId, "retried", attempt), type: "action.retried", data: { call_id: callId, action: entry.name, attempt, error: previousError }, cause: startedId, actor: call.actor });
+  const started = first ? undefined : findCallEvent(tx.events, callId, "started");
+  if (started) {
+    tx.append({ id: callEventId(callId, "retried", attempt), type: "action.retried", data: { call_id: callId, action: entry.name, attempt, error: previousError }, cause: started.id, actor: call.actor });
+    return started.id;
   }
-  return startedId;
+  const chain = call.chainStart || call.chainDepth > 0 ? { chain_depth: call.chainDepth } : {};
+  return tx.append({ id: callEventId(callId, "started"), type: "action.started", data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain }, cause: call.parentCause, actor: call.actor }).id;
 }
 
 /**
  * Commit unit: attempt `attempt` completed with `output`: records
- * `action.completed` (or, unrecorded, keeps the output in the row). Returns
- * false, writing nothing, when the call has moved past that attempt.
+ * `action.completed` under `startedId`, the call's `action.started` (or, unrecorded,
+ * keeps the output in the row). Returns false, writing nothing, when the call has
+ * moved past that attempt.
  */
-export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, output: Record<string, unknown>): boolean {
+export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, output: Record<string, unknown>, startedId: string): boolean {
   const { callId, entry } = call;
   if (!calls.complete(callId, attempt, entry.record ? undefined : output, tx.now)) return false;
   if (entry.record) {
-    tx.append({ id: callEventId(callId, "completed"), type: "action.completed", data: { call_id: callId, action: entry.name, attempt, output }, cause: callEventId(callId, "started"), actor: call.actor });
+    tx.append({ id: callEventId(callId, "completed"), type: "action.completed", data: { call_id: callId, action: entry.name, attempt, output }, cause: startedId, actor: call.actor });
   }
   return true;
 }
 
 /**
  * Commit unit: attempt `attempt` failed with `error`: records `action.failed`
- * (recorded actions). Returns false, writing nothing, when the call has moved
- * past that attempt.
+ * under `startedId` (recorded actions). Returns false, writing nothing, when the
+ * call has moved past that attempt.
  */
-export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, error: string): boolean {
-  return failAttempt(tx, calls, { callId: call.callId, action: call.entry.name, recorded: call.entry.record, actor: call.actor }, attempt, error);
+export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, error: string, startedId: string): boolean {
+  return failAttempt(tx, calls, { callId: call.callId, action: call.entry.name, recorded: call.entry.record, actor: call.actor }, attempt, error, startedId);
 }
 
 /**
@@ -105,14 +132,16 @@ export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, 
  * when that call is not run again. False, writing nothing, when it is not running.
  */
 export function recordLeftRunningFailed(tx: Tx, calls: CallStatements, row: CallRow, error: string): boolean {
-  return row.state === "running" && failAttempt(tx, calls, row, row.attempt, error);
+  if (row.state !== "running") return false;
+  const startedId = findCallEvent(tx.events, row.callId, "started")?.id ?? callEventId(row.callId, "started");
+  return failAttempt(tx, calls, row, row.attempt, error, startedId);
 }
 
-function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId" | "action" | "recorded" | "actor">, attempt: number, error: string): boolean {
+function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId" | "action" | "recorded" | "actor">, attempt: number, error: string, startedId: string): boolean {
   const { callId, action } = call;
   if (!calls.fail(callId, attempt, error, tx.now)) return false;
   if (call.recorded) {
-    tx.append({ id: callEventId(callId, "failed", attempt), type: "action.failed", data: { call_id: callId, action, attempt, error }, cause: callEventId(callId, "started"), actor: call.actor });
+    tx.append({ id: callEventId(callId, "failed", attempt), type: "action.failed", data: { call_id: callId, action, attempt, error }, cause: startedId, actor: call.actor });
   }
   return true;
 }
@@ -123,6 +152,6 @@ function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId"
  */
 export function storedOutput(row: CallRow, events: EventStatements): Record<string, unknown> {
   if (!row.recorded) return row.output ?? {};
-  const completed = events.findById(callEventId(row.callId, "completed"));
+  const completed = findCallEvent(events, row.callId, "completed");
   return (completed?.data.output as Record<string, unknown> | undefined) ?? row.output ?? {};
 }
