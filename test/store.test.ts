@@ -82,6 +82,34 @@ const migrationVersions = readdirSync(new URL("../server/src/store/migrations/",
 const latestMigration = Math.max(...migrationVersions);
 
 describe("group commit (E8)", () => {
+  it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", async () => {
+    const store = open(folder());
+    // No fsync (synchronous=NORMAL's path): a batch ends at once, so the spacing is what holds units back.
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { batchSpacingMs: 300 });
+    const commits: CommitInfo[] = [];
+    committer.onCommit((info) => commits.push(info));
+    const turn = () => new Promise((r) => setImmediate(r));
+    /** Submits one unit per event-loop turn, `n` of them, and waits for all. */
+    const trickle = async (prefix: string, n: number) => {
+      const pending: Promise<unknown>[] = [];
+      for (let i = 0; i < n; i++) {
+        pending.push(committer.submit((tx) => tx.append(event(`${prefix}${i}`))));
+        await turn();
+      }
+      await Promise.all(pending);
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, i) => committer.submit((tx) => tx.append(event(`load${i}`)))));
+    const afterLoad = commits.length;
+    const start = performance.now();
+    await trickle("a", 3);
+    expect(commits.slice(afterLoad).map((c) => c.batchSize)).toEqual([3]); // held together by the spacing
+    expect(performance.now() - start).toBeGreaterThanOrEqual(250);
+    await new Promise((r) => setTimeout(r, 10));
+    const lone = performance.now();
+    await committer.submit((tx) => tx.append(event("lone")));
+    expect(performance.now() - lone).toBeLessThan(250); // a small batch spaces nothing
+  });
+
   it("commits concurrent submits in one batch and resolves each only after the commit", async () => {
     const dataDir = folder();
     const store = open(dataDir);

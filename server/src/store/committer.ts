@@ -41,17 +41,23 @@ export interface CommitterOptions {
    * durable failed, or the next seq was already taken (another writer on the same database).
    */
   onFatal?: (error: unknown) => void;
+  /** Under load, the least time between the starts of two batches, ms (default {@link defaultBatchSpacingMs}). */
+  batchSpacingMs?: number;
 }
 
 /** Most time one slice of a batch runs units before it commits and yields the event loop, ms. */
 const sliceMs = 2;
 /**
- * Least time between the starts of two batches, ms. Under load the units that arrive meanwhile
- * join the next batch: fewer, larger commits, and every page a commit touches is written to the
- * WAL once per commit (bench/timers at 2,000 calls/s: 63 KB written and 479 µs of owner CPU
- * per call at 0 ms, 51 KB and 390 µs at 10). A unit submitted after a quiet spell commits at once.
+ * Under load, the least time between the starts of two batches, ms: after a batch of at least
+ * {@link loadedBatchUnits} units the next one waits this long from its start, and the units that
+ * arrive meanwhile join it. Fewer, larger commits: every page a commit touches is written to the
+ * WAL once per commit (bench/timers at 2,000 calls/s: 63 KB written and 479 µs of owner CPU per
+ * call without it, 51-58 KB and 390-415 µs with it). A small batch (one caller waiting on each
+ * answer, an idle owner) is followed at once.
  */
-const batchSpacingMs = 5;
+const defaultBatchSpacingMs = 5;
+/** A batch this large (units) means load: the next one is spaced ({@link defaultBatchSpacingMs}). */
+const loadedBatchUnits = 16;
 
 interface Pending {
   work: Work<unknown>;
@@ -64,7 +70,7 @@ interface Pending {
  *
  * Group commit: units of work submitted while the event loop is busy are
  * collected and run in one transaction on the next turn (`setImmediate`), or
- * {@link batchSpacingMs} after the previous batch started, each inside its own savepoint, so one failing unit undoes only itself. A large
+ * under load {@link defaultBatchSpacingMs} after the previous batch started, each inside its own savepoint, so one failing unit undoes only itself. A large
  * batch runs in slices: after {@link sliceMs} of units the slice commits and the
  * rest continues on the next turn, so timers and I/O (a call sent at its moment)
  * never wait behind a whole batch; one fsync after the last slice covers them
@@ -96,8 +102,8 @@ export class Committer {
   /** The last durable seq. */
   private durableSeq: number;
   private lastCommitAt = 0;
-  /** When the last batch started (performance.now(), ms). */
-  private lastFlushAt = -Infinity;
+  /** When the last batch of at least {@link loadedBatchUnits} units started (performance.now(), ms). */
+  private lastLoadedFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
   /** Transaction control as prepared statements: `db.exec` parses its SQL every time (a third of a small commit's cost). */
   private readonly control: { begin: Statement; commit: Statement; rollback: Statement; savepoint: Statement; release: Statement; rollbackTo: Statement };
@@ -138,21 +144,21 @@ export class Committer {
     });
   }
 
-  /** Flushes on the next turn, or {@link batchSpacingMs} after the last batch started; not while a batch runs or waits for its fsync (its end schedules the flush). */
+  /** Flushes on the next turn, or {@link defaultBatchSpacingMs} after a loaded batch started; not while a batch runs or waits for its fsync (its end schedules the flush). */
   private schedule(): void {
     if (this.scheduled || this.busy || this.queue.length === 0) return;
     this.scheduled = true;
-    const wait = this.lastFlushAt + batchSpacingMs - performance.now();
+    const wait = this.lastLoadedFlushAt + (this.options.batchSpacingMs ?? defaultBatchSpacingMs) - performance.now();
     if (wait > 0) setTimeout(() => this.flush(), wait);
     else setImmediate(() => this.flush());
   }
 
   private flush(): void {
     this.scheduled = false;
-    this.lastFlushAt = performance.now();
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
+    if (batch.length >= loadedBatchUnits) this.lastLoadedFlushAt = performance.now();
     this.busy = true;
     this.runSlice(batch, [], performance.now());
   }
