@@ -83,7 +83,7 @@ interface Harness {
 }
 
 /** An in-process owner on `clock` (also its TimerHost) and its clients. */
-async function ownerOn(clock: ManualClock, options: { dataDir?: string; region?: number; pluginsDir?: string } = {}): Promise<Harness> {
+async function ownerOn(clock: ManualClock, options: { dataDir?: string; region?: number; pluginsDir?: string; timerLookaheadMs?: number } = {}): Promise<Harness> {
   const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...options, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
   const closeOwner = owner.close.bind(owner);
   let closed: Promise<void> | undefined;
@@ -93,17 +93,18 @@ async function ownerOn(clock: ManualClock, options: { dataDir?: string; region?:
   return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport) };
 }
 
-/** Runs an SDK executor for `plugin` (its hello registers the manifest). */
-async function executor(url: string, plugin: PluginDefinition): Promise<void> {
-  const ex = runExecutor({ url, plugins: [plugin], credits: 16, maxBackoffMs: 200, onError: () => {} });
+/** Runs an SDK executor for `plugin` (its hello registers the manifest); `holds: false`: calls of time come at their moment on the owner's clock. */
+async function executor(url: string, plugin: PluginDefinition, holds?: boolean): Promise<void> {
+  const ex = runExecutor({ url, plugins: [plugin], credits: 16, maxBackoffMs: 200, holds, onError: () => {} });
   cleanups.push(() => ex.stop(100));
   await ex.ready;
 }
 
 /** An owner on `clock` with an executor hosting `reports` declaring `schedules`. */
-async function harness(clock: ManualClock, rec: Recorder, schedules: Schedules, options: { dataDir?: string; region?: number } = {}): Promise<Harness> {
-  const h = await ownerOn(clock, options);
-  await executor(h.owner.url, reportsPlugin(rec, schedules));
+async function harness(clock: ManualClock, rec: Recorder, schedules: Schedules, options: { dataDir?: string; region?: number; timerLookaheadMs?: number; holds?: boolean } = {}): Promise<Harness> {
+  const { holds, ...ownerOptions } = options;
+  const h = await ownerOn(clock, ownerOptions);
+  await executor(h.owner.url, reportsPlugin(rec, schedules), holds);
   return h;
 }
 
@@ -298,6 +299,26 @@ describe("declared schedules (T2, K2)", () => {
 });
 
 describe("retries of failed occurrences (T7)", () => {
+  it("a retry claimed inside the lookahead by an owner that then stopped is tried at its moment by the next one, not at once", async () => {
+    const clock = new ManualClock(T0);
+    const dataDir = tempDir();
+    const rec: Recorder = { calls: [], failing: true };
+    const options = { dataDir, timerLookaheadMs: 50, holds: false };
+    const first = await harness(clock, rec, { hourly: { action: "flaky", cron: "0 * * * *" } }, options);
+    const due = T0 + HOUR;
+    clock.set(due);
+    await until(async () => (await occurrences(first, "reports/hourly"))[0]?.status === "retry_wait", "the retry wait");
+    clock.set(due + 10_000 - 30); // the retry is claimed 30 ms ahead of its moment...
+    await until(async () => (await occurrences(first, "reports/hourly"))[0]?.status === "pending", "the retry claimed ahead");
+    await first.owner.close(); // ...and the owner stops before it
+    clock.set(due + 10_000 - 20);
+    await harness(clock, rec, { hourly: { action: "flaky", cron: "0 * * * *" } }, options);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(rec.calls).toHaveLength(1); // recovered, held until the retry's moment
+    clock.set(due + 10_000);
+    await until(() => rec.calls.length === 2, "the retry at its moment");
+  });
+
   it("a failing occurrence is tried 2 more times after 10 s then 30 s as the same occurrence (action.retried), then recorded failed; the next occurrence still comes", async () => {
     const clock = new ManualClock(T0);
     const rec: Recorder = { calls: [], failing: true };

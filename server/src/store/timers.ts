@@ -220,7 +220,10 @@ export interface OccurrenceRecord {
   status: OccurrenceStatus;
   /** Calls finished for it. */
   attempts: number;
-  /** `retry_wait`: when it is tried again, ms since the epoch (UTC); null otherwise. */
+  /**
+   * `retry_wait`: when it is tried again, ms since the epoch (UTC); `pending` after such a wait:
+   * that moment still (a restart sends the try no earlier); null otherwise.
+   */
   nextAttemptMs: number | null;
   callId: string;
   /** First call time (skipped: claim time) minus due, in ms; null while the first call runs. */
@@ -287,7 +290,7 @@ export function occurrenceStatements(db: Db) {
   const pending = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'pending' ORDER BY due_ms");
   const earliestRetry = db.prepare("SELECT next_attempt_ms FROM timer_occurrences WHERE status = 'retry_wait' ORDER BY next_attempt_ms LIMIT 1");
   const dueRetries = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?");
-  const resume = db.prepare("UPDATE timer_occurrences SET status = 'pending', next_attempt_ms = NULL, updated_at = ? WHERE id = ? AND status = 'retry_wait'");
+  const resume = db.prepare("UPDATE timer_occurrences SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'retry_wait'");
   return {
     /**
      * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason
@@ -325,7 +328,7 @@ export function occurrenceStatements(db: Db) {
     dueRetries(nowMs: number, limit: number): OccurrenceRecord[] {
       return (dueRetries.all(nowMs, limit) as OccurrenceRow[]).map(occurrenceFromRow);
     },
-    /** Claims the next try of occurrence `id`: `retry_wait` → `pending`. False when it was not waiting. */
+    /** Claims the next try of occurrence `id`: `retry_wait` → `pending` (keeping its moment). False when it was not waiting. */
     resume(id: string, nowMs: number): boolean {
       return resume.run(nowMs, id).changes === 1;
     },

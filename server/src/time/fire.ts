@@ -129,7 +129,7 @@ export class TimerFiring {
   /** Calls again every occurrence left `pending` by an owner that stopped or crashed (at start); those in `retry_wait` wait for the clock. */
   recover(): number {
     const pending = this.deps.occurrences.pending();
-    for (const occurrence of pending) void this.call(occurrence, occurrence.attempts === 0 ? occurrence.dueMs : undefined);
+    for (const occurrence of pending) void this.call(occurrence, occurrence.attempts === 0 ? occurrence.dueMs : (occurrence.nextAttemptMs ?? undefined)); // a try claimed ahead keeps its moment
     return pending.length;
   }
 
@@ -181,7 +181,7 @@ export class TimerFiring {
       timers.advance(timer.id, nextDueMs, called, tx.now);
     }
     for (const retry of retries ? occurrences.dueRetries(horizon, claimChunk) : []) {
-      if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending", nextAttemptMs: null }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
+      if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
     }
     return { claimed, skipped };
   }
