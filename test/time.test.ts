@@ -525,10 +525,46 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     expect(invocation).toMatchObject({ holdMs: 40, attempt: 1, scheduled: { timerId: "held" } });
     expect(ms(invocation.scheduled?.due)).toBe(due);
     expect(ms(invocation.deadline)).toBe(due + 30_000); // the hold, then the action's timeout (30 s by default)
+    clock.set(due + 5);
     raw.answer(invocation.invocationId, 3);
     await until(async () => (await occurrences(h, "held"))[0]?.status === "completed", "the occurrence's end");
     expect((await occurrences(h, "held"))[0]).toMatchObject({ lateness_ms: 3, attempts: 1 });
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 3 });
+  });
+
+  it("a reported delay counts at most up to the answer, and an answer before the hold's end counts 0", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50, executor: false });
+    const raw = rawExecutor(h.owner.url, true);
+    await until(async () => (await h.admin.listExecutors({})).executors.length === 1, "the raw executor connected");
+    await h.time.schedule({ timerId: "absurd", action: "remind.send", input: {}, spec: at(due) });
+    await h.time.schedule({ timerId: "early", action: "remind.send", input: {}, spec: at(due + 5) });
+    clock.set(due - 40);
+    await until(() => raw.invocations.length === 2, "both Invocations, held");
+    raw.answer(raw.invocations[1].invocationId, 0); // the `early` one, answered 45 ms before its moment: the executor did not hold
+    clock.set(due + 7);
+    raw.answer(raw.invocations[0].invocationId, 4_294_967_295);
+    await until(async () => (await occurrences(h, "absurd"))[0]?.status === "completed" && (await occurrences(h, "early"))[0]?.status === "completed", "both ends");
+    expect((await occurrences(h, "absurd"))[0]).toMatchObject({ lateness_ms: 7 });
+    expect((await occurrences(h, "early"))[0]).toMatchObject({ lateness_ms: 0 });
+    expect(h.owner.lateness.snapshot()).toMatchObject({ count: 2, maxMs: 7 });
+  });
+
+  it("the SDK holding a credit's worth of calls (16) prints no listener-leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    try {
+      const clock = new ManualClock(T0);
+      const h = await harness(clock, { lookaheadMs: 50 });
+      for (let i = 0; i < 16; i++) await h.time.schedule({ timerId: `many-${i}`, action: "remind.send", input: {}, spec: at(due) });
+      clock.set(due - 40);
+      await until(() => h.calls.length === 16, "all 16 calls, after their hold");
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 
   it("one that does not hold gets hold_ms 0, at the moment", async () => {

@@ -2,6 +2,7 @@ import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protob
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient as createRpcClient, type Transport } from "@connectrpc/connect";
 import { randomUUID } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
@@ -210,6 +211,7 @@ class ExecutorRunner {
     });
     const client = createRpcClient(ExecutorService, this.transport);
     const abort = AbortSignal.any([this.stopping.signal, streamEnded.signal]);
+    setMaxListeners(0, abort); // each delivery and invocation in flight listens for the stream's end: no leak warning past 10
     let heartbeat: NodeJS.Timeout | undefined;
     let lastHeardMs = Date.now();
     try {

@@ -176,6 +176,8 @@ export class ActionCalls {
   private readonly invocations = new Map<string, Invocation>();
   /** Attempts started ahead of their moment, waiting to be sent: woken at once when the owner stops. */
   private readonly held = new Set<() => void>();
+  /** Sessions already warned of answering a held call before its hold ended. */
+  private readonly warnedEarly = new WeakSet<ExecutorSession>();
   private stopped = false;
 
   constructor(private readonly deps: ActionCallsDeps) {}
@@ -414,7 +416,7 @@ export class ActionCalls {
           if (invocation.timer) clearTimeout(invocation.timer);
           run.invocation = null;
           release();
-          if (heldUntil !== null && (result.kind === "ok" || result.kind === "error" || result.kind === "timeout")) started(run, heldUntil + (startedLateMs ?? 0));
+          if (heldUntil !== null && (result.kind === "ok" || result.kind === "error" || result.kind === "timeout")) started(run, this.heldStart(session, heldUntil, startedLateMs ?? 0));
           resolve(result);
         },
       };
@@ -451,6 +453,21 @@ export class ActionCalls {
       });
       if (run.abandoned.signal.aborted) this.cancel(invocation, "caller gone");
     });
+  }
+
+  /**
+   * When a held Invocation's action started (owner's clock, ms): the hold's end plus the
+   * executor's reported delay, which cannot exceed the time to its answer (so a bad value does
+   * not spoil the histogram). An answer before the hold ended means the executor does not wait
+   * `hold_ms`: warned once per session (its calls of time run early; the owner cannot see how early).
+   */
+  private heldStart(session: ExecutorSession, heldUntil: number, startedLateMs: number): number {
+    const sinceHold = this.deps.clock.now() - heldUntil;
+    if (sinceHold < 0 && !this.warnedEarly.has(session)) {
+      this.warnedEarly.add(session);
+      this.deps.logger.warn({ session: session.id, executor: session.hosting.executor, earlyMs: -sinceHold }, "an executor that holds answered a call of time before its hold_ms ended: it runs such calls early");
+    }
+    return heldUntil + Math.min(startedLateMs, Math.max(0, sinceHold));
   }
 
   /**
