@@ -57,16 +57,14 @@ type CallEventKind = "started" | "retried" | "completed" | "failed";
  * appended to rather than written at random pages (half the WAL bytes of a timer's call).
  */
 export function callEventId(callId: string, what: CallEventKind, attempt = 0): string {
-  const id = derivedId(callId, attempt, `action.${what}`);
-  const prefix = timePrefix(callId);
-  return prefix === "" ? id : prefix + id.slice(prefix.length);
+  return ledByTime(callId, derivedId(callId, attempt, `action.${what}`));
 }
 
-/** The 12 leading hex characters of a call id that has them (dash dropped from a UUID), else "". */
-function timePrefix(callId: string): string {
-  if (/^[0-9a-f]{12}/.test(callId)) return callId.slice(0, 12);
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-7/.test(callId)) return callId.slice(0, 8) + callId.slice(9, 13);
-  return "";
+/** `derived` with its first 12 characters replaced by the call id's 12 hex time characters, when it has them (dash dropped from a UUIDv7). */
+function ledByTime(callId: string, derived: string): string {
+  if (/^[0-9a-f]{12}/.test(callId)) return callId.slice(0, 12) + derived.slice(12);
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-7/.test(callId)) return callId.slice(0, 8) + callId.slice(9, 13) + derived.slice(12);
+  return derived;
 }
 
 /**
@@ -74,8 +72,8 @@ function timePrefix(callId: string): string {
  * an owner before the time-ordered ids gave it (a call it started and this one continues).
  */
 export function findCallEvent(events: EventStatements, callId: string, what: CallEventKind, attempt = 0): EventRecord | undefined {
-  const id = callEventId(callId, what, attempt);
   const legacy = derivedId(callId, attempt, `action.${what}`);
+  const id = ledByTime(callId, legacy);
   return events.findById(id) ?? (legacy === id ? undefined : events.findById(legacy));
 }
 

@@ -69,9 +69,10 @@ interface Pending {
  * The single writer (ARCHITECTURE "One writer, one commit pipeline").
  *
  * Group commit: units of work submitted while the event loop is busy are
- * collected and run in one transaction on the next turn (`setImmediate`), or
- * under load {@link defaultBatchSpacingMs} after the previous batch started, each inside its own savepoint, so one failing unit undoes only itself. A large
- * batch runs in slices: after {@link sliceMs} of units the slice commits and the
+ * collected and run in one transaction on the next turn (`setImmediate`) or,
+ * after a loaded batch, {@link defaultBatchSpacingMs} after that one started;
+ * each unit runs inside its own savepoint, so one failing unit undoes only
+ * itself. A large batch runs in slices: after {@link sliceMs} of units the slice commits and the
  * rest continues on the next turn, so timers and I/O (a call sent at its moment)
  * never wait behind a whole batch; one fsync after the last slice covers them
  * all. Callers' promises settle, and commit listeners hear of it, only once the
