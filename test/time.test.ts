@@ -523,6 +523,7 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     await until(() => raw.invocations.length === 1, "the Invocation, before the moment on the owner's clock");
     const [invocation] = raw.invocations;
     expect(invocation).toMatchObject({ holdMs: 40, attempt: 1, scheduled: { timerId: "held" } });
+    expect(invocation.writtenAtMs).toBeGreaterThan(0); // the stream's clock when it was written: hold_ms counts from then
     expect(ms(invocation.scheduled?.due)).toBe(due);
     expect(ms(invocation.deadline)).toBe(due + 30_000); // the hold, then the action's timeout (30 s by default)
     clock.set(due + 5);

@@ -76,6 +76,7 @@ from chronolog.client import (
     to_struct,
 )
 from chronolog.gen.chronolog.v1 import event_pb2, executor_pb2, executor_pb2_grpc, plugin_pb2, time_pb2
+from chronolog.stream_clock import StreamClock
 
 __all__ = [
     "TerminalError",
@@ -531,6 +532,7 @@ class _Session:
         self.last_heard = time.monotonic()
         self.cancels: dict[str, tuple[threading.Event, ActionContext]] = {}
         self.lock = threading.Lock()
+        self.clock = StreamClock()
 
     def send(self, request: executor_pb2.SubscribeRequest) -> None:
         """Queues a message; dropped once the stream ended (the owner retries that work)."""
@@ -751,7 +753,9 @@ class Executor:
                     for delivery in response.deliveries.deliveries:
                         self._submit(self._deliver, delivery, session)
                 elif kind == "invocation":
-                    self._submit(functools.partial(self._invoke, received=time.monotonic()), response.invocation, session)
+                    invocation = response.invocation
+                    written_at = session.clock.written_at(invocation.written_at_ms, time.monotonic() * 1000) / 1000
+                    self._submit(functools.partial(self._invoke, hold_from=written_at), invocation, session)
                 elif kind == "cancel_invocation":
                     self._cancel(session, response.cancel_invocation)
                 elif kind == "notice":
@@ -808,11 +812,12 @@ class Executor:
             outcome, error = Outcome.OUTCOME_ERROR, _describe(e)
         session.send(executor_pb2.SubscribeRequest(ack=executor_pb2.Ack(delivery_id=delivery.delivery_id, outcome=outcome, error=error)))
 
-    def _invoke(self, invocation: executor_pb2.Invocation, session: _Session, received: float = 0.0) -> None:
+    def _invoke(self, invocation: executor_pb2.Invocation, session: _Session, hold_from: float = 0.0) -> None:
         """Runs an action's handler for one invocation and sends its ActionResult (unless the stream ended meanwhile).
 
-        A held invocation (``hold_ms``) starts that long after ``received`` (``time.monotonic()``
-        when it came), never before; its result reports how many ms after that it started.
+        A held invocation (``hold_ms``) starts that long after ``hold_from`` (``time.monotonic()``
+        seconds: when the owner wrote it, on our clock, see StreamClock), never before; its result
+        reports how many ms after that it started.
         """
         cancelled = threading.Event()
         ctx = ActionContext(self.client, invocation, cancelled, session.send)
@@ -823,7 +828,7 @@ class Executor:
         started_late_ms = 0
         try:
             if invocation.hold_ms:
-                start_at = received + invocation.hold_ms / 1000
+                start_at = hold_from + invocation.hold_ms / 1000
                 while (left := start_at - time.monotonic()) > 0:
                     if cancelled.wait(left):
                         raise RuntimeError(ctx.cancel_reason or "cancelled while held")

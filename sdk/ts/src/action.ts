@@ -47,6 +47,9 @@ export interface ActionContext extends WorkUnderCause {
 
 type ActionResultInit = MessageInitShape<typeof ActionResultSchema>;
 
+/** How a run cancelled by the owner (CancelInvocation) ends. */
+const cancelledBy = (reason: string) => new Error(`cancelled by the owner: ${reason}`);
+
 /**
  * The actions an executor hosts (X1) and the invocations running there.
  * `invoke` runs one invocation and sends its ActionResult on the stream it
@@ -70,16 +73,21 @@ export class ActionHost {
 
   /** Aborts the signal of invocation `invocationId` (if it runs here) with `reason`. */
   cancel(invocationId: string, reason: string): void {
-    this.running.get(invocationId)?.abort(new Error(`cancelled by the owner: ${reason}`));
+    this.running.get(invocationId)?.abort(cancelledBy(reason));
+  }
+
+  /** The result of an invocation cancelled with `reason` while it was held (it never started). */
+  cancelledHeld(invocationId: string, reason: string): ActionResultInit {
+    return { invocationId, outcome: Outcome.ERROR, error: cancelledBy(reason).message };
   }
 
   /**
    * Runs one invocation to its end and sends the result with `send`, unless
    * `streamSignal` aborted meanwhile (the owner then runs the call elsewhere).
-   * Never rejects.
+   * `startedLateMs`: for a held one (hold_ms), how many ms after its hold ended it
+   * starts now, reported in the result (K4). Never rejects.
    */
-  async invoke(invocation: Invocation, send: (result: ActionResultInit) => void, progress: (extendMs: number) => void, streamSignal: AbortSignal): Promise<void> {
-    const startAt = performance.now() + invocation.holdMs;
+  async invoke(invocation: Invocation, startedLateMs: number, send: (result: ActionResultInit) => void, progress: (extendMs: number) => void, streamSignal: AbortSignal): Promise<void> {
     // One controller per run, aborted by CancelInvocation or the stream's end (a listener: AbortSignal.any costs a weak ref and GC work per run).
     const cancel = new AbortController();
     const streamEnded = () => cancel.abort(streamSignal.reason);
@@ -88,10 +96,7 @@ export class ActionHost {
     this.running.set(invocation.invocationId, cancel);
     const signal = cancel.signal;
     let result: ActionResultInit;
-    let startedLateMs = 0;
     try {
-      // The context is built when the run starts: a held Invocation keeps only itself alive meanwhile (fewer survivors per GC).
-      if (invocation.holdMs > 0) startedLateMs = await holdUntil(startAt, signal);
       const def = this.definitions.get(invocation.action);
       if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
       const ctx = this.context(invocation, signal, progress);
@@ -134,29 +139,4 @@ export class ActionHost {
       chainDepth: invocation.chainDepth,
     };
   }
-}
-
-/**
- * Waits until `atMs` on `performance.now()`'s clock (an Invocation's hold_ms, counted from its
- * receipt) and resolves with how many whole ms later than that it woke; rejects with the
- * signal's reason when it aborts first. Never before: a timer may ring early (libuv's loop
- * time is in whole ms and may be stale), so a timer that rings early waits the rest.
- */
-function holdUntil(atMs: number, signal: AbortSignal): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let timer: NodeJS.Timeout | undefined;
-    const wake = () => {
-      const left = atMs - performance.now();
-      if (left > 0) return void (timer = setTimeout(wake, Math.ceil(left)));
-      signal.removeEventListener("abort", abort);
-      resolve(Math.floor(-left));
-    };
-    const abort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    if (signal.aborted) return abort();
-    signal.addEventListener("abort", abort, { once: true });
-    wake();
-  });
 }

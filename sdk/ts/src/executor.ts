@@ -6,9 +6,11 @@ import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
-import { ExecutorService, Outcome, type Delivery, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
+import { HoldQueue } from "./hold-queue.js";
+import { StreamClock } from "./stream-clock.js";
 import { workUnderCause, type WorkUnderCause } from "./work.js";
 
 export type { ActionContext } from "./action.js";
@@ -68,10 +70,11 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   credits?: number;
   /**
    * Take calls of time ahead of their moment and start them at it (default true): the owner
-   * sends such a call when it makes it (up to its clock's lookahead, 50 ms by default, before
-   * the moment) with `hold_ms`, and this executor waits that long after receiving it, so the
-   * owner's own pauses do not make it late (K4). The call holds a credit meanwhile. False:
-   * the owner sends it at the moment.
+   * sends such a call when it makes it (up to its clock's lookahead, 100 ms by default, before
+   * the moment) with `hold_ms`, and this executor starts it that long after the owner wrote it
+   * (`written_at_ms` mapped onto this clock by the stream's fastest transit: see StreamClock),
+   * so neither the owner's pauses nor time the message spent queued make it late (K4). The
+   * call holds a credit meanwhile. False: the owner sends it at the moment.
    */
   holds?: boolean;
   /**
@@ -135,6 +138,8 @@ class ExecutorRunner {
   private readonly actions: ActionHost;
   private readonly stopping = new AbortController();
   private sendQueue: ((r: Request) => void) | null = null;
+  /** The current stream's held invocations (K4), or null between streams. */
+  private holds: HoldQueue<Invocation> | null = null;
   private readonly pendingAcks: { deliveryId: string; outcome: Outcome; error: string }[] = [];
   private resolveReady!: () => void;
   private rejectReady!: (error: unknown) => void;
@@ -214,6 +219,9 @@ class ExecutorRunner {
     setMaxListeners(0, abort); // each delivery and invocation in flight listens for the stream's end: no leak warning past 10
     let heartbeat: NodeJS.Timeout | undefined;
     let lastHeardMs = Date.now();
+    const clock = new StreamClock();
+    const holds = new HoldQueue<Invocation>((invocation, lateMs) => this.invoke(invocation, lateMs, outgoing.push, abort));
+    this.holds = holds;
     try {
       for await (const response of client.subscribe(outgoing.iterable, { signal: abort })) {
         lastHeardMs = Date.now();
@@ -228,16 +236,18 @@ class ExecutorRunner {
             else outgoing.push({ message: { case: "heartbeat", value: { at: timestampNow() } } });
           }, intervalMs);
         }
-        this.handle(response, outgoing.push, abort);
+        this.handle(response, outgoing.push, abort, clock, holds);
       }
     } finally {
       clearInterval(heartbeat);
       streamEnded.abort();
+      holds.clear(); // the owner runs them again (they were never started)
       this.sendQueue = null;
+      this.holds = null;
     }
   }
 
-  private handle(response: SubscribeResponse, send: (r: Request) => void, signal: AbortSignal): void {
+  private handle(response: SubscribeResponse, send: (r: Request) => void, signal: AbortSignal, clock: StreamClock, holds: HoldQueue<Invocation>): void {
     const m = response.message;
     const deliveries = m.case === "delivery" ? [m.value] : m.case === "deliveries" ? m.value.deliveries : [];
     for (const delivery of deliveries) {
@@ -246,15 +256,24 @@ class ExecutorRunner {
     }
     if (m.case === "invocation") {
       const invocation = m.value;
-      const progress = (extendMs: number) => send({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
-      const job = this.actions.invoke(invocation, (result) => send({ message: { case: "actionResult", value: result } }), progress, signal).finally(() => this.running.delete(job));
-      this.running.add(job);
+      // A held one starts hold_ms after the owner wrote it, on this clock (K4); the queue holds it until then.
+      if (invocation.holdMs > 0) holds.add(invocation, clock.writtenAt(invocation.writtenAtMs, performance.now()) + invocation.holdMs);
+      else this.invoke(invocation, 0, send, signal);
     } else if (m.case === "cancelInvocation") {
-      this.actions.cancel(m.value.invocationId, m.value.reason);
+      const { invocationId, reason } = m.value;
+      if (holds.remove((i) => i.invocationId === invocationId)) send({ message: { case: "actionResult", value: this.actions.cancelledHeld(invocationId, reason) } });
+      else this.actions.cancel(invocationId, reason);
     }
     if (m.case === "notice") {
       this.report(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
     }
+  }
+
+  /** Runs `invocation` now (`startedLateMs` after its hold ended) as one of the running jobs. */
+  private invoke(invocation: Invocation, startedLateMs: number, send: (r: Request) => void, signal: AbortSignal): void {
+    const progress = (extendMs: number) => send({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
+    const job = this.actions.invoke(invocation, startedLateMs, (result) => send({ message: { case: "actionResult", value: result } }), progress, signal).finally(() => this.running.delete(job));
+    this.running.add(job);
   }
 
   /** Reports a connection error or notice through `onError` (default: {@link printError}; `fatal`: the executor stops). */
@@ -307,7 +326,11 @@ class ExecutorRunner {
 
   private async stop(graceMs: number): Promise<void> {
     const grace = sleep(graceMs);
-    await Promise.race([Promise.allSettled([...this.running]), grace]);
+    const finished = (async () => {
+      await this.holds?.drained(); // held invocations start at their moment, then count as running
+      await Promise.allSettled([...this.running]);
+    })();
+    await Promise.race([finished, grace]);
     this.stopping.abort();
   }
 }

@@ -447,6 +447,7 @@ export class ActionCalls {
               pulse: call.pulse && { pulse: call.pulse.pulse, interval: call.pulse.interval, due: timestampFromMs(call.pulse.dueMs) },
               chainDepth: call.chainDepth,
               holdMs,
+              writtenAtMs: session.streamClockMs(),
             },
           },
         };

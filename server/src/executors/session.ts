@@ -73,6 +73,8 @@ export class ExecutorSession {
   credits: number;
   lastSeenMs: number;
   closed = false;
+  /** The stream clock's origin (`performance.now()` ms when the session opened). */
+  private readonly openedAt = performance.now();
 
   constructor(
     readonly hosting: Hosting,
@@ -88,6 +90,11 @@ export class ExecutorSession {
   /** Work this session can still take. */
   get free(): number {
     return this.closed ? 0 : this.credits - this.inFlight.size;
+  }
+
+  /** The stream's clock: ms (with a fraction) since the session opened, monotonic (Invocation.written_at_ms). */
+  streamClockMs(): number {
+    return performance.now() - this.openedAt;
   }
 
   /** Queues a message to the executor (or a function building it when written). */

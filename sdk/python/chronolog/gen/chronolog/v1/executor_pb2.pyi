@@ -139,7 +139,7 @@ class Ack(_message.Message):
     def __init__(self, delivery_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Invocation(_message.Message):
-    __slots__ = ("invocation_id", "action", "input", "call_id", "cause_event_id", "actor", "deadline", "attempt", "scheduled", "pulse", "chain_depth", "hold_ms")
+    __slots__ = ("invocation_id", "action", "input", "call_id", "cause_event_id", "actor", "deadline", "attempt", "scheduled", "pulse", "chain_depth", "hold_ms", "written_at_ms")
     INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -152,6 +152,7 @@ class Invocation(_message.Message):
     PULSE_FIELD_NUMBER: _ClassVar[int]
     CHAIN_DEPTH_FIELD_NUMBER: _ClassVar[int]
     HOLD_MS_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_AT_MS_FIELD_NUMBER: _ClassVar[int]
     invocation_id: str
     action: str
     input: _struct_pb2.Struct
@@ -164,7 +165,8 @@ class Invocation(_message.Message):
     pulse: PulseCall
     chain_depth: int
     hold_ms: int
-    def __init__(self, invocation_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., cause_event_id: _Optional[str] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., scheduled: _Optional[_Union[Scheduled, _Mapping]] = ..., pulse: _Optional[_Union[PulseCall, _Mapping]] = ..., chain_depth: _Optional[int] = ..., hold_ms: _Optional[int] = ...) -> None: ...
+    written_at_ms: float
+    def __init__(self, invocation_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., cause_event_id: _Optional[str] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., scheduled: _Optional[_Union[Scheduled, _Mapping]] = ..., pulse: _Optional[_Union[PulseCall, _Mapping]] = ..., chain_depth: _Optional[int] = ..., hold_ms: _Optional[int] = ..., written_at_ms: _Optional[float] = ...) -> None: ...
 
 class Scheduled(_message.Message):
     __slots__ = ("timer_id", "due", "occurrence_id")

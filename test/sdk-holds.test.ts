@@ -1,0 +1,112 @@
+import { createServer } from "node:http2";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { describe, expect, it } from "vitest";
+import { runExecutor } from "../sdk/ts/src/executor.js";
+import { ExecutorService, Outcome, type ActionResult, type SubscribeResponse } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { HoldQueue } from "../sdk/ts/src/hold-queue.js";
+import { definePlugin } from "../sdk/ts/src/plugin.js";
+import { StreamClock } from "../sdk/ts/src/stream-clock.js";
+import { until } from "./helpers/until.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("StreamClock: the owner's stream clock on the executor's (K4)", () => {
+  it("maps written_at_ms with the least offset seen: a message that queued on its way counts from its writing", () => {
+    const clock = new StreamClock();
+    expect(clock.writtenAt(0, 500)).toBe(500); // not set (an older owner): the receipt
+    expect(clock.writtenAt(10, 1_015)).toBe(1_015); // offset 1,005: the only one seen
+    expect(clock.writtenAt(20, 1_022)).toBe(1_022); // offset 1,002: the fastest so far
+    expect(clock.writtenAt(30, 1_062)).toBe(1_032); // queued 30 ms more on its way: counted from 30 + 1,002
+  });
+
+  it("follows a slower path within two windows (5 s each): an old fast transit does not make later holds end early for ever", () => {
+    const clock = new StreamClock();
+    clock.writtenAt(0.5, 1); // offset 0.5
+    expect(clock.writtenAt(4_000, 4_010)).toBe(4_000.5); // same window
+    expect(clock.writtenAt(6_000, 6_010)).toBe(6_000.5); // next window: the previous one's minimum still counts
+    expect(clock.writtenAt(12_000, 12_010)).toBe(12_010); // two windows later: only offsets of 10 seen since
+  });
+});
+
+describe("HoldQueue: held items start at their time, never before (K4)", () => {
+  it("starts each item at or after its time, in time order, with how late it was", async () => {
+    const started: { item: string; at: number; lateMs: number }[] = [];
+    const queue = new HoldQueue<string>((item, lateMs) => started.push({ item, at: performance.now(), lateMs }));
+    const t0 = performance.now();
+    const times = { c: t0 + 45, a: t0 + 15, b: t0 + 30, a2: t0 + 15 };
+    for (const [item, at] of Object.entries(times)) queue.add(item, at);
+    expect(queue.size).toBe(4);
+    await queue.drained();
+    expect(started.map((s) => s.item)).toEqual(["a", "a2", "b", "c"]); // equal times keep their arrival order
+    for (const s of started) {
+      expect(s.at).toBeGreaterThanOrEqual(times[s.item as keyof typeof times]);
+      expect(s.lateMs).toBeGreaterThanOrEqual(0);
+      expect(s.lateMs).toBeLessThanOrEqual(Math.floor(s.at - times[s.item as keyof typeof times])); // counted when the timer rang
+    }
+  });
+
+  it("starts an item whose time has passed at once; a removed one never starts; clear drops the rest and wakes drained()", async () => {
+    const started: string[] = [];
+    const queue = new HoldQueue<string>((item) => started.push(item));
+    queue.add("past", performance.now() - 1);
+    expect(started).toEqual(["past"]);
+    queue.add("kept", performance.now() + 20);
+    queue.add("cancelled", performance.now() + 10);
+    expect(queue.remove((i) => i === "cancelled")).toBe("cancelled");
+    expect(queue.remove((i) => i === "unknown")).toBeUndefined();
+    await queue.drained();
+    expect(started).toEqual(["past", "kept"]);
+    queue.add("dropped", performance.now() + 10_000);
+    const drained = queue.drained();
+    queue.clear();
+    await drained;
+    await sleep(30);
+    expect(started).toEqual(["past", "kept"]);
+    expect(queue.size).toBe(0);
+  });
+});
+
+describe("the TypeScript SDK holds a call from when the owner wrote it (Invocation.written_at_ms, K4)", () => {
+  it("a held Invocation that spent 30 ms on its way starts 30 ms sooner after its receipt than its hold_ms, and not before its moment", async () => {
+    const results: ActionResult[] = [];
+    let sentAt = 0;
+    const startedAt: Record<string, number> = {};
+    // A fake owner: after the welcome, a held Invocation written now (the stream's fastest transit), then one
+    // whose written_at_ms says it was written 30 ms before it was sent (as if it had queued on its way).
+    const server = createServer(
+      connectNodeAdapter({
+        routes(router) {
+          router.service(ExecutorService, {
+            async *subscribe(requests) {
+              const origin = performance.now();
+              const invocation = (id: string, holdMs: number, queuedMs: number): SubscribeResponse["message"] => ({
+                case: "invocation",
+                value: { invocationId: id, action: "held.run", callId: id, attempt: 1, holdMs, writtenAtMs: performance.now() - origin - queuedMs } as never,
+              });
+              yield { message: { case: "welcome", value: { sessionId: "s", heartbeatIntervalMs: 60_000 } } } as SubscribeResponse;
+              yield { message: invocation("first", 1, 0) } as SubscribeResponse;
+              await sleep(50);
+              sentAt = performance.now();
+              yield { message: invocation("queued", 60, 30) } as SubscribeResponse;
+              for await (const request of requests) if (request.message.case === "actionResult") results.push(request.message.value);
+            },
+          });
+        },
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const plugin = definePlugin({ name: "held", actions: { run: { run: (ctx) => void (startedAt[ctx.callId] = performance.now()) } } });
+    const executor = runExecutor({ url, plugins: [plugin], onError: () => {} });
+    try {
+      await until(() => results.length === 2, "both results");
+      const afterSend = startedAt.queued - sentAt;
+      expect(afterSend).toBeGreaterThanOrEqual(30 - 1); // its moment: written 30 ms before the send, + 60 (the fastest transit is ≥ 0; ms rounding)
+      expect(afterSend).toBeLessThan(55); // counted from receipt it would be ≥ 60
+      expect(results.map((r) => [r.invocationId, r.outcome])).toEqual([["first", Outcome.OK], ["queued", Outcome.OK]]);
+    } finally {
+      await executor.stop(0);
+      server.close();
+    }
+  });
+});
