@@ -4,7 +4,7 @@ import type { Logger } from "../logger.js";
 /** The longest delay `setTimeout` takes (2^31-1 ms, ~24.8 days); longer ones would ring at once (T5). */
 export const maxTimerDelayMs = 2 ** 31 - 1;
 /** How far ahead of a due moment the clock rings by default, ms: the claim and the call's start commit in that time, so the call is sent at its moment (K4). */
-export const defaultLookaheadMs = 50;
+export const defaultLookaheadMs = 100;
 /** Wait before ringing again after a ring whose claim failed (e.g. a disk error), ms. */
 const ringRetryMs = 1_000;
 
