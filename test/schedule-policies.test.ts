@@ -245,15 +245,15 @@ function jobsPlugin(calls: ActionContext[], gate: { open: boolean }, schedules: 
   });
 }
 
-async function harness(clock: ManualClock, options: { dataDir?: string; schedules?: Record<string, ScheduleDefinition>; config?: NonNullable<Parameters<typeof startTestOwner>[0]>["config"]; token?: string } = {}): Promise<Harness> {
-  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...(options.config ? { config: options.config } : {}) });
+async function harness(clock: ManualClock, options: { dataDir?: string; schedules?: Record<string, ScheduleDefinition>; config?: NonNullable<Parameters<typeof startTestOwner>[0]>["config"]; token?: string; holds?: boolean; lookaheadMs?: number } = {}): Promise<Harness> {
+  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...(options.lookaheadMs === undefined ? {} : { timerLookaheadMs: options.lookaheadMs }), ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...(options.config ? { config: options.config } : {}) });
   let closed: Promise<void> | undefined;
   const closeOwner = owner.close.bind(owner);
   const close = () => (closed ??= closeOwner());
   cleanups.push(close);
   const calls: ActionContext[] = [];
   const gate = { open: true };
-  const ex = runExecutor({ url: owner.url, token: options.token, plugins: [jobsPlugin(calls, gate, options.schedules)], credits: 16, maxBackoffMs: 200, onError: () => {} });
+  const ex = runExecutor({ url: owner.url, token: options.token, plugins: [jobsPlugin(calls, gate, options.schedules)], credits: 16, maxBackoffMs: 200, holds: options.holds, onError: () => {} });
   cleanups.push(() => ex.stop(100));
   await ex.ready;
   const client = createClient({ url: owner.url, token: options.token });
@@ -653,6 +653,25 @@ describe("B1 overlap and catch-up in the claim", () => {
     await until(() => h.calls.length === 2, "the buffered one, once the first ended");
     expect(h.calls[1].scheduled?.due.getTime()).toBe(T0 + 2 * MIN);
     await until(async () => (await occurrences(h, "b")).map((o) => o.status).join() === "completed,completed,skipped", "recorded");
+  });
+
+  it("overlap buffer one inside the lookahead: buffered ahead of its moment while the previous runs, made at its moment (not before) when that one ends first", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { holds: false, lookaheadMs: 100 }); // the owner sends at the moment on its (manual) clock
+    h.gate.open = false;
+    await h.client.schedule("jobs.slow", {}, { everyMs: MIN }, { timerId: "early", policy: { overlap: "bufferOne" } });
+    clock.advance(MIN);
+    await until(() => h.calls.length === 1, "the first (slow) call");
+    clock.set(T0 + 2 * MIN - 60); // inside the 100 ms lookahead of the second moment
+    await until(async () => (await occurrences(h, "early"))[1]?.status === "buffered", "the second buffered ahead");
+    h.gate.open = true; // the first ends 60 ms before the second's moment
+    await until(async () => (await occurrences(h, "early"))[0]?.status === "completed", "the first ended");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(h.calls).toHaveLength(1); // not made early
+    clock.set(T0 + 2 * MIN);
+    await until(() => h.calls.length === 2, "the buffered one, at its moment");
+    expect(h.calls[1].scheduled?.due.getTime()).toBe(T0 + 2 * MIN);
+    await until(async () => (await occurrences(h, "early")).map((o) => o.status).join() === "completed,completed", "recorded");
   });
 
   it("catch-up all within a window: after an outage every missed occurrence in the window is made, in order", async () => {

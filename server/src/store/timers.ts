@@ -423,7 +423,7 @@ export function timerControlStatements(db: Db) {
      FROM timer_occurrences WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered')`,
   );
   const release = db.prepare(
-    `UPDATE timer_occurrences SET status = 'retry_wait', next_attempt_ms = ?, updated_at = ?
+    `UPDATE timer_occurrences SET status = 'retry_wait', next_attempt_ms = max(?, due_ms), updated_at = ?
      WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered') AND status = 'buffered'
        AND NOT EXISTS (SELECT 1 FROM timer_occurrences r WHERE r.timer_id = ? AND r.status IN ('pending', 'retry_wait', 'buffered') AND r.status <> 'buffered')`,
   );
@@ -447,7 +447,9 @@ export function timerControlStatements(db: Db) {
     },
     /**
      * Releases timer `timerId`'s buffered occurrence (B1 "buffer one") when none of its
-     * occurrences runs: `retry_wait` due at `nowMs`, so the clock makes it. True when released.
+     * occurrences runs: `retry_wait` due at `nowMs`, or at its own moment when that is later (it
+     * was buffered inside the clock's lookahead, before its moment: never made early), so the
+     * clock makes it. True when released.
      */
     releaseBuffered(timerId: string, nowMs: number): boolean {
       return release.run(nowMs, nowMs, timerId, timerId).changes > 0;
