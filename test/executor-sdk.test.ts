@@ -9,6 +9,7 @@ import { runExecutor, type Executor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { definePlugin, type PluginDefinition } from "../sdk/ts/src/plugin.js";
+import { eventsOf } from "./helpers/log-snapshot.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -236,6 +237,50 @@ describe("TypeScript executor SDK: transient failures keep reconnecting", () => 
       expect(await outcomeWithin(executor.done, 0)).toBe("pending");
     } finally {
       await executor.stop(0);
+      await owner.close();
+    }
+  });
+});
+
+describe("stop() hands in what finished (X3, X4)", () => {
+  it("a call that ends during the grace is answered from this executor and run once: its result is read before the stream closes", async () => {
+    const owner = await startTestOwner();
+    const runs: string[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const plugin = (name: string) =>
+      definePlugin({
+        name: "slow",
+        actions: {
+          work: {
+            allow: ["*"],
+            run: async () => {
+              runs.push(name);
+              if (name === "first") await released;
+              return { by: name };
+            },
+          },
+        },
+      });
+    const first = runExecutor({ url: owner.url, plugins: [plugin("first")], onError: () => {} });
+    let second: Executor | undefined;
+    try {
+      await first.ready;
+      const client = createClient({ url: owner.url });
+      const answer = client.call("slow.work", {}, { callId: "stop-during-call" });
+      await until(() => runs.length === 1, "the call running on the first executor");
+      second = runExecutor({ url: owner.url, plugins: [plugin("second")], onError: () => {} }); // where a lost result would be run again
+      await second.ready;
+      const stopped = first.stop(5_000);
+      setTimeout(release, 100); // ends inside the grace
+      await stopped;
+      expect((await answer).output).toEqual({ by: "first" });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(runs).toEqual(["first"]);
+      expect((await eventsOf(client, ["action.started", "action.retried", "action.completed", "action.failed"])).map((e) => e.type)).toEqual(["action.started", "action.completed"]);
+    } finally {
+      await first.stop(0);
+      await second?.stop(0);
       await owner.close();
     }
   });

@@ -439,12 +439,23 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     expect(created).toMatchObject({ seq: BigInt(result.output.created_seq as number), actor: started.actor });
     await until(async () => (await read("job.reminded")).some((e) => (e.data as JsonObject).job_id === "j-4"), "job.reminded for j-4");
     const [reminded] = (await read("job.reminded")).filter((e) => (e.data as JsonObject).job_id === "j-4");
-    expect(reminded.data).toEqual({ job_id: "j-4", what: "soon", timer_id: delayId, chain_depth: 1, early: false }); // sent up to 50 ms ahead with hold_ms (the executor holds), started at its moment
+    expect(reminded.data).toEqual({ job_id: "j-4", what: "soon", timer_id: delayId, chain_depth: 1, early: false }); // sent up to 100 ms ahead with hold_ms (the executor holds), started at its moment
     expect(reminded.actor).toEqual(started.actor); // T9: the delay runs as the actor it was armed under
 
     const again = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });
     expect(again).toMatchObject({ fromLog: true, output: result.output });
     expect(await admin.findDocuments("pyjob", { filter: { job_id: "j-4" } })).toHaveLength(1);
     expect((await read("timer.scheduled")).filter((e) => (e.data as JsonObject).timer_id === delayId)).toHaveLength(1);
+  });
+
+  // Last here: it stops the executor.
+  it("SIGTERM (stop) during a call: the call ends within the grace and its result reaches the owner before the stream closes: answered once, never retried", async () => {
+    const answer = web.call("pywork.slow", { job_id: "j-6" }, { callId: "slow-j-6" });
+    await until(async () => (await read("action.started")).some((e) => (e.data as JsonObject).call_id === "slow-j-6"), "the slow call started");
+    executor.kill("SIGTERM");
+    expect(await executorExited).toBe(0);
+    expect(await answer).toMatchObject({ fromLog: false, output: { job_id: "j-6" } });
+    const ofCall = (await read("action.started", "action.retried", "action.completed", "action.failed")).filter((e) => (e.data as JsonObject).call_id === "slow-j-6");
+    expect(ofCall.map((e) => e.type)).toEqual(["action.started", "action.completed"]);
   });
 });

@@ -25,6 +25,7 @@ describe("StreamClock: the owner's stream clock on the executor's (K4)", () => {
     expect(clock.writtenAt(4_000, 4_010)).toBe(4_000.5); // same window
     expect(clock.writtenAt(6_000, 6_010)).toBe(6_000.5); // next window: the previous one's minimum still counts
     expect(clock.writtenAt(12_000, 12_010)).toBe(12_010); // two windows later: only offsets of 10 seen since
+    expect(clock.writtenAt(612_000, 612_060)).toBe(612_060); // after ten quiet minutes: nothing older counts
   });
 });
 

@@ -522,6 +522,10 @@ def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+_CLOSE_WAIT_S = 2.0
+"""How long stop() lets the owner end a half-closed stream before cancelling it, s."""
+
+
 class _Session:
     """One Subscribe stream: its outgoing queue, the call, and whether it ended."""
 
@@ -546,6 +550,10 @@ class _Session:
             if item is None:
                 return
             yield item
+
+    def close_sends(self) -> None:
+        """Half-closes the stream after what is queued (the owner reads it, then ends the stream); later sends are dropped."""
+        self._queue.put(None)
 
     def end(self) -> None:
         """Ends the stream: no more sends, the call is cancelled."""
@@ -647,13 +655,22 @@ class Executor:
         return session is not None and not session.ended.is_set() and self._ready.is_set()
 
     def stop(self, grace_s: float = 5.0) -> None:
-        """Lets running deliveries and invocations finish (up to ``grace_s``), then closes the stream. Safe to call again."""
+        """Lets held and running deliveries and invocations finish (up to ``grace_s``, work that comes
+        meanwhile included), then half-closes the stream after the results and acks so far: the owner
+        reads them and ends it (given up to 2 s), so finished work is never run again; what still runs
+        then, the owner runs again elsewhere. Safe to call again."""
         self._stopping.set()
-        with self._running_lock:
-            running = list(self._running)
-        concurrent.futures.wait(running, timeout=grace_s)
+        deadline = time.monotonic() + grace_s
+        while (left := deadline - time.monotonic()) > 0:
+            with self._running_lock:
+                running = list(self._running)
+            if not running:
+                break
+            concurrent.futures.wait(running, timeout=left)
         session = self._session
         if session is not None:
+            session.close_sends()
+            session.ended.wait(_CLOSE_WAIT_S)
             session.end()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)

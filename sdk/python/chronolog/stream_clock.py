@@ -27,7 +27,9 @@ class StreamClock:
         if written_at_ms <= 0:
             return received_at_ms
         if received_at_ms >= self._window_ends:
-            self._previous, self._best = self._best, math.inf
+            # after a quiet spell, older transits no longer count
+            self._previous = self._best if received_at_ms < self._window_ends + _WINDOW_MS else math.inf
+            self._best = math.inf
             self._window_ends = received_at_ms + _WINDOW_MS
         self._best = min(self._best, received_at_ms - written_at_ms)
         return written_at_ms + min(self._best, self._previous)

@@ -28,6 +28,7 @@ class StreamClockTest(unittest.TestCase):
         self.assertEqual(clock.written_at(4_000, 4_010), 4_000.5)
         self.assertEqual(clock.written_at(6_000, 6_010), 6_000.5)
         self.assertEqual(clock.written_at(12_000, 12_010), 12_010)
+        self.assertEqual(clock.written_at(612_000, 612_060), 612_060)
 
 
 if __name__ == "__main__":

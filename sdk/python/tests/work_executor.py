@@ -19,7 +19,8 @@ same ids (nothing written twice). Prints "executor ready" on stderr once welcome
   under its ``action.started``) and arms ``pywork.remind`` 200 ms later (1);
 - action ``pywork.remind``: emits ``job.reminded`` with the timer that called it, its
   chain depth and whether it started before its due moment (``early``: the executor holds,
-  so a call sent ahead must still start at its moment).
+  so a call sent ahead must still start at its moment);
+- action ``pywork.slow``: takes 400 ms (a SIGTERM, i.e. ``stop()``, during it must hand in its result).
 
     PYTHONPATH=sdk/python .venv/bin/python sdk/python/tests/work_executor.py --url URL  (token: CHRONOLOG_TOKEN)
 """
@@ -28,6 +29,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 from datetime import datetime, timezone
 
 from chronolog import ActionContext, ChronologError, DeliveryContext, Plugin, run_executor
@@ -63,6 +65,13 @@ def file(ctx: ActionContext, input: dict) -> dict:
     created = ctx.collections.create("pyjob", {"job_id": input["job_id"], "status": "filed"})
     soon = ctx.delay("pywork.remind", {"job_id": input["job_id"], "what": "soon"}, {"interval_ms": 200}, "unbounded")
     return {"doc_id": created.doc["_id"], "created_seq": created.seq, "delay_id": soon.delay_id}
+
+
+@pywork.action("slow", allow=["*"])
+def slow(ctx: ActionContext, input: dict) -> dict:
+    """Takes 400 ms (a call that a stop() has to wait for)."""
+    time.sleep(0.4)
+    return {"job_id": input["job_id"]}
 
 
 @pywork.processor("worker", on="job.submitted", key="data.job_id", retry_delays_ms=[200, 400])

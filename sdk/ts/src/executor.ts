@@ -102,7 +102,11 @@ export interface Executor {
    * longer knows the token).
    */
   done: Promise<void>;
-  /** Finishes running deliveries (up to `graceMs`, default 5,000), then closes the stream. */
+  /**
+   * Finishes held and running work (up to `graceMs`, default 5,000), then half-closes the stream
+   * after the results and acks so far: the owner reads them and ends it, so finished work is
+   * never run again (what still runs then, the owner runs again elsewhere).
+   */
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -140,6 +144,10 @@ class ExecutorRunner {
   private sendQueue: ((r: Request) => void) | null = null;
   /** The current stream's held invocations (K4), or null between streams. */
   private holds: HoldQueue<Invocation> | null = null;
+  /** The current stream: `closeSends` half-closes it after what is queued; `over` resolves when it ended. Null between streams. */
+  private current: { closeSends: () => void; over: Promise<void> } | null = null;
+  /** stop() half-closed the stream: do not reconnect when it ends. */
+  private closing = false;
   private readonly pendingAcks: { deliveryId: string; outcome: Outcome; error: string }[] = [];
   private resolveReady!: () => void;
   private rejectReady!: (error: unknown) => void;
@@ -187,7 +195,7 @@ class ExecutorRunner {
           this.report(e);
         }
       }
-      if (this.stopping.signal.aborted) return;
+      if (this.stopping.signal.aborted || this.closing) return;
       await sleep(backoffMs, this.stopping.signal);
       backoffMs = Math.min(backoffMs * 2, this.options.maxBackoffMs ?? 5_000);
     }
@@ -198,6 +206,8 @@ class ExecutorRunner {
     const streamEnded = new AbortController();
     const outgoing = requestQueue(streamEnded.signal);
     this.sendQueue = outgoing.push;
+    let over!: () => void;
+    this.current = { closeSends: outgoing.end, over: new Promise<void>((resolve) => (over = resolve)) };
     outgoing.push({
       message: {
         case: "hello",
@@ -244,6 +254,8 @@ class ExecutorRunner {
       holds.clear(); // the owner runs them again (they were never started)
       this.sendQueue = null;
       this.holds = null;
+      this.current = null;
+      over();
     }
   }
 
@@ -324,6 +336,12 @@ class ExecutorRunner {
     });
   }
 
+  /**
+   * Waits up to `graceMs` for held and running work to end, then half-closes the stream after
+   * the results and acks queued so far: the owner reads them, then ends the stream, so no
+   * finished work is run again. Work still running or held then is run again by the owner
+   * (elsewhere). The owner gets {@link closeWaitMs} to end the stream before it is cut.
+   */
   private async stop(graceMs: number): Promise<void> {
     const grace = sleep(graceMs);
     const finished = (async () => {
@@ -331,6 +349,13 @@ class ExecutorRunner {
       await Promise.allSettled([...this.running]);
     })();
     await Promise.race([finished, grace]);
+    const stream = this.current;
+    if (stream) {
+      this.closing = true;
+      await new Promise((r) => setImmediate(r)); // acks are queued on the next turn (see ack)
+      stream.closeSends();
+      await Promise.race([stream.over, sleep(closeWaitMs)]);
+    }
     this.stopping.abort();
   }
 }
@@ -364,20 +389,33 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** A push-fed async iterable of requests that ends when `signal` aborts. */
-function requestQueue(signal: AbortSignal): { push: (r: Request) => void; iterable: AsyncIterable<Request> } {
+/** How long stop() lets the owner end a half-closed stream before cutting it, ms. */
+const closeWaitMs = 2_000;
+
+/**
+ * A push-fed async iterable of requests: ends at once when `signal` aborts, or after what is
+ * queued when `end()` is called (a half-close; later pushes are dropped).
+ */
+function requestQueue(signal: AbortSignal): { push: (r: Request) => void; end: () => void; iterable: AsyncIterable<Request> } {
   const items: Request[] = [];
+  let ended = false;
   let wake: (() => void) | null = null;
   signal.addEventListener("abort", () => wake?.(), { once: true });
   return {
     push(r) {
+      if (ended) return;
       items.push(r);
+      wake?.();
+    },
+    end() {
+      ended = true;
       wake?.();
     },
     iterable: {
       async *[Symbol.asyncIterator]() {
         while (!signal.aborted) {
           while (items.length > 0) yield items.shift()!;
+          if (ended) return;
           await new Promise<void>((resolve) => (wake = resolve));
           wake = null;
         }

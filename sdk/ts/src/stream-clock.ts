@@ -22,7 +22,7 @@ export class StreamClock {
   writtenAt(writtenAtMs: number, receivedAtMs: number): number {
     if (writtenAtMs <= 0) return receivedAtMs;
     if (receivedAtMs >= this.windowEnds) {
-      this.previous = this.best;
+      this.previous = receivedAtMs < this.windowEnds + windowMs ? this.best : Infinity; // after a quiet spell, older transits no longer count
       this.best = Infinity;
       this.windowEnds = receivedAtMs + windowMs;
     }
