@@ -271,9 +271,11 @@ describe("stop() hands in what finished (X3, X4)", () => {
       await until(() => runs.length === 1, "the call running on the first executor");
       second = runExecutor({ url: owner.url, plugins: [plugin("second")], onError: () => {} }); // where a lost result would be run again
       await second.ready;
+      const stopAt = performance.now();
       const stopped = first.stop(5_000);
       setTimeout(release, 100); // ends inside the grace
       await stopped;
+      expect(performance.now() - stopAt).toBeLessThan(1_500); // the owner ended the half-closed stream at once (not cut after 2 s)
       expect((await answer).output).toEqual({ by: "first" });
       await new Promise((r) => setTimeout(r, 200));
       expect(runs).toEqual(["first"]);
