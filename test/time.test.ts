@@ -618,6 +618,10 @@ describe("TimeService bad input (nothing written)", () => {
     expect(await fields(h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: {} }), Code.InvalidArgument, /bound/)).toEqual(["overdue"]);
     expect(await fields(h.time.delay({ action: "remind.send", overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /interval_ms or at/)).toEqual(["when"]);
     expect(await fields(h.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(T0 - 2_000) }, overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /past/)).toEqual(["at"]);
+    // Past JavaScript's Date range (±8.64e15 ms) too: INVALID_ARGUMENT, not INTERNAL.
+    const beyond = (seconds: bigint) => h.time.delay({ action: "remind.send", when: { case: "at", value: { seconds, nanos: 1_000_000 } as never }, overdue: { bound: { case: "unbounded", value: true } } });
+    expect(await fields(beyond(8_640_000_000_000n), Code.InvalidArgument, /more than 100 years ahead/)).toEqual(["at"]);
+    expect(await fields(beyond(-10_000_000_000_000n), Code.InvalidArgument, /at -10000000000000000 ms is in the past/)).toEqual(["at"]);
     await expectUnchanged(h.client, before);
     // `at` up to 1 s in the past is accepted and fires at once.
     await h.time.schedule({ timerId: "just-past", action: "remind.send", spec: at(T0 - 500) });

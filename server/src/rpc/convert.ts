@@ -1,5 +1,5 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromMs, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { ActorSchema, EventSchema, type Actor, type Cause, type Event } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { fail } from "../errors.js";
 import type { CauseRef } from "../log/emit.js";
@@ -55,5 +55,5 @@ export function objectFromProto(value: JsonObject | undefined): Record<string, u
 
 /** A Timestamp as ms since the epoch. */
 export function msFromTimestamp(t: Timestamp): number {
-  return timestampDate(t).getTime();
+  return timestampMs(t); // finite even past JavaScript's Date range (a Date there is NaN): range checks then refuse it
 }

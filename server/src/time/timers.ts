@@ -282,7 +282,8 @@ export function isDefaultPolicy(policy: SchedulePolicy): boolean {
 /** INVALID_ARGUMENT on `field` unless `atMs` is at most 1 s in the past and at most 100 years ahead of `nowMs`. */
 export function checkAt(atMs: number, nowMs: number, field: string): void {
   if (atMs < nowMs - pastToleranceMs) {
-    fail("bad_request", `${field} ${new Date(atMs).toISOString()} is in the past (now ${new Date(nowMs).toISOString()})`, [{ field, description: "in the past" }]);
+    const at = Math.abs(atMs) <= 8.64e15 ? new Date(atMs).toISOString() : `${atMs} ms`; // beyond JavaScript's Date range
+    fail("bad_request", `${field} ${at} is in the past (now ${new Date(nowMs).toISOString()})`, [{ field, description: "in the past" }]);
   }
   if (atMs > nowMs + maxHorizonMs) fail("bad_request", `${field} is more than 100 years ahead`, [{ field, description: "too far ahead" }]);
 }
