@@ -142,10 +142,11 @@ class ExecutorRunner {
   private readonly actions: ActionHost;
   private readonly stopping = new AbortController();
   private sendQueue: ((r: Request) => void) | null = null;
-  /** The current stream's held invocations (K4), or null between streams. */
-  private holds: HoldQueue<Invocation> | null = null;
-  /** The current stream: `closeSends` half-closes it after what is queued; `over` resolves when it ended. Null between streams. */
-  private current: { closeSends: () => void; over: Promise<void> } | null = null;
+  /**
+   * The current stream, null between streams: its held invocations (K4); `closeSends`
+   * half-closes it after what is queued; `over` resolves when it ended.
+   */
+  private current: { holds: HoldQueue<Invocation>; closeSends: () => void; over: Promise<void> } | null = null;
   /** stop() half-closed the stream: do not reconnect when it ends. */
   private closing = false;
   private readonly pendingAcks: { deliveryId: string; outcome: Outcome; error: string }[] = [];
@@ -206,8 +207,11 @@ class ExecutorRunner {
     const streamEnded = new AbortController();
     const outgoing = requestQueue(streamEnded.signal);
     this.sendQueue = outgoing.push;
+    const abort = AbortSignal.any([this.stopping.signal, streamEnded.signal]);
+    setMaxListeners(0, abort); // each delivery and invocation in flight listens for the stream's end: no leak warning past 10
+    const holds = new HoldQueue<Invocation>((invocation, lateMs) => this.invoke(invocation, lateMs, outgoing.push, abort));
     let over!: () => void;
-    this.current = { closeSends: outgoing.end, over: new Promise<void>((resolve) => (over = resolve)) };
+    this.current = { holds, closeSends: outgoing.end, over: new Promise<void>((resolve) => (over = resolve)) };
     outgoing.push({
       message: {
         case: "hello",
@@ -225,13 +229,9 @@ class ExecutorRunner {
       },
     });
     const client = createRpcClient(ExecutorService, this.transport);
-    const abort = AbortSignal.any([this.stopping.signal, streamEnded.signal]);
-    setMaxListeners(0, abort); // each delivery and invocation in flight listens for the stream's end: no leak warning past 10
     let heartbeat: NodeJS.Timeout | undefined;
     let lastHeardMs = Date.now();
     const clock = new StreamClock();
-    const holds = new HoldQueue<Invocation>((invocation, lateMs) => this.invoke(invocation, lateMs, outgoing.push, abort));
-    this.holds = holds;
     try {
       for await (const response of client.subscribe(outgoing.iterable, { signal: abort })) {
         lastHeardMs = Date.now();
@@ -253,7 +253,6 @@ class ExecutorRunner {
       streamEnded.abort();
       holds.clear(); // the owner runs them again (they were never started)
       this.sendQueue = null;
-      this.holds = null;
       this.current = null;
       over();
     }
@@ -345,7 +344,7 @@ class ExecutorRunner {
   private async stop(graceMs: number): Promise<void> {
     const grace = sleep(graceMs);
     const finished = (async () => {
-      await this.holds?.drained(); // held invocations start at their moment, then count as running
+      await this.current?.holds.drained(); // held invocations start at their moment, then count as running
       await Promise.allSettled([...this.running]);
     })();
     await Promise.race([finished, grace]);
