@@ -16,7 +16,7 @@
 //     Targets: RSS <= 300 MB, restart-to-ready <= 2 s. If the rate on the first
 //     20,000 extrapolates to > 6 min and BENCH_PENDING is unset, stops at 200,000.
 // The owner runs as a child process: the bundle (dist/main.js serve, --plugins folder; built
-// once at start by scripts/build.mjs), with --min-semi-space-size=16, as `npm run serve` runs it;
+// once at start by scripts/build.mjs), with --min-semi-space-size=16 --no-flush-bytecode, as `npm run serve` runs it;
 // BENCH_OWNER=tsx runs server/src/main.ts under tsx instead. RSS is VmRSS from /proc/PID/status.
 // BENCH_OWNER_NODE_ARGS and BENCH_EXECUTOR_NODE_ARGS add node flags (e.g. --cpu-prof).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
@@ -53,7 +53,7 @@ function makeDir(): string {
 }
 
 /** The owner's entry: the bundle (built now), or server/src/main.ts under tsx with BENCH_OWNER=tsx (for comparison). */
-const ownerEntry = process.env.BENCH_OWNER === "tsx" ? ["--min-semi-space-size=16", "--import", "tsx", "server/src/main.ts"] : ["--min-semi-space-size=16", "dist/main.js"];
+const ownerEntry = process.env.BENCH_OWNER === "tsx" ? ["--min-semi-space-size=16", "--no-flush-bytecode", "--import", "tsx", "server/src/main.ts"] : ["--min-semi-space-size=16", "--no-flush-bytecode", "dist/main.js"];
 if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
 
 async function startOwner(dir: string): Promise<Owner> {
