@@ -239,6 +239,38 @@ describe("actions (A1-A4) through the real transport and SDK executors", () => {
     expect((await readAll(client, ["action.failed"])).map((e) => e.data?.error)).toEqual(["gave up", "gave up"]);
   });
 
+  it("a run that reads its signal only after it was cancelled, or after its stream ended, finds it aborted with the reason", async () => {
+    const { owner: o, client } = await owner();
+    const seen: { aborted: boolean; reason: string }[] = [];
+    const plugin = definePlugin({
+      name: "late",
+      actions: {
+        look: {
+          allow: ["*"],
+          async run(ctx) {
+            await new Promise((r) => setTimeout(r, 400)); // the signal is not read meanwhile
+            seen.push({ aborted: ctx.signal.aborted, reason: String((ctx.signal.reason as Error | undefined)?.message) });
+            return {};
+          },
+        },
+      },
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    const ex = await executor(o.url, plugin);
+    const controller = new AbortController();
+    const cancelled = callError(client.call("late.look", {}, { callId: "l-1", signal: controller.signal }));
+    await until(async () => (await readAll(client, ["action.started"])).length === 1, "the run started");
+    controller.abort();
+    expect((await cancelled).code).toBe(Code.Canceled);
+    await until(() => seen.length === 1, "the run read its signal");
+    expect(seen[0]).toEqual({ aborted: true, reason: expect.stringContaining("caller cancelled") });
+    void client.call("late.look", {}, { callId: "l-2" }).catch(() => {});
+    await until(async () => (await readAll(client, ["action.started"])).length === 2, "the second run started");
+    await ex.stop(0); // the stream ends while the run waits
+    await until(() => seen.length === 2, "the second run read its signal");
+    expect(seen[1].aborted).toBe(true);
+  });
+
   it("a retried processor delivery that calls an action and emits produces no duplicates", async () => {
     const { owner: o, client } = await owner();
     let actionRuns = 0;
@@ -299,9 +331,10 @@ describe("actions (A1-A4) through the real transport and SDK executors", () => {
           allow: ["*"],
           record: false,
           async run(ctx, input) {
-            const event = await ctx.emit("note.written", { text: input.text ?? "" });
-            await ctx.collections.create("notes.pages", { _id: "scribble", text: input.text ?? "" });
-            const nested = await ctx.call("notes.write", { text: "nested" });
+            const { emit, collections, call } = ctx; // helpers taken off the context keep working, positions shared
+            const event = await emit("note.written", { text: input.text ?? "" });
+            await collections.create("notes.pages", { _id: "scribble", text: input.text ?? "" });
+            const nested = await call("notes.write", { text: "nested" });
             return { eventId: event.id, nested: nested.output };
           },
         },

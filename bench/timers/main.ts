@@ -151,14 +151,15 @@ async function setDelays(url: string, from: number, to: number, dueOf: (i: numbe
   console.log(`(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`);
   const deadline = start + lead + 10_000 + 30_000;
   await sleep(start + lead - Date.now() - 500);
-  const cpu0 = cpuMs(owner.child.pid!);
+  const [cpu0, executorCpu0] = [cpuMs(owner.child.pid!), cpuMs(child.pid!)];
   while (handled < warmup + delays && Date.now() < deadline) await sleep(100);
   const cpuPerCall = ((cpuMs(owner.child.pid!) - cpu0) / (handled - warmup)) * 1000;
+  const executorCpuPerCall = ((cpuMs(child.pid!) - executorCpu0) / (handled - warmup)) * 1000;
   await sleep(2_000); // room for late duplicates
   const metrics = await (await fetch(`${owner.url}/metrics`)).text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
   const commits = metric("chronolog_commit_batch_size_count");
-  console.log(`(a) owner CPU per call ${cpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat)`);
+  console.log(`(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat)`);
   const sent = [...metrics.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
   const sentTotal = sent.at(-1)?.[1] ?? 0;
   const sentBucket = (p: number) => sent.find(([, n]) => n >= (p / 100) * sentTotal)?.[0] ?? "?";

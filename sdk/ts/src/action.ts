@@ -4,7 +4,7 @@ import type { ChronologClient } from "./client.js";
 import type { Actor } from "./gen/chronolog/v1/event_pb.js";
 import { Outcome, type ActionResultSchema, type Invocation } from "./gen/chronolog/v1/executor_pb.js";
 import type { ActionDefinition, PluginDefinition } from "./plugin.js";
-import { workUnderCause, type WorkUnderCause } from "./work.js";
+import { CauseWork, type WorkUnderCause } from "./work.js";
 
 /** What an action's `run` gets for one invocation (A2, A4, X5). */
 export interface ActionContext extends WorkUnderCause {
@@ -57,7 +57,7 @@ const cancelledBy = (reason: string) => new Error(`cancelled by the owner: ${rea
  */
 export class ActionHost {
   private readonly definitions = new Map<string, ActionDefinition>();
-  private readonly running = new Map<string, AbortController>();
+  private readonly running = new Map<string, RunContext>();
 
   constructor(
     plugins: PluginDefinition[],
@@ -73,7 +73,8 @@ export class ActionHost {
 
   /** Aborts the signal of invocation `invocationId` (if it runs here) with `reason`. */
   cancel(invocationId: string, reason: string): void {
-    this.running.get(invocationId)?.abort(cancelledBy(reason));
+    const run = this.running.get(invocationId);
+    if (run) RunContext.abort(run, cancelledBy(reason));
   }
 
   /** The result of an invocation cancelled with `reason` while it was held (it never started). */
@@ -88,18 +89,12 @@ export class ActionHost {
    * starts now, reported in the result (K4). Never rejects.
    */
   async invoke(invocation: Invocation, startedLateMs: number, send: (result: ActionResultInit) => void, progress: (extendMs: number) => void, streamSignal: AbortSignal): Promise<void> {
-    // One controller per run, aborted by CancelInvocation or the stream's end (a listener: AbortSignal.any costs a weak ref and GC work per run).
-    const cancel = new AbortController();
-    const streamEnded = () => cancel.abort(streamSignal.reason);
-    if (streamSignal.aborted) streamEnded();
-    else streamSignal.addEventListener("abort", streamEnded, { once: true });
-    this.running.set(invocation.invocationId, cancel);
-    const signal = cancel.signal;
     let result: ActionResultInit;
+    const ctx = new RunContext(this.client, invocation, streamSignal, progress);
+    this.running.set(invocation.invocationId, ctx);
     try {
       const def = this.definitions.get(invocation.action);
       if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
-      const ctx = this.context(invocation, signal, progress);
       const output: unknown = (await def.run(ctx, ctx.input)) ?? {};
       if (typeof output !== "object" || output === null || Array.isArray(output)) throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
       result = { invocationId: invocation.invocationId, outcome: Outcome.OK, output: output as JsonObject, startedLateMs };
@@ -108,35 +103,75 @@ export class ActionHost {
       result = { invocationId: invocation.invocationId, outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR, error: e instanceof Error ? e.message : String(e), startedLateMs };
     } finally {
       this.running.delete(invocation.invocationId);
-      streamSignal.removeEventListener("abort", streamEnded);
+      RunContext.end(ctx);
     }
     if (!streamSignal.aborted) send(result);
   }
+}
 
-  /** What `run` gets for `invocation` (A2, A4, X5). */
-  private context(invocation: Invocation, signal: AbortSignal, progress: (extendMs: number) => void): ActionContext {
-    return {
-      ...workUnderCause(this.client, invocation.causeEventId || invocation.callId, signal),
-      action: invocation.action,
-      input: (invocation.input ?? {}) as JsonObject,
-      callId: invocation.callId,
-      attempt: invocation.attempt,
-      retry: invocation.attempt > 1,
-      actor: invocation.actor,
-      signal,
-      deadline: invocation.deadline ? timestampDate(invocation.deadline) : undefined,
-      progress: (extendMs = 0) => progress(extendMs),
-      scheduled: invocation.scheduled && {
-        timerId: invocation.scheduled.timerId,
-        due: invocation.scheduled.due ? timestampDate(invocation.scheduled.due) : new Date(0),
-        occurrenceId: invocation.scheduled.occurrenceId,
-      },
-      pulse: invocation.pulse && {
-        pulse: invocation.pulse.pulse,
-        interval: invocation.pulse.interval,
-        due: invocation.pulse.due ? timestampDate(invocation.pulse.due) : new Date(0),
-      },
-      chainDepth: invocation.chainDepth,
-    };
+/**
+ * What `run` gets for one invocation (A2, A4, X5). Its `signal` is made when first read
+ * (most runs never read it): then aborted at once if the run was cancelled or its stream
+ * ended before, or later when either happens.
+ */
+class RunContext extends CauseWork implements ActionContext {
+  readonly action: string;
+  readonly input: JsonObject;
+  readonly callId: string;
+  readonly attempt: number;
+  readonly retry: boolean;
+  readonly actor: Actor | undefined;
+  readonly deadline: Date | undefined;
+  readonly scheduled: ActionContext["scheduled"];
+  readonly pulse: ActionContext["pulse"];
+  readonly chainDepth: number;
+  readonly #streamSignal: AbortSignal;
+  readonly #progress: (extendMs: number) => void;
+  #cancel: AbortController | undefined;
+  /** Why the run was cancelled before its signal was made (undefined: it was not). */
+  #cancelledBy: Error | undefined;
+  #onStreamEnd: (() => void) | undefined;
+
+  constructor(client: ChronologClient, invocation: Invocation, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
+    super(client, invocation.causeEventId || invocation.callId);
+    this.action = invocation.action;
+    this.input = (invocation.input ?? {}) as JsonObject;
+    this.callId = invocation.callId;
+    this.attempt = invocation.attempt;
+    this.retry = invocation.attempt > 1;
+    this.actor = invocation.actor;
+    this.deadline = invocation.deadline ? timestampDate(invocation.deadline) : undefined;
+    const { scheduled, pulse } = invocation;
+    this.scheduled = scheduled && { timerId: scheduled.timerId, due: scheduled.due ? timestampDate(scheduled.due) : new Date(0), occurrenceId: scheduled.occurrenceId };
+    this.pulse = pulse && { pulse: pulse.pulse, interval: pulse.interval, due: pulse.due ? timestampDate(pulse.due) : new Date(0) };
+    this.chainDepth = invocation.chainDepth;
+    this.#streamSignal = streamSignal;
+    this.#progress = progress;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#cancel) return this.#cancel.signal;
+    // One controller per run, aborted by CancelInvocation or the stream's end (a listener: AbortSignal.any costs a weak ref and GC work per run).
+    const cancel = (this.#cancel = new AbortController());
+    const stream = this.#streamSignal;
+    if (this.#cancelledBy) cancel.abort(this.#cancelledBy);
+    else if (stream.aborted) cancel.abort(stream.reason);
+    else stream.addEventListener("abort", (this.#onStreamEnd = () => cancel.abort(stream.reason)), { once: true });
+    return cancel.signal;
+  }
+
+  get progress(): ActionContext["progress"] {
+    return (extendMs = 0) => this.#progress(extendMs);
+  }
+
+  /** Cancels `run` (CancelInvocation) with `reason`: aborts its signal, now or when it is made. */
+  static abort(run: RunContext, reason: Error): void {
+    if (run.#cancel) run.#cancel.abort(reason);
+    else run.#cancelledBy ??= reason;
+  }
+
+  /** The run ended: stops listening for its stream's end. */
+  static end(run: RunContext): void {
+    if (run.#onStreamEnd) run.#streamSignal.removeEventListener("abort", run.#onStreamEnd);
   }
 }

@@ -11,7 +11,7 @@ import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/pl
 import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { HoldQueue } from "./hold-queue.js";
 import { StreamClock } from "./stream-clock.js";
-import { workUnderCause, type WorkUnderCause } from "./work.js";
+import { CauseWork, type WorkUnderCause } from "./work.js";
 
 export type { ActionContext } from "./action.js";
 
@@ -299,20 +299,7 @@ class ExecutorRunner {
 
   private async deliver(delivery: Delivery, send: (r: Request) => void, signal: AbortSignal): Promise<void> {
     const handler = this.handlers.get(delivery.processor);
-    const event = delivery.event!;
-    const work = workUnderCause(this.client, event.id, signal);
-    const ctx: DeliveryContext = {
-      ...work,
-      event,
-      data: (event.data ?? {}) as JsonObject,
-      processor: delivery.processor,
-      attempt: delivery.attempt,
-      retry: delivery.attempt > 1,
-      actor: event.actor,
-      key: delivery.key,
-      signal,
-      progress: (extendMs = 0) => send({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }),
-    };
+    const ctx = new DeliveryRun(this.client, delivery, signal, (extendMs) => send({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }));
     let outcome = Outcome.OK;
     let error = "";
     try {
@@ -356,6 +343,35 @@ class ExecutorRunner {
       await Promise.race([stream.over, sleep(closeWaitMs)]);
     }
     this.stopping.abort();
+  }
+}
+
+/** What a processor's `run` gets for one delivery (see {@link DeliveryContext}). */
+class DeliveryRun extends CauseWork implements DeliveryContext {
+  readonly event: Event;
+  readonly data: JsonObject;
+  readonly processor: string;
+  readonly attempt: number;
+  readonly retry: boolean;
+  readonly actor: Actor | undefined;
+  readonly key: string;
+  readonly #progress: (extendMs: number) => void;
+
+  constructor(client: ChronologClient, delivery: Delivery, readonly signal: AbortSignal, progress: (extendMs: number) => void) {
+    const event = delivery.event!;
+    super(client, event.id);
+    this.event = event;
+    this.data = (event.data ?? {}) as JsonObject;
+    this.processor = delivery.processor;
+    this.attempt = delivery.attempt;
+    this.retry = delivery.attempt > 1;
+    this.actor = event.actor;
+    this.key = delivery.key;
+    this.#progress = progress;
+  }
+
+  get progress(): DeliveryContext["progress"] {
+    return (extendMs = 0) => this.#progress(extendMs);
   }
 }
 

@@ -88,35 +88,74 @@ export interface WorkUnderCause {
 }
 
 /**
- * The work helpers under cause `eventId` (a delivery's event id, an
- * invocation's `cause_event_id`, or a `record: false` invocation's call id).
- * `signal` cancels calls in progress (the run was cancelled or the stream lost).
+ * The work helpers under cause `eventId` (a delivery's event id, an invocation's
+ * `cause_event_id`, or a `record: false` invocation's call id), the base of a run's and a
+ * delivery's context. The subclass's `signal` (read when a call is made) cancels calls in
+ * progress (the run was cancelled or the stream lost). Each helper is made when it is read,
+ * bound to this object, so `const { emit } = ctx` works and a run that calls nothing pays
+ * for nothing (an executor taking timer calls makes thousands of contexts a second).
  */
-export function workUnderCause(client: ChronologClient, eventId: string, signal: AbortSignal): WorkUnderCause {
-  let position = 0;
-  const cause = () => ({ eventId, position: position++ });
-  return {
-    async emit(type, data) {
-      const response = await client.log.emit({ type, data, cause: cause() }, { signal });
-      return response.event!;
-    },
-    async call(action, input = {}) {
-      return client.call(action, input, { cause: cause(), signal });
-    },
-    schedule: (action, input, when, options = {}) => client.schedule(action, input, when, { ...options, cause: cause(), signal }),
-    unschedule: (timerId) => client.unschedule(timerId, { cause: cause(), signal }),
-    pauseTimer: (timerId, note) => client.pauseTimer(timerId, { note, cause: cause(), signal }),
-    resumeTimer: (timerId, note) => client.resumeTimer(timerId, { note, cause: cause(), signal }),
-    triggerTimer: (timerId) => client.triggerTimer(timerId, { cause: cause(), signal }),
-    delay: (action, input, when, overdue, options = {}) => client.delay(action, input, when, overdue, { freshChain: options.freshChain, cause: cause(), signal }),
-    cancelDelay: (delayId) => client.cancelDelay(delayId, { cause: cause(), signal }),
-    collections: {
-      create: (collection, doc) => client.createDocument(collection, doc, { cause: cause() }),
-      replace: (collection, id, doc) => client.replaceDocument(collection, id, doc, { cause: cause() }),
-      patch: (collection, id, patch) => client.patchDocument(collection, id, patch, { cause: cause() }),
-      delete: (collection, id) => client.deleteDocument(collection, id, { cause: cause() }),
+export abstract class CauseWork implements WorkUnderCause {
+  readonly #client: ChronologClient;
+  readonly #eventId: string;
+  #position = 0;
+  abstract readonly signal: AbortSignal;
+
+  constructor(client: ChronologClient, eventId: string) {
+    this.#client = client;
+    this.#eventId = eventId;
+  }
+
+  /** The next position under the cause (E7). */
+  #cause(): { eventId: string; position: number } {
+    return { eventId: this.#eventId, position: this.#position++ };
+  }
+
+  get emit(): WorkUnderCause["emit"] {
+    return async (type, data) => (await this.#client.log.emit({ type, data, cause: this.#cause() }, { signal: this.signal })).event!;
+  }
+
+  get call(): WorkUnderCause["call"] {
+    return (action, input = {}) => this.#client.call(action, input, { cause: this.#cause(), signal: this.signal });
+  }
+
+  get schedule(): WorkUnderCause["schedule"] {
+    return (action, input, when, options = {}) => this.#client.schedule(action, input, when, { ...options, cause: this.#cause(), signal: this.signal });
+  }
+
+  get unschedule(): WorkUnderCause["unschedule"] {
+    return (timerId) => this.#client.unschedule(timerId, { cause: this.#cause(), signal: this.signal });
+  }
+
+  get pauseTimer(): WorkUnderCause["pauseTimer"] {
+    return (timerId, note) => this.#client.pauseTimer(timerId, { note, cause: this.#cause(), signal: this.signal });
+  }
+
+  get resumeTimer(): WorkUnderCause["resumeTimer"] {
+    return (timerId, note) => this.#client.resumeTimer(timerId, { note, cause: this.#cause(), signal: this.signal });
+  }
+
+  get triggerTimer(): WorkUnderCause["triggerTimer"] {
+    return (timerId) => this.#client.triggerTimer(timerId, { cause: this.#cause(), signal: this.signal });
+  }
+
+  get delay(): WorkUnderCause["delay"] {
+    return (action, input, when, overdue, options = {}) => this.#client.delay(action, input, when, overdue, { freshChain: options.freshChain, cause: this.#cause(), signal: this.signal });
+  }
+
+  get cancelDelay(): WorkUnderCause["cancelDelay"] {
+    return (delayId) => this.#client.cancelDelay(delayId, { cause: this.#cause(), signal: this.signal });
+  }
+
+  get collections(): CauseCollections {
+    const client = this.#client;
+    return {
+      create: (collection, doc) => client.createDocument(collection, doc, { cause: this.#cause() }),
+      replace: (collection, id, doc) => client.replaceDocument(collection, id, doc, { cause: this.#cause() }),
+      patch: (collection, id, patch) => client.patchDocument(collection, id, patch, { cause: this.#cause() }),
+      delete: (collection, id) => client.deleteDocument(collection, id, { cause: this.#cause() }),
       get: (collection, id) => client.getDocument(collection, id),
       find: (collection, options) => client.findDocuments(collection, options),
-    },
-  };
+    };
+  }
 }
