@@ -110,6 +110,26 @@ describe("group commit (E8)", () => {
     expect(performance.now() - lone).toBeLessThan(250); // a small batch spaces nothing
   });
 
+  it("under load a batch of deferrable units only waits the longer spacing (10 ms; 600 here); an urgent unit arriving meanwhile brings it forward to the short one", async () => {
+    const store = open(folder());
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { batchSpacingMs: 150, deferredSpacingMs: 600 });
+    const load = () => Promise.all(Array.from({ length: 16 }, (_, i) => committer.submit((tx) => tx.append(event(`load${i}-${performance.now()}`)))));
+    await load();
+    let start = performance.now();
+    await committer.submit((tx) => tx.append(event("deferred-1")), { deferrable: true });
+    const deferredWait = performance.now() - start;
+    expect(deferredWait).toBeGreaterThanOrEqual(550);
+    await load();
+    start = performance.now();
+    const deferred = committer.submit((tx) => tx.append(event("deferred-2")), { deferrable: true }).then(() => performance.now() - start);
+    await new Promise((r) => setTimeout(r, 50));
+    const urgent = committer.submit((tx) => tx.append(event("urgent"))).then(() => performance.now() - start);
+    const [deferredMs, urgentMs] = await Promise.all([deferred, urgent]);
+    expect(urgentMs).toBeGreaterThanOrEqual(100);
+    expect(urgentMs).toBeLessThan(450); // the short spacing, not the long one
+    expect(Math.abs(deferredMs - urgentMs)).toBeLessThan(20); // in the same batch
+  });
+
   it("commits concurrent submits in one batch and resolves each only after the commit", async () => {
     const dataDir = folder();
     const store = open(dataDir);

@@ -360,7 +360,7 @@ export class ActionCalls {
         throw e;
       }
       try {
-        cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError));
+        cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError), { deferrable: hasSlack(call, this.deps.clock.now()) });
       } catch (e) {
         session.inFlight.delete(invocationId);
         hosts.offer(session);
@@ -370,12 +370,12 @@ export class ActionCalls {
       const end = await this.invoke(run, session, invocationId, cause);
       switch (end.kind) {
         case "ok":
-          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }));
+          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }), { deferrable: call.scheduled !== undefined });
           return end.output;
         case "error":
         case "timeout": {
           const error = new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
-          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message }));
+          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message }), { deferrable: call.scheduled !== undefined });
           throw error;
         }
         case "stopping":
@@ -581,4 +581,15 @@ function callerGone(caller: CallerContext): ChronologError {
 
 function stoppingError(): ChronologError {
   return new ChronologError("unavailable", "the owner is stopping; call again when it is back");
+}
+
+/**
+ * The least time a call of time must have to spare before its moment for its start to be committed
+ * as deferrable (Committer.submit: it may wait up to 10 ms longer under load), ms.
+ */
+const startSlackMs = 30;
+
+/** True for a call made by time whose moment is at least {@link startSlackMs} away (it was claimed inside the clock's lookahead); `nowMs` on the owner's clock. */
+function hasSlack(call: CallIdentity, nowMs: number): boolean {
+  return call.scheduled?.sendAtMs !== undefined && call.scheduled.sendAtMs - nowMs >= startSlackMs;
 }

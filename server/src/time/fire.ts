@@ -119,7 +119,8 @@ export class TimerFiring {
     if (this.stopped) return;
     const { committer, timers, clock, lookaheadMs } = this.deps;
     const units = Math.max(1, Math.ceil(timers.dueCount(clock.now() + lookaheadMs, claimLimit) / claimChunk));
-    const claims = await Promise.all(Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0))));
+    // Inside a lookahead of 50 ms or more a claim has time to spare: it may wait for a larger commit (Committer.submit).
+    const claims = await Promise.all(Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0), { deferrable: lookaheadMs >= 50 })));
     for (const { claimed, skipped } of claims) {
       for (const s of skipped) this.publish(s);
       for (const { occurrence, sendAtMs, mayBuffer } of claimed) void this.call(occurrence, sendAtMs, mayBuffer);
