@@ -131,6 +131,8 @@ class RunContext extends CauseWork implements ActionContext {
   /** Why the run was cancelled before its signal was made (undefined: it was not). */
   #cancelledBy: Error | undefined;
   #onStreamEnd: (() => void) | undefined;
+  /** The run ended: a signal first read after it listens to nothing (no listener left behind on the stream). */
+  #ended = false;
 
   constructor(client: ChronologClient, invocation: Invocation, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
     super(client, invocation.causeEventId || invocation.callId);
@@ -156,7 +158,7 @@ class RunContext extends CauseWork implements ActionContext {
     const stream = this.#streamSignal;
     if (this.#cancelledBy) cancel.abort(this.#cancelledBy);
     else if (stream.aborted) cancel.abort(stream.reason);
-    else stream.addEventListener("abort", (this.#onStreamEnd = () => cancel.abort(stream.reason)), { once: true });
+    else if (!this.#ended) stream.addEventListener("abort", (this.#onStreamEnd = () => cancel.abort(stream.reason)), { once: true });
     return cancel.signal;
   }
 
@@ -172,6 +174,7 @@ class RunContext extends CauseWork implements ActionContext {
 
   /** The run ended: stops listening for its stream's end. */
   static end(run: RunContext): void {
+    run.#ended = true;
     if (run.#onStreamEnd) run.#streamSignal.removeEventListener("abort", run.#onStreamEnd);
   }
 }
