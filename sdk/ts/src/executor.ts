@@ -208,7 +208,7 @@ class ExecutorRunner {
     const outgoing = requestQueue(streamEnded.signal);
     this.sendQueue = outgoing.push;
     const abort = AbortSignal.any([this.stopping.signal, streamEnded.signal]);
-    setMaxListeners(0, abort); // each delivery and invocation in flight listens for the stream's end: no leak warning past 10
+    setMaxListeners(0, abort); // every run in flight that read ctx.signal listens for the stream's end: no leak warning past 10
     const holds = new HoldQueue<Invocation>((invocation, lateMs) => this.invoke(invocation, lateMs, outgoing.push, abort));
     let over!: () => void;
     this.current = { holds, closeSends: outgoing.end, over: new Promise<void>((resolve) => (over = resolve)) };

@@ -72,7 +72,6 @@ const loadedBatchUnits = 16;
 
 interface Pending {
   work: Work<unknown>;
-  deferrable: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -109,8 +108,7 @@ export class Committer {
   private queue: Pending[] = [];
   /** Queued units that are not deferrable: while there is one, the batch keeps the shorter spacing. */
   private urgent = 0;
-  /** A flush is scheduled: at `flushAt` (performance.now(), ms) by `flushTimer`, or on the next turn (-Infinity). */
-  private scheduled = false;
+  /** When the scheduled flush runs (performance.now(), ms): by `flushTimer`, or on the next turn (-Infinity); Infinity: none is scheduled. */
   private flushAt = Infinity;
   private flushTimer: NodeJS.Timeout | undefined;
   /** A batch runs its slices or waits for its fsync: the next batch collects meanwhile and commits after it. */
@@ -162,9 +160,8 @@ export class Committer {
    */
   submit<T>(work: Work<T>, options: { deferrable?: boolean } = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const deferrable = options.deferrable ?? false;
-      this.queue.push({ work, deferrable, resolve: resolve as (v: unknown) => void, reject });
-      if (!deferrable) this.urgent++;
+      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      if (!options.deferrable) this.urgent++;
       this.schedule();
     });
   }
@@ -179,9 +176,8 @@ export class Committer {
     if (this.busy || this.queue.length === 0) return;
     const spacing = this.urgent > 0 ? (this.options.batchSpacingMs ?? defaultBatchSpacingMs) : (this.options.deferredSpacingMs ?? defaultDeferredSpacingMs);
     const at = this.lastLoadedFlushAt + spacing;
-    if (this.scheduled && at >= this.flushAt) return;
+    if (at >= this.flushAt) return; // the scheduled flush comes no later
     clearTimeout(this.flushTimer);
-    this.scheduled = true;
     const wait = at - performance.now();
     if (wait > 0) {
       this.flushAt = at;
@@ -194,7 +190,6 @@ export class Committer {
   }
 
   private flush(): void {
-    this.scheduled = false;
     this.flushAt = Infinity;
     this.flushTimer = undefined;
     this.urgent = 0;

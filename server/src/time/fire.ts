@@ -214,7 +214,7 @@ export class TimerFiring {
      * The occurrence's end (T7), in the unit that records the action's end when ActionCalls runs
      * `onEnd`, else in one of its own; an end for good releases the timer's buffered occurrence
      * (B1 "buffer one") in the same unit: due at once (or at its moment, if that is still to come:
-   * buffered inside the lookahead), so the clock is told of the commit time.
+     * buffered inside the lookahead), so the clock is told of the commit time.
      */
     const finish = (tx: Tx, ended: "completed" | "failed", why: string) => {
       const retryInMs = ended === "failed" ? occurrence.retryDelaysMs[attempt - 1] : undefined;
