@@ -254,6 +254,37 @@ describe("retention of spent timers and ended occurrences", () => {
     expect(h.rec.calls.map((c) => c.attempt)).toEqual([1, 2]);
   });
 
+  it("a spent timer goes once none of its occurrences is active; its ended occurrence, younger, stays until its own age", async () => {
+    const clock = new ManualClock(T0);
+    const retentionMs = 30 * 60_000 - 5_000; // 29 min 55 s
+    const h = await harness(clock, { timerRetentionMs: retentionMs }, { calls: [], failing: true });
+    const due = T0 + HOUR + 30 * 60_000;
+    await h.time.schedule({ timerId: "once", action: "keep.flaky", spec: { when: { case: "at", value: timestampFromMs(due) } } });
+    let swept = sweepFrom(h.owner, T0 + HOUR);
+    clock.set(T0 + HOUR); // nothing spent or ended yet
+    expect(await swept).toMatchObject({ occurrences: 0, timers: 0, complete: true });
+
+    // Fires at T0 + 1 h 30 min (the timer's last change) and fails; the retry 10 s later completes (the occurrence's last change).
+    clock.set(due);
+    await until(async () => (await occurrenceRows(h))[0]?.status === "retry_wait", "the retry wait");
+    h.rec.failing = false;
+    clock.set(due + 10_000);
+    await until(async () => (await occurrenceRows(h))[0]?.status === "completed", "the retry completed");
+
+    // T0 + 2 h: cutoff T0 + 1 h 30 min 5 s. The timer is older and has no active occurrence: it goes; its occurrence is younger: it stays.
+    swept = sweepFrom(h.owner, T0 + 2 * HOUR);
+    clock.set(T0 + 2 * HOUR);
+    expect(await swept).toMatchObject({ occurrences: 0, timers: 1, complete: true });
+    expect(await timerIds(h)).toEqual(["keep/off"]);
+    expect(await occurrenceRows(h)).toEqual([{ timer_id: "once", status: "completed", updated_at: due + 10_000 }]);
+
+    // T0 + 3 h: the occurrence is older too.
+    swept = sweepFrom(h.owner, T0 + 3 * HOUR);
+    clock.set(T0 + 3 * HOUR);
+    expect(await swept).toMatchObject({ occurrences: 1, timers: 0, complete: true });
+    expect(await occurrenceRows(h)).toEqual([]);
+  });
+
   it("a delay armed under a cause and since swept is not armed again when that work runs again: answered from its timer.scheduled event", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { timerRetentionMs: DAY }, { calls: [], failing: true });

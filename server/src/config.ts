@@ -1,9 +1,9 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { ActorField, Role } from "./auth/principal.js";
+import { sha256Hex } from "./sha256.js";
 
 /** One principal as written in the config file (R5). */
 export interface PrincipalConfig {
@@ -105,7 +105,7 @@ export function loadConfig(path: string): OwnerConfig {
   const names = json.principals.map((p) => p.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) throw new Error(`invalid config ${path}: principal ${dup} is declared twice`);
-  const hashes = json.principals.map((p) => p.token_sha256 ?? createHash("sha256").update(p.token ?? "").digest("hex"));
+  const hashes = json.principals.map((p) => p.token_sha256 ?? sha256Hex(p.token ?? ""));
   const shared = hashes.findIndex((h, i) => hashes.indexOf(h) !== i);
   if (shared >= 0) throw new Error(`invalid config ${path}: principals ${json.principals[hashes.indexOf(hashes[shared])].name} and ${json.principals[shared].name} have the same token; each principal needs its own`);
   if (json.tls) json.tls = { cert: resolve(dirname(path), json.tls.cert), key: resolve(dirname(path), json.tls.key) };

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { allows, resolveActor, systemPrincipal, type Principal } from "../auth/principal.js";
@@ -18,6 +17,7 @@ import type { ActionEntry } from "./declaration.js";
 import type { HostQueue } from "./hosts.js";
 import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext, type Invocation } from "./run.js";
+import { sha256Hex } from "../sha256.js";
 
 /** One call, as parsed from the request. */
 export interface CallRequest {
@@ -202,7 +202,7 @@ export class ActionCalls {
     if (violations.length > 0) {
       fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
     }
-    const call: CallIdentity = { ...who, entry, input: req.input, inputHash: createHash("sha256").update(canonicalJson(req.input)).digest("hex") };
+    const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalJson(req.input)) };
     // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const running = this.runs.get(call.callId);
     if (running) {
@@ -308,7 +308,7 @@ export class ActionCalls {
   private wait(run: Run, caller: CallerContext): Promise<CallResult> {
     return new Promise((resolve, reject) => {
       const leave = () => {
-        caller.signal.removeEventListener("abort", onAbort);
+        caller.signal?.removeEventListener("abort", onAbort);
         run.waiters.delete(caller);
       };
       const onAbort = () => {
@@ -317,9 +317,9 @@ export class ActionCalls {
         reject(error);
         if (run.waiters.size === 0) this.abandon(run, error);
       };
-      if (caller.signal.aborted) return onAbort();
+      if (caller.signal?.aborted) return onAbort();
       run.waiters.add(caller);
-      caller.signal.addEventListener("abort", onAbort, { once: true });
+      caller.signal?.addEventListener("abort", onAbort, { once: true });
       run.done.then(
         (output) => {
           leave();

@@ -3,8 +3,8 @@ import type { CallIdentity } from "./records.js";
 
 /** The caller's side of a call: its cancellation and what is left of its deadline. */
 export interface CallerContext {
-  /** Aborted when the caller cancels or its deadline passes. */
-  signal: AbortSignal;
+  /** Aborted when the caller cancels or its deadline passes; absent when the caller never goes away (the owner's clock and pulses). */
+  signal?: AbortSignal;
   /** ms left before the caller's deadline (<= 0: passed); undefined when it has none. */
   remainingMs(): number | undefined;
 }

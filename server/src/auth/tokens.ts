@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import type { PrincipalConfig } from "../config.js";
 import { fail } from "../errors.js";
 import { localAdmin, type Principal } from "./principal.js";
+import { sha256Hex } from "../sha256.js";
 
 /**
  * Resolves a request's `Authorization: Bearer <token>` header to a
@@ -34,5 +34,5 @@ export class Authenticator {
 }
 
 function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+  return sha256Hex(text);
 }

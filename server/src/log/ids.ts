@@ -1,7 +1,8 @@
-import { createHash, randomFillSync } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { fail } from "../errors.js";
 import { canonicalJson } from "./canonical.js";
+import { sha256Hex } from "../sha256.js";
 
 /** Longest id a client may give, in characters (Unicode code points, so an emoji counts once). */
 const maxIdCodePoints = 256;
@@ -63,6 +64,6 @@ function pooledRandom(): Uint8Array {
  * SHA-256. A retry that makes the same calls in the same order finds the same ids.
  */
 export function derivedId(causeId: string, position: number, input: unknown): string {
-  const inputHash = createHash("sha256").update(canonicalJson(input)).digest("hex");
-  return createHash("sha256").update(`${causeId}\n${position}\n${inputHash}`).digest("hex").slice(0, 32);
+  const inputHash = sha256Hex(canonicalJson(input));
+  return sha256Hex(`${causeId}\n${position}\n${inputHash}`).slice(0, 32);
 }

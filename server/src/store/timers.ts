@@ -476,7 +476,7 @@ export function retentionStatements(db: Db) {
     `DELETE FROM timers WHERE rowid IN (
        SELECT t.rowid FROM timers t INDEXED BY timers_spent
        WHERE t.next_due_ms IS NULL AND t.paused IS NULL AND t.disabled = 0 AND t.kind <> 'declared' AND t.updated_at < ?
-         AND NOT EXISTS (SELECT 1 FROM timer_occurrences o WHERE o.timer_id = t.id)
+         AND NOT EXISTS (SELECT 1 FROM timer_occurrences o WHERE o.timer_id = t.id AND o.status IN ('pending', 'retry_wait', 'buffered'))
        ORDER BY t.updated_at LIMIT ?)`,
   );
   return {
@@ -491,9 +491,9 @@ export function retentionStatements(db: Db) {
     /**
      * Deletes up to `limit` spent timers (no next due moment, not paused, not disabled, not
      * declared: fired one-shots and delays, recurring timers past their end or maximum count)
-     * last changed before `beforeMs` and with no occurrence left (ended ones are deleted first,
-     * by their own age; one pending, waiting for a (re)try or buffered keeps its timer), oldest
-     * first; returns how many.
+     * last changed before `beforeMs` and with no occurrence active (one pending, waiting for a
+     * (re)try or buffered keeps its timer; ended ones go by their own age, each a snapshot of
+     * what it called), oldest first; returns how many.
      */
     deleteSpentTimers(beforeMs: number, limit: number): number {
       return spentTimers.run(beforeMs, limit).changes;

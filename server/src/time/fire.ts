@@ -292,15 +292,18 @@ export class TimerFiring {
 }
 
 /**
- * The caller of one of time's calls: never aborted (time's calls have no caller to go away;
- * shutdown ends them through ActionCalls.stop). One signal per call, not one shared by all:
- * ActionCalls adds an "abort" listener per waiting call, and Node's EventTarget scans every
- * listener already on a signal when one is added, so a shared signal made a ring of thousands
- * of calls quadratic (tens of thousands of listeners; most of the owner's CPU in
- * addEventListener, calls seconds late).
+ * The caller of one of time's calls: no signal, since it never goes away (shutdown ends its calls
+ * through ActionCalls.stop), and no deadline. One object per call (a run counts its callers). Not a
+ * shared AbortSignal: Node's EventTarget scans every listener already on a signal when one is added,
+ * so one signal for thousands of calls was quadratic; nor one per call (an AbortController and a
+ * listener cost more than the rest of the call's bookkeeping).
  */
 function noCaller(): CallerContext {
-  return { signal: new AbortController().signal, remainingMs: () => undefined };
+  return { remainingMs: noDeadline };
+}
+
+function noDeadline(): undefined {
+  return undefined;
 }
 
 /**

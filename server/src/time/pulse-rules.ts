@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import { PulseScope, type PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import type { ActionEntry } from "../actions/declaration.js";
 import type { FieldViolation } from "../errors.js";
+import { sha256Hex } from "../sha256.js";
 
 // The rules of pulses (SPEC K1): what a declaration means, where its interval boundaries
 // fall, which interval a moment belongs to, and the call id of an interval's call. Pure
@@ -131,5 +131,5 @@ export function intervalIndex(spec: Pick<PulseSpec, "cycleSeconds" | "intervalMs
  * from the log instead of running twice (A3).
  */
 export function pulseCallId(pulse: string, startMs: number, instance = ""): string {
-  return createHash("sha256").update(`pulse-call\n${pulse}\n${startMs}\n${instance}`).digest("hex").slice(0, 32);
+  return sha256Hex(`pulse-call\n${pulse}\n${startMs}\n${instance}`).slice(0, 32);
 }

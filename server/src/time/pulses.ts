@@ -1,4 +1,3 @@
-import { setMaxListeners } from "node:events";
 import type { ActionCalls, CallerContext } from "../actions/index.js";
 import { systemPrincipal } from "../auth/principal.js";
 import type { Clock, TimerHost } from "../clock.js";
@@ -92,9 +91,7 @@ export class Pulses {
   armedFor: number | null = null;
 
   constructor(private readonly deps: PulsesDeps) {
-    const signal = new AbortController().signal; // never aborted: a pulse's call has no caller to go away
-    setMaxListeners(0, signal);
-    this.caller = { signal, remainingMs: () => undefined };
+    this.caller = { remainingMs: () => undefined }; // no signal: a pulse's call has no caller to go away
   }
 
   /** Reads the declared pulses and arms the clock (call once serving). */

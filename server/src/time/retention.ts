@@ -59,8 +59,9 @@ export interface TimerRetentionOptions {
  *    `retentionMs` ago; pending ones, ones waiting for a (re)try and buffered ones never;
  * 2. then spent timers (no next due moment and not paused, not disabled, not declared: fired
  *    delays and `at` timers, runtime schedules past their end bound or maximum count) last
- *    changed longer than `retentionMs` ago and with no occurrence left, so a timer goes only
- *    after all of its occurrences (one waiting for a retry keeps it). Declared schedules are
+ *    changed longer than `retentionMs` ago and with no occurrence active (one pending, waiting
+ *    for a retry or buffered keeps it; an ended occurrence, a snapshot of what it called, may
+ *    outlive its timer until its own age deletes it). Declared schedules are
  *    never deleted: the manifest owns them, and a deleted one would come back from the next
  *    registration with its occurrence count at 0.
  *

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { allows, canRead, resolveActor, type Principal } from "../auth/principal.js";
 import { canonicalJson } from "../log/canonical.js";
 import { causeActor, type LiveCauses } from "../log/causes.js";
@@ -37,6 +36,7 @@ import {
   type TimerSpec,
 } from "./timers.js";
 import { canonicalZone, isValidZoneName } from "./zones.js";
+import { sha256Hex } from "../sha256.js";
 
 /** A Schedule (T3), as parsed from the request. */
 export interface ScheduleInput {
@@ -587,7 +587,7 @@ function clientDelayEventId(delayId: string): string {
 
 /** The `delay_request` of such an event: a SHA-256 (hex) of the request's action, input, interval_ms or at, and overdue (what "the same request" compares). */
 function delayRequestDigest(request: Record<string, unknown>): string {
-  return createHash("sha256").update(canonicalJson(request)).digest("hex");
+  return sha256Hex(canonicalJson(request));
 }
 
 /** Event `id` when it is in the log as a `type` (a request under a cause run again, E7); undefined when absent or `id` is null. ALREADY_EXISTS when it is another type's. */

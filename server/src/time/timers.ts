@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import { ChronologError, fail } from "../errors.js";
 import type { ActorRecord } from "../store/events.js";
 import { defaultDstPolicy, parseCron, type CronSchedule, type DstPolicy } from "./cron.js";
+import { sha256Bytes, sha256Hex } from "../sha256.js";
 
 // The rules of timers (SPEC T1, T3, T6, K2-K4): what a spec means, when a timer is first due,
 // which occurrence is owed when it rings, and when an occurrence is too late to make. Pure
@@ -431,7 +431,7 @@ export function tooLate(overdue: Overdue, latenessMs: number): string {
  */
 export function occurrenceId(timerId: string, dueMs: number): string {
   const moment = Math.max(0, dueMs).toString(16).padStart(12, "0");
-  return moment + createHash("sha256").update(`timer-occurrence\n${timerId}\n${dueMs}`).digest("hex").slice(0, 20);
+  return moment + sha256Hex(`timer-occurrence\n${timerId}\n${dueMs}`).slice(0, 20);
 }
 
 /**
@@ -529,7 +529,7 @@ export function nominalOf(timer: TimerMoments, dueMs: number): number {
 
 /** 0 to `jitterMs` ms: from SHA-256 over the timer id and the nominal moment (B1). */
 function jitterOffset(timerId: string, nominalMs: number, jitterMs: number): number {
-  const h = createHash("sha256").update(`timer-jitter\n${timerId}\n${nominalMs}`).digest();
+  const h = sha256Bytes(`timer-jitter\n${timerId}\n${nominalMs}`);
   return h.readUIntBE(0, 6) % (jitterMs + 1);
 }
 
@@ -539,5 +539,5 @@ function jitterOffset(timerId: string, nominalMs: number, jitterMs: number): num
  * never collides with a scheduled occurrence's.
  */
 export function triggeredOccurrenceId(timerId: string, key: string): string {
-  return createHash("sha256").update(`timer-trigger\n${timerId}\n${key}`).digest("hex").slice(0, 32);
+  return sha256Hex(`timer-trigger\n${timerId}\n${key}`).slice(0, 32);
 }
