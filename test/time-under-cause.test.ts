@@ -74,6 +74,14 @@ async function work(ctx: DeliveryContext | ActionContext, job: string, mode: str
       const t = await ctx.schedule("redo.ring", { job }, { everyMs: MINUTE });
       return { timer: t.id, next: t.nextDue ? Number(t.nextDue.seconds) * 1000 : null };
     }
+    case "delay-at": {
+      const d = await ctx.delay("redo.ring", { job }, { at: Number(target) }, "unbounded");
+      return { delay: d.delayId, due: d.due.getTime() };
+    }
+    case "schedule-at": {
+      const t = await ctx.schedule("redo.ring", { job }, { at: Number(target) });
+      return { timer: t.id, next: t.nextDue ? Number(t.nextDue.seconds) * 1000 : null };
+    }
     case "cancel-target":
       await ctx.cancelDelay(target);
       return { cancelled: target };
@@ -188,6 +196,27 @@ async function occurrenceCount(h: Harness, id: string): Promise<number> {
 }
 
 describe("timer changes under a cause, run again, are answered from the log (E7, X5, T3, K3)", () => {
+  it("a delay or one-shot timer set `at` a moment, retried after that moment passed, is answered from the log (not INVALID_ARGUMENT), also a Delay with a delay_id from outside; a new request for a passed moment is INVALID_ARGUMENT", async () => {
+    const h = await harness();
+    for (const [job, mode, at] of [["a-1", "delay-at", T0 + 2_000], ["a-2", "schedule-at", T0 + 13_000]] as const) {
+      h.between.set(job, async () => void h.clock.set(at + 8_000)); // attempt 1 arms `at`; the retry comes 9 s after it
+      await runJob(h, { job, mode, target: String(at) });
+      const [first, second] = h.attempts.filter((a) => a.job === job);
+      expect(first.delay ?? first.timer).toBeTruthy();
+      expect(second.delay ?? second.timer).toBe(first.delay ?? first.timer); // the same delay (and due moment) or timer: not armed again
+      expect(second.due).toBe(first.due);
+    }
+    await until(() => h.rings.length === 2, "both calls, made once each");
+
+    const outside = { delayId: "out-1", action: "redo.ring", input: { job: "a-3" }, when: { case: "at" as const, value: timestampFromMs(h.clock.now() + 2_000) }, overdue: { bound: { case: "unbounded" as const, value: true } } };
+    const armed = await h.time.delay(outside);
+    h.clock.advance(10_000);
+    await until(() => h.rings.length === 3, "the delay from outside");
+    expect(await h.time.delay(outside)).toEqual(armed);
+    await expectConnectError(h.time.delay({ ...outside, delayId: "out-2" }), Code.InvalidArgument, /at .* is in the past/);
+    expect(h.rings.length).toBe(3);
+  });
+
   it("a delivery that arms a delay and cancels it, fails, and is retried: one timer.scheduled, one timer.unscheduled, the retry succeeds, the delay never fires", async () => {
     const h = await harness();
     const { go, under } = await runJob(h, { job: "j-1", mode: "delay-cancel" });

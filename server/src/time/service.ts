@@ -176,19 +176,20 @@ export class Timers {
     if (req.timerId.includes("/")) fail("bad_request", `timer_id ${JSON.stringify(req.timerId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "timer_id", description: "no / (reserved for declared schedules)" }]);
     const spec = canonicalSpec(req.spec);
     const policy = checkSchedulePolicy(req.policy ?? defaultSchedulePolicy, spec);
+    const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
+    const eventId = req.cause ? changeEventId(req.cause, { op: "schedule", timer_id: req.timerId, action: req.action, input: req.input, spec: specToJson(spec), overdue: overdueToJson(req.overdue), ...policyJson }) : null;
     const now = this.deps.clock.now();
-    firstDue(spec, now, "spec", policy); // the spec and its bounds (the jitter comes with the id)
+    const checkedAt = spec.kind === "at" && this.armedBefore(eventId) ? Math.min(now, spec.atMs) : now; // a repeat's `at` may have passed since (E7)
+    firstDue(spec, checkedAt, "spec", policy); // the spec and its bounds (the jitter comes with the id)
     checkNoActorUnderCause(req);
     // 2-5. who, the action, its allow, the input
     checkCauseRole(req.cause, principal, "schedule");
     const entry = this.action(req.action);
     const who = this.who(entry, req, principal, "schedule");
     checkInput(entry, req.input);
-    const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
     const id = req.timerId || (req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(spec), ...policyJson }) : newId());
-    const eventId = req.cause ? changeEventId(req.cause, { op: "schedule", timer_id: req.timerId, action: entry.name, input: req.input, spec: specToJson(spec), overdue: overdueToJson(req.overdue), ...policyJson }) : null;
     const stored: SchedulePolicy = { ...policy, anchorMs: anchorFor(spec, now) };
-    const nextDueMs = firstDue(spec, now, "spec", stored, id);
+    const nextDueMs = firstDue(spec, checkedAt, "spec", stored, id);
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
       if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again (E7)
@@ -233,13 +234,15 @@ export class Timers {
       checkId(clientId, "delay_id");
       if (clientId.includes("/")) fail("bad_request", `delay_id ${JSON.stringify(clientId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "delay_id", description: "no / (reserved for declared schedules)" }]);
     }
+    const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
+    const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: req.action, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
     const now = this.deps.clock.now();
     let dueMs: number;
     if (req.when.kind === "interval") {
       dueMs = now + checkMs(req.when.ms, "interval_ms", 0, maxHorizonMs);
     } else {
-      checkAt(req.when.atMs, now, "at");
       dueMs = req.when.atMs;
+      checkAt(dueMs, this.armedBefore(eventId) ? Math.min(now, dueMs) : now, "at"); // a repeat's `at` may have passed since (E7)
     }
     checkNoActorUnderCause(req);
     // 2-5.
@@ -247,12 +250,10 @@ export class Timers {
     const entry = this.action(req.action);
     const who = this.who(entry, req, principal, "delay");
     checkInput(entry, req.input);
-    const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
     const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : clientId || newId();
-    const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
     const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
-    const again = Boolean(req.cause) && !req.freshChain && this.deps.events.findById(eventId!) !== undefined; // depthOf asks nothing otherwise
+    const again = Boolean(req.cause) && !req.freshChain && this.armedBefore(eventId); // depthOf asks nothing otherwise
     const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // K5: FAILED_PRECONDITION past the maximum
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
@@ -442,6 +443,14 @@ export class Timers {
     const timer = this.deps.timers.get(timerId);
     if (!timer || !canRead(principal, timer)) fail("not_found", `no timer ${JSON.stringify(timerId)}`, [{ field: "timer_id", description: "unknown timer" }]);
     return { timer, previewMs: preview(timer, previewCount, this.deps.clock.now()) };
+  }
+
+  /**
+   * True when the change event `eventId` is in the log: the request was made before and will be
+   * answered from it (E7), so its `at` is not checked against the clock again (it may have passed).
+   */
+  private armedBefore(eventId: string | null): boolean {
+    return eventId !== null && this.deps.events.findById(eventId) !== undefined;
   }
 
   /** The declared action `action` (NOT_FOUND). */
