@@ -383,6 +383,19 @@ describe("SQLite settings (E8)", () => {
     expect(committer.head).toBe(0);
   });
 
+  it("refuses a data folder whose schema is newer than its migrations (written by a newer owner), FAILED_PRECONDITION, and leaves it as it was", async () => {
+    const dataDir = folder();
+    const first = open(dataDir);
+    first.db.pragma(`user_version = ${latestMigration + 1}`);
+    await first.close();
+    expect(() => openStore({ dataDir })).toThrow(expect.objectContaining({ kind: "failed_precondition", message: expect.stringMatching(`schema is version ${latestMigration + 1}, newer than this owner's ${latestMigration}`) }));
+    const raw = new Database(join(dataDir, "chronolog.db"));
+    expect(raw.pragma("user_version", { simple: true })).toBe(latestMigration + 1);
+    raw.pragma(`user_version = ${latestMigration}`);
+    raw.close();
+    expect(eventStatements(open(dataDir).db).head()).toBe(0); // the refused open let go of its lock and database
+  });
+
   it("applies migrations once: reopening is idempotent and keeps the data", async () => {
     const dataDir = folder();
     const first = open(dataDir);

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ChronologError } from "../errors.js";
+import { fail, type ChronologError } from "../errors.js";
 import { Checkpointer } from "./checkpointer.js";
 import { OwnerLock } from "./owner-lock.js";
 import { noSync, WalSync, type Durability } from "./wal-sync.js";
@@ -64,8 +64,13 @@ export function openStore(options: StoreOptions): Store {
   try {
     const dbPath = join(options.dataDir, "chronolog.db");
     const db = new Database(dbPath);
-    setPragmas(db);
-    migrate(db);
+    try {
+      setPragmas(db);
+      migrate(db);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
     const durability = (options.synchronous ?? "FULL") === "FULL" ? new WalSync(dbPath) : noSync;
     const checkpointer = new Checkpointer(db, dbPath, options.onCheckpointError ?? ((error) => console.error(error)));
     return {
@@ -122,6 +127,10 @@ export function ownerSchemaNames(): Set<string> {
 function migrate(db: Db): void {
   const current = db.pragma("user_version", { simple: true }) as number;
   const files = migrationFiles();
+  const known = Math.max(0, ...files.map((f) => Number(f.slice(0, 4))));
+  if (current > known) {
+    fail("failed_precondition", `the data folder's schema is version ${current}, newer than this owner's ${known}: a newer Chronolog wrote it (its indexes and queries may not match this one's); run that version or a newer one`);
+  }
   for (const file of files) {
     const version = Number(file.slice(0, 4));
     if (version <= current) continue;
