@@ -377,6 +377,7 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     expect(pages[0]).toEqual(["b-every", "a-at"]);
     expect((await h.time.listTimers({ kind: TimerKind.DELAY })).timers.map((t) => t.id)).toEqual([delayId]);
     await expectConnectError(h.time.listTimers({ pageToken: "garbage" }), Code.InvalidArgument, /page_token/);
+    await expectConnectError(h.time.listTimers({ kind: 99 as TimerKind }), Code.InvalidArgument, /kind 99 is not a timer kind/);
 
     const cronTimer: Timer = (await h.time.getTimer({ timerId: "c-cron", previewCount: 4 })).timer!;
     // Mon 2026-03-02 ... Thu 03-05 at 09:30 EST (New York changes to EDT on 03-08).

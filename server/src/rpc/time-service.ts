@@ -125,9 +125,11 @@ function overdueFromProto(overdue: OverduePb): Overdue {
 
 const kinds: Record<TimerKind, TimerKindPb> = { runtime: TimerKindPb.RUNTIME, declared: TimerKindPb.DECLARED, delay: TimerKindPb.DELAY };
 
+/** ListTimers' `kind` filter: "" (all) for UNSPECIFIED; INVALID_ARGUMENT for a value the API does not define. */
 function kindFromProto(kind: TimerKindPb): TimerKind | "" {
+  if (kind === TimerKindPb.UNSPECIFIED) return "";
   const found = (Object.keys(kinds) as TimerKind[]).find((k) => kinds[k] === kind);
-  return found ?? "";
+  return found ?? fail("bad_request", `kind ${kind} is not a timer kind (TIMER_KIND_RUNTIME, _DECLARED, _DELAY; unspecified lists all)`, [{ field: "kind", description: "unknown enum value" }]);
 }
 
 /** A stored timer as the API's Timer, with `previewMs` as its preview. */
