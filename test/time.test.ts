@@ -269,6 +269,9 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     expect(await occurrences(h, delayId)).toEqual([]);
     await expectConnectError(h.time.cancelDelay({ delayId }), Code.NotFound);
     await expectConnectError(h.time.cancelDelay({ delayId: "nope" }), Code.NotFound, /no delay "nope"/);
+    await h.time.schedule({ timerId: "not-a-delay", action: "remind.send", spec: { when: { case: "everyMs", value: 60_000n } } });
+    await expectConnectError(h.time.cancelDelay({ delayId: "not-a-delay" }), Code.FailedPrecondition, /"not-a-delay" is a runtime timer: use Unschedule, not a delay/); // as Unschedule of a delay
+    expect((await h.time.getTimer({ timerId: "not-a-delay" })).timer?.id).toBe("not-a-delay");
     expect(h.calls).toEqual([]);
   });
 

@@ -481,7 +481,8 @@ export class Timers {
   private managed(id: string, cause: CauseRef | null, principal: Principal, verb: string, what: "timer" | "delay" = "timer"): TimerRecord {
     const timer = this.deps.timers.get(id);
     const field = what === "delay" ? "delay_id" : "timer_id";
-    if (!timer || (what === "delay" && timer.kind !== "delay") || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
+    if (!timer || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
+    if (what === "delay" && timer.kind !== "delay") fail("failed_precondition", `${JSON.stringify(id)} is a ${timer.kind === "runtime" ? "runtime timer: use Unschedule" : "declared schedule: patch its plugin"}, not a delay`, [{ field, description: "names a schedule" }]);
     if (!this.mayManage(timer, cause, principal)) {
       const why = timer.kind === "declared" ? "declared schedules are managed by admins" : `it may not call ${timer.action}`;
       fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not ${verb} ${what} ${JSON.stringify(id)} (${why})`);
