@@ -11,6 +11,7 @@
 // Arithmetic used below: T0 = 2026-03-02T12:00:00Z is a multiple of every cycle used here
 // (60 s, 86,400 s), so T0 is a boundary of each pulse and interval 0 of its cycle.
 
+import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -20,6 +21,7 @@ import { intervalIndex, intervalStart, nextBoundary, pulseCallId, type PulseSpec
 import type { PulseOutcome } from "../server/src/time/pulses.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
+import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition, type PulseDefinition } from "../sdk/ts/src/plugin.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
@@ -241,6 +243,28 @@ describe("pulses on a manual clock (K1)", () => {
     h.clock.set(T0 + 30_000);
     expect(await outcomesAt(h, T0 + 30_000)).toEqual([expect.objectContaining({ status: "completed" })]);
     expect(calls.map((c) => c.ctx.pulse?.due.getTime())).toEqual([T0 + 10_000, T0 + 30_000]);
+  });
+
+  it("an owner that stops during a pulse's call ends it (action.failed): the interval is not made up, and the log keeps no start without an end", async () => {
+    const clock = new ManualClock(T0);
+    const dataDir = tempDir();
+    const h = await harness(clock, dataDir);
+    const calls: { tag: string; ctx: ActionContext }[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await executor(h.owner.url, sweepPlugin("a", calls, { action: "tick", cycleSeconds: 10 }, () => held));
+    clock.set(T0 + 10_000);
+    await until(() => calls.length === 1, "the call running");
+    const callId = calls[0].ctx.callId;
+    await h.owner.close();
+    release();
+
+    const h2 = await harness(clock, dataDir);
+    const ofCall: Event[] = [];
+    for await (const e of h2.client.read({})) if ((e.data as JsonObject | undefined)?.call_id === callId) ofCall.push(e);
+    expect(ofCall.map((e) => e.type)).toEqual(["action.started", "action.failed"]);
+    expect(ofCall[1].data).toMatchObject({ attempt: 1, error: expect.stringMatching(/owner stopped during the call/) });
+    expect(calls).toHaveLength(1);
   });
 
   it("scope replica: only the instance whose call still runs skips; the others are called", async () => {

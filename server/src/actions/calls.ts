@@ -379,6 +379,7 @@ export class ActionCalls {
           throw error;
         }
         case "stopping":
+          if (call.eligible) await this.endPulseCallAtStop(call, run.attempt, cause);
           throw stoppingError();
         case "gone":
           lostAttempt = run.attempt;
@@ -386,6 +387,20 @@ export class ActionCalls {
           run.attempt++;
           this.deps.logger.info({ action: call.entry.name, call: call.callId, attempt: lostAttempt }, "executor gone mid-run: trying the call elsewhere");
       }
+    }
+  }
+
+  /**
+   * A pulse's call the owner stops during (K1): nothing calls its interval again (a restarted
+   * owner does not make it up, unlike a timer's occurrence), so its start gets its end now:
+   * `action.failed`, attempt `attempt`, in a unit the owner's last commit covers. A failure to
+   * write it is logged.
+   */
+  private async endPulseCallAtStop(call: CallIdentity, attempt: number, cause: string): Promise<void> {
+    try {
+      await this.deps.committer.submit((tx) => recordFailed(tx, this.deps.calls, call, attempt, "the owner stopped during the call; a pulse's interval is not made up (K1)", cause));
+    } catch (e) {
+      this.deps.logger.warn({ err: e, call: call.callId }, "recording the end of a pulse's call at the owner's stop failed");
     }
   }
 
