@@ -11,7 +11,7 @@ import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";
 
 export { ActionCalls, type CallRequest, type CallResult, type InvocationAnswer, type PulseCallRequest, type ResultVerdict, type ScheduledCall } from "./calls.js";
-export type { CallerContext } from "./run.js";
+export { ownerCaller, type CallerContext } from "./run.js";
 export type { ActionEntry } from "./declaration.js";
 
 /** What {@link openActions} needs. */

@@ -9,6 +9,21 @@ export interface CallerContext {
   remainingMs(): number | undefined;
 }
 
+/**
+ * The caller of a call the owner makes itself (time's occurrences, pulses): no signal, since it
+ * never goes away (shutdown ends such calls through ActionCalls.stop), and no deadline. A new
+ * object each time (a run counts its callers). Not a shared AbortSignal: Node's EventTarget scans
+ * every listener already on a signal when one is added, so one signal for thousands of calls was
+ * quadratic; nor an AbortController per call (5-10 µs a call, for a signal that never fires).
+ */
+export function ownerCaller(): CallerContext {
+  return { remainingMs: noDeadline };
+}
+
+function noDeadline(): undefined {
+  return undefined;
+}
+
 /** How one attempt ended, as the run sees it. */
 export type AttemptEnd =
   | { kind: "ok"; output: Record<string, unknown> }

@@ -1,4 +1,4 @@
-import type { ActionCalls, CallerContext } from "../actions/index.js";
+import { ownerCaller, type ActionCalls } from "../actions/index.js";
 import { systemPrincipal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
@@ -244,7 +244,7 @@ export class TimerFiring {
           },
         },
         systemPrincipal,
-        noCaller(),
+        ownerCaller(),
       );
     } catch (e) {
       if (this.stopped) return; // stays pending: called again at the next start (answered from the log if it completed)
@@ -289,21 +289,6 @@ export class TimerFiring {
   private publish(outcome: OccurrenceOutcome): void {
     for (const listener of this.listeners) listener(outcome);
   }
-}
-
-/**
- * The caller of one of time's calls: no signal, since it never goes away (shutdown ends its calls
- * through ActionCalls.stop), and no deadline. One object per call (a run counts its callers). Not a
- * shared AbortSignal: Node's EventTarget scans every listener already on a signal when one is added,
- * so one signal for thousands of calls was quadratic; nor one per call (an AbortController and its
- * listener, 5-10 µs a call here, for a signal that never fires).
- */
-function noCaller(): CallerContext {
-  return { remainingMs: noDeadline };
-}
-
-function noDeadline(): undefined {
-  return undefined;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ActionCalls, CallerContext } from "../actions/index.js";
+import { ownerCaller, type ActionCalls } from "../actions/index.js";
 import { systemPrincipal } from "../auth/principal.js";
 import type { Clock, TimerHost } from "../clock.js";
 import { ChronologError, fail } from "../errors.js";
@@ -84,15 +84,12 @@ export class Pulses {
   /** Calls running: the pulse name (component) or `name\ninstance` (replica). */
   private readonly running = new Set<string>();
   private readonly listeners: ((outcome: PulseOutcome) => void)[] = [];
-  private readonly caller: CallerContext;
   private handle: unknown = null;
   private stopped = true;
   /** The boundary the timer is armed for (ms), or null when idle. */
   armedFor: number | null = null;
 
-  constructor(private readonly deps: PulsesDeps) {
-    this.caller = { remainingMs: () => undefined }; // no signal: a pulse's call has no caller to go away
-  }
+  constructor(private readonly deps: PulsesDeps) {}
 
   /** Reads the declared pulses and arms the clock (call once serving). */
   start(): void {
@@ -216,7 +213,7 @@ export class Pulses {
       if (!this.stopped) this.publish({ pulse: spec.name, interval, dueMs: startMs, instance, status, callId, error });
     };
     actions
-      .call({ action: spec.action, input: {}, callId, cause: null, actor: undefined, pulse: { pulse: spec.name, interval, dueMs: startMs, eligible } }, systemPrincipal, this.caller)
+      .call({ action: spec.action, input: {}, callId, cause: null, actor: undefined, pulse: { pulse: spec.name, interval, dueMs: startMs, eligible } }, systemPrincipal, ownerCaller())
       .then(
         () => ended("completed", ""),
         (e) => ended("failed", ChronologError.from(e).message),

@@ -236,13 +236,15 @@ export class Timers {
     }
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
     const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: req.action, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
+    // Looked up once, only where it is read: an `at` checked against the clock, a retry's chain.
+    const armed = (req.when.kind === "at" || (req.cause !== null && !req.freshChain)) && this.armedBefore(eventId);
     const now = this.deps.clock.now();
     let dueMs: number;
     if (req.when.kind === "interval") {
       dueMs = now + checkMs(req.when.ms, "interval_ms", 0, maxHorizonMs);
     } else {
       dueMs = req.when.atMs;
-      checkAt(dueMs, this.armedBefore(eventId) ? Math.min(now, dueMs) : now, "at"); // a repeat's `at` may have passed since (E7)
+      checkAt(dueMs, armed ? Math.min(now, dueMs) : now, "at"); // a repeat's `at` may have passed since (E7)
     }
     checkNoActorUnderCause(req);
     // 2-5.
@@ -253,7 +255,7 @@ export class Timers {
     const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : clientId || newId();
     const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
-    const again = Boolean(req.cause) && !req.freshChain && this.armedBefore(eventId); // depthOf asks nothing otherwise
+    const again = Boolean(req.cause) && !req.freshChain && armed; // depthOf asks nothing otherwise
     const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // K5: FAILED_PRECONDITION past the maximum
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
