@@ -4,7 +4,7 @@
 //     gRPC with @grpc/grpc-js, 256 in flight, overdue unbounded), due at start + lead + uniform(0..10 s), the lead
 //     5 s or 1.5x the setting time projected from a 1,000-delay warm-up,
 //     called on one executor process (the TypeScript SDK, which holds: calls of time come up to
-//     the owner's 100 ms lookahead early with hold_ms) whose action records each call's
+//     the owner's 250 ms lookahead early with hold_ms) whose action records each call's
 //     occurrence id and lateness = now - scheduled.due. Before it, BENCH_WARMUP (4,000) delays due 1-2 s after set are
 //     called and not counted (V8 compiles the firing path; 0: a cold owner's first burst).
 //     Prints lateness p50/p99/max (also split: due in the first 2.5 s, and after), duplicates

@@ -68,7 +68,7 @@ export interface OwnerOptions {
   region?: number;
   /** Spent timers and ended occurrences older than this are deleted, hourly, ms (default: the config's `timers.retention_days`, else 7 days; 0 keeps them forever). */
   timerRetentionMs?: number;
-  /** How far ahead of their moment time claims and starts its calls, ms (default: the config's `timers.lookahead_ms`, else 100; T5). */
+  /** How far ahead of their moment time claims and starts its calls, ms (default: the config's `timers.lookahead_ms`, else 250; T5). */
   timerLookaheadMs?: number;
   /** Most rows one chunk of the retention sweep deletes (default 5,000). */
   timerRetentionChunkRows?: number;

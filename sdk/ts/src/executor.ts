@@ -70,7 +70,7 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   credits?: number;
   /**
    * Take calls of time ahead of their moment and start them at it (default true): the owner
-   * sends such a call when it makes it (up to its clock's lookahead, 100 ms by default, before
+   * sends such a call when it makes it (up to its clock's lookahead, 250 ms by default, before
    * the moment) with `hold_ms`, and this executor starts it that long after the owner wrote it
    * (`written_at_ms` mapped onto this clock by the stream's fastest transit: see StreamClock),
    * so neither the owner's pauses nor time the message spent queued make it late (K4). The

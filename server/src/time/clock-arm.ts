@@ -3,8 +3,15 @@ import type { Logger } from "../logger.js";
 
 /** The longest delay `setTimeout` takes (2^31-1 ms, ~24.8 days); longer ones would ring at once (T5). */
 export const maxTimerDelayMs = 2 ** 31 - 1;
-/** How far ahead of a due moment the clock rings by default, ms: the claim and the call's start commit in that time, so the call is sent at its moment (K4). */
-export const defaultLookaheadMs = 100;
+/**
+ * How far ahead of a due moment the clock rings by default, ms: the claim and the call's start
+ * commit in that time, and an executor that holds gets the Invocation then, so the owner's own
+ * pauses shorter than this do not make the call late (K4). 250 rather than 100: in bench/timers
+ * the owner fell 150-350 ms behind in the burst's first second (cold code paths after other
+ * traffic), which 100 ms did not cover. The cost: a cancel inside this window comes too late, and
+ * held calls keep their executor's credits this long.
+ */
+export const defaultLookaheadMs = 250;
 /** Wait before ringing again after a ring whose claim failed (e.g. a disk error), ms. */
 const ringRetryMs = 1_000;
 
