@@ -674,6 +674,34 @@ describe("B1 overlap and catch-up in the claim", () => {
     await until(async () => (await occurrences(h, "early")).map((o) => o.status).join() === "completed,completed", "recorded");
   });
 
+  it("overlap skip inside the lookahead is judged at the moment: a previous run that ends before it does not skip it; one still running then does", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { holds: false, lookaheadMs: 250 });
+    h.gate.open = false;
+    await h.client.schedule("jobs.slow", {}, { everyMs: MIN }, { timerId: "k", policy: { overlap: "skip" } });
+    clock.advance(MIN);
+    await until(() => h.calls.length === 1, "the first (slow) call");
+    clock.set(T0 + 2 * MIN - 200); // inside the lookahead of the second moment, the first still running
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await occurrences(h, "k")).toHaveLength(1); // not skipped ahead of its moment
+    h.gate.open = true; // the first ends 200 ms before the second's moment
+    await until(async () => (await occurrences(h, "k"))[0]?.status === "completed", "the first ended");
+    clock.set(T0 + 2 * MIN - 150); // a later ring claims it, still ahead
+    await until(async () => (await occurrences(h, "k"))[1]?.status === "pending", "the second claimed ahead");
+    expect(h.calls).toHaveLength(1); // not made early
+    h.gate.open = false;
+    clock.set(T0 + 2 * MIN);
+    await until(() => h.calls.length === 2, "the second, at its moment");
+    expect(h.calls[1].scheduled?.due.getTime()).toBe(T0 + 2 * MIN);
+    clock.set(T0 + 3 * MIN - 100); // the second still runs inside the third's lookahead, and at its moment
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await occurrences(h, "k")).toHaveLength(2);
+    clock.set(T0 + 3 * MIN);
+    await until(async () => (await occurrences(h, "k"))[2]?.status === "skipped", "the third skipped at its moment");
+    expect((await eventsOf(h.client, ["timer.skipped"])).map((e) => e.data?.due_ms)).toEqual([T0 + 3 * MIN]);
+    h.gate.open = true;
+  });
+
   it("catch-up all within a window: after an outage every missed occurrence in the window is made, in order", async () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();

@@ -275,6 +275,41 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     expect(h.calls).toEqual([]);
   });
 
+  it("Unschedule of a one-shot already made, or claimed inside the lookahead, is NOT_FOUND \"already made\" (as CancelDelay); its call is made once", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 250, holds: false });
+    await h.time.schedule({ timerId: "once", action: "remind.send", spec: at(T0 + 1_000) });
+    clock.set(T0 + 1_000 - 100); // inside the lookahead: claimed, to be sent at its moment
+    await until(async () => (await occurrences(h, "once"))[0]?.status === "pending", "claimed ahead");
+    await expectConnectError(h.time.unschedule({ timerId: "once" }), Code.NotFound, /timer "once" was already made/);
+    clock.set(T0 + 1_000);
+    await until(() => h.calls.length === 1, "made once, at its moment");
+    await expectConnectError(h.time.unschedule({ timerId: "once" }), Code.NotFound, /already made/);
+    expect(await eventsOf(h.client, ["timer.unscheduled"])).toEqual([]);
+    await h.time.schedule({ timerId: "later", action: "remind.send", spec: at(T0 + 60_000) });
+    await h.time.unschedule({ timerId: "later" }); // one still ahead of its lookahead is stopped
+    clock.set(T0 + 60_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.calls).toHaveLength(1);
+  });
+
+  it("a bounded delay that finds no executor's credit by its bound is skipped (timer.skipped), never made late; an unbounded one waits and is made", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { executor: false });
+    const bounded = await h.time.delay({ action: "remind.send", input: { k: "bounded" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "maxLatenessMs", value: 300n } } });
+    const onTime = await h.time.delay({ action: "remind.send", input: { k: "on-time" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    const unbounded = await h.time.delay({ action: "remind.send", input: { k: "unbounded" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    clock.set(T0 + 1_000); // due; no executor: the calls wait for a credit (300 ms of wall time for the bounded one, 1 s for the on-time one)
+    await until(async () => (await occurrences(h, bounded.delayId))[0]?.status === "skipped", "the bounded one skipped when its bound passed", 5_000);
+    await until(async () => (await occurrences(h, onTime.delayId))[0]?.status === "skipped", "the on-time one skipped", 5_000);
+    await executor(h.owner.url, remindPlugin(h.calls));
+    await until(() => h.calls.length === 1, "the unbounded one, once an executor came");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(h.calls.map((c) => c.input)).toEqual([{ k: "unbounded" }]);
+    expect((await eventsOf(h.client, ["timer.skipped"])).map((e) => e.data?.timer_id).sort()).toEqual([bounded.delayId, onTime.delayId].sort());
+    expect((await eventsOf(h.client, ["action.started"])).map((e) => e.data?.input)).toEqual([{ k: "unbounded" }]); // nothing started for the skipped ones
+  });
+
   it("a delay whose owner was down past its bound is skipped and recorded (timer.skipped, occurrence `skipped`); an unbounded one is made late with its original moment", async () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();

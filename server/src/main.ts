@@ -54,7 +54,7 @@ program
   .option("--data <dir>", "data folder", "./data")
   .option("--host <host>", "interface to bind", "127.0.0.1")
   .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", wholeNumberOption(0, 65535), 50051)
-  .option("--config <file>", "principals, CORS, TLS and limits (JSON or YAML)")
+  .option("--config <file>", "principals, CORS, TLS, limits and timers (JSON or YAML; see the README's Configuration)")
   .option("--plugins <dir>", "folder of plugin manifests to register at start")
   .option("--region <n>", "this owner's region (K6): it makes only declared schedules of this region (default: the config's, else 0)", wholeNumberOption(0, 4294967295))
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))

@@ -78,6 +78,13 @@ export interface ScheduledCall {
    */
   sendAtMs?: number;
   /**
+   * The occurrence's lateness bound (K4), for its first call only: the last moment (ms since
+   * the epoch, owner's clock) its attempt may start. The call waits for an executor's credit
+   * only until then; one not started by then is not made, and the call rejects with an error
+   * {@link notStartedInTime} recognises (nothing written). Absent: no bound.
+   */
+  latestStartMs?: number;
+  /**
    * Told, once per run, when its action started (ms since the epoch, owner's clock): the
    * first send, or for a held Invocation the end of its hold plus the executor's reported
    * delay (at its answer). Time measures its lateness there (K4).
@@ -349,15 +356,25 @@ export class ActionCalls {
     for (;;) {
       const invocationId = `${call.callId}#${run.attempt}`;
       let session: ExecutorSession;
+      // A call of time with a lateness bound waits for a host only until its latest start (K4), until it has started once.
+      const latest = lostAttempt === 0 ? call.scheduled?.latestStartMs : undefined;
+      const budgetMs = this.budgetMs(run);
+      const untilLatest = latest === undefined || latest - this.deps.clock.now() >= budgetMs ? undefined : latest - this.deps.clock.now();
       try {
         // A pulse's call is taken at once or not at all (K1): it never waits for a host.
-        session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : this.budgetMs(run), run.abandoned.signal, call.eligible);
+        session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : (untilLatest ?? budgetMs), run.abandoned.signal, call.eligible);
       } catch (e) {
+        if (untilLatest !== undefined && e instanceof ChronologError && e.kind === "unavailable" && !this.stopped) throw notStartedError(call.entry.name, latest!);
         if (lostAttempt > 0 && !this.stopped) {
           const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
           await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error, cause));
         }
         throw e;
+      }
+      if (latest !== undefined && this.deps.clock.now() > latest) {
+        session.inFlight.delete(invocationId);
+        hosts.offer(session);
+        throw notStartedError(call.entry.name, latest);
       }
       try {
         cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError), { deferrable: hasSlack(call, this.deps.clock.now()) });
@@ -545,8 +562,8 @@ export class ActionCalls {
 /** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain (K5). */
 function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
-  const { timerId, dueMs, sendAtMs, onStarted, onEnd } = scheduled;
-  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, onStarted, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
+  const { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd } = scheduled;
+  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
 }
 
 /** Tells time when `run`'s action started (`atMs`, owner's clock), once per run: its lateness is measured there (K4). */
@@ -592,6 +609,19 @@ function callerGone(caller: CallerContext): ChronologError {
   return remaining !== undefined && remaining <= deadlineToleranceMs
     ? new ChronologError("deadline_exceeded", "the caller's deadline passed before the action answered")
     : new ChronologError("cancelled", "the caller cancelled the call");
+}
+
+/** Metadata key marking the error of a call of time not started by its latest start. */
+const notStartedKey = "not_started_by_ms";
+
+/** The error of a call of time that found no executor's credit by `latestMs` (its lateness bound, K4): not made. */
+function notStartedError(action: string, latestMs: number): ChronologError {
+  return new ChronologError("deadline_exceeded", `no executor of ${action} had a free credit by ${new Date(latestMs).toISOString()}, the occurrence's lateness bound: not made`, [], { [notStartedKey]: String(latestMs) });
+}
+
+/** True for the error of a call of time not started by its `latestStartMs` (ScheduledCall): nothing was written for it. */
+export function notStartedInTime(error: unknown): boolean {
+  return error instanceof ChronologError && error.metadata?.[notStartedKey] !== undefined;
 }
 
 function stoppingError(): ChronologError {

@@ -10,7 +10,7 @@ import type { EventStatements } from "../store/events.js";
 import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";
 
-export { ActionCalls, type CallRequest, type CallResult, type InvocationAnswer, type PulseCallRequest, type ResultVerdict, type ScheduledCall } from "./calls.js";
+export { ActionCalls, notStartedInTime, type CallRequest, type CallResult, type InvocationAnswer, type PulseCallRequest, type ResultVerdict, type ScheduledCall } from "./calls.js";
 export { ownerCaller, type CallerContext } from "./run.js";
 export type { ActionEntry } from "./declaration.js";
 

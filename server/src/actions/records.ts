@@ -36,7 +36,7 @@ export interface CallIdentity {
   /** Id of the event the call was made under (X5), "" from outside. */
   parentCause: string;
   /** Set when time made the call (T8): sent with every attempt as Invocation.scheduled; `onEnd` as in ScheduledCall. */
-  scheduled?: { timerId: string; dueMs: number; sendAtMs?: number; onStarted?: (startedAtMs: number) => void; onEnd?: (tx: Tx, end: { ok: boolean; error: string }) => void };
+  scheduled?: { timerId: string; dueMs: number; sendAtMs?: number; latestStartMs?: number; onStarted?: (startedAtMs: number) => void; onEnd?: (tx: Tx, end: { ok: boolean; error: string }) => void };
   /** Set when a pulse made the call (K1): sent with every attempt as Invocation.pulse. */
   pulse?: { pulse: string; interval: number; dueMs: number };
   /** Pulse calls: the only sessions that may run it; such a call never waits for a host. */

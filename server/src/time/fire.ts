@@ -1,4 +1,4 @@
-import { ownerCaller, type ActionCalls } from "../actions/index.js";
+import { notStartedInTime, ownerCaller, type ActionCalls } from "../actions/index.js";
 import { systemPrincipal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
@@ -7,7 +7,7 @@ import type { Logger } from "../logger.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { OccurrenceRecord, OccurrenceStatements, TimerControlStatements, TimerStatements } from "../store/timers.js";
 import type { LatenessHistogram } from "./lateness.js";
-import { claimDecision, occurrenceId, owedWithin, tooLate } from "./timers.js";
+import { claimDecision, latestStartMs, occurrenceId, owedWithin, tooLate } from "./timers.js";
 
 /** What an "allow" overlap policy needs to know of a timer's running occurrences: nothing. */
 const noneActive = { running: 0, buffered: 0 };
@@ -148,10 +148,15 @@ export class TimerFiring {
     for (const timer of timers.due(horizon, claimChunk)) {
       const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, horizon); // B1 catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
       let called = 0;
+      let deferredDueMs: number | null = null;
       for (const dueMs of owed) {
         const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
         const active = (timer.policy?.overlap ?? "allow") === "allow" ? noneActive : this.deps.control.activeOf(timer.id); // no query when overlap is allowed
         const { status, reason: why } = claimDecision(timer, latenessMs, active); // K3 lateness, B1 overlap
+        if (status === "skipped" && latenessMs < 0) {
+          deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
+          break;
+        }
         const id = occurrenceId(timer.id, dueMs);
         const occurrence: OccurrenceRecord = {
           id,
@@ -179,7 +184,7 @@ export class TimerFiring {
         called++;
         if (status === "pending") claimed.push({ occurrence, sendAtMs: dueMs, mayBuffer: timer.kind !== "delay" }); // "buffered": made when the previous one ends (released in the unit that records that end, see call())
       }
-      timers.advance(timer.id, nextDueMs, called, tx.now);
+      if (deferredDueMs !== timer.nextDueMs || called > 0) timers.advance(timer.id, deferredDueMs ?? nextDueMs, called, tx.now);
     }
     for (const retry of retries ? occurrences.dueRetries(horizon, claimChunk) : []) {
       if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
@@ -239,6 +244,7 @@ export class TimerFiring {
             actor: occurrence.actor,
             chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // K5: a delay's depth
             sendAtMs,
+            latestStartMs: first ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // K4: not made once its bound has passed waiting for a credit
             onStarted,
             onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error)),
           },
@@ -248,6 +254,10 @@ export class TimerFiring {
       );
     } catch (e) {
       if (this.stopped) return; // stays pending: called again at the next start (answered from the log if it completed)
+      if (notStartedInTime(e)) {
+        const lateMs = clock.now() - occurrence.dueMs;
+        return this.skip(occurrence, lateMs, tooLate(occurrence.overdue, lateMs) || ChronologError.from(e).message);
+      }
       status = "failed";
       error = ChronologError.from(e).message;
     }

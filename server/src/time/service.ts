@@ -205,7 +205,7 @@ export class Timers {
     return result.timer;
   }
 
-  /** Stops a runtime timer (T3). NOT_FOUND when unknown (under a cause, the same request run again succeeds: answered from the log); FAILED_PRECONDITION for a delay or a declared schedule. */
+  /** Stops a runtime timer (T3). NOT_FOUND when unknown or a one-shot (`at`) already made (under a cause, the same request run again succeeds: answered from the log); FAILED_PRECONDITION for a delay or a declared schedule. */
   async unschedule(timerId: string, cause: CauseRef | null, principal: Principal): Promise<void> {
     await this.remove(timerId, "runtime", cause, principal);
   }
@@ -552,7 +552,8 @@ export class Timers {
       if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again (E7): removed once, by its first run
       const timer = this.managed(id, cause, principal, "cancel", what);
       if (kind === "runtime" && timer.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`);
-      if (kind === "delay" && timer.nextDueMs === null) fail("not_found", `delay ${JSON.stringify(id)} was already made`, [{ field, description: "already made" }]);
+      // A one-shot whose occurrence was made (or claimed, inside the lookahead) has nothing left to stop.
+      if (timer.nextDueMs === null && !timer.paused && (kind === "delay" || timer.spec.kind === "at")) fail("not_found", `${what} ${JSON.stringify(id)} was already made`, [{ field, description: "already made" }]);
       this.deps.timers.remove(id);
       tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
     });

@@ -406,6 +406,23 @@ export function backfillMoments(timer: TimerMoments & Pick<TimerRecord, "paused"
 }
 
 /**
+ * The last moment (ms since the epoch, UTC) an occurrence due at `dueMs` may still be made
+ * under `overdue` (K4): `dueMs` plus its bound, or plus {@link onTimeToleranceMs} for
+ * `on_time_or_never`; undefined when unbounded. The call of time waits for an executor's
+ * credit only until then (ActionCalls).
+ */
+export function latestStartMs(overdue: Overdue, dueMs: number): number | undefined {
+  switch (overdue.kind) {
+    case "unbounded":
+      return undefined;
+    case "max":
+      return dueMs + overdue.maxLatenessMs;
+    case "onTimeOrNever":
+      return dueMs + onTimeToleranceMs;
+  }
+}
+
+/**
  * Why an occurrence `latenessMs` late may not be made under `overdue` (K3, K4), or "" when
  * it may: `max_lateness_ms` allows up to that bound inclusive, `on_time_or_never` up to
  * {@link onTimeToleranceMs}.
