@@ -69,7 +69,9 @@ export interface FiringDeps {
  * `pending`, or as `skipped` with a `timer.skipped` event when it is later
  * than the timer's `overdue` bound at the commit time (the bound is judged
  * again when the call is about to be made, so a claim recovered after a
- * restart is skipped too if it became too late); it moves recurring timers to their next
+ * restart is skipped too if it became too late, and so is a call that found no executor's
+ * credit by its bound); an overlap skip of a moment still ahead is not decided at the claim:
+ * the timer stays due for a later ring (the run before may end first); it moves recurring timers to their next
  * moment and spends one-shots. After the commit each pending occurrence's
  * action is called through ActionCalls with call id = occurrence id, the
  * timer's actor, and `scheduled` = (timer id, due, occurrence id); its end
