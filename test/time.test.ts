@@ -62,6 +62,14 @@ function remindPlugin(calls: ActionContext[]): PluginDefinition {
         inputSchema: { type: "object", required: ["to"], properties: { to: { type: "string" } } },
         run: () => ({}),
       },
+      quick: {
+        allow: ["*"],
+        timeoutMs: 200, // waits for a host at most this long
+        run(ctx) {
+          calls.push(ctx);
+          return {};
+        },
+      },
     },
   });
 }
@@ -273,6 +281,21 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     await expectConnectError(h.time.cancelDelay({ delayId: "not-a-delay" }), Code.FailedPrecondition, /"not-a-delay" is a runtime timer: use Unschedule, not a delay/); // as Unschedule of a delay
     expect((await h.time.getTimer({ timerId: "not-a-delay" })).timer?.id).toBe("not-a-delay");
     expect(h.calls).toEqual([]);
+  });
+
+  it("a bound longer than the action's wait for a host still holds: the try that found no executor started nothing, so its retry past the bound is skipped, not made", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { executor: false });
+    const { delayId } = await h.time.delay({ action: "remind.quick", when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "maxLatenessMs", value: 5_000n } } });
+    clock.set(T0 + 1_000); // no executor: the call waits 200 ms (the action's timeout, inside the bound) and fails, nothing started
+    await until(async () => (await occurrences(h, delayId))[0]?.status === "retry_wait", "the first try failed: no executor");
+    await executor(h.owner.url, remindPlugin(h.calls));
+    clock.set(T0 + 1_000 + 10_000); // its retry, 10 s later: past the 5 s bound
+    await until(async () => (await occurrences(h, delayId))[0]?.status === "skipped", "skipped at its retry");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.calls).toEqual([]);
+    expect(await eventsOf(h.client, ["action.started"])).toEqual([]);
+    expect((await eventsOf(h.client, ["timer.skipped"])).map((e) => e.data?.timer_id)).toEqual([delayId]);
   });
 
   it("Unschedule of a one-shot already made, or claimed inside the lookahead, is NOT_FOUND \"already made\" (as CancelDelay); its call is made once", async () => {

@@ -189,6 +189,11 @@ export class ActionCalls {
 
   constructor(private readonly deps: ActionCallsDeps) {}
 
+  /** Whether call `callId` ever started an attempt (its `action_calls` row exists: written when a host's credit was taken). */
+  everStarted(callId: string): boolean {
+    return this.deps.calls.get(callId) !== undefined;
+  }
+
   /** Whether `plugin.action` is declared (A1). */
   has(action: string): boolean {
     return this.deps.registry.action(action) !== undefined;
@@ -364,7 +369,9 @@ export class ActionCalls {
         // A pulse's call is taken at once or not at all (K1): it never waits for a host.
         session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : (untilLatest ?? budgetMs), run.abandoned.signal, call.eligible);
       } catch (e) {
-        if (untilLatest !== undefined && e instanceof ChronologError && e.kind === "unavailable" && !this.stopped) throw notStartedError(call.entry.name, latest!);
+        // No host by its latest start (the wait ended there, or a wait as long as the action's timeout ended past it): not made.
+        const pastLatest = latest !== undefined && (untilLatest !== undefined || this.deps.clock.now() >= latest);
+        if (pastLatest && e instanceof ChronologError && e.kind === "unavailable" && !this.stopped) throw notStartedError(call.entry.name, latest!);
         if (lostAttempt > 0 && !this.stopped) {
           const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
           await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error, cause));

@@ -206,7 +206,9 @@ export class TimerFiring {
     const { actions, clock, committer, lateness, logger } = this.deps;
     let latenessMs = Math.max(0, clock.now() - occurrence.dueMs); // until started (a call that never starts ends with its claim's lateness)
     const first = occurrence.attempts === 0;
-    if (first) {
+    // The bound decides whether the occurrence is made at all (K4): it holds until its action has started once (a try that found no executor did not start it).
+    const unmade = first || !actions.everStarted(occurrence.id);
+    if (unmade) {
       const why = tooLate(occurrence.overdue, latenessMs);
       if (why) return this.skip(occurrence, latenessMs, why);
     }
@@ -246,7 +248,7 @@ export class TimerFiring {
             actor: occurrence.actor,
             chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // K5: a delay's depth
             sendAtMs,
-            latestStartMs: first ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // K4: not made once its bound has passed waiting for a credit
+            latestStartMs: unmade ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // K4: not made once its bound has passed waiting for a credit
             onStarted,
             onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error)),
           },

@@ -553,7 +553,7 @@ export class Timers {
       const timer = this.managed(id, cause, principal, "cancel", what);
       if (kind === "runtime" && timer.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`);
       // A one-shot whose occurrence was made (or claimed, inside the lookahead) has nothing left to stop.
-      if (timer.nextDueMs === null && !timer.paused && (kind === "delay" || timer.spec.kind === "at")) fail("not_found", `${what} ${JSON.stringify(id)} was already made`, [{ field, description: "already made" }]);
+      if (timer.nextDueMs === null && !timer.paused && (kind === "delay" || timer.spec.kind === "at")) fail("not_found", `${what} ${JSON.stringify(id)} was already made (or skipped)`, [{ field, description: "already made" }]);
       this.deps.timers.remove(id);
       tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
     });
