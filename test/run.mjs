@@ -23,6 +23,6 @@ try {
   failed = Math.max(failed, 1);
 }
 // Suites that need .venv, .tools/grpcurl or Chromium skip themselves outside CI when those are missing (.ci/run installs them).
-if (skipped > 0) console.log(`${skipped} skipped (a missing .venv, .tools/grpcurl or Chromium: .ci/run installs them)`);
+if (skipped > 0) console.log(`${skipped} skipped (filtered out, or their suite needs a .venv, .tools/grpcurl or Chromium that is missing: .ci/run installs them)`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(result.status === 0 && failed === 0 ? 0 : 1);
