@@ -364,14 +364,14 @@ export class ActionCalls {
       // A call of time with a lateness bound waits for a host only until its latest start (K4), until it has started once.
       const latest = lostAttempt === 0 ? call.scheduled?.latestStartMs : undefined;
       const budgetMs = this.budgetMs(run);
-      const untilLatest = latest === undefined || latest - this.deps.clock.now() >= budgetMs ? undefined : latest - this.deps.clock.now();
+      const waitMs = latest === undefined ? budgetMs : Math.min(budgetMs, latest - this.deps.clock.now());
       try {
         // A pulse's call is taken at once or not at all (K1): it never waits for a host.
-        session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : (untilLatest ?? budgetMs), run.abandoned.signal, call.eligible);
+        session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : waitMs, run.abandoned.signal, call.eligible);
       } catch (e) {
         // No host by its latest start (the wait ended there, or a wait as long as the action's timeout ended past it): not made.
-        const pastLatest = latest !== undefined && (untilLatest !== undefined || this.deps.clock.now() >= latest);
-        if (pastLatest && e instanceof ChronologError && e.kind === "unavailable" && !this.stopped) throw notStartedError(call.entry.name, latest!);
+        const pastLatest = latest !== undefined && (waitMs < budgetMs || this.deps.clock.now() >= latest);
+        if (pastLatest && e instanceof ChronologError && e.kind === "unavailable" && !this.stopped) throw notStartedError(call.entry.name, latest);
         if (lostAttempt > 0 && !this.stopped) {
           const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
           await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error, cause));
