@@ -111,3 +111,39 @@ describe("the TypeScript SDK holds a call from when the owner wrote it (Invocati
     }
   });
 });
+
+describe("the TypeScript SDK batches on its stream", () => {
+  it("runs every Invocation of an InvocationBatch, and answers the calls that end in one turn with one ActionResultBatch", async () => {
+    const received: { kind: string; ids: string[] }[] = [];
+    // A fake owner: after the welcome, one InvocationBatch of three calls to start at once (hold_ms 0).
+    const server = createServer(
+      connectNodeAdapter({
+        routes(router) {
+          router.service(ExecutorService, {
+            async *subscribe(requests) {
+              const invocation = (id: string) => ({ invocationId: id, action: "quick.run", callId: id, attempt: 1 }) as never;
+              yield { message: { case: "welcome", value: { sessionId: "s", heartbeatIntervalMs: 60_000 } } } as SubscribeResponse;
+              yield { message: { case: "invocations", value: { invocations: ["a", "b", "c"].map(invocation) } } } as unknown as SubscribeResponse;
+              for await (const request of requests) {
+                const m = request.message;
+                if (m.case === "actionResult") received.push({ kind: m.case, ids: [m.value.invocationId] });
+                if (m.case === "actionResults") received.push({ kind: m.case, ids: m.value.results.map((r) => r.invocationId) });
+              }
+            },
+          });
+        },
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const plugin = definePlugin({ name: "quick", actions: { run: { run: () => ({ ok: true }) } } });
+    const executor = runExecutor({ url, plugins: [plugin], onError: () => {} });
+    try {
+      await until(() => received.flatMap((r) => r.ids).length === 3, "the three results");
+      expect(received).toEqual([{ kind: "actionResults", ids: ["a", "b", "c"] }]);
+    } finally {
+      await executor.stop(0);
+      server.close();
+    }
+  });
+});

@@ -17,7 +17,7 @@ import { ManualClock } from "../server/src/clock.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import { ActionResultSchema, ExecutorService, HelloSchema, Outcome, type Invocation, type SubscribeRequest } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { ActionResultBatchSchema, ActionResultSchema, ExecutorService, HelloSchema, Outcome, type Invocation, type SubscribeRequest } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { TimeService, TimerKind, type Timer } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
@@ -546,10 +546,11 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment t
 describe("an executor that holds: calls of time sent ahead with hold_ms, started at the moment (K4)", () => {
   const due = T0 + 60_000;
 
-  /** A raw executor stream (hello with `holds`): the Invocations it gets, and `answer` to send an ActionResult. */
-  function rawExecutor(url: string, holds: boolean) {
+  /** A raw executor stream (hello with `holds`, `batches`): the Invocations it gets, the message kinds they came in, and `answer` to send ActionResults. */
+  function rawExecutor(url: string, holds: boolean, batches = false) {
     const invocations: Invocation[] = [];
-    const outbox: SubscribeRequest["message"][] = [{ case: "hello", value: create(HelloSchema, { executor: "raw", actions: ["remind.send"], credits: 4, holds }) }];
+    const kinds: string[] = [];
+    const outbox: SubscribeRequest["message"][] = [{ case: "hello", value: create(HelloSchema, { executor: "raw", actions: ["remind.send"], credits: 4, holds, batches }) }];
     let wake = () => {};
     const ended = new AbortController();
     cleanups.push(async () => ended.abort());
@@ -561,15 +562,25 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     }
     void (async () => {
       try {
-        for await (const m of createRpcClient(ExecutorService, createGrpcTransport({ baseUrl: url })).subscribe(requests(), { signal: ended.signal })) if (m.message.case === "invocation") invocations.push(m.message.value);
+        for await (const m of createRpcClient(ExecutorService, createGrpcTransport({ baseUrl: url })).subscribe(requests(), { signal: ended.signal })) {
+          if (m.message.case === "invocation") invocations.push(m.message.value);
+          if (m.message.case === "invocations") invocations.push(...m.message.value.invocations);
+          if (m.message.case === "invocation" || m.message.case === "invocations") kinds.push(m.message.case);
+        }
       } catch {
         // ended by the test
       }
     })();
     return {
       invocations,
+      kinds,
       answer(invocationId: string, startedLateMs: number) {
         outbox.push({ case: "actionResult", value: create(ActionResultSchema, { invocationId, outcome: Outcome.OK, output: {}, startedLateMs }) });
+        wake();
+      },
+      /** Answers several invocations in one ActionResultBatch. */
+      answerAll(answers: { invocationId: string; startedLateMs: number }[]) {
+        outbox.push({ case: "actionResults", value: create(ActionResultBatchSchema, { results: answers.map((a) => create(ActionResultSchema, { ...a, outcome: Outcome.OK, output: {} })) }) });
         wake();
       },
     };
@@ -593,6 +604,23 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     await until(async () => (await occurrences(h, "held"))[0]?.status === "completed", "the occurrence's end");
     expect((await occurrences(h, "held"))[0]).toMatchObject({ lateness_ms: 3, attempts: 1 });
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 3 });
+  });
+
+  it("an executor that said `batches` gets the calls one ring starts in InvocationBatch messages, and may answer them in one ActionResultBatch", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50, executor: false });
+    const raw = rawExecutor(h.owner.url, true, true);
+    await until(async () => (await h.admin.listExecutors({})).executors.length === 1, "the raw executor connected");
+    for (const id of ["b1", "b2", "b3"]) await h.time.schedule({ timerId: id, action: "remind.send", input: {}, spec: at(due) });
+    clock.set(due - 40);
+    await until(() => raw.invocations.length === 3, "the three Invocations, held");
+    expect(raw.kinds).toContain("invocations"); // the ring started them together: not one message each
+    expect(raw.kinds.length).toBeLessThan(3);
+    expect(raw.invocations.map((i) => i.scheduled?.timerId).sort()).toEqual(["b1", "b2", "b3"]);
+    clock.set(due + 5);
+    raw.answerAll(raw.invocations.map((i, k) => ({ invocationId: i.invocationId, startedLateMs: k + 1 })));
+    await until(async () => (await Promise.all(["b1", "b2", "b3"].map((id) => occurrences(h, id)))).every(([o]) => o?.status === "completed"), "the three ends, from one message");
+    expect(h.owner.lateness.snapshot()).toMatchObject({ count: 3, maxMs: 3 });
   });
 
   it("a reported delay counts at most up to the answer, and an answer before the hold's end counts 0", async () => {

@@ -769,10 +769,10 @@ class Executor:
                 elif kind == "deliveries":  # only sent when hello.batches is set; handled anyway
                     for delivery in response.deliveries.deliveries:
                         self._submit(self._deliver, delivery, session)
-                elif kind == "invocation":
-                    invocation = response.invocation
-                    written_at = session.clock.written_at(invocation.written_at_ms, time.monotonic() * 1000) / 1000
-                    self._submit(functools.partial(self._invoke, hold_from=written_at), invocation, session)
+                elif kind in ("invocation", "invocations"):  # invocations: only sent when hello.batches is set; handled anyway
+                    for invocation in [response.invocation] if kind == "invocation" else response.invocations.invocations:
+                        written_at = session.clock.written_at(invocation.written_at_ms, time.monotonic() * 1000) / 1000
+                        self._submit(functools.partial(self._invoke, hold_from=written_at), invocation, session)
                 elif kind == "cancel_invocation":
                     self._cancel(session, response.cancel_invocation)
                 elif kind == "notice":

@@ -6,11 +6,12 @@ import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
-import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, Outcome, type AckSchema, type ActionResultSchema, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { HoldQueue } from "./hold-queue.js";
 import { StreamClock } from "./stream-clock.js";
+import { TurnBatch } from "./turn-batch.js";
 import { CauseWork, type WorkUnderCause } from "./work.js";
 
 export type { ActionContext } from "./action.js";
@@ -141,7 +142,6 @@ class ExecutorRunner {
   private readonly client: ChronologClient;
   private readonly actions: ActionHost;
   private readonly stopping = new AbortController();
-  private sendQueue: ((r: Request) => void) | null = null;
   /**
    * The current stream, null between streams: its held invocations (K4); `closeSends`
    * half-closes it after what is queued; `over` resolves when it ended.
@@ -149,7 +149,6 @@ class ExecutorRunner {
   private current: { holds: HoldQueue<Invocation>; closeSends: () => void; over: Promise<void> } | null = null;
   /** stop() half-closed the stream: do not reconnect when it ends. */
   private closing = false;
-  private readonly pendingAcks: { deliveryId: string; outcome: Outcome; error: string }[] = [];
   private resolveReady!: () => void;
   private rejectReady!: (error: unknown) => void;
   /** The owner's refusal for good, once it came (see {@link isFatal}). */
@@ -206,10 +205,10 @@ class ExecutorRunner {
   private async session(onWelcome: () => void): Promise<void> {
     const streamEnded = new AbortController();
     const outgoing = requestQueue(streamEnded.signal);
-    this.sendQueue = outgoing.push;
+    const sends = streamSends(outgoing.push);
     const abort = AbortSignal.any([this.stopping.signal, streamEnded.signal]);
     setMaxListeners(0, abort); // every run in flight that read ctx.signal listens for the stream's end: no leak warning past 10
-    const holds = new HoldQueue<Invocation>((invocation, lateMs) => this.invoke(invocation, lateMs, outgoing.push, abort));
+    const holds = new HoldQueue<Invocation>((invocation, lateMs) => this.invoke(invocation, lateMs, sends, abort));
     let over!: () => void;
     this.current = { holds, closeSends: outgoing.end, over: new Promise<void>((resolve) => (over = resolve)) };
     outgoing.push({
@@ -246,33 +245,33 @@ class ExecutorRunner {
             else outgoing.push({ message: { case: "heartbeat", value: { at: timestampNow() } } });
           }, intervalMs);
         }
-        this.handle(response, outgoing.push, abort, clock, holds);
+        this.handle(response, sends, abort, clock, holds);
       }
     } finally {
       clearInterval(heartbeat);
       streamEnded.abort();
       holds.clear(); // the owner runs them again (they were never started)
-      this.sendQueue = null;
       this.current = null;
       over();
     }
   }
 
-  private handle(response: SubscribeResponse, send: (r: Request) => void, signal: AbortSignal, clock: StreamClock, holds: HoldQueue<Invocation>): void {
+  private handle(response: SubscribeResponse, sends: StreamSends, signal: AbortSignal, clock: StreamClock, holds: HoldQueue<Invocation>): void {
     const m = response.message;
     const deliveries = m.case === "delivery" ? [m.value] : m.case === "deliveries" ? m.value.deliveries : [];
     for (const delivery of deliveries) {
-      const job = this.deliver(delivery, send, signal).finally(() => this.running.delete(job));
+      const job = this.deliver(delivery, sends, signal).finally(() => this.running.delete(job));
       this.running.add(job);
     }
-    if (m.case === "invocation") {
-      const invocation = m.value;
+    const invocations = m.case === "invocation" ? [m.value] : m.case === "invocations" ? m.value.invocations : [];
+    for (const invocation of invocations) {
       // A held one starts hold_ms after the owner wrote it, on this clock (K4); the queue holds it until then.
       if (invocation.holdMs > 0) holds.add(invocation, clock.writtenAt(invocation.writtenAtMs, performance.now()) + invocation.holdMs);
-      else this.invoke(invocation, 0, send, signal);
-    } else if (m.case === "cancelInvocation") {
+      else this.invoke(invocation, 0, sends, signal);
+    }
+    if (m.case === "cancelInvocation") {
       const { invocationId, reason } = m.value;
-      if (holds.remove((i) => i.invocationId === invocationId)) send({ message: { case: "actionResult", value: this.actions.cancelledHeld(invocationId, reason) } });
+      if (holds.remove((i) => i.invocationId === invocationId)) sends.result.push(this.actions.cancelledHeld(invocationId, reason));
       else this.actions.cancel(invocationId, reason);
     }
     if (m.case === "notice") {
@@ -281,9 +280,9 @@ class ExecutorRunner {
   }
 
   /** Runs `invocation` now (`startedLateMs` after its hold ended) as one of the running jobs. */
-  private invoke(invocation: Invocation, startedLateMs: number, send: (r: Request) => void, signal: AbortSignal): void {
-    const progress = (extendMs: number) => send({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
-    const job = this.actions.invoke(invocation, startedLateMs, (result) => send({ message: { case: "actionResult", value: result } }), progress, signal).finally(() => this.running.delete(job));
+  private invoke(invocation: Invocation, startedLateMs: number, sends: StreamSends, signal: AbortSignal): void {
+    const progress = (extendMs: number) => sends.push({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
+    const job = this.actions.invoke(invocation, startedLateMs, (result) => sends.result.push(result), progress, signal).finally(() => this.running.delete(job));
     this.running.add(job);
   }
 
@@ -297,9 +296,9 @@ class ExecutorRunner {
     }
   }
 
-  private async deliver(delivery: Delivery, send: (r: Request) => void, signal: AbortSignal): Promise<void> {
+  private async deliver(delivery: Delivery, sends: StreamSends, signal: AbortSignal): Promise<void> {
     const handler = this.handlers.get(delivery.processor);
-    const ctx = new DeliveryRun(this.client, delivery, signal, (extendMs) => send({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }));
+    const ctx = new DeliveryRun(this.client, delivery, signal, (extendMs) => sends.push({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }));
     let outcome = Outcome.OK;
     let error = "";
     try {
@@ -309,17 +308,7 @@ class ExecutorRunner {
       outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
       error = e instanceof Error ? e.message : String(e);
     }
-    this.ack({ deliveryId: delivery.deliveryId, outcome, error }, send);
-  }
-
-  /** Queues an ack; acks queued in one event-loop turn go out as one AckBatch. */
-  private ack(ack: { deliveryId: string; outcome: Outcome; error: string }, send: (r: Request) => void): void {
-    this.pendingAcks.push(ack);
-    if (this.pendingAcks.length > 1) return;
-    setImmediate(() => {
-      const acks = this.pendingAcks.splice(0);
-      (this.sendQueue ?? send)(acks.length === 1 ? { message: { case: "ack", value: acks[0] } } : { message: { case: "acks", value: { acks } } });
-    });
+    sends.ack.push({ deliveryId: delivery.deliveryId, outcome, error });
   }
 
   /**
@@ -338,7 +327,7 @@ class ExecutorRunner {
     const stream = this.current;
     if (stream) {
       this.closing = true;
-      await new Promise((r) => setImmediate(r)); // acks are queued on the next turn (see ack)
+      await new Promise((r) => setImmediate(r)); // acks and results are queued on the next turn (see streamSends)
       stream.closeSends();
       await Promise.race([stream.over, sleep(closeWaitMs)]);
     }
@@ -402,6 +391,22 @@ function printError(error: unknown, fatal = false): void {
 function describe(error: unknown): string {
   if (error instanceof ConnectError) return `${Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase()}: ${error.rawMessage}`;
   return error instanceof Error ? error.message : String(error);
+}
+
+/** What work on one stream sends: any request, and acks and action results, each batched per event-loop turn. */
+interface StreamSends {
+  push: (r: Request) => void;
+  ack: TurnBatch<MessageInitShape<typeof AckSchema>>;
+  result: TurnBatch<MessageInitShape<typeof ActionResultSchema>>;
+}
+
+/** The sends of a stream whose requests go to `push`: acks ended in one turn go out as one AckBatch, results as one ActionResultBatch. */
+function streamSends(push: (r: Request) => void): StreamSends {
+  return {
+    push,
+    ack: new TurnBatch((acks) => push(acks.length === 1 ? { message: { case: "ack", value: acks[0] } } : { message: { case: "acks", value: { acks } } })),
+    result: new TurnBatch((results) => push(results.length === 1 ? { message: { case: "actionResult", value: results[0] } } : { message: { case: "actionResults", value: { results } } })),
+  };
 }
 
 /** How long stop() lets the owner end a half-closed stream before cutting it, ms. */

@@ -1,5 +1,5 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { Ack, Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { Ack, ActionResult, Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { Outcome } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import type { ActionCalls } from "../actions/index.js";
 import type { Principal } from "../auth/principal.js";
@@ -115,15 +115,14 @@ export class ExecutorHub {
         for (const ack of m.value.acks) this.ack(session, ack);
         this.pump(session);
         return;
-      case "actionResult": {
-        const r = m.value;
-        const ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
-        const verdict = this.actions.result(session, r.invocationId, { ok, output: r.output ?? {}, error: r.error, startedLateMs: r.startedLateMs });
-        if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out: ignored");
-        if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
+      case "actionResult":
+        this.actionResult(session, m.value);
         this.pump(session);
         return;
-      }
+      case "actionResults":
+        for (const r of m.value.results) this.actionResult(session, r);
+        this.pump(session);
+        return;
       case "progress":
         if (!this.processors.progress(session, m.value.workId, m.value.extendMs) && !this.actions.progress(session, m.value.workId, m.value.extendMs)) {
           this.notice(session, "UNKNOWN_DELIVERY", m.value.workId, "progress for a delivery or invocation not in flight on this session: ignored");
@@ -148,6 +147,13 @@ export class ExecutorHub {
     const verdict = this.processors.ack(session, ack.deliveryId, ok, ack.error, ack.outcome === Outcome.TERMINAL_ERROR);
     if (verdict === "stale") this.notice(session, "STALE_ACK", ack.deliveryId, "ack for a delivery that already timed out or was answered: ignored");
     if (verdict === "unknown") this.notice(session, "UNKNOWN_DELIVERY", ack.deliveryId, "ack for a delivery this session never received: ignored");
+  }
+
+  private actionResult(session: ExecutorSession, r: ActionResult): void {
+    const ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
+    const verdict = this.actions.result(session, r.invocationId, { ok, output: r.output ?? {}, error: r.error, startedLateMs: r.startedLateMs });
+    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out: ignored");
+    if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
   }
 
   /** Ends a session: its deliveries and invocations go to other executors as retries (X3). Idempotent. */

@@ -25,35 +25,45 @@ export interface Hosting {
   holds: boolean;
 }
 
-/** Most deliveries put in one DeliveryBatch. */
+/** Most deliveries, or invocations, put in one batch message. */
 const maxBatch = 256;
 
-/** The messages queued at one moment, as written: built ones built now, deliveries batched for an executor that said `batches`. */
+/** The batch message each batchable message kind goes into (for executors that said `batches`). */
+const batchOf = {
+  delivery: (items: unknown[]): OwnerMessage => ({ message: { case: "deliveries", value: { deliveries: items as never[] } } }),
+  invocation: (items: unknown[]): OwnerMessage => ({ message: { case: "invocations", value: { invocations: items as never[] } } }),
+} as const;
+
+/** The messages queued at one moment, as written: built ones built now, deliveries and invocations batched for an executor that said `batches`. */
 export function written(queued: QueuedMessage[], batches: boolean): OwnerMessage[] {
   const messages = queued.map((m) => (typeof m === "function" ? m() : m));
-  return batches ? batchDeliveries(messages) : messages;
+  return batches ? batched(messages) : messages;
 }
 
 /**
- * Combines runs of deliveries into DeliveryBatch messages (for executors
- * that said `batches`); other messages keep their place.
+ * Combines runs of deliveries into DeliveryBatch messages, and runs of invocations into
+ * InvocationBatch messages, at most {@link maxBatch} each (for executors that said `batches`);
+ * other messages keep their place, and so does the order of all.
  */
-export function batchDeliveries(messages: OwnerMessage[]): OwnerMessage[] {
+function batched(messages: OwnerMessage[]): OwnerMessage[] {
   const out: OwnerMessage[] = [];
+  let kind: keyof typeof batchOf | undefined;
   let run: unknown[] = [];
   const flush = () => {
-    if (run.length === 1) out.push({ message: { case: "delivery", value: run[0] as never } });
-    else if (run.length > 1) out.push({ message: { case: "deliveries", value: { deliveries: run as never[] } } });
+    if (run.length === 1) out.push({ message: { case: kind, value: run[0] } } as OwnerMessage);
+    else if (run.length > 1) out.push(batchOf[kind!](run));
     run = [];
   };
   for (const m of messages) {
-    if (m.message?.case === "delivery") {
-      run.push(m.message.value);
-      if (run.length === maxBatch) flush();
-    } else {
+    const c = m.message?.case;
+    if (c !== "delivery" && c !== "invocation") {
       flush();
       out.push(m);
+      continue;
     }
+    if (c !== kind || run.length === maxBatch) flush();
+    kind = c;
+    run.push(m.message!.value);
   }
   flush();
   return out;

@@ -25,7 +25,7 @@ OUTCOME_ERROR: Outcome
 OUTCOME_TERMINAL_ERROR: Outcome
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ("hello", "ack", "action_result", "progress", "credit", "heartbeat", "acks")
+    __slots__ = ("hello", "ack", "action_result", "progress", "credit", "heartbeat", "acks", "action_results")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
     ACTION_RESULT_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,7 @@ class SubscribeRequest(_message.Message):
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     ACKS_FIELD_NUMBER: _ClassVar[int]
+    ACTION_RESULTS_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     ack: Ack
     action_result: ActionResult
@@ -40,7 +41,8 @@ class SubscribeRequest(_message.Message):
     credit: Credit
     heartbeat: Heartbeat
     acks: AckBatch
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., action_result: _Optional[_Union[ActionResult, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., acks: _Optional[_Union[AckBatch, _Mapping]] = ...) -> None: ...
+    action_results: ActionResultBatch
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., action_result: _Optional[_Union[ActionResult, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., acks: _Optional[_Union[AckBatch, _Mapping]] = ..., action_results: _Optional[_Union[ActionResultBatch, _Mapping]] = ...) -> None: ...
 
 class AckBatch(_message.Message):
     __slots__ = ("acks",)
@@ -48,8 +50,14 @@ class AckBatch(_message.Message):
     acks: _containers.RepeatedCompositeFieldContainer[Ack]
     def __init__(self, acks: _Optional[_Iterable[_Union[Ack, _Mapping]]] = ...) -> None: ...
 
+class ActionResultBatch(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ActionResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ActionResult, _Mapping]]] = ...) -> None: ...
+
 class SubscribeResponse(_message.Message):
-    __slots__ = ("welcome", "delivery", "invocation", "cancel_invocation", "heartbeat", "notice", "deliveries")
+    __slots__ = ("welcome", "delivery", "invocation", "cancel_invocation", "heartbeat", "notice", "deliveries", "invocations")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     INVOCATION_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +65,7 @@ class SubscribeResponse(_message.Message):
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     NOTICE_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    INVOCATIONS_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     delivery: Delivery
     invocation: Invocation
@@ -64,13 +73,20 @@ class SubscribeResponse(_message.Message):
     heartbeat: Heartbeat
     notice: Notice
     deliveries: DeliveryBatch
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., invocation: _Optional[_Union[Invocation, _Mapping]] = ..., cancel_invocation: _Optional[_Union[CancelInvocation, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ...) -> None: ...
+    invocations: InvocationBatch
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., invocation: _Optional[_Union[Invocation, _Mapping]] = ..., cancel_invocation: _Optional[_Union[CancelInvocation, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., invocations: _Optional[_Union[InvocationBatch, _Mapping]] = ...) -> None: ...
 
 class DeliveryBatch(_message.Message):
     __slots__ = ("deliveries",)
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     deliveries: _containers.RepeatedCompositeFieldContainer[Delivery]
     def __init__(self, deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ...) -> None: ...
+
+class InvocationBatch(_message.Message):
+    __slots__ = ("invocations",)
+    INVOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    invocations: _containers.RepeatedCompositeFieldContainer[Invocation]
+    def __init__(self, invocations: _Optional[_Iterable[_Union[Invocation, _Mapping]]] = ...) -> None: ...
 
 class Notice(_message.Message):
     __slots__ = ("reason", "message", "work_id")

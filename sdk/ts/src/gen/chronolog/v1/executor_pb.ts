@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/executor.proto.
  */
 export const file_chronolog_v1_executor: GenFile = /*@__PURE__*/
-  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSLEAgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgRhY2tzGAcgASgLMhYuY2hyb25vbG9nLnYxLkFja0JhdGNoSABCCQoHbWVzc2FnZSIrCghBY2tCYXRjaBIfCgRhY2tzGAEgAygLMhEuY2hyb25vbG9nLnYxLkFjayLqAgoRU3Vic2NyaWJlUmVzcG9uc2USKAoHd2VsY29tZRgBIAEoCzIVLmNocm9ub2xvZy52MS5XZWxjb21lSAASKgoIZGVsaXZlcnkYAiABKAsyFi5jaHJvbm9sb2cudjEuRGVsaXZlcnlIABIuCgppbnZvY2F0aW9uGAMgASgLMhguY2hyb25vbG9nLnYxLkludm9jYXRpb25IABI7ChFjYW5jZWxfaW52b2NhdGlvbhgEIAEoCzIeLmNocm9ub2xvZy52MS5DYW5jZWxJbnZvY2F0aW9uSAASLAoJaGVhcnRiZWF0GAUgASgLMhcuY2hyb25vbG9nLnYxLkhlYXJ0YmVhdEgAEiYKBm5vdGljZRgGIAEoCzIULmNocm9ub2xvZy52MS5Ob3RpY2VIABIxCgpkZWxpdmVyaWVzGAcgASgLMhsuY2hyb25vbG9nLnYxLkRlbGl2ZXJ5QmF0Y2hIAEIJCgdtZXNzYWdlIjsKDURlbGl2ZXJ5QmF0Y2gSKgoKZGVsaXZlcmllcxgBIAMoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeSI6CgZOb3RpY2USDgoGcmVhc29uGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHd29ya19pZBgDIAEoCSLDAQoFSGVsbG8SEAoIZXhlY3V0b3IYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSLQoHcGx1Z2lucxgDIAMoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdBISCgpwcm9jZXNzb3JzGAQgAygJEg8KB2FjdGlvbnMYBSADKAkSDgoGcHVsc2VzGAYgAygJEg8KB2NyZWRpdHMYByABKA0SDwoHYmF0Y2hlcxgIIAEoCBINCgVob2xkcxgJIAEoCCI8CgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNIqIBCghEZWxpdmVyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIRCglwcm9jZXNzb3IYAiABKAkSIgoFZXZlbnQYAyABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSDwoHYXR0ZW1wdBgEIAEoDRIsCghkZWFkbGluZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCwoDa2V5GAYgASgJIlEKA0FjaxITCgtkZWxpdmVyeV9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSDQoFZXJyb3IYAyABKAki+AIKCkludm9jYXRpb24SFQoNaW52b2NhdGlvbl9pZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NhbGxfaWQYBCABKAkSFgoOY2F1c2VfZXZlbnRfaWQYBSABKAkSIgoFYWN0b3IYBiABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2F0dGVtcHQYCCABKA0SKgoJc2NoZWR1bGVkGAkgASgLMhcuY2hyb25vbG9nLnYxLlNjaGVkdWxlZBImCgVwdWxzZRgKIAEoCzIXLmNocm9ub2xvZy52MS5QdWxzZUNhbGwSEwoLY2hhaW5fZGVwdGgYCyABKA0SDwoHaG9sZF9tcxgMIAEoDRIVCg13cml0dGVuX2F0X21zGA0gASgBIl0KCVNjaGVkdWxlZBIQCgh0aW1lcl9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDW9jY3VycmVuY2VfaWQYAyABKAkiVQoJUHVsc2VDYWxsEg0KBXB1bHNlGAEgASgJEhAKCGludGVydmFsGAIgASgNEicKA2R1ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKDEFjdGlvblJlc3VsdBIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5jaHJvbm9sb2cudjEuT3V0Y29tZRInCgZvdXRwdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWVycm9yGAQgASgJEhcKD3N0YXJ0ZWRfbGF0ZV9tcxgFIAEoDSIuCghQcm9ncmVzcxIPCgd3b3JrX2lkGAEgASgJEhEKCWV4dGVuZF9tcxgCIAEoDSIZCgZDcmVkaXQSDwoHY3JlZGl0cxgBIAEoDSI5ChBDYW5jZWxJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKCUhlYXJ0YmVhdBImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqYQoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASDgoKT1VUQ09NRV9PSxABEhEKDU9VVENPTUVfRVJST1IQAhIaChZPVVRDT01FX1RFUk1JTkFMX0VSUk9SEAMyYwoPRXhlY3V0b3JTZXJ2aWNlElAKCVN1YnNjcmliZRIeLmNocm9ub2xvZy52MS5TdWJzY3JpYmVSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLlN1YnNjcmliZVJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
+  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSL/AgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgRhY2tzGAcgASgLMhYuY2hyb25vbG9nLnYxLkFja0JhdGNoSAASOQoOYWN0aW9uX3Jlc3VsdHMYCCABKAsyHy5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0QmF0Y2hIAEIJCgdtZXNzYWdlIisKCEFja0JhdGNoEh8KBGFja3MYASADKAsyES5jaHJvbm9sb2cudjEuQWNrIkAKEUFjdGlvblJlc3VsdEJhdGNoEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0IqADChFTdWJzY3JpYmVSZXNwb25zZRIoCgd3ZWxjb21lGAEgASgLMhUuY2hyb25vbG9nLnYxLldlbGNvbWVIABIqCghkZWxpdmVyeRgCIAEoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeUgAEi4KCmludm9jYXRpb24YAyABKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkgAEjsKEWNhbmNlbF9pbnZvY2F0aW9uGAQgASgLMh4uY2hyb25vbG9nLnYxLkNhbmNlbEludm9jYXRpb25IABIsCgloZWFydGJlYXQYBSABKAsyFy5jaHJvbm9sb2cudjEuSGVhcnRiZWF0SAASJgoGbm90aWNlGAYgASgLMhQuY2hyb25vbG9nLnYxLk5vdGljZUgAEjEKCmRlbGl2ZXJpZXMYByABKAsyGy5jaHJvbm9sb2cudjEuRGVsaXZlcnlCYXRjaEgAEjQKC2ludm9jYXRpb25zGAggASgLMh0uY2hyb25vbG9nLnYxLkludm9jYXRpb25CYXRjaEgAQgkKB21lc3NhZ2UiOwoNRGVsaXZlcnlCYXRjaBIqCgpkZWxpdmVyaWVzGAEgAygLMhYuY2hyb25vbG9nLnYxLkRlbGl2ZXJ5IkAKD0ludm9jYXRpb25CYXRjaBItCgtpbnZvY2F0aW9ucxgBIAMoCzIYLmNocm9ub2xvZy52MS5JbnZvY2F0aW9uIjoKBk5vdGljZRIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIPCgd3b3JrX2lkGAMgASgJIsMBCgVIZWxsbxIQCghleGVjdXRvchgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRItCgdwbHVnaW5zGAMgAygLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0EhIKCnByb2Nlc3NvcnMYBCADKAkSDwoHYWN0aW9ucxgFIAMoCRIOCgZwdWxzZXMYBiADKAkSDwoHY3JlZGl0cxgHIAEoDRIPCgdiYXRjaGVzGAggASgIEg0KBWhvbGRzGAkgASgIIjwKB1dlbGNvbWUSEgoKc2Vzc2lvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0iogEKCERlbGl2ZXJ5EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhEKCXByb2Nlc3NvchgCIAEoCRIiCgVldmVudBgDIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIPCgdhdHRlbXB0GAQgASgNEiwKCGRlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBILCgNrZXkYBiABKAkiUQoDQWNrEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5jaHJvbm9sb2cudjEuT3V0Y29tZRINCgVlcnJvchgDIAEoCSL4AgoKSW52b2NhdGlvbhIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEg4KBmFjdGlvbhgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY2FsbF9pZBgEIAEoCRIWCg5jYXVzZV9ldmVudF9pZBgFIAEoCRIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIsCghkZWFkbGluZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgIIAEoDRIqCglzY2hlZHVsZWQYCSABKAsyFy5jaHJvbm9sb2cudjEuU2NoZWR1bGVkEiYKBXB1bHNlGAogASgLMhcuY2hyb25vbG9nLnYxLlB1bHNlQ2FsbBITCgtjaGFpbl9kZXB0aBgLIAEoDRIPCgdob2xkX21zGAwgASgNEhUKDXdyaXR0ZW5fYXRfbXMYDSABKAEiXQoJU2NoZWR1bGVkEhAKCHRpbWVyX2lkGAEgASgJEicKA2R1ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNb2NjdXJyZW5jZV9pZBgDIAEoCSJVCglQdWxzZUNhbGwSDQoFcHVsc2UYASABKAkSEAoIaW50ZXJ2YWwYAiABKA0SJwoDZHVlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKeAQoMQWN0aW9uUmVzdWx0EhUKDWludm9jYXRpb25faWQYASABKAkSJgoHb3V0Y29tZRgCIAEoDjIVLmNocm9ub2xvZy52MS5PdXRjb21lEicKBm91dHB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXJyb3IYBCABKAkSFwoPc3RhcnRlZF9sYXRlX21zGAUgASgNIi4KCFByb2dyZXNzEg8KB3dvcmtfaWQYASABKAkSEQoJZXh0ZW5kX21zGAIgASgNIhkKBkNyZWRpdBIPCgdjcmVkaXRzGAEgASgNIjkKEENhbmNlbEludm9jYXRpb24SFQoNaW52b2NhdGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMwoJSGVhcnRiZWF0EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCphCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIOCgpPVVRDT01FX09LEAESEQoNT1VUQ09NRV9FUlJPUhACEhoKFk9VVENPTUVfVEVSTUlOQUxfRVJST1IQAzJjCg9FeGVjdXRvclNlcnZpY2USUAoJU3Vic2NyaWJlEh4uY2hyb25vbG9nLnYxLlN1YnNjcmliZVJlcXVlc3QaHy5jaHJvbm9sb2cudjEuU3Vic2NyaWJlUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
 
 /**
  * Executor → owner.
@@ -85,6 +85,14 @@ export type SubscribeRequest = Message<"chronolog.v1.SubscribeRequest"> & {
      */
     value: AckBatch;
     case: "acks";
+  } | {
+    /**
+     * Several invocations finished at once (same as several `action_result` messages).
+     *
+     * @generated from field: chronolog.v1.ActionResultBatch action_results = 8;
+     */
+    value: ActionResultBatch;
+    case: "actionResults";
   } | { case: undefined; value?: undefined };
 };
 
@@ -115,6 +123,27 @@ export type AckBatch = Message<"chronolog.v1.AckBatch"> & {
  */
 export const AckBatchSchema: GenMessage<AckBatch> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 1);
+
+/**
+ * Action results sent together, to save a message per invocation under load.
+ *
+ * @generated from message chronolog.v1.ActionResultBatch
+ */
+export type ActionResultBatch = Message<"chronolog.v1.ActionResultBatch"> & {
+  /**
+   * The results, handled in order.
+   *
+   * @generated from field: repeated chronolog.v1.ActionResult results = 1;
+   */
+  results: ActionResult[];
+};
+
+/**
+ * Describes the message chronolog.v1.ActionResultBatch.
+ * Use `create(ActionResultBatchSchema)` to create a new message.
+ */
+export const ActionResultBatchSchema: GenMessage<ActionResultBatch> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_executor, 2);
 
 /**
  * Owner → executor.
@@ -183,6 +212,14 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
      */
     value: DeliveryBatch;
     case: "deliveries";
+  } | {
+    /**
+     * Several invocations at once (sent only to executors whose hello set `batches`).
+     *
+     * @generated from field: chronolog.v1.InvocationBatch invocations = 8;
+     */
+    value: InvocationBatch;
+    case: "invocations";
   } | { case: undefined; value?: undefined };
 };
 
@@ -191,7 +228,7 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
  * Use `create(SubscribeResponseSchema)` to create a new message.
  */
 export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 2);
+  messageDesc(file_chronolog_v1_executor, 3);
 
 /**
  * Deliveries sent together, to save a message per delivery under load (P9).
@@ -212,7 +249,29 @@ export type DeliveryBatch = Message<"chronolog.v1.DeliveryBatch"> & {
  * Use `create(DeliveryBatchSchema)` to create a new message.
  */
 export const DeliveryBatchSchema: GenMessage<DeliveryBatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 3);
+  messageDesc(file_chronolog_v1_executor, 4);
+
+/**
+ * Invocations sent together, to save a message per call under load (e.g. the
+ * calls of time that one ring of the clock starts).
+ *
+ * @generated from message chronolog.v1.InvocationBatch
+ */
+export type InvocationBatch = Message<"chronolog.v1.InvocationBatch"> & {
+  /**
+   * The invocations, in the order the owner started them.
+   *
+   * @generated from field: repeated chronolog.v1.Invocation invocations = 1;
+   */
+  invocations: Invocation[];
+};
+
+/**
+ * Describes the message chronolog.v1.InvocationBatch.
+ * Use `create(InvocationBatchSchema)` to create a new message.
+ */
+export const InvocationBatchSchema: GenMessage<InvocationBatch> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_executor, 5);
 
 /**
  * A refused executor message, e.g. an ack for an unknown delivery.
@@ -247,7 +306,7 @@ export type Notice = Message<"chronolog.v1.Notice"> & {
  * Use `create(NoticeSchema)` to create a new message.
  */
 export const NoticeSchema: GenMessage<Notice> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 4);
+  messageDesc(file_chronolog_v1_executor, 6);
 
 /**
  * What an executor hosts (X1).
@@ -305,8 +364,9 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
   credits: number;
 
   /**
-   * The executor understands DeliveryBatch: the owner may put several
-   * deliveries in one message.
+   * The executor understands DeliveryBatch and InvocationBatch: the owner may
+   * put several deliveries, or several invocations, in one message (up to 256;
+   * such a message may exceed 4 MiB when their events or inputs are large).
    *
    * @generated from field: bool batches = 8;
    */
@@ -328,7 +388,7 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 5);
+  messageDesc(file_chronolog_v1_executor, 7);
 
 /**
  * Session accepted.
@@ -357,7 +417,7 @@ export type Welcome = Message<"chronolog.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 6);
+  messageDesc(file_chronolog_v1_executor, 8);
 
 /**
  * One event handed to a processor (P5).
@@ -413,7 +473,7 @@ export type Delivery = Message<"chronolog.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 7);
+  messageDesc(file_chronolog_v1_executor, 9);
 
 /**
  * How a delivery ended.
@@ -448,7 +508,7 @@ export type Ack = Message<"chronolog.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 8);
+  messageDesc(file_chronolog_v1_executor, 10);
 
 /**
  * One call of an action (A2).
@@ -564,7 +624,7 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
  * Use `create(InvocationSchema)` to create a new message.
  */
 export const InvocationSchema: GenMessage<Invocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 9);
+  messageDesc(file_chronolog_v1_executor, 11);
 
 /**
  * What time knows about a call it made (T8).
@@ -599,7 +659,7 @@ export type Scheduled = Message<"chronolog.v1.Scheduled"> & {
  * Use `create(ScheduledSchema)` to create a new message.
  */
 export const ScheduledSchema: GenMessage<Scheduled> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 10);
+  messageDesc(file_chronolog_v1_executor, 12);
 
 /**
  * What a pulse knows about a call it made (K1).
@@ -634,7 +694,7 @@ export type PulseCall = Message<"chronolog.v1.PulseCall"> & {
  * Use `create(PulseCallSchema)` to create a new message.
  */
 export const PulseCallSchema: GenMessage<PulseCall> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 11);
+  messageDesc(file_chronolog_v1_executor, 13);
 
 /**
  * How an invocation ended.
@@ -685,7 +745,7 @@ export type ActionResult = Message<"chronolog.v1.ActionResult"> & {
  * Use `create(ActionResultSchema)` to create a new message.
  */
 export const ActionResultSchema: GenMessage<ActionResult> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 12);
+  messageDesc(file_chronolog_v1_executor, 14);
 
 /**
  * Still working.
@@ -713,7 +773,7 @@ export type Progress = Message<"chronolog.v1.Progress"> & {
  * Use `create(ProgressSchema)` to create a new message.
  */
 export const ProgressSchema: GenMessage<Progress> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 13);
+  messageDesc(file_chronolog_v1_executor, 15);
 
 /**
  * Adds capacity (P9).
@@ -734,7 +794,7 @@ export type Credit = Message<"chronolog.v1.Credit"> & {
  * Use `create(CreditSchema)` to create a new message.
  */
 export const CreditSchema: GenMessage<Credit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 14);
+  messageDesc(file_chronolog_v1_executor, 16);
 
 /**
  * Cancels a running invocation (A4).
@@ -762,7 +822,7 @@ export type CancelInvocation = Message<"chronolog.v1.CancelInvocation"> & {
  * Use `create(CancelInvocationSchema)` to create a new message.
  */
 export const CancelInvocationSchema: GenMessage<CancelInvocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 15);
+  messageDesc(file_chronolog_v1_executor, 17);
 
 /**
  * Liveness signal, both ways.
@@ -783,7 +843,7 @@ export type Heartbeat = Message<"chronolog.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 16);
+  messageDesc(file_chronolog_v1_executor, 18);
 
 /**
  * How a piece of work ended.
