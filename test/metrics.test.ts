@@ -160,6 +160,13 @@ describe("GET /metrics (O2)", () => {
     expect(value(fired, 'chronolog_timer_lateness_seconds_bucket{le="0"}')).toBe(1);
     expect(value(fired, "chronolog_timer_lateness_seconds_sum")).toBe(0);
     expect(owner.lateness.snapshot().count).toBe(1); // the in-memory recorder saw the same call
+    expect(value(fired, "chronolog_timer_calls_sent_late_total")).toBe(0); // written at its moment, not after
+
+    await client.schedule("remind.send", { to: "bo" }, { at: T0 + 120_000 }, { timerId: "behind" });
+    clock.advance(60_050); // the owner's clock passes the moment before it claims: the Invocation is written 50 ms after it
+    await until(() => calls.length === 2, "the second timer's call");
+    await until(async () => (await metric(owner.url, "chronolog_timer_lateness_seconds_count")) === 2, "two lateness observations");
+    expect(await metric(owner.url, "chronolog_timer_calls_sent_late_total")).toBe(1);
   });
 
   it("with principals: an admin bearer token is required (401 without or unknown, 403 for a non-admin)", async () => {

@@ -1,7 +1,8 @@
 // One executor process of the timers benchmark: hosts `timers.fire` and records,
 // per call, the timer (delay) id, the occurrence id and lateness = now - scheduled.due (ms).
 // Prints {"ready":true}, then {"handled":n} every 100 ms, and on SIGTERM one line
-// {"calls":[[timerId, occurrenceId, latenessMs], ...]}.
+// {"calls":[[timerId, occurrenceId, latenessMs], ...], "stalls":[[Date.now(), ms], ...]}, the stalls being
+// the turns of its event loop that held a 10 ms timer back more than 10 ms.
 // Usage: node --import tsx bench/timers/executor.ts URL
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { timersPlugin } from "./plugin.js";
@@ -17,7 +18,16 @@ const executor = runExecutor({
 await executor.ready;
 process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 const timer = setInterval(() => process.stdout.write(`${JSON.stringify({ handled: calls.length })}\n`), 100);
+// This process's event loop: turns that held a 10 ms timer back more than 10 ms ([Date.now(), ms late]).
+const stalls: [number, number][] = [];
+let expected = performance.now() + 10;
+const probe = setInterval(() => {
+  const lateMs = performance.now() - expected;
+  if (lateMs > 10) stalls.push([Date.now(), Math.round(lateMs)]);
+  expected = performance.now() + 10;
+}, 10);
 process.on("SIGTERM", () => {
   clearInterval(timer);
-  process.stdout.write(`${JSON.stringify({ calls })}\n`, () => process.exit(0));
+  clearInterval(probe);
+  process.stdout.write(`${JSON.stringify({ calls, stalls })}\n`, () => process.exit(0));
 });

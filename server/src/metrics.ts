@@ -43,6 +43,8 @@ export interface MetricsSources {
   timersPending(): number;
   /** Time's lateness recorder (K4): every record is observed. */
   lateness: { onRecord(listener: (latenessMs: number) => void): void };
+  /** Calls of time sent to an executor that holds after their moment (ActionCalls.sentLate). */
+  timeCallsSentLate(): number;
 }
 
 /** Group commit sizes (units of work per transaction). */
@@ -144,6 +146,15 @@ export class OwnerMetrics {
       registers,
     });
     sources.lateness.onRecord((ms) => lateness.observe(ms / 1000));
+    new Counter({
+      name: "chronolog_timer_calls_sent_late_total",
+      help: "Calls of time sent to an executor that holds (hold_ms) after their moment, since the owner started: the owner was more than the clock's lookahead behind (or recovered the call at start). Their lateness is the owner's; a rising count under load asks for a longer timers.lookahead_ms or more CPU.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.timeCallsSentLate());
+      },
+    });
     const batchSize = new Histogram({
       name: "chronolog_commit_batch_size",
       help: "Units of work (emits, cursor saves, timer changes, ...) per group commit transaction.",

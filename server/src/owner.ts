@@ -173,6 +173,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     executorsConnected: () => hub.list().length,
     timersPending: () => time.pendingCount(),
     lateness: time.lateness,
+    timeCallsSentLate: () => actions.sentLate,
   });
   const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days), chunkRows: options.timerRetentionChunkRows });
   retentionMetrics(metrics.registry, timerRetention);

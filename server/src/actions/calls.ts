@@ -186,6 +186,12 @@ export class ActionCalls {
   /** Sessions already warned of answering a held call before its hold ended. */
   private readonly warnedEarly = new WeakSet<ExecutorSession>();
   private stopped = false;
+  /**
+   * Calls of time sent to an executor that holds after their moment, with hold_ms 0 (K4), since
+   * the owner started: the owner was more than the clock's lookahead behind (or the call was
+   * recovered at start), so their lateness is the owner's, not the executor's.
+   */
+  sentLate = 0;
 
   constructor(private readonly deps: ActionCallsDeps) {}
 
@@ -468,6 +474,7 @@ export class ActionCalls {
         const now = this.deps.clock.now();
         const callerMs = maxRemaining(run);
         const holdMs = holdFrom(now);
+        if (holdMs === 0 && session.hosting.holds && now > (call.scheduled?.sendAtMs ?? now)) this.sentLate++;
         if (holdMs === 0) started(run, now);
         else heldUntil = now + holdMs;
         return {
