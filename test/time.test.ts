@@ -658,6 +658,22 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     }
   });
 
+  it("`serve --timer-lookahead-ms 40` sends calls of time at most 40 ms ahead (the default is 250)", async () => {
+    const owner = await spawnOwner(tempDir(), ["--timer-lookahead-ms", "40"]);
+    cleanups.push(() => void owner.child.kill("SIGKILL"));
+    const client = createClient({ url: owner.url });
+    await client.registerPlugin(manifestOf(remindPlugin([])));
+    const raw = rawExecutor(owner.url, true);
+    await until(async () => (await createRpcClient(AdminService, client.transport).listExecutors({})).executors.length === 1, "the raw executor connected");
+    const time = createRpcClient(TimeService, client.transport);
+    const t = Date.now();
+    for (const k of [1, 2, 3]) await time.schedule({ timerId: `soon-${k}`, action: "remind.send", spec: at(t + 500 * k + 500) });
+    await until(() => raw.invocations.length === 3, "the Invocations", 5_000);
+    const holds = raw.invocations.map((i) => i.holdMs);
+    expect(Math.max(...holds)).toBeGreaterThan(0); // sent ahead (the first may be sent late by a cold owner)
+    expect(Math.max(...holds)).toBeLessThanOrEqual(40);
+  });
+
   it("one that does not hold gets hold_ms 0, at the moment", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { lookaheadMs: 50, executor: false });

@@ -14,6 +14,8 @@ export interface ServeFlags {
   logLevel: string;
   /** K6: overrides the config's `region`. */
   region?: number;
+  /** Overrides the config's `timers.lookahead_ms` (T5, K4), ms. */
+  timerLookaheadMs?: number;
 }
 
 /** `chronolog serve`: runs an owner until SIGINT or SIGTERM, then shuts down cleanly. */
@@ -29,6 +31,7 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     config: flags.config ? loadConfig(flags.config) : undefined,
     pluginsDir: flags.plugins,
     region: flags.region,
+    timerLookaheadMs: flags.timerLookaheadMs,
     logger,
   });
   const stop = () => {
