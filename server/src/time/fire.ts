@@ -289,7 +289,8 @@ export class TimerFiring {
       const skipped = await this.deps.committer.submit((tx) => {
         if (!this.deps.occurrences.skip(occurrence.id, latenessMs, why, tx.now)) return false;
         tx.append(skippedEvent(occurrence, latenessMs, why));
-        this.deps.actions.failLeftRunning(tx, occurrence.id, `not made: ${why}`); // started ahead by an owner that stopped: its start gets an end
+        // Started by an owner that stopped before its result was recorded: its start gets an end that says what is known.
+        this.deps.actions.failLeftRunning(tx, occurrence.id, `no result recorded before the owner stopped (the executor may or may not have run it); not run again: ${why}`);
         if (this.deps.control.releaseBuffered(occurrence.timerId, tx.now)) releasedAt = tx.now; // B1, as an end in call()
         return true;
       });
