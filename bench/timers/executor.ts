@@ -6,6 +6,7 @@
 // Usage: node --import tsx bench/timers/executor.ts URL
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { timersPlugin } from "./plugin.js";
+import { stallProbe } from "./stall-probe.js";
 
 const [url] = process.argv.slice(2);
 const calls: [string, string, number][] = [];
@@ -18,16 +19,8 @@ const executor = runExecutor({
 await executor.ready;
 process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 const timer = setInterval(() => process.stdout.write(`${JSON.stringify({ handled: calls.length })}\n`), 100);
-// This process's event loop: turns that held a 10 ms timer back more than 10 ms ([Date.now(), ms late]).
-const stalls: [number, number][] = [];
-let expected = performance.now() + 10;
-const probe = setInterval(() => {
-  const lateMs = performance.now() - expected;
-  if (lateMs > 10) stalls.push([Date.now(), Math.round(lateMs)]);
-  expected = performance.now() + 10;
-}, 10);
+const probe = stallProbe(10, 10); // turns of this event loop that held a 10 ms timer back more than 10 ms
 process.on("SIGTERM", () => {
   clearInterval(timer);
-  clearInterval(probe);
-  process.stdout.write(`${JSON.stringify({ calls, stalls })}\n`, () => process.exit(0));
+  process.stdout.write(`${JSON.stringify({ calls, stalls: probe.stop() })}\n`, () => process.exit(0));
 });

@@ -34,6 +34,7 @@ import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_p
 import { DelayRequestSchema, DelayResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { manifestOf } from "../../sdk/ts/src/plugin.js";
 import { timersPlugin } from "./plugin.js";
+import { stallProbe } from "./stall-probe.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const delays = Number(process.env.BENCH_DELAYS ?? 20_000);
@@ -100,22 +101,6 @@ function metricOf(page: string, name: string): number {
 }
 
 /**
- * Watches this process's event loop while it is otherwise idle: a 5 ms timer held back more than
- * 20 ms means the machine did not run it (every core taken, or the host stalling the VM).
- * `stop()` returns the stalls as [Date.now(), ms late].
- */
-function stallProbe(): { stop(): [number, number][] } {
-  const stalls: [number, number][] = [];
-  let expected = performance.now() + 5;
-  const timer = setInterval(() => {
-    const lateMs = performance.now() - expected;
-    if (lateMs > 20) stalls.push([Date.now(), Math.round(lateMs)]);
-    expected = performance.now() + 5;
-  }, 5);
-  return { stop: () => (clearInterval(timer), stalls) };
-}
-
-/**
  * Sets delays [from, to) with `inFlight` concurrent unary Delay calls over gRPC; dueOf(i) in ms since
  * the epoch. The client is @grpc/grpc-js with hand-encoded requests and decoded answers (as bench/emit's
  * generator): the SDK's connect-node client costs ~1 ms of CPU per call, which on 2 cores would
@@ -178,7 +163,7 @@ if (delays > 0) {
   await sleep(start + lead - Date.now() - 500);
   const sentLate0 = metricOf(await (await fetch(`${owner.url}/metrics`)).text(), "chronolog_timer_calls_sent_late_total"); // the warm-up's
   const [cpu0, executorCpu0] = [cpuMs(owner.child.pid!), cpuMs(child.pid!)];
-  const machine = stallProbe();
+  const machine = stallProbe(5, 20); // this process idles meanwhile: a stall is the machine not running it (every core taken, or the host)
   while (handled < warmup + delays && Date.now() < deadline) await sleep(100);
   const machineStalls = machine.stop();
   const cpuPerCall = ((cpuMs(owner.child.pid!) - cpu0) / (handled - warmup)) * 1000;
