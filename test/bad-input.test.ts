@@ -10,7 +10,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { ExecutorService, type SubscribeRequestSchema } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
 import { loadConfig, type OwnerConfig } from "../server/src/config.js";
@@ -164,6 +166,33 @@ describe("bad input writes nothing", () => {
     } finally {
       await o.close();
     }
+  });
+
+  it("an executor's message over the limit ends its stream with RESOURCE_EXHAUSTED (it hears why); the welcome says the limit", async () => {
+    type Request = MessageInitShape<typeof SubscribeRequestSchema>;
+    const outbox: Request[] = [{ message: { case: "hello", value: { executor: "raw", credits: 1 } } }];
+    let wake = () => {};
+    async function* requests() {
+      for (;;) {
+        while (outbox.length > 0) yield outbox.shift()!;
+        await new Promise<void>((r) => (wake = r));
+      }
+    }
+    const stream = createRpcClient(ExecutorService, admin.transport).subscribe(requests())[Symbol.asyncIterator]();
+    const welcome = (await stream.next()).value?.message;
+    expect(welcome).toMatchObject({ case: "welcome", value: { maxMessageBytes: 2048, actionResultBatches: true } });
+    outbox.push({ message: { case: "actionResult", value: { invocationId: "none", error: "x".repeat(3000) } } });
+    wake();
+    const ended = await (async () => {
+      try {
+        for (let m = await stream.next(); !m.done; m = await stream.next());
+        return "ended without an error";
+      } catch (e) {
+        return ConnectError.from(e).code;
+      }
+    })();
+    expect(ended).toBe(Code.ResourceExhausted);
+    await expectUnchanged(admin, before);
   });
 
   it("malformed protobuf bytes get an error status; the owner stays up", async () => {

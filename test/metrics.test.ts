@@ -162,11 +162,14 @@ describe("GET /metrics (O2)", () => {
     expect(owner.lateness.snapshot().count).toBe(1); // the in-memory recorder saw the same call
     expect(value(fired, "chronolog_timer_calls_sent_late_total")).toBe(0); // written at its moment, not after
 
-    await client.schedule("remind.send", { to: "bo" }, { at: T0 + 120_000 }, { timerId: "behind" });
-    clock.advance(60_050); // the owner's clock passes the moment before it claims: the Invocation is written 50 ms after it
-    await until(() => calls.length === 2, "the second timer's call");
-    await until(async () => (await metric(owner.url, "chronolog_timer_lateness_seconds_count")) === 2, "two lateness observations");
-    expect(await metric(owner.url, "chronolog_timer_calls_sent_late_total")).toBe(1);
+    // Late, but not because the owner's commits and send path fell behind: not counted.
+    await client.schedule("remind.send", { to: "bo" }, { at: T0 + 120_000 }, { timerId: "jumped" });
+    clock.advance(60_050); // the clock jumps past the moment before the claim (a ring can only follow it)
+    await until(() => calls.length === 2, "the jumped timer's call");
+    await client.delay("remind.send", { to: "cy" }, { intervalMs: 0 }, "unbounded"); // due when set
+    await until(() => calls.length === 3, "the delay's call");
+    await until(async () => (await metric(owner.url, "chronolog_timer_lateness_seconds_count")) === 3, "three lateness observations");
+    expect(await metric(owner.url, "chronolog_timer_calls_sent_late_total")).toBe(0);
   });
 
   it("with principals: an admin bearer token is required (401 without or unknown, 403 for a non-admin)", async () => {

@@ -1,6 +1,6 @@
 import { createServer } from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { runExecutor } from "../sdk/ts/src/executor.js";
 import { ExecutorService, Outcome, type ActionResult, type SubscribeResponse } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { HoldQueue } from "../sdk/ts/src/hold-queue.js";
@@ -9,6 +9,10 @@ import { StreamClock } from "../sdk/ts/src/stream-clock.js";
 import { until } from "./helpers/until.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
 
 describe("StreamClock: the owner's stream clock on the executor's (K4)", () => {
   it("maps written_at_ms with the least offset seen: a message that queued on its way counts from its writing", () => {
@@ -113,21 +117,25 @@ describe("the TypeScript SDK holds a call from when the owner wrote it (Invocati
 });
 
 describe("the TypeScript SDK batches on its stream", () => {
-  it("runs every Invocation of an InvocationBatch, and answers the calls that end in one turn with one ActionResultBatch", async () => {
-    const received: { kind: string; ids: string[] }[] = [];
-    // A fake owner: after the welcome, one InvocationBatch of three calls to start at once (hold_ms 0).
+  /**
+   * A fake owner whose welcome says `welcome` and which, after it, sends one InvocationBatch of calls `ids` of
+   * action `quick.run` (hold_ms 0); `received` collects the result messages: their kind, and per result its id,
+   * outcome and error.
+   */
+  async function fakeOwner(welcome: { actionResultBatches?: boolean; maxMessageBytes?: number }, ids: string[]) {
+    const received: { kind: string; results: { id: string; outcome: Outcome; error: string }[] }[] = [];
     const server = createServer(
       connectNodeAdapter({
         routes(router) {
           router.service(ExecutorService, {
             async *subscribe(requests) {
-              const invocation = (id: string) => ({ invocationId: id, action: "quick.run", callId: id, attempt: 1 }) as never;
-              yield { message: { case: "welcome", value: { sessionId: "s", heartbeatIntervalMs: 60_000 } } } as SubscribeResponse;
-              yield { message: { case: "invocations", value: { invocations: ["a", "b", "c"].map(invocation) } } } as unknown as SubscribeResponse;
+              const invocation = (id: string) => ({ invocationId: id, action: "quick.run", callId: id, attempt: 1, input: { id } }) as never;
+              yield { message: { case: "welcome", value: { sessionId: "s", heartbeatIntervalMs: 60_000, ...welcome } } } as SubscribeResponse;
+              yield { message: { case: "invocations", value: { invocations: ids.map(invocation) } } } as unknown as SubscribeResponse;
               for await (const request of requests) {
                 const m = request.message;
-                if (m.case === "actionResult") received.push({ kind: m.case, ids: [m.value.invocationId] });
-                if (m.case === "actionResults") received.push({ kind: m.case, ids: m.value.results.map((r) => r.invocationId) });
+                const results = m.case === "actionResult" ? [m.value] : m.case === "actionResults" ? m.value.results : [];
+                if (results.length > 0) received.push({ kind: m.case!, results: results.map((r) => ({ id: r.invocationId, outcome: r.outcome, error: r.error })) });
               }
             },
           });
@@ -135,15 +143,41 @@ describe("the TypeScript SDK batches on its stream", () => {
       }),
     );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    const plugin = definePlugin({ name: "quick", actions: { run: { run: () => ({ ok: true }) } } });
+    cleanups.push(() => void server.close());
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received };
+  }
+
+  /** Runs an executor whose `quick.run` returns `{ pad }` with `padOf(id)` characters; stopped after the test. */
+  function quickExecutor(url: string, padOf: (id: string) => number = () => 0) {
+    const plugin = definePlugin({ name: "quick", actions: { run: { run: (ctx) => ({ pad: "x".repeat(padOf(String(ctx.input.id))) }) } } });
     const executor = runExecutor({ url, plugins: [plugin], onError: () => {} });
-    try {
-      await until(() => received.flatMap((r) => r.ids).length === 3, "the three results");
-      expect(received).toEqual([{ kind: "actionResults", ids: ["a", "b", "c"] }]);
-    } finally {
-      await executor.stop(0);
-      server.close();
-    }
+    cleanups.push(() => executor.stop(0));
+  }
+
+  const ids = (received: { results: { id: string }[] }[]) => received.flatMap((r) => r.results.map((x) => x.id));
+
+  it("runs every Invocation of an InvocationBatch, and answers the calls that end in one turn with one ActionResultBatch", async () => {
+    const owner = await fakeOwner({ actionResultBatches: true }, ["a", "b", "c"]);
+    quickExecutor(owner.url);
+    await until(() => ids(owner.received).length === 3, "the three results");
+    expect(owner.received.map((r) => [r.kind, r.results.map((x) => x.id)])).toEqual([["actionResults", ["a", "b", "c"]]]);
+  });
+
+  it("sends one ActionResult per message to an owner whose welcome does not say it reads ActionResultBatch (an older owner)", async () => {
+    const owner = await fakeOwner({}, ["a", "b", "c"]);
+    quickExecutor(owner.url);
+    await until(() => ids(owner.received).length === 3, "the three results");
+    expect(owner.received.map((r) => r.kind)).toEqual(["actionResult", "actionResult", "actionResult"]);
+  });
+
+  it("keeps a batch within an eighth of the owner's largest message, and answers an output too large for it with a terminal error", async () => {
+    const owner = await fakeOwner({ actionResultBatches: true, maxMessageBytes: 8_000 }, ["a", "b", "c", "big"]);
+    quickExecutor(owner.url, (id) => (id === "big" ? 9_000 : 400)); // an eighth of 8,000 holds two of the 400-character outputs
+    await until(() => ids(owner.received).length === 4, "the four results");
+    expect(owner.received.map((r) => r.results.length)).toEqual([2, 2]);
+    const big = owner.received.flatMap((r) => r.results).find((r) => r.id === "big")!;
+    expect(big.outcome).toBe(Outcome.TERMINAL_ERROR);
+    expect(big.error).toMatch(/^the action's output is 90\d\d bytes encoded, more than the owner reads in one message \(8000 bytes\): not sent$/);
+    expect(owner.received.flatMap((r) => r.results).filter((r) => r.id !== "big").every((r) => r.outcome === Outcome.OK)).toBe(true);
   });
 });

@@ -546,11 +546,11 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment t
 describe("an executor that holds: calls of time sent ahead with hold_ms, started at the moment (K4)", () => {
   const due = T0 + 60_000;
 
-  /** A raw executor stream (hello with `holds`, `batches`): the Invocations it gets, the message kinds they came in, and `answer` to send ActionResults. */
-  function rawExecutor(url: string, holds: boolean, batches = false) {
+  /** A raw executor stream (hello with `holds`, `invocation_batches`, `batches`): the Invocations it gets, the message kinds they came in, and `answer` to send ActionResults. */
+  function rawExecutor(url: string, holds: boolean, invocationBatches = false, batches = false) {
     const invocations: Invocation[] = [];
     const kinds: string[] = [];
-    const outbox: SubscribeRequest["message"][] = [{ case: "hello", value: create(HelloSchema, { executor: "raw", actions: ["remind.send"], credits: 4, holds, batches }) }];
+    const outbox: SubscribeRequest["message"][] = [{ case: "hello", value: create(HelloSchema, { executor: "raw", actions: ["remind.send"], credits: 4, holds, invocationBatches, batches }) }];
     let wake = () => {};
     const ended = new AbortController();
     cleanups.push(async () => ended.abort());
@@ -606,7 +606,7 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 3 });
   });
 
-  it("an executor that said `batches` gets the calls one ring starts in InvocationBatch messages, and may answer them in one ActionResultBatch", async () => {
+  it("an executor that said `invocation_batches` gets the calls one ring starts in InvocationBatch messages, and may answer them in one ActionResultBatch", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { lookaheadMs: 50, executor: false });
     const raw = rawExecutor(h.owner.url, true, true);
@@ -621,6 +621,17 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     raw.answerAll(raw.invocations.map((i, k) => ({ invocationId: i.invocationId, startedLateMs: k + 1 })));
     await until(async () => (await Promise.all(["b1", "b2", "b3"].map((id) => occurrences(h, id)))).every(([o]) => o?.status === "completed"), "the three ends, from one message");
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 3, maxMs: 3 });
+  });
+
+  it("an executor that said only `batches` (DeliveryBatch: an SDK from before InvocationBatch) gets one Invocation per message", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { lookaheadMs: 50, executor: false });
+    const raw = rawExecutor(h.owner.url, true, false, true);
+    await until(async () => (await h.admin.listExecutors({})).executors.length === 1, "the raw executor connected");
+    for (const id of ["o1", "o2", "o3"]) await h.time.schedule({ timerId: id, action: "remind.send", input: {}, spec: at(due) });
+    clock.set(due - 40);
+    await until(() => raw.invocations.length === 3, "the three Invocations");
+    expect(raw.kinds).toEqual(["invocation", "invocation", "invocation"]);
   });
 
   it("a reported delay counts at most up to the answer, and an answer before the hold's end counts 0", async () => {

@@ -34,7 +34,7 @@ export interface OwnerConfig {
   timers?: {
     /** Spent timers and ended occurrences older than this many days are deleted, hourly (default 7; 0 keeps them forever; time/retention.ts). */
     retention_days?: number;
-    /** How far ahead of their moment calls are claimed and started, ms (default 50, 0..1000; time/clock-arm.ts). */
+    /** How far ahead of their moment calls are claimed and started, ms (default 250, 0..1000; `serve --timer-lookahead-ms` overrides; time/clock-arm.ts). */
     lookahead_ms?: number;
   };
 }

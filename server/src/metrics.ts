@@ -43,7 +43,7 @@ export interface MetricsSources {
   timersPending(): number;
   /** Time's lateness recorder (K4): every record is observed. */
   lateness: { onRecord(listener: (latenessMs: number) => void): void };
-  /** Calls of time sent to an executor that holds after their moment (ActionCalls.sentLate). */
+  /** Calls of time the owner had in time but sent to an executor that holds after their moment (ActionCalls.sentLate). */
   timeCallsSentLate(): number;
 }
 
@@ -148,7 +148,7 @@ export class OwnerMetrics {
     sources.lateness.onRecord((ms) => lateness.observe(ms / 1000));
     new Counter({
       name: "chronolog_timer_calls_sent_late_total",
-      help: "Calls of time sent to an executor that holds (hold_ms) after their moment, since the owner started: the owner was more than the clock's lookahead behind (or recovered the call at start). Their lateness is the owner's; a rising count under load asks for a longer timers.lookahead_ms or more CPU.",
+      help: "Calls of time the owner had in time (an executor's credit taken before their moment) but sent to an executor that holds (hold_ms) after it, since the owner started: its commits and send path ran more than the clock's lookahead behind, so their lateness is the owner's. A rising count under load asks for a longer timers.lookahead_ms or more CPU. Calls due when set or triggered, or that waited for a credit past their moment, are not counted.",
       registers,
       collect() {
         this.reset();

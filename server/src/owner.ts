@@ -158,7 +158,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   });
   const timers = options.timers ?? systemTimers;
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
-  const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16 };
+  const maxMessageBytes = config?.limits?.max_message_bytes ?? defaultMaxMessageBytes;
+  const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16, maxMessageBytes };
   const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, { checkHosting: (names, hosted) => pulses.checkHosting(names, hosted) });
   const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers, lookaheadMs: options.timerLookaheadMs ?? config?.timers?.lookahead_ms, region: options.region ?? config?.region ?? 0, logger });
   const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers, lateness: time.lateness, logger });
@@ -183,7 +184,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     port: options.port,
     tls: config?.tls && { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) },
     corsOrigins: config?.cors?.origins,
-    readMaxBytes: config?.limits?.max_message_bytes ?? defaultMaxMessageBytes,
+    readMaxBytes: maxMessageBytes,
     interceptors: [errorInterceptor(logger), authInterceptor(authenticator)],
     // GET /metrics (O2): open like every RPC without principals, an admin token with them.
     extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),

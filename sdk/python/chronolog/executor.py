@@ -526,6 +526,21 @@ _CLOSE_WAIT_S = 2.0
 """How long stop() lets the owner end a half-closed stream before cancelling it, s."""
 
 
+#: The owner's largest message when its welcome does not say (older owners): 4 MiB.
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+
+def fitting_result(result: executor_pb2.ActionResult, max_bytes: int) -> executor_pb2.ActionResult:
+    """``result``, or, when it does not fit in one message of ``max_bytes`` (the owner's
+    ``Welcome.max_message_bytes``), a TERMINAL_ERROR result saying so: the owner would end the
+    stream on it, and the call would run again and again."""
+    size = result.ByteSize()
+    if size + 16 <= max_bytes:
+        return result
+    error = f"the action's output is {size} bytes encoded, more than the owner reads in one message ({max_bytes} bytes): not sent"
+    return executor_pb2.ActionResult(invocation_id=result.invocation_id, outcome=Outcome.OUTCOME_TERMINAL_ERROR, error=error, started_late_ms=result.started_late_ms)
+
+
 class _Session:
     """One Subscribe stream: its outgoing queue, the call, and whether it ended."""
 
@@ -537,6 +552,7 @@ class _Session:
         self.cancels: dict[str, tuple[threading.Event, ActionContext]] = {}
         self.lock = threading.Lock()
         self.clock = StreamClock()
+        self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
 
     def send(self, request: executor_pb2.SubscribeRequest) -> None:
         """Queues a message; dropped once the stream ended (the owner retries that work)."""
@@ -760,6 +776,7 @@ class Executor:
                 kind = response.WhichOneof("message")
                 if kind == "welcome":
                     welcomed.set()
+                    session.max_message_bytes = response.welcome.max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES
                     self._ready.set()
                     self._settled.set()
                     interval = max(response.welcome.heartbeat_interval_ms, 10) / 1000
@@ -866,7 +883,7 @@ class Executor:
         finally:
             with session.lock:
                 session.cancels.pop(invocation.invocation_id, None)
-        session.send(executor_pb2.SubscribeRequest(action_result=result))
+        session.send(executor_pb2.SubscribeRequest(action_result=fitting_result(result, session.max_message_bytes)))
 
     @staticmethod
     def _cancel(session: _Session, cancel: executor_pb2.CancelInvocation) -> None:

@@ -6,12 +6,12 @@ import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
-import { ExecutorService, Outcome, type AckSchema, type ActionResultSchema, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { HoldQueue } from "./hold-queue.js";
 import { StreamClock } from "./stream-clock.js";
-import { TurnBatch } from "./turn-batch.js";
+import { streamSends, type StreamSends } from "./stream-sends.js";
 import { CauseWork, type WorkUnderCause } from "./work.js";
 
 export type { ActionContext } from "./action.js";
@@ -223,6 +223,7 @@ class ExecutorRunner {
           pulses: this.manifests.flatMap((m) => Object.keys(m.pulses).map((name) => `${m.name}.${name}`)),
           credits: this.options.credits ?? 16,
           batches: true,
+          invocationBatches: true,
           holds: this.options.holds ?? true,
         },
       },
@@ -236,6 +237,7 @@ class ExecutorRunner {
         lastHeardMs = Date.now();
         if (response.message.case === "welcome") {
           onWelcome();
+          sends.welcome(response.message.value);
           this.resolveReady();
           clearInterval(heartbeat);
           const intervalMs = response.message.value.heartbeatIntervalMs;
@@ -271,7 +273,7 @@ class ExecutorRunner {
     }
     if (m.case === "cancelInvocation") {
       const { invocationId, reason } = m.value;
-      if (holds.remove((i) => i.invocationId === invocationId)) sends.result.push(this.actions.cancelledHeld(invocationId, reason));
+      if (holds.remove((i) => i.invocationId === invocationId)) sends.result(this.actions.cancelledHeld(invocationId, reason));
       else this.actions.cancel(invocationId, reason);
     }
     if (m.case === "notice") {
@@ -282,7 +284,7 @@ class ExecutorRunner {
   /** Runs `invocation` now (`startedLateMs` after its hold ended) as one of the running jobs. */
   private invoke(invocation: Invocation, startedLateMs: number, sends: StreamSends, signal: AbortSignal): void {
     const progress = (extendMs: number) => sends.push({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
-    const job = this.actions.invoke(invocation, startedLateMs, (result) => sends.result.push(result), progress, signal).finally(() => this.running.delete(job));
+    const job = this.actions.invoke(invocation, startedLateMs, (result) => sends.result(result), progress, signal).finally(() => this.running.delete(job));
     this.running.add(job);
   }
 
@@ -308,7 +310,7 @@ class ExecutorRunner {
       outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
       error = e instanceof Error ? e.message : String(e);
     }
-    sends.ack.push({ deliveryId: delivery.deliveryId, outcome, error });
+    sends.ack({ deliveryId: delivery.deliveryId, outcome, error });
   }
 
   /**
@@ -391,22 +393,6 @@ function printError(error: unknown, fatal = false): void {
 function describe(error: unknown): string {
   if (error instanceof ConnectError) return `${Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase()}: ${error.rawMessage}`;
   return error instanceof Error ? error.message : String(error);
-}
-
-/** What work on one stream sends: any request, and acks and action results, each batched per event-loop turn. */
-interface StreamSends {
-  push: (r: Request) => void;
-  ack: TurnBatch<MessageInitShape<typeof AckSchema>>;
-  result: TurnBatch<MessageInitShape<typeof ActionResultSchema>>;
-}
-
-/** The sends of a stream whose requests go to `push`: acks ended in one turn go out as one AckBatch, results as one ActionResultBatch. */
-function streamSends(push: (r: Request) => void): StreamSends {
-  return {
-    push,
-    ack: new TurnBatch((acks) => push(acks.length === 1 ? { message: { case: "ack", value: acks[0] } } : { message: { case: "acks", value: { acks } } })),
-    result: new TurnBatch((results) => push(results.length === 1 ? { message: { case: "actionResult", value: results[0] } } : { message: { case: "actionResults", value: { results } } })),
-  };
 }
 
 /** How long stop() lets the owner end a half-closed stream before cutting it, ms. */

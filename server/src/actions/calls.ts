@@ -187,9 +187,11 @@ export class ActionCalls {
   private readonly warnedEarly = new WeakSet<ExecutorSession>();
   private stopped = false;
   /**
-   * Calls of time sent to an executor that holds after their moment, with hold_ms 0 (K4), since
-   * the owner started: the owner was more than the clock's lookahead behind (or the call was
-   * recovered at start), so their lateness is the owner's, not the executor's.
+   * Calls of time the owner had in time (an executor's credit taken before their moment) but sent
+   * to an executor that holds after it, with hold_ms 0 (K4), since the owner started: its commit
+   * and send path ran more than the clock's lookahead behind, so their lateness is the owner's.
+   * Not counted: calls due when they were set or triggered, or that waited for a credit past
+   * their moment (no executor, all busy, a lost one's retry).
    */
   sentLate = 0;
 
@@ -384,6 +386,8 @@ export class ActionCalls {
         }
         throw e;
       }
+      const sendAtMs = call.scheduled?.sendAtMs;
+      const hostInTime = sendAtMs !== undefined && this.deps.clock.now() < sendAtMs;
       if (latest !== undefined && this.deps.clock.now() > latest) {
         session.inFlight.delete(invocationId);
         hosts.offer(session);
@@ -397,7 +401,7 @@ export class ActionCalls {
         throw e;
       }
       if (!session.hosting.holds) await this.holdUntil(call.scheduled?.sendAtMs);
-      const end = await this.invoke(run, session, invocationId, cause);
+      const end = await this.invoke(run, session, invocationId, cause, hostInTime);
       switch (end.kind) {
         case "ok":
           await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }), { deferrable: call.scheduled !== undefined });
@@ -440,7 +444,7 @@ export class ActionCalls {
    * (to an executor that holds, a call of time goes out at once and starts at its moment, K4)
    * is counted from then, so time spent queued in the owner does not make it late.
    */
-  private invoke(run: Run, session: ExecutorSession, invocationId: string, cause: string): Promise<AttemptEnd> {
+  private invoke(run: Run, session: ExecutorSession, invocationId: string, cause: string, hostInTime: boolean): Promise<AttemptEnd> {
     const { call } = run;
     return new Promise((resolve) => {
       if (this.stopped) return resolve({ kind: "stopping" });
@@ -474,7 +478,7 @@ export class ActionCalls {
         const now = this.deps.clock.now();
         const callerMs = maxRemaining(run);
         const holdMs = holdFrom(now);
-        if (holdMs === 0 && session.hosting.holds && now > (call.scheduled?.sendAtMs ?? now)) this.sentLate++;
+        if (hostInTime && session.hosting.holds && now > (call.scheduled?.sendAtMs ?? now)) this.sentLate++;
         if (holdMs === 0) started(run, now);
         else heldUntil = now + holdMs;
         return {

@@ -16,6 +16,8 @@ export interface HubOptions {
   heartbeatIntervalMs: number;
   /** Credits when the hello gives none. */
   defaultCredits: number;
+  /** The largest message the owner reads, bytes (told to executors in the welcome). */
+  maxMessageBytes: number;
 }
 
 /** Checks the pulses a hello lists (K1): the owner's Pulses. */
@@ -75,12 +77,12 @@ export class ExecutorHub {
       this.pulses.checkHosting(hello.pulses, hello.actions);
     }
     const session = new ExecutorSession(
-      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits, batches: hello.batches, holds: hello.holds },
+      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits, batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds },
       principal,
       this.clock.now(),
     );
     this.sessions.add(session);
-    session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs } } });
+    session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs, actionResultBatches: true, maxMessageBytes: this.options.maxMessageBytes } } });
     this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: session.credits }, "executor connected");
     this.pump(session);
     return session;
@@ -153,7 +155,7 @@ export class ExecutorHub {
     const ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
     const verdict = this.actions.result(session, r.invocationId, { ok, output: r.output ?? {}, error: r.error, startedLateMs: r.startedLateMs });
     if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out: ignored");
-    if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
+    if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation not in flight on this session (never received, or already answered): ignored");
   }
 
   /** Ends a session: its deliveries and invocations go to other executors as retries (X3). Idempotent. */

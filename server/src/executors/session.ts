@@ -21,6 +21,8 @@ export interface Hosting {
   credits: number;
   /** It understands DeliveryBatch messages. */
   batches: boolean;
+  /** It understands InvocationBatch messages. */
+  invocationBatches: boolean;
   /** It honours Invocation.hold_ms: time's calls may be sent ahead of their moment. */
   holds: boolean;
 }
@@ -28,24 +30,24 @@ export interface Hosting {
 /** Most deliveries, or invocations, put in one batch message. */
 const maxBatch = 256;
 
-/** The batch message each batchable message kind goes into (for executors that said `batches`). */
+/** The batch message each batchable message kind goes into (for executors that said they understand it). */
 const batchOf = {
   delivery: (items: unknown[]): OwnerMessage => ({ message: { case: "deliveries", value: { deliveries: items as never[] } } }),
   invocation: (items: unknown[]): OwnerMessage => ({ message: { case: "invocations", value: { invocations: items as never[] } } }),
 } as const;
 
-/** The messages queued at one moment, as written: built ones built now, deliveries and invocations batched for an executor that said `batches`. */
-export function written(queued: QueuedMessage[], batches: boolean): OwnerMessage[] {
+/** The messages queued at one moment, as written: built ones built now, deliveries and invocations batched for an executor that understands their batch messages (`hosting`). */
+export function written(queued: QueuedMessage[], hosting: Pick<Hosting, "batches" | "invocationBatches">): OwnerMessage[] {
   const messages = queued.map((m) => (typeof m === "function" ? m() : m));
-  return batches ? batched(messages) : messages;
+  return hosting.batches || hosting.invocationBatches ? batched(messages, { delivery: hosting.batches, invocation: hosting.invocationBatches }) : messages;
 }
 
 /**
  * Combines runs of deliveries into DeliveryBatch messages, and runs of invocations into
- * InvocationBatch messages, at most {@link maxBatch} each (for executors that said `batches`);
+ * InvocationBatch messages, at most {@link maxBatch} each, for the kinds `understood`;
  * other messages keep their place, and so does the order of all.
  */
-function batched(messages: OwnerMessage[]): OwnerMessage[] {
+function batched(messages: OwnerMessage[], understood: Record<keyof typeof batchOf, boolean>): OwnerMessage[] {
   const out: OwnerMessage[] = [];
   let kind: keyof typeof batchOf | undefined;
   let run: unknown[] = [];
@@ -56,7 +58,7 @@ function batched(messages: OwnerMessage[]): OwnerMessage[] {
   };
   for (const m of messages) {
     const c = m.message?.case;
-    if (c !== "delivery" && c !== "invocation") {
+    if ((c !== "delivery" && c !== "invocation") || !understood[c]) {
       flush();
       out.push(m);
       continue;

@@ -11,7 +11,8 @@ import { principalOf } from "./context.js";
  * ExecutorService.Subscribe (X1): the first message must be a hello; the
  * owner answers welcome, then streams deliveries while a reader routes the
  * executor's acks, progress, credits and heartbeats to the hub. The session
- * ends when either side ends the stream.
+ * ends when either side ends the stream; a message the owner cannot read (over
+ * `limits.max_message_bytes`: RESOURCE_EXHAUSTED) ends it with that error.
  */
 export function executorService(hub: ExecutorHub, logger: Logger): ServiceImpl<typeof ExecutorService> {
   return {
@@ -20,21 +21,27 @@ export function executorService(hub: ExecutorHub, logger: Logger): ServiceImpl<t
       const first = await iterator.next();
       if (first.done || first.value.message.case !== "hello") fail("bad_request", "the first Subscribe message must be a hello", [{ field: "hello", description: "required first" }]);
       const session = await hub.open(first.value.message.value, principalOf(ctx));
+      let broken: unknown;
       const reader = (async () => {
         try {
           for (let next = await iterator.next(); !next.done; next = await iterator.next()) hub.handle(session, next.value as SubscribeRequest);
           hub.close(session, "executor ended the stream");
         } catch (e) {
-          logger.debug({ err: e, session: session.id }, "executor stream broke");
+          // A message over the owner's limit (RESOURCE_EXHAUSTED) or a malformed one: the work it answered runs again, so say why.
+          if (!ctx.signal.aborted) {
+            broken = e;
+            logger.warn({ err: e, session: session.id, executor: session.hosting.executor }, "executor stream broken by a message the owner could not read; its work in flight runs again");
+          }
           hub.close(session, "stream broken");
         }
       })();
       try {
-        yield* session.outbox.drain(ctx.signal, (queued) => written(queued, session.hosting.batches));
+        yield* session.outbox.drain(ctx.signal, (queued) => written(queued, session.hosting));
       } finally {
         hub.close(session, ctx.signal.aborted ? "stream cancelled" : "stream closed");
         void reader;
       }
+      if (broken) throw broken; // the executor hears the reason (e.g. RESOURCE_EXHAUSTED) instead of a clean end
     },
   };
 }

@@ -99,7 +99,7 @@ class Notice(_message.Message):
     def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ..., work_id: _Optional[str] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches", "holds")
+    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches", "holds", "invocation_batches")
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     PLUGINS_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +109,7 @@ class Hello(_message.Message):
     CREDITS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     HOLDS_FIELD_NUMBER: _ClassVar[int]
+    INVOCATION_BATCHES_FIELD_NUMBER: _ClassVar[int]
     executor: str
     instance_id: str
     plugins: _containers.RepeatedCompositeFieldContainer[_plugin_pb2.PluginManifest]
@@ -118,15 +119,20 @@ class Hello(_message.Message):
     credits: int
     batches: bool
     holds: bool
-    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ..., holds: _Optional[bool] = ...) -> None: ...
+    invocation_batches: bool
+    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ..., holds: _Optional[bool] = ..., invocation_batches: _Optional[bool] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("session_id", "heartbeat_interval_ms")
+    __slots__ = ("session_id", "heartbeat_interval_ms", "action_result_batches", "max_message_bytes")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    ACTION_RESULT_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     heartbeat_interval_ms: int
-    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ...) -> None: ...
+    action_result_batches: bool
+    max_message_bytes: int
+    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., action_result_batches: _Optional[bool] = ..., max_message_bytes: _Optional[int] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("delivery_id", "processor", "event", "attempt", "deadline", "key")
