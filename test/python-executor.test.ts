@@ -429,12 +429,12 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 
-  it("an action's output too large for the owner's largest message is answered with a terminal error (unittest: sdk/python/tests/test_results.py)", async () => {
+  it("an action's output too large for the owner's largest message is answered with a terminal error, a long error is cut (unittest: sdk/python/tests/test_results.py)", async () => {
     const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_results.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
       (e: { stdout: string; stderr: string; code: number }) => e,
     );
     expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
-    expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
+    expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
   });
 
   it("an action's work is under its action.started: a document, and a delay whose call reads ctx.scheduled one chain deeper and starts at its moment (held); the same call id runs nothing again", async () => {

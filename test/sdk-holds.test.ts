@@ -1,7 +1,7 @@
 import { createServer } from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { runExecutor } from "../sdk/ts/src/executor.js";
+import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";
 import { ExecutorService, Outcome, type ActionResult, type SubscribeResponse } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { HoldQueue } from "../sdk/ts/src/hold-queue.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
@@ -122,8 +122,9 @@ describe("the TypeScript SDK batches on its stream", () => {
    * action `quick.run` (hold_ms 0); `received` collects the result messages: their kind, and per result its id,
    * outcome and error.
    */
-  async function fakeOwner(welcome: { actionResultBatches?: boolean; maxMessageBytes?: number }, ids: string[]) {
+  async function fakeOwner(welcome: { actionResultBatches?: boolean; maxMessageBytes?: number }, ids: string[], deliveries: string[] = []) {
     const received: { kind: string; results: { id: string; outcome: Outcome; error: string }[] }[] = [];
+    const acks: { id: string; outcome: Outcome; error: string }[] = [];
     const server = createServer(
       connectNodeAdapter({
         routes(router) {
@@ -132,9 +133,11 @@ describe("the TypeScript SDK batches on its stream", () => {
               const invocation = (id: string) => ({ invocationId: id, action: "quick.run", callId: id, attempt: 1, input: { id } }) as never;
               yield { message: { case: "welcome", value: { sessionId: "s", heartbeatIntervalMs: 60_000, ...welcome } } } as SubscribeResponse;
               yield { message: { case: "invocations", value: { invocations: ids.map(invocation) } } } as unknown as SubscribeResponse;
+              for (const id of deliveries) yield { message: { case: "delivery", value: { deliveryId: id, processor: "quick.watch", attempt: 1, event: { id, type: "quick.seen" } } } } as unknown as SubscribeResponse;
               for await (const request of requests) {
                 const m = request.message;
                 const results = m.case === "actionResult" ? [m.value] : m.case === "actionResults" ? m.value.results : [];
+                if (m.case === "ack") acks.push({ id: m.value.deliveryId, outcome: m.value.outcome, error: m.value.error });
                 if (results.length > 0) received.push({ kind: m.case!, results: results.map((r) => ({ id: r.invocationId, outcome: r.outcome, error: r.error })) });
               }
             },
@@ -144,12 +147,25 @@ describe("the TypeScript SDK batches on its stream", () => {
     );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     cleanups.push(() => void server.close());
-    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received };
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received, acks };
   }
 
-  /** Runs an executor whose `quick.run` returns `{ pad }` with `padOf(id)` characters; stopped after the test. */
-  function quickExecutor(url: string, padOf: (id: string) => number = () => 0) {
-    const plugin = definePlugin({ name: "quick", actions: { run: { run: (ctx) => ({ pad: "x".repeat(padOf(String(ctx.input.id))) }) } } });
+  /**
+   * Runs an executor whose `quick.run` returns `{ pad }` with `padOf(id)` characters (a negative
+   * count: throws an error that long; "bigint": returns a BigInt), and whose processor `quick.watch`
+   * throws a terminal error of 9,000 characters; stopped after the test.
+   */
+  function quickExecutor(url: string, padOf: (id: string) => number | "bigint" = () => 0) {
+    const run = (id: string) => {
+      const pad = padOf(id);
+      if (pad === "bigint") return { n: 1n } as never;
+      if (pad < 0) throw new Error("e".repeat(-pad));
+      return { pad: "x".repeat(pad) };
+    };
+    const watch = () => {
+      throw new TerminalError("t".repeat(9_000));
+    };
+    const plugin = definePlugin({ name: "quick", events: { "quick.seen": {} }, processors: { watch: { on: "quick.seen", run: watch } }, actions: { run: { run: (ctx) => run(String(ctx.input.id)) } } });
     const executor = runExecutor({ url, plugins: [plugin], onError: () => {} });
     cleanups.push(() => executor.stop(0));
   }
@@ -179,5 +195,16 @@ describe("the TypeScript SDK batches on its stream", () => {
     expect(big.outcome).toBe(Outcome.TERMINAL_ERROR);
     expect(big.error).toMatch(/^the action's output is 90\d\d bytes encoded, more than the owner reads in one message \(8000 bytes\): not sent$/);
     expect(owner.received.flatMap((r) => r.results).filter((r) => r.id !== "big").every((r) => r.outcome === Outcome.OK)).toBe(true);
+  });
+
+  it("cuts an error too long for the owner (a result's, still retryable, and an ack's), and answers an output that is not JSON with a terminal error", async () => {
+    const owner = await fakeOwner({ actionResultBatches: true, maxMessageBytes: 8_000 }, ["long", "bigint"], ["d1"]);
+    quickExecutor(owner.url, (id) => (id === "long" ? -9_000 : "bigint"));
+    await until(() => ids(owner.received).length === 2 && owner.acks.length === 1, "the two results and the ack");
+    const results = new Map(owner.received.flatMap((r) => r.results).map((r) => [r.id, r]));
+    const cut = /^(.)\1{332}… \(cut from 9000 characters: the owner reads at most 8000 bytes a message\)$/; // 8,000 / 8 / 3 characters kept
+    expect(results.get("long")).toMatchObject({ outcome: Outcome.ERROR, error: expect.stringMatching(cut) });
+    expect(owner.acks).toEqual([{ id: "d1", outcome: Outcome.TERMINAL_ERROR, error: expect.stringMatching(cut) }]);
+    expect(results.get("bigint")).toMatchObject({ outcome: Outcome.TERMINAL_ERROR, error: expect.stringMatching(/^quick\.run returned an output that is not JSON: .*BigInt/) });
   });
 });

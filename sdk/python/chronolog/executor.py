@@ -501,12 +501,13 @@ FATAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMIS
 
 def _is_fatal(error: BaseException, welcomed: bool) -> bool:
     """True for a stream error the executor must not retry: one of FATAL_CODES,
-    or INVALID_ARGUMENT before the session's welcome (the owner rejected the
-    hello: a manifest that does not register, an unknown processor, action or
-    pulse), which the same hello would meet again."""
+    or INVALID_ARGUMENT or RESOURCE_EXHAUSTED before the session's welcome (the
+    owner rejected the hello: a manifest that does not register, an unknown
+    processor, action or pulse, or a hello larger than the owner reads), which
+    the same hello would meet again."""
     if not isinstance(error, ChronologError):
         return False
-    return error.code() in FATAL_CODES or (error.code() == grpc.StatusCode.INVALID_ARGUMENT and not welcomed)
+    return error.code() in FATAL_CODES or (not welcomed and error.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED))
 
 
 def _print_error(error: BaseException, fatal: bool = False) -> None:
@@ -530,10 +531,20 @@ _CLOSE_WAIT_S = 2.0
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
+def cut_to_fit(error: str, max_bytes: int) -> str:
+    """``error``, or its start when its UTF-8 could take more than an eighth of the owner's largest
+    message (``max_bytes``), saying how long it was: a message the owner cannot read ends the
+    stream, and the error would be lost with it."""
+    room = max_bytes // 8 // 4  # characters: at most 4 UTF-8 bytes each
+    return error if len(error) <= room else f"{error[:room]}… (cut from {len(error)} characters: the owner reads at most {max_bytes} bytes a message)"
+
+
 def fitting_result(result: executor_pb2.ActionResult, max_bytes: int) -> executor_pb2.ActionResult:
-    """``result``, or, when it does not fit in one message of ``max_bytes`` (the owner's
-    ``Welcome.max_message_bytes``), a TERMINAL_ERROR result saying so: the owner would end the
-    stream on it, and the call would run again and again."""
+    """``result`` with its error cut to fit (:func:`cut_to_fit`), or, when its output does not fit
+    in one message of ``max_bytes`` (the owner's ``Welcome.max_message_bytes``), a TERMINAL_ERROR
+    result saying so: the owner would end the stream on it, and the call would run again and again."""
+    if result.error:
+        result.error = cut_to_fit(result.error, max_bytes)
     size = result.ByteSize()
     if size + 16 <= max_bytes:
         return result
@@ -786,7 +797,7 @@ class Executor:
                 elif kind == "deliveries":  # only sent when hello.batches is set; handled anyway
                     for delivery in response.deliveries.deliveries:
                         self._submit(self._deliver, delivery, session)
-                elif kind in ("invocation", "invocations"):  # invocations: only sent when hello.batches is set; handled anyway
+                elif kind in ("invocation", "invocations"):  # invocations: only sent when hello.invocation_batches is set; handled anyway
                     for invocation in [response.invocation] if kind == "invocation" else response.invocations.invocations:
                         written_at = session.clock.written_at(invocation.written_at_ms, time.monotonic() * 1000) / 1000
                         self._submit(functools.partial(self._invoke, hold_from=written_at), invocation, session)
@@ -844,7 +855,7 @@ class Executor:
             outcome, error = Outcome.OUTCOME_TERMINAL_ERROR, str(e) or "TerminalError"
         except Exception as e:
             outcome, error = Outcome.OUTCOME_ERROR, _describe(e)
-        session.send(executor_pb2.SubscribeRequest(ack=executor_pb2.Ack(delivery_id=delivery.delivery_id, outcome=outcome, error=error)))
+        session.send(executor_pb2.SubscribeRequest(ack=executor_pb2.Ack(delivery_id=delivery.delivery_id, outcome=outcome, error=cut_to_fit(error, session.max_message_bytes))))
 
     def _invoke(self, invocation: executor_pb2.Invocation, session: _Session, hold_from: float = 0.0) -> None:
         """Runs an action's handler for one invocation and sends its ActionResult (unless the stream ended meanwhile).

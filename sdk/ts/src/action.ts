@@ -97,6 +97,7 @@ export class ActionHost {
       if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
       const output: unknown = (await def.run(ctx, ctx.input)) ?? {};
       if (typeof output !== "object" || output === null || Array.isArray(output)) throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
+      assertJson(invocation.action, output);
       result = { invocationId: invocation.invocationId, outcome: Outcome.OK, output: output as JsonObject, startedLateMs };
     } catch (e) {
       const terminal = e instanceof Error && e.name === "TerminalError";
@@ -106,6 +107,15 @@ export class ActionHost {
       RunContext.end(ctx);
     }
     if (!streamSignal.aborted) send(result);
+  }
+}
+
+/** Throws a terminal error when `output` cannot be written as JSON (a BigInt, a cycle): it could not be sent, and the same run would return it again. */
+function assertJson(action: string, output: object): void {
+  try {
+    JSON.stringify(output);
+  } catch (e) {
+    throw Object.assign(new Error(`${action} returned an output that is not JSON: ${e instanceof Error ? e.message : String(e)}`), { name: "TerminalError" });
   }
 }
 

@@ -47,7 +47,7 @@ export function streamSends(push: (r: Request) => void): StreamSends {
   );
   return {
     push,
-    ack: (a) => acks.push(a),
+    ack: (a) => acks.push({ ...a, error: cutToFit(a.error ?? "", maxMessageBytes) }),
     result: (r) => results.push(fitting(r, maxMessageBytes)),
     welcome(w) {
       resultBatches = w.actionResultBatches;
@@ -62,14 +62,25 @@ function estimatedSize(r: ActionResultInit): number {
 }
 
 /**
- * `r`, or, when it does not fit in one message of `maxBytes` (measured by encoding it when its
- * estimate comes near), a TERMINAL_ERROR result saying so: the owner would end the stream on it,
- * and the call would run again and again.
+ * `error`, or its start when its UTF-8 could take more than a batch's share of the owner's
+ * largest message (`maxBytes`), saying how long it was: a message the owner cannot read ends the
+ * stream, and the error would be lost with it.
+ */
+export function cutToFit(error: string, maxBytes: number): string {
+  const room = Math.floor((maxBytes * batchShareOfLimit) / 3); // UTF-16 units: at most 3 UTF-8 bytes each
+  return error.length <= room ? error : `${error.slice(0, room)}… (cut from ${error.length} characters: the owner reads at most ${maxBytes} bytes a message)`;
+}
+
+/**
+ * `r` with its error cut to fit ({@link cutToFit}), or, when its output does not fit in one
+ * message of `maxBytes` (measured by encoding it when its estimate comes near), a TERMINAL_ERROR
+ * result saying so: the owner would end the stream on it, and the call would run again and again.
  */
 function fitting(r: ActionResultInit, maxBytes: number): ActionResultInit {
-  if (estimatedSize(r) <= maxBytes * batchShareOfLimit) return r;
-  const bytes = toBinary(ActionResultSchema, create(ActionResultSchema, r)).length;
-  if (bytes + 16 <= maxBytes) return r;
+  const result = r.error ? { ...r, error: cutToFit(r.error, maxBytes) } : r;
+  if (estimatedSize(result) <= maxBytes * batchShareOfLimit) return result;
+  const bytes = toBinary(ActionResultSchema, create(ActionResultSchema, result)).length;
+  if (bytes + 16 <= maxBytes) return result;
   const error = `the action's output is ${bytes} bytes encoded, more than the owner reads in one message (${maxBytes} bytes): not sent`;
   return { invocationId: r.invocationId, outcome: Outcome.TERMINAL_ERROR, error, startedLateMs: r.startedLateMs };
 }

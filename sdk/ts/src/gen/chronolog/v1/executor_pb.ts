@@ -432,8 +432,9 @@ export type Welcome = Message<"chronolog.v1.Welcome"> & {
   /**
    * The largest message the owner accepts from the executor, bytes (0: not
    * said; 4 MiB by default). A larger one ends the stream with
-   * RESOURCE_EXHAUSTED, and the work it answered runs again: keep batches under
-   * it, and answer an action whose output does not fit with an error instead.
+   * RESOURCE_EXHAUSTED, and all work in flight on it runs again: keep batches
+   * under it, cut long errors, and answer an action whose output does not fit
+   * with an error instead.
    *
    * @generated from field: uint32 max_message_bytes = 4;
    */
