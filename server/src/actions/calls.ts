@@ -235,7 +235,7 @@ export class ActionCalls {
       if (row.state === "completed") return { callId: call.callId, output: storedOutput(row, this.deps.events), fromLog: true };
     }
     const previousError = !row ? "" : row.state === "failed" ? row.error : `the owner stopped during attempt ${row.attempt}`;
-    const run = new Run(row ? { ...call, actor: row.actor } : call, row ? row.attempt + 1 : 1, previousError);
+    const run = new Run(row ? { ...call, actor: row.actor } : call, row ? row.attempt + 1 : 1, previousError, caller.signal !== undefined);
     this.runs.set(call.callId, run);
     const answer = this.wait(run, caller);
     this.drive(run).then(
@@ -355,7 +355,7 @@ export class ActionCalls {
 
   /** Every caller of `run` has gone: stop waiting for a host; cancel the attempt in flight. */
   private abandon(run: Run, error: ChronologError): void {
-    run.abandoned.abort(error);
+    run.abandoned?.abort(error);
     if (run.invocation) this.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
   }
 
@@ -375,7 +375,7 @@ export class ActionCalls {
       const waitMs = latest === undefined ? budgetMs : Math.min(budgetMs, latest - this.deps.clock.now());
       try {
         // A pulse's call is taken at once or not at all (K1): it never waits for a host.
-        session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : waitMs, run.abandoned.signal, call.eligible);
+        session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : waitMs, run.abandoned?.signal, call.eligible);
       } catch (e) {
         // No host by its latest start (the wait ended there, or a wait as long as the action's timeout ended past it): not made.
         const pastLatest = latest !== undefined && (waitMs < budgetMs || this.deps.clock.now() >= latest);
@@ -502,7 +502,7 @@ export class ActionCalls {
           },
         };
       });
-      if (run.abandoned.signal.aborted) this.cancel(invocation, "caller gone");
+      if (run.abandoned?.signal.aborted) this.cancel(invocation, "caller gone");
     });
   }
 

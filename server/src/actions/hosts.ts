@@ -10,7 +10,7 @@ interface HostWaiter {
   resolve(session: ExecutorSession): void;
   reject(error: unknown): void;
   timer: NodeJS.Timeout;
-  signal: AbortSignal;
+  signal: AbortSignal | undefined;
   onAbort(): void;
 }
 
@@ -32,12 +32,13 @@ export class HostQueue {
    * Resolves with a session hosting `action` whose credit is now held by
    * `workId`. Rejects with UNAVAILABLE ("no executor hosts <action>", or
    * that every host is busy) after `waitMs` ms (at once when `waitMs` <= 0),
-   * with `signal.reason` when `signal` aborts, and with UNAVAILABLE when the
+   * with `signal.reason` when `signal` aborts (none: the work is never abandoned, as for the
+   * owner's own calls), and with UNAVAILABLE when the
    * owner stops. `eligible`, when given, narrows the hosts to the sessions
    * it accepts (a pulse's hosts, or one replica's session, K1).
    */
-  acquire(action: string, workId: string, waitMs: number, signal: AbortSignal, eligible?: (session: ExecutorSession) => boolean): Promise<ExecutorSession> {
-    if (signal.aborted) return Promise.reject(signal.reason);
+  acquire(action: string, workId: string, waitMs: number, signal: AbortSignal | undefined, eligible?: (session: ExecutorSession) => boolean): Promise<ExecutorSession> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.stopped) return Promise.reject(stoppingError());
     const now = this.pick(action, eligible);
     if (now) {
@@ -60,10 +61,10 @@ export class HostQueue {
         }, waitMs),
         onAbort: () => {
           this.remove(waiter);
-          reject(signal.reason);
+          reject(signal?.reason);
         },
       };
-      signal.addEventListener("abort", waiter.onAbort, { once: true });
+      signal?.addEventListener("abort", waiter.onAbort, { once: true });
       const queue = this.waiting.get(action);
       if (queue) queue.push(waiter);
       else this.waiting.set(action, [waiter]);
@@ -129,7 +130,7 @@ export class HostQueue {
 
   private settle(waiter: HostWaiter): void {
     clearTimeout(waiter.timer);
-    waiter.signal.removeEventListener("abort", waiter.onAbort);
+    waiter.signal?.removeEventListener("abort", waiter.onAbort);
   }
 }
 

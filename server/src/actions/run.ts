@@ -55,8 +55,12 @@ export interface Invocation {
 export class Run {
   /** The callers still waiting; when the last one leaves, `abandoned` aborts. */
   readonly waiters = new Set<CallerContext>();
-  /** Aborted (with the last caller's error) when every caller has gone. */
-  readonly abandoned = new AbortController();
+  /**
+   * Aborted (with the last caller's error) when every caller has gone; null when the caller that
+   * made the run has no signal (the owner's clock and pulses): it never leaves, so the run is never
+   * abandoned, and no AbortController is made for it (5-10 µs a call).
+   */
+  readonly abandoned: AbortController | null;
   readonly done: Promise<Record<string, unknown>>;
   /** The attempt in flight, if any. */
   invocation: Invocation | null = null;
@@ -72,7 +76,10 @@ export class Run {
     public attempt: number,
     /** Why the attempt before failed ("" for a first run): recorded in `action.retried`. */
     public previousError: string,
+    /** The caller that made the run can leave (it has a signal). */
+    abandonable: boolean,
   ) {
+    this.abandoned = abandonable ? new AbortController() : null;
     this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     this.done.catch(() => undefined); // waiters may all be gone; never an unhandled rejection
   }

@@ -64,6 +64,19 @@ function pooledRandom(): Uint8Array {
  * SHA-256. A retry that makes the same calls in the same order finds the same ids.
  */
 export function derivedId(causeId: string, position: number, input: unknown): string {
-  const inputHash = sha256Hex(canonicalJson(input));
-  return sha256Hex(`${causeId}\n${position}\n${inputHash}`).slice(0, 32);
+  return sha256Hex(`${causeId}\n${position}\n${inputHashOf(input)}`).slice(0, 32);
+}
+
+/** H(canonical input) of the constant strings the owner derives ids with ("action.started", "timer.failed", ...), each hashed once. */
+const stringInputHashes = new Map<string, string>();
+
+/** H(canonical `input`): for a string, from {@link stringInputHashes} (at most 256 kept: they are the owner's own few). */
+function inputHashOf(input: unknown): string {
+  if (typeof input !== "string") return sha256Hex(canonicalJson(input));
+  let hash = stringInputHashes.get(input);
+  if (hash === undefined) {
+    hash = sha256Hex(canonicalJson(input));
+    if (stringInputHashes.size < 256) stringInputHashes.set(input, hash);
+  }
+  return hash;
 }

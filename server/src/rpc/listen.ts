@@ -72,6 +72,15 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 const noop = (): void => {};
 
 /**
+ * Responses smaller than this are sent uncompressed even to a client that accepts gzip or br
+ * (connect's default is 1 KiB). Executors ask for gzip by default (the TypeScript SDK's
+ * transport), and their invocation batches are a few KiB to tens of KiB: compressing each one
+ * (a zlib stream through the thread pool) cost the owner about 1-2% of its CPU per call of time in
+ * bench/timers, and the executor as much again to inflate it, for a loopback or LAN link.
+ */
+const compressMinBytes = 64 * 1024;
+
+/**
  * Starts serving gRPC, gRPC-Web and Connect on one port.
  * Resolves once the port is bound; rejects with the listen error (e.g. EADDRINUSE).
  */
@@ -90,6 +99,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     interceptors: options.interceptors,
     contextValues: options.contextValues,
     ...(options.readMaxBytes !== undefined ? { readMaxBytes: options.readMaxBytes } : {}),
+    compressMinBytes: compressMinBytes,
   });
   const applyCors = makeCors(options.corsOrigins ?? []);
 

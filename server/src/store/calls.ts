@@ -62,7 +62,7 @@ export function callStatements(db: Db) {
   const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
   const insert = db.prepare(
     `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at)
-     VALUES (@callId, @action, @inputHash, @actor, @recorded, 'running', @attempt, @now)`,
+     VALUES (?, ?, ?, ?, ?, 'running', ?, ?)`,
   );
   const restart = db.prepare("UPDATE action_calls SET state = 'running', attempt = ?, recorded = ?, updated_at = ? WHERE call_id = ?");
   const complete = db.prepare("UPDATE action_calls SET state = 'completed', output = ?, error = '', updated_at = ? WHERE call_id = ? AND attempt = ?");
@@ -78,7 +78,7 @@ export function callStatements(db: Db) {
      * Throws (SQLITE_CONSTRAINT) when the call id exists: use `restart`.
      */
     insert(call: { callId: string; action: string; inputHash: string; actor: ActorRecord | null; recorded: boolean; attempt: number }, nowMs: number): void {
-      insert.run({ ...call, actor: call.actor === null ? null : JSON.stringify(call.actor), recorded: call.recorded ? 1 : 0, now: nowMs });
+      insert.run(call.callId, call.action, call.inputHash, call.actor === null ? null : JSON.stringify(call.actor), call.recorded ? 1 : 0, call.attempt, nowMs);
     },
     /** Runs an existing call again (A3, X3): state `running` at `attempt` (> the stored one). */
     restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {

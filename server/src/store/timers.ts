@@ -279,8 +279,8 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
 export function occurrenceStatements(db: Db) {
   const insert = db.prepare(
     `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin)
-     VALUES (@id, @timerId, @dueMs, @action, @input, @actor, @overdue, @retryDelaysMs, @status, @id, @latenessMs, @error, @now, @now, @nextAttemptMs, @origin)`,
-  );
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ); // positional, not named: a claim inserts one per call, and binding 16 named values from an object costs twice as much
   const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
   // The lateness kept is the first call's (K4); later tries are retries, not late calls.
   const finish = db.prepare(
@@ -299,17 +299,10 @@ export function occurrenceStatements(db: Db) {
      * moment were claimed before).
      */
     insert(o: NewOccurrence, nowMs: number): boolean {
-      const row = {
-        nextAttemptMs: null,
-        origin: "schedule",
-        ...o,
-        input: JSON.stringify(o.input),
-        actor: o.actor === null ? null : JSON.stringify(o.actor),
-        overdue: JSON.stringify(overdueToJson(o.overdue)),
-        retryDelaysMs: JSON.stringify(o.retryDelaysMs),
-        now: nowMs,
-      };
-      return insert.run(row).changes === 1;
+      const actor = o.actor === null ? null : JSON.stringify(o.actor);
+      const overdue = JSON.stringify(overdueToJson(o.overdue));
+      const input = JSON.stringify(o.input);
+      return insert.run(o.id, o.timerId, o.dueMs, o.action, input, actor, overdue, JSON.stringify(o.retryDelaysMs), o.status, o.id, o.latenessMs, o.error, nowMs, nowMs, o.nextAttemptMs ?? null, o.origin ?? "schedule").changes === 1;
     },
     /**
      * One call of pending occurrence `id` ended (T7): `completed`, `failed` for good, or
