@@ -92,6 +92,11 @@ const cpuMs = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
+/** Bytes a process passed to write-like syscalls and how many it made, so far (/proc/PID/io wchar, syscw): the WAL's frames, the sub-journal, sockets. */
+const ioOf = (pid: number) => {
+  const io = readFileSync(`/proc/${pid}/io`, "utf8");
+  return { bytes: Number(/^wchar: (\d+)$/m.exec(io)![1]), syscalls: Number(/^syscw: (\d+)$/m.exec(io)![1]) };
+};
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -162,17 +167,19 @@ if (delays > 0) {
   const deadline = start + lead + 10_000 + 30_000;
   await sleep(start + lead - Date.now() - 500);
   const sentLate0 = metricOf(await (await fetch(`${owner.url}/metrics`)).text(), "chronolog_timer_calls_sent_late_total"); // the warm-up's
-  const [cpu0, executorCpu0] = [cpuMs(owner.child.pid!), cpuMs(child.pid!)];
+  const [cpu0, executorCpu0, io0] = [cpuMs(owner.child.pid!), cpuMs(child.pid!), ioOf(owner.child.pid!)];
   const machine = stallProbe(5, 20); // this process idles meanwhile: a stall is the machine not running it (every core taken, or the host)
   while (handled < warmup + delays && Date.now() < deadline) await sleep(100);
   const machineStalls = machine.stop();
   const cpuPerCall = ((cpuMs(owner.child.pid!) - cpu0) / (handled - warmup)) * 1000;
   const executorCpuPerCall = ((cpuMs(child.pid!) - executorCpu0) / (handled - warmup)) * 1000;
+  const io1 = ioOf(owner.child.pid!);
+  const [writtenPerCall, writesPerCall] = [(io1.bytes - io0.bytes) / (handled - warmup), (io1.syscalls - io0.syscalls) / (handled - warmup)];
   await sleep(2_000); // room for late duplicates
   const metrics = await (await fetch(`${owner.url}/metrics`)).text();
   const metric = (name: string) => metricOf(metrics, name);
   const commits = metric("chronolog_commit_batch_size_count");
-  console.log(`(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat)`);
+  console.log(`(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat); the owner wrote ${(writtenPerCall / 1024).toFixed(1)} KiB in ${writesPerCall.toFixed(1)} write syscalls per call (/proc/PID/io: WAL frames, sockets)`);
   const sent = [...metrics.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
   const sentTotal = sent.at(-1)?.[1] ?? 0;
   const sentBucket = (p: number) => sent.find(([, n]) => n >= (p / 100) * sentTotal)?.[0] ?? "?";
