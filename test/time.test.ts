@@ -410,6 +410,31 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     expect(h.calls[0].scheduled?.timerId).toBe(a.delayId);
   });
 
+  it("ListTimers lists the timers without a next due moment by last change, not id, and pages through them", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    await h.time.schedule({ timerId: "z-fires-first", action: "remind.send", spec: at(T0 + 1_000) });
+    await h.time.schedule({ timerId: "a-fires-second", action: "remind.send", spec: at(T0 + 2_000) });
+    await h.time.schedule({ timerId: "m-pending", action: "remind.send", spec: at(T0 + 60_000) });
+    clock.advance(1_000);
+    await until(() => h.calls.length === 1, "the first one-shot's call");
+    clock.advance(1_000);
+    await until(() => h.calls.length === 2, "the second one-shot's call");
+
+    const all = (await h.time.listTimers({})).timers.map((t) => t.id);
+    expect(all).toEqual(["m-pending", "z-fires-first", "a-fires-second"]); // spent: in the order they fired
+    const paged: string[] = [];
+    let pageToken = "";
+    do {
+      const page = await h.time.listTimers({ pageSize: 1, pageToken });
+      paged.push(...page.timers.map((t) => t.id));
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    expect(paged).toEqual(all);
+    const olderOwnersToken = Buffer.from(JSON.stringify([null, "z-fires-first"])).toString("base64url"); // the tail's token before it was ordered by last change
+    await expectConnectError(h.time.listTimers({ pageToken: olderOwnersToken }), Code.InvalidArgument, /older owner/);
+  });
+
   it("ListTimers orders by next due and pages; GetTimer previews the next fire times", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);

@@ -92,10 +92,15 @@ function timerFromRow(r: TimerRow): TimerRecord {
   };
 }
 
-/** Where a ListTimers page starts: after this (next due, id); `dueMs` null is the spent/disabled tail. */
+/**
+ * Where a ListTimers page starts: after this (next due, id), or in the tail of timers without a
+ * next due moment (`dueMs` null: spent, disabled, paused) after this (last change, id).
+ */
 export interface TimerCursor {
   dueMs: number | null;
   id: string;
+  /** The tail's order: `updated_at`, ms since the epoch (used when `dueMs` is null). */
+  updatedAt: number;
 }
 
 /** The statements on `timers` (T4, T5). */
@@ -119,7 +124,9 @@ export function timerStatements(db: Db) {
   const listScheduled = db.prepare(
     "SELECT * FROM timers WHERE next_due_ms IS NOT NULL AND (next_due_ms, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY next_due_ms, id LIMIT ?",
   );
-  const listSpent = db.prepare("SELECT * FROM timers WHERE next_due_ms IS NULL AND id > ? AND (? = '' OR kind = ?) ORDER BY id LIMIT ?");
+  const listSpent = db.prepare(
+    "SELECT * FROM timers WHERE next_due_ms IS NULL AND (updated_at, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY updated_at, id LIMIT ?",
+  );
   return {
     /** The timer `id`, or undefined. */
     get(id: string): TimerRecord | undefined {
@@ -157,7 +164,7 @@ export function timerStatements(db: Db) {
       const row = earliest.get() as { next_due_ms: number } | undefined;
       return row ? row.next_due_ms : null;
     },
-    /** Timers with a next due moment (not spent, disabled or another region's); counted on the `timers_by_due` index. */
+    /** Timers with a next due moment (not spent, disabled or another region's); counted on the `timers_by_due` index (which holds only those). */
     pendingCount(): number {
       return (pendingCount.get() as { n: number }).n;
     },
@@ -174,8 +181,9 @@ export function timerStatements(db: Db) {
       advance.run(nextDueMs, called, nowMs, id);
     },
     /**
-     * A page of timers in ListTimers order (T4): pending ones by (next due, id), then spent or
-     * disabled ones by id; `after` null starts at the beginning; `kind` "" means all kinds.
+     * A page of timers in ListTimers order (T4): pending ones by (next due, id) on
+     * `timers_by_due`, then those without a next due moment (spent, disabled, paused) by (last
+     * change, id) on `timers_unscheduled`; `after` null starts at the beginning; `kind` "" means all kinds.
      */
     list(after: TimerCursor | null, kind: TimerKind | "", limit: number): TimerRecord[] {
       const rows: TimerRow[] = [];
@@ -183,8 +191,8 @@ export function timerStatements(db: Db) {
         rows.push(...(listScheduled.all(after?.dueMs ?? -Number.MAX_SAFE_INTEGER, after?.id ?? "", kind, kind, limit) as TimerRow[]));
       }
       if (rows.length < limit) {
-        const afterId = after && after.dueMs === null ? after.id : "";
-        rows.push(...(listSpent.all(afterId, kind, kind, limit - rows.length) as TimerRow[]));
+        const tail = after && after.dueMs === null ? after : { updatedAt: -Number.MAX_SAFE_INTEGER, id: "" };
+        rows.push(...(listSpent.all(tail.updatedAt, tail.id, kind, kind, limit - rows.length) as TimerRow[]));
       }
       return rows.map(timerFromRow);
     },

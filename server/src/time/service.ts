@@ -426,7 +426,7 @@ export class Timers {
 
   /**
    * Timers the principal may read (R5: by their actor's `in`), pending ones by next due
-   * moment, then spent, disabled or paused ones by id (T4). `pageSize` already checked
+   * moment, then spent, disabled or paused ones by last change (T4). `pageSize` already checked
    * (1-1000); `kind` "" for all. INVALID_ARGUMENT for a page token not made here.
    */
   list(pageSize: number, pageToken: string, kind: TimerKind | "", principal: Principal): TimerPage {
@@ -435,7 +435,7 @@ export class Timers {
     const last = rows[rows.length - 1];
     return {
       timers: rows.filter((t) => canRead(principal, t)),
-      nextPageToken: rows.length === pageSize && last ? encodeToken({ dueMs: last.nextDueMs, id: last.id }) : "",
+      nextPageToken: rows.length === pageSize && last ? encodeToken({ dueMs: last.nextDueMs, id: last.id, updatedAt: last.updatedAt }) : "",
     };
   }
 
@@ -704,17 +704,23 @@ export function policyData(policy: SchedulePolicy): { policy?: Record<string, un
   return { policy: json };
 }
 
-/** A ListTimers page token: base64url of `[next due ms | null, id]`. */
+/** A ListTimers page token: base64url of `[next due ms, id]`, or in the tail without a next due moment `[null, id, last change ms]`. */
 function encodeToken(cursor: TimerCursor): string {
-  return Buffer.from(JSON.stringify([cursor.dueMs, cursor.id])).toString("base64url");
+  return Buffer.from(JSON.stringify(cursor.dueMs === null ? [null, cursor.id, cursor.updatedAt] : [cursor.dueMs, cursor.id])).toString("base64url");
 }
 
 function decodeToken(token: string): TimerCursor {
+  let parts: unknown[] = [];
   try {
-    const [dueMs, id] = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown[];
-    if ((dueMs === null || Number.isSafeInteger(dueMs)) && typeof id === "string") return { dueMs: dueMs as number | null, id };
+    parts = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown[];
   } catch {
     /* falls through */
+  }
+  const [dueMs, id, updatedAt] = Array.isArray(parts) ? parts : [];
+  if (typeof id === "string" && Number.isSafeInteger(dueMs)) return { dueMs: dueMs as number, id, updatedAt: 0 };
+  if (typeof id === "string" && dueMs === null && Number.isSafeInteger(updatedAt)) return { dueMs: null, id, updatedAt: updatedAt as number };
+  if (typeof id === "string" && dueMs === null && parts.length === 2) {
+    fail("bad_request", "page_token was made by an older owner (its tail of spent timers was ordered by id); list again from the start", [{ field: "page_token", description: "from an older version" }]);
   }
   fail("bad_request", "page_token is not one returned by ListTimers", [{ field: "page_token", description: "malformed" }]);
 }
