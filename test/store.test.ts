@@ -11,6 +11,8 @@ import { toConnectError } from "../server/src/rpc/interceptors.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
 import { openStore, type Store } from "../server/src/store/database.js";
 import { eventStatements } from "../server/src/store/events.js";
+import { timerStatements } from "../server/src/store/timers.js";
+import { defaultSchedulePolicy } from "../server/src/time/timers.js";
 import { noSync, WalSync, type Durability } from "../server/src/store/wal-sync.js";
 import { until } from "./helpers/until.js";
 import { tempDir } from "./helpers/owner.js";
@@ -413,6 +415,28 @@ describe("SQLite settings (E8)", () => {
       expect(eventStatements(again.db).findById("kept")?.seq).toBe(1);
       await again.close();
     }
+  });
+});
+
+describe("where timer rows are stored", () => {
+  const oneShot = (id: string, dueMs: number) => ({
+    id, kind: "delay" as const, action: "p.a", input: {}, spec: { kind: "at" as const, atMs: dueMs }, nextDueMs: dueMs, actor: null, plugin: "", schedule: "",
+    overdue: { kind: "unbounded" as const }, chainDepth: 0, region: 0, disabled: false, retryDelaysMs: [], policy: defaultSchedulePolicy, paused: null,
+  });
+
+  it("one-shots lie in due order whatever order they were set in; one due the same ms as another 1,024 puts before, or past the year 2255, still gets a row", () => {
+    const store = open(folder());
+    const timers = timerStatements(store.db);
+    const t0 = 1_800_000_000_000;
+    for (let i = 0; i < 200; i++) timers.put(oneShot(`random-${i}`, t0 + ((i * 7919) % 200) * 1_000), 1);
+    const byRow = store.db.prepare("SELECT next_due_ms FROM timers ORDER BY rowid").all() as { next_due_ms: number }[];
+    expect(byRow.map((r) => r.next_due_ms)).toEqual(byRow.map((r) => r.next_due_ms).sort((a, b) => a - b));
+    for (let i = 0; i < 1_030; i++) timers.put(oneShot(`same-ms-${i}`, t0), 1); // the counter wraps: places taken
+    timers.put(oneShot("far", 9_000_000_000_000), 1);
+    const count = store.db.prepare("SELECT count(*) AS n FROM timers").get() as { n: number };
+    expect(count.n).toBe(200 + 1_030 + 1);
+    timers.put({ ...oneShot("random-0", t0 + 5), input: { again: true } }, 2); // set again: updated in place
+    expect(timers.get("random-0")).toMatchObject({ nextDueMs: t0 + 5, input: { again: true } });
   });
 });
 

@@ -92,6 +92,24 @@ function timerFromRow(r: TimerRow): TimerRecord {
   };
 }
 
+/** A counter that keeps one-shots due in the same ms apart in {@link placeByDue}. */
+let placeSeq = 0;
+
+/**
+ * The rowid a new one-shot timer (a delay, an `at` timer) is stored under: its due moment times
+ * 1,024 plus a counter, so the rows of timers due together sit on neighbouring pages and a burst's
+ * claims (which read and update them in due order) touch a few pages instead of one scattered page
+ * each. Null (SQLite's next rowid) for recurring timers and those without a next due moment; an
+ * existing row keeps its rowid when set again (the upsert updates it in place); a place already
+ * taken (two one-shots due the same ms, 1,024 puts apart) falls back to SQLite's next rowid.
+ */
+function placeByDue(timer: Pick<TimerRecord, "spec" | "nextDueMs">): number | null {
+  if (timer.spec.kind !== "at" || timer.nextDueMs === null) return null;
+  placeSeq = (placeSeq + 1) & 1023;
+  const rowid = Math.max(0, timer.nextDueMs) * 1024 + placeSeq;
+  return Number.isSafeInteger(rowid) ? rowid : null; // due after the year 2255: SQLite's next rowid
+}
+
 /**
  * Where a ListTimers page starts: after this (next due, id), or in the tail of timers without a
  * next due moment (`dueMs` null: spent, disabled, paused) after this (last change, id).
@@ -107,8 +125,8 @@ export interface TimerCursor {
 export function timerStatements(db: Db) {
   const get = db.prepare("SELECT * FROM timers WHERE id = ?");
   const put = db.prepare(
-    `INSERT INTO timers (id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at)
-     VALUES (@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now)
+    `INSERT INTO timers (rowid, id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at)
+     VALUES (@rowid, @id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now)
      ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
@@ -139,8 +157,9 @@ export function timerStatements(db: Db) {
      * and its pause state (TimerControlStatements.setPaused).
      */
     put(timer: Omit<TimerRecord, "occurrences" | "createdAt" | "updatedAt">, nowMs: number): void {
-      put.run({
+      const row = {
         ...timer,
+        rowid: placeByDue(timer),
         input: JSON.stringify(timer.input),
         spec: JSON.stringify(specToJson(timer.spec)),
         actor: timer.actor === null ? null : JSON.stringify(timer.actor),
@@ -149,7 +168,13 @@ export function timerStatements(db: Db) {
         retryDelaysMs: JSON.stringify(timer.retryDelaysMs),
         policy: JSON.stringify(policyToJson(timer.policy)),
         now: nowMs,
-      });
+      };
+      try {
+        put.run(row);
+      } catch (e) {
+        if (!(e instanceof Error && "code" in e && e.code === "SQLITE_CONSTRAINT_ROWID") || row.rowid === null) throw e;
+        put.run({ ...row, rowid: null }); // its place was taken (another one-shot due the same ms): SQLite picks one
+      }
     },
     /** Every declared schedule (T2), by plugin and schedule name (the `timers_declared` index). */
     declared(): TimerRecord[] {
