@@ -721,7 +721,8 @@ export const ListTimersRequestSchema: GenMessage<ListTimersRequest> = /*@__PURE_
   messageDesc(file_chronolog_v1_time, 14);
 
 /**
- * Timers ordered by next due time.
+ * Timers ordered by next due time; after them those without one (spent, disabled or paused),
+ * by last change.
  *
  * @generated from message chronolog.v1.ListTimersResponse
  */
