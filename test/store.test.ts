@@ -438,6 +438,19 @@ describe("where timer rows are stored", () => {
     timers.put({ ...oneShot("random-0", t0 + 5), input: { again: true } }, 2); // set again: updated in place
     expect(timers.get("random-0")).toMatchObject({ nextDueMs: t0 + 5, input: { again: true } });
   });
+
+  it("migration 0011 upgrades a folder where an older owner's maintenance SQL made an index named timers_unscheduled", async () => {
+    const dataDir = folder();
+    const first = open(dataDir);
+    first.db.exec(`DROP INDEX timers_unscheduled; CREATE INDEX timers_unscheduled ON timers (kind);
+      DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
+    await first.close();
+    const store = open(dataDir);
+    expect(store.db.pragma("user_version", { simple: true })).toBe(11);
+    const sql = (name: string) => (store.db.prepare("SELECT sql FROM sqlite_master WHERE name = ?").get(name) as { sql: string }).sql;
+    expect(sql("timers_unscheduled")).toMatch(/\(updated_at, id\) WHERE next_due_ms IS NULL/);
+    expect(sql("timers_by_due")).toMatch(/WHERE next_due_ms IS NOT NULL/);
+  });
 });
 
 describe("the immutable log (E1)", () => {
