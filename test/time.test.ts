@@ -764,6 +764,10 @@ describe("TimeService bad input (nothing written)", () => {
     const beyond = (seconds: bigint) => h.time.delay({ action: "remind.send", when: { case: "at", value: { seconds, nanos: 1_000_000 } as never }, overdue: { bound: { case: "unbounded", value: true } } });
     expect(await fields(beyond(8_640_000_000_000n), Code.InvalidArgument, /more than 100 years ahead/)).toEqual(["at"]);
     expect(await fields(beyond(-10_000_000_000_000n), Code.InvalidArgument, /at -10000000000000000 ms is in the past/)).toEqual(["at"]);
+    // A Timestamp's nanos outside 0-999,999,999 would move the moment silently (2e9 nanos: 2 s later).
+    const nanos = (n: number) => ({ seconds: BigInt(Math.floor(T0 / 1000) + 5), nanos: n }) as never;
+    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "at", value: nanos(-1) }, overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /at\.nanos must be 0 to 999999999 \(got -1\)/)).toEqual(["at.nanos"]);
+    expect(await fields(schedule({ when: { case: "at", value: nanos(2_000_000_000) } } as never), Code.InvalidArgument, /nanos/)).toEqual(["spec.at.nanos"]);
     await expectUnchanged(h.client, before);
     // `at` up to 1 s in the past is accepted and fires at once.
     await h.time.schedule({ timerId: "just-past", action: "remind.send", spec: at(T0 - 500) });

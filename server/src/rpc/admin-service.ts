@@ -56,7 +56,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
         floor = seqFromProto(req.to.value, "ack_floor");
         if (floor > head) fail("bad_request", `ack_floor ${floor} is past the log head ${head}`, [{ field: "ack_floor", description: `at most ${head}` }]);
       } else if (req.to.case === "at") {
-        floor = (deps.events.firstAtOrAfter(msFromTimestamp(req.to.value)) ?? head + 1) - 1;
+        floor = (deps.events.firstAtOrAfter(msFromTimestamp(req.to.value, "at")) ?? head + 1) - 1;
       } else fail("bad_request", "give ack_floor or at", [{ field: "to", description: "required" }]);
       await engine.moveCursor(floor, by);
       return { processor: status(engine) };

@@ -53,7 +53,14 @@ export function objectFromProto(value: JsonObject | undefined): Record<string, u
   return (value ?? {}) as Record<string, unknown>;
 }
 
-/** A Timestamp as ms since the epoch. */
-export function msFromTimestamp(t: Timestamp): number {
+/**
+ * A Timestamp as ms since the epoch (nanos rounded to the ms). INVALID_ARGUMENT naming `field`
+ * when its nanos are outside 0-999,999,999 (protobuf's rule: a negative or overflowing nanos would
+ * otherwise move the moment silently).
+ */
+export function msFromTimestamp(t: Timestamp, field: string): number {
+  if (!Number.isInteger(t.nanos) || t.nanos < 0 || t.nanos > 999_999_999) {
+    fail("bad_request", `${field}.nanos must be 0 to 999999999 (got ${t.nanos})`, [{ field: `${field}.nanos`, description: "out of range" }]);
+  }
   return timestampMs(t); // finite even past JavaScript's Date range (a Date there is NaN): range checks then refuse it
 }

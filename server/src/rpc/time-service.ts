@@ -51,7 +51,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
       if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never (K3)", [{ field: "overdue", description: "required" }]);
       let when: { kind: "interval"; ms: number } | { kind: "at"; atMs: number };
       if (req.when.case === "intervalMs") when = { kind: "interval", ms: checkMs(req.when.value, "interval_ms", 0, maxHorizonMs) };
-      else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value) };
+      else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value, "at") };
       else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
       const result = await timers.delay(
         { action: req.action, input: objectFromProto(req.input), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain, delayId: req.delayId },
@@ -86,7 +86,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
     async backfillTimer(req, ctx) {
       if (!req.start) fail("bad_request", "start is required: the first moment of the range", [{ field: "start", description: "required" }]);
       if (!req.end) fail("bad_request", "end is required: the end of the range (exclusive)", [{ field: "end", description: "required" }]);
-      const made = await timers.backfill({ timerId: req.timerId, startMs: msFromTimestamp(req.start), endMs: msFromTimestamp(req.end), cause: causeFromProto(req.cause) }, principalOf(ctx));
+      const made = await timers.backfill({ timerId: req.timerId, startMs: msFromTimestamp(req.start, "start"), endMs: msFromTimestamp(req.end, "end"), cause: causeFromProto(req.cause) }, principalOf(ctx));
       return { occurrences: made.map((o) => ({ occurrenceId: o.occurrenceId, due: timestampFromMs(o.dueMs), existing: o.existing })) };
     },
   };
@@ -96,7 +96,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
 function specFromProto(spec: TimerSpecPb | undefined): TimerSpec {
   switch (spec?.when.case) {
     case "at":
-      return { kind: "at", atMs: msFromTimestamp(spec.when.value) };
+      return { kind: "at", atMs: msFromTimestamp(spec.when.value, "spec.at") };
     case "cron": {
       const dst = dstFromProto(spec.when.value.dst, "spec.cron.dst");
       return { kind: "cron", expression: spec.when.value.expression, zone: spec.when.value.zone, ...(dst ? { dst } : {}) };

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
   CatchUpPolicy as CatchUpPb,
   DstGap,
@@ -10,6 +10,7 @@ import {
   type DstPolicy as DstPolicyPb,
   type SchedulePolicy as SchedulePolicyPb,
 } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { msFromTimestamp } from "../rpc/convert.js";
 import { fail } from "../errors.js";
 import type { DstPolicy } from "./cron.js";
 import { checkMs, defaultSchedulePolicy, maxHorizonMs, type CatchUpPolicy, type OverlapPolicy, type SchedulePolicy } from "./timers.js";
@@ -36,8 +37,8 @@ export function schedulePolicyFromProto(pb: SchedulePolicyPb | undefined, field 
   if (pb.maxCount > BigInt(Number.MAX_SAFE_INTEGER)) fail("bad_request", `${field}.max_count is too large`, [{ field: `${field}.max_count`, description: "at most 2^53-1" }]);
   return {
     jitterMs: checkMs(pb.jitterMs, `${field}.jitter_ms`, 0, maxHorizonMs),
-    startMs: pb.start ? timestampDate(pb.start).getTime() : null,
-    endMs: pb.end ? timestampDate(pb.end).getTime() : null,
+    startMs: pb.start ? msFromTimestamp(pb.start, `${field}.start`) : null,
+    endMs: pb.end ? msFromTimestamp(pb.end, `${field}.end`) : null,
     maxCount: Number(pb.maxCount),
     overlap,
     catchUp,
