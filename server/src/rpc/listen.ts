@@ -99,7 +99,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     interceptors: options.interceptors,
     contextValues: options.contextValues,
     ...(options.readMaxBytes !== undefined ? { readMaxBytes: options.readMaxBytes } : {}),
-    compressMinBytes: compressMinBytes,
+    compressMinBytes,
   });
   const applyCors = makeCors(options.corsOrigins ?? []);
 

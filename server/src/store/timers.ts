@@ -114,12 +114,10 @@ function placeByDue(timer: Pick<TimerRecord, "spec" | "nextDueMs">): number | nu
  * Where a ListTimers page starts: after this (next due, id), or in the tail of timers without a
  * next due moment (`dueMs` null: spent, disabled, paused) after this (last change, id).
  */
-export interface TimerCursor {
-  dueMs: number | null;
-  id: string;
-  /** The tail's order: `updated_at`, ms since the epoch (used when `dueMs` is null). */
-  updatedAt: number;
-}
+export type TimerCursor =
+  | { dueMs: number; id: string }
+  /** `updatedAt`: the tail's order, `updated_at` in ms since the epoch. */
+  | { dueMs: null; id: string; updatedAt: number };
 
 /** The statements on `timers` (T4, T5). */
 export function timerStatements(db: Db) {

@@ -435,7 +435,7 @@ export class Timers {
     const last = rows[rows.length - 1];
     return {
       timers: rows.filter((t) => canRead(principal, t)),
-      nextPageToken: rows.length === pageSize && last ? encodeToken({ dueMs: last.nextDueMs, id: last.id, updatedAt: last.updatedAt }) : "",
+      nextPageToken: rows.length === pageSize && last ? encodeToken(last.nextDueMs === null ? { dueMs: null, id: last.id, updatedAt: last.updatedAt } : { dueMs: last.nextDueMs, id: last.id }) : "",
     };
   }
 
@@ -717,7 +717,7 @@ function decodeToken(token: string): TimerCursor {
     /* falls through */
   }
   const [dueMs, id, updatedAt] = Array.isArray(parts) ? parts : [];
-  if (typeof id === "string" && Number.isSafeInteger(dueMs)) return { dueMs: dueMs as number, id, updatedAt: 0 };
+  if (typeof id === "string" && Number.isSafeInteger(dueMs)) return { dueMs: dueMs as number, id };
   if (typeof id === "string" && dueMs === null && Number.isSafeInteger(updatedAt)) return { dueMs: null, id, updatedAt: updatedAt as number };
   if (typeof id === "string" && dueMs === null && parts.length === 2) {
     fail("bad_request", "page_token was made by an older owner (its tail of spent timers was ordered by id); list again from the start", [{ field: "page_token", description: "from an older version" }]);
