@@ -11,7 +11,8 @@ import { toConnectError } from "../server/src/rpc/interceptors.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
 import { openStore, type Store } from "../server/src/store/database.js";
 import { eventStatements } from "../server/src/store/events.js";
-import { timerStatements } from "../server/src/store/timers.js";
+import { callStatements } from "../server/src/store/calls.js";
+import { occurrenceStatements, timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/time/timers.js";
 import { noSync, WalSync, type Durability } from "../server/src/store/wal-sync.js";
 import { until } from "./helpers/until.js";
@@ -446,10 +447,64 @@ describe("where timer rows are stored", () => {
       DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
     await first.close();
     const store = open(dataDir);
-    expect(store.db.pragma("user_version", { simple: true })).toBe(11);
+    expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
     const sql = (name: string) => (store.db.prepare("SELECT sql FROM sqlite_master WHERE name = ?").get(name) as { sql: string }).sql;
     expect(sql("timers_unscheduled")).toMatch(/\(updated_at, id\) WHERE next_due_ms IS NULL/);
     expect(sql("timers_by_due")).toMatch(/WHERE next_due_ms IS NOT NULL/);
+  });
+});
+
+describe("migration 0012: no IN lists in the constraints a call's writes check", () => {
+  /** A data folder at schema `version`: the migrations up to it, as an owner of that version left it. */
+  function folderAt(version: number): string {
+    const dataDir = folder();
+    const raw = new Database(join(dataDir, "chronolog.db"));
+    for (const file of readdirSync(new URL("../server/src/store/migrations/", import.meta.url)).sort()) {
+      if (Number(file.slice(0, 4)) <= version) raw.exec(readFileSync(new URL(`../server/src/store/migrations/${file}`, import.meta.url), "utf8"));
+    }
+    raw.pragma(`user_version = ${version}`);
+    raw.close();
+    return dataDir;
+  }
+
+  /** The INSERT and UPDATE statements of `factories` that build an ephemeral b-tree at each execution (OpenEphemeral). */
+  function ephemeralWrites(db: Store["db"], factories: ((db: Store["db"]) => unknown)[]): string[] {
+    const seen: string[] = [];
+    const prepare = db.prepare.bind(db);
+    const spy = Object.assign(Object.create(db), { prepare: (sql: string) => (seen.push(sql), prepare(sql)) });
+    for (const make of factories) make(spy);
+    return seen.filter((sql) => /^\s*(INSERT|UPDATE)/.test(sql)).filter((sql) => {
+      const ops = prepare(`EXPLAIN ${sql}`).all(...Array((sql.match(/\?/g) ?? []).length).fill(null)) as { opcode: string }[];
+      return ops.some((op) => op.opcode === "OpenEphemeral");
+    });
+  }
+
+  it("a folder at schema 11 keeps its calls and occurrences (rowids too); statuses are still checked; a call's inserts and updates build no ephemeral b-tree", async () => {
+    const dataDir = folderAt(11);
+    const old = new Database(join(dataDir, "chronolog.db"));
+    old.exec(`INSERT INTO action_calls (rowid, call_id, action, input_hash, actor, recorded, state, attempt, output, error, updated_at)
+        VALUES (7, 'c1', 'p.a', 'h', NULL, 1, 'completed', 1, NULL, '', 5), (9, 'c2', 'p.a', 'h', '{"id":"u"}', 0, 'failed', 2, '{}', 'boom', 6);
+      INSERT INTO timer_occurrences (rowid, id, timer_id, due_ms, action, input, actor, overdue, status, attempts, next_attempt_ms, call_id, lateness_ms, error, claimed_at, updated_at, origin)
+        VALUES (3, 'o1', 't1', 100, 'p.a', '{}', NULL, '{}', 'retry_wait', 1, 200, 'o1', 4, 'e', 100, 101, 'trigger'),
+               (4, 'o2', 't1', 300, 'p.a', '{}', NULL, '{}', 'completed', 1, NULL, 'o2', 2, '', 300, 302, 'schedule');`);
+    const rows = (db: Database.Database) => [
+      db.prepare("SELECT rowid, * FROM action_calls ORDER BY rowid").all(),
+      db.prepare("SELECT rowid, * FROM timer_occurrences ORDER BY rowid").all(),
+    ];
+    const before = rows(old);
+    expect(ephemeralWrites(old, [callStatements, occurrenceStatements]).length).toBeGreaterThan(0); // what 0012 removes
+    old.close();
+
+    const store = open(dataDir);
+    expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
+    expect(rows(store.db)).toEqual(before);
+    expect(ephemeralWrites(store.db, [callStatements, occurrenceStatements])).toEqual([]);
+    expect(() => store.db.exec("UPDATE action_calls SET state = 'done' WHERE call_id = 'c1'")).toThrow(/CHECK constraint failed/);
+    expect(() => store.db.exec("UPDATE timer_occurrences SET status = 'done' WHERE id = 'o1'")).toThrow(/CHECK constraint failed/);
+    expect(() => store.db.exec("UPDATE timer_occurrences SET origin = 'cron' WHERE id = 'o1'")).toThrow(/CHECK constraint failed/);
+    // The partial indexes hold what they held: o1 is active and waiting for its retry, o2 ended.
+    expect(occurrenceStatements(store.db).dueRetries(1_000, 10).map((o) => o.id)).toEqual(["o1"]);
+    expect(store.db.prepare("SELECT id FROM timer_occurrences INDEXED BY timer_occurrences_ended WHERE (status = 'completed' OR status = 'failed' OR status = 'skipped')").all()).toEqual([{ id: "o2" }]);
   });
 });
 

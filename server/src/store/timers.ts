@@ -306,6 +306,15 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
   };
 }
 
+/**
+ * The conditions of the partial indexes `timer_occurrences_active` and `timer_occurrences_ended`
+ * (migration 0012), word for word: SQLite uses a partial index only for a query that repeats its
+ * condition. OR chains, not `IN (...)` lists, which SQLite evaluates through an ephemeral b-tree
+ * built at every execution.
+ */
+const activeStatus = "(status = 'pending' OR status = 'retry_wait' OR status = 'buffered')";
+const endedStatus = "(status = 'completed' OR status = 'failed' OR status = 'skipped')";
+
 /** The statements on `timer_occurrences` (T6, T7, K2-K4). */
 export function occurrenceStatements(db: Db) {
   const insert = db.prepare(
@@ -443,13 +452,13 @@ export function timerControlStatements(db: Db) {
   const setPaused = db.prepare("UPDATE timers SET paused = ?, next_due_ms = ?, updated_at = ? WHERE id = ?");
   const occurrences = occurrenceStatements(db);
   const active = db.prepare(
-    `SELECT count(*) FILTER (WHERE status IN ('pending', 'retry_wait')) AS running, count(*) FILTER (WHERE status = 'buffered') AS buffered
-     FROM timer_occurrences WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered')`,
+    `SELECT count(*) FILTER (WHERE status <> 'buffered') AS running, count(*) FILTER (WHERE status = 'buffered') AS buffered
+     FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus}`,
   );
   const release = db.prepare(
     `UPDATE timer_occurrences SET status = 'retry_wait', next_attempt_ms = max(?, due_ms), updated_at = ?
-     WHERE timer_id = ? AND status IN ('pending', 'retry_wait', 'buffered') AND status = 'buffered'
-       AND NOT EXISTS (SELECT 1 FROM timer_occurrences r WHERE r.timer_id = ? AND r.status IN ('pending', 'retry_wait', 'buffered') AND r.status <> 'buffered')`,
+     WHERE timer_id = ? AND ${activeStatus} AND status = 'buffered'
+       AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus} AND status <> 'buffered')`,
   );
   return {
     /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused), B1. */
@@ -487,20 +496,20 @@ export type TimerControlStatements = ReturnType<typeof timerControlStatements>;
 // ---- Retention (time/retention.ts) ----
 // Deletes only; writes no events (the log keeps the timers' and calls' history). Each runs in
 // a committer unit of its own and deletes at most `limit` rows, oldest first, on the partial
-// indexes of migration 0008 (their conditions are repeated word for word so SQLite uses them).
+// indexes of migrations 0008 and 0012 (their conditions are repeated word for word so SQLite uses them).
 
 /** The statements of the retention sweep: ended occurrences and spent timers older than a cutoff. */
 export function retentionStatements(db: Db) {
   const endedOccurrences = db.prepare(
     `DELETE FROM timer_occurrences WHERE rowid IN (
        SELECT rowid FROM timer_occurrences INDEXED BY timer_occurrences_ended
-       WHERE status IN ('completed', 'failed', 'skipped') AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
+       WHERE ${endedStatus} AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
   );
   const spentTimers = db.prepare(
     `DELETE FROM timers WHERE rowid IN (
        SELECT t.rowid FROM timers t INDEXED BY timers_spent
        WHERE t.next_due_ms IS NULL AND t.paused IS NULL AND t.disabled = 0 AND t.kind <> 'declared' AND t.updated_at < ?
-         AND NOT EXISTS (SELECT 1 FROM timer_occurrences o WHERE o.timer_id = t.id AND o.status IN ('pending', 'retry_wait', 'buffered'))
+         AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = t.id AND ${activeStatus})
        ORDER BY t.updated_at LIMIT ?)`,
   );
   return {
