@@ -506,6 +506,31 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
     expect(occurrenceStatements(store.db).dueRetries(1_000, 10).map((o) => o.id)).toEqual(["o1"]);
     expect(store.db.prepare("SELECT id FROM timer_occurrences INDEXED BY timer_occurrences_ended WHERE (status = 'completed' OR status = 'failed' OR status = 'skipped')").all()).toEqual([{ id: "o2" }]);
   });
+
+  it("what an operator's maintenance SQL built on the rebuilt tables survives: a view, foreign keys (with and without ON DELETE CASCADE), indexes", async () => {
+    const dataDir = folderAt(11);
+    const old = new Database(join(dataDir, "chronolog.db"));
+    old.exec(`INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at) VALUES ('c1', 'p.a', 'h', NULL, 1, 'failed', 1, 5);
+      INSERT INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, status, call_id, claimed_at, updated_at) VALUES ('o1', 't1', 100, 'p.a', '{}', NULL, '{}', 'completed', 'o1', 100, 101);
+      CREATE VIEW op_failed AS SELECT call_id FROM action_calls WHERE state = 'failed';
+      CREATE TABLE op_refunds (call_id TEXT NOT NULL REFERENCES action_calls (call_id), amount REAL);
+      CREATE TABLE op_notes (call_id TEXT REFERENCES action_calls (call_id) ON DELETE CASCADE, note TEXT);
+      INSERT INTO op_refunds VALUES ('c1', 12.5); INSERT INTO op_notes VALUES ('c1', 'kept');
+      CREATE INDEX op_calls_by_action ON action_calls (action, updated_at);
+      CREATE INDEX op_occurrences_by_timer ON timer_occurrences (timer_id, due_ms);`);
+    old.close();
+    const upgrades: unknown[] = [];
+    const store = openStore({ dataDir, onUpgrade: (u) => upgrades.push(u) });
+    opened.push(store);
+    expect(upgrades).toEqual([{ from: 11, to: latestMigration, files: [expect.stringMatching(/^0012_/), ...Array(latestMigration - 12).fill(expect.any(String))] }]);
+    expect(store.db.prepare("SELECT * FROM op_failed").all()).toEqual([{ call_id: "c1" }]);
+    expect(store.db.prepare("SELECT call_id, amount FROM op_refunds").all()).toEqual([{ call_id: "c1", amount: 12.5 }]);
+    expect(store.db.prepare("SELECT call_id, note FROM op_notes").all()).toEqual([{ call_id: "c1", note: "kept" }]);
+    const indexes = (store.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'op_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+    expect(indexes).toEqual(["op_calls_by_action", "op_occurrences_by_timer"]);
+    expect(store.db.pragma("foreign_keys", { simple: true })).toBe(1); // back on after the migrations
+    expect(() => store.db.exec("INSERT INTO op_refunds VALUES ('nope', 1)")).toThrow(/FOREIGN KEY constraint failed/);
+  });
 });
 
 describe("the immutable log (E1)", () => {

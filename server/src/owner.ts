@@ -105,6 +105,7 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   const store = openStore({
     dataDir: options.dataDir,
     synchronous: options.synchronous,
+    onUpgrade: ({ from, to, files }) => logger.info({ dataDir: options.dataDir, from, to, migrations: files }, `upgrading the data folder's schema from ${from} to ${to} (a migration that rebuilds a table takes seconds per million rows)`),
     onCheckpointError: (err) => logger.warn({ err }, "a background WAL checkpoint failed; tried again after the next commit"),
     onLockRetaken: (message) => logger.warn({ dataDir: options.dataDir }, message),
     onLockLost: (err) => {

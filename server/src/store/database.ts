@@ -1,8 +1,9 @@
 import Database from "better-sqlite3";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { fail, type ChronologError } from "../errors.js";
+import type { ChronologError } from "../errors.js";
 import { Checkpointer } from "./checkpointer.js";
+import { migrate, type UpgradeListener } from "./migrate.js";
 import { OwnerLock } from "./owner-lock.js";
 import { noSync, WalSync, type Durability } from "./wal-sync.js";
 
@@ -28,6 +29,8 @@ export interface StoreOptions {
   onLockLost?: (error: ChronologError) => void;
   /** Told when `owner.lock` was deleted or replaced and the store took it again (default: printed to stderr). */
   onLockRetaken?: (message: string) => void;
+  /** Told before the migrations upgrade a folder that already had a schema (the owner logs it: a table rebuild can take seconds). */
+  onUpgrade?: UpgradeListener;
   /** How often the watchdog checks `owner.lock`, ms (default 1,000). */
   lockCheckIntervalMs?: number;
 }
@@ -43,8 +46,6 @@ export interface Store {
   /** Closes the database, the checkpoint worker and the lock. */
   close(): Promise<void>;
 }
-
-const migrationsDir = new URL("./migrations/", import.meta.url);
 
 /**
  * Opens the data folder: takes the owner lock (O5), opens SQLite in WAL mode
@@ -66,7 +67,7 @@ export function openStore(options: StoreOptions): Store {
     const db = new Database(dbPath);
     try {
       setPragmas(db);
-      migrate(db);
+      migrate(db, options.onUpgrade);
     } catch (e) {
       db.close();
       throw e;
@@ -104,40 +105,3 @@ function setPragmas(db: Db): void {
   }
 }
 
-/** The numbered migration files, `NNNN_name.sql`, in order. */
-function migrationFiles(): string[] {
-  return readdirSync(migrationsDir).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
-}
-
-/**
- * Names of the tables, indexes and triggers the owner's migrations create (and the
- * `_v6`/`_v7` rebuilds rename into place): the schema maintenance SQL may not change (O4).
- */
-export function ownerSchemaNames(): Set<string> {
-  const names = new Set<string>();
-  for (const file of migrationFiles()) {
-    const sql = readFileSync(new URL(file, migrationsDir), "utf8");
-    for (const m of sql.matchAll(/CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)/gi)) names.add(m[1].replace(/_v\d+$/, ""));
-    for (const m of sql.matchAll(/RENAME\s+TO\s+([A-Za-z_][A-Za-z0-9_]*)/gi)) names.add(m[1]);
-  }
-  return names;
-}
-
-/** Applies `migrations/NNNN_*.sql` above `PRAGMA user_version`, each in its own transaction. */
-function migrate(db: Db): void {
-  const current = db.pragma("user_version", { simple: true }) as number;
-  const files = migrationFiles();
-  const known = Math.max(0, ...files.map((f) => Number(f.slice(0, 4))));
-  if (current > known) {
-    fail("failed_precondition", `the data folder's schema is version ${current}, newer than this owner's ${known}: a newer Chronolog wrote it (its indexes and queries may not match this one's); run that version or a newer one`);
-  }
-  for (const file of files) {
-    const version = Number(file.slice(0, 4));
-    if (version <= current) continue;
-    const sql = readFileSync(new URL(file, migrationsDir), "utf8");
-    db.transaction(() => {
-      db.exec(sql);
-      db.pragma(`user_version = ${version}`);
-    })();
-  }
-}

@@ -1,6 +1,7 @@
 import { newId } from "../log/ids.js";
 import { fail } from "../errors.js";
-import { ownerSchemaNames, type Db } from "./database.js";
+import type { Db } from "./database.js";
+import { ownerSchemaNames } from "./migrate.js";
 import { readInChild } from "./maintenance-read.js";
 import type { Committer } from "./committer.js";
 
