@@ -507,7 +507,7 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
     expect(store.db.prepare("SELECT id FROM timer_occurrences INDEXED BY timer_occurrences_ended WHERE (status = 'completed' OR status = 'failed' OR status = 'skipped')").all()).toEqual([{ id: "o2" }]);
   });
 
-  it("what an operator's maintenance SQL built on the rebuilt tables survives: a view, foreign keys (with and without ON DELETE CASCADE), indexes", async () => {
+  it("what an operator's maintenance SQL built on the rebuilt tables survives: a view, foreign keys (with and without ON DELETE CASCADE, or that SQLite cannot check), indexes", async () => {
     const dataDir = folderAt(11);
     const old = new Database(join(dataDir, "chronolog.db"));
     old.exec(`INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at) VALUES ('c1', 'p.a', 'h', NULL, 1, 'failed', 1, 5);
@@ -517,7 +517,9 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
       CREATE TABLE op_notes (call_id TEXT REFERENCES action_calls (call_id) ON DELETE CASCADE, note TEXT);
       INSERT INTO op_refunds VALUES ('c1', 12.5); INSERT INTO op_notes VALUES ('c1', 'kept');
       CREATE INDEX op_calls_by_action ON action_calls (action, updated_at);
-      CREATE INDEX op_occurrences_by_timer ON timer_occurrences (timer_id, due_ms);`);
+      CREATE INDEX op_occurrences_by_timer ON timer_occurrences (timer_id, due_ms);
+      CREATE TABLE op_region (code TEXT, name TEXT); CREATE TABLE op_site (id TEXT PRIMARY KEY, region TEXT REFERENCES op_region (code));
+      CREATE TABLE op_by_action (action TEXT REFERENCES action_calls (action));`); // foreign keys SQLite cannot check (parent keys not unique)
     old.close();
     const upgrades: unknown[] = [];
     const store = openStore({ dataDir, onUpgrade: (u) => upgrades.push(u) });
@@ -530,6 +532,16 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
     expect(indexes).toEqual(["op_calls_by_action", "op_occurrences_by_timer"]);
     expect(store.db.pragma("foreign_keys", { simple: true })).toBe(1); // back on after the migrations
     expect(() => store.db.exec("INSERT INTO op_refunds VALUES ('nope', 1)")).toThrow(/FOREIGN KEY constraint failed/);
+  });
+
+  it("reads the tables a migration rebuilds from its statements, not its comments (0009's comment says DROP TABLE)", async () => {
+    const dataDir = folderAt(8);
+    const old = new Database(join(dataDir, "chronolog.db"));
+    old.exec(`CREATE TABLE "and" (x); CREATE INDEX op_and_x ON "and" (x);`);
+    old.close();
+    const store = open(dataDir);
+    expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
+    expect(store.db.prepare("SELECT name FROM sqlite_schema WHERE name = 'op_and_x'").all()).toEqual([{ name: "op_and_x" }]);
   });
 });
 

@@ -58,7 +58,8 @@ export function migrate(db: Db, onUpgrade?: UpgradeListener): void {
 /** Applies one migration in a transaction (see {@link migrate}); `at`: the folder's schema before it. */
 function applyMigration(db: Db, file: string, at: number): void {
   const sql = readFileSync(new URL(file, migrationsDir), "utf8");
-  const rebuilt = [...sql.matchAll(/DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)/gi)].map((m) => m[1]);
+  const statements = sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, ""); // what it runs, without its comments
+  const rebuilt = [...statements.matchAll(/DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)/gi)].map((m) => m[1]);
   db.pragma("foreign_keys = OFF"); // a no-op inside a transaction: set around it
   db.pragma("legacy_alter_table = ON");
   try {
@@ -80,11 +81,27 @@ function applyMigration(db: Db, file: string, at: number): void {
   }
 }
 
-/** The rows whose foreign key names a row of `tables` that does not exist (PRAGMA foreign_key_check). */
+/**
+ * The rows whose foreign key names a row of `tables` that does not exist (`foreign_key_check`),
+ * checked table by table on the tables with such a key: a foreign key SQLite cannot check (its
+ * parent columns are not unique: "foreign key mismatch") is skipped, as it is wherever it points.
+ */
 function danglingInto(db: Db, tables: string[]): { table: string; parent: string }[] {
   if (tables.length === 0) return [];
   const parents = new Set(tables.map((t) => t.toLowerCase()));
-  return (db.pragma("foreign_key_check") as { table: string; parent: string }[]).filter((row) => parents.has(row.parent.toLowerCase()));
+  const names = db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+  const keysOf = db.prepare("SELECT \"table\" FROM pragma_foreign_key_list(?)").pluck();
+  const check = db.prepare("SELECT \"table\", parent FROM pragma_foreign_key_check(?)");
+  const dangling: { table: string; parent: string }[] = [];
+  for (const name of names) {
+    if (!(keysOf.all(name) as string[]).some((parent) => parents.has(parent.toLowerCase()))) continue;
+    try {
+      dangling.push(...(check.all(name) as { table: string; parent: string }[]).filter((row) => parents.has(row.parent.toLowerCase())));
+    } catch (e) {
+      if (!(e instanceof Error && e.message.includes("foreign key mismatch"))) throw e;
+    }
+  }
+  return dangling;
 }
 
 /** The indexes made by CREATE INDEX (not a constraint's automatic ones) on `tables`. */
