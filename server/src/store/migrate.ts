@@ -36,8 +36,8 @@ export type UpgradeListener = (upgrade: { from: number; to: number; files: strin
  * built on x survives it: foreign keys are off and `legacy_alter_table` on for the migration (a
  * view on x, or a table whose foreign key names x, neither stops it nor loses rows), the
  * operator's indexes on x are made again on the new table, and `PRAGMA foreign_key_check` must
- * find no more rows referring to x's missing rows than before. A failed migration rolls back: the error names it and the
- * schema the folder stays at.
+ * find no more rows referring to x's missing rows than before. A failed migration rolls back:
+ * the error names it and the schema the folder stays at.
  */
 export function migrate(db: Db, onUpgrade?: UpgradeListener): void {
   const current = db.pragma("user_version", { simple: true }) as number;
