@@ -64,7 +64,8 @@ function applyMigration(db: Db, file: string, at: number): void {
   db.pragma("legacy_alter_table = ON");
   try {
     db.transaction(() => {
-      const operatorIndexes = indexesOn(db, rebuilt).filter((index) => !ownerSchemaNames().has(index.name));
+      const owners = rebuilt.length > 0 ? ownerSchemaNames() : new Set<string>(); // read from the files once, not per index
+      const operatorIndexes = indexesOn(db, rebuilt).filter((index) => !owners.has(index.name));
       const danglingBefore = danglingInto(db, rebuilt).length;
       db.exec(sql);
       for (const index of operatorIndexes) db.exec(index.sql);
