@@ -100,6 +100,11 @@ const ioOf = (pid: number) => {
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How many commits on a /metrics page took longer than bucket bound `le` (seconds, as the page spells it). */
+function commitsOver(page: string, le: string): number {
+  return metricOf(page, "chronolog_commit_duration_seconds_count") - Number(new RegExp(`^chronolog_commit_duration_seconds_bucket\\{le="${le}"\\} (\\S+)$`, "m").exec(page)?.[1] ?? NaN);
+}
+
 /** The value of metric `name` (no labels) on a /metrics page, NaN when absent. */
 function metricOf(page: string, name: string): number {
   return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(page)?.[1] ?? NaN);
@@ -146,6 +151,7 @@ if (delays > 0) {
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
   const gotCalls = new Promise<void>((r) => createInterface({ input: child.stdout! }).on("line", (line) => {
+    if (!line.startsWith("{")) return void console.error(line); // node's own output under BENCH_EXECUTOR_NODE_ARGS (--trace-deopt ...)
     const m = JSON.parse(line);
     if (m.ready) markReady();
     if (m.handled !== undefined) handled = m.handled;
@@ -166,11 +172,17 @@ if (delays > 0) {
   console.log(`(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`);
   const deadline = start + lead + 10_000 + 30_000;
   await sleep(start + lead - Date.now() - 500);
-  const sentLate0 = metricOf(await (await fetch(`${owner.url}/metrics`)).text(), "chronolog_timer_calls_sent_late_total"); // the warm-up's
+  const metrics0 = await (await fetch(`${owner.url}/metrics`)).text(); // the warm-up's counts
+  const sentLate0 = metricOf(metrics0, "chronolog_timer_calls_sent_late_total");
   const [cpu0, executorCpu0, io0] = [cpuMs(owner.child.pid!), cpuMs(child.pid!), ioOf(owner.child.pid!)];
   const machine = stallProbe(5, 20); // this process idles meanwhile: a stall is the machine not running it (every core taken, or the host)
+  const openingEnd = start + lead + 2_500;
+  let openingCpu = NaN; // the owner's CPU ms from 0.5 s before the burst to its first 2.5 s' end
+  const openingTimer = setTimeout(() => (openingCpu = cpuMs(owner.child.pid!) - cpu0), openingEnd - Date.now());
   while (handled < warmup + delays && Date.now() < deadline) await sleep(100);
+  clearTimeout(openingTimer);
   const machineStalls = machine.stop();
+  const ownerShare = { opening: openingCpu / 3_000, rest: (cpuMs(owner.child.pid!) - cpu0 - openingCpu) / (Date.now() - openingEnd) };
   const cpuPerCall = ((cpuMs(owner.child.pid!) - cpu0) / (handled - warmup)) * 1000;
   const executorCpuPerCall = ((cpuMs(child.pid!) - executorCpu0) / (handled - warmup)) * 1000;
   const io1 = ioOf(owner.child.pid!);
@@ -183,8 +195,11 @@ if (delays > 0) {
   const sent = [...metrics.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
   const sentTotal = sent.at(-1)?.[1] ?? 0;
   const sentBucket = (p: number) => sent.find(([, n]) => n >= (p / 100) * sentTotal)?.[0] ?? "?";
+  console.log(`(a) owner's CPU, share of one core: from 0.5 s before the burst to 2.5 s into it ${(100 * ownerShare.opening).toFixed(0)}%, after ${(100 * ownerShare.rest).toFixed(0)}% (near 100%: the owner falls behind, and past its lookahead sends calls late)`);
   console.log(`(a) owner's own lateness histogram (held calls: hold's end + the executor's reported delay − due; bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`);
   console.log(`(a) calls the owner sent after their moment (more than its lookahead behind; chronolog_timer_calls_sent_late_total in the burst): ${metric("chronolog_timer_calls_sent_late_total") - sentLate0}`);
+  const slowCommits = (le: string) => commitsOver(metrics, le) - commitsOver(metrics0, le);
+  console.log(`(a) commits in the burst that took over 100 ms from BEGIN to durable (the WAL's fdatasync included; a slow disk holds every call behind them): ${slowCommits("0.1")}, over 250 ms: ${slowCommits("0.25")}`);
   console.log(`(a) owner commits ${commits}, units per commit ${(metric("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * metric("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
   child.kill("SIGTERM");
   await gotCalls;

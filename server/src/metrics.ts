@@ -163,7 +163,7 @@ export class OwnerMetrics {
     });
     const duration = new Histogram({
       name: "chronolog_commit_duration_seconds",
-      help: "Time of one group commit transaction, BEGIN to COMMIT (with its fsync under synchronous=FULL).",
+      help: "Time of one group commit, from BEGIN until it is durable (COMMIT, then the WAL's fdatasync off the event loop): how long its callers waited on the store.",
       buckets: commitDurationBuckets,
       registers,
     });
