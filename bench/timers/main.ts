@@ -173,7 +173,6 @@ if (delays > 0) {
   const deadline = start + lead + 10_000 + 30_000;
   await sleep(start + lead - Date.now() - 500);
   const metrics0 = await (await fetch(`${owner.url}/metrics`)).text(); // the warm-up's counts
-  const sentLate0 = metricOf(metrics0, "chronolog_timer_calls_sent_late_total");
   const [cpu0, executorCpu0, io0] = [cpuMs(owner.child.pid!), cpuMs(child.pid!), ioOf(owner.child.pid!)];
   const machine = stallProbe(5, 20); // this process idles meanwhile: a stall is the machine not running it (every core taken, or the host)
   const openingEnd = start + lead + 2_500;
@@ -189,18 +188,20 @@ if (delays > 0) {
   const [writtenPerCall, writesPerCall] = [(io1.bytes - io0.bytes) / (handled - warmup), (io1.syscalls - io0.syscalls) / (handled - warmup)];
   await sleep(2_000); // room for late duplicates
   const metrics = await (await fetch(`${owner.url}/metrics`)).text();
-  const metric = (name: string) => metricOf(metrics, name);
-  const commits = metric("chronolog_commit_batch_size_count");
+  const inBurst = (name: string) => metricOf(metrics, name) - metricOf(metrics0, name);
+  const commits = inBurst("chronolog_commit_batch_size_count");
   console.log(`(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat); the owner wrote ${(writtenPerCall / 1024).toFixed(1)} KiB in ${writesPerCall.toFixed(1)} write syscalls per call (/proc/PID/io: WAL frames, sockets)`);
-  const sent = [...metrics.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
+  const latenessBuckets = (page: string) => [...page.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
+  const before = new Map(latenessBuckets(metrics0));
+  const sent = latenessBuckets(metrics).map(([le, n]) => [le, n - (before.get(le) ?? 0)] as const);
   const sentTotal = sent.at(-1)?.[1] ?? 0;
   const sentBucket = (p: number) => sent.find(([, n]) => n >= (p / 100) * sentTotal)?.[0] ?? "?";
   console.log(`(a) owner's CPU, share of one core: from 0.5 s before the burst to 2.5 s into it ${(100 * ownerShare.opening).toFixed(0)}%, after ${(100 * ownerShare.rest).toFixed(0)}% (near 100%: the owner falls behind, and past its lookahead sends calls late)`);
-  console.log(`(a) owner's own lateness histogram (held calls: hold's end + the executor's reported delay − due; bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`);
-  console.log(`(a) calls the owner sent after their moment (more than its lookahead behind; chronolog_timer_calls_sent_late_total in the burst): ${metric("chronolog_timer_calls_sent_late_total") - sentLate0}`);
+  console.log(`(a) owner's own lateness histogram in the burst (held calls: hold's end + the executor's reported delay − due; bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`);
+  console.log(`(a) calls the owner sent after their moment (more than its lookahead behind; chronolog_timer_calls_sent_late_total in the burst): ${inBurst("chronolog_timer_calls_sent_late_total")}`);
   const slowCommits = (le: string) => commitsOver(metrics, le) - commitsOver(metrics0, le);
   console.log(`(a) commits in the burst that took over 100 ms from BEGIN to durable (the WAL's fdatasync included; a slow disk holds every call behind them): ${slowCommits("0.1")}, over 250 ms: ${slowCommits("0.25")}`);
-  console.log(`(a) owner commits ${commits}, units per commit ${(metric("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * metric("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
+  console.log(`(a) owner commits in the burst ${commits}, units per commit ${(inBurst("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * inBurst("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
   child.kill("SIGTERM");
   await gotCalls;
   await stopOwner(owner);

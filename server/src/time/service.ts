@@ -173,7 +173,7 @@ export class Timers {
     // 1. shape
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
     if (req.timerId !== "") checkId(req.timerId, "timer_id");
-    if (req.timerId.includes("/")) fail("bad_request", `timer_id ${JSON.stringify(req.timerId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "timer_id", description: "no / (reserved for declared schedules)" }]);
+    if (req.timerId.includes("/")) fail("bad_request", `timer_id ${JSON.stringify(req.timerId)} may not contain "/": ids of the form plugin/schedule belong to declared schedules`, [{ field: "timer_id", description: "no / (reserved for declared schedules)" }]);
     const spec = canonicalSpec(req.spec);
     const policy = checkSchedulePolicy(req.policy ?? defaultSchedulePolicy, spec);
     const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
@@ -232,7 +232,7 @@ export class Timers {
     if (clientId !== "") {
       if (req.cause) fail("bad_request", "delay_id must be empty under a cause: the delay id is derived from the cause (E7)", [{ field: "delay_id", description: "empty under a cause" }]);
       checkId(clientId, "delay_id");
-      if (clientId.includes("/")) fail("bad_request", `delay_id ${JSON.stringify(clientId)} may not contain "/": plugin/schedule ids are declared schedules'`, [{ field: "delay_id", description: "no / (reserved for declared schedules)" }]);
+      if (clientId.includes("/")) fail("bad_request", `delay_id ${JSON.stringify(clientId)} may not contain "/": ids of the form plugin/schedule belong to declared schedules`, [{ field: "delay_id", description: "no / (reserved for declared schedules)" }]);
     }
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
     const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: req.action, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
