@@ -181,8 +181,9 @@ if (delays > 0) {
   while (handled < warmup + delays && Date.now() < deadline) await sleep(100);
   clearTimeout(openingTimer);
   const machineStalls = machine.stop();
-  const ownerShare = { opening: openingCpu / 3_000, rest: (cpuMs(owner.child.pid!) - cpu0 - openingCpu) / (Date.now() - openingEnd) };
-  const cpuPerCall = ((cpuMs(owner.child.pid!) - cpu0) / (handled - warmup)) * 1000;
+  const ownerCpu = cpuMs(owner.child.pid!) - cpu0;
+  const ownerShare = { opening: openingCpu / 3_000, rest: (ownerCpu - openingCpu) / (Date.now() - openingEnd) };
+  const cpuPerCall = (ownerCpu / (handled - warmup)) * 1000;
   const executorCpuPerCall = ((cpuMs(child.pid!) - executorCpu0) / (handled - warmup)) * 1000;
   const io1 = ioOf(owner.child.pid!);
   const [writtenPerCall, writesPerCall] = [(io1.bytes - io0.bytes) / (handled - warmup), (io1.syscalls - io0.syscalls) / (handled - warmup)];

@@ -126,6 +126,16 @@ export interface TimersDeps {
 export const maxPreviewCount = 100;
 
 /**
+ * Checks a timer or delay id a client chose (`field`: its request field): an id as {@link checkId}
+ * wants, without "/" (`plugin/schedule` ids belong to declared schedules). Throws
+ * INVALID_ARGUMENT naming `field`.
+ */
+function checkClientTimerId(id: string, field: string): void {
+  checkId(id, field);
+  if (id.includes("/")) fail("bad_request", `${field} ${JSON.stringify(id)} may not contain "/": ids of the form plugin/schedule belong to declared schedules`, [{ field, description: "no / (reserved for declared schedules)" }]);
+}
+
+/**
  * Timer requests (SPEC T3, T4, K3, B1): Schedule, Unschedule, Delay, CancelDelay,
  * ListTimers, GetTimer, PauseTimer, ResumeTimer, TriggerTimer, BackfillTimer.
  *
@@ -172,8 +182,7 @@ export class Timers {
   async schedule(req: ScheduleInput, principal: Principal): Promise<TimerRecord> {
     // 1. shape
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
-    if (req.timerId !== "") checkId(req.timerId, "timer_id");
-    if (req.timerId.includes("/")) fail("bad_request", `timer_id ${JSON.stringify(req.timerId)} may not contain "/": ids of the form plugin/schedule belong to declared schedules`, [{ field: "timer_id", description: "no / (reserved for declared schedules)" }]);
+    if (req.timerId !== "") checkClientTimerId(req.timerId, "timer_id");
     const spec = canonicalSpec(req.spec);
     const policy = checkSchedulePolicy(req.policy ?? defaultSchedulePolicy, spec);
     const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
@@ -231,8 +240,7 @@ export class Timers {
     const clientId = req.delayId ?? "";
     if (clientId !== "") {
       if (req.cause) fail("bad_request", "delay_id must be empty under a cause: the delay id is derived from the cause (E7)", [{ field: "delay_id", description: "empty under a cause" }]);
-      checkId(clientId, "delay_id");
-      if (clientId.includes("/")) fail("bad_request", `delay_id ${JSON.stringify(clientId)} may not contain "/": ids of the form plugin/schedule belong to declared schedules`, [{ field: "delay_id", description: "no / (reserved for declared schedules)" }]);
+      checkClientTimerId(clientId, "delay_id");
     }
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
     const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: req.action, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
