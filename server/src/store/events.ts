@@ -1,4 +1,5 @@
 import type { Db } from "./database.js";
+import { limitedStatement } from "./limited.js";
 
 /** An event as stored: `data` and `actor` parsed, times in ms since the epoch (UTC). SPEC E1. */
 export interface EventRecord {
@@ -50,7 +51,7 @@ export function eventStatements(db: Db) {
     "INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
   );
   const byId = db.prepare("SELECT * FROM events WHERE id = ?");
-  const after = db.prepare("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
+  const after = limitedStatement(db, "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
   const head = db.prepare("SELECT COALESCE(MAX(seq), 0) AS head FROM events");
   const firstAtOrAfter = db.prepare("SELECT MIN(seq) AS seq FROM events WHERE at >= ?");
   return {
@@ -65,7 +66,7 @@ export function eventStatements(db: Db) {
     },
     /** Up to `limit` events with seq > `afterSeq`, in seq order (all types). */
     readAfter(afterSeq: number, limit: number): EventRecord[] {
-      return (after.all(afterSeq, limit) as EventRow[]).map(fromRow);
+      return (after(limit).all(afterSeq) as EventRow[]).map(fromRow);
     },
     /**
      * Up to `limit` events of the given types with seq > `afterSeq`, in seq
