@@ -202,6 +202,8 @@ if (delays > 0) {
   console.log(`(a) calls the owner sent after their moment (more than its lookahead behind; chronolog_timer_calls_sent_late_total in the burst): ${inBurst("chronolog_timer_calls_sent_late_total")}`);
   const slowCommits = (le: string) => commitsOver(metrics, le) - commitsOver(metrics0, le);
   console.log(`(a) commits in the burst that took over 100 ms from BEGIN to durable (the WAL's fdatasync included; a slow disk holds every call behind them): ${slowCommits("0.1")}, over 250 ms: ${slowCommits("0.25")}`);
+  const loopDelayMs = (name: string) => (1000 * metricOf(metrics, `nodejs_eventloop_lag_${name}_seconds`)).toFixed(0);
+  console.log(`(a) owner's event loop delay from the scrape before the burst to the one after it (perf_hooks.monitorEventLoopDelay, sampled every 10 ms): p99 ${loopDelayMs("p99")} ms, max ${loopDelayMs("max")} ms (a max near the 250 ms lookahead: the owner's thread stalled, rather than fell behind on work)`);
   console.log(`(a) owner commits in the burst ${commits}, units per commit ${(inBurst("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * inBurst("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
   child.kill("SIGTERM");
   await gotCalls;
