@@ -11,6 +11,7 @@ import { toConnectError } from "../server/src/rpc/interceptors.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
 import { openStore, type Store } from "../server/src/store/database.js";
 import { eventStatements } from "../server/src/store/events.js";
+import { limitedStatement } from "../server/src/store/limited.js";
 import { callStatements } from "../server/src/store/calls.js";
 import { occurrenceStatements, timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/time/timers.js";
@@ -419,6 +420,25 @@ describe("SQLite settings (E8)", () => {
   });
 });
 
+describe("queries with a limit", () => {
+  it("have the limit written into their SQL (a bound LIMIT is compiled again at every execution), one statement per limit kept, others prepared each time; a bad limit or SQL is refused", () => {
+    const store = open(folder());
+    const limited = limitedStatement(store.db, "SELECT value FROM json_each(?) ORDER BY value LIMIT ?", { raw: true });
+    const numbers = JSON.stringify([5, 3, 9, 1, 7]);
+    expect(limited(2).all(numbers)).toEqual([[1], [3]]);
+    expect(limited(0).all(numbers)).toEqual([]);
+    expect(limited(2).source).toBe("SELECT value FROM json_each(?) ORDER BY value LIMIT 2");
+    expect(limited(2)).toBe(limited(2));
+    for (let n = 3; n < 20; n++) limited(n);
+    expect(limited(19)).not.toBe(limited(19)); // past the 16 kept
+    expect(limited(19).all(numbers)).toHaveLength(5);
+    expect(limitedStatement(store.db, "SELECT count(*) AS n FROM (SELECT 1 FROM json_each(?) LIMIT ?)")(3).get(numbers)).toEqual({ n: 3 });
+    expect(() => limited(-1)).toThrow(RangeError);
+    expect(() => limited(2.5)).toThrow(/non-negative integer/);
+    expect(() => limitedStatement(store.db, "SELECT 1")).toThrow(/one "LIMIT \?"/);
+  });
+});
+
 describe("where timer rows are stored", () => {
   const oneShot = (id: string, dueMs: number) => ({
     id, kind: "delay" as const, action: "p.a", input: {}, spec: { kind: "at" as const, atMs: dueMs }, nextDueMs: dueMs, actor: null, plugin: "", schedule: "",
@@ -438,6 +458,33 @@ describe("where timer rows are stored", () => {
     expect(count.n).toBe(200 + 1_030 + 1);
     timers.put({ ...oneShot("random-0", t0 + 5), input: { again: true } }, 2); // set again: updated in place
     expect(timers.get("random-0")).toMatchObject({ nextDueMs: t0 + 5, input: { again: true } });
+  });
+
+  it("a timer read back (raw rows in column order) has every field it was set with, by get, due and list", () => {
+    const store = open(folder());
+    const timers = timerStatements(store.db);
+    const cron = {
+      ...oneShot("weekly", 1_800_000_000_000),
+      kind: "runtime" as const,
+      spec: { kind: "cron" as const, expression: "0 9 * * 1", zone: "Europe/Berlin", dst: { gap: "skip" as const, repeated: "both" as const } },
+      actor: { id: "u-1", for: "team-a", in: "tenant-9", via: "web" },
+      plugin: "p",
+      schedule: "s",
+      overdue: { kind: "max" as const, maxLatenessMs: 60_000 },
+      chainDepth: 3,
+      region: 2,
+      disabled: false,
+      retryDelaysMs: [1_000, 5_000, 25_000],
+      policy: { ...defaultSchedulePolicy, overlap: "skip" as const, maxCount: 7, jitterMs: 250 },
+      input: { nested: { list: [1, "two", null] } },
+    };
+    timers.put(cron, 123);
+    const expected = { ...cron, occurrences: 0, createdAt: 123, updatedAt: 123 };
+    expect(timers.get("weekly")).toEqual(expected);
+    expect(timers.due(1_800_000_000_000, 10)).toEqual([expected]);
+    expect(timers.list(null, "", 10)).toEqual([expected]);
+    timers.advance("weekly", null, 1, 456);
+    expect(timers.list(null, "runtime", 10)).toEqual([{ ...expected, nextDueMs: null, occurrences: 1, updatedAt: 456 }]);
   });
 
   it("migration 0011 upgrades a folder where an older owner's maintenance SQL made an index named timers_unscheduled", async () => {
