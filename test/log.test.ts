@@ -263,6 +263,8 @@ describe("ReadLog through the SDK client", () => {
   it("rejects a page_size above 1000 and a forged page_token", async () => {
     await expectConnectError(client.log.readLog({ pageSize: 1001 }), Code.InvalidArgument, /page_size/);
     await expectConnectError(client.log.readLog({ pageToken: "bm9wZQ" }), Code.InvalidArgument, /page_token/);
+    const pastSafeIntegers = Buffer.from("seq:99999999999999999999999").toString("base64url");
+    await expectConnectError(client.log.readLog({ pageToken: pastSafeIntegers }), Code.InvalidArgument, /page_token/);
   });
 });
 
@@ -320,6 +322,20 @@ describe("Watch through the SDK client", () => {
         { seq: 8, type: "order.placed" },
       ]);
       expect(await w.quietFor(100)).toBe(true);
+    } finally {
+      abort.abort();
+    }
+  });
+
+  it("a watch from past the head says the log's head when it catches up, then follows from its after_seq", async () => {
+    const abort = new AbortController();
+    const head = (await client.log.readLog({ pageSize: 1 })).headSeq;
+    const w = puller(client.log.watch({ afterSeq: head + 1000n }, { signal: abort.signal }));
+    try {
+      const m = (await w.next()).message;
+      expect(m.case === "caughtUp" && m.value.headSeq).toBe(head);
+      await client.emit("order.placed", { amount: 1 });
+      expect(await w.quietFor(150)).toBe(true); // seq head+1 is not after head+1000
     } finally {
       abort.abort();
     }

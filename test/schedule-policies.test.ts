@@ -432,6 +432,12 @@ describe("B1 through TimeService: policies, pause and resume, trigger, backfill"
     await expectConnectError(h.client.resumeTimer("once"), Code.FailedPrecondition, /one-shot/);
     await expectConnectError(h.client.pauseTimer("nope"), Code.NotFound, /no timer "nope"/);
     expect(await fields(h.time.pauseTimer({ timerId: "" }), Code.InvalidArgument, /timer_id is required/)).toEqual(["timer_id"]);
+    // A timer id that no timer can have is INVALID_ARGUMENT before NOT_FOUND, whatever looks it up.
+    expect(await fields(h.time.getTimer({ timerId: "" }), Code.InvalidArgument, /timer_id is required/)).toEqual(["timer_id"]);
+    expect(await fields(h.time.getTimer({ timerId: "x\u0001" }), Code.InvalidArgument, /timer_id contains a control character/)).toEqual(["timer_id"]);
+    expect(await fields(h.time.unschedule({ timerId: "   " }), Code.InvalidArgument, /timer_id is only whitespace/)).toEqual(["timer_id"]);
+    expect(await fields(h.time.cancelDelay({ delayId: "d\n" }), Code.InvalidArgument, /delay_id contains a control character/)).toEqual(["delay_id"]);
+    expect(await fields(h.time.resumeTimer({ timerId: "y".repeat(300) }), Code.InvalidArgument, /timer_id/)).toEqual(["timer_id"]);
     expect(await fields(h.client.pauseTimer("nope", { note: "x".repeat(1_001) }), Code.InvalidArgument, /note is longer than 1000/)).toEqual(["note"]);
     await expectUnchanged(h.client, before);
   });

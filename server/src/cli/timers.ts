@@ -39,12 +39,25 @@ export async function timersCommand(flags: TimersFlags): Promise<void> {
     kindName(t.kind),
     t.action,
     whenText(t),
-    t.paused ? "paused" : t.disabled ? "disabled" : t.nextDue ? iso(t.nextDue) : "spent",
+    nextDueText(t),
     String(t.occurrences),
     String(t.chainDepth),
     ...(flags.preview ? [t.preview.map(iso).join(", ")] : []),
   ]);
   console.log(formatTable(header, rows));
+}
+
+/**
+ * The NEXT DUE column: the moment, or why there is none. A declared schedule without one is of
+ * another region (K6: only that region's owner makes it) or past its policy's end or count; the
+ * table cannot tell which (the owner's region is not in the answer), so it says "none" and the
+ * region. Timers and delays set at runtime are of the owner's region: without one they are spent.
+ */
+function nextDueText(t: Timer): string {
+  if (t.paused) return "paused";
+  if (t.disabled) return "disabled";
+  if (t.nextDue) return iso(t.nextDue);
+  return t.kind === TimerKind.DECLARED ? `none (region ${t.region})` : "spent";
 }
 
 function kindName(kind: TimerKind): string {

@@ -59,6 +59,7 @@ export function pageToken(scannedTo: number): string {
 /** Decodes a page token; INVALID_ARGUMENT when it is not one of ours. */
 export function parsePageToken(token: string): number {
   const match = /^seq:(\d+)$/.exec(Buffer.from(token, "base64url").toString());
-  if (!match) fail("bad_request", "page_token is not a token returned by ReadLog", [{ field: "page_token", description: "malformed" }]);
-  return Number(match[1]);
+  const seq = match ? Number(match[1]) : NaN;
+  if (!Number.isSafeInteger(seq)) fail("bad_request", "page_token is not a token returned by ReadLog", [{ field: "page_token", description: "malformed" }]);
+  return seq;
 }

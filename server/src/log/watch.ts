@@ -20,13 +20,14 @@ export async function* watchLog(events: EventStatements, head: HeadSignal, query
   let afterSeq = query.afterSeq;
   let caughtUp = false;
   while (!signal.aborted) {
-    const page = readPage(events, { ...query, afterSeq }, pageSize, head.head);
+    const headSeq = head.head;
+    const page = readPage(events, { ...query, afterSeq }, pageSize, headSeq);
     for (const event of page.events) yield { event };
     afterSeq = page.scannedTo;
     if (!page.atHead) continue;
     if (!caughtUp) {
       caughtUp = true;
-      yield { caughtUp: afterSeq };
+      yield { caughtUp: headSeq }; // the log's head, also when the watch starts past it (after_seq > head)
     }
     await head.waitPast(afterSeq, signal);
   }

@@ -449,6 +449,7 @@ export class Timers {
 
   /** Timer `timerId` with its next `previewCount` due moments (ms, T4, B1). NOT_FOUND when unknown or not readable; INVALID_ARGUMENT above 100 (checked first). */
   get(timerId: string, previewCount: number, principal: Principal): { timer: TimerRecord; previewMs: number[] } {
+    checkTimerIdArgument(timerId, "timer_id");
     if (previewCount > maxPreviewCount) fail("bad_request", `preview_count must be at most ${maxPreviewCount}`, [{ field: "preview_count", description: `at most ${maxPreviewCount}` }]);
     const timer = this.deps.timers.get(timerId);
     if (!timer || !canRead(principal, timer)) fail("not_found", `no timer ${JSON.stringify(timerId)}`, [{ field: "timer_id", description: "unknown timer" }]);
@@ -552,7 +553,7 @@ export class Timers {
   private async remove(id: string, kind: "runtime" | "delay", cause: CauseRef | null, principal: Principal): Promise<void> {
     const what = kind === "delay" ? "delay" : "timer";
     const field = kind === "delay" ? "delay_id" : "timer_id";
-    if (id === "") fail("bad_request", `${field} is required`, [{ field, description: "required" }]);
+    checkTimerIdArgument(id, field);
     checkCauseRole(cause, principal, "act");
     const actor = this.actorOf(cause, principal);
     const eventId = cause ? changeEventId(cause, { op: kind === "delay" ? "cancel_delay" : "unschedule", timer_id: id }) : null;
@@ -625,9 +626,19 @@ function checkInput(entry: ActionEntry, input: Record<string, unknown>): void {
   if (violations.length > 0) fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
 }
 
+/**
+ * INVALID_ARGUMENT naming `field` unless `id` names a timer or delay to look up: required, and
+ * an id as {@link checkId} (no control characters, not only whitespace, not too long), which no
+ * stored timer breaks; checked before NOT_FOUND (the README's order of checks).
+ */
+function checkTimerIdArgument(id: string, field: string): void {
+  if (id === "") fail("bad_request", `${field} is required`, [{ field, description: "required" }]);
+  checkId(id, field);
+}
+
 /** INVALID_ARGUMENT (shape) for PauseTimer, ResumeTimer, TriggerTimer and BackfillTimer: the timer id is required, the note at most 1,000 characters. */
 function checkControlShape(timerId: string, note: string): void {
-  if (timerId === "") fail("bad_request", "timer_id is required", [{ field: "timer_id", description: "required" }]);
+  checkTimerIdArgument(timerId, "timer_id");
   if (note.length > maxNoteLength) fail("bad_request", `note is longer than ${maxNoteLength} characters`, [{ field: "note", description: `at most ${maxNoteLength} characters` }]);
 }
 
