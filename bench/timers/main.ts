@@ -6,7 +6,9 @@
 //     called on one executor process (the TypeScript SDK, which holds: calls of time come up to
 //     the owner's 250 ms lookahead early with hold_ms) whose action records each call's
 //     occurrence id and lateness = now - scheduled.due. Before it, BENCH_WARMUP (4,000) delays due 1-2 s after set are
-//     called and not counted (V8 compiles the firing path; 0: a cold owner's first burst).
+//     called and not counted (V8 compiles the firing path; 0: a cold owner's first burst), and
+//     after the setting BENCH_REWARM (2,000) more the same way (0: none), since the setting
+//     deoptimizes code the firing path shares (the lead grows 6 s for them).
 //     Prints lateness p50/p99/max (also split: due in the first 2.5 s, and after), duplicates
 //     (occurrence ids called more than once, or a delay called twice) and misses
 //     (delays not called by due + 30 s). Target: p99 <= 10 ms; dups = misses = 0. To tell where a
@@ -21,9 +23,12 @@
 // The owner runs as a child process: the bundle (dist/main.js serve, --plugins folder; built
 // once at start by scripts/build.mjs), with --min-semi-space-size=16 --no-flush-bytecode, as `npm run serve` runs it;
 // BENCH_OWNER=tsx runs server/src/main.ts under tsx instead. RSS is VmRSS from /proc/PID/status.
-// BENCH_OWNER_NODE_ARGS and BENCH_EXECUTOR_NODE_ARGS add node flags (e.g. --cpu-prof).
+// BENCH_OWNER_NODE_ARGS and BENCH_EXECUTOR_NODE_ARGS add node flags (e.g. --cpu-prof);
+// BENCH_OWNER_STDOUT names a file for the owner's stdout (e.g. --trace-opt's lines; (a) prints its
+// size at the burst's start). BENCH_OWNER_CPU=0.7 caps the owner in (a) at 0.7 cores (a cgroup's
+// CPU quota, see cpu-cap.ts): a slower machine, repeatably.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, openSync, statSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -34,11 +39,15 @@ import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_p
 import { DelayRequestSchema, DelayResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { manifestOf } from "../../sdk/ts/src/plugin.js";
 import { timersPlugin } from "./plugin.js";
+import { capCpu } from "./cpu-cap.js";
 import { stallProbe } from "./stall-probe.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const delays = Number(process.env.BENCH_DELAYS ?? 20_000);
 const warmup = Number(process.env.BENCH_WARMUP ?? 4_000);
+const rewarm = Number(process.env.BENCH_REWARM ?? 2_000);
+const ownerCores = process.env.BENCH_OWNER_CPU ? Number(process.env.BENCH_OWNER_CPU) : null;
+const ownerStdout = process.env.BENCH_OWNER_STDOUT;
 const pendingSet = process.env.BENCH_PENDING !== undefined;
 let pending = Number(process.env.BENCH_PENDING ?? 1_000_000);
 const inFlight = 256;
@@ -62,7 +71,7 @@ if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/
 
 async function startOwner(dir: string): Promise<Owner> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", ownerStdout ? openSync(ownerStdout, "w") : "ignore", "pipe"] });
   children.add(child);
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -143,6 +152,8 @@ async function setDelays(url: string, from: number, to: number, dueOf: (i: numbe
 if (delays > 0) {
   const dir = makeDir();
   const owner = await startOwner(dir);
+  const cap = ownerCores === null ? null : capCpu(owner.child.pid!, ownerCores);
+  if (cap) console.log(`(a) the owner is capped at ${ownerCores} cores (a cgroup's CPU quota, 10 ms periods: BENCH_OWNER_CPU)`);
   const child = spawn(process.execPath, [...(process.env.BENCH_EXECUTOR_NODE_ARGS ?? "").split(" ").filter(Boolean), "--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   let handled = 0;
@@ -163,7 +174,7 @@ if (delays > 0) {
   // burst); their setting time sizes the lead: 5 s, or 1.5x the projected setting time.
   const w0 = Date.now();
   await setDelays(owner.url, 0, Math.max(warmup, 1_000), (i) => (i < warmup ? Math.round(Date.now() + 1_000 + Math.random() * 1_000) : w0 + 86_400_000));
-  const lead = Math.max(5_000, Math.round(1.5 * delays * ((Date.now() - w0) / Math.max(warmup, 1_000))));
+  const lead = Math.max(5_000, Math.round(1.5 * delays * ((Date.now() - w0) / Math.max(warmup, 1_000)))) + (rewarm > 0 ? 6_000 : 0);
   while (handled < warmup && Date.now() < w0 + 60_000) await sleep(100);
   const start = Date.now();
   const ids = new Map<string, number>();
@@ -171,22 +182,31 @@ if (delays > 0) {
   const setMs = Date.now() - start;
   console.log(`(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`);
   const deadline = start + lead + 10_000 + 30_000;
+  // Warm-up again after the setting (not counted): setting 20,000 delays changes what V8 has seen in
+  // code the firing path shares (the committer, the log's append), which deoptimizes parts of it.
+  let warmed = warmup;
+  if (rewarm > 0) {
+    await setDelays(owner.url, 0, rewarm, () => Math.round(Date.now() + 1_000 + Math.random() * 1_000));
+    warmed += rewarm;
+    while (handled < warmed && Date.now() < start + lead - 1_000) await sleep(100);
+  }
   await sleep(start + lead - Date.now() - 500);
+  if (ownerStdout) setTimeout(() => console.log(`(a) the owner's stdout (${ownerStdout}) at the burst's start: ${statSync(ownerStdout).size} bytes`), 500);
   const metrics0 = await (await fetch(`${owner.url}/metrics`)).text(); // the warm-up's counts
   const [cpu0, executorCpu0, io0] = [cpuMs(owner.child.pid!), cpuMs(child.pid!), ioOf(owner.child.pid!)];
   const machine = stallProbe(5, 20); // this process idles meanwhile: a stall is the machine not running it (every core taken, or the host)
   const openingEnd = start + lead + 2_500;
   let openingCpu = NaN; // the owner's CPU ms from 0.5 s before the burst to its first 2.5 s' end
   const openingTimer = setTimeout(() => (openingCpu = cpuMs(owner.child.pid!) - cpu0), openingEnd - Date.now());
-  while (handled < warmup + delays && Date.now() < deadline) await sleep(100);
+  while (handled < warmed + delays && Date.now() < deadline) await sleep(100);
   clearTimeout(openingTimer);
   const machineStalls = machine.stop();
   const ownerCpu = cpuMs(owner.child.pid!) - cpu0;
   const ownerShare = { opening: openingCpu / 3_000, rest: (ownerCpu - openingCpu) / (Date.now() - openingEnd) };
-  const cpuPerCall = (ownerCpu / (handled - warmup)) * 1000;
-  const executorCpuPerCall = ((cpuMs(child.pid!) - executorCpu0) / (handled - warmup)) * 1000;
+  const cpuPerCall = (ownerCpu / (handled - warmed)) * 1000;
+  const executorCpuPerCall = ((cpuMs(child.pid!) - executorCpu0) / (handled - warmed)) * 1000;
   const io1 = ioOf(owner.child.pid!);
-  const [writtenPerCall, writesPerCall] = [(io1.bytes - io0.bytes) / (handled - warmup), (io1.syscalls - io0.syscalls) / (handled - warmup)];
+  const [writtenPerCall, writesPerCall] = [(io1.bytes - io0.bytes) / (handled - warmed), (io1.syscalls - io0.syscalls) / (handled - warmed)];
   await sleep(2_000); // room for late duplicates
   const metrics = await (await fetch(`${owner.url}/metrics`)).text();
   const inBurst = (name: string) => metricOf(metrics, name) - metricOf(metrics0, name);
@@ -208,6 +228,7 @@ if (delays > 0) {
   child.kill("SIGTERM");
   await gotCalls;
   await stopOwner(owner);
+  cap?.release();
   rmSync(dir, { recursive: true, force: true });
 
   if (process.env.BENCH_CALLS_FILE) writeFileSync(process.env.BENCH_CALLS_FILE, JSON.stringify(calls)); // [timerId, occurrenceId, latenessMs] per call
