@@ -23,27 +23,28 @@ export function capCpu(pid: number, cores: number): CpuCap {
   const v1 = "/sys/fs/cgroup/cpu";
   const v2 = "/sys/fs/cgroup";
   const name = `chronolog-bench-${process.pid}`;
-  let dir: string;
-  if (existsSync(join(v1, "cpu.cfs_quota_us"))) {
-    dir = join(v1, name);
-    mkdirSync(dir);
-    writeFileSync(join(dir, "cpu.cfs_period_us"), String(periodUs));
-    writeFileSync(join(dir, "cpu.cfs_quota_us"), String(quotaUs));
-  } else if (existsSync(join(v2, "cgroup.controllers"))) {
-    dir = join(v2, name);
-    mkdirSync(dir);
-    writeFileSync(join(dir, "cpu.max"), `${quotaUs} ${periodUs}`);
-  } else {
-    throw new Error(`BENCH_OWNER_CPU needs a writable cgroup cpu controller (${v1}/cpu.cfs_quota_us or ${v2}/cgroup.controllers): none found`);
-  }
-  writeFileSync(join(dir, "cgroup.procs"), String(pid));
-  return {
-    release: () => {
-      try {
-        rmdirSync(dir);
-      } catch {
-        // still holds a process (the owner did not exit): left for the system to reap
-      }
-    },
+  const isV1 = existsSync(join(v1, "cpu.cfs_quota_us"));
+  const dir = join(isV1 ? v1 : v2, name);
+  const release = () => {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // still holds a process (the owner did not exit), or was never made: nothing to remove
+    }
   };
+  try {
+    mkdirSync(dir);
+    if (isV1) {
+      writeFileSync(join(dir, "cpu.cfs_period_us"), String(periodUs));
+      writeFileSync(join(dir, "cpu.cfs_quota_us"), String(quotaUs));
+    } else {
+      writeFileSync(join(dir, "cpu.max"), `${quotaUs} ${periodUs}`);
+    }
+    writeFileSync(join(dir, "cgroup.procs"), String(pid));
+  } catch (e) {
+    release();
+    const tried = `${v1}/cpu.cfs_quota_us (cgroup v1), or ${v2} with the cpu controller in cgroup.subtree_control (v2)`;
+    throw new Error(`BENCH_OWNER_CPU needs a writable cgroup cpu controller: ${tried}; ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return { release };
 }
