@@ -28,7 +28,7 @@
 // size at the burst's start). BENCH_OWNER_CPU=0.7 caps the owner in (a) at 0.7 cores (a cgroup's
 // CPU quota, see cpu-cap.ts): a slower machine, repeatably.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, openSync, statSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -182,8 +182,9 @@ if (delays > 0) {
   const setMs = Date.now() - start;
   console.log(`(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`);
   const deadline = start + lead + 10_000 + 30_000;
-  // Warm-up again after the setting (not counted): setting 20,000 delays changes what V8 has seen in
-  // code the firing path shares (the committer, the log's append), which deoptimizes parts of it.
+  // Warm-up again after the setting (not counted): after the 20,000 Delay RPCs, V8 had deoptimized
+  // parts of the firing path (the clock's claim, ActionCalls' drive) and compiled them again in the
+  // burst's first second (bench/timers/NOTES.md, session 14).
   let warmed = warmup;
   if (rewarm > 0) {
     await setDelays(owner.url, 0, rewarm, () => Math.round(Date.now() + 1_000 + Math.random() * 1_000));
