@@ -282,6 +282,23 @@ describe("bad input writes nothing", () => {
     await expectUnchanged(admin, before);
   });
 
+  it("in JSON (curl, a browser), a misspelt field or enum name is INVALID_ARGUMENT for every service, not dropped; nothing written", async () => {
+    const refused = async (path: string, body: unknown, named: RegExp) => {
+      const res = await postJson(owner.port, path, body, ADMIN_TOKEN);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("invalid_argument");
+      expect(res.body.message).toMatch(named);
+    };
+    const every = { timerId: "typo", action: "shop.remind", spec: { everyMs: "60000" } };
+    await refused("/chronolog.v1.TimeService/Schedule", { ...every, policy: { overlap: "OVERLAP_POLICY_SKIPP" } }, /OVERLAP_POLICY_SKIPP/);
+    await refused("/chronolog.v1.TimeService/Schedule", { ...every, policy: { catchUp: "CATCH_UP_POLICY_NONEE" } }, /CATCH_UP_POLICY_NONEE/);
+    await refused("/chronolog.v1.TimeService/Delay", { action: "shop.remind", intervalMs: "1000", overdu: { unbounded: true } }, /overdu/);
+    await refused("/chronolog.v1.TimeService/ListTimers", { kind: "TIMER_KIND_BOGUS" }, /TIMER_KIND_BOGUS/);
+    await refused("/chronolog.v1.LogService/Emit", { type: "order.placed", data: { amount: 3 }, caus: "x" }, /caus/);
+    expect((await admin.time.listTimers({})).timers).toEqual([]);
+    await expectUnchanged(admin, before);
+  });
+
   it("non-HTTP garbage and half-open connections do not stop the owner", async () => {
     const sockets = await Promise.all(Array.from({ length: 6 }, () => connectRaw(owner.port)));
     const [garbage, tlsHello, silent, halfPreface, badFrames, halfClosed] = sockets;

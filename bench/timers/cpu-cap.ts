@@ -7,18 +7,30 @@ import { existsSync, mkdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const periodUs = 10_000;
+/** The least cap: cgroup v1 takes no quota under 1 ms a period. */
+const minCores = 0.1;
 
-/** A process's CPU cap; `release` removes its cgroup once the process has exited. */
+/**
+ * `text` (BENCH_OWNER_CPU) as a number of cores, at least {@link minCores}; throws naming the
+ * value otherwise (a bench checks it before it starts anything).
+ */
+export function parseCores(text: string): number {
+  const cores = text.trim() === "" ? NaN : Number(text);
+  if (!(cores >= minCores)) throw new Error(`BENCH_OWNER_CPU must be a number of cores, at least ${minCores} (1 ms of each 10 ms period): got "${text}"`);
+  return cores;
+}
+
+/** A process's CPU cap; `release` removes its cgroup, waiting up to 2 s for the process to have left it (exited). */
 export interface CpuCap {
   release(): void;
 }
 
 /**
- * Puts process `pid` (every thread) in a new cgroup capped at `cores` cores (0 < cores, e.g. 0.7).
- * Throws when no writable cgroup cpu controller is found, naming the paths tried.
+ * Puts process `pid` (every thread) in a new cgroup capped at `cores` cores (from
+ * {@link parseCores}). Throws when the cgroup cannot be made (no writable cpu controller: not
+ * root, or cgroup v2 without the cpu controller delegated), with the cause, removing what it made.
  */
 export function capCpu(pid: number, cores: number): CpuCap {
-  if (!(cores > 0)) throw new Error(`BENCH_OWNER_CPU must be a number of cores above 0 (got ${cores})`);
   const quotaUs = Math.round(cores * periodUs);
   const v1 = "/sys/fs/cgroup/cpu";
   const v2 = "/sys/fs/cgroup";
@@ -26,10 +38,14 @@ export function capCpu(pid: number, cores: number): CpuCap {
   const isV1 = existsSync(join(v1, "cpu.cfs_quota_us"));
   const dir = join(isV1 ? v1 : v2, name);
   const release = () => {
-    try {
-      rmdirSync(dir);
-    } catch {
-      // still holds a process (the owner did not exit), or was never made: nothing to remove
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let tries = 0; tries < 100; tries++) {
+      try {
+        return rmdirSync(dir);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EBUSY") return; // never made, or already removed
+        Atomics.wait(pause, 0, 0, 20); // a killed process is still exiting: synchronous, as at exit
+      }
     }
   };
   try {
@@ -44,7 +60,7 @@ export function capCpu(pid: number, cores: number): CpuCap {
   } catch (e) {
     release();
     const tried = `${v1}/cpu.cfs_quota_us (cgroup v1), or ${v2} with the cpu controller in cgroup.subtree_control (v2)`;
-    throw new Error(`BENCH_OWNER_CPU needs a writable cgroup cpu controller: ${tried}; ${e instanceof Error ? e.message : String(e)}`);
+    throw new Error(`BENCH_OWNER_CPU could not cap process ${pid} (it needs a writable cgroup cpu controller: ${tried}): ${e instanceof Error ? e.message : String(e)}`);
   }
   return { release };
 }

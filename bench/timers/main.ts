@@ -39,14 +39,14 @@ import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_p
 import { DelayRequestSchema, DelayResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { manifestOf } from "../../sdk/ts/src/plugin.js";
 import { timersPlugin } from "./plugin.js";
-import { capCpu } from "./cpu-cap.js";
+import { capCpu, parseCores, type CpuCap } from "./cpu-cap.js";
 import { stallProbe } from "./stall-probe.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const delays = Number(process.env.BENCH_DELAYS ?? 20_000);
 const warmup = Number(process.env.BENCH_WARMUP ?? 4_000);
 const rewarm = Number(process.env.BENCH_REWARM ?? 2_000);
-const ownerCores = process.env.BENCH_OWNER_CPU ? Number(process.env.BENCH_OWNER_CPU) : null;
+const ownerCores = process.env.BENCH_OWNER_CPU === undefined ? null : parseCores(process.env.BENCH_OWNER_CPU);
 const ownerStdout = process.env.BENCH_OWNER_STDOUT;
 const pendingSet = process.env.BENCH_PENDING !== undefined;
 let pending = Number(process.env.BENCH_PENDING ?? 1_000_000);
@@ -54,12 +54,22 @@ const inFlight = 256;
 /** Extra node flags for the owner, e.g. BENCH_OWNER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof". */
 const ownerNodeArgs = (process.env.BENCH_OWNER_NODE_ARGS ?? "").split(" ").filter(Boolean);
 const children = new Set<ChildProcess>();
-process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
+/** Data folders and CPU caps to remove at exit, whichever way the bench ends (Ctrl-C and errors too). */
+const dirs = new Set<string>();
+const caps = new Set<CpuCap>();
+process.on("exit", () => {
+  children.forEach((c) => c.kill("SIGKILL"));
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
+  caps.forEach((c) => c.release()); // after a normal end already removed: nothing to do
+});
+process.on("SIGINT", () => process.exit(130));
+process.on("SIGTERM", () => process.exit(143));
 
 interface Owner { child: ChildProcess; url: string; dir: string; readyMs: number }
 
 function makeDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-timers-"));
+  dirs.add(dir);
   mkdirSync(join(dir, "plugins"));
   writeFileSync(join(dir, "plugins", "timers.json"), JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(timersPlugin())))));
   return dir;
@@ -153,6 +163,7 @@ if (delays > 0) {
   const dir = makeDir();
   const owner = await startOwner(dir);
   const cap = ownerCores === null ? null : capCpu(owner.child.pid!, ownerCores);
+  if (cap) caps.add(cap);
   if (cap) console.log(`(a) the owner is capped at ${ownerCores} cores (a cgroup's CPU quota, 10 ms periods: BENCH_OWNER_CPU)`);
   const child = spawn(process.execPath, [...(process.env.BENCH_EXECUTOR_NODE_ARGS ?? "").split(" ").filter(Boolean), "--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
@@ -212,7 +223,7 @@ if (delays > 0) {
   const metrics = await (await fetch(`${owner.url}/metrics`)).text();
   const inBurst = (name: string) => metricOf(metrics, name) - metricOf(metrics0, name);
   const commits = inBurst("chronolog_commit_batch_size_count");
-  console.log(`(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from the first due moment to the last call, /proc/PID/stat); the owner wrote ${(writtenPerCall / 1024).toFixed(1)} KiB in ${writesPerCall.toFixed(1)} write syscalls per call (/proc/PID/io: WAL frames, sockets)`);
+  console.log(`(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from 0.5 s before the first due moment to the last call, /proc/PID/stat); the owner wrote ${(writtenPerCall / 1024).toFixed(1)} KiB in ${writesPerCall.toFixed(1)} write syscalls per call (/proc/PID/io: WAL frames, sockets)`);
   const latenessBuckets = (page: string) => [...page.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
   const before = new Map(latenessBuckets(metrics0));
   const sent = latenessBuckets(metrics).map(([le, n]) => [le, n - (before.get(le) ?? 0)] as const);

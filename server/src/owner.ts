@@ -190,14 +190,16 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     // GET /metrics (O2): open like every RPC without principals, an admin token with them.
     extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),
     routes(router) {
-      router.service(LogService, logService({ emitter, events, head, watchers: metrics.watchers }));
-      // Manifests are strict in every form (files, JSON over Connect): a misspelt field is an error, not ignored.
-      router.service(PluginService, pluginService(registry), { jsonOptions: { ignoreUnknownFields: false } });
-      router.service(ExecutorService, executorService(hub, logger));
-      router.service(ActionService, actionService(actions));
-      router.service(CollectionService, collectionService(collections));
-      router.service(TimeService, timeService(time.timers));
-      router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events }));
+      // Requests in JSON (Connect, gRPC-Web) are strict, as manifests in files are: a misspelt field or enum
+      // name is INVALID_ARGUMENT, not dropped (a misspelt `overdue` or overlap policy would quietly change a timer).
+      const strict = { jsonOptions: { ignoreUnknownFields: false } };
+      router.service(LogService, logService({ emitter, events, head, watchers: metrics.watchers }), strict);
+      router.service(PluginService, pluginService(registry), strict);
+      router.service(ExecutorService, executorService(hub, logger), strict);
+      router.service(ActionService, actionService(actions), strict);
+      router.service(CollectionService, collectionService(collections), strict);
+      router.service(TimeService, timeService(time.timers), strict);
+      router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events }), strict);
       registerReflection(router, services);
       registerHealth(router, services.map((s) => s.typeName));
     },
