@@ -1,15 +1,21 @@
 // Runs every test with vitest and ends with one plain line `N passed, N failed`
 // (read by CI). Extra arguments go to vitest, e.g. `npm test -- test/log.test.ts`.
+// Tests make their data folders under os.tmpdir(): this run points TMPDIR (for vitest and every
+// process a test starts) at a folder of its own and removes it at the end, so runs leave nothing in /tmp.
 import { spawnSync } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const report = ".vitest-report.json";
 rmSync(report, { force: true });
+const runDir = mkdtempSync(join(tmpdir(), "chronolog-tests-"));
 const result = spawnSync(
   process.execPath,
   ["node_modules/vitest/vitest.mjs", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
-  { stdio: "inherit" },
+  { stdio: "inherit", env: { ...process.env, TMPDIR: runDir } },
 );
+rmSync(runDir, { recursive: true, force: true });
 let passed = 0;
 let failed = 0;
 let skipped = 0;
