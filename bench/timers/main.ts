@@ -23,7 +23,8 @@
 // The owner runs as a child process: the bundle (dist/main.js serve, --plugins folder; built
 // once at start by scripts/build.mjs), with --min-semi-space-size=16 --no-flush-bytecode, as `npm run serve` runs it;
 // BENCH_OWNER=tsx runs server/src/main.ts under tsx instead. RSS is VmRSS from /proc/PID/status.
-// BENCH_OWNER_NODE_ARGS and BENCH_EXECUTOR_NODE_ARGS add node flags (e.g. --cpu-prof);
+// BENCH_OWNER_NODE_ARGS and BENCH_EXECUTOR_NODE_ARGS add node flags (e.g. --cpu-prof), BENCH_OWNER_SERVE_ARGS
+// arguments to the owner's `serve` (e.g. --timer-lookahead-ms 100);
 // BENCH_OWNER_STDOUT names a file for the owner's stdout (e.g. --trace-opt's lines; (a) prints its
 // size at the burst's start). BENCH_OWNER_CPU=0.7 caps the owner in (a) at 0.7 cores (a cgroup's
 // CPU quota, see cpu-cap.ts): a slower machine, repeatably.
@@ -81,7 +82,7 @@ if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/
 
 async function startOwner(dir: string): Promise<Owner> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", ownerStdout ? openSync(ownerStdout, "w") : "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins"), ...(process.env.BENCH_OWNER_SERVE_ARGS ?? "").split(" ").filter(Boolean)], { cwd: repo, stdio: ["ignore", ownerStdout ? openSync(ownerStdout, "w") : "ignore", "pipe"] });
   children.add(child);
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
