@@ -1,9 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
+import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
 
-const tokens = { admin: "admin-token-0123456789", acme: "acme-client-token-0123", beta: "beta-client-token-0123" };
+const tokens = { admin: "admin-token-0123456789", acme: "acme-client-token-0123", beta: "beta-client-token-0123", notesWorker: "notes-executor-token-0123" };
 
 describe("principals (R5)", () => {
   let owner: Awaited<ReturnType<typeof startTestOwner>>;
@@ -16,6 +18,7 @@ describe("principals (R5)", () => {
           { name: "ops", token: tokens.admin, role: "admin" },
           { name: "acme-web", token: tokens.acme, role: "client", actor: { in: "space:acme", via: "app:web" }, assert: { id: ["user:*"] } },
           { name: "beta-web", token: tokens.beta, role: "client", actor: { in: "space:beta" } },
+          { name: "notes-worker", token: tokens.notesWorker, role: "executor", plugins: ["notes*"] },
         ],
       },
     });
@@ -48,5 +51,21 @@ describe("principals (R5)", () => {
   it("rejects plugin registration by a client", async () => {
     const e = await as(tokens.acme).registerPlugin({ name: "x" }).catch((err) => err);
     expect(ConnectError.from(e).code).toBe(Code.PermissionDenied);
+  });
+
+  it("lets an executor's hello register and host only the plugins its token names (plugins patterns)", async () => {
+    const refused = async (plugin: ReturnType<typeof definePlugin>) => {
+      const errors: unknown[] = [];
+      const executor = runExecutor({ url: owner.url, token: tokens.notesWorker, plugins: [plugin], maxBackoffMs: 50, onError: (e) => errors.push(e) });
+      const e = await executor.ready.then(() => undefined, (err) => err);
+      await executor.stop(0);
+      return e === undefined ? undefined : ConnectError.from(e);
+    };
+    // A manifest that would open "notes" to anyone is fine for its own plugin; one for another plugin is refused, and nothing of it is registered.
+    const other = await refused(definePlugin({ name: "billing", events: { "invoice.sent": { allow: ["*"] } } }));
+    expect(other?.code).toBe(Code.PermissionDenied);
+    expect(other?.rawMessage).toContain('plugin "billing"');
+    expect((await as(tokens.admin).plugins.listPlugins({})).plugins.map((p) => p.manifest?.name)).not.toContain("billing");
+    expect(await refused(definePlugin({ name: "notesx", actions: { ping: { run: () => ({}) } } }))).toBeUndefined(); // "notes*" matches
   });
 });

@@ -16,6 +16,8 @@ export interface PrincipalConfig {
   actor?: Partial<Record<ActorField, string>>;
   /** Per actor field, the patterns a request may assert (`*`, `prefix*` or exact). */
   assert?: Partial<Record<ActorField, string[]>>;
+  /** Executors: the plugins (patterns: `*`, `prefix*` or exact) whose manifests its hellos may register and whose work it may host (default `*`). */
+  plugins?: string[];
 }
 
 /** The owner's config file (`chronolog serve --config FILE`), JSON or YAML. */
@@ -67,6 +69,7 @@ const configSchema = {
             additionalProperties: false,
             properties: { id: actorPatterns, for: actorPatterns, in: actorPatterns, via: actorPatterns },
           },
+          plugins: actorPatterns,
         },
       },
     },

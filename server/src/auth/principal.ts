@@ -20,6 +20,8 @@ export interface Principal {
   role: Role;
   actor: Partial<ActorRecord>;
   assert: Partial<Record<ActorField, string[]>>;
+  /** Executors: patterns of the plugins its hellos may register and host (absent: any, `*`); admins: any. */
+  plugins?: string[];
 }
 
 /** The caller when no config is given: a local admin that may assert anything. */
@@ -35,6 +37,14 @@ export const localAdmin: Principal = {
  * owner's clock passes it, compared by identity; no token resolves to it.
  */
 export const systemPrincipal: Principal = Object.freeze({ name: "system", role: "admin", actor: {}, assert: {} }) as Principal;
+
+/**
+ * True when `principal` may register plugin `plugin` through an executor hello and host its
+ * processors, actions and pulses (R5): admins always, executors when a `plugins` pattern matches.
+ */
+export function mayUsePlugin(principal: Principal, plugin: string): boolean {
+  return principal.role === "admin" || (principal.plugins ?? ["*"]).some((pattern) => matchesPattern(pattern, plugin));
+}
 
 /** True when `value` matches `pattern` (`*`, an exact string, or a `prefix*`). */
 export function matchesPattern(pattern: string, value: string): boolean {

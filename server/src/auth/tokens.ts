@@ -15,7 +15,7 @@ export class Authenticator {
   constructor(private readonly principals: PrincipalConfig[] | undefined) {
     for (const p of principals ?? []) {
       const hash = p.token_sha256 ?? sha256(p.token ?? "");
-      this.byHash.set(hash, { name: p.name, role: p.role, actor: p.actor ?? {}, assert: p.assert ?? {} });
+      this.byHash.set(hash, { name: p.name, role: p.role, actor: p.actor ?? {}, assert: p.assert ?? {}, plugins: p.plugins });
     }
   }
 

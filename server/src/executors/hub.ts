@@ -2,7 +2,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Ack, ActionResult, Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { Outcome } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import type { ActionCalls } from "../actions/index.js";
-import type { Principal } from "../auth/principal.js";
+import { mayUsePlugin, type Principal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
 import { fail } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -63,6 +63,7 @@ export class ExecutorHub {
   async open(hello: Hello, principal: Principal): Promise<ExecutorSession> {
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
     if (hello.executor === "") fail("bad_request", "hello.executor is required", [{ field: "hello.executor", description: "required" }]);
+    checkPluginScope(hello, principal);
     let changed = false;
     for (const manifest of hello.plugins) changed = (await this.registry.register(manifest)).changed || changed;
     if (changed) this.warnUndeclared(hello.executor);
@@ -197,6 +198,20 @@ export class ExecutorHub {
     for (const s of [...this.sessions]) {
       if (now - s.lastSeenMs > 3 * this.options.heartbeatIntervalMs) this.close(s, "no heartbeat for 3 intervals");
       else s.send({ message: { case: "heartbeat", value: { at: timestampFromMs(now) } } });
+    }
+  }
+}
+
+/**
+ * PERMISSION_DENIED unless `principal` may use every plugin `hello` carries a manifest of or hosts
+ * a processor, action or pulse of (R5, its `plugins` patterns): an executor's token cannot
+ * register over, or take the work of, a plugin it was not given.
+ */
+function checkPluginScope(hello: Hello, principal: Principal): void {
+  const hosted = [...hello.processors, ...hello.actions, ...hello.pulses].map((name) => name.split(".")[0]);
+  for (const plugin of [...hello.plugins.map((m) => m.name), ...hosted]) {
+    if (!mayUsePlugin(principal, plugin)) {
+      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not register or host plugin ${JSON.stringify(plugin)} (its plugins: ${(principal.plugins ?? []).join(", ")})`, [], { plugin });
     }
   }
 }
