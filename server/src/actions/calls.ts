@@ -326,6 +326,21 @@ export class ActionCalls {
 
   /** Waits for `run`'s answer as `caller`; leaves (and, last to leave, abandons the run) when the caller goes. */
   private wait(run: Run, caller: CallerContext): Promise<CallResult> {
+    if (!caller.signal) {
+      // A caller without a signal (the owner's clock and pulses) never leaves before the answer: one
+      // derived promise, no listener (fewer objects held per call in flight: each is copied by every scavenge).
+      run.waiters.add(caller);
+      return run.done.then(
+        (output) => {
+          run.waiters.delete(caller);
+          return { callId: run.call.callId, output, fromLog: false };
+        },
+        (error) => {
+          run.waiters.delete(caller);
+          throw error;
+        },
+      );
+    }
     return new Promise((resolve, reject) => {
       const leave = () => {
         caller.signal?.removeEventListener("abort", onAbort);
@@ -450,7 +465,7 @@ export class ActionCalls {
       if (this.stopped) return resolve({ kind: "stopping" });
       if (session.closed) return resolve({ kind: "gone" });
       // A record:false run has no action.started: its call id is the cause of work under it while it runs.
-      const release = cause === "" ? this.deps.live.hold(call.callId, call.actor, { depth: call.chainDepth, parent: call.parentCause }) : () => undefined;
+      const release = cause === "" ? this.deps.live.hold(call.callId, call.actor, { depth: call.chainDepth, parent: call.parentCause }) : nothingHeld;
       const holdFrom = (now: number) => (session.hosting.holds ? Math.max(0, (call.scheduled?.sendAtMs ?? now) - now) : 0);
       /** When a held Invocation's hold ends (owner's clock), once written; null: not held or not written yet. */
       let heldUntil: number | null = null;
@@ -628,6 +643,9 @@ function callerGone(caller: CallerContext): ChronologError {
     ? new ChronologError("deadline_exceeded", "the caller's deadline passed before the action answered")
     : new ChronologError("cancelled", "the caller cancelled the call");
 }
+
+/** The release of a run that holds no live cause (it records `action.started`). */
+function nothingHeld(): void {}
 
 /** Metadata key marking the error of a call of time not started by its latest start. */
 const notStartedKey = "not_started_by_ms";

@@ -24,6 +24,8 @@ function noDeadline(): undefined {
   return undefined;
 }
 
+function ignore(): void {}
+
 /** How one attempt ended, as the run sees it. */
 export type AttemptEnd =
   | { kind: "ok"; output: Record<string, unknown> }
@@ -81,7 +83,7 @@ export class Run {
   ) {
     this.abandoned = abandonable ? new AbortController() : null;
     this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
-    this.done.catch(() => undefined); // waiters may all be gone; never an unhandled rejection
+    this.done.catch(ignore); // waiters may all be gone; never an unhandled rejection
   }
 
   /** Settles `done` with the output. */
