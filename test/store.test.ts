@@ -312,6 +312,13 @@ describe("group commit (E8)", () => {
 });
 
 describe("SQLite settings (E8)", () => {
+  it("makes missing data folders, and names the folder it cannot make instead of spinning (Node's recursive mkdir loops under /proc)", () => {
+    const nested = join(folder(), "a", "b");
+    open(nested);
+    expect(readdirSync(nested)).toContain("chronolog.db");
+    expect(() => openStore({ dataDir: "/proc/chronolog-nope/data" })).toThrow(/cannot create the data folder \/proc\/chronolog-nope/);
+  });
+
   it("by default fsyncs the WAL itself (WalSync) with SQLite at synchronous=NORMAL", () => {
     const store = open(folder());
     expect(store.db.pragma("journal_mode", { simple: true })).toBe("wal");

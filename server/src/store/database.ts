@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import type { ChronologError } from "../errors.js";
 import { Checkpointer } from "./checkpointer.js";
 import { migrate, type UpgradeListener } from "./migrate.js";
@@ -55,7 +55,7 @@ export interface Store {
  * Throws FAILED_PRECONDITION when another owner holds the folder.
  */
 export function openStore(options: StoreOptions): Store {
-  mkdirSync(options.dataDir, { recursive: true });
+  makeDataDir(options.dataDir);
   const lock = OwnerLock.take({
     dataDir: options.dataDir,
     onLost: options.onLockLost ?? ((error) => console.error(error.message)),
@@ -105,3 +105,21 @@ function setPragmas(db: Db): void {
   }
 }
 
+/**
+ * Creates folder `dir` and its missing parents, one level at a time: Node's
+ * `mkdirSync(dir, { recursive: true })` spins forever under a folder that refuses new entries
+ * with ENOENT (`/proc/x`). Throws an Error naming the folder when one cannot be made.
+ */
+function makeDataDir(dir: string): void {
+  const absolute = resolve(dir);
+  const found = statSync(absolute, { throwIfNoEntry: false }); // ENOTDIR and EACCES still throw
+  if (found?.isDirectory()) return;
+  if (found) throw new Error(`cannot use the data folder ${absolute}: it is not a folder`);
+  if (dirname(absolute) !== absolute) makeDataDir(dirname(absolute));
+  try {
+    mkdirSync(absolute);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return;
+    throw new Error(`cannot create the data folder ${absolute}: ${(e as Error).message}`);
+  }
+}
