@@ -161,4 +161,9 @@ describe("client command options (O1)", () => {
     const unknown = await run(["move-cursor", "p", "--seq", "9007199254740991"]);
     expect(unknown.stderr).toMatch(/^chronolog: NotFound: /);
   });
+
+  it("a bad --url and a missing or malformed manifest file get messages that name them", async () => {
+    expect(await cli(["--url", "garbage", "emit", "a.b", "{}"])).toMatchObject({ code: 1, stderr: 'chronolog: --url "garbage" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)\n' });
+    expect(await cli(["register", "/chronolog-no-such-manifest.yaml"])).toMatchObject({ code: 1, stderr: "chronolog: cannot read the manifest /chronolog-no-such-manifest.yaml: no such file\n" });
+  });
 });

@@ -12,6 +12,7 @@ export interface ClientFlags {
 
 /** A client for the owner at `flags.url`, with `flags.token` or CHRONOLOG_TOKEN. */
 export function client(flags: ClientFlags): ChronologClient {
+  if (!URL.canParse(flags.url) || !/^https?:$/.test(new URL(flags.url).protocol)) throw new Error(`--url ${JSON.stringify(flags.url)} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)`);
   return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN });
 }
 
@@ -47,8 +48,13 @@ export async function tailCommand(flags: ClientFlags & { from: number; type: str
 
 /** `chronolog register FILE`: registers a plugin manifest (JSON or YAML) and prints its revision. */
 export async function registerCommand(file: string, flags: ClientFlags): Promise<void> {
-  const text = readFileSync(file, "utf8");
-  const manifest = file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new Error(`cannot read the manifest ${file}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
+  }
+  const manifest = file.endsWith(".json") ? parseObject(text, file) : parseYaml(text);
   const response = await client(flags).registerPlugin(fromJson(PluginManifestSchema, manifest));
   console.log(JSON.stringify({ plugin: response.plugin?.manifest?.name, revision: response.plugin?.revision, changed: response.changed }));
 }
