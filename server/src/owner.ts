@@ -29,7 +29,7 @@ import { logService } from "./rpc/log-service.js";
 import { pluginService } from "./rpc/plugin-service.js";
 import { registerReflection } from "./rpc/reflection.js";
 import { ExecutorHub } from "./executors/hub.js";
-import { Processors } from "./processors/manager.js";
+import { Processors, shutdownGraceMs } from "./processors/manager.js";
 import { adminService } from "./rpc/admin-service.js";
 import { executorService } from "./rpc/executor-service.js";
 import { timeService } from "./rpc/time-service.js";
@@ -60,7 +60,7 @@ export interface OwnerOptions {
   timers?: TimerHost;
   /** Executor heartbeat interval in ms (default 10,000, X4). */
   heartbeatIntervalMs?: number;
-  /** Grace for running deliveries at shutdown in ms (default 5,000, P7). */
+  /** Grace for running deliveries and action invocations at shutdown in ms (default 5,000, P7). */
   shutdownGraceMs?: number;
   /** Deepest chain a delay may continue (K5, default 100); a deeper delay is refused and recorded as `timer.chain_exceeded`. */
   maxChainDepth?: number;
@@ -84,7 +84,7 @@ export interface Owner {
   pulses: Pulses;
   /** The hourly retention sweep of spent timers and ended occurrences; tests listen to `onSweep`. */
   timerRetention: TimerRetention;
-  /** Stops serving, lets the last commit finish, closes the store. */
+  /** Gives running deliveries and invocations their grace, stops serving, lets the last commit finish, closes the store. */
   close(): Promise<void>;
 }
 
@@ -221,8 +221,13 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       time.stop();
       pulses.stop();
       await timerRetention.stop();
-      await processors.stop(options.shutdownGraceMs);
-      actions.stop();
+      const graceMs = options.shutdownGraceMs ?? shutdownGraceMs;
+      logger.info({ graceMs }, `owner stopping: running deliveries and action calls get up to ${graceMs} ms to finish`);
+      // Deliveries and invocations share the grace (P7); executors' streams stay open for their answers meanwhile.
+      // Callers still waiting after it are answered UNAVAILABLE before the transport closes: its shutdown aborts
+      // every request still open, which a caller would hear as CANCELLED.
+      const deliveries = processors.stop(graceMs);
+      await Promise.all([deliveries, actions.stop(graceMs, deliveries)]);
       hub.stop();
       await listener.close();
       await committer.submit(() => undefined);

@@ -3,6 +3,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { allows, resolveActor, systemPrincipal, type Principal } from "../auth/principal.js";
 import type { Clock, TimerHost } from "../clock.js";
 import { ChronologError, fail } from "../errors.js";
+import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
 import { causeActor, causeChainDepth, type LiveCauses } from "../log/causes.js";
@@ -163,6 +164,9 @@ const maxAnswerMarginMs = 500;
  * - failed → waiting for a host (a later call with the same id runs again,
  *   recording `action.retried`, A3). A row left running by an owner that
  *   stopped or crashed is treated the same way.
+ * - at the owner's stop ({@link ActionCalls.stop}): runs going on get the
+ *   shutdown grace to end as above; what still runs after it stays running
+ *   (its caller gets UNAVAILABLE).
  *
  * Failure semantics: nothing is written before an executor's credit is
  * held, so a call that found no executor leaves nothing behind. Each state
@@ -185,7 +189,12 @@ export class ActionCalls {
   private readonly held = new Set<() => void>();
   /** Sessions already warned of answering a held call before its hold ended. */
   private readonly warnedEarly = new WeakSet<ExecutorSession>();
+  /** The owner began stopping: new calls are refused (but under a cause), held attempts are not sent, runs get the grace. */
+  private stopping = false;
+  /** The grace is over: nothing more is started or written, callers still waiting get UNAVAILABLE. */
   private stopped = false;
+  /** Told when the last run ends while the owner is stopping (the grace ends early). */
+  private idle: (() => void) | null = null;
   /**
    * Calls of time the owner had in time (an executor's credit taken before their moment) but sent
    * to an executor that holds after it, with hold_ms 0 (K4), since the owner started: its commit
@@ -209,7 +218,8 @@ export class ActionCalls {
 
   /** Calls an action as `principal` and waits for its answer; errors as in the class comment (R4). */
   async call(req: CallRequest, principal: Principal, caller: CallerContext): Promise<CallResult> {
-    if (this.stopped) throw stoppingError();
+    // While the owner stops, only work under a cause (deliveries and runs finishing in the grace) may still call.
+    if (this.stopped || (this.stopping && !req.cause)) throw stoppingError();
     const entry = this.deps.registry.action(req.action) ?? fail("not_found", `action ${JSON.stringify(req.action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action: req.action });
     const who = req.scheduled
       ? fromTime(req, req.scheduled, principal)
@@ -240,11 +250,11 @@ export class ActionCalls {
     const answer = this.wait(run, caller);
     this.drive(run).then(
       (output) => {
-        this.runs.delete(call.callId);
+        this.ended(call.callId);
         run.resolve(output);
       },
       (error) => {
-        this.runs.delete(call.callId);
+        this.ended(call.callId);
         run.reject(error);
       },
     );
@@ -253,13 +263,14 @@ export class ActionCalls {
 
   /**
    * An executor's answer to invocation `invocationId` (A2): frees the
-   * session's credit, ends the attempt. Answers after the run timeout are
-   * stale; ids this session never got are unknown. Neither changes anything.
+   * session's credit, ends the attempt. Answers after the run timeout, and a
+   * second answer of this session, are stale; ids this session never got are
+   * unknown. Neither changes anything.
    */
   result(session: ExecutorSession, invocationId: string, answer: InvocationAnswer): ResultVerdict {
-    const wasOurs = session.inFlight.delete(invocationId);
+    const match = takeAnswer(session, invocationId);
     const invocation = this.invocations.get(invocationId);
-    if (!invocation || invocation.session !== session) return wasOurs ? "stale" : "unknown";
+    if (!invocation || invocation.session !== session) return match === "unknown" ? "unknown" : "stale";
     invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error" }, answer.startedLateMs);
     return "accepted";
   }
@@ -293,15 +304,40 @@ export class ActionCalls {
   }
 
   /**
-   * Owner shutdown: callers waiting for a host or an answer get UNAVAILABLE
-   * and nothing more is written. Running calls stay `running` in their row;
-   * a later call with the same id runs them again (`action.retried`).
+   * Owner shutdown, with the grace deliveries get (P7): new calls are refused with UNAVAILABLE
+   * (but those under a cause, made by the work finishing meanwhile), attempts held for their
+   * moment are not sent, and the runs going on get up to `graceMs` (real time) to end as usual,
+   * their ends recorded and their callers answered; an executor lost meanwhile is not replaced.
+   * Then callers still waiting for a host or an answer get UNAVAILABLE and nothing more is
+   * written: those calls stay `running` in their row, and a later call with the same id runs them
+   * again (`action.retried`). The grace ends early once no run goes on and `alongside` (the
+   * deliveries' grace, whose work may still call) has settled. Resolves once every run has
+   * settled, so callers are answered before the transport closes (its shutdown aborts their
+   * requests). Call once.
    */
-  stop(): void {
+  async stop(graceMs = 0, alongside: Promise<unknown> = Promise.resolve()): Promise<void> {
+    this.stopping = true;
+    for (const wake of [...this.held]) wake();
+    if (graceMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const idle = async () => {
+        await alongside.catch(() => undefined);
+        while (this.runs.size > 0) await new Promise<void>((resolve) => (this.idle = resolve));
+      };
+      await Promise.race([new Promise((resolve) => (timer = setTimeout(resolve, graceMs))), idle()]);
+      clearTimeout(timer);
+      this.idle = null;
+    }
     this.stopped = true;
     this.deps.hosts.stop();
-    for (const wake of [...this.held]) wake();
     for (const invocation of [...this.invocations.values()]) invocation.end({ kind: "stopping" });
+    await Promise.allSettled([...this.runs.values()].map((run) => run.done));
+  }
+
+  /** A run ended: forgets it; the last one while the owner stops ends the grace. */
+  private ended(callId: string): void {
+    this.runs.delete(callId);
+    if (this.runs.size === 0) this.idle?.();
   }
 
   private fromOutside(entry: ActionEntry, req: CallRequest, principal: Principal) {
@@ -348,7 +384,8 @@ export class ActionCalls {
       };
       const onAbort = () => {
         leave();
-        const error = callerGone(caller);
+        // Past the owner's grace, the transport's shutdown aborts every request still open: not the caller's doing.
+        const error = this.stopped ? stoppingError() : callerGone(caller);
         reject(error);
         if (run.waiters.size === 0) this.abandon(run, error);
       };
@@ -415,8 +452,11 @@ export class ActionCalls {
         hosts.offer(session);
         throw e;
       }
-      if (!session.hosting.holds) await this.holdUntil(call.scheduled?.sendAtMs);
-      const end = await this.invoke(run, session, invocationId, cause, hostInTime);
+      // An attempt held for its moment when the owner begins to stop is not sent: the next owner sends it at its moment.
+      const due = session.hosting.holds || (await this.holdUntil(call.scheduled?.sendAtMs));
+      if (!due) session.inFlight.delete(invocationId);
+      let end: AttemptEnd = due ? await this.invoke(run, session, invocationId, cause, hostInTime) : { kind: "stopping" };
+      if (end.kind === "gone" && this.stopping) end = { kind: "stopping" }; // no new attempt while the owner stops: the row stays running
       switch (end.kind) {
         case "ok":
           await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }), { deferrable: call.scheduled !== undefined });
@@ -537,17 +577,19 @@ export class ActionCalls {
   }
 
   /**
-   * Resolves at `atMs` on the owner's clock (ms since the epoch; at once when absent or past, or
-   * when the owner stops meanwhile): an attempt started ahead of its moment waits here, its
-   * credit held, then is sent.
+   * Resolves true at `atMs` on the owner's clock (ms since the epoch; at once when absent or
+   * past), false as soon as the owner begins to stop before it: an attempt started ahead of its
+   * moment waits here, its credit held, then is sent (true) or not (false).
    */
-  private holdUntil(atMs: number | undefined): Promise<void> {
+  private holdUntil(atMs: number | undefined): Promise<boolean> {
     const { clock, timers } = this.deps;
-    if (atMs === undefined || clock.now() >= atMs || this.stopped) return Promise.resolve();
+    if (atMs === undefined || clock.now() >= atMs) return Promise.resolve(true);
+    if (this.stopping) return Promise.resolve(false);
     return new Promise((resolve) => {
       const wake = () => {
         this.held.delete(wake);
-        if (clock.now() >= atMs || this.stopped) return resolve();
+        if (clock.now() >= atMs) return resolve(true);
+        if (this.stopping) return resolve(false);
         this.held.add(wake); // woke early (a timer may ring a millisecond early): wait the rest
         timers.setTimer(wake, atMs - clock.now());
       };

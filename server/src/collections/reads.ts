@@ -54,7 +54,8 @@ export class DocumentReader {
    * `query.limit` (default 100, at most 1000). INVALID_ARGUMENT for a bad
    * filter (`filter`), sort (`sort.<path>`) or limit; NOT_FOUND for an
    * undeclared collection. Filter and sort see the documents as `principal`
-   * does: a client cannot probe private fields with a filter.
+   * does: a client cannot probe private fields with a filter. A document the
+   * filter cannot be applied to (e.g. `$divide` by its zero) does not match.
    */
   find(collection: string, query: FindQuery, principal: Principal): DocumentRecord[] {
     const entry = declaredCollection(this.registry, collection);

@@ -8,7 +8,8 @@ import { fail } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Processors } from "../processors/manager.js";
-import { ExecutorSession } from "./session.js";
+import { jsonDepthProblem } from "../rpc/convert.js";
+import { ExecutorSession, maxCredits } from "./session.js";
 
 /** Options of the executor hub; times in ms. */
 export interface HubOptions {
@@ -77,13 +78,15 @@ export class ExecutorHub {
       if (!this.pulses) fail("bad_request", `unknown pulse ${JSON.stringify(hello.pulses[0])}: this owner runs no pulses`, [{ field: "hello.pulses", description: "pulses not served" }]);
       this.pulses.checkHosting(hello.pulses, hello.actions);
     }
+    const asked = hello.credits || this.options.defaultCredits;
     const session = new ExecutorSession(
-      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: hello.credits || this.options.defaultCredits, batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds },
+      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: Math.min(asked, maxCredits), batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds },
       principal,
       this.clock.now(),
     );
     this.sessions.add(session);
     session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs, actionResultBatches: true, maxMessageBytes: this.options.maxMessageBytes } } });
+    if (asked > maxCredits) this.notice(session, "CREDITS_CLAMPED", "", `hello.credits ${asked} is over the most a session holds (${maxCredits}): the session has ${maxCredits}`);
     this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: session.credits }, "executor connected");
     this.pump(session);
     return session;
@@ -131,10 +134,12 @@ export class ExecutorHub {
           this.notice(session, "UNKNOWN_DELIVERY", m.value.workId, "progress for a delivery or invocation not in flight on this session: ignored");
         }
         return;
-      case "credit":
-        session.credits += m.value.credits;
+      case "credit": {
+        const clamped = session.addCredits(m.value.credits);
+        if (clamped > 0) this.notice(session, "CREDITS_CLAMPED", "", `credit of ${m.value.credits} would take the session over the most it holds (${maxCredits}): ${clamped} ignored, the session has ${session.credits}`);
         this.pump(session);
         return;
+      }
       case "heartbeat":
         return;
       case "hello":
@@ -152,11 +157,20 @@ export class ExecutorHub {
     if (verdict === "unknown") this.notice(session, "UNKNOWN_DELIVERY", ack.deliveryId, "ack for a delivery this session never received: ignored");
   }
 
+  /**
+   * An invocation's result. An OK output nested deeper than the owner takes (maxJsonDepth: no
+   * binary client could read the call's `action.completed` back) ends the call failed instead,
+   * with an INVALID_OUTPUT notice to the executor.
+   */
   private actionResult(session: ExecutorSession, r: ActionResult): void {
-    const ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
-    const verdict = this.actions.result(session, r.invocationId, { ok, output: r.output ?? {}, error: r.error, startedLateMs: r.startedLateMs });
-    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out: ignored");
-    if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation not in flight on this session (never received, or already answered): ignored");
+    let ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
+    const output = r.output ?? {};
+    const tooDeep = ok ? jsonDepthProblem(output, "output") : undefined;
+    if (tooDeep) ok = false;
+    const verdict = this.actions.result(session, r.invocationId, { ok, output: tooDeep ? {} : output, error: tooDeep ?? r.error, startedLateMs: r.startedLateMs });
+    if (tooDeep && verdict === "accepted") this.notice(session, "INVALID_OUTPUT", r.invocationId, `${tooDeep}: the call failed`);
+    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out or was answered: ignored");
+    if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
   }
 
   /** Ends a session: its deliveries and invocations go to other executors as retries (X3). Idempotent. */

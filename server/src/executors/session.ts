@@ -27,6 +27,15 @@ export interface Hosting {
   holds: boolean;
 }
 
+/**
+ * The most credits one session holds: deliveries and invocations in flight at once, from its
+ * hello's `credits` and every `Credit` after it. More is clamped to it (the hub sends a
+ * CREDITS_CLAMPED notice): far above what one stream can usefully run at once (executors run
+ * 16 by default), and well within ListExecutors' uint32 `credits`, which a sum of uint32s
+ * (hello 4,294,967,295 plus a Credit of 1) would overflow.
+ */
+export const maxCredits = 65_536;
+
 /** Most deliveries, or invocations, put in one batch message. */
 const maxBatch = 256;
 
@@ -82,11 +91,11 @@ export class ExecutorSession {
   readonly inFlight = new Set<string>();
   readonly processors: Set<string>;
   readonly actions: Set<string>;
-  credits: number;
   lastSeenMs: number;
   closed = false;
   /** The stream clock's origin (`performance.now()` ms when the session opened). */
   private readonly openedAt = performance.now();
+  private granted: number;
 
   constructor(
     readonly hosting: Hosting,
@@ -95,8 +104,20 @@ export class ExecutorSession {
   ) {
     this.processors = new Set(hosting.processors);
     this.actions = new Set(hosting.actions);
-    this.credits = hosting.credits;
+    this.granted = Math.min(hosting.credits, maxCredits);
     this.lastSeenMs = connectedAtMs;
+  }
+
+  /** Deliveries and invocations it accepts at once: at most {@link maxCredits}. */
+  get credits(): number {
+    return this.granted;
+  }
+
+  /** Adds `n` credits (a Credit message), up to {@link maxCredits}; returns how many were clamped away (0 when none). */
+  addCredits(n: number): number {
+    const total = this.granted + n;
+    this.granted = Math.min(total, maxCredits);
+    return total - this.granted;
   }
 
   /** Work this session can still take. */

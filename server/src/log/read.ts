@@ -1,10 +1,12 @@
 import { fail } from "../errors.js";
-import type { EventRecord, EventStatements } from "../store/events.js";
+import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
 import { matchAll, type Filter } from "./filter.js";
 
 /**
  * What to read: events after `afterSeq` of `types` (empty: all) whose data
- * matches `where` and that the reader may see (`visible`, R5).
+ * matches `where` and that the reader may see (`visible`, R5). An event
+ * `where` cannot be applied to (e.g. `$divide` by its zero) does not match:
+ * it never ends a read or a watch (see compileFilter).
  */
 export interface LogQuery {
   afterSeq: number;
@@ -25,28 +27,51 @@ export interface LogPage {
 const chunkSize = 512;
 /** Rows one page may scan before returning (a selective `where` must not pin the owner). */
 const scanBudget = 20_000;
+/**
+ * Bytes of events one page holds at most ({@link storedBytes}: data and actor as stored JSON,
+ * plus id, type and cause), unless its one event is larger: a large event is still read, alone.
+ * 1 MiB keeps a page's message under the 4 MiB receive limit of gRPC clients' defaults
+ * (grpcurl, grpc-go, grpc-js), protobuf's Struct encoding included, for events smaller than it.
+ * Also what one step of a scan fetches at most (plus one event), so a scan never holds more.
+ */
+export const pageByteBudget = 1024 * 1024;
+/** Bytes of events one page may scan before returning, as `scanBudget` for rows (large events a `where` rejects). */
+const scanByteBudget = 16 * pageByteBudget;
 
 /**
  * Reads up to `pageSize` matching events after `query.afterSeq` and at or
  * below `headSeq` (the last durable seq: committed rows past it are not yet
  * acknowledged, so nobody reads them, E8) (E9). Stops
- * early after scanning `scanBudget` rows, so a page may hold fewer events
- * than asked while `atHead` is still false: continue from `scannedTo`.
+ * early after scanning `scanBudget` rows or `scanByteBudget` bytes, so a page
+ * may hold fewer events than asked while `atHead` is still false: continue
+ * from `scannedTo`. Stops before a matching event that would take the page
+ * past {@link pageByteBudget} (never before its first): `scannedTo` is then
+ * the seq before it, so the next page starts with it.
  */
 export function readPage(events: EventStatements, query: LogQuery, pageSize: number, headSeq: number): LogPage {
   const found: EventRecord[] = [];
   let scannedTo = query.afterSeq;
   let scanned = 0;
-  while (found.length < pageSize && scanned < scanBudget) {
-    const rows = query.types.length > 0 ? events.readAfterOfTypes(scannedTo, chunkSize, query.types) : events.readAfter(scannedTo, chunkSize);
-    for (const row of rows) {
+  let scannedBytes = 0;
+  let foundBytes = 0;
+  while (found.length < pageSize && scanned < scanBudget && scannedBytes < scanByteBudget) {
+    const chunk = events.readWithin(scannedTo, chunkSize, pageByteBudget, query.types);
+    scannedBytes += chunk.bytes;
+    for (const row of chunk.events) {
       if (row.seq > headSeq) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };
+      const previousSeq = scannedTo;
+      const count = found.length;
       scannedTo = row.seq;
       scanned++;
       if (query.visible(row) && (query.where === matchAll || query.where(row.data))) found.push(row);
+      if (found.length > count) {
+        // The page's byte budget: this event comes first on the next page.
+        if (count > 0 && foundBytes + storedBytes(row) > pageByteBudget) return { events: found.slice(0, count), scannedTo: previousSeq, atHead: false };
+        foundBytes += storedBytes(row);
+      }
       if (found.length === pageSize) return { events: found, scannedTo, atHead: false };
     }
-    if (rows.length < chunkSize) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };
+    if (!chunk.cut) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };
   }
   return { events: found, scannedTo, atHead: false };
 }

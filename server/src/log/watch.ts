@@ -14,7 +14,10 @@ const pageSize = 256;
  * reads again. Nothing is pushed to a watcher: it pulls pages as its
  * consumer pulls items, so a slow or stalled reader holds at most one page
  * and never makes the owner buffer (back-pressure comes from the transport
- * awaiting each write). Ends when `signal` aborts.
+ * awaiting each write). An event `query.where` cannot be applied to does not
+ * match, as for ReadLog: it never ends the watch. Between pages of a catch-up
+ * it lets other work run, so a long scan (a selective or costly `where`) never
+ * holds the owner for more than a page. Ends when `signal` aborts.
  */
 export async function* watchLog(events: EventStatements, head: HeadSignal, query: LogQuery, signal: AbortSignal): AsyncGenerator<WatchItem> {
   let afterSeq = query.afterSeq;
@@ -24,7 +27,10 @@ export async function* watchLog(events: EventStatements, head: HeadSignal, query
     const page = readPage(events, { ...query, afterSeq }, pageSize, headSeq);
     for (const event of page.events) yield { event };
     afterSeq = page.scannedTo;
-    if (!page.atHead) continue;
+    if (!page.atHead) {
+      await new Promise((resolve) => setImmediate(resolve));
+      continue;
+    }
     if (!caughtUp) {
       caughtUp = true;
       yield { caughtUp: headSeq }; // the log's head, also when the watch starts past it (after_seq > head)

@@ -5,6 +5,7 @@ import { compileAction, type ActionEntry } from "../actions/declaration.js";
 import { compileCollection, type CollectionEntry } from "../collections/declaration.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
+import { jsonDepthProblem } from "../rpc/convert.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
 
@@ -109,6 +110,10 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     if (compiled.entry) actions.push(compiled.entry);
   }
   violations.push(...checkPulses(manifest, actions));
+  for (const [field, value] of structsOf(manifest)) {
+    const problem = jsonDepthProblem(value, field);
+    if (problem) violations.push({ field, description: problem });
+  }
   if (violations.length > 0) {
     const first = violations[0];
     fail("invalid_manifest", `invalid plugin manifest ${manifest.name || "(unnamed)"}: ${first.field}: ${first.description}`, violations, { plugin: manifest.name });
@@ -119,6 +124,16 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
 /** Canonical JSON (RFC 8785) of a manifest. */
 export function canonicalManifest(manifest: PluginManifest): string {
   return canonicalJson(toJson(PluginManifestSchema, manifest));
+}
+
+/** Every JSON object a manifest carries, with its field: each is kept and sent back (ListPlugins), inputs go into timers' calls and events. */
+function* structsOf(m: PluginManifest): Generator<[string, unknown]> {
+  for (const [type, d] of Object.entries(m.events)) yield [`events.${type}.schema`, d.schema];
+  for (const [name, d] of Object.entries(m.collections)) yield [`collections.${name}.schema`, d.schema];
+  for (const [name, d] of Object.entries(m.actions)) yield [`actions.${name}.input_schema`, d.inputSchema];
+  for (const [name, d] of Object.entries(m.processors)) yield [`processors.${name}.where`, d.where];
+  for (const [name, d] of Object.entries(m.schedules)) yield [`schedules.${name}.input`, d.input];
+  for (const [i, p] of m.schedulePatches.entries()) yield [`schedule_patches[${i}].input`, p.input];
 }
 
 function isRuntimeType(type: string): boolean {

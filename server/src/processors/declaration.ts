@@ -46,18 +46,14 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
 /**
  * True when the processor takes the event: its type is in `on`, its data
  * matches `where`, and it is not this processor's own trouble record (a
- * processor on every type must not feed on its own retries).
+ * processor on every type must not feed on its own retries). An event `where`
+ * cannot be applied to (e.g. `$in` on a non-array) does not match: the filter
+ * answers false (compileFilter), so it never stops the processor or the owner.
  */
 export function takes(spec: ProcessorSpec, event: EventRecord): boolean {
   if (spec.on !== null && !spec.on.has(event.type)) return false;
   if ((event.type === "processor.retried" || event.type === "processor.failed") && event.data.processor === spec.name) return false;
-  try {
-    return spec.where(event.data);
-  } catch {
-    // A valid filter that cannot be applied to this event's data (e.g. `$in` on a non-array):
-    // the event does not match; it must not stop the processor or the owner.
-    return false;
-  }
+  return spec.where(event.data);
 }
 
 /** A key extractor for a dotted path into the event, e.g. `data._id`; absent values give null. */

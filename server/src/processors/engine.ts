@@ -4,7 +4,8 @@ import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
 import type { CursorStatements } from "../store/cursors.js";
-import type { EventRecord, EventStatements } from "../store/events.js";
+import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
+import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { eventToProto } from "../rpc/convert.js";
 import { takes, type ProcessorSpec } from "./declaration.js";
@@ -43,7 +44,15 @@ export type AckVerdict = "accepted" | "unknown" | "stale";
 
 /** Events read ahead of the ack floor at most (bounds memory whatever the backlog, P4). */
 const readAheadLimit = 2_048;
+/**
+ * Bytes of events ({@link storedBytes}) a processor holds read ahead of its floor at most (in its
+ * lanes, in flight or waiting for a retry): past it, it reads no more until some finish (2,048 events
+ * of 4 MiB would be 8 GiB). One chunk is read whenever none is held, so a larger event still comes.
+ */
+export const processorReadAheadBytes = 16 * 1024 * 1024;
 const readChunk = 256;
+/** Bytes one chunk read from the log holds at most (plus one event). */
+const readChunkBytes = 4 * 1024 * 1024;
 /** Longest a moved floor waits before it is saved (ms). */
 const floorSaveDelayMs = 20;
 
@@ -70,6 +79,8 @@ export class ProcessorEngine {
   private readonly order: number[] = [];
   private orderHead = 0;
   private readonly finished = new Set<number>();
+  /** Stored bytes of the events read ahead and not finished (in `order`): bounded by {@link processorReadAheadBytes}. */
+  private heldBytes = 0;
   private readonly lanes = new Lanes();
   private readonly attempts = new Map<number, Attempt>();
   private readonly byDelivery = new Map<string, Attempt>();
@@ -126,19 +137,21 @@ export class ProcessorEngine {
 
   /** Reads newly committed events and hands out what it can. Call after each commit. */
   fill(): void {
-    while (!this.stopped && this.order.length - this.orderHead < readAheadLimit) {
+    while (!this.stopped && this.order.length - this.orderHead < readAheadLimit && this.heldBytes < processorReadAheadBytes) {
       const head = this.deps.head();
       if (this.delivered >= head) break;
       const on = this.spec.on;
-      const rows = on ? this.deps.events.readAfterOfTypes(this.delivered, readChunk, [...on]) : this.deps.events.readAfter(this.delivered, readChunk);
+      const chunk = this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, on ? [...on] : []);
+      const rows = chunk.events;
       for (const event of rows) {
         if (event.seq > head) break; // committed, not yet durable (E8): read after its fsync
         this.delivered = event.seq;
         if (!takes(this.spec, event)) continue;
         this.order.push(event.seq);
+        this.heldBytes += storedBytes(event);
         this.lanes.push(this.spec.keyOf(event) ?? `#${event.seq}`, event);
       }
-      if (rows.length < readChunk || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
+      if (!chunk.cut || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
     }
     this.advanceFloor();
     this.pump();
@@ -166,12 +179,13 @@ export class ProcessorEngine {
 
   /**
    * An executor's answer to a delivery: `ok`, or an error (retried unless
-   * `terminal`). Stale or unknown answers change nothing.
+   * `terminal`). Stale answers (the delivery timed out, was moved past, or was
+   * answered already by this session) and unknown ones change nothing.
    */
   ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean): AckVerdict {
-    const wasOurs = session.inFlight.delete(deliveryId);
+    const match = takeAnswer(session, deliveryId);
     const attempt = this.byDelivery.get(deliveryId);
-    if (!attempt || attempt.session !== session) return wasOurs ? "stale" : "unknown";
+    if (!attempt || attempt.session !== session) return match === "unknown" ? "unknown" : "stale";
     this.detach(attempt);
     if (ok) this.finish(attempt);
     else this.fail(attempt, error || "error", terminal);
@@ -277,6 +291,7 @@ export class ProcessorEngine {
     this.order.length = 0;
     this.orderHead = 0;
     this.finished.clear();
+    this.heldBytes = 0;
     this.redelivering.clear();
     this.ackFloor = ackFloor;
     this.delivered = ackFloor;
@@ -332,6 +347,7 @@ export class ProcessorEngine {
       return;
     }
     this.finished.add(seq);
+    this.heldBytes = Math.max(0, this.heldBytes - storedBytes(attempt.event)); // never below 0: an end arriving after a reset
     this.advanceFloor();
     this.fill();
   }

@@ -2,6 +2,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { ProcessorDeclarationSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { canonicalJson } from "../log/canonical.js";
 import type { RegisteredPlugin } from "../plugins/registry.js";
+import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { compileProcessor } from "./declaration.js";
 import { ProcessorEngine, type AckVerdict, type EngineDeps } from "./engine.js";
@@ -73,7 +74,7 @@ export class Processors {
   /** Routes an ack; the verdict says whether it changed anything. */
   ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean): AckVerdict {
     const engine = this.get(deliveryId.slice(0, deliveryId.indexOf("/")));
-    return engine ? engine.ack(session, deliveryId, ok, error, terminal) : session.inFlight.delete(deliveryId) ? "stale" : "unknown";
+    return engine ? engine.ack(session, deliveryId, ok, error, terminal) : takeAnswer(session, deliveryId) === "unknown" ? "unknown" : "stale";
   }
 
   /** Routes a progress report. */

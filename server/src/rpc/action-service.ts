@@ -4,7 +4,7 @@ import { ActionService } from "../../../sdk/ts/src/gen/chronolog/v1/action_pb.js
 import type { ActionCalls } from "../actions/index.js";
 import { fail } from "../errors.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, objectFromProto } from "./convert.js";
+import { actorFromProto, causeFromProto, dataFromProto } from "./convert.js";
 
 /**
  * ActionService (A1-A4): translation only; the rules live in actions/. The
@@ -17,7 +17,7 @@ export function actionService(calls: ActionCalls): ServiceImpl<typeof ActionServ
     async callAction(req, ctx) {
       if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
       const result = await calls.call(
-        { action: req.action, input: objectFromProto(req.input), callId: req.callId, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) },
+        { action: req.action, input: dataFromProto(req.input, "input"), callId: req.callId, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) },
         principalOf(ctx),
         { signal: ctx.signal, remainingMs: () => ctx.timeoutMs() },
       );

@@ -5,6 +5,7 @@ import { AdminService } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import type { Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
+import { pageByteBudget } from "../log/read.js";
 import type { ProcessorEngine } from "../processors/engine.js";
 import type { Processors } from "../processors/manager.js";
 import type { Committer } from "../store/committer.js";
@@ -73,17 +74,17 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       const offset = req.pageToken ? Number(req.pageToken) : 0;
       if (!Number.isInteger(offset) || offset < 0) fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
       const all = deps.cursors.failed(req.processor || undefined);
-      const page = all.slice(offset, offset + pageSize);
-      return {
-        deliveries: page.map((f) => ({
-          processor: f.processor,
-          event: eventToProto(deps.events.readAfter(f.seq - 1, 1)[0]),
-          error: f.error,
-          attempts: f.attempts,
-          failedSeq: BigInt(f.failedSeq),
-        })),
-        nextPageToken: offset + pageSize < all.length ? String(offset + pageSize) : "",
-      };
+      // Within ReadLog's byte budget too (the events of failed deliveries may be large): at least one per page.
+      const deliveries = [];
+      let bytes = 0;
+      for (const f of all.slice(offset, offset + pageSize)) {
+        const read = deps.events.readWithin(f.seq - 1, 1, Number.POSITIVE_INFINITY);
+        if (deliveries.length > 0 && bytes + read.bytes > pageByteBudget) break;
+        bytes += read.bytes;
+        deliveries.push({ processor: f.processor, event: eventToProto(read.events[0]), error: f.error, attempts: f.attempts, failedSeq: BigInt(f.failedSeq) });
+      }
+      const next = offset + deliveries.length;
+      return { deliveries, nextPageToken: next < all.length ? String(next) : "" };
     },
     async redeliverFailed(req, ctx) {
       const by = admin(ctx).name;

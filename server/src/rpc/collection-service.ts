@@ -8,22 +8,22 @@ import type { WriteRequest, WriteResult } from "../collections/writes.js";
 import { fail } from "../errors.js";
 import type { DocumentRecord } from "../store/documents.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, objectFromProto } from "./convert.js";
+import { actorFromProto, causeFromProto, checkJsonDepth, dataFromProto, objectFromProto } from "./convert.js";
 
 /** CollectionService (C1-C4): translation only; the rules live in collections/. */
 export function collectionService(collections: Collections): ServiceImpl<typeof CollectionService> {
   const { writer, reader } = collections;
   return {
     async createDocument(req, ctx) {
-      const result = await writer.write(writeRequest(req, { op: "create", doc: objectFromProto(req.doc) }), principalOf(ctx));
+      const result = await writer.write(writeRequest(req, { op: "create", doc: dataFromProto(req.doc, "doc") }), principalOf(ctx));
       return documentResult(result);
     },
     async replaceDocument(req, ctx) {
-      const result = await writer.write(writeRequest(req, { op: "replace", id: req.id, doc: objectFromProto(req.doc) }), principalOf(ctx));
+      const result = await writer.write(writeRequest(req, { op: "replace", id: req.id, doc: dataFromProto(req.doc, "doc") }), principalOf(ctx));
       return documentResult(result);
     },
     async patchDocument(req, ctx) {
-      const result = await writer.write(writeRequest(req, { op: "patch", id: req.id, set: objectFromProto(req.set), unset: req.unset }), principalOf(ctx));
+      const result = await writer.write(writeRequest(req, { op: "patch", id: req.id, set: patchSet(req.set), unset: req.unset }), principalOf(ctx));
       return documentResult(result);
     },
     async deleteDocument(req, ctx) {
@@ -38,6 +38,17 @@ export function collectionService(collections: Collections): ServiceImpl<typeof 
       return { documents: reader.find(collectionName(req.collection), query, principalOf(ctx)).map(documentToProto) };
     },
   };
+}
+
+/**
+ * A patch's `set`: each value lands as many levels down in the document as its path has
+ * segments (`a.b` puts it in level 3), so the document stays within maxJsonDepth: INVALID_ARGUMENT
+ * naming `set.<path>` otherwise.
+ */
+function patchSet(set: JsonObject | undefined): Record<string, unknown> {
+  const paths = objectFromProto(set);
+  for (const [path, value] of Object.entries(paths)) checkJsonDepth(value, `set.${path}`, path.split(".").length);
+  return paths;
 }
 
 function collectionName(name: string): string {

@@ -54,6 +54,76 @@ export function objectFromProto(value: JsonObject | undefined): Record<string, u
 }
 
 /**
+ * The deepest JSON the owner takes in data it keeps or passes on: event data, collection
+ * documents (a patch's paths count), action inputs and outputs, timer and delay inputs, the
+ * Structs of plugin manifests. Levels are objects and arrays: `{}` and `{"a": 1}` are 1 level,
+ * `{"a": [1]}` 2.
+ *
+ * Why 32: binary protobuf decoders (protobuf-es in the SDK and the owner, grpc-js, grpcurl,
+ * Python) stop at 100 nested messages, and each JSON level is two (google.protobuf.Value plus
+ * Struct or ListValue), so an Event's data decodes to 49 levels at most, a delivery's (in a
+ * DeliveryBatch) to 48. The owner's own events hold such data a level or two deeper
+ * (`action.completed`'s output, `<collection>.updated`'s doc, `timer.scheduled`'s input), and the
+ * rest of the margin is for clients that wrap events in messages of their own. Connect JSON
+ * requests decode to about 98 levels: without this limit one request could write an event that
+ * no binary client can read (its every read and watch, and executors' streams, failing).
+ */
+export const maxJsonDepth = 32;
+
+/**
+ * Why `value` is too deep to be taken (see {@link maxJsonDepth}), as "<field> is nested deeper
+ * than 32 levels (at <JSON pointer of the first value past the limit>)"; undefined when it is
+ * not. `above`: how many levels hold the value where it is put (a patch's `set` path of k
+ * segments puts its value k levels down).
+ */
+export function jsonDepthProblem(value: unknown, field: string, above = 0): string | undefined {
+  const path = above > maxJsonDepth ? [] : firstTooDeep(value, above + 1);
+  if (!path) return undefined;
+  let at = [field, ...path.map((key) => key.replaceAll("~", "~0").replaceAll("/", "~1"))].join("/");
+  if (at.length > 200) at = `${at.slice(0, 200)}...`;
+  return `${field} is nested deeper than ${maxJsonDepth} levels (at ${at}): binary gRPC clients could not read it back`;
+}
+
+/** INVALID_ARGUMENT naming `field` when `value` is nested deeper than {@link maxJsonDepth} levels (see {@link jsonDepthProblem}). */
+export function checkJsonDepth(value: unknown, field: string, above = 0): void {
+  const problem = jsonDepthProblem(value, field, above);
+  if (problem) fail("bad_request", problem, [{ field, description: `nested deeper than ${maxJsonDepth} levels` }]);
+}
+
+/**
+ * A JSON object field the owner keeps or passes on (event data, a document, an action's or
+ * timer's input), absent as `{}`: INVALID_ARGUMENT naming `field` when nested deeper than
+ * {@link maxJsonDepth} levels.
+ */
+export function dataFromProto(value: JsonObject | undefined, field: string): Record<string, unknown> {
+  const data = objectFromProto(value);
+  checkJsonDepth(data, field);
+  return data;
+}
+
+/**
+ * The keys leading from `value` to its first object or array past {@link maxJsonDepth}, when
+ * `value` (an object or array) sits at `level`; undefined when none is. Recursion stops at the
+ * limit, so it is never deeper than it.
+ */
+function firstTooDeep(value: unknown, level: number): string[] | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  if (level > maxJsonDepth) return [];
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const path = firstTooDeep(value[i], level + 1);
+      if (path) return [String(i), ...path];
+    }
+    return undefined;
+  }
+  for (const key in value) {
+    const path = firstTooDeep((value as Record<string, unknown>)[key], level + 1);
+    if (path) return [key, ...path];
+  }
+  return undefined;
+}
+
+/**
  * A Timestamp as ms since the epoch (nanos rounded to the ms). INVALID_ARGUMENT naming `field`
  * when its nanos are outside 0-999,999,999 (protobuf's rule: a negative or overflowing nanos would
  * otherwise move the moment silently).

@@ -10,7 +10,7 @@ import { watchLog } from "../log/watch.js";
 import type { EventRecord, EventStatements } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, eventToProto, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
+import { actorFromProto, causeFromProto, dataFromProto, eventToProto, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
 
 /** What the LogService handlers need. */
 export interface LogServiceDeps {
@@ -29,7 +29,7 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       return emitResult(result);
     },
     async emitBatch(req, ctx) {
-      const results = await deps.emitter.emit(req.events.map(emitInput), principalOf(ctx));
+      const results = await deps.emitter.emit(req.events.map((e, i) => emitInput(e, req.events.length > 1 ? `events[${i}].` : "")), principalOf(ctx));
       return { results: results.map(emitResult) };
     },
     readLog(req, ctx) {
@@ -69,9 +69,10 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
   };
 }
 
-function emitInput(req: EmitRequest): EmitInput {
+/** One event to emit; `prefix` leads the fields it names (`events[1].` in a batch of several, as the emitter's). */
+function emitInput(req: EmitRequest, prefix = ""): EmitInput {
   if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);
-  return { type: req.type, data: objectFromProto(req.data), id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
+  return { type: req.type, data: dataFromProto(req.data, `${prefix}data`), id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
 }
 
 function emitResult(result: EmitResult) {

@@ -16,7 +16,7 @@ import type { Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time
 import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
 import { checkMs, isDefaultPolicy, maxHorizonMs, minEveryMs } from "../time/timers.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, msFromTimestamp, objectFromProto, pageSizeFromProto } from "./convert.js";
+import { actorFromProto, causeFromProto, dataFromProto, msFromTimestamp, pageSizeFromProto } from "./convert.js";
 
 /**
  * TimeService (T3, T4, K3, B1, B2): translation only; the rules live in time/.
@@ -32,7 +32,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
         {
           timerId: req.timerId,
           action: req.action,
-          input: objectFromProto(req.input),
+          input: dataFromProto(req.input, "input"),
           spec: specFromProto(req.spec),
           overdue: req.overdue ? overdueFromProto(req.overdue) : { kind: "unbounded" },
           policy: schedulePolicyFromProto(req.policy),
@@ -54,7 +54,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
       else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value, "at") };
       else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
       const result = await timers.delay(
-        { action: req.action, input: objectFromProto(req.input), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain, delayId: req.delayId },
+        { action: req.action, input: dataFromProto(req.input, "input"), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain, delayId: req.delayId },
         principalOf(ctx),
       );
       return { delayId: result.delayId, due: timestampFromMs(result.dueMs) };

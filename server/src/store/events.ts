@@ -30,6 +30,38 @@ interface EventRow {
   at: number;
 }
 
+/** Stored sizes of the events a budgeted read returned ({@link storedBytes}). */
+const sizes = new WeakMap<EventRecord, number>();
+
+/** The bytes an event takes as stored: its data and actor as JSON (UTF-8), its id, type and cause. */
+function rowBytes(row: EventRow): number {
+  return Buffer.byteLength(row.data) + (row.actor === null ? 0 : Buffer.byteLength(row.actor)) + row.id.length + row.type.length + row.cause.length;
+}
+
+/**
+ * The bytes `event` takes as stored (data and actor as JSON, UTF-8, plus id, type and cause):
+ * what byte budgets of reads count. Known for events a budgeted read returned; computed (and
+ * kept) for others.
+ */
+export function storedBytes(event: EventRecord): number {
+  let bytes = sizes.get(event);
+  if (bytes === undefined) {
+    const actor = event.actor === null ? null : JSON.stringify(event.actor);
+    bytes = rowBytes({ ...event, data: JSON.stringify(event.data), actor });
+    sizes.set(event, bytes);
+  }
+  return bytes;
+}
+
+/** What {@link EventStatements.readWithin} returns. */
+export interface BudgetedRows {
+  events: EventRecord[];
+  /** Their stored bytes in all ({@link storedBytes}). */
+  bytes: number;
+  /** The read stopped at its row limit or byte budget: more rows may follow the last one. */
+  cut: boolean;
+}
+
 function fromRow(row: EventRow): EventRecord {
   return {
     seq: row.seq,
@@ -69,13 +101,26 @@ export function eventStatements(db: Db) {
       return (after(limit).all(afterSeq) as EventRow[]).map(fromRow);
     },
     /**
-     * Up to `limit` events of the given types with seq > `afterSeq`, in seq
-     * order; uses the (type, seq) index.
+     * Up to `limit` events with seq > `afterSeq` in seq order, of `types` only when given (by the
+     * (type, seq) index), stopping also after the row that brings their stored bytes to `maxBytes`
+     * or more: at least one row, and rows are fetched one by one, so the read holds at most
+     * `maxBytes` plus one event however large the rows are (a chunk of large events fetched at
+     * once held them all).
      */
-    readAfterOfTypes(afterSeq: number, limit: number, types: string[]): EventRecord[] {
-      const marks = types.map(() => "?").join(", ");
-      const stmt = db.prepare(`SELECT * FROM events WHERE type IN (${marks}) AND seq > ? ORDER BY seq LIMIT ?`);
-      return (stmt.all(...types, afterSeq, limit) as EventRow[]).map(fromRow);
+    readWithin(afterSeq: number, limit: number, maxBytes: number, types: string[] = []): BudgetedRows {
+      const stmt = types.length > 0 ? db.prepare(`SELECT * FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`) : after(limit);
+      const rows = (types.length > 0 ? stmt.iterate(...types, afterSeq, limit) : stmt.iterate(afterSeq)) as IterableIterator<EventRow>;
+      const events: EventRecord[] = [];
+      let bytes = 0;
+      for (const row of rows) {
+        const record = fromRow(row);
+        const size = rowBytes(row);
+        sizes.set(record, size);
+        events.push(record);
+        bytes += size;
+        if (bytes >= maxBytes) break; // ends the iteration: the statement is reset
+      }
+      return { events, bytes, cut: events.length === limit || bytes >= maxBytes };
     },
     /** The last seq in the log (0 when empty). */
     head(): number {

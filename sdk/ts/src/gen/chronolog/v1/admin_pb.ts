@@ -307,7 +307,7 @@ export type ListFailedDeliveriesRequest = Message<"chronolog.v1.ListFailedDelive
   processor: string;
 
   /**
-   * At most this many (default 100).
+   * At most this many (default 100), and within ReadLog's 1 MiB of event data (at least one).
    *
    * @generated from field: uint32 page_size = 2;
    */

@@ -151,7 +151,10 @@ export type ReadLogRequest = Message<"chronolog.v1.ReadLogRequest"> & {
   afterSeq: bigint;
 
   /**
-   * Maximum events to return (default 100, at most 1000).
+   * Maximum events to return (default 100, at most 1000). A page also stops before an event
+   * that would take it past 1 MiB of event data (data and actor as stored JSON, id, type and
+   * cause); a larger event comes alone on its page. So a page may hold fewer events than asked
+   * while `next_page_token` is set: continue with it.
    *
    * @generated from field: uint32 page_size = 2;
    */
