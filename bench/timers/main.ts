@@ -21,7 +21,7 @@
 //     Targets: RSS <= 300 MB, restart-to-ready <= 2 s. If the rate on the first
 //     20,000 extrapolates to > 6 min and BENCH_PENDING is unset, stops at 200,000.
 // The owner runs as a child process: the bundle (dist/main.js serve, --plugins folder; built
-// once at start by scripts/build.mjs), with --min-semi-space-size=16 --no-flush-bytecode, as `npm run serve` runs it;
+// once at start by scripts/build.mjs), with --min-semi-space-size=16 --no-flush-bytecode --single-threaded-gc, as `npm run serve` runs it;
 // BENCH_OWNER=tsx runs server/src/main.ts under tsx instead. RSS is VmRSS from /proc/PID/status.
 // BENCH_OWNER_NODE_ARGS and BENCH_EXECUTOR_NODE_ARGS add node flags (e.g. --cpu-prof), BENCH_OWNER_SERVE_ARGS
 // arguments to the owner's `serve` (e.g. --timer-lookahead-ms 100);
@@ -77,7 +77,8 @@ function makeDir(): string {
 }
 
 /** The owner's entry: the bundle (built now), or server/src/main.ts under tsx with BENCH_OWNER=tsx (for comparison). */
-const ownerEntry = process.env.BENCH_OWNER === "tsx" ? ["--min-semi-space-size=16", "--no-flush-bytecode", "--import", "tsx", "server/src/main.ts"] : ["--min-semi-space-size=16", "--no-flush-bytecode", "dist/main.js"];
+const ownerFlags = ["--min-semi-space-size=16", "--no-flush-bytecode", "--single-threaded-gc"];
+const ownerEntry = process.env.BENCH_OWNER === "tsx" ? [...ownerFlags, "--import", "tsx", "server/src/main.ts"] : [...ownerFlags, "dist/main.js"];
 if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
 
 async function startOwner(dir: string): Promise<Owner> {
@@ -187,7 +188,10 @@ if (delays > 0) {
   const w0 = Date.now();
   await setDelays(owner.url, 0, Math.max(warmup, 1_000), (i) => (i < warmup ? Math.round(Date.now() + 1_000 + Math.random() * 1_000) : w0 + 86_400_000));
   const lead = Math.max(5_000, Math.round(1.5 * delays * ((Date.now() - w0) / Math.max(warmup, 1_000)))) + (rewarm > 0 ? 6_000 : 0);
-  while (handled < warmup && Date.now() < w0 + 60_000) await sleep(100);
+  // The warm-ups also read /metrics, as the bench does just before the burst (and a scraper would): an
+  // HTTP/1 request through stream code the calls' HTTP/2 streams share, which deoptimized it when first seen there.
+  const scrape = async () => void (await (await fetch(`${owner.url}/metrics`)).text());
+  while (handled < warmup && Date.now() < w0 + 60_000) await Promise.all([sleep(100), scrape()]);
   const start = Date.now();
   const ids = new Map<string, number>();
   await setDelays(owner.url, 0, delays, () => Math.round(start + lead + Math.random() * 10_000), ids);
@@ -201,7 +205,7 @@ if (delays > 0) {
   if (rewarm > 0) {
     await setDelays(owner.url, 0, rewarm, () => Math.round(Date.now() + 1_000 + Math.random() * 1_000));
     warmed += rewarm;
-    while (handled < warmed && Date.now() < start + lead - 1_000) await sleep(100);
+    while (handled < warmed && Date.now() < start + lead - 1_000) await Promise.all([sleep(100), scrape()]);
   }
   await sleep(start + lead - Date.now() - 500);
   if (ownerStdout) setTimeout(() => console.log(`(a) the owner's stdout (${ownerStdout}) at the burst's start: ${statSync(ownerStdout).size} bytes`), 500);
