@@ -2,7 +2,6 @@
 // gRPC code and a message naming the problem, and writes nothing: each case
 // compares the whole log (head and events, via ReadLog) before and after.
 
-import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -18,6 +17,7 @@ import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../s
 import { loadConfig, type OwnerConfig } from "../server/src/config.js";
 import { expectConnectError, expectUnchanged, logSnapshot, type LogSnapshot } from "./helpers/log-snapshot.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { postJson } from "./helpers/post-json.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 
@@ -463,18 +463,3 @@ function connectRaw(port: number): Promise<net.Socket> {
   });
 }
 
-function postJson(port: number, path: string, body: unknown, token: string): Promise<{ status: number; body: { code?: string; message?: string } }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: "127.0.0.1", port, path, method: "POST", agent: false, headers: { "content-type": "application/json", authorization: `Bearer ${token}` } },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c: string) => (text += c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || "{}") }));
-      },
-    );
-    req.on("error", reject);
-    req.end(JSON.stringify(body));
-  });
-}

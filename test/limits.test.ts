@@ -3,7 +3,6 @@
 // is refused wherever the owner takes client data (binary clients decode ~49 levels), and an
 // executor's credits are clamped to maxCredits, so ListExecutors always encodes.
 
-import * as http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
@@ -14,6 +13,7 @@ import { maxJsonDepth } from "../server/src/rpc/convert.js";
 import { maxCredits } from "../server/src/executors/session.js";
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
 import { startTestOwner } from "./helpers/owner.js";
+import { postJson } from "./helpers/post-json.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 
@@ -64,19 +64,6 @@ function rawExecutor(client: ChronologClient, hello: MessageInitShape<typeof Sub
       abort.abort();
     },
   };
-}
-
-function postJson(port: number, path: string, body: unknown): Promise<{ status: number; body: { code?: string; message?: string } }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, path, method: "POST", agent: false, headers: { "content-type": "application/json" } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || "{}") }));
-    });
-    req.on("error", reject);
-    req.end(JSON.stringify(body));
-  });
 }
 
 const violationFields = (err: ConnectError) => err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
