@@ -191,6 +191,17 @@ describe("an event or document the filter cannot be applied to does not match", 
     }
   });
 
+  it("an expression that fails on the empty document only for want of its data is accepted, not refused; a malformed query operator still is", async () => {
+    const byLength = { $expr: { $gt: [{ $strLenCP: "$s" }, 2] } }; // $strLenCP of a missing s fails: that event does not match
+    await client.emit("f.e", { x: -3, s: "abcd" }); // negative x: the other tests' $divide filter does not match these
+    await client.emit("f.e", { x: -4, s: "ab" });
+    expect(xs((await client.log.readLog({ where: byLength })).events)).toEqual([-3]);
+    expect(xs((await client.log.readLog({ where: { $and: [byLength, { x: { $lte: -3 } }] } })).events)).toEqual([-3]);
+    const malformed = await client.log.readLog({ where: { $and: [byLength, { x: { $in: 5 } }] } }).catch((e) => ConnectError.from(e));
+    expect(malformed).toBeInstanceOf(ConnectError);
+    expect((malformed as ConnectError).code).toBe(Code.InvalidArgument);
+  });
+
   it("Watch: catches up with x=1 and x=2, stays open through a live {x: 0} and takes the next match", async () => {
     const abort = new AbortController();
     const w = puller(client.log.watch({ where }, { signal: abort.signal }));

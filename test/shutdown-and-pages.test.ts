@@ -142,7 +142,7 @@ async function callOutcome(p: Promise<{ output: JsonObject }>): Promise<{ output
   }
 }
 
-describe("SIGTERM during CallAction (the owner's shutdown grace)", () => {
+describe("SIGTERM during CallAction (the owner's shutdown grace, a second signal ignored)", () => {
   it("an invocation answered within the grace is recorded and answered; one that outlasts it gets UNAVAILABLE and runs again with its call id", async () => {
     const data = tempDir("chronolog-shutdown-");
     cleanups.push(() => rmSync(data, { recursive: true, force: true }));
@@ -165,6 +165,7 @@ describe("SIGTERM during CallAction (the owner's shutdown grace)", () => {
     await new Promise((r) => setTimeout(r, 1_000));
     const termAt = Date.now();
     first.child.kill("SIGTERM");
+    setTimeout(() => first.child.kill("SIGINT"), 500); // a second signal (Ctrl-C again) does not cut the grace short
     const shortOutcome = await short;
     expect(shortOutcome.error).toBeUndefined();
     expect(shortOutcome.output).toEqual({ slept: 2_500, attempt: 1 });
@@ -172,6 +173,7 @@ describe("SIGTERM during CallAction (the owner's shutdown grace)", () => {
     expect(longOutcome.error?.code).toBe(Code.Unavailable);
     expect(longOutcome.error?.rawMessage).toMatch(/^the owner is stopping; call again/);
     expect(await first.exited).toBe(0);
+    expect(first.logs.some((line) => line.includes("owner already stopping"))).toBe(true); // the second signal was heard and not obeyed
     expect(Date.now() - termAt).toBeGreaterThanOrEqual(4_000); // it waited for the grace (5 s), not 0.1 s
 
     const second = await spawnOwner(data, [], first.port);

@@ -34,7 +34,12 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     timerLookaheadMs: flags.timerLookaheadMs,
     logger,
   });
-  const stop = () => {
+  // The first SIGINT or SIGTERM stops the owner, with its grace; later ones while it stops are
+  // logged, not obeyed (a second Ctrl-C used to end the process mid-grace, its callers CANCELLED).
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return logger.warn({ signal }, "owner already stopping: waiting for the grace to end (kill -9 to end it now)");
+    stopping = true;
     owner.close().then(
       () => process.exit(0),
       (e) => {
@@ -43,6 +48,6 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
       },
     );
   };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
 }

@@ -46,8 +46,7 @@ export function compileFilter(filter: Record<string, unknown> | undefined, field
   let query: Query;
   try {
     query = new Query(prepared, { scriptEnabled: false, context });
-    // Some failures (an operand of the wrong type for any document) only surface when a document is tested.
-    withBudget(() => query.test({}));
+    refuseFailingOnAny(query, prepared);
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     fail("invalid_filter", `invalid ${label(field)}: ${reason}`, [{ field, description: reason }]);
@@ -59,6 +58,28 @@ export function compileFilter(filter: Record<string, unknown> | undefined, field
       return false; // the filter cannot be applied to this document: it does not match
     }
   };
+}
+
+/**
+ * Throws when `query` cannot work on any document: its constants alone take more than the budget,
+ * or a query operator's operand is malformed (`{a: {$in: 5}}`), which only surfaces when a
+ * document is tested. An expression that fails on the empty document only for want of its data
+ * (`$strLenCP` of a missing field) is not refused: such a document simply does not match.
+ */
+function refuseFailingOnAny(query: Query, prepared: unknown): void {
+  try {
+    withBudget(() => query.test({}));
+  } catch (e) {
+    if (e instanceof WorkExceeded) throw e;
+    withBudget(() => new Query(withoutExpr(prepared) as Record<string, unknown>, { scriptEnabled: false, context }).test({}));
+  }
+}
+
+/** A copy of filter `value` without its `$expr` clauses, at any depth (what is left are query operators). */
+function withoutExpr(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutExpr);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== "$expr").map(([key, v]) => [key, withoutExpr(v)]));
 }
 
 /** How a message names the filter: "where filter", or "filter" when the field is already called so. */
