@@ -317,6 +317,8 @@ describe("SQLite settings (E8)", () => {
     open(nested);
     expect(readdirSync(nested)).toContain("chronolog.db");
     expect(() => openStore({ dataDir: "/proc/chronolog-nope/data" })).toThrow(/cannot create the data folder \/proc\/chronolog-nope/);
+    expect(() => openStore({ dataDir: join(nested, "chronolog.db", "x") })).toThrow(/cannot use the data folder .*chronolog\.db\/x: ENOTDIR/);
+    expect(() => openStore({ dataDir: "" })).toThrow(/the data folder is empty/);
   });
 
   it("by default fsyncs the WAL itself (WalSync) with SQLite at synchronous=NORMAL", () => {

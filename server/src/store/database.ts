@@ -106,13 +106,19 @@ function setPragmas(db: Db): void {
 }
 
 /**
- * Creates folder `dir` and its missing parents, one level at a time: Node's
+ * Creates folder `dir` (not empty: "" would be the working folder) and its missing parents, one level at a time: Node's
  * `mkdirSync(dir, { recursive: true })` spins forever under a folder that refuses new entries
  * with ENOENT (`/proc/x`). Throws an Error naming the folder when one cannot be made.
  */
 function makeDataDir(dir: string): void {
+  if (dir.trim() === "") throw new Error("the data folder is empty (--data): name one");
   const absolute = resolve(dir);
-  const found = statSync(absolute, { throwIfNoEntry: false }); // ENOTDIR and EACCES still throw
+  let found;
+  try {
+    found = statSync(absolute, { throwIfNoEntry: false });
+  } catch (e) {
+    throw new Error(`cannot use the data folder ${absolute}: ${(e as Error).message}`); // ENOTDIR (a path through a file), EACCES
+  }
   if (found?.isDirectory()) return;
   if (found) throw new Error(`cannot use the data folder ${absolute}: it is not a folder`);
   if (dirname(absolute) !== absolute) makeDataDir(dirname(absolute));
