@@ -59,16 +59,15 @@ export function readPage(events: EventStatements, query: LogQuery, pageSize: num
     scannedBytes += chunk.bytes;
     for (const row of chunk.events) {
       if (row.seq > headSeq) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };
-      const previousSeq = scannedTo;
-      const count = found.length;
+      if (query.visible(row) && (query.where === matchAll || query.where(row.data))) {
+        const bytes = storedBytes(row);
+        // Past the page's byte budget: this event comes first on the next page.
+        if (found.length > 0 && foundBytes + bytes > pageByteBudget) return { events: found, scannedTo, atHead: false };
+        found.push(row);
+        foundBytes += bytes;
+      }
       scannedTo = row.seq;
       scanned++;
-      if (query.visible(row) && (query.where === matchAll || query.where(row.data))) found.push(row);
-      if (found.length > count) {
-        // The page's byte budget: this event comes first on the next page.
-        if (count > 0 && foundBytes + storedBytes(row) > pageByteBudget) return { events: found.slice(0, count), scannedTo: previousSeq, atHead: false };
-        foundBytes += storedBytes(row);
-      }
       if (found.length === pageSize) return { events: found, scannedTo, atHead: false };
     }
     if (!chunk.cut) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };
