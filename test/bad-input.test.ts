@@ -294,6 +294,10 @@ describe("bad input writes nothing", () => {
     await refused("/chronolog.v1.TimeService/Schedule", { ...every, policy: { catchUp: "CATCH_UP_POLICY_NONEE" } }, /CATCH_UP_POLICY_NONEE/);
     await refused("/chronolog.v1.TimeService/Delay", { action: "shop.remind", intervalMs: "1000", overdu: { unbounded: true } }, /overdu/);
     await refused("/chronolog.v1.TimeService/ListTimers", { kind: "TIMER_KIND_BOGUS" }, /TIMER_KIND_BOGUS/);
+    // A day the month does not have, or hour 24, is refused, not moved to the next month or day (JavaScript's Date.parse moves it: patches/).
+    await refused("/chronolog.v1.TimeService/Schedule", { timerId: "feb30", action: "shop.remind", spec: { at: "2027-02-30T00:00:00Z" } }, /RFC 3339/);
+    await refused("/chronolog.v1.TimeService/Schedule", { ...every, policy: { start: "2027-04-31T00:00:00Z" } }, /RFC 3339/);
+    await refused("/chronolog.v1.TimeService/Delay", { action: "shop.remind", at: "2027-01-01T24:00:00Z", overdue: { unbounded: true } }, /RFC 3339/);
     await refused("/chronolog.v1.LogService/Emit", { type: "order.placed", data: { amount: 3 }, caus: "x" }, /caus/);
     expect((await admin.time.listTimers({})).timers).toEqual([]);
     await expectUnchanged(admin, before);

@@ -620,7 +620,7 @@ describe("chronolog pause-timer, resume-timer, trigger-timer, backfill-timer (B1
     await until(() => h.calls.length === 3, "the triggered and backfilled calls");
     const bad = await run(["backfill-timer", "hourly", "--start", "yesterday", "--end", "2026-03-02T11:00:00Z"]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/--start must be an ISO-8601 time/);
+    expect(bad.stderr).toMatch(/--start must be an RFC 3339 time with its offset/);
   });
 });
 

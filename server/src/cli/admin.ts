@@ -2,7 +2,7 @@ import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ExecutorStatusSchema, FailedDeliverySchema } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { client, type ClientFlags } from "./client-commands.js";
-import { maxSeq, wholeNumber } from "./parse.js";
+import { maxSeq, parseMoment, wholeNumber } from "./parse.js";
 import { formatTable } from "./table.js";
 
 /**
@@ -18,9 +18,7 @@ export async function moveCursorCommand(processor: string, flags: ClientFlags & 
   if (flags.seq !== undefined) {
     to = { case: "ackFloor" as const, value: BigInt(flags.seq) };
   } else {
-    const at = new Date(flags.at!);
-    if (Number.isNaN(at.getTime())) throw new Error(`--at must be an ISO time, e.g. 2026-11-30T09:00:00Z, got ${flags.at}`);
-    to = { case: "at" as const, value: timestampFromDate(at) };
+    to = { case: "at" as const, value: timestampFromDate(parseMoment(flags.at!, "--at")) };
   }
   const { processor: status } = await client(flags).admin.moveCursor({ processor, to });
   console.log(`${processor}: ack floor ${status?.ackFloor}, lag ${status?.lag}`);

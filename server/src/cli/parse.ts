@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "commander";
+import { DateTime } from "luxon";
 
 /**
  * Checks of command-line values (O1), made before any request so a bad value gets a usage
@@ -30,9 +31,17 @@ export const seqOption = wholeNumberOption(0, maxSeq);
 /** An argParser for a number of milliseconds (0 to 2^53-1; the owner checks each field's own range). */
 export const msOption = wholeNumberOption(0, Number.MAX_SAFE_INTEGER);
 
-/** A moment given on the command line: an ISO-8601 time (e.g. `2026-03-01T00:00:00Z`), or an Error naming `flag`. */
+/** RFC 3339's date-time: a date, a time of day from 00:00:00 to 23:59:59 with optional fraction, and `Z` or an offset. */
+const rfc3339 = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * A moment given on the command line: an RFC 3339 time with its offset (e.g. `2026-03-01T00:00:00Z`,
+ * `2026-03-01T09:00:00+01:00`), as the API's JSON takes it; precision ms (finer digits are dropped).
+ * Throws an Error naming `flag` for anything else, a day the month does not have included
+ * (`2027-02-30`: not moved to March) and a time without an offset (not read as local time).
+ */
 export function parseMoment(text: string, flag: string): Date {
-  const d = new Date(text);
-  if (Number.isNaN(d.getTime())) throw new Error(`${flag} must be an ISO-8601 time such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}`);
-  return d;
+  const moment = rfc3339.test(text) ? DateTime.fromISO(text, { setZone: true }) : null;
+  if (!moment?.isValid) throw new Error(`${flag} must be an RFC 3339 time with its offset such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}${moment ? ` (${moment.invalidExplanation})` : ""}`);
+  return moment.toJSDate();
 }
