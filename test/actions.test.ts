@@ -1,11 +1,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, eventToJson, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
+import { unansweredWarnMs } from "../server/src/actions/calls.js";
 import { startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -424,6 +426,26 @@ describe("actions (A1-A4) through the real transport and SDK executors", () => {
     expect(runs).toBe(1);
     expect((await countTypes(client))["action.started"]).toBe(1);
   });
+});
+
+describe("a handler that ignores its cancel signal (A1, X4)", () => {
+  it("keeps its credit after the run timeout (the call fails ABORTED at once) and the owner warns of it 10 s later, naming the executor and the invocation", async () => {
+    const lines: string[] = [];
+    const { owner: o, client } = await owner({ logger: pino({ level: "warn" }, { write: (line: string) => void lines.push(line) }) });
+    const plugin = definePlugin({ name: "stuck", actions: { hang: { allow: ["*"], timeoutMs: 300, run: () => new Promise(() => {}) } } });
+    await client.registerPlugin(manifestOf(plugin));
+    await executor(o.url, plugin, { credits: 1 });
+    const timedOut = await callError(client.call("stuck.hang", {}, { callId: "h-1" }));
+    expect(timedOut.code).toBe(Code.Aborted);
+    expect(timedOut.message).toContain("timed out after 300 ms");
+    // The handler still runs: its slot (the credit) is not given to another call.
+    expect((await callError(client.call("stuck.hang", {}, { callId: "h-2", timeoutMs: 1_000 }))).code).toBe(Code.Unavailable);
+    expect(lines.filter((l) => l.includes("has not answered"))).toEqual([]);
+    await until(() => lines.some((l) => l.includes("has not answered")), "the warning", unansweredWarnMs + 3_000);
+    const warning = JSON.parse(lines.find((l) => l.includes("has not answered"))!);
+    expect(warning).toMatchObject({ invocation: "h-1#1", action: "stuck.hang", freeCredits: 0 });
+    expect(warning.msg).toMatch(/300 ms timeout and cancel: its credit stays held until it answers/);
+  }, unansweredWarnMs + 10_000);
 });
 
 describe("CallAction bad input", () => {

@@ -135,6 +135,9 @@ export interface ActionCallsDeps {
   logger: Logger;
 }
 
+/** How long after a run timeout (and its cancel) an executor that still holds the invocation's credit is warned of, ms. */
+export const unansweredWarnMs = 10_000;
+
 /** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why (A4). */
 const maxAnswerMarginMs = 500;
 
@@ -601,7 +604,8 @@ export class ActionCalls {
   /**
    * (Re-)arms the run timeout, `ms` after the action starts (`holdMs` from now for a held
    * Invocation): when it passes, the executor is told to cancel and the attempt fails. Its
-   * credit stays held until it answers.
+   * credit stays held until it answers (the handler may still run: the credit is its slot);
+   * one not answered {@link unansweredWarnMs} later is logged as a warning.
    */
   private armTimeout(invocation: Invocation, ms: number, holdMs = 0): void {
     if (invocation.timer) clearTimeout(invocation.timer);
@@ -609,7 +613,19 @@ export class ActionCalls {
       invocation.timer = null;
       this.cancel(invocation, `timed out after ${ms} ms`);
       invocation.end({ kind: "timeout", error: `timed out after ${ms} ms` });
+      this.warnIfUnanswered(invocation.session, invocation.id, invocation.run.call.entry.name, ms);
     }, holdMs + ms);
+  }
+
+  /** Logs a warning when `session` still holds the credit of timed-out invocation `id` {@link unansweredWarnMs} later (a handler that ignores its cancel signal). */
+  private warnIfUnanswered(session: ExecutorSession, id: string, action: string, timeoutMs: number): void {
+    setTimeout(() => {
+      if (session.closed || !session.inFlight.has(id)) return;
+      this.deps.logger.warn(
+        { session: session.id, executor: session.hosting.executor, invocation: id, action, freeCredits: session.free },
+        `executor ${session.hosting.executor} has not answered invocation ${id} of ${action} ${unansweredWarnMs} ms after its ${timeoutMs} ms timeout and cancel: its credit stays held until it answers (does the handler ignore its signal?)`,
+      );
+    }, unansweredWarnMs).unref();
   }
 
   /** Sends CancelInvocation for the attempt in flight, once. */
