@@ -155,6 +155,11 @@ describe("client command options (O1)", () => {
     expect(huge.stderr).not.toContain("Internal");
     const from = await run(["tail", "--no-follow", "--from", "abc"]);
     expect([from.code, from.stderr]).toEqual([1, expect.stringMatching(/^error: option '--from <seq>' argument 'abc' is invalid\./)]);
+    // An empty id would mean "make one" (a retry armed twice): refused, like the other options.
+    for (const args of [["delay", "x.y", "--in-ms", "5", "--overdue", "unbounded", "--id", ""], ["schedule", "x.y", "--every-ms", "60000", "--id", ""], ["emit", "x.y", "{}", "--id", ""]]) {
+      const empty = await run(args);
+      expect([empty.code, empty.stderr], args.join(" ")).toEqual([1, expect.stringMatching(/^error: option '--id <[a-z-]+>' argument '' is invalid\. must not be empty/)]);
+    }
     const seqs = await run(["redeliver", "p", "1", "99999999999999999999"]);
     expect([seqs.code, seqs.stderr]).toEqual([1, 'chronolog: each seq must be a whole number from 1 to 9007199254740991, got "99999999999999999999"\n']);
     // In range, the request is made: an unknown processor is the owner's NOT_FOUND.

@@ -5,7 +5,7 @@ import { cursorsCommand } from "./cli/cursors.js";
 import { serveCommand } from "./cli/serve.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
-import { msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
+import { idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
 import { backfillTimerCommand, cancelDelayCommand, delayCommand, scheduleCommand, setTimerPausedCommand, timersCommand, triggerTimerCommand, unscheduleCommand } from "./cli/timers.js";
 import type { OverdueBound } from "../../sdk/ts/src/client.js";
 
@@ -65,7 +65,7 @@ program
 program
   .command("emit <type> <json>")
   .description("emit one event and print it")
-  .option("--id <id>", "idempotency key")
+  .option("--id <id>", "idempotency key", idOption)
   .action(clientAction(emitCommand));
 
 program
@@ -118,7 +118,7 @@ program
 program
   .command("schedule <action> [input]")
   .description("set a runtime timer calling ACTION with INPUT (a JSON object, default {}): by --cron in a --zone, --every-ms or once --at (recorded as timer.scheduled)")
-  .option("--id <timer-id>", "timer id (default: the owner makes one); the same id replaces that timer")
+  .option("--id <timer-id>", "timer id (default: the owner makes one); the same id replaces that timer", idOption)
   .option("--cron <expr>", "5-field cron expression, e.g. \"0 9 * * 1\"")
   .option("--zone <zone>", "IANA time zone of --cron (default UTC)")
   .addOption(new Option("--dst-gap <policy>", "a --cron wall time in a daylight-saving gap: shift (default) or skip").choices(["shift", "skip"]))
@@ -147,7 +147,7 @@ program
   .option("--in-ms <n>", "due N ms from now", msOption)
   .option("--at <iso-time>", "due at this moment")
   .requiredOption("--overdue <bound>", overdueHelp + " (required)", parseOverdue)
-  .option("--id <delay-id>", "delay id (default: the owner makes one); the same delay with the same id is armed once, so a retry is safe")
+  .option("--id <delay-id>", "delay id (default: the owner makes one); the same delay with the same id is armed once, so a retry is safe", idOption)
   .option("--json", "print {delayId, due} as JSON", false)
   .action(clientAction(delayCommand));
 

@@ -25,6 +25,12 @@ export function wholeNumberOption(min: number, max: number): (value: string) => 
   };
 }
 
+/** An argParser for an id flag: refuses the empty string, which would otherwise mean "no id" (a fresh one each time, so a retry would not be idempotent). */
+export function idOption(value: string): string {
+  if (value === "") throw new InvalidArgumentError("must not be empty (leave the flag out for an id the owner makes)");
+  return value;
+}
+
 /** An argParser for a seq (0 to 2^53-1). */
 export const seqOption = wholeNumberOption(0, maxSeq);
 
