@@ -3,6 +3,8 @@
 // cancel-delay), a closed stdout pipe (EPIPE) and numeric options checked before any request.
 
 import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -12,7 +14,7 @@ import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { cli } from "./helpers/cli.js";
 import { eventsOf } from "./helpers/log-snapshot.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -170,5 +172,8 @@ describe("client command options (O1)", () => {
   it("a bad --url and a missing or malformed manifest file get messages that name them", async () => {
     expect(await cli(["--url", "garbage", "emit", "a.b", "{}"])).toMatchObject({ code: 1, stderr: 'chronolog: --url "garbage" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)\n' });
     expect(await cli(["register", "/chronolog-no-such-manifest.yaml"])).toMatchObject({ code: 1, stderr: "chronolog: cannot read the manifest /chronolog-no-such-manifest.yaml: no such file\n" });
+    const file = join(tempDir(), "bad.yaml");
+    writeFileSync(file, "name: t\nschedules:\n  x:\n    action: t.a\n    every_ms: 60000\n    dst: {gap: DST_GAP_NOPE}\n");
+    expect(await cli(["register", file])).toMatchObject({ code: 1, stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not a PluginManifest \\(nothing was sent\\): .*DST_GAP_NOPE`)) });
   });
 });

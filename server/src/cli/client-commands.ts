@@ -55,6 +55,12 @@ export async function registerCommand(file: string, flags: ClientFlags): Promise
     throw new Error(`cannot read the manifest ${file}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
   }
   const manifest = file.endsWith(".json") ? parseObject(text, file) : parseYaml(text);
-  const response = await client(flags).registerPlugin(fromJson(PluginManifestSchema, manifest));
+  let decoded;
+  try {
+    decoded = fromJson(PluginManifestSchema, manifest);
+  } catch (e) {
+    throw new Error(`the manifest ${file} is not a PluginManifest (nothing was sent): ${(e as Error).message}`);
+  }
+  const response = await client(flags).registerPlugin(decoded);
   console.log(JSON.stringify({ plugin: response.plugin?.manifest?.name, revision: response.plugin?.revision, changed: response.changed }));
 }
