@@ -31,7 +31,9 @@ import { sha256Bytes, sha256Hex } from "../sha256.js";
 // Schedule policies (B1) shape a recurring timer's moments. Its *nominal* moments are the
 // spec's (cron fire times under its DST policy, B2; or anchor + k·every), kept within
 // [start, end). Each is *due* at nominal + jitter offset (deterministic per timer and moment,
-// always before the next nominal moment), so the due moments are strictly increasing and each
+// always before the next nominal moment: spread over the gap to it when the jitter is wider,
+// {@link dueOf}; `every_ms` timers may not have such a jitter at all,
+// {@link checkSchedulePolicy}), so the due moments are strictly increasing and each
 // nominal moment has exactly one occurrence (occurrence id from its due moment). The stored
 // next_due_ms is a due moment; {@link nominalOf} maps it back. The timer is spent after its
 // last moment before `end`, or once `max_count` occurrences were made (counted on `occurrences`;
@@ -66,7 +68,11 @@ export type CatchUpPolicy = "latest" | "allWithinWindow" | "none";
 
 /** How a recurring timer runs (B1). Times in ms; instants ms since the epoch, UTC. */
 export interface SchedulePolicy {
-  /** Each occurrence is made up to this many ms after its nominal moment (deterministic offset); 0: none. */
+  /**
+   * Each occurrence is made up to this many ms after its nominal moment (deterministic offset,
+   * {@link dueOf}); 0: none. Below `every_ms` for `every_ms` timers; a cron timer's wider
+   * jitter spreads each offset over the gap to the next moment instead.
+   */
   jitterMs: number;
   /** No nominal moment before this instant; null: none. */
   startMs: number | null;
@@ -253,12 +259,20 @@ export function anchorFor(spec: TimerSpec, nowMs: number): number | null {
 
 /**
  * Checks a schedule policy (B1) for `spec`, reporting under `field` ("policy"): INVALID_ARGUMENT
- * naming `policy.jitter_ms`, `.end` (not after `start`), `.max_count`, `.catch_up_window_ms`
- * (required, at least 1,000 ms, with "allWithinWindow"; 0 otherwise), or `policy` itself when a
- * one-shot (`at`) is given anything but the default. Returns it.
+ * naming `policy.jitter_ms` (0 to 100 years; for an `every_ms` spec also below `every_ms`, so
+ * the jitter never reaches the next moment), `.end` (not after `start`), `.max_count`,
+ * `.catch_up_window_ms` (required, at least 1,000 ms, with "allWithinWindow"; 0 otherwise), or
+ * `policy` itself when a one-shot (`at`) is given anything but the default. Returns it. The one
+ * check of the Schedule RPC, manifests' schedules and schedule patches. A cron spec takes any
+ * jitter: its gaps vary, and {@link dueOf} spreads a jitter wider than a gap over that gap.
  */
 export function checkSchedulePolicy(policy: SchedulePolicy, spec: TimerSpec, field = "policy"): SchedulePolicy {
   checkMs(policy.jitterMs, `${field}.jitter_ms`, 0, maxHorizonMs);
+  // An every_ms out of range is the spec's error (reported by its own check), not the jitter's.
+  if (spec.kind === "every" && Number.isSafeInteger(spec.everyMs) && spec.everyMs >= minEveryMs && policy.jitterMs >= spec.everyMs) {
+    const max = spec.everyMs - 1;
+    fail("bad_request", `${field}.jitter_ms must be from 0 to ${max} ms (less than every_ms, ${spec.everyMs} ms), got ${policy.jitterMs}`, [{ field: `${field}.jitter_ms`, description: `from 0 to ${max} ms (less than every_ms)` }]);
+  }
   for (const [bound, ms] of [["start", policy.startMs], ["end", policy.endMs]] as const) {
     // A protobuf Timestamp (and so every client, JSON ones first) only holds years 1 to 9999.
     if (ms !== null && !(ms >= minTimestampMs && ms <= maxTimestampMs)) fail("bad_request", `${field}.${bound} must be between 0001-01-01 and 9999-12-31`, [{ field: `${field}.${bound}`, description: "out of the Timestamp range" }]);
@@ -328,7 +342,8 @@ export function owedOccurrences(timer: TimerMoments, nowMs: number): { dueMs: nu
   if (timer.spec.kind === "at") return { dueMs: [due], nextDueMs: null };
   const policy = timer.policy ?? defaultSchedulePolicy;
   const first = nominalOf(timer, due);
-  // The latest nominal moment whose due moment has come (jitter never reaches the next moment).
+  // The latest nominal moment whose due moment has come (jitter never reaches the next moment:
+  // dueOf keeps every offset below the gap, so the moment before one at or before now is due by now).
   let last = rawPrev(timer, nowMs + 1) ?? first;
   if (policy.endMs !== null && last >= policy.endMs) last = rawPrev(timer, policy.endMs) ?? first;
   if (dueOf(timer, last) > nowMs) last = rawPrev(timer, last) ?? first;
@@ -527,27 +542,34 @@ function everyOrigin(timer: TimerMoments): number {
 
 /**
  * The due moment of nominal moment `n` of `timer` (B1): `n` plus its jitter offset, a
- * deterministic function of the timer id and `n` up to `jitterMs`, capped below the gap to the
- * next nominal moment so due moments stay strictly increasing.
+ * deterministic function of the timer id and `n`, from 0 up to `min(jitterMs, gap - 1)` where
+ * `gap` is the distance to the next nominal moment. So the offset never reaches the next
+ * moment and due moments stay strictly increasing: a jitter below the gap gives its offsets
+ * from 0 to `jitterMs` as always; a wider one (cron, whose gaps vary; `every_ms` timers set
+ * before the check of {@link checkSchedulePolicy}) spreads them evenly over the whole gap
+ * rather than piling them up at its last ms.
  */
 export function dueOf(timer: TimerMoments, n: number): number {
   const jitter = timer.policy?.jitterMs ?? 0;
   if (jitter === 0) return n;
   const next = rawNext(timer, n);
-  const offset = jitterOffset(timer.id ?? "", n, jitter);
-  return n + (next === null ? offset : Math.min(offset, next - n - 1));
+  return n + jitterOffset(timer.id ?? "", n, next === null ? jitter : Math.min(jitter, next - n - 1));
 }
 
-/** The nominal moment whose due moment is `dueMs` (the inverse of {@link dueOf}, B1). */
+/** The nominal moment whose due moment is `dueMs` (the inverse of {@link dueOf}, B1): the last one at or before it, as a due moment is before the next nominal moment. */
 export function nominalOf(timer: TimerMoments, dueMs: number): number {
   if ((timer.policy?.jitterMs ?? 0) === 0 || timer.spec.kind === "at") return timer.spec.kind === "at" ? timer.spec.atMs : dueMs;
   return rawPrev(timer, dueMs + 1) ?? dueMs;
 }
 
-/** 0 to `jitterMs` ms: from SHA-256 over the timer id and the nominal moment (B1). */
-function jitterOffset(timerId: string, nominalMs: number, jitterMs: number): number {
+/**
+ * 0 to `maxMs` ms (inclusive), spread (near-)evenly over that range: from SHA-256 over the
+ * timer id and the nominal moment (B1). The same hash for any `maxMs`, so only the range
+ * changes a moment's offset.
+ */
+function jitterOffset(timerId: string, nominalMs: number, maxMs: number): number {
   const h = sha256Bytes(`timer-jitter\n${timerId}\n${nominalMs}`);
-  return h.readUIntBE(0, 6) % (jitterMs + 1);
+  return h.readUIntBE(0, 6) % (maxMs + 1);
 }
 
 /**
