@@ -3,6 +3,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ChronologClient } from "./client.js";
 import type { Actor } from "./gen/chronolog/v1/event_pb.js";
 import { Outcome, type ActionResultSchema, type Invocation } from "./gen/chronolog/v1/executor_pb.js";
+import { jsonProblem } from "./json-check.js";
 import type { ActionDefinition, PluginDefinition } from "./plugin.js";
 import { CauseWork, type WorkUnderCause } from "./work.js";
 
@@ -110,13 +111,14 @@ export class ActionHost {
   }
 }
 
-/** Throws a terminal error when `output` cannot be written as JSON (a BigInt, a cycle): it could not be sent, and the same run would return it again. */
+/**
+ * Throws a terminal error when `output` is not plain JSON (a BigInt, NaN, undefined, a Date, a
+ * cycle, ...: see {@link jsonProblem}): it could not be sent as it is (protobuf would alter it),
+ * and the same run would return it again.
+ */
 function assertJson(action: string, output: object): void {
-  try {
-    JSON.stringify(output);
-  } catch (e) {
-    throw Object.assign(new Error(`${action} returned an output that is not JSON: ${e instanceof Error ? e.message : String(e)}`), { name: "TerminalError" });
-  }
+  const problem = jsonProblem(output, "output");
+  if (problem) throw Object.assign(new Error(`${action} returned an output that is not JSON: ${problem}`), { name: "TerminalError" });
 }
 
 /**

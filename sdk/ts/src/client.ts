@@ -1,6 +1,6 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromMs, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ActionService } from "./gen/chronolog/v1/action_pb.js";
 import { AdminService } from "./gen/chronolog/v1/admin_pb.js";
@@ -9,6 +9,7 @@ import { EventSchema, type Actor, type Event } from "./gen/chronolog/v1/event_pb
 import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
 import { PluginService, type PluginManifestSchema, type RegisterPluginResponse } from "./gen/chronolog/v1/plugin_pb.js";
 import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimeService, TimerKind, type DstPolicySchema, type OverdueSchema, type SchedulePolicySchema, type Timer, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
+import { jsonCheckingTransport } from "./json-check.js";
 
 /** How to reach an owner. */
 export interface ClientOptions {
@@ -219,6 +220,16 @@ const timerKinds: Record<TimerKindName, TimerKind> = { runtime: TimerKind.RUNTIM
  * ConnectErrors with the owner's gRPC code and message (e.g. INVALID_ARGUMENT
  * naming the schema path). The raw generated clients are exposed as `log`,
  * `plugins`, `collections` and `actions`.
+ *
+ * Nothing is sent that the owner would receive altered: a request (of these methods or of the
+ * raw clients) whose google.protobuf.Struct fields (event data, action and timer inputs,
+ * documents, patches, filters, manifest schemas) hold a value that is not plain JSON (a
+ * BigInt, NaN or ±Infinity, undefined, a function, a symbol, a Date, Map, Set or other class
+ * instance, a cycle) fails with a ConnectError INVALID_ARGUMENT naming its path, e.g.
+ * `input.a: a BigInt is not JSON` (see `jsonProblem` in json-check.ts); so does a bad number,
+ * moment or choice in options, naming the option (e.g. `intervalMs must be a non-negative
+ * integer number of ms (got -1)`, `at must be a valid Date or ...`, `overdue must be
+ * "unbounded", "onTimeOrNever" or { maxLatenessMs } (got "sometimes")`). Nothing is sent then.
  */
 export class ChronologClient {
   readonly log: Client<typeof LogService>;
@@ -229,12 +240,13 @@ export class ChronologClient {
   readonly admin: Client<typeof AdminService>;
 
   constructor(readonly transport: Transport) {
-    this.time = createRpcClient(TimeService, transport);
-    this.admin = createRpcClient(AdminService, transport);
-    this.log = createRpcClient(LogService, transport);
-    this.plugins = createRpcClient(PluginService, transport);
-    this.collections = createRpcClient(CollectionService, transport);
-    this.actions = createRpcClient(ActionService, transport);
+    const checked = jsonCheckingTransport(transport);
+    this.time = createRpcClient(TimeService, checked);
+    this.admin = createRpcClient(AdminService, checked);
+    this.log = createRpcClient(LogService, checked);
+    this.plugins = createRpcClient(PluginService, checked);
+    this.collections = createRpcClient(CollectionService, checked);
+    this.actions = createRpcClient(ActionService, checked);
   }
 
   /**
@@ -247,9 +259,10 @@ export class ChronologClient {
    * ALREADY_EXISTS when `callId` was used for another action or input.
    */
   async call(action: string, input: JsonObject = {}, options: CallOptions = {}): Promise<CallResult> {
+    const timeoutMs = options.timeoutMs === undefined ? undefined : timeoutOf(options.timeoutMs);
     const response = await this.actions.callAction(
-      { action, input, callId: options.callId ?? "", actor: options.actor, cause: options.cause },
-      { signal: options.signal, timeoutMs: options.timeoutMs },
+      { action, input, callId: options.callId ?? "", actor: options.actor, cause: causeOf(options.cause) },
+      { signal: options.signal, timeoutMs },
     );
     return { callId: response.callId, output: response.output ?? {}, fromLog: response.fromLog };
   }
@@ -267,9 +280,11 @@ export class ChronologClient {
 
   /** Reads every matching event after `afterSeq` up to the head, page by page. */
   async *read(query: LogQueryOptions = {}, pageSize = 500): AsyncGenerator<Event> {
+    const afterSeq = seqOf(query.afterSeq ?? 0, "afterSeq");
+    const size = uint32Of(pageSize, "pageSize");
     let pageToken = "";
     do {
-      const page = await this.log.readLog({ afterSeq: BigInt(query.afterSeq ?? 0), types: query.types, where: query.where, pageSize, pageToken });
+      const page = await this.log.readLog({ afterSeq, types: query.types, where: query.where, pageSize: size, pageToken });
       yield* page.events;
       pageToken = page.nextPageToken;
     } while (pageToken !== "");
@@ -281,7 +296,7 @@ export class ChronologClient {
    * catch-up ends.
    */
   async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void } = {}): AsyncGenerator<Event> {
-    const stream = this.log.watch({ afterSeq: BigInt(query.afterSeq ?? 0), types: query.types, where: query.where }, { signal: options.signal });
+    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where }, { signal: options.signal });
     for await (const item of stream) {
       if (item.message.case === "event") yield item.message.value;
       else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
@@ -290,22 +305,22 @@ export class ChronologClient {
 
   /** Creates a document (C2); `_id` is generated when absent. ALREADY_EXISTS when taken. */
   async createDocument(collection: string, doc: JsonObject, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
-    return writeResult(await this.collections.createDocument({ collection, doc, ...options }));
+    return writeResult(await this.collections.createDocument({ collection, doc, ...options, cause: causeOf(options.cause) }));
   }
 
   /** Replaces a document. NOT_FOUND when absent. */
   async replaceDocument(collection: string, id: string, doc: JsonObject, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
-    return writeResult(await this.collections.replaceDocument({ collection, id, doc, ...options }));
+    return writeResult(await this.collections.replaceDocument({ collection, id, doc, ...options, cause: causeOf(options.cause) }));
   }
 
   /** Sets fields (by dotted path) and unsets paths of a document. NOT_FOUND when absent. */
   async patchDocument(collection: string, id: string, patch: { set?: JsonObject; unset?: string[] }, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
-    return writeResult(await this.collections.patchDocument({ collection, id, set: patch.set, unset: patch.unset, ...options }));
+    return writeResult(await this.collections.patchDocument({ collection, id, set: patch.set, unset: patch.unset, ...options, cause: causeOf(options.cause) }));
   }
 
   /** Deletes a document; resolves with its `.deleted` event's seq (0 when none). NOT_FOUND when absent. */
   async deleteDocument(collection: string, id: string, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
-    const response = await this.collections.deleteDocument({ collection, id, ...options });
+    const response = await this.collections.deleteDocument({ collection, id, ...options, cause: causeOf(options.cause) });
     return { seq: response.seq };
   }
 
@@ -317,7 +332,7 @@ export class ChronologClient {
 
   /** Documents matching a MongoDB filter, sorted, at most `limit`. */
   async findDocuments(collection: string, options: FindOptions = {}): Promise<JsonObject[]> {
-    const response = await this.collections.findDocuments({ collection, filter: options.filter, sort: options.sort, limit: options.limit ?? 0 });
+    const response = await this.collections.findDocuments({ collection, filter: options.filter, sort: options.sort, limit: uint32Of(options.limit ?? 0, "limit") });
     return response.documents.map((d) => d.doc ?? {});
   }
 
@@ -334,7 +349,7 @@ export class ChronologClient {
    */
   async schedule(action: string, input: JsonObject, when: TimerWhen, options: ScheduleOptions = {}): Promise<Timer> {
     const response = await this.time.schedule(
-      { timerId: options.timerId ?? "", action, input, spec: specOf(when), overdue: overdueOf(options.overdue ?? "unbounded"), policy: options.policy && schedulePolicyOf(options.policy), actor: options.actor, cause: options.cause },
+      { timerId: options.timerId ?? "", action, input, spec: specOf(when), overdue: overdueOf(options.overdue ?? "unbounded"), policy: options.policy && schedulePolicyOf(options.policy), actor: options.actor, cause: causeOf(options.cause) },
       { signal: options.signal },
     );
     return response.timer!;
@@ -342,7 +357,7 @@ export class ChronologClient {
 
   /** Stops runtime timer `timerId` (T3). NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule. */
   async unschedule(timerId: string, options: TimerChangeOptions = {}): Promise<void> {
-    await this.time.unschedule({ timerId, cause: options.cause }, { signal: options.signal });
+    await this.time.unschedule({ timerId, cause: causeOf(options.cause) }, { signal: options.signal });
   }
 
   /**
@@ -361,10 +376,10 @@ export class ChronologClient {
       {
         action,
         input,
-        when: "intervalMs" in when ? { case: "intervalMs", value: BigInt(when.intervalMs) } : { case: "at", value: timestampFromMs(msOf(when.at)) },
+        when: delayWhenOf(when),
         overdue: overdueOf(overdue),
         actor: options.actor,
-        cause: options.cause,
+        cause: causeOf(options.cause),
         freshChain: options.freshChain ?? false,
         delayId: options.delayId ?? "",
       },
@@ -375,14 +390,16 @@ export class ChronologClient {
 
   /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */
   async cancelDelay(delayId: string, options: TimerChangeOptions = {}): Promise<void> {
-    await this.time.cancelDelay({ delayId, cause: options.cause }, { signal: options.signal });
+    await this.time.cancelDelay({ delayId, cause: causeOf(options.cause) }, { signal: options.signal });
   }
 
   /** Every timer the caller may read (T4), pending ones by next due moment first, page by page; `kind` narrows to one kind. */
   async *listTimers(options: { kind?: TimerKindName; pageSize?: number } = {}): AsyncGenerator<Timer> {
+    const kind = options.kind === undefined ? TimerKind.UNSPECIFIED : choiceOf(options.kind, "kind", timerKinds);
+    const pageSize = uint32Of(options.pageSize ?? 0, "pageSize");
     let pageToken = "";
     do {
-      const page = await this.time.listTimers({ kind: options.kind ? timerKinds[options.kind] : TimerKind.UNSPECIFIED, pageSize: options.pageSize ?? 0, pageToken });
+      const page = await this.time.listTimers({ kind, pageSize, pageToken });
       yield* page.timers;
       pageToken = page.nextPageToken;
     } while (pageToken !== "");
@@ -390,7 +407,7 @@ export class ChronologClient {
 
   /** Timer `timerId` with its next `previewCount` fire times in `preview` (at most 100; T4). NOT_FOUND when unknown. */
   async getTimer(timerId: string, options: { previewCount?: number } = {}): Promise<Timer> {
-    return (await this.time.getTimer({ timerId, previewCount: options.previewCount ?? 0 })).timer!;
+    return (await this.time.getTimer({ timerId, previewCount: uint32Of(options.previewCount ?? 0, "previewCount") })).timer!;
   }
 
   /**
@@ -400,7 +417,7 @@ export class ChronologClient {
    * FAILED_PRECONDITION (a delay or a one-shot).
    */
   async pauseTimer(timerId: string, options: PauseOptions = {}): Promise<{ timer: Timer; unchanged: boolean }> {
-    const r = await this.time.pauseTimer({ timerId, note: options.note ?? "", cause: options.cause }, { signal: options.signal });
+    const r = await this.time.pauseTimer({ timerId, note: options.note ?? "", cause: causeOf(options.cause) }, { signal: options.signal });
     return { timer: r.timer!, unchanged: r.unchanged };
   }
 
@@ -410,7 +427,7 @@ export class ChronologClient {
    * when it was not paused. Errors as {@link pauseTimer}.
    */
   async resumeTimer(timerId: string, options: PauseOptions = {}): Promise<{ timer: Timer; unchanged: boolean }> {
-    const r = await this.time.resumeTimer({ timerId, note: options.note ?? "", cause: options.cause }, { signal: options.signal });
+    const r = await this.time.resumeTimer({ timerId, note: options.note ?? "", cause: causeOf(options.cause) }, { signal: options.signal });
     return { timer: r.timer!, unchanged: r.unchanged };
   }
 
@@ -420,7 +437,7 @@ export class ChronologClient {
    * FAILED_PRECONDITION for a delay.
    */
   async triggerTimer(timerId: string, options: TimerChangeOptions = {}): Promise<{ occurrenceId: string; due: Date }> {
-    const r = await this.time.triggerTimer({ timerId, cause: options.cause }, { signal: options.signal });
+    const r = await this.time.triggerTimer({ timerId, cause: causeOf(options.cause) }, { signal: options.signal });
     return { occurrenceId: r.occurrenceId, due: dateOf(r.due) };
   }
 
@@ -431,7 +448,7 @@ export class ChronologClient {
    * or a range of over 1,000 fire times; FAILED_PRECONDITION for a delay or a one-shot.
    */
   async backfillTimer(timerId: string, start: Date | number, end: Date | number, options: TimerChangeOptions = {}): Promise<BackfilledOccurrenceResult[]> {
-    const r = await this.time.backfillTimer({ timerId, start: timestampFromMs(msOf(start)), end: timestampFromMs(msOf(end)), cause: options.cause }, { signal: options.signal });
+    const r = await this.time.backfillTimer({ timerId, start: momentOf(start, "start"), end: momentOf(end, "end"), cause: causeOf(options.cause) }, { signal: options.signal });
     return r.occurrences.map((o) => ({ occurrenceId: o.occurrenceId, due: dateOf(o.due), existing: o.existing }));
   }
 
@@ -460,44 +477,161 @@ export function createTransport(options: ClientOptions): Transport {
   return protocol === "connect" ? createConnectTransport({ ...common, httpVersion }) : createGrpcWebTransport({ ...common, httpVersion });
 }
 
-/** A moment as whole ms since the epoch: Timestamp.nanos is an int32, so a fractional ms (e.g. from `performance` or arithmetic) is rounded, not sent as a fraction. */
-function msOf(at: Date | number): number {
-  return Math.round(typeof at === "number" ? at : at.getTime());
+/** INVALID_ARGUMENT for a request the client refuses before sending anything (the code the owner gives a bad request). */
+function invalid(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}
+
+/** `value` as a refusal shows it: `-1`, `NaN`, `"sometimes"`, `10n`, `an invalid Date`. */
+function shown(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an invalid Date" : value.toISOString();
+  if (Array.isArray(value)) return "an array";
+  if (value !== null && typeof value === "object") return "an object";
+  if (typeof value === "function") return "a function";
+  return String(value);
+}
+
+/** `["a", "b", "c"]` as `"a", "b" or "c"`. */
+function listed(names: string[]): string {
+  const quoted = names.map((n) => JSON.stringify(n));
+  return quoted.length < 2 ? quoted.join("") : `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}`;
+}
+
+const MAX_UINT32 = 4_294_967_295;
+const MAX_UINT64 = 18_446_744_073_709_551_615n;
+/** The most ms from the epoch a Date holds (either way); the owner names moments outside years 1-9999 itself. */
+const MAX_DATE_MS = 8.64e15;
+/** The longest deadline gRPC's `grpc-timeout` header can carry (8 digits of ms). */
+const MAX_TIMEOUT_MS = 99_999_999;
+
+/** A uint64 field in ms: INVALID_ARGUMENT `<name> must be a non-negative integer number of ms (got <value>)` unless `value` is a non-negative safe integer. */
+function msOf(value: unknown, name: string): bigint {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw invalid(`${name} must be a non-negative integer number of ms (got ${shown(value)})`);
+  return BigInt(value);
+}
+
+/** A uint64 count: INVALID_ARGUMENT `<name> must be a non-negative integer (got <value>)` unless `value` is a non-negative safe integer. */
+function countOf(value: unknown, name: string): bigint {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw invalid(`${name} must be a non-negative integer (got ${shown(value)})`);
+  return BigInt(value);
+}
+
+/** A uint32 field: INVALID_ARGUMENT `<name> must be an integer from 0 to 4294967295 (got <value>)` otherwise. */
+function uint32Of(value: unknown, name: string): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_UINT32) throw invalid(`${name} must be an integer from 0 to ${MAX_UINT32} (got ${shown(value)})`);
+  return value;
+}
+
+/** A seq (uint64), a number or a bigint: INVALID_ARGUMENT `<name> must be a non-negative integer (a number or a bigint) (got <value>)` otherwise. */
+function seqOf(value: unknown, name: string): bigint {
+  if (typeof value === "bigint" && value >= 0n && value <= MAX_UINT64) return value;
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+  throw invalid(`${name} must be a non-negative integer (a number or a bigint) (got ${shown(value)})`);
+}
+
+/** A call's deadline: INVALID_ARGUMENT unless a positive integer number of ms that gRPC can carry. */
+function timeoutOf(value: unknown): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > MAX_TIMEOUT_MS) throw invalid(`timeoutMs must be a positive integer number of ms, at most ${MAX_TIMEOUT_MS} (got ${shown(value)})`);
+  return value;
+}
+
+/**
+ * A moment (a Date or ms since the epoch) as a Timestamp, in whole ms: Timestamp.nanos is an
+ * int32, so a fractional ms (e.g. from `performance` or arithmetic) is rounded, not sent as a
+ * fraction. INVALID_ARGUMENT naming `name` for an invalid Date, a non-finite number or one
+ * beyond a Date's range (±8.64e15 ms), or anything else. (Moments a Date holds but outside
+ * years 1-9999 are the owner's to refuse: INVALID_ARGUMENT naming the field.)
+ */
+function momentOf(at: unknown, name: string): Timestamp {
+  const ms = typeof at === "number" ? Math.round(at) : at instanceof Date ? at.getTime() : NaN;
+  if (!(Math.abs(ms) <= MAX_DATE_MS)) throw invalid(`${name} must be a valid Date or a number of ms since the epoch within the range of a Date (got ${shown(at)})`);
+  return timestampFromMs(ms);
+}
+
+/** `choices[value]`: INVALID_ARGUMENT `<name> must be "a", "b" or "c" (got <value>)` unless `value` is one of its keys. */
+function choiceOf<T>(value: unknown, name: string, choices: Record<string, T>): T {
+  if (typeof value === "string" && Object.hasOwn(choices, value)) return choices[value];
+  throw invalid(`${name} must be ${listed(Object.keys(choices))} (got ${shown(value)})`);
+}
+
+/** Which one of `keys` the object `when` has: INVALID_ARGUMENT unless exactly one. */
+function whenKeyOf<K extends string>(when: unknown, keys: K[]): K {
+  const given = when !== null && typeof when === "object" ? keys.filter((k) => k in when) : [];
+  if (given.length !== 1) throw invalid(`when must have exactly one of ${listed(keys)} (got ${given.length > 1 ? given.join(", ") : when !== null && typeof when === "object" ? "none" : shown(when)})`);
+  return given[0];
+}
+
+/** A cause (X5) as sent: INVALID_ARGUMENT unless an object whose `position` is a uint32. */
+function causeOf(cause: { eventId: string; position: number } | undefined): { eventId: string; position: number } | undefined {
+  if (cause === undefined) return undefined;
+  if (cause === null || typeof cause !== "object") throw invalid(`cause must be { eventId, position } (got ${shown(cause)})`);
+  uint32Of(cause.position, "cause.position");
+  return cause;
 }
 
 function specOf(when: TimerWhen): MessageInitShape<typeof TimerSpecSchema> {
-  if ("at" in when) return { when: { case: "at", value: timestampFromMs(msOf(when.at)) } };
-  if ("cron" in when) return { when: { case: "cron", value: { expression: when.cron, zone: when.zone ?? "", dst: when.dst && dstOf(when.dst) } } };
-  return { when: { case: "everyMs", value: BigInt(when.everyMs) } };
+  switch (whenKeyOf(when, ["at", "cron", "everyMs"])) {
+    case "at":
+      return { when: { case: "at", value: momentOf((when as { at: unknown }).at, "at") } };
+    case "cron": {
+      const { cron, zone, dst } = when as { cron: unknown; zone?: unknown; dst?: DstOptions };
+      if (typeof cron !== "string") throw invalid(`cron must be a string (got ${shown(cron)})`);
+      if (zone !== undefined && typeof zone !== "string") throw invalid(`zone must be a string (got ${shown(zone)})`);
+      return { when: { case: "cron", value: { expression: cron, zone: zone ?? "", dst: dst && dstOf(dst) } } };
+    }
+    default:
+      return { when: { case: "everyMs", value: msOf((when as { everyMs: unknown }).everyMs, "everyMs") } };
+  }
 }
 
-/** A DST policy (B2) in its API form (DstPolicy). */
+function delayWhenOf(when: DelayWhen): { case: "intervalMs"; value: bigint } | { case: "at"; value: Timestamp } {
+  return whenKeyOf(when, ["intervalMs", "at"]) === "intervalMs"
+    ? { case: "intervalMs", value: msOf((when as { intervalMs: unknown }).intervalMs, "intervalMs") }
+    : { case: "at", value: momentOf((when as { at: unknown }).at, "at") };
+}
+
+/**
+ * A DST policy (B2) in its API form (DstPolicy). Throws a ConnectError INVALID_ARGUMENT for a
+ * `gap` other than "shift" or "skip" or a `repeated` other than "first", "last" or "both"
+ * (absent ones are the owner's defaults).
+ */
 export function dstOf(dst: DstOptions): MessageInitShape<typeof DstPolicySchema> {
+  if (dst === null || typeof dst !== "object") throw invalid(`dst must be an object (got ${shown(dst)})`);
   return {
-    gap: dst.gap === "skip" ? DstGap.SKIP : dst.gap === "shift" ? DstGap.SHIFT : DstGap.UNSPECIFIED,
-    repeated: dst.repeated === "last" ? DstRepeated.LAST : dst.repeated === "both" ? DstRepeated.BOTH : dst.repeated === "first" ? DstRepeated.FIRST : DstRepeated.UNSPECIFIED,
+    gap: dst.gap === undefined ? DstGap.UNSPECIFIED : choiceOf(dst.gap, "dst.gap", { shift: DstGap.SHIFT, skip: DstGap.SKIP }),
+    repeated: dst.repeated === undefined ? DstRepeated.UNSPECIFIED : choiceOf(dst.repeated, "dst.repeated", { first: DstRepeated.FIRST, last: DstRepeated.LAST, both: DstRepeated.BOTH }),
   };
 }
 
-/** A schedule policy (B1) in its API form (SchedulePolicy). */
+/**
+ * A schedule policy (B1) in its API form (SchedulePolicy). Throws a ConnectError
+ * INVALID_ARGUMENT naming the field (`policy.jitterMs`, `policy.start`, `policy.maxCount`,
+ * `policy.overlap`, ...) for a number of ms or a count that is not a non-negative integer, a
+ * moment that is not a valid Date or ms since the epoch, or an unknown overlap or catch-up name.
+ */
 export function schedulePolicyOf(policy: SchedulePolicyOptions): MessageInitShape<typeof SchedulePolicySchema> {
-  const overlaps = { allow: OverlapPolicy.ALLOW, skip: OverlapPolicy.SKIP, bufferOne: OverlapPolicy.BUFFER_ONE } as const;
-  const catchUps = { latest: CatchUpPolicy.LATEST, allWithinWindow: CatchUpPolicy.ALL_WITHIN_WINDOW, none: CatchUpPolicy.NONE } as const;
+  if (policy === null || typeof policy !== "object") throw invalid(`policy must be an object (got ${shown(policy)})`);
+  const overlaps = { allow: OverlapPolicy.ALLOW, skip: OverlapPolicy.SKIP, bufferOne: OverlapPolicy.BUFFER_ONE };
+  const catchUps = { latest: CatchUpPolicy.LATEST, allWithinWindow: CatchUpPolicy.ALL_WITHIN_WINDOW, none: CatchUpPolicy.NONE };
   return {
-    jitterMs: BigInt(policy.jitterMs ?? 0),
-    start: policy.start === undefined ? undefined : timestampFromMs(msOf(policy.start)),
-    end: policy.end === undefined ? undefined : timestampFromMs(msOf(policy.end)),
-    maxCount: BigInt(policy.maxCount ?? 0),
-    overlap: policy.overlap ? overlaps[policy.overlap] : OverlapPolicy.UNSPECIFIED,
-    catchUp: policy.catchUp ? catchUps[policy.catchUp] : CatchUpPolicy.UNSPECIFIED,
-    catchUpWindowMs: BigInt(policy.catchUpWindowMs ?? 0),
+    jitterMs: msOf(policy.jitterMs ?? 0, "policy.jitterMs"),
+    start: policy.start === undefined ? undefined : momentOf(policy.start, "policy.start"),
+    end: policy.end === undefined ? undefined : momentOf(policy.end, "policy.end"),
+    maxCount: countOf(policy.maxCount ?? 0, "policy.maxCount"),
+    overlap: policy.overlap === undefined ? OverlapPolicy.UNSPECIFIED : choiceOf(policy.overlap, "policy.overlap", overlaps),
+    catchUp: policy.catchUp === undefined ? CatchUpPolicy.UNSPECIFIED : choiceOf(policy.catchUp, "policy.catchUp", catchUps),
+    catchUpWindowMs: msOf(policy.catchUpWindowMs ?? 0, "policy.catchUpWindowMs"),
   };
 }
 
+/** A lateness bound (K3, K4) in its API form: INVALID_ARGUMENT for anything but "unbounded", "onTimeOrNever" or `{ maxLatenessMs }` with a non-negative integer. */
 function overdueOf(overdue: OverdueBound): MessageInitShape<typeof OverdueSchema> {
   if (overdue === "unbounded") return { bound: { case: "unbounded", value: true } };
   if (overdue === "onTimeOrNever") return { bound: { case: "onTimeOrNever", value: true } };
-  return { bound: { case: "maxLatenessMs", value: BigInt(overdue.maxLatenessMs) } };
+  if (overdue === null || typeof overdue !== "object" || !("maxLatenessMs" in overdue)) throw invalid(`overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got ${shown(overdue)})`);
+  return { bound: { case: "maxLatenessMs", value: msOf(overdue.maxLatenessMs, "maxLatenessMs") } };
 }
 
 function writeResult(response: { document?: Document; seq: bigint }): DocumentWriteResult {
