@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
+import { runExecutor, TerminalError, type ActionContext } from "../sdk/ts/src/executor.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { PluginManifestSchema } from "../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { TimeService, TimerKind } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
@@ -46,7 +46,7 @@ interface Recorder {
 /** Schedules in manifest form (ScheduleDeclaration's JSON names, camelCase). */
 type Schedules = Record<string, Record<string, unknown>>;
 
-/** The `reports` plugin: `build` records its calls; `flaky` records them and throws while `failing`; `mail` has an input schema. */
+/** The `reports` plugin: `build` records its calls; `flaky` records them and throws while `failing`; `final` records them and throws a TerminalError; `mail` has an input schema. */
 function reportsPlugin(rec: Recorder, schedules: Schedules): PluginDefinition {
   return definePlugin({
     name: "reports",
@@ -64,6 +64,13 @@ function reportsPlugin(rec: Recorder, schedules: Schedules): PluginDefinition {
           rec.calls.push(ctx);
           if (rec.failing) throw new Error("the report store is down");
           return {};
+        },
+      },
+      final: {
+        allow: ["*"],
+        run(ctx) {
+          rec.calls.push(ctx);
+          throw new TerminalError("the report's month is closed");
         },
       },
       mail: {
@@ -317,6 +324,21 @@ describe("retries of failed occurrences (T7)", () => {
     expect(rec.calls).toHaveLength(1); // recovered, held until the retry's moment
     clock.set(due + 10_000);
     await until(() => rec.calls.length === 2, "the retry at its moment");
+  });
+
+  it("an occurrence whose action throws a TerminalError is not tried again: failed at once with timer.failed (T7)", async () => {
+    const clock = new ManualClock(T0);
+    const rec: Recorder = { calls: [], failing: true };
+    const h = await harness(clock, rec, { hourly: { action: "final", cron: "0 * * * *" } });
+    const due = T0 + HOUR;
+    clock.set(due);
+    await until(async () => (await occurrences(h, "reports/hourly"))[0]?.status === "failed", "the occurrence failed for good");
+    expect((await occurrences(h, "reports/hourly"))[0]).toMatchObject({ status: "failed", attempts: 1, next_attempt_ms: null, error: expect.stringContaining("the report's month is closed") });
+    expect(clock.armed()).toEqual([{ atMs: due + HOUR, delayMs: HOUR }]); // no retry armed: the next occurrence
+    clock.advance(40_000); // past both default retry waits
+    expect(rec.calls).toHaveLength(1);
+    const failed = (await eventsOf(h.client, ["timer.failed"])).map((e) => e.data);
+    expect(failed).toEqual([expect.objectContaining({ timer_id: "reports/hourly", attempts: 1, error: expect.stringContaining("the report's month is closed") })]);
   });
 
   it("a failing occurrence is tried 2 more times after 10 s then 30 s as the same occurrence (action.retried), then recorded failed; the next occurrence still comes", async () => {

@@ -17,7 +17,7 @@ import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { ActionEntry } from "./declaration.js";
 import type { HostQueue } from "./hosts.js";
 import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
-import { Run, type AttemptEnd, type CallerContext, type Invocation } from "./run.js";
+import { Run, type AttemptEnd, type AttemptOutcome, type CallerContext, type Invocation } from "./run.js";
 import { sha256Hex } from "../sha256.js";
 
 /** One call, as parsed from the request. */
@@ -98,7 +98,7 @@ export interface ScheduledCall {
    * of in a unit of its own. Not called when the call ends otherwise (answered from
    * the log, joined another run, no host, owner stopping).
    */
-  onEnd?: (tx: Tx, end: { ok: boolean; error: string }) => void;
+  onEnd?: (tx: Tx, end: AttemptOutcome) => void;
 }
 
 /** A call's answer. */
@@ -114,6 +114,8 @@ export interface InvocationAnswer {
   ok: boolean;
   output: Record<string, unknown>;
   error: string;
+  /** The executor marked the error final (Outcome.TERMINAL_ERROR, the SDKs' TerminalError): retrying the same input would fail the same way. */
+  terminal: boolean;
   /** For a held invocation: ms after its hold ended that the action started (the executor's own delay). */
   startedLateMs: number;
 }
@@ -274,7 +276,7 @@ export class ActionCalls {
     const match = takeAnswer(session, invocationId);
     const invocation = this.invocations.get(invocationId);
     if (!invocation || invocation.session !== session) return match === "unknown" ? "unknown" : "stale";
-    invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error" }, answer.startedLateMs);
+    invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error", terminal: answer.terminal }, answer.startedLateMs);
     return "accepted";
   }
 
@@ -462,12 +464,12 @@ export class ActionCalls {
       if (end.kind === "gone" && this.stopping) end = { kind: "stopping" }; // no new attempt while the owner stops: the row stays running
       switch (end.kind) {
         case "ok":
-          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "" }), { deferrable: call.scheduled !== undefined });
+          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }), { deferrable: call.scheduled !== undefined });
           return end.output;
         case "error":
         case "timeout": {
           const error = new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
-          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message }), { deferrable: call.scheduled !== undefined });
+          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message, terminal: end.kind === "error" && end.terminal }), { deferrable: call.scheduled !== undefined });
           throw error;
         }
         case "stopping":

@@ -4,6 +4,7 @@ import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { recordedInput, type ActionEntry } from "./declaration.js";
+import type { AttemptOutcome } from "./run.js";
 
 /**
  * What an action call writes (SPEC A2, A3, E3): the `action_calls` row and,
@@ -36,7 +37,7 @@ export interface CallIdentity {
   /** Id of the event the call was made under (X5), "" from outside. */
   parentCause: string;
   /** Set when time made the call (T8): sent with every attempt as Invocation.scheduled; `onEnd` as in ScheduledCall. */
-  scheduled?: { timerId: string; dueMs: number; sendAtMs?: number; latestStartMs?: number; onStarted?: (startedAtMs: number) => void; onEnd?: (tx: Tx, end: { ok: boolean; error: string }) => void };
+  scheduled?: { timerId: string; dueMs: number; sendAtMs?: number; latestStartMs?: number; onStarted?: (startedAtMs: number) => void; onEnd?: (tx: Tx, end: AttemptOutcome) => void };
   /** Set when a pulse made the call (K1): sent with every attempt as Invocation.pulse. */
   pulse?: { pulse: string; interval: number; dueMs: number };
   /** Pulse calls: the only sessions that may run it; such a call never waits for a host. */

@@ -29,12 +29,20 @@ function ignore(): void {}
 /** How one attempt ended, as the run sees it. */
 export type AttemptEnd =
   | { kind: "ok"; output: Record<string, unknown> }
-  | { kind: "error"; error: string }
+  /** `terminal`: the executor said the error is final (a TerminalError): time does not try the occurrence again (T7). */
+  | { kind: "error"; error: string; terminal: boolean }
   | { kind: "timeout"; error: string }
   /** The executor's session ended before it answered (X3). */
   | { kind: "gone" }
   /** The owner is stopping: nothing more is written; the next owner runs the call again. */
   | { kind: "stopping" };
+
+/** How a run of a call of time ended, as its `onEnd` is told: `terminal` when the executor marked the error final (no retry, T7). */
+export interface AttemptOutcome {
+  ok: boolean;
+  error: string;
+  terminal: boolean;
+}
 
 /** One attempt sent to an executor and not yet answered. */
 export interface Invocation {

@@ -167,7 +167,7 @@ export class ExecutorHub {
     const output = r.output ?? {};
     const tooDeep = ok ? jsonDepthProblem(output, "output") : undefined;
     if (tooDeep) ok = false;
-    const verdict = this.actions.result(session, r.invocationId, { ok, output: tooDeep ? {} : output, error: tooDeep ?? r.error, startedLateMs: r.startedLateMs });
+    const verdict = this.actions.result(session, r.invocationId, { ok, output: tooDeep ? {} : output, error: tooDeep ?? r.error, terminal: r.outcome === Outcome.TERMINAL_ERROR, startedLateMs: r.startedLateMs });
     if (tooDeep && verdict === "accepted") this.notice(session, "INVALID_OUTPUT", r.invocationId, `${tooDeep}: the call failed`);
     if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out or was answered: ignored");
     if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");

@@ -98,8 +98,9 @@ export interface FiringDeps {
  * same call id (ActionCalls records `action.retried`, A3): after failed
  * attempt n the occurrence waits in `retry_wait` until commit time +
  * `retryDelaysMs[n-1]`, durably, on the same one armed clock (no second
- * loop); with no entry left it is `failed` for good and `timer.failed` is
- * recorded in the same unit. The next occurrence of a
+ * loop); with no entry left, or when the executor marked the error final (a
+ * TerminalError, Outcome.TERMINAL_ERROR), it is `failed` for good and
+ * `timer.failed` is recorded in the same unit. The next occurrence of a
  * recurring timer comes on its own schedule meanwhile (calls may overlap,
  * K2). The lateness bound decides only whether an occurrence is made at all
  * (its first call); once made, its retries follow `retryDelaysMs` whatever
@@ -225,8 +226,8 @@ export class TimerFiring {
      * (B1 "buffer one") in the same unit: due at once (or at its moment, if that is still to come:
      * buffered inside the lookahead), so the clock is told of the commit time.
      */
-    const finish = (tx: Tx, ended: "completed" | "failed", why: string) => {
-      const retryInMs = ended === "failed" ? occurrence.retryDelaysMs[attempt - 1] : undefined;
+    const finish = (tx: Tx, ended: "completed" | "failed", why: string, terminal = false) => {
+      const retryInMs = ended === "failed" && !terminal ? occurrence.retryDelaysMs[attempt - 1] : undefined; // a TerminalError skips the tries left (T7)
       const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
       this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
       if (next.status === "failed") tx.append(failedEvent(occurrence, attempt, why));
@@ -250,7 +251,7 @@ export class TimerFiring {
             sendAtMs,
             latestStartMs: unmade ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // K4: not made once its bound has passed waiting for a credit
             onStarted,
-            onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error)),
+            onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error, end.terminal)),
           },
         },
         systemPrincipal,
