@@ -175,5 +175,7 @@ describe("client command options (O1)", () => {
     const file = join(tempDir(), "bad.yaml");
     writeFileSync(file, "name: t\nschedules:\n  x:\n    action: t.a\n    every_ms: 60000\n    dst: {gap: DST_GAP_NOPE}\n");
     expect(await cli(["register", file])).toMatchObject({ code: 1, stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not a PluginManifest \\(nothing was sent\\): .*DST_GAP_NOPE`)) });
+    writeFileSync(file, "name: [unclosed\n");
+    expect(await cli(["register", file])).toMatchObject({ code: 1, stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not valid YAML \\(nothing was sent\\): `)) });
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
-import { fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { PluginManifestSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { createClient, eventToJson, type ChronologClient } from "../../../sdk/ts/src/client.js";
 
@@ -46,6 +46,15 @@ export async function tailCommand(flags: ClientFlags & { from: number; type: str
   for await (const event of events) console.log(JSON.stringify(eventToJson(event)));
 }
 
+/** The manifest in YAML `text` (read from `file`); an Error naming the file when it is not one YAML document. */
+function yamlManifest(text: string, file: string): JsonValue {
+  try {
+    return parseYaml(text);
+  } catch (e) {
+    throw new Error(`the manifest ${file} is not valid YAML (nothing was sent): ${(e as Error).message}`);
+  }
+}
+
 /** `chronolog register FILE`: registers a plugin manifest (JSON or YAML) and prints its revision. */
 export async function registerCommand(file: string, flags: ClientFlags): Promise<void> {
   let text: string;
@@ -54,7 +63,7 @@ export async function registerCommand(file: string, flags: ClientFlags): Promise
   } catch (e) {
     throw new Error(`cannot read the manifest ${file}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
   }
-  const manifest = file.endsWith(".json") ? parseObject(text, file) : parseYaml(text);
+  const manifest = file.endsWith(".json") ? parseObject(text, file) : yamlManifest(text, file);
   let decoded;
   try {
     decoded = fromJson(PluginManifestSchema, manifest);

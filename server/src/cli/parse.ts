@@ -48,6 +48,6 @@ const rfc3339 = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(
  */
 export function parseMoment(text: string, flag: string): Date {
   const moment = rfc3339.test(text) ? DateTime.fromISO(text, { setZone: true }) : null;
-  if (!moment?.isValid) throw new Error(`${flag} must be an RFC 3339 time with its offset such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}${moment ? ` (${moment.invalidExplanation})` : ""}`);
+  if (!moment?.isValid) throw new Error(`${flag} must be an RFC 3339 time with its offset such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}${moment ? " (no such date)" : ""}`);
   return moment.toJSDate();
 }
