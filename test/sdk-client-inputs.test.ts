@@ -123,6 +123,18 @@ describe("the client refuses JSON it would send altered", () => {
     });
   }
 
+  it("an id, type or other string field with a lone surrogate is refused: it would arrive as U+FFFD, so two different ids would be one", async () => {
+    const { client, sent } = recordingClient();
+    const expected = (path: string, unit: string) => `${path}: a string with a lone surrogate (${unit}) cannot be sent (UTF-8 cannot encode it; it would arrive as U+FFFD)`;
+    expect((await refusal(client.emit("p.ev", { q: 1 }, { id: "sur-\ud800" }))).rawMessage).toBe(expected("id", "U+D800"));
+    expect((await refusal(client.emit("p.\udc00", { q: 1 }))).rawMessage).toBe(expected("type", "U+DC00"));
+    expect((await refusal(client.delay("p.act", {}, { intervalMs: 1_000 }, "unbounded", { delayId: "dl-\udbff" }))).code).toBe(Code.InvalidArgument);
+    expect((await refusal(client.read({ types: ["ok", "bad\ud800"] }).next())).rawMessage).toBe(expected("types[1]", "U+D800"));
+    expect(sent).toEqual([]);
+    await client.emit("p.ev", { q: 1 }, { id: "pair-\ud83d\ude00" }); // a surrogate pair (😀) is fine
+    expect(sent).toHaveLength(1);
+  });
+
   it("undefined, holes and bad values inside arrays and deep objects are named by their path", async () => {
     const { client, sent } = recordingClient();
     expect((await refusal(client.emit("p.ev", { list: [1, undefined, 3] } as unknown as JsonObject))).rawMessage).toBe("data.list[1]: undefined is not JSON");

@@ -4,7 +4,7 @@
 // null on the owner, a Date, Map or Set becomes `{}`, a lone surrogate U+FFFD, a cycle overflows
 // the stack. These checks find such values first, so they are refused instead of altered.
 
-import type { DescField, DescMessage, DescMethodStreaming, MessageInitShape } from "@bufbuild/protobuf";
+import { ScalarType, type DescField, type DescMessage, type DescMethodStreaming, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type Transport } from "@connectrpc/connect";
 
 const STRUCT = "google.protobuf.Struct";
@@ -126,7 +126,8 @@ export function jsonObjectProblem(value: unknown, path: string): string | undefi
  * undefined when it holds none. Checked: every google.protobuf.Struct field (a JsonObject in
  * protobuf-es; absent, undefined or null is fine), at any depth, in lists, maps and oneofs, by
  * {@link jsonObjectProblem}; and google.protobuf.Value messages given as such (a non-finite
- * `numberValue`, a `stringValue` with a lone surrogate). Types without such fields are skipped
+ * `numberValue`, a `stringValue` with a lone surrogate); and every string field (an id, a name),
+ * which may not hold a lone surrogate either. Types without such fields are skipped
  * at no cost beyond a cached lookup.
  */
 export function messageJsonProblem(desc: DescMessage, message: unknown, path = ""): string | undefined {
@@ -195,9 +196,12 @@ async function* checkEach<T>(desc: DescMessage, input: AsyncIterable<T>): AsyncI
 function fieldProblem(field: DescField, value: unknown, path: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   switch (field.fieldKind) {
+    case "scalar":
+      return typeof value === "string" ? stringFieldProblem(value, path) : undefined;
     case "message":
       return messageValueProblem(field, field.message, value, path);
     case "list":
+      if (field.listKind === "scalar" && Array.isArray(value)) return value.map((v, i) => (typeof v === "string" ? stringFieldProblem(v, `${path}[${i}]`) : undefined)).find((p) => p !== undefined);
       if (field.listKind !== "message" || !Array.isArray(value)) return undefined;
       for (let i = 0; i < value.length; i++) {
         const problem = messageValueProblem(field, field.message, value[i], `${path}[${i}]`);
@@ -216,6 +220,11 @@ function fieldProblem(field: DescField, value: unknown, path: string): string | 
   }
 }
 
+/** A string field (an id, a name, a type) with a lone surrogate: protobuf would send U+FFFD instead, so two different ids could arrive as one. */
+function stringFieldProblem(value: string, path: string): string | undefined {
+  return wellFormed(value) ? undefined : `${path}: a string with a lone surrogate (${surrogateIn(value)}) cannot be sent (UTF-8 cannot encode it; it would arrive as U+FFFD)`;
+}
+
 /** A message-typed value of `field`: a Struct outside a Value is a JsonObject in protobuf-es. */
 function messageValueProblem(field: DescField, desc: DescMessage, value: unknown, path: string): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -225,7 +234,7 @@ function messageValueProblem(field: DescField, desc: DescMessage, value: unknown
 
 const holdsJsonCache = new WeakMap<DescMessage, boolean>();
 
-/** True when messages of type `desc` can hold a Struct or Value at some depth. */
+/** True when messages of type `desc` can hold a Struct, a Value or a string field at some depth. */
 function holdsJson(desc: DescMessage): boolean {
   let holds = holdsJsonCache.get(desc);
   if (holds === undefined) {
@@ -235,6 +244,7 @@ function holdsJson(desc: DescMessage): boolean {
     while (todo.length > 0 && !holds) {
       const d = todo.pop()!;
       if (d.typeName === STRUCT || d.typeName === VALUE || d.typeName === LIST_VALUE) holds = true;
+      if (d.fields.some((f) => (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) && f.scalar === ScalarType.STRING)) holds = true;
       for (const f of d.fields) {
         if (f.message && !seen.has(f.message)) {
           seen.add(f.message);
