@@ -380,7 +380,7 @@ export class ChronologClient {
         overdue: overdueOf(overdue),
         actor: options.actor,
         cause: causeOf(options.cause),
-        freshChain: options.freshChain ?? false,
+        freshChain: boolOf(options.freshChain ?? false, "freshChain"),
         delayId: options.delayId ?? "",
       },
       { signal: options.signal },
@@ -417,7 +417,7 @@ export class ChronologClient {
    * FAILED_PRECONDITION (a delay or a one-shot).
    */
   async pauseTimer(timerId: string, options: PauseOptions = {}): Promise<{ timer: Timer; unchanged: boolean }> {
-    const r = await this.time.pauseTimer({ timerId, note: options.note ?? "", cause: causeOf(options.cause) }, { signal: options.signal });
+    const r = await this.time.pauseTimer({ timerId, note: stringOf(options.note ?? "", "note"), cause: causeOf(options.cause) }, { signal: options.signal });
     return { timer: r.timer!, unchanged: r.unchanged };
   }
 
@@ -427,7 +427,7 @@ export class ChronologClient {
    * when it was not paused. Errors as {@link pauseTimer}.
    */
   async resumeTimer(timerId: string, options: PauseOptions = {}): Promise<{ timer: Timer; unchanged: boolean }> {
-    const r = await this.time.resumeTimer({ timerId, note: options.note ?? "", cause: causeOf(options.cause) }, { signal: options.signal });
+    const r = await this.time.resumeTimer({ timerId, note: stringOf(options.note ?? "", "note"), cause: causeOf(options.cause) }, { signal: options.signal });
     return { timer: r.timer!, unchanged: r.unchanged };
   }
 
@@ -615,6 +615,8 @@ export function schedulePolicyOf(policy: SchedulePolicyOptions): MessageInitShap
   if (policy === null || typeof policy !== "object") throw invalid(`policy must be an object (got ${shown(policy)})`);
   const overlaps = { allow: OverlapPolicy.ALLOW, skip: OverlapPolicy.SKIP, bufferOne: OverlapPolicy.BUFFER_ONE };
   const catchUps = { latest: CatchUpPolicy.LATEST, allWithinWindow: CatchUpPolicy.ALL_WITHIN_WINDOW, none: CatchUpPolicy.NONE };
+  const unknown = Object.keys(policy).find((key) => !policyKeys.includes(key));
+  if (unknown !== undefined) throw invalid(`policy.${unknown} is not a policy option (${policyKeys.join(", ")})`);
   return {
     jitterMs: msOf(policy.jitterMs ?? 0, "policy.jitterMs"),
     start: policy.start === undefined ? undefined : momentOf(policy.start, "policy.start"),
@@ -624,6 +626,21 @@ export function schedulePolicyOf(policy: SchedulePolicyOptions): MessageInitShap
     catchUp: policy.catchUp === undefined ? CatchUpPolicy.UNSPECIFIED : choiceOf(policy.catchUp, "policy.catchUp", catchUps),
     catchUpWindowMs: msOf(policy.catchUpWindowMs ?? 0, "policy.catchUpWindowMs"),
   };
+}
+
+/** The keys a SchedulePolicyOptions may have (a misspelt one is refused, as JSON requests refuse it). */
+const policyKeys = ["jitterMs", "start", "end", "maxCount", "overlap", "catchUp", "catchUpWindowMs"];
+
+/** A boolean option: INVALID_ARGUMENT `<name> must be true or false (got <value>)` otherwise. */
+function boolOf(value: unknown, name: string): boolean {
+  if (typeof value !== "boolean") throw invalid(`${name} must be true or false (got ${shown(value)})`);
+  return value;
+}
+
+/** A string option: INVALID_ARGUMENT `<name> must be a string (got <value>)` otherwise. */
+function stringOf(value: unknown, name: string): string {
+  if (typeof value !== "string") throw invalid(`${name} must be a string (got ${shown(value)})`);
+  return value;
 }
 
 /** A lateness bound (K3, K4) in its API form: INVALID_ARGUMENT for anything but "unbounded", "onTimeOrNever" or `{ maxLatenessMs }` with a non-negative integer. */
