@@ -131,7 +131,7 @@ export function jsonObjectProblem(value: unknown, path: string): string | undefi
  * at no cost beyond a cached lookup.
  */
 export function messageJsonProblem(desc: DescMessage, message: unknown, path = ""): string | undefined {
-  if (message === null || typeof message !== "object" || !holdsJson(desc)) return undefined;
+  if (message === null || typeof message !== "object" || !hasCheckedFields(desc)) return undefined;
   const m = message as Record<string, unknown>;
   if (desc.typeName === VALUE) {
     const kind = m.kind as { case?: string; value?: unknown } | undefined;
@@ -232,11 +232,11 @@ function messageValueProblem(field: DescField, desc: DescMessage, value: unknown
   return messageJsonProblem(desc, value, path);
 }
 
-const holdsJsonCache = new WeakMap<DescMessage, boolean>();
+const checkedCache = new WeakMap<DescMessage, boolean>();
 
 /** True when messages of type `desc` can hold a Struct, a Value or a string field at some depth. */
-function holdsJson(desc: DescMessage): boolean {
-  let holds = holdsJsonCache.get(desc);
+function hasCheckedFields(desc: DescMessage): boolean {
+  let holds = checkedCache.get(desc);
   if (holds === undefined) {
     holds = false;
     const seen = new Set<DescMessage>([desc]);
@@ -252,7 +252,7 @@ function holdsJson(desc: DescMessage): boolean {
         }
       }
     }
-    holdsJsonCache.set(desc, holds);
+    checkedCache.set(desc, holds);
   }
   return holds;
 }
