@@ -49,7 +49,7 @@ const config = {
 function spawnPythonExecutor(url: string): Promise<{ child: ChildProcess; output: string[]; exited: Promise<number | string> }> {
   const child = spawn(PYTHON, ["examples/python/executor.py", "--url", url], {
     cwd: repo,
-    env: { ...process.env, CHRONOLOG_TOKEN: tokens.executor, PYTHONUNBUFFERED: "1" },
+    env: { ...process.env, CHRONOLOG_TOKEN: tokens.executor, PYTHONPATH: join(repo, "sdk/python"), PYTHONUNBUFFERED: "1" },
     stdio: ["ignore", "ignore", "pipe"],
   });
   const output: string[] = [];
@@ -68,7 +68,7 @@ async function runPythonExecutor(url: string, token: string, limitMs = 15_000): 
   const started = Date.now();
   const child = spawn(PYTHON, ["examples/python/executor.py", "--url", url], {
     cwd: repo,
-    env: { ...process.env, CHRONOLOG_TOKEN: token, PYTHONUNBUFFERED: "1" },
+    env: { ...process.env, CHRONOLOG_TOKEN: token, PYTHONPATH: join(repo, "sdk/python"), PYTHONUNBUFFERED: "1" },
     stdio: ["ignore", "ignore", "pipe"],
   });
   const output: string[] = [];

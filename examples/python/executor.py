@@ -1,4 +1,4 @@
-"""pyshop: a Chronolog executor written in Python (SPEC S3).
+"""pyshop: a Chronolog executor written in Python.
 
 It carries the plugin ``pyshop``, registered by the owner from its hello:
 
@@ -12,9 +12,9 @@ It carries the plugin ``pyshop``, registered by the owner from its hello:
   ``flaky`` fails its first attempt after doing its work, and the retry finds
   that work in the log (same derived ids: nothing written twice).
 
-Run (with an owner on 127.0.0.1:50051, from the repository's top folder)::
+Run (with an owner on 127.0.0.1:50051 and the SDK installed: ``pip install ./sdk/python``)::
 
-    .venv/bin/python examples/python/executor.py [--url URL] [--token TOKEN]
+    python examples/python/executor.py [--url URL] [--token TOKEN]
     bin/chronolog emit cart.submitted '{"cart_id":"c-1","items":[{"sku":"tea","price":4.5,"qty":2}]}'
     bin/chronolog tail
 
@@ -29,11 +29,8 @@ import argparse
 import os
 import signal
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "sdk" / "python"))
-
-from chronolog import ActionContext, ChronologError, DeliveryContext, Plugin, TerminalError, run_executor  # noqa: E402
+from chronolog import ActionContext, ChronologError, DeliveryContext, Plugin, TerminalError, run_executor
 
 ITEM = {
     "type": "object",
