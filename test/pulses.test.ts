@@ -509,7 +509,7 @@ describe("CLI timers and cursors (O1)", () => {
     expect(Number(floor)).toBeGreaterThanOrEqual(2);
     const cursors = await cli(["cursors", "--url", h.owner.url, "--json"]);
     const status = cursors.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    expect(status).toEqual([{ name: "ops.audit", ackFloor: floor, delivered: String(processors[0].delivered) }]); // proto3 JSON leaves out zeros and false
+    expect(status).toEqual([{ name: "ops.audit", ackFloor: Number(floor), delivered: Number(processors[0].delivered) }]); // seqs as numbers; zeros and false left out, as in proto3 JSON
     const cursorTable = (await cli(["cursors", "--url", h.owner.url])).stdout.trim().split("\n");
     expect(cursorTable[0]).toMatch(/^NAME\s+ACK FLOOR\s+DELIVERED\s+LAG\s+IN FLIGHT\s+RETRIES\s+FAILURES\s+PAUSED$/);
     expect(cursorTable[1]).toMatch(new RegExp(`^ops\\.audit\\s+${floor}\\s+${processors[0].delivered}\\s+0\\s+0\\s+0\\s+0\\s+no$`));

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
-import { serveCommand } from "./cli/serve.js";
+import { createDocumentCommand, deleteDocumentCommand, findDocumentsCommand, getDocumentCommand, patchDocumentCommand, replaceDocumentCommand } from "./cli/documents.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
 import { idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
@@ -60,7 +60,8 @@ program
   .option("--timer-lookahead-ms <ms>", "how long before their moment calls of time are claimed and started, 0-1000 (default: the config's timers.lookahead_ms, else 250)", wholeNumberOption(0, 1000))
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
-  .action(serveCommand);
+  // Loaded only for serve: the client commands start without the owner's modules (SQLite, schemas, time).
+  .action(async (options) => (await import("./cli/serve.js")).serveCommand(options));
 
 program
   .command("emit <type> <json>")
@@ -81,6 +82,43 @@ program
   .command("register <file>")
   .description("register a plugin manifest (JSON or YAML)")
   .action(clientAction(registerCommand));
+
+const docs = program.command("docs").description("write, read and find documents of a collection (each write commits its change event)");
+
+docs
+  .command("create <collection> <json>")
+  .description("create a document (its _id from the JSON, or one the owner makes); ALREADY_EXISTS when the _id is taken")
+  .action(clientAction(createDocumentCommand));
+
+docs
+  .command("get <collection> <id>")
+  .description("print a document")
+  .action(clientAction(getDocumentCommand));
+
+docs
+  .command("find <collection>")
+  .description("print the documents matching a filter, one JSON line each")
+  .option("--filter <json>", "MongoDB filter (default: every document)")
+  .option("--sort <json>", 'field path to 1 or -1, e.g. \'{"created":-1}\' (default: _id order)')
+  .option("--limit <n>", "at most N documents (1-1000, default 100)", wholeNumberOption(1, 1000))
+  .action(clientAction(findDocumentsCommand));
+
+docs
+  .command("patch <collection> <id>")
+  .description("set fields (by dotted path) and unset paths of a document")
+  .option("--set <json>", 'fields to set, e.g. \'{"status":"confirmed","guest.name":"Ana"}\'')
+  .option("--unset <path>", "a path to remove (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
+  .action(clientAction(patchDocumentCommand));
+
+docs
+  .command("replace <collection> <id> <json>")
+  .description("replace a document as a whole")
+  .action(clientAction(replaceDocumentCommand));
+
+docs
+  .command("delete <collection> <id>")
+  .description("delete a document")
+  .action(clientAction(deleteDocumentCommand));
 
 program
   .command("timers")

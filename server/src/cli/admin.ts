@@ -1,8 +1,9 @@
-import { toJson, type JsonValue } from "@bufbuild/protobuf";
+import type { JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ExecutorStatusSchema, FailedDeliverySchema } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { client, type ClientFlags } from "./client-commands.js";
 import { maxSeq, parseMoment, wholeNumber } from "./parse.js";
+import { jsonLine } from "./json.js";
 import { formatTable } from "./table.js";
 
 /**
@@ -41,7 +42,7 @@ export async function failedCommand(flags: ClientFlags & { processor?: string; j
   do {
     const page = await admin.listFailedDeliveries({ processor: flags.processor ?? "", pageToken });
     for (const d of page.deliveries) {
-      if (flags.json) console.log(JSON.stringify(toJson(FailedDeliverySchema, d)));
+      if (flags.json) console.log(jsonLine(FailedDeliverySchema, d));
       else rows.push([d.processor, String(d.event?.seq ?? ""), d.event?.type ?? "", String(d.attempts), d.error]);
     }
     pageToken = page.nextPageToken;
@@ -60,7 +61,7 @@ export async function redeliverCommand(processor: string, seqs: string[], flags:
 export async function executorsCommand(flags: ClientFlags & { json: boolean }): Promise<void> {
   const { executors } = await client(flags).admin.listExecutors({});
   if (flags.json) {
-    for (const e of executors) console.log(JSON.stringify(toJson(ExecutorStatusSchema, e)));
+    for (const e of executors) console.log(jsonLine(ExecutorStatusSchema, e));
     return;
   }
   const rows = executors.map((e) => [e.executor, e.instanceId, e.principal, `${e.inFlight}/${e.credits}`, [...e.processors, ...e.actions, ...e.pulses].join(","), e.connectedAt ? timestampDate(e.connectedAt).toISOString() : ""]);

@@ -2,7 +2,9 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { PluginManifestSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { createClient, eventToJson, type ChronologClient } from "../../../sdk/ts/src/client.js";
+import { createClient, type ChronologClient } from "../../../sdk/ts/src/client.js";
+import { EventSchema } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { jsonLine } from "./json.js";
 
 /** Flags shared by the client commands. */
 export interface ClientFlags {
@@ -31,7 +33,7 @@ export function parseObject(text: string, what: string): JsonObject {
 /** `chronolog emit TYPE JSON`: prints the stored event as one JSON line. */
 export async function emitCommand(type: string, json: string, flags: ClientFlags & { id?: string }): Promise<void> {
   const response = await client(flags).emit(type, parseObject(json, "data"), { id: flags.id });
-  console.log(JSON.stringify({ ...eventToJson(response.event!), existing: response.existing }));
+  console.log(jsonLine(EventSchema, response.event!, { existing: response.existing }));
 }
 
 /** `chronolog tail`: prints events as JSON lines, following the log unless `--no-follow`. `--from` comes checked (a seq, see parse.ts). */
@@ -43,7 +45,7 @@ export async function tailCommand(flags: ClientFlags & { from: number; type: str
   };
   const c = client(flags);
   const events = flags.follow ? c.watch(query) : c.read(query);
-  for await (const event of events) console.log(JSON.stringify(eventToJson(event)));
+  for await (const event of events) console.log(jsonLine(EventSchema, event));
 }
 
 /** The manifest in YAML `text` (read from `file`); an Error naming the file when it is not one YAML document. */

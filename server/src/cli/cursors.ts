@@ -1,6 +1,6 @@
-import { toJson } from "@bufbuild/protobuf";
 import { ProcessorStatusSchema } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { client, type ClientFlags } from "./client-commands.js";
+import { jsonLine } from "./json.js";
 import { formatTable } from "./table.js";
 
 /**
@@ -13,7 +13,7 @@ import { formatTable } from "./table.js";
 export async function cursorsCommand(flags: ClientFlags & { json: boolean }): Promise<void> {
   const { processors } = await client(flags).admin.listProcessors({});
   if (flags.json) {
-    for (const p of processors) console.log(JSON.stringify(toJson(ProcessorStatusSchema, p)));
+    for (const p of processors) console.log(jsonLine(ProcessorStatusSchema, p));
     return;
   }
   const header = ["NAME", "ACK FLOOR", "DELIVERED", "LAG", "IN FLIGHT", "RETRIES", "FAILURES", "PAUSED"];

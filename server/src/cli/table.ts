@@ -1,14 +1,42 @@
+/** No column is cut narrower than this (or its header, when shorter). */
+const minColumn = 8;
+
 /**
- * A plain-text table (O1): a header row and aligned columns separated by two
- * spaces, each column as wide as its widest cell. Returns the lines, without
- * a trailing newline.
+ * A plain-text table: a header row and aligned columns separated by two spaces, each column as
+ * wide as its widest cell. Returns the lines, without a trailing newline.
+ *
+ * When `width` is given (the terminal's columns; see {@link terminalWidth}) and the table is
+ * wider, the widest column is cut to fit, again and again, down to {@link minColumn}: its cut
+ * cells end with "…". `--json` prints every value whole.
  */
-export function formatTable(header: string[], rows: string[][]): string {
+export function formatTable(header: string[], rows: string[][], width = terminalWidth()): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  fit(widths, header, width);
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i])))
+      .map((cell, i) => {
+        const text = cell.length > widths[i] ? `${cell.slice(0, widths[i] - 1)}…` : cell;
+        return i === cells.length - 1 ? text : text.padEnd(widths[i]);
+      })
       .join("  ")
       .trimEnd();
   return [line(header), ...rows.map(line)].join("\n");
+}
+
+/** The terminal's width when stdout is one, else Infinity (a pipe or a file gets whole cells). */
+export function terminalWidth(): number {
+  return process.stdout.isTTY && process.stdout.columns > 0 ? process.stdout.columns : Infinity;
+}
+
+/** Narrows the widest cuttable column, one character at a time, until the line fits `width`. */
+function fit(widths: number[], header: string[], width: number): void {
+  const floor = header.map((h, i) => Math.min(widths[i], Math.max(minColumn, h.length)));
+  let total = widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
+  while (total > width) {
+    let widest = -1;
+    for (let i = 0; i < widths.length; i++) if (widths[i] > floor[i] && (widest < 0 || widths[i] > widths[widest])) widest = i;
+    if (widest < 0) return; // every column at its floor: the terminal wraps what is left
+    widths[widest]--;
+    total--;
+  }
 }

@@ -1,9 +1,9 @@
-import { toJson } from "@bufbuild/protobuf";
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { TimerKind, TimerSchema, type Timer } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import type { DelayWhen, DstOptions, OverdueBound, SchedulePolicyOptions, TimerKindName, TimerWhen } from "../../../sdk/ts/src/client.js";
 import { client, parseObject, type ClientFlags } from "./client-commands.js";
 import { parseMoment } from "./parse.js";
+import { jsonLine } from "./json.js";
 import { formatTable } from "./table.js";
 
 /** Options of `chronolog timers`. */
@@ -30,7 +30,7 @@ export async function timersCommand(flags: TimersFlags): Promise<void> {
     timers.push(flags.preview ? await c.getTimer(timer.id, { previewCount: flags.preview }) : timer);
   }
   if (flags.json) {
-    for (const timer of timers) console.log(JSON.stringify(toJson(TimerSchema, timer)));
+    for (const timer of timers) console.log(jsonLine(TimerSchema, timer));
     return;
   }
   const header = ["ID", "KIND", "ACTION", "WHEN", "NEXT DUE", "OCCURRENCES", "CHAIN", ...(flags.preview ? ["PREVIEW"] : [])];
@@ -168,7 +168,7 @@ export async function scheduleCommand(action: string, input: string | undefined,
   };
   const hasPolicy = Object.values(policy).some((v) => v !== undefined);
   const timer = await client(flags).schedule(action, parseObject(input ?? "{}", "input"), when, { timerId: flags.id, overdue: flags.overdue, policy: hasPolicy ? policy : undefined });
-  if (flags.json) console.log(JSON.stringify(toJson(TimerSchema, timer)));
+  if (flags.json) console.log(jsonLine(TimerSchema, timer));
   else console.log(`${timer.id}: scheduled ${whenText(timer)}, next due ${timer.nextDue ? iso(timer.nextDue) : "none"}`);
 }
 
