@@ -18,14 +18,19 @@
 // Files are overwritten in place (no `rm -rf dist`): a running bundled owner still reads
 // dist/migrations/ on its first maintenance statement.
 import { build } from "esbuild";
-import { cpSync } from "node:fs";
+import { cpSync, readdirSync, rmSync } from "node:fs";
 
 const root = new URL("../", import.meta.url);
 const path = (relative) => new URL(relative, root).pathname;
 
-await build({
+const result = await build({
   entryPoints: [path("server/src/main.ts")],
-  outfile: path("dist/main.js"),
+  outdir: path("dist"),
+  // serve's modules are a chunk of their own (main.ts imports them only for serve): the client
+  // commands start without loading SQLite, schemas and time. Chunks sit next to main.js, so
+  // import.meta.url finds migrations/ from either.
+  splitting: true,
+  chunkNames: "[name]-[hash]",
   bundle: true,
   platform: "node",
   format: "esm",
@@ -34,5 +39,9 @@ await build({
   banner: { js: 'import { createRequire as __chronologRequire } from "node:module"; const require = __chronologRequire(import.meta.url);' },
   sourcemap: "linked", // stack traces map back to the .ts files with `node --enable-source-maps dist/main.js`
   logLevel: "warning",
+  metafile: true,
 });
 cpSync(path("server/src/store/migrations/"), path("dist/migrations/"), { recursive: true });
+// Chunks of earlier builds (their names carry a hash) go; a running owner loaded its own at start.
+const outputs = new Set(Object.keys(result.metafile.outputs).map((file) => file.split("/").pop()));
+for (const name of readdirSync(path("dist/"))) if (/\.js(\.map)?$/.test(name) && !outputs.has(name)) rmSync(path(`dist/${name}`));
