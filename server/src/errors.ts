@@ -73,6 +73,16 @@ export class ChronologError extends Error {
   }
 }
 
+/**
+ * `e` as the error of one item of a batch request: a ChronologError's fields and message name
+ * the item (`delays[3].delay_id`, `delays[3]: ...`); anything else passes unchanged.
+ */
+export function forItem(item: string, e: unknown): unknown {
+  if (!(e instanceof ChronologError)) return e;
+  const violations = e.violations.map((v) => ({ ...v, field: `${item}.${v.field}` }));
+  return new ChronologError(e.kind, `${item}: ${e.message}`, violations.length > 0 ? violations : [{ field: item, description: e.message }], e.metadata);
+}
+
 /** SQLite's "database or disk is full" (SQLITE_FULL): the whole commit was rolled back. */
 export function isDiskFull(e: unknown): boolean {
   return typeof e === "object" && e !== null && (e as { code?: unknown }).code === "SQLITE_FULL";

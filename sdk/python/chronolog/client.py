@@ -575,18 +575,25 @@ class Client:
         Errors as :meth:`schedule`; FAILED_PRECONDITION past the owner's
         maximum chain depth.
         """
-        keys = set(when)
-        if keys == {"interval_ms"}:
-            timing: dict = {"interval_ms": int(when["interval_ms"])}
-        elif keys == {"at"}:
-            timing = {"at": _timestamp(when["at"], "at")}
-        else:
-            raise ValueError(f"when {dict(when)!r}: expected {{'interval_ms': n}} or {{'at': moment}}")
-        request = time_pb2.DelayRequest(
-            action=action, input=to_struct(input), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, **timing
-        )
+        request = _delay_request(action, input, when, overdue, fresh_chain=fresh_chain, cause=cause, actor=actor, delay_id=delay_id)
         response = self._unary(self.time.Delay, request, timeout)
         return DelayResult(delay_id=response.delay_id, due=response.due.ToDatetime(tzinfo=timezone.utc) if response.HasField("due") else None)
+
+    def delay_batch(self, delays: Sequence[Mapping[str, Any]], *, timeout: Optional[float] = None) -> list:
+        """Arms up to 10,000 delays in one call, each a mapping of :meth:`delay`'s arguments
+        (``action``, ``input``, ``when``, ``overdue`` and optionally ``delay_id``, ``actor``,
+        ``cause``, ``fresh_chain``). All are checked, then all commit together or none do (an
+        error names the delay, e.g. ``delays[3].delay_id``). Returns a :class:`DelayResult` per
+        delay, in order. Give each a ``delay_id`` to make the batch safe to retry.
+        """
+        requests = []
+        for i, d in enumerate(delays):
+            try:
+                requests.append(_delay_request(**d))
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"delays[{i}]: {e}") from e
+        response = self._unary(self.time.DelayBatch, time_pb2.DelayBatchRequest(delays=requests), timeout)
+        return [DelayResult(delay_id=r.delay_id, due=r.due.ToDatetime(tzinfo=timezone.utc) if r.HasField("due") else None) for r in response.results]
 
     def cancel_delay(self, delay_id: str, *, cause: Optional[event_pb2.Cause] = None, timeout: Optional[float] = None) -> None:
         """Cancels a pending delay (K3). NOT_FOUND when unknown or already made."""
@@ -627,3 +634,27 @@ class Client:
 def _write_result(response: Any) -> DocumentWriteResult:
     """A Create/Replace/PatchDocumentResponse as a DocumentWriteResult."""
     return DocumentWriteResult(doc=from_struct(response.document.doc) if response.HasField("document") else None, seq=response.seq)
+
+
+def _delay_request(
+    action: str,
+    input: Optional[Mapping[str, Any]],
+    when: Mapping[str, Any],
+    overdue: Union[str, Mapping[str, Any]],
+    *,
+    fresh_chain: bool = False,
+    cause: Optional[event_pb2.Cause] = None,
+    actor: Optional[Mapping[str, str]] = None,
+    delay_id: str = "",
+) -> time_pb2.DelayRequest:
+    """A DelayRequest from :meth:`Client.delay`'s arguments."""
+    keys = set(when)
+    if keys == {"interval_ms"}:
+        timing: dict = {"interval_ms": int(when["interval_ms"])}
+    elif keys == {"at"}:
+        timing = {"at": _timestamp(when["at"], "at")}
+    else:
+        raise ValueError(f"when {dict(when)!r}: expected {{'interval_ms': n}} or {{'at': moment}}")
+    return time_pb2.DelayRequest(
+        action=action, input=to_struct(input), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, **timing
+    )

@@ -1,6 +1,6 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { ConnectError, createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ActionService } from "./gen/chronolog/v1/action_pb.js";
 import { AdminService } from "./gen/chronolog/v1/admin_pb.js";
@@ -180,6 +180,14 @@ export interface DelayOptions {
    */
   delayId?: string;
   signal?: AbortSignal;
+}
+
+/** One delay of a {@link ChronologClient.delayBatch}: what {@link ChronologClient.delay} takes, as one object. */
+export interface DelaySpec extends Omit<DelayOptions, "signal"> {
+  action: string;
+  input?: JsonObject;
+  when: DelayWhen;
+  overdue: OverdueBound;
 }
 
 /** Options of Unschedule and CancelDelay. */
@@ -387,6 +395,27 @@ export class ChronologClient {
       { signal: options.signal },
     );
     return { delayId: response.delayId, due: dateOf(response.due) };
+  }
+
+  /**
+   * Arms up to 10,000 delays in one call, each as {@link delay} would (options per delay, no
+   * signal): all are checked, then all commit together or none do (an error names the delay, e.g.
+   * `delays[3].delay_id`). Answers in order. Give each a `delayId` to make the batch safe to retry.
+   */
+  async delayBatch(delays: DelaySpec[], options: { signal?: AbortSignal } = {}): Promise<DelayResult[]> {
+    const response = await this.time.delayBatch(
+      {
+        delays: delays.map((d, i) => {
+          try {
+            return { action: d.action, input: d.input ?? {}, when: delayWhenOf(d.when), overdue: overdueOf(d.overdue), actor: d.actor, cause: causeOf(d.cause), freshChain: boolOf(d.freshChain ?? false, "freshChain"), delayId: d.delayId ?? "" };
+          } catch (e) {
+            throw e instanceof ConnectError ? invalid(`delays[${i}]: ${e.rawMessage}`) : e;
+          }
+        }),
+      },
+      { signal: options.signal },
+    );
+    return response.results.map((r) => ({ delayId: r.delayId, due: dateOf(r.due) }));
   }
 
   /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */

@@ -7,12 +7,13 @@ import {
   TimeService,
   TimerKind as TimerKindPb,
   TimerSchema,
+  type DelayRequest,
   type Overdue as OverduePb,
   type Timer,
   type TimerSpec as TimerSpecPb,
 } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
-import { fail } from "../errors.js";
-import type { Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
+import { fail, forItem } from "../errors.js";
+import type { DelayInput, Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
 import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
 import { checkMs, isDefaultPolicy, maxHorizonMs, minEveryMs } from "../time/timers.js";
 import { principalOf } from "./context.js";
@@ -48,16 +49,19 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
       return {};
     },
     async delay(req, ctx) {
-      if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never (K3)", [{ field: "overdue", description: "required" }]);
-      let when: { kind: "interval"; ms: number } | { kind: "at"; atMs: number };
-      if (req.when.case === "intervalMs") when = { kind: "interval", ms: checkMs(req.when.value, "interval_ms", 0, maxHorizonMs) };
-      else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value, "at") };
-      else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
-      const result = await timers.delay(
-        { action: req.action, input: dataFromProto(req.input, "input"), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain, delayId: req.delayId },
-        principalOf(ctx),
-      );
+      const result = await timers.delay(delayInput(req), principalOf(ctx));
       return { delayId: result.delayId, due: timestampFromMs(result.dueMs) };
+    },
+    async delayBatch(req, ctx) {
+      const inputs = req.delays.map((d, i) => {
+        try {
+          return delayInput(d);
+        } catch (e) {
+          throw forItem(`delays[${i}]`, e);
+        }
+      });
+      const results = await timers.delayBatch(inputs, principalOf(ctx));
+      return { results: results.map((r) => ({ delayId: r.delayId, due: timestampFromMs(r.dueMs) })) };
     },
     async cancelDelay(req, ctx) {
       await timers.cancelDelay(req.delayId, causeFromProto(req.cause), principalOf(ctx));
@@ -177,4 +181,14 @@ function overdueToProto(overdue: Overdue): OverduePb["bound"] {
     case "onTimeOrNever":
       return { case: "onTimeOrNever", value: true };
   }
+}
+
+/** A Delay request as the time service takes it; INVALID_ARGUMENT naming the field when it is not one. */
+function delayInput(req: DelayRequest): DelayInput {
+  if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never (K3)", [{ field: "overdue", description: "required" }]);
+  let when: DelayInput["when"];
+  if (req.when.case === "intervalMs") when = { kind: "interval", ms: checkMs(req.when.value, "interval_ms", 0, maxHorizonMs) };
+  else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value, "at") };
+  else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
+  return { action: req.action, input: dataFromProto(req.input, "input"), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain, delayId: req.delayId };
 }

@@ -3,7 +3,7 @@ import { canonicalJson } from "../log/canonical.js";
 import { causeActor, type LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
 import { checkId, derivedId, newId } from "../log/ids.js";
-import { fail } from "../errors.js";
+import { fail, forItem } from "../errors.js";
 import type { ActionEntry } from "../actions/index.js";
 import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
@@ -70,6 +70,9 @@ export interface DelayInput {
   /** The client's delay id (E7, from outside only); ""/absent: derived under a cause, else a fresh UUIDv7. */
   delayId?: string;
 }
+
+/** Largest batch accepted by one DelayBatch. */
+export const maxDelayBatch = 10_000;
 
 /** A PauseTimer or ResumeTimer (B1), as parsed from the request. */
 export interface PauseInput {
@@ -235,6 +238,29 @@ export class Timers {
    * `delayId` must be empty (INVALID_ARGUMENT): the id is derived there.
    */
   async delay(req: DelayInput, principal: Principal): Promise<{ delayId: string; dueMs: number }> {
+    const unit = await this.prepareDelay(req, principal);
+    const result = await this.deps.committer.submit(unit);
+    if (result.fresh) this.deps.changed(result.dueMs);
+    return { delayId: result.delayId, dueMs: result.dueMs };
+  }
+
+  /**
+   * Arms several delays at once (DelayBatch): every one is checked first, then all commit in one
+   * transaction or none do. An error names the delay by its index (`delays[3].delay_id`). The same
+   * request twice in one batch (same delay id) arms it once and answers it twice.
+   */
+  async delayBatch(reqs: DelayInput[], principal: Principal): Promise<{ delayId: string; dueMs: number }[]> {
+    if (reqs.length === 0) fail("bad_request", "no delays to arm", [{ field: "delays", description: "empty" }]);
+    if (reqs.length > maxDelayBatch) fail("too_large", `a batch holds at most ${maxDelayBatch} delays, got ${reqs.length}`, [{ field: "delays", description: "too many" }]);
+    const units = await Promise.all(reqs.map((req, i) => prefixed(`delays[${i}]`, () => this.prepareDelay(req, principal))));
+    const results = await this.deps.committer.submit((tx) => units.map((unit, i) => prefixedNow(`delays[${i}]`, () => unit(tx))));
+    const fresh = results.filter((r) => r.fresh).map((r) => r.dueMs);
+    if (fresh.length > 0) this.deps.changed(Math.min(...fresh));
+    return results.map(({ delayId, dueMs }) => ({ delayId, dueMs }));
+  }
+
+  /** A delay's checks (shape, action, who, input, chain); resolves with the unit of work that arms it. */
+  private async prepareDelay(req: DelayInput, principal: Principal): Promise<(tx: Tx) => { delayId: string; dueMs: number; fresh: boolean }> {
     // 1. shape
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
     const clientId = req.delayId ?? "";
@@ -265,7 +291,7 @@ export class Timers {
     // The same request run again is answered from the log below; its chain was checked when it was armed.
     const again = Boolean(req.cause) && !req.freshChain && armed; // depthOf asks nothing otherwise
     const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // K5: FAILED_PRECONDITION past the maximum
-    const result = await this.deps.committer.submit((tx) => {
+    return (tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
       if (prior && clientId && prior.data.delay_request !== digest.delay_request) fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names a delay armed by another request (action, input, interval_ms or at, overdue); choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
       if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again (E7): armed once
@@ -280,9 +306,7 @@ export class Timers {
       const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now, this.deps.region), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
       this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
       return { delayId: id, dueMs, fresh: true };
-    });
-    if (result.fresh) this.deps.changed(result.dueMs);
-    return { delayId: result.delayId, dueMs: result.dueMs };
+    };
   }
 
   /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made (under a cause, the same request run again succeeds: answered from the log). */
@@ -613,6 +637,24 @@ function delayRequestDigest(request: Record<string, unknown>): string {
 }
 
 /** Event `id` when it is in the log as a `type` (a request under a cause run again, E7); undefined when absent or `id` is null. ALREADY_EXISTS when it is another type's. */
+/** Runs `check`; an error it throws names the batch item `item` (its fields and its message). */
+async function prefixed<T>(item: string, check: () => Promise<T>): Promise<T> {
+  try {
+    return await check();
+  } catch (e) {
+    throw forItem(item, e);
+  }
+}
+
+/** {@link prefixed} for synchronous work (inside a transaction). */
+function prefixedNow<T>(item: string, work: () => T): T {
+  try {
+    return work();
+  } catch (e) {
+    throw forItem(item, e);
+  }
+}
+
 function recorded(tx: Tx, id: string | null, type: string): EventRecord | undefined {
   if (id === null) return undefined;
   const prior = tx.events.findById(id);

@@ -231,6 +231,18 @@ class DelayResponse(_message.Message):
     due: _timestamp_pb2.Timestamp
     def __init__(self, delay_id: _Optional[str] = ..., due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class DelayBatchRequest(_message.Message):
+    __slots__ = ("delays",)
+    DELAYS_FIELD_NUMBER: _ClassVar[int]
+    delays: _containers.RepeatedCompositeFieldContainer[DelayRequest]
+    def __init__(self, delays: _Optional[_Iterable[_Union[DelayRequest, _Mapping]]] = ...) -> None: ...
+
+class DelayBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DelayResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[DelayResponse, _Mapping]]] = ...) -> None: ...
+
 class CancelDelayRequest(_message.Message):
     __slots__ = ("delay_id", "cause")
     DELAY_ID_FIELD_NUMBER: _ClassVar[int]

@@ -55,6 +55,11 @@ class TimeServiceStub:
                 request_serializer=chronolog_dot_v1_dot_time__pb2.CancelDelayRequest.SerializeToString,
                 response_deserializer=chronolog_dot_v1_dot_time__pb2.CancelDelayResponse.FromString,
                 _registered_method=True)
+        self.DelayBatch = channel.unary_unary(
+                '/chronolog.v1.TimeService/DelayBatch',
+                request_serializer=chronolog_dot_v1_dot_time__pb2.DelayBatchRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_time__pb2.DelayBatchResponse.FromString,
+                _registered_method=True)
         self.ListTimers = channel.unary_unary(
                 '/chronolog.v1.TimeService/ListTimers',
                 request_serializer=chronolog_dot_v1_dot_time__pb2.ListTimersRequest.SerializeToString,
@@ -116,6 +121,15 @@ class TimeServiceServicer:
 
     def CancelDelay(self, request, context):
         """Cancels a pending delay. NOT_FOUND when unknown or already made.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DelayBatch(self, request, context):
+        """Arms up to 10,000 delays at once, each as Delay would: every one is checked first, then all
+        commit in one transaction or none do (an error names the delay: `delays[3].delay_id`).
+        Answers in request order; a retry with the same delay ids arms nothing twice.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -190,6 +204,11 @@ def add_TimeServiceServicer_to_server(servicer, server):
                     servicer.CancelDelay,
                     request_deserializer=chronolog_dot_v1_dot_time__pb2.CancelDelayRequest.FromString,
                     response_serializer=chronolog_dot_v1_dot_time__pb2.CancelDelayResponse.SerializeToString,
+            ),
+            'DelayBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.DelayBatch,
+                    request_deserializer=chronolog_dot_v1_dot_time__pb2.DelayBatchRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_time__pb2.DelayBatchResponse.SerializeToString,
             ),
             'ListTimers': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTimers,
@@ -331,6 +350,33 @@ class TimeService:
             '/chronolog.v1.TimeService/CancelDelay',
             chronolog_dot_v1_dot_time__pb2.CancelDelayRequest.SerializeToString,
             chronolog_dot_v1_dot_time__pb2.CancelDelayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DelayBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.TimeService/DelayBatch',
+            chronolog_dot_v1_dot_time__pb2.DelayBatchRequest.SerializeToString,
+            chronolog_dot_v1_dot_time__pb2.DelayBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
