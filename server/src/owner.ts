@@ -5,7 +5,7 @@ import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
 import { ExecutorService } from "../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginService, type PluginManifest } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
@@ -35,7 +35,7 @@ import { executorService } from "./rpc/executor-service.js";
 import { timeService } from "./rpc/time-service.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements } from "./store/cursors.js";
-import { openStore, type SyncMode } from "./store/database.js";
+import { openStore, removeCreatedFolder, type SyncMode } from "./store/database.js";
 import { eventStatements } from "./store/events.js";
 import { openTime, type LatenessHistogram } from "./time/index.js";
 import { Pulses } from "./time/pulses.js";
@@ -102,6 +102,8 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   if (!config && !loopback.has(options.host)) {
     throw new Error(`refusing to bind ${options.host} without a config: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
   }
+  // Manifests are read before the data folder is opened (or made): a missing --plugins folder or a bad file leaves nothing behind.
+  const manifests = options.pluginsDir ? loadManifests(options.pluginsDir) : [];
   const store = openStore({
     dataDir: options.dataDir,
     synchronous: options.synchronous,
@@ -115,14 +117,15 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
     },
   });
   try {
-    return await serve(options, store);
+    return await serve(options, store, manifests);
   } catch (e) {
     await store.close();
+    removeCreatedFolder(store.createdDir); // a folder this failed start made (a port in use, say) is not left behind
     throw e;
   }
 }
 
-async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>): Promise<Owner> {
+async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>, manifests: PluginManifest[]): Promise<Owner> {
   const { config, logger } = options;
   const events = eventStatements(store.db);
   const committer = new Committer(store.db, options.clock ?? systemClock, events, {
@@ -139,7 +142,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   const head = new HeadSignal(committer.head);
   committer.onCommit((info) => head.advance(info.head));
   const registry = new PluginRegistry(store.db, committer);
-  for (const manifest of options.pluginsDir ? loadManifests(options.pluginsDir) : []) {
+  for (const manifest of manifests) {
     const { plugin, changed } = await registry.register(manifest);
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
