@@ -1,4 +1,4 @@
-"""pyshop: a Chronolog executor written in Python (SPEC S3).
+"""pyshop: a Chronolog executor written in Python.
 
 It carries the plugin ``pyshop``, registered by the owner from its hello:
 

@@ -1,5 +1,5 @@
 """Chronolog for Python: a client and a small executor over the generated
-stubs in ``chronolog.gen`` (SPEC S1, S3).
+stubs in ``chronolog.gen``.
 
 ``from chronolog import Client, Plugin, run_executor, TerminalError``.
 """

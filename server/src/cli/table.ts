@@ -1,5 +1,5 @@
 /**
- * A plain-text table (O1): a header row and aligned columns separated by two
+ * A plain-text table: a header row and aligned columns separated by two
  * spaces, each column as wide as its widest cell. Returns the lines, without
  * a trailing newline.
  */

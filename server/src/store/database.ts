@@ -10,7 +10,7 @@ import { noSync, WalSync, type Durability } from "./wal-sync.js";
 /** A better-sqlite3 connection. */
 export type Db = Database.Database;
 
-/** How hard a commit waits for the disk (E8): FULL fsyncs the WAL before acknowledging (off the event loop, {@link WalSync}). */
+/** How hard a commit waits for the disk: FULL fsyncs the WAL before acknowledging (off the event loop, {@link WalSync}). */
 export type SyncMode = "FULL" | "NORMAL";
 
 /** Options of {@link openStore}. */
@@ -35,11 +35,11 @@ export interface StoreOptions {
   lockCheckIntervalMs?: number;
 }
 
-/** An open data folder: the database and the lock that keeps other owners out (O5). */
+/** An open data folder: the database and the lock that keeps other owners out. */
 export interface Store {
   db: Db;
   dataDir: string;
-  /** What the committer awaits before answering callers (E8). */
+  /** What the committer awaits before answering callers. */
   durability: Durability;
   /** Checkpoints the WAL in a worker thread; tell it about commits. */
   checkpointer: Checkpointer;
@@ -59,7 +59,7 @@ export function removeCreatedFolder(createdDir: string | undefined): void {
 }
 
 /**
- * Opens the data folder: takes the owner lock (O5), opens SQLite in WAL mode
+ * Opens the data folder: takes the owner lock, opens SQLite in WAL mode
  * with `synchronous=NORMAL` (FULL's fsync is done by {@link WalSync}, off the
  * event loop, unless the operator chose NORMAL), checks the pragmas took effect (STYLE 15)
  * and applies pending numbered migrations.
