@@ -54,7 +54,7 @@ async function callError(p: Promise<unknown>): Promise<ConnectError> {
 
 const actionTypes = ["action.started", "action.retried", "action.completed", "action.failed"];
 
-describe("actions (A1-A4) through the real transport and SDK executors", () => {
+describe("actions through the real transport and SDK executors", () => {
   it("records action.started and action.completed and returns the output; the same call id answers from the log without running", async () => {
     const { owner: o, client } = await owner();
     const runs: ActionContext[] = [];
@@ -369,7 +369,7 @@ describe("actions (A1-A4) through the real transport and SDK executors", () => {
     expect(late.code).toBe(Code.FailedPrecondition);
   });
 
-  it("moves the invocation of a vanished executor to another one as a retry (X3)", async () => {
+  it("moves the invocation of a vanished executor to another one as a retry", async () => {
     const { owner: o, client } = await owner();
     const stuck = new Promise<JsonObject>(() => {});
     let startedOnA = false;
@@ -428,7 +428,7 @@ describe("actions (A1-A4) through the real transport and SDK executors", () => {
   });
 });
 
-describe("a handler that ignores its cancel signal (A1, X4)", () => {
+describe("a handler that ignores its cancel signal", () => {
   it("keeps its credit after the run timeout (the call fails ABORTED at once) and the owner warns of it 10 s later, naming the executor and the invocation", async () => {
     const lines: string[] = [];
     const { owner: o, client } = await owner({ logger: pino({ level: "warn" }, { write: (line: string) => void lines.push(line) }) });

@@ -1,4 +1,4 @@
-// Bad input (SPEC E4, E5, R4, R5): every bad request fails with the right
+// Bad input: every bad request fails with the right
 // gRPC code and a message naming the problem, and writes nothing: each case
 // compares the whole log (head and events, via ReadLog) before and after.
 

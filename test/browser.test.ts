@@ -1,4 +1,4 @@
-// The browser example (examples/browser, SPEC R2, E9) end to end in headless
+// The browser example (examples/browser) end to end in headless
 // Chromium: the page is built with Vite, served from its own origin, and talks
 // Connect over HTTP/1.1 (connect-web, fetch) to an owner on another port whose
 // config allows that origin (CORS). An event emitted elsewhere (the TS SDK here)

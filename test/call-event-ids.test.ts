@@ -1,4 +1,4 @@
-// Call event ids (E7, A3): a time-ordered call id (an occurrence id or an owner-made UUIDv7)
+// Call event ids: a time-ordered call id (an occurrence id or an owner-made UUIDv7)
 // leads its action.* event ids with its 12 hex time characters, so the log's id index is
 // appended to; other call ids keep the plain derived id. A call an older owner started or
 // completed under the plain derived ids is continued and answered from those: the retry's

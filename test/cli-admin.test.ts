@@ -12,7 +12,7 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-describe("admin CLI (O1, O4)", () => {
+describe("admin CLI", () => {
   it("lists failed deliveries, redelivers, lists executors, pauses, moves a cursor and runs recorded SQL; refuses non-admins", async () => {
     const owner = await startTestOwner({
       shutdownGraceMs: 100,

@@ -1,4 +1,4 @@
-// The client commands of the command line (O1) as real processes against an owner: --url and
+// The client commands of the command line as real processes against an owner: --url and
 // --token before or after the command, the time commands (schedule, unschedule, delay,
 // cancel-delay), a closed stdout pipe (EPIPE) and numeric options checked before any request.
 
@@ -43,7 +43,7 @@ function bash(command: string): Promise<{ stdout: string; stderr: string }> {
   });
 }
 
-describe("chronolog schedule, unschedule, delay, cancel-delay (T3, K3, O1)", () => {
+describe("chronolog schedule, unschedule, delay, cancel-delay", () => {
   it("sets timers by --at, --cron in a zone and --every-ms with a policy; arms and cancels delays; the owner calls the action", async () => {
     const { owner, calls, client } = await ownerWithJobs();
     const run = (args: string[]) => cli(["--url", owner.url, ...args]);
@@ -114,7 +114,7 @@ describe("chronolog schedule, unschedule, delay, cancel-delay (T3, K3, O1)", () 
   });
 });
 
-describe("client command options (O1)", () => {
+describe("client command options", () => {
   it("--url and --token work before and after the command name; CHRONOLOG_URL is the default", async () => {
     const owner = await startTestOwner({ config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.web, role: "client" }] } });
     cleanups.push(() => owner.close());

@@ -1,5 +1,4 @@
-// Collections end to end through the real transport (SPEC C1-C4, E3, E6, E7,
-// X5): create, replace, patch, delete, get and find with the generated
+// Collections end to end through the real transport: create, replace, patch, delete, get and find with the generated
 // CollectionService client; each write's change event read back from the log
 // with the SDK client; private fields never in an event; `events: false`,
 // `records` and `durable: false` leave no events; records reject updates;

@@ -1,9 +1,9 @@
-// Cron in a time zone (SPEC T10, K2, B2): server/src/time/cron.ts. Pure functions, no
+// Cron in a time zone: server/src/time/cron.ts. Pure functions, no
 // clock: every expectation is an exact instant written as an ISO string (UTC).
 //
 // Besides the hand-written cases, two independent checks:
 // - an oracle that scans every minute of the three local days around each DST transition
-//   of 2026-2027 with luxon and applies T10 by itself (first copy / every copy / luxon's own
+//   of 2026-2027 with luxon and applies by itself (first copy / every copy / luxon's own
 //   forward shift for gaps), compared with what the schedule yields;
 // - long walks (2,000 next() calls) asserting strictly increasing results whose wall time
 //   matches the expression or is a gap shift, no local day missing, and prev() mirroring next().
@@ -25,7 +25,7 @@ const between = (s: CronSchedule, fromIso: string, toIso: string): string[] => {
   return out;
 };
 
-describe("T10: daylight saving", () => {
+describe("daylight saving", () => {
   it("0 8 * * 0 America/Chicago: the spring-forward Sunday itself, not a week later", () => {
     const s = parseCron("0 8 * * 0", "America/Chicago");
     // 2026-03-08 05:45Z = 23:45 CST Saturday; 08:00 CDT (UTC-5) Sunday = 13:00Z.
@@ -81,7 +81,7 @@ describe("T10: daylight saving", () => {
   });
 
   it("*/30 2 * * * Europe/Berlin on fall-back day: first copy only", () => {
-    // T10 interpretation: the hour field is fixed (2), so every wall time it names is a fixed
+    // interpretation: the hour field is fixed (2), so every wall time it names is a fixed
     // wall time and runs once, at its first occurrence; a minute step does not make it a
     // wildcard-hour job. So 02:00 and 02:30 CEST (00:00Z, 00:30Z), not the CET copy.
     const s = parseCron("*/30 2 * * *", "Europe/Berlin");
@@ -165,7 +165,7 @@ describe("T10: daylight saving", () => {
     ]);
   });
 
-  it("B2 policy: gap skip; repeated last or both (fixed hours only)", () => {
+  it("policy: gap skip; repeated last or both (fixed hours only)", () => {
     const skip = parseCron("30 2 * * *", "Europe/Berlin", { gap: "skip" });
     expect(take(skip, "2026-03-28T12:00:00Z", 2)).toEqual(["2026-03-30T00:30:00.000Z", "2026-03-31T00:30:00.000Z"]);
     const last = parseCron("30 2 * * *", "Europe/Berlin", { repeated: "last" });
@@ -199,7 +199,7 @@ describe("T10: daylight saving", () => {
   });
 });
 
-describe("T10: days (Vixie) and syntax", () => {
+describe("days (Vixie) and syntax", () => {
   const utc = (e: string, from: string, n: number) => take(parseCron(e, "UTC"), from, n);
 
   it("0 0 */2 * 1: odd-numbered days that are Mondays", () => {
@@ -467,7 +467,7 @@ function scanDays(zone: string, date: string): { from: number; to: number; real:
 }
 
 /**
- * T10 applied by brute force: every real minute whose wall time matches; fixed hours keep the
+ * applied by brute force: every real minute whose wall time matches; fixed hours keep the
  * first copy of each wall time and add luxon's forward shift for wall times that never
  * happen; wildcard hours keep every real instant and nothing else.
  */
@@ -480,7 +480,7 @@ function oracle(c: Case, scan: ReturnType<typeof scanDays>): string[] {
     .map(iso);
 }
 
-describe("T10 against a brute-force oracle around every DST transition (2026-2027; St_Johns 2010)", () => {
+describe("against a brute-force oracle around every DST transition (2026-2027; St_Johns 2010)", () => {
   // [zone, from, to, transitions expected]. St_Johns changed at 00:01 local until 2011: its
   // repeated stretch (23:01-00:00) crosses midnight, so a day's last fire time can come after
   // the next day's first.

@@ -1,4 +1,4 @@
-// Crash durability (SPEC E1, E7, E8) and the owner lock (O5), against real
+// Crash durability and the owner lock, against real
 // `chronolog serve` child processes killed with SIGKILL.
 //
 // 64 callers emit events with their own ids over gRPC (HTTP/2) and record
@@ -9,7 +9,7 @@
 // continue the same log, so reopening after several crashes is checked too.
 //
 // The owner lock: a second owner is refused, also when owner.lock was deleted
-// while the first ran; an owner whose lock another took stops (O5).
+// while the first ran; an owner whose lock another took stops.
 
 import Database from "better-sqlite3";
 import { spawn } from "node:child_process";
@@ -78,7 +78,7 @@ interface Caller {
   acked: string[];
   /** An id sent whose answer never came (the owner died): unknown outcome, re-sent next round. */
   pending: { id: string; n: number } | undefined;
-  /** Re-sends of a pending id that found it already in the log (E7). */
+  /** Re-sends of a pending id that found it already in the log. */
   foundExisting: number;
 }
 
@@ -131,7 +131,7 @@ function verify(log: Awaited<ReturnType<typeof readAll>>, callers: Caller[], exa
     let last = 0n;
     for (const id of caller.acked) {
       const seq = seqOf.get(id);
-      if (seq === undefined) expect.fail(`acknowledged id ${id} is missing from the log (E8)`);
+      if (seq === undefined) expect.fail(`acknowledged id ${id} is missing from the log`);
       if (seq <= last) expect.fail(`caller ${caller.index}: ${id} is at seq ${seq}, not after its previous acknowledged event (seq ${last})`);
       last = seq;
     }
@@ -143,7 +143,7 @@ function verify(log: Awaited<ReturnType<typeof readAll>>, callers: Caller[], exa
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("durability under kill -9 (E8)", () => {
+describe("durability under kill -9", () => {
   it(`keeps every acknowledged emit of ${CALLERS} concurrent callers across ${ROUNDS} crashes`, { timeout: 180_000 }, async () => {
     const data = dataDir();
     const plugins = pluginsDir();
@@ -184,7 +184,7 @@ describe("durability under kill -9 (E8)", () => {
     }
     expect(callers.reduce((sum, c) => sum + c.acked.length, 0)).toBeGreaterThan(2 * CALLERS);
 
-    // Re-send every id whose outcome is unknown: each lands once (E7), so
+    // Re-send every id whose outcome is unknown: each lands once, so
     // now the log holds exactly the acknowledged ids and nothing else.
     const client = createClient({ url: owner.url });
     for (const caller of callers) {
@@ -215,7 +215,7 @@ describe("clean shutdown", () => {
   });
 });
 
-describe("owner lock (O5)", () => {
+describe("owner lock", () => {
   /** Runs `chronolog serve` on `data` and waits for it to exit. */
   function serveUntilExit(data: string): Promise<{ code: number | null; stderr: string }> {
     const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", data, "--port", "0"], {

@@ -36,14 +36,19 @@ describe("examples/bookings, as the README walks through it", () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(doc).toMatchObject({ _id: "b-1", status: "confirmed", confirmed_by: "bookings.confirm" });
+    // The document is confirmed in the action's run; the run's action.completed commits after it.
     const types: string[] = [];
     const texts: string[] = [];
     let changed: unknown;
-    for await (const e of client.read()) {
-      types.push(e.type);
-      texts.push(JSON.stringify(e.data));
-      if (e.type === "booking.updated") changed = e.data?.changed;
-    }
+    await until(async () => {
+      types.length = texts.length = 0;
+      for await (const e of client.read()) {
+        types.push(e.type);
+        texts.push(JSON.stringify(e.data));
+        if (e.type === "booking.updated") changed = e.data?.changed;
+      }
+      return types.includes("action.completed");
+    }, "the confirm call's action.completed");
     // The changed paths are sorted (as the README's tail output shows them).
     expect(changed).toEqual(["confirmed_by", "status"]);
     // (Registering the plugin recorded its weekly schedule as timer.scheduled; the confirmation armed a delay.)

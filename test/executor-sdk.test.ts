@@ -13,7 +13,7 @@ import { eventsOf } from "./helpers/log-snapshot.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
-describe("TypeScript executor SDK (X4)", () => {
+describe("TypeScript executor SDK", () => {
   it("treats an owner silent for 3 heartbeat intervals as gone and reconnects", async () => {
     let subscribes = 0;
     // A fake owner: welcomes with a 100 ms heartbeat interval, then says nothing more.
@@ -44,7 +44,7 @@ describe("TypeScript executor SDK (X4)", () => {
   });
 });
 
-// Refusals for good (X1, R5): an owner that refuses the Subscribe stream with
+// Refusals for good: an owner that refuses the Subscribe stream with
 // UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT at hello would refuse
 // every retry the same way. The executor reports the owner's message once, stops,
 // and `ready` / `done` reject with the owner's ConnectError. Transient failures
@@ -247,7 +247,7 @@ describe("TypeScript executor SDK: transient failures keep reconnecting", () => 
   });
 });
 
-describe("stop() hands in what finished (X3, X4)", () => {
+describe("stop() hands in what finished", () => {
   it("a call that ends during the grace is answered from this executor and run once: its result is read before the stream closes", async () => {
     const owner = await startTestOwner();
     const runs: string[] = [];

@@ -1,5 +1,5 @@
-// MongoDB filters (`where` of ReadLog, Watch and processors, FindDocuments' `filter`), SPEC P1,
-// E9, C2: operators that turn a small request into unbounded work are refused at request or
+// MongoDB filters (`where` of ReadLog, Watch and processors, FindDocuments' `filter`),
+// operators that turn a small request into unbounded work are refused at request or
 // registration time; everything inside `$expr` is metered, so no filter or event data can crash
 // or stall the owner; an event or document a filter cannot be applied to does not match (and
 // never ends a reader's stream). Through the real transport; the filters that crashed or froze
@@ -78,7 +78,7 @@ const evil = `${"a".repeat(24)}!`;
 
 /** One filter per refused operator, each where it does harm (most in a branch no document reaches: refused all the same). */
 const refusedFilters: [string, JsonObject][] = [
-  ["$range", { $expr: { $gt: [{ $size: { $range: [0, 10] } }, 0] } }], // the tester's 600 million: in the child process below
+  ["$range", { $expr: { $gt: [{ $size: { $range: [0, 10] } }, 0] } }], // 600 million elements: in the child process below
   ["$regexMatch", { $expr: { $regexMatch: { input: evil, regex: "^(a+)+$" } } }],
   ["$regexFind", { $expr: { $eq: [{ $regexFind: { input: "$s", regex: "^(a+)+$" } }, null] } }],
   ["$regexFindAll", { $expr: { $gt: [{ $size: { $regexFindAll: { input: evil, regex: "(a+)+b" } } }, 0] } }],
@@ -255,7 +255,7 @@ describe("filters that crashed or froze the owner (an owner in a child process, 
     expect((await log.getEvent({ id: e.event!.id })).event?.data).toEqual({ x: 7 });
   }
 
-  it("the tester's $range filter: FindDocuments, ReadLog, Watch and a processor's registration answer INVALID_ARGUMENT at once", async () => {
+  it("a $range filter: FindDocuments, ReadLog, Watch and a processor's registration answer INVALID_ARGUMENT at once", async () => {
     const filter = { $expr: { $gt: [{ $size: { $range: [0, 600_000_000] } }, 0] } };
     const started = performance.now();
     expect((await failure(collections.findDocuments({ collection: "item", filter })))?.code).toBe(Code.InvalidArgument);

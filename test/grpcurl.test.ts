@@ -1,4 +1,4 @@
-// grpcurl against a real owner (SPEC S4, R3, R4, E9): the commands of the
+// grpcurl against a real owner: the commands of the
 // README's "Debugging with grpcurl" section, with the owner's port and a
 // bearer token. grpcurl is a Go program that .ci/run installs, pinned, into
 // .tools/ (GOBIN=$PWD/.tools go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4).
@@ -58,7 +58,7 @@ function stream(command: string, args: string[]) {
   return { child, out, exited };
 }
 
-describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner (S4, R3)", () => {
+describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner", () => {
   let owner: OwnerProcess;
   let admin: ChronologClient;
   let target: string;

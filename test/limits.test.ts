@@ -157,7 +157,7 @@ describe(`JSON nested deeper than ${maxJsonDepth} levels is refused wherever the
     expect(violationFields(err)).toEqual(["data"]);
     err = await expectConnectError(admin.emitBatch([{ type: "deep.thing", data: {} }, { type: "deep.thing", data: deep }]), Code.InvalidArgument, /events\[1\]\.data is nested deeper/);
     expect(violationFields(err)).toEqual(["events[1].data"]);
-    // Connect JSON decodes far deeper (the tester's 40, 48 and 60 levels were accepted).
+    // Connect JSON decodes far deeper (40, 48 and 60 levels are accepted).
     for (const levels of [40, 48, 60]) {
       const res = await postJson(owner.port, "/chronolog.v1.LogService/Emit", { type: "deep.thing", data: nested(levels) });
       expect(res.status).toBe(400);

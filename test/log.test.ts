@@ -1,4 +1,4 @@
-// The event log through the TypeScript SDK client (SPEC E1, E4, E7, E9, O5):
+// The event log through the TypeScript SDK client:
 // emit, idempotent ids, atomic batches, paged reads with filters, GetEvent,
 // Watch (catch-up, caught_up marker, live events, filters), plugin manifests
 // persisting across restarts, and the owner lock on the data folder.
@@ -457,7 +457,7 @@ describe("plugin manifests across restarts (same data folder)", () => {
   });
 });
 
-describe("owner lock (O5)", () => {
+describe("owner lock", () => {
   it("a second owner on a folder in use fails with a clear 'in use' error; the first keeps serving", async () => {
     const dataDir = tempDir();
     const first = await startTestOwner({ dataDir });

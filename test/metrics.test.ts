@@ -1,4 +1,4 @@
-// Metrics (SPEC O2, K4): an in-process owner's `GET /metrics`, scraped over HTTP/1.1 with fetch
+// Metrics: an in-process owner's `GET /metrics`, scraped over HTTP/1.1 with fetch
 // on the owner's own port, while a processor, an SDK executor, a Watch stream and a timer
 // work. Values are read from the Prometheus text format; tests wait on scraped values
 // (`until`), never on sleeps. The timer test runs on a ManualClock (as in time.test.ts): the
@@ -49,7 +49,7 @@ async function startExecutor(url: string, plugin: PluginDefinition) {
   return ex;
 }
 
-describe("GET /metrics (O2)", () => {
+describe("GET /metrics", () => {
   it("processor lag, in flight, retries and failures; executors; commits; watchers; log head", async () => {
     const owner = await startTestOwner({ shutdownGraceMs: 200 });
     cleanups.push(() => owner.close());

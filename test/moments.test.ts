@@ -1,4 +1,4 @@
-// Moments as text (T1, T3): the CLI's flags and the API's JSON take RFC 3339 times and refuse a day
+// Moments as text: the CLI's flags and the API's JSON take RFC 3339 times and refuse a day
 // the month does not have, hour 24 and (on the command line) a time without an offset, instead of
 // moving them as JavaScript's Date.parse does (2027-02-30 would become 2027-03-02).
 

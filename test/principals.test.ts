@@ -7,7 +7,7 @@ import { startTestOwner } from "./helpers/owner.js";
 
 const tokens = { admin: "admin-token-0123456789", acme: "acme-client-token-0123", beta: "beta-client-token-0123", notesWorker: "notes-executor-token-0123" };
 
-describe("principals (R5)", () => {
+describe("principals", () => {
   let owner: Awaited<ReturnType<typeof startTestOwner>>;
   const as = (token: string) => createClient({ url: owner.url, token });
 

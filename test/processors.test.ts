@@ -36,7 +36,7 @@ async function countTypes(client: ChronologClient): Promise<Record<string, numbe
 
 const events = { "order.placed": { allow: ["*"] }, "order.noted": {} };
 
-describe("processors (P1-P9) over the Subscribe stream", () => {
+describe("processors over the Subscribe stream", () => {
   it("keeps per-key order across 2 executors with concurrency and random failures", async () => {
     const { owner: o, client } = await owner();
     const handled = new Map<string, number[]>();

@@ -1,5 +1,5 @@
-// Pulses (SPEC K1), chains (K5), the SDK's time helpers (S2) and the `timers` / `cursors`
-// commands (O1), through the real transport: an in-process owner and in-process SDK
+// Pulses, chains, the SDK's time helpers and the `timers` / `cursors`
+// commands, through the real transport: an in-process owner and in-process SDK
 // executors over gRPC.
 //
 // Rules run on a ManualClock passed as the owner's `clock` and `timers` (its TimerHost):
@@ -88,7 +88,7 @@ async function outcomesAt(h: Harness, dueMs: number, count = 1): Promise<PulseOu
 }
 
 
-describe("pulse rules (K1)", () => {
+describe("pulse rules", () => {
   const spec = (cycleSeconds: number, intervals: number): Pick<PulseSpec, "cycleSeconds" | "intervalMs"> => ({ cycleSeconds, intervalMs: (cycleSeconds * 1000) / intervals });
 
   it("intervals split the cycle counted from the epoch: a day in 24 is one hour each, indexed by the hour of the UTC day", () => {
@@ -121,7 +121,7 @@ describe("pulse rules (K1)", () => {
   });
 });
 
-describe("pulse declarations and hellos (K1, X1)", () => {
+describe("pulse declarations and hellos", () => {
   it("registration refuses a bad pulse with INVALID_ARGUMENT naming pulses.<name>", async () => {
     const h = await harness(new ManualClock(T0));
     const register = async (pulse: Record<string, unknown>, actions: Record<string, unknown> = { tick: {} }) => {
@@ -182,7 +182,7 @@ describe("pulse declarations and hellos (K1, X1)", () => {
   });
 });
 
-describe("pulses on a manual clock (K1)", () => {
+describe("pulses on a manual clock", () => {
   it("scope component: each interval is one call, on one of the executors, told its interval index and start; the call starts a chain and is recorded", async () => {
     const h = await harness(new ManualClock(T0));
     const calls: { tag: string; ctx: ActionContext }[] = [];
@@ -199,12 +199,12 @@ describe("pulses on a manual clock (K1)", () => {
     expect(calls.map((c) => c.ctx.pulse)).toEqual([1, 2, 3, 4, 5].map((k) => ({ pulse: "sweep.every", interval: k % 3, due: new Date(T0 + k * 20_000) })));
     expect(calls.every((c) => c.ctx.chainDepth === 0 && c.ctx.actor === undefined && c.ctx.scheduled === undefined)).toBe(true);
     expect(new Set(calls.map((c) => c.ctx.callId)).size).toBe(5);
-    // Recorded as calls (A2) with chain depth 0 (K5), as the system.
+    // Recorded as calls with chain depth 0, as the system.
     const started = await eventsOf(h.client, ["action.started"]);
     expect(started).toHaveLength(5);
     expect(started[0].data).toMatchObject({ action: "sweep.tick", call_id: calls[0].ctx.callId, chain_depth: 0 });
     expect(started[0].actor).toBeUndefined();
-    // Each call's lateness (call time minus the interval's start) went into the owner's histogram (K4).
+    // Each call's lateness (call time minus the interval's start) went into the owner's histogram.
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 5, maxMs: 0 });
   });
 
@@ -326,7 +326,7 @@ describe("pulses on a manual clock (K1)", () => {
   });
 });
 
-describe("chains of delays (K5) and the SDK's time helpers under a cause (S2)", () => {
+describe("chains of delays and the SDK's time helpers under a cause", () => {
   it("ctx.delay under a delivery arms one delay however often the delivery runs; its call continues the chain one deeper; a self-re-arming loop stops at the maximum with timer.chain_exceeded; fresh_chain starts over", async () => {
     const h = await harness(new ManualClock(T0), undefined, { maxChainDepth: 2 });
     const attempts: number[] = [];
@@ -464,7 +464,7 @@ describe("chains of delays (K5) and the SDK's time helpers under a cause (S2)", 
   });
 });
 
-describe("CLI timers and cursors (O1)", () => {
+describe("CLI timers and cursors", () => {
   it("`timers` prints what ListTimers returns (JSON lines and a table, with --kind and --preview); `cursors` prints ListProcessors", async () => {
     const h = await harness(new ManualClock(T0));
     const plugin = definePlugin({

@@ -1,4 +1,4 @@
-// The Python SDK end to end (SPEC S1, S3, X1-X5, E7, P5, P6, R4): a real owner
+// The Python SDK end to end: a real owner
 // (child process, with tokens) and the Python example executor
 // (examples/python/executor.py, plugin `pyshop`) as another child process,
 // run from the virtual environment that .ci/run creates (.venv). A TypeScript
@@ -79,7 +79,7 @@ async function runPythonExecutor(url: string, token: string, limitMs = 15_000): 
   return { code, output, ms: Date.now() - started };
 }
 
-describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) against a real owner", () => {
+describe.skipIf(missing && !process.env.CI)("Python executor and client against a real owner", () => {
   let owner: OwnerProcess;
   let executor: Awaited<ReturnType<typeof spawnPythonExecutor>>;
   let admin: ChronologClient;
@@ -143,7 +143,7 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) aga
     // Position 1 under the delivery (the call was position 0): the owner derived the id.
     expect(checked.id).toBe(derivedId(cart.id, 1, { type: "cart.checked", data: checked.data }));
     expect(checked.cause).toBe(cart.id);
-    expect(checked.actor).toEqual(cart.actor); // P5: work under the delivery runs as the event's actor
+    expect(checked.actor).toEqual(cart.actor); // work under the delivery runs as the event's actor
 
     const [started] = (await read("action.started")).filter(about(cart));
     expect(started.data).toMatchObject({ action: "pyshop.total", call_id: derivedId(cart.id, 0, { action: "pyshop.total", input: { items } }), attempt: 1 });
@@ -234,12 +234,12 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client (S3) aga
   });
 });
 
-// Work under a cause from Python (X5, E7, P5, C2, T3, T9, K3, K5): the pywork executor
+// Work under a cause from Python: the pywork executor
 // (sdk/python/tests/work_executor.py) writes documents and sets timers and delays under
 // deliveries and action runs, through ctx.collections, ctx.schedule, ctx.unschedule,
 // ctx.delay and ctx.cancel_delay. The ids the owner derived are recomputed here from the
 // cause, the position and the input, as the owner does.
-describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): collections, timers and delays against a real owner", () => {
+describe.skipIf(missing && !process.env.CI)("Python work under a cause: collections, timers and delays against a real owner", () => {
   let owner: OwnerProcess;
   let executor: ChildProcess;
   let executorExited: Promise<number | string>;
@@ -321,7 +321,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
       ["pyjob.created", write(job.id, 3, "create", "scratch-j-1", { _id: "scratch-j-1", job_id: "j-1" })],
       ["pyjob.deleted", write(job.id, 4, "delete", "scratch-j-1", null)],
     ]);
-    for (const e of changes) expect(e.actor).toEqual(job.actor); // P5: the delivery's actor
+    for (const e of changes) expect(e.actor).toEqual(job.actor); // the delivery's actor
     expect(changes[0].data).toEqual({ _id: docId, doc: { _id: docId, job_id: "j-1", status: "new" } }); // the private secret is not in the event
     expect(changes[1].data).toEqual({ _id: docId, doc: { _id: docId, job_id: "j-1", status: "working", meta: { by: "py" } }, changed: ["meta", "status"], removed: [] }); // the unset secret is private: not listed
     expect(d.seqs).toEqual([changes[0], changes[1], changes[2], changes[4]].map((e) => Number(e.seq)));
@@ -340,7 +340,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     expect([...timers.keys()].sort()).toEqual([weeklyId, "tick-j-1", laterId, atId].sort());
     for (const t of timers.values()) {
       expect(t.action).toBe(action);
-      expect(t.actor).toEqual(job.actor); // T9: runs as whoever set it
+      expect(t.actor).toEqual(job.actor); // runs as whoever set it
     }
     const weekly = await admin.getTimer(weeklyId, { previewCount: 3 });
     expect(weekly).toMatchObject({ kind: TimerKind.RUNTIME, input: { job_id: "j-1", what: "weekly" }, spec: { when: { case: "cron", value: { expression: "0 9 * * 1", zone: "Europe/Berlin" } } } });
@@ -351,7 +351,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     }
     expect(timers.get("tick-j-1")).toMatchObject({ kind: TimerKind.RUNTIME, spec: { when: { case: "everyMs", value: 3_600_000n } }, overdue: { bound: { case: "maxLatenessMs", value: 500n } } });
     const later = timers.get(laterId)!;
-    expect(later).toMatchObject({ kind: TimerKind.DELAY, chainDepth: 1, overdue: { bound: { case: "onTimeOrNever", value: true } } }); // K5: one deeper than the delivery
+    expect(later).toMatchObject({ kind: TimerKind.DELAY, chainDepth: 1, overdue: { bound: { case: "onTimeOrNever", value: true } } }); // one deeper than the delivery
     expect(new Date(d.later_due as string).getTime()).toBe(timestampMs(later.nextDue!));
     expect(timestampMs(later.nextDue!) - Number(worked.at!.seconds) * 1000).toBeGreaterThan(86_400_000 - 60_000);
     const at = timers.get(atId)!;
@@ -400,7 +400,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     expect(mine.filter((e) => e.type.startsWith("processor."))).toEqual([]);
   });
 
-  it("a retried delivery that armed and cancelled a delay, set and unscheduled a timer: each recorded once, the retry succeeds, nothing left (E7)", async () => {
+  it("a retried delivery that armed and cancelled a delay, set and unscheduled a timer: each recorded once, the retry succeeds, nothing left", async () => {
     const job = (await web.emit("job.submitted", { job_id: "j-5", mode: "cancel", flaky: true })).event!;
     await settled(job);
     const mine = await under(job)();
@@ -448,7 +448,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause (X5): col
     await until(async () => (await read("job.reminded")).some((e) => (e.data as JsonObject).job_id === "j-4"), "job.reminded for j-4");
     const [reminded] = (await read("job.reminded")).filter((e) => (e.data as JsonObject).job_id === "j-4");
     expect(reminded.data).toEqual({ job_id: "j-4", what: "soon", timer_id: delayId, chain_depth: 1, early: false }); // sent up to 100 ms ahead with hold_ms (the executor holds), started at its moment
-    expect(reminded.actor).toEqual(started.actor); // T9: the delay runs as the actor it was armed under
+    expect(reminded.actor).toEqual(started.actor); // the delay runs as the actor it was armed under
 
     const again = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });
     expect(again).toMatchObject({ fromLog: true, output: result.output });

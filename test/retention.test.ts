@@ -231,7 +231,7 @@ describe("retention of spent timers and ended occurrences", () => {
     // A one-shot at T0 + 1 h - 6 s; the sweep armed at start rings at T0 + 1 h.
     const due = T0 + HOUR - 6_000;
     await h.time.schedule({ timerId: "once", action: "keep.flaky", spec: { when: { case: "at", value: timestampFromMs(due) } } });
-    clock.set(due); // fires; the call fails: retry_wait until due + 10 s = T0 + 1 h + 4 s (the default waits, T7)
+    clock.set(due); // fires; the call fails: retry_wait until due + 10 s = T0 + 1 h + 4 s (the default waits)
     await until(async () => (await occurrenceRows(h))[0]?.status === "retry_wait", "the retry wait");
     expect(await sql(h, "SELECT next_due_ms, updated_at FROM timers WHERE id = 'once'")).toEqual([{ next_due_ms: null, updated_at: due }]);
 
@@ -297,7 +297,7 @@ describe("retention of spent timers and ended occurrences", () => {
     expect(await swept).toMatchObject({ occurrences: 1, timers: 1 });
     expect(await timerIds(h)).toEqual(["keep/off"]);
 
-    // The call made again with its call id runs again (A3: its first run failed); its delay, at the same position, is found in the log.
+    // The call made again with its call id runs again (its first run failed); its delay, at the same position, is found in the log.
     h.rec.failing = false;
     expect((await h.client.call("keep.arm", {}, { callId: "arm-1" })).output).toEqual({ delayId });
     expect(h.rec.armed).toEqual([

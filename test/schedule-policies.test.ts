@@ -1,4 +1,4 @@
-// Schedules like Temporal's (SPEC B1) and per-schedule DST policies (B2), and the TimeService
+// Schedules like Temporal's and per-schedule DST policies, and the TimeService
 // message fixes that came with them.
 //
 // The rules (time/timers.ts, time/cron.ts) are pure functions of their arguments and are tested
@@ -44,7 +44,7 @@ import { eventsOf, expectConnectError, expectUnchanged, logSnapshot } from "./he
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
-/** The single occurrence the catch-up policy "latest" owes at `nowMs` (K2): the most recent due moment, and the next one after it. */
+/** The single occurrence the catch-up policy "latest" owes at `nowMs`: the most recent due moment, and the next one after it. */
 function owedOccurrence(timer: TimerMoments, nowMs: number): { dueMs: number; nextDueMs: number | null } {
   const owed = owedOccurrences({ ...timer, policy: { ...(timer.policy ?? defaultSchedulePolicy), catchUp: "latest", catchUpWindowMs: 0 } }, nowMs);
   return { dueMs: owed.dueMs[owed.dueMs.length - 1] ?? (timer.nextDueMs as number), nextDueMs: owed.nextDueMs };
@@ -66,7 +66,7 @@ const iso = (t: number | undefined | null) => (t === undefined || t === null ? t
 const ms = (t: Timestamp | undefined) => (t ? timestampMs(t) : undefined);
 const at = (s: string) => Date.parse(s);
 
-/** A policy: K2's defaults with `p` over them. */
+/** A policy: the defaults with `p` over them. */
 const policy = (p: Partial<SchedulePolicy> = {}): SchedulePolicy => ({ ...defaultSchedulePolicy, ...p });
 /** An every-minute timer anchored at T0 + 1 min, next due `nextDueMs`. */
 const minutely = (nextDueMs: number, p: Partial<SchedulePolicy> = {}, occurrences = 0) => ({
@@ -77,7 +77,7 @@ const minutely = (nextDueMs: number, p: Partial<SchedulePolicy> = {}, occurrence
   occurrences,
 });
 
-describe("B2: DST policy per cron schedule, at exact instants", () => {
+describe("DST policy per cron schedule, at exact instants", () => {
   const take = (expr: string, zone: string, from: string, n: number, dst = {}) => parseCron(expr, zone, dst).take(at(from), n).map(iso);
 
   it("Europe/Berlin 2026-03-29 (02:00 → 03:00): 02:30 shifts to 03:30 CEST by default; gap skip runs the next day", () => {
@@ -90,7 +90,7 @@ describe("B2: DST policy per cron schedule, at exact instants", () => {
     expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 2)).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
     expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 2, { repeated: "last" })).toEqual(["2026-10-25T01:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
     expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 3, { repeated: "both" })).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-25T01:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
-    // A wildcard hour runs at every real instant whatever the policy (T10).
+    // A wildcard hour runs at every real instant whatever the policy.
     expect(take("0 * * * *", "Europe/Berlin", "2026-10-24T23:30:00Z", 3, { repeated: "first" })).toEqual(["2026-10-25T00:00:00.000Z", "2026-10-25T01:00:00.000Z", "2026-10-25T02:00:00.000Z"]);
   });
 
@@ -111,7 +111,7 @@ describe("B2: DST policy per cron schedule, at exact instants", () => {
   });
 });
 
-describe("B1 rules (pure, at exact instants)", () => {
+describe("rules (pure, at exact instants)", () => {
   it("catch-up: latest owes the most recent missed moment; all-within-window every one in the window; none only an on-time one", () => {
     const now = T0 + 10 * MIN + 30_000; // moments T0+1min ... T0+10min have passed
     expect(owedOccurrences(minutely(T0 + MIN), now)).toEqual({ dueMs: [T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
@@ -129,7 +129,7 @@ describe("B1 rules (pure, at exact instants)", () => {
     // Resumed (or back from an outage) 11 ms before T0+10min, the moment T0+9min missed: both are owed, the missed one first.
     const now = T0 + 10 * MIN - 11;
     expect(owedWithin(minutely(T0 + 9 * MIN), now, now + 50)).toEqual({ dueMs: [T0 + 9 * MIN, T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
-    expect(owedWithin(minutely(T0 + 2 * MIN), now, now + 50)).toEqual({ dueMs: [T0 + 9 * MIN, T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN }); // latest missed only (K2)
+    expect(owedWithin(minutely(T0 + 2 * MIN), now, now + 50)).toEqual({ dueMs: [T0 + 9 * MIN, T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN }); // latest missed only
     expect(owedWithin(minutely(T0 + 2 * MIN, { catchUp: "none" }), now, now + 50)).toEqual({ dueMs: [T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN }); // none missed; the coming one is on time
     // Nothing missed: only what comes within the lookahead, each moment of it.
     expect(owedWithin(minutely(T0 + 10 * MIN), now, now + 50)).toEqual({ dueMs: [T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
@@ -275,7 +275,7 @@ const every = (n: number) => ({ when: { case: "everyMs" as const, value: BigInt(
 const cron = (expression: string, zone = "", dst?: { gap?: DstGap; repeated?: DstRepeated }) => ({ when: { case: "cron" as const, value: { expression, zone, dst } } });
 const fields = async (p: Promise<unknown>, code: Code, message: RegExp = /./) => (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
 
-describe("B1 and B2 through TimeService", () => {
+describe("through TimeService", () => {
   it("a cron schedule with a DST policy: stored, previewed and fired at the exact instants (Berlin 2026-10-25, repeated both)", async () => {
     const clock = new ManualClock(at("2026-10-24T12:00:00Z"));
     const h = await harness(clock);
@@ -313,7 +313,7 @@ describe("moments out of range", () => {
   });
 });
 
-describe("B1 through TimeService: policies, pause and resume, trigger, backfill", () => {
+describe("through TimeService: policies, pause and resume, trigger, backfill", () => {
   it("jitter: each call is made at its jittered moment, which is its `scheduled.due` and what GetTimer previews", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
@@ -506,7 +506,7 @@ describe("B1 through TimeService: policies, pause and resume, trigger, backfill"
     await until(() => h.calls.length === 5, "only the new moments");
     await until(async () => (await occurrences(h, "hourly")).every((o) => o.status === "completed"), "all completed");
     expect((await occurrences(h, "hourly")).map((o) => o.origin)).toEqual(Array(5).fill("backfill"));
-    expect(h.owner.lateness.snapshot().maxMs).toBeLessThan(HOUR); // hours-old moments by design: not the clock's lateness (K4)
+    expect(h.owner.lateness.snapshot().maxMs).toBeLessThan(HOUR); // hours-old moments by design: not the clock's lateness
     const log = await eventsOf(h.client, ["timer.backfilled"]);
     expect(log.map((e) => e.data)).toEqual([
       expect.objectContaining({ timer_id: "hourly", start_ms: T0 - 5 * HOUR, end_ms: T0 - 2 * HOUR, occurrence_ids: made.map((o) => o.occurrenceId), existing: 0 }),
@@ -605,7 +605,7 @@ describe("TimeService: one order of checks, and clearer messages", () => {
   });
 });
 
-describe("chronolog pause-timer, resume-timer, trigger-timer, backfill-timer (B1, O1)", () => {
+describe("chronolog pause-timer, resume-timer, trigger-timer, backfill-timer", () => {
   it("pauses, resumes, triggers and backfills from the command line", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
@@ -626,7 +626,7 @@ describe("chronolog pause-timer, resume-timer, trigger-timer, backfill-timer (B1
   });
 });
 
-describe("B1 overlap and catch-up in the claim", () => {
+describe("overlap and catch-up in the claim", () => {
   it("overlap skip: an occurrence due while the previous one runs is skipped (timer.skipped); the next one after it ended is made", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
@@ -724,7 +724,7 @@ describe("B1 overlap and catch-up in the claim", () => {
   });
 });
 
-// ---- jitter never reaches the next moment (B1) ----
+// ---- jitter never reaches the next moment ----
 
 /** The jitter hash of timer `id` at nominal moment `n` (as time/timers.ts computes it): 48 bits of SHA-256. */
 const jitterHash = (id: string, n: number) => createHash("sha256").update(`timer-jitter\n${id}\n${n}`).digest().readUIntBE(0, 6);
@@ -733,7 +733,7 @@ const oldDue = (id: string, n: number, jitterMs: number, gapMs: number) => n + M
 /** The due moment of `n` now: offset `hash % (min(jitter, gap - 1) + 1)`, spread over [0, min(jitter + 1, gap)). */
 const spreadDue = (id: string, n: number, jitterMs: number, gapMs: number) => n + (jitterHash(id, n) % (Math.min(jitterMs, gapMs - 1) + 1));
 
-describe("B1 jitter: spread before the next moment, never at or past it", () => {
+describe("jitter: spread before the next moment, never at or past it", () => {
   const everyMinute: TimerSpec = { kind: "cron", expression: "* * * * *", zone: "" };
   /** 2026-03-02T04:04:00Z and the 4 minutes after it. */
   const minutes = Array.from({ length: 5 }, (_, i) => at("2026-03-02T04:04:00Z") + i * MIN);
@@ -743,7 +743,7 @@ describe("B1 jitter: spread before the next moment, never at or past it", () => 
     const first = firstDue(everyMinute, at("2026-03-02T04:03:30Z"), "spec", p, "jg");
     const timer = { id: "jg", spec: everyMinute, nextDueMs: first, policy: p };
     const dues = preview(timer, 5);
-    // The tester's report was 04:04:59.999, 04:05:49.594, 04:06:59.999, 04:07:59.999, 04:08:59.999.
+    // Before, the offsets piled up at each gap's last ms: 04:04:59.999, 04:05:49.594, 04:06:59.999, 04:07:59.999, 04:08:59.999.
     expect(dues.map(iso)).toEqual(["2026-03-02T04:04:08.265Z", "2026-03-02T04:05:47.494Z", "2026-03-02T04:06:59.062Z", "2026-03-02T04:07:15.790Z", "2026-03-02T04:08:50.173Z"]);
     expect(dues).toEqual(minutes.map((n) => spreadDue("jg", n, 5 * MIN, MIN)));
     // Over many minutes: within [n, n + 1 min), strictly increasing, hardly ever the last ms, spread over the minute.
@@ -812,7 +812,7 @@ describe("B1 jitter: spread before the next moment, never at or past it", () => 
     await expectUnchanged(h.client, before);
     // Below every_ms is accepted.
     expect((await h.time.schedule({ timerId: "fast", action: "jobs.run", spec: every(2_000), policy: { jitterMs: 1_999n } })).timer?.policy?.jitterMs).toBe(1_999n);
-    // Cron keeps a jitter wider than its gap and spreads it within each minute (the tester's case).
+    // Cron keeps a jitter wider than its gap and spreads it within each minute.
     await h.time.schedule({ timerId: "jg", action: "jobs.run", spec: cron("* * * * *"), policy: { jitterMs: 300_000n } });
     const previewed = (await h.client.getTimer("jg", { previewCount: 5 })).preview.map((t) => ms(t)!);
     expect(previewed).toEqual(minutes.map((n) => spreadDue("jg", n, 5 * MIN, MIN)));

@@ -1,4 +1,4 @@
-// Declared schedules (SPEC T2, K2, K6), retries of failed occurrences (T7) and cancel/fire
+// Declared schedules, retries of failed occurrences and cancel/fire
 // races through the real transport: manifests registered over PluginService (by an SDK
 // executor's hello or a client), the action hosted by an in-process SDK executor, TimeService
 // and AdminService.ExecuteSql to inspect timers and occurrences.
@@ -134,7 +134,7 @@ async function callHistory(client: ChronologClient, callId: string): Promise<str
   return events.filter((e) => e.data?.call_id === callId).map((e) => `${e.type}#${e.data?.attempt}`);
 }
 
-describe("declared schedules (T2, K2)", () => {
+describe("declared schedules", () => {
   it("a cron schedule in a manifest is a timer of kind declared (`plugin/schedule`) that fires as the system with `scheduled.due`", async () => {
     const clock = new ManualClock(T0);
     const rec: Recorder = { calls: [], failing: false };
@@ -254,7 +254,7 @@ describe("declared schedules (T2, K2)", () => {
     expect(clock.armed()).toEqual([]);
   });
 
-  it("a schedule of another region is stored but made only by that region's owner (K6)", async () => {
+  it("a schedule of another region is stored but made only by that region's owner", async () => {
     const schedules = { here: { action: "build", everyMs: 10_000n }, there: { action: "build", everyMs: 10_000n, region: 1 } };
     for (const region of [0, 1]) {
       const clock = new ManualClock(T0);
@@ -305,7 +305,7 @@ describe("declared schedules (T2, K2)", () => {
   });
 });
 
-describe("retries of failed occurrences (T7)", () => {
+describe("retries of failed occurrences", () => {
   it("a retry claimed inside the lookahead by an owner that then stopped is tried at its moment by the next one, not at once", async () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
@@ -326,7 +326,7 @@ describe("retries of failed occurrences (T7)", () => {
     await until(() => rec.calls.length === 2, "the retry at its moment");
   });
 
-  it("an occurrence whose action throws a TerminalError is not tried again: failed at once with timer.failed (T7)", async () => {
+  it("an occurrence whose action throws a TerminalError is not tried again: failed at once with timer.failed", async () => {
     const clock = new ManualClock(T0);
     const rec: Recorder = { calls: [], failing: true };
     const h = await harness(clock, rec, { hourly: { action: "final", cron: "0 * * * *" } });
@@ -381,7 +381,7 @@ describe("retries of failed occurrences (T7)", () => {
     clock.advance(DAY / 2); // nothing more for it
     expect(rec.calls.filter((c) => c.callId === id)).toHaveLength(3);
 
-    // The next occurrence comes (one, for the half day since, K2) and completes.
+    // The next occurrence comes (one, for the half day since) and completes.
     rec.failing = false;
     await until(() => rec.calls.length === 4, "the next occurrence");
     expect(rec.calls[3].callId).not.toBe(id);
@@ -459,7 +459,7 @@ describe("retries of failed occurrences (T7)", () => {
   });
 });
 
-describe("lateness bound of a declared schedule (K2)", () => {
+describe("lateness bound of a declared schedule", () => {
   it("an occurrence later than max_lateness_ms is skipped and recorded (timer.skipped); one within it is made with its original moment", async () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
@@ -484,7 +484,7 @@ describe("lateness bound of a declared schedule (K2)", () => {
   });
 });
 
-describe("cancel and unschedule racing the clock (T6, K3)", () => {
+describe("cancel and unschedule racing the clock", () => {
   /** Lets the event loop turn `n` times (the race's offset). */
   const turns = async (n: number) => {
     for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
@@ -557,7 +557,7 @@ describe("cancel and unschedule racing the clock (T6, K3)", () => {
   });
 });
 
-describe("declared schedules across a real owner process killed with SIGKILL (K2)", () => {
+describe("declared schedules across a real owner process killed with SIGKILL", () => {
   it("an every-second schedule from a --plugins folder across a ~3 s outage: one call for the outage, not a storm", async () => {
     const dataDir = tempDir();
     const pluginsDir = tempDir("chronolog-plugins-");
@@ -585,7 +585,7 @@ describe("declared schedules across a real owner process killed with SIGKILL (K2
     second.child.kill("SIGKILL");
 
     // Each occurrence is one call id with one due moment on the 1 s grid. (A call in flight at the
-    // kill is called again after the restart with the same id: the same occurrence, A3.)
+    // kill is called again after the restart with the same id: the same occurrence.)
     const dueOf = new Map(rec.calls.map((c) => [c.callId, c.scheduled!.due.getTime()]));
     const grid = rec.calls[0].scheduled!.due.getTime();
     expect([...dueOf.values()].every((d) => (d - grid) % 1_000 === 0)).toBe(true);

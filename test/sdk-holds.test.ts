@@ -14,7 +14,7 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-describe("StreamClock: the owner's stream clock on the executor's (K4)", () => {
+describe("StreamClock: the owner's stream clock on the executor's", () => {
   it("maps written_at_ms with the least offset seen: a message that queued on its way counts from its writing", () => {
     const clock = new StreamClock();
     expect(clock.writtenAt(0, 500)).toBe(500); // not set (an older owner): the receipt
@@ -33,7 +33,7 @@ describe("StreamClock: the owner's stream clock on the executor's (K4)", () => {
   });
 });
 
-describe("HoldQueue: held items start at their time, never before (K4)", () => {
+describe("HoldQueue: held items start at their time, never before", () => {
   it("starts each item at or after its time, in time order, with how late it was", async () => {
     const started: { item: string; at: number; lateMs: number }[] = [];
     const queue = new HoldQueue<string>((item, lateMs) => started.push({ item, at: performance.now(), lateMs }));
@@ -71,7 +71,7 @@ describe("HoldQueue: held items start at their time, never before (K4)", () => {
   });
 });
 
-describe("the TypeScript SDK holds a call from when the owner wrote it (Invocation.written_at_ms, K4)", () => {
+describe("the TypeScript SDK holds a call from when the owner wrote it (Invocation.written_at_ms)", () => {
   it("a held Invocation that spent 30 ms on its way starts 30 ms sooner after its receipt than its hold_ms, and not before its moment", async () => {
     const results: ActionResult[] = [];
     let sentAt = 0;

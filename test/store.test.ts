@@ -1,4 +1,4 @@
-// The store (SPEC E1, E8, O5): group commit, per-unit failure isolation,
+// The store: group commit, per-unit failure isolation,
 // SQLite pragmas and migrations, against a real SQLite file in a temp folder.
 
 import Database from "better-sqlite3";
@@ -85,7 +85,7 @@ const migrationVersions = readdirSync(new URL("../server/src/store/migrations/",
   .map((f) => Number(f.slice(0, 4)));
 const latestMigration = Math.max(...migrationVersions);
 
-describe("group commit (E8)", () => {
+describe("group commit", () => {
   it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", async () => {
     const store = open(folder());
     // No fsync (synchronous=NORMAL's path): a batch ends at once, so the spacing is what holds units back.
@@ -311,7 +311,7 @@ describe("group commit (E8)", () => {
   });
 });
 
-describe("SQLite settings (E8)", () => {
+describe("SQLite settings", () => {
   it("makes missing data folders, and names the folder it cannot make instead of spinning (Node's recursive mkdir loops under /proc)", () => {
     const nested = join(folder(), "a", "b");
     open(nested);
@@ -601,14 +601,14 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
   });
 });
 
-describe("the immutable log (E1)", () => {
+describe("the immutable log", () => {
   it("the database itself refuses to update or delete an event, on any connection; appends go on", async () => {
     const dataDir = folder();
     const store = open(dataDir);
     const { committer } = committerOn(store);
     await committer.submit((tx) => tx.append(event("a", { n: 1 })));
-    expect(() => store.db.prepare("UPDATE events SET data = '{}' WHERE seq = 1").run()).toThrow(/the log is immutable \(E1\): events cannot be updated/);
-    expect(() => store.db.prepare("DELETE FROM events").run()).toThrow(/the log is immutable \(E1\): events cannot be deleted/);
+    expect(() => store.db.prepare("UPDATE events SET data = '{}' WHERE seq = 1").run()).toThrow(/the log is immutable: events cannot be updated/);
+    expect(() => store.db.prepare("DELETE FROM events").run()).toThrow(/the log is immutable: events cannot be deleted/);
     const other = new Database(join(dataDir, "chronolog.db"));
     try {
       expect(() => other.prepare("DELETE FROM events WHERE seq = 1").run()).toThrow(/the log is immutable/);
@@ -624,7 +624,7 @@ describe("the immutable log (E1)", () => {
   });
 });
 
-describe("owner lock (O5)", () => {
+describe("owner lock", () => {
   it("refuses a second open of a folder in use and frees it on close", async () => {
     const dataDir = folder();
     const first = open(dataDir);

@@ -1,4 +1,4 @@
-// Timer changes made by code under a cause (SPEC E7, X5, T3, K3) are answered from the log
+// Timer changes made by code under a cause are answered from the log
 // when the same work runs again: a retried delivery or an action called again with its call id
 // makes the same Schedule / Unschedule / Delay / CancelDelay requests (same cause, same
 // positions), and each finds the event its first run recorded (timer.scheduled,
@@ -195,7 +195,7 @@ async function occurrenceCount(h: Harness, id: string): Promise<number> {
   return Number(result.rows[0]?.n);
 }
 
-describe("timer changes under a cause, run again, are answered from the log (E7, X5, T3, K3)", () => {
+describe("timer changes under a cause, run again, are answered from the log", () => {
   it("a delay or one-shot timer set `at` a moment, retried after that moment passed, is answered from the log (not INVALID_ARGUMENT), also a Delay with a delay_id from outside; a new request for a passed moment is INVALID_ARGUMENT", async () => {
     const h = await harness();
     for (const [job, mode, at] of [["a-1", "delay-at", T0 + 2_000], ["a-2", "schedule-at", T0 + 13_000]] as const) {
@@ -286,7 +286,7 @@ describe("timer changes under a cause, run again, are answered from the log (E7,
     expect(types(unscheduled.under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done")).toEqual(["timer.unscheduled", "processor.retried", "job.done"]);
     expect(await timersOf(h, "j-6")).toEqual([]);
 
-    // Setting a timer another request set the same way, under its own id, replaces it (T3) and is recorded, so its retry finds that.
+    // Setting a timer another request set the same way, under its own id, replaces it and is recorded, so its retry finds that.
     await h.client.schedule("redo.ring", { job: "j-10" }, { everyMs: MINUTE }, { timerId: "shared-j-10" });
     const rescheduled = await runJob(h, { job: "j-10", mode: "reschedule-target", target: "shared-j-10" });
     const changes = rescheduled.under.filter((e) => e.type.startsWith("timer."));

@@ -1,4 +1,4 @@
-// Time (SPEC T1-T6, T8, T9, K2-K4) through the real transport: TimeService over gRPC, an
+// Time through the real transport: TimeService over gRPC, an
 // in-process SDK executor hosting the action, the owner's real store and committer.
 //
 // Rules are tested on a ManualClock passed as both `clock` and `timers` (the TimerHost where
@@ -122,7 +122,7 @@ async function occurrences(h: Harness, timerId: string): Promise<JsonObject[]> {
 }
 
 
-describe("timers on a manual clock (T3-T6, T8, T9)", () => {
+describe("timers on a manual clock", () => {
   it("an `at` timer fires once at its moment; the action gets `scheduled` (timer id, due, occurrence id) and runs as whoever set it, `in` included", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
@@ -162,14 +162,14 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     expect(log[0].actor).toMatchObject({ id: "user:ana", in: "space:acme" });
     expect(log[1].data).toMatchObject({ call_id: ctx.callId, action: "remind.send" });
     expect(log[1].actor).toMatchObject({ id: "user:ana", in: "space:acme" });
-    // Calling the occurrence id again answers from the log (A3): an occurrence runs once.
+    // Calling the occurrence id again answers from the log: an occurrence runs once.
     expect(await h.client.call("remind.send", { to: "ana" }, { callId: ctx.callId })).toMatchObject({ fromLog: true });
     expect(h.calls).toHaveLength(1);
-    // Lateness (K4): one call, made at its moment on the manual clock.
+    // Lateness: one call, made at its moment on the manual clock.
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 0 });
   });
 
-  it("`every_ms` fires repeatedly with increasing due moments; after a long gap it owes one occurrence, not a storm (K2)", async () => {
+  it("`every_ms` fires repeatedly with increasing due moments; after a long gap it owes one occurrence, not a storm", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
     const { timer } = await h.time.schedule({ timerId: "tick", action: "remind.send", spec: every(5_000) });
@@ -386,7 +386,7 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
     expect(second.calls).toHaveLength(1);
   });
 
-  it("under a cause: the id is derived (a retried request changes nothing) and the calls run as the cause's actor (E7, T9)", async () => {
+  it("under a cause: the id is derived (a retried request changes nothing) and the calls run as the cause's actor", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
     await h.client.registerPlugin({ name: "orders", events: { "order.placed": { allow: ["*"] } } });
@@ -476,7 +476,7 @@ describe("timers on a manual clock (T3-T6, T8, T9)", () => {
   });
 });
 
-describe("the clock's lookahead: claimed and started ahead, sent at the moment to an executor that does not hold (T5, K4)", () => {
+describe("the clock's lookahead: claimed and started ahead, sent at the moment to an executor that does not hold", () => {
   const due = T0 + 60_000;
   const started = async (h: Harness) => (await eventsOf(h.client, ["action.started"])).length;
   /** Real time for an Invocation that should not be sent to have arrived if it had been. */
@@ -545,7 +545,7 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment t
     expect(second.calls[0]).toMatchObject({ attempt: 2, callId: (await occurrences(second, "ahead"))[0].id });
     await settle();
     expect(second.calls).toHaveLength(1);
-    expect(second.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 0 }); // the re-sent call's lateness counts (K4)
+    expect(second.owner.lateness.snapshot()).toMatchObject({ count: 1, maxMs: 0 }); // the re-sent call's lateness counts
   });
 
   it("a call started ahead by an owner that stopped, and too late for its bound when the next one starts, is skipped and its start gets an end (action.failed)", async () => {
@@ -568,7 +568,7 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment t
   });
 });
 
-describe("an executor that holds: calls of time sent ahead with hold_ms, started at the moment (K4)", () => {
+describe("an executor that holds: calls of time sent ahead with hold_ms, started at the moment", () => {
   const due = T0 + 60_000;
 
   /** A raw executor stream (hello with `holds`, `invocation_batches`, `batches`): the Invocations it gets, the message kinds they came in, and `answer` to send ActionResults. */
@@ -795,7 +795,7 @@ describe("TimeService bad input (nothing written)", () => {
   });
 });
 
-describe("time across real owner processes killed with SIGKILL (K2, T6)", () => {
+describe("time across real owner processes killed with SIGKILL", () => {
   it("a timer set before a kill -9 is called once, with its original moment, after the restart; a recurring one owes one call for the whole outage", async () => {
     const dataDir = tempDir();
     const children: OwnerProcess[] = [];
@@ -841,7 +841,7 @@ describe("time across real owner processes killed with SIGKILL (K2, T6)", () => 
   });
 });
 
-describe("Delay from outside with a client delay_id (E7, K3)", () => {
+describe("Delay from outside with a client delay_id", () => {
   const unbounded = { bound: { case: "unbounded" as const, value: true } };
 
   it("the same Delay retried arms one delay, records one timer.scheduled and gets the same answer: while pending, after it was made, after it was cancelled", async () => {

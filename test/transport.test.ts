@@ -480,10 +480,10 @@ describe("listen: extra HTTP handler, shutdown", () => {
     }
   });
 
-  it("rejects when the port is taken", async () => {
+  it("rejects when the port is taken, naming the port and --port", async () => {
     const srv = await start();
     try {
-      await expect(start({ port: srv.port })).rejects.toMatchObject({ code: "EADDRINUSE" });
+      await expect(start({ port: srv.port })).rejects.toMatchObject({ code: "EADDRINUSE", message: expect.stringMatching(new RegExp(`port ${srv.port} on 127\\.0\\.0\\.1 is already in use .*--port`)) });
     } finally {
       await srv.close();
     }

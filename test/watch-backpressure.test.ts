@@ -1,4 +1,4 @@
-// Back-pressure of Watch (SPEC E9, P9): a watcher that stops reading does not
+// Back-pressure of Watch: a watcher that stops reading does not
 // make the owner buffer the log for it. The owner runs as a child process so
 // its memory (RSS) can be measured on its own; the stalled watcher is a raw
 // HTTP/2 client that never reads. Meanwhile a normal watcher keeps up, and

@@ -200,7 +200,7 @@ if (delays > 0) {
   const deadline = start + lead + 10_000 + 30_000;
   // Warm-up again after the setting (not counted): after the 20,000 Delay RPCs, V8 had deoptimized
   // parts of the firing path (the clock's claim, ActionCalls' drive) and compiled them again in the
-  // burst's first second (bench/timers/NOTES.md, session 14).
+  // burst's first second (bench/records/2026-12-01-timers-capped-opening.md).
   let warmed = warmup;
   if (rewarm > 0) {
     await setDelays(owner.url, 0, rewarm, () => Math.round(Date.now() + 1_000 + Math.random() * 1_000));

@@ -1,13 +1,36 @@
-// Runs the bookings executor: `node --import tsx examples/bookings/executor.ts [URL]`.
+// Runs the bookings executor: `node --import tsx examples/bookings/executor.ts [URL] [--token TOKEN]` (--help).
 // Registers the plugin with its hello, hosts the processor and the action,
 // and reconnects if the owner restarts. Stop with Ctrl-C. An owner that
 // refuses it for good (an unknown token, a principal whose role may not host,
 // a hello it rejects) makes it print the owner's message and exit with status 1.
+import { parseArgs } from "node:util";
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { bookings } from "./plugin.js";
 
-const url = process.argv[2] ?? process.env.CHRONOLOG_URL ?? "http://127.0.0.1:50051";
-const executor = runExecutor({ url, token: process.env.CHRONOLOG_TOKEN, plugins: [bookings], credits: 16 });
+const usage = `usage: node --import tsx examples/bookings/executor.ts [URL] [--url URL] [--token TOKEN]
+
+Runs the bookings executor: registers the bookings plugin and hosts its processor and actions.
+  URL, --url URL   the owner's URL (default: $CHRONOLOG_URL, else http://127.0.0.1:50051)
+  --token TOKEN    an executor principal's token, for an owner started with a config (default: $CHRONOLOG_TOKEN)`;
+
+let parsed;
+try {
+  parsed = parseArgs({ allowPositionals: true, options: { url: { type: "string" }, token: { type: "string" }, help: { type: "boolean", short: "h" } } });
+} catch (e) {
+  console.error(`bookings executor: ${(e as Error).message}\n\n${usage}`);
+  process.exit(2);
+}
+if (parsed.values.help) {
+  console.log(usage);
+  process.exit(0);
+}
+const url = parsed.values.url ?? parsed.positionals[0] ?? process.env.CHRONOLOG_URL ?? "http://127.0.0.1:50051";
+if (parsed.positionals.length > (parsed.values.url ? 0 : 1) || !URL.canParse(url)) {
+  console.error(`bookings executor: expected one owner URL (http://host:port), got ${[...parsed.positionals, parsed.values.url ?? ""].join(" ").trim()}\n\n${usage}`);
+  process.exit(2);
+}
+const token = parsed.values.token ?? process.env.CHRONOLOG_TOKEN;
+const executor = runExecutor({ url, token, plugins: [bookings], credits: 16 });
 // ready and done reject with the owner's error when it refuses the stream for good; the executor already printed it.
 executor.done.catch(() => process.exit(1));
 await executor.ready.catch(() => process.exit(1));

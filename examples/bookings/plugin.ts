@@ -55,7 +55,7 @@ export const bookings = definePlugin({
         // interval from Date.now() would be off by however long this run took to get here).
         const remindAt = typeof booking.check_in === "string" ? Date.parse(booking.check_in) - reminderLeadMs : NaN;
         if (remindAt >= Date.now()) {
-          // Stored by the owner: survives restarts; made at most 6 h late, or recorded as skipped (K3).
+          // Stored by the owner: survives restarts; made at most 6 h late, or recorded as skipped.
           // A check-in less than 24 h away gets no reminder.
           await ctx.delay("bookings.remind", { booking_id: id }, { at: remindAt }, { maxLatenessMs: 6 * 60 * 60 * 1000 });
         }

@@ -1,4 +1,4 @@
-// A browser client of Chronolog (SPEC R2, E9): emits events with a form and shows
+// A browser client of Chronolog: emits events with a form and shows
 // the live Watch stream as a list that grows. It talks Connect over HTTP/1.1 with
 // connect-web's fetch transport, cross-origin: the owner's config must allow this
 // page's origin (`cors: { origins: [...] }`).

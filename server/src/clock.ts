@@ -11,7 +11,7 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
- * Where the owner's time module arms its one timer (SPEC T5): `setTimeout`
+ * Where the owner's time module arms its one timer: `setTimeout`
  * in production, a {@link ManualClock} in tests, so a test moves time and the
  * armed timer rings without waiting. `delayMs` is at most 2^31-1 (callers clamp).
  */

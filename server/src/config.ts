@@ -5,7 +5,7 @@ import { parse as parseYaml } from "yaml";
 import type { ActorField, Role } from "./auth/principal.js";
 import { sha256Hex } from "./sha256.js";
 
-/** One principal as written in the config file (R5). */
+/** One principal as written in the config file. */
 export interface PrincipalConfig {
   name: string;
   /** The bearer token, or its SHA-256 in hex as `token_sha256`. */
@@ -31,7 +31,7 @@ export interface OwnerConfig {
     /** Largest request message in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED. */
     max_message_bytes?: number;
   };
-  /** This owner's region (K6, default 0; `serve --region` overrides): it makes only the declared schedules of this region. */
+  /** This owner's region (default 0; `serve --region` overrides): it makes only the declared schedules of this region. */
   region?: number;
   timers?: {
     /** Spent timers and ended occurrences older than this many days are deleted, hourly (default 7; 0 keeps them forever; time/retention.ts). */

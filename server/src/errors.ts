@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 
 /**
- * The closed registry of Chronolog's error kinds (SPEC R4). Each kind has one
+ * The closed registry of Chronolog's error kinds. Each kind has one
  * gRPC code, a stable machine reason (sent as google.rpc.ErrorInfo.reason) and
  * whether a client may retry the same request unchanged. `rpc/status.ts` is
  * the one place that turns these into gRPC statuses.
@@ -20,7 +20,7 @@ export const errorKinds = {
   failed_precondition: { code: Code.FailedPrecondition, retryable: false },
   too_large: { code: Code.ResourceExhausted, retryable: false },
   unavailable: { code: Code.Unavailable, retryable: true },
-  /** An action's run failed (A2): the message carries the action's error. A new call with the same id runs it again (A3). */
+  /** An action's run failed: the message carries the action's error. A new call with the same id runs it again. */
   action_failed: { code: Code.Aborted, retryable: false },
   /** The caller cancelled (e.g. a CallAction whose caller went away). */
   cancelled: { code: Code.Canceled, retryable: false },

@@ -1,7 +1,7 @@
 import { pino, type Logger } from "pino";
 
 /**
- * Structured JSON logs on stderr (O3). `level`: trace, debug, info, warn, error, fatal or silent.
+ * Structured JSON logs on stderr. `level`: trace, debug, info, warn, error, fatal or silent.
  * Written synchronously (pino's default for its own destination): a line logged just before
  * `process.exit` ("owner stopped", a fatal error) is never lost in a buffer.
  */

@@ -10,7 +10,7 @@ import { backfillTimerCommand, cancelDelayCommand, delayCommand, scheduleCommand
 import type { OverdueBound } from "../../sdk/ts/src/client.js";
 
 /**
- * The `chronolog` command line (SPEC O1). `--url` and `--token` are the program's options, so
+ * The `chronolog` command line. `--url` and `--token` are the program's options, so
  * they go before or after the command (`chronolog --url X tail`, `chronolog tail --url X`); each
  * client command reads them with its own options through {@link clientAction}.
  */
@@ -56,7 +56,7 @@ program
   .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", wholeNumberOption(0, 65535), 50051)
   .option("--config <file>", "principals, CORS, TLS, limits and timers (JSON or YAML; see the README's Configuration)")
   .option("--plugins <dir>", "folder of plugin manifests to register at start")
-  .option("--region <n>", "this owner's region (K6): it makes only declared schedules of this region (default: the config's, else 0)", wholeNumberOption(0, 4294967295))
+  .option("--region <n>", "this owner's region: it makes only declared schedules of this region (default: the config's, else 0)", wholeNumberOption(0, 4294967295))
   .option("--timer-lookahead-ms <ms>", "how long before their moment calls of time are claimed and started, 0-1000 (default: the config's timers.lookahead_ms, else 250)", wholeNumberOption(0, 1000))
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))

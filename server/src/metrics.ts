@@ -1,4 +1,4 @@
-// Prometheus metrics of one owner (SPEC O2), served as `GET /metrics` on the owner's port.
+// Prometheus metrics of one owner, served as `GET /metrics` on the owner's port.
 //
 // Each owner has its own prom-client Registry (never prom-client's global default), so owners
 // started in one process (tests) do not collide. Most values are read at scrape time by
@@ -41,7 +41,7 @@ export interface MetricsSources {
   executorsConnected(): number;
   /** Timers with a next due moment. */
   timersPending(): number;
-  /** Time's lateness recorder (K4): every record is observed. */
+  /** Time's lateness recorder: every record is observed. */
   lateness: { onRecord(listener: (latenessMs: number) => void): void };
   /** Calls of time the owner had in time but sent to an executor that holds after their moment (ActionCalls.sentLate). */
   timeCallsSentLate(): number;
@@ -141,7 +141,7 @@ export class OwnerMetrics {
     });
     const lateness = new Histogram({
       name: "chronolog_timer_lateness_seconds",
-      help: "How late time's calls were made: call time minus due time (K4), one observation per first call of an occurrence or pulse.",
+      help: "How late time's calls were made: call time minus due time, one observation per first call of an occurrence or pulse.",
       buckets: latenessBucketsSeconds,
       registers,
     });

@@ -5,7 +5,7 @@ import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
 import { ExecutorService } from "../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginService, type PluginManifest } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
@@ -35,7 +35,7 @@ import { executorService } from "./rpc/executor-service.js";
 import { timeService } from "./rpc/time-service.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements } from "./store/cursors.js";
-import { openStore, type SyncMode } from "./store/database.js";
+import { openStore, removeCreatedFolder, type SyncMode } from "./store/database.js";
 import { eventStatements } from "./store/events.js";
 import { openTime, type LatenessHistogram } from "./time/index.js";
 import { Pulses } from "./time/pulses.js";
@@ -48,7 +48,7 @@ export interface OwnerOptions {
   host: string;
   /** TCP port; 0 picks a free one. */
   port: number;
-  /** Default FULL (E8). */
+  /** Default FULL. */
   synchronous?: SyncMode;
   /** Principals, CORS, TLS, limits; absent: local admin only, loopback only. */
   config?: OwnerConfig;
@@ -56,19 +56,19 @@ export interface OwnerOptions {
   pluginsDir?: string;
   logger: Logger;
   clock?: Clock;
-  /** Where time arms its one timer (T5); default setTimeout. Tests pass their ManualClock. */
+  /** Where time arms its one timer; default setTimeout. Tests pass their ManualClock. */
   timers?: TimerHost;
-  /** Executor heartbeat interval in ms (default 10,000, X4). */
+  /** Executor heartbeat interval in ms (default 10,000). */
   heartbeatIntervalMs?: number;
-  /** Grace for running deliveries and action invocations at shutdown in ms (default 5,000, P7). */
+  /** Grace for running deliveries and action invocations at shutdown in ms (default 5,000). */
   shutdownGraceMs?: number;
-  /** Deepest chain a delay may continue (K5, default 100); a deeper delay is refused and recorded as `timer.chain_exceeded`. */
+  /** Deepest chain a delay may continue (default 100); a deeper delay is refused and recorded as `timer.chain_exceeded`. */
   maxChainDepth?: number;
-  /** This owner's region (K6, default 0): it makes only the declared schedules of this region. */
+  /** This owner's region (default 0): it makes only the declared schedules of this region. */
   region?: number;
   /** Spent timers and ended occurrences older than this are deleted, hourly, ms (default: the config's `timers.retention_days`, else 7 days; 0 keeps them forever). */
   timerRetentionMs?: number;
-  /** How far ahead of their moment time claims and starts its calls, ms (default: the config's `timers.lookahead_ms`, else 250; T5). */
+  /** How far ahead of their moment time claims and starts its calls, ms (default: the config's `timers.lookahead_ms`, else 250). */
   timerLookaheadMs?: number;
   /** Most rows one chunk of the retention sweep deletes (default 5,000). */
   timerRetentionChunkRows?: number;
@@ -78,9 +78,9 @@ export interface OwnerOptions {
 export interface Owner {
   host: string;
   port: number;
-  /** Lateness of the calls time made (K4), in memory. */
+  /** Lateness of the calls time made, in memory. */
   lateness: LatenessHistogram;
-  /** The declared pulses being called (K1); tests listen to `onPulse`. */
+  /** The declared pulses being called; tests listen to `onPulse`. */
   pulses: Pulses;
   /** The hourly retention sweep of spent timers and ended occurrences; tests listen to `onSweep`. */
   timerRetention: TimerRetention;
@@ -93,8 +93,8 @@ const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
 const defaultMaxMessageBytes = 4 * 1024 * 1024;
 
 /**
- * Starts an owner: opens the data folder (refusing one held by another owner,
- * O5), loads stored and folder plugins, and serves the v1 API on one port.
+ * Starts an owner: opens the data folder (refusing one held by another owner),
+ * loads stored and folder plugins, and serves the v1 API on one port.
  * Throws on a bad folder, manifest or bind.
  */
 export async function startOwner(options: OwnerOptions): Promise<Owner> {
@@ -102,6 +102,8 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   if (!config && !loopback.has(options.host)) {
     throw new Error(`refusing to bind ${options.host} without a config: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
   }
+  // Manifests are read before the data folder is opened (or made): a missing --plugins folder or a bad file leaves nothing behind.
+  const manifests = options.pluginsDir ? loadManifests(options.pluginsDir) : [];
   const store = openStore({
     dataDir: options.dataDir,
     synchronous: options.synchronous,
@@ -109,20 +111,21 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
     onCheckpointError: (err) => logger.warn({ err }, "a background WAL checkpoint failed; tried again after the next commit"),
     onLockRetaken: (message) => logger.warn({ dataDir: options.dataDir }, message),
     onLockLost: (err) => {
-      // Another owner took the data folder (its owner.lock was deleted): two writers would break the log's dense seqs and fire timers twice (O5). Stop at once.
+      // Another owner took the data folder (its owner.lock was deleted): two writers would break the log's dense seqs and fire timers twice. Stop at once.
       logger.fatal({ dataDir: options.dataDir }, err.message);
       process.exit(1);
     },
   });
   try {
-    return await serve(options, store);
+    return await serve(options, store, manifests);
   } catch (e) {
     await store.close();
+    removeCreatedFolder(store.createdDir); // a folder this failed start made (a port in use, say) is not left behind
     throw e;
   }
 }
 
-async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>): Promise<Owner> {
+async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>, manifests: PluginManifest[]): Promise<Owner> {
   const { config, logger } = options;
   const events = eventStatements(store.db);
   const committer = new Committer(store.db, options.clock ?? systemClock, events, {
@@ -139,7 +142,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   const head = new HeadSignal(committer.head);
   committer.onCommit((info) => head.advance(info.head));
   const registry = new PluginRegistry(store.db, committer);
-  for (const manifest of options.pluginsDir ? loadManifests(options.pluginsDir) : []) {
+  for (const manifest of manifests) {
     const { plugin, changed } = await registry.register(manifest);
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
@@ -187,7 +190,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     corsOrigins: config?.cors?.origins,
     readMaxBytes: maxMessageBytes,
     interceptors: [errorInterceptor(logger), authInterceptor(authenticator)],
-    // GET /metrics (O2): open like every RPC without principals, an admin token with them.
+    // GET /metrics: open like every RPC without principals, an admin token with them.
     extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),
     routes(router) {
       // Requests in JSON (Connect, gRPC-Web) are strict, as manifests in files are: a misspelt field or enum
@@ -223,7 +226,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
       await timerRetention.stop();
       const graceMs = options.shutdownGraceMs ?? shutdownGraceMs;
       logger.info({ graceMs }, `owner stopping: running deliveries and action calls get up to ${graceMs} ms to finish`);
-      // Deliveries and invocations share the grace (P7); executors' streams stay open for their answers meanwhile.
+      // Deliveries and invocations share the grace; executors' streams stay open for their answers meanwhile.
       // Callers still waiting after it are answered UNAVAILABLE before the transport closes: its shutdown aborts
       // every request still open, which a caller would hear as CANCELLED.
       const deliveries = processors.stop(graceMs);

@@ -279,7 +279,7 @@ def _timestamp(at: Moment, what: str) -> timestamp_pb2.Timestamp:
 
 def timer_spec(when: Mapping[str, Any]) -> time_pb2.TimerSpec:
     """A ``TimerSpec`` from ``{"at": moment}``, ``{"cron": "0 9 * * 1", "zone": "Europe/Berlin"}``
-    (zone optional, default UTC) or ``{"every_ms": n}`` (T1)."""
+    (zone optional, default UTC) or ``{"every_ms": n}``."""
     keys = set(when)
     if keys == {"at"}:
         return time_pb2.TimerSpec(at=_timestamp(when["at"], "at"))
@@ -291,7 +291,7 @@ def timer_spec(when: Mapping[str, Any]) -> time_pb2.TimerSpec:
 
 
 def overdue_bound(overdue: Union[str, Mapping[str, Any]]) -> time_pb2.Overdue:
-    """An ``Overdue`` from ``"unbounded"``, ``"on_time_or_never"`` or ``{"max_lateness_ms": n}`` (K3, K4)."""
+    """An ``Overdue`` from ``"unbounded"``, ``"on_time_or_never"`` or ``{"max_lateness_ms": n}``."""
     if overdue == "unbounded":
         return time_pb2.Overdue(unbounded=True)
     if overdue == "on_time_or_never":
@@ -306,7 +306,7 @@ def overdue_bound(overdue: Union[str, Mapping[str, Any]]) -> time_pb2.Overdue:
 
 @dataclass
 class CallResult:
-    """The result of an action call: its call id, the output and whether it was answered from the log (A3)."""
+    """The result of an action call: its call id, the output and whether it was answered from the log."""
 
     call_id: str
     output: dict = field(default_factory=dict)
@@ -315,7 +315,7 @@ class CallResult:
 
 @dataclass
 class DocumentWriteResult:
-    """A document write's outcome (C2, C3): the document after it (None after a delete) and the seq of its change event (0 when the collection writes none)."""
+    """A document write's outcome: the document after it (None after a delete) and the seq of its change event (0 when the collection writes none)."""
 
     doc: Optional[dict]
     seq: int
@@ -323,7 +323,7 @@ class DocumentWriteResult:
 
 @dataclass
 class DelayResult:
-    """An armed delay (K3): the id that cancels it and when it is due (UTC)."""
+    """An armed delay: the id that cancels it and when it is due (UTC)."""
 
     delay_id: str
     due: Optional[datetime]
@@ -372,7 +372,7 @@ class Client:
         actor: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
     ) -> log_pb2.EmitResponse:
-        """Emits one event (E1, E4, E5, E7) and returns the EmitResponse (``event``, ``existing``).
+        """Emits one event and returns the EmitResponse (``event``, ``existing``).
 
         ``id`` makes the emit idempotent; ``cause`` is set by code working under
         a delivery or an action run (the owner then derives the id and actor);
@@ -391,7 +391,7 @@ class Client:
         actor: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
     ) -> CallResult:
-        """Calls an action ``plugin.action`` and waits for its output (A2-A4).
+        """Calls an action ``plugin.action`` and waits for its output.
 
         A failed run raises ABORTED with the action's error; no executor within
         the deadline raises UNAVAILABLE.
@@ -409,7 +409,7 @@ class Client:
         return self._unary(self.log.ReadLog, log_pb2.ReadLogRequest(page_size=1), None).head_seq
 
     def read(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, page_size: int = 500) -> Iterator[event_pb2.Event]:
-        """Yields every matching event after ``after_seq`` up to the head, page by page (E9)."""
+        """Yields every matching event after ``after_seq`` up to the head, page by page."""
         token = ""
         while True:
             request = log_pb2.ReadLogRequest(after_seq=after_seq, types=list(types), where=to_struct(where) if where else None, page_size=page_size, page_token=token)
@@ -420,7 +420,7 @@ class Client:
                 return
 
     def watch(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None) -> Iterator[event_pb2.Event]:
-        """Follows the log: yields matching events after ``after_seq``, then live ones (E9).
+        """Follows the log: yields matching events after ``after_seq``, then live ones.
 
         The stream is cancelled when the generator is closed (``break`` out of
         the loop, or ``close()`` it).
@@ -437,7 +437,7 @@ class Client:
         finally:
             stream.cancel()
 
-    # collections (C1-C4)
+    # collections
 
     def create_document(
         self,
@@ -514,7 +514,7 @@ class Client:
         )
         return [from_struct(d.doc) for d in self._unary(self.collections.FindDocuments, request, timeout).documents]
 
-    # time (T1-T4, K3)
+    # time
 
     def schedule(
         self,
@@ -528,7 +528,7 @@ class Client:
         actor: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
     ) -> time_pb2.Timer:
-        """Sets a timer calling ``action`` with ``input`` (T3) and returns it as stored (its ``next_due``).
+        """Sets a timer calling ``action`` with ``input`` and returns it as stored (its ``next_due``).
 
         ``when``: ``{"at": moment}``, ``{"cron": expr, "zone": iana}`` or
         ``{"every_ms": n}`` (see :func:`timer_spec`). The same ``timer_id``
@@ -546,7 +546,7 @@ class Client:
         return self._unary(self.time.Schedule, request, timeout).timer
 
     def unschedule(self, timer_id: str, *, cause: Optional[event_pb2.Cause] = None, timeout: Optional[float] = None) -> None:
-        """Stops runtime timer ``timer_id`` (T3). NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule."""
+        """Stops runtime timer ``timer_id``. NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule."""
         self._unary(self.time.Unschedule, time_pb2.UnscheduleRequest(timer_id=timer_id, cause=cause), timeout)
 
     def delay(
@@ -562,13 +562,13 @@ class Client:
         delay_id: str = "",
         timeout: Optional[float] = None,
     ) -> DelayResult:
-        """Arms one call of ``action`` later (K3): ``when`` is ``{"interval_ms": n}`` from now or ``{"at": moment}``.
+        """Arms one call of ``action`` later: ``when`` is ``{"interval_ms": n}`` from now or ``{"at": moment}``.
 
         ``overdue`` is required: ``"unbounded"``, ``{"max_lateness_ms": n}`` or
         ``"on_time_or_never"``. Under a ``cause`` the delay id is derived and
-        the call continues the cause's chain (K5) unless ``fresh_chain``.
+        the call continues the cause's chain unless ``fresh_chain``.
         From outside, ``delay_id`` (chosen by the client; no ``/``) makes it
-        safe to retry (E7): the same request with the same id returns that
+        safe to retry: the same request with the same id returns that
         delay and arms nothing, even after it was made or cancelled; another
         request with it is ALREADY_EXISTS; an id naming a schedule is
         FAILED_PRECONDITION. It must be empty under a ``cause``.
@@ -596,11 +596,11 @@ class Client:
         return [DelayResult(delay_id=r.delay_id, due=r.due.ToDatetime(tzinfo=timezone.utc) if r.HasField("due") else None) for r in response.results]
 
     def cancel_delay(self, delay_id: str, *, cause: Optional[event_pb2.Cause] = None, timeout: Optional[float] = None) -> None:
-        """Cancels a pending delay (K3). NOT_FOUND when unknown or already made."""
+        """Cancels a pending delay. NOT_FOUND when unknown or already made."""
         self._unary(self.time.CancelDelay, time_pb2.CancelDelayRequest(delay_id=delay_id, cause=cause), timeout)
 
     def list_timers(self, kind: Optional[str] = None, page_size: int = 0) -> Iterator[time_pb2.Timer]:
-        """Yields every timer the caller may read (T4), pending ones by next due moment first, page by page; ``kind`` is ``"runtime"``, ``"declared"`` or ``"delay"``."""
+        """Yields every timer the caller may read, pending ones by next due moment first, page by page; ``kind`` is ``"runtime"``, ``"declared"`` or ``"delay"``."""
         if kind is not None and kind not in _TIMER_KINDS:
             raise ValueError(f"kind {kind!r}: expected one of {', '.join(_TIMER_KINDS)}")
         token = ""

@@ -1,4 +1,4 @@
-"""A small Chronolog executor for Python (SPEC S3, X1-X5), mirroring the
+"""A small Chronolog executor for Python, mirroring the
 TypeScript one (sdk/ts/src/executor.ts, action.ts, work.ts).
 
 Declare a :class:`Plugin` with event types, processors and actions, then run
@@ -42,8 +42,8 @@ Work done inside a delivery or an invocation (``ctx.emit``, ``ctx.call``,
 ``ctx.unschedule``, ``ctx.delay``, ``ctx.cancel_delay``) names its cause (the
 delivery's event, or the invocation's ``action.started``) and its position
 among the calls made under that cause, counted from 0 and shared by all of
-them. The owner derives the work's id from them and a hash of the input (E7),
-and its actor from the cause (P5): a retried handler that makes the same calls
+them. The owner derives the work's id from them and a hash of the input,
+and its actor from the cause: a retried handler that makes the same calls
 in the same order finds the events, documents, call results and timers it
 made before instead of writing them twice.
 """
@@ -96,7 +96,7 @@ Outcome = executor_pb2.Outcome
 
 
 class TerminalError(Exception):
-    """Raised by a handler to fail without further tries (SPEC B3, P6).
+    """Raised by a handler to fail without further tries.
 
     From a processor the owner records ``processor.failed`` at once; any other
     exception is retried (3 tries in all by default). From an action it is
@@ -108,14 +108,14 @@ class TerminalError(Exception):
 
 
 class CauseCollections:
-    """Collection operations done by code under a cause (X5, C2): ``ctx.collections``.
+    """Collection operations done by code under a cause: ``ctx.collections``.
 
     Writes take the next position under the cause (shared with emit, call and
     the timer calls): the owner derives the write's id, and a created
     document's ``_id`` when none is given, from the cause, the position and the
     input, so a retried run making the same writes in the same order applies
-    them once (E7) and gets the same answer. Writes run as the cause's actor
-    (P5). Reads take no position. Each raises :class:`ChronologError`.
+    them once and gets the same answer. Writes run as the cause's actor.
+    Reads take no position. Each raises :class:`ChronologError`.
     """
 
     def __init__(self, work: "WorkUnderCause"):
@@ -148,13 +148,13 @@ class CauseCollections:
 
 
 class WorkUnderCause:
-    """What code can do under a cause (X5): ``emit``, ``call``,
+    """What code can do under a cause: ``emit``, ``call``,
     ``collections``, ``schedule``, ``unschedule``, ``delay`` and
     ``cancel_delay``.
 
     Each call names the cause event id and its position among the calls made
     under it (from 0, shared by all of them, thread-safe), so the owner
-    derives the same ids (E7) and the cause's actor (P5) when the work runs
+    derives the same ids and the cause's actor when the work runs
     again.
     """
 
@@ -201,13 +201,13 @@ class WorkUnderCause:
         timer_id: str = "",
         overdue: Union[str, Mapping[str, Any]] = "unbounded",
     ) -> time_pb2.Timer:
-        """Sets a timer calling ``action`` with ``input`` (T3) and returns it as stored.
+        """Sets a timer calling ``action`` with ``input`` and returns it as stored.
 
         ``when``: ``{"at": moment}`` (a timezone-aware datetime or ms since the
         epoch), ``{"cron": "0 9 * * 1", "zone": "Europe/Berlin"}`` or
         ``{"every_ms": n}``. Its id is derived from the cause and position
         unless ``timer_id`` is given (the same id replaces). It runs as the
-        cause's actor (T9). A retried run making the same request at the same
+        cause's actor. A retried run making the same request at the same
         position is answered from the log (the timer as it set it) and changes
         nothing. ``overdue``: ``"unbounded"`` (default), ``{"max_lateness_ms":
         n}`` or ``"on_time_or_never"``. Raises :class:`ChronologError` like
@@ -216,7 +216,7 @@ class WorkUnderCause:
         return self._client.schedule(action, input, when, timer_id=timer_id, overdue=overdue, cause=self._next_cause())
 
     def unschedule(self, timer_id: str) -> None:
-        """Stops runtime timer ``timer_id`` (T3). NOT_FOUND when unknown.
+        """Stops runtime timer ``timer_id``. NOT_FOUND when unknown.
 
         A retried run making the same request at the same position is answered
         from the log: it succeeds (the first run removed the timer) and removes
@@ -233,21 +233,21 @@ class WorkUnderCause:
         *,
         fresh_chain: bool = False,
     ) -> DelayResult:
-        """Arms one call of ``action`` later (K3) and returns its :class:`DelayResult` (``delay_id``, ``due``).
+        """Arms one call of ``action`` later and returns its :class:`DelayResult` (``delay_id``, ``due``).
 
         ``when``: ``{"interval_ms": n}`` from now or ``{"at": moment}``.
         ``overdue`` is required: ``"unbounded"``, ``{"max_lateness_ms": n}`` or
         ``"on_time_or_never"``. The delayed call continues this work's chain
-        (K5, depth + 1) unless ``fresh_chain``; past the owner's maximum depth
+        (depth + 1) unless ``fresh_chain``; past the owner's maximum depth
         it is refused (FAILED_PRECONDITION, recorded as
         ``timer.chain_exceeded``). The delay id is derived from the cause and
-        position: a retried run arms it once (E7) and gets the first run's id
+        position: a retried run arms it once and gets the first run's id
         and due moment, from the log.
         """
         return self._client.delay(action, input, when, overdue, fresh_chain=fresh_chain, cause=self._next_cause())
 
     def cancel_delay(self, delay_id: str) -> None:
-        """Cancels a pending delay (K3). NOT_FOUND when unknown or already made.
+        """Cancels a pending delay. NOT_FOUND when unknown or already made.
 
         A retried run making the same request at the same position is answered
         from the log: it succeeds (the first run cancelled it) and changes
@@ -257,7 +257,7 @@ class WorkUnderCause:
 
 
 class DeliveryContext(WorkUnderCause):
-    """What a processor's handler gets for one delivery (P5, P6, X4, X5).
+    """What a processor's handler gets for one delivery.
 
     Attributes: ``event`` (the generated ``Event`` message), ``data`` (its data
     as a dict), ``processor`` (``plugin.processor``), ``attempt`` (1 for the
@@ -281,13 +281,13 @@ class DeliveryContext(WorkUnderCause):
         self._send = send
 
     def progress(self, extend_ms: int = 0) -> None:
-        """Extends the ack deadline by ``extend_ms`` (0: the processor's ack timeout) (X4)."""
+        """Extends the ack deadline by ``extend_ms`` (0: the processor's ack timeout)."""
         self._send(executor_pb2.SubscribeRequest(progress=executor_pb2.Progress(work_id=self.delivery_id, extend_ms=extend_ms)))
 
 
 @dataclass(frozen=True)
 class Scheduled:
-    """Set on an action context when time made the call (T8): the timer id, when it was due, the occurrence id."""
+    """Set on an action context when time made the call: the timer id, when it was due, the occurrence id."""
 
     timer_id: str
     due: datetime
@@ -295,7 +295,7 @@ class Scheduled:
 
 
 class ActionContext(WorkUnderCause):
-    """What an action's handler gets for one invocation (A2, A4, X5, T8).
+    """What an action's handler gets for one invocation.
 
     Attributes: ``action`` (``plugin.action``), ``input`` (the whole input,
     private fields included), ``call_id`` (the same for every attempt),
@@ -333,7 +333,7 @@ class ActionContext(WorkUnderCause):
         self._send = send
 
     def progress(self, extend_ms: int = 0) -> None:
-        """Extends the run's timeout by ``extend_ms`` (0: the action's timeout) (X4)."""
+        """Extends the run's timeout by ``extend_ms`` (0: the action's timeout)."""
         self._send(executor_pb2.SubscribeRequest(progress=executor_pb2.Progress(work_id=self.invocation_id, extend_ms=extend_ms)))
 
 
@@ -342,7 +342,7 @@ class ActionContext(WorkUnderCause):
 
 @dataclass
 class ProcessorDefinition:
-    """A processor in code (P1-P8); times in ms. ``run(ctx)`` handles one delivery: raise to fail it."""
+    """A processor in code; times in ms. ``run(ctx)`` handles one delivery: raise to fail it."""
 
     run: Callable[[DeliveryContext], None]
     on: Sequence[str] = ()
@@ -376,7 +376,7 @@ class ProcessorDefinition:
 
 @dataclass
 class ActionDefinition:
-    """An action in code (A1-A4); times in ms. ``run(ctx, input)`` returns the output (a dict; None means ``{}``)."""
+    """An action in code; times in ms. ``run(ctx, input)`` returns the output (a dict; None means ``{}``)."""
 
     run: Callable[[ActionContext, dict], Optional[Mapping[str, Any]]]
     input_schema: Optional[Mapping[str, Any]] = None
@@ -593,7 +593,7 @@ class _Session:
 
 
 class Executor:
-    """Hosts the plugins' processors and actions over the Subscribe stream (X1-X5).
+    """Hosts the plugins' processors and actions over the Subscribe stream.
 
     Create it, then :meth:`start` it (or use :func:`run_executor`);
     :meth:`wait_ready` waits for the owner's first welcome, :meth:`stop` lets
@@ -625,10 +625,10 @@ class Executor:
         """Prepares an executor for ``plugins`` against the owner at ``url`` with bearer ``token``.
 
         ``executor`` is the name replicas share (default: the first plugin's
-        name); ``credits`` the deliveries and invocations accepted at once (P9).
+        name); ``credits`` the deliveries and invocations accepted at once.
         ``holds`` (default True): take calls of time up to the owner's lookahead
         before their moment, with ``hold_ms``, and start them at it on a worker
-        thread that waits meanwhile (K4); False: the owner sends them at the moment.
+        thread that waits meanwhile; False: the owner sends them at the moment.
         """
         self.plugins = list(plugins)
         self.name = executor or (self.plugins[0].name if self.plugins else "executor")
@@ -818,7 +818,7 @@ class Executor:
                     cancelled.set()
 
     def _heartbeat(self, session: _Session, interval: float) -> None:
-        """Sends heartbeats every ``interval`` s; ends the stream when the owner was silent for 3 intervals (X4)."""
+        """Sends heartbeats every ``interval`` s; ends the stream when the owner was silent for 3 intervals."""
         while not session.ended.wait(interval):
             if time.monotonic() - session.last_heard > 3 * interval:
                 if not self._stopping.is_set():
@@ -898,7 +898,7 @@ class Executor:
 
     @staticmethod
     def _cancel(session: _Session, cancel: executor_pb2.CancelInvocation) -> None:
-        """Sets the cancelled event of a running invocation (CancelInvocation, A4)."""
+        """Sets the cancelled event of a running invocation (CancelInvocation)."""
         with session.lock:
             entry = session.cancels.get(cancel.invocation_id)
         if entry is not None:

@@ -1,4 +1,4 @@
-"""Maps the owner's stream clock onto this process's monotonic clock (Invocation.written_at_ms, K4)."""
+"""Maps the owner's stream clock onto this process's monotonic clock (Invocation.written_at_ms)."""
 
 import math
 

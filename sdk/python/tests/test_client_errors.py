@@ -1,4 +1,4 @@
-"""The Python client gets the same clear errors as grpc-js (SPEC R4, R5, E4, E5):
+"""The Python client gets the same clear errors as grpc-js:
 the standard code, the owner's message naming the problem, the ErrorInfo
 reason and the BadRequest field paths, and nothing is written.
 

@@ -1,4 +1,4 @@
-"""The Python SDK's StreamClock (K4): the owner's stream clock (``Invocation.written_at_ms``)
+"""The Python SDK's StreamClock: the owner's stream clock (``Invocation.written_at_ms``)
 on the executor's monotonic clock, so a held invocation counts its hold from its writing.
 Needs no owner:
 

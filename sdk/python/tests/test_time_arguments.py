@@ -1,4 +1,4 @@
-"""The Python SDK's time arguments (SPEC T1, K3): how ``when`` and ``overdue`` become
+"""The Python SDK's time arguments: how ``when`` and ``overdue`` become
 protobuf, and that malformed ones fail in the SDK with a clear message before any call.
 Needs no owner:
 

@@ -1,4 +1,4 @@
-"""pywork: a Python executor that does every kind of work under a cause (SPEC X5, E7, C2, T3, K3).
+"""pywork: a Python executor that does every kind of work under a cause.
 
 Run by test/python-executor.test.ts against a real owner, which then checks the
 events, documents and timers it produced and that a retried delivery derived the

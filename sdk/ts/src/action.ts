@@ -7,15 +7,15 @@ import { jsonProblem } from "./json-check.js";
 import type { ActionDefinition, PluginDefinition } from "./plugin.js";
 import { CauseWork, type WorkUnderCause } from "./work.js";
 
-/** What an action's `run` gets for one invocation (A2, A4, X5). */
+/** What an action's `run` gets for one invocation. */
 export interface ActionContext extends WorkUnderCause {
   /** `plugin.action`. */
   action: string;
   /** The call's whole input, private fields included. */
   input: JsonObject;
-  /** The call id (E7): the same for every attempt of the call. */
+  /** The call id: the same for every attempt of the call. */
   callId: string;
-  /** 1 for the first run of this call id; more when it runs again (A3, X3). */
+  /** 1 for the first run of this call id; more when it runs again. */
   attempt: number;
   /** True when the call ran before (attempt > 1). */
   retry: boolean;
@@ -29,20 +29,20 @@ export interface ActionContext extends WorkUnderCause {
   signal: AbortSignal;
   /** Run before this moment (the earlier of the action's timeout and the caller's deadline). */
   deadline: Date | undefined;
-  /** Extends the run's timeout by `extendMs` (default: the action's timeout) (X4). */
+  /** Extends the run's timeout by `extendMs` (default: the action's timeout). */
   progress(extendMs?: number): void;
   /**
-   * Set when time made the call (T8): the timer, schedule or delay id, the
-   * moment the occurrence was due (late calls keep the original moment, K2)
+   * Set when time made the call: the timer, schedule or delay id, the
+   * moment the occurrence was due (late calls keep the original moment)
    * and the occurrence id (also `callId`).
    */
   scheduled: { timerId: string; due: Date; occurrenceId: string } | undefined;
   /**
-   * Set when a pulse made the call (K1): the pulse (`plugin.pulse`), the index of
+   * Set when a pulse made the call: the pulse (`plugin.pulse`), the index of
    * the interval within its cycle (0-based) and the interval's start (`due`).
    */
   pulse: { pulse: string; interval: number; due: Date } | undefined;
-  /** Chain depth of the call (K5): 0 for a call that starts a chain (a pulse, a schedule, a client's call); a delay's call is one deeper than the work that armed it. */
+  /** Chain depth of the call: 0 for a call that starts a chain (a pulse, a schedule, a client's call); a delay's call is one deeper than the work that armed it. */
   chainDepth: number;
 }
 
@@ -52,7 +52,7 @@ type ActionResultInit = MessageInitShape<typeof ActionResultSchema>;
 const cancelledBy = (reason: string) => new Error(`cancelled by the owner: ${reason}`);
 
 /**
- * The actions an executor hosts (X1) and the invocations running there.
+ * The actions an executor hosts and the invocations running there.
  * `invoke` runs one invocation and sends its ActionResult on the stream it
  * came from; `cancel` aborts a running invocation's signal (CancelInvocation).
  */
@@ -87,7 +87,7 @@ export class ActionHost {
    * Runs one invocation to its end and sends the result with `send`, unless
    * `streamSignal` aborted meanwhile (the owner then runs the call elsewhere).
    * `startedLateMs`: for a held one (hold_ms), how many ms after its hold ended it
-   * starts now, reported in the result (K4). Never rejects.
+   * starts now, reported in the result. Never rejects.
    */
   async invoke(invocation: Invocation, startedLateMs: number, send: (result: ActionResultInit) => void, progress: (extendMs: number) => void, streamSignal: AbortSignal): Promise<void> {
     let result: ActionResultInit;
@@ -122,7 +122,7 @@ function assertJson(action: string, output: object): void {
 }
 
 /**
- * What `run` gets for one invocation (A2, A4, X5). Its `signal` is made when first read
+ * What `run` gets for one invocation. Its `signal` is made when first read
  * (most runs never read it): then aborted at once if the run was cancelled or its stream
  * ended before, or later when either happens.
  */

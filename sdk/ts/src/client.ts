@@ -28,15 +28,15 @@ export interface ClientOptions {
 
 /** Options of an emit. */
 export interface EmitOptions {
-  /** Idempotency key (E7): an id already in the log returns the stored event. */
+  /** Idempotency key: an id already in the log returns the stored event. */
   id?: string;
   /** Actor fields to assert (the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
 }
 
-/** Options of an action call (A2-A4). */
+/** Options of an action call. */
 export interface CallOptions {
-  /** Idempotency key (E7): a call id that already completed answers from the log without running (A3). */
+  /** Idempotency key: a call id that already completed answers from the log without running. */
   callId?: string;
   /** Actor fields to assert (from outside; the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
@@ -48,7 +48,7 @@ export interface CallOptions {
    * told to cancel when it passes; the caller gets DEADLINE_EXCEEDED).
    */
   timeoutMs?: number;
-  /** Work under a delivery or an action run (X5): the call id and actor come from it; executors and admins only. */
+  /** Work under a delivery or an action run: the call id and actor come from it; executors and admins only. */
   cause?: { eventId: string; position: number };
 }
 
@@ -58,7 +58,7 @@ export interface CallResult {
   callId: string;
   /** The action's output. */
   output: JsonObject;
-  /** True when answered from the log without running (a call id that already completed, A3). */
+  /** True when answered from the log without running (a call id that already completed). */
   fromLog: boolean;
 }
 
@@ -66,7 +66,7 @@ export interface CallResult {
 export interface DocumentWriteOptions {
   /** Actor fields to assert (from outside; the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
-  /** Work under a delivery (X5): the write's id and actor come from it; executors and admins only. */
+  /** Work under a delivery: the write's id and actor come from it; executors and admins only. */
   cause?: { eventId: string; position: number };
 }
 
@@ -97,17 +97,17 @@ export interface LogQueryOptions {
 }
 
 /**
- * When a timer fires (T1): once `at` a moment, by a 5-field cron expression in an IANA zone
- * (default UTC) with an optional DST policy (B2), or every `everyMs` ms (>= 1,000; the first one
+ * When a timer fires: once `at` a moment, by a 5-field cron expression in an IANA zone
+ * (default UTC) with an optional DST policy, or every `everyMs` ms (>= 1,000; the first one
  * interval from now).
  */
 export type TimerWhen = { at: Date | number } | { cron: string; zone?: string; dst?: DstOptions } | { everyMs: number };
 
 /**
- * What a cron schedule's fixed-hour wall times do across daylight-saving changes (B2): `gap`
+ * What a cron schedule's fixed-hour wall times do across daylight-saving changes: `gap`
  * "shift" (default: once, moved forward by the gap, 02:30 → 03:30) or "skip" (not that day);
  * `repeated` "first" (default), "last" or "both" occurrences of a repeated wall time. Wildcard
- * or step hours (`*`, `*\/n`) always run at every real matching instant (T10).
+ * or step hours (`*`, `*\/n`) always run at every real matching instant.
  */
 export interface DstOptions {
   gap?: "shift" | "skip";
@@ -115,7 +115,7 @@ export interface DstOptions {
 }
 
 /**
- * How a recurring timer runs (B1); every field optional, defaults K2's. Times in ms.
+ * How a recurring timer runs; every field optional (absent: the default). Times in ms.
  * - `jitterMs`: each occurrence is made up to this many ms after its moment (a deterministic
  *   offset per occurrence, always before the next moment; `scheduled.due` includes it);
  * - `start` / `end`: no moment before `start`, none at or after `end` (then it is spent);
@@ -136,45 +136,45 @@ export interface SchedulePolicyOptions {
   catchUpWindowMs?: number;
 }
 
-/** When a delay is due (K3): `intervalMs` ms from now, or `at` a moment (Date or ms since the epoch). */
+/** When a delay is due: `intervalMs` ms from now, or `at` a moment (Date or ms since the epoch). */
 export type DelayWhen = { intervalMs: number } | { at: Date | number };
 
 /**
- * How late a timer's or delay's call may still be made (K3, K4): `"unbounded"` (whenever
+ * How late a timer's or delay's call may still be made: `"unbounded"` (whenever
  * possible), `{ maxLatenessMs }` (at most that many ms late, else recorded as skipped), or
  * `"onTimeOrNever"` (within the owner's tolerance of 1,000 ms).
  */
 export type OverdueBound = "unbounded" | "onTimeOrNever" | { maxLatenessMs: number };
 
-/** The kinds of timers (T4). */
+/** The kinds of timers. */
 export type TimerKindName = "runtime" | "declared" | "delay";
 
-/** Options of a Schedule (T3). */
+/** Options of a Schedule. */
 export interface ScheduleOptions {
   /** Timer id; the same id replaces that timer. Default: derived under a cause, else generated. */
   timerId?: string;
   /** Lateness bound of each occurrence (default unbounded). */
   overdue?: OverdueBound;
-  /** Jitter, bounds, maximum count, overlap and catch-up (B1; recurring timers only). */
+  /** Jitter, bounds, maximum count, overlap and catch-up (recurring timers only). */
   policy?: SchedulePolicyOptions;
   /** Actor fields to assert (from outside; the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
-  /** Work under a delivery or an action run (X5): the timer id and actor come from it; executors and admins only. */
+  /** Work under a delivery or an action run: the timer id and actor come from it; executors and admins only. */
   cause?: { eventId: string; position: number };
   signal?: AbortSignal;
 }
 
-/** Options of a Delay (K3). */
+/** Options of a Delay. */
 export interface DelayOptions {
   /** Actor fields to assert (from outside; the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
-  /** Work under a delivery or an action run (X5): the delay id and actor come from it; executors and admins only. */
+  /** Work under a delivery or an action run: the delay id and actor come from it; executors and admins only. */
   cause?: { eventId: string; position: number };
-  /** Start a new chain instead of continuing the cause's (K5). */
+  /** Start a new chain instead of continuing the cause's. */
   freshChain?: boolean;
   /**
    * The delay's id, chosen by the client (from outside only; not under a cause, where it is
-   * derived). Makes the Delay safe to retry (E7): the same request with the same id returns
+   * derived). Makes the Delay safe to retry: the same request with the same id returns
    * that delay (same due moment) and arms nothing, even after it was made or cancelled; another
    * request with it is ALREADY_EXISTS; an id naming a schedule is FAILED_PRECONDITION. No "/".
    */
@@ -192,18 +192,18 @@ export interface DelaySpec extends Omit<DelayOptions, "signal"> {
 
 /** Options of Unschedule and CancelDelay. */
 export interface TimerChangeOptions {
-  /** Work under a delivery or an action run (X5); executors and admins only. */
+  /** Work under a delivery or an action run; executors and admins only. */
   cause?: { eventId: string; position: number };
   signal?: AbortSignal;
 }
 
-/** Options of PauseTimer and ResumeTimer (B1). */
+/** Options of PauseTimer and ResumeTimer. */
 export interface PauseOptions extends TimerChangeOptions {
   /** Why (at most 1,000 characters), recorded in `timer.paused` / `timer.resumed`. */
   note?: string;
 }
 
-/** One occurrence of a BackfillTimer (B1). */
+/** One occurrence of a BackfillTimer. */
 export interface BackfilledOccurrenceResult {
   /** Occurrence id, also the action call id. */
   occurrenceId: string;
@@ -213,7 +213,7 @@ export interface BackfilledOccurrenceResult {
   existing: boolean;
 }
 
-/** An armed delay (K3). */
+/** An armed delay. */
 export interface DelayResult {
   /** Cancels it (CancelDelay). */
   delayId: string;
@@ -224,7 +224,7 @@ export interface DelayResult {
 const timerKinds: Record<TimerKindName, TimerKind> = { runtime: TimerKind.RUNTIME, declared: TimerKind.DECLARED, delay: TimerKind.DELAY };
 
 /**
- * A small typed client for the owner (SPEC S2, part): emit, read and watch
+ * A small typed client for the owner (part): emit, read and watch
  * the log, register plugins, write and read collection documents. Errors are
  * ConnectErrors with the owner's gRPC code and message (e.g. INVALID_ARGUMENT
  * naming the schema path). The raw generated clients are exposed as `log`,
@@ -259,12 +259,12 @@ export class ChronologClient {
   }
 
   /**
-   * Calls an action `plugin.action` and waits for its output (A2). Errors
+   * Calls an action `plugin.action` and waits for its output. Errors
    * (ConnectError codes): NOT_FOUND for an undeclared action, PERMISSION_DENIED
    * when its `allow` excludes the caller, INVALID_ARGUMENT (`input/...`) for
    * input that fails its schema, UNAVAILABLE when no executor hosting it takes
-   * the call within the deadline (A4), ABORTED with the action's error when its
-   * run failed (calling again with the same `callId` runs it again, A3),
+   * the call within the deadline, ABORTED with the action's error when its
+   * run failed (calling again with the same `callId` runs it again),
    * ALREADY_EXISTS when `callId` was used for another action or input.
    */
   async call(action: string, input: JsonObject = {}, options: CallOptions = {}): Promise<CallResult> {
@@ -312,7 +312,7 @@ export class ChronologClient {
     }
   }
 
-  /** Creates a document (C2); `_id` is generated when absent. ALREADY_EXISTS when taken. */
+  /** Creates a document; `_id` is generated when absent. ALREADY_EXISTS when taken. */
   async createDocument(collection: string, doc: JsonObject, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
     return writeResult(await this.collections.createDocument({ collection, doc, ...options, cause: causeOf(options.cause) }));
   }
@@ -346,7 +346,7 @@ export class ChronologClient {
   }
 
   /**
-   * Sets a timer calling `action` with `input` (T3): once, by cron in a zone, or every so
+   * Sets a timer calling `action` with `input`: once, by cron in a zone, or every so
    * long. The same `timerId` replaces that timer. Resolves with the stored timer (its
    * `nextDue`). Errors: NOT_FOUND (undeclared action), PERMISSION_DENIED (its `allow`
    * excludes the caller), INVALID_ARGUMENT (input schema, a bad cron expression or zone,
@@ -354,7 +354,7 @@ export class ChronologClient {
    * declared schedule's).
    *
    * Failure semantics: the timer and its `timer.scheduled` event commit together; under a
-   * cause a retried run setting the same timer changes nothing (E7).
+   * cause a retried run setting the same timer changes nothing.
    */
   async schedule(action: string, input: JsonObject, when: TimerWhen, options: ScheduleOptions = {}): Promise<Timer> {
     const response = await this.time.schedule(
@@ -364,20 +364,20 @@ export class ChronologClient {
     return response.timer!;
   }
 
-  /** Stops runtime timer `timerId` (T3). NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule. */
+  /** Stops runtime timer `timerId`. NOT_FOUND when unknown; FAILED_PRECONDITION for a delay or a declared schedule. */
   async unschedule(timerId: string, options: TimerChangeOptions = {}): Promise<void> {
     await this.time.unschedule({ timerId, cause: causeOf(options.cause) }, { signal: options.signal });
   }
 
   /**
-   * Arms one call of `action` later (K3), `intervalMs` from now or `at` a moment; `overdue`
+   * Arms one call of `action` later, `intervalMs` from now or `at` a moment; `overdue`
    * is required: how late the call may still be made. Resolves with the id that cancels it.
    * Errors as {@link schedule}; under a cause, FAILED_PRECONDITION when the chain it
-   * continues is already at the owner's maximum depth (K5, recorded as `timer.chain_exceeded`).
+   * continues is already at the owner's maximum depth (recorded as `timer.chain_exceeded`).
    *
    * Failure semantics: stored and durable once this resolves; survives owner restarts; made
    * once, within its bound or recorded as skipped. Under a cause the id is derived, so a
-   * retried run arms it once (E7); from outside, give `options.delayId` to retry safely (a
+   * retried run arms it once; from outside, give `options.delayId` to retry safely (a
    * retry without it, after a lost answer, arms a second delay).
    */
   async delay(action: string, input: JsonObject, when: DelayWhen, overdue: OverdueBound, options: DelayOptions = {}): Promise<DelayResult> {
@@ -418,12 +418,12 @@ export class ChronologClient {
     return response.results.map((r) => ({ delayId: r.delayId, due: dateOf(r.due) }));
   }
 
-  /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made. */
+  /** Cancels a pending delay. NOT_FOUND when unknown or already made. */
   async cancelDelay(delayId: string, options: TimerChangeOptions = {}): Promise<void> {
     await this.time.cancelDelay({ delayId, cause: causeOf(options.cause) }, { signal: options.signal });
   }
 
-  /** Every timer the caller may read (T4), pending ones by next due moment first, page by page; `kind` narrows to one kind. */
+  /** Every timer the caller may read, pending ones by next due moment first, page by page; `kind` narrows to one kind. */
   async *listTimers(options: { kind?: TimerKindName; pageSize?: number } = {}): AsyncGenerator<Timer> {
     const kind = options.kind === undefined ? TimerKind.UNSPECIFIED : choiceOf(options.kind, "kind", timerKinds);
     const pageSize = uint32Of(options.pageSize ?? 0, "pageSize");
@@ -435,13 +435,13 @@ export class ChronologClient {
     } while (pageToken !== "");
   }
 
-  /** Timer `timerId` with its next `previewCount` fire times in `preview` (at most 100; T4). NOT_FOUND when unknown. */
+  /** Timer `timerId` with its next `previewCount` fire times in `preview` (at most 100). NOT_FOUND when unknown. */
   async getTimer(timerId: string, options: { previewCount?: number } = {}): Promise<Timer> {
     return (await this.time.getTimer({ timerId, previewCount: uint32Of(options.previewCount ?? 0, "previewCount") })).timer!;
   }
 
   /**
-   * Pauses recurring timer `timerId` (B1): it claims nothing until resumed; recorded as
+   * Pauses recurring timer `timerId`: it claims nothing until resumed; recorded as
    * `timer.paused` with the note. `unchanged` when it already was paused. Errors: NOT_FOUND,
    * PERMISSION_DENIED (declared schedules: admins; runtime timers: the action's allow),
    * FAILED_PRECONDITION (a delay or a one-shot).
@@ -452,7 +452,7 @@ export class ChronologClient {
   }
 
   /**
-   * Resumes paused timer `timerId` (B1): at most one missed occurrence is owed, by its catch-up
+   * Resumes paused timer `timerId`: at most one missed occurrence is owed, by its catch-up
    * policy (made at once), then its schedule goes on; recorded as `timer.resumed`. `unchanged`
    * when it was not paused. Errors as {@link pauseTimer}.
    */
@@ -462,7 +462,7 @@ export class ChronologClient {
   }
 
   /**
-   * Makes one occurrence of timer `timerId` now (B1), with its own occurrence id (derived under
+   * Makes one occurrence of timer `timerId` now, with its own occurrence id (derived under
    * a cause: a retried run triggers once), as the timer's actor; recorded as `timer.triggered`.
    * FAILED_PRECONDITION for a delay.
    */
@@ -472,7 +472,7 @@ export class ChronologClient {
   }
 
   /**
-   * Makes one occurrence of recurring timer `timerId` per fire time in [start, end) (B1), in due
+   * Makes one occurrence of recurring timer `timerId` per fire time in [start, end), in due
    * order, each with its own due moment; moments already made are not made again (`existing`).
    * Recorded as `timer.backfilled`. INVALID_ARGUMENT for `end` not after `start`, in the future,
    * or a range of over 1,000 fire times; FAILED_PRECONDITION for a delay or a one-shot.
@@ -529,7 +529,7 @@ function delayWhenOf(when: DelayWhen): { case: "intervalMs"; value: bigint } | {
 }
 
 /**
- * A DST policy (B2) in its API form (DstPolicy). Throws a ConnectError INVALID_ARGUMENT for a
+ * A DST policy in its API form (DstPolicy). Throws a ConnectError INVALID_ARGUMENT for a
  * `gap` other than "shift" or "skip" or a `repeated` other than "first", "last" or "both"
  * (absent ones are the owner's defaults).
  */
@@ -542,7 +542,7 @@ export function dstOf(dst: DstOptions): MessageInitShape<typeof DstPolicySchema>
 }
 
 /**
- * A schedule policy (B1) in its API form (SchedulePolicy). Throws a ConnectError
+ * A schedule policy in its API form (SchedulePolicy). Throws a ConnectError
  * INVALID_ARGUMENT naming the field (`policy.jitterMs`, `policy.start`, `policy.maxCount`,
  * `policy.overlap`, ...) for a number of ms or a count that is not a non-negative integer, a
  * moment that is not a valid Date or ms since the epoch, or an unknown overlap or catch-up name.
@@ -567,7 +567,7 @@ export function schedulePolicyOf(policy: SchedulePolicyOptions): MessageInitShap
 /** The keys a SchedulePolicyOptions may have (a misspelt one is refused, as JSON requests refuse it). */
 const policyKeys = ["jitterMs", "start", "end", "maxCount", "overlap", "catchUp", "catchUpWindowMs"];
 
-/** A lateness bound (K3, K4) in its API form: INVALID_ARGUMENT for anything but "unbounded", "onTimeOrNever" or `{ maxLatenessMs }` with a non-negative integer. */
+/** A lateness bound in its API form: INVALID_ARGUMENT for anything but "unbounded", "onTimeOrNever" or `{ maxLatenessMs }` with a non-negative integer. */
 function overdueOf(overdue: OverdueBound): MessageInitShape<typeof OverdueSchema> {
   if (overdue === "unbounded") return { bound: { case: "unbounded", value: true } };
   if (overdue === "onTimeOrNever") return { bound: { case: "onTimeOrNever", value: true } };

@@ -17,11 +17,11 @@ import { CauseWork, type WorkUnderCause } from "./work.js";
 export type { ActionContext } from "./action.js";
 
 /**
- * Thrown by a handler to fail without further tries (SPEC B3, P6): the owner
+ * Thrown by a handler to fail without further tries: the owner
  * records `processor.failed` at once. Any other error is retried (3 tries in
  * all by default, each wait longer than the last). From an action it is
  * reported as a terminal failure; the owner never retries actions by itself
- * either way (`action.failed`, A2).
+ * either way (`action.failed`).
  */
 export class TerminalError extends Error {
   constructor(message: string) {
@@ -31,7 +31,7 @@ export class TerminalError extends Error {
 }
 
 /**
- * What a processor's `run` gets for one delivery (P5, X5). `emit`, `call`
+ * What a processor's `run` gets for one delivery. `emit`, `call`
  * and `collections` work under the delivery's event, positions shared.
  */
 export interface DeliveryContext extends WorkUnderCause {
@@ -53,7 +53,7 @@ export interface DeliveryContext extends WorkUnderCause {
   signal: AbortSignal;
   /**
    * Emits an event under this delivery. Its id is derived by the owner from
-   * the delivery's event, the call's position and its input (E7): a retried
+   * the delivery's event, the call's position and its input: a retried
    * delivery making the same calls finds the same events instead of writing twice.
    */
   emit(type: string, data: JsonObject): Promise<Event>;
@@ -67,14 +67,14 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   plugins: PluginDefinition[];
   /** Executor name shared by replicas (default: the first plugin's name). */
   executor?: string;
-  /** Deliveries and invocations accepted at once (default 16, P9). */
+  /** Deliveries and invocations accepted at once (default 16). */
   credits?: number;
   /**
    * Take calls of time ahead of their moment and start them at it (default true): the owner
    * sends such a call when it makes it (up to its clock's lookahead, 250 ms by default, before
    * the moment) with `hold_ms`, and this executor starts it that long after the owner wrote it
    * (`written_at_ms` mapped onto this clock by the stream's fastest transit: see StreamClock),
-   * so neither the owner's pauses nor time the message spent queued make it late (K4). The
+   * so neither the owner's pauses nor time the message spent queued make it late. The
    * call holds a credit meanwhile. False: the owner sends it at the moment.
    */
   holds?: boolean;
@@ -114,8 +114,8 @@ export interface Executor {
 type Request = MessageInitShape<typeof SubscribeRequestSchema>;
 
 /**
- * Connects to an owner over the Subscribe stream (X1-X5), hosts the plugins'
- * processors, actions and pulses (K1: every pulse the plugins declare is
+ * Connects to an owner over the Subscribe stream, hosts the plugins'
+ * processors, actions and pulses (every pulse the plugins declare is
  * listed in the hello; its calls arrive as invocations of its action, with
  * `ctx.pulse` set), and reconnects with backoff (250 ms doubling up to
  * `maxBackoffMs`) when the stream breaks. Deliveries that were running when
@@ -143,7 +143,7 @@ class ExecutorRunner {
   private readonly actions: ActionHost;
   private readonly stopping = new AbortController();
   /**
-   * The current stream, null between streams: its held invocations (K4); `closeSends`
+   * The current stream, null between streams: its held invocations; `closeSends`
    * half-closes it after what is queued; `over` resolves when it ended.
    */
   private current: { holds: HoldQueue<Invocation>; closeSends: () => void; over: Promise<void> } | null = null;
@@ -241,7 +241,7 @@ class ExecutorRunner {
           this.resolveReady();
           clearInterval(heartbeat);
           const intervalMs = response.message.value.heartbeatIntervalMs;
-          // Send ours, and treat an owner silent for 3 intervals as gone (X4): end the stream and reconnect.
+          // Send ours, and treat an owner silent for 3 intervals as gone: end the stream and reconnect.
           heartbeat = setInterval(() => {
             if (Date.now() - lastHeardMs > 3 * intervalMs) streamEnded.abort();
             else outgoing.push({ message: { case: "heartbeat", value: { at: timestampNow() } } });
@@ -267,7 +267,7 @@ class ExecutorRunner {
     }
     const invocations = m.case === "invocation" ? [m.value] : m.case === "invocations" ? m.value.invocations : [];
     for (const invocation of invocations) {
-      // A held one starts hold_ms after the owner wrote it, on this clock (K4); the queue holds it until then.
+      // A held one starts hold_ms after the owner wrote it, on this clock; the queue holds it until then.
       if (invocation.holdMs > 0) holds.add(invocation, clock.writtenAt(invocation.writtenAtMs, performance.now()) + invocation.holdMs);
       else this.invoke(invocation, 0, sends, signal);
     }

@@ -1,6 +1,6 @@
 /**
  * Items held until a start time on `performance.now()`'s clock (ms): held
- * invocations (Invocation.hold_ms, K4). One timer, armed for the earliest, starts
+ * invocations (Invocation.hold_ms). One timer, armed for the earliest, starts
  * every item whose time has come, never before it (a timer that rings early, as
  * libuv's whole-ms loop time allows, re-arms for the rest). A held item keeps
  * only itself and its time alive, so many held at once cost the GC little.

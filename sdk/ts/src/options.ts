@@ -90,7 +90,7 @@ export function whenKeyOf<K extends string>(when: unknown, keys: K[]): K {
   return given[0];
 }
 
-/** A cause (X5) as sent: INVALID_ARGUMENT unless an object whose `position` is a uint32. */
+/** A cause as sent: INVALID_ARGUMENT unless an object whose `position` is a uint32. */
 export function causeOf(cause: { eventId: string; position: number } | undefined): { eventId: string; position: number } | undefined {
   if (cause === undefined) return undefined;
   if (cause === null || typeof cause !== "object") throw invalid(`cause must be { eventId, position } (got ${shown(cause)})`);

@@ -4,7 +4,7 @@ import type { ActionContext } from "./action.js";
 import { dstOf, schedulePolicyOf, type DstOptions, type SchedulePolicyOptions } from "./client.js";
 import type { DeliveryContext } from "./executor.js";
 
-/** An event type declaration (E4, E5). */
+/** An event type declaration. */
 export interface EventDefinition {
   /** JSON Schema (draft 2020-12) for the data. */
   schema?: JsonObject;
@@ -13,7 +13,7 @@ export interface EventDefinition {
   description?: string;
 }
 
-/** A processor in code (P1-P8). Times in ms. */
+/** A processor in code. Times in ms. */
 export interface ProcessorDefinition {
   /** Event types (default: every type). */
   on?: string | string[];
@@ -34,7 +34,7 @@ export interface ProcessorDefinition {
 }
 
 /**
- * An action in code (A1-A4). Times in ms.
+ * An action in code. Times in ms.
  *
  * Failure semantics: `run` resolving is the call's output (undefined: `{}`),
  * recorded as `action.completed`; throwing (an Error or a TerminalError: the
@@ -61,7 +61,7 @@ export interface ActionDefinition {
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
 }
 
-/** A collection declaration (C1, E6). */
+/** A collection declaration. */
 export interface CollectionDefinition {
   /** JSON Schema (draft 2020-12) for documents, `_id` included. */
   schema?: JsonObject;
@@ -78,7 +78,7 @@ export interface CollectionDefinition {
 }
 
 /**
- * A pulse (K1): calls an action of the same plugin at every interval boundary,
+ * A pulse: calls an action of the same plugin at every interval boundary,
  * counted from the epoch (nothing stored). Missed intervals are not made up;
  * while a call runs, the next boundary is skipped. The action reads which
  * interval it is for in `ctx.pulse`.
@@ -95,8 +95,8 @@ export interface PulseDefinition {
 }
 
 /**
- * A declared schedule (T2, K2, T7, B1, B2): calls an action as the system at
- * the moments of a cron expression in a time zone (T10), or every so many ms.
+ * A declared schedule: calls an action as the system at
+ * the moments of a cron expression in a time zone, or every so many ms.
  * Stored: an owner that was down calls the missed moment once when back (or
  * as `policy.catchUp` says). Admins pause, resume, trigger and backfill it
  * over TimeService as the timer `<plugin>/<name>`.
@@ -118,15 +118,15 @@ export interface ScheduleDefinition {
   retryDelaysMs?: number[];
   /** Declared but not running. */
   disabled?: boolean;
-  /** Made only by the owner of this region (K6; default 0). */
+  /** Made only by the owner of this region (default 0). */
   region?: number;
-  /** What `cron`'s fixed-hour wall times do across daylight-saving changes (B2; default shift / first). */
+  /** What `cron`'s fixed-hour wall times do across daylight-saving changes (default shift / first). */
   dst?: DstOptions;
-  /** Jitter, start/end, maximum count, overlap and catch-up (B1; default K2's). */
+  /** Jitter, start/end, maximum count, overlap and catch-up (absent: the default). */
   policy?: SchedulePolicyOptions;
 }
 
-/** A plugin defined in code (S2). */
+/** A plugin defined in code. */
 export interface PluginDefinition {
   name: string;
   version?: string;
@@ -136,9 +136,9 @@ export interface PluginDefinition {
   collections?: Record<string, CollectionDefinition>;
   /** Actions hosted by executors running this plugin, called as `<name>.<action>`. */
   actions?: Record<string, ActionDefinition>;
-  /** Pulses (K1), hosted by executors running this plugin (`hello.pulses` lists them as `<name>.<pulse>`). */
+  /** Pulses, hosted by executors running this plugin (`hello.pulses` lists them as `<name>.<pulse>`). */
   pulses?: Record<string, PulseDefinition>;
-  /** Schedules (T2), run by the owner as the system; their actions run in executors hosting them. */
+  /** Schedules, run by the owner as the system; their actions run in executors hosting them. */
   schedules?: Record<string, ScheduleDefinition>;
   /** Other manifest parts, as in the manifest's JSON form. */
   manifest?: Omit<MessageInitShape<typeof PluginManifestSchema>, "name" | "version" | "events" | "processors" | "actions" | "collections">;

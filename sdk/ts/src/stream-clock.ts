@@ -5,7 +5,7 @@ const windowMs = 5_000;
  * Maps the owner's stream clock (`Invocation.written_at_ms`: ms since the stream
  * opened, monotonic) onto this process's `performance.now()`, so a held
  * invocation's hold counts from when the owner wrote it rather than from its
- * receipt (K4). Keeps the least offset (receipt − written_at_ms) seen in the
+ * receipt. Keeps the least offset (receipt − written_at_ms) seen in the
  * last one to two windows: the stream's fastest transit plus the clocks' origin
  * difference. One per stream (the owner's clock restarts with each stream).
  */

@@ -16,7 +16,7 @@ const maxBatchItems = 256;
  */
 const batchShareOfLimit = 1 / 8;
 
-/** What work on one stream sends: any request, and acks and action results, batched per event-loop turn (X2). */
+/** What work on one stream sends: any request, and acks and action results, batched per event-loop turn. */
 export interface StreamSends {
   push: (r: Request) => void;
   ack(ack: AckInit): void;

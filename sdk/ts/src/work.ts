@@ -4,7 +4,7 @@ import type { Event } from "./gen/chronolog/v1/event_pb.js";
 import type { Timer } from "./gen/chronolog/v1/time_pb.js";
 
 /**
- * Collection operations done by code under a cause (X5, C2). Writes take the
+ * Collection operations done by code under a cause. Writes take the
  * next position under the cause: the owner derives the write's id (and a
  * created document's `_id` when none is given) from it, so a retried run
  * making the same writes in the same order applies them once. Reads take no
@@ -26,21 +26,21 @@ export interface CauseCollections {
 }
 
 /**
- * What code can do under a cause (a delivery's event or an action run, X5):
+ * What code can do under a cause (a delivery's event or an action run):
  * every emit, call, collection write and timer change names the cause and its
  * position among the calls made under it, counted from 0 and shared by all of
- * them, so the owner derives the same ids (E7) and the cause's actor (P5) on a
+ * them, so the owner derives the same ids and the cause's actor on a
  * retry.
  */
 export interface WorkUnderCause {
   /**
    * Emits an event under the cause. Its id is derived by the owner from the
-   * cause, the call's position and its input (E7): a retried run making the
+   * cause, the call's position and its input: a retried run making the
    * same calls finds the same events instead of writing twice.
    */
   emit(type: string, data: JsonObject): Promise<Event>;
   /**
-   * Calls an action `plugin.action` under the cause (A2, X5): the call id is
+   * Calls an action `plugin.action` under the cause: the call id is
    * derived, so a retried run gets the recorded output (`fromLog`) instead of
    * running the action again. Rejects like {@link ChronologClient.call}.
    */
@@ -48,39 +48,39 @@ export interface WorkUnderCause {
   /** Collection operations under the cause. */
   collections: CauseCollections;
   /**
-   * Sets a timer calling `action` with `input` (T3): `{ at }`, `{ cron, zone }` or
-   * `{ everyMs }` (cron with an optional `dst` policy, B2). Its id is derived from the
+   * Sets a timer calling `action` with `input`: `{ at }`, `{ cron, zone }` or
+   * `{ everyMs }` (cron with an optional `dst` policy). Its id is derived from the
    * cause and position unless `options.timerId` is given (the same id replaces). It runs
-   * as the cause's actor (T9). `options.policy` sets jitter, bounds, a maximum count,
-   * overlap and catch-up (B1). A retried run making the same request at the same
+   * as the cause's actor. `options.policy` sets jitter, bounds, a maximum count,
+   * overlap and catch-up. A retried run making the same request at the same
    * position is answered from the log (the timer as it set it) and changes nothing,
    * whatever happened to the timer since. Rejects like {@link ChronologClient.schedule}.
    */
   schedule(action: string, input: JsonObject, when: TimerWhen, options?: { timerId?: string; overdue?: OverdueBound; policy?: SchedulePolicyOptions }): Promise<Timer>;
   /**
-   * Stops a runtime timer (T3). NOT_FOUND when unknown; a retried run making the same
+   * Stops a runtime timer. NOT_FOUND when unknown; a retried run making the same
    * request at the same position is answered from the log: it succeeds (the first run
    * removed the timer) and removes nothing.
    */
   unschedule(timerId: string): Promise<void>;
-  /** Pauses a recurring timer (B1), recorded with `note`; `unchanged` when already paused. Rejects like {@link ChronologClient.pauseTimer}. */
+  /** Pauses a recurring timer, recorded with `note`; `unchanged` when already paused. Rejects like {@link ChronologClient.pauseTimer}. */
   pauseTimer(timerId: string, note?: string): Promise<{ timer: Timer; unchanged: boolean }>;
-  /** Resumes a paused timer (B1), recorded with `note`. Rejects like {@link ChronologClient.resumeTimer}. */
+  /** Resumes a paused timer, recorded with `note`. Rejects like {@link ChronologClient.resumeTimer}. */
   resumeTimer(timerId: string, note?: string): Promise<{ timer: Timer; unchanged: boolean }>;
-  /** Makes one occurrence of a timer now (B1); its id is derived from the cause, so a retried run triggers once. */
+  /** Makes one occurrence of a timer now; its id is derived from the cause, so a retried run triggers once. */
   triggerTimer(timerId: string): Promise<{ occurrenceId: string; due: Date }>;
   /**
-   * Arms one call of `action` later (K3): `{ intervalMs }` from now or `{ at }` a
+   * Arms one call of `action` later: `{ intervalMs }` from now or `{ at }` a
    * moment. `overdue` is required: `"unbounded"`, `{ maxLatenessMs }` or
-   * `"onTimeOrNever"`. The delayed call continues this work's chain (K5, depth + 1)
+   * `"onTimeOrNever"`. The delayed call continues this work's chain (depth + 1)
    * unless `freshChain`; past the owner's maximum depth it is refused
    * (FAILED_PRECONDITION, recorded as `timer.chain_exceeded`). The delay id is
-   * derived from the cause and position: a retried run arms it once (E7) and gets
+   * derived from the cause and position: a retried run arms it once and gets
    * the first run's id and due moment, from the log.
    */
   delay(action: string, input: JsonObject, when: DelayWhen, overdue: OverdueBound, options?: { freshChain?: boolean }): Promise<DelayResult>;
   /**
-   * Cancels a pending delay (K3). NOT_FOUND when unknown or already made; a retried
+   * Cancels a pending delay. NOT_FOUND when unknown or already made; a retried
    * run making the same request at the same position is answered from the log: it
    * succeeds (the first run cancelled it) and changes nothing.
    */
@@ -106,7 +106,7 @@ export abstract class CauseWork implements WorkUnderCause {
     this.#eventId = eventId;
   }
 
-  /** The next position under the cause (E7). */
+  /** The next position under the cause. */
   #cause(): { eventId: string; position: number } {
     return { eventId: this.#eventId, position: this.#position++ };
   }

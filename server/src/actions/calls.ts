@@ -27,19 +27,19 @@ export interface CallRequest {
   input: Record<string, unknown>;
   /** Client-chosen call id, or "" for none (a fresh one, or derived under a cause). */
   callId: string;
-  /** Set when code under a delivery or an action run calls (X5); null from outside. */
+  /** Set when code under a delivery or an action run calls; null from outside. */
   cause: CauseRef | null;
   /** Asserted actor fields (from outside only). */
   actor: Partial<ActorRecord> | undefined;
   /**
-   * Set only by the owner's clock when time makes the call (T6, T8, T9), with
+   * Set only by the owner's clock when time makes the call, with
    * {@link systemPrincipal}; never from a request. `callId` is then the
    * occurrence id, and the call runs as `scheduled.actor` without an allow
    * check (the allow was checked when the timer was set).
    */
   scheduled?: ScheduledCall;
   /**
-   * Set only by the owner's pulses (K1), with {@link systemPrincipal}; never
+   * Set only by the owner's pulses, with {@link systemPrincipal}; never
    * from a request. `callId` is then the interval's call id; the call runs
    * as the system, only on a session `pulse.eligible` accepts, and only if
    * one has a free credit at once (a pulse never waits for a host: a busy or
@@ -48,7 +48,7 @@ export interface CallRequest {
   pulse?: PulseCallRequest;
 }
 
-/** What a pulse tells a call it makes (K1), and where the call may run. */
+/** What a pulse tells a call it makes, and where the call may run. */
 export interface PulseCallRequest {
   /** `plugin.pulse`. */
   pulse: string;
@@ -60,7 +60,7 @@ export interface PulseCallRequest {
   eligible(session: ExecutorSession): boolean;
 }
 
-/** What time tells a call it makes (T8), and who the call runs as (T9). */
+/** What time tells a call it makes, and who the call runs as. */
 export interface ScheduledCall {
   /** The timer, schedule or delay id. */
   timerId: string;
@@ -68,10 +68,10 @@ export interface ScheduledCall {
   dueMs: number;
   /** The timer's actor (whoever set it, `in` included); null: the system (declared schedules). */
   actor: ActorRecord | null;
-  /** Chain depth of the call (K5): the delay's, 0 for schedules (default 0). */
+  /** Chain depth of the call: the delay's, 0 for schedules (default 0). */
   chainDepth?: number;
   /**
-   * The clock starts time's calls ahead of their moment (the claim's lookahead, T5): the
+   * The clock starts time's calls ahead of their moment (the claim's lookahead): the
    * attempt is started (credit held, `action.started` committed) at once, and the action
    * starts no earlier than this, ms since the epoch (UTC): an executor that holds gets the
    * Invocation at once with `hold_ms` to wait; to others it is sent at this moment. Absent
@@ -79,7 +79,7 @@ export interface ScheduledCall {
    */
   sendAtMs?: number;
   /**
-   * The occurrence's lateness bound (K4), for its first call only: the last moment (ms since
+   * The occurrence's lateness bound, for its first call only: the last moment (ms since
    * the epoch, owner's clock) its attempt may start. The call waits for an executor's credit
    * only until then; one not started by then is not made, and the call rejects with an error
    * {@link notStartedInTime} recognises (nothing written). Absent: no bound.
@@ -88,13 +88,13 @@ export interface ScheduledCall {
   /**
    * Told, once per run, when its action started (ms since the epoch, owner's clock): the
    * first send, or for a held Invocation the end of its hold plus the executor's reported
-   * delay (at its answer). Time measures its lateness there (K4).
+   * delay (at its answer). Time measures its lateness there.
    */
   onStarted?: (startedAtMs: number) => void;
   /**
    * Runs inside the commit unit that records this run's end (`action.completed`, or
    * `action.failed` with the action's error or timeout; `error` is then the message the
-   * caller gets), so time's own record of the occurrence commits with it (E8) instead
+   * caller gets), so time's own record of the occurrence commits with it instead
    * of in a unit of its own. Not called when the call ends otherwise (answered from
    * the log, joined another run, no host, owner stopping).
    */
@@ -105,7 +105,7 @@ export interface ScheduledCall {
 export interface CallResult {
   callId: string;
   output: Record<string, unknown>;
-  /** True when answered from the stored record of a completed call, without running (A3). */
+  /** True when answered from the stored record of a completed call, without running. */
   fromLog: boolean;
 }
 
@@ -140,11 +140,11 @@ export interface ActionCallsDeps {
 /** How long after a run timeout (and its cancel) an executor that still holds the invocation's credit is warned of, ms. */
 export const unansweredWarnMs = 10_000;
 
-/** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why (A4). */
+/** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why. */
 const maxAnswerMarginMs = 500;
 
 /**
- * Action calls (SPEC A1-A4, E7, X3, X5).
+ * Action calls.
  *
  * A call id goes through these states (the row in `action_calls`, and a
  * {@link Run} in memory while this owner works on it):
@@ -167,7 +167,7 @@ const maxAnswerMarginMs = 500;
  *   `action.retried`; if none takes it in time, attempt n is recorded failed
  *   and the caller gets UNAVAILABLE).
  * - failed → waiting for a host (a later call with the same id runs again,
- *   recording `action.retried`, A3). A row left running by an owner that
+ *   recording `action.retried`). A row left running by an owner that
  *   stopped or crashed is treated the same way.
  * - at the owner's stop ({@link ActionCalls.stop}): runs going on get the
  *   shutdown grace to end as above; what still runs after it stays running
@@ -175,7 +175,7 @@ const maxAnswerMarginMs = 500;
  *
  * Failure semantics: nothing is written before an executor's credit is
  * held, so a call that found no executor leaves nothing behind. Each state
- * change commits the row and its event in one unit (E8). A duplicate call
+ * change commits the row and its event in one unit. A duplicate call
  * (same id) while one runs joins it and gets its answer: the action never
  * runs twice at once for one id. The same id with another action or input
  * is ALREADY_EXISTS. A caller that cancels or whose deadline passes gets
@@ -202,7 +202,7 @@ export class ActionCalls {
   private idle: (() => void) | null = null;
   /**
    * Calls of time the owner had in time (an executor's credit taken before their moment) but sent
-   * to an executor that holds after it, with hold_ms 0 (K4), since the owner started: its commit
+   * to an executor that holds after it, with hold_ms 0, since the owner started: its commit
    * and send path ran more than the clock's lookahead behind, so their lateness is the owner's.
    * Not counted: calls due when they were set or triggered, or that waited for a credit past
    * their moment (no executor, all busy, a lost one's retry).
@@ -216,12 +216,12 @@ export class ActionCalls {
     return this.deps.calls.get(callId) !== undefined;
   }
 
-  /** Whether `plugin.action` is declared (A1). */
+  /** Whether `plugin.action` is declared. */
   has(action: string): boolean {
     return this.deps.registry.action(action) !== undefined;
   }
 
-  /** Calls an action as `principal` and waits for its answer; errors as in the class comment (R4). */
+  /** Calls an action as `principal` and waits for its answer; errors as in the class comment. */
   async call(req: CallRequest, principal: Principal, caller: CallerContext): Promise<CallResult> {
     // While the owner stops, only work under a cause (deliveries and runs finishing in the grace) may still call.
     if (this.stopped || (this.stopping && !req.cause)) throw stoppingError();
@@ -267,7 +267,7 @@ export class ActionCalls {
   }
 
   /**
-   * An executor's answer to invocation `invocationId` (A2): frees the
+   * An executor's answer to invocation `invocationId`: frees the
    * session's credit, ends the attempt. Answers after the run timeout, and a
    * second answer of this session, are stale; ids this session never got are
    * unknown. Neither changes anything.
@@ -282,15 +282,15 @@ export class ActionCalls {
 
   /**
    * In unit `tx`: ends call `callId` as failed with `error` when an owner that stopped left its
-   * last attempt `running` and no run of it is going on here (A2: `action.failed`). Time uses it
-   * for a started call it then does not make (K3: too late after a restart).
+   * last attempt `running` and no run of it is going on here (`action.failed`). Time uses it
+   * for a started call it then does not make (too late after a restart).
    */
   failLeftRunning(tx: Tx, callId: string, error: string): void {
     const row = this.deps.calls.get(callId);
     if (row && !this.runs.has(callId)) recordLeftRunningFailed(tx, this.deps.calls, row, error);
   }
 
-  /** Extends a running invocation's timeout to now + `extendMs` (default: the action's timeout) (X4). False when unknown. */
+  /** Extends a running invocation's timeout to now + `extendMs` (default: the action's timeout). False when unknown. */
   progress(session: ExecutorSession, invocationId: string, extendMs: number): boolean {
     const invocation = this.invocations.get(invocationId);
     if (!invocation || invocation.session !== session) return false;
@@ -303,13 +303,13 @@ export class ActionCalls {
     this.deps.hosts.offer(session);
   }
 
-  /** A session ended: its invocations go to other executors as retries (X3). */
+  /** A session ended: its invocations go to other executors as retries. */
   sessionGone(session: ExecutorSession): void {
     for (const invocation of [...this.invocations.values()]) if (invocation.session === session) invocation.end({ kind: "gone" });
   }
 
   /**
-   * Owner shutdown, with the grace deliveries get (P7): new calls are refused with UNAVAILABLE
+   * Owner shutdown, with the grace deliveries get: new calls are refused with UNAVAILABLE
    * (but those under a cause, made by the work finishing meanwhile), attempts held for their
    * moment are not sent, and the runs going on get up to `graceMs` (real time) to end as usual,
    * their ends recorded and their callers answered; an executor lost meanwhile is not replaced.
@@ -354,7 +354,7 @@ export class ActionCalls {
     return { callId: req.callId || newId(), actor: resolveActor(principal, req.actor), parentCause: "", chainDepth: 0 };
   }
 
-  /** A call from code under a cause: id derived, actor the cause's (E7, X5). Executors and admins only. */
+  /** A call from code under a cause: id derived, actor the cause's. Executors and admins only. */
   private underCause(entry: ActionEntry, req: CallRequest, principal: Principal) {
     const cause = req.cause as CauseRef;
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not call under a cause; only executors act under a cause`);
@@ -426,12 +426,12 @@ export class ActionCalls {
     for (;;) {
       const invocationId = `${call.callId}#${run.attempt}`;
       let session: ExecutorSession;
-      // A call of time with a lateness bound waits for a host only until its latest start (K4), until it has started once.
+      // A call of time with a lateness bound waits for a host only until its latest start, until it has started once.
       const latest = lostAttempt === 0 ? call.scheduled?.latestStartMs : undefined;
       const budgetMs = this.budgetMs(run);
       const waitMs = latest === undefined ? budgetMs : Math.min(budgetMs, latest - this.deps.clock.now());
       try {
-        // A pulse's call is taken at once or not at all (K1): it never waits for a host.
+        // A pulse's call is taken at once or not at all: it never waits for a host.
         session = await hosts.acquire(call.entry.name, invocationId, call.eligible ? 0 : waitMs, run.abandoned?.signal, call.eligible);
       } catch (e) {
         // No host by its latest start (the wait ended there, or a wait as long as the action's timeout ended past it): not made.
@@ -485,14 +485,14 @@ export class ActionCalls {
   }
 
   /**
-   * A pulse's call the owner stops during (K1): nothing calls its interval again (a restarted
+   * A pulse's call the owner stops during: nothing calls its interval again (a restarted
    * owner does not make it up, unlike a timer's occurrence), so its start gets its end now:
    * `action.failed`, attempt `attempt`, in a unit the owner's last commit covers. A failure to
    * write it is logged.
    */
   private async endPulseCallAtStop(call: CallIdentity, attempt: number, cause: string): Promise<void> {
     try {
-      await this.deps.committer.submit((tx) => recordFailed(tx, this.deps.calls, call, attempt, "the owner stopped during the call; a pulse's interval is not made up (K1)", cause));
+      await this.deps.committer.submit((tx) => recordFailed(tx, this.deps.calls, call, attempt, "the owner stopped during the call; a pulse's interval is not made up", cause));
     } catch (e) {
       this.deps.logger.warn({ err: e, call: call.callId }, "recording the end of a pulse's call at the owner's stop failed");
     }
@@ -501,7 +501,7 @@ export class ActionCalls {
   /**
    * Sends one attempt to `session` and resolves when it ends (answer, timeout, session gone,
    * owner stopping). The Invocation is built when the stream writes it: a held one's `hold_ms`
-   * (to an executor that holds, a call of time goes out at once and starts at its moment, K4)
+   * (to an executor that holds, a call of time goes out at once and starts at its moment)
    * is counted from then, so time spent queued in the owner does not make it late.
    */
   private invoke(run: Run, session: ExecutorSession, invocationId: string, cause: string, hostInTime: boolean): Promise<AttemptEnd> {
@@ -652,21 +652,21 @@ export class ActionCalls {
   }
 }
 
-/** A call made by time (T6, T9): the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain (K5). */
+/** A call made by time: the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain. */
 function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
   const { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd } = scheduled;
   return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
 }
 
-/** Tells time when `run`'s action started (`atMs`, owner's clock), once per run: its lateness is measured there (K4). */
+/** Tells time when `run`'s action started (`atMs`, owner's clock), once per run: its lateness is measured there. */
 function started(run: Run, atMs: number): void {
   if (run.started) return;
   run.started = true;
   run.call.scheduled?.onStarted?.(atMs);
 }
 
-/** A call made by a pulse (K1): the interval's call id, as the system, from the owner's pulses only. Starts a chain (K5). */
+/** A call made by a pulse: the interval's call id, as the system, from the owner's pulses only. Starts a chain. */
 function fromPulse(req: CallRequest, pulse: PulseCallRequest, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's pulses make pulse calls");
   return { callId: req.callId, actor: null, parentCause: "", pulse: { pulse: pulse.pulse, interval: pulse.interval, dueMs: pulse.dueMs }, eligible: pulse.eligible, chainDepth: 0, chainStart: true };
@@ -679,7 +679,7 @@ function maxRemaining(run: Run): number {
   return longest;
 }
 
-/** ALREADY_EXISTS unless a call id is used again for the same action and input (E7). */
+/** ALREADY_EXISTS unless a call id is used again for the same action and input. */
 function sameCall(call: CallIdentity, action: string, inputHash: string): void {
   if (action === call.entry.name && inputHash === call.inputHash) return;
   fail(
@@ -710,7 +710,7 @@ function nothingHeld(): void {}
 /** Metadata key marking the error of a call of time not started by its latest start. */
 const notStartedKey = "not_started_by_ms";
 
-/** The error of a call of time that found no executor's credit by `latestMs` (its lateness bound, K4): not made. */
+/** The error of a call of time that found no executor's credit by `latestMs` (its lateness bound): not made. */
 function notStartedError(action: string, latestMs: number): ChronologError {
   return new ChronologError("deadline_exceeded", `no executor of ${action} had a free credit by ${new Date(latestMs).toISOString()}, the occurrence's lateness bound: not made`, [], { [notStartedKey]: String(latestMs) });
 }

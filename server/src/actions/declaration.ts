@@ -2,11 +2,11 @@ import type { ActionDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/plu
 import type { FieldViolation } from "../errors.js";
 import type { Validator } from "../plugins/schemas.js";
 
-/** Default time one run of an action may take: 30,000 ms (A1). */
+/** Default time one run of an action may take: 30,000 ms. */
 export const defaultActionTimeoutMs = 30_000;
 
 /**
- * A declared action, ready to check calls against (SPEC A1, E6).
+ * A declared action, ready to check calls against.
  * `name` is the full `plugin.action`, the name callers and executors use.
  */
 export interface ActionEntry {
@@ -21,7 +21,7 @@ export interface ActionEntry {
   record: boolean;
   /** Who may call it from outside (`*`, `role:X`, principal name); empty: only code under a cause. */
   allow: string[];
-  /** How long one run may take, in ms (default 30,000); also bounds the wait for an executor (A4). */
+  /** How long one run may take, in ms (default 30,000); also bounds the wait for an executor. */
   timeoutMs: number;
 }
 
@@ -31,7 +31,7 @@ const actionName = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
 const fieldName = /^[^.$\s][^.\s]*$/;
 
 /**
- * Checks and compiles one action declaration of plugin `plugin` (A1).
+ * Checks and compiles one action declaration of plugin `plugin`.
  * Returns the entry (absent when the input schema does not compile) and the
  * problems found, each as a violation on `actions.<name>[.part]`. `allow`
  * entries are checked by the manifest, with the event types' rule.
@@ -69,7 +69,7 @@ export function compileAction(
   };
 }
 
-/** `input` without the action's private top-level fields (E6): what `action.started` records. A copy. */
+/** `input` without the action's private top-level fields: what `action.started` records. A copy. */
 export function recordedInput(entry: ActionEntry, input: Record<string, unknown>): Record<string, unknown> {
   if (entry.privateFields.length === 0) return input;
   const copy = { ...input };

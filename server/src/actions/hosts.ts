@@ -15,7 +15,7 @@ interface HostWaiter {
 }
 
 /**
- * Finding an executor for an invocation (SPEC A4, X2, P9). `acquire` takes a
+ * Finding an executor for an invocation. `acquire` takes a
  * credit of the session hosting the action with the most free credits, at
  * once or, when none has one, as soon as one does (FIFO per action), up to a
  * wait; then UNAVAILABLE. The credit is taken synchronously when granted
@@ -35,7 +35,7 @@ export class HostQueue {
    * with `signal.reason` when `signal` aborts (none: the work is never abandoned, as for the
    * owner's own calls), and with UNAVAILABLE when the
    * owner stops. `eligible`, when given, narrows the hosts to the sessions
-   * it accepts (a pulse's hosts, or one replica's session, K1).
+   * it accepts (a pulse's hosts, or one replica's session).
    */
   acquire(action: string, workId: string, waitMs: number, signal: AbortSignal | undefined, eligible?: (session: ExecutorSession) => boolean): Promise<ExecutorSession> {
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -102,7 +102,7 @@ export class HostQueue {
     this.waiting.clear();
   }
 
-  /** The session hosting `action` (and accepted by `eligible`) with the most free credits (X2), or undefined. */
+  /** The session hosting `action` (and accepted by `eligible`) with the most free credits, or undefined. */
   private pick(action: string, eligible?: (session: ExecutorSession) => boolean): ExecutorSession | undefined {
     let best: ExecutorSession | undefined;
     for (const s of this.sessions()) if (s.actions.has(action) && s.free > 0 && (!best || s.free > best.free) && (!eligible || eligible(s))) best = s;

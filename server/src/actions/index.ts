@@ -20,7 +20,7 @@ export interface ActionsOptions {
   registry: PluginRegistry;
   committer: Committer;
   events: EventStatements;
-  /** Shared with the emitter and the collections: record:false runs are causes there (X5). */
+  /** Shared with the emitter and the collections: record:false runs are causes there. */
   live: LiveCauses;
   clock: Clock;
   /** Where attempts started ahead of their moment wait to be sent (time's lookahead). */
@@ -30,7 +30,7 @@ export interface ActionsOptions {
   sessions(): Iterable<ExecutorSession>;
 }
 
-/** Opens the action calls of an owner (SPEC A1-A4) on its database and executor sessions. */
+/** Opens the action calls of an owner on its database and executor sessions. */
 export function openActions(options: ActionsOptions): ActionCalls {
   const { db, sessions, ...deps } = options;
   return new ActionCalls({ ...deps, calls: callStatements(db), hosts: new HostQueue(sessions) });

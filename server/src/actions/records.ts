@@ -7,15 +7,15 @@ import { recordedInput, type ActionEntry } from "./declaration.js";
 import type { AttemptOutcome } from "./run.js";
 
 /**
- * What an action call writes (SPEC A2, A3, E3): the `action_calls` row and,
- * when the action records, its events, in one commit unit each (E8).
+ * What an action call writes: the `action_calls` row and,
+ * when the action records, its events, in one commit unit each.
  *
  * Events (all with the call's actor; `cause` = the `action.started` id except
  * for `action.started` itself, whose cause is the event the call was made
  * under, or empty from outside):
  * - `action.started` `{ call_id, action, input, attempt[, chain_depth] }`:
  *   the input without the action's private fields; once per call;
- *   `chain_depth` (K5) for calls made by time and calls deeper than 0;
+ *   `chain_depth` for calls made by time and calls deeper than 0;
  * - `action.retried` `{ call_id, action, attempt, error }`: a later attempt,
  *   with why the one before failed;
  * - `action.completed` `{ call_id, action, attempt, output }`;
@@ -34,15 +34,15 @@ export interface CallIdentity {
   inputHash: string;
   /** Who the call runs as (null: the system). */
   actor: ActorRecord | null;
-  /** Id of the event the call was made under (X5), "" from outside. */
+  /** Id of the event the call was made under, "" from outside. */
   parentCause: string;
-  /** Set when time made the call (T8): sent with every attempt as Invocation.scheduled; `onEnd` as in ScheduledCall. */
+  /** Set when time made the call: sent with every attempt as Invocation.scheduled; `onEnd` as in ScheduledCall. */
   scheduled?: { timerId: string; dueMs: number; sendAtMs?: number; latestStartMs?: number; onStarted?: (startedAtMs: number) => void; onEnd?: (tx: Tx, end: AttemptOutcome) => void };
-  /** Set when a pulse made the call (K1): sent with every attempt as Invocation.pulse. */
+  /** Set when a pulse made the call: sent with every attempt as Invocation.pulse. */
   pulse?: { pulse: string; interval: number; dueMs: number };
   /** Pulse calls: the only sessions that may run it; such a call never waits for a host. */
   eligible?: (session: ExecutorSession) => boolean;
-  /** Its chain depth (K5): 0 for a call that starts a chain; under a cause, the cause's. */
+  /** Its chain depth: 0 for a call that starts a chain; under a cause, the cause's. */
   chainDepth: number;
   /** Made by time (a schedule, delay or pulse): its chain depth is recorded even when 0. */
   chainStart?: boolean;
@@ -52,7 +52,7 @@ type CallEventKind = "started" | "retried" | "completed" | "failed";
 
 /**
  * The id of a call's runtime event; `attempt` is 0 for the once-per-call `started` and
- * `completed`. 32 hex characters derived from the call id (E7). When the call id is
+ * `completed`. 32 hex characters derived from the call id. When the call id is
  * time-ordered (an occurrence id, which leads with its due moment in 12 hex characters, or an
  * owner-made UUIDv7) its 12 hex time characters lead the event id, so the log's id index is
  * appended to rather than written at random pages (half the WAL bytes of a timer's call).
@@ -146,7 +146,7 @@ function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId"
 }
 
 /**
- * The output of a completed call (A3): from its `action.completed` event in
+ * The output of a completed call: from its `action.completed` event in
  * the log when recorded, else from its row.
  */
 export function storedOutput(row: CallRow, events: EventStatements): Record<string, unknown> {

@@ -29,15 +29,15 @@ function ignore(): void {}
 /** How one attempt ended, as the run sees it. */
 export type AttemptEnd =
   | { kind: "ok"; output: Record<string, unknown> }
-  /** `terminal`: the executor said the error is final (a TerminalError): time does not try the occurrence again (T7). */
+  /** `terminal`: the executor said the error is final (a TerminalError): time does not try the occurrence again. */
   | { kind: "error"; error: string; terminal: boolean }
   | { kind: "timeout"; error: string }
-  /** The executor's session ended before it answered (X3). */
+  /** The executor's session ended before it answered. */
   | { kind: "gone" }
   /** The owner is stopping: nothing more is written; the next owner runs the call again. */
   | { kind: "stopping" };
 
-/** How a run of a call of time ended, as its `onEnd` is told: `terminal` when the executor marked the error final (no retry, T7). */
+/** How a run of a call of time ended, as its `onEnd` is told: `terminal` when the executor marked the error final (no retry). */
 export interface AttemptOutcome {
   ok: boolean;
   error: string;
@@ -50,7 +50,7 @@ export interface Invocation {
   id: string;
   run: Run;
   session: ExecutorSession;
-  /** The run timeout (A1), re-armed by progress (X4). */
+  /** The run timeout, re-armed by progress. */
   timer: NodeJS.Timeout | null;
   /** Ends the attempt (once; later calls do nothing); `startedLateMs`: a held Invocation's reported delay (ms). */
   end(result: AttemptEnd, startedLateMs?: number): void;
@@ -59,7 +59,7 @@ export interface Invocation {
 /**
  * One call id being run in this owner: its attempts until it completes or
  * fails, and the callers waiting for it (a duplicate call with the same id
- * joins them instead of running again, A3). `done` settles once, with the
+ * joins them instead of running again). `done` settles once, with the
  * output or the error every waiter gets.
  */
 export class Run {
@@ -76,7 +76,7 @@ export class Run {
   invocation: Invocation | null = null;
   /** A CancelInvocation was sent for the attempt in flight. */
   cancelSent = false;
-  /** Time was told when this run's action started (the first start's lateness counts, K4). */
+  /** Time was told when this run's action started (the first start's lateness counts). */
   started = false;
   private settle!: { resolve(output: Record<string, unknown>): void; reject(error: unknown): void };
 

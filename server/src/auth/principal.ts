@@ -1,16 +1,16 @@
 import type { ActorRecord } from "../store/events.js";
 import { fail } from "../errors.js";
 
-/** The roles a principal can have (R5). */
+/** The roles a principal can have. */
 export type Role = "admin" | "executor" | "client";
 
-/** Actor fields, in the order of E2. */
+/** Actor fields, in their canonical order. */
 export const actorFields = ["id", "for", "in", "via"] as const;
 /** One actor field name. */
 export type ActorField = (typeof actorFields)[number];
 
 /**
- * Who is calling (R5): resolved from the bearer token by `auth/tokens.ts`.
+ * Who is calling: resolved from the bearer token by `auth/tokens.ts`.
  * `actor` gives the fields used when a request asserts none; `assert` lists,
  * per actor field, the patterns a request may assert (`*` anything, `user:*`
  * a prefix). A field with no patterns can only take its default.
@@ -33,14 +33,14 @@ export const localAdmin: Principal = {
 };
 
 /**
- * The owner itself, as the principal of the calls time makes (T6): only the
+ * The owner itself, as the principal of the calls time makes: only the
  * owner's clock passes it, compared by identity; no token resolves to it.
  */
 export const systemPrincipal: Principal = Object.freeze({ name: "system", role: "admin", actor: {}, assert: {} }) as Principal;
 
 /**
  * True when `principal` may register plugin `plugin` through an executor hello and host its
- * processors, actions and pulses (R5): admins always, executors when a `plugins` pattern matches.
+ * processors, actions and pulses: admins always, executors when a `plugins` pattern matches.
  */
 export function mayUsePlugin(principal: Principal, plugin: string): boolean {
   return principal.role === "admin" || (principal.plugins ?? ["*"]).some((pattern) => matchesPattern(pattern, plugin));
@@ -78,14 +78,14 @@ export function resolveActor(principal: Principal, asserted: Partial<ActorRecord
 
 /**
  * True when an `allow` list (event type, action, collection) admits the
- * principal: `*` anyone, `role:<role>`, or the principal's name (E5).
+ * principal: `*` anyone, `role:<role>`, or the principal's name.
  */
 export function allows(allow: readonly string[], principal: Principal): boolean {
   return allow.some((entry) => entry === "*" || entry === `role:${principal.role}` || entry === principal.name);
 }
 
 /**
- * True when the principal may read an event (R5): admins read everything;
+ * True when the principal may read an event: admins read everything;
  * others read events without a space and events in the spaces they may
  * assert (`assert.in`) or default to (`actor.in`).
  */

@@ -5,7 +5,7 @@ import { sha256Hex } from "../sha256.js";
 
 /**
  * Resolves a request's `Authorization: Bearer <token>` header to a
- * principal (R5). With no principals configured every caller is the local
+ * principal. With no principals configured every caller is the local
  * admin (the owner then binds 127.0.0.1 only). Tokens are compared by their
  * SHA-256, so the config may hold hashes and lookups take constant time.
  */

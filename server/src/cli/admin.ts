@@ -7,7 +7,7 @@ import { jsonLine } from "./json.js";
 import { formatTable } from "./table.js";
 
 /**
- * The operator commands over AdminService (SPEC O1, O4, P8, B3). Each needs
+ * The operator commands over AdminService. Each needs
  * an admin token (PERMISSION_DENIED otherwise) and prints a table, or JSON
  * lines with `--json` (the API's messages in proto3 JSON).
  */

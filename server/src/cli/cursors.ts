@@ -4,7 +4,7 @@ import { jsonLine } from "./json.js";
 import { formatTable } from "./table.js";
 
 /**
- * `chronolog cursors` (SPEC O1, O4, P3): lists every processor's cursor from
+ * `chronolog cursors`: lists every processor's cursor from
  * AdminService.ListProcessors (admin role; PERMISSION_DENIED otherwise) as a
  * table (NAME, ACK FLOOR, DELIVERED, LAG, IN FLIGHT, RETRIES, FAILURES,
  * PAUSED) or, with `json`, as JSON lines (the API's ProcessorStatus in proto3

@@ -2,7 +2,7 @@ import { InvalidArgumentError } from "commander";
 import { DateTime } from "luxon";
 
 /**
- * Checks of command-line values (O1), made before any request so a bad value gets a usage
+ * Checks of command-line values, made before any request so a bad value gets a usage
  * message instead of an error from encoding or from the owner. Functions named `…Option` are
  * commander argParsers: commander prints `error: option '--seq <n>' argument 'x' is invalid.
  * <message>` and exits with status 1.

@@ -12,9 +12,9 @@ export interface ServeFlags {
   plugins?: string;
   synchronous: string;
   logLevel: string;
-  /** K6: overrides the config's `region`. */
+  /** overrides the config's `region`. */
   region?: number;
-  /** Overrides the config's `timers.lookahead_ms` (T5, K4), ms. */
+  /** Overrides the config's `timers.lookahead_ms`, ms. */
   timerLookaheadMs?: number;
 }
 

@@ -17,7 +17,7 @@ export interface TimersFlags extends ClientFlags {
 }
 
 /**
- * `chronolog timers` (SPEC O1, T4): lists the timers the caller may read (ListTimers, every
+ * `chronolog timers`: lists the timers the caller may read (ListTimers, every
  * page), pending ones by next fire time first, as a table (ID, KIND, ACTION, WHEN, NEXT DUE,
  * OCCURRENCES, CHAIN[, PREVIEW]) or as JSON lines. With `--preview N` each timer is fetched
  * again with GetTimer for its next N fire times. Errors are the owner's (e.g.
@@ -49,7 +49,7 @@ export async function timersCommand(flags: TimersFlags): Promise<void> {
 
 /**
  * The NEXT DUE column: the moment, or why there is none. A declared schedule without one is of
- * another region (K6: only that region's owner makes it) or past its policy's end or count; the
+ * another region (only that region's owner makes it) or past its policy's end or count; the
  * table cannot tell which (the owner's region is not in the answer), so it says "none" and the
  * region. Timers and delays set at runtime are of the owner's region: without one they are spent.
  */
@@ -84,7 +84,7 @@ function whenText(t: Timer): string {
 }
 
 /**
- * `chronolog pause-timer ID [--note TEXT]` and `resume-timer` (SPEC B1, O1): pauses or resumes a
+ * `chronolog pause-timer ID [--note TEXT]` and `resume-timer`: pauses or resumes a
  * recurring timer (admins for declared schedules; recorded as `timer.paused` / `timer.resumed`).
  * Prints `ID: paused` or `ID: resumed, next due …`, with "already"/"was not" when nothing changed.
  */
@@ -99,14 +99,14 @@ export async function setTimerPausedCommand(timerId: string, paused: boolean, fl
   console.log(unchanged ? `${timerId}: was not paused` : `${timerId}: resumed, next due ${timer.nextDue ? iso(timer.nextDue) : "none"}`);
 }
 
-/** `chronolog trigger-timer ID` (SPEC B1): makes one occurrence now; prints its id and due moment. */
+/** `chronolog trigger-timer ID`: makes one occurrence now; prints its id and due moment. */
 export async function triggerTimerCommand(timerId: string, flags: ClientFlags): Promise<void> {
   const { occurrenceId, due } = await client(flags).triggerTimer(timerId);
   console.log(`${timerId}: triggered occurrence ${occurrenceId} due ${due.toISOString()}`);
 }
 
 /**
- * `chronolog backfill-timer ID --start ISO --end ISO [--json]` (SPEC B1): one occurrence per fire
+ * `chronolog backfill-timer ID --start ISO --end ISO [--json]`: one occurrence per fire
  * time in [start, end), in order; prints DUE, OCCURRENCE and made/existing per occurrence (JSON
  * lines with --json).
  */
@@ -142,7 +142,7 @@ export interface ScheduleFlags extends ClientFlags {
 
 /**
  * `chronolog schedule ACTION [INPUT] (--cron EXPR [--zone Z] | --every-ms N | --at ISO) [--id ID]
- * [--overdue BOUND] [policy flags] [--json]` (SPEC T3, B1, B2): sets a runtime timer calling
+ * [--overdue BOUND] [policy flags] [--json]`: sets a runtime timer calling
  * ACTION with INPUT (a JSON object, default `{}`); recorded as `timer.scheduled`. Prints
  * `ID: scheduled WHEN, next due ISO` (the Timer in proto3 JSON with --json). Errors are the
  * owner's (e.g. NOT_FOUND for an undeclared action, INVALID_ARGUMENT for a bad cron or zone).
@@ -174,8 +174,8 @@ export async function scheduleCommand(action: string, input: string | undefined,
 
 /**
  * `chronolog delay ACTION [INPUT] (--in-ms N | --at ISO) --overdue BOUND [--id DELAY-ID] [--json]`
- * (SPEC K3): arms one call of ACTION later; `--overdue` is required, as in the API. With `--id`,
- * running the same command again arms nothing and prints the same delay (E7). Prints
+ *: arms one call of ACTION later; `--overdue` is required, as in the API. With `--id`,
+ * running the same command again arms nothing and prints the same delay. Prints
  * `DELAY-ID: due ISO` (`{"delayId","due"}` with --json); `cancel-delay DELAY-ID` cancels it.
  */
 export async function delayCommand(action: string, input: string | undefined, flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; id?: string; json: boolean }): Promise<void> {
@@ -186,13 +186,13 @@ export async function delayCommand(action: string, input: string | undefined, fl
   else console.log(`${delayId}: due ${due.toISOString()}`);
 }
 
-/** `chronolog unschedule ID` (SPEC T3): stops a runtime timer (recorded as `timer.unscheduled`). */
+/** `chronolog unschedule ID`: stops a runtime timer (recorded as `timer.unscheduled`). */
 export async function unscheduleCommand(timerId: string, flags: ClientFlags): Promise<void> {
   await client(flags).unschedule(timerId);
   console.log(`${timerId}: unscheduled`);
 }
 
-/** `chronolog cancel-delay ID` (SPEC K3): cancels a pending delay (recorded as `timer.unscheduled`). */
+/** `chronolog cancel-delay ID`: cancels a pending delay (recorded as `timer.unscheduled`). */
 export async function cancelDelayCommand(delayId: string, flags: ClientFlags): Promise<void> {
   await client(flags).cancelDelay(delayId);
   console.log(`${delayId}: cancelled`);

@@ -2,7 +2,7 @@ import type { DocumentRecord } from "../store/documents.js";
 import type { CollectionEntry } from "./declaration.js";
 import { diffPaths } from "./paths.js";
 
-/** A collection write operation (C2). */
+/** A collection write operation. */
 export type WriteOp = "create" | "replace" | "patch" | "delete";
 
 /** The type and data of a change event, ready to append. */
@@ -11,7 +11,7 @@ export interface ChangeEvent {
   data: Record<string, unknown>;
 }
 
-/** `doc` without the collection's private top-level fields (E6, C3). A copy; `doc` is not touched. */
+/** `doc` without the collection's private top-level fields. A copy; `doc` is not touched. */
 export function withoutPrivate(doc: DocumentRecord, privateFields: readonly string[]): DocumentRecord {
   if (privateFields.length === 0) return doc;
   const copy = { ...doc };
@@ -20,7 +20,7 @@ export function withoutPrivate(doc: DocumentRecord, privateFields: readonly stri
 }
 
 /**
- * The change event of a write (SPEC E3, C3):
+ * The change event of a write:
  * - create: `<name>.created` with `{ _id, doc }`;
  * - replace, patch: `<name>.updated` with `{ _id, doc, changed, removed }`,
  *   the field paths that changed and that were removed (see `diffPaths`);

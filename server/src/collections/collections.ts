@@ -7,7 +7,7 @@ import { DocumentReader } from "./reads.js";
 import { DocumentStores } from "./stores.js";
 import { DocumentWriter } from "./writes.js";
 
-/** An owner's collections (SPEC C1-C4): the writer and the reader over one set of stores. */
+/** An owner's collections: the writer and the reader over one set of stores. */
 export interface Collections {
   writer: DocumentWriter;
   reader: DocumentReader;

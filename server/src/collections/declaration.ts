@@ -3,7 +3,7 @@ import type { FieldViolation } from "../errors.js";
 import type { Validator } from "../plugins/schemas.js";
 
 /**
- * A declared collection, ready to check writes against (SPEC C1, E6).
+ * A declared collection, ready to check writes against.
  *
  * Modes: `durable: false` keeps documents in memory only; `records` makes an
  * append-only ledger (create only); both, and `events: false`, write no
@@ -18,9 +18,9 @@ export interface CollectionEntry {
   privateFields: string[];
   /** True when writes record `<name>.created|.updated|.deleted` (events, durable and not records). */
   writesEvents: boolean;
-  /** False: in memory only, lost on restart (C4). */
+  /** False: in memory only, lost on restart. */
   durable: boolean;
-  /** Ledger mode: create only (C4). */
+  /** Ledger mode: create only. */
   records: boolean;
   /** Who may write from outside (`*`, `role:X`, principal name); empty: only code under a cause. */
   allow: string[];
@@ -31,16 +31,16 @@ const collectionName = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
 /** A private field is a top-level field name. */
 const fieldName = /^[^.$\s][^.\s]*$/;
 
-/** The change operations and the event type suffix each records (E3). */
+/** The change operations and the event type suffix each records. */
 export const changeSuffixes = { create: "created", replace: "updated", patch: "updated", delete: "deleted" } as const;
 
-/** The event types a collection's writes record (E3): `<name>.created`, `.updated`, `.deleted`. */
+/** The event types a collection's writes record: `<name>.created`, `.updated`, `.deleted`. */
 export function changeTypes(name: string): string[] {
   return [`${name}.created`, `${name}.updated`, `${name}.deleted`];
 }
 
 /**
- * Checks and compiles one collection declaration of plugin `plugin` (C1).
+ * Checks and compiles one collection declaration of plugin `plugin`.
  * Returns the entry (absent when the schema does not compile) and the
  * problems found, each as a violation on `collections.<name>[.part]`.
  * `allow` entries are checked by the manifest, with the event types' rule.

@@ -3,9 +3,9 @@ import type { CompiledManifest } from "../plugins/manifest.js";
 import { changeTypes, type CollectionEntry } from "./declaration.js";
 
 /**
- * The declared collections of every registered plugin, by name (SPEC C1).
+ * The declared collections of every registered plugin, by name.
  * Collection names are global, like event types: one plugin owns a name,
- * and its change types `<name>.created|.updated|.deleted` (E3) are reserved.
+ * and its change types `<name>.created|.updated|.deleted` are reserved.
  */
 export class CollectionIndex {
   private constructor(private readonly byName: Map<string, CollectionEntry>) {}

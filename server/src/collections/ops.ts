@@ -5,7 +5,7 @@ import type { CollectionEntry } from "./declaration.js";
 import { checkNoOverlap, parsePath, setPath, unsetPath } from "./paths.js";
 
 /**
- * The four writes (SPEC C2) as pure steps: `parseWrite` checks a request's
+ * The four writes as pure steps: `parseWrite` checks a request's
  * shape before anything is submitted; `nextDocument` computes the document
  * after the write from the one before (inside the commit unit, so
  * concurrent writes to one document apply one after the other);
@@ -34,8 +34,8 @@ export function checkDocumentId(id: unknown, field: string): string {
 
 /**
  * Checks a write's shape against its collection, before any commit:
- * `records` collections take creates only (FAILED_PRECONDITION otherwise,
- * C4); ids are non-empty strings; a replacement's `_id`, when given, is the
+ * `records` collections take creates only (FAILED_PRECONDITION
+ * otherwise); ids are non-empty strings; a replacement's `_id`, when given, is the
  * id replaced; a patch sets or unsets at least one path, paths do not
  * overlap and never touch `_id` (INVALID_ARGUMENT).
  */

@@ -2,7 +2,7 @@ import { fail } from "../errors.js";
 import { canonicalJson } from "../log/canonical.js";
 
 /**
- * Dotted field paths into documents (SPEC C2, E3): `address.city`, and array
+ * Dotted field paths into documents: `address.city`, and array
  * elements by index, `items.0.sku`. A key that itself contains a dot cannot
  * be addressed by a path.
  */
@@ -104,7 +104,7 @@ function crossesScalar(segments: string[], i: number): never {
 }
 
 /**
- * The field paths an update changed and removed (E3), comparing `before` and
+ * The field paths an update changed and removed, comparing `before` and
  * `after` through nested objects (arrays and scalars compare as whole
  * values): `changed` lists paths added or given a different value, at the
  * deepest object level; `removed` lists the highest paths that are gone.

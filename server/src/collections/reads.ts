@@ -24,10 +24,10 @@ export const defaultFindLimit = 100;
 export const maxFindLimit = 1000;
 
 /**
- * Reads documents (SPEC C2): by `_id`, and by a MongoDB filter with sort and
+ * Reads documents: by `_id`, and by a MongoDB filter with sort and
  * limit. Any authenticated principal may read a declared collection;
  * private fields are removed for principals other than admins and
- * executors (E6). Reads see committed documents only.
+ * executors. Reads see committed documents only.
  *
  * Find scans the collection's documents (SQLite rows in `_id` order, or
  * memory) and filters them in JS with mingo: fine for the sizes Chronolog

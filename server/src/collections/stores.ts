@@ -2,11 +2,11 @@ import type { Db } from "../store/database.js";
 import { documentStatements, type DocumentRecord, type DocumentStatements } from "../store/documents.js";
 import type { CollectionEntry } from "./declaration.js";
 
-/** Where a collection's documents live: SQLite (durable) or memory (`durable: false`, C4). */
+/** Where a collection's documents live: SQLite (durable) or memory (`durable: false`). */
 export type DocumentStore = DocumentStatements;
 
 /**
- * The documents of `durable: false` collections (SPEC C4): in this process's
+ * The documents of `durable: false` collections: in this process's
  * memory only, lost when the owner stops. Same operations as the SQLite
  * statements; documents are copied in and out, so callers never share
  * objects with the store.

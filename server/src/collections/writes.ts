@@ -17,7 +17,7 @@ import type { DocumentStore, DocumentStores } from "./stores.js";
 export interface WriteRequest {
   collection: string;
   write: WriteInput;
-  /** Set when code under a delivery writes (X5); null from outside. */
+  /** Set when code under a delivery writes; null from outside. */
   cause: CauseRef | null;
   /** Asserted actor fields (from outside only). */
   actor: Partial<ActorRecord> | undefined;
@@ -36,7 +36,7 @@ interface WriteContext {
   actor: ActorRecord | null;
   /** The cause event id, or "" from outside. */
   cause: string;
-  /** Under a cause: the derived id of the write (E7), also its change event's id. */
+  /** Under a cause: the derived id of the write, also its change event's id. */
   writeId: string | null;
   /** The change event's id. */
   eventId: string;
@@ -45,7 +45,7 @@ interface WriteContext {
 }
 
 /**
- * Writes documents (SPEC C1-C4, E3, E6, E7, X5): create, replace, patch,
+ * Writes documents: create, replace, patch,
  * delete.
  *
  * From outside (no cause) the collection's `allow` gates the write
@@ -60,7 +60,7 @@ interface WriteContext {
  * before anything is submitted; the existence and schema checks run in the
  * commit unit on the current document, and a failure rolls the unit back, so
  * nothing is written. A durable write commits the document and its change
- * event in one unit (C3, E8) and resolves only once durable. A retried write
+ * event in one unit and resolves only once durable. A retried write
  * under a cause whose id is already in the log (or, for collections that
  * write no events, in `collection_writes`) is answered with the current
  * document and the original seq, and writes nothing; if the document has
@@ -76,11 +76,11 @@ export class DocumentWriter {
     private readonly registry: PluginRegistry,
     private readonly events: EventStatements,
     private readonly stores: DocumentStores,
-    /** Running record:false invocations, causes without an event (A2, X5). */
+    /** Running record:false invocations, causes without an event. */
     private readonly live?: LiveCauses,
   ) {}
 
-  /** Applies one write as `principal`; errors as described above (R4). */
+  /** Applies one write as `principal`; errors as described above. */
   async write(req: WriteRequest, principal: Principal): Promise<WriteResult> {
     const entry = declaredCollection(this.registry, req.collection);
     const write = parseWrite(entry, req.write);
@@ -138,7 +138,7 @@ function apply(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite,
   return { document: after ?? null, seq: 0 };
 }
 
-/** A write under a cause whose change event is already in the log (E7), or undefined. */
+/** A write under a cause whose change event is already in the log, or undefined. */
 function answerFromLog(entry: CollectionEntry, store: DocumentStore, writeId: string, tx: Tx): WriteResult | undefined {
   const prior = tx.events.findById(writeId);
   if (!prior) return undefined;

@@ -13,7 +13,7 @@ import { ExecutorSession, maxCredits } from "./session.js";
 
 /** Options of the executor hub; times in ms. */
 export interface HubOptions {
-  /** How often both sides send heartbeats (default 10,000); silence for 3 intervals closes a session (X4). */
+  /** How often both sides send heartbeats (default 10,000); silence for 3 intervals closes a session. */
   heartbeatIntervalMs: number;
   /** Credits when the hello gives none. */
   defaultCredits: number;
@@ -21,14 +21,14 @@ export interface HubOptions {
   maxMessageBytes: number;
 }
 
-/** Checks the pulses a hello lists (K1): the owner's Pulses. */
+/** Checks the pulses a hello lists: the owner's Pulses. */
 export interface PulseHosting {
   /** Throws INVALID_ARGUMENT for a pulse nobody declares or whose action the executor does not host. */
   checkHosting(pulses: string[], actions: string[]): void;
 }
 
 /**
- * The executor sessions (X1-X4): opens them from a hello, routes their
+ * The executor sessions: opens them from a hello, routes their
  * answers (acks to the processors, action results to the action calls),
  * picks a session for each delivery (spreading work: the session
  * with the most free credits), and closes silent ones.
@@ -173,7 +173,7 @@ export class ExecutorHub {
     if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
   }
 
-  /** Ends a session: its deliveries and invocations go to other executors as retries (X3). Idempotent. */
+  /** Ends a session: its deliveries and invocations go to other executors as retries. Idempotent. */
   close(session: ExecutorSession, reason: string): void {
     if (session.closed) return;
     session.closed = true;
@@ -197,7 +197,7 @@ export class ExecutorHub {
     for (const s of [...this.sessions]) this.close(s, "owner stopping");
   }
 
-  /** Offers a session's free credits to deliveries, then to calls waiting for a host (A4). */
+  /** Offers a session's free credits to deliveries, then to calls waiting for a host. */
   private pump(session: ExecutorSession): void {
     this.processors.pumpFor(session);
     this.actions.pumpFor(session);
@@ -218,7 +218,7 @@ export class ExecutorHub {
 
 /**
  * PERMISSION_DENIED unless `principal` may use every plugin `hello` carries a manifest of or hosts
- * a processor, action or pulse of (R5, its `plugins` patterns): an executor's token cannot
+ * a processor, action or pulse of (its `plugins` patterns): an executor's token cannot
  * register over, or take the work of, a plugin it was not given.
  */
 function checkPluginScope(hello: Hello, principal: Principal): void {

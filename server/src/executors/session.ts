@@ -10,7 +10,7 @@ export type OwnerMessage = MessageInitShape<typeof SubscribeResponseSchema>;
 /** A queued message, or a function that builds it when the stream writes it (times in it are counted from then). */
 export type QueuedMessage = OwnerMessage | (() => OwnerMessage);
 
-/** What an executor said it hosts in its hello (X1). */
+/** What an executor said it hosts in its hello. */
 export interface Hosting {
   executor: string;
   instanceId: string;
@@ -81,9 +81,9 @@ function batched(messages: OwnerMessage[], understood: Record<keyof typeof batch
 }
 
 /**
- * One connected executor stream (X1-X4). `inFlight` holds the ids of the
+ * One connected executor stream. `inFlight` holds the ids of the
  * deliveries and invocations sent and not yet answered: the session takes
- * new work only while `free > 0` (P9). Times in ms since the epoch.
+ * new work only while `free > 0`. Times in ms since the epoch.
  */
 export class ExecutorSession {
   readonly id = randomUUID();

@@ -2,12 +2,12 @@ import { fail } from "../errors.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 
 /**
- * Causes that are not events in the log (SPEC X5, A2): a `record: false`
+ * Causes that are not events in the log: a `record: false`
  * action leaves no `action.started`, so work done under its invocation names
  * the call id as its cause (see Invocation.cause_event_id). While such an
  * invocation runs, the action calls hold its call id here with the call's
  * actor; emits, calls and collection writes under it take that actor, and
- * derive their ids from it as from any cause (E7). Once the run ends the
+ * derive their ids from it as from any cause. Once the run ends the
  * cause is released: late work under it fails with FAILED_PRECONDITION.
  * In memory only: an owner restart ends every run anyway.
  */
@@ -16,7 +16,7 @@ export class LiveCauses {
 
   /**
    * Holds `id` as a live cause running as `actor` until the returned release is called
-   * (idempotent). `chain` places it in its chain (K5): its own depth when known, else the
+   * (idempotent). `chain` places it in its chain: its own depth when known, else the
    * cause it was made under ("" for none).
    */
   hold(id: string, actor: ActorRecord | null, chain: LiveCause["chain"] = { parent: "" }): () => void {
@@ -41,7 +41,7 @@ export class LiveCauses {
 /** A cause held in memory (a running `record: false` invocation). */
 export interface LiveCause {
   actor: ActorRecord | null;
-  /** Its place in a chain (K5): `depth` when the call recorded one, else the cause it was made under. */
+  /** Its place in a chain: `depth` when the call recorded one, else the cause it was made under. */
   chain: { depth?: number; parent: string };
 }
 
@@ -49,7 +49,7 @@ export interface LiveCause {
 const maxChainWalk = 1_000;
 
 /**
- * The chain depth of work done under cause `id` (SPEC K5): follows the cause links of the log
+ * The chain depth of work done under cause `id`: follows the cause links of the log
  * (and of live causes) up to the nearest call that recorded its depth, `action.started` with
  * `chain_depth` (calls made by time, and calls deeper than 0), and returns that depth; 0 when
  * the links end first (work that began with a client's request, an event emitted from
@@ -74,7 +74,7 @@ export function causeChainDepth(id: string, events: EventStatements, live: LiveC
 }
 
 /**
- * The actor of the cause `id` for work done under it (P5, X5): a live cause's
+ * The actor of the cause `id` for work done under it: a live cause's
  * (checked first: a running record:false invocation), else the cause event's.
  * FAILED_PRECONDITION when neither exists.
  */

@@ -8,7 +8,7 @@ import { canonicalJson } from "./canonical.js";
 import { causeActor, type LiveCauses } from "./causes.js";
 import { checkId, derivedId, newId } from "./ids.js";
 
-/** Names the work an emit is done under (X5). */
+/** Names the work an emit is done under. */
 export interface CauseRef {
   eventId: string;
   position: number;
@@ -34,7 +34,7 @@ export interface EmitResult {
 export const maxBatchSize = 10_000;
 
 /**
- * Appends events (SPEC E1, E4, E5, E7).
+ * Appends events.
  *
  * Failure semantics: every check (declared type, allow, schema, actor) runs
  * before anything is written; a batch commits all its events in one
@@ -48,7 +48,7 @@ export class Emitter {
     private readonly committer: Committer,
     private readonly registry: PluginRegistry,
     private readonly events: EventStatements,
-    /** Running record:false invocations, causes without an event (A2, X5). */
+    /** Running record:false invocations, causes without an event. */
     private readonly live?: LiveCauses,
   ) {}
 
@@ -63,8 +63,8 @@ export class Emitter {
         // An id the owner just made cannot be in the log: skip the lookup.
         const stored = fresh ? undefined : tx.events.findById(e.id);
         // Under a cause the id is derived from the cause, position, type and data, so
-        // a stored event with it is this work's own earlier try (P5: in the cause's
-        // space, which the executor may not read): answer it, as for any retry (E7).
+        // a stored event with it is this work's own earlier try (in the cause's
+        // space, which the executor may not read): answer it, as for any retry.
         if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
         if (stored) return { event: sameEvent(stored, e), existing: true };
         return { event: tx.append(e), existing: false };
@@ -95,7 +95,7 @@ export class Emitter {
     return { actor: resolveActor(principal, input.actor), id: input.id || newId(), cause: "" };
   }
 
-  /** Work under a cause: the id is derived and the actor is the cause's (E7, P5). */
+  /** Work under a cause: the id is derived and the actor is the cause's. */
   private underCause(input: EmitInput, principal: Principal) {
     const cause = input.cause as CauseRef;
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not emit under a cause; only executors act under a cause`);
@@ -126,7 +126,7 @@ function refuseConflictsWithin(events: Omit<EventRecord, "seq" | "at">[]): void 
 }
 
 /**
- * An id taken by an event the caller may not read (another space, R5): say
+ * An id taken by an event the caller may not read (another space): say
  * only that the id is taken — not its seq, type or data, and never the event.
  */
 function hiddenConflict(id: string): never {

@@ -18,7 +18,7 @@ export type Filter = (data: Record<string, unknown>) => boolean;
 export const matchAll: Filter = () => true;
 
 /**
- * Steps of work one test of one document may take inside `$expr` (SPEC P1, E9): a step is an
+ * Steps of work one test of one document may take inside `$expr`: a step is an
  * operator call or one of its operands, an element or key of a value an operator returns or a
  * `$` path reads, 8 characters of a string, or 64 character comparisons of `$trim`. A document
  * the filter needs more for does not match; 100,000 steps take up to about 80 ms.
@@ -26,7 +26,7 @@ export const matchAll: Filter = () => true;
 const workPerDocument = 100_000;
 
 /**
- * Compiles a MongoDB filter with mingo once (SPEC P1, E9). An unknown operator, a malformed
+ * Compiles a MongoDB filter with mingo once. An unknown operator, a malformed
  * filter, an operator that is refused (see {@link refused}), a `$regex` that is not valid RE2
  * syntax, or a filter that fails on any document (e.g. `{a: {$in: 5}}`) fails here, at request
  * or registration time, with INVALID_ARGUMENT naming `field` (e.g. `where`).
@@ -282,7 +282,7 @@ interface Re2Args {
 
 /**
  * `$re2`, the query operator every `$regex` becomes: RE2 semantics (no backtracking, so time
- * linear in the input whatever the pattern: a filter can never stall the owner, SPEC P1, E9),
+ * linear in the input whatever the pattern: a filter can never stall the owner),
  * searched anywhere in the string like MongoDB's `$regex`; an array matches when one of its
  * strings does.
  */

@@ -7,13 +7,13 @@ import { sha256Hex } from "../sha256.js";
 /** Longest id a client may give, in characters (Unicode code points, so an emoji counts once). */
 const maxIdCodePoints = 256;
 
-/** C0 controls, DEL and C1 controls. */
+/** C0 controls, DEL and controls. */
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
 
 /**
  * The one rule for ids a client gives (event ids, call ids, timer ids, document `_id`s):
  * at most {@link maxIdCodePoints} characters (Unicode code points), no control characters
- * (C0, DEL, C1), not empty and not only whitespace. INVALID_ARGUMENT naming `field`
+ * (C0, DEL), not empty and not only whitespace. INVALID_ARGUMENT naming `field`
  * otherwise. Callers where an id is optional (an empty one means "make one") call it only
  * for a non-empty id.
  */
@@ -59,7 +59,7 @@ function pooledRandom(): Uint8Array {
 }
 
 /**
- * The id of work done under a cause (SPEC E7, X5):
+ * The id of work done under a cause:
  * `H(cause id, position, H(canonical input))`, as 32 hex characters of
  * SHA-256. A retry that makes the same calls in the same order finds the same ids.
  */

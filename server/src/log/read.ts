@@ -4,7 +4,7 @@ import { matchAll, type Filter } from "./filter.js";
 
 /**
  * What to read: events after `afterSeq` of `types` (empty: all) whose data
- * matches `where` and that the reader may see (`visible`, R5). An event
+ * matches `where` and that the reader may see (`visible`). An event
  * `where` cannot be applied to (e.g. `$divide` by its zero) does not match:
  * it never ends a read or a watch (see compileFilter).
  */
@@ -41,7 +41,7 @@ const scanByteBudget = 16 * pageByteBudget;
 /**
  * Reads up to `pageSize` matching events after `query.afterSeq` and at or
  * below `headSeq` (the last durable seq: committed rows past it are not yet
- * acknowledged, so nobody reads them, E8) (E9). Stops
+ * acknowledged, so nobody reads them). Stops
  * early after scanning `scanBudget` rows or `scanByteBudget` bytes, so a page
  * may hold fewer events than asked while `atHead` is still false: continue
  * from `scannedTo`. Stops before a matching event that would take the page

@@ -9,7 +9,7 @@ export type WatchItem = { event: EventRecord } | { caughtUp: number };
 const pageSize = 256;
 
 /**
- * Follows the log (E9): catches up from `query.afterSeq` reading pages from
+ * Follows the log: catches up from `query.afterSeq` reading pages from
  * SQLite, yields `caughtUp` once at the head, then waits for commits and
  * reads again. Nothing is pushed to a watcher: it pulls pages as its
  * consumer pulls items, so a slow or stalled reader holds at most one page

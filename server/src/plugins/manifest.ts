@@ -9,7 +9,7 @@ import { jsonDepthProblem } from "../rpc/convert.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
 
-/** A declared event type, ready to check emits against (E4, E5). */
+/** A declared event type, ready to check emits against. */
 export interface EventTypeEntry {
   type: string;
   plugin: string;
@@ -24,9 +24,9 @@ export interface CompiledManifest {
   /** Canonical JSON of the manifest: equal strings mean equal manifests. */
   canonical: string;
   eventTypes: EventTypeEntry[];
-  /** Declared collections (C1); names and change types are checked against other plugins by the registry. */
+  /** Declared collections; names and change types are checked against other plugins by the registry. */
   collections: CollectionEntry[];
-  /** Declared actions (A1), named `plugin.action`. */
+  /** Declared actions, named `plugin.action`. */
   actions: ActionEntry[];
 }
 
@@ -34,7 +34,7 @@ const pluginName = /^[a-z][a-z0-9_-]{0,62}$/;
 const eventTypeName = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$/;
 // A principal name never starts with `role:`, so `role:<typo>` is rejected, not taken for a name.
 const allowEntry = /^(\*|role:(admin|executor|client)|(?!role:)[A-Za-z0-9_.:@-]+)$/;
-/** Event types the runtime records itself (E3); plugins cannot declare them. */
+/** Event types the runtime records itself; plugins cannot declare them. */
 export const runtimeTypes = [
   "action.started",
   "action.completed",
@@ -72,7 +72,7 @@ export function manifestFromJson(json: unknown, source: string): PluginManifest 
 }
 
 /**
- * Checks a manifest and compiles its schemas and filters (E4, P1). Every
+ * Checks a manifest and compiles its schemas and filters. Every
  * problem is reported at once as INVALID_ARGUMENT with one violation per
  * declaration, e.g. `events.booking.created.schema`.
  */

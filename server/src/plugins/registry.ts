@@ -18,7 +18,7 @@ export interface RegisteredPlugin {
 
 /**
  * The plugins the owner knows, and the index of declared event types built
- * from them (E4). Manifests persist in SQLite and are loaded at start; a
+ * from them. Manifests persist in SQLite and are loaded at start; a
  * changed manifest is recorded as a new revision.
  */
 export class PluginRegistry {
@@ -48,12 +48,12 @@ export class PluginRegistry {
     return this.eventTypes.get(type);
   }
 
-  /** The declaration of a collection (C1), or undefined when nobody declared it. */
+  /** The declaration of a collection, or undefined when nobody declared it. */
   collection(name: string): CollectionEntry | undefined {
     return this.collections.get(name);
   }
 
-  /** The declaration of an action `plugin.action` (A1), or undefined when nobody declared it. */
+  /** The declaration of an action `plugin.action`, or undefined when nobody declared it. */
   action(name: string): ActionEntry | undefined {
     return this.actions.get(name);
   }
@@ -71,7 +71,7 @@ export class PluginRegistry {
   /**
    * Registers a manifest: checks it (INVALID_ARGUMENT), checks that its event
    * types and collections are not declared by another plugin and that no
-   * event type is a collection's change type (E3), and when it differs from the
+   * event type is a collection's change type, and when it differs from the
    * current revision commits a new revision. Resolves once durable.
    */
   async register(manifest: PluginManifest): Promise<{ plugin: RegisteredPlugin; changed: boolean }> {
@@ -109,7 +109,7 @@ export class PluginRegistry {
 
   /**
    * Runs `work` inside the commit of every registration that changes a plugin, with the
-   * plugins as they are once it commits (T4: declared schedules are written in the commit of
+   * plugins as they are once it commits (declared schedules are written in the commit of
    * the manifest that declares them). A throw undoes the registration.
    */
   inRegistrationCommit(work: (tx: Tx, plugins: RegisteredPlugin[]) => void): void {

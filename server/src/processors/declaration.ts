@@ -2,10 +2,10 @@ import type { ProcessorDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/
 import { compileFilter, type Filter } from "../log/filter.js";
 import type { EventRecord } from "../store/events.js";
 
-/** Where a new processor's cursor starts (P8). */
+/** Where a new processor's cursor starts. */
 export type StartAt = { kind: "end" } | { kind: "beginning" } | { kind: "after"; seq: number };
 
-/** A processor declaration, checked and compiled (P1, P2, P6). Times in ms. */
+/** A processor declaration, checked and compiled. Times in ms. */
 export interface ProcessorSpec {
   /** `plugin.processor`. */
   name: string;
@@ -22,7 +22,7 @@ export interface ProcessorSpec {
   start: StartAt;
 }
 
-/** Defaults of P6: 3 tries in all, each wait longer than the last. */
+/** Default retries: 3 tries in all, each wait longer than the last. */
 export const defaultRetryDelaysMs = [1_000, 5_000];
 export const defaultAckTimeoutMs = 30_000;
 

@@ -42,7 +42,7 @@ interface Attempt {
 /** How an executor's answer was taken. */
 export type AckVerdict = "accepted" | "unknown" | "stale";
 
-/** Events read ahead of the ack floor at most (bounds memory whatever the backlog, P4). */
+/** Events read ahead of the ack floor at most (bounds memory whatever the backlog). */
 const readAheadLimit = 2_048;
 /**
  * Bytes of events ({@link storedBytes}) a processor holds read ahead of its floor at most (in its
@@ -57,7 +57,7 @@ const readChunkBytes = 4 * 1024 * 1024;
 const floorSaveDelayMs = 20;
 
 /**
- * A processor's consumer state, in JetStream's words (P2-P7): `ackFloor` (the
+ * A processor's consumer state, in JetStream's words: `ackFloor` (the
  * durable cursor: every event at or below it is finished), `delivered` (the
  * highest seq read), the attempts in flight or waiting, and per-key lanes.
  *
@@ -72,7 +72,7 @@ export class ProcessorEngine {
   private ackFloor = 0;
   private delivered = 0;
   private pausedFlag = false;
-  /** Seqs below the floor delivered again on an operator's request (P8). */
+  /** Seqs below the floor delivered again on an operator's request. */
   private readonly redelivering = new Set<number>();
   private saving = false;
   private stopped = false;
@@ -108,14 +108,14 @@ export class ProcessorEngine {
     return this.delivered;
   }
 
-  /** Paused by an operator: nothing new is handed out (B3). */
+  /** Paused by an operator: nothing new is handed out. */
   get paused(): boolean {
     return this.pausedFlag;
   }
 
   /**
    * Loads the saved cursor, or places a new processor's cursor at its start
-   * position (P8) and saves it, then starts reading.
+   * position and saves it, then starts reading.
    */
   start(): void {
     const saved = this.deps.cursors.get(this.spec.name);
@@ -144,7 +144,7 @@ export class ProcessorEngine {
       const chunk = this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, on ? [...on] : []);
       const rows = chunk.events;
       for (const event of rows) {
-        if (event.seq > head) break; // committed, not yet durable (E8): read after its fsync
+        if (event.seq > head) break; // committed, not yet durable: read after its fsync
         this.delivered = event.seq;
         if (!takes(this.spec, event)) continue;
         this.order.push(event.seq);
@@ -192,7 +192,7 @@ export class ProcessorEngine {
     return "accepted";
   }
 
-  /** Extends a delivery's ack deadline by `extendMs` (default: the ack timeout) (X4). */
+  /** Extends a delivery's ack deadline by `extendMs` (default: the ack timeout). */
   progress(session: ExecutorSession, deliveryId: string, extendMs: number): boolean {
     const attempt = this.byDelivery.get(deliveryId);
     if (!attempt || attempt.session !== session) return false;
@@ -200,7 +200,7 @@ export class ProcessorEngine {
     return true;
   }
 
-  /** Every delivery the session held fails (X3): they are retried elsewhere. */
+  /** Every delivery the session held fails: they are retried elsewhere. */
   sessionGone(session: ExecutorSession): void {
     for (const attempt of [...this.byDelivery.values()]) {
       if (attempt.session !== session) continue;
@@ -211,7 +211,7 @@ export class ProcessorEngine {
 
   /**
    * Stops handing out work and waits up to `graceMs` for deliveries in
-   * flight to finish (P7). Unfinished ones stay above the floor, so the next
+   * flight to finish. Unfinished ones stay above the floor, so the next
    * owner delivers them again. Resolves after the last floor is saved.
    */
   async stop(graceMs: number): Promise<void> {
@@ -225,7 +225,7 @@ export class ProcessorEngine {
   }
 
   /**
-   * Moves the cursor (P8): every event at or below `ackFloor` counts as
+   * Moves the cursor: every event at or below `ackFloor` counts as
    * finished and delivery restarts after it. Work in flight is dropped (its
    * answers become stale). Recorded as `processor.cursor_moved` in the same
    * commit as the new floor.
@@ -241,7 +241,7 @@ export class ProcessorEngine {
   }
 
   /**
-   * Pauses or resumes handing out work (B3); recorded as `processor.paused` /
+   * Pauses or resumes handing out work; recorded as `processor.paused` /
    * `processor.resumed`. Idempotent: a processor already in that state is left
    * alone and nothing is recorded. Resolves true when the state changed.
    */
@@ -262,7 +262,7 @@ export class ProcessorEngine {
   }
 
   /**
-   * Delivers failed events again (P8, B3), as new deliveries in their lanes;
+   * Delivers failed events again, as new deliveries in their lanes;
    * recorded as `processor.redelivered`. A redelivery that finishes removes
    * the failure from the record; one that fails again records it again.
    */
@@ -420,7 +420,7 @@ export class ProcessorEngine {
    * Saves the floor within `floorSaveDelayMs`, at most one save queued at a
    * time: a burst of acks costs one commit, not one fsync each. A crash loses
    * at most that window of cursor progress, whose events are delivered again
-   * (at least once, P3).
+   * (at least once).
    */
   private saveFloor(): void {
     if (this.saving) return;

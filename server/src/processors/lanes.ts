@@ -1,7 +1,7 @@
 import type { EventRecord } from "../store/events.js";
 
 /**
- * Per-key FIFO lanes (P2). An event waits in its key's lane until every
+ * Per-key FIFO lanes. An event waits in its key's lane until every
  * earlier event of that key is finished; different keys run at once.
  *
  * A lane's states: idle (absent) → ready (events waiting, none in flight) →

@@ -7,7 +7,7 @@ import type { ExecutorSession } from "../executors/session.js";
 import { compileProcessor } from "./declaration.js";
 import { ProcessorEngine, type AckVerdict, type EngineDeps } from "./engine.js";
 
-/** Grace given to running deliveries when the owner stops (P7). */
+/** Grace given to running deliveries when the owner stops. */
 export const shutdownGraceMs = 5_000;
 
 /**
@@ -82,12 +82,12 @@ export class Processors {
     return this.get(deliveryId.slice(0, deliveryId.indexOf("/")))?.progress(session, deliveryId, extendMs) ?? false;
   }
 
-  /** A session ended: its deliveries fail and go elsewhere (X3). */
+  /** A session ended: its deliveries fail and go elsewhere. */
   sessionGone(session: ExecutorSession): void {
     for (const name of session.processors) this.get(name)?.sessionGone(session);
   }
 
-  /** Stops every engine, giving running deliveries `graceMs` (P7). */
+  /** Stops every engine, giving running deliveries `graceMs`. */
   async stop(graceMs = shutdownGraceMs): Promise<void> {
     await Promise.all([...this.engines.values()].map(({ engine }) => engine.stop(graceMs)));
   }

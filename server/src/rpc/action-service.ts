@@ -7,7 +7,7 @@ import { principalOf } from "./context.js";
 import { actorFromProto, causeFromProto, dataFromProto } from "./convert.js";
 
 /**
- * ActionService (A1-A4): translation only; the rules live in actions/. The
+ * ActionService: translation only; the rules live in actions/. The
  * caller's deadline (`grpc-timeout` / `connect-timeout-ms`) and cancellation
  * are handed over as its context, so they bound the wait for an executor and
  * reach the executor as CancelInvocation.

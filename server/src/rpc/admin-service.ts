@@ -28,7 +28,7 @@ export interface AdminDeps {
 }
 
 /**
- * AdminService (O4, P8, B3): every method needs the admin role; a refused
+ * AdminService: every method needs the admin role; a refused
  * call records nothing. Changes are recorded as runtime events.
  */
 export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> {

@@ -10,7 +10,7 @@ import type { DocumentRecord } from "../store/documents.js";
 import { principalOf } from "./context.js";
 import { actorFromProto, causeFromProto, checkJsonDepth, dataFromProto, objectFromProto } from "./convert.js";
 
-/** CollectionService (C1-C4): translation only; the rules live in collections/. */
+/** CollectionService: translation only; the rules live in collections/. */
 export function collectionService(collections: Collections): ServiceImpl<typeof CollectionService> {
   const { writer, reader } = collections;
   return {

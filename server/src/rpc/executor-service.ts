@@ -8,7 +8,7 @@ import type { Logger } from "../logger.js";
 import { principalOf } from "./context.js";
 
 /**
- * ExecutorService.Subscribe (X1): the first message must be a hello; the
+ * ExecutorService.Subscribe: the first message must be a hello; the
  * owner answers welcome, then streams deliveries while a reader routes the
  * executor's acks, progress, credits and heartbeats to the hub. The session
  * ends when either side ends the stream; a message the owner cannot read (over

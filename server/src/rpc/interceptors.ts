@@ -8,7 +8,7 @@ import { principalKey } from "./context.js";
 /** Services any caller may use without a token: health checks and reflection. */
 const openServices = new Set(["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
 
-/** Resolves the bearer token to a principal (R5) before any handler runs; UNAUTHENTICATED otherwise. */
+/** Resolves the bearer token to a principal before any handler runs; UNAUTHENTICATED otherwise. */
 export function authInterceptor(authenticator: Authenticator): Interceptor {
   return (next) => async (req) => {
     if (!openServices.has(req.service.typeName)) {
@@ -23,7 +23,7 @@ export function authInterceptor(authenticator: Authenticator): Interceptor {
 }
 
 /**
- * The one place where errors become gRPC statuses (R4): ChronologErrors keep
+ * The one place where errors become gRPC statuses: ChronologErrors keep
  * their code and message and carry google.rpc.ErrorInfo (stable reason) and
  * BadRequest (field violations) details; ConnectErrors pass through; anything
  * else is logged with its cause and answered as INTERNAL without details.

@@ -82,7 +82,7 @@ const compressMinBytes = 64 * 1024;
 
 /**
  * Starts serving gRPC, gRPC-Web and Connect on one port.
- * Resolves once the port is bound; rejects with the listen error (e.g. EADDRINUSE).
+ * Resolves once the port is bound; rejects with an error naming the port when it is in use or not allowed.
  */
 export async function listen(options: ListenOptions): Promise<Listener> {
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 30_000;
@@ -213,7 +213,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
 
   outer.on("error", noop);
   await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
+    const onError = (err: NodeJS.ErrnoException): void => reject(listenError(err, options.host, options.port));
     outer.once("error", onError);
     outer.listen(options.port, options.host, () => {
       outer.off("error", onError);
@@ -369,4 +369,13 @@ function makeCors(origins: string[]): (req: HttpRequest, res: HttpResponse) => b
     if (ok) res.setHeader("Access-Control-Expose-Headers", CORS_EXPOSED_HEADERS);
     return false;
   };
+}
+
+/** The bind's error in words a user acts on: a port in use or not allowed names it and the flag that changes it. */
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const named = (message: string) => Object.assign(new Error(message), { code: err.code }); // the code stays, for callers that test it
+  if (err.code === "EADDRINUSE") return named(`port ${port} on ${host} is already in use (another owner or program listens there): stop it, or pass another --port`);
+  if (err.code === "EACCES") return named(`not allowed to listen on port ${port} on ${host} (ports below 1024 need privileges): pass another --port`);
+  if (err.code === "EADDRNOTAVAIL") return named(`cannot listen on ${host}: no interface of this machine has that address (--host)`);
+  return err;
 }

@@ -21,7 +21,7 @@ export interface LogServiceDeps {
   watchers?: { inc(): void; dec(): void };
 }
 
-/** LogService over the owner's log (E1, E7, E9): translation only; the rules live in log/. */
+/** LogService over the owner's log: translation only; the rules live in log/. */
 export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof LogService>> {
   return {
     async emit(req, ctx) {

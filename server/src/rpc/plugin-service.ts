@@ -5,7 +5,7 @@ import { fail } from "../errors.js";
 import type { PluginRegistry, RegisteredPlugin } from "../plugins/registry.js";
 import { principalOf } from "./context.js";
 
-/** PluginService (E4): registration needs the admin role. */
+/** PluginService: registration needs the admin role. */
 export function pluginService(registry: PluginRegistry): ServiceImpl<typeof PluginService> {
   return {
     async registerPlugin(req, ctx) {

@@ -20,7 +20,7 @@ import { principalOf } from "./context.js";
 import { actorFromProto, causeFromProto, dataFromProto, msFromTimestamp, pageSizeFromProto } from "./convert.js";
 
 /**
- * TimeService (T3, T4, K3, B1, B2): translation only; the rules live in time/.
+ * TimeService: translation only; the rules live in time/.
  * Requests become checked domain values here (STYLE 4): a missing spec, `when`,
  * (for Delay) `overdue` or (for BackfillTimer) `start`/`end` is INVALID_ARGUMENT
  * naming the field; ms fields are checked with the one message of `checkMs`.
@@ -185,7 +185,7 @@ function overdueToProto(overdue: Overdue): OverduePb["bound"] {
 
 /** A Delay request as the time service takes it; INVALID_ARGUMENT naming the field when it is not one. */
 function delayInput(req: DelayRequest): DelayInput {
-  if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never (K3)", [{ field: "overdue", description: "required" }]);
+  if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never", [{ field: "overdue", description: "required" }]);
   let when: DelayInput["when"];
   if (req.when.case === "intervalMs") when = { kind: "interval", ms: checkMs(req.when.value, "interval_ms", 0, maxHorizonMs) };
   else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value, "at") };

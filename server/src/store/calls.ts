@@ -1,7 +1,7 @@
 import type { ActorRecord } from "./events.js";
 import type { Db } from "./database.js";
 
-/** A call's state in `action_calls` (SPEC A2, A3). */
+/** A call's state in `action_calls`. */
 export type CallState = "running" | "completed" | "failed";
 
 /** A stored action call; times in ms since the epoch (UTC). */
@@ -54,9 +54,9 @@ function fromRow(r: Row): CallRow {
 }
 
 /**
- * The statements on `action_calls` (SPEC A2-A4, E7), one function each.
+ * The statements on `action_calls`, one function each.
  * Reads may run anywhere; writes only inside a committer unit, in the same
- * unit as the action.* event they go with (E8). None of them writes events.
+ * unit as the action.* event they go with. None of them writes events.
  */
 export function callStatements(db: Db) {
   const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
@@ -80,7 +80,7 @@ export function callStatements(db: Db) {
     insert(call: { callId: string; action: string; inputHash: string; actor: ActorRecord | null; recorded: boolean; attempt: number }, nowMs: number): void {
       insert.run(call.callId, call.action, call.inputHash, call.actor === null ? null : JSON.stringify(call.actor), call.recorded ? 1 : 0, call.attempt, nowMs);
     },
-    /** Runs an existing call again (A3, X3): state `running` at `attempt` (> the stored one). */
+    /** Runs an existing call again: state `running` at `attempt` (> the stored one). */
     restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {
       restart.run(attempt, recorded ? 1 : 0, nowMs, callId);
     },

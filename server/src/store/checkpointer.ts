@@ -36,7 +36,7 @@ parentPort.on("message", (message) => {
 `;
 
 /**
- * Checkpoints the WAL off the event loop (SPEC E8, speed).
+ * Checkpoints the WAL off the event loop (speed).
  *
  * SQLite's automatic checkpoint runs inside the COMMIT that crosses 1,000
  * WAL pages: it copies the WAL into the database and fsyncs both, on the
@@ -51,8 +51,8 @@ parentPort.on("message", (message) => {
  * frame, and SQLite only restarts the WAL from its beginning once every frame
  * was copied. So when the WAL holds more than {@link maxWalFrames} frames the
  * writer finishes the job itself between two transactions (cheap: the worker
- * copied nearly everything), which bounds the WAL near 64 MiB (a tester saw 78 MB at
- * most: what arrives between two checkpoints comes on top).
+ * copied nearly everything), which bounds the WAL near 64 MiB (78 MB at most was
+ * measured: what arrives between two checkpoints comes on top).
  *
  * Durability is unchanged: a checkpoint only copies frames already in the
  * WAL, and with synchronous=NORMAL SQLite syncs the WAL before and the

@@ -6,7 +6,7 @@ import { noSync, type Durability } from "./wal-sync.js";
 
 /**
  * What a unit of work sees inside a commit: the commit's time, the events
- * table, and `append`, which gives the next dense seq (E1).
+ * table, and `append`, which gives the next dense seq.
  */
 export interface Tx {
   /** Commit time in ms since the epoch (UTC), the same for the whole transaction (a batch, or a slice of a large one). */
@@ -87,7 +87,7 @@ interface Pending {
  * rest continues on the next turn, so timers and I/O (a call sent at its moment)
  * never wait behind a whole batch; one fsync after the last slice covers them
  * all. Callers' promises settle, and commit listeners hear of it, only once the
- * commit is durable (`durability.sync()`, the WAL's fdatasync off the event loop, E8).
+ * commit is durable (`durability.sync()`, the WAL's fdatasync off the event loop).
  * While a batch waits for its fsync, the next one collects and commits when
  * that fsync ends: commits follow the disk's pace, each as large as the load
  * makes it (fewer, larger WAL writes), and no caller waits longer than it
@@ -102,7 +102,7 @@ interface Pending {
  * fsync fails, every caller waiting for it gets the error and
  * `onFatal` is told (the owner stops: the page cache can no longer be
  * trusted). So is an append whose seq is already in the table: only another
- * writer on the same database can have taken it (O5 should prevent that). Nothing is acknowledged that was not durable.
+ * writer on the same database can have taken it (should prevent that). Nothing is acknowledged that was not durable.
  */
 export class Committer {
   private queue: Pending[] = [];

@@ -1,13 +1,13 @@
 import type { Db } from "./database.js";
 
-/** A stored processor cursor (P3); `updatedAt` in ms since the epoch (UTC). */
+/** A stored processor cursor; `updatedAt` in ms since the epoch (UTC). */
 export interface CursorRow {
   processor: string;
   ackFloor: number;
   paused: boolean;
 }
 
-/** A stored failed delivery (P6). */
+/** A stored failed delivery. */
 export interface FailedDeliveryRow {
   processor: string;
   seq: number;

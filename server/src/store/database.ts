@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { mkdirSync, statSync } from "node:fs";
+import { mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ChronologError } from "../errors.js";
 import { Checkpointer } from "./checkpointer.js";
@@ -10,7 +10,7 @@ import { noSync, WalSync, type Durability } from "./wal-sync.js";
 /** A better-sqlite3 connection. */
 export type Db = Database.Database;
 
-/** How hard a commit waits for the disk (E8): FULL fsyncs the WAL before acknowledging (off the event loop, {@link WalSync}). */
+/** How hard a commit waits for the disk: FULL fsyncs the WAL before acknowledging (off the event loop, {@link WalSync}). */
 export type SyncMode = "FULL" | "NORMAL";
 
 /** Options of {@link openStore}. */
@@ -35,33 +35,50 @@ export interface StoreOptions {
   lockCheckIntervalMs?: number;
 }
 
-/** An open data folder: the database and the lock that keeps other owners out (O5). */
+/** An open data folder: the database and the lock that keeps other owners out. */
 export interface Store {
   db: Db;
   dataDir: string;
-  /** What the committer awaits before answering callers (E8). */
+  /** What the committer awaits before answering callers. */
   durability: Durability;
   /** Checkpoints the WAL in a worker thread; tell it about commits. */
   checkpointer: Checkpointer;
+  /**
+   * The topmost folder this open created (the data folder, or a parent it needed), if any: an
+   * owner whose start fails after opening the store removes it with {@link removeCreatedFolder},
+   * so a failed `serve --data /tmp/x` leaves no folder behind.
+   */
+  createdDir?: string;
   /** Closes the database, the checkpoint worker and the lock. */
   close(): Promise<void>;
 }
 
+/** Removes a folder an open created (`Store.createdDir`), with what the open put in it; nothing for undefined. */
+export function removeCreatedFolder(createdDir: string | undefined): void {
+  if (createdDir) rmSync(createdDir, { recursive: true, force: true });
+}
+
 /**
- * Opens the data folder: takes the owner lock (O5), opens SQLite in WAL mode
+ * Opens the data folder: takes the owner lock, opens SQLite in WAL mode
  * with `synchronous=NORMAL` (FULL's fsync is done by {@link WalSync}, off the
  * event loop, unless the operator chose NORMAL), checks the pragmas took effect (STYLE 15)
  * and applies pending numbered migrations.
  * Throws FAILED_PRECONDITION when another owner holds the folder.
  */
 export function openStore(options: StoreOptions): Store {
-  makeDataDir(options.dataDir);
-  const lock = OwnerLock.take({
+  const createdDir = makeDataDir(options.dataDir);
+  let lock;
+  try {
+    lock = OwnerLock.take({
     dataDir: options.dataDir,
     onLost: options.onLockLost ?? ((error) => console.error(error.message)),
     onRetaken: options.onLockRetaken ?? ((message) => console.error(message)),
     checkIntervalMs: options.lockCheckIntervalMs,
-  });
+    });
+  } catch (e) {
+    removeCreatedFolder(createdDir);
+    throw e;
+  }
   try {
     const dbPath = join(options.dataDir, "chronolog.db");
     const db = new Database(dbPath);
@@ -79,6 +96,7 @@ export function openStore(options: StoreOptions): Store {
       dataDir: options.dataDir,
       durability,
       checkpointer,
+      createdDir,
       async close() {
         await checkpointer.close();
         durability.close();
@@ -88,6 +106,7 @@ export function openStore(options: StoreOptions): Store {
     };
   } catch (e) {
     lock.close();
+    removeCreatedFolder(createdDir);
     throw e;
   }
 }
@@ -108,9 +127,10 @@ function setPragmas(db: Db): void {
 /**
  * Creates folder `dir` (not empty: "" would be the working folder) and its missing parents, one level at a time: Node's
  * `mkdirSync(dir, { recursive: true })` spins forever under a folder that refuses new entries
- * with ENOENT (`/proc/x`). Throws an Error naming the folder when one cannot be made.
+ * with ENOENT (`/proc/x`). Throws an Error naming the folder when one cannot be made. Returns the
+ * topmost folder it created, if any.
  */
-function makeDataDir(dir: string): void {
+function makeDataDir(dir: string): string | undefined {
   if (dir.trim() === "") throw new Error("the data folder is empty (--data): name one");
   const absolute = resolve(dir);
   let found;
@@ -119,13 +139,15 @@ function makeDataDir(dir: string): void {
   } catch (e) {
     throw new Error(`cannot use the data folder ${absolute}: ${(e as Error).message}`); // ENOTDIR (a path through a file), EACCES
   }
-  if (found?.isDirectory()) return;
+  if (found?.isDirectory()) return undefined;
   if (found) throw new Error(`cannot use the data folder ${absolute}: it is not a folder`);
-  if (dirname(absolute) !== absolute) makeDataDir(dirname(absolute));
+  const createdParent = dirname(absolute) !== absolute ? makeDataDir(dirname(absolute)) : undefined;
   try {
     mkdirSync(absolute);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "EEXIST") return;
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return createdParent;
+    removeCreatedFolder(createdParent);
     throw new Error(`cannot create the data folder ${absolute}: ${(e as Error).message}`);
   }
+  return createdParent ?? absolute;
 }

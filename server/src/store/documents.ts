@@ -4,9 +4,9 @@ import type { Db } from "./database.js";
 export type DocumentRecord = Record<string, unknown> & { _id: string };
 
 /**
- * The statements on `documents` and `collection_writes` (SPEC C1-C3, E7), one
+ * The statements on `documents` and `collection_writes`, one
  * function each. Reads may run anywhere; writes only inside a committer
- * transaction, in the same unit as the change event they go with (E8).
+ * transaction, in the same unit as the change event they go with.
  */
 export function documentStatements(db: Db) {
   const get = db.prepare("SELECT doc FROM documents WHERE collection = ? AND id = ?");

@@ -1,7 +1,7 @@
 import type { Db } from "./database.js";
 import { limitedStatement } from "./limited.js";
 
-/** An event as stored: `data` and `actor` parsed, times in ms since the epoch (UTC). SPEC E1. */
+/** An event as stored: `data` and `actor` parsed, times in ms since the epoch (UTC). */
 export interface EventRecord {
   seq: number;
   id: string;
@@ -12,7 +12,7 @@ export interface EventRecord {
   at: number;
 }
 
-/** The whole actor (E2); empty strings for fields not set. */
+/** The whole actor; empty strings for fields not set. */
 export interface ActorRecord {
   id: string;
   for: string;

@@ -32,7 +32,7 @@ process.stdin.on("data", (d) => (input += d)).on("end", () => {
 `;
 
 /**
- * Runs a read-only maintenance query (O4) in a child process with its own read-only connection
+ * Runs a read-only maintenance query in a child process with its own read-only connection
  * to `dbPath`, so a slow or endless query (a recursive CTE without a bound) never stalls the
  * owner's only thread: after {@link maintenanceReadTimeoutMs} the process is killed and the
  * caller gets DEADLINE_EXCEEDED. More than {@link maintenanceReadMaxRows} rows is

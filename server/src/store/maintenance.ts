@@ -13,7 +13,7 @@ export interface SqlResult {
 }
 
 /**
- * Runs one maintenance SQL statement (O4) inside a group commit, recorded as
+ * Runs one maintenance SQL statement inside a group commit, recorded as
  * `maintenance.sql` ({ sql, params, changes, by }) in the same commit, so the
  * log tells who changed what. A query that only reads runs instead in a child
  * process with a read-only connection and a time limit ({@link readInChild}:
@@ -22,7 +22,7 @@ export interface SqlResult {
  * naming SQLite's message, and nothing is written. Values come back as
  * JSON-safe scalars (BigInt and Buffer are turned into strings).
  *
- * The log is immutable (E1), and the statement runs on the owner's own
+ * The log is immutable, and the statement runs on the owner's own
  * connection inside its group commit, so some statements are refused with
  * INVALID_ARGUMENT before they run, and record nothing:
  * - PRAGMAs that set something ({@link refuseSettingPragmas}): SQLite applies
@@ -99,8 +99,8 @@ let ownerNames: Set<string> | undefined;
 
 /** Why a statement is refused, most telling first (a DROP TABLE events also drops its triggers: it is reported as a log write). */
 const refusals = {
-  log: "the log is immutable (E1): maintenance SQL may read the events table but not write, clear, rebuild or drop it or its indexes",
-  schema: "the log is immutable (E1): maintenance SQL may not change the events table's schema (its name, columns, indexes or triggers) nor any trigger",
+  log: "the log is immutable: maintenance SQL may read the events table but not write, clear, rebuild or drop it or its indexes",
+  schema: "the log is immutable: maintenance SQL may not change the events table's schema (its name, columns, indexes or triggers) nor any trigger",
   triggers: "maintenance SQL may not create or drop triggers: the events table's triggers keep the log immutable, and any other would run inside the owner's commits",
   attach: "maintenance SQL may not ATTACH or DETACH databases",
   ownerSchema: "maintenance SQL may not drop, rename or alter the owner's own tables, indexes or triggers: they change only through its migrations, and an owner whose table was dropped would not start again (tables you create yourself are yours)",

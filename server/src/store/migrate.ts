@@ -11,7 +11,7 @@ function migrationFiles(): string[] {
 
 /**
  * Names of the tables, indexes and triggers the owner's migrations create (and the
- * `_vNN` rebuilds rename into place): the schema maintenance SQL may not change (O4).
+ * `_vNN` rebuilds rename into place): the schema maintenance SQL may not change.
  */
 export function ownerSchemaNames(): Set<string> {
   const names = new Set<string>();

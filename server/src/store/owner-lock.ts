@@ -4,7 +4,7 @@ import { basename, join, resolve } from "node:path";
 import { ChronologError } from "../errors.js";
 
 /**
- * The lock file of a data folder (O5). The names stay `owner.lock` and
+ * The lock file of a data folder. The names stay `owner.lock` and
  * `owner.pid` although they look like leftovers: an owner of an older version
  * locks `owner.lock` too, and a renamed lock would let the two run on one
  * folder. Never delete `owner.lock` while an owner runs (README).
@@ -31,7 +31,7 @@ export interface OwnerLockOptions {
 type Db = Database.Database;
 
 /**
- * Keeps other owners out of a data folder (O5): an exclusive SQLite
+ * Keeps other owners out of a data folder: an exclusive SQLite
  * transaction held open on `owner.lock` for the life of the process. The
  * operating system drops it when the process dies, even on `kill -9`, so a
  * crashed owner never leaves a stale lock.

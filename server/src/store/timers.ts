@@ -4,19 +4,19 @@ import type { Db } from "./database.js";
 import { limitedStatement } from "./limited.js";
 import type { ActorRecord } from "./events.js";
 
-// The statements on `timers` and `timer_occurrences` (SPEC T2, T4-T7, K2-K4), one function each.
+// The statements on `timers` and `timer_occurrences`, one function each.
 // Reads may run anywhere; writes only inside a committer unit, in the same unit as the
-// `timer.*` event they go with (E8). None of them writes events. Times are ms since the
+// `timer.*` event they go with. None of them writes events. Times are ms since the
 // epoch, UTC, passed in (STYLE 9).
 
 /**
  * The columns a timer is read with, in the order of {@link TimerCells}. Timers are read as raw
  * rows (arrays): better-sqlite3 builds a row object through V8's slow property path, ~9 µs for
- * a timer's 19 columns against ~4 µs as an array (a claim reads one per call, T6).
+ * a timer's 19 columns against ~4 µs as an array (a claim reads one per call).
  */
 const timerColumns = "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at";
 
-/** A timer's row as read with {@link timerColumns}; JSON columns as text, `paused` (B1) JSON {note, at_ms, held_due_ms} or null. */
+/** A timer's row as read with {@link timerColumns}; JSON columns as text, `paused` JSON {note, at_ms, held_due_ms} or null. */
 type TimerCells = [
   id: string,
   kind: TimerKind,
@@ -127,7 +127,7 @@ export type TimerCursor =
   /** `updatedAt`: the tail's order, `updated_at` in ms since the epoch. */
   | { dueMs: null; id: string; updatedAt: number };
 
-/** The statements on `timers` (T4, T5). */
+/** The statements on `timers`. */
 export function timerStatements(db: Db) {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
   const put = db.prepare(
@@ -162,8 +162,8 @@ export function timerStatements(db: Db) {
       return cells && timerFromCells(cells);
     },
     /**
-     * Sets timer `timer.id` (T3): inserts it, or replaces every field of the existing one,
-     * its schedule policy included (B1), but its occurrence count (the id's history goes on)
+     * Sets timer `timer.id`: inserts it, or replaces every field of the existing one,
+     * its schedule policy included, but its occurrence count (the id's history goes on)
      * and its pause state (TimerControlStatements.setPaused).
      */
     put(timer: Omit<TimerRecord, "occurrences" | "createdAt" | "updatedAt">, nowMs: number): void {
@@ -186,7 +186,7 @@ export function timerStatements(db: Db) {
         put.run({ ...row, rowid: null }); // its place was taken (another one-shot due the same ms): SQLite picks one
       }
     },
-    /** Every declared schedule (T2), by plugin and schedule name (the `timers_declared` index). */
+    /** Every declared schedule, by plugin and schedule name (the `timers_declared` index). */
     declared(): TimerRecord[] {
       return (declared.all() as TimerCells[]).map(timerFromCells);
     },
@@ -194,7 +194,7 @@ export function timerStatements(db: Db) {
     remove(id: string): boolean {
       return remove.run(id).changes === 1;
     },
-    /** The smallest next due moment of any timer (the clock's target, T5), or null when none is pending. */
+    /** The smallest next due moment of any timer (the clock's target), or null when none is pending. */
     earliestDue(): number | null {
       const row = earliest.get() as { next_due_ms: number } | undefined;
       return row ? row.next_due_ms : null;
@@ -203,7 +203,7 @@ export function timerStatements(db: Db) {
     pendingCount(): number {
       return (pendingCount.get() as { n: number }).n;
     },
-    /** Up to `limit` timers due at or before `nowMs`, earliest first (T6). */
+    /** Up to `limit` timers due at or before `nowMs`, earliest first. */
     due(nowMs: number, limit: number): TimerRecord[] {
       return (due(limit).all(nowMs) as TimerCells[]).map(timerFromCells);
     },
@@ -216,7 +216,7 @@ export function timerStatements(db: Db) {
       advance.run(nextDueMs, called, nowMs, id);
     },
     /**
-     * A page of timers in ListTimers order (T4): pending ones by (next due, id) on
+     * A page of timers in ListTimers order: pending ones by (next due, id) on
      * `timers_by_due`, then those without a next due moment (spent, disabled, paused) by (last
      * change, id) on `timers_unscheduled`; `after` null starts at the beginning; `kind` "" means all kinds.
      */
@@ -238,7 +238,7 @@ export function timerStatements(db: Db) {
 export type TimerStatements = ReturnType<typeof timerStatements>;
 
 /**
- * An occurrence's state (T6, T7, K3, B1): `pending` while a call is owed or running; `retry_wait`
+ * An occurrence's state: `pending` while a call is owed or running; `retry_wait`
  * after a failed call with tries left (until `nextAttemptMs`), or a triggered, backfilled or
  * released buffered occurrence waiting for its first call (attempts 0); `buffered` while held
  * by overlap policy "buffer one"; `completed`; `failed` once the tries are used up; `skipped`
@@ -258,7 +258,7 @@ export interface OccurrenceRecord {
   input: Record<string, unknown>;
   actor: ActorRecord | null;
   overdue: Overdue;
-  /** The timer's waits between tries at the claim, ms (T7). */
+  /** The timer's waits between tries at the claim, ms. */
   retryDelaysMs: number[];
   status: OccurrenceStatus;
   /** Calls finished for it. */
@@ -273,9 +273,9 @@ export interface OccurrenceRecord {
   latenessMs: number | null;
   /** Why the last call failed or why it was skipped ("" otherwise). */
   error: string;
-  /** The timer's chain depth (K5), carried from the claim so the call needs no lookup; not stored (read from the timer when absent). */
+  /** The timer's chain depth, carried from the claim so the call needs no lookup; not stored (read from the timer when absent). */
   chainDepth?: number;
-  /** How it was made (B1): claimed when due ("schedule", also when absent), TriggerTimer or BackfillTimer. */
+  /** How it was made: claimed when due ("schedule", also when absent), TriggerTimer or BackfillTimer. */
   origin?: "schedule" | "trigger" | "backfill";
 }
 
@@ -327,14 +327,14 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
 const activeStatus = "(status = 'pending' OR status = 'retry_wait' OR status = 'buffered')";
 const endedStatus = "(status = 'completed' OR status = 'failed' OR status = 'skipped')";
 
-/** The statements on `timer_occurrences` (T6, T7, K2-K4). */
+/** The statements on `timer_occurrences`. */
 export function occurrenceStatements(db: Db) {
   const insert = db.prepare(
     `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ); // positional, not named: a claim inserts one per call, and binding 16 named values from an object costs twice as much
   const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
-  // The lateness kept is the first call's (K4); later tries are retries, not late calls.
+  // The lateness kept is the first call's; later tries are retries, not late calls.
   const finish = db.prepare(
     `UPDATE timer_occurrences SET status = ?, next_attempt_ms = ?, lateness_ms = CASE WHEN attempts = 0 THEN ? ELSE lateness_ms END,
        attempts = attempts + 1, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'`,
@@ -346,7 +346,7 @@ export function occurrenceStatements(db: Db) {
   return {
     /**
      * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason
-     * in `error`), or a triggered or backfilled one (`retry_wait` until `nextAttemptMs`, B1).
+     * in `error`), or a triggered or backfilled one (`retry_wait` until `nextAttemptMs`).
      * False, writing nothing, when occurrence `id` already exists (the same timer id and due
      * moment were claimed before).
      */
@@ -357,14 +357,14 @@ export function occurrenceStatements(db: Db) {
       return insert.run(o.id, o.timerId, o.dueMs, o.action, input, actor, overdue, JSON.stringify(o.retryDelaysMs), o.status, o.id, o.latenessMs, o.error, nowMs, nowMs, o.nextAttemptMs ?? null, o.origin ?? "schedule").changes === 1;
     },
     /**
-     * One call of pending occurrence `id` ended (T7): `completed`, `failed` for good, or
+     * One call of pending occurrence `id` ended: `completed`, `failed` for good, or
      * `retry_wait` until `nextAttemptMs` (null for the others); `error` says why it failed.
      * Counts the attempt; the first call's `latenessMs` is kept. False when it was not pending.
      */
     finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): boolean {
       return finish.run(status, nextAttemptMs, latenessMs, error, nowMs, id).changes === 1;
     },
-    /** The earliest `next_attempt_ms` of an occurrence in `retry_wait` (the clock's other target, T5, T7), or null. */
+    /** The earliest `next_attempt_ms` of an occurrence in `retry_wait` (the clock's other target), or null. */
     earliestRetry(): number | null {
       const row = earliestRetry.get() as { next_attempt_ms: number } | undefined;
       return row ? row.next_attempt_ms : null;
@@ -391,11 +391,11 @@ export function occurrenceStatements(db: Db) {
 /** The statements of {@link occurrenceStatements}. */
 export type OccurrenceStatements = ReturnType<typeof occurrenceStatements>;
 
-// ---- Schedule policies, DST policies, pause, trigger, backfill and overlap (SPEC B1, B2) ----
+// ---- Schedule policies, DST policies, pause, trigger, backfill and overlap ----
 // New statements only; the ones above are untouched. Writes run inside committer units, with
 // the `timer.*` event they go with.
 
-/** A cron spec's DST policy (B2) in stored JSON: nothing for the default (shift / first), so specs stored before B2 read the same. */
+/** A cron spec's DST policy in stored JSON: nothing for the default (shift / first), so specs stored before read the same. */
 function dstToJson(dst: DstPolicy | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (dst && dst.gap !== "shift") out.dst_gap = dst.gap;
@@ -408,7 +408,7 @@ function dstFromJson(json: Record<string, unknown>): { dst?: DstPolicy } {
   return { dst: { gap: json.dst_gap === "skip" ? "skip" : "shift", repeated: json.dst_repeated === "last" ? "last" : json.dst_repeated === "both" ? "both" : "first" } };
 }
 
-/** A schedule policy's stored JSON form (B1): only the fields that differ from the default (so `{}` is K2's). */
+/** A schedule policy's stored JSON form: only the fields that differ from the default (so `{}` is the default). */
 export function policyToJson(policy: SchedulePolicy): Record<string, unknown> {
   const d = defaultSchedulePolicy;
   const out: Record<string, unknown> = {};
@@ -423,7 +423,7 @@ export function policyToJson(policy: SchedulePolicy): Record<string, unknown> {
   return out;
 }
 
-/** The schedule policy of its stored JSON form (B1; missing fields: the default). */
+/** The schedule policy of its stored JSON form (missing fields: the default). */
 function policyFromJson(json: Record<string, unknown>): SchedulePolicy {
   const num = (v: unknown, fallback: number) => (typeof v === "number" ? v : fallback);
   const overlap = json.overlap === "skip" || json.overlap === "bufferOne" ? json.overlap : "allow";
@@ -446,20 +446,20 @@ function pausedFromJson(text: string | null): PauseState | null {
   return { note: String(json.note ?? ""), atMs: Number(json.at_ms), heldDueMs: typeof json.held_due_ms === "number" ? json.held_due_ms : null };
 }
 
-/** A new occurrence's row: claimed (`origin` schedule, the default), triggered or backfilled (B1). */
+/** A new occurrence's row: claimed (`origin` schedule, the default), triggered or backfilled. */
 type NewOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error"> &
   Partial<Pick<OccurrenceRecord, "nextAttemptMs" | "origin">>;
 
-/** What an occurrence of TriggerTimer or BackfillTimer is made of (B1). */
+/** What an occurrence of TriggerTimer or BackfillTimer is made of. */
 export type QueuedOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs">;
 
-/** The occurrences of a timer that have not ended (B1 overlap): running = pending or waiting for a (re)try; buffered = held by "buffer one". */
+/** The occurrences of a timer that have not ended (overlap): running = pending or waiting for a (re)try; buffered = held by "buffer one". */
 interface ActiveOccurrences {
   running: number;
   buffered: number;
 }
 
-/** The statements for schedule policies, pause, trigger, backfill and overlap (B1, B2). */
+/** The statements for schedule policies, pause, trigger, backfill and overlap. */
 export function timerControlStatements(db: Db) {
   const setPaused = db.prepare("UPDATE timers SET paused = ?, next_due_ms = ?, updated_at = ? WHERE id = ?");
   const occurrences = occurrenceStatements(db);
@@ -473,25 +473,25 @@ export function timerControlStatements(db: Db) {
        AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus} AND status <> 'buffered')`,
   );
   return {
-    /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused), B1. */
+    /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused). */
     setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void {
       const json = paused === null ? null : JSON.stringify({ note: paused.note, at_ms: paused.atMs, held_due_ms: paused.heldDueMs });
       setPaused.run(json, nextDueMs, nowMs, id);
     },
     /**
-     * Records a triggered or backfilled occurrence (B1) waiting for its first call at
+     * Records a triggered or backfilled occurrence waiting for its first call at
      * `nextAttemptMs` (`retry_wait`, attempts 0): the clock's retry claim makes it. False,
      * writing nothing, when occurrence `id` already exists (made before).
      */
     queue(o: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean {
       return occurrences.insert({ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs, origin }, nowMs);
     },
-    /** The occurrences of timer `timerId` that have not ended (B1 overlap; the `timer_occurrences_active` index). */
+    /** The occurrences of timer `timerId` that have not ended (overlap; the `timer_occurrences_active` index). */
     activeOf(timerId: string): ActiveOccurrences {
       return active.get(timerId) as ActiveOccurrences;
     },
     /**
-     * Releases timer `timerId`'s buffered occurrence (B1 "buffer one") when none of its
+     * Releases timer `timerId`'s buffered occurrence (the "buffer one" overlap policy) when none of its
      * occurrences runs: `retry_wait` due at `nowMs`, or at its own moment when that is later (it
      * was buffered inside the clock's lookahead, before its moment: never made early), so the
      * clock makes it. True when released.

@@ -1,7 +1,7 @@
 import { closeSync, fdatasync, fsyncSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 
-/** Makes committed transactions durable (E8); see {@link WalSync}. */
+/** Makes committed transactions durable; see {@link WalSync}. */
 export interface Durability {
   /** Resolves once every transaction committed before the call is on disk; rejects on an I/O error. */
   sync(): Promise<void>;
@@ -10,7 +10,7 @@ export interface Durability {
 }
 
 /**
- * The fsync of the SQLite write-ahead log, off the event loop (SPEC E8).
+ * The fsync of the SQLite write-ahead log, off the event loop.
  *
  * SQLite runs with `synchronous=NORMAL`: COMMIT appends the transaction's
  * frames to `<db>-wal` with a plain write() and returns without fsync. Before

@@ -5,7 +5,7 @@ import { derivedId } from "../log/ids.js";
 import type { Committer } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 
-/** Default deepest chain a delay may continue (K5): 100 delays armed one under another. */
+/** Default deepest chain a delay may continue: 100 delays armed one under another. */
 export const defaultMaxChainDepth = 100;
 
 /** What {@link DelayChains} needs. */
@@ -19,7 +19,7 @@ export interface DelayChainsDeps {
 
 /** A delay about to be armed, as far as chains are concerned. */
 export interface DelayInChain {
-  /** The cause it is armed under (X5); null from outside. */
+  /** The cause it is armed under; null from outside. */
   cause: CauseRef | null;
   /** It starts a new chain instead of continuing the cause's (DelayRequest.fresh_chain). */
   freshChain: boolean;
@@ -32,7 +32,7 @@ export interface DelayInChain {
 }
 
 /**
- * Chains of delayed calls (SPEC K5). A pulse's or a schedule's call starts a
+ * Chains of delayed calls. A pulse's or a schedule's call starts a
  * chain (depth 0), as does a client's call or a delay set from outside; work
  * under a call is at the call's depth; a delay armed under a cause continues
  * that chain one deeper (the cause's depth + 1, found by following cause links
@@ -75,7 +75,7 @@ export class DelayChains {
     });
     fail(
       "failed_precondition",
-      `delay of ${delay.action} refused: it would continue a chain to depth ${depth}, past the owner's maximum of ${maxDepth} (K5; a delay that re-arms itself? set fresh_chain to start a new chain)`,
+      `delay of ${delay.action} refused: it would continue a chain to depth ${depth}, past the owner's maximum of ${maxDepth} (a delay that re-arms itself? set fresh_chain to start a new chain)`,
       [{ field: "cause", description: `chain depth ${depth} > ${maxDepth}` }],
       { action: delay.action, chain_depth: String(depth) },
     );

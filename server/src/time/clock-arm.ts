@@ -1,12 +1,12 @@
 import type { Clock, TimerHost } from "../clock.js";
 import type { Logger } from "../logger.js";
 
-/** The longest delay `setTimeout` takes (2^31-1 ms, ~24.8 days); longer ones would ring at once (T5). */
+/** The longest delay `setTimeout` takes (2^31-1 ms, ~24.8 days); longer ones would ring at once. */
 export const maxTimerDelayMs = 2 ** 31 - 1;
 /**
  * How far ahead of a due moment the clock rings by default, ms: the claim and the call's start
  * commit in that time, and an executor that holds gets the Invocation then, so the owner's own
- * pauses shorter than this do not make the call late (K4). 250 rather than 100: in bench/timers
+ * pauses shorter than this do not make the call late. 250 rather than 100: in bench/timers
  * the owner fell 150-350 ms behind in the burst's first second (cold code paths after other
  * traffic), which 100 ms did not cover. The cost: a cancel inside this window comes too late, and
  * held calls keep their executor's credits this long.
@@ -36,11 +36,11 @@ export interface ClockArmDeps {
 }
 
 /**
- * The owner's one clock (SPEC T5, K4): a single timer armed for the earliest
+ * The owner's one clock: a single timer armed for the earliest
  * next due moment, never a polling loop.
  *
  * Its target is the earliest next due moment of any timer or next try of an
- * occurrence waiting to be retried (T7): one clock for both.
+ * occurrence waiting to be retried: one clock for both.
  *
  * - **idle**: no timer pending; nothing armed.
  * - **armed(due)**: one timer for `min(due − lookahead − now, 2^31−1)` ms. A
@@ -78,14 +78,14 @@ export class ClockArm {
     this.arm();
   }
 
-  /** A commit set a timer (or a retry, T7) due at `dueMs` (ms since the epoch): re-arms when it is earlier than the armed one. Before `start`, nothing: start arms for the earliest. */
+  /** A commit set a timer (or a retry) due at `dueMs` (ms since the epoch): re-arms when it is earlier than the armed one. Before `start`, nothing: start arms for the earliest. */
   changed(dueMs: number | null): void {
     if (dueMs === null || !this.started || this.stopped) return;
     if (this.ringing) return void (this.changedWhileRinging = true); // the ring re-arms when it ends, unspaced
     if (this.armedDue === null || dueMs < this.armedDue) this.arm();
   }
 
-  /** Re-arms from the index whatever changed (a registration moved or removed declared timers, T2); nothing before `start` or while ringing. */
+  /** Re-arms from the index whatever changed (a registration moved or removed declared timers); nothing before `start` or while ringing. */
   refresh(): void {
     if (this.started && !this.stopped && !this.ringing) this.arm();
   }

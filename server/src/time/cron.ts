@@ -1,7 +1,7 @@
 import { ChronologError } from "../errors.js";
 import { civilFromDays, DAY_MS, isValidZoneName, ZoneOffsets, type CivilDate } from "./zones.js";
 
-// Cron expressions in a time zone (SPEC T10, K2, B2): the one module that owns the rules.
+// Cron expressions in a time zone: the one module that owns the rules.
 //
 // Syntax: 5 fields, `minute hour day-of-month month day-of-week`; names jan-dec and sun-sat
 // (any case), ranges `a-b`, steps `*/n`, `a-b/n`, `a/n`, lists `a,b`, `?` (day fields only),
@@ -13,7 +13,7 @@ import { civilFromDays, DAY_MS, isValidZoneName, ZoneOffsets, type CivilDate } f
 // restricted either one is enough. `0 0 */2 * 1` = odd-numbered days that are Mondays;
 // `0 0 1 * 1` = the 1st and every Monday.
 //
-// Daylight saving (T10), for the wall times an expression names on a matching local day:
+// Daylight saving, for the wall times an expression names on a matching local day:
 // - Fixed hour (the hour field is anything but `*` or `*/n`, e.g. `2`, `1-3`, `1,13`,
 //   `0-23/2`): a wall time in a gap runs once, shifted forward by the gap's length (02:30 in
 //   a 02:00→03:00 gap runs at 03:30; 01:30 in Antarctica/Troll's 01:00→03:00 gap at 03:30); a
@@ -26,7 +26,7 @@ import { civilFromDays, DAY_MS, isValidZoneName, ZoneOffsets, type CivilDate } f
 //   day), and nothing for wall times that do not exist (`0 */2 * * *` does not run at the
 //   missing 02:00 on spring-forward day: no real instant reads 02:00, and shifting it would
 //   give 03:00, which the expression does not name). This is Vixie cron's behaviour.
-// - B2 (per-schedule DST policy) refines the fixed-hour rule only: `gap` "shift" (default) or
+// - The per-schedule DST policy refines the fixed-hour rule only: `gap` "shift" (default) or
 //   "skip"; `repeated` "first" (default), "last" or "both". Wildcard-hour jobs always follow
 //   real instants.
 // Fire times form a set of instants; `next` returns the least one strictly after its
@@ -59,7 +59,7 @@ import { civilFromDays, DAY_MS, isValidZoneName, ZoneOffsets, type CivilDate } f
 //   fixed hour (`0 2 * * *` before 2026-10-26T12:00Z: 10-25 01:00Z and 00:00Z).
 // - It accepts 4- and 3-field expressions (`* * *`) silently and 6 fields as seconds; an
 //   unknown zone fails with "CronDate: unhandled timestamp …" rather than naming the zone.
-// - Not a fault but a choice T10 makes differently: `0 */2 * * *` Berlin on 2026-03-29 runs at
+// - Not a fault but a choice makes differently: `0 */2 * * *` Berlin on 2026-03-29 runs at
 //   03:00 CEST (01:00Z), shifting a step hour out of the gap; here it next runs at 04:00 CEST.
 // It agrees with this module on the Berlin 02:30 gap, `0 2` / `0 *` / `*/30 2` on fall-back
 // day, `0 2,3` on spring-forward day, Troll's 2-hour gap and repeat, Chicago's spring-forward
@@ -69,7 +69,7 @@ const MINUTE_MS = 60_000;
 /** How far `next`/`prev` look before failing (unreachable for accepted expressions). */
 const MAX_SEARCH_DAYS = 366 * 100;
 
-/** What a fixed-hour job does in a DST gap and in a repeated stretch (SPEC B2). */
+/** What a fixed-hour job does in a DST gap and in a repeated stretch. */
 export interface DstPolicy {
   /** "shift" (default): run once, moved forward by the gap's length; "skip": not that day. */
   gap: "shift" | "skip";
@@ -77,7 +77,7 @@ export interface DstPolicy {
   repeated: "first" | "last" | "both";
 }
 
-/** T10's rules: shift gaps, first of a repeated time. */
+/** The default DST rules: shift gaps, first of a repeated time. */
 export const defaultDstPolicy: Readonly<DstPolicy> = Object.freeze({ gap: "shift", repeated: "first" });
 
 interface FieldSpec {
@@ -133,9 +133,9 @@ export class CronSchedule {
     readonly expression: string,
     /** The IANA zone its wall times are read in ("UTC" when given ""). */
     readonly zone: string,
-    /** True when the hour field is `*` or `*\/n` (T10: runs at every real matching instant). */
+    /** True when the hour field is `*` or `*\/n` (runs at every real matching instant). */
     readonly hourIsWildcard: boolean,
-    /** What fixed-hour wall times do across DST changes (B2). */
+    /** What fixed-hour wall times do across DST changes. */
     readonly dstPolicy: Readonly<DstPolicy>,
     hours: readonly number[],
     minutes: readonly number[],
@@ -149,7 +149,7 @@ export class CronSchedule {
 
   /**
    * The first fire time strictly after `afterMs`, in ms since the epoch (UTC), following
-   * T10 across DST changes. Never loops: accepted expressions always have a next time.
+   * across DST changes. Never loops: accepted expressions always have a next time.
    * Throws ChronologError `bad_request` if `afterMs` is not a finite number.
    */
   next(afterMs: number): number {
@@ -181,7 +181,7 @@ export class CronSchedule {
 
   /**
    * The last fire time strictly before `beforeMs`, in ms since the epoch (UTC); the mirror
-   * of `next` (e.g. the occurrence owed after an outage, K2). Throws like `next`.
+   * of `next` (e.g. the occurrence owed after an outage). Throws like `next`.
    */
   prev(beforeMs: number): number {
     checkInstant(beforeMs, "beforeMs");
@@ -210,7 +210,7 @@ export class CronSchedule {
 
   /**
    * The next `count` fire times strictly after `afterMs`, ascending, in ms since the epoch
-   * (UTC): a schedule preview (B1). `count` is 0 to 10,000; otherwise `bad_request`.
+   * (UTC): a schedule preview. `count` is 0 to 10,000; otherwise `bad_request`.
    */
   take(afterMs: number, count: number): number[] {
     if (!Number.isInteger(count) || count < 0 || count > 10_000) {
@@ -284,7 +284,7 @@ export class CronSchedule {
     return lo > 0 ? times[lo - 1] : undefined;
   }
 
-  /** All fire times of local day `n` near an offset change, by the T10/B2 rules; cached. */
+  /** All fire times of local day `n` near an offset change, by the rules; cached. */
   private transitionDay(n: number): number[] {
     let times = this.transitionDays.get(n);
     if (times) return times;
@@ -308,9 +308,9 @@ export class CronSchedule {
 }
 
 /**
- * Parses and checks a 5-field cron expression in an IANA zone (SPEC T10); `zone` "" means
- * "UTC". `dstPolicy` (B2) changes what fixed-hour jobs do in gaps and repeated hours; it
- * defaults to T10's shift / first.
+ * Parses and checks a 5-field cron expression in an IANA zone; `zone` "" means
+ * "UTC". `dstPolicy` changes what fixed-hour jobs do in gaps and repeated hours; it
+ * defaults to shift / first.
  *
  * Throws ChronologError `bad_request` (INVALID_ARGUMENT) with one violation whose `field` is
  * "cron", "zone" or "dstPolicy" and a message naming the bad field, e.g.

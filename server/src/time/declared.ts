@@ -12,7 +12,7 @@ import { dstFromProto, schedulePolicyFromProto } from "./policy-proto.js";
 import { blankTimer, canonicalSpec, policyData, scheduledEvent, unscheduledEvent } from "./service.js";
 import { anchorFor, checkSchedulePolicy, defaultRetryDelaysMs, defaultSchedulePolicy, firstDue, maxHorizonMs, minEveryMs, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "./timers.js";
 
-// Declared schedules (SPEC T2, T7, K2, K6): the `schedules` of plugin manifests and the
+// Declared schedules: the `schedules` of plugin manifests and the
 // `schedule_patches` later plugins make to them, as timers of kind `declared`.
 //
 // - A schedule `s` of plugin `p` is the timer `p/s` (runtime timer ids may not contain "/").
@@ -22,17 +22,17 @@ import { anchorFor, checkSchedulePolicy, defaultRetryDelaysMs, defaultSchedulePo
 //   removed, or one that no longer fits the schedule it names, is ignored (and logged).
 // - It runs as the system (actor null), with the effective input, `max_lateness_ms` as its
 //   lateness bound (0: none) and `retry_delays_ms` as its retry waits (empty: 10 s then 30 s).
-// - It is due only when enabled and of this owner's region (K6: an owner of region N makes the
+// - It is due only when enabled and of this owner's region (an owner of region N makes the
 //   entries of region N only; default 0); otherwise it is stored with no next due moment.
 //
 // Failure semantics: the timers are written in the commit of the registration that changed
-// them (T4: {@link reconcileDeclared} runs inside the registry's unit), and again at every
+// them ({@link reconcileDeclared} runs inside the registry's unit), and again at every
 // start, so the timers always match the stored manifests whatever crashed where. A changed
 // spec (cron, zone, every), enabling, or a new region recomputes the next due moment from the
 // commit time; a change of input, action, bound or retries keeps it. A removed schedule's
-// timer is deleted (its claimed occurrences still run and retry, T7).
+// timer is deleted (its claimed occurrences still run and retry).
 //
-// B1, B2: a schedule's `policy` (jitter, start/end, max_count, overlap, catch-up) and `dst`
+// a schedule's `policy` (jitter, start/end, max_count, overlap, catch-up) and `dst`
 // (gap shift/skip, repeated first/last/both) are part of its definition; a patch replaces them
 // whole. A changed policy recomputes the next due moment like a changed spec. A schedule paused
 // by PauseTimer stays paused across registrations and restarts (it keeps no next due moment;
@@ -62,23 +62,23 @@ export interface EffectiveSchedule {
   retryDelaysMs: number[];
   disabled: boolean;
   region: number;
-  /** B1 (anchor unset). */
+  /** Its schedule policy (anchor unset). */
   policy: SchedulePolicy;
-  /** B2; undefined: shift / first. */
+  /** undefined: shift / first. */
   dst: DstPolicy | undefined;
 }
 
 /** What the checks know about the plugins: every action by `plugin.action`. */
 type ActionLookup = (name: string) => ActionEntry | undefined;
 
-/** The timer id of schedule `schedule` of plugin `plugin` (T2). */
+/** The timer id of schedule `schedule` of plugin `plugin`. */
 export function declaredTimerId(plugin: string, schedule: string): string {
   return `${plugin}/${schedule}`;
 }
 
 /**
  * The problems with `compiled`'s schedules and schedule patches, checked at registration
- * against the other registered plugins `others` (T2, K2): each a violation naming the field,
+ * against the other registered plugins `others`: each a violation naming the field,
  * e.g. `schedules.nightly.cron` (a bad expression, parseCron's message), `schedules.nightly.zone`,
  * `schedules.nightly.action` (not declared by this plugin or, as `plugin.action`, any
  * other), `schedules.nightly` (neither or both of cron and every_ms),
@@ -123,7 +123,7 @@ export function scheduleViolations(compiled: CompiledManifest, others: Registere
 }
 
 /**
- * The effective schedules of `plugins` (T2): each declaration with the patches naming it
+ * The effective schedules of `plugins`: each declaration with the patches naming it
  * applied in registration order (`registeredAt`, then plugin name). A patch whose result no
  * longer checks (e.g. a zone set on a schedule that became `every_ms`) or that names a
  * schedule no longer declared is left out and passed to `ignored`.
@@ -181,7 +181,7 @@ export function applyPatch(schedule: EffectiveSchedule, patch: SchedulePatch): E
 }
 
 /**
- * What declared timers to write so they match `plugins` (T2, K6), inside unit `tx`: creates,
+ * What declared timers to write so they match `plugins`, inside unit `tx`: creates,
  * updates (event `timer.scheduled`, replaced) and deletes (`timer.unscheduled`) the timers of
  * kind `declared`, as the system. Returns the earliest next due moment it set (ms), for the
  * clock, or null. `log` hears about patches left out and schedules that cannot be computed.
@@ -203,7 +203,7 @@ export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: Regi
     }
     if (current && current.kind === "declared" && definition(current) === definition(timer) && current.nextDueMs === timer.nextDueMs) continue;
     timers.put(timer, tx.now);
-    // B1: put wrote the policy (and the anchor of every_ms moments); a paused schedule stays paused, holding its new first moment.
+    // put wrote the policy (and the anchor of every_ms moments); a paused schedule stays paused, holding its new first moment.
     if (current?.kind === "declared" && current.paused) control?.setPaused(timer.id, { ...current.paused, heldDueMs }, null, tx.now);
     tx.append(scheduledEvent(timer, current !== undefined, "", null));
     if (timer.nextDueMs !== null && (earliest === null || timer.nextDueMs < earliest)) earliest = timer.nextDueMs;
@@ -217,7 +217,7 @@ export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: Regi
 
 /**
  * The timer for effective schedule `s` given the stored one (`current`), due only when enabled,
- * of `region` and not paused (B1); `heldDueMs` is the moment a paused one resumes from. A
+ * of `region` and not paused; `heldDueMs` is the moment a paused one resumes from. A
  * policy whose end has passed leaves it spent (no next due moment).
  */
 function toTimer(s: EffectiveSchedule, current: TimerRecord | undefined, region: number, nowMs: number): { timer: TimerRecord; heldDueMs: number | null } {
@@ -250,7 +250,7 @@ function toTimer(s: EffectiveSchedule, current: TimerRecord | undefined, region:
   return { timer, heldDueMs: due };
 }
 
-/** `firstDue` of a declared schedule, or null when its policy's end leaves no moment (spent, B1). */
+/** `firstDue` of a declared schedule, or null when its policy's end leaves no moment (spent). */
 function firstDueOrSpent(spec: TimerSpec, nowMs: number, s: EffectiveSchedule, policy: SchedulePolicy): number | null {
   try {
     return firstDue(spec, nowMs, `schedules.${s.schedule}`, policy, s.id, `schedules.${s.schedule}.policy`);
@@ -318,7 +318,7 @@ function checkEffective(s: EffectiveSchedule, lookup: ActionLookup, violations: 
 
 /**
  * Checks when `s` fires: exactly one of cron (a valid expression in a valid zone, with its DST
- * policy) and every_ms (in range); zone and dst only with cron; the policy's rules (B1).
+ * policy) and every_ms (in range); zone and dst only with cron; the policy's rules.
  */
 function checkSpec(s: EffectiveSchedule, violations: FieldViolation[], at: string): void {
   if (s.cron === "" && s.everyMs === 0) return void violations.push({ field: at, description: "a schedule needs cron or every_ms" });

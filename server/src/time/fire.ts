@@ -31,7 +31,7 @@ interface Claimed {
 /** How an occurrence's call ended, or that it was skipped, for listeners (tests wait on it, STYLE 10). */
 export interface OccurrenceOutcome {
   occurrence: OccurrenceRecord;
-  /** `retry_wait`: this call failed and another try is armed for `nextAttemptMs` (T7). */
+  /** `retry_wait`: this call failed and another try is armed for `nextAttemptMs`. */
   status: "completed" | "failed" | "retry_wait" | "skipped";
   /** Call time (skipped: claim time) minus due, ms. */
   latenessMs: number;
@@ -47,7 +47,7 @@ export interface FiringDeps {
   committer: Committer;
   timers: TimerStatements;
   occurrences: OccurrenceStatements;
-  /** B1: the occurrences of a timer that have not ended (overlap policy). */
+  /** the occurrences of a timer that have not ended (overlap policy). */
   control: TimerControlStatements;
   actions: ActionCalls;
   clock: Clock;
@@ -55,17 +55,17 @@ export interface FiringDeps {
   logger: Logger;
   /** How far ahead of their moment occurrences are claimed and their calls started (ClockArm's lookahead), ms. */
   lookaheadMs: number;
-  /** Told after a commit armed a retry at `dueMs` (re-arms the clock when earlier, T5). */
+  /** Told after a commit armed a retry at `dueMs` (re-arms the clock when earlier). */
   changed(dueMs: number): void;
 }
 
 /**
- * Firing (SPEC T6-T9, K2-K4): what happens when the clock rings.
+ * Firing: what happens when the clock rings.
  *
  * One committer unit claims every timer due by the commit time plus the
  * lookahead, and every occurrence whose retry is due by then (`retry_wait` →
- * `pending`, T7): per timer it
- * writes the owed occurrence (one, however long the owner was away, K2) as
+ * `pending`): per timer it
+ * writes the owed occurrence (one, however long the owner was away) as
  * `pending`, or as `skipped` with a `timer.skipped` event when it is later
  * than the timer's `overdue` bound at the commit time (the bound is judged
  * again when the call is about to be made, so a claim recovered after a
@@ -82,29 +82,29 @@ export interface FiringDeps {
  * sends the Invocation at the moment itself, so neither commit's fsync makes
  * the call late. Within that window the occurrence is already made: a cancel,
  * unschedule or pause committed then comes too late for it (the same outcome
- * as a cancel that loses the race with the claim). Lateness (K4) is the send
+ * as a cancel that loses the race with the claim). Lateness is the send
  * time minus the due moment.
  *
  * Failure semantics: the claim and the timer's move commit together, so a
  * crash before the claim re-claims the same occurrence (same id) at restart,
  * and a crash after it leaves the occurrence `pending`: {@link recover} calls
  * it again at start with the same call id, which ActionCalls answers from the
- * log if it had completed (A3), or runs again (`action.retried`) otherwise.
+ * log if it had completed, or runs again (`action.retried`) otherwise.
  * The action is thus recorded once per occurrence. An owner stopping
  * mid-call leaves it `pending` for the next start.
  *
- * Retries (T7): a call that fails (the action's error, or no executor within
+ * Retries: a call that fails (the action's error, or no executor within
  * the action's timeout) is tried again as the same occurrence, so with the
- * same call id (ActionCalls records `action.retried`, A3): after failed
+ * same call id (ActionCalls records `action.retried`): after failed
  * attempt n the occurrence waits in `retry_wait` until commit time +
  * `retryDelaysMs[n-1]`, durably, on the same one armed clock (no second
  * loop); with no entry left, or when the executor marked the error final (a
  * TerminalError, Outcome.TERMINAL_ERROR), it is `failed` for good and
  * `timer.failed` is recorded in the same unit. The next occurrence of a
- * recurring timer comes on its own schedule meanwhile (calls may overlap,
- * K2). The lateness bound decides only whether an occurrence is made at all
+ * recurring timer comes on its own schedule meanwhile (calls may overlap).
+ * The lateness bound decides only whether an occurrence is made at all
  * (its first call); once made, its retries follow `retryDelaysMs` whatever
- * their lateness. Lateness (K4) is measured on first calls only.
+ * their lateness. Lateness is measured on first calls only.
  */
 export class TimerFiring {
   private readonly listeners: ((outcome: OccurrenceOutcome) => void)[] = [];
@@ -149,13 +149,13 @@ export class TimerFiring {
     const skipped: OccurrenceOutcome[] = [];
     const horizon = tx.now + this.deps.lookaheadMs;
     for (const timer of timers.due(horizon, claimChunk)) {
-      const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, horizon); // B1 catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
+      const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
       let called = 0;
       let deferredDueMs: number | null = null;
       for (const dueMs of owed) {
         const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
         const active = (timer.policy?.overlap ?? "allow") === "allow" ? noneActive : this.deps.control.activeOf(timer.id); // no query when overlap is allowed
-        const { status, reason: why } = claimDecision(timer, latenessMs, active); // K3 lateness, B1 overlap
+        const { status, reason: why } = claimDecision(timer, latenessMs, active); // lateness, overlap
         if (status === "skipped" && latenessMs < 0) {
           deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
           break;
@@ -197,7 +197,7 @@ export class TimerFiring {
 
   /**
    * Calls one occurrence's action, sent at `sendAtMs` (its due moment, or its retry's, when
-   * claimed ahead), and records how it ended (completed, retry_wait or failed, T7); a first
+   * claimed ahead), and records how it ended (completed, retry_wait or failed); a first
    * call is skipped instead when, at the moment of its start, it is later than its bound (a
    * claim recovered after a restart, or one whose claim commit took the time that tipped it).
    * `mayBuffer`: the timer may have a buffered occurrence to release at this one's end (false
@@ -207,7 +207,7 @@ export class TimerFiring {
     const { actions, clock, committer, lateness, logger } = this.deps;
     let latenessMs = Math.max(0, clock.now() - occurrence.dueMs); // until started (a call that never starts ends with its claim's lateness)
     const first = occurrence.attempts === 0;
-    // The bound decides whether the occurrence is made at all (K4): it holds until its action has started once (a try that found no executor did not start it).
+    // The bound decides whether the occurrence is made at all: it holds until its action has started once (a try that found no executor did not start it).
     const unmade = first || !actions.everStarted(occurrence.id);
     if (unmade) {
       const why = tooLate(occurrence.overdue, latenessMs);
@@ -221,13 +221,13 @@ export class TimerFiring {
     let error = "";
     const attempt = occurrence.attempts + 1;
     /**
-     * The occurrence's end (T7), in the unit that records the action's end when ActionCalls runs
+     * The occurrence's end, in the unit that records the action's end when ActionCalls runs
      * `onEnd`, else in one of its own; an end for good releases the timer's buffered occurrence
-     * (B1 "buffer one") in the same unit: due at once (or at its moment, if that is still to come:
+     * (the "buffer one" overlap policy) in the same unit: due at once (or at its moment, if that is still to come:
      * buffered inside the lookahead), so the clock is told of the commit time.
      */
     const finish = (tx: Tx, ended: "completed" | "failed", why: string, terminal = false) => {
-      const retryInMs = ended === "failed" && !terminal ? occurrence.retryDelaysMs[attempt - 1] : undefined; // a TerminalError skips the tries left (T7)
+      const retryInMs = ended === "failed" && !terminal ? occurrence.retryDelaysMs[attempt - 1] : undefined; // a TerminalError skips the tries left
       const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
       this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
       if (next.status === "failed") tx.append(failedEvent(occurrence, attempt, why));
@@ -247,9 +247,9 @@ export class TimerFiring {
             timerId: occurrence.timerId,
             dueMs: occurrence.dueMs,
             actor: occurrence.actor,
-            chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // K5: a delay's depth
+            chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // a delay's depth
             sendAtMs,
-            latestStartMs: unmade ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // K4: not made once its bound has passed waiting for a credit
+            latestStartMs: unmade ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // not made once its bound has passed waiting for a credit
             onStarted,
             onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error, end.terminal)),
           },
@@ -292,7 +292,7 @@ export class TimerFiring {
         tx.append(skippedEvent(occurrence, latenessMs, why));
         // Started by an owner that stopped before its result was recorded: its start gets an end that says what is known.
         this.deps.actions.failLeftRunning(tx, occurrence.id, `no result recorded before the owner stopped (the executor may or may not have run it); not run again: ${why}`);
-        if (this.deps.control.releaseBuffered(occurrence.timerId, tx.now)) releasedAt = tx.now; // B1, as an end in call()
+        if (this.deps.control.releaseBuffered(occurrence.timerId, tx.now)) releasedAt = tx.now; // as an end in call()
         return true;
       });
       if (releasedAt !== null) this.deps.changed(releasedAt);
@@ -308,7 +308,7 @@ export class TimerFiring {
 }
 
 /**
- * `timer.failed` (T7): an occurrence whose last try failed, with no try left. Data: timer_id,
+ * `timer.failed`: an occurrence whose last try failed, with no try left. Data: timer_id,
  * occurrence_id, action, due_ms, attempts, error (the last try's); the timer's actor; no cause.
  * Its id is derived from the occurrence id (one per occurrence). A processor on it can alert
  * or make up for the occurrence.
@@ -324,7 +324,7 @@ function failedEvent(occurrence: OccurrenceRecord, attempts: number, error: stri
 }
 
 /**
- * `timer.skipped` (K3, K4): an occurrence claimed later than its timer's `overdue` bound and
+ * `timer.skipped`: an occurrence claimed later than its timer's `overdue` bound and
  * not called. Data: timer_id, occurrence_id, action, due_ms, lateness_ms, reason; the
  * timer's actor; no cause. Its id is derived from the occurrence id (one per occurrence).
  */

@@ -33,18 +33,18 @@ export interface TimeOptions {
   timers: TimerHost;
   /** How far ahead of their moment calls are claimed and started, ms (default 50): see ClockArm. */
   lookaheadMs?: number;
-  /** Deepest chain a delay may continue (K5, default 100); deeper delays are refused (`timer.chain_exceeded`). */
+  /** Deepest chain a delay may continue (default 100); deeper delays are refused (`timer.chain_exceeded`). */
   maxChainDepth?: number;
-  /** The owner's region (K6, default 0): it makes only declared schedules of this region, and stamps it on the timers it sets. */
+  /** The owner's region (default 0): it makes only declared schedules of this region, and stamps it on the timers it sets. */
   region?: number;
   logger: Logger;
 }
 
-/** An owner's time (SPEC T1-T9, K2-K4, K6). */
+/** An owner's time. */
 export interface Time {
   /** The timer requests (TimeService). */
   timers: Timers;
-  /** Lateness of every call time made (K4). */
+  /** Lateness of every call time made. */
   lateness: LatenessHistogram;
   /** The clock, for tests and metrics: what it is armed for. */
   clock: ClockArm;
@@ -53,8 +53,8 @@ export interface Time {
   /** Calls `listener` when an occurrence is skipped or one of its calls ends (tests wait on it). */
   onOccurrence(listener: (outcome: OccurrenceOutcome) => void): void;
   /**
-   * Makes the declared timers match the registered manifests (T2), calls occurrences a previous
-   * owner left pending, and arms the clock (for timers and retries, T5, T7). Resolves once the
+   * Makes the declared timers match the registered manifests, calls occurrences a previous
+   * owner left pending, and arms the clock (for timers and retries). Resolves once the
    * declared timers are committed.
    */
   start(): Promise<void>;
@@ -65,7 +65,7 @@ export interface Time {
 /**
  * Opens time on an owner's store, registry and action calls; call `start` once serving. From
  * here on, every registration that changes a plugin writes its declared timers in its own
- * commit (T2, T4).
+ * commit.
  */
 export function openTime(options: TimeOptions): Time {
   const { db, committer, clock, logger, registry } = options;
@@ -75,7 +75,7 @@ export function openTime(options: TimeOptions): Time {
   const occurrenceRows = occurrenceStatements(db);
   const control = timerControlStatements(db);
   const lateness = new LatenessHistogram();
-  // The one clock's target: the earliest timer or retry (T5, T7).
+  // The one clock's target: the earliest timer or retry.
   const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
   const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs;
   const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, control, actions: options.actions, clock, lateness, logger, lookaheadMs, changed: (due) => arm.changed(due) });

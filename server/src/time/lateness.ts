@@ -14,7 +14,7 @@ export interface LatenessSnapshot {
 }
 
 /**
- * Lateness of time's calls (SPEC K4): call time minus due time, in ms, one
+ * Lateness of time's calls: call time minus due time, in ms, one
  * record per call, in fixed buckets (in memory; the owner's metrics observe each record
  * through `onRecord` as `chronolog_timer_lateness_seconds`). Negative lateness (a clock
  * stepped back) counts as 0.

@@ -15,8 +15,8 @@ import { fail } from "../errors.js";
 import type { DstPolicy } from "./cron.js";
 import { checkMs, defaultSchedulePolicy, maxHorizonMs, type CatchUpPolicy, type OverlapPolicy, type SchedulePolicy } from "./timers.js";
 
-// The API forms of schedule policies (SPEC B1) and DST policies (B2), shared by TimeService and
-// plugin manifests (ScheduleDeclaration, SchedulePatch). Unspecified fields take K2's / T10's
+// The API forms of schedule policies and DST policies, shared by TimeService and
+// plugin manifests (ScheduleDeclaration, SchedulePatch). Unspecified fields take the defaults
 // defaults. Errors are INVALID_ARGUMENT naming the field under the given prefix, e.g.
 // `policy.jitter_ms` or `schedules.nightly.policy.overlap`.
 
@@ -26,7 +26,7 @@ const gaps: Record<number, DstPolicy["gap"]> = { [DstGap.UNSPECIFIED]: "shift", 
 const repeats: Record<number, DstPolicy["repeated"]> = { [DstRepeated.UNSPECIFIED]: "first", [DstRepeated.FIRST]: "first", [DstRepeated.LAST]: "last", [DstRepeated.BOTH]: "both" };
 
 /**
- * A SchedulePolicy message as the domain policy (B1); absent: K2's default. Ms fields are 0 to
+ * A SchedulePolicy message as the domain policy; absent: the default. Ms fields are 0 to
  * 100 years; `max_count` at most 2^53-1; enums must be known values. INVALID_ARGUMENT names
  * `<field>.<name>`. (Cross-field rules are checkSchedulePolicy's.)
  */
@@ -47,7 +47,7 @@ export function schedulePolicyFromProto(pb: SchedulePolicyPb | undefined, field 
   };
 }
 
-/** The domain policy as a SchedulePolicy message (B1; the anchor is internal and not shown; ms fields in ms). */
+/** The domain policy as a SchedulePolicy message (the anchor is internal and not shown; ms fields in ms). */
 export function schedulePolicyToProto(policy: SchedulePolicy): SchedulePolicyPb {
   const overlap = policy.overlap === "skip" ? OverlapPb.SKIP : policy.overlap === "bufferOne" ? OverlapPb.BUFFER_ONE : OverlapPb.ALLOW;
   const catchUp = policy.catchUp === "allWithinWindow" ? CatchUpPb.ALL_WITHIN_WINDOW : policy.catchUp === "none" ? CatchUpPb.NONE : CatchUpPb.LATEST;
@@ -62,7 +62,7 @@ export function schedulePolicyToProto(policy: SchedulePolicy): SchedulePolicyPb 
   });
 }
 
-/** A DstPolicy message as the domain DST policy (B2); absent: undefined (shift / first). INVALID_ARGUMENT names `<field>.gap` or `.repeated` for unknown values. */
+/** A DstPolicy message as the domain DST policy; absent: undefined (shift / first). INVALID_ARGUMENT names `<field>.gap` or `.repeated` for unknown values. */
 export function dstFromProto(pb: DstPolicyPb | undefined, field: string): DstPolicy | undefined {
   if (!pb) return undefined;
   const gap = gaps[pb.gap] ?? fail("bad_request", `${field}.gap ${pb.gap} is not a DstGap`, [{ field: `${field}.gap`, description: "unknown value" }]);
@@ -70,7 +70,7 @@ export function dstFromProto(pb: DstPolicyPb | undefined, field: string): DstPol
   return { gap, repeated };
 }
 
-/** The domain DST policy as a DstPolicy message (B2; absent: shift / first, spelled out). */
+/** The domain DST policy as a DstPolicy message (absent: shift / first, spelled out). */
 export function dstToProto(dst: DstPolicy | undefined): DstPolicyPb {
   const gap = dst?.gap === "skip" ? DstGap.SKIP : DstGap.SHIFT;
   const repeated = dst?.repeated === "last" ? DstRepeated.LAST : dst?.repeated === "both" ? DstRepeated.BOTH : DstRepeated.FIRST;

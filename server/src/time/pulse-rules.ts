@@ -3,7 +3,7 @@ import type { ActionEntry } from "../actions/declaration.js";
 import type { FieldViolation } from "../errors.js";
 import { sha256Hex } from "../sha256.js";
 
-// The rules of pulses (SPEC K1): what a declaration means, where its interval boundaries
+// The rules of pulses: what a declaration means, where its interval boundaries
 // fall, which interval a moment belongs to, and the call id of an interval's call. Pure
 // functions of their arguments: `nowMs` is always passed in (STYLE 9). Instants are ms since
 // the epoch, UTC.
@@ -29,10 +29,10 @@ import { sha256Hex } from "../sha256.js";
 /** Shortest interval a pulse may have: 100 ms. */
 export const minIntervalMs = 100;
 
-/** Who makes a pulse's calls (K1). */
+/** Who makes a pulse's calls. */
 export type PulseScopeName = "component" | "replica";
 
-/** A declared pulse, checked (K1). */
+/** A declared pulse, checked. */
 export interface PulseSpec {
   /** `plugin.pulse`: the name executors list in `hello.pulses`. */
   name: string;
@@ -54,7 +54,7 @@ const pulseName = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
 /**
  * Checks the `pulses` of `manifest` (see the rules at the top of this file) against the
  * plugin's compiled `actions`; returns one violation per problem, on `pulses.<name>` or
- * `pulses.<name>.<field>`. Called by compileManifest (K1).
+ * `pulses.<name>.<field>`. Called by compileManifest.
  */
 export function checkPulses(manifest: PluginManifest, actions: ActionEntry[]): FieldViolation[] {
   const violations: FieldViolation[] = [];
@@ -125,10 +125,10 @@ export function intervalIndex(spec: Pick<PulseSpec, "cycleSeconds" | "intervalMs
 }
 
 /**
- * The call id of the pulse call for the interval starting at `startMs` (K1, E7): 32 hex
+ * The call id of the pulse call for the interval starting at `startMs`: 32 hex
  * characters of SHA-256 over the pulse name, the interval start and, for replica scope, the
  * executor instance. The same interval called again (by this owner or another) is answered
- * from the log instead of running twice (A3).
+ * from the log instead of running twice.
  */
 export function pulseCallId(pulse: string, startMs: number, instance = ""): string {
   return sha256Hex(`pulse-call\n${pulse}\n${startMs}\n${instance}`).slice(0, 32);

@@ -41,13 +41,13 @@ export interface PulsesDeps {
   clock: Clock;
   /** Where the one pulse timer is armed: setTimeout, or a ManualClock in tests. */
   timers: TimerHost;
-  /** Lateness of every call made (K4): call time minus the interval's start. */
+  /** Lateness of every call made: call time minus the interval's start. */
   lateness?: LatenessHistogram;
   logger: Logger;
 }
 
 /**
- * Pulses (SPEC K1): the declared pulses of every registered plugin, called at
+ * Pulses: the declared pulses of every registered plugin, called at
  * their interval boundaries. Nothing is stored: boundaries are a function of
  * the clock (pulse-rules.ts), so there is nothing to restore at start.
  *
@@ -66,7 +66,7 @@ export interface PulsesDeps {
  *
  * Each call goes through ActionCalls as the system, with call id
  * H(pulse, interval start[, instance]) and `pulse` = (name, interval index,
- * interval start) on its Invocation; it starts a chain (K5, depth 0). It is
+ * interval start) on its Invocation; it starts a chain (depth 0). It is
  * recorded like any call (`action.started` ... unless `record: false`).
  *
  * Failure semantics: a call that fails (the action's error, its timeout, the
@@ -74,7 +74,7 @@ export interface PulsesDeps {
  * and the action selects its work by state (seed: "the operation selects by
  * state"). A call id repeated (the same interval called again, e.g. by an
  * owner restarted on the same data within one interval) is answered from the
- * log (A3). Owner stop: the timer is disarmed and calls still running end
+ * log. Owner stop: the timer is disarmed and calls still running end
  * with the action machinery's stop; nothing is published after stop.
  */
 export class Pulses {
@@ -132,7 +132,7 @@ export class Pulses {
   }
 
   /**
-   * Checks the pulses an executor's hello lists (X1, K1): each must be declared (INVALID_ARGUMENT
+   * Checks the pulses an executor's hello lists: each must be declared (INVALID_ARGUMENT
    * "unknown pulse", like unknown processors) and its action hosted by the same executor
    * (`hello.actions`), since the pulse's calls run there. Throws on the first problem.
    */

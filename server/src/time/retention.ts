@@ -52,7 +52,7 @@ export interface TimerRetentionOptions {
  * Retention of time's rows: without it, `timers` keeps every fired delay and one-shot and
  * `timer_occurrences` every occurrence ever made, so a million delays a day grow both without
  * bound. The log is never touched: `timer.*` and `action.*` events keep the history, and
- * `action_calls` keeps answering call ids (A3).
+ * `action_calls` keeps answering call ids.
  *
  * What a sweep deletes (store/timers.ts, retentionStatements), oldest first:
  * 1. occurrences that ended (completed, failed for good, skipped) and last changed longer than
@@ -80,12 +80,12 @@ export interface TimerRetentionOptions {
  * deletes. A chunk is ordered by the committer with every other unit: a timer replaced, triggered
  * or given an occurrence in an earlier unit is no longer a candidate in a later one.
  *
- * Trade-off: work retried under a cause finds what its first run did (E7). Schedule, Unschedule,
+ * Trade-off: work retried under a cause finds what its first run did. Schedule, Unschedule,
  * Delay and CancelDelay find their event in the log (service.ts), which the sweep never touches;
  * but TriggerTimer finds its occurrence row and BackfillTimer the moments already made, so a
  * repeat after those rows were swept (a redelivery or a replayed processor cursor older than the
  * retention, a backfill over an old range) makes the occurrences again, with the same occurrence
- * and call ids: ActionCalls answers a completed call from the log (A3), a failed or skipped one
+ * and call ids: ActionCalls answers a completed call from the log, a failed or skipped one
  * runs. So the retention must stay far longer than any retry horizon: the default 7 days against
  * seconds of processor and occurrence retries. ListTimers and GetTimer no longer show swept
  * timers.
@@ -196,7 +196,7 @@ export class TimerRetention {
 const stopping = Symbol("stopping");
 
 /**
- * Registers `chronolog_retention_swept_total{table}` on an owner's registry (O2, metrics.ts
+ * Registers `chronolog_retention_swept_total{table}` on an owner's registry (metrics.ts
  * style: read from the sweeper when scraped): rows the retention sweep deleted since the owner
  * started, `table` `timers` or `timer_occurrences`.
  */

@@ -38,7 +38,7 @@ import {
 import { canonicalZone, isValidZoneName } from "./zones.js";
 import { sha256Hex } from "../sha256.js";
 
-/** A Schedule (T3), as parsed from the request. */
+/** A Schedule, as parsed from the request. */
 export interface ScheduleInput {
   /** The timer id; "" for one derived under the cause or, from outside, a fresh UUIDv7. */
   timerId: string;
@@ -47,34 +47,34 @@ export interface ScheduleInput {
   input: Record<string, unknown>;
   spec: TimerSpec;
   overdue: Overdue;
-  /** Jitter, bounds, maximum count, overlap and catch-up (B1); absent: K2's defaults. */
+  /** Jitter, bounds, maximum count, overlap and catch-up; absent: the defaults. */
   policy?: SchedulePolicy;
-  /** Set when code under a delivery or an action run schedules (X5). */
+  /** Set when code under a delivery or an action run schedules. */
   cause: CauseRef | null;
   /** Asserted actor fields (from outside only). */
   actor: Partial<ActorRecord> | undefined;
 }
 
-/** A Delay (K3), as parsed from the request. */
+/** A Delay, as parsed from the request. */
 export interface DelayInput {
   action: string;
   input: Record<string, unknown>;
   /** After `ms` from now, or at `atMs` (ms since the epoch). */
   when: { kind: "interval"; ms: number } | { kind: "at"; atMs: number };
-  /** Required by the API (K3). */
+  /** Required by the API. */
   overdue: Overdue;
   cause: CauseRef | null;
-  /** Start a new chain instead of continuing the cause's (K5). */
+  /** Start a new chain instead of continuing the cause's. */
   freshChain?: boolean;
   actor: Partial<ActorRecord> | undefined;
-  /** The client's delay id (E7, from outside only); ""/absent: derived under a cause, else a fresh UUIDv7. */
+  /** The client's delay id (from outside only); ""/absent: derived under a cause, else a fresh UUIDv7. */
   delayId?: string;
 }
 
 /** Largest batch accepted by one DelayBatch. */
 export const maxDelayBatch = 10_000;
 
-/** A PauseTimer or ResumeTimer (B1), as parsed from the request. */
+/** A PauseTimer or ResumeTimer, as parsed from the request. */
 export interface PauseInput {
   timerId: string;
   /** Why; at most {@link maxNoteLength} characters, recorded in the event. */
@@ -82,7 +82,7 @@ export interface PauseInput {
   cause: CauseRef | null;
 }
 
-/** A BackfillTimer (B1), as parsed from the request: the range [startMs, endMs), ms since the epoch. */
+/** A BackfillTimer, as parsed from the request: the range [startMs, endMs), ms since the epoch. */
 export interface BackfillInput {
   timerId: string;
   startMs: number;
@@ -90,7 +90,7 @@ export interface BackfillInput {
   cause: CauseRef | null;
 }
 
-/** One occurrence of a backfill (B1). */
+/** One occurrence of a backfill. */
 export interface BackfilledOccurrence {
   /** Occurrence id (also its call id). */
   occurrenceId: string;
@@ -112,16 +112,16 @@ export interface TimersDeps {
   registry: PluginRegistry;
   committer: Committer;
   timers: TimerStatements;
-  /** Policies, pause, trigger, backfill (B1). */
+  /** Policies, pause, trigger, backfill. */
   control: TimerControlStatements;
   events: EventStatements;
   live: LiveCauses;
   clock: Clock;
-  /** The owner's region (K6): stamped on the timers and delays it sets. */
+  /** The owner's region: stamped on the timers and delays it sets. */
   region: number;
-  /** Chain depths of delays and their maximum (K5); absent: every delay at depth 0. */
+  /** Chain depths of delays and their maximum; absent: every delay at depth 0. */
   chains?: DelayChains;
-  /** Told after each commit that set a timer, with its next due moment (re-arms the clock, T5). */
+  /** Told after each commit that set a timer, with its next due moment (re-arms the clock). */
   changed(nextDueMs: number | null): void;
 }
 
@@ -139,7 +139,7 @@ function checkClientTimerId(id: string, field: string): void {
 }
 
 /**
- * Timer requests (SPEC T3, T4, K3, B1): Schedule, Unschedule, Delay, CancelDelay,
+ * Timer requests: Schedule, Unschedule, Delay, CancelDelay,
  * ListTimers, GetTimer, PauseTimer, ResumeTimer, TriggerTimer, BackfillTimer.
  *
  * The order of the checks, the same for every request (nothing is written when one fails):
@@ -147,7 +147,7 @@ function checkClientTimerId(id: string, field: string): void {
  *    zone, DST policy, `at`, `every_ms`), the policy, `interval_ms`, notes, ranges. These need
  *    no lookup and reveal nothing about the owner's state, so anyone gets them first.
  * 2. PERMISSION_DENIED for who is acting: only executors and admins act under a cause; asserted
- *    actor fields must be the principal's (R5).
+ *    actor fields must be the principal's.
  * 3. NOT_FOUND for what the request names: an undeclared action; a timer that does not exist
  *    or that the caller may not read (so its existence does not leak).
  * 4. PERMISSION_DENIED for that thing: calling the action needs its `allow` (like CallAction);
@@ -161,9 +161,9 @@ function checkClientTimerId(id: string, field: string): void {
  * Failure semantics: each change is one committer unit holding the `timers` row (and any
  * occurrence rows) and its event (`timer.scheduled`, `.unscheduled`, `.paused`, `.resumed`,
  * `.triggered`, `.backfilled`, with the actor of whoever made the change and the cause it was
- * made under), so a change exists exactly when its event does (E3). The same timer id replaces
+ * made under), so a change exists exactly when its event does. The same timer id replaces
  * (Schedule; the replacement is not paused); under a cause, ids are derived from the cause and
- * position (E7) and a retried run that makes the same request changes nothing. Schedule,
+ * position and a retried run that makes the same request changes nothing. Schedule,
  * Unschedule, Delay and CancelDelay under a cause record their event with an id derived from
  * the cause, the position and the request ({@link changeEventId}); the same request run again
  * (a retried delivery, an action called again) finds that event and is answered from it, first
@@ -191,7 +191,7 @@ export class Timers {
     const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
     const eventId = req.cause ? changeEventId(req.cause, { op: "schedule", timer_id: req.timerId, action: req.action, input: req.input, spec: specToJson(spec), overdue: overdueToJson(req.overdue), ...policyJson }) : null;
     const now = this.deps.clock.now();
-    const checkedAt = spec.kind === "at" && this.armedBefore(eventId) ? Math.min(now, spec.atMs) : now; // a repeat's `at` may have passed since (E7)
+    const checkedAt = spec.kind === "at" && this.armedBefore(eventId) ? Math.min(now, spec.atMs) : now; // a repeat's `at` may have passed since
     firstDue(spec, checkedAt, "spec", policy); // the spec and its bounds (the jitter comes with the id)
     checkNoActorUnderCause(req);
     // 2-5. who, the action, its allow, the input
@@ -204,7 +204,7 @@ export class Timers {
     const nextDueMs = firstDue(spec, checkedAt, "spec", stored, id);
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
-      if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again (E7)
+      if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again
       const existing = this.deps.timers.get(id);
       // 6. state
       if (existing && existing.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`);
@@ -217,17 +217,17 @@ export class Timers {
     return result.timer;
   }
 
-  /** Stops a runtime timer (T3). NOT_FOUND when unknown or a one-shot (`at`) already made (under a cause, the same request run again succeeds: answered from the log); FAILED_PRECONDITION for a delay or a declared schedule. */
+  /** Stops a runtime timer. NOT_FOUND when unknown or a one-shot (`at`) already made (under a cause, the same request run again succeeds: answered from the log); FAILED_PRECONDITION for a delay or a declared schedule. */
   async unschedule(timerId: string, cause: CauseRef | null, principal: Principal): Promise<void> {
     await this.remove(timerId, "runtime", cause, principal);
   }
 
   /**
-   * Arms a delayed call (K3); returns its id and due moment (ms; under a cause, the same request
+   * Arms a delayed call; returns its id and due moment (ms; under a cause, the same request
    * run again gets the first run's, from the log). Errors as for Schedule; `at` more than 1 s
    * past is INVALID_ARGUMENT.
    *
-   * From outside, a client-given `delayId` makes the Delay safe to retry (E7, like Emit's id and
+   * From outside, a client-given `delayId` makes the Delay safe to retry (like Emit's id and
    * Schedule's timer_id): its `timer.scheduled` event gets an id derived from the delay id alone
    * ({@link clientDelayEventId}) and records a digest of the request (`delay_request`: action,
    * input, interval_ms or at, overdue). A Delay whose delay id has that event is answered from
@@ -265,7 +265,7 @@ export class Timers {
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
     const clientId = req.delayId ?? "";
     if (clientId !== "") {
-      if (req.cause) fail("bad_request", "delay_id must be empty under a cause: the delay id is derived from the cause (E7)", [{ field: "delay_id", description: "empty under a cause" }]);
+      if (req.cause) fail("bad_request", "delay_id must be empty under a cause: the delay id is derived from the cause", [{ field: "delay_id", description: "empty under a cause" }]);
       checkClientTimerId(clientId, "delay_id");
     }
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
@@ -278,7 +278,7 @@ export class Timers {
       dueMs = now + checkMs(req.when.ms, "interval_ms", 0, maxHorizonMs);
     } else {
       dueMs = req.when.atMs;
-      checkAt(dueMs, armed ? Math.min(now, dueMs) : now, "at"); // a repeat's `at` may have passed since (E7)
+      checkAt(dueMs, armed ? Math.min(now, dueMs) : now, "at"); // a repeat's `at` may have passed since
     }
     checkNoActorUnderCause(req);
     // 2-5.
@@ -290,11 +290,11 @@ export class Timers {
     const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
     const again = Boolean(req.cause) && !req.freshChain && armed; // depthOf asks nothing otherwise
-    const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // K5: FAILED_PRECONDITION past the maximum
+    const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // FAILED_PRECONDITION past the maximum
     return (tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
       if (prior && clientId && prior.data.delay_request !== digest.delay_request) fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names a delay armed by another request (action, input, interval_ms or at, overdue); choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
-      if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again (E7): armed once
+      if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again: armed once
       const existing = this.deps.timers.get(id);
       if (existing && clientId) {
         // 6. state: the id is another timer's (a schedule's, or a delay without this request's event)
@@ -309,18 +309,18 @@ export class Timers {
     };
   }
 
-  /** Cancels a pending delay (K3). NOT_FOUND when unknown or already made (under a cause, the same request run again succeeds: answered from the log). */
+  /** Cancels a pending delay. NOT_FOUND when unknown or already made (under a cause, the same request run again succeeds: answered from the log). */
   async cancelDelay(delayId: string, cause: CauseRef | null, principal: Principal): Promise<void> {
     await this.remove(delayId, "delay", cause, principal);
   }
 
   /**
-   * Pauses recurring timer `req.timerId` (B1): it claims nothing (no next due moment) until
+   * Pauses recurring timer `req.timerId`: it claims nothing (no next due moment) until
    * resumed; occurrences already claimed still run and retry. Records `timer.paused` (data:
    * timer_id, kind, action, note, held_due_ms) and returns the timer; one already paused is left
    * alone (`unchanged`; nothing recorded from outside, under a cause a `timer.paused` with
    * `unchanged: true`, `paused_at_ms` and `pause_note` of the pause it found, so a retry finds
-   * it). Under a cause the same request run again is answered from its event (E7).
+   * it). Under a cause the same request run again is answered from its event.
    * FAILED_PRECONDITION for a delay or a one-shot (`at`).
    */
   async pause(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
@@ -330,7 +330,7 @@ export class Timers {
     const eventId = req.cause ? changeEventId(req.cause, { op: "pause", timer_id: req.timerId, note: req.note }) : null;
     return this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.paused");
-      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true }; // the same request run again (E7)
+      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true }; // the same request run again
       const timer = this.managed(req.timerId, req.cause, principal, "pause");
       checkRecurring(timer, "paused");
       if (timer.paused) {
@@ -344,13 +344,13 @@ export class Timers {
   }
 
   /**
-   * Resumes paused timer `req.timerId` (B1). Its next due moment: the one it held if still
+   * Resumes paused timer `req.timerId`. Its next due moment: the one it held if still
    * ahead; else at most one missed occurrence, by its catch-up policy ({@link resumeDue}), due
    * at once; else its next moment. A declared schedule disabled or of another region stays
    * without one. Records `timer.resumed` (data: timer_id, kind, action, note, paused_at_ms,
    * next_due_ms); one not paused is left alone (`unchanged`; under a cause recorded with
    * `unchanged: true` and `paused_at_ms` null, as for {@link pause}). Under a cause the same
-   * request run again is answered from its event (E7). FAILED_PRECONDITION for a delay or a
+   * request run again is answered from its event. FAILED_PRECONDITION for a delay or a
    * one-shot.
    */
   async resume(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
@@ -360,7 +360,7 @@ export class Timers {
     const eventId = req.cause ? changeEventId(req.cause, { op: "resume", timer_id: req.timerId, note: req.note }) : null;
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.resumed");
-      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true, fresh: false }; // the same request run again (E7)
+      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true, fresh: false }; // the same request run again
       const timer = this.managed(req.timerId, req.cause, principal, "resume");
       checkRecurring(timer, "paused");
       if (!timer.paused) {
@@ -378,12 +378,12 @@ export class Timers {
   }
 
   /**
-   * Makes one occurrence of timer `timerId` now (B1), paused or not, beside its schedule: due at
+   * Makes one occurrence of timer `timerId` now, paused or not, beside its schedule: due at
    * the commit time, with its own occurrence id (derived from the cause under one, so a retried
-   * run triggers once), calling its action with its input as its actor (T9), with its retries
-   * (T7), whatever its lateness bound and overlap policy; not counted in `occurrences` nor
+   * run triggers once), calling its action with its input as its actor, with its retries
+   *, whatever its lateness bound and overlap policy; not counted in `occurrences` nor
    * toward `max_count`. Records `timer.triggered` (data: timer_id, kind, action, occurrence_id,
-   * due_ms). Under a cause the same request run again is answered from that event (E7), even
+   * due_ms). Under a cause the same request run again is answered from that event, even
    * when the timer was removed since. FAILED_PRECONDITION for a delay, or when its action is no
    * longer declared.
    */
@@ -395,7 +395,7 @@ export class Timers {
     const eventId = cause ? changeEventId(cause, { op: "trigger", timer_id: timerId }) : null;
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.triggered");
-      if (prior) return { occurrenceId: prior.data.occurrence_id as string, dueMs: prior.data.due_ms as number, fresh: false }; // the same request run again (E7)
+      if (prior) return { occurrenceId: prior.data.occurrence_id as string, dueMs: prior.data.due_ms as number, fresh: false }; // the same request run again
       const timer = this.managed(timerId, cause, principal, "trigger");
       if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
       if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
@@ -408,14 +408,14 @@ export class Timers {
   }
 
   /**
-   * Makes one occurrence of recurring timer `req.timerId` per fire time in [start, end) (B1),
+   * Makes one occurrence of recurring timer `req.timerId` per fire time in [start, end),
    * paused or not: each due at its own moment (with the timer's jitter, so it is the occurrence
    * the schedule would have made: same id) and called in due order, whatever the lateness bound
    * and the timer's own bounds and count; moments already made (or claimed) are not made again
-   * (`existing`). Calls may overlap like any occurrences (K2). Records `timer.backfilled` (data:
+   * (`existing`). Calls may overlap like any occurrences. Records `timer.backfilled` (data:
    * timer_id, kind, action, start_ms, end_ms, occurrence_ids, existing) when it made any; under
    * a cause always, with `moments_ms` (every fire time of the range, in order), and the same
-   * request run again is answered from that event (E7), whatever became of the timer.
+   * request run again is answered from that event, whatever became of the timer.
    * INVALID_ARGUMENT for `end` not after `start`, in the future, or over 1,000 fire times;
    * FAILED_PRECONDITION for a delay or a one-shot.
    */
@@ -430,7 +430,7 @@ export class Timers {
     const result = await this.deps.committer.submit((tx) => {
       const prior = recorded(tx, eventId, "timer.backfilled");
       if (prior) {
-        // The same request run again (E7): the answer its first run got.
+        // The same request run again: the answer its first run got.
         const made = new Set(prior.data.occurrence_ids as string[]);
         return { out: (prior.data.moments_ms as number[]).map((dueMs) => ({ occurrenceId: occurrenceId(req.timerId, dueMs), dueMs, existing: !made.has(occurrenceId(req.timerId, dueMs)) })), fresh: false };
       }
@@ -457,8 +457,8 @@ export class Timers {
   }
 
   /**
-   * Timers the principal may read (R5: by their actor's `in`), pending ones by next due
-   * moment, then spent, disabled or paused ones by last change (T4). `pageSize` already checked
+   * Timers the principal may read (by their actor's `in`), pending ones by next due
+   * moment, then spent, disabled or paused ones by last change. `pageSize` already checked
    * (1-1000); `kind` "" for all. INVALID_ARGUMENT for a page token not made here.
    */
   list(pageSize: number, pageToken: string, kind: TimerKind | "", principal: Principal): TimerPage {
@@ -471,7 +471,7 @@ export class Timers {
     };
   }
 
-  /** Timer `timerId` with its next `previewCount` due moments (ms, T4, B1). NOT_FOUND when unknown or not readable; INVALID_ARGUMENT above 100 (checked first). */
+  /** Timer `timerId` with its next `previewCount` due moments (ms). NOT_FOUND when unknown or not readable; INVALID_ARGUMENT above 100 (checked first). */
   get(timerId: string, previewCount: number, principal: Principal): { timer: TimerRecord; previewMs: number[] } {
     checkTimerIdArgument(timerId, "timer_id");
     if (previewCount > maxPreviewCount) fail("bad_request", `preview_count must be at most ${maxPreviewCount}`, [{ field: "preview_count", description: `at most ${maxPreviewCount}` }]);
@@ -482,7 +482,7 @@ export class Timers {
 
   /**
    * True when the change event `eventId` is in the log: the request was made before and will be
-   * answered from it (E7), so its `at` is not checked against the clock again (it may have passed).
+   * answered from it, so its `at` is not checked against the clock again (it may have passed).
    */
   private armedBefore(eventId: string | null): boolean {
     return eventId !== null && this.deps.events.findById(eventId) !== undefined;
@@ -493,7 +493,7 @@ export class Timers {
     return this.deps.registry.action(action) ?? fail("not_found", `action ${JSON.stringify(action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action });
   }
 
-  /** Who sets a timer and runs its calls (T9): from outside, as CallAction (the action's allow, PERMISSION_DENIED); under a cause, the cause's actor (X5). */
+  /** Who sets a timer and runs its calls: from outside, as CallAction (the action's allow, PERMISSION_DENIED); under a cause, the cause's actor. */
   private who(entry: ActionEntry, req: { cause: CauseRef | null; actor: Partial<ActorRecord> | undefined }, principal: Principal, verb: string): { actor: ActorRecord | null; cause: string } {
     if (req.cause) return { actor: causeActor(req.cause.eventId, this.deps.events, this.deps.live), cause: req.cause.eventId };
     if (!allows(entry.allow, principal)) {
@@ -525,7 +525,7 @@ export class Timers {
     return timer;
   }
 
-  /** True when `principal` may change `timer` (B1, T3): under a cause, as an admin, or (runtime timers and delays) when its action's allow admits it. */
+  /** True when `principal` may change `timer`: under a cause, as an admin, or (runtime timers and delays) when its action's allow admits it. */
   private mayManage(timer: TimerRecord, cause: CauseRef | null, principal: Principal): boolean {
     if (cause || principal.role === "admin") return true;
     if (timer.kind === "declared") return false;
@@ -544,7 +544,7 @@ export class Timers {
 
   /**
    * The answer to a Schedule under a cause whose `timer.scheduled` event `prior` is in the log
-   * (E7), for request `req` (the one that recorded it: the event id covers all of it): the
+   *, for request `req` (the one that recorded it: the event id covers all of it): the
    * stored timer while it is still the one that request set, else the timer as the event
    * recorded it (its id, next due moment and actor; set at the event's time), though it was
    * since removed or replaced.
@@ -558,7 +558,7 @@ export class Timers {
 
   /**
    * The answer to a PauseTimer or ResumeTimer under a cause whose event `prior` is in the log
-   * (E7): the timer as that event left it, whatever became of it since: the stored timer (or,
+   *: the timer as that event left it, whatever became of it since: the stored timer (or,
    * once removed, one with only the event's id, kind and action) with the pause state and next
    * due moment the event recorded.
    */
@@ -582,7 +582,7 @@ export class Timers {
     const actor = this.actorOf(cause, principal);
     const eventId = cause ? changeEventId(cause, { op: kind === "delay" ? "cancel_delay" : "unschedule", timer_id: id }) : null;
     await this.deps.committer.submit((tx) => {
-      if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again (E7): removed once, by its first run
+      if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again: removed once, by its first run
       const timer = this.managed(id, cause, principal, "cancel", what);
       if (kind === "runtime" && timer.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`);
       // A one-shot whose occurrence was made (or claimed, inside the lookahead) has nothing left to stop.
@@ -593,7 +593,7 @@ export class Timers {
   }
 }
 
-/** A spec as stored: a cron zone in its canonical spelling (`utc` → `UTC`), a default DST policy left out (B2). */
+/** A spec as stored: a cron zone in its canonical spelling (`utc` → `UTC`), a default DST policy left out. */
 export function canonicalSpec(spec: TimerSpec): TimerSpec {
   if (spec.kind !== "cron") return spec;
   const zone = isValidZoneName(spec.zone) ? canonicalZone(spec.zone) : spec.zone;
@@ -606,15 +606,14 @@ function checkNoActorUnderCause(req: { cause: CauseRef | null; actor: Partial<Ac
   if (req.cause && req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's", [{ field: "actor", description: "empty under a cause" }]);
 }
 
-/** PERMISSION_DENIED (who acts): only executors and admins act under a cause (X5). */
+/** PERMISSION_DENIED (who acts): only executors and admins act under a cause. */
 function checkCauseRole(cause: CauseRef | null, principal: Principal, verb: string): void {
   if (cause && principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not ${verb} under a cause; only executors act under a cause`);
 }
 
 /**
  * The id of the event a Schedule, Unschedule, Delay, CancelDelay, PauseTimer, ResumeTimer,
- * TriggerTimer or BackfillTimer under `cause` records (E7,
- * X5): derived from the cause, the request's position and the request (`op` and every field
+ * TriggerTimer or BackfillTimer under `cause` records: derived from the cause, the request's position and the request (`op` and every field
  * that shapes the change), so the same request run again (a retried delivery, an action called
  * again) finds it in the log, and another request at that position does not.
  */
@@ -624,7 +623,7 @@ function changeEventId(cause: CauseRef, request: Record<string, unknown>): strin
 
 /**
  * The id of the `timer.scheduled` event of a Delay from outside with client delay id `delayId`
- * (E7): derived from the delay id alone, so the log holds at most one arming per delay id (its
+ *: derived from the delay id alone, so the log holds at most one arming per delay id (its
  * unique id index) and a retry finds it whatever happened to the delay since.
  */
 function clientDelayEventId(delayId: string): string {
@@ -636,7 +635,6 @@ function delayRequestDigest(request: Record<string, unknown>): string {
   return sha256Hex(canonicalJson(request));
 }
 
-/** Event `id` when it is in the log as a `type` (a request under a cause run again, E7); undefined when absent or `id` is null. ALREADY_EXISTS when it is another type's. */
 /** Runs `check`; an error it throws names the batch item `item` (its fields and its message). */
 async function prefixed<T>(item: string, check: () => Promise<T>): Promise<T> {
   try {
@@ -655,6 +653,7 @@ function prefixedNow<T>(item: string, work: () => T): T {
   }
 }
 
+/** Event `id` when it is in the log as a `type` (a request under a cause run again); undefined when absent or `id` is null. ALREADY_EXISTS when it is another type's. */
 function recorded(tx: Tx, id: string | null, type: string): EventRecord | undefined {
   if (id === null) return undefined;
   const prior = tx.events.findById(id);
@@ -684,14 +683,14 @@ function checkControlShape(timerId: string, note: string): void {
   if (note.length > maxNoteLength) fail("bad_request", `note is longer than ${maxNoteLength} characters`, [{ field: "note", description: `at most ${maxNoteLength} characters` }]);
 }
 
-/** FAILED_PRECONDITION unless `timer` is recurring (cron or every_ms): delays and one-shots cannot be paused or backfilled (B1). */
+/** FAILED_PRECONDITION unless `timer` is recurring (cron or every_ms): delays and one-shots cannot be paused or backfilled. */
 function checkRecurring(timer: TimerRecord, what: string): void {
   if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a delay: a delay cannot be ${what}; cancel it (CancelDelay) instead`);
   if (timer.spec.kind === "at") fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a one-shot (at): only recurring timers (cron, every_ms) can be ${what}`);
 }
 
 /**
- * A `timer.paused`, `.resumed`, `.triggered` or `.backfilled` event (B1): data timer_id, kind,
+ * A `timer.paused`, `.resumed`, `.triggered` or `.backfilled` event: data timer_id, kind,
  * action and `data`; the actor of whoever made the change; the cause it was made under. Id:
  * `id` (derived under a cause, see changeEventId), else fresh.
  */
@@ -704,10 +703,10 @@ function iso(ms: number): string {
 }
 
 /**
- * `timer.scheduled` (T4): a timer was set or changed. Data: timer_id, kind, action, spec,
+ * `timer.scheduled`: a timer was set or changed. Data: timer_id, kind, action, spec,
  * overdue, next_due_ms (null: disabled, spent, paused or another region's), replaced; declared
  * schedules add plugin, schedule, disabled, region and retry_delays_ms; a timer with a policy
- * other than K2's adds `policy` (B1); a delay armed from outside with a client `delay_id` adds
+ * other than the default adds `policy`; a delay armed from outside with a client `delay_id` adds
  * `delay_request` (see Timers.delay). Actor and cause: whoever set it (declared schedules: the
  * system, no cause). Id: `id` (derived under a cause, see changeEventId), else fresh.
  */
@@ -722,12 +721,12 @@ export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: str
   };
 }
 
-/** `timer.unscheduled` (T3, T2): timer `timer` was removed. Data: timer_id, kind, action, next_due_ms. Id: `id` (derived under a cause), else fresh. */
+/** `timer.unscheduled`: timer `timer` was removed. Data: timer_id, kind, action, next_due_ms. Id: `id` (derived under a cause), else fresh. */
 export function unscheduledEvent(timer: TimerRecord, cause: string, actor: ActorRecord | null, id = newId()) {
   return { id, type: "timer.unscheduled", data: { timer_id: timer.id, kind: timer.kind, action: timer.action, next_due_ms: timer.nextDueMs }, cause, actor };
 }
 
-/** A timer with only its id, kind, region and times set (retries: the default, T7). */
+/** A timer with only its id, kind, region and times set (retries: the default). */
 export function blankTimer(id: string, kind: TimerKind, nowMs: number, region: number): TimerRecord {
   return {
     id,
@@ -758,7 +757,7 @@ function sameDefinition(a: TimerRecord, b: TimerRecord): boolean {
   return def(a) === def(b);
 }
 
-/** `{ policy }` (its stored JSON without the anchor) when `policy` is not K2's default, else nothing (B1). */
+/** `{ policy }` (its stored JSON without the anchor) when `policy` is not the default, else nothing. */
 export function policyData(policy: SchedulePolicy): { policy?: Record<string, unknown> } {
   if (isDefaultPolicy(policy)) return {};
   const { anchor_ms: _anchor, ...json } = policyToJson(policy);

@@ -3,33 +3,33 @@ import type { ActorRecord } from "../store/events.js";
 import { defaultDstPolicy, parseCron, type CronSchedule, type DstPolicy } from "./cron.js";
 import { sha256Bytes, sha256Hex } from "../sha256.js";
 
-// The rules of timers (SPEC T1, T3, T6, K2-K4): what a spec means, when a timer is first due,
+// The rules of timers: what a spec means, when a timer is first due,
 // which occurrence is owed when it rings, and when an occurrence is too late to make. Pure
 // functions of their arguments: `nowMs` is always passed in (STYLE 9). All instants are ms
 // since the epoch, UTC.
 //
 // A timer's states (the row in `timers`):
-// - **scheduled** (next_due_ms set): waits for the clock (T5).
+// - **scheduled** (next_due_ms set): waits for the clock.
 // - scheduled → scheduled (recurring: cron, every_ms): when it rings, one occurrence is
-//   claimed (the most recent due moment ≤ now, so an outage owes one call, K2) and next_due
+//   claimed (the most recent due moment ≤ now, so an outage owes one call) and next_due
 //   moves strictly past now.
 // - scheduled → **spent** (one-shot: at, delay; next_due_ms NULL): claimed once; the row stays
-//   so the timer can be inspected (T4), until the retention sweep deletes it (time/retention.ts;
+//   so the timer can be inspected, until the retention sweep deletes it (time/retention.ts;
 //   a retried Delay under a cause is answered from the log, not from this row).
 // - scheduled → (deleted): Unschedule / CancelDelay, or a declared schedule removed from its
 //   manifest; occurrences already claimed still run (and retry).
 // - declared schedules only: scheduled ⇄ **disabled** (next_due_ms NULL, `disabled` set) by
-//   their manifest or a patch (T2); a schedule of another region than the owner's is stored
-//   with next_due_ms NULL too (K6).
+//   their manifest or a patch; a schedule of another region than the owner's is stored
+//   with next_due_ms NULL too.
 // - recurring timers only: scheduled ⇄ **paused** (next_due_ms NULL, `paused` set with the
-//   note and the due moment it held) by PauseTimer / ResumeTimer (B1); on resume at most one
+//   note and the due moment it held) by PauseTimer / ResumeTimer; on resume at most one
 //   missed occurrence is owed, as the catch-up policy says ({@link resumeDue}).
 // An occurrence is either made (its action is called, call id = occurrence id) or, when later
 // than the timer's `overdue` bound at the claim, recorded as skipped. A made occurrence whose
-// call fails is tried again after each of the timer's `retryDelaysMs` (T7; see fire.ts).
+// call fails is tried again after each of the timer's `retryDelaysMs` (see fire.ts).
 //
-// Schedule policies (B1) shape a recurring timer's moments. Its *nominal* moments are the
-// spec's (cron fire times under its DST policy, B2; or anchor + k·every), kept within
+// Schedule policies shape a recurring timer's moments. Its *nominal* moments are the
+// spec's (cron fire times under its DST policy; or anchor + k·every), kept within
 // [start, end). Each is *due* at nominal + jitter offset (deterministic per timer and moment,
 // always before the next nominal moment: spread over the gap to it when the jitter is wider,
 // {@link dueOf}; `every_ms` timers may not have such a jitter at all,
@@ -40,19 +40,19 @@ import { sha256Bytes, sha256Hex } from "../sha256.js";
 // triggered and backfilled ones are not counted). Overlap ({@link claimDecision}) and catch-up
 // ({@link owedOccurrences}) decide at the claim.
 
-/** The kinds of timers (T2, T3, K3). */
+/** The kinds of timers. */
 export type TimerKind = "runtime" | "declared" | "delay";
 
-/** When a timer fires (T1). */
+/** When a timer fires. */
 export type TimerSpec =
   /** Once, at `atMs`. */
   | { kind: "at"; atMs: number }
-  /** By a 5-field cron expression in an IANA zone ("" = UTC), T10; `dst` absent: shift / first (B2). */
+  /** By a 5-field cron expression in an IANA zone ("" = UTC); `dst` absent: shift / first. */
   | { kind: "cron"; expression: string; zone: string; dst?: DstPolicy }
   /** Every `everyMs` ms, the first one interval after it was set. */
   | { kind: "every"; everyMs: number };
 
-/** How late an occurrence may be made (K2, K3, K4); later ones are skipped. */
+/** How late an occurrence may be made; later ones are skipped. */
 export type Overdue =
   | { kind: "unbounded" }
   /** Made only if at most `maxLatenessMs` late. */
@@ -60,13 +60,13 @@ export type Overdue =
   /** Made only within {@link onTimeToleranceMs} of its moment. */
   | { kind: "onTimeOrNever" };
 
-/** Whether an occurrence may start while the previous one of its timer still runs (B1); K2's default "allow". */
+/** Whether an occurrence may start while the previous one of its timer still runs; by default "allow". */
 export type OverlapPolicy = "allow" | "skip" | "bufferOne";
 
-/** Which missed occurrences a recurring timer owes after an outage (B1); K2's default "latest". */
+/** Which missed occurrences a recurring timer owes after an outage; by default "latest". */
 export type CatchUpPolicy = "latest" | "allWithinWindow" | "none";
 
-/** How a recurring timer runs (B1). Times in ms; instants ms since the epoch, UTC. */
+/** How a recurring timer runs. Times in ms; instants ms since the epoch, UTC. */
 export interface SchedulePolicy {
   /**
    * Each occurrence is made up to this many ms after its nominal moment (deterministic offset,
@@ -86,13 +86,13 @@ export interface SchedulePolicy {
   catchUpWindowMs: number;
   /**
    * `every_ms` timers: the first nominal moment, from which the others are counted (set by the
-   * owner when the timer is set; null for timers set before B1, whose moments are counted from
+   * owner when the timer is set; null for timers set before schedule policies existed, whose moments are counted from
    * their next due moment).
    */
   anchorMs: number | null;
 }
 
-/** K2's policy: no jitter, no bounds, no limit, calls may overlap, latest only after an outage (B1). */
+/** The default policy: no jitter, no bounds, no limit, calls may overlap, latest only after an outage. */
 export const defaultSchedulePolicy: Readonly<SchedulePolicy> = Object.freeze({
   jitterMs: 0,
   startMs: null,
@@ -104,7 +104,7 @@ export const defaultSchedulePolicy: Readonly<SchedulePolicy> = Object.freeze({
   anchorMs: null,
 });
 
-/** A paused timer's state (B1). */
+/** A paused timer's state. */
 export interface PauseState {
   /** The note given to PauseTimer ("" when none). */
   note: string;
@@ -114,7 +114,7 @@ export interface PauseState {
   heldDueMs: number | null;
 }
 
-/** A stored timer: a document of `sys.timers` (T4). */
+/** A stored timer: a document of `sys.timers`. */
 export interface TimerRecord {
   id: string;
   kind: TimerKind;
@@ -125,25 +125,25 @@ export interface TimerRecord {
   spec: TimerSpec;
   /** The next moment it is due, ms since the epoch (UTC); null when spent or disabled. */
   nextDueMs: number | null;
-  /** Who its calls run as (T9), `in` included; null: the system. */
+  /** Who its calls run as, `in` included; null: the system. */
   actor: ActorRecord | null;
   /** Declared schedules: plugin and schedule name ("" otherwise). */
   plugin: string;
   schedule: string;
   overdue: Overdue;
-  /** Chain depth of its calls (K5; 0 in this increment). */
+  /** Chain depth of its calls (0 in this increment). */
   chainDepth: number;
   /** Occurrences called so far (skipped ones not counted). */
   occurrences: number;
-  /** Region whose owner makes it (K6): declared schedules as declared, others the region of the owner that set them. */
+  /** Region whose owner makes it: declared schedules as declared, others the region of the owner that set them. */
   region: number;
-  /** A declared schedule switched off by its manifest or a patch (T2); nextDueMs is then null. */
+  /** A declared schedule switched off by its manifest or a patch; nextDueMs is then null. */
   disabled: boolean;
-  /** Waits between the tries of a failed occurrence, ms (T7): one retry per entry. */
+  /** Waits between the tries of a failed occurrence, ms: one retry per entry. */
   retryDelaysMs: number[];
-  /** Jitter, bounds, maximum count, overlap and catch-up (B1); delays always have the default. */
+  /** Jitter, bounds, maximum count, overlap and catch-up; delays always have the default. */
   policy: SchedulePolicy;
-  /** Set while paused (B1); nextDueMs is then null. */
+  /** Set while paused; nextDueMs is then null. */
   paused: PauseState | null;
   /** Commit time of the Schedule/Delay that set it, ms since the epoch. */
   createdAt: number;
@@ -152,7 +152,7 @@ export interface TimerRecord {
 }
 
 /**
- * Waits between the tries of a failed occurrence when nothing else is said (T7): 2 more tries,
+ * Waits between the tries of a failed occurrence when nothing else is said: 2 more tries,
  * after 10,000 ms then 30,000 ms. Declared schedules set their own with `retry_delays_ms`;
  * runtime timers and delays always use this default.
  */
@@ -160,9 +160,9 @@ export const defaultRetryDelaysMs: readonly number[] = Object.freeze([10_000, 30
 
 /** How far in the past an `at` (or a delay's `at`) may be and still be accepted: 1,000 ms. It then fires at once. */
 export const pastToleranceMs = 1_000;
-/** "On time" for `on_time_or_never` (K3): at most 1,000 ms late. */
+/** "On time" for `on_time_or_never`: at most 1,000 ms late. */
 export const onTimeToleranceMs = 1_000;
-/** Shortest `every_ms`: 1,000 ms (a faster cadence is a pulse's job, K1). */
+/** Shortest `every_ms`: 1,000 ms (a faster cadence is a pulse's job). */
 export const minEveryMs = 1_000;
 /** The range of a protobuf Timestamp, ms since the epoch: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z. */
 const minTimestampMs = -62_135_596_800_000;
@@ -170,13 +170,13 @@ const maxTimestampMs = 253_402_300_799_999;
 
 /** Longest interval or distance into the future anything may be set: 100 years in ms. */
 export const maxHorizonMs = 100 * 366 * 86_400_000;
-/** Shortest catch-up window (B1): 1,000 ms. */
+/** Shortest catch-up window: 1,000 ms. */
 export const minCatchUpWindowMs = 1_000;
-/** Most missed occurrences one claim owes under catch-up "allWithinWindow" (the most recent ones, B1). */
+/** Most missed occurrences one claim owes under catch-up "allWithinWindow" (the most recent ones). */
 export const maxCatchUpOccurrences = 100;
-/** Most occurrences one BackfillTimer makes (B1). */
+/** Most occurrences one BackfillTimer makes. */
 export const maxBackfillOccurrences = 1_000;
-/** Longest pause or resume note, in characters (B1). */
+/** Longest pause or resume note, in characters. */
 export const maxNoteLength = 1_000;
 
 /**
@@ -197,8 +197,8 @@ const cronCache = new Map<string, CronSchedule>();
 /**
  * The checked schedule of a cron spec (parsed once per expression, zone and DST policy,
  * cached). Throws INVALID_ARGUMENT with the field `<field>.cron.expression`,
- * `<field>.cron.zone` or `<field>.cron.dst` (parseCron's message names the bad cron field,
- * T10, B2); `field` defaults to "spec".
+ * `<field>.cron.zone` or `<field>.cron.dst` (parseCron's message names the bad cron field);
+ * `field` defaults to "spec".
  */
 export function cronOf(expression: string, zone: string, dst: DstPolicy = defaultDstPolicy, field = "spec"): CronSchedule {
   const key = `${zone}\n${expression}\n${dst.gap}\n${dst.repeated}`;
@@ -219,8 +219,8 @@ export function cronOf(expression: string, zone: string, dst: DstPolicy = defaul
 }
 
 /**
- * Checks `spec` at the moment it is set (`nowMs`) and returns when it is first due (T3), under
- * `policy` (B1: its first nominal moment within [start, end), plus its jitter; `timerId` seeds
+ * Checks `spec` at the moment it is set (`nowMs`) and returns when it is first due, under
+ * `policy` (its first nominal moment within [start, end), plus its jitter; `timerId` seeds
  * the jitter). `at` more than {@link pastToleranceMs} in the past, or more than 100 years
  * ahead, `every_ms` below {@link minEveryMs} or above 100 years, and bad cron expressions,
  * zones or DST policies (including 6-field expressions) fail with INVALID_ARGUMENT naming the
@@ -252,13 +252,13 @@ export function firstDue(spec: TimerSpec, nowMs: number, field = "spec", policy:
   return due;
 }
 
-/** The anchor an `every_ms` timer set at `nowMs` counts its moments from (B1): its first nominal moment, `nowMs + every_ms`; null for other specs. */
+/** The anchor an `every_ms` timer set at `nowMs` counts its moments from: its first nominal moment, `nowMs + every_ms`; null for other specs. */
 export function anchorFor(spec: TimerSpec, nowMs: number): number | null {
   return spec.kind === "every" ? nowMs + spec.everyMs : null;
 }
 
 /**
- * Checks a schedule policy (B1) for `spec`, reporting under `field` ("policy"): INVALID_ARGUMENT
+ * Checks a schedule policy for `spec`, reporting under `field` ("policy"): INVALID_ARGUMENT
  * naming `policy.jitter_ms` (0 to 100 years; for an `every_ms` spec also below `every_ms`, so
  * the jitter never reaches the next moment), `.end` (not after `start`), `.max_count`,
  * `.catch_up_window_ms` (required, at least 1,000 ms, with "allWithinWindow"; 0 otherwise), or
@@ -287,7 +287,7 @@ export function checkSchedulePolicy(policy: SchedulePolicy, spec: TimerSpec, fie
   return policy;
 }
 
-/** True when `policy` is K2's default, the anchor aside (B1). */
+/** True when `policy` is the default, the anchor aside. */
 export function isDefaultPolicy(policy: SchedulePolicy): boolean {
   const d = defaultSchedulePolicy;
   return policy.jitterMs === d.jitterMs && policy.startMs === d.startMs && policy.endMs === d.endMs && policy.maxCount === d.maxCount && policy.overlap === d.overlap && policy.catchUp === d.catchUp && policy.catchUpWindowMs === d.catchUpWindowMs;
@@ -302,12 +302,12 @@ export function checkAt(atMs: number, nowMs: number, field: string): void {
   if (atMs > nowMs + maxHorizonMs) fail("bad_request", `${field} is more than 100 years ahead`, [{ field, description: "too far ahead" }]);
 }
 
-/** What the moment rules read of a timer (B1); `id`, `policy` and `occurrences` default to "", K2's policy and 0. */
+/** What the moment rules read of a timer; `id`, `policy` and `occurrences` default to "", the default policy and 0. */
 export type TimerMoments = Pick<TimerRecord, "spec" | "nextDueMs"> & Partial<Pick<TimerRecord, "id" | "policy" | "occurrences">>;
 
 /**
  * What `timer` owes to a claim at `nowMs` that looks ahead to `horizonMs` (>= `nowMs`, the
- * clock's lookahead, T5): the moments it missed up to `nowMs`, by its catch-up policy
+ * clock's lookahead): the moments it missed up to `nowMs`, by its catch-up policy
  * ({@link owedOccurrences}), then each of its moments in (`nowMs`, `horizonMs`], on time, in
  * order; and its next due moment after them (null: spent). So a moment missed while the owner
  * was down or the timer paused is never hidden by the next one coming up within the lookahead.
@@ -326,7 +326,7 @@ export function owedWithin(timer: TimerMoments, nowMs: number, horizonMs: number
 
 /**
  * Every occurrence `timer` owes when the clock rings at `nowMs` (its next due moment is at or
- * before it), by its catch-up policy (B1, K2), ascending, and its next due moment after them
+ * before it), by its catch-up policy, ascending, and its next due moment after them
  * (strictly after `nowMs`; null: spent). Of the due moments from its next one up to `nowMs`:
  * - "latest" (default): the most recent one;
  * - "allWithinWindow": those at most `catchUpWindowMs` before `nowMs`, at most
@@ -335,7 +335,7 @@ export function owedWithin(timer: TimerMoments, nowMs: number, horizonMs: number
  *   late), else none.
  * Never more than `maxCount - occurrences` (the most recent); the next due moment is null when
  * these make the count, or when the next moment is at or after `end`. One-shots owe their one
- * moment. Moments not owed are not recorded (as K2's earlier missed moments are not).
+ * moment. Moments not owed are not recorded (as a timer without a policy does with its earlier missed moments).
  */
 export function owedOccurrences(timer: TimerMoments, nowMs: number): { dueMs: number[]; nextDueMs: number | null } {
   const due = timer.nextDueMs as number;
@@ -371,7 +371,7 @@ export function owedOccurrences(timer: TimerMoments, nowMs: number): { dueMs: nu
 }
 
 /**
- * What the claim does with an owed occurrence of `timer` that is `latenessMs` late (B1, K3),
+ * What the claim does with an owed occurrence of `timer` that is `latenessMs` late,
  * given the timer's occurrences that have not ended (`active.running`: pending or waiting for a
  * retry; `active.buffered`: held by "bufferOne"): "skipped" with the reason when it is later
  * than the timer's `overdue` bound, or when the overlap policy is "skip" and one runs, or
@@ -390,7 +390,7 @@ export function claimDecision(timer: Pick<TimerRecord, "overdue"> & Partial<Pick
 }
 
 /**
- * The due moment a paused `timer` takes when resumed at `nowMs` (B1), or null when it has none
+ * The due moment a paused `timer` takes when resumed at `nowMs`, or null when it has none
  * (its held moment was null, or its moments ended). Nothing missed while paused (the held
  * moment is still ahead): the held moment. Otherwise at most one missed occurrence is owed,
  * by the catch-up policy: the most recent missed due moment ("latest"; "allWithinWindow" when
@@ -405,7 +405,7 @@ export function resumeDue(timer: TimerMoments & Pick<TimerRecord, "paused">, now
 }
 
 /**
- * The due moments of the nominal moments of `timer` in [startMs, endMs) (BackfillTimer, B1),
+ * The due moments of the nominal moments of `timer` in [startMs, endMs) (BackfillTimer),
  * ascending, each with its jitter, so a moment the schedule made has the same due moment
  * (and occurrence id). The timer's own bounds and count do not apply. INVALID_ARGUMENT naming
  * `end` when the range holds more than {@link maxBackfillOccurrences}.
@@ -422,7 +422,7 @@ export function backfillMoments(timer: TimerMoments & Pick<TimerRecord, "paused"
 
 /**
  * The last moment (ms since the epoch, UTC) an occurrence due at `dueMs` may still be made
- * under `overdue` (K4): `dueMs` plus its bound, or plus {@link onTimeToleranceMs} for
+ * under `overdue`: `dueMs` plus its bound, or plus {@link onTimeToleranceMs} for
  * `on_time_or_never`; undefined when unbounded. The call of time waits for an executor's
  * credit only until then (ActionCalls).
  */
@@ -438,7 +438,7 @@ export function latestStartMs(overdue: Overdue, dueMs: number): number | undefin
 }
 
 /**
- * Why an occurrence `latenessMs` late may not be made under `overdue` (K3, K4), or "" when
+ * Why an occurrence `latenessMs` late may not be made under `overdue`, or "" when
  * it may: `max_lateness_ms` allows up to that bound inclusive, `on_time_or_never` up to
  * {@link onTimeToleranceMs}.
  */
@@ -454,9 +454,9 @@ export function tooLate(overdue: Overdue, latenessMs: number): string {
 }
 
 /**
- * The id of the occurrence of timer `timerId` due at `dueMs` (T6): 32 hex characters, the due
+ * The id of the occurrence of timer `timerId` due at `dueMs`: 32 hex characters, the due
  * moment (12, ms since the epoch) then 20 of SHA-256 over both. It is the occurrence's action
- * call id, so however often the owner calls it (restarts, retries), the log keeps it once (A3).
+ * call id, so however often the owner calls it (restarts, retries), the log keeps it once.
  * Leading with the moment makes ids sort by due: the claims, made in due order, add to the end
  * of the occurrences' and calls' id indexes instead of to pages all over them (fewer pages
  * written per commit).
@@ -468,7 +468,7 @@ export function occurrenceId(timerId: string, dueMs: number): string {
 
 /**
  * The next `count` moments `timer` is due, from its next due moment on (GetTimer's
- * preview, T4, B1), with jitter, within its end bound and maximum count: empty when spent;
+ * preview), with jitter, within its end bound and maximum count: empty when spent;
  * one for one-shots. A paused timer previews the moments after `nowMs` it would have if
  * resumed (catch-up aside).
  */
@@ -492,7 +492,7 @@ export function preview(timer: TimerMoments & Partial<Pick<TimerRecord, "paused"
   return out;
 }
 
-// ---- nominal moments (B1) ----
+// ---- nominal moments ----
 // A recurring timer's nominal moments are its spec's: cron fire times (with its DST policy)
 // or `anchor + k·every` (anchor: the policy's, else the next due moment, which is then on
 // the lattice since jitter needs an anchor). `rawNext`/`rawPrev` ignore the bounds;
@@ -541,7 +541,7 @@ function everyOrigin(timer: TimerMoments): number {
 }
 
 /**
- * The due moment of nominal moment `n` of `timer` (B1): `n` plus its jitter offset, a
+ * The due moment of nominal moment `n` of `timer`: `n` plus its jitter offset, a
  * deterministic function of the timer id and `n`, from 0 up to `min(jitterMs, gap - 1)` where
  * `gap` is the distance to the next nominal moment. So the offset never reaches the next
  * moment and due moments stay strictly increasing: a jitter below the gap gives its offsets
@@ -556,7 +556,7 @@ export function dueOf(timer: TimerMoments, n: number): number {
   return n + jitterOffset(timer.id ?? "", n, next === null ? jitter : Math.min(jitter, next - n - 1));
 }
 
-/** The nominal moment whose due moment is `dueMs` (the inverse of {@link dueOf}, B1): the last one at or before it, as a due moment is before the next nominal moment. */
+/** The nominal moment whose due moment is `dueMs` (the inverse of {@link dueOf}): the last one at or before it, as a due moment is before the next nominal moment. */
 export function nominalOf(timer: TimerMoments, dueMs: number): number {
   if ((timer.policy?.jitterMs ?? 0) === 0 || timer.spec.kind === "at") return timer.spec.kind === "at" ? timer.spec.atMs : dueMs;
   return rawPrev(timer, dueMs + 1) ?? dueMs;
@@ -564,7 +564,7 @@ export function nominalOf(timer: TimerMoments, dueMs: number): number {
 
 /**
  * 0 to `maxMs` ms (inclusive), spread (near-)evenly over that range: from SHA-256 over the
- * timer id and the nominal moment (B1). The same hash for any `maxMs`, so only the range
+ * timer id and the nominal moment. The same hash for any `maxMs`, so only the range
  * changes a moment's offset.
  */
 function jitterOffset(timerId: string, nominalMs: number, maxMs: number): number {
@@ -573,7 +573,7 @@ function jitterOffset(timerId: string, nominalMs: number, maxMs: number): number
 }
 
 /**
- * The id of a triggered occurrence of timer `timerId` (TriggerTimer, B1): 32 hex characters of
+ * The id of a triggered occurrence of timer `timerId` (TriggerTimer): 32 hex characters of
  * SHA-256 over the timer id and `key` (derived from the cause under one, else fresh), so it
  * never collides with a scheduled occurrence's.
  */

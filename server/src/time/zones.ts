@@ -162,7 +162,7 @@ export function daysInMonth(year: number, month: number): number {
 let zoneNames: Map<string, string> | undefined;
 
 /**
- * The canonical spelling of IANA zone `name` (T10, T4: `utc` is stored as `UTC`,
+ * The canonical spelling of IANA zone `name` (`utc` is stored as `UTC`,
  * `europe/berlin` as `Europe/Berlin`): the zone as Intl lists it, matched without regard to
  * case; a valid name Intl does not list (an alias such as `US/Eastern`, or `UTC`) keeps the
  * spelling Intl resolves it to when that differs only in case, else its own. "" stays "" (UTC).

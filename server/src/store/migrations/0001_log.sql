@@ -1,4 +1,4 @@
--- The event log (SPEC E1). seq is given by the committer: dense, from 1.
+-- The event log. seq is given by the committer: dense, from 1.
 CREATE TABLE events (
   seq   INTEGER PRIMARY KEY,
   id    TEXT    NOT NULL UNIQUE,
@@ -10,7 +10,7 @@ CREATE TABLE events (
 ) STRICT;
 CREATE INDEX events_by_type ON events (type, seq);
 
--- Registered plugin manifests (E4): the current revision of each plugin...
+-- Registered plugin manifests: the current revision of each plugin...
 CREATE TABLE plugins (
   name          TEXT    PRIMARY KEY,
   revision      INTEGER NOT NULL,

@@ -1,4 +1,4 @@
--- Documents of durable collections (SPEC C1-C3). `doc` is the whole JSON
+-- Documents of durable collections. `doc` is the whole JSON
 -- object, `_id` included; collection names are global (like event types).
 CREATE TABLE documents (
   collection TEXT NOT NULL,
@@ -7,7 +7,7 @@ CREATE TABLE documents (
   PRIMARY KEY (collection, id)
 ) STRICT, WITHOUT ROWID;
 
--- Writes done under a cause (X5, E7) in durable collections that write no
+-- Writes done under a cause in durable collections that write no
 -- change event (`events: false`, `records`): the derived write id, so a
 -- retried write is answered instead of applied twice. Collections that write
 -- events find the id in the log instead.

@@ -1,4 +1,4 @@
--- Processor cursors (SPEC P3): every event at or below ack_floor is finished.
+-- Processor cursors: every event at or below ack_floor is finished.
 CREATE TABLE cursors (
   processor  TEXT    PRIMARY KEY,   -- plugin.processor
   ack_floor  INTEGER NOT NULL,
@@ -6,7 +6,7 @@ CREATE TABLE cursors (
   updated_at INTEGER NOT NULL       -- ms since the epoch, UTC
 ) STRICT;
 
--- Deliveries whose tries ran out (P6), kept for listing and redelivery (P8, B3).
+-- Deliveries whose tries ran out, kept for listing and redelivery.
 CREATE TABLE failed_deliveries (
   processor  TEXT    NOT NULL,
   seq        INTEGER NOT NULL,      -- the event that failed

@@ -1,4 +1,4 @@
--- Action calls (SPEC A2-A4, E7): one row per call id, whatever the action's
+-- Action calls: one row per call id, whatever the action's
 -- `record` says, so a call id that completed is answered without running and
 -- one that failed runs again. Recorded calls also leave action.* events in
 -- the log; `record: false` calls leave only this row.

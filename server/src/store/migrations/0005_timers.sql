@@ -1,6 +1,6 @@
--- Timers (SPEC T1-T6, T9, K2-K4): the documents of `sys.timers`. A timer is
+-- Timers: the documents of `sys.timers`. A timer is
 -- due when next_due_ms <= now; the owner's one clock is armed for the
--- smallest next_due_ms (T5). NULL next_due_ms: spent (a one-shot that fired)
+-- smallest next_due_ms. NULL next_due_ms: spent (a one-shot that fired)
 -- or disabled.
 CREATE TABLE timers (
   id          TEXT    PRIMARY KEY,
@@ -9,19 +9,19 @@ CREATE TABLE timers (
   input       TEXT    NOT NULL,            -- JSON object, private fields included
   spec        TEXT    NOT NULL,            -- JSON {"at": ms} | {"cron": expr, "zone": iana} | {"every_ms": ms}
   next_due_ms INTEGER,                     -- ms since the epoch, UTC; NULL when spent or disabled
-  actor       TEXT,                        -- JSON {id, for, in, via} of whoever set it (T9); NULL = the system
+  actor       TEXT,                        -- JSON {id, for, in, via} of whoever set it; NULL = the system
   plugin      TEXT    NOT NULL DEFAULT '', -- declared schedules: the declaring plugin
   schedule    TEXT    NOT NULL DEFAULT '', -- declared schedules: the schedule's name
   overdue     TEXT    NOT NULL,            -- JSON {"unbounded": true} | {"max_lateness_ms": n} | {"on_time_or_never": true}
-  chain_depth INTEGER NOT NULL DEFAULT 0,  -- K5
+  chain_depth INTEGER NOT NULL DEFAULT 0,
   occurrences INTEGER NOT NULL DEFAULT 0,  -- occurrences called so far (skipped ones not counted)
-  region      INTEGER NOT NULL DEFAULT 0,  -- K6; 0: any
+  region      INTEGER NOT NULL DEFAULT 0,  -- 0: any
   created_at  INTEGER NOT NULL,            -- commit time of the last Schedule/Delay, ms since the epoch
   updated_at  INTEGER NOT NULL             -- commit time of the last change, ms since the epoch
 ) STRICT;
 CREATE INDEX timers_by_due ON timers (next_due_ms, id);
 
--- Occurrences (T6, K2-K4): one row per (timer, due instant), written in the
+-- Occurrences: one row per (timer, due instant), written in the
 -- commit that claims it. The id is H(timer id, due instant) and is the call
 -- id of the action call, so an occurrence is called (and logged) once however
 -- often the owner tries. `pending` rows are called again after a restart.

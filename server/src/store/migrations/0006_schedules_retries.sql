@@ -1,4 +1,4 @@
--- Declared schedules (SPEC T2, K2, K6) and retries of failed occurrences (T7).
+-- Declared schedules and retries of failed occurrences.
 --
 -- timers: `disabled` (a declared schedule switched off by its manifest or a
 -- patch; next_due_ms is then NULL) and `retry_delays_ms`, the waits between

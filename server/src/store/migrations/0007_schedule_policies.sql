@@ -1,7 +1,7 @@
--- Schedules like Temporal's (SPEC B1) and per-schedule DST policies (B2).
+-- Schedules like Temporal's and per-schedule DST policies.
 --
 -- timers: `policy`, the schedule policy as JSON (jitter_ms, start_ms, end_ms,
--- max_count, overlap, catch_up, catch_up_window_ms, anchor_ms; '{}' = K2's
+-- max_count, overlap, catch_up, catch_up_window_ms, anchor_ms; '{}' = the default
 -- defaults), and `paused`, the pause state as JSON ({note, at_ms,
 -- held_due_ms}) or NULL when not paused; a paused timer has next_due_ms NULL
 -- (it claims nothing). The DST policy of a cron spec lives in `spec`
@@ -14,7 +14,7 @@ ALTER TABLE timers ADD COLUMN paused TEXT;
 -- next_attempt_ms = the release) and `origin`: `schedule` (claimed when due),
 -- `trigger` (TriggerTimer) or `backfill` (BackfillTimer). Triggered and
 -- backfilled occurrences are written `retry_wait` with attempts 0 and
--- next_attempt_ms = when to make them, so the one clock makes them (T5). SQLite
+-- next_attempt_ms = when to make them, so the one clock makes them. SQLite
 -- cannot change a CHECK constraint in place, so the table is rebuilt.
 CREATE TABLE timer_occurrences_v7 (
   id              TEXT    PRIMARY KEY,          -- occurrenceId(timer id, due_ms), or a triggered occurrence's id
@@ -42,5 +42,5 @@ ALTER TABLE timer_occurrences_v7 RENAME TO timer_occurrences;
 CREATE INDEX timer_occurrences_by_timer ON timer_occurrences (timer_id, due_ms);
 CREATE INDEX timer_occurrences_pending ON timer_occurrences (status) WHERE status = 'pending';
 CREATE INDEX timer_occurrences_retry_wait ON timer_occurrences (next_attempt_ms) WHERE status = 'retry_wait';
--- The occurrences of a timer that have not ended (overlap policy, B1).
+-- The occurrences of a timer that have not ended (overlap policy).
 CREATE INDEX timer_occurrences_active ON timer_occurrences (timer_id, status) WHERE status IN ('pending', 'retry_wait', 'buffered');

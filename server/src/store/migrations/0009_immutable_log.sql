@@ -1,4 +1,4 @@
--- The log is immutable (SPEC E1) in the database itself, not only in the owner's code: no
+-- The log is immutable in the database itself, not only in the owner's code: no
 -- statement on any connection (the owner's, maintenance SQL, the sqlite3 shell) may update or
 -- delete an event. The owner only ever inserts into events (store/events.ts). DROP TABLE and
 -- INSERT OR REPLACE (whose conflict deletes fire no trigger unless recursive_triggers is on)
@@ -6,10 +6,10 @@
 -- (store/maintenance.ts). A trigger is part of the schema: maintenance SQL may not drop it.
 CREATE TRIGGER events_immutable_no_update BEFORE UPDATE ON events
 BEGIN
-  SELECT RAISE(ABORT, 'the log is immutable (E1): events cannot be updated');
+  SELECT RAISE(ABORT, 'the log is immutable: events cannot be updated');
 END;
 
 CREATE TRIGGER events_immutable_no_delete BEFORE DELETE ON events
 BEGIN
-  SELECT RAISE(ABORT, 'the log is immutable (E1): events cannot be deleted');
+  SELECT RAISE(ABORT, 'the log is immutable: events cannot be deleted');
 END;

@@ -5,7 +5,7 @@
 -- after). It now holds pending timers only (every query on it says next_due_ms <= ? or IS NOT
 -- NULL); ListTimers' tail of timers without a next due moment comes by last change instead, from
 -- timers_unscheduled, which a firing appends to.
--- An older owner's maintenance SQL (O4) could create an index of that name (the name was not yet
+-- An older owner's maintenance SQL could create an index of that name (the name was not yet
 -- the owner's): it is replaced, or the upgrade would stop on "already exists".
 DROP INDEX timers_by_due;
 CREATE INDEX timers_by_due ON timers (next_due_ms, id) WHERE next_due_ms IS NOT NULL;

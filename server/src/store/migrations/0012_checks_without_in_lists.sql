@@ -52,7 +52,7 @@ DROP TABLE timer_occurrences;
 ALTER TABLE timer_occurrences_v12 RENAME TO timer_occurrences;
 CREATE INDEX timer_occurrences_pending ON timer_occurrences (status) WHERE status = 'pending';
 CREATE INDEX timer_occurrences_retry_wait ON timer_occurrences (next_attempt_ms, id) WHERE status = 'retry_wait';
--- The occurrences of a timer that have not ended (overlap policy, B1; retention of spent timers).
+-- The occurrences of a timer that have not ended (overlap policy; retention of spent timers).
 CREATE INDEX timer_occurrences_active ON timer_occurrences (timer_id, status) WHERE (status = 'pending' OR status = 'retry_wait' OR status = 'buffered');
 -- The ended occurrences by last change (retention, 0008).
 CREATE INDEX timer_occurrences_ended ON timer_occurrences (updated_at) WHERE (status = 'completed' OR status = 'failed' OR status = 'skipped');

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class ActionServiceStub:
-    """Calls actions (A1-A4).
+    """Calls actions.
     """
 
     def __init__(self, channel):
@@ -43,13 +43,13 @@ class ActionServiceStub:
 
 
 class ActionServiceServicer:
-    """Calls actions (A1-A4).
+    """Calls actions.
     """
 
     def CallAction(self, request, context):
-        """Calls an action and waits for its result (A2). A call id that already
-        completed answers from the log (A3). No executor hosting the action
-        within the deadline: UNAVAILABLE (A4). A failed run: ABORTED with the
+        """Calls an action and waits for its result. A call id that already
+        completed answers from the log. No executor hosting the action
+        within the deadline: UNAVAILABLE. A failed run: ABORTED with the
         action's error. The caller's deadline and cancellation reach the executor.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -73,7 +73,7 @@ def add_ActionServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ActionService:
-    """Calls actions (A1-A4).
+    """Calls actions.
     """
 
     @staticmethod

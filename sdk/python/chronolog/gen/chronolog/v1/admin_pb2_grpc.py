@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class AdminServiceStub:
-    """Operator tools (O4, P8, B3). Every method needs the admin role
+    """Operator tools. Every method needs the admin role
     (PERMISSION_DENIED otherwise) and records what it changes.
     """
 
@@ -74,7 +74,7 @@ class AdminServiceStub:
 
 
 class AdminServiceServicer:
-    """Operator tools (O4, P8, B3). Every method needs the admin role
+    """Operator tools. Every method needs the admin role
     (PERMISSION_DENIED otherwise) and records what it changes.
     """
 
@@ -86,14 +86,14 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def MoveCursor(self, request, context):
-        """Moves a processor's cursor to a seq or a time (P8); records the move.
+        """Moves a processor's cursor to a seq or a time; records the move.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SetProcessorPaused(self, request, context):
-        """Pauses or resumes a processor (B3); records `processor.paused` or
+        """Pauses or resumes a processor; records `processor.paused` or
         `processor.resumed`. Idempotent: a processor already in the requested
         state is left alone, nothing is recorded and the response says `unchanged`.
         """
@@ -109,7 +109,7 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RedeliverFailed(self, request, context):
-        """Delivers failed events again (P8); records the redrive.
+        """Delivers failed events again; records the redrive.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -123,7 +123,7 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ExecuteSql(self, request, context):
-        """Runs maintenance SQL; recorded as `maintenance.sql` (O4).
+        """Runs maintenance SQL; recorded as `maintenance.sql`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -176,7 +176,7 @@ def add_AdminServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
-    """Operator tools (O4, P8, B3). Every method needs the admin role
+    """Operator tools. Every method needs the admin role
     (PERMISSION_DENIED otherwise) and records what it changes.
     """
 

@@ -26,8 +26,8 @@ if _version_not_supported:
 
 
 class CollectionServiceStub:
-    """Documents in plugin-declared collections (C1-C4). Each write commits the
-    document and its change event together (C3).
+    """Documents in plugin-declared collections. Each write commits the
+    document and its change event together.
     """
 
     def __init__(self, channel):
@@ -69,8 +69,8 @@ class CollectionServiceStub:
 
 
 class CollectionServiceServicer:
-    """Documents in plugin-declared collections (C1-C4). Each write commits the
-    document and its change event together (C3).
+    """Documents in plugin-declared collections. Each write commits the
+    document and its change event together.
     """
 
     def CreateDocument(self, request, context):
@@ -157,8 +157,8 @@ def add_CollectionServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class CollectionService:
-    """Documents in plugin-declared collections (C1-C4). Each write commits the
-    document and its change event together (C3).
+    """Documents in plugin-declared collections. Each write commits the
+    document and its change event together.
     """
 
     @staticmethod

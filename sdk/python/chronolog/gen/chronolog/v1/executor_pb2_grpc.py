@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class ExecutorServiceStub:
-    """The executor's bidirectional stream (X1-X5).
+    """The executor's bidirectional stream.
     """
 
     def __init__(self, channel):
@@ -43,7 +43,7 @@ class ExecutorServiceStub:
 
 
 class ExecutorServiceServicer:
-    """The executor's bidirectional stream (X1-X5).
+    """The executor's bidirectional stream.
     """
 
     def Subscribe(self, request_iterator, context):
@@ -73,7 +73,7 @@ def add_ExecutorServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ExecutorService:
-    """The executor's bidirectional stream (X1-X5).
+    """The executor's bidirectional stream.
     """
 
     @staticmethod

@@ -67,7 +67,7 @@ class LogServiceServicer:
     """
 
     def Emit(self, request, context):
-        """Validates and commits one event (E1, E4, E5, E7). Returns once the event is
+        """Validates and commits one event. Returns once the event is
         durable. INVALID_ARGUMENT: undeclared type or schema violation (details
         carry google.rpc.BadRequest with the JSON pointer). PERMISSION_DENIED: the
         type's `allow` excludes the caller. ALREADY_EXISTS: the id is in the log
@@ -85,7 +85,7 @@ class LogServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReadLog(self, request, context):
-        """Reads the log in pages after a seq, filtered by type and a `where` filter (E9).
+        """Reads the log in pages after a seq, filtered by type and a `where` filter.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -99,7 +99,7 @@ class LogServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Watch(self, request, context):
-        """Catches up from a seq, then follows live commits (E9). Back-pressured: a
+        """Catches up from a seq, then follows live commits. Back-pressured: a
         slow reader slows its own stream only.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

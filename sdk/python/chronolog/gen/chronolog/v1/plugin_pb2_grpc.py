@@ -27,7 +27,7 @@ if _version_not_supported:
 
 class PluginServiceStub:
     """Plugins declare the contract: event types, collections, actions,
-    processors, schedules and pulses (E4, E5, C1, A1, P1, T2, K1).
+    processors, schedules and pulses.
     """
 
     def __init__(self, channel):
@@ -55,7 +55,7 @@ class PluginServiceStub:
 
 class PluginServiceServicer:
     """Plugins declare the contract: event types, collections, actions,
-    processors, schedules and pulses (E4, E5, C1, A1, P1, T2, K1).
+    processors, schedules and pulses.
     """
 
     def RegisterPlugin(self, request, context):
@@ -109,7 +109,7 @@ def add_PluginServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class PluginService:
     """Plugins declare the contract: event types, collections, actions,
-    processors, schedules and pulses (E4, E5, C1, A1, P1, T2, K1).
+    processors, schedules and pulses.
     """
 
     @staticmethod

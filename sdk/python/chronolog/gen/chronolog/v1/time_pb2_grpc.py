@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class TimeServiceStub:
-    """Timers, schedules and delays (T1-T10, K2-K6).
+    """Timers, schedules and delays.
     """
 
     def __init__(self, channel):
@@ -93,11 +93,11 @@ class TimeServiceStub:
 
 
 class TimeServiceServicer:
-    """Timers, schedules and delays (T1-T10, K2-K6).
+    """Timers, schedules and delays.
     """
 
     def Schedule(self, request, context):
-        """Sets a timer (T3); the same timer id replaces it. INVALID_ARGUMENT for a
+        """Sets a timer; the same timer id replaces it. INVALID_ARGUMENT for a
         bad cron expression, an unknown zone or a time in the past for `at`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -112,7 +112,7 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Delay(self, request, context):
-        """Arms a one-shot delayed call (K3); returns the id that cancels it. With a
+        """Arms a one-shot delayed call; returns the id that cancels it. With a
         `delay_id`, safe to retry from outside (see DelayRequest.delay_id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -136,7 +136,7 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListTimers(self, request, context):
-        """Lists timers with their next fire times (T4).
+        """Lists timers with their next fire times.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -150,7 +150,7 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PauseTimer(self, request, context):
-        """Pauses a recurring timer (B1): it claims nothing until resumed; recorded as
+        """Pauses a recurring timer: it claims nothing until resumed; recorded as
         `timer.paused` with the note. FAILED_PRECONDITION for a delay or a one-shot.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -158,7 +158,7 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResumeTimer(self, request, context):
-        """Resumes a paused timer (B1), owing at most one missed occurrence as its
+        """Resumes a paused timer, owing at most one missed occurrence as its
         catch-up policy says; recorded as `timer.resumed` with the note.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -166,7 +166,7 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def TriggerTimer(self, request, context):
-        """Makes one occurrence now (B1), with its own occurrence id, as the timer's
+        """Makes one occurrence now, with its own occurrence id, as the timer's
         actor; recorded as `timer.triggered`. FAILED_PRECONDITION for a delay.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -174,7 +174,7 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def BackfillTimer(self, request, context):
-        """Makes one occurrence per fire time in [start, end) (B1), in order, each with
+        """Makes one occurrence per fire time in [start, end), in order, each with
         its own due moment; recorded as `timer.backfilled`. Moments already made are
         not made again. FAILED_PRECONDITION for a delay or a one-shot.
         """
@@ -249,7 +249,7 @@ def add_TimeServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class TimeService:
-    """Timers, schedules and delays (T1-T10, K2-K6).
+    """Timers, schedules and delays.
     """
 
     @staticmethod

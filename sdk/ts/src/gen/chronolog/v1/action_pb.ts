@@ -36,14 +36,14 @@ export type CallActionRequest = Message<"chronolog.v1.CallActionRequest"> & {
   input?: JsonObject | undefined;
 
   /**
-   * Optional client-chosen call id (idempotency key, E7).
+   * Optional client-chosen call id (idempotency key).
    *
    * @generated from field: string call_id = 3;
    */
   callId: string;
 
   /**
-   * Set when called by code under a delivery or action run (X5).
+   * Set when called by code under a delivery or action run.
    *
    * @generated from field: chronolog.v1.Cause cause = 4;
    */
@@ -85,7 +85,7 @@ export type CallActionResponse = Message<"chronolog.v1.CallActionResponse"> & {
   output?: JsonObject | undefined;
 
   /**
-   * True when answered from the log without running (A3).
+   * True when answered from the log without running.
    *
    * @generated from field: bool from_log = 3;
    */
@@ -100,15 +100,15 @@ export const CallActionResponseSchema: GenMessage<CallActionResponse> = /*@__PUR
   messageDesc(file_chronolog_v1_action, 1);
 
 /**
- * Calls actions (A1-A4).
+ * Calls actions.
  *
  * @generated from service chronolog.v1.ActionService
  */
 export const ActionService: GenService<{
   /**
-   * Calls an action and waits for its result (A2). A call id that already
-   * completed answers from the log (A3). No executor hosting the action
-   * within the deadline: UNAVAILABLE (A4). A failed run: ABORTED with the
+   * Calls an action and waits for its result. A call id that already
+   * completed answers from the log. No executor hosting the action
+   * within the deadline: UNAVAILABLE. A failed run: ABORTED with the
    * action's error. The caller's deadline and cancellation reach the executor.
    *
    * @generated from rpc chronolog.v1.ActionService.CallAction

@@ -30,7 +30,7 @@ export type ProcessorStatus = Message<"chronolog.v1.ProcessorStatus"> & {
   name: string;
 
   /**
-   * The durable cursor: every event at or below it is finished (P3).
+   * The durable cursor: every event at or below it is finished.
    *
    * @generated from field: uint64 ack_floor = 2;
    */
@@ -245,7 +245,7 @@ export const SetProcessorPausedResponseSchema: GenMessage<SetProcessorPausedResp
   messageDesc(file_chronolog_v1_admin, 6);
 
 /**
- * A delivery whose tries ran out (P6).
+ * A delivery whose tries ran out.
  *
  * @generated from message chronolog.v1.FailedDelivery
  */
@@ -589,7 +589,7 @@ export const ExecuteSqlResponseSchema: GenMessage<ExecuteSqlResponse> = /*@__PUR
   messageDesc(file_chronolog_v1_admin, 16);
 
 /**
- * Operator tools (O4, P8, B3). Every method needs the admin role
+ * Operator tools. Every method needs the admin role
  * (PERMISSION_DENIED otherwise) and records what it changes.
  *
  * @generated from service chronolog.v1.AdminService
@@ -606,7 +606,7 @@ export const AdminService: GenService<{
     output: typeof ListProcessorsResponseSchema;
   },
   /**
-   * Moves a processor's cursor to a seq or a time (P8); records the move.
+   * Moves a processor's cursor to a seq or a time; records the move.
    *
    * @generated from rpc chronolog.v1.AdminService.MoveCursor
    */
@@ -616,7 +616,7 @@ export const AdminService: GenService<{
     output: typeof MoveCursorResponseSchema;
   },
   /**
-   * Pauses or resumes a processor (B3); records `processor.paused` or
+   * Pauses or resumes a processor; records `processor.paused` or
    * `processor.resumed`. Idempotent: a processor already in the requested
    * state is left alone, nothing is recorded and the response says `unchanged`.
    *
@@ -638,7 +638,7 @@ export const AdminService: GenService<{
     output: typeof ListFailedDeliveriesResponseSchema;
   },
   /**
-   * Delivers failed events again (P8); records the redrive.
+   * Delivers failed events again; records the redrive.
    *
    * @generated from rpc chronolog.v1.AdminService.RedeliverFailed
    */
@@ -658,7 +658,7 @@ export const AdminService: GenService<{
     output: typeof ListExecutorsResponseSchema;
   },
   /**
-   * Runs maintenance SQL; recorded as `maintenance.sql` (O4).
+   * Runs maintenance SQL; recorded as `maintenance.sql`.
    *
    * @generated from rpc chronolog.v1.AdminService.ExecuteSql
    */

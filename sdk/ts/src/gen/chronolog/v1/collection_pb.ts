@@ -64,7 +64,7 @@ export type CreateDocumentRequest = Message<"chronolog.v1.CreateDocumentRequest"
   doc?: JsonObject | undefined;
 
   /**
-   * Set when written by code under a cause (X5).
+   * Set when written by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 3;
    */
@@ -141,7 +141,7 @@ export type ReplaceDocumentRequest = Message<"chronolog.v1.ReplaceDocumentReques
   doc?: JsonObject | undefined;
 
   /**
-   * Set when written by code under a cause (X5).
+   * Set when written by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 4;
    */
@@ -225,7 +225,7 @@ export type PatchDocumentRequest = Message<"chronolog.v1.PatchDocumentRequest"> 
   unset: string[];
 
   /**
-   * Set when written by code under a cause (X5).
+   * Set when written by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 5;
    */
@@ -295,7 +295,7 @@ export type DeleteDocumentRequest = Message<"chronolog.v1.DeleteDocumentRequest"
   id: string;
 
   /**
-   * Set when written by code under a cause (X5).
+   * Set when written by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 3;
    */
@@ -450,8 +450,8 @@ export const FindDocumentsResponseSchema: GenMessage<FindDocumentsResponse> = /*
   messageDesc(file_chronolog_v1_collection, 12);
 
 /**
- * Documents in plugin-declared collections (C1-C4). Each write commits the
- * document and its change event together (C3).
+ * Documents in plugin-declared collections. Each write commits the
+ * document and its change event together.
  *
  * @generated from service chronolog.v1.CollectionService
  */

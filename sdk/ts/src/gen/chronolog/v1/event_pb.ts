@@ -15,7 +15,7 @@ export const file_chronolog_v1_event: GenFile = /*@__PURE__*/
   fileDesc("ChhjaHJvbm9sb2cvdjEvZXZlbnQucHJvdG8SDGNocm9ub2xvZy52MSKwAQoFRXZlbnQSCwoDc2VxGAEgASgEEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSJQoEZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFY2F1c2UYBSABKAkSIgoFYWN0b3IYBiABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjkKBUFjdG9yEgoKAmlkGAEgASgJEgsKA2ZvchgCIAEoCRIKCgJpbhgDIAEoCRILCgN2aWEYBCABKAkiKwoFQ2F1c2USEAoIZXZlbnRfaWQYASABKAkSEAoIcG9zaXRpb24YAiABKA1iBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
- * An immutable fact in the owner's log (SPEC E1).
+ * An immutable fact in the owner's log.
  *
  * @generated from message chronolog.v1.Event
  */
@@ -29,7 +29,7 @@ export type Event = Message<"chronolog.v1.Event"> & {
 
   /**
    * Unique id. A client may choose it (an Emit with an id already in the log
-   * returns the existing event, E7); work under a cause gets a derived id.
+   * returns the existing event); work under a cause gets a derived id.
    *
    * @generated from field: string id = 2;
    */
@@ -43,7 +43,7 @@ export type Event = Message<"chronolog.v1.Event"> & {
   type: string;
 
   /**
-   * What it says: a JSON object, checked against the type's schema (E4).
+   * What it says: a JSON object, checked against the type's schema.
    *
    * @generated from field: google.protobuf.Struct data = 4;
    */
@@ -57,7 +57,7 @@ export type Event = Message<"chronolog.v1.Event"> & {
   cause: string;
 
   /**
-   * Who did it; absent means the system (E2).
+   * Who did it; absent means the system.
    *
    * @generated from field: chronolog.v1.Actor actor = 6;
    */
@@ -79,9 +79,9 @@ export const EventSchema: GenMessage<Event> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_event, 0);
 
 /**
- * The whole actor of a piece of work (SPEC E2): who, on whose behalf, where
+ * The whole actor of a piece of work: who, on whose behalf, where
  * and through what. Every field may be empty. Which fields a caller may assert
- * is decided by its principal (R5).
+ * is decided by its principal.
  *
  * @generated from message chronolog.v1.Actor
  */
@@ -123,7 +123,7 @@ export const ActorSchema: GenMessage<Actor> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_event, 1);
 
 /**
- * Names work done under a delivery or an action run (SPEC X5, E7). The owner
+ * Names work done under a delivery or an action run. The owner
  * derives the id of the work from the cause, the position and a hash of the
  * canonical input, and the actor from the cause: an executor cannot invent
  * either.

@@ -105,7 +105,7 @@ export const SubscribeRequestSchema: GenMessage<SubscribeRequest> = /*@__PURE__*
   messageDesc(file_chronolog_v1_executor, 0);
 
 /**
- * Acks sent together, to save a message per delivery under load (P9).
+ * Acks sent together, to save a message per delivery under load.
  *
  * @generated from message chronolog.v1.AckBatch
  */
@@ -232,7 +232,7 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
   messageDesc(file_chronolog_v1_executor, 3);
 
 /**
- * Deliveries sent together, to save a message per delivery under load (P9).
+ * Deliveries sent together, to save a message per delivery under load.
  *
  * @generated from message chronolog.v1.DeliveryBatch
  */
@@ -319,7 +319,7 @@ export const NoticeSchema: GenMessage<Notice> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 6);
 
 /**
- * What an executor hosts (X1).
+ * What an executor hosts.
  *
  * @generated from message chronolog.v1.Hello
  */
@@ -386,7 +386,7 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
    * The executor honours Invocation.hold_ms: it starts an invocation that many
    * ms after the owner wrote it (written_at_ms), at the latest that many ms after
    * receiving it. Time then sends its calls up to the clock's lookahead before
-   * their moment, so the owner's own pauses do not make them late (K4).
+   * their moment, so the owner's own pauses do not make them late.
    *
    * @generated from field: bool holds = 9;
    */
@@ -458,7 +458,7 @@ export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 8);
 
 /**
- * One event handed to a processor (P5).
+ * One event handed to a processor.
  *
  * @generated from message chronolog.v1.Delivery
  */
@@ -485,14 +485,14 @@ export type Delivery = Message<"chronolog.v1.Delivery"> & {
   event?: Event | undefined;
 
   /**
-   * 1 for the first try, 2 for the first retry, ... (P6).
+   * 1 for the first try, 2 for the first retry, and so on.
    *
    * @generated from field: uint32 attempt = 4;
    */
   attempt: number;
 
   /**
-   * Acknowledge before this moment or the attempt fails (X4).
+   * Acknowledge before this moment or the attempt fails.
    *
    * @generated from field: google.protobuf.Timestamp deadline = 5;
    */
@@ -549,7 +549,7 @@ export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 10);
 
 /**
- * One call of an action (A2).
+ * One call of an action.
  *
  * @generated from message chronolog.v1.Invocation
  */
@@ -576,7 +576,7 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
   input?: JsonObject | undefined;
 
   /**
-   * The call id (E7); for time, the occurrence id (T6).
+   * The call id; for time, the occurrence id.
    *
    * @generated from field: string call_id = 4;
    */
@@ -591,7 +591,7 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
   causeEventId: string;
 
   /**
-   * Who the call runs as (P5, T9).
+   * Who the call runs as.
    *
    * @generated from field: chronolog.v1.Actor actor = 6;
    */
@@ -612,21 +612,21 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
   attempt: number;
 
   /**
-   * Set when time made the call (T8).
+   * Set when time made the call.
    *
    * @generated from field: chronolog.v1.Scheduled scheduled = 9;
    */
   scheduled?: Scheduled | undefined;
 
   /**
-   * Set when a pulse made the call (K1).
+   * Set when a pulse made the call.
    *
    * @generated from field: chronolog.v1.PulseCall pulse = 10;
    */
   pulse?: PulseCall | undefined;
 
   /**
-   * Chain depth (K5): 0 for a call that starts a chain.
+   * Chain depth: 0 for a call that starts a chain.
    *
    * @generated from field: uint32 chain_depth = 11;
    */
@@ -635,8 +635,8 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
   /**
    * Start the action this many ms after the owner wrote the invocation (see
    * written_at_ms; at the latest, this many ms after receiving it). Sent only to
-   * executors whose hello set `holds`: a call of time sent ahead of its moment
-   * (T5, K4). 0: at once. The deadline already counts the hold.
+   * executors whose hello set `holds`: a call of time sent ahead of its moment.
+   * 0: at once. The deadline already counts the hold.
    *
    * @generated from field: uint32 hold_ms = 12;
    */
@@ -665,7 +665,7 @@ export const InvocationSchema: GenMessage<Invocation> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 11);
 
 /**
- * What time knows about a call it made (T8).
+ * What time knows about a call it made.
  *
  * @generated from message chronolog.v1.Scheduled
  */
@@ -700,7 +700,7 @@ export const ScheduledSchema: GenMessage<Scheduled> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 12);
 
 /**
- * What a pulse knows about a call it made (K1).
+ * What a pulse knows about a call it made.
  *
  * @generated from message chronolog.v1.PulseCall
  */
@@ -771,7 +771,7 @@ export type ActionResult = Message<"chronolog.v1.ActionResult"> & {
   /**
    * For an invocation with hold_ms: how many ms after its hold ended the action
    * started (the executor's own delay). The owner counts it in the call's
-   * lateness (K4).
+   * lateness.
    *
    * @generated from field: uint32 started_late_ms = 5;
    */
@@ -814,7 +814,7 @@ export const ProgressSchema: GenMessage<Progress> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 15);
 
 /**
- * Adds capacity (P9).
+ * Adds capacity.
  *
  * @generated from message chronolog.v1.Credit
  */
@@ -835,7 +835,7 @@ export const CreditSchema: GenMessage<Credit> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 16);
 
 /**
- * Cancels a running invocation (A4).
+ * Cancels a running invocation.
  *
  * @generated from message chronolog.v1.CancelInvocation
  */
@@ -904,14 +904,14 @@ export enum Outcome {
   OK = 1,
 
   /**
-   * Failed; tried again per the retry policy (P6).
+   * Failed; tried again per the retry policy.
    *
    * @generated from enum value: OUTCOME_ERROR = 2;
    */
   ERROR = 2,
 
   /**
-   * Failed; no further tries (B3).
+   * Failed; no further tries.
    *
    * @generated from enum value: OUTCOME_TERMINAL_ERROR = 3;
    */
@@ -925,7 +925,7 @@ export const OutcomeSchema: GenEnum<Outcome> = /*@__PURE__*/
   enumDesc(file_chronolog_v1_executor, 0);
 
 /**
- * The executor's bidirectional stream (X1-X5).
+ * The executor's bidirectional stream.
  *
  * @generated from service chronolog.v1.ExecutorService
  */

@@ -37,14 +37,14 @@ export type EmitRequest = Message<"chronolog.v1.EmitRequest"> & {
 
   /**
    * Optional client-chosen id (idempotency key). Empty: the owner makes one,
-   * or derives it from `cause` (E7).
+   * or derives it from `cause`.
    *
    * @generated from field: string id = 3;
    */
   id: string;
 
   /**
-   * Set when emitted by code under a delivery or action run (X5).
+   * Set when emitted by code under a delivery or action run.
    *
    * @generated from field: chronolog.v1.Cause cause = 4;
    */
@@ -368,7 +368,7 @@ export const CaughtUpSchema: GenMessage<CaughtUp> = /*@__PURE__*/
  */
 export const LogService: GenService<{
   /**
-   * Validates and commits one event (E1, E4, E5, E7). Returns once the event is
+   * Validates and commits one event. Returns once the event is
    * durable. INVALID_ARGUMENT: undeclared type or schema violation (details
    * carry google.rpc.BadRequest with the JSON pointer). PERMISSION_DENIED: the
    * type's `allow` excludes the caller. ALREADY_EXISTS: the id is in the log
@@ -392,7 +392,7 @@ export const LogService: GenService<{
     output: typeof EmitBatchResponseSchema;
   },
   /**
-   * Reads the log in pages after a seq, filtered by type and a `where` filter (E9).
+   * Reads the log in pages after a seq, filtered by type and a `where` filter.
    *
    * @generated from rpc chronolog.v1.LogService.ReadLog
    */
@@ -412,7 +412,7 @@ export const LogService: GenService<{
     output: typeof GetEventResponseSchema;
   },
   /**
-   * Catches up from a seq, then follows live commits (E9). Back-pressured: a
+   * Catches up from a seq, then follows live commits. Back-pressured: a
    * slow reader slows its own stream only.
    *
    * @generated from rpc chronolog.v1.LogService.Watch

@@ -67,21 +67,21 @@ export type PluginManifest = Message<"chronolog.v1.PluginManifest"> & {
   processors: { [key: string]: ProcessorDeclaration };
 
   /**
-   * Recurring timers by name (T2, K2).
+   * Recurring timers by name.
    *
    * @generated from field: map<string, chronolog.v1.ScheduleDeclaration> schedules = 7;
    */
   schedules: { [key: string]: ScheduleDeclaration };
 
   /**
-   * Pulses by name (K1).
+   * Pulses by name.
    *
    * @generated from field: map<string, chronolog.v1.PulseDeclaration> pulses = 8;
    */
   pulses: { [key: string]: PulseDeclaration };
 
   /**
-   * Changes to schedules declared by earlier plugins (T2).
+   * Changes to schedules declared by earlier plugins.
    *
    * @generated from field: repeated chronolog.v1.SchedulePatch schedule_patches = 9;
    */
@@ -96,7 +96,7 @@ export const PluginManifestSchema: GenMessage<PluginManifest> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 0);
 
 /**
- * Declares an event type (E4, E5).
+ * Declares an event type.
  *
  * @generated from message chronolog.v1.EventTypeDeclaration
  */
@@ -134,7 +134,7 @@ export const EventTypeDeclarationSchema: GenMessage<EventTypeDeclaration> = /*@_
   messageDesc(file_chronolog_v1_plugin, 1);
 
 /**
- * Declares a collection of documents (C1, E6).
+ * Declares a collection of documents.
  *
  * @generated from message chronolog.v1.CollectionDeclaration
  */
@@ -190,7 +190,7 @@ export const CollectionDeclarationSchema: GenMessage<CollectionDeclaration> = /*
   messageDesc(file_chronolog_v1_plugin, 2);
 
 /**
- * Declares an action (A1).
+ * Declares an action.
  *
  * @generated from message chronolog.v1.ActionDeclaration
  */
@@ -239,7 +239,7 @@ export const ActionDeclarationSchema: GenMessage<ActionDeclaration> = /*@__PURE_
   messageDesc(file_chronolog_v1_plugin, 3);
 
 /**
- * Declares a processor (P1-P8).
+ * Declares a processor.
  *
  * @generated from message chronolog.v1.ProcessorDeclaration
  */
@@ -289,7 +289,7 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
 
   /**
    * Waits between tries in ms; its length + 1 is the number of tries
-   * (default [1000, 5000]: 3 tries in all, P6).
+   * (default [1000, 5000]: 3 tries in all).
    *
    * @generated from field: repeated uint32 retry_delays_ms = 7;
    */
@@ -304,7 +304,7 @@ export const ProcessorDeclarationSchema: GenMessage<ProcessorDeclaration> = /*@_
   messageDesc(file_chronolog_v1_plugin, 4);
 
 /**
- * Where a new processor's cursor starts (P8).
+ * Where a new processor's cursor starts.
  *
  * @generated from message chronolog.v1.StartPosition
  */
@@ -349,7 +349,7 @@ export const StartPositionSchema: GenMessage<StartPosition> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 5);
 
 /**
- * Declares a recurring timer (T2, K2).
+ * Declares a recurring timer.
  *
  * @generated from message chronolog.v1.ScheduleDeclaration
  */
@@ -369,7 +369,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
   input?: JsonObject | undefined;
 
   /**
-   * 5-field cron expression (T10), e.g. `0 9 * * 1`.
+   * 5-field cron expression, e.g. `0 9 * * 1`.
    *
    * @generated from field: string cron = 3;
    */
@@ -390,14 +390,14 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
   everyMs: bigint;
 
   /**
-   * Skip an occurrence that is later than this many ms (0: never skip, K2).
+   * Skip an occurrence that is later than this many ms (0: never skip).
    *
    * @generated from field: uint64 max_lateness_ms = 6;
    */
   maxLatenessMs: bigint;
 
   /**
-   * Waits between tries of a failed occurrence in ms (default [10000, 30000], T7).
+   * Waits between tries of a failed occurrence in ms (default [10000, 30000]).
    *
    * @generated from field: repeated uint32 retry_delays_ms = 7;
    */
@@ -411,21 +411,21 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
   disabled: boolean;
 
   /**
-   * Made only by the owner of this region (K6; default 0, the default region).
+   * Made only by the owner of this region (default 0, the default region).
    *
    * @generated from field: uint32 region = 9;
    */
   region: number;
 
   /**
-   * Jitter, bounds, maximum count, overlap and catch-up (B1; default K2's).
+   * Jitter, bounds, maximum count, overlap and catch-up (absent: the default).
    *
    * @generated from field: chronolog.v1.SchedulePolicy policy = 10;
    */
   policy?: SchedulePolicy | undefined;
 
   /**
-   * Daylight-saving policy for `cron` (B2; default shift gaps, first of a repeated hour).
+   * Daylight-saving policy for `cron` (default shift gaps, first of a repeated hour).
    *
    * @generated from field: chronolog.v1.DstPolicy dst = 11;
    */
@@ -440,7 +440,7 @@ export const ScheduleDeclarationSchema: GenMessage<ScheduleDeclaration> = /*@__P
   messageDesc(file_chronolog_v1_plugin, 6);
 
 /**
- * Changes a schedule declared by an earlier plugin (T2).
+ * Changes a schedule declared by an earlier plugin.
  *
  * @generated from message chronolog.v1.SchedulePatch
  */
@@ -488,14 +488,14 @@ export type SchedulePatch = Message<"chronolog.v1.SchedulePatch"> & {
   disabled?: boolean | undefined;
 
   /**
-   * New daylight-saving policy (B2), replacing the declared one.
+   * New daylight-saving policy, replacing the declared one.
    *
    * @generated from field: chronolog.v1.DstPolicy dst = 7;
    */
   dst?: DstPolicy | undefined;
 
   /**
-   * New schedule policy (B1), replacing the declared one.
+   * New schedule policy, replacing the declared one.
    *
    * @generated from field: chronolog.v1.SchedulePolicy policy = 8;
    */
@@ -510,7 +510,7 @@ export const SchedulePatchSchema: GenMessage<SchedulePatch> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 7);
 
 /**
- * Declares a pulse (K1): a call every `cycle_seconds / intervals` seconds,
+ * Declares a pulse: a call every `cycle_seconds / intervals` seconds,
  * counted from the epoch, nothing stored.
  *
  * @generated from message chronolog.v1.PulseDeclaration
@@ -750,7 +750,7 @@ export const PulseScopeSchema: GenEnum<PulseScope> = /*@__PURE__*/
 
 /**
  * Plugins declare the contract: event types, collections, actions,
- * processors, schedules and pulses (E4, E5, C1, A1, P1, T2, K1).
+ * processors, schedules and pulses.
  *
  * @generated from service chronolog.v1.PluginService
  */

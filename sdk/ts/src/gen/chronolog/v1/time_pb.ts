@@ -23,7 +23,7 @@ export const file_chronolog_v1_time: GenFile = /*@__PURE__*/
  */
 export type TimerSpec = Message<"chronolog.v1.TimerSpec"> & {
   /**
-   * One of the forms (T1).
+   * One of the forms.
    *
    * @generated from oneof chronolog.v1.TimerSpec.when
    */
@@ -62,7 +62,7 @@ export const TimerSpecSchema: GenMessage<TimerSpec> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_time, 0);
 
 /**
- * A cron expression in an IANA time zone (T10).
+ * A cron expression in an IANA time zone.
  *
  * @generated from message chronolog.v1.CronSpec
  */
@@ -83,7 +83,7 @@ export type CronSpec = Message<"chronolog.v1.CronSpec"> & {
   zone: string;
 
   /**
-   * What fixed-hour wall times do across daylight-saving changes (B2; default
+   * What fixed-hour wall times do across daylight-saving changes (default
    * shift gaps, first of a repeated hour).
    *
    * @generated from field: chronolog.v1.DstPolicy dst = 3;
@@ -99,9 +99,9 @@ export const CronSpecSchema: GenMessage<CronSpec> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_time, 1);
 
 /**
- * Daylight-saving policy of a cron schedule (B2). It applies to wall times of a
+ * Daylight-saving policy of a cron schedule. It applies to wall times of a
  * fixed hour; schedules whose hour field is `*` or `*\/n` run at every real
- * instant that matches, whatever the policy (T10).
+ * instant that matches, whatever the policy.
  *
  * @generated from message chronolog.v1.DstPolicy
  */
@@ -129,8 +129,8 @@ export const DstPolicySchema: GenMessage<DstPolicy> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_time, 2);
 
 /**
- * How a recurring timer runs (B1). Every field is optional; the defaults are
- * K2's: no jitter, no bounds, calls may overlap, latest only after an outage.
+ * How a recurring timer runs. Every field is optional; the defaults:
+ * no jitter, no bounds, calls may overlap, latest only after an outage.
  *
  * @generated from message chronolog.v1.SchedulePolicy
  */
@@ -197,7 +197,7 @@ export const SchedulePolicySchema: GenMessage<SchedulePolicy> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_time, 3);
 
 /**
- * A stored timer: a document in `sys.timers` (T4).
+ * A stored timer: a document in `sys.timers`.
  *
  * @generated from message chronolog.v1.Timer
  */
@@ -245,7 +245,7 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
   nextDue?: Timestamp | undefined;
 
   /**
-   * Runs as this actor (T9); absent: the system.
+   * Runs as this actor; absent: the system.
    *
    * @generated from field: chronolog.v1.Actor actor = 7;
    */
@@ -266,7 +266,7 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
   schedule: string;
 
   /**
-   * Region whose owner makes it (K6; default 0).
+   * Region whose owner makes it (default 0).
    *
    * @generated from field: uint32 region = 10;
    */
@@ -294,7 +294,7 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
   overdue?: Overdue | undefined;
 
   /**
-   * Chain depth of the calls it makes (K5).
+   * Chain depth of the calls it makes.
    *
    * @generated from field: uint32 chain_depth = 14;
    */
@@ -309,14 +309,14 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
   preview: Timestamp[];
 
   /**
-   * Jitter, bounds, maximum count, overlap and catch-up (B1).
+   * Jitter, bounds, maximum count, overlap and catch-up.
    *
    * @generated from field: chronolog.v1.SchedulePolicy policy = 16;
    */
   policy?: SchedulePolicy | undefined;
 
   /**
-   * Paused by PauseTimer (B1): it claims nothing; `next_due` is absent.
+   * Paused by PauseTimer: it claims nothing; `next_due` is absent.
    *
    * @generated from field: bool paused = 17;
    */
@@ -345,7 +345,7 @@ export const TimerSchema: GenMessage<Timer> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_time, 4);
 
 /**
- * How late a call may be made (K3, K4).
+ * How late a call may be made.
  *
  * @generated from message chronolog.v1.Overdue
  */
@@ -424,7 +424,7 @@ export type ScheduleRequest = Message<"chronolog.v1.ScheduleRequest"> & {
   spec?: TimerSpec | undefined;
 
   /**
-   * Set when scheduled by code under a cause (X5).
+   * Set when scheduled by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 5;
    */
@@ -445,7 +445,7 @@ export type ScheduleRequest = Message<"chronolog.v1.ScheduleRequest"> & {
   overdue?: Overdue | undefined;
 
   /**
-   * Jitter, bounds, maximum count, overlap and catch-up (B1; default K2's).
+   * Jitter, bounds, maximum count, overlap and catch-up (absent: the default).
    *
    * @generated from field: chronolog.v1.SchedulePolicy policy = 8;
    */
@@ -494,7 +494,7 @@ export type UnscheduleRequest = Message<"chronolog.v1.UnscheduleRequest"> & {
   timerId: string;
 
   /**
-   * Set when unscheduled by code under a cause (X5).
+   * Set when unscheduled by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 2;
    */
@@ -567,14 +567,14 @@ export type DelayRequest = Message<"chronolog.v1.DelayRequest"> & {
   } | { case: undefined; value?: undefined };
 
   /**
-   * Required lateness bound (K3).
+   * Required lateness bound.
    *
    * @generated from field: chronolog.v1.Overdue overdue = 5;
    */
   overdue?: Overdue | undefined;
 
   /**
-   * Set when armed by code under a cause (X5); the call continues its chain (K5).
+   * Set when armed by code under a cause; the call continues its chain.
    *
    * @generated from field: chronolog.v1.Cause cause = 6;
    */
@@ -588,14 +588,14 @@ export type DelayRequest = Message<"chronolog.v1.DelayRequest"> & {
   actor?: Actor | undefined;
 
   /**
-   * Start a new chain instead of continuing the cause's (K5).
+   * Start a new chain instead of continuing the cause's.
    *
    * @generated from field: bool fresh_chain = 8;
    */
   freshChain: boolean;
 
   /**
-   * Optional client-chosen delay id (E7), from outside only (empty under a
+   * Optional client-chosen delay id, from outside only (empty under a
    * cause: the id is derived there). The same request with the same id (same
    * action, input, interval_ms or at, and overdue) returns that delay (the same
    * due moment) and arms nothing, even after it was made or cancelled; another
@@ -698,7 +698,7 @@ export type CancelDelayRequest = Message<"chronolog.v1.CancelDelayRequest"> & {
   delayId: string;
 
   /**
-   * Set when cancelled by code under a cause (X5).
+   * Set when cancelled by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 2;
    */
@@ -861,7 +861,7 @@ export type PauseTimerRequest = Message<"chronolog.v1.PauseTimerRequest"> & {
   note: string;
 
   /**
-   * Set when paused by code under a cause (X5).
+   * Set when paused by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 3;
    */
@@ -924,7 +924,7 @@ export type ResumeTimerRequest = Message<"chronolog.v1.ResumeTimerRequest"> & {
   note: string;
 
   /**
-   * Set when resumed by code under a cause (X5).
+   * Set when resumed by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 3;
    */
@@ -980,7 +980,7 @@ export type TriggerTimerRequest = Message<"chronolog.v1.TriggerTimerRequest"> & 
   timerId: string;
 
   /**
-   * Set when triggered by code under a cause (X5): the occurrence id is then
+   * Set when triggered by code under a cause: the occurrence id is then
    * derived, so a retried run triggers once.
    *
    * @generated from field: chronolog.v1.Cause cause = 2;
@@ -1051,7 +1051,7 @@ export type BackfillTimerRequest = Message<"chronolog.v1.BackfillTimerRequest"> 
   end?: Timestamp | undefined;
 
   /**
-   * Set when backfilled by code under a cause (X5).
+   * Set when backfilled by code under a cause.
    *
    * @generated from field: chronolog.v1.Cause cause = 4;
    */
@@ -1122,7 +1122,7 @@ export const BackfilledOccurrenceSchema: GenMessage<BackfilledOccurrence> = /*@_
   messageDesc(file_chronolog_v1_time, 28);
 
 /**
- * What a fixed-hour wall time in a daylight-saving gap does (B2).
+ * What a fixed-hour wall time in a daylight-saving gap does.
  *
  * @generated from enum chronolog.v1.DstGap
  */
@@ -1136,7 +1136,7 @@ export enum DstGap {
 
   /**
    * Runs once that day, moved forward by the gap's length (02:30 in a
-   * 02:00→03:00 gap runs at 03:30; T10).
+   * 02:00→03:00 gap runs at 03:30).
    *
    * @generated from enum value: DST_GAP_SHIFT = 1;
    */
@@ -1157,7 +1157,7 @@ export const DstGapSchema: GenEnum<DstGap> = /*@__PURE__*/
   enumDesc(file_chronolog_v1_time, 0);
 
 /**
- * What a fixed-hour wall time that happens twice does (B2).
+ * What a fixed-hour wall time that happens twice does.
  *
  * @generated from enum chronolog.v1.DstRepeated
  */
@@ -1170,7 +1170,7 @@ export enum DstRepeated {
   UNSPECIFIED = 0,
 
   /**
-   * Runs at its first occurrence (T10).
+   * Runs at its first occurrence.
    *
    * @generated from enum value: DST_REPEATED_FIRST = 1;
    */
@@ -1199,13 +1199,13 @@ export const DstRepeatedSchema: GenEnum<DstRepeated> = /*@__PURE__*/
 
 /**
  * Whether an occurrence may start while the previous one of the same timer
- * still runs (pending, or waiting to be retried) (B1).
+ * still runs (pending, or waiting to be retried).
  *
  * @generated from enum chronolog.v1.OverlapPolicy
  */
 export enum OverlapPolicy {
   /**
-   * Defaults to ALLOW (K2: calls may overlap).
+   * Defaults to ALLOW (calls may overlap).
    *
    * @generated from enum value: OVERLAP_POLICY_UNSPECIFIED = 0;
    */
@@ -1241,13 +1241,13 @@ export const OverlapPolicySchema: GenEnum<OverlapPolicy> = /*@__PURE__*/
   enumDesc(file_chronolog_v1_time, 2);
 
 /**
- * Which missed occurrences a recurring timer owes after an outage (B1).
+ * Which missed occurrences a recurring timer owes after an outage.
  *
  * @generated from enum chronolog.v1.CatchUpPolicy
  */
 export enum CatchUpPolicy {
   /**
-   * Defaults to LATEST (K2).
+   * Defaults to LATEST.
    *
    * @generated from enum value: CATCH_UP_POLICY_UNSPECIFIED = 0;
    */
@@ -1310,7 +1310,7 @@ export enum TimerKind {
   DECLARED = 2,
 
   /**
-   * A one-shot delay (K3).
+   * A one-shot delay.
    *
    * @generated from enum value: TIMER_KIND_DELAY = 3;
    */
@@ -1324,13 +1324,13 @@ export const TimerKindSchema: GenEnum<TimerKind> = /*@__PURE__*/
   enumDesc(file_chronolog_v1_time, 4);
 
 /**
- * Timers, schedules and delays (T1-T10, K2-K6).
+ * Timers, schedules and delays.
  *
  * @generated from service chronolog.v1.TimeService
  */
 export const TimeService: GenService<{
   /**
-   * Sets a timer (T3); the same timer id replaces it. INVALID_ARGUMENT for a
+   * Sets a timer; the same timer id replaces it. INVALID_ARGUMENT for a
    * bad cron expression, an unknown zone or a time in the past for `at`.
    *
    * @generated from rpc chronolog.v1.TimeService.Schedule
@@ -1351,7 +1351,7 @@ export const TimeService: GenService<{
     output: typeof UnscheduleResponseSchema;
   },
   /**
-   * Arms a one-shot delayed call (K3); returns the id that cancels it. With a
+   * Arms a one-shot delayed call; returns the id that cancels it. With a
    * `delay_id`, safe to retry from outside (see DelayRequest.delay_id).
    *
    * @generated from rpc chronolog.v1.TimeService.Delay
@@ -1384,7 +1384,7 @@ export const TimeService: GenService<{
     output: typeof DelayBatchResponseSchema;
   },
   /**
-   * Lists timers with their next fire times (T4).
+   * Lists timers with their next fire times.
    *
    * @generated from rpc chronolog.v1.TimeService.ListTimers
    */
@@ -1404,7 +1404,7 @@ export const TimeService: GenService<{
     output: typeof GetTimerResponseSchema;
   },
   /**
-   * Pauses a recurring timer (B1): it claims nothing until resumed; recorded as
+   * Pauses a recurring timer: it claims nothing until resumed; recorded as
    * `timer.paused` with the note. FAILED_PRECONDITION for a delay or a one-shot.
    *
    * @generated from rpc chronolog.v1.TimeService.PauseTimer
@@ -1415,7 +1415,7 @@ export const TimeService: GenService<{
     output: typeof PauseTimerResponseSchema;
   },
   /**
-   * Resumes a paused timer (B1), owing at most one missed occurrence as its
+   * Resumes a paused timer, owing at most one missed occurrence as its
    * catch-up policy says; recorded as `timer.resumed` with the note.
    *
    * @generated from rpc chronolog.v1.TimeService.ResumeTimer
@@ -1426,7 +1426,7 @@ export const TimeService: GenService<{
     output: typeof ResumeTimerResponseSchema;
   },
   /**
-   * Makes one occurrence now (B1), with its own occurrence id, as the timer's
+   * Makes one occurrence now, with its own occurrence id, as the timer's
    * actor; recorded as `timer.triggered`. FAILED_PRECONDITION for a delay.
    *
    * @generated from rpc chronolog.v1.TimeService.TriggerTimer
@@ -1437,7 +1437,7 @@ export const TimeService: GenService<{
     output: typeof TriggerTimerResponseSchema;
   },
   /**
-   * Makes one occurrence per fire time in [start, end) (B1), in order, each with
+   * Makes one occurrence per fire time in [start, end), in order, each with
    * its own due moment; recorded as `timer.backfilled`. Moments already made are
    * not made again. FAILED_PRECONDITION for a delay or a one-shot.
    *
