@@ -1,5 +1,5 @@
 import { find as mingoFind } from "mingo";
-import type { Principal } from "../auth/principal.js";
+import { canReach, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
 import type { PluginRegistry } from "../plugins/registry.js";
@@ -25,9 +25,13 @@ export const maxFindLimit = 1000;
 
 /**
  * Reads documents (SPEC C2): by `_id`, and by a MongoDB filter with sort and
- * limit. Any authenticated principal may read a declared collection;
- * private fields are removed for principals other than admins and
- * executors (E6). Reads see committed documents only.
+ * limit. Any authenticated principal may read a declared collection, but
+ * only its documents in spaces the principal may read ({@link canReach}, the
+ * rule of events, R5): admins read every document; others documents without
+ * a space and those in their spaces. Another space's document is NOT_FOUND
+ * exactly as a missing one, and never matches a find. Private fields are
+ * removed for principals other than admins and executors (E6). Reads see
+ * committed documents only.
  *
  * Find scans the collection's documents (SQLite rows in `_id` order, or
  * memory) and filters them in JS with mingo: fine for the sizes Chronolog
@@ -41,12 +45,12 @@ export class DocumentReader {
     private readonly stores: DocumentStores,
   ) {}
 
-  /** The document `id` of `collection` as `principal` sees it; NOT_FOUND when absent or undeclared. */
+  /** The document `id` of `collection` as `principal` sees it; NOT_FOUND when absent, out of its reach or undeclared. */
   get(collection: string, id: string, principal: Principal): DocumentRecord {
     const entry = declaredCollection(this.registry, collection);
-    const doc = this.stores.of(entry).get(entry.name, checkDocumentId(id, "id"));
-    if (!doc) fail("not_found", `no document ${JSON.stringify(id)} in ${entry.name}`, [], { collection: entry.name, id });
-    return forReader(principal, entry, doc);
+    const stored = this.stores.of(entry).get(entry.name, checkDocumentId(id, "id"));
+    if (!stored || !canReach(principal, stored.space)) fail("not_found", `no document ${JSON.stringify(id)} in ${entry.name}`, [], { collection: entry.name, id });
+    return forReader(principal, entry, stored.doc);
   }
 
   /**
@@ -64,7 +68,8 @@ export class DocumentReader {
     const limit = parseLimit(query.limit);
     const found: DocumentRecord[] = [];
     for (const stored of this.stores.of(entry).scan(entry.name)) {
-      const doc = forReader(principal, entry, stored);
+      if (!canReach(principal, stored.space)) continue;
+      const doc = forReader(principal, entry, stored.doc);
       if (!matches(doc)) continue;
       found.push(doc);
       if (!sort && found.length === limit) break;
