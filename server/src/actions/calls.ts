@@ -237,7 +237,8 @@ export class ActionCalls {
     if (violations.length > 0) {
       fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
     }
-    const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalJson(req.input)) };
+    const canonicalInput = canonicalJson(req.input);
+    const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalInput), inputBytes: Buffer.byteLength(canonicalInput) };
     // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const running = this.runs.get(call.callId);
     if (running) {
@@ -561,7 +562,7 @@ export class ActionCalls {
             },
           },
         };
-      });
+      }, call.inputBytes);
       if (run.abandoned?.signal.aborted) this.cancel(invocation, "caller gone");
     });
   }

@@ -32,6 +32,8 @@ export interface CallIdentity {
   input: Record<string, unknown>;
   /** sha256 (hex) of the canonical input. */
   inputHash: string;
+  /** UTF-8 bytes of the canonical input: what its Invocation weighs in a batch (executors/session.ts). */
+  inputBytes: number;
   /** Who the call runs as (null: the system). */
   actor: ActorRecord | null;
   /** Id of the event the call was made under (X5), "" from outside. */
