@@ -16,7 +16,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { ActionEntry } from "./declaration.js";
 import type { HostQueue } from "./hosts.js";
-import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
+import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type AttemptOutcome, type CallerContext, type Invocation } from "./run.js";
 import { sha256Hex } from "../sha256.js";
 
@@ -245,7 +245,8 @@ export class ActionCalls {
       sameCall(call, running.call.entry.name, running.call.inputHash);
       return this.wait(running, caller);
     }
-    const row = this.deps.calls.get(call.callId);
+    // A recorded call whose row the retention deleted is answered from its events, as by its row.
+    const row = this.deps.calls.get(call.callId) ?? callFromLog(this.deps.events, call);
     if (row) {
       sameCall(call, row.action, row.inputHash);
       if (row.state === "completed") return { callId: call.callId, output: storedOutput(row, this.deps.events), fromLog: true };

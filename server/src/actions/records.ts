@@ -1,4 +1,5 @@
 import type { ExecutorSession } from "../executors/session.js";
+import { canonicalJson } from "../log/canonical.js";
 import { derivedId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
@@ -78,6 +79,37 @@ export function findCallEvent(events: EventStatements, callId: string, what: Cal
   const legacy = derivedId(callId, attempt, `action.${what}`);
   const id = ledByTime(callId, legacy);
   return events.findById(id) ?? (legacy === id ? undefined : events.findById(legacy));
+}
+
+/**
+ * The call `call.callId` as its `action.*` events tell it, for a recorded call whose
+ * `action_calls` row the retention deleted (actions/retention.ts), or undefined when the log has
+ * no `action.started` for it. Completed: with `action.completed`; otherwise failed at its last
+ * attempt (the highest `action.retried`, found by id one attempt after another). `inputHash` is
+ * the call's own when the recorded input (private fields aside) and action match, else one that
+ * matches no input, so the caller refuses the reuse (ALREADY_EXISTS).
+ */
+export function callFromLog(events: EventStatements, call: CallIdentity): CallRow | undefined {
+  const { callId, entry } = call;
+  const started = findCallEvent(events, callId, "started");
+  if (!started) return undefined;
+  const same = started.data.action === entry.name && canonicalJson(started.data.input) === canonicalJson(recordedInput(entry, call.input));
+  const completed = findCallEvent(events, callId, "completed");
+  let attempt = completed ? Number(completed.data.attempt) : 1;
+  if (!completed) while (findCallEvent(events, callId, "retried", attempt + 1)) attempt++;
+  const failed = completed ? undefined : findCallEvent(events, callId, "failed", attempt);
+  return {
+    callId,
+    action: String(started.data.action),
+    inputHash: same ? call.inputHash : "",
+    actor: started.actor,
+    recorded: true,
+    state: completed ? "completed" : "failed",
+    attempt,
+    output: undefined,
+    error: failed ? String(failed.data.error) : `the owner stopped during attempt ${attempt}`,
+    updatedAt: (completed ?? failed ?? started).at,
+  };
 }
 
 /**
