@@ -44,7 +44,7 @@ const maxBatch = 256;
  * 1 MiB keeps a batch under the 4 MiB receive limit of gRPC clients' defaults (grpc-go,
  * grpc-js, grpcio), protobuf's Struct encoding included, as ReadLog's pages do.
  */
-export const batchByteBudget = 1024 * 1024;
+const batchByteBudget = 1024 * 1024;
 
 /** A message as queued: `bytes` weighs a delivery's event or an invocation's input (0 for others). */
 export interface Queued {

@@ -4,11 +4,11 @@ import type { Logger } from "../logger.js";
 import type { Committer } from "./committer.js";
 
 /** Default most rows one chunk (one committer unit) of a sweep deletes: 5,000. */
-export const defaultRetentionChunkRows = 5_000;
+const defaultRetentionChunkRows = 5_000;
 /** Time between two sweeps: one hour, in ms. */
-export const retentionSweepIntervalMs = 3_600_000;
+const retentionSweepIntervalMs = 3_600_000;
 /** Longest retention that may be set: 100 years, in ms (0 turns retention off). */
-export const maxRetentionMs = 100 * 366 * 86_400_000;
+const maxRetentionMs = 100 * 366 * 86_400_000;
 
 /** A retention in ms from a config's `..._days` key (absent: `defaultMs`; 0: off). */
 export function retentionMsOfDays(days: number | undefined, defaultMs: number): number {
