@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
+import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 
 const tokens = {
@@ -17,23 +19,36 @@ const tokens = {
   b: "spaces-b-client-token-0123",
   none: "spaces-none-client-token-0123",
   worker: "spaces-worker-token-0123",
+  runner: "spaces-runner-token-0123",
 };
 type Who = keyof typeof tokens;
-const everyone: Who[] = ["admin", "a", "b", "none", "worker"];
+const everyone: Who[] = ["admin", "a", "b", "none", "worker", "runner"];
 
 /** The space each principal may read besides unspaced documents ("*": every space). */
-const reach: Record<Who, string> = { admin: "*", a: "space:a", b: "space:b", none: "", worker: "space:a" };
+const reach: Record<Who, string> = { admin: "*", a: "space:a", b: "space:b", none: "", worker: "space:a", runner: "" };
 /** The test's documents: `_id` → the space its creator wrote it in. */
 const docs: Record<string, string> = { "d-a": "space:a", "d-b": "space:b", "d-none": "", "d-admin": "", "d-admin-a": "space:a" };
 const visible = (who: Who, id: string) => reach[who] === "*" || docs[id] === "" || docs[id] === reach[who];
 
-const plugin = {
+/** The plugin: its collections, and actions whose results come from a collection (read under their call). */
+const plugin = definePlugin({
   name: "memo",
   collections: {
     note: { privateFields: ["secret"], allow: ["*"] },
     scratch: { durable: false, allow: ["*"] },
   },
-};
+  actions: {
+    list: { allow: ["*"], run: async (ctx) => ({ ids: (await ctx.collections.find("note")).map((d) => d._id as string) }) },
+    peek: {
+      allow: ["*"],
+      run: async (ctx, input) =>
+        ctx.collections.get("note", String(input.id)).then(
+          (doc) => ({ doc }),
+          (e: unknown) => ({ error: Code[ConnectError.from(e).code] }),
+        ),
+    },
+  },
+});
 
 async function codeOf(p: Promise<unknown>): Promise<{ code: string; message: string } | undefined> {
   return p.then(
@@ -64,11 +79,12 @@ describe("documents are separated by space like events", () => {
           { name: "web-b", token: tokens.b, role: "client", actor: { in: "space:b" } },
           { name: "web", token: tokens.none, role: "client" },
           { name: "worker", token: tokens.worker, role: "executor", assert: { in: ["space:a"] } },
+          { name: "runner", token: tokens.runner, role: "executor" },
         ],
       }),
     );
     owner = await spawnOwner(join(dir, "data"), ["--config", config]);
-    await as("admin").registerPlugin(plugin);
+    await as("admin").registerPlugin(manifestOf(plugin));
     await as("a").createDocument("note", { _id: "d-a", text: "a", secret: "sa" });
     await as("b").createDocument("note", { _id: "d-b", text: "b", secret: "sb" });
     await as("none").createDocument("note", { _id: "d-none", text: "none" });
@@ -160,5 +176,24 @@ describe("documents are separated by space like events", () => {
     expect(taken?.code).toBe("AlreadyExists");
     expect(taken?.message).not.toContain("space:a");
     expect((await as("admin").getDocument("note", "d-a")).text).not.toBe("mine");
+  });
+
+  it("an action's result from a collection holds only documents of its caller's space: code reads under its call", async () => {
+    // The runner's token may read no space; reads under a call whose actor has a space read that space.
+    const executor = runExecutor({ url: owner.url, token: tokens.runner, plugins: [plugin], maxBackoffMs: 200, onError: () => undefined });
+    try {
+      await executor.ready;
+      const listed = async (who: Who) => ((await as(who).call("memo.list", {})).output.ids as string[]).sort();
+      expect(await listed("a")).toEqual(["d-a", "d-admin", "d-admin-a", "d-none"]);
+      expect(await listed("b")).toEqual(["d-admin", "d-b", "d-none"]);
+      expect(await listed("none")).toEqual(["d-admin", "d-none"]); // a call without a space reads as the runner: no space
+      expect((await as("b").call("memo.peek", { id: "d-a" })).output).toEqual({ error: "NotFound" });
+      expect((await as("a").call("memo.peek", { id: "d-a" })).output).toMatchObject({ doc: { _id: "d-a", secret: "sa" } }); // code reads private fields
+      // A client cannot read under a cause to borrow another's space.
+      const started = (await as("admin").read({ types: ["action.started"] }).next()).value!;
+      expect((await codeOf(as("b").collections.getDocument({ collection: "note", id: "d-a", cause: { eventId: started.id, position: 0 } })))?.code).toBe("PermissionDenied");
+    } finally {
+      await executor.stop(0);
+    }
   });
 });
