@@ -399,9 +399,12 @@ describe("retention of finished action calls", () => {
     await until(() => h.owner.callRetention.sweeps >= 1, "the call sweep at start");
     expect(h.owner.callRetention.retentionMs).toBe(DAY);
     const first = await h.client.call("keep.send", { to: "ana" }, { callId: "c-rec" });
+    const timed = `${T0.toString(16).padStart(12, "0")}0123456789abcdef0123`; // leads with its moment, as an occurrence id does
+    const firstTimed = await h.client.call("keep.send", { to: "cy" }, { callId: timed });
     await h.client.call("keep.quiet", {}, { callId: "c-unrec" });
     await expectConnectError(h.client.call("keep.flaky", {}, { callId: "c-fail" }), Code.Aborted, /mail relay/);
     expect(await calls(h)).toEqual([
+      { call_id: timed, state: "completed", attempt: 1, updated_at: T0 },
       { call_id: "c-fail", state: "failed", attempt: 1, updated_at: T0 },
       { call_id: "c-rec", state: "completed", attempt: 1, updated_at: T0 },
       { call_id: "c-unrec", state: "completed", attempt: 1, updated_at: T0 },
@@ -411,24 +414,26 @@ describe("retention of finished action calls", () => {
     let swept = sweepFrom(h.owner, T0 + DAY, "callRetention");
     clock.set(T0 + DAY);
     expect(await swept).toMatchObject({ calls: 0, complete: true });
-    expect(await calls(h)).toHaveLength(3);
-    // An hour later: cutoff T0 + 1 h, past all three.
+    expect(await calls(h)).toHaveLength(4);
+    // An hour later: cutoff T0 + 1 h, past all four.
     swept = sweepFrom(h.owner, T0 + DAY + HOUR, "callRetention");
     clock.advance(HOUR);
-    expect(await swept).toMatchObject({ calls: 3, chunks: 1, complete: true });
+    expect(await swept).toMatchObject({ calls: 4, chunks: 1, complete: true });
     expect(await calls(h)).toEqual([]);
-    expect(h.rec.calls).toHaveLength(3);
+    expect(h.rec.calls).toHaveLength(4);
 
     // The recorded completed call: answered from action.completed, not run; another input is still a conflict.
     expect(await h.client.call("keep.send", { to: "ana" }, { callId: "c-rec" })).toEqual({ ...first, fromLog: true });
     await expectConnectError(h.client.call("keep.send", { to: "bob" }, { callId: "c-rec" }), Code.AlreadyExists, /c-rec/);
     await expectConnectError(h.client.call("keep.quiet", {}, { callId: "c-rec" }), Code.AlreadyExists, /c-rec/);
-    expect(h.rec.calls).toHaveLength(3);
+    expect(await h.client.call("keep.send", { to: "cy" }, { callId: timed })).toEqual({ ...firstTimed, fromLog: true });
+    expect(h.rec.calls).toHaveLength(4);
     // The recorded failed call runs again as its next attempt, as before the sweep.
     h.rec.failing = false;
     expect((await h.client.call("keep.flaky", {}, { callId: "c-fail" })).fromLog).toBe(false);
     expect(h.rec.calls.map((c) => [c.callId, c.attempt])).toEqual([
       ["c-rec", 1],
+      [timed, 1],
       ["c-unrec", 1],
       ["c-fail", 1],
       ["c-fail", 2],
@@ -445,7 +450,7 @@ describe("retention of finished action calls", () => {
     expect(h.rec.calls.at(-1)).toMatchObject({ callId: "c-unrec", attempt: 1 });
 
     const samples = await scrape(h.owner.url);
-    expect(samples.get('chronolog_retention_swept_total{table="action_calls"}')).toBe(3);
+    expect(samples.get('chronolog_retention_swept_total{table="action_calls"}')).toBe(4);
   });
 
   it("actions.call_retention_days in the config and serve --call-retention-days set it; 0 keeps calls forever", async () => {
@@ -459,6 +464,8 @@ describe("retention of finished action calls", () => {
     expect((await startTestOwner({ callRetentionMs: undefined }).then((o) => (cleanups.push(() => o.close()), o))).callRetention.retentionMs).toBe(7 * DAY); // the default
     writeFileSync(file, "principals: [{ name: ops, token: an-admin-token-0123, role: admin }]\nactions: { call_retention_days: -1 }\n");
     expect(() => loadConfig(file)).toThrow(/\/actions\/call_retention_days must be >= 0/);
+    writeFileSync(file, "principals: [{ name: ops, token: an-admin-token-0123, role: admin }]\nactions: { call_retention_days: 0.5 }\n");
+    expect(() => loadConfig(file)).toThrow(/\/actions\/call_retention_days must be integer/);
 
     const served = await spawnOwner(join(dir, "data"), ["--call-retention-days", "0"]);
     cleanups.push(() => void served.child.kill("SIGKILL"));
