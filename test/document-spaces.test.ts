@@ -39,6 +39,14 @@ const plugin = definePlugin({
   },
   actions: {
     list: { allow: ["*"], run: async (ctx) => ({ ids: (await ctx.collections.find("note")).map((d) => d._id as string) }) },
+    touch: {
+      allow: ["*"],
+      run: async (ctx, input) =>
+        ctx.collections.patch("note", String(input.id), { set: { touched: true } }).then(
+          (r) => ({ written: Number(r.seq) > 0 }),
+          (e: unknown) => ({ error: Code[ConnectError.from(e).code] }),
+        ),
+    },
     peek: {
       allow: ["*"],
       run: async (ctx, input) =>
@@ -178,7 +186,7 @@ describe("documents are separated by space like events", () => {
     expect((await as("admin").getDocument("note", "d-a")).text).not.toBe("mine");
   });
 
-  it("an action's result from a collection holds only documents of its caller's space: code reads under its call", async () => {
+  it("an action's result from a collection holds only documents of its caller's space: code reads and writes under its call", async () => {
     // The runner's token may read no space; reads under a call whose actor has a space read that space.
     const executor = runExecutor({ url: owner.url, token: tokens.runner, plugins: [plugin], maxBackoffMs: 200, onError: () => undefined });
     try {
@@ -189,6 +197,11 @@ describe("documents are separated by space like events", () => {
       expect(await listed("none")).toEqual(["d-admin", "d-none"]); // a call without a space reads as the runner: no space
       expect((await as("b").call("memo.peek", { id: "d-a" })).output).toEqual({ error: "NotFound" });
       expect((await as("a").call("memo.peek", { id: "d-a" })).output).toMatchObject({ doc: { _id: "d-a", secret: "sa" } }); // code reads private fields
+      // Writes under the call follow the same rule.
+      expect((await as("b").call("memo.touch", { id: "d-a" })).output).toEqual({ error: "NotFound" });
+      expect((await as("admin").getDocument("note", "d-a")).touched).toBeUndefined();
+      expect((await as("a").call("memo.touch", { id: "d-a" })).output).toEqual({ written: true });
+      expect((await as("admin").getDocument("note", "d-a")).touched).toBe(true);
       // A client cannot read under a cause to borrow another's space.
       const started = (await as("admin").read({ types: ["action.started"] }).next()).value!;
       expect((await codeOf(as("b").collections.getDocument({ collection: "note", id: "d-a", cause: { eventId: started.id, position: 0 } })))?.code).toBe("PermissionDenied");

@@ -7,7 +7,7 @@ import { compileFilter } from "../log/filter.js";
 import type { EventStatements } from "../store/events.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { DocumentRecord } from "../store/documents.js";
-import { declaredCollection, forReader } from "./access.js";
+import { declaredCollection, forReader, underCauseReader } from "./access.js";
 import { checkDocumentId } from "./ops.js";
 import type { DocumentStores } from "./stores.js";
 
@@ -37,7 +37,8 @@ export const maxFindLimit = 1000;
  * whose actor has a space reads as that actor: that space's documents and
  * those without a space, whatever its token may read, so an action called
  * from one space, or a delivery of its event, never reads another space's
- * documents; under a cause without a space it reads as its principal. Private fields are
+ * documents; under a cause without a space it reads as its principal
+ * ({@link underCauseReader}; writes follow the same rule). Private fields are
  * removed for principals other than admins and executors (E6). Reads see
  * committed documents only.
  *
@@ -94,8 +95,7 @@ export class DocumentReader {
   private reader(principal: Principal, cause: CauseRef | null): Principal {
     if (!cause) return principal;
     if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not read under a cause; only executors act under a cause`);
-    const space = causeActor(cause.eventId, this.events, this.live)?.in ?? "";
-    return space === "" ? principal : { name: principal.name, role: "client", actor: { in: space }, assert: {} };
+    return underCauseReader(principal, causeActor(cause.eventId, this.events, this.live)?.in ?? "");
   }
 }
 

@@ -7,7 +7,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { DocumentRecord } from "../store/documents.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
-import { declaredCollection, forReader } from "./access.js";
+import { declaredCollection, forReader, underCauseReader } from "./access.js";
 import { changeEvent } from "./changes.js";
 import { changeTypes, type CollectionEntry } from "./declaration.js";
 import { checkSchema, nextDocument, parseWrite, type ParsedWrite, type WriteInput } from "./ops.js";
@@ -42,7 +42,7 @@ interface WriteContext {
   eventId: string;
   /** The `_id` of a create that gives none (derived under a cause, random otherwise). */
   newDocId: string;
-  /** Whether the write may reach a document in `space` (R5): from outside, the principal's rule; under a cause, any. */
+  /** Whether the write may reach a document in `space` (R5): the principal's rule, or under a cause {@link underCauseReader}'s. */
   reaches: (space: string) => boolean;
 }
 
@@ -57,8 +57,10 @@ interface WriteContext {
  * principal may read ({@link canReach}, the rule of events): another space's
  * document answers NOT_FOUND exactly as a missing one. A create whose `_id`
  * is taken in another space is ALREADY_EXISTS (ids are unique per
- * collection), with nothing of the document. Under a cause the write is the
- * cause's work and reaches any space, as emits and timers under a cause do.
+ * collection), with nothing of the document. Under a cause whose actor has a
+ * space, replace, patch and delete reach that space's documents and those
+ * without one, whatever the token may reach; under a cause without a space,
+ * the principal's (as reads do: {@link underCauseReader}).
  *
  * From outside (no cause) the collection's `allow` gates the write
  * (PERMISSION_DENIED) and the actor is the principal's (asserted fields
@@ -119,7 +121,8 @@ export class DocumentWriter {
     const id = w.op === "create" ? (typeof w.doc._id === "string" ? w.doc._id : "") : w.id;
     const input = w.op === "create" || w.op === "replace" ? w.doc : w.op === "patch" ? { set: w.set, unset: w.unset } : null;
     const writeId = derivedId(cause.eventId, cause.position, { collection: entry.name, op: w.op, id, input });
-    return { actor, cause: cause.eventId, writeId, eventId: writeId, newDocId: derivedId(writeId, 0, "_id"), reaches: () => true };
+    const reader = underCauseReader(principal, actor?.in ?? "");
+    return { actor, cause: cause.eventId, writeId, eventId: writeId, newDocId: derivedId(writeId, 0, "_id"), reaches: (space) => canReach(reader, space) };
   }
 }
 
