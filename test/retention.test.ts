@@ -23,7 +23,7 @@ import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { definePlugin, type PluginDefinition, type ScheduleDefinition } from "../sdk/ts/src/plugin.js";
 import { eventsOf, expectConnectError } from "./helpers/log-snapshot.js";
-import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { spawnOwner, startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
@@ -58,6 +58,14 @@ function keepPlugin(rec: Recorder, schedules: Record<string, ScheduleDefinition>
         run(ctx) {
           rec.calls.push(ctx);
           return {};
+        },
+      },
+      quiet: {
+        allow: ["*"],
+        record: false,
+        run(ctx) {
+          rec.calls.push(ctx);
+          return { quiet: true };
         },
       },
       flaky: {
@@ -111,11 +119,11 @@ async function harness(clock: ManualClock, options: Parameters<typeof startTestO
   return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), rec };
 }
 
-/** Resolves with the first sweep of `owner` that starts at or after `atMs` on its clock (subscribe before moving the clock); rejects after 10 s. */
-function sweepFrom(owner: TestOwner, atMs: number): Promise<SweepResult> {
+/** Resolves with the first sweep of `owner` (its timer retention, or `which`) that starts at or after `atMs` on its clock (subscribe before moving the clock); rejects after 10 s. */
+function sweepFrom<K extends "timerRetention" | "callRetention" = "timerRetention">(owner: TestOwner, atMs: number, which?: K): Promise<Parameters<Parameters<TestOwner[K]["onSweep"]>[0]>[0]> {
   return new Promise((resolve, reject) => {
     const timeout = setTimeout(() => reject(new Error(`no sweep from ${new Date(atMs).toISOString()} within 10 s`)), 10_000);
-    owner.timerRetention.onSweep((result) => {
+    (owner[which ?? "timerRetention"] as { onSweep(listener: (result: SweepResult) => void): void }).onSweep((result) => {
       if (result.startedAtMs < atMs) return;
       clearTimeout(timeout);
       resolve(result);
@@ -379,5 +387,88 @@ describe("retention of spent timers and ended occurrences", () => {
     expect(() => loadConfig(file)).toThrow(/\/timers\/retention_days must be >= 0/);
     write("{ retention: 7 }");
     expect(() => loadConfig(file)).toThrow(/\/timers must NOT have additional properties \(retention\)/);
+  });
+});
+
+describe("retention of finished action calls", () => {
+  const calls = (h: Harness) => sql(h, "SELECT call_id, state, attempt, updated_at FROM action_calls ORDER BY call_id");
+
+  it("finished calls older than the retention are deleted; a recorded call id retried later is still answered from the log, an unrecorded one runs as new", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock, { callRetentionMs: DAY }, { calls: [], failing: true });
+    await until(() => h.owner.callRetention.sweeps >= 1, "the call sweep at start");
+    expect(h.owner.callRetention.retentionMs).toBe(DAY);
+    const first = await h.client.call("keep.send", { to: "ana" }, { callId: "c-rec" });
+    const timed = `${T0.toString(16).padStart(12, "0")}0123456789abcdef0123`; // leads with its moment, as an occurrence id does
+    const firstTimed = await h.client.call("keep.send", { to: "cy" }, { callId: timed });
+    await h.client.call("keep.quiet", {}, { callId: "c-unrec" });
+    await expectConnectError(h.client.call("keep.flaky", {}, { callId: "c-fail" }), Code.Aborted, /mail relay/);
+    expect(await calls(h)).toEqual([
+      { call_id: timed, state: "completed", attempt: 1, updated_at: T0 },
+      { call_id: "c-fail", state: "failed", attempt: 1, updated_at: T0 },
+      { call_id: "c-rec", state: "completed", attempt: 1, updated_at: T0 },
+      { call_id: "c-unrec", state: "completed", attempt: 1, updated_at: T0 },
+    ]);
+
+    // T0 + 1 d: cutoff T0, and the rows are not before it.
+    let swept = sweepFrom(h.owner, T0 + DAY, "callRetention");
+    clock.set(T0 + DAY);
+    expect(await swept).toMatchObject({ calls: 0, complete: true });
+    expect(await calls(h)).toHaveLength(4);
+    // An hour later: cutoff T0 + 1 h, past all four.
+    swept = sweepFrom(h.owner, T0 + DAY + HOUR, "callRetention");
+    clock.advance(HOUR);
+    expect(await swept).toMatchObject({ calls: 4, chunks: 1, complete: true });
+    expect(await calls(h)).toEqual([]);
+    expect(h.rec.calls).toHaveLength(4);
+
+    // The recorded completed call: answered from action.completed, not run; another input is still a conflict.
+    expect(await h.client.call("keep.send", { to: "ana" }, { callId: "c-rec" })).toEqual({ ...first, fromLog: true });
+    await expectConnectError(h.client.call("keep.send", { to: "bob" }, { callId: "c-rec" }), Code.AlreadyExists, /c-rec/);
+    await expectConnectError(h.client.call("keep.quiet", {}, { callId: "c-rec" }), Code.AlreadyExists, /c-rec/);
+    expect(await h.client.call("keep.send", { to: "cy" }, { callId: timed })).toEqual({ ...firstTimed, fromLog: true });
+    expect(h.rec.calls).toHaveLength(4);
+    // The recorded failed call runs again as its next attempt, as before the sweep.
+    h.rec.failing = false;
+    expect((await h.client.call("keep.flaky", {}, { callId: "c-fail" })).fromLog).toBe(false);
+    expect(h.rec.calls.map((c) => [c.callId, c.attempt])).toEqual([
+      ["c-rec", 1],
+      [timed, 1],
+      ["c-unrec", 1],
+      ["c-fail", 1],
+      ["c-fail", 2],
+    ]);
+    const flaky = (await eventsOf(h.client, ["action.started", "action.retried", "action.failed", "action.completed"])).filter((e) => e.data?.call_id === "c-fail");
+    expect(flaky.map((e) => [e.type, e.data?.attempt])).toEqual([
+      ["action.started", 1],
+      ["action.failed", 1],
+      ["action.retried", 2],
+      ["action.completed", 2],
+    ]);
+    // The unrecorded call left nothing but its row: its id runs as a new call.
+    expect((await h.client.call("keep.quiet", {}, { callId: "c-unrec" })).fromLog).toBe(false);
+    expect(h.rec.calls.at(-1)).toMatchObject({ callId: "c-unrec", attempt: 1 });
+
+    const samples = await scrape(h.owner.url);
+    expect(samples.get('chronolog_retention_swept_total{table="action_calls"}')).toBe(4);
+  });
+
+  it("actions.call_retention_days in the config and serve --call-retention-days set it; 0 keeps calls forever", async () => {
+    const dir = tempDir();
+    const file = join(dir, "owner.yaml");
+    writeFileSync(file, "principals: [{ name: ops, token: an-admin-token-0123, role: admin }]\nactions: { call_retention_days: 2 }\n");
+    expect(loadConfig(file).actions).toEqual({ call_retention_days: 2 });
+    const owner = await startTestOwner({ config: loadConfig(file) });
+    cleanups.push(() => owner.close());
+    expect(owner.callRetention.retentionMs).toBe(2 * DAY);
+    expect((await startTestOwner({ callRetentionMs: undefined }).then((o) => (cleanups.push(() => o.close()), o))).callRetention.retentionMs).toBe(7 * DAY); // the default
+    writeFileSync(file, "principals: [{ name: ops, token: an-admin-token-0123, role: admin }]\nactions: { call_retention_days: -1 }\n");
+    expect(() => loadConfig(file)).toThrow(/\/actions\/call_retention_days must be >= 0/);
+    writeFileSync(file, "principals: [{ name: ops, token: an-admin-token-0123, role: admin }]\nactions: { call_retention_days: 0.5 }\n");
+    expect(() => loadConfig(file)).toThrow(/\/actions\/call_retention_days must be integer/);
+
+    const served = await spawnOwner(join(dir, "data"), ["--call-retention-days", "0"]);
+    cleanups.push(() => void served.child.kill("SIGKILL"));
+    expect(served.logs.some((line) => line.includes("action call retention off"))).toBe(true);
   });
 });

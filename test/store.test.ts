@@ -500,7 +500,7 @@ describe("where timer rows are stored", () => {
     const dataDir = folder();
     const first = open(dataDir);
     first.db.exec(`DROP INDEX timers_unscheduled; CREATE INDEX timers_unscheduled ON timers (kind);
-      DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
+      DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); ALTER TABLE documents DROP COLUMN space; PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
     await first.close();
     const store = open(dataDir);
     expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
@@ -510,19 +510,19 @@ describe("where timer rows are stored", () => {
   });
 });
 
-describe("migration 0012: no IN lists in the constraints a call's writes check", () => {
-  /** A data folder at schema `version`: the migrations up to it, as an owner of that version left it. */
-  function folderAt(version: number): string {
-    const dataDir = folder();
-    const raw = new Database(join(dataDir, "chronolog.db"));
-    for (const file of readdirSync(new URL("../server/src/store/migrations/", import.meta.url)).sort()) {
-      if (Number(file.slice(0, 4)) <= version) raw.exec(readFileSync(new URL(`../server/src/store/migrations/${file}`, import.meta.url), "utf8"));
-    }
-    raw.pragma(`user_version = ${version}`);
-    raw.close();
-    return dataDir;
+/** A data folder at schema `version`: the migrations up to it, as an owner of that version left it. */
+function folderAt(version: number): string {
+  const dataDir = folder();
+  const raw = new Database(join(dataDir, "chronolog.db"));
+  for (const file of readdirSync(new URL("../server/src/store/migrations/", import.meta.url)).sort()) {
+    if (Number(file.slice(0, 4)) <= version) raw.exec(readFileSync(new URL(`../server/src/store/migrations/${file}`, import.meta.url), "utf8"));
   }
+  raw.pragma(`user_version = ${version}`);
+  raw.close();
+  return dataDir;
+}
 
+describe("migration 0012: no IN lists in the constraints a call's writes check", () => {
   /** The INSERT and UPDATE statements of `factories` that build an ephemeral b-tree at each execution (OpenEphemeral). */
   function ephemeralWrites(db: Store["db"], factories: ((db: Store["db"]) => unknown)[]): string[] {
     const seen: string[] = [];
@@ -670,5 +670,32 @@ describe("a full disk", () => {
     const error = toConnectError(full);
     expect([error.code, error.rawMessage]).toEqual([Code.Unavailable, "the owner's disk is full: nothing was written; retry once space is freed"]);
     expect(toConnectError(new Error("boom")).code).toBe(Code.Internal);
+  });
+});
+
+describe("migration 0013: documents get the space of the actor that created them", () => {
+  it("a folder at schema 12 keeps its documents; each takes the space of its latest created event, others none", async () => {
+    const dataDir = folderAt(12);
+    const old = new Database(join(dataDir, "chronolog.db"));
+    const created = (seq: number, type: string, id: string, actor: string | null) =>
+      old.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, '', ?, 1)").run(seq, `e${seq}`, type, JSON.stringify({ _id: id, doc: { _id: id } }), actor);
+    created(1, "note.created", "n1", '{"id":"u","for":"","in":"space:a","via":""}');
+    created(2, "note.created", "n2", null);
+    created(3, "note.created", "n3", '{"id":"u","for":"","in":"space:a","via":""}');
+    created(4, "note.deleted", "n3", null);
+    created(5, "note.created", "n3", '{"id":"u","for":"","in":"space:b","via":""}'); // made again, in space b
+    created(6, "memo.created", "n1", '{"id":"u","for":"","in":"space:c","via":""}'); // another collection's n1
+    const doc = old.prepare("INSERT INTO documents (collection, id, doc) VALUES (?, ?, ?)");
+    for (const [collection, id] of [["note", "n1"], ["note", "n2"], ["note", "n3"], ["ledger", "r1"]]) doc.run(collection, id, JSON.stringify({ _id: id }));
+    old.close();
+
+    const store = open(dataDir);
+    expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
+    expect(store.db.prepare("SELECT collection, id, doc, space FROM documents ORDER BY collection, id").all()).toEqual([
+      { collection: "ledger", id: "r1", doc: '{"_id":"r1"}', space: "" },
+      { collection: "note", id: "n1", doc: '{"_id":"n1"}', space: "space:a" },
+      { collection: "note", id: "n2", doc: '{"_id":"n2"}', space: "" },
+      { collection: "note", id: "n3", doc: '{"_id":"n3"}', space: "space:b" },
+    ]);
   });
 });

@@ -39,6 +39,10 @@ export interface OwnerConfig {
     /** How far ahead of their moment calls are claimed and started, ms (default 250, 0..1000; `serve --timer-lookahead-ms` overrides; time/clock-arm.ts). */
     lookahead_ms?: number;
   };
+  actions?: {
+    /** Finished action calls older than this many days (a whole number) are deleted, hourly (default 7; 0 keeps them forever; `serve --call-retention-days` overrides; actions/retention.ts). */
+    call_retention_days?: number;
+  };
 }
 
 const actorPatterns = { type: "array", items: { type: "string", minLength: 1 } };
@@ -77,6 +81,7 @@ const configSchema = {
     tls: { type: "object", additionalProperties: false, required: ["cert", "key"], properties: { cert: { type: "string" }, key: { type: "string" } } },
     region: { type: "integer", minimum: 0, maximum: 4294967295 },
     timers: { type: "object", additionalProperties: false, properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 }, lookahead_ms: { type: "integer", minimum: 0, maximum: 1000 } } },
+    actions: { type: "object", additionalProperties: false, properties: { call_retention_days: { type: "integer", minimum: 0, maximum: 36600 } } },
     limits: {
       type: "object",
       additionalProperties: false,

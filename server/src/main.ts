@@ -58,6 +58,7 @@ program
   .option("--plugins <dir>", "folder of plugin manifests to register at start")
   .option("--region <n>", "this owner's region: it makes only declared schedules of this region (default: the config's, else 0)", wholeNumberOption(0, 4294967295))
   .option("--timer-lookahead-ms <ms>", "how long before their moment calls of time are claimed and started, 0-1000 (default: the config's timers.lookahead_ms, else 250)", wholeNumberOption(0, 1000))
+  .option("--call-retention-days <days>", "finished action calls older than this are deleted hourly, so a call id retried later runs as a new call unless its action records; 0 keeps them forever (default: the config's actions.call_retention_days, else 7)", wholeNumberOption(0, 36600))
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
   // Loaded only for serve: the client commands start without the owner's modules (SQLite, schemas, time).

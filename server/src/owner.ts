@@ -39,7 +39,9 @@ import { openStore, removeCreatedFolder, type SyncMode } from "./store/database.
 import { eventStatements } from "./store/events.js";
 import { openTime, type LatenessHistogram } from "./time/index.js";
 import { Pulses } from "./time/pulses.js";
-import { retentionMetrics, retentionMsOfDays, TimerRetention } from "./time/retention.js";
+import { defaultTimerRetentionMs, TimerRetention } from "./time/retention.js";
+import { CallRetention, defaultCallRetentionMs } from "./actions/retention.js";
+import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
 
 /** Options of {@link startOwner}. */
 export interface OwnerOptions {
@@ -72,6 +74,8 @@ export interface OwnerOptions {
   timerLookaheadMs?: number;
   /** Most rows one chunk of the retention sweep deletes (default 5,000). */
   timerRetentionChunkRows?: number;
+  /** Finished action calls older than this are deleted, hourly, ms (default: the config's `actions.call_retention_days`, else 7 days; 0 keeps them forever). */
+  callRetentionMs?: number;
 }
 
 /** A running owner. */
@@ -84,6 +88,8 @@ export interface Owner {
   pulses: Pulses;
   /** The hourly retention sweep of spent timers and ended occurrences; tests listen to `onSweep`. */
   timerRetention: TimerRetention;
+  /** The hourly retention sweep of finished action calls; tests listen to `onSweep`. */
+  callRetention: CallRetention;
   /** Gives running deliveries and invocations their grace, stops serving, lets the last commit finish, closes the store. */
   close(): Promise<void>;
 }
@@ -180,8 +186,9 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
     lateness: time.lateness,
     timeCallsSentLate: () => actions.sentLate,
   });
-  const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days), chunkRows: options.timerRetentionChunkRows });
-  retentionMetrics(metrics.registry, timerRetention);
+  const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days, defaultTimerRetentionMs), chunkRows: options.timerRetentionChunkRows });
+  const callRetention = new CallRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.callRetentionMs ?? retentionMsOfDays(config?.actions?.call_retention_days, defaultCallRetentionMs), chunkRows: options.timerRetentionChunkRows });
+  retentionMetrics(metrics.registry, timerRetention, callRetention);
   const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
   const listener = await listen({
     host: options.host,
@@ -210,6 +217,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
   await time.start();
   pulses.start();
   timerRetention.start();
+  callRetention.start();
   logger.info(
     { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
@@ -220,10 +228,11 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
     lateness: time.lateness,
     pulses,
     timerRetention,
+    callRetention,
     async close() {
       time.stop();
       pulses.stop();
-      await timerRetention.stop();
+      await Promise.all([timerRetention.stop(), callRetention.stop()]);
       const graceMs = options.shutdownGraceMs ?? shutdownGraceMs;
       logger.info({ graceMs }, `owner stopping: running deliveries and action calls get up to ${graceMs} ms to finish`);
       // Deliveries and invocations share the grace; executors' streams stay open for their answers meanwhile.

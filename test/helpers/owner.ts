@@ -13,7 +13,8 @@ export function tempDir(prefix = "chronolog-test-"): string {
 
 /**
  * Starts an owner in this process on a free port (silent logs). An owner given a TimerHost (a
- * ManualClock) keeps spent timers and occurrences forever unless `timerRetentionMs` is passed
+ * ManualClock) keeps spent timers and occurrences, and finished action calls, forever unless
+ * `timerRetentionMs` (`callRetentionMs`) is passed
  * (`undefined` too: then the config or the 7-day default decides): tests on a manual clock assert
  * the one timer the owner armed, and the retention's hourly sweep would be a second. On a
  * manual clock time also claims at the due moment itself (`timerLookaheadMs` 0) unless
@@ -22,8 +23,9 @@ export function tempDir(prefix = "chronolog-test-"): string {
  */
 export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promise<Owner & { url: string }> {
   const retention = options.timers && !("timerRetentionMs" in options) ? { timerRetentionMs: 0 } : {};
+  const callRetention = options.timers && !("callRetentionMs" in options) ? { callRetentionMs: 0 } : {};
   const lookahead = options.timers && !("timerLookaheadMs" in options) ? { timerLookaheadMs: 0 } : {};
-  const owner = await startOwner({ dataDir: tempDir(), host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...lookahead, ...options });
+  const owner = await startOwner({ dataDir: tempDir(), host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
   return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}` });
 }
 

@@ -494,9 +494,9 @@ class Client:
         request = collection_pb2.DeleteDocumentRequest(collection=collection, id=id, cause=cause, actor=actor_from_dict(actor))
         return DocumentWriteResult(doc=None, seq=self._unary(self.collections.DeleteDocument, request, timeout).seq)
 
-    def get_document(self, collection: str, id: str, *, timeout: Optional[float] = None) -> dict:
-        """Document ``id``. NOT_FOUND when absent."""
-        response = self._unary(self.collections.GetDocument, collection_pb2.GetDocumentRequest(collection=collection, id=id), timeout)
+    def get_document(self, collection: str, id: str, *, cause: Optional[event_pb2.Cause] = None, timeout: Optional[float] = None) -> dict:
+        """Document ``id``. NOT_FOUND when absent or in a space the caller (or ``cause``'s actor) may not read."""
+        response = self._unary(self.collections.GetDocument, collection_pb2.GetDocumentRequest(collection=collection, id=id, cause=cause), timeout)
         return from_struct(response.document.doc)
 
     def find_documents(
@@ -506,11 +506,12 @@ class Client:
         sort: Optional[Mapping[str, int]] = None,
         limit: int = 0,
         *,
+        cause: Optional[event_pb2.Cause] = None,
         timeout: Optional[float] = None,
     ) -> list:
         """Documents matching a MongoDB ``filter``, sorted (``{"field": 1 or -1}``, default ``_id`` order), at most ``limit`` (default 100, at most 1000)."""
         request = collection_pb2.FindDocumentsRequest(
-            collection=collection, filter=to_struct(filter) if filter else None, sort=to_struct(sort) if sort else None, limit=limit
+            collection=collection, filter=to_struct(filter) if filter else None, sort=to_struct(sort) if sort else None, limit=limit, cause=cause
         )
         return [from_struct(d.doc) for d in self._unary(self.collections.FindDocuments, request, timeout).documents]
 

@@ -114,8 +114,10 @@ class CauseCollections:
     the timer calls): the owner derives the write's id, and a created
     document's ``_id`` when none is given, from the cause, the position and the
     input, so a retried run making the same writes in the same order applies
-    them once and gets the same answer. Writes run as the cause's actor.
-    Reads take no position. Each raises :class:`ChronologError`.
+    them once (E7) and gets the same answer. Writes run as the cause's actor
+    (P5). Reads take no position; they name the cause too, so when its actor
+    has a space they find only that space's documents and those without one
+    (R5). Each raises :class:`ChronologError`.
     """
 
     def __init__(self, work: "WorkUnderCause"):
@@ -140,11 +142,11 @@ class CauseCollections:
 
     def get(self, collection: str, id: str) -> dict:
         """Document ``id``, private fields included (code reads them). NOT_FOUND when absent."""
-        return self._work._client.get_document(collection, id)
+        return self._work._client.get_document(collection, id, cause=self._work._read_cause())
 
     def find(self, collection: str, filter: Optional[Mapping[str, Any]] = None, sort: Optional[Mapping[str, int]] = None, limit: int = 0) -> list:
         """Documents matching a MongoDB ``filter``, sorted (``{"field": 1 or -1}``), at most ``limit`` (default 100)."""
-        return self._work._client.find_documents(collection, filter, sort, limit)
+        return self._work._client.find_documents(collection, filter, sort, limit, cause=self._work._read_cause())
 
 
 class WorkUnderCause:
@@ -166,6 +168,10 @@ class WorkUnderCause:
         self.collections = CauseCollections(self)
         self._position = 0
         self._lock = threading.Lock()
+
+    def _read_cause(self) -> event_pb2.Cause:
+        """The cause a read names: the event id, no position taken (only writes derive ids from positions)."""
+        return event_pb2.Cause(event_id=self.cause_event_id, position=0)
 
     def _next_cause(self) -> event_pb2.Cause:
         """The cause for the next call: the event id and the next position."""

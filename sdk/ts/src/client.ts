@@ -84,6 +84,8 @@ export interface FindOptions {
   sort?: JsonObject;
   /** At most this many (default 100, at most 1000). */
   limit?: number;
+  /** Reading as work under a delivery or action (X5): a cause whose actor has a space reads only that space's documents and those without one; executors and admins only. */
+  cause?: { eventId: string; position: number };
 }
 
 /** What to read or watch. */
@@ -333,15 +335,15 @@ export class ChronologClient {
     return { seq: response.seq };
   }
 
-  /** A document by `_id`. NOT_FOUND when absent. */
-  async getDocument(collection: string, id: string): Promise<JsonObject> {
-    const response = await this.collections.getDocument({ collection, id });
+  /** A document by `_id`. NOT_FOUND when absent or in a space the caller (or `options.cause`) may not read. */
+  async getDocument(collection: string, id: string, options: { cause?: { eventId: string; position: number } } = {}): Promise<JsonObject> {
+    const response = await this.collections.getDocument({ collection, id, cause: causeOf(options.cause) });
     return response.document?.doc ?? {};
   }
 
   /** Documents matching a MongoDB filter, sorted, at most `limit`. */
   async findDocuments(collection: string, options: FindOptions = {}): Promise<JsonObject[]> {
-    const response = await this.collections.findDocuments({ collection, filter: options.filter, sort: options.sort, limit: uint32Of(options.limit ?? 0, "limit") });
+    const response = await this.collections.findDocuments({ collection, filter: options.filter, sort: options.sort, limit: uint32Of(options.limit ?? 0, "limit"), cause: causeOf(options.cause) });
     return response.documents.map((d) => d.doc ?? {});
   }
 

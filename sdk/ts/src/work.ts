@@ -19,9 +19,13 @@ export interface CauseCollections {
   patch(collection: string, id: string, patch: { set?: JsonObject; unset?: string[] }): Promise<DocumentWriteResult>;
   /** Deletes a document. NOT_FOUND when absent. */
   delete(collection: string, id: string): Promise<DocumentWriteResult>;
-  /** A document by `_id` (private fields included: code reads them). NOT_FOUND when absent. */
+  /**
+   * A document by `_id` (private fields included: code reads them). NOT_FOUND when absent.
+   * Reads are under the cause too: when its actor has a space, only that space's documents and
+   * those without one are found (R5), so work for one space never reads another's.
+   */
   get(collection: string, id: string): Promise<JsonObject>;
-  /** Documents matching a MongoDB filter, sorted, at most `limit`. */
+  /** Documents matching a MongoDB filter, sorted, at most `limit` (in the cause's space, as `get`). */
   find(collection: string, options?: FindOptions): Promise<JsonObject[]>;
 }
 
@@ -154,8 +158,9 @@ export abstract class CauseWork implements WorkUnderCause {
       replace: (collection, id, doc) => client.replaceDocument(collection, id, doc, { cause: this.#cause() }),
       patch: (collection, id, patch) => client.patchDocument(collection, id, patch, { cause: this.#cause() }),
       delete: (collection, id) => client.deleteDocument(collection, id, { cause: this.#cause() }),
-      get: (collection, id) => client.getDocument(collection, id),
-      find: (collection, options) => client.findDocuments(collection, options),
+      // Reads name the cause (its actor's space bounds them) without taking a position: only writes derive ids from positions.
+      get: (collection, id) => client.getDocument(collection, id, { cause: { eventId: this.#eventId, position: 0 } }),
+      find: (collection, options) => client.findDocuments(collection, { ...options, cause: { eventId: this.#eventId, position: 0 } }),
     };
   }
 }

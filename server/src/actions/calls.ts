@@ -16,7 +16,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { ActionEntry } from "./declaration.js";
 import type { HostQueue } from "./hosts.js";
-import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
+import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type AttemptOutcome, type CallerContext, type Invocation } from "./run.js";
 import { sha256Hex } from "../sha256.js";
 
@@ -237,14 +237,16 @@ export class ActionCalls {
     if (violations.length > 0) {
       fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
     }
-    const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalJson(req.input)) };
+    const canonicalInput = canonicalJson(req.input);
+    const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalInput), inputBytes: Buffer.byteLength(canonicalInput) };
     // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const running = this.runs.get(call.callId);
     if (running) {
       sameCall(call, running.call.entry.name, running.call.inputHash);
       return this.wait(running, caller);
     }
-    const row = this.deps.calls.get(call.callId);
+    // A recorded call whose row the retention deleted is answered from its events, as by its row.
+    const row = this.deps.calls.get(call.callId) ?? callFromLog(this.deps.events, call, this.deps.clock.now());
     if (row) {
       sameCall(call, row.action, row.inputHash);
       if (row.state === "completed") return { callId: call.callId, output: storedOutput(row, this.deps.events), fromLog: true };
@@ -561,7 +563,7 @@ export class ActionCalls {
             },
           },
         };
-      });
+      }, call.inputBytes);
       if (run.abandoned?.signal.aborted) this.cancel(invocation, "caller gone");
     });
   }

@@ -1,4 +1,5 @@
 import type { ExecutorSession } from "../executors/session.js";
+import { canonicalJson } from "../log/canonical.js";
 import { derivedId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
@@ -32,6 +33,8 @@ export interface CallIdentity {
   input: Record<string, unknown>;
   /** sha256 (hex) of the canonical input. */
   inputHash: string;
+  /** UTF-8 bytes of the canonical input: what its Invocation weighs in a batch (executors/session.ts). */
+  inputBytes: number;
   /** Who the call runs as (null: the system). */
   actor: ActorRecord | null;
   /** Id of the event the call was made under, "" from outside. */
@@ -63,10 +66,23 @@ export function callEventId(callId: string, what: CallEventKind, attempt = 0): s
 
 /** `derived` with its first 12 characters replaced by the call id's 12 hex time characters, when it has them (dash dropped from a UUIDv7). */
 function ledByTime(callId: string, derived: string): string {
-  if (/^[0-9a-f]{12}/.test(callId)) return callId.slice(0, 12) + derived.slice(12);
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-7/.test(callId)) return callId.slice(0, 8) + callId.slice(9, 13) + derived.slice(12);
-  return derived;
+  const time = timeCharacters(callId);
+  return time === undefined ? derived : time + derived.slice(12);
 }
+
+/** The 12 hex time characters a time-ordered call id leads with (an occurrence id's due moment, a UUIDv7's ms, dash dropped), or undefined. */
+function timeCharacters(callId: string): string | undefined {
+  if (/^[0-9a-f]{12}/.test(callId)) return callId.slice(0, 12);
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-7/.test(callId)) return callId.slice(0, 8) + callId.slice(9, 13);
+  return undefined;
+}
+
+/**
+ * A call id leading with a moment this close to now (ms) was first used at most about this long
+ * ago, far inside the shortest call retention (one day): its row, if it ever had one, is still
+ * there, so {@link callFromLog} need not look in the log (the calls of time and owner-made ids).
+ */
+const recentCallIdMs = 3_600_000;
 
 /**
  * A call's runtime event in the log: under {@link callEventId}, or under the plain derived id
@@ -76,6 +92,40 @@ export function findCallEvent(events: EventStatements, callId: string, what: Cal
   const legacy = derivedId(callId, attempt, `action.${what}`);
   const id = ledByTime(callId, legacy);
   return events.findById(id) ?? (legacy === id ? undefined : events.findById(legacy));
+}
+
+/**
+ * The call `call.callId` as its `action.*` events tell it, for a recorded call whose
+ * `action_calls` row the retention deleted (actions/retention.ts), or undefined when the log has
+ * no `action.started` for it (not looked up for a call id leading with a recent moment: see
+ * {@link recentCallIdMs}). Completed: with `action.completed`; otherwise failed at its last
+ * attempt (the highest `action.retried`, found by id one attempt after another). `inputHash` is
+ * the call's own when the recorded input (private fields aside) and action match, else one that
+ * matches no input, so the caller refuses the reuse (ALREADY_EXISTS).
+ */
+export function callFromLog(events: EventStatements, call: CallIdentity, nowMs: number): CallRow | undefined {
+  const { callId, entry } = call;
+  const time = timeCharacters(callId);
+  if (time !== undefined && Math.abs(nowMs - parseInt(time, 16)) <= recentCallIdMs) return undefined;
+  const started = findCallEvent(events, callId, "started");
+  if (!started) return undefined;
+  const same = started.data.action === entry.name && canonicalJson(started.data.input) === canonicalJson(recordedInput(entry, call.input));
+  const completed = findCallEvent(events, callId, "completed");
+  let attempt = completed ? Number(completed.data.attempt) : 1;
+  if (!completed) while (findCallEvent(events, callId, "retried", attempt + 1)) attempt++;
+  const failed = completed ? undefined : findCallEvent(events, callId, "failed", attempt);
+  return {
+    callId,
+    action: String(started.data.action),
+    inputHash: same ? call.inputHash : "",
+    actor: started.actor,
+    recorded: true,
+    state: completed ? "completed" : "failed",
+    attempt,
+    output: undefined,
+    error: failed ? String(failed.data.error) : `the owner stopped during attempt ${attempt}`,
+    updatedAt: (completed ?? failed ?? started).at,
+  };
 }
 
 /**

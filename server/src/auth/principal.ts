@@ -85,12 +85,19 @@ export function allows(allow: readonly string[], principal: Principal): boolean 
 }
 
 /**
- * True when the principal may read an event: admins read everything;
- * others read events without a space and events in the spaces they may
- * assert (`assert.in`) or default to (`actor.in`).
+ * True when the principal may read an event (R5): {@link canReach} its space
+ * (its actor's `in`).
  */
 export function canRead(principal: Principal, event: { actor: ActorRecord | null }): boolean {
-  const space = event.actor?.in ?? "";
+  return canReach(principal, event.actor?.in ?? "");
+}
+
+/**
+ * The one visibility rule of spaces (R5), for events, timers and documents
+ * alike: admins reach every space; others reach no space ("") and the spaces
+ * they may assert (`assert.in`) or default to (`actor.in`).
+ */
+export function canReach(principal: Principal, space: string): boolean {
   if (principal.role === "admin" || space === "") return true;
   if (principal.actor.in === space) return true;
   return (principal.assert.in ?? []).some((p) => matchesPattern(p, space));

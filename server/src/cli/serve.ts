@@ -2,6 +2,7 @@ import type { SyncMode } from "../store/database.js";
 import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
 import { startOwner } from "../owner.js";
+import { retentionMsOfDays } from "../store/sweep.js";
 
 /** Options of `chronolog serve`. */
 export interface ServeFlags {
@@ -16,6 +17,8 @@ export interface ServeFlags {
   region?: number;
   /** Overrides the config's `timers.lookahead_ms`, ms. */
   timerLookaheadMs?: number;
+  /** Overrides the config's `actions.call_retention_days`, days. */
+  callRetentionDays?: number;
 }
 
 /** `chronolog serve`: runs an owner until SIGINT or SIGTERM, then shuts down cleanly. */
@@ -32,6 +35,7 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     pluginsDir: flags.plugins,
     region: flags.region,
     timerLookaheadMs: flags.timerLookaheadMs,
+    callRetentionMs: flags.callRetentionDays === undefined ? undefined : retentionMsOfDays(flags.callRetentionDays, 0),
     logger,
   });
   // The first SIGINT or SIGTERM stops the owner, with its grace; later ones while it stops are

@@ -21,5 +21,5 @@ export interface Collections {
  */
 export function openCollections(db: Db, committer: Committer, registry: PluginRegistry, events: EventStatements, live?: LiveCauses): Collections {
   const stores = new DocumentStores(db);
-  return { writer: new DocumentWriter(committer, registry, events, stores, live), reader: new DocumentReader(registry, stores) };
+  return { writer: new DocumentWriter(committer, registry, events, stores, live), reader: new DocumentReader(registry, stores, events, live) };
 }

@@ -1,10 +1,13 @@
 import { find as mingoFind } from "mingo";
-import type { Principal } from "../auth/principal.js";
+import { canReach, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
+import { causeActor, type LiveCauses } from "../log/causes.js";
+import type { CauseRef } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";
+import type { EventStatements } from "../store/events.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { DocumentRecord } from "../store/documents.js";
-import { declaredCollection, forReader } from "./access.js";
+import { declaredCollection, forReader, underCauseReader } from "./access.js";
 import { checkDocumentId } from "./ops.js";
 import type { DocumentStores } from "./stores.js";
 
@@ -24,10 +27,20 @@ export const defaultFindLimit = 100;
 export const maxFindLimit = 1000;
 
 /**
- * Reads documents: by `_id`, and by a MongoDB filter with sort and
- * limit. Any authenticated principal may read a declared collection;
- * private fields are removed for principals other than admins and
- * executors. Reads see committed documents only.
+ * Reads documents (SPEC C2): by `_id`, and by a MongoDB filter with sort and
+ * limit. Any authenticated principal may read a declared collection, but
+ * only its documents in spaces the principal may read ({@link canReach}, the
+ * rule of events, R5): admins read every document; others documents without
+ * a space and those in their spaces. Another space's document is NOT_FOUND
+ * exactly as a missing one, and never matches a find. Code reading under a
+ * cause (`cause`; admins and executors only: a client gets PERMISSION_DENIED)
+ * whose actor has a space reads as that actor: that space's documents and
+ * those without a space, whatever its token may read, so an action called
+ * from one space, or a delivery of its event, never reads another space's
+ * documents; under a cause without a space it reads as its principal
+ * ({@link underCauseReader}; writes follow the same rule). Private fields are
+ * removed for principals other than admins and executors (E6). Reads see
+ * committed documents only.
  *
  * Find scans the collection's documents (SQLite rows in `_id` order, or
  * memory) and filters them in JS with mingo: fine for the sizes Chronolog
@@ -39,14 +52,18 @@ export class DocumentReader {
   constructor(
     private readonly registry: PluginRegistry,
     private readonly stores: DocumentStores,
+    private readonly events: EventStatements,
+    /** Running record:false invocations, causes without an event (A2, X5). */
+    private readonly live?: LiveCauses,
   ) {}
 
-  /** The document `id` of `collection` as `principal` sees it; NOT_FOUND when absent or undeclared. */
-  get(collection: string, id: string, principal: Principal): DocumentRecord {
+  /** The document `id` of `collection` as `principal` (under `cause`) sees it; NOT_FOUND when absent, out of its reach or undeclared. */
+  get(collection: string, id: string, principal: Principal, cause: CauseRef | null = null): DocumentRecord {
     const entry = declaredCollection(this.registry, collection);
-    const doc = this.stores.of(entry).get(entry.name, checkDocumentId(id, "id"));
-    if (!doc) fail("not_found", `no document ${JSON.stringify(id)} in ${entry.name}`, [], { collection: entry.name, id });
-    return forReader(principal, entry, doc);
+    const reader = this.reader(principal, cause);
+    const stored = this.stores.of(entry).get(entry.name, checkDocumentId(id, "id"));
+    if (!stored || !canReach(reader, stored.space)) fail("not_found", `no document ${JSON.stringify(id)} in ${entry.name}`, [], { collection: entry.name, id });
+    return forReader(principal, entry, stored.doc);
   }
 
   /**
@@ -57,19 +74,28 @@ export class DocumentReader {
    * does: a client cannot probe private fields with a filter. A document the
    * filter cannot be applied to (e.g. `$divide` by its zero) does not match.
    */
-  find(collection: string, query: FindQuery, principal: Principal): DocumentRecord[] {
+  find(collection: string, query: FindQuery, principal: Principal, cause: CauseRef | null = null): DocumentRecord[] {
     const entry = declaredCollection(this.registry, collection);
+    const reader = this.reader(principal, cause);
     const matches = compileFilter(query.filter, "filter");
     const sort = parseSort(query.sort);
     const limit = parseLimit(query.limit);
     const found: DocumentRecord[] = [];
     for (const stored of this.stores.of(entry).scan(entry.name)) {
-      const doc = forReader(principal, entry, stored);
+      if (!canReach(reader, stored.space)) continue;
+      const doc = forReader(principal, entry, stored.doc);
       if (!matches(doc)) continue;
       found.push(doc);
       if (!sort && found.length === limit) break;
     }
     return sort ? (mingoFind(found, {}).sort(sort).limit(limit).all() as DocumentRecord[]) : found;
+  }
+
+  /** Whom the space rule reads as: under a cause whose actor has a space, that actor (its space only); else the principal. */
+  private reader(principal: Principal, cause: CauseRef | null): Principal {
+    if (!cause) return principal;
+    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not read under a cause; only executors act under a cause`);
+    return underCauseReader(principal, causeActor(cause.eventId, this.events, this.live)?.in ?? "");
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Db } from "../store/database.js";
-import { documentStatements, type DocumentRecord, type DocumentStatements } from "../store/documents.js";
+import { documentStatements, type DocumentRecord, type DocumentStatements, type StoredDocument } from "../store/documents.js";
 import type { CollectionEntry } from "./declaration.js";
 
 /** Where a collection's documents live: SQLite (durable) or memory (`durable: false`). */
@@ -12,32 +12,32 @@ export type DocumentStore = DocumentStatements;
  * objects with the store.
  */
 export class MemoryDocuments implements DocumentStore {
-  private readonly collections = new Map<string, Map<string, DocumentRecord>>();
+  private readonly collections = new Map<string, Map<string, StoredDocument>>();
   private readonly writes = new Map<string, string>();
 
-  private of(collection: string): Map<string, DocumentRecord> {
+  private of(collection: string): Map<string, StoredDocument> {
     let docs = this.collections.get(collection);
     if (!docs) this.collections.set(collection, (docs = new Map()));
     return docs;
   }
 
-  /** The document `id`, or undefined. */
-  get(collection: string, id: string): DocumentRecord | undefined {
-    const doc = this.collections.get(collection)?.get(id);
-    return doc && structuredClone(doc);
+  /** The document `id` with its space, or undefined. */
+  get(collection: string, id: string): StoredDocument | undefined {
+    const stored = this.collections.get(collection)?.get(id);
+    return stored && structuredClone(stored);
   }
 
-  /** Inserts a document; throws when its `_id` is taken (callers check first). */
-  insert(collection: string, doc: DocumentRecord): void {
+  /** Inserts a document in `space`; throws when its `_id` is taken (callers check first). */
+  insert(collection: string, doc: DocumentRecord, space: string): void {
     const docs = this.of(collection);
     if (docs.has(doc._id)) throw new Error(`document ${doc._id} already in ${collection}`);
-    docs.set(doc._id, structuredClone(doc));
+    docs.set(doc._id, { doc: structuredClone(doc), space });
   }
 
-  /** Overwrites an existing document (no-op when absent). */
+  /** Overwrites an existing document, its space unchanged (no-op when absent). */
   update(collection: string, doc: DocumentRecord): void {
-    const docs = this.of(collection);
-    if (docs.has(doc._id)) docs.set(doc._id, structuredClone(doc));
+    const stored = this.of(collection).get(doc._id);
+    if (stored) stored.doc = structuredClone(doc);
   }
 
   /** Deletes a document (no-op when absent). */
@@ -45,13 +45,13 @@ export class MemoryDocuments implements DocumentStore {
     this.collections.get(collection)?.delete(id);
   }
 
-  /** Every document of `collection`, in `_id` order. */
-  *scan(collection: string): Generator<DocumentRecord> {
+  /** Every document of `collection` with its space, in `_id` order. */
+  *scan(collection: string): Generator<StoredDocument> {
     const docs = this.collections.get(collection);
     if (!docs) return;
     for (const id of [...docs.keys()].sort()) {
-      const doc = docs.get(id);
-      if (doc) yield structuredClone(doc);
+      const stored = docs.get(id);
+      if (stored) yield structuredClone(stored);
     }
   }
 

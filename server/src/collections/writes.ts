@@ -1,4 +1,4 @@
-import { allows, resolveActor, type Principal } from "../auth/principal.js";
+import { allows, canReach, resolveActor, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import { causeActor, type LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
@@ -7,7 +7,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { DocumentRecord } from "../store/documents.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
-import { declaredCollection, forReader } from "./access.js";
+import { declaredCollection, forReader, underCauseReader } from "./access.js";
 import { changeEvent } from "./changes.js";
 import { changeTypes, type CollectionEntry } from "./declaration.js";
 import { checkSchema, nextDocument, parseWrite, type ParsedWrite, type WriteInput } from "./ops.js";
@@ -42,11 +42,25 @@ interface WriteContext {
   eventId: string;
   /** The `_id` of a create that gives none (derived under a cause, random otherwise). */
   newDocId: string;
+  /** Whether the write may reach a document in `space` (R5): the principal's rule, or under a cause {@link underCauseReader}'s. */
+  reaches: (space: string) => boolean;
 }
 
 /**
  * Writes documents: create, replace, patch,
  * delete.
+ *
+ * Spaces (R5): a create puts the document in its actor's space (`in`, "" for
+ * none); the document keeps it for life, and every change event of it is
+ * recorded in it (the event's actor `in` is the document's space, whoever
+ * wrote). From outside, replace, patch and delete reach only documents the
+ * principal may read ({@link canReach}, the rule of events): another space's
+ * document answers NOT_FOUND exactly as a missing one. A create whose `_id`
+ * is taken in another space is ALREADY_EXISTS (ids are unique per
+ * collection), with nothing of the document. Under a cause whose actor has a
+ * space, replace, patch and delete reach that space's documents and those
+ * without one, whatever the token may reach; under a cause without a space,
+ * the principal's (as reads do: {@link underCauseReader}).
  *
  * From outside (no cause) the collection's `allow` gates the write
  * (PERMISSION_DENIED) and the actor is the principal's (asserted fields
@@ -95,7 +109,7 @@ export class DocumentWriter {
       const who = entry.allow.length === 0 ? "only code under a cause may write it" : `allow: ${entry.allow.join(", ")}`;
       fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not write collection ${entry.name} (${who})`, [], { collection: entry.name });
     }
-    return { actor: resolveActor(principal, req.actor), cause: "", writeId: null, eventId: newId(), newDocId: newId() };
+    return { actor: resolveActor(principal, req.actor), cause: "", writeId: null, eventId: newId(), newDocId: newId(), reaches: (space) => canReach(principal, space) };
   }
 
   private underCause(entry: CollectionEntry, req: WriteRequest, principal: Principal): WriteContext {
@@ -107,7 +121,8 @@ export class DocumentWriter {
     const id = w.op === "create" ? (typeof w.doc._id === "string" ? w.doc._id : "") : w.id;
     const input = w.op === "create" || w.op === "replace" ? w.doc : w.op === "patch" ? { set: w.set, unset: w.unset } : null;
     const writeId = derivedId(cause.eventId, cause.position, { collection: entry.name, op: w.op, id, input });
-    return { actor, cause: cause.eventId, writeId, eventId: writeId, newDocId: derivedId(writeId, 0, "_id") };
+    const reader = underCauseReader(principal, actor?.in ?? "");
+    return { actor, cause: cause.eventId, writeId, eventId: writeId, newDocId: derivedId(writeId, 0, "_id"), reaches: (space) => canReach(reader, space) };
   }
 }
 
@@ -121,17 +136,20 @@ function apply(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite,
     if (answer) return answer;
   }
   const id = write.op === "create" ? (write.id ?? ctx.newDocId) : write.id;
-  const before = store.get(entry.name, id);
+  const stored = store.get(entry.name, id);
+  // Another space's document is, to a write that may not reach it, no document (but a create still finds its _id taken).
+  const before = stored && (write.op === "create" || ctx.reaches(stored.space)) ? stored.doc : undefined;
   const after = nextDocument(entry, write, id, before);
   if (after) checkSchema(entry, after);
+  const space = write.op === "create" ? (ctx.actor?.in ?? "") : stored!.space;
   // Nothing below throws on a checked write: the memory store stays consistent without a rollback.
-  if (write.op === "create") store.insert(entry.name, after as DocumentRecord);
+  if (write.op === "create") store.insert(entry.name, after as DocumentRecord, space);
   else if (write.op === "delete") store.remove(entry.name, id);
   else store.update(entry.name, after as DocumentRecord);
   if (entry.writesEvents) {
     // writesEvents implies durable, so this runs in a commit unit.
     const change = changeEvent(entry, write.op, before, after);
-    const event = (tx as Tx).append({ id: ctx.eventId, type: change.type, data: change.data, cause: ctx.cause, actor: ctx.actor });
+    const event = (tx as Tx).append({ id: ctx.eventId, type: change.type, data: change.data, cause: ctx.cause, actor: actorIn(ctx.actor, space) });
     return { document: after ?? null, seq: event.seq };
   }
   if (ctx.writeId !== null) store.markApplied(ctx.writeId, entry.name, id, tx?.now ?? 0);
@@ -147,12 +165,18 @@ function answerFromLog(entry: CollectionEntry, store: DocumentStore, writeId: st
   }
   if (prior.type === `${entry.name}.deleted`) return { document: null, seq: prior.seq };
   const docId = prior.data._id as string;
-  return { document: store.get(entry.name, docId) ?? (prior.data.doc as DocumentRecord), seq: prior.seq };
+  return { document: store.get(entry.name, docId)?.doc ?? (prior.data.doc as DocumentRecord), seq: prior.seq };
 }
 
 /** A write under a cause already applied to a collection that writes no events, or undefined. */
 function answerFromWrites(store: DocumentStore, entry: CollectionEntry, write: ParsedWrite, writeId: string): WriteResult | undefined {
   const docId = store.applied(writeId);
   if (docId === undefined) return undefined;
-  return { document: write.op === "delete" ? null : (store.get(entry.name, docId) ?? { _id: docId }), seq: 0 };
+  return { document: write.op === "delete" ? null : (store.get(entry.name, docId)?.doc ?? { _id: docId }), seq: 0 };
+}
+
+/** The actor a change event records: the writer, in the document's `space` (the system stays null in no space). */
+function actorIn(actor: ActorRecord | null, space: string): ActorRecord | null {
+  if ((actor?.in ?? "") === space) return actor;
+  return { ...(actor ?? { id: "", for: "", in: "", via: "" }), in: space };
 }

@@ -38,6 +38,19 @@ export const maxCredits = 65_536;
 
 /** Most deliveries, or invocations, put in one batch message. */
 const maxBatch = 256;
+/**
+ * Most bytes of events (their stored JSON, as log pages count them) or of action inputs (canonical
+ * JSON) one batch message holds, unless its one item is larger: a large item is still sent, alone.
+ * 1 MiB keeps a batch under the 4 MiB receive limit of gRPC clients' defaults (grpc-go,
+ * grpc-js, grpcio), protobuf's Struct encoding included, as ReadLog's pages do.
+ */
+const batchByteBudget = 1024 * 1024;
+
+/** A message as queued: `bytes` weighs a delivery's event or an invocation's input (0 for others). */
+export interface Queued {
+  message: QueuedMessage;
+  bytes: number;
+}
 
 /** The batch message each batchable message kind goes into (for executors that said they understand it). */
 const batchOf = {
@@ -46,35 +59,39 @@ const batchOf = {
 } as const;
 
 /** The messages queued at one moment, as written: built ones built now, deliveries and invocations batched for an executor that understands their batch messages (`hosting`). */
-export function written(queued: QueuedMessage[], hosting: Pick<Hosting, "batches" | "invocationBatches">): OwnerMessage[] {
-  const messages = queued.map((m) => (typeof m === "function" ? m() : m));
-  return hosting.batches || hosting.invocationBatches ? batched(messages, { delivery: hosting.batches, invocation: hosting.invocationBatches }) : messages;
+export function written(queued: Queued[], hosting: Pick<Hosting, "batches" | "invocationBatches">): OwnerMessage[] {
+  const messages = queued.map((q) => ({ message: typeof q.message === "function" ? q.message() : q.message, bytes: q.bytes }));
+  return hosting.batches || hosting.invocationBatches ? batched(messages, { delivery: hosting.batches, invocation: hosting.invocationBatches }) : messages.map((m) => m.message);
 }
 
 /**
  * Combines runs of deliveries into DeliveryBatch messages, and runs of invocations into
- * InvocationBatch messages, at most {@link maxBatch} each, for the kinds `understood`;
- * other messages keep their place, and so does the order of all.
+ * InvocationBatch messages, for the kinds `understood`: at most {@link maxBatch} items and
+ * {@link batchByteBudget} bytes each (always at least one item); other messages keep their
+ * place, and so does the order of all.
  */
-function batched(messages: OwnerMessage[], understood: Record<keyof typeof batchOf, boolean>): OwnerMessage[] {
+function batched(messages: { message: OwnerMessage; bytes: number }[], understood: Record<keyof typeof batchOf, boolean>): OwnerMessage[] {
   const out: OwnerMessage[] = [];
   let kind: keyof typeof batchOf | undefined;
   let run: unknown[] = [];
+  let runBytes = 0;
   const flush = () => {
     if (run.length === 1) out.push({ message: { case: kind, value: run[0] } } as OwnerMessage);
     else if (run.length > 1) out.push(batchOf[kind!](run));
     run = [];
+    runBytes = 0;
   };
-  for (const m of messages) {
+  for (const { message: m, bytes } of messages) {
     const c = m.message?.case;
     if ((c !== "delivery" && c !== "invocation") || !understood[c]) {
       flush();
       out.push(m);
       continue;
     }
-    if (c !== kind || run.length === maxBatch) flush();
+    if (c !== kind || run.length === maxBatch || (run.length > 0 && runBytes + bytes > batchByteBudget)) flush();
     kind = c;
     run.push(m.message!.value);
+    runBytes += bytes;
   }
   flush();
   return out;
@@ -87,7 +104,7 @@ function batched(messages: OwnerMessage[], understood: Record<keyof typeof batch
  */
 export class ExecutorSession {
   readonly id = randomUUID();
-  readonly outbox = new Outbox<QueuedMessage>();
+  readonly outbox = new Outbox<Queued>();
   readonly inFlight = new Set<string>();
   readonly processors: Set<string>;
   readonly actions: Set<string>;
@@ -130,8 +147,11 @@ export class ExecutorSession {
     return performance.now() - this.openedAt;
   }
 
-  /** Queues a message to the executor (or a function building it when written). */
-  send(message: QueuedMessage): void {
-    this.outbox.push(message);
+  /**
+   * Queues a message to the executor (or a function building it when written); `bytes`: what a
+   * delivery's event or an invocation's input weighs in a batch ({@link batchByteBudget}).
+   */
+  send(message: QueuedMessage, bytes = 0): void {
+    this.outbox.push({ message, bytes });
   }
 }

@@ -315,7 +315,7 @@ export class ProcessorEngine {
           key: attempt.key.startsWith("#") ? "" : attempt.key,
         },
       },
-    });
+    }, storedBytes(attempt.event));
   }
 
   private armAckTimeout(attempt: Attempt, ms: number): void {

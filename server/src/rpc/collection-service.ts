@@ -31,11 +31,11 @@ export function collectionService(collections: Collections): ServiceImpl<typeof 
       return { seq: BigInt(result.seq) };
     },
     getDocument(req, ctx) {
-      return { document: documentToProto(reader.get(collectionName(req.collection), req.id, principalOf(ctx))) };
+      return { document: documentToProto(reader.get(collectionName(req.collection), req.id, principalOf(ctx), causeFromProto(req.cause))) };
     },
     findDocuments(req, ctx) {
       const query = { filter: objectFromProto(req.filter), sort: objectFromProto(req.sort), limit: req.limit };
-      return { documents: reader.find(collectionName(req.collection), query, principalOf(ctx)).map(documentToProto) };
+      return { documents: reader.find(collectionName(req.collection), query, principalOf(ctx), causeFromProto(req.cause)).map(documentToProto) };
     },
   };
 }

@@ -101,3 +101,17 @@ export function callStatements(db: Db) {
 
 /** The statements of {@link callStatements}. */
 export type CallStatements = ReturnType<typeof callStatements>;
+
+/**
+ * The retention sweep's statement on `action_calls` (actions/retention.ts): deletes up to `limit`
+ * calls that completed or failed before `beforeMs` (their last change), oldest first, through the
+ * `action_calls_finished` index (migration 0014); running calls never. Returns how many.
+ */
+export function finishedCallsDeleter(db: Db): (beforeMs: number, limit: number) => number {
+  const finished = db.prepare(
+    `DELETE FROM action_calls WHERE rowid IN (
+       SELECT rowid FROM action_calls INDEXED BY action_calls_finished
+       WHERE (state = 'completed' OR state = 'failed') AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
+  );
+  return (beforeMs, limit) => finished.run(beforeMs, limit).changes;
+}

@@ -3,30 +3,36 @@ import type { Db } from "./database.js";
 /** A document as stored: a JSON object with its string `_id`. */
 export type DocumentRecord = Record<string, unknown> & { _id: string };
 
+/** A document and its space: the `in` of the actor that created it ("" for none, R5). */
+export interface StoredDocument {
+  doc: DocumentRecord;
+  space: string;
+}
+
 /**
  * The statements on `documents` and `collection_writes`, one
  * function each. Reads may run anywhere; writes only inside a committer
  * transaction, in the same unit as the change event they go with.
  */
 export function documentStatements(db: Db) {
-  const get = db.prepare("SELECT doc FROM documents WHERE collection = ? AND id = ?");
-  const insert = db.prepare("INSERT INTO documents (collection, id, doc) VALUES (?, ?, ?)");
+  const get = db.prepare("SELECT doc, space FROM documents WHERE collection = ? AND id = ?");
+  const insert = db.prepare("INSERT INTO documents (collection, id, doc, space) VALUES (?, ?, ?, ?)");
   const update = db.prepare("UPDATE documents SET doc = ? WHERE collection = ? AND id = ?");
   const remove = db.prepare("DELETE FROM documents WHERE collection = ? AND id = ?");
-  const scan = db.prepare("SELECT doc FROM documents WHERE collection = ? ORDER BY id");
+  const scan = db.prepare("SELECT doc, space FROM documents WHERE collection = ? ORDER BY id");
   const applied = db.prepare("SELECT doc_id FROM collection_writes WHERE id = ?");
   const markApplied = db.prepare("INSERT INTO collection_writes (id, collection, doc_id, at) VALUES (?, ?, ?, ?)");
   return {
-    /** The document `id` of `collection`, or undefined. */
-    get(collection: string, id: string): DocumentRecord | undefined {
-      const row = get.get(collection, id) as { doc: string } | undefined;
-      return row && JSON.parse(row.doc);
+    /** The document `id` of `collection` with its space, or undefined. */
+    get(collection: string, id: string): StoredDocument | undefined {
+      const row = get.get(collection, id) as Row | undefined;
+      return row && fromRow(row);
     },
-    /** Inserts a new document; throws (SQLITE_CONSTRAINT) when its `_id` is taken. */
-    insert(collection: string, doc: DocumentRecord): void {
-      insert.run(collection, doc._id, JSON.stringify(doc));
+    /** Inserts a new document in `space`; throws (SQLITE_CONSTRAINT) when its `_id` is taken. */
+    insert(collection: string, doc: DocumentRecord, space: string): void {
+      insert.run(collection, doc._id, JSON.stringify(doc), space);
     },
-    /** Overwrites an existing document (no-op when absent: check first). */
+    /** Overwrites an existing document, its space unchanged (no-op when absent: check first). */
     update(collection: string, doc: DocumentRecord): void {
       update.run(JSON.stringify(doc), collection, doc._id);
     },
@@ -35,12 +41,12 @@ export function documentStatements(db: Db) {
       remove.run(collection, id);
     },
     /**
-     * Every document of `collection` in `_id` order, read lazily (one row at
-     * a time), so a scan that stops early reads no more. Do not write while
-     * iterating.
+     * Every document of `collection` with its space, in `_id` order, read
+     * lazily (one row at a time), so a scan that stops early reads no more.
+     * Do not write while iterating.
      */
-    *scan(collection: string): Generator<DocumentRecord> {
-      for (const row of scan.iterate(collection) as Iterable<{ doc: string }>) yield JSON.parse(row.doc);
+    *scan(collection: string): Generator<StoredDocument> {
+      for (const row of scan.iterate(collection) as Iterable<Row>) yield fromRow(row);
     },
     /** The `_id` of the document written by the write `writeId` under a cause, or undefined when not applied. */
     applied(writeId: string): string | undefined {
@@ -51,6 +57,15 @@ export function documentStatements(db: Db) {
       markApplied.run(writeId, collection, docId, atMs);
     },
   };
+}
+
+interface Row {
+  doc: string;
+  space: string;
+}
+
+function fromRow(row: Row): StoredDocument {
+  return { doc: JSON.parse(row.doc), space: row.space };
 }
 
 /** The statements of {@link documentStatements}. */

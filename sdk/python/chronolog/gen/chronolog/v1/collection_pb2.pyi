@@ -101,12 +101,14 @@ class DeleteDocumentResponse(_message.Message):
     def __init__(self, seq: _Optional[int] = ...) -> None: ...
 
 class GetDocumentRequest(_message.Message):
-    __slots__ = ("collection", "id")
+    __slots__ = ("collection", "id", "cause")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
     collection: str
     id: str
-    def __init__(self, collection: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+    cause: _event_pb2.Cause
+    def __init__(self, collection: _Optional[str] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ...) -> None: ...
 
 class GetDocumentResponse(_message.Message):
     __slots__ = ("document",)
@@ -115,16 +117,18 @@ class GetDocumentResponse(_message.Message):
     def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ...) -> None: ...
 
 class FindDocumentsRequest(_message.Message):
-    __slots__ = ("collection", "filter", "sort", "limit")
+    __slots__ = ("collection", "filter", "sort", "limit", "cause")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     SORT_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
     collection: str
     filter: _struct_pb2.Struct
     sort: _struct_pb2.Struct
     limit: int
-    def __init__(self, collection: _Optional[str] = ..., filter: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., sort: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
+    cause: _event_pb2.Cause
+    def __init__(self, collection: _Optional[str] = ..., filter: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., sort: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., limit: _Optional[int] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ...) -> None: ...
 
 class FindDocumentsResponse(_message.Message):
     __slots__ = ("documents",)

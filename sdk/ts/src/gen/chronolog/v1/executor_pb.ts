@@ -375,8 +375,8 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
 
   /**
    * The executor understands DeliveryBatch: the owner may put several
-   * deliveries in one message (up to 256; such a message may exceed 4 MiB when
-   * their events are large).
+   * deliveries in one message (up to 256, and up to about 1 MiB of their events'
+   * JSON, so a batch stays under a 4 MiB receive limit; a larger event comes alone).
    *
    * @generated from field: bool batches = 8;
    */
@@ -394,8 +394,8 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
 
   /**
    * The executor understands InvocationBatch: the owner may put several
-   * invocations in one message (up to 256; such a message may exceed 4 MiB when
-   * their inputs are large).
+   * invocations in one message (up to 256, and up to about 1 MiB of their inputs'
+   * JSON, so a batch stays under a 4 MiB receive limit; a larger input comes alone).
    *
    * @generated from field: bool invocation_batches = 10;
    */
