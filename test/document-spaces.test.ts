@@ -1,4 +1,4 @@
-// Documents are separated by space like events (R5): an owner process with a config of
+// Documents are separated by space like events: an owner process with a config of
 // tokens, and real clients for four principals (space a, space b, an admin, a client with no
 // space) and an executor token limited to space a. Every principal tries get, find, replace,
 // patch and delete on documents of every space, and reads the change events: nobody reaches a

@@ -114,10 +114,10 @@ class CauseCollections:
     the timer calls): the owner derives the write's id, and a created
     document's ``_id`` when none is given, from the cause, the position and the
     input, so a retried run making the same writes in the same order applies
-    them once (E7) and gets the same answer. Writes run as the cause's actor
-    (P5). Reads take no position; they name the cause too, so when its actor
-    has a space they find only that space's documents and those without one
-    (R5). Each raises :class:`ChronologError`.
+    them once and gets the same answer. Writes run as the cause's actor.
+    Reads take no position; they name the cause too, so when its actor
+    has a space they find only that space's documents and those without one.
+    Each raises :class:`ChronologError`.
     """
 
     def __init__(self, work: "WorkUnderCause"):

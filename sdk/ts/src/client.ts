@@ -84,7 +84,7 @@ export interface FindOptions {
   sort?: JsonObject;
   /** At most this many (default 100, at most 1000). */
   limit?: number;
-  /** Reading as work under a delivery or action (X5): a cause whose actor has a space reads only that space's documents and those without one; executors and admins only. */
+  /** Reading as work under a delivery or action: a cause whose actor has a space reads only that space's documents and those without one; executors and admins only. */
   cause?: { eventId: string; position: number };
 }
 

@@ -22,7 +22,7 @@ export interface CauseCollections {
   /**
    * A document by `_id` (private fields included: code reads them). NOT_FOUND when absent.
    * Reads are under the cause too: when its actor has a space, only that space's documents and
-   * those without one are found (R5), so work for one space never reads another's.
+   * those without one are found, so work for one space never reads another's.
    */
   get(collection: string, id: string): Promise<JsonObject>;
   /** Documents matching a MongoDB filter, sorted, at most `limit` (in the cause's space, as `get`). */

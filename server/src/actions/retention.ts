@@ -13,7 +13,7 @@ export interface CallRetentionOptions extends RetentionSweepOptions {
 }
 
 /**
- * Retention of `action_calls` (A3): one row per call id ever started, which answers a retried call
+ * Retention of `action_calls`: one row per call id ever started, which answers a retried call
  * id (its output, or a run again after a failure) and refuses one reused with another action or
  * input. Without retention the table grows by a row per call for ever.
  *

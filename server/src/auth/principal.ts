@@ -85,7 +85,7 @@ export function allows(allow: readonly string[], principal: Principal): boolean 
 }
 
 /**
- * True when the principal may read an event (R5): {@link canReach} its space
+ * True when the principal may read an event: {@link canReach} its space
  * (its actor's `in`).
  */
 export function canRead(principal: Principal, event: { actor: ActorRecord | null }): boolean {
@@ -93,7 +93,7 @@ export function canRead(principal: Principal, event: { actor: ActorRecord | null
 }
 
 /**
- * The one visibility rule of spaces (R5), for events, timers and documents
+ * The one visibility rule of spaces, for events, timers and documents
  * alike: admins reach every space; others reach no space ("") and the spaces
  * they may assert (`assert.in`) or default to (`actor.in`).
  */

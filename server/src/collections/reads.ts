@@ -27,10 +27,10 @@ export const defaultFindLimit = 100;
 export const maxFindLimit = 1000;
 
 /**
- * Reads documents (SPEC C2): by `_id`, and by a MongoDB filter with sort and
+ * Reads documents: by `_id`, and by a MongoDB filter with sort and
  * limit. Any authenticated principal may read a declared collection, but
  * only its documents in spaces the principal may read ({@link canReach}, the
- * rule of events, R5): admins read every document; others documents without
+ * rule of events): admins read every document; others documents without
  * a space and those in their spaces. Another space's document is NOT_FOUND
  * exactly as a missing one, and never matches a find. Code reading under a
  * cause (`cause`; admins and executors only: a client gets PERMISSION_DENIED)
@@ -39,7 +39,7 @@ export const maxFindLimit = 1000;
  * from one space, or a delivery of its event, never reads another space's
  * documents; under a cause without a space it reads as its principal
  * ({@link underCauseReader}; writes follow the same rule). Private fields are
- * removed for principals other than admins and executors (E6). Reads see
+ * removed for principals other than admins and executors. Reads see
  * committed documents only.
  *
  * Find scans the collection's documents (SQLite rows in `_id` order, or
@@ -53,7 +53,7 @@ export class DocumentReader {
     private readonly registry: PluginRegistry,
     private readonly stores: DocumentStores,
     private readonly events: EventStatements,
-    /** Running record:false invocations, causes without an event (A2, X5). */
+    /** Running record:false invocations, causes without an event. */
     private readonly live?: LiveCauses,
   ) {}
 

@@ -42,7 +42,7 @@ interface WriteContext {
   eventId: string;
   /** The `_id` of a create that gives none (derived under a cause, random otherwise). */
   newDocId: string;
-  /** Whether the write may reach a document in `space` (R5): the principal's rule, or under a cause {@link underCauseReader}'s. */
+  /** Whether the write may reach a document in `space`: the principal's rule, or under a cause {@link underCauseReader}'s. */
   reaches: (space: string) => boolean;
 }
 
@@ -50,7 +50,7 @@ interface WriteContext {
  * Writes documents: create, replace, patch,
  * delete.
  *
- * Spaces (R5): a create puts the document in its actor's space (`in`, "" for
+ * Spaces: a create puts the document in its actor's space (`in`, "" for
  * none); the document keeps it for life, and every change event of it is
  * recorded in it (the event's actor `in` is the document's space, whoever
  * wrote). From outside, replace, patch and delete reach only documents the

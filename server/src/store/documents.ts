@@ -3,7 +3,7 @@ import type { Db } from "./database.js";
 /** A document as stored: a JSON object with its string `_id`. */
 export type DocumentRecord = Record<string, unknown> & { _id: string };
 
-/** A document and its space: the `in` of the actor that created it ("" for none, R5). */
+/** A document and its space: the `in` of the actor that created it ("" for none). */
 export interface StoredDocument {
   doc: DocumentRecord;
   space: string;

@@ -173,7 +173,7 @@ export class RetentionSweep<K extends string> {
 const stopping = Symbol("stopping");
 
 /**
- * Registers `chronolog_retention_swept_total{table}` on an owner's registry (O2, metrics.ts
+ * Registers `chronolog_retention_swept_total{table}` on an owner's registry (metrics.ts
  * style: read from the sweeps when scraped): rows the retention sweeps deleted since the owner
  * started, `table` `timers`, `timer_occurrences` or `action_calls`.
  */

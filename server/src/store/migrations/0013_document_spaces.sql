@@ -1,4 +1,4 @@
--- Documents are separated by space like events (R5): `space` is the `in` of the actor that
+-- Documents are separated by space like events: `space` is the `in` of the actor that
 -- created the document ('' for none, or for the system). Reads and writes from outside reach a
 -- document only when the principal may read events of its space (auth/principal.ts, canReach).
 -- A document keeps its space for life; its change events carry it as their actor's `in`.

@@ -358,7 +358,7 @@ export type GetDocumentRequest = Message<"chronolog.v1.GetDocumentRequest"> & {
   id: string;
 
   /**
-   * Set when read by code under a cause (X5): a cause whose actor has a space reads that space's
+   * Set when read by code under a cause: a cause whose actor has a space reads that space's
    * documents and those without a space, whatever the token may read (position is not used).
    *
    * @generated from field: chronolog.v1.Cause cause = 3;
@@ -429,7 +429,7 @@ export type FindDocumentsRequest = Message<"chronolog.v1.FindDocumentsRequest"> 
   limit: number;
 
   /**
-   * Set when read by code under a cause (X5), as for GetDocument.
+   * Set when read by code under a cause, as for GetDocument.
    *
    * @generated from field: chronolog.v1.Cause cause = 5;
    */
