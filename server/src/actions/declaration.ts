@@ -23,6 +23,8 @@ export interface ActionEntry {
   allow: string[];
   /** How long one run may take, in ms (default 30,000); also bounds the wait for an executor (A4). */
   timeoutMs: number;
+  /** How long past its timeout a run (told to cancel) may still answer before the call is recorded failed, ms (default: `timeoutMs`). */
+  timeoutGraceMs: number;
 }
 
 /** Action names within a plugin: letters, digits, `_` and `-`, no dots (`plugin.action` must split once). */
@@ -64,6 +66,7 @@ export function compileAction(
       record: decl.record ?? true,
       allow: [...decl.allow],
       timeoutMs: decl.timeoutMs || defaultActionTimeoutMs,
+      timeoutGraceMs: decl.timeoutGraceMs ?? (decl.timeoutMs || defaultActionTimeoutMs),
     },
     violations,
   };

@@ -191,6 +191,23 @@ export class ExecutorHub {
     return best;
   }
 
+  /**
+   * Reserves a session hosting `processor` for a delivery tried alone: the open, unreserved one
+   * with the least in flight. It takes no new work until {@link release}d.
+   */
+  reserveFor(processor: string): ExecutorSession | undefined {
+    let best: ExecutorSession | undefined;
+    for (const s of this.sessions) if (s.processors.has(processor) && !s.reserved && !s.closed && (!best || s.inFlight.size < best.inFlight.size)) best = s;
+    if (best) best.reserved = true;
+    return best;
+  }
+
+  /** Ends a session's reservation; its free credits are offered (on the next microtask: the caller is mid-change). */
+  release(session: ExecutorSession): void {
+    session.reserved = false;
+    if (!session.closed) queueMicrotask(() => this.pump(session));
+  }
+
   /** Closes every session (owner shutdown). */
   stop(): void {
     clearInterval(this.watchdog);

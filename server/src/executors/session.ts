@@ -93,6 +93,8 @@ export class ExecutorSession {
   readonly actions: Set<string>;
   lastSeenMs: number;
   closed = false;
+  /** Reserved for a delivery tried alone (a processor's isolated retry): it takes no new work meanwhile. */
+  reserved = false;
   /** The stream clock's origin (`performance.now()` ms when the session opened). */
   private readonly openedAt = performance.now();
   private granted: number;
@@ -120,9 +122,9 @@ export class ExecutorSession {
     return total - this.granted;
   }
 
-  /** Work this session can still take. */
+  /** Work this session can still take (none while reserved). */
   get free(): number {
-    return this.closed ? 0 : this.credits - this.inFlight.size;
+    return this.closed || this.reserved ? 0 : this.credits - this.inFlight.size;
   }
 
   /** The stream's clock: ms (with a fraction) since the session opened, monotonic (Invocation.written_at_ms). */

@@ -1,0 +1,152 @@
+import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const repo = new URL("../", import.meta.url).pathname;
+const children: ChildProcess[] = [];
+let respawning = false;
+afterEach(() => {
+  respawning = false;
+  for (const c of children.splice(0)) c.kill("SIGKILL");
+});
+
+/** One line of test/helpers/timing-executor.ts: a handler's start or end. */
+interface Mark {
+  ev: "start" | "end";
+  work: string;
+  key: string;
+  attempt: number;
+  pid: number;
+  t: number;
+  aborted?: string | null;
+}
+
+/** The executors' marks, and the pids of executors that died. */
+interface Executors {
+  marks: Mark[];
+  dead: Set<number>;
+  /** Executors started so far. */
+  started: number;
+}
+
+/** Starts a timing executor; resolves once it is connected. When `respawn`, one that dies is replaced (while the test runs). */
+function spawnExecutor(url: string, into: Executors, respawn = false): Promise<void> {
+  const child = spawn(process.execPath, ["--import", "tsx", "test/helpers/timing-executor.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  into.started++;
+  createInterface({ input: child.stdout! }).on("line", (line) => into.marks.push(JSON.parse(line)));
+  child.once("exit", () => {
+    into.dead.add(child.pid!);
+    if (respawn && respawning) void spawnExecutor(url, into, true);
+  });
+  return new Promise<void>((resolve) => createInterface({ input: child.stderr! }).on("line", (l) => l.includes("executor ready") && resolve()));
+}
+
+/**
+ * Asserts per-key order over every handler run: no run of a key starts while an earlier run of
+ * that key has not ended, unless that run's executor died. Returns the runs.
+ */
+function expectKeyOrder(ex: Executors): { work: string; key: string; attempt: number; pid: number; start: number; end?: Mark }[] {
+  const runs = ex.marks
+    .filter((m) => m.ev === "start")
+    .map((s) => ({ ...s, start: s.t, end: ex.marks.find((e) => e.ev === "end" && e.work === s.work && e.attempt === s.attempt && e.pid === s.pid) }));
+  for (const run of runs) {
+    for (const earlier of runs) {
+      if (earlier === run || earlier.key !== run.key || earlier.start > run.start) continue;
+      if (earlier.start === run.start && runs.indexOf(earlier) > runs.indexOf(run)) continue;
+      const ended = earlier.end !== undefined ? earlier.end.t <= run.start : ex.dead.has(earlier.pid);
+      expect(ended, `${run.key}: ${run.work} try ${run.attempt} started at ${run.start} while ${earlier.work} try ${earlier.attempt} (pid ${earlier.pid}, started ${earlier.start}) still ran`).toBe(true);
+    }
+  }
+  return runs;
+}
+
+/** The events of `type` in the log. */
+async function logged(client: ChronologClient, type: string): Promise<Record<string, unknown>[]> {
+  const found: Record<string, unknown>[] = [];
+  for await (const e of client.read({ types: [type] })) found.push(e.data as Record<string, unknown>);
+  return found;
+}
+
+async function ackFloor(url: string, processor: string): Promise<number> {
+  const admin = createRpcClient(AdminService, createGrpcTransport({ baseUrl: url }));
+  const { processors } = await admin.listProcessors({});
+  return Number(processors.find((p) => p.name === processor)?.ackFloor ?? 0);
+}
+
+async function startOwner(): Promise<OwnerProcess> {
+  const owner = await spawnOwner(tempDir());
+  children.push(owner.child);
+  return owner;
+}
+
+describe("poison events and timeouts (real processes)", () => {
+  it("an event that kills its executor fails alone: an event in flight beside it is tried again apart from it, and its handler runs", async () => {
+    const owner = await startOwner();
+    const client = createClient({ url: owner.url });
+    const ex: Executors = { marks: [], dead: new Set(), started: 0 };
+    respawning = true;
+    await spawnExecutor(owner.url, ex, true);
+    const [innocent, poison] = await client.emitBatch([
+      { type: "job.run", data: { key: "b" } },
+      { type: "job.run", data: { key: "a", poison: true } },
+    ]);
+    const [innocentSeq, poisonSeq] = [String(innocent.event!.seq), String(poison.event!.seq)];
+    await until(async () => (await ackFloor(owner.url, "timing.jobs")) >= Number(poisonSeq), "both events finished or failed", 60_000);
+    respawning = false;
+    const failed = (await logged(client, "processor.failed")).filter((d) => d.processor === "timing.jobs");
+    expect(failed.map((d) => String((d.event as { seq: number }).seq))).toEqual([poisonSeq]);
+    expect(ex.marks.some((m) => m.ev === "end" && m.work === innocentSeq), "the innocent event's handler ran to its end").toBe(true);
+    expect(ex.marks.filter((m) => m.ev === "end" && m.work === poisonSeq)).toEqual([]);
+    expect(ex.dead.size).toBeGreaterThanOrEqual(3); // the poison was tried 3 times, each killing an executor
+    expectKeyOrder(ex);
+  });
+
+  it("an ack timeout cancels the try, holds its key until the try ends, and a late ack finishes the event", async () => {
+    const owner = await startOwner();
+    const client = createClient({ url: owner.url });
+    const ex: Executors = { marks: [], dead: new Set(), started: 0 };
+    await Promise.all([spawnExecutor(owner.url, ex), spawnExecutor(owner.url, ex)]);
+    const emitted = await client.emitBatch(Array.from({ length: 5 }, (_, n) => ({ type: "job.slow", data: { key: "A", n } })));
+    const seqs = emitted.map((e) => String(e.event!.seq));
+    await until(async () => (await ackFloor(owner.url, "timing.slow")) >= Number(seqs[4]), "A:0..A:4 finished", 60_000);
+    expect((await logged(client, "processor.failed")).filter((d) => d.processor === "timing.slow")).toEqual([]);
+    const runs = expectKeyOrder(ex);
+    // Each event ran, in order, and every try that outlived the ack timeout was told so through its signal.
+    for (const seq of seqs) expect(runs.some((r) => r.work === seq && r.end), `A:${seqs.indexOf(seq)} ran to its end`).toBe(true);
+    const firstStarts = seqs.map((seq) => Math.min(...runs.filter((r) => r.work === seq).map((r) => r.start)));
+    expect([...firstStarts].sort((a, b) => a - b)).toEqual(firstStarts);
+    for (const run of runs.filter((r) => r.end && r.end.t - r.start >= 1_400)) {
+      expect(run.end!.aborted, `${run.work} try ${run.attempt}`).toBe("cancelled by the owner: not acknowledged within 1000 ms");
+    }
+    expect(runs.filter((r) => r.attempt === 1).length).toBe(5);
+  });
+
+  it("an action call past its timeout is cancelled, no other run of its call id starts meanwhile, and its late result completes the call", async () => {
+    const owner = await startOwner();
+    const client = createClient({ url: owner.url });
+    const ex: Executors = { marks: [], dead: new Set(), started: 0 };
+    await Promise.all([spawnExecutor(owner.url, ex), spawnExecutor(owner.url, ex)]);
+    const first = client.call("timing.slow", {}, { callId: "slow-1" });
+    first.catch(() => {});
+    await until(() => ex.marks.some((m) => m.ev === "start"), "the run started");
+    const startedAt = ex.marks[0].t;
+    await until(() => Date.now() > startedAt + 1_500, "past the action's timeout");
+    // The same call id again while the timed-out run still runs: it joins the call, it does not start a second run.
+    const again = client.call("timing.slow", {}, { callId: "slow-1" });
+    const [a, b] = await Promise.allSettled([first, again]);
+    const describe = (r: PromiseSettledResult<unknown>) => (r.status === "fulfilled" ? r.value : `${Code[ConnectError.from(r.reason).code]}: ${ConnectError.from(r.reason).rawMessage}`);
+    expect(describe(a)).toMatchObject({ callId: "slow-1", output: { attempt: 1 } });
+    expect(describe(b)).toMatchObject({ callId: "slow-1", output: { attempt: 1 } });
+    const runs = expectKeyOrder(ex);
+    expect(runs.map((r) => [r.attempt, r.end?.aborted])).toEqual([[1, "cancelled by the owner: timed out after 1000 ms"]]);
+    expect((await logged(client, "action.completed")).map((d) => d.call_id)).toEqual(["slow-1"]);
+    expect(await logged(client, "action.failed")).toEqual([]);
+  });
+});
