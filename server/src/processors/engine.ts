@@ -1,4 +1,3 @@
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Clock } from "../clock.js";
 import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
@@ -7,8 +6,9 @@ import type { CursorStatements } from "../store/cursors.js";
 import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
-import { eventToProto } from "../rpc/convert.js";
 import { takes, type ProcessorSpec } from "./declaration.js";
+import { deliveryMessage, failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
+import { Isolation } from "./isolation.js";
 import { Lanes } from "./lanes.js";
 
 /** What an engine needs from the owner. */
@@ -26,54 +26,6 @@ export interface EngineDeps {
   reserve(processor: string): ExecutorSession | undefined;
   /** Ends a reservation: the session takes work again. */
   release(session: ExecutorSession): void;
-}
-
-/**
- * One try of an event, sent to an executor and not answered yet. States: running (`timer`: its
- * ack deadline) → lingering (timed out, or its event finished by another try: the executor was
- * told to cancel it; `timer`: the end of the processor's grace; nothing else of its event or key
- * starts meanwhile) → abandoned (past the grace: the owner stops waiting, but an OK ack still
- * finishes the event until the event ends). Answered, lost with its session, or its event ended:
- * dropped.
- */
-interface Try {
-  deliveryId: string;
-  attempt: Attempt;
-  session: ExecutorSession;
-  state: "running" | "lingering" | "abandoned";
-  timer: NodeJS.Timeout | null;
-}
-
-/**
- * One event being delivered, from its lane's take to its end. Its tries go out one after
- * another: the next only once no earlier one may still run (answered, its executor gone, or
- * past the grace). A failed try sets `retry` (sent after its wait) or, tries used up or
- * terminal, `outcome`; an OK ack from any try sets `outcome` ok. The event ends (`finish`, or
- * `processor.failed` then `finish`) once decided and no try lingers.
- */
-interface Attempt {
-  event: EventRecord;
-  key: string;
-  /** Tries sent so far (the number of the last one). */
-  attempt: number;
-  /** Failed tries counted against the processor's tries (a try lost with others on a dying stream is not). */
-  failures: number;
-  /** Tries not answered yet. */
-  readonly tries: Set<Try>;
-  /** The running try, if any. */
-  current: Try | null;
-  /** Decided: finished (ok), or failed with `error` (recorded once no try lingers). */
-  outcome: { ok: true } | { ok: false; error: string } | null;
-  /** A failed try to retry once no try of the event may run: why it failed, and the wait before the next. */
-  retry: { error: string; waitMs: number } | null;
-  /** The wait before the next try. */
-  timer: NodeJS.Timeout | null;
-  /** In `ready` or `isolated`, waiting for an executor. */
-  queued: boolean;
-  /** Tried alone on an otherwise idle executor from now on: it was in flight with others on a stream that died. */
-  isolated: boolean;
-  /** processor.failed is being recorded. */
-  ending: boolean;
 }
 
 /** How an executor's answer was taken. */
@@ -131,18 +83,16 @@ export class ProcessorEngine {
   private readonly attempts = new Map<number, Attempt>();
   private readonly byDelivery = new Map<string, Try>();
   private readonly ready: Attempt[] = [];
-  /** Events to try alone, one at a time, on a reserved executor with nothing else running. */
-  private readonly isolated: Attempt[] = [];
-  /** The session reserved for the next try run alone, and that try once sent. */
-  private reserved: ExecutorSession | null = null;
-  private isolating: Try | null = null;
+  private readonly isolation: Isolation;
   retries = 0;
   failures = 0;
 
   constructor(
     readonly spec: ProcessorSpec,
     private readonly deps: EngineDeps,
-  ) {}
+  ) {
+    this.isolation = new Isolation(spec.name, deps.reserve, deps.release);
+  }
 
   /** The durable cursor as known in memory (saved by the next commit). */
   get floor(): number {
@@ -211,7 +161,11 @@ export class ProcessorEngine {
   /** Sends ready work to executors with free credits, up to the processor's concurrency. */
   pump(): void {
     if (this.stopped || this.pausedFlag) return;
-    this.pumpIsolated();
+    const alone = this.isolation.next();
+    if (alone) {
+      alone.attempt.queued = false;
+      this.isolation.started(this.send(alone.attempt, alone.session));
+    }
     while (!this.stopped && !this.pausedFlag) {
       if (this.ready.length > 0) {
         const session = this.deps.pickSession(this.spec.name);
@@ -226,7 +180,7 @@ export class ProcessorEngine {
       if (!session) return;
       const next = this.lanes.take();
       if (!next) return;
-      const attempt: Attempt = { ...next, attempt: 0, failures: 0, tries: new Set(), current: null, outcome: null, retry: null, timer: null, queued: false, isolated: false, ending: false };
+      const attempt = newAttempt(next.key, next.event);
       this.attempts.set(next.event.seq, attempt);
       this.send(attempt, session);
     }
@@ -248,7 +202,7 @@ export class ProcessorEngine {
     const running = t.state === "running";
     this.drop(t);
     if (ok) attempt.outcome = { ok: true };
-    else if (running) this.tryFailed(attempt, error || "error", terminal, true);
+    else if (running) tryFailed(attempt, this.spec.retryDelaysMs, error || "error", terminal, true);
     this.advance(attempt);
     return "accepted";
   }
@@ -268,16 +222,16 @@ export class ProcessorEngine {
    */
   sessionGone(session: ExecutorSession): void {
     const inFlight = session.inFlight.size;
-    if (this.reserved === session) this.reserved = null;
+    this.isolation.sessionGone(session);
     for (const t of [...this.byDelivery.values()]) {
       if (t.session !== session) continue;
       const running = t.state === "running";
       this.drop(t);
       if (running && inFlight > 1) {
-        this.tryFailed(t.attempt, `executor disconnected with ${inFlight} deliveries or calls in flight: not counted, tried again alone`, false, false);
+        tryFailed(t.attempt, this.spec.retryDelaysMs, `executor disconnected with ${inFlight} deliveries or calls in flight: not counted, tried again alone`, false, false);
         t.attempt.isolated = true;
       } else if (running) {
-        this.tryFailed(t.attempt, t.attempt.isolated ? "executor disconnected while it ran this delivery alone" : "executor disconnected", false, true);
+        tryFailed(t.attempt, this.spec.retryDelaysMs, t.attempt.isolated ? "executor disconnected while it ran this delivery alone" : "executor disconnected", false, true);
       }
       this.advance(t.attempt);
     }
@@ -374,8 +328,7 @@ export class ProcessorEngine {
     this.attempts.clear();
     this.byDelivery.clear();
     this.ready.length = 0;
-    this.isolated.length = 0;
-    this.endIsolation();
+    this.isolation.clear();
   }
 
   /** Sends the event's next try to `session`. */
@@ -387,41 +340,8 @@ export class ProcessorEngine {
     session.inFlight.add(t.deliveryId);
     this.byDelivery.set(t.deliveryId, t);
     this.armAckTimeout(t, this.spec.ackTimeoutMs);
-    session.send({
-      message: {
-        case: "delivery",
-        value: {
-          deliveryId: t.deliveryId,
-          processor: this.spec.name,
-          event: eventToProto(attempt.event),
-          attempt: attempt.attempt,
-          deadline: timestampFromMs(this.deps.clock.now() + this.spec.ackTimeoutMs),
-          key: attempt.key.startsWith("#") ? "" : attempt.key,
-        },
-      },
-    });
+    session.send(deliveryMessage(this.spec, t, this.deps.clock.now()));
     return t;
-  }
-
-  /**
-   * Sends the oldest event waiting to be tried alone once the reserved session (reserved when
-   * needed) has nothing in flight; one such try at a time.
-   */
-  private pumpIsolated(): void {
-    if (this.isolating || this.isolated.length === 0) return;
-    this.reserved ??= this.deps.reserve(this.spec.name) ?? null;
-    if (!this.reserved || this.reserved.inFlight.size > 0) return;
-    const attempt = this.isolated.shift()!;
-    attempt.queued = false;
-    this.isolating = this.send(attempt, this.reserved);
-  }
-
-  /** The try run alone ended (or stopped lingering): its session takes work again. */
-  private endIsolation(): void {
-    const session = this.reserved;
-    this.isolating = null;
-    this.reserved = null;
-    if (session) this.deps.release(session);
   }
 
   private armAckTimeout(t: Try, ms: number): void {
@@ -431,7 +351,7 @@ export class ProcessorEngine {
       const error = `not acknowledged within ${ms} ms`;
       // The executor keeps the credit until it answers: the handler may still run.
       this.linger(t, error);
-      this.tryFailed(t.attempt, error, false, true);
+      tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
       this.advance(t.attempt);
     }, ms);
   }
@@ -457,7 +377,7 @@ export class ProcessorEngine {
 
   private abandon(t: Try): void {
     t.state = "abandoned";
-    if (this.isolating === t) this.endIsolation();
+    this.isolation.ended(t);
   }
 
   /** Forgets a try: answered, lost with its session, or its event ended. */
@@ -467,15 +387,7 @@ export class ProcessorEngine {
     this.byDelivery.delete(t.deliveryId);
     t.attempt.tries.delete(t);
     if (t.attempt.current === t) t.attempt.current = null;
-    if (this.isolating === t) this.endIsolation();
-  }
-
-  /** A try failed with `error`; `counted`: charged against the processor's tries. Decides a retry or the event's failure. */
-  private tryFailed(attempt: Attempt, error: string, terminal: boolean, counted: boolean): void {
-    if (counted) attempt.failures++;
-    const tries = this.spec.retryDelaysMs.length + 1;
-    if (terminal || attempt.failures >= tries) attempt.outcome = { ok: false, error };
-    else attempt.retry = { error, waitMs: counted ? this.spec.retryDelaysMs[attempt.failures - 1] : 0 };
+    this.isolation.ended(t);
   }
 
   /**
@@ -487,10 +399,10 @@ export class ProcessorEngine {
     if (attempt.outcome?.ok) {
       if (attempt.current) this.linger(attempt.current, "the event was finished by another try");
       this.unschedule(attempt);
-      if (![...attempt.tries].some((t) => t.state === "lingering")) this.finish(attempt);
+      if (!lingers(attempt)) this.finish(attempt);
       return;
     }
-    if (attempt.current || [...attempt.tries].some((t) => t.state === "lingering")) return;
+    if (attempt.current || lingers(attempt)) return;
     if (attempt.outcome) return this.giveUp(attempt, attempt.outcome.error);
     if (attempt.retry) this.retry(attempt, attempt.retry);
   }
@@ -502,8 +414,8 @@ export class ProcessorEngine {
     attempt.retry = null;
     if (!attempt.queued) return;
     attempt.queued = false;
-    const queue = attempt.isolated ? this.isolated : this.ready;
-    queue.splice(queue.indexOf(attempt), 1);
+    if (attempt.isolated) this.isolation.remove(attempt);
+    else this.ready.splice(this.ready.indexOf(attempt), 1);
   }
 
   /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record). */
@@ -528,12 +440,12 @@ export class ProcessorEngine {
     this.retries++;
     attempt.retry = null;
     const { event } = attempt;
-    const data = { processor: this.spec.name, event_id: event.id, seq: event.seq, attempt: attempt.attempt, error: retry.error, retry_in_ms: retry.waitMs };
-    this.record("processor.retried", event, data);
+    this.record("processor.retried", event, { processor: this.spec.name, event_id: event.id, seq: event.seq, attempt: attempt.attempt, error: retry.error, retry_in_ms: retry.waitMs });
     attempt.timer = setTimeout(() => {
       attempt.timer = null;
       attempt.queued = true;
-      (attempt.isolated ? this.isolated : this.ready).push(attempt);
+      if (attempt.isolated) this.isolation.push(attempt);
+      else this.ready.push(attempt);
       this.pump();
     }, retry.waitMs);
   }
@@ -543,12 +455,7 @@ export class ProcessorEngine {
     attempt.ending = true;
     for (const t of [...attempt.tries]) this.drop(t); // from now on a late ack is stale
     const { event } = attempt;
-    const data = {
-      processor: this.spec.name,
-      event: { seq: event.seq, id: event.id, type: event.type, data: event.data, cause: event.cause, actor: event.actor, at: new Date(event.at).toISOString() },
-      error,
-      attempts: attempt.attempt,
-    };
+    const data = { processor: this.spec.name, event: failedEvent(event), error, attempts: attempt.attempt };
     this.deps.committer
       .submit((tx) => {
         const failed = tx.append({ id: newId(), type: "processor.failed", data, cause: event.id, actor: event.actor });
