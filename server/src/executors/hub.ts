@@ -153,7 +153,7 @@ export class ExecutorHub {
   private ack(session: ExecutorSession, ack: Ack): void {
     const ok = ack.outcome === Outcome.OK || ack.outcome === Outcome.UNSPECIFIED;
     const verdict = this.processors.ack(session, ack.deliveryId, ok, ack.error, ack.outcome === Outcome.TERMINAL_ERROR);
-    if (verdict === "stale") this.notice(session, "STALE_ACK", ack.deliveryId, "ack for a delivery that already timed out or was answered: ignored");
+    if (verdict === "stale") this.notice(session, "STALE_ACK", ack.deliveryId, "ack for a delivery whose event already ended (finished, or failed after its tries) or that was answered already: ignored");
     if (verdict === "unknown") this.notice(session, "UNKNOWN_DELIVERY", ack.deliveryId, "ack for a delivery this session never received: ignored");
   }
 
@@ -169,7 +169,7 @@ export class ExecutorHub {
     if (tooDeep) ok = false;
     const verdict = this.actions.result(session, r.invocationId, { ok, output: tooDeep ? {} : output, error: tooDeep ?? r.error, terminal: r.outcome === Outcome.TERMINAL_ERROR, startedLateMs: r.startedLateMs });
     if (tooDeep && verdict === "accepted") this.notice(session, "INVALID_OUTPUT", r.invocationId, `${tooDeep}: the call failed`);
-    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out or was answered: ignored");
+    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation whose call already ended (failed after its timeout and grace) or that was answered already: ignored");
     if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
   }
 

@@ -291,12 +291,13 @@ export const InvocationBatchSchema: GenMessage<InvocationBatch> = /*@__PURE__*/
 export type Notice = Message<"chronolog.v1.Notice"> & {
   /**
    * Stable reason:
-   * - `STALE_ACK`: an ack of a delivery this session received that timed out, was moved past
-   *   (a cursor move) or was answered already (a second ack);
+   * - `STALE_ACK`: an ack of a delivery this session received whose event ended (finished by
+   *   another try, or recorded failed: an ack after an ack timeout still counts until then),
+   *   was moved past (a cursor move) or was answered already (a second ack);
    * - `UNKNOWN_DELIVERY`: an ack of a delivery this session never received, or a progress
    *   report for a delivery or invocation not in flight on it;
-   * - `STALE_RESULT`, `UNKNOWN_INVOCATION`: the same for action results (an invocation that
-   *   timed out or was answered already; one never received);
+   * - `STALE_RESULT`, `UNKNOWN_INVOCATION`: the same for action results (an invocation whose
+   *   call ended: failed after its timeout and grace, or answered already; one never received);
    * - `DUPLICATE_HELLO`, `UNSUPPORTED`: a second hello; a message the owner does not take.
    * A second answer is told apart among the session's last 1,024 answers; an older one is
    * UNKNOWN_*. None of them changes anything.
