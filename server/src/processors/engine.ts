@@ -392,17 +392,18 @@ export class ProcessorEngine {
 
   /**
    * Moves an event on after a change: finished once it succeeded and no try lingers (a running
-   * one is told to cancel), failed once decided and no try may run, retried once no try may run.
+   * one is told to cancel), failed once decided and no try may run, retried once no try may run
+   * (neither while the engine stops: the next owner delivers it again).
    */
   private advance(attempt: Attempt): void {
-    if (this.stopped || attempt.ending) return;
+    if (attempt.ending) return;
     if (attempt.outcome?.ok) {
       if (attempt.current) this.linger(attempt.current, "the event was finished by another try");
       this.unschedule(attempt);
       if (!lingers(attempt)) this.finish(attempt);
       return;
     }
-    if (attempt.current || lingers(attempt)) return;
+    if (this.stopped || attempt.current || lingers(attempt)) return;
     if (attempt.outcome) return this.giveUp(attempt, attempt.outcome.error);
     if (attempt.retry) this.retry(attempt, attempt.retry);
   }

@@ -23,10 +23,11 @@ export class Isolation {
     this.queue.push(attempt);
   }
 
-  /** Takes a queued event out (it finished meanwhile). */
+  /** Takes a queued event out (it finished meanwhile); a session reserved for nothing more is released. */
   remove(attempt: Attempt): void {
     const i = this.queue.indexOf(attempt);
     if (i >= 0) this.queue.splice(i, 1);
+    if (this.queue.length === 0 && !this.running) this.end();
   }
 
   /** The next event to send alone and the session it goes to, when one is due and its session idle; the caller sends it and calls {@link started}. */
