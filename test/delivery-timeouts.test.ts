@@ -93,19 +93,26 @@ describe("poison events and timeouts (real processes)", () => {
     const ex: Executors = { marks: [], dead: new Set(), started: 0 };
     respawning = true;
     await spawnExecutor(owner.url, ex, true);
-    const [innocent, poison] = await client.emitBatch([
+    // b:1 and the poison a:1 reach the executor together; a:2 waits behind a:1 in its lane.
+    const emitted = await client.emitBatch([
       { type: "job.run", data: { key: "b" } },
       { type: "job.run", data: { key: "a", poison: true } },
+      { type: "job.run", data: { key: "a" } },
     ]);
-    const [innocentSeq, poisonSeq] = [String(innocent.event!.seq), String(poison.event!.seq)];
-    await until(async () => (await ackFloor(owner.url, "timing.jobs")) >= Number(poisonSeq), "both events finished or failed", 60_000);
+    const [innocentSeq, poisonSeq, nextSeq] = emitted.map((e) => String(e.event!.seq));
+    await until(async () => (await ackFloor(owner.url, "timing.jobs")) >= Number(nextSeq), "every event finished or failed", 60_000);
     respawning = false;
     const failed = (await logged(client, "processor.failed")).filter((d) => d.processor === "timing.jobs");
     expect(failed.map((d) => String((d.event as { seq: number }).seq))).toEqual([poisonSeq]);
-    expect(ex.marks.some((m) => m.ev === "end" && m.work === innocentSeq), "the innocent event's handler ran to its end").toBe(true);
-    expect(ex.marks.filter((m) => m.ev === "end" && m.work === poisonSeq)).toEqual([]);
+    expect(failed[0]).toMatchObject({ error: "executor disconnected while it ran this delivery alone" });
+    const ended = (seq: string) => ex.marks.some((m) => m.ev === "end" && m.work === seq);
+    expect(ended(innocentSeq), "the innocent event's handler ran to its end").toBe(true);
+    expect(ended(nextSeq), "the event after the poison in its key ran to its end").toBe(true);
+    expect(ended(poisonSeq)).toBe(false);
     expect(ex.dead.size).toBeGreaterThanOrEqual(3); // the poison was tried 3 times, each killing an executor
-    expectKeyOrder(ex);
+    const runs = expectKeyOrder(ex);
+    // The poison's last try ended its executor before the next event of its key started.
+    expect(Math.max(...runs.filter((r) => r.work === poisonSeq).map((r) => r.start))).toBeLessThan(Math.min(...runs.filter((r) => r.work === nextSeq).map((r) => r.start)));
   });
 
   it("an ack timeout cancels the try, holds its key until the try ends, and a late ack finishes the event", async () => {
