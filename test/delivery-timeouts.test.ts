@@ -5,7 +5,9 @@ import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
+import { expectConnectError } from "./helpers/log-snapshot.js";
+import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -155,5 +157,21 @@ describe("poison events and timeouts (real processes)", () => {
     expect(runs.map((r) => [r.attempt, r.end?.aborted])).toEqual([[1, "cancelled by the owner: timed out after 1000 ms"]]);
     expect((await logged(client, "action.completed")).map((d) => d.call_id)).toEqual(["slow-1"]);
     expect(await logged(client, "action.failed")).toEqual([]);
+  });
+
+  it("a grace longer than a timer can wait is refused at registration, naming the field", async () => {
+    const owner = await startTestOwner();
+    try {
+      const client = createClient({ url: owner.url });
+      const tooLong = 2 ** 31;
+      const processor = definePlugin({ name: "graces", events: { "job.run": {} }, processors: { work: { on: "job.run", timeoutGraceMs: tooLong, run: () => {} } } });
+      await expectConnectError(client.registerPlugin(manifestOf(processor)), Code.InvalidArgument, /processors\.work\.timeout_grace_ms: timeout_grace_ms must be at most 2147483647/);
+      const action = definePlugin({ name: "graces", actions: { act: { timeoutGraceMs: tooLong, run: () => ({}) } } });
+      await expectConnectError(client.registerPlugin(manifestOf(action)), Code.InvalidArgument, /actions\.act\.timeout_grace_ms: timeout_grace_ms must be at most 2147483647/);
+      const fine = definePlugin({ name: "graces", actions: { act: { timeoutGraceMs: 2 ** 31 - 1, run: () => ({}) } } });
+      await client.registerPlugin(manifestOf(fine));
+    } finally {
+      await owner.close();
+    }
   });
 });
