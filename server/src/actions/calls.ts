@@ -633,6 +633,7 @@ export class ActionCalls {
       this.cancel(invocation, error);
       const fail = () => {
         invocation.timer = null;
+        if (invocation.session.inFlight.has(invocation.id)) invocation.session.abandoned.add(invocation.id);
         invocation.end({ kind: "timeout", error });
         this.warnIfUnanswered(invocation.session, invocation.id, invocation.run.call.entry.name, ms);
       };

@@ -193,11 +193,11 @@ export class ExecutorHub {
 
   /**
    * Reserves a session hosting `processor` for a delivery tried alone: the open, unreserved one
-   * with the least in flight. It takes no new work until {@link release}d.
+   * with the least work in flight the owner waits for. It takes no new work until {@link release}d.
    */
   reserveFor(processor: string): ExecutorSession | undefined {
     let best: ExecutorSession | undefined;
-    for (const s of this.sessions) if (s.processors.has(processor) && !s.reserved && !s.closed && (!best || s.inFlight.size < best.inFlight.size)) best = s;
+    for (const s of this.sessions) if (s.processors.has(processor) && !s.reserved && !s.closed && (!best || s.live < best.live)) best = s;
     if (best) best.reserved = true;
     return best;
   }

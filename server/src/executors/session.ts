@@ -89,6 +89,12 @@ export class ExecutorSession {
   readonly id = randomUUID();
   readonly outbox = new Outbox<QueuedMessage>();
   readonly inFlight = new Set<string>();
+  /**
+   * The ids in `inFlight` the owner no longer waits for: past their timeout and grace (their
+   * event or call went on without them). Their credits stay held until answered; they leave with
+   * the answer.
+   */
+  readonly abandoned = new Set<string>();
   readonly processors: Set<string>;
   readonly actions: Set<string>;
   lastSeenMs: number;
@@ -120,6 +126,11 @@ export class ExecutorSession {
     const total = this.granted + n;
     this.granted = Math.min(total, maxCredits);
     return total - this.granted;
+  }
+
+  /** Work in flight the owner still waits for (not {@link abandoned}). */
+  get live(): number {
+    return this.inFlight.size - this.abandoned.size;
   }
 
   /** Work this session can still take (none while reserved). */

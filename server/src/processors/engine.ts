@@ -221,7 +221,7 @@ export class ProcessorEngine {
    * session is not charged (any of them may have killed the executor) and is tried again alone.
    */
   sessionGone(session: ExecutorSession): void {
-    const inFlight = session.inFlight.size;
+    const inFlight = session.live;
     this.isolation.sessionGone(session);
     for (const t of [...this.byDelivery.values()]) {
       if (t.session !== session) continue;
@@ -377,6 +377,7 @@ export class ProcessorEngine {
 
   private abandon(t: Try): void {
     t.state = "abandoned";
+    if (t.session.inFlight.has(t.deliveryId)) t.session.abandoned.add(t.deliveryId);
     this.isolation.ended(t);
   }
 

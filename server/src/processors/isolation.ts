@@ -6,6 +6,8 @@ import type { Attempt, Try } from "./attempt.js";
  * so any of them may have killed the executor. They go one at a time, each to a session
  * reserved for it (it takes no new work) once nothing else is in flight there, so a try that
  * kills its executor again is known to be the cause, and the others are not charged with it.
+ * (Work the owner gave up on, past its timeout and grace, may still hold credits there: it
+ * neither delays the try nor makes it "not alone".)
  */
 export class Isolation {
   private readonly queue: Attempt[] = [];
@@ -34,7 +36,7 @@ export class Isolation {
   next(): { attempt: Attempt; session: ExecutorSession } | undefined {
     if (this.running || this.queue.length === 0) return undefined;
     this.reserved ??= this.reserve(this.processor) ?? null;
-    if (!this.reserved || this.reserved.inFlight.size > 0) return undefined;
+    if (!this.reserved || this.reserved.live > 0) return undefined; // work given up on (past its grace) does not count
     return { attempt: this.queue.shift()!, session: this.reserved };
   }
 
