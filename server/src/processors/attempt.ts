@@ -18,6 +18,8 @@ export interface Try {
   session: ExecutorSession;
   state: "running" | "lingering" | "abandoned";
   timer: NodeJS.Timeout | null;
+  /** Its ack deadline (owner's clock, ms): once it lingers, it is waited for until this plus the grace. */
+  deadlineMs: number;
 }
 
 /**

@@ -334,7 +334,7 @@ export class ProcessorEngine {
   /** Sends the event's next try to `session`. */
   private send(attempt: Attempt, session: ExecutorSession): Try {
     attempt.attempt++;
-    const t: Try = { deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`, attempt, session, state: "running", timer: null };
+    const t: Try = { deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`, attempt, session, state: "running", timer: null, deadlineMs: 0 };
     attempt.current = t;
     attempt.tries.add(t);
     session.inFlight.add(t.deliveryId);
@@ -346,6 +346,7 @@ export class ProcessorEngine {
 
   private armAckTimeout(t: Try, ms: number): void {
     if (t.timer) clearTimeout(t.timer);
+    t.deadlineMs = this.deps.clock.now() + ms;
     t.timer = setTimeout(() => {
       t.timer = null;
       const error = `not acknowledged within ${ms} ms`;
@@ -357,7 +358,8 @@ export class ProcessorEngine {
   }
 
   /**
-   * Tells `t`'s executor to cancel it (`reason`) and waits the processor's grace for its answer;
+   * Tells `t`'s executor to cancel it (`reason`) and waits for its answer until the processor's
+   * grace after its ack deadline (a try superseded before its deadline keeps the rest of it);
    * then stops waiting (abandoned: an OK ack still counts until the event ends).
    */
   private linger(t: Try, reason: string): void {
@@ -366,13 +368,14 @@ export class ProcessorEngine {
     if (t.attempt.current === t) t.attempt.current = null;
     t.session.send({ message: { case: "cancelDelivery", value: { deliveryId: t.deliveryId, reason } } });
     t.state = "lingering";
-    if (this.spec.timeoutGraceMs === 0) return this.abandon(t);
+    const waitMs = Math.max(0, t.deadlineMs - this.deps.clock.now()) + this.spec.timeoutGraceMs;
+    if (waitMs === 0) return this.abandon(t);
     t.timer = setTimeout(() => {
       t.timer = null;
       this.abandon(t);
       this.advance(t.attempt);
       this.pump();
-    }, this.spec.timeoutGraceMs);
+    }, waitMs);
   }
 
   private abandon(t: Try): void {
