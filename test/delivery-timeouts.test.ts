@@ -52,15 +52,16 @@ function spawnExecutor(url: string, into: Executors, respawn = false): Promise<v
 
 /**
  * Asserts per-key order over every handler run: no run of a key starts while an earlier run of
- * that key has not ended, unless that run's executor died. Returns the runs.
+ * that key (of another event only, when `acrossEvents`) has not ended, unless that run's executor
+ * died. Returns the runs.
  */
-function expectKeyOrder(ex: Executors): { work: string; key: string; attempt: number; pid: number; start: number; end?: Mark }[] {
+function expectKeyOrder(ex: Executors, acrossEvents = false): { work: string; key: string; attempt: number; pid: number; start: number; end?: Mark }[] {
   const runs = ex.marks
     .filter((m) => m.ev === "start")
     .map((s) => ({ ...s, start: s.t, end: ex.marks.find((e) => e.ev === "end" && e.work === s.work && e.attempt === s.attempt && e.pid === s.pid) }));
   for (const run of runs) {
     for (const earlier of runs) {
-      if (earlier === run || earlier.key !== run.key || earlier.start > run.start) continue;
+      if (earlier === run || earlier.key !== run.key || earlier.start > run.start || (acrossEvents && earlier.work === run.work)) continue;
       if (earlier.start === run.start && runs.indexOf(earlier) > runs.indexOf(run)) continue;
       const ended = earlier.end !== undefined ? earlier.end.t <= run.start : ex.dead.has(earlier.pid);
       expect(ended, `${run.key}: ${run.work} try ${run.attempt} started at ${run.start} while ${earlier.work} try ${earlier.attempt} (pid ${earlier.pid}, started ${earlier.start}) still ran`).toBe(true);
@@ -137,6 +138,24 @@ describe("poison events and timeouts (real processes)", () => {
     // Each first try acked OK within the grace after its timeout: that late ack finished its event, and no second try ran.
     expect(runs.map((r) => [r.work, r.attempt])).toEqual(seqs.map((seq) => [seq, 1]));
     expect((await logged(client, "processor.retried")).filter((d) => d.processor === "timing.slow")).toEqual([]);
+  });
+
+  it("with the default grace a try that outlives it is given up on, yet its late ack still finishes the event; a later try then running is cancelled and its key waits for it", async () => {
+    const owner = await startOwner();
+    const client = createClient({ url: owner.url });
+    const ex: Executors = { marks: [], dead: new Set(), started: 0 };
+    await Promise.all([spawnExecutor(owner.url, ex), spawnExecutor(owner.url, ex)]);
+    const emitted = await client.emitBatch(Array.from({ length: 3 }, (_, n) => ({ type: "job.late", data: { key: "A", n } })));
+    const seqs = emitted.map((e) => String(e.event!.seq));
+    await until(async () => (await ackFloor(owner.url, "timing.late")) >= Number(seqs[2]), "A:0..A:2 finished", 60_000);
+    expect((await logged(client, "processor.failed")).filter((d) => d.processor === "timing.late")).toEqual([]);
+    // Tries of one event may overlap past timeout plus grace (try 1 runs 2.5 s against 1 + 1 s); events of the key never do.
+    const runs = expectKeyOrder(ex, true);
+    for (const seq of seqs) expect(runs.some((r) => r.work === seq && r.end), `${seq} ran to its end`).toBe(true);
+    // No third try: the first try's late ack (or the second's) finished each event; a second try cut short by it was told why.
+    expect(runs.filter((r) => r.attempt > 2)).toEqual([]);
+    const reasons = new Set(runs.filter((r) => r.attempt === 2).map((r) => r.end?.aborted));
+    for (const reason of reasons) expect(["cancelled by the owner: the event was finished by another try", "cancelled by the owner: not acknowledged within 1000 ms", null]).toContain(reason);
   });
 
   it("an action call past its timeout is cancelled, no other run of its call id starts meanwhile, and its late result completes the call", async () => {

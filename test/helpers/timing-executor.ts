@@ -23,7 +23,7 @@ const slowMs = (attempt: number) => (attempt === 1 ? 2_500 : attempt === 2 ? 1_5
 
 const timing = definePlugin({
   name: "timing",
-  events: { "job.run": { allow: ["*"] }, "job.slow": { allow: ["*"] } },
+  events: { "job.run": { allow: ["*"] }, "job.slow": { allow: ["*"] }, "job.late": { allow: ["*"] } },
   processors: {
     // Kills its executor on an event with data.poison; other events take 300 ms.
     jobs: {
@@ -48,6 +48,21 @@ const timing = definePlugin({
       start: "beginning",
       ackTimeoutMs: 1_000,
       timeoutGraceMs: 5_000,
+      retryDelaysMs: [100, 100],
+      async run(ctx) {
+        const work = `${ctx.event.seq}`;
+        log({ ev: "start", work, key: ctx.key, attempt: ctx.attempt });
+        const aborted = await sleepIgnoring(slowMs(ctx.attempt), ctx.signal);
+        log({ ev: "end", work, key: ctx.key, attempt: ctx.attempt, aborted });
+      },
+    },
+    // The same handler with the default grace (the ack timeout): its first try outlives timeout plus grace.
+    late: {
+      on: "job.late",
+      key: "data.key",
+      concurrency: 4,
+      start: "beginning",
+      ackTimeoutMs: 1_000,
       retryDelaysMs: [100, 100],
       async run(ctx) {
         const work = `${ctx.event.seq}`;
