@@ -429,7 +429,7 @@ describe("actions through the real transport and SDK executors", () => {
 });
 
 describe("a handler that ignores its cancel signal", () => {
-  it("keeps its credit after the run timeout (the call fails ABORTED at once) and the owner warns of it 10 s later, naming the executor and the invocation", async () => {
+  it("keeps its credit after the run timeout (the call fails ABORTED once the grace after it passed) and the owner warns of it 10 s later, naming the executor and the invocation", async () => {
     const lines: string[] = [];
     const { owner: o, client } = await owner({ logger: pino({ level: "warn" }, { write: (line: string) => void lines.push(line) }) });
     const plugin = definePlugin({ name: "stuck", actions: { hang: { allow: ["*"], timeoutMs: 300, run: () => new Promise(() => {}) } } });
@@ -444,7 +444,7 @@ describe("a handler that ignores its cancel signal", () => {
     await until(() => lines.some((l) => l.includes("has not answered")), "the warning", unansweredWarnMs + 3_000);
     const warning = JSON.parse(lines.find((l) => l.includes("has not answered"))!);
     expect(warning).toMatchObject({ invocation: "h-1#1", action: "stuck.hang", freeCredits: 0 });
-    expect(warning.msg).toMatch(/300 ms timeout and cancel: its credit stays held until it answers/);
+    expect(warning.msg).toMatch(/300 ms timeout, cancel and grace: its credit stays held until it answers/);
   }, unansweredWarnMs + 10_000);
 });
 

@@ -302,6 +302,17 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     }
   });
 
+  it("a delivery past its ack timeout is cancelled (ctx.cancelled, ctx.cancel_reason) and its late OK ack finishes the event", async () => {
+    const job = (await web.emit("job.patient", { job_id: "j-9" })).event!;
+    await until(async () => {
+      const { processors } = await adminRpc.listProcessors({});
+      return (processors.find((x) => x.name === "pywork.patient")?.ackFloor ?? 0n) >= job.seq;
+    }, "pywork.patient past the job");
+    const worked = (await read("job.worked")).filter((e) => e.cause === job.id).map((e) => e.data);
+    expect(worked).toEqual([{ job_id: "j-9", cancelled: true, reason: "cancelled by the owner: not acknowledged within 500 ms", attempt: 1 }]);
+    expect((await read("processor.failed")).filter((e) => e.cause === job.id)).toEqual([]);
+  });
+
   it("a delivery's document writes, timers and delays carry its event as cause, its actor, and ids derived from cause + position + input", async () => {
     const job = (await web.emit("job.submitted", { job_id: "j-1" })).event!;
     await settled(job);

@@ -165,6 +165,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
     logger,
     head: () => committer.head,
     pickSession: (name) => hub.pickFor(name),
+    reserve: (name) => hub.reserveFor(name),
+    release: (session) => hub.release(session),
   });
   const timers = options.timers ?? systemTimers;
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });

@@ -269,8 +269,12 @@ class DeliveryContext(WorkUnderCause):
     as a dict), ``processor`` (``plugin.processor``), ``attempt`` (1 for the
     first try), ``retry`` (attempt > 1), ``actor`` (the event's actor as
     ``{"id", "for", "in", "via"}``, None for the system), ``key`` (the lane
-    key, "" without one), ``delivery_id`` and ``cancelled`` (a
-    ``threading.Event`` set when the stream to the owner is lost).
+    key, "" without one), ``delivery_id``, ``cancelled`` (a
+    ``threading.Event`` set when the owner cancels the try (CancelDelivery: its
+    ack timeout passed, or another try finished the event) or the stream to the
+    owner is lost) and ``cancel_reason``. An OK ack after a cancel still
+    finishes the event within the processor's ``timeout_grace_ms`` (or later,
+    as long as the event was not recorded failed).
     """
 
     def __init__(self, client: Client, delivery: executor_pb2.Delivery, cancelled: threading.Event, send: Callable[[executor_pb2.SubscribeRequest], None]):
@@ -284,6 +288,7 @@ class DeliveryContext(WorkUnderCause):
         self.actor = actor_to_dict(delivery.event.actor) if delivery.event.HasField("actor") else None
         self.key = delivery.key
         self.delivery_id = delivery.delivery_id
+        self.cancel_reason = ""
         self._send = send
 
     def progress(self, extend_ms: int = 0) -> None:
@@ -358,6 +363,7 @@ class ProcessorDefinition:
     ack_timeout_ms: int = 0
     retry_delays_ms: Sequence[int] = ()
     start: Union[str, int] = "end"
+    timeout_grace_ms: Optional[int] = None
 
     def declaration(self) -> dict:
         """The processor's manifest entry (JSON form)."""
@@ -377,6 +383,8 @@ class ProcessorDefinition:
                 d[name] = getattr(self, name)
         if self.retry_delays_ms:
             d["retry_delays_ms"] = list(self.retry_delays_ms)
+        if self.timeout_grace_ms is not None:
+            d["timeout_grace_ms"] = self.timeout_grace_ms
         return d
 
 
@@ -390,6 +398,7 @@ class ActionDefinition:
     record: Optional[bool] = None
     allow: Sequence[str] = ()
     timeout_ms: int = 0
+    timeout_grace_ms: Optional[int] = None
 
     def declaration(self) -> dict:
         """The action's manifest entry (JSON form)."""
@@ -400,6 +409,8 @@ class ActionDefinition:
             d["record"] = self.record
         if self.timeout_ms:
             d["timeout_ms"] = self.timeout_ms
+        if self.timeout_grace_ms is not None:
+            d["timeout_grace_ms"] = self.timeout_grace_ms
         return d
 
 
@@ -443,6 +454,7 @@ class Plugin:
         ack_timeout_ms: int = 0,
         retry_delays_ms: Sequence[int] = (),
         start: Union[str, int] = "end",
+        timeout_grace_ms: Optional[int] = None,
     ) -> Callable[[Callable[[DeliveryContext], None]], Callable[[DeliveryContext], None]]:
         """Decorator: ``fn(ctx)`` becomes processor ``<plugin>.<name>``.
 
@@ -450,11 +462,14 @@ class Plugin:
         MongoDB filter on the data, ``key`` a lane key path such as
         ``data.cart_id``, ``retry_delays_ms`` the waits between tries (default
         [1000, 5000]), ``start`` ``"end"`` (default), ``"beginning"`` or a seq.
+        ``timeout_grace_ms``: how long past its ack timeout (and cancel) a try
+        may still ack before the next try; its key waits meanwhile (default:
+        the ack timeout).
         """
 
         def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
             types = [on] if isinstance(on, str) else list(on)
-            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start)
+            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms)
             return fn
 
         return register
@@ -468,16 +483,19 @@ class Plugin:
         record: Optional[bool] = None,
         allow: Sequence[str] = (),
         timeout_ms: int = 0,
+        timeout_grace_ms: Optional[int] = None,
     ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
         """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
 
         ``allow`` says who may call it from outside (default: only code under a
         cause); ``record=False`` leaves no events; ``timeout_ms`` bounds one run
-        (default 30,000).
+        (default 30,000); ``timeout_grace_ms`` is how long past it (and its
+        cancel) the run may still answer before the call fails (default:
+        ``timeout_ms``).
         """
 
         def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
-            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms)
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms)
             return fn
 
         return register
@@ -566,7 +584,7 @@ class _Session:
         self.ended = threading.Event()
         self.call: Any = None
         self.last_heard = time.monotonic()
-        self.cancels: dict[str, tuple[threading.Event, ActionContext]] = {}
+        self.cancels: dict[str, tuple[threading.Event, Union[ActionContext, DeliveryContext]]] = {}
         self.lock = threading.Lock()
         self.clock = StreamClock()
         self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
@@ -808,7 +826,9 @@ class Executor:
                         written_at = session.clock.written_at(invocation.written_at_ms, time.monotonic() * 1000) / 1000
                         self._submit(functools.partial(self._invoke, hold_from=written_at), invocation, session)
                 elif kind == "cancel_invocation":
-                    self._cancel(session, response.cancel_invocation)
+                    self._cancel(session, response.cancel_invocation.invocation_id, response.cancel_invocation.reason)
+                elif kind == "cancel_delivery":
+                    self._cancel(session, response.cancel_delivery.delivery_id, response.cancel_delivery.reason)
                 elif kind == "notice":
                     notice = response.notice
                     self._report(RuntimeError(f"owner notice {notice.reason}: {notice.message}"))
@@ -852,15 +872,24 @@ class Executor:
     def _deliver(self, delivery: executor_pb2.Delivery, session: _Session) -> None:
         """Runs a processor's handler for one delivery and acks it: OK, ERROR, or TERMINAL_ERROR."""
         outcome, error = Outcome.OUTCOME_OK, ""
+        cancelled = threading.Event()
+        ctx = DeliveryContext(self.client, delivery, cancelled, session.send)
+        with session.lock:
+            if session.ended.is_set():
+                return
+            session.cancels[delivery.delivery_id] = (cancelled, ctx)
         try:
             definition = self._processors.get(delivery.processor)
             if definition is None:
                 raise TerminalError(f"no handler for {delivery.processor}")
-            definition.run(DeliveryContext(self.client, delivery, session.ended, session.send))
+            definition.run(ctx)
         except TerminalError as e:
             outcome, error = Outcome.OUTCOME_TERMINAL_ERROR, str(e) or "TerminalError"
         except Exception as e:
             outcome, error = Outcome.OUTCOME_ERROR, _describe(e)
+        finally:
+            with session.lock:
+                session.cancels.pop(delivery.delivery_id, None)
         session.send(executor_pb2.SubscribeRequest(ack=executor_pb2.Ack(delivery_id=delivery.delivery_id, outcome=outcome, error=cut_to_fit(error, session.max_message_bytes))))
 
     def _invoke(self, invocation: executor_pb2.Invocation, session: _Session, hold_from: float = 0.0) -> None:
@@ -903,13 +932,13 @@ class Executor:
         session.send(executor_pb2.SubscribeRequest(action_result=fitting_result(result, session.max_message_bytes)))
 
     @staticmethod
-    def _cancel(session: _Session, cancel: executor_pb2.CancelInvocation) -> None:
-        """Sets the cancelled event of a running invocation (CancelInvocation)."""
+    def _cancel(session: _Session, work_id: str, reason: str) -> None:
+        """Sets the cancelled event of a running invocation or delivery (CancelInvocation or CancelDelivery)."""
         with session.lock:
-            entry = session.cancels.get(cancel.invocation_id)
+            entry = session.cancels.get(work_id)
         if entry is not None:
             cancelled, ctx = entry
-            ctx.cancel_reason = f"cancelled by the owner: {cancel.reason}"
+            ctx.cancel_reason = f"cancelled by the owner: {reason}"
             cancelled.set()
 
 

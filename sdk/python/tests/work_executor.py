@@ -20,7 +20,9 @@ same ids (nothing written twice). Prints "executor ready" on stderr once welcome
 - action ``pywork.remind``: emits ``job.reminded`` with the timer that called it, its
   chain depth and whether it started before its due moment (``early``: the executor holds,
   so a call sent ahead must still start at its moment);
-- action ``pywork.slow``: takes 400 ms (a SIGTERM, i.e. ``stop()``, during it must hand in its result).
+- action ``pywork.slow``: takes 400 ms (a SIGTERM, i.e. ``stop()``, during it must hand in its result);
+- processor ``pywork.patient`` on ``job.patient`` (ack timeout 500 ms, grace 5 s): waits up to 2 s
+  for its cancel, then emits ``job.worked`` with the cancel reason it saw and acks OK (a late ack).
 
     PYTHONPATH=sdk/python .venv/bin/python sdk/python/tests/work_executor.py --url URL  (token: CHRONOLOG_TOKEN)
 """
@@ -43,6 +45,7 @@ pywork = Plugin(
         "job.submitted": {"allow": ["*"], "schema": JOB},
         "job.worked": {"schema": {"type": "object", "required": ["job_id"]}},
         "job.reminded": {"schema": {"type": "object", "required": ["job_id", "what"]}},
+        "job.patient": {"allow": ["*"]},
     },
     collections={"pyjob": {"private_fields": ["secret"], "schema": {"type": "object", "required": ["job_id"]}}},
 )
@@ -116,6 +119,13 @@ def work(ctx: DeliveryContext) -> None:
     )
     if ctx.data.get("flaky") and ctx.attempt == 1:
         raise RuntimeError(f"job {job} is flaky: failing attempt 1 after its work")
+
+
+@pywork.processor("patient", on="job.patient", ack_timeout_ms=500, timeout_grace_ms=5_000, retry_delays_ms=[100])
+def patient(ctx: DeliveryContext) -> None:
+    """Outlives its ack timeout: records the cancel it was told of, then acks OK anyway."""
+    cancelled = ctx.cancelled.wait(2.0)
+    ctx.emit("job.worked", {"job_id": ctx.data["job_id"], "cancelled": cancelled, "reason": ctx.cancel_reason, "attempt": ctx.attempt})
 
 
 def main() -> None:

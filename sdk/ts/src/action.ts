@@ -5,7 +5,7 @@ import type { Actor } from "./gen/chronolog/v1/event_pb.js";
 import { Outcome, type ActionResultSchema, type Invocation } from "./gen/chronolog/v1/executor_pb.js";
 import { jsonProblem } from "./json-check.js";
 import type { ActionDefinition, PluginDefinition } from "./plugin.js";
-import { CauseWork, type WorkUnderCause } from "./work.js";
+import { CauseWork, cancelledBy, type WorkUnderCause } from "./work.js";
 
 /** What an action's `run` gets for one invocation. */
 export interface ActionContext extends WorkUnderCause {
@@ -48,9 +48,6 @@ export interface ActionContext extends WorkUnderCause {
 
 type ActionResultInit = MessageInitShape<typeof ActionResultSchema>;
 
-/** How a run cancelled by the owner (CancelInvocation) ends. */
-const cancelledBy = (reason: string) => new Error(`cancelled by the owner: ${reason}`);
-
 /**
  * The actions an executor hosts and the invocations running there.
  * `invoke` runs one invocation and sends its ActionResult on the stream it
@@ -75,7 +72,7 @@ export class ActionHost {
   /** Aborts the signal of invocation `invocationId` (if it runs here) with `reason`. */
   cancel(invocationId: string, reason: string): void {
     const run = this.running.get(invocationId);
-    if (run) RunContext.abort(run, cancelledBy(reason));
+    if (run) CauseWork.cancel(run, cancelledBy(reason));
   }
 
   /** The result of an invocation cancelled with `reason` while it was held (it never started). */
@@ -105,7 +102,7 @@ export class ActionHost {
       result = { invocationId: invocation.invocationId, outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR, error: e instanceof Error ? e.message : String(e), startedLateMs };
     } finally {
       this.running.delete(invocation.invocationId);
-      RunContext.end(ctx);
+      CauseWork.end(ctx);
     }
     if (!streamSignal.aborted) send(result);
   }
@@ -121,11 +118,7 @@ function assertJson(action: string, output: object): void {
   if (problem) throw Object.assign(new Error(`${action} returned an output that is not JSON: ${problem}`), { name: "TerminalError" });
 }
 
-/**
- * What `run` gets for one invocation. Its `signal` is made when first read
- * (most runs never read it): then aborted at once if the run was cancelled or its stream
- * ended before, or later when either happens.
- */
+/** What `run` gets for one invocation; its `signal` is made when first read (see {@link CauseWork}). */
 class RunContext extends CauseWork implements ActionContext {
   readonly action: string;
   readonly input: JsonObject;
@@ -137,17 +130,10 @@ class RunContext extends CauseWork implements ActionContext {
   readonly scheduled: ActionContext["scheduled"];
   readonly pulse: ActionContext["pulse"];
   readonly chainDepth: number;
-  readonly #streamSignal: AbortSignal;
   readonly #progress: (extendMs: number) => void;
-  #cancel: AbortController | undefined;
-  /** Why the run was cancelled before its signal was made (undefined: it was not). */
-  #cancelledBy: Error | undefined;
-  #onStreamEnd: (() => void) | undefined;
-  /** The run ended: a signal first read after it listens to nothing (no listener left behind on the stream). */
-  #ended = false;
 
   constructor(client: ChronologClient, invocation: Invocation, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
-    super(client, invocation.causeEventId || invocation.callId);
+    super(client, invocation.causeEventId || invocation.callId, streamSignal);
     this.action = invocation.action;
     this.input = (invocation.input ?? {}) as JsonObject;
     this.callId = invocation.callId;
@@ -159,34 +145,10 @@ class RunContext extends CauseWork implements ActionContext {
     this.scheduled = scheduled && { timerId: scheduled.timerId, due: scheduled.due ? timestampDate(scheduled.due) : new Date(0), occurrenceId: scheduled.occurrenceId };
     this.pulse = pulse && { pulse: pulse.pulse, interval: pulse.interval, due: pulse.due ? timestampDate(pulse.due) : new Date(0) };
     this.chainDepth = invocation.chainDepth;
-    this.#streamSignal = streamSignal;
     this.#progress = progress;
-  }
-
-  get signal(): AbortSignal {
-    if (this.#cancel) return this.#cancel.signal;
-    // One controller per run, aborted by CancelInvocation or the stream's end (a listener: AbortSignal.any costs a weak ref and GC work per run).
-    const cancel = (this.#cancel = new AbortController());
-    const stream = this.#streamSignal;
-    if (this.#cancelledBy) cancel.abort(this.#cancelledBy);
-    else if (stream.aborted) cancel.abort(stream.reason);
-    else if (!this.#ended) stream.addEventListener("abort", (this.#onStreamEnd = () => cancel.abort(stream.reason)), { once: true });
-    return cancel.signal;
   }
 
   get progress(): ActionContext["progress"] {
     return (extendMs = 0) => this.#progress(extendMs);
-  }
-
-  /** Cancels `run` (CancelInvocation) with `reason`: aborts its signal, now or when it is made. */
-  static abort(run: RunContext, reason: Error): void {
-    if (run.#cancel) run.#cancel.abort(reason);
-    else run.#cancelledBy ??= reason;
-  }
-
-  /** The run ended: stops listening for its stream's end. */
-  static end(run: RunContext): void {
-    run.#ended = true;
-    if (run.#onStreamEnd) run.#streamSignal.removeEventListener("abort", run.#onStreamEnd);
   }
 }

@@ -12,7 +12,7 @@ import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { HoldQueue } from "./hold-queue.js";
 import { StreamClock } from "./stream-clock.js";
 import { streamSends, type StreamSends } from "./stream-sends.js";
-import { CauseWork, type WorkUnderCause } from "./work.js";
+import { CauseWork, cancelledBy, type WorkUnderCause } from "./work.js";
 
 export type { ActionContext } from "./action.js";
 
@@ -49,7 +49,12 @@ export interface DeliveryContext extends WorkUnderCause {
   actor: Actor | undefined;
   /** Lane key, "" when the processor has none. */
   key: string;
-  /** Aborted when the executor stops or the stream breaks. */
+  /**
+   * Aborted when the owner cancels the try (its ack timeout passed: the reason says so; or
+   * another try finished the event), the executor stops or the stream breaks. Pass it on to slow
+   * work. An OK ack sent after a cancel still finishes the event if it comes within the
+   * processor's `timeoutGraceMs`, or later as long as the event was not recorded failed.
+   */
   signal: AbortSignal;
   /**
    * Emits an event under this delivery. Its id is derived by the owner from
@@ -139,6 +144,8 @@ class ExecutorRunner {
   private readonly manifests: PluginManifest[];
   private readonly handlers = new Map<string, PluginDefinition["processors"] extends infer P ? (P extends Record<string, infer D> ? D : never) : never>();
   private readonly running = new Set<Promise<void>>();
+  /** The deliveries running, by delivery id (to cancel them). */
+  private readonly deliveries = new Map<string, DeliveryRun>();
   private readonly client: ChronologClient;
   private readonly actions: ActionHost;
   private readonly stopping = new AbortController();
@@ -271,6 +278,10 @@ class ExecutorRunner {
       if (invocation.holdMs > 0) holds.add(invocation, clock.writtenAt(invocation.writtenAtMs, performance.now()) + invocation.holdMs);
       else this.invoke(invocation, 0, sends, signal);
     }
+    if (m.case === "cancelDelivery") {
+      const run = this.deliveries.get(m.value.deliveryId);
+      if (run) CauseWork.cancel(run, cancelledBy(m.value.reason));
+    }
     if (m.case === "cancelInvocation") {
       const { invocationId, reason } = m.value;
       if (holds.remove((i) => i.invocationId === invocationId)) sends.result(this.actions.cancelledHeld(invocationId, reason));
@@ -301,6 +312,7 @@ class ExecutorRunner {
   private async deliver(delivery: Delivery, sends: StreamSends, signal: AbortSignal): Promise<void> {
     const handler = this.handlers.get(delivery.processor);
     const ctx = new DeliveryRun(this.client, delivery, signal, (extendMs) => sends.push({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }));
+    this.deliveries.set(delivery.deliveryId, ctx);
     let outcome = Outcome.OK;
     let error = "";
     try {
@@ -309,6 +321,9 @@ class ExecutorRunner {
     } catch (e) {
       outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
       error = e instanceof Error ? e.message : String(e);
+    } finally {
+      if (this.deliveries.get(delivery.deliveryId) === ctx) this.deliveries.delete(delivery.deliveryId);
+      CauseWork.end(ctx);
     }
     sends.ack({ deliveryId: delivery.deliveryId, outcome, error });
   }
@@ -348,9 +363,9 @@ class DeliveryRun extends CauseWork implements DeliveryContext {
   readonly key: string;
   readonly #progress: (extendMs: number) => void;
 
-  constructor(client: ChronologClient, delivery: Delivery, readonly signal: AbortSignal, progress: (extendMs: number) => void) {
+  constructor(client: ChronologClient, delivery: Delivery, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
     const event = delivery.event!;
-    super(client, event.id);
+    super(client, event.id, streamSignal);
     this.event = event;
     this.data = (event.data ?? {}) as JsonObject;
     this.processor = delivery.processor;

@@ -25,6 +25,12 @@ export interface ProcessorDefinition {
   concurrency?: number;
   /** Default 30,000. */
   ackTimeoutMs?: number;
+  /**
+   * After a try's ack timeout its `ctx.signal` aborts, and the owner waits this long more for its
+   * ack (an OK one still finishes the event) before the next try; meanwhile no later event of
+   * the key starts. Default: `ackTimeoutMs`; 0: do not wait.
+   */
+  timeoutGraceMs?: number;
   /** Waits between tries (default [1000, 5000]: 3 tries). */
   retryDelaysMs?: number[];
   /** Where a new processor starts (default "end"). */
@@ -57,6 +63,12 @@ export interface ActionDefinition {
   allow?: string[];
   /** How long one run may take (default 30,000); also bounds the wait for an executor. */
   timeoutMs?: number;
+  /**
+   * After the run's timeout its `ctx.signal` aborts, and the owner waits this long more for its
+   * answer (an OK one still completes the call) before it records the call failed; meanwhile no
+   * other run of the call id starts. Default: `timeoutMs`; 0: fail at once.
+   */
+  timeoutGraceMs?: number;
   /** Runs one call. */
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
 }
@@ -160,6 +172,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         key: d.key ?? "",
         concurrency: d.concurrency ?? 0,
         ackTimeoutMs: d.ackTimeoutMs ?? 0,
+        timeoutGraceMs: d.timeoutGraceMs,
         retryDelaysMs: d.retryDelaysMs ?? [],
         start: startOf(d.start),
       },
@@ -168,7 +181,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
   const actions = Object.fromEntries(
     Object.entries(p.actions ?? {}).map(([name, d]) => [
       name,
-      { inputSchema: d.inputSchema, privateFields: d.privateFields ?? [], record: d.record, allow: d.allow ?? [], timeoutMs: d.timeoutMs ?? 0 },
+      { inputSchema: d.inputSchema, privateFields: d.privateFields ?? [], record: d.record, allow: d.allow ?? [], timeoutMs: d.timeoutMs ?? 0, timeoutGraceMs: d.timeoutGraceMs },
     ]),
   );
   const collections = Object.fromEntries(

@@ -91,23 +91,61 @@ export interface WorkUnderCause {
   cancelDelay(delayId: string): Promise<void>;
 }
 
+/** The reason a signal of work the owner cancelled (CancelInvocation, CancelDelivery) aborts with. */
+export const cancelledBy = (reason: string): Error => new Error(`cancelled by the owner: ${reason}`);
+
 /**
  * The work helpers under cause `eventId` (a delivery's event id, an invocation's
  * `cause_event_id`, or a `record: false` invocation's call id), the base of a run's and a
- * delivery's context. The subclass's `signal` (read when a call is made) cancels calls in
- * progress (the run was cancelled or the stream lost). Each helper is made when it is read,
- * bound to this object, so `const { emit } = ctx` works and a run that calls nothing pays
- * for nothing (an executor taking timer calls makes thousands of contexts a second).
+ * delivery's context. Its `signal` (read when a call is made) cancels calls in progress: it
+ * aborts when the owner cancels the work ({@link CauseWork.cancel}) or its stream ends. Each
+ * helper is made when it is read, bound to this object, so `const { emit } = ctx` works and a
+ * run that calls nothing pays for nothing (an executor taking timer calls makes thousands of
+ * contexts a second).
  */
 export abstract class CauseWork implements WorkUnderCause {
   readonly #client: ChronologClient;
   readonly #eventId: string;
   #position = 0;
-  abstract readonly signal: AbortSignal;
+  readonly #streamSignal: AbortSignal;
+  #cancel: AbortController | undefined;
+  /** Why the work was cancelled before its signal was made (undefined: it was not). */
+  #cancelledBy: Error | undefined;
+  #onStreamEnd: (() => void) | undefined;
+  /** The work ended: a signal first read after it listens to nothing (no listener left behind on the stream). */
+  #ended = false;
 
-  constructor(client: ChronologClient, eventId: string) {
+  constructor(client: ChronologClient, eventId: string, streamSignal: AbortSignal) {
     this.#client = client;
     this.#eventId = eventId;
+    this.#streamSignal = streamSignal;
+  }
+
+  /**
+   * Made when first read (most work never reads it): then aborted at once if the work was
+   * cancelled or its stream ended before, or later when either happens.
+   */
+  get signal(): AbortSignal {
+    if (this.#cancel) return this.#cancel.signal;
+    // One controller per run, aborted by the owner's cancel or the stream's end (a listener: AbortSignal.any costs a weak ref and GC work per run).
+    const cancel = (this.#cancel = new AbortController());
+    const stream = this.#streamSignal;
+    if (this.#cancelledBy) cancel.abort(this.#cancelledBy);
+    else if (stream.aborted) cancel.abort(stream.reason);
+    else if (!this.#ended) stream.addEventListener("abort", (this.#onStreamEnd = () => cancel.abort(stream.reason)), { once: true });
+    return cancel.signal;
+  }
+
+  /** Cancels `work` (the owner's CancelInvocation or CancelDelivery) with `reason`: aborts its signal, now or when it is made. */
+  static cancel(work: CauseWork, reason: Error): void {
+    if (work.#cancel) work.#cancel.abort(reason);
+    else work.#cancelledBy ??= reason;
+  }
+
+  /** The work ended: stops listening for its stream's end. */
+  static end(work: CauseWork): void {
+    work.#ended = true;
+    if (work.#onStreamEnd) work.#streamSignal.removeEventListener("abort", work.#onStreamEnd);
   }
 
   /** The next position under the cause. */

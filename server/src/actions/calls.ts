@@ -137,7 +137,7 @@ export interface ActionCallsDeps {
   logger: Logger;
 }
 
-/** How long after a run timeout (and its cancel) an executor that still holds the invocation's credit is warned of, ms. */
+/** How long after a run's grace (past its timeout and cancel) an executor that still holds the invocation's credit is warned of, ms. */
 export const unansweredWarnMs = 10_000;
 
 /** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why. */
@@ -161,7 +161,10 @@ const maxAnswerMarginMs = 500;
  * - running → **completed** (the executor's OK: row + `action.completed`;
  *   final: later calls with the id are answered from the record, `fromLog`).
  * - running → **failed** (an error, a TerminalError or the run timeout: row
- *   + `action.failed`; the caller gets ABORTED with the action's error).
+ *   + `action.failed`; the caller gets ABORTED with the action's error). At
+ *   the run timeout the executor is told to cancel, and the call stays running
+ *   for the action's `timeoutGraceMs`: an OK answer meanwhile completes it, an
+ *   error, the executor's end or the grace's end fails it ("timed out").
  * - running → waiting for a host (the executor's session ended: attempt n+1
  *   goes to another executor while a caller's deadline allows, recording
  *   `action.retried`; if none takes it in time, attempt n is recorded failed
@@ -278,7 +281,13 @@ export class ActionCalls {
     const match = takeAnswer(session, invocationId);
     const invocation = this.invocations.get(invocationId);
     if (!invocation || invocation.session !== session) return match === "unknown" ? "unknown" : "stale";
-    invocation.end(answer.ok ? { kind: "ok", output: answer.output } : { kind: "error", error: answer.error || "error", terminal: answer.terminal }, answer.startedLateMs);
+    const { timedOut } = invocation;
+    const end: AttemptEnd = answer.ok
+      ? { kind: "ok", output: answer.output }
+      : timedOut !== null
+        ? { kind: "timeout", error: `${timedOut}, then failed: ${answer.error || "error"}` }
+        : { kind: "error", error: answer.error || "error", terminal: answer.terminal };
+    invocation.end(end, answer.startedLateMs);
     return "accepted";
   }
 
@@ -292,10 +301,10 @@ export class ActionCalls {
     if (row && !this.runs.has(callId)) recordLeftRunningFailed(tx, this.deps.calls, row, error);
   }
 
-  /** Extends a running invocation's timeout to now + `extendMs` (default: the action's timeout). False when unknown. */
+  /** Extends a running invocation's timeout to now + `extendMs` (default: the action's timeout). False when unknown or past its timeout. */
   progress(session: ExecutorSession, invocationId: string, extendMs: number): boolean {
     const invocation = this.invocations.get(invocationId);
-    if (!invocation || invocation.session !== session) return false;
+    if (!invocation || invocation.session !== session || invocation.timedOut !== null) return false;
     this.armTimeout(invocation, extendMs || invocation.run.call.entry.timeoutMs);
     return true;
   }
@@ -305,9 +314,11 @@ export class ActionCalls {
     this.deps.hosts.offer(session);
   }
 
-  /** A session ended: its invocations go to other executors as retries. */
+  /** A session ended: its invocations go to other executors as retries; those past their timeout fail with it. */
   sessionGone(session: ExecutorSession): void {
-    for (const invocation of [...this.invocations.values()]) if (invocation.session === session) invocation.end({ kind: "gone" });
+    for (const invocation of [...this.invocations.values()]) {
+      if (invocation.session === session) invocation.end(invocation.timedOut !== null ? { kind: "timeout", error: invocation.timedOut } : { kind: "gone" });
+    }
   }
 
   /**
@@ -521,6 +532,7 @@ export class ActionCalls {
         run,
         session,
         timer: null,
+        timedOut: null,
         end: (result, startedLateMs) => {
           if (this.invocations.get(invocationId) !== invocation) return;
           this.invocations.delete(invocationId);
@@ -607,17 +619,28 @@ export class ActionCalls {
 
   /**
    * (Re-)arms the run timeout, `ms` after the action starts (`holdMs` from now for a held
-   * Invocation): when it passes, the executor is told to cancel and the attempt fails. Its
-   * credit stays held until it answers (the handler may still run: the credit is its slot);
-   * one not answered {@link unansweredWarnMs} later is logged as a warning.
+   * Invocation): when it passes, the executor is told to cancel, and the attempt waits the
+   * action's grace for its answer (an OK one completes the call; no other run of the call id
+   * starts meanwhile), then fails. Its credit stays held until it answers (the handler may
+   * still run: the credit is its slot); one not answered {@link unansweredWarnMs} after the
+   * grace is logged as a warning.
    */
   private armTimeout(invocation: Invocation, ms: number, holdMs = 0): void {
     if (invocation.timer) clearTimeout(invocation.timer);
     invocation.timer = setTimeout(() => {
+      const error = `timed out after ${ms} ms`;
+      const graceMs = invocation.run.call.entry.timeoutGraceMs;
       invocation.timer = null;
-      this.cancel(invocation, `timed out after ${ms} ms`);
-      invocation.end({ kind: "timeout", error: `timed out after ${ms} ms` });
-      this.warnIfUnanswered(invocation.session, invocation.id, invocation.run.call.entry.name, ms);
+      invocation.timedOut = error;
+      this.cancel(invocation, error);
+      const fail = () => {
+        invocation.timer = null;
+        if (invocation.session.inFlight.has(invocation.id)) invocation.session.abandoned.add(invocation.id);
+        invocation.end({ kind: "timeout", error });
+        this.warnIfUnanswered(invocation.session, invocation.id, invocation.run.call.entry.name, ms);
+      };
+      if (graceMs === 0) fail();
+      else invocation.timer = setTimeout(fail, graceMs);
     }, holdMs + ms);
   }
 
@@ -627,7 +650,7 @@ export class ActionCalls {
       if (session.closed || !session.inFlight.has(id)) return;
       this.deps.logger.warn(
         { session: session.id, executor: session.hosting.executor, invocation: id, action, freeCredits: session.free },
-        `executor ${session.hosting.executor} has not answered invocation ${id} of ${action} ${unansweredWarnMs} ms after its ${timeoutMs} ms timeout and cancel: its credit stays held until it answers (does the handler ignore its signal?)`,
+        `executor ${session.hosting.executor} has not answered invocation ${id} of ${action} ${unansweredWarnMs} ms after its ${timeoutMs} ms timeout, cancel and grace: its credit stays held until it answers (does the handler ignore its signal?)`,
       );
     }, unansweredWarnMs).unref();
   }

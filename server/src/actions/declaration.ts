@@ -2,6 +2,9 @@ import type { ActionDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/plu
 import type { FieldViolation } from "../errors.js";
 import type { Validator } from "../plugins/schemas.js";
 
+/** The longest wait a timer can arm (setTimeout's limit), ms: a declared grace may not be longer. */
+export const maxTimerMs = 2_147_483_647;
+
 /** Default time one run of an action may take: 30,000 ms. */
 export const defaultActionTimeoutMs = 30_000;
 
@@ -23,6 +26,8 @@ export interface ActionEntry {
   allow: string[];
   /** How long one run may take, in ms (default 30,000); also bounds the wait for an executor. */
   timeoutMs: number;
+  /** How long past its timeout a run (told to cancel) may still answer before the call is recorded failed, ms (default: `timeoutMs`). */
+  timeoutGraceMs: number;
 }
 
 /** Action names within a plugin: letters, digits, `_` and `-`, no dots (`plugin.action` must split once). */
@@ -48,6 +53,7 @@ export function compileAction(
   for (const field of decl.privateFields) {
     if (!fieldName.test(field)) violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name` });
   }
+  if ((decl.timeoutGraceMs ?? 0) > maxTimerMs) violations.push({ field: `${at}.timeout_grace_ms`, description: `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)` });
   let validate: Validator | undefined;
   try {
     validate = compile(decl.inputSchema, "input");
@@ -64,6 +70,7 @@ export function compileAction(
       record: decl.record ?? true,
       allow: [...decl.allow],
       timeoutMs: decl.timeoutMs || defaultActionTimeoutMs,
+      timeoutGraceMs: decl.timeoutGraceMs ?? (decl.timeoutMs || defaultActionTimeoutMs),
     },
     violations,
   };

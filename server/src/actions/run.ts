@@ -50,8 +50,10 @@ export interface Invocation {
   id: string;
   run: Run;
   session: ExecutorSession;
-  /** The run timeout, re-armed by progress. */
+  /** The run timeout, re-armed by progress; once it passed, the end of the action's grace. */
   timer: NodeJS.Timeout | null;
+  /** Set when the run timeout passed (the executor was told to cancel): the error the call fails with unless an OK answer comes within the grace. */
+  timedOut: string | null;
   /** Ends the attempt (once; later calls do nothing); `startedLateMs`: a held Invocation's reported delay (ms). */
   end(result: AttemptEnd, startedLateMs?: number): void;
 }

@@ -24,6 +24,7 @@ export type AnswerMatch =
 export function takeAnswer(session: ExecutorSession, id: string): AnswerMatch {
   let recent = answered.get(session);
   if (session.inFlight.delete(id)) {
+    session.abandoned.delete(id);
     if (!recent) answered.set(session, (recent = new Set()));
     recent.delete(id); // the same id again (a cursor moved back): the newest
     recent.add(id);

@@ -153,7 +153,7 @@ export class ExecutorHub {
   private ack(session: ExecutorSession, ack: Ack): void {
     const ok = ack.outcome === Outcome.OK || ack.outcome === Outcome.UNSPECIFIED;
     const verdict = this.processors.ack(session, ack.deliveryId, ok, ack.error, ack.outcome === Outcome.TERMINAL_ERROR);
-    if (verdict === "stale") this.notice(session, "STALE_ACK", ack.deliveryId, "ack for a delivery that already timed out or was answered: ignored");
+    if (verdict === "stale") this.notice(session, "STALE_ACK", ack.deliveryId, "ack for a delivery whose event already ended (finished, or failed after its tries) or that was answered already: ignored");
     if (verdict === "unknown") this.notice(session, "UNKNOWN_DELIVERY", ack.deliveryId, "ack for a delivery this session never received: ignored");
   }
 
@@ -169,7 +169,7 @@ export class ExecutorHub {
     if (tooDeep) ok = false;
     const verdict = this.actions.result(session, r.invocationId, { ok, output: tooDeep ? {} : output, error: tooDeep ?? r.error, terminal: r.outcome === Outcome.TERMINAL_ERROR, startedLateMs: r.startedLateMs });
     if (tooDeep && verdict === "accepted") this.notice(session, "INVALID_OUTPUT", r.invocationId, `${tooDeep}: the call failed`);
-    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation that already timed out or was answered: ignored");
+    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation whose call already ended (failed after its timeout and grace) or that was answered already: ignored");
     if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
   }
 
@@ -189,6 +189,23 @@ export class ExecutorHub {
     let best: ExecutorSession | undefined;
     for (const s of this.sessions) if (s.processors.has(processor) && s.free > 0 && (!best || s.free > best.free)) best = s;
     return best;
+  }
+
+  /**
+   * Reserves a session hosting `processor` for a delivery tried alone: the open, unreserved one
+   * with the least work in flight the owner waits for. It takes no new work until {@link release}d.
+   */
+  reserveFor(processor: string): ExecutorSession | undefined {
+    let best: ExecutorSession | undefined;
+    for (const s of this.sessions) if (s.processors.has(processor) && !s.reserved && !s.closed && (!best || s.live < best.live)) best = s;
+    if (best) best.reserved = true;
+    return best;
+  }
+
+  /** Ends a session's reservation; its free credits are offered (on the next microtask: the caller is mid-change). */
+  release(session: ExecutorSession): void {
+    session.reserved = false;
+    if (!session.closed) queueMicrotask(() => this.pump(session));
   }
 
   /** Closes every session (owner shutdown). */

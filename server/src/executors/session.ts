@@ -106,10 +106,18 @@ export class ExecutorSession {
   readonly id = randomUUID();
   readonly outbox = new Outbox<Queued>();
   readonly inFlight = new Set<string>();
+  /**
+   * The ids in `inFlight` the owner no longer waits for: past their timeout and grace (their
+   * event or call went on without them). Their credits stay held until answered; they leave with
+   * the answer.
+   */
+  readonly abandoned = new Set<string>();
   readonly processors: Set<string>;
   readonly actions: Set<string>;
   lastSeenMs: number;
   closed = false;
+  /** Reserved for a delivery tried alone (a processor's isolated retry): it takes no new work meanwhile. */
+  reserved = false;
   /** The stream clock's origin (`performance.now()` ms when the session opened). */
   private readonly openedAt = performance.now();
   private granted: number;
@@ -137,9 +145,14 @@ export class ExecutorSession {
     return total - this.granted;
   }
 
-  /** Work this session can still take. */
+  /** Work in flight the owner still waits for (not {@link abandoned}). */
+  get live(): number {
+    return this.inFlight.size - this.abandoned.size;
+  }
+
+  /** Work this session can still take (none while reserved). */
   get free(): number {
-    return this.closed ? 0 : this.credits - this.inFlight.size;
+    return this.closed || this.reserved ? 0 : this.credits - this.inFlight.size;
   }
 
   /** The stream's clock: ms (with a fraction) since the session opened, monotonic (Invocation.written_at_ms). */

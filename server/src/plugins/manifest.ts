@@ -1,7 +1,7 @@
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { canonicalJson } from "../log/canonical.js";
 import { PluginManifestSchema, type PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { compileAction, type ActionEntry } from "../actions/declaration.js";
+import { compileAction, maxTimerMs, type ActionEntry } from "../actions/declaration.js";
 import { compileCollection, type CollectionEntry } from "../collections/declaration.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
@@ -94,6 +94,7 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     const at = `processors.${name}`;
     attempt(() => compileFilter(decl.where, `${at}.where`), `${at}.where`, violations);
     check(`${at}.concurrency`, decl.concurrency <= 1024, "concurrency must be at most 1024");
+    check(`${at}.timeout_grace_ms`, (decl.timeoutGraceMs ?? 0) <= maxTimerMs, `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)`);
   }
   const collections: CollectionEntry[] = [];
   for (const [name, decl] of Object.entries(manifest.collections)) {

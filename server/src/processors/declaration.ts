@@ -17,6 +17,11 @@ export interface ProcessorSpec {
   /** Lanes in flight at once. */
   concurrency: number;
   ackTimeoutMs: number;
+  /**
+   * How long past its ack timeout a try (told to cancel) may still answer, ms: meanwhile no other
+   * try of its event and no later event of its key starts (default: `ackTimeoutMs`).
+   */
+  timeoutGraceMs: number;
   /** Waits before each retry; tries in all = length + 1. */
   retryDelaysMs: number[];
   start: StartAt;
@@ -38,6 +43,7 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
     keyOf: keyPath(decl.key),
     concurrency: decl.concurrency || 1,
     ackTimeoutMs: decl.ackTimeoutMs || defaultAckTimeoutMs,
+    timeoutGraceMs: decl.timeoutGraceMs ?? (decl.ackTimeoutMs || defaultAckTimeoutMs),
     retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : defaultRetryDelaysMs,
     start,
   };

@@ -1,4 +1,3 @@
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Clock } from "../clock.js";
 import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
@@ -7,8 +6,9 @@ import type { CursorStatements } from "../store/cursors.js";
 import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
-import { eventToProto } from "../rpc/convert.js";
 import { takes, type ProcessorSpec } from "./declaration.js";
+import { deliveryMessage, failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
+import { Isolation } from "./isolation.js";
 import { Lanes } from "./lanes.js";
 
 /** What an engine needs from the owner. */
@@ -22,21 +22,10 @@ export interface EngineDeps {
   head(): number;
   /** An executor session hosting the processor with free credits, or undefined. */
   pickSession(processor: string): ExecutorSession | undefined;
-}
-
-/**
- * One try of one event. States: in flight (sent to `session`, `timer` = ack
- * deadline) → finished (acked) | retry wait (`timer` = backoff, no session)
- * → ready (queued to send again) → in flight ... | failed (tries used up or
- * terminal: `processor.failed` recorded, then finished).
- */
-interface Attempt {
-  event: EventRecord;
-  key: string;
-  attempt: number;
-  deliveryId: string;
-  session: ExecutorSession | null;
-  timer: NodeJS.Timeout | null;
+  /** Reserves a session hosting the processor for a try run alone: it takes no new work until {@link release}d; undefined when none can be. */
+  reserve(processor: string): ExecutorSession | undefined;
+  /** Ends a reservation: the session takes work again. */
+  release(session: ExecutorSession): void;
 }
 
 /** How an executor's answer was taken. */
@@ -67,6 +56,15 @@ const floorSaveDelayMs = 20;
  * terminally, `processor.failed` is recorded and the cursor moves on. The
  * floor only passes finished events; after a crash everything above the
  * saved floor is delivered again. A duplicate or stale ack changes nothing.
+ *
+ * A timed-out try is told to cancel (CancelDelivery) and may answer for the
+ * processor's grace: its OK ack still finishes the event, and until it
+ * answers, its executor goes or the grace passes, no other try of the event
+ * and no later event of its key starts (an OK ack of any try counts until the
+ * event is recorded failed). Deliveries in flight on a stream that dies with
+ * several of them are not charged a try (nobody knows which one killed the
+ * executor): they are tried again one at a time, each alone on an executor
+ * with nothing else running, until each is acked or fails alone.
  */
 export class ProcessorEngine {
   private ackFloor = 0;
@@ -83,15 +81,18 @@ export class ProcessorEngine {
   private heldBytes = 0;
   private readonly lanes = new Lanes();
   private readonly attempts = new Map<number, Attempt>();
-  private readonly byDelivery = new Map<string, Attempt>();
+  private readonly byDelivery = new Map<string, Try>();
   private readonly ready: Attempt[] = [];
+  private readonly isolation: Isolation;
   retries = 0;
   failures = 0;
 
   constructor(
     readonly spec: ProcessorSpec,
     private readonly deps: EngineDeps,
-  ) {}
+  ) {
+    this.isolation = new Isolation(spec.name, deps.reserve, deps.release);
+  }
 
   /** The durable cursor as known in memory (saved by the next commit). */
   get floor(): number {
@@ -159,11 +160,19 @@ export class ProcessorEngine {
 
   /** Sends ready work to executors with free credits, up to the processor's concurrency. */
   pump(): void {
+    if (this.stopped || this.pausedFlag) return;
+    const alone = this.isolation.next();
+    if (alone) {
+      alone.attempt.queued = false;
+      this.isolation.started(this.send(alone.attempt, alone.session));
+    }
     while (!this.stopped && !this.pausedFlag) {
       if (this.ready.length > 0) {
         const session = this.deps.pickSession(this.spec.name);
         if (!session) return;
-        this.send(this.ready.shift()!, session);
+        const attempt = this.ready.shift()!;
+        attempt.queued = false;
+        this.send(attempt, session);
         continue;
       }
       if (this.attempts.size >= this.spec.concurrency) return;
@@ -171,7 +180,7 @@ export class ProcessorEngine {
       if (!session) return;
       const next = this.lanes.take();
       if (!next) return;
-      const attempt: Attempt = { ...next, attempt: 1, deliveryId: "", session: null, timer: null };
+      const attempt = newAttempt(next.key, next.event);
       this.attempts.set(next.event.seq, attempt);
       this.send(attempt, session);
     }
@@ -179,34 +188,54 @@ export class ProcessorEngine {
 
   /**
    * An executor's answer to a delivery: `ok`, or an error (retried unless
-   * `terminal`). Stale answers (the delivery timed out, was moved past, or was
-   * answered already by this session) and unknown ones change nothing.
+   * `terminal`). An OK ack of a timed-out try finishes the event as long as it
+   * has not been recorded failed; an error of one changes nothing more (its
+   * timeout counted). Answers to deliveries this engine no longer waits for
+   * (the event ended, the cursor moved, answered already) are stale; unknown
+   * ones were never received. Neither changes anything.
    */
   ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean): AckVerdict {
     const match = takeAnswer(session, deliveryId);
-    const attempt = this.byDelivery.get(deliveryId);
-    if (!attempt || attempt.session !== session) return match === "unknown" ? "unknown" : "stale";
-    this.detach(attempt);
-    if (ok) this.finish(attempt);
-    else this.fail(attempt, error || "error", terminal);
+    const t = this.byDelivery.get(deliveryId);
+    if (!t || t.session !== session) return match === "unknown" ? "unknown" : "stale";
+    const attempt = t.attempt;
+    const running = t.state === "running";
+    this.drop(t);
+    if (ok) attempt.outcome = { ok: true };
+    else if (running) tryFailed(attempt, this.spec.retryDelaysMs, error || "error", terminal, true);
+    this.advance(attempt);
     return "accepted";
   }
 
-  /** Extends a delivery's ack deadline by `extendMs` (default: the ack timeout). */
+  /** Extends a running delivery's ack deadline by `extendMs` (default: the ack timeout); not one that timed out. */
   progress(session: ExecutorSession, deliveryId: string, extendMs: number): boolean {
-    const attempt = this.byDelivery.get(deliveryId);
-    if (!attempt || attempt.session !== session) return false;
-    this.armAckTimeout(attempt, extendMs || this.spec.ackTimeoutMs);
+    const t = this.byDelivery.get(deliveryId);
+    if (!t || t.session !== session || t.state !== "running") return false;
+    this.armAckTimeout(t, extendMs || this.spec.ackTimeoutMs);
     return true;
   }
 
-  /** Every delivery the session held fails: they are retried elsewhere. */
+  /**
+   * The session ended: its running tries fail and are retried elsewhere, its timed-out ones
+   * stop lingering. A try lost alone is a failed try; one lost with other work in flight on the
+   * session is not charged (any of them may have killed the executor) and is tried again alone.
+   */
   sessionGone(session: ExecutorSession): void {
-    for (const attempt of [...this.byDelivery.values()]) {
-      if (attempt.session !== session) continue;
-      this.detach(attempt);
-      this.fail(attempt, "executor disconnected", false);
+    const inFlight = session.live;
+    this.isolation.sessionGone(session);
+    for (const t of [...this.byDelivery.values()]) {
+      if (t.session !== session) continue;
+      const running = t.state === "running";
+      this.drop(t);
+      if (running && inFlight > 1) {
+        tryFailed(t.attempt, this.spec.retryDelaysMs, `executor disconnected with ${inFlight} deliveries or calls in flight: not counted, tried again alone`, false, false);
+        t.attempt.isolated = true;
+      } else if (running) {
+        tryFailed(t.attempt, this.spec.retryDelaysMs, t.attempt.isolated ? "executor disconnected while it ran this delivery alone" : "executor disconnected", false, true);
+      }
+      this.advance(t.attempt);
     }
+    this.pump();
   }
 
   /**
@@ -217,10 +246,8 @@ export class ProcessorEngine {
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
     const deadline = this.deps.clock.now() + graceMs;
-    while (this.byDelivery.size > 0 && this.deps.clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
-    this.attempts.clear();
-    this.byDelivery.clear();
+    while ([...this.byDelivery.values()].some((t) => t.state !== "abandoned") && this.deps.clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    this.forgetAttempts();
     await this.deps.committer.submit((tx) => this.deps.cursors.save(this.spec.name, this.ackFloor, tx.now));
   }
 
@@ -283,10 +310,7 @@ export class ProcessorEngine {
 
   /** Forgets everything read and in flight, and restarts reading after `ackFloor`. */
   private reset(ackFloor: number): void {
-    for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
-    this.attempts.clear();
-    this.byDelivery.clear();
-    this.ready.length = 0;
+    this.forgetAttempts();
     this.lanes.clear();
     this.order.length = 0;
     this.orderHead = 0;
@@ -297,47 +321,112 @@ export class ProcessorEngine {
     this.delivered = ackFloor;
   }
 
-  private send(attempt: Attempt, session: ExecutorSession): void {
-    attempt.deliveryId = `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`;
-    attempt.session = session;
-    session.inFlight.add(attempt.deliveryId);
-    this.byDelivery.set(attempt.deliveryId, attempt);
-    this.armAckTimeout(attempt, this.spec.ackTimeoutMs);
-    session.send({
-      message: {
-        case: "delivery",
-        value: {
-          deliveryId: attempt.deliveryId,
-          processor: this.spec.name,
-          event: eventToProto(attempt.event),
-          attempt: attempt.attempt,
-          deadline: timestampFromMs(this.deps.clock.now() + this.spec.ackTimeoutMs),
-          key: attempt.key.startsWith("#") ? "" : attempt.key,
-        },
-      },
-    }, storedBytes(attempt.event));
+  /** Drops every attempt and try (their timers too), and ends a reservation. */
+  private forgetAttempts(): void {
+    for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
+    for (const t of this.byDelivery.values()) if (t.timer) clearTimeout(t.timer);
+    this.attempts.clear();
+    this.byDelivery.clear();
+    this.ready.length = 0;
+    this.isolation.clear();
   }
 
-  private armAckTimeout(attempt: Attempt, ms: number): void {
-    if (attempt.timer) clearTimeout(attempt.timer);
-    attempt.timer = setTimeout(() => {
-      // The executor keeps the credit until it answers (late answers are stale).
-      this.byDelivery.delete(attempt.deliveryId);
-      attempt.session = null;
-      attempt.timer = null;
-      this.fail(attempt, `not acknowledged within ${ms} ms`, false);
+  /** Sends the event's next try to `session`. */
+  private send(attempt: Attempt, session: ExecutorSession): Try {
+    attempt.attempt++;
+    const t: Try = { deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`, attempt, session, state: "running", timer: null, deadlineMs: 0 };
+    attempt.current = t;
+    attempt.tries.add(t);
+    session.inFlight.add(t.deliveryId);
+    this.byDelivery.set(t.deliveryId, t);
+    this.armAckTimeout(t, this.spec.ackTimeoutMs);
+    session.send(deliveryMessage(this.spec, t, this.deps.clock.now()), storedBytes(t.attempt.event));
+    return t;
+  }
+
+  private armAckTimeout(t: Try, ms: number): void {
+    if (t.timer) clearTimeout(t.timer);
+    t.deadlineMs = this.deps.clock.now() + ms;
+    t.timer = setTimeout(() => {
+      t.timer = null;
+      const error = `not acknowledged within ${ms} ms`;
+      // The executor keeps the credit until it answers: the handler may still run.
+      this.linger(t, error);
+      tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
+      this.advance(t.attempt);
     }, ms);
   }
 
-  private detach(attempt: Attempt): void {
+  /**
+   * Tells `t`'s executor to cancel it (`reason`) and waits for its answer until the processor's
+   * grace after its ack deadline (a try superseded before its deadline keeps the rest of it);
+   * then stops waiting (abandoned: an OK ack still counts until the event ends).
+   */
+  private linger(t: Try, reason: string): void {
+    if (t.timer) clearTimeout(t.timer);
+    t.timer = null;
+    if (t.attempt.current === t) t.attempt.current = null;
+    t.session.send({ message: { case: "cancelDelivery", value: { deliveryId: t.deliveryId, reason } } });
+    t.state = "lingering";
+    const waitMs = Math.max(0, t.deadlineMs - this.deps.clock.now()) + this.spec.timeoutGraceMs;
+    if (waitMs === 0) return this.abandon(t);
+    t.timer = setTimeout(() => {
+      t.timer = null;
+      this.abandon(t);
+      this.advance(t.attempt);
+      this.pump();
+    }, waitMs);
+  }
+
+  private abandon(t: Try): void {
+    t.state = "abandoned";
+    if (t.session.inFlight.has(t.deliveryId)) t.session.abandoned.add(t.deliveryId);
+    this.isolation.ended(t);
+  }
+
+  /** Forgets a try: answered, lost with its session, or its event ended. */
+  private drop(t: Try): void {
+    if (t.timer) clearTimeout(t.timer);
+    t.timer = null;
+    this.byDelivery.delete(t.deliveryId);
+    t.attempt.tries.delete(t);
+    if (t.attempt.current === t) t.attempt.current = null;
+    this.isolation.ended(t);
+  }
+
+  /**
+   * Moves an event on after a change: finished once it succeeded and no try lingers (a running
+   * one is told to cancel), failed once decided and no try may run, retried once no try may run
+   * (neither while the engine stops: the next owner delivers it again).
+   */
+  private advance(attempt: Attempt): void {
+    if (attempt.ending) return;
+    if (attempt.outcome?.ok) {
+      if (attempt.current) this.linger(attempt.current, "the event was finished by another try");
+      this.unschedule(attempt);
+      if (!lingers(attempt)) this.finish(attempt);
+      return;
+    }
+    if (this.stopped || attempt.current || lingers(attempt)) return;
+    if (attempt.outcome) return this.giveUp(attempt, attempt.outcome.error);
+    if (attempt.retry) this.retry(attempt, attempt.retry);
+  }
+
+  /** Drops a pending retry (the event succeeded meanwhile). */
+  private unschedule(attempt: Attempt): void {
     if (attempt.timer) clearTimeout(attempt.timer);
     attempt.timer = null;
-    attempt.session = null;
-    this.byDelivery.delete(attempt.deliveryId);
+    attempt.retry = null;
+    if (!attempt.queued) return;
+    attempt.queued = false;
+    if (attempt.isolated) this.isolation.remove(attempt);
+    else this.ready.splice(this.ready.indexOf(attempt), 1);
   }
 
   /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record). */
   private finish(attempt: Attempt, succeeded = true): void {
+    for (const t of [...attempt.tries]) this.drop(t);
+    this.unschedule(attempt);
     const seq = attempt.event.seq;
     this.attempts.delete(seq);
     this.lanes.release(attempt.key);
@@ -352,36 +441,26 @@ export class ProcessorEngine {
     this.fill();
   }
 
-  private fail(attempt: Attempt, error: string, terminal: boolean): void {
-    if (this.stopped) return;
-    const tries = this.spec.retryDelaysMs.length + 1;
-    if (!terminal && attempt.attempt < tries) this.retry(attempt, error);
-    else this.giveUp(attempt, error);
-  }
-
-  private retry(attempt: Attempt, error: string): void {
+  private retry(attempt: Attempt, retry: { error: string; waitMs: number }): void {
     this.retries++;
-    const waitMs = this.spec.retryDelaysMs[attempt.attempt - 1];
+    attempt.retry = null;
     const { event } = attempt;
-    const data = { processor: this.spec.name, event_id: event.id, seq: event.seq, attempt: attempt.attempt, error, retry_in_ms: waitMs };
-    this.record("processor.retried", event, data);
-    attempt.attempt++;
+    this.record("processor.retried", event, { processor: this.spec.name, event_id: event.id, seq: event.seq, attempt: attempt.attempt, error: retry.error, retry_in_ms: retry.waitMs });
     attempt.timer = setTimeout(() => {
       attempt.timer = null;
-      this.ready.push(attempt);
+      attempt.queued = true;
+      if (attempt.isolated) this.isolation.push(attempt);
+      else this.ready.push(attempt);
       this.pump();
-    }, waitMs);
+    }, retry.waitMs);
   }
 
   private giveUp(attempt: Attempt, error: string): void {
     this.failures++;
+    attempt.ending = true;
+    for (const t of [...attempt.tries]) this.drop(t); // from now on a late ack is stale
     const { event } = attempt;
-    const data = {
-      processor: this.spec.name,
-      event: { seq: event.seq, id: event.id, type: event.type, data: event.data, cause: event.cause, actor: event.actor, at: new Date(event.at).toISOString() },
-      error,
-      attempts: attempt.attempt,
-    };
+    const data = { processor: this.spec.name, event: failedEvent(event), error, attempts: attempt.attempt };
     this.deps.committer
       .submit((tx) => {
         const failed = tx.append({ id: newId(), type: "processor.failed", data, cause: event.id, actor: event.actor });

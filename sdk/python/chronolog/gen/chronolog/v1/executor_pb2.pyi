@@ -57,7 +57,7 @@ class ActionResultBatch(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[ActionResult, _Mapping]]] = ...) -> None: ...
 
 class SubscribeResponse(_message.Message):
-    __slots__ = ("welcome", "delivery", "invocation", "cancel_invocation", "heartbeat", "notice", "deliveries", "invocations")
+    __slots__ = ("welcome", "delivery", "invocation", "cancel_invocation", "heartbeat", "notice", "deliveries", "invocations", "cancel_delivery")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     INVOCATION_FIELD_NUMBER: _ClassVar[int]
@@ -66,6 +66,7 @@ class SubscribeResponse(_message.Message):
     NOTICE_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     INVOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     delivery: Delivery
     invocation: Invocation
@@ -74,7 +75,8 @@ class SubscribeResponse(_message.Message):
     notice: Notice
     deliveries: DeliveryBatch
     invocations: InvocationBatch
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., invocation: _Optional[_Union[Invocation, _Mapping]] = ..., cancel_invocation: _Optional[_Union[CancelInvocation, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., invocations: _Optional[_Union[InvocationBatch, _Mapping]] = ...) -> None: ...
+    cancel_delivery: CancelDelivery
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., invocation: _Optional[_Union[Invocation, _Mapping]] = ..., cancel_invocation: _Optional[_Union[CancelInvocation, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., invocations: _Optional[_Union[InvocationBatch, _Mapping]] = ..., cancel_delivery: _Optional[_Union[CancelDelivery, _Mapping]] = ...) -> None: ...
 
 class DeliveryBatch(_message.Message):
     __slots__ = ("deliveries",)
@@ -245,6 +247,14 @@ class CancelInvocation(_message.Message):
     invocation_id: str
     reason: str
     def __init__(self, invocation_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelDelivery(_message.Message):
+    __slots__ = ("delivery_id", "reason")
+    DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    delivery_id: str
+    reason: str
+    def __init__(self, delivery_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("at",)

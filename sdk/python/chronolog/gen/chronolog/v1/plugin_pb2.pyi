@@ -112,21 +112,23 @@ class CollectionDeclaration(_message.Message):
     def __init__(self, schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., events: _Optional[bool] = ..., durable: _Optional[bool] = ..., records: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ActionDeclaration(_message.Message):
-    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms")
+    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms")
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     PRIVATE_FIELDS_FIELD_NUMBER: _ClassVar[int]
     RECORD_FIELD_NUMBER: _ClassVar[int]
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     input_schema: _struct_pb2.Struct
     private_fields: _containers.RepeatedScalarFieldContainer[str]
     record: bool
     allow: _containers.RepeatedScalarFieldContainer[str]
     timeout_ms: int
-    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    timeout_grace_ms: int
+    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ...) -> None: ...
 
 class ProcessorDeclaration(_message.Message):
-    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms")
+    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms")
     ON_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -134,6 +136,7 @@ class ProcessorDeclaration(_message.Message):
     ACK_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAYS_MS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     on: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
     key: str
@@ -141,7 +144,8 @@ class ProcessorDeclaration(_message.Message):
     ack_timeout_ms: int
     start: StartPosition
     retry_delays_ms: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ...) -> None: ...
+    timeout_grace_ms: int
+    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ...) -> None: ...
 
 class StartPosition(_message.Message):
     __slots__ = ("end", "beginning", "after_seq")

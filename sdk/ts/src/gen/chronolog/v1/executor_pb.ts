@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/executor.proto.
  */
 export const file_chronolog_v1_executor: GenFile = /*@__PURE__*/
-  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSL/AgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgRhY2tzGAcgASgLMhYuY2hyb25vbG9nLnYxLkFja0JhdGNoSAASOQoOYWN0aW9uX3Jlc3VsdHMYCCABKAsyHy5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0QmF0Y2hIAEIJCgdtZXNzYWdlIisKCEFja0JhdGNoEh8KBGFja3MYASADKAsyES5jaHJvbm9sb2cudjEuQWNrIkAKEUFjdGlvblJlc3VsdEJhdGNoEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0IqADChFTdWJzY3JpYmVSZXNwb25zZRIoCgd3ZWxjb21lGAEgASgLMhUuY2hyb25vbG9nLnYxLldlbGNvbWVIABIqCghkZWxpdmVyeRgCIAEoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeUgAEi4KCmludm9jYXRpb24YAyABKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkgAEjsKEWNhbmNlbF9pbnZvY2F0aW9uGAQgASgLMh4uY2hyb25vbG9nLnYxLkNhbmNlbEludm9jYXRpb25IABIsCgloZWFydGJlYXQYBSABKAsyFy5jaHJvbm9sb2cudjEuSGVhcnRiZWF0SAASJgoGbm90aWNlGAYgASgLMhQuY2hyb25vbG9nLnYxLk5vdGljZUgAEjEKCmRlbGl2ZXJpZXMYByABKAsyGy5jaHJvbm9sb2cudjEuRGVsaXZlcnlCYXRjaEgAEjQKC2ludm9jYXRpb25zGAggASgLMh0uY2hyb25vbG9nLnYxLkludm9jYXRpb25CYXRjaEgAQgkKB21lc3NhZ2UiOwoNRGVsaXZlcnlCYXRjaBIqCgpkZWxpdmVyaWVzGAEgAygLMhYuY2hyb25vbG9nLnYxLkRlbGl2ZXJ5IkAKD0ludm9jYXRpb25CYXRjaBItCgtpbnZvY2F0aW9ucxgBIAMoCzIYLmNocm9ub2xvZy52MS5JbnZvY2F0aW9uIjoKBk5vdGljZRIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIPCgd3b3JrX2lkGAMgASgJIt8BCgVIZWxsbxIQCghleGVjdXRvchgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRItCgdwbHVnaW5zGAMgAygLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0EhIKCnByb2Nlc3NvcnMYBCADKAkSDwoHYWN0aW9ucxgFIAMoCRIOCgZwdWxzZXMYBiADKAkSDwoHY3JlZGl0cxgHIAEoDRIPCgdiYXRjaGVzGAggASgIEg0KBWhvbGRzGAkgASgIEhoKEmludm9jYXRpb25fYmF0Y2hlcxgKIAEoCCJ2CgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEh0KFWFjdGlvbl9yZXN1bHRfYmF0Y2hlcxgDIAEoCBIZChFtYXhfbWVzc2FnZV9ieXRlcxgEIAEoDSKiAQoIRGVsaXZlcnkSEwoLZGVsaXZlcnlfaWQYASABKAkSEQoJcHJvY2Vzc29yGAIgASgJEiIKBWV2ZW50GAMgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg8KB2F0dGVtcHQYBCABKA0SLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA2tleRgGIAEoCSJRCgNBY2sSEwoLZGVsaXZlcnlfaWQYASABKAkSJgoHb3V0Y29tZRgCIAEoDjIVLmNocm9ub2xvZy52MS5PdXRjb21lEg0KBWVycm9yGAMgASgJIvgCCgpJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjYWxsX2lkGAQgASgJEhYKDmNhdXNlX2V2ZW50X2lkGAUgASgJEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiwKCGRlYWRsaW5lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAggASgNEioKCXNjaGVkdWxlZBgJIAEoCzIXLmNocm9ub2xvZy52MS5TY2hlZHVsZWQSJgoFcHVsc2UYCiABKAsyFy5jaHJvbm9sb2cudjEuUHVsc2VDYWxsEhMKC2NoYWluX2RlcHRoGAsgASgNEg8KB2hvbGRfbXMYDCABKA0SFQoNd3JpdHRlbl9hdF9tcxgNIAEoASJdCglTY2hlZHVsZWQSEAoIdGltZXJfaWQYASABKAkSJwoDZHVlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1vY2N1cnJlbmNlX2lkGAMgASgJIlUKCVB1bHNlQ2FsbBINCgVwdWxzZRgBIAEoCRIQCghpbnRlcnZhbBgCIAEoDRInCgNkdWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp4BCgxBY3Rpb25SZXN1bHQSFQoNaW52b2NhdGlvbl9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSJwoGb3V0cHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVlcnJvchgEIAEoCRIXCg9zdGFydGVkX2xhdGVfbXMYBSABKA0iLgoIUHJvZ3Jlc3MSDwoHd29ya19pZBgBIAEoCRIRCglleHRlbmRfbXMYAiABKA0iGQoGQ3JlZGl0Eg8KB2NyZWRpdHMYASABKA0iOQoQQ2FuY2VsSW52b2NhdGlvbhIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzCglIZWFydGJlYXQSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKmEKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEg4KCk9VVENPTUVfT0sQARIRCg1PVVRDT01FX0VSUk9SEAISGgoWT1VUQ09NRV9URVJNSU5BTF9FUlJPUhADMmMKD0V4ZWN1dG9yU2VydmljZRJQCglTdWJzY3JpYmUSHi5jaHJvbm9sb2cudjEuU3Vic2NyaWJlUmVxdWVzdBofLmNocm9ub2xvZy52MS5TdWJzY3JpYmVSZXNwb25zZSgBMAFiBnByb3RvMw", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
+  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSL/AgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgRhY2tzGAcgASgLMhYuY2hyb25vbG9nLnYxLkFja0JhdGNoSAASOQoOYWN0aW9uX3Jlc3VsdHMYCCABKAsyHy5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0QmF0Y2hIAEIJCgdtZXNzYWdlIisKCEFja0JhdGNoEh8KBGFja3MYASADKAsyES5jaHJvbm9sb2cudjEuQWNrIkAKEUFjdGlvblJlc3VsdEJhdGNoEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0ItkDChFTdWJzY3JpYmVSZXNwb25zZRIoCgd3ZWxjb21lGAEgASgLMhUuY2hyb25vbG9nLnYxLldlbGNvbWVIABIqCghkZWxpdmVyeRgCIAEoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeUgAEi4KCmludm9jYXRpb24YAyABKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkgAEjsKEWNhbmNlbF9pbnZvY2F0aW9uGAQgASgLMh4uY2hyb25vbG9nLnYxLkNhbmNlbEludm9jYXRpb25IABIsCgloZWFydGJlYXQYBSABKAsyFy5jaHJvbm9sb2cudjEuSGVhcnRiZWF0SAASJgoGbm90aWNlGAYgASgLMhQuY2hyb25vbG9nLnYxLk5vdGljZUgAEjEKCmRlbGl2ZXJpZXMYByABKAsyGy5jaHJvbm9sb2cudjEuRGVsaXZlcnlCYXRjaEgAEjQKC2ludm9jYXRpb25zGAggASgLMh0uY2hyb25vbG9nLnYxLkludm9jYXRpb25CYXRjaEgAEjcKD2NhbmNlbF9kZWxpdmVyeRgJIAEoCzIcLmNocm9ub2xvZy52MS5DYW5jZWxEZWxpdmVyeUgAQgkKB21lc3NhZ2UiOwoNRGVsaXZlcnlCYXRjaBIqCgpkZWxpdmVyaWVzGAEgAygLMhYuY2hyb25vbG9nLnYxLkRlbGl2ZXJ5IkAKD0ludm9jYXRpb25CYXRjaBItCgtpbnZvY2F0aW9ucxgBIAMoCzIYLmNocm9ub2xvZy52MS5JbnZvY2F0aW9uIjoKBk5vdGljZRIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIPCgd3b3JrX2lkGAMgASgJIt8BCgVIZWxsbxIQCghleGVjdXRvchgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRItCgdwbHVnaW5zGAMgAygLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0EhIKCnByb2Nlc3NvcnMYBCADKAkSDwoHYWN0aW9ucxgFIAMoCRIOCgZwdWxzZXMYBiADKAkSDwoHY3JlZGl0cxgHIAEoDRIPCgdiYXRjaGVzGAggASgIEg0KBWhvbGRzGAkgASgIEhoKEmludm9jYXRpb25fYmF0Y2hlcxgKIAEoCCJ2CgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEh0KFWFjdGlvbl9yZXN1bHRfYmF0Y2hlcxgDIAEoCBIZChFtYXhfbWVzc2FnZV9ieXRlcxgEIAEoDSKiAQoIRGVsaXZlcnkSEwoLZGVsaXZlcnlfaWQYASABKAkSEQoJcHJvY2Vzc29yGAIgASgJEiIKBWV2ZW50GAMgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg8KB2F0dGVtcHQYBCABKA0SLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA2tleRgGIAEoCSJRCgNBY2sSEwoLZGVsaXZlcnlfaWQYASABKAkSJgoHb3V0Y29tZRgCIAEoDjIVLmNocm9ub2xvZy52MS5PdXRjb21lEg0KBWVycm9yGAMgASgJIvgCCgpJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjYWxsX2lkGAQgASgJEhYKDmNhdXNlX2V2ZW50X2lkGAUgASgJEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiwKCGRlYWRsaW5lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAggASgNEioKCXNjaGVkdWxlZBgJIAEoCzIXLmNocm9ub2xvZy52MS5TY2hlZHVsZWQSJgoFcHVsc2UYCiABKAsyFy5jaHJvbm9sb2cudjEuUHVsc2VDYWxsEhMKC2NoYWluX2RlcHRoGAsgASgNEg8KB2hvbGRfbXMYDCABKA0SFQoNd3JpdHRlbl9hdF9tcxgNIAEoASJdCglTY2hlZHVsZWQSEAoIdGltZXJfaWQYASABKAkSJwoDZHVlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1vY2N1cnJlbmNlX2lkGAMgASgJIlUKCVB1bHNlQ2FsbBINCgVwdWxzZRgBIAEoCRIQCghpbnRlcnZhbBgCIAEoDRInCgNkdWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp4BCgxBY3Rpb25SZXN1bHQSFQoNaW52b2NhdGlvbl9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSJwoGb3V0cHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVlcnJvchgEIAEoCRIXCg9zdGFydGVkX2xhdGVfbXMYBSABKA0iLgoIUHJvZ3Jlc3MSDwoHd29ya19pZBgBIAEoCRIRCglleHRlbmRfbXMYAiABKA0iGQoGQ3JlZGl0Eg8KB2NyZWRpdHMYASABKA0iOQoQQ2FuY2VsSW52b2NhdGlvbhIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI1Cg5DYW5jZWxEZWxpdmVyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMwoJSGVhcnRiZWF0EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCphCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIOCgpPVVRDT01FX09LEAESEQoNT1VUQ09NRV9FUlJPUhACEhoKFk9VVENPTUVfVEVSTUlOQUxfRVJST1IQAzJjCg9FeGVjdXRvclNlcnZpY2USUAoJU3Vic2NyaWJlEh4uY2hyb25vbG9nLnYxLlN1YnNjcmliZVJlcXVlc3QaHy5jaHJvbm9sb2cudjEuU3Vic2NyaWJlUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
 
 /**
  * Executor → owner.
@@ -221,6 +221,15 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
      */
     value: InvocationBatch;
     case: "invocations";
+  } | {
+    /**
+     * A delivery's try timed out (or its event was finished by another try):
+     * stop it. An executor that does not know this message may ignore it.
+     *
+     * @generated from field: chronolog.v1.CancelDelivery cancel_delivery = 9;
+     */
+    value: CancelDelivery;
+    case: "cancelDelivery";
   } | { case: undefined; value?: undefined };
 };
 
@@ -282,12 +291,13 @@ export const InvocationBatchSchema: GenMessage<InvocationBatch> = /*@__PURE__*/
 export type Notice = Message<"chronolog.v1.Notice"> & {
   /**
    * Stable reason:
-   * - `STALE_ACK`: an ack of a delivery this session received that timed out, was moved past
-   *   (a cursor move) or was answered already (a second ack);
+   * - `STALE_ACK`: an ack of a delivery this session received whose event ended (finished by
+   *   another try, or recorded failed: an ack after an ack timeout still counts until then),
+   *   was moved past (a cursor move) or was answered already (a second ack);
    * - `UNKNOWN_DELIVERY`: an ack of a delivery this session never received, or a progress
    *   report for a delivery or invocation not in flight on it;
-   * - `STALE_RESULT`, `UNKNOWN_INVOCATION`: the same for action results (an invocation that
-   *   timed out or was answered already; one never received);
+   * - `STALE_RESULT`, `UNKNOWN_INVOCATION`: the same for action results (an invocation whose
+   *   call ended: failed after its timeout and grace, or answered already; one never received);
    * - `DUPLICATE_HELLO`, `UNSUPPORTED`: a second hello; a message the owner does not take.
    * A second answer is told apart among the session's last 1,024 answers; an older one is
    * UNKNOWN_*. None of them changes anything.
@@ -863,6 +873,36 @@ export const CancelInvocationSchema: GenMessage<CancelInvocation> = /*@__PURE__*
   messageDesc(file_chronolog_v1_executor, 17);
 
 /**
+ * Cancels a running delivery (the SDKs abort the handler's signal with the reason).
+ * Its ack is still read: an OK ack that arrives before the event finally fails
+ * finishes the event.
+ *
+ * @generated from message chronolog.v1.CancelDelivery
+ */
+export type CancelDelivery = Message<"chronolog.v1.CancelDelivery"> & {
+  /**
+   * The delivery.
+   *
+   * @generated from field: string delivery_id = 1;
+   */
+  deliveryId: string;
+
+  /**
+   * Why, e.g. `not acknowledged within 30000 ms`.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message chronolog.v1.CancelDelivery.
+ * Use `create(CancelDeliverySchema)` to create a new message.
+ */
+export const CancelDeliverySchema: GenMessage<CancelDelivery> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_executor, 18);
+
+/**
  * Liveness signal, both ways.
  *
  * @generated from message chronolog.v1.Heartbeat
@@ -881,7 +921,7 @@ export type Heartbeat = Message<"chronolog.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 18);
+  messageDesc(file_chronolog_v1_executor, 19);
 
 /**
  * How a piece of work ended.

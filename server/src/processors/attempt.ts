@@ -1,0 +1,100 @@
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ExecutorSession, OwnerMessage } from "../executors/session.js";
+import { eventToProto } from "../rpc/convert.js";
+import type { EventRecord } from "../store/events.js";
+import type { ProcessorSpec } from "./declaration.js";
+
+/**
+ * One try of an event, sent to an executor and not answered yet. States: running (`timer`: its
+ * ack deadline) → lingering (timed out, or its event finished by another try: the executor was
+ * told to cancel it; `timer`: the end of the processor's grace; nothing else of its event or key
+ * starts meanwhile) → abandoned (past the grace: the owner stops waiting, but an OK ack still
+ * finishes the event until the event ends). Answered, lost with its session, or its event ended:
+ * dropped.
+ */
+export interface Try {
+  deliveryId: string;
+  attempt: Attempt;
+  session: ExecutorSession;
+  state: "running" | "lingering" | "abandoned";
+  timer: NodeJS.Timeout | null;
+  /** Its ack deadline (owner's clock, ms): once it lingers, it is waited for until this plus the grace. */
+  deadlineMs: number;
+}
+
+/**
+ * One event being delivered, from its lane's take to its end. Its tries go out one after
+ * another: the next only once no earlier one may still run (answered, its executor gone, or
+ * past the grace). A failed try sets `retry` (sent after its wait) or, tries used up or
+ * terminal, `outcome`; an OK ack from any try sets `outcome` ok. The event ends (finished, or
+ * `processor.failed` recorded first) once decided and no try lingers.
+ */
+export interface Attempt {
+  event: EventRecord;
+  key: string;
+  /** Tries sent so far (the number of the last one). */
+  attempt: number;
+  /** Failed tries counted against the processor's tries (a try lost with others on a dying stream is not). */
+  failures: number;
+  /** Tries not answered yet. */
+  readonly tries: Set<Try>;
+  /** The running try, if any. */
+  current: Try | null;
+  /** Decided: finished (ok), or failed with `error` (recorded once no try lingers). */
+  outcome: { ok: true } | { ok: false; error: string } | null;
+  /** A failed try to retry once no try of the event may run: why it failed, and the wait before the next. */
+  retry: { error: string; waitMs: number } | null;
+  /** The wait before the next try. */
+  timer: NodeJS.Timeout | null;
+  /** Waiting in a queue for an executor. */
+  queued: boolean;
+  /** Tried alone on an otherwise idle executor from now on: it was in flight with others on a stream that died. */
+  isolated: boolean;
+  /** `processor.failed` is being recorded: nothing more happens to it. */
+  ending: boolean;
+}
+
+/** A new attempt of `event`, taken from lane `key`: no try yet. */
+export function newAttempt(key: string, event: EventRecord): Attempt {
+  return { event, key, attempt: 0, failures: 0, tries: new Set(), current: null, outcome: null, retry: null, timer: null, queued: false, isolated: false, ending: false };
+}
+
+/** Whether a timed-out (or superseded) try of the event may still run within its grace. */
+export function lingers(attempt: Attempt): boolean {
+  for (const t of attempt.tries) if (t.state === "lingering") return true;
+  return false;
+}
+
+/**
+ * A try of `attempt` failed with `error`: decides a retry (after the next of `retryDelaysMs`, or
+ * at once when not `counted` against the tries) or, when `terminal` or the tries are used up,
+ * the event's failure.
+ */
+export function tryFailed(attempt: Attempt, retryDelaysMs: number[], error: string, terminal: boolean, counted: boolean): void {
+  if (counted) attempt.failures++;
+  if (terminal || attempt.failures > retryDelaysMs.length) attempt.outcome = { ok: false, error };
+  else attempt.retry = { error, waitMs: counted ? retryDelaysMs[attempt.failures - 1] : 0 };
+}
+
+/** The Delivery message of try `t` of processor `spec`, sent at `nowMs`. */
+export function deliveryMessage(spec: ProcessorSpec, t: Try, nowMs: number): OwnerMessage {
+  const { event, key, attempt } = t.attempt;
+  return {
+    message: {
+      case: "delivery",
+      value: {
+        deliveryId: t.deliveryId,
+        processor: spec.name,
+        event: eventToProto(event),
+        attempt,
+        deadline: timestampFromMs(nowMs + spec.ackTimeoutMs),
+        key: key.startsWith("#") ? "" : key,
+      },
+    },
+  };
+}
+
+/** The event as `processor.failed` records it. */
+export function failedEvent(event: EventRecord): Record<string, unknown> {
+  return { seq: event.seq, id: event.id, type: event.type, data: event.data, cause: event.cause, actor: event.actor, at: new Date(event.at).toISOString() };
+}
