@@ -28,12 +28,11 @@ function rss(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
-/** One series of the owner's GET /metrics, as written there (`name` or `name{label="value"}`). */
+/** One series of the owner's GET /metrics, as written there (`name` or `name{label="value"}`); NaN when absent. */
 async function gauge(url: string, series: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  if (!line) throw new Error(`no ${series} in /metrics`);
-  return Number(line.slice(series.length + 1));
+  return line === undefined ? NaN : Number(line.slice(series.length + 1));
 }
 
 const openStreams = (method: string) => `chronolog_streams_open{method="${method}"}`;
