@@ -88,7 +88,7 @@ describe("streams the client drops are released", () => {
     }
   });
 
-  it("Watch: 1,050 streams cancelled, cut off or lost in every phase leave no watcher and no memory behind", { timeout: 300_000 }, async () => {
+  it("Watch: 1,050 streams cancelled, cut off or lost in every phase leave no watcher and no memory behind", { timeout: 480_000 }, async () => {
     const pid = owner.child.pid!;
     /** `count` streams churned while `held` more are held by a client process that is killed -9; live events arrive all along. */
     const round = async (count: number, held: number, seed: number) => {
@@ -118,7 +118,7 @@ describe("streams the client drops are released", () => {
     const baseline = rss(pid);
 
     const counts = await round(900, 150, 42);
-    for (const phase of ["before-first", "catch-up", "caught-up", "live", "head"]) expect(counts[phase], `${phase} in ${JSON.stringify(counts)}`).toBeGreaterThan(100);
+    for (const phase of ["before-first", "catch-up", "caught-up", "live", "head"]) expect(counts[phase], `${phase} in ${JSON.stringify(counts)}`).toBeGreaterThan(60);
     expect(counts["connection-closed"]).toBeGreaterThan(10);
 
     // Every stream is released within seconds (a second each, generously bounded here).
@@ -130,6 +130,7 @@ describe("streams the client drops are released", () => {
       await sleep(200);
       now = rss(pid);
     }
+    console.info(`stream-release: ${JSON.stringify(counts)}; owner RSS ${(baseline / MiB).toFixed(1)} MiB before, ${(now / MiB).toFixed(1)} MiB after`);
     expect(now - baseline, `owner RSS ${(now / MiB).toFixed(1)} MiB, baseline ${(baseline / MiB).toFixed(1)} MiB`).toBeLessThan(20 * MiB);
 
     // The owner still serves watchers.
