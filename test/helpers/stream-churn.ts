@@ -114,7 +114,7 @@ async function churnWatches(): Promise<void> {
       const phase = pick(phases);
       const session = connections.get();
       const { stream, reached } = watchTo(session, phase);
-      if ((await Promise.race([reached.then(() => true), sleep(10_000).then(() => false)])) === false) {
+      if ((await Promise.race([reached.then(() => true), sleep(3_000).then(() => false)])) === false) {
         counts["timed-out"] = (counts["timed-out"] ?? 0) + 1;
         stream.close(http2.constants.NGHTTP2_CANCEL);
         continue;
