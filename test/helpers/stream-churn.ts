@@ -115,7 +115,7 @@ async function churnWatches(): Promise<void> {
       const session = connections.get();
       const { stream, reached } = watchTo(session, phase);
       if ((await Promise.race([reached.then(() => true), sleep(3_000).then(() => false)])) === false) {
-        counts["timed-out"] = (counts["timed-out"] ?? 0) + 1;
+        counts[`timed-out-${phase}`] = (counts[`timed-out-${phase}`] ?? 0) + 1;
         stream.close(http2.constants.NGHTTP2_CANCEL);
         continue;
       }
