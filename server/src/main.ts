@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { emitCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
+import { emitCommand, ownerUnavailableStatus, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
 import { createDocumentCommand, deleteDocumentCommand, findDocumentsCommand, getDocumentCommand, patchDocumentCommand, replaceDocumentCommand } from "./cli/documents.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
@@ -77,6 +77,7 @@ program
   .option("--type <type>", "only this event type (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
   .option("--where <json>", "MongoDB filter on the event's data")
   .option("--no-follow", "stop at the head instead of following")
+  .addHelpText("after", `\nExit status: 0 at the head with --no-follow (or when the output's reader went away); ${ownerUnavailableStatus} when the owner stops\nor cannot be reached (it says after which seq: run it again with --from the next one); 1 on any other error.`)
   .action(clientAction(tailCommand));
 
 program

@@ -75,6 +75,8 @@ export class OwnerMetrics {
   readonly registry = new Registry();
   /** Open Watch streams: the log service increments it when a stream starts and decrements it when it ends. */
   readonly watchers: Gauge;
+  /** Open server streams by method (Watch, Subscribe, health Watch, reflection): counted from their start until the owner released them. */
+  readonly streams: Gauge<"method">;
 
   constructor(sources: MetricsSources) {
     processMetrics();
@@ -172,6 +174,7 @@ export class OwnerMetrics {
       duration.observe(info.durationMs / 1000);
     });
     this.watchers = new Gauge({ name: "chronolog_watchers", help: "Watch streams open now.", registers });
+    this.streams = new Gauge({ name: "chronolog_streams_open", help: "Server streams open now, by method, until the owner released them.", labelNames: ["method"], registers });
     new Gauge({
       name: "chronolog_log_head_seq",
       help: "The seq of the last committed event.",

@@ -24,6 +24,7 @@ import { actionService } from "./rpc/action-service.js";
 import { registerHealth } from "./rpc/health.js";
 import { collectionService } from "./rpc/collection-service.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
+import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { listen } from "./rpc/listen.js";
 import { logService } from "./rpc/log-service.js";
 import { pluginService } from "./rpc/plugin-service.js";
@@ -198,7 +199,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
     tls: config?.tls && { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) },
     corsOrigins: config?.cors?.origins,
     readMaxBytes: maxMessageBytes,
-    interceptors: [errorInterceptor(logger), authInterceptor(authenticator)],
+    interceptors: [errorInterceptor(logger), streamReleaseInterceptor(metrics.streams), authInterceptor(authenticator)],
     // GET /metrics: open like every RPC without principals, an admin token with them.
     extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),
     routes(router) {

@@ -45,10 +45,10 @@ const repo = new URL("../../", import.meta.url).pathname;
 /**
  * Runs `chronolog serve` as a child process on `dataDir` (port 0: a free one) and
  * resolves once it logged "owner serving" (with the port). Rejects with the
- * logs if it exits first.
+ * logs if it exits first. `nodeArgs` go to node itself (e.g. a preload).
  */
-export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0): Promise<OwnerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), ...extraArgs], {
+export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0, nodeArgs: string[] = []): Promise<OwnerProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), ...extraArgs], {
     cwd: repo,
     stdio: ["ignore", "ignore", "pipe"],
   });

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { PluginManifestSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { createClient, type ChronologClient } from "../../../sdk/ts/src/client.js";
 import { EventSchema } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
@@ -36,7 +37,14 @@ export async function emitCommand(type: string, json: string, flags: ClientFlags
   console.log(jsonLine(EventSchema, response.event!, { existing: response.existing }));
 }
 
-/** `chronolog tail`: prints events as JSON lines, following the log unless `--no-follow`. `--from` comes checked (a seq, see parse.ts). */
+/** `chronolog tail`'s exit status when the owner stopped or cannot be reached (EX_TEMPFAIL: run it again later). */
+export const ownerUnavailableStatus = 75;
+
+/**
+ * `chronolog tail`: prints events as JSON lines, following the log unless `--no-follow`. `--from` comes checked
+ * (a seq, see parse.ts). When the owner stops (UNAVAILABLE) or cannot be reached, it says so and where to resume,
+ * and exits with {@link ownerUnavailableStatus}.
+ */
 export async function tailCommand(flags: ClientFlags & { from: number; type: string[]; where?: string; follow: boolean }): Promise<void> {
   const query = {
     afterSeq: Math.max(0, flags.from - 1),
@@ -45,7 +53,18 @@ export async function tailCommand(flags: ClientFlags & { from: number; type: str
   };
   const c = client(flags);
   const events = flags.follow ? c.watch(query) : c.read(query);
-  for await (const event of events) console.log(jsonLine(EventSchema, event));
+  let last = query.afterSeq;
+  try {
+    for await (const event of events) {
+      console.log(jsonLine(EventSchema, event));
+      last = Number(event.seq);
+    }
+  } catch (e) {
+    if (!(e instanceof ConnectError) || e.code !== Code.Unavailable) throw e;
+    const why = e.rawMessage.includes("owner is stopping") ? "the owner is stopping" : `the owner is unavailable (${e.rawMessage})`;
+    console.error(`chronolog: ${why}: tail ended after seq ${last}; run it again with --from ${last + 1} once the owner is back`);
+    process.exit(ownerUnavailableStatus);
+  }
 }
 
 /** The manifest in YAML `text` (read from `file`); an Error naming the file when it is not one YAML document. */

@@ -36,6 +36,8 @@ export interface PulseHosting {
 export class ExecutorHub {
   private readonly sessions = new Set<ExecutorSession>();
   private readonly watchdog: NodeJS.Timeout;
+  /** Set by {@link stop}: sessions end because the owner is stopping. */
+  stopping = false;
 
   constructor(
     private readonly registry: PluginRegistry,
@@ -210,6 +212,7 @@ export class ExecutorHub {
 
   /** Closes every session (owner shutdown). */
   stop(): void {
+    this.stopping = true;
     clearInterval(this.watchdog);
     for (const s of [...this.sessions]) this.close(s, "owner stopping");
   }

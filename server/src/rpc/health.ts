@@ -27,7 +27,8 @@ export interface HealthStatus {
  * Check: unknown service → ConnectError NOT_FOUND.
  * Watch: sends the current status (SERVICE_UNKNOWN for an unknown service, as the
  * protocol asks), then every change, until the client leaves or the server shuts down
- * (the handler signal follows the listener's shutdownSignal); then the stream ends OK.
+ * (the handler signal follows the listener's shutdownSignal); then the stream ends OK, or,
+ * in the owner, with the shutdown's UNAVAILABLE (rpc/stream-release.ts).
  */
 export function registerHealth(router: ConnectRouter, serviceNames: string[]): HealthStatus {
   const statuses = new Map<string, ServingStatus>();

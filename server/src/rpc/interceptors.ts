@@ -1,4 +1,4 @@
-import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Authenticator } from "../auth/tokens.js";
 import { ChronologError, isDiskFull } from "../errors.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../../sdk/ts/src/gen/google/rpc/error_details_pb.js";
@@ -26,7 +26,8 @@ export function authInterceptor(authenticator: Authenticator): Interceptor {
  * The one place where errors become gRPC statuses: ChronologErrors keep
  * their code and message and carry google.rpc.ErrorInfo (stable reason) and
  * BadRequest (field violations) details; ConnectErrors pass through; anything
- * else is logged with its cause and answered as INTERNAL without details.
+ * else raised by an aborted call is the abort's reason; anything else is a bug:
+ * logged with its cause and answered as INTERNAL without details.
  */
 export function errorInterceptor(logger: Logger): Interceptor {
   let diskFullLoggedAt = -Infinity;
@@ -41,9 +42,14 @@ export function errorInterceptor(logger: Logger): Interceptor {
       }
       return error;
     }
-    // A caller that went away mid-stream is not the owner's fault.
-    if (signal.aborted) logger.debug({ err: e, procedure }, "caller gone");
-    else logger.error({ err: e, procedure }, "internal error");
+    // Something that failed because the call was aborted (the caller went away, its deadline passed, the owner
+    // is stopping) is not the owner's fault: the caller hears the abort's reason (UNAVAILABLE while the owner
+    // stops, DEADLINE_EXCEEDED, CANCELLED), not INTERNAL.
+    if (signal.aborted) {
+      logger.debug({ err: e, procedure }, "call aborted");
+      return signal.reason instanceof ConnectError ? signal.reason : new ConnectError("the call was cancelled", Code.Canceled);
+    }
+    logger.error({ err: e, procedure }, "internal error");
     return error;
   };
   return (next) => async (req) => {

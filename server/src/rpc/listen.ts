@@ -11,7 +11,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import { setMaxListeners } from "node:events";
 import * as net from "node:net";
-import { cors, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, cors, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
 /** Request object handed to handlers: HTTP/1.1 or HTTP/2 (compat API). */
@@ -62,7 +62,7 @@ export interface Listener {
    * (at most about `shutdownGraceMs` later). Idempotent; never rejects.
    */
   close(): Promise<void>;
-  /** Aborted when close() starts; handler contexts' signals follow it. */
+  /** Aborted when close() starts, with an UNAVAILABLE ConnectError as its reason; handler contexts' signals follow it. */
   shutdownSignal: AbortSignal;
 }
 
@@ -111,6 +111,12 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       }
       if (options.extraHttpHandler?.(req, res)) return;
       if (applyCors(req, res)) return;
+      if (req.httpVersionMajor === 1 && req.headers.host === undefined) {
+        // HTTP/1.0 may omit Host; connect-node would throw (a 500): the request is the client's mistake.
+        res.statusCode = 400;
+        res.end("a Host header is required");
+        return;
+      }
       if (isGrpc(req)) respecGrpcMessage(res);
       adapter(req, res);
     } catch (err) {
@@ -228,7 +234,8 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     closing = true;
     closed = new Promise<void>((resolve) => {
       outer.close(() => resolve());
-      shutdown.abort();
+      // Streams still open end with this (clients retry UNAVAILABLE), not with an abort of no code.
+      shutdown.abort(new ConnectError("the owner is stopping; call again when it is back", Code.Unavailable));
       for (const session of sessions) session.close();
       for (const closeIdle of closeIdleHttp1) closeIdle();
       // HTTP/1.1 responses still running end soon after the abort; close idle

@@ -60,7 +60,8 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
             ? { message: { case: "event", value: eventToProto(item.event) } }
             : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
         }
-        // The watch only ends when the call does: its deadline passed (DEADLINE_EXCEEDED, so a client can tell it from a normal end) or the client went.
+        // The watch only ends when the call does: its deadline passed (DEADLINE_EXCEEDED, so a client can tell it from a normal end),
+        // the owner is stopping (UNAVAILABLE, which clients retry) or the client went (see rpc/stream-release.ts).
         ctx.signal.throwIfAborted();
       } finally {
         deps.watchers?.dec();
