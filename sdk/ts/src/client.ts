@@ -307,10 +307,18 @@ export class ChronologClient {
    * catch-up ends.
    */
   async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void } = {}): AsyncGenerator<Event> {
-    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where }, { signal: options.signal });
-    for await (const item of stream) {
-      if (item.message.case === "event") yield item.message.value;
-      else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
+    // The stream ends with the loop: a `break` (or a throw) in the caller's `for await` cancels it
+    // on the owner, so nothing keeps the process alive or holds the owner's resources.
+    const ended = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, ended.signal]) : ended.signal;
+    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where }, { signal });
+    try {
+      for await (const item of stream) {
+        if (item.message.case === "event") yield item.message.value;
+        else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
+      }
+    } finally {
+      ended.abort();
     }
   }
 
@@ -497,6 +505,10 @@ export function createClient(options: ClientOptions): ChronologClient {
 
 /** A connect-node transport for an owner, with the bearer token attached. */
 export function createTransport(options: ClientOptions): Transport {
+  const url: unknown = options?.url;
+  if (typeof url !== "string" || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw invalid(`url must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got ${shown(url)})`);
+  }
   const interceptors: Interceptor[] = options.token ? [bearer(options.token)] : [];
   // Node's default session memory (10 MB) makes a request over ~10 MB kill the whole HTTP/2
   // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
