@@ -143,6 +143,24 @@ describe("a client's malformed request is INVALID_ARGUMENT, on every service", (
     expect(ok.status).toBe(200);
   });
 
+  it("a number JSON cannot hold (NaN, Infinity) in a Struct is INVALID_ARGUMENT naming its path; nothing is written", async () => {
+    const client = createClient({ url: owner.url });
+    await client.registerPlugin({ name: "nums", events: { "num.seen": { allow: ["*"], schema: { type: "object" } } } });
+    const head = async () => {
+      let last = 0n;
+      for await (const e of client.read()) last = e.seq;
+      return last;
+    };
+    const before = await head();
+    for (const [value, shown] of [[NaN, "NaN"], [Infinity, "Infinity"], [-Infinity, "-Infinity"]] as const) {
+      // protobuf-es encodes a JSON number as a Value's double, NaN and infinities included (the SDK refuses them before this).
+      const body = toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "num.seen", data: { n: [value] } as unknown as JsonObject }));
+      const grpc = await grpcCall(owner.url, "/chronolog.v1.LogService/Emit", frame(body)).answer;
+      expect([grpc.status, grpc.message]).toEqual(["3", `data/n/0 is ${shown}, not a JSON number`]);
+    }
+    expect(await head()).toBe(before);
+  });
+
   it("an HTTP/1.0 request without Host is 400, not 500", async () => {
     const socket = net.connect(owner.port, "127.0.0.1");
     let answer = "";

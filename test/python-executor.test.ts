@@ -432,6 +432,14 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(result.stderr).toMatch(/^Ran 4 tests in .*\n\nOK\s*$/m);
   });
 
+  it("numbers JSON cannot hold (NaN, infinities) fail in the Python SDK before any call, naming their path (unittest: sdk/python/tests/test_json_numbers.py)", async () => {
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_json_numbers.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
+      (e: { stdout: string; stderr: string; code: number }) => e,
+    );
+    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
+  });
+
   it("a held invocation counts its hold from when the owner wrote it (unittest: sdk/python/tests/test_stream_clock.py)", async () => {
     const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_stream_clock.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
       (e: { stdout: string; stderr: string; code: number }) => e,

@@ -65,15 +65,37 @@ DEFAULT_URL = "http://127.0.0.1:50051"
 # --- JSON <-> google.protobuf.Struct -------------------------------------------------------------
 
 
-def to_struct(data: Optional[Mapping[str, Any]]) -> struct_pb2.Struct:
+def to_struct(data: Optional[Mapping[str, Any]], field: str = "data") -> struct_pb2.Struct:
     """Converts a JSON object (a dict) to a ``google.protobuf.Struct``.
 
-    Numbers travel as doubles, as in every JSON-over-protobuf client.
+    Numbers travel as doubles, as in every JSON-over-protobuf client. A float that JSON cannot
+    hold (NaN, infinity) raises ``ValueError`` naming its path (``data.v: nan is not a JSON
+    number``) before anything is sent: the owner would store it as null.
     """
     struct = struct_pb2.Struct()
     if data:
+        problem = _non_finite(data, field)
+        if problem:
+            raise ValueError(problem)
         json_format.ParseDict(dict(data), struct)
     return struct
+
+
+def _non_finite(value: Any, path: str) -> Optional[str]:
+    """The first float in ``value`` that is not finite, as "<path>: nan is not a JSON number"; None when there is none."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path}: {value} is not a JSON number"
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        problem = _non_finite(item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
+        if problem:
+            return problem
+    return None
 
 
 def _plain(value: Any) -> Any:
@@ -378,7 +400,7 @@ class Client:
         a delivery or an action run (the owner then derives the id and actor);
         ``actor`` asserts actor fields (``{"id", "for", "in", "via"}``).
         """
-        request = log_pb2.EmitRequest(type=type, data=to_struct(data), id=id, cause=cause, actor=actor_from_dict(actor))
+        request = log_pb2.EmitRequest(type=type, data=to_struct(data, "data"), id=id, cause=cause, actor=actor_from_dict(actor))
         return self._unary(self.log.Emit, request, timeout)
 
     def call(
@@ -396,7 +418,7 @@ class Client:
         A failed run raises ABORTED with the action's error; no executor within
         the deadline raises UNAVAILABLE.
         """
-        request = action_pb2.CallActionRequest(action=action, input=to_struct(input), call_id=call_id, cause=cause, actor=actor_from_dict(actor))
+        request = action_pb2.CallActionRequest(action=action, input=to_struct(input, "input"), call_id=call_id, cause=cause, actor=actor_from_dict(actor))
         response = self._unary(self.actions.CallAction, request, timeout)
         return CallResult(call_id=response.call_id, output=from_struct(response.output), from_log=response.from_log)
 
@@ -449,7 +471,7 @@ class Client:
         timeout: Optional[float] = None,
     ) -> DocumentWriteResult:
         """Creates a document; ``_id`` is generated when absent (derived under a ``cause``). ALREADY_EXISTS when taken."""
-        request = collection_pb2.CreateDocumentRequest(collection=collection, doc=to_struct(doc), cause=cause, actor=actor_from_dict(actor))
+        request = collection_pb2.CreateDocumentRequest(collection=collection, doc=to_struct(doc, "doc"), cause=cause, actor=actor_from_dict(actor))
         return _write_result(self._unary(self.collections.CreateDocument, request, timeout))
 
     def replace_document(
@@ -463,7 +485,7 @@ class Client:
         timeout: Optional[float] = None,
     ) -> DocumentWriteResult:
         """Replaces document ``id``. NOT_FOUND when absent."""
-        request = collection_pb2.ReplaceDocumentRequest(collection=collection, id=id, doc=to_struct(doc), cause=cause, actor=actor_from_dict(actor))
+        request = collection_pb2.ReplaceDocumentRequest(collection=collection, id=id, doc=to_struct(doc, "doc"), cause=cause, actor=actor_from_dict(actor))
         return _write_result(self._unary(self.collections.ReplaceDocument, request, timeout))
 
     def patch_document(
@@ -478,7 +500,7 @@ class Client:
         timeout: Optional[float] = None,
     ) -> DocumentWriteResult:
         """Sets fields (``set``, by dotted path) and removes paths (``unset``) of document ``id``. NOT_FOUND when absent."""
-        request = collection_pb2.PatchDocumentRequest(collection=collection, id=id, set=to_struct(set), unset=list(unset), cause=cause, actor=actor_from_dict(actor))
+        request = collection_pb2.PatchDocumentRequest(collection=collection, id=id, set=to_struct(set, "set"), unset=list(unset), cause=cause, actor=actor_from_dict(actor))
         return _write_result(self._unary(self.collections.PatchDocument, request, timeout))
 
     def delete_document(
@@ -542,7 +564,7 @@ class Client:
         delay's or a declared schedule's).
         """
         request = time_pb2.ScheduleRequest(
-            timer_id=timer_id, action=action, input=to_struct(input), spec=timer_spec(when), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor)
+            timer_id=timer_id, action=action, input=to_struct(input, "input"), spec=timer_spec(when), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor)
         )
         return self._unary(self.time.Schedule, request, timeout).timer
 
@@ -589,6 +611,9 @@ class Client:
         """
         requests = []
         for i, d in enumerate(delays):
+            unknown = sorted(set(d) - _DELAY_KEYS)
+            if unknown:
+                raise ValueError(f"delays[{i}]: unknown key {unknown[0]!r} (a delay takes {', '.join(sorted(_DELAY_KEYS))})")
             try:
                 requests.append(_delay_request(**d))
             except (TypeError, ValueError) as e:
@@ -637,6 +662,9 @@ def _write_result(response: Any) -> DocumentWriteResult:
     return DocumentWriteResult(doc=from_struct(response.document.doc) if response.HasField("document") else None, seq=response.seq)
 
 
+_DELAY_KEYS = {"action", "input", "when", "overdue", "fresh_chain", "cause", "actor", "delay_id"}
+
+
 def _delay_request(
     action: str,
     input: Optional[Mapping[str, Any]],
@@ -657,5 +685,5 @@ def _delay_request(
     else:
         raise ValueError(f"when {dict(when)!r}: expected {{'interval_ms': n}} or {{'at': moment}}")
     return time_pb2.DelayRequest(
-        action=action, input=to_struct(input), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, **timing
+        action=action, input=to_struct(input, "input"), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, **timing
     )

@@ -921,7 +921,7 @@ class Executor:
                 output = {}
             if not isinstance(output, Mapping):
                 raise TypeError(f"{invocation.action} returned {type(output).__name__}: an action's output must be a JSON object (a dict)")
-            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_OK, output=to_struct(output), started_late_ms=started_late_ms)
+            result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_OK, output=to_struct(output, "output"), started_late_ms=started_late_ms)
         except TerminalError as e:
             result = executor_pb2.ActionResult(invocation_id=invocation.invocation_id, outcome=Outcome.OUTCOME_TERMINAL_ERROR, error=str(e) or "TerminalError", started_late_ms=started_late_ms)
         except Exception as e:

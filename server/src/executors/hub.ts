@@ -8,7 +8,7 @@ import { fail } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Processors } from "../processors/manager.js";
-import { jsonDepthProblem } from "../rpc/convert.js";
+import { jsonProblem } from "../rpc/convert.js";
 import { ExecutorSession, maxCredits } from "./session.js";
 
 /** Options of the executor hub; times in ms. */
@@ -167,10 +167,10 @@ export class ExecutorHub {
   private actionResult(session: ExecutorSession, r: ActionResult): void {
     let ok = r.outcome === Outcome.OK || r.outcome === Outcome.UNSPECIFIED;
     const output = r.output ?? {};
-    const tooDeep = ok ? jsonDepthProblem(output, "output") : undefined;
-    if (tooDeep) ok = false;
-    const verdict = this.actions.result(session, r.invocationId, { ok, output: tooDeep ? {} : output, error: tooDeep ?? r.error, terminal: r.outcome === Outcome.TERMINAL_ERROR, startedLateMs: r.startedLateMs });
-    if (tooDeep && verdict === "accepted") this.notice(session, "INVALID_OUTPUT", r.invocationId, `${tooDeep}: the call failed`);
+    const problem = ok ? jsonProblem(output, "output") : undefined;
+    if (problem) ok = false;
+    const verdict = this.actions.result(session, r.invocationId, { ok, output: problem ? {} : output, error: problem ?? r.error, terminal: r.outcome === Outcome.TERMINAL_ERROR, startedLateMs: r.startedLateMs });
+    if (problem && verdict === "accepted") this.notice(session, "INVALID_OUTPUT", r.invocationId, `${problem}: the call failed`);
     if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation whose call already ended (failed after its timeout and grace) or that was answered already: ignored");
     if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
   }

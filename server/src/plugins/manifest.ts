@@ -5,7 +5,7 @@ import { compileAction, maxTimerMs, type ActionEntry } from "../actions/declarat
 import { compileCollection, type CollectionEntry } from "../collections/declaration.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
-import { jsonDepthProblem } from "../rpc/convert.js";
+import { jsonProblem } from "../rpc/convert.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
 
@@ -112,7 +112,7 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
   }
   violations.push(...checkPulses(manifest, actions));
   for (const [field, value] of structsOf(manifest)) {
-    const problem = jsonDepthProblem(value, field);
+    const problem = jsonProblem(value, field);
     if (problem) violations.push({ field, description: problem });
   }
   if (violations.length > 0) {

@@ -8,7 +8,7 @@ import type { WriteRequest, WriteResult } from "../collections/writes.js";
 import { fail } from "../errors.js";
 import type { DocumentRecord } from "../store/documents.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, checkJsonDepth, dataFromProto, objectFromProto } from "./convert.js";
+import { actorFromProto, causeFromProto, checkJson, dataFromProto, objectFromProto } from "./convert.js";
 
 /** CollectionService: translation only; the rules live in collections/. */
 export function collectionService(collections: Collections): ServiceImpl<typeof CollectionService> {
@@ -47,7 +47,7 @@ export function collectionService(collections: Collections): ServiceImpl<typeof 
  */
 function patchSet(set: JsonObject | undefined): Record<string, unknown> {
   const paths = objectFromProto(set);
-  for (const [path, value] of Object.entries(paths)) checkJsonDepth(value, `set.${path}`, path.split(".").length);
+  for (const [path, value] of Object.entries(paths)) checkJson(value, `set.${path}`, path.split(".").length);
   return paths;
 }
 

@@ -71,23 +71,25 @@ export function objectFromProto(value: JsonObject | undefined): Record<string, u
 export const maxJsonDepth = 32;
 
 /**
- * Why `value` is too deep to be taken (see {@link maxJsonDepth}), as "<field> is nested deeper
- * than 32 levels (at <JSON pointer of the first value past the limit>)"; undefined when it is
- * not. `above`: how many levels hold the value where it is put (a patch's `set` path of k
- * segments puts its value k levels down).
+ * Why `value` cannot be taken as JSON, or undefined when it can: "<field> is nested deeper than
+ * 32 levels (at <JSON pointer of the first value past the limit>)" (see {@link maxJsonDepth}), or
+ * "<field>/<pointer> is NaN, not a JSON number" for a number JSON cannot hold (a Struct's double may
+ * be NaN or ±Infinity; stored as JSON it would become null). `above`: how many levels hold the
+ * value where it is put (a patch's `set` path of k segments puts its value k levels down).
  */
-export function jsonDepthProblem(value: unknown, field: string, above = 0): string | undefined {
-  const path = above > maxJsonDepth ? [] : firstTooDeep(value, above + 1);
-  if (!path) return undefined;
-  let at = [field, ...path.map((key) => key.replaceAll("~", "~0").replaceAll("/", "~1"))].join("/");
+export function jsonProblem(value: unknown, field: string, above = 0): string | undefined {
+  const found = above > maxJsonDepth ? { path: [], number: undefined } : firstProblem(value, above + 1);
+  if (!found) return undefined;
+  let at = [field, ...found.path.map((key) => key.replaceAll("~", "~0").replaceAll("/", "~1"))].join("/");
   if (at.length > 200) at = `${at.slice(0, 200)}...`;
+  if (found.number !== undefined) return `${at} is ${found.number}, not a JSON number`;
   return `${field} is nested deeper than ${maxJsonDepth} levels (at ${at}): binary gRPC clients could not read it back`;
 }
 
-/** INVALID_ARGUMENT naming `field` when `value` is nested deeper than {@link maxJsonDepth} levels (see {@link jsonDepthProblem}). */
-export function checkJsonDepth(value: unknown, field: string, above = 0): void {
-  const problem = jsonDepthProblem(value, field, above);
-  if (problem) fail("bad_request", problem, [{ field, description: `nested deeper than ${maxJsonDepth} levels` }]);
+/** INVALID_ARGUMENT naming `field` when `value` cannot be taken as JSON (see {@link jsonProblem}). */
+export function checkJson(value: unknown, field: string, above = 0): void {
+  const problem = jsonProblem(value, field, above);
+  if (problem) fail("bad_request", problem, [{ field, description: problem.includes("deeper") ? `nested deeper than ${maxJsonDepth} levels` : "not a JSON number" }]);
 }
 
 /**
@@ -97,28 +99,30 @@ export function checkJsonDepth(value: unknown, field: string, above = 0): void {
  */
 export function dataFromProto(value: JsonObject | undefined, field: string): Record<string, unknown> {
   const data = objectFromProto(value);
-  checkJsonDepth(data, field);
+  checkJson(data, field);
   return data;
 }
 
 /**
- * The keys leading from `value` to its first object or array past {@link maxJsonDepth}, when
- * `value` (an object or array) sits at `level`; undefined when none is. Recursion stops at the
+ * The keys leading from `value` to its first object or array past {@link maxJsonDepth} (`number`
+ * undefined), or to its first number that is not finite (`number` set: NaN, Infinity or
+ * -Infinity), when `value` sits at `level`; undefined when there is none. Recursion stops at the
  * limit, so it is never deeper than it.
  */
-function firstTooDeep(value: unknown, level: number): string[] | undefined {
+function firstProblem(value: unknown, level: number): { path: string[]; number: string | undefined } | undefined {
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : { path: [], number: String(value) };
   if (value === null || typeof value !== "object") return undefined;
-  if (level > maxJsonDepth) return [];
+  if (level > maxJsonDepth) return { path: [], number: undefined };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const path = firstTooDeep(value[i], level + 1);
-      if (path) return [String(i), ...path];
+      const found = firstProblem(value[i], level + 1);
+      if (found) return { ...found, path: [String(i), ...found.path] };
     }
     return undefined;
   }
   for (const key in value) {
-    const path = firstTooDeep((value as Record<string, unknown>)[key], level + 1);
-    if (path) return [key, ...path];
+    const found = firstProblem((value as Record<string, unknown>)[key], level + 1);
+    if (found) return { ...found, path: [key, ...found.path] };
   }
   return undefined;
 }
