@@ -10,6 +10,7 @@ import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
 import { PluginService, type PluginManifestSchema, type RegisterPluginResponse } from "./gen/chronolog/v1/plugin_pb.js";
 import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimeService, TimerKind, type DstPolicySchema, type OverdueSchema, type SchedulePolicySchema, type Timer, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
 import { jsonCheckingTransport } from "./json-check.js";
+import { Publisher, type PublisherOptions } from "./publisher.js";
 import { boolOf, causeOf, choiceOf, countOf, invalid, momentOf, msOf, seqOf, shown, stringOf, timeoutOf, uint32Of, whenKeyOf } from "./options.js";
 
 /** How to reach an owner. */
@@ -24,6 +25,12 @@ export interface ClientOptions {
   httpVersion?: "1.1" | "2";
   /** Extra PEM CA for TLS owners with a private certificate. */
   ca?: string | Buffer;
+  /**
+   * How {@link ChronologClient.emit} sends (default `stream` over HTTP/2, `unary` over HTTP/1.1 or
+   * gRPC-Web): `stream` pipelines emits on one Publish stream (see {@link Publisher}); `unary`
+   * sends one Emit call each.
+   */
+  emitVia?: "stream" | "unary";
 }
 
 /** Options of an emit. */
@@ -240,7 +247,14 @@ export class ChronologClient {
   readonly time: Client<typeof TimeService>;
   readonly admin: Client<typeof AdminService>;
 
-  constructor(readonly transport: Transport) {
+  /** The Publish stream behind {@link emit} (undefined when emits go as unary calls). */
+  readonly publisher: Publisher | undefined;
+
+  /** `emitVia`: `stream` needs a transport that can run bidi streams (gRPC, or Connect over HTTP/2); default `unary`. */
+  constructor(
+    readonly transport: Transport,
+    options: { emitVia?: "stream" | "unary"; publisher?: PublisherOptions } = {},
+  ) {
     const checked = jsonCheckingTransport(transport);
     this.time = createRpcClient(TimeService, checked);
     this.admin = createRpcClient(AdminService, checked);
@@ -248,6 +262,7 @@ export class ChronologClient {
     this.plugins = createRpcClient(PluginService, checked);
     this.collections = createRpcClient(CollectionService, checked);
     this.actions = createRpcClient(ActionService, checked);
+    this.publisher = options.emitVia === "stream" ? new Publisher(createRpcClient(LogService, transport), this.log, options.publisher) : undefined;
   }
 
   /**
@@ -268,8 +283,15 @@ export class ChronologClient {
     return { callId: response.callId, output: response.output ?? {}, fromLog: response.fromLog };
   }
 
-  /** Emits one event; resolves with the stored event once durable. */
+  /**
+   * Emits one event; resolves with the stored event once durable. By default (a client from
+   * {@link createClient} over HTTP/2) on the client's Publish stream: many emits in flight share
+   * the owner's commits; each gets an id here when `options.id` is absent, so one sent again
+   * after a broken stream is written once. Errors as Emit's (ConnectErrors with the owner's code,
+   * message and details).
+   */
   async emit(type: string, data: JsonObject, options: EmitOptions = {}): Promise<EmitResponse> {
+    if (this.publisher) return this.publisher.emit({ type, data, id: options.id, actor: options.actor });
     return this.log.emit({ type, data, id: options.id ?? "", actor: options.actor });
   }
 
@@ -461,7 +483,9 @@ export class ChronologClient {
 
 /** Connects a client to an owner. */
 export function createClient(options: ClientOptions): ChronologClient {
-  return new ChronologClient(createTransport(options));
+  const http2 = (options.protocol ?? "grpc") === "grpc" || (options.protocol === "connect" && (options.httpVersion ?? "2") === "2");
+  if (options.emitVia === "stream" && !http2) throw invalid("emitVia stream needs HTTP/2 (protocol grpc, or connect over HTTP/2)");
+  return new ChronologClient(createTransport(options), { emitVia: options.emitVia ?? (http2 ? "stream" : "unary") });
 }
 
 /** A connect-node transport for an owner, with the bearer token attached. */

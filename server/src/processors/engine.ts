@@ -309,7 +309,7 @@ export class ProcessorEngine {
         value: {
           deliveryId: attempt.deliveryId,
           processor: this.spec.name,
-          event: eventToProto(attempt.event),
+          event: eventToProto(attempt.event, session.hosting.dataJson),
           attempt: attempt.attempt,
           deadline: timestampFromMs(this.deps.clock.now() + this.spec.ackTimeoutMs),
           key: attempt.key.startsWith("#") ? "" : attempt.key,

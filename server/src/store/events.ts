@@ -1,4 +1,5 @@
 import type { Db } from "./database.js";
+import { jsonText, rememberJsonText } from "./json-text.js";
 import { limitedStatement } from "./limited.js";
 
 /** An event as stored: `data` and `actor` parsed, times in ms since the epoch (UTC). SPEC E1. */
@@ -47,7 +48,7 @@ export function storedBytes(event: EventRecord): number {
   let bytes = sizes.get(event);
   if (bytes === undefined) {
     const actor = event.actor === null ? null : JSON.stringify(event.actor);
-    bytes = rowBytes({ ...event, data: JSON.stringify(event.data), actor });
+    bytes = rowBytes({ ...event, data: jsonText(event.data), actor });
     sizes.set(event, bytes);
   }
   return bytes;
@@ -63,11 +64,13 @@ export interface BudgetedRows {
 }
 
 function fromRow(row: EventRow): EventRecord {
+  const data = JSON.parse(row.data);
+  rememberJsonText(data, row.data); // sent on as it is (Event.data_json) without stringifying it again
   return {
     seq: row.seq,
     id: row.id,
     type: row.type,
-    data: JSON.parse(row.data),
+    data,
     cause: row.cause,
     actor: row.actor === null ? null : JSON.parse(row.actor),
     at: row.at,
@@ -89,7 +92,7 @@ export function eventStatements(db: Db) {
   return {
     /** Inserts one event; the caller gives the next dense seq. Throws on a duplicate id. */
     insert(e: EventRecord): void {
-      insert.run(e.seq, e.id, e.type, JSON.stringify(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
+      insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
     },
     /** The event with this id, or undefined. */
     findById(id: string): EventRecord | undefined {
