@@ -11,6 +11,7 @@ import { PluginService, type PluginManifestSchema, type RegisterPluginResponse }
 import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimeService, TimerKind, type DstPolicySchema, type OverdueSchema, type SchedulePolicySchema, type Timer, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
 import { jsonCheckingTransport } from "./json-check.js";
 import { Publisher, type PublisherOptions } from "./publisher.js";
+import { withData } from "./event-data.js";
 import { boolOf, causeOf, choiceOf, countOf, invalid, momentOf, msOf, seqOf, shown, stringOf, timeoutOf, uint32Of, whenKeyOf } from "./options.js";
 
 /** How to reach an owner. */
@@ -316,12 +317,15 @@ export class ChronologClient {
   /**
    * Follows the log: yields matching events after `afterSeq`, then live ones,
    * until `signal` aborts. `onCaughtUp` is told the head seq when the
-   * catch-up ends.
+   * catch-up ends. `dataJson` (default true): the data travels as JSON text, parsed into
+   * `event.data` here; false asks for the Struct form.
    */
-  async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void } = {}): AsyncGenerator<Event> {
-    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where }, { signal: options.signal });
+  async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void; dataJson?: boolean } = {}): AsyncGenerator<Event> {
+    // The owner sends each event's data as its stored JSON text (no Struct to build or decode); `event.data` has it parsed.
+    const dataJson = boolOf(options.dataJson ?? true, "dataJson");
+    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where, dataJson }, { signal: options.signal });
     for await (const item of stream) {
-      if (item.message.case === "event") yield item.message.value;
+      if (item.message.case === "event") yield withData(item.message.value);
       else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
     }
   }
