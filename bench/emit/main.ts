@@ -3,7 +3,9 @@
 // Starts the owner as a child process (synchronous=FULL, temp data folder,
 // log level warn) and a load generator in another child process
 // (bench/emit/load.ts), then measures unary Emit at 1, 16 and 256 concurrent
-// callers and EmitBatch with 1000 events per call, all gRPC over HTTP/2.
+// callers, EmitBatch with 1000 events per call, and the SDK's default emit (the
+// Publish stream, one per connection) with 1 and 256 emits in flight, all gRPC
+// over HTTP/2.
 // Afterwards it measures the raw SQLite limit (better-sqlite3, WAL,
 // synchronous=FULL, the owner's events table) for 1, 256 and 1000 rows per
 // transaction, and prints the owner's RSS.
@@ -13,7 +15,7 @@
 //   BENCH_CLIENT=grpc-js   load generator client: grpc-js | connect
 //   BENCH_CONNECTIONS=4    HTTP/2 connections for runs with more than one caller
 //   BENCH_PROFILE=1        run the owner with --cpu-prof and print where its time went
-//   BENCH_ONLY=unary:256   run only the listed runs (comma separated mode:callers)
+//   BENCH_ONLY=unary:256   run only the listed runs (comma separated mode:callers; modes unary, batch, publish)
 
 import Database from "better-sqlite3";
 import { fork, spawn, type ChildProcess } from "node:child_process";
@@ -59,7 +61,7 @@ events:
 `;
 
 interface Run {
-  mode: "unary" | "batch";
+  mode: "unary" | "batch" | "publish";
   callers: number;
   batchSize: number;
 }
@@ -70,6 +72,8 @@ const allRuns: Run[] = [
   { mode: "unary", callers: 256, batchSize: 1 },
   { mode: "batch", callers: 1, batchSize: 1000 },
   { mode: "batch", callers: 4, batchSize: 1000 },
+  { mode: "publish", callers: 1, batchSize: 1 },
+  { mode: "publish", callers: 256, batchSize: 1 },
 ];
 const runs = allRuns.filter((r) => !only || only.includes(`${r.mode}:${r.callers}`));
 
@@ -83,6 +87,9 @@ function freePort(): Promise<number> {
     });
   });
 }
+
+/** HTTP/2 connections of a run: one for a single caller and for the SDK's Publish stream (one stream per client), else up to BENCH_CONNECTIONS. */
+const connectionsOf = (run: Run) => (run.callers === 1 || run.mode === "publish" ? 1 : Math.min(run.callers, manyConnections));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -243,7 +250,7 @@ async function main(): Promise<void> {
   const results: { run: Run; result: LoadResult; ownerCpu: number; probe: ProbeCounters }[] = [];
   try {
     for (const run of runs) {
-      const connections = run.callers === 1 ? 1 : Math.min(run.callers, manyConnections);
+      const connections = connectionsOf(run);
       await owner.probe(); // reset
       // The warm-up is part of the generator's run: count the owner's CPU and commits over it too, then scale.
       ownerCpu();
@@ -268,18 +275,20 @@ async function main(): Promise<void> {
   }
   const mem = memory(owner.child.pid!);
 
-  const header = ["mode", "callers", "conns", "events/s", "p50 ms", "p99 ms", "max ms", "owner CPU", "gen CPU", "commits/s", "units/commit", "max units", "ms/commit"];
+  const header = ["mode", "callers", "conns", "events/s", "p50 ms", "p99 ms", "max ms", "owner CPU", "µs/event", "gen CPU", "commits/s", "units/commit", "max units", "ms/commit"];
   const table = results.map(({ run, result, ownerCpu: cpu, probe }) => {
     const window = (warmupMs + seconds * 1000) / 1000;
     return [
-      run.mode === "unary" ? "Emit" : `EmitBatch(${run.batchSize})`,
+      run.mode === "unary" ? "Emit" : run.mode === "publish" ? "Publish (SDK emit)" : `EmitBatch(${run.batchSize})`,
       String(run.callers),
-      String(run.callers === 1 ? 1 : Math.min(run.callers, manyConnections)),
+      String(connectionsOf(run)),
       fmt(result.eventsPerSec),
       fmt(result.p50, 2),
       fmt(result.p99, 2),
       fmt(result.max, 1),
       `${fmt(cpu)}%`,
+      // Owner CPU per event: its CPU over warm-up + window, at the measured rate over both.
+      fmt(((cpu / 100) * 1e6) / result.eventsPerSec, 1),
       `${fmt(result.cpuPercent)}%`,
       fmt(probe.commits / window),
       fmt(probe.units / Math.max(1, probe.commits), 1),
@@ -292,7 +301,7 @@ async function main(): Promise<void> {
   console.log();
   console.log(line(header));
   for (const row of table) console.log(line(row));
-  console.log("(owner CPU, commits and units/commit cover warm-up + measured window; a unit is one Emit or one EmitBatch call)");
+  console.log("(owner CPU, µs/event, commits and units/commit cover warm-up + measured window; a unit is one Emit or one EmitBatch call, or one emit of a Publish stream)");
 
   const stopAt = Date.now();
   owner.child.kill("SIGTERM");
