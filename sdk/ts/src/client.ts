@@ -32,6 +32,8 @@ export interface ClientOptions {
    * sends one Emit call each.
    */
   emitVia?: "stream" | "unary";
+  /** How the Publish stream behind `emit` behaves (idle close, how long it is re-opened after a break). */
+  publisher?: PublisherOptions;
 }
 
 /** Options of an emit. */
@@ -489,7 +491,7 @@ export class ChronologClient {
 export function createClient(options: ClientOptions): ChronologClient {
   const http2 = (options.protocol ?? "grpc") === "grpc" || (options.protocol === "connect" && (options.httpVersion ?? "2") === "2");
   if (options.emitVia === "stream" && !http2) throw invalid("emitVia stream needs HTTP/2 (protocol grpc, or connect over HTTP/2)");
-  return new ChronologClient(createTransport(options), { emitVia: options.emitVia ?? (http2 ? "stream" : "unary") });
+  return new ChronologClient(createTransport(options), { emitVia: options.emitVia ?? (http2 ? "stream" : "unary"), publisher: options.publisher });
 }
 
 /** A connect-node transport for an owner, with the bearer token attached. */

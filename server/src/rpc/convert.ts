@@ -111,10 +111,11 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * Event data sent as JSON text (EmitRequest.data_json), checked once here as the Struct form is
  * (an object, at most {@link maxJsonDepth} levels) and further as text: UTF-8, JSON, no string with
  * a lone surrogate (`"\ud800"`: the Struct form, UTF-8 in protobuf, cannot carry one, so readers
- * of either form would see different data). INVALID_ARGUMENT naming `field` otherwise. The
- * object's compact JSON text is kept with it (stored and sent on as it is).
+ * of either form would see different data). INVALID_ARGUMENT otherwise, naming `field` (e.g.
+ * `data_json`) for text that is not JSON and `dataField` (`data`, as for the Struct) for JSON that
+ * is not acceptable data. The object's compact JSON text is kept with it (stored and sent on as it is).
  */
-export function dataFromJson(bytes: Uint8Array, field: string): Record<string, unknown> {
+export function dataFromJson(bytes: Uint8Array, field: string, dataField: string): Record<string, unknown> {
   let text: string;
   let value: unknown;
   try {
@@ -128,14 +129,17 @@ export function dataFromJson(bytes: Uint8Array, field: string): Record<string, u
     fail("bad_request", `${field} is not JSON: ${(e as Error).message}`, [{ field, description: "not JSON" }]);
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    fail("bad_request", `${field} must be a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value})`, [{ field, description: "not a JSON object" }]);
+    fail("bad_request", `${dataField} must be a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value})`, [{ field: dataField, description: "not a JSON object" }]);
   }
   const data = value as Record<string, unknown>;
-  checkJsonDepth(data, field);
+  checkJsonDepth(data, dataField);
   // Only text with an escaped surrogate (\uD800-\uDFFF) can hold a lone one.
   if (/\\u[dD][89a-fA-F]/.test(text)) {
     const at = loneSurrogateAt(data);
-    if (at) fail("bad_request", `${field} holds a string with a lone surrogate (at ${[field, ...at].join("/")}): it cannot be sent as UTF-8`, [{ field: [field, ...at].join("/"), description: "a lone surrogate" }]);
+    if (at) {
+      const pointer = [dataField, ...at].join("/");
+      fail("bad_request", `${dataField} holds a string with a lone surrogate (at ${pointer}): it cannot be sent as UTF-8`, [{ field: pointer, description: "a lone surrogate" }]);
+    }
   }
   rememberJsonText(data, JSON.stringify(data));
   return data;
