@@ -15,6 +15,8 @@
 //   BENCH_CLIENT=grpc-js   load generator client: grpc-js | connect
 //   BENCH_CONNECTIONS=4    HTTP/2 connections for runs with more than one caller
 //   BENCH_PROFILE=1        run the owner with --cpu-prof and print where its time went
+//   BENCH_SYNCHRONOUS=FULL the owner's --synchronous (NORMAL: no fsync per commit, to compare
+//                          the request paths' CPU where a slow or busy disk would hide it)
 //   BENCH_ONLY=unary:256   run only the listed runs (comma separated mode:callers; modes unary, batch, publish)
 
 import Database from "better-sqlite3";
@@ -36,6 +38,7 @@ const warmupMs = Number(process.env.BENCH_WARMUP_MS ?? 1000);
 const clientKind = (process.env.BENCH_CLIENT ?? "grpc-js") as ClientKind;
 const manyConnections = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const profile = process.env.BENCH_PROFILE === "1";
+const synchronous = process.env.BENCH_SYNCHRONOUS ?? "FULL";
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 
 const manifest = `
@@ -116,7 +119,7 @@ interface ProbeCounters {
 async function startOwner(dataDir: string, pluginsDir: string, profileDir: string): Promise<OwnerChild> {
   const port = await freePort();
   const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--import", "tsx", "--import", "./bench/emit/probe.ts"];
-  const args = ["server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "warn"];
+  const args = ["server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), "--plugins", pluginsDir, "--synchronous", synchronous, "--log-level", "warn"];
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
@@ -242,7 +245,7 @@ async function main(): Promise<void> {
   mkdirSync(pluginsDir, { recursive: true });
   writeFileSync(join(pluginsDir, "bench.yaml"), manifest);
 
-  console.log(`chronolog emit benchmark: owner child (synchronous=FULL, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`);
+  console.log(`chronolog emit benchmark: owner child (synchronous=${synchronous}, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`);
   console.log(`event data ${JSON.stringify(eventData(1)).length} bytes of JSON; ${manyConnections} HTTP/2 connections when callers > 1`);
   const owner = await startOwner(dataDir, pluginsDir, profileDir);
   const generator = await startGenerator();
