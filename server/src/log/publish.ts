@@ -42,13 +42,16 @@ export class PublishPipeline<Ref> {
     return this.entries.length - this.first;
   }
 
-  /** Adds the next emit: `outcome` settles with its result or error (any error: a {@link ChronologError} is made of it). */
-  add(ref: Ref, outcome: Promise<EmitResult>): void {
-    const entry: Entry<Ref> = { ref, outcome: undefined };
-    this.entries.push(entry);
-    outcome.then(
-      (result) => this.settle(entry, { ref, result }),
-      (error) => this.settle(entry, { ref, error: ChronologError.from(error) }),
+  /**
+   * Adds the next emits (one message's): `outcomes` settles with a result or error for each, in
+   * order; when it rejects, every one of them fails with that error (a {@link ChronologError} is made of it).
+   */
+  addAll(refs: Ref[], outcomes: Promise<(EmitResult | ChronologError)[]>): void {
+    const entries = refs.map((ref): Entry<Ref> => ({ ref, outcome: undefined }));
+    for (const entry of entries) this.entries.push(entry);
+    outcomes.then(
+      (results) => this.settle(entries, (entry, i) => (results[i] instanceof ChronologError ? { ref: entry.ref, error: results[i] } : { ref: entry.ref, result: results[i] })),
+      (error) => this.settle(entries, (entry) => ({ ref: entry.ref, error: ChronologError.from(error) })),
     );
   }
 
@@ -118,9 +121,9 @@ export class PublishPipeline<Ref> {
     this.wakeRoom?.();
   }
 
-  private settle(entry: Entry<Ref>, outcome: PublishOutcome<Ref>): void {
-    entry.outcome = outcome;
-    if (this.entries[this.next + this.ready] !== entry) return; // waits behind an earlier one
+  private settle(entries: Entry<Ref>[], outcome: (entry: Entry<Ref>, i: number) => PublishOutcome<Ref>): void {
+    entries.forEach((entry, i) => (entry.outcome = outcome(entry, i)));
+    if (entries.length === 0 || this.entries[this.next + this.ready] !== entries[0]) return; // they wait behind earlier ones
     this.countReady();
     this.wakeAcks?.();
   }

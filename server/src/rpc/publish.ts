@@ -13,8 +13,9 @@ type Response = MessageInitShape<typeof PublishResponseSchema>;
 
 /**
  * LogService.Publish: a welcome granting `window`, then acks of the emits in request order (see
- * {@link PublishPipeline}). Each emit is one Emit of one event (its own unit of the group commit),
- * so a refused one gets its own error and the stream goes on. An error the owner did not mean
+ * {@link PublishPipeline}). Each emit is checked and written as one Emit of one event (a message's
+ * emits share one unit of the group commit, see Emitter.emitEach), so a refused one gets its own
+ * error and the stream goes on. An error the owner did not mean
  * (INTERNAL) is logged and answered in the emit's ack like any other.
  */
 export async function* publish(emitter: Emitter, window: number, logger: Logger | undefined, requests: AsyncIterable<PublishRequest>, ctx: HandlerContext): AsyncGenerator<Response> {
@@ -24,16 +25,15 @@ export async function* publish(emitter: Emitter, window: number, logger: Logger 
   const read = async () => {
     for await (const request of requests) {
       if (request.emits.length > window) fail("too_large", `a Publish message holds at most the window's ${window} emits, got ${request.emits.length}`, [{ field: "emits", description: `at most ${window}` }]);
-      for (const emit of request.emits) {
-        let outcome;
+      const inputs = request.emits.map((emit) => {
         try {
           if (!emit.event) fail("bad_request", "event is required", [{ field: "event", description: "required" }]);
-          outcome = emitter.emit([emitInput(emit.event)], principal).then((results) => results[0]);
+          return emitInput(emit.event);
         } catch (error) {
-          outcome = Promise.reject(error);
+          return error as Error;
         }
-        pipeline.add(emit.ref, outcome);
-      }
+      });
+      if (inputs.length > 0) pipeline.addAll(request.emits.map((emit) => emit.ref), emitter.emitEach(inputs, principal));
       await pipeline.room();
     }
     pipeline.end();
