@@ -3,8 +3,8 @@ import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf
 import { ActorSchema, EventSchema, type Actor, type Cause, type Event } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { fail } from "../errors.js";
 import type { CauseRef } from "../log/emit.js";
-import type { ActorRecord, EventRecord } from "../store/events.js";
-import { jsonText, rememberJsonText } from "../store/json-text.js";
+import { storedDataJson, type ActorRecord, type EventRecord } from "../store/events.js";
+import { rememberJsonText } from "../store/json-text.js";
 
 /**
  * Translations between protobuf messages and the owner's checked domain
@@ -20,7 +20,7 @@ export function eventToProto(e: EventRecord, dataJson = false): Event {
     seq: BigInt(e.seq),
     id: e.id,
     type: e.type,
-    ...(dataJson ? { dataJson: Buffer.from(jsonText(e.data)) } : { data: e.data as JsonObject }),
+    ...(dataJson ? { dataJson: Buffer.from(storedDataJson(e)) } : { data: e.data as JsonObject }),
     cause: e.cause,
     actor: e.actor ? create(ActorSchema, e.actor) : undefined,
     at: timestampFromMs(e.at),
