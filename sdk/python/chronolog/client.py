@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
@@ -415,7 +416,10 @@ class Client:
         if self.publisher is None:
             request = log_pb2.EmitRequest(type=type, data=to_struct(data), id=id, cause=cause, actor=actor_from_dict(actor))
             return self._unary(self.log.Emit, request, timeout)
-        return self.publish(type, data, id=id, cause=cause, actor=actor).result(timeout)
+        try:
+            return self.publish(type, data, id=id, cause=cause, actor=actor).result(timeout)
+        except FutureTimeoutError:
+            raise ChronologError(grpc.StatusCode.DEADLINE_EXCEEDED, f"no ack within {timeout} s (the emit may still be written: emit it again with the same id)") from None
 
     def publish(
         self,
