@@ -419,7 +419,7 @@ class Client:
         try:
             return self.publish(type, data, id=id, cause=cause, actor=actor).result(timeout)
         except FutureTimeoutError:
-            raise ChronologError(grpc.StatusCode.DEADLINE_EXCEEDED, f"no ack within {timeout} s (the emit may still be written: emit it again with the same id)") from None
+            raise ChronologError(grpc.StatusCode.DEADLINE_EXCEEDED, f"no ack within {timeout} s (the event may still be written; give an id to retry safely)") from None
 
     def publish(
         self,
