@@ -6,10 +6,11 @@
 // with SIGKILL and restarted, writing each once; event data as JSON text (Watch, deliveries) the
 // same as the Struct form; and the Python SDK's publish path.
 
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { connect } from "node:http2";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { create, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient, type Transport } from "@connectrpc/connect";
@@ -326,6 +327,30 @@ describe("LogService.Publish against a real owner", () => {
       await Promise.all(executors.map((e) => e.stop()));
     }
   }, 60_000);
+
+  it.skipIf(!existsSync(PYTHON))("the Python SDK re-sends its pending emits across an owner killed (SIGKILL) and restarted: each event once (sdk/python/tests/publish_through_restart.py)", async () => {
+    const before = (await logOf("pub.any")).length;
+    const port = owner.port;
+    const n = 2000;
+    const env = { ...process.env, PYTHONPATH: join(repo, "sdk/python"), CHRONOLOG_URL: owner.url, CHRONOLOG_ADMIN_TOKEN: token, CHRONOLOG_COUNT: String(n), CHRONOLOG_KILL_AFTER: "100" };
+    const child = spawn(PYTHON, ["sdk/python/tests/publish_through_restart.py"], { cwd: repo, env, stdio: ["ignore", "pipe", "pipe"] });
+    const lines: string[] = [];
+    let stderr = "";
+    child.stderr!.on("data", (chunk) => (stderr += chunk));
+    createInterface({ input: child.stdout! }).on("line", (line) => lines.push(line));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    await until(() => lines.includes("acked 100"), "100 Python emits acknowledged", 30_000);
+    owner.child.kill("SIGKILL");
+    await owner.exited;
+    await start(port);
+    expect(await exited, stderr).toBe(0);
+    const result = JSON.parse(lines.at(-1)!) as { ids: string[]; seqs: number[] };
+    const stored = (await logOf("pub.any")).slice(before);
+    expect(stored.length).toBe(n);
+    expect(new Set(stored.map((e) => e.id)).size).toBe(n);
+    expect(stored.map((e) => (e.data as JsonObject).py)).toEqual(Array.from({ length: n }, (_, i) => i));
+    expect(stored.map((e) => [e.id, Number(e.seq)])).toEqual(result.ids.map((id, i) => [id, result.seqs[i]]));
+  }, 120_000);
 
   it.skipIf(!existsSync(PYTHON))("the Python SDK publishes on the stream: acks in order, a refused emit fails alone, Watch with JSON text equals Struct (unittest: sdk/python/tests/test_publish.py)", async () => {
     const env = { ...process.env, PYTHONPATH: join(repo, "sdk/python"), CHRONOLOG_URL: owner.url, CHRONOLOG_ADMIN_TOKEN: token };
