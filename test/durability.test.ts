@@ -152,7 +152,8 @@ describe("durability under kill -9", () => {
     const rounds: string[] = [];
 
     for (let round = 1; round <= ROUNDS; round++) {
-      const client = createClient({ url: owner.url });
+      // Emits go on the SDK's Publish stream; once the owner is gone they fail (each caller's outcome in doubt) instead of waiting for it to come back.
+      const client = createClient({ url: owner.url, publisher: { reconnectForMs: 0 } });
       // Open the HTTP/2 connection first, so the kill lands while emits are flowing.
       await client.log.readLog({ pageSize: 1 });
       const before = callers.reduce((sum, c) => sum + c.acked.length, 0);

@@ -99,7 +99,7 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
       "grpc.reflection.v1alpha.ServerReflection",
     ]);
     const methods = await grpcurl("-plaintext", target, "list", "chronolog.v1.LogService");
-    expect(methods.stdout.trim().split("\n")).toEqual(["Emit", "EmitBatch", "GetEvent", "ReadLog", "Watch"].map((m) => `chronolog.v1.LogService.${m}`));
+    expect(methods.stdout.trim().split("\n")).toEqual(["Emit", "EmitBatch", "GetEvent", "Publish", "ReadLog", "Watch"].map((m) => `chronolog.v1.LogService.${m}`));
   });
 
   it("describes chronolog.v1.LogService.Emit and its request message", async () => {

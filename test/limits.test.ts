@@ -249,7 +249,7 @@ describe(`JSON nested deeper than ${maxJsonDepth} levels is refused wherever the
 
   it("binary requests deeper than protobuf's own limit (~49 levels) fail in decoding, before any handler: INVALID_ARGUMENT, nothing written", async () => {
     const before = await logSnapshot(admin);
-    await expectConnectError(admin.emit("deep.thing", nested(60)), Code.InvalidArgument, /not a valid chronolog\.v1\.EmitRequest .*maximum recursion depth/);
+    await expectConnectError(admin.log.emit({ type: "deep.thing", data: nested(60) }), Code.InvalidArgument, /not a valid chronolog\.v1\.EmitRequest .*maximum recursion depth/);
     await expectUnchanged(admin, before);
   });
 });

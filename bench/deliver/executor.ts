@@ -2,6 +2,7 @@
 // at once. Prints one JSON line when told to stop (SIGTERM) or when it has
 // handled `expected` deliveries in all: {"handled","latenciesMs": sample}.
 // Usage: node --import tsx bench/deliver/executor.ts URL
+// BENCH_DATA_JSON=0: deliveries carry the data as a Struct instead of JSON text (to compare).
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { benchPlugin } from "./plugin.js";
 
@@ -18,6 +19,7 @@ const executor = runExecutor({
     }),
   ],
   credits: 512,
+  dataJson: process.env.BENCH_DATA_JSON !== "0",
   onError: () => {},
 });
 await executor.ready;

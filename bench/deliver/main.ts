@@ -10,7 +10,8 @@
 //
 // Knobs: BENCH_EVENTS=100000, BENCH_KEYS=1000, BENCH_BIG_EVENTS=1000000, BENCH_BIG=0 to skip,
 // BENCH_OWNER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the owner
-// (BENCH_EXECUTOR_NODE_ARGS likewise for the executors).
+// (BENCH_EXECUTOR_NODE_ARGS likewise for the executors); BENCH_DATA_JSON=0: deliveries carry
+// event data as a Struct (default: JSON text).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -24,6 +24,7 @@ import {
   type EmitBatchRequest,
   type EmitRequest,
 } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { ChronologClient, createTransport } from "../../sdk/ts/src/client.js";
 
 export type ClientKind = "grpc-js" | "connect";
 
@@ -33,8 +34,8 @@ export interface LoadRequest {
   client: ClientKind;
   connections: number;
   callers: number;
-  /** "unary": Emit with one event; "batch": EmitBatch with `batchSize` events. */
-  mode: "unary" | "batch";
+  /** "unary": Emit with one event; "batch": EmitBatch with `batchSize` events; "publish": the SDK's emit (one Publish stream per connection, `callers` emits in flight). */
+  mode: "unary" | "batch" | "publish";
   batchSize: number;
   eventType: string;
   warmupMs: number;
@@ -138,7 +139,22 @@ function grpcJsCalls(req: LoadRequest): { calls: Call[]; close(): void } {
   return { calls, close: () => clients.forEach((c) => c.close()) };
 }
 
+/** The SDK's default emit: each connection's client pipelines its callers' emits on one Publish stream. */
+function publishCalls(req: LoadRequest): { calls: Call[]; close(): void } {
+  const clients = Array.from({ length: req.connections }, () => new ChronologClient(createTransport({ url: req.url }), { emitVia: "stream" }));
+  const data = Array.from({ length: POOL }, (_, i) => eventData(i));
+  return {
+    calls: clients.map((c) => async (i: number) => {
+      const r = await c.emit(req.eventType, data[i % POOL], { actor: { id: `user:${i % 64}`, via: "bench" } });
+      if (!r.event || r.event.seq <= 0n) throw new Error("emit answered without a committed event");
+      return 1;
+    }),
+    close: () => clients.forEach((c) => c.publisher?.close()),
+  };
+}
+
 function connectCalls(req: LoadRequest): { calls: Call[]; close(): void } {
+  if (req.mode === "publish") return publishCalls(req);
   const clients = Array.from({ length: req.connections }, () => createConnectClient(LogService, createGrpcTransport({ baseUrl: req.url })));
   if (req.mode === "unary") {
     const requests = unaryRequests(req.eventType);
@@ -169,7 +185,7 @@ function percentile(sorted: Float64Array, p: number): number {
 
 /** Runs one measured load: warm-up, then `durationMs` of calls by `callers` closed-loop callers. */
 export async function runLoad(req: LoadRequest): Promise<LoadResult> {
-  const { calls, close } = req.client === "grpc-js" ? grpcJsCalls(req) : connectCalls(req);
+  const { calls, close } = req.client === "grpc-js" && req.mode !== "publish" ? grpcJsCalls(req) : connectCalls(req);
   const start = performance.now();
   const measureFrom = start + req.warmupMs;
   const measureTo = measureFrom + req.durationMs;

@@ -3,7 +3,9 @@
 // Starts the owner as a child process (synchronous=FULL, temp data folder,
 // log level warn) and a load generator in another child process
 // (bench/emit/load.ts), then measures unary Emit at 1, 16 and 256 concurrent
-// callers and EmitBatch with 1000 events per call, all gRPC over HTTP/2.
+// callers, EmitBatch with 1000 events per call, and the SDK's default emit (the
+// Publish stream, one per connection) with 1 and 256 emits in flight, all gRPC
+// over HTTP/2.
 // Afterwards it measures the raw SQLite limit (better-sqlite3, WAL,
 // synchronous=FULL, the owner's events table) for 1, 256 and 1000 rows per
 // transaction, and prints the owner's RSS.
@@ -13,7 +15,9 @@
 //   BENCH_CLIENT=grpc-js   load generator client: grpc-js | connect
 //   BENCH_CONNECTIONS=4    HTTP/2 connections for runs with more than one caller
 //   BENCH_PROFILE=1        run the owner with --cpu-prof and print where its time went
-//   BENCH_ONLY=unary:256   run only the listed runs (comma separated mode:callers)
+//   BENCH_SYNCHRONOUS=FULL the owner's --synchronous (NORMAL: no fsync per commit, to compare
+//                          the request paths' CPU where a slow or busy disk would hide it)
+//   BENCH_ONLY=unary:256   run only the listed runs (comma separated mode:callers; modes unary, batch, publish)
 
 import Database from "better-sqlite3";
 import { fork, spawn, type ChildProcess } from "node:child_process";
@@ -34,6 +38,7 @@ const warmupMs = Number(process.env.BENCH_WARMUP_MS ?? 1000);
 const clientKind = (process.env.BENCH_CLIENT ?? "grpc-js") as ClientKind;
 const manyConnections = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const profile = process.env.BENCH_PROFILE === "1";
+const synchronous = process.env.BENCH_SYNCHRONOUS ?? "FULL";
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 
 const manifest = `
@@ -59,7 +64,7 @@ events:
 `;
 
 interface Run {
-  mode: "unary" | "batch";
+  mode: "unary" | "batch" | "publish";
   callers: number;
   batchSize: number;
 }
@@ -70,6 +75,8 @@ const allRuns: Run[] = [
   { mode: "unary", callers: 256, batchSize: 1 },
   { mode: "batch", callers: 1, batchSize: 1000 },
   { mode: "batch", callers: 4, batchSize: 1000 },
+  { mode: "publish", callers: 1, batchSize: 1 },
+  { mode: "publish", callers: 256, batchSize: 1 },
 ];
 const runs = allRuns.filter((r) => !only || only.includes(`${r.mode}:${r.callers}`));
 
@@ -83,6 +90,9 @@ function freePort(): Promise<number> {
     });
   });
 }
+
+/** HTTP/2 connections of a run: one for a single caller and for the SDK's Publish stream (one stream per client), else up to BENCH_CONNECTIONS. */
+const connectionsOf = (run: Run) => (run.callers === 1 || run.mode === "publish" ? 1 : Math.min(run.callers, manyConnections));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -109,7 +119,7 @@ interface ProbeCounters {
 async function startOwner(dataDir: string, pluginsDir: string, profileDir: string): Promise<OwnerChild> {
   const port = await freePort();
   const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--import", "tsx", "--import", "./bench/emit/probe.ts"];
-  const args = ["server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "warn"];
+  const args = ["server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), "--plugins", pluginsDir, "--synchronous", synchronous, "--log-level", "warn"];
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
@@ -235,7 +245,7 @@ async function main(): Promise<void> {
   mkdirSync(pluginsDir, { recursive: true });
   writeFileSync(join(pluginsDir, "bench.yaml"), manifest);
 
-  console.log(`chronolog emit benchmark: owner child (synchronous=FULL, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`);
+  console.log(`chronolog emit benchmark: owner child (synchronous=${synchronous}, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`);
   console.log(`event data ${JSON.stringify(eventData(1)).length} bytes of JSON; ${manyConnections} HTTP/2 connections when callers > 1`);
   const owner = await startOwner(dataDir, pluginsDir, profileDir);
   const generator = await startGenerator();
@@ -243,7 +253,7 @@ async function main(): Promise<void> {
   const results: { run: Run; result: LoadResult; ownerCpu: number; probe: ProbeCounters }[] = [];
   try {
     for (const run of runs) {
-      const connections = run.callers === 1 ? 1 : Math.min(run.callers, manyConnections);
+      const connections = connectionsOf(run);
       await owner.probe(); // reset
       // The warm-up is part of the generator's run: count the owner's CPU and commits over it too, then scale.
       ownerCpu();
@@ -268,18 +278,20 @@ async function main(): Promise<void> {
   }
   const mem = memory(owner.child.pid!);
 
-  const header = ["mode", "callers", "conns", "events/s", "p50 ms", "p99 ms", "max ms", "owner CPU", "gen CPU", "commits/s", "units/commit", "max units", "ms/commit"];
+  const header = ["mode", "callers", "conns", "events/s", "p50 ms", "p99 ms", "max ms", "owner CPU", "µs/event", "gen CPU", "commits/s", "units/commit", "max units", "ms/commit"];
   const table = results.map(({ run, result, ownerCpu: cpu, probe }) => {
     const window = (warmupMs + seconds * 1000) / 1000;
     return [
-      run.mode === "unary" ? "Emit" : `EmitBatch(${run.batchSize})`,
+      run.mode === "unary" ? "Emit" : run.mode === "publish" ? "Publish (SDK emit)" : `EmitBatch(${run.batchSize})`,
       String(run.callers),
-      String(run.callers === 1 ? 1 : Math.min(run.callers, manyConnections)),
+      String(connectionsOf(run)),
       fmt(result.eventsPerSec),
       fmt(result.p50, 2),
       fmt(result.p99, 2),
       fmt(result.max, 1),
       `${fmt(cpu)}%`,
+      // Owner CPU per event: its CPU over warm-up + window, at the measured rate over both.
+      fmt(((cpu / 100) * 1e6) / result.eventsPerSec, 1),
       `${fmt(result.cpuPercent)}%`,
       fmt(probe.commits / window),
       fmt(probe.units / Math.max(1, probe.commits), 1),
@@ -292,7 +304,7 @@ async function main(): Promise<void> {
   console.log();
   console.log(line(header));
   for (const row of table) console.log(line(row));
-  console.log("(owner CPU, commits and units/commit cover warm-up + measured window; a unit is one Emit or one EmitBatch call)");
+  console.log("(owner CPU, µs/event, commits and units/commit cover warm-up + measured window; a unit is one Emit or one EmitBatch call, or one emit of a Publish stream)");
 
   const stopAt = Date.now();
   owner.child.kill("SIGTERM");

@@ -30,6 +30,8 @@ export interface OwnerConfig {
   limits?: {
     /** Largest request message in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED. */
     max_message_bytes?: number;
+    /** Emits a Publish stream may have unacknowledged (default 1,024); the owner reads no more of it while that many are. */
+    publish_window?: number;
   };
   /** This owner's region (default 0; `serve --region` overrides): it makes only the declared schedules of this region. */
   region?: number;
@@ -85,7 +87,7 @@ const configSchema = {
     limits: {
       type: "object",
       additionalProperties: false,
-      properties: { max_message_bytes: { type: "integer", minimum: 1024, maximum: 268435456 } },
+      properties: { max_message_bytes: { type: "integer", minimum: 1024, maximum: 268435456 }, publish_window: { type: "integer", minimum: 1, maximum: 65536 } },
     },
   },
 };

@@ -26,6 +26,7 @@ import { collectionService } from "./rpc/collection-service.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { listen } from "./rpc/listen.js";
+import { defaultPublishWindow } from "./log/publish.js";
 import { logService } from "./rpc/log-service.js";
 import { pluginService } from "./rpc/plugin-service.js";
 import { registerReflection } from "./rpc/reflection.js";
@@ -206,7 +207,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
       // Requests in JSON (Connect, gRPC-Web) are strict, as manifests in files are: a misspelt field or enum
       // name is INVALID_ARGUMENT, not dropped (a misspelt `overdue` or overlap policy would quietly change a timer).
       const strict = { jsonOptions: { ignoreUnknownFields: false } };
-      router.service(LogService, logService({ emitter, events, head, watchers: metrics.watchers }), strict);
+      router.service(LogService, logService({ emitter, events, head, watchers: metrics.watchers, publishWindow: config?.limits?.publish_window ?? defaultPublishWindow, logger }), strict);
       router.service(PluginService, pluginService(registry), strict);
       router.service(ExecutorService, executorService(hub, logger), strict);
       router.service(ActionService, actionService(actions), strict);

@@ -16,9 +16,12 @@ are reached with ``getattr(actor, "for")``; :func:`actor_to_dict` does that.
 from __future__ import annotations
 
 import collections
+import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
@@ -27,6 +30,8 @@ from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from chronolog.json_check import non_finite
+from chronolog.publisher import Publisher
 from chronolog.gen.chronolog.v1 import (
     action_pb2,
     action_pb2_grpc,
@@ -55,6 +60,7 @@ __all__ = [
     "actor_to_dict",
     "actor_from_dict",
     "event_to_dict",
+    "event_data",
     "timer_spec",
     "overdue_bound",
 ]
@@ -74,28 +80,11 @@ def to_struct(data: Optional[Mapping[str, Any]], field: str = "data") -> struct_
     """
     struct = struct_pb2.Struct()
     if data:
-        problem = _non_finite(data, field)
+        problem = non_finite(data, field)
         if problem:
             raise ValueError(problem)
         json_format.ParseDict(dict(data), struct)
     return struct
-
-
-def _non_finite(value: Any, path: str) -> Optional[str]:
-    """The first float in ``value`` that is not finite, as "<path>: nan is not a JSON number"; None when there is none."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path}: {value} is not a JSON number"
-    if isinstance(value, Mapping):
-        items = value.items()
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        problem = _non_finite(item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
-        if problem:
-            return problem
-    return None
 
 
 def _plain(value: Any) -> Any:
@@ -134,13 +123,21 @@ def actor_from_dict(actor: Optional[Mapping[str, str]]) -> Optional[event_pb2.Ac
     return event_pb2.Actor(**{k: v for k, v in actor.items() if k in ("id", "for", "in", "via") and v})
 
 
+def event_data(event: event_pb2.Event) -> dict:
+    """An event's data as a dict, whichever form it came in: JSON text (``data_json``, as Watch,
+    deliveries and emits on the publish stream give it by default) or a Struct (``data``)."""
+    if event.data_json:
+        return json.loads(event.data_json)
+    return from_struct(event.data)
+
+
 def event_to_dict(event: event_pb2.Event) -> dict:
     """An event as plain Python values: seq (int), id, type, data (dict), cause, actor (dict or None), at (datetime, UTC)."""
     return {
         "seq": event.seq,
         "id": event.id,
         "type": event.type,
-        "data": from_struct(event.data),
+        "data": event_data(event),
         "cause": event.cause,
         "actor": actor_to_dict(event.actor) if event.HasField("actor") else None,
         "at": event.at.ToDatetime(tzinfo=timezone.utc) if event.HasField("at") else None,
@@ -362,8 +359,24 @@ class Client:
     Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None, *, root_certificates: Optional[bytes] = None, channel: Optional[grpc.Channel] = None):
-        """Connects to ``url`` with ``token`` (see :func:`connect`), or wraps an existing ``channel``."""
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        token: Optional[str] = None,
+        *,
+        root_certificates: Optional[bytes] = None,
+        channel: Optional[grpc.Channel] = None,
+        emit_via: str = "stream",
+    ):
+        """Connects to ``url`` with ``token`` (see :func:`connect`), or wraps an existing ``channel``.
+
+        ``emit_via``: ``"stream"`` (default) sends emits on one Publish stream (see
+        :class:`chronolog.publisher.Publisher`: many in flight share the owner's commits; each
+        gets an id here when none is given, so one sent again after a break is written once);
+        ``"unary"`` sends one Emit call each.
+        """
+        if emit_via not in ("stream", "unary"):
+            raise ValueError(f"emit_via {emit_via!r}: expected 'stream' or 'unary'")
         self.channel = channel if channel is not None else connect(url, token, root_certificates)
         self._owns_channel = channel is None
         self.log = log_pb2_grpc.LogServiceStub(self.channel)
@@ -372,6 +385,7 @@ class Client:
         self.collections = collection_pb2_grpc.CollectionServiceStub(self.channel)
         self.time = time_pb2_grpc.TimeServiceStub(self.channel)
         self.admin = admin_pb2_grpc.AdminServiceStub(self.channel)
+        self.publisher = Publisher(self.channel, lambda request, timeout: self._unary(self.log.Emit, request, timeout)) if emit_via == "stream" else None
 
     def __enter__(self) -> "Client":
         return self
@@ -380,7 +394,9 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Closes the channel (if this client opened it)."""
+        """Closes the publish stream and the channel (if this client opened it)."""
+        if self.publisher is not None:
+            self.publisher.close()
         if self._owns_channel:
             self.channel.close()
 
@@ -399,9 +415,39 @@ class Client:
         ``id`` makes the emit idempotent; ``cause`` is set by code working under
         a delivery or an action run (the owner then derives the id and actor);
         ``actor`` asserts actor fields (``{"id", "for", "in", "via"}``).
+        On the publish stream (the default) the returned event's data is in
+        ``data_json`` (:func:`event_data` reads either form); ``timeout`` bounds
+        the wait for the ack.
         """
-        request = log_pb2.EmitRequest(type=type, data=to_struct(data, "data"), id=id, cause=cause, actor=actor_from_dict(actor))
-        return self._unary(self.log.Emit, request, timeout)
+        if self.publisher is None:
+            request = log_pb2.EmitRequest(type=type, data=to_struct(data, "data"), id=id, cause=cause, actor=actor_from_dict(actor))
+            return self._unary(self.log.Emit, request, timeout)
+        try:
+            return self.publish(type, data, id=id, cause=cause, actor=actor).result(timeout)
+        except FutureTimeoutError:
+            raise ChronologError(grpc.StatusCode.DEADLINE_EXCEEDED, f"no ack within {timeout} s (the event may still be written; give an id to retry safely)") from None
+
+    def publish(
+        self,
+        type: str,
+        data: Optional[Mapping[str, Any]] = None,
+        *,
+        id: str = "",
+        cause: Optional[event_pb2.Cause] = None,
+        actor: Optional[Mapping[str, str]] = None,
+    ) -> "Future[log_pb2.EmitResponse]":
+        """Emits one event without waiting: a future of its EmitResponse (or of its
+        :class:`ChronologError`). Many publishes in flight share the owner's commits;
+        they are written in call order. A client made with ``emit_via="unary"`` sends
+        an Emit call and returns its answer as a done future."""
+        if self.publisher is not None:
+            return self.publisher.publish(type, data, id=id, cause=cause, actor=actor_from_dict(actor))
+        future: Future = Future()
+        try:
+            future.set_result(self.emit(type, data, id=id, cause=cause, actor=actor))
+        except ChronologError as e:
+            future.set_exception(e)
+        return future
 
     def call(
         self,
@@ -441,13 +487,15 @@ class Client:
             if not token:
                 return
 
-    def watch(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None) -> Iterator[event_pb2.Event]:
+    def watch(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, *, data_json: bool = True) -> Iterator[event_pb2.Event]:
         """Follows the log: yields matching events after ``after_seq``, then live ones.
 
-        The stream is cancelled when the generator is closed (``break`` out of
-        the loop, or ``close()`` it).
+        With ``data_json`` (default) each event's data comes as JSON text in
+        ``event.data_json`` (read it with :func:`event_data`); False asks for
+        the Struct in ``event.data``. The stream is cancelled when the
+        generator is closed (``break`` out of the loop, or ``close()`` it).
         """
-        request = log_pb2.WatchRequest(after_seq=after_seq, types=list(types), where=to_struct(where) if where else None)
+        request = log_pb2.WatchRequest(after_seq=after_seq, types=list(types), where=to_struct(where) if where else None, data_json=data_json)
         stream = self.log.Watch(request)
         try:
             for item in stream:

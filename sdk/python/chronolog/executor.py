@@ -72,6 +72,7 @@ from chronolog.client import (
     DelayResult,
     DocumentWriteResult,
     actor_to_dict,
+    event_data,
     from_struct,
     to_struct,
 )
@@ -281,7 +282,7 @@ class DeliveryContext(WorkUnderCause):
         """Builds the context of ``delivery``; ``send`` writes to the delivery's stream."""
         super().__init__(client, delivery.event.id, cancelled)
         self.event = delivery.event
-        self.data = from_struct(delivery.event.data)
+        self.data = event_data(delivery.event)
         self.processor = delivery.processor
         self.attempt = delivery.attempt
         self.retry = delivery.attempt > 1
@@ -645,6 +646,7 @@ class Executor:
         max_backoff_s: float = 5.0,
         root_certificates: Optional[bytes] = None,
         holds: bool = True,
+        data_json: bool = True,
     ):
         """Prepares an executor for ``plugins`` against the owner at ``url`` with bearer ``token``.
 
@@ -653,11 +655,14 @@ class Executor:
         ``holds`` (default True): take calls of time up to the owner's lookahead
         before their moment, with ``hold_ms``, and start them at it on a worker
         thread that waits meanwhile; False: the owner sends them at the moment.
+        ``data_json`` (default True): deliveries carry the event's data as JSON
+        text (``ctx.event.data_json``, parsed into ``ctx.data``), not a Struct.
         """
         self.plugins = list(plugins)
         self.name = executor or (self.plugins[0].name if self.plugins else "executor")
         self.credits = max(1, credits)
         self.holds = holds
+        self.data_json = data_json
         self.instance_id = str(uuid.uuid4())
         self.client = Client(url, token, root_certificates=root_certificates)
         self.last_error: Optional[BaseException] = None
@@ -800,6 +805,7 @@ class Executor:
                     credits=self.credits,
                     batches=False,
                     holds=self.holds,
+                    data_json=self.data_json,
                 )
             )
         )

@@ -10,6 +10,8 @@ import { LogService, type EmitResponse } from "./gen/chronolog/v1/log_pb.js";
 import { PluginService, type PluginManifestSchema, type RegisterPluginResponse } from "./gen/chronolog/v1/plugin_pb.js";
 import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimeService, TimerKind, type DstPolicySchema, type OverdueSchema, type SchedulePolicySchema, type Timer, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
 import { jsonCheckingTransport } from "./json-check.js";
+import { Publisher, type PublisherOptions } from "./publisher.js";
+import { withData } from "./event-data.js";
 import { boolOf, causeOf, choiceOf, countOf, invalid, momentOf, msOf, seqOf, shown, stringOf, timeoutOf, uint32Of, whenKeyOf } from "./options.js";
 
 /** How to reach an owner. */
@@ -24,6 +26,14 @@ export interface ClientOptions {
   httpVersion?: "1.1" | "2";
   /** Extra PEM CA for TLS owners with a private certificate. */
   ca?: string | Buffer;
+  /**
+   * How {@link ChronologClient.emit} sends (default `stream` over HTTP/2, `unary` over HTTP/1.1 or
+   * gRPC-Web): `stream` pipelines emits on one Publish stream (see {@link Publisher}); `unary`
+   * sends one Emit call each.
+   */
+  emitVia?: "stream" | "unary";
+  /** How the Publish stream behind `emit` behaves (idle close, how long it is re-opened after a break). */
+  publisher?: PublisherOptions;
 }
 
 /** Options of an emit. */
@@ -250,7 +260,14 @@ export class ChronologClient {
   readonly time: Client<typeof TimeService>;
   readonly admin: Client<typeof AdminService>;
 
-  constructor(readonly transport: Transport) {
+  /** The Publish stream behind {@link emit} (undefined when emits go as unary calls). */
+  readonly publisher: Publisher | undefined;
+
+  /** `emitVia`: `stream` needs a transport that can run bidi streams (gRPC, or Connect over HTTP/2); default `unary`. */
+  constructor(
+    readonly transport: Transport,
+    options: { emitVia?: "stream" | "unary"; publisher?: PublisherOptions } = {},
+  ) {
     const checked = jsonCheckingTransport(transport);
     this.time = createRpcClient(TimeService, checked);
     this.admin = createRpcClient(AdminService, checked);
@@ -258,6 +275,7 @@ export class ChronologClient {
     this.plugins = createRpcClient(PluginService, checked);
     this.collections = createRpcClient(CollectionService, checked);
     this.actions = createRpcClient(ActionService, checked);
+    this.publisher = options.emitVia === "stream" ? new Publisher(createRpcClient(LogService, transport), this.log, options.publisher) : undefined;
   }
 
   /**
@@ -278,8 +296,15 @@ export class ChronologClient {
     return { callId: response.callId, output: response.output ?? {}, fromLog: response.fromLog };
   }
 
-  /** Emits one event; resolves with the stored event once durable. */
+  /**
+   * Emits one event; resolves with the stored event once durable. By default (a client from
+   * {@link createClient} over HTTP/2) on the client's Publish stream: many emits in flight share
+   * the owner's commits; each gets an id here when `options.id` is absent, so one sent again
+   * after a broken stream is written once. Errors as Emit's (ConnectErrors with the owner's code,
+   * message and details).
+   */
   async emit(type: string, data: JsonObject, options: EmitOptions = {}): Promise<EmitResponse> {
+    if (this.publisher) return this.publisher.emit({ type, data, id: options.id, actor: options.actor });
     return this.log.emit({ type, data, id: options.id ?? "", actor: options.actor });
   }
 
@@ -304,17 +329,20 @@ export class ChronologClient {
   /**
    * Follows the log: yields matching events after `afterSeq`, then live ones,
    * until `signal` aborts. `onCaughtUp` is told the head seq when the
-   * catch-up ends.
+   * catch-up ends. `dataJson` (default true): the data travels as JSON text, parsed into
+   * `event.data` here; false asks for the Struct form.
    */
-  async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void } = {}): AsyncGenerator<Event> {
+  async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void; dataJson?: boolean } = {}): AsyncGenerator<Event> {
+    // The owner sends each event's data as its stored JSON text (no Struct to build or decode); `event.data` has it parsed.
+    const dataJson = boolOf(options.dataJson ?? true, "dataJson");
     // The stream ends with the loop: a `break` (or a throw) in the caller's `for await` cancels it
     // on the owner, so nothing keeps the process alive or holds the owner's resources.
     const ended = new AbortController();
     const signal = options.signal ? AbortSignal.any([options.signal, ended.signal]) : ended.signal;
-    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where }, { signal });
+    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where, dataJson }, { signal });
     try {
       for await (const item of stream) {
-        if (item.message.case === "event") yield item.message.value;
+        if (item.message.case === "event") yield withData(item.message.value);
         else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
       }
     } finally {
@@ -500,7 +528,9 @@ export class ChronologClient {
 
 /** Connects a client to an owner. */
 export function createClient(options: ClientOptions): ChronologClient {
-  return new ChronologClient(createTransport(options));
+  const http2 = (options.protocol ?? "grpc") === "grpc" || (options.protocol === "connect" && (options.httpVersion ?? "2") === "2");
+  if (options.emitVia === "stream" && !http2) throw invalid("emitVia stream needs HTTP/2 (protocol grpc, or connect over HTTP/2)");
+  return new ChronologClient(createTransport(options), { emitVia: options.emitVia ?? (http2 ? "stream" : "unary"), publisher: options.publisher });
 }
 
 /** A connect-node transport for an owner, with the bearer token attached. */

@@ -9,6 +9,7 @@ import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
 import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
+import { withData } from "./event-data.js";
 import { HoldQueue } from "./hold-queue.js";
 import { StreamClock } from "./stream-clock.js";
 import { streamSends, type StreamSends } from "./stream-sends.js";
@@ -83,6 +84,11 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
    * call holds a credit meanwhile. False: the owner sends it at the moment.
    */
   holds?: boolean;
+  /**
+   * Deliveries carry each event's data as JSON text, parsed here into `event.data` (default
+   * true: cheaper for the owner and here than a protobuf Struct). False asks for the Struct.
+   */
+  dataJson?: boolean;
   /**
    * Called on connection trouble and owner notices (default: one line on
    * stderr). A refusal for good (see {@link runExecutor}) is reported once,
@@ -232,6 +238,7 @@ class ExecutorRunner {
           batches: true,
           invocationBatches: true,
           holds: this.options.holds ?? true,
+          dataJson: this.options.dataJson ?? true,
         },
       },
     });
@@ -364,7 +371,7 @@ class DeliveryRun extends CauseWork implements DeliveryContext {
   readonly #progress: (extendMs: number) => void;
 
   constructor(client: ChronologClient, delivery: Delivery, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
-    const event = delivery.event!;
+    const event = withData(delivery.event!);
     super(client, event.id, streamSignal);
     this.event = event;
     this.data = (event.data ?? {}) as JsonObject;

@@ -16,7 +16,8 @@ export interface ClientFlags {
 /** A client for the owner at `flags.url`, with `flags.token` or CHRONOLOG_TOKEN. */
 export function client(flags: ClientFlags): ChronologClient {
   if (!URL.canParse(flags.url) || !/^https?:$/.test(new URL(flags.url).protocol)) throw new Error(`--url ${JSON.stringify(flags.url)} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)`);
-  return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN });
+  // One emit per command: a unary Emit (a Publish stream would only add its open and idle close).
+  return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN, emitVia: "unary" });
 }
 
 /** `text` as a JSON object, or an Error naming `what`. */

@@ -82,7 +82,7 @@ export class ExecutorHub {
     }
     const asked = hello.credits || this.options.defaultCredits;
     const session = new ExecutorSession(
-      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: Math.min(asked, maxCredits), batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds },
+      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: Math.min(asked, maxCredits), batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds, dataJson: hello.dataJson },
       principal,
       this.clock.now(),
     );

@@ -25,6 +25,8 @@ export interface Hosting {
   invocationBatches: boolean;
   /** It honours Invocation.hold_ms: time's calls may be sent ahead of their moment. */
   holds: boolean;
+  /** Deliveries carry event data as JSON text (Event.data_json), not a Struct. */
+  dataJson?: boolean;
 }
 
 /**

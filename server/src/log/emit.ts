@@ -72,6 +72,37 @@ export class Emitter {
     );
   }
 
+  /**
+   * Emits each of `inputs` on its own, as {@link emit} would one by one (a refused one, or an
+   * input that could not be read, given as its error, fails alone with a {@link ChronologError}),
+   * all in one unit of the group commit (one savepoint, one promise: the publish stream's
+   * messages). Outcomes in input order.
+   */
+  async emitEach(inputs: (EmitInput | Error)[], principal: Principal): Promise<(EmitResult | ChronologError)[]> {
+    const checked = inputs.map((input) => {
+      if (input instanceof Error) return ChronologError.from(input);
+      try {
+        return this.check(input, principal, "");
+      } catch (error) {
+        return ChronologError.from(error);
+      }
+    });
+    return this.committer.submit((tx) =>
+      checked.map((c) => {
+        if (c instanceof ChronologError) return c;
+        const e = c.event;
+        const stored = c.fresh ? undefined : tx.events.findById(e.id);
+        try {
+          if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+          if (stored) return { event: sameEvent(stored, e), existing: true };
+        } catch (error) {
+          return error as ChronologError; // nothing was written for it
+        }
+        return { event: tx.append(e), existing: false };
+      }),
+    );
+  }
+
   /** Checks one input; `fresh` when its id was made here (so it cannot be in the log yet). */
   private check(input: EmitInput, principal: Principal, prefix: string): { event: Omit<EventRecord, "seq" | "at">; fresh: boolean } {
     const declared = this.registry.eventType(input.type);

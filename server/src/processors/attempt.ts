@@ -76,8 +76,8 @@ export function tryFailed(attempt: Attempt, retryDelaysMs: number[], error: stri
   else attempt.retry = { error, waitMs: counted ? retryDelaysMs[attempt.failures - 1] : 0 };
 }
 
-/** The Delivery message of try `t` of processor `spec`, sent at `nowMs`. */
-export function deliveryMessage(spec: ProcessorSpec, t: Try, nowMs: number): OwnerMessage {
+/** The Delivery message of try `t` of processor `spec`, sent at `nowMs`; the event's data as JSON text when `dataJson` (the executor asked for it). */
+export function deliveryMessage(spec: ProcessorSpec, t: Try, nowMs: number, dataJson = false): OwnerMessage {
   const { event, key, attempt } = t.attempt;
   return {
     message: {
@@ -85,7 +85,7 @@ export function deliveryMessage(spec: ProcessorSpec, t: Try, nowMs: number): Own
       value: {
         deliveryId: t.deliveryId,
         processor: spec.name,
-        event: eventToProto(event),
+        event: eventToProto(event, dataJson),
         attempt,
         deadline: timestampFromMs(nowMs + spec.ackTimeoutMs),
         key: key.startsWith("#") ? "" : key,

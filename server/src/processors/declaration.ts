@@ -1,5 +1,5 @@
 import type { ProcessorDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { compileFilter, type Filter } from "../log/filter.js";
+import { compileFilter, matchAll, type Filter } from "../log/filter.js";
 import type { EventRecord } from "../store/events.js";
 
 /** Where a new processor's cursor starts. */
@@ -59,7 +59,7 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
 export function takes(spec: ProcessorSpec, event: EventRecord): boolean {
   if (spec.on !== null && !spec.on.has(event.type)) return false;
   if ((event.type === "processor.retried" || event.type === "processor.failed") && event.data.processor === spec.name) return false;
-  return spec.where(event.data);
+  return spec.where === matchAll || spec.where(event.data); // without a where the data is not read (nor parsed)
 }
 
 /** A key extractor for a dotted path into the event, e.g. `data._id`; absent values give null. */

@@ -340,7 +340,7 @@ export class ProcessorEngine {
     session.inFlight.add(t.deliveryId);
     this.byDelivery.set(t.deliveryId, t);
     this.armAckTimeout(t, this.spec.ackTimeoutMs);
-    session.send(deliveryMessage(this.spec, t, this.deps.clock.now()), storedBytes(t.attempt.event));
+    session.send(deliveryMessage(this.spec, t, this.deps.clock.now(), session.hosting.dataJson), storedBytes(t.attempt.event));
     return t;
   }
 

@@ -3,20 +3,24 @@ import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf
 import { ActorSchema, EventSchema, type Actor, type Cause, type Event } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { fail } from "../errors.js";
 import type { CauseRef } from "../log/emit.js";
-import type { ActorRecord, EventRecord } from "../store/events.js";
+import { storedDataJson, type ActorRecord, type EventRecord } from "../store/events.js";
+import { rememberJsonText } from "../store/json-text.js";
 
 /**
  * Translations between protobuf messages and the owner's checked domain
  * values (STYLE 4). Only the rpc layer sees protobuf types.
  */
 
-/** A stored event as the API's Event. */
-export function eventToProto(e: EventRecord): Event {
+/**
+ * A stored event as the API's Event; with `dataJson`, its data goes as the stored JSON text
+ * (Event.data_json, no Struct built) for readers that asked for it.
+ */
+export function eventToProto(e: EventRecord, dataJson = false): Event {
   return create(EventSchema, {
     seq: BigInt(e.seq),
     id: e.id,
     type: e.type,
-    data: e.data as JsonObject,
+    ...(dataJson ? { dataJson: Buffer.from(storedDataJson(e)) } : { data: e.data as JsonObject }),
     cause: e.cause,
     actor: e.actor ? create(ActorSchema, e.actor) : undefined,
     at: timestampFromMs(e.at),
@@ -101,6 +105,61 @@ export function dataFromProto(value: JsonObject | undefined, field: string): Rec
   const data = objectFromProto(value);
   checkJson(data, field);
   return data;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Event data sent as JSON text (EmitRequest.data_json), checked once here as the Struct form is
+ * (an object, at most {@link maxJsonDepth} levels) and further as text: UTF-8, JSON, no string with
+ * a lone surrogate (`"\ud800"`: the Struct form, UTF-8 in protobuf, cannot carry one, so readers
+ * of either form would see different data). INVALID_ARGUMENT otherwise, naming `field` (e.g.
+ * `data_json`) for text that is not JSON and `dataField` (`data`, as for the Struct) for JSON that
+ * is not acceptable data. The object's compact JSON text is kept with it (stored and sent on as it is).
+ */
+export function dataFromJson(bytes: Uint8Array, field: string, dataField: string): Record<string, unknown> {
+  let text: string;
+  let value: unknown;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    fail("bad_request", `${field} is not UTF-8`, [{ field, description: "not UTF-8" }]);
+  }
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    fail("bad_request", `${field} is not JSON: ${(e as Error).message}`, [{ field, description: "not JSON" }]);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    fail("bad_request", `${dataField} must be a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value})`, [{ field: dataField, description: "not a JSON object" }]);
+  }
+  const data = value as Record<string, unknown>;
+  checkJson(data, dataField);
+  // Only text with an escaped surrogate (\uD800-\uDFFF) can hold a lone one.
+  if (/\\u[dD][89a-fA-F]/.test(text)) {
+    const at = loneSurrogateAt(data);
+    if (at) {
+      const pointer = [dataField, ...at].join("/");
+      fail("bad_request", `${dataField} holds a string with a lone surrogate (at ${pointer}): it cannot be sent as UTF-8`, [{ field: pointer, description: "a lone surrogate" }]);
+    }
+  }
+  rememberJsonText(data, JSON.stringify(data));
+  return data;
+}
+
+/** No lone surrogate in `s` (String.prototype.isWellFormed, which TypeScript's ES2022 library does not declare). */
+const wellFormed = (s: string): boolean => !/\p{Surrogate}/u.test(s);
+
+/** The keys leading to the first string (key or value) in `value` that is not well-formed UTF-16, or undefined. */
+function loneSurrogateAt(value: unknown): string[] | undefined {
+  if (typeof value === "string") return wellFormed(value) ? undefined : [];
+  if (value === null || typeof value !== "object") return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    if (!wellFormed(key)) return [key];
+    const path = loneSurrogateAt(item);
+    if (path) return [key, ...path];
+  }
+  return undefined;
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { LogService, WatchResponseSchema, type EmitRequest } from "../../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { LogService, WatchResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
 import { fail } from "../errors.js";
-import type { EmitInput, Emitter, EmitResult } from "../log/emit.js";
+import type { Emitter, EmitResult } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
 import { pageToken, parsePageToken, readPage } from "../log/read.js";
@@ -10,7 +10,10 @@ import { watchLog } from "../log/watch.js";
 import type { EventRecord, EventStatements } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, dataFromProto, eventToProto, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
+import type { Logger } from "../logger.js";
+import { eventToProto, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
+import { emitInput } from "./emit-input.js";
+import { publish } from "./publish.js";
 
 /** What the LogService handlers need. */
 export interface LogServiceDeps {
@@ -19,6 +22,10 @@ export interface LogServiceDeps {
   head: HeadSignal;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
   watchers?: { inc(): void; dec(): void };
+  /** Emits a Publish stream may have unacknowledged (PublishWelcome.window). */
+  publishWindow: number;
+  /** Told of errors the owner did not mean (INTERNAL) in a Publish stream's acks. */
+  logger?: Logger;
 }
 
 /** LogService over the owner's log: translation only; the rules live in log/. */
@@ -39,7 +46,7 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
       const page = readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000), deps.head.head);
       return {
-        events: page.events.map(eventToProto),
+        events: page.events.map((e) => eventToProto(e)),
         nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
         headSeq: BigInt(deps.head.head),
       };
@@ -57,7 +64,7 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       try {
         for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {
           yield "event" in item
-            ? { message: { case: "event", value: eventToProto(item.event) } }
+            ? { message: { case: "event", value: eventToProto(item.event, req.dataJson) } }
             : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
         }
         // The watch only ends when the call does: its deadline passed (DEADLINE_EXCEEDED, so a client can tell it from a normal end),
@@ -67,13 +74,10 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
         deps.watchers?.dec();
       }
     },
+    publish(requests, ctx) {
+      return publish(deps.emitter, deps.publishWindow, deps.logger, requests, ctx);
+    },
   };
-}
-
-/** One event to emit; `prefix` leads the fields it names (`events[1].` in a batch of several, as the emitter's). */
-function emitInput(req: EmitRequest, prefix = ""): EmitInput {
-  if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);
-  return { type: req.type, data: dataFromProto(req.data, `${prefix}data`), id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
 }
 
 function emitResult(result: EmitResult) {

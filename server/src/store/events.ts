@@ -1,4 +1,5 @@
 import type { Db } from "./database.js";
+import { jsonText, rememberJsonText } from "./json-text.js";
 import { limitedStatement } from "./limited.js";
 
 /** An event as stored: `data` and `actor` parsed, times in ms since the epoch (UTC). */
@@ -47,7 +48,7 @@ export function storedBytes(event: EventRecord): number {
   let bytes = sizes.get(event);
   if (bytes === undefined) {
     const actor = event.actor === null ? null : JSON.stringify(event.actor);
-    bytes = rowBytes({ ...event, data: JSON.stringify(event.data), actor });
+    bytes = rowBytes({ seq: event.seq, id: event.id, type: event.type, data: storedDataJson(event), cause: event.cause, actor, at: event.at });
     sizes.set(event, bytes);
   }
   return bytes;
@@ -62,16 +63,42 @@ export interface BudgetedRows {
   cut: boolean;
 }
 
+/** The stored JSON text of the data of events read from the log ({@link storedDataJson}). */
+const storedTexts = new WeakMap<EventRecord, string>();
+
+/**
+ * An event read from the log. Its `data` is parsed when first read: readers that only pass the
+ * event on (a Watch or a delivery asking for JSON text, a processor without `where` or `key`) send
+ * the stored text as it is ({@link storedDataJson}) and never parse it.
+ */
 function fromRow(row: EventRow): EventRecord {
-  return {
+  let data: Record<string, unknown> | undefined;
+  const record: EventRecord = {
     seq: row.seq,
     id: row.id,
     type: row.type,
-    data: JSON.parse(row.data),
+    get data() {
+      if (data === undefined) {
+        data = JSON.parse(row.data) as Record<string, unknown>;
+        rememberJsonText(data, row.data);
+      }
+      return data;
+    },
+    set data(value) {
+      data = value;
+      storedTexts.delete(record);
+    },
     cause: row.cause,
     actor: row.actor === null ? null : JSON.parse(row.actor),
     at: row.at,
   };
+  storedTexts.set(record, row.data);
+  return record;
+}
+
+/** `event`'s data as JSON text: as stored, for an event read from the log (its data not parsed for it); else stringified once. */
+export function storedDataJson(event: EventRecord): string {
+  return storedTexts.get(event) ?? jsonText(event.data);
 }
 
 /**
@@ -89,7 +116,7 @@ export function eventStatements(db: Db) {
   return {
     /** Inserts one event; the caller gives the next dense seq. Throws on a duplicate id. */
     insert(e: EventRecord): void {
-      insert.run(e.seq, e.id, e.type, JSON.stringify(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
+      insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
     },
     /** The event with this id, or undefined. */
     findById(id: string): EventRecord | undefined {

@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Event(_message.Message):
-    __slots__ = ("seq", "id", "type", "data", "cause", "actor", "at")
+    __slots__ = ("seq", "id", "type", "data", "cause", "actor", "at", "data_json")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -18,6 +18,7 @@ class Event(_message.Message):
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
     seq: int
     id: str
     type: str
@@ -25,7 +26,8 @@ class Event(_message.Message):
     cause: str
     actor: Actor
     at: _timestamp_pb2.Timestamp
-    def __init__(self, seq: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cause: _Optional[str] = ..., actor: _Optional[_Union[Actor, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    data_json: bytes
+    def __init__(self, seq: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cause: _Optional[str] = ..., actor: _Optional[_Union[Actor, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., data_json: _Optional[bytes] = ...) -> None: ...
 
 class Actor(_message.Message):
     __slots__ = ("id", "via")

@@ -101,7 +101,7 @@ class Notice(_message.Message):
     def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ..., work_id: _Optional[str] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches", "holds", "invocation_batches")
+    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches", "holds", "invocation_batches", "data_json")
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     PLUGINS_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +112,7 @@ class Hello(_message.Message):
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     HOLDS_FIELD_NUMBER: _ClassVar[int]
     INVOCATION_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
     executor: str
     instance_id: str
     plugins: _containers.RepeatedCompositeFieldContainer[_plugin_pb2.PluginManifest]
@@ -122,7 +123,8 @@ class Hello(_message.Message):
     batches: bool
     holds: bool
     invocation_batches: bool
-    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ..., holds: _Optional[bool] = ..., invocation_batches: _Optional[bool] = ...) -> None: ...
+    data_json: bool
+    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ..., holds: _Optional[bool] = ..., invocation_batches: _Optional[bool] = ..., data_json: _Optional[bool] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ("session_id", "heartbeat_interval_ms", "action_result_batches", "max_message_bytes")

@@ -1,5 +1,9 @@
+import datetime
+
 from chronolog.gen.chronolog.v1 import event_pb2 as _event_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.rpc import error_details_pb2 as _error_details_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -9,18 +13,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EmitRequest(_message.Message):
-    __slots__ = ("type", "data", "id", "cause", "actor")
+    __slots__ = ("type", "data", "id", "cause", "actor", "data_json")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
     type: str
     data: _struct_pb2.Struct
     id: str
     cause: _event_pb2.Cause
     actor: _event_pb2.Actor
-    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ...) -> None: ...
+    data_json: bytes
+    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., data_json: _Optional[bytes] = ...) -> None: ...
 
 class EmitResponse(_message.Message):
     __slots__ = ("event", "existing")
@@ -79,14 +85,16 @@ class GetEventResponse(_message.Message):
     def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("after_seq", "types", "where")
+    __slots__ = ("after_seq", "types", "where", "data_json")
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     TYPES_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
     after_seq: int
     types: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
-    def __init__(self, after_seq: _Optional[int] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    data_json: bool
+    def __init__(self, after_seq: _Optional[int] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., data_json: _Optional[bool] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
     __slots__ = ("event", "caught_up")
@@ -101,3 +109,76 @@ class CaughtUp(_message.Message):
     HEAD_SEQ_FIELD_NUMBER: _ClassVar[int]
     head_seq: int
     def __init__(self, head_seq: _Optional[int] = ...) -> None: ...
+
+class PublishRequest(_message.Message):
+    __slots__ = ("emits",)
+    EMITS_FIELD_NUMBER: _ClassVar[int]
+    emits: _containers.RepeatedCompositeFieldContainer[PublishEmit]
+    def __init__(self, emits: _Optional[_Iterable[_Union[PublishEmit, _Mapping]]] = ...) -> None: ...
+
+class PublishEmit(_message.Message):
+    __slots__ = ("ref", "event")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    ref: int
+    event: EmitRequest
+    def __init__(self, ref: _Optional[int] = ..., event: _Optional[_Union[EmitRequest, _Mapping]] = ...) -> None: ...
+
+class PublishResponse(_message.Message):
+    __slots__ = ("welcome", "acks")
+    WELCOME_FIELD_NUMBER: _ClassVar[int]
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    welcome: PublishWelcome
+    acks: PublishAcks
+    def __init__(self, welcome: _Optional[_Union[PublishWelcome, _Mapping]] = ..., acks: _Optional[_Union[PublishAcks, _Mapping]] = ...) -> None: ...
+
+class PublishWelcome(_message.Message):
+    __slots__ = ("window",)
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    window: int
+    def __init__(self, window: _Optional[int] = ...) -> None: ...
+
+class PublishAcks(_message.Message):
+    __slots__ = ("acks",)
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    acks: _containers.RepeatedCompositeFieldContainer[PublishAck]
+    def __init__(self, acks: _Optional[_Iterable[_Union[PublishAck, _Mapping]]] = ...) -> None: ...
+
+class PublishAck(_message.Message):
+    __slots__ = ("ref", "seq", "id", "existing", "at", "actor", "error")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ref: int
+    seq: int
+    id: str
+    existing: bool
+    at: _timestamp_pb2.Timestamp
+    actor: _event_pb2.Actor
+    error: PublishError
+    def __init__(self, ref: _Optional[int] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., existing: _Optional[bool] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., error: _Optional[_Union[PublishError, _Mapping]] = ...) -> None: ...
+
+class PublishError(_message.Message):
+    __slots__ = ("code", "message", "reason", "metadata", "field_violations")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    FIELD_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    reason: str
+    metadata: _containers.ScalarMap[str, str]
+    field_violations: _containers.RepeatedCompositeFieldContainer[_error_details_pb2.BadRequest.FieldViolation]
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., field_violations: _Optional[_Iterable[_Union[_error_details_pb2.BadRequest.FieldViolation, _Mapping]]] = ...) -> None: ...

@@ -60,6 +60,11 @@ class LogServiceStub:
                 request_serializer=chronolog_dot_v1_dot_log__pb2.WatchRequest.SerializeToString,
                 response_deserializer=chronolog_dot_v1_dot_log__pb2.WatchResponse.FromString,
                 _registered_method=True)
+        self.Publish = channel.stream_stream(
+                '/chronolog.v1.LogService/Publish',
+                request_serializer=chronolog_dot_v1_dot_log__pb2.PublishRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_log__pb2.PublishResponse.FromString,
+                _registered_method=True)
 
 
 class LogServiceServicer:
@@ -106,6 +111,21 @@ class LogServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Publish(self, request_iterator, context):
+        """Emits many events on one stream: the owner answers first with a `welcome`
+        granting a window of unacknowledged emits, then with an ack per emit, in
+        request order, once the commit that holds it is durable (or with its
+        error). Each emit is checked and committed as by Emit (ids, allow, actor,
+        cause, errors); a refused emit gets its error in its ack and the stream
+        goes on. Emits of the stream share group commits (one fsync for many).
+        While the window is full the owner reads no more of the stream (HTTP/2
+        flow control then holds the client back). Needs HTTP/2 (gRPC or Connect
+        over h2).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LogServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -133,6 +153,11 @@ def add_LogServiceServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=chronolog_dot_v1_dot_log__pb2.WatchRequest.FromString,
                     response_serializer=chronolog_dot_v1_dot_log__pb2.WatchResponse.SerializeToString,
+            ),
+            'Publish': grpc.stream_stream_rpc_method_handler(
+                    servicer.Publish,
+                    request_deserializer=chronolog_dot_v1_dot_log__pb2.PublishRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_log__pb2.PublishResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -271,6 +296,33 @@ class LogService:
             '/chronolog.v1.LogService/Watch',
             chronolog_dot_v1_dot_log__pb2.WatchRequest.SerializeToString,
             chronolog_dot_v1_dot_log__pb2.WatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Publish(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/chronolog.v1.LogService/Publish',
+            chronolog_dot_v1_dot_log__pb2.PublishRequest.SerializeToString,
+            chronolog_dot_v1_dot_log__pb2.PublishResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,14 +6,17 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Actor, Cause, Event } from "./event_pb.js";
 import { file_chronolog_v1_event } from "./event_pb.js";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { BadRequest_FieldViolation } from "../../google/rpc/error_details_pb.js";
+import { file_google_rpc_error_details } from "../../google/rpc/error_details_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file chronolog/v1/log.proto.
  */
 export const file_chronolog_v1_log: GenFile = /*@__PURE__*/
-  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEilgEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3IiRAoMRW1pdFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhAKCGV4aXN0aW5nGAIgASgIIj0KEEVtaXRCYXRjaFJlcXVlc3QSKQoGZXZlbnRzGAEgAygLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IkAKEUVtaXRCYXRjaFJlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlIoEBCg5SZWFkTG9nUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSDQoFdHlwZXMYBCADKAkSJgoFd2hlcmUYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ImEKD1JlYWRMb2dSZXNwb25zZRIjCgZldmVudHMYASADKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhAKCGhlYWRfc2VxGAMgASgEIh0KD0dldEV2ZW50UmVxdWVzdBIKCgJpZBgBIAEoCSI2ChBHZXRFdmVudFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50IlgKDFdhdGNoUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSDQoFdHlwZXMYAiADKAkSJgoFd2hlcmUYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Im0KDVdhdGNoUmVzcG9uc2USJAoFZXZlbnQYASABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnRIABIrCgljYXVnaHRfdXAYAiABKAsyFi5jaHJvbm9sb2cudjEuQ2F1Z2h0VXBIAEIJCgdtZXNzYWdlIhwKCENhdWdodFVwEhAKCGhlYWRfc2VxGAEgASgEMvACCgpMb2dTZXJ2aWNlEj0KBEVtaXQSGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QaGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlEkwKCUVtaXRCYXRjaBIeLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlc3BvbnNlEkYKB1JlYWRMb2cSHC5jaHJvbm9sb2cudjEuUmVhZExvZ1JlcXVlc3QaHS5jaHJvbm9sb2cudjEuUmVhZExvZ1Jlc3BvbnNlEkkKCEdldEV2ZW50Eh0uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRFdmVudFJlc3BvbnNlEkIKBVdhdGNoEhouY2hyb25vbG9nLnYxLldhdGNoUmVxdWVzdBobLmNocm9ub2xvZy52MS5XYXRjaFJlc3BvbnNlMAFiBnByb3RvMw", [file_chronolog_v1_event, file_google_protobuf_struct]);
+  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEiqQEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMIkQKDEVtaXRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIQCghleGlzdGluZxgCIAEoCCI9ChBFbWl0QmF0Y2hSZXF1ZXN0EikKBmV2ZW50cxgBIAMoCzIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdCJAChFFbWl0QmF0Y2hSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZSKBAQoOUmVhZExvZ1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEg0KBXR5cGVzGAQgAygJEiYKBXdoZXJlGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJhCg9SZWFkTG9nUmVzcG9uc2USIwoGZXZlbnRzGAEgAygLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghoZWFkX3NlcRgDIAEoBCIdCg9HZXRFdmVudFJlcXVlc3QSCgoCaWQYASABKAkiNgoQR2V0RXZlbnRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudCJrCgxXYXRjaFJlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEg0KBXR5cGVzGAIgAygJEiYKBXdoZXJlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglkYXRhX2pzb24YBCABKAgibQoNV2F0Y2hSZXNwb25zZRIkCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudEgAEisKCWNhdWdodF91cBgCIAEoCzIWLmNocm9ub2xvZy52MS5DYXVnaHRVcEgAQgkKB21lc3NhZ2UiHAoIQ2F1Z2h0VXASEAoIaGVhZF9zZXEYASABKAQiOgoOUHVibGlzaFJlcXVlc3QSKAoFZW1pdHMYASADKAsyGS5jaHJvbm9sb2cudjEuUHVibGlzaEVtaXQiRAoLUHVibGlzaEVtaXQSCwoDcmVmGAEgASgEEigKBWV2ZW50GAIgASgLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IngKD1B1Ymxpc2hSZXNwb25zZRIvCgd3ZWxjb21lGAEgASgLMhwuY2hyb25vbG9nLnYxLlB1Ymxpc2hXZWxjb21lSAASKQoEYWNrcxgCIAEoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrc0gAQgkKB21lc3NhZ2UiIAoOUHVibGlzaFdlbGNvbWUSDgoGd2luZG93GAEgASgNIjUKC1B1Ymxpc2hBY2tzEiYKBGFja3MYASADKAsyGC5jaHJvbm9sb2cudjEuUHVibGlzaEFjayK7AQoKUHVibGlzaEFjaxILCgNyZWYYASABKAQSCwoDc2VxGAIgASgEEgoKAmlkGAMgASgJEhAKCGV4aXN0aW5nGAQgASgIEiYKAmF0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIpCgVlcnJvchgHIAEoCzIaLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3Ii6wEKDFB1Ymxpc2hFcnJvchIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEjoKCG1ldGFkYXRhGAQgAygLMiguY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvci5NZXRhZGF0YUVudHJ5Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYBSADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMrwDCgpMb2dTZXJ2aWNlEj0KBEVtaXQSGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QaGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlEkwKCUVtaXRCYXRjaBIeLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlc3BvbnNlEkYKB1JlYWRMb2cSHC5jaHJvbm9sb2cudjEuUmVhZExvZ1JlcXVlc3QaHS5jaHJvbm9sb2cudjEuUmVhZExvZ1Jlc3BvbnNlEkkKCEdldEV2ZW50Eh0uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRFdmVudFJlc3BvbnNlEkIKBVdhdGNoEhouY2hyb25vbG9nLnYxLldhdGNoUmVxdWVzdBobLmNocm9ub2xvZy52MS5XYXRjaFJlc3BvbnNlMAESSgoHUHVibGlzaBIcLmNocm9ub2xvZy52MS5QdWJsaXNoUmVxdWVzdBodLmNocm9ub2xvZy52MS5QdWJsaXNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
 
 /**
  * One event to append.
@@ -57,6 +60,14 @@ export type EmitRequest = Message<"chronolog.v1.EmitRequest"> & {
    * @generated from field: chronolog.v1.Actor actor = 5;
    */
   actor?: Actor | undefined;
+
+  /**
+   * The event's data as UTF-8 JSON text (an object), instead of `data`: no
+   * Struct to build or decode. Set one of the two (neither: `{}`).
+   *
+   * @generated from field: bytes data_json = 6;
+   */
+  dataJson: Uint8Array;
 };
 
 /**
@@ -294,6 +305,14 @@ export type WatchRequest = Message<"chronolog.v1.WatchRequest"> & {
    * @generated from field: google.protobuf.Struct where = 3;
    */
   where?: JsonObject | undefined;
+
+  /**
+   * Send each event's data as JSON text in Event.data_json instead of the
+   * Struct in Event.data (cheaper to encode and decode).
+   *
+   * @generated from field: bool data_json = 4;
+   */
+  dataJson: boolean;
 };
 
 /**
@@ -362,6 +381,251 @@ export const CaughtUpSchema: GenMessage<CaughtUp> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_log, 10);
 
 /**
+ * Client → owner on a Publish stream.
+ *
+ * @generated from message chronolog.v1.PublishRequest
+ */
+export type PublishRequest = Message<"chronolog.v1.PublishRequest"> & {
+  /**
+   * Emits, in order; each takes a place in the window until its ack. At most
+   * the window's size in one message.
+   *
+   * @generated from field: repeated chronolog.v1.PublishEmit emits = 1;
+   */
+  emits: PublishEmit[];
+};
+
+/**
+ * Describes the message chronolog.v1.PublishRequest.
+ * Use `create(PublishRequestSchema)` to create a new message.
+ */
+export const PublishRequestSchema: GenMessage<PublishRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 11);
+
+/**
+ * One emit of a Publish stream.
+ *
+ * @generated from message chronolog.v1.PublishEmit
+ */
+export type PublishEmit = Message<"chronolog.v1.PublishEmit"> & {
+  /**
+   * Chosen by the client, echoed in the ack (e.g. a counter per stream).
+   *
+   * @generated from field: uint64 ref = 1;
+   */
+  ref: bigint;
+
+  /**
+   * The event, as for Emit (prefer `data_json` to `data`). Give an `id` so
+   * that sending it again on a new stream after a break writes it once.
+   *
+   * @generated from field: chronolog.v1.EmitRequest event = 2;
+   */
+  event?: EmitRequest | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.PublishEmit.
+ * Use `create(PublishEmitSchema)` to create a new message.
+ */
+export const PublishEmitSchema: GenMessage<PublishEmit> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 12);
+
+/**
+ * Owner → client on a Publish stream.
+ *
+ * @generated from message chronolog.v1.PublishResponse
+ */
+export type PublishResponse = Message<"chronolog.v1.PublishResponse"> & {
+  /**
+   * One of the owner's messages.
+   *
+   * @generated from oneof chronolog.v1.PublishResponse.message
+   */
+  message: {
+    /**
+     * First message: the window.
+     *
+     * @generated from field: chronolog.v1.PublishWelcome welcome = 1;
+     */
+    value: PublishWelcome;
+    case: "welcome";
+  } | {
+    /**
+     * Acks of the next emits, in request order.
+     *
+     * @generated from field: chronolog.v1.PublishAcks acks = 2;
+     */
+    value: PublishAcks;
+    case: "acks";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message chronolog.v1.PublishResponse.
+ * Use `create(PublishResponseSchema)` to create a new message.
+ */
+export const PublishResponseSchema: GenMessage<PublishResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 13);
+
+/**
+ * The flow control of a Publish stream.
+ *
+ * @generated from message chronolog.v1.PublishWelcome
+ */
+export type PublishWelcome = Message<"chronolog.v1.PublishWelcome"> & {
+  /**
+   * Emits the client may have sent and not yet seen acknowledged. The owner
+   * stops reading the stream while that many are unacknowledged.
+   *
+   * @generated from field: uint32 window = 1;
+   */
+  window: number;
+};
+
+/**
+ * Describes the message chronolog.v1.PublishWelcome.
+ * Use `create(PublishWelcomeSchema)` to create a new message.
+ */
+export const PublishWelcomeSchema: GenMessage<PublishWelcome> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 14);
+
+/**
+ * Acks sent together.
+ *
+ * @generated from message chronolog.v1.PublishAcks
+ */
+export type PublishAcks = Message<"chronolog.v1.PublishAcks"> & {
+  /**
+   * In the order of the emits.
+   *
+   * @generated from field: repeated chronolog.v1.PublishAck acks = 1;
+   */
+  acks: PublishAck[];
+};
+
+/**
+ * Describes the message chronolog.v1.PublishAcks.
+ * Use `create(PublishAcksSchema)` to create a new message.
+ */
+export const PublishAcksSchema: GenMessage<PublishAcks> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 15);
+
+/**
+ * How one emit ended: committed and durable (or already in the log), or
+ * refused.
+ *
+ * @generated from message chronolog.v1.PublishAck
+ */
+export type PublishAck = Message<"chronolog.v1.PublishAck"> & {
+  /**
+   * The emit's ref.
+   *
+   * @generated from field: uint64 ref = 1;
+   */
+  ref: bigint;
+
+  /**
+   * The event's seq (0 when refused).
+   *
+   * @generated from field: uint64 seq = 2;
+   */
+  seq: bigint;
+
+  /**
+   * The event's id (given, made by the owner or derived from the cause).
+   *
+   * @generated from field: string id = 3;
+   */
+  id: string;
+
+  /**
+   * True when the id was already in the log with the same type and data:
+   * nothing was written.
+   *
+   * @generated from field: bool existing = 4;
+   */
+  existing: boolean;
+
+  /**
+   * The event's commit time.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 5;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * The event's actor as stored (absent: the system).
+   *
+   * @generated from field: chronolog.v1.Actor actor = 6;
+   */
+  actor?: Actor | undefined;
+
+  /**
+   * Set when the emit was refused: what Emit would have answered.
+   *
+   * @generated from field: chronolog.v1.PublishError error = 7;
+   */
+  error?: PublishError | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.PublishAck.
+ * Use `create(PublishAckSchema)` to create a new message.
+ */
+export const PublishAckSchema: GenMessage<PublishAck> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 16);
+
+/**
+ * An emit's error, as Emit's gRPC status would carry it.
+ *
+ * @generated from message chronolog.v1.PublishError
+ */
+export type PublishError = Message<"chronolog.v1.PublishError"> & {
+  /**
+   * The gRPC status code (google.rpc.Code), e.g. 3 for INVALID_ARGUMENT.
+   *
+   * @generated from field: uint32 code = 1;
+   */
+  code: number;
+
+  /**
+   * The owner's message.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * The stable reason (as google.rpc.ErrorInfo.reason), e.g. `SCHEMA_VIOLATION`.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Stable facts (as google.rpc.ErrorInfo.metadata).
+   *
+   * @generated from field: map<string, string> metadata = 4;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * The field violations (as google.rpc.BadRequest).
+   *
+   * @generated from field: repeated google.rpc.BadRequest.FieldViolation field_violations = 5;
+   */
+  fieldViolations: BadRequest_FieldViolation[];
+};
+
+/**
+ * Describes the message chronolog.v1.PublishError.
+ * Use `create(PublishErrorSchema)` to create a new message.
+ */
+export const PublishErrorSchema: GenMessage<PublishError> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 17);
+
+/**
  * The event log: append (Emit), page (ReadLog) and follow (Watch).
  *
  * @generated from service chronolog.v1.LogService
@@ -421,6 +685,24 @@ export const LogService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRequestSchema;
     output: typeof WatchResponseSchema;
+  },
+  /**
+   * Emits many events on one stream: the owner answers first with a `welcome`
+   * granting a window of unacknowledged emits, then with an ack per emit, in
+   * request order, once the commit that holds it is durable (or with its
+   * error). Each emit is checked and committed as by Emit (ids, allow, actor,
+   * cause, errors); a refused emit gets its error in its ack and the stream
+   * goes on. Emits of the stream share group commits (one fsync for many).
+   * While the window is full the owner reads no more of the stream (HTTP/2
+   * flow control then holds the client back). Needs HTTP/2 (gRPC or Connect
+   * over h2).
+   *
+   * @generated from rpc chronolog.v1.LogService.Publish
+   */
+  publish: {
+    methodKind: "bidi_streaming";
+    input: typeof PublishRequestSchema;
+    output: typeof PublishResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_chronolog_v1_log, 0);

@@ -1,0 +1,16 @@
+import type { EmitRequest } from "../../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { fail } from "../errors.js";
+import type { EmitInput } from "../log/emit.js";
+import { actorFromProto, causeFromProto, dataFromJson, dataFromProto } from "./convert.js";
+
+/**
+ * One event to emit (Emit, EmitBatch, Publish); `prefix` leads the fields it names (`events[1].`
+ * in a batch of several, as the emitter's). Its data comes as a Struct (`data`) or as JSON text
+ * (`data_json`), not both.
+ */
+export function emitInput(req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor">, prefix = ""): EmitInput {
+  if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);
+  if (req.dataJson.length > 0 && req.data !== undefined) fail("bad_request", `set ${prefix}data or ${prefix}data_json, not both`, [{ field: `${prefix}data_json`, description: "data is set too" }]);
+  const data = req.dataJson.length > 0 ? dataFromJson(req.dataJson, `${prefix}data_json`, `${prefix}data`) : dataFromProto(req.data, `${prefix}data`);
+  return { type: req.type, data, id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
+}
