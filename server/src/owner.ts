@@ -17,6 +17,7 @@ import { LiveCauses } from "./log/causes.js";
 import { Emitter } from "./log/emit.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
+import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
 import { metricsHttpHandler, OwnerMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
@@ -72,6 +73,8 @@ export interface OwnerOptions {
   timerLookaheadMs?: number;
   /** Most rows one chunk of the retention sweep deletes (default 5,000). */
   timerRetentionChunkRows?: number;
+  /** Folder of the built console served under /console/ (default: dist/console, see console.ts). */
+  consoleDir?: string;
 }
 
 /** A running owner. */
@@ -180,6 +183,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
   const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days), chunkRows: options.timerRetentionChunkRows });
   retentionMetrics(metrics.registry, timerRetention);
   const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
+  const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
+  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
   const listener = await listen({
     host: options.host,
     port: options.port,
@@ -188,7 +193,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     readMaxBytes: maxMessageBytes,
     interceptors: [errorInterceptor(logger), authInterceptor(authenticator)],
     // GET /metrics (O2): open like every RPC without principals, an admin token with them.
-    extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),
+    // GET /console/: the console's static files (the page then calls the RPCs with its token).
+    extraHttpHandler: (req, res) => metricsHandler(req, res) || consoleHandler(req, res),
     routes(router) {
       // Requests in JSON (Connect, gRPC-Web) are strict, as manifests in files are: a misspelt field or enum
       // name is INVALID_ARGUMENT, not dropped (a misspelt `overdue` or overlap policy would quietly change a timer).
@@ -211,6 +217,9 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>)
     { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
   );
+  const shownHost = options.host === "0.0.0.0" || options.host === "::" ? "localhost" : options.host.includes(":") ? `[${options.host}]` : options.host;
+  const consoleUrl = `${config?.tls ? "https" : "http"}://${shownHost}:${listener.port}${consolePath}`;
+  logger.info({ console: consoleUrl }, `console at ${consoleUrl}${authenticator.required ? " (sign in with a principal's token)" : ""}`);
   return {
     host: options.host,
     port: listener.port,

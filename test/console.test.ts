@@ -1,0 +1,380 @@
+// The console (console/, served by the owner under /console/) end to end in headless Debian
+// Chromium (playwright-core, as browser.test.ts): a real owner with principals, a real executor
+// process (TS SDK, plugin `desk` of helpers/console-executor.ts) and its declared schedule. Each
+// view renders the owner's data; the buttons change the owner (checked through the SDK and the
+// executor's own output); a client token sees no admin button and a forged admin call from its
+// page is refused. Screenshots of each view go to test/artifacts/console/ (gitignored).
+// The static files themselves (CSP, content types, HTTP/1.1 and HTTP/2) are checked with Node.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import * as http2 from "node:http2";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { consoleCsp } from "../server/src/console.js";
+import type { Owner } from "../server/src/owner.js";
+import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const repo = new URL("../", import.meta.url).pathname;
+const CHROMIUM = "/usr/bin/chromium";
+const missing = !existsSync(CHROMIUM);
+if (missing && !process.env.CI) {
+  console.warn(`console.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`);
+}
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const artifacts = join(repo, "test/artifacts/console");
+const tokens = { admin: "console-admin-token-0123456789", client: "console-client-token-0123456789", executor: "console-executor-token-0123456789" };
+const processor = "desk.triage";
+
+/** The owner serves dist/console/, which `npm test` (test/run.mjs) builds first. */
+function builtConsole(): void {
+  if (!existsSync(join(repo, "dist/console/index.html"))) throw new Error("dist/console/ is missing: run the tests with `npm test` (or `npm run build` first)");
+}
+
+/** A line the executor printed: a delivery of `desk.triage` or a call of `desk.remind`. */
+type Line = { kind: "delivery"; seq: number; id: string; attempt: number } | { kind: "call"; callId: string };
+
+describe.skipIf(missing && !process.env.CI)("console (served by the owner, in Debian Chromium)", () => {
+  let owner: Owner & { url: string };
+  let admin: ChronologClient;
+  let executor: ChildProcess;
+  let context: BrowserContext;
+  const lines: Line[] = [];
+  /** Content security policy violations and page errors seen on any page. */
+  const pageProblems: string[] = [];
+  const folders: string[] = [];
+
+  const deliveries = (id: string) => lines.filter((l) => l.kind === "delivery" && l.id === id);
+  const calls = () => lines.filter((l) => l.kind === "call");
+  const triage = async () => (await admin.admin.listProcessors({})).processors.find((p) => p.name === processor)!;
+
+  async function open(path: string, token = tokens.admin, signedIn = "#who"): Promise<Page> {
+    const page = await context.newPage();
+    page.on("console", (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) pageProblems.push(m.text());
+    });
+    page.on("pageerror", (e) => pageProblems.push(String(e)));
+    await page.goto(`${owner.url}/console${path}`);
+    await page.waitForSelector("#token");
+    await page.fill("#token", token);
+    await page.click("#sign-in");
+    try {
+      await page.waitForSelector(signedIn, { timeout: 10_000 });
+    } catch (e) {
+      await page.screenshot({ path: join(artifacts, "failed-sign-in.png") });
+      throw new Error(`${String(e)}\n${await page.content()}\n${pageProblems.join("\n")}`);
+    }
+    return page;
+  }
+
+  async function screenshot(page: Page, name: string): Promise<void> {
+    // Usable at 1280×800: nothing is wider than the window.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    const outside = await page.$$eval("button, input, select, a", (els) => els.filter((el) => el.getBoundingClientRect().right > window.innerWidth).map((el) => el.outerHTML));
+    expect(outside).toEqual([]);
+    await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+  }
+
+  beforeAll(async () => {
+    if (missing) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y --no-install-recommends chromium)`);
+    builtConsole();
+    rmSync(artifacts, { recursive: true, force: true });
+    mkdirSync(artifacts, { recursive: true });
+    owner = await startTestOwner({
+      config: {
+        principals: [
+          { name: "ops", token: tokens.admin, role: "admin" },
+          { name: "web", token: tokens.client, role: "client" },
+          { name: "desk-executor", token: tokens.executor, role: "executor" },
+        ],
+      },
+    });
+    admin = createClient({ url: owner.url, token: tokens.admin });
+    executor = spawn(process.execPath, ["--import", "tsx", "test/helpers/console-executor.ts", owner.url, tokens.executor], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    createInterface({ input: executor.stdout! }).on("line", (line) => lines.push(JSON.parse(line) as Line));
+    await new Promise<void>((resolve, reject) => {
+      let err = "";
+      executor.stderr!.on("data", (b: Buffer) => {
+        err += b.toString();
+        if (err.includes("executor ready")) resolve();
+      });
+      executor.once("exit", (code) => reject(new Error(`executor exited (${code}):\n${err}`)));
+    });
+    await admin.emit("ticket.opened", { title: "printer on fire" }, { id: "t-1", actor: { id: "user:ana" } });
+    await admin.emit("ticket.opened", { title: "cannot log in", fail: true }, { id: "t-bad" });
+    await until(async () => (await triage()).failures === 1n && (await triage()).lag === 0n, "t-1 triaged and t-bad failed");
+    const profile = tempDir("chronolog-chromium-");
+    folders.push(profile);
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+  });
+  afterAll(async () => {
+    await context?.close();
+    executor?.kill("SIGKILL");
+    await owner?.close();
+    for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("log: the live tail shows an event emitted from outside within a second; filters; the event page links its causes both ways", async () => {
+    const page = await open("/");
+    await page.waitForSelector("#tail-status[data-state=live]");
+    await page.waitForSelector("#tail tr[data-id=t-1]");
+    const { event } = await admin.emit("ticket.opened", { title: "from outside" }, { id: "t-live" });
+    const emitted = Date.now();
+    await page.waitForSelector("#tail tr[data-id=t-live]", { timeout: 1000 });
+    expect(Date.now() - emitted).toBeLessThan(1000);
+    expect(await page.getAttribute("#tail tr[data-id=t-live]", "data-seq")).toBe(String(event!.seq));
+    await until(async () => deliveries("t-live").length === 1, "t-live delivered");
+    await screenshot(page, "log");
+
+    // Type and where filters: the tail starts again with only the matching events.
+    await page.fill("#filter-types", "ticket.opened");
+    await page.fill("#filter-where", '{"title": "printer on fire"}');
+    await page.click("#apply-filter");
+    await page.waitForSelector("#tail-status[data-state=live]");
+    await until(async () => (await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1", "only t-1 in the filtered tail");
+    await page.fill("#filter-where", "{not json");
+    await page.click("#apply-filter");
+    await page.waitForSelector("text=where: ");
+
+    // Search by id: the event page with data, actor, time, and the event made under it.
+    await page.fill("#search-id", "t-1");
+    await page.click("#search");
+    await page.waitForSelector("#event[data-id=t-1]");
+    expect(JSON.parse((await page.textContent("#event-data"))!)).toEqual({ title: "printer on fire" });
+    expect(await page.textContent("#event-actor")).toBe("id=user:ana");
+    expect(await page.textContent("#event-cause")).toBe("none");
+    const triaged = await page.waitForSelector("#under .event-link");
+    const triagedId = (await triaged.getAttribute("data-id"))!;
+    expect((await admin.log.getEvent({ id: triagedId })).event!.cause).toBe("t-1");
+    await screenshot(page, "event");
+    await page.click(`#under .event-link[data-id="${triagedId}"] a`);
+    await page.waitForSelector(`#event[data-id="${triagedId}"]`);
+    await page.waitForSelector("#event-cause .event-link[data-id=t-1]");
+    await page.goto(`${owner.url}/console/events/no-such-event`);
+    await page.waitForSelector("#event-error");
+    expect(await page.textContent("#event-error")).toMatch(/^NotFound: /);
+    await page.close();
+  });
+
+  it("processors: pausing from the page stops deliveries and resuming restarts them; the cursor move says what is delivered again", async () => {
+    const page = await open("/processors");
+    const row = `#processors tr[data-name="${processor}"]`;
+    await page.waitForSelector(`${row}[data-paused=false]`);
+    await page.waitForSelector("#lag-chart[data-samples='3']", { timeout: 10_000 });
+    await screenshot(page, "processors");
+
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=true]`);
+    expect((await triage()).paused).toBe(true);
+    await admin.emit("ticket.opened", { title: "while paused" }, { id: "t-paused" });
+    await until(async () => (await page.textContent(`${row} td.lag`)) === "1", "the page shows a lag of 1");
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(deliveries("t-paused")).toEqual([]);
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=false]`);
+    await until(async () => deliveries("t-paused").length === 1, "t-paused delivered after the resume");
+
+    // Move the cursor back by 2: the confirm says 2 events are delivered again, then they are.
+    await until(async () => (await triage()).lag === 0n, "caught up");
+    const floor = (await triage()).ackFloor;
+    await page.click(`${row} button.details`);
+    await page.fill("#move-target", String(floor - 2n));
+    await page.click("#move-check");
+    expect(await page.textContent("#move-confirm-text")).toBe(
+      `Move the cursor of ${processor} back from ${floor} to ${floor - 2n}: 2 events of the log (seqs ${floor - 1n} to ${floor}) will be delivered again (those the processor's filter matches).`,
+    );
+    const before = lines.length;
+    await page.click("#move-confirm");
+    await page.waitForSelector("#action-result.ok");
+    // The move is recorded (processor.cursor_moved): the head is past the old cursor now.
+    await until(async () => (await triage()).ackFloor > floor && (await triage()).lag === 0n, "caught up again after the move");
+    const inRange = (await admin.log.readLog({ afterSeq: floor - 2n, pageSize: 2, types: ["ticket.opened"] })).events.filter((e) => e.seq <= floor);
+    const redelivered = lines.slice(before).flatMap((l) => (l.kind === "delivery" && BigInt(l.seq) <= floor ? [l.seq] : []));
+    expect(redelivered.sort()).toEqual(inRange.map((e) => Number(e.seq)));
+    expect(redelivered.every((seq) => BigInt(seq) > floor - 2n)).toBe(true);
+    await page.close();
+  });
+
+  it("processors: a redrive from the page delivers the failed event again", async () => {
+    const page = await open("/processors");
+    const row = `#processors tr[data-name="${processor}"]`;
+    await page.click(`${row} button.details`);
+    const bad = (await admin.log.getEvent({ id: "t-bad" })).event!;
+    const failedRow = `#failed tr[data-seq="${bad.seq}"]`;
+    await page.waitForSelector(failedRow);
+    expect(await page.textContent(`${failedRow} td.error-text`)).toBe("ticket t-bad cannot be triaged");
+    await screenshot(page, "failed-deliveries");
+    expect(deliveries("t-bad")).toHaveLength(1);
+    await page.click(`${failedRow} button.redrive`);
+    await page.waitForSelector("#action-result.ok");
+    expect(await page.textContent("#action-result")).toBe(`${processor}: 1 failed deliveries queued again`);
+    await until(async () => deliveries("t-bad").length === 2, "t-bad delivered again");
+    await page.close();
+  });
+
+  it("time: the declared schedule with its next fire times; pause with a note and resume; trigger now makes one call; a delay is cancelled", async () => {
+    const delay = await admin.delay("desk.remind", { what: "later" }, { intervalMs: 3_600_000 }, "unbounded");
+    const page = await open("/time");
+    const schedule = (await admin.time.listTimers({})).timers.find((t) => t.schedule === "hourly")!;
+    const row = `#timers tr[data-id="${schedule.id}"]`;
+    await page.waitForSelector(row);
+    expect(await page.textContent(`${row} td.next-due`)).toContain("in ");
+    await page.click(`${row} button.link`);
+    await page.waitForSelector(`.preview[data-timer="${schedule.id}"] .preview-times li`);
+    const preview = (await admin.getTimer(schedule.id, { previewCount: 5 })).preview;
+    expect(await page.$$eval(`.preview[data-timer="${schedule.id}"] .preview-times li`, (items) => items.length)).toBe(preview.length);
+    await page.waitForSelector(`#timers tr[data-id="${delay.delayId}"]`);
+    await screenshot(page, "time");
+
+    await page.fill("#timer-note", "maintenance window");
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=true]`);
+    const paused = await admin.getTimer(schedule.id);
+    expect([paused.paused, paused.pauseNote]).toEqual([true, "maintenance window"]);
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=false]`);
+    expect((await admin.getTimer(schedule.id)).paused).toBe(false);
+
+    const before = calls().length;
+    await page.click(`${row} button.trigger`);
+    await page.waitForSelector("#time-result.ok");
+    await until(async () => calls().length === before + 1, "the triggered call");
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(calls()).toHaveLength(before + 1);
+
+    await page.click(`#timers tr[data-id="${delay.delayId}"] button.cancel`);
+    await until(async () => (await page.textContent("#time-result")) === `delay ${delay.delayId} cancelled`, "the cancel's answer");
+    await until(async () => (await page.$(`#timers tr[data-id="${delay.delayId}"]`)) === null, "the delay gone from the page");
+    expect(await admin.getTimer(delay.delayId).catch((e: unknown) => ConnectError.from(e).code)).toBe(Code.NotFound);
+    await page.close();
+  });
+
+  it("executors and plugins: the connected session with what it hosts; the declared event types", async () => {
+    const page = await open("/executors");
+    const row = await page.waitForSelector("#executors tbody tr");
+    const [session] = (await admin.admin.listExecutors({})).executors;
+    expect(await row.getAttribute("data-session")).toBe(session.sessionId);
+    expect(await page.textContent("#executors td.hosts")).toContain(`processors: ${processor}`);
+    expect(await page.textContent("#executors td.hosts")).toContain("actions: desk.remind");
+    await screenshot(page, "executors");
+    await page.click("a[data-nav=plugins]");
+    await page.waitForSelector("article.plugin[data-name=desk] tr[data-type='ticket.opened']");
+    await screenshot(page, "plugins");
+    await page.close();
+  });
+
+  it("a client token sees no admin views or buttons, and a forged admin call from its page is refused", async () => {
+    const page = await open("/", tokens.client);
+    expect(await page.getAttribute("#who", "data-admin")).toBe("false");
+    await page.waitForSelector("#tail-status[data-state=live]");
+    expect(await page.$$("a[data-nav=processors], a[data-nav=executors]")).toHaveLength(0);
+    await page.click("a[data-nav=time]");
+    await page.waitForSelector("#timers tbody tr");
+    expect(await page.$$("button.admin")).toHaveLength(0);
+    await page.goto(`${owner.url}/console/processors`);
+    await page.waitForSelector("text=This view needs the admin role.");
+    expect(await page.$$("button.admin")).toHaveLength(0);
+    await screenshot(page, "client");
+
+    const forged = await page.evaluate(async (name) => {
+      const token = sessionStorage.getItem("chronolog.console.token");
+      const res = await fetch("/chronolog.v1.AdminService/SetProcessorPaused", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify({ processor: name, paused: true }),
+      });
+      return { status: res.status, body: (await res.json()) as { code: string; message: string } };
+    }, processor);
+    expect(forged.status).toBe(403);
+    expect(forged.body.code).toBe("permission_denied");
+    expect((await triage()).paused).toBe(false);
+    await page.close();
+
+    // A wrong token gets the sign-in form again with the owner's answer.
+    const wrong = await open("/", "not-a-token-of-this-owner", "#signin-error");
+    expect(await wrong.textContent("#signin-error")).toBe("Unauthenticated: unknown bearer token");
+    await wrong.close();
+    expect(pageProblems).toEqual([]);
+  });
+});
+
+/** GET `path` over HTTP/2 (h2c, prior knowledge) from the owner at `url`. */
+async function getH2(url: string, path: string): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
+  const session = http2.connect(url);
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = session.request({ ":path": path });
+      let headers: http2.IncomingHttpHeaders = {};
+      let body = "";
+      req.on("response", (h) => (headers = h));
+      req.setEncoding("utf8");
+      req.on("data", (c: string) => (body += c));
+      req.on("end", () => resolve({ status: Number(headers[":status"]), headers, body }));
+      req.on("error", reject);
+      req.end();
+    });
+  } finally {
+    session.close();
+  }
+}
+
+describe("console files (served by the owner, HTTP/1.1 and HTTP/2)", () => {
+  let owner: Owner & { url: string };
+  beforeAll(async () => {
+    builtConsole();
+    owner = await startTestOwner();
+  });
+  afterAll(async () => owner?.close());
+
+  it("serves the app with a strict content security policy and the right content types, on both HTTP versions", async () => {
+    const page = await fetch(`${owner.url}/console/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("content-security-policy")).toBe(consoleCsp);
+    expect(consoleCsp).toContain("script-src 'self'");
+    expect(consoleCsp).not.toContain("unsafe");
+    expect(page.headers.get("x-content-type-options")).toBe("nosniff");
+    const html = await page.text();
+    const script = /<script type="module" crossorigin src="(\/console\/assets\/[^"]+\.js)"><\/script>/.exec(html)![1];
+    const style = /<link rel="stylesheet" crossorigin href="(\/console\/assets\/[^"]+\.css)">/.exec(html)![1];
+    expect(html).not.toMatch(/<script>|<style|style="/); // nothing inline
+
+    const js = await fetch(`${owner.url}${script}`);
+    expect([js.status, js.headers.get("content-type"), js.headers.get("cache-control")]).toEqual([200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable"]);
+    const css = await fetch(`${owner.url}${style}`);
+    expect([css.status, css.headers.get("content-type")]).toEqual([200, "text/css; charset=utf-8"]);
+
+    const h2 = await getH2(owner.url, "/console/processors");
+    expect([h2.status, h2.headers["content-type"], h2.headers["content-security-policy"]]).toEqual([200, "text/html; charset=utf-8", consoleCsp]);
+    expect(h2.body).toBe(html); // a route of the app is its index.html
+    const h2js = await getH2(owner.url, script);
+    expect([h2js.status, h2js.headers["content-type"]]).toEqual([200, "text/javascript; charset=utf-8"]);
+
+    const bare = await fetch(`${owner.url}/console`, { redirect: "manual" });
+    expect([bare.status, bare.headers.get("location")]).toEqual([308, "/console/"]);
+    expect((await fetch(`${owner.url}/console/assets/nothing-here.js`)).status).toBe(404);
+    expect((await getH2(owner.url, "/console/%2e%2e/%2e%2e/package.json")).status).toBe(404);
+    const post = await fetch(`${owner.url}/console/`, { method: "POST" });
+    expect([post.status, post.headers.get("allow")]).toEqual([405, "GET, HEAD"]);
+    // The RPCs and /metrics on the same port are untouched.
+    expect((await fetch(`${owner.url}/metrics`)).status).toBe(200);
+  });
+
+  it("says how to build it when it is not built", async () => {
+    const empty = tempDir("chronolog-no-console-");
+    const bare = await startTestOwner({ consoleDir: empty });
+    try {
+      const res = await fetch(`${bare.url}/console/`);
+      expect(res.status).toBe(503);
+      expect(await res.text()).toMatch(/^the console is not built: run `npm run build`/);
+    } finally {
+      await bare.close();
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
