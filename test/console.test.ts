@@ -254,6 +254,33 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await page.close();
   });
 
+  it("calls: a call with its status and attempts, and its page with its outcome; collections: find with a filter, a document's page", async () => {
+    await admin.call("desk.remind", { what: "now" }, { callId: "c-console", actor: { id: "user:ana" } });
+    const page = await open("/calls");
+    const row = '#calls tr[data-call="c-console"]';
+    await page.waitForSelector(`${row}[data-status=completed]`);
+    expect(await page.textContent(`${row} td.attempts`)).toBe("1");
+    await screenshot(page, "calls");
+    await page.click(`${row} a`);
+    await page.waitForSelector("#event[data-seq]");
+    expect(await page.textContent("#event h2")).toContain("action.started");
+    await page.waitForSelector("#call-events .event-link");
+    expect(await page.textContent("#call-events")).toContain("action.completed");
+
+    for (const n of [1, 2, 3]) await admin.createDocument("notes", { _id: `note-${n}`, n });
+    await page.click("a[data-nav=plugins]");
+    await page.click("a[data-collection=notes]");
+    await until(async () => (await page.$$("#documents tbody tr")).length === 3, "three notes");
+    await page.fill("#doc-filter", '{"n": {"$gte": 2}}');
+    await page.click("#doc-find");
+    await until(async () => (await page.$$eval("#documents tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "note-2,note-3", "the filtered notes");
+    await screenshot(page, "collection");
+    await page.click('#documents tr[data-id="note-3"] a');
+    await page.waitForSelector("#document-body");
+    expect(JSON.parse((await page.textContent("#document-body"))!)).toEqual({ _id: "note-3", n: 3 });
+    await page.close();
+  });
+
   it("executors and plugins: the connected session with what it hosts; the declared event types", async () => {
     const page = await open("/executors");
     const row = await page.waitForSelector("#executors tbody tr");

@@ -4,7 +4,6 @@
 
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { ActionService } from "../../sdk/ts/src/gen/chronolog/v1/action_pb.js";
 import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
 import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
@@ -37,7 +36,6 @@ export const admin = createClient(AdminService, transport);
 export const time = createClient(TimeService, transport);
 export const plugins = createClient(PluginService, transport);
 export const collections = createClient(CollectionService, transport);
-export const actions = createClient(ActionService, transport);
 
 /** What the page may show: `admin` false hides every AdminService view and button. */
 export interface Session {

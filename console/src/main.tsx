@@ -9,6 +9,8 @@ import { createRoot } from "react-dom/client";
 import { Link, Redirect, Route, Router, Switch, useRoute } from "wouter";
 import { errorText, getToken, isUnauthenticated, setToken, whoAmI, type Session } from "./api.js";
 import { SessionContext } from "./session.js";
+import { CallsView } from "./views/calls.js";
+import { CollectionView, DocumentPage } from "./views/collections.js";
 import { EventPage } from "./views/event.js";
 import { ExecutorsView } from "./views/executors.js";
 import { LogView } from "./views/log.js";
@@ -52,7 +54,7 @@ function SignIn({ error }: { error: string }) {
 function NavLink({ href, children }: { href: string; children: string }) {
   const [active] = useRoute(href === "/" ? "/" : `${href}/*?`);
   return (
-    <Link href={href} className={active ? "active" : ""} data-nav={children.toLowerCase()}>
+    <Link href={href} className={active ? "active" : ""} data-nav={children.split(" ")[0].toLowerCase()}>
       {children}
     </Link>
   );
@@ -71,9 +73,10 @@ function Shell({ session }: { session: Session }) {
         <nav>
           <NavLink href="/">Log</NavLink>
           {session.admin && <NavLink href="/processors">Processors</NavLink>}
+          <NavLink href="/calls">Calls</NavLink>
           <NavLink href="/time">Time</NavLink>
           {session.admin && <NavLink href="/executors">Executors</NavLink>}
-          <NavLink href="/plugins">Plugins</NavLink>
+          <NavLink href="/plugins">Plugins & collections</NavLink>
         </nav>
         <span id="who" data-admin={String(session.admin)}>
           {session.signedIn ? (session.admin ? "admin" : "client (no admin actions)") : "local admin (no config)"}
@@ -91,7 +94,10 @@ function Shell({ session }: { session: Session }) {
           <Route path="/processors">{() => (session.admin ? <ProcessorsView /> : <NeedsAdmin />)}</Route>
           <Route path="/time">{() => <TimeView />}</Route>
           <Route path="/executors">{() => (session.admin ? <ExecutorsView /> : <NeedsAdmin />)}</Route>
+          <Route path="/calls">{() => <CallsView />}</Route>
           <Route path="/plugins">{() => <PluginsView />}</Route>
+          <Route path="/collections/:name">{(p) => <CollectionView name={decodeURIComponent(p.name)} />}</Route>
+          <Route path="/collections/:name/:id">{(p) => <DocumentPage collection={decodeURIComponent(p.name)} id={decodeURIComponent(p.id)} />}</Route>
           <Route>{() => <Redirect to="/" />}</Route>
         </Switch>
       </main>

@@ -14,14 +14,24 @@ export function ExecutorsView() {
     <section>
       <h2>Executors</h2>
       <table id="executors">
+        <colgroup>
+          <col />
+          <col />
+          <col />
+          <col className="hosts" />
+          <col className="num" />
+          <col className="num" />
+          <col className="connected" />
+          <col />
+        </colgroup>
         <thead>
           <tr>
             <th>executor</th>
             <th>instance</th>
             <th>principal</th>
             <th>hosts</th>
-            <th>credits</th>
-            <th>in flight</th>
+            <th className="num">credits</th>
+            <th className="num">in flight</th>
             <th>connected (UTC)</th>
             <th>session</th>
           </tr>
@@ -39,7 +49,7 @@ export function ExecutorsView() {
               </td>
               <td className="num">{x.credits}</td>
               <td className="num">{x.inFlight}</td>
-              <td>
+              <td className="connected">
                 {at(x.connectedAt)} <span className="muted">({duration(now - ms(x.connectedAt))} ago)</span>
               </td>
               <td className="muted">{x.sessionId}</td>

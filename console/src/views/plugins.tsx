@@ -1,7 +1,9 @@
 // Plugins (PluginService.ListPlugins): each registered plugin's revision, its declared event
-// types with their `allow` and schema, and its processors, actions, schedules and collections.
+// types with their `allow` and schema, its processors, actions and schedules, and links to its
+// collections' browsers (views/collections.tsx).
 
 import { useQuery } from "@tanstack/react-query";
+import { Link } from "wouter";
 import { errorText, plugins } from "../api.js";
 import { at, json } from "../format.js";
 
@@ -48,8 +50,15 @@ export function PluginsView() {
               actions: {Object.keys(m.actions).join(", ") || "none"}
               <br />
               schedules: {Object.keys(m.schedules).join(", ") || "none"}
-              <br />
-              collections: {Object.keys(m.collections).join(", ") || "none"}
+            </p>
+            <p className="collections">
+              collections:{" "}
+              {Object.keys(m.collections).map((c) => (
+                <Link key={c} href={`/collections/${encodeURIComponent(c)}`} data-collection={c}>
+                  {c}
+                </Link>
+              ))}
+              {Object.keys(m.collections).length === 0 && <span className="muted">none</span>}
             </p>
           </article>
         );
