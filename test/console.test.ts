@@ -246,6 +246,17 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await until(async () => calls().length === before + 1, "the triggered call");
     await new Promise((r) => setTimeout(r, 1500));
     expect(calls()).toHaveLength(before + 1);
+    // The triggered call is in the lateness histogram (read from /metrics with the page's token).
+    await until(async () => Number(await page.getAttribute("#lateness-chart", "data-total")) >= 1, "the lateness histogram counts the call", 15_000);
+    await screenshot(page, "time-lateness");
+
+    // Backfill the last three hours: three hourly occurrences, each one call.
+    const calledBefore = calls().length;
+    await page.fill(".backfill-start", new Date(Date.now() - 3 * 3_600_000).toISOString());
+    await page.click(".backfill-run");
+    await page.waitForSelector(".backfill-result.ok:not(:empty)");
+    expect(await page.textContent(".backfill-result")).toBe("3 occurrences in the range: 3 made now, 0 made before");
+    await until(async () => calls().length === calledBefore + 3, "the three backfilled calls");
 
     await page.click(`#timers tr[data-id="${delay.delayId}"] button.cancel`);
     await until(async () => (await page.textContent("#time-result")) === `delay ${delay.delayId} cancelled`, "the cancel's answer");

@@ -1,13 +1,15 @@
 // Time (TimeService): schedules, timers and pending delays, paged from the server and ordered by
 // their next due moment; a timer's next fire times (GetTimer's preview), pause and resume with a
-// note, trigger now, and cancel for delays.
+// note, trigger now, backfill a range, cancel for delays, and the lateness histogram.
 
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { CatchUpPolicy, OverlapPolicy, TimerKind, type Timer } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { errorText, time } from "../api.js";
 import { actor, at, duration, json, relative } from "../format.js";
 import { useSession } from "../session.js";
+import { LatenessChart } from "./lateness.js";
 
 const pageSize = 50;
 const pollMs = 2000;
@@ -42,7 +44,46 @@ function overdue(t: Timer): string {
 
 const kindName: Record<number, string> = { [TimerKind.RUNTIME]: "runtime", [TimerKind.DECLARED]: "declared", [TimerKind.DELAY]: "delay" };
 
+/** Backfills a range of a recurring timer: every occurrence due in [start, end) is made, once. */
+function Backfill({ id }: { id: string }) {
+  const [start, setStart] = useState("");
+  const [end, setEnd] = useState("");
+  const [result, setResult] = useState<{ ok: boolean; text: string }>({ ok: true, text: "" });
+  const run = useMutation({
+    mutationFn: () => {
+      const from = new Date(start.trim());
+      const to = new Date(end.trim() || Date.now());
+      if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime())) throw new Error("start and end are times, e.g. 2026-12-01T00:00:00Z");
+      return time.backfillTimer({ timerId: id, start: timestampFromDate(from), end: timestampFromDate(to) });
+    },
+    onSuccess: (r) => {
+      const before = r.occurrences.filter((o) => o.existing).length;
+      setResult({ ok: true, text: `${r.occurrences.length} occurrences in the range: ${r.occurrences.length - before} made now, ${before} made before` });
+    },
+    onError: (e) => setResult({ ok: false, text: e instanceof Error && !("code" in e) ? e.message : errorText(e) }),
+  });
+  return (
+    <form
+      className="inline backfill"
+      onSubmit={(e) => {
+        e.preventDefault();
+        run.mutate();
+      }}
+    >
+      <label>Backfill from</label>
+      <input className="backfill-start" placeholder="2026-12-01T00:00:00Z" value={start} onChange={(e) => setStart(e.target.value)} />
+      <label>to</label>
+      <input className="backfill-end" placeholder="now" value={end} onChange={(e) => setEnd(e.target.value)} />
+      <button type="submit" className="backfill-run" disabled={run.isPending}>
+        Backfill
+      </button>
+      <span className={`backfill-result ${result.ok ? "ok" : "error"}`}>{result.text}</span>
+    </form>
+  );
+}
+
 function Preview({ id }: { id: string }) {
+  const { admin } = useSession();
   const q = useQuery({ queryKey: ["timer", id], queryFn: () => time.getTimer({ timerId: id, previewCount: 5 }) });
   if (q.isError) return <p className="error">{errorText(q.error)}</p>;
   const t = q.data?.timer;
@@ -63,6 +104,7 @@ function Preview({ id }: { id: string }) {
         actor {actor(t.actor)}; input {json(t.input)}; chain depth {t.chainDepth}
         {p && `; jitter ${duration(Number(p.jitterMs))}, max count ${p.maxCount || "none"}, overlap ${OverlapPolicy[p.overlap]}, catch-up ${CatchUpPolicy[p.catchUp]}`}
       </span>
+      {t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && <Backfill id={id} />}
     </div>
   );
 }
@@ -229,6 +271,7 @@ export function TimeView() {
       <p id="time-result" className={result.ok ? "ok" : "error"}>
         {result.text}
       </p>
+      {admin && <LatenessChart />}
     </section>
   );
 }
