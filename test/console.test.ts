@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, rmSync } from "node:fs";
 import * as http2 from "node:http2";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -161,7 +162,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await page.close();
   });
 
-  it("processors: pausing from the page stops deliveries and resuming restarts them; the cursor move says what is delivered again", async () => {
+  it("processors: pausing from the page stops deliveries and resuming restarts them; moving the cursor to a seq or a time says what is delivered again", async () => {
     const page = await open("/processors");
     const row = `#processors tr[data-name="${processor}"]`;
     await page.waitForSelector(`${row}[data-paused=false]`);
@@ -197,6 +198,22 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     const redelivered = lines.slice(before).flatMap((l) => (l.kind === "delivery" && BigInt(l.seq) <= floor ? [l.seq] : []));
     expect(redelivered.sort()).toEqual(inRange.map((e) => Number(e.seq)));
     expect(redelivered.every((seq) => BigInt(seq) > floor - 2n)).toBe(true);
+
+    // Move it to a time: the confirm counts from the first event committed at or after it.
+    const paused = (await admin.log.getEvent({ id: "t-paused" })).event!;
+    const moment = timestampDate(paused.at!);
+    const all = (await admin.log.readLog({ pageSize: 1000 })).events;
+    const target = all.find((e) => timestampDate(e.at!).getTime() >= moment.getTime())!.seq - 1n;
+    const now = (await triage()).ackFloor;
+    await page.selectOption("#move-kind", "time");
+    await page.fill("#move-target", moment.toISOString());
+    await page.click("#move-check");
+    expect(await page.textContent("#move-confirm-text")).toBe(
+      `Move the cursor of ${processor} back from ${now} to ${target}: ${now - target} events of the log (seqs ${target + 1n} to ${now}) will be delivered again (those the processor's filter matches).`,
+    );
+    await page.click("#move-confirm");
+    await until(async () => (await page.textContent("#action-result")) === `${processor}: cursor at ${target}`, "the move to a time");
+    await until(async () => deliveries("t-paused").length === 2, "t-paused delivered again");
     await page.close();
   });
 
@@ -304,6 +321,21 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await page.waitForSelector("article.plugin[data-name=desk] tr[data-type='ticket.opened']");
     await screenshot(page, "plugins");
     await page.close();
+  });
+
+  it("an owner without a config opens as the local admin, without asking for a token", async () => {
+    const local = await startTestOwner();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${local.url}/console/`);
+      await page.waitForSelector("#who[data-admin=true]");
+      expect(await page.textContent("#who")).toBe("local admin (no config)");
+      expect(await page.$("#token")).toBeNull();
+      await page.waitForSelector("#tail-status[data-state=live]");
+      await page.close();
+    } finally {
+      await local.close();
+    }
   });
 
   it("a client token sees no admin views or buttons, and a forged admin call from its page is refused", async () => {
