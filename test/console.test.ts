@@ -167,7 +167,6 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     const row = `#processors tr[data-name="${processor}"]`;
     await page.waitForSelector(`${row}[data-paused=false]`);
     await page.waitForSelector("#lag-chart[data-samples='3']", { timeout: 10_000 });
-    await screenshot(page, "processors");
 
     await page.click(`${row} button.pause`);
     await page.waitForSelector(`${row}[data-paused=true]`);
@@ -179,6 +178,9 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await page.click(`${row} button.pause`);
     await page.waitForSelector(`${row}[data-paused=false]`);
     await until(async () => deliveries("t-paused").length === 1, "t-paused delivered after the resume");
+    const samples = Number(await page.getAttribute("#lag-chart", "data-samples"));
+    await page.waitForSelector(`#lag-chart[data-samples='${samples + 2}']`, { timeout: 10_000 });
+    await screenshot(page, "processors"); // the lag chart shows the pause
 
     // Move the cursor back by 2: the confirm says 2 events are delivered again, then they are.
     await until(async () => (await triage()).lag === 0n, "caught up");

@@ -24,8 +24,7 @@ export function LagChart({ samples, names }: { samples: LagSample[]; names: stri
       width: Math.max(300, box.current.clientWidth),
       height: 160,
       legend: { show: true },
-      // At least the last minute on the x axis, so the first samples do not stretch it.
-      scales: { x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] }, y: { range: (_u, _min, max) => [0, Math.max(5, max)] } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(5, max)] } },
       axes: [{}, { label: "lag (events)", size: 60 }],
       series: [{}, ...names.map((name, i) => ({ label: name, stroke: palette[i % palette.length], width: 1.5 }))],
     };
@@ -40,7 +39,11 @@ export function LagChart({ samples, names }: { samples: LagSample[]; names: stri
   }, [key]);
 
   useEffect(() => {
-    plot.current?.setData([samples.map((s) => s.t), ...names.map((n) => samples.map((s) => s.lag[n] ?? null))] as uPlot.AlignedData);
+    if (!plot.current || samples.length === 0) return;
+    plot.current.setData([samples.map((s) => s.t), ...names.map((n) => samples.map((s) => s.lag[n] ?? null))] as uPlot.AlignedData);
+    // At least the last minute on the x axis, so the first samples do not stretch it over years.
+    const last = samples[samples.length - 1].t;
+    plot.current.setScale("x", { min: Math.min(samples[0].t, last - 60), max: last });
   }, [samples, key]);
 
   return <div ref={box} id="lag-chart" className="chart" data-samples={samples.length} />;

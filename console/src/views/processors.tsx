@@ -58,7 +58,9 @@ export function ProcessorsView() {
     if (!q.data) return;
     const lag: Record<string, number> = {};
     for (const p of q.data.processors) lag[p.name] = Number(p.lag);
-    setSamples((s) => [...s, { t: q.dataUpdatedAt / 1000, lag }].slice(-keepSamples));
+    const sample = { t: q.dataUpdatedAt / 1000, lag };
+    // At most one sample a second: a refetch right after an action replaces the last one.
+    setSamples((s) => (s.length > 0 && sample.t - s[s.length - 1].t < 1 ? [...s.slice(0, -1), sample] : [...s, sample].slice(-keepSamples)));
   }, [q.data, q.dataUpdatedAt]);
 
   if (q.isPending) return <p className="note">loading…</p>;
@@ -82,7 +84,7 @@ export function ProcessorsView() {
             <th className="num">cursor</th>
             <th className="num">head</th>
             <th className="num">lag</th>
-            <th className="num">lag (oldest)</th>
+            <th className="num" title="how long the oldest unfinished event has waited">lag age</th>
             <th className="num">read to</th>
             <th className="num">in flight</th>
             <th className="num">retries</th>
