@@ -132,11 +132,26 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await until(async () => deliveries("t-live").length === 1, "t-live delivered");
     await screenshot(page, "log");
 
+    // Older events, a page from the server at a time: the tail starts 100 seqs before the head.
+    await admin.emitBatch(Array.from({ length: 120 }, (_, i) => ({ type: "ticket.opened", data: { title: `batch ${i}` }, id: `t-batch-${i}` })));
+    await until(async () => deliveries("t-batch-119").length === 1 && (await triage()).lag === 0n, "the batch triaged");
+    await page.reload();
+    await page.waitForSelector("#tail-status[data-state=live]");
+    const head = (await admin.log.readLog({ pageSize: 1 })).headSeq;
+    await until(async () => (await page.textContent("#older-from")) === `shown from seq ${head - 99n}`, "the tail's start");
+    expect(await page.$("#tail tr[data-id=t-1]")).toBeNull();
+    await page.click("#older");
+    await page.waitForSelector("#tail tr.older[data-id=t-1]");
+    expect(await page.textContent("#older-from")).toBe("from the start of the log");
+    const seqs = await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => Number(r.getAttribute("data-seq"))));
+    expect(seqs).toEqual(Array.from({ length: Number(head) }, (_, i) => Number(head) - i)); // every event, newest first, once
+
     // Type and where filters: the tail starts again with only the matching events.
     await page.fill("#filter-types", "ticket.opened");
     await page.fill("#filter-where", '{"title": "printer on fire"}');
     await page.click("#apply-filter");
     await page.waitForSelector("#tail-status[data-state=live]");
+    await page.click("#older"); // t-1 is more than 100 seqs back
     await until(async () => (await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1", "only t-1 in the filtered tail");
     await page.fill("#filter-where", "{not json");
     await page.click("#apply-filter");
