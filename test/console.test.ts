@@ -305,6 +305,8 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     const row = '#calls tr[data-call="c-console"]';
     await page.waitForSelector(`${row}[data-status=completed]`);
     expect(await page.textContent(`${row} td.attempts`)).toBe("1");
+    const [triggered] = (await admin.log.readLog({ types: ["timer.triggered"] })).events;
+    expect(await page.textContent(`#calls tr[data-call="${triggered.data!.occurrence_id}"] a.timer`)).toBe("timer desk/hourly (triggered)");
     await screenshot(page, "calls");
     await page.click(`${row} a`);
     await page.waitForSelector("#event[data-seq]");

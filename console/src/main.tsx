@@ -3,7 +3,7 @@
 // and plugins through the public API (api.ts). Routing is in the browser (wouter, base
 // /console); data is fetched and cached by TanStack Query.
 
-import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
+import { QueryCache, QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
 import { StrictMode, useState, type FormEvent } from "react";
 import { createRoot } from "react-dom/client";
 import { Link, Redirect, Route, Router, Switch, useRoute } from "wouter";
@@ -19,7 +19,13 @@ import { ProcessorsView } from "./views/processors.js";
 import { TimeView } from "./views/time.js";
 import "./style.css";
 
-const queryClient = new QueryClient({
+const queryClient: QueryClient = new QueryClient({
+  // A token that stops working (removed from the config) brings the sign-in form back.
+  queryCache: new QueryCache({
+    onError: (error, query) => {
+      if (isUnauthenticated(error) && query.queryKey[0] !== "whoami") void queryClient.invalidateQueries({ queryKey: ["whoami"] });
+    },
+  }),
   defaultOptions: {
     queries: {
       // An auth error is an answer, not a failure to retry.

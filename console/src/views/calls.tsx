@@ -1,6 +1,8 @@
 // Calls: the recent action calls, read from the log (the API has no list of calls): the
 // `action.started`, `action.retried`, `action.completed` and `action.failed` events of the last
-// seqs of the log, page by page from the server, grouped by `call_id`. A call's page is its
+// seqs of the log, page by page from the server, grouped by `call_id`; a call made by a timer's
+// trigger or backfill names that timer (from `timer.triggered` / `timer.backfilled` in the same
+// seqs), another call of time without a cause says "time". A call's page is its
 // `action.started` event's page (views/event.tsx), which lists its attempts.
 
 import { useQuery } from "@tanstack/react-query";
@@ -11,6 +13,8 @@ import { errorText, log } from "../api.js";
 import { actor, at, duration, ms } from "../format.js";
 
 const actionTypes = ["action.started", "action.retried", "action.completed", "action.failed"];
+/** Time's records that name the occurrences (= call ids) they made. */
+const timerTypes = ["timer.triggered", "timer.backfilled"];
 const pollMs = 2000;
 /** Calls shown at most (newest first). */
 const shown = 100;
@@ -22,6 +26,8 @@ interface Call {
   end?: Event;
   attempts: number;
   lastError: string;
+  /** The timer that made it, when a trigger or backfill in the window says so. */
+  timer?: { id: string; how: string; event: Event };
 }
 
 /** The calls among the action events of the last `span` seqs of the log, newest first. */
@@ -29,10 +35,16 @@ async function recentCalls(span: bigint): Promise<{ calls: Call[]; from: bigint;
   const { headSeq } = await log.readLog({ pageSize: 1 });
   const from = headSeq > span ? headSeq - span : 0n;
   const byId = new Map<string, Call>();
+  const byTimer = new Map<string, Call["timer"]>();
   let pageToken = "";
   do {
-    const page = await log.readLog({ afterSeq: from, pageToken, pageSize: 1000, types: actionTypes });
+    const page = await log.readLog({ afterSeq: from, pageToken, pageSize: 1000, types: [...actionTypes, ...timerTypes] });
     for (const e of page.events) {
+      if (e.type === "timer.triggered" || e.type === "timer.backfilled") {
+        const ids = e.type === "timer.triggered" ? [e.data?.occurrence_id] : ((e.data?.occurrence_ids as unknown[]) ?? []);
+        for (const id of ids) byTimer.set(String(id), { id: String(e.data?.timer_id ?? ""), how: e.type === "timer.triggered" ? "triggered" : "backfilled", event: e });
+        continue;
+      }
       const id = String(e.data?.call_id ?? "");
       const call = byId.get(id) ?? { id, action: String(e.data?.action ?? ""), attempts: 0, lastError: "" };
       byId.set(id, call);
@@ -47,6 +59,7 @@ async function recentCalls(span: bigint): Promise<{ calls: Call[]; from: bigint;
     pageToken = page.nextPageToken;
   } while (pageToken);
   const calls = [...byId.values()].reverse().slice(0, shown);
+  for (const c of calls) c.timer = byTimer.get(c.id);
   return { calls, from, head: headSeq };
 }
 
@@ -99,7 +112,7 @@ export function CallsView() {
             <th>started (UTC)</th>
             <th className="num">duration</th>
             <th>actor</th>
-            <th>cause / error</th>
+            <th>cause, timer / error</th>
           </tr>
         </thead>
         <tbody>
@@ -119,6 +132,12 @@ export function CallsView() {
                 <td>{actor(c.started?.actor)}</td>
                 <td className="error-text">
                   {c.started?.cause && <Link href={`/events/${encodeURIComponent(c.started.cause)}`}>cause {c.started.cause}</Link>}
+                  {c.timer && (
+                    <Link className="timer" href={`/events/${encodeURIComponent(c.timer.event.id)}`}>
+                      timer {c.timer.id} ({c.timer.how})
+                    </Link>
+                  )}
+                  {!c.timer && !c.started?.cause && c.started?.data?.chain_depth !== undefined && <span className="muted">time</span>}
                   {c.lastError && <span className="error"> {c.lastError}</span>}
                 </td>
               </tr>
