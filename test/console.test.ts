@@ -4,10 +4,11 @@
 // view renders the owner's data; the buttons change the owner (checked through the SDK and the
 // executor's own output); a client token sees no admin button and a forged admin call from its
 // page is refused. Screenshots of each view go to test/artifacts/console/ (gitignored).
-// The static files themselves (CSP, content types, HTTP/1.1 and HTTP/2) are checked with Node.
+// Over TLS the page and its calls go over HTTP/2 in the browser; the static files themselves (CSP,
+// content types, HTTP/1.1 and HTTP/2 in plaintext) are checked with Node.
 
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import * as http2 from "node:http2";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -111,7 +112,8 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await until(async () => (await triage()).failures === 1n && (await triage()).lag === 0n, "t-1 triaged and t-bad failed");
     const profile = tempDir("chronolog-chromium-");
     folders.push(profile);
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    // ignoreHTTPSErrors: the TLS test's owner has a self-signed certificate.
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true });
   });
   afterAll(async () => {
     await context?.close();
@@ -354,6 +356,35 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
       await page.close();
     } finally {
       await local.close();
+    }
+  });
+
+  it("over TLS the page, its calls and its live tail go over HTTP/2", async () => {
+    const dir = tempDir("chronolog-console-tls-");
+    folders.push(dir);
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+    const secure = await startTestOwner({ config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }], tls: { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") } } });
+    const url = `https://127.0.0.1:${secure.port}`;
+    try {
+      const page = await context.newPage();
+      const protocols = new Set<string>();
+      const cdp = await context.newCDPSession(page);
+      await cdp.send("Network.enable");
+      cdp.on("Network.responseReceived", (e) => {
+        if (e.response.url.startsWith(url)) protocols.add(e.response.protocol ?? "?");
+      });
+      await page.goto(`${url}/console/`);
+      await page.fill("#token", tokens.admin);
+      await page.click("#sign-in");
+      await page.waitForSelector("#tail-status[data-state=live]");
+      const tls = createClient({ url, token: tokens.admin, ca: readFileSync(join(dir, "cert.pem")) });
+      await tls.registerPlugin({ name: "secure", events: { "secure.checked": { allow: ["*"] } } });
+      await tls.emit("secure.checked", {}, { id: "over-h2" });
+      await page.waitForSelector("#tail tr[data-id=over-h2]");
+      expect([...protocols]).toEqual(["h2"]);
+      await page.close();
+    } finally {
+      await secure.close();
     }
   });
 
