@@ -7,6 +7,7 @@
 import { existsSync, rmSync } from "node:fs";
 import * as http2 from "node:http2";
 import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consoleCsp } from "../server/src/console.js";
 import type { Owner } from "../server/src/owner.js";
@@ -15,17 +16,16 @@ import { startTestOwner, tempDir } from "./helpers/owner.js";
 const repo = new URL("../", import.meta.url).pathname;
 
 /** GET `path` over HTTP/2 (h2c, prior knowledge) from the owner at `url`. */
-async function getH2(url: string, path: string): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
+async function getH2(url: string, path: string, requestHeaders: http2.OutgoingHttpHeaders = {}): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string; bytes: Buffer }> {
   const session = http2.connect(url);
   try {
     return await new Promise((resolve, reject) => {
-      const req = session.request({ ":path": path });
+      const req = session.request({ ":path": path, ...requestHeaders });
       let headers: http2.IncomingHttpHeaders = {};
-      let body = "";
+      const chunks: Buffer[] = [];
       req.on("response", (h) => (headers = h));
-      req.setEncoding("utf8");
-      req.on("data", (c: string) => (body += c));
-      req.on("end", () => resolve({ status: Number(headers[":status"]), headers, body }));
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => resolve({ status: Number(headers[":status"]), headers, body: Buffer.concat(chunks).toString("utf8"), bytes: Buffer.concat(chunks) }));
       req.on("error", reject);
       req.end();
     });
@@ -64,7 +64,12 @@ describe("console files (served by the owner, HTTP/1.1 and HTTP/2)", () => {
     expect([h2.status, h2.headers["content-type"], h2.headers["content-security-policy"]]).toEqual([200, "text/html; charset=utf-8", consoleCsp]);
     expect(h2.body).toBe(html); // a route of the app is its index.html
     const h2js = await getH2(owner.url, script);
-    expect([h2js.status, h2js.headers["content-type"]]).toEqual([200, "text/javascript; charset=utf-8"]);
+    expect([h2js.status, h2js.headers["content-type"], h2js.headers["content-encoding"]]).toEqual([200, "text/javascript; charset=utf-8", undefined]);
+    // Gzipped for a client that accepts it (the browser), the same script once inflated.
+    const zipped = await getH2(owner.url, script, { "accept-encoding": "gzip, deflate, br" });
+    expect([zipped.status, zipped.headers["content-encoding"], zipped.headers["vary"]]).toEqual([200, "gzip", "Accept-Encoding"]);
+    expect(gunzipSync(zipped.bytes).toString("utf8")).toBe(h2js.body);
+    expect(zipped.bytes.length).toBeLessThan(h2js.bytes.length / 2);
 
     const bare = await fetch(`${owner.url}/console`, { redirect: "manual" });
     expect([bare.status, bare.headers.get("location")]).toEqual([308, "/console/"]);

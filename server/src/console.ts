@@ -11,6 +11,8 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { extname, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { gzip } from "node:zlib";
 import type { Logger } from "./logger.js";
 import type { HttpRequest, HttpResponse } from "./rpc/listen.js";
 
@@ -48,6 +50,10 @@ const contentTypes: Record<string, string> = {
   ".txt": "text/plain; charset=utf-8",
 };
 
+/** Text files are sent gzipped to clients that accept it (the app's script: ~480 KiB, ~150 KiB gzipped). */
+const compressible = new Set([".html", ".js", ".css", ".map", ".json", ".svg", ".txt"]);
+const gzipped = promisify(gzip);
+
 /**
  * Where the built console is: dist/console/ next to the bundle (dist/main.js and its chunks), or
  * the repository's dist/console/ when the owner runs from its sources (server/src/ under tsx).
@@ -66,6 +72,17 @@ export function defaultConsoleDir(): string {
  */
 export function consoleHttpHandler(dir: string, logger: Logger): (req: HttpRequest, res: HttpResponse) => boolean {
   const root = normalize(dir.endsWith(sep) ? dir : dir + sep);
+  // Gzipped files by path, made once: assets never change under their (hashed) names, and a
+  // rebuild's index.html is a new body (compared before the cached one is used).
+  const compressed = new Map<string, { body: Buffer; gz: Buffer }>();
+  const gzipOf = async (file: string, body: Buffer): Promise<Buffer> => {
+    const hit = compressed.get(file);
+    if (hit && hit.body.equals(body)) return hit.gz;
+    const gz = await gzipped(body);
+    if (compressed.size >= 64) compressed.clear(); // earlier builds' assets
+    compressed.set(file, { body, gz });
+    return gz;
+  };
   return (req, res) => {
     const url = req.url ?? "";
     const pathname = url.split("?")[0];
@@ -91,16 +108,21 @@ export function consoleHttpHandler(dir: string, logger: Logger): (req: HttpReque
       answer(res, 404, "not found\n");
       return true;
     }
-    readFile(file).then(
-      (body) => {
-        const immutable = relative.startsWith("assets/");
-        answer(res, 200, req.method === "HEAD" ? Buffer.alloc(0) : body, {
-          "Content-Type": contentTypes[extname(file)] ?? "application/octet-stream",
-          "Content-Length": String(body.length),
-          "Cache-Control": immutable ? "public, max-age=31536000, immutable" : "no-cache",
+    const acceptsGzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
+    readFile(file)
+      .then(async (body) => {
+        const type = extname(file);
+        const zip = acceptsGzip && compressible.has(type) && body.length > 1024;
+        const sent = zip ? await gzipOf(file, body) : body;
+        answer(res, 200, req.method === "HEAD" ? Buffer.alloc(0) : sent, {
+          "Content-Type": contentTypes[type] ?? "application/octet-stream",
+          "Content-Length": String(sent.length),
+          "Cache-Control": relative.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache",
+          Vary: "Accept-Encoding",
+          ...(zip ? { "Content-Encoding": "gzip" } : {}),
         });
-      },
-      (err: NodeJS.ErrnoException) => {
+      })
+      .catch((err: NodeJS.ErrnoException) => {
         if (err.code === "ENOENT" || err.code === "EISDIR") {
           if (isAsset) answer(res, 404, "not found\n");
           else answer(res, 503, `the console is not built: run \`npm run build\` (looked in ${root})\n`);
@@ -108,8 +130,7 @@ export function consoleHttpHandler(dir: string, logger: Logger): (req: HttpReque
         }
         logger.error({ err, file }, "reading a console file failed");
         answer(res, 500, "reading the file failed\n");
-      },
-    );
+      });
     return true;
   };
 }
