@@ -1,8 +1,9 @@
 // The executor of the console's tests, a real process on the TS SDK hosting plugin `desk`:
 // processor `desk.triage` on `ticket.opened` (fails for good when the ticket's data says
-// `fail: true`, else emits `ticket.triaged` under it), action `desk.remind`, and the declared
-// schedule `desk.hourly` (cron, Europe/Berlin) calling it, and collection `notes`. Every delivery and every call prints
-// one JSON line on stdout before it answers.
+// `fail: true`, else emits `ticket.triaged` under it), action `desk.remind`, the declared
+// schedule `desk.new-year` calling it (cron, Europe/Berlin, once a year: its own calls stay out
+// of the tests' counts), and collection `notes`. Every delivery and every call prints one JSON
+// line on stdout before it answers.
 // Usage: node --import tsx test/helpers/console-executor.ts URL [TOKEN]
 import { runExecutor, TerminalError } from "../../sdk/ts/src/executor.js";
 import { definePlugin } from "../../sdk/ts/src/plugin.js";
@@ -38,7 +39,7 @@ export const deskPlugin = definePlugin({
     },
   },
   collections: { notes: { allow: ["*"], schema: { type: "object", properties: { n: { type: "integer" } } } } },
-  schedules: { hourly: { action: "remind", cron: "0 * * * *", zone: "Europe/Berlin", input: { what: "the hourly round" } } },
+  schedules: { "new-year": { action: "remind", cron: "0 3 1 1 *", zone: "Europe/Berlin", input: { what: "the yearly round" } } },
 });
 
 if (url) {
