@@ -208,7 +208,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     );
     const before = lines.length;
     await page.click("#move-confirm");
-    await page.waitForSelector("#action-result.ok");
+    await until(async () => /^desk\.triage: cursor at \d+$/.test((await page.textContent("#action-result")) ?? ""), "the move's answer");
     // The move is recorded (processor.cursor_moved): the head is past the old cursor now.
     await until(async () => (await triage()).ackFloor > floor && (await triage()).lag === 0n, "caught up again after the move");
     const inRange = (await admin.log.readLog({ afterSeq: floor - 2n, pageSize: 2, types: ["ticket.opened"] })).events.filter((e) => e.seq <= floor);
@@ -229,7 +229,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
       `Move the cursor of ${processor} back from ${now} to ${target}: ${now - target} events of the log (seqs ${target + 1n} to ${now}) will be delivered again (those the processor's filter matches).`,
     );
     await page.click("#move-confirm");
-    await until(async () => (await page.textContent("#action-result")) === `${processor}: cursor at ${target}`, "the move to a time");
+    await until(async () => /^desk\.triage: cursor at \d+$/.test((await page.textContent("#action-result")) ?? "") && (await page.$("#move-confirm-box")) === null, "the move to a time");
     await until(async () => deliveries("t-paused").length === 2, "t-paused delivered again");
     await page.close();
   });
@@ -245,8 +245,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await screenshot(page, "failed-deliveries");
     expect(deliveries("t-bad")).toHaveLength(1);
     await page.click(`${failedRow} button.redrive`);
-    await page.waitForSelector("#action-result.ok");
-    expect(await page.textContent("#action-result")).toBe(`${processor}: 1 failed deliveries queued again`);
+    await until(async () => (await page.textContent("#action-result")) === `${processor}: 1 failed deliveries queued again`, "the redrive's answer");
     await until(async () => deliveries("t-bad").length === 2, "t-bad delivered again");
     await page.close();
   });
@@ -276,8 +275,9 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
 
     // One call, of the occurrence the trigger made.
     await page.click(`${row} button.trigger`);
-    await page.waitForSelector("#time-result.ok");
-    const occurrence = /^desk\/new-year triggered: occurrence (\S+)$/.exec((await page.textContent("#time-result"))!)![1];
+    const triggered = /^desk\/new-year triggered: occurrence (\S+)$/;
+    await until(async () => triggered.test((await page.textContent("#time-result")) ?? ""), "the trigger's answer");
+    const occurrence = triggered.exec((await page.textContent("#time-result"))!)![1];
     const callsOf = (id: string) => calls().filter((c) => c.kind === "call" && c.callId === id).length;
     await until(async () => callsOf(occurrence) === 1, "the triggered call");
     await new Promise((r) => setTimeout(r, 1500));
