@@ -15,10 +15,13 @@
 //   owner logs with pino.destination(2) (server/src/logger.ts), no transport.
 // - The file is named main.js (ESM: package.json has "type": "module") so the owner lock's
 //   command-line check (store/owner-lock.ts: an argument ending in main.js) recognises it.
+// - The console (console/, Vite) is built into dist/console/ when its sources changed
+//   (scripts/build-console.mjs); the owner serves it under /console/.
 // Files are overwritten in place (no `rm -rf dist`): a running bundled owner still reads
 // dist/migrations/ on its first maintenance statement.
 import { build } from "esbuild";
 import { cpSync, readdirSync, rmSync } from "node:fs";
+import { buildConsole } from "./build-console.mjs";
 
 const root = new URL("../", import.meta.url);
 const path = (relative) => new URL(relative, root).pathname;
@@ -45,3 +48,4 @@ cpSync(path("server/src/store/migrations/"), path("dist/migrations/"), { recursi
 // Chunks of earlier builds (their names carry a hash) go; a running owner loaded its own at start.
 const outputs = new Set(Object.keys(result.metafile.outputs).map((file) => file.split("/").pop()));
 for (const name of readdirSync(path("dist/"))) if (/\.js(\.map)?$/.test(name) && !outputs.has(name)) rmSync(path(`dist/${name}`));
+await buildConsole({ onlyIfStale: true });

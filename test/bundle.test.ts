@@ -71,6 +71,11 @@ describe("the bundled owner (dist/main.js)", () => {
     const health = createRpcClient(Health, createGrpcTransport({ baseUrl: owner.url }));
     expect((await health.check({})).status).toBe(ServingStatus.SERVING);
 
+    // `serve` logs the console's address, and the bundle serves it from dist/console/.
+    await until(() => owner.logs.some((l) => l.includes(`"console at ${owner.url}/console/"`)), "the console's address in the log");
+    const consolePage = await fetch(`${owner.url}/console/`);
+    expect([consolePage.status, consolePage.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"]);
+
     const client = createClient({ url: owner.url });
     const emitted = await client.emit("bundle.checked", { n: 1 });
     const page = await client.log.readLog({ types: ["bundle.checked"] });

@@ -6,6 +6,11 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { buildConsole } from "../scripts/build-console.mjs";
+
+// The owner serves the built console (dist/console/, test/console.test.ts opens it): build it
+// first when its sources changed, so a fresh clone's `npm ci && npm test` has it.
+if (await buildConsole({ onlyIfStale: true })) console.log("built the console into dist/console/");
 
 const report = ".vitest-report.json";
 rmSync(report, { force: true });

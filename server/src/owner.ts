@@ -17,6 +17,7 @@ import { LiveCauses } from "./log/causes.js";
 import { Emitter } from "./log/emit.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
+import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
 import { metricsHttpHandler, OwnerMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
@@ -78,6 +79,8 @@ export interface OwnerOptions {
   timerRetentionChunkRows?: number;
   /** Finished action calls older than this are deleted, hourly, ms (default: the config's `actions.call_retention_days`, else 7 days; 0 keeps them forever). */
   callRetentionMs?: number;
+  /** Folder of the built console served under /console/ (default: dist/console, see console.ts). */
+  consoleDir?: string;
 }
 
 /** A running owner. */
@@ -194,6 +197,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
   const callRetention = new CallRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.callRetentionMs ?? retentionMsOfDays(config?.actions?.call_retention_days, defaultCallRetentionMs), chunkRows: options.timerRetentionChunkRows });
   retentionMetrics(metrics.registry, timerRetention, callRetention);
   const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
+  const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
+  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
   const listener = await listen({
     host: options.host,
     port: options.port,
@@ -202,7 +207,8 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
     readMaxBytes: maxMessageBytes,
     interceptors: [errorInterceptor(logger), streamReleaseInterceptor(metrics.streams), authInterceptor(authenticator)],
     // GET /metrics: open like every RPC without principals, an admin token with them.
-    extraHttpHandler: metricsHttpHandler(metrics, authenticator, logger),
+    // GET /console/: the console's static files (the page then calls the RPCs with its token).
+    extraHttpHandler: (req, res) => metricsHandler(req, res) || consoleHandler(req, res),
     routes(router) {
       // Requests in JSON (Connect, gRPC-Web) are strict, as manifests in files are: a misspelt field or enum
       // name is INVALID_ARGUMENT, not dropped (a misspelt `overdue` or overlap policy would quietly change a timer).
@@ -226,6 +232,9 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
     { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
   );
+  const shownHost = options.host === "0.0.0.0" || options.host === "::" ? "localhost" : options.host.includes(":") ? `[${options.host}]` : options.host;
+  const consoleUrl = `${config?.tls ? "https" : "http"}://${shownHost}:${listener.port}${consolePath}`;
+  logger.info({ console: consoleUrl }, `console at ${consoleUrl}${authenticator.required ? " (sign in with a principal's token)" : ""}`);
   return {
     host: options.host,
     port: listener.port,

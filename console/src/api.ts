@@ -1,0 +1,72 @@
+// The owner's public API over Connect (connect-web, fetch) on the page's own origin: the console
+// is served by the owner, so every call goes to the same port. The bearer token the operator
+// typed in is kept in sessionStorage: for this tab only, gone when it closes.
+
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
+import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+
+const tokenKey = "chronolog.console.token";
+
+/** The token of this tab ("" when none was given). */
+export function getToken(): string {
+  return sessionStorage.getItem(tokenKey) ?? "";
+}
+
+/** Keeps `token` for this tab; "" forgets it. */
+export function setToken(token: string): void {
+  if (token) sessionStorage.setItem(tokenKey, token);
+  else sessionStorage.removeItem(tokenKey);
+}
+
+const bearer: Interceptor = (next) => (req) => {
+  const token = getToken();
+  if (token) req.header.set("authorization", `Bearer ${token}`);
+  return next(req);
+};
+
+const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true, interceptors: [bearer] });
+
+export const log = createClient(LogService, transport);
+export const admin = createClient(AdminService, transport);
+export const time = createClient(TimeService, transport);
+export const plugins = createClient(PluginService, transport);
+export const collections = createClient(CollectionService, transport);
+
+/** What the page may show: `admin` false hides every AdminService view and button. */
+export interface Session {
+  admin: boolean;
+  /** True when the owner has principals (a token was needed). */
+  signedIn: boolean;
+}
+
+/**
+ * Finds out who this tab is: an AdminService read answers for an admin, PERMISSION_DENIED for
+ * any other principal. Throws the UNAUTHENTICATED error when a token is needed (or is wrong).
+ */
+export async function whoAmI(): Promise<Session> {
+  const signedIn = getToken() !== "";
+  try {
+    await admin.listProcessors({});
+    return { admin: true, signedIn };
+  } catch (e) {
+    const err = ConnectError.from(e);
+    if (err.code === Code.PermissionDenied) return { admin: false, signedIn };
+    throw err;
+  }
+}
+
+/** True for the error that asks for a (better) token. */
+export function isUnauthenticated(e: unknown): boolean {
+  return e instanceof ConnectError && e.code === Code.Unauthenticated;
+}
+
+/** An error as one line: `Code: message`. */
+export function errorText(e: unknown): string {
+  const err = ConnectError.from(e);
+  return `${Code[err.code]}: ${err.rawMessage}`;
+}

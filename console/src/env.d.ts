@@ -1,0 +1,2 @@
+// Vite's types for the console's sources (CSS imports, import.meta.env).
+/// <reference types="vite/client" />

@@ -1,0 +1,33 @@
+// Builds the console (console/, Vite) into dist/console/, which the owner serves under /console/
+// (server/src/console.ts). Skipped when dist/console/index.html is newer than every source of
+// it (console/, the generated clients, package-lock.json), so `npm run serve` and `npm test`
+// only pay for it (~3 s) after a change. `node scripts/build-console.mjs` builds it alone.
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../", import.meta.url));
+const output = join(root, "dist/console/index.html");
+const sources = ["console", "sdk/ts/src/gen", "package-lock.json"].map((p) => join(root, p));
+
+function newest(path) {
+  const s = statSync(path);
+  if (!s.isDirectory()) return s.mtimeMs;
+  return Math.max(s.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))));
+}
+
+/** True when dist/console/ is missing or older than its sources. */
+export function consoleStale() {
+  if (!existsSync(output)) return true;
+  return newest(output) < Math.max(...sources.map(newest));
+}
+
+/** Builds dist/console/ (always, or only when stale). */
+export async function buildConsole({ onlyIfStale = false } = {}) {
+  if (onlyIfStale && !consoleStale()) return false;
+  const { build } = await import("vite");
+  await build({ configFile: join(root, "console/vite.config.ts"), logLevel: "warn" });
+  return true;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await buildConsole();

@@ -1,0 +1,428 @@
+// The console (console/, served by the owner under /console/) end to end in headless Debian
+// Chromium (playwright-core, as browser.test.ts): a real owner with principals, a real executor
+// process (TS SDK, plugin `desk` of helpers/console-executor.ts) and its declared schedule. Each
+// view renders the owner's data; the buttons change the owner (checked through the SDK and the
+// executor's own output); a client token sees no admin button and a forged admin call from its
+// page is refused. Screenshots of each view go to test/artifacts/console/ (gitignored).
+// Over TLS the page and its calls go over HTTP/2 in the browser. The static files themselves (CSP,
+// content types, HTTP/1.1 and HTTP/2 in plaintext) are checked in console-files.test.ts.
+
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import type { Owner } from "../server/src/owner.js";
+import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const repo = new URL("../", import.meta.url).pathname;
+const CHROMIUM = "/usr/bin/chromium";
+const missing = !existsSync(CHROMIUM);
+if (missing && !process.env.CI) {
+  console.warn(`console.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`);
+}
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const artifacts = join(repo, "test/artifacts/console");
+const tokens = { admin: "console-admin-token-0123456789", client: "console-client-token-0123456789", executor: "console-executor-token-0123456789" };
+const processor = "desk.triage";
+
+/** The owner serves dist/console/, which `npm test` (test/run.mjs) builds first. */
+function builtConsole(): void {
+  if (!existsSync(join(repo, "dist/console/index.html"))) throw new Error("dist/console/ is missing: run the tests with `npm test` (or `npm run build` first)");
+}
+
+/** A line the executor printed: a delivery of `desk.triage` or a call of `desk.remind`. */
+type Line = { kind: "delivery"; seq: number; id: string; attempt: number } | { kind: "call"; callId: string };
+
+describe.skipIf(missing && !process.env.CI)("console (served by the owner, in Debian Chromium)", () => {
+  let owner: Owner & { url: string };
+  let admin: ChronologClient;
+  let executor: ChildProcess;
+  let context: BrowserContext;
+  const lines: Line[] = [];
+  /** Content security policy violations and page errors seen on any page. */
+  const pageProblems: string[] = [];
+  const folders: string[] = [];
+
+  const deliveries = (id: string) => lines.filter((l) => l.kind === "delivery" && l.id === id);
+  const calls = () => lines.filter((l) => l.kind === "call");
+  const triage = async () => (await admin.admin.listProcessors({})).processors.find((p) => p.name === processor)!;
+
+  async function open(path: string, token = tokens.admin, signedIn = "#who"): Promise<Page> {
+    const page = await context.newPage();
+    page.on("console", (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) pageProblems.push(m.text());
+    });
+    page.on("pageerror", (e) => pageProblems.push(String(e)));
+    await page.goto(`${owner.url}/console${path}`);
+    await page.waitForSelector("#token");
+    await page.fill("#token", token);
+    await page.click("#sign-in");
+    try {
+      await page.waitForSelector(signedIn, { timeout: 10_000 });
+    } catch (e) {
+      await page.screenshot({ path: join(artifacts, "failed-sign-in.png") });
+      throw new Error(`${String(e)}\n${await page.content()}\n${pageProblems.join("\n")}`);
+    }
+    return page;
+  }
+
+  async function screenshot(page: Page, name: string): Promise<void> {
+    // Usable at 1280×800: nothing is wider than the window.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    const outside = await page.$$eval("button, input, select, a", (els) => els.filter((el) => el.getBoundingClientRect().right > window.innerWidth).map((el) => el.outerHTML));
+    expect(outside).toEqual([]);
+    await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+  }
+
+  beforeAll(async () => {
+    if (missing) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y --no-install-recommends chromium)`);
+    builtConsole();
+    rmSync(artifacts, { recursive: true, force: true });
+    mkdirSync(artifacts, { recursive: true });
+    owner = await startTestOwner({
+      config: {
+        principals: [
+          { name: "ops", token: tokens.admin, role: "admin" },
+          { name: "web", token: tokens.client, role: "client" },
+          { name: "desk-executor", token: tokens.executor, role: "executor" },
+        ],
+      },
+    });
+    admin = createClient({ url: owner.url, token: tokens.admin });
+    executor = spawn(process.execPath, ["--import", "tsx", "test/helpers/console-executor.ts", owner.url, tokens.executor], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    createInterface({ input: executor.stdout! }).on("line", (line) => lines.push(JSON.parse(line) as Line));
+    await new Promise<void>((resolve, reject) => {
+      let err = "";
+      executor.stderr!.on("data", (b: Buffer) => {
+        err += b.toString();
+        if (err.includes("executor ready")) resolve();
+      });
+      executor.once("exit", (code) => reject(new Error(`executor exited (${code}):\n${err}`)));
+    });
+    await admin.emit("ticket.opened", { title: "printer on fire" }, { id: "t-1", actor: { id: "user:ana" } });
+    await admin.emit("ticket.opened", { title: "cannot log in", fail: true }, { id: "t-bad" });
+    await until(async () => (await triage()).failures === 1n && (await triage()).lag === 0n, "t-1 triaged and t-bad failed");
+    const profile = tempDir("chronolog-chromium-");
+    folders.push(profile);
+    // ignoreHTTPSErrors: the TLS test's owner has a self-signed certificate.
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true });
+  });
+  afterAll(async () => {
+    await context?.close();
+    executor?.kill("SIGKILL");
+    await owner?.close();
+    for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("log: the live tail shows an event emitted from outside within a second; filters; the event page links its causes both ways", async () => {
+    const page = await open("/");
+    await page.waitForSelector("#tail-status[data-state=live]");
+    await page.waitForSelector("#tail tr[data-id=t-1]");
+    const { event } = await admin.emit("ticket.opened", { title: "from outside" }, { id: "t-live" });
+    const emitted = Date.now();
+    await page.waitForSelector("#tail tr[data-id=t-live]", { timeout: 1000 });
+    expect(Date.now() - emitted).toBeLessThan(1000);
+    expect(await page.getAttribute("#tail tr[data-id=t-live]", "data-seq")).toBe(String(event!.seq));
+    await until(async () => deliveries("t-live").length === 1, "t-live delivered");
+    await screenshot(page, "log");
+
+    // Older events, a page from the server at a time: the tail starts 100 seqs before the head.
+    await admin.emitBatch(Array.from({ length: 120 }, (_, i) => ({ type: "ticket.opened", data: { title: `batch ${i}` }, id: `t-batch-${i}` })));
+    await until(async () => deliveries("t-batch-119").length === 1 && (await triage()).lag === 0n, "the batch triaged");
+    await page.reload();
+    await page.waitForSelector("#tail-status[data-state=live]");
+    const head = (await admin.log.readLog({ pageSize: 1 })).headSeq;
+    await until(async () => (await page.textContent("#older-from")) === `shown from seq ${head - 99n}`, "the tail's start");
+    expect(await page.$("#tail tr[data-id=t-1]")).toBeNull();
+    await page.click("#older");
+    await page.waitForSelector("#tail tr.older[data-id=t-1]");
+    expect(await page.textContent("#older-from")).toBe("from the start of the log");
+    const seqs = await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => Number(r.getAttribute("data-seq"))));
+    expect(seqs).toEqual(Array.from({ length: Number(head) }, (_, i) => Number(head) - i)); // every event, newest first, once
+
+    // Type and where filters: the tail starts again with only the matching events.
+    await page.fill("#filter-types", "ticket.opened");
+    await page.fill("#filter-where", '{"title": "printer on fire"}');
+    await page.click("#apply-filter");
+    await page.waitForSelector("#tail-status[data-state=live]");
+    await page.click("#older"); // t-1 is more than 100 seqs back
+    await until(async () => (await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1", "only t-1 in the filtered tail");
+    await page.fill("#filter-where", "{not json");
+    await page.click("#apply-filter");
+    await page.waitForSelector("text=where: ");
+
+    // Search by id: the event page with data, actor, time, and the event made under it.
+    await page.fill("#search-id", "t-1");
+    await page.click("#search");
+    await page.waitForSelector("#event[data-id=t-1]");
+    expect(JSON.parse((await page.textContent("#event-data"))!)).toEqual({ title: "printer on fire" });
+    expect(await page.textContent("#event-actor")).toBe("id=user:ana");
+    expect(await page.textContent("#event-cause")).toBe("none");
+    const triaged = await page.waitForSelector("#under .event-link");
+    const triagedId = (await triaged.getAttribute("data-id"))!;
+    expect((await admin.log.getEvent({ id: triagedId })).event!.cause).toBe("t-1");
+    await screenshot(page, "event");
+    await page.click(`#under .event-link[data-id="${triagedId}"] a`);
+    await page.waitForSelector(`#event[data-id="${triagedId}"]`);
+    await page.waitForSelector("#event-cause .event-link[data-id=t-1]");
+    await page.goto(`${owner.url}/console/events/no-such-event`);
+    await page.waitForSelector("#event-error");
+    expect(await page.textContent("#event-error")).toMatch(/^NotFound: /);
+    await page.close();
+  });
+
+  it("processors: pausing from the page stops deliveries and resuming restarts them; moving the cursor to a seq or a time says what is delivered again", async () => {
+    const page = await open("/processors");
+    const row = `#processors tr[data-name="${processor}"]`;
+    await page.waitForSelector(`${row}[data-paused=false]`);
+    await page.waitForSelector("#lag-chart[data-samples='3']", { timeout: 10_000 });
+
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=true]`);
+    expect((await triage()).paused).toBe(true);
+    await admin.emit("ticket.opened", { title: "while paused" }, { id: "t-paused" });
+    await until(async () => (await page.textContent(`${row} td.lag`)) === "1", "the page shows a lag of 1");
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(deliveries("t-paused")).toEqual([]);
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=false]`);
+    await until(async () => deliveries("t-paused").length === 1, "t-paused delivered after the resume");
+    const samples = Number(await page.getAttribute("#lag-chart", "data-samples"));
+    await page.waitForSelector(`#lag-chart[data-samples='${samples + 2}']`, { timeout: 10_000 });
+    await screenshot(page, "processors"); // the lag chart shows the pause
+
+    // Move the cursor back by 2: the confirm says 2 events are delivered again, then they are.
+    await until(async () => (await triage()).lag === 0n, "caught up");
+    const floor = (await triage()).ackFloor;
+    await page.click(`${row} button.details`);
+    await page.fill("#move-target", String(floor - 2n));
+    await page.click("#move-check");
+    expect(await page.textContent("#move-confirm-text")).toBe(
+      `Move the cursor of ${processor} back from ${floor} to ${floor - 2n}: 2 events of the log (seqs ${floor - 1n} to ${floor}) will be delivered again (those the processor's filter matches).`,
+    );
+    const before = lines.length;
+    await page.click("#move-confirm");
+    await until(async () => /^desk\.triage: cursor at \d+$/.test((await page.textContent("#action-result")) ?? ""), "the move's answer");
+    // The move is recorded (processor.cursor_moved): the head is past the old cursor now.
+    await until(async () => (await triage()).ackFloor > floor && (await triage()).lag === 0n, "caught up again after the move");
+    const inRange = (await admin.log.readLog({ afterSeq: floor - 2n, pageSize: 2, types: ["ticket.opened"] })).events.filter((e) => e.seq <= floor);
+    const redelivered = lines.slice(before).flatMap((l) => (l.kind === "delivery" && BigInt(l.seq) <= floor ? [l.seq] : []));
+    expect(redelivered.sort()).toEqual(inRange.map((e) => Number(e.seq)));
+    expect(redelivered.every((seq) => BigInt(seq) > floor - 2n)).toBe(true);
+
+    // Move it to a time: the confirm counts from the first event committed at or after it.
+    const paused = (await admin.log.getEvent({ id: "t-paused" })).event!;
+    const moment = timestampDate(paused.at!);
+    const all = (await admin.log.readLog({ pageSize: 1000 })).events;
+    const target = all.find((e) => timestampDate(e.at!).getTime() >= moment.getTime())!.seq - 1n;
+    const now = (await triage()).ackFloor;
+    await page.selectOption("#move-kind", "time");
+    await page.fill("#move-target", moment.toISOString());
+    await page.click("#move-check");
+    expect(await page.textContent("#move-confirm-text")).toBe(
+      `Move the cursor of ${processor} back from ${now} to ${target}: ${now - target} events of the log (seqs ${target + 1n} to ${now}) will be delivered again (those the processor's filter matches).`,
+    );
+    await page.click("#move-confirm");
+    await until(async () => /^desk\.triage: cursor at \d+$/.test((await page.textContent("#action-result")) ?? "") && (await page.$("#move-confirm-box")) === null, "the move to a time");
+    await until(async () => deliveries("t-paused").length === 2, "t-paused delivered again");
+    await page.close();
+  });
+
+  it("processors: a redrive from the page delivers the failed event again", async () => {
+    const page = await open("/processors");
+    const row = `#processors tr[data-name="${processor}"]`;
+    await page.click(`${row} button.details`);
+    const bad = (await admin.log.getEvent({ id: "t-bad" })).event!;
+    const failedRow = `#failed tr[data-seq="${bad.seq}"]`;
+    await page.waitForSelector(failedRow);
+    expect(await page.textContent(`${failedRow} td.error-text`)).toBe("ticket t-bad cannot be triaged");
+    await screenshot(page, "failed-deliveries");
+    expect(deliveries("t-bad")).toHaveLength(1);
+    await page.click(`${failedRow} button.redrive`);
+    await until(async () => (await page.textContent("#action-result")) === `${processor}: 1 failed deliveries queued again`, "the redrive's answer");
+    await until(async () => deliveries("t-bad").length === 2, "t-bad delivered again");
+    await page.close();
+  });
+
+  it("time: the declared schedule with its next fire times; pause with a note and resume; trigger now makes one call; a delay is cancelled", async () => {
+    const delay = await admin.delay("desk.remind", { what: "later" }, { intervalMs: 3_600_000 }, "unbounded");
+    const page = await open("/time");
+    const schedule = (await admin.time.listTimers({})).timers.find((t) => t.schedule === "new-year")!;
+    const row = `#timers tr[data-id="${schedule.id}"]`;
+    await page.waitForSelector(row);
+    expect(await page.textContent(`${row} td.next-due`)).toContain("in ");
+    await page.click(`${row} button.link`);
+    await page.waitForSelector(`.preview[data-timer="${schedule.id}"] .preview-times li`);
+    const preview = (await admin.getTimer(schedule.id, { previewCount: 5 })).preview;
+    expect(await page.$$eval(`.preview[data-timer="${schedule.id}"] .preview-times li`, (items) => items.length)).toBe(preview.length);
+    await page.waitForSelector(`#timers tr[data-id="${delay.delayId}"]`);
+    await screenshot(page, "time");
+
+    await page.fill("#timer-note", "maintenance window");
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=true]`);
+    const paused = await admin.getTimer(schedule.id);
+    expect([paused.paused, paused.pauseNote]).toEqual([true, "maintenance window"]);
+    await page.click(`${row} button.pause`);
+    await page.waitForSelector(`${row}[data-paused=false]`);
+    expect((await admin.getTimer(schedule.id)).paused).toBe(false);
+
+    // One call, of the occurrence the trigger made.
+    await page.click(`${row} button.trigger`);
+    const triggered = /^desk\/new-year triggered: occurrence (\S+)$/;
+    await until(async () => triggered.test((await page.textContent("#time-result")) ?? ""), "the trigger's answer");
+    const occurrence = triggered.exec((await page.textContent("#time-result"))!)![1];
+    const callsOf = (id: string) => calls().filter((c) => c.kind === "call" && c.callId === id).length;
+    await until(async () => callsOf(occurrence) === 1, "the triggered call");
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(callsOf(occurrence)).toBe(1);
+    // The triggered call is in the lateness histogram (read from /metrics with the page's token).
+    await until(async () => Number(await page.getAttribute("#lateness-chart", "data-total")) >= 1, "the lateness histogram counts the call", 15_000);
+    await screenshot(page, "time-lateness");
+
+    // Backfill the last three years: three yearly occurrences, each called once.
+    const threeYearsAgo = new Date();
+    threeYearsAgo.setUTCFullYear(threeYearsAgo.getUTCFullYear() - 3);
+    await page.fill(".backfill-start", threeYearsAgo.toISOString());
+    await page.click(".backfill-run");
+    await page.waitForSelector(".backfill-result.ok:not(:empty)");
+    expect(await page.textContent(".backfill-result")).toBe("3 occurrences in the range: 3 made now, 0 made before");
+    const [backfilled] = (await admin.log.readLog({ types: ["timer.backfilled"] })).events;
+    const made = backfilled.data!.occurrence_ids as string[];
+    expect(made).toHaveLength(3);
+    await until(async () => made.every((id) => callsOf(id) === 1), "the backfilled calls");
+
+    await page.click(`#timers tr[data-id="${delay.delayId}"] button.cancel`);
+    await until(async () => (await page.textContent("#time-result")) === `delay ${delay.delayId} cancelled`, "the cancel's answer");
+    await until(async () => (await page.$(`#timers tr[data-id="${delay.delayId}"]`)) === null, "the delay gone from the page");
+    expect(await admin.getTimer(delay.delayId).catch((e: unknown) => ConnectError.from(e).code)).toBe(Code.NotFound);
+    await page.close();
+  });
+
+  it("calls: a call with its status and attempts, and its page with its outcome; collections: find with a filter, a document's page", async () => {
+    await admin.call("desk.remind", { what: "now" }, { callId: "c-console", actor: { id: "user:ana" } });
+    const page = await open("/calls");
+    const row = '#calls tr[data-call="c-console"]';
+    await page.waitForSelector(`${row}[data-status=completed]`);
+    expect(await page.textContent(`${row} td.attempts`)).toBe("1");
+    const [triggered] = (await admin.log.readLog({ types: ["timer.triggered"] })).events;
+    expect(await page.textContent(`#calls tr[data-call="${triggered.data!.occurrence_id}"] a.timer`)).toBe("timer desk/new-year (triggered)");
+    await screenshot(page, "calls");
+    await page.click(`${row} a`);
+    await page.waitForSelector("#event[data-seq]");
+    expect(await page.textContent("#event h2")).toContain("action.started");
+    await page.waitForSelector("#call-events .event-link");
+    expect(await page.textContent("#call-events")).toContain("action.completed");
+
+    for (const n of [1, 2, 3]) await admin.createDocument("notes", { _id: `note-${n}`, n });
+    await page.click("a[data-nav=plugins]");
+    await page.click("a[data-collection=notes]");
+    await until(async () => (await page.$$("#documents tbody tr")).length === 3, "three notes");
+    await page.fill("#doc-filter", '{"n": {"$gte": 2}}');
+    await page.click("#doc-find");
+    await until(async () => (await page.$$eval("#documents tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "note-2,note-3", "the filtered notes");
+    await screenshot(page, "collection");
+    await page.click('#documents tr[data-id="note-3"] a');
+    await page.waitForSelector("#document-body");
+    expect(JSON.parse((await page.textContent("#document-body"))!)).toEqual({ _id: "note-3", n: 3 });
+    await page.close();
+  });
+
+  it("executors and plugins: the connected session with what it hosts; the declared event types", async () => {
+    const page = await open("/executors");
+    const row = await page.waitForSelector("#executors tbody tr");
+    const [session] = (await admin.admin.listExecutors({})).executors;
+    expect(await row.getAttribute("data-session")).toBe(session.sessionId);
+    expect(await page.textContent("#executors td.hosts")).toContain(`processors: ${processor}`);
+    expect(await page.textContent("#executors td.hosts")).toContain("actions: desk.remind");
+    await screenshot(page, "executors");
+    await page.click("a[data-nav=plugins]");
+    await page.waitForSelector("article.plugin[data-name=desk] tr[data-type='ticket.opened']");
+    await screenshot(page, "plugins");
+    await page.close();
+  });
+
+  it("an owner without a config opens as the local admin, without asking for a token", async () => {
+    const local = await startTestOwner();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${local.url}/console/`);
+      await page.waitForSelector("#who[data-admin=true]");
+      expect(await page.textContent("#who")).toBe("local admin (no config)");
+      expect(await page.$("#token")).toBeNull();
+      await page.waitForSelector("#tail-status[data-state=live]");
+      await page.close();
+    } finally {
+      await local.close();
+    }
+  });
+
+  it("over TLS the page, its calls and its live tail go over HTTP/2", async () => {
+    const dir = tempDir("chronolog-console-tls-");
+    folders.push(dir);
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+    const secure = await startTestOwner({ config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }], tls: { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") } } });
+    const url = `https://127.0.0.1:${secure.port}`;
+    try {
+      const page = await context.newPage();
+      const protocols = new Set<string>();
+      const cdp = await context.newCDPSession(page);
+      await cdp.send("Network.enable");
+      cdp.on("Network.responseReceived", (e) => {
+        if (e.response.url.startsWith(url)) protocols.add(e.response.protocol ?? "?");
+      });
+      await page.goto(`${url}/console/`);
+      await page.fill("#token", tokens.admin);
+      await page.click("#sign-in");
+      await page.waitForSelector("#tail-status[data-state=live]");
+      const tls = createClient({ url, token: tokens.admin, ca: readFileSync(join(dir, "cert.pem")) });
+      await tls.registerPlugin({ name: "secure", events: { "secure.checked": { allow: ["*"] } } });
+      await tls.emit("secure.checked", {}, { id: "over-h2" });
+      await page.waitForSelector("#tail tr[data-id=over-h2]");
+      expect([...protocols]).toEqual(["h2"]);
+      await page.close();
+    } finally {
+      await secure.close();
+    }
+  });
+
+  it("a client token sees no admin views or buttons, and a forged admin call from its page is refused", async () => {
+    const page = await open("/", tokens.client);
+    expect(await page.getAttribute("#who", "data-admin")).toBe("false");
+    await page.waitForSelector("#tail-status[data-state=live]");
+    expect(await page.$$("a[data-nav=processors], a[data-nav=executors]")).toHaveLength(0);
+    await page.click("a[data-nav=time]");
+    await page.waitForSelector("#timers tbody tr");
+    expect(await page.$$("button.admin")).toHaveLength(0);
+    await page.goto(`${owner.url}/console/processors`);
+    await page.waitForSelector("text=This view needs the admin role.");
+    expect(await page.$$("button.admin")).toHaveLength(0);
+    await screenshot(page, "client");
+
+    const forged = await page.evaluate(async (name) => {
+      const token = sessionStorage.getItem("chronolog.console.token");
+      const res = await fetch("/chronolog.v1.AdminService/SetProcessorPaused", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify({ processor: name, paused: true }),
+      });
+      return { status: res.status, body: (await res.json()) as { code: string; message: string } };
+    }, processor);
+    expect(forged.status).toBe(403);
+    expect(forged.body.code).toBe("permission_denied");
+    expect((await triage()).paused).toBe(false);
+    await page.close();
+
+    // A wrong token gets the sign-in form again with the owner's answer.
+    const wrong = await open("/", "not-a-token-of-this-owner", "#signin-error");
+    expect(await wrong.textContent("#signin-error")).toBe("Unauthenticated: unknown bearer token");
+    await wrong.close();
+    expect(pageProblems).toEqual([]);
+  });
+});
