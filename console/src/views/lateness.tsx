@@ -1,4 +1,4 @@
-// The lateness histogram of time's calls (how late each call was made after its due moment, K4)
+// The lateness histogram of time's calls (how late each call was made after its due moment)
 // as a bar chart. The API has no RPC for it: it is read from the owner's `GET /metrics`
 // (`chronolog_timer_lateness_seconds`, Prometheus text, admin only), every 5 seconds.
 
