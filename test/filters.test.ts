@@ -200,6 +200,15 @@ describe("an event or document the filter cannot be applied to does not match", 
     const malformed = await client.log.readLog({ where: { $and: [byLength, { x: { $in: 5 } }] } }).catch((e) => ConnectError.from(e));
     expect(malformed).toBeInstanceOf(ConnectError);
     expect((malformed as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((malformed as ConnectError).rawMessage).toBe("invalid where filter: $in takes an array (got number) (at $and[1].x.$in)");
+    for (const [where, message] of [
+      [{ status: { $in: "notarray" } }, "invalid where filter: $in takes an array (got string) (at status.$in)"],
+      [{ $or: { a: 1 } }, "invalid where filter: $or takes an array (got object) (at $or)"],
+      [{ tags: { $all: null } }, "invalid where filter: $all takes an array (got null) (at tags.$all)"],
+    ] as const) {
+      const refused = await client.log.readLog({ where }).catch((e) => ConnectError.from(e));
+      expect([(refused as ConnectError).code, (refused as ConnectError).rawMessage]).toEqual([Code.InvalidArgument, message]);
+    }
   });
 
   it("Watch: catches up with x=1 and x=2, stays open through a live {x: 0} and takes the next match", async () => {

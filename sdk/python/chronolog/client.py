@@ -158,11 +158,11 @@ class FieldViolation:
 class ChronologError(grpc.RpcError):
     """An RPC the owner refused or that failed on the way.
 
-    ``code`` is the gRPC status code (e.g. ``grpc.StatusCode.INVALID_ARGUMENT``),
-    ``message`` the owner's message naming the problem, ``reason`` the stable
-    ``google.rpc.ErrorInfo`` reason when the owner sent one, and
-    ``field_violations`` the ``google.rpc.BadRequest`` entries. ``code()`` and
-    ``details()`` answer like a ``grpc.RpcError``.
+    ``status_code`` is the gRPC status code (e.g. ``grpc.StatusCode.INVALID_ARGUMENT``;
+    ``code()`` returns it too, as a ``grpc.RpcError`` does: compare ``e.code() ==
+    grpc.StatusCode.NOT_FOUND``, not ``e.code``), ``message`` the owner's message naming the
+    problem (``details()`` returns it too), ``reason`` the stable ``google.rpc.ErrorInfo`` reason
+    when the owner sent one, and ``field_violations`` the ``google.rpc.BadRequest`` entries.
     """
 
     def __init__(self, code: grpc.StatusCode, message: str, reason: str = "", field_violations: Sequence[FieldViolation] = ()):

@@ -47,7 +47,7 @@ export async function failedCommand(flags: ClientFlags & { processor?: string; j
     }
     pageToken = page.nextPageToken;
   } while (pageToken !== "");
-  if (!flags.json) console.log(formatTable(["PROCESSOR", "SEQ", "TYPE", "ATTEMPTS", "ERROR"], rows));
+  if (!flags.json) console.log(formatTable(["PROCESSOR", "SEQ", "TYPE", "ATTEMPTS", "ERROR"], rows, ["ERROR"]));
 }
 
 /** `chronolog redeliver PROCESSOR [SEQ...]`: delivers failed events again (all of the processor's when no seq is given). */
@@ -65,7 +65,7 @@ export async function executorsCommand(flags: ClientFlags & { json: boolean }): 
     return;
   }
   const rows = executors.map((e) => [e.executor, e.instanceId, e.principal, `${e.inFlight}/${e.credits}`, [...e.processors, ...e.actions, ...e.pulses].join(","), e.connectedAt ? timestampDate(e.connectedAt).toISOString() : ""]);
-  console.log(formatTable(["EXECUTOR", "INSTANCE", "PRINCIPAL", "IN FLIGHT/CREDITS", "HOSTS", "CONNECTED"], rows));
+  console.log(formatTable(["EXECUTOR", "INSTANCE", "PRINCIPAL", "IN FLIGHT/CREDITS", "HOSTS", "CONNECTED"], rows, ["HOSTS"]));
 }
 
 /** `chronolog sql STATEMENT [PARAM...]`: maintenance SQL, recorded as `maintenance.sql`; prints rows as JSON lines or the change count. */

@@ -5,13 +5,14 @@ const minColumn = 8;
  * A plain-text table: a header row and aligned columns separated by two spaces, each column as
  * wide as its widest cell. Returns the lines, without a trailing newline.
  *
- * When `width` is given (the terminal's columns; see {@link terminalWidth}) and the table is
- * wider, the widest column is cut to fit, again and again, down to {@link minColumn}: its cut
- * cells end with "…". `--json` prints every value whole.
+ * When the table is wider than `width` (the terminal's columns; see {@link terminalWidth}), the
+ * widest of the `cuttable` columns (free text: a timer's WHEN, an error) is cut to fit, again
+ * and again, down to {@link minColumn}: its cut cells end with "…". Ids, names and numbers are
+ * never cut (the terminal wraps what is still too wide); `--json` prints every value whole.
  */
-export function formatTable(header: string[], rows: string[][], width = terminalWidth()): string {
+export function formatTable(header: string[], rows: string[][], cuttable: string[] = [], width = terminalWidth()): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  fit(widths, header, width);
+  fit(widths, header, cuttable, width);
   const line = (cells: string[]) =>
     cells
       .map((cell, i) => {
@@ -23,19 +24,21 @@ export function formatTable(header: string[], rows: string[][], width = terminal
   return [line(header), ...rows.map(line)].join("\n");
 }
 
-/** The terminal's width when stdout is one, else Infinity (a pipe or a file gets whole cells). */
+/** The terminal's width when stdout is one (its columns, else `COLUMNS`), else Infinity: a pipe or a file gets whole cells. */
 export function terminalWidth(): number {
-  return process.stdout.isTTY && process.stdout.columns > 0 ? process.stdout.columns : Infinity;
+  if (!process.stdout.isTTY) return Infinity;
+  const columns = process.stdout.columns || Number(process.env.COLUMNS);
+  return columns > 0 ? columns : Infinity;
 }
 
 /** Narrows the widest cuttable column, one character at a time, until the line fits `width`. */
-function fit(widths: number[], header: string[], width: number): void {
-  const floor = header.map((h, i) => Math.min(widths[i], Math.max(minColumn, h.length)));
+function fit(widths: number[], header: string[], cuttable: string[], width: number): void {
+  const floor = header.map((h, i) => (cuttable.includes(h) ? Math.min(widths[i], Math.max(minColumn, h.length)) : widths[i]));
   let total = widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
   while (total > width) {
     let widest = -1;
     for (let i = 0; i < widths.length; i++) if (widths[i] > floor[i] && (widest < 0 || widths[i] > widths[widest])) widest = i;
-    if (widest < 0) return; // every column at its floor: the terminal wraps what is left
+    if (widest < 0) return; // nothing left to cut: the terminal wraps what is left
     widths[widest]--;
     total--;
   }

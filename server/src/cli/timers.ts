@@ -44,7 +44,7 @@ export async function timersCommand(flags: TimersFlags): Promise<void> {
     String(t.chainDepth),
     ...(flags.preview ? [t.preview.map(iso).join(", ")] : []),
   ]);
-  console.log(formatTable(header, rows));
+  console.log(formatTable(header, rows, ["WHEN", "PREVIEW"]));
 }
 
 /**

@@ -113,7 +113,14 @@ const refused: ReadonlyMap<string, string> = new Map([
 /** Operators whose `n` must be a number in the filter: mingo evaluates a computed `n` again, as an expression. */
 const countedN = new Set(["$firstN", "$lastN", "$maxN", "$minN"]);
 
-/** Fails with INVALID_ARGUMENT naming `field` when `value` uses a refused operator anywhere (nested objects and arrays included). */
+/** Operators whose operand must be an array, in queries and expressions alike (mingo fails on another with a raw TypeError). */
+const arrayOperands = new Set(["$in", "$nin", "$all", "$and", "$or", "$nor"]);
+
+/**
+ * Fails with INVALID_ARGUMENT naming `field` when `value` uses a refused operator anywhere (nested
+ * objects and arrays included), or gives one of {@link arrayOperands} something else than an array.
+ */
+
 function refuseUnbounded(value: unknown, field: string, at: string): void {
   if (Array.isArray(value)) return value.forEach((v, i) => refuseUnbounded(v, field, `${at}[${i}]`));
   if (value === null || typeof value !== "object") return;
@@ -125,6 +132,10 @@ function refuseUnbounded(value: unknown, field: string, at: string): void {
     }
     if (why !== undefined) {
       const description = `${key} is refused: it ${why}`;
+      fail("invalid_filter", `invalid ${label(field)}: ${description} (at ${path})`, [{ field, description }]);
+    }
+    if (arrayOperands.has(key) && !Array.isArray(inner)) {
+      const description = `${key} takes an array (got ${inner === null ? "null" : typeof inner})`;
       fail("invalid_filter", `invalid ${label(field)}: ${description} (at ${path})`, [{ field, description }]);
     }
     refuseUnbounded(inner, field, path);
