@@ -63,6 +63,8 @@ describe("chronolog docs", () => {
     expect(await run(["docs", "find", "room", "--filter", "{nope"])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^chronolog: --filter is not valid JSON/) });
     expect(await run(["docs", "patch", "room", "r-301"])).toMatchObject({ code: 1, stderr: "chronolog: docs patch needs --set JSON, --unset PATH or both\n" });
     expect(await run(["docs", "find", "room", "--limit", "0"])).toMatchObject({ code: 1, stderr: expect.stringContaining("must be a whole number from 1 to 1000") });
+    const tls = owner.url.replace("http://", "https://");
+    expect(await cli(["--url", tls, "docs", "get", "room", "r-301"])).toMatchObject({ code: 1, stderr: `chronolog: Unavailable: the owner at ${tls} does not speak TLS: use an http:// URL (or start the owner with tls in its config)\n` });
   });
 
   it("emit and tail print seq as a JSON number", async () => {

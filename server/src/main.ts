@@ -251,7 +251,11 @@ function parseOverdue(value: string): OverdueBound {
 }
 
 program.parseAsync().catch((e: unknown) => {
-  if (e instanceof ConnectError) console.error(`chronolog: ${Code[e.code]}: ${e.rawMessage}`);
+  // An https:// URL to an owner that speaks plaintext fails in the TLS handshake, which the
+  // transport reports as INTERNAL with OpenSSL's text: say what it means instead.
+  if (e instanceof ConnectError && /wrong version number|packet length too long/.test(e.rawMessage)) {
+    console.error(`chronolog: Unavailable: the owner at ${program.opts().url} does not speak TLS: use an http:// URL (or start the owner with tls in its config)`);
+  } else if (e instanceof ConnectError) console.error(`chronolog: ${Code[e.code]}: ${e.rawMessage}`);
   else console.error(`chronolog: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });
