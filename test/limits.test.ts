@@ -247,9 +247,9 @@ describe(`JSON nested deeper than ${maxJsonDepth} levels is refused wherever the
     }
   });
 
-  it("binary requests deeper than protobuf's own limit (~49 levels) fail in decoding, before any handler: INTERNAL, nothing written", async () => {
+  it("binary requests deeper than protobuf's own limit (~49 levels) fail in decoding, before any handler: INVALID_ARGUMENT, nothing written", async () => {
     const before = await logSnapshot(admin);
-    await expectConnectError(admin.emit("deep.thing", nested(60)), Code.Internal, /maximum recursion depth/);
+    await expectConnectError(admin.emit("deep.thing", nested(60)), Code.InvalidArgument, /maximum recursion depth/);
     await expectUnchanged(admin, before);
   });
 });

@@ -1,0 +1,453 @@
+// Native gRPC unary calls: one HTTP/2 stream in, one message and a status out, without
+// connect-node's per-call machinery (async-iterable pipelines, a Headers object per
+// header set, two AbortControllers and a deadline timer per call, ...), which cost a
+// trivial call about ten times what the transport does.
+//
+// The same service implementation objects and interceptors the connect router gets
+// serve these calls: {@link UnaryRoutes.record} wraps the router handed to the routes
+// function and keeps every unary method it registers, and each call runs through
+// the interceptors (auth, error mapping) exactly as connect would run it. Errors go
+// out as connect's gRPC handler writes them (grpc-status, grpc-message,
+// grpc-status-details-bin). listen.ts decides which streams come here; gRPC-Web,
+// Connect, JSON, streams and unknown paths stay on connect-node.
+
+import type { ServerHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
+import { constants as h2 } from "node:http2";
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  type ConnectRouter,
+  type HandlerContext,
+  type Interceptor,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { asConnectError, errorTrailers } from "./grpc-status.js";
+
+/** A user-provided unary implementation, as connect's ServiceImpl methods are. */
+type UnaryImpl = (request: unknown, context: HandlerContext) => unknown;
+
+interface UnaryEntry {
+  service: DescService;
+  method: DescMethodUnary;
+  impl: UnaryImpl;
+}
+
+/** The unary methods registered on a connect router, by request path (`/pkg.Service/Method`). */
+export class UnaryRoutes {
+  private readonly byPath = new Map<string, UnaryEntry>();
+
+  /**
+   * A router that registers on `router` and also records every unary method here, with
+   * the same implementation object (a method the implementation lacks answers
+   * UNIMPLEMENTED, as connect's does).
+   */
+  record(router: ConnectRouter): ConnectRouter {
+    const add = (method: DescMethod, impl: UnaryImpl | undefined): void => {
+      if (method.methodKind !== "unary") return;
+      const service = method.parent;
+      const message = `${service.typeName}.${method.name} is not implemented`;
+      this.byPath.set(`/${service.typeName}/${method.name}`, {
+        service,
+        method: method as DescMethodUnary,
+        impl:
+          impl ??
+          (() => {
+            throw new ConnectError(message, Code.Unimplemented);
+          }),
+      });
+    };
+    const recording: ConnectRouter = {
+      handlers: router.handlers,
+      service(service, implementation, options) {
+        router.service(service, implementation, options);
+        const impl = implementation as Record<string, unknown>;
+        for (const method of service.methods) {
+          const fn = impl[method.localName];
+          add(method, typeof fn === "function" ? (fn.bind(impl) as UnaryImpl) : undefined);
+        }
+        return recording;
+      },
+      rpc(method, impl, options) {
+        router.rpc(method, impl, options);
+        add(method, impl as UnaryImpl);
+        return recording;
+      },
+    };
+    return recording;
+  }
+
+  get(path: string | undefined): UnaryEntry | undefined {
+    return path === undefined ? undefined : this.byPath.get(path);
+  }
+}
+
+/** Options of {@link grpcUnary}. */
+export interface GrpcUnaryOptions {
+  routes: UnaryRoutes;
+  /** Applied to every call, in order, as connect applies them. */
+  interceptors: Interceptor[];
+  /** Largest accepted request message (compressed or not); bigger ones fail with RESOURCE_EXHAUSTED. */
+  readMaxBytes: number;
+  /** Aborts every call's signal when it aborts (server shutdown). */
+  shutdownSignal: AbortSignal;
+}
+
+/** The native unary path: which streams it takes, and how it serves one. */
+export interface GrpcUnary {
+  /** True for a gRPC (protobuf) POST to a known unary method. */
+  takes(headers: IncomingHttpHeaders): boolean;
+  /** Serves the call on `stream` (headers already received). */
+  serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void;
+}
+
+const RESPONSE_HEADERS: OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc+proto" };
+const OK_TRAILERS: OutgoingHttpHeaders = { "grpc-status": "0" };
+const compressions = [compressionGzip, compressionBrotli];
+const supportedEncodings = compressions.map((c) => c.name).join(",");
+
+/** Builds the native unary path over the recorded routes. */
+export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
+  const { routes, interceptors, readMaxBytes, shutdownSignal } = options;
+  const live = new Set<CallState>();
+  shutdownSignal.addEventListener("abort", () => {
+    for (const call of live) call.abort(shutdownSignal.reason);
+  });
+
+  const serve = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void => {
+    const entry = routes.get(headers[":path"])!;
+    const state = new CallState();
+    if (shutdownSignal.aborted) state.abort(shutdownSignal.reason);
+    else live.add(state);
+    const timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
+    if (timeout.timeoutMs !== undefined) state.deadline(timeout.timeoutMs);
+    stream.once("close", () => {
+      live.delete(state);
+      state.end(resetReason(stream.rstCode));
+    });
+    let failed = false;
+    const fail = (e: unknown): void => {
+      if (failed) return;
+      failed = true;
+      respond(stream, state, undefined, errorTrailers(asConnectError(e), state.trailersObject()));
+    };
+    // connect reports a bad encoding before a bad timeout, both before reading the message.
+    const encoding = one(headers["grpc-encoding"]);
+    const compression = encoding === null || encoding === "identity" ? null : compressions.find((c) => c.name === encoding);
+    if (compression === undefined) {
+      stream.resume();
+      return fail(new ConnectError(`unknown compression "${encoding}": supported encodings are ${supportedEncodings}`, Code.Unimplemented, { "grpc-accept-encoding": supportedEncodings }));
+    }
+    if (timeout.error) {
+      stream.resume();
+      return fail(timeout.error);
+    }
+    const body = new EnvelopeReader(readMaxBytes);
+    stream.on("data", (chunk: Buffer) => {
+      if (failed) return;
+      try {
+        body.push(chunk);
+      } catch (e) {
+        fail(e);
+      }
+    });
+    stream.once("end", () => {
+      if (failed) return;
+      let envelope: { flags: number; data: Uint8Array };
+      try {
+        envelope = body.single();
+      } catch (e) {
+        return fail(e);
+      }
+      invoke(entry, stream, headers, state, envelope, compression).then(
+        (frame) => respond(stream, state, frame, state.trailersObject(OK_TRAILERS)),
+        fail,
+      );
+    });
+  };
+
+  const invoke = async (
+    entry: UnaryEntry,
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    state: CallState,
+    envelope: { flags: number; data: Uint8Array },
+    compression: typeof compressionGzip | null,
+  ): Promise<Buffer> => {
+    let data = envelope.data;
+    if (envelope.flags & 1) {
+      if (!compression) throw new ConnectError("received a compressed message without grpc-encoding", Code.InvalidArgument);
+      data = await compression.decompress(data, readMaxBytes);
+    }
+    const { method, service, impl } = entry;
+    let input;
+    try {
+      input = fromBinary(method.input, data);
+    } catch (e) {
+      throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
+    }
+    const url = `${"encrypted" in stream.session!.socket ? "https" : "http"}://${headers[":authority"] ?? ""}${headers[":path"]}`;
+    const request: UnaryRequest = {
+      stream: false,
+      message: input,
+      method,
+      service,
+      requestMethod: "POST",
+      url,
+      contextValues: createContextValues(),
+      get signal() {
+        return state.signal();
+      },
+      get header() {
+        return state.requestHeader(headers);
+      },
+    };
+    const last = async (req: UnaryRequest): Promise<UnaryResponse> => {
+      const context: HandlerContext = {
+        method,
+        service: req.service,
+        requestMethod: req.requestMethod,
+        protocolName: "grpc",
+        url: req.url,
+        values: req.contextValues,
+        timeoutMs: () => state.timeoutMs(),
+        get signal() {
+          return req.signal;
+        },
+        get requestHeader() {
+          return req.header;
+        },
+        get responseHeader() {
+          return state.responseHeader();
+        },
+        get responseTrailer() {
+          return state.responseTrailer();
+        },
+      };
+      const output = await impl(req.message, context);
+      return {
+        stream: false,
+        service,
+        method,
+        message: normalize(method.output, output),
+        get header() {
+          return state.responseHeader();
+        },
+        get trailer() {
+          return state.responseTrailer();
+        },
+      };
+    };
+    let next = last;
+    for (let i = interceptors.length - 1; i >= 0; i--) next = interceptors[i](next as never) as typeof last;
+    const response = await next(request);
+    state.adopt(response);
+    let bytes: Uint8Array;
+    try {
+      bytes = toBinary(method.output, response.message);
+    } catch (e) {
+      throw new ConnectError(`serialize binary: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
+    }
+    const frame = Buffer.allocUnsafe(5 + bytes.length);
+    frame[0] = 0;
+    frame.writeUInt32BE(bytes.length, 1);
+    frame.set(bytes, 5);
+    return frame;
+  };
+
+  return {
+    takes(headers) {
+      if (headers[":method"] !== "POST" || routes.get(headers[":path"]) === undefined) return false;
+      const type = headers["content-type"];
+      return type === "application/grpc" || type === "application/grpc+proto" || (type !== undefined && /^application\/grpc(\+proto)?$/i.test(type));
+    },
+    serve,
+  };
+}
+
+function normalize(desc: DescMessage, message: unknown) {
+  return isMessage(message, desc) ? message : create(desc, message as never);
+}
+
+function one(value: string | string[] | undefined): string | null {
+  return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+}
+
+/** Sends headers, the message frame (absent on error) and trailers, unless the stream is gone. */
+function respond(stream: ServerHttp2Stream, state: CallState, frame: Buffer | undefined, trailers: OutgoingHttpHeaders): void {
+  if (stream.destroyed || stream.closed || stream.headersSent) return;
+  stream.respond(state.headersObject(), { waitForTrailers: true });
+  stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+  stream.end(frame);
+}
+
+/** What a reset stream means to the handler, as connect-node reports it. */
+function resetReason(rstCode: number): ConnectError | undefined {
+  const code =
+    rstCode === h2.NGHTTP2_CANCEL
+      ? Code.Canceled
+      : rstCode === h2.NGHTTP2_REFUSED_STREAM
+        ? Code.Unavailable
+        : rstCode === h2.NGHTTP2_ENHANCE_YOUR_CALM
+          ? Code.ResourceExhausted
+          : rstCode === h2.NGHTTP2_INADEQUATE_SECURITY || rstCode === h2.NGHTTP2_HTTP_1_1_REQUIRED
+            ? Code.PermissionDenied
+            : rstCode === h2.NGHTTP2_NO_ERROR || rstCode === h2.NGHTTP2_STREAM_CLOSED
+              ? undefined
+              : Code.Internal;
+  return code === undefined ? undefined : new ConnectError(`http/2 stream closed with error code ${rstName(rstCode)} (0x${rstCode.toString(16)})`, code);
+}
+
+function rstName(code: number): string {
+  const name = Object.entries(h2).find(([k, v]) => v === code && k.startsWith("NGHTTP2_") && !k.startsWith("NGHTTP2_ERR") && !k.startsWith("NGHTTP2_FLAG") && !k.startsWith("NGHTTP2_SESSION"));
+  return name ? name[0].slice("NGHTTP2_".length) : String(code);
+}
+
+/**
+ * Per-call state that costs nothing until used: the handler's AbortSignal, the
+ * request Headers and the response header and trailer Headers are only built when
+ * an interceptor or handler asks for them.
+ */
+class CallState {
+  private controller: AbortController | undefined;
+  private aborted = false;
+  private reason: unknown;
+  private deadlineAt: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private request: Headers | undefined;
+  private header: Headers | undefined;
+  private trailer: Headers | undefined;
+
+  signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** The call is over (answered, reset or aborted): the signal aborts, the deadline stops. */
+  end(reason?: unknown): void {
+    clearTimeout(this.timer);
+    this.abort(reason);
+  }
+
+  deadline(ms: number): void {
+    this.deadlineAt = Date.now() + ms;
+    const expire = () => this.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+    if (ms <= 0) expire();
+    else this.timer = setTimeout(expire, ms);
+  }
+
+  timeoutMs(): number | undefined {
+    return this.deadlineAt === undefined ? undefined : this.deadlineAt - Date.now();
+  }
+
+  requestHeader(raw: IncomingHttpHeaders): Headers {
+    if (!this.request) {
+      this.request = new Headers();
+      for (const [key, value] of Object.entries(raw)) {
+        if (key.startsWith(":") || value === undefined) continue;
+        if (Array.isArray(value)) for (const v of value) this.request.append(key, v);
+        else this.request.set(key, value);
+      }
+    }
+    return this.request;
+  }
+
+  responseHeader(): Headers {
+    return (this.header ??= new Headers());
+  }
+
+  responseTrailer(): Headers {
+    return (this.trailer ??= new Headers());
+  }
+
+  /** Takes the header and trailer objects of an interceptor's response that replaced them. */
+  adopt(response: UnaryResponse): void {
+    const own = Object.getOwnPropertyDescriptor(response, "header");
+    if (own && !own.get) this.header = response.header;
+    const ownTrailer = Object.getOwnPropertyDescriptor(response, "trailer");
+    if (ownTrailer && !ownTrailer.get) this.trailer = response.trailer;
+  }
+
+  headersObject(): OutgoingHttpHeaders {
+    if (!this.header) return RESPONSE_HEADERS;
+    const out: OutgoingHttpHeaders = { ...RESPONSE_HEADERS };
+    this.header.forEach((value, key) => (out[key] = value));
+    return out;
+  }
+
+  trailersObject(base?: OutgoingHttpHeaders): OutgoingHttpHeaders {
+    if (!this.trailer) return base ? base : {};
+    const out: OutgoingHttpHeaders = {};
+    this.trailer.forEach((value, key) => (out[key] = value));
+    return base ? Object.assign(out, base) : out;
+  }
+}
+
+/**
+ * Collects the gRPC envelopes of a unary request as its bytes arrive: refuses a message
+ * over `readMaxBytes` as soon as its length prefix is in, and a second message as soon
+ * as it is complete, with connect's codes and messages.
+ */
+class EnvelopeReader {
+  private chunks: Buffer[] = [];
+  private received = 0;
+  /** Offset of the envelope being read, and its end once its 5-byte prefix is in (-1 before). */
+  private start = 0;
+  private end = -1;
+  private complete = 0;
+
+  constructor(private readonly readMaxBytes: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.received += chunk.length;
+    for (;;) {
+      if (this.end < 0) {
+        if (this.received - this.start < 5) return;
+        const length = this.uint32At(this.start + 1);
+        if (length > this.readMaxBytes) {
+          throw new ConnectError(`message size ${length} is larger than configured readMaxBytes ${this.readMaxBytes}`, Code.ResourceExhausted);
+        }
+        this.end = this.start + 5 + length;
+      }
+      if (this.received < this.end) return;
+      if (++this.complete > 1) throw new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented);
+      this.start = this.end;
+      this.end = -1;
+    }
+  }
+
+  /** The one message of the request, once the request ended. */
+  single(): { flags: number; data: Uint8Array } {
+    if (this.received === 0) throw new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
+    if (this.complete === 0 || this.received > this.start) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
+    const all = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
+    return { flags: all[0], data: all.subarray(5, this.start) };
+  }
+
+  private uint32At(offset: number): number {
+    return ((this.byteAt(offset) << 24) | (this.byteAt(offset + 1) << 16) | (this.byteAt(offset + 2) << 8) | this.byteAt(offset + 3)) >>> 0;
+  }
+
+  private byteAt(offset: number): number {
+    for (const chunk of this.chunks) {
+      if (offset < chunk.length) return chunk[offset];
+      offset -= chunk.length;
+    }
+    return 0;
+  }
+}
