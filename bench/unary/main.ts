@@ -2,10 +2,13 @@
 //
 // One grpc-js load generator (its own process, BENCH_CALLERS=256 calls in
 // flight over BENCH_CONNECTIONS=4 HTTP/2 connections) against, in one run:
-// - the owner (child process, synchronous=FULL): grpc.health.v1.Health/Check
-//   (a trivial method) and chronolog.v1.LogService/Emit (~200 bytes of JSON);
+// - the owner (child process, synchronous=FULL) as `npm run serve` runs it: the
+//   bundle (dist/main.js, built at start by scripts/build.mjs) with the node flags of
+//   bin/chronolog; grpc.health.v1.Health/Check (a trivial method) and
+//   chronolog.v1.LogService/Emit (~200 bytes of JSON);
 // - trivial servers answering Health/Check (bench/unary/servers.ts):
-//   @grpc/grpc-js, bare node:http2 with gRPC framing, @connectrpc/connect-node.
+//   @grpc/grpc-js, bare node:http2 with gRPC framing, @connectrpc/connect-node
+//   (under tsx, with the same node flags).
 // For each it prints calls/s, the server's CPU (utime + stime from /proc/<pid>/stat
 // over the measured window) and its CPU per call, and Emit's calls/s against
 // grpc-js's trivial handler.
@@ -15,7 +18,7 @@
 //   BENCH_ONLY=owner:Check,owner:Emit,grpc-js,http2,connect-node   runs to do
 //   BENCH_PROFILE=1   run the owner with --cpu-prof and print where its time went
 
-import { fork, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, fork, spawn, type ChildProcess } from "node:child_process";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
@@ -37,6 +40,8 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const profile = process.env.BENCH_PROFILE === "1";
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 
+/** bin/chronolog's node flags (young generation, bytecode, GC threads), for every server measured. */
+const nodeFlags = ["--min-semi-space-size=16", "--no-flush-bytecode", "--single-threaded-gc"];
 const CHECK = "/grpc.health.v1.Health/Check";
 const EMIT = "/chronolog.v1.LogService/Emit";
 const checkPayloads = [Buffer.from(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: "" }))).toString("base64")];
@@ -87,8 +92,8 @@ async function startOwner(work: string): Promise<Server> {
   mkdirSync(pluginsDir, { recursive: true });
   writeFileSync(join(pluginsDir, "bench.yaml"), manifest);
   const port = await freePort();
-  const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${join(work, "profile")}`] : []), "--import", "tsx"];
-  const args = ["server/src/main.ts", "serve", "--data", join(work, "data"), "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "info"];
+  const nodeArgs = [...nodeFlags, ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${join(work, "profile")}`] : [])];
+  const args = ["dist/main.js", "serve", "--data", join(work, "data"), "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "info"];
   const startedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(child, /owner serving/, "owner");
@@ -98,7 +103,7 @@ async function startOwner(work: string): Promise<Server> {
 async function startTrivial(kind: TrivialKind): Promise<Server> {
   const port = await freePort();
   const startedAt = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/unary/servers.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", "bench/unary/servers.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(child, /^ready$/, kind);
   return { child, port, readyAfterMs: performance.now() - startedAt };
 }
@@ -143,6 +148,7 @@ const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("e
 
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), "chronolog-unary-"));
+  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
   console.log(`unary call cost: grpc-js load generator (own process), ${callers} in flight over ${connections} connections, ${seconds} s after ${warmupMs} ms warm-up`);
   const generator = await startGenerator();
   const rows: string[][] = [];

@@ -125,7 +125,7 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
     else live.add(state);
     const timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
     if (timeout.timeoutMs !== undefined) state.deadline(timeout.timeoutMs);
-    stream.once("close", () => {
+    stream.on("close", () => {
       live.delete(state);
       state.end(resetReason(stream.rstCode));
     });
@@ -155,7 +155,7 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
         fail(e);
       }
     });
-    stream.once("end", () => {
+    stream.on("end", () => {
       if (failed) return;
       let envelope: { flags: number; data: Uint8Array };
       try {
@@ -190,14 +190,15 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
     } catch (e) {
       throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
     }
-    const url = `${"encrypted" in stream.session!.socket ? "https" : "http"}://${headers[":authority"] ?? ""}${headers[":path"]}`;
     const request: UnaryRequest = {
       stream: false,
       message: input,
       method,
       service,
       requestMethod: "POST",
-      url,
+      get url() {
+        return `${"encrypted" in stream.session!.socket ? "https" : "http"}://${headers[":authority"] ?? ""}${headers[":path"]}`;
+      },
       contextValues: createContextValues(),
       get signal() {
         return state.signal();
@@ -212,7 +213,9 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
         service: req.service,
         requestMethod: req.requestMethod,
         protocolName: "grpc",
-        url: req.url,
+        get url() {
+          return req.url;
+        },
         values: req.contextValues,
         timeoutMs: () => state.timeoutMs(),
         get signal() {
@@ -281,7 +284,7 @@ function one(value: string | string[] | undefined): string | null {
 function respond(stream: ServerHttp2Stream, state: CallState, frame: Buffer | undefined, trailers: OutgoingHttpHeaders): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return;
   stream.respond(state.headersObject(), { waitForTrailers: true });
-  stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+  stream.on("wantTrailers", () => stream.sendTrailers(trailers));
   stream.end(frame);
 }
 
@@ -355,15 +358,7 @@ class CallState {
   }
 
   requestHeader(raw: IncomingHttpHeaders): Headers {
-    if (!this.request) {
-      this.request = new Headers();
-      for (const [key, value] of Object.entries(raw)) {
-        if (key.startsWith(":") || value === undefined) continue;
-        if (Array.isArray(value)) for (const v of value) this.request.append(key, v);
-        else this.request.set(key, value);
-      }
-    }
-    return this.request;
+    return (this.request ??= new RequestHeaders(raw) as unknown as Headers);
   }
 
   responseHeader(): Headers {
@@ -449,5 +444,66 @@ class EnvelopeReader {
       offset -= chunk.length;
     }
     return 0;
+  }
+}
+
+/**
+ * The request's headers as a Headers object. get() and has() read Node's header object
+ * directly (the auth interceptor asks for `authorization` on every call); anything else
+ * builds a real Headers once and delegates to it.
+ */
+class RequestHeaders {
+  private full: Headers | undefined;
+
+  constructor(private readonly raw: IncomingHttpHeaders) {}
+
+  get(name: string): string | null {
+    if (this.full) return this.full.get(name);
+    const value = this.raw[name.toLowerCase()];
+    return value === undefined || name.startsWith(":") ? null : Array.isArray(value) ? value.join(", ") : value;
+  }
+
+  has(name: string): boolean {
+    return this.full ? this.full.has(name) : this.get(name) !== null;
+  }
+
+  private headers(): Headers {
+    if (!this.full) {
+      this.full = new Headers();
+      for (const [key, value] of Object.entries(this.raw)) {
+        if (key.startsWith(":") || value === undefined) continue;
+        if (Array.isArray(value)) for (const v of value) this.full.append(key, v);
+        else this.full.set(key, value);
+      }
+    }
+    return this.full;
+  }
+
+  set(name: string, value: string): void {
+    this.headers().set(name, value);
+  }
+  append(name: string, value: string): void {
+    this.headers().append(name, value);
+  }
+  delete(name: string): void {
+    this.headers().delete(name);
+  }
+  getSetCookie(): string[] {
+    return this.headers().getSetCookie();
+  }
+  forEach(callback: (value: string, key: string, parent: Headers) => void, thisArg?: unknown): void {
+    this.headers().forEach(callback, thisArg);
+  }
+  entries() {
+    return this.headers().entries();
+  }
+  keys() {
+    return this.headers().keys();
+  }
+  values() {
+    return this.headers().values();
+  }
+  [Symbol.iterator]() {
+    return this.headers()[Symbol.iterator]();
   }
 }
