@@ -16,7 +16,7 @@
 // Environment knobs:
 //   BENCH_SECONDS=5, BENCH_WARMUP_MS=1500, BENCH_CALLERS=256, BENCH_CONNECTIONS=4
 //   BENCH_ONLY=owner:Check,owner:Emit,grpc-js,http2,connect-node   runs to do
-//   BENCH_PROFILE=1   run the owner with --cpu-prof and print where its time went
+//   BENCH_PROFILE=1   run the owner (under tsx, for file names) with --cpu-prof and print where its time went
 
 import { execFileSync, fork, spawn, type ChildProcess } from "node:child_process";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -93,7 +93,8 @@ async function startOwner(work: string): Promise<Server> {
   writeFileSync(join(pluginsDir, "bench.yaml"), manifest);
   const port = await freePort();
   const nodeArgs = [...nodeFlags, ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${join(work, "profile")}`] : [])];
-  const args = ["dist/main.js", "serve", "--data", join(work, "data"), "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "info"];
+  // A profile attributes time to source files only without the bundle: then the owner runs under tsx.
+  const args = [...(profile ? ["--import", "tsx", "server/src/main.ts"] : ["dist/main.js"]), "serve", "--data", join(work, "data"), "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "info"];
   const startedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(child, /owner serving/, "owner");

@@ -283,9 +283,15 @@ function one(value: string | string[] | undefined): string | null {
 /** Sends headers, the message frame (absent on error) and trailers, unless the stream is gone. */
 function respond(stream: ServerHttp2Stream, state: CallState, frame: Buffer | undefined, trailers: OutgoingHttpHeaders): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return;
-  stream.respond(state.headersObject(), { waitForTrailers: true });
-  stream.on("wantTrailers", () => stream.sendTrailers(trailers));
-  stream.end(frame);
+  try {
+    stream.respond(state.headersObject(), { waitForTrailers: true });
+    stream.on("wantTrailers", () => stream.sendTrailers(trailers));
+    stream.end(frame);
+  } catch (e) {
+    // Headers a handler set that HTTP/2 refuses (a connection-specific header, a bad value): reset
+    // the stream (the caller sees INTERNAL) rather than throw out of an event handler.
+    stream.destroy(e instanceof Error ? e : undefined);
+  }
 }
 
 /** What a reset stream means to the handler, as connect-node reports it. */
