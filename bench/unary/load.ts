@@ -52,15 +52,16 @@ export async function runUnaryLoad(req: UnaryLoad, onPhase: (phase: "start" | "e
   let firstError: string | undefined;
   let cpuAtStart: NodeJS.CpuUsage | undefined;
   let cpu: NodeJS.CpuUsage | undefined;
+  const end = () => {
+    cpu = process.cpuUsage(cpuAtStart);
+    onPhase("end");
+  };
   const timers = [
     setTimeout(() => {
       cpuAtStart = process.cpuUsage();
       onPhase("start");
     }, req.warmupMs),
-    setTimeout(() => {
-      cpu = process.cpuUsage(cpuAtStart);
-      onPhase("end");
-    }, req.warmupMs + req.durationMs),
+    setTimeout(end, req.warmupMs + req.durationMs),
   ];
   const caller = async (index: number) => {
     const client = clients[index % clients.length];
@@ -80,9 +81,10 @@ export async function runUnaryLoad(req: UnaryLoad, onPhase: (phase: "start" | "e
   };
   await Promise.all(Array.from({ length: req.callers }, (_, i) => caller(i)));
   timers.forEach(clearTimeout);
-  cpu ??= process.cpuUsage(cpuAtStart);
+  // The callers can all finish before a late end timer fires.
+  if (!cpu) end();
   for (const c of clients) c.close();
-  return { calls, errors, firstError, callsPerSec: calls / (req.durationMs / 1000), cpuPercent: ((cpu.user + cpu.system) / 1000 / req.durationMs) * 100 };
+  return { calls, errors, firstError, callsPerSec: calls / (req.durationMs / 1000), cpuPercent: ((cpu!.user + cpu!.system) / 1000 / req.durationMs) * 100 };
 }
 
 if (process.send && import.meta.url === `file://${process.argv[1]}`) {
