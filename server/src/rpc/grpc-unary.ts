@@ -1,7 +1,7 @@
 // Native gRPC unary calls: one HTTP/2 stream in, one message and a status out, without
-// connect-node's per-call machinery (async-iterable pipelines, a Headers object per
-// header set, two AbortControllers and a deadline timer per call, ...), which cost a
-// trivial call about ten times what the transport does.
+// connect-node's per-call machinery (async-iterable pipelines, Node's compatibility
+// request and response, a Headers object per header set, linked AbortControllers per
+// call, ...), which cost a trivial call about ten times what the transport does.
 //
 // The same service implementation objects and interceptors the connect router gets
 // serve these calls: {@link UnaryRoutes.record} wraps the router handed to the routes
@@ -12,7 +12,6 @@
 // Connect, JSON, streams and unknown paths stay on connect-node.
 
 import type { ServerHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
-import { constants as h2 } from "node:http2";
 import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -26,6 +25,8 @@ import {
 } from "@connectrpc/connect";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { CallState, resetReason } from "./grpc-call.js";
+import { EnvelopeReader } from "./grpc-envelope.js";
 import { asConnectError, errorTrailers } from "./grpc-status.js";
 
 /** A user-provided unary implementation, as connect's ServiceImpl methods are. */
@@ -105,7 +106,6 @@ export interface GrpcUnary {
   serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void;
 }
 
-const RESPONSE_HEADERS: OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc+proto" };
 const OK_TRAILERS: OutgoingHttpHeaders = { "grpc-status": "0" };
 const compressions = [compressionGzip, compressionBrotli];
 const supportedEncodings = compressions.map((c) => c.name).join(",");
@@ -291,225 +291,5 @@ function respond(stream: ServerHttp2Stream, state: CallState, frame: Buffer | un
     // Headers a handler set that HTTP/2 refuses (a connection-specific header, a bad value): reset
     // the stream (the caller sees INTERNAL) rather than throw out of an event handler.
     stream.destroy(e instanceof Error ? e : undefined);
-  }
-}
-
-/** What a reset stream means to the handler, as connect-node reports it. */
-function resetReason(rstCode: number): ConnectError | undefined {
-  const code =
-    rstCode === h2.NGHTTP2_CANCEL
-      ? Code.Canceled
-      : rstCode === h2.NGHTTP2_REFUSED_STREAM
-        ? Code.Unavailable
-        : rstCode === h2.NGHTTP2_ENHANCE_YOUR_CALM
-          ? Code.ResourceExhausted
-          : rstCode === h2.NGHTTP2_INADEQUATE_SECURITY || rstCode === h2.NGHTTP2_HTTP_1_1_REQUIRED
-            ? Code.PermissionDenied
-            : rstCode === h2.NGHTTP2_NO_ERROR || rstCode === h2.NGHTTP2_STREAM_CLOSED
-              ? undefined
-              : Code.Internal;
-  return code === undefined ? undefined : new ConnectError(`http/2 stream closed with error code ${rstName(rstCode)} (0x${rstCode.toString(16)})`, code);
-}
-
-function rstName(code: number): string {
-  const name = Object.entries(h2).find(([k, v]) => v === code && k.startsWith("NGHTTP2_") && !k.startsWith("NGHTTP2_ERR") && !k.startsWith("NGHTTP2_FLAG") && !k.startsWith("NGHTTP2_SESSION"));
-  return name ? name[0].slice("NGHTTP2_".length) : String(code);
-}
-
-/**
- * Per-call state that costs nothing until used: the handler's AbortSignal, the
- * request Headers and the response header and trailer Headers are only built when
- * an interceptor or handler asks for them.
- */
-class CallState {
-  private controller: AbortController | undefined;
-  private aborted = false;
-  private reason: unknown;
-  private deadlineAt: number | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private request: Headers | undefined;
-  private header: Headers | undefined;
-  private trailer: Headers | undefined;
-
-  signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.reason);
-    }
-    return this.controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.controller?.abort(reason);
-  }
-
-  /** The call is over (answered, reset or aborted): the signal aborts, the deadline stops. */
-  end(reason?: unknown): void {
-    clearTimeout(this.timer);
-    this.abort(reason);
-  }
-
-  deadline(ms: number): void {
-    this.deadlineAt = Date.now() + ms;
-    const expire = () => this.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-    if (ms <= 0) expire();
-    else this.timer = setTimeout(expire, ms);
-  }
-
-  timeoutMs(): number | undefined {
-    return this.deadlineAt === undefined ? undefined : this.deadlineAt - Date.now();
-  }
-
-  requestHeader(raw: IncomingHttpHeaders): Headers {
-    return (this.request ??= new RequestHeaders(raw) as unknown as Headers);
-  }
-
-  responseHeader(): Headers {
-    return (this.header ??= new Headers());
-  }
-
-  responseTrailer(): Headers {
-    return (this.trailer ??= new Headers());
-  }
-
-  /** Takes the header and trailer objects of an interceptor's response that replaced them. */
-  adopt(response: UnaryResponse): void {
-    const own = Object.getOwnPropertyDescriptor(response, "header");
-    if (own && !own.get) this.header = response.header;
-    const ownTrailer = Object.getOwnPropertyDescriptor(response, "trailer");
-    if (ownTrailer && !ownTrailer.get) this.trailer = response.trailer;
-  }
-
-  headersObject(): OutgoingHttpHeaders {
-    if (!this.header) return RESPONSE_HEADERS;
-    const out: OutgoingHttpHeaders = { ...RESPONSE_HEADERS };
-    this.header.forEach((value, key) => (out[key] = value));
-    return out;
-  }
-
-  trailersObject(base?: OutgoingHttpHeaders): OutgoingHttpHeaders {
-    if (!this.trailer) return base ? base : {};
-    const out: OutgoingHttpHeaders = {};
-    this.trailer.forEach((value, key) => (out[key] = value));
-    return base ? Object.assign(out, base) : out;
-  }
-}
-
-/**
- * Collects the gRPC envelopes of a unary request as its bytes arrive: refuses a message
- * over `readMaxBytes` as soon as its length prefix is in, and a second message as soon
- * as it is complete, with connect's codes and messages.
- */
-class EnvelopeReader {
-  private chunks: Buffer[] = [];
-  private received = 0;
-  /** Offset of the envelope being read, and its end once its 5-byte prefix is in (-1 before). */
-  private start = 0;
-  private end = -1;
-  private complete = 0;
-
-  constructor(private readonly readMaxBytes: number) {}
-
-  push(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.received += chunk.length;
-    for (;;) {
-      if (this.end < 0) {
-        if (this.received - this.start < 5) return;
-        const length = this.uint32At(this.start + 1);
-        if (length > this.readMaxBytes) {
-          throw new ConnectError(`message size ${length} is larger than configured readMaxBytes ${this.readMaxBytes}`, Code.ResourceExhausted);
-        }
-        this.end = this.start + 5 + length;
-      }
-      if (this.received < this.end) return;
-      if (++this.complete > 1) throw new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented);
-      this.start = this.end;
-      this.end = -1;
-    }
-  }
-
-  /** The one message of the request, once the request ended. */
-  single(): { flags: number; data: Uint8Array } {
-    if (this.received === 0) throw new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
-    if (this.complete === 0 || this.received > this.start) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
-    const all = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
-    return { flags: all[0], data: all.subarray(5, this.start) };
-  }
-
-  private uint32At(offset: number): number {
-    return ((this.byteAt(offset) << 24) | (this.byteAt(offset + 1) << 16) | (this.byteAt(offset + 2) << 8) | this.byteAt(offset + 3)) >>> 0;
-  }
-
-  private byteAt(offset: number): number {
-    for (const chunk of this.chunks) {
-      if (offset < chunk.length) return chunk[offset];
-      offset -= chunk.length;
-    }
-    return 0;
-  }
-}
-
-/**
- * The request's headers as a Headers object. get() and has() read Node's header object
- * directly (the auth interceptor asks for `authorization` on every call); anything else
- * builds a real Headers once and delegates to it.
- */
-class RequestHeaders {
-  private full: Headers | undefined;
-
-  constructor(private readonly raw: IncomingHttpHeaders) {}
-
-  get(name: string): string | null {
-    if (this.full) return this.full.get(name);
-    const value = this.raw[name.toLowerCase()];
-    return value === undefined || name.startsWith(":") ? null : Array.isArray(value) ? value.join(", ") : value;
-  }
-
-  has(name: string): boolean {
-    return this.full ? this.full.has(name) : this.get(name) !== null;
-  }
-
-  private headers(): Headers {
-    if (!this.full) {
-      this.full = new Headers();
-      for (const [key, value] of Object.entries(this.raw)) {
-        if (key.startsWith(":") || value === undefined) continue;
-        if (Array.isArray(value)) for (const v of value) this.full.append(key, v);
-        else this.full.set(key, value);
-      }
-    }
-    return this.full;
-  }
-
-  set(name: string, value: string): void {
-    this.headers().set(name, value);
-  }
-  append(name: string, value: string): void {
-    this.headers().append(name, value);
-  }
-  delete(name: string): void {
-    this.headers().delete(name);
-  }
-  getSetCookie(): string[] {
-    return this.headers().getSetCookie();
-  }
-  forEach(callback: (value: string, key: string, parent: Headers) => void, thisArg?: unknown): void {
-    this.headers().forEach(callback, thisArg);
-  }
-  entries() {
-    return this.headers().entries();
-  }
-  keys() {
-    return this.headers().keys();
-  }
-  values() {
-    return this.headers().values();
-  }
-  [Symbol.iterator]() {
-    return this.headers()[Symbol.iterator]();
   }
 }
