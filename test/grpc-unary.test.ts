@@ -216,14 +216,16 @@ describe("native gRPC unary calls on the owner's port", () => {
   });
 });
 
-describe("response headers and trailers a handler sets", () => {
-  it("reach a grpc-js caller on the native path", async () => {
+describe("a handler on the native path (in-process listener)", () => {
+  it("sets response headers and trailers a grpc-js caller reads, and gets a request of many DATA frames whole", async () => {
+    const services: string[] = [];
     const listener = await listen({
       host: "127.0.0.1",
       port: 0,
       routes(router: ConnectRouter) {
         router.service(Health, {
-          check(_req, ctx) {
+          check(req, ctx) {
+            services.push(req.service);
             ctx.responseHeader.set("x-served-by", "native");
             ctx.responseTrailer.set("x-took", "1ms");
             return { status: HealthCheckResponse_ServingStatus.SERVING };
@@ -243,6 +245,13 @@ describe("response headers and trailers a handler sets", () => {
       expect(headers[0].get("x-served-by")).toEqual(["native"]);
       expect(status.code).toBe(grpc.status.OK);
       expect(status.metadata.get("x-took")).toEqual(["1ms"]);
+      // A request of many HTTP/2 DATA frames is read whole.
+      const long = "s".repeat(300_000);
+      const echoed = await new Promise<Buffer>((resolve, reject) =>
+        client.makeUnaryRequest("/grpc.health.v1.Health/Check", identity, identity, Buffer.from(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: long }))), (err, value) => (err ? reject(err) : resolve(value!))),
+      );
+      expect(fromBinary(HealthCheckResponseSchema, echoed).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      expect(services).toEqual(["", long]);
     } finally {
       client.close();
       await listener.close();
