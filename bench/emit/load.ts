@@ -58,6 +58,32 @@ export interface LoadResult {
   cpuPercent: number;
 }
 
+/** The event type the benchmarks emit, declared by {@link manifest}. */
+export const EVENT_TYPE = "bench.order_placed";
+
+/** The plugin manifest the benchmark owners load: one event type with a JSON schema. */
+export const manifest = `
+name: bench
+version: "1"
+events:
+  ${EVENT_TYPE}:
+    allow: ["*"]
+    description: an order, about 200 bytes of JSON
+    schema:
+      type: object
+      required: [order, customer, amount, currency, items, status]
+      additionalProperties: false
+      properties:
+        order: { type: string, pattern: "^ord-[0-9]+$" }
+        customer: { type: string, minLength: 1 }
+        amount: { type: number, minimum: 0 }
+        currency: { type: string, enum: [EUR, USD, GBP] }
+        items: { type: integer, minimum: 1 }
+        status: { type: string }
+        channel: { type: string }
+        note: { type: string, maxLength: 1000 }
+`;
+
 /** Event data of about 200 bytes of JSON, varied by `i`. */
 export function eventData(i: number): JsonObject {
   const data: JsonObject = {

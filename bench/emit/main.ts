@@ -28,11 +28,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { createClient } from "../../sdk/ts/src/client.js";
-import { eventData, type ClientKind, type LoadRequest, type LoadResult } from "./load.js";
+import { EVENT_TYPE, eventData, manifest, type ClientKind, type LoadRequest, type LoadResult } from "./load.js";
 import { report as profileReport } from "./profile.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
-const EVENT_TYPE = "bench.order_placed";
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const warmupMs = Number(process.env.BENCH_WARMUP_MS ?? 1000);
 const clientKind = (process.env.BENCH_CLIENT ?? "grpc-js") as ClientKind;
@@ -41,27 +40,6 @@ const profile = process.env.BENCH_PROFILE === "1";
 const synchronous = process.env.BENCH_SYNCHRONOUS ?? "FULL";
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 
-const manifest = `
-name: bench
-version: "1"
-events:
-  ${EVENT_TYPE}:
-    allow: ["*"]
-    description: an order, about 200 bytes of JSON
-    schema:
-      type: object
-      required: [order, customer, amount, currency, items, status]
-      additionalProperties: false
-      properties:
-        order: { type: string, pattern: "^ord-[0-9]+$" }
-        customer: { type: string, minLength: 1 }
-        amount: { type: number, minimum: 0 }
-        currency: { type: string, enum: [EUR, USD, GBP] }
-        items: { type: integer, minimum: 1 }
-        status: { type: string }
-        channel: { type: string }
-        note: { type: string, maxLength: 1000 }
-`;
 
 interface Run {
   mode: "unary" | "batch" | "publish";

@@ -5,14 +5,18 @@
 // http.Server. Node's `allowHTTP1` only works with TLS, hence the sniffing.
 // TLS: http2.createSecureServer with ALPN h2 + http/1.1 and allowHTTP1.
 // Both paths share one connectNodeAdapter handler, CORS and an optional
-// extra HTTP handler (e.g. /metrics).
+// extra HTTP handler (e.g. /metrics). Native gRPC unary calls (protobuf, a
+// path naming a unary method) are taken per HTTP/2 stream by grpc-unary.ts,
+// before Node builds its compatibility request and response for them.
 
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import { setMaxListeners } from "node:events";
 import * as net from "node:net";
-import { Code, ConnectError, cors, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, cors, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { grpcUnary, UnaryRoutes, type GrpcUnary } from "./grpc-unary.js";
+import { encodeGrpcMessage } from "./grpc-status.js";
 
 /** Request object handed to handlers: HTTP/1.1 or HTTP/2 (compat API). */
 export type HttpRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -35,8 +39,6 @@ export interface ListenOptions {
   readMaxBytes?: number;
   /** Interceptors applied to every RPC. */
   interceptors?: Interceptor[];
-  /** Context values for each RPC, derived from the HTTP request (e.g. the principal). */
-  contextValues?: (req: HttpRequest) => ContextValues;
   /** Called first for every HTTP request; returns true when it handled (answered) it. */
   extraHttpHandler?: (req: HttpRequest, res: HttpResponse) => boolean;
   /**
@@ -93,13 +95,19 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   setMaxListeners(0, shutdown.signal);
   let closing = false;
 
+  const unaryRoutes = new UnaryRoutes();
   const adapter = connectNodeAdapter({
-    routes: options.routes,
+    routes: (router) => options.routes(unaryRoutes.record(router)),
     shutdownSignal: shutdown.signal,
     interceptors: options.interceptors,
-    contextValues: options.contextValues,
     ...(options.readMaxBytes !== undefined ? { readMaxBytes: options.readMaxBytes } : {}),
     compressMinBytes,
+  });
+  const unary = grpcUnary({
+    routes: unaryRoutes,
+    interceptors: options.interceptors ?? [],
+    readMaxBytes: options.readMaxBytes ?? 0xffffffff,
+    shutdownSignal: shutdown.signal,
   });
   const applyCors = makeCors(options.corsOrigins ?? []);
 
@@ -189,12 +197,14 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     secure.on("tlsClientError", (_err, socket) => socket.destroy());
     secure.on("sessionError", noop);
     secure.on("session", trackSession);
+    routeUnary(secure, unary);
     closeIdleHttp1.push(() => s.closeIdleConnections());
     outer = secure;
   } else {
     const h2 = http2.createServer({}, handler);
     h2.on("sessionError", noop);
     h2.on("session", trackSession);
+    routeUnary(h2, unary);
     const h1 = http.createServer(
       {
         headersTimeout: handshakeTimeoutMs,
@@ -258,17 +268,29 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   return { port: address.port, host: options.host, close, shutdownSignal: shutdown.signal };
 }
 
+/**
+ * Sends native gRPC unary calls to `unary` and every other stream to Node's HTTP/2
+ * compatibility layer (the `request` handler), which `server` already listens with.
+ */
+function routeUnary(server: http2.Http2Server | http2.Http2SecureServer, unary: GrpcUnary): void {
+  const compat = server.listeners("stream");
+  if (compat.length !== 1) throw new Error(`expected Node's one compatibility 'stream' listener, found ${compat.length}`);
+  const toCompat = compat[0] as (...args: unknown[]) => void;
+  server.removeListener("stream", toCompat);
+  server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (unary.takes(headers)) unary.serve(stream, headers);
+    else toCompat(stream, headers, flags, rawHeaders);
+  });
+}
+
 /** True for gRPC (not gRPC-Web) requests: `application/grpc`, `application/grpc+proto`, ... */
 function isGrpc(req: HttpRequest): boolean {
   return /^application\/grpc(\+|;|$)/.test(req.headers["content-type"] ?? "");
 }
 
 /**
- * Re-encodes `grpc-message` the way the gRPC spec does (PROTOCOL-HTTP2.md:
- * only `%` and bytes outside 0x20-0x7E are percent-encoded). connect-node
- * uses encodeURIComponent, and grpc-js decodes with decodeURI, which leaves
- * `%3A`, `%2F`, `%23`... as they are: grpc-js callers would read
- * "schema%3A data%2Famount". Applies to headers (trailers-only) and trailers.
+ * Re-encodes `grpc-message` the way the gRPC spec does (see encodeGrpcMessage) on
+ * responses connect-node writes. Applies to headers (trailers-only) and trailers.
  */
 function respecGrpcMessage(res: HttpResponse): void {
   const fix = (headers: unknown): void => {
@@ -282,9 +304,7 @@ function respecGrpcMessage(res: HttpResponse): void {
     } catch {
       return;
     }
-    h["grpc-message"] = Array.from(Buffer.from(text, "utf8"), (b) =>
-      b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`,
-    ).join("");
+    h["grpc-message"] = encodeGrpcMessage(text);
   };
   const r = res as unknown as { writeHead: (...args: unknown[]) => unknown; addTrailers: (headers: unknown) => void };
   const writeHead = r.writeHead.bind(res);
