@@ -341,6 +341,8 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     expect(await row.getAttribute("data-session")).toBe(session.sessionId);
     expect(await page.textContent("#executors td.hosts")).toContain(`processors: ${processor}`);
     expect(await page.textContent("#executors td.hosts")).toContain("actions: desk.remind");
+    expect(session.lastSeenAt).toBeDefined();
+    expect(await page.textContent("#executors td.heard")).toMatch(/ago$/);
     await screenshot(page, "executors");
     await page.click("a[data-nav=plugins]");
     await page.waitForSelector("article.plugin[data-name=desk] tr[data-type='ticket.opened']");

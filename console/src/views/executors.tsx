@@ -22,6 +22,7 @@ export function ExecutorsView() {
           <col className="num" />
           <col className="num" />
           <col className="connected" />
+          <col className="heard" />
           <col />
         </colgroup>
         <thead>
@@ -33,6 +34,7 @@ export function ExecutorsView() {
             <th className="num">credits</th>
             <th className="num">in flight</th>
             <th>connected (UTC)</th>
+            <th>last heard</th>
             <th>session</th>
           </tr>
         </thead>
@@ -52,6 +54,7 @@ export function ExecutorsView() {
               <td className="connected">
                 {at(x.connectedAt)} <span className="muted">({duration(now - ms(x.connectedAt))} ago)</span>
               </td>
+              <td className="heard">{x.lastSeenAt ? `${duration(now - ms(x.lastSeenAt))} ago` : ""}</td>
               <td className="muted">{x.sessionId}</td>
             </tr>
           ))}

@@ -105,6 +105,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
           credits: s.credits,
           inFlight: s.inFlight.size,
           connectedAt: timestampFromMs(s.connectedAtMs),
+          lastSeenAt: timestampFromMs(s.lastSeenMs),
         })),
       };
     },

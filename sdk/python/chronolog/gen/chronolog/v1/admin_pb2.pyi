@@ -120,7 +120,7 @@ class RedeliverFailedResponse(_message.Message):
     def __init__(self, count: _Optional[int] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("session_id", "executor", "instance_id", "principal", "processors", "actions", "pulses", "credits", "in_flight", "connected_at")
+    __slots__ = ("session_id", "executor", "instance_id", "principal", "processors", "actions", "pulses", "credits", "in_flight", "connected_at", "last_seen_at")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +131,7 @@ class ExecutorStatus(_message.Message):
     CREDITS_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     executor: str
     instance_id: str
@@ -141,7 +142,8 @@ class ExecutorStatus(_message.Message):
     credits: int
     in_flight: int
     connected_at: _timestamp_pb2.Timestamp
-    def __init__(self, session_id: _Optional[str] = ..., executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., principal: _Optional[str] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., in_flight: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    last_seen_at: _timestamp_pb2.Timestamp
+    def __init__(self, session_id: _Optional[str] = ..., executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., principal: _Optional[str] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., in_flight: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListExecutorsRequest(_message.Message):
     __slots__ = ()
