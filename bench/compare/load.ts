@@ -5,7 +5,8 @@
 //            warm-up + measured window; calls/s, events/s and call latency over the window.
 // - produce: `count` events flat out, `callers` in flight, `perCall` events a call.
 // - rate:    an open loop at `rate` events/s with data.sent (epoch ms, fractional) in every event
-//            and data.warm in those of the warm-up, for the consumers' send-to-handler latency.
+//            and data.warm in those of the warm-up, for the consumers' send-to-handler latency
+//            (events: those sent after the warm-up; totalEvents: all).
 // - delays:  set delays: Chronolog's Delay API (bench/timers' setDelays) or BullMQ delayed jobs
 //            (addBulk of 1,000), each with data `due` (epoch ms) and optionally `warm`.
 // - trivial: the closed loop against a trivial gRPC server (trivial-server.ts) with a grpc-js client.
@@ -135,6 +136,7 @@ async function openLoop(target: Target, topic: Topic, rate: number, warmupMs: nu
   const cpu0 = process.cpuUsage();
   const end = startedAt + warmupMs + durationMs;
   let sent = 0;
+  let warm = 0;
   let inFlight = 0;
   let maxInFlight = 0;
   let errors = 0;
@@ -146,7 +148,7 @@ async function openLoop(target: Target, topic: Topic, rate: number, warmupMs: nu
       const [data] = events(topic, sent, 1);
       const t = now();
       data.sent = t;
-      if (t < startedAt + warmupMs) data.warm = true;
+      if (t < startedAt + warmupMs) (data.warm = true), warm++;
       sent++;
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
@@ -161,7 +163,7 @@ async function openLoop(target: Target, topic: Topic, rate: number, warmupMs: nu
   await Promise.all(pending);
   const ms = now() - startedAt;
   const cpu = process.cpuUsage(cpu0);
-  return { ms, calls: sent, events: sent, totalEvents: sent, p50: NaN, p99: NaN, startedAt, maxInFlight, errors, firstError, cpuPercent: ((cpu.user + cpu.system) / 1000 / ms) * 100 };
+  return { ms, calls: sent, events: sent - warm, totalEvents: sent, p50: NaN, p99: NaN, startedAt, maxInFlight, errors, firstError, cpuPercent: ((cpu.user + cpu.system) / 1000 / ms) * 100 };
 }
 
 async function delays(endpoint: Endpoint, count: number, spec: DueSpec, warm: boolean): Promise<LoadResult> {

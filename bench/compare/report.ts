@@ -1,7 +1,7 @@
 // The figures of bench/compare: medians over runs, the ratio of Chronolog's figure to the best
 // peer's, printed as a table and written as a markdown file.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
 export const peers = ["nats", "redis", "bullmq"] as const;
@@ -64,6 +64,7 @@ function fmtRatio(r: number): string {
 /** A median with sensible digits; "" where the column has no value. */
 export function fmt(v: number, n = 1): string {
   if (n === 0) return "";
+  if (v === Infinity) return "∞";
   if (!Number.isFinite(v)) return "–";
   const digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
   return v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -75,12 +76,10 @@ export function commitOf(repo: string): { sha: string; dirty: boolean } {
   return { sha, dirty };
 }
 
-/** Writes the results file bench/compare/results/<date>-<time>-<commit>.md and returns its path. */
-export function writeResults(repo: string, sha: string, body: string): string {
+/** The results file's path: bench/compare/results/<date>-<time>-<commit>.md (the folder made). */
+export function resultsFile(repo: string, sha: string, started: Date): string {
   const dir = join(repo, "bench/compare/results");
   mkdirSync(dir, { recursive: true });
-  const stamp = new Date().toISOString().replace(/:\d\d\.\d+Z$/, "").replace("T", "-").replace(":", "");
-  const file = join(dir, `${stamp}-${sha.slice(0, 10)}.md`);
-  writeFileSync(file, body);
-  return file;
+  const stamp = started.toISOString().slice(0, 16).replace("T", "-").replace(":", "");
+  return join(dir, `${stamp}-${sha.slice(0, 10)}.md`);
 }

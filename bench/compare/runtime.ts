@@ -37,6 +37,7 @@ export async function startInstance(system: System, ownerEntry: "bundle" | "tsx"
       stop: () => stopOwner(owner),
     };
   }
+  // BullMQ runs on a Redis of its own.
   const server: Server = system === "nats" ? await startNats() : await startRedis();
   children.add(server.child);
   if (system === "nats") await setUpNats(server);
@@ -87,7 +88,8 @@ function startWorker(args: string[]): Worker {
     if (m.handled !== undefined) worker.handled = m.handled;
     if (m.latencies || m.calls) final({ handled: m.handled ?? m.calls.length, latencies: m.latencies ?? [], firstAt: m.firstAt ?? NaN, lastAt: m.lastAt ?? NaN, calls: m.calls });
   });
-  child.once("exit", (code) => {
+  // "close": after its stdout ended, so its last line was read.
+  child.once("close", (code) => {
     children.delete(child);
     final({ handled: worker.handled, latencies: [], firstAt: NaN, lastAt: NaN });
     if (code) console.error(`worker ${args.join(" ")} exited ${code}`);

@@ -72,7 +72,7 @@ function spawnServer(name: string, command: string, args: string[], dir: string)
   const child = spawn(command, args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   child.stderr!.on("data", (c: Buffer) => void (err = (err + c.toString()).slice(-2000)));
-  child.once("exit", (code, signal) => signal === null && console.error(`${name} exited ${code}: ${err}`));
+  child.once("exit", (code, signal) => console.error(`${name} exited (${code ?? signal}): ${err}`)); // removed by stopServer
   return child;
 }
 
@@ -114,6 +114,7 @@ export async function setUpRedis(server: Server): Promise<void> {
 
 export async function stopServer(server: Server): Promise<void> {
   if (server.child.exitCode === null && server.child.signalCode === null) {
+    server.child.removeAllListeners("exit");
     const exited = new Promise((r) => server.child.once("exit", r));
     server.child.kill("SIGTERM");
     const force = setTimeout(() => server.child.kill("SIGKILL"), 5_000);
