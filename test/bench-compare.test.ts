@@ -22,6 +22,14 @@ describe("bench/compare figures", () => {
     expect(f.table().find((l) => l.startsWith("| p99 "))).toContain("5.00× (Redis (always); lower is better)");
   });
 
+  it("keeps a latency without bound (events never handled) as ∞ in medians and the table", () => {
+    const f = new Figures();
+    for (const v of [Infinity, Infinity, 3]) f.add("p99", "lower", "chronolog", v);
+    f.add("p99", "lower", "nats", 1);
+    expect(f.median(f.rows.get("p99")!, "chronolog")).toBe(Infinity);
+    expect(f.table().find((l) => l.startsWith("| p99 "))).toContain("| ∞ |");
+  });
+
   it("compares a row against another row's peers when told to", () => {
     const f = new Figures();
     f.add("single", "higher", "nats", 1000);

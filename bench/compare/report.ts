@@ -28,7 +28,8 @@ export class Figures {
   }
 
   median(row: Row, column: Column): number {
-    const values = [...(row.values[column] ?? [])].filter(Number.isFinite).sort((a, b) => a - b);
+    // Infinity stays: a latency without bound (events never handled in time).
+    const values = [...(row.values[column] ?? [])].filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
     if (values.length === 0) return NaN;
     const mid = values.length >> 1;
     return values.length % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
@@ -38,7 +39,7 @@ export class Figures {
   ratio(row: Row): { ratio: number; best: string } {
     const base = row.against ? this.rows.get(row.against) : row;
     if (!base) return { ratio: NaN, best: "" };
-    const candidates = peers.map((p) => [p, this.median(base, p)] as const).filter(([, v]) => Number.isFinite(v));
+    const candidates = peers.map((p) => [p, this.median(base, p)] as const).filter(([, v]) => !Number.isNaN(v));
     if (candidates.length === 0) return { ratio: NaN, best: "" };
     const [best, value] = candidates.reduce((a, b) => ((row.better === "higher" ? b[1] > a[1] : b[1] < a[1]) ? b : a));
     return { ratio: this.median(row, "chronolog") / value, best: headings[best] };
