@@ -20,6 +20,7 @@ describe("bench/compare figures", () => {
     expect(f.ratio(rate)).toEqual({ ratio: 25 / 400, best: "Redis (always)" });
     expect(f.ratio(f.rows.get("p99")!)).toEqual({ ratio: 5, best: "Redis (always)" });
     expect(f.table().find((l) => l.startsWith("| p99 "))).toContain("5.00× (Redis (always); lower is better)");
+    expect(f.runs().find((l) => l.startsWith("| rate "))).toBe("| rate | 100, 300, 200 | 400 | 50.0 | 40.0, 10.0 |");
   });
 
   it("keeps a latency without bound (events never handled) as ∞ in medians and the table", () => {

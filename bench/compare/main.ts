@@ -123,7 +123,7 @@ function render(done: number): string {
   const busy = Math.max(load0[0], load0[1]) > 0.5;
   const notes = [
     `Commit measured: \`${sha}\`${dirty ? " (with uncommitted changes)" : ""}. Command: \`npm run bench:compare${argv.length ? ` -- ${argv.join(" ")}` : ""}\`; ${done < runs ? `**${done} of ${runs} runs done**` : `${runs} run(s)`}, medians${workloads.includes("pending") ? ` (the pending delays: ${Math.min(done, pendingRuns)} run(s))` : ""}.`,
-    `Started ${started.toISOString()}, ${((Date.now() - started.getTime()) / 60_000).toFixed(1)} min so far. Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; load average before ${load0.map((l) => l.toFixed(2)).join(" / ")}, now ${load1.map((l) => l.toFixed(2)).join(" / ")}${busy ? " — **other work was running when it started: figures taken on a busy machine**" : ""}.`,
+    `Started ${started.toISOString()}, ${((Date.now() - started.getTime()) / 60_000).toFixed(1)} min ${done < runs ? "so far" : "in all"}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; load average before ${load0.map((l) => l.toFixed(2)).join(" / ")}, now ${load1.map((l) => l.toFixed(2)).join(" / ")}${busy ? " — **other work was running when it started: figures taken on a busy machine**" : ""}.`,
     `Servers: nats-server ${v.nats} (JetStream, file storage${natsSyncAlways() ? ", sync_interval: always" : "; this version has no sync_interval: an ack means written through the page cache, fsync every 2 min"}), redis-server ${v.redis} (appendonly yes, appendfsync always), BullMQ ${bullmqVersion} on a Redis of its own with the same settings; Chronolog owner: ${cfg.ownerEntry === "bundle" ? "dist/main.js with npm run serve's node flags" : "server/src/main.ts under tsx"}, SQLite synchronous=FULL, fsync before every ack.`,
     `A fresh instance per workload and system; the load generator and consumers (2 processes a system for deliveries, 1 for delays) are processes of their own; closed loops measure ${cfg.durationMs / 1000} s after ${cfg.warmupMs / 1000} s of warm-up; ${cfg.deliverEvents.toLocaleString("en-US")} events preloaded for delivery. What each row measures: bench/compare/README.md.`,
   ];
@@ -136,6 +136,7 @@ function render(done: number): string {
     "",
     ...trivialTable(),
     ...(lines.length ? ["", "Warnings during the run:", "", ...lines.map((l) => `    ${l}`)] : []),
+    ...(runs > 1 ? ["", "Every run's figures:", "", ...figures.runs()] : []),
     "",
   ].join("\n");
 }

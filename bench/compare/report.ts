@@ -45,6 +45,14 @@ export class Figures {
     return { ratio: this.median(row, "chronolog") / value, best: headings[best] };
   }
 
+  /** Every run's value of every figure, in run order, as markdown (the spread behind the medians). */
+  runs(): string[] {
+    const cols: Column[] = [...peers, "chronolog"];
+    const lines = [`| figure, each run | ${cols.map((c) => headings[c]).join(" | ")} |`, `|---|${cols.map(() => "---").join("|")}|`];
+    for (const row of this.rows.values()) lines.push(`| ${row.label} | ${cols.map((c) => (row.values[c] ?? []).map((v) => fmt(v)).join(", ")).join(" | ")} |`);
+    return lines;
+  }
+
   /** The table's lines as markdown. */
   table(): string[] {
     const cols: Column[] = [...peers, "chronolog"];
