@@ -13,14 +13,10 @@
 // (BENCH_EXECUTOR_NODE_ARGS likewise for the executors); BENCH_DATA_JSON=0: deliveries carry
 // event data as a Struct (default: JSON text).
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { create, toJson } from "@bufbuild/protobuf";
 import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
-import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { manifestOf } from "../../sdk/ts/src/plugin.js";
+import { startOwner as startOwner_, stopOwner, type Owner } from "../lib/owner.js";
+import { pct, rssMiB } from "../lib/proc.js";
 import { benchPlugin } from "./plugin.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
@@ -29,39 +25,8 @@ const keys = Number(process.env.BENCH_KEYS ?? 1_000);
 const bigCount = Number(process.env.BENCH_BIG_EVENTS ?? 1_000_000);
 const big = process.env.BENCH_BIG !== "0";
 
-interface Owner {
-  child: ChildProcess;
-  url: string;
-  dir: string;
-}
-
-async function startOwner(): Promise<Owner> {
-  const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-deliver-"));
-  const plugins = join(dir, "plugins");
-  rmSync(plugins, { recursive: true, force: true });
-  await import("node:fs").then((fs) => fs.mkdirSync(plugins));
-  writeFileSync(join(plugins, "bench.json"), JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(benchPlugin())))));
-  const nodeArgs = process.env.BENCH_OWNER_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", plugins], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stderr! }).on("line", (line) => {
-      try {
-        const entry = JSON.parse(line);
-        if (entry.msg?.startsWith("owner serving")) resolve(`http://127.0.0.1:${entry.port}`);
-        if (entry.level >= 50) console.error(line);
-      } catch {
-        /* not JSON */
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`owner exited ${code}`)));
-  });
-  return { child, url, dir };
-}
-
-function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-}
+const ownerOptions = { plugins: [benchPlugin()], nodeArgs: process.env.BENCH_OWNER_NODE_ARGS?.split(" ").filter(Boolean) ?? [] };
+const startOwner = () => startOwner_(ownerOptions);
 
 interface ExecutorProcess {
   child: ChildProcess;
@@ -109,13 +74,10 @@ async function drain(owner: Owner, executors: ExecutorProcess[], total: number, 
 async function stopAll(owner: Owner, executors: ExecutorProcess[]): Promise<number[]> {
   for (const e of executors) e.child.kill("SIGTERM");
   await Promise.all(executors.map((e) => e.finished));
-  owner.child.kill("SIGTERM");
-  await new Promise((r) => owner.child.once("exit", r));
-  rmSync(owner.dir, { recursive: true, force: true });
+  await stopOwner(owner);
   return executors.flatMap((e) => e.latencies).sort((a, b) => a - b);
 }
 
-const pct = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 const rows: string[] = [];
 function row(mode: string, total: number, seconds: number, latencies: number[], peakRss: number): void {
   rows.push(`${mode.padEnd(10)} ${String(total).padStart(9)} ${(total / seconds).toFixed(0).padStart(14)} ${pct(latencies, 50).toFixed(1).padStart(8)} ${pct(latencies, 99).toFixed(1).padStart(8)} ${peakRss.toFixed(0).padStart(14)}`);

@@ -1,5 +1,6 @@
 // One executor process of the timers benchmark: hosts `timers.fire` and records,
-// per call, the timer (delay) id, the occurrence id and lateness = now - scheduled.due (ms).
+// per call, the timer (delay) id, the occurrence id and lateness = now - due (ms): the due moment
+// the delay was meant for (its input's `due`, as bench/timers/set-delays.ts sets it), else scheduled.due.
 // Prints {"ready":true}, then {"handled":n} every 100 ms, and on SIGTERM one line
 // {"calls":[[timerId, occurrenceId, latenessMs], ...], "stalls":[[Date.now(), ms], ...]}, the stalls being
 // the turns of its event loop that held a 10 ms timer back more than 10 ms.
@@ -12,7 +13,7 @@ const [url] = process.argv.slice(2);
 const calls: [string, string, number][] = [];
 const executor = runExecutor({
   url,
-  plugins: [timersPlugin((ctx) => void calls.push([ctx.scheduled!.timerId, ctx.scheduled!.occurrenceId, Date.now() - ctx.scheduled!.due.getTime()]))],
+  plugins: [timersPlugin((ctx) => void calls.push([ctx.scheduled!.timerId, ctx.scheduled!.occurrenceId, Date.now() - (typeof ctx.input.due === "number" ? ctx.input.due : ctx.scheduled!.due.getTime())]))],
   credits: 512,
   onError: () => {},
 });

@@ -33,13 +33,11 @@ import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, write
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import * as grpc from "@grpc/grpc-js";
+import { create, toJson } from "@bufbuild/protobuf";
 import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { DelayRequestSchema, DelayResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { manifestOf } from "../../sdk/ts/src/plugin.js";
 import { timersPlugin } from "./plugin.js";
+import { setDelays } from "./set-delays.js";
 import { capCpu, parseCores, type CpuCap } from "./cpu-cap.js";
 import { stallProbe } from "./stall-probe.js";
 
@@ -129,35 +127,6 @@ function commitsOver(page: string, le: string): number {
 /** The value of metric `name` (no labels) on a /metrics page, NaN when absent. */
 function metricOf(page: string, name: string): number {
   return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(page)?.[1] ?? NaN);
-}
-
-/**
- * Sets delays [from, to) with `inFlight` concurrent unary Delay calls over gRPC; dueOf(i) in ms since
- * the epoch. The client is @grpc/grpc-js with hand-encoded requests and decoded answers (as bench/emit's
- * generator): the SDK's connect-node client costs ~1 ms of CPU per call, which on 2 cores would
- * measure the client, not the owner.
- */
-async function setDelays(url: string, from: number, to: number, dueOf: (i: number) => number, ids?: Map<string, number>): Promise<void> {
-  const client = new grpc.Client(new URL(url).host, grpc.credentials.createInsecure());
-  const identity = (b: Buffer) => b;
-  const delay = (i: number, due: number) =>
-    new Promise<string>((resolve, reject) => {
-      const request = create(DelayRequestSchema, { action: "timers.fire", input: { i }, when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "unbounded", value: true } } });
-      client.makeUnaryRequest("/chronolog.v1.TimeService/Delay", identity, identity, Buffer.from(toBinary(DelayRequestSchema, request)), (err, value) => (err ? reject(err) : resolve(fromBinary(DelayResponseSchema, value!).delayId)));
-    });
-  let next = from;
-  try {
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < to) {
-        const i = next++;
-        const due = dueOf(i);
-        const delayId = await delay(i, due);
-        ids?.set(delayId, due);
-      }
-    }));
-  } finally {
-    client.close();
-  }
 }
 
 // (a) lateness (BENCH_DELAYS=0 skips it)

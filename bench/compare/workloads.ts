@@ -1,0 +1,235 @@
+// The workloads of bench/compare. Each runs once per system on fresh instances and adds its
+// figures to `Figures`; main.ts repeats them for the median.
+import { cpuMs, freePort, pct, rssMiB, sleep } from "../lib/proc.js";
+import type { LoadResult } from "./load.js";
+import type { Column, Figures } from "./report.js";
+import { startInstance, startTrivial, type Instance, type Worker, type WorkerReport } from "./runtime.js";
+import type { ChronologPath, System } from "./targets.js";
+
+export interface Config {
+  quick: boolean;
+  /** Measured window of the closed loops, ms, after warmupMs. */
+  durationMs: number;
+  warmupMs: number;
+  /** Events of the delivery workloads. */
+  deliverEvents: number;
+  /** Open-loop rate and window of the latency workload. */
+  latencyRate: number;
+  latencyMs: number;
+  /** Delays of the pending workload (due 1-24 h out) and of the lateness workloads. */
+  pending: number;
+  lateness: number;
+  latenessSpreadMs: number;
+  /** Chronolog's ingest paths (W1, W2) and the path of the delivery producers (W5, W6). */
+  paths: ChronologPath[];
+  deliverPath: ChronologPath;
+  ownerEntry: "bundle" | "tsx";
+}
+
+export interface Context {
+  cfg: Config;
+  figures: Figures;
+  run(req: import("./load.js").LoadRequest): Promise<LoadResult>;
+  log(line: string): void;
+}
+
+const pathNames: Record<ChronologPath, string> = { unary: "unary Emit, grpc-js", batch: "EmitBatch, grpc-js", sdk: "the TS SDK's emit" };
+const ingestSystems: System[] = ["nats", "redis", "bullmq", "chronolog"];
+
+/** Runs `body` on a fresh instance of `system`, stopped afterwards. */
+async function withInstance<T>(ctx: Context, system: System, body: (i: Instance) => Promise<T>): Promise<T> {
+  const instance = await startInstance(system, ctx.cfg.ownerEntry);
+  try {
+    return await body(instance);
+  } finally {
+    await instance.stop();
+  }
+}
+
+function check(ctx: Context, what: string, r: LoadResult): void {
+  if (r.errors > 0) ctx.log(`  ${what}: ${r.errors} errors, first: ${r.firstError}`);
+}
+
+/** Chronolog's columns for a path: rows are labelled by path, the peers' values repeat in each. */
+function ingestTargets(ctx: Context): { system: System; path?: ChronologPath }[] {
+  return [...ingestSystems.filter((s) => s !== "chronolog").map((system) => ({ system })), ...ctx.cfg.paths.map((path) => ({ system: "chronolog" as System, path }))];
+}
+
+/** W1 and W2: ingest with 256 and 1 in flight; W3: EmitBatch of 1,000 (4 in flight). */
+export async function ingest(ctx: Context): Promise<void> {
+  const { cfg, figures } = ctx;
+  // The peers' figures are measured once and shown under every Chronolog path's row.
+  const peerValues: { label: (path: string) => string; better: "higher" | "lower"; column: Column; value: number }[] = [];
+  const add = (label: (path: string) => string, better: "higher" | "lower", system: System, path: ChronologPath | undefined, value: number) => {
+    if (system === "chronolog") figures.add(label(pathNames[path!]), better, "chronolog", value);
+    else peerValues.push({ label, better, column: system as Column, value });
+  };
+  for (const { system, path } of ingestTargets(ctx)) {
+    await withInstance(ctx, system, async (instance) => {
+      const endpoint = instance.endpoint(path);
+      const cpu0 = cpuMs(instance.pid);
+      const many = await ctx.run({ op: "closed", endpoint, topic: "ingest", callers: 256, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      const cpu = cpuMs(instance.pid) - cpu0;
+      check(ctx, `${system} ${path ?? ""} 256`, many);
+      add((p) => `ingest, 256 in flight (events/s) [Chronolog: ${p}]`, "higher", system, path, many.events / (many.ms / 1000));
+      add((p) => `server CPU per event at 256 in flight (µs) [Chronolog: ${p}]`, "lower", system, path, (cpu * 1000) / many.totalEvents);
+      const one = await ctx.run({ op: "closed", endpoint, topic: "ingest", callers: 1, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      check(ctx, `${system} ${path ?? ""} 1`, one);
+      add((p) => `ingest, 1 in flight: ack p50 (ms) [Chronolog: ${p}]`, "lower", system, path, one.p50);
+      add((p) => `ingest, 1 in flight: ack p99 (ms) [Chronolog: ${p}]`, "lower", system, path, one.p99);
+      if (system === "chronolog" && path === cfg.paths[0]) {
+        const cpuB0 = cpuMs(instance.pid);
+        const batch = await ctx.run({ op: "closed", endpoint: instance.endpoint("batch"), topic: "ingest", callers: 4, perCall: 1000, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+        const cpuB = cpuMs(instance.pid) - cpuB0;
+        check(ctx, "chronolog batch", batch);
+        figures.add("EmitBatch, 1,000 a call, 4 in flight (events/s) [vs the peers' 256 in flight]", "higher", "chronolog", batch.events / (batch.ms / 1000), `ingest, 256 in flight (events/s) [Chronolog: ${pathNames[cfg.paths[0]]}]`);
+        figures.add("server CPU per event, EmitBatch (µs)", "lower", "chronolog", (cpuB * 1000) / batch.totalEvents, `server CPU per event at 256 in flight (µs) [Chronolog: ${pathNames[cfg.paths[0]]}]`);
+      }
+    });
+  }
+  for (const path of cfg.paths) for (const v of peerValues) figures.add(v.label(pathNames[path]), v.better, v.column, v.value);
+}
+
+async function consumers(instance: Instance, mode: "deliver" | "delays", n: number): Promise<Worker[]> {
+  const workers = Array.from({ length: n }, () => instance.consumer(mode));
+  await Promise.all(workers.map((w) => w.ready));
+  return workers;
+}
+
+async function waitHandled(workers: Worker[], total: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (workers.reduce((n, w) => n + w.handled, 0) < total) {
+    if (Date.now() > deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}
+
+const deliverSystems: System[] = ["nats", "redis", "bullmq", "chronolog"];
+
+/**
+ * W4: deliver a preloaded backlog (handled/s from the first delivery to the last); W5: deliver
+ * while the producer sends flat out (deliveries handled in the measured window / window);
+ * W6: send-to-handler latency at a fixed rate.
+ */
+export async function deliver(ctx: Context): Promise<void> {
+  const { cfg, figures } = ctx;
+  const n = cfg.deliverEvents;
+  const timeout = 60_000 + n; // generous: 1 ms an event
+  for (const system of deliverSystems) {
+    const column = system as Column;
+    // W4
+    await withInstance(ctx, system, async (instance) => {
+      await ctx.run({ op: "produce", endpoint: instance.endpoint("batch"), topic: "deliver", callers: 4, perCall: 1000, count: n });
+      const workers = await consumers(instance, "deliver", 2);
+      const done = await waitHandled(workers, n, timeout);
+      const reports = await Promise.all(workers.map((w) => w.stop()));
+      if (!done) ctx.log(`  ${system} preloaded: only ${handled(reports)} of ${n} handled in time`);
+      const span = lastAt(reports) - firstAt(reports);
+      figures.add(`deliver, preloaded ${n.toLocaleString("en-US")} over 1,000 keys (handled/s)`, "higher", column, (handled(reports) / span) * 1000);
+    });
+    // W5
+    await withInstance(ctx, system, async (instance) => {
+      const workers = await consumers(instance, "deliver", 2);
+      const count = () => workers.reduce((n, w) => n + w.handled, 0);
+      const producing = ctx.run({ op: "closed", endpoint: instance.endpoint(cfg.deliverPath), topic: "deliver", callers: 256, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      await sleep(cfg.warmupMs);
+      const [h0, t0] = [count(), performance.now()];
+      await sleep(cfg.durationMs);
+      const [h1, t1] = [count(), performance.now()];
+      const produced = await producing;
+      check(ctx, `${system} flat out`, produced);
+      await Promise.all(workers.map((w) => w.stop()));
+      figures.add(`deliver, producer flat out at 256 in flight (handled/s) [Chronolog: ${pathNames[cfg.deliverPath]}]`, "higher", column, ((h1 - h0) / (t1 - t0)) * 1000);
+      figures.add(`  the producer meanwhile (events/s)`, "higher", column, produced.events / (produced.ms / 1000));
+    });
+    // W6
+    await withInstance(ctx, system, async (instance) => {
+      const workers = await consumers(instance, "deliver", 2);
+      const sent = await ctx.run({ op: "rate", endpoint: instance.endpoint(cfg.deliverPath), topic: "deliver", rate: cfg.latencyRate, warmupMs: cfg.warmupMs, durationMs: cfg.latencyMs });
+      check(ctx, `${system} rate`, sent);
+      const done = await waitHandled(workers, sent.events, 30_000);
+      const reports = await Promise.all(workers.map((w) => w.stop()));
+      if (!done) ctx.log(`  ${system} latency: only ${handled(reports)} of ${sent.totalEvents} handled within 30 s of the last send (the rest count as late without bound)`);
+      // Events not handled in time count as late without bound.
+      const latencies = reports.flatMap((r) => r.latencies);
+      while (latencies.length < sent.events) latencies.push(Infinity);
+      latencies.sort((a, b) => a - b);
+      const label = `emit → handler at ${cfg.latencyRate.toLocaleString("en-US")} events/s`;
+      figures.add(`${label}: p50 (ms)`, "lower", column, pct(latencies, 50));
+      figures.add(`${label}: p99 (ms)`, "lower", column, pct(latencies, 99));
+    });
+  }
+}
+
+const handled = (reports: WorkerReport[]) => reports.reduce((n, r) => n + r.handled, 0);
+/** From the first delivery any consumer handled to the last, ms (consumers that handled none left out). */
+const firstAt = (reports: WorkerReport[]) => Math.min(...reports.filter((r) => r.handled > 0).map((r) => r.firstAt));
+const lastAt = (reports: WorkerReport[]) => Math.max(...reports.filter((r) => r.handled > 0).map((r) => r.lastAt));
+
+/** W7a: set `cfg.pending` delays due 1-24 h out; the rate, and the server's RSS after. */
+export async function pendingDelays(ctx: Context): Promise<void> {
+  for (const system of ["bullmq", "chronolog"] as System[]) {
+    await withInstance(ctx, system, async (instance) => {
+      const r = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: ctx.cfg.pending, dueOf: { base: "now+3600000", spreadMs: 23 * 3_600_000 } });
+      await sleep(1_000);
+      const label = `set ${ctx.cfg.pending.toLocaleString("en-US")} delays due in 1-24 h`;
+      figures(ctx).add(`${label} (delays/s) [BullMQ: addBulk of 1,000, 4 in flight; Chronolog: DelayBatch of 1,000, 4 in flight]`, "higher", system as Column, (r.events / r.ms) * 1000);
+      figures(ctx).add(`  server RSS after setting them (MiB) [redis-server; the owner]`, "lower", system as Column, rssMiB(instance.pid));
+    });
+  }
+}
+const figures = (ctx: Context) => ctx.figures;
+
+/**
+ * W7b: `cfg.lateness` delays due evenly over `cfg.latenessSpreadMs`, lateness = call time − due,
+ * measured by the consumer: (a) set flat out starting 2 s before the first is due; (b) every
+ * one set before the first is due. A warm-up of 500 delays due 1-2 s out runs first (not
+ * counted) and sizes (b)'s lead: 2 s + 1.5× the projected setting time.
+ */
+export async function lateness(ctx: Context): Promise<void> {
+  const { cfg } = ctx;
+  const warm = 500;
+  for (const variant of ["a", "b"] as const) {
+    for (const system of ["bullmq", "chronolog"] as System[]) {
+      await withInstance(ctx, system, async (instance) => {
+        const [worker] = await consumers(instance, "delays", 1);
+        const w = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: warm, dueOf: { base: "now+1000", spreadMs: 1000 }, warm: true });
+        await waitHandled([worker], warm, 30_000);
+        const lead = variant === "a" ? 2_000 : Math.round(2_000 + 1.5 * cfg.lateness * (w.ms / warm));
+        const set = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: cfg.lateness, dueOf: { base: `now+${lead}`, spreadMs: cfg.latenessSpreadMs } });
+        if (variant === "b" && set.ms > lead) ctx.log(`  ${system} lateness (b): setting took ${Math.round(set.ms)} ms, past the first due moment (lead ${lead} ms)`);
+        await waitHandled([worker], warm + cfg.lateness, lead + cfg.latenessSpreadMs + 30_000);
+        const report = await worker.stop();
+        const late = (report.calls ? report.calls.slice(warm).map((c) => c[2]) : report.latencies).sort((a, b) => a - b);
+        if (late.length < cfg.lateness) ctx.log(`  ${system} lateness (${variant}): ${cfg.lateness - late.length} delays not called within 30 s of their moment`);
+        const label = `(${variant}) ${cfg.lateness.toLocaleString("en-US")} delays due over ${cfg.latenessSpreadMs / 1000} s, ${variant === "a" ? "set from 2 s before the first is due" : "all set before the first is due"}: lateness`;
+        ctx.figures.add(`${label} p50 (ms)`, "lower", system as Column, pct(late, 50));
+        ctx.figures.add(`${label} p99 (ms)`, "lower", system as Column, pct(late, 99));
+        ctx.figures.add(`  setting rate in (${variant}) (delays/s)`, "higher", system as Column, (set.events / set.ms) * 1000);
+      });
+    }
+  }
+}
+
+/** W8: trivial unary handlers on the three Node servers, a grpc-js client at 256 in flight. */
+export async function ceilings(ctx: Context): Promise<Map<string, { rate: number[]; cpu: number[] }>> {
+  const out = new Map<string, { rate: number[]; cpu: number[] }>();
+  for (const kind of ["connect", "grpc-js", "http2"]) {
+    const port = await freePort();
+    const server = await startTrivial(kind, port);
+    try {
+      const cpu0 = cpuMs(server.pid);
+      const r = await ctx.run({ op: "trivial", address: `127.0.0.1:${port}`, callers: 256, warmupMs: ctx.cfg.warmupMs, durationMs: ctx.cfg.durationMs });
+      const cpu = cpuMs(server.pid) - cpu0;
+      check(ctx, `trivial ${kind}`, r);
+      const entry = out.get(kind) ?? { rate: [], cpu: [] };
+      entry.rate.push((r.events / r.ms) * 1000);
+      entry.cpu.push((cpu * 1000) / r.totalEvents);
+      out.set(kind, entry);
+    } finally {
+      await server.stop();
+    }
+  }
+  return out;
+}

@@ -1,0 +1,79 @@
+// Starts an owner as a child process for the benchmarks: a temp folder with the given plugins'
+// manifests, `serve` on a free port, resolved once it logs "owner serving".
+// entry "tsx": server/src/main.ts under tsx; "bundle": dist/main.js (buildBundle() first) with
+// the node flags `npm run serve` uses.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { create, toJson } from "@bufbuild/protobuf";
+import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { manifestOf, type PluginDefinition } from "../../sdk/ts/src/plugin.js";
+
+const repo = new URL("../../", import.meta.url).pathname;
+
+/** The node flags of `npm run serve`. */
+export const serveFlags = ["--min-semi-space-size=16", "--no-flush-bytecode", "--single-threaded-gc"];
+
+export interface OwnerOptions {
+  plugins: PluginDefinition[];
+  entry?: "tsx" | "bundle";
+  /** Extra node flags (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+  /** Extra arguments of `serve`. */
+  serveArgs?: string[];
+}
+
+export interface Owner {
+  child: ChildProcess;
+  url: string;
+  /** The temp folder (data and plugins), removed by stopOwner. */
+  dir: string;
+  /** Spawn to "owner serving", ms. */
+  readyMs: number;
+}
+
+/** Bundles the owner into dist/main.js (scripts/build.mjs). */
+export function buildBundle(): void {
+  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
+}
+
+export async function startOwner(options: OwnerOptions): Promise<Owner> {
+  const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-"));
+  const plugins = join(dir, "plugins");
+  mkdirSync(plugins);
+  for (const plugin of options.plugins) {
+    const manifest = create(PluginManifestSchema, manifestOf(plugin));
+    writeFileSync(join(plugins, `${manifest.name}.json`), JSON.stringify(toJson(PluginManifestSchema, manifest)));
+  }
+  const entry = options.entry === "bundle" ? [...serveFlags, "dist/main.js"] : ["--import", "tsx", "server/src/main.ts"];
+  const args = [...(options.nodeArgs ?? []), ...entry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", plugins, ...(options.serveArgs ?? [])];
+  const t0 = performance.now();
+  const child = spawn(process.execPath, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg?.startsWith("owner serving")) resolve(`http://127.0.0.1:${entry.port}`);
+        if (entry.level >= 50) console.error(line);
+      } catch {
+        /* not JSON */
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`owner exited ${code}`)));
+  });
+  return { child, url, dir, readyMs: performance.now() - t0 };
+}
+
+/** Stops the owner (SIGTERM, SIGKILL after 5 s) and removes its folder. */
+export async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  if (owner.child.exitCode === null && owner.child.signalCode === null) {
+    const exited = new Promise((r) => owner.child.once("exit", r));
+    owner.child.kill(signal);
+    const force = setTimeout(() => owner.child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(force);
+  }
+  rmSync(owner.dir, { recursive: true, force: true });
+}
