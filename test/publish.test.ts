@@ -8,7 +8,7 @@
 
 import { execFile, spawn } from "node:child_process";
 import { connect } from "node:http2";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
@@ -253,6 +253,33 @@ describe("LogService.Publish against a real owner", () => {
     session.destroy(); // the writer, waiting for a drain, ends with it
     await Promise.race([writer, new Promise((r) => stream.once("close", r))]);
   }, 120_000);
+
+  it("large emits from a client that reads no acks keep the owner's memory bounded: nothing of an acknowledged emit is kept, and unacknowledged data is capped", async () => {
+    const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${owner.child.pid}/status`, "utf8"))![1]) / 1024;
+    const before = rss();
+    const session = connect(owner.url);
+    const stream = session.request({ ":method": "POST", ":path": "/chronolog.v1.LogService/Publish", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${token}` });
+    stream.pause(); // the acks stay unread
+    const pad = "x".repeat(1024 * 1024);
+    let written = 0;
+    let most = 0;
+    const deadline = Date.now() + 12_000;
+    while (Date.now() < deadline && !stream.destroyed) {
+      const body = toBinary(PublishRequestSchema, create(PublishRequestSchema, { emits: [{ ref: BigInt(++written), event: { type: "pub.any", dataJson: encoder.encode(JSON.stringify({ n: written, pad })) } }] }));
+      const frame = Buffer.alloc(5 + body.length);
+      frame.writeUInt32BE(body.length, 1);
+      frame.set(body, 5);
+      const flowing = stream.write(frame);
+      most = Math.max(most, rss() - before);
+      if (!flowing) await Promise.race([new Promise((r) => stream.once("drain", r)), new Promise((r) => setTimeout(r, 1_000))]);
+    }
+    // Each emit was 1 MiB: hundreds of MiB went through (or the owner held the writer back), yet
+    // the owner grew by far less (it grew by the whole stream before: 64 emits of window, and every
+    // acknowledged event kept until 1,024 acks had gone).
+    console.log(`large emits: ${written} written (1 MiB each), owner RSS grew by at most ${most.toFixed(0)} MiB`);
+    expect(most).toBeLessThan(400);
+    session.destroy();
+  }, 60_000);
 
   it("the SDK re-sends its pending emits across an owner killed (SIGKILL) mid-stream and restarted: each event once, seqs dense", async () => {
     const before = (await logOf("pub.any")).length;

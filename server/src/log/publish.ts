@@ -7,20 +7,30 @@ export type PublishOutcome<Ref> = { ref: Ref; result: EmitResult; error?: undefi
 interface Entry<Ref> {
   ref: Ref;
   outcome: PublishOutcome<Ref> | undefined;
+  /** What the emit's data weighs (its JSON), counted against {@link maxUnacknowledgedBytes}. */
+  bytes: number;
 }
 
 /** Emits one publish stream may have unacknowledged unless the owner's config says otherwise. */
 export const defaultPublishWindow = 1_024;
 
 /**
+ * Bytes of event data one publish stream may have unacknowledged: past it the owner reads no more
+ * of the stream until acks go out, whatever the window says (a window of 1,024 emits of 4 MiB each
+ * would hold 4 GiB). One emit is always taken, however large.
+ */
+export const maxUnacknowledgedBytes = 16 * 1024 * 1024;
+
+/**
  * The emits of one publish stream between their arrival and their ack (ARCHITECTURE "The hot
  * path"), in the spirit of JetStream's async publish with a max-pending bound, or a Kafka
  * producer's in-flight requests: each emit runs on its own (the committer groups them, one
  * fsync for many; a refused one fails alone), its outcome is acknowledged in arrival order, and
- * at most `window` emits are unacknowledged at once. The stream's reader calls {@link add} for
- * each emit and awaits {@link room} before reading more, so while the window is full nothing more
- * is read and the transport's flow control holds the client back. An emit counts until its ack
- * was handed to the transport ({@link acks} resumed after yielding it).
+ * at most `window` emits, and about {@link maxUnacknowledgedBytes} of their data, are
+ * unacknowledged at once. The stream's reader calls {@link addAll} for each message and awaits
+ * {@link room} before reading more, so while the window is full nothing more is read and the
+ * transport's flow control holds the client back. An emit counts until its ack was handed to the
+ * transport ({@link acks} resumed after yielding it); then nothing of it is kept.
  */
 export class PublishPipeline<Ref> {
   private readonly entries: Entry<Ref>[] = [];
@@ -30,6 +40,8 @@ export class PublishPipeline<Ref> {
   private next = 0;
   /** Settled entries from `next` on, in a row: the next batch of acks. */
   private ready = 0;
+  /** Data bytes of the emits read and not yet acknowledged. */
+  private bytes = 0;
   private ended = false;
   private failure: unknown;
   private wakeAcks: (() => void) | undefined;
@@ -46,19 +58,26 @@ export class PublishPipeline<Ref> {
    * Adds the next emits (one message's): `outcomes` settles with a result or error for each, in
    * order; when it rejects, every one of them fails with that error (a {@link ChronologError} is made of it).
    */
-  addAll(refs: Ref[], outcomes: Promise<(EmitResult | ChronologError)[]>): void {
-    const entries = refs.map((ref): Entry<Ref> => ({ ref, outcome: undefined }));
-    for (const entry of entries) this.entries.push(entry);
+  addAll(refs: Ref[], outcomes: Promise<(EmitResult | ChronologError)[]>, bytes: number[] = []): void {
+    const entries = refs.map((ref, i): Entry<Ref> => ({ ref, outcome: undefined, bytes: bytes[i] ?? 0 }));
+    for (const entry of entries) {
+      this.entries.push(entry);
+      this.bytes += entry.bytes;
+    }
     outcomes.then(
       (results) => this.settle(entries, (entry, i) => (results[i] instanceof ChronologError ? { ref: entry.ref, error: results[i] } : { ref: entry.ref, result: results[i] })),
       (error) => this.settle(entries, (entry) => ({ ref: entry.ref, error: ChronologError.from(error) })),
     );
   }
 
-  /** Resolves once fewer than `window` emits are unacknowledged. */
+  /** Resolves once fewer than `window` emits, and less than {@link maxUnacknowledgedBytes} of data, are unacknowledged. */
   room(): Promise<void> {
-    if (this.unacknowledged < this.window || this.ended) return Promise.resolve();
+    if (this.hasRoom() || this.ended) return Promise.resolve();
     return new Promise((resolve) => (this.wakeRoom = resolve));
+  }
+
+  private hasRoom(): boolean {
+    return this.unacknowledged === 0 || (this.unacknowledged < this.window && this.bytes < maxUnacknowledgedBytes);
   }
 
   /** No more emits come: {@link acks} ends after the last one's ack. */
@@ -110,15 +129,20 @@ export class PublishPipeline<Ref> {
     return batch;
   }
 
-  /** The batch taken last was handed to the transport: its emits leave the window. */
+  /** The batch taken last was handed to the transport: its emits leave the window, and nothing of them is kept (their events may be large). */
   private handedOn(): void {
+    for (let i = this.first; i < this.next; i++) {
+      const entry = this.entries[i];
+      this.bytes -= entry.bytes;
+      entry.outcome = undefined;
+    }
     this.first = this.next;
     if (this.first >= 1024 && this.first * 2 >= this.entries.length) {
       this.entries.splice(0, this.first);
       this.next -= this.first;
       this.first = 0;
     }
-    this.wakeRoom?.();
+    if (this.hasRoom()) this.wakeRoom?.();
   }
 
   private settle(entries: Entry<Ref>[], outcome: (entry: Entry<Ref>, i: number) => PublishOutcome<Ref>): void {

@@ -33,7 +33,9 @@ export async function* publish(emitter: Emitter, window: number, logger: Logger 
           return error as Error;
         }
       });
-      if (inputs.length > 0) pipeline.addAll(request.emits.map((emit) => emit.ref), emitter.emitEach(inputs, principal));
+      // What each emit's data weighs: its JSON text as sent (the SDKs), or the Struct's as JSON.
+      const bytes = request.emits.map((emit) => emit.event?.dataJson.byteLength || (emit.event?.data ? JSON.stringify(emit.event.data).length : 0));
+      if (inputs.length > 0) pipeline.addAll(request.emits.map((emit) => emit.ref), emitter.emitEach(inputs, principal), bytes);
       await pipeline.room();
     }
     pipeline.end();
