@@ -6,6 +6,7 @@
 // gRPC-Web transport stays on connect-node.
 
 import { writeFileSync } from "node:fs";
+import * as http2 from "node:http2";
 import { join } from "node:path";
 import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
@@ -164,6 +165,39 @@ describe("native gRPC unary calls on the owner's port", () => {
     expect((bad as grpc.ServiceError).details).toBe(viaWeb.message);
     const detailsBin = (bad as grpc.ServiceError).metadata.get("grpc-status-details-bin")[0] as Buffer;
     expect(seen(findTrailerError(new Headers({ "grpc-status-details-bin": detailsBin.toString("base64") })))).toEqual(viaWeb);
+  });
+
+  it("ends a call whose request never ends at its deadline, and a call whose deadline passed already, without running it", async () => {
+    const session = http2.connect(owner.url);
+    try {
+      const call = (timeout: string, end: boolean) =>
+        new Promise<{ status?: string; message?: string; ms: number }>((resolve) => {
+          const started = Date.now();
+          const stream = session.request({ ":method": "POST", ":path": "/chronolog.v1.LogService/Emit", "content-type": "application/grpc", te: "trailers", "grpc-timeout": timeout, authorization: `Bearer ${tokens.admin}` });
+          const body = toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "order.placed", id: `never-${timeout}`, data: { order_id: "o-never", amount: 1, email: "n@example.com" } }));
+          const frame = Buffer.alloc(5 + body.length);
+          frame.writeUInt32BE(body.length, 1);
+          frame.set(body, 5);
+          if (end) stream.end(frame);
+          else stream.write(frame); // the message is whole, but the request never ends
+          let trailers: http2.IncomingHttpHeaders = {};
+          stream.on("trailers", (t) => (trailers = t));
+          stream.on("response", (h) => (trailers = { ...h, ...trailers }));
+          stream.on("data", () => {});
+          stream.on("end", () => {
+            resolve({ status: trailers["grpc-status"] as string, message: decodeURIComponent(String(trailers["grpc-message"] ?? "")), ms: Date.now() - started });
+            stream.close();
+          });
+        });
+      const never = await call("1S", false);
+      expect([never.status, never.message]).toEqual(["4", "the operation timed out"]);
+      expect(never.ms).toBeLessThan(5_000);
+      const passed = await call("1n", true);
+      expect([passed.status, passed.message]).toEqual(["4", "the operation timed out"]);
+      for (const id of ["never-1S", "never-1n"]) await expect(native.log.getEvent({ id })).rejects.toMatchObject({ code: Code.NotFound });
+    } finally {
+      session.close();
+    }
   });
 
   it("answers an unknown method UNIMPLEMENTED and undecodable request bytes INVALID_ARGUMENT", async () => {

@@ -31,11 +31,15 @@ export class CallState {
     return this.controller.signal;
   }
 
+  /** Called when the call aborts (its deadline, the owner stopping, the client going away), if set. */
+  onAbort: ((reason: unknown) => void) | undefined;
+
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
     this.controller?.abort(reason);
+    this.onAbort?.(reason);
   }
 
   /** The call is over (answered, reset or aborted): the signal aborts, the deadline stops. */
@@ -47,7 +51,7 @@ export class CallState {
   deadline(ms: number): void {
     this.deadlineAt = Date.now() + ms;
     const expire = () => this.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-    if (ms <= 0) expire();
+    if (ms < 1) expire(); // below the clock's resolution: passed already
     else this.timer = setTimeout(expire, ms);
   }
 

@@ -87,6 +87,9 @@ export class UnaryRoutes {
   }
 }
 
+/** How long a unary request's message may take to arrive whole, ms. */
+const bodyTimeoutMs = 30_000;
+
 /** Options of {@link grpcUnary}. */
 export interface GrpcUnaryOptions {
   routes: UnaryRoutes;
@@ -124,9 +127,9 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
     if (shutdownSignal.aborted) state.abort(shutdownSignal.reason);
     else live.add(state);
     const timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
-    if (timeout.timeoutMs !== undefined) state.deadline(timeout.timeoutMs);
     stream.on("close", () => {
       live.delete(state);
+      state.onAbort = undefined; // nothing to answer on a closed stream
       state.end(resetReason(stream.rstCode));
     });
     let failed = false;
@@ -146,6 +149,15 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
       stream.resume();
       return fail(timeout.error);
     }
+    // While the message arrives, the call's deadline (one passed already included) and the owner
+    // stopping end it at once, and it must arrive whole within bodyTimeoutMs whatever its
+    // deadline: a client that never ends its request holds nothing for long.
+    state.onAbort = (reason) => fail(reason);
+    if (timeout.timeoutMs !== undefined) state.deadline(timeout.timeoutMs);
+    if (shutdownSignal.aborted) fail(shutdownSignal.reason);
+    if (failed) return void stream.resume();
+    const bodyTimer = setTimeout(() => state.abort(new ConnectError(`the request did not arrive whole within ${bodyTimeoutMs / 1000} s`, Code.DeadlineExceeded)), bodyTimeoutMs);
+    stream.once("close", () => clearTimeout(bodyTimer));
     const body = new EnvelopeReader(readMaxBytes);
     stream.on("data", (chunk: Buffer) => {
       if (failed) return;
@@ -156,6 +168,8 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
       }
     });
     stream.on("end", () => {
+      clearTimeout(bodyTimer);
+      state.onAbort = undefined;
       if (failed) return;
       let envelope: { flags: number; data: Uint8Array };
       try {
