@@ -203,6 +203,9 @@ describe("native gRPC unary calls on the owner's port", () => {
   it("answers an unknown method UNIMPLEMENTED and undecodable request bytes INVALID_ARGUMENT", async () => {
     const unknown = await grpcJsCall(grpcJs, "/chronolog.v1.LogService/NoSuchMethod", new Uint8Array(), bearer(tokens.admin)).result.catch((e: grpc.ServiceError) => e);
     expect((unknown as grpc.ServiceError).code).toBe(grpc.status.UNIMPLEMENTED);
+    expect((unknown as grpc.ServiceError).details).toBe("unknown method /chronolog.v1.LogService/NoSuchMethod"); // a grpc-status, not an HTTP 404
+    const noService = await grpcJsCall(grpcJs, "/nope.v1.Nothing/Call", new Uint8Array(), bearer(tokens.admin)).result.catch((e: grpc.ServiceError) => e);
+    expect([(noService as grpc.ServiceError).code, (noService as grpc.ServiceError).details]).toEqual([grpc.status.UNIMPLEMENTED, "unknown method /nope.v1.Nothing/Call"]);
     const garbage = await grpcJsCall(grpcJs, "/chronolog.v1.LogService/Emit", new Uint8Array([0xff, 0xff, 0xff]), bearer(tokens.client)).result.catch((e: grpc.ServiceError) => e);
     expect((garbage as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((garbage as grpc.ServiceError).details).toMatch(/^the request is not a valid chronolog\.v1\.EmitRequest \(protobuf binary\): /);

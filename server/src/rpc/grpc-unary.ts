@@ -41,6 +41,14 @@ interface UnaryEntry {
 /** The unary methods registered on a connect router, by request path (`/pkg.Service/Method`). */
 export class UnaryRoutes {
   private readonly byPath = new Map<string, UnaryEntry>();
+  private router: ConnectRouter | undefined;
+  private paths: Set<string> | undefined;
+
+  /** True when a method of any kind is registered at `path` (e.g. `/chronolog.v1.LogService/Emit`). */
+  knows(path: string): boolean {
+    this.paths ??= new Set(this.router?.handlers.map((h) => h.requestPath));
+    return this.paths.has(path);
+  }
 
   /**
    * A router that registers on `router` and also records every unary method here, with
@@ -48,6 +56,7 @@ export class UnaryRoutes {
    * UNIMPLEMENTED, as connect's does).
    */
   record(router: ConnectRouter): ConnectRouter {
+    this.router = router;
     const add = (method: DescMethod, impl: UnaryImpl | undefined): void => {
       if (method.methodKind !== "unary") return;
       const service = method.parent;

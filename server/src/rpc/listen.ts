@@ -125,6 +125,12 @@ export async function listen(options: ListenOptions): Promise<Listener> {
         res.end("a Host header is required");
         return;
       }
+      if (isGrpc(req) && req.httpVersionMajor === 2 && !unaryRoutes.knows(req.url ?? "")) {
+        // gRPC answers an unknown method UNIMPLEMENTED in a trailers-only response (connect-node: a bare 404).
+        const headers = { ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": `unknown method ${req.url}`.replace(/[^\x20-\x24\x26-\x7e]/g, encodeURIComponent) }; // gRPC's percent-encoding
+        (res as http2.Http2ServerResponse).stream.respond(headers, { endStream: true });
+        return;
+      }
       if (isGrpc(req)) respecGrpcMessage(res);
       adapter(req, res);
     } catch (err) {
