@@ -83,6 +83,15 @@ export function forItem(item: string, e: unknown): unknown {
   return new ChronologError(e.kind, `${item}: ${e.message}`, violations.length > 0 ? violations : [{ field: item, description: e.message }], e.metadata);
 }
 
+/** Runs `work`; an error it throws is the error of batch item `item` ({@link forItem}). */
+export function asItem<T>(item: string, work: () => T): T {
+  try {
+    return work();
+  } catch (e) {
+    throw forItem(item, e);
+  }
+}
+
 /** SQLite's "database or disk is full" (SQLITE_FULL): the whole commit was rolled back. */
 export function isDiskFull(e: unknown): boolean {
   return typeof e === "object" && e !== null && (e as { code?: unknown }).code === "SQLITE_FULL";

@@ -12,7 +12,7 @@ import {
   type Timer,
   type TimerSpec as TimerSpecPb,
 } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
-import { fail, forItem } from "../errors.js";
+import { asItem, fail } from "../errors.js";
 import type { DelayInput, Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
 import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
 import { checkMs, isDefaultPolicy, maxHorizonMs, minEveryMs } from "../time/timers.js";
@@ -53,13 +53,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
       return { delayId: result.delayId, due: timestampFromMs(result.dueMs) };
     },
     async delayBatch(req, ctx) {
-      const inputs = req.delays.map((d, i) => {
-        try {
-          return delayInput(d);
-        } catch (e) {
-          throw forItem(`delays[${i}]`, e);
-        }
-      });
+      const inputs = req.delays.map((d, i) => asItem(`delays[${i}]`, () => delayInput(d)));
       const results = await timers.delayBatch(inputs, principalOf(ctx));
       return { results: results.map((r) => ({ delayId: r.delayId, due: timestampFromMs(r.dueMs) })) };
     },

@@ -3,7 +3,7 @@ import { canonicalJson } from "../log/canonical.js";
 import { causeActor, type LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
 import { checkId, derivedId, newId } from "../log/ids.js";
-import { fail, forItem } from "../errors.js";
+import { asItem, fail, forItem } from "../errors.js";
 import type { ActionEntry } from "../actions/index.js";
 import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
@@ -252,8 +252,8 @@ export class Timers {
   async delayBatch(reqs: DelayInput[], principal: Principal): Promise<{ delayId: string; dueMs: number }[]> {
     if (reqs.length === 0) fail("bad_request", "no delays to arm", [{ field: "delays", description: "empty" }]);
     if (reqs.length > maxDelayBatch) fail("too_large", `a batch holds at most ${maxDelayBatch} delays, got ${reqs.length}`, [{ field: "delays", description: "too many" }]);
-    const units = await Promise.all(reqs.map((req, i) => prefixed(`delays[${i}]`, () => this.prepareDelay(req, principal))));
-    const results = await this.deps.committer.submit((tx) => units.map((unit, i) => prefixedNow(`delays[${i}]`, () => unit(tx))));
+    const units = await Promise.all(reqs.map((req, i) => this.prepareDelay(req, principal).catch((e: unknown) => Promise.reject(forItem(`delays[${i}]`, e)))));
+    const results = await this.deps.committer.submit((tx) => units.map((unit, i) => asItem(`delays[${i}]`, () => unit(tx))));
     const fresh = results.filter((r) => r.fresh).map((r) => r.dueMs);
     if (fresh.length > 0) this.deps.changed(Math.min(...fresh));
     return results.map(({ delayId, dueMs }) => ({ delayId, dueMs }));
@@ -633,24 +633,6 @@ function clientDelayEventId(delayId: string): string {
 /** The `delay_request` of such an event: a SHA-256 (hex) of the request's action, input, interval_ms or at, and overdue (what "the same request" compares). */
 function delayRequestDigest(request: Record<string, unknown>): string {
   return sha256Hex(canonicalJson(request));
-}
-
-/** Runs `check`; an error it throws names the batch item `item` (its fields and its message). */
-async function prefixed<T>(item: string, check: () => Promise<T>): Promise<T> {
-  try {
-    return await check();
-  } catch (e) {
-    throw forItem(item, e);
-  }
-}
-
-/** {@link prefixed} for synchronous work (inside a transaction). */
-function prefixedNow<T>(item: string, work: () => T): T {
-  try {
-    return work();
-  } catch (e) {
-    throw forItem(item, e);
-  }
 }
 
 /** Event `id` when it is in the log as a `type` (a request under a cause run again); undefined when absent or `id` is null. ALREADY_EXISTS when it is another type's. */
