@@ -38,13 +38,14 @@ const result = await build({
   platform: "node",
   format: "esm",
   target: "node20",
-  external: ["better-sqlite3"],
+  external: ["better-sqlite3", "pg-native", "pg-types"],
   banner: { js: 'import { createRequire as __chronologRequire } from "node:module"; const require = __chronologRequire(import.meta.url);' },
   sourcemap: "linked", // stack traces map back to the .ts files with `node --enable-source-maps dist/main.js`
   logLevel: "warning",
   metafile: true,
 });
 cpSync(path("server/src/store/migrations/"), path("dist/migrations/"), { recursive: true });
+cpSync(path("server/src/store/postgres/pg-migrations/"), path("dist/pg-migrations/"), { recursive: true });
 // Chunks of earlier builds (their names carry a hash) go; a running owner loaded its own at start.
 const outputs = new Set(Object.keys(result.metafile.outputs).map((file) => file.split("/").pop()));
 for (const name of readdirSync(path("dist/"))) if (/\.js(\.map)?$/.test(name) && !outputs.has(name)) rmSync(path(`dist/${name}`));

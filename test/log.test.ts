@@ -13,7 +13,7 @@ import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import type { WatchResponse } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
-import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { onPostgres, startTestOwner, tempDir } from "./helpers/owner.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 
@@ -457,7 +457,8 @@ describe("plugin manifests across restarts (same data folder)", () => {
   });
 });
 
-describe("owner lock", () => {
+// On PostgreSQL a second owner waits as a standby instead (test/leadership.test.ts).
+describe.skipIf(onPostgres)("owner lock", () => {
   it("a second owner on a folder in use fails with a clear 'in use' error; the first keeps serving", async () => {
     const dataDir = tempDir();
     const first = await startTestOwner({ dataDir });

@@ -9,7 +9,7 @@ import { Code } from "@connectrpc/connect";
 import { ManualClock, type Clock } from "../server/src/clock.js";
 import { toConnectError } from "../server/src/rpc/interceptors.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
-import { openStore, type Store } from "../server/src/store/database.js";
+import { openStore, type SqliteStore as Store } from "../server/src/store/database.js";
 import { eventStatements } from "../server/src/store/events.js";
 import { limitedStatement } from "../server/src/store/limited.js";
 import { callStatements } from "../server/src/store/calls.js";
@@ -436,7 +436,7 @@ describe("queries with a limit", () => {
     const numbers = JSON.stringify([5, 3, 9, 1, 7]);
     expect(limited(2).all(numbers)).toEqual([[1], [3]]);
     expect(limited(0).all(numbers)).toEqual([]);
-    expect(limited(2).source).toBe("SELECT value FROM json_each(?) ORDER BY value LIMIT 2");
+    expect((limited(2) as unknown as { source: string }).source).toBe("SELECT value FROM json_each(?) ORDER BY value LIMIT 2");
     expect(limited(2)).toBe(limited(2));
     for (let n = 3; n < 20; n++) limited(n);
     expect(limited(19)).not.toBe(limited(19)); // past the 16 kept

@@ -50,8 +50,11 @@ const overdueHelp = "how late a call may still be made: unbounded, on-time-or-ne
 
 program
   .command("serve")
-  .description("run an owner on its embedded SQLite log")
+  .description("run an owner on its embedded SQLite log, or on PostgreSQL (--store) as the leader or a standby")
   .option("--data <dir>", "data folder", "./data")
+  .addOption(new Option("--store <url>", "run on this PostgreSQL database (postgres://user:password@host:5432/db) instead of --data; owners on one database elect one leader").env("CHRONOLOG_STORE"))
+  .option("--advertise-url <url>", "this owner's URL as clients reach it, which standbys tell them (default: http(s)://host:port)")
+  .option("--lease-ms <ms>", "PostgreSQL: how long the leader's lease lasts unrenewed; a standby takes over this long after the leader dies, 500-60000 (default 3000)", wholeNumberOption(500, 60_000))
   .option("--host <host>", "interface to bind", "127.0.0.1")
   .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", wholeNumberOption(0, 65535), 50051)
   .option("--config <file>", "principals, CORS, TLS, limits and timers (JSON or YAML; see the README's Configuration)")
@@ -63,6 +66,13 @@ program
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
   // Loaded only for serve: the client commands start without the owner's modules (SQLite, schemas, time).
   .action(async (options) => (await import("./cli/serve.js")).serveCommand(options));
+
+program
+  .command("migrate")
+  .description("create or upgrade the schema of a store (serve does it too), then exit")
+  .option("--data <dir>", "SQLite data folder", "./data")
+  .addOption(new Option("--store <url>", "a PostgreSQL database (postgres://...) instead of --data").env("CHRONOLOG_STORE"))
+  .action(async (options) => (await import("./cli/serve.js")).migrateCommand(options));
 
 program
   .command("emit <type> <json>")

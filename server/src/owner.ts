@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { DescService } from "@bufbuild/protobuf";
 import { ActionService } from "../../sdk/ts/src/gen/chronolog/v1/action_pb.js";
@@ -36,9 +37,12 @@ import { Processors, shutdownGraceMs } from "./processors/manager.js";
 import { adminService } from "./rpc/admin-service.js";
 import { executorService } from "./rpc/executor-service.js";
 import { timeService } from "./rpc/time-service.js";
+import { awaitLeadership, defaultLeaseMs, type Leadership } from "./leadership.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/database.js";
+import { shownUrl } from "./store/postgres/open.js";
+import type { Store } from "./store/store.js";
 import { eventStatements } from "./store/events.js";
 import { openTime, type LatenessHistogram } from "./time/index.js";
 import { Pulses } from "./time/pulses.js";
@@ -81,6 +85,14 @@ export interface OwnerOptions {
   callRetentionMs?: number;
   /** Folder of the built console served under /console/ (default: dist/console, see console.ts). */
   consoleDir?: string;
+  /** A PostgreSQL URL: the owner runs on that database instead of `dataDir`'s SQLite, as its leader or a standby. */
+  store?: string;
+  /** This owner's URL as clients reach it, told by standbys (default: http(s)://host:port as bound). */
+  advertiseUrl?: string;
+  /** Lease length on PostgreSQL, ms (default {@link defaultLeaseMs}). */
+  leaseMs?: number;
+  /** Aborted while this owner waits as a standby: the wait ends and startOwner rejects. */
+  signal?: AbortSignal;
 }
 
 /** A running owner. */
@@ -100,6 +112,17 @@ export interface Owner {
 }
 
 const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
+/** The services of the v1 API (a standby refuses them all). */
+const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
+
+function tlsOf(config: OwnerConfig | undefined): { cert: Buffer; key: Buffer } | undefined {
+  return config?.tls && { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) };
+}
+
+/** `host` as a URL's host: a wildcard address as localhost, IPv6 in brackets. */
+function urlHost(host: string): string {
+  return host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host;
+}
 /** Default largest request message: 4 MiB. */
 const defaultMaxMessageBytes = 4 * 1024 * 1024;
 
@@ -115,6 +138,7 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   }
   // Manifests are read before the data folder is opened (or made): a missing --plugins folder or a bad file leaves nothing behind.
   const manifests = options.pluginsDir ? loadManifests(options.pluginsDir) : [];
+  if (options.store !== undefined) return startOnPostgres(options, options.store, manifests);
   const store = openStore({
     dataDir: options.dataDir,
     synchronous: options.synchronous,
@@ -136,11 +160,45 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   }
 }
 
-async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>, manifests: PluginManifest[]): Promise<Owner> {
+/**
+ * Starts an owner on the PostgreSQL database at `url`: as its leader at once, or after waiting as
+ * a standby until the leader's lease expires (leadership.ts). A leader that finds another owner
+ * took the lease stops at once (it may not write again).
+ */
+async function startOnPostgres(options: OwnerOptions, url: string, manifests: PluginManifest[]): Promise<Owner> {
+  const { logger } = options;
+  const scheme = options.config?.tls ? "https" : "http";
+  const leadership = await awaitLeadership({
+    url,
+    instanceId: randomUUID().slice(0, 8),
+    advertiseUrl: options.advertiseUrl ?? `${scheme}://${urlHost(options.host)}:${options.port}`,
+    leaseMs: options.leaseMs ?? defaultLeaseMs,
+    listen: { host: options.host, port: options.port, tls: tlsOf(options.config), corsOrigins: options.config?.cors?.origins },
+    services,
+    logger,
+    signal: options.signal,
+    onUpgrade: ({ from, to, files }) => logger.info({ from, to, migrations: files }, `upgrading the database's schema from ${from} to ${to}`),
+  });
+  const stepDown = (reason: string) => {
+    logger.fatal({ term: leadership.term }, `stepping down: ${reason}; this owner stops writing and exits (restart it to serve as a standby)`);
+    process.exit(1);
+  };
+  const store = leadership.open(stepDown);
+  try {
+    const owner = await serve(options, store, manifests, leadership);
+    leadership.keep(stepDown);
+    return owner;
+  } catch (e) {
+    await leadership.release();
+    throw e;
+  }
+}
+
+async function serve(options: OwnerOptions, store: Store, manifests: PluginManifest[], leadership?: Leadership): Promise<Owner> {
   const { config, logger } = options;
   const events = eventStatements(store.db);
   const committer = new Committer(store.db, options.clock ?? systemClock, events, {
-    durability: store.durability,
+    transactions: store.transactions,
     onListenerError: (err) => logger.error({ err }, "a commit follower failed"),
     onFatal: (err) => {
       // After a failed fsync the page cache cannot be trusted (PostgreSQL's "fsyncgate"), and a seq
@@ -149,7 +207,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
       process.exit(1);
     },
   });
-  committer.onCommit(() => store.checkpointer.committed());
+  committer.onCommit(() => store.committed());
   const head = new HeadSignal(committer.head);
   committer.onCommit((info) => head.advance(info.head));
   const registry = new PluginRegistry(store.db, committer);
@@ -196,13 +254,13 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
   const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days, defaultTimerRetentionMs), chunkRows: options.timerRetentionChunkRows });
   const callRetention = new CallRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.callRetentionMs ?? retentionMsOfDays(config?.actions?.call_retention_days, defaultCallRetentionMs), chunkRows: options.timerRetentionChunkRows });
   retentionMetrics(metrics.registry, timerRetention, callRetention);
-  const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
+  if (leadership) leadership.registerMetrics(metrics.registry);
   const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
   const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
   const listener = await listen({
     host: options.host,
     port: options.port,
-    tls: config?.tls && { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) },
+    tls: tlsOf(config),
     corsOrigins: config?.cors?.origins,
     readMaxBytes: maxMessageBytes,
     interceptors: [errorInterceptor(logger), streamReleaseInterceptor(metrics.streams), authInterceptor(authenticator)],
@@ -221,7 +279,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
       router.service(TimeService, timeService(time.timers), strict);
       router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events }), strict);
       registerReflection(router, services);
-      registerHealth(router, services.map((s) => s.typeName));
+      registerHealth(router, services.map((s) => s.typeName), leadership && (() => leadership.headers()));
     },
   });
   await time.start();
@@ -229,11 +287,10 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
   timerRetention.start();
   callRetention.start();
   logger.info(
-    { host: options.host, port: listener.port, dataDir: options.dataDir, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
+    { host: options.host, port: listener.port, store: options.store ? shownUrl(options.store) : options.dataDir, term: leadership?.term, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
   );
-  const shownHost = options.host === "0.0.0.0" || options.host === "::" ? "localhost" : options.host.includes(":") ? `[${options.host}]` : options.host;
-  const consoleUrl = `${config?.tls ? "https" : "http"}://${shownHost}:${listener.port}${consolePath}`;
+  const consoleUrl = `${config?.tls ? "https" : "http"}://${urlHost(options.host)}:${listener.port}${consolePath}`;
   logger.info({ console: consoleUrl }, `console at ${consoleUrl}${authenticator.required ? " (sign in with a principal's token)" : ""}`);
   return {
     host: options.host,
@@ -257,6 +314,7 @@ async function serve(options: OwnerOptions, store: ReturnType<typeof openStore>,
       await listener.close();
       await committer.submit(() => undefined);
       await store.close();
+      await leadership?.release();
       logger.info("owner stopped");
     },
   };

@@ -4,11 +4,35 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { pino } from "pino";
+import { createHash } from "node:crypto";
 import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
+import { connectNative } from "../../server/src/store/postgres/pg-db.js";
 
 /** A fresh temporary data folder. */
 export function tempDir(prefix = "chronolog-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Owners in tests run on PostgreSQL (CHRONOLOG_TEST_STORE=postgres, test/helpers/postgres-global.ts), else on SQLite. */
+export const onPostgres = process.env.CHRONOLOG_TEST_STORE === "postgres";
+
+/**
+ * The PostgreSQL database standing for data folder `dataDir` on the test server (created when
+ * missing), so an owner restarted on the same folder finds the same database.
+ */
+export function testDatabase(dataDir: string): string {
+  const admin = process.env.CHRONOLOG_TEST_PG_URL;
+  if (!admin) throw new Error("CHRONOLOG_TEST_STORE=postgres without CHRONOLOG_TEST_PG_URL: run through vitest (its globalSetup starts the server)");
+  const name = `t_${createHash("sha256").update(dataDir).digest("hex").slice(0, 20)}`;
+  const client = connectNative(admin, "chronolog tests");
+  try {
+    if (client.querySync("SELECT 1 FROM pg_database WHERE datname = $1", [name]).length === 0) client.querySync(`CREATE DATABASE ${name}`);
+  } finally {
+    client.end();
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
 
 /**
@@ -25,7 +49,9 @@ export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promi
   const retention = options.timers && !("timerRetentionMs" in options) ? { timerRetentionMs: 0 } : {};
   const callRetention = options.timers && !("callRetentionMs" in options) ? { callRetentionMs: 0 } : {};
   const lookahead = options.timers && !("timerLookaheadMs" in options) ? { timerLookaheadMs: 0 } : {};
-  const owner = await startOwner({ dataDir: tempDir(), host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
+  const dataDir = options.dataDir ?? tempDir();
+  const store = onPostgres && !("store" in options) ? { store: testDatabase(dataDir) } : {};
+  const owner = await startOwner({ dataDir, ...store, host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
   return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}` });
 }
 
@@ -48,7 +74,7 @@ const repo = new URL("../../", import.meta.url).pathname;
  * logs if it exits first. `nodeArgs` go to node itself (e.g. a preload).
  */
 export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0, nodeArgs: string[] = []): Promise<OwnerProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), ...extraArgs], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, ...(onPostgres && !extraArgs.includes("--store") ? ["--store", testDatabase(dataDir)] : []), "--port", String(port), ...extraArgs], {
     cwd: repo,
     stdio: ["ignore", "ignore", "pipe"],
   });

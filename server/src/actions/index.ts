@@ -5,7 +5,7 @@ import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import { callStatements } from "../store/calls.js";
 import type { Committer } from "../store/committer.js";
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import type { EventStatements } from "../store/events.js";
 import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";

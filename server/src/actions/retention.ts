@@ -1,5 +1,5 @@
 import { finishedCallsDeleter } from "../store/calls.js";
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import { RetentionSweep, type RetentionSweepOptions } from "../store/sweep.js";
 
 /** Default retention of finished action calls: 7 days, in ms. */

@@ -7,6 +7,10 @@ import { retentionMsOfDays } from "../store/sweep.js";
 /** Options of `chronolog serve`. */
 export interface ServeFlags {
   data: string;
+  /** A PostgreSQL URL, instead of `data`. */
+  store?: string;
+  advertiseUrl?: string;
+  leaseMs?: number;
   host: string;
   port: number;
   config?: string;
@@ -26,18 +30,40 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   const logger = createLogger(flags.logLevel);
   const synchronous = flags.synchronous.toUpperCase();
   if (synchronous !== "FULL" && synchronous !== "NORMAL") throw new Error(`--synchronous must be FULL or NORMAL, got ${flags.synchronous}`);
-  const owner = await startOwner({
-    dataDir: flags.data,
-    host: flags.host,
-    port: flags.port,
-    synchronous: synchronous as SyncMode,
-    config: flags.config ? loadConfig(flags.config) : undefined,
-    pluginsDir: flags.plugins,
-    region: flags.region,
-    timerLookaheadMs: flags.timerLookaheadMs,
-    callRetentionMs: flags.callRetentionDays === undefined ? undefined : retentionMsOfDays(flags.callRetentionDays, 0),
-    logger,
-  });
+  // A standby waits inside startOwner: a signal meanwhile ends the wait (and the process).
+  const standby = new AbortController();
+  const stopStandby = () => standby.abort(new Error("stopped while standby"));
+  if (flags.store !== undefined) {
+    process.once("SIGINT", stopStandby);
+    process.once("SIGTERM", stopStandby);
+  }
+  let owner;
+  try {
+    owner = await startOwner({
+      dataDir: flags.data,
+      store: flags.store,
+      advertiseUrl: flags.advertiseUrl,
+      leaseMs: flags.leaseMs,
+      signal: standby.signal,
+      host: flags.host,
+      port: flags.port,
+      synchronous: synchronous as SyncMode,
+      config: flags.config ? loadConfig(flags.config) : undefined,
+      pluginsDir: flags.plugins,
+      region: flags.region,
+      timerLookaheadMs: flags.timerLookaheadMs,
+      callRetentionMs: flags.callRetentionDays === undefined ? undefined : retentionMsOfDays(flags.callRetentionDays, 0),
+      logger,
+    });
+  } catch (e) {
+    if (standby.signal.aborted) {
+      logger.info("standby stopped");
+      process.exit(0);
+    }
+    throw e;
+  }
+  process.off("SIGINT", stopStandby);
+  process.off("SIGTERM", stopStandby);
   // The first SIGINT or SIGTERM stops the owner, with its grace; later ones while it stops are
   // logged, not obeyed (a second Ctrl-C used to end the process mid-grace, its callers CANCELLED).
   let stopping = false;
@@ -54,4 +80,31 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+}
+
+/** `chronolog migrate`: applies the pending migrations of a store (SQLite folder or PostgreSQL) and exits. */
+export async function migrateCommand(flags: { data: string; store?: string }): Promise<void> {
+  if (flags.store !== undefined) {
+    const { checkPostgresUrl, shownUrl } = await import("../store/postgres/open.js");
+    const { connectNative } = await import("../store/postgres/pg-db.js");
+    const { migratePostgres } = await import("../store/postgres/migrate.js");
+    checkPostgresUrl(flags.store);
+    let client;
+    try {
+      client = connectNative(flags.store, "chronolog migrate");
+    } catch (e) {
+      throw new Error(`cannot connect to PostgreSQL at ${shownUrl(flags.store)}: ${(e as Error).message.trim()}`);
+    }
+    try {
+      migratePostgres(client, ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`));
+      console.log(`${shownUrl(flags.store)}: schema up to date`);
+    } finally {
+      client.end();
+    }
+    return;
+  }
+  const { openStore } = await import("../store/database.js");
+  const store = openStore({ dataDir: flags.data, onUpgrade: ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`) });
+  await store.close();
+  console.log(`${flags.data}: schema up to date`);
 }

@@ -1,6 +1,6 @@
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer } from "../store/committer.js";
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import type { LiveCauses } from "../log/causes.js";
 import type { EventStatements } from "../store/events.js";
 import { DocumentReader } from "./reads.js";

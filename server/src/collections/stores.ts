@@ -1,4 +1,4 @@
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import { documentStatements, type DocumentRecord, type DocumentStatements, type StoredDocument } from "../store/documents.js";
 import type { CollectionEntry } from "./declaration.js";
 

@@ -4,7 +4,7 @@ import type { CollectionEntry } from "../collections/declaration.js";
 import { CollectionIndex, collectionConflicts } from "../collections/declared.js";
 import { fail } from "../errors.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import { pluginStatements } from "../store/plugins.js";
 import { scheduleViolations } from "../time/declared.js";
 import { compileManifest, manifestFromJson, type CompiledManifest, type EventTypeEntry } from "./manifest.js";

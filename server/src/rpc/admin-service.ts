@@ -9,7 +9,7 @@ import { pageByteBudget } from "../log/read.js";
 import type { ProcessorEngine } from "../processors/engine.js";
 import type { Processors } from "../processors/manager.js";
 import type { Committer } from "../store/committer.js";
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import type { CursorStatements } from "../store/cursors.js";
 import type { EventStatements } from "../store/events.js";
 import { runMaintenanceSql } from "../store/maintenance.js";

@@ -28,16 +28,18 @@ export interface HealthStatus {
  * Watch: sends the current status (SERVICE_UNKNOWN for an unknown service, as the
  * protocol asks), then every change, until the client leaves or the server shuts down
  * (the handler signal follows the listener's shutdownSignal); then the stream ends OK, or,
- * in the owner, with the shutdown's UNAVAILABLE (rpc/stream-release.ts).
+ * in the owner, with the shutdown's UNAVAILABLE (rpc/stream-release.ts). `headers`: response
+ * headers every answer carries (an owner's role, rpc/standby.ts).
  */
-export function registerHealth(router: ConnectRouter, serviceNames: string[]): HealthStatus {
+export function registerHealth(router: ConnectRouter, serviceNames: string[], headers?: () => Record<string, string>): HealthStatus {
   const statuses = new Map<string, ServingStatus>();
   statuses.set("", ServingStatus.SERVING);
   for (const name of serviceNames) statuses.set(name, ServingStatus.SERVING);
   const watchers = new Map<string, Set<() => void>>();
 
   router.service(Health, {
-    check(req) {
+    check(req, context) {
+      for (const [key, value] of Object.entries(headers?.() ?? {})) context.responseHeader.set(key, value);
       const status = statuses.get(req.service);
       if (status === undefined) {
         throw new ConnectError(`unknown service ${JSON.stringify(req.service)}`, Code.NotFound);
@@ -46,6 +48,7 @@ export function registerHealth(router: ConnectRouter, serviceNames: string[]): H
     },
     async *watch(req, context): AsyncGenerator<HealthCheckResponse> {
       const { signal } = context;
+      for (const [key, value] of Object.entries(headers?.() ?? {})) context.responseHeader.set(key, value);
       let wake: (() => void) | undefined;
       const notify = (): void => wake?.();
       let set = watchers.get(req.service);

@@ -1,5 +1,5 @@
 import type { ActorRecord } from "./events.js";
-import type { Db } from "./database.js";
+import { sqlFor, type Db } from "./sql.js";
 
 /** A call's state in `action_calls`. */
 export type CallState = "running" | "completed" | "failed";
@@ -109,9 +109,13 @@ export type CallStatements = ReturnType<typeof callStatements>;
  */
 export function finishedCallsDeleter(db: Db): (beforeMs: number, limit: number) => number {
   const finished = db.prepare(
-    `DELETE FROM action_calls WHERE rowid IN (
+    sqlFor(db, {
+      sqlite: `DELETE FROM action_calls WHERE rowid IN (
        SELECT rowid FROM action_calls INDEXED BY action_calls_finished
        WHERE (state = 'completed' OR state = 'failed') AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
+      postgres: `DELETE FROM action_calls WHERE call_id IN (
+       SELECT call_id FROM action_calls WHERE (state = 'completed' OR state = 'failed') AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
+    }),
   );
   return (beforeMs, limit) => finished.run(beforeMs, limit).changes;
 }

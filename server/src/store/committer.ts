@@ -1,7 +1,8 @@
+import type { Database } from "better-sqlite3";
 import type { Clock } from "../clock.js";
-import type { Statement } from "better-sqlite3";
-import type { Db } from "./database.js";
 import type { EventRecord, EventStatements } from "./events.js";
+import type { Db } from "./sql.js";
+import { sqliteTransactions, type Transactions } from "./transactions.js";
 import { noSync, type Durability } from "./wal-sync.js";
 
 /**
@@ -32,8 +33,10 @@ export interface CommitInfo {
 
 /** How a {@link Committer} makes commits durable and reports faults. */
 export interface CommitterOptions {
-  /** Awaited after COMMIT, before callers are answered (default: nothing, as synchronous=NORMAL). */
+  /** Awaited after COMMIT, before callers are answered (default: nothing, as synchronous=NORMAL). SQLite's only. */
   durability?: Durability;
+  /** How transactions begin, end and become durable (default: SQLite's, with {@link durability}). */
+  transactions?: Transactions;
   /** Told about an exception thrown by an onCommit listener (default: printed to stderr). */
   onListenerError?: (error: unknown) => void;
   /**
@@ -121,8 +124,7 @@ export class Committer {
   /** When the last batch of at least {@link loadedBatchUnits} units started (performance.now(), ms). */
   private lastLoadedFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
-  /** Transaction control as prepared statements: `db.exec` parses its SQL every time (a third of a small commit's cost). */
-  private readonly control: { begin: Statement; commit: Statement; rollback: Statement; savepoint: Statement; release: Statement; rollbackTo: Statement };
+  private readonly control: Transactions;
 
   constructor(
     private readonly db: Db,
@@ -132,14 +134,7 @@ export class Committer {
   ) {
     this.headSeq = events.head();
     this.durableSeq = this.headSeq;
-    this.control = {
-      begin: db.prepare("BEGIN IMMEDIATE"),
-      commit: db.prepare("COMMIT"),
-      rollback: db.prepare("ROLLBACK"),
-      savepoint: db.prepare("SAVEPOINT unit"),
-      release: db.prepare("RELEASE unit"),
-      rollbackTo: db.prepare("ROLLBACK TO unit"),
-    };
+    this.control = options.transactions ?? sqliteTransactions(db as Database, options.durability ?? noSync);
   }
 
   /** The last durable seq (what the log's readers may see). */
@@ -208,12 +203,12 @@ export class Committer {
     const tx = this.transaction();
     const until = performance.now() + sliceMs;
     try {
-      this.control.begin.run();
+      this.control.begin();
       do outcomes.push(this.runUnit(batch[outcomes.length].work, tx));
       while (outcomes.length < batch.length && performance.now() < until);
-      this.control.commit.run();
+      this.control.commitSlice();
     } catch (error) {
-      if (this.db.inTransaction) this.control.rollback.run();
+      this.control.rollback();
       this.headSeq = headBefore;
       for (const item of batch.slice(from)) item.reject(error);
       batch = batch.slice(0, from);
@@ -228,7 +223,7 @@ export class Committer {
       return this.schedule();
     }
     const head = this.headSeq;
-    (this.options.durability ?? noSync).sync().then(
+    this.control.sync().then(
       () => {
         this.busy = false;
         this.settle(batch, outcomes, { head, batchSize: batch.length, durationMs: performance.now() - started });
@@ -259,14 +254,13 @@ export class Committer {
 
   private runUnit(work: Work<unknown>, tx: Tx): { ok: boolean; value: unknown } {
     const mark = this.headSeq;
-    this.control.savepoint.run();
+    this.control.savepoint();
     try {
       const value = work(tx);
-      this.control.release.run();
+      this.control.release();
       return { ok: true, value };
     } catch (error) {
-      this.control.rollbackTo.run();
-      this.control.release.run();
+      this.control.rollbackTo();
       this.headSeq = mark;
       return { ok: false, value: error };
     }
@@ -285,7 +279,7 @@ export class Committer {
         try {
           this.events.insert(record);
         } catch (error) {
-          if (error instanceof Error && error.message.includes("UNIQUE constraint failed: events.seq")) this.options.onFatal?.(new Error(`seq ${record.seq} is already in the log: another writer uses this database (${error.message})`));
+          if (isSeqTaken(error)) this.options.onFatal?.(new Error(`seq ${record.seq} is already in the log: another writer uses this database (${(error as Error).message})`));
           throw error;
         }
         this.headSeq = record.seq;
@@ -293,4 +287,9 @@ export class Committer {
       },
     };
   }
+}
+
+/** The error of an insert whose seq is in the events table already (SQLite's or PostgreSQL's words). */
+function isSeqTaken(error: unknown): boolean {
+  return error instanceof Error && (error.message.includes("UNIQUE constraint failed: events.seq") || error.message.includes('"events_pkey"'));
 }

@@ -1,4 +1,4 @@
-import type { Db } from "./database.js";
+import type { Db } from "./sql.js";
 
 /** A stored processor cursor; `updatedAt` in ms since the epoch (UTC). */
 export interface CursorRow {

@@ -5,10 +5,12 @@ import type { ChronologError } from "../errors.js";
 import { Checkpointer } from "./checkpointer.js";
 import { migrate, type UpgradeListener } from "./migrate.js";
 import { OwnerLock } from "./owner-lock.js";
+import type { Store } from "./store.js";
+import { sqliteTransactions } from "./transactions.js";
 import { noSync, WalSync, type Durability } from "./wal-sync.js";
 
-/** A better-sqlite3 connection. */
-export type Db = Database.Database;
+/** A better-sqlite3 connection (what SQLite-only modules take: pragmas, checkpoints, the lock). */
+export type SqliteDb = Database.Database;
 
 /** How hard a commit waits for the disk: FULL fsyncs the WAL before acknowledging (off the event loop, {@link WalSync}). */
 export type SyncMode = "FULL" | "NORMAL";
@@ -36,8 +38,8 @@ export interface StoreOptions {
 }
 
 /** An open data folder: the database and the lock that keeps other owners out. */
-export interface Store {
-  db: Db;
+export interface SqliteStore extends Store {
+  db: SqliteDb;
   dataDir: string;
   /** What the committer awaits before answering callers. */
   durability: Durability;
@@ -49,8 +51,6 @@ export interface Store {
    * so a failed `serve --data /tmp/x` leaves no folder behind.
    */
   createdDir?: string;
-  /** Closes the database, the checkpoint worker and the lock. */
-  close(): Promise<void>;
 }
 
 /** Removes a folder an open created (`Store.createdDir`), with what the open put in it; nothing for undefined. */
@@ -65,7 +65,7 @@ export function removeCreatedFolder(createdDir: string | undefined): void {
  * and applies pending numbered migrations.
  * Throws FAILED_PRECONDITION when another owner holds the folder.
  */
-export function openStore(options: StoreOptions): Store {
+export function openStore(options: StoreOptions): SqliteStore {
   const createdDir = makeDataDir(options.dataDir);
   let lock;
   try {
@@ -92,7 +92,10 @@ export function openStore(options: StoreOptions): Store {
     const durability = (options.synchronous ?? "FULL") === "FULL" ? new WalSync(dbPath) : noSync;
     const checkpointer = new Checkpointer(db, dbPath, options.onCheckpointError ?? ((error) => console.error(error)));
     return {
+      dialect: "sqlite",
       db,
+      transactions: sqliteTransactions(db, durability),
+      committed: () => checkpointer.committed(),
       dataDir: options.dataDir,
       durability,
       checkpointer,
@@ -111,7 +114,7 @@ export function openStore(options: StoreOptions): Store {
   }
 }
 
-function setPragmas(db: Db): void {
+function setPragmas(db: SqliteDb): void {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");

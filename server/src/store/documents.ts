@@ -1,4 +1,4 @@
-import type { Db } from "./database.js";
+import type { Db } from "./sql.js";
 
 /** A document as stored: a JSON object with its string `_id`. */
 export type DocumentRecord = Record<string, unknown> & { _id: string };

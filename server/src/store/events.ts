@@ -1,4 +1,4 @@
-import type { Db } from "./database.js";
+import type { Db } from "./sql.js";
 import { jsonText, rememberJsonText } from "./json-text.js";
 import { limitedStatement } from "./limited.js";
 

@@ -1,5 +1,4 @@
-import type { Statement } from "better-sqlite3";
-import type { Db } from "./database.js";
+import type { Db, SqlStatement as Statement } from "./sql.js";
 
 /** Most limit values one {@link limitedStatement} keeps prepared; a query with another limit prepares a statement of its own. */
 const keptLimits = 16;

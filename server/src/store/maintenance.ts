@@ -1,9 +1,10 @@
 import { newId } from "../log/ids.js";
 import { fail } from "../errors.js";
-import type { Db } from "./database.js";
+import type { SqliteDb as Db } from "./database.js";
 import { ownerSchemaNames } from "./migrate.js";
 import { readInChild } from "./maintenance-read.js";
 import type { Committer } from "./committer.js";
+import { dialectOf, type Db as AnyDb } from "./sql.js";
 
 /** What a maintenance statement returned: rows for a query, `changes` for a write, and the record's seq. */
 export interface SqlResult {
@@ -40,7 +41,9 @@ export interface SqlResult {
  * Underneath, migration 0009's triggers make the database itself refuse any
  * UPDATE or DELETE of an event, whoever issues it.
  */
-export async function runMaintenanceSql(committer: Committer, db: Db, sql: string, params: unknown[], by: string): Promise<SqlResult> {
+export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql: string, params: unknown[], by: string): Promise<SqlResult> {
+  if (dialectOf(anyDb) === "postgres") fail("failed_precondition", "maintenance SQL runs on the SQLite store only: on PostgreSQL, use psql (the log's tables refuse UPDATE and DELETE there too)");
+  const db = anyDb as Db;
   if (sql.trim() === "") fail("bad_request", "sql is required", [{ field: "sql", description: "required" }]);
   refuseSettingPragmas(sql);
   const explained = leadingWords(sql, 1)[0]?.word === "EXPLAIN"; // an EXPLAIN only lists a program: it runs nothing
@@ -51,19 +54,20 @@ export async function runMaintenanceSql(committer: Committer, db: Db, sql: strin
     return { rows, changes: 0, seq: record.seq };
   }
   return committer.submit((tx) => {
-    if (!explained) refuseByProgram(tx.db, sql, params);
-    const schemaBefore = guardedSchema(tx.db);
+    const txDb = tx.db as Db;
+    if (!explained) refuseByProgram(txDb, sql, params);
+    const schemaBefore = guardedSchema(txDb);
     let rows: Record<string, unknown>[] = [];
     let changes = 0;
     try {
-      const statement = tx.db.prepare(sql);
+      const statement = txDb.prepare(sql);
       if (statement.reader) rows = (statement.all(...params) as Record<string, unknown>[]).map(jsonSafe);
       else changes = statement.run(...params).changes;
     } catch (e) {
       fail("bad_request", `maintenance SQL failed: ${e instanceof Error ? e.message : String(e)}`, [{ field: "sql", description: e instanceof Error ? e.message : String(e) }]);
     }
     // Thrown inside the unit: the committer rolls the statement back to its savepoint.
-    const schemaAfter = guardedSchema(tx.db);
+    const schemaAfter = guardedSchema(txDb);
     if (schemaAfter.log !== schemaBefore.log) refuse(refusals.schema);
     if (schemaAfter.main !== schemaBefore.main) refuse(refusals.ownerSchema);
     if (schemaAfter.temp !== schemaBefore.temp) refuse(refusals.temp);

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fail } from "../errors.js";
-import type { Db } from "./database.js";
+import type { SqliteDb as Db } from "./database.js";
 
 const migrationsDir = new URL("./migrations/", import.meta.url);
 

@@ -1,4 +1,4 @@
-import type { Db } from "./database.js";
+import type { Db } from "./sql.js";
 
 /** A stored plugin revision: the manifest as canonical JSON, time in ms (UTC). */
 export interface PluginRow {

@@ -1,6 +1,6 @@
 import type { DstPolicy } from "../time/cron.js";
 import { defaultSchedulePolicy, type Overdue, type PauseState, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "../time/timers.js";
-import type { Db } from "./database.js";
+import { sqlFor, type Db } from "./sql.js";
 import { limitedStatement } from "./limited.js";
 import type { ActorRecord } from "./events.js";
 
@@ -130,13 +130,17 @@ export type TimerCursor =
 /** The statements on `timers`. */
 export function timerStatements(db: Db) {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
-  const put = db.prepare(
-    `INSERT INTO timers (rowid, id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at)
-     VALUES (@rowid, @id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now)
-     ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
+  const putColumns = "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at";
+  const putValues = "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now";
+  const putUpsert = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
-       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, created_at = excluded.created_at, updated_at = excluded.updated_at`,
+       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, created_at = excluded.created_at, updated_at = excluded.updated_at`;
+  const put = db.prepare(
+    sqlFor(db, {
+      sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${putUpsert}`,
+      postgres: `INSERT INTO timers (${putColumns}) VALUES (${putValues}) ${putUpsert}`, // no rowid to place rows by: the timers_by_due index orders them
+    }),
   );
   const declared = db.prepare(`SELECT ${timerColumns} FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule`).raw();
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
@@ -327,11 +331,16 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
 const activeStatus = "(status = 'pending' OR status = 'retry_wait' OR status = 'buffered')";
 const endedStatus = "(status = 'completed' OR status = 'failed' OR status = 'skipped')";
 
+const occurrenceColumns = "id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin";
+const occurrenceMarks = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
+
 /** The statements on `timer_occurrences`. */
 export function occurrenceStatements(db: Db) {
   const insert = db.prepare(
-    `INSERT OR IGNORE INTO timer_occurrences (id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    sqlFor(db, {
+      sqlite: `INSERT OR IGNORE INTO timer_occurrences (${occurrenceColumns}) VALUES (${occurrenceMarks})`,
+      postgres: `INSERT INTO timer_occurrences (${occurrenceColumns}) VALUES (${occurrenceMarks}) ON CONFLICT DO NOTHING`,
+    }),
   ); // positional, not named: a claim inserts one per call, and binding 16 named values from an object costs twice as much
   const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
   // The lateness kept is the first call's; later tries are retries, not late calls.
@@ -468,7 +477,7 @@ export function timerControlStatements(db: Db) {
      FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus}`,
   );
   const release = db.prepare(
-    `UPDATE timer_occurrences SET status = 'retry_wait', next_attempt_ms = max(?, due_ms), updated_at = ?
+    `UPDATE timer_occurrences SET status = 'retry_wait', next_attempt_ms = ${sqlFor(db, { sqlite: "max", postgres: "GREATEST" })}(?, due_ms), updated_at = ?
      WHERE timer_id = ? AND ${activeStatus} AND status = 'buffered'
        AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus} AND status <> 'buffered')`,
   );
@@ -512,14 +521,16 @@ export type TimerControlStatements = ReturnType<typeof timerControlStatements>;
 
 /** The statements of the retention sweep: ended occurrences and spent timers older than a cutoff. */
 export function retentionStatements(db: Db) {
+  const rowKey = sqlFor(db, { sqlite: "rowid", postgres: "id" });
+  const indexedBy = (index: string) => sqlFor(db, { sqlite: `INDEXED BY ${index}`, postgres: "" });
   const endedOccurrences = db.prepare(
-    `DELETE FROM timer_occurrences WHERE rowid IN (
-       SELECT rowid FROM timer_occurrences INDEXED BY timer_occurrences_ended
+    `DELETE FROM timer_occurrences WHERE ${rowKey} IN (
+       SELECT ${rowKey} FROM timer_occurrences ${indexedBy("timer_occurrences_ended")}
        WHERE ${endedStatus} AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
   );
   const spentTimers = db.prepare(
-    `DELETE FROM timers WHERE rowid IN (
-       SELECT t.rowid FROM timers t INDEXED BY timers_spent
+    `DELETE FROM timers WHERE ${rowKey} IN (
+       SELECT t.${rowKey} FROM timers t ${indexedBy("timers_spent")}
        WHERE t.next_due_ms IS NULL AND t.paused IS NULL AND t.disabled = 0 AND t.kind <> 'declared' AND t.updated_at < ?
          AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = t.id AND ${activeStatus})
        ORDER BY t.updated_at LIMIT ?)`,

@@ -4,7 +4,7 @@ import type { LiveCauses } from "../log/causes.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer } from "../store/committer.js";
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import type { EventStatements } from "../store/events.js";
 import { occurrenceStatements, timerControlStatements, timerStatements } from "../store/timers.js";
 import { DelayChains, defaultMaxChainDepth } from "./chains.js";

@@ -1,4 +1,4 @@
-import type { Db } from "../store/database.js";
+import type { Db } from "../store/sql.js";
 import { RetentionSweep, type RetentionSweepOptions, type SweepResult as TablesSwept } from "../store/sweep.js";
 import { retentionStatements } from "../store/timers.js";
 

@@ -1,0 +1,85 @@
+import type { NativeClient } from "./pg-db.js";
+
+/** What {@link Lease.tryTake} found. */
+export type LeaseState = { leading: true; term: number } | { leading: false; term: number; leaderUrl: string | undefined };
+
+/** How the lease row behaves (lease.ts). */
+export interface LeaseOptions {
+  /** This owner's instance id: the lease's holder, and its connections' application_name prefix. */
+  instanceId: string;
+  /** This owner's URL as clients reach it, told to them by standbys. */
+  advertiseUrl: string;
+  /** How long a lease lasts without renewal, ms: a standby takes over this long after the leader's last renewal. */
+  leaseMs: number;
+}
+
+/**
+ * The leader's lease on a PostgreSQL store: one row, `chronolog_lease`, whose `term` grows at
+ * every takeover. Times are the database's (`clock_timestamp()`), so owners' clocks need not
+ * agree. The leader renews it every third of its length; a standby takes it once it expired:
+ * first it ends the old holder's connections (a leader paused inside a transaction holds the
+ * row `FOR SHARE`, and would hold the takeover back), then it raises the term in one UPDATE
+ * conditioned on the term it read. Every write transaction of the leader checks the term
+ * (transactions.ts), so once the term moved the old leader can never commit again.
+ *
+ * Its queries run on a connection of their own, asynchronously: the committer's statements
+ * never delay a renewal.
+ */
+export class Lease {
+  /** The term this owner holds (0 while standby). */
+  term = 0;
+  /** When the last renewal succeeded, by the process's monotonic clock, ms. */
+  renewedAt = 0;
+
+  constructor(
+    private readonly client: NativeClient,
+    private readonly options: LeaseOptions,
+  ) {}
+
+  /** Takes the lease when no owner holds it or its holder's expired; else tells who leads. */
+  async tryTake(): Promise<LeaseState> {
+    const [row] = await this.query("SELECT term, holder, url, expires_at < clock_timestamp() AS expired FROM chronolog_lease WHERE id = 1");
+    if (!row) throw new Error("the chronolog_lease row is missing: the database was not made by `chronolog migrate`");
+    const term = Number(row.term);
+    if (!row.expired && row.holder !== this.options.instanceId) return { leading: false, term, leaderUrl: (row.url as string) || undefined };
+    if (row.holder && row.holder !== this.options.instanceId) {
+      await this.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()", [`chronolog ${row.holder} %`]);
+    }
+    const taken = await this.query(
+      `UPDATE chronolog_lease SET term = term + 1, holder = $1, url = $2, expires_at = clock_timestamp() + $3 * interval '1 millisecond', acquired_at = clock_timestamp()
+       WHERE id = 1 AND term = $4 RETURNING term`,
+      [this.options.instanceId, this.options.advertiseUrl, this.options.leaseMs, term],
+    );
+    if (taken.length === 0) return this.tryTake(); // another standby took it first: read who
+    this.term = Number(taken[0].term);
+    this.renewedAt = performance.now();
+    return { leading: true, term: this.term };
+  }
+
+  /** Extends this owner's lease; false when another owner holds it now (this one must stop writing). */
+  async renew(): Promise<boolean> {
+    const rows = await this.query(`UPDATE chronolog_lease SET expires_at = clock_timestamp() + $1 * interval '1 millisecond' WHERE id = 1 AND term = $2 RETURNING term`, [this.options.leaseMs, this.term]);
+    if (rows.length === 0) return false;
+    this.renewedAt = performance.now();
+    return true;
+  }
+
+  /** Gives the lease up at a clean stop, so a standby takes over at once. */
+  async release(): Promise<void> {
+    await this.query("UPDATE chronolog_lease SET expires_at = '-infinity' WHERE id = 1 AND term = $1", [this.term]);
+  }
+
+  /** The row as it is: term, holder's URL, age of the lease (ms since its last renewal, by the database's clock). */
+  async describe(): Promise<{ term: number; leaderUrl: string | undefined; ageMs: number }> {
+    const [row] = await this.query(`SELECT term, url, EXTRACT(EPOCH FROM (clock_timestamp() - (expires_at - $1 * interval '1 millisecond'))) * 1000 AS age FROM chronolog_lease WHERE id = 1`, [this.options.leaseMs]);
+    return { term: Number(row.term), leaderUrl: (row.url as string) || undefined, ageMs: Number(row.age) };
+  }
+
+  close(): void {
+    this.client.end();
+  }
+
+  private query(text: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
+    return new Promise((resolve, reject) => this.client.query(text, values.map((v) => (typeof v === "number" ? String(v) : v)), (error, rows) => (error ? reject(error) : resolve(rows))));
+  }
+}

@@ -1,0 +1,86 @@
+import type { UpgradeListener } from "../migrate.js";
+import type { Store } from "../store.js";
+import { Lease, type LeaseOptions } from "./lease.js";
+import { migratePostgres } from "./migrate.js";
+import { connectNative, PgDb, type NativeClient } from "./pg-db.js";
+import { pgTransactions, type FencedError } from "./transactions.js";
+
+/** A PostgreSQL URL (`postgres://` or `postgresql://`). */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(value);
+}
+
+/** `url` without its password, to name the database in messages and logs. */
+export function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(an unparsable URL)";
+  }
+}
+
+/**
+ * Checks `url` names a PostgreSQL database; throws a clear error for what is not one (an SQLite
+ * data folder given where the URL goes, a typo).
+ */
+export function checkPostgresUrl(url: string): void {
+  if (!isPostgresUrl(url)) {
+    throw new Error(`--store takes a PostgreSQL URL such as postgres://user:password@host:5432/chronolog, not ${JSON.stringify(url)} (the embedded SQLite store's folder is given with --data)`);
+  }
+  if (!URL.canParse(url)) throw new Error(`--store ${JSON.stringify(shownUrl(url))} is not a valid URL`);
+}
+
+/** Connects to `url` as `chronolog <instanceId> <role>`; a failure names the database, not its password. */
+function connect(url: string, instanceId: string, role: string): NativeClient {
+  try {
+    return connectNative(url, `chronolog ${instanceId} ${role}`);
+  } catch (e) {
+    throw new Error(`cannot connect to PostgreSQL at ${shownUrl(url)}: ${(e as Error).message.trim()}`);
+  }
+}
+
+/** A PostgreSQL database an owner connected to and migrated, before it leads. */
+export interface PostgresDatabase {
+  lease: Lease;
+  /** Opens the store for the leader of `lease.term`; `onFenced` is told when a write finds another owner leads. */
+  open(onFenced: (error: FencedError) => void): Store;
+  /** Closes what is open (the lease's connection, and the store's when opened). */
+  close(): void;
+}
+
+/** Connects to the database at `url`, applies its pending migrations and prepares the lease. */
+export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: UpgradeListener): PostgresDatabase {
+  checkPostgresUrl(url);
+  const leaseClient = connect(url, lease.instanceId, "lease");
+  try {
+    migratePostgres(leaseClient, onUpgrade);
+  } catch (e) {
+    leaseClient.end();
+    throw e;
+  }
+  const held = new Lease(leaseClient, lease);
+  let db: PgDb | undefined;
+  return {
+    lease: held,
+    open(onFenced) {
+      const writer = connect(url, lease.instanceId, "writer");
+      const reader = connect(url, lease.instanceId, "reader");
+      writer.querySync("SET synchronous_commit = on; SET idle_in_transaction_session_timeout = 0");
+      db = new PgDb(writer, reader);
+      const opened = db;
+      return {
+        dialect: "postgres",
+        db: opened,
+        transactions: pgTransactions(opened, () => held.term, onFenced),
+        committed: () => undefined,
+        close: async () => opened.close(),
+      };
+    },
+    close() {
+      db?.close();
+      held.close();
+    },
+  };
+}

@@ -1,0 +1,225 @@
+import { createRequire } from "node:module";
+import type { Db, RunResult, SqlStatement } from "../sql.js";
+
+const require = createRequire(import.meta.url);
+
+/** pg-native's client (libpq): synchronous calls block until the server answers; `query` does not. */
+export interface NativeClient {
+  connectSync(params: string): void;
+  querySync(text: string, values?: unknown[]): Record<string, unknown>[];
+  prepareSync(name: string, text: string, nParams: number): void;
+  executeSync(name: string, values: unknown[]): Record<string, unknown>[] | unknown[][];
+  query(text: string, callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
+  query(text: string, values: unknown[], callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
+  end(callback?: () => void): void;
+  getTransactionStatus(): "I" | "T" | "E" | null;
+  pq: { cmdTuples(): string; resultErrorFields(): Record<string, string> | undefined; errorMessage(): string; socket(): number };
+  on(event: "error", listener: (error: Error) => void): void;
+}
+
+type NativeClientClass = new (config: { types: TypeParsers; arrayMode?: boolean }) => NativeClient;
+interface TypeParsers {
+  getTypeParser(oid: number, format?: string): (text: string) => unknown;
+}
+
+const pgTypes = require("pg-types") as { getTypeParser(oid: number, format?: string): (text: string) => unknown };
+const NativeClientClass = require("pg-native") as NativeClientClass;
+
+/**
+ * Values as the SQLite store returns them, so the store's modules read both alike: 64-bit
+ * integers and numerics as numbers (every stored integer is a ms time, a seq or a count, below
+ * 2^53), booleans as 1 and 0.
+ */
+const types: TypeParsers = {
+  getTypeParser(oid, format) {
+    if (oid === 20 || oid === 1700) return Number; // int8, numeric (sum)
+    if (oid === 16) return (text) => (text === "t" ? 1 : 0);
+    return pgTypes.getTypeParser(oid, format);
+  },
+};
+
+/** A new libpq client connected to `url`, named `applicationName` in pg_stat_activity (what a standby's takeover ends). */
+export function connectNative(url: string, applicationName: string, options: { arrayMode?: boolean } = {}): NativeClient {
+  const client = new NativeClientClass({ types, arrayMode: options.arrayMode });
+  client.connectSync(withApplicationName(url, applicationName));
+  return client;
+}
+
+function withApplicationName(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set("application_name", name);
+  if (!parsed.searchParams.has("options")) parsed.searchParams.set("options", "-c client_min_messages=warning"); // no NOTICEs on stderr
+  return parsed.toString();
+}
+
+/** A PostgreSQL error's SQLSTATE (e.g. 23505 for a unique violation), if the error came from the server. */
+export function sqlState(error: unknown): string | undefined {
+  return (error as { sqlState?: string }).sqlState;
+}
+
+/** Runs `fn` on `client` and gives a thrown error the SQLSTATE of the last result (pg-native throws bare Errors). */
+function withState<T>(client: NativeClient, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    const state = client.pq.resultErrorFields()?.sqlstate;
+    if (error instanceof Error && state) (error as Error & { sqlState?: string }).sqlState = state;
+    throw error;
+  }
+}
+
+/** SQL with `?` and `@name` parameters turned into PostgreSQL's `$n`, and the name of each `$n` (for `@name` parameters). */
+export function numberParameters(sql: string): { text: string; names: string[] | undefined; count: number } {
+  let text = "";
+  let count = 0;
+  const named = new Map<string, number>();
+  for (let i = 0; i < sql.length; i++) {
+    const c = sql[i];
+    if (c === "'" || c === '"') {
+      const end = sql.indexOf(c, i + 1);
+      const stop = end < 0 ? sql.length : end;
+      text += sql.slice(i, stop + 1);
+      i = stop;
+    } else if (c === "-" && sql[i + 1] === "-") {
+      const end = sql.indexOf("\n", i);
+      i = end < 0 ? sql.length : end - 1;
+    } else if (c === "?") {
+      text += `$${++count}`;
+    } else if (c === "@" && /[A-Za-z_]/.test(sql[i + 1] ?? "")) {
+      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(sql.slice(i + 1))![0];
+      let n = named.get(name);
+      if (n === undefined) named.set(name, (n = named.size + 1));
+      text += `$${n}`;
+      i += name.length;
+    } else text += c;
+  }
+  if (count > 0 && named.size > 0) throw new Error(`SQL mixes ? and @name parameters: ${sql}`);
+  return { text, names: named.size > 0 ? [...named.keys()] : undefined, count: count + named.size };
+}
+
+/** A parameter as libpq's text format takes it. */
+function toParameter(value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  if (typeof value === "bigint" || typeof value === "number") return String(value);
+  if (Buffer.isBuffer(value)) return `\\x${value.toString("hex")}`;
+  return value;
+}
+
+let statementNames = 0;
+
+/**
+ * A statement of {@link PgDb}: prepared on a connection the first time it runs there, under a
+ * name of its own.
+ */
+class PgStatement implements SqlStatement {
+  private readonly text: string;
+  private readonly names: string[] | undefined;
+  private readonly count: number;
+  private readonly name = `s${++statementNames}`;
+  private readonly preparedOn = new WeakSet<NativeClient>();
+  private mode: "rows" | "pluck" | "raw" = "rows";
+
+  constructor(
+    private readonly db: PgDb,
+    sql: string,
+  ) {
+    ({ text: this.text, names: this.names, count: this.count } = numberParameters(sql));
+  }
+
+  pluck(toggle = true): this {
+    this.mode = toggle ? "pluck" : "rows";
+    return this;
+  }
+
+  raw(toggle = true): this {
+    this.mode = toggle ? "raw" : "rows";
+    return this;
+  }
+
+  run(...params: unknown[]): RunResult {
+    const client = this.db.client();
+    this.execute(client, params);
+    return { changes: Number(client.pq.cmdTuples()) || 0 };
+  }
+
+  get(...params: unknown[]): unknown {
+    return this.shape(this.execute(this.db.client(), params))[0];
+  }
+
+  all(...params: unknown[]): unknown[] {
+    return this.shape(this.execute(this.db.client(), params));
+  }
+
+  iterate(...params: unknown[]): IterableIterator<unknown> {
+    return this.all(...params)[Symbol.iterator]();
+  }
+
+  private execute(client: NativeClient, params: unknown[]): Record<string, unknown>[] {
+    const values = this.values(params);
+    return withState(client, () => {
+      if (!this.preparedOn.has(client)) {
+        client.prepareSync(this.name, this.text, this.count);
+        this.preparedOn.add(client);
+      }
+      return client.executeSync(this.name, values) as Record<string, unknown>[];
+    });
+  }
+
+  private values(params: unknown[]): unknown[] {
+    if (this.names) {
+      const object = (params[0] ?? {}) as Record<string, unknown>;
+      return this.names.map((name) => toParameter(object[name]));
+    }
+    if (params.length !== this.count) throw new RangeError(`the statement takes ${this.count} parameters, got ${params.length}: ${this.text}`);
+    return params.map(toParameter);
+  }
+
+  private shape(rows: Record<string, unknown>[]): unknown[] {
+    if (this.mode === "rows") return rows;
+    return rows.map((row) => {
+      const values = Object.values(row);
+      return this.mode === "pluck" ? values[0] : values;
+    });
+  }
+}
+
+/**
+ * The owner's PostgreSQL database behind the store's synchronous {@link Db} API, on two libpq
+ * connections: the writer, on which the committer's transaction runs (statements go there
+ * while its units run, {@link writing}), and the reader, on which everything else reads what is
+ * committed. The writer's transaction stays open across a batch's slices and commits without
+ * blocking the event loop ({@link import("./transactions.js").PgTransactions}).
+ */
+export class PgDb implements Db {
+  readonly dialect = "postgres" as const;
+  /** The committer's units are running: statements go to the writer's open transaction. */
+  writing = false;
+
+  constructor(
+    readonly writer: NativeClient,
+    readonly reader: NativeClient,
+  ) {}
+
+  get inTransaction(): boolean {
+    return this.writer.getTransactionStatus() !== "I";
+  }
+
+  /** The connection a statement runs on now. */
+  client(): NativeClient {
+    return this.writing ? this.writer : this.reader;
+  }
+
+  prepare(sql: string): SqlStatement {
+    return new PgStatement(this, sql);
+  }
+
+  exec(sql: string): void {
+    const client = this.client();
+    withState(client, () => client.querySync(sql));
+  }
+
+  close(): void {
+    this.writer.end();
+    this.reader.end();
+  }
+}

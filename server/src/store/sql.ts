@@ -1,0 +1,45 @@
+/**
+ * What the store's modules need of a database connection: the synchronous statement API of
+ * better-sqlite3, which the SQLite store passes as it is (no wrapper on the embedded default's
+ * hot path) and the PostgreSQL store implements over libpq's synchronous calls
+ * ({@link import("./postgres/pg-db.js").PgDb}).
+ */
+
+/** What a write statement changed. */
+export interface RunResult {
+  changes: number;
+}
+
+/** A prepared statement: positional `?` parameters, or one object for `@name` ones. */
+export interface SqlStatement {
+  run(...params: unknown[]): RunResult;
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  iterate(...params: unknown[]): IterableIterator<unknown>;
+  /** Rows as their first column's value. */
+  pluck(toggle?: boolean): this;
+  /** Rows as arrays. */
+  raw(toggle?: boolean): this;
+}
+
+/** A connection to the owner's database, SQLite's or PostgreSQL's. */
+export interface Db {
+  prepare(sql: string): SqlStatement;
+  /** Runs SQL without parameters (one or more statements). */
+  exec(sql: string): unknown;
+  /** A write transaction is open on the connection. */
+  readonly inTransaction: boolean;
+}
+
+/** The SQL dialects a store speaks. */
+export type Dialect = "sqlite" | "postgres";
+
+/** The dialect of `db`'s database: PostgreSQL's connections say so, SQLite's (better-sqlite3's own objects) do not. */
+export function dialectOf(db: Db): Dialect {
+  return (db as { dialect?: Dialect }).dialect ?? "sqlite";
+}
+
+/** The SQL of `sql` for `db`'s dialect, where the two differ (upserts that ignore, scalar max, rowid deletes). */
+export function sqlFor(db: Db, sql: Record<Dialect, string>): string {
+  return sql[dialectOf(db)];
+}

@@ -1,0 +1,17 @@
+import type { Db, Dialect } from "./sql.js";
+import type { Transactions } from "./transactions.js";
+
+/**
+ * An open store, SQLite's ({@link import("./database.js").openStore}) or PostgreSQL's
+ * ({@link import("./postgres/open.js").openPostgresStore}): the connection the store's modules
+ * read and write through, and how the committer's transactions run on it.
+ */
+export interface Store {
+  readonly dialect: Dialect;
+  db: Db;
+  transactions: Transactions;
+  /** Told after every commit (SQLite checkpoints its WAL in the background). */
+  committed(): void;
+  /** Closes the connections (and, on SQLite, the lock and checkpoint worker). */
+  close(): Promise<void>;
+}

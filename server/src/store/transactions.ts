@@ -1,0 +1,50 @@
+import type { Database } from "better-sqlite3";
+import type { Durability } from "./wal-sync.js";
+
+/**
+ * How the committer opens, divides and ends its transactions on a store. A batch runs in
+ * slices ({@link import("./committer.js").Committer}): each slice begins, runs its units inside
+ * savepoints and ends; after the last slice, {@link sync} makes all of it durable before any
+ * caller is answered.
+ */
+export interface Transactions {
+  /** Starts a slice. */
+  begin(): void;
+  /** Ends a slice whose units ran. */
+  commitSlice(): void;
+  /** Undoes a slice that failed outside its units (its COMMIT, say), if a transaction is open. */
+  rollback(): void;
+  /** A unit's savepoint: set before the unit, released after it... */
+  savepoint(): void;
+  release(): void;
+  /** ...or rolled back to and released when the unit throws. */
+  rollbackTo(): void;
+  /** Resolves once every slice ended so far is durable; rejects when it cannot be (the owner stops). */
+  sync(): Promise<void>;
+}
+
+/**
+ * SQLite's: every slice is a transaction of its own (`BEGIN IMMEDIATE` ... `COMMIT`, the WAL
+ * written but not synced) and {@link Durability.sync} fsyncs the WAL once for them all. The
+ * statements are prepared once: `db.exec` parses its SQL every time (a third of a small commit's cost).
+ */
+export function sqliteTransactions(db: Database, durability: Durability): Transactions {
+  const begin = db.prepare("BEGIN IMMEDIATE");
+  const commit = db.prepare("COMMIT");
+  const rollback = db.prepare("ROLLBACK");
+  const savepoint = db.prepare("SAVEPOINT unit");
+  const release = db.prepare("RELEASE unit");
+  const rollbackTo = db.prepare("ROLLBACK TO unit");
+  return {
+    begin: () => void begin.run(),
+    commitSlice: () => void commit.run(),
+    rollback: () => void (db.inTransaction && rollback.run()),
+    savepoint: () => void savepoint.run(),
+    release: () => void release.run(),
+    rollbackTo: () => {
+      rollbackTo.run();
+      release.run();
+    },
+    sync: () => durability.sync(),
+  };
+}

@@ -1,0 +1,60 @@
+// A PostgreSQL server for tests: initdb on a temporary data folder and pg_ctl start on a free
+// loopback port, as an unprivileged user when this runs as root (PostgreSQL refuses root).
+import { execFileSync } from "node:child_process";
+import { chmodSync, chownSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+
+/** A running test server: its admin URL (database `postgres`), and how to stop it. */
+export interface PostgresServer {
+  url: string;
+  stop(): void;
+}
+
+function binDir(): string {
+  try {
+    return execFileSync("pg_config", ["--bindir"], { encoding: "utf8" }).trim();
+  } catch {
+    throw new Error("PostgreSQL is not installed (pg_config not found): .ci/run installs Debian's postgresql");
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+/** Starts a PostgreSQL server on a new data folder; `stop()` stops it and removes the folder. */
+export async function startPostgresServer(): Promise<PostgresServer> {
+  const bin = binDir();
+  const root = mkdtempSync(join(tmpdir(), "chronolog-pg-"));
+  const asRoot = userInfo().uid === 0;
+  // As root: run the server as `nobody`, owner of the folder (PostgreSQL refuses to run as root).
+  const run = (cmd: string, args: string[]) =>
+    execFileSync(asRoot ? "runuser" : join(bin, cmd), asRoot ? ["-u", "nobody", "--", join(bin, cmd), ...args] : args, { stdio: "pipe", cwd: root });
+  if (asRoot) {
+    chmodSync(root, 0o755);
+    chownSync(root, 65534, 65534);
+  }
+  const data = join(root, "data");
+  run("initdb", ["-D", data, "-U", "chronolog", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+  const port = await freePort();
+  const settings = [`-p ${port}`, `-k ${root}`, "-c listen_addresses=127.0.0.1", "-c max_connections=300", "-c fsync=off", "-c full_page_writes=off"].join(" ");
+  run("pg_ctl", ["-D", data, "-o", settings, "-l", join(root, "server.log"), "-w", "start"]);
+  return {
+    url: `postgres://chronolog@127.0.0.1:${port}/postgres`,
+    stop() {
+      try {
+        run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  };
+}
