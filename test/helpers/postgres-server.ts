@@ -1,7 +1,7 @@
 // A PostgreSQL server for tests: initdb on a temporary data folder and pg_ctl start on a free
 // loopback port, as an unprivileged user when this runs as root (PostgreSQL refuses root).
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -43,12 +43,14 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     chownSync(root, 65534, 65534);
   }
   const data = join(root, "data");
-  run("initdb", ["-D", data, "-U", "chronolog", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+  // Logins over TCP need the password (scram-sha-256), as on a real server: a wrong one is refused.
+  writeFileSync(join(root, "password"), "chronolog\n");
+  run("initdb", ["-D", data, "-U", "chronolog", "--pwfile", join(root, "password"), "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"]);
   const port = await freePort();
   const settings = [`-p ${port}`, `-k ${root}`, "-c listen_addresses=127.0.0.1", "-c max_connections=300", "-c fsync=off", "-c full_page_writes=off"].join(" ");
   run("pg_ctl", ["-D", data, "-o", settings, "-l", join(root, "server.log"), "-w", "start"]);
   return {
-    url: `postgres://chronolog@127.0.0.1:${port}/postgres`,
+    url: `postgres://chronolog:chronolog@127.0.0.1:${port}/postgres`,
     stop() {
       try {
         run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);

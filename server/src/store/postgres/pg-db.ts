@@ -49,6 +49,7 @@ function withApplicationName(url: string, name: string): string {
   const parsed = new URL(url);
   parsed.searchParams.set("application_name", name);
   if (!parsed.searchParams.has("options")) parsed.searchParams.set("options", "-c client_min_messages=warning"); // no NOTICEs on stderr
+  parsed.search = parsed.searchParams.toString().replace(/\+/g, "%20"); // libpq reads %20 as a space, not +
   return parsed.toString();
 }
 
