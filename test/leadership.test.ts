@@ -223,6 +223,7 @@ describe("two owners on one PostgreSQL database", () => {
     a.child.kill("SIGSTOP");
     const stalled = Array.from({ length: 5 }, (_, i) => clientA.emit("job.queued", { key: "stalled" }, { id: `stalled-${i}` }).then(() => "ok", (e) => String(e)));
     await b.waitLog(/^took over the lease/, 15_000);
+    await b.waitLog(/^owner serving/);
     await clientB.emit("job.queued", { key: "after" }, { id: "after" });
     a.child.kill("SIGCONT");
 
