@@ -103,7 +103,7 @@ export class Leadership {
         (err) => {
           const sinceMs = performance.now() - lease.renewedAt;
           this.options.logger.warn({ err, sinceMs: Math.round(sinceMs) }, "renewing the lease failed");
-          if (sinceMs >= this.options.leaseMs) this.lose(`the lease could not be renewed for ${Math.round(sinceMs)} ms`, onLost);
+          if (sinceMs >= this.options.leaseMs) this.lose(`the lease could not be renewed for ${Math.round(sinceMs)} ms (a standby may lead now)`, onLost);
         },
       );
     }, this.options.leaseMs / 3);
