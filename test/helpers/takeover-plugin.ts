@@ -22,6 +22,7 @@ export const takeoverPlugin = definePlugin({
   },
   actions: {
     ping: {
+      allow: ["*"],
       inputSchema: { type: "object" },
       timeoutMs: 5_000,
       async run(ctx) {
