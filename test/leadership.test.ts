@@ -209,8 +209,9 @@ describe("two owners on one PostgreSQL database", () => {
     const finalFloor = floors[floors.length - 1] ?? 0;
     expect(jobs.filter((seq) => seq <= finalFloor && !handled.has(seq))).toEqual([]);
     handovers.sort((a, b) => a - b);
-    console.log(`handover over 10 kills: p50 ${Math.round(handovers[5])} ms, max ${Math.round(handovers[9])} ms; ${acknowledged.size} emits acknowledged`);
-    expect(handovers[9]).toBeLessThan(10_000);
+    const max = handovers[handovers.length - 1];
+    console.log(`handover over ${rounds} kills: p50 ${Math.round(handovers[Math.floor(rounds / 2)])} ms, max ${Math.round(max)} ms; ${acknowledged.size} emits acknowledged`);
+    expect(max).toBeLessThan(10_000);
 
     for (const e of executors) e.child.kill("SIGKILL");
     for (const o of owners) o.child.kill("SIGTERM");
