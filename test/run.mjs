@@ -12,28 +12,48 @@ import { buildConsole } from "../scripts/build-console.mjs";
 // first when its sources changed, so a fresh clone's `npm ci && npm test` has it.
 if (await buildConsole({ onlyIfStale: true })) console.log("built the console into dist/console/");
 
-const report = ".vitest-report.json";
-rmSync(report, { force: true });
-const runDir = mkdtempSync(join(tmpdir(), "chronolog-tests-"));
-const result = spawnSync(
-  process.execPath,
-  ["node_modules/vitest/vitest.mjs", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
-  { stdio: "inherit", env: { ...process.env, TMPDIR: runDir } },
-);
-rmSync(runDir, { recursive: true, force: true });
+// The same tests again with every owner on PostgreSQL (a server started for the run): the
+// suites of the log, delivery, actions, collections, time and the clients. The others test what
+// only SQLite has (the data folder, its lock, WAL and maintenance SQL) or do not touch the store.
+const onBothStores = [
+  "test/log.test.ts",
+];
+
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-try {
-  const json = JSON.parse(readFileSync(report, "utf8"));
-  passed = json.numPassedTests;
-  failed = json.numFailedTests + (json.numRuntimeErrorTests ?? 0);
-  skipped = json.numPendingTests ?? 0;
-  if (json.success === false && failed === 0) failed = 1; // a suite that failed to load counts
-} catch {
-  failed = Math.max(failed, 1);
+/** Runs vitest with `args` and `env`, and adds its counts. */
+function run(args, env = {}) {
+  const report = ".vitest-report.json";
+  rmSync(report, { force: true });
+  const runDir = mkdtempSync(join(tmpdir(), "chronolog-tests-"));
+  const result = spawnSync(
+    process.execPath,
+    ["node_modules/vitest/vitest.mjs", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...args],
+    { stdio: "inherit", env: { ...process.env, ...env, TMPDIR: runDir } },
+  );
+  rmSync(runDir, { recursive: true, force: true });
+  try {
+    const json = JSON.parse(readFileSync(report, "utf8"));
+    passed += json.numPassedTests;
+    failed += json.numFailedTests + (json.numRuntimeErrorTests ?? 0);
+    skipped += json.numPendingTests ?? 0;
+    if (json.success === false && json.numFailedTests + (json.numRuntimeErrorTests ?? 0) === 0) failed += 1; // a suite that failed to load counts
+  } catch {
+    failed += 1;
+  }
+  return result.status === 0;
+}
+
+const extra = process.argv.slice(2);
+let ok = run(extra);
+// With arguments (a file, a filter) only what they name runs, on SQLite; CHRONOLOG_TEST_STORE=postgres
+// runs them on PostgreSQL instead.
+if (extra.length === 0) {
+  console.log(`\nthe same suites on PostgreSQL: ${onBothStores.join(" ")}`);
+  ok = run(onBothStores, { CHRONOLOG_TEST_STORE: "postgres" }) && ok;
 }
 // Suites that need .venv, .tools/grpcurl or Chromium skip themselves outside CI when those are missing (.ci/run installs them).
 if (skipped > 0) console.log(`${skipped} skipped (filtered out, or their suite needs a .venv, .tools/grpcurl or Chromium that is missing: .ci/run installs them)`);
 console.log(`${passed} passed, ${failed} failed`);
-process.exit(result.status === 0 && failed === 0 ? 0 : 1);
+process.exit(ok && failed === 0 ? 0 : 1);
