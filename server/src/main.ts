@@ -75,6 +75,13 @@ program
   .action(async (options) => (await import("./cli/serve.js")).migrateCommand(options));
 
 program
+  .command("copy-store")
+  .description("copy an SQLite data folder (no owner running on it) into an empty PostgreSQL database, then exit")
+  .option("--data <dir>", "SQLite data folder", "./data")
+  .addOption(new Option("--store <url>", "the PostgreSQL database (postgres://...)").env("CHRONOLOG_STORE").makeOptionMandatory())
+  .action(async (options) => (await import("./cli/serve.js")).copyStoreCommand(options));
+
+program
   .command("emit <type> <json>")
   .description("emit one event and print it")
   .option("--id <id>", "idempotency key", idOption)

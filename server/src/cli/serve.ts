@@ -82,19 +82,47 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   process.on("SIGTERM", stop);
 }
 
+/** Connects to the PostgreSQL database at `url` for a command, naming it (without its password) when that fails. */
+async function connectForCommand(url: string, role: string) {
+  const { checkPostgresUrl, shownUrl } = await import("../store/postgres/open.js");
+  const { connectNative } = await import("../store/postgres/pg-db.js");
+  checkPostgresUrl(url);
+  try {
+    return connectNative(url, `chronolog ${role}`);
+  } catch (e) {
+    throw new Error(`cannot connect to PostgreSQL at ${shownUrl(url)}: ${(e as Error).message.trim()}`);
+  }
+}
+
+/** `chronolog copy-store`: copies an SQLite data folder into an empty PostgreSQL database. */
+export async function copyStoreCommand(flags: { data: string; store: string }): Promise<void> {
+  const { migratePostgres } = await import("../store/postgres/migrate.js");
+  const { copySqliteToPostgres } = await import("../store/postgres/copy.js");
+  const { openStore } = await import("../store/database.js");
+  const { existsSync } = await import("node:fs");
+  const { join } = await import("node:path");
+  if (!existsSync(join(flags.data, "chronolog.db"))) throw new Error(`${flags.data} is not a Chronolog data folder (no chronolog.db in it)`);
+  const client = await connectForCommand(flags.store, "copy-store");
+  try {
+    migratePostgres(client);
+    const store = openStore({ dataDir: flags.data });
+    try {
+      const copied = copySqliteToPostgres(store.db, client);
+      for (const [table, rows] of Object.entries(copied)) console.log(`${table}: ${rows} rows`);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    client.end();
+  }
+}
+
 /** `chronolog migrate`: applies the pending migrations of a store (SQLite folder or PostgreSQL) and exits. */
 export async function migrateCommand(flags: { data: string; store?: string }): Promise<void> {
   if (flags.store !== undefined) {
-    const { checkPostgresUrl, shownUrl } = await import("../store/postgres/open.js");
-    const { connectNative } = await import("../store/postgres/pg-db.js");
+    const { shownUrl } = await import("../store/postgres/open.js");
     const { migratePostgres } = await import("../store/postgres/migrate.js");
-    checkPostgresUrl(flags.store);
-    let client;
-    try {
-      client = connectNative(flags.store, "chronolog migrate");
-    } catch (e) {
-      throw new Error(`cannot connect to PostgreSQL at ${shownUrl(flags.store)}: ${(e as Error).message.trim()}`);
-    }
+    const client = await connectForCommand(flags.store, "migrate");
     try {
       migratePostgres(client, ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`));
       console.log(`${shownUrl(flags.store)}: schema up to date`);

@@ -1,0 +1,63 @@
+import type { SqliteDb } from "../database.js";
+import type { NativeClient } from "./pg-db.js";
+
+/** The owner's tables, in the order they are copied, with their columns (the same on both stores). */
+const tables: { name: string; columns: string[] }[] = [
+  { name: "events", columns: ["seq", "id", "type", "data", "cause", "actor", "at"] },
+  { name: "plugins", columns: ["name", "revision", "manifest", "registered_at"] },
+  { name: "plugin_revisions", columns: ["name", "revision", "manifest", "registered_at"] },
+  { name: "documents", columns: ["collection", "id", "doc", "space"] },
+  { name: "collection_writes", columns: ["id", "collection", "doc_id", "at"] },
+  { name: "cursors", columns: ["processor", "ack_floor", "paused", "updated_at"] },
+  { name: "failed_deliveries", columns: ["processor", "seq", "error", "attempts", "failed_seq"] },
+  {
+    name: "timers",
+    columns: ["id", "kind", "action", "input", "spec", "next_due_ms", "actor", "plugin", "schedule", "overdue", "chain_depth", "occurrences", "region", "created_at", "updated_at", "disabled", "retry_delays_ms", "policy", "paused"],
+  },
+  { name: "action_calls", columns: ["call_id", "action", "input_hash", "actor", "recorded", "state", "attempt", "output", "error", "updated_at"] },
+  {
+    name: "timer_occurrences",
+    columns: ["id", "timer_id", "due_ms", "action", "input", "actor", "overdue", "retry_delays_ms", "status", "attempts", "next_attempt_ms", "call_id", "lateness_ms", "error", "claimed_at", "updated_at", "origin"],
+  },
+];
+
+/** Rows per INSERT statement. */
+const rowsPerInsert = 500;
+
+/**
+ * Copies every owner table of an SQLite data folder (opened, so no owner runs on it, and
+ * migrated to the latest schema) into an empty, migrated PostgreSQL database, in one
+ * transaction that also checks no owner leads the database: all of it, or nothing. Refuses a
+ * database that holds events already. Returns the rows copied per table.
+ */
+export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record<string, number> {
+  const copied: Record<string, number> = {};
+  pg.querySync("BEGIN");
+  try {
+    const [lease] = pg.querySync("SELECT holder, expires_at > clock_timestamp() AS live FROM chronolog_lease WHERE id = 1 FOR UPDATE");
+    if (lease?.live) throw new Error(`an owner leads this database (lease holder ${String(lease.holder)}): stop every owner on it first`);
+    if (Number(pg.querySync("SELECT count(*) AS n FROM events")[0].n) > 0) throw new Error("the database holds events already: copy into a new, empty database");
+    for (const { name, columns } of tables) {
+      let rows: unknown[][] = [];
+      const flush = () => {
+        if (rows.length === 0) return;
+        const marks = rows.map((_, r) => `(${columns.map((_, c) => `$${r * columns.length + c + 1}`).join(", ")})`).join(", ");
+        pg.querySync(`INSERT INTO ${name} (${columns.join(", ")}) VALUES ${marks}`, rows.flat().map((v) => (v === null ? null : String(v))));
+        rows = [];
+      };
+      let count = 0;
+      for (const row of sqlite.prepare(`SELECT ${columns.join(", ")} FROM ${name}`).raw().iterate() as IterableIterator<unknown[]>) {
+        rows.push(row);
+        count++;
+        if (rows.length === rowsPerInsert) flush();
+      }
+      flush();
+      copied[name] = count;
+    }
+    pg.querySync("COMMIT");
+  } catch (e) {
+    pg.querySync("ROLLBACK");
+    throw e;
+  }
+  return copied;
+}
