@@ -13,11 +13,21 @@ export interface ClientFlags {
   token?: string;
 }
 
-/** A client for the owner at `flags.url`, with `flags.token` or CHRONOLOG_TOKEN. */
+/** A client for the owners at `flags.url` (calls go to the leader among them), with `flags.token` or CHRONOLOG_TOKEN. */
 export function client(flags: ClientFlags): ChronologClient {
-  if (!URL.canParse(flags.url) || !/^https?:$/.test(new URL(flags.url).protocol)) throw new Error(`--url ${JSON.stringify(flags.url)} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)`);
   // One emit per command: a unary Emit (a Publish stream would only add its open and idle close).
-  return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN, emitVia: "unary" });
+  return createClient({ url: urlsOf(flags.url), token: flags.token ?? process.env.CHRONOLOG_TOKEN, emitVia: "unary" });
+}
+
+/** The owner URLs of `--url`: one, or a comma-separated list (one leads, the others are standbys); an Error naming one that is not an http(s) URL. */
+export function urlsOf(flag: string): string[] {
+  const urls = flag.split(",").map((url) => url.trim());
+  for (const url of urls) {
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+      throw new Error(`--url ${JSON.stringify(flag)}${urls.length > 1 ? `: ${JSON.stringify(url)}` : ""} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051${urls.length > 1 ? ", or several separated by commas" : ""})`);
+    }
+  }
+  return urls;
 }
 
 /** `text` as a JSON object, or an Error naming `what`. */
