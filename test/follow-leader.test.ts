@@ -5,7 +5,6 @@
 // reach the leader and write every event once; a Publish stream and a watch survive the owner
 // killed with SIGKILL and started again on another port of the list, without an event twice.
 
-import { createServer } from "node:net";
 import { join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -16,18 +15,8 @@ import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { cli } from "./helpers/cli.js";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
-import { startStandby, type Standby } from "./helpers/standby.js";
+import { deadPort, startStandby, type Standby } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";
-
-/** A port where nothing listens (free a moment ago). */
-function deadPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const shop = definePlugin({
   name: "fl",
@@ -55,13 +44,14 @@ describe("a client and an executor given a standby first", () => {
   let standby: Standby;
   let client: ChronologClient;
   let executor: Executor;
+  const reported: unknown[] = [];
 
   beforeAll(async () => {
     owner = await startTestOwner();
     standby = await startStandby(owner.url);
     client = createClient({ url: [standby.url, owner.url] });
     await client.registerPlugin({ name: "fl", version: "1", events: { "fl.order": { allow: ["*"] } } });
-    executor = runExecutor({ url: `${standby.url},${owner.url}`, plugins: [shop], onError: () => {} });
+    executor = runExecutor({ url: `${standby.url},${owner.url}`, plugins: [shop], onError: (e) => reported.push(e) });
     await executor.ready;
   });
   afterAll(async () => {
@@ -72,6 +62,7 @@ describe("a client and an executor given a standby first", () => {
 
   it("emits (stream and unary), calls, reads and watches at the leader; each event once; the executor gets its deliveries", async () => {
     expect(standby.refused()).toBeGreaterThan(0); // the first calls and the executor's first stream went to the standby
+    expect(reported).toEqual([]); // a standby's pointer is followed, not reported
     const watched: Event[] = [];
     const abort = new AbortController();
     const watching = (async () => {
@@ -112,18 +103,21 @@ describe("a client and an executor given a standby first", () => {
     }
 
     const dead = `http://127.0.0.1:${await deadPort()}`;
-    const health = await cli(["--url", `${standby.url},${owner.url},${dead}`, "health", "--json"]);
+    const [health, table, bad] = await Promise.all([
+      cli(["--url", `${standby.url},${owner.url},${dead}`, "health", "--json"]),
+      cli(["--url", `${standby.url},${dead}`, "health"]),
+      cli(["--url", `${owner.url},nope`, "health"]),
+    ]);
     expect(health.code).toBe(0);
     expect(health.stdout.trim().split("\n").map((line) => JSON.parse(line))).toEqual([
       { url: standby.url, role: "standby", status: "NOT_SERVING", leader: owner.url, error: "" },
       { url: owner.url, role: "leader", status: "SERVING", leader: owner.url, error: "" },
       { url: dead, role: "-", status: "UNREACHABLE", leader: "", error: expect.stringMatching(/^Unavailable: connect ECONNREFUSED/) },
     ]);
-    const table = await cli(["--url", `${standby.url},${dead}`, "health"]);
     expect(table.code).toBe(75); // no owner leads
     expect(table.stdout.split("\n")[0]).toMatch(/^URL +ROLE +STATUS +LEADER +ERROR$/);
     expect(table.stdout).toMatch(new RegExp(`${standby.url} +standby +NOT_SERVING +${owner.url}`));
-    expect(await cli(["--url", `${owner.url},nope`, "health"])).toMatchObject({ code: 1, stderr: `chronolog: --url "${owner.url},nope": "nope" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051, or several separated by commas)\n` });
+    expect(bad).toMatchObject({ code: 1, stderr: `chronolog: --url "${owner.url},nope": "nope" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051, or several separated by commas)\n` });
   });
 
   it("a standby that knows no leader yet: the call waits for one within failoverTimeoutMs, else UNAVAILABLE naming the standby's state", async () => {
@@ -134,7 +128,7 @@ describe("a client and an executor given a standby first", () => {
       expect(lost.refused()).toBeGreaterThan(1); // asked again meanwhile
 
       const later = createClient({ url: lost.url, emitVia: "unary" });
-      const emitted = later.emit("fl.order", { n: -2 }, { id: "order-late" });
+      const emitted = later.emit("fl.order", { n: -2, qty: 1 }, { id: "order-late" });
       await until(() => lost.refused() > 3, "a few refusals");
       lost.setLeader(owner.url);
       expect((await emitted).event!.id).toBe("order-late");
@@ -164,7 +158,10 @@ describe("a client given a dead port first", () => {
     }
   });
 
-  it("refuses a bad list before sending anything, naming the entry", () => {
+  it("refuses a bad list before sending anything, naming the entry; one bad URL as before", () => {
+    for (const url of [undefined, "", "127.0.0.1:50051", "ftp://host", 42, ["ftp://host"]]) {
+      expect(() => createClient({ url } as never)).toThrow(/^\[invalid_argument\] url must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got /);
+    }
     expect(() => createClient({ url: ["http://127.0.0.1:1", "ftp://x"] })).toThrow(/^\[invalid_argument\] url\[1\] must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got "ftp:\/\/x"\)$/);
     expect(() => createClient({ url: "http://127.0.0.1:1," })).toThrow(/url\[1\] must be .* \(got ""\)$/);
     expect(() => createClient({ url: [] })).toThrow(/url must be an http:\/\/ or https:\/\/ URL, .*\(got an empty array\)$/);

@@ -1,5 +1,5 @@
 import { createServer, type Http2Server } from "node:http2";
-import type { AddressInfo } from "node:net";
+import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -69,4 +69,14 @@ export async function startStandby(leader: string | undefined): Promise<Standby>
         server.close(() => resolve());
       }),
   };
+}
+
+/** A port where nothing listens (free a moment ago): connections to it are refused. */
+export function deadPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createNetServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
