@@ -3,7 +3,8 @@
 // The Python client (sdk/python/tests/test_follow_leader.py) and the pyshop executor
 // (examples/python/executor.py), both given the standby first, reach the leader; the Python
 // publish stream survives the owner killed (SIGKILL) and started again on another port of the
-// list, writing each event once (sdk/python/tests/publish_through_restart.py).
+// list, writing each event once (sdk/python/tests/publish_through_restart.py), and a watch goes on
+// there after the last event it gave (sdk/python/tests/watch_through_restart.py).
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -82,12 +83,19 @@ describe.skipIf(!existsSync(PYTHON))("the Python publish stream across the owner
     await standby?.close();
   });
 
-  it("re-sends its pending emits at the new leader under their ids: each event once (sdk/python/tests/publish_through_restart.py)", async () => {
+  it("re-sends its pending emits at the new leader under their ids, each event once (sdk/python/tests/publish_through_restart.py); a watch goes on after its last event (watch_through_restart.py)", async () => {
     const client = createClient({ url: owner.url });
     await client.registerPlugin({ name: "pub", version: "1", events: { "pub.any": { allow: ["*"] } } });
     const nextPort = await deadPort();
     const n = 2000;
     const urls = [standby.url, owner.url, `http://127.0.0.1:${nextPort}`].join(",");
+    const watcher = spawn(PYTHON, ["sdk/python/tests/watch_through_restart.py"], { cwd: repo, env: { ...env, CHRONOLOG_URL: urls, CHRONOLOG_COUNT: String(n) }, stdio: ["ignore", "pipe", "pipe"] });
+    const watched: string[] = [];
+    let watchErr = "";
+    watcher.stderr!.on("data", (chunk) => (watchErr += chunk));
+    createInterface({ input: watcher.stdout! }).on("line", (line) => watched.push(line));
+    const watcherExited = new Promise<number | null>((resolve) => watcher.once("exit", resolve));
+    await until(() => watched.some((line) => line.startsWith("watching")), "the Python watch to start", 30_000);
     const child = spawn(PYTHON, ["sdk/python/tests/publish_through_restart.py"], {
       cwd: repo,
       env: { ...env, CHRONOLOG_URL: urls, CHRONOLOG_ADMIN_TOKEN: "", CHRONOLOG_COUNT: String(n), CHRONOLOG_KILL_AFTER: "100" },
@@ -112,5 +120,7 @@ describe.skipIf(!existsSync(PYTHON))("the Python publish stream across the owner
     expect(new Set(stored.map((e) => e.id)).size).toBe(n);
     expect(stored.map((e) => (e.data as JsonObject).py)).toEqual(Array.from({ length: n }, (_, i) => i));
     expect(stored.map((e) => [e.id, Number(e.seq)])).toEqual(result.ids.map((id, i) => [id, result.seqs[i]]));
+    expect(await watcherExited, `${watched.at(-1)}\n${watchErr}`).toBe(0);
+    expect(watched.slice(1)).toEqual(stored.map((e) => String(e.seq)));
   }, 90_000);
 });
