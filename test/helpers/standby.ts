@@ -1,4 +1,4 @@
-import { createServer, type Http2Server } from "node:http2";
+import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
@@ -54,7 +54,7 @@ export async function startStandby(leader: string | undefined): Promise<Standby>
   });
   const server: Http2Server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const sessions = new Set<import("node:http2").ServerHttp2Session>();
+  const sessions = new Set<ServerHttp2Session>();
   server.on("session", (s) => {
     sessions.add(s);
     s.once("close", () => sessions.delete(s));

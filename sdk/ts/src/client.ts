@@ -1,6 +1,6 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { ConnectError, createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ActionService } from "./gen/chronolog/v1/action_pb.js";
 import { AdminService } from "./gen/chronolog/v1/admin_pb.js";
@@ -373,7 +373,9 @@ export class ChronologClient {
           }
           return;
         } catch (e) {
-          if (!(await reopening.again(e, signal))) throw e;
+          if (signal.aborted || !(await reopening.again(e, signal))) throw e;
+          // Aborted during the pause before opening again: ends as an abort does.
+          if (signal.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
         }
       }
     } finally {

@@ -3,6 +3,7 @@
 // during the call. Any other error is the owner's answer.
 
 import { Code, ConnectError } from "@connectrpc/connect";
+import { isHttpUrl } from "./options.js";
 
 /** The metadata key in which an owner names the leader's URL (a standby's refusals, health checks). */
 export const leaderKey = "chronolog-leader";
@@ -37,7 +38,7 @@ export function ownerFailureOf(error: unknown): OwnerFailure | undefined {
 /** The leader's URL a standby's refusal names (metadata first, else its message), if it is an http(s) URL. */
 function leaderOf(error: ConnectError): string | undefined {
   const named = error.metadata.get(leaderKey) ?? /the leader is at (\S+)$/.exec(error.rawMessage)?.[1];
-  return named !== undefined && URL.canParse(named) && /^https?:$/.test(new URL(named).protocol) ? named : undefined;
+  return named !== undefined && isHttpUrl(named) ? named : undefined;
 }
 
 /** The Node errors (with a string `code`, e.g. ECONNRESET) in `error`'s cause chain. */

@@ -4,7 +4,7 @@
 
 import type { DescMessage, DescMethodStreaming, MessageInitShape } from "@bufbuild/protobuf";
 import type { ContextValues, Transport } from "@connectrpc/connect";
-import { invalid, shown } from "./options.js";
+import { invalid, isHttpUrl, shown } from "./options.js";
 import { ownerFailureOf, type OwnerFailure } from "./owner-failures.js";
 import { sleep } from "./sleep.js";
 
@@ -23,10 +23,6 @@ export function ownerUrlsOf(url: unknown): string[] {
     if (typeof u !== "string" || !isHttpUrl(u)) throw invalid(`url${list.length > 1 ? `[${i}]` : ""} must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got ${shown(u)})`);
   });
   return list as string[];
-}
-
-function isHttpUrl(url: string): boolean {
-  return URL.canParse(url) && /^https?:$/.test(new URL(url).protocol);
 }
 
 /** `a` and `b` name the same owner (`http://h:1` and `http://h:1/` do). */
@@ -219,18 +215,19 @@ export class Reopening {
   }
 
   /**
-   * After `error` ended the stream: waits the pause and resolves true when it may be opened again
-   * (a standby refused it, or, with several owners, the owner could not be reached or was lost,
-   * within `failoverTimeoutMs` of the first break); false when the error is the caller's.
+   * After `error` ended the stream: waits the pause (less if `signal` aborts) and resolves true
+   * when it may be opened again (a standby refused it, or, with several owners, the owner could not
+   * be reached or was lost, within `failoverTimeoutMs` of the first break); false when the error
+   * is the caller's.
    */
   async again(error: unknown, signal: AbortSignal): Promise<boolean> {
     const failure = ownerFailureOf(error);
-    if (!this.owners || !failure || signal.aborted || !(failure.kind === "standby" || this.owners.several)) return false;
+    if (!this.owners || !failure || !(failure.kind === "standby" || this.owners.several)) return false;
     const now = performance.now();
     this.brokenSince ??= now;
     const pause = this.owners.pauseMs(++this.breaks);
     if (now + pause - this.brokenSince > this.owners.failoverTimeoutMs) return false;
     if (pause > 0) await sleep(pause, signal);
-    return !signal.aborted;
+    return true;
   }
 }

@@ -4,6 +4,7 @@ import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PluginManifestSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { createClient, type ChronologClient } from "../../../sdk/ts/src/client.js";
+import { isHttpUrl } from "../../../sdk/ts/src/options.js";
 import { EventSchema } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { jsonLine } from "./json.js";
 
@@ -23,7 +24,7 @@ export function client(flags: ClientFlags): ChronologClient {
 export function urlsOf(flag: string): string[] {
   const urls = flag.split(",").map((url) => url.trim());
   for (const url of urls) {
-    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    if (!isHttpUrl(url)) {
       throw new Error(`--url ${JSON.stringify(flag)}${urls.length > 1 ? `: ${JSON.stringify(url)}` : ""} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051${urls.length > 1 ? ", or several separated by commas" : ""})`);
     }
   }
