@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, ownerUnavailableStatus, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
+import { healthCommand } from "./cli/health.js";
 import { createDocumentCommand, deleteDocumentCommand, findDocumentsCommand, getDocumentCommand, patchDocumentCommand, replaceDocumentCommand } from "./cli/documents.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
@@ -16,7 +17,7 @@ import type { OverdueBound } from "../../sdk/ts/src/client.js";
  */
 const program = new Command("chronolog")
   .description("Chronolog owner server and client")
-  .addOption(new Option("--url <url>", "owner URL, for the client commands (every command but serve)").env("CHRONOLOG_URL").default("http://127.0.0.1:50051"))
+  .addOption(new Option("--url <url>", "owner URL, or several separated by commas (calls go to the leader among them), for the client commands (every command but serve)").env("CHRONOLOG_URL").default("http://127.0.0.1:50051"))
   .addOption(new Option("--token <token>", "bearer token, for the client commands").env("CHRONOLOG_TOKEN"))
   .configureHelp({ showGlobalOptions: true })
   .showHelpAfterError();
@@ -253,6 +254,13 @@ program
   .description("list connected executors (admin)")
   .option("--json", "JSON lines instead of a table", false)
   .action(clientAction(executorsCommand));
+
+program
+  .command("health")
+  .description("show each owner of --url: its role (leader or standby), health status and the leader it names")
+  .option("--json", "JSON lines instead of a table", false)
+  .addHelpText("after", `\nExit status: 0 when an owner serves (leads); ${ownerUnavailableStatus} when none does.`)
+  .action(clientAction(healthCommand));
 
 program
   .command("sql <statement> [params...]")

@@ -31,6 +31,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from chronolog.json_check import non_finite
+from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, FollowingChannel, Owners, Reopening, owner_urls, owners_of
 from chronolog.publisher import Publisher
 from chronolog.gen.chronolog.v1 import (
     action_pb2,
@@ -244,16 +245,36 @@ class _Bearer(
         return continuation(self._details(details), requests)
 
 
-def connect(url: str = DEFAULT_URL, token: Optional[str] = None, root_certificates: Optional[bytes] = None) -> grpc.Channel:
-    """Opens a gRPC channel to an owner.
+def connect(
+    url: Union[str, Sequence[str]] = DEFAULT_URL,
+    token: Optional[str] = None,
+    root_certificates: Optional[bytes] = None,
+    *,
+    failover_timeout_s: float = DEFAULT_FAILOVER_TIMEOUT_S,
+) -> grpc.Channel:
+    """Opens a gRPC channel to an owner, or to the leader among several.
 
     ``url`` is ``http://host:port`` (plaintext HTTP/2) or ``https://host:port``
-    (TLS; ``root_certificates`` is a PEM bundle for a private CA). With a
-    ``token`` every call carries ``authorization: Bearer <token>``.
+    (TLS; ``root_certificates`` is a PEM bundle for a private CA); or several
+    owners (one leads, the others are standbys) as a comma-separated list or a
+    list. With a ``token`` every call carries ``authorization: Bearer <token>``.
+
+    Calls go to the leader (see :mod:`chronolog.owners`): a standby's refusal
+    (UNAVAILABLE with ``chronolog-leader: <url>``) is followed to the URL it
+    names, and an owner that cannot be reached to the next one. A call that
+    nothing was done of is made again there for up to ``failover_timeout_s``
+    (0: never again); one the owner may have run when it was lost (the
+    connection dropped, the owner is stopping) raises, and the next call goes
+    to the next owner.
     """
+    if not isinstance(failover_timeout_s, (int, float)) or isinstance(failover_timeout_s, bool) or not failover_timeout_s >= 0:
+        raise ValueError(f"failover_timeout_s {failover_timeout_s!r}: expected a number of seconds >= 0")
+    return FollowingChannel(Owners(owner_urls(url), lambda u: _channel(u, token, root_certificates), float(failover_timeout_s)))
+
+
+def _channel(url: str, token: Optional[str], root_certificates: Optional[bytes]) -> grpc.Channel:
+    """A gRPC channel to the owner at ``url`` (checked by :func:`owner_urls`)."""
     parts = urlsplit(url if "://" in url else f"http://{url}")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"owner url {url!r}: expected http://host:port or https://host:port")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     target = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
     options = [
@@ -349,8 +370,8 @@ class DelayResult:
 
 
 class Client:
-    """A client of one owner: the generated stubs (``log``, ``actions``,
-    ``plugins``, ``collections``, ``time``, ``admin``) plus helpers: emit,
+    """A client of one owner, or of the leader among several (see :func:`connect`): the
+    generated stubs (``log``, ``actions``, ``plugins``, ``collections``, ``time``, ``admin``) plus helpers: emit,
     call, read, watch, register_plugin; create/replace/patch/delete/get/find
     documents; schedule, unschedule, delay, cancel_delay, list_timers,
     get_timer.
@@ -361,14 +382,17 @@ class Client:
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
+        url: Union[str, Sequence[str]] = DEFAULT_URL,
         token: Optional[str] = None,
         *,
         root_certificates: Optional[bytes] = None,
         channel: Optional[grpc.Channel] = None,
         emit_via: str = "stream",
+        failover_timeout_s: float = DEFAULT_FAILOVER_TIMEOUT_S,
     ):
-        """Connects to ``url`` with ``token`` (see :func:`connect`), or wraps an existing ``channel``.
+        """Connects to ``url`` with ``token`` (see :func:`connect`: one owner, or the leader among
+        several given as a comma-separated list or a list, with ``failover_timeout_s``), or wraps an
+        existing ``channel``.
 
         ``emit_via``: ``"stream"`` (default) sends emits on one Publish stream (see
         :class:`chronolog.publisher.Publisher`: many in flight share the owner's commits; each
@@ -377,7 +401,7 @@ class Client:
         """
         if emit_via not in ("stream", "unary"):
             raise ValueError(f"emit_via {emit_via!r}: expected 'stream' or 'unary'")
-        self.channel = channel if channel is not None else connect(url, token, root_certificates)
+        self.channel = channel if channel is not None else connect(url, token, root_certificates, failover_timeout_s=failover_timeout_s)
         self._owns_channel = channel is None
         self.log = log_pb2_grpc.LogServiceStub(self.channel)
         self.actions = action_pb2_grpc.ActionServiceStub(self.channel)
@@ -494,18 +518,29 @@ class Client:
         ``event.data_json`` (read it with :func:`event_data`); False asks for
         the Struct in ``event.data``. The stream is cancelled when the
         generator is closed (``break`` out of the loop, or ``close()`` it).
+        With several owners, a watch broken by an owner lost or stopping is
+        opened again at the leader, after the last event it gave (no event
+        twice), for up to ``failover_timeout_s``.
         """
-        request = log_pb2.WatchRequest(after_seq=after_seq, types=list(types), where=to_struct(where) if where else None, data_json=data_json)
-        stream = self.log.Watch(request)
-        try:
-            for item in stream:
-                if item.WhichOneof("message") == "event":
-                    yield item.event
-        except grpc.RpcError as e:
-            if e.code() != grpc.StatusCode.CANCELLED:
-                raise ChronologError.from_rpc_error(e) from None
-        finally:
-            stream.cancel()
+        where_struct = to_struct(where) if where else None
+        reopening = Reopening(owners_of(self.channel))
+        while True:
+            stream = self.log.Watch(log_pb2.WatchRequest(after_seq=after_seq, types=list(types), where=where_struct, data_json=data_json))
+            try:
+                for item in stream:
+                    reopening.progressed()
+                    if item.WhichOneof("message") == "event":
+                        after_seq = item.event.seq
+                        yield item.event
+                return
+            except grpc.RpcError as e:
+                if reopening.again(e):
+                    continue
+                if e.code() != grpc.StatusCode.CANCELLED:
+                    raise ChronologError.from_rpc_error(e) from None
+                return
+            finally:
+                stream.cancel()
 
     # collections
 

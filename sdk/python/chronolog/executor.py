@@ -27,6 +27,12 @@ with an ``action_result``, and sends heartbeats at the interval the owner's
 welcome asks for. An owner silent for 3 intervals counts as gone. When the
 stream breaks it reconnects with backoff (0.25 s doubling up to
 ``max_backoff_s``); work that was running then is retried by the owner.
+Given several owners (``url``: a comma-separated list or a list; one leads,
+the others are standbys), it subscribes to the leader: a standby's refusal
+sends it to the leader the standby names at once (not reported), and an
+owner that cannot be reached to the next one (after each owner had its turn,
+with pauses of 0.1 s doubling up to 1 s); the new leader gets the hello and
+sends the deliveries (those that ran on the lost stream again).
 
 An owner that refuses the stream itself with UNAUTHENTICATED (a missing or
 unknown token), PERMISSION_DENIED (a principal whose role may not
@@ -77,6 +83,7 @@ from chronolog.client import (
     to_struct,
 )
 from chronolog.gen.chronolog.v1 import event_pb2, executor_pb2, executor_pb2_grpc, plugin_pb2, time_pb2
+from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, owner_failure_of, owners_of
 from chronolog.stream_clock import StreamClock
 
 __all__ = [
@@ -647,8 +654,11 @@ class Executor:
         root_certificates: Optional[bytes] = None,
         holds: bool = True,
         data_json: bool = True,
+        failover_timeout_s: float = DEFAULT_FAILOVER_TIMEOUT_S,
     ):
-        """Prepares an executor for ``plugins`` against the owner at ``url`` with bearer ``token``.
+        """Prepares an executor for ``plugins`` against the owner at ``url`` with bearer ``token``;
+        or against the leader among several owners (``url`` a comma-separated list or a list; its
+        calls under deliveries follow the leader for up to ``failover_timeout_s``, see :func:`connect`).
 
         ``executor`` is the name replicas share (default: the first plugin's
         name); ``credits`` the deliveries and invocations accepted at once.
@@ -664,7 +674,7 @@ class Executor:
         self.holds = holds
         self.data_json = data_json
         self.instance_id = str(uuid.uuid4())
-        self.client = Client(url, token, root_certificates=root_certificates)
+        self.client = Client(url, token, root_certificates=root_certificates, failover_timeout_s=failover_timeout_s)
         self.last_error: Optional[BaseException] = None
         self.fatal_error: Optional[ChronologError] = None
         self._on_error = on_error or (lambda error: _print_error(error, fatal=error is self.fatal_error))
@@ -764,9 +774,12 @@ class Executor:
     def _loop(self) -> None:
         """Opens sessions until stopped, with backoff between them; stops for good when the owner refuses the stream (_is_fatal)."""
         backoff = 0.25
+        moves = 0
+        owners = owners_of(self.client.channel)
         try:
             while not self._stopping.is_set():
                 welcomed = threading.Event()
+                pause: Optional[float] = None
                 try:
                     self._run_session(welcomed)
                 except grpc.RpcError as e:
@@ -778,15 +791,24 @@ class Executor:
                             self._report(error)
                             self.stop(grace_s=0)
                             return
-                        self._report(error)
+                        failure = owner_failure_of(e)
+                        if welcomed.is_set():
+                            moves = 0
+                        if owners is not None and failure is not None and owners.retries(failure):
+                            # To the leader a standby named, or the next owner: at once, then with the owners' pauses.
+                            moves += 1
+                            pause = owners.pause_s(moves)
+                        if failure is None or failure.kind != "standby" or failure.leader is None:
+                            self._report(error)
                 except Exception as e:  # keep reconnecting whatever broke
                     if not self._stopping.is_set():
                         self._report(e)
                 if welcomed.is_set():
                     backoff = 0.25
-                if self._stopping.wait(backoff):
+                if self._stopping.wait(backoff if pause is None else pause):
                     return
-                backoff = min(backoff * 2, self._max_backoff_s)
+                if pause is None:
+                    backoff = min(backoff * 2, self._max_backoff_s)
         finally:
             self._settled.set()
 

@@ -1,6 +1,7 @@
 """Publishes CHRONOLOG_COUNT `pub.any` events ({"py": i}) at once on the Python client's publish
 stream, prints `acked N` once N (CHRONOLOG_KILL_AFTER) were acknowledged (test/publish.test.ts
-then kills the owner with SIGKILL and starts it again on the same port), and when every future
+then kills the owner with SIGKILL and starts it again on the same port; test/python-follow-leader.test.ts,
+with several owners in CHRONOLOG_URL, on another port of the list), and when every future
 resolved prints one JSON line: the ids and seqs in publish order. Exits 1 if any failed.
 """
 

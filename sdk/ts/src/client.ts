@@ -1,6 +1,6 @@
 import { toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { ConnectError, createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient as createRpcClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ActionService } from "./gen/chronolog/v1/action_pb.js";
 import { AdminService } from "./gen/chronolog/v1/admin_pb.js";
@@ -13,11 +13,26 @@ import { jsonCheckingTransport } from "./json-check.js";
 import { Publisher, type PublisherOptions } from "./publisher.js";
 import { withData } from "./event-data.js";
 import { boolOf, causeOf, choiceOf, countOf, invalid, momentOf, msOf, seqOf, shown, stringOf, timeoutOf, uint32Of, whenKeyOf } from "./options.js";
+import { defaultFailoverTimeoutMs, followingTransport, Owners, ownersOf, ownerUrlsOf, Reopening } from "./owners.js";
 
 /** How to reach an owner. */
 export interface ClientOptions {
-  /** Base URL, e.g. `http://127.0.0.1:50051` or `https://owner.example:50051`. */
-  url: string;
+  /**
+   * Base URL, e.g. `http://127.0.0.1:50051` or `https://owner.example:50051`; or several owners
+   * (one leads, the others are standbys), as a comma-separated list or an array. Calls go to the
+   * leader: a standby's refusal (UNAVAILABLE with `chronolog-leader: <url>`) is followed to the URL
+   * it names, and an owner that cannot be reached to the next one (see {@link failoverTimeoutMs}).
+   */
+  url: string | string[];
+  /**
+   * How long (ms, default 15,000) a call that nothing was done of (a standby refused it, or no
+   * owner could be reached) is made again at the leader or the next owner, with short pauses,
+   * before its error is the caller's; a watch broken with several owners is opened again as long
+   * (from after the last event it gave). A call the owner may have run when it was lost (the
+   * connection dropped, the owner is stopping) is not made again: its error is the caller's, and
+   * the next call goes to the next owner. 0: never again.
+   */
+  failoverTimeoutMs?: number;
   /** Bearer token of a principal; omit for an owner without a config. */
   token?: string;
   /** Wire protocol (default `grpc`). `connect` and `grpc-web` also work over HTTP/1.1. */
@@ -262,6 +277,8 @@ export class ChronologClient {
 
   /** The Publish stream behind {@link emit} (undefined when emits go as unary calls). */
   readonly publisher: Publisher | undefined;
+  /** The owners behind a transport of {@link createTransport} (a watch is opened again across them). */
+  readonly #owners: Owners | undefined;
 
   /** `emitVia`: `stream` needs a transport that can run bidi streams (gRPC, or Connect over HTTP/2); default `unary`. */
   constructor(
@@ -269,6 +286,7 @@ export class ChronologClient {
     options: { emitVia?: "stream" | "unary"; publisher?: PublisherOptions } = {},
   ) {
     const checked = jsonCheckingTransport(transport);
+    this.#owners = ownersOf(transport);
     this.time = createRpcClient(TimeService, checked);
     this.admin = createRpcClient(AdminService, checked);
     this.log = createRpcClient(LogService, checked);
@@ -330,7 +348,9 @@ export class ChronologClient {
    * Follows the log: yields matching events after `afterSeq`, then live ones,
    * until `signal` aborts. `onCaughtUp` is told the head seq when the
    * catch-up ends. `dataJson` (default true): the data travels as JSON text, parsed into
-   * `event.data` here; false asks for the Struct form.
+   * `event.data` here; false asks for the Struct form. With several owners, a watch broken by an
+   * owner lost or stopping is opened again at the leader, after the last event it gave (no event
+   * twice; `onCaughtUp` is told again), for up to `failoverTimeoutMs`.
    */
   async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void; dataJson?: boolean } = {}): AsyncGenerator<Event> {
     // The owner sends each event's data as its stored JSON text (no Struct to build or decode); `event.data` has it parsed.
@@ -339,11 +359,24 @@ export class ChronologClient {
     // on the owner, so nothing keeps the process alive or holds the owner's resources.
     const ended = new AbortController();
     const signal = options.signal ? AbortSignal.any([options.signal, ended.signal]) : ended.signal;
-    const stream = this.log.watch({ afterSeq: seqOf(query.afterSeq ?? 0, "afterSeq"), types: query.types, where: query.where, dataJson }, { signal });
+    let afterSeq = seqOf(query.afterSeq ?? 0, "afterSeq");
+    const reopening = new Reopening(this.#owners);
     try {
-      for await (const item of stream) {
-        if (item.message.case === "event") yield withData(item.message.value);
-        else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
+      for (;;) {
+        try {
+          for await (const item of this.log.watch({ afterSeq, types: query.types, where: query.where, dataJson }, { signal })) {
+            reopening.progressed();
+            if (item.message.case === "event") {
+              afterSeq = item.message.value.seq;
+              yield withData(item.message.value);
+            } else if (item.message.case === "caughtUp") options.onCaughtUp?.(item.message.value.headSeq);
+          }
+          return;
+        } catch (e) {
+          if (signal.aborted || !(await reopening.again(e, signal))) throw e;
+          // Aborted during the pause before opening again: ends as an abort does.
+          if (signal.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
+        }
       }
     } finally {
       ended.abort();
@@ -533,22 +566,26 @@ export function createClient(options: ClientOptions): ChronologClient {
   return new ChronologClient(createTransport(options), { emitVia: options.emitVia ?? (http2 ? "stream" : "unary"), publisher: options.publisher });
 }
 
-/** A connect-node transport for an owner, with the bearer token attached. */
+/**
+ * A connect-node transport for the owners of `options.url`, with the bearer token attached: each
+ * call goes to the leader among them (see {@link ClientOptions.url} and `failoverTimeoutMs`).
+ */
 export function createTransport(options: ClientOptions): Transport {
-  const url: unknown = options?.url;
-  if (typeof url !== "string" || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
-    throw invalid(`url must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got ${shown(url)})`);
-  }
+  const urls = ownerUrlsOf(options?.url);
+  const failoverTimeoutMs = options.failoverTimeoutMs === undefined ? defaultFailoverTimeoutMs : Number(countOf(options.failoverTimeoutMs, "failoverTimeoutMs", "ms"));
   const interceptors: Interceptor[] = options.token ? [bearer(options.token)] : [];
   // Node's default session memory (10 MB) makes a request over ~10 MB kill the whole HTTP/2
   // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
   // RESOURCE_EXHAUSTED and the connection lives on.
   const nodeOptions = { maxSessionMemory: 256, ...(options.ca ? { ca: options.ca } : {}) };
-  const common = { baseUrl: options.url, interceptors, nodeOptions };
+  const common = { interceptors, nodeOptions };
   const protocol = options.protocol ?? "grpc";
-  if (protocol === "grpc") return createGrpcTransport({ ...common });
   const httpVersion = options.httpVersion ?? "2";
-  return protocol === "connect" ? createConnectTransport({ ...common, httpVersion }) : createGrpcWebTransport({ ...common, httpVersion });
+  const make = (baseUrl: string): Transport => {
+    if (protocol === "grpc") return createGrpcTransport({ ...common, baseUrl });
+    return protocol === "connect" ? createConnectTransport({ ...common, baseUrl, httpVersion }) : createGrpcWebTransport({ ...common, baseUrl, httpVersion });
+  };
+  return followingTransport(new Owners(urls, make, failoverTimeoutMs));
 }
 
 function specOf(when: TimerWhen): MessageInitShape<typeof TimerSpecSchema> {

@@ -11,6 +11,9 @@ import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/pl
 import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { withData } from "./event-data.js";
 import { HoldQueue } from "./hold-queue.js";
+import { ownerFailureOf } from "./owner-failures.js";
+import { ownersOf } from "./owners.js";
+import { sleep } from "./sleep.js";
 import { StreamClock } from "./stream-clock.js";
 import { streamSends, type StreamSends } from "./stream-sends.js";
 import { CauseWork, cancelledBy, type WorkUnderCause } from "./work.js";
@@ -132,6 +135,12 @@ type Request = MessageInitShape<typeof SubscribeRequestSchema>;
  * `maxBackoffMs`) when the stream breaks. Deliveries that were running when
  * the stream broke are retried by the owner, elsewhere or here.
  *
+ * Given several owners (`url`: a comma-separated list or an array), it subscribes to the
+ * leader: a standby's refusal sends it to the leader the standby names at once (not reported),
+ * and an owner that cannot be reached to the next one (after each owner had its turn, with
+ * pauses of 100 ms doubling up to 1 s), so a new leader is found within its handover; the new
+ * leader gets the hello and sends the deliveries (those that ran on the lost stream again).
+ *
  * A refusal that retrying cannot cure is not retried: UNAUTHENTICATED (a
  * missing or unknown token), PERMISSION_DENIED (a principal whose role may
  * not subscribe) or INVALID_ARGUMENT before the welcome (a hello the owner
@@ -186,15 +195,22 @@ class ExecutorRunner {
     return { ready, done, stop: (graceMs = 5_000) => this.stop(graceMs) };
   }
 
-  /** Opens sessions until stopped, with backoff between them; rejects with the owner's refusal for good (see {@link isFatal}). */
+  /**
+   * Opens sessions until stopped, with backoff between them (or, to the leader a standby named or
+   * the next owner, the owners' pause); rejects with the owner's refusal for good (see {@link isFatal}).
+   */
   private async loop(): Promise<void> {
+    const owners = ownersOf(this.transport)!;
     let backoffMs = 250;
+    let moves = 0;
     while (!this.stopping.signal.aborted) {
       let welcomed = false;
+      let pauseMs: number | undefined;
       try {
         await this.session(() => {
           welcomed = true;
           backoffMs = 250;
+          moves = 0;
         });
       } catch (e) {
         if (!this.stopping.signal.aborted) {
@@ -205,12 +221,14 @@ class ExecutorRunner {
             this.rejectReady(e);
             throw e;
           }
-          this.report(e);
+          const failure = ownerFailureOf(e);
+          if (failure && owners.retries(failure)) pauseMs = owners.pauseMs(++moves);
+          if (failure?.kind !== "standby" || failure.leader === undefined) this.report(e);
         }
       }
       if (this.stopping.signal.aborted || this.closing) return;
-      await sleep(backoffMs, this.stopping.signal);
-      backoffMs = Math.min(backoffMs * 2, this.options.maxBackoffMs ?? 5_000);
+      await sleep(pauseMs ?? backoffMs, this.stopping.signal);
+      if (pauseMs === undefined) backoffMs = Math.min(backoffMs * 2, this.options.maxBackoffMs ?? 5_000);
     }
   }
 
@@ -451,17 +469,4 @@ function requestQueue(signal: AbortSignal): { push: (r: Request) => void; end: (
       },
     },
   };
-}
-
-/** Waits `ms`, or less if `signal` aborts; leaves no listener on `signal` behind (the reconnect loop sleeps on one signal for its whole life). */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }

@@ -104,6 +104,11 @@ export function boolOf(value: unknown, name: string): boolean {
   return value;
 }
 
+/** True for an http:// or https:// URL (an owner's). */
+export function isHttpUrl(url: string): boolean {
+  return URL.canParse(url) && /^https?:$/.test(new URL(url).protocol);
+}
+
 /** A string option: INVALID_ARGUMENT `<name> must be a string (got <value>)` otherwise. */
 export function stringOf(value: unknown, name: string): string {
   if (typeof value !== "string") throw invalid(`${name} must be a string (got ${shown(value)})`);

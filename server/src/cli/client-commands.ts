@@ -4,6 +4,7 @@ import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PluginManifestSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { createClient, type ChronologClient } from "../../../sdk/ts/src/client.js";
+import { isHttpUrl } from "../../../sdk/ts/src/options.js";
 import { EventSchema } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { jsonLine } from "./json.js";
 
@@ -13,11 +14,21 @@ export interface ClientFlags {
   token?: string;
 }
 
-/** A client for the owner at `flags.url`, with `flags.token` or CHRONOLOG_TOKEN. */
+/** A client for the owners at `flags.url` (calls go to the leader among them), with `flags.token` or CHRONOLOG_TOKEN. */
 export function client(flags: ClientFlags): ChronologClient {
-  if (!URL.canParse(flags.url) || !/^https?:$/.test(new URL(flags.url).protocol)) throw new Error(`--url ${JSON.stringify(flags.url)} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)`);
   // One emit per command: a unary Emit (a Publish stream would only add its open and idle close).
-  return createClient({ url: flags.url, token: flags.token ?? process.env.CHRONOLOG_TOKEN, emitVia: "unary" });
+  return createClient({ url: urlsOf(flags.url), token: flags.token ?? process.env.CHRONOLOG_TOKEN, emitVia: "unary" });
+}
+
+/** The owner URLs of `--url`: one, or a comma-separated list (one leads, the others are standbys); an Error naming one that is not an http(s) URL. */
+export function urlsOf(flag: string): string[] {
+  const urls = flag.split(",").map((url) => url.trim());
+  for (const url of urls) {
+    if (!isHttpUrl(url)) {
+      throw new Error(`--url ${JSON.stringify(flag)}${urls.length > 1 ? `: ${JSON.stringify(url)}` : ""} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051${urls.length > 1 ? ", or several separated by commas" : ""})`);
+    }
+  }
+  return urls;
 }
 
 /** `text` as a JSON object, or an Error naming `what`. */

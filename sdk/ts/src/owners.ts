@@ -1,0 +1,233 @@
+// Several owners behind one client: one leads, the others are standbys that refuse every call
+// and name the leader. The client sends each call to the owner it believes leads, follows a
+// standby's pointer to the leader, and moves on to the next owner when one cannot be reached.
+
+import type { DescMessage, DescMethodStreaming, MessageInitShape } from "@bufbuild/protobuf";
+import type { ContextValues, Transport } from "@connectrpc/connect";
+import { invalid, isHttpUrl, shown } from "./options.js";
+import { ownerFailureOf, type OwnerFailure } from "./owner-failures.js";
+import { sleep } from "./sleep.js";
+
+/** How long a call (or a broken stream) is tried across the owners before its error is the caller's, by default. */
+export const defaultFailoverTimeoutMs = 15_000;
+
+/**
+ * The owner URLs in `url`: one URL, a comma-separated list of them or an array. Throws a
+ * ConnectError INVALID_ARGUMENT naming the one that is not an http:// or https:// URL
+ * (`url[1] must be ...` in a list).
+ */
+export function ownerUrlsOf(url: unknown): string[] {
+  const list: unknown[] = Array.isArray(url) ? url : typeof url === "string" && url.includes(",") ? url.split(",").map((u) => u.trim()) : [url];
+  if (list.length === 0) throw invalid("url must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got an empty array)");
+  list.forEach((u, i) => {
+    if (typeof u !== "string" || !isHttpUrl(u)) throw invalid(`url${list.length > 1 ? `[${i}]` : ""} must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got ${shown(u)})`);
+  });
+  return list as string[];
+}
+
+/** `a` and `b` name the same owner (`http://h:1` and `http://h:1/` do). */
+function sameOwner(a: string, b: string): boolean {
+  return new URL(a).href.replace(/\/+$/, "") === new URL(b).href.replace(/\/+$/, "");
+}
+
+/**
+ * The owners a client knows (those given, then leaders named by standbys), the one calls go to
+ * now, and a transport for each (made on first use).
+ */
+export class Owners {
+  private readonly urls: string[];
+  private current = 0;
+  private readonly transports = new Map<string, Transport>();
+
+  constructor(
+    urls: string[],
+    private readonly make: (url: string) => Transport,
+    readonly failoverTimeoutMs: number,
+  ) {
+    this.urls = [...urls];
+  }
+
+  /** The owner calls go to now, and its transport. */
+  pick(): { url: string; transport: Transport } {
+    const url = this.urls[this.current];
+    let transport = this.transports.get(url);
+    if (!transport) this.transports.set(url, (transport = this.make(url)));
+    return { url, transport };
+  }
+
+  /** More than one owner is known (given, or named as the leader). */
+  get several(): boolean {
+    return this.urls.length > 1;
+  }
+
+  /**
+   * Moves on after `failure` of a call made at `url`: to the leader a standby named (added to the
+   * owners when it was not given: it is the URL the leader advertises), else to the next owner,
+   * unless another call already moved on from `url`.
+   */
+  route(url: string, failure: OwnerFailure): void {
+    const leader = failure.kind === "standby" ? failure.leader : undefined;
+    if (leader !== undefined && !sameOwner(leader, url)) {
+      const known = this.urls.findIndex((u) => sameOwner(u, leader));
+      this.current = known >= 0 ? known : this.urls.push(leader) - 1;
+    } else if (this.urls[this.current] === url) {
+      this.current = (this.current + 1) % this.urls.length;
+    }
+  }
+
+  /** A call that failed so may be made again: nothing was done, and a leader (named, or to come) or another owner may take it. */
+  retries(failure: OwnerFailure): boolean {
+    return failure.kind === "standby" || (failure.kind === "unreached" && this.several);
+  }
+
+  /** The pause before try `n` (1: the first retry) of one call: none until each owner had its turn, then 100 ms doubling up to 1 s. */
+  pauseMs(n: number): number {
+    return n < this.urls.length ? 0 : Math.min(100 * 2 ** (n - this.urls.length), 1_000);
+  }
+}
+
+const ownersOfTransport = new WeakMap<Transport, Owners>();
+
+/** The owners behind a transport of {@link followingTransport} (undefined for any other). */
+export function ownersOf(transport: Transport): Owners | undefined {
+  return ownersOfTransport.get(transport);
+}
+
+/**
+ * A transport that sends each call to the owner {@link Owners.pick} names. A unary call, or a
+ * server stream (its one request kept) until its first response, that a standby refused or that
+ * reached no owner is made again at the leader named or the next owner, with pauses (see
+ * {@link Owners.pauseMs}), for up to `failoverTimeoutMs` (and within the call's own deadline);
+ * then, or for any other failure, the caller gets the error. A failure that leaves the owner in
+ * doubt (the connection dropped, the owner is stopping) is the caller's at once, and the next call
+ * goes to the next owner. Client and bidi streams are not made again here (their requests are
+ * consumed): their users open them again, and the failure that ended them has moved the
+ * transport on.
+ */
+export function followingTransport(owners: Owners): Transport {
+  const transport: Transport = {
+    unary(method, signal, timeoutMs, header, input, contextValues) {
+      return attempts(owners, signal, timeoutMs, (t, ms) => t.unary(method, signal, ms, header, input, contextValues));
+    },
+    async stream<I extends DescMessage, O extends DescMessage>(method: DescMethodStreaming<I, O>, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeadersInit | undefined, input: AsyncIterable<MessageInitShape<I>>, contextValues?: ContextValues) {
+      if (method.methodKind === "server_streaming") {
+        const messages: MessageInitShape<I>[] = [];
+        for await (const message of input) messages.push(message);
+        return attempts(owners, signal, timeoutMs, async (t, ms, url) => {
+          const response = await t.stream(method, signal, ms, header, iterate(messages), contextValues);
+          return { ...response, message: routed(await withFirst(response.message), owners, url) };
+        });
+      }
+      const { url, transport: t } = owners.pick();
+      try {
+        const response = await t.stream(method, signal, timeoutMs, header, input, contextValues);
+        return { ...response, message: routed(response.message, owners, url) };
+      } catch (e) {
+        routeAfter(e, owners, url);
+        throw e;
+      }
+    },
+  };
+  ownersOfTransport.set(transport, owners);
+  return transport;
+}
+
+/** Makes `call` at the current owner until it succeeds or its failure is the caller's (see {@link followingTransport}). */
+async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, timeoutMs: number | undefined, call: (transport: Transport, timeoutMs: number | undefined, url: string) => Promise<T>): Promise<T> {
+  const started = performance.now();
+  const deadline = timeoutMs !== undefined && timeoutMs > 0 ? started + timeoutMs : undefined;
+  for (let n = 1; ; n++) {
+    const { url, transport } = owners.pick();
+    try {
+      return await call(transport, n === 1 || deadline === undefined ? timeoutMs : Math.ceil(deadline - performance.now()), url);
+    } catch (e) {
+      const failure = routeAfter(e, owners, url);
+      if (!failure) throw e;
+      const pause = owners.pauseMs(n);
+      const at = performance.now() + pause;
+      if (!owners.retries(failure) || signal?.aborted || at - started > owners.failoverTimeoutMs || (deadline !== undefined && at + 1 >= deadline)) throw e;
+      if (pause > 0) await sleep(pause, signal);
+      if (signal?.aborted) throw e;
+    }
+  }
+}
+
+/** Moves `owners` on after `error` of a call made at `url`, when it is an owner failure (returned). */
+function routeAfter(error: unknown, owners: Owners, url: string): OwnerFailure | undefined {
+  const failure = ownerFailureOf(error);
+  if (failure) owners.route(url, failure);
+  return failure;
+}
+
+/** A stream's responses; the error that ends them moves `owners` on (see {@link routeAfter}). */
+function routed<T>(messages: AsyncIterable<T>, owners: Owners, url: string): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]() {
+      const inner = messages[Symbol.asyncIterator]();
+      const failed = (e: unknown): never => {
+        routeAfter(e, owners, url);
+        throw e;
+      };
+      return {
+        next: () => inner.next().catch(failed),
+        return: (value?: unknown) => inner.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+        throw: (e?: unknown) => inner.throw?.(e) ?? Promise.reject(e),
+      };
+    },
+  };
+}
+
+/** `messages` once its first result came: rejects with the error that ended it before any (a standby's refusal comes so). */
+async function withFirst<T>(messages: AsyncIterable<T>): Promise<AsyncIterable<T>> {
+  const inner = messages[Symbol.asyncIterator]();
+  let first: Promise<IteratorResult<T>> | undefined = Promise.resolve(await inner.next());
+  const iterator: AsyncIterator<T> = {
+    next: () => {
+      const result = first ?? inner.next();
+      first = undefined;
+      return result;
+    },
+    return: (value?: unknown) => inner.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+    throw: (e?: unknown) => inner.throw?.(e) ?? Promise.reject(e),
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
+}
+
+async function* iterate<T>(items: T[]): AsyncIterable<T> {
+  yield* items;
+}
+
+/**
+ * The breaks of one stream that is opened again after them (a watch, from after the last event
+ * it gave): whether the last break may be followed by another opening, and after what pause. A
+ * stream that got something since its last break starts afresh ({@link progressed}).
+ */
+export class Reopening {
+  private brokenSince: number | undefined;
+  private breaks = 0;
+
+  constructor(private readonly owners: Owners | undefined) {}
+
+  /** The stream got something. */
+  progressed(): void {
+    this.brokenSince = undefined;
+    this.breaks = 0;
+  }
+
+  /**
+   * After `error` ended the stream: waits the pause (less if `signal` aborts) and resolves true
+   * when it may be opened again (a standby refused it, or, with several owners, the owner could not
+   * be reached or was lost, within `failoverTimeoutMs` of the first break); false when the error
+   * is the caller's.
+   */
+  async again(error: unknown, signal: AbortSignal): Promise<boolean> {
+    const failure = ownerFailureOf(error);
+    if (!this.owners || !failure || !(failure.kind === "standby" || this.owners.several)) return false;
+    const now = performance.now();
+    this.brokenSince ??= now;
+    const pause = this.owners.pauseMs(++this.breaks);
+    if (now + pause - this.brokenSince > this.owners.failoverTimeoutMs) return false;
+    if (pause > 0) await sleep(pause, signal);
+    return true;
+  }
+}
