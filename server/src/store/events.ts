@@ -109,17 +109,23 @@ export function eventStatements(db: Db) {
   const insert = db.prepare(
     "INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
   );
+  // PostgreSQL: appends are held until the slice ends and inserted together (Db.deferInserts).
+  const deferred = db.deferInserts?.("events", ["seq", "id", "type", "data", "cause", "actor", "at"], 1);
   const byId = db.prepare("SELECT * FROM events WHERE id = ?");
   const after = limitedStatement(db, "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
   const head = db.prepare("SELECT COALESCE(MAX(seq), 0) AS head FROM events");
   const firstAtOrAfter = db.prepare("SELECT MIN(seq) AS seq FROM events WHERE at >= ?");
   return {
     /** Inserts one event; the caller gives the next dense seq. Throws on a duplicate id. */
-    insert(e: EventRecord): void {
-      insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
-    },
-    /** The event with this id, or undefined. */
+    insert: deferred
+      ? (e: EventRecord): void => deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at])
+      : (e: EventRecord): void => {
+          insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
+        },
+    /** The event with this id (one appended in the running transaction too), or undefined. */
     findById(id: string): EventRecord | undefined {
+      const held = deferred?.get(id);
+      if (held) return fromRow({ seq: held[0], id: held[1], type: held[2], data: held[3], cause: held[4], actor: held[5], at: held[6] } as EventRow);
       const row = byId.get(id) as EventRow | undefined;
       return row && fromRow(row);
     },

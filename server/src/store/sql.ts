@@ -29,6 +29,19 @@ export interface Db {
   exec(sql: string): unknown;
   /** A write transaction is open on the connection. */
   readonly inTransaction: boolean;
+  /**
+   * PostgreSQL's only: inserts into `table` held until the committer's slice ends and sent then
+   * in multi-row INSERTs (each statement is a round trip there), kept by the value of column
+   * `keyColumn` so reads inside the transaction find them. The same holder for the same table.
+   */
+  deferInserts?(table: string, columns: string[], keyColumn: number): DeferredRows;
+}
+
+/** Rows held by {@link Db.deferInserts}. */
+export interface DeferredRows {
+  add(row: unknown[]): void;
+  /** The held row with this key, if any. */
+  get(key: string): unknown[] | undefined;
 }
 
 /** The SQL dialects a store speaks. */

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import type { Db, RunResult, SqlStatement } from "../sql.js";
+import { DeferredInserts } from "./deferred-inserts.js";
 
 const require = createRequire(import.meta.url);
 
@@ -22,8 +23,11 @@ interface TypeParsers {
   getTypeParser(oid: number, format?: string): (text: string) => unknown;
 }
 
-const pgTypes = require("pg-types") as { getTypeParser(oid: number, format?: string): (text: string) => unknown };
-const NativeClientClass = require("pg-native") as NativeClientClass;
+/** libpq's bindings, loaded on the first connection (an owner on SQLite never loads them). */
+let native: { pgTypes: TypeParsers; Client: NativeClientClass } | undefined;
+function loadNative(): { pgTypes: TypeParsers; Client: NativeClientClass } {
+  return (native ??= { pgTypes: require("pg-types") as TypeParsers, Client: require("pg-native") as NativeClientClass });
+}
 
 /**
  * Values as the SQLite store returns them, so the store's modules read both alike: 64-bit
@@ -34,13 +38,13 @@ const types: TypeParsers = {
   getTypeParser(oid, format) {
     if (oid === 20 || oid === 1700) return Number; // int8, numeric (sum)
     if (oid === 16) return (text) => (text === "t" ? 1 : 0);
-    return pgTypes.getTypeParser(oid, format);
+    return loadNative().pgTypes.getTypeParser(oid, format);
   },
 };
 
 /** A new libpq client connected to `url`, named `applicationName` in pg_stat_activity (what a standby's takeover ends). */
 export function connectNative(url: string, applicationName: string, options: { arrayMode?: boolean } = {}): NativeClient {
-  const client = new NativeClientClass({ types, arrayMode: options.arrayMode });
+  const client = new (loadNative().Client)({ types, arrayMode: options.arrayMode });
   client.connectSync(withApplicationName(url, applicationName));
   return client;
 }
@@ -119,12 +123,15 @@ class PgStatement implements SqlStatement {
   private readonly name = `s${++statementNames}`;
   private readonly preparedOn = new WeakSet<NativeClient>();
   private mode: "rows" | "pluck" | "raw" = "rows";
+  /** Only reads: needs no savepoint of its unit. */
+  private readonly reads: boolean;
 
   constructor(
     private readonly db: PgDb,
     sql: string,
   ) {
     ({ text: this.text, names: this.names, count: this.count } = numberParameters(sql));
+    this.reads = /^\s*SELECT\b/i.test(sql);
   }
 
   pluck(toggle = true): this {
@@ -157,6 +164,7 @@ class PgStatement implements SqlStatement {
 
   private execute(client: NativeClient, params: unknown[]): Record<string, unknown>[] {
     const values = this.values(params);
+    if (!this.reads) this.db.beforeWrite();
     return withState(client, () => {
       if (!this.preparedOn.has(client)) {
         client.prepareSync(this.name, this.text, this.count);
@@ -195,6 +203,15 @@ export class PgDb implements Db {
   readonly dialect = "postgres" as const;
   /** The committer's units are running: statements go to the writer's open transaction. */
   writing = false;
+  /** Inserts held until the slice ends (events.ts): the events appended. */
+  deferredEvents: DeferredInserts | undefined;
+  /**
+   * The running unit's savepoint: set only before its first write (a unit that only reads, or
+   * whose only writes are deferred inserts, needs none and costs no round trip for it);
+   * `released`: the last one set waits to be released with the next one.
+   */
+  savepoint: "none" | "set" = "none";
+  releasePending = false;
 
   constructor(
     readonly writer: NativeClient,
@@ -214,7 +231,21 @@ export class PgDb implements Db {
     return new PgStatement(this, sql);
   }
 
+  deferInserts(table: string, columns: string[], keyColumn: number): DeferredInserts {
+    if (table !== "events") throw new Error(`inserts into ${table} are not deferred`);
+    return (this.deferredEvents ??= new DeferredInserts(table, columns, keyColumn));
+  }
+
+  /** Sets the running unit's savepoint before its first write (with the last one's release: one round trip). */
+  beforeWrite(): void {
+    if (!this.writing || this.savepoint === "set") return;
+    this.writer.querySync(this.releasePending ? "RELEASE unit; SAVEPOINT unit" : "SAVEPOINT unit");
+    this.releasePending = false;
+    this.savepoint = "set";
+  }
+
   exec(sql: string): void {
+    this.beforeWrite();
     const client = this.client();
     withState(client, () => client.querySync(sql));
   }

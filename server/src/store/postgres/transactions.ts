@@ -15,14 +15,16 @@ export class FencedError extends Error {
  * so a takeover (which updates that row) waits for it, and once a standby took the lease no
  * transaction of this owner gets past its first statement. Its COMMIT, which waits for the WAL
  * flush (`synchronous_commit = on`), is sent without blocking the event loop by {@link sync}.
- * A unit's savepoint release is sent with the next unit's savepoint, one round trip for both.
+ * A unit's savepoint is set only before its first write (PgDb.beforeWrite) and released with the
+ * next one; events appended are held and inserted at the slice's end in multi-row INSERTs
+ * (DeferredInserts), so an emit costs the round trip of its id lookup only.
  */
 export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: FencedError) => void): Transactions {
   let open = false;
-  /** A savepoint was released in intent: the next savepoint (or the COMMIT) releases it. */
-  let releasePending = false;
   /** A slice failed outside its units: the batch's transaction is gone and its sync must fail. */
   let lost: unknown;
+  /** Where the deferred events ended when the running unit began. */
+  let unitMark = 0;
   const writer = db.writer;
   const fence = () => {
     const rows = writer.querySync("BEGIN; SELECT term FROM chronolog_lease WHERE id = 1 FOR SHARE");
@@ -44,38 +46,48 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
       open = true;
     },
     commitSlice() {
+      db.deferredEvents?.flush(writer); // still writing: on the transaction
       db.writing = false;
     },
     rollback() {
       db.writing = false;
       lost ??= new Error("a slice of the batch failed: its transaction was rolled back");
+      db.deferredEvents?.clear();
       try {
         if (writer.getTransactionStatus() !== "I") writer.querySync("ROLLBACK");
       } catch {
         // The connection is gone: the server rolled the transaction back (the batch's sync fails).
       }
       open = false;
-      releasePending = false;
+      db.savepoint = "none";
+      db.releasePending = false;
     },
     savepoint() {
-      writer.querySync(releasePending ? "RELEASE unit; SAVEPOINT unit" : "SAVEPOINT unit");
-      releasePending = false;
+      // Set lazily, before the unit's first write (PgDb.beforeWrite).
+      db.savepoint = "none";
+      unitMark = db.deferredEvents?.mark() ?? 0;
     },
     release() {
-      releasePending = true;
+      if (db.savepoint === "set") db.releasePending = true;
+      db.savepoint = "none";
     },
     rollbackTo() {
-      writer.querySync("ROLLBACK TO unit; RELEASE unit");
-      releasePending = false;
+      db.deferredEvents?.discardTo(unitMark);
+      if (db.savepoint === "set") writer.querySync("ROLLBACK TO unit; RELEASE unit");
+      db.savepoint = "none";
     },
     sync() {
       const failure = lost;
       lost = undefined;
-      releasePending = false;
+      db.releasePending = false;
       if (!open) return failure === undefined ? Promise.resolve() : Promise.reject(failure);
       open = false;
+      // A statement that failed outside a savepoint left the transaction aborted: its COMMIT would
+      // answer ROLLBACK without an error, so it is rolled back and the batch fails.
+      const aborted = failure === undefined && writer.getTransactionStatus() === "E" ? new Error("a statement failed outside a unit's savepoint: the batch's transaction was aborted") : undefined;
+      const error = failure ?? aborted;
       return new Promise<void>((resolve, reject) => {
-        writer.query(failure === undefined ? "COMMIT" : "ROLLBACK", (error) => (error ? reject(error) : failure === undefined ? resolve() : reject(failure)));
+        writer.query(error === undefined ? "COMMIT" : "ROLLBACK", (e) => (e ? reject(e) : error === undefined ? resolve() : reject(error)));
       });
     },
   };
