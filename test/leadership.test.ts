@@ -148,14 +148,17 @@ describe("two owners on one PostgreSQL database", () => {
       }
     });
 
-    // The processor's saved cursor, sampled through whichever owner leads: it never goes back.
+    // The processor's saved cursor, read from the database: it never goes back. (ListProcessors shows
+    // the leader's floor in memory, which may run ahead of the saved one: a new leader starts from the saved.)
     const floors: number[] = [];
+    const cursorDb = connectNative(store, "chronolog tests");
     const sampler = (async () => {
       while (!stop) {
-        const floor = await clients[leader].admin.listProcessors({}).then((r) => r.processors.find((p) => p.name === "takeover.track")?.ackFloor, () => undefined);
-        if (floor !== undefined) floors.push(Number(floor));
+        const [row] = cursorDb.querySync("SELECT ack_floor FROM cursors WHERE processor = 'takeover.track'");
+        if (row) floors.push(Number(row.ack_floor));
         await sleep(100);
       }
+      cursorDb.end();
     })();
 
     const handovers: number[] = [];
