@@ -30,6 +30,7 @@ import { createInterface } from "node:readline";
 import { createClient } from "../../sdk/ts/src/client.js";
 import { EVENT_TYPE, eventData, manifest, type ClientKind, type LoadRequest, type LoadResult } from "./load.js";
 import { report as profileReport } from "./profile.js";
+import { benchStore, storeArgs } from "../lib/postgres.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -97,7 +98,7 @@ interface ProbeCounters {
 async function startOwner(dataDir: string, pluginsDir: string, profileDir: string): Promise<OwnerChild> {
   const port = await freePort();
   const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--import", "tsx", "--import", "./bench/emit/probe.ts"];
-  const args = ["server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), "--plugins", pluginsDir, "--synchronous", synchronous, "--log-level", "warn"];
+  const args = ["server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), "--plugins", pluginsDir, ...(await storeArgs()), "--synchronous", synchronous, "--log-level", "warn"];
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
@@ -223,7 +224,7 @@ async function main(): Promise<void> {
   mkdirSync(pluginsDir, { recursive: true });
   writeFileSync(join(pluginsDir, "bench.yaml"), manifest);
 
-  console.log(`chronolog emit benchmark: owner child (synchronous=${synchronous}, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`);
+  console.log(`chronolog emit benchmark: owner child on ${benchStore} (synchronous=${synchronous}, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`);
   console.log(`event data ${JSON.stringify(eventData(1)).length} bytes of JSON; ${manyConnections} HTTP/2 connections when callers > 1`);
   const owner = await startOwner(dataDir, pluginsDir, profileDir);
   const generator = await startGenerator();

@@ -10,6 +10,7 @@ import { createInterface } from "node:readline";
 import { create, toJson } from "@bufbuild/protobuf";
 import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "../../sdk/ts/src/plugin.js";
+import { storeArgs } from "./postgres.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 
@@ -39,16 +40,21 @@ export function buildBundle(): void {
   execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
 }
 
-export async function startOwner(options: OwnerOptions): Promise<Owner> {
-  const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-"));
-  const plugins = join(dir, "plugins");
+/** Writes the plugins' manifests into folder `plugins` (made), for `serve --plugins`. */
+export function writePlugins(plugins: string, definitions: PluginDefinition[]): void {
   mkdirSync(plugins);
-  for (const plugin of options.plugins) {
+  for (const plugin of definitions) {
     const manifest = create(PluginManifestSchema, manifestOf(plugin));
     writeFileSync(join(plugins, `${manifest.name}.json`), JSON.stringify(toJson(PluginManifestSchema, manifest)));
   }
+}
+
+export async function startOwner(options: OwnerOptions): Promise<Owner> {
+  const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-"));
+  const plugins = join(dir, "plugins");
+  writePlugins(plugins, options.plugins);
   const entry = options.entry === "bundle" ? [...serveFlags, "dist/main.js"] : ["--import", "tsx", "server/src/main.ts"];
-  const args = [...(options.nodeArgs ?? []), ...entry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", plugins, ...(options.serveArgs ?? [])];
+  const args = [...(options.nodeArgs ?? []), ...entry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", plugins, ...(await storeArgs()), ...(options.serveArgs ?? [])];
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const url = await new Promise<string>((resolve, reject) => {

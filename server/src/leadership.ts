@@ -47,7 +47,7 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
       const listener = await listen({ ...options.listen, routes: standbyRoutes(options.services, () => leaderUrl) });
       try {
         while (!state.leading) {
-          await sleep(Math.min(500, options.leaseMs / 5), options.signal);
+          await sleep(Math.min(250, options.leaseMs / 10), options.signal);
           state = await database.lease.tryTake();
           if (!state.leading && state.leaderUrl !== leaderUrl) {
             leaderUrl = state.leaderUrl;

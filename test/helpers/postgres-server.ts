@@ -30,8 +30,12 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Starts a PostgreSQL server on a new data folder; `stop()` stops it and removes the folder. */
-export async function startPostgresServer(): Promise<PostgresServer> {
+/**
+ * Starts a PostgreSQL server on a new data folder; `stop()` stops it and removes the folder.
+ * `durable`: fsync on, as in production (benchmarks); by default off, for the tests' speed (a
+ * test kills owners, never the server).
+ */
+export async function startPostgresServer(options: { durable?: boolean } = {}): Promise<PostgresServer> {
   const bin = binDir();
   const root = mkdtempSync(join(tmpdir(), "chronolog-pg-"));
   const asRoot = userInfo().uid === 0;
@@ -47,7 +51,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   writeFileSync(join(root, "password"), "chronolog\n");
   run("initdb", ["-D", data, "-U", "chronolog", "--pwfile", join(root, "password"), "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"]);
   const port = await freePort();
-  const settings = [`-p ${port}`, `-k ${root}`, "-c listen_addresses=127.0.0.1", "-c max_connections=300", "-c fsync=off", "-c full_page_writes=off"].join(" ");
+  const settings = [`-p ${port}`, `-k ${root}`, "-c listen_addresses=127.0.0.1", "-c max_connections=300", ...(options.durable ? [] : ["-c fsync=off", "-c full_page_writes=off"])].join(" ");
   run("pg_ctl", ["-D", data, "-o", settings, "-l", join(root, "server.log"), "-w", "start"]);
   return {
     url: `postgres://chronolog:chronolog@127.0.0.1:${port}/postgres`,
