@@ -233,12 +233,16 @@ describe("two owners on one PostgreSQL database", () => {
     const clientA = createClient({ url: a.url, emitVia: "unary" });
     const clientB = createClient({ url: b.url, emitVia: "unary" });
     await clientA.emit("job.queued", { key: "before" }, { id: "before" });
+    const metrics = async (url: string) => (await fetch(`${url}/metrics`)).text();
+    expect(await metrics(a.url)).toMatch(/^chronolog_leader 1$[\s\S]*^chronolog_lease_term 1$[\s\S]*^chronolog_takeovers_total 0$/m);
+    expect(await metrics(b.url)).toMatch(/^chronolog_leader 0$[\s\S]*^chronolog_lease_term 1$/m);
 
     // Paused with emits on their way to it: they wait in its socket buffers meanwhile.
     a.child.kill("SIGSTOP");
     const stalled = Array.from({ length: 5 }, (_, i) => clientA.emit("job.queued", { key: "stalled" }, { id: `stalled-${i}` }).then(() => "ok", (e) => String(e)));
     await b.waitLog(/^took over the lease/, 15_000);
     await b.waitLog(/^owner serving/);
+    expect(await metrics(b.url)).toMatch(/^chronolog_leader 1$[\s\S]*^chronolog_lease_term 2$[\s\S]*^chronolog_takeovers_total 1$/m);
     await clientB.emit("job.queued", { key: "after" }, { id: "after" });
     a.child.kill("SIGCONT");
 

@@ -1,6 +1,8 @@
 import type { DescService } from "@bufbuild/protobuf";
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, Registry } from "prom-client";
+import type { Authenticator } from "./auth/tokens.js";
 import type { Logger } from "./logger.js";
+import { metricsHttpHandler } from "./metrics.js";
 import { listen, type ListenOptions } from "./rpc/listen.js";
 import { roleHeaders, standbyRoutes } from "./rpc/standby.js";
 import type { UpgradeListener } from "./store/migrate.js";
@@ -23,6 +25,8 @@ export interface LeadershipOptions {
   /** Where a standby answers while it waits: the owner's own port, TLS and services. */
   listen: Pick<ListenOptions, "host" | "port" | "tls" | "corsOrigins">;
   services: DescService[];
+  /** Who may read a standby's /metrics (as the leader's: anyone without principals, admins with them). */
+  authenticator: Authenticator;
   logger: Logger;
   /** Aborted: stop waiting (a standby told to stop). */
   signal?: AbortSignal;
@@ -44,11 +48,18 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
     if (!state.leading) {
       let leaderUrl = state.leaderUrl;
       logger.info({ store: shownUrl(options.url), term: state.term, leader: leaderUrl }, `standby: the owner at ${leaderUrl ?? "(no URL)"} leads (term ${state.term}); this one takes over when its lease expires`);
-      const listener = await listen({ ...options.listen, routes: standbyRoutes(options.services, () => leaderUrl) });
+      // A standby's /metrics: its role and the term it sees.
+      const registry = new Registry();
+      let seenTerm = state.term;
+      new Gauge({ name: "chronolog_leader", help: "1 while this owner leads (holds the lease of a PostgreSQL store).", registers: [registry] }).set(0);
+      new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(seenTerm); } });
+      const metrics = { text: () => registry.metrics(), contentType: registry.contentType };
+      const listener = await listen({ ...options.listen, routes: standbyRoutes(options.services, () => leaderUrl), extraHttpHandler: metricsHttpHandler(metrics, options.authenticator, logger) });
       try {
         while (!state.leading) {
           await sleep(Math.min(250, options.leaseMs / 10), options.signal);
           state = await database.lease.tryTake();
+          seenTerm = state.term;
           if (!state.leading && state.leaderUrl !== leaderUrl) {
             leaderUrl = state.leaderUrl;
             logger.info({ term: state.term, leader: leaderUrl }, `standby: the owner at ${leaderUrl ?? "(no URL)"} leads now (term ${state.term})`);
@@ -118,7 +129,7 @@ export class Leadership {
   registerMetrics(registry: Registry): void {
     const lease = this.database.lease;
     new Gauge({ name: "chronolog_leader", help: "1 while this owner leads (holds the lease of a PostgreSQL store).", registers: [registry], collect: () => undefined }).set(1);
-    new Gauge({ name: "chronolog_lease_term", help: "The lease's term this owner holds.", registers: [registry], collect() { this.set(lease.term); } });
+    new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(lease.term); } });
     new Gauge({ name: "chronolog_lease_age_seconds", help: "Time since this owner last renewed its lease.", registers: [registry], collect() { this.set((performance.now() - lease.renewedAt) / 1000); } });
     new Counter({ name: "chronolog_takeovers_total", help: "Takeovers by this owner: leases taken from an owner whose lease expired.", registers: [registry] }).inc(this.tookOver ? 1 : 0);
   }

@@ -203,7 +203,7 @@ export class OwnerMetrics {
  * must send `Authorization: Bearer <token>` of an admin principal (401 without a known token,
  * 403 for a non-admin). Other paths are not handled (false).
  */
-export function metricsHttpHandler(metrics: OwnerMetrics, authenticator: Authenticator, logger: Logger): (req: HttpRequest, res: HttpResponse) => boolean {
+export function metricsHttpHandler(metrics: Pick<OwnerMetrics, "text" | "contentType">, authenticator: Authenticator, logger: Logger): (req: HttpRequest, res: HttpResponse) => boolean {
   return (req, res) => {
     const url = req.url ?? "";
     if (url !== "/metrics" && !url.startsWith("/metrics?")) return false;

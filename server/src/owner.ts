@@ -175,6 +175,7 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
     leaseMs: options.leaseMs ?? defaultLeaseMs,
     listen: { host: options.host, port: options.port, tls: tlsOf(options.config), corsOrigins: options.config?.cors?.origins },
     services,
+    authenticator: new Authenticator(options.config?.principals),
     logger,
     signal: options.signal,
     onUpgrade: ({ from, to, files }) => logger.info({ from, to, migrations: files }, `upgrading the database's schema from ${from} to ${to}`),
