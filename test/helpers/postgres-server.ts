@@ -37,8 +37,9 @@ function freePort(): Promise<number> {
  */
 export async function startPostgresServer(options: { durable?: boolean } = {}): Promise<PostgresServer> {
   const bin = binDir();
-  const root = mkdtempSync(join(tmpdir(), "chronolog-pg-"));
   const asRoot = userInfo().uid === 0;
+  // As root, under /tmp: the test run's own temporary folder is root's alone, and `nobody` must reach its folder.
+  const root = mkdtempSync(join(asRoot ? "/tmp" : tmpdir(), "chronolog-pg-"));
   // As root: run the server as `nobody`, owner of the folder (PostgreSQL refuses to run as root).
   const run = (cmd: string, args: string[]) =>
     execFileSync(asRoot ? "runuser" : join(bin, cmd), asRoot ? ["-u", "nobody", "--", join(bin, cmd), ...args] : args, { stdio: "pipe", cwd: root });
