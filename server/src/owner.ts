@@ -313,7 +313,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
       await Promise.all([deliveries, actions.stop(graceMs, deliveries)]);
       hub.stop();
       await listener.close();
-      await committer.submit(() => undefined);
+      await committer.stop();
       await store.close();
       await leadership?.release();
       logger.info("owner stopped");

@@ -1,5 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Clock } from "../clock.js";
+import { ChronologError } from "../errors.js";
 import type { EventRecord, EventStatements } from "./events.js";
 import type { Db } from "./sql.js";
 import { sqliteTransactions, type Transactions } from "./transactions.js";
@@ -116,6 +117,8 @@ export class Committer {
   private flushTimer: NodeJS.Timeout | undefined;
   /** A batch runs its slices or waits for its fsync: the next batch collects meanwhile and commits after it. */
   private busy = false;
+  /** {@link stop} was called. */
+  private stopped = false;
   /** The last committed seq (appends continue from it). */
   private headSeq: number;
   /** The last durable seq. */
@@ -142,6 +145,15 @@ export class Committer {
     return this.durableSeq;
   }
 
+  /**
+   * Stops taking work (a later submit is refused UNAVAILABLE) and resolves once what was queued
+   * is committed and durable: the store may close then (its WAL's fsync must not be cut off).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    while (this.busy || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+
   /** Calls `listener` after every commit that succeeded. */
   onCommit(listener: (info: CommitInfo) => void): void {
     this.listeners.push(listener);
@@ -154,6 +166,7 @@ export class Committer {
    * a unit that is not deferrable brings the batch forward again.
    */
   submit<T>(work: Work<T>, options: { deferrable?: boolean } = {}): Promise<T> {
+    if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
       if (!options.deferrable) this.urgent++;
