@@ -10,7 +10,7 @@ import { bookings } from "./plugin.js";
 const usage = `usage: node --import tsx examples/bookings/executor.ts [URL] [--url URL] [--token TOKEN]
 
 Runs the bookings executor: registers the bookings plugin and hosts its processor and actions.
-  URL, --url URL   the owner's URL (default: $CHRONOLOG_URL, else http://127.0.0.1:50051)
+  URL, --url URL   the owner's URL, or several owners' separated by commas (default: $CHRONOLOG_URL, else http://127.0.0.1:50051)
   --token TOKEN    an executor principal's token, for an owner started with a config (default: $CHRONOLOG_TOKEN)`;
 
 let parsed;
@@ -25,8 +25,9 @@ if (parsed.values.help) {
   process.exit(0);
 }
 const url = parsed.values.url ?? parsed.positionals[0] ?? process.env.CHRONOLOG_URL ?? "http://127.0.0.1:50051";
-if (parsed.positionals.length > (parsed.values.url ? 0 : 1) || !URL.canParse(url)) {
-  console.error(`bookings executor: expected one owner URL (http://host:port), got ${[...parsed.positionals, parsed.values.url ?? ""].join(" ").trim()}\n\n${usage}`);
+// Several owners (a leader and its standbys): a comma-separated list; the executor follows the leader.
+if (parsed.positionals.length > (parsed.values.url ? 0 : 1) || !url.split(",").every((u) => URL.canParse(u.trim()))) {
+  console.error(`bookings executor: expected an owner URL (http://host:port), or several separated by commas, got ${[...parsed.positionals, parsed.values.url ?? url].join(" ").trim()}\n\n${usage}`);
   process.exit(2);
 }
 const token = parsed.values.token ?? process.env.CHRONOLOG_TOKEN;

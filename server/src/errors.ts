@@ -67,6 +67,7 @@ export class ChronologError extends Error {
   static from(e: unknown): ChronologError {
     if (e instanceof ChronologError) return e;
     if (isDiskFull(e)) return new ChronologError("unavailable", "the owner's disk is full: nothing was written; retry once space is freed");
+    if (isConnectionLost(e)) return new ChronologError("unavailable", "the owner lost its connection to its database: retry (with the same ids) at the leader");
     const err = new ChronologError("internal", "internal error");
     (err as { cause?: unknown }).cause = e;
     return err;
@@ -90,6 +91,17 @@ export function asItem<T>(item: string, work: () => T): T {
   } catch (e) {
     throw forItem(item, e);
   }
+}
+
+/**
+ * A PostgreSQL connection that ended or broke (the server restarted, the connection was ended by
+ * a takeover, the network failed): SQLSTATE class 08, 57P01-57P03, or libpq's own words.
+ */
+export function isConnectionLost(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  const state = (e as { sqlState?: string }).sqlState;
+  if (state && (state.startsWith("08") || /^57P0[123]$/.test(state))) return true;
+  return /server closed the connection|terminating connection|no connection to the server|connection to server .* failed|could not send data to server|could not receive data from server/i.test(e.message);
 }
 
 /** SQLite's "database or disk is full" (SQLITE_FULL): the whole commit was rolled back. */

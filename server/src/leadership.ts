@@ -56,9 +56,20 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
       const metrics = { text: () => registry.metrics(), contentType: registry.contentType };
       const listener = await listen({ ...options.listen, routes: standbyRoutes(options.services, () => leaderUrl), extraHttpHandler: metricsHttpHandler(metrics, options.authenticator, logger) });
       try {
+        let unreachable = false;
         while (!state.leading) {
           await sleep(Math.min(250, options.leaseMs / 10), options.signal);
-          state = await database.lease.tryTake();
+          try {
+            state = await raceAbort(database.lease.tryTake(), options.signal);
+          } catch (err) {
+            if (options.signal?.aborted) throw err;
+            // PostgreSQL restarted or unreachable: a standby keeps waiting and tries again.
+            if (!unreachable) logger.warn({ err }, "standby: the lease cannot be read (PostgreSQL unreachable?); trying again");
+            unreachable = true;
+            continue;
+          }
+          if (unreachable) logger.info("standby: the lease can be read again");
+          unreachable = false;
           seenTerm = state.term;
           if (!state.leading && state.leaderUrl !== leaderUrl) {
             leaderUrl = state.leaderUrl;
@@ -95,9 +106,16 @@ export class Leadership {
     return this.database.lease.term;
   }
 
-  /** Opens the store for this term; `onLost` is told when a write finds another owner leads. */
+  /**
+   * Opens the store for this term; `onLost` is told when a write finds another owner leads, or a
+   * statement finds its connection to PostgreSQL gone (what the connection last sent may or may
+   * not have committed: only a restart, from the store, knows).
+   */
   open(onLost: (reason: string) => void): Store {
-    return this.database.open((error: FencedError) => this.lose(error.message, onLost));
+    return this.database.open(
+      (error: FencedError) => this.lose(error.message, onLost),
+      (error) => this.lose(`the connection to PostgreSQL broke (${error.message.trim().split("\n")[0]})`, onLost),
+    );
   }
 
   /**
@@ -141,12 +159,37 @@ export class Leadership {
     this.database.close();
   }
 
+  /** The reason a commit failed, for the owner's log as it steps down. */
+  commitFailed(error: unknown, onLost: (reason: string) => void): void {
+    this.lose(`a commit failed (${error instanceof Error ? error.message.trim().split("\n")[0] : String(error)})`, onLost);
+  }
+
   private lose(reason: string, onLost: (reason: string) => void): void {
     if (this.lost) return;
     this.lost = true;
     clearInterval(this.renewals);
     onLost(`${reason} (this owner's term was ${this.term})`);
   }
+}
+
+/** `promise`, or a rejection with the signal's reason once it aborts. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const stop = () => reject(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", stop);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener("abort", stop);
+        reject(error);
+      },
+    );
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -168,6 +168,12 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
 async function startOnPostgres(options: OwnerOptions, url: string, manifests: PluginManifest[]): Promise<Owner> {
   const { logger } = options;
   const scheme = options.config?.tls ? "https" : "http";
+  if (options.advertiseUrl !== undefined && (!URL.canParse(options.advertiseUrl) || !/^https?:$/.test(new URL(options.advertiseUrl).protocol))) {
+    throw new Error(`--advertise-url must be an http:// or https:// URL clients reach this owner at, e.g. http://owner-1.example:50051 (got ${JSON.stringify(options.advertiseUrl)})`);
+  }
+  if (options.advertiseUrl === undefined && (options.host === "0.0.0.0" || options.host === "::")) {
+    logger.warn({ host: options.host }, `no --advertise-url: standbys will tell clients this owner is at ${scheme}://localhost:${options.port}; give the URL other machines reach it at`);
+  }
   const leadership = await awaitLeadership({
     url,
     instanceId: randomUUID().slice(0, 8),
@@ -184,24 +190,25 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
     logger.fatal({ term: leadership.term }, `stepping down: ${reason}; this owner stops writing and exits (restart it to serve as a standby)`);
     process.exit(1);
   };
+  // Renewed from now on: a start slower than the lease must not lose it.
+  leadership.keep(stepDown);
   const store = leadership.open(stepDown);
   try {
-    const owner = await serve(options, store, manifests, leadership);
-    leadership.keep(stepDown);
-    return owner;
+    return await serve(options, store, manifests, leadership, stepDown);
   } catch (e) {
     await leadership.release();
     throw e;
   }
 }
 
-async function serve(options: OwnerOptions, store: Store, manifests: PluginManifest[], leadership?: Leadership): Promise<Owner> {
+async function serve(options: OwnerOptions, store: Store, manifests: PluginManifest[], leadership?: Leadership, stepDown?: (reason: string) => void): Promise<Owner> {
   const { config, logger } = options;
   const events = eventStatements(store.db);
   const committer = new Committer(store.db, options.clock ?? systemClock, events, {
     transactions: store.transactions,
     onListenerError: (err) => logger.error({ err }, "a commit follower failed"),
     onFatal: (err) => {
+      if (leadership && stepDown) return leadership.commitFailed(err, stepDown);
       // After a failed fsync the page cache cannot be trusted (PostgreSQL's "fsyncgate"), and a seq
       // taken by another writer means the in-memory head is wrong: stop at once, restart recovers from disk.
       logger.fatal({ err }, "the log's writer cannot go on (a failed WAL fsync, or another writer on this database); stopping the owner");

@@ -37,6 +37,13 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     process.once("SIGINT", stopStandby);
     process.once("SIGTERM", stopStandby);
   }
+  // A start whose every wait ended without an answer (nothing left to run) would end the process
+  // with status 0 and no word: say so and fail instead.
+  const silentEnd = () => {
+    logger.fatal("the owner's start ended without serving and without an error; stopping");
+    process.exit(1);
+  };
+  process.once("beforeExit", silentEnd);
   let owner;
   try {
     owner = await startOwner({
@@ -62,6 +69,7 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     }
     throw e;
   }
+  process.off("beforeExit", silentEnd);
   process.off("SIGINT", stopStandby);
   process.off("SIGTERM", stopStandby);
   // The first SIGINT or SIGTERM stops the owner, with its grace; later ones while it stops are

@@ -1,3 +1,4 @@
+import { isConnectionLost } from "../../errors.js";
 import type { NativeClient } from "./pg-db.js";
 
 /** What {@link Lease.tryTake} found. */
@@ -23,7 +24,8 @@ export interface LeaseOptions {
  * (transactions.ts), so once the term moved the old leader can never commit again.
  *
  * Its queries run on a connection of their own, asynchronously: the committer's statements
- * never delay a renewal.
+ * never delay a renewal. A query that gets no answer within the lease's length fails, and a
+ * connection that broke (PostgreSQL restarted, a takeover ended it) is made again by the next query.
  */
 export class Lease {
   /** The term this owner holds (0 while standby). */
@@ -31,8 +33,11 @@ export class Lease {
   /** When the last renewal succeeded, by the process's monotonic clock, ms. */
   renewedAt = 0;
 
+  private client: NativeClient | undefined;
+
   constructor(
-    private readonly client: NativeClient,
+    /** Makes the lease's connection (again, after one broke). */
+    private readonly connect: () => NativeClient,
     private readonly options: LeaseOptions,
   ) {}
 
@@ -76,10 +81,32 @@ export class Lease {
   }
 
   close(): void {
-    this.client.end();
+    this.client?.end();
+    this.client = undefined;
   }
 
   private query(text: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
-    return new Promise((resolve, reject) => this.client.query(text, values.map((v) => (typeof v === "number" ? String(v) : v)), (error, rows) => (error ? reject(error) : resolve(rows))));
+    return new Promise((resolve, reject) => {
+      let client: NativeClient;
+      try {
+        client = this.client ??= this.connect();
+      } catch (error) {
+        return reject(error);
+      }
+      const drop = () => {
+        if (this.client === client) this.client = undefined;
+        client.end();
+      };
+      const timer = setTimeout(() => {
+        drop();
+        reject(new Error(`PostgreSQL did not answer a lease query within ${this.options.leaseMs} ms`));
+      }, this.options.leaseMs);
+      client.query(text, values.map((v) => (typeof v === "number" ? String(v) : v)), (error, rows) => {
+        clearTimeout(timer);
+        if (!error) return resolve(rows);
+        if (isConnectionLost(error)) drop();
+        reject(error);
+      });
+    });
   }
 }

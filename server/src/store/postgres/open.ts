@@ -15,6 +15,7 @@ export function shownUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = "***";
+    if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "***");
     return parsed.toString();
   } catch {
     return "(an unparsable URL)";
@@ -44,8 +45,11 @@ function connect(url: string, instanceId: string, role: string): NativeClient {
 /** A PostgreSQL database an owner connected to and migrated, before it leads. */
 export interface PostgresDatabase {
   lease: Lease;
-  /** Opens the store for the leader of `lease.term`; `onFenced` is told when a write finds another owner leads. */
-  open(onFenced: (error: FencedError) => void): Store;
+  /**
+   * Opens the store for the leader of `lease.term`; `onFenced` is told when a write finds another
+   * owner leads, `onLost` when a statement finds its connection gone.
+   */
+  open(onFenced: (error: FencedError) => void, onLost: (error: Error) => void): Store;
   /** Closes what is open (the lease's connection, and the store's when opened). */
   close(): void;
 }
@@ -60,15 +64,21 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
     leaseClient.end();
     throw e;
   }
-  const held = new Lease(leaseClient, lease);
+  let first: NativeClient | undefined = leaseClient;
+  const held = new Lease(() => {
+    const client = first ?? connect(url, lease.instanceId, "lease");
+    first = undefined;
+    return client;
+  }, lease);
   let db: PgDb | undefined;
   return {
     lease: held,
-    open(onFenced) {
+    open(onFenced, onLost) {
       const writer = connect(url, lease.instanceId, "writer");
       const reader = connect(url, lease.instanceId, "reader");
       writer.querySync("SET synchronous_commit = on; SET idle_in_transaction_session_timeout = 0");
       db = new PgDb(writer, reader);
+      db.onLost = onLost;
       const opened = db;
       return {
         dialect: "postgres",

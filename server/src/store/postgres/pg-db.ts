@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { isConnectionLost } from "../../errors.js";
 import type { Db, RunResult, SqlStatement } from "../sql.js";
 import { DeferredInserts } from "./deferred-inserts.js";
 
@@ -42,9 +43,14 @@ const types: TypeParsers = {
   },
 };
 
-/** A new libpq client connected to `url`, named `applicationName` in pg_stat_activity (what a standby's takeover ends). */
+/**
+ * A new libpq client connected to `url`, named `applicationName` in pg_stat_activity (what a
+ * standby's takeover ends). A broken connection is reported as an error of its next call, never
+ * as an unhandled 'error' event.
+ */
 export function connectNative(url: string, applicationName: string, options: { arrayMode?: boolean } = {}): NativeClient {
   const client = new (loadNative().Client)({ types, arrayMode: options.arrayMode });
+  client.on("error", () => undefined); // its async query's callback gets the error too
   client.connectSync(withApplicationName(url, applicationName));
   return client;
 }
@@ -62,13 +68,17 @@ export function sqlState(error: unknown): string | undefined {
   return (error as { sqlState?: string }).sqlState;
 }
 
-/** Runs `fn` on `client` and gives a thrown error the SQLSTATE of the last result (pg-native throws bare Errors). */
-function withState<T>(client: NativeClient, fn: () => T): T {
+/**
+ * Runs `fn` on `client` and gives a thrown error the SQLSTATE of the last result (pg-native
+ * throws bare Errors); `onLost` hears of an error that means the connection is gone.
+ */
+function withState<T>(client: NativeClient, fn: () => T, onLost?: (error: Error) => void): T {
   try {
     return fn();
   } catch (error) {
     const state = client.pq.resultErrorFields()?.sqlstate;
     if (error instanceof Error && state) (error as Error & { sqlState?: string }).sqlState = state;
+    if (onLost && isConnectionLost(error)) onLost(error as Error);
     throw error;
   }
 }
@@ -171,7 +181,7 @@ class PgStatement implements SqlStatement {
         this.preparedOn.add(client);
       }
       return client.executeSync(this.name, values) as Record<string, unknown>[];
-    });
+    }, this.db.onLost);
   }
 
   private values(params: unknown[]): unknown[] {
@@ -212,6 +222,8 @@ export class PgDb implements Db {
    */
   savepoint: "none" | "set" = "none";
   releasePending = false;
+  /** Told when a statement finds its connection gone (the owner steps down: it cannot know what committed). */
+  onLost: ((error: Error) => void) | undefined;
 
   constructor(
     readonly writer: NativeClient,
@@ -247,7 +259,7 @@ export class PgDb implements Db {
   exec(sql: string): void {
     this.beforeWrite();
     const client = this.client();
-    withState(client, () => client.querySync(sql));
+    withState(client, () => client.querySync(sql), this.onLost);
   }
 
   close(): void {
