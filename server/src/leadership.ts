@@ -125,6 +125,7 @@ export class Leadership {
   keep(onLost: (reason: string) => void): void {
     const lease = this.database.lease;
     this.renewals = setInterval(() => {
+      this.database.probe(); // a PostgreSQL restart broke the store's connections too: step down now, not at the next call
       lease.renew().then(
         (held) => {
           if (!held) this.lose("another owner took the lease", onLost);

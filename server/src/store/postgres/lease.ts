@@ -1,4 +1,3 @@
-import { isConnectionLost } from "../../errors.js";
 import type { NativeClient } from "./pg-db.js";
 
 /** What {@link Lease.tryTake} found. */
@@ -24,8 +23,8 @@ export interface LeaseOptions {
  * (transactions.ts), so once the term moved the old leader can never commit again.
  *
  * Its queries run on a connection of their own, asynchronously: the committer's statements
- * never delay a renewal. A query that gets no answer within the lease's length fails, and a
- * connection that broke (PostgreSQL restarted, a takeover ended it) is made again by the next query.
+ * never delay a renewal. A query that gets no answer within the lease's length fails, and after
+ * a failed query (PostgreSQL restarted, a takeover ended the connection) the next one connects again.
  */
 export class Lease {
   /** The term this owner holds (0 while standby). */
@@ -104,7 +103,7 @@ export class Lease {
       client.query(text, values.map((v) => (typeof v === "number" ? String(v) : v)), (error, rows) => {
         clearTimeout(timer);
         if (!error) return resolve(rows);
-        if (isConnectionLost(error)) drop();
+        drop(); // whatever went wrong, the next query starts on a new connection
         reject(error);
       });
     });

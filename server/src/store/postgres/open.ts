@@ -50,6 +50,8 @@ export interface PostgresDatabase {
    * owner leads, `onLost` when a statement finds its connection gone.
    */
   open(onFenced: (error: FencedError) => void, onLost: (error: Error) => void): Store;
+  /** Checks the store's connection, once opened (a broken one is told to `open`'s `onLost`). */
+  probe(): void;
   /** Closes what is open (the lease's connection, and the store's when opened). */
   close(): void;
 }
@@ -87,6 +89,13 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
         committed: () => undefined,
         close: async () => opened.close(),
       };
+    },
+    probe() {
+      try {
+        db?.probe();
+      } catch {
+        // told to onLost
+      }
     },
     close() {
       db?.close();

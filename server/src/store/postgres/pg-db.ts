@@ -262,6 +262,11 @@ export class PgDb implements Db {
     withState(client, () => client.querySync(sql), this.onLost);
   }
 
+  /** Checks the reader's connection with a round trip ({@link onLost} hears of a broken one). */
+  probe(): void {
+    withState(this.reader, () => this.reader.querySync("SELECT 1"), this.onLost);
+  }
+
   close(): void {
     this.writer.end();
     this.reader.end();
