@@ -45,10 +45,16 @@ export function connectNative(url: string, applicationName: string, options: { a
   return client;
 }
 
+/**
+ * `url` with `application_name` (and `options`, unless given) in its query. The query is written
+ * with percent-encoding: URLSearchParams writes a space as `+`, which libpq keeps as a `+`.
+ */
 function withApplicationName(url: string, name: string): string {
   const parsed = new URL(url);
-  parsed.searchParams.set("application_name", name);
-  if (!parsed.searchParams.has("options")) parsed.searchParams.set("options", "-c client_min_messages=warning"); // no NOTICEs on stderr
+  const params = new Map(parsed.searchParams);
+  params.set("application_name", name);
+  if (!params.has("options")) params.set("options", "-c client_min_messages=warning"); // no NOTICEs on stderr
+  parsed.search = [...params].map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(value)}`).join("&");
   return parsed.toString();
 }
 
