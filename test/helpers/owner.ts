@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,6 +34,27 @@ export function testDatabase(dataDir: string): string {
   const url = new URL(admin);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/**
+ * The rows of `sql` (no parameters) read from the store of data folder `dataDir`: its SQLite
+ * file, or its PostgreSQL test database (integers read as numbers on both).
+ */
+export function queryStore(dataDir: string, sql: string): Record<string, unknown>[] {
+  if (onPostgres) {
+    const client = connectNative(testDatabase(dataDir), "chronolog tests");
+    try {
+      return client.querySync(sql);
+    } finally {
+      client.end();
+    }
+  }
+  const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
+  try {
+    return db.prepare(sql).all() as Record<string, unknown>[];
+  } finally {
+    db.close();
+  }
 }
 
 /**

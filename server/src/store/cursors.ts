@@ -18,7 +18,7 @@ export interface FailedDeliveryRow {
 
 /** The statements on `cursors` and `failed_deliveries`, one function each. Writes run inside a committer unit. */
 export function cursorStatements(db: Db) {
-  const get = db.prepare("SELECT processor, ack_floor AS ackFloor, paused FROM cursors WHERE processor = ?");
+  const get = db.prepare(`SELECT processor, ack_floor AS "ackFloor", paused FROM cursors WHERE processor = ?`);
   const save = db.prepare(
     `INSERT INTO cursors (processor, ack_floor, updated_at) VALUES (?, ?, ?)
      ON CONFLICT (processor) DO UPDATE SET ack_floor = excluded.ack_floor, updated_at = excluded.updated_at`,
@@ -27,8 +27,8 @@ export function cursorStatements(db: Db) {
     `INSERT INTO cursors (processor, ack_floor, paused, updated_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (processor) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
   );
-  const failedOf = db.prepare("SELECT processor, seq, error, attempts, failed_seq AS failedSeq FROM failed_deliveries WHERE processor = ? ORDER BY seq");
-  const failedAll = db.prepare("SELECT processor, seq, error, attempts, failed_seq AS failedSeq FROM failed_deliveries ORDER BY processor, seq");
+  const failedOf = db.prepare(`SELECT processor, seq, error, attempts, failed_seq AS "failedSeq" FROM failed_deliveries WHERE processor = ? ORDER BY seq`);
+  const failedAll = db.prepare(`SELECT processor, seq, error, attempts, failed_seq AS "failedSeq" FROM failed_deliveries ORDER BY processor, seq`);
   const failedCount = db.prepare("SELECT COUNT(*) AS n FROM failed_deliveries WHERE processor = ?");
   const deleteFailed = db.prepare("DELETE FROM failed_deliveries WHERE processor = ? AND seq = ?");
   const insertFailed = db.prepare(
