@@ -7,7 +7,7 @@ import { createInterface } from "node:readline";
 import { pino } from "pino";
 import { createHash } from "node:crypto";
 import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
-import { connectNative } from "../../server/src/store/postgres/pg-db.js";
+import { connectNative, numberParameters } from "../../server/src/store/postgres/pg-db.js";
 
 /** A fresh temporary data folder. */
 export function tempDir(prefix = "chronolog-test-"): string {
@@ -37,24 +37,42 @@ export function testDatabase(dataDir: string): string {
 }
 
 /**
- * The rows of `sql` (no parameters) read from the store of data folder `dataDir`: its SQLite
- * file, or its PostgreSQL test database (integers read as numbers on both).
+ * The rows of `sql` (`?` parameters) read from the store of data folder `dataDir` on a connection
+ * of its own: its SQLite file, or its PostgreSQL test database (integers read as numbers, and
+ * booleans as 1 and 0, on both).
  */
-export function queryStore(dataDir: string, sql: string): Record<string, unknown>[] {
+export function queryStore(dataDir: string, sql: string, params: (string | number | null)[] = []): Record<string, unknown>[] {
   if (onPostgres) {
-    const client = connectNative(testDatabase(dataDir), "chronolog tests");
+    const client = connectNative(databaseOf(dataDir), "chronolog tests");
     try {
-      return client.querySync(sql);
+      return client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
     } finally {
       client.end();
     }
   }
   const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
   try {
-    return db.prepare(sql).all() as Record<string, unknown>[];
+    return db.prepare(sql).all(...params) as Record<string, unknown>[];
   } finally {
     db.close();
   }
+}
+
+/**
+ * {@link queryStore} on the store of an owner running in this process, once the units it queued
+ * before (a claim a clock's advance rang, say) had their turn to commit.
+ */
+export async function ownerRows(owner: { dataDir: string }, sql: string, params: (string | number | null)[] = []): Promise<Record<string, unknown>[]> {
+  await new Promise((resolve) => setImmediate(resolve));
+  return queryStore(owner.dataDir, sql, params);
+}
+
+const databases = new Map<string, string>();
+/** {@link testDatabase}, remembered per folder. */
+function databaseOf(dataDir: string): string {
+  let url = databases.get(dataDir);
+  if (url === undefined) databases.set(dataDir, (url = testDatabase(dataDir)));
+  return url;
 }
 
 /**
@@ -67,14 +85,14 @@ export function queryStore(dataDir: string, sql: string): Record<string, unknown
  * `timerLookaheadMs` is passed: those tests assert exact instants of the rules (the lookahead
  * has tests of its own).
  */
-export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promise<Owner & { url: string }> {
+export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promise<Owner & { url: string; dataDir: string }> {
   const retention = options.timers && !("timerRetentionMs" in options) ? { timerRetentionMs: 0 } : {};
   const callRetention = options.timers && !("callRetentionMs" in options) ? { callRetentionMs: 0 } : {};
   const lookahead = options.timers && !("timerLookaheadMs" in options) ? { timerLookaheadMs: 0 } : {};
   const dataDir = options.dataDir ?? tempDir();
   const store = onPostgres && !("store" in options) ? { store: testDatabase(dataDir) } : {};
-  const owner = await startOwner({ dataDir, ...store, host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
-  return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}` });
+  const owner = await startOwner({ dataDir, ...store, host: "127.0.0.1", port: 0, logger: pino({ level: process.env.TLOG ?? "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
+  return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}`, dataDir });
 }
 
 /** An owner running as a child process (for kill -9 tests). */

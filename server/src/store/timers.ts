@@ -147,7 +147,13 @@ export function timerStatements(db: Db) {
   const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
   const pendingCount = db.prepare("SELECT count(*) AS n FROM timers WHERE next_due_ms IS NOT NULL");
   const due = limitedStatement(db, `SELECT ${timerColumns} FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?`, { raw: true });
-  const dueCount = limitedStatement(db, "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?)");
+  const dueCount = limitedStatement(
+    db,
+    sqlFor(db, {
+      sqlite: "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?)",
+      postgres: "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?) AS due", // a subquery in FROM needs a name
+    }),
+  );
   const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
   const listScheduled = limitedStatement(
     db,
