@@ -111,18 +111,14 @@ function toParameter(value: unknown): unknown {
   return value;
 }
 
-let statementNames = 0;
-
 /**
- * A statement of {@link PgDb}: prepared on a connection the first time it runs there, under a
- * name of its own.
+ * A statement of {@link PgDb}: prepared on a connection the first time its SQL runs there
+ * ({@link PgDb.preparedName}).
  */
 class PgStatement implements SqlStatement {
   private readonly text: string;
   private readonly names: string[] | undefined;
   private readonly count: number;
-  private readonly name = `s${++statementNames}`;
-  private readonly preparedOn = new WeakSet<NativeClient>();
   private mode: "rows" | "pluck" | "raw" = "rows";
 
   constructor(
@@ -162,13 +158,7 @@ class PgStatement implements SqlStatement {
 
   private execute(client: NativeClient, params: unknown[]): Record<string, unknown>[] {
     const values = this.values(params);
-    return withState(client, () => {
-      if (!this.preparedOn.has(client)) {
-        client.prepareSync(this.name, this.text, this.count);
-        this.preparedOn.add(client);
-      }
-      return client.executeSync(this.name, values) as Record<string, unknown>[];
-    });
+    return withState(client, () => client.executeSync(this.db.preparedName(client, this.text, this.count), values) as Record<string, unknown>[]);
   }
 
   private values(params: unknown[]): unknown[] {
@@ -200,6 +190,8 @@ export class PgDb implements Db {
   readonly dialect = "postgres" as const;
   /** The committer's units are running: statements go to the writer's open transaction. */
   writing = false;
+  /** The statements prepared on each connection: their names by SQL. */
+  private readonly prepared = new Map<NativeClient, Map<string, string>>();
 
   constructor(
     readonly writer: NativeClient,
@@ -217,6 +209,23 @@ export class PgDb implements Db {
 
   prepare(sql: string): SqlStatement {
     return new PgStatement(this, sql);
+  }
+
+  /**
+   * The name `text` is prepared under on `client`, preparing it there the first time. Statements
+   * of the same SQL share it: a module that prepares a statement per call (a query over a list of
+   * types, say) prepares it once on the server, not once per call.
+   */
+  preparedName(client: NativeClient, text: string, count: number): string {
+    let names = this.prepared.get(client);
+    if (!names) this.prepared.set(client, (names = new Map()));
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `s${names.size + 1}`;
+      client.prepareSync(name, text, count);
+      names.set(text, name);
+    }
+    return name;
   }
 
   exec(sql: string): void {
