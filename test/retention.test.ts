@@ -131,7 +131,7 @@ function sweepFrom<K extends "timerRetention" | "callRetention" = "timerRetentio
 
 /** Rows of one SQL query on the owner's store. */
 function sql(h: Harness, statement: string): Promise<Record<string, unknown>[]> {
-  return ownerRows(h.owner, statement);
+  return ownerRows(h, statement);
 }
 
 const timerIds = async (h: Harness) => (await sql(h, "SELECT id FROM timers ORDER BY id")).map((r) => r.id);

@@ -261,7 +261,7 @@ async function harness(clock: ManualClock, options: { dataDir?: string; schedule
 
 /** The occurrence rows of `timerId`, by due moment. */
 function occurrences(h: Harness, timerId: string): Promise<Record<string, unknown>[]> {
-  return ownerRows(h.owner, "SELECT id, due_ms, status, origin, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms, id", [timerId]);
+  return ownerRows(h, "SELECT id, due_ms, status, origin, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms, id", [timerId]);
 }
 
 const every = (n: number) => ({ when: { case: "everyMs" as const, value: BigInt(n) } });

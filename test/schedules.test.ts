@@ -118,7 +118,7 @@ const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t
 
 /** The occurrence rows of `timerId`, by due moment. */
 function occurrences(h: Harness, timerId: string): Promise<Record<string, unknown>[]> {
-  return ownerRows(h.owner, "SELECT id, due_ms, status, attempts, next_attempt_ms, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms", [timerId]);
+  return ownerRows(h, "SELECT id, due_ms, status, attempts, next_attempt_ms, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms", [timerId]);
 }
 
 

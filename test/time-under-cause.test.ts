@@ -192,7 +192,7 @@ async function timersOf(h: Harness, job: string) {
 
 /** How many occurrences timer `id` has. */
 async function occurrenceCount(h: Harness, id: string): Promise<number> {
-  return Number((await ownerRows(h.owner, "SELECT count(*) AS n FROM timer_occurrences WHERE timer_id = ?", [id]))[0]?.n);
+  return Number((await ownerRows(h, "SELECT count(*) AS n FROM timer_occurrences WHERE timer_id = ?", [id]))[0]?.n);
 }
 
 describe("timer changes under a cause, run again, are answered from the log", () => {

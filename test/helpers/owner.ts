@@ -8,6 +8,8 @@ import { pino } from "pino";
 import { createHash } from "node:crypto";
 import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
 import { connectNative, numberParameters } from "../../server/src/store/postgres/pg-db.js";
+import type { ChronologClient } from "../../sdk/ts/src/client.js";
+import { until } from "./until.js";
 
 /** A fresh temporary data folder. */
 export function tempDir(prefix = "chronolog-test-"): string {
@@ -41,18 +43,30 @@ export function testDatabase(dataDir: string): string {
  * of its own: its SQLite file, or its PostgreSQL test database (integers read as numbers, and
  * booleans as 1 and 0, on both).
  */
-export function queryStore(dataDir: string, sql: string, params: (string | number | null)[] = []): Record<string, unknown>[] {
+export function queryStore(dataDir: string, sql: string, params: Parameter[] = []): Record<string, unknown>[] {
+  return readStore(dataDir, sql, params).rows;
+}
+
+type Parameter = string | number | null;
+
+/** {@link queryStore}'s rows, and the last seq of the log in the same snapshot. */
+function readStore(dataDir: string, sql: string, params: Parameter[]): { rows: Record<string, unknown>[]; head: number } {
+  const headSql = "SELECT COALESCE(MAX(seq), 0) AS head FROM events";
   if (onPostgres) {
     const client = connectNative(databaseOf(dataDir), "chronolog tests");
     try {
-      return client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
+      client.querySync("BEGIN ISOLATION LEVEL REPEATABLE READ");
+      const rows = client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
+      const head = client.querySync(headSql)[0].head as number;
+      client.querySync("COMMIT");
+      return { rows, head };
     } finally {
       client.end();
     }
   }
   const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
   try {
-    return db.prepare(sql).all(...params) as Record<string, unknown>[];
+    return db.transaction(() => ({ rows: db.prepare(sql).all(...params) as Record<string, unknown>[], head: (db.prepare(headSql).get() as { head: number }).head }))();
   } finally {
     db.close();
   }
@@ -60,11 +74,16 @@ export function queryStore(dataDir: string, sql: string, params: (string | numbe
 
 /**
  * {@link queryStore} on the store of an owner running in this process, once the units it queued
- * before (a claim a clock's advance rang, say) had their turn to commit.
+ * before (a claim a clock's advance rang, say) had their turn to commit, answered once what they
+ * read is durable: once the owner's log reached the last seq committed with it (what an owner's
+ * readers see waits for the commit's sync; rows are visible to another connection before).
  */
-export async function ownerRows(owner: { dataDir: string }, sql: string, params: (string | number | null)[] = []): Promise<Record<string, unknown>[]> {
+export async function ownerRows(h: { owner: { dataDir: string }; client: ChronologClient }, sql: string, params: Parameter[] = []): Promise<Record<string, unknown>[]> {
   await new Promise((resolve) => setImmediate(resolve));
-  return queryStore(owner.dataDir, sql, params);
+  const { rows, head } = readStore(h.owner.dataDir, sql, params);
+  const durable = async () => (await h.client.log.readLog({ pageSize: 1 })).headSeq >= BigInt(head);
+  if (!(await durable())) await until(durable, `the owner's log to reach seq ${head}`);
+  return rows;
 }
 
 const databases = new Map<string, string>();
