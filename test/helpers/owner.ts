@@ -110,7 +110,7 @@ export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promi
   const lookahead = options.timers && !("timerLookaheadMs" in options) ? { timerLookaheadMs: 0 } : {};
   const dataDir = options.dataDir ?? tempDir();
   const store = onPostgres && !("store" in options) ? { store: testDatabase(dataDir) } : {};
-  const owner = await startOwner({ dataDir, ...store, host: "127.0.0.1", port: 0, logger: pino({ level: process.env.TLOG ?? "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
+  const owner = await startOwner({ dataDir, ...store, host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
   return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}`, dataDir });
 }
 
