@@ -6,7 +6,7 @@ import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { onPostgres, startTestOwner } from "./helpers/owner.js";
 import { eventsOf, expectConnectError } from "./helpers/log-snapshot.js";
 import { until } from "./helpers/until.js";
 
@@ -133,10 +133,24 @@ describe("AdminService", () => {
     expect((unknown as ConnectError).code).toBe(Code.NotFound);
   });
 
-  it("lists executors and runs maintenance SQL, recorded as maintenance.sql", async () => {
-    const { admin, client } = await setup();
+  it("lists executors", async () => {
+    const { admin } = await setup();
     const [session] = (await admin.listExecutors({})).executors;
     expect(session).toMatchObject({ executor: "jobs", principal: "ops", processors: ["jobs.work"] });
+  });
+
+  it.runIf(onPostgres)("maintenance SQL is FAILED_PRECONDITION on the PostgreSQL store, naming psql, and records nothing", async () => {
+    const { admin, client } = await setup();
+    const before = (await client.log.readLog({})).headSeq;
+    for (const sql of ["SELECT name, revision FROM plugins", "UPDATE cursors SET updated_at = 0"]) {
+      await expectConnectError(admin.executeSql({ sql }), Code.FailedPrecondition, /runs on the SQLite store only: on PostgreSQL, use psql/);
+    }
+    expect((await client.log.readLog({})).headSeq).toBe(before);
+  });
+
+  // Maintenance SQL runs on the SQLite store only (ExecuteSql answers FAILED_PRECONDITION on PostgreSQL, above).
+  it.skipIf(onPostgres)("runs maintenance SQL, recorded as maintenance.sql", async () => {
+    const { admin, client } = await setup();
     const query = await admin.executeSql({ sql: "SELECT name, revision FROM plugins" });
     expect(query.rows).toEqual([{ name: "jobs", revision: 1 }]);
     const write = await admin.executeSql({ sql: "UPDATE cursors SET updated_at = 0" });
@@ -163,7 +177,7 @@ describe("AdminService", () => {
     expect((await admin.executeSql({ sql: "SELECT count(*) AS n FROM timer_occurrences" })).rows).toEqual([{ n: 0 }]);
   });
 
-  it("a maintenance query runs off the owner's thread: an endless one is stopped (DEADLINE_EXCEEDED) while the owner keeps serving", async () => {
+  it.skipIf(onPostgres)("a maintenance query runs off the owner's thread: an endless one is stopped (DEADLINE_EXCEEDED) while the owner keeps serving", async () => {
     const { admin, client } = await setup();
     const endless = admin.executeSql({ sql: "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c)" });
     const started = Date.now();
@@ -174,7 +188,7 @@ describe("AdminService", () => {
     expect((await admin.executeSql({ sql: "SELECT ? AS a, x'00ff' AS b", params: { values: [{ kind: { case: "stringValue", value: "p" } }] } })).rows).toEqual([{ a: "p", b: "AP8=" }]);
   }, 30_000);
 
-  it("refuses maintenance SQL that would rewrite the log or the owner's connection, whatever the spelling; records nothing", async () => {
+  it.skipIf(onPostgres)("refuses maintenance SQL that would rewrite the log or the owner's connection, whatever the spelling; records nothing", async () => {
     const { admin, client, handled, heal } = await setup();
     heal();
     const first = (await client.emit("job.queued", { n: 1 })).event!;

@@ -14,7 +14,7 @@ import { openStore } from "../server/src/store/database.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
-import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { onPostgres, startTestOwner, tempDir } from "./helpers/owner.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -34,7 +34,8 @@ describe("call event ids", () => {
     expect(callEventId("booking-42-reminder", "started")).toBe(legacyId("booking-42-reminder", "started"));
   });
 
-  it("a call an older owner left running (plain derived ids) is run again under its old action.started; one it completed answers from its old action.completed", async () => {
+  // Seeds an SQLite folder as an owner from before these ids left it: no PostgreSQL store was ever written with the plain derived ids.
+  it.skipIf(onPostgres)("a call an older owner left running (plain derived ids) is run again under its old action.started; one it completed answers from its old action.completed", async () => {
     const dataDir = tempDir();
     const running = newId();
     const completed = newId();

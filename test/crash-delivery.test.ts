@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -8,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { createClient } from "../sdk/ts/src/client.js";
 import { crashPluginManifest } from "./helpers/crash-plugin.js";
-import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { queryStore, spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -63,9 +62,7 @@ describe("crashes during delivery (real processes)", () => {
     owner.child.kill("SIGKILL");
     await owner.exited;
     const handledBeforeKill = new Set(ex.handled.map((h) => h.seq));
-    const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
-    const floor = (db.prepare("SELECT ack_floor FROM cursors WHERE processor = 'crash.track'").get() as { ack_floor: number } | undefined)?.ack_floor ?? 0;
-    db.close();
+    const floor = (queryStore(dataDir, "SELECT ack_floor FROM cursors WHERE processor = 'crash.track'")[0]?.ack_floor as number | undefined) ?? 0;
     for (let seq = 1; seq <= floor; seq++) expect(handledBeforeKill.has(seq), `seq ${seq} at or below the saved floor ${floor} was never handled`).toBe(true);
     expect(floor).toBeLessThan(total);
     owner = await spawnOwner(dataDir, args, port);

@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:f
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { onPostgres, spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 
 const repo = new URL("../", import.meta.url).pathname;
 const CALLERS = 64;
@@ -216,7 +216,8 @@ describe("clean shutdown", () => {
   });
 });
 
-describe("owner lock", () => {
+// owner.lock guards an SQLite data folder; a PostgreSQL store elects its leader by the lease instead.
+describe.skipIf(onPostgres)("owner lock", () => {
   /** Runs `chronolog serve` on `data` and waits for it to exit. */
   function serveUntilExit(data: string): Promise<{ code: number | null; stderr: string }> {
     const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", data, "--port", "0"], {

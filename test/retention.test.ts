@@ -1,6 +1,6 @@
 // Retention of spent timers and ended occurrences (time/retention.ts) through the real
 // transport: TimeService to set delays and timers, an in-process SDK executor hosting the
-// actions, AdminService.ExecuteSql to read `timers` and `timer_occurrences`, GET /metrics.
+// actions, the store read directly for `timers` and `timer_occurrences`, GET /metrics.
 //
 // As in time.test.ts, a ManualClock is the owner's clock and its TimerHost: the retention's
 // hourly sweep is armed there next to time's one clock, so `clock.set/advance` rings it. Tests
@@ -19,11 +19,10 @@ import { loadConfig, type OwnerConfig } from "../server/src/config.js";
 import type { SweepResult } from "../server/src/time/retention.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
-import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { definePlugin, type PluginDefinition, type ScheduleDefinition } from "../sdk/ts/src/plugin.js";
 import { eventsOf, expectConnectError } from "./helpers/log-snapshot.js";
-import { spawnOwner, startTestOwner, tempDir } from "./helpers/owner.js";
+import { ownerRows, spawnOwner, startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
@@ -94,7 +93,6 @@ interface Harness {
   owner: TestOwner;
   client: ChronologClient;
   time: Client<typeof TimeService>;
-  admin: Client<typeof AdminService>;
   rec: Recorder;
 }
 
@@ -116,7 +114,7 @@ async function harness(clock: ManualClock, options: Parameters<typeof startTestO
   cleanups.push(() => ex.stop(100));
   await ex.ready;
   if (owner.timerRetention.retentionMs > 0) await until(() => owner.timerRetention.sweeps >= 1, "the sweep at start");
-  return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), rec };
+  return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport), rec };
 }
 
 /** Resolves with the first sweep of `owner` (its timer retention, or `which`) that starts at or after `atMs` on its clock (subscribe before moving the clock); rejects after 10 s. */
@@ -131,9 +129,9 @@ function sweepFrom<K extends "timerRetention" | "callRetention" = "timerRetentio
   });
 }
 
-/** Rows of one SQL query (AdminService.ExecuteSql; it commits after any unit queued before it). */
-async function sql(h: Harness, statement: string): Promise<JsonObject[]> {
-  return (await h.admin.executeSql({ sql: statement })).rows;
+/** Rows of one SQL query on the owner's store. */
+function sql(h: Harness, statement: string): Promise<Record<string, unknown>[]> {
+  return ownerRows(h, statement);
 }
 
 const timerIds = async (h: Harness) => (await sql(h, "SELECT id FROM timers ORDER BY id")).map((r) => r.id);
@@ -314,7 +312,7 @@ describe("retention of spent timers and ended occurrences", () => {
     ]);
     expect(await timerIds(h)).toEqual(["keep/off"]); // nothing armed again
     clock.advance(DAY);
-    expect(await occurrenceRows(h)).toEqual([]); // nothing claimed since (ExecuteSql commits after any claim)
+    expect(await occurrenceRows(h)).toEqual([]); // nothing claimed since
     expect(h.rec.calls).toHaveLength(1); // keep.send made once
     expect((await eventsOf(h.client, ["timer.scheduled"])).filter((e) => e.data?.timer_id === delayId)).toHaveLength(1);
   });

@@ -11,7 +11,6 @@
 // claimDecision and owedOccurrences: the rules are tested alone and end to end.
 
 import { createHash } from "node:crypto";
-import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, createClient as createRpcClient, type Client } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
@@ -35,13 +34,12 @@ import {
 } from "../server/src/time/timers.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
-import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition, type ScheduleDefinition } from "../sdk/ts/src/plugin.js";
 import { cli } from "./helpers/cli.js";
 import { eventsOf, expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
-import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { ownerRows, startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 /** The single occurrence the catch-up policy "latest" owes at `nowMs`: the most recent due moment, and the next one after it. */
@@ -221,7 +219,6 @@ interface Harness {
   owner: TestOwner;
   client: ChronologClient;
   time: Client<typeof TimeService>;
-  admin: Client<typeof AdminService>;
   calls: ActionContext[];
   /** Runs of `jobs.slow` wait for this to be set true. */
   gate: { open: boolean };
@@ -259,16 +256,12 @@ async function harness(clock: ManualClock, options: { dataDir?: string; schedule
   cleanups.push(() => ex.stop(100));
   await ex.ready;
   const client = createClient({ url: owner.url, token: options.token });
-  return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), calls, gate };
+  return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport), calls, gate };
 }
 
 /** The occurrence rows of `timerId`, by due moment. */
-async function occurrences(h: Harness, timerId: string): Promise<JsonObject[]> {
-  const result = await h.admin.executeSql({
-    sql: "SELECT id, due_ms, status, origin, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms, id",
-    params: { values: [{ kind: { case: "stringValue", value: timerId } }] },
-  });
-  return result.rows;
+function occurrences(h: Harness, timerId: string): Promise<Record<string, unknown>[]> {
+  return ownerRows(h, "SELECT id, due_ms, status, origin, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms, id", [timerId]);
 }
 
 const every = (n: number) => ({ when: { case: "everyMs" as const, value: BigInt(n) } });

@@ -1,13 +1,13 @@
 // Declared schedules, retries of failed occurrences and cancel/fire
 // races through the real transport: manifests registered over PluginService (by an SDK
 // executor's hello or a client), the action hosted by an in-process SDK executor, TimeService
-// and AdminService.ExecuteSql to inspect timers and occurrences.
+// and the store read directly to inspect timers and occurrences.
 //
 // As in time.test.ts, a ManualClock is both the owner's clock and its TimerHost:
 // `clock.set/advance` rings what the owner armed, `clock.armed()` shows the one armed timer.
 // The last describe runs real owner processes killed with SIGKILL on the real clock.
 
-import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, createClient as createRpcClient, type Client } from "@connectrpc/connect";
 import { writeFileSync } from "node:fs";
@@ -16,13 +16,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, TerminalError, type ActionContext } from "../sdk/ts/src/executor.js";
-import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
 import { PluginManifestSchema } from "../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { TimeService, TimerKind } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
-import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { ownerRows, spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 import { eventsOf } from "./helpers/log-snapshot.js";
 
@@ -86,7 +85,6 @@ interface Harness {
   owner: TestOwner;
   client: ChronologClient;
   time: Client<typeof TimeService>;
-  admin: Client<typeof AdminService>;
 }
 
 /** An in-process owner on `clock` (also its TimerHost) and its clients. */
@@ -97,7 +95,7 @@ async function ownerOn(clock: ManualClock, options: { dataDir?: string; region?:
   const close = () => (closed ??= closeOwner());
   cleanups.push(close);
   const client = createClient({ url: owner.url });
-  return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport) };
+  return { owner: Object.assign(owner, { close }), client, time: createRpcClient(TimeService, client.transport) };
 }
 
 /** Runs an SDK executor for `plugin` (its hello registers the manifest); `holds: false`: calls of time come at their moment on the owner's clock. */
@@ -119,12 +117,8 @@ const ms = (t: Timestamp | undefined) => (t ? timestampMs(t) : undefined);
 const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
 
 /** The occurrence rows of `timerId`, by due moment. */
-async function occurrences(h: Harness, timerId: string): Promise<JsonObject[]> {
-  const result = await h.admin.executeSql({
-    sql: "SELECT id, due_ms, status, attempts, next_attempt_ms, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms",
-    params: { values: [{ kind: { case: "stringValue", value: timerId } }] },
-  });
-  return result.rows;
+function occurrences(h: Harness, timerId: string): Promise<Record<string, unknown>[]> {
+  return ownerRows(h, "SELECT id, due_ms, status, attempts, next_attempt_ms, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms", [timerId]);
 }
 
 

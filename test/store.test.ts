@@ -17,7 +17,7 @@ import { occurrenceStatements, timerStatements } from "../server/src/store/timer
 import { defaultSchedulePolicy } from "../server/src/time/timers.js";
 import { noSync, WalSync, type Durability } from "../server/src/store/wal-sync.js";
 import { until } from "./helpers/until.js";
-import { tempDir } from "./helpers/owner.js";
+import { onPostgres, tempDir } from "./helpers/owner.js";
 
 const opened: Store[] = [];
 const dirs: string[] = [];
@@ -311,7 +311,8 @@ describe("group commit", () => {
   });
 });
 
-describe("SQLite settings", () => {
+// SQLite's own settings, migrations and files: a PostgreSQL store has none of them.
+describe.skipIf(onPostgres)("SQLite settings", () => {
   it("makes missing data folders, and names the folder it cannot make instead of spinning (Node's recursive mkdir loops under /proc)", () => {
     const nested = join(folder(), "a", "b");
     open(nested);
@@ -429,7 +430,8 @@ describe("SQLite settings", () => {
   });
 });
 
-describe("queries with a limit", () => {
+// Written against SQLite (json_each, its statement cache).
+describe.skipIf(onPostgres)("queries with a limit", () => {
   it("have the limit written into their SQL (a bound LIMIT is compiled again at every execution), one statement per limit kept, others prepared each time; a bad limit or SQL is refused", () => {
     const store = open(folder());
     const limited = limitedStatement(store.db, "SELECT value FROM json_each(?) ORDER BY value LIMIT ?", { raw: true });
@@ -448,7 +450,8 @@ describe("queries with a limit", () => {
   });
 });
 
-describe("where timer rows are stored", () => {
+// SQLite's rowids place one-shot timers in due order; PostgreSQL has no rowid (its timers_by_due index orders them).
+describe.skipIf(onPostgres)("where timer rows are stored", () => {
   const oneShot = (id: string, dueMs: number) => ({
     id, kind: "delay" as const, action: "p.a", input: {}, spec: { kind: "at" as const, atMs: dueMs }, nextDueMs: dueMs, actor: null, plugin: "", schedule: "",
     overdue: { kind: "unbounded" as const }, chainDepth: 0, region: 0, disabled: false, retryDelaysMs: [], policy: defaultSchedulePolicy, paused: null,
@@ -522,7 +525,8 @@ function folderAt(version: number): string {
   return dataDir;
 }
 
-describe("migration 0012: no IN lists in the constraints a call's writes check", () => {
+// An SQLite migration (PostgreSQL's schema starts at pg-migrations/0001).
+describe.skipIf(onPostgres)("migration 0012: no IN lists in the constraints a call's writes check", () => {
   /** The INSERT and UPDATE statements of `factories` that build an ephemeral b-tree at each execution (OpenEphemeral). */
   function ephemeralWrites(db: Store["db"], factories: ((db: Store["db"]) => unknown)[]): string[] {
     const seen: string[] = [];
@@ -601,7 +605,8 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
   });
 });
 
-describe("the immutable log", () => {
+// SQLite's triggers; PostgreSQL's are tested in postgres-store.test.ts.
+describe.skipIf(onPostgres)("the immutable log", () => {
   it("the database itself refuses to update or delete an event, on any connection; appends go on", async () => {
     const dataDir = folder();
     const store = open(dataDir);
@@ -624,7 +629,8 @@ describe("the immutable log", () => {
   });
 });
 
-describe("owner lock", () => {
+// owner.lock guards an SQLite data folder; PostgreSQL owners elect a leader by the lease.
+describe.skipIf(onPostgres)("owner lock", () => {
   it("refuses a second open of a folder in use and frees it on close", async () => {
     const dataDir = folder();
     const first = open(dataDir);
@@ -664,7 +670,8 @@ describe("owner lock", () => {
   });
 });
 
-describe("a full disk", () => {
+// SQLITE_FULL: PostgreSQL's disk is the server's.
+describe.skipIf(onPostgres)("a full disk", () => {
   it("is UNAVAILABLE with a message saying so (SQLITE_FULL rolls the whole commit back), not INTERNAL", () => {
     const full = Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
     const error = toConnectError(full);
@@ -673,7 +680,8 @@ describe("a full disk", () => {
   });
 });
 
-describe("migration 0013: documents get the space of the actor that created them", () => {
+// An SQLite migration (PostgreSQL's schema starts at pg-migrations/0001).
+describe.skipIf(onPostgres)("migration 0013: documents get the space of the actor that created them", () => {
   it("a folder at schema 12 keeps its documents; each takes the space of its latest created event, others none", async () => {
     const dataDir = folderAt(12);
     const old = new Database(join(dataDir, "chronolog.db"));

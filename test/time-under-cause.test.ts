@@ -20,7 +20,7 @@ import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { ownerRows, startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -37,6 +37,7 @@ type Attempt = JsonObject & { job: string; attempt: number };
 
 interface Harness {
   clock: ManualClock;
+  owner: { dataDir: string };
   client: ChronologClient;
   time: Client<typeof TimeService>;
   admin: Client<typeof AdminService>;
@@ -158,7 +159,7 @@ async function harness(): Promise<Harness> {
   const ex = runExecutor({ url: owner.url, plugins: [plugin], credits: 16, maxBackoffMs: 200, onError: () => {} });
   cleanups.push(() => ex.stop(100));
   await ex.ready;
-  return { clock, client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), rings, attempts, between };
+  return { clock, owner, client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), rings, attempts, between };
 }
 
 /** Emits `job.go` and waits until the worker is past it; returns the event and every event under it. */
@@ -189,10 +190,9 @@ async function timersOf(h: Harness, job: string) {
   return out;
 }
 
-/** How many occurrences timer `id` has (ExecuteSql commits after any claim queued before it). */
+/** How many occurrences timer `id` has. */
 async function occurrenceCount(h: Harness, id: string): Promise<number> {
-  const result = await h.admin.executeSql({ sql: "SELECT count(*) AS n FROM timer_occurrences WHERE timer_id = ?", params: { values: [{ kind: { case: "stringValue", value: id } }] } });
-  return Number(result.rows[0]?.n);
+  return Number((await ownerRows(h, "SELECT count(*) AS n FROM timer_occurrences WHERE timer_id = ?", [id]))[0]?.n);
 }
 
 describe("timer changes under a cause, run again, are answered from the log", () => {

@@ -8,7 +8,7 @@
 // heartbeat interval so a manual clock moved by days never trips the executor watchdog.
 // The last describe runs real owner processes killed with SIGKILL on the real clock.
 
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, createClient as createRpcClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -22,7 +22,7 @@ import { TimeService, TimerKind, type Timer } from "../sdk/ts/src/gen/chronolog/
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
-import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { ownerRows, spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 import { eventsOf } from "./helpers/log-snapshot.js";
 
@@ -112,13 +112,9 @@ const cron = (expression: string, zone = "") => ({ when: { case: "cron" as const
 const ms = (t: Timestamp | undefined) => (t ? timestampMs(t) : undefined);
 const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
 
-/** The occurrence rows of `timerId`, by due moment (AdminService.ExecuteSql; it commits after any claim queued before it). */
-async function occurrences(h: Harness, timerId: string): Promise<JsonObject[]> {
-  const result = await h.admin.executeSql({
-    sql: "SELECT id, due_ms, status, attempts, call_id, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms",
-    params: { values: [{ kind: { case: "stringValue", value: timerId } }] },
-  });
-  return result.rows;
+/** The occurrence rows of `timerId`, by due moment. */
+function occurrences(h: Harness, timerId: string): Promise<Record<string, unknown>[]> {
+  return ownerRows(h, "SELECT id, due_ms, status, attempts, call_id, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms", [timerId]);
 }
 
 

@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,7 +7,9 @@ import { createInterface } from "node:readline";
 import { pino } from "pino";
 import { createHash } from "node:crypto";
 import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
-import { connectNative } from "../../server/src/store/postgres/pg-db.js";
+import { connectNative, numberParameters } from "../../server/src/store/postgres/pg-db.js";
+import type { ChronologClient } from "../../sdk/ts/src/client.js";
+import { until } from "./until.js";
 
 /** A fresh temporary data folder. */
 export function tempDir(prefix = "chronolog-test-"): string {
@@ -36,6 +39,62 @@ export function testDatabase(dataDir: string): string {
 }
 
 /**
+ * The rows of `sql` (`?` parameters) read from the store of data folder `dataDir` on a connection
+ * of its own: its SQLite file, or its PostgreSQL test database (integers read as numbers, and
+ * booleans as 1 and 0, on both).
+ */
+export function queryStore(dataDir: string, sql: string, params: Parameter[] = []): Record<string, unknown>[] {
+  return readStore(dataDir, sql, params).rows;
+}
+
+type Parameter = string | number | null;
+
+/** {@link queryStore}'s rows, and the last seq of the log in the same snapshot. */
+function readStore(dataDir: string, sql: string, params: Parameter[]): { rows: Record<string, unknown>[]; head: number } {
+  const headSql = "SELECT COALESCE(MAX(seq), 0) AS head FROM events";
+  if (onPostgres) {
+    const client = connectNative(databaseOf(dataDir), "chronolog tests");
+    try {
+      client.querySync("BEGIN ISOLATION LEVEL REPEATABLE READ");
+      const rows = client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
+      const head = client.querySync(headSql)[0].head as number;
+      client.querySync("COMMIT");
+      return { rows, head };
+    } finally {
+      client.end();
+    }
+  }
+  const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
+  try {
+    return db.transaction(() => ({ rows: db.prepare(sql).all(...params) as Record<string, unknown>[], head: (db.prepare(headSql).get() as { head: number }).head }))();
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * {@link queryStore} on the store of an owner running in this process, once the units it queued
+ * before (a claim a clock's advance rang, say) had their turn to commit, answered once what they
+ * read is durable: once the owner's log reached the last seq committed with it (what an owner's
+ * readers see waits for the commit's sync; rows are visible to another connection before).
+ */
+export async function ownerRows(h: { owner: { dataDir: string }; client: ChronologClient }, sql: string, params: Parameter[] = []): Promise<Record<string, unknown>[]> {
+  await new Promise((resolve) => setImmediate(resolve));
+  const { rows, head } = readStore(h.owner.dataDir, sql, params);
+  const durable = async () => (await h.client.log.readLog({ pageSize: 1 })).headSeq >= BigInt(head);
+  if (!(await durable())) await until(durable, `the owner's log to reach seq ${head}`);
+  return rows;
+}
+
+const databases = new Map<string, string>();
+/** {@link testDatabase}, remembered per folder. */
+function databaseOf(dataDir: string): string {
+  let url = databases.get(dataDir);
+  if (url === undefined) databases.set(dataDir, (url = testDatabase(dataDir)));
+  return url;
+}
+
+/**
  * Starts an owner in this process on a free port (silent logs). An owner given a TimerHost (a
  * ManualClock) keeps spent timers and occurrences, and finished action calls, forever unless
  * `timerRetentionMs` (`callRetentionMs`) is passed
@@ -45,14 +104,14 @@ export function testDatabase(dataDir: string): string {
  * `timerLookaheadMs` is passed: those tests assert exact instants of the rules (the lookahead
  * has tests of its own).
  */
-export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promise<Owner & { url: string }> {
+export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promise<Owner & { url: string; dataDir: string }> {
   const retention = options.timers && !("timerRetentionMs" in options) ? { timerRetentionMs: 0 } : {};
   const callRetention = options.timers && !("callRetentionMs" in options) ? { callRetentionMs: 0 } : {};
   const lookahead = options.timers && !("timerLookaheadMs" in options) ? { timerLookaheadMs: 0 } : {};
   const dataDir = options.dataDir ?? tempDir();
   const store = onPostgres && !("store" in options) ? { store: testDatabase(dataDir) } : {};
   const owner = await startOwner({ dataDir, ...store, host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
-  return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}` });
+  return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}`, dataDir });
 }
 
 /** An owner running as a child process (for kill -9 tests). */

@@ -1,4 +1,4 @@
-import type { Db } from "./sql.js";
+import { dialectOf, type Db, type SqlStatement } from "./sql.js";
 import { jsonText, rememberJsonText } from "./json-text.js";
 import { limitedStatement } from "./limited.js";
 
@@ -115,6 +115,7 @@ export function eventStatements(db: Db) {
   const after = limitedStatement(db, "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
   const head = db.prepare("SELECT COALESCE(MAX(seq), 0) AS head FROM events");
   const firstAtOrAfter = db.prepare("SELECT MIN(seq) AS seq FROM events WHERE at >= ?");
+  const budgeted = dialectOf(db) === "postgres" ? pgBudgetedRows(db) : undefined;
   return {
     /** Inserts one event; the caller gives the next dense seq. Throws on a duplicate id. */
     insert: deferred
@@ -141,8 +142,12 @@ export function eventStatements(db: Db) {
      * once held them all).
      */
     readWithin(afterSeq: number, limit: number, maxBytes: number, types: string[] = []): BudgetedRows {
-      const stmt = types.length > 0 ? db.prepare(`SELECT * FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`) : after(limit);
-      const rows = (types.length > 0 ? stmt.iterate(...types, afterSeq, limit) : stmt.iterate(afterSeq)) as IterableIterator<EventRow>;
+      let rows: Iterable<EventRow>;
+      if (budgeted) rows = budgeted(afterSeq, limit, maxBytes, types);
+      else {
+        const stmt = types.length > 0 ? db.prepare(`SELECT * FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`) : after(limit);
+        rows = (types.length > 0 ? stmt.iterate(...types, afterSeq, limit) : stmt.iterate(afterSeq)) as IterableIterator<EventRow>;
+      }
       const events: EventRecord[] = [];
       let bytes = 0;
       for (const row of rows) {
@@ -163,6 +168,33 @@ export function eventStatements(db: Db) {
     firstAtOrAfter(atMs: number): number | undefined {
       return (firstAtOrAfter.get(atMs) as { seq: number | null }).seq ?? undefined;
     },
+  };
+}
+
+/** What an event row takes as {@link rowBytes} counts it, never more: UTF-8 octets of data and actor, characters of the rest. */
+const pgRowBytes = "octet_length(data) + COALESCE(octet_length(actor), 0) + char_length(id) + char_length(type) + char_length(cause)";
+
+/**
+ * PostgreSQL's rows of a budgeted read. Its driver fetches all of a statement's rows at once, so
+ * the server cuts the chunk at the budget instead of the row-by-row fetch: it returns the rows
+ * whose predecessors in the chunk take fewer than `maxBytes` (sizes read without fetching the
+ * values), a superset of those the caller's own count keeps, which ends where SQLite's does.
+ */
+function pgBudgetedRows(db: Db): (afterSeq: number, limit: number, maxBytes: number, types: string[]) => EventRow[] {
+  const byTypeCount = new Map<number, SqlStatement>();
+  return (afterSeq, limit, maxBytes, types) => {
+    let stmt = byTypeCount.get(types.length);
+    if (!stmt) {
+      const ofTypes = types.length > 0 ? `type IN (${types.map(() => "?").join(", ")}) AND ` : "";
+      stmt = db.prepare(
+        `SELECT seq, id, type, data, cause, actor, at FROM (
+           SELECT *, sum(${pgRowBytes}) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - (${pgRowBytes}) AS before
+           FROM events WHERE ${ofTypes}seq > ? ORDER BY seq LIMIT ?) AS chunk
+         WHERE before < ? ORDER BY seq`,
+      );
+      byTypeCount.set(types.length, stmt);
+    }
+    return stmt.all(...types, afterSeq, limit, Math.min(maxBytes, Number.MAX_SAFE_INTEGER)) as EventRow[];
   };
 }
 

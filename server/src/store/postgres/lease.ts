@@ -18,7 +18,7 @@ export interface LeaseOptions {
  * every takeover. Times are the database's (`clock_timestamp()`), so owners' clocks need not
  * agree. The leader renews it every third of its length; a standby takes it once it expired:
  * first it ends the old holder's connections (a leader paused inside a transaction holds the
- * row `FOR SHARE`, and would hold the takeover back), then it raises the term in one UPDATE
+ * row `FOR KEY SHARE`, and would hold the takeover back), then it raises the term in one UPDATE
  * conditioned on the term it read. Every write transaction of the leader checks the term
  * (transactions.ts), so once the term moved the old leader can never commit again.
  *
@@ -31,6 +31,10 @@ export class Lease {
   term = 0;
   /** When the last renewal succeeded, by the process's monotonic clock, ms. */
   renewedAt = 0;
+  /** The renewal sent and not yet answered. */
+  private renewing: { sentAt: number; answer: Promise<boolean> } | undefined;
+  /** The last query sent: the next one is sent after its answer. */
+  private queue: Promise<unknown> = Promise.resolve();
 
   private client: NativeClient | undefined;
 
@@ -60,12 +64,27 @@ export class Lease {
     return { leading: true, term: this.term };
   }
 
-  /** Extends this owner's lease; false when another owner holds it now (this one must stop writing). */
-  async renew(): Promise<boolean> {
-    const rows = await this.query(`UPDATE chronolog_lease SET expires_at = clock_timestamp() + $1 * interval '1 millisecond' WHERE id = 1 AND term = $2 RETURNING term`, [this.options.leaseMs, this.term]);
-    if (rows.length === 0) return false;
-    this.renewedAt = performance.now();
-    return true;
+  /**
+   * Extends this owner's lease; false when another owner holds it now (this one must stop writing).
+   * Asked while a renewal is unanswered, it answers with that one (after the event loop was held
+   * up, the next renewal is due before the last one's answer is read); it throws once that one
+   * waited a whole lease.
+   */
+  renew(): Promise<boolean> {
+    if (this.renewing) {
+      const waitedMs = performance.now() - this.renewing.sentAt;
+      if (waitedMs >= this.options.leaseMs) return Promise.reject(new Error(`the lease's last renewal is unanswered after ${Math.round(waitedMs)} ms`));
+      return this.renewing.answer;
+    }
+    const answer = this.query(`UPDATE chronolog_lease SET expires_at = clock_timestamp() + $1 * interval '1 millisecond' WHERE id = 1 AND term = $2 RETURNING term`, [this.options.leaseMs, this.term])
+      .then((rows) => {
+        if (rows.length === 0) return false;
+        this.renewedAt = performance.now();
+        return true;
+      })
+      .finally(() => (this.renewing = undefined));
+    this.renewing = { sentAt: performance.now(), answer };
+    return answer;
   }
 
   /** Gives the lease up at a clean stop, so a standby takes over at once. */
@@ -84,28 +103,33 @@ export class Lease {
     this.client = undefined;
   }
 
+  /** Runs `text` once the queries sent before it were answered (a connection runs one at a time). */
   private query(text: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
-    return new Promise((resolve, reject) => {
-      let client: NativeClient;
-      try {
-        client = this.client ??= this.connect();
-      } catch (error) {
-        return reject(error);
-      }
-      const drop = () => {
-        if (this.client === client) this.client = undefined;
-        client.end();
-      };
-      const timer = setTimeout(() => {
-        drop();
-        reject(new Error(`PostgreSQL did not answer a lease query within ${this.options.leaseMs} ms`));
-      }, this.options.leaseMs);
-      client.query(text, values.map((v) => (typeof v === "number" ? String(v) : v)), (error, rows) => {
-        clearTimeout(timer);
-        if (!error) return resolve(rows);
-        drop(); // whatever went wrong, the next query starts on a new connection
-        reject(error);
+    const run = () =>
+      new Promise<Record<string, unknown>[]>((resolve, reject) => {
+        let client: NativeClient;
+        try {
+          client = this.client ??= this.connect();
+        } catch (error) {
+          return reject(error);
+        }
+        const drop = () => {
+          if (this.client === client) this.client = undefined;
+          client.end();
+        };
+        const timer = setTimeout(() => {
+          drop();
+          reject(new Error(`PostgreSQL did not answer a lease query within ${this.options.leaseMs} ms`));
+        }, this.options.leaseMs);
+        client.query(text, values.map((v) => (typeof v === "number" ? String(v) : v)), (error, rows) => {
+          clearTimeout(timer);
+          if (!error) return resolve(rows);
+          drop(); // whatever went wrong, the next query starts on a new connection
+          reject(error);
+        });
       });
-    });
+    const answer = this.queue.then(run, run);
+    this.queue = answer.catch(() => undefined);
+    return answer;
   }
 }

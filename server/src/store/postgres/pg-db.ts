@@ -55,11 +55,16 @@ export function connectNative(url: string, applicationName: string, options: { a
   return client;
 }
 
+/**
+ * `url` with `application_name` (and `options`, unless given) in its query. The query is written
+ * with percent-encoding: URLSearchParams writes a space as `+`, which libpq keeps as a `+`.
+ */
 function withApplicationName(url: string, name: string): string {
   const parsed = new URL(url);
-  parsed.searchParams.set("application_name", name);
-  if (!parsed.searchParams.has("options")) parsed.searchParams.set("options", "-c client_min_messages=warning"); // no NOTICEs on stderr
-  parsed.search = parsed.searchParams.toString().replace(/\+/g, "%20"); // libpq reads %20 as a space, not +
+  const params = new Map(parsed.searchParams);
+  params.set("application_name", name);
+  if (!params.has("options")) params.set("options", "-c client_min_messages=warning"); // no NOTICEs on stderr
+  parsed.search = [...params].map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(value)}`).join("&");
   return parsed.toString();
 }
 
@@ -120,18 +125,14 @@ function toParameter(value: unknown): unknown {
   return value;
 }
 
-let statementNames = 0;
-
 /**
- * A statement of {@link PgDb}: prepared on a connection the first time it runs there, under a
- * name of its own.
+ * A statement of {@link PgDb}: prepared on a connection the first time its SQL runs there
+ * ({@link PgDb.preparedName}).
  */
 class PgStatement implements SqlStatement {
   private readonly text: string;
   private readonly names: string[] | undefined;
   private readonly count: number;
-  private readonly name = `s${++statementNames}`;
-  private readonly preparedOn = new WeakSet<NativeClient>();
   private mode: "rows" | "pluck" | "raw" = "rows";
   /** Only reads: needs no savepoint of its unit. */
   private readonly reads: boolean;
@@ -175,13 +176,7 @@ class PgStatement implements SqlStatement {
   private execute(client: NativeClient, params: unknown[]): Record<string, unknown>[] {
     const values = this.values(params);
     if (!this.reads) this.db.beforeWrite();
-    return withState(client, () => {
-      if (!this.preparedOn.has(client)) {
-        client.prepareSync(this.name, this.text, this.count);
-        this.preparedOn.add(client);
-      }
-      return client.executeSync(this.name, values) as Record<string, unknown>[];
-    }, this.db.onLost);
+    return withState(client, () => client.executeSync(this.db.preparedName(client, this.text, this.count), values) as Record<string, unknown>[], this.db.onLost);
   }
 
   private values(params: unknown[]): unknown[] {
@@ -224,6 +219,8 @@ export class PgDb implements Db {
   releasePending = false;
   /** Told when a statement finds its connection gone (the owner steps down: it cannot know what committed). */
   onLost: ((error: Error) => void) | undefined;
+  /** The statements prepared on each connection: their names by SQL. */
+  private readonly prepared = new Map<NativeClient, Map<string, string>>();
 
   constructor(
     readonly writer: NativeClient,
@@ -254,6 +251,23 @@ export class PgDb implements Db {
     this.writer.querySync(this.releasePending ? "RELEASE unit; SAVEPOINT unit" : "SAVEPOINT unit");
     this.releasePending = false;
     this.savepoint = "set";
+  }
+
+  /**
+   * The name `text` is prepared under on `client`, preparing it there the first time. Statements
+   * of the same SQL share it: a module that prepares a statement per call (a query over a list of
+   * types, say) prepares it once on the server, not once per call.
+   */
+  preparedName(client: NativeClient, text: string, count: number): string {
+    let names = this.prepared.get(client);
+    if (!names) this.prepared.set(client, (names = new Map()));
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `s${names.size + 1}`;
+      client.prepareSync(name, text, count);
+      names.set(text, name);
+    }
+    return name;
   }
 
   exec(sql: string): void {

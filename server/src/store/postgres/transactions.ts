@@ -11,9 +11,10 @@ export class FencedError extends Error {
 /**
  * PostgreSQL's: one transaction per batch on the writer connection, open across the batch's slices
  * (statements cost a round trip each, so slices only give the event loop back), fenced by the
- * lease: it begins with the lease row read `FOR SHARE` and its term compared with this owner's,
- * so a takeover (which updates that row) waits for it, and once a standby took the lease no
- * transaction of this owner gets past its first statement. Its COMMIT, which waits for the WAL
+ * lease: it begins with the lease row read `FOR KEY SHARE` and its term compared with this
+ * owner's, so a takeover (whose UPDATE of the term, a key, locks the row FOR UPDATE) waits for it,
+ * while this owner's renewals (which change only the expiry) do not; once a standby took the
+ * lease no transaction of this owner gets past its first statement. Its COMMIT, which waits for the WAL
  * flush (`synchronous_commit = on`), is sent without blocking the event loop by {@link sync}.
  * A unit's savepoint is set only before its first write (PgDb.beforeWrite) and released with the
  * next one; events appended are held and inserted at the slice's end in multi-row INSERTs
@@ -27,7 +28,7 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
   let unitMark = 0;
   const writer = db.writer;
   const fence = () => {
-    const rows = writer.querySync("BEGIN; SELECT term FROM chronolog_lease WHERE id = 1 FOR SHARE");
+    const rows = writer.querySync("BEGIN; SELECT term FROM chronolog_lease WHERE id = 1 FOR KEY SHARE");
     const leaseTerm = rows[0]?.term as number | undefined;
     if (leaseTerm !== term()) throw new FencedError(term(), leaseTerm);
   };

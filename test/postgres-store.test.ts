@@ -1,0 +1,129 @@
+// The PostgreSQL store's own behaviour, on the test server (CHRONOLOG_TEST_STORE=postgres): its
+// connections' names, the log's immutability on any connection, the lease row's locks (a renewal
+// never waits behind the leader's own write transaction; a takeover's term update does), reads
+// cut at their byte budget by the server, statements prepared once per connection, and renewals
+// asked while one is unanswered.
+
+import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../server/src/clock.js";
+import { Committer } from "../server/src/store/committer.js";
+import { eventStatements } from "../server/src/store/events.js";
+import { connectPostgres, type PostgresDatabase } from "../server/src/store/postgres/open.js";
+import { connectNative, type NativeClient } from "../server/src/store/postgres/pg-db.js";
+import type { Db, SqlStatement } from "../server/src/store/sql.js";
+import type { Store } from "../server/src/store/store.js";
+import { onPostgres, tempDir, testDatabase } from "./helpers/owner.js";
+
+const opened: { close(): void }[] = [];
+afterEach(() => {
+  for (const o of opened.splice(0)) o.close();
+});
+
+/** A migrated database of its own, its lease taken by `instanceId`, and its store open. */
+async function leader(instanceId = "lead1") {
+  const url = testDatabase(tempDir("chronolog-pg-store-"));
+  const database: PostgresDatabase = connectPostgres(url, { instanceId, advertiseUrl: "http://127.0.0.1:1", leaseMs: 3_000 });
+  opened.push(database);
+  expect(await database.lease.tryTake()).toMatchObject({ leading: true });
+  const store: Store = database.open(() => undefined, () => undefined);
+  return { url, database, store, other: connection(url) };
+}
+
+function connection(url: string): NativeClient {
+  const client = connectNative(url, "chronolog tests");
+  opened.push({ close: () => client.end() });
+  return client;
+}
+
+const event = (id: string, data: Record<string, unknown> = {}) => ({ id, type: "test.happened", data, cause: "", actor: null });
+
+/** Rejects when `promise` is not settled within `ms`. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: not settled within ${ms} ms`)), ms))]);
+}
+
+describe.runIf(onPostgres)("the PostgreSQL store", () => {
+  it("names its connections `chronolog <instance> <role>` as given (spaces are not written as '+')", async () => {
+    const { other } = await leader("named1");
+    const names = other.querySync("SELECT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'chronolog named1 %' ORDER BY 1").map((r) => r.name);
+    expect(names).toEqual(["chronolog named1 lease", "chronolog named1 reader", "chronolog named1 writer"]);
+  });
+
+  it("the database refuses to update, delete or truncate an event, on any connection; appends go on", async () => {
+    const { store, other } = await leader();
+    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), { transactions: store.transactions });
+    await committer.submit((tx) => tx.append(event("a", { n: 1 })));
+    expect(() => other.querySync("UPDATE events SET data = '{}' WHERE seq = 1")).toThrow(/the log is immutable: events cannot be updated/);
+    expect(() => other.querySync("DELETE FROM events")).toThrow(/the log is immutable: events cannot be deleted/);
+    expect(() => other.querySync("TRUNCATE events")).toThrow(/the log is immutable/);
+    await committer.submit((tx) => tx.append(event("b")));
+    expect(other.querySync("SELECT seq, id FROM events ORDER BY seq")).toEqual([
+      { seq: 1, id: "a" },
+      { seq: 2, id: "b" },
+    ]);
+  });
+
+  it("a renewal does not wait for the leader's open write transaction; an update of the term (a takeover's) does", async () => {
+    const { database, store, other } = await leader();
+    store.transactions.begin(); // the fence: the lease row locked by the writer's transaction
+    try {
+      await expect(within(database.lease.renew(), 2_000, "the renewal")).resolves.toBe(true);
+      other.querySync("SET statement_timeout = 300");
+      expect(() => other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1")).toThrow(/statement timeout/);
+    } finally {
+      store.transactions.rollback();
+    }
+    other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1"); // once the transaction ended
+    expect(await database.lease.renew()).toBe(false); // and this owner's term is gone
+  });
+
+  it("a renewal asked while one is unanswered shares its answer (no second query on the busy connection)", async () => {
+    const { database } = await leader();
+    const first = database.lease.renew();
+    const second = database.lease.renew();
+    expect(second).toBe(first);
+    expect(await first).toBe(true);
+    expect(await database.lease.renew()).toBe(true);
+  });
+
+  it("a budgeted read fetches only the events its byte budget takes, however many its chunk allows", async () => {
+    const { store } = await leader();
+    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), { transactions: store.transactions });
+    const pad = "x".repeat(100_000);
+    await committer.submit((tx) => {
+      for (let i = 0; i < 20; i++) tx.append(event(`big-${i}`, { pad }));
+    });
+    const fetched: number[] = [];
+    const counting: Db & { dialect: "postgres" } = {
+      dialect: "postgres",
+      inTransaction: false,
+      exec: (sql) => store.db.exec(sql),
+      prepare(sql): SqlStatement {
+        const stmt = store.db.prepare(sql);
+        const all = stmt.all.bind(stmt);
+        stmt.all = (...params) => {
+          const rows = all(...params);
+          fetched.push(rows.length);
+          return rows;
+        };
+        return stmt;
+      },
+    };
+    const read = eventStatements(counting).readWithin(0, 512, 250_000);
+    expect(read.events.map((e) => e.id)).toEqual(["big-0", "big-1", "big-2"]); // 300 KB: the third brings it past 250 KB
+    expect(read.cut).toBe(true);
+    expect(fetched.at(-1)).toBe(3);
+    const byType = eventStatements(counting).readWithin(0, 512, 250_000, ["test.happened"]);
+    expect(byType.events).toHaveLength(3);
+    expect(fetched.at(-1)).toBe(3);
+    expect(eventStatements(store.db).readWithin(18, 512, 250_000)).toMatchObject({ cut: false, events: [{ id: "big-18" }, { id: "big-19" }] });
+  });
+
+  it("a statement's SQL is prepared once per connection, however many statements of it are made", async () => {
+    const { store } = await leader();
+    const count = () => (store.db.prepare("SELECT count(*) AS n FROM pg_prepared_statements").get() as { n: number }).n;
+    const before = count();
+    for (let i = 0; i < 5; i++) expect(store.db.prepare("SELECT ? AS one").get(1)).toEqual({ one: "1" });
+    expect(count()).toBe(before + 1);
+  });
+});
