@@ -17,6 +17,29 @@ if (await buildConsole({ onlyIfStale: true })) console.log("built the console in
 // only SQLite has (the data folder, its lock, WAL and maintenance SQL) or do not touch the store.
 const onBothStores = [
   "test/log.test.ts",
+  "test/processors.test.ts",
+  "test/crash-delivery.test.ts",
+  "test/durability.test.ts",
+  "test/collections.test.ts",
+  "test/document-spaces.test.ts",
+  "test/actions.test.ts",
+  "test/time.test.ts",
+  "test/time-under-cause.test.ts",
+  "test/schedules.test.ts",
+  "test/schedule-policies.test.ts",
+  "test/retention.test.ts",
+  "test/delay-batch.test.ts",
+  "test/publish.test.ts",
+  "test/executor-sdk.test.ts",
+  "test/cli-client.test.ts",
+  "test/cli-documents.test.ts",
+  "test/bad-input.test.ts",
+  "test/limits.test.ts",
+  "test/principals.test.ts",
+  "test/metrics.test.ts",
+  "test/admin.test.ts",
+  "test/store.test.ts",
+  "test/postgres-store.test.ts",
 ];
 
 let passed = 0;
