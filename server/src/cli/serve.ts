@@ -86,7 +86,7 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
 export async function migrateCommand(flags: { data: string; store?: string }): Promise<void> {
   if (flags.store !== undefined) {
     const { checkPostgresUrl, shownUrl } = await import("../store/postgres/open.js");
-    const { connectNative } = await import("../store/postgres/pg-db.js");
+    const { connectNative, endNative } = await import("../store/postgres/pg-db.js");
     const { migratePostgres } = await import("../store/postgres/migrate.js");
     checkPostgresUrl(flags.store);
     let client;
@@ -99,7 +99,7 @@ export async function migrateCommand(flags: { data: string; store?: string }): P
       migratePostgres(client, ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`));
       console.log(`${shownUrl(flags.store)}: schema up to date`);
     } finally {
-      client.end();
+      endNative(client);
     }
     return;
   }

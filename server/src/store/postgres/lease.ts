@@ -1,4 +1,4 @@
-import type { NativeClient } from "./pg-db.js";
+import { endNative, type NativeClient } from "./pg-db.js";
 
 /** What {@link Lease.tryTake} found. */
 export type LeaseState = { leading: true; term: number } | { leading: false; term: number; leaderUrl: string | undefined };
@@ -95,7 +95,7 @@ export class Lease {
   }
 
   close(): void {
-    this.client.end();
+    endNative(this.client);
   }
 
   /** Runs `text` once the queries sent before it were answered (a connection runs one at a time). */
