@@ -45,10 +45,6 @@ export function connectNative(url: string, applicationName: string, options: { a
   return client;
 }
 
-/**
- * `url` with `application_name` (and `options`, unless given) in its query. The query is written
- * with percent-encoding: URLSearchParams writes a space as `+`, which libpq keeps as a `+`.
- */
 /** Clients ended lately, held until their socket watcher closed ({@link endNative}). */
 const ending = new Set<NativeClient>();
 
@@ -64,6 +60,10 @@ export function endNative(client: NativeClient): void {
   setImmediate(() => setImmediate(() => ending.delete(client)));
 }
 
+/**
+ * `url` with `application_name` (and `options`, unless given) in its query. The query is written
+ * with percent-encoding: URLSearchParams writes a space as `+`, which libpq keeps as a `+`.
+ */
 function withApplicationName(url: string, name: string): string {
   const parsed = new URL(url);
   const params = new Map(parsed.searchParams);
