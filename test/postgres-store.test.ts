@@ -2,18 +2,22 @@
 // connections' names, the log's immutability on any connection, the lease row's locks (a renewal
 // never waits behind the leader's own write transaction; a takeover's term update does), reads
 // cut at their byte budget by the server, statements prepared once per connection, and renewals
-// asked while one is unanswered.
+// asked while one is unanswered, and clients ended and collected at once.
 
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import { Committer } from "../server/src/store/committer.js";
 import { eventStatements } from "../server/src/store/events.js";
 import { connectPostgres, type PostgresDatabase } from "../server/src/store/postgres/open.js";
-import { connectNative, type NativeClient } from "../server/src/store/postgres/pg-db.js";
+import { connectNative, endNative, type NativeClient } from "../server/src/store/postgres/pg-db.js";
 import type { Db, SqlStatement } from "../server/src/store/sql.js";
 import type { Store } from "../server/src/store/store.js";
 import { onPostgres, tempDir, testDatabase } from "./helpers/owner.js";
 
+const run = promisify(execFile);
+const repo = new URL("../", import.meta.url).pathname;
 const opened: { close(): void }[] = [];
 afterEach(() => {
   for (const o of opened.splice(0)) o.close();
@@ -31,7 +35,7 @@ async function leader(instanceId = "lead1") {
 
 function connection(url: string): NativeClient {
   const client = connectNative(url, "chronolog tests");
-  opened.push({ close: () => client.end() });
+  opened.push({ close: () => endNative(client) });
   return client;
 }
 
@@ -117,6 +121,12 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(byType.events).toHaveLength(3);
     expect(fetched.at(-1)).toBe(3);
     expect(eventStatements(store.db).readWithin(18, 512, 250_000)).toMatchObject({ cut: false, events: [{ id: "big-18" }, { id: "big-19" }] });
+  });
+
+  it("a client ended and garbage-collected at once does not abort the process (libuv closes its socket watcher later)", async () => {
+    const url = testDatabase(tempDir("chronolog-pg-store-"));
+    const { stdout } = await run(process.execPath, ["--expose-gc", "--import", "tsx", "test/helpers/end-and-collect.ts", url], { cwd: repo });
+    expect(stdout).toBe("ended and collected 100 clients\n");
   });
 
   it("a statement's SQL is prepared once per connection, however many statements of it are made", async () => {

@@ -7,7 +7,7 @@ import { createInterface } from "node:readline";
 import { pino } from "pino";
 import { createHash } from "node:crypto";
 import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
-import { connectNative, numberParameters } from "../../server/src/store/postgres/pg-db.js";
+import { connectNative, endNative, numberParameters } from "../../server/src/store/postgres/pg-db.js";
 import type { ChronologClient } from "../../sdk/ts/src/client.js";
 import { until } from "./until.js";
 
@@ -31,7 +31,7 @@ export function testDatabase(dataDir: string): string {
   try {
     if (client.querySync("SELECT 1 FROM pg_database WHERE datname = $1", [name]).length === 0) client.querySync(`CREATE DATABASE ${name}`);
   } finally {
-    client.end();
+    endNative(client);
   }
   const url = new URL(admin);
   url.pathname = `/${name}`;
@@ -61,7 +61,7 @@ function readStore(dataDir: string, sql: string, params: Parameter[]): { rows: R
       client.querySync("COMMIT");
       return { rows, head };
     } finally {
-      client.end();
+      endNative(client);
     }
   }
   const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });

@@ -121,7 +121,8 @@ export async function copyStoreCommand(flags: { data: string; store: string }): 
       await store.close();
     }
   } finally {
-    client.end();
+    const { endNative } = await import("../store/postgres/pg-db.js");
+    endNative(client);
   }
 }
 
@@ -129,13 +130,14 @@ export async function copyStoreCommand(flags: { data: string; store: string }): 
 export async function migrateCommand(flags: { data: string; store?: string }): Promise<void> {
   if (flags.store !== undefined) {
     const { shownUrl } = await import("../store/postgres/open.js");
+    const { endNative } = await import("../store/postgres/pg-db.js");
     const { migratePostgres } = await import("../store/postgres/migrate.js");
     const client = await connectForCommand(flags.store, "migrate");
     try {
       migratePostgres(client, ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`));
       console.log(`${shownUrl(flags.store)}: schema up to date`);
     } finally {
-      client.end();
+      endNative(client);
     }
     return;
   }

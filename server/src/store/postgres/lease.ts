@@ -1,4 +1,4 @@
-import type { NativeClient } from "./pg-db.js";
+import { endNative, type NativeClient } from "./pg-db.js";
 
 /** What {@link Lease.tryTake} found. */
 export type LeaseState = { leading: true; term: number } | { leading: false; term: number; leaderUrl: string | undefined };
@@ -99,7 +99,7 @@ export class Lease {
   }
 
   close(): void {
-    this.client?.end();
+    if (this.client) endNative(this.client);
     this.client = undefined;
   }
 
@@ -115,7 +115,7 @@ export class Lease {
         }
         const drop = () => {
           if (this.client === client) this.client = undefined;
-          client.end();
+          endNative(client);
         };
         const timer = setTimeout(() => {
           drop();

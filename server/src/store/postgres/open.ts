@@ -2,7 +2,7 @@ import type { UpgradeListener } from "../migrate.js";
 import type { Store } from "../store.js";
 import { Lease, type LeaseOptions } from "./lease.js";
 import { migratePostgres } from "./migrate.js";
-import { connectNative, PgDb, type NativeClient } from "./pg-db.js";
+import { connectNative, endNative, PgDb, type NativeClient } from "./pg-db.js";
 import { pgTransactions, type FencedError } from "./transactions.js";
 
 /** A PostgreSQL URL (`postgres://` or `postgresql://`). */
@@ -63,7 +63,7 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
   try {
     migratePostgres(leaseClient, onUpgrade);
   } catch (e) {
-    leaseClient.end();
+    endNative(leaseClient);
     throw e;
   }
   let first: NativeClient | undefined = leaseClient;

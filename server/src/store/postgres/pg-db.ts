@@ -55,6 +55,21 @@ export function connectNative(url: string, applicationName: string, options: { a
   return client;
 }
 
+/** Clients ended lately, held until their socket watcher closed ({@link endNative}). */
+const ending = new Set<NativeClient>();
+
+/**
+ * Ends `client`'s connection. libpq's addon closes the connection's socket watcher through
+ * libuv, which finishes the close in its loop's next close phase, yet lets the client be
+ * garbage-collected at once: collected before that phase, libuv reads freed memory and aborts
+ * the process. So the client stays referenced for two turns of the loop (a close phase between).
+ */
+export function endNative(client: NativeClient): void {
+  client.end();
+  ending.add(client);
+  setImmediate(() => setImmediate(() => ending.delete(client)));
+}
+
 /**
  * `url` with `application_name` (and `options`, unless given) in its query. The query is written
  * with percent-encoding: URLSearchParams writes a space as `+`, which libpq keeps as a `+`.
@@ -282,7 +297,7 @@ export class PgDb implements Db {
   }
 
   close(): void {
-    this.writer.end();
-    this.reader.end();
+    endNative(this.writer);
+    endNative(this.reader);
   }
 }
