@@ -27,7 +27,15 @@ interface TypeParsers {
 /** libpq's bindings, loaded on the first connection (an owner on SQLite never loads them). */
 let native: { pgTypes: TypeParsers; Client: NativeClientClass } | undefined;
 function loadNative(): { pgTypes: TypeParsers; Client: NativeClientClass } {
-  return (native ??= { pgTypes: require("pg-types") as TypeParsers, Client: require("pg-native") as NativeClientClass });
+  if (native) return native;
+  let Client: NativeClientClass;
+  try {
+    Client = require("pg-native") as NativeClientClass;
+  } catch (e) {
+    // An optional dependency: its libpq addon is built at `npm ci` when libpq's headers and a compiler are there.
+    throw new Error(`the PostgreSQL driver is not installed (${(e as Error).message.split("\n")[0]}): install libpq's headers and a compiler (Debian: apt install libpq-dev g++ make), then run npm ci again`);
+  }
+  return (native = { pgTypes: require("pg-types") as TypeParsers, Client });
 }
 
 /**
