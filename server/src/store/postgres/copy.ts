@@ -1,4 +1,5 @@
 import type { SqliteDb } from "../database.js";
+import { DeferredInserts } from "./deferred-inserts.js";
 import type { NativeClient } from "./pg-db.js";
 
 /** The owner's tables, in the order they are copied, with their columns (the same on both stores). */
@@ -21,8 +22,8 @@ const tables: { name: string; columns: string[] }[] = [
   },
 ];
 
-/** Rows per INSERT statement. */
-const rowsPerInsert = 500;
+/** Rows held in memory before they are sent. */
+const rowsPerFlush = 1_000;
 
 /**
  * Copies every owner table of an SQLite data folder (opened, so no owner runs on it, and
@@ -38,20 +39,14 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
     if (lease?.live) throw new Error(`an owner leads this database (lease holder ${String(lease.holder)}): stop every owner on it first`);
     if (Number(pg.querySync("SELECT count(*) AS n FROM events")[0].n) > 0) throw new Error("the database holds events already: copy into a new, empty database");
     for (const { name, columns } of tables) {
-      let rows: unknown[][] = [];
-      const flush = () => {
-        if (rows.length === 0) return;
-        const marks = rows.map((_, r) => `(${columns.map((_, c) => `$${r * columns.length + c + 1}`).join(", ")})`).join(", ");
-        pg.querySync(`INSERT INTO ${name} (${columns.join(", ")}) VALUES ${marks}`, rows.flat().map((v) => (v === null ? null : String(v))));
-        rows = [];
-      };
+      // The same multi-row INSERTs as appended events: rows held, sent in chunks.
+      const rows = new DeferredInserts(name, columns, 0);
       let count = 0;
       for (const row of sqlite.prepare(`SELECT ${columns.join(", ")} FROM ${name}`).raw().iterate() as IterableIterator<unknown[]>) {
-        rows.push(row);
-        count++;
-        if (rows.length === rowsPerInsert) flush();
+        rows.add(row);
+        if (++count % rowsPerFlush === 0) rows.flush(pg);
       }
-      flush();
+      rows.flush(pg);
       copied[name] = count;
     }
     pg.querySync("COMMIT");
