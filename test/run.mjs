@@ -13,8 +13,11 @@ import { buildConsole } from "../scripts/build-console.mjs";
 if (await buildConsole({ onlyIfStale: true })) console.log("built the console into dist/console/");
 
 // The same tests again with every owner on PostgreSQL (a server started for the run): the
-// suites of the log, delivery, actions, collections, time and the clients. The others test what
-// only SQLite has (the data folder, its lock, WAL and maintenance SQL) or do not touch the store.
+// suites of the log, delivery, actions, collections, time, the transport and the clients. The
+// others test what only SQLite has (the data folder, its lock, WAL and maintenance SQL), do not
+// touch the store (the bundle, the console, the packages, the benchmark harness), start their own
+// PostgreSQL owners (leadership, following the leader, copy-store) or measure the timing of
+// stream releases, which a busy machine moves.
 const onBothStores = [
   "test/log.test.ts",
   "test/processors.test.ts",
@@ -40,6 +43,27 @@ const onBothStores = [
   "test/admin.test.ts",
   "test/store.test.ts",
   "test/postgres-store.test.ts",
+  "test/batch-bytes.test.ts",
+  "test/call-event-ids.test.ts",
+  "test/cli-admin.test.ts",
+  "test/client-errors.test.ts",
+  "test/clients.test.ts",
+  "test/cron.test.ts",
+  "test/delivery-timeouts.test.ts",
+  "test/example-bookings.test.ts",
+  "test/filters.test.ts",
+  "test/grpc-unary.test.ts",
+  "test/grpcurl.test.ts",
+  "test/hardening.test.ts",
+  "test/moments.test.ts",
+  "test/pulses.test.ts",
+  "test/python-executor.test.ts",
+  "test/sdk-client-inputs.test.ts",
+  "test/sdk-holds.test.ts",
+  "test/sdk-watch-end.test.ts",
+  "test/shutdown-and-pages.test.ts",
+  "test/transport.test.ts",
+  "test/watch-backpressure.test.ts",
 ];
 
 let passed = 0;
