@@ -9,7 +9,7 @@ import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { ExecutorService, type SubscribeRequestSchema, type SubscribeResponse } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
-import { maxJsonDepth } from "../server/src/rpc/convert.js";
+import { maxJsonDepth } from "../server/src/json-limits.js";
 import { maxCredits } from "../server/src/executors/session.js";
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
 import { startTestOwner } from "./helpers/owner.js";

@@ -8,7 +8,7 @@ import { fail } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Processors } from "../processors/manager.js";
-import { jsonProblem } from "../rpc/convert.js";
+import { jsonProblem } from "../json-limits.js";
 import { ExecutorSession, maxCredits } from "./session.js";
 
 /** Options of the executor hub; times in ms. */

@@ -5,7 +5,7 @@ import { compileAction, maxTimerMs, type ActionEntry } from "../actions/declarat
 import { compileCollection, type CollectionEntry } from "../collections/declaration.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import { compileFilter } from "../log/filter.js";
-import { jsonProblem } from "../rpc/convert.js";
+import { jsonProblem } from "../json-limits.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
 

@@ -1,6 +1,6 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ExecutorSession, OwnerMessage } from "../executors/session.js";
-import { eventToProto } from "../rpc/convert.js";
+import { eventToProto } from "../proto-values.js";
 import type { EventRecord } from "../store/events.js";
 import type { ProcessorSpec } from "./declaration.js";
 

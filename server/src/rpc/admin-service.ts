@@ -14,7 +14,8 @@ import type { CursorStatements } from "../store/cursors.js";
 import type { EventStatements } from "../store/events.js";
 import { runMaintenanceSql } from "../store/maintenance.js";
 import { principalOf } from "./context.js";
-import { eventToProto, msFromTimestamp, pageSizeFromProto, seqFromProto } from "./convert.js";
+import { eventToProto, msFromTimestamp } from "../proto-values.js";
+import { pageSizeFromProto, seqFromProto } from "./convert.js";
 
 /** What the AdminService handlers need. */
 export interface AdminDeps {

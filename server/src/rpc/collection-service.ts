@@ -8,7 +8,8 @@ import type { WriteRequest, WriteResult } from "../collections/writes.js";
 import { fail } from "../errors.js";
 import type { DocumentRecord } from "../store/documents.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, checkJson, dataFromProto, objectFromProto } from "./convert.js";
+import { checkJson } from "../json-limits.js";
+import { actorFromProto, causeFromProto, dataFromProto, objectFromProto } from "./convert.js";
 
 /** CollectionService: translation only; the rules live in collections/. */
 export function collectionService(collections: Collections): ServiceImpl<typeof CollectionService> {

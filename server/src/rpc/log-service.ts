@@ -11,7 +11,8 @@ import type { EventRecord, EventStatements } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
 import { principalOf } from "./context.js";
 import type { Logger } from "../logger.js";
-import { eventToProto, objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
+import { eventToProto } from "../proto-values.js";
+import { objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
 import { emitInput } from "./emit-input.js";
 import { publish } from "./publish.js";
 

@@ -17,7 +17,8 @@ import type { DelayInput, Overdue, TimerKind, TimerRecord, TimerSpec, Timers } f
 import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
 import { checkMs, isDefaultPolicy, maxHorizonMs, minEveryMs } from "../time/timers.js";
 import { principalOf } from "./context.js";
-import { actorFromProto, causeFromProto, dataFromProto, msFromTimestamp, pageSizeFromProto } from "./convert.js";
+import { msFromTimestamp } from "../proto-values.js";
+import { actorFromProto, causeFromProto, dataFromProto, pageSizeFromProto } from "./convert.js";
 
 /**
  * TimeService: translation only; the rules live in time/.

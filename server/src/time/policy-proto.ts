@@ -10,7 +10,7 @@ import {
   type DstPolicy as DstPolicyPb,
   type SchedulePolicy as SchedulePolicyPb,
 } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
-import { msFromTimestamp } from "../rpc/convert.js";
+import { msFromTimestamp } from "../proto-values.js";
 import { fail } from "../errors.js";
 import type { DstPolicy } from "./cron.js";
 import { checkMs, defaultSchedulePolicy, maxHorizonMs, type CatchUpPolicy, type OverlapPolicy, type SchedulePolicy } from "./timers.js";
