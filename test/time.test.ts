@@ -898,6 +898,7 @@ describe("Delay from outside with a client delay_id", () => {
     await conflicts(); // pending
     clock.advance(5_000);
     await until(() => h.calls.length === 1, "the delayed call");
+    await until(async () => (await occurrences(h, "d-1"))[0]?.status === "completed", "the call's end recorded"); // the log is still from here on
     await conflicts(); // made
     const before = await logSnapshot(h.client);
     expect(await fields(h.time.delay({ ...request, delayId: "weekly" }), Code.FailedPrecondition, /delay_id "weekly" names a runtime timer/)).toEqual(["delay_id"]);

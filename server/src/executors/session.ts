@@ -1,7 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SubscribeResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Principal } from "../auth/principal.js";
+import { eventToProto } from "../proto-values.js";
+import { deliveriesMessage, type DeliveryOut } from "./delivery-wire.js";
 import { Outbox } from "./outbox.js";
 
 /** A message from the owner to an executor. */
@@ -48,55 +51,61 @@ const maxBatch = 256;
  */
 const batchByteBudget = 1024 * 1024;
 
-/** A message as queued: `bytes` weighs a delivery's event or an invocation's input (0 for others). */
-export interface Queued {
-  message: QueuedMessage;
-  bytes: number;
-}
+/**
+ * A message as queued, or a delivery (written as its Delivery when the stream writes it); `bytes`
+ * weighs a delivery's event or an invocation's input (0 for others).
+ */
+export type Queued = { message: QueuedMessage; bytes: number } | { delivery: DeliveryOut; bytes: number };
 
-/** The batch message each batchable message kind goes into (for executors that said they understand it). */
-const batchOf = {
-  delivery: (items: unknown[]): OwnerMessage => ({ message: { case: "deliveries", value: { deliveries: items as never[] } } }),
-  invocation: (items: unknown[]): OwnerMessage => ({ message: { case: "invocations", value: { invocations: items as never[] } } }),
-} as const;
-
-/** The messages queued at one moment, as written: built ones built now, deliveries and invocations batched for an executor that understands their batch messages (`hosting`). */
-export function written(queued: Queued[], hosting: Pick<Hosting, "batches" | "invocationBatches">): OwnerMessage[] {
-  const messages = queued.map((q) => ({ message: typeof q.message === "function" ? q.message() : q.message, bytes: q.bytes }));
-  return hosting.batches || hosting.invocationBatches ? batched(messages, { delivery: hosting.batches, invocation: hosting.invocationBatches }) : messages.map((m) => m.message);
-}
+/** What one batch message holds, of one kind: deliveries, or invocations. */
+type Run = { kind: "delivery"; items: DeliveryOut[] } | { kind: "invocation"; items: unknown[] };
 
 /**
- * Combines runs of deliveries into DeliveryBatch messages, and runs of invocations into
- * InvocationBatch messages, for the kinds `understood`: at most {@link maxBatch} items and
- * {@link batchByteBudget} bytes each (always at least one item); other messages keep their
- * place, and so does the order of all.
+ * The messages queued at one moment, as written: built ones built now; runs of deliveries in
+ * DeliveryBatch messages and runs of invocations in InvocationBatch messages for an executor that
+ * understands them (`hosting`), at most {@link maxBatch} items and {@link batchByteBudget} bytes
+ * each (always at least one item). Other messages keep their place, and so does the order of all.
+ * Deliveries go as wire bytes written from the stored event for an executor taking data as JSON
+ * text (delivery-wire.ts), as messages with a Struct otherwise.
  */
-function batched(messages: { message: OwnerMessage; bytes: number }[], understood: Record<keyof typeof batchOf, boolean>): OwnerMessage[] {
+export function written(queued: Queued[], hosting: Pick<Hosting, "batches" | "invocationBatches" | "dataJson">): OwnerMessage[] {
   const out: OwnerMessage[] = [];
-  let kind: keyof typeof batchOf | undefined;
-  let run: unknown[] = [];
+  let run: Run | undefined;
   let runBytes = 0;
   const flush = () => {
-    if (run.length === 1) out.push({ message: { case: kind, value: run[0] } } as OwnerMessage);
-    else if (run.length > 1) out.push(batchOf[kind!](run));
-    run = [];
+    if (run?.kind === "delivery") out.push(hosting.dataJson ? deliveriesMessage(run.items) : deliveriesInit(run.items));
+    else if (run?.kind === "invocation") out.push(run.items.length === 1 ? ({ message: { case: "invocation", value: run.items[0] } } as OwnerMessage) : { message: { case: "invocations", value: { invocations: run.items as never[] } } });
+    run = undefined;
     runBytes = 0;
   };
-  for (const { message: m, bytes } of messages) {
-    const c = m.message?.case;
-    if ((c !== "delivery" && c !== "invocation") || !understood[c]) {
+  for (const q of queued) {
+    let kind: Run["kind"] | undefined;
+    let item: unknown;
+    let m: OwnerMessage | undefined;
+    if ("delivery" in q) [kind, item] = ["delivery", q.delivery];
+    else {
+      m = typeof q.message === "function" ? q.message() : q.message;
+      if (m.message?.case === "invocation") [kind, item] = ["invocation", m.message.value];
+    }
+    const batches = kind === "delivery" ? hosting.batches : kind === "invocation" ? hosting.invocationBatches : false;
+    if (!kind || (kind === "invocation" && !batches)) {
       flush();
-      out.push(m);
+      out.push(m!);
       continue;
     }
-    if (c !== kind || run.length === maxBatch || (run.length > 0 && runBytes + bytes > batchByteBudget)) flush();
-    kind = c;
-    run.push(m.message!.value);
-    runBytes += bytes;
+    if (!batches || run?.kind !== kind || run.items.length === maxBatch || (run.items.length > 0 && runBytes + q.bytes > batchByteBudget)) flush();
+    run ??= { kind, items: [] } as Run;
+    (run.items as unknown[]).push(item);
+    runBytes += q.bytes;
   }
   flush();
   return out;
+}
+
+/** One Delivery, or a DeliveryBatch, as a message built with the events' data as a Struct. */
+function deliveriesInit(items: DeliveryOut[]): OwnerMessage {
+  const init = (d: DeliveryOut) => ({ deliveryId: d.deliveryId, processor: d.processor, event: eventToProto(d.event), attempt: d.attempt, deadline: timestampFromMs(d.deadlineMs), key: d.key });
+  return items.length === 1 ? { message: { case: "delivery", value: init(items[0]) } } : { message: { case: "deliveries", value: { deliveries: items.map(init) } } };
 }
 
 /**
@@ -168,5 +177,10 @@ export class ExecutorSession {
    */
   send(message: QueuedMessage, bytes = 0): void {
     this.outbox.push({ message, bytes });
+  }
+
+  /** Queues a delivery; `bytes`: its event's stored bytes, as a batch weighs it ({@link batchByteBudget}). */
+  deliver(delivery: DeliveryOut, bytes: number): void {
+    this.outbox.push({ delivery, bytes });
   }
 }

@@ -1,8 +1,5 @@
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { ExecutorSession, OwnerMessage } from "../executors/session.js";
-import { eventToProto } from "../proto-values.js";
+import type { ExecutorSession } from "../executors/session.js";
 import type { EventRecord } from "../store/events.js";
-import type { ProcessorSpec } from "./declaration.js";
 
 /**
  * One try of an event, sent to an executor and not answered yet. States: running (`timer`: its
@@ -74,24 +71,6 @@ export function tryFailed(attempt: Attempt, retryDelaysMs: number[], error: stri
   if (counted) attempt.failures++;
   if (terminal || attempt.failures > retryDelaysMs.length) attempt.outcome = { ok: false, error };
   else attempt.retry = { error, waitMs: counted ? retryDelaysMs[attempt.failures - 1] : 0 };
-}
-
-/** The Delivery message of try `t` of processor `spec`, sent at `nowMs`; the event's data as JSON text when `dataJson` (the executor asked for it). */
-export function deliveryMessage(spec: ProcessorSpec, t: Try, nowMs: number, dataJson = false): OwnerMessage {
-  const { event, key, attempt } = t.attempt;
-  return {
-    message: {
-      case: "delivery",
-      value: {
-        deliveryId: t.deliveryId,
-        processor: spec.name,
-        event: eventToProto(event, dataJson),
-        attempt,
-        deadline: timestampFromMs(nowMs + spec.ackTimeoutMs),
-        key: key.startsWith("#") ? "" : key,
-      },
-    },
-  };
 }
 
 /** The event as `processor.failed` records it. */

@@ -7,7 +7,7 @@ import { storedBytes, type EventRecord, type EventStatements } from "../store/ev
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { takes, type ProcessorSpec } from "./declaration.js";
-import { deliveryMessage, failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
+import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
 import { Lanes } from "./lanes.js";
 
@@ -340,7 +340,8 @@ export class ProcessorEngine {
     session.inFlight.add(t.deliveryId);
     this.byDelivery.set(t.deliveryId, t);
     this.armAckTimeout(t, this.spec.ackTimeoutMs);
-    session.send(deliveryMessage(this.spec, t, this.deps.clock.now(), session.hosting.dataJson), storedBytes(t.attempt.event));
+    const { event, key } = attempt;
+    session.deliver({ deliveryId: t.deliveryId, processor: this.spec.name, event, attempt: attempt.attempt, deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs, key: key.startsWith("#") ? "" : key }, storedBytes(event));
     return t;
   }
 
