@@ -7,7 +7,7 @@ import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/ex
 import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
-import { unansweredWarnMs } from "../server/src/actions/calls.js";
+import { unansweredWarnMs } from "../server/src/actions/invocations.js";
 import { startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 

@@ -1,11 +1,12 @@
 // Schedules like Temporal's and per-schedule DST policies, and the TimeService
 // message fixes that came with them.
 //
-// The rules (time/timers.ts, time/cron.ts) are pure functions of their arguments and are tested
-// at exact instants. The RPCs (PauseTimer, ResumeTimer, TriggerTimer, BackfillTimer, Schedule
-// with a policy, GetTimer's preview) run against a real owner through the real transport, with
-// an in-process SDK executor hosting the actions. As in time.test.ts, a ManualClock is both the
-// owner's clock and its TimerHost: `clock.set/advance` rings what the owner armed.
+// The rules (time/spec-checks.ts, moments.ts, owed.ts, claim-rules.ts, cron.ts) are pure
+// functions of their arguments and are tested at exact instants. The RPCs (PauseTimer,
+// ResumeTimer, TriggerTimer, BackfillTimer, Schedule with a policy, GetTimer's preview) run
+// against a real owner through the real transport, with an in-process SDK executor hosting
+// the actions. As in time.test.ts, a ManualClock is both the owner's clock and its TimerHost:
+// `clock.set/advance` rings what the owner armed.
 //
 // Overlap and catch-up "all within window" are decided in the claim (fire.ts), through
 // claimDecision and owedOccurrences: the rules are tested alone and end to end.
@@ -16,22 +17,11 @@ import { Code, createClient as createRpcClient, type Client } from "@connectrpc/
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import { parseCron } from "../server/src/time/cron.js";
-import {
-  backfillMoments,
-  checkSchedulePolicy,
-  claimDecision,
-  defaultSchedulePolicy,
-  dueOf,
-  firstDue,
-  nominalOf,
-  owedOccurrences,
-  owedWithin,
-  type TimerMoments,
-  preview,
-  resumeDue,
-  type SchedulePolicy,
-  type TimerSpec,
-} from "../server/src/time/timers.js";
+import { claimDecision } from "../server/src/time/claim-rules.js";
+import { dueOf, nominalOf, type TimerMoments } from "../server/src/time/moments.js";
+import { backfillMoments, owedOccurrences, owedWithin, preview, resumeDue } from "../server/src/time/owed.js";
+import { checkSchedulePolicy, firstDue } from "../server/src/time/spec-checks.js";
+import { defaultSchedulePolicy, type SchedulePolicy, type TimerSpec } from "../server/src/time/timers.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
 import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
@@ -719,7 +709,7 @@ describe("overlap and catch-up in the claim", () => {
 
 // ---- jitter never reaches the next moment ----
 
-/** The jitter hash of timer `id` at nominal moment `n` (as time/timers.ts computes it): 48 bits of SHA-256. */
+/** The jitter hash of timer `id` at nominal moment `n` (as time/moments.ts computes it): 48 bits of SHA-256. */
 const jitterHash = (id: string, n: number) => createHash("sha256").update(`timer-jitter\n${id}\n${n}`).digest().readUIntBE(0, 6);
 /** The due moment of `n` before the fix: offset `hash % (jitter + 1)`, capped at `gap - 1`. */
 const oldDue = (id: string, n: number, jitterMs: number, gapMs: number) => n + Math.min(jitterHash(id, n) % (jitterMs + 1), gapMs - 1);

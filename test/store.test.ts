@@ -13,7 +13,8 @@ import { openStore, type SqliteStore as Store } from "../server/src/store/databa
 import { eventStatements } from "../server/src/store/events.js";
 import { limitedStatement } from "../server/src/store/limited.js";
 import { callStatements } from "../server/src/store/calls.js";
-import { occurrenceStatements, timerStatements } from "../server/src/store/timers.js";
+import { occurrenceStatements } from "../server/src/store/occurrences.js";
+import { timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/time/timers.js";
 import { noSync, WalSync, type Durability } from "../server/src/store/wal-sync.js";
 import { until } from "./helpers/until.js";

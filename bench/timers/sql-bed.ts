@@ -19,8 +19,10 @@ import { callStatements } from "../../server/src/store/calls.js";
 import { Committer } from "../../server/src/store/committer.js";
 import { openStore } from "../../server/src/store/database.js";
 import { eventStatements } from "../../server/src/store/events.js";
-import { occurrenceStatements, timerStatements } from "../../server/src/store/timers.js";
-import { defaultSchedulePolicy, occurrenceId } from "../../server/src/time/timers.js";
+import { occurrenceStatements } from "../../server/src/store/occurrences.js";
+import { timerStatements } from "../../server/src/store/timers.js";
+import { occurrenceId } from "../../server/src/time/occurrence-ids.js";
+import { defaultSchedulePolicy } from "../../server/src/time/timers.js";
 
 const n = Number(process.env.BED_N ?? 24_000);
 const perCommit = 18;

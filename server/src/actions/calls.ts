@@ -1,127 +1,22 @@
-import type { JsonObject } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { allows, resolveActor, systemPrincipal, type Principal } from "../auth/principal.js";
+import type { Principal } from "../auth/principal.js";
 import type { Clock, TimerHost } from "../clock.js";
 import { ChronologError, fail } from "../errors.js";
-import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
-import { causeActor, causeChainDepth, type LiveCauses } from "../log/causes.js";
-import type { CauseRef } from "../log/emit.js";
-import { checkId, derivedId, newId } from "../log/ids.js";
+import type { LiveCauses } from "../log/causes.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { CallStatements } from "../store/calls.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { ActorRecord, EventStatements } from "../store/events.js";
-import type { ActionEntry } from "./declaration.js";
+import type { EventStatements } from "../store/events.js";
+import { callerGone, notStartedError, stoppingError } from "./call-errors.js";
+import { fromOutside, fromPulse, fromTime, sameCall, underCause } from "./call-origin.js";
+import type { CallRequest, CallResult } from "./call-request.js";
 import type { HostQueue } from "./hosts.js";
+import { Invocations, type InvocationAnswer, type ResultVerdict, type StopState } from "./invocations.js";
 import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
-import { Run, type AttemptEnd, type AttemptOutcome, type CallerContext, type Invocation } from "./run.js";
+import { Run, type AttemptEnd, type CallerContext } from "./run.js";
 import { sha256Hex } from "../sha256.js";
-
-/** One call, as parsed from the request. */
-export interface CallRequest {
-  /** `plugin.action`. */
-  action: string;
-  input: Record<string, unknown>;
-  /** Client-chosen call id, or "" for none (a fresh one, or derived under a cause). */
-  callId: string;
-  /** Set when code under a delivery or an action run calls; null from outside. */
-  cause: CauseRef | null;
-  /** Asserted actor fields (from outside only). */
-  actor: Partial<ActorRecord> | undefined;
-  /**
-   * Set only by the owner's clock when time makes the call, with
-   * {@link systemPrincipal}; never from a request. `callId` is then the
-   * occurrence id, and the call runs as `scheduled.actor` without an allow
-   * check (the allow was checked when the timer was set).
-   */
-  scheduled?: ScheduledCall;
-  /**
-   * Set only by the owner's pulses, with {@link systemPrincipal}; never
-   * from a request. `callId` is then the interval's call id; the call runs
-   * as the system, only on a session `pulse.eligible` accepts, and only if
-   * one has a free credit at once (a pulse never waits for a host: a busy or
-   * absent host means the interval is missed).
-   */
-  pulse?: PulseCallRequest;
-}
-
-/** What a pulse tells a call it makes, and where the call may run. */
-export interface PulseCallRequest {
-  /** `plugin.pulse`. */
-  pulse: string;
-  /** Index of the interval within the cycle, 0-based. */
-  interval: number;
-  /** Start of the interval, ms since the epoch (UTC). */
-  dueMs: number;
-  /** The sessions that may run it: the pulse's hosts (scope component) or one session (scope replica). */
-  eligible(session: ExecutorSession): boolean;
-}
-
-/** What time tells a call it makes, and who the call runs as. */
-export interface ScheduledCall {
-  /** The timer, schedule or delay id. */
-  timerId: string;
-  /** The moment the occurrence was due, ms since the epoch (UTC). */
-  dueMs: number;
-  /** The timer's actor (whoever set it, `in` included); null: the system (declared schedules). */
-  actor: ActorRecord | null;
-  /** Chain depth of the call: the delay's, 0 for schedules (default 0). */
-  chainDepth?: number;
-  /**
-   * The clock starts time's calls ahead of their moment (the claim's lookahead): the
-   * attempt is started (credit held, `action.started` committed) at once, and the action
-   * starts no earlier than this, ms since the epoch (UTC): an executor that holds gets the
-   * Invocation at once with `hold_ms` to wait; to others it is sent at this moment. Absent
-   * or past: at once.
-   */
-  sendAtMs?: number;
-  /**
-   * The occurrence's lateness bound, for its first call only: the last moment (ms since
-   * the epoch, owner's clock) its attempt may start. The call waits for an executor's credit
-   * only until then; one not started by then is not made, and the call rejects with an error
-   * {@link notStartedInTime} recognises (nothing written). Absent: no bound.
-   */
-  latestStartMs?: number;
-  /**
-   * Told, once per run, when its action started (ms since the epoch, owner's clock): the
-   * first send, or for a held Invocation the end of its hold plus the executor's reported
-   * delay (at its answer). Time measures its lateness there.
-   */
-  onStarted?: (startedAtMs: number) => void;
-  /**
-   * Runs inside the commit unit that records this run's end (`action.completed`, or
-   * `action.failed` with the action's error or timeout; `error` is then the message the
-   * caller gets), so time's own record of the occurrence commits with it instead
-   * of in a unit of its own. Not called when the call ends otherwise (answered from
-   * the log, joined another run, no host, owner stopping).
-   */
-  onEnd?: (tx: Tx, end: AttemptOutcome) => void;
-}
-
-/** A call's answer. */
-export interface CallResult {
-  callId: string;
-  output: Record<string, unknown>;
-  /** True when answered from the stored record of a completed call, without running. */
-  fromLog: boolean;
-}
-
-/** An executor's answer to an invocation. */
-export interface InvocationAnswer {
-  ok: boolean;
-  output: Record<string, unknown>;
-  error: string;
-  /** The executor marked the error final (Outcome.TERMINAL_ERROR, the SDKs' TerminalError): retrying the same input would fail the same way. */
-  terminal: boolean;
-  /** For a held invocation: ms after its hold ended that the action started (the executor's own delay). */
-  startedLateMs: number;
-}
-
-/** How an executor's answer was taken: like acks, stale and unknown answers change nothing. */
-export type ResultVerdict = "accepted" | "unknown" | "stale";
 
 /** What the action calls need from the owner. */
 export interface ActionCallsDeps {
@@ -136,9 +31,6 @@ export interface ActionCallsDeps {
   timers: TimerHost;
   logger: Logger;
 }
-
-/** How long after a run's grace (past its timeout and cancel) an executor that still holds the invocation's credit is warned of, ms. */
-export const unansweredWarnMs = 10_000;
 
 /** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why. */
 const maxAnswerMarginMs = 500;
@@ -192,27 +84,21 @@ const maxAnswerMarginMs = 500;
  */
 export class ActionCalls {
   private readonly runs = new Map<string, Run>();
-  private readonly invocations = new Map<string, Invocation>();
-  /** Attempts started ahead of their moment, waiting to be sent: woken at once when the owner stops. */
-  private readonly held = new Set<() => void>();
-  /** Sessions already warned of answering a held call before its hold ended. */
-  private readonly warnedEarly = new WeakSet<ExecutorSession>();
-  /** The owner began stopping: new calls are refused (but under a cause), held attempts are not sent, runs get the grace. */
-  private stopping = false;
-  /** The grace is over: nothing more is started or written, callers still waiting get UNAVAILABLE. */
-  private stopped = false;
+  /** The attempts in flight to executors. */
+  private readonly invocations: Invocations;
+  /** Where the owner is in its stop, shared with {@link invocations}. */
+  private readonly state: StopState = { stopping: false, stopped: false };
   /** Told when the last run ends while the owner is stopping (the grace ends early). */
   private idle: (() => void) | null = null;
-  /**
-   * Calls of time the owner had in time (an executor's credit taken before their moment) but sent
-   * to an executor that holds after it, with hold_ms 0, since the owner started: its commit
-   * and send path ran more than the clock's lookahead behind, so their lateness is the owner's.
-   * Not counted: calls due when they were set or triggered, or that waited for a credit past
-   * their moment (no executor, all busy, a lost one's retry).
-   */
-  sentLate = 0;
 
-  constructor(private readonly deps: ActionCallsDeps) {}
+  constructor(private readonly deps: ActionCallsDeps) {
+    this.invocations = new Invocations(deps, this.state);
+  }
+
+  /** Calls of time sent late to an executor that holds, since the owner started: see {@link Invocations.sentLate}. */
+  get sentLate(): number {
+    return this.invocations.sentLate;
+  }
 
   /** Whether call `callId` ever started an attempt (its `action_calls` row exists: written when a host's credit was taken). */
   everStarted(callId: string): boolean {
@@ -227,15 +113,15 @@ export class ActionCalls {
   /** Calls an action as `principal` and waits for its answer; errors as in the class comment. */
   async call(req: CallRequest, principal: Principal, caller: CallerContext): Promise<CallResult> {
     // While the owner stops, only work under a cause (deliveries and runs finishing in the grace) may still call.
-    if (this.stopped || (this.stopping && !req.cause)) throw stoppingError();
+    if (this.state.stopped || (this.state.stopping && !req.cause)) throw stoppingError();
     const entry = this.deps.registry.action(req.action) ?? fail("not_found", `action ${JSON.stringify(req.action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action: req.action });
     const who = req.scheduled
       ? fromTime(req, req.scheduled, principal)
       : req.pulse
         ? fromPulse(req, req.pulse, principal)
         : req.cause
-          ? this.underCause(entry, req, principal)
-          : this.fromOutside(entry, req, principal);
+          ? underCause(entry, req, principal, this.deps.events, this.deps.live)
+          : fromOutside(entry, req, principal);
     const violations = entry.validate(req.input);
     if (violations.length > 0) {
       fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
@@ -271,24 +157,9 @@ export class ActionCalls {
     return answer;
   }
 
-  /**
-   * An executor's answer to invocation `invocationId`: frees the
-   * session's credit, ends the attempt. Answers after the run timeout, and a
-   * second answer of this session, are stale; ids this session never got are
-   * unknown. Neither changes anything.
-   */
+  /** An executor's answer to invocation `invocationId`: see {@link Invocations.result}. */
   result(session: ExecutorSession, invocationId: string, answer: InvocationAnswer): ResultVerdict {
-    const match = takeAnswer(session, invocationId);
-    const invocation = this.invocations.get(invocationId);
-    if (!invocation || invocation.session !== session) return match === "unknown" ? "unknown" : "stale";
-    const { timedOut } = invocation;
-    const end: AttemptEnd = answer.ok
-      ? { kind: "ok", output: answer.output }
-      : timedOut !== null
-        ? { kind: "timeout", error: `${timedOut}, then failed: ${answer.error || "error"}` }
-        : { kind: "error", error: answer.error || "error", terminal: answer.terminal };
-    invocation.end(end, answer.startedLateMs);
-    return "accepted";
+    return this.invocations.result(session, invocationId, answer);
   }
 
   /**
@@ -301,12 +172,9 @@ export class ActionCalls {
     if (row && !this.runs.has(callId)) recordLeftRunningFailed(tx, this.deps.calls, row, error);
   }
 
-  /** Extends a running invocation's timeout to now + `extendMs` (default: the action's timeout). False when unknown or past its timeout. */
+  /** Extends a running invocation's timeout: see {@link Invocations.progress}. */
   progress(session: ExecutorSession, invocationId: string, extendMs: number): boolean {
-    const invocation = this.invocations.get(invocationId);
-    if (!invocation || invocation.session !== session || invocation.timedOut !== null) return false;
-    this.armTimeout(invocation, extendMs || invocation.run.call.entry.timeoutMs);
-    return true;
+    return this.invocations.progress(session, invocationId, extendMs);
   }
 
   /** A session has (new) free credits: calls waiting for a host it offers get them. */
@@ -314,11 +182,9 @@ export class ActionCalls {
     this.deps.hosts.offer(session);
   }
 
-  /** A session ended: its invocations go to other executors as retries; those past their timeout fail with it. */
+  /** A session ended: its invocations go to other executors as retries (see {@link Invocations.sessionGone}). */
   sessionGone(session: ExecutorSession): void {
-    for (const invocation of [...this.invocations.values()]) {
-      if (invocation.session === session) invocation.end(invocation.timedOut !== null ? { kind: "timeout", error: invocation.timedOut } : { kind: "gone" });
-    }
+    this.invocations.sessionGone(session);
   }
 
   /**
@@ -334,8 +200,8 @@ export class ActionCalls {
    * requests). Call once.
    */
   async stop(graceMs = 0, alongside: Promise<unknown> = Promise.resolve()): Promise<void> {
-    this.stopping = true;
-    for (const wake of [...this.held]) wake();
+    this.state.stopping = true;
+    this.invocations.wakeHeld();
     if (graceMs > 0) {
       let timer: NodeJS.Timeout | undefined;
       const idle = async () => {
@@ -346,9 +212,9 @@ export class ActionCalls {
       clearTimeout(timer);
       this.idle = null;
     }
-    this.stopped = true;
+    this.state.stopped = true;
     this.deps.hosts.stop();
-    for (const invocation of [...this.invocations.values()]) invocation.end({ kind: "stopping" });
+    this.invocations.endAll();
     await Promise.allSettled([...this.runs.values()].map((run) => run.done));
   }
 
@@ -356,26 +222,6 @@ export class ActionCalls {
   private ended(callId: string): void {
     this.runs.delete(callId);
     if (this.runs.size === 0) this.idle?.();
-  }
-
-  private fromOutside(entry: ActionEntry, req: CallRequest, principal: Principal) {
-    if (!allows(entry.allow, principal)) {
-      const who = entry.allow.length === 0 ? "only code under a cause may call it" : `allow: ${entry.allow.join(", ")}`;
-      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not call ${entry.name} (${who})`, [], { action: entry.name });
-    }
-    if (req.callId !== "") checkId(req.callId, "call_id");
-    return { callId: req.callId || newId(), actor: resolveActor(principal, req.actor), parentCause: "", chainDepth: 0 };
-  }
-
-  /** A call from code under a cause: id derived, actor the cause's. Executors and admins only. */
-  private underCause(entry: ActionEntry, req: CallRequest, principal: Principal) {
-    const cause = req.cause as CauseRef;
-    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not call under a cause; only executors act under a cause`);
-    if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
-    const actor = causeActor(cause.eventId, this.deps.events, this.deps.live);
-    const callId = derivedId(cause.eventId, cause.position, { action: entry.name, input: req.input });
-    if (req.callId && req.callId !== callId) fail("bad_request", "call_id must be empty under a cause: it is derived from the cause and position");
-    return { callId, actor, parentCause: cause.eventId, chainDepth: causeChainDepth(cause.eventId, this.deps.events, this.deps.live) };
   }
 
   /** Waits for `run`'s answer as `caller`; leaves (and, last to leave, abandons the run) when the caller goes. */
@@ -403,7 +249,7 @@ export class ActionCalls {
       const onAbort = () => {
         leave();
         // Past the owner's grace, the transport's shutdown aborts every request still open: not the caller's doing.
-        const error = this.stopped ? stoppingError() : callerGone(caller);
+        const error = this.state.stopped ? stoppingError() : callerGone(caller);
         reject(error);
         if (run.waiters.size === 0) this.abandon(run, error);
       };
@@ -426,7 +272,7 @@ export class ActionCalls {
   /** Every caller of `run` has gone: stop waiting for a host; cancel the attempt in flight. */
   private abandon(run: Run, error: ChronologError): void {
     run.abandoned?.abort(error);
-    if (run.invocation) this.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
+    if (run.invocation) this.invocations.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
   }
 
   /** Runs `run`'s attempts until one completes or the call fails (see the class comment). */
@@ -449,8 +295,8 @@ export class ActionCalls {
       } catch (e) {
         // No host by its latest start (the wait ended there, or a wait as long as the action's timeout ended past it): not made.
         const pastLatest = latest !== undefined && (waitMs < budgetMs || this.deps.clock.now() >= latest);
-        if (pastLatest && e instanceof ChronologError && e.kind === "unavailable" && !this.stopped) throw notStartedError(call.entry.name, latest);
-        if (lostAttempt > 0 && !this.stopped) {
+        if (pastLatest && e instanceof ChronologError && e.kind === "unavailable" && !this.state.stopped) throw notStartedError(call.entry.name, latest);
+        if (lostAttempt > 0 && !this.state.stopped) {
           const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
           await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error, cause));
         }
@@ -471,10 +317,10 @@ export class ActionCalls {
         throw e;
       }
       // An attempt held for its moment when the owner begins to stop is not sent: the next owner sends it at its moment.
-      const due = session.hosting.holds || (await this.holdUntil(call.scheduled?.sendAtMs));
+      const due = session.hosting.holds || (await this.invocations.holdUntil(call.scheduled?.sendAtMs));
       if (!due) session.inFlight.delete(invocationId);
-      let end: AttemptEnd = due ? await this.invoke(run, session, invocationId, cause, hostInTime) : { kind: "stopping" };
-      if (end.kind === "gone" && this.stopping) end = { kind: "stopping" }; // no new attempt while the owner stops: the row stays running
+      let end: AttemptEnd = due ? await this.invocations.invoke(run, session, invocationId, cause, hostInTime) : { kind: "stopping" };
+      if (end.kind === "gone" && this.state.stopping) end = { kind: "stopping" }; // no new attempt while the owner stops: the row stays running
       switch (end.kind) {
         case "ok":
           await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }), { deferrable: call.scheduled !== undefined });
@@ -511,157 +357,6 @@ export class ActionCalls {
     }
   }
 
-  /**
-   * Sends one attempt to `session` and resolves when it ends (answer, timeout, session gone,
-   * owner stopping). The Invocation is built when the stream writes it: a held one's `hold_ms`
-   * (to an executor that holds, a call of time goes out at once and starts at its moment)
-   * is counted from then, so time spent queued in the owner does not make it late.
-   */
-  private invoke(run: Run, session: ExecutorSession, invocationId: string, cause: string, hostInTime: boolean): Promise<AttemptEnd> {
-    const { call } = run;
-    return new Promise((resolve) => {
-      if (this.stopped) return resolve({ kind: "stopping" });
-      if (session.closed) return resolve({ kind: "gone" });
-      // A record:false run has no action.started: its call id is the cause of work under it while it runs.
-      const release = cause === "" ? this.deps.live.hold(call.callId, call.actor, { depth: call.chainDepth, parent: call.parentCause }) : nothingHeld;
-      const holdFrom = (now: number) => (session.hosting.holds ? Math.max(0, (call.scheduled?.sendAtMs ?? now) - now) : 0);
-      /** When a held Invocation's hold ends (owner's clock), once written; null: not held or not written yet. */
-      let heldUntil: number | null = null;
-      const invocation: Invocation = {
-        id: invocationId,
-        run,
-        session,
-        timer: null,
-        timedOut: null,
-        end: (result, startedLateMs) => {
-          if (this.invocations.get(invocationId) !== invocation) return;
-          this.invocations.delete(invocationId);
-          if (invocation.timer) clearTimeout(invocation.timer);
-          run.invocation = null;
-          release();
-          if (heldUntil !== null && (result.kind === "ok" || result.kind === "error" || result.kind === "timeout")) started(run, this.heldStart(session, heldUntil, startedLateMs ?? 0));
-          resolve(result);
-        },
-      };
-      this.invocations.set(invocationId, invocation);
-      run.invocation = invocation;
-      run.cancelSent = false;
-      const timeoutMs = call.entry.timeoutMs;
-      this.armTimeout(invocation, timeoutMs, holdFrom(this.deps.clock.now()));
-      session.send(() => {
-        const now = this.deps.clock.now();
-        const callerMs = maxRemaining(run);
-        const holdMs = holdFrom(now);
-        if (hostInTime && session.hosting.holds && now > (call.scheduled?.sendAtMs ?? now)) this.sentLate++;
-        if (holdMs === 0) started(run, now);
-        else heldUntil = now + holdMs;
-        return {
-          message: {
-            case: "invocation",
-            value: {
-              invocationId,
-              action: call.entry.name,
-              input: call.input as JsonObject,
-              callId: call.callId,
-              causeEventId: cause,
-              actor: call.actor ?? undefined,
-              deadline: timestampFromMs(now + Math.min(holdMs + timeoutMs, callerMs)),
-              attempt: run.attempt,
-              scheduled: call.scheduled && { timerId: call.scheduled.timerId, due: timestampFromMs(call.scheduled.dueMs), occurrenceId: call.callId },
-              pulse: call.pulse && { pulse: call.pulse.pulse, interval: call.pulse.interval, due: timestampFromMs(call.pulse.dueMs) },
-              chainDepth: call.chainDepth,
-              holdMs,
-              writtenAtMs: session.streamClockMs(),
-            },
-          },
-        };
-      }, call.inputBytes);
-      if (run.abandoned?.signal.aborted) this.cancel(invocation, "caller gone");
-    });
-  }
-
-  /**
-   * When a held Invocation's action started (owner's clock, ms): the hold's end plus the
-   * executor's reported delay, which cannot exceed the time to its answer (so a bad value does
-   * not spoil the histogram). An answer before the hold ended means the executor does not wait
-   * `hold_ms`: warned once per session (its calls of time run early; the owner cannot see how early).
-   */
-  private heldStart(session: ExecutorSession, heldUntil: number, startedLateMs: number): number {
-    const sinceHold = this.deps.clock.now() - heldUntil;
-    if (sinceHold < 0 && !this.warnedEarly.has(session)) {
-      this.warnedEarly.add(session);
-      this.deps.logger.warn({ session: session.id, executor: session.hosting.executor, earlyMs: -sinceHold }, "an executor that holds answered a call of time before its hold_ms ended: it runs such calls early");
-    }
-    return heldUntil + Math.min(startedLateMs, Math.max(0, sinceHold));
-  }
-
-  /**
-   * Resolves true at `atMs` on the owner's clock (ms since the epoch; at once when absent or
-   * past), false as soon as the owner begins to stop before it: an attempt started ahead of its
-   * moment waits here, its credit held, then is sent (true) or not (false).
-   */
-  private holdUntil(atMs: number | undefined): Promise<boolean> {
-    const { clock, timers } = this.deps;
-    if (atMs === undefined || clock.now() >= atMs) return Promise.resolve(true);
-    if (this.stopping) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const wake = () => {
-        this.held.delete(wake);
-        if (clock.now() >= atMs) return resolve(true);
-        if (this.stopping) return resolve(false);
-        this.held.add(wake); // woke early (a timer may ring a millisecond early): wait the rest
-        timers.setTimer(wake, atMs - clock.now());
-      };
-      this.held.add(wake);
-      timers.setTimer(wake, atMs - clock.now());
-    });
-  }
-
-  /**
-   * (Re-)arms the run timeout, `ms` after the action starts (`holdMs` from now for a held
-   * Invocation): when it passes, the executor is told to cancel, and the attempt waits the
-   * action's grace for its answer (an OK one completes the call; no other run of the call id
-   * starts meanwhile), then fails. Its credit stays held until it answers (the handler may
-   * still run: the credit is its slot); one not answered {@link unansweredWarnMs} after the
-   * grace is logged as a warning.
-   */
-  private armTimeout(invocation: Invocation, ms: number, holdMs = 0): void {
-    if (invocation.timer) clearTimeout(invocation.timer);
-    invocation.timer = setTimeout(() => {
-      const error = `timed out after ${ms} ms`;
-      const graceMs = invocation.run.call.entry.timeoutGraceMs;
-      invocation.timer = null;
-      invocation.timedOut = error;
-      this.cancel(invocation, error);
-      const fail = () => {
-        invocation.timer = null;
-        if (invocation.session.inFlight.has(invocation.id)) invocation.session.abandoned.add(invocation.id);
-        invocation.end({ kind: "timeout", error });
-        this.warnIfUnanswered(invocation.session, invocation.id, invocation.run.call.entry.name, ms);
-      };
-      if (graceMs === 0) fail();
-      else invocation.timer = setTimeout(fail, graceMs);
-    }, holdMs + ms);
-  }
-
-  /** Logs a warning when `session` still holds the credit of timed-out invocation `id` {@link unansweredWarnMs} later (a handler that ignores its cancel signal). */
-  private warnIfUnanswered(session: ExecutorSession, id: string, action: string, timeoutMs: number): void {
-    setTimeout(() => {
-      if (session.closed || !session.inFlight.has(id)) return;
-      this.deps.logger.warn(
-        { session: session.id, executor: session.hosting.executor, invocation: id, action, freeCredits: session.free },
-        `executor ${session.hosting.executor} has not answered invocation ${id} of ${action} ${unansweredWarnMs} ms after its ${timeoutMs} ms timeout, cancel and grace: its credit stays held until it answers (does the handler ignore its signal?)`,
-      );
-    }, unansweredWarnMs).unref();
-  }
-
-  /** Sends CancelInvocation for the attempt in flight, once. */
-  private cancel(invocation: Invocation, reason: string): void {
-    if (invocation.run.cancelSent || invocation.run.invocation !== invocation) return;
-    invocation.run.cancelSent = true;
-    invocation.session.send({ message: { case: "cancelInvocation", value: { invocationId: invocation.id, reason } } });
-  }
-
   /** How long the next attempt may wait for a host: the action's timeout or the callers' deadline (less a margin), whichever is first. */
   private budgetMs(run: Run): number {
     let callers = run.waiters.size === 0 ? 0 : -Infinity;
@@ -675,78 +370,6 @@ export class ActionCalls {
     }
     return Math.min(run.call.entry.timeoutMs, callers);
   }
-}
-
-/** A call made by time: the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain. */
-function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
-  if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
-  const { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd } = scheduled;
-  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
-}
-
-/** Tells time when `run`'s action started (`atMs`, owner's clock), once per run: its lateness is measured there. */
-function started(run: Run, atMs: number): void {
-  if (run.started) return;
-  run.started = true;
-  run.call.scheduled?.onStarted?.(atMs);
-}
-
-/** A call made by a pulse: the interval's call id, as the system, from the owner's pulses only. Starts a chain. */
-function fromPulse(req: CallRequest, pulse: PulseCallRequest, principal: Principal) {
-  if (principal !== systemPrincipal) fail("permission_denied", "only the owner's pulses make pulse calls");
-  return { callId: req.callId, actor: null, parentCause: "", pulse: { pulse: pulse.pulse, interval: pulse.interval, dueMs: pulse.dueMs }, eligible: pulse.eligible, chainDepth: 0, chainStart: true };
-}
-
-/** The longest time any waiter of `run` still gives it (ms); Infinity when one has no deadline. */
-function maxRemaining(run: Run): number {
-  let longest = 0;
-  for (const waiter of run.waiters) longest = Math.max(longest, waiter.remainingMs() ?? Infinity);
-  return longest;
-}
-
-/** ALREADY_EXISTS unless a call id is used again for the same action and input. */
-function sameCall(call: CallIdentity, action: string, inputHash: string): void {
-  if (action === call.entry.name && inputHash === call.inputHash) return;
-  fail(
-    "id_conflict",
-    `call id ${JSON.stringify(call.callId)} was already used for ${action === call.entry.name ? "a different input" : `action ${action}`}; the original stands`,
-    [{ field: "call_id", description: "already used by a different call" }],
-    { call_id: call.callId },
-  );
-}
-
-/**
- * A client cancels at its own deadline, which comes a little before the owner's copy of it
- * (the request took time to arrive): a cancellation this close to the deadline is the deadline.
- */
-const deadlineToleranceMs = 250;
-
-/** The error a caller that left gets: DEADLINE_EXCEEDED when its deadline passed, CANCELLED otherwise. */
-function callerGone(caller: CallerContext): ChronologError {
-  const remaining = caller.remainingMs();
-  return remaining !== undefined && remaining <= deadlineToleranceMs
-    ? new ChronologError("deadline_exceeded", "the caller's deadline passed before the action answered")
-    : new ChronologError("cancelled", "the caller cancelled the call");
-}
-
-/** The release of a run that holds no live cause (it records `action.started`). */
-function nothingHeld(): void {}
-
-/** Metadata key marking the error of a call of time not started by its latest start. */
-const notStartedKey = "not_started_by_ms";
-
-/** The error of a call of time that found no executor's credit by `latestMs` (its lateness bound): not made. */
-function notStartedError(action: string, latestMs: number): ChronologError {
-  return new ChronologError("deadline_exceeded", `no executor of ${action} had a free credit by ${new Date(latestMs).toISOString()}, the occurrence's lateness bound: not made`, [], { [notStartedKey]: String(latestMs) });
-}
-
-/** True for the error of a call of time not started by its `latestStartMs` (ScheduledCall): nothing was written for it. */
-export function notStartedInTime(error: unknown): boolean {
-  return error instanceof ChronologError && error.metadata?.[notStartedKey] !== undefined;
-}
-
-function stoppingError(): ChronologError {
-  return new ChronologError("unavailable", "the owner is stopping; call again when it is back");
 }
 
 /**

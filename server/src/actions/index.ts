@@ -10,7 +10,10 @@ import type { EventStatements } from "../store/events.js";
 import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";
 
-export { ActionCalls, notStartedInTime, type CallRequest, type CallResult, type InvocationAnswer, type PulseCallRequest, type ResultVerdict, type ScheduledCall } from "./calls.js";
+export { ActionCalls } from "./calls.js";
+export { notStartedInTime } from "./call-errors.js";
+export type { CallRequest, CallResult, PulseCallRequest, ScheduledCall } from "./call-request.js";
+export type { InvocationAnswer, ResultVerdict } from "./invocations.js";
 export { ownerCaller, type CallerContext } from "./run.js";
 export type { ActionEntry } from "./declaration.js";
 

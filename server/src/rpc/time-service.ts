@@ -15,7 +15,8 @@ import {
 import { asItem, fail } from "../errors.js";
 import type { DelayInput, Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
 import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
-import { checkMs, isDefaultPolicy, maxHorizonMs, minEveryMs } from "../time/timers.js";
+import { checkMs, maxHorizonMs, minEveryMs } from "../time/spec-checks.js";
+import { isDefaultPolicy } from "../time/timers.js";
 import { principalOf } from "./context.js";
 import { msFromTimestamp } from "../proto-values.js";
 import { actorFromProto, causeFromProto, dataFromProto, pageSizeFromProto } from "./convert.js";

@@ -5,12 +5,15 @@ import { ChronologError, type FieldViolation } from "../errors.js";
 import type { CompiledManifest } from "../plugins/manifest.js";
 import type { RegisteredPlugin } from "../plugins/registry.js";
 import type { Tx } from "../store/committer.js";
-import { overdueToJson, specToJson, type TimerControlStatements, type TimerStatements } from "../store/timers.js";
+import type { TimerControlStatements } from "../store/timer-control.js";
+import { overdueToJson, specToJson } from "../store/timer-json.js";
+import type { TimerStatements } from "../store/timers.js";
 import { parseCron, type DstPolicy } from "./cron.js";
 import { canonicalZone, isValidZoneName } from "./zones.js";
 import { dstFromProto, schedulePolicyFromProto } from "./policy-proto.js";
-import { blankTimer, canonicalSpec, policyData, scheduledEvent, unscheduledEvent } from "./service.js";
-import { anchorFor, checkSchedulePolicy, defaultRetryDelaysMs, defaultSchedulePolicy, firstDue, maxHorizonMs, minEveryMs, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "./timers.js";
+import { policyData, scheduledEvent, unscheduledEvent } from "./timer-events.js";
+import { anchorFor, canonicalSpec, checkSchedulePolicy, firstDue, maxHorizonMs, minEveryMs } from "./spec-checks.js";
+import { blankTimer, defaultRetryDelaysMs, defaultSchedulePolicy, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "./timers.js";
 
 // Declared schedules: the `schedules` of plugin manifests and the
 // `schedule_patches` later plugins make to them, as timers of kind `declared`.

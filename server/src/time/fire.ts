@@ -5,9 +5,13 @@ import { ChronologError } from "../errors.js";
 import { derivedId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { OccurrenceRecord, OccurrenceStatements, TimerControlStatements, TimerStatements } from "../store/timers.js";
+import type { OccurrenceRecord, OccurrenceStatements } from "../store/occurrences.js";
+import type { TimerControlStatements } from "../store/timer-control.js";
+import type { TimerStatements } from "../store/timers.js";
 import type { LatenessHistogram } from "./lateness.js";
-import { claimDecision, latestStartMs, occurrenceId, owedWithin, tooLate } from "./timers.js";
+import { claimDecision, latestStartMs, tooLate } from "./claim-rules.js";
+import { occurrenceId } from "./occurrence-ids.js";
+import { owedWithin } from "./owed.js";
 
 /** What an "allow" overlap policy needs to know of a timer's running occurrences: nothing. */
 const noneActive = { running: 0, buffered: 0 };

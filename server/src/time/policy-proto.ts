@@ -13,7 +13,8 @@ import {
 import { msFromTimestamp } from "../proto-values.js";
 import { fail } from "../errors.js";
 import type { DstPolicy } from "./cron.js";
-import { checkMs, defaultSchedulePolicy, maxHorizonMs, type CatchUpPolicy, type OverlapPolicy, type SchedulePolicy } from "./timers.js";
+import { checkMs, maxHorizonMs } from "./spec-checks.js";
+import { defaultSchedulePolicy, type CatchUpPolicy, type OverlapPolicy, type SchedulePolicy } from "./timers.js";
 
 // The API forms of schedule policies and DST policies, shared by TimeService and
 // plugin manifests (ScheduleDeclaration, SchedulePatch). Unspecified fields take the defaults

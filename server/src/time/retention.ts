@@ -1,6 +1,6 @@
 import type { Db } from "../store/sql.js";
 import { RetentionSweep, type RetentionSweepOptions, type SweepResult as TablesSwept } from "../store/sweep.js";
-import { retentionStatements } from "../store/timers.js";
+import { retentionStatements } from "../store/timer-retention.js";
 
 /** Default retention of spent timers and ended occurrences: 7 days, in ms. */
 export const defaultTimerRetentionMs = 7 * 86_400_000;
@@ -19,7 +19,7 @@ export interface TimerRetentionOptions extends RetentionSweepOptions {
  * bound. The log is never touched: `timer.*` and `action.*` events keep the history
  * (`action_calls` has a retention of its own: actions/retention.ts).
  *
- * What a sweep deletes (store/timers.ts, retentionStatements), oldest first:
+ * What a sweep deletes (store/timer-retention.ts, retentionStatements), oldest first:
  * 1. occurrences that ended (completed, failed for good, skipped) and last changed longer than
  *    `retentionMs` ago; pending ones, ones waiting for a (re)try and buffered ones never;
  * 2. then spent timers (no next due moment and not paused, not disabled, not declared: fired
@@ -35,7 +35,7 @@ export interface TimerRetentionOptions extends RetentionSweepOptions {
  * an occurrence in an earlier unit is no longer a candidate in a later one.
  *
  * Trade-off: work retried under a cause finds what its first run did. Schedule, Unschedule,
- * Delay and CancelDelay find their event in the log (service.ts), which the sweep never touches;
+ * Delay and CancelDelay find their event in the log (timer-replay.ts), which the sweep never touches;
  * but TriggerTimer finds its occurrence row and BackfillTimer the moments already made, so a
  * repeat after those rows were swept (a redelivery or a replayed processor cursor older than the
  * retention, a backfill over an old range) makes the occurrences again, with the same occurrence

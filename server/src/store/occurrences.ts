@@ -1,0 +1,173 @@
+import type { Overdue } from "../time/timers.js";
+import { sqlFor, type Db } from "./sql.js";
+import { limitedStatement } from "./limited.js";
+import type { ActorRecord } from "./events.js";
+import { overdueFromJson, overdueToJson } from "./timer-json.js";
+
+// The statements on `timer_occurrences`: what time called (or skipped) for each due moment of
+// a timer, and how each call went. Reads may run anywhere; writes only inside a committer
+// unit, with the `timer.*` event or the call they go with. None of them writes events. Times
+// are ms since the epoch, UTC, passed in (STYLE 9).
+
+/**
+ * An occurrence's state: `pending` while a call is owed or running; `retry_wait`
+ * after a failed call with tries left (until `nextAttemptMs`), or a triggered, backfilled or
+ * released buffered occurrence waiting for its first call (attempts 0); `buffered` while held
+ * by overlap policy "buffer one"; `completed`; `failed` once the tries are used up; `skipped`
+ * when claimed too late (or by the overlap policy).
+ */
+export type OccurrenceStatus = "pending" | "retry_wait" | "buffered" | "completed" | "failed" | "skipped";
+
+/** A stored occurrence: what time called (or skipped), and how it went. */
+export interface OccurrenceRecord {
+  /** occurrenceId(timer id, due); also the action call id. */
+  id: string;
+  timerId: string;
+  /** The moment it was due, ms since the epoch (UTC). */
+  dueMs: number;
+  /** The timer's action, input, actor and lateness bound at the claim. */
+  action: string;
+  input: Record<string, unknown>;
+  actor: ActorRecord | null;
+  overdue: Overdue;
+  /** The timer's waits between tries at the claim, ms. */
+  retryDelaysMs: number[];
+  status: OccurrenceStatus;
+  /** Calls finished for it. */
+  attempts: number;
+  /**
+   * `retry_wait`: when it is tried again, ms since the epoch (UTC); `pending` after such a wait:
+   * that moment still (a restart sends the try no earlier); null otherwise.
+   */
+  nextAttemptMs: number | null;
+  callId: string;
+  /** First call time (skipped: claim time) minus due, in ms; null while the first call runs. */
+  latenessMs: number | null;
+  /** Why the last call failed or why it was skipped ("" otherwise). */
+  error: string;
+  /** The timer's chain depth, carried from the claim so the call needs no lookup; not stored (read from the timer when absent). */
+  chainDepth?: number;
+  /** How it was made: claimed when due ("schedule", also when absent), TriggerTimer or BackfillTimer. */
+  origin?: "schedule" | "trigger" | "backfill";
+}
+
+interface OccurrenceRow {
+  id: string;
+  timer_id: string;
+  due_ms: number;
+  action: string;
+  input: string;
+  actor: string | null;
+  overdue: string;
+  retry_delays_ms: string;
+  status: OccurrenceStatus;
+  attempts: number;
+  next_attempt_ms: number | null;
+  call_id: string;
+  lateness_ms: number | null;
+  error: string;
+  /** Migration 0007: schedule | trigger | backfill. */
+  origin?: "schedule" | "trigger" | "backfill";
+}
+
+function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
+  return {
+    id: r.id,
+    timerId: r.timer_id,
+    dueMs: r.due_ms,
+    action: r.action,
+    input: JSON.parse(r.input),
+    actor: r.actor === null ? null : JSON.parse(r.actor),
+    overdue: overdueFromJson(JSON.parse(r.overdue)),
+    retryDelaysMs: JSON.parse(r.retry_delays_ms),
+    status: r.status,
+    attempts: r.attempts,
+    nextAttemptMs: r.next_attempt_ms,
+    callId: r.call_id,
+    latenessMs: r.lateness_ms,
+    error: r.error,
+    origin: r.origin ?? "schedule",
+  };
+}
+
+/**
+ * The conditions of the partial indexes `timer_occurrences_active` and `timer_occurrences_ended`
+ * (migration 0012), word for word: SQLite uses a partial index only for a query that repeats its
+ * condition. OR chains, not `IN (...)` lists, which SQLite evaluates through an ephemeral b-tree
+ * built at every execution.
+ */
+export const activeStatus = "(status = 'pending' OR status = 'retry_wait' OR status = 'buffered')";
+export const endedStatus = "(status = 'completed' OR status = 'failed' OR status = 'skipped')";
+
+const occurrenceColumns = "id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin";
+const occurrenceMarks = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
+
+/** The statements on `timer_occurrences`. */
+export function occurrenceStatements(db: Db) {
+  const insert = db.prepare(
+    sqlFor(db, {
+      sqlite: `INSERT OR IGNORE INTO timer_occurrences (${occurrenceColumns}) VALUES (${occurrenceMarks})`,
+      postgres: `INSERT INTO timer_occurrences (${occurrenceColumns}) VALUES (${occurrenceMarks}) ON CONFLICT DO NOTHING`,
+    }),
+  ); // positional, not named: a claim inserts one per call, and binding 16 named values from an object costs twice as much
+  const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
+  // The lateness kept is the first call's; later tries are retries, not late calls.
+  const finish = db.prepare(
+    `UPDATE timer_occurrences SET status = ?, next_attempt_ms = ?, lateness_ms = CASE WHEN attempts = 0 THEN ? ELSE lateness_ms END,
+       attempts = attempts + 1, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'`,
+  );
+  const pending = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'pending' ORDER BY due_ms");
+  const earliestRetry = db.prepare("SELECT next_attempt_ms FROM timer_occurrences WHERE status = 'retry_wait' ORDER BY next_attempt_ms LIMIT 1");
+  const retriesDue = limitedStatement(db, "SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?");
+  const resume = db.prepare("UPDATE timer_occurrences SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'retry_wait'");
+  return {
+    /**
+     * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason
+     * in `error`), or a triggered or backfilled one (`retry_wait` until `nextAttemptMs`).
+     * False, writing nothing, when occurrence `id` already exists (the same timer id and due
+     * moment were claimed before).
+     */
+    insert(o: NewOccurrence, nowMs: number): boolean {
+      const actor = o.actor === null ? null : JSON.stringify(o.actor);
+      const overdue = JSON.stringify(overdueToJson(o.overdue));
+      const input = JSON.stringify(o.input);
+      return insert.run(o.id, o.timerId, o.dueMs, o.action, input, actor, overdue, JSON.stringify(o.retryDelaysMs), o.status, o.id, o.latenessMs, o.error, nowMs, nowMs, o.nextAttemptMs ?? null, o.origin ?? "schedule").changes === 1;
+    },
+    /**
+     * One call of pending occurrence `id` ended: `completed`, `failed` for good, or
+     * `retry_wait` until `nextAttemptMs` (null for the others); `error` says why it failed.
+     * Counts the attempt; the first call's `latenessMs` is kept. False when it was not pending.
+     */
+    finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): boolean {
+      return finish.run(status, nextAttemptMs, latenessMs, error, nowMs, id).changes === 1;
+    },
+    /** The earliest `next_attempt_ms` of an occurrence in `retry_wait` (the clock's other target), or null. */
+    earliestRetry(): number | null {
+      const row = earliestRetry.get() as { next_attempt_ms: number } | undefined;
+      return row ? row.next_attempt_ms : null;
+    },
+    /** Up to `limit` occurrences in `retry_wait` whose next try is at or before `nowMs`, earliest first. */
+    dueRetries(nowMs: number, limit: number): OccurrenceRecord[] {
+      return (retriesDue(limit).all(nowMs) as OccurrenceRow[]).map(occurrenceFromRow);
+    },
+    /** Claims the next try of occurrence `id`: `retry_wait` → `pending` (keeping its moment). False when it was not waiting. */
+    resume(id: string, nowMs: number): boolean {
+      return resume.run(nowMs, id).changes === 1;
+    },
+    /** A pending occurrence found too late when its call was about to be made: `skipped`, with why. False when it was not pending. */
+    skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean {
+      return skip.run(latenessMs, reason, nowMs, id).changes === 1;
+    },
+    /** Occurrences claimed whose call has not ended (an owner stopped or crashed meanwhile), earliest first. */
+    pending(): OccurrenceRecord[] {
+      return (pending.all() as OccurrenceRow[]).map(occurrenceFromRow);
+    },
+  };
+}
+
+/** The statements of {@link occurrenceStatements}. */
+export type OccurrenceStatements = ReturnType<typeof occurrenceStatements>;
+
+/** A new occurrence's row: claimed (`origin` schedule, the default), triggered or backfilled. */
+type NewOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error"> &
+  Partial<Pick<OccurrenceRecord, "nextAttemptMs" | "origin">>;
