@@ -72,12 +72,12 @@ describe("HoldQueue: held items start at their time, never before", () => {
 });
 
 describe("the TypeScript SDK holds a call from when the owner wrote it (Invocation.written_at_ms)", () => {
-  it("a held Invocation that spent 30 ms on its way starts 30 ms sooner after its receipt than its hold_ms, and not before its moment", async () => {
+  it("a held Invocation that spent 300 ms on its way starts 300 ms sooner after its receipt than its hold_ms, and not before its moment", async () => {
     const results: ActionResult[] = [];
     let sentAt = 0;
     const startedAt: Record<string, number> = {};
     // A fake owner: after the welcome, a held Invocation written now (the stream's fastest transit), then one
-    // whose written_at_ms says it was written 30 ms before it was sent (as if it had queued on its way).
+    // whose written_at_ms says it was written 300 ms before it was sent (as if it had queued on its way).
     const server = createServer(
       connectNodeAdapter({
         routes(router) {
@@ -90,9 +90,9 @@ describe("the TypeScript SDK holds a call from when the owner wrote it (Invocati
               });
               yield { message: { case: "welcome", value: { sessionId: "s", heartbeatIntervalMs: 60_000 } } } as SubscribeResponse;
               yield { message: invocation("first", 1, 0) } as SubscribeResponse;
-              await sleep(50);
+              await sleep(400); // written_at_ms stays above 0 (0: not set)
               sentAt = performance.now();
-              yield { message: invocation("queued", 60, 30) } as SubscribeResponse;
+              yield { message: invocation("queued", 600, 300) } as SubscribeResponse;
               for await (const request of requests) if (request.message.case === "actionResult") results.push(request.message.value);
             },
           });
@@ -106,8 +106,8 @@ describe("the TypeScript SDK holds a call from when the owner wrote it (Invocati
     try {
       await until(() => results.length === 2, "both results");
       const afterSend = startedAt.queued - sentAt;
-      expect(afterSend).toBeGreaterThanOrEqual(30 - 1); // its moment: written 30 ms before the send, + 60 (the fastest transit is ≥ 0; ms rounding)
-      expect(afterSend).toBeLessThan(55); // counted from receipt it would be ≥ 60
+      expect(afterSend).toBeGreaterThanOrEqual(300 - 1); // its moment: written 300 ms before the send, + 600 (the fastest transit is ≥ 0; ms rounding)
+      expect(afterSend).toBeLessThan(550); // counted from receipt it would be ≥ 600
       expect(results.map((r) => [r.invocationId, r.outcome])).toEqual([["first", Outcome.OK], ["queued", Outcome.OK]]);
     } finally {
       await executor.stop(0);
