@@ -222,7 +222,7 @@ describe("two owners on one PostgreSQL database", () => {
     await Promise.all(owners.map((o) => o.exited));
   }, 240_000);
 
-  it("a leader paused (SIGSTOP) past its lease loses it to the standby; resumed (SIGCONT), it commits nothing and steps down", async () => {
+  it("a leader paused (SIGSTOP) past its lease loses it to the standby, and a client of both owners goes on there; resumed (SIGCONT), it commits nothing and steps down", async () => {
     const store = newDatabase();
     const plugins = pluginsDir();
     const ports = [await freePort(), await freePort()];
@@ -233,6 +233,8 @@ describe("two owners on one PostgreSQL database", () => {
     const clientA = createClient({ url: a.url, emitVia: "unary" });
     const clientB = createClient({ url: b.url, emitVia: "unary" });
     await clientA.emit("job.queued", { key: "before" }, { id: "before" });
+    const following = createClient({ url: [a.url, b.url] });
+    await following.emit("job.queued", { key: "before" }, { id: "following-before" });
     const metrics = async (url: string) => (await fetch(`${url}/metrics`)).text();
     expect(await metrics(a.url)).toMatch(/^chronolog_leader 1$[\s\S]*^chronolog_lease_term 1$[\s\S]*^chronolog_takeovers_total 0$/m);
     expect(await metrics(b.url)).toMatch(/^chronolog_leader 0$[\s\S]*^chronolog_lease_term 1$/m);
@@ -244,6 +246,10 @@ describe("two owners on one PostgreSQL database", () => {
     await b.waitLog(/^owner serving/);
     expect(await metrics(b.url)).toMatch(/^chronolog_leader 1$[\s\S]*^chronolog_lease_term 2$[\s\S]*^chronolog_takeovers_total 1$/m);
     await clientB.emit("job.queued", { key: "after" }, { id: "after" });
+    // A client of both owners, connected to the paused one: its unanswered ping closes that
+    // connection, and the emit goes to the new leader while the old one is still paused.
+    const followed = await following.emit("job.queued", { key: "after" }, { id: "followed" });
+    expect(a.child.exitCode).toBe(null);
     a.child.kill("SIGCONT");
 
     expect(await a.exited).toBe(1);
@@ -253,6 +259,7 @@ describe("two owners on one PostgreSQL database", () => {
     for (const outcome of await Promise.all(stalled)) expect(outcome).not.toBe("ok");
     const events = await readWholeLog(clientB);
     expect(events.map((e) => e.id).filter((id) => id.startsWith("stalled"))).toEqual([]);
+    expect(events.filter((e) => e.id === "followed").map((e) => e.seq)).toEqual([followed.event!.seq]);
     expect(events.map((e) => Number(e.seq))).toEqual(events.map((_, i) => i + 1));
     b.child.kill("SIGTERM");
     await b.exited;

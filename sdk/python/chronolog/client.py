@@ -284,6 +284,16 @@ def _channel(url: str, token: Optional[str], root_certificates: Optional[bytes])
         ("grpc.initial_reconnect_backoff_ms", 200),
         ("grpc.min_reconnect_backoff_ms", 200),
         ("grpc.max_reconnect_backoff_ms", 2000),
+        # A connection waiting on a call pings the owner after 5 s without data and is closed
+        # (UNAVAILABLE: the next owner is tried) when the ping is not answered within 5 s: a
+        # frozen owner (paused, hung, cut off) keeps its TCP connections open.
+        ("grpc.keepalive_time_ms", 5000),
+        ("grpc.keepalive_timeout_ms", 5000),
+        ("grpc.http2.ping_timeout_ms", 5000),
+        # grpc-core sends one ping at a time: a bandwidth probe's ping sent with the request and
+        # never answered would hold back the keepalive's, and the call would wait forever.
+        ("grpc.http2.bdp_probe", 0),
+        ("grpc.http2.max_pings_without_data", 0),
     ]
     if parts.scheme == "https":
         channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options)

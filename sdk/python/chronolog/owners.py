@@ -36,8 +36,8 @@ DEFAULT_FAILOVER_TIMEOUT_S = 15.0
 
 #: grpc-core's words for a connection that was never made (nothing was sent).
 _UNREACHED = ("failed to connect to all addresses", "DNS resolution failed", "Name resolution failure", "Connection refused")
-#: grpc-core's words for a connection lost during a call, and the owner's for a stop.
-_LOST = ("Socket closed", "Stream removed", "Connection reset", "Broken pipe", "GOAWAY", "RST_STREAM", "Endpoint read failed", "owner is stopping")
+#: grpc-core's words for a connection lost during a call (a ping unanswered too), and the owner's for a stop.
+_LOST = ("Socket closed", "Stream removed", "Connection reset", "Broken pipe", "GOAWAY", "RST_STREAM", "Endpoint read failed", "owner is stopping", "keepalive", "Keepalive", "ping timeout")
 
 
 def owner_urls(url: Union[str, Sequence[str]]) -> list:

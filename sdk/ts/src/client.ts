@@ -578,7 +578,11 @@ export function createTransport(options: ClientOptions): Transport {
   // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
   // RESOURCE_EXHAUSTED and the connection lives on.
   const nodeOptions = { maxSessionMemory: 256, ...(options.ca ? { ca: options.ca } : {}) };
-  const common = { interceptors, nodeOptions };
+  // An HTTP/2 connection waiting on a call or stream pings the owner after 5 s without data and
+  // is closed (UNAVAILABLE: the next owner is tried) when the ping is not answered within 5 s: an
+  // owner that is frozen (paused, its machine hung, cut off) keeps its TCP connections open, and
+  // without pings a call to it would wait forever while a standby has taken over.
+  const common = { interceptors, nodeOptions, pingIntervalMs: 5_000, pingTimeoutMs: 5_000 };
   const protocol = options.protocol ?? "grpc";
   const httpVersion = options.httpVersion ?? "2";
   const make = (baseUrl: string): Transport => {

@@ -14,7 +14,7 @@ export const roleKey = "chronolog-role";
  * Why a call failed, when it is about the owner rather than the request:
  * - `standby`: a standby refused it (nothing was done), naming the leader when it knows it;
  * - `unreached`: no owner got it (connection refused, host not found, stream refused): nothing was done;
- * - `lost`: the owner went away or is stopping during the call: it may have run.
+ * - `lost`: the owner went away, stopped answering pings or is stopping during the call: it may have run.
  */
 export type OwnerFailure = { kind: "standby"; leader: string | undefined } | { kind: "unreached" } | { kind: "lost" };
 
@@ -31,7 +31,9 @@ export function ownerFailureOf(error: unknown): OwnerFailure | undefined {
   // An HTTP/2 stream reset (connect-node's message, or Node's in a cause): REFUSED_STREAM says the owner did not process it.
   const resets = [error.rawMessage, ...causes.map((c) => c.message)].filter((m) => /^(http\/2 stream closed|Stream closed) with error code/.test(m));
   if (resets.some((m) => m.includes("REFUSED_STREAM")) || causes.some((c) => unreachedCodes.has(c.code) || c.syscall === "connect" || c.syscall === "getaddrinfo")) return { kind: "unreached" };
-  if (causes.length > 0 || resets.length > 0 || (error.code === Code.Unavailable && error.rawMessage.includes("owner is stopping"))) return { kind: "lost" };
+  // A ping the owner did not answer (a frozen owner: paused, hung, cut off) closed the connection: connect-node's "PING timed out".
+  const frozen = error.code === Code.Unavailable && error.rawMessage === "PING timed out";
+  if (causes.length > 0 || resets.length > 0 || frozen || (error.code === Code.Unavailable && error.rawMessage.includes("owner is stopping"))) return { kind: "lost" };
   return undefined;
 }
 
