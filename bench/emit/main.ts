@@ -98,7 +98,7 @@ interface ProbeCounters {
 async function startOwner(dataDir: string, pluginsDir: string, profileDir: string): Promise<OwnerChild> {
   const port = await freePort();
   const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--import", "tsx", "--import", "./bench/emit/probe.ts"];
-  const args = ["server/src/main.ts", "serve", "--data", dataDir, "--port", String(port), "--plugins", pluginsDir, ...(await storeArgs()), "--synchronous", synchronous, "--log-level", "warn"];
+  const args = ["server/src/main.ts", "serve", ...(await storeArgs(dataDir)), "--port", String(port), "--plugins", pluginsDir, "--synchronous", synchronous, "--log-level", "warn"];
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));

@@ -11,9 +11,9 @@ const onPostgres = () => process.env.BENCH_STORE === "postgres";
 let server: Promise<PostgresServer> | undefined;
 let databases = 0;
 
-/** The `serve` arguments of a new owner: none on SQLite, `--store` with a new database on PostgreSQL. */
-export async function storeArgs(): Promise<string[]> {
-  if (!onPostgres()) return [];
+/** The `serve` arguments naming a new owner's store: `--data dataDir` on SQLite, `--store` with a new database on PostgreSQL. */
+export async function storeArgs(dataDir: string): Promise<string[]> {
+  if (!onPostgres()) return ["--data", dataDir];
   if (!server) {
     server = startPostgresServer({ durable: true });
     const started = await server;

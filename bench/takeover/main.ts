@@ -46,7 +46,7 @@ function serve(store: string[], port: number, plugins: string): Proc {
 
 process.env.BENCH_STORE = "postgres";
 buildBundle();
-const store = await storeArgs();
+const store = await storeArgs(""); // BENCH_STORE is postgres: a new database
 const plugins = join(mkdtempSync(join(tmpdir(), "chronolog-bench-")), "plugins");
 writePlugins(plugins, [benchPlugin()]);
 const ports = [await freePort(), await freePort()];

@@ -82,7 +82,7 @@ if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/
 
 async function startOwner(dir: string): Promise<Owner> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", "--data", join(dir, "data"), "--port", "0", "--plugins", join(dir, "plugins"), ...(await storeArgs()), ...(process.env.BENCH_OWNER_SERVE_ARGS ?? "").split(" ").filter(Boolean)], { cwd: repo, stdio: ["ignore", ownerStdout ? openSync(ownerStdout, "w") : "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", ...(await storeArgs(join(dir, "data"))), "--port", "0", "--plugins", join(dir, "plugins"), ...(process.env.BENCH_OWNER_SERVE_ARGS ?? "").split(" ").filter(Boolean)], { cwd: repo, stdio: ["ignore", ownerStdout ? openSync(ownerStdout, "w") : "ignore", "pipe"] });
   children.add(child);
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {

@@ -66,7 +66,14 @@ program
   .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
   // Loaded only for serve: the client commands start without the owner's modules (SQLite, schemas, time).
-  .action(async (options) => (await import("./cli/serve.js")).serveCommand(options));
+  .action(async (options, command: Command) => {
+    const given = (name: string) => command.getOptionValueSource(name) === "cli";
+    if (options.store !== undefined && given("data")) throw new Error("--data and --store name two stores: give one (--data: the embedded SQLite folder; --store: a PostgreSQL URL)");
+    for (const name of ["advertiseUrl", "leaseMs"]) {
+      if (options.store === undefined && given(name)) throw new Error(`--${name === "leaseMs" ? "lease-ms" : "advertise-url"} is for owners on PostgreSQL (--store): an owner on SQLite has no standbys`);
+    }
+    return (await import("./cli/serve.js")).serveCommand(options);
+  });
 
 program
   .command("migrate")

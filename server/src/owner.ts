@@ -21,6 +21,7 @@ import type { Logger } from "./logger.js";
 import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
 import { metricsHttpHandler, OwnerMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
+import { compileManifest } from "./plugins/manifest.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { actionService } from "./rpc/action-service.js";
 import { registerHealth } from "./rpc/health.js";
@@ -174,6 +175,8 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
   if (options.advertiseUrl === undefined && (options.host === "0.0.0.0" || options.host === "::")) {
     logger.warn({ host: options.host }, `no --advertise-url: standbys will tell clients this owner is at ${scheme}://localhost:${options.port}; give the URL other machines reach it at`);
   }
+  // Checked before waiting as a standby: a manifest that cannot register must stop this start, not a takeover hours later.
+  for (const manifest of manifests) compileManifest(manifest);
   const leadership = await awaitLeadership({
     url,
     instanceId: randomUUID().slice(0, 8),

@@ -133,7 +133,7 @@ const repo = new URL("../../", import.meta.url).pathname;
  * logs if it exits first. `nodeArgs` go to node itself (e.g. a preload).
  */
 export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0, nodeArgs: string[] = []): Promise<OwnerProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", "--data", dataDir, ...(onPostgres && !extraArgs.includes("--store") ? ["--store", testDatabase(dataDir)] : []), "--port", String(port), ...extraArgs], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", ...(extraArgs.includes("--store") ? [] : onPostgres ? ["--store", testDatabase(dataDir)] : ["--data", dataDir]), "--port", String(port), ...extraArgs], {
     cwd: repo,
     stdio: ["ignore", "ignore", "pipe"],
   });
