@@ -3,7 +3,6 @@ import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { SubscribeResponseSchema } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
-import { executorServiceWire, responseOf } from "../sdk/ts/src/delivery-wire.js";
 import { deliveriesMessage, type DeliveryOut } from "../server/src/executors/delivery-wire.js";
 import { eventToProto } from "../server/src/proto-values.js";
 import type { EventRecord } from "../server/src/store/events.js";
@@ -23,9 +22,6 @@ const deliveries: DeliveryOut[] = events.map((event, i) => ({
   deadlineMs: 1_764_000_030_000 + i * 333.5,
   key: i === 1 ? "ключ" : i === 2 ? "" : `k${i}`,
 }));
-
-/** The schema the SDK's executor reads Subscribe responses with. */
-const wireSchema = executorServiceWire.method.subscribe.output as unknown as typeof SubscribeResponseSchema;
 
 /** The same delivery built as a message (the event's data as JSON text), as protobuf-es writes it. */
 function built(d: DeliveryOut) {
@@ -54,22 +50,3 @@ describe("deliveries written from stored events", () => {
   });
 });
 
-describe("the TypeScript SDK's reading of deliveries", () => {
-  it("makes the SubscribeResponse protobuf-es decodes, from the owner's bytes and from protobuf-es's (the data as a Struct too)", () => {
-    const asStruct = (d: DeliveryOut) => ({ ...built(d), event: eventToProto(d.event, false) });
-    const messages = [
-      deliveriesMessage(deliveries),
-      deliveriesMessage([deliveries[1]]),
-      create(SubscribeResponseSchema, { message: { case: "deliveries", value: { deliveries: deliveries.map(asStruct) } } }),
-      create(SubscribeResponseSchema, { message: { case: "delivery", value: asStruct(deliveries[3]) } }),
-      create(SubscribeResponseSchema, { message: { case: "notice", value: { reason: "STALE_ACK", workId: "w", message: "m" } } }),
-    ];
-    for (const message of messages) {
-      const bytes = toBinary(SubscribeResponseSchema, message);
-      const expected = fromBinary(SubscribeResponseSchema, bytes);
-      const read = responseOf(fromBinary(wireSchema, bytes) as never);
-      expect(read).toEqual(expected);
-      expect(equals(SubscribeResponseSchema, read, expected)).toBe(true);
-    }
-  });
-});

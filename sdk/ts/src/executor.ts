@@ -6,10 +6,9 @@ import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
-import { Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
-import { executorServiceWire, responseOf } from "./delivery-wire.js";
 import { withData } from "./event-data.js";
 import { HoldQueue } from "./hold-queue.js";
 import { ownerFailureOf } from "./owner-failures.js";
@@ -261,13 +260,12 @@ class ExecutorRunner {
         },
       },
     });
-    const client = createRpcClient(executorServiceWire, this.transport);
+    const client = createRpcClient(ExecutorService, this.transport);
     let heartbeat: NodeJS.Timeout | undefined;
     let lastHeardMs = Date.now();
     const clock = new StreamClock();
     try {
-      for await (const wire of client.subscribe(outgoing.iterable, { signal: abort })) {
-        const response = responseOf(wire);
+      for await (const response of client.subscribe(outgoing.iterable, { signal: abort })) {
         lastHeardMs = Date.now();
         if (response.message.case === "welcome") {
           onWelcome();
