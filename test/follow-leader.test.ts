@@ -5,6 +5,8 @@
 // reach the leader and write every event once; a Publish stream and a watch survive the owner
 // killed with SIGKILL and started again on another port of the list, without an event twice.
 
+import { createServer as createHttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -148,6 +150,15 @@ describe("a client given a dead port first", () => {
       const results = await Promise.all(Array.from({ length: 10 }, (_, n) => client.emit("dp.x", { n })));
       expect(results.map((r) => Number(r.event!.seq))).toEqual(results.map((_, n) => Number(results[0].event!.seq) + n));
       expect(await all(createClient({ url: `${dead},${owner.url}`, emitVia: "unary" }), "dp.x")).toHaveLength(10);
+      // A web server (HTTP/1.1, no gRPC) first in the list is passed over too.
+      const web = createHttpServer((_req, res) => res.end("not an owner"));
+      await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+      try {
+        const viaWeb = createClient({ url: [`http://127.0.0.1:${(web.address() as AddressInfo).port}`, owner.url], emitVia: "unary" });
+        expect(Number((await viaWeb.emit("dp.x", { n: 10 })).event!.seq)).toBe(Number(results[0].event!.seq) + 10);
+      } finally {
+        web.close();
+      }
 
       const started = Date.now();
       await expect(createClient({ url: dead, emitVia: "unary" }).emit("dp.x", {})).rejects.toMatchObject({ code: Code.Unavailable, rawMessage: expect.stringContaining("ECONNREFUSED") });

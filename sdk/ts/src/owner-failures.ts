@@ -21,6 +21,9 @@ export type OwnerFailure = { kind: "standby"; leader: string | undefined } | { k
 /** Node error codes of a connection that was never made (nothing was sent). */
 const unreachedCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ERR_HTTP2_GOAWAY_SESSION"]);
 
+/** nghttp2's error for a peer that does not speak HTTP/2 (a web server on the port, say): no owner got the call. */
+const notHttp2 = (c: { code: string; message: string }) => c.code === "ERR_HTTP2_ERROR" && c.message === "Protocol error";
+
 /** The owner failure behind `error`, or undefined when it is an owner's answer (or not a call's error). */
 export function ownerFailureOf(error: unknown): OwnerFailure | undefined {
   if (!(error instanceof ConnectError)) return undefined;
@@ -30,7 +33,7 @@ export function ownerFailureOf(error: unknown): OwnerFailure | undefined {
   const causes = nodeCauses(error);
   // An HTTP/2 stream reset (connect-node's message, or Node's in a cause): REFUSED_STREAM says the owner did not process it.
   const resets = [error.rawMessage, ...causes.map((c) => c.message)].filter((m) => /^(http\/2 stream closed|Stream closed) with error code/.test(m));
-  if (resets.some((m) => m.includes("REFUSED_STREAM")) || causes.some((c) => unreachedCodes.has(c.code) || c.syscall === "connect" || c.syscall === "getaddrinfo")) return { kind: "unreached" };
+  if (resets.some((m) => m.includes("REFUSED_STREAM")) || causes.some((c) => unreachedCodes.has(c.code) || notHttp2(c) || c.syscall === "connect" || c.syscall === "getaddrinfo")) return { kind: "unreached" };
   // A ping the owner did not answer (a frozen owner: paused, hung, cut off) closed the connection: connect-node's "PING timed out".
   const frozen = error.code === Code.Unavailable && error.rawMessage === "PING timed out";
   if (causes.length > 0 || resets.length > 0 || frozen || (error.code === Code.Unavailable && error.rawMessage.includes("owner is stopping"))) return { kind: "lost" };
