@@ -68,3 +68,18 @@ describe("copy-store", () => {
     }
   }, 120_000);
 });
+
+describe("migrate --store", () => {
+  it("creates the schema of an empty database, then finds it up to date", async () => {
+    const admin = connectNative(server.url, "chronolog tests");
+    admin.querySync("CREATE DATABASE migrated");
+    admin.end();
+    const store = new URL(server.url);
+    store.pathname = "/migrated";
+    const first = await cli(["migrate", "--store", store.toString()]);
+    expect(first.stdout).toMatch(/: created the schema \(version \d+\)$/m);
+    const again = await cli(["migrate", "--store", store.toString()]);
+    expect(again.stdout).toMatch(/: schema up to date \(version \d+\)$/m);
+    expect(again.stdout).toContain("postgres://chronolog:***@"); // the password masked
+  }, 60_000);
+});

@@ -134,8 +134,8 @@ export async function migrateCommand(flags: { data: string; store?: string }): P
     const { migratePostgres } = await import("../store/postgres/migrate.js");
     const client = await connectForCommand(flags.store, "migrate");
     try {
-      migratePostgres(client, ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`));
-      console.log(`${shownUrl(flags.store)}: schema up to date`);
+      const { from, to } = migratePostgres(client, ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`));
+      console.log(`${shownUrl(flags.store)}: ${from === 0 ? `created the schema (version ${to})` : `schema up to date (version ${to})`}`);
     } finally {
       endNative(client);
     }

@@ -17,8 +17,9 @@ function migrationFiles(): string[] {
  * Applies `pg-migrations/NNNN_*.sql` above the version in `chronolog_schema`, each in its own
  * transaction, under an advisory lock (owners starting together on one database migrate once).
  * Refuses (FAILED_PRECONDITION) a database whose schema is newer than the last migration.
+ * Returns the schema version found (0: none, the schema was created) and the one it is now.
  */
-export function migratePostgres(client: NativeClient, onUpgrade?: UpgradeListener): void {
+export function migratePostgres(client: NativeClient, onUpgrade?: UpgradeListener): { from: number; to: number } {
   client.querySync(`SELECT pg_advisory_lock(${migrationLockKey})`);
   try {
     client.querySync("CREATE TABLE IF NOT EXISTS chronolog_schema (version INTEGER NOT NULL)");
@@ -42,6 +43,7 @@ export function migratePostgres(client: NativeClient, onUpgrade?: UpgradeListene
         throw new Error(`migration ${file} failed (the database stays at its schema before it): ${(e as Error).message}`);
       }
     }
+    return { from: current, to: known };
   } finally {
     client.querySync(`SELECT pg_advisory_unlock(${migrationLockKey})`);
   }
