@@ -10,7 +10,7 @@ import { create, toJson } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { PluginManifestSchema } from "../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { manifestOf } from "../sdk/ts/src/plugin.js";
+import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { connectNative } from "../server/src/store/postgres/pg-db.js";
 import { tempDir } from "./helpers/owner.js";
 import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
@@ -269,8 +269,9 @@ describe("two owners on one PostgreSQL database", () => {
     const plugins = pluginsDir();
     const port = await freePort();
     const dead = await freePort();
-    const start = async (store: string) => {
-      const o = serve(store, port, plugins);
+    const start = (store: string) => start2(store, plugins);
+    const start2 = async (store: string, folder: string) => {
+      const o = serve(store, port, folder);
       expect(await o.exited).not.toBe(0);
       return o.logs.map((l) => String(l.msg ?? l.err ?? "")).join("\n") + o.logs.map((l) => JSON.stringify(l)).join("\n");
     };
@@ -287,5 +288,15 @@ describe("two owners on one PostgreSQL database", () => {
     expect(check.querySync("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'events'")[0].n).toBe(0);
     check.end();
     expect(await start(tempDir())).toMatch(/--store takes a PostgreSQL URL/);
+    // A plugin folder that cannot register on this database (a second plugin declaring an event
+    // type the first declares) is refused before the owner waits or leads, as on SQLite.
+    const clashing = pluginsDir();
+    const other = definePlugin({ name: "other", events: { "job.queued": { allow: ["*"] } } });
+    writeFileSync(join(clashing, "other.json"), JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(other)))));
+    const fresh = newDatabase();
+    expect(await start2(fresh, clashing)).toMatch(/event type job\.queued is already declared by plugin (takeover|other)/);
+    const none = connectNative(fresh, "chronolog tests");
+    expect(none.querySync("SELECT term, holder FROM chronolog_lease")).toEqual([{ term: 0, holder: "" }]); // never taken
+    none.end();
   }, 60_000);
 });

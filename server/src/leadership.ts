@@ -6,6 +6,7 @@ import { metricsHttpHandler } from "./metrics.js";
 import { listen, type ListenOptions } from "./rpc/listen.js";
 import { roleHeaders, standbyRoutes } from "./rpc/standby.js";
 import type { UpgradeListener } from "./store/migrate.js";
+import type { Db } from "./store/sql.js";
 import { connectPostgres, shownUrl, type PostgresDatabase } from "./store/postgres/open.js";
 import type { FencedError } from "./store/postgres/transactions.js";
 import type { Store } from "./store/store.js";
@@ -31,6 +32,8 @@ export interface LeadershipOptions {
   /** Aborted: stop waiting (a standby told to stop). */
   signal?: AbortSignal;
   onUpgrade?: UpgradeListener;
+  /** Run on the migrated database before this owner waits or leads (reads only); a throw ends the start. */
+  check?: (db: Db) => void;
 }
 
 /**
@@ -42,7 +45,7 @@ export interface LeadershipOptions {
  */
 export async function awaitLeadership(options: LeadershipOptions): Promise<Leadership> {
   const { logger } = options;
-  const database = connectPostgres(options.url, options, options.onUpgrade);
+  const database = connectPostgres(options.url, options, options.onUpgrade, options.check);
   try {
     let state = await database.lease.tryTake();
     if (!state.leading) {

@@ -21,7 +21,6 @@ import type { Logger } from "./logger.js";
 import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
 import { metricsHttpHandler, OwnerMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
-import { compileManifest } from "./plugins/manifest.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { actionService } from "./rpc/action-service.js";
 import { registerHealth } from "./rpc/health.js";
@@ -175,10 +174,11 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
   if (options.advertiseUrl === undefined && (options.host === "0.0.0.0" || options.host === "::")) {
     logger.warn({ host: options.host }, `no --advertise-url: standbys will tell clients this owner is at ${scheme}://localhost:${options.port}; give the URL other machines reach it at`);
   }
-  // Checked before waiting as a standby: a manifest that cannot register must stop this start, not a takeover hours later.
-  for (const manifest of manifests) compileManifest(manifest);
   const leadership = await awaitLeadership({
     url,
+    // The plugin folder is checked against the database's plugins before this owner waits as a
+    // standby: one that cannot register must stop this start, not a takeover hours later.
+    check: (db) => new PluginRegistry(db).check(manifests),
     instanceId: randomUUID().slice(0, 8),
     advertiseUrl: options.advertiseUrl ?? `${scheme}://${urlHost(options.host)}:${options.port}`,
     leaseMs: options.leaseMs ?? defaultLeaseMs,

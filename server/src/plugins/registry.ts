@@ -31,9 +31,10 @@ export class PluginRegistry {
   private readonly inCommit: ((tx: Tx, plugins: RegisteredPlugin[]) => void)[] = [];
   private registering: Promise<unknown> = Promise.resolve();
 
+  /** Without a `committer` it only reads and checks ({@link check}): a standby's view of the plugins. */
   constructor(
     db: Db,
-    private readonly committer: Committer,
+    private readonly committer?: Committer,
   ) {
     this.statements = pluginStatements(db);
     for (const row of this.statements.all()) {
@@ -88,6 +89,7 @@ export class PluginRegistry {
     this.checkOwnership(compiled);
     const current = this.plugins.get(name);
     if (current && current.compiled.canonical === compiled.canonical) return { plugin: current, changed: false };
+    if (!this.committer) throw new Error("this plugin registry only checks manifests");
     const saved = await this.committer.submit((tx) => {
       const revision = (this.statements.get(name)?.revision ?? 0) + 1;
       this.statements.save({ name, revision, manifest: compiled.canonical, registered_at: tx.now });
@@ -100,6 +102,27 @@ export class PluginRegistry {
     this.reindex();
     for (const listener of this.listeners) listener();
     return { plugin, changed: true };
+  }
+
+  /**
+   * Checks that `manifests` would register one after another on top of the plugins known, as
+   * {@link register} checks them (throwing its error), and changes nothing: a standby's plugin
+   * folder is checked against the database before it waits, not when it takes over.
+   */
+  check(manifests: PluginManifest[]): void {
+    const known = new Map(this.plugins);
+    try {
+      for (const manifest of manifests) {
+        const compiled = compileManifest(manifest);
+        this.checkOwnership(compiled);
+        this.plugins.set(manifest.name, { compiled, revision: 0, registeredAt: 0 });
+        this.reindex();
+      }
+    } finally {
+      this.plugins.clear();
+      for (const [name, plugin] of known) this.plugins.set(name, plugin);
+      this.reindex();
+    }
   }
 
   /** Calls `listener` after every registration that changed a plugin. */

@@ -1,4 +1,5 @@
 import type { UpgradeListener } from "../migrate.js";
+import type { Db } from "../sql.js";
 import type { Store } from "../store.js";
 import { Lease, type LeaseOptions } from "./lease.js";
 import { migratePostgres } from "./migrate.js";
@@ -58,12 +59,16 @@ export interface PostgresDatabase {
   close(): void;
 }
 
-/** Connects to the database at `url`, applies its pending migrations and prepares the lease. */
-export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: UpgradeListener): PostgresDatabase {
+/**
+ * Connects to the database at `url`, applies its pending migrations, runs `check` on it (reads
+ * only: e.g. that the owner's plugin folder registers there) and prepares the lease.
+ */
+export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: UpgradeListener, check?: (db: Db) => void): PostgresDatabase {
   checkPostgresUrl(url);
   const leaseClient = connect(url, lease.instanceId, "lease");
   try {
     migratePostgres(leaseClient, onUpgrade);
+    check?.(new PgDb(leaseClient, leaseClient));
   } catch (e) {
     endNative(leaseClient);
     throw e;
