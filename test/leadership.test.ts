@@ -249,6 +249,9 @@ describe("two owners on one PostgreSQL database", () => {
     // A client of both owners, connected to the paused one: its unanswered ping closes that
     // connection, and the emit goes to the new leader while the old one is still paused.
     const followed = await following.emit("job.queued", { key: "after" }, { id: "followed" });
+    // A new client making a unary emit with an id (as the CLI does) starts at the paused owner: lost
+    // there by its unanswered ping, the emit is made again at the new leader (its id makes that safe).
+    const fresh = await createClient({ url: [a.url, b.url], emitVia: "unary" }).emit("job.queued", { key: "after" }, { id: "fresh-unary" });
     expect(a.child.exitCode).toBe(null);
     a.child.kill("SIGCONT");
 
@@ -260,6 +263,7 @@ describe("two owners on one PostgreSQL database", () => {
     const events = await readWholeLog(clientB);
     expect(events.map((e) => e.id).filter((id) => id.startsWith("stalled"))).toEqual([]);
     expect(events.filter((e) => e.id === "followed").map((e) => e.seq)).toEqual([followed.event!.seq]);
+    expect(events.filter((e) => e.id === "fresh-unary").map((e) => e.seq)).toEqual([fresh.event!.seq]);
     expect(events.map((e) => Number(e.seq))).toEqual(events.map((_, i) => i + 1));
     b.child.kill("SIGTERM");
     await b.exited;

@@ -75,9 +75,13 @@ export class Owners {
     }
   }
 
-  /** A call that failed so may be made again: nothing was done, and a leader (named, or to come) or another owner may take it. */
-  retries(failure: OwnerFailure): boolean {
-    return failure.kind === "standby" || (failure.kind === "unreached" && this.several);
+  /**
+   * A call that failed so may be made again: nothing was done, and a leader (named, or to come) or
+   * another owner may take it; or, when `repeatable` (making it twice does what making it once
+   * does), the owner was lost during it.
+   */
+  retries(failure: OwnerFailure, repeatable = false): boolean {
+    return failure.kind === "standby" || ((failure.kind === "unreached" || (failure.kind === "lost" && repeatable)) && this.several);
   }
 
   /** The pause before try `n` (1: the first retry) of one call: none until each owner had its turn, then 100 ms doubling up to 1 s. */
@@ -99,15 +103,16 @@ export function ownersOf(transport: Transport): Owners | undefined {
  * reached no owner is made again at the leader named or the next owner, with pauses (see
  * {@link Owners.pauseMs}), for up to `failoverTimeoutMs` (and within the call's own deadline);
  * then, or for any other failure, the caller gets the error. A failure that leaves the owner in
- * doubt (the connection dropped, the owner is stopping) is the caller's at once, and the next call
- * goes to the next owner. Client and bidi streams are not made again here (their requests are
+ * doubt (the connection dropped, a ping unanswered, the owner is stopping) is the caller's at
+ * once, unless the call may be made twice (a read, an Emit naming its id), and the next call goes
+ * to the next owner. Client and bidi streams are not made again here (their requests are
  * consumed): their users open them again, and the failure that ended them has moved the
  * transport on.
  */
 export function followingTransport(owners: Owners): Transport {
   const transport: Transport = {
     unary(method, signal, timeoutMs, header, input, contextValues) {
-      return attempts(owners, signal, timeoutMs, (t, ms) => t.unary(method, signal, ms, header, input, contextValues));
+      return attempts(owners, signal, timeoutMs, (t, ms) => t.unary(method, signal, ms, header, input, contextValues), repeatable(method.name, input));
     },
     async stream<I extends DescMessage, O extends DescMessage>(method: DescMethodStreaming<I, O>, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeadersInit | undefined, input: AsyncIterable<MessageInitShape<I>>, contextValues?: ContextValues) {
       if (method.methodKind === "server_streaming") {
@@ -133,7 +138,7 @@ export function followingTransport(owners: Owners): Transport {
 }
 
 /** Makes `call` at the current owner until it succeeds or its failure is the caller's (see {@link followingTransport}). */
-async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, timeoutMs: number | undefined, call: (transport: Transport, timeoutMs: number | undefined, url: string) => Promise<T>): Promise<T> {
+async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, timeoutMs: number | undefined, call: (transport: Transport, timeoutMs: number | undefined, url: string) => Promise<T>, repeatable = false): Promise<T> {
   const started = performance.now();
   const deadline = timeoutMs !== undefined && timeoutMs > 0 ? started + timeoutMs : undefined;
   for (let n = 1; ; n++) {
@@ -145,11 +150,21 @@ async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, time
       if (!failure) throw e;
       const pause = owners.pauseMs(n);
       const at = performance.now() + pause;
-      if (!owners.retries(failure) || signal?.aborted || at - started > owners.failoverTimeoutMs || (deadline !== undefined && at + 1 >= deadline)) throw e;
+      if (!owners.retries(failure, repeatable) || signal?.aborted || at - started > owners.failoverTimeoutMs || (deadline !== undefined && at + 1 >= deadline)) throw e;
       if (pause > 0) await sleep(pause, signal);
       if (signal?.aborted) throw e;
     }
   }
+}
+
+/**
+ * Whether unary call `method` with `input` may be made twice for once: a read, or an Emit that
+ * names its event's id (the owner answers a second one from the log). The others go once: a lost
+ * one's error is the caller's, who knows whether to make it again.
+ */
+function repeatable(method: string, input: unknown): boolean {
+  if (/^(Get|List|Read|Find)[A-Z]/.test(method)) return true;
+  return method === "Emit" && typeof (input as { id?: unknown }).id === "string" && (input as { id: string }).id !== "";
 }
 
 /** Moves `owners` on after `error` of a call made at `url`, when it is an owner failure (returned). */
