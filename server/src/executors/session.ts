@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { SubscribeResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { SubscribeResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
 import type { Principal } from "../auth/principal.js";
 import { eventToProto } from "../proto-values.js";
 import { deliveriesMessage, type DeliveryOut } from "./delivery-wire.js";
@@ -78,25 +78,24 @@ export function written(queued: Queued[], hosting: Pick<Hosting, "batches" | "in
     run = undefined;
     runBytes = 0;
   };
-  for (const q of queued) {
-    let kind: Run["kind"] | undefined;
-    let item: unknown;
-    let m: OwnerMessage | undefined;
-    if ("delivery" in q) [kind, item] = ["delivery", q.delivery];
-    else {
-      m = typeof q.message === "function" ? q.message() : q.message;
-      if (m.message?.case === "invocation") [kind, item] = ["invocation", m.message.value];
-    }
-    const batches = kind === "delivery" ? hosting.batches : kind === "invocation" ? hosting.invocationBatches : false;
-    if (!kind || (kind === "invocation" && !batches)) {
-      flush();
-      out.push(m!);
-      continue;
-    }
-    if (!batches || run?.kind !== kind || run.items.length === maxBatch || (run.items.length > 0 && runBytes + q.bytes > batchByteBudget)) flush();
+  /** Adds `item` to the run of its kind, after the run so far when it is of another kind or full (or batches are off: runs of one). */
+  const add = (kind: Run["kind"], item: unknown, bytes: number, batches: boolean) => {
+    if (!batches || run?.kind !== kind || run.items.length === maxBatch || runBytes + bytes > batchByteBudget) flush();
     run ??= { kind, items: [] } as Run;
     (run.items as unknown[]).push(item);
-    runBytes += q.bytes;
+    runBytes += bytes;
+  };
+  for (const q of queued) {
+    if ("delivery" in q) {
+      add("delivery", q.delivery, q.bytes, hosting.batches);
+      continue;
+    }
+    const m = typeof q.message === "function" ? q.message() : q.message;
+    if (m.message?.case === "invocation" && hosting.invocationBatches) add("invocation", m.message.value, q.bytes, true);
+    else {
+      flush();
+      out.push(m);
+    }
   }
   flush();
   return out;
