@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
-import { connectNative } from "../server/src/store/postgres/pg-db.js";
+import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { cli } from "./helpers/cli.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
@@ -35,7 +35,7 @@ describe("copy-store", () => {
 
     const admin = connectNative(server.url, "chronolog tests");
     admin.querySync("CREATE DATABASE copied");
-    admin.end();
+    endNative(admin);
     const store = new URL(server.url);
     store.pathname = "/copied";
     const copy = await cli(["copy-store", "--data", dataDir, "--store", store.toString()]);
@@ -73,7 +73,7 @@ describe("migrate --store", () => {
   it("creates the schema of an empty database, then finds it up to date", async () => {
     const admin = connectNative(server.url, "chronolog tests");
     admin.querySync("CREATE DATABASE migrated");
-    admin.end();
+    endNative(admin);
     const store = new URL(server.url);
     store.pathname = "/migrated";
     const first = await cli(["migrate", "--store", store.toString()]);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { PluginManifestSchema } from "../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
-import { connectNative } from "../server/src/store/postgres/pg-db.js";
+import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { tempDir } from "./helpers/owner.js";
 import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
 import { takeoverPlugin } from "./helpers/takeover-plugin.js";
@@ -31,7 +31,7 @@ function newDatabase(): string {
   const name = `takeover_${++databases}`;
   const admin = connectNative(server.url, "chronolog tests");
   admin.querySync(`CREATE DATABASE ${name}`);
-  admin.end();
+  endNative(admin);
   const url = new URL(server.url);
   url.pathname = `/${name}`;
   return url.toString();
@@ -158,7 +158,7 @@ describe("two owners on one PostgreSQL database", () => {
         if (row) floors.push(Number(row.ack_floor));
         await sleep(100);
       }
-      cursorDb.end();
+      endNative(cursorDb);
     })();
 
     const handovers: number[] = [];
@@ -201,7 +201,7 @@ describe("two owners on one PostgreSQL database", () => {
     expect([...acknowledged].filter((id) => !inLog.has(id))).toEqual([]);
     // One occurrence per delay, each called (at least once: a call running at a kill is made again, under the same call id).
     const made = occurrences();
-    db.end();
+    endNative(db);
     expect(made).toHaveLength(200);
     expect(new Set(made.map((o) => o.timer_id)).size).toBe(200);
     const called = new Set(executors.flatMap((e) => e.lines.filter((l) => "call" in l).map((l) => l.call as string)));
@@ -286,11 +286,11 @@ describe("two owners on one PostgreSQL database", () => {
     expect(await start(wrong.toString())).toMatch(/cannot connect to PostgreSQL at postgres:\/\/chronolog:\*\*\*@127\.0\.0\.1:\d+\/takeover_\d+: .*password authentication failed/);
     const newer = connectNative(store, "chronolog tests");
     newer.querySync("CREATE TABLE chronolog_schema (version INTEGER NOT NULL); INSERT INTO chronolog_schema VALUES (999)");
-    newer.end();
+    endNative(newer);
     expect(await start(store)).toMatch(/schema is version 999, newer than this owner's/);
     const check = connectNative(store, "chronolog tests");
     expect(check.querySync("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'events'")[0].n).toBe(0);
-    check.end();
+    endNative(check);
     expect(await start(tempDir())).toMatch(/--store takes a PostgreSQL URL/);
     // A plugin folder that cannot register on this database (a second plugin declaring an event
     // type the first declares) is refused before the owner waits or leads, as on SQLite.
@@ -301,6 +301,6 @@ describe("two owners on one PostgreSQL database", () => {
     expect(await start2(fresh, clashing)).toMatch(/event type job\.queued is already declared by plugin (takeover|other)/);
     const none = connectNative(fresh, "chronolog tests");
     expect(none.querySync("SELECT term, holder FROM chronolog_lease")).toEqual([{ term: 0, holder: "" }]); // never taken
-    none.end();
+    endNative(none);
   }, 60_000);
 });

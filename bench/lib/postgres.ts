@@ -1,7 +1,7 @@
 // BENCH_STORE=postgres: the benchmarks' owners run on PostgreSQL, each on a new database of one
 // server started for the benchmark (fsync on, synchronous_commit on: durable as in production)
 // and stopped when it exits.
-import { connectNative } from "../../server/src/store/postgres/pg-db.js";
+import { connectNative, endNative } from "../../server/src/store/postgres/pg-db.js";
 import { startPostgresServer, type PostgresServer } from "../../test/helpers/postgres-server.js";
 
 /** The store the benchmarks run on (BENCH_STORE, default sqlite). */
@@ -23,7 +23,7 @@ export async function storeArgs(dataDir: string): Promise<string[]> {
   const name = `bench_${process.pid}_${++databases}`;
   const admin = connectNative(url, "chronolog bench");
   admin.querySync(`CREATE DATABASE ${name}`);
-  admin.end();
+  endNative(admin);
   const store = new URL(url);
   store.pathname = `/${name}`;
   return ["--store", store.toString()];
