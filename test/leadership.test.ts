@@ -85,11 +85,11 @@ function serve(store: string, port: number, plugins: string, extra: string[] = [
   };
 }
 
-/** A takeover executor process on `url`; the JSON lines it prints. */
+/** A takeover executor process on `url`; the JSON lines it prints, each with when it was read (`readAt`, performance.now()). */
 function executor(url: string): { child: ChildProcess; lines: Record<string, unknown>[] } {
   const child = spawn(process.execPath, ["--import", "tsx", "test/helpers/takeover-executor.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "ignore"] });
   const lines: Record<string, unknown>[] = [];
-  createInterface({ input: child.stdout! }).on("line", (line) => lines.push(JSON.parse(line)));
+  createInterface({ input: child.stdout! }).on("line", (line) => lines.push({ ...JSON.parse(line), readAt: performance.now() }));
   return { child, lines };
 }
 
@@ -265,6 +265,41 @@ describe("two owners on one PostgreSQL database", () => {
     expect(events.filter((e) => e.id === "followed").map((e) => e.seq)).toEqual([followed.event!.seq]);
     expect(events.filter((e) => e.id === "fresh-unary").map((e) => e.seq)).toEqual([fresh.event!.seq]);
     expect(events.map((e) => Number(e.seq))).toEqual(events.map((_, i) => i + 1));
+    b.child.kill("SIGTERM");
+    await b.exited;
+  }, 60_000);
+
+  it("a leader resumed (SIGCONT) after its lease expired sends its executor no delivery and no invocation before it steps down", async () => {
+    const store = newDatabase();
+    const plugins = pluginsDir();
+    const ports = [await freePort(), await freePort()];
+    const a = serve(store, ports[0], plugins, ["--lease-ms", "1000"]);
+    await a.waitLog(/^owner serving/);
+    const b = serve(store, ports[1], plugins, ["--lease-ms", "1000"]);
+    await b.waitLog(/^standby/);
+    const worker = executor(a.url); // the paused owner's only: it does not follow the leader
+    const client = createClient({ url: a.url, emitVia: "unary" });
+    await client.emit("job.queued", { key: "warm" });
+    await until(() => worker.lines.length > 0, "the executor's first delivery");
+    // Work on its way when the leader is paused: deliveries flowing, and calls coming due while it is paused.
+    const dueAt = Date.now() + 1_000;
+    await client.delayBatch(Array.from({ length: 40 }, (_, i) => ({ action: "takeover.ping", input: { n: i }, when: { at: dueAt + i * 50 }, overdue: "unbounded" as const })));
+    const emits = Array.from({ length: 20 }, (_, i) => client.emitBatch(Array.from({ length: 100 }, (_, j) => ({ type: "job.queued", data: { key: `k${(i * 100 + j) % 7}` } }))).catch(() => undefined));
+    await until(() => worker.lines.length > 50, "deliveries flowing");
+    a.child.kill("SIGSTOP");
+    await b.waitLog(/^took over the lease/, 15_000);
+    await b.waitLog(/^owner serving/);
+    await sleep(Math.max(0, dueAt + 40 * 50 - Date.now())); // every call came due while it was paused
+    const heardBefore = worker.lines.length;
+    const resumedAt = performance.now();
+    a.child.kill("SIGCONT");
+    expect(await a.exited).toBe(1);
+    await Promise.all(emits);
+    await sleep(300); // what it might have sent before it exited has been read
+    expect(worker.lines.filter((l) => (l.readAt as number) >= resumedAt)).toEqual([]);
+    expect(worker.lines.length).toBe(heardBefore);
+    expect(a.logs.filter((l) => l.level === 50).map((l) => l.msg)).toEqual([]); // no errors logged before the one line that says why it steps down
+    worker.child.kill("SIGKILL");
     b.child.kill("SIGTERM");
     await b.exited;
   }, 60_000);

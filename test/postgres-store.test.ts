@@ -1,8 +1,8 @@
 // The PostgreSQL store's own behaviour, on the test server (CHRONOLOG_TEST_STORE=postgres): its
 // connections' names, the log's immutability on any connection, the lease row's locks (a renewal
-// never waits behind the leader's own write transaction; a takeover's term update does), reads
-// cut at their byte budget by the server, statements prepared once per connection, and renewals
-// asked while one is unanswered, and clients ended and collected at once.
+// never waits behind the leader's own write transaction; a takeover's term update does), renewals
+// from their own thread while the owner's is held up, reads cut at their byte budget by the
+// server, statements prepared once per connection, and clients ended and collected at once.
 
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -11,10 +11,12 @@ import { ManualClock } from "../server/src/clock.js";
 import { Committer } from "../server/src/store/committer.js";
 import { eventStatements } from "../server/src/store/events.js";
 import { connectPostgres, type PostgresDatabase } from "../server/src/store/postgres/open.js";
+import { LeaseRenewer } from "../server/src/store/postgres/lease-renewer.js";
 import { connectNative, endNative, type NativeClient } from "../server/src/store/postgres/pg-db.js";
 import type { Db, SqlStatement } from "../server/src/store/sql.js";
 import type { Store } from "../server/src/store/store.js";
 import { onPostgres, tempDir, testDatabase } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
 
 const run = promisify(execFile);
 const repo = new URL("../", import.meta.url).pathname;
@@ -67,27 +69,47 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     ]);
   });
 
+  /** A renewer of `database`'s lease (taken), renewing every 200 ms, and what it reported. */
+  function renewerOf(url: string, database: PostgresDatabase, instanceId = "lead1") {
+    const told = { taken: 0, errors: [] as string[] };
+    const renewer = new LeaseRenewer({
+      url,
+      applicationName: `chronolog ${instanceId} lease`,
+      leaseMs: 600,
+      term: database.lease.term,
+      takenAt: database.lease.takenAt,
+      onTaken: () => told.taken++,
+      onError: (message) => told.errors.push(message),
+    });
+    opened.push({ close: () => void renewer.close() });
+    return { renewer, told };
+  }
+
   it("a renewal does not wait for the leader's open write transaction; an update of the term (a takeover's) does", async () => {
-    const { database, store, other } = await leader();
+    const { url, database, store, other } = await leader();
+    const { renewer, told } = renewerOf(url, database);
     store.transactions.begin(); // the fence: the lease row locked by the writer's transaction
     try {
-      await expect(within(database.lease.renew(), 2_000, "the renewal")).resolves.toBe(true);
+      const before = process.hrtime.bigint();
+      await until(() => renewer.ageMs() < Number(process.hrtime.bigint() - before) / 1e6 - 300, "a renewal sent after the transaction began held");
       other.querySync("SET statement_timeout = 300");
       expect(() => other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1")).toThrow(/statement timeout/);
     } finally {
       store.transactions.rollback();
     }
     other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1"); // once the transaction ended
-    expect(await database.lease.renew()).toBe(false); // and this owner's term is gone
+    await until(() => renewer.taken, "the renewer found its term gone");
+    expect(told.taken).toBe(1);
   });
 
-  it("a renewal asked while one is unanswered shares its answer (no second query on the busy connection)", async () => {
-    const { database } = await leader();
-    const first = database.lease.renew();
-    const second = database.lease.renew();
-    expect(second).toBe(first);
-    expect(await first).toBe(true);
-    expect(await database.lease.renew()).toBe(true);
+  it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", async () => {
+    const { url, database } = await leader();
+    const { renewer, told } = renewerOf(url, database);
+    const heldUntil = performance.now() + 2_000; // over three leases
+    while (performance.now() < heldUntil); // the owner's thread does nothing else meanwhile
+    expect(renewer.ageMs()).toBeLessThan(1_500); // renewals were sent, and held, while it was held up
+    expect(renewer.taken).toBe(false);
+    expect(told.errors).toEqual([]);
   });
 
   it("a budgeted read fetches only the events its byte budget takes, however many its chunk allows", async () => {

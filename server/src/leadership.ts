@@ -9,7 +9,9 @@ import type { UpgradeListener } from "./store/migrate.js";
 import type { Db } from "./store/sql.js";
 import { connectPostgres, shownUrl, type PostgresDatabase } from "./store/postgres/open.js";
 import type { FencedError } from "./store/postgres/transactions.js";
+import { LeaseRenewer } from "./store/postgres/lease-renewer.js";
 import type { Store } from "./store/store.js";
+import type { Trust } from "./trust.js";
 
 /** Default lease length, ms: a standby takes over at most about this long after the leader's last renewal. */
 export const defaultLeaseMs = 3_000;
@@ -93,10 +95,24 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
   }
 }
 
+/**
+ * How long after its last renewal was sent a leader still acts on its lease: sends deliveries
+ * and invocations and answers commits (a sixth of the lease short of it, for the time a renewal's
+ * UPDATE took to run and for clock drift). Past it the owner holds them until a renewal holds again:
+ * a leader frozen (SIGSTOP, a stalled VM) past its lease may have been replaced meanwhile.
+ */
+export function trustWindowMs(leaseMs: number): number {
+  return (leaseMs * 5) / 6;
+}
+
 /** This owner's leadership: its store, the lease's renewals, and the role it reports. */
-export class Leadership {
-  private renewals: NodeJS.Timeout | undefined;
+export class Leadership implements Trust {
+  private renewer: LeaseRenewer | undefined;
+  private checks: NodeJS.Timeout | undefined;
   private lost = false;
+  /** Waiting for the lease to be trusted again ({@link whenTrusted}), and the timer that checks. */
+  private trustWaiters: (() => void)[] = [];
+  private trustTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly database: PostgresDatabase,
@@ -122,24 +138,54 @@ export class Leadership {
   }
 
   /**
-   * Renews the lease every third of its length; `onLost` is told, once, when another owner holds
-   * it or it could not be renewed for a whole lease (a standby may have taken it).
+   * Renews the lease every third of its length from a thread of its own (lease-renewer.ts);
+   * `onLost` is told, once, when another owner holds it or it could not be renewed for a whole
+   * lease (a standby may have taken it).
    */
   keep(onLost: (reason: string) => void): void {
-    const lease = this.database.lease;
-    this.renewals = setInterval(() => {
+    const { leaseMs, logger } = this.options;
+    let failing = false;
+    const renewer = (this.renewer = new LeaseRenewer({
+      url: this.options.url,
+      applicationName: `chronolog ${this.options.instanceId} lease`,
+      leaseMs,
+      term: this.term,
+      takenAt: this.database.lease.takenAt,
+      onTaken: () => this.lose("another owner took the lease", onLost),
+      onError: (message) => {
+        if (!failing) logger.warn({ err: message, ageMs: Math.round(renewer.ageMs()) }, "renewing the lease failed; trying again");
+        failing = true;
+      },
+    }));
+    this.checks = setInterval(() => {
       this.database.probe(); // a PostgreSQL restart broke the store's connections too: step down now, not at the next call
-      lease.renew().then(
-        (held) => {
-          if (!held) this.lose("another owner took the lease", onLost);
-        },
-        (err) => {
-          const sinceMs = performance.now() - lease.renewedAt;
-          this.options.logger.warn({ err, sinceMs: Math.round(sinceMs) }, "renewing the lease failed");
-          if (sinceMs >= this.options.leaseMs) this.lose(`the lease could not be renewed for ${Math.round(sinceMs)} ms (a standby may lead now)`, onLost);
-        },
-      );
-    }, this.options.leaseMs / 3);
+      const ageMs = renewer.ageMs();
+      if (renewer.taken) this.lose("another owner took the lease", onLost);
+      else if (ageMs >= leaseMs) this.lose(`the lease could not be renewed for ${Math.round(ageMs)} ms (a standby may lead now)`, onLost);
+      else if (failing && ageMs < leaseMs / 2) {
+        failing = false;
+        logger.info({ ageMs: Math.round(ageMs) }, "the lease is renewed again");
+      }
+    }, leaseMs / 6);
+  }
+
+  /** The lease is younger than the {@link trustWindowMs}: this owner may act on it. */
+  trusted(): boolean {
+    return !this.lost && (this.renewer === undefined || this.renewer.ageMs() < trustWindowMs(this.options.leaseMs));
+  }
+
+  /** Resolves once the lease is trusted again (never, once it is lost: the owner stops). */
+  whenTrusted(): Promise<void> {
+    if (this.trusted()) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.trustWaiters.push(resolve);
+      this.trustTimer ??= setInterval(() => {
+        if (!this.trusted()) return;
+        clearInterval(this.trustTimer);
+        this.trustTimer = undefined;
+        for (const waiter of this.trustWaiters.splice(0)) waiter();
+      }, 10);
+    });
   }
 
   /** Response headers of health answers: the role and this owner's URL. */
@@ -150,15 +196,17 @@ export class Leadership {
   /** `chronolog_leader`, `chronolog_lease_term`, `chronolog_lease_age_seconds`, `chronolog_takeovers_total` on `registry`. */
   registerMetrics(registry: Registry): void {
     const lease = this.database.lease;
+    const age = () => this.renewer?.ageMs() ?? Number(process.hrtime.bigint() - lease.takenAt) / 1e6;
     new Gauge({ name: "chronolog_leader", help: "1 while this owner leads (holds the lease of a PostgreSQL store).", registers: [registry], collect: () => undefined }).set(1);
     new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(lease.term); } });
-    new Gauge({ name: "chronolog_lease_age_seconds", help: "Time since this owner last renewed its lease.", registers: [registry], collect() { this.set((performance.now() - lease.renewedAt) / 1000); } });
+    new Gauge({ name: "chronolog_lease_age_seconds", help: "Time since this owner sent its last renewal of the lease that held.", registers: [registry], collect() { this.set(age() / 1000); } });
     new Counter({ name: "chronolog_takeovers_total", help: "Takeovers by this owner: leases taken from an owner whose lease expired.", registers: [registry] }).inc(this.tookOver ? 1 : 0);
   }
 
   /** Stops renewing and gives the lease up (a clean stop: a standby takes over at once), then closes the connections. */
   async release(): Promise<void> {
-    clearInterval(this.renewals);
+    this.stopRenewing();
+    await this.renewer?.close();
     if (!this.lost) await this.database.lease.release().catch((err) => this.options.logger.warn({ err }, "giving up the lease failed: a standby takes over when it expires"));
     this.database.close();
   }
@@ -168,10 +216,15 @@ export class Leadership {
     this.lose(`a commit failed (${error instanceof Error ? error.message.trim().split("\n")[0] : String(error)})`, onLost);
   }
 
+  private stopRenewing(): void {
+    clearInterval(this.checks);
+    clearInterval(this.trustTimer);
+  }
+
   private lose(reason: string, onLost: (reason: string) => void): void {
     if (this.lost) return;
     this.lost = true;
-    clearInterval(this.renewals);
+    this.stopRenewing();
     onLost(`${reason} (this owner's term was ${this.term})`);
   }
 }

@@ -209,6 +209,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   const events = eventStatements(store.db);
   const committer = new Committer(store.db, options.clock ?? systemClock, events, {
     transactions: store.transactions,
+    trust: leadership,
     onListenerError: (err) => logger.error({ err }, "a commit follower failed"),
     onFatal: (err) => {
       if (leadership && stepDown) return leadership.commitFailed(err, stepDown);
@@ -245,7 +246,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   const timers = options.timers ?? systemTimers;
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
   const maxMessageBytes = config?.limits?.max_message_bytes ?? defaultMaxMessageBytes;
-  const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16, maxMessageBytes };
+  const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16, maxMessageBytes, trust: leadership };
   const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, { checkHosting: (names, hosted) => pulses.checkHosting(names, hosted) });
   const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers, lookaheadMs: options.timerLookaheadMs ?? config?.timers?.lookahead_ms, region: options.region ?? config?.region ?? 0, logger });
   const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers, lateness: time.lateness, logger });

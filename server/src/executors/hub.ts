@@ -9,6 +9,7 @@ import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Processors } from "../processors/manager.js";
 import { jsonProblem } from "../json-limits.js";
+import { alwaysTrusted, type Trust } from "../trust.js";
 import { ExecutorSession, maxCredits } from "./session.js";
 
 /** Options of the executor hub; times in ms. */
@@ -19,6 +20,8 @@ export interface HubOptions {
   defaultCredits: number;
   /** The largest message the owner reads, bytes (told to executors in the welcome). */
   maxMessageBytes: number;
+  /** Nothing is written to executors while it is not trusted (a leader whose lease is too old); default: always. */
+  trust?: Trust;
 }
 
 /** Checks the pulses a hello lists: the owner's Pulses. */
@@ -50,6 +53,11 @@ export class ExecutorHub {
   ) {
     this.watchdog = setInterval(() => this.checkLiveness(), options.heartbeatIntervalMs);
     this.watchdog.unref();
+  }
+
+  /** When messages may be written to executors (the sessions' streams wait for it). */
+  get trust(): Trust {
+    return this.options.trust ?? alwaysTrusted;
   }
 
   /** Connected sessions. */

@@ -59,7 +59,7 @@ export function executorService(hub: ExecutorHub, logger: Logger): ServiceImpl<t
         }
       })();
       try {
-        yield* session.outbox.drain(ctx.signal, (queued) => written(queued, session.hosting));
+        yield* session.outbox.drain(ctx.signal, (queued) => written(queued, session.hosting), hub.trust);
       } finally {
         hub.close(session, ctx.signal.aborted ? "stream cancelled" : "stream closed");
         void reader;

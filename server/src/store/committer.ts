@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
+import type { Trust } from "../trust.js";
 import type { EventRecord, EventStatements } from "./events.js";
 import type { Db } from "./sql.js";
 import { sqliteTransactions, type Transactions } from "./transactions.js";
@@ -49,6 +50,8 @@ export interface CommitterOptions {
   batchSpacingMs?: number;
   /** The same when every queued unit is deferrable (see {@link Committer.submit}), ms (default {@link defaultDeferredSpacingMs}). */
   deferredSpacingMs?: number;
+  /** Durable commits are answered, and told to the listeners, only while trusted (a leader's lease: trust.ts). */
+  trust?: Trust;
 }
 
 /** Most time one slice of a batch runs units before it commits and yields the event loop, ms. */
@@ -238,9 +241,14 @@ export class Committer {
     const head = this.headSeq;
     this.control.sync().then(
       () => {
-        this.busy = false;
-        this.settle(batch, outcomes, { head, batchSize: batch.length, durationMs: performance.now() - started });
-        this.schedule();
+        const settle = () => {
+          this.busy = false;
+          this.settle(batch, outcomes, { head, batchSize: batch.length, durationMs: performance.now() - started });
+          this.schedule();
+        };
+        const trust = this.options.trust;
+        if (!trust || trust.trusted()) settle();
+        else void trust.whenTrusted().then(settle);
       },
       (error) => {
         this.busy = false;

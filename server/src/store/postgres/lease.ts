@@ -16,23 +16,21 @@ export interface LeaseOptions {
 /**
  * The leader's lease on a PostgreSQL store: one row, `chronolog_lease`, whose `term` grows at
  * every takeover. Times are the database's (`clock_timestamp()`), so owners' clocks need not
- * agree. The leader renews it every third of its length; a standby takes it once it expired:
+ * agree. The leader renews it every third of its length (lease-renewer.ts); a standby takes it once it expired:
  * first it ends the old holder's connections (a leader paused inside a transaction holds the
  * row `FOR KEY SHARE`, and would hold the takeover back), then it raises the term in one UPDATE
  * conditioned on the term it read. Every write transaction of the leader checks the term
  * (transactions.ts), so once the term moved the old leader can never commit again.
  *
- * Its queries run on a connection of their own, asynchronously: the committer's statements
- * never delay a renewal. A query that gets no answer within the lease's length fails, and after
+ * Its queries run on a connection of their own, asynchronously; the leader's renewals run in a
+ * thread of their own (lease-renewer.ts), so the owner's work never delays one. A query that gets no answer within the lease's length fails, and after
  * a failed query (PostgreSQL restarted, a takeover ended the connection) the next one connects again.
  */
 export class Lease {
   /** The term this owner holds (0 while standby). */
   term = 0;
-  /** When the last renewal succeeded, by the process's monotonic clock, ms. */
-  renewedAt = 0;
-  /** The renewal sent and not yet answered. */
-  private renewing: { sentAt: number; answer: Promise<boolean> } | undefined;
+  /** When the UPDATE that took the lease was sent (process.hrtime.bigint(), ns): it holds at least the lease's length from then. */
+  takenAt = 0n;
   /** The last query sent: the next one is sent after its answer. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -53,6 +51,7 @@ export class Lease {
     if (row.holder && row.holder !== this.options.instanceId) {
       await this.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()", [`chronolog ${row.holder} %`]);
     }
+    const sentAt = process.hrtime.bigint();
     const taken = await this.query(
       `UPDATE chronolog_lease SET term = term + 1, holder = $1, url = $2, expires_at = clock_timestamp() + $3 * interval '1 millisecond', acquired_at = clock_timestamp()
        WHERE id = 1 AND term = $4 RETURNING term`,
@@ -60,31 +59,8 @@ export class Lease {
     );
     if (taken.length === 0) return this.tryTake(); // another standby took it first: read who
     this.term = Number(taken[0].term);
-    this.renewedAt = performance.now();
+    this.takenAt = sentAt;
     return { leading: true, term: this.term };
-  }
-
-  /**
-   * Extends this owner's lease; false when another owner holds it now (this one must stop writing).
-   * Asked while a renewal is unanswered, it answers with that one (after the event loop was held
-   * up, the next renewal is due before the last one's answer is read); it throws once that one
-   * waited a whole lease.
-   */
-  renew(): Promise<boolean> {
-    if (this.renewing) {
-      const waitedMs = performance.now() - this.renewing.sentAt;
-      if (waitedMs >= this.options.leaseMs) return Promise.reject(new Error(`the lease's last renewal is unanswered after ${Math.round(waitedMs)} ms`));
-      return this.renewing.answer;
-    }
-    const answer = this.query(`UPDATE chronolog_lease SET expires_at = clock_timestamp() + $1 * interval '1 millisecond' WHERE id = 1 AND term = $2 RETURNING term`, [this.options.leaseMs, this.term])
-      .then((rows) => {
-        if (rows.length === 0) return false;
-        this.renewedAt = performance.now();
-        return true;
-      })
-      .finally(() => (this.renewing = undefined));
-    this.renewing = { sentAt: performance.now(), answer };
-    return answer;
   }
 
   /** Gives the lease up at a clean stop, so a standby takes over at once. */

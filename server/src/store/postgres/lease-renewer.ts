@@ -1,0 +1,120 @@
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+
+/**
+ * The renewer's worker (CommonJS, run with `eval`): node-postgres on a connection of its own
+ * (libpq's addon loads in one thread of a process only, and the owner's is the main one). It
+ * renews every third of the lease, one renewal at a time, and writes in shared memory when the
+ * last renewal that held was sent: a renewal extends the lease from the database's clock when
+ * the UPDATE runs, which is after it was sent, so the lease holds at least `leaseMs` from then.
+ */
+const workerSource = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { Client } = require(workerData.driver);
+const { url, applicationName, leaseMs, term } = workerData;
+const shared = new BigInt64Array(workerData.shared);
+let client;
+let timer;
+let stopped = false;
+function drop() {
+  const c = client;
+  client = undefined;
+  if (c) c.end().catch(() => undefined);
+}
+async function connection() {
+  if (client) return client;
+  const c = new Client({ connectionString: url, application_name: applicationName, connectionTimeoutMillis: leaseMs, query_timeout: leaseMs });
+  c.on("error", () => { if (client === c) client = undefined; });
+  await c.connect();
+  client = c;
+  return c;
+}
+async function renew() {
+  const sentAt = process.hrtime.bigint();
+  try {
+    const c = await connection();
+    const result = await c.query("UPDATE chronolog_lease SET expires_at = clock_timestamp() + $1 * interval '1 millisecond' WHERE id = 1 AND term = $2 RETURNING term", [leaseMs, term]);
+    if (result.rowCount === 0) {
+      Atomics.store(shared, 1, 1n);
+      parentPort.postMessage({ taken: true });
+      return stop();
+    }
+    Atomics.store(shared, 0, sentAt);
+  } catch (error) {
+    drop();
+    if (!stopped) parentPort.postMessage({ error: String((error && error.message) || error) });
+  }
+  if (stopped) return;
+  const spentMs = Number(process.hrtime.bigint() - sentAt) / 1e6;
+  timer = setTimeout(renew, Math.max(0, leaseMs / 3 - spentMs));
+}
+function stop() {
+  stopped = true;
+  clearTimeout(timer);
+  drop();
+  parentPort.close();
+}
+parentPort.on("message", (message) => { if (message === "close") stop(); });
+timer = setTimeout(renew, leaseMs / 3);
+`;
+
+/** Options of {@link LeaseRenewer}. */
+export interface LeaseRenewerOptions {
+  /** The PostgreSQL URL. */
+  url: string;
+  /** The connection's application_name (`chronolog <instance> lease`: a takeover ends it). */
+  applicationName: string;
+  leaseMs: number;
+  /** The term this owner holds. */
+  term: number;
+  /** When the UPDATE that took the lease was sent (process.hrtime.bigint(), ns). */
+  takenAt: bigint;
+  /** Told once another owner holds the lease (this one may not write again). */
+  onTaken(): void;
+  /** Told when a renewal failed (it is tried again a third of the lease later, on a new connection). */
+  onError(message: string): void;
+}
+
+/**
+ * Renews the leader's lease from a thread of its own, so nothing the owner's event loop does
+ * (statements that wait for the database, a burst of work) delays a renewal. The owner reads
+ * the lease's age from shared memory ({@link ageMs}) without waiting on the thread.
+ */
+export class LeaseRenewer {
+  private readonly worker: Worker;
+  /** [0]: when the last renewal that held was sent (hrtime ns); [1]: 1 once another owner holds the lease. */
+  private readonly shared = new BigInt64Array(new SharedArrayBuffer(16));
+  private closed = false;
+
+  constructor(options: LeaseRenewerOptions) {
+    Atomics.store(this.shared, 0, options.takenAt);
+    const driver = createRequire(import.meta.url).resolve("pg");
+    const { url, applicationName, leaseMs, term } = options;
+    this.worker = new Worker(workerSource, { eval: true, workerData: { driver, url, applicationName, leaseMs, term, shared: this.shared.buffer } });
+    this.worker.unref();
+    this.worker.on("message", (message: { taken?: boolean; error?: string }) => {
+      if (message.taken) options.onTaken();
+      else if (message.error !== undefined) options.onError(message.error);
+    });
+    this.worker.on("error", (error) => options.onError(error.message));
+  }
+
+  /** Ms since the last renewal that held was sent (or the lease was taken). */
+  ageMs(): number {
+    return Number(process.hrtime.bigint() - Atomics.load(this.shared, 0)) / 1e6;
+  }
+
+  /** Another owner holds the lease. */
+  get taken(): boolean {
+    return Atomics.load(this.shared, 1) === 1n;
+  }
+
+  /** Stops renewing and closes the thread's connection. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const exited = new Promise((resolve) => this.worker.once("exit", resolve));
+    this.worker.postMessage("close");
+    await exited;
+  }
+}
