@@ -86,16 +86,18 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
   }
 
   it("a renewal does not wait for the leader's open write transaction; an update of the term (a takeover's) does", async () => {
-    const { url, database, store, other } = await leader();
+    const { url, database, other } = await leader();
     const { renewer, told } = renewerOf(url, database);
-    store.transactions.begin(); // the fence: the lease row locked by the writer's transaction
+    const writer = connection(url);
+    writer.querySync("BEGIN"); // a batch's transaction past its fence, which holds the lease row FOR KEY SHARE
+    writer.querySync("SELECT 1 / (CASE WHEN (SELECT term FROM chronolog_lease WHERE id = 1 FOR KEY SHARE) = $1 THEN 1 ELSE 0 END)", [String(database.lease.term)]);
     try {
       const before = process.hrtime.bigint();
       await until(() => renewer.ageMs() < Number(process.hrtime.bigint() - before) / 1e6 - 300, "a renewal sent after the transaction began held");
       other.querySync("SET statement_timeout = 300");
       expect(() => other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1")).toThrow(/statement timeout/);
     } finally {
-      store.transactions.rollback();
+      writer.querySync("ROLLBACK");
     }
     other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1"); // once the transaction ended
     await until(() => renewer.taken, "the renewer found its term gone");

@@ -245,3 +245,32 @@ function answer(res: HttpResponse, status: number, body: string, headers: Record
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   (res as { end(chunk?: string): void }).end(body);
 }
+
+/**
+ * `chronolog_store_waits_total` and `chronolog_store_wait_seconds_total` by connection: the round
+ * trips to the database the owner's thread waited for (PostgreSQL's synchronous calls), and the
+ * time it spent waiting. While it waits it serves nothing else: a database far from the owner
+ * shows here first.
+ */
+export function storeWaitMetrics(registry: Registry, waits: () => { connection: string; count: number; ms: number }[]): void {
+  new Counter({
+    name: "chronolog_store_waits_total",
+    help: "Round trips to the database the owner's thread waited for, by connection (writer: the committer's; reader: reads of what is committed).",
+    labelNames: ["connection"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const w of waits()) this.inc({ connection: w.connection }, w.count);
+    },
+  });
+  new Counter({
+    name: "chronolog_store_wait_seconds_total",
+    help: "Time the owner's thread spent waiting for the database's answers, by connection.",
+    labelNames: ["connection"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const w of waits()) this.inc({ connection: w.connection }, w.ms / 1000);
+    },
+  });
+}

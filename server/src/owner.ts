@@ -19,7 +19,7 @@ import { Emitter } from "./log/emit.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
 import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
-import { metricsHttpHandler, OwnerMetrics } from "./metrics.js";
+import { metricsHttpHandler, OwnerMetrics, storeWaitMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { actionService } from "./rpc/action-service.js";
@@ -267,6 +267,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   const callRetention = new CallRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.callRetentionMs ?? retentionMsOfDays(config?.actions?.call_retention_days, defaultCallRetentionMs), chunkRows: options.timerRetentionChunkRows });
   retentionMetrics(metrics.registry, timerRetention, callRetention);
   if (leadership) leadership.registerMetrics(metrics.registry);
+  if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
   const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
   const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
   const listener = await listen({

@@ -69,6 +69,7 @@ export class Emitter {
         if (stored) return { event: sameEvent(stored, e), existing: true };
         return { event: tx.append(e), existing: false };
       }),
+      { lookups: lookupsOf(checked) },
     );
   }
 
@@ -100,6 +101,7 @@ export class Emitter {
         }
         return { event: tx.append(e), existing: false };
       }),
+      { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))) },
     );
   }
 
@@ -136,6 +138,12 @@ export class Emitter {
     if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
     return { actor, id, cause: cause.eventId };
   }
+}
+
+/** The ids of `checked` events the commit looks up: those not made by the owner just now. */
+function lookupsOf(checked: { event: { id: string }; fresh: boolean }[]): string[] | undefined {
+  const ids = checked.filter((c) => !c.fresh).map((c) => c.event.id);
+  return ids.length > 0 ? ids : undefined;
 }
 
 /**

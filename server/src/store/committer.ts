@@ -79,6 +79,8 @@ const loadedBatchUnits = 16;
 
 interface Pending {
   work: Work<unknown>;
+  /** Event ids the unit looks up ({@link Committer.submit}'s `lookups`). */
+  lookups: string[] | undefined;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -166,12 +168,14 @@ export class Committer {
    * Queues `work` for the next group commit; resolves with its result once durable.
    * `deferrable`: no caller waits on this unit and it has time to spare, so under load its batch
    * may start up to {@link defaultDeferredSpacingMs} after the last one (fewer, larger commits);
-   * a unit that is not deferrable brings the batch forward again.
+   * a unit that is not deferrable brings the batch forward again. `lookups`: event ids the unit
+   * looks up (`tx.events.findById`), read for the whole batch in one statement where each lookup
+   * would be a round trip (EventStatements.prefetch).
    */
-  submit<T>(work: Work<T>, options: { deferrable?: boolean } = {}): Promise<T> {
+  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[] } = {}): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ work, lookups: options.lookups, resolve: resolve as (v: unknown) => void, reject });
       if (!options.deferrable) this.urgent++;
       this.schedule();
     });
@@ -209,27 +213,59 @@ export class Committer {
     if (batch.length === 0) return;
     if (batch.length >= loadedBatchUnits) this.lastLoadedFlushAt = performance.now();
     this.busy = true;
-    this.runSlice(batch, [], performance.now());
+    const started = performance.now();
+    let reading: Promise<void> | undefined;
+    try {
+      reading = this.prefetch(batch);
+    } catch (error) {
+      return this.afterSlice(this.sliceFailed(batch, 0, this.headSeq, error), [], started);
+    }
+    if (!reading) return this.runSlice(batch, [], started);
+    reading.then(
+      () => this.runSlice(batch, [], started),
+      (error) => this.afterSlice(this.sliceFailed(batch, 0, this.headSeq, error), [], started),
+    );
   }
 
-  /** Runs the batch's next units for up to {@link sliceMs} in one transaction; continues on the next turn, or makes the batch durable. */
+  /** Reads the events the batch's units look up, at once, before they run (EventStatements.prefetch). */
+  private prefetch(batch: Pending[]): Promise<void> | undefined {
+    const ids: string[] = [];
+    for (const item of batch) if (item.lookups) for (const id of item.lookups) ids.push(id);
+    return ids.length > 0 ? this.events.prefetch(ids) : undefined;
+  }
+
+  /** Runs the batch's next units for up to {@link sliceMs} in one transaction, then ends the slice ({@link afterSlice}). */
   private runSlice(batch: Pending[], outcomes: { ok: boolean; value: unknown }[], started: number): void {
     const from = outcomes.length;
     const headBefore = this.headSeq;
     const tx = this.transaction();
     const until = performance.now() + sliceMs;
+    let ended: void | Promise<void>;
     try {
       this.control.begin();
       do outcomes.push(this.runUnit(batch[outcomes.length].work, tx));
       while (outcomes.length < batch.length && performance.now() < until);
-      this.control.commitSlice();
+      ended = this.control.commitSlice(outcomes.length === batch.length);
     } catch (error) {
-      this.control.rollback();
-      this.headSeq = headBefore;
-      for (const item of batch.slice(from)) item.reject(error);
-      batch = batch.slice(0, from);
-      outcomes = outcomes.slice(0, from);
+      return this.afterSlice(this.sliceFailed(batch, from, headBefore, error), outcomes.slice(0, from), started);
     }
+    if (!ended) return this.afterSlice(batch, outcomes, started);
+    ended.then(
+      () => this.afterSlice(batch, outcomes, started),
+      (error) => this.afterSlice(this.sliceFailed(batch, from, headBefore, error), outcomes.slice(0, from), started),
+    );
+  }
+
+  /** Undoes a slice that failed outside its units (from unit `from` on) and rejects those units; returns the batch without them. */
+  private sliceFailed(batch: Pending[], from: number, headBefore: number, error: unknown): Pending[] {
+    this.control.rollback();
+    this.headSeq = headBefore;
+    for (const item of batch.slice(from)) item.reject(error);
+    return batch.slice(0, from);
+  }
+
+  /** Continues with the next slice on the next turn, or makes the batch durable and answers it. */
+  private afterSlice(batch: Pending[], outcomes: { ok: boolean; value: unknown }[], started: number): void {
     if (outcomes.length < batch.length) {
       setImmediate(() => this.runSlice(batch, outcomes, started));
       return;

@@ -35,13 +35,22 @@ export interface Db {
    * `keyColumn` so reads inside the transaction find them. The same holder for the same table.
    */
   deferInserts?(table: string, columns: string[], keyColumn: number): DeferredRows;
+  /**
+   * PostgreSQL's only: runs the read `sql` (`?` parameters) on the committer's connection before a
+   * batch's units run, without blocking the event loop.
+   */
+  readAhead?(sql: string, params: unknown[]): Promise<unknown[]>;
 }
 
-/** Rows held by {@link Db.deferInserts}. */
+/** Rows held by {@link Db.deferInserts}, and rows of the table read for the batch. */
 export interface DeferredRows {
   add(row: unknown[]): void;
-  /** The held row with this key, if any. */
+  /** The row added in the batch's transaction with this key, if any. */
   get(key: string): unknown[] | undefined;
+  /** Keeps, for the rest of the batch, the row read with `key` (null: none has it). */
+  remember(key: string, row: unknown | null): void;
+  /** The row read for the batch with `key` (null: none had it), or undefined when it was not read. */
+  recalled(key: string): unknown | null | undefined;
 }
 
 /** The SQL dialects a store speaks. */

@@ -12,6 +12,11 @@ export interface Store {
   transactions: Transactions;
   /** Told after every commit (SQLite checkpoints its WAL in the background). */
   committed(): void;
+  /**
+   * The round trips the owner's thread waited for, by connection, since the store opened:
+   * PostgreSQL's synchronous calls (SQLite's are not round trips: none).
+   */
+  waits?(): { connection: string; count: number; ms: number }[];
   /** Closes the connections (and, on SQLite, the lock and checkpoint worker). */
   close(): Promise<void>;
 }

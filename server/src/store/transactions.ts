@@ -10,8 +10,11 @@ import type { Durability } from "./wal-sync.js";
 export interface Transactions {
   /** Starts a slice. */
   begin(): void;
-  /** Ends a slice whose units ran. */
-  commitSlice(): void;
+  /**
+   * Ends a slice whose units ran (`last`: the batch's last); the next slice runs once a promise
+   * it returns resolved (PostgreSQL sends the slice's held inserts without blocking the event loop).
+   */
+  commitSlice(last: boolean): void | Promise<void>;
   /** Undoes a slice that failed outside its units (its COMMIT, say), if a transaction is open. */
   rollback(): void;
   /** A unit's savepoint: set before the unit, released after it... */

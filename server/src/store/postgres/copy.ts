@@ -41,12 +41,16 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
     for (const { name, columns } of tables) {
       // The same multi-row INSERTs as appended events: rows held, sent in chunks.
       const rows = new DeferredInserts(name, columns, 0);
+      const send = () => {
+        for (const insert of rows.takeInserts()) pg.querySync(insert.text, insert.values);
+        rows.clear();
+      };
       let count = 0;
       for (const row of sqlite.prepare(`SELECT ${columns.join(", ")} FROM ${name}`).raw().iterate() as IterableIterator<unknown[]>) {
         rows.add(row);
-        if (++count % rowsPerFlush === 0) rows.flush(pg);
+        if (++count % rowsPerFlush === 0) send();
       }
-      rows.flush(pg);
+      send();
       copied[name] = count;
     }
     pg.querySync("COMMIT");

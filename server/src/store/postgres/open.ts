@@ -94,6 +94,7 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
         db: opened,
         transactions: pgTransactions(opened, () => held.term, onFenced),
         committed: () => undefined,
+        waits: () => Object.entries(opened.waits).map(([connection, { count, ms }]) => ({ connection, count, ms })),
         close: async () => opened.close(),
       };
     },

@@ -13,6 +13,8 @@ export interface NativeClient {
   executeSync(name: string, values: unknown[]): Record<string, unknown>[] | unknown[][];
   query(text: string, callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
   query(text: string, values: unknown[], callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
+  /** Sends `queries` at once in libpq's pipeline mode (each its own sync point) and answers each one's outcome in order. */
+  pipeline(queries: { text: string; values?: unknown[] }[], callback: (error: Error | undefined, results: { err: Error | null; rows: Record<string, unknown>[] | null }[]) => void): void;
   end(callback?: () => void): void;
   getTransactionStatus(): "I" | "T" | "E" | null;
   pq: { cmdTuples(): string; resultErrorFields(): Record<string, string> | undefined; errorMessage(): string; socket(): number };
@@ -220,6 +222,28 @@ class PgStatement implements SqlStatement {
   }
 }
 
+/** How often, and how long in all, the owner's thread waited for one connection's synchronous calls. */
+export interface Waits {
+  count: number;
+  ms: number;
+}
+
+/** Counts `client`'s synchronous calls (each a round trip the caller's thread waits for) in `tally`. */
+function countWaits(client: NativeClient, tally: Waits): void {
+  for (const name of ["querySync", "executeSync", "prepareSync"] as const) {
+    const call = client[name].bind(client) as (...args: unknown[]) => never;
+    client[name] = (...args: unknown[]) => {
+      const started = performance.now();
+      try {
+        return call(...args);
+      } finally {
+        tally.count++;
+        tally.ms += performance.now() - started;
+      }
+    };
+  }
+}
+
 /**
  * The owner's PostgreSQL database behind the store's synchronous {@link Db} API, on two libpq
  * connections: the writer, on which the committer's transaction runs (statements go there
@@ -229,8 +253,14 @@ class PgStatement implements SqlStatement {
  */
 export class PgDb implements Db {
   readonly dialect = "postgres" as const;
-  /** The committer's units are running: statements go to the writer's open transaction. */
+  /** The committer's units are running: statements go to the writer's connection, writes into the batch's transaction. */
   writing = false;
+  /**
+   * The batch's transaction was begun on the writer. It begins with the batch's first write (a
+   * unit's statement, or its events' inserts): reads before it, on the writer in autocommit, see
+   * what every transaction before it committed, as the transaction would.
+   */
+  begun = false;
   /** Inserts held until the slice ends (events.ts): the events appended. */
   deferredEvents: DeferredInserts | undefined;
   /**
@@ -244,11 +274,16 @@ export class PgDb implements Db {
   onLost: ((error: Error) => void) | undefined;
   /** The statements prepared on each connection: their names by SQL. */
   private readonly prepared = new Map<NativeClient, Map<string, string>>();
+  /** The round trips the owner's thread waited for, by connection (`chronolog_store_waits_total`). */
+  readonly waits: { writer: Waits; reader: Waits } = { writer: { count: 0, ms: 0 }, reader: { count: 0, ms: 0 } };
 
   constructor(
     readonly writer: NativeClient,
     readonly reader: NativeClient,
-  ) {}
+  ) {
+    countWaits(writer, this.waits.writer);
+    if (reader !== writer) countWaits(reader, this.waits.reader);
+  }
 
   get inTransaction(): boolean {
     return this.writer.getTransactionStatus() !== "I";
@@ -268,12 +303,38 @@ export class PgDb implements Db {
     return (this.deferredEvents ??= new DeferredInserts(table, columns, keyColumn));
   }
 
-  /** Sets the running unit's savepoint before its first write (with the last one's release: one round trip). */
+  /**
+   * Before a unit's first write: begins the batch's transaction if it was not, and sets the unit's
+   * savepoint (with the last one's release), in one round trip.
+   */
   beforeWrite(): void {
     if (!this.writing || this.savepoint === "set") return;
-    this.writer.querySync(this.releasePending ? "RELEASE unit; SAVEPOINT unit" : "SAVEPOINT unit");
+    this.writer.querySync(`${this.begun ? "" : "BEGIN; "}${this.releasePending ? "RELEASE unit; " : ""}SAVEPOINT unit`);
+    this.begun = true;
     this.releasePending = false;
     this.savepoint = "set";
+  }
+
+  readAhead(sql: string, params: unknown[]): Promise<unknown[]> {
+    return this.pipeline([{ text: numberParameters(sql).text, values: params.map(toParameter) }]).then((results) => results[0]);
+  }
+
+  /**
+   * Sends `queries` on the writer at once (pipeline mode: one round trip for all) without
+   * blocking the event loop; resolves with each one's rows, or rejects with the first error (a
+   * broken connection is told to {@link onLost}).
+   */
+  pipeline(queries: { text: string; values?: unknown[] }[]): Promise<Record<string, unknown>[][]> {
+    return new Promise((resolve, reject) => {
+      this.writer.pipeline(queries, (error, results) => {
+        const failed = error ?? results.find((r) => r.err)?.err ?? undefined;
+        if (failed) {
+          if (isConnectionLost(failed)) this.onLost?.(failed);
+          return reject(failed);
+        }
+        resolve(results.map((r) => r.rows ?? []));
+      });
+    });
   }
 
   /**
