@@ -13,7 +13,7 @@ import { eventStatements } from "../server/src/store/events.js";
 import { connectPostgres, type PostgresDatabase } from "../server/src/store/postgres/open.js";
 import { LeaseRenewer } from "../server/src/store/postgres/lease-renewer.js";
 import { connectNative, endNative, type NativeClient } from "../server/src/store/postgres/pg-db.js";
-import type { Db, SqlStatement } from "../server/src/store/sql.js";
+import { defer, type Db, type SqlStatement } from "../server/src/store/sql.js";
 import type { Store } from "../server/src/store/store.js";
 import { onPostgres, tempDir, testDatabase } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
@@ -112,6 +112,37 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(renewer.ageMs()).toBeLessThan(1_500); // renewals were sent, and held, while it was held up
     expect(renewer.taken).toBe(false);
     expect(told.errors).toEqual([]);
+  });
+
+  it("a unit's queued writes are undone with it, whether its savepoint was sent or not; a queued write failing after its unit answered fails the batch", async () => {
+    const { store, other } = await leader();
+    other.querySync("CREATE TABLE scratch (k text PRIMARY KEY, v integer NOT NULL)");
+    const fatal: unknown[] = [];
+    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), { transactions: store.transactions, onFatal: (e) => fatal.push(e) });
+    const put = store.db.prepare("INSERT INTO scratch (k, v) VALUES (?, ?)");
+    const read = store.db.prepare("SELECT v FROM scratch WHERE k = ?").pluck();
+    const boom = () => {
+      throw new Error("the unit fails");
+    };
+    const units = [
+      committer.submit(() => defer(put, "kept-1", 1)),
+      committer.submit(() => (defer(put, "dropped-unsent", 1), boom())), // its savepoint never sent
+      committer.submit(() => (read.get("kept-1"), defer(put, "dropped-read-first", 1), boom())), // a read before its first write
+      committer.submit(() => (defer(put, "dropped-sent", 1), read.get("dropped-sent"), defer(put, "dropped-after", 2), boom())), // its savepoint sent with the read
+      committer.submit(() => read.get("kept-1") as number), // sees the batch's own queued write
+      committer.submit(() => defer(put, "kept-2", 2)),
+    ];
+    const outcomes = await Promise.allSettled(units);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "rejected", "rejected", "fulfilled", "fulfilled"]);
+    expect((outcomes[4] as PromiseFulfilledResult<number>).value).toBe(1);
+    expect(other.querySync("SELECT k FROM scratch ORDER BY k").map((r) => r.k)).toEqual(["kept-1", "kept-2"]);
+    expect(fatal).toEqual([]);
+
+    // A deferred write that fails when sent (a key taken): its unit answered already, so the batch cannot commit.
+    const broken = await Promise.allSettled([committer.submit(() => defer(put, "kept-1", 9)), committer.submit(() => defer(put, "never", 1))]);
+    expect(broken.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect(fatal).toHaveLength(1);
+    expect(other.querySync("SELECT k FROM scratch ORDER BY k").map((r) => r.k)).toEqual(["kept-1", "kept-2"]);
   });
 
   it("a budgeted read fetches only the events its byte budget takes, however many its chunk allows", async () => {

@@ -58,6 +58,11 @@ export interface ScheduledCall {
   /** Chain depth of the call: the delay's, 0 for schedules (default 0). */
   chainDepth?: number;
   /**
+   * The occurrence was claimed by this owner just now: its call has no row and no event yet, so
+   * nothing is looked up before its first attempt starts.
+   */
+  fresh?: boolean;
+  /**
    * The clock starts time's calls ahead of their moment (the claim's lookahead): the
    * attempt is started (credit held, `action.started` committed) at once, and the action
    * starts no earlier than this, ms since the epoch (UTC): an executor that holds gets the

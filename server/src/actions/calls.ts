@@ -135,7 +135,7 @@ export class ActionCalls {
       return this.wait(running, caller);
     }
     // A recorded call whose row the retention deleted is answered from its events, as by its row.
-    const row = this.deps.calls.get(call.callId) ?? callFromLog(this.deps.events, call, this.deps.clock.now());
+    const row = req.scheduled?.fresh ? undefined : (this.deps.calls.get(call.callId) ?? callFromLog(this.deps.events, call, this.deps.clock.now()));
     if (row) {
       sameCall(call, row.action, row.inputHash);
       if (row.state === "completed") return { callId: call.callId, output: storedOutput(row, this.deps.events), fromLog: true };

@@ -1,5 +1,5 @@
 import type { ActorRecord } from "./events.js";
-import { sqlFor, type Db } from "./sql.js";
+import { defer, sqlFor, type Db } from "./sql.js";
 
 /** A call's state in `action_calls`. */
 export type CallState = "running" | "completed" | "failed";
@@ -78,11 +78,11 @@ export function callStatements(db: Db) {
      * Throws (SQLITE_CONSTRAINT) when the call id exists: use `restart`.
      */
     insert(call: { callId: string; action: string; inputHash: string; actor: ActorRecord | null; recorded: boolean; attempt: number }, nowMs: number): void {
-      insert.run(call.callId, call.action, call.inputHash, call.actor === null ? null : JSON.stringify(call.actor), call.recorded ? 1 : 0, call.attempt, nowMs);
+      defer(insert, call.callId, call.action, call.inputHash, call.actor === null ? null : JSON.stringify(call.actor), call.recorded ? 1 : 0, call.attempt, nowMs);
     },
     /** Runs an existing call again: state `running` at `attempt` (> the stored one). */
     restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {
-      restart.run(attempt, recorded ? 1 : 0, nowMs, callId);
+      defer(restart, attempt, recorded ? 1 : 0, nowMs, callId);
     },
     /**
      * Marks attempt `attempt` completed; `output` is stored for unrecorded

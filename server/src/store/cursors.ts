@@ -1,4 +1,4 @@
-import type { Db } from "./sql.js";
+import { defer, type Db } from "./sql.js";
 
 /** A stored processor cursor; `updatedAt` in ms since the epoch (UTC). */
 export interface CursorRow {
@@ -43,7 +43,7 @@ export function cursorStatements(db: Db) {
     },
     /** Saves the ack floor (inside the commit of the work it follows). */
     save(processor: string, ackFloor: number, nowMs: number): void {
-      save.run(processor, ackFloor, nowMs);
+      defer(save, processor, ackFloor, nowMs);
     },
     /** Sets the paused flag (creating the cursor at `ackFloor` if missing). */
     setPaused(processor: string, paused: boolean, ackFloor: number, nowMs: number): void {
@@ -59,11 +59,11 @@ export function cursorStatements(db: Db) {
     },
     /** Forgets a failed delivery (it was redelivered and finished). */
     forgetFailure(processor: string, seq: number): void {
-      deleteFailed.run(processor, seq);
+      defer(deleteFailed, processor, seq);
     },
     /** Records (or updates) a failed delivery. */
     recordFailure(row: FailedDeliveryRow): void {
-      insertFailed.run(row);
+      defer(insertFailed, row);
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Overdue } from "../time/timers.js";
-import { sqlFor, type Db } from "./sql.js";
+import { defer, dialectOf, sqlFor, type Db, type SqlStatement } from "./sql.js";
 import { limitedStatement } from "./limited.js";
 import type { ActorRecord } from "./events.js";
 import { overdueFromJson, overdueToJson } from "./timer-json.js";
@@ -102,6 +102,15 @@ export const endedStatus = "(status = 'completed' OR status = 'failed' OR status
 const occurrenceColumns = "id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin";
 const occurrenceMarks = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
 
+/** Rows per statement of {@link OccurrenceStatements.insertMany} on PostgreSQL (16 parameters each). */
+const insertManyRows = 256;
+
+/** An occurrence's values in the order of {@link occurrenceColumns}. */
+function occurrenceValues(o: NewOccurrence, nowMs: number): unknown[] {
+  const actor = o.actor === null ? null : JSON.stringify(o.actor);
+  return [o.id, o.timerId, o.dueMs, o.action, JSON.stringify(o.input), actor, JSON.stringify(overdueToJson(o.overdue)), JSON.stringify(o.retryDelaysMs), o.status, o.id, o.latenessMs, o.error, nowMs, nowMs, o.nextAttemptMs ?? null, o.origin ?? "schedule"];
+}
+
 /** The statements on `timer_occurrences`. */
 export function occurrenceStatements(db: Db) {
   const insert = db.prepare(
@@ -110,6 +119,16 @@ export function occurrenceStatements(db: Db) {
       postgres: `INSERT INTO timer_occurrences (${occurrenceColumns}) VALUES (${occurrenceMarks}) ON CONFLICT DO NOTHING`,
     }),
   ); // positional, not named: a claim inserts one per call, and binding 16 named values from an object costs twice as much
+  const insertManyStatements = new Map<number, SqlStatement>();
+  const insertManyOf = (rows: number): SqlStatement => {
+    let statement = insertManyStatements.get(rows);
+    if (!statement) {
+      const values = Array.from({ length: rows }, () => `(${occurrenceMarks})`).join(", ");
+      statement = db.prepare(`INSERT INTO timer_occurrences (${occurrenceColumns}) VALUES ${values} ON CONFLICT DO NOTHING RETURNING id`);
+      insertManyStatements.set(rows, statement);
+    }
+    return statement;
+  };
   const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
   // The lateness kept is the first call's; later tries are retries, not late calls.
   const finish = db.prepare(
@@ -128,18 +147,32 @@ export function occurrenceStatements(db: Db) {
      * moment were claimed before).
      */
     insert(o: NewOccurrence, nowMs: number): boolean {
-      const actor = o.actor === null ? null : JSON.stringify(o.actor);
-      const overdue = JSON.stringify(overdueToJson(o.overdue));
-      const input = JSON.stringify(o.input);
-      return insert.run(o.id, o.timerId, o.dueMs, o.action, input, actor, overdue, JSON.stringify(o.retryDelaysMs), o.status, o.id, o.latenessMs, o.error, nowMs, nowMs, o.nextAttemptMs ?? null, o.origin ?? "schedule").changes === 1;
+      return insert.run(...occurrenceValues(o, nowMs)).changes === 1;
+    },
+    /**
+     * Records several occurrences as {@link insert} does, in one statement on PostgreSQL (one
+     * round trip); returns the ids of those it wrote (not those that existed already).
+     */
+    insertMany(list: NewOccurrence[], nowMs: number): Set<string> {
+      const written = new Set<string>();
+      if (dialectOf(db) === "sqlite") {
+        for (const o of list) if (insert.run(...occurrenceValues(o, nowMs)).changes === 1) written.add(o.id);
+        return written;
+      }
+      for (let from = 0; from < list.length; from += insertManyRows) {
+        const chunk = list.slice(from, from + insertManyRows);
+        const statement = insertManyOf(chunk.length);
+        for (const id of statement.pluck().all(...chunk.flatMap((o) => occurrenceValues(o, nowMs))) as string[]) written.add(id);
+      }
+      return written;
     },
     /**
      * One call of pending occurrence `id` ended: `completed`, `failed` for good, or
      * `retry_wait` until `nextAttemptMs` (null for the others); `error` says why it failed.
-     * Counts the attempt; the first call's `latenessMs` is kept. False when it was not pending.
+     * Counts the attempt; the first call's `latenessMs` is kept. Changes nothing when it was not pending.
      */
-    finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): boolean {
-      return finish.run(status, nextAttemptMs, latenessMs, error, nowMs, id).changes === 1;
+    finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): void {
+      defer(finish, status, nextAttemptMs, latenessMs, error, nowMs, id);
     },
     /** The earliest `next_attempt_ms` of an occurrence in `retry_wait` (the clock's other target), or null. */
     earliestRetry(): number | null {

@@ -13,6 +13,13 @@ export interface RunResult {
 /** A prepared statement: positional `?` parameters, or one object for `@name` ones. */
 export interface SqlStatement {
   run(...params: unknown[]): RunResult;
+  /**
+   * A write whose outcome the caller does not need now. SQLite runs it at once; PostgreSQL, inside
+   * the committer's units, sends it with the next statement that needs an answer or at the end of
+   * the slice (one round trip for many), and a failure then fails the whole batch: only for writes
+   * that cannot fail but for a fault (updates by key, inserts of new keys).
+   */
+  defer?(...params: unknown[]): void;
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
   iterate(...params: unknown[]): IterableIterator<unknown>;
@@ -51,6 +58,12 @@ export interface DeferredRows {
   remember(key: string, row: unknown | null): void;
   /** The row read for the batch with `key` (null: none had it), or undefined when it was not read. */
   recalled(key: string): unknown | null | undefined;
+}
+
+/** Runs the write `statement` with `params` as {@link SqlStatement.defer} says (SQLite's statements run it at once). */
+export function defer(statement: SqlStatement, ...params: unknown[]): void {
+  if (statement.defer) statement.defer(...params);
+  else statement.run(...params);
 }
 
 /** The SQL dialects a store speaks. */

@@ -1,5 +1,5 @@
 import type { TimerKind, TimerRecord } from "../time/timers.js";
-import { sqlFor, type Db } from "./sql.js";
+import { defer, dialectOf, sqlFor, type Db } from "./sql.js";
 import { limitedStatement } from "./limited.js";
 import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyToJson, specFromJson, specToJson } from "./timer-json.js";
 
@@ -146,6 +146,7 @@ export function timerStatements(db: Db) {
         policy: JSON.stringify(policyToJson(timer.policy)),
         now: nowMs,
       };
+      if (dialectOf(db) === "postgres") return defer(put, row); // no rowid to place: an insert of a new id, or an update by id
       try {
         put.run(row);
       } catch (e) {
@@ -180,7 +181,7 @@ export function timerStatements(db: Db) {
     },
     /** Moves timer `id` to `nextDueMs` (null: spent) and adds `called` (0 or 1) to its occurrences. */
     advance(id: string, nextDueMs: number | null, called: number, nowMs: number): void {
-      advance.run(nextDueMs, called, nowMs, id);
+      defer(advance, nextDueMs, called, nowMs, id);
     },
     /**
      * A page of timers in ListTimers order: pending ones by (next due, id) on

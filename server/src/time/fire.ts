@@ -8,6 +8,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { OccurrenceRecord, OccurrenceStatements } from "../store/occurrences.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import type { TimerStatements } from "../store/timers.js";
+import type { TimerRecord } from "./timers.js";
 import type { LatenessHistogram } from "./lateness.js";
 import { claimDecision, latestStartMs, tooLate } from "./claim-rules.js";
 import { occurrenceId } from "./occurrence-ids.js";
@@ -130,7 +131,7 @@ export class TimerFiring {
     const claims = await Promise.all(Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0), { deferrable: lookaheadMs >= 50 })));
     for (const { claimed, skipped } of claims) {
       for (const s of skipped) this.publish(s);
-      for (const { occurrence, sendAtMs, mayBuffer } of claimed) void this.call(occurrence, sendAtMs, mayBuffer);
+      for (const { occurrence, sendAtMs, mayBuffer } of claimed) void this.call(occurrence, sendAtMs, mayBuffer, occurrence.attempts === 0);
     }
   }
 
@@ -146,57 +147,102 @@ export class TimerFiring {
     this.stopped = true;
   }
 
-  /** A claim unit (see the class comment): up to {@link claimChunk} due timers, and the due retries when `retries`; returns the occurrences to call and the skipped ones. */
+  /**
+   * A claim unit (see the class comment): up to {@link claimChunk} due timers, and the due retries
+   * when `retries`; returns the occurrences to call and the skipped ones. The occurrences of
+   * timers whose overlap policy is "allow" (which need not know what else runs) are written
+   * together (one statement on PostgreSQL); a timer with another policy judges each moment after
+   * the ones before it were written.
+   */
   private claim(tx: Tx, retries: boolean): { claimed: Claimed[]; skipped: OccurrenceOutcome[] } {
     const { timers, occurrences } = this.deps;
     const claimed: Claimed[] = [];
     const skipped: OccurrenceOutcome[] = [];
     const horizon = tx.now + this.deps.lookaheadMs;
+    /** Occurrences of "allow" timers not written yet, and their timers' moves. */
+    let owedNow: { occurrence: OccurrenceRecord; latenessMs: number; why: string; mayBuffer: boolean }[] = [];
+    let moves: { timer: TimerRecord; nextDueMs: number | null }[] = [];
+    /** Writes what was gathered; then each occurrence written is called or recorded as skipped, and each timer moves. */
+    const write = () => {
+      const written = occurrences.insertMany(
+        owedNow.map((o) => o.occurrence),
+        tx.now,
+      );
+      const called = new Map<string, number>();
+      for (const { occurrence, latenessMs, why, mayBuffer } of owedNow) {
+        if (!written.has(occurrence.id)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+        this.claimed(tx, occurrence, latenessMs, why, mayBuffer, claimed, skipped);
+        if (!why) called.set(occurrence.timerId, (called.get(occurrence.timerId) ?? 0) + 1);
+      }
+      for (const { timer, nextDueMs } of moves) {
+        const n = called.get(timer.id) ?? 0;
+        if (nextDueMs !== timer.nextDueMs || n > 0) timers.advance(timer.id, nextDueMs, n, tx.now);
+      }
+      owedNow = [];
+      moves = [];
+    };
     for (const timer of timers.due(horizon, claimChunk)) {
       const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
+      if ((timer.policy?.overlap ?? "allow") === "allow") {
+        for (const dueMs of owed) {
+          const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
+          const { status, reason: why } = claimDecision(timer, latenessMs, noneActive); // lateness only: no query when overlap is allowed
+          owedNow.push({ occurrence: this.occurrenceOf(timer, dueMs, status, why, latenessMs), latenessMs, why, mayBuffer: timer.kind !== "delay" });
+        }
+        moves.push({ timer, nextDueMs });
+        continue;
+      }
+      write(); // what an earlier timer owes is written first: the log keeps the timers' order
       let called = 0;
       let deferredDueMs: number | null = null;
       for (const dueMs of owed) {
-        const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
-        const active = (timer.policy?.overlap ?? "allow") === "allow" ? noneActive : this.deps.control.activeOf(timer.id); // no query when overlap is allowed
-        const { status, reason: why } = claimDecision(timer, latenessMs, active); // lateness, overlap
+        const latenessMs = tx.now - dueMs;
+        const { status, reason: why } = claimDecision(timer, latenessMs, this.deps.control.activeOf(timer.id)); // lateness, overlap
         if (status === "skipped" && latenessMs < 0) {
           deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
           break;
         }
-        const id = occurrenceId(timer.id, dueMs);
-        const occurrence: OccurrenceRecord = {
-          id,
-          timerId: timer.id,
-          dueMs,
-          action: timer.action,
-          input: timer.input,
-          actor: timer.actor,
-          overdue: timer.overdue,
-          retryDelaysMs: timer.retryDelaysMs,
-          status,
-          attempts: 0,
-          nextAttemptMs: null,
-          callId: id,
-          latenessMs: why ? latenessMs : null,
-          error: why,
-          chainDepth: timer.chainDepth,
-        };
+        const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
         if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
-        if (why) {
-          tx.append(skippedEvent(occurrence, latenessMs, why));
-          skipped.push({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
-          continue;
-        }
-        called++;
-        if (status === "pending") claimed.push({ occurrence, sendAtMs: dueMs, mayBuffer: timer.kind !== "delay" }); // "buffered": made when the previous one ends (released in the unit that records that end, see call())
+        this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
+        if (!why) called++;
       }
       if (deferredDueMs !== timer.nextDueMs || called > 0) timers.advance(timer.id, deferredDueMs ?? nextDueMs, called, tx.now);
     }
+    write();
     for (const retry of retries ? occurrences.dueRetries(horizon, claimChunk) : []) {
       if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
     }
     return { claimed, skipped };
+  }
+
+  /** The occurrence of `timer` due at `dueMs`, as a claim writes it. */
+  private occurrenceOf(timer: TimerRecord, dueMs: number, status: OccurrenceRecord["status"], why: string, latenessMs: number): OccurrenceRecord {
+    return {
+      id: occurrenceId(timer.id, dueMs),
+      timerId: timer.id,
+      dueMs,
+      action: timer.action,
+      input: timer.input,
+      actor: timer.actor,
+      overdue: timer.overdue,
+      retryDelaysMs: timer.retryDelaysMs,
+      status,
+      attempts: 0,
+      nextAttemptMs: null,
+      callId: occurrenceId(timer.id, dueMs),
+      latenessMs: why ? latenessMs : null,
+      error: why,
+      chainDepth: timer.chainDepth,
+    };
+  }
+
+  /** An occurrence a claim wrote: skipped (`timer.skipped`, when `why`), or to be called (pending; "buffered": made when the previous one ends, released in the unit that records that end, see call()). */
+  private claimed(tx: Tx, occurrence: OccurrenceRecord, latenessMs: number, why: string, mayBuffer: boolean, claimed: Claimed[], skipped: OccurrenceOutcome[]): void {
+    if (why) {
+      tx.append(skippedEvent(occurrence, latenessMs, why));
+      skipped.push({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
+    } else if (occurrence.status === "pending") claimed.push({ occurrence, sendAtMs: occurrence.dueMs, mayBuffer });
   }
 
   /**
@@ -205,9 +251,10 @@ export class TimerFiring {
    * call is skipped instead when, at the moment of its start, it is later than its bound (a
    * claim recovered after a restart, or one whose claim commit took the time that tipped it).
    * `mayBuffer`: the timer may have a buffered occurrence to release at this one's end (false
-   * for a delay, which never has: no query then). Never rejects.
+   * for a delay, which never has: no query then). `fresh`: claimed just now by this owner (its call
+   * has no row or event yet). Never rejects.
    */
-  private async call(occurrence: OccurrenceRecord, sendAtMs: number | undefined, mayBuffer = true): Promise<void> {
+  private async call(occurrence: OccurrenceRecord, sendAtMs: number | undefined, mayBuffer = true, fresh = false): Promise<void> {
     const { actions, clock, committer, lateness, logger } = this.deps;
     let latenessMs = Math.max(0, clock.now() - occurrence.dueMs); // until started (a call that never starts ends with its claim's lateness)
     const first = occurrence.attempts === 0;
@@ -254,6 +301,7 @@ export class TimerFiring {
             chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // a delay's depth
             sendAtMs,
             latestStartMs: unmade ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // not made once its bound has passed waiting for a credit
+            fresh,
             onStarted,
             onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error, end.terminal)),
           },

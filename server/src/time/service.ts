@@ -121,7 +121,8 @@ export class Timers {
       const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now, this.deps.region), action: entry.name, input: req.input, spec, nextDueMs, actor: who.actor, overdue: req.overdue, policy: stored, occurrences: existing?.occurrences ?? 0 };
       // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
       if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
-      return { timer: this.put(tx, fresh, who, existing, eventId ?? newId()), fresh: true };
+      this.put(tx, fresh, who, existing, eventId ?? newId());
+      return { timer: this.deps.timers.get(fresh.id) as TimerRecord, fresh: true }; // as stored
     });
     if (result.fresh) this.deps.changed(result.timer.nextDueMs);
     return result.timer;
@@ -205,7 +206,7 @@ export class Timers {
       const prior = recorded(tx, eventId, "timer.scheduled");
       if (prior && clientId && prior.data.delay_request !== digest.delay_request) fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names a delay armed by another request (action, input, interval_ms or at, overdue); choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
       if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again: armed once
-      const existing = this.deps.timers.get(id);
+      const existing = clientId || req.cause ? this.deps.timers.get(id) : undefined; // an id made here names no timer yet
       if (existing && clientId) {
         // 6. state: the id is another timer's (a schedule's, or a delay without this request's event)
         if (existing.kind !== "delay") fail("failed_precondition", `delay_id ${JSON.stringify(clientId)} names a ${existing.kind === "runtime" ? "runtime timer (Schedule)" : "declared schedule"}; choose another delay_id`, [{ field: "delay_id", description: "names a schedule" }]);
@@ -276,13 +277,12 @@ export class Timers {
     return eventId !== null && this.deps.events.findById(eventId) !== undefined;
   }
 
-  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`; returns it as stored. */
-  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined, eventId: string, extra: Record<string, unknown> = {}): TimerRecord {
+  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`. */
+  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined, eventId: string, extra: Record<string, unknown> = {}): void {
     this.deps.timers.put(timer, tx.now);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
     tx.append({ ...event, data: { ...event.data, ...extra } });
-    return this.deps.timers.get(timer.id) as TimerRecord;
   }
 
   /**

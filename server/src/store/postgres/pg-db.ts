@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { isConnectionLost } from "../../errors.js";
 import type { Db, RunResult, SqlStatement } from "../sql.js";
+import { BatchWriter } from "./batch-writer.js";
 import { DeferredInserts } from "./deferred-inserts.js";
 
 const require = createRequire(import.meta.url);
@@ -181,27 +182,41 @@ class PgStatement implements SqlStatement {
   }
 
   run(...params: unknown[]): RunResult {
-    const client = this.db.client();
-    this.execute(client, params);
-    return { changes: Number(client.pq.cmdTuples()) || 0 };
+    return { changes: this.execute(params).rowCount };
+  }
+
+  /**
+   * Inside the committer's units: queues the write, sent with the next statement that needs an
+   * answer or at the end of the slice (BatchWriter); elsewhere it runs at once.
+   */
+  defer(...params: unknown[]): void {
+    const batch = this.db.batch;
+    if (!batch.writing) return void this.execute(params);
+    batch.defer({ text: this.text, name: this.db.preparedName(this.db.writer, this.text, this.count), values: this.values(params) });
   }
 
   get(...params: unknown[]): unknown {
-    return this.shape(this.execute(this.db.client(), params))[0];
+    return this.shape(this.execute(params).rows)[0];
   }
 
   all(...params: unknown[]): unknown[] {
-    return this.shape(this.execute(this.db.client(), params));
+    return this.shape(this.execute(params).rows);
   }
 
   iterate(...params: unknown[]): IterableIterator<unknown> {
     return this.all(...params)[Symbol.iterator]();
   }
 
-  private execute(client: NativeClient, params: unknown[]): Record<string, unknown>[] {
+  private execute(params: unknown[]): { rows: Record<string, unknown>[]; rowCount: number } {
     const values = this.values(params);
-    if (!this.reads) this.db.beforeWrite();
-    return withState(client, () => client.executeSync(this.db.preparedName(client, this.text, this.count), values) as Record<string, unknown>[], this.db.onLost);
+    const batch = this.db.batch;
+    if (batch.writing) {
+      if (!this.reads) batch.beforeWrite();
+      return batch.answer({ text: this.text, name: this.db.preparedName(this.db.writer, this.text, this.count), values });
+    }
+    const client = this.db.reader;
+    const rows = withState(client, () => client.executeSync(this.db.preparedName(client, this.text, this.count), values) as Record<string, unknown>[], this.db.onLost);
+    return { rows, rowCount: Number(client.pq.cmdTuples()) || 0 };
   }
 
   private values(params: unknown[]): unknown[] {
@@ -253,29 +268,16 @@ function countWaits(client: NativeClient, tally: Waits): void {
  */
 export class PgDb implements Db {
   readonly dialect = "postgres" as const;
-  /** The committer's units are running: statements go to the writer's connection, writes into the batch's transaction. */
-  writing = false;
-  /**
-   * The batch's transaction was begun on the writer. It begins with the batch's first write (a
-   * unit's statement, or its events' inserts): reads before it, on the writer in autocommit, see
-   * what every transaction before it committed, as the transaction would.
-   */
-  begun = false;
   /** Inserts held until the slice ends (events.ts): the events appended. */
   deferredEvents: DeferredInserts | undefined;
-  /**
-   * The running unit's savepoint: set only before its first write (a unit that only reads, or
-   * whose only writes are deferred inserts, needs none and costs no round trip for it);
-   * `released`: the last one set waits to be released with the next one.
-   */
-  savepoint: "none" | "set" = "none";
-  releasePending = false;
   /** Told when a statement finds its connection gone (the owner steps down: it cannot know what committed). */
   onLost: ((error: Error) => void) | undefined;
   /** The statements prepared on each connection: their names by SQL. */
   private readonly prepared = new Map<NativeClient, Map<string, string>>();
   /** The round trips the owner's thread waited for, by connection (`chronolog_store_waits_total`). */
   readonly waits: { writer: Waits; reader: Waits } = { writer: { count: 0, ms: 0 }, reader: { count: 0, ms: 0 } };
+  /** The committer's batch on the writer: its transaction, the units' savepoints, the writes not sent yet. */
+  readonly batch: BatchWriter;
 
   constructor(
     readonly writer: NativeClient,
@@ -283,15 +285,11 @@ export class PgDb implements Db {
   ) {
     countWaits(writer, this.waits.writer);
     if (reader !== writer) countWaits(reader, this.waits.reader);
+    this.batch = new BatchWriter(writer, this.waits.writer, () => this.onLost, () => this.deferredEvents);
   }
 
   get inTransaction(): boolean {
     return this.writer.getTransactionStatus() !== "I";
-  }
-
-  /** The connection a statement runs on now. */
-  client(): NativeClient {
-    return this.writing ? this.writer : this.reader;
   }
 
   prepare(sql: string): SqlStatement {
@@ -303,18 +301,6 @@ export class PgDb implements Db {
     return (this.deferredEvents ??= new DeferredInserts(table, columns, keyColumn));
   }
 
-  /**
-   * Before a unit's first write: begins the batch's transaction if it was not, and sets the unit's
-   * savepoint (with the last one's release), in one round trip.
-   */
-  beforeWrite(): void {
-    if (!this.writing || this.savepoint === "set") return;
-    this.writer.querySync(`${this.begun ? "" : "BEGIN; "}${this.releasePending ? "RELEASE unit; " : ""}SAVEPOINT unit`);
-    this.begun = true;
-    this.releasePending = false;
-    this.savepoint = "set";
-  }
-
   readAhead(sql: string, params: unknown[]): Promise<unknown[]> {
     return this.pipeline([{ text: numberParameters(sql).text, values: params.map(toParameter) }]).then((results) => results[0]);
   }
@@ -324,9 +310,11 @@ export class PgDb implements Db {
    * blocking the event loop; resolves with each one's rows, or rejects with the first error (a
    * broken connection is told to {@link onLost}).
    */
-  pipeline(queries: { text: string; values?: unknown[] }[]): Promise<Record<string, unknown>[][]> {
+  pipeline(queries: { text: string; values?: unknown[]; name?: string }[]): Promise<Record<string, unknown>[][]> {
+    // A named statement is prepared on the writer already (preparedName): pg-native would prepare it again.
+    const commands = queries.map((q) => (q.name ? { ...q, _alreadyPrepared: true } : q));
     return new Promise((resolve, reject) => {
-      this.writer.pipeline(queries, (error, results) => {
+      this.writer.pipeline(commands, (error, results) => {
         const failed = error ?? results.find((r) => r.err)?.err ?? undefined;
         if (failed) {
           if (isConnectionLost(failed)) this.onLost?.(failed);
@@ -354,10 +342,11 @@ export class PgDb implements Db {
     return name;
   }
 
+  /** Runs `sql`: one statement inside the committer's units (with what is queued before it), any outside. */
   exec(sql: string): void {
-    this.beforeWrite();
-    const client = this.client();
-    withState(client, () => client.querySync(sql), this.onLost);
+    if (!this.batch.writing) return void withState(this.reader, () => this.reader.querySync(sql), this.onLost);
+    this.batch.beforeWrite();
+    this.batch.answer({ text: sql });
   }
 
   /** Checks the reader's connection with a round trip ({@link onLost} hears of a broken one). */
@@ -370,3 +359,4 @@ export class PgDb implements Db {
     endNative(this.reader);
   }
 }
+

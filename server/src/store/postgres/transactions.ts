@@ -19,90 +19,69 @@ const fence = "SELECT 1 / (CASE WHEN (SELECT term FROM chronolog_lease WHERE id 
 const fencedState = "22012";
 
 /**
- * PostgreSQL's: one transaction per batch on the writer connection, open across the batch's slices
- * (statements cost a round trip each, so slices only give the event loop back). It begins with the
- * batch's first write (PgDb.begun): a unit's first write sets its savepoint, beginning the
- * transaction in the same round trip (PgDb.beforeWrite); events appended are held
- * (DeferredInserts) and inserted at the end of each slice but the last, in multi-row INSERTs sent
- * in one pipeline without blocking the event loop; the last slice's go with the fence and the
- * COMMIT in one pipeline too ({@link sync}). A batch of emits (their lookups read ahead by
- * EventStatements.prefetch) so costs the event loop no round trip at all. The COMMIT waits for the
- * WAL flush (`synchronous_commit = on`).
+ * PostgreSQL's: one transaction per batch on the writer connection, open across the batch's
+ * slices. What the units write is queued as far as it can wait (BatchWriter: the BEGIN, the
+ * savepoints, deferred writes, the events appended) and sent with the next statement a unit needs
+ * an answer from, or at the end of each slice but the last in one pipeline that does not block the
+ * event loop; the last slice's go with the fence and the COMMIT in one pipeline too ({@link sync}).
+ * A batch of emits (their lookups read ahead by EventStatements.prefetch) so costs the event loop
+ * no round trip at all. The COMMIT waits for the WAL flush (`synchronous_commit = on`).
  */
 export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: FencedError) => void): Transactions {
+  const batch = db.batch;
   /** A slice failed outside its units: the batch's transaction is gone and its sync must fail. */
   let lost: unknown;
   /** Where the deferred events ended when the running unit began. */
   let unitMark = 0;
-  const writer = db.writer;
-  /** The held events' inserts, after a BEGIN when the transaction has not begun. */
-  const inserts = () => {
-    const queries: { text: string; values?: unknown[] }[] = db.deferredEvents?.takeInserts() ?? [];
-    if (queries.length > 0 && !db.begun) {
-      queries.unshift({ text: "BEGIN" });
-      db.begun = true;
-    }
-    return queries;
-  };
-  const reset = () => {
-    db.writing = false;
-    db.begun = false;
-    db.savepoint = "none";
-    db.releasePending = false;
-    db.deferredEvents?.clear();
-  };
   return {
     begin() {
-      db.writing = true;
+      batch.writing = true;
     },
     commitSlice(last) {
-      db.writing = false;
-      if (last) return; // its inserts go with the COMMIT (sync)
-      const queries = inserts();
-      if (queries.length > 0) return db.pipeline(queries).then(() => undefined);
+      batch.writing = false;
+      if (last) return; // its commands go with the COMMIT (sync)
+      const commands = batch.take();
+      if (commands.length > 0) return db.pipeline(commands).then(() => undefined);
     },
     rollback() {
-      lost ??= new Error("a slice of the batch failed: its transaction was rolled back");
+      lost ??= batch.broken ?? new Error("a slice of the batch failed: its transaction was rolled back");
       try {
-        if (writer.getTransactionStatus() !== "I") writer.querySync("ROLLBACK");
+        if (db.writer.getTransactionStatus() !== "I") db.writer.querySync("ROLLBACK");
       } catch {
         // The connection is gone: the server rolled the transaction back (the batch's sync fails).
       }
-      reset();
+      batch.reset();
     },
     savepoint() {
-      // Set lazily, before the unit's first write (PgDb.beforeWrite).
-      db.savepoint = "none";
+      batch.unitStarted();
       unitMark = db.deferredEvents?.mark() ?? 0;
     },
     release() {
-      if (db.savepoint === "set") db.releasePending = true;
-      db.savepoint = "none";
+      batch.unitEnded();
     },
     rollbackTo() {
       db.deferredEvents?.discardTo(unitMark);
-      if (db.savepoint === "set") writer.querySync("ROLLBACK TO unit; RELEASE unit");
-      db.savepoint = "none";
+      batch.unitFailed();
     },
     async sync() {
-      const failure = lost;
+      // A queued write that failed, or a slice that failed, aborted the batch's transaction.
+      const error = lost ?? batch.broken;
       lost = undefined;
-      // A statement that failed outside a savepoint left the transaction aborted: its COMMIT would
-      // answer ROLLBACK without an error, so it is rolled back and the batch fails.
-      const aborted = failure === undefined && writer.getTransactionStatus() === "E" ? new Error("a statement failed outside a unit's savepoint: the batch's transaction was aborted") : undefined;
-      const error = failure ?? aborted;
-      const queries = error === undefined ? inserts() : [];
-      const begun = db.begun;
-      reset();
+      const commands = error === undefined ? batch.take() : [];
+      const begun = batch.begun || db.writer.getTransactionStatus() !== "I";
+      batch.reset();
       if (error !== undefined) {
         if (begun) await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
         throw error;
       }
       if (!begun) return; // the batch wrote nothing
       try {
-        await db.pipeline([...queries, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
+        await db.pipeline([...commands, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
       } catch (e) {
-        if ((e as { sqlstate?: string }).sqlstate !== fencedState) throw e;
+        if ((e as { sqlstate?: string }).sqlstate !== fencedState) {
+          if (db.writer.getTransactionStatus() !== "I") await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
+          throw e;
+        }
         const [row] = await db.pipeline([{ text: "SELECT term FROM chronolog_lease WHERE id = 1" }]).then((r) => r[0], () => []);
         const fenced = new FencedError(term(), row === undefined ? undefined : Number(row.term));
         onFenced(fenced);

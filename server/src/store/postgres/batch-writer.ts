@@ -1,0 +1,151 @@
+import { isConnectionLost } from "../../errors.js";
+import type { DeferredInserts } from "./deferred-inserts.js";
+import type { NativeClient, Waits } from "./pg-db.js";
+import { pipelineSync, type Command, type Outcome } from "./pipeline.js";
+
+/**
+ * The writer connection's state while the committer runs a batch, which is one transaction on
+ * it: what the batch's units wrote and that was not sent yet, and their savepoints.
+ *
+ * Every statement is a round trip on PostgreSQL, and the owner's thread waits for those a unit
+ * needs an answer from. So nothing is sent that can wait: the transaction's BEGIN, a unit's
+ * savepoint (set before its first write) and the release of the one before, and the writes whose
+ * outcome nobody reads now (SqlStatement.defer) are queued, and go in one pipeline with the next
+ * statement that needs an answer ({@link answer}: one round trip for them all), or at the end of
+ * the slice ({@link take}, sent without blocking). A unit that throws before its queued commands
+ * were sent drops them (no round trip); after, its savepoint is rolled back to.
+ *
+ * A queued write that fails is found only when it is sent, after its unit returned: the batch
+ * is then {@link broken} and its commit fails (as a failed COMMIT does). Only writes that cannot
+ * fail but for a fault (updates by key, inserts of new keys) are deferred.
+ */
+export class BatchWriter {
+  /** The committer's units are running: statements go to the writer, writes into the batch's transaction. */
+  writing = false;
+  /** The transaction's BEGIN was sent or queued: it begins with the batch's first write. */
+  begun = false;
+  /** The running unit's savepoint was set (sent or queued). */
+  savepoint: "none" | "set" = "none";
+  /** The last unit's savepoint waits to be released (with the next one's). */
+  releasePending = false;
+  /** A queued command of an earlier unit failed: the batch's transaction is aborted. */
+  broken: Error | undefined;
+  /** Commands queued, not sent. */
+  private queue: Command[] = [];
+  /** The state before the running unit's savepoint was queued: to drop what it queued, or roll back to its savepoint once sent. */
+  private unit = { queued: 0, begun: false, releasePending: false, sends: 0 };
+  /** Where the running unit's own commands start in {@link queue}. */
+  private unitFrom = 0;
+  /** Pipelines sent in the batch so far. */
+  private sends = 0;
+
+  constructor(
+    private readonly writer: NativeClient,
+    private readonly waits: Waits,
+    private readonly onLost: () => ((error: Error) => void) | undefined,
+    /** The events appended, held for multi-row inserts (dropped with a unit that throws). */
+    private readonly events: () => DeferredInserts | undefined,
+  ) {}
+
+  /** A unit begins. */
+  unitStarted(): void {
+    this.savepoint = "none";
+    this.unitFrom = this.queue.length;
+  }
+
+  /** The unit returned: its savepoint is released with the next one's (or stays until the commit). */
+  unitEnded(): void {
+    if (this.savepoint === "set") this.releasePending = true;
+    this.savepoint = "none";
+  }
+
+  /** The unit threw: what it wrote is undone. */
+  unitFailed(): void {
+    if (this.savepoint === "set") {
+      if (this.sends === this.unit.sends) {
+        // Its savepoint was not sent: dropping what it queued since undoes it (and the BEGIN or release queued with it).
+        this.queue.length = this.unit.queued;
+        this.begun = this.unit.begun;
+        this.releasePending = this.unit.releasePending;
+      } else {
+        this.queue.length = 0; // its savepoint was sent: what was queued since the last send is its own
+        this.queue.push({ text: "ROLLBACK TO unit" }, { text: "RELEASE unit" });
+      }
+    }
+    this.savepoint = "none";
+  }
+
+  /** Before a write of the running unit: queues the BEGIN, the last unit's release and this unit's savepoint, as needed. */
+  beforeWrite(): void {
+    if (!this.writing || this.savepoint === "set") return;
+    this.unit = { queued: this.queue.length, begun: this.begun, releasePending: this.releasePending, sends: this.sends };
+    if (!this.begun) this.queue.push({ text: "BEGIN" });
+    if (this.releasePending) this.queue.push({ text: "RELEASE unit" });
+    this.queue.push({ text: "SAVEPOINT unit" });
+    this.begun = true;
+    this.releasePending = false;
+    this.savepoint = "set";
+  }
+
+  /** Queues a write of the running unit whose outcome is not needed now. */
+  defer(command: Command): void {
+    this.beforeWrite();
+    this.queue.push(command);
+  }
+
+  /**
+   * Runs `command` on the writer and returns its answer, sending the queued commands before it
+   * in the same round trip. Throws its error; when a queued command of an earlier unit failed, the
+   * batch is {@link broken} too.
+   */
+  answer(command: Command): Outcome {
+    const commands = [...this.queue, command];
+    const from = this.unitFrom;
+    this.queue = [];
+    this.unitFrom = 0;
+    this.sends++;
+    const started = performance.now();
+    let outcomes: Outcome[];
+    try {
+      outcomes = pipelineSync(this.writer, commands);
+    } catch (error) {
+      if (isConnectionLost(error)) this.onLost()?.(error as Error);
+      throw error;
+    } finally {
+      this.waits.count++;
+      this.waits.ms += performance.now() - started;
+    }
+    const failed = outcomes.findIndex((o) => o.error);
+    if (failed < 0) return outcomes[outcomes.length - 1];
+    const error = outcomes[failed].error!;
+    if (failed < from) this.broken ??= error; // an earlier unit's write: that unit already answered
+    throw error;
+  }
+
+  /** The queued commands, taken to be sent at the end of a slice (and the events' inserts after them). */
+  take(): Command[] {
+    const commands = this.queue;
+    this.queue = [];
+    this.unitFrom = 0;
+    this.sends++;
+    const inserts = this.events()?.takeInserts() ?? [];
+    if (inserts.length > 0 && !this.begun) {
+      commands.push({ text: "BEGIN" });
+      this.begun = true;
+    }
+    commands.push(...inserts);
+    return commands;
+  }
+
+  /** Forgets the batch (its transaction ended, or is to be rolled back). */
+  reset(): void {
+    this.writing = false;
+    this.begun = false;
+    this.savepoint = "none";
+    this.releasePending = false;
+    this.broken = undefined;
+    this.queue = [];
+    this.unitFrom = 0;
+    this.events()?.clear();
+  }
+}
