@@ -323,12 +323,12 @@ export class ActionCalls {
       if (end.kind === "gone" && this.state.stopping) end = { kind: "stopping" }; // no new attempt while the owner stops: the row stays running
       switch (end.kind) {
         case "ok":
-          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }), { deferrable: call.scheduled !== undefined });
+          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause, true) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }), { deferrable: call.scheduled !== undefined });
           return end.output;
         case "error":
         case "timeout": {
           const error = new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
-          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message, terminal: end.kind === "error" && end.terminal }), { deferrable: call.scheduled !== undefined });
+          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause, true) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message, terminal: end.kind === "error" && end.terminal }), { deferrable: call.scheduled !== undefined });
           throw error;
         }
         case "stopping":

@@ -155,11 +155,14 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
  * Commit unit: attempt `attempt` completed with `output`: records
  * `action.completed` under `startedId`, the call's `action.started` (or, unrecorded,
  * keeps the output in the row). Returns false, writing nothing, when the call has
- * moved past that attempt.
+ * moved past that attempt. `held`: the attempt is one this owner's run started and holds (its
+ * row is at it: nothing is read back, CallStatements.completeHeld).
  */
-export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, output: Record<string, unknown>, startedId: string): boolean {
+export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, output: Record<string, unknown>, startedId: string, held = false): boolean {
   const { callId, entry } = call;
-  if (!calls.complete(callId, attempt, entry.record ? undefined : output, tx.now)) return false;
+  const stored = entry.record ? undefined : output;
+  if (held) calls.completeHeld(callId, attempt, stored, tx.now);
+  else if (!calls.complete(callId, attempt, stored, tx.now)) return false;
   if (entry.record) {
     tx.append({ id: callEventId(callId, "completed"), type: "action.completed", data: { call_id: callId, action: entry.name, attempt, output }, cause: startedId, actor: call.actor });
   }
@@ -169,10 +172,10 @@ export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentit
 /**
  * Commit unit: attempt `attempt` failed with `error`: records `action.failed`
  * under `startedId` (recorded actions). Returns false, writing nothing, when the
- * call has moved past that attempt.
+ * call has moved past that attempt. `held`: as for {@link recordCompleted}.
  */
-export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, error: string, startedId: string): boolean {
-  return failAttempt(tx, calls, { callId: call.callId, action: call.entry.name, recorded: call.entry.record, actor: call.actor }, attempt, error, startedId);
+export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, error: string, startedId: string, held = false): boolean {
+  return failAttempt(tx, calls, { callId: call.callId, action: call.entry.name, recorded: call.entry.record, actor: call.actor }, attempt, error, startedId, held);
 }
 
 /**
@@ -186,9 +189,10 @@ export function recordLeftRunningFailed(tx: Tx, calls: CallStatements, row: Call
   return failAttempt(tx, calls, row, row.attempt, error, startedId);
 }
 
-function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId" | "action" | "recorded" | "actor">, attempt: number, error: string, startedId: string): boolean {
+function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId" | "action" | "recorded" | "actor">, attempt: number, error: string, startedId: string, held = false): boolean {
   const { callId, action } = call;
-  if (!calls.fail(callId, attempt, error, tx.now)) return false;
+  if (held) calls.failHeld(callId, attempt, error, tx.now);
+  else if (!calls.fail(callId, attempt, error, tx.now)) return false;
   if (call.recorded) {
     tx.append({ id: callEventId(callId, "failed", attempt), type: "action.failed", data: { call_id: callId, action, attempt, error }, cause: startedId, actor: call.actor });
   }

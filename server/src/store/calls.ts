@@ -1,5 +1,5 @@
 import type { ActorRecord } from "./events.js";
-import { defer, sqlFor, type Db } from "./sql.js";
+import { defer, dialectOf, sqlFor, type Db, type SqlStatement } from "./sql.js";
 
 /** A call's state in `action_calls`. */
 export type CallState = "running" | "completed" | "failed";
@@ -65,8 +65,19 @@ export function callStatements(db: Db) {
      VALUES (?, ?, ?, ?, ?, 'running', ?, ?)`,
   );
   const restart = db.prepare("UPDATE action_calls SET state = 'running', attempt = ?, recorded = ?, updated_at = ? WHERE call_id = ?");
-  const complete = db.prepare("UPDATE action_calls SET state = 'completed', output = ?, error = '', updated_at = ? WHERE call_id = ? AND attempt = ?");
-  const failed = db.prepare("UPDATE action_calls SET state = 'failed', error = ?, updated_at = ? WHERE call_id = ? AND attempt = ?");
+  const completeSql = "UPDATE action_calls SET state = 'completed', output = ?, error = '', updated_at = ? WHERE call_id = ? AND attempt = ?";
+  const failSql = "UPDATE action_calls SET state = 'failed', error = ?, updated_at = ? WHERE call_id = ? AND attempt = ?";
+  const complete = db.prepare(completeSql);
+  const failed = db.prepare(failSql);
+  // PostgreSQL: the same update, failing (division by zero) unless it changed the row: deferred, it fails its batch instead.
+  const asserted = (sql: string) => db.prepare(sqlFor(db, { sqlite: sql, postgres: `WITH changed AS (${sql} RETURNING 1) SELECT 1 / count(*) FROM changed` }));
+  const completeHeld = asserted(completeSql);
+  const failHeld = asserted(failSql);
+  /** Runs a held attempt's update: SQLite's at once (a row not at that attempt is an error), PostgreSQL's deferred. */
+  const held = (statement: SqlStatement, callId: string, attempt: number, ...values: unknown[]) => {
+    if (dialectOf(db) === "postgres") return defer(statement, ...values, callId, attempt);
+    if (statement.run(...values, callId, attempt).changes !== 1) throw new Error(`action call ${callId} is not at attempt ${attempt}, which this owner started`);
+  };
   return {
     /** The call `callId`, or undefined when it never started. */
     get(callId: string): CallRow | undefined {
@@ -95,6 +106,18 @@ export function callStatements(db: Db) {
     /** Marks attempt `attempt` failed with `error`. Returns false, changing nothing, when the call is not at that attempt. */
     fail(callId: string, attempt: number, error: string, nowMs: number): boolean {
       return failed.run(error, nowMs, callId, attempt).changes === 1;
+    },
+    /**
+     * {@link complete} for the attempt a run of this owner started and holds, whose row is at
+     * that attempt: nothing is read back (on PostgreSQL the update is deferred, SqlStatement.defer),
+     * and a row found otherwise is a fault that fails the unit (SQLite) or its batch (PostgreSQL).
+     */
+    completeHeld(callId: string, attempt: number, output: Record<string, unknown> | undefined, nowMs: number): void {
+      held(completeHeld, callId, attempt, output === undefined ? null : JSON.stringify(output), nowMs);
+    },
+    /** {@link fail} for a held attempt, as {@link completeHeld}. */
+    failHeld(callId: string, attempt: number, error: string, nowMs: number): void {
+      held(failHeld, callId, attempt, error, nowMs);
     },
   };
 }

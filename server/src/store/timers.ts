@@ -112,6 +112,14 @@ export function timerStatements(db: Db) {
   const due = limitedStatement(db, `SELECT ${timerColumns} FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?`, { raw: true });
   const dueCount = limitedStatement(db, "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?) AS due");
   const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
+  // PostgreSQL: the moves of many timers in one statement (a claim's), given as JSON.
+  const advanceMany =
+    dialectOf(db) === "postgres"
+      ? db.prepare(
+          `UPDATE timers AS t SET next_due_ms = m.next_due_ms, occurrences = t.occurrences + m.called, updated_at = ?
+           FROM jsonb_to_recordset(?::jsonb) AS m(id text, next_due_ms bigint, called integer) WHERE t.id = m.id`,
+        )
+      : undefined;
   const listScheduled = limitedStatement(
     db,
     `SELECT ${timerColumns} FROM timers WHERE next_due_ms IS NOT NULL AND (next_due_ms, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY next_due_ms, id LIMIT ?`,
@@ -182,6 +190,12 @@ export function timerStatements(db: Db) {
     /** Moves timer `id` to `nextDueMs` (null: spent) and adds `called` (0 or 1) to its occurrences. */
     advance(id: string, nextDueMs: number | null, called: number, nowMs: number): void {
       defer(advance, nextDueMs, called, nowMs, id);
+    },
+    /** {@link advance} of several timers (in one statement on PostgreSQL). */
+    advanceMany(moves: { id: string; nextDueMs: number | null; called: number }[], nowMs: number): void {
+      if (moves.length === 0) return;
+      if (!advanceMany) for (const m of moves) advance.run(m.nextDueMs, m.called, nowMs, m.id);
+      else defer(advanceMany, nowMs, JSON.stringify(moves.map((m) => ({ id: m.id, next_due_ms: m.nextDueMs, called: m.called }))));
     },
     /**
      * A page of timers in ListTimers order: pending ones by (next due, id) on

@@ -174,10 +174,10 @@ export class TimerFiring {
         this.claimed(tx, occurrence, latenessMs, why, mayBuffer, claimed, skipped);
         if (!why) called.set(occurrence.timerId, (called.get(occurrence.timerId) ?? 0) + 1);
       }
-      for (const { timer, nextDueMs } of moves) {
-        const n = called.get(timer.id) ?? 0;
-        if (nextDueMs !== timer.nextDueMs || n > 0) timers.advance(timer.id, nextDueMs, n, tx.now);
-      }
+      timers.advanceMany(
+        moves.map(({ timer, nextDueMs }) => ({ id: timer.id, nextDueMs, called: called.get(timer.id) ?? 0 })).filter((m, i) => m.nextDueMs !== moves[i].timer.nextDueMs || m.called > 0),
+        tx.now,
+      );
       owedNow = [];
       moves = [];
     };

@@ -32,8 +32,11 @@ export class BatchWriter {
   broken: Error | undefined;
   /** Commands queued, not sent. */
   private queue: Command[] = [];
-  /** The state before the running unit's savepoint was queued: to drop what it queued, or roll back to its savepoint once sent. */
-  private unit = { queued: 0, begun: false, releasePending: false, sends: 0 };
+  /**
+   * The state before the running unit's savepoint was queued (to drop what it queued, or roll
+   * back to its savepoint once sent), and where its SAVEPOINT is in the queue.
+   */
+  private unit = { queued: 0, begun: false, releasePending: false, sends: 0, savepointAt: 0 };
   /** Where the running unit's own commands start in {@link queue}. */
   private unitFrom = 0;
   /** Pipelines sent in the batch so far. */
@@ -53,9 +56,16 @@ export class BatchWriter {
     this.unitFrom = this.queue.length;
   }
 
-  /** The unit returned: its savepoint is released with the next one's (or stays until the commit). */
+  /**
+   * The unit returned. A savepoint never sent is dropped (nothing could roll back to it: the
+   * unit's writes went nowhere before it returned); one sent is released with the next one's (or
+   * stays until the commit).
+   */
   unitEnded(): void {
-    if (this.savepoint === "set") this.releasePending = true;
+    if (this.savepoint === "set") {
+      if (this.sends === this.unit.sends) this.queue.splice(this.unit.savepointAt, 1);
+      else this.releasePending = true;
+    }
     this.savepoint = "none";
   }
 
@@ -78,9 +88,10 @@ export class BatchWriter {
   /** Before a write of the running unit: queues the BEGIN, the last unit's release and this unit's savepoint, as needed. */
   beforeWrite(): void {
     if (!this.writing || this.savepoint === "set") return;
-    this.unit = { queued: this.queue.length, begun: this.begun, releasePending: this.releasePending, sends: this.sends };
+    const state = { queued: this.queue.length, begun: this.begun, releasePending: this.releasePending, sends: this.sends };
     if (!this.begun) this.queue.push({ text: "BEGIN" });
     if (this.releasePending) this.queue.push({ text: "RELEASE unit" });
+    this.unit = { ...state, savepointAt: this.queue.length };
     this.queue.push({ text: "SAVEPOINT unit" });
     this.begun = true;
     this.releasePending = false;

@@ -33,6 +33,7 @@ async function renew() {
   const sentAt = process.hrtime.bigint();
   try {
     const c = await connection();
+    if (stopped) return drop();
     const result = await c.query("UPDATE chronolog_lease SET expires_at = clock_timestamp() + $1 * interval '1 millisecond' WHERE id = 1 AND term = $2 RETURNING term", [leaseMs, term]);
     if (result.rowCount === 0) {
       Atomics.store(shared, 1, 1n);
@@ -44,7 +45,7 @@ async function renew() {
     drop();
     if (!stopped) parentPort.postMessage({ error: String((error && error.message) || error) });
   }
-  if (stopped) return;
+  if (stopped) return drop();
   const spentMs = Number(process.hrtime.bigint() - sentAt) / 1e6;
   timer = setTimeout(renew, Math.max(0, leaseMs / 3 - spentMs));
 }
@@ -57,6 +58,9 @@ function stop() {
 parentPort.on("message", (message) => { if (message === "close") stop(); });
 timer = setTimeout(renew, leaseMs / 3);
 `;
+
+/** How long {@link LeaseRenewer.close} waits for the thread to close its connection, ms. */
+const closeGraceMs = 1_000;
 
 /** Options of {@link LeaseRenewer}. */
 export interface LeaseRenewerOptions {
@@ -109,12 +113,17 @@ export class LeaseRenewer {
     return Atomics.load(this.shared, 1) === 1n;
   }
 
-  /** Stops renewing and closes the thread's connection. */
+  /**
+   * Stops renewing and closes the thread's connection; a thread still waiting on the database
+   * after {@link closeGraceMs} (a connection or renewal under way) is terminated.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     const exited = new Promise((resolve) => this.worker.once("exit", resolve));
     this.worker.postMessage("close");
+    const grace = setTimeout(() => void this.worker.terminate(), closeGraceMs);
     await exited;
+    clearTimeout(grace);
   }
 }
