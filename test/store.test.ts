@@ -9,14 +9,14 @@ import { Code } from "@connectrpc/connect";
 import { ManualClock, type Clock } from "../server/src/clock.js";
 import { toConnectError } from "../server/src/rpc/interceptors.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
-import { openStore, type SqliteStore as Store } from "../server/src/store/database.js";
+import { openStore, type SqliteStore as Store } from "../server/src/store/sqlite/open.js";
 import { eventStatements } from "../server/src/store/events.js";
 import { limitedStatement } from "../server/src/store/limited.js";
 import { callStatements } from "../server/src/store/calls.js";
 import { occurrenceStatements } from "../server/src/store/occurrences.js";
 import { timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/time/timers.js";
-import { noSync, WalSync, type Durability } from "../server/src/store/wal-sync.js";
+import { noSync, WalSync, type Durability } from "../server/src/store/sqlite/wal-sync.js";
 import { until } from "./helpers/until.js";
 import { onPostgres, tempDir } from "./helpers/owner.js";
 
@@ -81,7 +81,7 @@ function committedSeqs(dataDir: string): { seq: number; id: string }[] {
   }
 }
 
-const migrationVersions = readdirSync(new URL("../server/src/store/migrations/", import.meta.url))
+const migrationVersions = readdirSync(new URL("../server/src/store/sqlite/migrations/", import.meta.url))
   .filter((f) => /^\d{4}_.+\.sql$/.test(f))
   .map((f) => Number(f.slice(0, 4)));
 const latestMigration = Math.max(...migrationVersions);
@@ -518,8 +518,8 @@ describe.skipIf(onPostgres)("where timer rows are stored", () => {
 function folderAt(version: number): string {
   const dataDir = folder();
   const raw = new Database(join(dataDir, "chronolog.db"));
-  for (const file of readdirSync(new URL("../server/src/store/migrations/", import.meta.url)).sort()) {
-    if (Number(file.slice(0, 4)) <= version) raw.exec(readFileSync(new URL(`../server/src/store/migrations/${file}`, import.meta.url), "utf8"));
+  for (const file of readdirSync(new URL("../server/src/store/sqlite/migrations/", import.meta.url)).sort()) {
+    if (Number(file.slice(0, 4)) <= version) raw.exec(readFileSync(new URL(`../server/src/store/sqlite/migrations/${file}`, import.meta.url), "utf8"));
   }
   raw.pragma(`user_version = ${version}`);
   raw.close();

@@ -17,7 +17,7 @@ import { callEventId } from "../../server/src/actions/records.js";
 import { systemClock } from "../../server/src/clock.js";
 import { callStatements } from "../../server/src/store/calls.js";
 import { Committer } from "../../server/src/store/committer.js";
-import { openStore } from "../../server/src/store/database.js";
+import { openStore } from "../../server/src/store/sqlite/open.js";
 import { eventStatements } from "../../server/src/store/events.js";
 import { occurrenceStatements } from "../../server/src/store/occurrences.js";
 import { timerStatements } from "../../server/src/store/timers.js";

@@ -4,8 +4,9 @@ import { ChronologError } from "../errors.js";
 import type { Trust } from "../trust.js";
 import type { EventRecord, EventStatements } from "./events.js";
 import type { Db } from "./sql.js";
-import { sqliteTransactions, type Transactions } from "./transactions.js";
-import { noSync, type Durability } from "./wal-sync.js";
+import { sqliteTransactions } from "./sqlite/transactions.js";
+import { noSync, type Durability } from "./sqlite/wal-sync.js";
+import type { Transactions } from "./transactions.js";
 
 /**
  * What a unit of work sees inside a commit: the commit's time, the events
