@@ -16,6 +16,7 @@ import { callStatements } from "../server/src/store/calls.js";
 import { occurrenceStatements } from "../server/src/store/occurrences.js";
 import { timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/time/timers.js";
+import { sqliteTransactions } from "../server/src/store/sqlite/transactions.js";
 import { noSync, WalSync, type Durability } from "../server/src/store/sqlite/wal-sync.js";
 import { until } from "./helpers/until.js";
 import { onPostgres, tempDir } from "./helpers/owner.js";
@@ -63,7 +64,7 @@ function gatedDurability(): Durability & { readonly waiting: number; release(n: 
 
 function committerOn(store: Store, clock: Clock = new ManualClock(Date.UTC(2026, 0, 1))) {
   const events = eventStatements(store.db);
-  const committer = new Committer(store.db, clock, events, { durability: store.durability });
+  const committer = new Committer(store.db, clock, events, { transactions: store.transactions });
   const commits: CommitInfo[] = [];
   committer.onCommit((info) => commits.push(info));
   return { committer, events, commits };
@@ -90,7 +91,7 @@ describe("group commit", () => {
   it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", async () => {
     const store = open(folder());
     // No fsync (synchronous=NORMAL's path): a batch ends at once, so the spacing is what holds units back.
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { batchSpacingMs: 300 });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 300 });
     const commits: CommitInfo[] = [];
     committer.onCommit((info) => commits.push(info));
     const turn = () => new Promise((r) => setImmediate(r));
@@ -117,7 +118,7 @@ describe("group commit", () => {
 
   it("under load a batch of deferrable units only waits the longer spacing (10 ms; 600 here); an urgent unit arriving meanwhile brings it forward to the short one", async () => {
     const store = open(folder());
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { batchSpacingMs: 150, deferredSpacingMs: 600 });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 150, deferredSpacingMs: 600 });
     const load = () => Promise.all(Array.from({ length: 16 }, (_, i) => committer.submit((tx) => tx.append(event(`load${i}-${performance.now()}`)))));
     await load();
     let start = performance.now();
@@ -356,7 +357,7 @@ describe.skipIf(onPostgres)("SQLite settings", () => {
     const store = open(folder());
     const gate = gatedDurability();
     const events = eventStatements(store.db);
-    const committer = new Committer(store.db, new ManualClock(0), events, { durability: gate });
+    const committer = new Committer(store.db, new ManualClock(0), events, { transactions: sqliteTransactions(store.db, gate) });
     const heard: number[] = [];
     committer.onCommit((info) => heard.push(info.head));
     let answered = 0;
@@ -381,7 +382,7 @@ describe.skipIf(onPostgres)("SQLite settings", () => {
     const store = open(folder());
     const events = eventStatements(store.db);
     const fatal: unknown[] = [];
-    const stale = new Committer(store.db, new ManualClock(0), events, { onFatal: (e) => fatal.push(e) }); // its head is 0
+    const stale = new Committer(store.db, new ManualClock(0), events, { transactions: sqliteTransactions(store.db, noSync), onFatal: (e) => fatal.push(e) }); // its head is 0
     await committerOn(store).committer.submit((tx) => tx.append(event("by-the-other")));
     await expect(stale.submit((tx) => tx.append(event("mine")))).rejects.toThrow(/UNIQUE constraint failed: events.seq/);
     expect(fatal.map((e) => String(e))).toEqual([expect.stringMatching(/seq 1 is already in the log: another writer uses this database/)]);
@@ -391,7 +392,7 @@ describe.skipIf(onPostgres)("SQLite settings", () => {
     const store = open(folder());
     const broken = new WalSync(join(store.dataDir, "no-such.db"));
     const failures: unknown[] = [];
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { durability: broken, onFatal: (e) => failures.push(e) });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, broken), onFatal: (e) => failures.push(e) });
     await expect(committer.submit((tx) => tx.append(event("a")))).rejects.toThrow(/ENOENT/);
     await expect(committer.submit((tx) => tx.append(event("b")))).rejects.toThrow(/ENOENT/);
     expect(failures).toHaveLength(2);

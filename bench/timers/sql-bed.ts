@@ -33,7 +33,7 @@ const events = eventStatements(store.db);
 const timers = timerStatements(store.db);
 const occurrences = occurrenceStatements(store.db);
 const calls = callStatements(store.db);
-const committer = new Committer(store.db, systemClock, events);
+const committer = new Committer(store.db, systemClock, events, { transactions: store.transactions });
 const written = () => Number(/wchar: (\d+)/.exec(readFileSync("/proc/self/io", "utf8"))![1]);
 
 const t0 = Date.now() + 1_000;
