@@ -133,7 +133,10 @@ export interface EventStatements {
    * held however large the events are.
    */
   readWithin(afterSeq: number, limit: number, maxBytes: number, types?: string[]): BudgetedRows;
-  /** The last seq committed to the log (0 when empty); the committer keeps the head of a running batch itself. */
+  /**
+   * The last seq committed to the log (0 when empty). Read outside the committer's units: inside
+   * one, the running batch's appends may count or not (the committer keeps its own head).
+   */
   head(): number;
   /** The first seq committed at or after `atMs` (ms since the epoch, UTC), or undefined when none was. */
   firstAtOrAfter(atMs: number): number | undefined;
