@@ -1,7 +1,7 @@
+import type { Database as Db } from "better-sqlite3";
 import { readdirSync, readFileSync } from "node:fs";
 import { fail } from "../../errors.js";
 import type { UpgradeListener } from "../store.js";
-import type { SqliteDb as Db } from "./open.js";
 
 const migrationsDir = new URL("./migrations/", import.meta.url);
 
