@@ -7,14 +7,14 @@
 // - CommonJS dependencies (pino, prom-client, mingo, ...) call require() on Node built-ins:
 //   the banner gives the ES module a real `require`.
 // - The SQL migrations are found through import.meta.url (`./migrations/` next to the module,
-//   server/src/store/database.ts): copied to dist/migrations/.
-// - The checkpoint worker (store/checkpointer.ts) and the maintenance reader
-//   (store/maintenance-read.ts) are inline sources run with eval / `node -e`; they find
+//   server/src/store/sqlite/migrate.ts): copied to dist/migrations/.
+// - The checkpoint worker (store/sqlite/checkpointer.ts) and the maintenance reader
+//   (store/sqlite/maintenance-read.ts) are inline sources run with eval / `node -e`; they find
 //   better-sqlite3 with createRequire(import.meta.url), which resolves from dist/ as well.
 // - pino's transports run in worker threads found through __dirname, which a bundle lacks: the
 //   owner logs with pino.destination(2) (server/src/logger.ts), no transport.
 // - The file is named main.js (ESM: package.json has "type": "module") so the owner lock's
-//   command-line check (store/owner-lock.ts: an argument ending in main.js) recognises it.
+//   command-line check (store/sqlite/owner-lock.ts: an argument ending in main.js) recognises it.
 // - The console (console/, Vite) is built into dist/console/ when its sources changed
 //   (scripts/build-console.mjs); the owner serves it under /console/.
 // Files are overwritten in place (no `rm -rf dist`): a running bundled owner still reads
@@ -44,7 +44,7 @@ const result = await build({
   logLevel: "warning",
   metafile: true,
 });
-cpSync(path("server/src/store/migrations/"), path("dist/migrations/"), { recursive: true });
+cpSync(path("server/src/store/sqlite/migrations/"), path("dist/migrations/"), { recursive: true });
 cpSync(path("server/src/store/postgres/pg-migrations/"), path("dist/pg-migrations/"), { recursive: true });
 // Chunks of earlier builds (their names carry a hash) go; a running owner loaded its own at start.
 const outputs = new Set(Object.keys(result.metafile.outputs).map((file) => file.split("/").pop()));

@@ -81,14 +81,14 @@ describe("the bundled owner (dist/main.js)", () => {
     const page = await client.log.readLog({ types: ["bundle.checked"] });
     expect(page.events.map((e) => [e.seq, e.type, e.data])).toEqual([[emitted.event!.seq, "bundle.checked", { n: 1 }]]);
 
-    // The checkpoint worker (store/checkpointer.ts, an eval'd worker that loads better-sqlite3)
+    // The checkpoint worker (store/sqlite/checkpointer.ts, an eval'd worker that loads better-sqlite3)
     // copies the WAL into the database within a second or so of a commit: the last frame written
     // (mxFrame) gets backfilled. The owner's own connection does not checkpoint (wal_autocheckpoint=0).
     const written = walIndex().mxFrame;
     expect(written).toBeGreaterThan(0);
     await until(() => walIndex().nBackfill >= written, "a WAL checkpoint by the worker thread");
 
-    // A read runs in the maintenance reader child process (store/maintenance-read.ts).
+    // A read runs in the maintenance reader child process (store/sqlite/maintenance-read.ts).
     const read = await bundledCli(["--url", owner.url, "sql", "SELECT type FROM events WHERE seq = ?", String(emitted.event!.seq)]);
     expect([read.code, read.stdout.trim().split("\n")[0]]).toEqual([0, JSON.stringify({ type: "bundle.checked" })]);
     // A write is checked against the owner's schema names, read from dist/migrations/.

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { callEventId } from "../server/src/actions/records.js";
 import { canonicalJson } from "../server/src/log/canonical.js";
 import { derivedId, newId } from "../server/src/log/ids.js";
-import { openStore } from "../server/src/store/database.js";
+import { openStore } from "../server/src/store/sqlite/open.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";

@@ -1,8 +1,9 @@
 // The PostgreSQL store's own behaviour, on the test server (CHRONOLOG_TEST_STORE=postgres): its
-// connections' names, the log's immutability on any connection, the lease row's locks (a renewal
-// never waits behind the leader's own write transaction; a takeover's term update does), renewals
-// from their own thread while the owner's is held up, reads cut at their byte budget by the
-// server, statements prepared once per connection, and clients ended and collected at once.
+// connections' names, the lease row's locks (a renewal never waits behind the leader's own write
+// transaction; a takeover's term update does), renewals from their own thread while the owner's is
+// held up, reads cut at their byte budget by the server, statements prepared once per connection,
+// and clients ended and collected at once. What it does as SQLite's store does is tested on both
+// in store-conformance*.test.ts.
 
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -53,20 +54,6 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     const { other } = await leader("named1");
     const names = other.querySync("SELECT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'chronolog named1 %' ORDER BY 1").map((r) => r.name);
     expect(names).toEqual(["chronolog named1 lease", "chronolog named1 reader", "chronolog named1 writer"]);
-  });
-
-  it("the database refuses to update, delete or truncate an event, on any connection; appends go on", async () => {
-    const { store, other } = await leader();
-    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), { transactions: store.transactions });
-    await committer.submit((tx) => tx.append(event("a", { n: 1 })));
-    expect(() => other.querySync("UPDATE events SET data = '{}' WHERE seq = 1")).toThrow(/the log is immutable: events cannot be updated/);
-    expect(() => other.querySync("DELETE FROM events")).toThrow(/the log is immutable: events cannot be deleted/);
-    expect(() => other.querySync("TRUNCATE events")).toThrow(/the log is immutable/);
-    await committer.submit((tx) => tx.append(event("b")));
-    expect(other.querySync("SELECT seq, id FROM events ORDER BY seq")).toEqual([
-      { seq: 1, id: "a" },
-      { seq: 2, id: "b" },
-    ]);
   });
 
   /** A renewer of `database`'s lease (taken), renewing every 200 ms, and what it reported. */

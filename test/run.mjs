@@ -43,6 +43,8 @@ const onBothStores = [
   "test/admin.test.ts",
   "test/store.test.ts",
   "test/postgres-store.test.ts",
+  "test/store-conformance.test.ts",
+  "test/store-conformance-statements.test.ts",
   "test/batch-bytes.test.ts",
   "test/call-event-ids.test.ts",
   "test/cli-admin.test.ts",

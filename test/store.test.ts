@@ -1,5 +1,7 @@
-// The store: group commit, per-unit failure isolation,
-// SQLite pragmas and migrations, against a real SQLite file in a temp folder.
+// SQLite's store, against a real SQLite file in a temp folder: the committer's batch spacing and
+// slices, the data folder, WAL fsync and checkpoints, migrations, the owner lock, rowids of
+// one-shot timers, queries with a limit. What both stores do alike is tested on each in
+// store-conformance.test.ts and store-conformance-statements.test.ts.
 
 import Database from "better-sqlite3";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
@@ -9,14 +11,15 @@ import { Code } from "@connectrpc/connect";
 import { ManualClock, type Clock } from "../server/src/clock.js";
 import { toConnectError } from "../server/src/rpc/interceptors.js";
 import { Committer, type CommitInfo } from "../server/src/store/committer.js";
-import { openStore, type SqliteStore as Store } from "../server/src/store/database.js";
+import { openStore, type SqliteStore as Store } from "../server/src/store/sqlite/open.js";
 import { eventStatements } from "../server/src/store/events.js";
 import { limitedStatement } from "../server/src/store/limited.js";
 import { callStatements } from "../server/src/store/calls.js";
 import { occurrenceStatements } from "../server/src/store/occurrences.js";
 import { timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/time/timers.js";
-import { noSync, WalSync, type Durability } from "../server/src/store/wal-sync.js";
+import { sqliteTransactions } from "../server/src/store/sqlite/transactions.js";
+import { noSync, WalSync } from "../server/src/store/sqlite/wal-sync.js";
 import { until } from "./helpers/until.js";
 import { onPostgres, tempDir } from "./helpers/owner.js";
 
@@ -46,24 +49,9 @@ function open(dataDir: string, synchronous?: "FULL" | "NORMAL"): Store {
   return store;
 }
 
-/** A Durability whose syncs resolve only when the test releases them, oldest first. */
-function gatedDurability(): Durability & { readonly waiting: number; release(n: number): void } {
-  const held: (() => void)[] = [];
-  return {
-    sync: () => new Promise<void>((resolve) => held.push(resolve)),
-    close: () => undefined,
-    get waiting() {
-      return held.length;
-    },
-    release(n: number) {
-      for (const resolve of held.splice(0, n)) resolve();
-    },
-  };
-}
-
 function committerOn(store: Store, clock: Clock = new ManualClock(Date.UTC(2026, 0, 1))) {
   const events = eventStatements(store.db);
-  const committer = new Committer(store.db, clock, events, { durability: store.durability });
+  const committer = new Committer(store.db, clock, events, { transactions: store.transactions });
   const commits: CommitInfo[] = [];
   committer.onCommit((info) => commits.push(info));
   return { committer, events, commits };
@@ -71,17 +59,7 @@ function committerOn(store: Store, clock: Clock = new ManualClock(Date.UTC(2026,
 
 const event = (id: string, data: Record<string, unknown> = {}) => ({ id, type: "test.happened", data, cause: "", actor: null });
 
-/** Reads the events table through a separate connection (what another reader, or a restart, would see). */
-function committedSeqs(dataDir: string): { seq: number; id: string }[] {
-  const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
-  try {
-    return db.prepare("SELECT seq, id FROM events ORDER BY seq").all() as { seq: number; id: string }[];
-  } finally {
-    db.close();
-  }
-}
-
-const migrationVersions = readdirSync(new URL("../server/src/store/migrations/", import.meta.url))
+const migrationVersions = readdirSync(new URL("../server/src/store/sqlite/migrations/", import.meta.url))
   .filter((f) => /^\d{4}_.+\.sql$/.test(f))
   .map((f) => Number(f.slice(0, 4)));
 const latestMigration = Math.max(...migrationVersions);
@@ -90,7 +68,7 @@ describe("group commit", () => {
   it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", async () => {
     const store = open(folder());
     // No fsync (synchronous=NORMAL's path): a batch ends at once, so the spacing is what holds units back.
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { batchSpacingMs: 300 });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 300 });
     const commits: CommitInfo[] = [];
     committer.onCommit((info) => commits.push(info));
     const turn = () => new Promise((r) => setImmediate(r));
@@ -117,7 +95,7 @@ describe("group commit", () => {
 
   it("under load a batch of deferrable units only waits the longer spacing (10 ms; 600 here); an urgent unit arriving meanwhile brings it forward to the short one", async () => {
     const store = open(folder());
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { batchSpacingMs: 150, deferredSpacingMs: 600 });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 150, deferredSpacingMs: 600 });
     const load = () => Promise.all(Array.from({ length: 16 }, (_, i) => committer.submit((tx) => tx.append(event(`load${i}-${performance.now()}`)))));
     await load();
     let start = performance.now();
@@ -133,33 +111,6 @@ describe("group commit", () => {
     expect(urgentMs).toBeGreaterThanOrEqual(100);
     expect(urgentMs).toBeLessThan(450); // the short spacing, not the long one
     expect(Math.abs(deferredMs - urgentMs)).toBeLessThan(20); // in the same batch
-  });
-
-  it("commits concurrent submits in one batch and resolves each only after the commit", async () => {
-    const dataDir = folder();
-    const store = open(dataDir);
-    const { committer, commits } = committerOn(store);
-    const seen: { id: string; commitsBefore: number; visibleToOthers: boolean }[] = [];
-    const ids = Array.from({ length: 20 }, (_, i) => `e${i}`);
-    const results = await Promise.all(
-      ids.map((id) =>
-        committer
-          .submit((tx) => tx.append(event(id)))
-          .then((record) => {
-            // When the caller hears back, the commit happened and is visible to another connection.
-            seen.push({ id, commitsBefore: commits.length, visibleToOthers: committedSeqs(dataDir).some((r) => r.id === id) });
-            return record;
-          }),
-      ),
-    );
-    expect(commits).toHaveLength(1);
-    expect(commits[0].batchSize).toBe(20);
-    expect(commits[0].head).toBe(20);
-    expect(seen.every((s) => s.commitsBefore === 1 && s.visibleToOthers)).toBe(true);
-    expect(results.map((r) => r.seq)).toEqual(ids.map((_, i) => i + 1));
-    // One commit time for the whole batch.
-    expect(new Set(results.map((r) => r.at)).size).toBe(1);
-    expect(committer.head).toBe(20);
   });
 
   it("runs a batch longer than a slice (2 ms) in slices, letting a timer run between them, and makes it durable as one batch", async () => {
@@ -183,132 +134,6 @@ describe("group commit", () => {
     expect(timerAt).toBeLessThan(10); // ...not after the whole batch
     expect(records.map((r) => r.seq)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
     expect(commits).toEqual([expect.objectContaining({ head: 10, batchSize: 10 })]); // one fsync, one notice
-  });
-
-  it("a slice whose COMMIT fails rejects its units and the ones not yet run; the slices before it stay durable and answered", async () => {
-    const dataDir = folder();
-    const store = open(dataDir);
-    // A deferred foreign key is checked at COMMIT only: a unit breaking it makes its slice's COMMIT fail.
-    store.db.exec("CREATE TABLE parent (id INTEGER PRIMARY KEY); CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)");
-    const { committer, commits } = committerOn(store);
-    const busy = (ms: number) => {
-      const until = performance.now() + ms;
-      while (performance.now() < until);
-    };
-    const first = [committer.submit((tx) => (busy(3), tx.append(event("ok0"))))]; // longer than a slice: it commits alone
-    const breaking = committer.submit((tx) => {
-      tx.db.prepare("INSERT INTO child (parent) VALUES (42)").run();
-      return tx.append(event("broken"));
-    });
-    const after = committer.submit((tx) => tx.append(event("after")));
-    const settled = await Promise.allSettled([...first, breaking, after]);
-    expect(settled[0].status).toBe("fulfilled");
-    expect(settled.slice(1).map((r) => (r.status === "rejected" ? String(r.reason) : "fulfilled"))).toEqual([expect.stringMatching(/FOREIGN KEY/), expect.stringMatching(/FOREIGN KEY/)]);
-    expect(committedSeqs(dataDir).map((r) => r.id)).toEqual(["ok0"]);
-    expect(commits).toEqual([expect.objectContaining({ head: 1, batchSize: 1 })]);
-    expect((await committer.submit((tx) => tx.append(event("next")))).seq).toBe(2); // no gap
-  });
-
-  it("does not settle a caller before its commit listener ran", async () => {
-    const store = open(folder());
-    const { committer } = committerOn(store);
-    const order: string[] = [];
-    committer.onCommit((info) => order.push(`commit ${info.batchSize}`));
-    const a = committer.submit((tx) => tx.append(event("a"))).then(() => order.push("a resolved"));
-    const b = committer.submit((tx) => tx.append(event("b"))).then(() => order.push("b resolved"));
-    // Nothing is committed synchronously: the batch runs on a later turn.
-    expect(order).toEqual([]);
-    expect(committedSeqs(store.dataDir)).toEqual([]);
-    await Promise.all([a, b]);
-    expect(order).toEqual(["commit 2", "a resolved", "b resolved"]);
-  });
-
-  it("puts work submitted while a batch settles into the next batch", async () => {
-    const store = open(folder());
-    const { committer, commits } = committerOn(store);
-    const first = committer.submit((tx) => tx.append(event("first")));
-    const second = first.then(() => committer.submit((tx) => tx.append(event("second"))));
-    expect((await second).seq).toBe(2);
-    expect(commits.map((c) => [c.batchSize, c.head])).toEqual([
-      [1, 1],
-      [1, 2],
-    ]);
-  });
-
-  it("undoes only the unit that throws: the others commit and seqs stay dense", async () => {
-    const dataDir = folder();
-    const store = open(dataDir);
-    const { committer, commits } = committerOn(store);
-    const outcomes = await Promise.allSettled([
-      committer.submit((tx) => tx.append(event("a"))),
-      committer.submit((tx) => {
-        tx.append(event("b1"));
-        tx.append(event("b2"));
-        throw new Error("b changed its mind");
-      }),
-      committer.submit((tx) => tx.append(event("c"))),
-      // A constraint failure inside SQLite (duplicate id) is undone the same way.
-      committer.submit((tx) => {
-        tx.append(event("d"));
-        return tx.append(event("a"));
-      }),
-      committer.submit((tx) => [tx.append(event("e1")), tx.append(event("e2"))]),
-    ]);
-    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected", "fulfilled"]);
-    expect((outcomes[1] as PromiseRejectedResult).reason.message).toBe("b changed its mind");
-    expect(String((outcomes[3] as PromiseRejectedResult).reason)).toMatch(/UNIQUE constraint failed: events\.id/);
-    expect((outcomes[0] as PromiseFulfilledResult<{ seq: number }>).value.seq).toBe(1);
-    expect((outcomes[2] as PromiseFulfilledResult<{ seq: number }>).value.seq).toBe(2);
-    expect((outcomes[4] as PromiseFulfilledResult<{ seq: number }[]>).value.map((e) => e.seq)).toEqual([3, 4]);
-    // One commit for all five units, dense seqs, nothing of the failed units.
-    expect(commits).toEqual([expect.objectContaining({ batchSize: 5, head: 4 })]);
-    expect(committedSeqs(dataDir)).toEqual([
-      { seq: 1, id: "a" },
-      { seq: 2, id: "c" },
-      { seq: 3, id: "e1" },
-      { seq: 4, id: "e2" },
-    ]);
-    // The next batch continues right after.
-    expect((await committer.submit((tx) => tx.append(event("f")))).seq).toBe(5);
-    expect(committer.head).toBe(5);
-  });
-
-  it("a failing batch-final unit leaves no gap either", async () => {
-    const store = open(folder());
-    const { committer } = committerOn(store);
-    const [ok, bad] = await Promise.allSettled([
-      committer.submit((tx) => tx.append(event("x"))),
-      committer.submit((tx) => {
-        tx.append(event("y"));
-        throw new Error("no");
-      }),
-    ]);
-    expect(ok.status).toBe("fulfilled");
-    expect(bad.status).toBe("rejected");
-    expect(committer.head).toBe(1);
-    expect((await committer.submit((tx) => tx.append(event("z")))).seq).toBe(2);
-  });
-
-  it("keeps commit times non-decreasing when the clock goes back", async () => {
-    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
-    const store = open(folder());
-    const { committer } = committerOn(store, clock);
-    const first = await committer.submit((tx) => tx.append(event("t1")));
-    clock.set(Date.UTC(2026, 5, 1, 11));
-    const second = await committer.submit((tx) => tx.append(event("t2")));
-    expect(first.at).toBe(Date.UTC(2026, 5, 1, 12));
-    expect(second.at).toBe(first.at);
-  });
-
-  it("continues the log from the stored head after a reopen", async () => {
-    const dataDir = folder();
-    const store = open(dataDir);
-    await committerOn(store).committer.submit((tx) => [tx.append(event("one")), tx.append(event("two"))]);
-    await store.close();
-    const again = open(dataDir);
-    const { committer } = committerOn(again);
-    expect(committer.head).toBe(2);
-    expect((await committer.submit((tx) => tx.append(event("three")))).seq).toBe(3);
   });
 });
 
@@ -352,46 +177,11 @@ describe.skipIf(onPostgres)("SQLite settings", () => {
     expect(store.durability).toBe(noSync);
   });
 
-  it("answers nobody and shows readers nothing until the commit is durable; the next batch collects meanwhile", async () => {
-    const store = open(folder());
-    const gate = gatedDurability();
-    const events = eventStatements(store.db);
-    const committer = new Committer(store.db, new ManualClock(0), events, { durability: gate });
-    const heard: number[] = [];
-    committer.onCommit((info) => heard.push(info.head));
-    let answered = 0;
-    const first = committer.submit((tx) => tx.append(event("a"))).then(() => answered++);
-    await until(() => gate.waiting === 1, "the first batch's sync");
-    const second = committer.submit((tx) => tx.append(event("b"))).then(() => answered++);
-    const third = committer.submit((tx) => tx.append(event("c"))).then(() => answered++);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(committedSeqs(store.dataDir).map((e) => e.seq)).toEqual([1]); // b and c wait for a's fsync
-    expect([answered, committer.head, heard.length]).toEqual([0, 0, 0]);
-    gate.release(1);
-    await first;
-    expect([answered, committer.head, heard]).toEqual([1, 1, [1]]);
-    await until(() => gate.waiting === 1, "the second batch's sync");
-    expect(committedSeqs(store.dataDir).map((e) => e.seq)).toEqual([1, 2, 3]); // one commit for both
-    gate.release(1);
-    await Promise.all([second, third]);
-    expect([answered, committer.head, heard]).toEqual([3, 3, [1, 3]]);
-  });
-
-  it("stops (onFatal) when the next seq is already taken: another writer on the same database", async () => {
-    const store = open(folder());
-    const events = eventStatements(store.db);
-    const fatal: unknown[] = [];
-    const stale = new Committer(store.db, new ManualClock(0), events, { onFatal: (e) => fatal.push(e) }); // its head is 0
-    await committerOn(store).committer.submit((tx) => tx.append(event("by-the-other")));
-    await expect(stale.submit((tx) => tx.append(event("mine")))).rejects.toThrow(/UNIQUE constraint failed: events.seq/);
-    expect(fatal.map((e) => String(e))).toEqual([expect.stringMatching(/seq 1 is already in the log: another writer uses this database/)]);
-  });
-
   it("fails every caller, now and later, when the fsync fails", async () => {
     const store = open(folder());
     const broken = new WalSync(join(store.dataDir, "no-such.db"));
     const failures: unknown[] = [];
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { durability: broken, onFatal: (e) => failures.push(e) });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, broken), onFatal: (e) => failures.push(e) });
     await expect(committer.submit((tx) => tx.append(event("a")))).rejects.toThrow(/ENOENT/);
     await expect(committer.submit((tx) => tx.append(event("b")))).rejects.toThrow(/ENOENT/);
     expect(failures).toHaveLength(2);
@@ -473,33 +263,6 @@ describe.skipIf(onPostgres)("where timer rows are stored", () => {
     expect(timers.get("random-0")).toMatchObject({ nextDueMs: t0 + 5, input: { again: true } });
   });
 
-  it("a timer read back (raw rows in column order) has every field it was set with, by get, due and list", () => {
-    const store = open(folder());
-    const timers = timerStatements(store.db);
-    const cron = {
-      ...oneShot("weekly", 1_800_000_000_000),
-      kind: "runtime" as const,
-      spec: { kind: "cron" as const, expression: "0 9 * * 1", zone: "Europe/Berlin", dst: { gap: "skip" as const, repeated: "both" as const } },
-      actor: { id: "u-1", for: "team-a", in: "tenant-9", via: "web" },
-      plugin: "p",
-      schedule: "s",
-      overdue: { kind: "max" as const, maxLatenessMs: 60_000 },
-      chainDepth: 3,
-      region: 2,
-      disabled: false,
-      retryDelaysMs: [1_000, 5_000, 25_000],
-      policy: { ...defaultSchedulePolicy, overlap: "skip" as const, maxCount: 7, jitterMs: 250 },
-      input: { nested: { list: [1, "two", null] } },
-    };
-    timers.put(cron, 123);
-    const expected = { ...cron, occurrences: 0, createdAt: 123, updatedAt: 123 };
-    expect(timers.get("weekly")).toEqual(expected);
-    expect(timers.due(1_800_000_000_000, 10)).toEqual([expected]);
-    expect(timers.list(null, "", 10)).toEqual([expected]);
-    timers.advance("weekly", null, 1, 456);
-    expect(timers.list(null, "runtime", 10)).toEqual([{ ...expected, nextDueMs: null, occurrences: 1, updatedAt: 456 }]);
-  });
-
   it("migration 0011 upgrades a folder where an older owner's maintenance SQL made an index named timers_unscheduled", async () => {
     const dataDir = folder();
     const first = open(dataDir);
@@ -518,8 +281,8 @@ describe.skipIf(onPostgres)("where timer rows are stored", () => {
 function folderAt(version: number): string {
   const dataDir = folder();
   const raw = new Database(join(dataDir, "chronolog.db"));
-  for (const file of readdirSync(new URL("../server/src/store/migrations/", import.meta.url)).sort()) {
-    if (Number(file.slice(0, 4)) <= version) raw.exec(readFileSync(new URL(`../server/src/store/migrations/${file}`, import.meta.url), "utf8"));
+  for (const file of readdirSync(new URL("../server/src/store/sqlite/migrations/", import.meta.url)).sort()) {
+    if (Number(file.slice(0, 4)) <= version) raw.exec(readFileSync(new URL(`../server/src/store/sqlite/migrations/${file}`, import.meta.url), "utf8"));
   }
   raw.pragma(`user_version = ${version}`);
   raw.close();
@@ -603,30 +366,6 @@ describe.skipIf(onPostgres)("migration 0012: no IN lists in the constraints a ca
     const store = open(dataDir);
     expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
     expect(store.db.prepare("SELECT name FROM sqlite_schema WHERE name = 'op_and_x'").all()).toEqual([{ name: "op_and_x" }]);
-  });
-});
-
-// SQLite's triggers; PostgreSQL's are tested in postgres-store.test.ts.
-describe.skipIf(onPostgres)("the immutable log", () => {
-  it("the database itself refuses to update or delete an event, on any connection; appends go on", async () => {
-    const dataDir = folder();
-    const store = open(dataDir);
-    const { committer } = committerOn(store);
-    await committer.submit((tx) => tx.append(event("a", { n: 1 })));
-    expect(() => store.db.prepare("UPDATE events SET data = '{}' WHERE seq = 1").run()).toThrow(/the log is immutable: events cannot be updated/);
-    expect(() => store.db.prepare("DELETE FROM events").run()).toThrow(/the log is immutable: events cannot be deleted/);
-    const other = new Database(join(dataDir, "chronolog.db"));
-    try {
-      expect(() => other.prepare("DELETE FROM events WHERE seq = 1").run()).toThrow(/the log is immutable/);
-      expect(() => other.prepare("UPDATE events SET seq = 5").run()).toThrow(/the log is immutable/);
-    } finally {
-      other.close();
-    }
-    await committer.submit((tx) => tx.append(event("b")));
-    expect(committedSeqs(dataDir)).toEqual([
-      { seq: 1, id: "a" },
-      { seq: 2, id: "b" },
-    ]);
   });
 });
 

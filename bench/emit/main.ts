@@ -191,7 +191,7 @@ function rawSqlite(dir: string, perTx: number, ms: number, ids: "uuid4" | "time-
   const db = new Database(join(dir, `raw-${perTx}-${ids}.db`));
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
-  const migrations = new URL("../../server/src/store/migrations/", import.meta.url);
+  const migrations = new URL("../../server/src/store/sqlite/migrations/", import.meta.url);
   for (const file of readdirSync(migrations).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort()) db.exec(readFileSync(new URL(file, migrations), "utf8"));
   const insert = db.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)");
   const rows = Array.from({ length: 256 }, (_, i) => ({ data: JSON.stringify(eventData(i)), actor: JSON.stringify({ id: `user:${i % 64}`, for: "", in: "", via: "bench" }) }));

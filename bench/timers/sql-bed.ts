@@ -17,7 +17,7 @@ import { callEventId } from "../../server/src/actions/records.js";
 import { systemClock } from "../../server/src/clock.js";
 import { callStatements } from "../../server/src/store/calls.js";
 import { Committer } from "../../server/src/store/committer.js";
-import { openStore } from "../../server/src/store/database.js";
+import { openStore } from "../../server/src/store/sqlite/open.js";
 import { eventStatements } from "../../server/src/store/events.js";
 import { occurrenceStatements } from "../../server/src/store/occurrences.js";
 import { timerStatements } from "../../server/src/store/timers.js";
@@ -33,7 +33,7 @@ const events = eventStatements(store.db);
 const timers = timerStatements(store.db);
 const occurrences = occurrenceStatements(store.db);
 const calls = callStatements(store.db);
-const committer = new Committer(store.db, systemClock, events);
+const committer = new Committer(store.db, systemClock, events, { transactions: store.transactions });
 const written = () => Number(/wchar: (\d+)/.exec(readFileSync("/proc/self/io", "utf8"))![1]);
 
 const t0 = Date.now() + 1_000;

@@ -5,7 +5,7 @@ import type { Logger } from "./logger.js";
 import { metricsHttpHandler } from "./metrics.js";
 import { listen, type ListenOptions } from "./rpc/listen.js";
 import { roleHeaders, standbyRoutes } from "./rpc/standby.js";
-import type { UpgradeListener } from "./store/migrate.js";
+import type { UpgradeListener } from "./store/store.js";
 import type { Db } from "./store/sql.js";
 import { connectPostgres, shownUrl, type PostgresDatabase } from "./store/postgres/open.js";
 import type { FencedError } from "./store/postgres/transactions.js";

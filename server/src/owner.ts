@@ -40,7 +40,7 @@ import { timeService } from "./rpc/time-service.js";
 import { awaitLeadership, defaultLeaseMs, type Leadership } from "./leadership.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements } from "./store/cursors.js";
-import { openStore, removeCreatedFolder, type SyncMode } from "./store/database.js";
+import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
 import { eventStatements } from "./store/events.js";

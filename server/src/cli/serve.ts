@@ -1,4 +1,4 @@
-import type { SyncMode } from "../store/database.js";
+import type { SyncMode } from "../store/sqlite/open.js";
 import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
 import { startOwner } from "../owner.js";
@@ -106,7 +106,7 @@ async function connectForCommand(url: string, role: string) {
 export async function copyStoreCommand(flags: { data: string; store: string }): Promise<void> {
   const { migratePostgres } = await import("../store/postgres/migrate.js");
   const { copySqliteToPostgres } = await import("../store/postgres/copy.js");
-  const { openStore } = await import("../store/database.js");
+  const { openStore } = await import("../store/sqlite/open.js");
   const { existsSync } = await import("node:fs");
   const { join } = await import("node:path");
   if (!existsSync(join(flags.data, "chronolog.db"))) throw new Error(`${flags.data} is not a Chronolog data folder (no chronolog.db in it)`);
@@ -141,7 +141,7 @@ export async function migrateCommand(flags: { data: string; store?: string }): P
     }
     return;
   }
-  const { openStore } = await import("../store/database.js");
+  const { openStore } = await import("../store/sqlite/open.js");
   const store = openStore({ dataDir: flags.data, onUpgrade: ({ from, to }) => console.log(`upgrading the schema from ${from} to ${to}`) });
   await store.close();
   console.log(`${flags.data}: schema up to date`);

@@ -12,7 +12,7 @@ import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { CursorStatements } from "../store/cursors.js";
 import type { EventStatements } from "../store/events.js";
-import { runMaintenanceSql } from "../store/maintenance.js";
+import { runMaintenanceSql } from "../store/sqlite/maintenance.js";
 import { principalOf } from "./context.js";
 import { eventToProto, msFromTimestamp } from "../proto-values.js";
 import { pageSizeFromProto, seqFromProto } from "./convert.js";

@@ -53,12 +53,44 @@ function fromRow(r: Row): CallRow {
   };
 }
 
+/** What {@link CallStatements.insert} starts. */
+export type NewCall = Pick<CallRow, "callId" | "action" | "inputHash" | "actor" | "recorded" | "attempt">;
+
 /**
- * The statements on `action_calls`, one function each.
- * Reads may run anywhere; writes only inside a committer unit, in the same
- * unit as the action.* event they go with. None of them writes events.
+ * The statements on `action_calls`. Reads may run anywhere; writes only inside a committer unit,
+ * in the same unit as the action.* event they go with (a unit that throws undoes them). None
+ * writes events. Times are ms since the epoch, UTC, passed in.
  */
-export function callStatements(db: Db) {
+export interface CallStatements {
+  /** The call `callId`, or undefined when it never started. */
+  get(callId: string): CallRow | undefined;
+  /**
+   * Starts a new call: state `running` at `call.attempt` (1 for a first run), no output, no error.
+   * The call id must be new (else {@link restart}; look it up first): a taken one fails the unit
+   * on SQLite, and the batch on PostgreSQL, where the insert is deferred (SqlStatement.defer).
+   */
+  insert(call: NewCall, nowMs: number): void;
+  /** Runs an existing call again: state `running` at `attempt` (> the stored one); nothing when there is no such call. Deferred on PostgreSQL. */
+  restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void;
+  /**
+   * Marks attempt `attempt` completed, its error cleared; `output` is stored for unrecorded calls
+   * only (undefined for recorded ones). False, changing nothing, when the call is not at that attempt.
+   */
+  complete(callId: string, attempt: number, output: Record<string, unknown> | undefined, nowMs: number): boolean;
+  /** Marks attempt `attempt` failed with `error`. False, changing nothing, when the call is not at that attempt. */
+  fail(callId: string, attempt: number, error: string, nowMs: number): boolean;
+  /**
+   * {@link complete} for the attempt a run of this owner started and holds, whose row is at
+   * that attempt: nothing is read back (on PostgreSQL the update is deferred, SqlStatement.defer),
+   * and a row found otherwise is a fault that fails the unit (SQLite) or its batch (PostgreSQL).
+   */
+  completeHeld(callId: string, attempt: number, output: Record<string, unknown> | undefined, nowMs: number): void;
+  /** {@link fail} for a held attempt, as {@link completeHeld}. */
+  failHeld(callId: string, attempt: number, error: string, nowMs: number): void;
+}
+
+/** The action_calls table's statements on `db`. */
+export function callStatements(db: Db): CallStatements {
   const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
   const insert = db.prepare(
     `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at)
@@ -79,51 +111,30 @@ export function callStatements(db: Db) {
     if (statement.run(...values, callId, attempt).changes !== 1) throw new Error(`action call ${callId} is not at attempt ${attempt}, which this owner started`);
   };
   return {
-    /** The call `callId`, or undefined when it never started. */
     get(callId: string): CallRow | undefined {
       const row = get.get(callId) as Row | undefined;
       return row && fromRow(row);
     },
-    /**
-     * Starts a new call: state `running` at `attempt` (1 for a first run).
-     * Throws (SQLITE_CONSTRAINT) when the call id exists: use `restart`.
-     */
-    insert(call: { callId: string; action: string; inputHash: string; actor: ActorRecord | null; recorded: boolean; attempt: number }, nowMs: number): void {
+    insert(call: NewCall, nowMs: number): void {
       defer(insert, call.callId, call.action, call.inputHash, call.actor === null ? null : JSON.stringify(call.actor), call.recorded ? 1 : 0, call.attempt, nowMs);
     },
-    /** Runs an existing call again: state `running` at `attempt` (> the stored one). */
     restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {
       defer(restart, attempt, recorded ? 1 : 0, nowMs, callId);
     },
-    /**
-     * Marks attempt `attempt` completed; `output` is stored for unrecorded
-     * calls only (pass undefined for recorded ones). Returns false, changing
-     * nothing, when the call is not at that attempt.
-     */
     complete(callId: string, attempt: number, output: Record<string, unknown> | undefined, nowMs: number): boolean {
       return complete.run(output === undefined ? null : JSON.stringify(output), nowMs, callId, attempt).changes === 1;
     },
-    /** Marks attempt `attempt` failed with `error`. Returns false, changing nothing, when the call is not at that attempt. */
     fail(callId: string, attempt: number, error: string, nowMs: number): boolean {
       return failed.run(error, nowMs, callId, attempt).changes === 1;
     },
-    /**
-     * {@link complete} for the attempt a run of this owner started and holds, whose row is at
-     * that attempt: nothing is read back (on PostgreSQL the update is deferred, SqlStatement.defer),
-     * and a row found otherwise is a fault that fails the unit (SQLite) or its batch (PostgreSQL).
-     */
     completeHeld(callId: string, attempt: number, output: Record<string, unknown> | undefined, nowMs: number): void {
       held(completeHeld, callId, attempt, output === undefined ? null : JSON.stringify(output), nowMs);
     },
-    /** {@link fail} for a held attempt, as {@link completeHeld}. */
     failHeld(callId: string, attempt: number, error: string, nowMs: number): void {
       held(failHeld, callId, attempt, error, nowMs);
     },
   };
 }
-
-/** The statements of {@link callStatements}. */
-export type CallStatements = ReturnType<typeof callStatements>;
 
 /**
  * The retention sweep's statement on `action_calls` (actions/retention.ts): deletes up to `limit`

@@ -1,11 +1,9 @@
-import type { Database } from "better-sqlite3";
 import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
 import type { Trust } from "../trust.js";
 import type { EventRecord, EventStatements } from "./events.js";
 import type { Db } from "./sql.js";
-import { sqliteTransactions, type Transactions } from "./transactions.js";
-import { noSync, type Durability } from "./wal-sync.js";
+import type { Transactions } from "./transactions.js";
 
 /**
  * What a unit of work sees inside a commit: the commit's time, the events
@@ -33,12 +31,10 @@ export interface CommitInfo {
   durationMs: number;
 }
 
-/** How a {@link Committer} makes commits durable and reports faults. */
+/** How a {@link Committer} runs its transactions and reports faults. */
 export interface CommitterOptions {
-  /** Awaited after COMMIT, before callers are answered (default: nothing, as synchronous=NORMAL). SQLite's only. */
-  durability?: Durability;
-  /** How transactions begin, end and become durable (default: SQLite's, with {@link durability}). */
-  transactions?: Transactions;
+  /** How transactions begin, end and become durable: the store's (Store.transactions). */
+  transactions: Transactions;
   /** Told about an exception thrown by an onCommit listener (default: printed to stderr). */
   onListenerError?: (error: unknown) => void;
   /**
@@ -96,7 +92,7 @@ interface Pending {
  * rest continues on the next turn, so timers and I/O (a call sent at its moment)
  * never wait behind a whole batch; one fsync after the last slice covers them
  * all. Callers' promises settle, and commit listeners hear of it, only once the
- * commit is durable (`durability.sync()`, the WAL's fdatasync off the event loop).
+ * commit is durable (`Transactions.sync`: on SQLite the WAL's fdatasync off the event loop, on PostgreSQL its COMMIT).
  * While a batch waits for its fsync, the next one collects and commits when
  * that fsync ends: commits follow the disk's pace, each as large as the load
  * makes it (fewer, larger WAL writes), and no caller waits longer than it
@@ -138,11 +134,11 @@ export class Committer {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly events: EventStatements,
-    private readonly options: CommitterOptions = {},
+    private readonly options: CommitterOptions,
   ) {
     this.headSeq = events.head();
     this.durableSeq = this.headSeq;
-    this.control = options.transactions ?? sqliteTransactions(db as Database, options.durability ?? noSync);
+    this.control = options.transactions;
   }
 
   /** The last durable seq (what the log's readers may see). */

@@ -16,8 +16,31 @@ export interface FailedDeliveryRow {
   failedSeq: number;
 }
 
-/** The statements on `cursors` and `failed_deliveries`, one function each. Writes run inside a committer unit. */
-export function cursorStatements(db: Db) {
+/**
+ * The statements on `cursors` (a processor's ack floor and pause) and `failed_deliveries`. Reads
+ * may run anywhere; writes only inside a committer unit, in the commit of the work they follow.
+ * {@link save}, {@link forgetFailure} and {@link recordFailure} are deferred on PostgreSQL
+ * (SqlStatement.defer): a fault in them fails the batch there.
+ */
+export interface CursorStatements {
+  /** The cursor of a processor, or undefined when it never started. */
+  get(processor: string): CursorRow | undefined;
+  /** Saves the ack floor, creating the cursor (not paused) if missing; its paused flag is kept. */
+  save(processor: string, ackFloor: number, nowMs: number): void;
+  /** Sets the paused flag, creating the cursor at `ackFloor` if missing; an existing cursor keeps its ack floor. */
+  setPaused(processor: string, paused: boolean, ackFloor: number, nowMs: number): void;
+  /** Failed deliveries of one processor by seq, or of all (`processor` undefined) by processor and seq. */
+  failed(processor?: string): FailedDeliveryRow[];
+  /** How many failed deliveries a processor has on record (0 for none, or an unknown processor). */
+  failedCount(processor: string): number;
+  /** Forgets a failed delivery (it was redelivered and finished); nothing when there is none. */
+  forgetFailure(processor: string, seq: number): void;
+  /** Records a failed delivery, or replaces the error, attempts and failed seq of the one of the same processor and seq. */
+  recordFailure(row: FailedDeliveryRow): void;
+}
+
+/** The cursors and failed_deliveries tables' statements on `db`. */
+export function cursorStatements(db: Db): CursorStatements {
   const get = db.prepare(`SELECT processor, ack_floor AS "ackFloor", paused FROM cursors WHERE processor = ?`);
   const save = db.prepare(
     `INSERT INTO cursors (processor, ack_floor, updated_at) VALUES (?, ?, ?)
@@ -36,37 +59,27 @@ export function cursorStatements(db: Db) {
      ON CONFLICT (processor, seq) DO UPDATE SET error = excluded.error, attempts = excluded.attempts, failed_seq = excluded.failed_seq`,
   );
   return {
-    /** The cursor of a processor, or undefined when it never started. */
     get(processor: string): CursorRow | undefined {
       const row = get.get(processor) as { processor: string; ackFloor: number; paused: number } | undefined;
       return row && { processor: row.processor, ackFloor: row.ackFloor, paused: row.paused === 1 };
     },
-    /** Saves the ack floor (inside the commit of the work it follows). */
     save(processor: string, ackFloor: number, nowMs: number): void {
       defer(save, processor, ackFloor, nowMs);
     },
-    /** Sets the paused flag (creating the cursor at `ackFloor` if missing). */
     setPaused(processor: string, paused: boolean, ackFloor: number, nowMs: number): void {
       setPaused.run(processor, ackFloor, paused ? 1 : 0, nowMs);
     },
-    /** Failed deliveries of one processor (or all when `processor` is undefined), by seq. */
     failed(processor?: string): FailedDeliveryRow[] {
       return (processor === undefined ? failedAll.all() : failedOf.all(processor)) as FailedDeliveryRow[];
     },
-    /** How many failed deliveries a processor has on record. */
     failedCount(processor: string): number {
       return (failedCount.get(processor) as { n: number }).n;
     },
-    /** Forgets a failed delivery (it was redelivered and finished). */
     forgetFailure(processor: string, seq: number): void {
       defer(deleteFailed, processor, seq);
     },
-    /** Records (or updates) a failed delivery. */
     recordFailure(row: FailedDeliveryRow): void {
       defer(insertFailed, row);
     },
   };
 }
-
-/** The statements of {@link cursorStatements}. */
-export type CursorStatements = ReturnType<typeof cursorStatements>;

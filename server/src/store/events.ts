@@ -101,14 +101,52 @@ export function storedDataJson(event: EventRecord): string {
   return storedTexts.get(event) ?? jsonText(event.data);
 }
 
+/**
+ * The statements on the `events` table, the log. Reads may run anywhere and see what is
+ * committed; {@link findById} also sees what the running batch appended (the other reads may not
+ * inside a unit: PostgreSQL holds a batch's appends until its slice ends). Appends run only
+ * inside a committer unit ({@link import("./committer.js").Tx.append}), and a unit that throws
+ * undoes its own. Events are never updated or deleted (the database refuses it).
+ */
+export interface EventStatements {
+  /**
+   * Appends `event` under the seq it carries: the committer gives the next dense seq and the
+   * commit time (Tx.append). A taken id or seq is refused, on SQLite at once (the unit throws),
+   * on PostgreSQL when the slice's held inserts are sent (the slice fails, its units with it):
+   * callers look an id up ({@link findById}) before they append it.
+   */
+  insert(event: EventRecord): void;
+  /** The event with this id, committed or appended in the running batch; undefined when none has it. */
+  findById(id: string): EventRecord | undefined;
+  /**
+   * Reads the events with these ids at once, before a batch's units run, without blocking the
+   * event loop, so the batch's {@link findById} of them costs no round trip each; resolves once
+   * read. Undefined when the store reads nothing ahead (SQLite: its lookups are not round trips).
+   */
+  prefetch(ids: string[]): Promise<void> | undefined;
+  /** Up to `limit` events with seq > `afterSeq`, in seq order (all types); [] past the head. */
+  readAfter(afterSeq: number, limit: number): EventRecord[];
+  /**
+   * Up to `limit` events with seq > `afterSeq` in seq order, of `types` only when given, stopping
+   * also after the event that brings their stored bytes ({@link storedBytes}) to `maxBytes` or
+   * more: at least one event when there is one, and never more than `maxBytes` plus one event
+   * held however large the events are.
+   */
+  readWithin(afterSeq: number, limit: number, maxBytes: number, types?: string[]): BudgetedRows;
+  /**
+   * The last seq committed to the log (0 when empty). Read outside the committer's units: inside
+   * one, the running batch's appends may count or not (the committer keeps its own head).
+   */
+  head(): number;
+  /** The first seq committed at or after `atMs` (ms since the epoch, UTC), or undefined when none was. */
+  firstAtOrAfter(atMs: number): number | undefined;
+}
+
 /** Ids read per statement by {@link EventStatements.prefetch}. */
 const prefetchChunk = 5_000;
 
-/**
- * The statements on the `events` table, one function each. Reads may run
- * anywhere; writes only inside a committer transaction.
- */
-export function eventStatements(db: Db) {
+/** The events table's statements on `db`. */
+export function eventStatements(db: Db): EventStatements {
   const insert = db.prepare(
     "INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
   );
@@ -121,13 +159,11 @@ export function eventStatements(db: Db) {
   const firstAtOrAfter = db.prepare("SELECT MIN(seq) AS seq FROM events WHERE at >= ?");
   const budgeted = dialectOf(db) === "postgres" ? pgBudgetedRows(db) : undefined;
   return {
-    /** Inserts one event; the caller gives the next dense seq. Throws on a duplicate id. */
     insert: deferred
       ? (e: EventRecord): void => deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at])
       : (e: EventRecord): void => {
           insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
         },
-    /** The event with this id (one appended in the running transaction too), or undefined. */
     findById(id: string): EventRecord | undefined {
       const held = deferred?.get(id);
       if (held) return fromRow({ seq: held[0], id: held[1], type: held[2], data: held[3], cause: held[4], actor: held[5], at: held[6] } as EventRow);
@@ -136,11 +172,6 @@ export function eventStatements(db: Db) {
       const row = byId.get(id) as EventRow | undefined;
       return row && fromRow(row);
     },
-    /**
-     * Before a batch's units run: reads the events with these ids at once, without blocking the
-     * event loop, so that the batch's {@link findById} of them costs no round trip each
-     * (PostgreSQL's; SQLite's lookups are cheap: undefined, nothing is read ahead there).
-     */
     prefetch(ids: string[]): Promise<void> | undefined {
       if (!db.readAhead || !deferred) return undefined;
       const readAhead = db.readAhead.bind(db);
@@ -153,17 +184,12 @@ export function eventStatements(db: Db) {
         }
       })();
     },
-    /** Up to `limit` events with seq > `afterSeq`, in seq order (all types). */
     readAfter(afterSeq: number, limit: number): EventRecord[] {
       return (after(limit).all(afterSeq) as EventRow[]).map(fromRow);
     },
-    /**
-     * Up to `limit` events with seq > `afterSeq` in seq order, of `types` only when given (by the
-     * (type, seq) index), stopping also after the row that brings their stored bytes to `maxBytes`
-     * or more: at least one row, and rows are fetched one by one, so the read holds at most
-     * `maxBytes` plus one event however large the rows are (a chunk of large events fetched at
-     * once held them all).
-     */
+    // Of `types` by the (type, seq) index. SQLite fetches rows one by one, so the read holds at most
+    // `maxBytes` plus one event (a chunk of large events fetched at once held them all);
+    // PostgreSQL's server cuts the chunk at the budget (pgBudgetedRows).
     readWithin(afterSeq: number, limit: number, maxBytes: number, types: string[] = []): BudgetedRows {
       let rows: Iterable<EventRow>;
       if (budgeted) rows = budgeted(afterSeq, limit, maxBytes, types);
@@ -183,11 +209,9 @@ export function eventStatements(db: Db) {
       }
       return { events, bytes, cut: events.length === limit || bytes >= maxBytes };
     },
-    /** The last seq in the log (0 when empty). */
     head(): number {
       return (head.get() as { head: number }).head;
     },
-    /** The first seq committed at or after `atMs`, or undefined. */
     firstAtOrAfter(atMs: number): number | undefined {
       return (firstAtOrAfter.get(atMs) as { seq: number | null }).seq ?? undefined;
     },
@@ -220,6 +244,3 @@ function pgBudgetedRows(db: Db): (afterSeq: number, limit: number, maxBytes: num
     return stmt.all(...types, afterSeq, limit, Math.min(maxBytes, Number.MAX_SAFE_INTEGER)) as EventRow[];
   };
 }
-
-/** The statements of {@link eventStatements}. */
-export type EventStatements = ReturnType<typeof eventStatements>;

@@ -5,9 +5,7 @@ import type { ActorRecord } from "./events.js";
 import { overdueFromJson, overdueToJson } from "./timer-json.js";
 
 // The statements on `timer_occurrences`: what time called (or skipped) for each due moment of
-// a timer, and how each call went. Reads may run anywhere; writes only inside a committer
-// unit, with the `timer.*` event or the call they go with. None of them writes events. Times
-// are ms since the epoch, UTC, passed in (STYLE 9).
+// a timer, and how each call went (OccurrenceStatements).
 
 /**
  * An occurrence's state: `pending` while a call is owed or running; `retry_wait`
@@ -111,8 +109,46 @@ function occurrenceValues(o: NewOccurrence, nowMs: number): unknown[] {
   return [o.id, o.timerId, o.dueMs, o.action, JSON.stringify(o.input), actor, JSON.stringify(overdueToJson(o.overdue)), JSON.stringify(o.retryDelaysMs), o.status, o.id, o.latenessMs, o.error, nowMs, nowMs, o.nextAttemptMs ?? null, o.origin ?? "schedule"];
 }
 
-/** The statements on `timer_occurrences`. */
-export function occurrenceStatements(db: Db) {
+/**
+ * The statements on `timer_occurrences`. Reads may run anywhere; writes only inside a committer
+ * unit, with the `timer.*` event or the call they go with (a unit that throws undoes them). None
+ * writes events. Times are ms since the epoch, UTC, passed in. Each change of state names the state
+ * it leaves and changes nothing when the occurrence is not in it (or missing).
+ */
+export interface OccurrenceStatements {
+  /**
+   * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason in
+   * `error`), or a triggered or backfilled one (`retry_wait` until `nextAttemptMs`), attempts 0.
+   * False, writing nothing, when occurrence `id` exists (the same timer id and due moment were
+   * claimed before).
+   */
+  insert(occurrence: NewOccurrence, nowMs: number): boolean;
+  /**
+   * Records several occurrences as {@link insert} does, in one statement on PostgreSQL (one round
+   * trip); returns the ids of those it wrote (not those that existed already).
+   */
+  insertMany(occurrences: NewOccurrence[], nowMs: number): Set<string>;
+  /**
+   * One call of pending occurrence `id` ended: `completed`, `failed` for good, or `retry_wait`
+   * until `nextAttemptMs` (null for the others); `error` says why it failed. Counts the attempt;
+   * the first call's `latenessMs` is kept. Changes nothing when it was not pending. Deferred on
+   * PostgreSQL (SqlStatement.defer).
+   */
+  finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): void;
+  /** The earliest next try of an occurrence in `retry_wait` (the clock's other target), or null when none waits. */
+  earliestRetry(): number | null;
+  /** Up to `limit` occurrences in `retry_wait` whose next try is at or before `nowMs`, by that moment, then id. */
+  dueRetries(nowMs: number, limit: number): OccurrenceRecord[];
+  /** Claims the next try of occurrence `id`: `retry_wait` → `pending`, keeping its moment. False when it was not waiting. */
+  resume(id: string, nowMs: number): boolean;
+  /** A pending occurrence found too late when its call was about to be made: `skipped`, with why. False when it was not pending. */
+  skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean;
+  /** Occurrences claimed whose call has not ended (an owner stopped or crashed meanwhile), by due moment. */
+  pending(): OccurrenceRecord[];
+}
+
+/** The timer_occurrences table's statements on `db`. */
+export function occurrenceStatements(db: Db): OccurrenceStatements {
   const insert = db.prepare(
     sqlFor(db, {
       sqlite: `INSERT OR IGNORE INTO timer_occurrences (${occurrenceColumns}) VALUES (${occurrenceMarks})`,
@@ -140,19 +176,9 @@ export function occurrenceStatements(db: Db) {
   const retriesDue = limitedStatement(db, "SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?");
   const resume = db.prepare("UPDATE timer_occurrences SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'retry_wait'");
   return {
-    /**
-     * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason
-     * in `error`), or a triggered or backfilled one (`retry_wait` until `nextAttemptMs`).
-     * False, writing nothing, when occurrence `id` already exists (the same timer id and due
-     * moment were claimed before).
-     */
     insert(o: NewOccurrence, nowMs: number): boolean {
       return insert.run(...occurrenceValues(o, nowMs)).changes === 1;
     },
-    /**
-     * Records several occurrences as {@link insert} does, in one statement on PostgreSQL (one
-     * round trip); returns the ids of those it wrote (not those that existed already).
-     */
     insertMany(list: NewOccurrence[], nowMs: number): Set<string> {
       const written = new Set<string>();
       if (dialectOf(db) === "sqlite") {
@@ -166,41 +192,28 @@ export function occurrenceStatements(db: Db) {
       }
       return written;
     },
-    /**
-     * One call of pending occurrence `id` ended: `completed`, `failed` for good, or
-     * `retry_wait` until `nextAttemptMs` (null for the others); `error` says why it failed.
-     * Counts the attempt; the first call's `latenessMs` is kept. Changes nothing when it was not pending.
-     */
     finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): void {
       defer(finish, status, nextAttemptMs, latenessMs, error, nowMs, id);
     },
-    /** The earliest `next_attempt_ms` of an occurrence in `retry_wait` (the clock's other target), or null. */
     earliestRetry(): number | null {
       const row = earliestRetry.get() as { next_attempt_ms: number } | undefined;
       return row ? row.next_attempt_ms : null;
     },
-    /** Up to `limit` occurrences in `retry_wait` whose next try is at or before `nowMs`, earliest first. */
     dueRetries(nowMs: number, limit: number): OccurrenceRecord[] {
       return (retriesDue(limit).all(nowMs) as OccurrenceRow[]).map(occurrenceFromRow);
     },
-    /** Claims the next try of occurrence `id`: `retry_wait` → `pending` (keeping its moment). False when it was not waiting. */
     resume(id: string, nowMs: number): boolean {
       return resume.run(nowMs, id).changes === 1;
     },
-    /** A pending occurrence found too late when its call was about to be made: `skipped`, with why. False when it was not pending. */
     skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean {
       return skip.run(latenessMs, reason, nowMs, id).changes === 1;
     },
-    /** Occurrences claimed whose call has not ended (an owner stopped or crashed meanwhile), earliest first. */
     pending(): OccurrenceRecord[] {
       return (pending.all() as OccurrenceRow[]).map(occurrenceFromRow);
     },
   };
 }
 
-/** The statements of {@link occurrenceStatements}. */
-export type OccurrenceStatements = ReturnType<typeof occurrenceStatements>;
-
 /** A new occurrence's row: claimed (`origin` schedule, the default), triggered or backfilled. */
-type NewOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error"> &
+export type NewOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error"> &
   Partial<Pick<OccurrenceRecord, "nextAttemptMs" | "origin">>;

@@ -8,8 +8,22 @@ export interface PluginRow {
   registered_at: number;
 }
 
-/** The statements on `plugins` and `plugin_revisions`, one function each. */
-export function pluginStatements(db: Db) {
+/**
+ * The statements on `plugins` (each plugin's current revision) and `plugin_revisions` (every
+ * revision registered). Reads may run anywhere; writes only inside a committer unit, with the
+ * event that records the revision.
+ */
+export interface PluginStatements {
+  /** Every plugin's current revision, by name. */
+  all(): PluginRow[];
+  /** One plugin's current revision, or undefined when it was never registered. */
+  get(name: string): PluginRow | undefined;
+  /** Records a new revision: it becomes the plugin's current one, and joins its history (throws when that revision is in it already). */
+  save(row: PluginRow): void;
+}
+
+/** The plugins and plugin_revisions tables' statements on `db`. */
+export function pluginStatements(db: Db): PluginStatements {
   const all = db.prepare("SELECT * FROM plugins ORDER BY name");
   const one = db.prepare("SELECT * FROM plugins WHERE name = ?");
   const upsert = db.prepare(
@@ -20,14 +34,8 @@ export function pluginStatements(db: Db) {
     "INSERT INTO plugin_revisions (name, revision, manifest, registered_at) VALUES (@name, @revision, @manifest, @registered_at)",
   );
   return {
-    /** Every plugin's current revision. */
     all: () => all.all() as PluginRow[],
-    /** One plugin's current revision, or undefined. */
     get: (name: string) => one.get(name) as PluginRow | undefined,
-    /**
-     * Records a new revision (in the committer's transaction): the current
-     * row and the history row.
-     */
     save(row: PluginRow): void {
       upsert.run(row);
       history.run(row);

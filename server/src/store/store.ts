@@ -2,7 +2,7 @@ import type { Db, Dialect } from "./sql.js";
 import type { Transactions } from "./transactions.js";
 
 /**
- * An open store, SQLite's ({@link import("./database.js").openStore}) or PostgreSQL's
+ * An open store, SQLite's ({@link import("./sqlite/open.js").openStore}) or PostgreSQL's
  * ({@link import("./postgres/open.js").openPostgresStore}): the connection the store's modules
  * read and write through, and how the committer's transactions run on it.
  */
@@ -20,3 +20,6 @@ export interface Store {
   /** Closes the connections (and, on SQLite, the lock and checkpoint worker). */
   close(): Promise<void>;
 }
+
+/** Told before a store that already has a schema is upgraded: from and to which version, by which files. */
+export type UpgradeListener = (upgrade: { from: number; to: number; files: string[] }) => void;

@@ -10,13 +10,38 @@ import { activeStatus, occurrenceStatements, type OccurrenceRecord } from "./occ
 export type QueuedOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs">;
 
 /** The occurrences of a timer that have not ended (overlap): running = pending or waiting for a (re)try; buffered = held by "buffer one". */
-interface ActiveOccurrences {
+export interface ActiveOccurrences {
   running: number;
   buffered: number;
 }
 
-/** The statements for schedule policies, pause, trigger, backfill and overlap. */
-export function timerControlStatements(db: Db) {
+/**
+ * The statements for pause, trigger, backfill and overlap, on `timers` and `timer_occurrences`.
+ * Reads may run anywhere; writes only inside a committer unit, with the `timer.*` event they go
+ * with (a unit that throws undoes them). Times are ms since the epoch, UTC, passed in.
+ */
+export interface TimerControlStatements {
+  /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused); nothing when there is no such timer. */
+  setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void;
+  /**
+   * Records a triggered or backfilled occurrence waiting for its first call at `nextAttemptMs`
+   * (`retry_wait`, attempts 0): the clock's retry claim makes it. False, writing nothing, when
+   * occurrence `id` exists (made before).
+   */
+  queue(occurrence: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean;
+  /** The occurrences of timer `timerId` that have not ended (overlap); zeros for none. */
+  activeOf(timerId: string): ActiveOccurrences;
+  /**
+   * Releases timer `timerId`'s buffered occurrence (the "buffer one" overlap policy) when none of
+   * its occurrences runs: `retry_wait` due at `nowMs`, or at its own moment when that is later (it
+   * was buffered inside the clock's lookahead, before its moment: never made early), so the clock
+   * makes it. True when released; false when none was buffered or one still runs.
+   */
+  releaseBuffered(timerId: string, nowMs: number): boolean;
+}
+
+/** The pause, trigger, backfill and overlap statements on `db`. */
+export function timerControlStatements(db: Db): TimerControlStatements {
   const setPaused = db.prepare("UPDATE timers SET paused = ?, next_due_ms = ?, updated_at = ? WHERE id = ?");
   const occurrences = occurrenceStatements(db);
   const active = db.prepare(
@@ -29,34 +54,19 @@ export function timerControlStatements(db: Db) {
        AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus} AND status <> 'buffered')`,
   );
   return {
-    /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused). */
     setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void {
       const json = paused === null ? null : JSON.stringify({ note: paused.note, at_ms: paused.atMs, held_due_ms: paused.heldDueMs });
       setPaused.run(json, nextDueMs, nowMs, id);
     },
-    /**
-     * Records a triggered or backfilled occurrence waiting for its first call at
-     * `nextAttemptMs` (`retry_wait`, attempts 0): the clock's retry claim makes it. False,
-     * writing nothing, when occurrence `id` already exists (made before).
-     */
     queue(o: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean {
       return occurrences.insert({ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs, origin }, nowMs);
     },
-    /** The occurrences of timer `timerId` that have not ended (overlap; the `timer_occurrences_active` index). */
+    // On the `timer_occurrences_active` index.
     activeOf(timerId: string): ActiveOccurrences {
       return active.get(timerId) as ActiveOccurrences;
     },
-    /**
-     * Releases timer `timerId`'s buffered occurrence (the "buffer one" overlap policy) when none of its
-     * occurrences runs: `retry_wait` due at `nowMs`, or at its own moment when that is later (it
-     * was buffered inside the clock's lookahead, before its moment: never made early), so the
-     * clock makes it. True when released.
-     */
     releaseBuffered(timerId: string, nowMs: number): boolean {
       return release.run(nowMs, nowMs, timerId, timerId).changes > 0;
     },
   };
 }
-
-/** The statements of {@link timerControlStatements}. */
-export type TimerControlStatements = ReturnType<typeof timerControlStatements>;

@@ -6,8 +6,26 @@ import { activeStatus, endedStatus } from "./occurrences.js";
 // a committer unit of its own and deletes at most `limit` rows, oldest first, on the partial
 // indexes of migrations 0008 and 0012 (their conditions are repeated word for word so SQLite uses them).
 
-/** The statements of the retention sweep: ended occurrences and spent timers older than a cutoff. */
-export function retentionStatements(db: Db) {
+/** The statements of time's retention sweep: ended occurrences and spent timers older than a cutoff. Each runs in a committer unit of its own. */
+export interface RetentionStatements {
+  /**
+   * Deletes up to `limit` occurrences that ended (completed, failed, skipped) before `beforeMs`
+   * (their last change), oldest first; returns how many. Occurrences pending, waiting for a
+   * (re)try or buffered are never deleted.
+   */
+  deleteEndedOccurrences(beforeMs: number, limit: number): number;
+  /**
+   * Deletes up to `limit` spent timers (no next due moment, not paused, not disabled, not
+   * declared: fired one-shots and delays, recurring timers past their end or maximum count) last
+   * changed before `beforeMs` and with no occurrence active (one pending, waiting for a (re)try or
+   * buffered keeps its timer; ended ones go by their own age, each a snapshot of what it called),
+   * oldest first; returns how many.
+   */
+  deleteSpentTimers(beforeMs: number, limit: number): number;
+}
+
+/** The retention statements on `db`. */
+export function retentionStatements(db: Db): RetentionStatements {
   const rowKey = sqlFor(db, { sqlite: "rowid", postgres: "id" });
   const indexedBy = (index: string) => sqlFor(db, { sqlite: `INDEXED BY ${index}`, postgres: "" });
   const endedOccurrences = db.prepare(
@@ -23,26 +41,11 @@ export function retentionStatements(db: Db) {
        ORDER BY t.updated_at LIMIT ?)`,
   );
   return {
-    /**
-     * Deletes up to `limit` occurrences that ended (completed, failed, skipped) before
-     * `beforeMs` (their last change, `updated_at`), oldest first; returns how many. Occurrences
-     * pending, waiting for a (re)try or buffered are never deleted.
-     */
     deleteEndedOccurrences(beforeMs: number, limit: number): number {
       return endedOccurrences.run(beforeMs, limit).changes;
     },
-    /**
-     * Deletes up to `limit` spent timers (no next due moment, not paused, not disabled, not
-     * declared: fired one-shots and delays, recurring timers past their end or maximum count)
-     * last changed before `beforeMs` and with no occurrence active (one pending, waiting for a
-     * (re)try or buffered keeps its timer; ended ones go by their own age, each a snapshot of
-     * what it called), oldest first; returns how many.
-     */
     deleteSpentTimers(beforeMs: number, limit: number): number {
       return spentTimers.run(beforeMs, limit).changes;
     },
   };
 }
-
-/** The statements of {@link retentionStatements}. */
-export type RetentionStatements = ReturnType<typeof retentionStatements>;

@@ -3,10 +3,7 @@ import { defer, dialectOf, sqlFor, type Db } from "./sql.js";
 import { limitedStatement } from "./limited.js";
 import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyToJson, specFromJson, specToJson } from "./timer-json.js";
 
-// The statements on `timers`: set, read, advance, remove and list timers.
-// Reads may run anywhere; writes only inside a committer unit, in the same unit as the
-// `timer.*` event they go with. None of them writes events. Times are ms since the
-// epoch, UTC, passed in (STYLE 9).
+// The statements on `timers`: set, read, advance, remove and list timers (TimerStatements).
 
 /**
  * The columns a timer is read with, in the order of {@link TimerCells}. Timers are read as raw
@@ -90,8 +87,51 @@ export type TimerCursor =
   /** `updatedAt`: the tail's order, `updated_at` in ms since the epoch. */
   | { dueMs: null; id: string; updatedAt: number };
 
-/** The statements on `timers`. */
-export function timerStatements(db: Db) {
+/** What {@link TimerStatements.put} sets: a timer but its occurrence count, times and pause state, which the store keeps. */
+export type TimerPut = Omit<TimerRecord, "occurrences" | "createdAt" | "updatedAt">;
+
+/**
+ * The statements on `timers`. Reads may run anywhere; writes only inside a committer unit, in the
+ * same unit as the `timer.*` event they go with (a unit that throws undoes them). None writes
+ * events. Times are ms since the epoch, UTC, passed in. {@link put} and {@link advance} are
+ * deferred on PostgreSQL (SqlStatement.defer): a fault in them fails the batch there.
+ */
+export interface TimerStatements {
+  /** The timer `id`, or undefined when there is none. */
+  get(id: string): TimerRecord | undefined;
+  /**
+   * Sets timer `timer.id`: inserts it (occurrences 0, created and changed at `nowMs`), or replaces
+   * every field of the existing one, its schedule policy included, but its occurrence count (the
+   * id's history goes on) and its pause state (`timer.paused` is not written:
+   * TimerControlStatements.setPaused).
+   */
+  put(timer: TimerPut, nowMs: number): void;
+  /** Every declared schedule (kind `declared`), by plugin and schedule name. */
+  declared(): TimerRecord[];
+  /** Deletes timer `id`; false when there was none. */
+  remove(id: string): boolean;
+  /** The smallest next due moment of any timer (the clock's target), or null when none is pending. */
+  earliestDue(): number | null;
+  /** How many timers have a next due moment (not spent, disabled, paused or another region's). */
+  pendingCount(): number;
+  /** Up to `limit` timers due at or before `nowMs`, by next due moment, then id. */
+  due(nowMs: number, limit: number): TimerRecord[];
+  /** How many timers are due by `nowMs`, counting up to `limit`. */
+  dueCount(nowMs: number, limit: number): number;
+  /** Moves timer `id` to `nextDueMs` (null: spent) and adds `called` (0 or 1) to its occurrences; nothing when there is no such timer. */
+  advance(id: string, nextDueMs: number | null, called: number, nowMs: number): void;
+  /** {@link advance} of several timers, in one statement on PostgreSQL (a claim's). */
+  advanceMany(moves: { id: string; nextDueMs: number | null; called: number }[], nowMs: number): void;
+  /**
+   * A page of up to `limit` timers in ListTimers order: those with a next due moment by (next due,
+   * id), then those without (spent, disabled, paused) by (last change, id); `after` null starts at
+   * the beginning, else the page starts after that timer; `kind` "" means all kinds.
+   */
+  list(after: TimerCursor | null, kind: TimerKind | "", limit: number): TimerRecord[];
+}
+
+/** The timers table's statements on `db`. */
+export function timerStatements(db: Db): TimerStatements {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
   const putColumns = "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at";
   const putValues = "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now";
@@ -131,17 +171,11 @@ export function timerStatements(db: Db) {
     { raw: true },
   );
   return {
-    /** The timer `id`, or undefined. */
     get(id: string): TimerRecord | undefined {
       const cells = get.get(id) as TimerCells | undefined;
       return cells && timerFromCells(cells);
     },
-    /**
-     * Sets timer `timer.id`: inserts it, or replaces every field of the existing one,
-     * its schedule policy included, but its occurrence count (the id's history goes on)
-     * and its pause state (TimerControlStatements.setPaused).
-     */
-    put(timer: Omit<TimerRecord, "occurrences" | "createdAt" | "updatedAt">, nowMs: number): void {
+    put(timer: TimerPut, nowMs: number): void {
       const row = {
         ...timer,
         rowid: placeByDue(timer),
@@ -162,46 +196,36 @@ export function timerStatements(db: Db) {
         put.run({ ...row, rowid: null }); // its place was taken (another one-shot due the same ms): SQLite picks one
       }
     },
-    /** Every declared schedule, by plugin and schedule name (the `timers_declared` index). */
+    // The `timers_declared` index.
     declared(): TimerRecord[] {
       return (declared.all() as TimerCells[]).map(timerFromCells);
     },
-    /** Deletes timer `id`; false when there was none. */
     remove(id: string): boolean {
       return remove.run(id).changes === 1;
     },
-    /** The smallest next due moment of any timer (the clock's target), or null when none is pending. */
     earliestDue(): number | null {
       const row = earliest.get() as { next_due_ms: number } | undefined;
       return row ? row.next_due_ms : null;
     },
-    /** Timers with a next due moment (not spent, disabled or another region's); counted on the `timers_by_due` index (which holds only those). */
+    // Counted on the `timers_by_due` index, which holds only those.
     pendingCount(): number {
       return (pendingCount.get() as { n: number }).n;
     },
-    /** Up to `limit` timers due at or before `nowMs`, earliest first. */
     due(nowMs: number, limit: number): TimerRecord[] {
       return (due(limit).all(nowMs) as TimerCells[]).map(timerFromCells);
     },
-    /** How many timers are due by `nowMs` (ms since the epoch), counting up to `limit`. */
     dueCount(nowMs: number, limit: number): number {
       return (dueCount(limit).get(nowMs) as { n: number }).n;
     },
-    /** Moves timer `id` to `nextDueMs` (null: spent) and adds `called` (0 or 1) to its occurrences. */
     advance(id: string, nextDueMs: number | null, called: number, nowMs: number): void {
       defer(advance, nextDueMs, called, nowMs, id);
     },
-    /** {@link advance} of several timers (in one statement on PostgreSQL). */
     advanceMany(moves: { id: string; nextDueMs: number | null; called: number }[], nowMs: number): void {
       if (moves.length === 0) return;
       if (!advanceMany) for (const m of moves) advance.run(m.nextDueMs, m.called, nowMs, m.id);
       else defer(advanceMany, nowMs, JSON.stringify(moves.map((m) => ({ id: m.id, next_due_ms: m.nextDueMs, called: m.called }))));
     },
-    /**
-     * A page of timers in ListTimers order: pending ones by (next due, id) on
-     * `timers_by_due`, then those without a next due moment (spent, disabled, paused) by (last
-     * change, id) on `timers_unscheduled`; `after` null starts at the beginning; `kind` "" means all kinds.
-     */
+    // Pending ones on `timers_by_due`, then the others on `timers_unscheduled`.
     list(after: TimerCursor | null, kind: TimerKind | "", limit: number): TimerRecord[] {
       const rows: TimerCells[] = [];
       if (!after || after.dueMs !== null) {
@@ -215,6 +239,3 @@ export function timerStatements(db: Db) {
     },
   };
 }
-
-/** The statements of {@link timerStatements}. */
-export type TimerStatements = ReturnType<typeof timerStatements>;

@@ -1,6 +1,3 @@
-import type { Database } from "better-sqlite3";
-import type { Durability } from "./wal-sync.js";
-
 /**
  * How the committer opens, divides and ends its transactions on a store. A batch runs in
  * slices ({@link import("./committer.js").Committer}): each slice begins, runs its units inside
@@ -24,30 +21,4 @@ export interface Transactions {
   rollbackTo(): void;
   /** Resolves once every slice ended so far is durable; rejects when it cannot be (the owner stops). */
   sync(): Promise<void>;
-}
-
-/**
- * SQLite's: every slice is a transaction of its own (`BEGIN IMMEDIATE` ... `COMMIT`, the WAL
- * written but not synced) and {@link Durability.sync} fsyncs the WAL once for them all. The
- * statements are prepared once: `db.exec` parses its SQL every time (a third of a small commit's cost).
- */
-export function sqliteTransactions(db: Database, durability: Durability): Transactions {
-  const begin = db.prepare("BEGIN IMMEDIATE");
-  const commit = db.prepare("COMMIT");
-  const rollback = db.prepare("ROLLBACK");
-  const savepoint = db.prepare("SAVEPOINT unit");
-  const release = db.prepare("RELEASE unit");
-  const rollbackTo = db.prepare("ROLLBACK TO unit");
-  return {
-    begin: () => void begin.run(),
-    commitSlice: () => void commit.run(),
-    rollback: () => void (db.inTransaction && rollback.run()),
-    savepoint: () => void savepoint.run(),
-    release: () => void release.run(),
-    rollbackTo: () => {
-      rollbackTo.run();
-      release.run();
-    },
-    sync: () => durability.sync(),
-  };
 }

@@ -1,4 +1,4 @@
-import type { SqliteDb } from "../database.js";
+import type { SqliteDb } from "../sqlite/open.js";
 import { DeferredInserts } from "./deferred-inserts.js";
 import type { NativeClient } from "./pg-db.js";
 

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fail } from "../../errors.js";
-import type { UpgradeListener } from "../migrate.js";
+import type { UpgradeListener } from "../store.js";
 import type { NativeClient } from "./pg-db.js";
 
 const migrationsDir = new URL("./pg-migrations/", import.meta.url);

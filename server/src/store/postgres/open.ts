@@ -1,6 +1,5 @@
-import type { UpgradeListener } from "../migrate.js";
 import type { Db } from "../sql.js";
-import type { Store } from "../store.js";
+import type { Store, UpgradeListener } from "../store.js";
 import { Lease, type LeaseOptions } from "./lease.js";
 import { migratePostgres } from "./migrate.js";
 import { connectNative, endNative, PgDb, type NativeClient } from "./pg-db.js";

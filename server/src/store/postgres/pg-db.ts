@@ -107,7 +107,7 @@ function withState<T>(client: NativeClient, fn: () => T, onLost?: (error: Error)
   try {
     return fn();
   } catch (error) {
-    const state = client.pq.resultErrorFields()?.sqlstate;
+    const state = client.pq.resultErrorFields()?.sqlState;
     if (error instanceof Error && state) (error as Error & { sqlState?: string }).sqlState = state;
     if (onLost && isConnectionLost(error)) onLost(error as Error);
     throw error;

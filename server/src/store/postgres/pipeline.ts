@@ -53,7 +53,7 @@ export function pipelineSync(client: NativeClient, commands: Command[]): Outcome
         current = { rows: [], rowCount: 0 };
       } else if (status === "PGRES_FATAL_ERROR") {
         const error: Error & { sqlState?: string } = new Error(pq.resultErrorMessage());
-        error.sqlState = pq.resultErrorFields()?.sqlstate;
+        error.sqlState = pq.resultErrorFields()?.sqlState;
         current.error = error;
       } else if (status === "PGRES_PIPELINE_ABORTED") {
         current.error ??= new Error("not run: an earlier statement of the transaction failed");

@@ -78,7 +78,7 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
       try {
         await db.pipeline([...commands, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
       } catch (e) {
-        if ((e as { sqlstate?: string }).sqlstate !== fencedState) {
+        if ((e as { sqlState?: string }).sqlState !== fencedState) {
           if (db.writer.getTransactionStatus() !== "I") await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
           throw e;
         }

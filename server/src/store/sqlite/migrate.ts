@@ -1,6 +1,7 @@
+import type { Database as Db } from "better-sqlite3";
 import { readdirSync, readFileSync } from "node:fs";
-import { fail } from "../errors.js";
-import type { SqliteDb as Db } from "./database.js";
+import { fail } from "../../errors.js";
+import type { UpgradeListener } from "../store.js";
 
 const migrationsDir = new URL("./migrations/", import.meta.url);
 
@@ -22,9 +23,6 @@ export function ownerSchemaNames(): Set<string> {
   }
   return names;
 }
-
-/** Told before a folder that already has a schema is upgraded: from and to which version, by which files. */
-export type UpgradeListener = (upgrade: { from: number; to: number; files: string[] }) => void;
 
 /**
  * Applies `migrations/NNNN_*.sql` above `PRAGMA user_version`, each in its own transaction.

@@ -1,11 +1,11 @@
 import Database from "better-sqlite3";
 import { mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import type { ChronologError } from "../errors.js";
+import type { ChronologError } from "../../errors.js";
+import type { Store, UpgradeListener } from "../store.js";
 import { Checkpointer } from "./checkpointer.js";
-import { migrate, type UpgradeListener } from "./migrate.js";
+import { migrate } from "./migrate.js";
 import { OwnerLock } from "./owner-lock.js";
-import type { Store } from "./store.js";
 import { sqliteTransactions } from "./transactions.js";
 import { noSync, WalSync, type Durability } from "./wal-sync.js";
 

@@ -1,10 +1,10 @@
-import { newId } from "../log/ids.js";
-import { fail } from "../errors.js";
-import type { SqliteDb as Db } from "./database.js";
-import { ownerSchemaNames } from "./migrate.js";
+import { newId } from "../../log/ids.js";
+import { fail } from "../../errors.js";
+import type { Committer } from "../committer.js";
+import { dialectOf, type Db as AnyDb } from "../sql.js";
 import { readInChild } from "./maintenance-read.js";
-import type { Committer } from "./committer.js";
-import { dialectOf, type Db as AnyDb } from "./sql.js";
+import { ownerSchemaNames } from "./migrate.js";
+import type { SqliteDb as Db } from "./open.js";
 
 /** What a maintenance statement returned: rows for a query, `changes` for a write, and the record's seq. */
 export interface SqlResult {

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { ChronologError } from "../errors.js";
+import { ChronologError } from "../../errors.js";
 
 /**
  * The lock file of a data folder. The names stay `owner.lock` and

@@ -1,6 +1,6 @@
+import type { Database as Db } from "better-sqlite3";
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
-import type { SqliteDb as Db } from "./database.js";
 
 /** The fewest ms between two background checkpoints. */
 const cadenceMs = 1_000;

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { ChronologError, fail } from "../errors.js";
+import { ChronologError, fail } from "../../errors.js";
 
 /** How long a maintenance query may run before its process is killed (ms). */
 export const maintenanceReadTimeoutMs = 10_000;

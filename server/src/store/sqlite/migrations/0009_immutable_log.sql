@@ -3,7 +3,7 @@
 -- delete an event. The owner only ever inserts into events (store/events.ts). DROP TABLE and
 -- INSERT OR REPLACE (whose conflict deletes fire no trigger unless recursive_triggers is on)
 -- are not stopped here: the owner never issues them, and maintenance SQL refuses them
--- (store/maintenance.ts). A trigger is part of the schema: maintenance SQL may not drop it.
+-- (store/sqlite/maintenance.ts). A trigger is part of the schema: maintenance SQL may not drop it.
 CREATE TRIGGER events_immutable_no_update BEFORE UPDATE ON events
 BEGIN
   SELECT RAISE(ABORT, 'the log is immutable: events cannot be updated');
