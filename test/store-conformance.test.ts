@@ -46,6 +46,25 @@ const timer = (id: string, dueMs: number) => ({
 });
 
 describe.each(storeKinds)("the committer's transactions on %s", (kind) => {
+  it("tells its listeners the events a commit appended, in seq order, without those of units undone", async () => {
+    const t = await openTestStore(kind);
+    const committer = t.committer();
+    const told: string[][] = [];
+    committer.onCommit((info) => told.push(info.events.map((e) => `${e.seq}:${e.id}`)));
+    const units = [
+      committer.submit((tx) => tx.append(event("a"))),
+      committer.submit((tx) => {
+        tx.append(event("undone-1"));
+        tx.append(event("undone-2"));
+        throw new Error("the unit fails");
+      }),
+      committer.submit((tx) => tx.append(event("b"))),
+    ];
+    await Promise.allSettled(units);
+    await committer.submit((tx) => tx.append(event("c")));
+    expect(told).toEqual([["1:a", "2:b"], ["3:c"]]);
+  });
+
   it("commits units submitted together in one batch: dense seqs from 1, one commit time, each caller answered once it is in the log", async () => {
     const t = await openTestStore(kind);
     const committer = t.committer();

@@ -19,6 +19,7 @@ import { Emitter } from "./log/emit.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
 import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
+import { LogTail } from "./log/tail.js";
 import { metricsHttpHandler, OwnerMetrics, storeWaitMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
@@ -221,6 +222,8 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   });
   committer.onCommit(() => store.committed());
   const head = new HeadSignal(committer.head);
+  const tail = new LogTail();
+  committer.onCommit((info) => tail.add(info.events)); // before the processors read it
   committer.onCommit((info) => head.advance(info.head));
   const registry = new PluginRegistry(store.db, committer);
   for (const manifest of manifests) {
@@ -234,6 +237,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   const cursors = cursorStatements(store.db);
   const processors = new Processors({
     events,
+    tail,
     cursors,
     committer,
     clock,

@@ -9,11 +9,14 @@ import type { ExecutorSession } from "../executors/session.js";
 import { takes, type ProcessorSpec } from "./declaration.js";
 import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
+import type { LogTail } from "../log/tail.js";
 import { Lanes } from "./lanes.js";
 
 /** What an engine needs from the owner. */
 export interface EngineDeps {
   events: EventStatements;
+  /** The last events committed, in memory: read there while the engine keeps up (log/tail.ts). */
+  tail: Pick<LogTail, "readWithin">;
   cursors: CursorStatements;
   committer: Committer;
   clock: Clock;
@@ -142,7 +145,8 @@ export class ProcessorEngine {
       const head = this.deps.head();
       if (this.delivered >= head) break;
       const on = this.spec.on;
-      const chunk = this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, on ? [...on] : []);
+      const types = on ? [...on] : [];
+      const chunk = this.deps.tail.readWithin(this.delivered, readChunk, readChunkBytes, types) ?? this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, types);
       const rows = chunk.events;
       for (const event of rows) {
         if (event.seq > head) break; // committed, not yet durable: read after its fsync

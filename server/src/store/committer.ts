@@ -29,6 +29,8 @@ export interface CommitInfo {
   batchSize: number;
   /** Time from the transaction's start until it was durable (ms). */
   durationMs: number;
+  /** The events the batch appended, in seq order (through `head`). */
+  events: EventRecord[];
 }
 
 /** How a {@link Committer} runs its transactions and reports faults. */
@@ -128,6 +130,8 @@ export class Committer {
   /** When the last batch of at least {@link loadedBatchUnits} units started (performance.now(), ms). */
   private lastLoadedFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
+  /** The events appended by the running batch's units, those of units undone included (their seqs are appended again). */
+  private appended: EventRecord[] = [];
   private readonly control: Transactions;
 
   constructor(
@@ -209,6 +213,7 @@ export class Committer {
     if (batch.length === 0) return;
     if (batch.length >= loadedBatchUnits) this.lastLoadedFlushAt = performance.now();
     this.busy = true;
+    this.appended = [];
     const started = performance.now();
     let reading: Promise<void> | undefined;
     try {
@@ -271,11 +276,12 @@ export class Committer {
       return this.schedule();
     }
     const head = this.headSeq;
+    const events = committedEvents(this.appended, head);
     this.control.sync().then(
       () => {
         const settle = () => {
           this.busy = false;
-          this.settle(batch, outcomes, { head, batchSize: batch.length, durationMs: performance.now() - started });
+          this.settle(batch, outcomes, { head, batchSize: batch.length, durationMs: performance.now() - started, events });
           this.schedule();
         };
         const trust = this.options.trust;
@@ -336,6 +342,7 @@ export class Committer {
           throw error;
         }
         this.headSeq = record.seq;
+        this.appended.push(record);
         return record;
       },
     };
@@ -345,4 +352,17 @@ export class Committer {
 /** The error of an insert whose seq is in the events table already (SQLite's or PostgreSQL's words). */
 function isSeqTaken(error: unknown): boolean {
   return error instanceof Error && (error.message.includes("UNIQUE constraint failed: events.seq") || error.message.includes('"events_pkey"'));
+}
+
+/**
+ * The events a batch committed, through `head`, from those its units appended: a unit undone
+ * gave its seqs back, and the next unit's events took them (the later record of a seq is the one
+ * committed); seqs past `head` were given back for good.
+ */
+function committedEvents(appended: EventRecord[], head: number): EventRecord[] {
+  const first = appended[0]?.seq;
+  if (first === undefined) return [];
+  const events: EventRecord[] = [];
+  for (const record of appended) if (record.seq <= head) events[record.seq - first] = record;
+  return events;
 }

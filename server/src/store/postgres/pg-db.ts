@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import { isConnectionLost } from "../../errors.js";
 import type { Db, RunResult, SqlStatement } from "../sql.js";
 import { BatchWriter } from "./batch-writer.js";
+import { pipelineAsync, type Command } from "./pipeline.js";
 import { DeferredInserts } from "./deferred-inserts.js";
 
 const require = createRequire(import.meta.url);
@@ -14,8 +15,6 @@ export interface NativeClient {
   executeSync(name: string, values: unknown[]): Record<string, unknown>[] | unknown[][];
   query(text: string, callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
   query(text: string, values: unknown[], callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
-  /** Sends `queries` at once in libpq's pipeline mode (each its own sync point) and answers each one's outcome in order. */
-  pipeline(queries: { text: string; values?: unknown[] }[], callback: (error: Error | undefined, results: { err: Error | null; rows: Record<string, unknown>[] | null }[]) => void): void;
   end(callback?: () => void): void;
   getTransactionStatus(): "I" | "T" | "E" | null;
   pq: { cmdTuples(): string; resultErrorFields(): Record<string, string> | undefined; errorMessage(): string; socket(): number };
@@ -310,20 +309,20 @@ export class PgDb implements Db {
    * blocking the event loop; resolves with each one's rows, or rejects with the first error (a
    * broken connection is told to {@link onLost}).
    */
-  pipeline(queries: { text: string; values?: unknown[]; name?: string }[]): Promise<Record<string, unknown>[][]> {
-    // A named statement is prepared on the writer already (preparedName): pg-native would prepare it again.
-    const commands = queries.map((q) => (q.name ? { ...q, _alreadyPrepared: true } : q));
-    return new Promise((resolve, reject) => {
-      this.writer.pipeline(commands, (error, results) => {
-        const failed = error ?? results.find((r) => r.err)?.err ?? undefined;
-        if (failed) {
-          if (isConnectionLost(failed)) this.onLost?.(failed);
-          return reject(failed);
-        }
-        resolve(results.map((r) => r.rows ?? []));
-      });
-    });
+  pipeline(queries: Command[]): Promise<Record<string, unknown>[][]> {
+    return pipelineAsync(this.writer, queries).then(
+      (outcomes) => {
+        const failed = outcomes.find((o) => o.error)?.error;
+        if (failed) throw failed;
+        return outcomes.map((o) => o.rows);
+      },
+      (error: Error) => {
+        if (isConnectionLost(error) || this.writer.pq.socket() < 0) this.onLost?.(error);
+        throw error;
+      },
+    );
   }
+
 
   /**
    * The name `text` is prepared under on `client`, preparing it there the first time. Statements

@@ -78,10 +78,9 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
       try {
         await db.pipeline([...commands, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
       } catch (e) {
-        if ((e as { sqlState?: string }).sqlState !== fencedState) {
-          if (db.writer.getTransactionStatus() !== "I") await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
-          throw e;
-        }
+        // A failed statement left the COMMIT after it unrun: the transaction is rolled back.
+        if (db.writer.getTransactionStatus() !== "I") await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
+        if ((e as { sqlState?: string }).sqlState !== fencedState) throw e;
         const [row] = await db.pipeline([{ text: "SELECT term FROM chronolog_lease WHERE id = 1" }]).then((r) => r[0], () => []);
         const fenced = new FencedError(term(), row === undefined ? undefined : Number(row.term));
         onFenced(fenced);

@@ -1,0 +1,63 @@
+import { storedBytes, type BudgetedRows, type EventRecord } from "../store/events.js";
+
+/** Most events the tail keeps. */
+const maxEvents = 16_384;
+/** Most bytes of events (as stored) the tail keeps. */
+const maxBytes = 16 * 1024 * 1024;
+
+/**
+ * The last events committed, kept in memory as the committer made them durable: readers at the
+ * end of the log (a processor after each commit) take them from here instead of the store, where
+ * every read is a round trip the owner waits for (PostgreSQL) or a query it runs (SQLite). Holds
+ * a contiguous run of seqs ending at the last durable one; a reader further back reads the store.
+ */
+export class LogTail {
+  private events: EventRecord[] = [];
+  /** Index of the oldest event kept in {@link events}. */
+  private start = 0;
+  private bytes = 0;
+
+  /** Adds a commit's events (the seqs after the last one kept; after a gap, only they are kept). */
+  add(events: EventRecord[]): void {
+    if (events.length === 0) return;
+    const last = this.events[this.events.length - 1];
+    if (last && events[0].seq !== last.seq + 1) this.clear();
+    for (const event of events) {
+      this.events.push(event);
+      this.bytes += storedBytes(event);
+    }
+    while (this.events.length - this.start > maxEvents || (this.bytes > maxBytes && this.events.length - this.start > 1)) this.bytes -= storedBytes(this.events[this.start++]);
+    if (this.start > 4_096 && this.start * 2 > this.events.length) {
+      this.events = this.events.slice(this.start);
+      this.start = 0;
+    }
+  }
+
+  /**
+   * What {@link import("../store/events.js").EventStatements.readWithin} would read after
+   * `afterSeq` (up to `limit` events of `types`, all types when empty, stopping after the one
+   * that brings their bytes to `maxBytes`), or undefined when the tail does not hold every event
+   * after `afterSeq` (read the store).
+   */
+  readWithin(afterSeq: number, limit: number, budget: number, types: string[]): BudgetedRows | undefined {
+    const first = this.events[this.start]?.seq;
+    if (first === undefined || afterSeq + 1 < first) return undefined;
+    const wanted = types.length > 0 ? new Set(types) : undefined;
+    const events: EventRecord[] = [];
+    let bytes = 0;
+    for (let i = this.start + (afterSeq + 1 - first); i < this.events.length; i++) {
+      const event = this.events[i];
+      if (wanted && !wanted.has(event.type)) continue;
+      events.push(event);
+      bytes += storedBytes(event);
+      if (events.length === limit || bytes >= budget) return { events, bytes, cut: true };
+    }
+    return { events, bytes, cut: false };
+  }
+
+  private clear(): void {
+    this.events = [];
+    this.start = 0;
+    this.bytes = 0;
+  }
+}
