@@ -8,7 +8,7 @@ import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, s
 import type { ClientFlags } from "./cli/client-commands.js";
 import { idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
 import { backfillTimerCommand, cancelDelayCommand, delayCommand, scheduleCommand, setTimerPausedCommand, timersCommand, triggerTimerCommand, unscheduleCommand } from "./cli/timers.js";
-import type { OverdueBound } from "../../sdk/ts/src/client.js";
+import type { OverdueBound } from "../../sdk/ts/src/time-requests.js";
 
 /**
  * The `chronolog` command line. `--url` and `--token` are the program's options, so

@@ -4,7 +4,8 @@ import { Code, ConnectError, createClient as createRpcClient, type Transport } f
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
-import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
+import { ChronologClient } from "./client.js";
+import { createTransport, type ClientOptions } from "./transport.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
 import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
