@@ -77,6 +77,7 @@ from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, owner_failure_of, owner
 from chronolog.plugin import Plugin
 from chronolog.runs import cancel_work, describe, run_delivery, run_invocation
 from chronolog.session import DEFAULT_MAX_MESSAGE_BYTES, Session
+from chronolog.version import SDK_NAME, __version__, versions_differ
 
 __all__ = ["Executor", "run_executor"]
 
@@ -114,8 +115,8 @@ class Executor:
     Create it, then :meth:`start` it (or use :func:`run_executor`);
     :meth:`wait_ready` waits for the owner's first welcome, :meth:`stop` lets
     running work finish, then closes the stream. ``last_error`` is the most
-    recent connection error or owner notice (also passed to ``on_error``,
-    which by default prints one line on stderr).
+    recent connection error, owner notice or warning about the owner's version
+    (also passed to ``on_error``, which by default prints one line on stderr).
 
     Connection errors are retried with backoff, except a refusal of the stream
     with UNAUTHENTICATED or PERMISSION_DENIED (a bad token, a principal whose
@@ -175,6 +176,7 @@ class Executor:
         self._session: Optional[Session] = None
         self._thread: Optional[threading.Thread] = None
         self._closed = False
+        self._owner_version_seen: Optional[str] = None
 
     # lifecycle
 
@@ -312,6 +314,8 @@ class Executor:
                     batches=False,
                     holds=self.holds,
                     data_json=self.data_json,
+                    sdk=SDK_NAME,
+                    sdk_version=__version__,
                 )
             )
         )
@@ -324,6 +328,7 @@ class Executor:
                 if kind == "welcome":
                     welcomed.set()
                     session.max_message_bytes = response.welcome.max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES
+                    self._check_owner_version(response.welcome.owner_version)
                     self._ready.set()
                     self._settled.set()
                     interval = max(response.welcome.heartbeat_interval_ms, 10) / 1000
@@ -354,6 +359,16 @@ class Executor:
                 for cancelled, ctx in session.cancels.values():
                     ctx.cancel_reason = ctx.cancel_reason or "stream to the owner lost"
                     cancelled.set()
+
+    def _check_owner_version(self, owner_version: str) -> None:
+        """Reports (as a notice is) an owner whose version differs from this SDK's in its major or
+        minor number, or that does not say it: once per owner version, not at every reconnect."""
+        if owner_version == self._owner_version_seen:
+            return
+        self._owner_version_seen = owner_version
+        if versions_differ(owner_version):
+            owner = f"the owner is {owner_version}" if owner_version else "the owner does not say its version (an older owner)"
+            self._report(RuntimeError(f"{owner}, this SDK ({SDK_NAME}) is {__version__}: their major or minor versions differ, so one may send what the other does not understand; upgrade them together"))
 
     def _heartbeat(self, session: Session, interval: float) -> None:
         """Sends heartbeats every ``interval`` s; ends the stream when the owner was silent for 3 intervals."""

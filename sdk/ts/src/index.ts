@@ -21,6 +21,7 @@ export * from "./executor.js";
 export * from "./action.js";
 export * from "./work.js";
 export * from "./plugin.js";
+export { sdkVersion } from "./version.js";
 export * from "./gen/chronolog/v1/event_pb.js";
 export * from "./gen/chronolog/v1/log_pb.js";
 export * from "./gen/chronolog/v1/plugin_pb.js";
