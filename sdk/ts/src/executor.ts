@@ -77,9 +77,9 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   /** The plugins this executor carries; their manifests are registered on hello. */
   plugins: PluginDefinition[];
   /** Executor name shared by replicas (default: the first plugin's name). */
-  executor?: string;
+  executor?: string | undefined;
   /** Deliveries and invocations accepted at once (default 16). */
-  credits?: number;
+  credits?: number | undefined;
   /**
    * Take calls of time ahead of their moment and start them at it (default true): the owner
    * sends such a call when it makes it (up to its clock's lookahead, 250 ms by default, before
@@ -88,20 +88,20 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
    * so neither the owner's pauses nor time the message spent queued make it late. The
    * call holds a credit meanwhile. False: the owner sends it at the moment.
    */
-  holds?: boolean;
+  holds?: boolean | undefined;
   /**
    * Deliveries carry each event's data as JSON text, parsed here into `event.data` (default
    * true: cheaper for the owner and here than a protobuf Struct). False asks for the Struct.
    */
-  dataJson?: boolean;
+  dataJson?: boolean | undefined;
   /**
    * Called on connection trouble, owner notices and an owner whose version differs from this
    * SDK's in its major or minor number (default: one line on stderr). A refusal for good (see
    * {@link runExecutor}) is reported once, as the owner's `ConnectError`.
    */
-  onError?: (error: unknown) => void;
+  onError?: ((error: unknown) => void) | undefined;
   /** Longest wait between reconnects in ms (default 5,000). */
-  maxBackoffMs?: number;
+  maxBackoffMs?: number | undefined;
 }
 
 /** A running executor. */

@@ -24,23 +24,23 @@ export interface ClientOptions {
    * connection dropped, the owner is stopping) is not made again: its error is the caller's, and
    * the next call goes to the next owner. 0: never again.
    */
-  failoverTimeoutMs?: number;
+  failoverTimeoutMs?: number | undefined;
   /** Bearer token of a principal; omit for an owner without a config. */
-  token?: string;
+  token?: string | undefined;
   /** Wire protocol (default `grpc`). `connect` and `grpc-web` also work over HTTP/1.1. */
-  protocol?: "grpc" | "connect" | "grpc-web";
+  protocol?: "grpc" | "connect" | "grpc-web" | undefined;
   /** HTTP version (default `2`; `grpc` needs 2). */
-  httpVersion?: "1.1" | "2";
-  /** Extra PEM CA for TLS owners with a private certificate. */
-  ca?: string | Buffer;
+  httpVersion?: "1.1" | "2" | undefined;
+  /** Extra PEM CA for TLS owners with a private certificate (a string, or its bytes: e.g. a Buffer from readFileSync). */
+  ca?: string | Uint8Array | undefined;
   /**
    * How {@link ChronologClient.emit} sends (default `stream` over HTTP/2, `unary` over HTTP/1.1 or
    * gRPC-Web): `stream` pipelines emits on one Publish stream (see {@link Publisher}); `unary`
    * sends one Emit call each.
    */
-  emitVia?: "stream" | "unary";
+  emitVia?: "stream" | "unary" | undefined;
   /** How the Publish stream behind `emit` behaves (idle close, how long it is re-opened after a break). */
-  publisher?: PublisherOptions;
+  publisher?: PublisherOptions | undefined;
 }
 
 /**
@@ -54,7 +54,7 @@ export function createTransport(options: ClientOptions): Transport {
   // Node's default session memory (10 MB) makes a request over ~10 MB kill the whole HTTP/2
   // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
   // RESOURCE_EXHAUSTED and the connection lives on.
-  const nodeOptions = { maxSessionMemory: 256, ...(options.ca ? { ca: options.ca } : {}) };
+  const nodeOptions = { maxSessionMemory: 256, ...(options.ca ? { ca: typeof options.ca === "string" ? options.ca : Buffer.from(options.ca) } : {}) };
   // An HTTP/2 connection waiting on a call or stream pings the owner after 5 s without data and
   // is closed (UNAVAILABLE: the next owner is tried) when the ping is not answered within 5 s: an
   // owner that is frozen (paused, its machine hung, cut off) keeps its TCP connections open, and
