@@ -148,7 +148,7 @@ describe("TypeScript executor SDK: a stream the owner refuses for good is not re
 
   it("a hello larger than the owner reads (limits.max_message_bytes, 4 MiB by default): RESOURCE_EXHAUSTED, not retried", async () => {
     const huge = definePlugin({ name: "huge", events: { "huge.ping": { allow: ["*"], schema: { type: "object", description: "x".repeat(4_200_000) } } } });
-    await expectRefusedForGood(tokens.executor, huge, Code.ResourceExhausted, "message size 4200145 is larger than configured readMaxBytes 4194304");
+    await expectRefusedForGood(tokens.executor, huge, Code.ResourceExhausted, expect.stringMatching(/^message size 42\d{5} is larger than configured readMaxBytes 4194304$/)); // the hello: the description and the rest
   });
 
   it("a hello the owner rejects (its plugin's manifest does not register): INVALID_ARGUMENT, and the plugin is not registered", async () => {

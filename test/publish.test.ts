@@ -16,7 +16,8 @@ import { create, toBinary, type JsonObject, type MessageInitShape } from "@bufbu
 import { Code, ConnectError, createClient as createRpcClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChronologClient, createClient, createTransport } from "../sdk/ts/src/client.js";
+import { ChronologClient, createClient } from "../sdk/ts/src/client.js";
+import { createTransport } from "../sdk/ts/src/transport.js";
 import { withData } from "../sdk/ts/src/event-data.js";
 import { runExecutor, definePlugin } from "../sdk/ts/src/index.js";
 import { LogService, PublishRequestSchema, type PublishResponse } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";

@@ -24,7 +24,8 @@ import {
   type EmitBatchRequest,
   type EmitRequest,
 } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { ChronologClient, createTransport } from "../../sdk/ts/src/client.js";
+import { ChronologClient } from "../../sdk/ts/src/client.js";
+import { createTransport } from "../../sdk/ts/src/transport.js";
 
 export type ClientKind = "grpc-js" | "connect";
 

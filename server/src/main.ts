@@ -8,7 +8,8 @@ import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, s
 import type { ClientFlags } from "./cli/client-commands.js";
 import { idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
 import { backfillTimerCommand, cancelDelayCommand, delayCommand, scheduleCommand, setTimerPausedCommand, timersCommand, triggerTimerCommand, unscheduleCommand } from "./cli/timers.js";
-import type { OverdueBound } from "../../sdk/ts/src/client.js";
+import type { OverdueBound } from "../../sdk/ts/src/time-requests.js";
+import { ownerVersion } from "./version.js";
 
 /**
  * The `chronolog` command line. `--url` and `--token` are the program's options, so
@@ -17,6 +18,7 @@ import type { OverdueBound } from "../../sdk/ts/src/client.js";
  */
 const program = new Command("chronolog")
   .description("Chronolog owner server and client")
+  .version(ownerVersion, "-V, --version", "print the version")
   .addOption(new Option("--url <url>", "owner URL, or several separated by commas (calls go to the leader among them), for the client commands (every command but serve)").env("CHRONOLOG_URL").default("http://127.0.0.1:50051"))
   .addOption(new Option("--token <token>", "bearer token, for the client commands").env("CHRONOLOG_TOKEN"))
   .configureHelp({ showGlobalOptions: true })

@@ -1,7 +1,6 @@
-"""A small Chronolog client for Python: a channel with a bearer token, the
-generated service stubs, and helpers for the calls most code makes (emit,
-call, read, watch, register a plugin, collection documents, timers and
-delays).
+"""A small Chronolog client for Python: the generated service stubs on a channel to the owners
+(:func:`chronolog.channel.connect`), and helpers for the calls most code makes (emit, call,
+read, watch, register a plugin, collection documents, timers and delays).
 
 Errors are raised as :class:`ChronologError`, a :class:`grpc.RpcError` that
 also carries what the owner put in the status details: the stable
@@ -10,29 +9,26 @@ also carries what the owner put in the status details: the stable
 ``data/amount``).
 
 Proto field names that are Python keywords (``Actor.for`` and ``Actor.in``)
-are reached with ``getattr(actor, "for")``; :func:`actor_to_dict` does that.
+are reached with ``getattr(actor, "for")``; :func:`chronolog.values.actor_to_dict` does that.
 """
 
 from __future__ import annotations
 
-import collections
-import json
-import math
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
-from urllib.parse import urlsplit
 
 import grpc
-from google.protobuf import json_format, struct_pb2, timestamp_pb2
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
+from google.protobuf import json_format
 
-from chronolog.json_check import non_finite
-from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, FollowingChannel, Owners, Reopening, owner_urls, owners_of
+from chronolog.channel import DEFAULT_URL, connect
+from chronolog.errors import ChronologError
+from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, Reopening, owners_of
 from chronolog.publisher import Publisher
+from chronolog.time_requests import DELAY_KEYS, TIMER_KINDS, delay_request, overdue_bound, timer_spec
+from chronolog.values import actor_from_dict, from_struct, to_struct
 from chronolog.gen.chronolog.v1 import (
     action_pb2,
     action_pb2_grpc,
@@ -48,310 +44,7 @@ from chronolog.gen.chronolog.v1 import (
     time_pb2_grpc,
 )
 
-__all__ = [
-    "ChronologError",
-    "FieldViolation",
-    "CallResult",
-    "DocumentWriteResult",
-    "DelayResult",
-    "Client",
-    "connect",
-    "to_struct",
-    "from_struct",
-    "actor_to_dict",
-    "actor_from_dict",
-    "event_to_dict",
-    "event_data",
-    "timer_spec",
-    "overdue_bound",
-]
-
-DEFAULT_URL = "http://127.0.0.1:50051"
-
-
-# --- JSON <-> google.protobuf.Struct -------------------------------------------------------------
-
-
-def to_struct(data: Optional[Mapping[str, Any]], field: str = "data") -> struct_pb2.Struct:
-    """Converts a JSON object (a dict) to a ``google.protobuf.Struct``.
-
-    Numbers travel as doubles, as in every JSON-over-protobuf client. A float that JSON cannot
-    hold (NaN, infinity) raises ``ValueError`` naming its path (``data.v: nan is not a JSON
-    number``) before anything is sent: the owner would store it as null.
-    """
-    struct = struct_pb2.Struct()
-    if data:
-        problem = non_finite(data, field)
-        if problem:
-            raise ValueError(problem)
-        json_format.ParseDict(dict(data), struct)
-    return struct
-
-
-def _plain(value: Any) -> Any:
-    """Turns whole-number floats back into ints (a Struct stores every number as a double)."""
-    if isinstance(value, float) and value.is_integer() and math.fabs(value) <= 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def from_struct(struct: Optional[struct_pb2.Struct]) -> dict:
-    """Converts a ``google.protobuf.Struct`` to a dict; whole numbers come back as ints."""
-    if struct is None:
-        return {}
-    return _plain(json_format.MessageToDict(struct))
-
-
-def actor_to_dict(actor: Optional[event_pb2.Actor]) -> Optional[dict]:
-    """The actor as ``{"id", "for", "in", "via"}``, or None for none (the system).
-
-    ``for`` and ``in`` are Python keywords, so the message's fields are read
-    with getattr.
-    """
-    if actor is None:
-        return None
-    return {"id": actor.id, "for": getattr(actor, "for"), "in": getattr(actor, "in"), "via": actor.via}
-
-
-def actor_from_dict(actor: Optional[Mapping[str, str]]) -> Optional[event_pb2.Actor]:
-    """Builds an ``Actor`` message from ``{"id", "for", "in", "via"}`` (any may be missing)."""
-    if not actor:
-        return None
-    return event_pb2.Actor(**{k: v for k, v in actor.items() if k in ("id", "for", "in", "via") and v})
-
-
-def event_data(event: event_pb2.Event) -> dict:
-    """An event's data as a dict, whichever form it came in: JSON text (``data_json``, as Watch,
-    deliveries and emits on the publish stream give it by default) or a Struct (``data``)."""
-    if event.data_json:
-        return json.loads(event.data_json)
-    return from_struct(event.data)
-
-
-def event_to_dict(event: event_pb2.Event) -> dict:
-    """An event as plain Python values: seq (int), id, type, data (dict), cause, actor (dict or None), at (datetime, UTC)."""
-    return {
-        "seq": event.seq,
-        "id": event.id,
-        "type": event.type,
-        "data": event_data(event),
-        "cause": event.cause,
-        "actor": actor_to_dict(event.actor) if event.HasField("actor") else None,
-        "at": event.at.ToDatetime(tzinfo=timezone.utc) if event.HasField("at") else None,
-    }
-
-
-# --- errors --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FieldViolation:
-    """One problem named by the owner: the field (a JSON pointer such as ``data/amount``) and what is wrong."""
-
-    field: str
-    description: str
-
-
-class ChronologError(grpc.RpcError):
-    """An RPC the owner refused or that failed on the way.
-
-    ``status_code`` is the gRPC status code (e.g. ``grpc.StatusCode.INVALID_ARGUMENT``;
-    ``code()`` returns it too, as a ``grpc.RpcError`` does: compare ``e.code() ==
-    grpc.StatusCode.NOT_FOUND``, not ``e.code``), ``message`` the owner's message naming the
-    problem (``details()`` returns it too), ``reason`` the stable ``google.rpc.ErrorInfo`` reason
-    when the owner sent one, and ``field_violations`` the ``google.rpc.BadRequest`` entries.
-    """
-
-    def __init__(self, code: grpc.StatusCode, message: str, reason: str = "", field_violations: Sequence[FieldViolation] = ()):
-        """Builds the error; usually made by :meth:`from_rpc_error`."""
-        super().__init__(f"{code.name}: {message}")
-        self.status_code = code
-        self.message = message
-        self.reason = reason
-        self.field_violations = list(field_violations)
-
-    def code(self) -> grpc.StatusCode:  # noqa: D401 - grpc.RpcError's interface
-        """The gRPC status code."""
-        return self.status_code
-
-    def details(self) -> str:
-        """The owner's message."""
-        return self.message
-
-    @classmethod
-    def from_rpc_error(cls, error: grpc.RpcError) -> "ChronologError":
-        """Reads code, message, ErrorInfo reason and BadRequest violations from a failed call."""
-        if isinstance(error, ChronologError):
-            return error
-        code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
-        message = (error.details() if hasattr(error, "details") else str(error)) or ""
-        reason = ""
-        violations: list[FieldViolation] = []
-        try:
-            status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
-        except ValueError:  # details that disagree with the status: keep code and message
-            status = None
-        for detail in status.details if status is not None else ():
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                reason = info.reason
-            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-                bad = error_details_pb2.BadRequest()
-                detail.Unpack(bad)
-                violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
-        return cls(code, message, reason, violations)
-
-
-# --- channel -------------------------------------------------------------------------------------
-
-
-class _CallDetails(
-    collections.namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials", "wait_for_ready", "compression")),
-    grpc.ClientCallDetails,
-):
-    """Call details with the bearer token added."""
-
-
-class _Bearer(
-    grpc.UnaryUnaryClientInterceptor,
-    grpc.UnaryStreamClientInterceptor,
-    grpc.StreamUnaryClientInterceptor,
-    grpc.StreamStreamClientInterceptor,
-):
-    """Adds ``authorization: Bearer <token>`` to every call (plaintext channels included)."""
-
-    def __init__(self, token: str):
-        self._header = ("authorization", f"Bearer {token}")
-
-    def _details(self, d: grpc.ClientCallDetails) -> _CallDetails:
-        metadata = list(d.metadata or []) + [self._header]
-        return _CallDetails(d.method, d.timeout, metadata, d.credentials, getattr(d, "wait_for_ready", None), getattr(d, "compression", None))
-
-    def intercept_unary_unary(self, continuation, details, request):
-        return continuation(self._details(details), request)
-
-    def intercept_unary_stream(self, continuation, details, request):
-        return continuation(self._details(details), request)
-
-    def intercept_stream_unary(self, continuation, details, requests):
-        return continuation(self._details(details), requests)
-
-    def intercept_stream_stream(self, continuation, details, requests):
-        return continuation(self._details(details), requests)
-
-
-def connect(
-    url: Union[str, Sequence[str]] = DEFAULT_URL,
-    token: Optional[str] = None,
-    root_certificates: Optional[bytes] = None,
-    *,
-    failover_timeout_s: float = DEFAULT_FAILOVER_TIMEOUT_S,
-) -> grpc.Channel:
-    """Opens a gRPC channel to an owner, or to the leader among several.
-
-    ``url`` is ``http://host:port`` (plaintext HTTP/2) or ``https://host:port``
-    (TLS; ``root_certificates`` is a PEM bundle for a private CA); or several
-    owners (one leads, the others are standbys) as a comma-separated list or a
-    list. With a ``token`` every call carries ``authorization: Bearer <token>``.
-
-    Calls go to the leader (see :mod:`chronolog.owners`): a standby's refusal
-    (UNAVAILABLE with ``chronolog-leader: <url>``) is followed to the URL it
-    names, and an owner that cannot be reached to the next one. A call that
-    nothing was done of is made again there for up to ``failover_timeout_s``
-    (0: never again); one the owner may have run when it was lost (the
-    connection dropped, the owner is stopping) raises, and the next call goes
-    to the next owner.
-    """
-    if not isinstance(failover_timeout_s, (int, float)) or isinstance(failover_timeout_s, bool) or not failover_timeout_s >= 0:
-        raise ValueError(f"failover_timeout_s {failover_timeout_s!r}: expected a number of seconds >= 0")
-    return FollowingChannel(Owners(owner_urls(url), lambda u: _channel(u, token, root_certificates), float(failover_timeout_s)))
-
-
-def _channel(url: str, token: Optional[str], root_certificates: Optional[bytes]) -> grpc.Channel:
-    """A gRPC channel to the owner at ``url`` (checked by :func:`owner_urls`)."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    target = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
-    options = [
-        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-        # grpc-core's own reconnect backoff (up to 120 s) would sit under the
-        # executor's: keep it short so a restarted owner is found within seconds.
-        ("grpc.initial_reconnect_backoff_ms", 200),
-        ("grpc.min_reconnect_backoff_ms", 200),
-        ("grpc.max_reconnect_backoff_ms", 2000),
-        # A connection waiting on a call pings the owner after 5 s without data and is closed
-        # (UNAVAILABLE: the next owner is tried) when the ping is not answered within 5 s: a
-        # frozen owner (paused, hung, cut off) keeps its TCP connections open.
-        ("grpc.keepalive_time_ms", 5000),
-        ("grpc.keepalive_timeout_ms", 5000),
-        ("grpc.http2.ping_timeout_ms", 5000),
-        # grpc-core sends one ping at a time: a bandwidth probe's ping sent with the request and
-        # never answered would hold back the keepalive's, and the call would wait forever.
-        ("grpc.http2.bdp_probe", 0),
-        ("grpc.http2.max_pings_without_data", 0),
-    ]
-    if parts.scheme == "https":
-        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options)
-    else:
-        channel = grpc.insecure_channel(target, options)
-    return grpc.intercept_channel(channel, _Bearer(token)) if token else channel
-
-
-# --- time: when, overdue ------------------------------------------------------------------------
-
-#: A moment: a timezone-aware ``datetime``, or ms since the epoch (int or float; rounded to whole ms).
-Moment = Union[datetime, int, float]
-
-_TIMER_KINDS = {
-    "runtime": time_pb2.TIMER_KIND_RUNTIME,
-    "declared": time_pb2.TIMER_KIND_DECLARED,
-    "delay": time_pb2.TIMER_KIND_DELAY,
-}
-
-
-def _timestamp(at: Moment, what: str) -> timestamp_pb2.Timestamp:
-    """A moment as a Timestamp of whole ms (naive datetimes are refused: their zone is unknown)."""
-    if isinstance(at, datetime):
-        if at.tzinfo is None or at.utcoffset() is None:
-            raise ValueError(f"{what}: a naive datetime has no time zone; give an aware one (e.g. datetime.now(timezone.utc)) or ms since the epoch")
-        ms = round(at.timestamp() * 1000)
-    elif isinstance(at, (int, float)) and not isinstance(at, bool):
-        ms = round(at)
-    else:
-        raise TypeError(f"{what}: expected a timezone-aware datetime or ms since the epoch, got {type(at).__name__}")
-    return timestamp_pb2.Timestamp(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
-
-
-def timer_spec(when: Mapping[str, Any]) -> time_pb2.TimerSpec:
-    """A ``TimerSpec`` from ``{"at": moment}``, ``{"cron": "0 9 * * 1", "zone": "Europe/Berlin"}``
-    (zone optional, default UTC) or ``{"every_ms": n}``."""
-    keys = set(when)
-    if keys == {"at"}:
-        return time_pb2.TimerSpec(at=_timestamp(when["at"], "at"))
-    if keys in ({"cron"}, {"cron", "zone"}):
-        return time_pb2.TimerSpec(cron=time_pb2.CronSpec(expression=when["cron"], zone=when.get("zone", "")))
-    if keys == {"every_ms"}:
-        return time_pb2.TimerSpec(every_ms=int(when["every_ms"]))
-    raise ValueError(f"when {dict(when)!r}: expected {{'at': moment}}, {{'cron': expr, 'zone': iana}} or {{'every_ms': n}}")
-
-
-def overdue_bound(overdue: Union[str, Mapping[str, Any]]) -> time_pb2.Overdue:
-    """An ``Overdue`` from ``"unbounded"``, ``"on_time_or_never"`` or ``{"max_lateness_ms": n}``."""
-    if overdue == "unbounded":
-        return time_pb2.Overdue(unbounded=True)
-    if overdue == "on_time_or_never":
-        return time_pb2.Overdue(on_time_or_never=True)
-    if isinstance(overdue, Mapping) and set(overdue) == {"max_lateness_ms"}:
-        return time_pb2.Overdue(max_lateness_ms=int(overdue["max_lateness_ms"]))
-    raise ValueError(f"overdue {overdue!r}: expected 'unbounded', 'on_time_or_never' or {{'max_lateness_ms': n}}")
-
-
-# --- client --------------------------------------------------------------------------------------
+__all__ = ["CallResult", "DocumentWriteResult", "DelayResult", "Client"]
 
 
 @dataclass
@@ -691,7 +384,7 @@ class Client:
         Errors as :meth:`schedule`; FAILED_PRECONDITION past the owner's
         maximum chain depth.
         """
-        request = _delay_request(action, input, when, overdue, fresh_chain=fresh_chain, cause=cause, actor=actor, delay_id=delay_id)
+        request = delay_request(action, input, when, overdue, fresh_chain=fresh_chain, cause=cause, actor=actor, delay_id=delay_id)
         response = self._unary(self.time.Delay, request, timeout)
         return DelayResult(delay_id=response.delay_id, due=response.due.ToDatetime(tzinfo=timezone.utc) if response.HasField("due") else None)
 
@@ -704,11 +397,11 @@ class Client:
         """
         requests = []
         for i, d in enumerate(delays):
-            unknown = sorted(set(d) - _DELAY_KEYS)
+            unknown = sorted(set(d) - DELAY_KEYS)
             if unknown:
-                raise ValueError(f"delays[{i}]: unknown key {unknown[0]!r} (a delay takes {', '.join(sorted(_DELAY_KEYS))})")
+                raise ValueError(f"delays[{i}]: unknown key {unknown[0]!r} (a delay takes {', '.join(sorted(DELAY_KEYS))})")
             try:
-                requests.append(_delay_request(**d))
+                requests.append(delay_request(**d))
             except (TypeError, ValueError) as e:
                 raise ValueError(f"delays[{i}]: {e}") from e
         response = self._unary(self.time.DelayBatch, time_pb2.DelayBatchRequest(delays=requests), timeout)
@@ -720,11 +413,11 @@ class Client:
 
     def list_timers(self, kind: Optional[str] = None, page_size: int = 0) -> Iterator[time_pb2.Timer]:
         """Yields every timer the caller may read, pending ones by next due moment first, page by page; ``kind`` is ``"runtime"``, ``"declared"`` or ``"delay"``."""
-        if kind is not None and kind not in _TIMER_KINDS:
-            raise ValueError(f"kind {kind!r}: expected one of {', '.join(_TIMER_KINDS)}")
+        if kind is not None and kind not in TIMER_KINDS:
+            raise ValueError(f"kind {kind!r}: expected one of {', '.join(TIMER_KINDS)}")
         token = ""
         while True:
-            request = time_pb2.ListTimersRequest(kind=_TIMER_KINDS.get(kind or "", time_pb2.TIMER_KIND_UNSPECIFIED), page_size=page_size, page_token=token)
+            request = time_pb2.ListTimersRequest(kind=TIMER_KINDS.get(kind or "", time_pb2.TIMER_KIND_UNSPECIFIED), page_size=page_size, page_token=token)
             page = self._unary(self.time.ListTimers, request, None)
             yield from page.timers
             token = page.next_page_token
@@ -753,30 +446,3 @@ class Client:
 def _write_result(response: Any) -> DocumentWriteResult:
     """A Create/Replace/PatchDocumentResponse as a DocumentWriteResult."""
     return DocumentWriteResult(doc=from_struct(response.document.doc) if response.HasField("document") else None, seq=response.seq)
-
-
-_DELAY_KEYS = {"action", "input", "when", "overdue", "fresh_chain", "cause", "actor", "delay_id"}
-
-
-def _delay_request(
-    action: str,
-    input: Optional[Mapping[str, Any]],
-    when: Mapping[str, Any],
-    overdue: Union[str, Mapping[str, Any]],
-    *,
-    fresh_chain: bool = False,
-    cause: Optional[event_pb2.Cause] = None,
-    actor: Optional[Mapping[str, str]] = None,
-    delay_id: str = "",
-) -> time_pb2.DelayRequest:
-    """A DelayRequest from :meth:`Client.delay`'s arguments."""
-    keys = set(when)
-    if keys == {"interval_ms"}:
-        timing: dict = {"interval_ms": int(when["interval_ms"])}
-    elif keys == {"at"}:
-        timing = {"at": _timestamp(when["at"], "at")}
-    else:
-        raise ValueError(f"when {dict(when)!r}: expected {{'interval_ms': n}} or {{'at': moment}}")
-    return time_pb2.DelayRequest(
-        action=action, input=to_struct(input, "input"), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, **timing
-    )

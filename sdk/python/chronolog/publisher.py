@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import grpc
 
+from chronolog.errors import ChronologError, FieldViolation
 from chronolog.json_check import non_finite
 from chronolog.gen.chronolog.v1 import event_pb2, log_pb2, log_pb2_grpc
 
@@ -259,8 +260,6 @@ class Publisher:
         for item in unary:
             self._emit_unary(item.request, item.future)
         if failed:
-            from chronolog.client import ChronologError
-
             reason = ChronologError.from_rpc_error(error) if error is not None else _error(grpc.StatusCode.UNAVAILABLE, "the owner ended the publish stream with emits unacknowledged")
             for item in failed:
                 item.future.set_exception(reason)
@@ -281,8 +280,6 @@ def _answer(item: _Item, ack: log_pb2.PublishAck) -> None:
     """Resolves an emit's future from its ack."""
     if ack.HasField("error"):
         e = ack.error
-        from chronolog.client import ChronologError, FieldViolation
-
         code = next((c for c in grpc.StatusCode if c.value[0] == e.code), grpc.StatusCode.UNKNOWN)
         item.future.set_exception(ChronologError(code, e.message, e.reason, [FieldViolation(v.field, v.description) for v in e.field_violations]))
         return
@@ -295,7 +292,5 @@ def _answer(item: _Item, ack: log_pb2.PublishAck) -> None:
     item.future.set_result(log_pb2.EmitResponse(event=event, existing=ack.existing))
 
 
-def _error(code: grpc.StatusCode, message: str):
-    from chronolog.client import ChronologError
-
+def _error(code: grpc.StatusCode, message: str) -> ChronologError:
     return ChronologError(code, message)

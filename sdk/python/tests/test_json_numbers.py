@@ -7,7 +7,7 @@ their path, before any call (the owner would store them as null). Needs no owner
 import unittest
 
 from chronolog import Client
-from chronolog.client import to_struct
+from chronolog.values import to_struct
 
 
 class JsonNumbers(unittest.TestCase):

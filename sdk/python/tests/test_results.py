@@ -7,7 +7,8 @@ an output that does not fit is answered with a terminal error instead, and a lon
 
 import unittest
 
-from chronolog.executor import Outcome, cut_to_fit, fitting_result, to_struct
+from chronolog.session import Outcome, cut_to_fit, fitting_result
+from chronolog.values import to_struct
 from chronolog.gen.chronolog.v1 import executor_pb2
 
 

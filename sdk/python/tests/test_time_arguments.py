@@ -9,7 +9,7 @@ import unittest
 from datetime import datetime, timedelta, timezone
 
 from chronolog import Client
-from chronolog.client import overdue_bound, timer_spec
+from chronolog.time_requests import overdue_bound, timer_spec
 
 
 class TimeArguments(unittest.TestCase):

@@ -4,7 +4,8 @@ import { Code, ConnectError, createClient as createRpcClient, type Transport } f
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
-import { ChronologClient, createTransport, type ClientOptions } from "./client.js";
+import { ChronologClient } from "./client.js";
+import { createTransport, type ClientOptions } from "./transport.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
 import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
@@ -16,6 +17,7 @@ import { ownersOf } from "./owners.js";
 import { sleep } from "./sleep.js";
 import { StreamClock } from "./stream-clock.js";
 import { streamSends, type StreamSends } from "./stream-sends.js";
+import { sdkName, sdkVersion, versionsDiffer } from "./version.js";
 import { CauseWork, cancelledBy, type WorkUnderCause } from "./work.js";
 
 export type { ActionContext } from "./action.js";
@@ -75,9 +77,9 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
   /** The plugins this executor carries; their manifests are registered on hello. */
   plugins: PluginDefinition[];
   /** Executor name shared by replicas (default: the first plugin's name). */
-  executor?: string;
+  executor?: string | undefined;
   /** Deliveries and invocations accepted at once (default 16). */
-  credits?: number;
+  credits?: number | undefined;
   /**
    * Take calls of time ahead of their moment and start them at it (default true): the owner
    * sends such a call when it makes it (up to its clock's lookahead, 250 ms by default, before
@@ -86,20 +88,20 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
    * so neither the owner's pauses nor time the message spent queued make it late. The
    * call holds a credit meanwhile. False: the owner sends it at the moment.
    */
-  holds?: boolean;
+  holds?: boolean | undefined;
   /**
    * Deliveries carry each event's data as JSON text, parsed here into `event.data` (default
    * true: cheaper for the owner and here than a protobuf Struct). False asks for the Struct.
    */
-  dataJson?: boolean;
+  dataJson?: boolean | undefined;
   /**
-   * Called on connection trouble and owner notices (default: one line on
-   * stderr). A refusal for good (see {@link runExecutor}) is reported once,
-   * as the owner's `ConnectError`.
+   * Called on connection trouble, owner notices and an owner whose version differs from this
+   * SDK's in its major or minor number (default: one line on stderr). A refusal for good (see
+   * {@link runExecutor}) is reported once, as the owner's `ConnectError`.
    */
-  onError?: (error: unknown) => void;
+  onError?: ((error: unknown) => void) | undefined;
   /** Longest wait between reconnects in ms (default 5,000). */
-  maxBackoffMs?: number;
+  maxBackoffMs?: number | undefined;
 }
 
 /** A running executor. */
@@ -171,6 +173,8 @@ class ExecutorRunner {
   private current: { holds: HoldQueue<Invocation>; closeSends: () => void; over: Promise<void> } | null = null;
   /** stop() half-closed the stream: do not reconnect when it ends. */
   private closing = false;
+  /** The owner version the last welcome gave (checked once each: {@link checkOwnerVersion}). */
+  private ownerVersionSeen: string | undefined;
   private resolveReady!: () => void;
   private rejectReady!: (error: unknown) => void;
   /** The owner's refusal for good, once it came (see {@link isFatal}). */
@@ -257,6 +261,8 @@ class ExecutorRunner {
           invocationBatches: true,
           holds: this.options.holds ?? true,
           dataJson: this.options.dataJson ?? true,
+          sdk: sdkName,
+          sdkVersion,
         },
       },
     });
@@ -270,6 +276,7 @@ class ExecutorRunner {
         if (response.message.case === "welcome") {
           onWelcome();
           sends.welcome(response.message.value);
+          this.checkOwnerVersion(response.message.value.ownerVersion);
           this.resolveReady();
           clearInterval(heartbeat);
           const intervalMs = response.message.value.heartbeatIntervalMs;
@@ -322,6 +329,18 @@ class ExecutorRunner {
     const progress = (extendMs: number) => sends.push({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
     const job = this.actions.invoke(invocation, startedLateMs, (result) => sends.result(result), progress, signal).finally(() => this.running.delete(job));
     this.running.add(job);
+  }
+
+  /**
+   * Reports (as a notice is) an owner whose version differs from this SDK's in its major or minor
+   * number, or that does not say it: once per owner version, not at every reconnect.
+   */
+  private checkOwnerVersion(ownerVersion: string): void {
+    if (ownerVersion === this.ownerVersionSeen) return;
+    this.ownerVersionSeen = ownerVersion;
+    if (!versionsDiffer(ownerVersion)) return;
+    const owner = ownerVersion === "" ? "the owner does not say its version (an older owner)" : `the owner is ${ownerVersion}`;
+    this.report(new Error(`${owner}, this SDK (${sdkName}) is ${sdkVersion}: their major or minor versions differ, so one may send what the other does not understand; upgrade them together`));
   }
 
   /** Reports a connection error or notice through `onError` (default: {@link printError}; `fatal`: the executor stops). */

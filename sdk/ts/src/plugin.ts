@@ -1,7 +1,7 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { PulseScope, type PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
 import type { ActionContext } from "./action.js";
-import { dstOf, schedulePolicyOf, type DstOptions, type SchedulePolicyOptions } from "./client.js";
+import { dstOf, schedulePolicyOf, type DstOptions, type SchedulePolicyOptions } from "./time-requests.js";
 import type { DeliveryContext } from "./executor.js";
 
 /** An event type declaration. */

@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { CallResult, ChronologClient, DelayResult, DelayWhen, DocumentWriteResult, FindOptions, OverdueBound, SchedulePolicyOptions, TimerWhen } from "./client.js";
+import type { CallResult, ChronologClient, DocumentWriteResult, FindOptions } from "./client.js";
+import type { DelayResult, DelayWhen, OverdueBound, SchedulePolicyOptions, TimerWhen } from "./time-requests.js";
 import type { Event } from "./gen/chronolog/v1/event_pb.js";
 import type { Timer } from "./gen/chronolog/v1/time_pb.js";
 

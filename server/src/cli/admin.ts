@@ -64,8 +64,9 @@ export async function executorsCommand(flags: ClientFlags & { json: boolean }): 
     for (const e of executors) console.log(jsonLine(ExecutorStatusSchema, e));
     return;
   }
-  const rows = executors.map((e) => [e.executor, e.instanceId, e.principal, `${e.inFlight}/${e.credits}`, [...e.processors, ...e.actions, ...e.pulses].join(","), e.connectedAt ? timestampDate(e.connectedAt).toISOString() : ""]);
-  console.log(formatTable(["EXECUTOR", "INSTANCE", "PRINCIPAL", "IN FLIGHT/CREDITS", "HOSTS", "CONNECTED"], rows, ["HOSTS"]));
+  const sdk = (e: (typeof executors)[number]) => [e.sdk, e.sdkVersion].filter((s) => s !== "").join(" ") || "-";
+  const rows = executors.map((e) => [e.executor, e.instanceId, e.principal, `${e.inFlight}/${e.credits}`, [...e.processors, ...e.actions, ...e.pulses].join(","), sdk(e), e.connectedAt ? timestampDate(e.connectedAt).toISOString() : ""]);
+  console.log(formatTable(["EXECUTOR", "INSTANCE", "PRINCIPAL", "IN FLIGHT/CREDITS", "HOSTS", "SDK", "CONNECTED"], rows, ["HOSTS"]));
 }
 
 /** `chronolog sql STATEMENT [PARAM...]`: maintenance SQL, recorded as `maintenance.sql`; prints rows as JSON lines or the change count. */

@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
-import { createTransport } from "../../../sdk/ts/src/client.js";
+import { createTransport } from "../../../sdk/ts/src/transport.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
 import { leaderKey, roleKey } from "../../../sdk/ts/src/owner-failures.js";
 import { ownerUnavailableStatus, urlsOf, type ClientFlags } from "./client-commands.js";

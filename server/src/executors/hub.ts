@@ -10,6 +10,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Processors } from "../processors/manager.js";
 import { jsonProblem } from "../json-limits.js";
 import { alwaysTrusted, type Trust } from "../trust.js";
+import { ownerVersion, versionsDiffer } from "../version.js";
 import { ExecutorSession, maxCredits } from "./session.js";
 
 /** Options of the executor hub; times in ms. */
@@ -90,16 +91,31 @@ export class ExecutorHub {
     }
     const asked = hello.credits || this.options.defaultCredits;
     const session = new ExecutorSession(
-      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: Math.min(asked, maxCredits), batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds, dataJson: hello.dataJson },
+      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: Math.min(asked, maxCredits), batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds, dataJson: hello.dataJson, sdk: hello.sdk, sdkVersion: hello.sdkVersion },
       principal,
       this.clock.now(),
     );
     this.sessions.add(session);
-    session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs, actionResultBatches: true, maxMessageBytes: this.options.maxMessageBytes } } });
+    session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs, actionResultBatches: true, maxMessageBytes: this.options.maxMessageBytes, ownerVersion } } });
     if (asked > maxCredits) this.notice(session, "CREDITS_CLAMPED", "", `hello.credits ${asked} is over the most a session holds (${maxCredits}): the session has ${maxCredits}`);
-    this.logger.info({ session: session.id, executor: hello.executor, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: session.credits }, "executor connected");
+    this.logger.info({ session: session.id, executor: hello.executor, sdk: hello.sdk, sdkVersion: hello.sdkVersion, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: session.credits }, "executor connected");
+    this.warnVersion(session, hello);
     this.pump(session);
     return session;
+  }
+
+  /**
+   * Warns when the SDK version a hello gives differs from this owner's in its major or minor
+   * number (see {@link versionsDiffer}); a hello that gives none (an executor written without an
+   * SDK, or an older SDK) is not warned about.
+   */
+  private warnVersion(session: ExecutorSession, hello: Hello): void {
+    if (hello.sdkVersion === "" || !versionsDiffer(hello.sdkVersion)) return;
+    const sdk = hello.sdk === "" ? "an SDK" : `the ${hello.sdk} SDK`;
+    this.logger.warn(
+      { session: session.id, executor: hello.executor, sdk: hello.sdk, sdkVersion: hello.sdkVersion, ownerVersion },
+      `executor ${hello.executor} runs ${sdk} ${hello.sdkVersion}, this owner is ${ownerVersion}: their major or minor versions differ, so one may send what the other does not understand; upgrade the SDK and the owner together`,
+    );
   }
 
   /**

@@ -30,6 +30,10 @@ export interface Hosting {
   holds: boolean;
   /** Deliveries carry event data as JSON text (Event.data_json), not a Struct. */
   dataJson?: boolean;
+  /** The SDK it is built with (`typescript`, `python`, ...), "" when its hello did not say. */
+  sdk?: string;
+  /** That SDK's version, "" when its hello did not say. */
+  sdkVersion?: string;
 }
 
 /**

@@ -107,6 +107,8 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
           inFlight: s.inFlight.size,
           connectedAt: timestampFromMs(s.connectedAtMs),
           lastSeenAt: timestampFromMs(s.lastSeenMs),
+          sdk: s.hosting.sdk ?? "",
+          sdkVersion: s.hosting.sdkVersion ?? "",
         })),
       };
     },

@@ -120,7 +120,7 @@ class RedeliverFailedResponse(_message.Message):
     def __init__(self, count: _Optional[int] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("session_id", "executor", "instance_id", "principal", "processors", "actions", "pulses", "credits", "in_flight", "connected_at", "last_seen_at")
+    __slots__ = ("session_id", "executor", "instance_id", "principal", "processors", "actions", "pulses", "credits", "in_flight", "connected_at", "last_seen_at", "sdk", "sdk_version")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +132,8 @@ class ExecutorStatus(_message.Message):
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    SDK_FIELD_NUMBER: _ClassVar[int]
+    SDK_VERSION_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     executor: str
     instance_id: str
@@ -143,7 +145,9 @@ class ExecutorStatus(_message.Message):
     in_flight: int
     connected_at: _timestamp_pb2.Timestamp
     last_seen_at: _timestamp_pb2.Timestamp
-    def __init__(self, session_id: _Optional[str] = ..., executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., principal: _Optional[str] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., in_flight: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    sdk: str
+    sdk_version: str
+    def __init__(self, session_id: _Optional[str] = ..., executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., principal: _Optional[str] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., in_flight: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sdk: _Optional[str] = ..., sdk_version: _Optional[str] = ...) -> None: ...
 
 class ListExecutorsRequest(_message.Message):
     __slots__ = ()

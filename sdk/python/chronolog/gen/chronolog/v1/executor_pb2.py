@@ -28,15 +28,15 @@ from chronolog.gen.chronolog.v1 import plugin_pb2 as chronolog_dot_v1_dot_plugin
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63hronolog/v1/executor.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19\x63hronolog/v1/plugin.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x02\n\x10SubscribeRequest\x12$\n\x05hello\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.HelloH\x00\x12 \n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x11.chronolog.v1.AckH\x00\x12\x33\n\raction_result\x18\x03 \x01(\x0b\x32\x1a.chronolog.v1.ActionResultH\x00\x12*\n\x08progress\x18\x04 \x01(\x0b\x32\x16.chronolog.v1.ProgressH\x00\x12&\n\x06\x63redit\x18\x05 \x01(\x0b\x32\x14.chronolog.v1.CreditH\x00\x12,\n\theartbeat\x18\x06 \x01(\x0b\x32\x17.chronolog.v1.HeartbeatH\x00\x12&\n\x04\x61\x63ks\x18\x07 \x01(\x0b\x32\x16.chronolog.v1.AckBatchH\x00\x12\x39\n\x0e\x61\x63tion_results\x18\x08 \x01(\x0b\x32\x1f.chronolog.v1.ActionResultBatchH\x00\x42\t\n\x07message\"+\n\x08\x41\x63kBatch\x12\x1f\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x11.chronolog.v1.Ack\"@\n\x11\x41\x63tionResultBatch\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.ActionResult\"\xd9\x03\n\x11SubscribeResponse\x12(\n\x07welcome\x18\x01 \x01(\x0b\x32\x15.chronolog.v1.WelcomeH\x00\x12*\n\x08\x64\x65livery\x18\x02 \x01(\x0b\x32\x16.chronolog.v1.DeliveryH\x00\x12.\n\ninvocation\x18\x03 \x01(\x0b\x32\x18.chronolog.v1.InvocationH\x00\x12;\n\x11\x63\x61ncel_invocation\x18\x04 \x01(\x0b\x32\x1e.chronolog.v1.CancelInvocationH\x00\x12,\n\theartbeat\x18\x05 \x01(\x0b\x32\x17.chronolog.v1.HeartbeatH\x00\x12&\n\x06notice\x18\x06 \x01(\x0b\x32\x14.chronolog.v1.NoticeH\x00\x12\x31\n\ndeliveries\x18\x07 \x01(\x0b\x32\x1b.chronolog.v1.DeliveryBatchH\x00\x12\x34\n\x0binvocations\x18\x08 \x01(\x0b\x32\x1d.chronolog.v1.InvocationBatchH\x00\x12\x37\n\x0f\x63\x61ncel_delivery\x18\t \x01(\x0b\x32\x1c.chronolog.v1.CancelDeliveryH\x00\x42\t\n\x07message\";\n\rDeliveryBatch\x12*\n\ndeliveries\x18\x01 \x03(\x0b\x32\x16.chronolog.v1.Delivery\"@\n\x0fInvocationBatch\x12-\n\x0binvocations\x18\x01 \x03(\x0b\x32\x18.chronolog.v1.Invocation\":\n\x06Notice\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07work_id\x18\x03 \x01(\t\"\xf2\x01\n\x05Hello\x12\x10\n\x08\x65xecutor\x18\x01 \x01(\t\x12\x13\n\x0binstance_id\x18\x02 \x01(\t\x12-\n\x07plugins\x18\x03 \x03(\x0b\x32\x1c.chronolog.v1.PluginManifest\x12\x12\n\nprocessors\x18\x04 \x03(\t\x12\x0f\n\x07\x61\x63tions\x18\x05 \x03(\t\x12\x0e\n\x06pulses\x18\x06 \x03(\t\x12\x0f\n\x07\x63redits\x18\x07 \x01(\r\x12\x0f\n\x07\x62\x61tches\x18\x08 \x01(\x08\x12\r\n\x05holds\x18\t \x01(\x08\x12\x1a\n\x12invocation_batches\x18\n \x01(\x08\x12\x11\n\tdata_json\x18\x0b \x01(\x08\"v\n\x07Welcome\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\r\x12\x1d\n\x15\x61\x63tion_result_batches\x18\x03 \x01(\x08\x12\x19\n\x11max_message_bytes\x18\x04 \x01(\r\"\xa2\x01\n\x08\x44\x65livery\x12\x13\n\x0b\x64\x65livery_id\x18\x01 \x01(\t\x12\x11\n\tprocessor\x18\x02 \x01(\t\x12\"\n\x05\x65vent\x18\x03 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\x0f\n\x07\x61ttempt\x18\x04 \x01(\r\x12,\n\x08\x64\x65\x61\x64line\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0b\n\x03key\x18\x06 \x01(\t\"Q\n\x03\x41\x63k\x12\x13\n\x0b\x64\x65livery_id\x18\x01 \x01(\t\x12&\n\x07outcome\x18\x02 \x01(\x0e\x32\x15.chronolog.v1.Outcome\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"\xf8\x02\n\nInvocation\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12&\n\x05input\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\t\x12\x16\n\x0e\x63\x61use_event_id\x18\x05 \x01(\t\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12,\n\x08\x64\x65\x61\x64line\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\x08 \x01(\r\x12*\n\tscheduled\x18\t \x01(\x0b\x32\x17.chronolog.v1.Scheduled\x12&\n\x05pulse\x18\n \x01(\x0b\x32\x17.chronolog.v1.PulseCall\x12\x13\n\x0b\x63hain_depth\x18\x0b \x01(\r\x12\x0f\n\x07hold_ms\x18\x0c \x01(\r\x12\x15\n\rwritten_at_ms\x18\r \x01(\x01\"]\n\tScheduled\x12\x10\n\x08timer_id\x18\x01 \x01(\t\x12\'\n\x03\x64ue\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\roccurrence_id\x18\x03 \x01(\t\"U\n\tPulseCall\x12\r\n\x05pulse\x18\x01 \x01(\t\x12\x10\n\x08interval\x18\x02 \x01(\r\x12\'\n\x03\x64ue\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x9e\x01\n\x0c\x41\x63tionResult\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12&\n\x07outcome\x18\x02 \x01(\x0e\x32\x15.chronolog.v1.Outcome\x12\'\n\x06output\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x17\n\x0fstarted_late_ms\x18\x05 \x01(\r\".\n\x08Progress\x12\x0f\n\x07work_id\x18\x01 \x01(\t\x12\x11\n\textend_ms\x18\x02 \x01(\r\"\x19\n\x06\x43redit\x12\x0f\n\x07\x63redits\x18\x01 \x01(\r\"9\n\x10\x43\x61ncelInvocation\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"5\n\x0e\x43\x61ncelDelivery\x12\x13\n\x0b\x64\x65livery_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"3\n\tHeartbeat\x12&\n\x02\x61t\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*a\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x0e\n\nOUTCOME_OK\x10\x01\x12\x11\n\rOUTCOME_ERROR\x10\x02\x12\x1a\n\x16OUTCOME_TERMINAL_ERROR\x10\x03\x32\x63\n\x0f\x45xecutorService\x12P\n\tSubscribe\x12\x1e.chronolog.v1.SubscribeRequest\x1a\x1f.chronolog.v1.SubscribeResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63hronolog/v1/executor.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19\x63hronolog/v1/plugin.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x02\n\x10SubscribeRequest\x12$\n\x05hello\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.HelloH\x00\x12 \n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x11.chronolog.v1.AckH\x00\x12\x33\n\raction_result\x18\x03 \x01(\x0b\x32\x1a.chronolog.v1.ActionResultH\x00\x12*\n\x08progress\x18\x04 \x01(\x0b\x32\x16.chronolog.v1.ProgressH\x00\x12&\n\x06\x63redit\x18\x05 \x01(\x0b\x32\x14.chronolog.v1.CreditH\x00\x12,\n\theartbeat\x18\x06 \x01(\x0b\x32\x17.chronolog.v1.HeartbeatH\x00\x12&\n\x04\x61\x63ks\x18\x07 \x01(\x0b\x32\x16.chronolog.v1.AckBatchH\x00\x12\x39\n\x0e\x61\x63tion_results\x18\x08 \x01(\x0b\x32\x1f.chronolog.v1.ActionResultBatchH\x00\x42\t\n\x07message\"+\n\x08\x41\x63kBatch\x12\x1f\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x11.chronolog.v1.Ack\"@\n\x11\x41\x63tionResultBatch\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.ActionResult\"\xd9\x03\n\x11SubscribeResponse\x12(\n\x07welcome\x18\x01 \x01(\x0b\x32\x15.chronolog.v1.WelcomeH\x00\x12*\n\x08\x64\x65livery\x18\x02 \x01(\x0b\x32\x16.chronolog.v1.DeliveryH\x00\x12.\n\ninvocation\x18\x03 \x01(\x0b\x32\x18.chronolog.v1.InvocationH\x00\x12;\n\x11\x63\x61ncel_invocation\x18\x04 \x01(\x0b\x32\x1e.chronolog.v1.CancelInvocationH\x00\x12,\n\theartbeat\x18\x05 \x01(\x0b\x32\x17.chronolog.v1.HeartbeatH\x00\x12&\n\x06notice\x18\x06 \x01(\x0b\x32\x14.chronolog.v1.NoticeH\x00\x12\x31\n\ndeliveries\x18\x07 \x01(\x0b\x32\x1b.chronolog.v1.DeliveryBatchH\x00\x12\x34\n\x0binvocations\x18\x08 \x01(\x0b\x32\x1d.chronolog.v1.InvocationBatchH\x00\x12\x37\n\x0f\x63\x61ncel_delivery\x18\t \x01(\x0b\x32\x1c.chronolog.v1.CancelDeliveryH\x00\x42\t\n\x07message\";\n\rDeliveryBatch\x12*\n\ndeliveries\x18\x01 \x03(\x0b\x32\x16.chronolog.v1.Delivery\"@\n\x0fInvocationBatch\x12-\n\x0binvocations\x18\x01 \x03(\x0b\x32\x18.chronolog.v1.Invocation\":\n\x06Notice\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07work_id\x18\x03 \x01(\t\"\x94\x02\n\x05Hello\x12\x10\n\x08\x65xecutor\x18\x01 \x01(\t\x12\x13\n\x0binstance_id\x18\x02 \x01(\t\x12-\n\x07plugins\x18\x03 \x03(\x0b\x32\x1c.chronolog.v1.PluginManifest\x12\x12\n\nprocessors\x18\x04 \x03(\t\x12\x0f\n\x07\x61\x63tions\x18\x05 \x03(\t\x12\x0e\n\x06pulses\x18\x06 \x03(\t\x12\x0f\n\x07\x63redits\x18\x07 \x01(\r\x12\x0f\n\x07\x62\x61tches\x18\x08 \x01(\x08\x12\r\n\x05holds\x18\t \x01(\x08\x12\x1a\n\x12invocation_batches\x18\n \x01(\x08\x12\x11\n\tdata_json\x18\x0b \x01(\x08\x12\x0b\n\x03sdk\x18\x0c \x01(\t\x12\x13\n\x0bsdk_version\x18\r \x01(\t\"\x8d\x01\n\x07Welcome\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\r\x12\x1d\n\x15\x61\x63tion_result_batches\x18\x03 \x01(\x08\x12\x19\n\x11max_message_bytes\x18\x04 \x01(\r\x12\x15\n\rowner_version\x18\x05 \x01(\t\"\xa2\x01\n\x08\x44\x65livery\x12\x13\n\x0b\x64\x65livery_id\x18\x01 \x01(\t\x12\x11\n\tprocessor\x18\x02 \x01(\t\x12\"\n\x05\x65vent\x18\x03 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\x0f\n\x07\x61ttempt\x18\x04 \x01(\r\x12,\n\x08\x64\x65\x61\x64line\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0b\n\x03key\x18\x06 \x01(\t\"Q\n\x03\x41\x63k\x12\x13\n\x0b\x64\x65livery_id\x18\x01 \x01(\t\x12&\n\x07outcome\x18\x02 \x01(\x0e\x32\x15.chronolog.v1.Outcome\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"\xf8\x02\n\nInvocation\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12&\n\x05input\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\t\x12\x16\n\x0e\x63\x61use_event_id\x18\x05 \x01(\t\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12,\n\x08\x64\x65\x61\x64line\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\x08 \x01(\r\x12*\n\tscheduled\x18\t \x01(\x0b\x32\x17.chronolog.v1.Scheduled\x12&\n\x05pulse\x18\n \x01(\x0b\x32\x17.chronolog.v1.PulseCall\x12\x13\n\x0b\x63hain_depth\x18\x0b \x01(\r\x12\x0f\n\x07hold_ms\x18\x0c \x01(\r\x12\x15\n\rwritten_at_ms\x18\r \x01(\x01\"]\n\tScheduled\x12\x10\n\x08timer_id\x18\x01 \x01(\t\x12\'\n\x03\x64ue\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\roccurrence_id\x18\x03 \x01(\t\"U\n\tPulseCall\x12\r\n\x05pulse\x18\x01 \x01(\t\x12\x10\n\x08interval\x18\x02 \x01(\r\x12\'\n\x03\x64ue\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x9e\x01\n\x0c\x41\x63tionResult\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12&\n\x07outcome\x18\x02 \x01(\x0e\x32\x15.chronolog.v1.Outcome\x12\'\n\x06output\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x17\n\x0fstarted_late_ms\x18\x05 \x01(\r\".\n\x08Progress\x12\x0f\n\x07work_id\x18\x01 \x01(\t\x12\x11\n\textend_ms\x18\x02 \x01(\r\"\x19\n\x06\x43redit\x12\x0f\n\x07\x63redits\x18\x01 \x01(\r\"9\n\x10\x43\x61ncelInvocation\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"5\n\x0e\x43\x61ncelDelivery\x12\x13\n\x0b\x64\x65livery_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"3\n\tHeartbeat\x12&\n\x02\x61t\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*a\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x0e\n\nOUTCOME_OK\x10\x01\x12\x11\n\rOUTCOME_ERROR\x10\x02\x12\x1a\n\x16OUTCOME_TERMINAL_ERROR\x10\x03\x32\x63\n\x0f\x45xecutorService\x12P\n\tSubscribe\x12\x1e.chronolog.v1.SubscribeRequest\x1a\x1f.chronolog.v1.SubscribeResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'chronolog.v1.executor_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OUTCOME']._serialized_start=2898
-  _globals['_OUTCOME']._serialized_end=2995
+  _globals['_OUTCOME']._serialized_start=2956
+  _globals['_OUTCOME']._serialized_end=3053
   _globals['_SUBSCRIBEREQUEST']._serialized_start=162
   _globals['_SUBSCRIBEREQUEST']._serialized_end=545
   _globals['_ACKBATCH']._serialized_start=547
@@ -52,31 +52,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NOTICE']._serialized_start=1261
   _globals['_NOTICE']._serialized_end=1319
   _globals['_HELLO']._serialized_start=1322
-  _globals['_HELLO']._serialized_end=1564
-  _globals['_WELCOME']._serialized_start=1566
-  _globals['_WELCOME']._serialized_end=1684
-  _globals['_DELIVERY']._serialized_start=1687
-  _globals['_DELIVERY']._serialized_end=1849
-  _globals['_ACK']._serialized_start=1851
-  _globals['_ACK']._serialized_end=1932
-  _globals['_INVOCATION']._serialized_start=1935
-  _globals['_INVOCATION']._serialized_end=2311
-  _globals['_SCHEDULED']._serialized_start=2313
-  _globals['_SCHEDULED']._serialized_end=2406
-  _globals['_PULSECALL']._serialized_start=2408
-  _globals['_PULSECALL']._serialized_end=2493
-  _globals['_ACTIONRESULT']._serialized_start=2496
-  _globals['_ACTIONRESULT']._serialized_end=2654
-  _globals['_PROGRESS']._serialized_start=2656
-  _globals['_PROGRESS']._serialized_end=2702
-  _globals['_CREDIT']._serialized_start=2704
-  _globals['_CREDIT']._serialized_end=2729
-  _globals['_CANCELINVOCATION']._serialized_start=2731
-  _globals['_CANCELINVOCATION']._serialized_end=2788
-  _globals['_CANCELDELIVERY']._serialized_start=2790
-  _globals['_CANCELDELIVERY']._serialized_end=2843
-  _globals['_HEARTBEAT']._serialized_start=2845
-  _globals['_HEARTBEAT']._serialized_end=2896
-  _globals['_EXECUTORSERVICE']._serialized_start=2997
-  _globals['_EXECUTORSERVICE']._serialized_end=3096
+  _globals['_HELLO']._serialized_end=1598
+  _globals['_WELCOME']._serialized_start=1601
+  _globals['_WELCOME']._serialized_end=1742
+  _globals['_DELIVERY']._serialized_start=1745
+  _globals['_DELIVERY']._serialized_end=1907
+  _globals['_ACK']._serialized_start=1909
+  _globals['_ACK']._serialized_end=1990
+  _globals['_INVOCATION']._serialized_start=1993
+  _globals['_INVOCATION']._serialized_end=2369
+  _globals['_SCHEDULED']._serialized_start=2371
+  _globals['_SCHEDULED']._serialized_end=2464
+  _globals['_PULSECALL']._serialized_start=2466
+  _globals['_PULSECALL']._serialized_end=2551
+  _globals['_ACTIONRESULT']._serialized_start=2554
+  _globals['_ACTIONRESULT']._serialized_end=2712
+  _globals['_PROGRESS']._serialized_start=2714
+  _globals['_PROGRESS']._serialized_end=2760
+  _globals['_CREDIT']._serialized_start=2762
+  _globals['_CREDIT']._serialized_end=2787
+  _globals['_CANCELINVOCATION']._serialized_start=2789
+  _globals['_CANCELINVOCATION']._serialized_end=2846
+  _globals['_CANCELDELIVERY']._serialized_start=2848
+  _globals['_CANCELDELIVERY']._serialized_end=2901
+  _globals['_HEARTBEAT']._serialized_start=2903
+  _globals['_HEARTBEAT']._serialized_end=2954
+  _globals['_EXECUTORSERVICE']._serialized_start=3055
+  _globals['_EXECUTORSERVICE']._serialized_end=3154
 # @@protoc_insertion_point(module_scope)

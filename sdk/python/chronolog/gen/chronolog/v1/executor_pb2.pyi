@@ -101,7 +101,7 @@ class Notice(_message.Message):
     def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ..., work_id: _Optional[str] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches", "holds", "invocation_batches", "data_json")
+    __slots__ = ("executor", "instance_id", "plugins", "processors", "actions", "pulses", "credits", "batches", "holds", "invocation_batches", "data_json", "sdk", "sdk_version")
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     PLUGINS_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +113,8 @@ class Hello(_message.Message):
     HOLDS_FIELD_NUMBER: _ClassVar[int]
     INVOCATION_BATCHES_FIELD_NUMBER: _ClassVar[int]
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    SDK_FIELD_NUMBER: _ClassVar[int]
+    SDK_VERSION_FIELD_NUMBER: _ClassVar[int]
     executor: str
     instance_id: str
     plugins: _containers.RepeatedCompositeFieldContainer[_plugin_pb2.PluginManifest]
@@ -124,19 +126,23 @@ class Hello(_message.Message):
     holds: bool
     invocation_batches: bool
     data_json: bool
-    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ..., holds: _Optional[bool] = ..., invocation_batches: _Optional[bool] = ..., data_json: _Optional[bool] = ...) -> None: ...
+    sdk: str
+    sdk_version: str
+    def __init__(self, executor: _Optional[str] = ..., instance_id: _Optional[str] = ..., plugins: _Optional[_Iterable[_Union[_plugin_pb2.PluginManifest, _Mapping]]] = ..., processors: _Optional[_Iterable[str]] = ..., actions: _Optional[_Iterable[str]] = ..., pulses: _Optional[_Iterable[str]] = ..., credits: _Optional[int] = ..., batches: _Optional[bool] = ..., holds: _Optional[bool] = ..., invocation_batches: _Optional[bool] = ..., data_json: _Optional[bool] = ..., sdk: _Optional[str] = ..., sdk_version: _Optional[str] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("session_id", "heartbeat_interval_ms", "action_result_batches", "max_message_bytes")
+    __slots__ = ("session_id", "heartbeat_interval_ms", "action_result_batches", "max_message_bytes", "owner_version")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     ACTION_RESULT_BATCHES_FIELD_NUMBER: _ClassVar[int]
     MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OWNER_VERSION_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     heartbeat_interval_ms: int
     action_result_batches: bool
     max_message_bytes: int
-    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., action_result_batches: _Optional[bool] = ..., max_message_bytes: _Optional[int] = ...) -> None: ...
+    owner_version: str
+    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., action_result_batches: _Optional[bool] = ..., max_message_bytes: _Optional[int] = ..., owner_version: _Optional[str] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("delivery_id", "processor", "event", "attempt", "deadline", "key")

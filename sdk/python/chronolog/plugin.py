@@ -1,0 +1,178 @@
+"""A plugin defined in Python: its manifest (event types, collections, ...) and the processors
+and actions an executor runs, added by decorator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+from google.protobuf import json_format
+
+from chronolog.contexts import ActionContext, DeliveryContext
+from chronolog.gen.chronolog.v1 import plugin_pb2
+
+__all__ = ["Plugin", "ProcessorDefinition", "ActionDefinition"]
+
+
+@dataclass
+class ProcessorDefinition:
+    """A processor in code; times in ms. ``run(ctx)`` handles one delivery: raise to fail it."""
+
+    run: Callable[[DeliveryContext], None]
+    on: Sequence[str] = ()
+    where: Optional[Mapping[str, Any]] = None
+    key: str = ""
+    concurrency: int = 0
+    ack_timeout_ms: int = 0
+    retry_delays_ms: Sequence[int] = ()
+    start: Union[str, int] = "end"
+    timeout_grace_ms: Optional[int] = None
+
+    def declaration(self) -> dict:
+        """The processor's manifest entry (JSON form)."""
+        if self.start == "end":
+            start: dict = {"end": True}
+        elif self.start == "beginning":
+            start = {"beginning": True}
+        elif isinstance(self.start, int):
+            start = {"after_seq": self.start}
+        else:
+            raise ValueError(f"processor start {self.start!r}: expected 'end', 'beginning' or a seq")
+        d: dict = {"on": list(self.on), "key": self.key, "start": start}
+        if self.where is not None:
+            d["where"] = dict(self.where)
+        for name in ("concurrency", "ack_timeout_ms"):
+            if getattr(self, name):
+                d[name] = getattr(self, name)
+        if self.retry_delays_ms:
+            d["retry_delays_ms"] = list(self.retry_delays_ms)
+        if self.timeout_grace_ms is not None:
+            d["timeout_grace_ms"] = self.timeout_grace_ms
+        return d
+
+
+@dataclass
+class ActionDefinition:
+    """An action in code; times in ms. ``run(ctx, input)`` returns the output (a dict; None means ``{}``)."""
+
+    run: Callable[[ActionContext, dict], Optional[Mapping[str, Any]]]
+    input_schema: Optional[Mapping[str, Any]] = None
+    private_fields: Sequence[str] = ()
+    record: Optional[bool] = None
+    allow: Sequence[str] = ()
+    timeout_ms: int = 0
+    timeout_grace_ms: Optional[int] = None
+
+    def declaration(self) -> dict:
+        """The action's manifest entry (JSON form)."""
+        d: dict = {"private_fields": list(self.private_fields), "allow": list(self.allow)}
+        if self.input_schema is not None:
+            d["input_schema"] = dict(self.input_schema)
+        if self.record is not None:
+            d["record"] = self.record
+        if self.timeout_ms:
+            d["timeout_ms"] = self.timeout_ms
+        if self.timeout_grace_ms is not None:
+            d["timeout_grace_ms"] = self.timeout_grace_ms
+        return d
+
+
+class Plugin:
+    """A plugin defined in Python: its manifest (event types, collections, ...)
+    plus the processors and actions this executor runs.
+
+    ``events`` and ``collections`` take the manifest's JSON form (as in YAML
+    manifests: ``{"cart.submitted": {"schema": {...}, "allow": ["*"]}}``);
+    ``manifest`` holds any other manifest parts (schedules, pulses, ...).
+    Processors and actions are added with the :meth:`processor` and
+    :meth:`action` decorators.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "",
+        *,
+        events: Optional[Mapping[str, Any]] = None,
+        collections: Optional[Mapping[str, Any]] = None,
+        manifest: Optional[Mapping[str, Any]] = None,
+    ):
+        """Declares plugin ``name``; see the class docstring for the arguments."""
+        self.name = name
+        self.version = version
+        self.events = dict(events or {})
+        self.collections = dict(collections or {})
+        self.extra = dict(manifest or {})
+        self.processors: dict[str, ProcessorDefinition] = {}
+        self.actions: dict[str, ActionDefinition] = {}
+
+    def processor(
+        self,
+        name: str,
+        *,
+        on: Union[str, Sequence[str]] = (),
+        where: Optional[Mapping[str, Any]] = None,
+        key: str = "",
+        concurrency: int = 0,
+        ack_timeout_ms: int = 0,
+        retry_delays_ms: Sequence[int] = (),
+        start: Union[str, int] = "end",
+        timeout_grace_ms: Optional[int] = None,
+    ) -> Callable[[Callable[[DeliveryContext], None]], Callable[[DeliveryContext], None]]:
+        """Decorator: ``fn(ctx)`` becomes processor ``<plugin>.<name>``.
+
+        ``on`` is an event type or a list (empty: every type), ``where`` a
+        MongoDB filter on the data, ``key`` a lane key path such as
+        ``data.cart_id``, ``retry_delays_ms`` the waits between tries (default
+        [1000, 5000]), ``start`` ``"end"`` (default), ``"beginning"`` or a seq.
+        ``timeout_grace_ms``: how long past its ack timeout (and cancel) a try
+        may still ack before the next try; its key waits meanwhile (default:
+        the ack timeout).
+        """
+
+        def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
+            types = [on] if isinstance(on, str) else list(on)
+            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms)
+            return fn
+
+        return register
+
+    def action(
+        self,
+        name: str,
+        *,
+        input_schema: Optional[Mapping[str, Any]] = None,
+        private_fields: Sequence[str] = (),
+        record: Optional[bool] = None,
+        allow: Sequence[str] = (),
+        timeout_ms: int = 0,
+        timeout_grace_ms: Optional[int] = None,
+    ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
+        """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
+
+        ``allow`` says who may call it from outside (default: only code under a
+        cause); ``record=False`` leaves no events; ``timeout_ms`` bounds one run
+        (default 30,000); ``timeout_grace_ms`` is how long past it (and its
+        cancel) the run may still answer before the call fails (default:
+        ``timeout_ms``).
+        """
+
+        def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms)
+            return fn
+
+        return register
+
+    def manifest(self) -> plugin_pb2.PluginManifest:
+        """The manifest registered on hello: everything but the code."""
+        body = dict(self.extra)
+        body.update(
+            name=self.name,
+            version=self.version,
+            events=self.events,
+            collections={**body.get("collections", {}), **self.collections},
+            processors={name: p.declaration() for name, p in self.processors.items()},
+            actions={**body.get("actions", {}), **{name: a.declaration() for name, a in self.actions.items()}},
+        )
+        return json_format.ParseDict(body, plugin_pb2.PluginManifest())

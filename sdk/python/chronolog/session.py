@@ -1,0 +1,83 @@
+"""One Subscribe stream of an executor: its outgoing queue, the work running on it (to cancel),
+its clock, and the owner's largest message, which the acks and action results sent on it are
+cut to fit.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Iterator, Optional, Union
+
+from chronolog.contexts import ActionContext, DeliveryContext
+from chronolog.gen.chronolog.v1 import executor_pb2
+from chronolog.stream_clock import StreamClock
+
+__all__ = ["Session", "DEFAULT_MAX_MESSAGE_BYTES", "cut_to_fit", "fitting_result"]
+
+Outcome = executor_pb2.Outcome
+
+#: The owner's largest message when its welcome does not say (older owners): 4 MiB.
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+
+def cut_to_fit(error: str, max_bytes: int) -> str:
+    """``error``, or its start when its UTF-8 could take more than an eighth of the owner's largest
+    message (``max_bytes``), saying how long it was: a message the owner cannot read ends the
+    stream, and the error would be lost with it."""
+    room = max_bytes // 8 // 4  # characters: at most 4 UTF-8 bytes each
+    return error if len(error) <= room else f"{error[:room]}… (cut from {len(error)} characters: the owner reads at most {max_bytes} bytes a message)"
+
+
+def fitting_result(result: executor_pb2.ActionResult, max_bytes: int) -> executor_pb2.ActionResult:
+    """``result`` with its error cut to fit (:func:`cut_to_fit`), or, when its output does not fit
+    in one message of ``max_bytes`` (the owner's ``Welcome.max_message_bytes``), a TERMINAL_ERROR
+    result saying so: the owner would end the stream on it, and the call would run again and again."""
+    if result.error:
+        result.error = cut_to_fit(result.error, max_bytes)
+    size = result.ByteSize()
+    if size + 16 <= max_bytes:
+        return result
+    error = f"the action's output is {size} bytes encoded, more than the owner reads in one message ({max_bytes} bytes): not sent"
+    return executor_pb2.ActionResult(invocation_id=result.invocation_id, outcome=Outcome.OUTCOME_TERMINAL_ERROR, error=error, started_late_ms=result.started_late_ms)
+
+
+class Session:
+    """One Subscribe stream: its outgoing queue, the call, and whether it ended."""
+
+    def __init__(self) -> None:
+        self._queue: "queue.Queue[Optional[executor_pb2.SubscribeRequest]]" = queue.Queue()
+        self.ended = threading.Event()
+        self.call: Any = None
+        self.last_heard = time.monotonic()
+        self.cancels: dict[str, tuple[threading.Event, Union[ActionContext, DeliveryContext]]] = {}
+        self.lock = threading.Lock()
+        self.clock = StreamClock()
+        self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
+
+    def send(self, request: executor_pb2.SubscribeRequest) -> None:
+        """Queues a message; dropped once the stream ended (the owner retries that work)."""
+        if not self.ended.is_set():
+            self._queue.put(request)
+
+    def requests(self) -> Iterator[executor_pb2.SubscribeRequest]:
+        """The request stream grpc consumes."""
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            yield item
+
+    def close_sends(self) -> None:
+        """Half-closes the stream after what is queued (the owner reads it, then ends the stream); later sends are dropped."""
+        self._queue.put(None)
+
+    def end(self) -> None:
+        """Ends the stream: no more sends, the call is cancelled."""
+        if self.ended.is_set():
+            return
+        self.ended.set()
+        self._queue.put(None)
+        if self.call is not None:
+            self.call.cancel()
