@@ -104,6 +104,18 @@ async function readWholeLog(client: ChronologClient) {
   }
 }
 
+/** A leader and a standby on a new database, with a lease of `leaseMs`. */
+async function leaderAndStandby(leaseMs: number): Promise<[OwnerProc, OwnerProc]> {
+  const store = newDatabase();
+  const plugins = pluginsDir();
+  const ports = [await freePort(), await freePort()];
+  const a = serve(store, ports[0], plugins, ["--lease-ms", String(leaseMs)]);
+  await a.waitLog(/^owner serving/);
+  const b = serve(store, ports[1], plugins, ["--lease-ms", String(leaseMs)]);
+  await b.waitLog(/^standby/);
+  return [a, b];
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("two owners on one PostgreSQL database", () => {
@@ -223,13 +235,7 @@ describe("two owners on one PostgreSQL database", () => {
   }, 240_000);
 
   it("a leader paused (SIGSTOP) past its lease loses it to the standby, and a client of both owners goes on there; resumed (SIGCONT), it commits nothing and steps down", async () => {
-    const store = newDatabase();
-    const plugins = pluginsDir();
-    const ports = [await freePort(), await freePort()];
-    const a = serve(store, ports[0], plugins, ["--lease-ms", "1000"]);
-    await a.waitLog(/^owner serving/);
-    const b = serve(store, ports[1], plugins, ["--lease-ms", "1000"]);
-    await b.waitLog(/^standby/);
+    const [a, b] = await leaderAndStandby(1_000);
     const clientA = createClient({ url: a.url, emitVia: "unary" });
     const clientB = createClient({ url: b.url, emitVia: "unary" });
     await clientA.emit("job.queued", { key: "before" }, { id: "before" });
@@ -270,13 +276,7 @@ describe("two owners on one PostgreSQL database", () => {
   }, 60_000);
 
   it("a leader resumed (SIGCONT) after its lease expired sends its executor no delivery and no invocation before it steps down", async () => {
-    const store = newDatabase();
-    const plugins = pluginsDir();
-    const ports = [await freePort(), await freePort()];
-    const a = serve(store, ports[0], plugins, ["--lease-ms", "1000"]);
-    await a.waitLog(/^owner serving/);
-    const b = serve(store, ports[1], plugins, ["--lease-ms", "1000"]);
-    await b.waitLog(/^standby/);
+    const [a, b] = await leaderAndStandby(1_000);
     const worker = executor(a.url); // the paused owner's only: it does not follow the leader
     const client = createClient({ url: a.url, emitVia: "unary" });
     await client.emit("job.queued", { key: "warm" });
