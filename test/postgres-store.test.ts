@@ -132,6 +132,20 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(other.querySync("SELECT k FROM scratch ORDER BY k").map((r) => r.k)).toEqual(["kept-1", "kept-2"]);
   });
 
+  it("a batch of pure units takes the ids it looks up to be new; when one is in the log, nothing of the batch commits and it runs again, reading them", async () => {
+    const { store, other } = await leader();
+    const fatal: unknown[] = [];
+    const events = eventStatements(store.db);
+    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), events, { transactions: store.transactions, onFatal: (e) => fatal.push(e) });
+    /** An emit's unit: the stored event for `id`, else `id` appended. */
+    const emit = (id: string) => committer.submit((tx) => (tx.events.findById(id) ? `existing ${id}` : `new ${tx.append(event(id)).seq}`), { lookups: [id], pure: true });
+    expect(await Promise.all([emit("a"), emit("b")])).toEqual(["new 1", "new 2"]);
+    const runs = [emit("c"), emit("a"), emit("d"), emit("c")]; // "a" is in the log; "c" twice in the batch
+    expect(await Promise.all(runs)).toEqual(["new 3", "existing a", "new 4", "existing c"]);
+    expect(other.querySync("SELECT seq, id FROM events ORDER BY seq").map((r) => `${r.seq} ${r.id}`)).toEqual(["1 a", "2 b", "3 c", "4 d"]);
+    expect(fatal).toEqual([]);
+  });
+
   it("a budgeted read fetches only the events its byte budget takes, however many its chunk allows", async () => {
     const { store } = await leader();
     const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), { transactions: store.transactions });

@@ -69,7 +69,7 @@ export class Emitter {
         if (stored) return { event: sameEvent(stored, e), existing: true };
         return { event: tx.append(e), existing: false };
       }),
-      { lookups: lookupsOf(checked) },
+      { lookups: lookupsOf(checked), pure: true },
     );
   }
 
@@ -101,7 +101,7 @@ export class Emitter {
         }
         return { event: tx.append(e), existing: false };
       }),
-      { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))) },
+      { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
     );
   }
 

@@ -3,7 +3,10 @@ import { storedBytes, type BudgetedRows, type EventRecord } from "../store/event
 /** Most events the tail keeps. */
 const maxEvents = 16_384;
 /** Most bytes of events (as stored) the tail keeps. */
-const maxBytes = 16 * 1024 * 1024;
+const maxBytes = 8 * 1024 * 1024;
+
+/** What stands in the tail's array for an event it no longer keeps. */
+const dropped = undefined as unknown as EventRecord;
 
 /**
  * The last events committed, kept in memory as the committer made them durable: readers at the
@@ -26,7 +29,10 @@ export class LogTail {
       this.events.push(event);
       this.bytes += storedBytes(event);
     }
-    while (this.events.length - this.start > maxEvents || (this.bytes > maxBytes && this.events.length - this.start > 1)) this.bytes -= storedBytes(this.events[this.start++]);
+    while (this.events.length - this.start > maxEvents || (this.bytes > maxBytes && this.events.length - this.start > 1)) {
+      this.bytes -= storedBytes(this.events[this.start]);
+      this.events[this.start++] = dropped; // the array is compacted now and then; the event goes at once
+    }
     if (this.start > 4_096 && this.start * 2 > this.events.length) {
       this.events = this.events.slice(this.start);
       this.start = 0;

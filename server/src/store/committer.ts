@@ -2,7 +2,7 @@ import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
 import type { Trust } from "../trust.js";
 import type { EventRecord, EventStatements } from "./events.js";
-import type { Db } from "./sql.js";
+import { GuardFailedError, type Db } from "./sql.js";
 import type { Transactions } from "./transactions.js";
 
 /**
@@ -79,6 +79,8 @@ interface Pending {
   work: Work<unknown>;
   /** Event ids the unit looks up ({@link Committer.submit}'s `lookups`). */
   lookups: string[] | undefined;
+  /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
+  pure: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -130,6 +132,8 @@ export class Committer {
   /** When the last batch of at least {@link loadedBatchUnits} units started (performance.now(), ms). */
   private lastLoadedFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
+  /** The running batch's start: the head before it, and whether it took its lookups to be new. */
+  private batchStart = { head: 0, assumeAbsent: false };
   /** The events appended by the running batch's units, those of units undone included (their seqs are appended again). */
   private appended: EventRecord[] = [];
   private readonly control: Transactions;
@@ -170,12 +174,15 @@ export class Committer {
    * may start up to {@link defaultDeferredSpacingMs} after the last one (fewer, larger commits);
    * a unit that is not deferrable brings the batch forward again. `lookups`: event ids the unit
    * looks up (`tx.events.findById`), read for the whole batch in one statement where each lookup
-   * would be a round trip (EventStatements.prefetch).
+   * would be a round trip (EventStatements.prefetch). `pure`: the unit does nothing but through
+   * its transaction (no state of its own changes), so it may run again: a batch of pure units
+   * takes the ids it looks up to be new without reading them, and runs again, reading them, in the
+   * rare case one is found (GuardFailedError).
    */
-  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[] } = {}): Promise<T> {
+  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[]; pure?: boolean } = {}): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, lookups: options.lookups, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ work, lookups: options.lookups, pure: options.pure ?? false, resolve: resolve as (v: unknown) => void, reject });
       if (!options.deferrable) this.urgent++;
       this.schedule();
     });
@@ -213,11 +220,16 @@ export class Committer {
     if (batch.length === 0) return;
     if (batch.length >= loadedBatchUnits) this.lastLoadedFlushAt = performance.now();
     this.busy = true;
+    this.begin(batch, performance.now(), batch.every((item) => item.pure));
+  }
+
+  /** Runs `batch` from its start; `assumeAbsent`: the ids it looks up are taken to be new (EventStatements.prefetch). */
+  private begin(batch: Pending[], started: number, assumeAbsent: boolean): void {
     this.appended = [];
-    const started = performance.now();
+    this.batchStart = { head: this.headSeq, assumeAbsent };
     let reading: Promise<void> | undefined;
     try {
-      reading = this.prefetch(batch);
+      reading = this.prefetch(batch, assumeAbsent);
     } catch (error) {
       return this.afterSlice(this.sliceFailed(batch, 0, this.headSeq, error), [], started);
     }
@@ -229,10 +241,10 @@ export class Committer {
   }
 
   /** Reads the events the batch's units look up, at once, before they run (EventStatements.prefetch). */
-  private prefetch(batch: Pending[]): Promise<void> | undefined {
+  private prefetch(batch: Pending[], assumeAbsent: boolean): Promise<void> | undefined {
     const ids: string[] = [];
     for (const item of batch) if (item.lookups) for (const id of item.lookups) ids.push(id);
-    return ids.length > 0 ? this.events.prefetch(ids) : undefined;
+    return ids.length > 0 ? this.events.prefetch(ids, assumeAbsent) : undefined;
   }
 
   /** Runs the batch's next units for up to {@link sliceMs} in one transaction, then ends the slice ({@link afterSlice}). */
@@ -253,8 +265,22 @@ export class Committer {
     if (!ended) return this.afterSlice(batch, outcomes, started);
     ended.then(
       () => this.afterSlice(batch, outcomes, started),
-      (error) => this.afterSlice(this.sliceFailed(batch, from, headBefore, error), outcomes.slice(0, from), started),
+      (error) => {
+        if (this.runAgainReading(batch, error, started)) return this.control.rollback();
+        this.afterSlice(this.sliceFailed(batch, from, headBefore, error), outcomes.slice(0, from), started);
+      },
     );
+  }
+
+  /**
+   * When `error` says an id the batch took to be new is in the log (GuardFailedError): nothing of
+   * it was committed, so its pure units run again, reading the ids first; true then.
+   */
+  private runAgainReading(batch: Pending[], error: unknown, started: number): boolean {
+    if (!(error instanceof GuardFailedError) || !this.batchStart.assumeAbsent) return false;
+    this.headSeq = this.batchStart.head;
+    setImmediate(() => this.begin(batch, started, false));
+    return true;
   }
 
   /** Undoes a slice that failed outside its units (from unit `from` on) and rejects those units; returns the batch without them. */
@@ -289,6 +315,7 @@ export class Committer {
         else void trust.whenTrusted().then(settle);
       },
       (error) => {
+        if (this.runAgainReading(batch, error, started)) return;
         this.busy = false;
         for (const item of batch) item.reject(error);
         this.options.onFatal?.(error);

@@ -47,6 +47,19 @@ export interface Db {
    * batch's units run, without blocking the event loop.
    */
   readAhead?(sql: string, params: unknown[]): Promise<unknown[]>;
+  /**
+   * PostgreSQL's only: inside the committer's batch, before its units run: a check sent ahead of
+   * everything the batch writes, failing the batch ({@link GuardFailedError}) when the read `sql`
+   * (`?` parameters) finds a row. What the units assumed absent without reading it stays so.
+   */
+  guardAbsent?(sql: string, params: unknown[]): void;
+}
+
+/** A batch's guard ({@link Db.guardAbsent}) found what its units assumed absent: nothing of it was committed; it runs again, reading first. */
+export class GuardFailedError extends Error {
+  constructor() {
+    super("rows a batch assumed absent were found: it runs again, reading them first");
+  }
 }
 
 /** Rows held by {@link Db.deferInserts}, and rows of the table read for the batch. */

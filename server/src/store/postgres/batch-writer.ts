@@ -1,6 +1,7 @@
 import { isConnectionLost } from "../../errors.js";
 import type { DeferredInserts } from "./deferred-inserts.js";
 import type { NativeClient, Waits } from "./pg-db.js";
+import { GuardFailedError } from "../sql.js";
 import { pipelineSync, type Command, type Outcome } from "./pipeline.js";
 
 /**
@@ -98,6 +99,15 @@ export class BatchWriter {
     this.savepoint = "set";
   }
 
+  /**
+   * Before the batch's units run: queues `read` wrapped in a statement that fails when it finds a
+   * row (division by zero), ahead of all the batch will write.
+   */
+  guard(read: Command): void {
+    this.queue.push({ ...read, text: `SELECT 1 / (CASE WHEN EXISTS (${read.text}) THEN 0 ELSE 1 END)`, guard: true });
+    this.unitFrom = this.queue.length;
+  }
+
   /** Queues a write of the running unit whose outcome is not needed now. */
   defer(command: Command): void {
     this.beforeWrite();
@@ -128,8 +138,8 @@ export class BatchWriter {
     }
     const failed = outcomes.findIndex((o) => o.error);
     if (failed < 0) return outcomes[outcomes.length - 1];
-    const error = outcomes[failed].error!;
-    if (failed < from) this.broken ??= error; // an earlier unit's write: that unit already answered
+    const error = commands[failed].guard ? new GuardFailedError() : outcomes[failed].error!;
+    if (failed < from) this.broken ??= error; // an earlier unit's write (that unit already answered), or the batch's guard
     throw error;
   }
 

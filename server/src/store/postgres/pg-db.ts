@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import { isConnectionLost } from "../../errors.js";
-import type { Db, RunResult, SqlStatement } from "../sql.js";
+import { GuardFailedError, type Db, type RunResult, type SqlStatement } from "../sql.js";
 import { BatchWriter } from "./batch-writer.js";
 import { pipelineAsync, type Command } from "./pipeline.js";
 import { DeferredInserts } from "./deferred-inserts.js";
@@ -300,6 +300,10 @@ export class PgDb implements Db {
     return (this.deferredEvents ??= new DeferredInserts(table, columns, keyColumn));
   }
 
+  guardAbsent(sql: string, params: unknown[]): void {
+    this.batch.guard({ text: numberParameters(sql).text, values: params.map(toParameter) });
+  }
+
   readAhead(sql: string, params: unknown[]): Promise<unknown[]> {
     return this.pipeline([{ text: numberParameters(sql).text, values: params.map(toParameter) }]).then((results) => results[0]);
   }
@@ -312,8 +316,8 @@ export class PgDb implements Db {
   pipeline(queries: Command[]): Promise<Record<string, unknown>[][]> {
     return pipelineAsync(this.writer, queries).then(
       (outcomes) => {
-        const failed = outcomes.find((o) => o.error)?.error;
-        if (failed) throw failed;
+        const failed = outcomes.findIndex((o) => o.error);
+        if (failed >= 0) throw queries[failed].guard ? new GuardFailedError() : outcomes[failed].error;
         return outcomes.map((o) => o.rows);
       },
       (error: Error) => {

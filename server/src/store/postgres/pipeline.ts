@@ -6,6 +6,8 @@ export interface Command {
   values?: unknown[];
   /** The name the statement is prepared under on the connection (then `text` only names it in errors). */
   name?: string;
+  /** A batch's guard (Db.guardAbsent): its failure is the batch's GuardFailedError. */
+  guard?: true;
 }
 
 /** What one command of a pipeline answered. */
