@@ -2,6 +2,8 @@
 // process on a temporary folder: it serves (health, Emit, ReadLog), runs maintenance SQL through
 // its reader child process and against the owner's schema names (dist/migrations/), checkpoints
 // the WAL in its worker thread, and starts again on the same folder. Its CLI is the bundle too.
+//
+// @module-tag serial
 
 import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -4,6 +4,8 @@
 // held up, reads cut at their byte budget by the server, statements prepared once per connection,
 // and clients ended and collected at once. What it does as SQLite's store does is tested on both
 // in store-conformance*.test.ts.
+//
+// @module-tag postgres
 
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -165,7 +167,7 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(eventStatements(store.db).readWithin(18, 512, 250_000)).toMatchObject({ cut: false, events: [{ id: "big-18" }, { id: "big-19" }] });
   });
 
-  it("a client ended and garbage-collected at once does not abort the process (libuv closes its socket watcher later)", async () => {
+  it("a client ended and garbage-collected at once does not abort the process (libuv closes its socket watcher later)", { tags: ["serial"] }, async () => {
     const url = testDatabase(tempDir("chronolog-pg-store-"));
     const { stdout } = await run(process.execPath, ["--expose-gc", "--import", "tsx", "test/helpers/end-and-collect.ts", url], { cwd: repo });
     expect(stdout).toBe("ended and collected 100 clients\n");
