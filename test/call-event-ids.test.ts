@@ -5,7 +5,7 @@
 // action.retried and the end name the old action.started, and a completed call's output is
 // read from its old action.completed.
 //
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";

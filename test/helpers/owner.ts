@@ -8,11 +8,9 @@ import { pino } from "pino";
 import { createHash } from "node:crypto";
 import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
 import { connectNative, endNative, numberParameters } from "../../server/src/store/postgres/pg-db.js";
-import type { ChronologClient } from "../../sdk/ts/src/client.js";
 import { chronologArgs, startingProcess } from "./chronolog.js";
 import { databaseUrl, templateDatabase } from "./postgres-server.js";
 import { storeOpened } from "./store-tags.js";
-import { until } from "./until.js";
 
 /** A fresh temporary data folder. */
 export function tempDir(prefix = "chronolog-test-"): string {
