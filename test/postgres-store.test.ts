@@ -93,7 +93,7 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(told.taken).toBe(1);
   });
 
-  it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", async () => {
+  it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", { tags: ["serial"] }, async () => {
     const { url, database } = await leader();
     const { renewer, told } = renewerOf(url, database);
     const heldUntil = performance.now() + 2_000; // over three leases
