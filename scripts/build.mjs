@@ -1,6 +1,9 @@
 // `npm run build`: bundles the owner and CLI (server/src/main.ts) into dist/main.js with
 // esbuild (~0.5 s), so `node dist/main.js serve` starts in ~0.35 s instead of ~1.2 s under tsx
 // (which compiles ~300 TypeScript modules at every start). `npm run serve` builds, then runs it.
+// The tests start their owner and CLI processes from it too: their run calls
+// `buildBundle({ onlyIfStale: true })`, which builds unless dist/main.sources holds the digest of
+// the sources as they are now (see sourcesDigest).
 //
 // What a bundle must keep working:
 // - better-sqlite3 is a native addon: external, loaded from node_modules.
@@ -20,33 +23,75 @@
 // Files are overwritten in place (no `rm -rf dist`): a running bundled owner still reads
 // dist/migrations/ on its first maintenance statement.
 import { build } from "esbuild";
-import { cpSync, readdirSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { buildConsole } from "./build-console.mjs";
 
-const root = new URL("../", import.meta.url);
-const path = (relative) => new URL(relative, root).pathname;
+const root = fileURLToPath(new URL("../", import.meta.url));
+const path = (relative) => join(root, relative);
+/** What the bundle is made of: the server's and the SDK's sources (migrations included), the locked dependencies and their patches, this script. */
+const sources = ["server/src", "sdk/ts/src", "package-lock.json", "patches", "scripts/build.mjs"];
+const digestFile = path("dist/main.sources");
 
-const result = await build({
-  entryPoints: [path("server/src/main.ts")],
-  outdir: path("dist"),
-  // serve's modules are a chunk of their own (main.ts imports them only for serve): the client
-  // commands start without loading SQLite, schemas and time. Chunks sit next to main.js, so
-  // import.meta.url finds migrations/ from either.
-  splitting: true,
-  chunkNames: "[name]-[hash]",
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external: ["better-sqlite3", "pg-native", "pg-types"],
-  banner: { js: 'import { createRequire as __chronologRequire } from "node:module"; const require = __chronologRequire(import.meta.url);' },
-  sourcemap: "linked", // stack traces map back to the .ts files with `node --enable-source-maps dist/main.js`
-  logLevel: "warning",
-  metafile: true,
-});
-cpSync(path("server/src/store/sqlite/migrations/"), path("dist/migrations/"), { recursive: true });
-cpSync(path("server/src/store/postgres/pg-migrations/"), path("dist/pg-migrations/"), { recursive: true });
-// Chunks of earlier builds (their names carry a hash) go; a running owner loaded its own at start.
-const outputs = new Set(Object.keys(result.metafile.outputs).map((file) => file.split("/").pop()));
-for (const name of readdirSync(path("dist/"))) if (/\.js(\.map)?$/.test(name) && !outputs.has(name)) rmSync(path(`dist/${name}`));
-await buildConsole({ onlyIfStale: true });
+/** Every file under `relative` (a file or a folder), as paths relative to the repository, sorted. */
+function filesOf(relative) {
+  if (!existsSync(path(relative))) return [];
+  if (!statSync(path(relative)).isDirectory()) return [relative];
+  return readdirSync(path(relative))
+    .sort()
+    .flatMap((name) => filesOf(`${relative}/${name}`));
+}
+
+/**
+ * A digest of the bundle's sources: every file's path and content. By content, not by time: a
+ * source edited while a build ran, or given an older time (a copy, an archive), still differs.
+ */
+export function sourcesDigest() {
+  const hash = createHash("sha256");
+  for (const file of sources.flatMap(filesOf)) hash.update(`${file}\0`).update(readFileSync(path(file))).update("\0");
+  return hash.digest("hex");
+}
+
+/** True when dist/main.js was built from the sources as they are now. */
+export function bundleCurrent() {
+  return existsSync(path("dist/main.js")) && existsSync(digestFile) && readFileSync(digestFile, "utf8") === sourcesDigest();
+}
+
+/** Builds dist/main.js (always, or only when it is not current) and the console when stale; true when the bundle was built. */
+export async function buildBundle({ onlyIfStale = false } = {}) {
+  const digest = sourcesDigest(); // before the build: an edit made while it runs leaves the bundle stale, as it is
+  const current = existsSync(path("dist/main.js")) && existsSync(digestFile) && readFileSync(digestFile, "utf8") === digest;
+  if (!(onlyIfStale && current)) {
+    rmSync(digestFile, { force: true }); // a build that fails midway leaves no digest: the next check builds again
+    const result = await build({
+      entryPoints: [path("server/src/main.ts")],
+      outdir: path("dist"),
+      // serve's modules are a chunk of their own (main.ts imports them only for serve): the client
+      // commands start without loading SQLite, schemas and time. Chunks sit next to main.js, so
+      // import.meta.url finds migrations/ from either.
+      splitting: true,
+      chunkNames: "[name]-[hash]",
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      external: ["better-sqlite3", "pg-native", "pg-types"],
+      banner: { js: 'import { createRequire as __chronologRequire } from "node:module"; const require = __chronologRequire(import.meta.url);' },
+      sourcemap: "linked", // stack traces map back to the .ts files with `node --enable-source-maps dist/main.js`
+      logLevel: "warning",
+      metafile: true,
+    });
+    cpSync(path("server/src/store/sqlite/migrations/"), path("dist/migrations/"), { recursive: true });
+    cpSync(path("server/src/store/postgres/pg-migrations/"), path("dist/pg-migrations/"), { recursive: true });
+    // Chunks of earlier builds (their names carry a hash) go; a running owner loaded its own at start.
+    const outputs = new Set(Object.keys(result.metafile.outputs).map((file) => file.split("/").pop()));
+    for (const name of readdirSync(path("dist/"))) if (/\.js(\.map)?$/.test(name) && !outputs.has(name)) rmSync(path(`dist/${name}`));
+    writeFileSync(digestFile, digest);
+  }
+  await buildConsole({ onlyIfStale: true });
+  return !(onlyIfStale && current);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await buildBundle();

@@ -1,3 +1,5 @@
+// @module-tag postgres
+
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";

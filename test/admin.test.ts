@@ -1,3 +1,5 @@
+// @module-tag postgres
+
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";

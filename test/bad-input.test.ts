@@ -1,6 +1,8 @@
 // Bad input: every bad request fails with the right
 // gRPC code and a message naming the problem, and writes nothing: each case
 // compares the whole log (head and events, via ReadLog) before and after.
+//
+// @module-tag postgres
 
 import * as http2 from "node:http2";
 import * as net from "node:net";

@@ -4,6 +4,9 @@
 // transport), gets 64 events of ~200 KiB and then 64 action calls with ~200 KiB inputs from an
 // owner process: all of them, without one message over its limit. (A message over it breaks the
 // stream with RESOURCE_EXHAUSTED, and again at every reconnect, since the same work is resent.)
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";

@@ -1,5 +1,7 @@
 // bench/compare's arithmetic: medians over runs and the ratio of Chronolog's figure to the best
 // peer's (the highest rate, the lowest latency), and the trivial gRPC servers it measures.
+//
+// @module-tag serial
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";

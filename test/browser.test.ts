@@ -7,6 +7,9 @@
 //
 // Chromium is Debian's (`apt-get install -y --no-install-recommends chromium`,
 // as .ci/run does), driven by playwright-core; no browser is ever downloaded.
+//
+// @module-tag serial
+// @module-tag sqlite-only
 
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync, statSync } from "node:fs";

@@ -2,8 +2,10 @@
 // process on a temporary folder: it serves (health, Emit, ReadLog), runs maintenance SQL through
 // its reader child process and against the owner's schema names (dist/migrations/), checkpoints
 // the WAL in its worker thread, and starts again on the same folder. Its CLI is the bundle too.
+//
+// @module-tag serial
 
-import { execFile, execFileSync, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -12,6 +14,7 @@ import { createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createClient } from "../sdk/ts/src/client.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import { bundleCurrent } from "../scripts/build.mjs";
 import { tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -55,7 +58,8 @@ function bundledCli(args: string[]): Promise<{ code: number; stdout: string; std
 const running = new Set<() => Promise<void>>();
 
 beforeAll(() => {
-  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
+  // The run's global setup built dist/main.js from the sources as they are (test/helpers/bundle-global.ts).
+  expect(bundleCurrent()).toBe(true);
   mkdirSync(join(dir, "plugins"));
   writeFileSync(join(dir, "plugins", "bundled.yaml"), manifest);
 });

@@ -4,6 +4,8 @@
 // completed under the plain derived ids is continued and answered from those: the retry's
 // action.retried and the end name the old action.started, and a completed call's output is
 // read from its old action.completed.
+//
+// @module-tag sqlite-only
 
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,3 +1,6 @@
+// @module-tag serial
+// @module-tag postgres
+
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";

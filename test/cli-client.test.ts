@@ -1,6 +1,9 @@
 // The client commands of the command line as real processes against an owner: --url and
 // --token before or after the command, the time commands (schedule, unschedule, delay,
 // cancel-delay), a closed stdout pipe (EPIPE) and numeric options checked before any request.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -12,6 +15,7 @@ import { DateTime } from "luxon";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
+import { chronologArgs } from "./helpers/chronolog.js";
 import { cli } from "./helpers/cli.js";
 import { eventsOf } from "./helpers/log-snapshot.js";
 import { onPostgres, startTestOwner, tempDir } from "./helpers/owner.js";
@@ -125,7 +129,7 @@ describe("client command options", () => {
     const mixed = await cli(["--token", tokens.web, "sql", "SELECT 1", `--url=${owner.url}`]);
     expect([mixed.code, mixed.stderr]).toEqual([1, expect.stringContaining("PermissionDenied")]);
     const fromEnv = await new Promise<{ stdout: string }>((resolve) =>
-      execFile(process.execPath, ["--import", "tsx", "server/src/main.ts", "cursors"], { cwd: repo, env: { ...process.env, CHRONOLOG_URL: owner.url, CHRONOLOG_TOKEN: tokens.admin } }, (_e, stdout) => resolve({ stdout })),
+      execFile(process.execPath, [...chronologArgs, "cursors"], { cwd: repo, env: { ...process.env, CHRONOLOG_URL: owner.url, CHRONOLOG_TOKEN: tokens.admin } }, (_e, stdout) => resolve({ stdout })),
     );
     expect(fromEnv.stdout).toBe(before.stdout);
     const help = await cli(["tail", "--help"]);
@@ -139,7 +143,7 @@ describe("client command options", () => {
     await client.registerPlugin({ name: "bulk", events: { "bulk.item": { allow: ["*"] } } });
     // Far more output than a pipe buffers (64 KiB), so writes go on after head has exited.
     await client.emitBatch(Array.from({ length: 3000 }, (_, i) => ({ type: "bulk.item", data: { i, padding: "x".repeat(64) } })));
-    const main = `node --import tsx server/src/main.ts --url ${owner.url}`;
+    const main = `node ${chronologArgs.join(" ")} --url ${owner.url}`;
     const sql = onPostgres ? [] : [`${main} sql "SELECT seq FROM events" 2>&1 | head -2`]; // ExecuteSql runs on the SQLite store only
     for (const command of [`${main} tail --no-follow | head -2`, `${main} tail | head -2`, ...sql]) {
       const { stdout, stderr } = await bash(command);

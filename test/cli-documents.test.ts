@@ -1,6 +1,9 @@
 // The command line's collection commands (docs create|get|find|patch|replace|delete) as real
 // processes against an owner: each answers what the API answers, errors included, and writes
 // commit their change events; seqs print as JSON numbers; tables cut to a terminal's width.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";

@@ -2,6 +2,9 @@
 // which is kept for the owner's bugs. The owner runs as a child process; clients send raw
 // bytes over HTTP/2 with gRPC framing and over Connect on HTTP/1.1, and `chronolog tail`,
 // grpcurl and raw streams watch while the owner is stopped with SIGTERM.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -20,6 +23,7 @@ import { ExecutorService, SubscribeRequestSchema } from "../sdk/ts/src/gen/chron
 import { EmitRequestSchema, LogService, WatchRequestSchema } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
 import { PluginService } from "../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { chronologArgs } from "./helpers/chronolog.js";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -191,7 +195,7 @@ describe("an owner stopped cleanly ends open streams with UNAVAILABLE", () => {
   });
 
   it("chronolog tail says the owner is stopping and exits 75; grpcurl, a raw Watch and a Subscribe get UNAVAILABLE", async () => {
-    const tail = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "tail", "--url", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    const tail = spawn(process.execPath, [...chronologArgs, "tail", "--url", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
     const out = { stdout: "", stderr: "" };
     tail.stdout.on("data", (b: Buffer) => (out.stdout += b.toString()));
     tail.stderr.on("data", (b: Buffer) => (out.stderr += b.toString()));
@@ -234,7 +238,7 @@ describe("an owner stopped cleanly ends open streams with UNAVAILABLE", () => {
   });
 
   it("tail exits 75 too when the owner cannot be reached", async () => {
-    const tail = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "tail", "--url", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    const tail = spawn(process.execPath, [...chronologArgs, "tail", "--url", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     tail.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
     const code = await new Promise<number | null>((resolve) => tail.once("exit", (c) => resolve(c)));

@@ -2,6 +2,8 @@
 // @grpc/grpc-js with a generic client, connect-node over Connect and gRPC-Web
 // on HTTP/1.1, `buf curl` with reflection v1 and v1alpha, health, and the
 // UNIMPLEMENTED answer of a method the owner does not serve.
+//
+// @module-tag postgres
 
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -211,7 +213,7 @@ describe("real clients against the owner", () => {
     expect(services).toContain("grpc.health.v1.Health");
   });
 
-  it("buf curl --list-methods, then Emit with -d JSON and ReadLog it back", async () => {
+  it("buf curl --list-methods, then Emit with -d JSON and ReadLog it back", { tags: ["serial"] }, async () => {
     const methods = (await buf("--list-methods", "--protocol", "grpc", "--http2-prior-knowledge", owner.url)).trim().split("\n");
     expect(methods).toEqual(expect.arrayContaining(["chronolog.v1.LogService/Emit", "chronolog.v1.LogService/Watch", "chronolog.v1.LogService/ReadLog"]));
 

@@ -5,6 +5,8 @@
 // durable: false is lost on restart; a schema failure writes nothing; a
 // write under a cause done twice is applied once; permissions; and
 // collection names owned by one plugin.
+//
+// @module-tag postgres
 
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient, type Client, type Interceptor } from "@connectrpc/connect";

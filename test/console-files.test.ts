@@ -3,6 +3,8 @@
 // right content types and caching, the app's index.html for its routes, nothing outside the
 // built folder, and a clear answer when the console is not built. test/console.test.ts drives
 // the app itself in Chromium.
+//
+// @module-tag sqlite-only
 
 import { existsSync, rmSync } from "node:fs";
 import * as http2 from "node:http2";

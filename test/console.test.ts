@@ -6,6 +6,9 @@
 // page is refused. Screenshots of each view go to test/artifacts/console/ (gitignored).
 // Over TLS the page and its calls go over HTTP/2 in the browser. The static files themselves (CSP,
 // content types, HTTP/1.1 and HTTP/2 in plaintext) are checked in console-files.test.ts.
+//
+// @module-tag serial
+// @module-tag sqlite-only
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";

@@ -1,5 +1,8 @@
 // chronolog copy-store: an SQLite data folder's log, documents, cursors and timers move to an
 // empty PostgreSQL database, and an owner on PostgreSQL goes on from where the folder's stopped.
+//
+// @module-tag serial
+// @module-tag sqlite-only
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";

@@ -1,3 +1,6 @@
+// @module-tag serial
+// @module-tag postgres
+
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";

@@ -1,6 +1,8 @@
 // DelayBatch through the real transport: many delays armed in one call, all or none; errors
 // name the delay; a retried batch arms nothing twice; the calls are made once each, at their
 // moments. Then the same from the Python client.
+//
+// @module-tag postgres
 
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -102,7 +104,7 @@ describe("DelayBatch", () => {
     await expect(client.delayBatch([good(8), { ...good(9), when: { intervalMs: -1 } }])).rejects.toThrow(/delays\[1\]: intervalMs must be/);
   });
 
-  it.skipIf(!existsSync(python) && !process.env.CI)("from the Python client", async () => {
+  it.skipIf(!existsSync(python) && !process.env.CI)("from the Python client", { tags: ["serial"] }, async () => {
     const script = [
       "import sys",
       "from chronolog import Client",

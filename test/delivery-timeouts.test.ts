@@ -1,3 +1,6 @@
+// @module-tag serial
+// @module-tag postgres
+
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { spawn, type ChildProcess } from "node:child_process";

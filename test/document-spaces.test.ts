@@ -3,6 +3,9 @@
 // space) and an executor token limited to space a. Every principal tries get, find, replace,
 // patch and delete on documents of every space, and reads the change events: nobody reaches a
 // space it may not read, and a document out of reach answers exactly like one that does not exist.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

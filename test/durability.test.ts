@@ -10,6 +10,9 @@
 //
 // The owner lock: a second owner is refused, also when owner.lock was deleted
 // while the first ran; an owner whose lock another took stops.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import Database from "better-sqlite3";
 import { spawn } from "node:child_process";
@@ -17,6 +20,7 @@ import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:f
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { chronologArgs } from "./helpers/chronolog.js";
 import { onPostgres, spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -220,7 +224,7 @@ describe("clean shutdown", () => {
 describe.skipIf(onPostgres)("owner lock", () => {
   /** Runs `chronolog serve` on `data` and waits for it to exit. */
   function serveUntilExit(data: string): Promise<{ code: number | null; stderr: string }> {
-    const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--data", data, "--port", "0"], {
+    const child = spawn(process.execPath, [...chronologArgs, "serve", "--data", data, "--port", "0"], {
       cwd: repo,
       stdio: ["ignore", "ignore", "pipe"],
     });

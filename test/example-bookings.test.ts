@@ -1,3 +1,6 @@
+// @module-tag serial
+// @module-tag postgres
+
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,3 +1,5 @@
+// @module-tag postgres
+
 import { createServer } from "node:http2";
 import { pino } from "pino";
 import { createServer as createNetServer } from "node:net";

@@ -3,6 +3,8 @@
 // (and lists each executor's SDK in ListExecutors); the TypeScript and Python executors report
 // an owner whose version differs from theirs, once per owner version. The owner here is real
 // (its log captured); for the SDKs' side, a fake owner answers with another version.
+//
+// @module-tag sqlite-only
 
 import { spawn } from "node:child_process";
 import { createServer } from "node:http2";
@@ -156,7 +158,7 @@ describe("the SDKs check the owner's version at its welcome", () => {
     expect(reported).toEqual([]);
   });
 
-  it("Python: prints the warning on stderr once and says its SDK and version in its hello", async () => {
+  it("Python: prints the warning on stderr once and says its SDK and version in its hello", { tags: ["serial"] }, async () => {
     const fake = await fakeOwner("7.0.0", true);
     const script = [
       "import sys, time",

@@ -4,6 +4,8 @@
 // or stall the owner; an event or document a filter cannot be applied to does not match (and
 // never ends a reader's stream). Through the real transport; the filters that crashed or froze
 // the owner before run against an owner in a child process.
+//
+// @module-tag postgres
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient, type Client } from "@connectrpc/connect";
@@ -236,7 +238,7 @@ describe("an event or document the filter cannot be applied to does not match", 
   });
 });
 
-describe("filters that crashed or froze the owner (an owner in a child process, over Connect JSON as curl sends it)", () => {
+describe("filters that crashed or froze the owner (an owner in a child process, over Connect JSON as curl sends it)", { tags: ["serial"] }, () => {
   let owner: OwnerProcess;
   let client: ChronologClient;
   let log: Client<typeof LogService>;

@@ -1,6 +1,9 @@
 // What a new user meets first: `serve` failing with words to act on (and leaving no folder behind),
 // the example executor's --help, the example config with the commands the README gives for it, and
 // the browser example's dev server saying where to go. Real processes throughout.
+//
+// @module-tag serial
+// @module-tag sqlite-only
 import { stripVTControlCharacters } from "node:util";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";

@@ -4,6 +4,8 @@
 // Publish stream and unary, action calls, reads, a watch) and executor given the standby first
 // reach the leader and write every event once; a Publish stream and a watch survive the owner
 // killed with SIGKILL and started again on another port of the list, without an event twice.
+//
+// @module-tag sqlite-only
 
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -91,7 +93,7 @@ describe("a client and an executor given a standby first", () => {
     expect(new Set(watched.map((e) => e.seq)).size).toBe(50);
   });
 
-  it("the CLI with --url standby,leader (or CHRONOLOG_URL) emits and reads at the leader; health shows each owner's role", async () => {
+  it("the CLI with --url standby,leader (or CHRONOLOG_URL) emits and reads at the leader; health shows each owner's role", { tags: ["serial"] }, async () => {
     const emitted = await cli(["--url", `${standby.url},${owner.url}`, "emit", "fl.order", '{"n":100,"qty":1}', "--id", "cli-1"]);
     expect(emitted).toMatchObject({ code: 0, stderr: "" });
     expect(JSON.parse(emitted.stdout)).toMatchObject({ id: "cli-1", type: "fl.order", existing: false });
@@ -180,7 +182,7 @@ describe("a client given a dead port first", () => {
   });
 });
 
-describe("the owner killed (SIGKILL) and started again on another port of the list", () => {
+describe("the owner killed (SIGKILL) and started again on another port of the list", { tags: ["serial"] }, () => {
   let dir: string;
   let owner: OwnerProcess;
   let standby: Standby;

@@ -4,6 +4,9 @@
 // deadlines and cancellation reaching the handler, and response headers and trailers a
 // handler sets. grpc-js and the SDK's gRPC transport take the native path; the SDK's
 // gRPC-Web transport stays on connect-node.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { writeFileSync } from "node:fs";
 import * as http2 from "node:http2";

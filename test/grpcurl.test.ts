@@ -4,6 +4,9 @@
 // .tools/ (GOBIN=$PWD/.tools go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4).
 // The `buf curl` Watch of that section is checked here too (the other buf
 // curl commands are in clients.test.ts).
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { execFile, spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";

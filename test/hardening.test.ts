@@ -1,4 +1,6 @@
 // Faults found by trying to break the owner as a new user would (kept as tests).
+//
+// @module-tag postgres
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { mkdtempSync, writeFileSync } from "node:fs";

@@ -1,6 +1,8 @@
 // Two owners on one PostgreSQL database: one leads, the other waits as a standby and takes over
 // when the leader dies (kill -9) or stops renewing its lease (SIGSTOP); real processes, a real
 // PostgreSQL server.
+//
+// @module-tag serial
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -12,6 +14,7 @@ import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { PluginManifestSchema } from "../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
+import { chronologArgs } from "./helpers/chronolog.js";
 import { tempDir } from "./helpers/owner.js";
 import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
 import { takeoverPlugin } from "./helpers/takeover-plugin.js";
@@ -63,7 +66,7 @@ interface OwnerProc {
 }
 
 function serve(store: string, port: number, plugins: string, extra: string[] = []): OwnerProc {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/src/main.ts", "serve", "--store", store, "--port", String(port), "--plugins", plugins, ...extra], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...chronologArgs, "serve", "--store", store, "--port", String(port), "--plugins", plugins, ...extra], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
   createInterface({ input: child.stderr! }).on("line", (line) => {

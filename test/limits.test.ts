@@ -2,6 +2,8 @@
 // transport: schema patterns run on RE2 (no ReDoS), JSON nested deeper than maxJsonDepth (32)
 // is refused wherever the owner takes client data (binary clients decode ~49 levels), and an
 // executor's credits are clamped to maxCredits, so ListExecutors always encodes.
+//
+// @module-tag postgres
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";

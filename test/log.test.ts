@@ -2,6 +2,8 @@
 // emit, idempotent ids, atomic batches, paged reads with filters, GetEvent,
 // Watch (catch-up, caught_up marker, live events, filters), plugin manifests
 // persisting across restarts, and the owner lock on the data folder.
+//
+// @module-tag postgres
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:http2";

@@ -3,6 +3,8 @@
 // work. Values are read from the Prometheus text format; tests wait on scraped values
 // (`until`), never on sleeps. The timer test runs on a ManualClock (as in time.test.ts): the
 // clock moved exactly to the due moment makes the call 0 s late.
+//
+// @module-tag postgres
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";

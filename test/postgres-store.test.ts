@@ -4,8 +4,11 @@
 // held up, reads cut at their byte budget by the server, statements prepared once per connection,
 // and clients ended and collected at once. What it does as SQLite's store does is tested on both
 // in store-conformance*.test.ts.
+//
+// @module-tag postgres
 
 import { execFile } from "node:child_process";
+import { createConnection, createServer, type Socket } from "node:net";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
@@ -87,11 +90,12 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
       writer.querySync("ROLLBACK");
     }
     other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1"); // once the transaction ended
-    await until(() => renewer.taken, "the renewer found its term gone");
-    expect(told.taken).toBe(1);
+    // The thread marks the lease taken in shared memory, then tells the owner's thread: wait for what it is told.
+    await until(() => told.taken > 0, "the renewer told its term is gone");
+    expect([told.taken, renewer.taken]).toEqual([1, true]);
   });
 
-  it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", async () => {
+  it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", { tags: ["serial"] }, async () => {
     const { url, database } = await leader();
     const { renewer, told } = renewerOf(url, database);
     const heldUntil = performance.now() + 2_000; // over three leases
@@ -99,6 +103,33 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(renewer.ageMs()).toBeLessThan(1_500); // renewals were sent, and held, while it was held up
     expect(renewer.taken).toBe(false);
     expect(told.errors).toEqual([]);
+  });
+
+  it("closes while a renewal is still connecting: the connection it then gets is ended and the thread exits", async () => {
+    const { url, database } = await leader();
+    // A proxy to the server that holds each connection back until the test lets it through.
+    const target = new URL(url);
+    const held: (() => void)[] = [];
+    const sockets: Socket[] = [];
+    const proxy = createServer((socket) => {
+      sockets.push(socket);
+      socket.pause();
+      held.push(() => {
+        const upstream = createConnection(Number(target.port), target.hostname);
+        sockets.push(upstream);
+        socket.pipe(upstream).pipe(socket);
+        socket.resume();
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    opened.push({ close: () => (sockets.forEach((s) => s.destroy()), proxy.close()) });
+    const viaProxy = new URL(url);
+    viaProxy.port = String((proxy.address() as { port: number }).port);
+    const { renewer } = renewerOf(viaProxy.toString(), database);
+    await until(() => held.length === 1, "the first renewal connecting"); // a third of the lease (200 ms) after the start
+    const closed = renewer.close();
+    held[0](); // the connection is made after the close was asked for
+    await within(closed, 5_000, "the renewer's close");
   });
 
   it("a unit's queued writes are undone with it, whether its savepoint was sent or not; a queued write failing after its unit answered fails the batch", async () => {
@@ -179,7 +210,7 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(eventStatements(store.db).readWithin(18, 512, 250_000)).toMatchObject({ cut: false, events: [{ id: "big-18" }, { id: "big-19" }] });
   });
 
-  it("a client ended and garbage-collected at once does not abort the process (libuv closes its socket watcher later)", async () => {
+  it("a client ended and garbage-collected at once does not abort the process (libuv closes its socket watcher later)", { tags: ["serial"] }, async () => {
     const url = testDatabase(tempDir("chronolog-pg-store-"));
     const { stdout } = await run(process.execPath, ["--expose-gc", "--import", "tsx", "test/helpers/end-and-collect.ts", url], { cwd: repo });
     expect(stdout).toBe("ended and collected 100 clients\n");

@@ -1,3 +1,5 @@
+// @module-tag postgres
+
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
@@ -163,6 +165,8 @@ describe("processors over the Subscribe stream", () => {
     await exA.stop(0); // the stream ends with the delivery unanswered
     await until(() => byB.length === 1, "redelivery to B");
     expect(byB).toEqual([2]);
+    // processor.retried is committed beside the retry's wait, not before the redelivery: it may land after it.
+    await until(async () => (await countTypes(client))["processor.retried"] !== undefined, "processor.retried recorded");
     expect((await countTypes(client))["processor.retried"]).toBe(1);
   });
 

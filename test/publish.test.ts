@@ -5,6 +5,9 @@
 // flow control); the TypeScript SDK's emit re-sending its pending emits across an owner killed
 // with SIGKILL and restarted, writing each once; event data as JSON text (Watch, deliveries) the
 // same as the Struct form; and the Python SDK's publish path.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { execFile, spawn } from "node:child_process";
 import { connect } from "node:http2";

@@ -10,6 +10,8 @@
 //
 // Arithmetic used below: T0 = 2026-03-02T12:00:00Z is a multiple of every cycle used here
 // (60 s, 86,400 s), so T0 is a boundary of each pulse and interval 0 of its cycle.
+//
+// @module-tag postgres
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
@@ -464,7 +466,7 @@ describe("chains of delays and the SDK's time helpers under a cause", () => {
   });
 });
 
-describe("CLI timers and cursors", () => {
+describe("CLI timers and cursors", { tags: ["serial"] }, () => {
   it("`timers` prints what ListTimers returns (JSON lines and a table, with --kind and --preview); `cursors` prints ListProcessors", async () => {
     const h = await harness(new ManualClock(T0));
     const plugin = definePlugin({

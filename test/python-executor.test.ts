@@ -10,6 +10,9 @@
 // sdk/python/tests/test_client_errors.py (unittest). A second owner runs the pywork
 // executor (sdk/python/tests/work_executor.py): document writes, timers and delays
 // under a delivery or an action run, with ids derived as in TypeScript.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";

@@ -5,6 +5,9 @@
 // publish stream survives the owner killed (SIGKILL) and started again on another port of the
 // list, writing each event once (sdk/python/tests/publish_through_restart.py), and a watch goes on
 // there after the last event it gave (sdk/python/tests/watch_through_restart.py).
+//
+// @module-tag serial
+// @module-tag sqlite-only
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";

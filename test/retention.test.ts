@@ -7,6 +7,8 @@
 // wait for a sweep with `sweepFrom` (the owner's `onSweep`, STYLE 10), never on sleeps. A sweep
 // deletes rows whose last change (`updated_at`, a commit time) is strictly before
 // `now - retention`; the arithmetic is written beside each step.
+//
+// @module-tag postgres
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
@@ -451,7 +453,7 @@ describe("retention of finished action calls", () => {
     expect(samples.get('chronolog_retention_swept_total{table="action_calls"}')).toBe(4);
   });
 
-  it("actions.call_retention_days in the config and serve --call-retention-days set it; 0 keeps calls forever", async () => {
+  it("actions.call_retention_days in the config and serve --call-retention-days set it; 0 keeps calls forever", { tags: ["serial"] }, async () => {
     const dir = tempDir();
     const file = join(dir, "owner.yaml");
     writeFileSync(file, "principals: [{ name: ops, token: an-admin-token-0123, role: admin }]\nactions: { call_retention_days: 2 }\n");

@@ -10,6 +10,8 @@
 //
 // Overlap and catch-up "all within window" are decided in the claim (fire.ts), through
 // claimDecision and owedOccurrences: the rules are tested alone and end to end.
+//
+// @module-tag postgres
 
 import { createHash } from "node:crypto";
 import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
@@ -588,7 +590,7 @@ describe("TimeService: one order of checks, and clearer messages", () => {
   });
 });
 
-describe("chronolog pause-timer, resume-timer, trigger-timer, backfill-timer", () => {
+describe("chronolog pause-timer, resume-timer, trigger-timer, backfill-timer", { tags: ["serial"] }, () => {
   it("pauses, resumes, triggers and backfills from the command line", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);

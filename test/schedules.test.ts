@@ -6,6 +6,8 @@
 // As in time.test.ts, a ManualClock is both the owner's clock and its TimerHost:
 // `clock.set/advance` rings what the owner armed, `clock.armed()` shows the one armed timer.
 // The last describe runs real owner processes killed with SIGKILL on the real clock.
+//
+// @module-tag postgres
 
 import { create, toJson } from "@bufbuild/protobuf";
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
@@ -551,7 +553,7 @@ describe("cancel and unschedule racing the clock", () => {
   });
 });
 
-describe("declared schedules across a real owner process killed with SIGKILL", () => {
+describe("declared schedules across a real owner process killed with SIGKILL", { tags: ["serial"] }, () => {
   it("an every-second schedule from a --plugins folder across a ~3 s outage: one call for the outage, not a storm", async () => {
     const dataDir = tempDir();
     const pluginsDir = tempDir("chronolog-plugins-");

@@ -1,3 +1,5 @@
+// @module-tag serial
+
 import { createServer } from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";

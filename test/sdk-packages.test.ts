@@ -5,6 +5,9 @@
 // .d.ts without @types/node; the Python SDK built into a wheel (`python -m build`) and installed
 // with `pip install` into a fresh virtual environment, its example executor run from outside
 // the repository. The versions of the owner and both SDKs are one number, said by each.
+//
+// @module-tag serial
+// @module-tag sqlite-only
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";

@@ -1,6 +1,9 @@
 // The TypeScript client's watch ends its stream when the caller's loop ends: a script that breaks
 // out of `for await (... of client.watch())` exits by itself, and the owner releases the stream.
 // A client made without a usable URL says so.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";

@@ -10,6 +10,8 @@
 //   owner is stopping", never CANCELLED, and a later call with the same id runs it again.
 // - A second ack of a delivery this session answered is STALE_ACK (not UNKNOWN_DELIVERY), a
 //   second result of an invocation STALE_RESULT; an id never received stays UNKNOWN_*.
+//
+// @module-tag postgres
 
 import { toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
@@ -142,7 +144,7 @@ async function callOutcome(p: Promise<{ output: JsonObject }>): Promise<{ output
   }
 }
 
-describe("SIGTERM during CallAction (the owner's shutdown grace, a second signal ignored)", () => {
+describe("SIGTERM during CallAction (the owner's shutdown grace, a second signal ignored)", { tags: ["serial"] }, () => {
   it("an invocation answered within the grace is recorded and answered; one that outlasts it gets UNAVAILABLE and runs again with its call id", async () => {
     const data = tempDir("chronolog-shutdown-");
     cleanups.push(() => rmSync(data, { recursive: true, force: true }));

@@ -3,6 +3,8 @@
 // timers, occurrences, the timer controls and time's retention, action calls, processor cursors,
 // documents and plugins, each method as its interface in server/src/store/ promises it. Writes run
 // in committer units, as the owner's do; reads outside them.
+//
+// @module-tag postgres
 
 import { afterEach, describe, expect, it } from "vitest";
 import { callStatements, finishedCallsDeleter } from "../server/src/store/calls.js";

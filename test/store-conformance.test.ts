@@ -4,6 +4,8 @@
 // fails to commit, nothing answered before it is durable, the head kept across a reopen), the
 // events table's statements (EventStatements), and PostgreSQL's fence (a store whose lease term
 // was taken writes nothing more). The other statement groups: store-conformance-statements.test.ts.
+//
+// @module-tag postgres
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";

@@ -21,7 +21,7 @@ import { defaultSchedulePolicy } from "../server/src/time/timers.js";
 import { sqliteTransactions } from "../server/src/store/sqlite/transactions.js";
 import { noSync, WalSync } from "../server/src/store/sqlite/wal-sync.js";
 import { until } from "./helpers/until.js";
-import { onPostgres, tempDir } from "./helpers/owner.js";
+import { tempDir } from "./helpers/owner.js";
 
 const opened: Store[] = [];
 const dirs: string[] = [];
@@ -65,7 +65,7 @@ const migrationVersions = readdirSync(new URL("../server/src/store/sqlite/migrat
 const latestMigration = Math.max(...migrationVersions);
 
 describe("group commit", () => {
-  it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", async () => {
+  it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", { tags: ["serial"] }, async () => {
     const store = open(folder());
     // No fsync (synchronous=NORMAL's path): a batch ends at once, so the spacing is what holds units back.
     const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 300 });
@@ -93,7 +93,7 @@ describe("group commit", () => {
     expect(performance.now() - lone).toBeLessThan(250); // a small batch spaces nothing
   });
 
-  it("under load a batch of deferrable units only waits the longer spacing (10 ms; 600 here); an urgent unit arriving meanwhile brings it forward to the short one", async () => {
+  it("under load a batch of deferrable units only waits the longer spacing (10 ms; 600 here); an urgent unit arriving meanwhile brings it forward to the short one", { tags: ["serial"] }, async () => {
     const store = open(folder());
     const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 150, deferredSpacingMs: 600 });
     const load = () => Promise.all(Array.from({ length: 16 }, (_, i) => committer.submit((tx) => tx.append(event(`load${i}-${performance.now()}`)))));
@@ -113,7 +113,7 @@ describe("group commit", () => {
     expect(Math.abs(deferredMs - urgentMs)).toBeLessThan(20); // in the same batch
   });
 
-  it("runs a batch longer than a slice (2 ms) in slices, letting a timer run between them, and makes it durable as one batch", async () => {
+  it("runs a batch longer than a slice (2 ms) in slices, letting a timer run between them, and makes it durable as one batch", { tags: ["serial"] }, async () => {
     const { committer, commits } = committerOn(open(folder()));
     const order: string[] = [];
     const busy = (ms: number) => {
@@ -138,7 +138,7 @@ describe("group commit", () => {
 });
 
 // SQLite's own settings, migrations and files: a PostgreSQL store has none of them.
-describe.skipIf(onPostgres)("SQLite settings", () => {
+describe("SQLite settings", () => {
   it("makes missing data folders, and names the folder it cannot make instead of spinning (Node's recursive mkdir loops under /proc)", () => {
     const nested = join(folder(), "a", "b");
     open(nested);
@@ -222,7 +222,7 @@ describe.skipIf(onPostgres)("SQLite settings", () => {
 });
 
 // Written against SQLite (json_each, its statement cache).
-describe.skipIf(onPostgres)("queries with a limit", () => {
+describe("queries with a limit", () => {
   it("have the limit written into their SQL (a bound LIMIT is compiled again at every execution), one statement per limit kept, others prepared each time; a bad limit or SQL is refused", () => {
     const store = open(folder());
     const limited = limitedStatement(store.db, "SELECT value FROM json_each(?) ORDER BY value LIMIT ?", { raw: true });
@@ -242,7 +242,7 @@ describe.skipIf(onPostgres)("queries with a limit", () => {
 });
 
 // SQLite's rowids place one-shot timers in due order; PostgreSQL has no rowid (its timers_by_due index orders them).
-describe.skipIf(onPostgres)("where timer rows are stored", () => {
+describe("where timer rows are stored", () => {
   const oneShot = (id: string, dueMs: number) => ({
     id, kind: "delay" as const, action: "p.a", input: {}, spec: { kind: "at" as const, atMs: dueMs }, nextDueMs: dueMs, actor: null, plugin: "", schedule: "",
     overdue: { kind: "unbounded" as const }, chainDepth: 0, region: 0, disabled: false, retryDelaysMs: [], policy: defaultSchedulePolicy, paused: null,
@@ -290,7 +290,7 @@ function folderAt(version: number): string {
 }
 
 // An SQLite migration (PostgreSQL's schema starts at pg-migrations/0001).
-describe.skipIf(onPostgres)("migration 0012: no IN lists in the constraints a call's writes check", () => {
+describe("migration 0012: no IN lists in the constraints a call's writes check", () => {
   /** The INSERT and UPDATE statements of `factories` that build an ephemeral b-tree at each execution (OpenEphemeral). */
   function ephemeralWrites(db: Store["db"], factories: ((db: Store["db"]) => unknown)[]): string[] {
     const seen: string[] = [];
@@ -370,7 +370,7 @@ describe.skipIf(onPostgres)("migration 0012: no IN lists in the constraints a ca
 });
 
 // owner.lock guards an SQLite data folder; PostgreSQL owners elect a leader by the lease.
-describe.skipIf(onPostgres)("owner lock", () => {
+describe("owner lock", () => {
   it("refuses a second open of a folder in use and frees it on close", async () => {
     const dataDir = folder();
     const first = open(dataDir);
@@ -411,7 +411,7 @@ describe.skipIf(onPostgres)("owner lock", () => {
 });
 
 // SQLITE_FULL: PostgreSQL's disk is the server's.
-describe.skipIf(onPostgres)("a full disk", () => {
+describe("a full disk", () => {
   it("is UNAVAILABLE with a message saying so (SQLITE_FULL rolls the whole commit back), not INTERNAL", () => {
     const full = Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
     const error = toConnectError(full);
@@ -421,7 +421,7 @@ describe.skipIf(onPostgres)("a full disk", () => {
 });
 
 // An SQLite migration (PostgreSQL's schema starts at pg-migrations/0001).
-describe.skipIf(onPostgres)("migration 0013: documents get the space of the actor that created them", () => {
+describe("migration 0013: documents get the space of the actor that created them", () => {
   it("a folder at schema 12 keeps its documents; each takes the space of its latest created event, others none", async () => {
     const dataDir = folderAt(12);
     const old = new Database(join(dataDir, "chronolog.db"));

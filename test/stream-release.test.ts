@@ -6,6 +6,9 @@
 // live, waiting on the head; Subscribe before and right after its hello and
 // mid-delivery. Afterwards no stream is left open on the owner (its gauges read
 // 0 within seconds) and its memory is back where it was.
+//
+// @module-tag serial
+// @module-tag sqlite-only
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";

@@ -7,6 +7,8 @@
 // (its TimerHost too, so no delay fires unless the test moves time), an in-process SDK executor
 // hosting a processor and actions whose handlers fail their first attempt after their work.
 // Processor retries wait on the real clock (20 ms).
+//
+// @module-tag postgres
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
@@ -37,7 +39,7 @@ type Attempt = JsonObject & { job: string; attempt: number };
 
 interface Harness {
   clock: ManualClock;
-  owner: { dataDir: string };
+  owner: { dataDir: string; settled(): Promise<void> };
   client: ChronologClient;
   time: Client<typeof TimeService>;
   admin: Client<typeof AdminService>;

@@ -7,6 +7,8 @@
 // waits for real time except the message round trips (`until`). Owners here get a 10-minute
 // heartbeat interval so a manual clock moved by days never trips the executor watchdog.
 // The last describe runs real owner processes killed with SIGKILL on the real clock.
+//
+// @module-tag postgres
 
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
@@ -690,7 +692,7 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     }
   });
 
-  it("`serve --timer-lookahead-ms 40` sends calls of time at most 40 ms ahead (the default is 250)", async () => {
+  it("`serve --timer-lookahead-ms 40` sends calls of time at most 40 ms ahead (the default is 250)", { tags: ["serial"] }, async () => {
     const owner = await spawnOwner(tempDir(), ["--timer-lookahead-ms", "40"]);
     cleanups.push(() => void owner.child.kill("SIGKILL"));
     const client = createClient({ url: owner.url });
@@ -721,7 +723,7 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     expect(raw.invocations[0].holdMs).toBe(0);
   });
 
-  it("the TypeScript SDK holds by default: the action starts hold_ms of real time after the Invocation came", async () => {
+  it("the TypeScript SDK holds by default: the action starts hold_ms of real time after the Invocation came", { tags: ["serial"] }, async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { lookaheadMs: 50 });
     await h.time.schedule({ timerId: "sdk", action: "remind.send", input: {}, spec: at(due) });
@@ -791,7 +793,7 @@ describe("TimeService bad input (nothing written)", () => {
   });
 });
 
-describe("time across real owner processes killed with SIGKILL", () => {
+describe("time across real owner processes killed with SIGKILL", { tags: ["serial"] }, () => {
   it("a timer set before a kill -9 is called once, with its original moment, after the restart; a recurring one owes one call for the whole outage", async () => {
     const dataDir = tempDir();
     const children: OwnerProcess[] = [];

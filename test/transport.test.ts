@@ -276,7 +276,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
     }
   });
 
-  it("works with buf curl: reflection v1 and v1alpha, list-methods, a call", async () => {
+  it("works with buf curl: reflection v1 and v1alpha, list-methods, a call", { tags: ["serial"] }, async () => {
     for (const proto of ["grpc-v1", "grpc-v1alpha"]) {
       const services = await buf("--list-services", "--reflect-protocol", proto, "--protocol", "grpc", "--http2-prior-knowledge", base);
       expect(services.split("\n")).toContain("chronolog.v1.LogService");
@@ -490,7 +490,7 @@ describe("listen: extra HTTP handler, shutdown", () => {
   });
 });
 
-describe("listen: TLS", () => {
+describe("listen: TLS", { tags: ["serial"] }, () => {
   let dir: string;
   let srv: Listener;
   let ca: Buffer;

@@ -3,6 +3,9 @@
 // its memory (RSS) can be measured on its own; the stalled watcher is a raw
 // HTTP/2 client that never reads. Meanwhile a normal watcher keeps up, and
 // once the stalled one reads again it gets every event, in order.
+//
+// @module-tag serial
+// @module-tag postgres
 
 import { readFileSync } from "node:fs";
 import * as http2 from "node:http2";

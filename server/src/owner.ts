@@ -108,6 +108,13 @@ export interface Owner {
   timerRetention: TimerRetention;
   /** The hourly retention sweep of finished action calls; tests listen to `onSweep`. */
   callRetention: CallRetention;
+  /**
+   * Resolves once every commit made before the call is durable and its callers have had their
+   * answer: what follows a commit in memory (a clock re-armed for a retry, say) has happened. Tests
+   * that read the store on a connection of their own, where a commit shows before it is durable,
+   * wait for it before asserting that.
+   */
+  settled(): Promise<void>;
   /** Gives running deliveries and invocations their grace, stops serving, lets the last commit finish, closes the store. */
   close(): Promise<void>;
 }
@@ -316,6 +323,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
     pulses,
     timerRetention,
     callRetention,
+    settled: () => committer.submit(() => undefined),
     async close() {
       time.stop();
       pulses.stop();

@@ -8,8 +8,9 @@ import { pino } from "pino";
 import { createHash } from "node:crypto";
 import { startOwner, type Owner, type OwnerOptions } from "../../server/src/owner.js";
 import { connectNative, endNative, numberParameters } from "../../server/src/store/postgres/pg-db.js";
-import type { ChronologClient } from "../../sdk/ts/src/client.js";
-import { until } from "./until.js";
+import { chronologArgs, startingProcess } from "./chronolog.js";
+import { databaseUrl, templateDatabase } from "./postgres-server.js";
+import { storeOpened } from "./store-tags.js";
 
 /** A fresh temporary data folder. */
 export function tempDir(prefix = "chronolog-test-"): string {
@@ -20,22 +21,22 @@ export function tempDir(prefix = "chronolog-test-"): string {
 export const onPostgres = process.env.CHRONOLOG_TEST_STORE === "postgres";
 
 /**
- * The PostgreSQL database standing for data folder `dataDir` on the test server (created when
- * missing), so an owner restarted on the same folder finds the same database.
+ * The PostgreSQL database standing for data folder `dataDir` on the test server, so an owner
+ * restarted on the same folder finds the same database. Made when missing as a clone of the
+ * run's migrated template (test/helpers/postgres-global.ts): its owner finds the schema current.
  */
 export function testDatabase(dataDir: string): string {
+  storeOpened();
   const admin = process.env.CHRONOLOG_TEST_PG_URL;
   if (!admin) throw new Error("CHRONOLOG_TEST_STORE=postgres without CHRONOLOG_TEST_PG_URL: run through vitest (its globalSetup starts the server)");
   const name = `t_${createHash("sha256").update(dataDir).digest("hex").slice(0, 20)}`;
   const client = connectNative(admin, "chronolog tests");
   try {
-    if (client.querySync("SELECT 1 FROM pg_database WHERE datname = $1", [name]).length === 0) client.querySync(`CREATE DATABASE ${name}`);
+    if (client.querySync("SELECT 1 FROM pg_database WHERE datname = $1", [name]).length === 0) client.querySync(`CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`);
   } finally {
     endNative(client);
   }
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
+  return databaseUrl(admin, name);
 }
 
 /**
@@ -44,45 +45,35 @@ export function testDatabase(dataDir: string): string {
  * booleans as 1 and 0, on both).
  */
 export function queryStore(dataDir: string, sql: string, params: Parameter[] = []): Record<string, unknown>[] {
-  return readStore(dataDir, sql, params).rows;
-}
-
-type Parameter = string | number | null;
-
-/** {@link queryStore}'s rows, and the last seq of the log in the same snapshot. */
-function readStore(dataDir: string, sql: string, params: Parameter[]): { rows: Record<string, unknown>[]; head: number } {
-  const headSql = "SELECT COALESCE(MAX(seq), 0) AS head FROM events";
+  storeOpened();
   if (onPostgres) {
     const client = connectNative(databaseOf(dataDir), "chronolog tests");
     try {
-      client.querySync("BEGIN ISOLATION LEVEL REPEATABLE READ");
-      const rows = client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
-      const head = client.querySync(headSql)[0].head as number;
-      client.querySync("COMMIT");
-      return { rows, head };
+      return client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
     } finally {
       endNative(client);
     }
   }
   const db = new Database(join(dataDir, "chronolog.db"), { readonly: true });
   try {
-    return db.transaction(() => ({ rows: db.prepare(sql).all(...params) as Record<string, unknown>[], head: (db.prepare(headSql).get() as { head: number }).head }))();
+    return db.prepare(sql).all(...params) as Record<string, unknown>[];
   } finally {
     db.close();
   }
 }
 
+type Parameter = string | number | null;
+
 /**
  * {@link queryStore} on the store of an owner running in this process, once the units it queued
- * before (a claim a clock's advance rang, say) had their turn to commit, answered once what they
- * read is durable: once the owner's log reached the last seq committed with it (what an owner's
- * readers see waits for the commit's sync; rows are visible to another connection before).
+ * before (a claim a clock's advance rang, say) had their turn to commit, answered once the commits
+ * it read are durable and their callers answered (`owner.settled()`): another connection sees a
+ * commit before its sync, while the owner's log, its clock and its listeners follow it only after.
  */
-export async function ownerRows(h: { owner: { dataDir: string }; client: ChronologClient }, sql: string, params: Parameter[] = []): Promise<Record<string, unknown>[]> {
+export async function ownerRows(h: { owner: { dataDir: string; settled(): Promise<void> } }, sql: string, params: Parameter[] = []): Promise<Record<string, unknown>[]> {
   await new Promise((resolve) => setImmediate(resolve));
-  const { rows, head } = readStore(h.owner.dataDir, sql, params);
-  const durable = async () => (await h.client.log.readLog({ pageSize: 1 })).headSeq >= BigInt(head);
-  if (!(await durable())) await until(durable, `the owner's log to reach seq ${head}`);
+  const rows = queryStore(h.owner.dataDir, sql, params);
+  await h.owner.settled();
   return rows;
 }
 
@@ -105,6 +96,7 @@ function databaseOf(dataDir: string): string {
  * has tests of its own).
  */
 export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promise<Owner & { url: string; dataDir: string }> {
+  storeOpened();
   const retention = options.timers && !("timerRetentionMs" in options) ? { timerRetentionMs: 0 } : {};
   const callRetention = options.timers && !("callRetentionMs" in options) ? { callRetentionMs: 0 } : {};
   const lookahead = options.timers && !("timerLookaheadMs" in options) ? { timerLookaheadMs: 0 } : {};
@@ -128,12 +120,14 @@ export interface OwnerProcess {
 const repo = new URL("../../", import.meta.url).pathname;
 
 /**
- * Runs `chronolog serve` as a child process on `dataDir` (port 0: a free one) and
- * resolves once it logged "owner serving" (with the port). Rejects with the
- * logs if it exits first. `nodeArgs` go to node itself (e.g. a preload).
+ * Runs `chronolog serve` (the bundle, see helpers/chronolog.ts) as a child process on `dataDir`
+ * (port 0: a free one) and resolves once it logged "owner serving" (with the port). Rejects with
+ * the logs if it exits first. `nodeArgs` go to node itself (e.g. a preload).
  */
 export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0, nodeArgs: string[] = []): Promise<OwnerProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/src/main.ts", "serve", ...(extraArgs.includes("--store") ? [] : onPostgres ? ["--store", testDatabase(dataDir)] : ["--data", dataDir]), "--port", String(port), ...extraArgs], {
+  startingProcess("an owner process");
+  storeOpened();
+  const child = spawn(process.execPath, [...nodeArgs, ...chronologArgs, "serve", ...(extraArgs.includes("--store") ? [] : onPostgres ? ["--store", testDatabase(dataDir)] : ["--data", dataDir]), "--port", String(port), ...extraArgs], {
     cwd: repo,
     stdio: ["ignore", "ignore", "pipe"],
   });

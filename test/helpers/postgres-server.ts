@@ -5,6 +5,8 @@ import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { migratePostgres } from "../../server/src/store/postgres/migrate.js";
+import { connectNative, endNative } from "../../server/src/store/postgres/pg-db.js";
 
 /** A running test server: its admin URL (database `postgres`), and how to stop it. */
 export interface PostgresServer {
@@ -64,4 +66,37 @@ export async function startPostgresServer(options: { durable?: boolean } = {}): 
       }
     },
   };
+}
+
+/** The database that tests' databases are cloned from (see {@link createTemplate}). */
+export const templateDatabase = "chronolog_template";
+
+/** `url` (a server's admin URL) naming database `name` instead. */
+export function databaseUrl(url: string, name: string): string {
+  const database = new URL(url);
+  database.pathname = `/${name}`;
+  return database.toString();
+}
+
+/**
+ * Creates {@link templateDatabase} on the server at `url` (its admin URL), migrated as an owner
+ * migrates a new database, unless it exists: a test database is then a clone of it
+ * (`CREATE DATABASE ... TEMPLATE`, milliseconds) rather than an empty one each owner migrates.
+ * Connections to it are refused from then on (PostgreSQL clones a database nobody is connected to).
+ */
+export function createTemplate(url: string): void {
+  const admin = connectNative(url, "chronolog tests");
+  try {
+    if (admin.querySync("SELECT 1 FROM pg_database WHERE datname = $1", [templateDatabase]).length > 0) return;
+    admin.querySync(`CREATE DATABASE ${templateDatabase}`);
+    const template = connectNative(databaseUrl(url, templateDatabase), "chronolog tests");
+    try {
+      migratePostgres(template);
+    } finally {
+      endNative(template);
+    }
+    admin.querySync(`ALTER DATABASE ${templateDatabase} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`);
+  } finally {
+    endNative(admin);
+  }
 }
