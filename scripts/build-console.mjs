@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 const output = join(root, "dist/console/index.html");
-const sources = ["console", "sdk/ts/src/gen", "package-lock.json"].map((p) => join(root, p));
+// This script is one of them: a build made by an older one is made again.
+const sources = ["console", "sdk/ts/src/gen", "package-lock.json", "scripts/build-console.mjs"].map((p) => join(root, p));
 
 function newest(path) {
   const s = statSync(path);
@@ -26,7 +27,16 @@ export function consoleStale() {
 export async function buildConsole({ onlyIfStale = false } = {}) {
   if (onlyIfStale && !consoleStale()) return false;
   const { build } = await import("vite");
-  await build({ configFile: join(root, "console/vite.config.ts"), logLevel: "warn" });
+  // Vite builds for process.env.NODE_ENV when it is set, over its production mode: inside a test
+  // run (vitest sets it to "test") React would come in its development build.
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = "production";
+  try {
+    await build({ configFile: join(root, "console/vite.config.ts"), logLevel: "warn" });
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+  }
   return true;
 }
 
