@@ -1,10 +1,6 @@
-import type { DescService } from "@bufbuild/protobuf";
-import { Counter, Gauge, Registry } from "prom-client";
-import type { Authenticator } from "./auth/tokens.js";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { Logger } from "./logger.js";
-import { metricsHttpHandler } from "./metrics.js";
-import { listen, type ListenOptions } from "./rpc/listen.js";
-import { roleHeaders, standbyRoutes } from "./rpc/standby.js";
+import { roleHeaders } from "./rpc/standby.js";
 import type { UpgradeListener } from "./store/store.js";
 import type { Db } from "./store/sql.js";
 import { connectPostgres, shownUrl, type PostgresDatabase } from "./store/postgres/open.js";
@@ -25,11 +21,11 @@ export interface LeadershipOptions {
   /** This owner's URL as clients reach it (told by standbys to clients). */
   advertiseUrl: string;
   leaseMs: number;
-  /** Where a standby answers while it waits: the owner's own port, TLS and services. */
-  listen: Pick<ListenOptions, "host" | "port" | "tls" | "corsOrigins">;
-  services: DescService[];
-  /** Who may read a standby's /metrics (as the leader's: anyone without principals, admins with them). */
-  authenticator: Authenticator;
+  /**
+   * Serves this owner as a standby while it waits (on its own port: standby.ts), given the
+   * database, the leader's URL and the term as last read; closed once it leads.
+   */
+  standby(waiting: { database: PostgresDatabase; leaderUrl(): string | undefined; term(): number }): Promise<{ close(): Promise<void> }>;
   logger: Logger;
   /** Aborted: stop waiting (a standby told to stop). */
   signal?: AbortSignal;
@@ -41,8 +37,8 @@ export interface LeadershipOptions {
 /**
  * Connects to the PostgreSQL store and returns once this owner leads: at once when no owner
  * holds the lease (or its holder's expired), else after serving as a standby on the owner's
- * port (every call refused UNAVAILABLE naming the leader, rpc/standby.ts) until the leader's
- * lease expires and this owner takes it. Throws when the database cannot be reached or
+ * port (`options.standby`: reads, and writes refused UNAVAILABLE naming the leader) until the
+ * leader's lease expires and this owner takes it. Throws when the database cannot be reached or
  * migrated, or when `signal` aborts first.
  */
 export async function awaitLeadership(options: LeadershipOptions): Promise<Leadership> {
@@ -52,14 +48,9 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
     let state = await database.lease.tryTake();
     if (!state.leading) {
       let leaderUrl = state.leaderUrl;
-      logger.info({ store: shownUrl(options.url), term: state.term, leader: leaderUrl }, `standby: the owner at ${leaderUrl ?? "(no URL)"} leads (term ${state.term}); this one takes over when its lease expires`);
-      // A standby's /metrics: its role and the term it sees.
-      const registry = new Registry();
       let seenTerm = state.term;
-      new Gauge({ name: "chronolog_leader", help: "1 while this owner leads (holds the lease of a PostgreSQL store).", registers: [registry] }).set(0);
-      new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(seenTerm); } });
-      const metrics = { text: () => registry.metrics(), contentType: registry.contentType };
-      const listener = await listen({ ...options.listen, routes: standbyRoutes(options.services, () => leaderUrl), extraHttpHandler: metricsHttpHandler(metrics, options.authenticator, logger) });
+      const standby = await options.standby({ database, leaderUrl: () => leaderUrl, term: () => seenTerm });
+      logger.info({ store: shownUrl(options.url), term: state.term, leader: leaderUrl }, `standby: the owner at ${leaderUrl ?? "(no URL)"} leads (term ${state.term}); this one serves reads and takes over when its lease expires`);
       try {
         let unreachable = false;
         while (!state.leading) {
@@ -82,7 +73,7 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
           }
         }
       } finally {
-        await listener.close();
+        await standby.close();
       }
       logger.info({ term: state.term }, `took over the lease (term ${state.term}): this owner leads`);
       return new Leadership(database, options, true);

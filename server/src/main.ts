@@ -12,7 +12,7 @@ import type { OverdueBound } from "../../sdk/ts/src/time-requests.js";
 import { ownerVersion } from "./version.js";
 
 /**
- * The `chronolog` command line. `--url` and `--token` are the program's options, so
+ * The `chronolog` command line. `--url`, `--token` and `--reads` are the program's options, so
  * they go before or after the command (`chronolog --url X tail`, `chronolog tail --url X`); each
  * client command reads them with its own options through {@link clientAction}.
  */
@@ -21,12 +21,13 @@ const program = new Command("chronolog")
   .version(ownerVersion, "-V, --version", "print the version")
   .addOption(new Option("--url <url>", "owner URL, or several separated by commas (calls go to the leader among them), for the client commands (every command but serve)").env("CHRONOLOG_URL").default("http://127.0.0.1:50051"))
   .addOption(new Option("--token <token>", "bearer token, for the client commands").env("CHRONOLOG_TOKEN"))
+  .addOption(new Option("--reads <where>", "where the client commands' reads go: with every other call to the leader, or to any owner of --url in its order, a standby included (it serves what is committed)").choices(["leader", "any"]).env("CHRONOLOG_READS").default("leader"))
   .configureHelp({ showGlobalOptions: true })
   .showHelpAfterError();
 
 /**
  * A client command's action: commander passes (...arguments, the command's options, the
- * command); `handler` gets the arguments and the options merged with the program's (`url`, `token`).
+ * command); `handler` gets the arguments and the options merged with the program's (`url`, `token`, `reads`).
  * A reader that stops early (`chronolog tail | head -2`) closes the pipe: the command then ends
  * quietly (status 0), as Unix tools do, instead of dying on an unhandled EPIPE.
  */

@@ -69,6 +69,12 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
+/** `registry`'s metrics and the process's (`process_*`, `nodejs_*`), as {@link metricsHttpHandler} serves them (a standby's). */
+export function withProcessMetrics(registry: Registry): { text(): Promise<string>; contentType: string } {
+  processMetrics();
+  return { text: () => Registry.merge([registry, processMetrics()]).metrics(), contentType: registry.contentType };
+}
+
 /** One owner's metrics. */
 export class OwnerMetrics {
   /** This owner's registry (the `chronolog_*` metrics). */

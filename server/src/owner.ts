@@ -39,6 +39,7 @@ import { adminService } from "./rpc/admin-service.js";
 import { executorService } from "./rpc/executor-service.js";
 import { timeService } from "./rpc/time-service.js";
 import { awaitLeadership, defaultLeaseMs, type Leadership } from "./leadership.js";
+import { serveStandby } from "./standby.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
@@ -120,7 +121,7 @@ export interface Owner {
 }
 
 const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
-/** The services of the v1 API (a standby refuses them all). */
+/** The services of the v1 API (a standby serves their reads and refuses the rest). */
 const services: DescService[] = [LogService, ExecutorService, ActionService, CollectionService, TimeService, PluginService, AdminService];
 
 function tlsOf(config: OwnerConfig | undefined): { cert: Buffer; key: Buffer } | undefined {
@@ -190,9 +191,15 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
     instanceId: randomUUID().slice(0, 8),
     advertiseUrl: options.advertiseUrl ?? `${scheme}://${urlHost(options.host)}:${options.port}`,
     leaseMs: options.leaseMs ?? defaultLeaseMs,
-    listen: { host: options.host, port: options.port, tls: tlsOf(options.config), corsOrigins: options.config?.cors?.origins },
-    services,
-    authenticator: new Authenticator(options.config?.principals),
+    standby: (waiting) =>
+      serveStandby({
+        ...waiting,
+        listen: { host: options.host, port: options.port, tls: tlsOf(options.config), corsOrigins: options.config?.cors?.origins, readMaxBytes: options.config?.limits?.max_message_bytes ?? defaultMaxMessageBytes },
+        services,
+        authenticator: new Authenticator(options.config?.principals),
+        clock: options.clock ?? systemClock,
+        logger,
+      }),
     logger,
     signal: options.signal,
     onUpgrade: ({ from, to, files }) => logger.info({ from, to, migrations: files }, `upgrading the database's schema from ${from} to ${to}`),

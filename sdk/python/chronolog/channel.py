@@ -58,6 +58,7 @@ def connect(
     root_certificates: Optional[bytes] = None,
     *,
     failover_timeout_s: float = DEFAULT_FAILOVER_TIMEOUT_S,
+    reads: str = "leader",
 ) -> grpc.Channel:
     """Opens a gRPC channel to an owner, or to the leader among several.
 
@@ -73,10 +74,16 @@ def connect(
     (0: never again); one the owner may have run when it was lost (the
     connection dropped, the owner is stopping) raises, and the next call goes
     to the next owner.
+
+    ``reads``: where reads go (``Get*``, ``List*``, ``ReadLog``, ``FindDocuments``, ``Watch``):
+    ``"leader"`` (default) with every other call; ``"any"``: to the owners in the order of ``url``,
+    a standby included (the first that answers; list the nearest first). A standby serves what is
+    committed, a moment behind the leader (a read just after a write may not see it yet); a read it
+    does not serve (``ListExecutors``, a collection kept in memory) goes to the leader.
     """
     if not isinstance(failover_timeout_s, (int, float)) or isinstance(failover_timeout_s, bool) or not failover_timeout_s >= 0:
         raise ValueError(f"failover_timeout_s {failover_timeout_s!r}: expected a number of seconds >= 0")
-    return FollowingChannel(Owners(owner_urls(url), lambda u: _channel(u, token, root_certificates), float(failover_timeout_s)))
+    return FollowingChannel(Owners(owner_urls(url), lambda u: _channel(u, token, root_certificates), float(failover_timeout_s), reads))
 
 
 def _channel(url: str, token: Optional[str], root_certificates: Optional[bytes]) -> grpc.Channel:

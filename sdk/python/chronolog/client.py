@@ -92,10 +92,11 @@ class Client:
         channel: Optional[grpc.Channel] = None,
         emit_via: str = "stream",
         failover_timeout_s: float = DEFAULT_FAILOVER_TIMEOUT_S,
+        reads: str = "leader",
     ):
         """Connects to ``url`` with ``token`` (see :func:`connect`: one owner, or the leader among
-        several given as a comma-separated list or a list, with ``failover_timeout_s``), or wraps an
-        existing ``channel``.
+        several given as a comma-separated list or a list, with ``failover_timeout_s``; ``reads="any"``
+        sends reads to any of them, a standby included), or wraps an existing ``channel``.
 
         ``emit_via``: ``"stream"`` (default) sends emits on one Publish stream (see
         :class:`chronolog.publisher.Publisher`: many in flight share the owner's commits; each
@@ -104,7 +105,7 @@ class Client:
         """
         if emit_via not in ("stream", "unary"):
             raise ValueError(f"emit_via {emit_via!r}: expected 'stream' or 'unary'")
-        self.channel = channel if channel is not None else connect(url, token, root_certificates, failover_timeout_s=failover_timeout_s)
+        self.channel = channel if channel is not None else connect(url, token, root_certificates, failover_timeout_s=failover_timeout_s, reads=reads)
         self._owns_channel = channel is None
         self.log = log_pb2_grpc.LogServiceStub(self.channel)
         self.actions = action_pb2_grpc.ActionServiceStub(self.channel)

@@ -1,8 +1,13 @@
-"""Several owners behind one client: one leads, the others are standbys that refuse every call
-with UNAVAILABLE ``this owner is a standby; the leader is at <url>`` and metadata
-``chronolog-leader: <url>``. A :class:`FollowingChannel` sends each call to the owner it believes
-leads, follows a standby's pointer to the leader, and moves on to the next owner when one cannot
-be reached.
+"""Several owners behind one client: one leads, the others are standbys that serve reads and
+refuse every other call with UNAVAILABLE ``this owner is a standby; the leader is at <url>`` and
+metadata ``chronolog-leader: <url>``. A :class:`FollowingChannel` sends each call to the owner it
+believes leads, follows a standby's pointer to the leader, and moves on to the next owner when
+one cannot be reached.
+
+- With ``reads="any"``, reads (``Get*``, ``List*``, ``Read*``, ``Find*`` and ``Watch`` of
+  Chronolog's services) go to the owners in the order given, a standby included: the first that
+  answers, and the next when one cannot be reached or was lost. A read a standby does not serve
+  (``ListExecutors``, a collection kept in memory) goes to the leader it names.
 
 - A unary call, or a server stream until its first response, that a standby refused or that
   reached no owner (nothing was done) is made again at the leader named or the next owner, with
@@ -25,7 +30,7 @@ from urllib.parse import urlsplit
 
 import grpc
 
-__all__ = ["LEADER_KEY", "ROLE_KEY", "DEFAULT_FAILOVER_TIMEOUT_S", "owner_urls", "OwnerFailure", "owner_failure_of", "Owners", "FollowingChannel", "owners_of", "Reopening"]
+__all__ = ["LEADER_KEY", "ROLE_KEY", "DEFAULT_FAILOVER_TIMEOUT_S", "READS", "owner_urls", "OwnerFailure", "owner_failure_of", "Owners", "FollowingChannel", "owners_of", "Reopening"]
 
 #: The metadata key in which an owner names the leader's URL (a standby's refusals, health checks).
 LEADER_KEY = "chronolog-leader"
@@ -33,6 +38,8 @@ LEADER_KEY = "chronolog-leader"
 ROLE_KEY = "chronolog-role"
 #: How long a call (or a broken watch) is tried across the owners before its error is the caller's, by default.
 DEFAULT_FAILOVER_TIMEOUT_S = 15.0
+#: Where a client's reads may go: with its other calls to the ``leader`` (the default), or to ``any`` owner, a standby included.
+READS = ("leader", "any")
 
 #: grpc-core's words for a connection that was never made (nothing was sent).
 _UNREACHED = ("failed to connect to all addresses", "DNS resolution failed", "Name resolution failure", "Connection refused")
@@ -94,25 +101,36 @@ def owner_failure_of(error: BaseException) -> Optional[OwnerFailure]:
     return None
 
 
+def is_read(method: str) -> bool:
+    """Whether ``method`` (``/chronolog.v1.LogService/ReadLog``) is a read of Chronolog's API: what a standby may serve."""
+    service, _, name = method.lstrip("/").partition("/")
+    return service.startswith("chronolog.") and (name == "Watch" or any(name.startswith(verb) and name[len(verb) : len(verb) + 1].isupper() for verb in ("Get", "List", "Read", "Find")))
+
+
 class Owners:
     """The owners a client knows (those given, then leaders named by standbys), the one calls go
-    to now, and a channel for each (made on first use by ``make_channel``)."""
+    to now, the one reads go to now with ``reads="any"`` (the first given that answers), and a
+    channel for each (made on first use by ``make_channel``)."""
 
-    def __init__(self, urls: Sequence[str], make_channel: Callable[[str], grpc.Channel], failover_timeout_s: float):
+    def __init__(self, urls: Sequence[str], make_channel: Callable[[str], grpc.Channel], failover_timeout_s: float, reads: str = "leader"):
+        if reads not in READS:
+            raise ValueError(f"reads {reads!r}: expected 'leader' or 'any'")
         self._urls = list(urls)
         self._current = 0
+        self._reading = 0
         self._channels: dict = {}
         self._make_channel = make_channel
         self._lock = threading.Lock()
         self._closed = False
         self.failover_timeout_s = failover_timeout_s
+        self.reads = reads
 
-    def pick(self) -> "tuple[str, grpc.Channel]":
-        """The owner calls go to now, and its channel."""
+    def pick(self, read: bool = False) -> "tuple[str, grpc.Channel]":
+        """The owner calls go to now (a ``read`` with ``reads="any"``: the one reads go to), and its channel."""
         with self._lock:
             if self._closed:
                 raise ValueError("Cannot invoke RPC: the channel is closed")
-            url = self._urls[self._current]
+            url = self._urls[self._reading if read and self.reads == "any" else self._current]
             channel = self._channels.get(url)
             if channel is None:
                 channel = self._channels[url] = self._make_channel(url)
@@ -126,7 +144,9 @@ class Owners:
     def route(self, url: str, failure: OwnerFailure) -> None:
         """Moves on after ``failure`` of a call made at ``url``: to the leader a standby named (added
         to the owners when it was not given: it is the URL the leader advertises), else to the next
-        owner, unless another call already moved on from ``url``."""
+        owner, unless another call already moved on from ``url``. Reads that go to any owner leave
+        an owner that could not be reached or was lost for the next one; a standby's refusal does not
+        move them (it serves reads: the one it refused goes to the leader)."""
         with self._lock:
             leader = failure.leader if failure.kind == "standby" else None
             if leader is not None and not _same_owner(leader, url):
@@ -137,6 +157,8 @@ class Owners:
                 self._current = known
             elif self._urls[self._current] == url:
                 self._current = (self._current + 1) % len(self._urls)
+            if failure.kind != "standby" and self._urls[self._reading] == url:
+                self._reading = (self._reading + 1) % len(self._urls)
 
     def route_after(self, error: BaseException, url: str) -> Optional[OwnerFailure]:
         """Moves on after ``error`` of a call made at ``url`` when it is an owner failure (returned)."""
@@ -163,15 +185,18 @@ class Owners:
 
 
 class _Method:
-    """One method of a :class:`FollowingChannel`: its multicallable on each owner's channel, made on first use."""
+    """One method of a :class:`FollowingChannel`: its multicallable on each owner's channel, made
+    on first use; a ``read`` goes where reads go (see :meth:`Owners.pick`)."""
 
-    def __init__(self, owners: Owners, make: Callable[[grpc.Channel], Any]):
+    def __init__(self, owners: Owners, make: Callable[[grpc.Channel], Any], read: bool = False):
         self.owners = owners
         self._make = make
+        self._read = read
         self._at: dict = {}
 
-    def pick(self) -> "tuple[str, Any]":
-        url, channel = self.owners.pick()
+    def pick(self, to_leader: bool = False) -> "tuple[str, Any]":
+        """The owner this method's call goes to (``to_leader``: the leader's, after a standby refused a read), and its multicallable there."""
+        url, channel = self.owners.pick(self._read and not to_leader)
         callable_ = self._at.get(url)
         if callable_ is None:
             callable_ = self._at[url] = self._make(channel)
@@ -182,12 +207,14 @@ class _Method:
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         n = 1
+        refused = False
         while True:
-            url, callable_ = self.pick()
+            url, callable_ = self.pick(refused)
             try:
                 return call(callable_, timeout if n == 1 or deadline is None else deadline - time.monotonic())
             except grpc.RpcError as e:
                 failure = self.owners.route_after(e, url)
+                refused = refused or (failure is not None and failure.kind == "standby")
                 pause = self.owners.pause_s(n)
                 at = time.monotonic() + pause
                 if failure is None or not self.owners.retries(failure) or at - started > self.owners.failover_timeout_s or (deadline is not None and at >= deadline):
@@ -223,6 +250,7 @@ class _StreamCall:
         self._cancelled = False
         self._started = time.monotonic()
         self._tries = 1
+        self._refused = False
         self._url, callable_ = method.pick()
         self._call = open_(callable_)
 
@@ -238,12 +266,13 @@ class _StreamCall:
             except grpc.RpcError as e:
                 owners = self._method.owners
                 failure = owners.route_after(e, self._url)
+                self._refused = self._refused or (failure is not None and failure.kind == "standby")
                 pause = owners.pause_s(self._tries)
                 if not self._reopen or self._cancelled or failure is None or not owners.retries(failure) or time.monotonic() + pause - self._started > owners.failover_timeout_s:
                     raise
                 time.sleep(pause)
                 self._tries += 1
-                self._url, callable_ = self._method.pick()
+                self._url, callable_ = self._method.pick(self._refused)
                 self._call = self._open(callable_)
 
     def cancel(self) -> bool:
@@ -303,10 +332,10 @@ class FollowingChannel(grpc.Channel):
         self.owners = owners
 
     def unary_unary(self, method, request_serializer=None, response_deserializer=None, _registered_method=False):
-        return _UnaryUnary(_Method(self.owners, lambda ch: ch.unary_unary(method, request_serializer, response_deserializer, _registered_method=_registered_method)))
+        return _UnaryUnary(_Method(self.owners, lambda ch: ch.unary_unary(method, request_serializer, response_deserializer, _registered_method=_registered_method), is_read(method)))
 
     def unary_stream(self, method, request_serializer=None, response_deserializer=None, _registered_method=False):
-        return _UnaryStream(_Method(self.owners, lambda ch: ch.unary_stream(method, request_serializer, response_deserializer, _registered_method=_registered_method)))
+        return _UnaryStream(_Method(self.owners, lambda ch: ch.unary_stream(method, request_serializer, response_deserializer, _registered_method=_registered_method), is_read(method)))
 
     def stream_unary(self, method, request_serializer=None, response_deserializer=None, _registered_method=False):
         return _StreamUnary(_Method(self.owners, lambda ch: ch.stream_unary(method, request_serializer, response_deserializer, _registered_method=_registered_method)))

@@ -1,6 +1,7 @@
-// Several owners behind one client: one leads, the others are standbys that refuse every call
-// and name the leader. The client sends each call to the owner it believes leads, follows a
-// standby's pointer to the leader, and moves on to the next owner when one cannot be reached.
+// Several owners behind one client: one leads, the others are standbys that serve reads and
+// refuse every other call naming the leader. The client sends each call to the owner it believes
+// leads (reads too, unless it reads from any owner), follows a standby's pointer to the leader,
+// and moves on to the next owner when one cannot be reached.
 
 import type { DescMessage, DescMethodStreaming, MessageInitShape } from "@bufbuild/protobuf";
 import type { ContextValues, Transport } from "@connectrpc/connect";
@@ -30,26 +31,45 @@ function sameOwner(a: string, b: string): boolean {
   return new URL(a).href.replace(/\/+$/, "") === new URL(b).href.replace(/\/+$/, "");
 }
 
+/** Where a client's reads go: with its other calls to the `leader` (the default), or to `any` owner, a standby included. */
+export type ReadsFrom = "leader" | "any";
+
 /**
  * The owners a client knows (those given, then leaders named by standbys), the one calls go to
- * now, and a transport for each (made on first use).
+ * now, the one reads go to now when they may go to any owner, and a transport for each (made on
+ * first use).
  */
 export class Owners {
   private readonly urls: string[];
   private current = 0;
+  /** The owner reads go to ({@link reads} `any`): the first given that answers. */
+  private reading = 0;
   private readonly transports = new Map<string, Transport>();
 
   constructor(
     urls: string[],
     private readonly make: (url: string) => Transport,
     readonly failoverTimeoutMs: number,
+    /** `any`: reads go to the owners in the order given, a standby included (see {@link pickRead}). */
+    readonly reads: ReadsFrom = "leader",
   ) {
     this.urls = [...urls];
   }
 
   /** The owner calls go to now, and its transport. */
   pick(): { url: string; transport: Transport } {
-    const url = this.urls[this.current];
+    return this.at(this.urls[this.current]);
+  }
+
+  /**
+   * The owner a read goes to now: with {@link reads} `any`, the first owner given that answers
+   * (a standby serves reads of what is committed), else the one other calls go to.
+   */
+  pickRead(): { url: string; transport: Transport } {
+    return this.reads === "any" ? this.at(this.urls[this.reading]) : this.pick();
+  }
+
+  private at(url: string): { url: string; transport: Transport } {
     let transport = this.transports.get(url);
     if (!transport) this.transports.set(url, (transport = this.make(url)));
     return { url, transport };
@@ -63,7 +83,9 @@ export class Owners {
   /**
    * Moves on after `failure` of a call made at `url`: to the leader a standby named (added to the
    * owners when it was not given: it is the URL the leader advertises), else to the next owner,
-   * unless another call already moved on from `url`.
+   * unless another call already moved on from `url`. Reads that go to any owner leave an owner
+   * that could not be reached or was lost for the next one; a standby's refusal does not move
+   * them (it serves reads: the one it refused goes to the leader).
    */
   route(url: string, failure: OwnerFailure): void {
     const leader = failure.kind === "standby" ? failure.leader : undefined;
@@ -73,6 +95,7 @@ export class Owners {
     } else if (this.urls[this.current] === url) {
       this.current = (this.current + 1) % this.urls.length;
     }
+    if (failure.kind !== "standby" && this.urls[this.reading] === url) this.reading = (this.reading + 1) % this.urls.length;
   }
 
   /**
@@ -112,16 +135,23 @@ export function ownersOf(transport: Transport): Owners | undefined {
 export function followingTransport(owners: Owners): Transport {
   const transport: Transport = {
     unary(method, signal, timeoutMs, header, input, contextValues) {
-      return attempts(owners, signal, timeoutMs, (t, ms) => t.unary(method, signal, ms, header, input, contextValues), repeatable(method.name, input));
+      return attempts(owners, signal, timeoutMs, (t, ms) => t.unary(method, signal, ms, header, input, contextValues), repeatable(method.name, input), isRead(method));
     },
     async stream<I extends DescMessage, O extends DescMessage>(method: DescMethodStreaming<I, O>, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeadersInit | undefined, input: AsyncIterable<MessageInitShape<I>>, contextValues?: ContextValues) {
       if (method.methodKind === "server_streaming") {
         const messages: MessageInitShape<I>[] = [];
         for await (const message of input) messages.push(message);
-        return attempts(owners, signal, timeoutMs, async (t, ms, url) => {
-          const response = await t.stream(method, signal, ms, header, iterate(messages), contextValues);
-          return { ...response, message: routed(await withFirst(response.message), owners, url) };
-        });
+        return attempts(
+          owners,
+          signal,
+          timeoutMs,
+          async (t, ms, url) => {
+            const response = await t.stream(method, signal, ms, header, iterate(messages), contextValues);
+            return { ...response, message: routed(await withFirst(response.message), owners, url) };
+          },
+          false,
+          isRead(method),
+        );
       }
       const { url, transport: t } = owners.pick();
       try {
@@ -137,17 +167,23 @@ export function followingTransport(owners: Owners): Transport {
   return transport;
 }
 
-/** Makes `call` at the current owner until it succeeds or its failure is the caller's (see {@link followingTransport}). */
-async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, timeoutMs: number | undefined, call: (transport: Transport, timeoutMs: number | undefined, url: string) => Promise<T>, repeatable = false): Promise<T> {
+/**
+ * Makes `call` at the current owner until it succeeds or its failure is the caller's (see
+ * {@link followingTransport}); a `read` at the owner reads go to ({@link Owners.pickRead}), and
+ * at the leader once a standby refused it.
+ */
+async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, timeoutMs: number | undefined, call: (transport: Transport, timeoutMs: number | undefined, url: string) => Promise<T>, repeatable = false, read = false): Promise<T> {
   const started = performance.now();
   const deadline = timeoutMs !== undefined && timeoutMs > 0 ? started + timeoutMs : undefined;
+  let refused = false;
   for (let n = 1; ; n++) {
-    const { url, transport } = owners.pick();
+    const { url, transport } = read && !refused ? owners.pickRead() : owners.pick();
     try {
       return await call(transport, n === 1 || deadline === undefined ? timeoutMs : Math.ceil(deadline - performance.now()), url);
     } catch (e) {
       const failure = routeAfter(e, owners, url);
       if (!failure) throw e;
+      refused ||= failure.kind === "standby";
       const pause = owners.pauseMs(n);
       const at = performance.now() + pause;
       if (!owners.retries(failure, repeatable) || signal?.aborted || at - started > owners.failoverTimeoutMs || (deadline !== undefined && at + 1 >= deadline)) throw e;
@@ -155,6 +191,14 @@ async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, time
       if (signal?.aborted) throw e;
     }
   }
+}
+
+/**
+ * Whether `method` is a read of Chronolog's API (Get*, List*, Read*, Find*, Watch): what a
+ * standby may serve. (One it does not, ListExecutors say, it refuses naming the leader.)
+ */
+function isRead(method: { name: string; parent: { typeName: string } }): boolean {
+  return method.parent.typeName.startsWith("chronolog.") && (/^(Get|List|Read|Find)[A-Z]/.test(method.name) || method.name === "Watch");
 }
 
 /**

@@ -3,9 +3,11 @@
 
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { countOf } from "./options.js";
-import { defaultFailoverTimeoutMs, followingTransport, Owners, ownerUrlsOf } from "./owners.js";
+import { choiceOf, countOf } from "./options.js";
+import { defaultFailoverTimeoutMs, followingTransport, Owners, ownerUrlsOf, type ReadsFrom } from "./owners.js";
 import type { PublisherOptions } from "./publisher.js";
+
+export type { ReadsFrom } from "./owners.js";
 
 /** How to reach an owner. */
 export interface ClientOptions {
@@ -25,6 +27,15 @@ export interface ClientOptions {
    * the next call goes to the next owner. 0: never again.
    */
   failoverTimeoutMs?: number | undefined;
+  /**
+   * Where reads go (ReadLog, GetEvent, Watch, GetDocument, FindDocuments, ListTimers, GetTimer,
+   * ListProcessors, ListFailedDeliveries, ListPlugins, GetPlugin): `leader` (default) with every
+   * other call; `any`: to the owners in the order of `url`, a standby included: the first that
+   * answers, and the next when one cannot be reached (list the nearest first). A standby serves
+   * what is committed, a moment behind the leader (a read just after a write may not see it yet);
+   * a read it does not serve (ListExecutors, a collection kept in memory) goes to the leader.
+   */
+  reads?: ReadsFrom | undefined;
   /** Bearer token of a principal; omit for an owner without a config. */
   token?: string | undefined;
   /** Wire protocol (default `grpc`). `connect` and `grpc-web` also work over HTTP/1.1. */
@@ -66,7 +77,7 @@ export function createTransport(options: ClientOptions): Transport {
     if (protocol === "grpc") return createGrpcTransport({ ...common, baseUrl });
     return protocol === "connect" ? createConnectTransport({ ...common, baseUrl, httpVersion }) : createGrpcWebTransport({ ...common, baseUrl, httpVersion });
   };
-  return followingTransport(new Owners(urls, make, failoverTimeoutMs));
+  return followingTransport(new Owners(urls, make, failoverTimeoutMs, options.reads === undefined ? "leader" : choiceOf(options.reads, "reads", { leader: "leader", any: "any" } as const)));
 }
 
 function bearer(token: string): Interceptor {

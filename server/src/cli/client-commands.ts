@@ -12,12 +12,14 @@ import { jsonLine } from "./json.js";
 export interface ClientFlags {
   url: string;
   token?: string;
+  /** Where reads go: to the leader (default), or to any owner of `url` in its order. */
+  reads?: "leader" | "any";
 }
 
-/** A client for the owners at `flags.url` (calls go to the leader among them), with `flags.token` or CHRONOLOG_TOKEN. */
+/** A client for the owners at `flags.url` (calls go to the leader among them; reads to any with `flags.reads`), with `flags.token` or CHRONOLOG_TOKEN. */
 export function client(flags: ClientFlags): ChronologClient {
   // One emit per command: a unary Emit (a Publish stream would only add its open and idle close).
-  return createClient({ url: urlsOf(flags.url), token: flags.token ?? process.env.CHRONOLOG_TOKEN, emitVia: "unary" });
+  return createClient({ url: urlsOf(flags.url), token: flags.token ?? process.env.CHRONOLOG_TOKEN, emitVia: "unary", reads: flags.reads });
 }
 
 /** The owner URLs of `--url`: one, or a comma-separated list (one leads, the others are standbys); an Error naming one that is not an http(s) URL. */

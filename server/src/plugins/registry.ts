@@ -37,6 +37,15 @@ export class PluginRegistry {
     private readonly committer?: Committer,
   ) {
     this.statements = pluginStatements(db);
+    this.load();
+  }
+
+  /**
+   * Reads the stored plugins again: a standby's view (which has no {@link committer}) after the
+   * leader registered one. Tells no listener.
+   */
+  load(): void {
+    this.plugins.clear();
     for (const row of this.statements.all()) {
       const compiled = compileManifest(manifestFromJson(JSON.parse(row.manifest), `stored plugin ${row.name}`));
       this.plugins.set(row.name, { compiled, revision: row.revision, registeredAt: row.registered_at });

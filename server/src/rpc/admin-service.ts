@@ -8,6 +8,7 @@ import type { ExecutorHub } from "../executors/hub.js";
 import { pageByteBudget } from "../log/read.js";
 import type { ProcessorEngine } from "../processors/engine.js";
 import type { Processors } from "../processors/manager.js";
+import { engineStatus, type ProcessorStatus } from "../processors/status.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { CursorStatements } from "../store/cursors.js";
@@ -16,6 +17,14 @@ import { runMaintenanceSql } from "../store/sqlite/maintenance.js";
 import { principalOf } from "./context.js";
 import { eventToProto, msFromTimestamp } from "../proto-values.js";
 import { pageSizeFromProto, seqFromProto } from "./convert.js";
+
+/** What AdminService's reads need: the processors' states, and the store's cursors and log. */
+export interface AdminReadDeps {
+  /** Every declared processor's state, by name. */
+  statuses(): ProcessorStatus[];
+  cursors: CursorStatements;
+  events: EventStatements;
+}
 
 /** What the AdminService handlers need. */
 export interface AdminDeps {
@@ -29,26 +38,46 @@ export interface AdminDeps {
 }
 
 /**
+ * AdminService's reads of what the store holds (ListProcessors, ListFailedDeliveries), which a
+ * standby serves too; every method needs the admin role.
+ */
+export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminService>, "listProcessors" | "listFailedDeliveries"> {
+  return {
+    listProcessors(_req, ctx) {
+      admin(ctx);
+      return { processors: deps.statuses().map(statusToProto) };
+    },
+    listFailedDeliveries(req, ctx) {
+      admin(ctx);
+      const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
+      const offset = req.pageToken ? Number(req.pageToken) : 0;
+      if (!Number.isInteger(offset) || offset < 0) fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
+      const all = deps.cursors.failed(req.processor || undefined);
+      // Within ReadLog's byte budget too (the events of failed deliveries may be large): at least one per page.
+      const deliveries = [];
+      let bytes = 0;
+      for (const f of all.slice(offset, offset + pageSize)) {
+        const read = deps.events.readWithin(f.seq - 1, 1, Number.POSITIVE_INFINITY);
+        if (deliveries.length > 0 && bytes + read.bytes > pageByteBudget) break;
+        bytes += read.bytes;
+        deliveries.push({ processor: f.processor, event: eventToProto(read.events[0]), error: f.error, attempts: f.attempts, failedSeq: BigInt(f.failedSeq) });
+      }
+      const next = offset + deliveries.length;
+      return { deliveries, nextPageToken: next < all.length ? String(next) : "" };
+    },
+  };
+}
+
+/**
  * AdminService: every method needs the admin role; a refused
  * call records nothing. Changes are recorded as runtime events.
  */
 export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> {
-  const status = (engine: ProcessorEngine) => ({
-    name: engine.spec.name,
-    ackFloor: BigInt(engine.floor),
-    delivered: BigInt(engine.deliveredSeq),
-    lag: BigInt(Math.max(0, deps.committer.head - engine.floor)),
-    inFlight: engine.inFlight,
-    retries: BigInt(engine.retries),
-    failures: BigInt(deps.cursors.failedCount(engine.spec.name)),
-    paused: engine.paused,
-  });
+  const stateOf = (engine: ProcessorEngine) => engineStatus(engine, deps.committer.head, deps.cursors.failedCount(engine.spec.name));
+  const status = (engine: ProcessorEngine) => statusToProto(stateOf(engine));
   const engineOf = (name: string) => deps.processors.get(name) ?? fail("not_found", `no processor named ${JSON.stringify(name)} (use plugin.processor)`);
   return {
-    listProcessors(_req, ctx) {
-      admin(ctx);
-      return { processors: deps.processors.list().map(status) };
-    },
+    ...adminReads({ statuses: () => deps.processors.list().map(stateOf), cursors: deps.cursors, events: deps.events }),
     async moveCursor(req, ctx) {
       const by = admin(ctx).name;
       const engine = engineOf(req.processor);
@@ -68,24 +97,6 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       const engine = engineOf(req.processor);
       const changed = await engine.setPaused(req.paused, by);
       return { processor: status(engine), unchanged: !changed };
-    },
-    listFailedDeliveries(req, ctx) {
-      admin(ctx);
-      const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
-      const offset = req.pageToken ? Number(req.pageToken) : 0;
-      if (!Number.isInteger(offset) || offset < 0) fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
-      const all = deps.cursors.failed(req.processor || undefined);
-      // Within ReadLog's byte budget too (the events of failed deliveries may be large): at least one per page.
-      const deliveries = [];
-      let bytes = 0;
-      for (const f of all.slice(offset, offset + pageSize)) {
-        const read = deps.events.readWithin(f.seq - 1, 1, Number.POSITIVE_INFINITY);
-        if (deliveries.length > 0 && bytes + read.bytes > pageByteBudget) break;
-        bytes += read.bytes;
-        deliveries.push({ processor: f.processor, event: eventToProto(read.events[0]), error: f.error, attempts: f.attempts, failedSeq: BigInt(f.failedSeq) });
-      }
-      const next = offset + deliveries.length;
-      return { deliveries, nextPageToken: next < all.length ? String(next) : "" };
     },
     async redeliverFailed(req, ctx) {
       const by = admin(ctx).name;
@@ -117,6 +128,19 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       const result = await runMaintenanceSql(deps.committer, deps.db, req.sql, req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [], by);
       return { rows: result.rows as JsonObject[], changes: BigInt(result.changes), seq: BigInt(result.seq) };
     },
+  };
+}
+
+function statusToProto(status: ProcessorStatus) {
+  return {
+    name: status.name,
+    ackFloor: BigInt(status.ackFloor),
+    delivered: BigInt(status.delivered),
+    lag: BigInt(status.lag),
+    inFlight: status.inFlight,
+    retries: BigInt(status.retries),
+    failures: BigInt(status.failures),
+    paused: status.paused,
   };
 }
 

@@ -3,6 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Actor, Cause } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { CollectionService } from "../../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
 import type { Collections } from "../collections/collections.js";
+import type { DocumentReader } from "../collections/reads.js";
 import type { WriteInput } from "../collections/ops.js";
 import type { WriteRequest, WriteResult } from "../collections/writes.js";
 import { fail } from "../errors.js";
@@ -11,10 +12,24 @@ import { principalOf } from "./context.js";
 import { checkJson } from "../json-limits.js";
 import { actorFromProto, causeFromProto, dataFromProto, objectFromProto } from "./convert.js";
 
+/** CollectionService's reads (GetDocument, FindDocuments): committed documents as the caller may see them. */
+export function collectionReads(reader: DocumentReader): Pick<ServiceImpl<typeof CollectionService>, "getDocument" | "findDocuments"> {
+  return {
+    getDocument(req, ctx) {
+      return { document: documentToProto(reader.get(collectionName(req.collection), req.id, principalOf(ctx), causeFromProto(req.cause))) };
+    },
+    findDocuments(req, ctx) {
+      const query = { filter: objectFromProto(req.filter), sort: objectFromProto(req.sort), limit: req.limit };
+      return { documents: reader.find(collectionName(req.collection), query, principalOf(ctx), causeFromProto(req.cause)).map(documentToProto) };
+    },
+  };
+}
+
 /** CollectionService: translation only; the rules live in collections/. */
 export function collectionService(collections: Collections): ServiceImpl<typeof CollectionService> {
   const { writer, reader } = collections;
   return {
+    ...collectionReads(reader),
     async createDocument(req, ctx) {
       const result = await writer.write(writeRequest(req, { op: "create", doc: dataFromProto(req.doc, "doc") }), principalOf(ctx));
       return documentResult(result);
@@ -30,13 +45,6 @@ export function collectionService(collections: Collections): ServiceImpl<typeof 
     async deleteDocument(req, ctx) {
       const result = await writer.write(writeRequest(req, { op: "delete", id: req.id }), principalOf(ctx));
       return { seq: BigInt(result.seq) };
-    },
-    getDocument(req, ctx) {
-      return { document: documentToProto(reader.get(collectionName(req.collection), req.id, principalOf(ctx), causeFromProto(req.cause))) };
-    },
-    findDocuments(req, ctx) {
-      const query = { filter: objectFromProto(req.filter), sort: objectFromProto(req.sort), limit: req.limit };
-      return { documents: reader.find(collectionName(req.collection), query, principalOf(ctx), causeFromProto(req.cause)).map(documentToProto) };
     },
   };
 }

@@ -16,30 +16,30 @@ import { objectFromProto, pageSizeFromProto, seqFromProto } from "./convert.js";
 import { emitInput } from "./emit-input.js";
 import { publish } from "./publish.js";
 
-/** What the LogService handlers need. */
-export interface LogServiceDeps {
-  emitter: Emitter;
+/** What LogService's reads need: the log, its durable head, and the gauge of Watch streams. */
+export interface LogReadDeps {
   events: EventStatements;
+  /** The last durable seq: nothing past it is read. */
   head: HeadSignal;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
   watchers?: { inc(): void; dec(): void };
+}
+
+/** What the LogService handlers need. */
+export interface LogServiceDeps extends LogReadDeps {
+  emitter: Emitter;
   /** Emits a Publish stream may have unacknowledged (PublishWelcome.window). */
   publishWindow: number;
   /** Told of errors the owner did not mean (INTERNAL) in a Publish stream's acks. */
   logger?: Logger;
 }
 
-/** LogService over the owner's log: translation only; the rules live in log/. */
-export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof LogService>> {
+/**
+ * LogService's reads (ReadLog, GetEvent, Watch) of what is durable up to `deps.head`: a leader's
+ * head is its committer's, a standby's the one its leader's commits told it (both read the same way).
+ */
+export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>, "readLog" | "getEvent" | "watch"> {
   return {
-    async emit(req, ctx) {
-      const [result] = await deps.emitter.emit([emitInput(req)], principalOf(ctx));
-      return emitResult(result);
-    },
-    async emitBatch(req, ctx) {
-      const results = await deps.emitter.emit(req.events.map((e, i) => emitInput(e, req.events.length > 1 ? `events[${i}].` : "")), principalOf(ctx));
-      return { results: results.map(emitResult) };
-    },
     readLog(req, ctx) {
       const where = compileFilter(objectFromProto(req.where), "where");
       const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
@@ -74,6 +74,21 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       } finally {
         deps.watchers?.dec();
       }
+    },
+  };
+}
+
+/** LogService over the owner's log: translation only; the rules live in log/. */
+export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof LogService>> {
+  return {
+    ...logReads(deps),
+    async emit(req, ctx) {
+      const [result] = await deps.emitter.emit([emitInput(req)], principalOf(ctx));
+      return emitResult(result);
+    },
+    async emitBatch(req, ctx) {
+      const results = await deps.emitter.emit(req.events.map((e, i) => emitInput(e, req.events.length > 1 ? `events[${i}].` : "")), principalOf(ctx));
+      return { results: results.map(emitResult) };
     },
     publish(requests, ctx) {
       return publish(deps.emitter, deps.publishWindow, deps.logger, requests, ctx);

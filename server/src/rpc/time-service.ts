@@ -13,13 +13,27 @@ import {
   type TimerSpec as TimerSpecPb,
 } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
 import { asItem, fail } from "../errors.js";
-import type { DelayInput, Overdue, TimerKind, TimerRecord, TimerSpec, Timers } from "../time/index.js";
+import type { DelayInput, Overdue, TimerKind, TimerReads, TimerRecord, TimerSpec, Timers } from "../time/index.js";
 import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
 import { checkMs, maxHorizonMs, minEveryMs } from "../time/spec-checks.js";
 import { isDefaultPolicy } from "../time/timers.js";
 import { principalOf } from "./context.js";
 import { msFromTimestamp } from "../proto-values.js";
 import { actorFromProto, causeFromProto, dataFromProto, pageSizeFromProto } from "./convert.js";
+
+/** TimeService's reads (ListTimers, GetTimer), which a standby serves too. */
+export function timeReads(timers: Pick<TimerReads, "list" | "get">): Pick<ServiceImpl<typeof TimeService>, "listTimers" | "getTimer"> {
+  return {
+    listTimers(req, ctx) {
+      const page = timers.list(pageSizeFromProto(req.pageSize, 100, 1000), req.pageToken, kindFromProto(req.kind), principalOf(ctx));
+      return { timers: page.timers.map((t) => timerToProto(t, [])), nextPageToken: page.nextPageToken };
+    },
+    getTimer(req, ctx) {
+      const { timer, previewMs } = timers.get(req.timerId, req.previewCount, principalOf(ctx));
+      return { timer: timerToProto(timer, previewMs) };
+    },
+  };
+}
 
 /**
  * TimeService: translation only; the rules live in time/.
@@ -30,6 +44,7 @@ import { actorFromProto, causeFromProto, dataFromProto, pageSizeFromProto } from
  */
 export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
   return {
+    ...timeReads(timers),
     async schedule(req, ctx) {
       const timer = await timers.schedule(
         {
@@ -62,14 +77,6 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
     async cancelDelay(req, ctx) {
       await timers.cancelDelay(req.delayId, causeFromProto(req.cause), principalOf(ctx));
       return {};
-    },
-    listTimers(req, ctx) {
-      const page = timers.list(pageSizeFromProto(req.pageSize, 100, 1000), req.pageToken, kindFromProto(req.kind), principalOf(ctx));
-      return { timers: page.timers.map((t) => timerToProto(t, [])), nextPageToken: page.nextPageToken };
-    },
-    getTimer(req, ctx) {
-      const { timer, previewMs } = timers.get(req.timerId, req.previewCount, principalOf(ctx));
-      return { timer: timerToProto(timer, previewMs) };
     },
     async pauseTimer(req, ctx) {
       const { timer, unchanged } = await timers.pause({ timerId: req.timerId, note: req.note, cause: causeFromProto(req.cause) }, principalOf(ctx));

@@ -17,6 +17,7 @@ import { LatenessHistogram } from "./lateness.js";
 import { Timers } from "./service.js";
 
 export { Timers } from "./service.js";
+export { TimerReads } from "./timer-reads.js";
 export type { BackfillInput, BackfilledOccurrence, DelayInput, PauseInput, ScheduleInput } from "./timer-requests.js";
 export type { TimerPage } from "./timer-pages.js";
 export type { CatchUpPolicy, OverlapPolicy, Overdue, PauseState, SchedulePolicy, TimerKind, TimerRecord, TimerSpec } from "./timers.js";

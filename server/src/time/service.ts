@@ -1,4 +1,4 @@
-import { canRead, type Principal } from "../auth/principal.js";
+import type { Principal } from "../auth/principal.js";
 import type { LiveCauses } from "../log/causes.js";
 import type { CauseRef } from "../log/emit.js";
 import { derivedId, newId } from "../log/ids.js";
@@ -11,12 +11,12 @@ import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, policyToJson, specToJson } from "../store/timer-json.js";
 import type { TimerStatements } from "../store/timers.js";
 import type { DelayChains } from "./chains.js";
-import { preview } from "./owed.js";
 import { anchorFor, canonicalSpec, checkAt, checkMs, checkSchedulePolicy, firstDue, maxHorizonMs } from "./spec-checks.js";
 import { checkCauseRole, checkClientTimerId, checkInput, checkNoActorUnderCause, checkTimerIdArgument, TimerAccess } from "./timer-checks.js";
 import { TimerControl } from "./timer-control.js";
 import { scheduledEvent, unscheduledEvent } from "./timer-events.js";
-import { decodeToken, encodeToken, type TimerPage } from "./timer-pages.js";
+import type { TimerPage } from "./timer-pages.js";
+import { TimerReads } from "./timer-reads.js";
 import { changeEventId, clientDelayEventId, delayRequestDigest, recorded, sameDefinition } from "./timer-replay.js";
 import { maxDelayBatch, type BackfilledOccurrence, type BackfillInput, type DelayInput, type PauseInput, type ScheduleInput } from "./timer-requests.js";
 import { blankTimer, defaultSchedulePolicy, isDefaultPolicy, type Overdue, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "./timers.js";
@@ -38,9 +38,6 @@ export interface TimersDeps {
   /** Told after each commit that set a timer, with its next due moment (re-arms the clock). */
   changed(nextDueMs: number | null): void;
 }
-
-/** Most preview times GetTimer computes. */
-export const maxPreviewCount = 100;
 
 /**
  * Timer requests: Schedule, Unschedule, Delay, CancelDelay,
@@ -85,10 +82,12 @@ export const maxPreviewCount = 100;
 export class Timers {
   private readonly access: TimerAccess;
   private readonly controls: TimerControl;
+  private readonly reads: TimerReads;
 
   constructor(private readonly deps: TimersDeps) {
     this.access = new TimerAccess(deps);
     this.controls = new TimerControl(deps, this.access);
+    this.reads = new TimerReads(deps);
   }
 
   /** Sets (or replaces) a runtime timer; returns it as stored. Errors in the class comment's order; FAILED_PRECONDITION when the id is a delay's or a declared schedule's. */
@@ -245,28 +244,14 @@ export class Timers {
     return this.controls.backfill(req, principal);
   }
 
-  /**
-   * Timers the principal may read (by their actor's `in`), pending ones by next due
-   * moment, then spent, disabled or paused ones by last change. `pageSize` already checked
-   * (1-1000); `kind` "" for all. INVALID_ARGUMENT for a page token not made here.
-   */
+  /** ListTimers: see {@link TimerReads.list}. */
   list(pageSize: number, pageToken: string, kind: TimerKind | "", principal: Principal): TimerPage {
-    const after = pageToken ? decodeToken(pageToken) : null;
-    const rows = this.deps.timers.list(after, kind, pageSize);
-    const last = rows[rows.length - 1];
-    return {
-      timers: rows.filter((t) => canRead(principal, t)),
-      nextPageToken: rows.length === pageSize && last ? encodeToken(last.nextDueMs === null ? { dueMs: null, id: last.id, updatedAt: last.updatedAt } : { dueMs: last.nextDueMs, id: last.id }) : "",
-    };
+    return this.reads.list(pageSize, pageToken, kind, principal);
   }
 
-  /** Timer `timerId` with its next `previewCount` due moments (ms). NOT_FOUND when unknown or not readable; INVALID_ARGUMENT above 100 (checked first). */
+  /** GetTimer: see {@link TimerReads.get}. */
   get(timerId: string, previewCount: number, principal: Principal): { timer: TimerRecord; previewMs: number[] } {
-    checkTimerIdArgument(timerId, "timer_id");
-    if (previewCount > maxPreviewCount) fail("bad_request", `preview_count must be at most ${maxPreviewCount}`, [{ field: "preview_count", description: `at most ${maxPreviewCount}` }]);
-    const timer = this.deps.timers.get(timerId);
-    if (!timer || !canRead(principal, timer)) fail("not_found", `no timer ${JSON.stringify(timerId)}`, [{ field: "timer_id", description: "unknown timer" }]);
-    return { timer, previewMs: preview(timer, previewCount, this.deps.clock.now()) };
+    return this.reads.get(timerId, previewCount, principal);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Db } from "../sql.js";
 import type { Store, UpgradeListener } from "../store.js";
+import { HeadFollower, type HeadFollowerOptions } from "./head-follower.js";
 import { Lease, type LeaseOptions } from "./lease.js";
 import { migratePostgres } from "./migrate.js";
 import { connectNative, endNative, PgDb, type NativeClient } from "./pg-db.js";
@@ -44,9 +45,25 @@ function connect(url: string, instanceId: string, role: string): NativeClient {
   }
 }
 
+/** A standby's reads of the store: a read-only connection ({@link PostgresDatabase.openReads}). */
+export interface ReadStore {
+  db: Db;
+  /** The round trips the owner's thread waited for on it (connection `reader`). */
+  waits(): { connection: string; count: number; ms: number }[];
+  close(): void;
+}
+
 /** A PostgreSQL database an owner connected to and migrated, before it leads. */
 export interface PostgresDatabase {
   lease: Lease;
+  /**
+   * A standby's reads: a connection of its own on which PostgreSQL refuses every write
+   * (`default_transaction_read_only`), behind the store's Db; `onLost` is told when a statement
+   * finds it gone.
+   */
+  openReads(onLost: (error: Error) => void): ReadStore;
+  /** Follows the leader's commits on a connection of its own (head-follower.ts); call `start`. */
+  followHead(options: Omit<HeadFollowerOptions, "connect">): HeadFollower;
   /**
    * Opens the store for the leader of `lease.term`; `onFenced` is told when a write finds another
    * owner leads, `onLost` when a statement finds its connection gone.
@@ -81,6 +98,26 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
   let db: PgDb | undefined;
   return {
     lease: held,
+    openReads(onLost) {
+      const client = connect(url, lease.instanceId, "reads");
+      try {
+        client.querySync("SET default_transaction_read_only = on");
+      } catch (e) {
+        endNative(client);
+        throw e;
+      }
+      // One connection in both of PgDb's places: nothing runs a batch on it (no committer), so every statement reads.
+      const reads = new PgDb(client, client);
+      reads.onLost = onLost;
+      return {
+        db: reads,
+        waits: () => [{ connection: "reader", ...reads.waits.writer }],
+        close: () => endNative(client),
+      };
+    },
+    followHead(options) {
+      return new HeadFollower({ ...options, connect: () => connect(url, lease.instanceId, "follower") });
+    },
     open(onFenced, onLost) {
       const writer = connect(url, lease.instanceId, "writer");
       const reader = connect(url, lease.instanceId, "reader");

@@ -1,4 +1,5 @@
 import type { Transactions } from "../transactions.js";
+import { notifyHead } from "./head-follower.js";
 import type { PgDb } from "./pg-db.js";
 
 /** Thrown when the lease was taken by another owner: this one may not write again. */
@@ -76,7 +77,8 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
       }
       if (!begun) return; // the batch wrote nothing
       try {
-        await db.pipeline([...commands, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
+        // The head's notification wakes standbys' watches (head-follower.ts): delivered once the COMMIT is.
+        await db.pipeline([...commands, { text: notifyHead }, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
       } catch (e) {
         // A failed statement left the COMMIT after it unrun: the transaction is rolled back.
         if (db.writer.getTransactionStatus() !== "I") await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
