@@ -78,7 +78,7 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
       if (!begun) return; // the batch wrote nothing
       try {
         // The head's notification wakes standbys' watches (head-follower.ts): delivered once the COMMIT is.
-        await db.pipeline([...commands, { text: notifyHead }, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
+        await db.pipeline([...commands, { text: notifyHead, name: db.preparedName(db.writer, notifyHead, 0) }, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
       } catch (e) {
         // A failed statement left the COMMIT after it unrun: the transaction is rolled back.
         if (db.writer.getTransactionStatus() !== "I") await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
