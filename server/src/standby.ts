@@ -44,8 +44,6 @@ export interface StandbyOptions {
   authenticator: Authenticator;
   clock: Clock;
   logger: Logger;
-  /** How often the log's head is read when no notification came, ms (default {@link defaultHeadPollMs}). */
-  headPollMs?: number;
 }
 
 /** A standby serving reads (until {@link close}). */
@@ -56,7 +54,7 @@ export interface Standby {
 }
 
 /** How often a standby reads the log's head itself (what its notifications missed), ms. */
-export const defaultHeadPollMs = 250;
+const headPollMs = 250;
 
 /**
  * Serves reads as a standby on the owner's port: ReadLog, GetEvent and Watch, GetDocument and
@@ -66,7 +64,7 @@ export const defaultHeadPollMs = 250;
  * connection of its own, and the same principals. Every other call (writes, executors, and
  * ListExecutors: who is connected is known to the leader only) is refused UNAVAILABLE naming the
  * leader. Reads see what is committed; Watch follows the log's head as the leader's commits tell
- * it (LISTEN/NOTIFY, with a poll every `headPollMs` for a notification missed), never past it.
+ * it (LISTEN/NOTIFY, with a poll every {@link headPollMs} for a notification missed), never past it.
  */
 export async function serveStandby(options: StandbyOptions): Promise<Standby> {
   const { logger } = options;
@@ -77,19 +75,22 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
   let view = new StandbyView(options, head, watchers, () => (view.lost = true));
   head.advance(view.events.head());
   let revisions: number | undefined;
+  let reopenFailed = false;
   /** The view's connection broke: a new one, once the follower reaches PostgreSQL again. */
   const reopen = () => {
     try {
       const next = new StandbyView(options, head, watchers, () => (next.lost = true));
       view.close();
       view = next;
+      reopenFailed = false;
       logger.info("standby: reading from PostgreSQL again");
     } catch (err) {
-      logger.warn({ err }, "standby: reading from PostgreSQL failed again; its reads go to the leader meanwhile");
+      if (!reopenFailed) logger.warn({ err }, "standby: connecting to read failed; its reads go to the leader meanwhile, and it tries again");
+      reopenFailed = true;
     }
   };
   const follower = options.database.followHead({
-    pollMs: options.headPollMs ?? defaultHeadPollMs,
+    pollMs: headPollMs,
     timeoutMs: 10_000,
     onHead(seq) {
       if (view.lost) reopen();

@@ -72,8 +72,8 @@ export interface DeliveryContext extends WorkUnderCause {
   progress(extendMs?: number): void;
 }
 
-/** Options of {@link runExecutor}. */
-export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpVersion"> {
+/** Options of {@link runExecutor} (its reads go to the leader: work under a cause reads what it just wrote). */
+export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpVersion" | "reads"> {
   /** The plugins this executor carries; their manifests are registered on hello. */
   plugins: PluginDefinition[];
   /** Executor name shared by replicas (default: the first plugin's name). */
@@ -180,7 +180,7 @@ class ExecutorRunner {
   /** The owner's refusal for good, once it came (see {@link isFatal}). */
 
   constructor(private readonly options: ExecutorOptions) {
-    this.transport = createTransport({ ...options, protocol: "grpc" });
+    this.transport = createTransport({ ...options, protocol: "grpc", reads: "leader" });
     this.client = new ChronologClient(this.transport);
     this.actions = new ActionHost(options.plugins, this.client);
     this.manifests = options.plugins.map((p) => create(PluginManifestSchema, manifestOf(p)));
