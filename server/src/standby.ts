@@ -25,7 +25,7 @@ import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type S
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { timeReads } from "./rpc/time-service.js";
 import { cursorStatements } from "./store/cursors.js";
-import { eventStatements } from "./store/events.js";
+import { eventStatements, type EventStatements } from "./store/events.js";
 import type { PostgresDatabase, ReadStore } from "./store/postgres/open.js";
 import { timerStatements } from "./store/timers.js";
 import { TimerReads } from "./time/timer-reads.js";
@@ -125,26 +125,22 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
   new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(options.term()); } });
   new Gauge({ name: "chronolog_log_head_seq", help: "The seq of the last committed event.", registers: [registry], collect() { this.set(head.head); } });
   storeWaitMetrics(registry, () => view.reads.waits());
-  let listener;
-  try {
-    listener = await listen({
-      ...options.listen,
-      // A call the standby does not serve is refused before the principal's check, as it always was.
-      interceptors: [errorInterceptor(logger), streamReleaseInterceptor(streams), standbyInterceptor(serving), authInterceptor(options.authenticator)],
-      routes: standbyRoutes(serving),
-      extraHttpHandler: metricsHttpHandler(withProcessMetrics(registry), options.authenticator, logger),
-    });
-  } catch (e) {
+  const listener = await listen({
+    ...options.listen,
+    // A call the standby does not serve is refused before the principal's check, as it always was.
+    interceptors: [errorInterceptor(logger), streamReleaseInterceptor(streams), standbyInterceptor(serving), authInterceptor(options.authenticator)],
+    routes: standbyRoutes(serving),
+    extraHttpHandler: metricsHttpHandler(withProcessMetrics(registry), options.authenticator, logger),
+  }).catch((e: unknown) => {
     view.close();
     throw e;
-  }
+  });
   follower.start();
-  const served = listener;
   return {
-    port: served.port,
+    port: listener.port,
     async close() {
       follower.close();
-      await served.close();
+      await listener.close();
       view.close();
     },
   };
@@ -156,7 +152,7 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
  */
 class StandbyView {
   readonly reads: ReadStore;
-  readonly events;
+  readonly events: EventStatements;
   readonly plugins: PluginRegistry;
   readonly handlers: Record<string, Record<string, Handler>>;
   /** Its connection broke: calls go to the leader until a new view reads. */
