@@ -40,6 +40,8 @@ const manifest = {
 let server: PostgresServer;
 let databases = 0;
 let folder: string;
+/** Every owner started, stopped at the end whatever happened. */
+const started: OwnerProc[] = [];
 
 beforeAll(async () => {
   server = await startPostgresServer();
@@ -53,7 +55,11 @@ beforeAll(async () => {
   ];
   writeFileSync(join(folder, "owner.json"), JSON.stringify({ principals }));
 }, 60_000);
-afterAll(() => server?.stop());
+afterAll(async () => {
+  for (const o of started) o.child.kill("SIGKILL");
+  await Promise.all(started.map((o) => o.exited));
+  server?.stop();
+});
 
 /** A new, empty database on the test server. */
 function newDatabase(): string {
@@ -95,13 +101,15 @@ function serve(store: string, port: number): OwnerProc {
       logs.push({ msg: line });
     }
   });
-  return {
+  const owner: OwnerProc = {
     child,
     url: `http://127.0.0.1:${port}`,
     logs,
     exited,
     waitLog: (pattern, timeoutMs = 20_000) => until(() => logs.some((l) => pattern.test(String(l.msg))), `a log line matching ${pattern} (logs: ${logs.map((l) => l.msg).join(" | ")})`, timeoutMs),
   };
+  started.push(owner);
+  return owner;
 }
 
 /** A leader and a standby on a new database. */
@@ -389,7 +397,5 @@ describe("a watch on a standby when the leader is killed", () => {
     expect(ids).toEqual(log.map((e) => e.id));
     abort.abort();
     await watching;
-    standby.child.kill("SIGTERM");
-    await standby.exited;
   }, 120_000);
 });
