@@ -3,6 +3,7 @@ package chronolog
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"unicode/utf8"
 
@@ -20,7 +21,8 @@ const maxBatchItems = 256
 const batchShare = 8
 
 // outgoing is what one stream sends, written by one goroutine (grpc-go streams take one sender):
-// the messages queued while the previous one was written go out together, consecutive acks as
+// the messages queued while the previous one was written, or by work ending together (see
+// gather), go out together, consecutive acks as
 // one AckBatch and consecutive results as one ActionResultBatch (when the owner's welcome says it
 // reads them), each batch within maxBatchItems and an eighth of the owner's largest message.
 // Order is kept (a progress report never overtakes its work's ack).
@@ -124,10 +126,33 @@ func (o *outgoing) run(ctx context.Context, s sender) error {
 		}
 		select {
 		case <-o.wake:
+			o.gather()
 		case <-ctx.Done():
 			return nil
 		}
 	}
+}
+
+// gather lets the work that is ending together queue its answers before they are written: it
+// yields to the other goroutines for as long as the queue grows (up to a batch). Work handed out
+// in one message (a DeliveryBatch) mostly ends together, and one AckBatch then answers it, as the
+// TypeScript SDK answers the work that ends in one event-loop turn; without it nearly every ack
+// would go alone, a message (and an owner's turn) each.
+func (o *outgoing) gather() {
+	for n := o.queued(); n > 0 && n < maxBatchItems; {
+		runtime.Gosched()
+		more := o.queued()
+		if more == n {
+			return
+		}
+		n = more
+	}
+}
+
+func (o *outgoing) queued() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.queue)
 }
 
 // batched is the messages as written: runs of acks as AckBatch messages, runs of results as
