@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import type { Logger } from "./logger.js";
-import type { HttpRequest, HttpResponse } from "./rpc/listen.js";
+import type { HttpHandler, HttpResponse } from "./http-handler.js";
 
 /** The path prefix of the console. */
 export const consolePath = "/console/";
@@ -70,7 +70,7 @@ export function defaultConsoleDir(): string {
  * index.html (the app routes in the browser), never cached. `/console` redirects to `/console/`.
  * Other paths are not handled (false).
  */
-export function consoleHttpHandler(dir: string, logger: Logger): (req: HttpRequest, res: HttpResponse) => boolean {
+export function consoleHttpHandler(dir: string, logger: Logger): HttpHandler {
   const root = normalize(dir.endsWith(sep) ? dir : dir + sep);
   // Gzipped files by path, made once: assets never change under their (hashed) names, and a
   // rebuild's index.html is a new body (compared before the cached one is used).

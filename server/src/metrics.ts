@@ -13,7 +13,7 @@
 import { ChronologError } from "./errors.js";
 import type { Authenticator } from "./auth/tokens.js";
 import type { Logger } from "./logger.js";
-import type { HttpRequest, HttpResponse } from "./rpc/listen.js";
+import type { HttpHandler, HttpResponse } from "./http-handler.js";
 import type { CommitInfo } from "./store/committer.js";
 import { latenessBucketsMs } from "./time/lateness.js";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -209,7 +209,7 @@ export class OwnerMetrics {
  * must send `Authorization: Bearer <token>` of an admin principal (401 without a known token,
  * 403 for a non-admin). Other paths are not handled (false).
  */
-export function metricsHttpHandler(metrics: Pick<OwnerMetrics, "text" | "contentType">, authenticator: Authenticator, logger: Logger): (req: HttpRequest, res: HttpResponse) => boolean {
+export function metricsHttpHandler(metrics: Pick<OwnerMetrics, "text" | "contentType">, authenticator: Authenticator, logger: Logger): HttpHandler {
   return (req, res) => {
     const url = req.url ?? "";
     if (url !== "/metrics" && !url.startsWith("/metrics?")) return false;

@@ -1,7 +1,6 @@
 import { allows, resolveActor, systemPrincipal, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
-import { causeActor, causeChainDepth, type LiveCauses } from "../log/causes.js";
-import type { CauseRef } from "../log/emit.js";
+import { causeActor, causeChainDepth, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { checkId, derivedId, newId } from "../log/ids.js";
 import type { EventStatements } from "../store/events.js";
 import type { CallRequest, PulseCallRequest, ScheduledCall } from "./call-request.js";

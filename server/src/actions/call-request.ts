@@ -1,8 +1,7 @@
 import type { ExecutorSession } from "../executors/session.js";
-import type { CauseRef } from "../log/emit.js";
+import type { CauseRef } from "../log/causes.js";
 import type { Tx } from "../store/committer.js";
 import type { ActorRecord } from "../store/events.js";
-import type { AttemptOutcome } from "./run.js";
 
 // What a call of an action is made with and answered with: the request as parsed, what time
 // and pulses tell the calls they make, and the call's answer.
@@ -45,6 +44,13 @@ export interface PulseCallRequest {
   dueMs: number;
   /** The sessions that may run it: the pulse's hosts (scope component) or one session (scope replica). */
   eligible(session: ExecutorSession): boolean;
+}
+
+/** How a run of a call of time ended, as its `onEnd` is told: `terminal` when the executor marked the error final (no retry). */
+export interface AttemptOutcome {
+  ok: boolean;
+  error: string;
+  terminal: boolean;
 }
 
 /** What time tells a call it makes, and who the call runs as. */

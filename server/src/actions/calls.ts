@@ -1,10 +1,7 @@
 import type { Principal } from "../auth/principal.js";
-import type { Clock, TimerHost } from "../clock.js";
 import { ChronologError, fail } from "../errors.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
-import type { LiveCauses } from "../log/causes.js";
-import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { CallStatements } from "../store/calls.js";
 import type { Committer, Tx } from "../store/committer.js";
@@ -13,23 +10,18 @@ import { callerGone, notStartedError, stoppingError } from "./call-errors.js";
 import { fromOutside, fromPulse, fromTime, sameCall, underCause } from "./call-origin.js";
 import type { CallRequest, CallResult } from "./call-request.js";
 import type { HostQueue } from "./hosts.js";
-import { Invocations, type InvocationAnswer, type ResultVerdict, type StopState } from "./invocations.js";
+import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVerdict, type StopState } from "./invocations.js";
 import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
 import { sha256Hex } from "../sha256.js";
 
-/** What the action calls need from the owner. */
-export interface ActionCallsDeps {
+/** What the action calls need from the owner: what their {@link Invocations} need, and more. */
+export interface ActionCallsDeps extends InvocationsDeps {
   registry: PluginRegistry;
   committer: Committer;
   events: EventStatements;
   calls: CallStatements;
-  live: LiveCauses;
   hosts: HostQueue;
-  clock: Clock;
-  /** Where an attempt started ahead of its moment waits to be sent (setTimeout; tests pass their ManualClock). */
-  timers: TimerHost;
-  logger: Logger;
 }
 
 /** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why. */

@@ -1,8 +1,10 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { Clock, TimerHost } from "../clock.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
-import type { ActionCallsDeps } from "./calls.js";
+import type { LiveCauses } from "../log/causes.js";
+import type { Logger } from "../logger.js";
 import type { AttemptEnd, Invocation, Run } from "./run.js";
 
 // Sending a call's attempts to executors: the Invocation written on the session's stream (held
@@ -34,8 +36,14 @@ export interface StopState {
   stopped: boolean;
 }
 
-/** What {@link Invocations} needs of the action calls' deps. */
-export type InvocationsDeps = Pick<ActionCallsDeps, "live" | "clock" | "timers" | "logger">;
+/** What {@link Invocations} needs (a part of the action calls' deps). */
+export interface InvocationsDeps {
+  live: LiveCauses;
+  clock: Clock;
+  /** Where an attempt started ahead of its moment waits to be sent (setTimeout; tests pass their ManualClock). */
+  timers: TimerHost;
+  logger: Logger;
+}
 
 /** The attempts of the action calls in flight to executors, by invocation id. */
 export class Invocations {

@@ -4,8 +4,8 @@ import { derivedId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
+import type { AttemptOutcome } from "./call-request.js";
 import { recordedInput, type ActionEntry } from "./declaration.js";
-import type { AttemptOutcome } from "./run.js";
 
 /**
  * What an action call writes: the `action_calls` row and,

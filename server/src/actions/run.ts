@@ -37,13 +37,6 @@ export type AttemptEnd =
   /** The owner is stopping: nothing more is written; the next owner runs the call again. */
   | { kind: "stopping" };
 
-/** How a run of a call of time ended, as its `onEnd` is told: `terminal` when the executor marked the error final (no retry). */
-export interface AttemptOutcome {
-  ok: boolean;
-  error: string;
-  terminal: boolean;
-}
-
 /** One attempt sent to an executor and not yet answered. */
 export interface Invocation {
   /** `callId#attempt`. */

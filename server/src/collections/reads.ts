@@ -1,8 +1,7 @@
 import { find as mingoFind } from "mingo";
 import { canReach, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
-import { causeActor, type LiveCauses } from "../log/causes.js";
-import type { CauseRef } from "../log/emit.js";
+import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { compileFilter } from "../log/filter.js";
 import type { EventStatements } from "../store/events.js";
 import type { PluginRegistry } from "../plugins/registry.js";

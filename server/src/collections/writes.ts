@@ -1,7 +1,6 @@
 import { allows, canReach, resolveActor, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
-import { causeActor, type LiveCauses } from "../log/causes.js";
-import type { CauseRef } from "../log/emit.js";
+import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";

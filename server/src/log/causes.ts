@@ -2,6 +2,16 @@ import { fail } from "../errors.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 
 /**
+ * Names the work a call is made under (the proto's Cause): the event `eventId` (a delivery's
+ * event, an invocation's `action.started`, or a live cause's call id) and the call's 0-based
+ * `position` among those made under it; ids made under a cause derive from both.
+ */
+export interface CauseRef {
+  eventId: string;
+  position: number;
+}
+
+/**
  * Causes that are not events in the log: a `record: false`
  * action leaves no `action.started`, so work done under its invocation names
  * the call id as its cause (see Invocation.cause_event_id). While such an

@@ -5,14 +5,8 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer } from "../store/committer.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { canonicalJson } from "./canonical.js";
-import { causeActor, type LiveCauses } from "./causes.js";
+import { causeActor, type CauseRef, type LiveCauses } from "./causes.js";
 import { checkId, derivedId, newId } from "./ids.js";
-
-/** Names the work an emit is done under. */
-export interface CauseRef {
-  eventId: string;
-  position: number;
-}
 
 /** One event to emit, as parsed from the request. */
 export interface EmitInput {

@@ -30,6 +30,13 @@ export interface CompiledManifest {
   actions: ActionEntry[];
 }
 
+/** A registered plugin: its current manifest and revision (from 1), time in ms (UTC). */
+export interface RegisteredPlugin {
+  compiled: CompiledManifest;
+  revision: number;
+  registeredAt: number;
+}
+
 const pluginName = /^[a-z][a-z0-9_-]{0,62}$/;
 const eventTypeName = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$/;
 // A principal name never starts with `role:`, so `role:<typo>` is rejected, not taken for a name.

@@ -7,14 +7,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import { pluginStatements } from "../store/plugins.js";
 import { scheduleViolations } from "../time/declared.js";
-import { compileManifest, manifestFromJson, type CompiledManifest, type EventTypeEntry } from "./manifest.js";
-
-/** A registered plugin: its current manifest and revision (from 1), time in ms (UTC). */
-export interface RegisteredPlugin {
-  compiled: CompiledManifest;
-  revision: number;
-  registeredAt: number;
-}
+import { compileManifest, manifestFromJson, type CompiledManifest, type EventTypeEntry, type RegisteredPlugin } from "./manifest.js";
 
 /**
  * The plugins the owner knows, and the index of declared event types built

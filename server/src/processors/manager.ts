@@ -1,7 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { ProcessorDeclarationSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { canonicalJson } from "../log/canonical.js";
-import type { RegisteredPlugin } from "../plugins/registry.js";
+import type { RegisteredPlugin } from "../plugins/manifest.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { compileProcessor } from "./declaration.js";

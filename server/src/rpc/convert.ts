@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Actor, Cause } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { fail } from "../errors.js";
 import { checkJson } from "../json-limits.js";
-import type { CauseRef } from "../log/emit.js";
+import type { CauseRef } from "../log/causes.js";
 import type { ActorRecord } from "../store/events.js";
 import { rememberJsonText } from "../store/json-text.js";
 

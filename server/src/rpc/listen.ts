@@ -16,12 +16,8 @@ import * as net from "node:net";
 import { Code, ConnectError, cors, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { grpcUnary, UnaryRoutes, type GrpcUnary } from "./grpc-unary.js";
+import type { HttpHandler, HttpRequest, HttpResponse } from "../http-handler.js";
 import { encodeGrpcMessage } from "./grpc-status.js";
-
-/** Request object handed to handlers: HTTP/1.1 or HTTP/2 (compat API). */
-export type HttpRequest = http.IncomingMessage | http2.Http2ServerRequest;
-/** Response object handed to handlers: HTTP/1.1 or HTTP/2 (compat API). */
-export type HttpResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 /** Options of {@link listen}. Durations are milliseconds, sizes bytes. */
 export interface ListenOptions {
@@ -40,7 +36,7 @@ export interface ListenOptions {
   /** Interceptors applied to every RPC. */
   interceptors?: Interceptor[];
   /** Called first for every HTTP request; returns true when it handled (answered) it. */
-  extraHttpHandler?: (req: HttpRequest, res: HttpResponse) => boolean;
+  extraHttpHandler?: HttpHandler;
   /**
    * Time a new connection has to identify itself: send the first bytes (plaintext),
    * finish the TLS handshake, or send complete HTTP/1.1 request headers. Default 30 000.

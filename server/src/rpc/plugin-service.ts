@@ -2,7 +2,8 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { PluginService } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
 import { fail } from "../errors.js";
-import type { PluginRegistry, RegisteredPlugin } from "../plugins/registry.js";
+import type { RegisteredPlugin } from "../plugins/manifest.js";
+import type { PluginRegistry } from "../plugins/registry.js";
 import { principalOf } from "./context.js";
 
 /** PluginService's reads (ListPlugins, GetPlugin): any principal may list the registered plugins. */

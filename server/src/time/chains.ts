@@ -1,6 +1,5 @@
 import { fail } from "../errors.js";
-import { causeChainDepth, type LiveCauses } from "../log/causes.js";
-import type { CauseRef } from "../log/emit.js";
+import { causeChainDepth, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { derivedId } from "../log/ids.js";
 import type { Committer } from "../store/committer.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";

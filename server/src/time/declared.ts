@@ -2,8 +2,7 @@ import type { ScheduleDeclaration, SchedulePatch } from "../../../sdk/ts/src/gen
 import type { ActionEntry } from "../actions/declaration.js";
 import { canonicalJson } from "../log/canonical.js";
 import { ChronologError, type FieldViolation } from "../errors.js";
-import type { CompiledManifest } from "../plugins/manifest.js";
-import type { RegisteredPlugin } from "../plugins/registry.js";
+import type { CompiledManifest, RegisteredPlugin } from "../plugins/manifest.js";
 import type { Tx } from "../store/committer.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, specToJson } from "../store/timer-json.js";

@@ -1,6 +1,5 @@
 import type { Principal } from "../auth/principal.js";
-import type { LiveCauses } from "../log/causes.js";
-import type { CauseRef } from "../log/emit.js";
+import type { CauseRef, LiveCauses } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
 import { asItem, fail, forItem } from "../errors.js";
 import type { Clock } from "../clock.js";

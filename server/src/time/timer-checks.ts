@@ -1,6 +1,5 @@
 import { allows, canRead, resolveActor, type Principal } from "../auth/principal.js";
-import { causeActor, type LiveCauses } from "../log/causes.js";
-import type { CauseRef } from "../log/emit.js";
+import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { checkId } from "../log/ids.js";
 import { fail } from "../errors.js";
 import type { ActionEntry } from "../actions/index.js";

@@ -1,11 +1,15 @@
 import type { Principal } from "../auth/principal.js";
-import type { CauseRef } from "../log/emit.js";
+import type { Clock } from "../clock.js";
+import type { CauseRef } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
 import { fail } from "../errors.js";
+import type { PluginRegistry } from "../plugins/registry.js";
+import type { Committer } from "../store/committer.js";
 import type { EventRecord } from "../store/events.js";
+import type { TimerControlStatements } from "../store/timer-control.js";
+import type { TimerStatements } from "../store/timers.js";
 import { occurrenceId, triggeredOccurrenceId } from "./occurrence-ids.js";
 import { backfillMoments, resumeDue } from "./owed.js";
-import type { TimersDeps } from "./service.js";
 import { pastToleranceMs } from "./spec-checks.js";
 import { checkCauseRole, checkControlShape, checkRecurring, type TimerAccess } from "./timer-checks.js";
 import { controlEvent } from "./timer-events.js";
@@ -16,10 +20,23 @@ import { blankTimer, type TimerKind, type TimerRecord } from "./timers.js";
 // The control requests on a timer that is set: PauseTimer, ResumeTimer, TriggerTimer and
 // BackfillTimer, with the checks and failure semantics of the Timers class comment (service.ts).
 
+/** What {@link TimerControl} needs (a part of the timer requests' deps). */
+export interface TimerControlDeps {
+  registry: PluginRegistry;
+  committer: Committer;
+  timers: TimerStatements;
+  control: TimerControlStatements;
+  clock: Clock;
+  /** The owner's region: a declared schedule resumed runs here only when it is its region's. */
+  region: number;
+  /** Told after each commit that changed when a timer is next due (re-arms the clock). */
+  changed(nextDueMs: number | null): void;
+}
+
 /** PauseTimer, ResumeTimer, TriggerTimer and BackfillTimer (Timers hands them over). */
 export class TimerControl {
   constructor(
-    private readonly deps: TimersDeps,
+    private readonly deps: TimerControlDeps,
     private readonly access: TimerAccess,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { CauseRef } from "../log/emit.js";
+import type { CauseRef } from "../log/causes.js";
 import { newId } from "../log/ids.js";
 import type { ActorRecord } from "../store/events.js";
 import { overdueToJson, policyToJson, specToJson } from "../store/timer-json.js";

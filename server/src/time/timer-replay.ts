@@ -1,4 +1,4 @@
-import type { CauseRef } from "../log/emit.js";
+import type { CauseRef } from "../log/causes.js";
 import { canonicalJson } from "../log/canonical.js";
 import { derivedId } from "../log/ids.js";
 import { fail } from "../errors.js";

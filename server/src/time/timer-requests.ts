@@ -1,4 +1,4 @@
-import type { CauseRef } from "../log/emit.js";
+import type { CauseRef } from "../log/causes.js";
 import type { ActorRecord } from "../store/events.js";
 import type { Overdue, SchedulePolicy, TimerSpec } from "./timers.js";
 

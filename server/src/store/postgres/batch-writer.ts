@@ -1,6 +1,6 @@
 import { isConnectionLost } from "../../errors.js";
 import type { DeferredInserts } from "./deferred-inserts.js";
-import type { NativeClient, Waits } from "./pg-db.js";
+import type { NativeClient, Waits } from "./native-client.js";
 import { GuardFailedError } from "../sql.js";
 import { pipelineSync, type Command, type Outcome } from "./pipeline.js";
 

@@ -1,6 +1,6 @@
 import type { SqliteDb } from "../sqlite/open.js";
 import { DeferredInserts } from "./deferred-inserts.js";
-import type { NativeClient } from "./pg-db.js";
+import type { NativeClient } from "./native-client.js";
 
 /** The owner's tables, in the order they are copied, with their columns (the same on both stores). */
 const tables: { name: string; columns: string[] }[] = [

@@ -1,4 +1,5 @@
-import { endNative, type NativeClient } from "./pg-db.js";
+import type { NativeClient } from "./native-client.js";
+import { endNative } from "./pg-db.js";
 
 /** What {@link Lease.tryTake} found. */
 export type LeaseState = { leading: true; term: number } | { leading: false; term: number; leaderUrl: string | undefined };

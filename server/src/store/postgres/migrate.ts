@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fail } from "../../errors.js";
 import type { UpgradeListener } from "../store.js";
-import type { NativeClient } from "./pg-db.js";
+import type { NativeClient } from "./native-client.js";
 
 const migrationsDir = new URL("./pg-migrations/", import.meta.url);
 

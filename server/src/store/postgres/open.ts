@@ -3,7 +3,8 @@ import type { Store, UpgradeListener } from "../store.js";
 import { HeadFollower, type HeadFollowerOptions } from "./head-follower.js";
 import { Lease, type LeaseOptions } from "./lease.js";
 import { migratePostgres } from "./migrate.js";
-import { connectNative, endNative, PgDb, type NativeClient } from "./pg-db.js";
+import type { NativeClient } from "./native-client.js";
+import { connectNative, endNative, PgDb } from "./pg-db.js";
 import { pgTransactions, type FencedError } from "./transactions.js";
 
 /** A PostgreSQL URL (`postgres://` or `postgresql://`). */

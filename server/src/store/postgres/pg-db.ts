@@ -2,24 +2,11 @@ import { createRequire } from "node:module";
 import { isConnectionLost } from "../../errors.js";
 import { GuardFailedError, type Db, type RunResult, type SqlStatement } from "../sql.js";
 import { BatchWriter } from "./batch-writer.js";
+import type { NativeClient, Waits } from "./native-client.js";
 import { pipelineAsync, type Command } from "./pipeline.js";
 import { DeferredInserts } from "./deferred-inserts.js";
 
 const require = createRequire(import.meta.url);
-
-/** pg-native's client (libpq): synchronous calls block until the server answers; `query` does not. */
-export interface NativeClient {
-  connectSync(params: string): void;
-  querySync(text: string, values?: unknown[]): Record<string, unknown>[];
-  prepareSync(name: string, text: string, nParams: number): void;
-  executeSync(name: string, values: unknown[]): Record<string, unknown>[] | unknown[][];
-  query(text: string, callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
-  query(text: string, values: unknown[], callback: (error: Error | undefined, rows: Record<string, unknown>[]) => void): void;
-  end(callback?: () => void): void;
-  getTransactionStatus(): "I" | "T" | "E" | null;
-  pq: { cmdTuples(): string; resultErrorFields(): Record<string, string> | undefined; errorMessage(): string; socket(): number };
-  on(event: "error", listener: (error: Error) => void): void;
-}
 
 type NativeClientClass = new (config: { types: TypeParsers; arrayMode?: boolean }) => NativeClient;
 interface TypeParsers {
@@ -234,12 +221,6 @@ class PgStatement implements SqlStatement {
       return this.mode === "pluck" ? values[0] : values;
     });
   }
-}
-
-/** How often, and how long in all, the owner's thread waited for one connection's synchronous calls. */
-export interface Waits {
-  count: number;
-  ms: number;
 }
 
 /** Counts `client`'s synchronous calls (each a round trip the caller's thread waits for) in `tally`. */

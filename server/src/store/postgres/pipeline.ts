@@ -1,4 +1,4 @@
-import type { NativeClient } from "./pg-db.js";
+import type { NativeClient } from "./native-client.js";
 
 /** A statement for a pipeline: SQL with `$n` parameters, or a statement prepared on the connection under `name`. */
 export interface Command {
