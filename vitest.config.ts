@@ -9,6 +9,7 @@
 //   its own tests. A file that imports node:child_process must carry the tag somewhere.
 // `npm test` (test/run.mjs) runs both, then the suites tagged `postgres` again on PostgreSQL.
 import { readdirSync, readFileSync } from "node:fs";
+import { defaultServerConditions } from "vite";
 import { defineConfig } from "vitest/config";
 
 const testFiles = readdirSync(new URL("test/", import.meta.url))
@@ -21,6 +22,8 @@ const untagged = testFiles.filter((f) => /from "node:child_process"/.test(f.sour
 if (untagged.length > 0) throw new Error(`${untagged.map((f) => f.path).join(", ")}: these start processes (node:child_process) but nothing in them is tagged serial (see vitest.config.ts)`);
 
 export default defineConfig({
+  // "@chronolog/sdk/gen/..." from the SDK's TypeScript sources (its package's chronolog-source condition).
+  ssr: { resolve: { conditions: ["chronolog-source", ...defaultServerConditions] } },
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,

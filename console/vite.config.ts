@@ -2,7 +2,7 @@
 // serves under /console/ (server/src/console.ts). Everything is a file of its own (no inline
 // script or style), so the strict content security policy holds.
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vite";
+import { defaultClientConditions, defineConfig } from "vite";
 
 const root = fileURLToPath(new URL(".", import.meta.url));
 
@@ -10,6 +10,8 @@ export default defineConfig({
   root,
   base: "/console/",
   logLevel: "warn",
+  // "@chronolog/sdk/gen/..." from the SDK's TypeScript sources (its package's chronolog-source condition).
+  resolve: { conditions: ["chronolog-source", ...defaultClientConditions] },
   build: {
     outDir: fileURLToPath(new URL("../dist/console/", import.meta.url)),
     emptyOutDir: true,

@@ -1,7 +1,8 @@
 // Builds the console (console/, Vite) into dist/console/, which the owner serves under /console/
 // (server/src/console.ts). Skipped when dist/console/index.html is newer than every source of
-// it (console/, the generated clients, package-lock.json), so `npm run serve` and `npm test`
-// only pay for it (~3 s) after a change. `node scripts/build-console.mjs` builds it alone.
+// it (console/, the generated clients and the SDK package's exports, package-lock.json), so
+// `npm run serve` and `npm test` only pay for it (~3 s) after a change. `node
+// scripts/build-console.mjs` builds it alone.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,7 +10,7 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("../", import.meta.url));
 const output = join(root, "dist/console/index.html");
 // This script is one of them: a build made by an older one is made again.
-const sources = ["console", "sdk/ts/src/gen", "package-lock.json", "scripts/build-console.mjs"].map((p) => join(root, p));
+const sources = ["console", "sdk/ts/src/gen", "sdk/ts/package.json", "package-lock.json", "scripts/build-console.mjs"].map((p) => join(root, p));
 
 function newest(path) {
   const s = statSync(path);

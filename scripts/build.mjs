@@ -31,8 +31,8 @@ import { buildConsole } from "./build-console.mjs";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 const path = (relative) => join(root, relative);
-/** What the bundle is made of: the server's and the SDK's sources (migrations included), the locked dependencies and their patches, this script. */
-const sources = ["server/src", "sdk/ts/src", "package-lock.json", "patches", "scripts/build.mjs"];
+/** What the bundle is made of: the server's and the SDK's sources (migrations included) and its package's exports, the locked dependencies and their patches, this script. */
+const sources = ["server/src", "sdk/ts/src", "sdk/ts/package.json", "package-lock.json", "patches", "scripts/build.mjs"];
 const digestFile = path("dist/main.sources");
 
 /** Every file under `relative` (a file or a folder), as paths relative to the repository, sorted. */
@@ -78,6 +78,10 @@ export async function buildBundle({ onlyIfStale = false } = {}) {
       format: "esm",
       target: "node20",
       external: ["better-sqlite3", "pg-native", "pg-types"],
+      // The SDK's generated code is imported as "@chronolog/sdk/gen/..."; its package sends the
+      // chronolog-source condition to the TypeScript sources (sdk/ts/src/gen/), not to a build of
+      // them. "module" is esbuild's default condition, which a list of our own would drop.
+      conditions: ["chronolog-source", "module"],
       banner: { js: 'import { createRequire as __chronologRequire } from "node:module"; const require = __chronologRequire(import.meta.url);' },
       sourcemap: "linked", // stack traces map back to the .ts files with `node --enable-source-maps dist/main.js`
       logLevel: "warning",

@@ -6,7 +6,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
-import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { onPostgres, startTestOwner } from "./helpers/owner.js";
 import { eventsOf, expectConnectError } from "./helpers/log-snapshot.js";

@@ -13,9 +13,9 @@ import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { ExecutorService, type SubscribeRequestSchema } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
-import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import { ExecutorService, type SubscribeRequestSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import { BadRequestSchema, ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 import { loadConfig, type OwnerConfig } from "../server/src/config.js";
 import { expectConnectError, expectUnchanged, logSnapshot, type LogSnapshot } from "./helpers/log-snapshot.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";

@@ -13,7 +13,7 @@ import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
-import { ExecutorService, Outcome, SubscribeRequestSchema, type SubscribeRequest, type SubscribeResponse } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, Outcome, SubscribeRequestSchema, type SubscribeRequest, type SubscribeResponse } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";

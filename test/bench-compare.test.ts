@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { Figures } from "../bench/compare/report.js";
 import { freePort } from "../bench/lib/proc.js";
-import { GetEventRequestSchema, GetEventResponseSchema } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { GetEventRequestSchema, GetEventResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 
 describe("bench/compare figures", () => {
   it("takes medians over runs and compares Chronolog with the best peer in the row's direction", () => {
@@ -45,7 +45,7 @@ describe("bench/compare trivial servers", () => {
   for (const kind of ["connect", "grpc-js", "http2"]) {
     it(`${kind}: answers GetEvent over gRPC with an empty response`, async () => {
       const port = await freePort();
-      const child = spawn(process.execPath, ["--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], { stdio: ["ignore", "pipe", "inherit"] });
+      const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], { stdio: ["ignore", "pipe", "inherit"] });
       try {
         await new Promise((resolve) => createInterface({ input: child.stdout! }).once("line", resolve));
         const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createClient } from "../sdk/ts/src/client.js";
-import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 import { bundleCurrent } from "../scripts/build.mjs";
 import { tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";

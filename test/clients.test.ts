@@ -24,15 +24,15 @@ import {
   type EmitResponse,
   type ReadLogResponse,
   type WatchResponse,
-} from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+} from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import {
   Health,
   HealthCheckRequestSchema,
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
   type HealthCheckResponse,
-} from "../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+} from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
 import { startTestOwner } from "./helpers/owner.js";
 

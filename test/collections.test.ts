@@ -13,9 +13,9 @@ import { Code, ConnectError, createClient as createRpcClient, type Client, type 
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { CollectionService } from "../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
-import { EventSchema, type Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
+import { EventSchema, type Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { BadRequestSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";

@@ -2,7 +2,7 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { SubscribeResponseSchema } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { deliveriesMessage, type DeliveryOut } from "../server/src/executors/delivery-wire.js";
 import { eventToProto } from "../server/src/proto-values.js";
 import type { EventRecord } from "../server/src/store/events.js";

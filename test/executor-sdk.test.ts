@@ -8,8 +8,8 @@ import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-nod
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type Executor } from "../sdk/ts/src/executor.js";
-import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { eventsOf } from "./helpers/log-snapshot.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";

@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ownerVersion } from "../server/src/version.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
-import { ExecutorService, type Hello, type SubscribeRequestSchema, type SubscribeResponse } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, type Hello, type SubscribeRequestSchema, type SubscribeResponse } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { sdkVersion } from "../sdk/ts/src/version.js";
 import { startTestOwner } from "./helpers/owner.js";

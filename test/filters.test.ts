@@ -12,8 +12,8 @@ import { Code, ConnectError, createClient as createRpcClient, type Client } from
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { CollectionService } from "../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
-import { LogService, type WatchResponse } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
+import { LogService, type WatchResponse } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 
 /** The plugin of these tests: an event type and a collection anyone may use. */

@@ -15,7 +15,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type Executor } from "../sdk/ts/src/executor.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { cli } from "./helpers/cli.js";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";

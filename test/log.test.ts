@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import type { WatchResponse } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { BadRequestSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import type { WatchResponse } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { BadRequestSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { expectConnectError, expectUnchanged, logSnapshot } from "./helpers/log-snapshot.js";
 import { onPostgres, startTestOwner, tempDir } from "./helpers/owner.js";
 

@@ -11,7 +11,7 @@ import { createInterface } from "node:readline";
 import { create, toJson } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
-import { PluginManifestSchema } from "../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginManifestSchema } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { manifestOf } from "../sdk/ts/src/plugin.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { chronologArgs } from "./helpers/chronolog.js";

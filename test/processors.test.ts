@@ -5,7 +5,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, TerminalError, type DeliveryContext, type Executor } from "../sdk/ts/src/executor.js";
-import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";

@@ -23,8 +23,8 @@ import { ChronologClient, createClient } from "../sdk/ts/src/client.js";
 import { createTransport } from "../sdk/ts/src/transport.js";
 import { withData } from "../sdk/ts/src/event-data.js";
 import { runExecutor, definePlugin } from "../sdk/ts/src/index.js";
-import { LogService, PublishRequestSchema, type PublishResponse } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import { LogService, PublishRequestSchema, type PublishResponse } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { BadRequestSchema, ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 

@@ -23,8 +23,8 @@ import { intervalIndex, intervalStart, nextBoundary, pulseCallId, type PulseSpec
 import type { PulseOutcome } from "../server/src/time/pulses.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import { ExecutorService } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin, manifestOf, type PluginDefinition, type PulseDefinition } from "../sdk/ts/src/plugin.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";

@@ -26,9 +26,9 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { derivedId } from "../server/src/log/ids.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { AdminService } from "../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import { TimerKind, type Timer } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { TimerKind, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 

@@ -17,7 +17,7 @@ import { promisify } from "node:util";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { deadPort, startStandby, type Standby } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";

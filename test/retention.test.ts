@@ -21,7 +21,7 @@ import { loadConfig, type OwnerConfig } from "../server/src/config.js";
 import type { SweepResult } from "../server/src/time/retention.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
-import { TimeService } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { definePlugin, type PluginDefinition, type ScheduleDefinition } from "../sdk/ts/src/plugin.js";
 import { eventsOf, expectConnectError } from "./helpers/log-snapshot.js";
 import { ownerRows, spawnOwner, startTestOwner, tempDir } from "./helpers/owner.js";

@@ -10,7 +10,7 @@ import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ChronologClient, createClient } from "../sdk/ts/src/client.js";
 import { dstOf, schedulePolicyOf } from "../sdk/ts/src/time-requests.js";
-import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimerKind } from "../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimerKind } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { jsonObjectProblem, jsonProblem } from "../sdk/ts/src/json-check.js";
 
 interface Sent {

@@ -4,7 +4,7 @@ import { createServer } from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";
-import { ExecutorService, Outcome, type ActionResult, type SubscribeResponse } from "../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, Outcome, type ActionResult, type SubscribeResponse } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { HoldQueue } from "../sdk/ts/src/hold-queue.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { StreamClock } from "../sdk/ts/src/stream-clock.js";

@@ -16,8 +16,8 @@ import { Code, ConnectError, createClient as createRpcClient, type Interceptor }
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChronologClient, createClient } from "../sdk/ts/src/client.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 import { connectPostgres } from "../server/src/store/postgres/open.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { chronologArgs } from "./helpers/chronolog.js";

@@ -16,7 +16,7 @@ import { pluginStatements } from "../server/src/store/plugins.js";
 import { timerControlStatements } from "../server/src/store/timer-control.js";
 import { retentionStatements } from "../server/src/store/timer-retention.js";
 import { timerStatements, type TimerPut } from "../server/src/store/timers.js";
-import { defaultSchedulePolicy } from "../server/src/time/timers.js";
+import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
 import { closeTestStores, openTestStore, storeKinds, type StoreKind, type TestStore } from "./helpers/stores.js";
 
 afterEach(closeTestStores);

@@ -14,7 +14,7 @@ import { connectPostgres } from "../server/src/store/postgres/open.js";
 import { FencedError } from "../server/src/store/postgres/transactions.js";
 import { timerStatements } from "../server/src/store/timers.js";
 import type { Transactions } from "../server/src/store/transactions.js";
-import { defaultSchedulePolicy } from "../server/src/time/timers.js";
+import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
 import { closeTestStores, openTestStore, storeKinds, testEvent as event, type TestStore } from "./helpers/stores.js";
 import { until } from "./helpers/until.js";
 

@@ -17,7 +17,7 @@ import { limitedStatement } from "../server/src/store/limited.js";
 import { callStatements } from "../server/src/store/calls.js";
 import { occurrenceStatements } from "../server/src/store/occurrences.js";
 import { timerStatements } from "../server/src/store/timers.js";
-import { defaultSchedulePolicy } from "../server/src/time/timers.js";
+import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
 import { sqliteTransactions } from "../server/src/store/sqlite/transactions.js";
 import { noSync, WalSync } from "../server/src/store/sqlite/wal-sync.js";
 import { until } from "./helpers/until.js";

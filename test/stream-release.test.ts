@@ -53,7 +53,7 @@ async function allZero(url: string, series: string[]): Promise<Record<string, nu
 
 /** Runs test/helpers/stream-churn.ts; resolves with its output once it exits. */
 function churn(url: string, mode: string, count: number, seed: number, head: number) {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/helpers/stream-churn.ts", url, mode, String(count), String(seed), String(head)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/stream-churn.ts", url, mode, String(count), String(seed), String(head)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   const out = { stdout: "", stderr: "" };
   child.stdout.on("data", (b: Buffer) => (out.stdout += b.toString()));
   child.stderr.on("data", (b: Buffer) => (out.stderr += b.toString()));

@@ -21,15 +21,15 @@ import {
   LogService,
   WatchRequestSchema,
   WatchResponseSchema,
-} from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+} from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import {
   Health,
   HealthCheckRequestSchema,
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
-} from "../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
-import * as reflectionV1 from "../sdk/ts/src/gen/grpc/reflection/v1/reflection_pb.js";
-import * as reflectionV1alpha from "../sdk/ts/src/gen/grpc/reflection/v1alpha/reflection_pb.js";
+} from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
+import * as reflectionV1 from "@chronolog/sdk/gen/grpc/reflection/v1/reflection_pb";
+import * as reflectionV1alpha from "@chronolog/sdk/gen/grpc/reflection/v1alpha/reflection_pb";
 import { listen, type Listener, type ListenOptions } from "../server/src/rpc/listen.js";
 import { registerHealth, type HealthStatus } from "../server/src/rpc/health.js";
 import { registerReflection } from "../server/src/rpc/reflection.js";

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { WatchRequestSchema, WatchResponseSchema, type WatchResponse } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { WatchRequestSchema, WatchResponseSchema, type WatchResponse } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 
 const EVENTS = 20_000;

@@ -21,7 +21,7 @@ const url = `http://127.0.0.1:${owner.port}`;
 
 const ways = {
   bundle: [join(repo, "dist/main.js")],
-  tsx: ["--import", "tsx", join(repo, "server/src/main.ts")],
+  tsx: ["--conditions=chronolog-source", "--import", "tsx", join(repo, "server/src/main.ts")],
 };
 const commands = {
   emit: ["emit", "order.placed", '{"order_id":"o-1","amount":1,"email":"a@example.com"}', "--url", url],

@@ -12,8 +12,8 @@
 
 import { create, fromBinary, toBinary, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { EventSchema } from "../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import { EmitRequestSchema } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { EventSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { EmitRequestSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { eventData } from "../emit/load.js";
 
 const n = Number(process.env.BENCH_EVENTS ?? 20_000);

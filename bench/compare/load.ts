@@ -14,7 +14,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { create, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { Queue } from "bullmq";
-import { GetEventRequestSchema } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { GetEventRequestSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { eventData } from "../emit/load.js";
 import { pct } from "../lib/proc.js";
 import { setDelaysInBatches } from "../timers/set-delays.js";

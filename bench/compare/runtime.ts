@@ -68,7 +68,7 @@ export interface Worker {
 }
 
 function startWorker(args: string[]): Worker {
-  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", ...args], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   let markReady!: () => void;
   let final!: (r: WorkerReport) => void;
@@ -99,7 +99,7 @@ function startWorker(args: string[]): Worker {
 
 /** The load generator child (load.ts) and a function to run one request in it. */
 export async function startGenerator(): Promise<{ run(req: LoadRequest): Promise<LoadResult>; close(): void }> {
-  const child = fork(new URL("./load.ts", import.meta.url).pathname, [], { cwd: repo, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(new URL("./load.ts", import.meta.url).pathname, [], { cwd: repo, execArgv: ["--conditions=chronolog-source", "--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   children.add(child);
   await new Promise<void>((resolve, reject) => {
     child.once("message", () => resolve());
@@ -117,7 +117,7 @@ export async function startGenerator(): Promise<{ run(req: LoadRequest): Promise
 
 /** Starts a trivial gRPC server (trivial-server.ts) on `port`. */
 export async function startTrivial(kind: string, port: number): Promise<{ pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once("line", () => resolve());

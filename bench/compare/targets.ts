@@ -13,7 +13,7 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { connect, type JetStreamClient, type NatsConnection } from "nats";
 import { createClient } from "../../sdk/ts/src/client.js";
-import { EmitBatchRequestSchema, EmitBatchResponseSchema, EmitRequestSchema, EmitResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { EmitBatchRequestSchema, EmitBatchResponseSchema, EmitRequestSchema, EmitResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { DELIVER_TYPE, INGEST_TYPE } from "./plugin.js";
 
 export type System = "nats" | "redis" | "bullmq" | "chronolog";

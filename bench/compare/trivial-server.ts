@@ -9,7 +9,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as http2 from "node:http2";
-import { GetEventRequestSchema, GetEventResponseSchema, LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { GetEventRequestSchema, GetEventResponseSchema, LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 
 const [kind, portArg] = process.argv.slice(2);
 const port = Number(portArg);

@@ -42,7 +42,7 @@ interface ExecutorProcess {
 
 function startExecutor(url: string): ExecutorProcess {
   const nodeArgs = process.env.BENCH_EXECUTOR_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "bench/deliver/executor.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...nodeArgs, "--conditions=chronolog-source", "--import", "tsx", "bench/deliver/executor.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   const p = { child, handled: 0, latencies: [] as number[] } as ExecutorProcess;
   let markReady!: () => void;
   p.ready = new Promise((r) => (markReady = r));

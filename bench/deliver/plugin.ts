@@ -1,4 +1,4 @@
-import type { Event } from "../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { definePlugin, type PluginDefinition } from "../../sdk/ts/src/plugin.js";
 
 /** The benchmark plugin: `bench.placed` events (allow *) and processor `bench.drain` keyed on data.key, acking at once. */

@@ -23,7 +23,7 @@ import {
   LogService,
   type EmitBatchRequest,
   type EmitRequest,
-} from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+} from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { ChronologClient } from "../../sdk/ts/src/client.js";
 import { createTransport } from "../../sdk/ts/src/transport.js";
 

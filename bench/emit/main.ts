@@ -97,7 +97,7 @@ interface ProbeCounters {
 
 async function startOwner(dataDir: string, pluginsDir: string, profileDir: string): Promise<OwnerChild> {
   const port = await freePort();
-  const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--import", "tsx", "--import", "./bench/emit/probe.ts"];
+  const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--conditions=chronolog-source", "--import", "tsx", "--import", "./bench/emit/probe.ts"];
   const args = ["server/src/main.ts", "serve", ...(await storeArgs(dataDir)), "--port", String(port), "--plugins", pluginsDir, "--synchronous", synchronous, "--log-level", "warn"];
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
@@ -142,7 +142,7 @@ async function startOwner(dataDir: string, pluginsDir: string, profileDir: strin
 
 /** The load generator child and a function to run one load in it. */
 async function startGenerator(): Promise<{ run(req: LoadRequest): Promise<LoadResult>; close(): void }> {
-  const child = fork(join(repo, "bench/emit/load.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(join(repo, "bench/emit/load.ts"), [], { execArgv: ["--conditions=chronolog-source", "--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   await new Promise<void>((resolve, reject) => {
     child.once("message", () => resolve());
     child.once("exit", (code) => reject(new Error(`load generator exited (${code})`)));

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { create, toJson } from "@bufbuild/protobuf";
-import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginManifestSchema } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { manifestOf, type PluginDefinition } from "../../sdk/ts/src/plugin.js";
 import { storeArgs } from "./postgres.js";
 
@@ -53,7 +53,7 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-"));
   const plugins = join(dir, "plugins");
   writePlugins(plugins, options.plugins);
-  const entry = options.entry === "bundle" ? [...serveFlags, "dist/main.js"] : ["--import", "tsx", "server/src/main.ts"];
+  const entry = options.entry === "bundle" ? [...serveFlags, "dist/main.js"] : ["--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"];
   const args = [...(options.nodeArgs ?? []), ...entry, "serve", ...(await storeArgs(join(dir, "data"))), "--port", "0", "--plugins", plugins, ...(options.serveArgs ?? [])];
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });

@@ -34,7 +34,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { create, toJson } from "@bufbuild/protobuf";
-import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginManifestSchema } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { manifestOf } from "../../sdk/ts/src/plugin.js";
 import { timersPlugin } from "./plugin.js";
 import { setDelays } from "./set-delays.js";
@@ -77,7 +77,7 @@ function makeDir(): string {
 
 /** The owner's entry: the bundle (built now), or server/src/main.ts under tsx with BENCH_OWNER=tsx (for comparison). */
 const ownerFlags = ["--min-semi-space-size=16", "--no-flush-bytecode", "--single-threaded-gc"];
-const ownerEntry = process.env.BENCH_OWNER === "tsx" ? [...ownerFlags, "--import", "tsx", "server/src/main.ts"] : [...ownerFlags, "dist/main.js"];
+const ownerEntry = process.env.BENCH_OWNER === "tsx" ? [...ownerFlags, "--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"] : [...ownerFlags, "dist/main.js"];
 if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
 
 async function startOwner(dir: string): Promise<Owner> {
@@ -137,7 +137,7 @@ if (delays > 0) {
   const cap = ownerCores === null ? null : capCpu(owner.child.pid!, ownerCores);
   if (cap) caps.add(cap);
   if (cap) console.log(`(a) the owner is capped at ${ownerCores} cores (a cgroup's CPU quota, 10 ms periods: BENCH_OWNER_CPU)`);
-  const child = spawn(process.execPath, [...(process.env.BENCH_EXECUTOR_NODE_ARGS ?? "").split(" ").filter(Boolean), "--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...(process.env.BENCH_EXECUTOR_NODE_ARGS ?? "").split(" ").filter(Boolean), "--conditions=chronolog-source", "--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   let handled = 0;
   let calls: [string, string, number][] = [];

@@ -3,7 +3,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
-import { DelayBatchRequestSchema, DelayBatchResponseSchema, DelayRequestSchema, DelayResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { DelayBatchRequestSchema, DelayBatchResponseSchema, DelayRequestSchema, DelayResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 
 /**
  * Sets delays [from, to) with `inFlight` (default 256) concurrent unary Delay calls over gRPC; dueOf(i) in ms since

@@ -22,7 +22,7 @@ import { eventStatements } from "../../server/src/store/events.js";
 import { occurrenceStatements } from "../../server/src/store/occurrences.js";
 import { timerStatements } from "../../server/src/store/timers.js";
 import { occurrenceId } from "../../server/src/time/occurrence-ids.js";
-import { defaultSchedulePolicy } from "../../server/src/time/timers.js";
+import { defaultSchedulePolicy } from "../../server/src/store/timer-records.js";
 
 const n = Number(process.env.BED_N ?? 24_000);
 const perCommit = 18;

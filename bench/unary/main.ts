@@ -25,8 +25,8 @@ import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { EmitRequestSchema } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { HealthCheckRequestSchema } from "../../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import { EmitRequestSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { HealthCheckRequestSchema } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 import { EVENT_TYPE, eventData, manifest } from "../emit/load.js";
 import { report as profileReport } from "../emit/profile.js";
 import type { UnaryLoad, UnaryResult } from "./load.js";
@@ -94,7 +94,7 @@ async function startOwner(work: string): Promise<Server> {
   const port = await freePort();
   const nodeArgs = [...nodeFlags, ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${join(work, "profile")}`] : [])];
   // A profile attributes time to source files only without the bundle: then the owner runs under tsx.
-  const args = [...(profile ? ["--import", "tsx", "server/src/main.ts"] : ["dist/main.js"]), "serve", "--data", join(work, "data"), "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "info"];
+  const args = [...(profile ? ["--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"] : ["dist/main.js"]), "serve", "--data", join(work, "data"), "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "info"];
   const startedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(child, /owner serving/, "owner");
@@ -104,13 +104,13 @@ async function startOwner(work: string): Promise<Server> {
 async function startTrivial(kind: TrivialKind): Promise<Server> {
   const port = await freePort();
   const startedAt = performance.now();
-  const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", "bench/unary/servers.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...nodeFlags, "--conditions=chronolog-source", "--import", "tsx", "bench/unary/servers.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(child, /^ready$/, kind);
   return { child, port, readyAfterMs: performance.now() - startedAt };
 }
 
 async function startGenerator(): Promise<{ run(load: UnaryLoad, server: Server): Promise<UnaryResult & { cpuUsPerCall: number; serverCpu: number }>; close(): void }> {
-  const child = fork(join(repo, "bench/unary/load.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(join(repo, "bench/unary/load.ts"), [], { execArgv: ["--conditions=chronolog-source", "--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   await new Promise<void>((resolve, reject) => {
     child.once("message", () => resolve());
     child.once("exit", (code) => reject(new Error(`load generator exited (${code})`)));

@@ -10,7 +10,7 @@ import * as http2 from "node:http2";
 import { create } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus } from "../../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 
 export type TrivialKind = "grpc-js" | "http2" | "connect-node";
 

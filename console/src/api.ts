@@ -4,11 +4,11 @@
 
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
-import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
+import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 
 const tokenKey = "chronolog.console.token";
 

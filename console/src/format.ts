@@ -1,7 +1,7 @@
 // Small formatting helpers shared by the views.
 
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { Actor } from "../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Actor } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 
 /** A timestamp as `2026-12-02 07:44:24.123` (UTC), or "" when absent. */
 export function at(ts: Timestamp | undefined): string {

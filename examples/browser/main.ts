@@ -17,8 +17,8 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import type { Event } from "../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 
 /** The list keeps at most this many events (the oldest leave first). */
 const MAX_SHOWN = 500;

@@ -3,7 +3,7 @@
 // `npm run build:browser` bundles index.html + main.ts into examples/browser/dist/, with relative
 // asset paths so any static server (or a sub-path) can serve it.
 import { fileURLToPath } from "node:url";
-import { defineConfig, type Plugin } from "vite";
+import { defaultClientConditions, defineConfig, type Plugin } from "vite";
 
 const root = fileURLToPath(new URL(".", import.meta.url));
 
@@ -34,6 +34,8 @@ export default defineConfig(({ command }) => ({
   // The dev server prints its address; a build prints only warnings.
   logLevel: command === "serve" ? "info" : "warn",
   plugins: [howToOpen],
+  // "@chronolog/sdk/gen/..." from the SDK's TypeScript sources (its package's chronolog-source condition).
+  resolve: { conditions: ["chronolog-source", ...defaultClientConditions] },
   server: { port: 5173, strictPort: true },
   build: {
     outDir: "dist",

@@ -15,7 +15,7 @@ import type { Authenticator } from "./auth/tokens.js";
 import type { Logger } from "./logger.js";
 import type { HttpHandler, HttpResponse } from "./http-handler.js";
 import type { CommitInfo } from "./store/committer.js";
-import { latenessBucketsMs } from "./time/lateness.js";
+import { latenessBucketsMs } from "./time/index.js";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /** A processor as the metrics read it: a {@link ProcessorEngine}'s counters and cursor. */

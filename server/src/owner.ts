@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { DescService } from "@bufbuild/protobuf";
-import { ActionService } from "../../sdk/ts/src/gen/chronolog/v1/action_pb.js";
-import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
-import { ExecutorService } from "../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
-import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { PluginService, type PluginManifest } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
-import { openActions } from "./actions/index.js";
+import { ActionService } from "@chronolog/sdk/gen/chronolog/v1/action_pb";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
+import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { PluginService, type PluginManifest } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
+import { CallRetention, defaultCallRetentionMs, openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
 import { Authenticator } from "./auth/tokens.js";
 import { openCollections } from "./collections/collections.js";
@@ -46,10 +46,7 @@ import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/op
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
 import { eventStatements } from "./store/events.js";
-import { openTime, type LatenessHistogram } from "./time/index.js";
-import { Pulses } from "./time/pulses.js";
-import { defaultTimerRetentionMs, TimerRetention } from "./time/retention.js";
-import { CallRetention, defaultCallRetentionMs } from "./actions/retention.js";
+import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
 
 /** Options of {@link startOwner}. */

@@ -1,6 +1,6 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { ActorSchema, EventSchema, type Event } from "../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { ActorSchema, EventSchema, type Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { fail } from "./errors.js";
 import { storedDataJson, type EventRecord } from "./store/events.js";
 

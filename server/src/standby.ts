@@ -1,10 +1,10 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { Gauge, Registry } from "prom-client";
-import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
-import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
+import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import type { Authenticator } from "./auth/tokens.js";
 import type { Clock } from "./clock.js";
 import { DocumentReader } from "./collections/reads.js";
@@ -28,7 +28,7 @@ import { cursorStatements } from "./store/cursors.js";
 import { eventStatements, type EventStatements } from "./store/events.js";
 import type { PostgresDatabase, ReadStore } from "./store/postgres/open.js";
 import { timerStatements } from "./store/timers.js";
-import { TimerReads } from "./time/timer-reads.js";
+import { TimerReads } from "./time/index.js";
 
 /** Options of {@link serveStandby}. */
 export interface StandbyOptions {

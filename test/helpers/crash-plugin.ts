@@ -1,5 +1,5 @@
 import { create, toJson } from "@bufbuild/protobuf";
-import { PluginManifestSchema } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginManifestSchema } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { definePlugin, manifestOf, type PluginDefinition } from "../../sdk/ts/src/plugin.js";
 
 /**

@@ -5,7 +5,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect } from "vitest";
 import type { ChronologClient } from "../../sdk/ts/src/client.js";
-import { EventSchema } from "../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { EventSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 
 /** The log's head seq and every event in it, as JSON. */
 export interface LogSnapshot {

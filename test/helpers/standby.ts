@@ -3,14 +3,14 @@ import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { ActionService } from "../../sdk/ts/src/gen/chronolog/v1/action_pb.js";
-import { AdminService } from "../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
-import { CollectionService } from "../../sdk/ts/src/gen/chronolog/v1/collection_pb.js";
-import { ExecutorService } from "../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
-import { LogService } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { PluginService } from "../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
-import { TimeService } from "../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
-import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as ServingStatus } from "../../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import { ActionService } from "@chronolog/sdk/gen/chronolog/v1/action_pb";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
+import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
+import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as ServingStatus } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 
 /** A standby owner as clients meet it (see {@link startStandby}). */
 export interface Standby {

@@ -14,8 +14,8 @@
 
 import * as http2 from "node:http2";
 import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { SubscribeRequestSchema, SubscribeResponseSchema } from "../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
-import { WatchRequestSchema, WatchResponseSchema, type WatchResponse } from "../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { SubscribeRequestSchema, SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import { WatchRequestSchema, WatchResponseSchema, type WatchResponse } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { manifestOf } from "../../sdk/ts/src/plugin.js";
 import { crashPlugin } from "./crash-plugin.js";
 

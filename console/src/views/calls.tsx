@@ -8,7 +8,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "wouter";
-import type { Event } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { errorText, log } from "../api.js";
 import { actor, at, duration, ms } from "../format.js";
 

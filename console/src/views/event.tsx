@@ -5,7 +5,7 @@
 
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
-import type { Event } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { errorText, log } from "../api.js";
 import { actor, at, json } from "../format.js";
 

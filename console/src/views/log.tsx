@@ -5,7 +5,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
 import { Link, useLocation } from "wouter";
-import type { Event } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { errorText, log, plugins } from "../api.js";
 import { actor, at, json } from "../format.js";
 

@@ -6,7 +6,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
-import type { ProcessorStatus } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import type { ProcessorStatus } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { admin, errorText, log } from "../api.js";
 import { at, duration, ms } from "../format.js";
 import { LagChart, type LagSample } from "./lag-chart.js";

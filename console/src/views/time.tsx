@@ -5,7 +5,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { CatchUpPolicy, OverlapPolicy, TimerKind, type Timer } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { CatchUpPolicy, OverlapPolicy, TimerKind, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { errorText, time } from "../api.js";
 import { actor, at, duration, json, relative } from "../format.js";
 import { useSession } from "../session.js";

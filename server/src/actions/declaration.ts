@@ -1,4 +1,4 @@
-import type { ActionDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { ActionDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import type { FieldViolation } from "../errors.js";
 import type { Validator } from "../plugins/schemas.js";
 

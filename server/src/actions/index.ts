@@ -11,6 +11,7 @@ import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";
 
 export { ActionCalls } from "./calls.js";
+export { CallRetention, defaultCallRetentionMs } from "./retention.js";
 export { notStartedInTime } from "./call-errors.js";
 export type { CallRequest, CallResult, PulseCallRequest, ScheduledCall } from "./call-request.js";
 export type { InvocationAnswer, ResultVerdict } from "./invocations.js";

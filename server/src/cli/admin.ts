@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ExecutorStatusSchema, FailedDeliverySchema } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { ExecutorStatusSchema, FailedDeliverySchema } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { client, type ClientFlags } from "./client-commands.js";
 import { maxSeq, parseMoment, wholeNumber } from "./parse.js";
 import { jsonLine } from "./json.js";

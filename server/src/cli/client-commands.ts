@@ -2,10 +2,10 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { PluginManifestSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginManifestSchema } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { createClient, type ChronologClient } from "../../../sdk/ts/src/client.js";
 import { isHttpUrl } from "../../../sdk/ts/src/options.js";
-import { EventSchema } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { EventSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { jsonLine } from "./json.js";
 
 /** Flags shared by the client commands. */

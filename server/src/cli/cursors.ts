@@ -1,4 +1,4 @@
-import { ProcessorStatusSchema } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { ProcessorStatusSchema } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { client, type ClientFlags } from "./client-commands.js";
 import { jsonLine } from "./json.js";
 import { formatTable } from "./table.js";

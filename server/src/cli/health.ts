@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createTransport } from "../../../sdk/ts/src/transport.js";
-import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 import { leaderKey, roleKey } from "../../../sdk/ts/src/owner-failures.js";
 import { ownerUnavailableStatus, urlsOf, type ClientFlags } from "./client-commands.js";
 import { formatTable } from "./table.js";

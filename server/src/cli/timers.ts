@@ -1,5 +1,5 @@
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { TimerKind, TimerSchema, type Timer } from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+import { TimerKind, TimerSchema, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import type { DelayWhen, DstOptions, OverdueBound, SchedulePolicyOptions, TimerKindName, TimerWhen } from "../../../sdk/ts/src/time-requests.js";
 import { client, parseObject, type ClientFlags } from "./client-commands.js";
 import { parseMoment } from "./parse.js";

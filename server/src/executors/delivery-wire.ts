@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
-import { SubscribeResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { storedDataJson, type EventRecord } from "../store/events.js";
 
 /**

@@ -1,6 +1,6 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { Ack, ActionResult, Hello, SubscribeRequest } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
-import { Outcome } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { Ack, ActionResult, Hello, SubscribeRequest } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import { Outcome } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import type { ActionCalls } from "../actions/index.js";
 import { mayUsePlugin, type Principal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";

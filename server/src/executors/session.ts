@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { SubscribeResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/executor_pb.js";
+import type { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import type { Principal } from "../auth/principal.js";
 import { eventToProto } from "../proto-values.js";
 import { deliveriesMessage, type DeliveryOut } from "./delivery-wire.js";

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
-import type { PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { PluginManifest } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { fail } from "../errors.js";
 import { manifestFromJson } from "./manifest.js";
 

@@ -1,6 +1,6 @@
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { canonicalJson } from "../log/canonical.js";
-import { PluginManifestSchema, type PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PluginManifestSchema, type PluginManifest } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { compileAction, maxTimerMs, type ActionEntry } from "../actions/declaration.js";
 import { compileCollection, type CollectionEntry } from "../collections/declaration.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";

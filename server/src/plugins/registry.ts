@@ -1,4 +1,4 @@
-import type { PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { PluginManifest } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import type { ActionEntry } from "../actions/declaration.js";
 import type { CollectionEntry } from "../collections/declaration.js";
 import { CollectionIndex, collectionConflicts } from "../collections/declared.js";

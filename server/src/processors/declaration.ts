@@ -1,4 +1,4 @@
-import type { ProcessorDeclaration } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { ProcessorDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { compileFilter, matchAll, type Filter } from "../log/filter.js";
 import type { EventRecord } from "../store/events.js";
 

@@ -1,5 +1,5 @@
 import { toJson } from "@bufbuild/protobuf";
-import { ProcessorDeclarationSchema } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { ProcessorDeclarationSchema } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { canonicalJson } from "../log/canonical.js";
 import type { RegisteredPlugin } from "../plugins/manifest.js";
 import { takeAnswer } from "../executors/answered.js";

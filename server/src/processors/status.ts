@@ -1,4 +1,4 @@
-import type { RegisteredPlugin } from "../plugins/registry.js";
+import type { RegisteredPlugin } from "../plugins/manifest.js";
 import type { CursorStatements } from "../store/cursors.js";
 import { compileProcessor } from "./declaration.js";
 import type { ProcessorEngine } from "./engine.js";

@@ -1,10 +1,11 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { AdminService } from "../../../sdk/ts/src/gen/chronolog/v1/admin_pb.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import type { Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
+import { newId } from "../log/ids.js";
 import { pageByteBudget } from "../log/read.js";
 import type { ProcessorEngine } from "../processors/engine.js";
 import type { Processors } from "../processors/manager.js";
@@ -125,7 +126,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
     },
     async executeSql(req, ctx) {
       const by = admin(ctx).name;
-      const result = await runMaintenanceSql(deps.committer, deps.db, req.sql, req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [], by);
+      const result = await runMaintenanceSql(deps.committer, deps.db, req.sql, req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [], { id: newId(), by });
       return { rows: result.rows as JsonObject[], changes: BigInt(result.changes), seq: BigInt(result.seq) };
     },
   };

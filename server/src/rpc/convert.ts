@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Actor, Cause } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Actor, Cause } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { fail } from "../errors.js";
 import { checkJson } from "../json-limits.js";
 import type { CauseRef } from "../log/causes.js";

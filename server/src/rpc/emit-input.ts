@@ -1,4 +1,4 @@
-import type { EmitRequest } from "../../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import type { EmitRequest } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { fail } from "../errors.js";
 import type { EmitInput } from "../log/emit.js";
 import { actorFromProto, causeFromProto, dataFromJson, dataFromProto } from "./convert.js";

@@ -7,9 +7,9 @@ import {
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
   type HealthCheckResponse,
-} from "../../../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+} from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 
-export { HealthCheckResponse_ServingStatus as ServingStatus } from "../../../sdk/ts/src/gen/grpc/health/v1/health_pb.js";
+export { HealthCheckResponse_ServingStatus as ServingStatus } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 
 /** Handle returned by {@link registerHealth} to change serving statuses. */
 export interface HealthStatus {

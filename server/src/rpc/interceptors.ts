@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Authenticator } from "../auth/tokens.js";
 import { ChronologError, isDiskFull } from "../errors.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../../../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import type { Logger } from "../logger.js";
 import { principalKey } from "./context.js";
 

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
-import type { PublishAckSchema, PublishRequest, PublishResponseSchema } from "../../../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import type { PublishAckSchema, PublishRequest, PublishResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { fail } from "../errors.js";
 import type { Emitter } from "../log/emit.js";
 import { PublishPipeline, type PublishOutcome } from "../log/publish.js";

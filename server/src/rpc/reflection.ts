@@ -4,9 +4,9 @@
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import { toBinary, type DescEnum, type DescExtension, type DescFile, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { file_google_rpc_error_details } from "../../../sdk/ts/src/gen/google/rpc/error_details_pb.js";
-import * as v1 from "../../../sdk/ts/src/gen/grpc/reflection/v1/reflection_pb.js";
-import * as v1alpha from "../../../sdk/ts/src/gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { file_google_rpc_error_details } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
+import * as v1 from "@chronolog/sdk/gen/grpc/reflection/v1/reflection_pb";
+import * as v1alpha from "@chronolog/sdk/gen/grpc/reflection/v1alpha/reflection_pb";
 
 /** What both reflection versions' requests look like. */
 interface ReflectionRequest {

@@ -1,7 +1,7 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ActorSchema } from "../../../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { ActorSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import {
   CronSpecSchema,
   TimeService,
@@ -11,12 +11,9 @@ import {
   type Overdue as OverduePb,
   type Timer,
   type TimerSpec as TimerSpecPb,
-} from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+} from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { asItem, fail } from "../errors.js";
-import type { DelayInput, Overdue, TimerKind, TimerReads, TimerRecord, TimerSpec, Timers } from "../time/index.js";
-import { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "../time/policy-proto.js";
-import { checkMs, maxHorizonMs, minEveryMs } from "../time/spec-checks.js";
-import { isDefaultPolicy } from "../time/timers.js";
+import { checkMs, dstFromProto, dstToProto, isDefaultPolicy, maxHorizonMs, minEveryMs, schedulePolicyFromProto, schedulePolicyToProto, type DelayInput, type Overdue, type TimerKind, type TimerReads, type TimerRecord, type TimerSpec, type Timers } from "../time/index.js";
 import { principalOf } from "./context.js";
 import { msFromTimestamp } from "../proto-values.js";
 import { actorFromProto, causeFromProto, dataFromProto, pageSizeFromProto } from "./convert.js";

@@ -1,4 +1,4 @@
-import type { Overdue } from "../time/timers.js";
+import type { Overdue } from "./timer-records.js";
 import { defer, dialectOf, sqlFor, type Db, type SqlStatement } from "./sql.js";
 import { limitedStatement } from "./limited.js";
 import type { ActorRecord } from "./events.js";

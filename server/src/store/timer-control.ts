@@ -1,5 +1,5 @@
 import { sqlFor, type Db } from "./sql.js";
-import type { PauseState } from "../time/timers.js";
+import type { PauseState } from "./timer-records.js";
 import { activeStatus, occurrenceStatements, type OccurrenceRecord } from "./occurrences.js";
 
 // What the timer controls keep beside the timers' own statements: a timer's pause state, the

@@ -1,5 +1,4 @@
-import type { DstPolicy } from "../time/cron.js";
-import { defaultSchedulePolicy, type Overdue, type PauseState, type SchedulePolicy, type TimerSpec } from "../time/timers.js";
+import { defaultSchedulePolicy, type DstPolicy, type Overdue, type PauseState, type SchedulePolicy, type TimerSpec } from "./timer-records.js";
 
 // The stored JSON forms of what a timer is set with: its spec (with a cron spec's DST
 // policy), its lateness bound, its schedule policy and its pause state, as the `timers` and

@@ -1,4 +1,4 @@
-import type { TimerKind, TimerRecord } from "../time/timers.js";
+import type { TimerKind, TimerRecord } from "./timer-records.js";
 import { defer, dialectOf, sqlFor, type Db } from "./sql.js";
 import { limitedStatement } from "./limited.js";
 import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyToJson, specFromJson, specToJson } from "./timer-json.js";

@@ -1,4 +1,4 @@
-import type { Overdue, TimerRecord } from "./timers.js";
+import type { Overdue, TimerRecord } from "../store/timer-records.js";
 
 // What the claim decides about an owed occurrence: whether it is too late for its timer's
 // lateness bound, whether the overlap policy lets it start, and the last moment its call may

@@ -1,4 +1,5 @@
 import { ChronologError } from "../errors.js";
+import type { DstPolicy } from "../store/timer-records.js";
 import { civilFromDays, DAY_MS, isValidZoneName, ZoneOffsets, type CivilDate } from "./zones.js";
 
 // Cron expressions in a time zone: the one module that owns the rules.
@@ -68,14 +69,6 @@ import { civilFromDays, DAY_MS, isValidZoneName, ZoneOffsets, type CivilDate } f
 const MINUTE_MS = 60_000;
 /** How far `next`/`prev` look before failing (unreachable for accepted expressions). */
 const MAX_SEARCH_DAYS = 366 * 100;
-
-/** What a fixed-hour job does in a DST gap and in a repeated stretch. */
-export interface DstPolicy {
-  /** "shift" (default): run once, moved forward by the gap's length; "skip": not that day. */
-  gap: "shift" | "skip";
-  /** "first" (default), "last" or "both" occurrences of a repeated wall time. */
-  repeated: "first" | "last" | "both";
-}
 
 /** The default DST rules: shift gaps, first of a repeated time. */
 export const defaultDstPolicy: Readonly<DstPolicy> = Object.freeze({ gap: "shift", repeated: "first" });

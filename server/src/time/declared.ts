@@ -1,4 +1,4 @@
-import type { ScheduleDeclaration, SchedulePatch } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import type { ScheduleDeclaration, SchedulePatch } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import type { ActionEntry } from "../actions/declaration.js";
 import { canonicalJson } from "../log/canonical.js";
 import { ChronologError, type FieldViolation } from "../errors.js";
@@ -7,12 +7,13 @@ import type { Tx } from "../store/committer.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, specToJson } from "../store/timer-json.js";
 import type { TimerStatements } from "../store/timers.js";
-import { parseCron, type DstPolicy } from "./cron.js";
+import { parseCron } from "./cron.js";
 import { canonicalZone, isValidZoneName } from "./zones.js";
 import { dstFromProto, schedulePolicyFromProto } from "./policy-proto.js";
 import { policyData, scheduledEvent, unscheduledEvent } from "./timer-events.js";
 import { anchorFor, canonicalSpec, checkSchedulePolicy, firstDue, maxHorizonMs, minEveryMs } from "./spec-checks.js";
-import { blankTimer, defaultRetryDelaysMs, defaultSchedulePolicy, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "./timers.js";
+import { defaultSchedulePolicy, type DstPolicy, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
+import { blankTimer, defaultRetryDelaysMs } from "./timers.js";
 
 // Declared schedules: the `schedules` of plugin manifests and the
 // `schedule_patches` later plugins make to them, as timers of kind `declared`.

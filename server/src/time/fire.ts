@@ -8,7 +8,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { OccurrenceRecord, OccurrenceStatements } from "../store/occurrences.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import type { TimerStatements } from "../store/timers.js";
-import type { TimerRecord } from "./timers.js";
+import type { TimerRecord } from "../store/timer-records.js";
 import type { LatenessHistogram } from "./lateness.js";
 import { claimDecision, latestStartMs, tooLate } from "./claim-rules.js";
 import { occurrenceId } from "./occurrence-ids.js";

@@ -20,10 +20,14 @@ export { Timers } from "./service.js";
 export { TimerReads } from "./timer-reads.js";
 export type { BackfillInput, BackfilledOccurrence, DelayInput, PauseInput, ScheduleInput } from "./timer-requests.js";
 export type { TimerPage } from "./timer-pages.js";
-export type { CatchUpPolicy, OverlapPolicy, Overdue, PauseState, SchedulePolicy, TimerKind, TimerRecord, TimerSpec } from "./timers.js";
-export type { DstPolicy } from "./cron.js";
+export type { CatchUpPolicy, DstPolicy, OverlapPolicy, Overdue, PauseState, SchedulePolicy, TimerKind, TimerRecord, TimerSpec } from "../store/timer-records.js";
+export { isDefaultPolicy } from "./timers.js";
+export { checkMs, maxHorizonMs, minEveryMs } from "./spec-checks.js";
+export { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "./policy-proto.js";
 export type { OccurrenceOutcome } from "./fire.js";
-export { LatenessHistogram, type LatenessSnapshot } from "./lateness.js";
+export { LatenessHistogram, latenessBucketsMs, type LatenessSnapshot } from "./lateness.js";
+export { Pulses } from "./pulses.js";
+export { defaultTimerRetentionMs, TimerRetention } from "./retention.js";
 
 /** What {@link openTime} needs. */
 export interface TimeOptions {

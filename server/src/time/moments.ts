@@ -1,7 +1,7 @@
 import { ChronologError, fail } from "../errors.js";
-import { defaultDstPolicy, parseCron, type CronSchedule, type DstPolicy } from "./cron.js";
+import { defaultDstPolicy, parseCron, type CronSchedule } from "./cron.js";
 import { sha256Bytes } from "../sha256.js";
-import { defaultSchedulePolicy, type TimerRecord } from "./timers.js";
+import { defaultSchedulePolicy, type DstPolicy, type TimerRecord } from "../store/timer-records.js";
 
 // A timer's nominal and due moments, and the cron schedules they come from (parsed once,
 // cached). Pure functions of their arguments (STYLE 9); instants are ms since the epoch, UTC.

@@ -1,7 +1,7 @@
 import { fail } from "../errors.js";
 import { onTimeToleranceMs } from "./claim-rules.js";
 import { boundedNext, dueOf, nominalOf, rawNext, rawPrev, type TimerMoments } from "./moments.js";
-import { defaultSchedulePolicy, type TimerRecord } from "./timers.js";
+import { defaultSchedulePolicy, type TimerRecord } from "../store/timer-records.js";
 
 // Which occurrences a timer owes: to a claim when it rings (by its catch-up policy, within the
 // clock's lookahead), on resume, for a backfill, and in GetTimer's preview. Pure functions of

@@ -9,12 +9,11 @@ import {
   SchedulePolicySchema,
   type DstPolicy as DstPolicyPb,
   type SchedulePolicy as SchedulePolicyPb,
-} from "../../../sdk/ts/src/gen/chronolog/v1/time_pb.js";
+} from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { msFromTimestamp } from "../proto-values.js";
 import { fail } from "../errors.js";
-import type { DstPolicy } from "./cron.js";
 import { checkMs, maxHorizonMs } from "./spec-checks.js";
-import { defaultSchedulePolicy, type CatchUpPolicy, type OverlapPolicy, type SchedulePolicy } from "./timers.js";
+import { defaultSchedulePolicy, type CatchUpPolicy, type DstPolicy, type OverlapPolicy, type SchedulePolicy } from "../store/timer-records.js";
 
 // The API forms of schedule policies and DST policies, shared by TimeService and
 // plugin manifests (ScheduleDeclaration, SchedulePatch). Unspecified fields take the defaults

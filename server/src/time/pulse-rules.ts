@@ -1,4 +1,4 @@
-import { PulseScope, type PluginManifest } from "../../../sdk/ts/src/gen/chronolog/v1/plugin_pb.js";
+import { PulseScope, type PluginManifest } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import type { ActionEntry } from "../actions/declaration.js";
 import type { FieldViolation } from "../errors.js";
 import { sha256Hex } from "../sha256.js";

@@ -18,7 +18,8 @@ import type { TimerPage } from "./timer-pages.js";
 import { TimerReads } from "./timer-reads.js";
 import { changeEventId, clientDelayEventId, delayRequestDigest, recorded, sameDefinition } from "./timer-replay.js";
 import { maxDelayBatch, type BackfilledOccurrence, type BackfillInput, type DelayInput, type PauseInput, type ScheduleInput } from "./timer-requests.js";
-import { blankTimer, defaultSchedulePolicy, isDefaultPolicy, type Overdue, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "./timers.js";
+import { defaultSchedulePolicy, type Overdue, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
+import { blankTimer, isDefaultPolicy } from "./timers.js";
 
 /** What the timer requests need. */
 export interface TimersDeps {

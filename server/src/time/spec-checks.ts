@@ -1,7 +1,8 @@
 import { fail } from "../errors.js";
 import { defaultDstPolicy } from "./cron.js";
 import { boundedNext, cronOf, dueOf } from "./moments.js";
-import { defaultSchedulePolicy, isDefaultPolicy, type SchedulePolicy, type TimerSpec } from "./timers.js";
+import { defaultSchedulePolicy, type SchedulePolicy, type TimerSpec } from "../store/timer-records.js";
+import { isDefaultPolicy } from "./timers.js";
 import { canonicalZone, isValidZoneName } from "./zones.js";
 
 // What a timer may be set with, checked when it is set: ms fields, specs, `at` moments and

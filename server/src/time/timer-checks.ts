@@ -6,7 +6,7 @@ import type { ActionEntry } from "../actions/index.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { TimerStatements } from "../store/timers.js";
-import type { TimerRecord } from "./timers.js";
+import type { TimerRecord } from "../store/timer-records.js";
 
 // The checks of the timer requests, in the order the Timers class comment gives (nothing is
 // written when one fails): the request's shape, who acts, what it names (the action, the

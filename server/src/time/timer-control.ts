@@ -15,7 +15,8 @@ import { checkCauseRole, checkControlShape, checkRecurring, type TimerAccess } f
 import { controlEvent } from "./timer-events.js";
 import { changeEventId, recorded } from "./timer-replay.js";
 import type { BackfilledOccurrence, BackfillInput, PauseInput } from "./timer-requests.js";
-import { blankTimer, type TimerKind, type TimerRecord } from "./timers.js";
+import type { TimerKind, TimerRecord } from "../store/timer-records.js";
+import { blankTimer } from "./timers.js";
 
 // The control requests on a timer that is set: PauseTimer, ResumeTimer, TriggerTimer and
 // BackfillTimer, with the checks and failure semantics of the Timers class comment (service.ts).

@@ -2,7 +2,8 @@ import type { CauseRef } from "../log/causes.js";
 import { newId } from "../log/ids.js";
 import type { ActorRecord } from "../store/events.js";
 import { overdueToJson, policyToJson, specToJson } from "../store/timer-json.js";
-import { isDefaultPolicy, type SchedulePolicy, type TimerRecord } from "./timers.js";
+import type { SchedulePolicy, TimerRecord } from "../store/timer-records.js";
+import { isDefaultPolicy } from "./timers.js";
 
 // The `timer.*` events that timer requests and declared schedules record, each in the commit
 // unit of the change it describes.

@@ -1,6 +1,6 @@
 import { fail } from "../errors.js";
 import type { TimerCursor } from "../store/timers.js";
-import type { TimerRecord } from "./timers.js";
+import type { TimerRecord } from "../store/timer-records.js";
 
 // ListTimers' pages: what one holds, and the page tokens that say where the next one starts.
 

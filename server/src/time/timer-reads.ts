@@ -5,7 +5,7 @@ import type { TimerStatements } from "../store/timers.js";
 import { preview } from "./owed.js";
 import { checkTimerIdArgument } from "./timer-checks.js";
 import { decodeToken, encodeToken, type TimerPage } from "./timer-pages.js";
-import type { TimerKind, TimerRecord } from "./timers.js";
+import type { TimerKind, TimerRecord } from "../store/timer-records.js";
 
 /** Most preview times GetTimer computes. */
 export const maxPreviewCount = 100;

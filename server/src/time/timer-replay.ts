@@ -7,7 +7,7 @@ import type { EventRecord } from "../store/events.js";
 import { overdueToJson, specToJson } from "../store/timer-json.js";
 import { sha256Hex } from "../sha256.js";
 import { policyData } from "./timer-events.js";
-import type { TimerRecord } from "./timers.js";
+import type { TimerRecord } from "../store/timer-records.js";
 
 // A timer request run again (a retried delivery, an action called again, a client's retry of a
 // Delay with its delay id) is answered from the event its first run recorded: the ids those

@@ -1,6 +1,6 @@
 import type { CauseRef } from "../log/causes.js";
 import type { ActorRecord } from "../store/events.js";
-import type { Overdue, SchedulePolicy, TimerSpec } from "./timers.js";
+import type { Overdue, SchedulePolicy, TimerSpec } from "../store/timer-records.js";
 
 // The timer requests as time takes them (TimeService parses them): Schedule, Delay, PauseTimer
 // and ResumeTimer, BackfillTimer, and what a backfill answers.

@@ -1,4 +1,5 @@
-import { endNative, type NativeClient } from "./pg-db.js";
+import type { NativeClient } from "./native-client.js";
+import { endNative } from "./pg-db.js";
 
 /** The channel on which the leader's commits tell the log's head ({@link notifyHead}) and standbys listen. */
 export const headChannel = "chronolog_head";

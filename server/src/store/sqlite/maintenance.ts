@@ -1,4 +1,3 @@
-import { newId } from "../../log/ids.js";
 import { fail } from "../../errors.js";
 import type { Committer } from "../committer.js";
 import { dialectOf, type Db as AnyDb } from "../sql.js";
@@ -16,7 +15,8 @@ export interface SqlResult {
 /**
  * Runs one maintenance SQL statement inside a group commit, recorded as
  * `maintenance.sql` ({ sql, params, changes, by }) in the same commit, so the
- * log tells who changed what. A query that only reads runs instead in a child
+ * log tells who changed what: `record` gives that event's id (the caller makes
+ * a new one) and who ran the statement (`by`). A query that only reads runs instead in a child
  * process with a read-only connection and a time limit ({@link readInChild}:
  * DEADLINE_EXCEEDED after 10 s, RESOURCE_EXHAUSTED past 10,000 rows), so no
  * query can stall the owner; it is recorded after it answered. A bad statement fails with INVALID_ARGUMENT
@@ -41,7 +41,8 @@ export interface SqlResult {
  * Underneath, migration 0009's triggers make the database itself refuse any
  * UPDATE or DELETE of an event, whoever issues it.
  */
-export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql: string, params: unknown[], by: string): Promise<SqlResult> {
+export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql: string, params: unknown[], record: { id: string; by: string }): Promise<SqlResult> {
+  const { id, by } = record;
   if (dialectOf(anyDb) === "postgres") fail("failed_precondition", "maintenance SQL runs on the SQLite store only: on PostgreSQL, use psql (the log's tables refuse UPDATE and DELETE there too)");
   const db = anyDb as Db;
   if (sql.trim() === "") fail("bad_request", "sql is required", [{ field: "sql", description: "required" }]);
@@ -50,8 +51,8 @@ export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql:
   if (readsOnly(db, sql)) {
     if (!explained) refuseByProgram(db, sql, params);
     const rows = await readInChild(db.name, sql, params);
-    const record = await committer.submit((tx) => tx.append({ id: newId(), type: "maintenance.sql", data: { sql, params: params.map(String), changes: 0, by }, cause: "", actor: null }));
-    return { rows, changes: 0, seq: record.seq };
+    const recorded = await committer.submit((tx) => tx.append({ id, type: "maintenance.sql", data: { sql, params: params.map(String), changes: 0, by }, cause: "", actor: null }));
+    return { rows, changes: 0, seq: recorded.seq };
   }
   return committer.submit((tx) => {
     const txDb = tx.db as Db;
@@ -71,8 +72,8 @@ export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql:
     if (schemaAfter.log !== schemaBefore.log) refuse(refusals.schema);
     if (schemaAfter.main !== schemaBefore.main) refuse(refusals.ownerSchema);
     if (schemaAfter.temp !== schemaBefore.temp) refuse(refusals.temp);
-    const record = tx.append({ id: newId(), type: "maintenance.sql", data: { sql, params: params.map(String), changes, by }, cause: "", actor: null });
-    return { rows, changes, seq: record.seq };
+    const recorded = tx.append({ id, type: "maintenance.sql", data: { sql, params: params.map(String), changes, by }, cause: "", actor: null });
+    return { rows, changes, seq: recorded.seq };
   });
 }
 
