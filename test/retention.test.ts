@@ -4,7 +4,7 @@
 //
 // As in time.test.ts, a ManualClock is the owner's clock and its TimerHost: the retention's
 // hourly sweep is armed there next to time's one clock, so `clock.set/advance` rings it. Tests
-// wait for a sweep with `sweepFrom` (the owner's `onSweep`, STYLE 10), never on sleeps. A sweep
+// wait for a sweep with `sweepFrom` (the owner's `onSweep`), never on sleeps. A sweep
 // deletes rows whose last change (`updated_at`, a commit time) is strictly before
 // `now - retention`; the arithmetic is written beside each step.
 //

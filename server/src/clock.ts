@@ -1,5 +1,5 @@
 /**
- * The owner's source of time (STYLE 9). Everything that reads time takes a
+ * The owner's source of time. Everything that reads time takes a
  * Clock; tests pass a ManualClock.
  */
 export interface Clock {

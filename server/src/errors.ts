@@ -3,7 +3,7 @@ import { Code } from "@connectrpc/connect";
 /**
  * The closed registry of Chronolog's error kinds. Each kind has one
  * gRPC code, a stable machine reason (sent as google.rpc.ErrorInfo.reason) and
- * whether a client may retry the same request unchanged. `rpc/status.ts` is
+ * whether a client may retry the same request unchanged. `rpc/interceptors.ts` is
  * the one place that turns these into gRPC statuses.
  */
 export const errorKinds = {

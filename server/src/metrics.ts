@@ -7,7 +7,7 @@
 // each cheap: one observation per group commit (not per event), one per timer call, and one
 // increment/decrement per Watch stream.
 //
-// Names follow STYLE 14 (the field's words: ack floor, in flight, executors, watchers) with
+// Names use the field's words (ack floor, in flight, executors, watchers) with
 // the unit in the name: `_seconds`, `_events`, `_total`, `_seq`.
 
 import { ChronologError } from "./errors.js";

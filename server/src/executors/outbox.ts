@@ -24,18 +24,18 @@ export class Outbox<T> {
   }
 
   /**
-   * Yields messages until `end()` or `signal` aborts. `written` turns the messages
+   * Yields messages until `end()` or `signal` aborts. `toMessages` turns the items
    * queued at one moment into what is written (e.g. deliveries combined into one batch);
    * nothing is written while `trust` is not trusted (a leader whose lease is too old).
    */
-  async *drain<U>(signal: AbortSignal, written: (items: T[]) => U[], trust: Trust = alwaysTrusted): AsyncGenerator<U> {
+  async *drain<U>(signal: AbortSignal, toMessages: (items: T[]) => U[], trust: Trust = alwaysTrusted): AsyncGenerator<U> {
     const onAbort = () => this.end();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
       for (;;) {
         while (this.items.length > 0) {
           if (!trust.trusted()) await trust.whenTrusted();
-          yield* written(this.items.splice(0));
+          yield* toMessages(this.items.splice(0));
         }
         if (this.ended || signal.aborted) return;
         await new Promise<void>((resolve) => (this.wake = resolve));

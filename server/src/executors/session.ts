@@ -72,7 +72,7 @@ type Run = { kind: "delivery"; items: DeliveryOut[] } | { kind: "invocation"; it
  * Deliveries go as wire bytes written from the stored event for an executor taking data as JSON
  * text (delivery-wire.ts), as messages with a Struct otherwise.
  */
-export function written(queued: Queued[], hosting: Pick<Hosting, "batches" | "invocationBatches" | "dataJson">): OwnerMessage[] {
+export function ownerMessages(queued: Queued[], hosting: Pick<Hosting, "batches" | "invocationBatches" | "dataJson">): OwnerMessage[] {
   const out: OwnerMessage[] = [];
   let run: Run | undefined;
   let runBytes = 0;

@@ -60,7 +60,7 @@ export class Emitter {
         // a stored event with it is this work's own earlier try (in the cause's
         // space, which the executor may not read): answer it, as for any retry.
         if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-        if (stored) return { event: sameEvent(stored, e), existing: true };
+        if (stored) return { event: storedOrConflict(stored, e), existing: true };
         return { event: tx.append(e), existing: false };
       }),
       { lookups: lookupsOf(checked), pure: true },
@@ -89,7 +89,7 @@ export class Emitter {
         const stored = c.fresh ? undefined : tx.events.findById(e.id);
         try {
           if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-          if (stored) return { event: sameEvent(stored, e), existing: true };
+          if (stored) return { event: storedOrConflict(stored, e), existing: true };
         } catch (error) {
           return error as ChronologError; // nothing was written for it
         }
@@ -172,7 +172,7 @@ function sameContent(a: Pick<EventRecord, "type" | "data">, b: Pick<EventRecord,
 }
 
 /** The stored event when it matches the new one's type and data; ALREADY_EXISTS otherwise. */
-function sameEvent(stored: EventRecord, fresh: Omit<EventRecord, "seq" | "at">): EventRecord {
+function storedOrConflict(stored: EventRecord, fresh: Omit<EventRecord, "seq" | "at">): EventRecord {
   if (sameContent(stored, fresh)) return stored;
   throw new ChronologError(
     "id_conflict",

@@ -7,7 +7,7 @@ import type { ActorRecord } from "../store/events.js";
 import { rememberJsonText } from "../store/json-text.js";
 
 /**
- * Translations of requests' protobuf values into the owner's checked domain values (STYLE 4);
+ * Translations of requests' protobuf values into the owner's checked domain values;
  * the values the domain builds for the executor protocol too are in proto-values.ts.
  */
 

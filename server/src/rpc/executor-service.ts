@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ExecutorService, type SubscribeRequest, type SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
-import { written } from "../executors/session.js";
+import { ownerMessages } from "../executors/session.js";
 import type { Logger } from "../logger.js";
 import { principalOf } from "./context.js";
 
@@ -59,7 +59,7 @@ export function executorService(hub: ExecutorHub, logger: Logger): ServiceImpl<t
         }
       })();
       try {
-        yield* session.outbox.drain(ctx.signal, (queued) => written(queued, session.hosting), hub.trust);
+        yield* session.outbox.drain(ctx.signal, (queued) => ownerMessages(queued, session.hosting), hub.trust);
       } finally {
         hub.close(session, ctx.signal.aborted ? "stream cancelled" : "stream closed");
         void reader;

@@ -34,7 +34,7 @@ export function timeReads(timers: Pick<TimerReads, "list" | "get">): Pick<Servic
 
 /**
  * TimeService: translation only; the rules live in time/.
- * Requests become checked domain values here (STYLE 4): a missing spec, `when`,
+ * Requests become checked domain values here: a missing spec, `when`,
  * (for Delay) `overdue` or (for BackfillTimer) `start`/`end` is INVALID_ARGUMENT
  * naming the field; ms fields are checked with the one message of `checkMs`.
  * These shape checks come first, before any permission check (see Timers).

@@ -23,7 +23,7 @@ export interface SweptTable<K extends string> {
   remove(beforeMs: number, limit: number): number;
 }
 
-/** What one sweep did, for listeners (tests wait on it, STYLE 10) and the log: rows deleted per table key. */
+/** What one sweep did, for listeners (tests wait on it) and the log: rows deleted per table key. */
 export type SweepResult<K extends string = string> = {
   /** The clock's time when the sweep began, ms since the epoch. */
   startedAtMs: number;

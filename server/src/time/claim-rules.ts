@@ -2,7 +2,7 @@ import type { Overdue, TimerRecord } from "../store/timer-records.js";
 
 // What the claim decides about an owed occurrence: whether it is too late for its timer's
 // lateness bound, whether the overlap policy lets it start, and the last moment its call may
-// start. Pure functions of their arguments (STYLE 9).
+// start. Pure functions of their arguments.
 
 /** "On time" for `on_time_or_never`: at most 1,000 ms late. */
 export const onTimeToleranceMs = 1_000;

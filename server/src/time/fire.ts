@@ -33,7 +33,7 @@ interface Claimed {
   mayBuffer: boolean;
 }
 
-/** How an occurrence's call ended, or that it was skipped, for listeners (tests wait on it, STYLE 10). */
+/** How an occurrence's call ended, or that it was skipped, for listeners (tests wait on it). */
 export interface OccurrenceOutcome {
   occurrence: OccurrenceRecord;
   /** `retry_wait`: this call failed and another try is armed for `nextAttemptMs`. */

@@ -4,7 +4,7 @@ import { sha256Bytes } from "../sha256.js";
 import { defaultSchedulePolicy, type DstPolicy, type TimerRecord } from "../store/timer-records.js";
 
 // A timer's nominal and due moments, and the cron schedules they come from (parsed once,
-// cached). Pure functions of their arguments (STYLE 9); instants are ms since the epoch, UTC.
+// cached). Pure functions of their arguments; instants are ms since the epoch, UTC.
 //
 // Schedule policies shape a recurring timer's moments. Its *nominal* moments are the
 // spec's (cron fire times under its DST policy; or anchor + k·every), kept within

@@ -5,7 +5,7 @@ import { defaultSchedulePolicy, type TimerRecord } from "../store/timer-records.
 
 // Which occurrences a timer owes: to a claim when it rings (by its catch-up policy, within the
 // clock's lookahead), on resume, for a backfill, and in GetTimer's preview. Pure functions of
-// their arguments: `nowMs` is always passed in (STYLE 9). Instants are ms since the epoch, UTC.
+// their arguments: `nowMs` is always passed in. Instants are ms since the epoch, UTC.
 
 /** Most missed occurrences one claim owes under catch-up "allWithinWindow" (the most recent ones). */
 export const maxCatchUpOccurrences = 100;

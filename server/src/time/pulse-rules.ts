@@ -5,7 +5,7 @@ import { sha256Hex } from "../sha256.js";
 
 // The rules of pulses: what a declaration means, where its interval boundaries
 // fall, which interval a moment belongs to, and the call id of an interval's call. Pure
-// functions of their arguments: `nowMs` is always passed in (STYLE 9). Instants are ms since
+// functions of their arguments: `nowMs` is always passed in. Instants are ms since
 // the epoch, UTC.
 //
 // A pulse is counted from the epoch and nothing about it is stored: its cycle of

@@ -9,7 +9,7 @@ import { maxTimerDelayMs } from "./clock-arm.js";
 import type { LatenessHistogram } from "./lateness.js";
 import { intervalIndex, intervalStart, nextBoundary, pulseCallId, pulseSpecs, type PulseSpec } from "./pulse-rules.js";
 
-/** How one interval of a pulse went, for listeners (tests wait on it, STYLE 10). */
+/** How one interval of a pulse went, for listeners (tests wait on it). */
 export interface PulseOutcome {
   /** `plugin.pulse`. */
   pulse: string;

@@ -8,7 +8,7 @@ import { canonicalZone, isValidZoneName } from "./zones.js";
 // What a timer may be set with, checked when it is set: ms fields, specs, `at` moments and
 // schedule policies, with the INVALID_ARGUMENT naming the field; when it is first due; and a
 // spec as stored.
-// Pure functions of their arguments: `nowMs` is always passed in (STYLE 9). Instants are ms
+// Pure functions of their arguments: `nowMs` is always passed in. Instants are ms
 // since the epoch, UTC.
 
 /** How far in the past an `at` (or a delay's `at`) may be and still be accepted: 1,000 ms. It then fires at once. */

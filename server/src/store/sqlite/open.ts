@@ -61,7 +61,7 @@ export function removeCreatedFolder(createdDir: string | undefined): void {
 /**
  * Opens the data folder: takes the owner lock, opens SQLite in WAL mode
  * with `synchronous=NORMAL` (FULL's fsync is done by {@link WalSync}, off the
- * event loop, unless the operator chose NORMAL), checks the pragmas took effect (STYLE 15)
+ * event loop, unless the operator chose NORMAL), checks the pragmas took effect
  * and applies pending numbered migrations.
  * Throws FAILED_PRECONDITION when another owner holds the folder.
  */
