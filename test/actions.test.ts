@@ -54,7 +54,6 @@ async function callError(p: Promise<unknown>): Promise<ConnectError> {
   throw new Error("expected the call to fail");
 }
 
-const actionTypes = ["action.started", "action.retried", "action.completed", "action.failed"];
 
 describe("actions through the real transport and SDK executors", () => {
   it("records action.started and action.completed and returns the output; the same call id answers from the log without running", async () => {

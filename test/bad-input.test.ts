@@ -307,7 +307,7 @@ describe("bad input writes nothing", () => {
 
   it("non-HTTP garbage and half-open connections do not stop the owner", async () => {
     const sockets = await Promise.all(Array.from({ length: 6 }, () => connectRaw(owner.port)));
-    const [garbage, tlsHello, silent, halfPreface, badFrames, halfClosed] = sockets;
+    const [garbage, tlsHello, _silent, halfPreface, badFrames, halfClosed] = sockets;
     garbage.write(Buffer.from("\x00\x01\x02 hello there \xff\xfe\r\n\r\n\r\n", "latin1"));
     tlsHello.write(Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03]));
     // `silent` connects and sends nothing.

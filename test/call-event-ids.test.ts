@@ -15,7 +15,7 @@ import { derivedId, newId } from "../server/src/log/ids.js";
 import { openStore } from "../server/src/store/sqlite/open.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
-import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
+import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { onPostgres, startTestOwner, tempDir } from "./helpers/owner.js";
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -10,7 +10,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { DateTime } from "luxon";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";

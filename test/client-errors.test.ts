@@ -203,8 +203,8 @@ describe("an owner stopped cleanly ends open streams with UNAVAILABLE", () => {
 
     const grpcurl = existsSync(GRPCURL) ? spawn(GRPCURL, ["-plaintext", "-d", "{}", `127.0.0.1:${owner.port}`, "chronolog.v1.LogService/Watch"], { stdio: ["ignore", "pipe", "pipe"] }) : undefined;
     const grpcurlOut = { stdout: "", stderr: "" };
-    grpcurl?.stdout!.on("data", (b: Buffer) => (grpcurlOut.stdout += b.toString()));
-    grpcurl?.stderr!.on("data", (b: Buffer) => (grpcurlOut.stderr += b.toString()));
+    grpcurl?.stdout?.on("data", (b: Buffer) => (grpcurlOut.stdout += b.toString()));
+    grpcurl?.stderr?.on("data", (b: Buffer) => (grpcurlOut.stderr += b.toString()));
     const grpcurlExit = grpcurl && new Promise<number | null>((resolve) => grpcurl.once("exit", (code) => resolve(code)));
 
     const watch = grpcCall(owner.url, "/chronolog.v1.LogService/Watch", frame(toBinary(WatchRequestSchema, create(WatchRequestSchema, {}))));

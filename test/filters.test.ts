@@ -149,6 +149,7 @@ describe("refused filter operators", () => {
       { $eq: [{ $map: { input: "$items", in: { $multiply: ["$$this.q", 2] } } }, [2, 18]] },
       { $eq: [{ $reduce: { input: "$items", initialValue: 0, in: { $add: ["$$value", "$$this.q"] } } }, 10] },
       { $let: { vars: { t: { $add: ["$x", 1] } }, in: { $eq: ["$$t", 3] } } },
+      // biome-ignore lint/suspicious/noThenProperty: $switch branches name their result `then`
       { $eq: [{ $switch: { branches: [{ case: { $gt: ["$x", 5] }, then: "big" }, { case: true, then: "small" }], default: "?" } }, "small"] },
       { $eq: [{ $cond: [{ $eq: ["$x", 0] }, 0, { $divide: [4, "$x"] }] }, 2] },
       { $eq: [{ $zip: { inputs: [[1, 2], "$items.q"], useLongestLength: true, defaults: [0, 0] } }, [[1, 1], [2, 9]]] },

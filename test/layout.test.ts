@@ -5,7 +5,6 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const repo = resolve(import.meta.dirname, "..");
-const src = join(repo, "server/src");
 /** The folders of server/src that hold the semantics, apart from the transport (rpc/) and the store (store/). */
 const domain = ["log/", "processors/", "actions/", "collections/", "time/", "plugins/", "auth/"];
 /** The modules that start the servers, which import the transport to do so. */

@@ -7,7 +7,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
+import { Code, type ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { ExecutorService, type SubscribeRequestSchema, type SubscribeResponse } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { BadRequestSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
@@ -111,7 +111,7 @@ describe("schema patterns run on RE2", () => {
 
   it("a pattern RE2 cannot run (backreference, lookaround) is refused at registration, naming the schema path", async () => {
     const before = await admin.plugins.listPlugins({});
-    let err = await expectConnectError(
+    const err = await expectConnectError(
       admin.registerPlugin({ name: "backref", events: { "pair.seen": { schema: { properties: { s: { type: "string", pattern: "^(a)\\1$" } } }, allow: ["*"] } } }),
       Code.InvalidArgument,
       /events\.pair\.seen\.schema/,

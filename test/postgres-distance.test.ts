@@ -18,13 +18,13 @@ import { chronologArgs } from "./helpers/chronolog.js";
 import { tempDir } from "./helpers/owner.js";
 import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
 import { takeoverPlugin } from "./helpers/takeover-plugin.js";
-import { startToxiproxy, toxiproxyBinary, type Proxy, type Toxiproxy } from "./helpers/toxiproxy.js";
+import { startToxiproxy, toxiproxyBinary, type Proxy as ToxiproxyProxy, type Toxiproxy } from "./helpers/toxiproxy.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
 let server: PostgresServer;
 let toxiproxy: Toxiproxy;
-let proxy: Proxy;
+let proxy: ToxiproxyProxy;
 let databases = 0;
 const started: ChildProcess[] = [];
 

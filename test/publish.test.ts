@@ -17,7 +17,6 @@ import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { create, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChronologClient, createClient } from "../sdk/ts/src/client.js";
 import { createTransport } from "../sdk/ts/src/transport.js";

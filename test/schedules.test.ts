@@ -235,7 +235,7 @@ describe("declared schedules", () => {
     await h.client.registerPlugin({ name: "ops", schedulePatches: [{ plugin: "reports", schedule: "daily", cron: "0 8 * * *" }] });
     clock.advance(1_000);
     await h.client.registerPlugin({ name: "ops2", schedulePatches: [{ plugin: "reports", schedule: "daily", cron: "0 9 * * *" }] });
-    const cronOf = async () => ((await h.time.getTimer({ timerId: "reports/daily" })).timer?.spec?.when.value as { expression: string }).expression;
+    const cronOf = async () => ((await h.time.getTimer({ timerId: "reports/daily" })).timer!.spec!.when.value as { expression: string }).expression;
     expect(await cronOf()).toBe("0 9 * * *");
     clock.advance(1_000);
     await h.client.registerPlugin({ name: "ops", schedulePatches: [{ plugin: "reports", schedule: "daily", cron: "0 10 * * *" }] });

@@ -139,7 +139,7 @@ describe("the client refuses JSON it would send altered", () => {
   it("undefined, holes and bad values inside arrays and deep objects are named by their path", async () => {
     const { client, sent } = recordingClient();
     expect((await refusal(client.emit("p.ev", { list: [1, undefined, 3] } as unknown as JsonObject))).rawMessage).toBe("data.list[1]: undefined is not JSON");
-    // eslint-disable-next-line no-sparse-arrays
+    // biome-ignore lint/suspicious/noSparseArray: the empty slot is what the client must refuse
     expect((await refusal(client.emit("p.ev", { list: [1, , 3] } as unknown as JsonObject))).rawMessage).toBe("data.list[1]: an empty array slot (undefined) is not JSON");
     expect((await refusal(client.emit("p.ev", { a: { "b c": [{ d: [0, 1n] }] } } as unknown as JsonObject))).rawMessage).toBe('data.a["b c"][0].d[1]: a BigInt is not JSON');
     const ring: unknown[] = [1];

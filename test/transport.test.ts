@@ -299,7 +299,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
     const halfPreface = await connectRaw(srv.port);
     halfPreface.write("PRI * HTTP/2.0\r\n");
     const badFrames = await connectRaw(srv.port);
-    badFrames.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\xff".repeat(64));
+    badFrames.write(`PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n${"\xff".repeat(64)}`);
     const partialHeaders = await connectRaw(srv.port);
     partialHeaders.write("POST /chronolog.v1.LogService/Emit HTTP/1.1\r\nHost: x\r\n");
     const closes = await Promise.all(

@@ -77,7 +77,7 @@ export function consoleHttpHandler(dir: string, logger: Logger): HttpHandler {
   const compressed = new Map<string, { body: Buffer; gz: Buffer }>();
   const gzipOf = async (file: string, body: Buffer): Promise<Buffer> => {
     const hit = compressed.get(file);
-    if (hit && hit.body.equals(body)) return hit.gz;
+    if (hit?.body.equals(body)) return hit.gz;
     const gz = await gzipped(body);
     if (compressed.size >= 64) compressed.clear(); // earlier builds' assets
     compressed.set(file, { body, gz });

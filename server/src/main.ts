@@ -31,6 +31,7 @@ const program = new Command("chronolog")
  * A reader that stops early (`chronolog tail | head -2`) closes the pipe: the command then ends
  * quietly (status 0), as Unix tools do, instead of dying on an unhandled EPIPE.
  */
+// biome-ignore lint/suspicious/noExplicitAny: commander passes each command its own arguments
 function clientAction(handler: (...args: any[]) => void | Promise<void>): (...args: unknown[]) => void | Promise<void> {
   return (...args) => {
     endQuietlyOnClosedPipe();
@@ -193,7 +194,7 @@ program
   .addOption(new Option("--dst-repeated <policy>", "a --cron wall time that repeats: first (default), last or both").choices(["first", "last", "both"]))
   .option("--every-ms <n>", "every N ms (at least 1000), the first one N ms from now", msOption)
   .option("--at <iso-time>", "once, at this moment")
-  .option("--overdue <bound>", overdueHelp + " (default unbounded)", parseOverdue)
+  .option("--overdue <bound>", `${overdueHelp} (default unbounded)`, parseOverdue)
   .option("--jitter-ms <n>", "make each occurrence up to N ms after its moment", msOption)
   .option("--start <iso-time>", "no moment before this")
   .option("--end <iso-time>", "no moment at or after this")
@@ -214,7 +215,7 @@ program
   .description("arm one call of ACTION with INPUT (a JSON object, default {}) --in-ms from now or --at a moment; stored, survives restarts (recorded as timer.scheduled)")
   .option("--in-ms <n>", "due N ms from now", msOption)
   .option("--at <iso-time>", "due at this moment")
-  .requiredOption("--overdue <bound>", overdueHelp + " (required)", parseOverdue)
+  .requiredOption("--overdue <bound>", `${overdueHelp} (required)`, parseOverdue)
   .option("--id <delay-id>", "delay id (default: the owner makes one); the same delay with the same id is armed once, so a retry is safe", idOption)
   .option("--json", "print {delayId, due} as JSON", false)
   .action(clientAction(delayCommand));

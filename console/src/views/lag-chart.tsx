@@ -18,6 +18,7 @@ export function LagChart({ samples, names }: { samples: LagSample[]; names: stri
   const plot = useRef<uPlot | null>(null);
   const key = names.join("\n");
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the chart is made again when the set of names changes (`key`), not for each new array of them
   useEffect(() => {
     if (!box.current) return;
     const opts: uPlot.Options = {
@@ -38,6 +39,7 @@ export function LagChart({ samples, names }: { samples: LagSample[]; names: stri
     };
   }, [key]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` stands for `names`, and a new chart (a new `key`) needs the samples again
   useEffect(() => {
     if (!plot.current || samples.length === 0) return;
     plot.current.setData([samples.map((s) => s.t), ...names.map((n) => samples.map((s) => s.lag[n] ?? null))] as uPlot.AlignedData);

@@ -40,6 +40,7 @@ export function LatenessChart() {
   const total = buckets.reduce((n, b) => n + b.count, 0);
   const labels = buckets.map((b) => label(b.le));
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: drawn again when the scrape is new (`dataUpdatedAt`), which is when the buckets are
   useEffect(() => {
     if (!box.current || buckets.length === 0) return;
     const bars = uPlot.paths.bars?.({ size: [0.8, 40] });

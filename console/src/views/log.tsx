@@ -79,6 +79,7 @@ function useOlder(filter: Filter, since: bigint | undefined) {
   const [from, setFrom] = useState<bigint | undefined>(undefined);
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: older pages start again when the filter or the start changes
   useEffect(() => {
     setOlder([]);
     setFrom(since);

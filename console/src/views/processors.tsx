@@ -202,7 +202,7 @@ function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (
     <div className="detail">
       <h3>{p.name}</h3>
       <form className="inline" onSubmit={check}>
-        <label>Move the cursor to</label>
+        <label htmlFor="move-kind">Move the cursor to</label>
         <select id="move-kind" value={kind} onChange={(e) => setKind(e.target.value as "seq" | "time")}>
           <option value="seq">seq</option>
           <option value="time">time</option>

@@ -70,10 +70,12 @@ function Backfill({ id }: { id: string }) {
         run.mutate();
       }}
     >
-      <label>Backfill from</label>
-      <input className="backfill-start" placeholder="2026-12-01T00:00:00Z" value={start} onChange={(e) => setStart(e.target.value)} />
-      <label>to</label>
-      <input className="backfill-end" placeholder="now" value={end} onChange={(e) => setEnd(e.target.value)} />
+      <label>
+        Backfill from <input className="backfill-start" placeholder="2026-12-01T00:00:00Z" value={start} onChange={(e) => setStart(e.target.value)} />
+      </label>
+      <label>
+        to <input className="backfill-end" placeholder="now" value={end} onChange={(e) => setEnd(e.target.value)} />
+      </label>
       <button type="submit" className="backfill-run" disabled={run.isPending}>
         Backfill
       </button>
@@ -94,7 +96,7 @@ function Preview({ id }: { id: string }) {
       <strong>Next fire times</strong>
       <ol className="preview-times">
         {t.preview.map((ts) => (
-          <li key={String(ts.seconds) + ":" + ts.nanos}>
+          <li key={`${String(ts.seconds)}:${ts.nanos}`}>
             {at(ts)} UTC <span className="muted">({relative(ts)})</span>
           </li>
         ))}

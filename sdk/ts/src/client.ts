@@ -14,7 +14,7 @@ import { jsonCheckingTransport } from "./json-check.js";
 import { Publisher, type PublisherOptions } from "./publisher.js";
 import { withData } from "./event-data.js";
 import { boolOf, causeOf, choiceOf, invalid, momentOf, seqOf, stringOf, timeoutOf, uint32Of } from "./options.js";
-import { ownersOf, Owners, Reopening } from "./owners.js";
+import { ownersOf, type Owners, Reopening } from "./owners.js";
 import {
   dateOf,
   delayWhenOf,

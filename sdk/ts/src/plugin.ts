@@ -70,6 +70,7 @@ export interface ActionDefinition {
    */
   timeoutGraceMs?: number;
   /** Runs one call. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing is a call with no output
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
 }
 

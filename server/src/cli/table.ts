@@ -12,7 +12,7 @@ const minColumn = 8;
  */
 export function formatTable(header: string[], rows: string[][], cuttable: string[] = [], width = terminalWidth()): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  fit(widths, header, cuttable, width);
+  fitWidths(widths, header, cuttable, width);
   const line = (cells: string[]) =>
     cells
       .map((cell, i) => {
@@ -32,7 +32,7 @@ export function terminalWidth(): number {
 }
 
 /** Narrows the widest cuttable column, one character at a time, until the line fits `width`. */
-function fit(widths: number[], header: string[], cuttable: string[], width: number): void {
+function fitWidths(widths: number[], header: string[], cuttable: string[], width: number): void {
   const floor = header.map((h, i) => (cuttable.includes(h) ? Math.min(widths[i], Math.max(minColumn, h.length)) : widths[i]));
   let total = widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
   while (total > width) {

@@ -210,7 +210,7 @@ function shapeOf(arg: unknown): number {
 }
 
 // Mingo's operators take (document or collection, argument, options).
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the signature mingo gives its operators
 type Op = (obj: any, expr: any, options: any) => unknown;
 
 /** `op`, spending a step and its operands before it runs and the size of what it returns after. */

@@ -8,6 +8,7 @@ import { sha256Hex } from "../sha256.js";
 const maxIdCodePoints = 256;
 
 /** C0 controls, DEL and controls. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
 
 /**

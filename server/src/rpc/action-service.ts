@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ActionService } from "@chronolog/sdk/gen/chronolog/v1/action_pb";
+import type { ActionService } from "@chronolog/sdk/gen/chronolog/v1/action_pb";
 import type { ActionCalls } from "../actions/index.js";
 import { fail } from "../errors.js";
 import { principalOf } from "./context.js";

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import type { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import type { Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";

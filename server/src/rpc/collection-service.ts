@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Actor, Cause } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
-import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
+import type { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
 import type { Collections } from "../collections/collections.js";
 import type { DocumentReader } from "../collections/reads.js";
 import type { WriteInput } from "../collections/ops.js";

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ExecutorService, type SubscribeRequest, type SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import type { ExecutorService, SubscribeRequest, SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
 import { ownerMessages } from "../executors/session.js";

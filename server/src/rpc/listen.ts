@@ -378,7 +378,7 @@ function makeCors(origins: string[]): (req: HttpRequest, res: HttpResponse) => b
   const any = origins.includes("*");
   const allowed = new Set(origins);
   return (req, res) => {
-    const origin = req.headers["origin"];
+    const origin = req.headers.origin;
     const ok = typeof origin === "string" && (any || allowed.has(origin));
     if (ok) {
       res.setHeader("Access-Control-Allow-Origin", origin);

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { LogService, WatchResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import type { LogService, WatchResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { fail } from "../errors.js";
 import type { Emitter, EmitResult } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";

@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import type { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { fail } from "../errors.js";
 import type { RegisteredPlugin } from "../plugins/manifest.js";
 import type { PluginRegistry } from "../plugins/registry.js";

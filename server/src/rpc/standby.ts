@@ -16,6 +16,7 @@ export function standbyRefusal(leaderUrl: string | undefined): ConnectError {
 }
 
 /** A handler of a service implementation, called with its request and context. */
+// biome-ignore lint/suspicious/noExplicitAny: any handler of any service
 export type Handler = (...args: any[]) => any;
 
 /** What a standby serves: the reads it answers itself, and whom it names for the rest. */
@@ -48,6 +49,7 @@ export function standbyRoutes(serving: StandbyServing): (router: ConnectRouter) 
       const refuse = () => {
         throw standbyRefusal(serving.leaderUrl());
       };
+      // biome-ignore lint/correctness/useYield: a refused stream ends before its first message
       const refuseStream = async function* (): AsyncGenerator<never> {
         refuse();
       };

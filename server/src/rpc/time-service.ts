@@ -4,7 +4,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ActorSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import {
   CronSpecSchema,
-  TimeService,
+  type TimeService,
   TimerKind as TimerKindPb,
   TimerSchema,
   type DelayRequest,
