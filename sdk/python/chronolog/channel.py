@@ -98,12 +98,14 @@ def _channel(url: str, token: Optional[str], root_certificates: Optional[bytes])
         ("grpc.initial_reconnect_backoff_ms", 200),
         ("grpc.min_reconnect_backoff_ms", 200),
         ("grpc.max_reconnect_backoff_ms", 2000),
-        # A connection waiting on a call pings the owner after 5 s without data and is closed
-        # (UNAVAILABLE: the next owner is tried) when the ping is not answered within 5 s: a
-        # frozen owner (paused, hung, cut off) keeps its TCP connections open.
-        ("grpc.keepalive_time_ms", 5000),
-        ("grpc.keepalive_timeout_ms", 5000),
-        ("grpc.http2.ping_timeout_ms", 5000),
+        # A connection waiting on a call pings the owner after 1.5 s without data and is closed
+        # (UNAVAILABLE: the next owner is tried) when the ping is not answered within 1.5 s: a
+        # frozen owner (paused, hung, cut off) keeps its TCP connections open. Three seconds of
+        # silence is the default lease: the client leaves a frozen leader about when a standby
+        # takes over.
+        ("grpc.keepalive_time_ms", 1500),
+        ("grpc.keepalive_timeout_ms", 1500),
+        ("grpc.http2.ping_timeout_ms", 1500),
         # grpc-core sends one ping at a time: a bandwidth probe's ping sent with the request and
         # never answered would hold back the keepalive's, and the call would wait forever.
         ("grpc.http2.bdp_probe", 0),

@@ -66,11 +66,12 @@ export function createTransport(options: ClientOptions): Transport {
   // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
   // RESOURCE_EXHAUSTED and the connection lives on.
   const nodeOptions = { maxSessionMemory: 256, ...(options.ca ? { ca: typeof options.ca === "string" ? options.ca : Buffer.from(options.ca) } : {}) };
-  // An HTTP/2 connection waiting on a call or stream pings the owner after 5 s without data and
-  // is closed (UNAVAILABLE: the next owner is tried) when the ping is not answered within 5 s: an
+  // An HTTP/2 connection waiting on a call or stream pings the owner after 1.5 s without data and
+  // is closed (UNAVAILABLE: the next owner is tried) when the ping is not answered within 1.5 s: an
   // owner that is frozen (paused, its machine hung, cut off) keeps its TCP connections open, and
-  // without pings a call to it would wait forever while a standby has taken over.
-  const common = { interceptors, nodeOptions, pingIntervalMs: 5_000, pingTimeoutMs: 5_000 };
+  // without pings a call to it would wait forever while a standby has taken over. Three seconds of
+  // silence is the default lease: the client leaves a frozen leader about when a standby takes over.
+  const common = { interceptors, nodeOptions, pingIntervalMs: 1_500, pingTimeoutMs: 1_500 };
   const protocol = options.protocol ?? "grpc";
   const httpVersion = options.httpVersion ?? "2";
   const make = (baseUrl: string): Transport => {
