@@ -11,17 +11,22 @@
 // Flags:
 //   --quick            small counts and windows (a few minutes): to check that it works
 //   --runs N           runs to take the median of (default 3; 1 with --quick)
-//   --only LIST        workloads: ingest,deliver,pending,lateness,ceilings (default all)
+//   --only LIST        workloads: ingest,deliver,pending,lateness,burst,ceilings (default all)
 //   --paths LIST       Chronolog's ingest paths (unary, batch, sdk; default unary,sdk)
 //   --deliver-path P   Chronolog's producer path in the delivery workloads (default sdk: the Publish stream)
 //   --pending N        delays of the pending workload (default 1,000,000; 5,000 with --quick)
 //   --pending-runs N   runs of the pending workload (default 1: 1,000,000 delays take a minute or more)
+//   --burst N          delays of the burst workload, due within 1 s (default 10,000; 2,000 with --quick)
 //   --owner tsx        run the owner under tsx instead of the bundle (dist/main.js, npm run serve's flags)
 //   --no-write         print only
+// Chronolog's store: BENCH_STORE=postgres runs its owners on PostgreSQL, BENCH_PG_LATENCY_MS=N
+// through toxiproxy adding N ms to every answer (bench/lib/postgres.ts); SQLite by default.
 import { readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { buildBundle } from "../lib/owner.js";
+import { storeDescription, storeSetting } from "../lib/postgres.js";
+import { burst } from "./burst.js";
 import { ceilings, deliver, ingest, lateness, pendingDelays, type Config, type Context } from "./workloads.js";
 import { commitOf, Figures, fmt, resultsFile } from "./report.js";
 import { startGenerator } from "./runtime.js";
@@ -37,7 +42,7 @@ const option = (name: string) => {
 };
 const quick = flag("quick");
 const runs = Number(option("runs") ?? (quick ? 1 : 3));
-const workloads = (option("only") ?? "ingest,deliver,pending,lateness,ceilings").split(",");
+const workloads = (option("only") ?? "ingest,deliver,pending,lateness,burst,ceilings").split(",");
 const paths = (option("paths") ?? "unary,sdk").split(",") as ChronologPath[];
 const deliverPath = (option("deliver-path") ?? "sdk") as ChronologPath;
 for (const p of [...paths, deliverPath]) if (!chronologPaths.includes(p)) throw new Error(`unknown Chronolog path ${p}: ${chronologPaths.join(", ")}`);
@@ -52,6 +57,7 @@ const cfg: Config = {
   pending: Number(option("pending") ?? (quick ? 5_000 : 1_000_000)),
   lateness: quick ? 1_000 : 20_000,
   latenessSpreadMs: quick ? 3_000 : 10_000,
+  burst: Number(option("burst") ?? (quick ? 2_000 : 10_000)),
   paths,
   deliverPath,
   ownerEntry: option("owner") === "tsx" ? "tsx" : "bundle",
@@ -68,14 +74,20 @@ const log = (line: string) => {
   console.log(line);
   lines.push(line);
 };
-console.log(`bench/compare${quick ? " --quick" : ""}: ${runs} run(s), commit ${sha.slice(0, 10)}${dirty ? " (with uncommitted changes)" : ""}; load average before: ${load0.map((l) => l.toFixed(2)).join(" ")}`);
+const outcomes: string[] = [];
+const note = (line: string) => {
+  console.log(line);
+  outcomes.push(line);
+};
+const store = storeDescription();
+console.log(`bench/compare${quick ? " --quick" : ""}: ${runs} run(s), commit ${sha.slice(0, 10)}${dirty ? " (with uncommitted changes)" : ""}; Chronolog on ${store}; load average before: ${load0.map((l) => l.toFixed(2)).join(" ")}`);
 
-const file = flag("no-write") ? undefined : resultsFile(repo, sha, started);
+const file = flag("no-write") ? undefined : resultsFile(repo, sha, started, storeSetting());
 const bullmqVersion = (JSON.parse(readFileSync(join(repo, "node_modules/bullmq/package.json"), "utf8")) as { version: string }).version;
 const figures = new Figures();
 const trivial = new Map<string, { rate: number[]; cpu: number[] }>();
 const generator = await startGenerator();
-const ctx: Context = { cfg, figures, run: (req) => generator.run(req), log };
+const ctx: Context = { cfg, figures, run: (req) => generator.run(req), log, note };
 try {
   for (let run = 1; run <= runs; run++) {
     const t0 = Date.now();
@@ -83,6 +95,7 @@ try {
     if (workloads.includes("deliver")) await deliver(ctx);
     if (workloads.includes("pending") && run <= pendingRuns) await pendingDelays(ctx);
     if (workloads.includes("lateness")) await lateness(ctx);
+    if (workloads.includes("burst")) await burst(ctx);
     if (workloads.includes("ceilings")) {
       for (const [kind, r] of await ceilings(ctx)) {
         const entry = trivial.get(kind) ?? { rate: [], cpu: [] };
@@ -124,17 +137,19 @@ function render(done: number): string {
   const notes = [
     `Commit measured: \`${sha}\`${dirty ? " (with uncommitted changes)" : ""}. Command: \`npm run bench:compare${argv.length ? ` -- ${argv.join(" ")}` : ""}\`; ${done < runs ? `**${done} of ${runs} runs done**` : `${runs} run(s)`}, medians${workloads.includes("pending") ? ` (the pending delays: ${Math.min(done, pendingRuns)} run(s))` : ""}.`,
     `Started ${started.toISOString()}, ${((Date.now() - started.getTime()) / 60_000).toFixed(1)} min ${done < runs ? "so far" : "in all"}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; load average before ${load0.map((l) => l.toFixed(2)).join(" / ")}, now ${load1.map((l) => l.toFixed(2)).join(" / ")}${busy ? " — **other work was running when it started: figures taken on a busy machine**" : ""}.`,
-    `Servers: nats-server ${v.nats} (JetStream, file storage${natsSyncAlways() ? ", sync_interval: always" : "; this version has no sync_interval: an ack means written through the page cache, fsync every 2 min"}), redis-server ${v.redis} (appendonly yes, appendfsync always), BullMQ ${bullmqVersion} on a Redis of its own with the same settings; Chronolog owner: ${cfg.ownerEntry === "bundle" ? "dist/main.js with npm run serve's node flags" : "server/src/main.ts under tsx"}, SQLite synchronous=FULL, fsync before every ack.`,
+    `Servers: nats-server ${v.nats} (JetStream, file storage${natsSyncAlways() ? ", sync_interval: always" : "; this version has no sync_interval: an ack means written through the page cache, fsync every 2 min"}), redis-server ${v.redis} (appendonly yes, appendfsync always), BullMQ ${bullmqVersion} on a Redis of its own with the same settings; Chronolog owner: ${cfg.ownerEntry === "bundle" ? "dist/main.js with npm run serve's node flags" : "server/src/main.ts under tsx"}, on **${store}**.`,
+    `Under a Chronolog figure of a measured window, the owner's event-loop delay p99 and max in that window (prom-client's \`nodejs_eventloop_lag_*\` from its /metrics, scraped at the window's start and end). It counts the monitor's 10 ms sampling interval: an idle loop reads about 10 ms; a stall of S ms is one sample of S + 10 ms, so the max shows stalls that the p99 of a short window may miss.`,
     `A fresh instance per workload and system; the load generator and consumers (2 processes a system for deliveries, 1 for delays) are processes of their own; closed loops measure ${cfg.durationMs / 1000} s after ${cfg.warmupMs / 1000} s of warm-up; ${cfg.deliverEvents.toLocaleString("en-US")} events preloaded for delivery. What each row measures: bench/compare/README.md.`,
   ];
   return [
-    `# bench/compare, ${started.toISOString().slice(0, 10)}${quick ? " (--quick)" : ""}`,
+    `# bench/compare, ${started.toISOString().slice(0, 10)}${quick ? " (--quick)" : ""}, Chronolog on ${storeSetting()}`,
     "",
     ...notes.map((n) => `- ${n}`),
     "",
     ...figures.table(),
     "",
     ...trivialTable(),
+    ...(outcomes.length ? ["", "Outcomes:", "", ...outcomes.map((l) => `- ${l}`)] : []),
     ...(lines.length ? ["", "Warnings during the run:", "", ...lines.map((l) => `    ${l}`)] : []),
     ...(runs > 1 ? ["", "Every run's figures:", "", ...figures.runs()] : []),
     "",

@@ -85,10 +85,10 @@ export function commitOf(repo: string): { sha: string; dirty: boolean } {
   return { sha, dirty };
 }
 
-/** The results file's path: bench/compare/results/<date>-<time>-<commit>.md (the folder made). */
-export function resultsFile(repo: string, sha: string, started: Date): string {
+/** The results file's path: bench/compare/results/<date>-<time>-<commit>[-<store>].md (the folder made); SQLite's files name no store. */
+export function resultsFile(repo: string, sha: string, started: Date, store: string): string {
   const dir = join(repo, "bench/compare/results");
   mkdirSync(dir, { recursive: true });
   const stamp = started.toISOString().slice(0, 16).replace("T", "-").replace(":", "");
-  return join(dir, `${stamp}-${sha.slice(0, 10)}.md`);
+  return join(dir, `${stamp}-${sha.slice(0, 10)}${store === "sqlite" ? "" : `-${store}`}.md`);
 }

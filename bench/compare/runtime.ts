@@ -19,6 +19,8 @@ export interface Instance {
   system: System;
   /** The process doing the system's work: nats-server, redis-server (also for BullMQ) or the owner. */
   pid: number;
+  /** Chronolog's owner (its URL, for /metrics and health checks; its warnings); undefined for the peers. */
+  owner?: Owner;
   endpoint(path?: ChronologPath): Endpoint;
   /** Starts a consumer process: deliveries (mode "deliver") or delayed calls ("delays"). */
   consumer(mode: "deliver" | "delays"): Worker;
@@ -32,6 +34,7 @@ export async function startInstance(system: System, ownerEntry: "bundle" | "tsx"
     return {
       system,
       pid: owner.child.pid!,
+      owner,
       endpoint: (path) => ({ system, address: owner.url, path }),
       consumer: (mode) => startWorker(mode === "deliver" ? ["bench/deliver/executor.ts", owner.url] : ["bench/timers/executor.ts", owner.url]),
       stop: () => stopOwner(owner),

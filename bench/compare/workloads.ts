@@ -1,7 +1,8 @@
 // The workloads of bench/compare. Each runs once per system on fresh instances and adds its
 // figures to `Figures`; main.ts repeats them for the median.
 import { cpuMs, freePort, pct, rssMiB, sleep } from "../lib/proc.js";
-import type { LoadResult } from "./load.js";
+import { loopDuring, openWindow, type LoopDelay } from "./event-loop.js";
+import type { LoadRequest, LoadResult } from "./load.js";
 import type { Column, Figures } from "./report.js";
 import { startInstance, startTrivial, type Instance, type Worker, type WorkerReport } from "./runtime.js";
 import type { ChronologPath, System } from "./targets.js";
@@ -20,6 +21,8 @@ export interface Config {
   pending: number;
   lateness: number;
   latenessSpreadMs: number;
+  /** Delays of the burst workload (due within 1 s). */
+  burst: number;
   /** Chronolog's ingest paths (W1, W2) and the path of the delivery producers (W5, W6). */
   paths: ChronologPath[];
   deliverPath: ChronologPath;
@@ -30,14 +33,17 @@ export interface Context {
   cfg: Config;
   figures: Figures;
   run(req: import("./load.js").LoadRequest): Promise<LoadResult>;
+  /** A warning, printed and listed under the table. */
   log(line: string): void;
+  /** An outcome in words (the burst's), printed and listed under the table. */
+  note(line: string): void;
 }
 
 const pathNames: Record<ChronologPath, string> = { unary: "unary Emit, grpc-js", batch: "EmitBatch, grpc-js", sdk: "the TS SDK's emit" };
 const ingestSystems: System[] = ["nats", "redis", "bullmq", "chronolog"];
 
 /** Runs `body` on a fresh instance of `system`, stopped afterwards. */
-async function withInstance<T>(ctx: Context, system: System, body: (i: Instance) => Promise<T>): Promise<T> {
+export async function withInstance<T>(ctx: Context, system: System, body: (i: Instance) => Promise<T>): Promise<T> {
   const instance = await startInstance(system, ctx.cfg.ownerEntry);
   try {
     return await body(instance);
@@ -48,6 +54,18 @@ async function withInstance<T>(ctx: Context, system: System, body: (i: Instance)
 
 function check(ctx: Context, what: string, r: LoadResult): void {
   if (r.errors > 0) ctx.log(`  ${what}: ${r.errors} errors, first: ${r.firstError}`);
+}
+
+/** Two rows beside a Chronolog figure: the owner's event-loop delay p99 and max in its measured window (`window` names it: row labels are unique). */
+export function loopRows(ctx: Context, window: string, loop: LoopDelay): void {
+  ctx.figures.add(`  owner's event-loop delay in that window: p99 (ms) [${window}]`, "lower", "chronolog", loop.p99Ms);
+  ctx.figures.add(`  owner's event-loop delay in that window: max (ms) [${window}]`, "lower", "chronolog", loop.maxMs);
+}
+
+/** A closed loop's request, with the owner's event-loop delay over its measured window when `instance` is Chronolog's. */
+async function closedRun(ctx: Context, instance: Instance, req: Extract<LoadRequest, { op: "closed" }>): Promise<{ result: LoadResult; loop?: LoopDelay }> {
+  if (!instance.owner) return { result: await ctx.run(req) };
+  return loopDuring(instance.owner.url, () => ctx.run(req), req.warmupMs, req.warmupMs + req.durationMs);
 }
 
 /** Chronolog's columns for a path: rows are labelled by path, the peers' values repeat in each. */
@@ -68,21 +86,24 @@ export async function ingest(ctx: Context): Promise<void> {
     await withInstance(ctx, system, async (instance) => {
       const endpoint = instance.endpoint(path);
       const cpu0 = cpuMs(instance.pid);
-      const many = await ctx.run({ op: "closed", endpoint, topic: "ingest", callers: 256, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      const { result: many, loop: manyLoop } = await closedRun(ctx, instance, { op: "closed", endpoint, topic: "ingest", callers: 256, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
       const cpu = cpuMs(instance.pid) - cpu0;
       check(ctx, `${system} ${path ?? ""} 256`, many);
       add((p) => `ingest, 256 in flight (events/s) [Chronolog: ${p}]`, "higher", system, path, many.events / (many.ms / 1000));
+      if (manyLoop) loopRows(ctx, `ingest, 256 in flight, ${pathNames[path!]}`, manyLoop);
       add((p) => `server CPU per event at 256 in flight (µs) [Chronolog: ${p}]`, "lower", system, path, (cpu * 1000) / many.totalEvents);
-      const one = await ctx.run({ op: "closed", endpoint, topic: "ingest", callers: 1, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      const { result: one, loop: oneLoop } = await closedRun(ctx, instance, { op: "closed", endpoint, topic: "ingest", callers: 1, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
       check(ctx, `${system} ${path ?? ""} 1`, one);
       add((p) => `ingest, 1 in flight: ack p50 (ms) [Chronolog: ${p}]`, "lower", system, path, one.p50);
       add((p) => `ingest, 1 in flight: ack p99 (ms) [Chronolog: ${p}]`, "lower", system, path, one.p99);
+      if (oneLoop) loopRows(ctx, `ingest, 1 in flight, ${pathNames[path!]}`, oneLoop);
       if (system === "chronolog" && path === cfg.paths[0]) {
         const cpuB0 = cpuMs(instance.pid);
-        const batch = await ctx.run({ op: "closed", endpoint: instance.endpoint("batch"), topic: "ingest", callers: 4, perCall: 1000, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+        const { result: batch, loop: batchLoop } = await closedRun(ctx, instance, { op: "closed", endpoint: instance.endpoint("batch"), topic: "ingest", callers: 4, perCall: 1000, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
         const cpuB = cpuMs(instance.pid) - cpuB0;
         check(ctx, "chronolog batch", batch);
         figures.add("EmitBatch, 1,000 a call, 4 in flight (events/s) [vs the peers' 256 in flight]", "higher", "chronolog", batch.events / (batch.ms / 1000), `ingest, 256 in flight (events/s) [Chronolog: ${pathNames[cfg.paths[0]]}]`);
+        if (batchLoop) loopRows(ctx, "EmitBatch", batchLoop);
         figures.add("server CPU per event, EmitBatch (µs)", "lower", "chronolog", (cpuB * 1000) / batch.totalEvents, `server CPU per event at 256 in flight (µs) [Chronolog: ${pathNames[cfg.paths[0]]}]`);
       }
     });
@@ -90,13 +111,13 @@ export async function ingest(ctx: Context): Promise<void> {
   for (const path of cfg.paths) for (const v of peerValues) figures.add(v.label(pathNames[path]), v.better, v.column, v.value);
 }
 
-async function consumers(instance: Instance, mode: "deliver" | "delays", n: number): Promise<Worker[]> {
+export async function consumers(instance: Instance, mode: "deliver" | "delays", n: number): Promise<Worker[]> {
   const workers = Array.from({ length: n }, () => instance.consumer(mode));
   await Promise.all(workers.map((w) => w.ready));
   return workers;
 }
 
-async function waitHandled(workers: Worker[], total: number, timeoutMs: number): Promise<boolean> {
+export async function waitHandled(workers: Worker[], total: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (workers.reduce((n, w) => n + w.handled, 0) < total) {
     if (Date.now() > deadline) return false;
@@ -197,15 +218,19 @@ export async function lateness(ctx: Context): Promise<void> {
         const w = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: warm, dueOf: { base: "now+1000", spreadMs: 1000 }, warm: true });
         await waitHandled([worker], warm, 30_000);
         const lead = variant === "a" ? 2_000 : Math.round(2_000 + 1.5 * cfg.lateness * (w.ms / warm));
+        // The owner's event-loop delay from the setting's start to the last call.
+        const window = instance.owner ? await openWindow(instance.owner.url) : undefined;
         const set = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: cfg.lateness, dueOf: { base: `now+${lead}`, spreadMs: cfg.latenessSpreadMs } });
         if (variant === "b" && set.ms > lead) ctx.log(`  ${system} lateness (b): setting took ${Math.round(set.ms)} ms, past the first due moment (lead ${lead} ms)`);
         await waitHandled([worker], warm + cfg.lateness, lead + cfg.latenessSpreadMs + 30_000);
+        const loop = await window?.close();
         const report = await worker.stop();
         const late = (report.calls ? report.calls.slice(warm).map((c) => c[2]) : report.latencies).sort((a, b) => a - b);
         if (late.length < cfg.lateness) ctx.log(`  ${system} lateness (${variant}): ${cfg.lateness - late.length} delays not called within 30 s of their moment`);
         const label = `(${variant}) ${cfg.lateness.toLocaleString("en-US")} delays due over ${cfg.latenessSpreadMs / 1000} s, ${variant === "a" ? "set from 2 s before the first is due" : "all set before the first is due"}: lateness`;
         ctx.figures.add(`${label} p50 (ms)`, "lower", system as Column, pct(late, 50));
         ctx.figures.add(`${label} p99 (ms)`, "lower", system as Column, pct(late, 99));
+        if (loop) loopRows(ctx, `lateness (${variant}), from the setting's start to the last call`, loop);
         ctx.figures.add(`  setting rate in (${variant}) (delays/s)`, "higher", system as Column, (set.events / set.ms) * 1000);
       });
     }

@@ -33,6 +33,8 @@ export interface Owner {
   dir: string;
   /** Spawn to "owner serving", ms. */
   readyMs: number;
+  /** The owner's log lines at warn level or above, as logged (pino's JSON: level, msg, ...), in order. */
+  warnings: { level: number; msg: string }[];
 }
 
 /** Bundles the owner into dist/main.js (scripts/build.mjs). */
@@ -57,11 +59,13 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   const args = [...(options.nodeArgs ?? []), ...entry, "serve", ...(await storeArgs(join(dir, "data"))), "--port", "0", "--plugins", plugins, ...(options.serveArgs ?? [])];
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const warnings: Owner["warnings"] = [];
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
       try {
         const entry = JSON.parse(line);
         if (entry.msg?.startsWith("owner serving")) resolve(`http://127.0.0.1:${entry.port}`);
+        if (entry.level >= 40) warnings.push({ level: entry.level, msg: String(entry.msg) });
         if (entry.level >= 50) console.error(line);
       } catch {
         /* not JSON */
@@ -69,7 +73,7 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
     });
     child.once("exit", (code) => reject(new Error(`owner exited ${code}`)));
   });
-  return { child, url, dir, readyMs: performance.now() - t0 };
+  return { child, url, dir, readyMs: performance.now() - t0, warnings };
 }
 
 /** Stops the owner (SIGTERM, SIGKILL after 5 s) and removes its folder. */
