@@ -135,9 +135,11 @@ function direct(url: string, token?: string): ChronologClient {
 }
 
 /** `chronolog_store_waits_total{connection="reader"}` of the owner at `url`: rises with every read it serves from the store. */
-async function readerWaits(url: string): Promise<number> {
+/** The reads the owner at `url` made of PostgreSQL (those its thread waited for, and those it did not). */
+async function storeReads(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${tokens.ops}` } })).text();
-  return Number(/^chronolog_store_waits_total\{connection="reader"\} (\d+)/m.exec(text)?.[1] ?? NaN);
+  const waited = Number(/^chronolog_store_waits_total\{connection="reader"\} (\d+)/m.exec(text)?.[1] ?? NaN);
+  return waited + Number(/^chronolog_store_async_reads_total (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
 async function readAll(client: ChronologClient): Promise<Event[]> {
@@ -292,8 +294,8 @@ describe("a standby on PostgreSQL", () => {
     endNative(admin);
     const owners = connections.filter(([, id, role]) => role !== undefined && id !== "tests");
     const roles = (leading: boolean) => [...new Set(owners.filter(([, id]) => (id === holder) === leading).map(([, , role]) => role))].sort();
-    expect(roles(true)).toEqual(["lease", "reader", "writer"]);
-    expect(roles(false)).toEqual(["follower", "lease", "reads"]);
+    expect(roles(true)).toEqual(["async", "lease", "reader", "writer"]);
+    expect(roles(false)).toEqual(["async", "follower", "lease", "reads"]);
     // The standby's kind of connection, opened here: a write on it fails.
     const database = connectPostgres(store, { instanceId: "test-reads", advertiseUrl: "http://127.0.0.1:1", leaseMs: 3_000 });
     const reads = database.openReads(() => undefined);
@@ -309,9 +311,12 @@ describe("a standby on PostgreSQL", () => {
   it("reads on a new connection once its read connection was ended, its reads refused to the leader meanwhile", async () => {
     const atStandby = direct(standby.url, tokens.ops);
     const admin = connectNative(store, "chronolog tests");
-    const [ended] = admin.querySync("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name LIKE 'chronolog % reads'");
+    // Both of its read connections: the one its thread waits on, and the one it does not (`async`).
+    const ended = admin.querySync(
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name LIKE 'chronolog % reads' OR application_name IN (SELECT replace(application_name, ' reads', ' async') FROM pg_stat_activity WHERE application_name LIKE 'chronolog % reads')",
+    );
     endNative(admin);
-    expect(ended.ended).toBe(1);
+    expect(ended.map((r) => r.ended)).toEqual([1, 1]);
     const error = await failure(atStandby.log.getEvent({ id: "e-1" }));
     expect(error.code).toBe(Code.Unavailable);
     expect(error.metadata.get("chronolog-leader")).toBe(leader.url);
@@ -320,11 +325,11 @@ describe("a standby on PostgreSQL", () => {
   });
 
   it("is read by clients that read from any owner: the TypeScript client, the Python client and the CLI, given the standby first", async () => {
-    const before = await readerWaits(standby.url);
+    const before = await storeReads(standby.url);
     const client = createClient({ url: [standby.url, leader.url], token: tokens.ops, reads: "any" });
     const events = await readAll(client);
     expect(events.length).toBeGreaterThan(100);
-    expect(await readerWaits(standby.url)).toBeGreaterThan(before);
+    expect(await storeReads(standby.url)).toBeGreaterThan(before);
     // Its writes still go to the leader, and a read the standby refuses goes there too.
     await client.emit("sr.e", { n: "any" }, { id: "from-any" });
     expect((await client.admin.listExecutors({})).executors).toEqual([]);
@@ -339,10 +344,10 @@ describe("a standby on PostgreSQL", () => {
     });
     expect(python.stdout.trim().split("\n")).toEqual([String(events.length + 1), "standby", "0"]);
 
-    const waits = await readerWaits(standby.url);
+    const waits = await storeReads(standby.url);
     const cli = await promisify(execFile)(process.execPath, [...chronologArgs, "tail", "--no-follow", "--type", "sr.e", "--url", `${standby.url},${leader.url}`, "--reads", "any", "--token", tokens.ops], { cwd: repo, timeout: 30_000 });
     expect(cli.stdout.trim().split("\n").length).toBe(events.filter((e) => e.type === "sr.e").length + 1);
-    expect(await readerWaits(standby.url)).toBeGreaterThan(waits);
+    expect(await storeReads(standby.url)).toBeGreaterThan(waits);
   });
 });
 

@@ -12,6 +12,7 @@ import { ManualClock } from "../server/src/clock.js";
 import type { CommitInfo } from "../server/src/store/committer.js";
 import { connectPostgres } from "../server/src/store/postgres/open.js";
 import { FencedError } from "../server/src/store/postgres/transactions.js";
+import { eventReads } from "../server/src/store/events.js";
 import { timerStatements } from "../server/src/store/timers.js";
 import type { Transactions } from "../server/src/store/transactions.js";
 import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
@@ -255,6 +256,36 @@ describe.each(storeKinds)("the events table on %s (EventStatements)", (kind) => 
     expect(t.events.readWithin(0, 512, 1_000_000, ["odd.happened"])).toMatchObject({ cut: false, events: [{ id: "big-1" }, { id: "big-3" }, { id: "big-5" }] });
     expect(t.events.readWithin(4, 512, 1_000_000)).toMatchObject({ cut: false, events: [{ id: "big-4" }, { id: "big-5" }] });
     expect(t.events.readWithin(6, 512, 1_000_000)).toEqual({ events: [], bytes: 0, cut: false });
+  });
+
+  it("the RPCs' reads (eventReads) read what the statements read; on PostgreSQL without a round trip the owner's thread waits for, reads asked for together in one", async () => {
+    const t = await openTestStore(kind);
+    const pad = "x".repeat(10_000);
+    await t.committer().submit((tx) => {
+      for (let i = 0; i < 6; i++) tx.append({ ...event(`big-${i}`, { pad, i }), type: i % 2 === 0 ? "even.happened" : "odd.happened" });
+    });
+    const reads = eventReads(t.store.db, t.events);
+    const waited = () => (t.store.waits?.() ?? []).reduce((n, w) => n + w.count, 0);
+    const before = waited();
+    const shapes = [[0, 512, 25_000], [0, 1, 1], [0, 2, 1_000_000], [0, 512, 1_000_000, ["odd.happened"]], [4, 512, 1_000_000], [6, 512, 1_000_000]] as const;
+    const read = await Promise.all(shapes.map(([after, limit, bytes, types]) => reads.readWithin(after, limit, bytes, types ? [...types] : undefined)));
+    const found = await Promise.all([reads.findById("big-3"), reads.findById("none")]);
+    expect(waited()).toBe(before);
+    const plain = (r: { events: { id: string; seq: number; data: unknown }[]; bytes: number; cut: boolean }) => ({ ...r, events: r.events.map((e) => ({ id: e.id, seq: e.seq, data: e.data })) });
+    expect(read.map(plain)).toEqual(shapes.map(([after, limit, bytes, types]) => plain(t.events.readWithin(after, limit, bytes, types ? [...types] : undefined))));
+    expect(found[0]).toMatchObject({ id: "big-3", seq: 4, type: "odd.happened", data: { pad, i: 3 } });
+    expect(found[1]).toBeUndefined();
+    const counts = t.store.asyncReads?.();
+    if (kind === "postgres") {
+      expect(counts?.reads).toBe(8);
+      expect(counts?.roundTrips).toBeLessThan(8); // the first read goes alone, those asked for meanwhile together
+    } else expect(counts).toBeUndefined();
+    // A read that fails fails alone: the reads after it in the same round trip are answered.
+    if (kind === "postgres") {
+      const readAsync = t.store.db.readAsync!.bind(t.store.db);
+      const outcomes = await Promise.allSettled([readAsync("SELECT 1 AS n", []), readAsync("SELECT 1/0 AS n", []), readAsync("SELECT 2 AS n", []), readAsync("SELECT 3 AS n", [])]);
+      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : String(o.reason)))).toEqual([[{ n: 1 }], expect.stringMatching(/division by zero/), [{ n: 2 }], [{ n: 3 }]]);
+    }
   });
 
   it("the database refuses to update, delete (or truncate) an event, on any connection; appends go on", async () => {

@@ -280,3 +280,29 @@ export function storeWaitMetrics(registry: Registry, waits: () => { connection: 
     },
   });
 }
+
+/**
+ * `chronolog_store_async_reads_total` and `chronolog_store_async_round_trips_total`: PostgreSQL's
+ * reads outside the committer (pages of the log, events by id) that the owner's thread did not
+ * wait for, and the round trips they went in (reads asked for together share one).
+ */
+export function storeAsyncReadMetrics(registry: Registry, counts: () => { reads: number; roundTrips: number }): void {
+  new Counter({
+    name: "chronolog_store_async_reads_total",
+    help: "Reads of the database outside the committer that the owner's thread did not wait for.",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(counts().reads);
+    },
+  });
+  new Counter({
+    name: "chronolog_store_async_round_trips_total",
+    help: "Round trips the reads of chronolog_store_async_reads_total went in (reads asked for together share one).",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(counts().roundTrips);
+    },
+  });
+}

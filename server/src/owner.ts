@@ -19,8 +19,8 @@ import { Emitter } from "./log/emit.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
 import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
-import { LogTail } from "./log/tail.js";
-import { metricsHttpHandler, OwnerMetrics, storeWaitMetrics } from "./metrics.js";
+import { LogTail, readsWithTail } from "./log/tail.js";
+import { metricsHttpHandler, OwnerMetrics, storeAsyncReadMetrics, storeWaitMetrics } from "./metrics.js";
 import { loadManifests } from "./plugins/loader.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { actionService } from "./rpc/action-service.js";
@@ -45,7 +45,7 @@ import { cursorStatements } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
-import { eventStatements } from "./store/events.js";
+import { eventReads, eventStatements } from "./store/events.js";
 import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
 
@@ -283,6 +283,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   retentionMetrics(metrics.registry, timerRetention, callRetention);
   if (leadership) leadership.registerMetrics(metrics.registry);
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
+  if (store.asyncReads) storeAsyncReadMetrics(metrics.registry, store.asyncReads);
   const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
   const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
   const listener = await listen({
@@ -299,7 +300,7 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
       // Requests in JSON (Connect, gRPC-Web) are strict, as manifests in files are: a misspelt field or enum
       // name is INVALID_ARGUMENT, not dropped (a misspelt `overdue` or overlap policy would quietly change a timer).
       const strict = { jsonOptions: { ignoreUnknownFields: false } };
-      router.service(LogService, logService({ emitter, events, head, watchers: metrics.watchers, publishWindow: config?.limits?.publish_window ?? defaultPublishWindow, logger }), strict);
+      router.service(LogService, logService({ emitter, events: readsWithTail(tail, eventReads(store.db, events)), head, watchers: metrics.watchers, publishWindow: config?.limits?.publish_window ?? defaultPublishWindow, logger }), strict);
       router.service(PluginService, pluginService(registry), strict);
       router.service(ExecutorService, executorService(hub, logger), strict);
       router.service(ActionService, actionService(actions), strict);

@@ -12,7 +12,7 @@ import { DocumentStores } from "./collections/stores.js";
 import { isConnectionLost } from "./errors.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
-import { metricsHttpHandler, storeWaitMetrics, withProcessMetrics } from "./metrics.js";
+import { metricsHttpHandler, storeAsyncReadMetrics, storeWaitMetrics, withProcessMetrics } from "./metrics.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { storedStatuses } from "./processors/status.js";
 import { adminReads } from "./rpc/admin-service.js";
@@ -25,7 +25,7 @@ import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type S
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { timeReads } from "./rpc/time-service.js";
 import { cursorStatements } from "./store/cursors.js";
-import { eventStatements, type EventStatements } from "./store/events.js";
+import { eventReads, eventStatements, type EventStatements } from "./store/events.js";
 import type { PostgresDatabase, ReadStore } from "./store/postgres/open.js";
 import { timerStatements } from "./store/timers.js";
 import { TimerReads } from "./time/index.js";
@@ -125,6 +125,7 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
   new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(options.term()); } });
   new Gauge({ name: "chronolog_log_head_seq", help: "The seq of the last committed event.", registers: [registry], collect() { this.set(head.head); } });
   storeWaitMetrics(registry, () => view.reads.waits());
+  storeAsyncReadMetrics(registry, () => view.reads.asyncReads());
   const listener = await listen({
     ...options.listen,
     // A call the standby does not serve is refused before the principal's check, as it always was.
@@ -167,7 +168,7 @@ class StandbyView {
       const cursors = cursorStatements(db);
       this.plugins = new PluginRegistry(db);
       const plugins = this.plugins;
-      const log = logReads({ events: this.events, head, watchers });
+      const log = logReads({ events: eventReads(db, this.events), head, watchers });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.
       const durable = (req: { collection: string }) => {

@@ -1,5 +1,5 @@
 import { fail } from "../errors.js";
-import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
+import { storedBytes, type EventReads, type EventRecord } from "../store/events.js";
 import { matchAll, type Filter } from "./filter.js";
 
 /**
@@ -23,7 +23,7 @@ export interface LogPage {
   atHead: boolean;
 }
 
-/** Rows fetched from SQLite per step of a scan. */
+/** Rows fetched from the store per step of a scan. */
 const chunkSize = 512;
 /** Rows one page may scan before returning (a selective `where` must not pin the owner). */
 const scanBudget = 20_000;
@@ -48,14 +48,14 @@ const scanByteBudget = 16 * pageByteBudget;
  * past {@link pageByteBudget} (never before its first): `scannedTo` is then
  * the seq before it, so the next page starts with it.
  */
-export function readPage(events: EventStatements, query: LogQuery, pageSize: number, headSeq: number): LogPage {
+export async function readPage(events: Pick<EventReads, "readWithin">, query: LogQuery, pageSize: number, headSeq: number): Promise<LogPage> {
   const found: EventRecord[] = [];
   let scannedTo = query.afterSeq;
   let scanned = 0;
   let scannedBytes = 0;
   let foundBytes = 0;
   while (found.length < pageSize && scanned < scanBudget && scannedBytes < scanByteBudget) {
-    const chunk = events.readWithin(scannedTo, chunkSize, pageByteBudget, query.types);
+    const chunk = await events.readWithin(scannedTo, chunkSize, pageByteBudget, query.types);
     scannedBytes += chunk.bytes;
     for (const row of chunk.events) {
       if (row.seq > headSeq) return { events: found, scannedTo: Math.max(scannedTo, headSeq), atHead: true };

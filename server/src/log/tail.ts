@@ -1,4 +1,4 @@
-import { storedBytes, type BudgetedRows, type EventRecord } from "../store/events.js";
+import { storedBytes, type BudgetedRows, type EventReads, type EventRecord } from "../store/events.js";
 
 /** Most events the tail keeps. */
 const maxEvents = 16_384;
@@ -66,4 +66,12 @@ export class LogTail {
     this.start = 0;
     this.bytes = 0;
   }
+}
+
+/** `reads` reading the events after a seq from `tail` when it holds them all: a watcher or a page at the end of the log reads no store. */
+export function readsWithTail(tail: LogTail, reads: EventReads): EventReads {
+  return {
+    readWithin: async (afterSeq, limit, maxBytes, types = []) => tail.readWithin(afterSeq, limit, maxBytes, types) ?? reads.readWithin(afterSeq, limit, maxBytes, types),
+    findById: (id) => reads.findById(id),
+  };
 }

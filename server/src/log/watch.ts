@@ -1,16 +1,16 @@
-import type { EventRecord, EventStatements } from "../store/events.js";
+import type { EventReads, EventRecord } from "../store/events.js";
 import type { HeadSignal } from "./head.js";
 import { readPage, type LogQuery } from "./read.js";
 
 /** A watch stream's items: events in seq order, and one `caughtUp` marker. */
 export type WatchItem = { event: EventRecord } | { caughtUp: number };
 
-/** Events read from SQLite per step; bounds a watcher's memory. */
+/** Events read per step; bounds a watcher's memory. */
 const pageSize = 256;
 
 /**
- * Follows the log: catches up from `query.afterSeq` reading pages from
- * SQLite, yields `caughtUp` once at the head, then waits for commits and
+ * Follows the log: catches up from `query.afterSeq` reading pages of the
+ * log, yields `caughtUp` once at the head, then waits for commits and
  * reads again. Nothing is pushed to a watcher: it pulls pages as its
  * consumer pulls items, so a slow or stalled reader holds at most one page
  * and never makes the owner buffer (back-pressure comes from the transport
@@ -19,12 +19,12 @@ const pageSize = 256;
  * it lets other work run, so a long scan (a selective or costly `where`) never
  * holds the owner for more than a page. Ends when `signal` aborts.
  */
-export async function* watchLog(events: EventStatements, head: HeadSignal, query: LogQuery, signal: AbortSignal): AsyncGenerator<WatchItem> {
+export async function* watchLog(events: Pick<EventReads, "readWithin">, head: HeadSignal, query: LogQuery, signal: AbortSignal): AsyncGenerator<WatchItem> {
   let afterSeq = query.afterSeq;
   let caughtUp = false;
   while (!signal.aborted) {
     const headSeq = head.head;
-    const page = readPage(events, { ...query, afterSeq }, pageSize, headSeq);
+    const page = await readPage(events, { ...query, afterSeq }, pageSize, headSeq);
     for (const event of page.events) yield { event };
     afterSeq = page.scannedTo;
     if (!page.atHead) {

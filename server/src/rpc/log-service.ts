@@ -7,7 +7,7 @@ import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
 import { pageToken, parsePageToken, readPage } from "../log/read.js";
 import { watchLog } from "../log/watch.js";
-import type { EventRecord, EventStatements } from "../store/events.js";
+import type { EventReads, EventRecord } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
 import { principalOf } from "./context.js";
 import type { Logger } from "../logger.js";
@@ -18,7 +18,8 @@ import { publish } from "./publish.js";
 
 /** What LogService's reads need: the log, its durable head, and the gauge of Watch streams. */
 export interface LogReadDeps {
-  events: EventStatements;
+  /** The log's reads outside the committer (on PostgreSQL, none blocks the event loop). */
+  events: EventReads;
   /** The last durable seq: nothing past it is read. */
   head: HeadSignal;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
@@ -40,20 +41,20 @@ export interface LogServiceDeps extends LogReadDeps {
  */
 export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>, "readLog" | "getEvent" | "watch"> {
   return {
-    readLog(req, ctx) {
+    async readLog(req, ctx) {
       const where = compileFilter(objectFromProto(req.where), "where");
       const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
       const principal = principalOf(ctx);
       const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
-      const page = readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000), deps.head.head);
+      const page = await readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000), deps.head.head);
       return {
         events: page.events.map((e) => eventToProto(e)),
         nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
         headSeq: BigInt(deps.head.head),
       };
     },
-    getEvent(req, ctx) {
-      const event = deps.events.findById(req.id);
+    async getEvent(req, ctx) {
+      const event = await deps.events.findById(req.id);
       if (!event || !canRead(principalOf(ctx), event)) fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
       return { event: eventToProto(event) };
     },

@@ -206,23 +206,61 @@ export function eventStatements(db: Db): EventStatements {
         const stmt = types.length > 0 ? db.prepare(`SELECT * FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`) : after(limit);
         rows = (types.length > 0 ? stmt.iterate(...types, afterSeq, limit) : stmt.iterate(afterSeq)) as IterableIterator<EventRow>;
       }
-      const events: EventRecord[] = [];
-      let bytes = 0;
-      for (const row of rows) {
-        const record = fromRow(row);
-        const size = rowBytes(row);
-        sizes.set(record, size);
-        events.push(record);
-        bytes += size;
-        if (bytes >= maxBytes) break; // ends the iteration: the statement is reset
-      }
-      return { events, bytes, cut: events.length === limit || bytes >= maxBytes };
+      return budgetedRows(rows, limit, maxBytes);
     },
     head(): number {
       return (head.get() as { head: number }).head;
     },
     firstAtOrAfter(atMs: number): number | undefined {
       return (firstAtOrAfter.get(atMs) as { seq: number | null }).seq ?? undefined;
+    },
+  };
+}
+
+/** `rows` as events, up to the one that brings their stored bytes to `maxBytes` (of a read of at most `limit`). */
+function budgetedRows(rows: Iterable<EventRow>, limit: number, maxBytes: number): BudgetedRows {
+  const events: EventRecord[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const record = fromRow(row);
+    const size = rowBytes(row);
+    sizes.set(record, size);
+    events.push(record);
+    bytes += size;
+    if (bytes >= maxBytes) break; // ends the iteration: a SQLite statement is reset
+  }
+  return { events, bytes, cut: events.length === limit || bytes >= maxBytes };
+}
+
+/**
+ * The log as the RPCs read it (pages, an event by id), outside the committer: on PostgreSQL on a
+ * connection of its own without blocking the event loop ({@link Db.readAsync}); on SQLite the
+ * statements' reads, at once.
+ */
+export interface EventReads {
+  /** As {@link EventStatements.readWithin}. */
+  readWithin(afterSeq: number, limit: number, maxBytes: number, types?: string[]): Promise<BudgetedRows>;
+  /** The committed event with this id; undefined when none has it. */
+  findById(id: string): Promise<EventRecord | undefined>;
+}
+
+/** The log's reads for RPCs on `db`; `statements` read it where the database's reads are not round trips. */
+export function eventReads(db: Db, statements: EventStatements): EventReads {
+  const readAsync = db.readAsync?.bind(db);
+  if (!readAsync) {
+    return {
+      readWithin: async (afterSeq, limit, maxBytes, types) => statements.readWithin(afterSeq, limit, maxBytes, types),
+      findById: async (id) => statements.findById(id),
+    };
+  }
+  return {
+    async readWithin(afterSeq, limit, maxBytes, types = []) {
+      const rows = (await readAsync(pgBudgetedSql(types.length), [...types, afterSeq, limit, Math.min(maxBytes, Number.MAX_SAFE_INTEGER)])) as EventRow[];
+      return budgetedRows(rows, limit, maxBytes);
+    },
+    async findById(id) {
+      const [row] = (await readAsync("SELECT * FROM events WHERE id = ?", [id])) as EventRow[];
+      return row && fromRow(row);
     },
   };
 }
@@ -236,18 +274,21 @@ const pgRowBytes = "octet_length(data) + COALESCE(octet_length(actor), 0) + char
  * whose predecessors in the chunk take fewer than `maxBytes` (sizes read without fetching the
  * values), a superset of those the caller's own count keeps, which ends where SQLite's does.
  */
+/** The SQL of {@link pgBudgetedRows}' read of `typeCount` types (0: all): parameters the types, `afterSeq`, `limit`, `maxBytes`. */
+function pgBudgetedSql(typeCount: number): string {
+  const ofTypes = typeCount > 0 ? `type IN (${Array.from({ length: typeCount }, () => "?").join(", ")}) AND ` : "";
+  return `SELECT seq, id, type, data, cause, actor, at FROM (
+           SELECT *, sum(${pgRowBytes}) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - (${pgRowBytes}) AS before
+           FROM events WHERE ${ofTypes}seq > ? ORDER BY seq LIMIT ?) AS chunk
+         WHERE before < ? ORDER BY seq`;
+}
+
 function pgBudgetedRows(db: Db): (afterSeq: number, limit: number, maxBytes: number, types: string[]) => EventRow[] {
   const byTypeCount = new Map<number, SqlStatement>();
   return (afterSeq, limit, maxBytes, types) => {
     let stmt = byTypeCount.get(types.length);
     if (!stmt) {
-      const ofTypes = types.length > 0 ? `type IN (${types.map(() => "?").join(", ")}) AND ` : "";
-      stmt = db.prepare(
-        `SELECT seq, id, type, data, cause, actor, at FROM (
-           SELECT *, sum(${pgRowBytes}) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - (${pgRowBytes}) AS before
-           FROM events WHERE ${ofTypes}seq > ? ORDER BY seq LIMIT ?) AS chunk
-         WHERE before < ? ORDER BY seq`,
-      );
+      stmt = db.prepare(pgBudgetedSql(types.length));
       byTypeCount.set(types.length, stmt);
     }
     return stmt.all(...types, afterSeq, limit, Math.min(maxBytes, Number.MAX_SAFE_INTEGER)) as EventRow[];

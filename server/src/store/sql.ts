@@ -53,6 +53,13 @@ export interface Db {
    * (`?` parameters) finds a row. What the units assumed absent without reading it stays so.
    */
   guardAbsent?(sql: string, params: unknown[]): void;
+  /**
+   * PostgreSQL's only: the rows of the read `sql` (`?` parameters), read outside the committer on
+   * a connection of its own without blocking the event loop (reads asked for together go in one
+   * round trip). What RPCs read (pages of the log, an event) goes this way; SQLite's reads are
+   * not round trips, and run at once.
+   */
+  readAsync?(sql: string, params: unknown[]): Promise<unknown[]>;
 }
 
 /** A batch's guard ({@link Db.guardAbsent}) found what its units assumed absent: nothing of it was committed; it runs again, reading first. */

@@ -17,6 +17,8 @@ export interface Store {
    * PostgreSQL's synchronous calls (SQLite's are not round trips: none).
    */
   waits?(): { connection: string; count: number; ms: number }[];
+  /** PostgreSQL's reads that did not block the owner's thread (Db.readAsync), and the round trips they took. */
+  asyncReads?(): { reads: number; roundTrips: number };
   /** Closes the connections (and, on SQLite, the lock and checkpoint worker). */
   close(): Promise<void>;
 }

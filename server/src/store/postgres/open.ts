@@ -4,6 +4,7 @@ import { HeadFollower, type HeadFollowerOptions } from "./head-follower.js";
 import { Lease, type LeaseOptions } from "./lease.js";
 import { migratePostgres } from "./migrate.js";
 import type { NativeClient } from "./native-client.js";
+import { AsyncReader } from "./async-reader.js";
 import { connectNative, endNative, PgDb } from "./pg-db.js";
 import { pgTransactions, type FencedError } from "./transactions.js";
 
@@ -51,6 +52,8 @@ export interface ReadStore {
   db: Db;
   /** The round trips the owner's thread waited for on it (connection `reader`). */
   waits(): { connection: string; count: number; ms: number }[];
+  /** Its reads that did not block the owner's thread, and their round trips. */
+  asyncReads(): { reads: number; roundTrips: number };
   close(): void;
 }
 
@@ -100,20 +103,33 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
   return {
     lease: held,
     openReads(onLost) {
-      const client = connect(url, lease.instanceId, "reads");
+      const readOnly = (role: string) => {
+        const client = connect(url, lease.instanceId, role);
+        try {
+          client.querySync("SET default_transaction_read_only = on");
+        } catch (e) {
+          endNative(client);
+          throw e;
+        }
+        return client;
+      };
+      const client = readOnly("reads");
+      let asyncReader: AsyncReader;
       try {
-        client.querySync("SET default_transaction_read_only = on");
+        asyncReader = new AsyncReader(readOnly("async"));
       } catch (e) {
         endNative(client);
         throw e;
       }
+      asyncReader.onLost = onLost;
       // One connection in both of PgDb's places: nothing runs a batch on it (no committer), so every statement reads.
-      const reads = new PgDb(client, client);
+      const reads = new PgDb(client, client, asyncReader);
       reads.onLost = onLost;
       return {
         db: reads,
         waits: () => [{ connection: "reader", ...reads.waits.writer }],
-        close: () => endNative(client),
+        asyncReads: () => asyncReader.counts,
+        close: () => reads.close(),
       };
     },
     followHead(options) {
@@ -122,8 +138,10 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
     open(onFenced, onLost) {
       const writer = connect(url, lease.instanceId, "writer");
       const reader = connect(url, lease.instanceId, "reader");
+      const asyncReader = new AsyncReader(connect(url, lease.instanceId, "async"));
       writer.querySync("SET synchronous_commit = on; SET idle_in_transaction_session_timeout = 0");
-      db = new PgDb(writer, reader);
+      db = new PgDb(writer, reader, asyncReader);
+      asyncReader.onLost = onLost;
       db.onLost = onLost;
       const opened = db;
       return {
@@ -132,6 +150,7 @@ export function connectPostgres(url: string, lease: LeaseOptions, onUpgrade?: Up
         transactions: pgTransactions(opened, () => held.term, onFenced),
         committed: () => undefined,
         waits: () => Object.entries(opened.waits).map(([connection, { count, ms }]) => ({ connection, count, ms })),
+        asyncReads: () => asyncReader.counts,
         close: async () => opened.close(),
       };
     },

@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { isConnectionLost } from "../../errors.js";
 import { GuardFailedError, type Db, type RunResult, type SqlStatement } from "../sql.js";
+import type { AsyncReader } from "./async-reader.js";
 import { BatchWriter } from "./batch-writer.js";
 import type { NativeClient, Waits } from "./native-client.js";
 import { pipelineAsync, type Command } from "./pipeline.js";
@@ -262,6 +263,8 @@ export class PgDb implements Db {
   constructor(
     readonly writer: NativeClient,
     readonly reader: NativeClient,
+    /** Reads outside the committer that never block the event loop ({@link readAsync}), on a connection of their own. */
+    private readonly asyncReader?: AsyncReader,
   ) {
     countWaits(writer, this.waits.writer);
     if (reader !== writer) countWaits(reader, this.waits.reader);
@@ -283,6 +286,11 @@ export class PgDb implements Db {
 
   guardAbsent(sql: string, params: unknown[]): void {
     this.batch.guard({ text: numberParameters(sql).text, values: params.map(toParameter) });
+  }
+
+  readAsync(sql: string, params: unknown[]): Promise<unknown[]> {
+    if (!this.asyncReader) return Promise.resolve(this.prepare(sql).all(...params));
+    return this.asyncReader.read(numberParameters(sql).text, params.map(toParameter));
   }
 
   readAhead(sql: string, params: unknown[]): Promise<unknown[]> {
@@ -340,7 +348,8 @@ export class PgDb implements Db {
 
   close(): void {
     endNative(this.writer);
-    endNative(this.reader);
+    if (this.reader !== this.writer) endNative(this.reader);
+    if (this.asyncReader) endNative(this.asyncReader.client);
   }
 }
 
