@@ -10,12 +10,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { callStatements, finishedCallsDeleter } from "../server/src/store/calls.js";
 import type { Tx } from "../server/src/store/committer.js";
 import { cursorStatements } from "../server/src/store/cursors.js";
-import { documentStatements } from "../server/src/store/documents.js";
+import { documentReads, documentStatements } from "../server/src/store/documents.js";
 import { occurrenceStatements, type NewOccurrence } from "../server/src/store/occurrences.js";
 import { pluginStatements } from "../server/src/store/plugins.js";
 import { timerControlStatements } from "../server/src/store/timer-control.js";
 import { retentionStatements } from "../server/src/store/timer-retention.js";
-import { timerStatements, type TimerPut } from "../server/src/store/timers.js";
+import { timerRowReads, timerStatements, type TimerPut } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
 import { closeTestStores, openTestStore, storeKinds, type StoreKind, type TestStore } from "./helpers/stores.js";
 
@@ -113,6 +113,15 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     expect(ids(timers.list({ dueMs: null, id: "spent-late", updatedAt: 9 }, "", 2))).toEqual([]);
     expect(ids(timers.list(null, "delay", 10))).toEqual(["d1", "d2", "spent-late"]);
     expect(ids(timers.list(null, "runtime", 10))).toEqual(["r1", "spent-early"]);
+    // The RPCs' and /metrics' reads read the same, on PostgreSQL without a round trip the thread waits for.
+    const reads = timerRowReads(t.store.db, timers);
+    const waited = () => (t.store.waits?.() ?? []).reduce((n, w) => n + w.count, 0);
+    const before = waited();
+    const pages = await Promise.all([reads.list(null, "", 2), reads.list({ dueMs: 20, id: "d1" }, "", 2), reads.list({ dueMs: null, id: "spent-early", updatedAt: 5 }, "", 2), reads.list(null, "delay", 10)]);
+    const one = await Promise.all([reads.get("d1"), reads.get("absent"), reads.pendingCount()]);
+    expect(waited()).toBe(before);
+    expect(pages).toEqual([first, second, timers.list({ dueMs: null, id: "spent-early", updatedAt: 5 }, "", 2), timers.list(null, "delay", 10)]);
+    expect(one).toEqual([timers.get("d1"), undefined, 3]);
   });
 });
 
@@ -290,6 +299,15 @@ describe.each(storeKinds)("documents and plugins on %s (DocumentStatements, Plug
     await t.write(() => (documents.remove("notes", "n1"), documents.remove("notes", "absent")));
     expect([...documents.scan("notes")].map((d) => d.doc._id)).toEqual(["n2"]);
     expect([...documents.scan("empty")]).toEqual([]);
+    // The RPCs' reads read the same, on PostgreSQL without a round trip the thread waits for.
+    const reads = documentReads(t.store.db, documents);
+    const waited = () => (t.store.waits?.() ?? []).reduce((n, w) => n + w.count, 0);
+    const before = waited();
+    const scanned: unknown[] = [];
+    for await (const d of reads.scan("notes")) scanned.push(d);
+    const got = [await reads.get("notes", "n2"), await reads.get("notes", "n1"), scanned];
+    expect(waited()).toBe(before);
+    expect(got).toEqual([documents.get("notes", "n2"), undefined, [...documents.scan("notes")]]);
 
     expect(documents.applied("w1")).toBeUndefined();
     await t.write(() => documents.markApplied("w1", "notes", "n2", 100));

@@ -40,7 +40,7 @@ export interface MetricsSources {
   /** Executor sessions connected now. */
   executorsConnected(): number;
   /** Timers with a next due moment. */
-  timersPending(): number;
+  timersPending(): Promise<number>;
   /** Time's lateness recorder: every record is observed. */
   lateness: { onRecord(listener: (latenessMs: number) => void): void };
   /** Calls of time the owner had in time but sent to an executor that holds after their moment (ActionCalls.sentLate). */
@@ -143,8 +143,8 @@ export class OwnerMetrics {
       name: "chronolog_timers_pending",
       help: "Timers (schedules, runtime timers and delays) with a next due moment.",
       registers,
-      collect() {
-        this.set(sources.timersPending());
+      async collect() {
+        this.set(await sources.timersPending());
       },
     });
     const lateness = new Histogram({

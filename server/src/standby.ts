@@ -27,7 +27,7 @@ import { timeReads } from "./rpc/time-service.js";
 import { cursorStatements } from "./store/cursors.js";
 import { eventReads, eventStatements, type EventStatements } from "./store/events.js";
 import type { PostgresDatabase, ReadStore } from "./store/postgres/open.js";
-import { timerStatements } from "./store/timers.js";
+import { timerRowReads, timerStatements } from "./store/timers.js";
 import { TimerReads } from "./time/index.js";
 
 /** Options of {@link serveStandby}. */
@@ -180,7 +180,7 @@ class StandbyView {
           getDocument: (req, ctx) => (durable(req), documents.getDocument(req, ctx)),
           findDocuments: (req, ctx) => (durable(req), documents.findDocuments(req, ctx)),
         },
-        [TimeService.typeName]: timeReads(new TimerReads({ timers: timerStatements(db), clock: options.clock })),
+        [TimeService.typeName]: timeReads(new TimerReads({ reads: timerRowReads(db, timerStatements(db)), clock: options.clock })),
         [AdminService.typeName]: adminReads({ statuses: () => storedStatuses(plugins.list(), cursors, head.head), cursors, events: this.events }),
         [PluginService.typeName]: pluginReads(plugins),
       };

@@ -57,10 +57,10 @@ export class DocumentReader {
   ) {}
 
   /** The document `id` of `collection` as `principal` (under `cause`) sees it; NOT_FOUND when absent, out of its reach or undeclared. */
-  get(collection: string, id: string, principal: Principal, cause: CauseRef | null = null): DocumentRecord {
+  async get(collection: string, id: string, principal: Principal, cause: CauseRef | null = null): Promise<DocumentRecord> {
     const entry = declaredCollection(this.registry, collection);
     const reader = this.reader(principal, cause);
-    const stored = this.stores.of(entry).get(entry.name, checkDocumentId(id, "id"));
+    const stored = await this.stores.readsOf(entry).get(entry.name, checkDocumentId(id, "id"));
     if (!stored || !canReach(reader, stored.space)) fail("not_found", `no document ${JSON.stringify(id)} in ${entry.name}`, [], { collection: entry.name, id });
     return forReader(principal, entry, stored.doc);
   }
@@ -73,14 +73,14 @@ export class DocumentReader {
    * does: a client cannot probe private fields with a filter. A document the
    * filter cannot be applied to (e.g. `$divide` by its zero) does not match.
    */
-  find(collection: string, query: FindQuery, principal: Principal, cause: CauseRef | null = null): DocumentRecord[] {
+  async find(collection: string, query: FindQuery, principal: Principal, cause: CauseRef | null = null): Promise<DocumentRecord[]> {
     const entry = declaredCollection(this.registry, collection);
     const reader = this.reader(principal, cause);
     const matches = compileFilter(query.filter, "filter");
     const sort = parseSort(query.sort);
     const limit = parseLimit(query.limit);
     const found: DocumentRecord[] = [];
-    for (const stored of this.stores.of(entry).scan(entry.name)) {
+    for await (const stored of this.stores.readsOf(entry).scan(entry.name)) {
       if (!canReach(reader, stored.space)) continue;
       const doc = forReader(principal, entry, stored.doc);
       if (!matches(doc)) continue;

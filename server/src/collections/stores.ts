@@ -1,5 +1,5 @@
 import type { Db } from "../store/sql.js";
-import { documentStatements, type DocumentRecord, type DocumentStatements, type StoredDocument } from "../store/documents.js";
+import { documentReads, documentStatements, type DocumentReads, type DocumentRecord, type DocumentStatements, type StoredDocument } from "../store/documents.js";
 import type { CollectionEntry } from "./declaration.js";
 
 /** Where a collection's documents live: SQLite (durable) or memory (`durable: false`). */
@@ -69,14 +69,22 @@ export class MemoryDocuments implements DocumentStore {
 /** The two document stores of an owner, and which one a collection uses. */
 export class DocumentStores {
   readonly durable: DocumentStore;
+  /** The durable documents as the RPCs read them (on PostgreSQL without blocking the event loop). */
+  readonly durableReads: DocumentReads;
   readonly memory = new MemoryDocuments();
 
   constructor(db: Db) {
     this.durable = documentStatements(db);
+    this.durableReads = documentReads(db, this.durable);
   }
 
   /** The store of `entry`: memory when `durable: false`, SQLite otherwise. */
   of(entry: CollectionEntry): DocumentStore {
     return entry.durable ? this.durable : this.memory;
+  }
+
+  /** The reads of `entry`'s store for RPCs: memory's at once, the durable ones as {@link durableReads}. */
+  readsOf(entry: CollectionEntry): Pick<DocumentReads, "scan"> & { get(collection: string, id: string): Promise<StoredDocument | undefined> | StoredDocument | undefined } {
+    return entry.durable ? this.durableReads : this.memory;
   }
 }

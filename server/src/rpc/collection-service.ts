@@ -15,12 +15,12 @@ import { actorFromProto, causeFromProto, dataFromProto, objectFromProto } from "
 /** CollectionService's reads (GetDocument, FindDocuments): committed documents as the caller may see them. */
 export function collectionReads(reader: DocumentReader): Pick<ServiceImpl<typeof CollectionService>, "getDocument" | "findDocuments"> {
   return {
-    getDocument(req, ctx) {
-      return { document: documentToProto(reader.get(collectionName(req.collection), req.id, principalOf(ctx), causeFromProto(req.cause))) };
+    async getDocument(req, ctx) {
+      return { document: documentToProto(await reader.get(collectionName(req.collection), req.id, principalOf(ctx), causeFromProto(req.cause))) };
     },
-    findDocuments(req, ctx) {
+    async findDocuments(req, ctx) {
       const query = { filter: objectFromProto(req.filter), sort: objectFromProto(req.sort), limit: req.limit };
-      return { documents: reader.find(collectionName(req.collection), query, principalOf(ctx), causeFromProto(req.cause)).map(documentToProto) };
+      return { documents: (await reader.find(collectionName(req.collection), query, principalOf(ctx), causeFromProto(req.cause))).map(documentToProto) };
     },
   };
 }

@@ -21,12 +21,12 @@ import { actorFromProto, causeFromProto, dataFromProto, pageSizeFromProto } from
 /** TimeService's reads (ListTimers, GetTimer), which a standby serves too. */
 export function timeReads(timers: Pick<TimerReads, "list" | "get">): Pick<ServiceImpl<typeof TimeService>, "listTimers" | "getTimer"> {
   return {
-    listTimers(req, ctx) {
-      const page = timers.list(pageSizeFromProto(req.pageSize, 100, 1000), req.pageToken, kindFromProto(req.kind), principalOf(ctx));
+    async listTimers(req, ctx) {
+      const page = await timers.list(pageSizeFromProto(req.pageSize, 100, 1000), req.pageToken, kindFromProto(req.kind), principalOf(ctx));
       return { timers: page.timers.map((t) => timerToProto(t, [])), nextPageToken: page.nextPageToken };
     },
-    getTimer(req, ctx) {
-      const { timer, previewMs } = timers.get(req.timerId, req.previewCount, principalOf(ctx));
+    async getTimer(req, ctx) {
+      const { timer, previewMs } = await timers.get(req.timerId, req.previewCount, principalOf(ctx));
       return { timer: timerToProto(timer, previewMs) };
     },
   };

@@ -78,3 +78,30 @@ interface Row {
 function fromRow(row: Row): StoredDocument {
   return { doc: JSON.parse(row.doc), space: row.space };
 }
+
+/**
+ * The documents as the RPCs read them, outside the committer: on PostgreSQL on a connection of
+ * its own without blocking the event loop ({@link Db.readAsync}); on SQLite the statements' reads
+ * (a scan one row at a time, so a find that stops early reads no more).
+ */
+export interface DocumentReads {
+  /** As {@link DocumentStatements.get}. */
+  get(collection: string, id: string): Promise<StoredDocument | undefined>;
+  /** As {@link DocumentStatements.scan}. */
+  scan(collection: string): AsyncIterable<StoredDocument> | Iterable<StoredDocument>;
+}
+
+/** The documents' reads for RPCs on `db`; `statements` read them where the database's reads are not round trips. */
+export function documentReads(db: Db, statements: DocumentStatements): DocumentReads {
+  const readAsync = db.readAsync?.bind(db);
+  if (!readAsync) return { get: async (collection, id) => statements.get(collection, id), scan: (collection) => statements.scan(collection) };
+  return {
+    async get(collection, id) {
+      const [row] = (await readAsync("SELECT doc, space FROM documents WHERE collection = ? AND id = ?", [collection, id])) as Row[];
+      return row && fromRow(row);
+    },
+    async *scan(collection) {
+      for (const row of (await readAsync("SELECT doc, space FROM documents WHERE collection = ? ORDER BY id", [collection])) as Row[]) yield fromRow(row);
+    },
+  };
+}

@@ -130,6 +130,13 @@ export interface TimerStatements {
   list(after: TimerCursor | null, kind: TimerKind | "", limit: number): TimerRecord[];
 }
 
+/** ListTimers' pages: the timers with a next due moment after a (due, id), of a kind ("" all). */
+const listScheduledSql = `SELECT ${timerColumns} FROM timers WHERE next_due_ms IS NOT NULL AND (next_due_ms, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY next_due_ms, id LIMIT ?`;
+/** ListTimers' pages past the pending timers: those without a next due moment after an (updated_at, id). */
+const listSpentSql = `SELECT ${timerColumns} FROM timers WHERE next_due_ms IS NULL AND (updated_at, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY updated_at, id LIMIT ?`;
+/** Counted on the `timers_by_due` index, which holds only the pending timers. */
+const pendingCountSql = "SELECT count(*) AS n FROM timers WHERE next_due_ms IS NOT NULL";
+
 /** The timers table's statements on `db`. */
 export function timerStatements(db: Db): TimerStatements {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
@@ -148,7 +155,7 @@ export function timerStatements(db: Db): TimerStatements {
   const declared = db.prepare(`SELECT ${timerColumns} FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule`).raw();
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
   const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
-  const pendingCount = db.prepare("SELECT count(*) AS n FROM timers WHERE next_due_ms IS NOT NULL");
+  const pendingCount = db.prepare(pendingCountSql);
   const due = limitedStatement(db, `SELECT ${timerColumns} FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?`, { raw: true });
   const dueCount = limitedStatement(db, "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?) AS due");
   const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
@@ -160,16 +167,8 @@ export function timerStatements(db: Db): TimerStatements {
            FROM jsonb_to_recordset(?::jsonb) AS m(id text, next_due_ms bigint, called integer) WHERE t.id = m.id`,
         )
       : undefined;
-  const listScheduled = limitedStatement(
-    db,
-    `SELECT ${timerColumns} FROM timers WHERE next_due_ms IS NOT NULL AND (next_due_ms, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY next_due_ms, id LIMIT ?`,
-    { raw: true },
-  );
-  const listSpent = limitedStatement(
-    db,
-    `SELECT ${timerColumns} FROM timers WHERE next_due_ms IS NULL AND (updated_at, id) > (?, ?) AND (? = '' OR kind = ?) ORDER BY updated_at, id LIMIT ?`,
-    { raw: true },
-  );
+  const listScheduled = limitedStatement(db, listScheduledSql, { raw: true });
+  const listSpent = limitedStatement(db, listSpentSql, { raw: true });
   return {
     get(id: string): TimerRecord | undefined {
       const cells = get.get(id) as TimerCells | undefined;
@@ -236,6 +235,52 @@ export function timerStatements(db: Db): TimerStatements {
         rows.push(...(listSpent(limit - rows.length).all(tail.updatedAt, tail.id, kind, kind) as TimerCells[]));
       }
       return rows.map(timerFromCells);
+    },
+  };
+}
+
+/**
+ * The timers as the RPCs and /metrics read them, outside the committer: on PostgreSQL on a
+ * connection of its own without blocking the event loop ({@link Db.readAsync}); on SQLite the
+ * statements' reads, at once.
+ */
+export interface TimerRowReads {
+  /** As {@link TimerStatements.get}. */
+  get(id: string): Promise<TimerRecord | undefined>;
+  /** As {@link TimerStatements.list}. */
+  list(after: TimerCursor | null, kind: TimerKind | "", limit: number): Promise<TimerRecord[]>;
+  /** As {@link TimerStatements.pendingCount}. */
+  pendingCount(): Promise<number>;
+}
+
+/** The timers' reads for RPCs on `db`; `statements` read them where the database's reads are not round trips. */
+export function timerRowReads(db: Db, statements: TimerStatements): TimerRowReads {
+  const readAsync = db.readAsync?.bind(db);
+  if (!readAsync) {
+    return {
+      get: async (id) => statements.get(id),
+      list: async (after, kind, limit) => statements.list(after, kind, limit),
+      pendingCount: async () => statements.pendingCount(),
+    };
+  }
+  const cells = async (sql: string, params: unknown[]) => ((await readAsync(sql, params)) as Record<string, unknown>[]).map((row) => timerFromCells(Object.values(row) as TimerCells));
+  return {
+    async get(id) {
+      return (await cells(`SELECT ${timerColumns} FROM timers WHERE id = ?`, [id]))[0];
+    },
+    async list(after, kind, limit) {
+      const rows: TimerRecord[] = [];
+      if (!after || after.dueMs !== null) {
+        rows.push(...(await cells(listScheduledSql, [after?.dueMs ?? -Number.MAX_SAFE_INTEGER, after?.id ?? "", kind, kind, limit])));
+      }
+      if (rows.length < limit) {
+        const tail = after && after.dueMs === null ? after : { updatedAt: -Number.MAX_SAFE_INTEGER, id: "" };
+        rows.push(...(await cells(listSpentSql, [tail.updatedAt, tail.id, kind, kind, limit - rows.length])));
+      }
+      return rows;
+    },
+    async pendingCount() {
+      return ((await readAsync(pendingCountSql, [])) as { n: number }[])[0].n;
     },
   };
 }

@@ -8,7 +8,7 @@ import type { Db } from "../store/sql.js";
 import type { EventStatements } from "../store/events.js";
 import { occurrenceStatements } from "../store/occurrences.js";
 import { timerControlStatements } from "../store/timer-control.js";
-import { timerStatements } from "../store/timers.js";
+import { timerRowReads, timerStatements } from "../store/timers.js";
 import { DelayChains, defaultMaxChainDepth } from "./chains.js";
 import { ClockArm, defaultLookaheadMs } from "./clock-arm.js";
 import { reconcileDeclared } from "./declared.js";
@@ -57,8 +57,8 @@ export interface Time {
   lateness: LatenessHistogram;
   /** The clock, for tests and metrics: what it is armed for. */
   clock: ClockArm;
-  /** Timers with a next due moment, read now (the `chronolog_timers_pending` gauge). */
-  pendingCount(): number;
+  /** Timers with a next due moment, read now (the `chronolog_timers_pending` gauge; on PostgreSQL without blocking the event loop). */
+  pendingCount(): Promise<number>;
   /** Calls `listener` when an occurrence is skipped or one of its calls ends (tests wait on it). */
   onOccurrence(listener: (outcome: OccurrenceOutcome) => void): void;
   /**
@@ -80,6 +80,7 @@ export function openTime(options: TimeOptions): Time {
   const { db, committer, clock, logger, registry } = options;
   const region = options.region ?? 0;
   const timerRows = timerStatements(db);
+  const timerReads = timerRowReads(db, timerRows);
   const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
   const occurrenceRows = occurrenceStatements(db);
   const control = timerControlStatements(db);
@@ -89,7 +90,7 @@ export function openTime(options: TimeOptions): Time {
   const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs;
   const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, control, actions: options.actions, clock, lateness, logger, lookaheadMs, changed: (due) => arm.changed(due) });
   const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), lookaheadMs, logger });
-  const timers = new Timers({ registry, committer, timers: timerRows, control, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
+  const timers = new Timers({ registry, committer, timers: timerRows, reads: timerReads, control, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
   const log = (message: string, details: Record<string, unknown>) => logger.warn(details, message);
   registry.inRegistrationCommit((tx, plugins) => void reconcileDeclared(tx, timerRows, plugins, region, log, control));
   registry.onChange(() => arm.refresh()); // a declared timer may have moved later or gone
@@ -97,7 +98,7 @@ export function openTime(options: TimeOptions): Time {
     timers,
     lateness,
     clock: arm,
-    pendingCount: () => timerRows.pendingCount(),
+    pendingCount: () => timerReads.pendingCount(),
     onOccurrence: (listener) => firing.onOccurrence(listener),
     async start() {
       await committer.submit((tx) => reconcileDeclared(tx, timerRows, registry.list(), region, log, control));

@@ -8,7 +8,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, policyToJson, specToJson } from "../store/timer-json.js";
-import type { TimerStatements } from "../store/timers.js";
+import type { TimerRowReads, TimerStatements } from "../store/timers.js";
 import type { DelayChains } from "./chains.js";
 import { anchorFor, canonicalSpec, checkAt, checkMs, checkSchedulePolicy, firstDue, maxHorizonMs } from "./spec-checks.js";
 import { checkCauseRole, checkClientTimerId, checkInput, checkNoActorUnderCause, checkTimerIdArgument, TimerAccess } from "./timer-checks.js";
@@ -26,6 +26,8 @@ export interface TimersDeps {
   registry: PluginRegistry;
   committer: Committer;
   timers: TimerStatements;
+  /** ListTimers' and GetTimer's reads (on PostgreSQL without blocking the event loop). */
+  reads: TimerRowReads;
   /** Policies, pause, trigger, backfill. */
   control: TimerControlStatements;
   events: EventStatements;
@@ -245,12 +247,12 @@ export class Timers {
   }
 
   /** ListTimers: see {@link TimerReads.list}. */
-  list(pageSize: number, pageToken: string, kind: TimerKind | "", principal: Principal): TimerPage {
+  list(pageSize: number, pageToken: string, kind: TimerKind | "", principal: Principal): Promise<TimerPage> {
     return this.reads.list(pageSize, pageToken, kind, principal);
   }
 
   /** GetTimer: see {@link TimerReads.get}. */
-  get(timerId: string, previewCount: number, principal: Principal): { timer: TimerRecord; previewMs: number[] } {
+  get(timerId: string, previewCount: number, principal: Principal): Promise<{ timer: TimerRecord; previewMs: number[] }> {
     return this.reads.get(timerId, previewCount, principal);
   }
 
