@@ -6,7 +6,7 @@
 // stream with RESOURCE_EXHAUSTED, and again at every reconnect, since the same work is resent.)
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";

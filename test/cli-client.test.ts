@@ -3,7 +3,7 @@
 // cancel-delay), a closed stdout pipe (EPIPE) and numeric options checked before any request.
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";

@@ -4,7 +4,7 @@
 // grpcurl and raw streams watch while the owner is stopped with SIGTERM.
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";

@@ -3,7 +3,7 @@
 // on HTTP/1.1, `buf curl` with reflection v1 and v1alpha, health, and the
 // UNIMPLEMENTED answer of a method the owner does not serve.
 //
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";

@@ -1,5 +1,5 @@
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";

@@ -1,5 +1,5 @@
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";

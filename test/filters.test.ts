@@ -5,7 +5,7 @@
 // never ends a reader's stream). Through the real transport; the filters that crashed or froze
 // the owner before run against an owner in a child process.
 //
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as createRpcClient, type Client } from "@connectrpc/connect";

@@ -6,7 +6,7 @@
 // gRPC-Web transport stays on connect-node.
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { writeFileSync } from "node:fs";
 import * as http2 from "node:http2";

@@ -6,7 +6,7 @@
 // curl commands are in clients.test.ts).
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { execFile, spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";

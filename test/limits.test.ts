@@ -3,7 +3,7 @@
 // is refused wherever the owner takes client data (binary clients decode ~49 levels), and an
 // executor's credits are clamped to maxCredits, so ListExecutors always encodes.
 //
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";

@@ -1,4 +1,4 @@
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

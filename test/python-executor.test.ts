@@ -12,7 +12,7 @@
 // under a delivery or an action run, with ids derived as in TypeScript.
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";

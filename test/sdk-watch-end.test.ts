@@ -3,7 +3,7 @@
 // A client made without a usable URL says so.
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";

@@ -5,7 +5,7 @@
 // once the stalled one reads again it gets every event, in order.
 //
 // @module-tag serial
-// @module-tag postgres
+// @module-tag sqlite-only
 
 import { readFileSync } from "node:fs";
 import * as http2 from "node:http2";
