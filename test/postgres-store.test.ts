@@ -57,7 +57,7 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
   it("names its connections `chronolog <instance> <role>` as given (spaces are not written as '+')", async () => {
     const { other } = await leader("named1");
     const names = other.querySync("SELECT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'chronolog named1 %' ORDER BY 1").map((r) => r.name);
-    expect(names).toEqual(["chronolog named1 lease", "chronolog named1 reader", "chronolog named1 writer"]);
+    expect(names).toEqual(["chronolog named1 async", "chronolog named1 lease", "chronolog named1 reader", "chronolog named1 writer"]);
   });
 
   /** A renewer of `database`'s lease (taken), renewing every 200 ms, and what it reported. */
