@@ -294,3 +294,56 @@ describe("stop() hands in what finished", () => {
     }
   });
 });
+
+describe("stop() with a backlog", () => {
+  it("tells the owner it stops: no more work is sent to it, what it got is answered, nothing is tried again, and the owner logs a stop, not a disconnect", async () => {
+    const lines: string[] = [];
+    const owner = await startTestOwner({ logger: pino({ level: "info" }, { write: (line: string) => void lines.push(line) }) });
+    const handled: { by: string; id: string; at: number }[] = [];
+    const plugin = (by: string) =>
+      definePlugin({
+        name: "backlog",
+        events: { "backlog.item": { allow: ["*"] } },
+        processors: {
+          slow: {
+            on: "backlog.item",
+            key: "data.k",
+            concurrency: 64,
+            async run(ctx) {
+              await new Promise((r) => setTimeout(r, 20));
+              handled.push({ by, id: ctx.event.id, at: performance.now() });
+            },
+          },
+        },
+      });
+    const first = runExecutor({ url: owner.url, plugins: [plugin("first")], credits: 8, onError: () => {} });
+    let second: Executor | undefined;
+    try {
+      await first.ready;
+      const client = createClient({ url: owner.url });
+      await client.emitBatch(Array.from({ length: 300 }, (_, i) => ({ type: "backlog.item", data: { k: `k${i % 50}` } })));
+      await until(() => handled.length >= 20, "the first executor working through the backlog");
+      const stopAt = performance.now();
+      await first.stop(5_000);
+      const stoppedAt = performance.now();
+      // What it had when it stopped (at most its 8 credits, and what was on its way) it finished; nothing after.
+      const byFirstAfterStop = handled.filter((h) => h.by === "first" && h.at > stopAt).length;
+      expect(byFirstAfterStop).toBeLessThanOrEqual(16);
+      expect(handled.filter((h) => h.by === "first" && h.at > stoppedAt)).toEqual([]);
+      second = runExecutor({ url: owner.url, plugins: [plugin("second")], credits: 64, onError: () => {} });
+      await until(() => handled.length >= 300, "the second executor finishing the backlog", 30_000);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(handled.length).toBe(300); // each event handled once: none the first finished was run again
+      expect(new Set(handled.map((h) => h.id)).size).toBe(300);
+      expect(await eventsOf(client, ["processor.retried", "processor.failed"])).toEqual([]);
+      const messages = lines.map((l) => JSON.parse(l).msg as string);
+      expect(messages).toContainEqual(expect.stringMatching(/^executor backlog is stopping: it gets no more work, and finishes the \d+ deliveries and calls it holds$/));
+      expect(messages).toContain("executor stopped");
+      expect(messages.filter((m) => m === "executor disconnected")).toEqual([]);
+    } finally {
+      await first.stop(0);
+      await second?.stop(0);
+      await owner.close();
+    }
+  });
+});

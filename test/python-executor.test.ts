@@ -26,6 +26,9 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { derivedId } from "../server/src/log/ids.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
+import { definePlugin } from "../sdk/ts/src/plugin.js";
+import { eventsOf } from "./helpers/log-snapshot.js";
 import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { TimerKind, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
@@ -487,5 +490,67 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(await answer).toMatchObject({ fromLog: false, output: { job_id: "j-6" } });
     const ofCall = (await read("action.started", "action.retried", "action.completed", "action.failed")).filter((e) => (e.data as JsonObject).call_id === "slow-j-6");
     expect(ofCall.map((e) => e.type)).toEqual(["action.started", "action.completed"]);
+  });
+});
+
+describe.skipIf(missing && !process.env.CI)("a Python executor stopped (SIGTERM) with a backlog", () => {
+  it("tells the owner it stops: no more work is sent to it, what it got is answered, nothing is tried again, and the owner logs a stop, not a disconnect", async () => {
+    const dir = tempDir("chronolog-pystop-");
+    const owner = await spawnOwner(join(dir, "data"), []);
+    const child = spawn(PYTHON, ["sdk/python/tests/stop_with_backlog.py"], {
+      cwd: repo,
+      env: { ...process.env, CHRONOLOG_URL: owner.url, PYTHONPATH: join(repo, "sdk/python"), PYTHONUNBUFFERED: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    // "close": exited, and its output read to the end.
+    const exited = new Promise<number | string>((resolve) => child.once("close", (code, signal) => resolve(code ?? signal ?? -1)));
+    const lines: string[] = [];
+    createInterface({ input: child.stdout! }).on("line", (line) => lines.push(line));
+    let stderr = "";
+    child.stderr!.on("data", (chunk) => (stderr += chunk));
+    try {
+      await until(() => lines.includes("ready"), `the Python executor ready (${stderr})`, 30_000);
+      const client = createClient({ url: owner.url });
+      await client.emitBatch(Array.from({ length: 300 }, (_, i) => ({ type: "pybacklog.item", data: { k: `k${i % 50}` } })));
+      await until(() => lines.filter((l) => l.startsWith("handled ")).length >= 20, "the Python executor working through the backlog");
+      const handledAtStop = lines.filter((l) => l.startsWith("handled ")).length;
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(lines.at(-1)).toBe("stopped");
+      const byPython = lines.filter((l) => l.startsWith("handled ")).map((l) => l.slice("handled ".length));
+      // What it held when it stopped (its 16 credits) and what was on its way it finished; no more.
+      expect(byPython.length - handledAtStop).toBeLessThanOrEqual(32);
+      // The rest goes to a TypeScript executor of the same processor.
+      const byTs: string[] = [];
+      const ts = runExecutor({
+        url: owner.url,
+        credits: 64,
+        onError: () => {},
+        plugins: [
+          definePlugin({
+            name: "pybacklog",
+            version: "1",
+            events: { "pybacklog.item": { allow: ["*"] } },
+            processors: { slow: { on: "pybacklog.item", key: "data.k", concurrency: 16, run: (ctx) => void byTs.push(ctx.event.id) } },
+          }),
+        ],
+      });
+      try {
+        await until(() => byPython.length + byTs.length >= 300, "the TypeScript executor finishing the backlog", 30_000);
+        await new Promise((r) => setTimeout(r, 200));
+      } finally {
+        await ts.stop(0);
+      }
+      expect(byPython.length + byTs.length).toBe(300); // each event handled once: none the Python executor finished was run again
+      expect(new Set([...byPython, ...byTs]).size).toBe(300);
+      expect(await eventsOf(client, ["processor.retried", "processor.failed"])).toEqual([]);
+      const messages = owner.logs.map((l) => JSON.parse(l).msg as string);
+      expect(messages).toContainEqual(expect.stringMatching(/^executor pybacklog is stopping: it gets no more work/));
+      expect(messages).toContain("executor stopped");
+    } finally {
+      child.kill("SIGKILL");
+      owner.child.kill("SIGTERM");
+      await owner.exited;
+    }
   });
 });

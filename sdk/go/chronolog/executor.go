@@ -152,18 +152,32 @@ func (e *Executor) Wait() error {
 	return e.fatal
 }
 
-// Stop lets held and running work finish (up to grace; work that comes meanwhile included), then
-// half-closes the stream after the acks and results so far: the owner reads them and ends the
-// stream (given up to 2 s), so finished work is never run again; what still runs then, the owner
-// runs again elsewhere. It returns once the executor has ended. Safe to call more than once.
+// Stop tells the owner the executor stops (Stopping: it sends no more work, and answers once nothing
+// more is on its way), lets held and running work finish (up to grace; work that comes meanwhile
+// included), then half-closes the stream after the acks and results so far: the owner reads them
+// and ends the stream (given up to 2 s), so finished work is never run again and the stop is no
+// disconnect; what still runs then, the owner runs again elsewhere. It returns once the executor
+// has ended. Safe to call more than once.
 func (e *Executor) Stop(grace time.Duration) {
 	e.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		e.mu.Lock()
+		s := e.current
+		e.mu.Unlock()
+		if s != nil {
+			// The owner sends no more work and answers once nothing more is on its way to this executor.
+			s.out.push(&chronologv1.SubscribeRequest{Message: &chronologv1.SubscribeRequest_Stopping{Stopping: &chronologv1.Stopping{GraceMs: uint32(grace.Milliseconds())}}})
+			select {
+			case <-s.stoppingAnswered:
+			case <-s.over:
+			case <-ctx.Done():
+			}
+		}
 		e.work.wait(ctx)
 		cancel()
 		e.mu.Lock()
 		e.closing = true
-		s := e.current
+		s = e.current
 		e.mu.Unlock()
 		if s != nil {
 			s.out.closeSends()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ type session struct {
 	running   map[string]context.CancelCauseFunc
 	held      map[string]*time.Timer
 	over      chan struct{}
+	// stoppingAnswered is closed when the owner answered the executor's Stopping: no more work is on its way.
+	stoppingAnswered chan struct{}
+	answerOnce       sync.Once
 }
 
 // errStreamEnded is what the work of a stream that ended is cancelled with.
@@ -42,7 +46,7 @@ func cancelledBy(reason string) error { return fmt.Errorf("cancelled by the owne
 func (e *Executor) session(onWelcome func()) error {
 	ctx, cancel := context.WithCancelCause(e.base)
 	s := &session{ex: e, ctx: ctx, cancel: cancel, out: newOutgoing(), clock: newStreamClock(), opened: time.Now(),
-		running: map[string]context.CancelCauseFunc{}, held: map[string]*time.Timer{}, over: make(chan struct{})}
+		running: map[string]context.CancelCauseFunc{}, held: map[string]*time.Timer{}, over: make(chan struct{}), stoppingAnswered: make(chan struct{})}
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
@@ -120,7 +124,13 @@ func (s *session) handle(res *chronologv1.SubscribeResponse, onWelcome func()) {
 		} else {
 			s.cancelRun(id, reason)
 		}
+	case *chronologv1.SubscribeResponse_Stopping:
+		s.answerOnce.Do(func() { close(s.stoppingAnswered) })
 	case *chronologv1.SubscribeResponse_Notice:
+		if m.Notice.GetReason() == "UNSUPPORTED" && strings.HasPrefix(m.Notice.GetMessage(), "message stopping ") {
+			s.answerOnce.Do(func() { close(s.stoppingAnswered) }) // an owner older than Stopping sends until the stream closes
+			return
+		}
 		s.ex.report(fmt.Errorf("owner notice %s: %s", m.Notice.GetReason(), m.Notice.GetMessage()))
 	}
 }

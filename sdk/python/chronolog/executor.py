@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import signal
 import sys
 import threading
 import time
@@ -207,12 +208,20 @@ class Executor:
         return session is not None and not session.ended.is_set() and self._ready.is_set()
 
     def stop(self, grace_s: float = 5.0) -> None:
-        """Lets held and running deliveries and invocations finish (up to ``grace_s``, work that comes
-        meanwhile included), then half-closes the stream after the results and acks so far: the owner
-        reads them and ends it (given up to 2 s), so finished work is never run again; what still runs
-        then, the owner runs again elsewhere. Safe to call again."""
+        """Tells the owner this executor stops (it sends no more work, and answers once nothing more
+        is on its way), lets held and running deliveries and invocations finish (up to ``grace_s``,
+        work that comes meanwhile included), then half-closes the stream after the results and acks
+        so far: the owner reads them and ends it (given up to 2 s), so finished work is never run
+        again and the stop is no disconnect; what still runs then, the owner runs again elsewhere.
+        Safe to call again."""
+        first = not self._stopping.is_set()
         self._stopping.set()
         deadline = time.monotonic() + grace_s
+        session = self._session
+        if first and session is not None and not session.ended.is_set():
+            session.send(executor_pb2.SubscribeRequest(stopping=executor_pb2.Stopping(grace_ms=int(grace_s * 1000))))
+            while not session.stopping_answered.is_set() and not session.ended.is_set() and time.monotonic() < deadline:
+                session.stopping_answered.wait(0.05)
         while (left := deadline - time.monotonic()) > 0:
             with self._running_lock:
                 running = list(self._running)
@@ -233,15 +242,21 @@ class Executor:
             self.client.close()
 
     def run_forever(self) -> None:
-        """Starts (if needed) and blocks until :meth:`stop` is called or Ctrl-C (then stops).
+        """Starts (if needed) and blocks until :meth:`stop` is called, Ctrl-C or SIGTERM (then stops
+        gracefully, see :meth:`stop`).
 
         Raises ``fatal_error`` when the owner refused the stream for good
         (UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT at hello).
         """
         self.start()
+        terminated = threading.Event()
+        # SIGTERM stops it gracefully, unless the program handles SIGTERM itself.
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, lambda *_: terminated.set())
         try:
-            while not self._stopping.wait(0.5):
-                pass
+            while not self._stopping.is_set():
+                if terminated.wait(0.2):
+                    self.stop()
         except KeyboardInterrupt:
             self.stop()
         if self.fatal_error is not None:
@@ -346,9 +361,14 @@ class Executor:
                     cancel_work(session, response.cancel_invocation.invocation_id, response.cancel_invocation.reason)
                 elif kind == "cancel_delivery":
                     cancel_work(session, response.cancel_delivery.delivery_id, response.cancel_delivery.reason)
+                elif kind == "stopping":
+                    session.stopping_answered.set()
                 elif kind == "notice":
                     notice = response.notice
-                    self._report(RuntimeError(f"owner notice {notice.reason}: {notice.message}"))
+                    if notice.reason == "UNSUPPORTED" and notice.message.startswith("message stopping "):
+                        session.stopping_answered.set()  # an owner older than `stopping` sends until the stream closes
+                    else:
+                        self._report(RuntimeError(f"owner notice {notice.reason}: {notice.message}"))
         except grpc.RpcError as e:
             if session.ended.is_set() and e.code() == grpc.StatusCode.CANCELLED:
                 return  # ended here: by stop() or a silent owner (already reported)

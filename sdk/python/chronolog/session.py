@@ -55,6 +55,8 @@ class Session:
         self.lock = threading.Lock()
         self.clock = StreamClock()
         self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
+        # Set when the owner answered this executor's `stopping`: no more work is on its way.
+        self.stopping_answered = threading.Event()
 
     def send(self, request: executor_pb2.SubscribeRequest) -> None:
         """Queues a message; dropped once the stream ended (the owner retries that work)."""

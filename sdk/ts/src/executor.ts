@@ -170,9 +170,17 @@ class ExecutorRunner {
    * The current stream, null between streams: its held invocations; `closeSends`
    * half-closes it after what is queued; `over` resolves when it ended.
    */
-  private current: { holds: HoldQueue<Invocation>; closeSends: () => void; over: Promise<void> } | null = null;
+  private current: {
+    holds: HoldQueue<Invocation>;
+    closeSends: () => void;
+    over: Promise<void>;
+    /** Tells the owner this executor stops; resolves when the owner answered (nothing more on its way) or the stream ended. */
+    stopping: (graceMs: number) => Promise<void>;
+  } | null = null;
   /** stop() half-closed the stream: do not reconnect when it ends. */
   private closing = false;
+  /** Settles the current stream's wait for the owner's answer to `stopping`. */
+  private stoppingAnswered: () => void = () => {};
   /** The owner version the last welcome gave (checked once each: {@link checkOwnerVersion}). */
   private ownerVersionSeen: string | undefined;
   private resolveReady!: () => void;
@@ -245,7 +253,19 @@ class ExecutorRunner {
     setMaxListeners(0, abort); // every run in flight that read ctx.signal listens for the stream's end: no leak warning past 10
     const holds = new HoldQueue<Invocation>((invocation, lateMs) => this.invoke(invocation, lateMs, sends, abort));
     let over!: () => void;
-    this.current = { holds, closeSends: outgoing.end, over: new Promise<void>((resolve) => (over = resolve)) };
+    const overPromise = new Promise<void>((resolve) => (over = resolve));
+    let answered!: () => void;
+    const stoppingAnswered = new Promise<void>((resolve) => (answered = resolve));
+    this.stoppingAnswered = answered;
+    this.current = {
+      holds,
+      closeSends: outgoing.end,
+      over: overPromise,
+      stopping: (graceMs) => {
+        outgoing.push({ message: { case: "stopping", value: { graceMs } } });
+        return Promise.race([stoppingAnswered, overPromise]);
+      },
+    };
     outgoing.push({
       message: {
         case: "hello",
@@ -319,8 +339,11 @@ class ExecutorRunner {
       if (holds.remove((i) => i.invocationId === invocationId)) sends.result(this.actions.cancelledHeld(invocationId, reason));
       else this.actions.cancel(invocationId, reason);
     }
+    if (m.case === "stopping") this.stoppingAnswered();
     if (m.case === "notice") {
-      this.report(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
+      // An owner older than the stopping message refuses it: it keeps sending until the stream closes.
+      if (m.value.reason === "UNSUPPORTED" && m.value.message.startsWith("message stopping ")) this.stoppingAnswered();
+      else this.report(new Error(`owner notice ${m.value.reason}: ${m.value.message}`));
     }
   }
 
@@ -373,16 +396,24 @@ class ExecutorRunner {
   }
 
   /**
-   * Waits up to `graceMs` for held and running work to end, then half-closes the stream after
-   * the results and acks queued so far: the owner reads them, then ends the stream, so no
-   * finished work is run again. Work still running or held then is run again by the owner
-   * (elsewhere). The owner gets {@link closeWaitMs} to end the stream before it is cut.
+   * Tells the owner this executor stops (it sends no more work, and answers once nothing more is
+   * on its way), waits up to `graceMs` for the work it holds and any still on its way to end,
+   * then half-closes the stream after the results and acks queued so far: the owner reads them,
+   * then ends the stream, so no finished work is run again and the stop is no disconnect. Work
+   * still running or held then is run again by the owner (elsewhere). The owner gets
+   * {@link closeWaitMs} to end the stream before it is cut.
    */
   private async stop(graceMs: number): Promise<void> {
-    const grace = sleep(graceMs);
+    let graceOver = false;
+    const grace = sleep(graceMs).then(() => (graceOver = true));
     const finished = (async () => {
-      await this.current?.holds.drained(); // held invocations start at their moment, then count as running
-      await Promise.allSettled([...this.running]);
+      await this.current?.stopping(graceMs); // every delivery and invocation sent before the answer has arrived
+      // Held invocations start at their moment, then count as running; a run may end while another
+      // arrives: until nothing is held or running.
+      while (!graceOver && ((this.current?.holds.size ?? 0) > 0 || this.running.size > 0)) {
+        await this.current?.holds.drained();
+        await Promise.allSettled([...this.running]);
+      }
     })();
     await Promise.race([finished, grace]);
     const stream = this.current;

@@ -168,6 +168,15 @@ export class ExecutorHub {
       }
       case "heartbeat":
         return;
+      case "stopping":
+        if (session.stopping) return;
+        session.stopping = true;
+        this.logger.info(
+          { session: session.id, executor: session.hosting.executor, inFlight: session.live, graceMs: m.value.graceMs },
+          `executor ${session.hosting.executor} is stopping: it gets no more work, and finishes the ${session.live} deliveries and calls it holds`,
+        );
+        session.send({ message: { case: "stopping", value: { graceMs: 0 } } }); // after every delivery and invocation queued for it
+        return;
       case "hello":
         this.notice(session, "DUPLICATE_HELLO", "", "hello may be sent once, first: ignored");
         return;
@@ -207,7 +216,7 @@ export class ExecutorHub {
     session.outbox.end();
     this.processors.sessionGone(session);
     this.actions.sessionGone(session);
-    this.logger.info({ session: session.id, executor: session.hosting.executor, reason }, "executor disconnected");
+    this.logger.info({ session: session.id, executor: session.hosting.executor, reason }, session.stopping ? "executor stopped" : "executor disconnected");
   }
 
   /** The session hosting `processor` with the most free credits, or undefined. */
@@ -223,7 +232,7 @@ export class ExecutorHub {
    */
   reserveFor(processor: string): ExecutorSession | undefined {
     let best: ExecutorSession | undefined;
-    for (const s of this.sessions) if (s.processors.has(processor) && !s.reserved && !s.closed && (!best || s.live < best.live)) best = s;
+    for (const s of this.sessions) if (s.processors.has(processor) && !s.reserved && !s.closed && !s.stopping && (!best || s.live < best.live)) best = s;
     if (best) best.reserved = true;
     return best;
   }

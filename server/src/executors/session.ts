@@ -132,6 +132,8 @@ export class ExecutorSession {
   closed = false;
   /** Reserved for a delivery tried alone (a processor's isolated retry): it takes no new work meanwhile. */
   reserved = false;
+  /** The executor said it is stopping (a Stopping message): it takes no new work, and finishes what it holds. */
+  stopping = false;
   /** The stream clock's origin (`performance.now()` ms when the session opened). */
   private readonly openedAt = performance.now();
   private granted: number;
@@ -164,9 +166,9 @@ export class ExecutorSession {
     return this.inFlight.size - this.abandoned.size;
   }
 
-  /** Work this session can still take (none while reserved). */
+  /** Work this session can still take (none while reserved, or once stopping). */
   get free(): number {
-    return this.closed || this.reserved ? 0 : this.credits - this.inFlight.size;
+    return this.closed || this.reserved || this.stopping ? 0 : this.credits - this.inFlight.size;
   }
 
   /** The stream's clock: ms (with a fraction) since the session opened, monotonic (Invocation.written_at_ms). */

@@ -95,6 +95,7 @@ type SubscribeRequest struct {
 	//	*SubscribeRequest_Heartbeat
 	//	*SubscribeRequest_Acks
 	//	*SubscribeRequest_ActionResults
+	//	*SubscribeRequest_Stopping
 	Message       isSubscribeRequest_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -209,6 +210,15 @@ func (x *SubscribeRequest) GetActionResults() *ActionResultBatch {
 	return nil
 }
 
+func (x *SubscribeRequest) GetStopping() *Stopping {
+	if x != nil {
+		if x, ok := x.Message.(*SubscribeRequest_Stopping); ok {
+			return x.Stopping
+		}
+	}
+	return nil
+}
+
 type isSubscribeRequest_Message interface {
 	isSubscribeRequest_Message()
 }
@@ -254,6 +264,13 @@ type SubscribeRequest_ActionResults struct {
 	ActionResults *ActionResultBatch `protobuf:"bytes,8,opt,name=action_results,json=actionResults,proto3,oneof"`
 }
 
+type SubscribeRequest_Stopping struct {
+	// The executor is stopping gracefully: the owner sends it no more deliveries or invocations.
+	// It then finishes and answers what it holds, and half-closes the stream; what it still held
+	// when the stream ended is tried again elsewhere, as after a disconnect.
+	Stopping *Stopping `protobuf:"bytes,9,opt,name=stopping,proto3,oneof"`
+}
+
 func (*SubscribeRequest_Hello) isSubscribeRequest_Message() {}
 
 func (*SubscribeRequest_Ack) isSubscribeRequest_Message() {}
@@ -270,6 +287,56 @@ func (*SubscribeRequest_Acks) isSubscribeRequest_Message() {}
 
 func (*SubscribeRequest_ActionResults) isSubscribeRequest_Message() {}
 
+func (*SubscribeRequest_Stopping) isSubscribeRequest_Message() {}
+
+// Sent by an executor that stops (SIGTERM, its stop()): it takes no more work. The owner answers
+// with the same message once nothing more is on its way to the executor.
+type Stopping struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long the executor waits for the work it holds before it closes the stream, ms (for the
+	// owner's log; 0 in the owner's answer).
+	GraceMs       uint32 `protobuf:"varint,1,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stopping) Reset() {
+	*x = Stopping{}
+	mi := &file_chronolog_v1_executor_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stopping) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stopping) ProtoMessage() {}
+
+func (x *Stopping) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_executor_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stopping.ProtoReflect.Descriptor instead.
+func (*Stopping) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Stopping) GetGraceMs() uint32 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
 // Acks sent together, to save a message per delivery under load.
 type AckBatch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -281,7 +348,7 @@ type AckBatch struct {
 
 func (x *AckBatch) Reset() {
 	*x = AckBatch{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[1]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -293,7 +360,7 @@ func (x *AckBatch) String() string {
 func (*AckBatch) ProtoMessage() {}
 
 func (x *AckBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[1]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -306,7 +373,7 @@ func (x *AckBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatch.ProtoReflect.Descriptor instead.
 func (*AckBatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{1}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AckBatch) GetAcks() []*Ack {
@@ -327,7 +394,7 @@ type ActionResultBatch struct {
 
 func (x *ActionResultBatch) Reset() {
 	*x = ActionResultBatch{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[2]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +406,7 @@ func (x *ActionResultBatch) String() string {
 func (*ActionResultBatch) ProtoMessage() {}
 
 func (x *ActionResultBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[2]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +419,7 @@ func (x *ActionResultBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionResultBatch.ProtoReflect.Descriptor instead.
 func (*ActionResultBatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{2}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ActionResultBatch) GetResults() []*ActionResult {
@@ -378,6 +445,7 @@ type SubscribeResponse struct {
 	//	*SubscribeResponse_Deliveries
 	//	*SubscribeResponse_Invocations
 	//	*SubscribeResponse_CancelDelivery
+	//	*SubscribeResponse_Stopping
 	Message       isSubscribeResponse_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -385,7 +453,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[3]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +465,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[3]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +478,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{3}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubscribeResponse) GetMessage() isSubscribeResponse_Message {
@@ -501,6 +569,15 @@ func (x *SubscribeResponse) GetCancelDelivery() *CancelDelivery {
 	return nil
 }
 
+func (x *SubscribeResponse) GetStopping() *Stopping {
+	if x != nil {
+		if x, ok := x.Message.(*SubscribeResponse_Stopping); ok {
+			return x.Stopping
+		}
+	}
+	return nil
+}
+
 type isSubscribeResponse_Message interface {
 	isSubscribeResponse_Message()
 }
@@ -551,6 +628,12 @@ type SubscribeResponse_CancelDelivery struct {
 	CancelDelivery *CancelDelivery `protobuf:"bytes,9,opt,name=cancel_delivery,json=cancelDelivery,proto3,oneof"`
 }
 
+type SubscribeResponse_Stopping struct {
+	// Answer to the executor's `stopping`: no delivery or invocation follows it on this stream
+	// (cancellations and notices may). What the executor got before it is its to finish.
+	Stopping *Stopping `protobuf:"bytes,10,opt,name=stopping,proto3,oneof"`
+}
+
 func (*SubscribeResponse_Welcome) isSubscribeResponse_Message() {}
 
 func (*SubscribeResponse_Delivery) isSubscribeResponse_Message() {}
@@ -569,6 +652,8 @@ func (*SubscribeResponse_Invocations) isSubscribeResponse_Message() {}
 
 func (*SubscribeResponse_CancelDelivery) isSubscribeResponse_Message() {}
 
+func (*SubscribeResponse_Stopping) isSubscribeResponse_Message() {}
+
 // Deliveries sent together, to save a message per delivery under load.
 type DeliveryBatch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -580,7 +665,7 @@ type DeliveryBatch struct {
 
 func (x *DeliveryBatch) Reset() {
 	*x = DeliveryBatch{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[4]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -592,7 +677,7 @@ func (x *DeliveryBatch) String() string {
 func (*DeliveryBatch) ProtoMessage() {}
 
 func (x *DeliveryBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[4]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -605,7 +690,7 @@ func (x *DeliveryBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryBatch.ProtoReflect.Descriptor instead.
 func (*DeliveryBatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeliveryBatch) GetDeliveries() []*Delivery {
@@ -627,7 +712,7 @@ type InvocationBatch struct {
 
 func (x *InvocationBatch) Reset() {
 	*x = InvocationBatch{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[5]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +724,7 @@ func (x *InvocationBatch) String() string {
 func (*InvocationBatch) ProtoMessage() {}
 
 func (x *InvocationBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[5]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +737,7 @@ func (x *InvocationBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvocationBatch.ProtoReflect.Descriptor instead.
 func (*InvocationBatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InvocationBatch) GetInvocations() []*Invocation {
@@ -688,7 +773,7 @@ type Notice struct {
 
 func (x *Notice) Reset() {
 	*x = Notice{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[6]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +785,7 @@ func (x *Notice) String() string {
 func (*Notice) ProtoMessage() {}
 
 func (x *Notice) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[6]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +798,7 @@ func (x *Notice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notice.ProtoReflect.Descriptor instead.
 func (*Notice) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Notice) GetReason() string {
@@ -781,7 +866,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[7]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +878,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[7]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +891,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Hello) GetExecutor() string {
@@ -926,7 +1011,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[8]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1023,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[8]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1036,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Welcome) GetSessionId() string {
@@ -1010,7 +1095,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[9]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1107,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[9]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1120,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Delivery) GetDeliveryId() string {
@@ -1095,7 +1180,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[10]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1192,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[10]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1205,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Ack) GetDeliveryId() string {
@@ -1190,7 +1275,7 @@ type Invocation struct {
 
 func (x *Invocation) Reset() {
 	*x = Invocation{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[11]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1287,7 @@ func (x *Invocation) String() string {
 func (*Invocation) ProtoMessage() {}
 
 func (x *Invocation) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[11]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1300,7 @@ func (x *Invocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invocation.ProtoReflect.Descriptor instead.
 func (*Invocation) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Invocation) GetInvocationId() string {
@@ -1324,7 +1409,7 @@ type Scheduled struct {
 
 func (x *Scheduled) Reset() {
 	*x = Scheduled{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[12]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1421,7 @@ func (x *Scheduled) String() string {
 func (*Scheduled) ProtoMessage() {}
 
 func (x *Scheduled) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[12]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1434,7 @@ func (x *Scheduled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scheduled.ProtoReflect.Descriptor instead.
 func (*Scheduled) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Scheduled) GetTimerId() string {
@@ -1388,7 +1473,7 @@ type PulseCall struct {
 
 func (x *PulseCall) Reset() {
 	*x = PulseCall{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[13]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1485,7 @@ func (x *PulseCall) String() string {
 func (*PulseCall) ProtoMessage() {}
 
 func (x *PulseCall) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[13]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1498,7 @@ func (x *PulseCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PulseCall.ProtoReflect.Descriptor instead.
 func (*PulseCall) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PulseCall) GetPulse() string {
@@ -1458,7 +1543,7 @@ type ActionResult struct {
 
 func (x *ActionResult) Reset() {
 	*x = ActionResult{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[14]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1555,7 @@ func (x *ActionResult) String() string {
 func (*ActionResult) ProtoMessage() {}
 
 func (x *ActionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[14]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1568,7 @@ func (x *ActionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionResult.ProtoReflect.Descriptor instead.
 func (*ActionResult) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ActionResult) GetInvocationId() string {
@@ -1534,7 +1619,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[15]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1631,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[15]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1644,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Progress) GetWorkId() string {
@@ -1587,7 +1672,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[16]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1684,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[16]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1697,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -1635,7 +1720,7 @@ type CancelInvocation struct {
 
 func (x *CancelInvocation) Reset() {
 	*x = CancelInvocation{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[17]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +1732,7 @@ func (x *CancelInvocation) String() string {
 func (*CancelInvocation) ProtoMessage() {}
 
 func (x *CancelInvocation) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[17]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +1745,7 @@ func (x *CancelInvocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelInvocation.ProtoReflect.Descriptor instead.
 func (*CancelInvocation) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{17}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelInvocation) GetInvocationId() string {
@@ -1692,7 +1777,7 @@ type CancelDelivery struct {
 
 func (x *CancelDelivery) Reset() {
 	*x = CancelDelivery{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[18]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1789,7 @@ func (x *CancelDelivery) String() string {
 func (*CancelDelivery) ProtoMessage() {}
 
 func (x *CancelDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[18]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1802,7 @@ func (x *CancelDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDelivery.ProtoReflect.Descriptor instead.
 func (*CancelDelivery) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{18}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelDelivery) GetDeliveryId() string {
@@ -1745,7 +1830,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_chronolog_v1_executor_proto_msgTypes[19]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1842,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_executor_proto_msgTypes[19]
+	mi := &file_chronolog_v1_executor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1855,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{19}
+	return file_chronolog_v1_executor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Heartbeat) GetAt() *timestamppb.Timestamp {
@@ -1784,7 +1869,7 @@ var File_chronolog_v1_executor_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\n" +
-	"\x1bchronolog/v1/executor.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19chronolog/v1/plugin.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcb\x03\n" +
+	"\x1bchronolog/v1/executor.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19chronolog/v1/plugin.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x81\x04\n" +
 	"\x10SubscribeRequest\x12+\n" +
 	"\x05hello\x18\x01 \x01(\v2\x13.chronolog.v1.HelloH\x00R\x05hello\x12%\n" +
 	"\x03ack\x18\x02 \x01(\v2\x11.chronolog.v1.AckH\x00R\x03ack\x12A\n" +
@@ -1793,12 +1878,15 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\x06credit\x18\x05 \x01(\v2\x14.chronolog.v1.CreditH\x00R\x06credit\x127\n" +
 	"\theartbeat\x18\x06 \x01(\v2\x17.chronolog.v1.HeartbeatH\x00R\theartbeat\x12,\n" +
 	"\x04acks\x18\a \x01(\v2\x16.chronolog.v1.AckBatchH\x00R\x04acks\x12H\n" +
-	"\x0eaction_results\x18\b \x01(\v2\x1f.chronolog.v1.ActionResultBatchH\x00R\ractionResultsB\t\n" +
-	"\amessage\"1\n" +
+	"\x0eaction_results\x18\b \x01(\v2\x1f.chronolog.v1.ActionResultBatchH\x00R\ractionResults\x124\n" +
+	"\bstopping\x18\t \x01(\v2\x16.chronolog.v1.StoppingH\x00R\bstoppingB\t\n" +
+	"\amessage\"%\n" +
+	"\bStopping\x12\x19\n" +
+	"\bgrace_ms\x18\x01 \x01(\rR\agraceMs\"1\n" +
 	"\bAckBatch\x12%\n" +
 	"\x04acks\x18\x01 \x03(\v2\x11.chronolog.v1.AckR\x04acks\"I\n" +
 	"\x11ActionResultBatch\x124\n" +
-	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.ActionResultR\aresults\"\xc6\x04\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.ActionResultR\aresults\"\xfc\x04\n" +
 	"\x11SubscribeResponse\x121\n" +
 	"\awelcome\x18\x01 \x01(\v2\x15.chronolog.v1.WelcomeH\x00R\awelcome\x124\n" +
 	"\bdelivery\x18\x02 \x01(\v2\x16.chronolog.v1.DeliveryH\x00R\bdelivery\x12:\n" +
@@ -1812,7 +1900,9 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"deliveries\x18\a \x01(\v2\x1b.chronolog.v1.DeliveryBatchH\x00R\n" +
 	"deliveries\x12A\n" +
 	"\vinvocations\x18\b \x01(\v2\x1d.chronolog.v1.InvocationBatchH\x00R\vinvocations\x12G\n" +
-	"\x0fcancel_delivery\x18\t \x01(\v2\x1c.chronolog.v1.CancelDeliveryH\x00R\x0ecancelDeliveryB\t\n" +
+	"\x0fcancel_delivery\x18\t \x01(\v2\x1c.chronolog.v1.CancelDeliveryH\x00R\x0ecancelDelivery\x124\n" +
+	"\bstopping\x18\n" +
+	" \x01(\v2\x16.chronolog.v1.StoppingH\x00R\bstoppingB\t\n" +
 	"\amessage\"G\n" +
 	"\rDeliveryBatch\x126\n" +
 	"\n" +
@@ -1930,78 +2020,81 @@ func file_chronolog_v1_executor_proto_rawDescGZIP() []byte {
 }
 
 var file_chronolog_v1_executor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chronolog_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_chronolog_v1_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_chronolog_v1_executor_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: chronolog.v1.Outcome
 	(*SubscribeRequest)(nil),      // 1: chronolog.v1.SubscribeRequest
-	(*AckBatch)(nil),              // 2: chronolog.v1.AckBatch
-	(*ActionResultBatch)(nil),     // 3: chronolog.v1.ActionResultBatch
-	(*SubscribeResponse)(nil),     // 4: chronolog.v1.SubscribeResponse
-	(*DeliveryBatch)(nil),         // 5: chronolog.v1.DeliveryBatch
-	(*InvocationBatch)(nil),       // 6: chronolog.v1.InvocationBatch
-	(*Notice)(nil),                // 7: chronolog.v1.Notice
-	(*Hello)(nil),                 // 8: chronolog.v1.Hello
-	(*Welcome)(nil),               // 9: chronolog.v1.Welcome
-	(*Delivery)(nil),              // 10: chronolog.v1.Delivery
-	(*Ack)(nil),                   // 11: chronolog.v1.Ack
-	(*Invocation)(nil),            // 12: chronolog.v1.Invocation
-	(*Scheduled)(nil),             // 13: chronolog.v1.Scheduled
-	(*PulseCall)(nil),             // 14: chronolog.v1.PulseCall
-	(*ActionResult)(nil),          // 15: chronolog.v1.ActionResult
-	(*Progress)(nil),              // 16: chronolog.v1.Progress
-	(*Credit)(nil),                // 17: chronolog.v1.Credit
-	(*CancelInvocation)(nil),      // 18: chronolog.v1.CancelInvocation
-	(*CancelDelivery)(nil),        // 19: chronolog.v1.CancelDelivery
-	(*Heartbeat)(nil),             // 20: chronolog.v1.Heartbeat
-	(*PluginManifest)(nil),        // 21: chronolog.v1.PluginManifest
-	(*Event)(nil),                 // 22: chronolog.v1.Event
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 24: google.protobuf.Struct
-	(*Actor)(nil),                 // 25: chronolog.v1.Actor
+	(*Stopping)(nil),              // 2: chronolog.v1.Stopping
+	(*AckBatch)(nil),              // 3: chronolog.v1.AckBatch
+	(*ActionResultBatch)(nil),     // 4: chronolog.v1.ActionResultBatch
+	(*SubscribeResponse)(nil),     // 5: chronolog.v1.SubscribeResponse
+	(*DeliveryBatch)(nil),         // 6: chronolog.v1.DeliveryBatch
+	(*InvocationBatch)(nil),       // 7: chronolog.v1.InvocationBatch
+	(*Notice)(nil),                // 8: chronolog.v1.Notice
+	(*Hello)(nil),                 // 9: chronolog.v1.Hello
+	(*Welcome)(nil),               // 10: chronolog.v1.Welcome
+	(*Delivery)(nil),              // 11: chronolog.v1.Delivery
+	(*Ack)(nil),                   // 12: chronolog.v1.Ack
+	(*Invocation)(nil),            // 13: chronolog.v1.Invocation
+	(*Scheduled)(nil),             // 14: chronolog.v1.Scheduled
+	(*PulseCall)(nil),             // 15: chronolog.v1.PulseCall
+	(*ActionResult)(nil),          // 16: chronolog.v1.ActionResult
+	(*Progress)(nil),              // 17: chronolog.v1.Progress
+	(*Credit)(nil),                // 18: chronolog.v1.Credit
+	(*CancelInvocation)(nil),      // 19: chronolog.v1.CancelInvocation
+	(*CancelDelivery)(nil),        // 20: chronolog.v1.CancelDelivery
+	(*Heartbeat)(nil),             // 21: chronolog.v1.Heartbeat
+	(*PluginManifest)(nil),        // 22: chronolog.v1.PluginManifest
+	(*Event)(nil),                 // 23: chronolog.v1.Event
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
+	(*Actor)(nil),                 // 26: chronolog.v1.Actor
 }
 var file_chronolog_v1_executor_proto_depIdxs = []int32{
-	8,  // 0: chronolog.v1.SubscribeRequest.hello:type_name -> chronolog.v1.Hello
-	11, // 1: chronolog.v1.SubscribeRequest.ack:type_name -> chronolog.v1.Ack
-	15, // 2: chronolog.v1.SubscribeRequest.action_result:type_name -> chronolog.v1.ActionResult
-	16, // 3: chronolog.v1.SubscribeRequest.progress:type_name -> chronolog.v1.Progress
-	17, // 4: chronolog.v1.SubscribeRequest.credit:type_name -> chronolog.v1.Credit
-	20, // 5: chronolog.v1.SubscribeRequest.heartbeat:type_name -> chronolog.v1.Heartbeat
-	2,  // 6: chronolog.v1.SubscribeRequest.acks:type_name -> chronolog.v1.AckBatch
-	3,  // 7: chronolog.v1.SubscribeRequest.action_results:type_name -> chronolog.v1.ActionResultBatch
-	11, // 8: chronolog.v1.AckBatch.acks:type_name -> chronolog.v1.Ack
-	15, // 9: chronolog.v1.ActionResultBatch.results:type_name -> chronolog.v1.ActionResult
-	9,  // 10: chronolog.v1.SubscribeResponse.welcome:type_name -> chronolog.v1.Welcome
-	10, // 11: chronolog.v1.SubscribeResponse.delivery:type_name -> chronolog.v1.Delivery
-	12, // 12: chronolog.v1.SubscribeResponse.invocation:type_name -> chronolog.v1.Invocation
-	18, // 13: chronolog.v1.SubscribeResponse.cancel_invocation:type_name -> chronolog.v1.CancelInvocation
-	20, // 14: chronolog.v1.SubscribeResponse.heartbeat:type_name -> chronolog.v1.Heartbeat
-	7,  // 15: chronolog.v1.SubscribeResponse.notice:type_name -> chronolog.v1.Notice
-	5,  // 16: chronolog.v1.SubscribeResponse.deliveries:type_name -> chronolog.v1.DeliveryBatch
-	6,  // 17: chronolog.v1.SubscribeResponse.invocations:type_name -> chronolog.v1.InvocationBatch
-	19, // 18: chronolog.v1.SubscribeResponse.cancel_delivery:type_name -> chronolog.v1.CancelDelivery
-	10, // 19: chronolog.v1.DeliveryBatch.deliveries:type_name -> chronolog.v1.Delivery
-	12, // 20: chronolog.v1.InvocationBatch.invocations:type_name -> chronolog.v1.Invocation
-	21, // 21: chronolog.v1.Hello.plugins:type_name -> chronolog.v1.PluginManifest
-	22, // 22: chronolog.v1.Delivery.event:type_name -> chronolog.v1.Event
-	23, // 23: chronolog.v1.Delivery.deadline:type_name -> google.protobuf.Timestamp
-	0,  // 24: chronolog.v1.Ack.outcome:type_name -> chronolog.v1.Outcome
-	24, // 25: chronolog.v1.Invocation.input:type_name -> google.protobuf.Struct
-	25, // 26: chronolog.v1.Invocation.actor:type_name -> chronolog.v1.Actor
-	23, // 27: chronolog.v1.Invocation.deadline:type_name -> google.protobuf.Timestamp
-	13, // 28: chronolog.v1.Invocation.scheduled:type_name -> chronolog.v1.Scheduled
-	14, // 29: chronolog.v1.Invocation.pulse:type_name -> chronolog.v1.PulseCall
-	23, // 30: chronolog.v1.Scheduled.due:type_name -> google.protobuf.Timestamp
-	23, // 31: chronolog.v1.PulseCall.due:type_name -> google.protobuf.Timestamp
-	0,  // 32: chronolog.v1.ActionResult.outcome:type_name -> chronolog.v1.Outcome
-	24, // 33: chronolog.v1.ActionResult.output:type_name -> google.protobuf.Struct
-	23, // 34: chronolog.v1.Heartbeat.at:type_name -> google.protobuf.Timestamp
-	1,  // 35: chronolog.v1.ExecutorService.Subscribe:input_type -> chronolog.v1.SubscribeRequest
-	4,  // 36: chronolog.v1.ExecutorService.Subscribe:output_type -> chronolog.v1.SubscribeResponse
-	36, // [36:37] is the sub-list for method output_type
-	35, // [35:36] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	9,  // 0: chronolog.v1.SubscribeRequest.hello:type_name -> chronolog.v1.Hello
+	12, // 1: chronolog.v1.SubscribeRequest.ack:type_name -> chronolog.v1.Ack
+	16, // 2: chronolog.v1.SubscribeRequest.action_result:type_name -> chronolog.v1.ActionResult
+	17, // 3: chronolog.v1.SubscribeRequest.progress:type_name -> chronolog.v1.Progress
+	18, // 4: chronolog.v1.SubscribeRequest.credit:type_name -> chronolog.v1.Credit
+	21, // 5: chronolog.v1.SubscribeRequest.heartbeat:type_name -> chronolog.v1.Heartbeat
+	3,  // 6: chronolog.v1.SubscribeRequest.acks:type_name -> chronolog.v1.AckBatch
+	4,  // 7: chronolog.v1.SubscribeRequest.action_results:type_name -> chronolog.v1.ActionResultBatch
+	2,  // 8: chronolog.v1.SubscribeRequest.stopping:type_name -> chronolog.v1.Stopping
+	12, // 9: chronolog.v1.AckBatch.acks:type_name -> chronolog.v1.Ack
+	16, // 10: chronolog.v1.ActionResultBatch.results:type_name -> chronolog.v1.ActionResult
+	10, // 11: chronolog.v1.SubscribeResponse.welcome:type_name -> chronolog.v1.Welcome
+	11, // 12: chronolog.v1.SubscribeResponse.delivery:type_name -> chronolog.v1.Delivery
+	13, // 13: chronolog.v1.SubscribeResponse.invocation:type_name -> chronolog.v1.Invocation
+	19, // 14: chronolog.v1.SubscribeResponse.cancel_invocation:type_name -> chronolog.v1.CancelInvocation
+	21, // 15: chronolog.v1.SubscribeResponse.heartbeat:type_name -> chronolog.v1.Heartbeat
+	8,  // 16: chronolog.v1.SubscribeResponse.notice:type_name -> chronolog.v1.Notice
+	6,  // 17: chronolog.v1.SubscribeResponse.deliveries:type_name -> chronolog.v1.DeliveryBatch
+	7,  // 18: chronolog.v1.SubscribeResponse.invocations:type_name -> chronolog.v1.InvocationBatch
+	20, // 19: chronolog.v1.SubscribeResponse.cancel_delivery:type_name -> chronolog.v1.CancelDelivery
+	2,  // 20: chronolog.v1.SubscribeResponse.stopping:type_name -> chronolog.v1.Stopping
+	11, // 21: chronolog.v1.DeliveryBatch.deliveries:type_name -> chronolog.v1.Delivery
+	13, // 22: chronolog.v1.InvocationBatch.invocations:type_name -> chronolog.v1.Invocation
+	22, // 23: chronolog.v1.Hello.plugins:type_name -> chronolog.v1.PluginManifest
+	23, // 24: chronolog.v1.Delivery.event:type_name -> chronolog.v1.Event
+	24, // 25: chronolog.v1.Delivery.deadline:type_name -> google.protobuf.Timestamp
+	0,  // 26: chronolog.v1.Ack.outcome:type_name -> chronolog.v1.Outcome
+	25, // 27: chronolog.v1.Invocation.input:type_name -> google.protobuf.Struct
+	26, // 28: chronolog.v1.Invocation.actor:type_name -> chronolog.v1.Actor
+	24, // 29: chronolog.v1.Invocation.deadline:type_name -> google.protobuf.Timestamp
+	14, // 30: chronolog.v1.Invocation.scheduled:type_name -> chronolog.v1.Scheduled
+	15, // 31: chronolog.v1.Invocation.pulse:type_name -> chronolog.v1.PulseCall
+	24, // 32: chronolog.v1.Scheduled.due:type_name -> google.protobuf.Timestamp
+	24, // 33: chronolog.v1.PulseCall.due:type_name -> google.protobuf.Timestamp
+	0,  // 34: chronolog.v1.ActionResult.outcome:type_name -> chronolog.v1.Outcome
+	25, // 35: chronolog.v1.ActionResult.output:type_name -> google.protobuf.Struct
+	24, // 36: chronolog.v1.Heartbeat.at:type_name -> google.protobuf.Timestamp
+	1,  // 37: chronolog.v1.ExecutorService.Subscribe:input_type -> chronolog.v1.SubscribeRequest
+	5,  // 38: chronolog.v1.ExecutorService.Subscribe:output_type -> chronolog.v1.SubscribeResponse
+	38, // [38:39] is the sub-list for method output_type
+	37, // [37:38] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_executor_proto_init() }
@@ -2020,8 +2113,9 @@ func file_chronolog_v1_executor_proto_init() {
 		(*SubscribeRequest_Heartbeat)(nil),
 		(*SubscribeRequest_Acks)(nil),
 		(*SubscribeRequest_ActionResults)(nil),
+		(*SubscribeRequest_Stopping)(nil),
 	}
-	file_chronolog_v1_executor_proto_msgTypes[3].OneofWrappers = []any{
+	file_chronolog_v1_executor_proto_msgTypes[4].OneofWrappers = []any{
 		(*SubscribeResponse_Welcome)(nil),
 		(*SubscribeResponse_Delivery)(nil),
 		(*SubscribeResponse_Invocation)(nil),
@@ -2031,6 +2125,7 @@ func file_chronolog_v1_executor_proto_init() {
 		(*SubscribeResponse_Deliveries)(nil),
 		(*SubscribeResponse_Invocations)(nil),
 		(*SubscribeResponse_CancelDelivery)(nil),
+		(*SubscribeResponse_Stopping)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2038,7 +2133,7 @@ func file_chronolog_v1_executor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_executor_proto_rawDesc), len(file_chronolog_v1_executor_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,7 +25,7 @@ OUTCOME_ERROR: Outcome
 OUTCOME_TERMINAL_ERROR: Outcome
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ("hello", "ack", "action_result", "progress", "credit", "heartbeat", "acks", "action_results")
+    __slots__ = ("hello", "ack", "action_result", "progress", "credit", "heartbeat", "acks", "action_results", "stopping")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
     ACTION_RESULT_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +34,7 @@ class SubscribeRequest(_message.Message):
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     ACKS_FIELD_NUMBER: _ClassVar[int]
     ACTION_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    STOPPING_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     ack: Ack
     action_result: ActionResult
@@ -42,7 +43,14 @@ class SubscribeRequest(_message.Message):
     heartbeat: Heartbeat
     acks: AckBatch
     action_results: ActionResultBatch
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., action_result: _Optional[_Union[ActionResult, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., acks: _Optional[_Union[AckBatch, _Mapping]] = ..., action_results: _Optional[_Union[ActionResultBatch, _Mapping]] = ...) -> None: ...
+    stopping: Stopping
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., action_result: _Optional[_Union[ActionResult, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., acks: _Optional[_Union[AckBatch, _Mapping]] = ..., action_results: _Optional[_Union[ActionResultBatch, _Mapping]] = ..., stopping: _Optional[_Union[Stopping, _Mapping]] = ...) -> None: ...
+
+class Stopping(_message.Message):
+    __slots__ = ("grace_ms",)
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    grace_ms: int
+    def __init__(self, grace_ms: _Optional[int] = ...) -> None: ...
 
 class AckBatch(_message.Message):
     __slots__ = ("acks",)
@@ -57,7 +65,7 @@ class ActionResultBatch(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[ActionResult, _Mapping]]] = ...) -> None: ...
 
 class SubscribeResponse(_message.Message):
-    __slots__ = ("welcome", "delivery", "invocation", "cancel_invocation", "heartbeat", "notice", "deliveries", "invocations", "cancel_delivery")
+    __slots__ = ("welcome", "delivery", "invocation", "cancel_invocation", "heartbeat", "notice", "deliveries", "invocations", "cancel_delivery", "stopping")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     INVOCATION_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +75,7 @@ class SubscribeResponse(_message.Message):
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     INVOCATIONS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    STOPPING_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     delivery: Delivery
     invocation: Invocation
@@ -76,7 +85,8 @@ class SubscribeResponse(_message.Message):
     deliveries: DeliveryBatch
     invocations: InvocationBatch
     cancel_delivery: CancelDelivery
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., invocation: _Optional[_Union[Invocation, _Mapping]] = ..., cancel_invocation: _Optional[_Union[CancelInvocation, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., invocations: _Optional[_Union[InvocationBatch, _Mapping]] = ..., cancel_delivery: _Optional[_Union[CancelDelivery, _Mapping]] = ...) -> None: ...
+    stopping: Stopping
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., invocation: _Optional[_Union[Invocation, _Mapping]] = ..., cancel_invocation: _Optional[_Union[CancelInvocation, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., invocations: _Optional[_Union[InvocationBatch, _Mapping]] = ..., cancel_delivery: _Optional[_Union[CancelDelivery, _Mapping]] = ..., stopping: _Optional[_Union[Stopping, _Mapping]] = ...) -> None: ...
 
 class DeliveryBatch(_message.Message):
     __slots__ = ("deliveries",)

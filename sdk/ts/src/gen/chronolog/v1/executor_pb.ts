@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/executor.proto.
  */
 export const file_chronolog_v1_executor: GenFile = /*@__PURE__*/
-  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSL/AgoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgRhY2tzGAcgASgLMhYuY2hyb25vbG9nLnYxLkFja0JhdGNoSAASOQoOYWN0aW9uX3Jlc3VsdHMYCCABKAsyHy5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0QmF0Y2hIAEIJCgdtZXNzYWdlIisKCEFja0JhdGNoEh8KBGFja3MYASADKAsyES5jaHJvbm9sb2cudjEuQWNrIkAKEUFjdGlvblJlc3VsdEJhdGNoEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0ItkDChFTdWJzY3JpYmVSZXNwb25zZRIoCgd3ZWxjb21lGAEgASgLMhUuY2hyb25vbG9nLnYxLldlbGNvbWVIABIqCghkZWxpdmVyeRgCIAEoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeUgAEi4KCmludm9jYXRpb24YAyABKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkgAEjsKEWNhbmNlbF9pbnZvY2F0aW9uGAQgASgLMh4uY2hyb25vbG9nLnYxLkNhbmNlbEludm9jYXRpb25IABIsCgloZWFydGJlYXQYBSABKAsyFy5jaHJvbm9sb2cudjEuSGVhcnRiZWF0SAASJgoGbm90aWNlGAYgASgLMhQuY2hyb25vbG9nLnYxLk5vdGljZUgAEjEKCmRlbGl2ZXJpZXMYByABKAsyGy5jaHJvbm9sb2cudjEuRGVsaXZlcnlCYXRjaEgAEjQKC2ludm9jYXRpb25zGAggASgLMh0uY2hyb25vbG9nLnYxLkludm9jYXRpb25CYXRjaEgAEjcKD2NhbmNlbF9kZWxpdmVyeRgJIAEoCzIcLmNocm9ub2xvZy52MS5DYW5jZWxEZWxpdmVyeUgAQgkKB21lc3NhZ2UiOwoNRGVsaXZlcnlCYXRjaBIqCgpkZWxpdmVyaWVzGAEgAygLMhYuY2hyb25vbG9nLnYxLkRlbGl2ZXJ5IkAKD0ludm9jYXRpb25CYXRjaBItCgtpbnZvY2F0aW9ucxgBIAMoCzIYLmNocm9ub2xvZy52MS5JbnZvY2F0aW9uIjoKBk5vdGljZRIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIPCgd3b3JrX2lkGAMgASgJIpQCCgVIZWxsbxIQCghleGVjdXRvchgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRItCgdwbHVnaW5zGAMgAygLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0EhIKCnByb2Nlc3NvcnMYBCADKAkSDwoHYWN0aW9ucxgFIAMoCRIOCgZwdWxzZXMYBiADKAkSDwoHY3JlZGl0cxgHIAEoDRIPCgdiYXRjaGVzGAggASgIEg0KBWhvbGRzGAkgASgIEhoKEmludm9jYXRpb25fYmF0Y2hlcxgKIAEoCBIRCglkYXRhX2pzb24YCyABKAgSCwoDc2RrGAwgASgJEhMKC3Nka192ZXJzaW9uGA0gASgJIo0BCgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEh0KFWFjdGlvbl9yZXN1bHRfYmF0Y2hlcxgDIAEoCBIZChFtYXhfbWVzc2FnZV9ieXRlcxgEIAEoDRIVCg1vd25lcl92ZXJzaW9uGAUgASgJIqIBCghEZWxpdmVyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIRCglwcm9jZXNzb3IYAiABKAkSIgoFZXZlbnQYAyABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSDwoHYXR0ZW1wdBgEIAEoDRIsCghkZWFkbGluZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCwoDa2V5GAYgASgJIlEKA0FjaxITCgtkZWxpdmVyeV9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSDQoFZXJyb3IYAyABKAki+AIKCkludm9jYXRpb24SFQoNaW52b2NhdGlvbl9pZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NhbGxfaWQYBCABKAkSFgoOY2F1c2VfZXZlbnRfaWQYBSABKAkSIgoFYWN0b3IYBiABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2F0dGVtcHQYCCABKA0SKgoJc2NoZWR1bGVkGAkgASgLMhcuY2hyb25vbG9nLnYxLlNjaGVkdWxlZBImCgVwdWxzZRgKIAEoCzIXLmNocm9ub2xvZy52MS5QdWxzZUNhbGwSEwoLY2hhaW5fZGVwdGgYCyABKA0SDwoHaG9sZF9tcxgMIAEoDRIVCg13cml0dGVuX2F0X21zGA0gASgBIl0KCVNjaGVkdWxlZBIQCgh0aW1lcl9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDW9jY3VycmVuY2VfaWQYAyABKAkiVQoJUHVsc2VDYWxsEg0KBXB1bHNlGAEgASgJEhAKCGludGVydmFsGAIgASgNEicKA2R1ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKDEFjdGlvblJlc3VsdBIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5jaHJvbm9sb2cudjEuT3V0Y29tZRInCgZvdXRwdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWVycm9yGAQgASgJEhcKD3N0YXJ0ZWRfbGF0ZV9tcxgFIAEoDSIuCghQcm9ncmVzcxIPCgd3b3JrX2lkGAEgASgJEhEKCWV4dGVuZF9tcxgCIAEoDSIZCgZDcmVkaXQSDwoHY3JlZGl0cxgBIAEoDSI5ChBDYW5jZWxJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIjUKDkNhbmNlbERlbGl2ZXJ5EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzCglIZWFydGJlYXQSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKmEKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEg4KCk9VVENPTUVfT0sQARIRCg1PVVRDT01FX0VSUk9SEAISGgoWT1VUQ09NRV9URVJNSU5BTF9FUlJPUhADMmMKD0V4ZWN1dG9yU2VydmljZRJQCglTdWJzY3JpYmUSHi5jaHJvbm9sb2cudjEuU3Vic2NyaWJlUmVxdWVzdBofLmNocm9ub2xvZy52MS5TdWJzY3JpYmVSZXNwb25zZSgBMAFiBnByb3RvMw", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
+  fileDesc("ChtjaHJvbm9sb2cvdjEvZXhlY3V0b3IucHJvdG8SDGNocm9ub2xvZy52MSKrAwoQU3Vic2NyaWJlUmVxdWVzdBIkCgVoZWxsbxgBIAEoCzITLmNocm9ub2xvZy52MS5IZWxsb0gAEiAKA2FjaxgCIAEoCzIRLmNocm9ub2xvZy52MS5BY2tIABIzCg1hY3Rpb25fcmVzdWx0GAMgASgLMhouY2hyb25vbG9nLnYxLkFjdGlvblJlc3VsdEgAEioKCHByb2dyZXNzGAQgASgLMhYuY2hyb25vbG9nLnYxLlByb2dyZXNzSAASJgoGY3JlZGl0GAUgASgLMhQuY2hyb25vbG9nLnYxLkNyZWRpdEgAEiwKCWhlYXJ0YmVhdBgGIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgRhY2tzGAcgASgLMhYuY2hyb25vbG9nLnYxLkFja0JhdGNoSAASOQoOYWN0aW9uX3Jlc3VsdHMYCCABKAsyHy5jaHJvbm9sb2cudjEuQWN0aW9uUmVzdWx0QmF0Y2hIABIqCghzdG9wcGluZxgJIAEoCzIWLmNocm9ub2xvZy52MS5TdG9wcGluZ0gAQgkKB21lc3NhZ2UiHAoIU3RvcHBpbmcSEAoIZ3JhY2VfbXMYASABKA0iKwoIQWNrQmF0Y2gSHwoEYWNrcxgBIAMoCzIRLmNocm9ub2xvZy52MS5BY2siQAoRQWN0aW9uUmVzdWx0QmF0Y2gSKwoHcmVzdWx0cxgBIAMoCzIaLmNocm9ub2xvZy52MS5BY3Rpb25SZXN1bHQihQQKEVN1YnNjcmliZVJlc3BvbnNlEigKB3dlbGNvbWUYASABKAsyFS5jaHJvbm9sb2cudjEuV2VsY29tZUgAEioKCGRlbGl2ZXJ5GAIgASgLMhYuY2hyb25vbG9nLnYxLkRlbGl2ZXJ5SAASLgoKaW52b2NhdGlvbhgDIAEoCzIYLmNocm9ub2xvZy52MS5JbnZvY2F0aW9uSAASOwoRY2FuY2VsX2ludm9jYXRpb24YBCABKAsyHi5jaHJvbm9sb2cudjEuQ2FuY2VsSW52b2NhdGlvbkgAEiwKCWhlYXJ0YmVhdBgFIAEoCzIXLmNocm9ub2xvZy52MS5IZWFydGJlYXRIABImCgZub3RpY2UYBiABKAsyFC5jaHJvbm9sb2cudjEuTm90aWNlSAASMQoKZGVsaXZlcmllcxgHIAEoCzIbLmNocm9ub2xvZy52MS5EZWxpdmVyeUJhdGNoSAASNAoLaW52b2NhdGlvbnMYCCABKAsyHS5jaHJvbm9sb2cudjEuSW52b2NhdGlvbkJhdGNoSAASNwoPY2FuY2VsX2RlbGl2ZXJ5GAkgASgLMhwuY2hyb25vbG9nLnYxLkNhbmNlbERlbGl2ZXJ5SAASKgoIc3RvcHBpbmcYCiABKAsyFi5jaHJvbm9sb2cudjEuU3RvcHBpbmdIAEIJCgdtZXNzYWdlIjsKDURlbGl2ZXJ5QmF0Y2gSKgoKZGVsaXZlcmllcxgBIAMoCzIWLmNocm9ub2xvZy52MS5EZWxpdmVyeSJACg9JbnZvY2F0aW9uQmF0Y2gSLQoLaW52b2NhdGlvbnMYASADKAsyGC5jaHJvbm9sb2cudjEuSW52b2NhdGlvbiI6CgZOb3RpY2USDgoGcmVhc29uGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDwoHd29ya19pZBgDIAEoCSKUAgoFSGVsbG8SEAoIZXhlY3V0b3IYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSLQoHcGx1Z2lucxgDIAMoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdBISCgpwcm9jZXNzb3JzGAQgAygJEg8KB2FjdGlvbnMYBSADKAkSDgoGcHVsc2VzGAYgAygJEg8KB2NyZWRpdHMYByABKA0SDwoHYmF0Y2hlcxgIIAEoCBINCgVob2xkcxgJIAEoCBIaChJpbnZvY2F0aW9uX2JhdGNoZXMYCiABKAgSEQoJZGF0YV9qc29uGAsgASgIEgsKA3NkaxgMIAEoCRITCgtzZGtfdmVyc2lvbhgNIAEoCSKNAQoHV2VsY29tZRISCgpzZXNzaW9uX2lkGAEgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgCIAEoDRIdChVhY3Rpb25fcmVzdWx0X2JhdGNoZXMYAyABKAgSGQoRbWF4X21lc3NhZ2VfYnl0ZXMYBCABKA0SFQoNb3duZXJfdmVyc2lvbhgFIAEoCSKiAQoIRGVsaXZlcnkSEwoLZGVsaXZlcnlfaWQYASABKAkSEQoJcHJvY2Vzc29yGAIgASgJEiIKBWV2ZW50GAMgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg8KB2F0dGVtcHQYBCABKA0SLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA2tleRgGIAEoCSJRCgNBY2sSEwoLZGVsaXZlcnlfaWQYASABKAkSJgoHb3V0Y29tZRgCIAEoDjIVLmNocm9ub2xvZy52MS5PdXRjb21lEg0KBWVycm9yGAMgASgJIvgCCgpJbnZvY2F0aW9uEhUKDWludm9jYXRpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjYWxsX2lkGAQgASgJEhYKDmNhdXNlX2V2ZW50X2lkGAUgASgJEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiwKCGRlYWRsaW5lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAggASgNEioKCXNjaGVkdWxlZBgJIAEoCzIXLmNocm9ub2xvZy52MS5TY2hlZHVsZWQSJgoFcHVsc2UYCiABKAsyFy5jaHJvbm9sb2cudjEuUHVsc2VDYWxsEhMKC2NoYWluX2RlcHRoGAsgASgNEg8KB2hvbGRfbXMYDCABKA0SFQoNd3JpdHRlbl9hdF9tcxgNIAEoASJdCglTY2hlZHVsZWQSEAoIdGltZXJfaWQYASABKAkSJwoDZHVlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1vY2N1cnJlbmNlX2lkGAMgASgJIlUKCVB1bHNlQ2FsbBINCgVwdWxzZRgBIAEoCRIQCghpbnRlcnZhbBgCIAEoDRInCgNkdWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp4BCgxBY3Rpb25SZXN1bHQSFQoNaW52b2NhdGlvbl9pZBgBIAEoCRImCgdvdXRjb21lGAIgASgOMhUuY2hyb25vbG9nLnYxLk91dGNvbWUSJwoGb3V0cHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVlcnJvchgEIAEoCRIXCg9zdGFydGVkX2xhdGVfbXMYBSABKA0iLgoIUHJvZ3Jlc3MSDwoHd29ya19pZBgBIAEoCRIRCglleHRlbmRfbXMYAiABKA0iGQoGQ3JlZGl0Eg8KB2NyZWRpdHMYASABKA0iOQoQQ2FuY2VsSW52b2NhdGlvbhIVCg1pbnZvY2F0aW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI1Cg5DYW5jZWxEZWxpdmVyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMwoJSGVhcnRiZWF0EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCphCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIOCgpPVVRDT01FX09LEAESEQoNT1VUQ09NRV9FUlJPUhACEhoKFk9VVENPTUVfVEVSTUlOQUxfRVJST1IQAzJjCg9FeGVjdXRvclNlcnZpY2USUAoJU3Vic2NyaWJlEh4uY2hyb25vbG9nLnYxLlN1YnNjcmliZVJlcXVlc3QaHy5jaHJvbm9sb2cudjEuU3Vic2NyaWJlUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_chronolog_v1_plugin, file_google_protobuf_timestamp]);
 
 /**
  * Executor → owner.
@@ -94,6 +94,16 @@ export type SubscribeRequest = Message<"chronolog.v1.SubscribeRequest"> & {
      */
     value: ActionResultBatch;
     case: "actionResults";
+  } | {
+    /**
+     * The executor is stopping gracefully: the owner sends it no more deliveries or invocations.
+     * It then finishes and answers what it holds, and half-closes the stream; what it still held
+     * when the stream ended is tried again elsewhere, as after a disconnect.
+     *
+     * @generated from field: chronolog.v1.Stopping stopping = 9;
+     */
+    value: Stopping;
+    case: "stopping";
   } | { case: undefined; value?: undefined };
 };
 
@@ -103,6 +113,29 @@ export type SubscribeRequest = Message<"chronolog.v1.SubscribeRequest"> & {
  */
 export const SubscribeRequestSchema: GenMessage<SubscribeRequest> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_executor, 0);
+
+/**
+ * Sent by an executor that stops (SIGTERM, its stop()): it takes no more work. The owner answers
+ * with the same message once nothing more is on its way to the executor.
+ *
+ * @generated from message chronolog.v1.Stopping
+ */
+export type Stopping = Message<"chronolog.v1.Stopping"> & {
+  /**
+   * How long the executor waits for the work it holds before it closes the stream, ms (for the
+   * owner's log; 0 in the owner's answer).
+   *
+   * @generated from field: uint32 grace_ms = 1;
+   */
+  graceMs: number;
+};
+
+/**
+ * Describes the message chronolog.v1.Stopping.
+ * Use `create(StoppingSchema)` to create a new message.
+ */
+export const StoppingSchema: GenMessage<Stopping> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_executor, 1);
 
 /**
  * Acks sent together, to save a message per delivery under load.
@@ -123,7 +156,7 @@ export type AckBatch = Message<"chronolog.v1.AckBatch"> & {
  * Use `create(AckBatchSchema)` to create a new message.
  */
 export const AckBatchSchema: GenMessage<AckBatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 1);
+  messageDesc(file_chronolog_v1_executor, 2);
 
 /**
  * Action results sent together, to save a message per invocation under load.
@@ -144,7 +177,7 @@ export type ActionResultBatch = Message<"chronolog.v1.ActionResultBatch"> & {
  * Use `create(ActionResultBatchSchema)` to create a new message.
  */
 export const ActionResultBatchSchema: GenMessage<ActionResultBatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 2);
+  messageDesc(file_chronolog_v1_executor, 3);
 
 /**
  * Owner → executor.
@@ -230,6 +263,15 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
      */
     value: CancelDelivery;
     case: "cancelDelivery";
+  } | {
+    /**
+     * Answer to the executor's `stopping`: no delivery or invocation follows it on this stream
+     * (cancellations and notices may). What the executor got before it is its to finish.
+     *
+     * @generated from field: chronolog.v1.Stopping stopping = 10;
+     */
+    value: Stopping;
+    case: "stopping";
   } | { case: undefined; value?: undefined };
 };
 
@@ -238,7 +280,7 @@ export type SubscribeResponse = Message<"chronolog.v1.SubscribeResponse"> & {
  * Use `create(SubscribeResponseSchema)` to create a new message.
  */
 export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 3);
+  messageDesc(file_chronolog_v1_executor, 4);
 
 /**
  * Deliveries sent together, to save a message per delivery under load.
@@ -259,7 +301,7 @@ export type DeliveryBatch = Message<"chronolog.v1.DeliveryBatch"> & {
  * Use `create(DeliveryBatchSchema)` to create a new message.
  */
 export const DeliveryBatchSchema: GenMessage<DeliveryBatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 4);
+  messageDesc(file_chronolog_v1_executor, 5);
 
 /**
  * Invocations sent together, to save a message per call under load (e.g. the
@@ -281,7 +323,7 @@ export type InvocationBatch = Message<"chronolog.v1.InvocationBatch"> & {
  * Use `create(InvocationBatchSchema)` to create a new message.
  */
 export const InvocationBatchSchema: GenMessage<InvocationBatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 5);
+  messageDesc(file_chronolog_v1_executor, 6);
 
 /**
  * A refused executor message, e.g. an ack for an unknown delivery.
@@ -326,7 +368,7 @@ export type Notice = Message<"chronolog.v1.Notice"> & {
  * Use `create(NoticeSchema)` to create a new message.
  */
 export const NoticeSchema: GenMessage<Notice> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 6);
+  messageDesc(file_chronolog_v1_executor, 7);
 
 /**
  * What an executor hosts.
@@ -440,7 +482,7 @@ export type Hello = Message<"chronolog.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 7);
+  messageDesc(file_chronolog_v1_executor, 8);
 
 /**
  * Session accepted.
@@ -496,7 +538,7 @@ export type Welcome = Message<"chronolog.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 8);
+  messageDesc(file_chronolog_v1_executor, 9);
 
 /**
  * One event handed to a processor.
@@ -552,7 +594,7 @@ export type Delivery = Message<"chronolog.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 9);
+  messageDesc(file_chronolog_v1_executor, 10);
 
 /**
  * How a delivery ended.
@@ -587,7 +629,7 @@ export type Ack = Message<"chronolog.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 10);
+  messageDesc(file_chronolog_v1_executor, 11);
 
 /**
  * One call of an action.
@@ -703,7 +745,7 @@ export type Invocation = Message<"chronolog.v1.Invocation"> & {
  * Use `create(InvocationSchema)` to create a new message.
  */
 export const InvocationSchema: GenMessage<Invocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 11);
+  messageDesc(file_chronolog_v1_executor, 12);
 
 /**
  * What time knows about a call it made.
@@ -738,7 +780,7 @@ export type Scheduled = Message<"chronolog.v1.Scheduled"> & {
  * Use `create(ScheduledSchema)` to create a new message.
  */
 export const ScheduledSchema: GenMessage<Scheduled> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 12);
+  messageDesc(file_chronolog_v1_executor, 13);
 
 /**
  * What a pulse knows about a call it made.
@@ -773,7 +815,7 @@ export type PulseCall = Message<"chronolog.v1.PulseCall"> & {
  * Use `create(PulseCallSchema)` to create a new message.
  */
 export const PulseCallSchema: GenMessage<PulseCall> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 13);
+  messageDesc(file_chronolog_v1_executor, 14);
 
 /**
  * How an invocation ended.
@@ -824,7 +866,7 @@ export type ActionResult = Message<"chronolog.v1.ActionResult"> & {
  * Use `create(ActionResultSchema)` to create a new message.
  */
 export const ActionResultSchema: GenMessage<ActionResult> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 14);
+  messageDesc(file_chronolog_v1_executor, 15);
 
 /**
  * Still working.
@@ -852,7 +894,7 @@ export type Progress = Message<"chronolog.v1.Progress"> & {
  * Use `create(ProgressSchema)` to create a new message.
  */
 export const ProgressSchema: GenMessage<Progress> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 15);
+  messageDesc(file_chronolog_v1_executor, 16);
 
 /**
  * Adds capacity.
@@ -873,7 +915,7 @@ export type Credit = Message<"chronolog.v1.Credit"> & {
  * Use `create(CreditSchema)` to create a new message.
  */
 export const CreditSchema: GenMessage<Credit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 16);
+  messageDesc(file_chronolog_v1_executor, 17);
 
 /**
  * Cancels a running invocation.
@@ -901,7 +943,7 @@ export type CancelInvocation = Message<"chronolog.v1.CancelInvocation"> & {
  * Use `create(CancelInvocationSchema)` to create a new message.
  */
 export const CancelInvocationSchema: GenMessage<CancelInvocation> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 17);
+  messageDesc(file_chronolog_v1_executor, 18);
 
 /**
  * Cancels a running delivery (the SDKs abort the handler's signal with the reason).
@@ -931,7 +973,7 @@ export type CancelDelivery = Message<"chronolog.v1.CancelDelivery"> & {
  * Use `create(CancelDeliverySchema)` to create a new message.
  */
 export const CancelDeliverySchema: GenMessage<CancelDelivery> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 18);
+  messageDesc(file_chronolog_v1_executor, 19);
 
 /**
  * Liveness signal, both ways.
@@ -952,7 +994,7 @@ export type Heartbeat = Message<"chronolog.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_executor, 19);
+  messageDesc(file_chronolog_v1_executor, 20);
 
 /**
  * How a piece of work ended.
