@@ -1,8 +1,8 @@
-import { allows, resolveActor, systemPrincipal, type Principal } from "../auth/principal.js";
+import { allows, resolveActor, sameActor, systemPrincipal, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import { causeActor, causeChainDepth, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { checkId, derivedId, newId } from "../log/ids.js";
-import type { EventStatements } from "../store/events.js";
+import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { CallRequest, PulseCallRequest, ScheduledCall } from "./call-request.js";
 import type { ActionEntry } from "./declaration.js";
 import type { CallIdentity } from "./records.js";
@@ -47,6 +47,17 @@ export function fromPulse(req: CallRequest, pulse: PulseCallRequest, principal: 
 }
 
 /** ALREADY_EXISTS unless a call id is used again for the same action and input. */
+/**
+ * A call id a client chose that names a call of another actor: refused as a taken id, saying
+ * nothing of that call (its action, input, state or output), as an emit's taken event id is.
+ * Calls from time, pulses and work under a cause have ids the owner derives: never refused here;
+ * nor are admins, who may act as any actor.
+ */
+export function ownCallId(call: CallIdentity, actor: ActorRecord | null, clientChosen: boolean, principal: Principal): void {
+  if (!clientChosen || principal.role === "admin" || sameActor(call.actor, actor)) return;
+  fail("id_conflict", `call id ${JSON.stringify(call.callId)} is already in use; choose another id`, [{ field: "call_id", description: "already in use" }], { call_id: call.callId });
+}
+
 export function sameCall(call: CallIdentity, action: string, inputHash: string): void {
   if (action === call.entry.name && inputHash === call.inputHash) return;
   fail(

@@ -7,7 +7,7 @@ import type { CallStatements } from "../store/calls.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { EventStatements } from "../store/events.js";
 import { callerGone, notStartedError, stoppingError } from "./call-errors.js";
-import { fromOutside, fromPulse, fromTime, sameCall, underCause } from "./call-origin.js";
+import { fromOutside, fromPulse, fromTime, ownCallId, sameCall, underCause } from "./call-origin.js";
 import type { CallRequest, CallResult } from "./call-request.js";
 import type { HostQueue } from "./hosts.js";
 import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVerdict, type StopState } from "./invocations.js";
@@ -121,14 +121,17 @@ export class ActionCalls {
     const canonicalInput = canonicalJson(req.input);
     const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalInput), inputBytes: Buffer.byteLength(canonicalInput) };
     // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
+    const clientChosen = !req.cause && !req.scheduled && !req.pulse && req.callId !== "";
     const running = this.runs.get(call.callId);
     if (running) {
+      ownCallId(call, running.call.actor, clientChosen, principal);
       sameCall(call, running.call.entry.name, running.call.inputHash);
       return this.wait(running, caller);
     }
     // A recorded call whose row the retention deleted is answered from its events, as by its row.
     const row = req.scheduled?.fresh ? undefined : (this.deps.calls.get(call.callId) ?? callFromLog(this.deps.events, call, this.deps.clock.now()));
     if (row) {
+      ownCallId(call, row.actor, clientChosen, principal);
       sameCall(call, row.action, row.inputHash);
       if (row.state === "completed") return { callId: call.callId, output: storedOutput(row, this.deps.events), fromLog: true };
     }

@@ -84,6 +84,11 @@ export function allows(allow: readonly string[], principal: Principal): boolean 
   return allow.some((entry) => entry === "*" || entry === `role:${principal.role}` || entry === principal.name);
 }
 
+/** Whether two actors are the same one: every field equal (none, null, is every field empty). */
+export function sameActor(a: ActorRecord | null, b: ActorRecord | null): boolean {
+  return actorFields.every((field) => (a?.[field] ?? "") === (b?.[field] ?? ""));
+}
+
 /**
  * True when the principal may read an event: {@link canReach} its space
  * (its actor's `in`).

@@ -1,4 +1,4 @@
-import type { Principal } from "../auth/principal.js";
+import { canRead, sameActor, type Principal } from "../auth/principal.js";
 import type { CauseRef, LiveCauses } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
 import { asItem, fail, forItem } from "../errors.js";
@@ -117,6 +117,8 @@ export class Timers {
       const prior = recorded(tx, eventId, "timer.scheduled");
       if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again
       const existing = this.deps.timers.get(id);
+      // A timer out of the principal's reach (another space's) is neither replaced nor described.
+      if (existing && !req.cause && !canRead(principal, existing)) fail("already_exists", `timer_id ${JSON.stringify(id)} is already in use; choose another timer_id`, [{ field: "timer_id", description: "already in use" }], { timer_id: id });
       // 6. state
       if (existing && existing.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`);
       const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now, this.deps.region), action: entry.name, input: req.input, spec, nextDueMs, actor: who.actor, overdue: req.overdue, policy: stored, occurrences: existing?.occurrences ?? 0 };
@@ -205,10 +207,14 @@ export class Timers {
     const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // FAILED_PRECONDITION past the maximum
     return (tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
+      // Another actor's delay id: taken, and nothing more said of that delay (its request, its moment); admins may act as any actor.
+      const othersDelay = (actor: ActorRecord | null) => principal.role !== "admin" && !sameActor(actor, who.actor);
+      if (prior && clientId && othersDelay(prior.actor)) delayIdInUse(clientId);
       if (prior && clientId && prior.data.delay_request !== digest.delay_request) fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names a delay armed by another request (action, input, interval_ms or at, overdue); choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
       if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again: armed once
       const existing = clientId || req.cause ? this.deps.timers.get(id) : undefined; // an id made here names no timer yet
       if (existing && clientId) {
+        if (othersDelay(existing.actor)) delayIdInUse(clientId);
         // 6. state: the id is another timer's (a schedule's, or a delay without this request's event)
         if (existing.kind !== "delay") fail("failed_precondition", `delay_id ${JSON.stringify(clientId)} names a ${existing.kind === "runtime" ? "runtime timer (Schedule)" : "declared schedule"}; choose another delay_id`, [{ field: "delay_id", description: "names a schedule" }]);
         fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names another delay; choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
@@ -304,4 +310,9 @@ export class Timers {
       tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
     });
   }
+}
+
+/** A client's delay id that names another actor's delay or timer: refused as taken, saying nothing of it. */
+function delayIdInUse(delayId: string): never {
+  fail("already_exists", `delay_id ${JSON.stringify(delayId)} is already in use; choose another delay_id`, [{ field: "delay_id", description: "already in use" }], { delay_id: delayId });
 }
