@@ -5,7 +5,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, eventToJson, type ChronologClient } from "../sdk/ts/src/client.js";
-import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
+import { runExecutor, TerminalError, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { BadRequestSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
@@ -426,6 +426,34 @@ describe("actions through the real transport and SDK executors", () => {
     expect(results.map((r) => r.output)).toEqual([{ runs: 1 }, { runs: 1 }, { runs: 1 }]);
     expect(runs).toBe(1);
     expect((await countTypes(client))["action.started"]).toBe(1);
+  });
+});
+
+describe("an action failing with an error of megabytes", () => {
+  it("is answered ABORTED with the error's start and its length (the whole error is in action.failed), over gRPC, gRPC-Web and Connect, never a transport error", async () => {
+    const { owner: o, client } = await owner();
+    const huge = `${"é".repeat(500_000)} and 2,000,000 more bytes`;
+    const plugin = definePlugin({
+      name: "loud",
+      actions: {
+        fail: {
+          allow: ["*"],
+          run() {
+            throw new TerminalError(huge);
+          },
+        },
+      },
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    await executor(o.url, plugin);
+    for (const [protocol, via] of [["grpc", "unary"], ["grpc-web", "unary"], ["connect", "unary"]] as const) {
+      const e = await callError(createClient({ url: o.url, protocol, emitVia: via }).call("loud.fail", {}));
+      expect(e.code).toBe(Code.Aborted);
+      expect(Buffer.byteLength(e.rawMessage)).toBeLessThanOrEqual(1024);
+      expect(e.rawMessage).toMatch(/^action loud\.fail failed \(attempt 1\): é+… \(cut from \d+ bytes\)$/);
+    }
+    const [failed] = await readAll(client, ["action.failed"]);
+    expect(String((failed.data as { error: string }).error).length).toBeGreaterThan(100_000);
   });
 });
 

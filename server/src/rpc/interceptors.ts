@@ -72,6 +72,23 @@ async function* mapStreamErrors<T>(messages: AsyncIterable<T>, convert: (e: unkn
   }
 }
 
+/**
+ * Most UTF-8 bytes of a status message. It travels in the trailers twice (grpc-message,
+ * percent-encoded, and inside grpc-status-details-bin), which clients cap (grpc-js reads 8 KiB of
+ * metadata by default; nghttp2 refuses a frame past its size): an executor's error of megabytes
+ * quoted in a failed call's message would turn the answer into a transport error.
+ */
+export const maxStatusMessageBytes = 1024;
+
+/** `message`, or its start within {@link maxStatusMessageBytes} saying how long it was. */
+export function statusMessage(message: string): string {
+  const bytes = Buffer.byteLength(message);
+  if (bytes <= maxStatusMessageBytes) return message;
+  const suffix = `… (cut from ${bytes} bytes)`;
+  const kept = Buffer.from(message).subarray(0, maxStatusMessageBytes - Buffer.byteLength(suffix)).toString();
+  return `${kept.replace(/\uFFFD$/, "")}${suffix}`; // a character cut in two is dropped
+}
+
 /** Converts anything thrown to a ConnectError (see errorInterceptor). */
 export function toConnectError(e: unknown): ConnectError {
   if (e instanceof ConnectError) return e;
@@ -80,5 +97,5 @@ export function toConnectError(e: unknown): ConnectError {
     { desc: ErrorInfoSchema, value: { reason: error.kind.toUpperCase(), domain: "chronolog.dev", metadata: error.metadata } },
     ...(error.violations.length > 0 ? [{ desc: BadRequestSchema, value: { fieldViolations: error.violations } }] : []),
   ];
-  return new ConnectError(error.message, error.code, undefined, details);
+  return new ConnectError(statusMessage(error.message), error.code, undefined, details);
 }
