@@ -297,6 +297,15 @@ describe("two owners on one PostgreSQL database", () => {
     await b.waitLog(/^took over the lease/, 15_000);
     await b.waitLog(/^owner serving/);
     await sleep(Math.max(0, dueAt + 40 * 50 - Date.now())); // every call came due while it was paused
+    // What the executor got before the pause it has handled (a busy machine may have held it up):
+    // from here on, a line it prints is something the resumed leader sent.
+    let heard = -1;
+    await until(async () => {
+      const quiet = worker.lines.length === heard;
+      heard = worker.lines.length;
+      if (!quiet) await sleep(500);
+      return quiet;
+    }, "the executor quiet", 30_000);
     const heardBefore = worker.lines.length;
     const resumedAt = performance.now();
     a.child.kill("SIGCONT");

@@ -7,7 +7,7 @@
 //
 // @module-tag postgres
 
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createConnection, createServer, type Socket } from "node:net";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
@@ -94,6 +94,28 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     // The thread marks the lease taken in shared memory, then tells the owner's thread: wait for what it is told.
     await until(() => told.taken > 0, "the renewer told its term is gone");
     expect([told.taken, renewer.taken]).toEqual([1, true]);
+  });
+
+  it("ends the process when the lease is lost while the owner's thread is stuck (its own step-down would never run), saying why", { tags: ["serial"] }, async () => {
+    const url = testDatabase(tempDir("chronolog-pg-stuck-"));
+    connectPostgres(url, { instanceId: "migrate", advertiseUrl: "http://127.0.0.1:1", leaseMs: 1_000 }).close(); // migrated
+    const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/stuck-leader.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once("exit", (code, signal) => resolve(signal ?? code)));
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.on("data", (chunk) => (stdout += chunk));
+    child.stderr!.on("data", (chunk) => (stderr += chunk));
+    try {
+      await until(() => stdout.startsWith("stuck"), "the leader stuck", 30_000);
+      const other = connection(url);
+      other.querySync("UPDATE chronolog_lease SET term = term + 1 WHERE id = 1"); // another owner takes it
+      const takenAt = performance.now();
+      expect(await exited).toBe("SIGKILL");
+      expect(performance.now() - takenAt).toBeLessThan(10_000); // a renewal (a third of the lease), then a second of silence
+      expect(stderr).toMatch(/"msg":"stepping down: another owner took the lease, and the owner's thread has not answered for \d+ ms \(waiting on a database that does not answer\?\): the process ends"/);
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 
   it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", { tags: ["serial"] }, async () => {

@@ -148,7 +148,9 @@ export class Leadership implements Trust {
         failing = true;
       },
     }));
+    renewer.alive();
     this.checks = setInterval(() => {
+      renewer.alive();
       this.database.probe(); // a PostgreSQL restart broke the store's connections too: step down now, not at the next call
       const ageMs = renewer.ageMs();
       if (renewer.taken) this.lose("another owner took the lease", onLost);

@@ -7,6 +7,9 @@ import { Worker } from "node:worker_threads";
  * renews every third of the lease, one renewal at a time, and writes in shared memory when the
  * last renewal that held was sent: a renewal extends the lease from the database's clock when
  * the UPDATE runs, which is after it was sent, so the lease holds at least `leaseMs` from then.
+ * Its watchdog ends the process once the lease is lost (too old, or taken) while the owner's
+ * thread, which steps down itself when it can, has not answered for a second or a third of the
+ * lease: stuck in a call to a database that does not answer, it never would.
  */
 const workerSource = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -38,7 +41,8 @@ async function renew() {
     if (result.rowCount === 0) {
       Atomics.store(shared, 1, 1n);
       parentPort.postMessage({ taken: true });
-      return stop();
+      stopped = true; // renews no more; the watchdog watches until the owner closes it
+      return drop();
     }
     Atomics.store(shared, 0, sentAt);
   } catch (error) {
@@ -55,7 +59,37 @@ function stop() {
   drop();
   parentPort.close();
 }
-parentPort.on("message", (message) => { if (message === "close") stop(); });
+const tickMs = Math.max(50, leaseMs / 6);
+let lastBeat = 0n;
+let silentMs = 0;
+let lastTick = process.hrtime.bigint();
+const watchdog = setInterval(() => {
+  const now = process.hrtime.bigint();
+  const elapsedMs = Number(now - lastTick) / 1e6;
+  lastTick = now;
+  const beat = Atomics.load(shared, 2);
+  if (beat === 0n) return; // the owner's thread does not report: nothing to watch
+  if (beat !== lastBeat) {
+    lastBeat = beat;
+    silentMs = 0;
+    return;
+  }
+  silentMs += Math.min(elapsedMs, 2 * tickMs); // a pause of the whole process (SIGSTOP) is not the thread's silence
+  const taken = Atomics.load(shared, 1) === 1n;
+  const ageMs = Number(now - Atomics.load(shared, 0)) / 1e6;
+  if ((taken || ageMs >= leaseMs) && silentMs >= Math.max(1000, leaseMs / 3)) {
+    const why = taken ? "another owner took the lease" : "the lease could not be renewed for " + Math.round(ageMs) + " ms (a standby may lead now)";
+    const line = { level: 60, time: Date.now(), pid: process.pid, msg: "stepping down: " + why + ", and the owner's thread has not answered for " + Math.round(silentMs) + " ms (waiting on a database that does not answer?): the process ends" };
+    require("node:fs").writeSync(2, JSON.stringify(line) + "\\n");
+    process.kill(process.pid, "SIGKILL");
+  }
+}, tickMs);
+parentPort.on("message", (message) => {
+  if (message === "close") {
+    clearInterval(watchdog);
+    stop();
+  }
+});
 timer = setTimeout(renew, leaseMs / 3);
 `;
 
@@ -86,8 +120,11 @@ export interface LeaseRenewerOptions {
  */
 export class LeaseRenewer {
   private readonly worker: Worker;
-  /** [0]: when the last renewal that held was sent (hrtime ns); [1]: 1 once another owner holds the lease. */
-  private readonly shared = new BigInt64Array(new SharedArrayBuffer(16));
+  /**
+   * [0]: when the last renewal that held was sent (hrtime ns); [1]: 1 once another owner holds the
+   * lease; [2]: when the owner's thread last said it is alive ({@link alive}; 0: it does not say).
+   */
+  private readonly shared = new BigInt64Array(new SharedArrayBuffer(24));
   private closed = false;
 
   constructor(options: LeaseRenewerOptions) {
@@ -106,6 +143,15 @@ export class LeaseRenewer {
   /** Ms since the last renewal that held was sent (or the lease was taken). */
   ageMs(): number {
     return Number(process.hrtime.bigint() - Atomics.load(this.shared, 0)) / 1e6;
+  }
+
+  /**
+   * The owner's thread is alive: call it at least every sixth of the lease. Once called, the
+   * thread's watchdog ends the process when the lease is lost and this is not called for a second
+   * or a third of the lease (the owner's thread, alive, would step down itself).
+   */
+  alive(): void {
+    Atomics.store(this.shared, 2, process.hrtime.bigint());
   }
 
   /** Another owner holds the lease. */
