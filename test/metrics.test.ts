@@ -174,6 +174,21 @@ describe("GET /metrics", () => {
     expect(await metric(owner.url, "chronolog_timer_calls_sent_late_total")).toBe(0);
   });
 
+  it("the event-loop delay histogram keeps a stall between scrapes, for every scraper (it never starts again at a scrape)", async () => {
+    const owner = await startTestOwner();
+    cleanups.push(() => owner.close());
+    const count = (s: Samples) => value(s, "chronolog_event_loop_delay_seconds_count");
+    const under = (s: Samples, le: string) => value(s, `chronolog_event_loop_delay_seconds_bucket{le="${le}"}`);
+    const before = await scrape(owner.url);
+    const stalled = performance.now() + 300;
+    while (performance.now() < stalled); // the owner's thread held for 300 ms
+    await until(async () => count(await scrape(owner.url)) > count(before) + 2, "samples after the stall");
+    const first = await scrape(owner.url);
+    const second = await scrape(owner.url); // another scraper's: the same series, grown, not started again
+    for (const s of [first, second]) expect(count(s) - under(s, "0.25")).toBeGreaterThan(count(before) - under(before, "0.25")); // the stall's sample is over 250 ms
+    expect(count(second)).toBeGreaterThanOrEqual(count(first));
+  });
+
   it("with principals: an admin bearer token is required (401 without or unknown, 403 for a non-admin)", async () => {
     const tokens = { admin: "admin-token-0123456789", client: "client-token-0123456789" };
     const owner = await startTestOwner({

@@ -65,8 +65,36 @@ function processMetrics(): Registry {
   if (!processRegistry) {
     processRegistry = new Registry();
     collectDefaultMetrics({ register: processRegistry });
+    eventLoopDelay(processRegistry);
   }
   return processRegistry;
+}
+
+/** How often {@link eventLoopDelay} samples, ms. */
+const eventLoopSampleMs = 20;
+/** Event-loop delay buckets, seconds: 1 ms to 10 s. */
+const eventLoopDelayBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * `chronolog_event_loop_delay_seconds`: how late a timer due every {@link eventLoopSampleMs} ran,
+ * as a histogram. Unlike prom-client's `nodejs_eventloop_lag_*` gauges, which start again at every
+ * scrape (two scrapers each see part, and a stall between scrapes is lost to the one that comes
+ * second), it only grows: any scraper's rate over a window gives that window's percentiles, and a
+ * stall during which /metrics could not answer is there, as one sample of its length, afterwards.
+ */
+function eventLoopDelay(registry: Registry): void {
+  const delay = new Histogram({
+    name: "chronolog_event_loop_delay_seconds",
+    help: `How late the owner's event loop ran a timer due every ${eventLoopSampleMs} ms: what every request, stream and timer waited for at that moment.`,
+    buckets: eventLoopDelayBuckets,
+    registers: [registry],
+  });
+  let due = performance.now() + eventLoopSampleMs;
+  setInterval(() => {
+    const now = performance.now();
+    delay.observe(Math.max(0, now - due) / 1000);
+    due = now + eventLoopSampleMs;
+  }, eventLoopSampleMs).unref();
 }
 
 /** `registry`'s metrics and the process's (`process_*`, `nodejs_*`), as {@link metricsHttpHandler} serves them (a standby's). */
