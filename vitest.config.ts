@@ -19,7 +19,10 @@ const testFiles = readdirSync(new URL("test/", import.meta.url))
 const wholly = (source: string) => /(\/\/|\*)\s*@module-tag\s+serial\b/.test(source);
 const inPart = (source: string) => /tags:\s*\[[^\]]*"serial"/.test(source);
 const untagged = testFiles.filter((f) => /from "node:child_process"/.test(f.source) && !wholly(f.source) && !inPart(f.source));
-if (untagged.length > 0) throw new Error(`${untagged.map((f) => f.path).join(", ")}: these start processes (node:child_process) but nothing in them is tagged serial (see vitest.config.ts)`);
+if (untagged.length > 0)
+  throw new Error(
+    `${untagged.map((f) => f.path).join(", ")}: these start processes (node:child_process) but nothing in them is tagged serial (see vitest.config.ts)`,
+  );
 
 export default defineConfig({
   // "@chronolog/sdk/gen/..." from the SDK's TypeScript sources (its package's chronolog-source condition).

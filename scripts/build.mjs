@@ -50,7 +50,11 @@ function filesOf(relative) {
  */
 export function sourcesDigest() {
   const hash = createHash("sha256");
-  for (const file of sources.flatMap(filesOf)) hash.update(`${file}\0`).update(readFileSync(path(file))).update("\0");
+  for (const file of sources.flatMap(filesOf))
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(path(file)))
+      .update("\0");
   return hash.digest("hex");
 }
 

@@ -32,7 +32,6 @@ async function executor(url: string, plugin: PluginDefinition, options: { credit
   return ex;
 }
 
-
 async function readAll(client: ChronologClient, types?: string[]): Promise<Event[]> {
   const events: Event[] = [];
   for await (const e of client.read({ types })) events.push(e);
@@ -53,7 +52,6 @@ async function callError(p: Promise<unknown>): Promise<ConnectError> {
   }
   throw new Error("expected the call to fail");
 }
-
 
 describe("actions through the real transport and SDK executors", () => {
   it("records action.started and action.completed and returns the output; the same call id answers from the log without running", async () => {
@@ -147,7 +145,14 @@ describe("actions through the real transport and SDK executors", () => {
       name: "quiet",
       actions: {
         ping: { allow: ["*"], record: false, run: (_ctx, input) => ({ pong: input.n, run: ++runs }) },
-        fails: { allow: ["*"], record: false, run: (ctx) => { if (ctx.attempt === 1) throw new Error("first try fails"); return { attempt: ctx.attempt }; } },
+        fails: {
+          allow: ["*"],
+          record: false,
+          run: (ctx) => {
+            if (ctx.attempt === 1) throw new Error("first try fails");
+            return { attempt: ctx.attempt };
+          },
+        },
       },
     });
     await client.registerPlugin(manifestOf(plugin));
@@ -194,7 +199,10 @@ describe("actions through the real transport and SDK executors", () => {
 
   it("waits for an executor that connects within the deadline; the action's timeout bounds the wait too", async () => {
     const { owner: o, client } = await owner();
-    const plugin = definePlugin({ name: "pay", actions: { charge: { allow: ["*"], run: () => ({ ok: 1 }) }, short: { allow: ["*"], timeoutMs: 150, run: () => ({}) } } });
+    const plugin = definePlugin({
+      name: "pay",
+      actions: { charge: { allow: ["*"], run: () => ({ ok: 1 }) }, short: { allow: ["*"], timeoutMs: 150, run: () => ({}) } },
+    });
     await client.registerPlugin({ name: "pay", actions: { charge: { allow: ["*"] }, short: { allow: ["*"], timeoutMs: 150 } } });
     const pending = client.call("pay.charge", {}, { timeoutMs: 5_000 });
     const t0 = Date.now();
@@ -415,7 +423,19 @@ describe("actions through the real transport and SDK executors", () => {
     let runs = 0;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const plugin = definePlugin({ name: "pay", actions: { charge: { allow: ["*"], run: async () => { runs++; await gate; return { runs }; } } } });
+    const plugin = definePlugin({
+      name: "pay",
+      actions: {
+        charge: {
+          allow: ["*"],
+          run: async () => {
+            runs++;
+            await gate;
+            return { runs };
+          },
+        },
+      },
+    });
     await client.registerPlugin(manifestOf(plugin));
     await executor(o.url, plugin);
     const calls = [1, 2, 3].map(() => client.call("pay.charge", {}, { callId: "same" }));
@@ -446,7 +466,11 @@ describe("an action failing with an error of megabytes", () => {
     });
     await client.registerPlugin(manifestOf(plugin));
     await executor(o.url, plugin);
-    for (const [protocol, via] of [["grpc", "unary"], ["grpc-web", "unary"], ["connect", "unary"]] as const) {
+    for (const [protocol, via] of [
+      ["grpc", "unary"],
+      ["grpc-web", "unary"],
+      ["connect", "unary"],
+    ] as const) {
       const e = await callError(createClient({ url: o.url, protocol, emitVia: via }).call("loud.fail", {}));
       expect(e.code).toBe(Code.Aborted);
       expect(Buffer.byteLength(e.rawMessage)).toBeLessThanOrEqual(1024);
@@ -458,23 +482,27 @@ describe("an action failing with an error of megabytes", () => {
 });
 
 describe("a handler that ignores its cancel signal", () => {
-  it("keeps its credit after the run timeout (the call fails ABORTED once the grace after it passed) and the owner warns of it 10 s later, naming the executor and the invocation", async () => {
-    const lines: string[] = [];
-    const { owner: o, client } = await owner({ logger: pino({ level: "warn" }, { write: (line: string) => void lines.push(line) }) });
-    const plugin = definePlugin({ name: "stuck", actions: { hang: { allow: ["*"], timeoutMs: 300, run: () => new Promise(() => {}) } } });
-    await client.registerPlugin(manifestOf(plugin));
-    await executor(o.url, plugin, { credits: 1 });
-    const timedOut = await callError(client.call("stuck.hang", {}, { callId: "h-1" }));
-    expect(timedOut.code).toBe(Code.Aborted);
-    expect(timedOut.message).toContain("timed out after 300 ms");
-    // The handler still runs: its slot (the credit) is not given to another call.
-    expect((await callError(client.call("stuck.hang", {}, { callId: "h-2", timeoutMs: 1_000 }))).code).toBe(Code.Unavailable);
-    expect(lines.filter((l) => l.includes("has not answered"))).toEqual([]);
-    await until(() => lines.some((l) => l.includes("has not answered")), "the warning", unansweredWarnMs + 3_000);
-    const warning = JSON.parse(lines.find((l) => l.includes("has not answered"))!);
-    expect(warning).toMatchObject({ invocation: "h-1#1", action: "stuck.hang", freeCredits: 0 });
-    expect(warning.msg).toMatch(/300 ms timeout, cancel and grace: its credit stays held until it answers/);
-  }, unansweredWarnMs + 10_000);
+  it(
+    "keeps its credit after the run timeout (the call fails ABORTED once the grace after it passed) and the owner warns of it 10 s later, naming the executor and the invocation",
+    async () => {
+      const lines: string[] = [];
+      const { owner: o, client } = await owner({ logger: pino({ level: "warn" }, { write: (line: string) => void lines.push(line) }) });
+      const plugin = definePlugin({ name: "stuck", actions: { hang: { allow: ["*"], timeoutMs: 300, run: () => new Promise(() => {}) } } });
+      await client.registerPlugin(manifestOf(plugin));
+      await executor(o.url, plugin, { credits: 1 });
+      const timedOut = await callError(client.call("stuck.hang", {}, { callId: "h-1" }));
+      expect(timedOut.code).toBe(Code.Aborted);
+      expect(timedOut.message).toContain("timed out after 300 ms");
+      // The handler still runs: its slot (the credit) is not given to another call.
+      expect((await callError(client.call("stuck.hang", {}, { callId: "h-2", timeoutMs: 1_000 }))).code).toBe(Code.Unavailable);
+      expect(lines.filter((l) => l.includes("has not answered"))).toEqual([]);
+      await until(() => lines.some((l) => l.includes("has not answered")), "the warning", unansweredWarnMs + 3_000);
+      const warning = JSON.parse(lines.find((l) => l.includes("has not answered"))!);
+      expect(warning).toMatchObject({ invocation: "h-1#1", action: "stuck.hang", freeCredits: 0 });
+      expect(warning.msg).toMatch(/300 ms timeout, cancel and grace: its credit stays held until it answers/);
+    },
+    unansweredWarnMs + 10_000,
+  );
 });
 
 describe("CallAction bad input", () => {
@@ -513,7 +541,9 @@ describe("CallAction bad input", () => {
     expect(invalid.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(["input/amount"]);
     const missing = await callError(partner.call("pay.charge", {}));
     // A missing property is reported on the object that lacks it, naming the property.
-    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([["input", "must have required property 'amount' (rule: required)"]]);
+    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([
+      ["input", "must have required property 'amount' (rule: required)"],
+    ]);
     const unknown = await callError(partner.call("pay.nope", {}));
     expect(unknown.code).toBe(Code.NotFound);
     expect(unknown.rawMessage).toContain("pay.nope");

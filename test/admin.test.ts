@@ -18,14 +18,19 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-
 async function setup() {
   const owner = await startTestOwner({
     shutdownGraceMs: 100,
-    config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.client, role: "client" }] },
+    config: {
+      principals: [
+        { name: "ops", token: tokens.admin, role: "admin" },
+        { name: "web", token: tokens.client, role: "client" },
+      ],
+    },
   });
   cleanups.push(() => owner.close());
-  const transport = (token: string) => createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] });
+  const transport = (token: string) =>
+    createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] });
   const admin = createRpcClient(AdminService, transport(tokens.admin));
   const asClient = createRpcClient(AdminService, transport(tokens.client));
   const client = createClient({ url: owner.url, token: tokens.admin });
@@ -167,28 +172,49 @@ describe("AdminService", () => {
     const bad = await admin.executeSql({ sql: "SELEC nope" }).catch((e) => ConnectError.from(e));
     expect((bad as ConnectError).code).toBe(Code.InvalidArgument);
     // The log is immutable: no rewriting events, no attaching other files.
-    for (const sql of ["UPDATE events SET data = '{}' WHERE seq = 1", "delete from main.events where seq = 2", "INSERT OR REPLACE INTO events (seq) VALUES (1)", "ATTACH DATABASE '/tmp/x.db' AS x"]) {
+    for (const sql of [
+      "UPDATE events SET data = '{}' WHERE seq = 1",
+      "delete from main.events where seq = 2",
+      "INSERT OR REPLACE INTO events (seq) VALUES (1)",
+      "ATTACH DATABASE '/tmp/x.db' AS x",
+    ]) {
       const refused = await admin.executeSql({ sql }).catch((e) => ConnectError.from(e));
       expect((refused as ConnectError).code, sql).toBe(Code.InvalidArgument);
     }
     expect((await client.log.readLog({})).headSeq).toBe(before);
     // The owner's schema changes only through migrations: a dropped table would keep the next owner from starting.
-    for (const sql of ["DROP TABLE timer_occurrences", "ALTER TABLE cursors RENAME TO cursors_old", "ALTER TABLE plugins ADD COLUMN note TEXT", "DROP INDEX timers_by_due", "drop index main.\"timers_spent\""]) {
+    for (const sql of [
+      "DROP TABLE timer_occurrences",
+      "ALTER TABLE cursors RENAME TO cursors_old",
+      "ALTER TABLE plugins ADD COLUMN note TEXT",
+      "DROP INDEX timers_by_due",
+      'drop index main."timers_spent"',
+    ]) {
       await expectConnectError(admin.executeSql({ sql }), Code.InvalidArgument, /may not drop, rename or alter the owner's own tables/);
     }
     expect((await admin.executeSql({ sql: "SELECT count(*) AS n FROM timer_occurrences" })).rows).toEqual([{ n: 0 }]);
   });
 
-  it.skipIf(onPostgres)("a maintenance query runs off the owner's thread: an endless one is stopped (DEADLINE_EXCEEDED) while the owner keeps serving", async () => {
-    const { admin, client } = await setup();
-    const endless = admin.executeSql({ sql: "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c)" });
-    const started = Date.now();
-    expect((await client.emit("job.queued", { n: 1 })).event?.seq).toBeGreaterThan(0n); // served meanwhile
-    expect(Date.now() - started).toBeLessThan(2_000);
-    await expectConnectError(endless, Code.DeadlineExceeded, /ran longer than 10 s and was stopped/);
-    await expectConnectError(admin.executeSql({ sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10001) SELECT x FROM c" }), Code.ResourceExhausted, /more than 10000 rows; add a LIMIT/);
-    expect((await admin.executeSql({ sql: "SELECT ? AS a, x'00ff' AS b", params: { values: [{ kind: { case: "stringValue", value: "p" } }] } })).rows).toEqual([{ a: "p", b: "AP8=" }]);
-  }, 30_000);
+  it.skipIf(onPostgres)(
+    "a maintenance query runs off the owner's thread: an endless one is stopped (DEADLINE_EXCEEDED) while the owner keeps serving",
+    async () => {
+      const { admin, client } = await setup();
+      const endless = admin.executeSql({ sql: "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c)" });
+      const started = Date.now();
+      expect((await client.emit("job.queued", { n: 1 })).event?.seq).toBeGreaterThan(0n); // served meanwhile
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await expectConnectError(endless, Code.DeadlineExceeded, /ran longer than 10 s and was stopped/);
+      await expectConnectError(
+        admin.executeSql({ sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10001) SELECT x FROM c" }),
+        Code.ResourceExhausted,
+        /more than 10000 rows; add a LIMIT/,
+      );
+      expect(
+        (await admin.executeSql({ sql: "SELECT ? AS a, x'00ff' AS b", params: { values: [{ kind: { case: "stringValue", value: "p" } }] } })).rows,
+      ).toEqual([{ a: "p", b: "AP8=" }]);
+    },
+    30_000,
+  );
 
   it.skipIf(onPostgres)("refuses maintenance SQL that would rewrite the log or the owner's connection, whatever the spelling; records nothing", async () => {
     const { admin, client, handled, heal } = await setup();
@@ -203,7 +229,9 @@ describe("AdminService", () => {
     };
     const before = await snapshot();
     const refusedWith = async (sql: string, params: string[] = []) => {
-      const e = await admin.executeSql({ sql, params: params.length > 0 ? { values: params.map((p) => ({ kind: { case: "stringValue" as const, value: p } })) } : undefined }).catch((err) => ConnectError.from(err));
+      const e = await admin
+        .executeSql({ sql, params: params.length > 0 ? { values: params.map((p) => ({ kind: { case: "stringValue" as const, value: p } })) } : undefined })
+        .catch((err) => ConnectError.from(err));
       expect(e, sql).toBeInstanceOf(ConnectError);
       expect((e as ConnectError).code, `${sql}: ${(e as ConnectError).rawMessage}`).toBe(Code.InvalidArgument);
       return (e as ConnectError).rawMessage;
@@ -226,7 +254,7 @@ describe("AdminService", () => {
       "INSERT OR REPLACE INTO events (seq) VALUES (1)",
       "INSERT INTO events (seq, id, type, data, at) VALUES (1, 'x', 't', '{}', 0) ON CONFLICT DO UPDATE SET data = '{}'",
       "DROP TABLE events",
-      "DROP TABLE IF EXISTS main.\"events\"",
+      'DROP TABLE IF EXISTS main."events"',
       "DROP INDEX events_by_type",
       "REINDEX events",
       "ALTER TABLE events DROP COLUMN cause",
@@ -234,7 +262,12 @@ describe("AdminService", () => {
       expect(await refusedWith(sql), sql).toMatch(/the log is immutable/);
     }
     // Its schema and triggers (renames and added columns run, then are undone).
-    for (const sql of ["ALTER TABLE events RENAME TO old_events", "ALTER TABLE events ADD COLUMN note TEXT", "ALTER TABLE events RENAME COLUMN data TO body", "CREATE INDEX events_by_cause ON events (cause)"]) {
+    for (const sql of [
+      "ALTER TABLE events RENAME TO old_events",
+      "ALTER TABLE events ADD COLUMN note TEXT",
+      "ALTER TABLE events RENAME COLUMN data TO body",
+      "CREATE INDEX events_by_cause ON events (cause)",
+    ]) {
       expect(await refusedWith(sql), sql).toMatch(/may not change the events table's schema/);
     }
     for (const sql of [
@@ -291,7 +324,10 @@ describe("AdminService", () => {
     await ok("DROP TABLE scratch");
     expect((await admin.executeSql({ sql: "UPDATE cursors SET updated_at = 0" })).changes).toBe(1n);
     await ok("ANALYZE");
-    expect(await ok("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")).toEqual([{ name: "events_immutable_no_delete" }, { name: "events_immutable_no_update" }]);
+    expect(await ok("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")).toEqual([
+      { name: "events_immutable_no_delete" },
+      { name: "events_immutable_no_update" },
+    ]);
     const after = await snapshot();
     expect(after.slice(0, before.length)).toEqual(before);
     expect(after.slice(before.length).map((e) => e.type)).toEqual(Array(14).fill("maintenance.sql")); // one per statement above

@@ -259,7 +259,12 @@ describe("bad input writes nothing", () => {
       admin.registerPlugin({ name: "Bad Name", events: { "action.started": {}, "x.y": { allow: ["role:superuser"] } } }),
       Code.InvalidArgument,
     );
-    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field).sort()).toEqual(["events.action.started", "events.x.y.allow", "name"]);
+    expect(
+      err
+        .findDetails(BadRequestSchema)[0]
+        ?.fieldViolations.map((v) => v.field)
+        .sort(),
+    ).toEqual(["events.action.started", "events.x.y.allow", "name"]);
     // Stealing another plugin's type.
     await expectConnectError(admin.registerPlugin({ name: "thief", events: { "order.placed": {} } }), Code.InvalidArgument, /order\.placed/, /shop/);
     // A bad update of an existing plugin keeps its current revision.
@@ -313,7 +318,7 @@ describe("bad input writes nothing", () => {
     // `silent` connects and sends nothing.
     halfPreface.write("PRI * HTTP/2.0\r\n");
     badFrames.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"), Buffer.alloc(64, 0xee)]));
-    halfClosed.end("POST /chronolog.v1.LogService/Emit HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"type\":"); // FIN after a partial body
+    halfClosed.end('POST /chronolog.v1.LogService/Emit HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"type":'); // FIN after a partial body
     await new Promise((r) => setTimeout(r, 100));
 
     // While all of them are still around, the owner answers every protocol.
@@ -364,9 +369,23 @@ describe("one id rule: at most 256 characters (code points), no control characte
       const field = (err: ConnectError) => err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
       for (const [id, message] of bad) {
         expect(field(await expectConnectError(admin.emit("thing.done", {}, { id }), Code.InvalidArgument, /^id /, message))).toEqual(["id"]);
-        expect(field(await expectConnectError(admin.emitBatch([{ type: "thing.done", data: {} }, { type: "thing.done", data: {}, id }]), Code.InvalidArgument, /^events\[1\]\.id /, message))).toEqual(["events[1].id"]);
+        expect(
+          field(
+            await expectConnectError(
+              admin.emitBatch([
+                { type: "thing.done", data: {} },
+                { type: "thing.done", data: {}, id },
+              ]),
+              Code.InvalidArgument,
+              /^events\[1\]\.id /,
+              message,
+            ),
+          ),
+        ).toEqual(["events[1].id"]);
         expect(field(await expectConnectError(admin.call("ids.work", {}, { callId: id }), Code.InvalidArgument, /^call_id /, message))).toEqual(["call_id"]);
-        expect(field(await expectConnectError(admin.schedule("ids.work", {}, { everyMs: 60_000 }, { timerId: id }), Code.InvalidArgument, /^timer_id /, message))).toEqual(["timer_id"]);
+        expect(
+          field(await expectConnectError(admin.schedule("ids.work", {}, { everyMs: 60_000 }, { timerId: id }), Code.InvalidArgument, /^timer_id /, message)),
+        ).toEqual(["timer_id"]);
         expect(field(await expectConnectError(admin.createDocument("thing", { _id: id }), Code.InvalidArgument, /^doc\._id /, message))).toEqual(["doc._id"]);
         expect(field(await expectConnectError(admin.getDocument("thing", id), Code.InvalidArgument, /^id /, message))).toEqual(["id"]);
       }
@@ -468,4 +487,3 @@ function connectRaw(port: number): Promise<net.Socket> {
     s.once("error", reject);
   });
 }
-

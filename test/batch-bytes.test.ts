@@ -89,7 +89,16 @@ describe("batches bounded by bytes", () => {
     };
     out.push({
       case: "hello",
-      value: { executor: "bulk", instanceId: "bulk-1", plugins: [manifest], processors: ["bulk.keep"], actions: ["bulk.echo"], credits: count, batches: true, invocationBatches: true },
+      value: {
+        executor: "bulk",
+        instanceId: "bulk-1",
+        plugins: [manifest],
+        processors: ["bulk.keep"],
+        actions: ["bulk.echo"],
+        credits: count,
+        batches: true,
+        invocationBatches: true,
+      },
     });
     const reading = (async () => {
       for await (const response of createRpcClient(ExecutorService, transport).subscribe(out)) handle(response.message);

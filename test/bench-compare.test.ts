@@ -14,8 +14,22 @@ import { GetEventRequestSchema, GetEventResponseSchema } from "@chronolog/sdk/ge
 describe("bench/compare figures", () => {
   it("takes medians over runs and compares Chronolog with the best peer in the row's direction", () => {
     const f = new Figures();
-    for (const [col, v] of [["nats", 100], ["nats", 300], ["nats", 200], ["redis", 400], ["bullmq", 50], ["chronolog", 40], ["chronolog", 10]] as const) f.add("rate", "higher", col, v);
-    for (const [col, v] of [["nats", 2], ["redis", 1], ["chronolog", 5]] as const) f.add("p99", "lower", col, v);
+    for (const [col, v] of [
+      ["nats", 100],
+      ["nats", 300],
+      ["nats", 200],
+      ["redis", 400],
+      ["bullmq", 50],
+      ["chronolog", 40],
+      ["chronolog", 10],
+    ] as const)
+      f.add("rate", "higher", col, v);
+    for (const [col, v] of [
+      ["nats", 2],
+      ["redis", 1],
+      ["chronolog", 5],
+    ] as const)
+      f.add("p99", "lower", col, v);
     const rate = f.rows.get("rate")!;
     expect(f.median(rate, "nats")).toBe(200);
     expect(f.median(rate, "chronolog")).toBe(25);
@@ -45,14 +59,22 @@ describe("bench/compare trivial servers", () => {
   for (const kind of ["connect", "grpc-js", "http2"]) {
     it(`${kind}: answers GetEvent over gRPC with an empty response`, async () => {
       const port = await freePort();
-      const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], { stdio: ["ignore", "pipe", "inherit"] });
+      const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       try {
         await new Promise((resolve) => createInterface({ input: child.stdout! }).once("line", resolve));
         const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
         const identity = (b: Buffer) => b;
         const call = (id: string) =>
           new Promise<{ err: grpc.ServiceError | null; value?: Buffer }>((resolve) =>
-            client.makeUnaryRequest("/chronolog.v1.LogService/GetEvent", identity, identity, Buffer.from(toBinary(GetEventRequestSchema, create(GetEventRequestSchema, { id }))), (err, value) => resolve({ err, value })),
+            client.makeUnaryRequest(
+              "/chronolog.v1.LogService/GetEvent",
+              identity,
+              identity,
+              Buffer.from(toBinary(GetEventRequestSchema, create(GetEventRequestSchema, { id }))),
+              (err, value) => resolve({ err, value }),
+            ),
           );
         const ok = await call("x".repeat(200));
         expect(ok.err).toBeNull();

@@ -29,7 +29,9 @@ const repo = new URL("../", import.meta.url).pathname;
 const CHROMIUM = "/usr/bin/chromium";
 const missing = !existsSync(CHROMIUM);
 if (missing && !process.env.CI) {
-  console.warn(`browser.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`);
+  console.warn(
+    `browser.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`,
+  );
 }
 
 /** The flags this machine needs: no sandbox as root, no GPU, no traffic to Google's hosts. */
@@ -48,10 +50,14 @@ const tokens = { admin: "browser-admin-token-0123456789", web: "browser-web-toke
 
 /** Builds the page with the same Vite config as `npm run build:browser`, into `outDir`. */
 async function buildPage(outDir: string): Promise<void> {
-  const child = spawn(process.execPath, [join(repo, "node_modules/vite/bin/vite.js"), "build", "--config", "examples/browser/vite.config.ts", "--outDir", outDir, "--emptyOutDir"], {
-    cwd: repo,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(repo, "node_modules/vite/bin/vite.js"), "build", "--config", "examples/browser/vite.config.ts", "--outDir", outDir, "--emptyOutDir"],
+    {
+      cwd: repo,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   child.stdout.on("data", (b: Buffer) => (output += b.toString()));
   child.stderr.on("data", (b: Buffer) => (output += b.toString()));
@@ -200,7 +206,7 @@ describe.skipIf(missing && !process.env.CI)("browser client (connect-web in Debi
     await page.click("#emit");
     await page.waitForSelector("#emit-result[data-state=error]");
     expect(await page.textContent("#emit-result")).toBe(
-      "InvalidArgument: data of order.placed does not match its schema: data/amount: must be >= 0 (rule: minimum); data/email: must match format \"email\" (rule: format)",
+      'InvalidArgument: data of order.placed does not match its schema: data/amount: must be >= 0 (rule: minimum); data/email: must match format "email" (rule: format)',
     );
 
     await page.fill("#type", "order.shipped");

@@ -23,11 +23,18 @@ const dir = tempDir("chronolog-bundle-");
 const data = join(dir, "data");
 const manifest = `name: bundled\nversion: "1"\nevents:\n  bundle.checked:\n    allow: ["*"]\n    schema: { type: object, required: [n], properties: { n: { type: integer } } }\n`;
 
-interface Running { url: string; logs: string[]; stop(): Promise<void> }
+interface Running {
+  url: string;
+  logs: string[];
+  stop(): Promise<void>;
+}
 
 /** Runs `node dist/main.js serve` on the test folder; resolves at "owner serving". */
 function serveBundle(): Promise<Running> {
-  const child = spawn(process.execPath, ["dist/main.js", "serve", "--data", data, "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, ["dist/main.js", "serve", "--data", data, "--port", "0", "--plugins", join(dir, "plugins")], {
+    cwd: repo,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const logs: string[] = [];
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const stop = async () => {
@@ -52,7 +59,11 @@ function walIndex(): { mxFrame: number; nBackfill: number } {
 
 /** The bundled CLI: `node dist/main.js ...args`. */
 function bundledCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => execFile(process.execPath, ["dist/main.js", ...args], { cwd: repo }, (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })));
+  return new Promise((resolve) =>
+    execFile(process.execPath, ["dist/main.js", ...args], { cwd: repo }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
 }
 
 const running = new Set<() => Promise<void>>();

@@ -19,7 +19,12 @@ describe("admin CLI", () => {
   it("lists failed deliveries, redelivers, lists executors, pauses, moves a cursor and runs recorded SQL; refuses non-admins", async () => {
     const owner = await startTestOwner({
       shutdownGraceMs: 100,
-      config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.web, role: "client" }] },
+      config: {
+        principals: [
+          { name: "ops", token: tokens.admin, role: "admin" },
+          { name: "web", token: tokens.web, role: "client" },
+        ],
+      },
     });
     cleanups.push(() => owner.close());
     const client = createClient({ url: owner.url, token: tokens.admin });
@@ -28,7 +33,13 @@ describe("admin CLI", () => {
     const plugin = definePlugin({
       name: "jobs",
       events: { "job.queued": { allow: ["*"] } },
-      processors: { work: { on: "job.queued", retryDelaysMs: [5, 5], run: (ctx) => (healthy ? void handled.push(Number(ctx.event.seq)) : Promise.reject(new Error("disk full"))) } },
+      processors: {
+        work: {
+          on: "job.queued",
+          retryDelaysMs: [5, 5],
+          run: (ctx) => (healthy ? void handled.push(Number(ctx.event.seq)) : Promise.reject(new Error("disk full"))),
+        },
+      },
     });
     await client.registerPlugin(manifestOf(plugin));
     const executor = runExecutor({ url: owner.url, token: tokens.admin, plugins: [plugin], onError: () => {} });
@@ -57,7 +68,15 @@ describe("admin CLI", () => {
     else expect(sql.stdout.trim()).toBe(JSON.stringify({ type: "job.queued" }));
     const types: string[] = [];
     for await (const e of client.read()) types.push(e.type);
-    expect(types).toEqual(expect.arrayContaining(["processor.redelivered", "processor.paused", "processor.resumed", "processor.cursor_moved", ...(onPostgres ? [] : ["maintenance.sql"])]));
+    expect(types).toEqual(
+      expect.arrayContaining([
+        "processor.redelivered",
+        "processor.paused",
+        "processor.resumed",
+        "processor.cursor_moved",
+        ...(onPostgres ? [] : ["maintenance.sql"]),
+      ]),
+    );
     expect(types.includes("maintenance.sql")).toBe(!onPostgres);
     // The repeated pause and resume recorded nothing.
     expect(types.filter((t) => t === "processor.paused" || t === "processor.resumed")).toEqual(["processor.paused", "processor.resumed"]);

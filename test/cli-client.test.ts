@@ -62,12 +62,32 @@ describe("chronolog schedule, unschedule, delay, cancel-delay", () => {
     // By cron in a zone (JSON out): next Monday 09:00 in Berlin, with a DST policy.
     const weekly = await run(["schedule", "jobs.run", "--cron", "0 9 * * 1", "--zone", "Europe/Berlin", "--dst-gap", "skip", "--id", "weekly", "--json"]);
     const timer = JSON.parse(weekly.stdout);
-    expect(timer).toMatchObject({ id: "weekly", action: "jobs.run", spec: { cron: { expression: "0 9 * * 1", zone: "Europe/Berlin", dst: { gap: "DST_GAP_SKIP" } } } });
+    expect(timer).toMatchObject({
+      id: "weekly",
+      action: "jobs.run",
+      spec: { cron: { expression: "0 9 * * 1", zone: "Europe/Berlin", dst: { gap: "DST_GAP_SKIP" } } },
+    });
     const due = DateTime.fromISO(timer.nextDue).setZone("Europe/Berlin");
     expect([due.weekday, due.hour, due.minute]).toEqual([1, 9, 0]);
 
     // Every N ms with a lateness bound and a policy.
-    const minutely = await run(["schedule", "jobs.run", '{"n":3}', "--every-ms", "60000", "--id", "minutely", "--overdue", "5000", "--jitter-ms", "1000", "--max-count", "3", "--overlap", "skip"]);
+    const minutely = await run([
+      "schedule",
+      "jobs.run",
+      '{"n":3}',
+      "--every-ms",
+      "60000",
+      "--id",
+      "minutely",
+      "--overdue",
+      "5000",
+      "--jitter-ms",
+      "1000",
+      "--max-count",
+      "3",
+      "--overlap",
+      "skip",
+    ]);
     expect(minutely.stdout).toMatch(/^minutely: scheduled every 60000 ms, next due \d{4}-\d\d-\d\dT[\d:.]+Z\n$/);
     const stored = await client.getTimer("minutely");
     expect(stored.overdue?.bound).toEqual({ case: "maxLatenessMs", value: 5000n });
@@ -92,34 +112,57 @@ describe("chronolog schedule, unschedule, delay, cancel-delay", () => {
     expect(calls.filter((c) => c.input.n === 5)).toHaveLength(1);
     expect((await eventsOf(client, ["timer.scheduled"])).filter((e) => e.data?.timer_id === "job-5")).toHaveLength(1);
     // Another, cancelled before it is due: never called.
-    const later = JSON.parse((await run(["delay", "jobs.run", '{"n":4}', "--at", new Date(Date.now() + 60_000).toISOString(), "--overdue", "on-time-or-never", "--json"])).stdout);
+    const later = JSON.parse(
+      (await run(["delay", "jobs.run", '{"n":4}', "--at", new Date(Date.now() + 60_000).toISOString(), "--overdue", "on-time-or-never", "--json"])).stdout,
+    );
     expect((await client.getTimer(later.delayId)).overdue?.bound.case).toBe("onTimeOrNever");
     expect((await run(["cancel-delay", later.delayId])).stdout).toBe(`${later.delayId}: cancelled\n`);
     await expect(client.getTimer(later.delayId)).rejects.toMatchObject({ code: Code.NotFound });
 
     const recorded = await eventsOf(client, ["timer.scheduled", "timer.unscheduled"]);
     expect(recorded.map((e) => `${e.type} ${e.data?.timer_id}`)).toEqual(
-      expect.arrayContaining(["timer.scheduled once", "timer.scheduled weekly", "timer.scheduled minutely", "timer.unscheduled minutely", `timer.unscheduled ${later.delayId}`]),
+      expect.arrayContaining([
+        "timer.scheduled once",
+        "timer.scheduled weekly",
+        "timer.scheduled minutely",
+        "timer.unscheduled minutely",
+        `timer.unscheduled ${later.delayId}`,
+      ]),
     );
 
     // Bad combinations and values are usage errors, before any request.
     const two = await run(["schedule", "jobs.run", "--every-ms", "60000", "--at", at]);
-    expect([two.code, two.stderr]).toEqual([1, "chronolog: give exactly one of --cron EXPR (with --zone), --every-ms N or --at ISO-TIME, not --every-ms and --at\n"]);
+    expect([two.code, two.stderr]).toEqual([
+      1,
+      "chronolog: give exactly one of --cron EXPR (with --zone), --every-ms N or --at ISO-TIME, not --every-ms and --at\n",
+    ]);
     const zoneAlone = await run(["schedule", "jobs.run", "--every-ms", "60000", "--zone", "UTC"]);
     expect(zoneAlone.stderr).toBe("chronolog: --zone, --dst-gap and --dst-repeated go with --cron\n");
     const badMs = await run(["schedule", "jobs.run", "--every-ms", "1e4"]);
     expect(badMs.stderr).toContain("error: option '--every-ms <n>' argument '1e4' is invalid. must be a whole number from 0 to 9007199254740991");
     const badOverdue = await run(["delay", "jobs.run", "--in-ms", "10", "--overdue", "soon"]);
-    expect(badOverdue.stderr).toContain("error: option '--overdue <bound>' argument 'soon' is invalid. must be unbounded, on-time-or-never or a whole number of ms");
+    expect(badOverdue.stderr).toContain(
+      "error: option '--overdue <bound>' argument 'soon' is invalid. must be unbounded, on-time-or-never or a whole number of ms",
+    );
     // The owner's own checks come back as its errors.
     const tooOften = await run(["schedule", "jobs.run", "{}", "--every-ms", "10"]);
-    expect([tooOften.code, tooOften.stderr]).toEqual([1, expect.stringMatching(/^chronolog: InvalidArgument: spec\.every_ms must be from 1000 to \d+ ms, got 10\n$/)]);
+    expect([tooOften.code, tooOften.stderr]).toEqual([
+      1,
+      expect.stringMatching(/^chronolog: InvalidArgument: spec\.every_ms must be from 1000 to \d+ ms, got 10\n$/),
+    ]);
   });
 });
 
 describe("client command options", () => {
   it("--url and --token work before and after the command name; CHRONOLOG_URL is the default", async () => {
-    const owner = await startTestOwner({ config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.web, role: "client" }] } });
+    const owner = await startTestOwner({
+      config: {
+        principals: [
+          { name: "ops", token: tokens.admin, role: "admin" },
+          { name: "web", token: tokens.web, role: "client" },
+        ],
+      },
+    });
     cleanups.push(() => owner.close());
     const before = await cli(["--url", owner.url, "--token", tokens.admin, "cursors"]);
     expect([before.code, before.stdout]).toEqual([0, expect.stringMatching(/^NAME\s+ACK FLOOR/)]);
@@ -128,7 +171,12 @@ describe("client command options", () => {
     const mixed = await cli(["--token", tokens.web, "sql", "SELECT 1", `--url=${owner.url}`]);
     expect([mixed.code, mixed.stderr]).toEqual([1, expect.stringContaining("PermissionDenied")]);
     const fromEnv = await new Promise<{ stdout: string }>((resolve) =>
-      execFile(process.execPath, [...chronologArgs, "cursors"], { cwd: repo, env: { ...process.env, CHRONOLOG_URL: owner.url, CHRONOLOG_TOKEN: tokens.admin } }, (_e, stdout) => resolve({ stdout })),
+      execFile(
+        process.execPath,
+        [...chronologArgs, "cursors"],
+        { cwd: repo, env: { ...process.env, CHRONOLOG_URL: owner.url, CHRONOLOG_TOKEN: tokens.admin } },
+        (_e, stdout) => resolve({ stdout }),
+      ),
     );
     expect(fromEnv.stdout).toBe(before.stdout);
     const help = await cli(["tail", "--help"]);
@@ -162,9 +210,16 @@ describe("client command options", () => {
     const from = await run(["tail", "--no-follow", "--from", "abc"]);
     expect([from.code, from.stderr]).toEqual([1, expect.stringMatching(/^error: option '--from <seq>' argument 'abc' is invalid\./)]);
     // An empty id would mean "make one" (a retry armed twice): refused, like the other options.
-    for (const args of [["delay", "x.y", "--in-ms", "5", "--overdue", "unbounded", "--id", ""], ["schedule", "x.y", "--every-ms", "60000", "--id", ""], ["emit", "x.y", "{}", "--id", ""]]) {
+    for (const args of [
+      ["delay", "x.y", "--in-ms", "5", "--overdue", "unbounded", "--id", ""],
+      ["schedule", "x.y", "--every-ms", "60000", "--id", ""],
+      ["emit", "x.y", "{}", "--id", ""],
+    ]) {
       const empty = await run(args);
-      expect([empty.code, empty.stderr], args.join(" ")).toEqual([1, expect.stringMatching(/^error: option '--id <[a-z-]+>' argument '' is invalid\. must not be empty/)]);
+      expect([empty.code, empty.stderr], args.join(" ")).toEqual([
+        1,
+        expect.stringMatching(/^error: option '--id <[a-z-]+>' argument '' is invalid\. must not be empty/),
+      ]);
     }
     const seqs = await run(["redeliver", "p", "1", "99999999999999999999"]);
     expect([seqs.code, seqs.stderr]).toEqual([1, 'chronolog: each seq must be a whole number from 1 to 9007199254740991, got "99999999999999999999"\n']);
@@ -174,12 +229,24 @@ describe("client command options", () => {
   });
 
   it("a bad --url and a missing or malformed manifest file get messages that name them", async () => {
-    expect(await cli(["--url", "garbage", "emit", "a.b", "{}"])).toMatchObject({ code: 1, stderr: 'chronolog: --url "garbage" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)\n' });
-    expect(await cli(["register", "/chronolog-no-such-manifest.yaml"])).toMatchObject({ code: 1, stderr: "chronolog: cannot read the manifest /chronolog-no-such-manifest.yaml: no such file\n" });
+    expect(await cli(["--url", "garbage", "emit", "a.b", "{}"])).toMatchObject({
+      code: 1,
+      stderr: 'chronolog: --url "garbage" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051)\n',
+    });
+    expect(await cli(["register", "/chronolog-no-such-manifest.yaml"])).toMatchObject({
+      code: 1,
+      stderr: "chronolog: cannot read the manifest /chronolog-no-such-manifest.yaml: no such file\n",
+    });
     const file = join(tempDir(), "bad.yaml");
     writeFileSync(file, "name: t\nschedules:\n  x:\n    action: t.a\n    every_ms: 60000\n    dst: {gap: DST_GAP_NOPE}\n");
-    expect(await cli(["register", file])).toMatchObject({ code: 1, stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not a PluginManifest \\(nothing was sent\\): .*DST_GAP_NOPE`)) });
+    expect(await cli(["register", file])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not a PluginManifest \\(nothing was sent\\): .*DST_GAP_NOPE`)),
+    });
     writeFileSync(file, "name: [unclosed\n");
-    expect(await cli(["register", file])).toMatchObject({ code: 1, stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not valid YAML \\(nothing was sent\\): `)) });
+    expect(await cli(["register", file])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not valid YAML \\(nothing was sent\\): `)),
+    });
   });
 });

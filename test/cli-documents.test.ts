@@ -23,7 +23,10 @@ describe("chronolog docs", () => {
     const rooms = definePlugin({
       name: "rooms",
       collections: {
-        room: { allow: ["*"], schema: { type: "object", required: ["_id", "floor"], properties: { _id: { type: "string" }, floor: { type: "integer" }, view: { type: "string" } } } },
+        room: {
+          allow: ["*"],
+          schema: { type: "object", required: ["_id", "floor"], properties: { _id: { type: "string" }, floor: { type: "integer" }, view: { type: "string" } } },
+        },
       },
     });
     await client.registerPlugin(manifestOf(rooms));
@@ -42,7 +45,12 @@ describe("chronolog docs", () => {
     expect(JSON.parse((await run(["docs", "get", "room", "r-101"])).stdout)).toEqual({ _id: "r-101", floor: 1, view: "garden" });
 
     const found = await run(["docs", "find", "room", "--filter", '{"floor":{"$gte":1}}', "--sort", '{"floor":-1}', "--limit", "5"]);
-    expect(found.stdout.trim().split("\n").map((l) => JSON.parse(l)._id)).toEqual(["r-201", "r-101"]);
+    expect(
+      found.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)._id),
+    ).toEqual(["r-201", "r-101"]);
 
     const patched = JSON.parse((await run(["docs", "patch", "room", "r-101", "--set", '{"floor":3}', "--unset", "view"])).stdout);
     expect(patched.doc).toEqual({ _id: "r-101", floor: 3 });
@@ -60,21 +68,39 @@ describe("chronolog docs", () => {
   it("answers the API's errors, and refuses bad JSON before sending", async () => {
     expect(await run(["docs", "get", "room", "r-999"])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^chronolog: NotFound: .*r-999/) });
     await run(["docs", "create", "room", '{"_id":"r-301","floor":3}']);
-    expect(await run(["docs", "create", "room", '{"_id":"r-301","floor":3}'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^chronolog: AlreadyExists: /) });
-    expect(await run(["docs", "create", "room", '{"_id":"r-302","floor":"high"}'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^chronolog: InvalidArgument: .*floor/) });
+    expect(await run(["docs", "create", "room", '{"_id":"r-301","floor":3}'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^chronolog: AlreadyExists: /),
+    });
+    expect(await run(["docs", "create", "room", '{"_id":"r-302","floor":"high"}'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^chronolog: InvalidArgument: .*floor/),
+    });
     expect(await run(["docs", "create", "suite", '{"_id":"s-1"}'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^chronolog: NotFound: .*suite/) });
-    expect(await run(["docs", "find", "room", "--filter", "{nope"])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^chronolog: --filter is not valid JSON/) });
+    expect(await run(["docs", "find", "room", "--filter", "{nope"])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^chronolog: --filter is not valid JSON/),
+    });
     expect(await run(["docs", "patch", "room", "r-301"])).toMatchObject({ code: 1, stderr: "chronolog: docs patch needs --set JSON, --unset PATH or both\n" });
-    expect(await run(["docs", "find", "room", "--limit", "0"])).toMatchObject({ code: 1, stderr: expect.stringContaining("must be a whole number from 1 to 1000") });
+    expect(await run(["docs", "find", "room", "--limit", "0"])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("must be a whole number from 1 to 1000"),
+    });
     const tls = owner.url.replace("http://", "https://");
-    expect(await cli(["--url", tls, "docs", "get", "room", "r-301"])).toMatchObject({ code: 1, stderr: `chronolog: Unavailable: the owner at ${tls} does not speak TLS: use an http:// URL (or start the owner with tls in its config)\n` });
+    expect(await cli(["--url", tls, "docs", "get", "room", "r-301"])).toMatchObject({
+      code: 1,
+      stderr: `chronolog: Unavailable: the owner at ${tls} does not speak TLS: use an http:// URL (or start the owner with tls in its config)\n`,
+    });
   });
 
   it("emit and tail print seq as a JSON number", async () => {
     await client.registerPlugin(manifestOf(definePlugin({ name: "notes", events: { "note.added": { allow: ["*"], schema: { type: "object" } } } })));
     const emitted = JSON.parse((await run(["emit", "note.added", '{"text":"hi"}'])).stdout);
     expect(typeof emitted.seq).toBe("number");
-    const tailed = (await run(["tail", "--no-follow", "--type", "note.added"])).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const tailed = (await run(["tail", "--no-follow", "--type", "note.added"])).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(tailed.map((e) => e.seq)).toEqual([emitted.seq]);
   });
 });

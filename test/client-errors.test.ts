@@ -55,7 +55,12 @@ interface GrpcAnswer {
 }
 
 /** One gRPC call over raw HTTP/2 with `body` (already framed); resolves with its status once the stream ends. */
-function grpcCall(url: string, path: string, body: Buffer, keepOpen = false): { answer: Promise<GrpcAnswer>; stream: http2.ClientHttp2Stream; session: http2.ClientHttp2Session } {
+function grpcCall(
+  url: string,
+  path: string,
+  body: Buffer,
+  keepOpen = false,
+): { answer: Promise<GrpcAnswer>; stream: http2.ClientHttp2Stream; session: http2.ClientHttp2Session } {
   const session = http2.connect(url);
   session.on("error", () => {});
   const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
@@ -137,7 +142,9 @@ describe("a client's malformed request is INVALID_ARGUMENT, on every service", (
     expect(connect.json.message).toContain("maximum recursion depth");
     const hello = toBinary(
       SubscribeRequestSchema,
-      create(SubscribeRequestSchema, { message: { case: "hello", value: { executor: "deep", plugins: [{ name: "deep", events: { "deep.x": { schema: deepStruct(120) } } }] } } }),
+      create(SubscribeRequestSchema, {
+        message: { case: "hello", value: { executor: "deep", plugins: [{ name: "deep", events: { "deep.x": { schema: deepStruct(120) } } }] } },
+      }),
     );
     const subscribe = await grpcCall(owner.url, "/chronolog.v1.ExecutorService/Subscribe", frame(hello)).answer;
     expect(subscribe.status).toBe("3");
@@ -156,7 +163,11 @@ describe("a client's malformed request is INVALID_ARGUMENT, on every service", (
       return last;
     };
     const before = await head();
-    for (const [value, shown] of [[NaN, "NaN"], [Infinity, "Infinity"], [-Infinity, "-Infinity"]] as const) {
+    for (const [value, shown] of [
+      [NaN, "NaN"],
+      [Infinity, "Infinity"],
+      [-Infinity, "-Infinity"],
+    ] as const) {
       // protobuf-es encodes a JSON number as a Value's double, NaN and infinities included (the SDK refuses them before this).
       const body = toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "num.seen", data: { n: [value] } as unknown as JsonObject }));
       const grpc = await grpcCall(owner.url, "/chronolog.v1.LogService/Emit", frame(body)).answer;
@@ -201,7 +212,9 @@ describe("an owner stopped cleanly ends open streams with UNAVAILABLE", () => {
     tail.stderr.on("data", (b: Buffer) => (out.stderr += b.toString()));
     const tailExit = new Promise<number | null>((resolve) => tail.once("exit", (code) => resolve(code)));
 
-    const grpcurl = existsSync(GRPCURL) ? spawn(GRPCURL, ["-plaintext", "-d", "{}", `127.0.0.1:${owner.port}`, "chronolog.v1.LogService/Watch"], { stdio: ["ignore", "pipe", "pipe"] }) : undefined;
+    const grpcurl = existsSync(GRPCURL)
+      ? spawn(GRPCURL, ["-plaintext", "-d", "{}", `127.0.0.1:${owner.port}`, "chronolog.v1.LogService/Watch"], { stdio: ["ignore", "pipe", "pipe"] })
+      : undefined;
     const grpcurlOut = { stdout: "", stderr: "" };
     grpcurl?.stdout?.on("data", (b: Buffer) => (grpcurlOut.stdout += b.toString()));
     grpcurl?.stderr?.on("data", (b: Buffer) => (grpcurlOut.stderr += b.toString()));

@@ -136,19 +136,25 @@ describe("real clients against the owner", () => {
 
   it("grpc-js: error codes and messages come through; nothing written", async () => {
     const before = await logSnapshot(sdk);
-    const undeclared = await unary((cb) => grpcLog.Emit(create(EmitRequestSchema, { type: "nobody.declared", data: {} }), cb)).catch((e: grpc.ServiceError) => e);
+    const undeclared = await unary((cb) => grpcLog.Emit(create(EmitRequestSchema, { type: "nobody.declared", data: {} }), cb)).catch(
+      (e: grpc.ServiceError) => e,
+    );
     expect((undeclared as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((undeclared as grpc.ServiceError).code).toBe(3);
     expect((undeclared as grpc.ServiceError).details).toMatch(/nobody\.declared/);
     // grpc-message reads as sent: ':' '/' '#' plain, '%' and non-ASCII round-trip (grpc-js decodes with decodeURI).
     expect((undeclared as grpc.ServiceError).details).toBe('event type "nobody.declared" is not declared by any plugin');
     const odd = "ünï%2Fcode.x#1";
-    const oddErr = (await unary((cb) => grpcLog.Emit(create(EmitRequestSchema, { type: odd, data: {} }), cb)).catch((e: grpc.ServiceError) => e)) as grpc.ServiceError;
+    const oddErr = (await unary((cb) => grpcLog.Emit(create(EmitRequestSchema, { type: odd, data: {} }), cb)).catch(
+      (e: grpc.ServiceError) => e,
+    )) as grpc.ServiceError;
     expect(oddErr.details).toBe(`event type ${JSON.stringify(odd)} is not declared by any plugin`);
     await expectConnectError(sdk.emit(odd, {}), Code.InvalidArgument, new RegExp(`^event type "${odd}" is not declared`));
     // Details travel in grpc-status-details-bin.
     expect((undeclared as grpc.ServiceError).metadata.get("grpc-status-details-bin")).toHaveLength(1);
-    const schema = await unary((cb) => grpcLog.Emit(create(EmitRequestSchema, { type: "ping.sent", data: { n: "one" } }), cb)).catch((e: grpc.ServiceError) => e);
+    const schema = await unary((cb) => grpcLog.Emit(create(EmitRequestSchema, { type: "ping.sent", data: { n: "one" } }), cb)).catch(
+      (e: grpc.ServiceError) => e,
+    );
     expect((schema as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((schema as grpc.ServiceError).details).toMatch(/schema: data\/n: must be integer/);
     // A server-streaming error arrives as the stream's status.
@@ -218,8 +224,11 @@ describe("real clients against the owner", () => {
     expect(methods).toEqual(expect.arrayContaining(["chronolog.v1.LogService/Emit", "chronolog.v1.LogService/Watch", "chronolog.v1.LogService/ReadLog"]));
 
     const emitOut = await buf(
-      "--protocol", "grpc", "--http2-prior-knowledge",
-      "-d", JSON.stringify({ type: "ping.sent", id: "from-buf-curl", data: { n: 42, via: "buf" } }),
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-d",
+      JSON.stringify({ type: "ping.sent", id: "from-buf-curl", data: { n: 42, via: "buf" } }),
       `${owner.url}/chronolog.v1.LogService/Emit`,
     );
     const emitted = JSON.parse(emitOut);
@@ -228,8 +237,10 @@ describe("real clients against the owner", () => {
 
     // Connect protocol over HTTP/1.1 this time (reflection switches to h2c by itself).
     const readOut = await buf(
-      "--protocol", "connect",
-      "-d", JSON.stringify({ afterSeq: String(Number(emitted.event.seq) - 1), types: ["ping.sent"] }),
+      "--protocol",
+      "connect",
+      "-d",
+      JSON.stringify({ afterSeq: String(Number(emitted.event.seq) - 1), types: ["ping.sent"] }),
       `${owner.url}/chronolog.v1.LogService/ReadLog`,
     );
     const page = JSON.parse(readOut);
@@ -238,9 +249,14 @@ describe("real clients against the owner", () => {
     expect((await sdk.log.getEvent({ id: "from-buf-curl" })).event?.data).toEqual({ n: 42, via: "buf" });
 
     // buf curl reports the owner's error code and message.
-    const failed = await buf("--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ type: "nobody.declared", data: {} }), `${owner.url}/chronolog.v1.LogService/Emit`).catch(
-      (e: { stderr: string; code: number }) => e,
-    );
+    const failed = await buf(
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-d",
+      JSON.stringify({ type: "nobody.declared", data: {} }),
+      `${owner.url}/chronolog.v1.LogService/Emit`,
+    ).catch((e: { stderr: string; code: number }) => e);
     expect(typeof failed).toBe("object");
     expect((failed as { stderr: string }).stderr).toMatch(/invalid_argument/);
     expect((failed as { stderr: string }).stderr).toMatch(/nobody\.declared/);

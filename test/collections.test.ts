@@ -32,7 +32,13 @@ const shop = {
       schema: {
         type: "object",
         required: ["amount"],
-        properties: { _id: { type: "string" }, amount: { type: "number", minimum: 0 }, sku: { type: "string" }, card: { type: "string" }, address: { type: "object" } },
+        properties: {
+          _id: { type: "string" },
+          amount: { type: "number", minimum: 0 },
+          sku: { type: "string" },
+          card: { type: "string" },
+          address: { type: "object" },
+        },
       },
       privateFields: ["card"],
       allow: ["role:admin", "role:client"],
@@ -106,19 +112,35 @@ describe("collections through CollectionService", () => {
     expect(generated.document!.doc).toEqual({ _id: genId, amount: 3, sku: "a" });
     expect(generated.seq).toBeGreaterThan(0n);
 
-    const created = await client.createDocument({ collection: "order", doc: { _id: "o-1", amount: 10, sku: "b", card: "4111", address: { city: "Paris", zip: "75001" } } });
+    const created = await client.createDocument({
+      collection: "order",
+      doc: { _id: "o-1", amount: 10, sku: "b", card: "4111", address: { city: "Paris", zip: "75001" } },
+    });
     expect(created.document!.id).toBe("o-1");
     expect(created.document!.doc).not.toHaveProperty("card"); // a client does not read private fields
     await expectCode(client.createDocument({ collection: "order", doc: { _id: "o-1", amount: 1 } }), Code.AlreadyExists, /o-1/);
 
-    const replaced = await admin.replaceDocument({ collection: "order", id: "o-1", doc: { amount: 12, sku: "b", card: "4111", address: { city: "Paris", zip: "75002" }, note: "gift" } });
+    const replaced = await admin.replaceDocument({
+      collection: "order",
+      id: "o-1",
+      doc: { amount: 12, sku: "b", card: "4111", address: { city: "Paris", zip: "75002" }, note: "gift" },
+    });
     expect(replaced.document!.doc).toEqual({ _id: "o-1", amount: 12, sku: "b", card: "4111", address: { city: "Paris", zip: "75002" }, note: "gift" });
-    const patched = await admin.patchDocument({ collection: "order", id: "o-1", set: { "address.city": "Lyon", amount: 15, card: "5500" }, unset: ["sku", "note"] });
+    const patched = await admin.patchDocument({
+      collection: "order",
+      id: "o-1",
+      set: { "address.city": "Lyon", amount: 15, card: "5500" },
+      unset: ["sku", "note"],
+    });
     expect(patched.document!.doc).toEqual({ _id: "o-1", amount: 15, card: "5500", address: { city: "Lyon", zip: "75002" } });
     expect(patched.seq).toBe(replaced.seq + 1n);
 
     expect((await admin.getDocument({ collection: "order", id: "o-1" })).document!.doc).toEqual(patched.document!.doc);
-    expect((await client.getDocument({ collection: "order", id: "o-1" })).document!.doc).toEqual({ _id: "o-1", amount: 15, address: { city: "Lyon", zip: "75002" } });
+    expect((await client.getDocument({ collection: "order", id: "o-1" })).document!.doc).toEqual({
+      _id: "o-1",
+      amount: 15,
+      address: { city: "Lyon", zip: "75002" },
+    });
     const found = await client.findDocuments({ collection: "order", filter: { amount: { $gte: 3 } }, sort: { amount: -1 } });
     expect(found.documents.map((d) => d.id)).toEqual(["o-1", genId]);
     expect((await client.findDocuments({ collection: "order", filter: { "address.city": "Lyon" } })).documents.map((d) => d.id)).toEqual(["o-1"]);
@@ -136,7 +158,10 @@ describe("collections through CollectionService", () => {
     const events = (await allEvents(log)).filter((e) => e.type.startsWith("order."));
     const byId = (seq: bigint) => events.find((e) => e.seq === seq)!;
     expect(byId(generated.seq)).toMatchObject({ type: "order.created", data: { _id: genId, doc: { _id: genId, amount: 3, sku: "a" } } });
-    expect(byId(created.seq)).toMatchObject({ type: "order.created", data: { _id: "o-1", doc: { _id: "o-1", amount: 10, sku: "b", address: { city: "Paris", zip: "75001" } } } });
+    expect(byId(created.seq)).toMatchObject({
+      type: "order.created",
+      data: { _id: "o-1", doc: { _id: "o-1", amount: 10, sku: "b", address: { city: "Paris", zip: "75001" } } },
+    });
     expect(byId(created.seq).actor).toMatchObject({ id: "user:ana" });
     expect(byId(replaced.seq).data).toEqual({
       _id: "o-1",
@@ -183,7 +208,11 @@ describe("collections through CollectionService", () => {
     expect(entry).toMatchObject({ seq: 0n, document: { id: "l-1", doc: { _id: "l-1", amount: 5 } } });
     const session = await client.createDocument({ collection: "session", doc: { user: "ana" } });
     expect(session.seq).toBe(0n);
-    expect((await client.patchDocument({ collection: "session", id: session.document!.id, set: { seen: true } })).document!.doc).toEqual({ _id: session.document!.id, user: "ana", seen: true });
+    expect((await client.patchDocument({ collection: "session", id: session.document!.id, set: { seen: true } })).document!.doc).toEqual({
+      _id: session.document!.id,
+      user: "ana",
+      seen: true,
+    });
     expect((await client.findDocuments({ collection: "session" })).documents).toHaveLength(1);
     expect(await head(log)).toBe(before);
   });
@@ -206,7 +235,9 @@ describe("collections through CollectionService", () => {
     const badPatch = await expectCode(admin.patchDocument({ collection: "order", id: "s-1", set: { amount: "four" }, unset: [] }), Code.InvalidArgument);
     expect(badPatch.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(["doc/amount"]);
     const missing = await expectCode(admin.replaceDocument({ collection: "order", id: "s-1", doc: { sku: "x" } }), Code.InvalidArgument);
-    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([["doc", "must have required property 'amount' (rule: required)"]]);
+    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([
+      ["doc", "must have required property 'amount' (rule: required)"],
+    ]);
     await expectCode(admin.patchDocument({ collection: "order", id: "s-1", set: { _id: "other" } }), Code.InvalidArgument, /_id/);
     await expectCode(admin.patchDocument({ collection: "order", id: "s-1", set: { address: {} }, unset: ["address.city"] }), Code.InvalidArgument, /overlap/);
     await expectCode(admin.replaceDocument({ collection: "order", id: "s-1", doc: { _id: "s-9", amount: 1 } }), Code.InvalidArgument, /_id/);
@@ -263,15 +294,27 @@ describe("collections through CollectionService", () => {
     await expectCode(client.createDocument({ collection: "internal", doc: {} }), Code.PermissionDenied, /internal/);
     await expectCode(admin.createDocument({ collection: "internal", doc: {} }), Code.PermissionDenied, /internal/);
     await expectCode(exec.createDocument({ collection: "order", doc: { amount: 1 } }), Code.PermissionDenied, /order/);
-    await expectCode(exec.createDocument({ collection: "internal", doc: {}, cause: { eventId: "no-such-event", position: 0 } }), Code.FailedPrecondition, /no-such-event/);
-    await expectCode(exec.createDocument({ collection: "internal", doc: {}, cause: { eventId: cause.id, position: 0 }, actor: { id: "user:eve" } }), Code.InvalidArgument, /actor/);
+    await expectCode(
+      exec.createDocument({ collection: "internal", doc: {}, cause: { eventId: "no-such-event", position: 0 } }),
+      Code.FailedPrecondition,
+      /no-such-event/,
+    );
+    await expectCode(
+      exec.createDocument({ collection: "internal", doc: {}, cause: { eventId: cause.id, position: 0 }, actor: { id: "user:eve" } }),
+      Code.InvalidArgument,
+      /actor/,
+    );
     expect(await head(log)).toBe(before);
   });
 
   it("a collection name belongs to one plugin, and its change types are reserved", async () => {
     await expectCode(log.registerPlugin({ name: "other", collections: { order: {} } }), Code.InvalidArgument, /order.*already declared by plugin shop/);
     await expectCode(log.registerPlugin({ name: "other", events: { "cart.updated": {} } }), Code.InvalidArgument, /cart\.updated/);
-    await expectCode(log.registerPlugin({ name: "other", events: { "thing.created": {} }, collections: { thing: {} } }), Code.InvalidArgument, /thing\.created/);
+    await expectCode(
+      log.registerPlugin({ name: "other", events: { "thing.created": {} }, collections: { thing: {} } }),
+      Code.InvalidArgument,
+      /thing\.created/,
+    );
     await expectCode(log.emit("order.created", { _id: "x", doc: {} }), Code.InvalidArgument);
     expect((await log.plugins.listPlugins({})).plugins.map((p) => p.manifest!.name)).toEqual(["shop"]);
   });

@@ -18,7 +18,11 @@ import { startTestOwner, tempDir } from "./helpers/owner.js";
 const repo = new URL("../", import.meta.url).pathname;
 
 /** GET `path` over HTTP/2 (h2c, prior knowledge) from the owner at `url`. */
-async function getH2(url: string, path: string, requestHeaders: http2.OutgoingHttpHeaders = {}): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string; bytes: Buffer }> {
+async function getH2(
+  url: string,
+  path: string,
+  requestHeaders: http2.OutgoingHttpHeaders = {},
+): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string; bytes: Buffer }> {
   const session = http2.connect(url);
   try {
     return await new Promise((resolve, reject) => {
@@ -39,7 +43,8 @@ async function getH2(url: string, path: string, requestHeaders: http2.OutgoingHt
 describe("console files (served by the owner, HTTP/1.1 and HTTP/2)", () => {
   let owner: Owner & { url: string };
   beforeAll(async () => {
-    if (!existsSync(join(repo, "dist/console/index.html"))) throw new Error("dist/console/ is missing: run the tests with `npm test` (or `npm run build` first)");
+    if (!existsSync(join(repo, "dist/console/index.html")))
+      throw new Error("dist/console/ is missing: run the tests with `npm test` (or `npm run build` first)");
     owner = await startTestOwner();
   });
   afterAll(async () => owner?.close());
@@ -58,7 +63,11 @@ describe("console files (served by the owner, HTTP/1.1 and HTTP/2)", () => {
     expect(html).not.toMatch(/<script>|<style|style="/); // nothing inline
 
     const js = await fetch(`${owner.url}${script}`);
-    expect([js.status, js.headers.get("content-type"), js.headers.get("cache-control")]).toEqual([200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable"]);
+    expect([js.status, js.headers.get("content-type"), js.headers.get("cache-control")]).toEqual([
+      200,
+      "text/javascript; charset=utf-8",
+      "public, max-age=31536000, immutable",
+    ]);
     const css = await fetch(`${owner.url}${style}`);
     expect([css.status, css.headers.get("content-type")]).toEqual([200, "text/css; charset=utf-8"]);
 

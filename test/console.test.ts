@@ -27,9 +27,20 @@ const repo = new URL("../", import.meta.url).pathname;
 const CHROMIUM = "/usr/bin/chromium";
 const missing = !existsSync(CHROMIUM);
 if (missing && !process.env.CI) {
-  console.warn(`console.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`);
+  console.warn(
+    `console.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`,
+  );
 }
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 const artifacts = join(repo, "test/artifacts/console");
 const tokens = { admin: "console-admin-token-0123456789", client: "console-client-token-0123456789", executor: "console-executor-token-0123456789" };
 const processor = "desk.triage";
@@ -78,7 +89,9 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
   async function screenshot(page: Page, name: string): Promise<void> {
     // Usable at 1280×800: nothing is wider than the window.
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
-    const outside = await page.$$eval("button, input, select, a", (els) => els.filter((el) => el.getBoundingClientRect().right > window.innerWidth).map((el) => el.outerHTML));
+    const outside = await page.$$eval("button, input, select, a", (els) =>
+      els.filter((el) => el.getBoundingClientRect().right > window.innerWidth).map((el) => el.outerHTML),
+    );
     expect(outside).toEqual([]);
     await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
   }
@@ -98,7 +111,10 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
       },
     });
     admin = createClient({ url: owner.url, token: tokens.admin });
-    executor = spawn(process.execPath, ["--import", "tsx", "test/helpers/console-executor.ts", owner.url, tokens.executor], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    executor = spawn(process.execPath, ["--import", "tsx", "test/helpers/console-executor.ts", owner.url, tokens.executor], {
+      cwd: repo,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     createInterface({ input: executor.stdout! }).on("line", (line) => lines.push(JSON.parse(line) as Line));
     await new Promise<void>((resolve, reject) => {
       let err = "";
@@ -114,7 +130,13 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     const profile = tempDir("chronolog-chromium-");
     folders.push(profile);
     // ignoreHTTPSErrors: the TLS test's owner has a self-signed certificate.
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true });
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 800 },
+      ignoreHTTPSErrors: true,
+    });
   });
   afterAll(async () => {
     await context?.close();
@@ -155,7 +177,10 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await page.click("#apply-filter");
     await page.waitForSelector("#tail-status[data-state=live]");
     await page.click("#older"); // t-1 is more than 100 seqs back
-    await until(async () => (await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1", "only t-1 in the filtered tail");
+    await until(
+      async () => (await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1",
+      "only t-1 in the filtered tail",
+    );
     await page.fill("#filter-where", "{not json");
     await page.click("#apply-filter");
     await page.waitForSelector("text=where: ");
@@ -232,7 +257,10 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
       `Move the cursor of ${processor} back from ${now} to ${target}: ${now - target} events of the log (seqs ${target + 1n} to ${now}) will be delivered again (those the processor's filter matches).`,
     );
     await page.click("#move-confirm");
-    await until(async () => /^desk\.triage: cursor at \d+$/.test((await page.textContent("#action-result")) ?? "") && (await page.$("#move-confirm-box")) === null, "the move to a time");
+    await until(
+      async () => /^desk\.triage: cursor at \d+$/.test((await page.textContent("#action-result")) ?? "") && (await page.$("#move-confirm-box")) === null,
+      "the move to a time",
+    );
     await until(async () => deliveries("t-paused").length === 2, "t-paused delivered again");
     await page.close();
   });
@@ -329,7 +357,10 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await until(async () => (await page.$$("#documents tbody tr")).length === 3, "three notes");
     await page.fill("#doc-filter", '{"n": {"$gte": 2}}');
     await page.click("#doc-find");
-    await until(async () => (await page.$$eval("#documents tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "note-2,note-3", "the filtered notes");
+    await until(
+      async () => (await page.$$eval("#documents tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "note-2,note-3",
+      "the filtered notes",
+    );
     await screenshot(page, "collection");
     await page.click('#documents tr[data-id="note-3"] a');
     await page.waitForSelector("#document-body");
@@ -371,8 +402,30 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
   it("over TLS the page, its calls and its live tail go over HTTP/2", async () => {
     const dir = tempDir("chronolog-console-tls-");
     folders.push(dir);
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
-    const secure = await startTestOwner({ config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }], tls: { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") } } });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-days",
+        "1",
+        "-addext",
+        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
+    const secure = await startTestOwner({
+      config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }], tls: { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") } },
+    });
     const url = `https://127.0.0.1:${secure.port}`;
     try {
       const page = await context.newPage();

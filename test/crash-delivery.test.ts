@@ -31,7 +31,11 @@ function freePort(): Promise<number> {
 
 /** Starts the crash executor process; `handled` collects its finished runs. */
 function spawnExecutor(url: string, delayMs: number, hangOnSeq = 0) {
-  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/executor-process.ts", url, String(delayMs), String(hangOnSeq)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/executor-process.ts", url, String(delayMs), String(hangOnSeq)],
+    { cwd: repo, stdio: ["ignore", "pipe", "pipe"] },
+  );
   children.push(child);
   const handled: { seq: number; attempt: number; pid: number }[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => handled.push(JSON.parse(line)));
@@ -45,7 +49,6 @@ function pluginsDir(): string {
   writeFileSync(join(dir, "crash.yaml"), stringify(crashPluginManifest()));
   return dir;
 }
-
 
 describe("crashes during delivery (real processes)", () => {
   it("kill -9 of the owner mid-delivery: every event handled at least once, the saved cursor never past an unfinished event", async () => {

@@ -73,11 +73,7 @@ describe("daylight saving", () => {
 
   it("30 2 * * * Europe/Berlin on spring-forward day: 03:30 CEST", () => {
     const s = parseCron("30 2 * * *", "Europe/Berlin");
-    expect(take(s, "2026-03-28T12:00:00Z", 3)).toEqual([
-      "2026-03-29T01:30:00.000Z",
-      "2026-03-30T00:30:00.000Z",
-      "2026-03-31T00:30:00.000Z",
-    ]);
+    expect(take(s, "2026-03-28T12:00:00Z", 3)).toEqual(["2026-03-29T01:30:00.000Z", "2026-03-30T00:30:00.000Z", "2026-03-31T00:30:00.000Z"]);
   });
 
   it("*/30 2 * * * Europe/Berlin on fall-back day: first copy only", () => {
@@ -171,11 +167,7 @@ describe("daylight saving", () => {
     const last = parseCron("30 2 * * *", "Europe/Berlin", { repeated: "last" });
     expect(take(last, "2026-10-24T12:00:00Z", 2)).toEqual(["2026-10-25T01:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
     const both = parseCron("30 2 * * *", "Europe/Berlin", { repeated: "both" });
-    expect(take(both, "2026-10-24T12:00:00Z", 3)).toEqual([
-      "2026-10-25T00:30:00.000Z",
-      "2026-10-25T01:30:00.000Z",
-      "2026-10-26T01:30:00.000Z",
-    ]);
+    expect(take(both, "2026-10-24T12:00:00Z", 3)).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-25T01:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
     // Wildcard hours ignore the policy: both copies, nothing shifted.
     const hourly = parseCron("0 * * * *", "Europe/Berlin", { repeated: "first", gap: "shift" });
     expect(between(hourly, "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z")).toHaveLength(25);
@@ -204,12 +196,7 @@ describe("days (Vixie) and syntax", () => {
 
   it("0 0 */2 * 1: odd-numbered days that are Mondays", () => {
     const runs = parseCron("0 0 */2 * 1", "UTC").take(ms("2026-01-01T00:00:00Z"), 30);
-    expect(runs.map(iso).slice(0, 4)).toEqual([
-      "2026-01-05T00:00:00.000Z",
-      "2026-01-19T00:00:00.000Z",
-      "2026-02-09T00:00:00.000Z",
-      "2026-02-23T00:00:00.000Z",
-    ]);
+    expect(runs.map(iso).slice(0, 4)).toEqual(["2026-01-05T00:00:00.000Z", "2026-01-19T00:00:00.000Z", "2026-02-09T00:00:00.000Z", "2026-02-23T00:00:00.000Z"]);
     for (const t of runs) {
       const d = new Date(t);
       expect(d.getUTCDay()).toBe(1);
@@ -245,16 +232,8 @@ describe("days (Vixie) and syntax", () => {
       "2026-04-30T00:00:00.000Z",
     ]);
     expect(utc("0 0 L 2 *", "2027-03-01T00:00:00Z", 2)).toEqual(["2028-02-29T00:00:00.000Z", "2029-02-28T00:00:00.000Z"]);
-    expect(utc("0 0 * * 5L", "2026-01-01T00:00:00Z", 3)).toEqual([
-      "2026-01-30T00:00:00.000Z",
-      "2026-02-27T00:00:00.000Z",
-      "2026-03-27T00:00:00.000Z",
-    ]);
-    expect(utc("0 0 * * 1#2", "2026-01-01T00:00:00Z", 3)).toEqual([
-      "2026-01-12T00:00:00.000Z",
-      "2026-02-09T00:00:00.000Z",
-      "2026-03-09T00:00:00.000Z",
-    ]);
+    expect(utc("0 0 * * 5L", "2026-01-01T00:00:00Z", 3)).toEqual(["2026-01-30T00:00:00.000Z", "2026-02-27T00:00:00.000Z", "2026-03-27T00:00:00.000Z"]);
+    expect(utc("0 0 * * 1#2", "2026-01-01T00:00:00Z", 3)).toEqual(["2026-01-12T00:00:00.000Z", "2026-02-09T00:00:00.000Z", "2026-03-09T00:00:00.000Z"]);
     expect(utc("0 0 * * fri#5", "2026-01-01T00:00:00Z", 2)).toEqual(["2026-01-30T00:00:00.000Z", "2026-05-29T00:00:00.000Z"]);
     // Both restricted: L or Mondays.
     expect(utc("0 0 L * 1", "2026-01-25T00:00:00Z", 2)).toEqual(["2026-01-26T00:00:00.000Z", "2026-01-31T00:00:00.000Z"]);
@@ -323,7 +302,10 @@ describe("parseCron rejections (INVALID_ARGUMENT naming the field)", () => {
   };
 
   it.each([
-    ["* * * * * *", /has 6 fields \("\*" "\*" "\*" "\*" "\*" "\*"\); expected 5: minute hour day-of-month month day-of-week \(seconds and year fields are not supported\)$/],
+    [
+      "* * * * * *",
+      /has 6 fields \("\*" "\*" "\*" "\*" "\*" "\*"\); expected 5: minute hour day-of-month month day-of-week \(seconds and year fields are not supported\)$/,
+    ],
     ["0 9 * * 1 2026", /^cron expression "0 9 \* \* 1 2026" has 6 fields \("0" "9" "\*" "\*" "1" "2026"\); expected 5: minute hour/],
     ["0 0 0 * * * 2026", /has 7 fields \(.*\); expected 5: .*seconds and year/],
     ["* * * *", /has 4 fields \("\*" "\*" "\*" "\*"\); expected 5/],
@@ -406,9 +388,7 @@ const daily = (minutes: number[], hours: number[] | "*" | number, zone: string, 
   expr,
   zone,
   wildHour: typeof hours !== "object",
-  matches: (w) =>
-    minutes.includes(w.minute) &&
-    (hours === "*" ? true : typeof hours === "number" ? w.hour % hours === 0 : hours.includes(w.hour)),
+  matches: (w) => minutes.includes(w.minute) && (hours === "*" ? true : typeof hours === "number" ? w.hour % hours === 0 : hours.includes(w.hour)),
 });
 
 /** Local dates (UTC-midnight ms of the date) on which `zone` changes offset in [from, to). */
@@ -528,8 +508,7 @@ describe("against a brute-force oracle around every DST transition (2026-2027; S
 });
 
 describe("long walks: 2,000 next() calls", () => {
-  const dayRule = (dom: (w: Wall) => boolean, dow: (w: Wall) => boolean, vixieAnd: boolean) => (w: Wall) =>
-    vixieAnd ? dom(w) && dow(w) : dom(w) || dow(w);
+  const dayRule = (dom: (w: Wall) => boolean, dow: (w: Wall) => boolean, vixieAnd: boolean) => (w: Wall) => (vixieAnd ? dom(w) && dow(w) : dom(w) || dow(w));
   const walks: (Case & { from: string; perDay?: number })[] = [
     { ...daily([0], "*", "Europe/Berlin", "0 * * * *"), from: "2026-03-01T00:00:00Z" },
     { ...daily([0], "*", "Europe/Berlin", "0 * * * *"), from: "2026-10-01T00:00:00Z" },
@@ -557,7 +536,14 @@ describe("long walks: 2,000 next() calls", () => {
       expr: "0 0 */2 * 1",
       zone: "Europe/Berlin",
       wildHour: false,
-      matches: (w) => w.minute === 0 && w.hour === 0 && dayRule((x) => x.day % 2 === 1, (x) => x.weekday === 1, true)(w),
+      matches: (w) =>
+        w.minute === 0 &&
+        w.hour === 0 &&
+        dayRule(
+          (x) => x.day % 2 === 1,
+          (x) => x.weekday === 1,
+          true,
+        )(w),
       from: "2026-01-01T00:00:00Z",
     },
     {
@@ -567,7 +553,11 @@ describe("long walks: 2,000 next() calls", () => {
       matches: (w) =>
         w.minute === 0 &&
         w.hour === 12 &&
-        dayRule((x) => x.day === 1 || x.day === x.daysInMonth, (x) => x.weekday === 5 && x.day + 7 > x.daysInMonth, false)(w),
+        dayRule(
+          (x) => x.day === 1 || x.day === x.daysInMonth,
+          (x) => x.weekday === 5 && x.day + 7 > x.daysInMonth,
+          false,
+        )(w),
       from: "2026-01-01T00:00:00Z",
     },
     {
@@ -575,10 +565,7 @@ describe("long walks: 2,000 next() calls", () => {
       zone: "Asia/Kolkata",
       wildHour: false,
       matches: (w) =>
-        w.minute === 30 &&
-        w.hour === 9 &&
-        (w.month === 1 || w.month === 7) &&
-        ((w.weekday === 1 && Math.ceil(w.day / 7) === 2) || w.weekday === 5),
+        w.minute === 30 && w.hour === 9 && (w.month === 1 || w.month === 7) && ((w.weekday === 1 && Math.ceil(w.day / 7) === 2) || w.weekday === 5),
       from: "2026-01-01T00:00:00Z",
     },
   ];

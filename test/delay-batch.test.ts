@@ -31,7 +31,9 @@ describe("DelayBatch", () => {
     client = createClient({ url: owner.url });
     const plugin = definePlugin({
       name: "remind",
-      actions: { send: { allow: ["*"], inputSchema: { type: "object", required: ["n"], properties: { n: { type: "integer" } } }, run: (ctx) => void calls.push(ctx) } },
+      actions: {
+        send: { allow: ["*"], inputSchema: { type: "object", required: ["n"], properties: { n: { type: "integer" } } }, run: (ctx) => void calls.push(ctx) },
+      },
     });
     executor = runExecutor({ url: owner.url, plugins: [plugin], onError: () => {} });
     await executor.ready;
@@ -80,7 +82,13 @@ describe("DelayBatch", () => {
 
   it("arms none when one is wrong, and the error names it", async () => {
     const before = await scheduledEvents();
-    const good = (i: number): DelaySpec => ({ action: "remind.send", input: { n: i }, when: { intervalMs: 60_000 }, overdue: "unbounded", delayId: `none-${i}` });
+    const good = (i: number): DelaySpec => ({
+      action: "remind.send",
+      input: { n: i },
+      when: { intervalMs: 60_000 },
+      overdue: "unbounded",
+      delayId: `none-${i}`,
+    });
     const cases: [DelaySpec[], Code, RegExp][] = [
       [[good(0), { ...good(1), input: { n: "one" } }, good(2)], Code.InvalidArgument, /^delays\[1\]: input .*n/],
       [[good(0), good(1), { ...good(2), action: "remind.nope" }], Code.NotFound, /^delays\[2\]: .*remind\.nope/],
@@ -89,7 +97,10 @@ describe("DelayBatch", () => {
       [[], Code.InvalidArgument, /no delays to arm/],
     ];
     for (const [delays, code, message] of cases) {
-      const error = await client.delayBatch(delays).then(() => null, (e: unknown) => ConnectError.from(e));
+      const error = await client.delayBatch(delays).then(
+        () => null,
+        (e: unknown) => ConnectError.from(e),
+      );
       expect([error?.code, error?.rawMessage]).toEqual([code, expect.stringMatching(message)]);
     }
     expect(await scheduledEvents()).toBe(before);
@@ -116,7 +127,10 @@ describe("DelayBatch", () => {
       "except ValueError as e:",
       "    print(e)",
     ].join("\n");
-    const { stdout } = await promisify(execFile)(python, ["-c", script, owner.url], { env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 30_000 });
+    const { stdout } = await promisify(execFile)(python, ["-c", script, owner.url], {
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 30_000,
+    });
     const [counted, refused] = stdout.trim().split("\n");
     expect(counted).toBe("50 py-0 py-49");
     expect(refused).toMatch(/^delays\[0\]: when/);

@@ -67,7 +67,10 @@ function expectKeyOrder(ex: Executors, acrossEvents = false): { work: string; ke
       if (earlier === run || earlier.key !== run.key || earlier.start > run.start || (acrossEvents && earlier.work === run.work)) continue;
       if (earlier.start === run.start && runs.indexOf(earlier) > runs.indexOf(run)) continue;
       const ended = earlier.end !== undefined ? earlier.end.t <= run.start : ex.dead.has(earlier.pid);
-      expect(ended, `${run.key}: ${run.work} try ${run.attempt} started at ${run.start} while ${earlier.work} try ${earlier.attempt} (pid ${earlier.pid}, started ${earlier.start}) still ran`).toBe(true);
+      expect(
+        ended,
+        `${run.key}: ${run.work} try ${run.attempt} started at ${run.start} while ${earlier.work} try ${earlier.attempt} (pid ${earlier.pid}, started ${earlier.start}) still ran`,
+      ).toBe(true);
     }
   }
   return runs;
@@ -118,7 +121,9 @@ describe("poison events and timeouts (real processes)", () => {
     expect(ex.dead.size).toBeGreaterThanOrEqual(3); // the poison was tried 3 times, each killing an executor
     const runs = expectKeyOrder(ex);
     // The poison's last try ended its executor before the next event of its key started.
-    expect(Math.max(...runs.filter((r) => r.work === poisonSeq).map((r) => r.start))).toBeLessThan(Math.min(...runs.filter((r) => r.work === nextSeq).map((r) => r.start)));
+    expect(Math.max(...runs.filter((r) => r.work === poisonSeq).map((r) => r.start))).toBeLessThan(
+      Math.min(...runs.filter((r) => r.work === nextSeq).map((r) => r.start)),
+    );
   });
 
   it("an ack timeout cancels the try, holds its key until the try ends, and a late ack finishes the event", async () => {
@@ -132,7 +137,11 @@ describe("poison events and timeouts (real processes)", () => {
     expect((await logged(client, "processor.failed")).filter((d) => d.processor === "timing.slow")).toEqual([]);
     const runs = expectKeyOrder(ex);
     // Each event ran, in order, and every try that outlived the ack timeout was told so through its signal.
-    for (const seq of seqs) expect(runs.some((r) => r.work === seq && r.end), `A:${seqs.indexOf(seq)} ran to its end`).toBe(true);
+    for (const seq of seqs)
+      expect(
+        runs.some((r) => r.work === seq && r.end),
+        `A:${seqs.indexOf(seq)} ran to its end`,
+      ).toBe(true);
     const firstStarts = seqs.map((seq) => Math.min(...runs.filter((r) => r.work === seq).map((r) => r.start)));
     expect([...firstStarts].sort((a, b) => a - b)).toEqual(firstStarts);
     for (const run of runs.filter((r) => r.end && r.end.t - r.start >= 1_400)) {
@@ -154,11 +163,18 @@ describe("poison events and timeouts (real processes)", () => {
     expect((await logged(client, "processor.failed")).filter((d) => d.processor === "timing.late")).toEqual([]);
     // Tries of one event may overlap past timeout plus grace (try 1 runs 2.5 s against 1 + 1 s); events of the key never do.
     const runs = expectKeyOrder(ex, true);
-    for (const seq of seqs) expect(runs.some((r) => r.work === seq && r.end), `${seq} ran to its end`).toBe(true);
+    for (const seq of seqs)
+      expect(
+        runs.some((r) => r.work === seq && r.end),
+        `${seq} ran to its end`,
+      ).toBe(true);
     // No third try: the first try's late ack (or the second's) finished each event; a second try cut short by it was told why.
     expect(runs.filter((r) => r.attempt > 2)).toEqual([]);
     const reasons = new Set(runs.filter((r) => r.attempt === 2).map((r) => r.end?.aborted));
-    for (const reason of reasons) expect(["cancelled by the owner: the event was finished by another try", "cancelled by the owner: not acknowledged within 1000 ms", null]).toContain(reason);
+    for (const reason of reasons)
+      expect(["cancelled by the owner: the event was finished by another try", "cancelled by the owner: not acknowledged within 1000 ms", null]).toContain(
+        reason,
+      );
   });
 
   it("an action call past its timeout is cancelled, no other run of its call id starts meanwhile, and its late result completes the call", async () => {
@@ -174,7 +190,8 @@ describe("poison events and timeouts (real processes)", () => {
     // The same call id again while the timed-out run still runs: it joins the call, it does not start a second run.
     const again = client.call("timing.slow", {}, { callId: "slow-1" });
     const [a, b] = await Promise.allSettled([first, again]);
-    const describe = (r: PromiseSettledResult<unknown>) => (r.status === "fulfilled" ? r.value : `${Code[ConnectError.from(r.reason).code]}: ${ConnectError.from(r.reason).rawMessage}`);
+    const describe = (r: PromiseSettledResult<unknown>) =>
+      r.status === "fulfilled" ? r.value : `${Code[ConnectError.from(r.reason).code]}: ${ConnectError.from(r.reason).rawMessage}`;
     expect(describe(a)).toMatchObject({ callId: "slow-1", output: { attempt: 1 } });
     expect(describe(b)).toMatchObject({ callId: "slow-1", output: { attempt: 1 } });
     const runs = expectKeyOrder(ex);
@@ -188,10 +205,22 @@ describe("poison events and timeouts (real processes)", () => {
     try {
       const client = createClient({ url: owner.url });
       const tooLong = 2 ** 31;
-      const processor = definePlugin({ name: "graces", events: { "job.run": {} }, processors: { work: { on: "job.run", timeoutGraceMs: tooLong, run: () => {} } } });
-      await expectConnectError(client.registerPlugin(manifestOf(processor)), Code.InvalidArgument, /processors\.work\.timeout_grace_ms: timeout_grace_ms must be at most 2147483647/);
+      const processor = definePlugin({
+        name: "graces",
+        events: { "job.run": {} },
+        processors: { work: { on: "job.run", timeoutGraceMs: tooLong, run: () => {} } },
+      });
+      await expectConnectError(
+        client.registerPlugin(manifestOf(processor)),
+        Code.InvalidArgument,
+        /processors\.work\.timeout_grace_ms: timeout_grace_ms must be at most 2147483647/,
+      );
       const action = definePlugin({ name: "graces", actions: { act: { timeoutGraceMs: tooLong, run: () => ({}) } } });
-      await expectConnectError(client.registerPlugin(manifestOf(action)), Code.InvalidArgument, /actions\.act\.timeout_grace_ms: timeout_grace_ms must be at most 2147483647/);
+      await expectConnectError(
+        client.registerPlugin(manifestOf(action)),
+        Code.InvalidArgument,
+        /actions\.act\.timeout_grace_ms: timeout_grace_ms must be at most 2147483647/,
+      );
       const fine = definePlugin({ name: "graces", actions: { act: { timeoutGraceMs: 2 ** 31 - 1, run: () => ({}) } } });
       await client.registerPlugin(manifestOf(fine));
     } finally {

@@ -8,10 +8,34 @@ import { eventToProto } from "../server/src/proto-values.js";
 import type { EventRecord } from "../server/src/store/events.js";
 
 const events: EventRecord[] = [
-  { seq: 1, id: "01JBQ0000000000000000000A1", type: "shop.order_placed", data: { order_id: "o-1", amount: 12.5 }, cause: "", actor: null, at: 1_764_000_000_123 },
-  { seq: 2 ** 40 + 7, id: "e-2", type: "shop.überweisung", data: { text: "naïve — 日本語 🎉", nested: { list: [1, "two", null, true] } }, cause: "01JBQ0000000000000000000A1", actor: { id: "ana", for: "", in: "tenant-7", via: "" }, at: 1_000 },
+  {
+    seq: 1,
+    id: "01JBQ0000000000000000000A1",
+    type: "shop.order_placed",
+    data: { order_id: "o-1", amount: 12.5 },
+    cause: "",
+    actor: null,
+    at: 1_764_000_000_123,
+  },
+  {
+    seq: 2 ** 40 + 7,
+    id: "e-2",
+    type: "shop.überweisung",
+    data: { text: "naïve — 日本語 🎉", nested: { list: [1, "two", null, true] } },
+    cause: "01JBQ0000000000000000000A1",
+    actor: { id: "ana", for: "", in: "tenant-7", via: "" },
+    at: 1_000,
+  },
   { seq: 300, id: "e-3", type: "t.x", data: {}, cause: "", actor: { id: "", for: "", in: "", via: "" }, at: 0 },
-  { seq: 128, id: "e-4", type: "t.big", data: { blob: "x".repeat(70_000) }, cause: "c", actor: { id: "a", for: "b", in: "c", via: "d" }, at: 1_764_000_000_999 },
+  {
+    seq: 128,
+    id: "e-4",
+    type: "t.big",
+    data: { blob: "x".repeat(70_000) },
+    cause: "c",
+    actor: { id: "a", for: "b", in: "c", via: "d" },
+    at: 1_764_000_000_999,
+  },
 ];
 
 const deliveries: DeliveryOut[] = events.map((event, i) => ({
@@ -25,7 +49,14 @@ const deliveries: DeliveryOut[] = events.map((event, i) => ({
 
 /** The same delivery built as a message (the event's data as JSON text), as protobuf-es writes it. */
 function built(d: DeliveryOut) {
-  return { deliveryId: d.deliveryId, processor: d.processor, event: eventToProto(d.event, true), attempt: d.attempt, deadline: timestampFromMs(d.deadlineMs), key: d.key };
+  return {
+    deliveryId: d.deliveryId,
+    processor: d.processor,
+    event: eventToProto(d.event, true),
+    attempt: d.attempt,
+    deadline: timestampFromMs(d.deadlineMs),
+    key: d.key,
+  };
 }
 
 describe("deliveries written from stored events", () => {
@@ -46,7 +77,8 @@ describe("deliveries written from stored events", () => {
     const decoded = fromBinary(SubscribeResponseSchema, bytes);
     expect(decoded.message.case === "deliveries" && decoded.message.value.deliveries.map((x) => x.event?.seq)).toEqual(events.map((e) => BigInt(e.seq)));
     expect(equals(SubscribeResponseSchema, decoded, expected)).toBe(true);
-    expect(JSON.parse(Buffer.from(decoded.message.case === "deliveries" ? decoded.message.value.deliveries[1].event!.dataJson : []).toString())).toEqual(events[1].data);
+    expect(JSON.parse(Buffer.from(decoded.message.case === "deliveries" ? decoded.message.value.deliveries[1].event!.dataJson : []).toString())).toEqual(
+      events[1].data,
+    );
   });
 });
-

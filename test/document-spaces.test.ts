@@ -119,10 +119,15 @@ describe("documents are separated by space like events", () => {
           expect(hidden?.message.replace(id, "ID")).toBe(missing?.message.replace(`${id}-missing`, "ID"));
         }
       }
-      const expected = Object.keys(docs).filter((id) => visible(who, id)).sort();
+      const expected = Object.keys(docs)
+        .filter((id) => visible(who, id))
+        .sort();
       expect((await client.findDocuments("note")).map((d) => d._id).sort(), `${who} finds`).toEqual(expected);
       // A filter cannot reach around the rule either.
-      expect((await client.findDocuments("note", { filter: { text: "b" } })).map((d) => d._id), `${who} finds text b`).toEqual(visible(who, "d-b") ? ["d-b"] : []);
+      expect(
+        (await client.findDocuments("note", { filter: { text: "b" } })).map((d) => d._id),
+        `${who} finds text b`,
+      ).toEqual(visible(who, "d-b") ? ["d-b"] : []);
     }
   });
 
@@ -206,8 +211,14 @@ describe("documents are separated by space like events", () => {
       expect((await as("a").call("memo.touch", { id: "d-a" })).output).toEqual({ written: true });
       expect((await as("admin").getDocument("note", "d-a")).touched).toBe(true);
       // A client cannot read under a cause to borrow another's space.
-      const started = (await as("admin").read({ types: ["action.started"] }).next()).value!;
-      expect((await codeOf(as("b").collections.getDocument({ collection: "note", id: "d-a", cause: { eventId: started.id, position: 0 } })))?.code).toBe("PermissionDenied");
+      const started = (
+        await as("admin")
+          .read({ types: ["action.started"] })
+          .next()
+      ).value!;
+      expect((await codeOf(as("b").collections.getDocument({ collection: "note", id: "d-a", cause: { eventId: started.id, position: 0 } })))?.code).toBe(
+        "PermissionDenied",
+      );
     } finally {
       await executor.stop(0);
     }

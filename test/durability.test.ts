@@ -182,7 +182,9 @@ describe("durability under kill -9", () => {
       owner = await start(data, plugins);
       const log = await readAll(createClient({ url: owner.url }));
       verify(log, callers, false);
-      rounds.push(`round ${round}: kill -9 ${killAt} ms after ${warm} warm-up acks, ${ackedNow - before} acknowledged in the round, ${inDoubt} in doubt, log ${log.length} events`);
+      rounds.push(
+        `round ${round}: kill -9 ${killAt} ms after ${warm} warm-up acks, ${ackedNow - before} acknowledged in the round, ${inDoubt} in doubt, log ${log.length} events`,
+      );
       // Each round must really have written under load (the kill was armed
       // after CALLERS acknowledgements), or it checks nothing.
       expect(ackedNow - before).toBeGreaterThanOrEqual(CALLERS);
@@ -287,7 +289,9 @@ describe.skipIf(onPostgres)("owner lock", () => {
     expect(log.map((e) => e.id).filter((id) => acked.includes(id))).toEqual(acked);
   }
 
-  it("owner.lock deleted while an owner runs: a second owner started on the folder leaves at most one running, and the log stays dense", { timeout: 60_000 }, async () => {
+  it("owner.lock deleted while an owner runs: a second owner started on the folder leaves at most one running, and the log stays dense", {
+    timeout: 60_000,
+  }, async () => {
     const data = dataDir();
     const plugins = pluginsDir();
     const first = await start(data, plugins);
@@ -313,7 +317,9 @@ describe.skipIf(onPostgres)("owner lock", () => {
     expect(await survivor.exited).toBe(0);
   });
 
-  it("a second owner refuses a folder whose owner.lock is missing while owner.pid names a live owner of it (the first cannot retake: stopped)", { timeout: 60_000 }, async () => {
+  it("a second owner refuses a folder whose owner.lock is missing while owner.pid names a live owner of it (the first cannot retake: stopped)", {
+    timeout: 60_000,
+  }, async () => {
     const data = dataDir();
     const plugins = pluginsDir();
     const first = await start(data, plugins);
@@ -324,7 +330,9 @@ describe.skipIf(onPostgres)("owner lock", () => {
       const second = await serveUntilExit(data);
       expect(second.code).not.toBe(0);
       expect(second.code).not.toBeNull();
-      expect(second.stderr).toContain(`is in use by another Chronolog owner (pid ${first.child.pid}; its owner.lock is missing: never delete owner.lock while an owner runs)`);
+      expect(second.stderr).toContain(
+        `is in use by another Chronolog owner (pid ${first.child.pid}; its owner.lock is missing: never delete owner.lock while an owner runs)`,
+      );
     } finally {
       first.child.kill("SIGCONT");
     }

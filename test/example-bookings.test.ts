@@ -21,13 +21,27 @@ describe("examples/bookings, as the README walks through it", () => {
   it("a pending booking created with buf curl is confirmed by the processor through the action", async () => {
     const owner: OwnerProcess = await spawnOwner(tempDir());
     kill.push(() => owner.child.kill("SIGKILL"));
-    const executor = spawn(process.execPath, ["--import", "tsx", "examples/bookings/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+    const executor = spawn(process.execPath, ["--import", "tsx", "examples/bookings/executor.ts", owner.url], {
+      cwd: repo,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     kill.push(() => executor.kill("SIGKILL"));
     await new Promise<void>((resolve) => executor.stderr!.on("data", (d: Buffer) => d.toString().includes("connected") && resolve()));
     const checkIn = new Date(Date.now() + 24 * 3600_000 + 5_000).toISOString();
     const create = spawnSync(
       "node_modules/.bin/buf",
-      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify({ collection: "booking", doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111", check_in: checkIn } }), `${owner.url}/chronolog.v1.CollectionService/CreateDocument`],
+      [
+        "curl",
+        "--protocol",
+        "grpc",
+        "--http2-prior-knowledge",
+        "-d",
+        JSON.stringify({
+          collection: "booking",
+          doc: { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", card: "4111-1111", check_in: checkIn },
+        }),
+        `${owner.url}/chronolog.v1.CollectionService/CreateDocument`,
+      ],
       { cwd: repo, encoding: "utf8" },
     );
     expect(create.status, create.stderr).toBe(0);
@@ -80,10 +94,30 @@ describe("examples/bookings, as the README walks through it", () => {
     const grpcurl = join(repo, ".tools/grpcurl");
     if (existsSync(grpcurl)) {
       const address = `127.0.0.1:${owner.port}`;
-      const schedule = spawnSync(grpcurl, ["-plaintext", "-d", '{"timer_id":"friday-report","action":"bookings.report","spec":{"cron":{"expression":"0 18 * * 5","zone":"Europe/Berlin"}}}', address, "chronolog.v1.TimeService/Schedule"], { encoding: "utf8" });
+      const schedule = spawnSync(
+        grpcurl,
+        [
+          "-plaintext",
+          "-d",
+          '{"timer_id":"friday-report","action":"bookings.report","spec":{"cron":{"expression":"0 18 * * 5","zone":"Europe/Berlin"}}}',
+          address,
+          "chronolog.v1.TimeService/Schedule",
+        ],
+        { encoding: "utf8" },
+      );
       expect(schedule.status, schedule.stderr).toBe(0);
       expect(JSON.parse(schedule.stdout).timer).toMatchObject({ id: "friday-report", kind: "TIMER_KIND_RUNTIME" });
-      const delayed = spawnSync(grpcurl, ["-plaintext", "-d", '{"action":"bookings.remind","input":{"booking_id":"b-1"},"interval_ms":"60000","overdue":{"max_lateness_ms":"3600000"}}', address, "chronolog.v1.TimeService/Delay"], { encoding: "utf8" });
+      const delayed = spawnSync(
+        grpcurl,
+        [
+          "-plaintext",
+          "-d",
+          '{"action":"bookings.remind","input":{"booking_id":"b-1"},"interval_ms":"60000","overdue":{"max_lateness_ms":"3600000"}}',
+          address,
+          "chronolog.v1.TimeService/Delay",
+        ],
+        { encoding: "utf8" },
+      );
       expect(delayed.status, delayed.stderr).toBe(0);
       expect(Object.keys(JSON.parse(delayed.stdout))).toEqual(["delayId", "due"]);
     }

@@ -84,7 +84,13 @@ async function outcomeWithin(promise: Promise<unknown>, ms: number): Promise<"re
   let timer: NodeJS.Timeout | undefined;
   const pending = new Promise<"pending">((resolve) => (timer = setTimeout(() => resolve("pending"), ms)));
   try {
-    return await Promise.race([promise.then(() => "resolved" as const, (e: unknown) => ({ rejected: e })), pending]);
+    return await Promise.race([
+      promise.then(
+        () => "resolved" as const,
+        (e: unknown) => ({ rejected: e }),
+      ),
+      pending,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -98,7 +104,10 @@ describe("TypeScript executor SDK: a stream the owner refuses for good is not re
 
   beforeAll(async () => {
     owner = await startTestOwner({ config, shutdownGraceMs: 100 });
-    admin = createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+    admin = createRpcClient(
+      AdminService,
+      createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }),
+    );
     // One executor the owner accepts, so "no connected executor" below means "none but this one".
     healthy = runExecutor({ url: owner.url, token: tokens.executor, plugins: [trackingPlugin("fine", [])], onError: () => {} });
     await healthy.ready;
@@ -123,7 +132,8 @@ describe("TypeScript executor SDK: a stream the owner refuses for good is not re
     const executor = runExecutor({ url: owner.url, token, plugins: [plugin], maxBackoffMs: 50, onError: (e) => errors.push(e) });
     started.push(executor);
     const outcome = await outcomeWithin(executor.ready, 3_000);
-    if (outcome === "pending" || outcome === "resolved") expect.fail(`ready ${outcome} after 3 s for an executor the owner refuses (errors reported: ${errors.length})`);
+    if (outcome === "pending" || outcome === "resolved")
+      expect.fail(`ready ${outcome} after 3 s for an executor the owner refuses (errors reported: ${errors.length})`);
     const error = outcome.rejected;
     expect(Date.now() - startedAt).toBeLessThan(3_000);
     expect(error).toBeInstanceOf(ConnectError);
@@ -141,16 +151,31 @@ describe("TypeScript executor SDK: a stream the owner refuses for good is not re
   });
 
   it("no token at all: UNAUTHENTICATED", async () => {
-    await expectRefusedForGood(undefined, trackingPlugin("anonymous", []), Code.Unauthenticated, "missing bearer token: send the header `authorization: Bearer <token>`");
+    await expectRefusedForGood(
+      undefined,
+      trackingPlugin("anonymous", []),
+      Code.Unauthenticated,
+      "missing bearer token: send the header `authorization: Bearer <token>`",
+    );
   });
 
   it("a client principal's token: PERMISSION_DENIED (the executor role is needed)", async () => {
-    await expectRefusedForGood(tokens.client, trackingPlugin("webby", []), Code.PermissionDenied, "principal web (role client) may not subscribe as an executor; the executor role is needed");
+    await expectRefusedForGood(
+      tokens.client,
+      trackingPlugin("webby", []),
+      Code.PermissionDenied,
+      "principal web (role client) may not subscribe as an executor; the executor role is needed",
+    );
   });
 
   it("a hello larger than the owner reads (limits.max_message_bytes, 4 MiB by default): RESOURCE_EXHAUSTED, not retried", async () => {
     const huge = definePlugin({ name: "huge", events: { "huge.ping": { allow: ["*"], schema: { type: "object", description: "x".repeat(4_200_000) } } } });
-    await expectRefusedForGood(tokens.executor, huge, Code.ResourceExhausted, expect.stringMatching(/^message size 42\d{5} is larger than configured readMaxBytes 4194304$/)); // the hello: the description and the rest
+    await expectRefusedForGood(
+      tokens.executor,
+      huge,
+      Code.ResourceExhausted,
+      expect.stringMatching(/^message size 42\d{5} is larger than configured readMaxBytes 4194304$/),
+    ); // the hello: the description and the rest
   });
 
   it("a hello the owner rejects (its plugin's manifest does not register): INVALID_ARGUMENT, and the plugin is not registered", async () => {
@@ -159,7 +184,12 @@ describe("TypeScript executor SDK: a stream the owner refuses for good is not re
       events: { "badwhere.ping": { allow: ["*"] } },
       processors: { track: { on: "badwhere.ping", where: { $bogus: 1 }, run: () => {} } },
     });
-    await expectRefusedForGood(tokens.executor, bad, Code.InvalidArgument, "invalid plugin manifest badwhere: processors.track.where: unknown top level operator: $bogus");
+    await expectRefusedForGood(
+      tokens.executor,
+      bad,
+      Code.InvalidArgument,
+      "invalid plugin manifest badwhere: processors.track.where: unknown top level operator: $bogus",
+    );
     const plugins = await createClient({ url: owner.url, token: tokens.admin }).plugins.listPlugins({});
     expect(plugins.plugins.map((p) => p.manifest?.name)).not.toContain("badwhere");
     expect(plugins.plugins.map((p) => p.manifest?.name)).toContain("fine");
@@ -229,10 +259,23 @@ describe("TypeScript executor SDK: transient failures keep reconnecting", () => 
     let owner = await startTestOwner({ config, port, dataDir, shutdownGraceMs: 100 });
     const handled: number[] = [];
     const errors: unknown[] = [];
-    const executor = runExecutor({ url: owner.url, token: tokens.executor, plugins: [trackingPlugin("restarts", handled)], maxBackoffMs: 100, onError: (e) => errors.push(e) });
+    const executor = runExecutor({
+      url: owner.url,
+      token: tokens.executor,
+      plugins: [trackingPlugin("restarts", handled)],
+      maxBackoffMs: 100,
+      onError: (e) => errors.push(e),
+    });
     try {
       await executor.ready;
-      const admin = () => createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+      const admin = () =>
+        createRpcClient(
+          AdminService,
+          createGrpcTransport({
+            baseUrl: owner.url,
+            interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))],
+          }),
+        );
       const first = (await createClient({ url: owner.url, token: tokens.admin }).emit("restarts.ping", {})).event!;
       await until(() => handled.includes(Number(first.seq)), "the first ping handled");
       await owner.close();
@@ -286,7 +329,10 @@ describe("stop() hands in what finished", () => {
       expect((await answer).output).toEqual({ by: "first" });
       await new Promise((r) => setTimeout(r, 200));
       expect(runs).toEqual(["first"]);
-      expect((await eventsOf(client, ["action.started", "action.retried", "action.completed", "action.failed"])).map((e) => e.type)).toEqual(["action.started", "action.completed"]);
+      expect((await eventsOf(client, ["action.started", "action.retried", "action.completed", "action.failed"])).map((e) => e.type)).toEqual([
+        "action.started",
+        "action.completed",
+      ]);
     } finally {
       await first.stop(0);
       await second?.stop(0);
@@ -337,7 +383,9 @@ describe("stop() with a backlog", () => {
       expect(new Set(handled.map((h) => h.id)).size).toBe(300);
       expect(await eventsOf(client, ["processor.retried", "processor.failed"])).toEqual([]);
       const messages = lines.map((l) => JSON.parse(l).msg as string);
-      expect(messages).toContainEqual(expect.stringMatching(/^executor backlog is stopping: it gets no more work, and finishes the \d+ deliveries and calls it holds$/));
+      expect(messages).toContainEqual(
+        expect.stringMatching(/^executor backlog is stopping: it gets no more work, and finishes the \d+ deliveries and calls it holds$/),
+      );
       expect(messages).toContain("executor stopped");
       expect(messages.filter((m) => m === "executor disconnected")).toEqual([]);
     } finally {

@@ -119,7 +119,9 @@ async function fakeOwner(version: string, endAfterWelcome = false) {
             for await (const request of requests) {
               if (request.message.case === "hello") {
                 hellos.push(request.message.value);
-                yield { message: { case: "welcome", value: { sessionId: `s${hellos.length}`, heartbeatIntervalMs: 60_000, ownerVersion: version } } } as SubscribeResponse;
+                yield {
+                  message: { case: "welcome", value: { sessionId: `s${hellos.length}`, heartbeatIntervalMs: 60_000, ownerVersion: version } },
+                } as SubscribeResponse;
                 if (endAfterWelcome) return;
               }
             }
@@ -166,7 +168,10 @@ describe("the SDKs check the owner's version at its welcome", () => {
       "executor = run_executor([Plugin('pyversioned')], url=sys.argv[1], max_backoff_s=0.05)",
       "time.sleep(30)",
     ].join("\n");
-    const child = spawn(python, ["-c", script, fake.url], { env: { ...process.env, PYTHONPATH: join(repo, "sdk/python"), PYTHONUNBUFFERED: "1" }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(python, ["-c", script, fake.url], {
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python"), PYTHONUNBUFFERED: "1" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     cleanups.push(() => void child.kill("SIGKILL"));
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));

@@ -85,7 +85,25 @@ const refusedFilters: [string, JsonObject][] = [
   ["$regexFind", { $expr: { $eq: [{ $regexFind: { input: "$s", regex: "^(a+)+$" } }, null] } }],
   ["$regexFindAll", { $expr: { $gt: [{ $size: { $regexFindAll: { input: evil, regex: "(a+)+b" } } }, 0] } }],
   ["$function", { $expr: { $function: { body: "function () { return true }", args: [], lang: "js" } } }],
-  ["$accumulator", { $expr: { $and: [false, { $accumulator: { init: "function () { return 0 }", accumulate: "function (s) { return s }", accumulateArgs: [], merge: "function (a) { return a }", lang: "js" } }] } }],
+  [
+    "$accumulator",
+    {
+      $expr: {
+        $and: [
+          false,
+          {
+            $accumulator: {
+              init: "function () { return 0 }",
+              accumulate: "function (s) { return s }",
+              accumulateArgs: [],
+              merge: "function (a) { return a }",
+              lang: "js",
+            },
+          },
+        ],
+      },
+    },
+  ],
   ["$where", { $or: [{ x: 1 }, { $where: "true" }] }],
   ["$dateFromString", { $expr: { $eq: [{ $dateFromString: { dateString: `${evil}2020-01-01`, format: "(a+)+%Y-%m-%d" } }, null] } }],
   ["$convert", { $expr: { $eq: [{ $convert: { input: "$x", to: "string" } }, "1"] } }],
@@ -93,7 +111,12 @@ const refusedFilters: [string, JsonObject][] = [
   // Deep inside a query: $or, $elemMatch, $and, $not, $expr, $cond, $map.
   [
     "$range",
-    { $or: [{ x: 1 }, { items: { $elemMatch: { $and: [{ q: { $not: { $gt: 1 } } }, { $expr: { $cond: [false, { $map: { input: { $range: [0, 9] }, in: 1 } }, true] } }] } } }] },
+    {
+      $or: [
+        { x: 1 },
+        { items: { $elemMatch: { $and: [{ q: { $not: { $gt: 1 } } }, { $expr: { $cond: [false, { $map: { input: { $range: [0, 9] }, in: 1 } }, true] } }] } } },
+      ],
+    },
   ],
 ];
 
@@ -141,7 +164,16 @@ describe("refused filter operators", () => {
   });
 
   it("keeps the rest of mingo's expressions, with their MongoDB meaning", async () => {
-    const data = { x: 2, s: "a-b-c", items: [{ q: 1, k: "u" }, { q: 9, k: "v" }], o: { a: 1 }, d: "2024-05-01T10:00:00Z" };
+    const data = {
+      x: 2,
+      s: "a-b-c",
+      items: [
+        { q: 1, k: "u" },
+        { q: 9, k: "v" },
+      ],
+      o: { a: 1 },
+      d: "2024-05-01T10:00:00Z",
+    };
     await client.emit("f.e", data);
     const matches = async (expr: JsonObject) => xs((await client.log.readLog({ where: { x: 2, $expr: expr } })).events);
     const expressions: JsonObject[] = [
@@ -149,16 +181,46 @@ describe("refused filter operators", () => {
       { $eq: [{ $map: { input: "$items", in: { $multiply: ["$$this.q", 2] } } }, [2, 18]] },
       { $eq: [{ $reduce: { input: "$items", initialValue: 0, in: { $add: ["$$value", "$$this.q"] } } }, 10] },
       { $let: { vars: { t: { $add: ["$x", 1] } }, in: { $eq: ["$$t", 3] } } },
-      // biome-ignore lint/suspicious/noThenProperty: $switch branches name their result `then`
-      { $eq: [{ $switch: { branches: [{ case: { $gt: ["$x", 5] }, then: "big" }, { case: true, then: "small" }], default: "?" } }, "small"] },
+      {
+        $eq: [
+          {
+            $switch: {
+              branches: [
+                // biome-ignore lint/suspicious/noThenProperty: $switch branches name their result `then`
+                { case: { $gt: ["$x", 5] }, then: "big" },
+                // biome-ignore lint/suspicious/noThenProperty: as above
+                { case: true, then: "small" },
+              ],
+              default: "?",
+            },
+          },
+          "small",
+        ],
+      },
       { $eq: [{ $cond: [{ $eq: ["$x", 0] }, 0, { $divide: [4, "$x"] }] }, 2] },
-      { $eq: [{ $zip: { inputs: [[1, 2], "$items.q"], useLongestLength: true, defaults: [0, 0] } }, [[1, 1], [2, 9]]] },
+      {
+        $eq: [
+          { $zip: { inputs: [[1, 2], "$items.q"], useLongestLength: true, defaults: [0, 0] } },
+          [
+            [1, 1],
+            [2, 9],
+          ],
+        ],
+      },
       { $eq: [{ $replaceAll: { input: "$s", find: "-", replacement: "" } }, "abc"] },
       { $eq: [{ $trim: { input: "--x--", chars: "-" } }, "x"] },
       { $eq: [{ $setField: { field: "b", input: "$o", value: "$x" } }, { a: 1, b: 2 }] },
       { $eq: [{ $unsetField: { field: "a", input: "$o" } }, {}] },
       { $eq: [{ $strLenCP: { $literal: "$x" } }, 2] },
-      { $eq: [{ $sortArray: { input: "$items", sortBy: { q: -1 } } }, [{ q: 9, k: "v" }, { q: 1, k: "u" }]] },
+      {
+        $eq: [
+          { $sortArray: { input: "$items", sortBy: { q: -1 } } },
+          [
+            { q: 9, k: "v" },
+            { q: 1, k: "u" },
+          ],
+        ],
+      },
       { $eq: [{ $firstN: { input: "$items.k", n: 1 } }, ["u"]] },
       { $eq: [{ $sum: ["$x", 1] }, 3] },
       { $in: ["v", "$items.k"] },
@@ -169,7 +231,9 @@ describe("refused filter operators", () => {
     ];
     for (const expr of expressions) expect(await matches(expr), JSON.stringify(expr)).toEqual([2]);
     // And with query operators around it.
-    expect(xs((await client.log.readLog({ where: { $and: [{ items: { $elemMatch: { q: { $gt: 5 } } } }, { $expr: { $eq: ["$x", 2] } }] } })).events)).toEqual([2]);
+    expect(xs((await client.log.readLog({ where: { $and: [{ items: { $elemMatch: { q: { $gt: 5 } } } }, { $expr: { $eq: ["$x", 2] } }] } })).events)).toEqual([
+      2,
+    ]);
   });
 });
 
@@ -272,9 +336,11 @@ describe("filters that crashed or froze the owner (an owner in a child process, 
     const started = performance.now();
     expect((await failure(collections.findDocuments({ collection: "item", filter })))?.code).toBe(Code.InvalidArgument);
     expect((await failure(log.readLog({ where: filter })))?.code).toBe(Code.InvalidArgument);
-    const watch = await failure((async () => {
-      for await (const m of log.watch({ where: filter })) return m;
-    })());
+    const watch = await failure(
+      (async () => {
+        for await (const m of log.watch({ where: filter })) return m;
+      })(),
+    );
     expect(watch?.code).toBe(Code.InvalidArgument);
     const reg = await failure(client.registerPlugin({ name: "p", events: { "p.e": {} }, processors: { w: { on: ["p.e"], where: filter } } }));
     expect(reg?.code).toBe(Code.InvalidArgument);
@@ -292,7 +358,21 @@ describe("filters that crashed or froze the owner (an owner in a child process, 
       { $expr: { $gt: [{ $size: grown }, 0] } }, // 64^5: a billion elements
       { $expr: { $gt: [{ $size: { $reduce: { input: Array(40).fill(0), initialValue: [1], in: { $concatArrays: ["$$value", "$$value"] } } } }, 0] } }, // 2^40
       { $expr: { $gt: [{ $strLenCP: text }, 0] } }, // 64^5 characters
-      { $expr: { $gt: [{ $size: { $map: { input: Array(200).fill(0), in: { $size: { $map: { input: Array(200).fill(0), in: { $size: { $map: { input: Array(200).fill(0), in: 1 } } } } } } } } }, 0] } }, // 8 million steps
+      {
+        $expr: {
+          $gt: [
+            {
+              $size: {
+                $map: {
+                  input: Array(200).fill(0),
+                  in: { $size: { $map: { input: Array(200).fill(0), in: { $size: { $map: { input: Array(200).fill(0), in: 1 } } } } } },
+                },
+              },
+            },
+            0,
+          ],
+        },
+      }, // 8 million steps
     ];
     for (const where of filters) {
       const started = performance.now();
@@ -321,7 +401,11 @@ describe("filters that crashed or froze the owner (an owner in a child process, 
       expect(performance.now() - started).toBeLessThan(3_000);
     }
     // What the event's size allows does match it.
-    for (const expr of [{ $eq: [{ $size: "$arr" }, 20_000] }, { $eq: [{ $size: { $concatArrays: ["$arr", "$arr"] } }, 40_000] }, { $eq: [{ $strLenCP: { $trim: { input: { $ifNull: ["$t", ""] }, chars: "a" } } }, 0] }]) {
+    for (const expr of [
+      { $eq: [{ $size: "$arr" }, 20_000] },
+      { $eq: [{ $size: { $concatArrays: ["$arr", "$arr"] } }, 40_000] },
+      { $eq: [{ $strLenCP: { $trim: { input: { $ifNull: ["$t", ""] }, chars: "a" } } }, 0] },
+    ]) {
       expect(xs((await log.readLog({ where: { x: 1, $expr: expr } })).events), JSON.stringify(expr)).toEqual([1]);
     }
     await stillUp();

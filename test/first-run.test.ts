@@ -45,7 +45,9 @@ describe("serve: errors a first start meets", () => {
     const data = join(tempDir(), "new", "data");
     const { code, stderr } = await cli(["serve", "--data", data, "--port", String(port), "--log-level", "silent"]);
     expect(code).toBe(1);
-    expect(stderr).toContain(`chronolog: port ${port} on 127.0.0.1 is already in use (another owner or program listens there): stop it, or pass another --port`);
+    expect(stderr).toContain(
+      `chronolog: port ${port} on 127.0.0.1 is already in use (another owner or program listens there): stop it, or pass another --port`,
+    );
     expect(stderr).not.toMatch(/listen EADDRINUSE|\n\s+at /);
     expect(existsSync(join(data, ".."))).toBe(false); // neither the folder nor the parent it made
   });
@@ -98,7 +100,10 @@ describe("examples/config/owner.yaml, with the commands it lists", () => {
 
 describe("examples/browser with vite", () => {
   it("the dev server prints its address and the page's address to open, with the owner and a client token", async () => {
-    const { output } = await run([join(repo, "node_modules/vite/bin/vite.js"), "--config", "examples/browser/vite.config.ts", "--port", "5191"], /Open http:\/\/localhost:5191\/\?owner=[^\n]*\n[^\n]*\n[^\n]*owner\.yaml/);
+    const { output } = await run(
+      [join(repo, "node_modules/vite/bin/vite.js"), "--config", "examples/browser/vite.config.ts", "--port", "5191"],
+      /Open http:\/\/localhost:5191\/\?owner=[^\n]*\n[^\n]*\n[^\n]*owner\.yaml/,
+    );
     // Vite colours its banner when it thinks it runs in CI (the CI variable), even into a pipe.
     expect(stripVTControlCharacters(output)).toContain("Local:   http://localhost:5191/");
     expect(output).toContain("Open http://localhost:5191/?owner=http://127.0.0.1:50051&token=a-long-random-client-token");

@@ -70,7 +70,8 @@ describe("a client and an executor given a standby first", () => {
     const watched: Event[] = [];
     const abort = new AbortController();
     const watching = (async () => {
-      for await (const e of createClient({ url: `${standby.url}, ${owner.url}` }).watch({ types: ["fl.order", "fl.priced"] }, { signal: abort.signal })) watched.push(e);
+      for await (const e of createClient({ url: `${standby.url}, ${owner.url}` }).watch({ types: ["fl.order", "fl.priced"] }, { signal: abort.signal }))
+        watched.push(e);
     })().catch((e) => e);
 
     const unary = createClient({ url: [standby.url, owner.url], emitVia: "unary" });
@@ -101,7 +102,12 @@ describe("a client and an executor given a standby first", () => {
     try {
       const tail = await cli(["tail", "--no-follow", "--type", "fl.order"]);
       expect(tail.code).toBe(0);
-      expect(tail.stdout.trim().split("\n").map((line) => JSON.parse(line).id)).toContain("cli-1");
+      expect(
+        tail.stdout
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line).id),
+      ).toContain("cli-1");
     } finally {
       delete process.env.CHRONOLOG_URL;
     }
@@ -113,7 +119,12 @@ describe("a client and an executor given a standby first", () => {
       cli(["--url", `${owner.url},nope`, "health"]),
     ]);
     expect(health.code).toBe(0);
-    expect(health.stdout.trim().split("\n").map((line) => JSON.parse(line))).toEqual([
+    expect(
+      health.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    ).toEqual([
       { url: standby.url, role: "standby", status: "NOT_SERVING", leader: owner.url, error: "" },
       { url: owner.url, role: "leader", status: "SERVING", leader: owner.url, error: "" },
       { url: dead, role: "-", status: "UNREACHABLE", leader: "", error: expect.stringMatching(/^Unavailable: connect ECONNREFUSED/) },
@@ -121,14 +132,20 @@ describe("a client and an executor given a standby first", () => {
     expect(table.code).toBe(75); // no owner leads
     expect(table.stdout.split("\n")[0]).toMatch(/^URL +ROLE +STATUS +LEADER +ERROR$/);
     expect(table.stdout).toMatch(new RegExp(`${standby.url} +standby +NOT_SERVING +${owner.url}`));
-    expect(bad).toMatchObject({ code: 1, stderr: `chronolog: --url "${owner.url},nope": "nope" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051, or several separated by commas)\n` });
+    expect(bad).toMatchObject({
+      code: 1,
+      stderr: `chronolog: --url "${owner.url},nope": "nope" is not an http:// or https:// URL (e.g. http://127.0.0.1:50051, or several separated by commas)\n`,
+    });
   });
 
   it("a standby that knows no leader yet: the call waits for one within failoverTimeoutMs, else UNAVAILABLE naming the standby's state", async () => {
     const lost = await startStandby(undefined);
     try {
       const lonely = createClient({ url: lost.url, failoverTimeoutMs: 300, emitVia: "unary" });
-      await expect(lonely.emit("fl.order", { n: -1 })).rejects.toMatchObject({ code: Code.Unavailable, rawMessage: "this owner is a standby; no leader is known yet" });
+      await expect(lonely.emit("fl.order", { n: -1 })).rejects.toMatchObject({
+        code: Code.Unavailable,
+        rawMessage: "this owner is a standby; no leader is known yet",
+      });
       expect(lost.refused()).toBeGreaterThan(1); // asked again meanwhile
 
       const later = createClient({ url: lost.url, emitVia: "unary" });
@@ -163,8 +180,13 @@ describe("a client given a dead port first", () => {
       }
 
       const started = Date.now();
-      await expect(createClient({ url: dead, emitVia: "unary" }).emit("dp.x", {})).rejects.toMatchObject({ code: Code.Unavailable, rawMessage: expect.stringContaining("ECONNREFUSED") });
-      await expect(createClient({ url: [dead, `http://127.0.0.1:${await deadPort()}`], failoverTimeoutMs: 200, emitVia: "unary" }).emit("dp.x", {})).rejects.toMatchObject({ code: Code.Unavailable });
+      await expect(createClient({ url: dead, emitVia: "unary" }).emit("dp.x", {})).rejects.toMatchObject({
+        code: Code.Unavailable,
+        rawMessage: expect.stringContaining("ECONNREFUSED"),
+      });
+      await expect(
+        createClient({ url: [dead, `http://127.0.0.1:${await deadPort()}`], failoverTimeoutMs: 200, emitVia: "unary" }).emit("dp.x", {}),
+      ).rejects.toMatchObject({ code: Code.Unavailable });
       expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       await owner.close();
@@ -173,12 +195,18 @@ describe("a client given a dead port first", () => {
 
   it("refuses a bad list before sending anything, naming the entry; one bad URL as before", () => {
     for (const url of [undefined, "", "127.0.0.1:50051", "ftp://host", 42, ["ftp://host"]]) {
-      expect(() => createClient({ url } as never)).toThrow(/^\[invalid_argument\] url must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got /);
+      expect(() => createClient({ url } as never)).toThrow(
+        /^\[invalid_argument\] url must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got /,
+      );
     }
-    expect(() => createClient({ url: ["http://127.0.0.1:1", "ftp://x"] })).toThrow(/^\[invalid_argument\] url\[1\] must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got "ftp:\/\/x"\)$/);
+    expect(() => createClient({ url: ["http://127.0.0.1:1", "ftp://x"] })).toThrow(
+      /^\[invalid_argument\] url\[1\] must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got "ftp:\/\/x"\)$/,
+    );
     expect(() => createClient({ url: "http://127.0.0.1:1," })).toThrow(/url\[1\] must be .* \(got ""\)$/);
     expect(() => createClient({ url: [] })).toThrow(/url must be an http:\/\/ or https:\/\/ URL, .*\(got an empty array\)$/);
-    expect(() => createClient({ url: "http://127.0.0.1:1", failoverTimeoutMs: -1 })).toThrow(/failoverTimeoutMs must be a non-negative integer number of ms \(got -1\)$/);
+    expect(() => createClient({ url: "http://127.0.0.1:1", failoverTimeoutMs: -1 })).toThrow(
+      /failoverTimeoutMs must be a non-negative integer number of ms \(got -1\)$/,
+    );
   });
 });
 

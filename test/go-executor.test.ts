@@ -36,7 +36,12 @@ const repo = new URL("../", import.meta.url).pathname;
 const missing = spawnSync("go", ["version"]).status !== 0;
 if (missing && !process.env.CI) console.warn("go-executor.test.ts skipped: `go` is missing (Go 1.26 or later builds the Go SDK, as .ci/run's machines have)");
 
-const tokens = { admin: "go-admin-token-0123456789", goworker: "go-executor-token-0123456789", tsworker: "ts-executor-token-0123456789", client: "go-client-token-0123456789" };
+const tokens = {
+  admin: "go-admin-token-0123456789",
+  goworker: "go-executor-token-0123456789",
+  tsworker: "ts-executor-token-0123456789",
+  client: "go-client-token-0123456789",
+};
 const config = {
   principals: [
     { name: "ops", token: tokens.admin, role: "admin" },
@@ -105,7 +110,8 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
   }
   const data = (e: Event) => (e.data ?? {}) as JsonObject;
   /** Events about `order`: under its delivery, or processor events naming it. */
-  const about = (order: Event) => (e: Event) => e.cause === order.id || data(e).event_id === order.id || (data(e).event as JsonObject | undefined)?.id === order.id;
+  const about = (order: Event) => (e: Event) =>
+    e.cause === order.id || data(e).event_id === order.id || (data(e).event as JsonObject | undefined)?.id === order.id;
 
   beforeAll(async () => {
     if (missing) throw new Error("`go` is missing: the Go SDK needs Go 1.26 or later on the PATH");
@@ -120,7 +126,10 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
     await tsExecutor.ready;
     admin = createClient({ url: owner.url, token: tokens.admin });
     web = createClient({ url: owner.url, token: tokens.client });
-    adminRpc = createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+    adminRpc = createRpcClient(
+      AdminService,
+      createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }),
+    );
   }, 300_000);
   afterAll(async () => {
     await tsExecutor?.stop();
@@ -140,8 +149,28 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
     expect(plugin!.manifest!.processors.pricer).toMatchObject({ on: ["order.placed"], key: "data.order_id", retryDelaysMs: [200, 400] });
     expect(plugin!.manifest!.actions.price).toMatchObject({ allow: ["*"] });
     const { executors } = await adminRpc.listExecutors({});
-    expect(executors.map((e) => ({ executor: e.executor, principal: e.principal, processors: e.processors, actions: e.actions, credits: e.credits, sdk: e.sdk, sdkVersion: e.sdkVersion })).sort((a, b) => a.executor.localeCompare(b.executor))).toEqual([
-      { executor: "goshop", principal: "goworker", processors: ["goshop.pricer"], actions: ["goshop.pack", "goshop.price"], credits: 8, sdk: "go", sdkVersion: "0.1.0" },
+    expect(
+      executors
+        .map((e) => ({
+          executor: e.executor,
+          principal: e.principal,
+          processors: e.processors,
+          actions: e.actions,
+          credits: e.credits,
+          sdk: e.sdk,
+          sdkVersion: e.sdkVersion,
+        }))
+        .sort((a, b) => a.executor.localeCompare(b.executor)),
+    ).toEqual([
+      {
+        executor: "goshop",
+        principal: "goworker",
+        processors: ["goshop.pricer"],
+        actions: ["goshop.pack", "goshop.price"],
+        credits: 8,
+        sdk: "go",
+        sdkVersion: "0.1.0",
+      },
       { executor: "tsdesk", principal: "tsworker", processors: ["tsdesk.confirmer"], actions: [], credits: 8, sdk: "typescript", sdkVersion: "0.1.0" },
     ]);
   });
@@ -149,7 +178,17 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
   it("handles every delivery: the Go processor calls the Go action and emits under its delivery (derived ids, the order's actor), the TypeScript processor follows; acks move both cursors", async () => {
     const n = 40;
     const placed = await Promise.all(
-      Array.from({ length: n }, (_, i) => web.emit("order.placed", { order_id: `o-${i}`, items: [{ sku: "tea", price: 4.5, qty: 2 }, { sku: "cup", price: 0.1, qty: i + 1 }] }).then((r) => r.event!)),
+      Array.from({ length: n }, (_, i) =>
+        web
+          .emit("order.placed", {
+            order_id: `o-${i}`,
+            items: [
+              { sku: "tea", price: 4.5, qty: 2 },
+              { sku: "cup", price: 0.1, qty: i + 1 },
+            ],
+          })
+          .then((r) => r.event!),
+      ),
     );
     orders.first = placed[0];
     await until(async () => (await read("order.confirmed")).length === n, `${n} orders confirmed`);
@@ -164,7 +203,11 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
       expect(p.id).toBe(derivedId(order.id, 1, { type: "order.priced", data: p.data })); // position 1: the call was position 0
       expect(p.actor).toEqual(order.actor); // work under the delivery runs as the event's actor
       const [call] = started.filter(about(order));
-      expect(call.data).toMatchObject({ action: "goshop.price", call_id: derivedId(order.id, 0, { action: "goshop.price", input: { items: data(order).items } }), attempt: 1 });
+      expect(call.data).toMatchObject({
+        action: "goshop.price",
+        call_id: derivedId(order.id, 0, { action: "goshop.price", input: { items: data(order).items } }),
+        attempt: 1,
+      });
       expect(completed.find((e) => e.cause === call.id)?.data).toMatchObject({ action: "goshop.price", output: { total, items: i + 3 } });
     }
     const confirmed = await read("order.confirmed");
@@ -173,7 +216,10 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
 
     const lastPlaced = placed.reduce((a, b) => (a.seq > b.seq ? a : b)).seq;
     const lastPriced = priced.reduce((a, b) => (a.seq > b.seq ? a : b)).seq;
-    await until(async () => (await ackFloor("goshop.pricer")) >= lastPlaced && (await ackFloor("tsdesk.confirmer")) >= lastPriced, "both cursors past their last event");
+    await until(
+      async () => (await ackFloor("goshop.pricer")) >= lastPlaced && (await ackFloor("tsdesk.confirmer")) >= lastPriced,
+      "both cursors past their last event",
+    );
     expect((await read("processor.retried", "processor.failed")).length).toBe(0);
   });
 
@@ -201,8 +247,17 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
   });
 
   it("a TypeScript client calls the Go action: its result is recorded, and the same call id answers from the log", async () => {
-    const input = { items: [{ sku: "a", price: 0.1, qty: 1 }, { sku: "b", price: 0.2, qty: 1 }] };
-    expect(await web.call("goshop.price", input, { callId: "go-price-1" })).toMatchObject({ callId: "go-price-1", output: { total: 0.3, items: 2 }, fromLog: false });
+    const input = {
+      items: [
+        { sku: "a", price: 0.1, qty: 1 },
+        { sku: "b", price: 0.2, qty: 1 },
+      ],
+    };
+    expect(await web.call("goshop.price", input, { callId: "go-price-1" })).toMatchObject({
+      callId: "go-price-1",
+      output: { total: 0.3, items: 2 },
+      fromLog: false,
+    });
     const [completed] = (await read("action.completed")).filter((e) => data(e).call_id === "go-price-1");
     expect(completed.data).toMatchObject({ action: "goshop.price", attempt: 1, output: { total: 0.3, items: 2 } });
     expect(await web.call("goshop.price", input, { callId: "go-price-1" })).toMatchObject({ output: { total: 0.3, items: 2 }, fromLog: true });
@@ -218,7 +273,9 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
       const instances = async () => (await adminRpc.listExecutors({})).executors.filter((e) => e.executor === "goshop");
       expect(await instances()).toHaveLength(2);
       // Deliveries spread over both instances (the owner picks the one with the most free credits): all are handled.
-      const placed = await Promise.all(Array.from({ length: 20 }, (_, i) => web.emit("order.placed", { order_id: `s-${i}`, items: [{ sku: "x", price: 1, qty: 1 }] }).then((r) => r.event!)));
+      const placed = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => web.emit("order.placed", { order_id: `s-${i}`, items: [{ sku: "x", price: 1, qty: 1 }] }).then((r) => r.event!)),
+      );
       await until(async () => (await ackFloor("goshop.pricer")) >= placed.reduce((a, b) => (a.seq > b.seq ? a : b)).seq, "the cursor past the orders");
       expect((await read("order.priced")).filter((e) => String(data(e).order_id).startsWith("s-"))).toHaveLength(20);
       second.child.kill("SIGTERM");
@@ -232,7 +289,10 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
   });
 
   it("a Go executor whose token is unknown prints the owner's message once and exits with status 1 instead of retrying", async () => {
-    const child = spawn(binary, ["--url", owner.url], { env: { ...process.env, CHRONOLOG_TOKEN: "not-a-token-0123456789" }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(binary, ["--url", owner.url], {
+      env: { ...process.env, CHRONOLOG_TOKEN: "not-a-token-0123456789" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     const output: string[] = [];
     createInterface({ input: child.stderr! }).on("line", (line) => output.push(line));
     const killer = setTimeout(() => child.kill("SIGKILL"), 15_000); // the default backoff would keep retrying until then
@@ -243,7 +303,9 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
   });
 
   it("the Go SDK's own tests pass: batches of acks and results, cut errors, the stream clock, leader following, refusals (go test in sdk/go)", async () => {
-    const result = await promisify(execFile)("go", ["test", "-count=1", "./..."], { cwd: join(repo, "sdk/go"), timeout: 280_000 }).catch((e: { stdout: string; stderr: string; code: number }) => e);
+    const result = await promisify(execFile)("go", ["test", "-count=1", "./..."], { cwd: join(repo, "sdk/go"), timeout: 280_000 }).catch(
+      (e: { stdout: string; stderr: string; code: number }) => e,
+    );
     expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
     expect(result.stdout).toMatch(/^ok\s+github\.com\/chronolog\/chronolog\/sdk\/go\/chronolog\s/m);
   }, 300_000);

@@ -40,7 +40,11 @@ const config = {
 /** What a caller learns from a failed call: code, message and the details' types and bytes. */
 function seen(e: unknown) {
   const error = ConnectError.from(e);
-  return { code: Code[error.code], message: error.rawMessage, details: error.details.map((d) => ("desc" in d ? d : { type: d.type, value: Buffer.from(d.value).toString("base64") })) };
+  return {
+    code: Code[error.code],
+    message: error.rawMessage,
+    details: error.details.map((d) => ("desc" in d ? d : { type: d.type, value: Buffer.from(d.value).toString("base64") })),
+  };
 }
 
 async function failure(p: Promise<unknown>) {
@@ -121,20 +125,44 @@ describe("native gRPC unary calls on the owner's port", () => {
   });
 
   it("answers grpc-js calls to several services as connect-node answers them over gRPC-Web", async () => {
-    const health = decode(HealthCheckResponseSchema, await grpcJsCall(grpcJs, "/grpc.health.v1.Health/Check", toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema))).result);
+    const health = decode(
+      HealthCheckResponseSchema,
+      await grpcJsCall(grpcJs, "/grpc.health.v1.Health/Check", toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema))).result,
+    );
     expect(health.status).toBe(HealthCheckResponse_ServingStatus.SERVING);
 
     const emitted = decode(
       EmitResponseSchema,
-      await grpcJsCall(grpcJs, "/chronolog.v1.LogService/Emit", toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "order.placed", data: { order_id: "o-1", amount: 12.5, email: "a@example.com" } })), bearer(tokens.client)).result,
+      await grpcJsCall(
+        grpcJs,
+        "/chronolog.v1.LogService/Emit",
+        toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "order.placed", data: { order_id: "o-1", amount: 12.5, email: "a@example.com" } })),
+        bearer(tokens.client),
+      ).result,
     );
     expect(emitted.event?.seq).toBeGreaterThan(0n);
     expect(emitted.event?.actor?.via).toBe("app:web");
 
-    const got = decode(GetEventResponseSchema, await grpcJsCall(grpcJs, "/chronolog.v1.LogService/GetEvent", toBinary(GetEventRequestSchema, create(GetEventRequestSchema, { id: emitted.event!.id })), bearer(tokens.admin)).result);
+    const got = decode(
+      GetEventResponseSchema,
+      await grpcJsCall(
+        grpcJs,
+        "/chronolog.v1.LogService/GetEvent",
+        toBinary(GetEventRequestSchema, create(GetEventRequestSchema, { id: emitted.event!.id })),
+        bearer(tokens.admin),
+      ).result,
+    );
     expect(got.event).toEqual((await web.log.getEvent({ id: emitted.event!.id })).event);
 
-    const plugins = decode(ListPluginsResponseSchema, await grpcJsCall(grpcJs, "/chronolog.v1.PluginService/ListPlugins", toBinary(ListPluginsRequestSchema, create(ListPluginsRequestSchema)), bearer(tokens.admin)).result);
+    const plugins = decode(
+      ListPluginsResponseSchema,
+      await grpcJsCall(
+        grpcJs,
+        "/chronolog.v1.PluginService/ListPlugins",
+        toBinary(ListPluginsRequestSchema, create(ListPluginsRequestSchema)),
+        bearer(tokens.admin),
+      ).result,
+    );
     expect(plugins).toEqual(await web.plugins.listPlugins({}));
     expect(plugins.plugins.map((p) => p.manifest?.name).sort()).toEqual(["shop", "slow"]);
 
@@ -151,9 +179,19 @@ describe("native gRPC unary calls on the owner's port", () => {
       ["no token", (c) => c.log.emit({ type: "order.placed" }), undefined, "Unauthenticated"],
       ["an unknown token", (c) => c.log.emit({ type: "order.placed" }), "not-a-token-0123456789", "Unauthenticated"],
       ["a client registering a plugin", (c) => c.plugins.registerPlugin({ manifest: { name: "x" } }), tokens.client, "PermissionDenied"],
-      ["a message over the limit", (c) => c.log.emit({ type: "order.placed", data: { order_id: "x".repeat(5000), amount: 1, email: "a@example.com" } }), tokens.client, "ResourceExhausted"],
+      [
+        "a message over the limit",
+        (c) => c.log.emit({ type: "order.placed", data: { order_id: "x".repeat(5000), amount: 1, email: "a@example.com" } }),
+        tokens.client,
+        "ResourceExhausted",
+      ],
       ["a missing event", (c) => c.log.getEvent({ id: "nope" }), tokens.admin, "NotFound"],
-      ["an unknown health service", (c) => c.transport.unary(Health.method.check, undefined, undefined, undefined, { service: "nope" }, undefined), undefined, "NotFound"],
+      [
+        "an unknown health service",
+        (c) => c.transport.unary(Health.method.check, undefined, undefined, undefined, { service: "nope" }, undefined),
+        undefined,
+        "NotFound",
+      ],
     ];
     for (const [what, call, token, code] of cases) {
       const viaNative = await failure(call(client("grpc", token)));
@@ -162,7 +200,12 @@ describe("native gRPC unary calls on the owner's port", () => {
       expect(viaNative.code, what).toBe(code);
     }
     // Details (google.rpc.ErrorInfo, BadRequest) arrive the same way for grpc-js: grpc-status-details-bin.
-    const bad = await grpcJsCall(grpcJs, "/chronolog.v1.LogService/Emit", toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "" })), bearer(tokens.client)).result.catch((e: grpc.ServiceError) => e);
+    const bad = await grpcJsCall(
+      grpcJs,
+      "/chronolog.v1.LogService/Emit",
+      toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "" })),
+      bearer(tokens.client),
+    ).result.catch((e: grpc.ServiceError) => e);
     const viaWeb = await failure(client("grpc-web", tokens.client).log.emit({ type: "" }));
     expect((bad as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((bad as grpc.ServiceError).details).toBe(viaWeb.message);
@@ -176,8 +219,18 @@ describe("native gRPC unary calls on the owner's port", () => {
       const call = (timeout: string, end: boolean) =>
         new Promise<{ status?: string; message?: string; ms: number }>((resolve) => {
           const started = Date.now();
-          const stream = session.request({ ":method": "POST", ":path": "/chronolog.v1.LogService/Emit", "content-type": "application/grpc", te: "trailers", "grpc-timeout": timeout, authorization: `Bearer ${tokens.admin}` });
-          const body = toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "order.placed", id: `never-${timeout}`, data: { order_id: "o-never", amount: 1, email: "n@example.com" } }));
+          const stream = session.request({
+            ":method": "POST",
+            ":path": "/chronolog.v1.LogService/Emit",
+            "content-type": "application/grpc",
+            te: "trailers",
+            "grpc-timeout": timeout,
+            authorization: `Bearer ${tokens.admin}`,
+          });
+          const body = toBinary(
+            EmitRequestSchema,
+            create(EmitRequestSchema, { type: "order.placed", id: `never-${timeout}`, data: { order_id: "o-never", amount: 1, email: "n@example.com" } }),
+          );
           const frame = Buffer.alloc(5 + body.length);
           frame.writeUInt32BE(body.length, 1);
           frame.set(body, 5);
@@ -188,7 +241,11 @@ describe("native gRPC unary calls on the owner's port", () => {
           stream.on("response", (h) => (trailers = { ...h, ...trailers }));
           stream.on("data", () => {});
           stream.on("end", () => {
-            resolve({ status: trailers["grpc-status"] as string, message: decodeURIComponent(String(trailers["grpc-message"] ?? "")), ms: Date.now() - started });
+            resolve({
+              status: trailers["grpc-status"] as string,
+              message: decodeURIComponent(String(trailers["grpc-message"] ?? "")),
+              ms: Date.now() - started,
+            });
             stream.close();
           });
         });
@@ -204,23 +261,35 @@ describe("native gRPC unary calls on the owner's port", () => {
   });
 
   it("answers an unknown method UNIMPLEMENTED and undecodable request bytes INVALID_ARGUMENT", async () => {
-    const unknown = await grpcJsCall(grpcJs, "/chronolog.v1.LogService/NoSuchMethod", new Uint8Array(), bearer(tokens.admin)).result.catch((e: grpc.ServiceError) => e);
+    const unknown = await grpcJsCall(grpcJs, "/chronolog.v1.LogService/NoSuchMethod", new Uint8Array(), bearer(tokens.admin)).result.catch(
+      (e: grpc.ServiceError) => e,
+    );
     expect((unknown as grpc.ServiceError).code).toBe(grpc.status.UNIMPLEMENTED);
     expect((unknown as grpc.ServiceError).details).toBe("unknown method /chronolog.v1.LogService/NoSuchMethod"); // a grpc-status, not an HTTP 404
     const noService = await grpcJsCall(grpcJs, "/nope.v1.Nothing/Call", new Uint8Array(), bearer(tokens.admin)).result.catch((e: grpc.ServiceError) => e);
-    expect([(noService as grpc.ServiceError).code, (noService as grpc.ServiceError).details]).toEqual([grpc.status.UNIMPLEMENTED, "unknown method /nope.v1.Nothing/Call"]);
-    const garbage = await grpcJsCall(grpcJs, "/chronolog.v1.LogService/Emit", new Uint8Array([0xff, 0xff, 0xff]), bearer(tokens.client)).result.catch((e: grpc.ServiceError) => e);
+    expect([(noService as grpc.ServiceError).code, (noService as grpc.ServiceError).details]).toEqual([
+      grpc.status.UNIMPLEMENTED,
+      "unknown method /nope.v1.Nothing/Call",
+    ]);
+    const garbage = await grpcJsCall(grpcJs, "/chronolog.v1.LogService/Emit", new Uint8Array([0xff, 0xff, 0xff]), bearer(tokens.client)).result.catch(
+      (e: grpc.ServiceError) => e,
+    );
     expect((garbage as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((garbage as grpc.ServiceError).details).toMatch(/^the request is not a valid chronolog\.v1\.EmitRequest \(protobuf binary\): /);
   });
 
   it("takes gzip-compressed requests, and measures the limit after decompression", async () => {
     const request = create(EmitRequestSchema, { type: "order.placed", data: { order_id: "o-gzip", amount: 1, email: "a@example.com" } });
-    const emitted = decode(EmitResponseSchema, await grpcJsCall(grpcJsGzip, "/chronolog.v1.LogService/Emit", toBinary(EmitRequestSchema, request), bearer(tokens.client)).result);
+    const emitted = decode(
+      EmitResponseSchema,
+      await grpcJsCall(grpcJsGzip, "/chronolog.v1.LogService/Emit", toBinary(EmitRequestSchema, request), bearer(tokens.client)).result,
+    );
     expect(emitted.event?.data).toEqual(request.data);
     // ~10 KB of one letter compresses far below the 4 KiB limit, and is over it once inflated.
     const big = create(EmitRequestSchema, { type: "order.placed", data: { order_id: "x".repeat(10_000), amount: 1, email: "a@example.com" } });
-    const e = await grpcJsCall(grpcJsGzip, "/chronolog.v1.LogService/Emit", toBinary(EmitRequestSchema, big), bearer(tokens.client)).result.catch((err: grpc.ServiceError) => err);
+    const e = await grpcJsCall(grpcJsGzip, "/chronolog.v1.LogService/Emit", toBinary(EmitRequestSchema, big), bearer(tokens.client)).result.catch(
+      (err: grpc.ServiceError) => err,
+    );
     expect((e as grpc.ServiceError).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect((e as grpc.ServiceError).details).toBe("message is larger than configured readMaxBytes 4096 after decompression");
   });
@@ -234,7 +303,9 @@ describe("native gRPC unary calls on the owner's port", () => {
       return n;
     };
 
-    const late = await grpcJsCall(grpcJs, "/chronolog.v1.ActionService/CallAction", request("deadline-1"), bearer(tokens.client), { deadline: Date.now() + 300 }).result.catch((e: grpc.ServiceError) => e);
+    const late = await grpcJsCall(grpcJs, "/chronolog.v1.ActionService/CallAction", request("deadline-1"), bearer(tokens.client), {
+      deadline: Date.now() + 300,
+    }).result.catch((e: grpc.ServiceError) => e);
     expect((late as grpc.ServiceError).code).toBe(grpc.status.DEADLINE_EXCEEDED);
     await until(() => aborted.length === 1, "the executor's signal aborted at the deadline");
     expect(aborted[0]).toContain("deadline exceeded");
@@ -288,7 +359,13 @@ describe("a handler on the native path (in-process listener)", () => {
       // A request of many HTTP/2 DATA frames is read whole.
       const long = "s".repeat(300_000);
       const echoed = await new Promise<Buffer>((resolve, reject) =>
-        client.makeUnaryRequest("/grpc.health.v1.Health/Check", identity, identity, Buffer.from(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: long }))), (err, value) => (err ? reject(err) : resolve(value!))),
+        client.makeUnaryRequest(
+          "/grpc.health.v1.Health/Check",
+          identity,
+          identity,
+          Buffer.from(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: long }))),
+          (err, value) => (err ? reject(err) : resolve(value!)),
+        ),
       );
       expect(fromBinary(HealthCheckResponseSchema, echoed).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
       expect(services).toEqual(["", long]);
@@ -298,4 +375,3 @@ describe("a handler on the native path (in-process listener)", () => {
     }
   });
 });
-

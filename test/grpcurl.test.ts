@@ -22,7 +22,9 @@ const GRPCURL = join(repo, ".tools/grpcurl");
 const BUF = join(repo, "node_modules/.bin/buf");
 const missing = !existsSync(GRPCURL);
 if (missing && !process.env.CI) {
-  console.warn(`grpcurl.test.ts skipped: ${GRPCURL} is missing (install it with: GOBIN=$PWD/.tools go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4, as .ci/run does)`);
+  console.warn(
+    `grpcurl.test.ts skipped: ${GRPCURL} is missing (install it with: GOBIN=$PWD/.tools go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4, as .ci/run does)`,
+  );
 }
 
 const tokens = { admin: "grpcurl-admin-token-0123456789", client: "grpcurl-client-token-0123456789" };
@@ -67,7 +69,8 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
   let target: string;
 
   beforeAll(async () => {
-    if (missing) throw new Error(`${GRPCURL} is missing: .ci/run installs it (GOBIN=$PWD/.tools go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4)`);
+    if (missing)
+      throw new Error(`${GRPCURL} is missing: .ci/run installs it (GOBIN=$PWD/.tools go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4)`);
     const dir = tempDir("chronolog-grpcurl-");
     writeFileSync(join(dir, "owner.json"), JSON.stringify(config));
     owner = await spawnOwner(join(dir, "data"), ["--config", join(dir, "owner.json"), "--plugins", join(repo, "examples/quickstart/plugins")]);
@@ -102,7 +105,9 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
       "grpc.reflection.v1alpha.ServerReflection",
     ]);
     const methods = await grpcurl("-plaintext", target, "list", "chronolog.v1.LogService");
-    expect(methods.stdout.trim().split("\n")).toEqual(["Emit", "EmitBatch", "GetEvent", "Publish", "ReadLog", "Watch"].map((m) => `chronolog.v1.LogService.${m}`));
+    expect(methods.stdout.trim().split("\n")).toEqual(
+      ["Emit", "EmitBatch", "GetEvent", "Publish", "ReadLog", "Watch"].map((m) => `chronolog.v1.LogService.${m}`),
+    );
   });
 
   it("describes chronolog.v1.LogService.Emit and its request message", async () => {
@@ -121,7 +126,12 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
     expect(first.stderr).toBe("");
     expect(first.code).toBe(0);
     const emitted = JSON.parse(first.stdout);
-    expect(emitted.event).toMatchObject({ id: "from-grpcurl", type: "order.placed", data: { order_id: "o-4", amount: 1, email: "c@example.com" }, actor: { via: "app:grpcurl" } });
+    expect(emitted.event).toMatchObject({
+      id: "from-grpcurl",
+      type: "order.placed",
+      data: { order_id: "o-4", amount: 1, email: "c@example.com" },
+      actor: { via: "app:grpcurl" },
+    });
     expect(emitted.existing).toBeUndefined(); // false is a default: grpcurl omits it
     expect(Number(emitted.event.seq)).toBeGreaterThan(0);
     expect((await admin.log.getEvent({ id: "from-grpcurl" })).event?.data).toEqual({ order_id: "o-4", amount: 1, email: "c@example.com" });
@@ -139,7 +149,14 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
     expect(undeclared.stderr).toContain('"reason": "UNDECLARED_EVENT_TYPE"');
     expect(undeclared.stderr).not.toContain("is not recognized");
 
-    const schema = await grpcurl("-plaintext", ...auth, "-d", '{"type":"order.placed","data":{"order_id":"o-5","amount":-1,"email":"x"}}', target, "chronolog.v1.LogService/Emit");
+    const schema = await grpcurl(
+      "-plaintext",
+      ...auth,
+      "-d",
+      '{"type":"order.placed","data":{"order_id":"o-5","amount":-1,"email":"x"}}',
+      target,
+      "chronolog.v1.LogService/Emit",
+    );
     expect(schema.stderr).toContain("Code: InvalidArgument");
     expect(schema.stderr).toContain('"field": "data/amount"');
     expect(schema.stderr).toContain('"field": "data/email"');
@@ -152,7 +169,16 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
 
   it("reads a Watch stream: the catch-up, caught_up, then a live event, until -max-time ends it", async () => {
     const head = (await admin.log.readLog({ pageSize: 1 })).headSeq;
-    const watch = stream(GRPCURL, ["-plaintext", ...auth, "-max-time", "4", "-d", JSON.stringify({ after_seq: String(head - 1n), types: ["order.placed"] }), target, "chronolog.v1.LogService/Watch"]);
+    const watch = stream(GRPCURL, [
+      "-plaintext",
+      ...auth,
+      "-max-time",
+      "4",
+      "-d",
+      JSON.stringify({ after_seq: String(head - 1n), types: ["order.placed"] }),
+      target,
+      "chronolog.v1.LogService/Watch",
+    ]);
     await until(() => watch.out.stdout.includes('"caughtUp"'), "grpcurl shows caughtUp");
     expect(watch.out.stdout).toContain(`"headSeq": "${head}"`);
     const live = (await admin.emit("order.placed", { order_id: "o-live", amount: 2, email: "d@example.com" })).event!;
@@ -166,7 +192,17 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
   it("buf curl reads the same Watch stream (the README's buf curl equivalent)", async () => {
     const head = (await admin.log.readLog({ pageSize: 1 })).headSeq;
     const url = `http://${target}/chronolog.v1.LogService/Watch`;
-    const watch = stream(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "-H", `authorization: Bearer ${tokens.client}`, "-d", JSON.stringify({ after_seq: String(head) }), url]);
+    const watch = stream(BUF, [
+      "curl",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-H",
+      `authorization: Bearer ${tokens.client}`,
+      "-d",
+      JSON.stringify({ after_seq: String(head) }),
+      url,
+    ]);
     try {
       await until(() => watch.out.stdout.includes('"caughtUp"'), "buf curl shows caughtUp");
       const live = (await admin.emit("order.placed", { order_id: "o-buf", amount: 3, email: "e@example.com" })).event!;

@@ -42,7 +42,10 @@ describe("hardening", () => {
     const plugin = definePlugin({
       name: "pw",
       events: { "pw.e": { allow: ["*"] } },
-      processors: { p: { on: "pw.e", where: { $expr: { $sqrt: "$a" } }, run: (ctx) => void seen.push(ctx.data) }, all: { on: "pw.e", run: (ctx) => void seen.push(ctx.data) } },
+      processors: {
+        p: { on: "pw.e", where: { $expr: { $sqrt: "$a" } }, run: (ctx) => void seen.push(ctx.data) },
+        all: { on: "pw.e", run: (ctx) => void seen.push(ctx.data) },
+      },
     });
     await client.registerPlugin(manifestOf(plugin));
     const ex = runExecutor({ url: o.url, plugins: [plugin], onError: () => {} });
@@ -67,7 +70,9 @@ describe("hardening", () => {
     for (const where of [{ s: { $regex: "(a)\\1" } }, { s: { $regex: "a(?=b)" } }, { s: { $regex: "a", $options: "x" } }] as JsonObject[]) {
       expect((await code(client.log.readLog({ where })))?.code, JSON.stringify(where)).toBe(Code.InvalidArgument);
     }
-    const reg = await code(client.registerPlugin({ name: "re", events: { "re.e": {} }, processors: { p: { on: ["re.e"], where: { s: { $regex: "(x)\\1" } } } } }));
+    const reg = await code(
+      client.registerPlugin({ name: "re", events: { "re.e": {} }, processors: { p: { on: ["re.e"], where: { s: { $regex: "(x)\\1" } } } } }),
+    );
     expect(reg?.code).toBe(Code.InvalidArgument);
     // Patterns that backtrack exponentially in JavaScript, on the strings that make them do it.
     await client.registerPlugin({ name: "rx", events: { "rx.e": { allow: ["*"] } } });
@@ -87,7 +92,12 @@ describe("hardening", () => {
   it("does not reveal an event of another space through a reused id", async () => {
     const tokens = { admin: "admin-token-0123456789", web: "web-client-token-0123" };
     const o = await owner({
-      config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.web, role: "client", assert: { in: ["space:acme"] } }] },
+      config: {
+        principals: [
+          { name: "ops", token: tokens.admin, role: "admin" },
+          { name: "web", token: tokens.web, role: "client", assert: { in: ["space:acme"] } },
+        ],
+      },
     });
     const admin = createClient({ url: o.url, token: tokens.admin });
     const web = createClient({ url: o.url, token: tokens.web });
@@ -119,7 +129,10 @@ describe("hardening", () => {
 
   it("refuses a config where two principals share a token", () => {
     const path = join(mkdtempSync(join(tmpdir(), "chronolog-config-")), "owner.yaml");
-    writeFileSync(path, "principals:\n  - { name: a, token: same-token-0123456789, role: admin }\n  - { name: b, token: same-token-0123456789, role: client }\n");
+    writeFileSync(
+      path,
+      "principals:\n  - { name: a, token: same-token-0123456789, role: admin }\n  - { name: b, token: same-token-0123456789, role: client }\n",
+    );
     expect(() => loadConfig(path)).toThrow(/a and b have the same token/);
   });
 });

@@ -27,12 +27,21 @@ async function leaderAndFollower(pollMs: number): Promise<{ url: string; committ
   const leading: PostgresDatabase = connectPostgres(url, { instanceId: "lead1", advertiseUrl: "http://127.0.0.1:1", leaseMs: 30_000 });
   opened.push(leading);
   expect(await leading.lease.tryTake()).toMatchObject({ leading: true });
-  const store = leading.open(() => undefined, () => undefined);
+  const store = leading.open(
+    () => undefined,
+    () => undefined,
+  );
   const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), { transactions: store.transactions });
   const waiting = connectPostgres(url, { instanceId: "stand1", advertiseUrl: "http://127.0.0.1:2", leaseMs: 30_000 });
   opened.push(waiting);
   const heads: number[] = [];
-  const follower = waiting.followHead({ pollMs, timeoutMs: 10_000, onHead: (head) => heads.push(head), onPlugins: () => undefined, onTrouble: () => undefined });
+  const follower = waiting.followHead({
+    pollMs,
+    timeoutMs: 10_000,
+    onHead: (head) => heads.push(head),
+    onPlugins: () => undefined,
+    onTrouble: () => undefined,
+  });
   opened.push(follower);
   follower.start();
   await until(() => heads.length === 1, "the follower's first poll");
@@ -48,7 +57,11 @@ describe.runIf(onPostgres)("a standby's view of the log's head", () => {
     await Promise.all(["d", "e"].map((id) => committer.submit((tx) => tx.append(event(id)))));
     await until(() => heads.length === 3, "the second commit's notification");
     await committer.submit(() => "nothing written").catch(() => undefined);
-    await expect(committer.submit(() => { throw new Error("undone"); })).rejects.toThrow("undone");
+    await expect(
+      committer.submit(() => {
+        throw new Error("undone");
+      }),
+    ).rejects.toThrow("undone");
     await Promise.all(["f"].map((id) => committer.submit((tx) => tx.append(event(id)))));
     await until(() => heads.length === 4, "the third commit's notification");
     expect(heads).toEqual([0, 3, 5, 6]);
@@ -58,7 +71,9 @@ describe.runIf(onPostgres)("a standby's view of the log's head", () => {
     const { url, heads } = await leaderAndFollower(50);
     const other = connectNative(url, "chronolog tests");
     opened.push({ close: () => endNative(other) });
-    other.querySync("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (1, 'x', 'test.happened', '{}', '', NULL, 0), (2, 'y', 'test.happened', '{}', '', NULL, 0)");
+    other.querySync(
+      "INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (1, 'x', 'test.happened', '{}', '', NULL, 0), (2, 'y', 'test.happened', '{}', '', NULL, 0)",
+    );
     await until(() => heads.at(-1) === 2, "the poll finding head 2");
     expect(heads.filter((head) => head !== 0 && head !== 2)).toEqual([]);
   });

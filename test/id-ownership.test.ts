@@ -20,7 +20,10 @@ describe("ids a client chooses belong to the actor that used them first", () => 
   const runs: { input: unknown; actor: string }[] = [];
   const as = (token: string) => createClient({ url: owner.url, token });
   const refusal = async (p: Promise<unknown>) => {
-    const e = await p.then(() => undefined, (error: unknown) => error);
+    const e = await p.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(e).toBeInstanceOf(ConnectError);
     return e as ConnectError;
   };
@@ -67,7 +70,11 @@ describe("ids a client chooses belong to the actor that used them first", () => 
     const ana = as(tokens.acme);
     const first = await ana.call("ids.work", { n: 1 }, { callId: "c-1", actor: { id: "user:ana" } });
     expect(first).toMatchObject({ fromLog: false, output: { n: 1, secret: "acme's output" } });
-    for (const other of [() => as(tokens.beta).call("ids.work", { n: 1 }, { callId: "c-1" }), () => as(tokens.beta).call("ids.work", { n: 2 }, { callId: "c-1" }), () => ana.call("ids.work", { n: 1 }, { callId: "c-1", actor: { id: "user:bo" } })]) {
+    for (const other of [
+      () => as(tokens.beta).call("ids.work", { n: 1 }, { callId: "c-1" }),
+      () => as(tokens.beta).call("ids.work", { n: 2 }, { callId: "c-1" }),
+      () => ana.call("ids.work", { n: 1 }, { callId: "c-1", actor: { id: "user:bo" } }),
+    ]) {
       const e = await refusal(other());
       expect(e.code).toBe(Code.AlreadyExists);
       expect(e.rawMessage).toBe('call id "c-1" is already in use; choose another id');
@@ -91,7 +98,10 @@ describe("ids a client chooses belong to the actor that used them first", () => 
     const ana = as(tokens.acme);
     const at = Date.now() + 3_600_000;
     const armed = await ana.delay("ids.work", { n: 3 }, { at }, "unbounded", { delayId: "d-1" });
-    for (const other of [() => as(tokens.beta).delay("ids.work", { n: 3 }, { at }, "unbounded", { delayId: "d-1" }), () => as(tokens.beta).delay("ids.work", { n: 4 }, { intervalMs: 60_000 }, "unbounded", { delayId: "d-1" })]) {
+    for (const other of [
+      () => as(tokens.beta).delay("ids.work", { n: 3 }, { at }, "unbounded", { delayId: "d-1" }),
+      () => as(tokens.beta).delay("ids.work", { n: 4 }, { intervalMs: 60_000 }, "unbounded", { delayId: "d-1" }),
+    ]) {
       const e = await refusal(other());
       expect([e.code, e.rawMessage]).toEqual([Code.AlreadyExists, 'delay_id "d-1" is already in use; choose another delay_id']);
     }

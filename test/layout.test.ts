@@ -8,7 +8,8 @@ const repo = resolve(import.meta.dirname, "..");
 /** The folders of server/src that hold the semantics, apart from the transport (rpc/) and the store (store/). */
 const domain = ["log/", "processors/", "actions/", "collections/", "time/", "plugins/", "auth/"];
 /** The modules that start the servers, which import the transport to do so. */
-const startsServers = (module: string) => module === "owner.ts" || module === "leadership.ts" || module === "standby.ts" || module === "main.ts" || module.startsWith("cli/");
+const startsServers = (module: string) =>
+  module === "owner.ts" || module === "leadership.ts" || module === "standby.ts" || module === "main.ts" || module.startsWith("cli/");
 /**
  * Entry points besides index.ts: the modules that compile and check what plugin manifests
  * declare, which plugins/ (and time/, for the actions its schedules call) imports. The folder's
@@ -63,14 +64,18 @@ describe("the owner's modules (server/src)", () => {
   it("in the domain folders never import from rpc/ (the transport)", () => {
     const graph = ownerGraph();
     expect(domain.filter((folder) => ![...graph.keys()].some((m) => m.startsWith(folder)))).toEqual([]);
-    const crossing = [...graph].flatMap(([from, to]) => (domain.includes(folderOf(from)) ? to.filter((t) => t.startsWith("rpc/")).map((t) => `${from} -> ${t}`) : []));
+    const crossing = [...graph].flatMap(([from, to]) =>
+      domain.includes(folderOf(from)) ? to.filter((t) => t.startsWith("rpc/")).map((t) => `${from} -> ${t}`) : [],
+    );
     expect(crossing).toEqual([]);
   });
 
   it("outside rpc/ never import from it either, but for the modules that start servers", () => {
     const graph = ownerGraph();
     expect([...graph.keys()].filter((m) => m.startsWith("rpc/")).length).toBeGreaterThan(10);
-    const crossing = [...graph].flatMap(([from, to]) => (from.startsWith("rpc/") || startsServers(from) ? [] : to.filter((t) => t.startsWith("rpc/")).map((t) => `${from} -> ${t}`)));
+    const crossing = [...graph].flatMap(([from, to]) =>
+      from.startsWith("rpc/") || startsServers(from) ? [] : to.filter((t) => t.startsWith("rpc/")).map((t) => `${from} -> ${t}`),
+    );
     expect(crossing).toEqual([]);
   });
 
@@ -115,7 +120,9 @@ describe("the owner's modules (server/src)", () => {
     const entered = [...graph.keys()].filter((m) => m.endsWith("/index.ts")).map(folderOf);
     expect(entered).toEqual(expect.arrayContaining(["actions/", "time/"]));
     const bypassing = [...graph].flatMap(([from, to]) =>
-      to.filter((t) => entered.includes(folderOf(t)) && folderOf(t) !== folderOf(from) && !t.endsWith("/index.ts") && !declarationEntries.has(t)).map((t) => `${from} -> ${t}`),
+      to
+        .filter((t) => entered.includes(folderOf(t)) && folderOf(t) !== folderOf(from) && !t.endsWith("/index.ts") && !declarationEntries.has(t))
+        .map((t) => `${from} -> ${t}`),
     );
     expect(bypassing).toEqual([]);
     expect([...declarationEntries].filter((m) => !graph.has(m))).toEqual([]);
@@ -126,7 +133,11 @@ describe("the generated code (sdk/ts/src/gen)", () => {
   const outside = ["server", "bench", "test", "examples", "console", "scripts"].flatMap((dir) => files(dir, [".ts", ".tsx", ".mts", ".mjs", ".js"]));
 
   it("is imported through the SDK package's exports, never by a path into the SDK's sources", () => {
-    const intoGen = outside.flatMap((file) => importsOf(file, true).flatMap((i) => (i.specifier.includes("sdk/ts/src/gen") || i.target?.startsWith("sdk/ts/src/gen/") ? [`${file}: ${i.specifier}`] : [])));
+    const intoGen = outside.flatMap((file) =>
+      importsOf(file, true).flatMap((i) =>
+        i.specifier.includes("sdk/ts/src/gen") || i.target?.startsWith("sdk/ts/src/gen/") ? [`${file}: ${i.specifier}`] : [],
+      ),
+    );
     expect(intoGen).toEqual([]);
   });
 

@@ -66,7 +66,10 @@ interface OwnerProc {
 }
 
 function serve(store: string, port: number, plugins: string, extra: string[] = []): OwnerProc {
-  const child = spawn(process.execPath, [...chronologArgs, "serve", "--store", store, "--port", String(port), "--plugins", plugins, ...extra], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...chronologArgs, "serve", "--store", store, "--port", String(port), "--plugins", plugins, ...extra], {
+    cwd: repo,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
   createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -82,7 +85,11 @@ function serve(store: string, port: number, plugins: string, extra: string[] = [
     logs,
     exited,
     async waitLog(pattern, timeoutMs = 20_000) {
-      await until(() => logs.some((l) => pattern.test(String(l.msg))), `a log line matching ${pattern} (logs: ${logs.map((l) => l.msg).join(" | ")})`, timeoutMs);
+      await until(
+        () => logs.some((l) => pattern.test(String(l.msg))),
+        `a log line matching ${pattern} (logs: ${logs.map((l) => l.msg).join(" | ")})`,
+        timeoutMs,
+      );
       return logs.find((l) => pattern.test(String(l.msg)))!;
     },
   };
@@ -136,13 +143,22 @@ describe("two owners on one PostgreSQL database", () => {
     // One executor and one client given both owners' URLs: they follow the leader.
     const executors = [executor(urls.join(","))];
     const following = createClient({ url: urls, emitVia: "unary" });
-    const standbyRefusal = await createClient({ url: urls[1], emitVia: "unary", failoverTimeoutMs: 0 }).emit("job.queued", { key: "k0" }).catch((e) => e);
+    const standbyRefusal = await createClient({ url: urls[1], emitVia: "unary", failoverTimeoutMs: 0 })
+      .emit("job.queued", { key: "k0" })
+      .catch((e) => e);
     expect(String(standbyRefusal)).toMatch(new RegExp(`standby; the leader is at ${urls[0]}`));
 
     // 200 delays, due while the rounds run.
     const firstDueMs = Date.now() + 2_000;
     for (let i = 0; i < 200; i += 50) {
-      await clients[0].delayBatch(Array.from({ length: 50 }, (_, j) => ({ action: "takeover.ping", input: { n: i + j }, when: { at: firstDueMs + (i + j) * 150 }, overdue: "unbounded" as const })));
+      await clients[0].delayBatch(
+        Array.from({ length: 50 }, (_, j) => ({
+          action: "takeover.ping",
+          input: { n: i + j },
+          when: { at: firstDueMs + (i + j) * 150 },
+          overdue: "unbounded" as const,
+        })),
+      );
     }
 
     // 32 emitters, each id retried until it is answered OK (an error may come after a commit: the id makes the retry write nothing).
@@ -200,12 +216,17 @@ describe("two owners on one PostgreSQL database", () => {
     const client = clients[leader];
     // Every delay made one occurrence, completed (time's calls are recorded in timer_occurrences).
     const db = connectNative(store, "chronolog tests");
-    const occurrences = () => db.querySync("SELECT timer_id, status, call_id FROM timer_occurrences") as { timer_id: string; status: string; call_id: string }[];
+    const occurrences = () =>
+      db.querySync("SELECT timer_id, status, call_id FROM timer_occurrences") as { timer_id: string; status: string; call_id: string }[];
     await until(() => occurrences().filter((o) => o.status === "completed").length >= 200, "200 delays completed", 40_000).catch((e) => {
       throw new Error(`${(e as Error).message}: occurrences ${JSON.stringify(occurrences().map((o) => o.status))}`);
     });
     const head = (await client.log.readLog({ afterSeq: 0n, pageSize: 1 })).headSeq;
-    await until(async () => (await client.admin.listProcessors({})).processors.find((p) => p.name === "takeover.track")?.ackFloor === head, "the processor caught up", 30_000).catch(() => undefined);
+    await until(
+      async () => (await client.admin.listProcessors({})).processors.find((p) => p.name === "takeover.track")?.ackFloor === head,
+      "the processor caught up",
+      30_000,
+    ).catch(() => undefined);
     const events = await readWholeLog(client);
 
     // Dense seqs from 1; every acknowledged id exactly once.
@@ -229,7 +250,9 @@ describe("two owners on one PostgreSQL database", () => {
     expect(jobs.filter((seq) => seq <= finalFloor && !handled.has(seq))).toEqual([]);
     handovers.sort((a, b) => a - b);
     const max = handovers[handovers.length - 1];
-    console.log(`handover over ${rounds} kills: p50 ${Math.round(handovers[Math.floor(rounds / 2)])} ms, max ${Math.round(max)} ms; ${acknowledged.size} emits acknowledged`);
+    console.log(
+      `handover over ${rounds} kills: p50 ${Math.round(handovers[Math.floor(rounds / 2)])} ms, max ${Math.round(max)} ms; ${acknowledged.size} emits acknowledged`,
+    );
     expect(max).toBeLessThan(10_000);
 
     for (const e of executors) e.child.kill("SIGKILL");
@@ -255,7 +278,12 @@ describe("two owners on one PostgreSQL database", () => {
     // without data) closes that connection, and the emit goes to the new leader while the old one
     // is still paused, about when the standby takes over (with pings of 5 s + 5 s, 10 s).
     const followedMs = following.emit("job.queued", { key: "after" }, { id: "followed" }).then((r) => ({ r, ms: performance.now() - pausedAt }));
-    const stalled = Array.from({ length: 5 }, (_, i) => clientA.emit("job.queued", { key: "stalled" }, { id: `stalled-${i}` }).then(() => "ok", (e) => String(e)));
+    const stalled = Array.from({ length: 5 }, (_, i) =>
+      clientA.emit("job.queued", { key: "stalled" }, { id: `stalled-${i}` }).then(
+        () => "ok",
+        (e) => String(e),
+      ),
+    );
     await b.waitLog(/^took over the lease/, 15_000);
     await b.waitLog(/^owner serving/);
     expect(await metrics(b.url)).toMatch(/^chronolog_leader 1$[\s\S]*^chronolog_lease_term 2$[\s\S]*^chronolog_takeovers_total 1$/m);
@@ -290,8 +318,12 @@ describe("two owners on one PostgreSQL database", () => {
     await until(() => worker.lines.length > 0, "the executor's first delivery");
     // Work on its way when the leader is paused: deliveries flowing, and calls coming due while it is paused.
     const dueAt = Date.now() + 1_000;
-    await client.delayBatch(Array.from({ length: 40 }, (_, i) => ({ action: "takeover.ping", input: { n: i }, when: { at: dueAt + i * 50 }, overdue: "unbounded" as const })));
-    const emits = Array.from({ length: 20 }, (_, i) => client.emitBatch(Array.from({ length: 100 }, (_, j) => ({ type: "job.queued", data: { key: `k${(i * 100 + j) % 7}` } }))).catch(() => undefined));
+    await client.delayBatch(
+      Array.from({ length: 40 }, (_, i) => ({ action: "takeover.ping", input: { n: i }, when: { at: dueAt + i * 50 }, overdue: "unbounded" as const })),
+    );
+    const emits = Array.from({ length: 20 }, (_, i) =>
+      client.emitBatch(Array.from({ length: 100 }, (_, j) => ({ type: "job.queued", data: { key: `k${(i * 100 + j) % 7}` } }))).catch(() => undefined),
+    );
     await until(() => worker.lines.length > 50, "deliveries flowing");
     a.child.kill("SIGSTOP");
     await b.waitLog(/^took over the lease/, 15_000);
@@ -300,12 +332,16 @@ describe("two owners on one PostgreSQL database", () => {
     // What the executor got before the pause it has handled (a busy machine may have held it up):
     // from here on, a line it prints is something the resumed leader sent.
     let heard = -1;
-    await until(async () => {
-      const quiet = worker.lines.length === heard;
-      heard = worker.lines.length;
-      if (!quiet) await sleep(500);
-      return quiet;
-    }, "the executor quiet", 30_000);
+    await until(
+      async () => {
+        const quiet = worker.lines.length === heard;
+        heard = worker.lines.length;
+        if (!quiet) await sleep(500);
+        return quiet;
+      },
+      "the executor quiet",
+      30_000,
+    );
     const heardBefore = worker.lines.length;
     const resumedAt = performance.now();
     a.child.kill("SIGCONT");
@@ -334,7 +370,9 @@ describe("two owners on one PostgreSQL database", () => {
     const store = newDatabase();
     const wrong = new URL(store);
     wrong.password = "wrong";
-    expect(await start(wrong.toString())).toMatch(/cannot connect to PostgreSQL at postgres:\/\/chronolog:\*\*\*@127\.0\.0\.1:\d+\/takeover_\d+: .*password authentication failed/);
+    expect(await start(wrong.toString())).toMatch(
+      /cannot connect to PostgreSQL at postgres:\/\/chronolog:\*\*\*@127\.0\.0\.1:\d+\/takeover_\d+: .*password authentication failed/,
+    );
     const newer = connectNative(store, "chronolog tests");
     newer.querySync("CREATE TABLE chronolog_schema (version INTEGER NOT NULL); INSERT INTO chronolog_schema VALUES (999)");
     endNative(newer);

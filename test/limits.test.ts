@@ -112,7 +112,10 @@ describe("schema patterns run on RE2", () => {
   it("a pattern RE2 cannot run (backreference, lookaround) is refused at registration, naming the schema path", async () => {
     const before = await admin.plugins.listPlugins({});
     const err = await expectConnectError(
-      admin.registerPlugin({ name: "backref", events: { "pair.seen": { schema: { properties: { s: { type: "string", pattern: "^(a)\\1$" } } }, allow: ["*"] } } }),
+      admin.registerPlugin({
+        name: "backref",
+        events: { "pair.seen": { schema: { properties: { s: { type: "string", pattern: "^(a)\\1$" } } }, allow: ["*"] } },
+      }),
       Code.InvalidArgument,
       /events\.pair\.seen\.schema/,
       /#\/properties\/s\/pattern/,
@@ -126,7 +129,9 @@ describe("schema patterns run on RE2", () => {
       /#\/patternProperties\/\^\(\?=x\)/,
     );
     // A "pattern" that is data (in const) is not compiled.
-    expect((await admin.registerPlugin({ name: "data-pattern", events: { "pat.data": { schema: { const: { pattern: "(a)\\1" } } } } })).plugin?.revision).toBe(1);
+    expect((await admin.registerPlugin({ name: "data-pattern", events: { "pat.data": { schema: { const: { pattern: "(a)\\1" } } } } })).plugin?.revision).toBe(
+      1,
+    );
     const names = (r: { plugins: { manifest?: { name: string } }[] }) => r.plugins.map((p) => p.manifest?.name).sort();
     expect(names(await admin.plugins.listPlugins({}))).toEqual([...names(before), "data-pattern"].sort());
   });
@@ -157,7 +162,14 @@ describe(`JSON nested deeper than ${maxJsonDepth} levels is refused wherever the
     const before = await logSnapshot(admin);
     let err = await expectConnectError(admin.emit("deep.thing", deep), Code.InvalidArgument, /^data is nested deeper than 32 levels \(at data\/a\//);
     expect(violationFields(err)).toEqual(["data"]);
-    err = await expectConnectError(admin.emitBatch([{ type: "deep.thing", data: {} }, { type: "deep.thing", data: deep }]), Code.InvalidArgument, /events\[1\]\.data is nested deeper/);
+    err = await expectConnectError(
+      admin.emitBatch([
+        { type: "deep.thing", data: {} },
+        { type: "deep.thing", data: deep },
+      ]),
+      Code.InvalidArgument,
+      /events\[1\]\.data is nested deeper/,
+    );
     expect(violationFields(err)).toEqual(["events[1].data"]);
     // Connect JSON decodes far deeper (40, 48 and 60 levels are accepted).
     for (const levels of [40, 48, 60]) {
@@ -187,7 +199,8 @@ describe(`JSON nested deeper than ${maxJsonDepth} levels is refused wherever the
 
   it("collection documents and patches (a patch's path counts), action inputs, timer and delay inputs; nothing written", async () => {
     const before = await logSnapshot(admin);
-    const fieldOf = async (p: Promise<unknown>, field: string) => expect(violationFields(await expectConnectError(p, Code.InvalidArgument, /nested deeper than 32 levels/))).toEqual([field]);
+    const fieldOf = async (p: Promise<unknown>, field: string) =>
+      expect(violationFields(await expectConnectError(p, Code.InvalidArgument, /nested deeper than 32 levels/))).toEqual([field]);
     await fieldOf(admin.createDocument("box", { _id: "b", ...deep }), "doc");
     await fieldOf(admin.call("deep.work", deep), "input");
     await fieldOf(admin.schedule("deep.work", deep, { everyMs: 60_000 }), "input");
@@ -251,7 +264,11 @@ describe(`JSON nested deeper than ${maxJsonDepth} levels is refused wherever the
 
   it("binary requests deeper than protobuf's own limit (~49 levels) fail in decoding, before any handler: INVALID_ARGUMENT, nothing written", async () => {
     const before = await logSnapshot(admin);
-    await expectConnectError(admin.log.emit({ type: "deep.thing", data: nested(60) }), Code.InvalidArgument, /not a valid chronolog\.v1\.EmitRequest .*maximum recursion depth/);
+    await expectConnectError(
+      admin.log.emit({ type: "deep.thing", data: nested(60) }),
+      Code.InvalidArgument,
+      /not a valid chronolog\.v1\.EmitRequest .*maximum recursion depth/,
+    );
     await expectUnchanged(admin, before);
   });
 });

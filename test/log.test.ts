@@ -51,7 +51,7 @@ function puller(stream: AsyncIterable<WatchResponse>) {
   // A pull that timed out stays pending; the next call takes it over, so no message is lost.
   let pending: Promise<IteratorResult<WatchResponse>> | undefined;
   const pull = () => (pending ??= it.next());
-  const within = async <T,>(ms: number, onTimeout: () => T): Promise<IteratorResult<WatchResponse> | T> => {
+  const within = async <T>(ms: number, onTimeout: () => T): Promise<IteratorResult<WatchResponse> | T> => {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<T>((resolve) => (timer = setTimeout(() => resolve(onTimeout()), ms)));
     const r = await Promise.race([pull(), timeout]);
@@ -142,7 +142,10 @@ describe("emit through the SDK client", () => {
       { type: "order.placed", data: { amount: 7 }, id: "batch-same" },
       { type: "order.placed", data: { amount: 7 }, id: "batch-same" },
     ]);
-    expect(results.map((r) => [r.event?.seq, r.existing])).toEqual([[results[0].event!.seq, false], [results[0].event!.seq, true]]);
+    expect(results.map((r) => [r.event?.seq, r.existing])).toEqual([
+      [results[0].event!.seq, false],
+      [results[0].event!.seq, true],
+    ]);
   });
 
   it("EmitBatch commits all events with consecutive seqs, or none when one is bad", async () => {
@@ -283,7 +286,13 @@ describe("Watch through the SDK client", () => {
     const session = connect(owner.url);
     try {
       const status = await new Promise<string | undefined>((resolve, reject) => {
-        const stream = session.request({ ":method": "POST", ":path": "/chronolog.v1.LogService/Watch", "content-type": "application/grpc", te: "trailers", "grpc-timeout": "300m" });
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/chronolog.v1.LogService/Watch",
+          "content-type": "application/grpc",
+          te: "trailers",
+          "grpc-timeout": "300m",
+        });
         stream.on("trailers", (trailers) => resolve(trailers["grpc-status"] as string | undefined));
         stream.on("error", reject);
         stream.on("data", () => undefined);
@@ -311,7 +320,10 @@ describe("Watch through the SDK client", () => {
       expect(await w.quietFor(150)).toBe(true);
       // Live: emitted after the watch caught up.
       await client.emit("order.placed", { amount: 60 });
-      await client.emitBatch([{ type: "order.shipped", data: {} }, { type: "order.placed", data: { amount: 80 } }]);
+      await client.emitBatch([
+        { type: "order.shipped", data: {} },
+        { type: "order.placed", data: { amount: 80 } },
+      ]);
       const live: { seq: number; type: string }[] = [];
       for (let i = 0; i < 3; i++) {
         const m = (await w.next()).message;

@@ -106,7 +106,10 @@ describe("GET /metrics", () => {
     // Handled: the floor passes every event, including the processor.retried / processor.failed ones it does not take.
     await until(async () => {
       const s = await scrape(owner.url);
-      return value(s, 'chronolog_processor_failures_total{processor="orders.track"}') === 1 && value(s, 'chronolog_processor_lag_events{processor="orders.track"}') === 0;
+      return (
+        value(s, 'chronolog_processor_failures_total{processor="orders.track"}') === 1 &&
+        value(s, 'chronolog_processor_lag_events{processor="orders.track"}') === 0
+      );
     }, "lag 0 after handling");
     const done = await scrape(owner.url);
     expect(handled).toHaveLength(2);
@@ -192,7 +195,12 @@ describe("GET /metrics", () => {
   it("with principals: an admin bearer token is required (401 without or unknown, 403 for a non-admin)", async () => {
     const tokens = { admin: "admin-token-0123456789", client: "client-token-0123456789" };
     const owner = await startTestOwner({
-      config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }, { name: "web", token: tokens.client, role: "client" }] },
+      config: {
+        principals: [
+          { name: "ops", token: tokens.admin, role: "admin" },
+          { name: "web", token: tokens.client, role: "client" },
+        ],
+      },
     });
     cleanups.push(() => owner.close());
     const none = await fetch(`${owner.url}/metrics`);

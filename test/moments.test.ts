@@ -7,7 +7,15 @@ import { timestampMs, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { parseMoment } from "../server/src/cli/parse.js";
 
-const refusedOnTheCommandLine = ["2027-02-30T00:00:00Z", "2027-02-29T12:00:00Z", "2027-04-31T00:00:00Z", "2027-01-01T24:00:00Z", "2027-03-01T00:00:00", "yesterday", "2027-03-01"];
+const refusedOnTheCommandLine = [
+  "2027-02-30T00:00:00Z",
+  "2027-02-29T12:00:00Z",
+  "2027-04-31T00:00:00Z",
+  "2027-01-01T24:00:00Z",
+  "2027-03-01T00:00:00",
+  "yesterday",
+  "2027-03-01",
+];
 
 describe("parseMoment (the CLI's --at, --start, --end)", () => {
   it("takes RFC 3339 times with Z or an offset, to the ms", () => {

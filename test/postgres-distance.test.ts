@@ -61,7 +61,10 @@ async function owner(store: string): Promise<{ child: ChildProcess; url: string;
   const plugins = join(tempDir(), "plugins");
   mkdirSync(plugins);
   writeFileSync(join(plugins, "takeover.json"), JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(takeoverPlugin)))));
-  const child = spawn(process.execPath, [...chronologArgs, "serve", "--store", store, "--port", "0", "--plugins", plugins], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...chronologArgs, "serve", "--store", store, "--port", "0", "--plugins", plugins], {
+    cwd: repo,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   started.push(child);
   const logs: Record<string, unknown>[] = [];
   createInterface({ input: child.stderr! }).on("line", (line) => logs.push(JSON.parse(line)));
@@ -72,7 +75,10 @@ async function owner(store: string): Promise<{ child: ChildProcess; url: string;
 describe.runIf(runnable)("an owner whose PostgreSQL answers 5 ms late", () => {
   it("a burst of 2,000 delays due within a second: every call made once, the lease kept, emits answered throughout", async () => {
     const o = await owner(newDatabase());
-    const executor = spawn(process.execPath, ["--import", "tsx", "test/helpers/takeover-executor.ts", o.url], { cwd: repo, stdio: ["ignore", "pipe", "ignore"] });
+    const executor = spawn(process.execPath, ["--import", "tsx", "test/helpers/takeover-executor.ts", o.url], {
+      cwd: repo,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     started.push(executor);
     const calls: string[] = [];
     createInterface({ input: executor.stdout! }).on("line", (line) => {
@@ -82,7 +88,14 @@ describe.runIf(runnable)("an owner whose PostgreSQL answers 5 ms late", () => {
     const client = createClient({ url: o.url });
     const firstDue = Date.now() + 6_000;
     for (let i = 0; i < 2_000; i += 500) {
-      await client.delayBatch(Array.from({ length: 500 }, (_, j) => ({ action: "takeover.ping", input: { n: i + j }, when: { at: firstDue + Math.floor((i + j) / 2) }, overdue: "unbounded" as const })));
+      await client.delayBatch(
+        Array.from({ length: 500 }, (_, j) => ({
+          action: "takeover.ping",
+          input: { n: i + j },
+          when: { at: firstDue + Math.floor((i + j) / 2) },
+          overdue: "unbounded" as const,
+        })),
+      );
     }
     // Meanwhile, an emit every 50 ms: how long each waits for its answer.
     const waits: number[] = [];

@@ -36,7 +36,10 @@ async function leader(instanceId = "lead1") {
   const database: PostgresDatabase = connectPostgres(url, { instanceId, advertiseUrl: "http://127.0.0.1:1", leaseMs: 3_000 });
   opened.push(database);
   expect(await database.lease.tryTake()).toMatchObject({ leading: true });
-  const store: Store = database.open(() => undefined, () => undefined);
+  const store: Store = database.open(
+    () => undefined,
+    () => undefined,
+  );
   return { url, database, store, other: connection(url) };
 }
 
@@ -56,7 +59,9 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 describe.runIf(onPostgres)("the PostgreSQL store", () => {
   it("names its connections `chronolog <instance> <role>` as given (spaces are not written as '+')", async () => {
     const { other } = await leader("named1");
-    const names = other.querySync("SELECT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'chronolog named1 %' ORDER BY 1").map((r) => r.name);
+    const names = other
+      .querySync("SELECT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'chronolog named1 %' ORDER BY 1")
+      .map((r) => r.name);
     expect(names).toEqual(["chronolog named1 async", "chronolog named1 lease", "chronolog named1 reader", "chronolog named1 writer"]);
   });
 
@@ -81,7 +86,9 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     const { renewer, told } = renewerOf(url, database);
     const writer = connection(url);
     writer.querySync("BEGIN"); // a batch's transaction past its fence, which holds the lease row FOR KEY SHARE
-    writer.querySync("SELECT 1 / (CASE WHEN (SELECT term FROM chronolog_lease WHERE id = 1 FOR KEY SHARE) = $1 THEN 1 ELSE 0 END)", [String(database.lease.term)]);
+    writer.querySync("SELECT 1 / (CASE WHEN (SELECT term FROM chronolog_lease WHERE id = 1 FOR KEY SHARE) = $1 THEN 1 ELSE 0 END)", [
+      String(database.lease.term),
+    ]);
     try {
       const before = process.hrtime.bigint();
       await until(() => renewer.ageMs() < Number(process.hrtime.bigint() - before) / 1e6 - 300, "a renewal sent after the transaction began held");
@@ -96,10 +103,15 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect([told.taken, renewer.taken]).toEqual([1, true]);
   });
 
-  it("ends the process when the lease is lost while the owner's thread is stuck (its own step-down would never run), saying why", { tags: ["serial"] }, async () => {
+  it("ends the process when the lease is lost while the owner's thread is stuck (its own step-down would never run), saying why", {
+    tags: ["serial"],
+  }, async () => {
     const url = testDatabase(tempDir("chronolog-pg-stuck-"));
     connectPostgres(url, { instanceId: "migrate", advertiseUrl: "http://127.0.0.1:1", leaseMs: 1_000 }).close(); // migrated
-    const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/stuck-leader.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/stuck-leader.ts", url], {
+      cwd: repo,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once("exit", (code, signal) => resolve(signal ?? code)));
     let stdout = "";
     let stderr = "";
@@ -112,13 +124,17 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
       const takenAt = performance.now();
       expect(await exited).toBe("SIGKILL");
       expect(performance.now() - takenAt).toBeLessThan(10_000); // a renewal (a third of the lease), then a second of silence
-      expect(stderr).toMatch(/"msg":"stepping down: another owner took the lease, and the owner's thread has not answered for \d+ ms \(waiting on a database that does not answer\?\): the process ends"/);
+      expect(stderr).toMatch(
+        /"msg":"stepping down: another owner took the lease, and the owner's thread has not answered for \d+ ms \(waiting on a database that does not answer\?\): the process ends"/,
+      );
     } finally {
       child.kill("SIGKILL");
     }
   });
 
-  it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", { tags: ["serial"] }, async () => {
+  it("renews from its own thread while the owner's thread is held up (a statement waiting on the database, a burst of work)", {
+    tags: ["serial"],
+  }, async () => {
     const { url, database } = await leader();
     const { renewer, told } = renewerOf(url, database);
     const heldUntil = performance.now() + 2_000; // over three leases
@@ -159,7 +175,10 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     const { store, other } = await leader();
     other.querySync("CREATE TABLE scratch (k text PRIMARY KEY, v integer NOT NULL)");
     const fatal: unknown[] = [];
-    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), { transactions: store.transactions, onFatal: (e) => fatal.push(e) });
+    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), {
+      transactions: store.transactions,
+      onFatal: (e) => fatal.push(e),
+    });
     const put = store.db.prepare("INSERT INTO scratch (k, v) VALUES (?, ?)");
     const read = store.db.prepare("SELECT v FROM scratch WHERE k = ?").pluck();
     const boom = () => {
@@ -190,9 +209,13 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     const { store, other } = await leader();
     const fatal: unknown[] = [];
     const events = eventStatements(store.db);
-    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), events, { transactions: store.transactions, onFatal: (e) => fatal.push(e) });
+    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), events, {
+      transactions: store.transactions,
+      onFatal: (e) => fatal.push(e),
+    });
     /** An emit's unit: the stored event for `id`, else `id` appended. */
-    const emit = (id: string) => committer.submit((tx) => (tx.events.findById(id) ? `existing ${id}` : `new ${tx.append(event(id)).seq}`), { lookups: [id], pure: true });
+    const emit = (id: string) =>
+      committer.submit((tx) => (tx.events.findById(id) ? `existing ${id}` : `new ${tx.append(event(id)).seq}`), { lookups: [id], pure: true });
     expect(await Promise.all([emit("a"), emit("b")])).toEqual(["new 1", "new 2"]);
     const runs = [emit("c"), emit("a"), emit("d"), emit("c")]; // "a" is in the log; "c" twice in the batch
     expect(await Promise.all(runs)).toEqual(["new 3", "existing a", "new 4", "existing c"]);

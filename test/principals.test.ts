@@ -31,10 +31,14 @@ describe("principals", () => {
   it("fills unasserted actor fields from the principal and checks asserted ones", async () => {
     const { event } = await as(tokens.acme).emit("note.added", { text: "hi" }, { actor: { id: "user:ana" } });
     expect(event!.actor).toMatchObject({ id: "user:ana", in: "space:acme", via: "app:web", for: "" });
-    const denied = await as(tokens.acme).emit("note.added", {}, { actor: { id: "agent:x" } }).catch((e) => e);
+    const denied = await as(tokens.acme)
+      .emit("note.added", {}, { actor: { id: "agent:x" } })
+      .catch((e) => e);
     expect(ConnectError.from(denied).code).toBe(Code.PermissionDenied);
     expect(ConnectError.from(denied).rawMessage).toContain("actor.id");
-    const outOfSpace = await as(tokens.acme).emit("note.added", {}, { actor: { in: "space:beta" } }).catch((e) => e);
+    const outOfSpace = await as(tokens.acme)
+      .emit("note.added", {}, { actor: { in: "space:beta" } })
+      .catch((e) => e);
     expect(ConnectError.from(outOfSpace).code).toBe(Code.PermissionDenied);
   });
 
@@ -51,7 +55,9 @@ describe("principals", () => {
   });
 
   it("rejects plugin registration by a client", async () => {
-    const e = await as(tokens.acme).registerPlugin({ name: "x" }).catch((err) => err);
+    const e = await as(tokens.acme)
+      .registerPlugin({ name: "x" })
+      .catch((err) => err);
     expect(ConnectError.from(e).code).toBe(Code.PermissionDenied);
   });
 
@@ -59,7 +65,10 @@ describe("principals", () => {
     const refused = async (plugin: ReturnType<typeof definePlugin>) => {
       const errors: unknown[] = [];
       const executor = runExecutor({ url: owner.url, token: tokens.notesWorker, plugins: [plugin], maxBackoffMs: 50, onError: (e) => errors.push(e) });
-      const e = await executor.ready.then(() => undefined, (err) => err);
+      const e = await executor.ready.then(
+        () => undefined,
+        (err) => err,
+      );
       await executor.stop(0);
       return e === undefined ? undefined : ConnectError.from(e);
     };

@@ -29,7 +29,6 @@ async function executor(url: string, plugin: PluginDefinition, credits = 16): Pr
   return ex;
 }
 
-
 async function countTypes(client: ChronologClient): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for await (const e of client.read()) counts[e.type] = (counts[e.type] ?? 0) + 1;
@@ -52,7 +51,11 @@ describe("processors over the Subscribe stream", () => {
       const key = String(ctx.data.key);
       handled.set(key, [...(handled.get(key) ?? []), Number(ctx.event.seq)]);
     };
-    const plugin = definePlugin({ name: "orders", events, processors: { track: { on: "order.placed", key: "data.key", concurrency: 8, start: "beginning", retryDelaysMs: [5, 10], run } } });
+    const plugin = definePlugin({
+      name: "orders",
+      events,
+      processors: { track: { on: "order.placed", key: "data.key", concurrency: 8, start: "beginning", retryDelaysMs: [5, 10], run } },
+    });
     await client.registerPlugin(manifestOf(plugin));
     await executor(o.url, plugin, 4);
     await executor(o.url, plugin, 4);
@@ -79,8 +82,20 @@ describe("processors over the Subscribe stream", () => {
       name: "orders",
       events,
       processors: {
-        fragile: { on: "order.placed", retryDelaysMs: [10, 30], run: (ctx) => { attempts.push(ctx.attempt); throw new Error(`nope ${ctx.attempt}`); } },
-        medic: { on: "processor.failed", run: (ctx) => { reactions.push(String(ctx.data.error)); } },
+        fragile: {
+          on: "order.placed",
+          retryDelaysMs: [10, 30],
+          run: (ctx) => {
+            attempts.push(ctx.attempt);
+            throw new Error(`nope ${ctx.attempt}`);
+          },
+        },
+        medic: {
+          on: "processor.failed",
+          run: (ctx) => {
+            reactions.push(String(ctx.data.error));
+          },
+        },
       },
     });
     await client.registerPlugin(manifestOf(plugin));
@@ -90,16 +105,35 @@ describe("processors over the Subscribe stream", () => {
     expect(attempts).toEqual([1, 2, 3]);
     expect(reactions).toEqual(["nope 3"]);
     const trouble: { type: string; data: Record<string, unknown>; cause: string }[] = [];
-    for await (const e of client.read({ types: ["processor.retried", "processor.failed"] })) trouble.push({ type: e.type, data: e.data as Record<string, unknown>, cause: e.cause });
+    for await (const e of client.read({ types: ["processor.retried", "processor.failed"] }))
+      trouble.push({ type: e.type, data: e.data as Record<string, unknown>, cause: e.cause });
     expect(trouble.map((t) => t.type)).toEqual(["processor.retried", "processor.retried", "processor.failed"]);
     expect(trouble.every((t) => t.cause === event!.id)).toBe(true);
-    expect(trouble[2].data).toMatchObject({ processor: "orders.fragile", error: "nope 3", attempts: 3, event: { id: event!.id, type: "order.placed", data: { n: 1 } } });
+    expect(trouble[2].data).toMatchObject({
+      processor: "orders.fragile",
+      error: "nope 3",
+      attempts: 3,
+      event: { id: event!.id, type: "order.placed", data: { n: 1 } },
+    });
   });
 
   it("a TerminalError skips the remaining tries", async () => {
     const { owner: o, client } = await owner();
     const attempts: number[] = [];
-    const plugin = definePlugin({ name: "orders", events, processors: { strict: { on: "order.placed", retryDelaysMs: [10, 10], run: (ctx) => { attempts.push(ctx.attempt); throw new TerminalError("bad order"); } } } });
+    const plugin = definePlugin({
+      name: "orders",
+      events,
+      processors: {
+        strict: {
+          on: "order.placed",
+          retryDelaysMs: [10, 10],
+          run: (ctx) => {
+            attempts.push(ctx.attempt);
+            throw new TerminalError("bad order");
+          },
+        },
+      },
+    });
     await client.registerPlugin(manifestOf(plugin));
     await executor(o.url, plugin);
     await client.emit("order.placed", {});
@@ -138,7 +172,11 @@ describe("processors over the Subscribe stream", () => {
     await client.registerPlugin({ name: "orders", events });
     await client.emit("order.placed", { big: true, before: true });
     const seen: unknown[] = [];
-    const plugin = definePlugin({ name: "orders", events, processors: { big: { on: "order.placed", where: { big: true }, run: (ctx) => void seen.push(ctx.data) } } });
+    const plugin = definePlugin({
+      name: "orders",
+      events,
+      processors: { big: { on: "order.placed", where: { big: true }, run: (ctx) => void seen.push(ctx.data) } },
+    });
     await client.registerPlugin(manifestOf(plugin));
     await executor(o.url, plugin);
     await client.emit("order.placed", { big: false });
@@ -153,13 +191,29 @@ describe("processors over the Subscribe stream", () => {
     const byB: number[] = [];
     let blockA = true;
     const stuck = new Promise<void>(() => {});
-    const slow = definePlugin({ name: "orders", events, processors: { p: { on: "order.placed", retryDelaysMs: [10, 10], run: async () => { if (blockA) await stuck; } } } });
+    const slow = definePlugin({
+      name: "orders",
+      events,
+      processors: {
+        p: {
+          on: "order.placed",
+          retryDelaysMs: [10, 10],
+          run: async () => {
+            if (blockA) await stuck;
+          },
+        },
+      },
+    });
     const exA = runExecutor({ url: o.url, plugins: [slow], credits: 1, onError: () => {} });
     await exA.ready;
     await client.registerPlugin(manifestOf(slow));
     await client.emit("order.placed", { n: 1 });
     await new Promise((r) => setTimeout(r, 100));
-    const fast = definePlugin({ name: "orders", events, processors: { p: { on: "order.placed", retryDelaysMs: [10, 10], run: (ctx) => void byB.push(ctx.attempt) } } });
+    const fast = definePlugin({
+      name: "orders",
+      events,
+      processors: { p: { on: "order.placed", retryDelaysMs: [10, 10], run: (ctx) => void byB.push(ctx.attempt) } },
+    });
     await executor(o.url, fast);
     blockA = false;
     await exA.stop(0); // the stream ends with the delivery unanswered
@@ -169,17 +223,24 @@ describe("processors over the Subscribe stream", () => {
     await until(async () => (await countTypes(client))["processor.retried"] !== undefined, "processor.retried recorded");
     expect((await countTypes(client))["processor.retried"]).toBe(1);
   });
-
 });
 
 describe("Subscribe bad input", () => {
   it("refuses an unknown processor, a missing hello and a client principal; ignores unknown acks with a notice", async () => {
     const token = { exec: "executor-token-0123456789", client: "client-token-0123456789" };
     const { owner: o } = await owner({
-      config: { principals: [{ name: "ex", token: token.exec, role: "executor" }, { name: "web", token: token.client, role: "client" }] },
+      config: {
+        principals: [
+          { name: "ex", token: token.exec, role: "executor" },
+          { name: "web", token: token.client, role: "client" },
+        ],
+      },
     });
     const subscribe = (t: string, requests: object[]) => {
-      const rpc = createRpcClient(ExecutorService, createGrpcTransport({ baseUrl: o.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${t}`), next(req))] }));
+      const rpc = createRpcClient(
+        ExecutorService,
+        createGrpcTransport({ baseUrl: o.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${t}`), next(req))] }),
+      );
       async function* gen() {
         for (const r of requests) yield r;
         await new Promise((r) => setTimeout(r, 300));
@@ -188,7 +249,9 @@ describe("Subscribe bad input", () => {
     };
     const firstError = async (stream: AsyncIterable<unknown>) => {
       try {
-        for await (const _ of stream) { /* drain */ }
+        for await (const _ of stream) {
+          /* drain */
+        }
       } catch (e) {
         return ConnectError.from(e);
       }
@@ -203,7 +266,9 @@ describe("Subscribe bad input", () => {
     const asClient = await firstError(subscribe(token.client, [hello([])]));
     expect(asClient?.code).toBe(Code.PermissionDenied);
     const messages: string[] = [];
-    for await (const m of subscribe(token.exec, [hello([]), { message: { case: "ack", value: { deliveryId: "orders.p/1/1" } } }]) as AsyncIterable<{ message: { case: string; value: { reason?: string } } }>) {
+    for await (const m of subscribe(token.exec, [hello([]), { message: { case: "ack", value: { deliveryId: "orders.p/1/1" } } }]) as AsyncIterable<{
+      message: { case: string; value: { reason?: string } };
+    }>) {
       messages.push(m.message.case === "notice" ? `notice:${m.message.value.reason}` : m.message.case);
       if (messages.length === 2) break;
     }

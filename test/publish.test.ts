@@ -129,7 +129,9 @@ describe("LogService.Publish against a real owner", () => {
     expect(seqs).toEqual(Array.from({ length: 200 }, (_, i) => seqs[0] + i));
     // Durable and visible as acknowledged.
     const stored = await logOf("pub.tick");
-    expect(stored.filter((e) => e.id.startsWith("order-")).map((e) => [e.id, Number(e.seq), (e.data as JsonObject).n])).toEqual(acks.map((a) => [a.id, Number(a.seq), Number(a.ref)]));
+    expect(stored.filter((e) => e.id.startsWith("order-")).map((e) => [e.id, Number(e.seq), (e.data as JsonObject).n])).toEqual(
+      acks.map((a) => [a.id, Number(a.seq), Number(a.ref)]),
+    );
   });
 
   it("answers a refused emit with its own error (as Emit's) and commits its neighbours; the stream goes on", async () => {
@@ -158,7 +160,18 @@ describe("LogService.Publish against a real owner", () => {
     const acks = responses.flatMap((r) => (r.message.case === "acks" ? r.message.value.acks : []));
     expect(acks.map((a) => Number(a.ref))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     const codes = acks.map((a) => (a.error ? Code[a.error.code] : a.existing ? "existing" : "ok"));
-    expect(codes).toEqual(["ok", "InvalidArgument", "InvalidArgument", "InvalidArgument", "existing", "AlreadyExists", "InvalidArgument", "InvalidArgument", "ok", "ok"]);
+    expect(codes).toEqual([
+      "ok",
+      "InvalidArgument",
+      "InvalidArgument",
+      "InvalidArgument",
+      "existing",
+      "AlreadyExists",
+      "InvalidArgument",
+      "InvalidArgument",
+      "ok",
+      "ok",
+    ]);
     expect(acks[4].seq).toBe(acks[0].seq);
     // The same errors as Emit gives for the same events.
     for (const [i, request] of [
@@ -227,7 +240,13 @@ describe("LogService.Publish against a real owner", () => {
 
     // A raw HTTP/2 client that writes emits as fast as the stream takes them and never reads its acks.
     const session = connect(owner.url);
-    const stream = session.request({ ":method": "POST", ":path": "/chronolog.v1.LogService/Publish", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${token}` });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/chronolog.v1.LogService/Publish",
+      "content-type": "application/grpc",
+      te: "trailers",
+      authorization: `Bearer ${token}`,
+    });
     stream.pause(); // nothing is read: the acks stay unread, unacknowledged to HTTP/2
     const headBefore = (await client.log.readLog({ pageSize: 1 })).headSeq;
     let written = 0;
@@ -243,11 +262,15 @@ describe("LogService.Publish against a real owner", () => {
         if (stream.destroyed) return;
       }
     })();
-    await until(async () => {
-      const before = written;
-      await new Promise((r) => setTimeout(r, 1_000));
-      return written === before; // stalled: the owner reads no more
-    }, "the writer to stall", 30_000);
+    await until(
+      async () => {
+        const before = written;
+        await new Promise((r) => setTimeout(r, 1_000));
+        return written === before; // stalled: the owner reads no more
+      },
+      "the writer to stall",
+      30_000,
+    );
     stop = true;
     const committed = Number((await client.log.readLog({ pageSize: 1 })).headSeq - headBefore);
     // The owner took at most the window beyond the acks it could send; the client was held back.
@@ -261,14 +284,25 @@ describe("LogService.Publish against a real owner", () => {
     const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${owner.child.pid}/status`, "utf8"))![1]) / 1024;
     const before = rss();
     const session = connect(owner.url);
-    const stream = session.request({ ":method": "POST", ":path": "/chronolog.v1.LogService/Publish", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${token}` });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/chronolog.v1.LogService/Publish",
+      "content-type": "application/grpc",
+      te: "trailers",
+      authorization: `Bearer ${token}`,
+    });
     stream.pause(); // the acks stay unread
     const pad = "x".repeat(1024 * 1024);
     let written = 0;
     let most = 0;
     const deadline = Date.now() + 12_000;
     while (Date.now() < deadline && !stream.destroyed) {
-      const body = toBinary(PublishRequestSchema, create(PublishRequestSchema, { emits: [{ ref: BigInt(++written), event: { type: "pub.any", dataJson: encoder.encode(JSON.stringify({ n: written, pad })) } }] }));
+      const body = toBinary(
+        PublishRequestSchema,
+        create(PublishRequestSchema, {
+          emits: [{ ref: BigInt(++written), event: { type: "pub.any", dataJson: encoder.encode(JSON.stringify({ n: written, pad })) } }],
+        }),
+      );
       const frame = Buffer.alloc(5 + body.length);
       frame.writeUInt32BE(body.length, 1);
       frame.set(body, 5);
@@ -342,7 +376,13 @@ describe("LogService.Publish against a real owner", () => {
     const plugins = (["json", "struct"] as const).map((kind) =>
       definePlugin({
         name: `same${kind}`,
-        processors: { see: { on: ["pub.any"], start: { afterSeq: Number(first) }, run: async (ctx) => void (ctx.event.id.startsWith("same-") && seen[kind].push(ctx.data)) } },
+        processors: {
+          see: {
+            on: ["pub.any"],
+            start: { afterSeq: Number(first) },
+            run: async (ctx) => void (ctx.event.id.startsWith("same-") && seen[kind].push(ctx.data)),
+          },
+        },
       }),
     );
     const executors = [
@@ -358,34 +398,51 @@ describe("LogService.Publish against a real owner", () => {
     }
   }, 60_000);
 
-  it.skipIf(!existsSync(PYTHON))("the Python SDK re-sends its pending emits across an owner killed (SIGKILL) and restarted: each event once (sdk/python/tests/publish_through_restart.py)", async () => {
-    const before = (await logOf("pub.any")).length;
-    const port = owner.port;
-    const n = 2000;
-    const env = { ...process.env, PYTHONPATH: join(repo, "sdk/python"), CHRONOLOG_URL: owner.url, CHRONOLOG_ADMIN_TOKEN: token, CHRONOLOG_COUNT: String(n), CHRONOLOG_KILL_AFTER: "100" };
-    const child = spawn(PYTHON, ["sdk/python/tests/publish_through_restart.py"], { cwd: repo, env, stdio: ["ignore", "pipe", "pipe"] });
-    const lines: string[] = [];
-    let stderr = "";
-    child.stderr!.on("data", (chunk) => (stderr += chunk));
-    createInterface({ input: child.stdout! }).on("line", (line) => lines.push(line));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-    await until(() => lines.includes("acked 100"), "100 Python emits acknowledged", 30_000);
-    owner.child.kill("SIGKILL");
-    await owner.exited;
-    await start(port);
-    expect(await exited, stderr).toBe(0);
-    const result = JSON.parse(lines.at(-1)!) as { ids: string[]; seqs: number[] };
-    const stored = (await logOf("pub.any")).slice(before);
-    expect(stored.length).toBe(n);
-    expect(new Set(stored.map((e) => e.id)).size).toBe(n);
-    expect(stored.map((e) => (e.data as JsonObject).py)).toEqual(Array.from({ length: n }, (_, i) => i));
-    expect(stored.map((e) => [e.id, Number(e.seq)])).toEqual(result.ids.map((id, i) => [id, result.seqs[i]]));
-  }, 120_000);
+  it.skipIf(!existsSync(PYTHON))(
+    "the Python SDK re-sends its pending emits across an owner killed (SIGKILL) and restarted: each event once (sdk/python/tests/publish_through_restart.py)",
+    async () => {
+      const before = (await logOf("pub.any")).length;
+      const port = owner.port;
+      const n = 2000;
+      const env = {
+        ...process.env,
+        PYTHONPATH: join(repo, "sdk/python"),
+        CHRONOLOG_URL: owner.url,
+        CHRONOLOG_ADMIN_TOKEN: token,
+        CHRONOLOG_COUNT: String(n),
+        CHRONOLOG_KILL_AFTER: "100",
+      };
+      const child = spawn(PYTHON, ["sdk/python/tests/publish_through_restart.py"], { cwd: repo, env, stdio: ["ignore", "pipe", "pipe"] });
+      const lines: string[] = [];
+      let stderr = "";
+      child.stderr!.on("data", (chunk) => (stderr += chunk));
+      createInterface({ input: child.stdout! }).on("line", (line) => lines.push(line));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      await until(() => lines.includes("acked 100"), "100 Python emits acknowledged", 30_000);
+      owner.child.kill("SIGKILL");
+      await owner.exited;
+      await start(port);
+      expect(await exited, stderr).toBe(0);
+      const result = JSON.parse(lines.at(-1)!) as { ids: string[]; seqs: number[] };
+      const stored = (await logOf("pub.any")).slice(before);
+      expect(stored.length).toBe(n);
+      expect(new Set(stored.map((e) => e.id)).size).toBe(n);
+      expect(stored.map((e) => (e.data as JsonObject).py)).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(stored.map((e) => [e.id, Number(e.seq)])).toEqual(result.ids.map((id, i) => [id, result.seqs[i]]));
+    },
+    120_000,
+  );
 
-  it.skipIf(!existsSync(PYTHON))("the Python SDK publishes on the stream: acks in order, a refused emit fails alone, Watch with JSON text equals Struct (unittest: sdk/python/tests/test_publish.py)", async () => {
-    const env = { ...process.env, PYTHONPATH: join(repo, "sdk/python"), CHRONOLOG_URL: owner.url, CHRONOLOG_ADMIN_TOKEN: token };
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_publish.py"], { cwd: repo, env, timeout: 60_000 }).catch((e: { stdout: string; stderr: string }) => e);
-    const output = `${result.stdout}${result.stderr}`;
-    expect(output, output).toMatch(/\nOK\s*$/);
-  }, 90_000);
+  it.skipIf(!existsSync(PYTHON))(
+    "the Python SDK publishes on the stream: acks in order, a refused emit fails alone, Watch with JSON text equals Struct (unittest: sdk/python/tests/test_publish.py)",
+    async () => {
+      const env = { ...process.env, PYTHONPATH: join(repo, "sdk/python"), CHRONOLOG_URL: owner.url, CHRONOLOG_ADMIN_TOKEN: token };
+      const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_publish.py"], { cwd: repo, env, timeout: 60_000 }).catch(
+        (e: { stdout: string; stderr: string }) => e,
+      );
+      const output = `${result.stdout}${result.stderr}`;
+      expect(output, output).toMatch(/\nOK\s*$/);
+    },
+    90_000,
+  );
 });

@@ -67,7 +67,12 @@ async function executor(url: string, plugin: PluginDefinition): Promise<Executor
 }
 
 /** A plugin `sweep` whose action `tick` records each call as (executor tag, ctx) and runs `hold` (default: returns at once). */
-function sweepPlugin(tag: string, calls: { tag: string; ctx: ActionContext }[], pulse: PulseDefinition, hold?: (ctx: ActionContext) => Promise<void>): PluginDefinition {
+function sweepPlugin(
+  tag: string,
+  calls: { tag: string; ctx: ActionContext }[],
+  pulse: PulseDefinition,
+  hold?: (ctx: ActionContext) => Promise<void>,
+): PluginDefinition {
   return definePlugin({
     name: "sweep",
     actions: {
@@ -89,9 +94,11 @@ async function outcomesAt(h: Harness, dueMs: number, count = 1): Promise<PulseOu
   return h.outcomes.filter((o) => o.dueMs === dueMs);
 }
 
-
 describe("pulse rules", () => {
-  const spec = (cycleSeconds: number, intervals: number): Pick<PulseSpec, "cycleSeconds" | "intervalMs"> => ({ cycleSeconds, intervalMs: (cycleSeconds * 1000) / intervals });
+  const spec = (cycleSeconds: number, intervals: number): Pick<PulseSpec, "cycleSeconds" | "intervalMs"> => ({
+    cycleSeconds,
+    intervalMs: (cycleSeconds * 1000) / intervals,
+  });
 
   it("intervals split the cycle counted from the epoch: a day in 24 is one hour each, indexed by the hour of the UTC day", () => {
     const day = spec(86_400, 24);
@@ -151,7 +158,11 @@ describe("pulse declarations and hellos", () => {
     expect(strict.rawMessage).toContain("pulses.p.action");
     expect(strict.rawMessage).toContain("rejects {}");
     // Valid forms: the action by its name or as plugin.action; 86,400 s in 24; 1 s in 10 (100 ms each).
-    await h.client.registerPlugin({ name: "good", actions: { tick: {} }, pulses: { a: { action: "tick", cycleSeconds: 86_400, intervals: 24 }, b: { action: "good.tick", cycleSeconds: 1, intervals: 10 } } });
+    await h.client.registerPlugin({
+      name: "good",
+      actions: { tick: {} },
+      pulses: { a: { action: "tick", cycleSeconds: 86_400, intervals: 24 }, b: { action: "good.tick", cycleSeconds: 1, intervals: 10 } },
+    });
   });
 
   it("a hello naming an unknown pulse, or a pulse whose action it does not host, is INVALID_ARGUMENT", async () => {
@@ -176,7 +187,7 @@ describe("pulse declarations and hellos", () => {
     const unknown = await firstError(["sweep.nope"], ["sweep.tick"]);
     expect(unknown).toBeInstanceOf(ConnectError);
     expect((unknown as ConnectError).code).toBe(Code.InvalidArgument);
-    expect((unknown as ConnectError).rawMessage).toContain("unknown pulse \"sweep.nope\"");
+    expect((unknown as ConnectError).rawMessage).toContain('unknown pulse "sweep.nope"');
     const noAction = await firstError(["sweep.every"], []);
     expect((noAction as ConnectError).code).toBe(Code.InvalidArgument);
     expect((noAction as ConnectError).rawMessage).toContain("sweep.tick");
@@ -195,7 +206,13 @@ describe("pulses on a manual clock", () => {
     for (let k = 1; k <= 5; k++) {
       h.clock.set(T0 + k * 20_000);
       const [outcome] = await outcomesAt(h, T0 + k * 20_000);
-      expect(outcome).toMatchObject({ pulse: "sweep.every", interval: k % 3, status: "completed", instance: "", callId: pulseCallId("sweep.every", T0 + k * 20_000) });
+      expect(outcome).toMatchObject({
+        pulse: "sweep.every",
+        interval: k % 3,
+        status: "completed",
+        instance: "",
+        callId: pulseCallId("sweep.every", T0 + k * 20_000),
+      });
     }
     expect(calls).toHaveLength(5);
     expect(calls.map((c) => c.ctx.pulse)).toEqual([1, 2, 3, 4, 5].map((k) => ({ pulse: "sweep.every", interval: k % 3, due: new Date(T0 + k * 20_000) })));
@@ -234,7 +251,10 @@ describe("pulses on a manual clock", () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     const pulse: PulseDefinition = { action: "tick", cycleSeconds: 10 };
-    await executor(h.owner.url, sweepPlugin("a", calls, pulse, (ctx) => (ctx.pulse?.due.getTime() === T0 + 10_000 ? held : Promise.resolve())));
+    await executor(
+      h.owner.url,
+      sweepPlugin("a", calls, pulse, (ctx) => (ctx.pulse?.due.getTime() === T0 + 10_000 ? held : Promise.resolve())),
+    );
     h.clock.set(T0 + 10_000);
     await until(() => calls.length === 1, "the first call running");
     h.clock.set(T0 + 20_000); // the first call still runs
@@ -254,7 +274,10 @@ describe("pulses on a manual clock", () => {
     const calls: { tag: string; ctx: ActionContext }[] = [];
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    await executor(h.owner.url, sweepPlugin("a", calls, { action: "tick", cycleSeconds: 10 }, () => held));
+    await executor(
+      h.owner.url,
+      sweepPlugin("a", calls, { action: "tick", cycleSeconds: 10 }, () => held),
+    );
     clock.set(T0 + 10_000);
     await until(() => calls.length === 1, "the call running");
     const callId = calls[0].ctx.callId;
@@ -275,14 +298,22 @@ describe("pulses on a manual clock", () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     const pulse: PulseDefinition = { action: "tick", cycleSeconds: 10, scope: "replica" };
-    await executor(h.owner.url, sweepPlugin("slow", calls, pulse, () => held));
+    await executor(
+      h.owner.url,
+      sweepPlugin("slow", calls, pulse, () => held),
+    );
     await executor(h.owner.url, sweepPlugin("fast", calls, pulse));
     h.clock.set(T0 + 10_000);
     await until(() => calls.length === 2, "both called");
     await outcomesAt(h, T0 + 10_000, 1); // the fast call's end is recorded (else, on a busy machine, it still runs at 20 s and skips too)
     h.clock.set(T0 + 20_000);
     await outcomesAt(h, T0 + 20_000, 2);
-    expect(h.outcomes.filter((o) => o.dueMs === T0 + 20_000).map((o) => o.status).sort()).toEqual(["completed", "skipped"]);
+    expect(
+      h.outcomes
+        .filter((o) => o.dueMs === T0 + 20_000)
+        .map((o) => o.status)
+        .sort(),
+    ).toEqual(["completed", "skipped"]);
     expect(calls.filter((c) => c.ctx.pulse?.due.getTime() === T0 + 20_000).map((c) => c.tag)).toEqual(["fast"]);
     release();
   });
@@ -370,7 +401,10 @@ describe("chains of delays and the SDK's time helpers under a cause", () => {
 
     // The delivery failed once after arming and ran again: one delay, depth 1 (the event came from outside: depth 0).
     await until(() => attempts.length === 2, "the retried delivery");
-    await until(async () => (await eventsOf(h.client, ["processor.retried"])).length === 1 && (await h.client.admin.listProcessors({})).processors[0]?.lag === 0n, "the delivery acked");
+    await until(
+      async () => (await eventsOf(h.client, ["processor.retried"])).length === 1 && (await h.client.admin.listProcessors({})).processors[0]?.lag === 0n,
+      "the delivery acked",
+    );
     const armed = [];
     for await (const t of h.client.listTimers({ kind: "delay" })) armed.push(t);
     expect(armed).toHaveLength(1);
@@ -486,19 +520,35 @@ describe("CLI timers and cursors", { tags: ["serial"] }, () => {
     for await (const t of h.client.listTimers()) api.push(t);
     const json = await cli(["timers", "--url", h.owner.url, "--json"]);
     expect(json.stderr).toBe("");
-    const lines = json.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = json.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.id)).toEqual(api.map((t) => t.id));
     expect(lines.map((l) => l.id)).toEqual([delay.delayId, "minutely", "weekly"]); // by next due: 30 s, 60 s, Monday 09:00 Berlin
-    expect(lines[2]).toMatchObject({ id: "weekly", kind: "TIMER_KIND_RUNTIME", action: "ops.run", spec: { cron: { expression: "0 9 * * 1", zone: "Europe/Berlin" } }, nextDue: "2026-03-09T08:00:00Z" });
+    expect(lines[2]).toMatchObject({
+      id: "weekly",
+      kind: "TIMER_KIND_RUNTIME",
+      action: "ops.run",
+      spec: { cron: { expression: "0 9 * * 1", zone: "Europe/Berlin" } },
+      nextDue: "2026-03-09T08:00:00Z",
+    });
 
     const delays = await cli(["timers", "--url", h.owner.url, "--json", "--kind", "delay"]);
-    expect(delays.stdout.trim().split("\n").map((l) => JSON.parse(l).id)).toEqual([delay.delayId]);
+    expect(
+      delays.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).id),
+    ).toEqual([delay.delayId]);
 
     const table = await cli(["timers", "--url", h.owner.url, "--preview", "2"]);
     const rows = table.stdout.trim().split("\n");
     expect(rows[0]).toMatch(/^ID\s+KIND\s+ACTION\s+WHEN\s+NEXT DUE\s+OCCURRENCES\s+CHAIN\s+PREVIEW$/);
     expect(rows).toHaveLength(4);
-    expect(rows[2]).toMatch(/^minutely\s+runtime\s+ops\.run\s+every 60000 ms\s+2026-03-02T12:01:00\.000Z\s+0\s+0\s+2026-03-02T12:01:00\.000Z, 2026-03-02T12:02:00\.000Z$/);
+    expect(rows[2]).toMatch(
+      /^minutely\s+runtime\s+ops\.run\s+every 60000 ms\s+2026-03-02T12:01:00\.000Z\s+0\s+0\s+2026-03-02T12:01:00\.000Z, 2026-03-02T12:02:00\.000Z$/,
+    );
     expect(rows[3]).toContain('cron "0 9 * * 1" in Europe/Berlin');
     expect(rows[3]).toContain("2026-03-09T08:00:00.000Z, 2026-03-16T08:00:00.000Z");
     const got = await h.client.getTimer("weekly", { previewCount: 2 });
@@ -510,7 +560,10 @@ describe("CLI timers and cursors", { tags: ["serial"] }, () => {
     const floor = String(processors[0].ackFloor);
     expect(Number(floor)).toBeGreaterThanOrEqual(2);
     const cursors = await cli(["cursors", "--url", h.owner.url, "--json"]);
-    const status = cursors.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const status = cursors.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(status).toEqual([{ name: "ops.audit", ackFloor: Number(floor), delivered: Number(processors[0].delivered) }]); // seqs as numbers; zeros and false left out, as in proto3 JSON
     const cursorTable = (await cli(["cursors", "--url", h.owner.url])).stdout.trim().split("\n");
     expect(cursorTable[0]).toMatch(/^NAME\s+ACK FLOOR\s+DELIVERED\s+LAG\s+IN FLIGHT\s+RETRIES\s+FAILURES\s+PAUSED$/);

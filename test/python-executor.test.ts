@@ -39,7 +39,9 @@ const repo = new URL("../", import.meta.url).pathname;
 const PYTHON = join(repo, ".venv/bin/python");
 const missing = !existsSync(PYTHON);
 if (missing && !process.env.CI) {
-  console.warn(`python-executor.test.ts skipped: ${PYTHON} is missing (create it with: python3 -m venv .venv && .venv/bin/pip install -r sdk/python/requirements.txt, as .ci/run does)`);
+  console.warn(
+    `python-executor.test.ts skipped: ${PYTHON} is missing (create it with: python3 -m venv .venv && .venv/bin/pip install -r sdk/python/requirements.txt, as .ci/run does)`,
+  );
 }
 
 const tokens = { admin: "py-admin-token-0123456789", executor: "py-executor-token-0123456789", client: "py-client-token-0123456789" };
@@ -103,7 +105,10 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client against 
     const { processors } = await adminRpc.listProcessors({});
     return processors.find((p) => p.name === "pyshop.checker")?.ackFloor ?? 0n;
   }
-  const about = (cart: Event) => (e: Event) => e.cause === cart.id || (e.data as JsonObject | undefined)?.event_id === cart.id || ((e.data as JsonObject | undefined)?.event as JsonObject | undefined)?.id === cart.id;
+  const about = (cart: Event) => (e: Event) =>
+    e.cause === cart.id ||
+    (e.data as JsonObject | undefined)?.event_id === cart.id ||
+    ((e.data as JsonObject | undefined)?.event as JsonObject | undefined)?.id === cart.id;
 
   beforeAll(async () => {
     if (missing) throw new Error(`${PYTHON} is missing: .ci/run creates it (python3 -m venv .venv && .venv/bin/pip install -r sdk/python/requirements.txt)`);
@@ -113,7 +118,10 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client against 
     executor = await spawnPythonExecutor(owner.url);
     admin = createClient({ url: owner.url, token: tokens.admin });
     web = createClient({ url: owner.url, token: tokens.client });
-    adminRpc = createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+    adminRpc = createRpcClient(
+      AdminService,
+      createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }),
+    );
   });
   afterAll(async () => {
     if (executor) {
@@ -198,7 +206,12 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client against 
   });
 
   it("a TypeScript client calls the Python action; the same call id answers from the log", async () => {
-    const input = { items: [{ sku: "a", price: 0.1, qty: 1 }, { sku: "b", price: 0.2, qty: 1 }] };
+    const input = {
+      items: [
+        { sku: "a", price: 0.1, qty: 1 },
+        { sku: "b", price: 0.2, qty: 1 },
+      ],
+    };
     const first = await web.call("pyshop.total", input, { callId: "py-total-1" });
     expect(first).toMatchObject({ callId: "py-total-1", output: { total: 0.3, items: 2 }, fromLog: false });
     const again = await web.call("pyshop.total", input, { callId: "py-total-1" });
@@ -229,9 +242,11 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client against 
       CHRONOLOG_CLIENT_TOKEN: tokens.client,
       CHRONOLOG_EXECUTOR_TOKEN: tokens.executor,
     };
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_client_errors.py"], { cwd: repo, env, timeout: 60_000 }).catch(
-      (e: { stdout: string; stderr: string; code: number }) => e,
-    );
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_client_errors.py"], {
+      cwd: repo,
+      env,
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
     const output = `${result.stdout}${result.stderr}`;
     expect("code" in result ? `exit ${result.code}:\n${output}` : "exit 0").toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 15 tests in .*\n\nOK\s*$/m);
@@ -295,7 +310,10 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     });
     admin = createClient({ url: owner.url, token: tokens.admin });
     web = createClient({ url: owner.url, token: tokens.client });
-    adminRpc = createRpcClient(AdminService, createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }));
+    adminRpc = createRpcClient(
+      AdminService,
+      createGrpcTransport({ baseUrl: owner.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${tokens.admin}`), next(req))] }),
+    );
   });
   afterAll(async () => {
     if (executor) {
@@ -340,7 +358,12 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     ]);
     for (const e of changes) expect(e.actor).toEqual(job.actor); // the delivery's actor
     expect(changes[0].data).toEqual({ _id: docId, doc: { _id: docId, job_id: "j-1", status: "new" } }); // the private secret is not in the event
-    expect(changes[1].data).toEqual({ _id: docId, doc: { _id: docId, job_id: "j-1", status: "working", meta: { by: "py" } }, changed: ["meta", "status"], removed: [] }); // the unset secret is private: not listed
+    expect(changes[1].data).toEqual({
+      _id: docId,
+      doc: { _id: docId, job_id: "j-1", status: "working", meta: { by: "py" } },
+      changed: ["meta", "status"],
+      removed: [],
+    }); // the unset secret is private: not listed
     expect(d.seqs).toEqual([changes[0], changes[1], changes[2], changes[4]].map((e) => Number(e.seq)));
     expect(await admin.getDocument("pyjob", docId)).toEqual({ _id: docId, job_id: "j-1", status: "done" });
     await expect(admin.getDocument("pyjob", "scratch-j-1")).rejects.toMatchObject({ code: Code.NotFound });
@@ -348,8 +371,19 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(d.doc).toEqual({ _id: docId, job_id: "j-1", status: "done" });
 
     // Positions 5-8: the timers and delays.
-    const weeklyId = derivedId(job.id, 5, { op: "schedule", action, input: { job_id: "j-1", what: "weekly" }, spec: { cron: "0 9 * * 1", zone: "Europe/Berlin" } });
-    const laterId = derivedId(job.id, 7, { op: "delay", action, input: { job_id: "j-1", what: "later" }, when: { interval_ms: 86_400_000 }, overdue: { on_time_or_never: true } });
+    const weeklyId = derivedId(job.id, 5, {
+      op: "schedule",
+      action,
+      input: { job_id: "j-1", what: "weekly" },
+      spec: { cron: "0 9 * * 1", zone: "Europe/Berlin" },
+    });
+    const laterId = derivedId(job.id, 7, {
+      op: "delay",
+      action,
+      input: { job_id: "j-1", what: "later" },
+      when: { interval_ms: 86_400_000 },
+      overdue: { on_time_or_never: true },
+    });
     const atMs = Date.UTC(2099, 0, 1, 9);
     const atId = derivedId(job.id, 8, { op: "delay", action, input: { job_id: "j-1", what: "at" }, when: { at: atMs }, overdue: { max_lateness_ms: 60_000 } });
     expect([d.weekly, d.tick, d.later, d.at]).toEqual([weeklyId, "tick-j-1", laterId, atId]);
@@ -360,13 +394,21 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
       expect(t.actor).toEqual(job.actor); // runs as whoever set it
     }
     const weekly = await admin.getTimer(weeklyId, { previewCount: 3 });
-    expect(weekly).toMatchObject({ kind: TimerKind.RUNTIME, input: { job_id: "j-1", what: "weekly" }, spec: { when: { case: "cron", value: { expression: "0 9 * * 1", zone: "Europe/Berlin" } } } });
+    expect(weekly).toMatchObject({
+      kind: TimerKind.RUNTIME,
+      input: { job_id: "j-1", what: "weekly" },
+      spec: { when: { case: "cron", value: { expression: "0 9 * * 1", zone: "Europe/Berlin" } } },
+    });
     for (const p of weekly.preview) {
       const at = new Date(timestampMs(p));
       expect(at.getUTCDay()).toBe(1);
       expect(at.toLocaleTimeString("en-GB", { timeZone: "Europe/Berlin" })).toBe("09:00:00");
     }
-    expect(timers.get("tick-j-1")).toMatchObject({ kind: TimerKind.RUNTIME, spec: { when: { case: "everyMs", value: 3_600_000n } }, overdue: { bound: { case: "maxLatenessMs", value: 500n } } });
+    expect(timers.get("tick-j-1")).toMatchObject({
+      kind: TimerKind.RUNTIME,
+      spec: { when: { case: "everyMs", value: 3_600_000n } },
+      overdue: { bound: { case: "maxLatenessMs", value: 500n } },
+    });
     const later = timers.get(laterId)!;
     expect(later).toMatchObject({ kind: TimerKind.DELAY, chainDepth: 1, overdue: { bound: { case: "onTimeOrNever", value: true } } }); // one deeper than the delivery
     expect(new Date(d.later_due as string).getTime()).toBe(timestampMs(later.nextDue!));
@@ -400,16 +442,29 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     // The retry's answers were the first attempt's: its job.worked (same data, so the same derived id) was found, not written again.
     const [worked] = mine.filter((e) => e.type === "job.worked");
     expect((worked.data as JsonObject).doc_id).toBe(docId);
-    expect(new Set(timers.map((t) => t.id))).toEqual(new Set([(worked.data as JsonObject).weekly, "tick-j-2", (worked.data as JsonObject).later, (worked.data as JsonObject).at]));
+    expect(new Set(timers.map((t) => t.id))).toEqual(
+      new Set([(worked.data as JsonObject).weekly, "tick-j-2", (worked.data as JsonObject).later, (worked.data as JsonObject).at]),
+    );
   });
 
   it("cancel_delay and unschedule under a delivery remove what it set, recorded under its cause and actor", async () => {
     const job = (await web.emit("job.submitted", { job_id: "j-3", mode: "cancel" })).event!;
     await settled(job);
     const mine = await under(job)();
-    const delayId = derivedId(job.id, 0, { op: "delay", action, input: { job_id: "j-3", what: "cancelled" }, when: { interval_ms: 60_000 }, overdue: { unbounded: true } });
+    const delayId = derivedId(job.id, 0, {
+      op: "delay",
+      action,
+      input: { job_id: "j-3", what: "cancelled" },
+      when: { interval_ms: 60_000 },
+      overdue: { unbounded: true },
+    });
     const timerEvents = mine.filter((e) => e.type.startsWith("timer."));
-    expect(timerEvents.map((e) => `${e.type} ${(e.data as JsonObject).timer_id}`)).toEqual([`timer.scheduled ${delayId}`, `timer.unscheduled ${delayId}`, "timer.scheduled gone-j-3", "timer.unscheduled gone-j-3"]);
+    expect(timerEvents.map((e) => `${e.type} ${(e.data as JsonObject).timer_id}`)).toEqual([
+      `timer.scheduled ${delayId}`,
+      `timer.unscheduled ${delayId}`,
+      "timer.scheduled gone-j-3",
+      "timer.unscheduled gone-j-3",
+    ]);
     for (const e of timerEvents) expect(e.actor).toEqual(job.actor);
     expect(mine.find((e) => e.type === "job.worked")?.data).toEqual({ job_id: "j-3", delay: delayId, timer: "gone-j-3" });
     expect(await timersOf("j-3")).toEqual([]);
@@ -423,41 +478,60 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     const mine = await under(job)();
     expect(mine.find((e) => e.type === "processor.retried")?.data).toMatchObject({ attempt: 1, error: "job j-5 is flaky: failing attempt 1 after its work" });
     expect(mine.filter((e) => e.type === "processor.failed")).toEqual([]);
-    const delayId = derivedId(job.id, 0, { op: "delay", action, input: { job_id: "j-5", what: "cancelled" }, when: { interval_ms: 60_000 }, overdue: { unbounded: true } });
+    const delayId = derivedId(job.id, 0, {
+      op: "delay",
+      action,
+      input: { job_id: "j-5", what: "cancelled" },
+      when: { interval_ms: 60_000 },
+      overdue: { unbounded: true },
+    });
     const timerEvents = mine.filter((e) => e.type.startsWith("timer."));
-    expect(timerEvents.map((e) => `${e.type} ${(e.data as JsonObject).timer_id}`)).toEqual([`timer.scheduled ${delayId}`, `timer.unscheduled ${delayId}`, "timer.scheduled gone-j-5", "timer.unscheduled gone-j-5"]);
+    expect(timerEvents.map((e) => `${e.type} ${(e.data as JsonObject).timer_id}`)).toEqual([
+      `timer.scheduled ${delayId}`,
+      `timer.unscheduled ${delayId}`,
+      "timer.scheduled gone-j-5",
+      "timer.unscheduled gone-j-5",
+    ]);
     expect(mine.filter((e) => e.type === "job.worked").map((e) => e.data)).toEqual([{ job_id: "j-5", delay: delayId, timer: "gone-j-5" }]);
     expect(await timersOf("j-5")).toEqual([]);
   });
 
   it("malformed time arguments fail in the Python SDK before any call (unittest: sdk/python/tests/test_time_arguments.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_time_arguments.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
-      (e: { stdout: string; stderr: string; code: number }) => e,
-    );
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_time_arguments.py"], {
+      cwd: repo,
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
     expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 4 tests in .*\n\nOK\s*$/m);
   });
 
   it("numbers JSON cannot hold (NaN, infinities) fail in the Python SDK before any call, naming their path (unittest: sdk/python/tests/test_json_numbers.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_json_numbers.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
-      (e: { stdout: string; stderr: string; code: number }) => e,
-    );
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_json_numbers.py"], {
+      cwd: repo,
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
     expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 
   it("a held invocation counts its hold from when the owner wrote it (unittest: sdk/python/tests/test_stream_clock.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_stream_clock.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
-      (e: { stdout: string; stderr: string; code: number }) => e,
-    );
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_stream_clock.py"], {
+      cwd: repo,
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
     expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 
   it("an action's output too large for the owner's largest message is answered with a terminal error, a long error is cut (unittest: sdk/python/tests/test_results.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_results.py"], { cwd: repo, env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") }, timeout: 60_000 }).catch(
-      (e: { stdout: string; stderr: string; code: number }) => e,
-    );
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_results.py"], {
+      cwd: repo,
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
     expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
   });
@@ -466,7 +540,13 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     const result = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });
     const [started] = (await read("action.started")).filter((e) => (e.data as JsonObject).call_id === "file-j-4");
     const docId = derivedId(write(started.id, 0, "create", "", { job_id: "j-4", status: "filed" }), 0, "_id");
-    const delayId = derivedId(started.id, 1, { op: "delay", action, input: { job_id: "j-4", what: "soon" }, when: { interval_ms: 200 }, overdue: { unbounded: true } });
+    const delayId = derivedId(started.id, 1, {
+      op: "delay",
+      action,
+      input: { job_id: "j-4", what: "soon" },
+      when: { interval_ms: 200 },
+      overdue: { unbounded: true },
+    });
     expect(result).toMatchObject({ fromLog: false, output: { doc_id: docId, delay_id: delayId } });
     const [created] = (await read("pyjob.created")).filter((e) => e.cause === started.id);
     expect(created).toMatchObject({ seq: BigInt(result.output.created_seq as number), actor: started.actor });
@@ -488,7 +568,9 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     executor.kill("SIGTERM");
     expect(await executorExited).toBe(0);
     expect(await answer).toMatchObject({ fromLog: false, output: { job_id: "j-6" } });
-    const ofCall = (await read("action.started", "action.retried", "action.completed", "action.failed")).filter((e) => (e.data as JsonObject).call_id === "slow-j-6");
+    const ofCall = (await read("action.started", "action.retried", "action.completed", "action.failed")).filter(
+      (e) => (e.data as JsonObject).call_id === "slow-j-6",
+    );
     expect(ofCall.map((e) => e.type)).toEqual(["action.started", "action.completed"]);
   });
 });

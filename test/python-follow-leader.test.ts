@@ -64,7 +64,11 @@ describe.skipIf(!existsSync(PYTHON))("the Python client and executor given sever
     expect(executor.output.filter((line) => line.includes("standby"))).toEqual([]); // a standby's pointer is followed, not reported
 
     const testEnv = { ...env, CHRONOLOG_URLS: urls, CHRONOLOG_DEAD_URL: `http://127.0.0.1:${await deadPort()}`, CHRONOLOG_LONELY_URL: lonely.url };
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_follow_leader.py"], { cwd: repo, env: testEnv, timeout: 60_000 }).catch((e: { stdout: string; stderr: string }) => e);
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_follow_leader.py"], {
+      cwd: repo,
+      env: testEnv,
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string }) => e);
     const output = `${result.stdout}${result.stderr}`;
     expect(output, output).toMatch(/Ran 4 tests[\s\S]*\nOK\s*$/);
   }, 90_000);
@@ -92,7 +96,11 @@ describe.skipIf(!existsSync(PYTHON))("the Python publish stream across the owner
     const nextPort = await deadPort();
     const n = 2000;
     const urls = [standby.url, owner.url, `http://127.0.0.1:${nextPort}`].join(",");
-    const watcher = spawn(PYTHON, ["sdk/python/tests/watch_through_restart.py"], { cwd: repo, env: { ...env, CHRONOLOG_URL: urls, CHRONOLOG_COUNT: String(n) }, stdio: ["ignore", "pipe", "pipe"] });
+    const watcher = spawn(PYTHON, ["sdk/python/tests/watch_through_restart.py"], {
+      cwd: repo,
+      env: { ...env, CHRONOLOG_URL: urls, CHRONOLOG_COUNT: String(n) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const watched: string[] = [];
     let watchErr = "";
     watcher.stderr!.on("data", (chunk) => (watchErr += chunk));

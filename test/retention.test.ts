@@ -103,7 +103,11 @@ interface Harness {
  * folder; tokens; more declared schedules), an executor hosting `keep`, once the sweep the owner
  * makes at start has ended.
  */
-async function harness(clock: ManualClock, options: Parameters<typeof startTestOwner>[0] & { token?: string; executorToken?: string; schedules?: Record<string, ScheduleDefinition> }, rec: Recorder = { calls: [], failing: false }): Promise<Harness> {
+async function harness(
+  clock: ManualClock,
+  options: Parameters<typeof startTestOwner>[0] & { token?: string; executorToken?: string; schedules?: Record<string, ScheduleDefinition> },
+  rec: Recorder = { calls: [], failing: false },
+): Promise<Harness> {
   const { token, executorToken, schedules = {}, ...ownerOptions } = options;
   const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...ownerOptions });
   const closeOwner = owner.close.bind(owner);
@@ -120,7 +124,11 @@ async function harness(clock: ManualClock, options: Parameters<typeof startTestO
 }
 
 /** Resolves with the first sweep of `owner` (its timer retention, or `which`) that starts at or after `atMs` on its clock (subscribe before moving the clock); rejects after 10 s. */
-function sweepFrom<K extends "timerRetention" | "callRetention" = "timerRetention">(owner: TestOwner, atMs: number, which?: K): Promise<Parameters<Parameters<TestOwner[K]["onSweep"]>[0]>[0]> {
+function sweepFrom<K extends "timerRetention" | "callRetention" = "timerRetention">(
+  owner: TestOwner,
+  atMs: number,
+  which?: K,
+): Promise<Parameters<Parameters<TestOwner[K]["onSweep"]>[0]>[0]> {
   return new Promise((resolve, reject) => {
     const timeout = setTimeout(() => reject(new Error(`no sweep from ${new Date(atMs).toISOString()} within 10 s`)), 10_000);
     (owner[which ?? "timerRetention"] as { onSweep(listener: (result: SweepResult) => void): void }).onSweep((result) => {
@@ -141,7 +149,12 @@ const occurrenceRows = (h: Harness) => sql(h, "SELECT timer_id, status, updated_
 
 /** A delay of `keep.<action>` in `ms`, no lateness bound; its id. */
 async function delay(h: Harness, ms: number, action = "send", input: JsonObject = {}): Promise<string> {
-  const { delayId } = await h.time.delay({ action: `keep.${action}`, input, when: { case: "intervalMs", value: BigInt(ms) }, overdue: { bound: { case: "unbounded", value: true } } });
+  const { delayId } = await h.time.delay({
+    action: `keep.${action}`,
+    input,
+    when: { case: "intervalMs", value: BigInt(ms) },
+    overdue: { bound: { case: "unbounded", value: true } },
+  });
   return delayId;
 }
 
@@ -191,7 +204,11 @@ describe("retention of spent timers and ended occurrences", () => {
 
     // The log is untouched: the delay set, its call started and completed.
     const log = await eventsOf(h.client, ["timer.scheduled", "action.started", "action.completed"]);
-    expect(log.filter((e) => e.data?.timer_id === id || e.data?.call_id === h.rec.calls[0].callId).map((e) => e.type)).toEqual(["timer.scheduled", "action.started", "action.completed"]);
+    expect(log.filter((e) => e.data?.timer_id === id || e.data?.call_id === h.rec.calls[0].callId).map((e) => e.type)).toEqual([
+      "timer.scheduled",
+      "action.started",
+      "action.completed",
+    ]);
 
     const samples = await scrape(h.owner.url);
     expect(samples.get('chronolog_retention_swept_total{table="timers"}')).toBe(1);
@@ -438,7 +455,9 @@ describe("retention of finished action calls", () => {
       ["c-fail", 1],
       ["c-fail", 2],
     ]);
-    const flaky = (await eventsOf(h.client, ["action.started", "action.retried", "action.failed", "action.completed"])).filter((e) => e.data?.call_id === "c-fail");
+    const flaky = (await eventsOf(h.client, ["action.started", "action.retried", "action.failed", "action.completed"])).filter(
+      (e) => e.data?.call_id === "c-fail",
+    );
     expect(flaky.map((e) => [e.type, e.data?.attempt])).toEqual([
       ["action.started", 1],
       ["action.failed", 1],

@@ -79,10 +79,21 @@ if (extra.length === 0) {
   const seenFile = join(seenDir, "suites");
   const second = run(onPostgres, { CHRONOLOG_TEST_STORE: "postgres", CHRONOLOG_TEST_PG_SUITES: seenFile }, "PostgreSQL");
   ok = second.ok && ok;
-  const seen = new Set(existsSync(seenFile) ? readFileSync(seenFile, "utf8").split("\n").filter(Boolean).map((f) => relative(repo, f)) : []);
+  const seen = new Set(
+    existsSync(seenFile)
+      ? readFileSync(seenFile, "utf8")
+          .split("\n")
+          .filter(Boolean)
+          .map((f) => relative(repo, f))
+      : [],
+  );
   rmSync(seenDir, { recursive: true, force: true });
   // A suite tagged postgres whose tests ran there but never opened a PostgreSQL database tested nothing new.
-  const ranThere = new Set((second.json?.testResults ?? []).filter((f) => f.assertionResults.some((t) => t.status === "passed" || t.status === "failed")).map((f) => relative(repo, f.name)));
+  const ranThere = new Set(
+    (second.json?.testResults ?? [])
+      .filter((f) => f.assertionResults.some((t) => t.status === "passed" || t.status === "failed"))
+      .map((f) => relative(repo, f.name)),
+  );
   for (const file of onPostgres.filter((f) => ranThere.has(f) && !seen.has(f))) {
     console.log(`${file} is tagged postgres but opened no PostgreSQL database: tag it sqlite-only (test/helpers/store-tags.ts)`);
     failed += 1;
@@ -93,6 +104,7 @@ if (durations.length > 0) {
   for (const { name, seconds } of durations.sort((a, b) => b.seconds - a.seconds).slice(0, 10)) console.log(`${seconds.toFixed(1).padStart(7)}  ${name}`);
 }
 // Suites that need .venv, .tools/grpcurl or Chromium skip themselves outside CI when those are missing (.ci/run installs them).
-if (skipped.size > 0) console.log(`${skipped.size} skipped (filtered out, or their suite needs a .venv, .tools/grpcurl or Chromium that is missing: .ci/run installs them)`);
+if (skipped.size > 0)
+  console.log(`${skipped.size} skipped (filtered out, or their suite needs a .venv, .tools/grpcurl or Chromium that is missing: .ci/run installs them)`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(ok && failed === 0 ? 0 : 1);

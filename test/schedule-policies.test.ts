@@ -40,7 +40,6 @@ function owedOccurrence(timer: TimerMoments, nowMs: number): { dueMs: number; ne
   return { dueMs: owed.dueMs[owed.dueMs.length - 1] ?? (timer.nextDueMs as number), nextDueMs: owed.nextDueMs };
 }
 
-
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -78,10 +77,21 @@ describe("DST policy per cron schedule, at exact instants", () => {
 
   it("Europe/Berlin 2026-10-25 (03:00 → 02:00): 02:30 runs at the first copy by default, the second with last, both with both", () => {
     expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 2)).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
-    expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 2, { repeated: "last" })).toEqual(["2026-10-25T01:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
-    expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 3, { repeated: "both" })).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-25T01:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
+    expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 2, { repeated: "last" })).toEqual([
+      "2026-10-25T01:30:00.000Z",
+      "2026-10-26T01:30:00.000Z",
+    ]);
+    expect(take("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", 3, { repeated: "both" })).toEqual([
+      "2026-10-25T00:30:00.000Z",
+      "2026-10-25T01:30:00.000Z",
+      "2026-10-26T01:30:00.000Z",
+    ]);
     // A wildcard hour runs at every real instant whatever the policy.
-    expect(take("0 * * * *", "Europe/Berlin", "2026-10-24T23:30:00Z", 3, { repeated: "first" })).toEqual(["2026-10-25T00:00:00.000Z", "2026-10-25T01:00:00.000Z", "2026-10-25T02:00:00.000Z"]);
+    expect(take("0 * * * *", "Europe/Berlin", "2026-10-24T23:30:00Z", 3, { repeated: "first" })).toEqual([
+      "2026-10-25T00:00:00.000Z",
+      "2026-10-25T01:00:00.000Z",
+      "2026-10-25T02:00:00.000Z",
+    ]);
   });
 
   it("America/Chicago 2026-03-08 and 2026-11-01: the same rules in another zone", () => {
@@ -89,7 +99,11 @@ describe("DST policy per cron schedule, at exact instants", () => {
     expect(take("30 2 * * *", "America/Chicago", "2026-03-07T12:00:00Z", 1, { gap: "skip" })).toEqual(["2026-03-09T07:30:00.000Z"]);
     expect(take("30 1 * * *", "America/Chicago", "2026-10-31T12:00:00Z", 1)).toEqual(["2026-11-01T06:30:00.000Z"]); // 01:30 CDT
     expect(take("30 1 * * *", "America/Chicago", "2026-10-31T12:00:00Z", 1, { repeated: "last" })).toEqual(["2026-11-01T07:30:00.000Z"]); // 01:30 CST
-    expect(take("30 1 * * *", "America/Chicago", "2026-10-31T12:00:00Z", 3, { repeated: "both" })).toEqual(["2026-11-01T06:30:00.000Z", "2026-11-01T07:30:00.000Z", "2026-11-02T07:30:00.000Z"]);
+    expect(take("30 1 * * *", "America/Chicago", "2026-10-31T12:00:00Z", 3, { repeated: "both" })).toEqual([
+      "2026-11-01T06:30:00.000Z",
+      "2026-11-01T07:30:00.000Z",
+      "2026-11-02T07:30:00.000Z",
+    ]);
   });
 
   it("a timer's spec carries its DST policy into its moments: first due, owed occurrence and preview", () => {
@@ -105,7 +119,10 @@ describe("rules (pure, at exact instants)", () => {
   it("catch-up: latest owes the most recent missed moment; all-within-window every one in the window; none only an on-time one", () => {
     const now = T0 + 10 * MIN + 30_000; // moments T0+1min ... T0+10min have passed
     expect(owedOccurrences(minutely(T0 + MIN), now)).toEqual({ dueMs: [T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
-    expect(owedOccurrences(minutely(T0 + MIN, { catchUp: "allWithinWindow", catchUpWindowMs: 3 * MIN }), now)).toEqual({ dueMs: [T0 + 8 * MIN, T0 + 9 * MIN, T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
+    expect(owedOccurrences(minutely(T0 + MIN, { catchUp: "allWithinWindow", catchUpWindowMs: 3 * MIN }), now)).toEqual({
+      dueMs: [T0 + 8 * MIN, T0 + 9 * MIN, T0 + 10 * MIN],
+      nextDueMs: T0 + 11 * MIN,
+    });
     expect(owedOccurrences(minutely(T0 + MIN, { catchUp: "allWithinWindow", catchUpWindowMs: 10_000 }), now)).toEqual({ dueMs: [], nextDueMs: T0 + 11 * MIN });
     expect(owedOccurrences(minutely(T0 + MIN, { catchUp: "none" }), now)).toEqual({ dueMs: [], nextDueMs: T0 + 11 * MIN });
     expect(owedOccurrences(minutely(T0 + 10 * MIN, { catchUp: "none" }), T0 + 10 * MIN + 800)).toEqual({ dueMs: [T0 + 10 * MIN], nextDueMs: T0 + 11 * MIN });
@@ -134,7 +151,10 @@ describe("rules (pure, at exact instants)", () => {
     expect(owedOccurrences(minutely(T0 + 4 * MIN, { endMs: T0 + 5 * MIN }), T0 + 4 * MIN)).toEqual({ dueMs: [T0 + 4 * MIN], nextDueMs: null });
     expect(owedOccurrences(minutely(T0 + MIN, { maxCount: 3 }, 1), T0 + MIN)).toEqual({ dueMs: [T0 + MIN], nextDueMs: T0 + 2 * MIN });
     expect(owedOccurrences(minutely(T0 + 2 * MIN, { maxCount: 3 }, 2), T0 + 2 * MIN)).toEqual({ dueMs: [T0 + 2 * MIN], nextDueMs: null });
-    expect(owedOccurrences(minutely(T0 + MIN, { maxCount: 5, catchUp: "allWithinWindow", catchUpWindowMs: HOUR }, 3), T0 + 10 * MIN)).toEqual({ dueMs: [T0 + 9 * MIN, T0 + 10 * MIN], nextDueMs: null });
+    expect(owedOccurrences(minutely(T0 + MIN, { maxCount: 5, catchUp: "allWithinWindow", catchUpWindowMs: HOUR }, 3), T0 + 10 * MIN)).toEqual({
+      dueMs: [T0 + 9 * MIN, T0 + 10 * MIN],
+      nextDueMs: null,
+    });
     // Start bound: the first moment at or after it.
     const spec: TimerSpec = { kind: "every", everyMs: 10_000 };
     expect(firstDue(spec, T0, "spec", policy({ startMs: T0 + 25_000 }))).toBe(T0 + 30_000);
@@ -180,11 +200,18 @@ describe("rules (pure, at exact instants)", () => {
     expect(claimDecision(timer("bufferOne"), 0, none)).toEqual({ status: "pending", reason: "" });
     expect(claimDecision(timer("bufferOne"), 0, running)).toEqual({ status: "buffered", reason: "" });
     expect(claimDecision(timer("bufferOne"), 0, full)).toEqual({ status: "skipped", reason: expect.stringMatching(/already buffered/) });
-    expect(claimDecision({ overdue: { kind: "max", maxLatenessMs: 10 }, policy: policy({ overlap: "bufferOne" }) }, 11, running)).toEqual({ status: "skipped", reason: expect.stringMatching(/over its bound/) });
+    expect(claimDecision({ overdue: { kind: "max", maxLatenessMs: 10 }, policy: policy({ overlap: "bufferOne" }) }, 11, running)).toEqual({
+      status: "skipped",
+      reason: expect.stringMatching(/over its bound/),
+    });
   });
 
   it("resume: the held moment if still ahead; else one missed occurrence by the catch-up policy; else the next moment", () => {
-    const paused = (held: number | null, p: Partial<SchedulePolicy> = {}) => ({ ...minutely(0, p), nextDueMs: null, paused: { note: "", atMs: T0, heldDueMs: held } });
+    const paused = (held: number | null, p: Partial<SchedulePolicy> = {}) => ({
+      ...minutely(0, p),
+      nextDueMs: null,
+      paused: { note: "", atMs: T0, heldDueMs: held },
+    });
     expect(resumeDue(paused(T0 + MIN), T0 + 30_000)).toBe(T0 + MIN);
     expect(resumeDue(paused(T0 + MIN), T0 + 10 * MIN + 30_000)).toBe(T0 + 10 * MIN);
     expect(resumeDue(paused(T0 + MIN, { catchUp: "none" }), T0 + 10 * MIN + 30_000)).toBe(T0 + 11 * MIN);
@@ -236,15 +263,41 @@ function jobsPlugin(calls: ActionContext[], gate: { open: boolean }, schedules: 
   });
 }
 
-async function harness(clock: ManualClock, options: { dataDir?: string; schedules?: Record<string, ScheduleDefinition>; config?: NonNullable<Parameters<typeof startTestOwner>[0]>["config"]; token?: string; holds?: boolean; lookaheadMs?: number } = {}): Promise<Harness> {
-  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...(options.lookaheadMs === undefined ? {} : { timerLookaheadMs: options.lookaheadMs }), ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...(options.config ? { config: options.config } : {}) });
+async function harness(
+  clock: ManualClock,
+  options: {
+    dataDir?: string;
+    schedules?: Record<string, ScheduleDefinition>;
+    config?: NonNullable<Parameters<typeof startTestOwner>[0]>["config"];
+    token?: string;
+    holds?: boolean;
+    lookaheadMs?: number;
+  } = {},
+): Promise<Harness> {
+  const owner = await startTestOwner({
+    clock,
+    timers: clock,
+    heartbeatIntervalMs: 600_000,
+    shutdownGraceMs: 200,
+    ...(options.lookaheadMs === undefined ? {} : { timerLookaheadMs: options.lookaheadMs }),
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.config ? { config: options.config } : {}),
+  });
   let closed: Promise<void> | undefined;
   const closeOwner = owner.close.bind(owner);
   const close = () => (closed ??= closeOwner());
   cleanups.push(close);
   const calls: ActionContext[] = [];
   const gate = { open: true };
-  const ex = runExecutor({ url: owner.url, token: options.token, plugins: [jobsPlugin(calls, gate, options.schedules)], credits: 16, maxBackoffMs: 200, holds: options.holds, onError: () => {} });
+  const ex = runExecutor({
+    url: owner.url,
+    token: options.token,
+    plugins: [jobsPlugin(calls, gate, options.schedules)],
+    credits: 16,
+    maxBackoffMs: 200,
+    holds: options.holds,
+    onError: () => {},
+  });
   cleanups.push(() => ex.stop(100));
   await ex.ready;
   const client = createClient({ url: owner.url, token: options.token });
@@ -257,15 +310,25 @@ function occurrences(h: Harness, timerId: string): Promise<Record<string, unknow
 }
 
 const every = (n: number) => ({ when: { case: "everyMs" as const, value: BigInt(n) } });
-const cron = (expression: string, zone = "", dst?: { gap?: DstGap; repeated?: DstRepeated }) => ({ when: { case: "cron" as const, value: { expression, zone, dst } } });
-const fields = async (p: Promise<unknown>, code: Code, message: RegExp = /./) => (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
+const cron = (expression: string, zone = "", dst?: { gap?: DstGap; repeated?: DstRepeated }) => ({
+  when: { case: "cron" as const, value: { expression, zone, dst } },
+});
+const fields = async (p: Promise<unknown>, code: Code, message: RegExp = /./) =>
+  (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
 
 describe("through TimeService", () => {
   it("a cron schedule with a DST policy: stored, previewed and fired at the exact instants (Berlin 2026-10-25, repeated both)", async () => {
     const clock = new ManualClock(at("2026-10-24T12:00:00Z"));
     const h = await harness(clock);
     const timer = await h.client.schedule("jobs.run", {}, { cron: "30 2 * * *", zone: "europe/berlin", dst: { repeated: "both" } }, { timerId: "nightly" });
-    expect(timer.spec?.when).toEqual({ case: "cron", value: expect.objectContaining({ expression: "30 2 * * *", zone: "Europe/Berlin", dst: expect.objectContaining({ gap: DstGap.SHIFT, repeated: DstRepeated.BOTH }) }) });
+    expect(timer.spec?.when).toEqual({
+      case: "cron",
+      value: expect.objectContaining({
+        expression: "30 2 * * *",
+        zone: "Europe/Berlin",
+        dst: expect.objectContaining({ gap: DstGap.SHIFT, repeated: DstRepeated.BOTH }),
+      }),
+    });
     const got = await h.client.getTimer("nightly", { previewCount: 3 });
     expect(got.preview.map((t) => iso(ms(t)))).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-25T01:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
     clock.set(at("2026-10-25T00:30:00Z"));
@@ -289,9 +352,26 @@ describe("moments out of range", () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
     const y9997 = Date.UTC(9997, 0, 1);
-    expect(await fields(h.client.schedule("jobs.run", {}, { cron: "0 0 29 2 *", zone: "UTC" }, { timerId: "leap", policy: { start: y9997 } }), Code.InvalidArgument, /more than 100 years ahead/)).toEqual(["policy.start"]);
-    expect(await fields(h.client.schedule("jobs.run", {}, { everyMs: 3_153_600_000_000 }, { timerId: "far", policy: { start: Date.UTC(9999, 11, 31) } }), Code.InvalidArgument)).toEqual(["policy.start"]);
-    expect(await fields(h.client.schedule("jobs.run", {}, { everyMs: 60_000 }, { timerId: "end", policy: { end: Date.UTC(9999, 11, 31) + 2 * DAY } }), Code.InvalidArgument, /9999-12-31/)).toEqual(["policy.end"]);
+    expect(
+      await fields(
+        h.client.schedule("jobs.run", {}, { cron: "0 0 29 2 *", zone: "UTC" }, { timerId: "leap", policy: { start: y9997 } }),
+        Code.InvalidArgument,
+        /more than 100 years ahead/,
+      ),
+    ).toEqual(["policy.start"]);
+    expect(
+      await fields(
+        h.client.schedule("jobs.run", {}, { everyMs: 3_153_600_000_000 }, { timerId: "far", policy: { start: Date.UTC(9999, 11, 31) } }),
+        Code.InvalidArgument,
+      ),
+    ).toEqual(["policy.start"]);
+    expect(
+      await fields(
+        h.client.schedule("jobs.run", {}, { everyMs: 60_000 }, { timerId: "end", policy: { end: Date.UTC(9999, 11, 31) + 2 * DAY } }),
+        Code.InvalidArgument,
+        /9999-12-31/,
+      ),
+    ).toEqual(["policy.end"]);
     const listed = [];
     for await (const t of h.client.listTimers()) listed.push(t.id);
     expect(listed).toEqual([]);
@@ -323,17 +403,34 @@ describe("through TimeService: policies, pause and resume, trigger, backfill", (
   it("start and end bound the moments and max_count ends the timer after its last occurrence (spent: no next due, no preview)", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
-    const bounded = await h.client.schedule("jobs.run", { k: "bounded" }, { everyMs: 10_000 }, { timerId: "bounded", policy: { start: T0 + 25_000, end: T0 + 50_000 } });
+    const bounded = await h.client.schedule(
+      "jobs.run",
+      { k: "bounded" },
+      { everyMs: 10_000 },
+      { timerId: "bounded", policy: { start: T0 + 25_000, end: T0 + 50_000 } },
+    );
     expect(ms(bounded.nextDue)).toBe(T0 + 30_000);
     expect((await h.client.getTimer("bounded", { previewCount: 5 })).preview.map(ms)).toEqual([T0 + 30_000, T0 + 40_000]);
     await h.client.schedule("jobs.run", { k: "counted" }, { everyMs: 10_000 }, { timerId: "counted", policy: { maxCount: 2 } });
     expect((await h.client.getTimer("counted", { previewCount: 5 })).preview.map(ms)).toEqual([T0 + 10_000, T0 + 20_000]);
-    for (const [t, expected] of [[10_000, 1], [20_000, 2], [30_000, 3], [40_000, 4], [50_000, 4], [60_000, 4]]) {
+    for (const [t, expected] of [
+      [10_000, 1],
+      [20_000, 2],
+      [30_000, 3],
+      [40_000, 4],
+      [50_000, 4],
+      [60_000, 4],
+    ]) {
       clock.set(T0 + t);
       await until(() => h.calls.length === expected, `${expected} calls at +${t / 1000} s`);
     }
     await until(() => h.calls.length === 4, "four calls");
-    expect(h.calls.map((c) => `${c.input.k}@${(c.scheduled!.due.getTime() - T0) / 1000}`).sort()).toEqual(["bounded@30", "bounded@40", "counted@10", "counted@20"]);
+    expect(h.calls.map((c) => `${c.input.k}@${(c.scheduled!.due.getTime() - T0) / 1000}`).sort()).toEqual([
+      "bounded@30",
+      "bounded@40",
+      "counted@10",
+      "counted@20",
+    ]);
     for (const id of ["bounded", "counted"]) {
       const t = await h.client.getTimer(id, { previewCount: 3 });
       expect(t.nextDue).toBeUndefined();
@@ -390,10 +487,15 @@ describe("through TimeService: policies, pause and resume, trigger, backfill", (
   it("pause and resume refuse what cannot be paused; a declared schedule (policy, DST, canonical zone from the SDK) stays paused across registrations and restarts", async () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
-    const schedules: Record<string, ScheduleDefinition> = { nightly: { action: "run", cron: "30 2 * * *", zone: "utc", dst: { gap: "skip" }, policy: { maxCount: 3, overlap: "skip" } } };
+    const schedules: Record<string, ScheduleDefinition> = {
+      nightly: { action: "run", cron: "30 2 * * *", zone: "utc", dst: { gap: "skip" }, policy: { maxCount: 3, overlap: "skip" } },
+    };
     let h = await harness(clock, { dataDir, schedules });
     const declared = await h.client.getTimer("jobs/nightly", { previewCount: 4 });
-    expect(declared.spec?.when).toEqual({ case: "cron", value: expect.objectContaining({ zone: "UTC", dst: expect.objectContaining({ gap: DstGap.SKIP, repeated: DstRepeated.FIRST }) }) });
+    expect(declared.spec?.when).toEqual({
+      case: "cron",
+      value: expect.objectContaining({ zone: "UTC", dst: expect.objectContaining({ gap: DstGap.SKIP, repeated: DstRepeated.FIRST }) }),
+    });
     expect(declared.policy).toMatchObject({ maxCount: 3n, overlap: OverlapPolicy.SKIP });
     expect(declared.preview.map((t) => iso(ms(t)))).toEqual(["2026-03-03T02:30:00.000Z", "2026-03-04T02:30:00.000Z", "2026-03-05T02:30:00.000Z"]); // max_count 3
     await h.client.pauseTimer("jobs/nightly", { note: "quiet week" });
@@ -494,7 +596,13 @@ describe("through TimeService: policies, pause and resume, trigger, backfill", (
     expect(h.owner.lateness.snapshot().maxMs).toBeLessThan(HOUR); // hours-old moments by design: not the clock's lateness
     const log = await eventsOf(h.client, ["timer.backfilled"]);
     expect(log.map((e) => e.data)).toEqual([
-      expect.objectContaining({ timer_id: "hourly", start_ms: T0 - 5 * HOUR, end_ms: T0 - 2 * HOUR, occurrence_ids: made.map((o) => o.occurrenceId), existing: 0 }),
+      expect.objectContaining({
+        timer_id: "hourly",
+        start_ms: T0 - 5 * HOUR,
+        end_ms: T0 - 2 * HOUR,
+        occurrence_ids: made.map((o) => o.occurrenceId),
+        existing: 0,
+      }),
       expect.objectContaining({ occurrence_ids: again.slice(1).map((o) => o.occurrenceId), existing: 1 }),
     ]);
     // The schedule goes on; a backfill of nothing new records nothing.
@@ -536,31 +644,83 @@ describe("TimeService: one order of checks, and clearer messages", () => {
 
     // A bad expression from a caller who may not call the action: the request's shape is checked first.
     expect(await fields(webTime.schedule({ action: "jobs.closed", spec: cron("0 25 * * *") }), Code.InvalidArgument, /hour/)).toEqual(["spec.cron.expression"]);
-    expect(await fields(webTime.schedule({ action: "jobs.nope", spec: cron("0 9 * * 1 2026") }), Code.InvalidArgument, /has 6 fields \("0" "9" "\*" "\*" "1" "2026"\); expected 5: minute hour day-of-month month day-of-week/)).toEqual(["spec.cron.expression"]);
-    expect(await fields(webTime.schedule({ action: "jobs.closed", spec: every(HOUR), policy: { catchUp: CatchUpPolicy.ALL_WITHIN_WINDOW } }), Code.InvalidArgument, /catch_up_window_ms/)).toEqual(["policy.catch_up_window_ms"]);
-    expect(await fields(webTime.schedule({ action: "jobs.closed", spec: every(HOUR), policy: { start: timestampFromMs(T0 + DAY), end: timestampFromMs(T0) } }), Code.InvalidArgument, /policy\.end .* must be after policy\.start/)).toEqual(["policy.end"]);
-    expect(await fields(webTime.schedule({ action: "jobs.closed", spec: { when: { case: "at", value: timestampFromMs(T0 + HOUR) } }, policy: { jitterMs: 5n } }), Code.InvalidArgument, /recurring timers/)).toEqual(["policy"]);
+    expect(
+      await fields(
+        webTime.schedule({ action: "jobs.nope", spec: cron("0 9 * * 1 2026") }),
+        Code.InvalidArgument,
+        /has 6 fields \("0" "9" "\*" "\*" "1" "2026"\); expected 5: minute hour day-of-month month day-of-week/,
+      ),
+    ).toEqual(["spec.cron.expression"]);
+    expect(
+      await fields(
+        webTime.schedule({ action: "jobs.closed", spec: every(HOUR), policy: { catchUp: CatchUpPolicy.ALL_WITHIN_WINDOW } }),
+        Code.InvalidArgument,
+        /catch_up_window_ms/,
+      ),
+    ).toEqual(["policy.catch_up_window_ms"]);
+    expect(
+      await fields(
+        webTime.schedule({ action: "jobs.closed", spec: every(HOUR), policy: { start: timestampFromMs(T0 + DAY), end: timestampFromMs(T0) } }),
+        Code.InvalidArgument,
+        /policy\.end .* must be after policy\.start/,
+      ),
+    ).toEqual(["policy.end"]);
+    expect(
+      await fields(
+        webTime.schedule({ action: "jobs.closed", spec: { when: { case: "at", value: timestampFromMs(T0 + HOUR) } }, policy: { jitterMs: 5n } }),
+        Code.InvalidArgument,
+        /recurring timers/,
+      ),
+    ).toEqual(["policy"]);
     expect(await fields(webTime.pauseTimer({ timerId: "closed-timer", note: "x".repeat(1_001) }), Code.InvalidArgument)).toEqual(["note"]);
     // Then who acts: a client never acts under a cause.
-    await expectConnectError(webTime.pauseTimer({ timerId: "nope", cause: { eventId: "x", position: 0 } }), Code.PermissionDenied, /only executors act under a cause/);
+    await expectConnectError(
+      webTime.pauseTimer({ timerId: "nope", cause: { eventId: "x", position: 0 } }),
+      Code.PermissionDenied,
+      /only executors act under a cause/,
+    );
     // Then what the request names: NOT_FOUND.
     await expectConnectError(webTime.schedule({ action: "jobs.nope", spec: every(HOUR) }), Code.NotFound, /jobs\.nope/);
     await expectConnectError(webTime.pauseTimer({ timerId: "nope" }), Code.NotFound, /no timer "nope"/);
     // Then the permission: the action's allow; managing a timer needs it too; declared schedules are the admins'.
-    await expectConnectError(webTime.schedule({ action: "jobs.closed", spec: every(HOUR), input: { not: "checked yet" } }), Code.PermissionDenied, /may not schedule jobs\.closed \(allow: partner\)/);
-    for (const call of [webTime.pauseTimer({ timerId: "closed-timer" }), webTime.triggerTimer({ timerId: "closed-timer" }), webTime.unschedule({ timerId: "closed-timer" })]) {
+    await expectConnectError(
+      webTime.schedule({ action: "jobs.closed", spec: every(HOUR), input: { not: "checked yet" } }),
+      Code.PermissionDenied,
+      /may not schedule jobs\.closed \(allow: partner\)/,
+    );
+    for (const call of [
+      webTime.pauseTimer({ timerId: "closed-timer" }),
+      webTime.triggerTimer({ timerId: "closed-timer" }),
+      webTime.unschedule({ timerId: "closed-timer" }),
+    ]) {
       await expectConnectError(call, Code.PermissionDenied, /may not (pause|trigger|cancel)/);
     }
     // Then the input against the action's schema: the missing property is named on `input`.
-    const missing = await expectConnectError(web.schedule("jobs.strict", {}, { everyMs: HOUR }), Code.InvalidArgument, /input: must have required property 'items'/);
-    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([["input", "must have required property 'items' (rule: required)"]]);
+    const missing = await expectConnectError(
+      web.schedule("jobs.strict", {}, { everyMs: HOUR }),
+      Code.InvalidArgument,
+      /input: must have required property 'items'/,
+    );
+    expect(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([
+      ["input", "must have required property 'items' (rule: required)"],
+    ]);
     // interval_ms and every_ms: one message for every out-of-range ms value.
-    const big = await expectConnectError(webTime.delay({ action: "jobs.run", when: { case: "intervalMs", value: 2n ** 60n }, overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument);
-    const far = await expectConnectError(webTime.delay({ action: "jobs.run", when: { case: "intervalMs", value: 4_000_000_000_000n }, overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument);
+    const big = await expectConnectError(
+      webTime.delay({ action: "jobs.run", when: { case: "intervalMs", value: 2n ** 60n }, overdue: { bound: { case: "unbounded", value: true } } }),
+      Code.InvalidArgument,
+    );
+    const far = await expectConnectError(
+      webTime.delay({ action: "jobs.run", when: { case: "intervalMs", value: 4_000_000_000_000n }, overdue: { bound: { case: "unbounded", value: true } } }),
+      Code.InvalidArgument,
+    );
     expect(big.rawMessage).toBe("interval_ms must be from 0 to 3162240000000 ms, got 1152921504606846976");
     expect(far.rawMessage).toBe("interval_ms must be from 0 to 3162240000000 ms, got 4000000000000");
-    expect((await expectConnectError(webTime.schedule({ action: "jobs.run", spec: every(2 ** 60) }), Code.InvalidArgument)).rawMessage).toMatch(/^spec\.every_ms must be from 1000 to 3162240000000 ms, got \d+$/);
-    expect((await expectConnectError(webTime.schedule({ action: "jobs.run", spec: every(10) }), Code.InvalidArgument)).rawMessage).toBe("spec.every_ms must be from 1000 to 3162240000000 ms, got 10");
+    expect((await expectConnectError(webTime.schedule({ action: "jobs.run", spec: every(2 ** 60) }), Code.InvalidArgument)).rawMessage).toMatch(
+      /^spec\.every_ms must be from 1000 to 3162240000000 ms, got \d+$/,
+    );
+    expect((await expectConnectError(webTime.schedule({ action: "jobs.run", spec: every(10) }), Code.InvalidArgument)).rawMessage).toBe(
+      "spec.every_ms must be from 1000 to 3162240000000 ms, got 10",
+    );
     await expectUnchanged(ops, before);
 
     // The declared schedule's zone and a runtime one's: stored with the canonical IANA spelling.
@@ -729,7 +889,13 @@ describe("jitter: spread before the next moment, never at or past it", () => {
     const timer = { id: "jg", spec: everyMinute, nextDueMs: first, policy: p };
     const dues = preview(timer, 5);
     // Before, the offsets piled up at each gap's last ms: 04:04:59.999, 04:05:49.594, 04:06:59.999, 04:07:59.999, 04:08:59.999.
-    expect(dues.map(iso)).toEqual(["2026-03-02T04:04:08.265Z", "2026-03-02T04:05:47.494Z", "2026-03-02T04:06:59.062Z", "2026-03-02T04:07:15.790Z", "2026-03-02T04:08:50.173Z"]);
+    expect(dues.map(iso)).toEqual([
+      "2026-03-02T04:04:08.265Z",
+      "2026-03-02T04:05:47.494Z",
+      "2026-03-02T04:06:59.062Z",
+      "2026-03-02T04:07:15.790Z",
+      "2026-03-02T04:08:50.173Z",
+    ]);
     expect(dues).toEqual(minutes.map((n) => spreadDue("jg", n, 5 * MIN, MIN)));
     // Over many minutes: within [n, n + 1 min), strictly increasing, hardly ever the last ms, spread over the minute.
     const many = Array.from({ length: 600 }, (_, i) => minutes[0] + i * MIN);
@@ -750,20 +916,37 @@ describe("jitter: spread before the next moment, never at or past it", () => {
     expect(owedWithin(claimed, dues[0], dues[2])).toEqual({ dueMs: dues.slice(0, 3), nextDueMs: dues[3] });
     expect(backfillMoments({ ...timer, paused: null }, minutes[0], minutes[4] + 1)).toEqual(dues);
     // Varying gaps (cron "0,1,30 * * * *": 1 min, 29 min, 30 min): each offset spreads within its own gap.
-    const uneven = { id: "u", spec: { kind: "cron", expression: "0,1,30 * * * *", zone: "" } as TimerSpec, nextDueMs: null, policy: policy({ jitterMs: 25 * MIN }) };
+    const uneven = {
+      id: "u",
+      spec: { kind: "cron", expression: "0,1,30 * * * *", zone: "" } as TimerSpec,
+      nextDueMs: null,
+      policy: policy({ jitterMs: 25 * MIN }),
+    };
     const h0 = at("2026-03-02T04:00:00Z");
-    expect([h0, h0 + MIN, h0 + 30 * MIN].map((n) => dueOf(uneven, n))).toEqual([spreadDue("u", h0, 25 * MIN, MIN), spreadDue("u", h0 + MIN, 25 * MIN, 29 * MIN), spreadDue("u", h0 + 30 * MIN, 25 * MIN, 30 * MIN)]);
+    expect([h0, h0 + MIN, h0 + 30 * MIN].map((n) => dueOf(uneven, n))).toEqual([
+      spreadDue("u", h0, 25 * MIN, MIN),
+      spreadDue("u", h0 + MIN, 25 * MIN, 29 * MIN),
+      spreadDue("u", h0 + 30 * MIN, 25 * MIN, 30 * MIN),
+    ]);
   });
 
   it("an ordinary jitter (below the gap) keeps the due moments it had before", () => {
     const every = minutely(T0 + MIN, { jitterMs: 20_000 });
     const moments = Array.from({ length: 50 }, (_, i) => T0 + (i + 1) * MIN);
     expect(moments.map((n) => dueOf(every, n))).toEqual(moments.map((n) => oldDue("t", n, 20_000, MIN)));
-    expect(moments.map((n) => dueOf({ ...every, policy: { ...every.policy, jitterMs: MIN - 1 } }, n))).toEqual(moments.map((n) => oldDue("t", n, MIN - 1, MIN)));
+    expect(moments.map((n) => dueOf({ ...every, policy: { ...every.policy, jitterMs: MIN - 1 } }, n))).toEqual(
+      moments.map((n) => oldDue("t", n, MIN - 1, MIN)),
+    );
     const cronTimer = (jitterMs: number) => ({ id: "jg", spec: everyMinute, nextDueMs: null, policy: policy({ jitterMs }) });
     expect(minutes.map((n) => dueOf(cronTimer(30_000), n))).toEqual(minutes.map((n) => oldDue("jg", n, 30_000, MIN)));
     expect(minutes.map((n) => dueOf(cronTimer(MIN - 1), n))).toEqual(minutes.map((n) => oldDue("jg", n, MIN - 1, MIN)));
-    expect(minutes.map((n) => dueOf(cronTimer(20_000), n)).map(iso)).toEqual(["2026-03-02T04:04:06.159Z", "2026-03-02T04:05:18.460Z", "2026-03-02T04:06:08.536Z", "2026-03-02T04:07:19.636Z", "2026-03-02T04:08:15.391Z"]);
+    expect(minutes.map((n) => dueOf(cronTimer(20_000), n)).map(iso)).toEqual([
+      "2026-03-02T04:04:06.159Z",
+      "2026-03-02T04:05:18.460Z",
+      "2026-03-02T04:06:08.536Z",
+      "2026-03-02T04:07:19.636Z",
+      "2026-03-02T04:08:15.391Z",
+    ]);
     // A daily cron with 5 minutes of jitter: its first due moment as before.
     const daily: TimerSpec = { kind: "cron", expression: "0 9 * * *", zone: "Europe/Berlin" };
     expect(firstDue(daily, T0, "spec", policy({ jitterMs: 5 * MIN }), "cron-jitter")).toBe(oldDue("cron-jitter", at("2026-03-03T08:00:00Z"), 5 * MIN, DAY));
@@ -779,7 +962,10 @@ describe("jitter: spread before the next moment, never at or past it", () => {
       }
       return undefined;
     };
-    expect(refused(policy({ jitterMs: 999_999 }), spec(2_000))).toEqual({ message: "policy.jitter_ms must be from 0 to 1999 ms (less than every_ms, 2000 ms), got 999999", fields: ["policy.jitter_ms"] });
+    expect(refused(policy({ jitterMs: 999_999 }), spec(2_000))).toEqual({
+      message: "policy.jitter_ms must be from 0 to 1999 ms (less than every_ms, 2000 ms), got 999999",
+      fields: ["policy.jitter_ms"],
+    });
     expect(refused(policy({ jitterMs: 2_000 }), spec(2_000), "schedules.fast.policy")).toMatchObject({ fields: ["schedules.fast.policy.jitter_ms"] });
     expect(refused(policy({ jitterMs: 1_999 }), spec(2_000))).toBeUndefined();
     expect(refused(policy({ jitterMs: 999_999 }), spec(10))).toBeUndefined(); // every_ms itself is refused (spec.every_ms)
@@ -790,13 +976,33 @@ describe("jitter: spread before the next moment, never at or past it", () => {
     const clock = new ManualClock(at("2026-03-02T04:03:30Z"));
     const h = await harness(clock, { schedules: { tick: { action: "run", everyMs: 2_000 } } });
     const before = await logSnapshot(h.client);
-    expect(await fields(h.time.schedule({ timerId: "fast", action: "jobs.run", spec: every(2_000), policy: { jitterMs: 999_999n } }), Code.InvalidArgument, /^policy\.jitter_ms must be from 0 to 1999 ms \(less than every_ms, 2000 ms\), got 999999$/)).toEqual(["policy.jitter_ms"]);
-    expect(await fields(h.time.schedule({ timerId: "fast", action: "jobs.run", spec: every(2_000), policy: { jitterMs: 2_000n } }), Code.InvalidArgument)).toEqual(["policy.jitter_ms"]);
-    expect(await fields(h.client.registerPlugin({ name: "ops", schedules: { fast: { action: "jobs.run", everyMs: 2_000n, policy: { jitterMs: 2_000n } } } }), Code.InvalidArgument)).toEqual(["schedules.fast.policy.jitter_ms"]);
-    expect(await fields(h.client.registerPlugin({ name: "ops", schedulePatches: [{ plugin: "jobs", schedule: "tick", policy: { jitterMs: 5_000n } }] }), Code.InvalidArgument)).toEqual(["schedule_patches[0].policy.jitter_ms"]);
+    expect(
+      await fields(
+        h.time.schedule({ timerId: "fast", action: "jobs.run", spec: every(2_000), policy: { jitterMs: 999_999n } }),
+        Code.InvalidArgument,
+        /^policy\.jitter_ms must be from 0 to 1999 ms \(less than every_ms, 2000 ms\), got 999999$/,
+      ),
+    ).toEqual(["policy.jitter_ms"]);
+    expect(
+      await fields(h.time.schedule({ timerId: "fast", action: "jobs.run", spec: every(2_000), policy: { jitterMs: 2_000n } }), Code.InvalidArgument),
+    ).toEqual(["policy.jitter_ms"]);
+    expect(
+      await fields(
+        h.client.registerPlugin({ name: "ops", schedules: { fast: { action: "jobs.run", everyMs: 2_000n, policy: { jitterMs: 2_000n } } } }),
+        Code.InvalidArgument,
+      ),
+    ).toEqual(["schedules.fast.policy.jitter_ms"]);
+    expect(
+      await fields(
+        h.client.registerPlugin({ name: "ops", schedulePatches: [{ plugin: "jobs", schedule: "tick", policy: { jitterMs: 5_000n } }] }),
+        Code.InvalidArgument,
+      ),
+    ).toEqual(["schedule_patches[0].policy.jitter_ms"]);
     await expectUnchanged(h.client, before);
     // Below every_ms is accepted.
-    expect((await h.time.schedule({ timerId: "fast", action: "jobs.run", spec: every(2_000), policy: { jitterMs: 1_999n } })).timer?.policy?.jitterMs).toBe(1_999n);
+    expect((await h.time.schedule({ timerId: "fast", action: "jobs.run", spec: every(2_000), policy: { jitterMs: 1_999n } })).timer?.policy?.jitterMs).toBe(
+      1_999n,
+    );
     // Cron keeps a jitter wider than its gap and spreads it within each minute.
     await h.time.schedule({ timerId: "jg", action: "jobs.run", spec: cron("* * * * *"), policy: { jitterMs: 300_000n } });
     const previewed = (await h.client.getTimer("jg", { previewCount: 5 })).preview.map((t) => ms(t)!);

@@ -90,8 +90,18 @@ interface Harness {
 }
 
 /** An in-process owner on `clock` (also its TimerHost) and its clients. */
-async function ownerOn(clock: ManualClock, options: { dataDir?: string; region?: number; pluginsDir?: string; timerLookaheadMs?: number } = {}): Promise<Harness> {
-  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...options, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
+async function ownerOn(
+  clock: ManualClock,
+  options: { dataDir?: string; region?: number; pluginsDir?: string; timerLookaheadMs?: number } = {},
+): Promise<Harness> {
+  const owner = await startTestOwner({
+    clock,
+    timers: clock,
+    heartbeatIntervalMs: 600_000,
+    shutdownGraceMs: 200,
+    ...options,
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+  });
   const closeOwner = owner.close.bind(owner);
   let closed: Promise<void> | undefined;
   const close = () => (closed ??= closeOwner());
@@ -108,7 +118,12 @@ async function executor(url: string, plugin: PluginDefinition, holds?: boolean):
 }
 
 /** An owner on `clock` with an executor hosting `reports` declaring `schedules`. */
-async function harness(clock: ManualClock, rec: Recorder, schedules: Schedules, options: { dataDir?: string; region?: number; timerLookaheadMs?: number; holds?: boolean } = {}): Promise<Harness> {
+async function harness(
+  clock: ManualClock,
+  rec: Recorder,
+  schedules: Schedules,
+  options: { dataDir?: string; region?: number; timerLookaheadMs?: number; holds?: boolean } = {},
+): Promise<Harness> {
   const { holds, ...ownerOptions } = options;
   const h = await ownerOn(clock, ownerOptions);
   await executor(h.owner.url, reportsPlugin(rec, schedules), holds);
@@ -120,9 +135,10 @@ const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t
 
 /** The occurrence rows of `timerId`, by due moment. */
 function occurrences(h: Harness, timerId: string): Promise<Record<string, unknown>[]> {
-  return ownerRows(h, "SELECT id, due_ms, status, attempts, next_attempt_ms, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms", [timerId]);
+  return ownerRows(h, "SELECT id, due_ms, status, attempts, next_attempt_ms, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms", [
+    timerId,
+  ]);
 }
-
 
 /** The action.* events of call `callId`, as `type#attempt`. */
 async function callHistory(client: ChronologClient, callId: string): Promise<string[]> {
@@ -137,13 +153,29 @@ describe("declared schedules", () => {
     const h = await harness(clock, rec, { weekly: { action: "build", cron: "0 9 * * 1", zone: "Europe/Berlin", input: { kind: "weekly" } } });
     const due = Date.UTC(2026, 2, 9, 8); // Mon 2026-03-09 09:00 CET
     const { timer } = await h.time.getTimer({ timerId: "reports/weekly", previewCount: 3 });
-    expect(timer).toMatchObject({ kind: TimerKind.DECLARED, action: "reports.build", plugin: "reports", schedule: "weekly", input: { kind: "weekly" }, disabled: false, region: 0 });
+    expect(timer).toMatchObject({
+      kind: TimerKind.DECLARED,
+      action: "reports.build",
+      plugin: "reports",
+      schedule: "weekly",
+      input: { kind: "weekly" },
+      disabled: false,
+      region: 0,
+    });
     expect(timer?.actor).toBeUndefined(); // the system
     expect(timer?.preview.map((t) => iso(ms(t)))).toEqual(["2026-03-09T08:00:00.000Z", "2026-03-16T08:00:00.000Z", "2026-03-23T08:00:00.000Z"]);
     expect(clock.armed()).toEqual([{ atMs: due, delayMs: due - T0 }]);
     const [scheduled] = await eventsOf(h.client, ["timer.scheduled"]);
     expect(scheduled.actor).toBeUndefined(); // the system
-    expect(scheduled.data).toMatchObject({ timer_id: "reports/weekly", kind: "declared", plugin: "reports", schedule: "weekly", spec: { cron: "0 9 * * 1", zone: "Europe/Berlin" }, next_due_ms: due, retry_delays_ms: [10_000, 30_000] });
+    expect(scheduled.data).toMatchObject({
+      timer_id: "reports/weekly",
+      kind: "declared",
+      plugin: "reports",
+      schedule: "weekly",
+      spec: { cron: "0 9 * * 1", zone: "Europe/Berlin" },
+      next_due_ms: due,
+      retry_delays_ms: [10_000, 30_000],
+    });
 
     clock.set(due - 1);
     expect(rec.calls).toEqual([]);
@@ -158,7 +190,11 @@ describe("declared schedules", () => {
     expect(started.actor).toBeUndefined();
     // Declared schedules are changed by manifests, not by Unschedule; runtime ids may not take their form.
     await expectConnectError(h.time.unschedule({ timerId: "reports/weekly" }), Code.FailedPrecondition, /declared schedule/);
-    await expectConnectError(h.time.schedule({ timerId: "reports/x", action: "reports.build", spec: { when: { case: "everyMs", value: 5_000n } } }), Code.InvalidArgument, /may not contain "\/"/);
+    await expectConnectError(
+      h.time.schedule({ timerId: "reports/x", action: "reports.build", spec: { when: { case: "everyMs", value: 5_000n } } }),
+      Code.InvalidArgument,
+      /may not contain "\/"/,
+    );
   });
 
   it("registration checks schedules and patches (INVALID_ARGUMENT naming the field) and writes nothing when refused", async () => {
@@ -167,7 +203,8 @@ describe("declared schedules", () => {
     const h = await harness(clock, rec, { nightly: { action: "build", cron: "0 2 * * *" } });
     const before = await logSnapshot(h.client);
     const fields = async (schedules: Schedules, patches: unknown[] = [], name = "reports") => {
-      const manifest = name === "reports" ? manifestOf(reportsPlugin(rec, schedules)) : { name, schedules: schedules as never, schedulePatches: patches as never };
+      const manifest =
+        name === "reports" ? manifestOf(reportsPlugin(rec, schedules)) : { name, schedules: schedules as never, schedulePatches: patches as never };
       const error = await expectConnectError(h.client.registerPlugin(manifest), Code.InvalidArgument);
       return error.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
     };
@@ -276,7 +313,10 @@ describe("declared schedules", () => {
     const dataDir = tempDir();
     const pluginsDir = tempDir("chronolog-plugins-");
     const write = (schedules: Schedules) =>
-      writeFileSync(join(pluginsDir, "reports.json"), JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(reportsPlugin({ calls: [], failing: false }, schedules))))));
+      writeFileSync(
+        join(pluginsDir, "reports.json"),
+        JSON.stringify(toJson(PluginManifestSchema, create(PluginManifestSchema, manifestOf(reportsPlugin({ calls: [], failing: false }, schedules))))),
+      );
     write({ a: { action: "build", cron: "0 6 * * *" }, b: { action: "build", everyMs: 60_000n } });
     let h = await ownerOn(clock, { dataDir, pluginsDir });
     expect((await h.time.listTimers({})).timers.map((t) => [t.id, iso(ms(t.nextDue))])).toEqual([
@@ -329,12 +369,19 @@ describe("retries of failed occurrences", () => {
     const due = T0 + HOUR;
     clock.set(due);
     await until(async () => (await occurrences(h, "reports/hourly"))[0]?.status === "failed", "the occurrence failed for good");
-    expect((await occurrences(h, "reports/hourly"))[0]).toMatchObject({ status: "failed", attempts: 1, next_attempt_ms: null, error: expect.stringContaining("the report's month is closed") });
+    expect((await occurrences(h, "reports/hourly"))[0]).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      next_attempt_ms: null,
+      error: expect.stringContaining("the report's month is closed"),
+    });
     expect(clock.armed()).toEqual([{ atMs: due + HOUR, delayMs: HOUR }]); // no retry armed: the next occurrence
     clock.advance(40_000); // past both default retry waits
     expect(rec.calls).toHaveLength(1);
     const failed = (await eventsOf(h.client, ["timer.failed"])).map((e) => e.data);
-    expect(failed).toEqual([expect.objectContaining({ timer_id: "reports/hourly", attempts: 1, error: expect.stringContaining("the report's month is closed") })]);
+    expect(failed).toEqual([
+      expect.objectContaining({ timer_id: "reports/hourly", attempts: 1, error: expect.stringContaining("the report's month is closed") }),
+    ]);
   });
 
   it("a failing occurrence is tried 2 more times after 10 s then 30 s as the same occurrence (action.retried), then recorded failed; the next occurrence still comes", async () => {
@@ -346,7 +393,17 @@ describe("retries of failed occurrences", () => {
     await until(() => rec.calls.length === 1, "the first call");
     const id = rec.calls[0].callId;
     await until(async () => (await occurrences(h, "reports/hourly"))[0]?.status === "retry_wait", "the retry wait");
-    expect(await occurrences(h, "reports/hourly")).toEqual([{ id, due_ms: due, status: "retry_wait", attempts: 1, next_attempt_ms: due + 10_000, lateness_ms: 0, error: expect.stringContaining("the report store is down") }]);
+    expect(await occurrences(h, "reports/hourly")).toEqual([
+      {
+        id,
+        due_ms: due,
+        status: "retry_wait",
+        attempts: 1,
+        next_attempt_ms: due + 10_000,
+        lateness_ms: 0,
+        error: expect.stringContaining("the report store is down"),
+      },
+    ]);
     expect(clock.armed()).toEqual([{ atMs: due + 10_000, delayMs: 10_000 }]); // the one clock, armed for the retry
 
     clock.advance(9_999);
@@ -371,9 +428,25 @@ describe("retries of failed occurrences", () => {
       [id, 2, due, id],
       [id, 3, due, id],
     ]);
-    expect(await callHistory(h.client, id)).toEqual(["action.started#1", "action.failed#1", "action.retried#2", "action.failed#2", "action.retried#3", "action.failed#3"]);
+    expect(await callHistory(h.client, id)).toEqual([
+      "action.started#1",
+      "action.failed#1",
+      "action.retried#2",
+      "action.failed#2",
+      "action.retried#3",
+      "action.failed#3",
+    ]);
     const failed = await eventsOf(h.client, ["timer.failed"]);
-    expect(failed.map((e) => e.data)).toEqual([{ timer_id: "reports/hourly", occurrence_id: id, action: "reports.flaky", due_ms: due, attempts: 3, error: expect.stringContaining("the report store is down") }]);
+    expect(failed.map((e) => e.data)).toEqual([
+      {
+        timer_id: "reports/hourly",
+        occurrence_id: id,
+        action: "reports.flaky",
+        due_ms: due,
+        attempts: 3,
+        error: expect.stringContaining("the report store is down"),
+      },
+    ]);
     clock.advance(DAY / 2); // nothing more for it
     expect(rec.calls.filter((c) => c.callId === id)).toHaveLength(3);
 
@@ -412,7 +485,14 @@ describe("retries of failed occurrences", () => {
       [id, 2],
       [id, 3],
     ]);
-    expect(await callHistory(second.client, id)).toEqual(["action.started#1", "action.failed#1", "action.retried#2", "action.failed#2", "action.retried#3", "action.failed#3"]);
+    expect(await callHistory(second.client, id)).toEqual([
+      "action.started#1",
+      "action.failed#1",
+      "action.retried#2",
+      "action.failed#2",
+      "action.retried#3",
+      "action.failed#3",
+    ]);
     expect(clock.armed()).toEqual([{ atMs: due + 60_000, delayMs: 53_000 }]);
   });
 
@@ -466,7 +546,12 @@ describe("lateness bound of a declared schedule", () => {
     clock.set(T0 + HOUR + 10 * 60_000); // down through 13:00, back at 13:10: 10 min late, over 5 min
     const second = await harness(clock, rec, schedules, { dataDir });
     await until(async () => (await occurrences(second, "reports/bounded"))[0]?.status === "skipped", "the skipped occurrence");
-    expect((await occurrences(second, "reports/bounded"))[0]).toMatchObject({ due_ms: T0 + HOUR, attempts: 0, lateness_ms: 600_000, error: expect.stringContaining("300000 ms") });
+    expect((await occurrences(second, "reports/bounded"))[0]).toMatchObject({
+      due_ms: T0 + HOUR,
+      attempts: 0,
+      lateness_ms: 600_000,
+      error: expect.stringContaining("300000 ms"),
+    });
     const [skipped] = await eventsOf(second.client, ["timer.skipped"]);
     expect(skipped.data).toMatchObject({ timer_id: "reports/bounded", action: "reports.build", due_ms: T0 + HOUR, lateness_ms: 600_000 });
     expect(iso(ms((await second.time.getTimer({ timerId: "reports/bounded" })).timer?.nextDue))).toBe("2026-03-02T14:00:00.000Z");
@@ -492,7 +577,12 @@ describe("cancel and unschedule racing the clock", () => {
     const h = await harness(clock, rec, {});
     const outcomes = { cancelled: 0, made: 0 };
     for (let i = 0; i < 40; i++) {
-      const { delayId } = await h.time.delay({ action: "reports.build", input: { i }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+      const { delayId } = await h.time.delay({
+        action: "reports.build",
+        input: { i },
+        when: { case: "intervalMs", value: 1_000n },
+        overdue: { bound: { case: "unbounded", value: true } },
+      });
       const cancel = h.time.cancelDelay({ delayId }).then(
         () => "cancelled" as const,
         (e: unknown) => e,

@@ -80,7 +80,15 @@ const notJson: [string, () => unknown, string][] = [
 const jsonMethods: [string, (c: ChronologClient, bad: unknown) => Promise<unknown>, string][] = [
   ["call input", (c, bad) => c.call("p.act", { x: bad } as JsonObject), "input.x"],
   ["emit data", (c, bad) => c.emit("p.ev", { x: bad } as JsonObject), "data.x"],
-  ["emitBatch data", (c, bad) => c.emitBatch([{ type: "p.ev", data: {} }, { type: "p.ev", data: { x: bad } as JsonObject }]), "events[1].data.x"],
+  [
+    "emitBatch data",
+    (c, bad) =>
+      c.emitBatch([
+        { type: "p.ev", data: {} },
+        { type: "p.ev", data: { x: bad } as JsonObject },
+      ]),
+    "events[1].data.x",
+  ],
   ["createDocument doc", (c, bad) => c.createDocument("things", { x: bad } as JsonObject), "doc.x"],
   ["replaceDocument doc", (c, bad) => c.replaceDocument("things", "t1", { x: bad } as JsonObject), "doc.x"],
   ["patchDocument set", (c, bad) => c.patchDocument("things", "t1", { set: { x: bad } as JsonObject }), "set.x"],
@@ -90,7 +98,11 @@ const jsonMethods: [string, (c: ChronologClient, bad: unknown) => Promise<unknow
   ["watch where", (c, bad) => drain(c.watch({ where: { x: bad } as JsonObject })), "where.x"],
   ["schedule input", (c, bad) => c.schedule("p.act", { x: bad } as JsonObject, { everyMs: 60_000 }), "input.x"],
   ["delay input", (c, bad) => c.delay("p.act", { x: bad } as JsonObject, { intervalMs: 100_000 }, "unbounded"), "input.x"],
-  ["registerPlugin schema", (c, bad) => c.registerPlugin({ name: "p", events: { "p.ev": { schema: { x: bad } as JsonObject } } }), 'manifest.events["p.ev"].schema.x'],
+  [
+    "registerPlugin schema",
+    (c, bad) => c.registerPlugin({ name: "p", events: { "p.ev": { schema: { x: bad } as JsonObject } } }),
+    'manifest.events["p.ev"].schema.x',
+  ],
   ["raw log.emit", (c, bad) => c.log.emit({ type: "p.ev", data: { x: bad } as JsonObject }), "data.x"],
 ];
 
@@ -126,7 +138,8 @@ describe("the client refuses JSON it would send altered", () => {
 
   it("an id, type or other string field with a lone surrogate is refused: it would arrive as U+FFFD, so two different ids would be one", async () => {
     const { client, sent } = recordingClient();
-    const expected = (path: string, unit: string) => `${path}: a string with a lone surrogate (${unit}) cannot be sent (UTF-8 cannot encode it; it would arrive as U+FFFD)`;
+    const expected = (path: string, unit: string) =>
+      `${path}: a string with a lone surrogate (${unit}) cannot be sent (UTF-8 cannot encode it; it would arrive as U+FFFD)`;
     expect((await refusal(client.emit("p.ev", { q: 1 }, { id: "sur-\ud800" }))).rawMessage).toBe(expected("id", "U+D800"));
     expect((await refusal(client.emit("p.\udc00", { q: 1 }))).rawMessage).toBe(expected("type", "U+DC00"));
     expect((await refusal(client.delay("p.act", {}, { intervalMs: 1_000 }, "unbounded", { delayId: "dl-\udbff" }))).code).toBe(Code.InvalidArgument);
@@ -140,13 +153,21 @@ describe("the client refuses JSON it would send altered", () => {
     const { client, sent } = recordingClient();
     expect((await refusal(client.emit("p.ev", { list: [1, undefined, 3] } as unknown as JsonObject))).rawMessage).toBe("data.list[1]: undefined is not JSON");
     // biome-ignore lint/suspicious/noSparseArray: the empty slot is what the client must refuse
-    expect((await refusal(client.emit("p.ev", { list: [1, , 3] } as unknown as JsonObject))).rawMessage).toBe("data.list[1]: an empty array slot (undefined) is not JSON");
-    expect((await refusal(client.emit("p.ev", { a: { "b c": [{ d: [0, 1n] }] } } as unknown as JsonObject))).rawMessage).toBe('data.a["b c"][0].d[1]: a BigInt is not JSON');
+    expect((await refusal(client.emit("p.ev", { list: [1, , 3] } as unknown as JsonObject))).rawMessage).toBe(
+      "data.list[1]: an empty array slot (undefined) is not JSON",
+    );
+    expect((await refusal(client.emit("p.ev", { a: { "b c": [{ d: [0, 1n] }] } } as unknown as JsonObject))).rawMessage).toBe(
+      'data.a["b c"][0].d[1]: a BigInt is not JSON',
+    );
     const ring: unknown[] = [1];
     ring.push({ back: ring });
-    expect((await refusal(client.emit("p.ev", { ring } as unknown as JsonObject))).rawMessage).toBe("data.ring[1].back: a cycle (back to data.ring) is not JSON");
+    expect((await refusal(client.emit("p.ev", { ring } as unknown as JsonObject))).rawMessage).toBe(
+      "data.ring[1].back: a cycle (back to data.ring) is not JSON",
+    );
     expect((await refusal(client.emit("p.ev", { [Symbol("k")]: 1 } as unknown as JsonObject))).rawMessage).toBe("data: a symbol key (Symbol(k)) is not JSON");
-    expect((await refusal(client.emit("p.ev", { s: "half \ud83d pair" }))).rawMessage).toBe("data.s: a string with a lone surrogate (U+D83D) is not JSON (UTF-8 cannot encode it)");
+    expect((await refusal(client.emit("p.ev", { s: "half \ud83d pair" }))).rawMessage).toBe(
+      "data.s: a string with a lone surrogate (U+D83D) is not JSON (UTF-8 cannot encode it)",
+    );
     expect((await refusal(client.emit("p.ev", [1, 2] as unknown as JsonObject))).rawMessage).toBe("data: an array is not a JSON object");
     expect((await refusal(client.emit("p.ev", "text" as unknown as JsonObject))).rawMessage).toBe("data: a string is not a JSON object");
     expect((await refusal(client.emit("p.ev", new Date(0) as unknown as JsonObject))).rawMessage).toBe("data: a Date is not JSON");
@@ -155,7 +176,12 @@ describe("the client refuses JSON it would send altered", () => {
 
   it("google.protobuf.Value messages given to a raw client (ExecuteSql params) are checked too", async () => {
     const { client, sent } = recordingClient();
-    const err = await refusal(client.admin.executeSql({ sql: "select ?", params: { values: [{ kind: { case: "stringValue", value: "ok" } }, { kind: { case: "numberValue", value: NaN } }] } }));
+    const err = await refusal(
+      client.admin.executeSql({
+        sql: "select ?",
+        params: { values: [{ kind: { case: "stringValue", value: "ok" } }, { kind: { case: "numberValue", value: NaN } }] },
+      }),
+    );
     expect(err.rawMessage).toBe("params.values[1]: NaN is not JSON");
     expect(sent).toEqual([]);
     await client.admin.executeSql({ sql: "select ?", params: { values: [{ kind: { case: "numberValue", value: 1.5 } }] } });
@@ -224,50 +250,162 @@ describe("the client refuses bad numbers, moments and choices in options before 
   const cases: Case[] = [
     ["intervalMs NaN", (c) => c.delay("a.b", {}, { intervalMs: NaN }, "unbounded"), "intervalMs must be a non-negative integer number of ms (got NaN)"],
     ["intervalMs 1.5", (c) => c.delay("a.b", {}, { intervalMs: 1.5 }, "unbounded"), "intervalMs must be a non-negative integer number of ms (got 1.5)"],
-    ["intervalMs Infinity", (c) => c.delay("a.b", {}, { intervalMs: Infinity }, "unbounded"), "intervalMs must be a non-negative integer number of ms (got Infinity)"],
+    [
+      "intervalMs Infinity",
+      (c) => c.delay("a.b", {}, { intervalMs: Infinity }, "unbounded"),
+      "intervalMs must be a non-negative integer number of ms (got Infinity)",
+    ],
     ["intervalMs -1", (c) => c.delay("a.b", {}, { intervalMs: -1 }, "unbounded"), "intervalMs must be a non-negative integer number of ms (got -1)"],
-    ["intervalMs string", (c) => c.delay("a.b", {}, { intervalMs: "5" as unknown as number }, "unbounded"), 'intervalMs must be a non-negative integer number of ms (got "5")'],
-    ["delay at invalid Date", (c) => c.delay("a.b", {}, { at: new Date("nope") }, "unbounded"), "at must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)"],
-    ["delay at NaN", (c) => c.delay("a.b", {}, { at: NaN }, "unbounded"), "at must be a valid Date or a number of ms since the epoch within the range of a Date (got NaN)"],
-    ["delay at beyond a Date", (c) => c.delay("a.b", {}, { at: 1e300 }, "unbounded"), "at must be a valid Date or a number of ms since the epoch within the range of a Date (got 1e+300)"],
-    ["delay at string", (c) => c.delay("a.b", {}, { at: "2030-01-01" as unknown as Date }, "unbounded"), 'at must be a valid Date or a number of ms since the epoch within the range of a Date (got "2030-01-01")'],
-    ["delay when both", (c) => c.delay("a.b", {}, { intervalMs: 5, at: 5 } as unknown as { at: number }, "unbounded"), 'when must have exactly one of "intervalMs" or "at" (got intervalMs, at)'],
-    ["delay when neither", (c) => c.delay("a.b", {}, {} as unknown as { at: number }, "unbounded"), 'when must have exactly one of "intervalMs" or "at" (got none)'],
+    [
+      "intervalMs string",
+      (c) => c.delay("a.b", {}, { intervalMs: "5" as unknown as number }, "unbounded"),
+      'intervalMs must be a non-negative integer number of ms (got "5")',
+    ],
+    [
+      "delay at invalid Date",
+      (c) => c.delay("a.b", {}, { at: new Date("nope") }, "unbounded"),
+      "at must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)",
+    ],
+    [
+      "delay at NaN",
+      (c) => c.delay("a.b", {}, { at: NaN }, "unbounded"),
+      "at must be a valid Date or a number of ms since the epoch within the range of a Date (got NaN)",
+    ],
+    [
+      "delay at beyond a Date",
+      (c) => c.delay("a.b", {}, { at: 1e300 }, "unbounded"),
+      "at must be a valid Date or a number of ms since the epoch within the range of a Date (got 1e+300)",
+    ],
+    [
+      "delay at string",
+      (c) => c.delay("a.b", {}, { at: "2030-01-01" as unknown as Date }, "unbounded"),
+      'at must be a valid Date or a number of ms since the epoch within the range of a Date (got "2030-01-01")',
+    ],
+    [
+      "delay when both",
+      (c) => c.delay("a.b", {}, { intervalMs: 5, at: 5 } as unknown as { at: number }, "unbounded"),
+      'when must have exactly one of "intervalMs" or "at" (got intervalMs, at)',
+    ],
+    [
+      "delay when neither",
+      (c) => c.delay("a.b", {}, {} as unknown as { at: number }, "unbounded"),
+      'when must have exactly one of "intervalMs" or "at" (got none)',
+    ],
     ["maxLatenessMs NaN", (c) => c.delay("a.b", {}, when, { maxLatenessMs: NaN }), "maxLatenessMs must be a non-negative integer number of ms (got NaN)"],
     ["maxLatenessMs -5", (c) => c.delay("a.b", {}, when, { maxLatenessMs: -5 }), "maxLatenessMs must be a non-negative integer number of ms (got -5)"],
-    ["overdue sometimes", (c) => c.delay("a.b", {}, when, "sometimes" as unknown as "unbounded"), 'overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got "sometimes")'],
-    ["overdue missing", (c) => c.delay("a.b", {}, when, undefined as unknown as "unbounded"), 'overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got undefined)'],
-    ["schedule overdue", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { overdue: {} as unknown as "unbounded" }), 'overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got an object)'],
+    [
+      "overdue sometimes",
+      (c) => c.delay("a.b", {}, when, "sometimes" as unknown as "unbounded"),
+      'overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got "sometimes")',
+    ],
+    [
+      "overdue missing",
+      (c) => c.delay("a.b", {}, when, undefined as unknown as "unbounded"),
+      'overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got undefined)',
+    ],
+    [
+      "schedule overdue",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { overdue: {} as unknown as "unbounded" }),
+      'overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got an object)',
+    ],
     ["everyMs 1000.5", (c) => c.schedule("a.b", {}, { everyMs: 1000.5 }), "everyMs must be a non-negative integer number of ms (got 1000.5)"],
     ["everyMs -1000", (c) => c.schedule("a.b", {}, { everyMs: -1000 }), "everyMs must be a non-negative integer number of ms (got -1000)"],
-    ["schedule at invalid", (c) => c.schedule("a.b", {}, { at: new Date("nope") }), "at must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)"],
-    ["schedule when two", (c) => c.schedule("a.b", {}, { everyMs: 60_000, cron: "* * * * *" } as unknown as { everyMs: number }), 'when must have exactly one of "at", "cron" or "everyMs" (got cron, everyMs)'],
+    [
+      "schedule at invalid",
+      (c) => c.schedule("a.b", {}, { at: new Date("nope") }),
+      "at must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)",
+    ],
+    [
+      "schedule when two",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000, cron: "* * * * *" } as unknown as { everyMs: number }),
+      'when must have exactly one of "at", "cron" or "everyMs" (got cron, everyMs)',
+    ],
     ["cron not a string", (c) => c.schedule("a.b", {}, { cron: 5 as unknown as string }), "cron must be a string (got 5)"],
     ["zone not a string", (c) => c.schedule("a.b", {}, { cron: "* * * * *", zone: 1 as unknown as string }), "zone must be a string (got 1)"],
     ["dst.gap", (c) => c.schedule("a.b", {}, { cron: "0 2 * * *", dst: { gap: "jump" as "skip" } }), 'dst.gap must be "shift" or "skip" (got "jump")'],
-    ["dst.repeated", (c) => c.schedule("a.b", {}, { cron: "0 2 * * *", dst: { repeated: "all" as "both" } }), 'dst.repeated must be "first", "last" or "both" (got "all")'],
-    ["policy.jitterMs", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { jitterMs: 0.5 } }), "policy.jitterMs must be a non-negative integer number of ms (got 0.5)"],
-    ["policy.maxCount", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { maxCount: -1 } }), "policy.maxCount must be a non-negative integer (got -1)"],
-    ["policy misspelt key", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { jiter: 5 } as never }), "policy.jiter is not a policy option (jitterMs, start, end, maxCount, overlap, catchUp, catchUpWindowMs)"],
-    ["freshChain not a boolean", (c) => c.delay("a.b", {}, { intervalMs: 1_000 }, "unbounded", { freshChain: "yes" as unknown as boolean }), 'freshChain must be true or false (got "yes")'],
+    [
+      "dst.repeated",
+      (c) => c.schedule("a.b", {}, { cron: "0 2 * * *", dst: { repeated: "all" as "both" } }),
+      'dst.repeated must be "first", "last" or "both" (got "all")',
+    ],
+    [
+      "policy.jitterMs",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { jitterMs: 0.5 } }),
+      "policy.jitterMs must be a non-negative integer number of ms (got 0.5)",
+    ],
+    [
+      "policy.maxCount",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { maxCount: -1 } }),
+      "policy.maxCount must be a non-negative integer (got -1)",
+    ],
+    [
+      "policy misspelt key",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { jiter: 5 } as never }),
+      "policy.jiter is not a policy option (jitterMs, start, end, maxCount, overlap, catchUp, catchUpWindowMs)",
+    ],
+    [
+      "freshChain not a boolean",
+      (c) => c.delay("a.b", {}, { intervalMs: 1_000 }, "unbounded", { freshChain: "yes" as unknown as boolean }),
+      'freshChain must be true or false (got "yes")',
+    ],
     ["note not a string", (c) => c.pauseTimer("t", { note: 5 as unknown as string }), "note must be a string (got 5)"],
-    ["policy.catchUpWindowMs", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { catchUp: "allWithinWindow", catchUpWindowMs: NaN } }), "policy.catchUpWindowMs must be a non-negative integer number of ms (got NaN)"],
-    ["policy.start", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { start: new Date("nope") } }), "policy.start must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)"],
-    ["policy.end", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { end: Infinity } }), "policy.end must be a valid Date or a number of ms since the epoch within the range of a Date (got Infinity)"],
-    ["policy.overlap", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { overlap: "never" as "skip" } }), 'policy.overlap must be "allow", "skip" or "bufferOne" (got "never")'],
-    ["policy.catchUp", (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { catchUp: "toString" as "none" } }), 'policy.catchUp must be "latest", "allWithinWindow" or "none" (got "toString")'],
-    ["backfill start", (c) => c.backfillTimer("t", new Date("nope"), Date.now()), "start must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)"],
+    [
+      "policy.catchUpWindowMs",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { catchUp: "allWithinWindow", catchUpWindowMs: NaN } }),
+      "policy.catchUpWindowMs must be a non-negative integer number of ms (got NaN)",
+    ],
+    [
+      "policy.start",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { start: new Date("nope") } }),
+      "policy.start must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)",
+    ],
+    [
+      "policy.end",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { end: Infinity } }),
+      "policy.end must be a valid Date or a number of ms since the epoch within the range of a Date (got Infinity)",
+    ],
+    [
+      "policy.overlap",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { overlap: "never" as "skip" } }),
+      'policy.overlap must be "allow", "skip" or "bufferOne" (got "never")',
+    ],
+    [
+      "policy.catchUp",
+      (c) => c.schedule("a.b", {}, { everyMs: 60_000 }, { policy: { catchUp: "toString" as "none" } }),
+      'policy.catchUp must be "latest", "allWithinWindow" or "none" (got "toString")',
+    ],
+    [
+      "backfill start",
+      (c) => c.backfillTimer("t", new Date("nope"), Date.now()),
+      "start must be a valid Date or a number of ms since the epoch within the range of a Date (got an invalid Date)",
+    ],
     ["backfill end", (c) => c.backfillTimer("t", 0, NaN), "end must be a valid Date or a number of ms since the epoch within the range of a Date (got NaN)"],
     ["call timeoutMs NaN", (c) => c.call("a.b", {}, { timeoutMs: NaN }), "timeoutMs must be a positive integer number of ms, at most 99999999 (got NaN)"],
     ["call timeoutMs 1.5", (c) => c.call("a.b", {}, { timeoutMs: 1.5 }), "timeoutMs must be a positive integer number of ms, at most 99999999 (got 1.5)"],
     ["call timeoutMs 0", (c) => c.call("a.b", {}, { timeoutMs: 0 }), "timeoutMs must be a positive integer number of ms, at most 99999999 (got 0)"],
-    ["call timeoutMs too long for gRPC", (c) => c.call("a.b", {}, { timeoutMs: 100_000_000 }), "timeoutMs must be a positive integer number of ms, at most 99999999 (got 100000000)"],
+    [
+      "call timeoutMs too long for gRPC",
+      (c) => c.call("a.b", {}, { timeoutMs: 100_000_000 }),
+      "timeoutMs must be a positive integer number of ms, at most 99999999 (got 100000000)",
+    ],
     ["cause.position", (c) => c.call("a.b", {}, { cause: { eventId: "e", position: -1 } }), "cause.position must be an integer from 0 to 4294967295 (got -1)"],
-    ["document cause.position", (c) => c.createDocument("things", {}, { cause: { eventId: "e", position: 0.5 } }), "cause.position must be an integer from 0 to 4294967295 (got 0.5)"],
-    ["timer cause.position", (c) => c.unschedule("t", { cause: { eventId: "e", position: NaN } }), "cause.position must be an integer from 0 to 4294967295 (got NaN)"],
+    [
+      "document cause.position",
+      (c) => c.createDocument("things", {}, { cause: { eventId: "e", position: 0.5 } }),
+      "cause.position must be an integer from 0 to 4294967295 (got 0.5)",
+    ],
+    [
+      "timer cause.position",
+      (c) => c.unschedule("t", { cause: { eventId: "e", position: NaN } }),
+      "cause.position must be an integer from 0 to 4294967295 (got NaN)",
+    ],
     ["read afterSeq -1", (c) => drain(c.read({ afterSeq: -1 })), "afterSeq must be a non-negative integer (a number or a bigint) (got -1)"],
     ["read afterSeq 1.5", (c) => drain(c.read({ afterSeq: 1.5 })), "afterSeq must be a non-negative integer (a number or a bigint) (got 1.5)"],
-    ["read afterSeq 2^64", (c) => drain(c.read({ afterSeq: 2n ** 64n })), "afterSeq must be a non-negative integer (a number or a bigint) (got 18446744073709551616n)"],
+    [
+      "read afterSeq 2^64",
+      (c) => drain(c.read({ afterSeq: 2n ** 64n })),
+      "afterSeq must be a non-negative integer (a number or a bigint) (got 18446744073709551616n)",
+    ],
     ["read pageSize", (c) => drain(c.read({}, NaN)), "pageSize must be an integer from 0 to 4294967295 (got NaN)"],
     ["watch afterSeq", (c) => drain(c.watch({ afterSeq: NaN })), "afterSeq must be a non-negative integer (a number or a bigint) (got NaN)"],
     ["findDocuments limit", (c) => c.findDocuments("things", { limit: -1 }), "limit must be an integer from 0 to 4294967295 (got -1)"],
@@ -289,7 +427,15 @@ describe("the client refuses bad numbers, moments and choices in options before 
     const at = Date.UTC(2030, 0, 1, 12);
     await client.delay("a.b", {}, { intervalMs: 0 }, { maxLatenessMs: 0 });
     await client.delay("a.b", {}, { at: at + 0.4 }, "onTimeOrNever");
-    await client.schedule("a.b", {}, { everyMs: 60_000 }, { overdue: { maxLatenessMs: 5_000 }, policy: { jitterMs: 10, start: new Date(at), end: at + 1, maxCount: 3, overlap: "bufferOne", catchUp: "allWithinWindow", catchUpWindowMs: 2_000 } });
+    await client.schedule(
+      "a.b",
+      {},
+      { everyMs: 60_000 },
+      {
+        overdue: { maxLatenessMs: 5_000 },
+        policy: { jitterMs: 10, start: new Date(at), end: at + 1, maxCount: 3, overlap: "bufferOne", catchUp: "allWithinWindow", catchUpWindowMs: 2_000 },
+      },
+    );
     await client.schedule("a.b", {}, { cron: "0 2 * * *", zone: "Europe/Berlin", dst: { gap: "skip", repeated: "both" } });
     await client.call("a.b", {}, { timeoutMs: 99_999_999, cause: { eventId: "e", position: 0 } });
     await drain(client.read({ afterSeq: 2n ** 64n - 1n }, 0));
@@ -300,13 +446,26 @@ describe("the client refuses bad numbers, moments and choices in options before 
     await client.backfillTimer("t", new Date(at), at + 60_000);
     const wire = sent.map(onTheWire);
     expect(wire[0]).toMatchObject({ when: { case: "intervalMs", value: 0n }, overdue: { bound: { case: "maxLatenessMs", value: 0n } } });
-    expect(wire[1]).toMatchObject({ when: { case: "at", value: { seconds: BigInt(at / 1000), nanos: 0 } }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    expect(wire[1]).toMatchObject({
+      when: { case: "at", value: { seconds: BigInt(at / 1000), nanos: 0 } },
+      overdue: { bound: { case: "onTimeOrNever", value: true } },
+    });
     expect(wire[2]).toMatchObject({
       spec: { when: { case: "everyMs", value: 60_000n } },
       overdue: { bound: { case: "maxLatenessMs", value: 5_000n } },
-      policy: { jitterMs: 10n, start: { seconds: BigInt(at / 1000), nanos: 0 }, end: { seconds: BigInt(at / 1000), nanos: 1_000_000 }, maxCount: 3n, overlap: OverlapPolicy.BUFFER_ONE, catchUp: CatchUpPolicy.ALL_WITHIN_WINDOW, catchUpWindowMs: 2_000n },
+      policy: {
+        jitterMs: 10n,
+        start: { seconds: BigInt(at / 1000), nanos: 0 },
+        end: { seconds: BigInt(at / 1000), nanos: 1_000_000 },
+        maxCount: 3n,
+        overlap: OverlapPolicy.BUFFER_ONE,
+        catchUp: CatchUpPolicy.ALL_WITHIN_WINDOW,
+        catchUpWindowMs: 2_000n,
+      },
     });
-    expect(wire[3]).toMatchObject({ spec: { when: { case: "cron", value: { expression: "0 2 * * *", zone: "Europe/Berlin", dst: { gap: DstGap.SKIP, repeated: DstRepeated.BOTH } } } } });
+    expect(wire[3]).toMatchObject({
+      spec: { when: { case: "cron", value: { expression: "0 2 * * *", zone: "Europe/Berlin", dst: { gap: DstGap.SKIP, repeated: DstRepeated.BOTH } } } },
+    });
     expect(wire[4]).toMatchObject({ cause: { eventId: "e", position: 0 } });
     expect(wire[5]).toMatchObject({ afterSeq: 2n ** 64n - 1n, pageSize: 0 });
     expect(wire[6]).toMatchObject({ afterSeq: 7n });

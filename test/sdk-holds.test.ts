@@ -110,7 +110,10 @@ describe("the TypeScript SDK holds a call from when the owner wrote it (Invocati
       const afterSend = startedAt.queued - sentAt;
       expect(afterSend).toBeGreaterThanOrEqual(300 - 1); // its moment: written 300 ms before the send, + 600 (the fastest transit is ≥ 0; ms rounding)
       expect(afterSend).toBeLessThan(550); // counted from receipt it would be ≥ 600
-      expect(results.map((r) => [r.invocationId, r.outcome])).toEqual([["first", Outcome.OK], ["queued", Outcome.OK]]);
+      expect(results.map((r) => [r.invocationId, r.outcome])).toEqual([
+        ["first", Outcome.OK],
+        ["queued", Outcome.OK],
+      ]);
     } finally {
       await executor.stop(0);
       server.close();
@@ -135,12 +138,16 @@ describe("the TypeScript SDK batches on its stream", () => {
               const invocation = (id: string) => ({ invocationId: id, action: "quick.run", callId: id, attempt: 1, input: { id } }) as never;
               yield { message: { case: "welcome", value: { sessionId: "s", heartbeatIntervalMs: 60_000, ...welcome } } } as SubscribeResponse;
               yield { message: { case: "invocations", value: { invocations: ids.map(invocation) } } } as unknown as SubscribeResponse;
-              for (const id of deliveries) yield { message: { case: "delivery", value: { deliveryId: id, processor: "quick.watch", attempt: 1, event: { id, type: "quick.seen" } } } } as unknown as SubscribeResponse;
+              for (const id of deliveries)
+                yield {
+                  message: { case: "delivery", value: { deliveryId: id, processor: "quick.watch", attempt: 1, event: { id, type: "quick.seen" } } },
+                } as unknown as SubscribeResponse;
               for await (const request of requests) {
                 const m = request.message;
                 const results = m.case === "actionResult" ? [m.value] : m.case === "actionResults" ? m.value.results : [];
                 if (m.case === "ack") acks.push({ id: m.value.deliveryId, outcome: m.value.outcome, error: m.value.error });
-                if (results.length > 0) received.push({ kind: m.case!, results: results.map((r) => ({ id: r.invocationId, outcome: r.outcome, error: r.error })) });
+                if (results.length > 0)
+                  received.push({ kind: m.case!, results: results.map((r) => ({ id: r.invocationId, outcome: r.outcome, error: r.error })) });
               }
             },
           });
@@ -167,7 +174,12 @@ describe("the TypeScript SDK batches on its stream", () => {
     const watch = () => {
       throw new TerminalError("t".repeat(9_000));
     };
-    const plugin = definePlugin({ name: "quick", events: { "quick.seen": {} }, processors: { watch: { on: "quick.seen", run: watch } }, actions: { run: { run: (ctx) => run(String(ctx.input.id)) } } });
+    const plugin = definePlugin({
+      name: "quick",
+      events: { "quick.seen": {} },
+      processors: { watch: { on: "quick.seen", run: watch } },
+      actions: { run: { run: (ctx) => run(String(ctx.input.id)) } },
+    });
     const executor = runExecutor({ url, plugins: [plugin], onError: () => {} });
     cleanups.push(() => executor.stop(0));
   }
@@ -196,7 +208,12 @@ describe("the TypeScript SDK batches on its stream", () => {
     const big = owner.received.flatMap((r) => r.results).find((r) => r.id === "big")!;
     expect(big.outcome).toBe(Outcome.TERMINAL_ERROR);
     expect(big.error).toMatch(/^the action's output is 90\d\d bytes encoded, more than the owner reads in one message \(8000 bytes\): not sent$/);
-    expect(owner.received.flatMap((r) => r.results).filter((r) => r.id !== "big").every((r) => r.outcome === Outcome.OK)).toBe(true);
+    expect(
+      owner.received
+        .flatMap((r) => r.results)
+        .filter((r) => r.id !== "big")
+        .every((r) => r.outcome === Outcome.OK),
+    ).toBe(true);
   });
 
   it("cuts an error too long for the owner (a result's, still retryable, and an ack's), and answers an output that is not JSON with a terminal error", async () => {
@@ -207,6 +224,9 @@ describe("the TypeScript SDK batches on its stream", () => {
     const cut = /^(.)\1{332}… \(cut from 9000 characters: the owner reads at most 8000 bytes a message\)$/; // 8,000 / 8 / 3 characters kept
     expect(results.get("long")).toMatchObject({ outcome: Outcome.ERROR, error: expect.stringMatching(cut) });
     expect(owner.acks).toEqual([{ id: "d1", outcome: Outcome.TERMINAL_ERROR, error: expect.stringMatching(cut) }]);
-    expect(results.get("bigint")).toMatchObject({ outcome: Outcome.TERMINAL_ERROR, error: expect.stringMatching(/^quick\.run returned an output that is not JSON: .*BigInt/) });
+    expect(results.get("bigint")).toMatchObject({
+      outcome: Outcome.TERMINAL_ERROR,
+      error: expect.stringMatching(/^quick\.run returned an output that is not JSON: .*BigInt/),
+    });
   });
 });

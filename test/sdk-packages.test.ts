@@ -58,10 +58,14 @@ async function executorsOf(url: string): Promise<string[]> {
 
 /** Waits until the owner lists `expected` among its executors; fails with `child`'s stderr if it exits first. */
 async function untilListed(url: string, expected: string, started: { child: ChildProcess; output: string[] }): Promise<void> {
-  await until(async () => {
-    if (started.child.exitCode !== null) throw new Error(`the executor exited (${started.child.exitCode}) before it connected:\n${started.output.join("")}`);
-    return (await executorsOf(url)).includes(expected);
-  }, `executor "${expected}" listed`, 30_000);
+  await until(
+    async () => {
+      if (started.child.exitCode !== null) throw new Error(`the executor exited (${started.child.exitCode}) before it connected:\n${started.output.join("")}`);
+      return (await executorsOf(url)).includes(expected);
+    },
+    `executor "${expected}" listed`,
+    30_000,
+  );
 }
 
 // A CommonJS script (require, no top-level await): calls the README executor's action and
@@ -115,7 +119,8 @@ describe("one version for the owner and the SDKs", () => {
     // pyproject.toml reads it from chronolog/version.py (setuptools' dynamic version).
     expect(readFileSync(join(repo, "sdk/python/pyproject.toml"), "utf8")).toMatch(/^version = \{ attr = "chronolog\.version\.__version__" \}$/m);
     expect(readFileSync(join(repo, "sdk/python/chronolog/version.py"), "utf8")).toContain(`__version__ = "${ownerVersion}"`);
-    for (const changelog of ["sdk/ts/CHANGELOG.md", "sdk/python/CHANGELOG.md"]) expect(readFileSync(join(repo, changelog), "utf8")).toContain(`## ${ownerVersion}`);
+    for (const changelog of ["sdk/ts/CHANGELOG.md", "sdk/python/CHANGELOG.md"])
+      expect(readFileSync(join(repo, changelog), "utf8")).toContain(`## ${ownerVersion}`);
     const { stdout } = await run(join(repo, "bin/chronolog"), ["--version"], { cwd: repo, timeout: 30_000 });
     expect(stdout.trim()).toBe(ownerVersion);
   });
@@ -174,15 +179,23 @@ describe("the SDK packages, installed outside the repository", () => {
     const greeted = JSON.parse((await run(process.execPath, ["greet.cjs"], { cwd: project, env, timeout: 30_000 })).stdout.trim());
     expect(greeted.greeting).toBe("hello, ana");
     const client = createClient({ url: owner.url });
-    await until(async () => {
-      for await (const event of client.read({ types: ["visitor.greeted"] })) if (event.data?.greeting === "hello, bo") return true;
-      return false;
-    }, "visitor.greeted from the README executor's processor", 30_000);
+    await until(
+      async () => {
+        for await (const event of client.read({ types: ["visitor.greeted"] })) if (event.data?.greeting === "hello, bo") return true;
+        return false;
+      },
+      "visitor.greeted from the README executor's processor",
+      30_000,
+    );
 
     await run(process.execPath, [tsc, "--init"], { cwd: project, timeout: 60_000 });
     writeFileSync(join(project, "app.mts"), appMts);
     writeFileSync(join(project, "app.cts"), appCts);
-    const check = () => run(process.execPath, [tsc, "-p", "tsconfig.json", "--noEmit", "--skipLibCheck", "false"], { cwd: project, timeout: 60_000 }).then(() => "", (e: { stdout: string }) => e.stdout);
+    const check = () =>
+      run(process.execPath, [tsc, "-p", "tsconfig.json", "--noEmit", "--skipLibCheck", "false"], { cwd: project, timeout: 60_000 }).then(
+        () => "",
+        (e: { stdout: string }) => e.stdout,
+      );
     expect(await check()).toBe("");
     writeFileSync(join(project, "app.mts"), appMts.replace('{ name: "cy" }', '"not an object"'));
     writeFileSync(join(project, "app.cts"), appCts.replace('{ name: "cy" }', '"not an object"'));
@@ -191,33 +204,48 @@ describe("the SDK packages, installed outside the repository", () => {
     expect(wrong).toMatch(/app\.cts.*not assignable to parameter of type 'JsonObject'/);
   }, 300_000);
 
-  it.skipIf(!existsSync(python3) && !process.env.CI)("Python: python -m build a wheel, pip install it into a fresh venv, import it and run the example executor from outside the repository", async () => {
-    const hasBuild = await run(repoPython, ["-c", "import build"]).then(() => true, () => false);
-    if (!hasBuild) throw new Error(`${repoPython} has no 'build': pip install -r sdk/python/requirements.txt (as .ci/run does)`);
-    const home = tempDir("chronolog-py-");
-    const venv = join(home, "venv");
-    // A copy of the source, so the build leaves nothing (build/, *.egg-info) in the repository.
-    cpSync(join(repo, "sdk/python"), join(home, "sdk"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
-    // --no-isolation: the build backend pinned in pyproject.toml, from the development venv, instead of a download.
-    await run(repoPython, ["-m", "build", "--wheel", "--no-isolation", "--outdir", join(home, "dist"), join(home, "sdk")], { timeout: 120_000 });
-    const wheel = join(home, "dist", `chronolog-${ownerVersion}-py3-none-any.whl`);
-    expect(readdirSync(join(home, "dist"))).toEqual([`chronolog-${ownerVersion}-py3-none-any.whl`]);
-    await run(python3, ["-m", "venv", venv], { timeout: 120_000 });
-    await run(join(venv, "bin/pip"), ["install", "--quiet", "--disable-pip-version-check", wheel], { timeout: 300_000 });
-    const env = outsideEnv({ PYTHONUNBUFFERED: "1" });
-    const { stdout } = await run(join(venv, "bin/python"), ["-c", "import chronolog, os; print(chronolog.__version__, os.path.dirname(chronolog.__file__))"], { cwd: home, env });
-    const [version, where] = stdout.trim().split(" ");
-    expect(version).toBe(ownerVersion);
-    expect(where.startsWith(venv)).toBe(true); // the installed package, not the repository's folder
+  it.skipIf(!existsSync(python3) && !process.env.CI)(
+    "Python: python -m build a wheel, pip install it into a fresh venv, import it and run the example executor from outside the repository",
+    async () => {
+      const hasBuild = await run(repoPython, ["-c", "import build"]).then(
+        () => true,
+        () => false,
+      );
+      if (!hasBuild) throw new Error(`${repoPython} has no 'build': pip install -r sdk/python/requirements.txt (as .ci/run does)`);
+      const home = tempDir("chronolog-py-");
+      const venv = join(home, "venv");
+      // A copy of the source, so the build leaves nothing (build/, *.egg-info) in the repository.
+      cpSync(join(repo, "sdk/python"), join(home, "sdk"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
+      // --no-isolation: the build backend pinned in pyproject.toml, from the development venv, instead of a download.
+      await run(repoPython, ["-m", "build", "--wheel", "--no-isolation", "--outdir", join(home, "dist"), join(home, "sdk")], { timeout: 120_000 });
+      const wheel = join(home, "dist", `chronolog-${ownerVersion}-py3-none-any.whl`);
+      expect(readdirSync(join(home, "dist"))).toEqual([`chronolog-${ownerVersion}-py3-none-any.whl`]);
+      await run(python3, ["-m", "venv", venv], { timeout: 120_000 });
+      await run(join(venv, "bin/pip"), ["install", "--quiet", "--disable-pip-version-check", wheel], { timeout: 300_000 });
+      const env = outsideEnv({ PYTHONUNBUFFERED: "1" });
+      const { stdout } = await run(
+        join(venv, "bin/python"),
+        ["-c", "import chronolog, os; print(chronolog.__version__, os.path.dirname(chronolog.__file__))"],
+        { cwd: home, env },
+      );
+      const [version, where] = stdout.trim().split(" ");
+      expect(version).toBe(ownerVersion);
+      expect(where.startsWith(venv)).toBe(true); // the installed package, not the repository's folder
 
-    const executor = start(join(venv, "bin/python"), [join(repo, "examples/python/executor.py"), "--url", owner.url], home, env);
-    children.push(executor.child);
-    await untilListed(owner.url, `pyshop python ${ownerVersion}`, executor);
-    const client = createClient({ url: owner.url });
-    await client.emit("cart.submitted", { cart_id: "c-pkg", items: [{ sku: "tea", price: 4.5, qty: 2 }] });
-    await until(async () => {
-      for await (const event of client.read({ types: ["cart.checked"] })) if (event.data?.cart_id === "c-pkg") return true;
-      return false;
-    }, "cart.checked from the installed Python executor", 30_000);
-  }, 420_000);
+      const executor = start(join(venv, "bin/python"), [join(repo, "examples/python/executor.py"), "--url", owner.url], home, env);
+      children.push(executor.child);
+      await untilListed(owner.url, `pyshop python ${ownerVersion}`, executor);
+      const client = createClient({ url: owner.url });
+      await client.emit("cart.submitted", { cart_id: "c-pkg", items: [{ sku: "tea", price: 4.5, qty: 2 }] });
+      await until(
+        async () => {
+          for await (const event of client.read({ types: ["cart.checked"] })) if (event.data?.cart_id === "c-pkg") return true;
+          return false;
+        },
+        "cart.checked from the installed Python executor",
+        30_000,
+      );
+    },
+    420_000,
+  );
 });

@@ -87,7 +87,10 @@ describe("createClient without a usable URL", () => {
         error = e;
       }
       expect(error).toBeInstanceOf(ConnectError);
-      expect(error).toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringMatching(/^url must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got /) });
+      expect(error).toMatchObject({
+        code: Code.InvalidArgument,
+        rawMessage: expect.stringMatching(/^url must be an http:\/\/ or https:\/\/ URL, e\.g\. http:\/\/127\.0\.0\.1:50051 \(got /),
+      });
     }
   });
 });

@@ -183,13 +183,18 @@ describe("SIGTERM during CallAction (the owner's shutdown grace, a second signal
     const again = createClient({ url: second.url });
     const ofCall = async (callId: string) => {
       const types: string[] = [];
-      for await (const e of again.read({ types: ["action.started", "action.retried", "action.completed", "action.failed"] })) if ((e.data as JsonObject).call_id === callId) types.push(e.type);
+      for await (const e of again.read({ types: ["action.started", "action.retried", "action.completed", "action.failed"] }))
+        if ((e.data as JsonObject).call_id === callId) types.push(e.type);
       return types;
     };
     expect(await ofCall("nap-short")).toEqual(["action.started", "action.completed"]);
     expect(await ofCall("nap-long")).toEqual(["action.started"]); // left running, as documented: no end recorded
     expect(await again.call("slow.nap", { ms: 2_500 }, { callId: "nap-short" })).toMatchObject({ fromLog: true, output: { slept: 2_500, attempt: 1 } });
-    await until(async () => (await callOutcome(again.call("slow.nap", { ms: 12_000 }, { callId: "nap-long" }))).output !== undefined, "the long call run again", 15_000);
+    await until(
+      async () => (await callOutcome(again.call("slow.nap", { ms: 12_000 }, { callId: "nap-long" }))).output !== undefined,
+      "the long call run again",
+      15_000,
+    );
     expect(await ofCall("nap-long")).toEqual(["action.started", "action.retried", "action.completed"]);
   });
 });
@@ -240,7 +245,9 @@ describe("answers given twice", () => {
         if (value.message.case !== "heartbeat") return value.message;
       }
     };
-    requests.push({ message: { case: "hello", value: { executor: "dup-test", plugins: [manifestOf(plugin)], processors: ["dup.p"], actions: ["dup.act"], credits: 4 } } });
+    requests.push({
+      message: { case: "hello", value: { executor: "dup-test", plugins: [manifestOf(plugin)], processors: ["dup.p"], actions: ["dup.act"], credits: 4 } },
+    });
     expect((await next()).case).toBe("welcome");
 
     await client.emit("dup.happened", {});

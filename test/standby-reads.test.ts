@@ -91,7 +91,11 @@ interface OwnerProc {
 }
 
 function serve(store: string, port: number): OwnerProc {
-  const child = spawn(process.execPath, [...chronologArgs, "serve", "--store", store, "--port", String(port), "--plugins", join(folder, "plugins"), "--config", join(folder, "owner.json")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [...chronologArgs, "serve", "--store", store, "--port", String(port), "--plugins", join(folder, "plugins"), "--config", join(folder, "owner.json")],
+    { cwd: repo, stdio: ["ignore", "ignore", "pipe"] },
+  );
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise((resolve) => child.once("exit", resolve));
   createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -106,7 +110,8 @@ function serve(store: string, port: number): OwnerProc {
     url: `http://127.0.0.1:${port}`,
     logs,
     exited,
-    waitLog: (pattern, timeoutMs = 20_000) => until(() => logs.some((l) => pattern.test(String(l.msg))), `a log line matching ${pattern} (logs: ${logs.map((l) => l.msg).join(" | ")})`, timeoutMs),
+    waitLog: (pattern, timeoutMs = 20_000) =>
+      until(() => logs.some((l) => pattern.test(String(l.msg))), `a log line matching ${pattern} (logs: ${logs.map((l) => l.msg).join(" | ")})`, timeoutMs),
   };
   started.push(owner);
   return owner;
@@ -206,7 +211,13 @@ describe("a standby on PostgreSQL", () => {
     expect(await atStandby.plugins.listPlugins({})).toEqual(await atLeader.plugins.listPlugins({}));
     // Processors as the store has them (no executor runs `sr.count`: its floor is where it started);
     // what the leader read ahead of its floor is in the leader's memory.
-    const stored = ({ name, ackFloor, lag, failures, paused }: { name: string; ackFloor: bigint; lag: bigint; failures: bigint; paused: boolean }) => ({ name, ackFloor, lag, failures, paused });
+    const stored = ({ name, ackFloor, lag, failures, paused }: { name: string; ackFloor: bigint; lag: bigint; failures: bigint; paused: boolean }) => ({
+      name,
+      ackFloor,
+      lag,
+      failures,
+      paused,
+    });
     const [count] = (await atStandby.admin.listProcessors({})).processors;
     expect(stored(count)).toEqual(stored((await atLeader.admin.listProcessors({})).processors[0]));
     expect(count).toMatchObject({ ackFloor: 0n, delivered: 0n, lag: head, inFlight: 0, retries: 0n });
@@ -266,7 +277,13 @@ describe("a standby on PostgreSQL", () => {
     await bob.emit("sr.e", { who: "bob" }, { id: "bob-1" });
     await alice.createDocument("notes", { _id: "alice-note" });
     await alice.schedule("sr.ping", {}, { at: Date.now() + 3_600_000 }, { timerId: "alice-timer" });
-    await until(async () => (await direct(standby.url, tokens.ops).log.getEvent({ id: "bob-1" }).catch(() => undefined)) !== undefined, "the standby reading bob's event");
+    await until(
+      async () =>
+        (await direct(standby.url, tokens.ops)
+          .log.getEvent({ id: "bob-1" })
+          .catch(() => undefined)) !== undefined,
+      "the standby reading bob's event",
+    );
     for (const token of [tokens.alice, tokens.bob]) {
       const [there, here] = [direct(leader.url, token), direct(standby.url, token)];
       const seen = (await readAll(here)).map((e) => e.id);
@@ -289,7 +306,9 @@ describe("a standby on PostgreSQL", () => {
 
   it("reads through a read-only connection of its own: the standby holds none that writes, and PostgreSQL refuses a write on one", async () => {
     const admin = connectNative(store, "chronolog tests");
-    const connections = admin.querySync("SELECT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'chronolog %'").map((r) => String(r.name).split(" "));
+    const connections = admin
+      .querySync("SELECT application_name AS name FROM pg_stat_activity WHERE application_name LIKE 'chronolog %'")
+      .map((r) => String(r.name).split(" "));
     const [holder] = admin.querySync("SELECT holder FROM chronolog_lease").map((r) => String(r.holder));
     endNative(admin);
     const owners = connections.filter(([, id, role]) => role !== undefined && id !== "tests");
@@ -300,7 +319,9 @@ describe("a standby on PostgreSQL", () => {
     const database = connectPostgres(store, { instanceId: "test-reads", advertiseUrl: "http://127.0.0.1:1", leaseMs: 3_000 });
     const reads = database.openReads(() => undefined);
     try {
-      expect(() => reads.db.prepare("INSERT INTO cursors (processor, ack_floor, updated_at) VALUES (?, ?, ?)").run("sr.other", 0, 0)).toThrow(/read-only transaction/);
+      expect(() => reads.db.prepare("INSERT INTO cursors (processor, ack_floor, updated_at) VALUES (?, ?, ?)").run("sr.other", 0, 0)).toThrow(
+        /read-only transaction/,
+      );
       expect((reads.db.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n).toBeGreaterThan(100);
     } finally {
       reads.close();
@@ -333,7 +354,13 @@ describe("a standby on PostgreSQL", () => {
     // Its writes still go to the leader, and a read the standby refuses goes there too.
     await client.emit("sr.e", { n: "any" }, { id: "from-any" });
     expect((await client.admin.listExecutors({})).executors).toEqual([]);
-    await until(async () => (await direct(standby.url, tokens.ops).log.getEvent({ id: "from-any" }).catch(() => undefined)) !== undefined, "the standby reading the last emit");
+    await until(
+      async () =>
+        (await direct(standby.url, tokens.ops)
+          .log.getEvent({ id: "from-any" })
+          .catch(() => undefined)) !== undefined,
+      "the standby reading the last emit",
+    );
     // `reads` is checked.
     expect(() => createClient({ url: standby.url, reads: "nearest" as "any" })).toThrow(/reads must be "leader" or "any"/);
 
@@ -345,7 +372,11 @@ describe("a standby on PostgreSQL", () => {
     expect(python.stdout.trim().split("\n")).toEqual([String(events.length + 1), "standby", "0"]);
 
     const waits = await storeReads(standby.url);
-    const cli = await promisify(execFile)(process.execPath, [...chronologArgs, "tail", "--no-follow", "--type", "sr.e", "--url", `${standby.url},${leader.url}`, "--reads", "any", "--token", tokens.ops], { cwd: repo, timeout: 30_000 });
+    const cli = await promisify(execFile)(
+      process.execPath,
+      [...chronologArgs, "tail", "--no-follow", "--type", "sr.e", "--url", `${standby.url},${leader.url}`, "--reads", "any", "--token", tokens.ops],
+      { cwd: repo, timeout: 30_000 },
+    );
     expect(cli.stdout.trim().split("\n").length).toBe(events.filter((e) => e.type === "sr.e").length + 1);
     expect(await storeReads(standby.url)).toBeGreaterThan(waits);
   });

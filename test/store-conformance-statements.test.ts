@@ -31,13 +31,36 @@ async function opened(kind: StoreKind): Promise<TestStore & { write<T>(work: (tx
 const control = (t: TestStore) => timerControlStatements(t.store.db);
 
 const delay = (id: string, nextDueMs: number | null): TimerPut => ({
-  id, kind: "delay", action: "p.a", input: {}, spec: { kind: "at", atMs: nextDueMs ?? 0 }, nextDueMs, actor: null, plugin: "", schedule: "",
-  overdue: { kind: "unbounded" }, chainDepth: 0, region: 0, disabled: false, retryDelaysMs: [], policy: defaultSchedulePolicy, paused: null,
+  id,
+  kind: "delay",
+  action: "p.a",
+  input: {},
+  spec: { kind: "at", atMs: nextDueMs ?? 0 },
+  nextDueMs,
+  actor: null,
+  plugin: "",
+  schedule: "",
+  overdue: { kind: "unbounded" },
+  chainDepth: 0,
+  region: 0,
+  disabled: false,
+  retryDelaysMs: [],
+  policy: defaultSchedulePolicy,
+  paused: null,
 });
 
 const occurrence = (id: string, dueMs: number, status: NewOccurrence["status"] = "pending", timerId = "t1"): NewOccurrence => ({
-  id, timerId, dueMs, action: "p.a", input: { n: 1 }, actor: { id: "u", for: "", in: "space:a", via: "" }, overdue: { kind: "max", maxLatenessMs: 5_000 }, retryDelaysMs: [1_000],
-  status, latenessMs: status === "skipped" ? 7 : null, error: status === "skipped" ? "late" : "",
+  id,
+  timerId,
+  dueMs,
+  action: "p.a",
+  input: { n: 1 },
+  actor: { id: "u", for: "", in: "space:a", via: "" },
+  overdue: { kind: "max", maxLatenessMs: 5_000 },
+  retryDelaysMs: [1_000],
+  status,
+  latenessMs: status === "skipped" ? 7 : null,
+  error: status === "skipped" ? "late" : "",
 });
 
 describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
@@ -68,7 +91,18 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     const paused = { note: "hold", atMs: 300, heldDueMs: 1_800_000_600_000 };
     await t.write(() => control(t).setPaused("weekly", paused, null, 300));
     await t.write(() => timers.put({ ...weekly, action: "p.b", input: {}, overdue: { kind: "onTimeOrNever" }, disabled: true, nextDueMs: null }, 400));
-    expect(timers.get("weekly")).toEqual({ ...weekly, action: "p.b", input: {}, overdue: { kind: "onTimeOrNever" }, disabled: true, nextDueMs: null, occurrences: 1, paused, createdAt: 400, updatedAt: 400 });
+    expect(timers.get("weekly")).toEqual({
+      ...weekly,
+      action: "p.b",
+      input: {},
+      overdue: { kind: "onTimeOrNever" },
+      disabled: true,
+      nextDueMs: null,
+      occurrences: 1,
+      paused,
+      createdAt: 400,
+      updatedAt: 400,
+    });
     await t.write(() => timers.advance("missing", 1, 1, 500)); // nothing to move
     expect(await t.write(() => [timers.remove("weekly"), timers.remove("weekly")])).toEqual([true, false]);
     expect(timers.get("weekly")).toBeUndefined();
@@ -79,7 +113,14 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     const timers = timerStatements(t.store.db);
     expect([timers.earliestDue(), timers.pendingCount(), timers.due(1e15, 10), timers.dueCount(1e15, 10), timers.declared()]).toEqual([null, 0, [], 0, []]);
     await t.write(() => {
-      for (const [id, due] of [["c", 30], ["b", 20], ["a", 20], ["d", 40], ["spent", null]] as const) timers.put(delay(id, due), 1);
+      for (const [id, due] of [
+        ["c", 30],
+        ["b", 20],
+        ["a", 20],
+        ["d", 40],
+        ["spent", null],
+      ] as const)
+        timers.put(delay(id, due), 1);
       timers.put({ ...delay("z-decl", 50), kind: "declared", plugin: "alpha", schedule: "nightly" }, 1);
       timers.put({ ...delay("y-decl", null), kind: "declared", plugin: "alpha", schedule: "hourly", disabled: true }, 1);
       timers.put({ ...delay("x-decl", 60), kind: "declared", plugin: "beta", schedule: "a" }, 1);
@@ -89,7 +130,11 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     expect(timers.due(19, 10)).toEqual([]);
     expect([timers.dueCount(30, 10), timers.dueCount(30, 2), timers.dueCount(1_000, 100)]).toEqual([3, 2, 6]);
     expect([timers.earliestDue(), timers.pendingCount()]).toEqual([20, 6]);
-    expect(timers.declared().map((x) => [x.plugin, x.schedule])).toEqual([["alpha", "hourly"], ["alpha", "nightly"], ["beta", "a"]]);
+    expect(timers.declared().map((x) => [x.plugin, x.schedule])).toEqual([
+      ["alpha", "hourly"],
+      ["alpha", "nightly"],
+      ["beta", "a"],
+    ]);
     await t.write(() => timers.advance("a", null, 1, 2));
     expect([timers.earliestDue(), timers.pendingCount(), timers.get("a")?.occurrences]).toEqual([20, 5, 1]);
   });
@@ -117,7 +162,12 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     const reads = timerRowReads(t.store.db, timers);
     const waited = () => (t.store.waits?.() ?? []).reduce((n, w) => n + w.count, 0);
     const before = waited();
-    const pages = await Promise.all([reads.list(null, "", 2), reads.list({ dueMs: 20, id: "d1" }, "", 2), reads.list({ dueMs: null, id: "spent-early", updatedAt: 5 }, "", 2), reads.list(null, "delay", 10)]);
+    const pages = await Promise.all([
+      reads.list(null, "", 2),
+      reads.list({ dueMs: 20, id: "d1" }, "", 2),
+      reads.list({ dueMs: null, id: "spent-early", updatedAt: 5 }, "", 2),
+      reads.list(null, "delay", 10),
+    ]);
     const one = await Promise.all([reads.get("d1"), reads.get("absent"), reads.pendingCount()]);
     expect(waited()).toBe(before);
     expect(pages).toEqual([first, second, timers.list({ dueMs: null, id: "spent-early", updatedAt: 5 }, "", 2), timers.list(null, "delay", 10)]);
@@ -130,7 +180,13 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     const t = await opened(kind);
     const occurrences = occurrenceStatements(t.store.db);
     expect([occurrences.pending(), occurrences.earliestRetry(), occurrences.dueRetries(1e15, 10)]).toEqual([[], null, []]);
-    expect(await t.write(() => [occurrences.insert(occurrence("o2", 200), 1), occurrences.insert(occurrence("o1", 100), 1), occurrences.insert(occurrence("o1", 999), 2)])).toEqual([true, true, false]);
+    expect(
+      await t.write(() => [
+        occurrences.insert(occurrence("o2", 200), 1),
+        occurrences.insert(occurrence("o1", 100), 1),
+        occurrences.insert(occurrence("o1", 999), 2),
+      ]),
+    ).toEqual([true, true, false]);
     expect(occurrences.pending()).toEqual([
       { ...occurrence("o1", 100), nextAttemptMs: null, attempts: 0, callId: "o1", origin: "schedule" },
       expect.objectContaining({ id: "o2", dueMs: 200 }),
@@ -138,16 +194,27 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     await t.write(() => (occurrences.finish("o1", "retry_wait", 12, "boom", 1_100, 3), occurrences.finish("o1", "completed", 0, "", null, 3))); // the second finds it waiting: nothing
     expect(occurrences.earliestRetry()).toBe(1_100);
     expect(occurrences.dueRetries(1_099, 10)).toEqual([]);
-    expect(occurrences.dueRetries(1_100, 10)).toEqual([expect.objectContaining({ id: "o1", status: "retry_wait", attempts: 1, latenessMs: 12, error: "boom", nextAttemptMs: 1_100 })]);
-    expect(await t.write(() => [occurrences.resume("o1", 4), occurrences.resume("o1", 4), occurrences.skip("missing", 1, "late", 4)])).toEqual([true, false, false]);
+    expect(occurrences.dueRetries(1_100, 10)).toEqual([
+      expect.objectContaining({ id: "o1", status: "retry_wait", attempts: 1, latenessMs: 12, error: "boom", nextAttemptMs: 1_100 }),
+    ]);
+    expect(await t.write(() => [occurrences.resume("o1", 4), occurrences.resume("o1", 4), occurrences.skip("missing", 1, "late", 4)])).toEqual([
+      true,
+      false,
+      false,
+    ]);
     await t.write(() => occurrences.finish("o1", "completed", 99, "", null, 5));
     expect(occurrences.pending().map((o) => o.id)).toEqual(["o2"]);
-    expect(t.query("SELECT status, attempts, lateness_ms, next_attempt_ms FROM timer_occurrences WHERE id = 'o1'")).toEqual([{ status: "completed", attempts: 2, lateness_ms: 12, next_attempt_ms: null }]); // the first call's lateness
+    expect(t.query("SELECT status, attempts, lateness_ms, next_attempt_ms FROM timer_occurrences WHERE id = 'o1'")).toEqual([
+      { status: "completed", attempts: 2, lateness_ms: 12, next_attempt_ms: null },
+    ]); // the first call's lateness
     expect(await t.write(() => [occurrences.skip("o2", 7, "too late", 6), occurrences.skip("o2", 7, "too late", 6)])).toEqual([true, false]);
     expect(occurrences.pending()).toEqual([]);
     const written = await t.write(() => occurrences.insertMany([occurrence("m1", 300), occurrence("o2", 300), occurrence("m2", 301)], 7));
     expect([...written].sort()).toEqual(["m1", "m2"]); // o2 was there
-    expect(occurrences.pending().map((o) => [o.id, o.dueMs])).toEqual([["m1", 300], ["m2", 301]]);
+    expect(occurrences.pending().map((o) => [o.id, o.dueMs])).toEqual([
+      ["m1", 300],
+      ["m2", 301],
+    ]);
     expect(await t.write(() => occurrences.insertMany([], 8))).toEqual(new Set());
   });
 
@@ -155,7 +222,12 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     const t = await opened(kind);
     const occurrences = occurrenceStatements(t.store.db);
     await t.write(() => {
-      for (const [id, at] of [["r3", 30], ["r2", 10], ["r1", 10]] as const) occurrences.insert({ ...occurrence(id, 1), status: "retry_wait", nextAttemptMs: at }, 1);
+      for (const [id, at] of [
+        ["r3", 30],
+        ["r2", 10],
+        ["r1", 10],
+      ] as const)
+        occurrences.insert({ ...occurrence(id, 1), status: "retry_wait", nextAttemptMs: at }, 1);
     });
     expect(occurrences.dueRetries(30, 10).map((o) => o.id)).toEqual(["r1", "r2", "r3"]);
     expect(occurrences.dueRetries(30, 2).map((o) => o.id)).toEqual(["r1", "r2"]);
@@ -176,7 +248,9 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     expect(controls.activeOf("t1")).toEqual({ running: 0, buffered: 0 });
     const { status: _status, latenessMs: _lateness, error: _error, ...queued } = occurrence("q1", 400);
     expect(await t.write(() => [controls.queue(queued, "trigger", 450, 4), controls.queue(queued, "backfill", 460, 4)])).toEqual([true, false]);
-    expect(occurrences.dueRetries(450, 10)).toEqual([expect.objectContaining({ id: "q1", status: "retry_wait", attempts: 0, nextAttemptMs: 450, origin: "trigger" })]);
+    expect(occurrences.dueRetries(450, 10)).toEqual([
+      expect.objectContaining({ id: "q1", status: "retry_wait", attempts: 0, nextAttemptMs: 450, origin: "trigger" }),
+    ]);
     await t.write(() => occurrences.insert(occurrence("b1", 700, "buffered"), 5));
     expect(controls.activeOf("t1")).toEqual({ running: 1, buffered: 1 });
     expect(await t.write(() => controls.releaseBuffered("t1", 650))).toBe(false); // q1 still waits for its try
@@ -271,7 +345,11 @@ describe.each(storeKinds)("action calls and processor cursors on %s (CallStateme
       { processor: "p", seq: 4, error: "e4", attempts: 2, failedSeq: 21 },
       { processor: "p", seq: 9, error: "again", attempts: 3, failedSeq: 23 },
     ]);
-    expect(cursors.failed().map((f) => [f.processor, f.seq])).toEqual([["a", 6], ["p", 4], ["p", 9]]);
+    expect(cursors.failed().map((f) => [f.processor, f.seq])).toEqual([
+      ["a", 6],
+      ["p", 4],
+      ["p", 9],
+    ]);
     await t.write(() => (cursors.forgetFailure("p", 4), cursors.forgetFailure("p", 404)));
     expect([cursors.failedCount("p"), cursors.failedCount("a"), cursors.failedCount("none")]).toEqual([1, 1, 0]);
   });
@@ -323,9 +401,16 @@ describe.each(storeKinds)("documents and plugins on %s (DocumentStatements, Plug
     await t.write(() => (plugins.save(b1), plugins.save({ name: "a", revision: 1, manifest: "{}", registered_at: 11 })));
     await t.write(() => plugins.save({ ...b1, revision: 2, manifest: '{"name":"b","v":2}', registered_at: 12 }));
     expect(plugins.get("b")).toEqual({ name: "b", revision: 2, manifest: '{"name":"b","v":2}', registered_at: 12 });
-    expect(plugins.all().map((p) => [p.name, p.revision])).toEqual([["a", 1], ["b", 2]]);
+    expect(plugins.all().map((p) => [p.name, p.revision])).toEqual([
+      ["a", 1],
+      ["b", 2],
+    ]);
     await expect(t.write(() => plugins.save(b1))).rejects.toThrow(); // revision 1 is in its history
     expect(plugins.get("b")?.revision).toBe(2);
-    expect(t.query("SELECT name, revision FROM plugin_revisions ORDER BY name, revision").map((r) => [r.name, Number(r.revision)])).toEqual([["a", 1], ["b", 1], ["b", 2]]);
+    expect(t.query("SELECT name, revision FROM plugin_revisions ORDER BY name, revision").map((r) => [r.name, Number(r.revision)])).toEqual([
+      ["a", 1],
+      ["b", 1],
+      ["b", 2],
+    ]);
   });
 });

@@ -44,8 +44,22 @@ function gatedSync(transactions: Transactions): Transactions & { readonly waitin
 }
 
 const timer = (id: string, dueMs: number) => ({
-  id, kind: "delay" as const, action: "p.a", input: {}, spec: { kind: "at" as const, atMs: dueMs }, nextDueMs: dueMs, actor: null, plugin: "", schedule: "",
-  overdue: { kind: "unbounded" as const }, chainDepth: 0, region: 0, disabled: false, retryDelaysMs: [], policy: defaultSchedulePolicy, paused: null,
+  id,
+  kind: "delay" as const,
+  action: "p.a",
+  input: {},
+  spec: { kind: "at" as const, atMs: dueMs },
+  nextDueMs: dueMs,
+  actor: null,
+  plugin: "",
+  schedule: "",
+  overdue: { kind: "unbounded" as const },
+  chainDepth: 0,
+  region: 0,
+  disabled: false,
+  retryDelaysMs: [],
+  policy: defaultSchedulePolicy,
+  paused: null,
 });
 
 describe.each(storeKinds)("the committer's transactions on %s", (kind) => {
@@ -75,7 +89,9 @@ describe.each(storeKinds)("the committer's transactions on %s", (kind) => {
     committer.onCommit((info) => commits.push(info));
     const ids = Array.from({ length: 20 }, (_, i) => `e${i}`);
     const seen: boolean[] = [];
-    const records = await Promise.all(ids.map((id) => committer.submit((tx) => tx.append(event(id))).then((r) => (seen.push(logged(t).some((e) => e.id === id)), r))));
+    const records = await Promise.all(
+      ids.map((id) => committer.submit((tx) => tx.append(event(id))).then((r) => (seen.push(logged(t).some((e) => e.id === id)), r))),
+    );
     expect(records.map((r) => r.seq)).toEqual(ids.map((_, i) => i + 1));
     expect(new Set(records.map((r) => r.at))).toEqual(new Set([Date.UTC(2026, 0, 1)]));
     expect(seen).toEqual(ids.map(() => true));
@@ -181,10 +197,15 @@ describe.each(storeKinds)("the committer's transactions on %s", (kind) => {
     const committer = t.committer({}, clock);
     const order: string[] = [];
     committer.onCommit((info) => order.push(`commit ${info.batchSize}`));
-    const first = await Promise.all([committer.submit((tx) => tx.append(event("t1"))).then((r) => (order.push("t1"), r)), committer.submit((tx) => tx.append(event("t2"))).then(() => order.push("t2"))]);
+    const first = await Promise.all([
+      committer.submit((tx) => tx.append(event("t1"))).then((r) => (order.push("t1"), r)),
+      committer.submit((tx) => tx.append(event("t2"))).then(() => order.push("t2")),
+    ]);
     expect(order).toEqual(["commit 2", "t1", "t2"]);
     clock.set(Date.UTC(2026, 5, 1, 11));
-    const second = await committer.submit((tx) => tx.append(event("t3"))).then((r) => committer.submit((tx) => tx.append(event("t4"))).then((next) => [r, next]));
+    const second = await committer
+      .submit((tx) => tx.append(event("t3")))
+      .then((r) => committer.submit((tx) => tx.append(event("t4"))).then((next) => [r, next]));
     expect(first[0].at).toBe(Date.UTC(2026, 5, 1, 12));
     expect(second.map((r) => [r.seq, r.at])).toEqual([
       [3, first[0].at],
@@ -210,11 +231,22 @@ describe.each(storeKinds)("the events table on %s (EventStatements)", (kind) => 
     const clock = new ManualClock(1_000);
     const committer = t.committer({}, clock);
     const actor = { id: "u-1", for: "team", in: "space:a", via: "web" };
-    await committer.submit((tx) => [tx.append({ ...event("a", { n: 1, nested: { list: [1, "two", null] } }), actor }), tx.append({ ...event("b"), cause: "a" })]);
+    await committer.submit((tx) => [
+      tx.append({ ...event("a", { n: 1, nested: { list: [1, "two", null] } }), actor }),
+      tx.append({ ...event("b"), cause: "a" }),
+    ]);
     clock.set(2_000);
     await committer.submit((tx) => tx.append(event("c", { n: 3 })));
     const { events } = t;
-    expect(events.findById("a")).toEqual({ seq: 1, id: "a", type: "test.happened", data: { n: 1, nested: { list: [1, "two", null] } }, cause: "", actor, at: 1_000 });
+    expect(events.findById("a")).toEqual({
+      seq: 1,
+      id: "a",
+      type: "test.happened",
+      data: { n: 1, nested: { list: [1, "two", null] } },
+      cause: "",
+      actor,
+      at: 1_000,
+    });
     expect(events.findById("b")).toMatchObject({ seq: 2, cause: "a", actor: null });
     expect(events.findById("nope")).toBeUndefined();
     expect(events.readAfter(0, 10).map((e) => e.id)).toEqual(["a", "b", "c"]);
@@ -230,7 +262,9 @@ describe.each(storeKinds)("the events table on %s (EventStatements)", (kind) => 
     await committer.submit((tx) => tx.append(event("old")));
     const looked = await Promise.all([
       committer.submit((tx) => (tx.append(event("new")), [tx.events.findById("new")?.seq, tx.events.findById("old")?.seq])),
-      committer.submit((tx) => [tx.events.findById("new")?.seq, tx.events.findById("old")?.seq, tx.events.findById("never")], { lookups: ["new", "old", "never"] }),
+      committer.submit((tx) => [tx.events.findById("new")?.seq, tx.events.findById("old")?.seq, tx.events.findById("never")], {
+        lookups: ["new", "old", "never"],
+      }),
     ]);
     expect(looked).toEqual([
       [2, 1],
@@ -267,12 +301,24 @@ describe.each(storeKinds)("the events table on %s (EventStatements)", (kind) => 
     const reads = eventReads(t.store.db, t.events);
     const waited = () => (t.store.waits?.() ?? []).reduce((n, w) => n + w.count, 0);
     const before = waited();
-    const shapes = [[0, 512, 25_000], [0, 1, 1], [0, 2, 1_000_000], [0, 512, 1_000_000, ["odd.happened"]], [4, 512, 1_000_000], [6, 512, 1_000_000]] as const;
+    const shapes = [
+      [0, 512, 25_000],
+      [0, 1, 1],
+      [0, 2, 1_000_000],
+      [0, 512, 1_000_000, ["odd.happened"]],
+      [4, 512, 1_000_000],
+      [6, 512, 1_000_000],
+    ] as const;
     const read = await Promise.all(shapes.map(([after, limit, bytes, types]) => reads.readWithin(after, limit, bytes, types ? [...types] : undefined)));
     const found = await Promise.all([reads.findById("big-3"), reads.findById("none")]);
     expect(waited()).toBe(before);
-    const plain = (r: { events: { id: string; seq: number; data: unknown }[]; bytes: number; cut: boolean }) => ({ ...r, events: r.events.map((e) => ({ id: e.id, seq: e.seq, data: e.data })) });
-    expect(read.map(plain)).toEqual(shapes.map(([after, limit, bytes, types]) => plain(t.events.readWithin(after, limit, bytes, types ? [...types] : undefined))));
+    const plain = (r: { events: { id: string; seq: number; data: unknown }[]; bytes: number; cut: boolean }) => ({
+      ...r,
+      events: r.events.map((e) => ({ id: e.id, seq: e.seq, data: e.data })),
+    });
+    expect(read.map(plain)).toEqual(
+      shapes.map(([after, limit, bytes, types]) => plain(t.events.readWithin(after, limit, bytes, types ? [...types] : undefined))),
+    );
     expect(found[0]).toMatchObject({ id: "big-3", seq: 4, type: "odd.happened", data: { pad, i: 3 } });
     expect(found[1]).toBeUndefined();
     const counts = t.store.asyncReads?.();
@@ -283,8 +329,18 @@ describe.each(storeKinds)("the events table on %s (EventStatements)", (kind) => 
     // A read that fails fails alone: the reads after it in the same round trip are answered.
     if (kind === "postgres") {
       const readAsync = t.store.db.readAsync!.bind(t.store.db);
-      const outcomes = await Promise.allSettled([readAsync("SELECT 1 AS n", []), readAsync("SELECT 1/0 AS n", []), readAsync("SELECT 2 AS n", []), readAsync("SELECT 3 AS n", [])]);
-      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : String(o.reason)))).toEqual([[{ n: 1 }], expect.stringMatching(/division by zero/), [{ n: 2 }], [{ n: 3 }]]);
+      const outcomes = await Promise.allSettled([
+        readAsync("SELECT 1 AS n", []),
+        readAsync("SELECT 1/0 AS n", []),
+        readAsync("SELECT 2 AS n", []),
+        readAsync("SELECT 3 AS n", []),
+      ]);
+      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : String(o.reason)))).toEqual([
+        [{ n: 1 }],
+        expect.stringMatching(/division by zero/),
+        [{ n: 2 }],
+        [{ n: 3 }],
+      ]);
     }
   });
 

@@ -65,10 +65,15 @@ const migrationVersions = readdirSync(new URL("../server/src/store/sqlite/migrat
 const latestMigration = Math.max(...migrationVersions);
 
 describe("group commit", () => {
-  it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", { tags: ["serial"] }, async () => {
+  it("under load (a batch of 16 units or more) the next batch starts the spacing (5 ms; 300 here) after it, gathering what comes meanwhile; after a small batch the next unit commits at once", {
+    tags: ["serial"],
+  }, async () => {
     const store = open(folder());
     // No fsync (synchronous=NORMAL's path): a batch ends at once, so the spacing is what holds units back.
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 300 });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), {
+      transactions: sqliteTransactions(store.db, noSync),
+      batchSpacingMs: 300,
+    });
     const commits: CommitInfo[] = [];
     committer.onCommit((info) => commits.push(info));
     const turn = () => new Promise((r) => setImmediate(r));
@@ -93,9 +98,15 @@ describe("group commit", () => {
     expect(performance.now() - lone).toBeLessThan(250); // a small batch spaces nothing
   });
 
-  it("under load a batch of deferrable units only waits the longer spacing (10 ms; 600 here); an urgent unit arriving meanwhile brings it forward to the short one", { tags: ["serial"] }, async () => {
+  it("under load a batch of deferrable units only waits the longer spacing (10 ms; 600 here); an urgent unit arriving meanwhile brings it forward to the short one", {
+    tags: ["serial"],
+  }, async () => {
     const store = open(folder());
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, noSync), batchSpacingMs: 150, deferredSpacingMs: 600 });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), {
+      transactions: sqliteTransactions(store.db, noSync),
+      batchSpacingMs: 150,
+      deferredSpacingMs: 600,
+    });
     const load = () => Promise.all(Array.from({ length: 16 }, (_, i) => committer.submit((tx) => tx.append(event(`load${i}-${performance.now()}`)))));
     await load();
     let start = performance.now();
@@ -113,7 +124,9 @@ describe("group commit", () => {
     expect(Math.abs(deferredMs - urgentMs)).toBeLessThan(20); // in the same batch
   });
 
-  it("runs a batch longer than a slice (2 ms) in slices, letting a timer run between them, and makes it durable as one batch", { tags: ["serial"] }, async () => {
+  it("runs a batch longer than a slice (2 ms) in slices, letting a timer run between them, and makes it durable as one batch", {
+    tags: ["serial"],
+  }, async () => {
     const { committer, commits } = committerOn(open(folder()));
     const order: string[] = [];
     const busy = (ms: number) => {
@@ -181,7 +194,10 @@ describe("SQLite settings", () => {
     const store = open(folder());
     const broken = new WalSync(join(store.dataDir, "no-such.db"));
     const failures: unknown[] = [];
-    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), { transactions: sqliteTransactions(store.db, broken), onFatal: (e) => failures.push(e) });
+    const committer = new Committer(store.db, new ManualClock(0), eventStatements(store.db), {
+      transactions: sqliteTransactions(store.db, broken),
+      onFatal: (e) => failures.push(e),
+    });
     await expect(committer.submit((tx) => tx.append(event("a")))).rejects.toThrow(/ENOENT/);
     await expect(committer.submit((tx) => tx.append(event("b")))).rejects.toThrow(/ENOENT/);
     expect(failures).toHaveLength(2);
@@ -193,7 +209,12 @@ describe("SQLite settings", () => {
     const first = open(dataDir);
     first.db.pragma(`user_version = ${latestMigration + 1}`);
     await first.close();
-    expect(() => openStore({ dataDir })).toThrow(expect.objectContaining({ kind: "failed_precondition", message: expect.stringMatching(`schema is version ${latestMigration + 1}, newer than this owner's ${latestMigration}`) }));
+    expect(() => openStore({ dataDir })).toThrow(
+      expect.objectContaining({
+        kind: "failed_precondition",
+        message: expect.stringMatching(`schema is version ${latestMigration + 1}, newer than this owner's ${latestMigration}`),
+      }),
+    );
     const raw = new Database(join(dataDir, "chronolog.db"));
     expect(raw.pragma("user_version", { simple: true })).toBe(latestMigration + 1);
     raw.pragma(`user_version = ${latestMigration}`);
@@ -214,7 +235,9 @@ describe("SQLite settings", () => {
     for (let i = 0; i < 3; i++) {
       const again = open(dataDir);
       expect(again.db.pragma("user_version", { simple: true })).toBe(latestMigration);
-      expect((again.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name)).toEqual(tablesBefore);
+      expect((again.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name)).toEqual(
+        tablesBefore,
+      );
       expect(eventStatements(again.db).findById("kept")?.seq).toBe(1);
       await again.close();
     }
@@ -244,8 +267,22 @@ describe("queries with a limit", () => {
 // SQLite's rowids place one-shot timers in due order; PostgreSQL has no rowid (its timers_by_due index orders them).
 describe("where timer rows are stored", () => {
   const oneShot = (id: string, dueMs: number) => ({
-    id, kind: "delay" as const, action: "p.a", input: {}, spec: { kind: "at" as const, atMs: dueMs }, nextDueMs: dueMs, actor: null, plugin: "", schedule: "",
-    overdue: { kind: "unbounded" as const }, chainDepth: 0, region: 0, disabled: false, retryDelaysMs: [], policy: defaultSchedulePolicy, paused: null,
+    id,
+    kind: "delay" as const,
+    action: "p.a",
+    input: {},
+    spec: { kind: "at" as const, atMs: dueMs },
+    nextDueMs: dueMs,
+    actor: null,
+    plugin: "",
+    schedule: "",
+    overdue: { kind: "unbounded" as const },
+    chainDepth: 0,
+    region: 0,
+    disabled: false,
+    retryDelaysMs: [],
+    policy: defaultSchedulePolicy,
+    paused: null,
   });
 
   it("one-shots lie in due order whatever order they were set in; one due the same ms as another 1,024 puts before, or past the year 2255, still gets a row", () => {
@@ -297,10 +334,12 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
     const prepare = db.prepare.bind(db);
     const spy = Object.assign(Object.create(db), { prepare: (sql: string) => (seen.push(sql), prepare(sql)) });
     for (const make of factories) make(spy);
-    return seen.filter((sql) => /^\s*(INSERT|UPDATE)/.test(sql)).filter((sql) => {
-      const ops = prepare(`EXPLAIN ${sql}`).all(...Array((sql.match(/\?/g) ?? []).length).fill(null)) as { opcode: string }[];
-      return ops.some((op) => op.opcode === "OpenEphemeral");
-    });
+    return seen
+      .filter((sql) => /^\s*(INSERT|UPDATE)/.test(sql))
+      .filter((sql) => {
+        const ops = prepare(`EXPLAIN ${sql}`).all(...Array((sql.match(/\?/g) ?? []).length).fill(null)) as { opcode: string }[];
+        return ops.some((op) => op.opcode === "OpenEphemeral");
+      });
   }
 
   it("a folder at schema 11 keeps its calls and occurrences (rowids too); statuses are still checked; a call's inserts and updates build no ephemeral b-tree", async () => {
@@ -327,8 +366,16 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
     expect(() => store.db.exec("UPDATE timer_occurrences SET status = 'done' WHERE id = 'o1'")).toThrow(/CHECK constraint failed/);
     expect(() => store.db.exec("UPDATE timer_occurrences SET origin = 'cron' WHERE id = 'o1'")).toThrow(/CHECK constraint failed/);
     // The partial indexes hold what they held: o1 is active and waiting for its retry, o2 ended.
-    expect(occurrenceStatements(store.db).dueRetries(1_000, 10).map((o) => o.id)).toEqual(["o1"]);
-    expect(store.db.prepare("SELECT id FROM timer_occurrences INDEXED BY timer_occurrences_ended WHERE (status = 'completed' OR status = 'failed' OR status = 'skipped')").all()).toEqual([{ id: "o2" }]);
+    expect(
+      occurrenceStatements(store.db)
+        .dueRetries(1_000, 10)
+        .map((o) => o.id),
+    ).toEqual(["o1"]);
+    expect(
+      store.db
+        .prepare("SELECT id FROM timer_occurrences INDEXED BY timer_occurrences_ended WHERE (status = 'completed' OR status = 'failed' OR status = 'skipped')")
+        .all(),
+    ).toEqual([{ id: "o2" }]);
   });
 
   it("what an operator's maintenance SQL built on the rebuilt tables survives: a view, foreign keys (with and without ON DELETE CASCADE, or that SQLite cannot check), indexes", async () => {
@@ -348,11 +395,15 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
     const upgrades: unknown[] = [];
     const store = openStore({ dataDir, onUpgrade: (u) => upgrades.push(u) });
     opened.push(store);
-    expect(upgrades).toEqual([{ from: 11, to: latestMigration, files: [expect.stringMatching(/^0012_/), ...Array(latestMigration - 12).fill(expect.any(String))] }]);
+    expect(upgrades).toEqual([
+      { from: 11, to: latestMigration, files: [expect.stringMatching(/^0012_/), ...Array(latestMigration - 12).fill(expect.any(String))] },
+    ]);
     expect(store.db.prepare("SELECT * FROM op_failed").all()).toEqual([{ call_id: "c1" }]);
     expect(store.db.prepare("SELECT call_id, amount FROM op_refunds").all()).toEqual([{ call_id: "c1", amount: 12.5 }]);
     expect(store.db.prepare("SELECT call_id, note FROM op_notes").all()).toEqual([{ call_id: "c1", note: "kept" }]);
-    const indexes = (store.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'op_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+    const indexes = (
+      store.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'op_%' ORDER BY name").all() as { name: string }[]
+    ).map((r) => r.name);
     expect(indexes).toEqual(["op_calls_by_action", "op_occurrences_by_timer"]);
     expect(store.db.pragma("foreign_keys", { simple: true })).toBe(1); // back on after the migrations
     expect(() => store.db.exec("INSERT INTO op_refunds VALUES ('nope', 1)")).toThrow(/FOREIGN KEY constraint failed/);
@@ -403,7 +454,11 @@ describe("owner lock", () => {
     rmSync(join(dataDir, "owner.lock"));
     const second = open(dataDir); // synchronously, before the first's watchdog runs: the lock was missing, the second takes a new one
     await until(() => lost.length === 1, "the first told");
-    expect(lost[0].message).toMatch(new RegExp(`owner\\.lock of data folder ${dataDir} was deleted or replaced while this owner ran and another Chronolog owner holds it now; this owner stops`)); // owner.pid names this process: not shown as the other
+    expect(lost[0].message).toMatch(
+      new RegExp(
+        `owner\\.lock of data folder ${dataDir} was deleted or replaced while this owner ran and another Chronolog owner holds it now; this owner stops`,
+      ),
+    ); // owner.pid names this process: not shown as the other
     await new Promise((r) => setTimeout(r, 200));
     expect(lost).toHaveLength(1); // told once; the watchdog stopped
     await second.close();
@@ -426,7 +481,9 @@ describe("migration 0013: documents get the space of the actor that created them
     const dataDir = folderAt(12);
     const old = new Database(join(dataDir, "chronolog.db"));
     const created = (seq: number, type: string, id: string, actor: string | null) =>
-      old.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, '', ?, 1)").run(seq, `e${seq}`, type, JSON.stringify({ _id: id, doc: { _id: id } }), actor);
+      old
+        .prepare("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, '', ?, 1)")
+        .run(seq, `e${seq}`, type, JSON.stringify({ _id: id, doc: { _id: id } }), actor);
     created(1, "note.created", "n1", '{"id":"u","for":"","in":"space:a","via":""}');
     created(2, "note.created", "n2", null);
     created(3, "note.created", "n3", '{"id":"u","for":"","in":"space:a","via":""}');
@@ -434,7 +491,13 @@ describe("migration 0013: documents get the space of the actor that created them
     created(5, "note.created", "n3", '{"id":"u","for":"","in":"space:b","via":""}'); // made again, in space b
     created(6, "memo.created", "n1", '{"id":"u","for":"","in":"space:c","via":""}'); // another collection's n1
     const doc = old.prepare("INSERT INTO documents (collection, id, doc) VALUES (?, ?, ?)");
-    for (const [collection, id] of [["note", "n1"], ["note", "n2"], ["note", "n3"], ["ledger", "r1"]]) doc.run(collection, id, JSON.stringify({ _id: id }));
+    for (const [collection, id] of [
+      ["note", "n1"],
+      ["note", "n2"],
+      ["note", "n3"],
+      ["ledger", "r1"],
+    ])
+      doc.run(collection, id, JSON.stringify({ _id: id }));
     old.close();
 
     const store = open(dataDir);

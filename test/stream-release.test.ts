@@ -53,7 +53,11 @@ async function allZero(url: string, series: string[]): Promise<Record<string, nu
 
 /** Runs test/helpers/stream-churn.ts; resolves with its output once it exits. */
 function churn(url: string, mode: string, count: number, seed: number, head: number) {
-  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/stream-churn.ts", url, mode, String(count), String(seed), String(head)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/stream-churn.ts", url, mode, String(count), String(seed), String(head)],
+    { cwd: repo, stdio: ["ignore", "pipe", "pipe"] },
+  );
   const out = { stdout: "", stderr: "" };
   child.stdout.on("data", (b: Buffer) => (out.stdout += b.toString()));
   child.stderr.on("data", (b: Buffer) => (out.stderr += b.toString()));
@@ -75,7 +79,11 @@ describe("streams the client drops are released", () => {
 
   beforeAll(async () => {
     // Collected every half second, so RSS measures what the owner retains, not when V8 collects.
-    owner = await spawnOwner(tempDir(), ["--synchronous", "NORMAL", "--log-level", "info"], 0, ["--expose-gc", "--import", "./test/helpers/collect-garbage.mjs"]);
+    owner = await spawnOwner(tempDir(), ["--synchronous", "NORMAL", "--log-level", "info"], 0, [
+      "--expose-gc",
+      "--import",
+      "./test/helpers/collect-garbage.mjs",
+    ]);
     client = createClient({ url: owner.url });
     await client.registerPlugin({ name: "blobs", events: { "blob.stored": { allow: ["*"] } } });
     for (let b = 0; b < 10; b++) {
@@ -113,7 +121,10 @@ describe("streams the client drops are released", () => {
     };
     const released = async (what: string) => {
       const left = await allZero(owner.url, ["chronolog_watchers", openStreams("chronolog.v1.LogService/Watch")]);
-      expect(left, `Watch streams still open on the owner after their clients went (${what})`).toEqual({ chronolog_watchers: 0, [openStreams("chronolog.v1.LogService/Watch")]: 0 });
+      expect(left, `Watch streams still open on the owner after their clients went (${what})`).toEqual({
+        chronolog_watchers: 0,
+        [openStreams("chronolog.v1.LogService/Watch")]: 0,
+      });
     };
     // Warm-up: the same kind of run, so the heap reaches its working size before the baseline.
     await released(`warm-up ${JSON.stringify(await round(150, 100, 7))}`);
@@ -123,7 +134,8 @@ describe("streams the client drops are released", () => {
     const counts = await round(900, 150, 42);
     // Each phase is cut often enough to matter; how the 900 spread over them moves with the machine's load
     // (a stream meant to be cut in catch-up whose catch-up has not begun yet counts as timed-out-catch-up).
-    for (const phase of ["before-first", "catch-up", "caught-up", "live", "head"]) expect(counts[phase], `${phase} in ${JSON.stringify(counts)}`).toBeGreaterThan(30);
+    for (const phase of ["before-first", "catch-up", "caught-up", "live", "head"])
+      expect(counts[phase], `${phase} in ${JSON.stringify(counts)}`).toBeGreaterThan(30);
     expect(counts["connection-closed"]).toBeGreaterThan(10);
 
     // Every stream is released within seconds (a second each, generously bounded here).

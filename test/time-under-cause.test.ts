@@ -161,7 +161,16 @@ async function harness(): Promise<Harness> {
   const ex = runExecutor({ url: owner.url, plugins: [plugin], credits: 16, maxBackoffMs: 200, onError: () => {} });
   cleanups.push(() => ex.stop(100));
   await ex.ready;
-  return { clock, owner, client, time: createRpcClient(TimeService, client.transport), admin: createRpcClient(AdminService, client.transport), rings, attempts, between };
+  return {
+    clock,
+    owner,
+    client,
+    time: createRpcClient(TimeService, client.transport),
+    admin: createRpcClient(AdminService, client.transport),
+    rings,
+    attempts,
+    between,
+  };
 }
 
 /** Emits `job.go` and waits until the worker is past it; returns the event and every event under it. */
@@ -178,7 +187,13 @@ async function runJob(h: Harness, data: JsonObject): Promise<{ go: Event; under:
 /** Every event whose cause is `id` (processor.retried / .failed name it as `event_id` in their data). */
 async function under(h: Harness, id: string): Promise<Event[]> {
   const out: Event[] = [];
-  for await (const e of h.client.read({})) if (e.cause === id || (e.data as JsonObject | undefined)?.event_id === id || ((e.data as JsonObject | undefined)?.event as JsonObject | undefined)?.id === id) out.push(e);
+  for await (const e of h.client.read({}))
+    if (
+      e.cause === id ||
+      (e.data as JsonObject | undefined)?.event_id === id ||
+      ((e.data as JsonObject | undefined)?.event as JsonObject | undefined)?.id === id
+    )
+      out.push(e);
   return out;
 }
 
@@ -200,7 +215,10 @@ async function occurrenceCount(h: Harness, id: string): Promise<number> {
 describe("timer changes under a cause, run again, are answered from the log", () => {
   it("a delay or one-shot timer set `at` a moment, retried after that moment passed, is answered from the log (not INVALID_ARGUMENT), also a Delay with a delay_id from outside; a new request for a passed moment is INVALID_ARGUMENT", async () => {
     const h = await harness();
-    for (const [job, mode, at] of [["a-1", "delay-at", T0 + 2_000], ["a-2", "schedule-at", T0 + 13_000]] as const) {
+    for (const [job, mode, at] of [
+      ["a-1", "delay-at", T0 + 2_000],
+      ["a-2", "schedule-at", T0 + 13_000],
+    ] as const) {
       h.between.set(job, async () => void h.clock.set(at + 8_000)); // attempt 1 arms `at`; the retry comes 9 s after it
       await runJob(h, { job, mode, target: String(at) });
       const [first, second] = h.attempts.filter((a) => a.job === job);
@@ -210,7 +228,13 @@ describe("timer changes under a cause, run again, are answered from the log", ()
     }
     await until(() => h.rings.length === 2, "both calls, made once each");
 
-    const outside = { delayId: "out-1", action: "redo.ring", input: { job: "a-3" }, when: { case: "at" as const, value: timestampFromMs(h.clock.now() + 2_000) }, overdue: { bound: { case: "unbounded" as const, value: true } } };
+    const outside = {
+      delayId: "out-1",
+      action: "redo.ring",
+      input: { job: "a-3" },
+      when: { case: "at" as const, value: timestampFromMs(h.clock.now() + 2_000) },
+      overdue: { bound: { case: "unbounded" as const, value: true } },
+    };
     const armed = await h.time.delay(outside);
     h.clock.advance(10_000);
     await until(() => h.rings.length === 3, "the delay from outside");
@@ -225,7 +249,12 @@ describe("timer changes under a cause, run again, are answered from the log", ()
     expect(h.attempts.map((a) => a.attempt)).toEqual([1, 2]);
     const [first, second] = h.attempts;
     expect(second).toEqual({ ...first, attempt: 2 }); // the same delay id and due moment, though the clock moved
-    expect(types(under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done")).toEqual(["timer.scheduled", "timer.unscheduled", "processor.retried", "job.done"]);
+    expect(types(under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done")).toEqual([
+      "timer.scheduled",
+      "timer.unscheduled",
+      "processor.retried",
+      "job.done",
+    ]);
     const delayId = first.delay as string;
     for (const e of under.filter((e) => e.type.startsWith("timer."))) {
       expect((e.data as JsonObject).timer_id).toBe(delayId);
@@ -245,7 +274,10 @@ describe("timer changes under a cause, run again, are answered from the log", ()
       const mine = h.attempts.filter((a) => a.job === job);
       expect(mine.map((a) => a.attempt)).toEqual([1, 2]);
       expect(mine[1].timer).toBe(mine[0].timer);
-      expect(types(under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done"), mode).toEqual(["timer.scheduled", "timer.unscheduled", "processor.retried", "job.done"]);
+      expect(
+        types(under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done"),
+        mode,
+      ).toEqual(["timer.scheduled", "timer.unscheduled", "processor.retried", "job.done"]);
       expect(await timersOf(h, job)).toEqual([]);
       h.clock.advance(5 * MINUTE);
       expect(await occurrenceCount(h, mine[0].timer as string)).toBe(0);
@@ -280,12 +312,20 @@ describe("timer changes under a cause, run again, are answered from the log", ()
     const outside = await h.client.delay("redo.ring", { job: "j-5" }, { intervalMs: MINUTE }, "unbounded");
     const { under } = await runJob(h, { job: "j-5", mode: "cancel-target", target: outside.delayId });
     expect(h.attempts.map((a) => a.attempt)).toEqual([1, 2]);
-    expect(types(under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done")).toEqual(["timer.unscheduled", "processor.retried", "job.done"]);
+    expect(types(under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done")).toEqual([
+      "timer.unscheduled",
+      "processor.retried",
+      "job.done",
+    ]);
     expect(await timersOf(h, "j-5")).toEqual([]);
 
     await h.client.schedule("redo.ring", { job: "j-6" }, { everyMs: MINUTE }, { timerId: "outside-j-6" });
     const unscheduled = await runJob(h, { job: "j-6", mode: "unschedule-target", target: "outside-j-6" });
-    expect(types(unscheduled.under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done")).toEqual(["timer.unscheduled", "processor.retried", "job.done"]);
+    expect(types(unscheduled.under).filter((t) => t.startsWith("timer.") || t.startsWith("processor.") || t === "job.done")).toEqual([
+      "timer.unscheduled",
+      "processor.retried",
+      "job.done",
+    ]);
     expect(await timersOf(h, "j-6")).toEqual([]);
 
     // Setting a timer another request set the same way, under its own id, replaces it and is recorded, so its retry finds that.
@@ -333,7 +373,8 @@ describe("timer changes under a cause, run again, are answered from the log", ()
     await h.client.schedule("redo.ring", { job: "j-8" }, { everyMs: MINUTE }, { timerId: "again-j-8" });
     await h.client.schedule("redo.ring", { job: "j-8" }, { everyMs: MINUTE }, { timerId: "again-j-8" });
     const scheduled = [];
-    for await (const e of h.client.read({ types: ["timer.scheduled"] })) if ((e.data as JsonObject).timer_id === "again-j-8") scheduled.push((e.data as JsonObject).replaced);
+    for await (const e of h.client.read({ types: ["timer.scheduled"] }))
+      if ((e.data as JsonObject).timer_id === "again-j-8") scheduled.push((e.data as JsonObject).replaced);
     expect(scheduled).toEqual([false, true]);
     await h.client.unschedule("again-j-8");
     await expectConnectError(h.client.unschedule("again-j-8"), Code.NotFound, /no timer/);
@@ -349,8 +390,20 @@ describe("timer changes under a cause, run again, are answered from the log", ()
     for await (const e of h.client.read({ types: ["timer.unscheduled"] })) if ((e.data as JsonObject).timer_id === armed.delayId) unscheduled.push(e);
     expect(unscheduled).toHaveLength(1);
     // A request answered from the log is the same request: another input at the same position is not (here: a delay still to arm).
-    const a = await h.time.delay({ action: "redo.ring", input: { job: "j-9", n: 1 }, when: { case: "intervalMs", value: 5_000n }, overdue: { bound: { case: "unbounded", value: true } }, cause: { eventId: go.id, position: 3 } });
-    const b = await h.time.delay({ action: "redo.ring", input: { job: "j-9", n: 2 }, when: { case: "intervalMs", value: 5_000n }, overdue: { bound: { case: "unbounded", value: true } }, cause: { eventId: go.id, position: 3 } });
+    const a = await h.time.delay({
+      action: "redo.ring",
+      input: { job: "j-9", n: 1 },
+      when: { case: "intervalMs", value: 5_000n },
+      overdue: { bound: { case: "unbounded", value: true } },
+      cause: { eventId: go.id, position: 3 },
+    });
+    const b = await h.time.delay({
+      action: "redo.ring",
+      input: { job: "j-9", n: 2 },
+      when: { case: "intervalMs", value: 5_000n },
+      overdue: { bound: { case: "unbounded", value: true } },
+      cause: { eventId: go.id, position: 3 },
+    });
     expect(b.delayId).not.toBe(a.delayId);
   });
 
@@ -365,7 +418,7 @@ describe("timer changes under a cause, run again, are answered from the log", ()
     expect(mine[1]).toEqual({ ...mine[0], attempt: 2 }); // answered as the first attempt was, from the log
     expect(types(timerChanges(under))).toEqual(["timer.paused", "timer.resumed", "processor.retried", "job.done"]);
     for (const e of under.filter((e) => e.type.startsWith("timer."))) expect(e.cause).toBe(go.id);
-    const [timer] = (await timersOf(h, "p-1"));
+    const [timer] = await timersOf(h, "p-1");
     expect(timer.paused).toBe(false);
     expect(timer.nextDue).toBeDefined();
 

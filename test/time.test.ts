@@ -19,7 +19,15 @@ import { ManualClock } from "../server/src/clock.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
-import { ActionResultBatchSchema, ActionResultSchema, ExecutorService, HelloSchema, Outcome, type Invocation, type SubscribeRequest } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import {
+  ActionResultBatchSchema,
+  ActionResultSchema,
+  ExecutorService,
+  HelloSchema,
+  Outcome,
+  type Invocation,
+  type SubscribeRequest,
+} from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { TimeService, TimerKind, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { BadRequestSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
@@ -87,9 +95,19 @@ async function executor(url: string, plugin: PluginDefinition, token?: string, h
  * An in-process owner on `clock` (also its TimerHost), its clients, and an executor hosting
  * `remind` (`holds`: false for one the owner sends calls of time to at their moment on `clock`).
  */
-async function harness(clock: ManualClock, options: { dataDir?: string; calls?: ActionContext[]; executor?: boolean; lookaheadMs?: number; holds?: boolean } = {}): Promise<Harness> {
+async function harness(
+  clock: ManualClock,
+  options: { dataDir?: string; calls?: ActionContext[]; executor?: boolean; lookaheadMs?: number; holds?: boolean } = {},
+): Promise<Harness> {
   const lookahead = options.lookaheadMs === undefined ? {} : { timerLookaheadMs: options.lookaheadMs };
-  const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, ...lookahead, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
+  const owner = await startTestOwner({
+    clock,
+    timers: clock,
+    heartbeatIntervalMs: 600_000,
+    shutdownGraceMs: 200,
+    ...lookahead,
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+  });
   const closeOwner = owner.close.bind(owner);
   let closed: Promise<void> | undefined;
   const close = () => (closed ??= closeOwner());
@@ -119,12 +137,17 @@ function occurrences(h: Harness, timerId: string): Promise<Record<string, unknow
   return ownerRows(h, "SELECT id, due_ms, status, attempts, call_id, lateness_ms, error FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms", [timerId]);
 }
 
-
 describe("timers on a manual clock", () => {
   it("an `at` timer fires once at its moment; the action gets `scheduled` (timer id, due, occurrence id) and runs as whoever set it, `in` included", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
-    const { timer } = await h.time.schedule({ timerId: "once", action: "remind.send", input: { to: "ana" }, spec: at(T0 + 60_000), actor: { id: "user:ana", in: "space:acme" } });
+    const { timer } = await h.time.schedule({
+      timerId: "once",
+      action: "remind.send",
+      input: { to: "ana" },
+      spec: at(T0 + 60_000),
+      actor: { id: "user:ana", in: "space:acme" },
+    });
     expect(timer?.kind).toBe(TimerKind.RUNTIME);
     expect(ms(timer?.nextDue)).toBe(T0 + 60_000);
     expect(timer?.actor).toMatchObject({ id: "user:ana", in: "space:acme" });
@@ -141,7 +164,9 @@ describe("timers on a manual clock", () => {
     expect(ctx.input).toEqual({ to: "ana" });
     expect(ctx.actor).toMatchObject({ id: "user:ana", in: "space:acme" });
     await until(async () => (await occurrences(h, "once"))[0]?.status === "completed", "the occurrence recorded completed");
-    expect(await occurrences(h, "once")).toEqual([{ id: ctx.callId, due_ms: T0 + 60_000, status: "completed", attempts: 1, call_id: ctx.callId, lateness_ms: 0, error: "" }]);
+    expect(await occurrences(h, "once")).toEqual([
+      { id: ctx.callId, due_ms: T0 + 60_000, status: "completed", attempts: 1, call_id: ctx.callId, lateness_ms: 0, error: "" },
+    ]);
 
     // Spent: no next due, one occurrence; nothing armed; moving on calls nothing more.
     const got = (await h.time.getTimer({ timerId: "once", previewCount: 3 })).timer!;
@@ -156,7 +181,14 @@ describe("timers on a manual clock", () => {
     // The log: the timer set (with its actor), then the occurrence's call, once (call id = occurrence id).
     const log = await eventsOf(h.client, ["timer.scheduled", "action.started", "action.completed"]);
     expect(log.map((e) => e.type)).toEqual(["timer.scheduled", "action.started", "action.completed"]);
-    expect(log[0].data).toMatchObject({ timer_id: "once", kind: "runtime", action: "remind.send", spec: { at: T0 + 60_000 }, next_due_ms: T0 + 60_000, replaced: false });
+    expect(log[0].data).toMatchObject({
+      timer_id: "once",
+      kind: "runtime",
+      action: "remind.send",
+      spec: { at: T0 + 60_000 },
+      next_due_ms: T0 + 60_000,
+      replaced: false,
+    });
     expect(log[0].actor).toMatchObject({ id: "user:ana", in: "space:acme" });
     expect(log[1].data).toMatchObject({ call_id: ctx.callId, action: "remind.send" });
     expect(log[1].actor).toMatchObject({ id: "user:ana", in: "space:acme" });
@@ -238,7 +270,9 @@ describe("timers on a manual clock", () => {
     expect(await occurrences(h, "rep")).toHaveLength(1);
     await expectConnectError(h.time.getTimer({ timerId: "rep" }), Code.NotFound, /rep/);
     await expectConnectError(h.time.unschedule({ timerId: "rep" }), Code.NotFound, /no timer "rep"/);
-    expect((await eventsOf(h.client, ["timer.unscheduled"])).map((e) => e.data)).toEqual([{ timer_id: "rep", kind: "runtime", action: "remind.send", next_due_ms: T0 + 30_000 }]);
+    expect((await eventsOf(h.client, ["timer.unscheduled"])).map((e) => e.data)).toEqual([
+      { timer_id: "rep", kind: "runtime", action: "remind.send", next_due_ms: T0 + 30_000 },
+    ]);
     expect(h.calls).toHaveLength(2);
   });
 
@@ -246,7 +280,12 @@ describe("timers on a manual clock", () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
     const forty = 40 * DAY; // 3,456,000,000 ms > 2^31-1 = 2,147,483,647
-    const { delayId, due } = await h.time.delay({ action: "remind.send", input: { n: 40 }, when: { case: "intervalMs", value: BigInt(forty) }, overdue: { bound: { case: "unbounded", value: true } } });
+    const { delayId, due } = await h.time.delay({
+      action: "remind.send",
+      input: { n: 40 },
+      when: { case: "intervalMs", value: BigInt(forty) },
+      overdue: { bound: { case: "unbounded", value: true } },
+    });
     expect(ms(due)).toBe(T0 + forty);
     expect(clock.armed()).toEqual([{ atMs: T0 + 2 ** 31 - 1, delayMs: 2 ** 31 - 1 }]);
 
@@ -269,14 +308,22 @@ describe("timers on a manual clock", () => {
   it("CancelDelay before the moment: never called; an unknown id is NOT_FOUND", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
-    const { delayId } = await h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    const { delayId } = await h.time.delay({
+      action: "remind.send",
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "onTimeOrNever", value: true } },
+    });
     await h.time.cancelDelay({ delayId });
     clock.advance(10_000);
     expect(await occurrences(h, delayId)).toEqual([]);
     await expectConnectError(h.time.cancelDelay({ delayId }), Code.NotFound);
     await expectConnectError(h.time.cancelDelay({ delayId: "nope" }), Code.NotFound, /no delay "nope"/);
     await h.time.schedule({ timerId: "not-a-delay", action: "remind.send", spec: { when: { case: "everyMs", value: 60_000n } } });
-    await expectConnectError(h.time.cancelDelay({ delayId: "not-a-delay" }), Code.FailedPrecondition, /"not-a-delay" is a runtime timer: use Unschedule, not a delay/); // as Unschedule of a delay
+    await expectConnectError(
+      h.time.cancelDelay({ delayId: "not-a-delay" }),
+      Code.FailedPrecondition,
+      /"not-a-delay" is a runtime timer: use Unschedule, not a delay/,
+    ); // as Unschedule of a delay
     expect((await h.time.getTimer({ timerId: "not-a-delay" })).timer?.id).toBe("not-a-delay");
     expect(h.calls).toEqual([]);
   });
@@ -284,7 +331,11 @@ describe("timers on a manual clock", () => {
   it("a bound longer than the action's wait for a host still holds: the try that found no executor started nothing, so its retry past the bound is skipped, not made", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { executor: false });
-    const { delayId } = await h.time.delay({ action: "remind.quick", when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "maxLatenessMs", value: 5_000n } } });
+    const { delayId } = await h.time.delay({
+      action: "remind.quick",
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "maxLatenessMs", value: 5_000n } },
+    });
     clock.set(T0 + 1_000); // no executor: the call waits 200 ms (the action's timeout, inside the bound) and fails, nothing started
     await until(async () => (await occurrences(h, delayId))[0]?.status === "retry_wait", "the first try failed: no executor");
     await executor(h.owner.url, remindPlugin(h.calls));
@@ -296,7 +347,7 @@ describe("timers on a manual clock", () => {
     expect((await eventsOf(h.client, ["timer.skipped"])).map((e) => e.data?.timer_id)).toEqual([delayId]);
   });
 
-  it("Unschedule of a one-shot already made, or claimed inside the lookahead, is NOT_FOUND \"already made\" (as CancelDelay); its call is made once", async () => {
+  it('Unschedule of a one-shot already made, or claimed inside the lookahead, is NOT_FOUND "already made" (as CancelDelay); its call is made once', async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { lookaheadMs: 250, holds: false });
     await h.time.schedule({ timerId: "once", action: "remind.send", spec: at(T0 + 1_000) });
@@ -317,9 +368,24 @@ describe("timers on a manual clock", () => {
   it("a bounded delay that finds no executor's credit by its bound is skipped (timer.skipped), never made late; an unbounded one waits and is made", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { executor: false });
-    const bounded = await h.time.delay({ action: "remind.send", input: { k: "bounded" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "maxLatenessMs", value: 300n } } });
-    const onTime = await h.time.delay({ action: "remind.send", input: { k: "on-time" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
-    await h.time.delay({ action: "remind.send", input: { k: "unbounded" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    const bounded = await h.time.delay({
+      action: "remind.send",
+      input: { k: "bounded" },
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "maxLatenessMs", value: 300n } },
+    });
+    const onTime = await h.time.delay({
+      action: "remind.send",
+      input: { k: "on-time" },
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "onTimeOrNever", value: true } },
+    });
+    await h.time.delay({
+      action: "remind.send",
+      input: { k: "unbounded" },
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "unbounded", value: true } },
+    });
     clock.set(T0 + 1_000); // due; no executor: the calls wait for a credit (300 ms of wall time for the bounded one, 1 s for the on-time one)
     await until(async () => (await occurrences(h, bounded.delayId))[0]?.status === "skipped", "the bounded one skipped when its bound passed", 5_000);
     await until(async () => (await occurrences(h, onTime.delayId))[0]?.status === "skipped", "the on-time one skipped", 5_000);
@@ -335,9 +401,24 @@ describe("timers on a manual clock", () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
     const first = await harness(clock, { dataDir });
-    const bounded = await first.time.delay({ action: "remind.send", input: { k: "bounded" }, when: { case: "intervalMs", value: 10_000n }, overdue: { bound: { case: "maxLatenessMs", value: 5_000n } } });
-    const onTime = await first.time.delay({ action: "remind.send", input: { k: "on-time" }, when: { case: "intervalMs", value: 10_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
-    const late = await first.time.delay({ action: "remind.send", input: { k: "late" }, when: { case: "intervalMs", value: 10_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    const bounded = await first.time.delay({
+      action: "remind.send",
+      input: { k: "bounded" },
+      when: { case: "intervalMs", value: 10_000n },
+      overdue: { bound: { case: "maxLatenessMs", value: 5_000n } },
+    });
+    const onTime = await first.time.delay({
+      action: "remind.send",
+      input: { k: "on-time" },
+      when: { case: "intervalMs", value: 10_000n },
+      overdue: { bound: { case: "onTimeOrNever", value: true } },
+    });
+    const late = await first.time.delay({
+      action: "remind.send",
+      input: { k: "late" },
+      when: { case: "intervalMs", value: 10_000n },
+      overdue: { bound: { case: "unbounded", value: true } },
+    });
     await first.owner.close(); // the owner is down...
     clock.advance(70_000); // ...through the moment, and 60 s past it
     const second = await harness(clock, { dataDir });
@@ -346,8 +427,13 @@ describe("timers on a manual clock", () => {
     expect(second.calls[0].scheduled?.due.getTime()).toBe(T0 + 10_000);
     await until(async () => (await occurrences(second, late.delayId))[0]?.status === "completed", "the late occurrence recorded");
     expect((await occurrences(second, late.delayId))[0]).toMatchObject({ lateness_ms: 60_000, attempts: 1 });
-    for (const [d, bound] of [[bounded, "5000 ms"], [onTime, "on time or never"]] as const) {
-      expect(await occurrences(second, d.delayId)).toEqual([expect.objectContaining({ status: "skipped", attempts: 0, due_ms: T0 + 10_000, lateness_ms: 60_000, error: expect.stringContaining(bound) })]);
+    for (const [d, bound] of [
+      [bounded, "5000 ms"],
+      [onTime, "on time or never"],
+    ] as const) {
+      expect(await occurrences(second, d.delayId)).toEqual([
+        expect.objectContaining({ status: "skipped", attempts: 0, due_ms: T0 + 10_000, lateness_ms: 60_000, error: expect.stringContaining(bound) }),
+      ]);
       expect((await second.time.getTimer({ timerId: d.delayId })).timer?.nextDue).toBeUndefined();
     }
     const skipped = await eventsOf(second.client, ["timer.skipped"]);
@@ -355,7 +441,12 @@ describe("timers on a manual clock", () => {
     expect(skipped[0].data).toMatchObject({ action: "remind.send", due_ms: T0 + 10_000, lateness_ms: 60_000 });
     expect(second.calls).toHaveLength(1);
     // Within its bound a bounded delay is made.
-    const inTime = await second.time.delay({ action: "remind.send", input: { k: "in time" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "maxLatenessMs", value: 5_000n } } });
+    const inTime = await second.time.delay({
+      action: "remind.send",
+      input: { k: "in time" },
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "maxLatenessMs", value: 5_000n } },
+    });
     clock.advance(5_000); // 4 s late, within 5 s
     await until(() => second.calls.length === 2, "the bounded delay within its bound");
     expect(second.calls[1].scheduled?.timerId).toBe(inTime.delayId);
@@ -365,8 +456,18 @@ describe("timers on a manual clock", () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
     const first = await harness(clock, { dataDir, executor: false }); // no executor: the calls wait for one
-    const strict = await first.time.delay({ action: "remind.send", input: { k: "strict" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
-    const loose = await first.time.delay({ action: "remind.send", input: { k: "loose" }, when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    const strict = await first.time.delay({
+      action: "remind.send",
+      input: { k: "strict" },
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "onTimeOrNever", value: true } },
+    });
+    const loose = await first.time.delay({
+      action: "remind.send",
+      input: { k: "loose" },
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "unbounded", value: true } },
+    });
     clock.advance(1_000);
     for (const d of [strict, loose]) await until(async () => (await occurrences(first, d.delayId))[0]?.status === "pending", "the claim");
     await first.owner.close(); // the calls were waiting for an executor: the occurrences stay pending
@@ -379,7 +480,11 @@ describe("timers on a manual clock", () => {
     expect(second.calls[0].scheduled?.due.getTime()).toBe(T0 + 1_000);
     await until(async () => (await occurrences(second, loose.delayId))[0]?.status === "completed", "the recovered call recorded");
     await until(async () => (await occurrences(second, strict.delayId))[0]?.status === "skipped", "the strict delay skipped");
-    expect((await occurrences(second, strict.delayId))[0]).toMatchObject({ lateness_ms: 60_000, attempts: 0, error: expect.stringContaining("on time or never") });
+    expect((await occurrences(second, strict.delayId))[0]).toMatchObject({
+      lateness_ms: 60_000,
+      attempts: 0,
+      error: expect.stringContaining("on time or never"),
+    });
     expect((await eventsOf(second.client, ["timer.skipped"])).map((e) => e.data?.timer_id)).toEqual([strict.delayId]);
     expect(second.calls).toHaveLength(1);
   });
@@ -390,7 +495,13 @@ describe("timers on a manual clock", () => {
     await h.client.registerPlugin({ name: "orders", events: { "order.placed": { allow: ["*"] } } });
     const placed = (await h.client.emit("order.placed", { id: 7 }, { actor: { id: "user:bob", in: "space:shop" } })).event!;
     const cause = { eventId: placed.id, position: 0 };
-    const request = { action: "remind.send", input: { order: 7 }, when: { case: "intervalMs" as const, value: 5_000n }, overdue: { bound: { case: "unbounded" as const, value: true } }, cause };
+    const request = {
+      action: "remind.send",
+      input: { order: 7 },
+      when: { case: "intervalMs" as const, value: 5_000n },
+      overdue: { bound: { case: "unbounded" as const, value: true } },
+      cause,
+    };
     const a = await h.time.delay(request);
     clock.advance(1_000);
     const b = await h.time.delay(request); // a retried run: the same delay, not a second one
@@ -439,7 +550,11 @@ describe("timers on a manual clock", () => {
     await h.time.schedule({ timerId: "c-cron", action: "remind.send", spec: cron("30 9 * * 1-5", "America/New_York") }); // 13:30Z on weekdays (EST)
     await h.time.schedule({ timerId: "a-at", action: "remind.send", spec: at(T0 + 3_600_000) });
     await h.time.schedule({ timerId: "b-every", action: "remind.send", spec: every(600_000) });
-    const { delayId } = await h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: { bound: { case: "unbounded", value: true } } });
+    const { delayId } = await h.time.delay({
+      action: "remind.send",
+      when: { case: "intervalMs", value: 1_000n },
+      overdue: { bound: { case: "unbounded", value: true } },
+    });
     clock.advance(1_000);
     await until(() => h.calls.length === 1, "the delay's call"); // spent: listed last
 
@@ -465,7 +580,12 @@ describe("timers on a manual clock", () => {
 
     const cronTimer: Timer = (await h.time.getTimer({ timerId: "c-cron", previewCount: 4 })).timer!;
     // Mon 2026-03-02 ... Thu 03-05 at 09:30 EST (New York changes to EDT on 03-08).
-    expect(cronTimer.preview.map((t) => iso(ms(t)))).toEqual(["2026-03-02T14:30:00.000Z", "2026-03-03T14:30:00.000Z", "2026-03-04T14:30:00.000Z", "2026-03-05T14:30:00.000Z"]);
+    expect(cronTimer.preview.map((t) => iso(ms(t)))).toEqual([
+      "2026-03-02T14:30:00.000Z",
+      "2026-03-03T14:30:00.000Z",
+      "2026-03-04T14:30:00.000Z",
+      "2026-03-05T14:30:00.000Z",
+    ]);
     const later = (await h.time.getTimer({ timerId: "c-cron", previewCount: 6 })).timer!.preview.map((t) => iso(ms(t)));
     expect(later.slice(4)).toEqual(["2026-03-06T14:30:00.000Z", "2026-03-09T13:30:00.000Z"]); // the weekend skipped; EDT from Monday
     expect((await h.time.getTimer({ timerId: "a-at", previewCount: 5 })).timer!.preview.map(ms)).toEqual([T0 + 3_600_000]);
@@ -515,7 +635,11 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment t
   it("a cancel inside the lookahead comes too late: NOT_FOUND, and the delay is called once at its moment", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock, { lookaheadMs: 50, holds: false });
-    const { delayId } = await h.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "unbounded", value: true } } });
+    const { delayId } = await h.time.delay({
+      action: "remind.send",
+      when: { case: "at", value: timestampFromMs(due) },
+      overdue: { bound: { case: "unbounded", value: true } },
+    });
     clock.set(due - 10);
     await until(async () => (await started(h)) === 1, "made ahead of the moment");
     await expectConnectError(h.time.cancelDelay({ delayId }), Code.NotFound);
@@ -550,7 +674,11 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment t
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
     const first = await harness(clock, { dataDir, lookaheadMs: 50, holds: false });
-    const { delayId } = await first.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(due) }, overdue: { bound: { case: "onTimeOrNever", value: true } } });
+    const { delayId } = await first.time.delay({
+      action: "remind.send",
+      when: { case: "at", value: timestampFromMs(due) },
+      overdue: { bound: { case: "onTimeOrNever", value: true } },
+    });
     clock.set(due - 30);
     await until(async () => (await started(first)) === 1, "started ahead of the moment");
     await first.owner.close();
@@ -560,7 +688,9 @@ describe("the clock's lookahead: claimed and started ahead, sent at the moment t
     const [occurrence] = await occurrences(second, delayId);
     const ends = await eventsOf(second.client, ["action.completed", "action.failed"]);
     expect(ends.map((e) => [e.type, e.data?.call_id, e.data?.attempt])).toEqual([["action.failed", occurrence.id, 1]]);
-    expect(String(ends[0].data?.error)).toMatch(/^no result recorded before the owner stopped \(the executor may or may not have run it\); not run again: .*on time or never/);
+    expect(String(ends[0].data?.error)).toMatch(
+      /^no result recorded before the owner stopped \(the executor may or may not have run it\); not run again: .*on time or never/,
+    );
     await settle();
     expect(second.calls).toEqual([]);
   });
@@ -573,7 +703,9 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
   function rawExecutor(url: string, holds: boolean, invocationBatches = false, batches = false) {
     const invocations: Invocation[] = [];
     const kinds: string[] = [];
-    const outbox: SubscribeRequest["message"][] = [{ case: "hello", value: create(HelloSchema, { executor: "raw", actions: ["remind.send"], credits: 4, holds, invocationBatches, batches }) }];
+    const outbox: SubscribeRequest["message"][] = [
+      { case: "hello", value: create(HelloSchema, { executor: "raw", actions: ["remind.send"], credits: 4, holds, invocationBatches, batches }) },
+    ];
     let wake = () => {};
     const ended = new AbortController();
     cleanups.push(async () => ended.abort());
@@ -603,7 +735,10 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
       },
       /** Answers several invocations in one ActionResultBatch. */
       answerAll(answers: { invocationId: string; startedLateMs: number }[]) {
-        outbox.push({ case: "actionResults", value: create(ActionResultBatchSchema, { results: answers.map((a) => create(ActionResultSchema, { ...a, outcome: Outcome.OK, output: {} })) }) });
+        outbox.push({
+          case: "actionResults",
+          value: create(ActionResultBatchSchema, { results: answers.map((a) => create(ActionResultSchema, { ...a, outcome: Outcome.OK, output: {} })) }),
+        });
         wake();
       },
     };
@@ -642,7 +777,10 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     expect(raw.invocations.map((i) => i.scheduled?.timerId).sort()).toEqual(["b1", "b2", "b3"]);
     clock.set(due + 5);
     raw.answerAll(raw.invocations.map((i, k) => ({ invocationId: i.invocationId, startedLateMs: k + 1 })));
-    await until(async () => (await Promise.all(["b1", "b2", "b3"].map((id) => occurrences(h, id)))).every(([o]) => o?.status === "completed"), "the three ends, from one message");
+    await until(
+      async () => (await Promise.all(["b1", "b2", "b3"].map((id) => occurrences(h, id)))).every(([o]) => o?.status === "completed"),
+      "the three ends, from one message",
+    );
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 3, maxMs: 3 });
   });
 
@@ -669,7 +807,10 @@ describe("an executor that holds: calls of time sent ahead with hold_ms, started
     raw.answer(raw.invocations[1].invocationId, 0); // the `early` one, answered 45 ms before its moment: the executor did not hold
     clock.set(due + 7);
     raw.answer(raw.invocations[0].invocationId, 4_294_967_295);
-    await until(async () => (await occurrences(h, "absurd"))[0]?.status === "completed" && (await occurrences(h, "early"))[0]?.status === "completed", "both ends");
+    await until(
+      async () => (await occurrences(h, "absurd"))[0]?.status === "completed" && (await occurrences(h, "early"))[0]?.status === "completed",
+      "both ends",
+    );
     expect((await occurrences(h, "absurd"))[0]).toMatchObject({ lateness_ms: 7 });
     expect((await occurrences(h, "early"))[0]).toMatchObject({ lateness_ms: 0 });
     expect(h.owner.lateness.snapshot()).toMatchObject({ count: 2, maxMs: 7 });
@@ -743,28 +884,64 @@ describe("TimeService bad input (nothing written)", () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
     const before = await logSnapshot(h.client);
-    const fields = async (p: Promise<unknown>, code: Code, message: RegExp) => (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
+    const fields = async (p: Promise<unknown>, code: Code, message: RegExp) =>
+      (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
     const schedule = (spec: Parameters<typeof h.time.schedule>[0]["spec"], action = "remind.send") => h.time.schedule({ action, spec });
     expect(await fields(schedule(cron("0 25 * * *")), Code.InvalidArgument, /hour.*25/)).toEqual(["spec.cron.expression"]);
     expect(await fields(schedule(cron("0 9 * * *", "Mars/Olympus")), Code.InvalidArgument, /Mars\/Olympus/)).toEqual(["spec.cron.zone"]);
-    expect(await fields(schedule(cron("0 0 9 * * *")), Code.InvalidArgument, /has 6 fields .*; expected 5: minute hour day-of-month month day-of-week/)).toEqual(["spec.cron.expression"]);
+    expect(
+      await fields(schedule(cron("0 0 9 * * *")), Code.InvalidArgument, /has 6 fields .*; expected 5: minute hour day-of-month month day-of-week/),
+    ).toEqual(["spec.cron.expression"]);
     expect(await fields(schedule(cron("0 0 30 2 *")), Code.InvalidArgument, /./)).toEqual(["spec.cron.expression"]);
     expect(await fields(schedule(at(T0 - 5_000)), Code.InvalidArgument, /in the past/)).toEqual(["spec.at"]);
     expect(await fields(schedule(every(10)), Code.InvalidArgument, /every_ms/)).toEqual(["spec.every_ms"]);
     expect(await fields(h.time.schedule({ action: "remind.send" }), Code.InvalidArgument, /spec is required/)).toEqual(["spec"]);
     await expectConnectError(schedule(every(5_000), "remind.nope"), Code.NotFound, /remind\.nope/);
-    expect(await fields(h.time.schedule({ action: "remind.strict", input: {}, spec: every(5_000) }), Code.InvalidArgument, /schema: input: must have required property 'to'/)).toEqual(["input"]);
-    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n } }), Code.InvalidArgument, /overdue is required/)).toEqual(["overdue"]);
-    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: {} }), Code.InvalidArgument, /bound/)).toEqual(["overdue"]);
-    expect(await fields(h.time.delay({ action: "remind.send", overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /interval_ms or at/)).toEqual(["when"]);
-    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "at", value: timestampFromMs(T0 - 2_000) }, overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /past/)).toEqual(["at"]);
+    expect(
+      await fields(
+        h.time.schedule({ action: "remind.strict", input: {}, spec: every(5_000) }),
+        Code.InvalidArgument,
+        /schema: input: must have required property 'to'/,
+      ),
+    ).toEqual(["input"]);
+    expect(
+      await fields(h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n } }), Code.InvalidArgument, /overdue is required/),
+    ).toEqual(["overdue"]);
+    expect(
+      await fields(h.time.delay({ action: "remind.send", when: { case: "intervalMs", value: 1_000n }, overdue: {} }), Code.InvalidArgument, /bound/),
+    ).toEqual(["overdue"]);
+    expect(
+      await fields(h.time.delay({ action: "remind.send", overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /interval_ms or at/),
+    ).toEqual(["when"]);
+    expect(
+      await fields(
+        h.time.delay({
+          action: "remind.send",
+          when: { case: "at", value: timestampFromMs(T0 - 2_000) },
+          overdue: { bound: { case: "unbounded", value: true } },
+        }),
+        Code.InvalidArgument,
+        /past/,
+      ),
+    ).toEqual(["at"]);
     // Past JavaScript's Date range (±8.64e15 ms) too: INVALID_ARGUMENT, not INTERNAL.
-    const beyond = (seconds: bigint) => h.time.delay({ action: "remind.send", when: { case: "at", value: { seconds, nanos: 1_000_000 } as never }, overdue: { bound: { case: "unbounded", value: true } } });
+    const beyond = (seconds: bigint) =>
+      h.time.delay({
+        action: "remind.send",
+        when: { case: "at", value: { seconds, nanos: 1_000_000 } as never },
+        overdue: { bound: { case: "unbounded", value: true } },
+      });
     expect(await fields(beyond(8_640_000_000_000n), Code.InvalidArgument, /more than 100 years ahead/)).toEqual(["at"]);
     expect(await fields(beyond(-10_000_000_000_000n), Code.InvalidArgument, /at -10000000000000000 ms is in the past/)).toEqual(["at"]);
     // A Timestamp's nanos outside 0-999,999,999 would move the moment silently (2e9 nanos: 2 s later).
     const nanos = (n: number) => ({ seconds: BigInt(Math.floor(T0 / 1000) + 5), nanos: n }) as never;
-    expect(await fields(h.time.delay({ action: "remind.send", when: { case: "at", value: nanos(-1) }, overdue: { bound: { case: "unbounded", value: true } } }), Code.InvalidArgument, /at\.nanos must be 0 to 999999999 \(got -1\)/)).toEqual(["at.nanos"]);
+    expect(
+      await fields(
+        h.time.delay({ action: "remind.send", when: { case: "at", value: nanos(-1) }, overdue: { bound: { case: "unbounded", value: true } } }),
+        Code.InvalidArgument,
+        /at\.nanos must be 0 to 999999999 \(got -1\)/,
+      ),
+    ).toEqual(["at.nanos"]);
     expect(await fields(schedule({ when: { case: "at", value: nanos(2_000_000_000) } } as never), Code.InvalidArgument, /nanos/)).toEqual(["spec.at.nanos"]);
     await expectUnchanged(h.client, before);
     // `at` up to 1 s in the past is accepted and fires at once.
@@ -776,7 +953,12 @@ describe("TimeService bad input (nothing written)", () => {
 
   it("a client needs the action's allow to schedule it; under a cause only executors may; nothing is written when refused", async () => {
     const tokens = { exec: "executor-token-0123456789", web: "client-token-0123456789" };
-    const config = { principals: [{ name: "ex", token: tokens.exec, role: "executor" as const }, { name: "web", token: tokens.web, role: "client" as const }] };
+    const config = {
+      principals: [
+        { name: "ex", token: tokens.exec, role: "executor" as const },
+        { name: "web", token: tokens.web, role: "client" as const },
+      ],
+    };
     const clock = new ManualClock(T0);
     const owner = await startTestOwner({ clock, timers: clock, config, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
     cleanups.push(() => owner.close());
@@ -785,7 +967,11 @@ describe("TimeService bad input (nothing written)", () => {
     const web = createRpcClient(TimeService, createClient({ url: owner.url, token: tokens.web }).transport);
     const before = await logSnapshot(createClient({ url: owner.url, token: tokens.exec }));
     await expectConnectError(web.schedule({ action: "p.closed", spec: every(5_000) }), Code.PermissionDenied, /p\.closed/);
-    await expectConnectError(web.schedule({ action: "p.open", spec: every(5_000), cause: { eventId: "x", position: 0 } }), Code.PermissionDenied, /under a cause/);
+    await expectConnectError(
+      web.schedule({ action: "p.open", spec: every(5_000), cause: { eventId: "x", position: 0 } }),
+      Code.PermissionDenied,
+      /under a cause/,
+    );
     await expectUnchanged(createClient({ url: owner.url, token: tokens.exec }), before);
     const { timer } = await web.schedule({ action: "p.open", spec: every(5_000) });
     expect(timer?.id).toMatch(/^[0-9a-f-]{36}$/); // a fresh UUIDv7
@@ -820,7 +1006,11 @@ describe("time across real owner processes killed with SIGKILL", { tags: ["seria
     const second = await spawnOwner(dataDir);
     children.push(second);
     await executor(second.url, plugin);
-    await until(() => calls.some((c) => c.scheduled?.timerId === "once") && calls.filter((c) => c.scheduled?.timerId === "rec").length >= 3, "the calls after the restart", 20_000);
+    await until(
+      () => calls.some((c) => c.scheduled?.timerId === "once") && calls.filter((c) => c.scheduled?.timerId === "rec").length >= 3,
+      "the calls after the restart",
+      20_000,
+    );
 
     const onceCalls = calls.filter((c) => c.scheduled?.timerId === "once");
     expect(onceCalls).toHaveLength(1);
@@ -845,7 +1035,13 @@ describe("Delay from outside with a client delay_id", () => {
   it("the same Delay retried arms one delay, records one timer.scheduled and gets the same answer: while pending, after it was made, after it was cancelled", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
-    const request = { delayId: "remind-order-7", action: "remind.send", input: { order: 7 }, when: { case: "intervalMs" as const, value: 5_000n }, overdue: unbounded };
+    const request = {
+      delayId: "remind-order-7",
+      action: "remind.send",
+      input: { order: 7 },
+      when: { case: "intervalMs" as const, value: 5_000n },
+      overdue: unbounded,
+    };
     const a = await h.time.delay(request);
     expect([a.delayId, ms(a.due)]).toEqual(["remind-order-7", T0 + 5_000]);
     clock.advance(1_000); // a retry later would be due later if it armed again
@@ -889,10 +1085,16 @@ describe("Delay from outside with a client delay_id", () => {
     const request = { delayId: "d-1", action: "remind.send", input: { order: 7 }, when: { case: "intervalMs" as const, value: 5_000n }, overdue: unbounded };
     await h.time.delay(request);
     await h.time.schedule({ timerId: "weekly", action: "remind.send", spec: every(60_000) });
-    const fields = async (p: Promise<unknown>, code: Code, message: RegExp) => (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
+    const fields = async (p: Promise<unknown>, code: Code, message: RegExp) =>
+      (await expectConnectError(p, code, message)).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
     const conflicts = async () => {
       const before = await logSnapshot(h.client);
-      for (const other of [{ input: { order: 8 } }, { when: { case: "intervalMs" as const, value: 6_000n } }, { when: { case: "at" as const, value: timestampFromMs(T0 + 5_000) } }, { overdue: { bound: { case: "onTimeOrNever" as const, value: true } } }]) {
+      for (const other of [
+        { input: { order: 8 } },
+        { when: { case: "intervalMs" as const, value: 6_000n } },
+        { when: { case: "at" as const, value: timestampFromMs(T0 + 5_000) } },
+        { overdue: { bound: { case: "onTimeOrNever" as const, value: true } } },
+      ]) {
         expect(await fields(h.time.delay({ ...request, ...other }), Code.AlreadyExists, /delay_id "d-1" already names a delay/)).toEqual(["delay_id"]);
       }
       await expectUnchanged(h.client, before);
@@ -903,11 +1105,24 @@ describe("Delay from outside with a client delay_id", () => {
     await until(async () => (await occurrences(h, "d-1"))[0]?.status === "completed", "the call's end recorded"); // the log is still from here on
     await conflicts(); // made
     const before = await logSnapshot(h.client);
-    expect(await fields(h.time.delay({ ...request, delayId: "weekly" }), Code.FailedPrecondition, /delay_id "weekly" names a runtime timer/)).toEqual(["delay_id"]);
-    for (const [bad, message] of [[" ", /delay_id is only whitespace/], ["a\u0001b", /delay_id contains a control character/], ["x".repeat(257), /delay_id is longer than 256/], ["plugin/schedule", /delay_id "plugin\/schedule" may not contain "\/"/]] as const) {
+    expect(await fields(h.time.delay({ ...request, delayId: "weekly" }), Code.FailedPrecondition, /delay_id "weekly" names a runtime timer/)).toEqual([
+      "delay_id",
+    ]);
+    for (const [bad, message] of [
+      [" ", /delay_id is only whitespace/],
+      ["a\u0001b", /delay_id contains a control character/],
+      ["x".repeat(257), /delay_id is longer than 256/],
+      ["plugin/schedule", /delay_id "plugin\/schedule" may not contain "\/"/],
+    ] as const) {
       expect(await fields(h.time.delay({ ...request, delayId: bad }), Code.InvalidArgument, message)).toEqual(["delay_id"]);
     }
-    expect(await fields(h.time.delay({ ...request, delayId: "d-2", cause: { eventId: placed.id, position: 0 } }), Code.InvalidArgument, /delay_id must be empty under a cause/)).toEqual(["delay_id"]);
+    expect(
+      await fields(
+        h.time.delay({ ...request, delayId: "d-2", cause: { eventId: placed.id, position: 0 } }),
+        Code.InvalidArgument,
+        /delay_id must be empty under a cause/,
+      ),
+    ).toEqual(["delay_id"]);
     await expectUnchanged(h.client, before);
     expect(h.calls).toHaveLength(1);
   });

@@ -11,7 +11,10 @@ import { startPostgresServer, type PostgresServer } from "./helpers/postgres-ser
 import { startToxiproxy, toxiproxyBinary, type Proxy as ToxiproxyProxy, type Toxiproxy } from "./helpers/toxiproxy.js";
 
 const runnable = process.env.CI === "true" || toxiproxyBinary() !== undefined;
-if (!runnable) console.warn("toxiproxy.test.ts skipped: .tools/toxiproxy-server is missing (.ci/run builds it: go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0)");
+if (!runnable)
+  console.warn(
+    "toxiproxy.test.ts skipped: .tools/toxiproxy-server is missing (.ci/run builds it: go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0)",
+  );
 
 let server: PostgresServer;
 let toxiproxy: Toxiproxy;

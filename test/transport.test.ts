@@ -15,13 +15,7 @@ import { create, fromBinary, toBinary, type DescMessage, type MessageShape } fro
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import {
-  EmitRequestSchema,
-  EmitResponseSchema,
-  LogService,
-  WatchRequestSchema,
-  WatchResponseSchema,
-} from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { EmitRequestSchema, EmitResponseSchema, LogService, WatchRequestSchema, WatchResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import {
   Health,
   HealthCheckRequestSchema,
@@ -87,9 +81,7 @@ function grpcUnary<I extends DescMessage, O extends DescMessage>(
 ): Promise<MessageShape<O>> {
   const c = codec(input, output);
   return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(path, c.serialize, c.deserialize, req, (err, res) =>
-      err || !res ? reject(err) : resolve(res),
-    );
+    client.makeUnaryRequest(path, c.serialize, c.deserialize, req, (err, res) => (err || !res ? reject(err) : resolve(res)));
   });
 }
 
@@ -142,10 +134,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
   let grpcClient: grpc.Client;
 
   beforeAll(async () => {
-    srv = await start(
-      { corsOrigins: [ORIGIN], readMaxBytes: 4096, handshakeTimeoutMs: 300 },
-      (h) => (health = h),
-    );
+    srv = await start({ corsOrigins: [ORIGIN], readMaxBytes: 4096, handshakeTimeoutMs: 300 }, (h) => (health = h));
     base = `http://127.0.0.1:${srv.port}`;
     grpcClient = new grpc.Client(`127.0.0.1:${srv.port}`, grpc.credentials.createInsecure());
   });
@@ -238,9 +227,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
       const files = (i: number) => {
         const m = out[i].messageResponse;
         expect(m.case).toBe("fileDescriptorResponse");
-        return m.case === "fileDescriptorResponse"
-          ? m.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name)
-          : [];
+        return m.case === "fileDescriptorResponse" ? m.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : [];
       };
       const err = (i: number) => {
         const m = out[i].messageResponse;
@@ -260,9 +247,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
       );
       expect(out[0].validHost).toBe("h");
       expect(files(1)[0]).toBe("chronolog/v1/log.proto");
-      expect(files(1)).toEqual(
-        expect.arrayContaining(["chronolog/v1/event.proto", "google/protobuf/struct.proto", "google/protobuf/timestamp.proto"]),
-      );
+      expect(files(1)).toEqual(expect.arrayContaining(["chronolog/v1/event.proto", "google/protobuf/struct.proto", "google/protobuf/timestamp.proto"]));
       expect(files(2)).toEqual(["chronolog/v1/log.proto"]); // dependencies already sent
       expect(files(3)).toEqual(["chronolog/v1/event.proto"]);
       expect(files(4)).toEqual(["chronolog/v1/log.proto"]);
@@ -284,11 +269,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
     }
     const methods = await buf("--list-methods", "--protocol", "grpc", "--http2-prior-knowledge", base);
     expect(methods.split("\n")).toContain("chronolog.v1.LogService/Emit");
-    const out = await buf(
-      "--protocol", "grpc", "--http2-prior-knowledge",
-      "-d", '{"type":"x","data":{}}',
-      `${base}/chronolog.v1.LogService/Emit`,
-    );
+    const out = await buf("--protocol", "grpc", "--http2-prior-knowledge", "-d", '{"type":"x","data":{}}', `${base}/chronolog.v1.LogService/Emit`);
     expect(JSON.parse(out).event.type).toBe("x");
   });
 
@@ -302,9 +283,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
     badFrames.write(`PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n${"\xff".repeat(64)}`);
     const partialHeaders = await connectRaw(srv.port);
     partialHeaders.write("POST /chronolog.v1.LogService/Emit HTTP/1.1\r\nHost: x\r\n");
-    const closes = await Promise.all(
-      [garbage, silent, halfPreface, badFrames, partialHeaders].map((s) => closedWithin(s, 3000)),
-    );
+    const closes = await Promise.all([garbage, silent, halfPreface, badFrames, partialHeaders].map((s) => closedWithin(s, 3000)));
     expect(closes.every((ms) => ms < 3000)).toBe(true);
     // And the server still answers on both HTTP versions.
     expect(await emitVia(createConnectTransport({ baseUrl: base, httpVersion: "1.1" }), "still")).toBe("still");
@@ -332,7 +311,9 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
     });
     // A raw socket that sends a request and vanishes with a reset.
     const rude = await connectRaw(srv.port);
-    rude.write("POST /chronolog.v1.LogService/Watch HTTP/1.1\r\nHost: x\r\nContent-Type: application/connect+json\r\nContent-Length: 7\r\n\r\n\x00\x00\x00\x00\x02{}");
+    rude.write(
+      "POST /chronolog.v1.LogService/Watch HTTP/1.1\r\nHost: x\r\nContent-Type: application/connect+json\r\nContent-Length: 7\r\n\r\n\x00\x00\x00\x00\x02{}",
+    );
     await new Promise((r) => rude.once("data", r));
     rude.resetAndDestroy();
     await expect.poll(() => stats.watchAborted - abortedBefore, { timeout: 2000 }).toBe(3);
@@ -373,10 +354,7 @@ describe("listen: one port for gRPC, gRPC-Web and Connect", () => {
     // Actual calls: allowed origin gets the exposed headers.
     const transport = createConnectTransport({ baseUrl: base, httpVersion: "1.1" });
     let seen: Headers | undefined;
-    await createClient(LogService, transport).emit(
-      { type: "cors" },
-      { headers: { Origin: ORIGIN }, onHeader: (h) => (seen = h) },
-    );
+    await createClient(LogService, transport).emit({ type: "cors" }, { headers: { Origin: ORIGIN }, onHeader: (h) => (seen = h) });
     expect(seen?.get("access-control-allow-origin")).toBe(ORIGIN);
     expect(seen?.get("access-control-expose-headers")?.toLowerCase()).toContain("grpc-status");
   });
@@ -483,7 +461,10 @@ describe("listen: extra HTTP handler, shutdown", () => {
   it("rejects when the port is taken, naming the port and --port", async () => {
     const srv = await start();
     try {
-      await expect(start({ port: srv.port })).rejects.toMatchObject({ code: "EADDRINUSE", message: expect.stringMatching(new RegExp(`port ${srv.port} on 127\\.0\\.0\\.1 is already in use .*--port`)) });
+      await expect(start({ port: srv.port })).rejects.toMatchObject({
+        code: "EADDRINUSE",
+        message: expect.stringMatching(new RegExp(`port ${srv.port} on 127\\.0\\.0\\.1 is already in use .*--port`)),
+      });
     } finally {
       await srv.close();
     }
@@ -498,9 +479,21 @@ describe("listen: TLS", { tags: ["serial"] }, () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "chronolog-tls-"));
     await run("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
-      "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-subj",
+      "/CN=localhost",
+      "-days",
+      "1",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
     ]);
     ca = readFileSync(join(dir, "cert.pem"));
     srv = await start({ tls: { cert: ca, key: readFileSync(join(dir, "key.pem")) }, handshakeTimeoutMs: 300 });
@@ -517,7 +510,13 @@ describe("listen: TLS", { tags: ["serial"] }, () => {
     expect(await emitVia(createGrpcWebTransport({ baseUrl, httpVersion: "1.1", nodeOptions: { ca } }), "tlsweb")).toBe("tlsweb");
     const client = new grpc.Client(`localhost:${srv.port}`, grpc.credentials.createSsl(ca));
     try {
-      const res = await grpcUnary(client, "/chronolog.v1.LogService/Emit", EmitRequestSchema, EmitResponseSchema, create(EmitRequestSchema, { type: "tlsgrpc" }));
+      const res = await grpcUnary(
+        client,
+        "/chronolog.v1.LogService/Emit",
+        EmitRequestSchema,
+        EmitResponseSchema,
+        create(EmitRequestSchema, { type: "tlsgrpc" }),
+      );
       expect(res.event?.type).toBe("tlsgrpc");
     } finally {
       client.close();

@@ -16,7 +16,13 @@ const runs = Number(process.env.BENCH_RUNS ?? 10);
 execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo });
 
 const dataDir = mkdtempSync(join(tmpdir(), "chronolog-bench-cli-"));
-const owner = await startOwner({ dataDir, host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), pluginsDir: join(repo, "examples/quickstart/plugins") });
+const owner = await startOwner({
+  dataDir,
+  host: "127.0.0.1",
+  port: 0,
+  logger: pino({ level: "silent" }),
+  pluginsDir: join(repo, "examples/quickstart/plugins"),
+});
 const url = `http://127.0.0.1:${owner.port}`;
 
 const ways = {
@@ -50,4 +56,3 @@ for (const [name, list] of Object.entries(times)) {
   const sorted = [...list].sort((a, b) => a - b);
   console.log(`  ${name.padEnd(18)} median ${sorted[Math.floor(sorted.length / 2)].toFixed(0).padStart(5)} ms   best ${sorted[0].toFixed(0).padStart(5)} ms`);
 }
-

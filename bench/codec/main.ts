@@ -35,7 +35,13 @@ function measure(step: (i: number) => void): number {
   return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
 }
 
-const event = (i: number) => ({ seq: BigInt(i + 1), id: "0190f3b4-7c1d-7000-8000-000000000000", type: "bench.order_placed", cause: "", at: timestampFromMs(1_700_000_000_000) });
+const event = (i: number) => ({
+  seq: BigInt(i + 1),
+  id: "0190f3b4-7c1d-7000-8000-000000000000",
+  type: "bench.order_placed",
+  cause: "",
+  at: timestampFromMs(1_700_000_000_000),
+});
 
 // Out: stored text → wire → object.
 const structWire = texts.map((t, i) => toBinary(EventSchema, create(EventSchema, { ...event(i), data: JSON.parse(t) })));
@@ -47,9 +53,19 @@ const outBytesDecode = measure((i) => (sink += Object.keys(JSON.parse(decoder.de
 
 // In: object → wire → object + stored text.
 const inStructWire = objects.map((o) => toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "bench.order_placed", data: o, id: "x" })));
-const inBytesWire = objects.map((o) => toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "bench.order_placed", dataJson: encoder.encode(JSON.stringify(o)), id: "x" })));
-const inStructEncode = measure((i) => (sink += toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "bench.order_placed", data: objects[i & 255], id: "x" })).length));
-const inBytesEncode = measure((i) => (sink += toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "bench.order_placed", dataJson: encoder.encode(JSON.stringify(objects[i & 255])), id: "x" })).length));
+const inBytesWire = objects.map((o) =>
+  toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "bench.order_placed", dataJson: encoder.encode(JSON.stringify(o)), id: "x" })),
+);
+const inStructEncode = measure(
+  (i) => (sink += toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: "bench.order_placed", data: objects[i & 255], id: "x" })).length),
+);
+const inBytesEncode = measure(
+  (i) =>
+    (sink += toBinary(
+      EmitRequestSchema,
+      create(EmitRequestSchema, { type: "bench.order_placed", dataJson: encoder.encode(JSON.stringify(objects[i & 255])), id: "x" }),
+    ).length),
+);
 const inStructDecode = measure((i) => (sink += JSON.stringify(fromBinary(EmitRequestSchema, inStructWire[i & 255]).data).length));
 const inBytesDecode = measure((i) => {
   const data = JSON.parse(decoder.decode(fromBinary(EmitRequestSchema, inBytesWire[i & 255]).dataJson));

@@ -30,7 +30,10 @@ function healthProbe(url: string, everyMs = 50): { stop(): Promise<Check[]> } {
     const sentAt = performance.now();
     const answered: Promise<void> = client
       .check({ service: "" }, { timeoutMs: 60_000 })
-      .then((r) => r.status === HealthCheckResponse_ServingStatus.SERVING, () => false)
+      .then(
+        (r) => r.status === HealthCheckResponse_ServingStatus.SERVING,
+        () => false,
+      )
       .then((ok) => void (checks.push({ sentAt, ms: performance.now() - sentAt, ok }), pending.delete(answered)));
     pending.add(answered);
   }, everyMs);

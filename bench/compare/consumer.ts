@@ -55,7 +55,9 @@ async function redis(): Promise<void> {
   });
   void (async () => {
     while (running) {
-      const answer = (await client.xreadgroup("GROUP", names.redisGroup, me, "COUNT", 512, "BLOCK", 1000, "STREAMS", stream, ">").catch(() => null)) as [string, [string, string[]][]][] | null;
+      const answer = (await client.xreadgroup("GROUP", names.redisGroup, me, "COUNT", 512, "BLOCK", 1000, "STREAMS", stream, ">").catch(() => null)) as
+        | [string, [string, string[]][]][]
+        | null;
       if (!answer) continue;
       const entries = answer[0][1];
       for (const [, fields] of entries) handle(JSON.parse(fields[1]));

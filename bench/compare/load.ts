@@ -128,7 +128,17 @@ async function produce(target: Target, topic: Topic, callers: number, perCall: n
   );
   const ms = now() - startedAt;
   const cpu = process.cpuUsage(cpu0);
-  return { ms, calls: next, events: next * perCall, totalEvents: next * perCall, p50: NaN, p99: NaN, startedAt, errors: 0, cpuPercent: ((cpu.user + cpu.system) / 1000 / ms) * 100 };
+  return {
+    ms,
+    calls: next,
+    events: next * perCall,
+    totalEvents: next * perCall,
+    p50: NaN,
+    p99: NaN,
+    startedAt,
+    errors: 0,
+    cpuPercent: ((cpu.user + cpu.system) / 1000 / ms) * 100,
+  };
 }
 
 async function openLoop(target: Target, topic: Topic, rate: number, warmupMs: number, durationMs: number): Promise<LoadResult> {
@@ -163,7 +173,19 @@ async function openLoop(target: Target, topic: Topic, rate: number, warmupMs: nu
   await Promise.all(pending);
   const ms = now() - startedAt;
   const cpu = process.cpuUsage(cpu0);
-  return { ms, calls: sent, events: sent - warm, totalEvents: sent, p50: NaN, p99: NaN, startedAt, maxInFlight, errors, firstError, cpuPercent: ((cpu.user + cpu.system) / 1000 / ms) * 100 };
+  return {
+    ms,
+    calls: sent,
+    events: sent - warm,
+    totalEvents: sent,
+    p50: NaN,
+    p99: NaN,
+    startedAt,
+    maxInFlight,
+    errors,
+    firstError,
+    cpuPercent: ((cpu.user + cpu.system) / 1000 / ms) * 100,
+  };
 }
 
 async function delays(endpoint: Endpoint, count: number, spec: DueSpec, warm: boolean): Promise<LoadResult> {
@@ -173,7 +195,9 @@ async function delays(endpoint: Endpoint, count: number, spec: DueSpec, warm: bo
   if (endpoint.system === "chronolog") {
     await setDelaysInBatches(endpoint.address, 0, count, dueOf); // DelayBatch of 1,000, 4 in flight: as addBulk below
   } else {
-    const queue = new Queue(names.delayQueue, { connection: { host: endpoint.address.split(":")[0], port: Number(endpoint.address.split(":")[1]), maxRetriesPerRequest: null } });
+    const queue = new Queue(names.delayQueue, {
+      connection: { host: endpoint.address.split(":")[0], port: Number(endpoint.address.split(":")[1]), maxRetriesPerRequest: null },
+    });
     const batch = 1000;
     let next = 0;
     // 4 addBulk calls in flight.
@@ -183,10 +207,12 @@ async function delays(endpoint: Endpoint, count: number, spec: DueSpec, warm: bo
           const from = next;
           next = Math.min(count, next + batch);
           const t = Date.now();
-          await queue.addBulk(Array.from({ length: next - from }, (_, j) => {
-            const due = dueOf(from + j);
-            return { name: "fire", data: warm ? { due, warm } : { due }, opts: { delay: Math.max(0, due - t), removeOnComplete: true } };
-          }));
+          await queue.addBulk(
+            Array.from({ length: next - from }, (_, j) => {
+              const due = dueOf(from + j);
+              return { name: "fire", data: warm ? { due, warm } : { due }, opts: { delay: Math.max(0, due - t), removeOnComplete: true } };
+            }),
+          );
         }
       }),
     );
@@ -197,11 +223,19 @@ async function delays(endpoint: Endpoint, count: number, spec: DueSpec, warm: bo
 }
 
 function trivialCalls(address: string): { call: Call; close(): void } {
-  const clients = Array.from({ length: GRPC_CONNECTIONS }, () => new grpc.Client(address, grpc.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 }));
+  const clients = Array.from(
+    { length: GRPC_CONNECTIONS },
+    () => new grpc.Client(address, grpc.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 }),
+  );
   const identity = (b: Buffer) => b;
   const request = Buffer.from(toBinary(GetEventRequestSchema, create(GetEventRequestSchema, { id: "x".repeat(200) })));
   return {
-    call: (i) => new Promise((resolve, reject) => clients[i % clients.length].makeUnaryRequest("/chronolog.v1.LogService/GetEvent", identity, identity, request, (err) => (err ? reject(err) : resolve()))),
+    call: (i) =>
+      new Promise((resolve, reject) =>
+        clients[i % clients.length].makeUnaryRequest("/chronolog.v1.LogService/GetEvent", identity, identity, request, (err) =>
+          err ? reject(err) : resolve(),
+        ),
+      ),
     close: () => clients.forEach((c) => c.close()),
   };
 }
@@ -234,7 +268,7 @@ if (process.send && import.meta.url === `file://${process.argv[1]}`) {
   process.on("message", (req: LoadRequest) => {
     runLoad(req).then(
       (result) => process.send!({ ok: true, result }),
-      (e: unknown) => process.send!({ ok: false, error: e instanceof Error ? e.stack ?? e.message : String(e) }),
+      (e: unknown) => process.send!({ ok: false, error: e instanceof Error ? (e.stack ?? e.message) : String(e) }),
     );
   });
   process.send({ ready: true });

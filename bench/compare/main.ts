@@ -80,7 +80,9 @@ const note = (line: string) => {
   outcomes.push(line);
 };
 const store = storeDescription();
-console.log(`bench/compare${quick ? " --quick" : ""}: ${runs} run(s), commit ${sha.slice(0, 10)}${dirty ? " (with uncommitted changes)" : ""}; Chronolog on ${store}; load average before: ${load0.map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `bench/compare${quick ? " --quick" : ""}: ${runs} run(s), commit ${sha.slice(0, 10)}${dirty ? " (with uncommitted changes)" : ""}; Chronolog on ${store}; load average before: ${load0.map((l) => l.toFixed(2)).join(" ")}`,
+);
 
 const file = flag("no-write") ? undefined : resultsFile(repo, sha, started, storeSetting());
 const bullmqVersion = (JSON.parse(readFileSync(join(repo, "node_modules/bullmq/package.json"), "utf8")) as { version: string }).version;
@@ -104,7 +106,11 @@ try {
         trivial.set(kind, entry);
       }
     }
-    console.log(`run ${run} of ${runs} done in ${((Date.now() - t0) / 1000).toFixed(0)} s; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+    console.log(
+      `run ${run} of ${runs} done in ${((Date.now() - t0) / 1000).toFixed(0)} s; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}`,
+    );
     if (file) writeFileSync(file, render(run)); // kept up to date: a run stopped early leaves its medians so far
   }
 } finally {
@@ -118,15 +124,23 @@ function median(values: number[]): number {
 
 function trivialTable(): string[] {
   if (trivial.size === 0) return [];
-  const names: Record<string, string> = { connect: "@connectrpc/connect-node (as the owner serves)", "grpc-js": "@grpc/grpc-js server", http2: "bare node:http2, gRPC framing" };
+  const names: Record<string, string> = {
+    connect: "@connectrpc/connect-node (as the owner serves)",
+    "grpc-js": "@grpc/grpc-js server",
+    http2: "bare node:http2, gRPC framing",
+  };
   const row = (prefix: string) => [...figures.rows.values()].find((r) => r.label.startsWith(prefix) && r.label.includes("unary Emit"));
   const [rate, cpu] = [row("ingest, 256 in flight"), row("server CPU per event at 256")];
-  const lines = ["| trivial unary handler (grpc-js client, 256 in flight) | calls/s | server CPU per call (µs) | Chronolog unary Emit / this (calls/s) |", "|---|---:|---:|---:|"];
+  const lines = [
+    "| trivial unary handler (grpc-js client, 256 in flight) | calls/s | server CPU per call (µs) | Chronolog unary Emit / this (calls/s) |",
+    "|---|---:|---:|---:|",
+  ];
   for (const [kind, r] of trivial) {
     const ratio = rate ? figures.median(rate, "chronolog") / median(r.rate) : NaN;
     lines.push(`| ${names[kind]} | ${fmt(median(r.rate))} | ${fmt(median(r.cpu))} | ${Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : ""} |`);
   }
-  if (rate && cpu) lines.push(`| Chronolog unary Emit (from the ingest workload) | ${fmt(figures.median(rate, "chronolog"))} | ${fmt(figures.median(cpu, "chronolog"))} | |`);
+  if (rate && cpu)
+    lines.push(`| Chronolog unary Emit (from the ingest workload) | ${fmt(figures.median(rate, "chronolog"))} | ${fmt(figures.median(cpu, "chronolog"))} | |`);
   return lines;
 }
 

@@ -89,7 +89,8 @@ function startWorker(args: string[]): Worker {
     const m = JSON.parse(line);
     if (m.ready) markReady();
     if (m.handled !== undefined) worker.handled = m.handled;
-    if (m.latencies || m.calls) final({ handled: m.handled ?? m.calls.length, latencies: m.latencies ?? [], firstAt: m.firstAt ?? NaN, lastAt: m.lastAt ?? NaN, calls: m.calls });
+    if (m.latencies || m.calls)
+      final({ handled: m.handled ?? m.calls.length, latencies: m.latencies ?? [], firstAt: m.firstAt ?? NaN, lastAt: m.lastAt ?? NaN, calls: m.calls });
   });
   // "close": after its stdout ended, so its last line was read.
   child.once("close", (code) => {
@@ -102,7 +103,11 @@ function startWorker(args: string[]): Worker {
 
 /** The load generator child (load.ts) and a function to run one request in it. */
 export async function startGenerator(): Promise<{ run(req: LoadRequest): Promise<LoadResult>; close(): void }> {
-  const child = fork(new URL("./load.ts", import.meta.url).pathname, [], { cwd: repo, execArgv: ["--conditions=chronolog-source", "--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(new URL("./load.ts", import.meta.url).pathname, [], {
+    cwd: repo,
+    execArgv: ["--conditions=chronolog-source", "--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   children.add(child);
   await new Promise<void>((resolve, reject) => {
     child.once("message", () => resolve());
@@ -120,7 +125,10 @@ export async function startGenerator(): Promise<{ run(req: LoadRequest): Promise
 
 /** Starts a trivial gRPC server (trivial-server.ts) on `port`. */
 export async function startTrivial(kind: string, port: number): Promise<{ pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/compare/trivial-server.ts", kind, String(port)], {
+    cwd: repo,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   children.add(child);
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once("line", () => resolve());

@@ -39,11 +39,16 @@ export function ensureInstalled(): void {
   if (missing.length === 0) return;
   console.log(`installing ${missing.join(", ")} (apt-get)`);
   execFileSync("apt-get", ["update"], { stdio: "inherit" });
-  execFileSync("apt-get", ["install", "-y", "--no-install-recommends", ...missing], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  execFileSync("apt-get", ["install", "-y", "--no-install-recommends", ...missing], {
+    stdio: "inherit",
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
 }
 
 export function versions(): { nats: string; redis: string } {
-  const nats = execFileSync("nats-server", ["--version"], { encoding: "utf8" }).trim().replace(/^nats-server: v?/, "");
+  const nats = execFileSync("nats-server", ["--version"], { encoding: "utf8" })
+    .trim()
+    .replace(/^nats-server: v?/, "");
   const redis = /v=(\S+)/.exec(execFileSync("redis-server", ["--version"], { encoding: "utf8" }))?.[1] ?? "?";
   return { nats, redis };
 }
@@ -89,7 +94,26 @@ export async function startNats(): Promise<Server> {
 export async function startRedis(): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), "compare-redis-"));
   const port = await freePort();
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no", "--protected-mode", "no", "--maxmemory-policy", "noeviction"];
+  const args = [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+    "--save",
+    "",
+    "--daemonize",
+    "no",
+    "--protected-mode",
+    "no",
+    "--maxmemory-policy",
+    "noeviction",
+  ];
   const child = spawnServer("redis-server", "redis-server", args, dir);
   await waitForPort(port, child, "redis-server");
   return { child, address: `127.0.0.1:${port}`, dir };
@@ -99,7 +123,8 @@ export async function startRedis(): Promise<Server> {
 export async function setUpNats(server: Server): Promise<void> {
   const nc = await connect({ servers: server.address });
   const jsm = await nc.jetstreamManager();
-  for (const topic of ["ingest", "deliver"] as Topic[]) await jsm.streams.add({ name: names.natsStream(topic), subjects: [`${topic}.>`], storage: StorageType.File });
+  for (const topic of ["ingest", "deliver"] as Topic[])
+    await jsm.streams.add({ name: names.natsStream(topic), subjects: [`${topic}.>`], storage: StorageType.File });
   await jsm.consumers.add(names.natsStream("deliver"), { durable_name: names.natsDurable, ack_policy: AckPolicy.Explicit, max_ack_pending: 20_000 });
   await nc.close();
 }

@@ -120,14 +120,19 @@ const eventType = (topic: Topic) => (topic === "ingest" ? INGEST_TYPE : DELIVER_
 function grpcTarget(url: string, topic: Topic, path: "unary" | "batch"): Target {
   const target = new URL(url).host;
   // A local subchannel pool per client: each one gets its own TCP connection.
-  const clients = Array.from({ length: GRPC_CONNECTIONS }, () => new grpc.Client(target, grpc.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1, "grpc.max_receive_message_length": 64 << 20 }));
+  const clients = Array.from(
+    { length: GRPC_CONNECTIONS },
+    () => new grpc.Client(target, grpc.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1, "grpc.max_receive_message_length": 64 << 20 }),
+  );
   const identity = (b: Buffer) => b;
   const type = eventType(topic);
   let n = 0;
   const unary = path === "unary";
   const method = unary ? "/chronolog.v1.LogService/Emit" : "/chronolog.v1.LogService/EmitBatch";
   const check = (b: Buffer, size: number) => {
-    const ok = unary ? (fromBinary(EmitResponseSchema, b).event?.seq ?? 0n) > 0n : fromBinary(EmitBatchResponseSchema, b).results.filter((r) => (r.event?.seq ?? 0n) > 0n).length === size;
+    const ok = unary
+      ? (fromBinary(EmitResponseSchema, b).event?.seq ?? 0n) > 0n
+      : fromBinary(EmitBatchResponseSchema, b).results.filter((r) => (r.event?.seq ?? 0n) > 0n).length === size;
     if (!ok) throw new Error(`${unary ? "Emit" : "EmitBatch"} answered without committed events`);
   };
   return {

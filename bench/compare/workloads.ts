@@ -70,7 +70,10 @@ async function closedRun(ctx: Context, instance: Instance, req: Extract<LoadRequ
 
 /** Chronolog's columns for a path: rows are labelled by path, the peers' values repeat in each. */
 function ingestTargets(ctx: Context): { system: System; path?: ChronologPath }[] {
-  return [...ingestSystems.filter((s) => s !== "chronolog").map((system) => ({ system })), ...ctx.cfg.paths.map((path) => ({ system: "chronolog" as System, path }))];
+  return [
+    ...ingestSystems.filter((s) => s !== "chronolog").map((system) => ({ system })),
+    ...ctx.cfg.paths.map((path) => ({ system: "chronolog" as System, path })),
+  ];
 }
 
 /** W1 and W2: ingest with 256 and 1 in flight; W3: EmitBatch of 1,000 (4 in flight). */
@@ -86,25 +89,61 @@ export async function ingest(ctx: Context): Promise<void> {
     await withInstance(ctx, system, async (instance) => {
       const endpoint = instance.endpoint(path);
       const cpu0 = cpuMs(instance.pid);
-      const { result: many, loop: manyLoop } = await closedRun(ctx, instance, { op: "closed", endpoint, topic: "ingest", callers: 256, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      const { result: many, loop: manyLoop } = await closedRun(ctx, instance, {
+        op: "closed",
+        endpoint,
+        topic: "ingest",
+        callers: 256,
+        perCall: 1,
+        warmupMs: cfg.warmupMs,
+        durationMs: cfg.durationMs,
+      });
       const cpu = cpuMs(instance.pid) - cpu0;
       check(ctx, `${system} ${path ?? ""} 256`, many);
       add((p) => `ingest, 256 in flight (events/s) [Chronolog: ${p}]`, "higher", system, path, many.events / (many.ms / 1000));
       if (manyLoop) loopRows(ctx, `ingest, 256 in flight, ${pathNames[path!]}`, manyLoop);
       add((p) => `server CPU per event at 256 in flight (µs) [Chronolog: ${p}]`, "lower", system, path, (cpu * 1000) / many.totalEvents);
-      const { result: one, loop: oneLoop } = await closedRun(ctx, instance, { op: "closed", endpoint, topic: "ingest", callers: 1, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      const { result: one, loop: oneLoop } = await closedRun(ctx, instance, {
+        op: "closed",
+        endpoint,
+        topic: "ingest",
+        callers: 1,
+        perCall: 1,
+        warmupMs: cfg.warmupMs,
+        durationMs: cfg.durationMs,
+      });
       check(ctx, `${system} ${path ?? ""} 1`, one);
       add((p) => `ingest, 1 in flight: ack p50 (ms) [Chronolog: ${p}]`, "lower", system, path, one.p50);
       add((p) => `ingest, 1 in flight: ack p99 (ms) [Chronolog: ${p}]`, "lower", system, path, one.p99);
       if (oneLoop) loopRows(ctx, `ingest, 1 in flight, ${pathNames[path!]}`, oneLoop);
       if (system === "chronolog" && path === cfg.paths[0]) {
         const cpuB0 = cpuMs(instance.pid);
-        const { result: batch, loop: batchLoop } = await closedRun(ctx, instance, { op: "closed", endpoint: instance.endpoint("batch"), topic: "ingest", callers: 4, perCall: 1000, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+        const { result: batch, loop: batchLoop } = await closedRun(ctx, instance, {
+          op: "closed",
+          endpoint: instance.endpoint("batch"),
+          topic: "ingest",
+          callers: 4,
+          perCall: 1000,
+          warmupMs: cfg.warmupMs,
+          durationMs: cfg.durationMs,
+        });
         const cpuB = cpuMs(instance.pid) - cpuB0;
         check(ctx, "chronolog batch", batch);
-        figures.add("EmitBatch, 1,000 a call, 4 in flight (events/s) [vs the peers' 256 in flight]", "higher", "chronolog", batch.events / (batch.ms / 1000), `ingest, 256 in flight (events/s) [Chronolog: ${pathNames[cfg.paths[0]]}]`);
+        figures.add(
+          "EmitBatch, 1,000 a call, 4 in flight (events/s) [vs the peers' 256 in flight]",
+          "higher",
+          "chronolog",
+          batch.events / (batch.ms / 1000),
+          `ingest, 256 in flight (events/s) [Chronolog: ${pathNames[cfg.paths[0]]}]`,
+        );
         if (batchLoop) loopRows(ctx, "EmitBatch", batchLoop);
-        figures.add("server CPU per event, EmitBatch (µs)", "lower", "chronolog", (cpuB * 1000) / batch.totalEvents, `server CPU per event at 256 in flight (µs) [Chronolog: ${pathNames[cfg.paths[0]]}]`);
+        figures.add(
+          "server CPU per event, EmitBatch (µs)",
+          "lower",
+          "chronolog",
+          (cpuB * 1000) / batch.totalEvents,
+          `server CPU per event at 256 in flight (µs) [Chronolog: ${pathNames[cfg.paths[0]]}]`,
+        );
       }
     });
   }
@@ -153,7 +192,15 @@ export async function deliver(ctx: Context): Promise<void> {
     await withInstance(ctx, system, async (instance) => {
       const workers = await consumers(instance, "deliver", 2);
       const count = () => workers.reduce((n, w) => n + w.handled, 0);
-      const producing = ctx.run({ op: "closed", endpoint: instance.endpoint(cfg.deliverPath), topic: "deliver", callers: 256, perCall: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
+      const producing = ctx.run({
+        op: "closed",
+        endpoint: instance.endpoint(cfg.deliverPath),
+        topic: "deliver",
+        callers: 256,
+        perCall: 1,
+        warmupMs: cfg.warmupMs,
+        durationMs: cfg.durationMs,
+      });
       await sleep(cfg.warmupMs);
       const [h0, t0] = [count(), performance.now()];
       await sleep(cfg.durationMs);
@@ -161,17 +208,32 @@ export async function deliver(ctx: Context): Promise<void> {
       const produced = await producing;
       check(ctx, `${system} flat out`, produced);
       await Promise.all(workers.map((w) => w.stop()));
-      figures.add(`deliver, producer flat out at 256 in flight (handled/s) [Chronolog: ${pathNames[cfg.deliverPath]}]`, "higher", column, ((h1 - h0) / (t1 - t0)) * 1000);
+      figures.add(
+        `deliver, producer flat out at 256 in flight (handled/s) [Chronolog: ${pathNames[cfg.deliverPath]}]`,
+        "higher",
+        column,
+        ((h1 - h0) / (t1 - t0)) * 1000,
+      );
       figures.add(`  the producer meanwhile (events/s)`, "higher", column, produced.events / (produced.ms / 1000));
     });
     // W6
     await withInstance(ctx, system, async (instance) => {
       const workers = await consumers(instance, "deliver", 2);
-      const sent = await ctx.run({ op: "rate", endpoint: instance.endpoint(cfg.deliverPath), topic: "deliver", rate: cfg.latencyRate, warmupMs: cfg.warmupMs, durationMs: cfg.latencyMs });
+      const sent = await ctx.run({
+        op: "rate",
+        endpoint: instance.endpoint(cfg.deliverPath),
+        topic: "deliver",
+        rate: cfg.latencyRate,
+        warmupMs: cfg.warmupMs,
+        durationMs: cfg.latencyMs,
+      });
       check(ctx, `${system} rate`, sent);
       const done = await waitHandled(workers, sent.events, 30_000);
       const reports = await Promise.all(workers.map((w) => w.stop()));
-      if (!done) ctx.log(`  ${system} latency: only ${handled(reports)} of ${sent.totalEvents} handled within 30 s of the last send (the rest count as late without bound)`);
+      if (!done)
+        ctx.log(
+          `  ${system} latency: only ${handled(reports)} of ${sent.totalEvents} handled within 30 s of the last send (the rest count as late without bound)`,
+        );
       // Events not handled in time count as late without bound.
       const latencies = reports.flatMap((r) => r.latencies);
       while (latencies.length < sent.events) latencies.push(Infinity);
@@ -192,10 +254,20 @@ const lastAt = (reports: WorkerReport[]) => Math.max(...reports.filter((r) => r.
 export async function pendingDelays(ctx: Context): Promise<void> {
   for (const system of ["bullmq", "chronolog"] as System[]) {
     await withInstance(ctx, system, async (instance) => {
-      const r = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: ctx.cfg.pending, dueOf: { base: "now+3600000", spreadMs: 23 * 3_600_000 } });
+      const r = await ctx.run({
+        op: "delays",
+        endpoint: instance.endpoint(),
+        count: ctx.cfg.pending,
+        dueOf: { base: "now+3600000", spreadMs: 23 * 3_600_000 },
+      });
       await sleep(1_000);
       const label = `set ${ctx.cfg.pending.toLocaleString("en-US")} delays due in 1-24 h`;
-      figures(ctx).add(`${label} (delays/s) [BullMQ: addBulk of 1,000, 4 in flight; Chronolog: DelayBatch of 1,000, 4 in flight]`, "higher", system as Column, (r.events / r.ms) * 1000);
+      figures(ctx).add(
+        `${label} (delays/s) [BullMQ: addBulk of 1,000, 4 in flight; Chronolog: DelayBatch of 1,000, 4 in flight]`,
+        "higher",
+        system as Column,
+        (r.events / r.ms) * 1000,
+      );
       figures(ctx).add(`  server RSS after setting them (MiB) [redis-server; the owner]`, "lower", system as Column, rssMiB(instance.pid));
     });
   }
@@ -220,13 +292,20 @@ export async function lateness(ctx: Context): Promise<void> {
         const lead = variant === "a" ? 2_000 : Math.round(2_000 + 1.5 * cfg.lateness * (w.ms / warm));
         // The owner's event-loop delay from the setting's start to the last call.
         const window = instance.owner ? await openWindow(instance.owner.url) : undefined;
-        const set = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: cfg.lateness, dueOf: { base: `now+${lead}`, spreadMs: cfg.latenessSpreadMs } });
-        if (variant === "b" && set.ms > lead) ctx.log(`  ${system} lateness (b): setting took ${Math.round(set.ms)} ms, past the first due moment (lead ${lead} ms)`);
+        const set = await ctx.run({
+          op: "delays",
+          endpoint: instance.endpoint(),
+          count: cfg.lateness,
+          dueOf: { base: `now+${lead}`, spreadMs: cfg.latenessSpreadMs },
+        });
+        if (variant === "b" && set.ms > lead)
+          ctx.log(`  ${system} lateness (b): setting took ${Math.round(set.ms)} ms, past the first due moment (lead ${lead} ms)`);
         await waitHandled([worker], warm + cfg.lateness, lead + cfg.latenessSpreadMs + 30_000);
         const loop = await window?.close();
         const report = await worker.stop();
         const late = (report.calls ? report.calls.slice(warm).map((c) => c[2]) : report.latencies).sort((a, b) => a - b);
-        if (late.length < cfg.lateness) ctx.log(`  ${system} lateness (${variant}): ${cfg.lateness - late.length} delays not called within 30 s of their moment`);
+        if (late.length < cfg.lateness)
+          ctx.log(`  ${system} lateness (${variant}): ${cfg.lateness - late.length} delays not called within 30 s of their moment`);
         const label = `(${variant}) ${cfg.lateness.toLocaleString("en-US")} delays due over ${cfg.latenessSpreadMs / 1000} s, ${variant === "a" ? "set from 2 s before the first is due" : "all set before the first is due"}: lateness`;
         ctx.figures.add(`${label} p50 (ms)`, "lower", system as Column, pct(late, 50));
         ctx.figures.add(`${label} p99 (ms)`, "lower", system as Column, pct(late, 99));

@@ -42,7 +42,10 @@ interface ExecutorProcess {
 
 function startExecutor(url: string): ExecutorProcess {
   const nodeArgs = process.env.BENCH_EXECUTOR_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, "--conditions=chronolog-source", "--import", "tsx", "bench/deliver/executor.ts", url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...nodeArgs, "--conditions=chronolog-source", "--import", "tsx", "bench/deliver/executor.ts", url], {
+    cwd: repo,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const p = { child, handled: 0, latencies: [] as number[] } as ExecutorProcess;
   let markReady!: () => void;
   p.ready = new Promise((r) => (markReady = r));
@@ -60,7 +63,9 @@ async function produce(client: ChronologClient, count: number, offset = 0): Prom
   const batch = 1000;
   for (let i = 0; i < count; i += batch) {
     const n = Math.min(batch, count - i);
-    await client.emitBatch(Array.from({ length: n }, (_, j) => ({ type: "bench.placed", data: { key: `k${(offset + i + j) % keys}`, n: offset + i + j, note: "x".repeat(120) } })));
+    await client.emitBatch(
+      Array.from({ length: n }, (_, j) => ({ type: "bench.placed", data: { key: `k${(offset + i + j) % keys}`, n: offset + i + j, note: "x".repeat(120) } })),
+    );
   }
 }
 
@@ -86,12 +91,16 @@ async function stopAll(owner: Owner, executors: ExecutorProcess[]): Promise<{ la
 
 const rows: string[] = [];
 function row(mode: string, total: number, seconds: number, latencies: number[], peakRss: number): void {
-  rows.push(`${mode.padEnd(10)} ${String(total).padStart(9)} ${(total / seconds).toFixed(0).padStart(14)} ${pct(latencies, 50).toFixed(1).padStart(8)} ${pct(latencies, 99).toFixed(1).padStart(8)} ${peakRss.toFixed(0).padStart(14)}`);
+  rows.push(
+    `${mode.padEnd(10)} ${String(total).padStart(9)} ${(total / seconds).toFixed(0).padStart(14)} ${pct(latencies, 50).toFixed(1).padStart(8)} ${pct(latencies, 99).toFixed(1).padStart(8)} ${peakRss.toFixed(0).padStart(14)}`,
+  );
   console.log(rows.at(-1));
 }
 
 console.log(`delivery benchmark: ${eventsCount} events over ${keys} keys, 2 executor processes, processor concurrency 1024, credits 512 each`);
-console.log(`${"mode".padEnd(10)} ${"events".padStart(9)} ${"deliveries/s".padStart(14)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"owner RSS MiB".padStart(14)}`);
+console.log(
+  `${"mode".padEnd(10)} ${"events".padStart(9)} ${"deliveries/s".padStart(14)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"owner RSS MiB".padStart(14)}`,
+);
 
 {
   const owner = await startOwner();
@@ -126,5 +135,7 @@ if (big) {
   const { latencies, handlingSeconds } = await stopAll(owner, executors);
   row("backlog-1M", bigCount, handlingSeconds, latencies, result.peakRss);
   const q = (f: number) => samples[Math.floor(f * (samples.length - 1))];
-  console.log(`owner RSS during the 1M drain: before ${before.toFixed(0)} MiB; at 10% ${q(0.1).toFixed(0)}, 50% ${q(0.5).toFixed(0)}, 90% ${q(0.9).toFixed(0)}, peak ${result.peakRss.toFixed(0)} MiB`);
+  console.log(
+    `owner RSS during the 1M drain: before ${before.toFixed(0)} MiB; at 10% ${q(0.1).toFixed(0)}, 50% ${q(0.5).toFixed(0)}, 90% ${q(0.9).toFixed(0)}, peak ${result.peakRss.toFixed(0)} MiB`,
+  );
 }

@@ -109,7 +109,9 @@ const checkEvery = Number(process.env.BENCH_CHECK_EVERY ?? 512);
 const POOL = 256;
 
 function unaryRequests(eventType: string): EmitRequest[] {
-  return Array.from({ length: POOL }, (_, i) => create(EmitRequestSchema, { type: eventType, data: eventData(i), actor: { id: `user:${i % 64}`, via: "bench" } }));
+  return Array.from({ length: POOL }, (_, i) =>
+    create(EmitRequestSchema, { type: eventType, data: eventData(i), actor: { id: `user:${i % 64}`, via: "bench" } }),
+  );
 }
 
 function batchRequests(eventType: string, size: number): EmitBatchRequest[] {
@@ -159,7 +161,8 @@ function grpcJsCalls(req: LoadRequest): { calls: Call[]; close(): void } {
     const payloads = batchRequests(req.eventType, req.batchSize).map((m) => Buffer.from(toBinary(EmitBatchRequestSchema, m)));
     const check = (b: Buffer) => {
       const r = fromBinary(EmitBatchResponseSchema, b);
-      if (r.results.length !== req.batchSize || !r.results.every((x) => x.event && x.event.seq > 0n)) throw new Error("EmitBatch answered without committed events");
+      if (r.results.length !== req.batchSize || !r.results.every((x) => x.event && x.event.seq > 0n))
+        throw new Error("EmitBatch answered without committed events");
     };
     calls = clients.map((c) => call(c, "/chronolog.v1.LogService/EmitBatch", payloads, req.batchSize, check));
   }

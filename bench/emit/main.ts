@@ -41,7 +41,6 @@ const profile = process.env.BENCH_PROFILE === "1";
 const synchronous = process.env.BENCH_SYNCHRONOUS ?? "FULL";
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 
-
 interface Run {
   mode: "unary" | "batch" | "publish";
   callers: number;
@@ -97,8 +96,27 @@ interface ProbeCounters {
 
 async function startOwner(dataDir: string, pluginsDir: string, profileDir: string): Promise<OwnerChild> {
   const port = await freePort();
-  const nodeArgs = [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--conditions=chronolog-source", "--import", "tsx", "--import", "./bench/emit/probe.ts"];
-  const args = ["server/src/main.ts", "serve", ...(await storeArgs(dataDir)), "--port", String(port), "--plugins", pluginsDir, "--synchronous", synchronous, "--log-level", "warn"];
+  const nodeArgs = [
+    ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []),
+    "--conditions=chronolog-source",
+    "--import",
+    "tsx",
+    "--import",
+    "./bench/emit/probe.ts",
+  ];
+  const args = [
+    "server/src/main.ts",
+    "serve",
+    ...(await storeArgs(dataDir)),
+    "--port",
+    String(port),
+    "--plugins",
+    pluginsDir,
+    "--synchronous",
+    synchronous,
+    "--log-level",
+    "warn",
+  ];
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
@@ -142,7 +160,10 @@ async function startOwner(dataDir: string, pluginsDir: string, profileDir: strin
 
 /** The load generator child and a function to run one load in it. */
 async function startGenerator(): Promise<{ run(req: LoadRequest): Promise<LoadResult>; close(): void }> {
-  const child = fork(join(repo, "bench/emit/load.ts"), [], { execArgv: ["--conditions=chronolog-source", "--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(join(repo, "bench/emit/load.ts"), [], {
+    execArgv: ["--conditions=chronolog-source", "--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   await new Promise<void>((resolve, reject) => {
     child.once("message", () => resolve());
     child.once("exit", (code) => reject(new Error(`load generator exited (${code})`)));
@@ -192,10 +213,19 @@ function rawSqlite(dir: string, perTx: number, ms: number, ids: "uuid4" | "time-
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   const migrations = new URL("../../server/src/store/sqlite/migrations/", import.meta.url);
-  for (const file of readdirSync(migrations).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort()) db.exec(readFileSync(new URL(file, migrations), "utf8"));
+  for (const file of readdirSync(migrations)
+    .filter((f) => /^\d{4}_.+\.sql$/.test(f))
+    .sort())
+    db.exec(readFileSync(new URL(file, migrations), "utf8"));
   const insert = db.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)");
-  const rows = Array.from({ length: 256 }, (_, i) => ({ data: JSON.stringify(eventData(i)), actor: JSON.stringify({ id: `user:${i % 64}`, for: "", in: "", via: "bench" }) }));
-  const newId = ids === "uuid4" ? () => randomUUID() : (seq: number) => `${Date.now().toString(16).padStart(12, "0")}-${seq.toString(16).padStart(10, "0")}-${randomUUID().slice(24)}`;
+  const rows = Array.from({ length: 256 }, (_, i) => ({
+    data: JSON.stringify(eventData(i)),
+    actor: JSON.stringify({ id: `user:${i % 64}`, for: "", in: "", via: "bench" }),
+  }));
+  const newId =
+    ids === "uuid4"
+      ? () => randomUUID()
+      : (seq: number) => `${Date.now().toString(16).padStart(12, "0")}-${seq.toString(16).padStart(10, "0")}-${randomUUID().slice(24)}`;
   let seq = 0;
   const tx = db.transaction((n: number) => {
     const now = Date.now();
@@ -224,7 +254,9 @@ async function main(): Promise<void> {
   mkdirSync(pluginsDir, { recursive: true });
   writeFileSync(join(pluginsDir, "bench.yaml"), manifest);
 
-  console.log(`chronolog emit benchmark: owner child on ${benchStore} (synchronous=${synchronous}, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`);
+  console.log(
+    `chronolog emit benchmark: owner child on ${benchStore} (synchronous=${synchronous}, log level warn), load generator child (${clientKind}), ${seconds} s per run after ${warmupMs} ms warm-up`,
+  );
   console.log(`event data ${JSON.stringify(eventData(1)).length} bytes of JSON; ${manyConnections} HTTP/2 connections when callers > 1`);
   const owner = await startOwner(dataDir, pluginsDir, profileDir);
   const generator = await startGenerator();
@@ -257,7 +289,22 @@ async function main(): Promise<void> {
   }
   const mem = memory(owner.child.pid!);
 
-  const header = ["mode", "callers", "conns", "events/s", "p50 ms", "p99 ms", "max ms", "owner CPU", "µs/event", "gen CPU", "commits/s", "units/commit", "max units", "ms/commit"];
+  const header = [
+    "mode",
+    "callers",
+    "conns",
+    "events/s",
+    "p50 ms",
+    "p99 ms",
+    "max ms",
+    "owner CPU",
+    "µs/event",
+    "gen CPU",
+    "commits/s",
+    "units/commit",
+    "max units",
+    "ms/commit",
+  ];
   const table = results.map(({ run, result, ownerCpu: cpu, probe }) => {
     const window = (warmupMs + seconds * 1000) / 1000;
     return [
@@ -283,7 +330,9 @@ async function main(): Promise<void> {
   console.log();
   console.log(line(header));
   for (const row of table) console.log(line(row));
-  console.log("(owner CPU, µs/event, commits and units/commit cover warm-up + measured window; a unit is one Emit or one EmitBatch call, or one emit of a Publish stream)");
+  console.log(
+    "(owner CPU, µs/event, commits and units/commit cover warm-up + measured window; a unit is one Emit or one EmitBatch call, or one emit of a Publish stream)",
+  );
 
   const stopAt = Date.now();
   owner.child.kill("SIGTERM");

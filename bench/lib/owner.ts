@@ -56,7 +56,17 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   const plugins = join(dir, "plugins");
   writePlugins(plugins, options.plugins);
   const entry = options.entry === "bundle" ? [...serveFlags, "dist/main.js"] : ["--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"];
-  const args = [...(options.nodeArgs ?? []), ...entry, "serve", ...(await storeArgs(join(dir, "data"))), "--port", "0", "--plugins", plugins, ...(options.serveArgs ?? [])];
+  const args = [
+    ...(options.nodeArgs ?? []),
+    ...entry,
+    "serve",
+    ...(await storeArgs(join(dir, "data"))),
+    "--port",
+    "0",
+    "--plugins",
+    plugins,
+    ...(options.serveArgs ?? []),
+  ];
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const warnings: Owner["warnings"] = [];

@@ -73,7 +73,10 @@ export function storeDescription(): string {
     /* described without its version */
   }
   const latency = benchLatencyMs();
-  const distance = latency === undefined ? "reached directly on loopback" : `reached through toxiproxy on loopback adding ${latency} ms to every answer (BENCH_PG_LATENCY_MS=${latency})`;
+  const distance =
+    latency === undefined
+      ? "reached directly on loopback"
+      : `reached through toxiproxy on loopback adding ${latency} ms to every answer (BENCH_PG_LATENCY_MS=${latency})`;
   return `${version}, a server started for the run (fsync on, synchronous_commit on), a new database per owner, ${distance}`;
 }
 

@@ -45,7 +45,10 @@ interface Started {
 async function startOwner(storeArgs: string[]): Promise<Started> {
   const dir = mkdtempSync(join(tmpdir(), "chronolog-pgbench-"));
   writePlugins(join(dir, "plugins"), [plugin]);
-  const child = spawn(process.execPath, [...serveFlags, "dist/main.js", "serve", ...storeArgs, "--port", "0", "--plugins", join(dir, "plugins")], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...serveFlags, "dist/main.js", "serve", ...storeArgs, "--port", "0", "--plugins", join(dir, "plugins")], {
+    cwd: repo,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const logs: string[] = [];
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -61,8 +64,16 @@ async function startOwner(storeArgs: string[]): Promise<Started> {
 /** The owner's metrics this bench reads (the event-loop delay's are since the last scrape). */
 async function scrape(url: string): Promise<{ loopP99Ms: number; waits: number; waitMs: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) => text.split("\n").filter((l) => l.startsWith(name)).reduce((s, l) => s + Number(l.split(" ").pop()), 0);
-  return { loopP99Ms: sum("nodejs_eventloop_lag_p99_seconds") * 1000, waits: sum("chronolog_store_waits_total"), waitMs: sum("chronolog_store_wait_seconds_total") * 1000 };
+  const sum = (name: string) =>
+    text
+      .split("\n")
+      .filter((l) => l.startsWith(name))
+      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
+  return {
+    loopP99Ms: sum("nodejs_eventloop_lag_p99_seconds") * 1000,
+    waits: sum("chronolog_store_waits_total"),
+    waitMs: sum("chronolog_store_wait_seconds_total") * 1000,
+  };
 }
 
 /** Runs `body` between two scrapes; returns its result with the loop's p99 and the waits over it. */
@@ -70,7 +81,10 @@ async function measured<T>(url: string, body: () => Promise<T>): Promise<T & { l
   const before = await scrape(url);
   const result = await body();
   const after = await scrape(url);
-  return { ...result, loop: `loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)` };
+  return {
+    ...result,
+    loop: `loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)`,
+  };
 }
 
 async function emits(url: string, inFlight: number): Promise<{ line: string }> {
@@ -96,10 +110,12 @@ async function delays(url: string, count: number, spreadMs: number, aheadMs: num
   const due = Date.now() + aheadMs;
   const set = performance.now();
   for (let i = 0; i < count; i += 1_000) {
-    await client.delayBatch(Array.from({ length: Math.min(1_000, count - i) }, (_, j) => {
-      const at = due + Math.floor(((i + j) / count) * spreadMs);
-      return { action: "pgbench.fire", input: { due: at }, when: { at }, overdue: "unbounded" as const };
-    }));
+    await client.delayBatch(
+      Array.from({ length: Math.min(1_000, count - i) }, (_, j) => {
+        const at = due + Math.floor(((i + j) / count) * spreadMs);
+        return { action: "pgbench.fire", input: { due: at }, when: { at }, overdue: "unbounded" as const };
+      }),
+    );
   }
   const setRate = count / ((performance.now() - set) / 1000);
   const waited: number[] = [];
@@ -114,7 +130,9 @@ async function delays(url: string, count: number, spreadMs: number, aheadMs: num
   }
   const sorted = [...late].sort((a, b) => a - b);
   waited.sort((a, b) => a - b);
-  return { line: `set ${Math.round(setRate)}/s; ${late.length}/${count} called, lateness p50 ${pct(sorted, 50)} / p99 ${pct(sorted, 99)} / max ${sorted[sorted.length - 1]} ms; an emit meanwhile waited at most ${waited[waited.length - 1]?.toFixed(0)} ms` };
+  return {
+    line: `set ${Math.round(setRate)}/s; ${late.length}/${count} called, lateness p50 ${pct(sorted, 50)} / p99 ${pct(sorted, 99)} / max ${sorted[sorted.length - 1]} ms; an emit meanwhile waited at most ${waited[waited.length - 1]?.toFixed(0)} ms`,
+  };
 }
 
 async function run(label: string, storeArgs: string[]): Promise<void> {
@@ -141,7 +159,12 @@ async function run(label: string, storeArgs: string[]): Promise<void> {
 }
 
 buildBundle();
-console.log(`bench/postgres: ${new Date().toISOString()}, load average before: ${(await import("node:os")).loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `bench/postgres: ${new Date().toISOString()}, load average before: ${(await import("node:os"))
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 await run("SQLite (FULL)", ["--data", join(mkdtempSync(join(tmpdir(), "chronolog-pgbench-")), "data")]);
 const server = await startPostgresServer({ durable: true });
 const toxiproxy = await startToxiproxy();

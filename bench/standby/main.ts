@@ -29,12 +29,23 @@ const eventCount = flag("--events", 100_000);
 const runs = flag("--runs", 3);
 
 const plugin = definePlugin({ name: "sbench", events: { "sbench.happened": { allow: ["*"] } } });
-const payload = { order: "o-0000000000", customer: "c-00000000", items: [{ sku: "sku-000001", qty: 1, price: 1999 }, { sku: "sku-000002", qty: 2, price: 499 }], note: "x".repeat(40) };
+const payload = {
+  order: "o-0000000000",
+  customer: "c-00000000",
+  items: [
+    { sku: "sku-000001", qty: 1, price: 1999 },
+    { sku: "sku-000002", qty: 2, price: 499 },
+  ],
+  note: "x".repeat(40),
+};
 
 /** `serve --store` as a child process, resolved once it logs `pattern`. */
 async function serve(store: string, plugins: string, pattern: RegExp): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...serveFlags, "dist/main.js", "serve", "--store", store, "--port", String(port), "--plugins", plugins], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...serveFlags, "dist/main.js", "serve", "--store", store, "--port", String(port), "--plugins", plugins], {
+    cwd: repo,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const logs: string[] = [];
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -93,7 +104,11 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const rate = (n: number, ms: number) => Math.round(n / (ms / 1000));
 
 buildBundle();
-console.log(`bench/standby: ${new Date().toISOString()}, ${eventCount} events, ${runs} runs each; load average before: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `bench/standby: ${new Date().toISOString()}, ${eventCount} events, ${runs} runs each; load average before: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 const server = await startPostgresServer({ durable: true });
 const owners: ChildProcess[] = [];
 try {
@@ -118,7 +133,10 @@ try {
   const head = (await clients.leader.log.readLog({ pageSize: 1 })).headSeq;
   while ((await clients.standby.log.readLog({ pageSize: 1 })).headSeq < head) await new Promise((r) => setTimeout(r, 50));
 
-  const results = { leader: { read: [] as number[], pages: [] as number[], watch: [] as number[] }, standby: { read: [] as number[], pages: [] as number[], watch: [] as number[] } };
+  const results = {
+    leader: { read: [] as number[], pages: [] as number[], watch: [] as number[] },
+    standby: { read: [] as number[], pages: [] as number[], watch: [] as number[] },
+  };
   for (let run = 1; run <= runs; run++) {
     for (const who of ["leader", "standby"] as const) {
       const read = await readLog(clients[who]);
@@ -126,7 +144,9 @@ try {
       results[who].read.push(rate(read.events, read.ms));
       results[who].pages.push(rate(read.pages, read.ms));
       results[who].watch.push(rate(watched.events, watched.ms));
-      console.log(`run ${run}, ${who}: ReadLog ${rate(read.pages, read.ms)} pages/s (${rate(read.events, read.ms)} events/s); Watch catch-up ${rate(watched.events, watched.ms)} events/s`);
+      console.log(
+        `run ${run}, ${who}: ReadLog ${rate(read.pages, read.ms)} pages/s (${rate(read.events, read.ms)} events/s); Watch catch-up ${rate(watched.events, watched.ms)} events/s`,
+      );
     }
   }
   const ratio = (a: number, b: number) => (a / b).toFixed(2);
@@ -134,7 +154,9 @@ try {
     const r = results[who];
     console.log(`${who}: ReadLog median ${median(r.pages)} pages/s (${median(r.read)} events/s); Watch catch-up median ${median(r.watch)} events/s`);
   }
-  console.log(`standby / leader: ReadLog ${ratio(median(results.standby.pages), median(results.leader.pages))}x, Watch catch-up ${ratio(median(results.standby.watch), median(results.leader.watch))}x`);
+  console.log(
+    `standby / leader: ReadLog ${ratio(median(results.standby.pages), median(results.leader.pages))}x, Watch catch-up ${ratio(median(results.standby.watch), median(results.leader.watch))}x`,
+  );
 
   // Live: both watch from the head while emits go to the leader.
   const from = (await clients.leader.log.readLog({ pageSize: 1 })).headSeq;
@@ -156,7 +178,9 @@ try {
   console.log(`live, emits to the leader (64 in flight, 10 s): ${rate(acked, 10_000)} events/s acknowledged`);
   for (const who of ["leader", "standby"] as const) {
     const delays = (await watching[who]).sort((a, b) => a - b);
-    console.log(`  watch at the ${who}: ${delays.length} events (${rate(delays.length, 10_000)}/s), commit to watcher p50 ${pct(delays, 50).toFixed(0)} / p99 ${pct(delays, 99).toFixed(0)} ms`);
+    console.log(
+      `  watch at the ${who}: ${delays.length} events (${rate(delays.length, 10_000)}/s), commit to watcher p50 ${pct(delays, 50).toFixed(0)} / p99 ${pct(delays, 99).toFixed(0)} ms`,
+    );
   }
 } finally {
   for (const child of owners) child.kill("SIGTERM");

@@ -27,7 +27,10 @@ interface Proc {
 }
 
 function serve(store: string[], port: number, plugins: string): Proc {
-  const child = spawn(process.execPath, [...serveFlags, "dist/main.js", "serve", ...store, "--port", String(port), "--plugins", plugins, ...leaseArgs], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...serveFlags, "dist/main.js", "serve", ...store, "--port", String(port), "--plugins", plugins, ...leaseArgs], {
+    cwd: repo,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const lines: string[] = [];
   const waiters: (() => void)[] = [];
   createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -91,7 +94,9 @@ for (let kill = 1; kill <= kills; kill++) {
 stop = true;
 await Promise.all(emitters);
 handovers.sort((a, b) => a - b);
-console.log(`handover over ${kills} kills: p50 ${Math.round(pct(handovers, 50))} ms, max ${Math.round(Math.max(...handovers))} ms; ${acknowledged} emits acknowledged`);
+console.log(
+  `handover over ${kills} kills: p50 ${Math.round(pct(handovers, 50))} ms, max ${Math.round(Math.max(...handovers))} ms; ${acknowledged} emits acknowledged`,
+);
 for (const o of owners) o.child.kill("SIGTERM");
 await Promise.all(owners.map((o) => o.exited));
 process.exit(0);

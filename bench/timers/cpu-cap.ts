@@ -60,7 +60,9 @@ export function capCpu(pid: number, cores: number): CpuCap {
   } catch (e) {
     release();
     const tried = `${v1}/cpu.cfs_quota_us (cgroup v1), or ${v2} with the cpu controller in cgroup.subtree_control (v2)`;
-    throw new Error(`BENCH_OWNER_CPU could not cap process ${pid} (it needs a writable cgroup cpu controller: ${tried}): ${e instanceof Error ? e.message : String(e)}`);
+    throw new Error(
+      `BENCH_OWNER_CPU could not cap process ${pid} (it needs a writable cgroup cpu controller: ${tried}): ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
   return { release };
 }

@@ -13,7 +13,16 @@ const [url] = process.argv.slice(2);
 const calls: [string, string, number][] = [];
 const executor = runExecutor({
   url,
-  plugins: [timersPlugin((ctx) => void calls.push([ctx.scheduled!.timerId, ctx.scheduled!.occurrenceId, Date.now() - (typeof ctx.input.due === "number" ? ctx.input.due : ctx.scheduled!.due.getTime())]))],
+  plugins: [
+    timersPlugin(
+      (ctx) =>
+        void calls.push([
+          ctx.scheduled!.timerId,
+          ctx.scheduled!.occurrenceId,
+          Date.now() - (typeof ctx.input.due === "number" ? ctx.input.due : ctx.scheduled!.due.getTime()),
+        ]),
+    ),
+  ],
   credits: 512,
   onError: () => {},
 });

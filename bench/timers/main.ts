@@ -65,7 +65,12 @@ process.on("exit", () => {
 process.on("SIGINT", () => process.exit(130));
 process.on("SIGTERM", () => process.exit(143));
 
-interface Owner { child: ChildProcess; url: string; dir: string; readyMs: number }
+interface Owner {
+  child: ChildProcess;
+  url: string;
+  dir: string;
+  readyMs: number;
+}
 
 function makeDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-timers-"));
@@ -77,12 +82,29 @@ function makeDir(): string {
 
 /** The owner's entry: the bundle (built now), or server/src/main.ts under tsx with BENCH_OWNER=tsx (for comparison). */
 const ownerFlags = ["--min-semi-space-size=16", "--no-flush-bytecode", "--single-threaded-gc"];
-const ownerEntry = process.env.BENCH_OWNER === "tsx" ? [...ownerFlags, "--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"] : [...ownerFlags, "dist/main.js"];
+const ownerEntry =
+  process.env.BENCH_OWNER === "tsx"
+    ? [...ownerFlags, "--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"]
+    : [...ownerFlags, "dist/main.js"];
 if (process.env.BENCH_OWNER !== "tsx") execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
 
 async function startOwner(dir: string): Promise<Owner> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...ownerNodeArgs, ...ownerEntry, "serve", ...(await storeArgs(join(dir, "data"))), "--port", "0", "--plugins", join(dir, "plugins"), ...(process.env.BENCH_OWNER_SERVE_ARGS ?? "").split(" ").filter(Boolean)], { cwd: repo, stdio: ["ignore", ownerStdout ? openSync(ownerStdout, "w") : "ignore", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [
+      ...ownerNodeArgs,
+      ...ownerEntry,
+      "serve",
+      ...(await storeArgs(join(dir, "data"))),
+      "--port",
+      "0",
+      "--plugins",
+      join(dir, "plugins"),
+      ...(process.env.BENCH_OWNER_SERVE_ARGS ?? "").split(" ").filter(Boolean),
+    ],
+    { cwd: repo, stdio: ["ignore", ownerStdout ? openSync(ownerStdout, "w") : "ignore", "pipe"] },
+  );
   children.add(child);
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -90,7 +112,9 @@ async function startOwner(dir: string): Promise<Owner> {
         const entry = JSON.parse(line);
         if (entry.msg?.startsWith("owner serving")) resolve(`http://127.0.0.1:${entry.port}`);
         if (entry.level >= 50) console.error(line);
-      } catch { /* not JSON */ }
+      } catch {
+        /* not JSON */
+      }
     });
     child.once("exit", (code) => reject(new Error(`owner exited ${code}`)));
   });
@@ -122,7 +146,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** How many commits on a /metrics page took longer than bucket bound `le` (seconds, as the page spells it). */
 function commitsOver(page: string, le: string): number {
-  return metricOf(page, "chronolog_commit_duration_seconds_count") - Number(new RegExp(`^chronolog_commit_duration_seconds_bucket\\{le="${le}"\\} (\\S+)$`, "m").exec(page)?.[1] ?? NaN);
+  return (
+    metricOf(page, "chronolog_commit_duration_seconds_count") -
+    Number(new RegExp(`^chronolog_commit_duration_seconds_bucket\\{le="${le}"\\} (\\S+)$`, "m").exec(page)?.[1] ?? NaN)
+  );
 }
 
 /** The value of metric `name` (no labels) on a /metrics page, NaN when absent. */
@@ -137,20 +164,37 @@ if (delays > 0) {
   const cap = ownerCores === null ? null : capCpu(owner.child.pid!, ownerCores);
   if (cap) caps.add(cap);
   if (cap) console.log(`(a) the owner is capped at ${ownerCores} cores (a cgroup's CPU quota, 10 ms periods: BENCH_OWNER_CPU)`);
-  const child = spawn(process.execPath, [...(process.env.BENCH_EXECUTOR_NODE_ARGS ?? "").split(" ").filter(Boolean), "--conditions=chronolog-source", "--import", "tsx", "bench/timers/executor.ts", owner.url], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_EXECUTOR_NODE_ARGS ?? "").split(" ").filter(Boolean),
+      "--conditions=chronolog-source",
+      "--import",
+      "tsx",
+      "bench/timers/executor.ts",
+      owner.url,
+    ],
+    { cwd: repo, stdio: ["ignore", "pipe", "inherit"] },
+  );
   children.add(child);
   let handled = 0;
   let calls: [string, string, number][] = [];
   let executorStalls: [number, number][] = [];
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
-  const gotCalls = new Promise<void>((r) => createInterface({ input: child.stdout! }).on("line", (line) => {
-    if (!line.startsWith("{")) return void console.error(line); // node's own output under BENCH_EXECUTOR_NODE_ARGS (--trace-deopt ...)
-    const m = JSON.parse(line);
-    if (m.ready) markReady();
-    if (m.handled !== undefined) handled = m.handled;
-    if (m.calls) { calls = m.calls; executorStalls = m.stalls; r(); }
-  }));
+  const gotCalls = new Promise<void>((r) =>
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      if (!line.startsWith("{")) return void console.error(line); // node's own output under BENCH_EXECUTOR_NODE_ARGS (--trace-deopt ...)
+      const m = JSON.parse(line);
+      if (m.ready) markReady();
+      if (m.handled !== undefined) handled = m.handled;
+      if (m.calls) {
+        calls = m.calls;
+        executorStalls = m.stalls;
+        r();
+      }
+    }),
+  );
   await ready;
   // Warm-up (not counted): `warmup` delays each due 1-2 s after it is set, called on the executor, so V8 has
   // compiled the owner's firing path before the measured burst (BENCH_WARMUP=0: a cold owner's first
@@ -166,7 +210,9 @@ if (delays > 0) {
   const ids = new Map<string, number>();
   await setDelays(owner.url, 0, delays, () => Math.round(start + lead + Math.random() * 10_000), ids);
   const setMs = Date.now() - start;
-  console.log(`(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`);
+  console.log(
+    `(a) ${delays} delays due over 10 s from start + ${(lead / 1000).toFixed(1)} s; set in ${setMs} ms (${Math.round(delays / (setMs / 1000))}/s, ${inFlight} in flight)${setMs > lead ? " — WARNING: setting overran the first due time" : ""}`,
+  );
   const deadline = start + lead + 10_000 + 30_000;
   // Warm-up again after the setting (not counted): after the 20,000 Delay RPCs, V8 had deoptimized
   // parts of the firing path (the clock's claim, ActionCalls' drive) and compiled them again in the
@@ -198,20 +244,35 @@ if (delays > 0) {
   const metrics = await (await fetch(`${owner.url}/metrics`)).text();
   const inBurst = (name: string) => metricOf(metrics, name) - metricOf(metrics0, name);
   const commits = inBurst("chronolog_commit_batch_size_count");
-  console.log(`(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from 0.5 s before the first due moment to the last call, /proc/PID/stat); the owner wrote ${(writtenPerCall / 1024).toFixed(1)} KiB in ${writesPerCall.toFixed(1)} write syscalls per call (/proc/PID/io: WAL frames, sockets)`);
-  const latenessBuckets = (page: string) => [...page.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
+  console.log(
+    `(a) CPU per call: owner ${cpuPerCall.toFixed(0)} µs, executor ${executorCpuPerCall.toFixed(0)} µs (user+system from 0.5 s before the first due moment to the last call, /proc/PID/stat); the owner wrote ${(writtenPerCall / 1024).toFixed(1)} KiB in ${writesPerCall.toFixed(1)} write syscalls per call (/proc/PID/io: WAL frames, sockets)`,
+  );
+  const latenessBuckets = (page: string) =>
+    [...page.matchAll(/^chronolog_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map(([, le, n]) => [le, Number(n)] as const);
   const before = new Map(latenessBuckets(metrics0));
   const sent = latenessBuckets(metrics).map(([le, n]) => [le, n - (before.get(le) ?? 0)] as const);
   const sentTotal = sent.at(-1)?.[1] ?? 0;
   const sentBucket = (p: number) => sent.find(([, n]) => n >= (p / 100) * sentTotal)?.[0] ?? "?";
-  console.log(`(a) owner's CPU, share of one core: from 0.5 s before the burst to 2.5 s into it ${(100 * ownerShare.opening).toFixed(0)}%, after ${(100 * ownerShare.rest).toFixed(0)}% (near 100%: the owner falls behind, and past its lookahead sends calls late)`);
-  console.log(`(a) owner's own lateness histogram in the burst (held calls: hold's end + the executor's reported delay − due; bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`);
-  console.log(`(a) calls the owner sent after their moment (more than its lookahead behind; chronolog_timer_calls_sent_late_total in the burst): ${inBurst("chronolog_timer_calls_sent_late_total")}`);
+  console.log(
+    `(a) owner's CPU, share of one core: from 0.5 s before the burst to 2.5 s into it ${(100 * ownerShare.opening).toFixed(0)}%, after ${(100 * ownerShare.rest).toFixed(0)}% (near 100%: the owner falls behind, and past its lookahead sends calls late)`,
+  );
+  console.log(
+    `(a) owner's own lateness histogram in the burst (held calls: hold's end + the executor's reported delay − due; bucket bounds, s): p50 <= ${sentBucket(50)}  p99 <= ${sentBucket(99)}`,
+  );
+  console.log(
+    `(a) calls the owner sent after their moment (more than its lookahead behind; chronolog_timer_calls_sent_late_total in the burst): ${inBurst("chronolog_timer_calls_sent_late_total")}`,
+  );
   const slowCommits = (le: string) => commitsOver(metrics, le) - commitsOver(metrics0, le);
-  console.log(`(a) commits in the burst that took over 100 ms from BEGIN to durable (the WAL's fdatasync included; a slow disk holds every call behind them): ${slowCommits("0.1")}, over 250 ms: ${slowCommits("0.25")}`);
+  console.log(
+    `(a) commits in the burst that took over 100 ms from BEGIN to durable (the WAL's fdatasync included; a slow disk holds every call behind them): ${slowCommits("0.1")}, over 250 ms: ${slowCommits("0.25")}`,
+  );
   const loopDelayMs = (name: string) => (1000 * metricOf(metrics, `nodejs_eventloop_lag_${name}_seconds`)).toFixed(0);
-  console.log(`(a) owner's event loop delay from the scrape before the burst to the one after it (perf_hooks.monitorEventLoopDelay, sampled every 10 ms): p99 ${loopDelayMs("p99")} ms, max ${loopDelayMs("max")} ms (a max near the 250 ms lookahead: the owner's thread stalled, rather than fell behind on work)`);
-  console.log(`(a) owner commits in the burst ${commits}, units per commit ${(inBurst("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * inBurst("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`);
+  console.log(
+    `(a) owner's event loop delay from the scrape before the burst to the one after it (perf_hooks.monitorEventLoopDelay, sampled every 10 ms): p99 ${loopDelayMs("p99")} ms, max ${loopDelayMs("max")} ms (a max near the 250 ms lookahead: the owner's thread stalled, rather than fell behind on work)`,
+  );
+  console.log(
+    `(a) owner commits in the burst ${commits}, units per commit ${(inBurst("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * inBurst("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`,
+  );
   child.kill("SIGTERM");
   await gotCalls;
   await stopOwner(owner);
@@ -232,10 +293,18 @@ if (delays > 0) {
   const measured = calls.filter(([timerId]) => ids.has(timerId));
   const late = measured.map((c) => c[2]).sort((a, b) => a - b);
   const firstDue = start + lead + 2_500;
-  const lateOf = (early: boolean) => measured.filter(([timerId]) => ids.get(timerId)! < firstDue === early).map((c) => c[2]).sort((a, b) => a - b);
+  const lateOf = (early: boolean) =>
+    measured
+      .filter(([timerId]) => ids.get(timerId)! < firstDue === early)
+      .map((c) => c[2])
+      .sort((a, b) => a - b);
   const [opening, rest] = [lateOf(true), lateOf(false)];
-  console.log(`(a) ${warmup > 0 ? `after a warm-up of ${warmup} fired delays` : "a cold owner (no warm-up)"}: calls ${measured.length}; lateness ms p50 ${pct(late, 50)}  p99 ${pct(late, 99)}  max ${late.at(-1)}   [target p99 <= 10 ms: ${pct(late, 99) <= 10 ? "PASS" : "FAIL"}]`);
-  console.log(`(a)   due in the burst's first 2.5 s: p50 ${pct(opening, 50)}  p99 ${pct(opening, 99)}  max ${opening.at(-1)}; the last 7.5 s: p50 ${pct(rest, 50)}  p99 ${pct(rest, 99)}  max ${rest.at(-1)}`);
+  console.log(
+    `(a) ${warmup > 0 ? `after a warm-up of ${warmup} fired delays` : "a cold owner (no warm-up)"}: calls ${measured.length}; lateness ms p50 ${pct(late, 50)}  p99 ${pct(late, 99)}  max ${late.at(-1)}   [target p99 <= 10 ms: ${pct(late, 99) <= 10 ? "PASS" : "FAIL"}]`,
+  );
+  console.log(
+    `(a)   due in the burst's first 2.5 s: p50 ${pct(opening, 50)}  p99 ${pct(opening, 99)}  max ${opening.at(-1)}; the last 7.5 s: p50 ${pct(rest, 50)}  p99 ${pct(rest, 99)}  max ${rest.at(-1)}`,
+  );
   // Where lateness came from, when a run misses: late calls by the second they were due in, and stalls seen meanwhile.
   const burstStart = start + lead;
   const bySecond = (at: number[]) => {
@@ -244,12 +313,24 @@ if (delays > 0) {
       const second = Math.floor((t - burstStart) / 1000);
       counts.set(second, (counts.get(second) ?? 0) + 1);
     }
-    return [...counts].sort((x, y) => x[0] - y[0]).map(([sec, n]) => `${sec}s:${n}`).join(" ") || "none";
+    return (
+      [...counts]
+        .sort((x, y) => x[0] - y[0])
+        .map(([sec, n]) => `${sec}s:${n}`)
+        .join(" ") || "none"
+    );
   };
-  console.log(`(a) calls later than 10 ms, by the second of the burst they were due in: ${bySecond(measured.filter((c) => c[2] > 10).map(([timerId]) => ids.get(timerId)!))}`);
-  const stallLine = (stalls: [number, number][]) => (stalls.length === 0 ? "none" : `${stalls.length}, longest ${Math.max(...stalls.map((x) => x[1]))} ms; by second: ${bySecond(stalls.map((x) => x[0]))}`);
-  console.log(`(a) stalls in the burst: the idle bench process's 5 ms timer late > 20 ms (the machine not running it): ${stallLine(machineStalls)}; the executor's 10 ms timer late > 10 ms (its event loop busy): ${stallLine(executorStalls.filter(([t]) => t >= burstStart - 500 && t <= burstStart + 10_500))}`);
-  console.log(`(a) duplicates ${duplicates} (delays called twice ${twice}), misses ${misses}   [target 0 and 0: ${duplicates + twice === 0 && misses === 0 ? "PASS" : "FAIL"}]`);
+  console.log(
+    `(a) calls later than 10 ms, by the second of the burst they were due in: ${bySecond(measured.filter((c) => c[2] > 10).map(([timerId]) => ids.get(timerId)!))}`,
+  );
+  const stallLine = (stalls: [number, number][]) =>
+    stalls.length === 0 ? "none" : `${stalls.length}, longest ${Math.max(...stalls.map((x) => x[1]))} ms; by second: ${bySecond(stalls.map((x) => x[0]))}`;
+  console.log(
+    `(a) stalls in the burst: the idle bench process's 5 ms timer late > 20 ms (the machine not running it): ${stallLine(machineStalls)}; the executor's 10 ms timer late > 10 ms (its event loop busy): ${stallLine(executorStalls.filter(([t]) => t >= burstStart - 500 && t <= burstStart + 10_500))}`,
+  );
+  console.log(
+    `(a) duplicates ${duplicates} (delays called twice ${twice}), misses ${misses}   [target 0 and 0: ${duplicates + twice === 0 && misses === 0 ? "PASS" : "FAIL"}]`,
+  );
 }
 
 // (b) a million pending delays, restart (BENCH_PENDING=0 skips it)
@@ -272,13 +353,17 @@ if (pending > 0) {
   const insertS = (performance.now() - t0) / 1000;
   await sleep(1_000);
   const rssAfter = rssMB(owner.child.pid!);
-  console.log(`(b) ${pending} pending delays a day out: inserted in ${insertS.toFixed(1)} s = ${Math.round(pending / insertS)} delays/s (${inFlight} in flight); owner RSS ${rssAfter.toFixed(0)} MB   [target <= 300 MB: ${rssAfter <= 300 ? "PASS" : "FAIL"}]`);
+  console.log(
+    `(b) ${pending} pending delays a day out: inserted in ${insertS.toFixed(1)} s = ${Math.round(pending / insertS)} delays/s (${inFlight} in flight); owner RSS ${rssAfter.toFixed(0)} MB   [target <= 300 MB: ${rssAfter <= 300 ? "PASS" : "FAIL"}]`,
+  );
   await stopOwner(owner, "SIGKILL");
   owner = await startOwner(dir);
   const rssReady = rssMB(owner.child.pid!);
   await sleep(2_000);
   const rssSettled = rssMB(owner.child.pid!);
-  console.log(`(b) after SIGKILL, restart-to-ready (spawn to "owner serving") ${owner.readyMs.toFixed(0)} ms   [target <= 2000 ms: ${owner.readyMs <= 2_000 ? "PASS" : "FAIL"}]; RSS at ready ${rssReady.toFixed(0)} MB, 2 s later ${rssSettled.toFixed(0)} MB   [target <= 300 MB: ${Math.max(rssReady, rssSettled) <= 300 ? "PASS" : "FAIL"}]`);
+  console.log(
+    `(b) after SIGKILL, restart-to-ready (spawn to "owner serving") ${owner.readyMs.toFixed(0)} ms   [target <= 2000 ms: ${owner.readyMs <= 2_000 ? "PASS" : "FAIL"}]; RSS at ready ${rssReady.toFixed(0)} MB, 2 s later ${rssSettled.toFixed(0)} MB   [target <= 300 MB: ${Math.max(rssReady, rssSettled) <= 300 ? "PASS" : "FAIL"}]`,
+  );
   await stopOwner(owner);
   rmSync(dir, { recursive: true, force: true });
 }

@@ -17,18 +17,22 @@ export async function setDelays(url: string, from: number, to: number, dueOf: (i
   const delay = (i: number, due: number) =>
     new Promise<string>((resolve, reject) => {
       const request = delayRequest(i, due);
-      client.makeUnaryRequest("/chronolog.v1.TimeService/Delay", identity, identity, Buffer.from(toBinary(DelayRequestSchema, request)), (err, value) => (err ? reject(err) : resolve(fromBinary(DelayResponseSchema, value!).delayId)));
+      client.makeUnaryRequest("/chronolog.v1.TimeService/Delay", identity, identity, Buffer.from(toBinary(DelayRequestSchema, request)), (err, value) =>
+        err ? reject(err) : resolve(fromBinary(DelayResponseSchema, value!).delayId),
+      );
     });
   let next = from;
   try {
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < to) {
-        const i = next++;
-        const due = dueOf(i);
-        const delayId = await delay(i, due);
-        ids?.set(delayId, due);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < to) {
+          const i = next++;
+          const due = dueOf(i);
+          const delayId = await delay(i, due);
+          ids?.set(delayId, due);
+        }
+      }),
+    );
   } finally {
     client.close();
   }
@@ -46,21 +50,29 @@ export async function setDelaysInBatches(url: string, from: number, to: number, 
     new Promise<void>((resolve, reject) => {
       const delays = Array.from({ length: end - first }, (_, j) => delayRequest(first + j, dueOf(first + j)));
       const request = create(DelayBatchRequestSchema, { delays });
-      client.makeUnaryRequest("/chronolog.v1.TimeService/DelayBatch", identity, identity, Buffer.from(toBinary(DelayBatchRequestSchema, request)), (err, value) => {
-        if (err) return reject(err);
-        if (fromBinary(DelayBatchResponseSchema, value!).results.length !== end - first) return reject(new Error("DelayBatch answered another count"));
-        resolve();
-      });
+      client.makeUnaryRequest(
+        "/chronolog.v1.TimeService/DelayBatch",
+        identity,
+        identity,
+        Buffer.from(toBinary(DelayBatchRequestSchema, request)),
+        (err, value) => {
+          if (err) return reject(err);
+          if (fromBinary(DelayBatchResponseSchema, value!).results.length !== end - first) return reject(new Error("DelayBatch answered another count"));
+          resolve();
+        },
+      );
     });
   let next = from;
   try {
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < to) {
-        const first = next;
-        next = Math.min(to, next + perCall);
-        await batch(first, next);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < to) {
+          const first = next;
+          next = Math.min(to, next + perCall);
+          await batch(first, next);
+        }
+      }),
+    );
   } finally {
     client.close();
   }
@@ -69,6 +81,7 @@ export async function setDelaysInBatches(url: string, from: number, to: number, 
 /** Delay i due at `due` (ms since the epoch): a moment less than 1 s ahead (or past: a slow setting) goes as an interval, as the owner refuses an `at` in the past. */
 function delayRequest(i: number, due: number) {
   const ahead = due - Date.now();
-  const when = ahead >= 1_000 ? { case: "at" as const, value: timestampFromMs(due) } : { case: "intervalMs" as const, value: BigInt(Math.max(0, Math.round(ahead))) };
+  const when =
+    ahead >= 1_000 ? { case: "at" as const, value: timestampFromMs(due) } : { case: "intervalMs" as const, value: BigInt(Math.max(0, Math.round(ahead))) };
   return create(DelayRequestSchema, { action: "timers.fire", input: { i, due }, when, overdue: { bound: { case: "unbounded", value: true } } });
 }

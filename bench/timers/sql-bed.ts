@@ -42,7 +42,24 @@ store.db.transaction(() => {
     const dueMs = t0 + i;
     const id = process.env.BED_RANDOM_IDS ? randomUUID() : `delay-${i}`;
     timers.put(
-      { id, kind: "delay", action: "bench.fire", input: { i, note: "x".repeat(40) }, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: { id: "u-1", for: "", in: "", via: "" }, plugin: "", schedule: "", overdue: { kind: "unbounded" }, chainDepth: 0, region: 0, disabled: false, retryDelaysMs: [10_000, 30_000], policy: defaultSchedulePolicy, paused: null },
+      {
+        id,
+        kind: "delay",
+        action: "bench.fire",
+        input: { i, note: "x".repeat(40) },
+        spec: { kind: "at", atMs: dueMs },
+        nextDueMs: dueMs,
+        actor: { id: "u-1", for: "", in: "", via: "" },
+        plugin: "",
+        schedule: "",
+        overdue: { kind: "unbounded" },
+        chainDepth: 0,
+        region: 0,
+        disabled: false,
+        retryDelaysMs: [10_000, 30_000],
+        policy: defaultSchedulePolicy,
+        paused: null,
+      },
       Date.now(),
     );
   }
@@ -53,7 +70,22 @@ function claim(horizonMs: number): Promise<{ id: string; input: Record<string, u
   return committer.submit((tx) =>
     timers.due(horizonMs, 32).map((timer) => {
       const id = occurrenceId(timer.id, timer.nextDueMs!);
-      occurrences.insert({ id, timerId: timer.id, dueMs: timer.nextDueMs!, action: timer.action, input: timer.input, actor: timer.actor, overdue: timer.overdue, retryDelaysMs: timer.retryDelaysMs, status: "pending", latenessMs: null, error: "" }, tx.now);
+      occurrences.insert(
+        {
+          id,
+          timerId: timer.id,
+          dueMs: timer.nextDueMs!,
+          action: timer.action,
+          input: timer.input,
+          actor: timer.actor,
+          overdue: timer.overdue,
+          retryDelaysMs: timer.retryDelaysMs,
+          status: "pending",
+          latenessMs: null,
+          error: "",
+        },
+        tx.now,
+      );
       timers.advance(timer.id, null, 1, tx.now);
       return { id, input: timer.input };
     }),
@@ -70,7 +102,13 @@ while (done < n) {
     claimed.map(({ id, input }) =>
       committer.submit((tx) => {
         calls.insert({ callId: id, action: "bench.fire", inputHash: "0".repeat(64), actor: null, recorded: true, attempt: 1 }, tx.now);
-        tx.append({ id: callEventId(id, "started"), type: "action.started", data: { call_id: id, action: "bench.fire", input, attempt: 1, chain_depth: 0 }, cause: "", actor: null });
+        tx.append({
+          id: callEventId(id, "started"),
+          type: "action.started",
+          data: { call_id: id, action: "bench.fire", input, attempt: 1, chain_depth: 0 },
+          cause: "",
+          actor: null,
+        });
       }),
     ),
   );
@@ -78,7 +116,13 @@ while (done < n) {
     claimed.map(({ id }) =>
       committer.submit((tx) => {
         calls.complete(id, 1, undefined, tx.now);
-        tx.append({ id: callEventId(id, "completed"), type: "action.completed", data: { call_id: id, action: "bench.fire", attempt: 1, output: { ok: true } }, cause: callEventId(id, "started"), actor: null });
+        tx.append({
+          id: callEventId(id, "completed"),
+          type: "action.completed",
+          data: { call_id: id, action: "bench.fire", attempt: 1, output: { ok: true } },
+          cause: callEventId(id, "started"),
+          actor: null,
+        });
         occurrences.finish(id, "completed", 1, "", null, tx.now);
       }),
     ),
@@ -86,6 +130,8 @@ while (done < n) {
   done += claimed.length;
 }
 const cpu = process.cpuUsage(cpu0);
-console.log(`sql bed: ${done} calls, ${((cpu.user + cpu.system) / done).toFixed(1)} µs CPU and ${((written() - written0) / done / 1024).toFixed(1)} KiB written per call (ids ${process.env.BED_RANDOM_IDS ? "random" : "in due order"}; dropped: ${process.env.BED_DROP || "none"})`);
+console.log(
+  `sql bed: ${done} calls, ${((cpu.user + cpu.system) / done).toFixed(1)} µs CPU and ${((written() - written0) / done / 1024).toFixed(1)} KiB written per call (ids ${process.env.BED_RANDOM_IDS ? "random" : "in due order"}; dropped: ${process.env.BED_DROP || "none"})`,
+);
 await store.close();
 rmSync(dir, { recursive: true, force: true });

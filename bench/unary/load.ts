@@ -42,7 +42,9 @@ export async function runUnaryLoad(req: UnaryLoad, onPhase: (phase: "start" | "e
   if (req.token) metadata.set("authorization", `Bearer ${req.token}`);
   const identity = (b: Buffer) => b;
   const call = (client: grpc.Client, payload: Buffer) =>
-    new Promise<void>((resolve, reject) => client.makeUnaryRequest(req.method, identity, identity, payload, metadata, (err) => (err ? reject(err) : resolve())));
+    new Promise<void>((resolve, reject) =>
+      client.makeUnaryRequest(req.method, identity, identity, payload, metadata, (err) => (err ? reject(err) : resolve())),
+    );
 
   const start = performance.now();
   const measureFrom = start + req.warmupMs;

@@ -46,7 +46,9 @@ const CHECK = "/grpc.health.v1.Health/Check";
 const EMIT = "/chronolog.v1.LogService/Emit";
 const checkPayloads = [Buffer.from(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: "" }))).toString("base64")];
 const emitPayloads = Array.from({ length: 256 }, (_, i) =>
-  Buffer.from(toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: EVENT_TYPE, data: eventData(i), actor: { id: `user:${i % 64}`, via: "bench" } }))).toString("base64"),
+  Buffer.from(
+    toBinary(EmitRequestSchema, create(EmitRequestSchema, { type: EVENT_TYPE, data: eventData(i), actor: { id: `user:${i % 64}`, via: "bench" } })),
+  ).toString("base64"),
 );
 
 function freePort(): Promise<number> {
@@ -94,7 +96,20 @@ async function startOwner(work: string): Promise<Server> {
   const port = await freePort();
   const nodeArgs = [...nodeFlags, ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${join(work, "profile")}`] : [])];
   // A profile attributes time to source files only without the bundle: then the owner runs under tsx.
-  const args = [...(profile ? ["--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"] : ["dist/main.js"]), "serve", "--data", join(work, "data"), "--port", String(port), "--plugins", pluginsDir, "--synchronous", "FULL", "--log-level", "info"];
+  const args = [
+    ...(profile ? ["--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"] : ["dist/main.js"]),
+    "serve",
+    "--data",
+    join(work, "data"),
+    "--port",
+    String(port),
+    "--plugins",
+    pluginsDir,
+    "--synchronous",
+    "FULL",
+    "--log-level",
+    "info",
+  ];
   const startedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(child, /owner serving/, "owner");
@@ -104,13 +119,22 @@ async function startOwner(work: string): Promise<Server> {
 async function startTrivial(kind: TrivialKind): Promise<Server> {
   const port = await freePort();
   const startedAt = performance.now();
-  const child = spawn(process.execPath, [...nodeFlags, "--conditions=chronolog-source", "--import", "tsx", "bench/unary/servers.ts", kind, String(port)], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...nodeFlags, "--conditions=chronolog-source", "--import", "tsx", "bench/unary/servers.ts", kind, String(port)], {
+    cwd: repo,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   await waitForLine(child, /^ready$/, kind);
   return { child, port, readyAfterMs: performance.now() - startedAt };
 }
 
-async function startGenerator(): Promise<{ run(load: UnaryLoad, server: Server): Promise<UnaryResult & { cpuUsPerCall: number; serverCpu: number }>; close(): void }> {
-  const child = fork(join(repo, "bench/unary/load.ts"), [], { execArgv: ["--conditions=chronolog-source", "--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+async function startGenerator(): Promise<{
+  run(load: UnaryLoad, server: Server): Promise<UnaryResult & { cpuUsPerCall: number; serverCpu: number }>;
+  close(): void;
+}> {
+  const child = fork(join(repo, "bench/unary/load.ts"), [], {
+    execArgv: ["--conditions=chronolog-source", "--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   await new Promise<void>((resolve, reject) => {
     child.once("message", () => resolve());
     child.once("exit", (code) => reject(new Error(`load generator exited (${code})`)));
@@ -150,15 +174,32 @@ const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("e
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), "chronolog-unary-"));
   execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: repo, stdio: "inherit" });
-  console.log(`unary call cost: grpc-js load generator (own process), ${callers} in flight over ${connections} connections, ${seconds} s after ${warmupMs} ms warm-up`);
+  console.log(
+    `unary call cost: grpc-js load generator (own process), ${callers} in flight over ${connections} connections, ${seconds} s after ${warmupMs} ms warm-up`,
+  );
   const generator = await startGenerator();
   const rows: string[][] = [];
   const rate: Record<string, number> = {};
-  const load = (port: number, method: string, payloads: string[]): UnaryLoad => ({ target: `127.0.0.1:${port}`, method, payloads, callers, connections, warmupMs, durationMs: seconds * 1000 });
+  const load = (port: number, method: string, payloads: string[]): UnaryLoad => ({
+    target: `127.0.0.1:${port}`,
+    method,
+    payloads,
+    callers,
+    connections,
+    warmupMs,
+    durationMs: seconds * 1000,
+  });
   const measure = async (name: string, server: Server, method: string, payloads: string[]) => {
     const r = await generator.run(load(server.port, method, payloads), server);
     rate[name] = r.callsPerSec;
-    rows.push([name, fmt(r.callsPerSec), `${fmt(r.serverCpu)}%`, fmt(r.cpuUsPerCall, 1), `${fmt(r.cpuPercent)}%`, r.errors ? `${r.errors} (${r.firstError})` : "0"]);
+    rows.push([
+      name,
+      fmt(r.callsPerSec),
+      `${fmt(r.serverCpu)}%`,
+      fmt(r.cpuUsPerCall, 1),
+      `${fmt(r.cpuPercent)}%`,
+      r.errors ? `${r.errors} (${r.firstError})` : "0",
+    ]);
   };
   const want = (name: string) => !only || only.includes(name);
   try {

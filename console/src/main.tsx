@@ -50,9 +50,15 @@ function SignIn({ error }: { error: string }) {
       <p>This owner has principals: sign in with a principal's bearer token. It is kept for this tab only.</p>
       <form onSubmit={submit}>
         <input id="token" type="password" autoComplete="off" placeholder="bearer token" value={value} onChange={(e) => setValue(e.target.value)} />
-        <button id="sign-in" type="submit">Sign in</button>
+        <button id="sign-in" type="submit">
+          Sign in
+        </button>
       </form>
-      {getToken() && <p className="error" id="signin-error">{error}</p>}
+      {getToken() && (
+        <p className="error" id="signin-error">
+          {error}
+        </p>
+      )}
     </main>
   );
 }

@@ -27,7 +27,9 @@ if (parsed.values.help) {
 const url = parsed.values.url ?? parsed.positionals[0] ?? process.env.CHRONOLOG_URL ?? "http://127.0.0.1:50051";
 // Several owners (a leader and its standbys): a comma-separated list; the executor follows the leader.
 if (parsed.positionals.length > (parsed.values.url ? 0 : 1) || !url.split(",").every((u) => URL.canParse(u.trim()))) {
-  console.error(`bookings executor: expected an owner URL (http://host:port), or several separated by commas, got ${[...parsed.positionals, parsed.values.url ?? url].join(" ").trim()}\n\n${usage}`);
+  console.error(
+    `bookings executor: expected an owner URL (http://host:port), or several separated by commas, got ${[...parsed.positionals, parsed.values.url ?? url].join(" ").trim()}\n\n${usage}`,
+  );
   process.exit(2);
 }
 const token = parsed.values.token ?? process.env.CHRONOLOG_TOKEN;

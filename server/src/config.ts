@@ -82,12 +82,19 @@ const configSchema = {
     cors: { type: "object", additionalProperties: false, required: ["origins"], properties: { origins: { type: "array", items: { type: "string" } } } },
     tls: { type: "object", additionalProperties: false, required: ["cert", "key"], properties: { cert: { type: "string" }, key: { type: "string" } } },
     region: { type: "integer", minimum: 0, maximum: 4294967295 },
-    timers: { type: "object", additionalProperties: false, properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 }, lookahead_ms: { type: "integer", minimum: 0, maximum: 1000 } } },
+    timers: {
+      type: "object",
+      additionalProperties: false,
+      properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 }, lookahead_ms: { type: "integer", minimum: 0, maximum: 1000 } },
+    },
     actions: { type: "object", additionalProperties: false, properties: { call_retention_days: { type: "integer", minimum: 0, maximum: 36600 } } },
     limits: {
       type: "object",
       additionalProperties: false,
-      properties: { max_message_bytes: { type: "integer", minimum: 1024, maximum: 268435456 }, publish_window: { type: "integer", minimum: 1, maximum: 65536 } },
+      properties: {
+        max_message_bytes: { type: "integer", minimum: 1024, maximum: 268435456 },
+        publish_window: { type: "integer", minimum: 1, maximum: 65536 },
+      },
     },
   },
 };
@@ -108,7 +115,10 @@ export function loadConfig(path: string): OwnerConfig {
   const validate = new Ajv2020({ allErrors: true }).compile<OwnerConfig>(configSchema);
   if (!validate(json)) {
     const problems = (validate.errors ?? [])
-      .map((e) => `${e.instancePath || "/"} ${e.message}${e.keyword === "additionalProperties" ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ""}`)
+      .map(
+        (e) =>
+          `${e.instancePath || "/"} ${e.message}${e.keyword === "additionalProperties" ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ""}`,
+      )
       .join("; ");
     throw new Error(`invalid config ${path}: ${problems}`);
   }
@@ -117,7 +127,10 @@ export function loadConfig(path: string): OwnerConfig {
   if (dup) throw new Error(`invalid config ${path}: principal ${dup} is declared twice`);
   const hashes = json.principals.map((p) => p.token_sha256 ?? sha256Hex(p.token ?? ""));
   const shared = hashes.findIndex((h, i) => hashes.indexOf(h) !== i);
-  if (shared >= 0) throw new Error(`invalid config ${path}: principals ${json.principals[hashes.indexOf(hashes[shared])].name} and ${json.principals[shared].name} have the same token; each principal needs its own`);
+  if (shared >= 0)
+    throw new Error(
+      `invalid config ${path}: principals ${json.principals[hashes.indexOf(hashes[shared])].name} and ${json.principals[shared].name} have the same token; each principal needs its own`,
+    );
   if (json.tls) json.tls = { cert: resolve(dirname(path), json.tls.cert), key: resolve(dirname(path), json.tls.key) };
   return json;
 }

@@ -101,7 +101,9 @@ export function isConnectionLost(e: unknown): boolean {
   if (!(e instanceof Error)) return false;
   const state = (e as { sqlState?: string }).sqlState;
   if (state && (state.startsWith("08") || /^57P0[123]$/.test(state))) return true;
-  return /server closed the connection|terminating connection|no connection to the server|connection to server .* failed|could not send data to server|could not receive data from server|Unable to set non-blocking/i.test(e.message);
+  return /server closed the connection|terminating connection|no connection to the server|connection to server .* failed|could not send data to server|could not receive data from server|Unable to set non-blocking/i.test(
+    e.message,
+  );
 }
 
 /** SQLite's "database or disk is full" (SQLITE_FULL): the whole commit was rolled back. */

@@ -38,7 +38,8 @@ export function jsonProblem(value: unknown, field: string, above = 0): string | 
 /** INVALID_ARGUMENT naming `field` when `value` cannot be taken as JSON (see {@link jsonProblem}). */
 export function checkJson(value: unknown, field: string, above = 0): void {
   const problem = jsonProblem(value, field, above);
-  if (problem) fail("bad_request", problem, [{ field, description: problem.includes("deeper") ? `nested deeper than ${maxJsonDepth} levels` : "not a JSON number" }]);
+  if (problem)
+    fail("bad_request", problem, [{ field, description: problem.includes("deeper") ? `nested deeper than ${maxJsonDepth} levels` : "not a JSON number" }]);
 }
 
 /**

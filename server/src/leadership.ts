@@ -50,7 +50,10 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
       let leaderUrl = state.leaderUrl;
       let seenTerm = state.term;
       const standby = await options.standby({ database, leaderUrl: () => leaderUrl, term: () => seenTerm });
-      logger.info({ store: shownUrl(options.url), term: state.term, leader: leaderUrl }, `standby: the owner at ${leaderUrl ?? "(no URL)"} leads (term ${state.term}); this one serves reads and takes over when its lease expires`);
+      logger.info(
+        { store: shownUrl(options.url), term: state.term, leader: leaderUrl },
+        `standby: the owner at ${leaderUrl ?? "(no URL)"} leads (term ${state.term}); this one serves reads and takes over when its lease expires`,
+      );
       try {
         let unreachable = false;
         while (!state.leading) {
@@ -190,17 +193,41 @@ export class Leadership implements Trust {
   registerMetrics(registry: Registry): void {
     const lease = this.database.lease;
     const age = () => this.renewer?.ageMs() ?? Number(process.hrtime.bigint() - lease.takenAt) / 1e6;
-    new Gauge({ name: "chronolog_leader", help: "1 while this owner leads (holds the lease of a PostgreSQL store).", registers: [registry], collect: () => undefined }).set(1);
-    new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(lease.term); } });
-    new Gauge({ name: "chronolog_lease_age_seconds", help: "Time since this owner sent its last renewal of the lease that held.", registers: [registry], collect() { this.set(age() / 1000); } });
-    new Counter({ name: "chronolog_takeovers_total", help: "Takeovers by this owner: leases taken from an owner whose lease expired.", registers: [registry] }).inc(this.tookOver ? 1 : 0);
+    new Gauge({
+      name: "chronolog_leader",
+      help: "1 while this owner leads (holds the lease of a PostgreSQL store).",
+      registers: [registry],
+      collect: () => undefined,
+    }).set(1);
+    new Gauge({
+      name: "chronolog_lease_term",
+      help: "The lease's term: the one this owner holds, or, on a standby, the leader's.",
+      registers: [registry],
+      collect() {
+        this.set(lease.term);
+      },
+    });
+    new Gauge({
+      name: "chronolog_lease_age_seconds",
+      help: "Time since this owner sent its last renewal of the lease that held.",
+      registers: [registry],
+      collect() {
+        this.set(age() / 1000);
+      },
+    });
+    new Counter({
+      name: "chronolog_takeovers_total",
+      help: "Takeovers by this owner: leases taken from an owner whose lease expired.",
+      registers: [registry],
+    }).inc(this.tookOver ? 1 : 0);
   }
 
   /** Stops renewing and gives the lease up (a clean stop: a standby takes over at once), then closes the connections. */
   async release(): Promise<void> {
     this.stopRenewing();
     await this.renewer?.close();
-    if (!this.lost) await this.database.lease.release().catch((err) => this.options.logger.warn({ err }, "giving up the lease failed: a standby takes over when it expires"));
+    if (!this.lost)
+      await this.database.lease.release().catch((err) => this.options.logger.warn({ err }, "giving up the lease failed: a standby takes over when it expires"));
     this.database.close();
   }
 

@@ -3,11 +3,27 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, ownerUnavailableStatus, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
 import { healthCommand } from "./cli/health.js";
-import { createDocumentCommand, deleteDocumentCommand, findDocumentsCommand, getDocumentCommand, patchDocumentCommand, replaceDocumentCommand } from "./cli/documents.js";
+import {
+  createDocumentCommand,
+  deleteDocumentCommand,
+  findDocumentsCommand,
+  getDocumentCommand,
+  patchDocumentCommand,
+  replaceDocumentCommand,
+} from "./cli/documents.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
 import { idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
-import { backfillTimerCommand, cancelDelayCommand, delayCommand, scheduleCommand, setTimerPausedCommand, timersCommand, triggerTimerCommand, unscheduleCommand } from "./cli/timers.js";
+import {
+  backfillTimerCommand,
+  cancelDelayCommand,
+  delayCommand,
+  scheduleCommand,
+  setTimerPausedCommand,
+  timersCommand,
+  triggerTimerCommand,
+  unscheduleCommand,
+} from "./cli/timers.js";
 import type { OverdueBound } from "../../sdk/ts/src/time-requests.js";
 import { ownerVersion } from "./version.js";
 
@@ -19,9 +35,24 @@ import { ownerVersion } from "./version.js";
 const program = new Command("chronolog")
   .description("Chronolog owner server and client")
   .version(ownerVersion, "-V, --version", "print the version")
-  .addOption(new Option("--url <url>", "owner URL, or several separated by commas (calls go to the leader among them), for the client commands (every command but serve)").env("CHRONOLOG_URL").default("http://127.0.0.1:50051"))
+  .addOption(
+    new Option(
+      "--url <url>",
+      "owner URL, or several separated by commas (calls go to the leader among them), for the client commands (every command but serve)",
+    )
+      .env("CHRONOLOG_URL")
+      .default("http://127.0.0.1:50051"),
+  )
   .addOption(new Option("--token <token>", "bearer token, for the client commands").env("CHRONOLOG_TOKEN"))
-  .addOption(new Option("--reads <where>", "where the client commands' reads go: with every other call to the leader, or to any owner of --url in its order, a standby included (it serves what is committed)").choices(["leader", "any"]).env("CHRONOLOG_READS").default("leader"))
+  .addOption(
+    new Option(
+      "--reads <where>",
+      "where the client commands' reads go: with every other call to the leader, or to any owner of --url in its order, a standby included (it serves what is committed)",
+    )
+      .choices(["leader", "any"])
+      .env("CHRONOLOG_READS")
+      .default("leader"),
+  )
   .configureHelp({ showGlobalOptions: true })
   .showHelpAfterError();
 
@@ -57,24 +88,51 @@ program
   .command("serve")
   .description("run an owner on its embedded SQLite log, or on PostgreSQL (--store) as the leader or a standby")
   .option("--data <dir>", "data folder", "./data")
-  .addOption(new Option("--store <url>", "run on this PostgreSQL database (postgres://user:password@host:5432/db) instead of --data; owners on one database elect one leader").env("CHRONOLOG_STORE"))
+  .addOption(
+    new Option(
+      "--store <url>",
+      "run on this PostgreSQL database (postgres://user:password@host:5432/db) instead of --data; owners on one database elect one leader",
+    ).env("CHRONOLOG_STORE"),
+  )
   .option("--advertise-url <url>", "this owner's URL as clients reach it, which standbys tell them (default: http(s)://host:port)")
-  .option("--lease-ms <ms>", "PostgreSQL: how long the leader's lease lasts unrenewed; a standby takes over this long after the leader dies, 500-60000 (default 3000)", wholeNumberOption(500, 60_000))
+  .option(
+    "--lease-ms <ms>",
+    "PostgreSQL: how long the leader's lease lasts unrenewed; a standby takes over this long after the leader dies, 500-60000 (default 3000)",
+    wholeNumberOption(500, 60_000),
+  )
   .option("--host <host>", "interface to bind", "127.0.0.1")
   .option("--port <port>", "port for gRPC, gRPC-Web and Connect (0: any free port)", wholeNumberOption(0, 65535), 50051)
   .option("--config <file>", "principals, CORS, TLS, limits and timers (JSON or YAML; see the README's Configuration)")
   .option("--plugins <dir>", "folder of plugin manifests to register at start")
-  .option("--region <n>", "this owner's region: it makes only declared schedules of this region (default: the config's, else 0)", wholeNumberOption(0, 4294967295))
-  .option("--timer-lookahead-ms <ms>", "how long before their moment calls of time are claimed and started, 0-1000 (default: the config's timers.lookahead_ms, else 250)", wholeNumberOption(0, 1000))
-  .option("--call-retention-days <days>", "finished action calls older than this are deleted hourly, so a call id retried later runs as a new call unless its action records; 0 keeps them forever (default: the config's actions.call_retention_days, else 7)", wholeNumberOption(0, 36600))
-  .addOption(new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash").choices(["FULL", "NORMAL", "full", "normal"]).default("FULL"))
+  .option(
+    "--region <n>",
+    "this owner's region: it makes only declared schedules of this region (default: the config's, else 0)",
+    wholeNumberOption(0, 4294967295),
+  )
+  .option(
+    "--timer-lookahead-ms <ms>",
+    "how long before their moment calls of time are claimed and started, 0-1000 (default: the config's timers.lookahead_ms, else 250)",
+    wholeNumberOption(0, 1000),
+  )
+  .option(
+    "--call-retention-days <days>",
+    "finished action calls older than this are deleted hourly, so a call id retried later runs as a new call unless its action records; 0 keeps them forever (default: the config's actions.call_retention_days, else 7)",
+    wholeNumberOption(0, 36600),
+  )
+  .addOption(
+    new Option("--synchronous <mode>", "SQLite synchronous: FULL survives power loss, NORMAL only a crash")
+      .choices(["FULL", "NORMAL", "full", "normal"])
+      .default("FULL"),
+  )
   .addOption(new Option("--log-level <level>", "log level").choices(["trace", "debug", "info", "warn", "error", "silent"]).default("info"))
   // Loaded only for serve: the client commands start without the owner's modules (SQLite, schemas, time).
   .action(async (options, command: Command) => {
     const given = (name: string) => command.getOptionValueSource(name) === "cli";
-    if (options.store !== undefined && given("data")) throw new Error("--data and --store name two stores: give one (--data: the embedded SQLite folder; --store: a PostgreSQL URL)");
+    if (options.store !== undefined && given("data"))
+      throw new Error("--data and --store name two stores: give one (--data: the embedded SQLite folder; --store: a PostgreSQL URL)");
     for (const name of ["advertiseUrl", "leaseMs"]) {
-      if (options.store === undefined && given(name)) throw new Error(`--${name === "leaseMs" ? "lease-ms" : "advertise-url"} is for owners on PostgreSQL (--store): an owner on SQLite has no standbys`);
+      if (options.store === undefined && given(name))
+        throw new Error(`--${name === "leaseMs" ? "lease-ms" : "advertise-url"} is for owners on PostgreSQL (--store): an owner on SQLite has no standbys`);
     }
     return (await import("./cli/serve.js")).serveCommand(options);
   });
@@ -106,13 +164,13 @@ program
   .option("--type <type>", "only this event type (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
   .option("--where <json>", "MongoDB filter on the event's data")
   .option("--no-follow", "stop at the head instead of following")
-  .addHelpText("after", `\nExit status: 0 at the head with --no-follow (or when the output's reader went away); ${ownerUnavailableStatus} when the owner stops\nor cannot be reached (it says after which seq: run it again with --from the next one); 1 on any other error.`)
+  .addHelpText(
+    "after",
+    `\nExit status: 0 at the head with --no-follow (or when the output's reader went away); ${ownerUnavailableStatus} when the owner stops\nor cannot be reached (it says after which seq: run it again with --from the next one); 1 on any other error.`,
+  )
   .action(clientAction(tailCommand));
 
-program
-  .command("register <file>")
-  .description("register a plugin manifest (JSON or YAML)")
-  .action(clientAction(registerCommand));
+program.command("register <file>").description("register a plugin manifest (JSON or YAML)").action(clientAction(registerCommand));
 
 const docs = program.command("docs").description("write, read and find documents of a collection (each write commits its change event)");
 
@@ -121,16 +179,13 @@ docs
   .description("create a document (its _id from the JSON, or one the owner makes); ALREADY_EXISTS when the _id is taken")
   .action(clientAction(createDocumentCommand));
 
-docs
-  .command("get <collection> <id>")
-  .description("print a document")
-  .action(clientAction(getDocumentCommand));
+docs.command("get <collection> <id>").description("print a document").action(clientAction(getDocumentCommand));
 
 docs
   .command("find <collection>")
   .description("print the documents matching a filter, one JSON line each")
   .option("--filter <json>", "MongoDB filter (default: every document)")
-  .option("--sort <json>", 'field path to 1 or -1, e.g. \'{"created":-1}\' (default: _id order)')
+  .option("--sort <json>", "field path to 1 or -1, e.g. '{\"created\":-1}' (default: _id order)")
   .option("--limit <n>", "at most N documents (1-1000, default 100)", wholeNumberOption(1, 1000))
   .action(clientAction(findDocumentsCommand));
 
@@ -141,15 +196,9 @@ docs
   .option("--unset <path>", "a path to remove (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
   .action(clientAction(patchDocumentCommand));
 
-docs
-  .command("replace <collection> <id> <json>")
-  .description("replace a document as a whole")
-  .action(clientAction(replaceDocumentCommand));
+docs.command("replace <collection> <id> <json>").description("replace a document as a whole").action(clientAction(replaceDocumentCommand));
 
-docs
-  .command("delete <collection> <id>")
-  .description("delete a document")
-  .action(clientAction(deleteDocumentCommand));
+docs.command("delete <collection> <id>").description("delete a document").action(clientAction(deleteDocumentCommand));
 
 program
   .command("timers")
@@ -186,9 +235,11 @@ program
 
 program
   .command("schedule <action> [input]")
-  .description("set a runtime timer calling ACTION with INPUT (a JSON object, default {}): by --cron in a --zone, --every-ms or once --at (recorded as timer.scheduled)")
+  .description(
+    "set a runtime timer calling ACTION with INPUT (a JSON object, default {}): by --cron in a --zone, --every-ms or once --at (recorded as timer.scheduled)",
+  )
   .option("--id <timer-id>", "timer id (default: the owner makes one); the same id replaces that timer", idOption)
-  .option("--cron <expr>", "5-field cron expression, e.g. \"0 9 * * 1\"")
+  .option("--cron <expr>", '5-field cron expression, e.g. "0 9 * * 1"')
   .option("--zone <zone>", "IANA time zone of --cron (default UTC)")
   .addOption(new Option("--dst-gap <policy>", "a --cron wall time in a daylight-saving gap: shift (default) or skip").choices(["shift", "skip"]))
   .addOption(new Option("--dst-repeated <policy>", "a --cron wall time that repeats: first (default), last or both").choices(["first", "last", "both"]))
@@ -205,14 +256,13 @@ program
   .option("--json", "print the timer as JSON", false)
   .action(clientAction(scheduleCommand));
 
-program
-  .command("unschedule <timer-id>")
-  .description("stop a runtime timer (recorded as timer.unscheduled)")
-  .action(clientAction(unscheduleCommand));
+program.command("unschedule <timer-id>").description("stop a runtime timer (recorded as timer.unscheduled)").action(clientAction(unscheduleCommand));
 
 program
   .command("delay <action> [input]")
-  .description("arm one call of ACTION with INPUT (a JSON object, default {}) --in-ms from now or --at a moment; stored, survives restarts (recorded as timer.scheduled)")
+  .description(
+    "arm one call of ACTION with INPUT (a JSON object, default {}) --in-ms from now or --at a moment; stored, survives restarts (recorded as timer.scheduled)",
+  )
   .option("--in-ms <n>", "due N ms from now", msOption)
   .option("--at <iso-time>", "due at this moment")
   .requiredOption("--overdue <bound>", `${overdueHelp} (required)`, parseOverdue)
@@ -220,10 +270,7 @@ program
   .option("--json", "print {delayId, due} as JSON", false)
   .action(clientAction(delayCommand));
 
-program
-  .command("cancel-delay <delay-id>")
-  .description("cancel a pending delay (recorded as timer.unscheduled)")
-  .action(clientAction(cancelDelayCommand));
+program.command("cancel-delay <delay-id>").description("cancel a pending delay (recorded as timer.unscheduled)").action(clientAction(cancelDelayCommand));
 
 program
   .command("cursors")
@@ -290,9 +337,10 @@ program.parseAsync().catch((e: unknown) => {
   // An https:// URL to an owner that speaks plaintext fails in the TLS handshake, which the
   // transport reports as INTERNAL with OpenSSL's text: say what it means instead.
   if (e instanceof ConnectError && /wrong version number|packet length too long/.test(e.rawMessage)) {
-    console.error(`chronolog: Unavailable: the owner at ${program.opts().url} does not speak TLS: use an http:// URL (or start the owner with tls in its config)`);
+    console.error(
+      `chronolog: Unavailable: the owner at ${program.opts().url} does not speak TLS: use an http:// URL (or start the owner with tls in its config)`,
+    );
   } else if (e instanceof ConnectError) console.error(`chronolog: ${Code[e.code]}: ${e.rawMessage}`);
   else console.error(`chronolog: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });
-

@@ -208,7 +208,12 @@ export class OwnerMetrics {
       duration.observe(info.durationMs / 1000);
     });
     this.watchers = new Gauge({ name: "chronolog_watchers", help: "Watch streams open now.", registers });
-    this.streams = new Gauge({ name: "chronolog_streams_open", help: "Server streams open now, by method, until the owner released them.", labelNames: ["method"], registers });
+    this.streams = new Gauge({
+      name: "chronolog_streams_open",
+      help: "Server streams open now, by method, until the owner released them.",
+      labelNames: ["method"],
+      registers,
+    });
     new Gauge({
       name: "chronolog_log_head_seq",
       help: "The seq of the last committed event.",

@@ -148,7 +148,11 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   const store = openStore({
     dataDir: options.dataDir,
     synchronous: options.synchronous,
-    onUpgrade: ({ from, to, files }) => logger.info({ dataDir: options.dataDir, from, to, migrations: files }, `upgrading the data folder's schema from ${from} to ${to} (a migration that rebuilds a table takes seconds per million rows)`),
+    onUpgrade: ({ from, to, files }) =>
+      logger.info(
+        { dataDir: options.dataDir, from, to, migrations: files },
+        `upgrading the data folder's schema from ${from} to ${to} (a migration that rebuilds a table takes seconds per million rows)`,
+      ),
     onCheckpointError: (err) => logger.warn({ err }, "a background WAL checkpoint failed; tried again after the next commit"),
     onLockRetaken: (message) => logger.warn({ dataDir: options.dataDir }, message),
     onLockLost: (err) => {
@@ -175,10 +179,15 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
   const { logger } = options;
   const scheme = options.config?.tls ? "https" : "http";
   if (options.advertiseUrl !== undefined && (!URL.canParse(options.advertiseUrl) || !/^https?:$/.test(new URL(options.advertiseUrl).protocol))) {
-    throw new Error(`--advertise-url must be an http:// or https:// URL clients reach this owner at, e.g. http://owner-1.example:50051 (got ${JSON.stringify(options.advertiseUrl)})`);
+    throw new Error(
+      `--advertise-url must be an http:// or https:// URL clients reach this owner at, e.g. http://owner-1.example:50051 (got ${JSON.stringify(options.advertiseUrl)})`,
+    );
   }
   if (options.advertiseUrl === undefined && (options.host === "0.0.0.0" || options.host === "::")) {
-    logger.warn({ host: options.host }, `no --advertise-url: standbys will tell clients this owner is at ${scheme}://localhost:${options.port}; give the URL other machines reach it at`);
+    logger.warn(
+      { host: options.host },
+      `no --advertise-url: standbys will tell clients this owner is at ${scheme}://localhost:${options.port}; give the URL other machines reach it at`,
+    );
   }
   const leadership = await awaitLeadership({
     url,
@@ -191,7 +200,13 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
     standby: (waiting) =>
       serveStandby({
         ...waiting,
-        listen: { host: options.host, port: options.port, tls: tlsOf(options.config), corsOrigins: options.config?.cors?.origins, readMaxBytes: options.config?.limits?.max_message_bytes ?? defaultMaxMessageBytes },
+        listen: {
+          host: options.host,
+          port: options.port,
+          tls: tlsOf(options.config),
+          corsOrigins: options.config?.cors?.origins,
+          readMaxBytes: options.config?.limits?.max_message_bytes ?? defaultMaxMessageBytes,
+        },
         services,
         authenticator: new Authenticator(options.config?.principals),
         clock: options.clock ?? systemClock,
@@ -216,7 +231,13 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
   }
 }
 
-async function serve(options: OwnerOptions, store: Store, manifests: PluginManifest[], leadership?: Leadership, stepDown?: (reason: string) => void): Promise<Owner> {
+async function serve(
+  options: OwnerOptions,
+  store: Store,
+  manifests: PluginManifest[],
+  leadership?: Leadership,
+  stepDown?: (reason: string) => void,
+): Promise<Owner> {
   const { config, logger } = options;
   const events = eventStatements(store.db);
   const committer = new Committer(store.db, options.clock ?? systemClock, events, {
@@ -262,8 +283,23 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
   const maxMessageBytes = config?.limits?.max_message_bytes ?? defaultMaxMessageBytes;
   const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16, maxMessageBytes, trust: leadership };
-  const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, { checkHosting: (names, hosted) => pulses.checkHosting(names, hosted) });
-  const time = openTime({ maxChainDepth: options.maxChainDepth, db: store.db, registry, committer, events, live: liveCauses, actions, clock, timers, lookaheadMs: options.timerLookaheadMs ?? config?.timers?.lookahead_ms, region: options.region ?? config?.region ?? 0, logger });
+  const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, {
+    checkHosting: (names, hosted) => pulses.checkHosting(names, hosted),
+  });
+  const time = openTime({
+    maxChainDepth: options.maxChainDepth,
+    db: store.db,
+    registry,
+    committer,
+    events,
+    live: liveCauses,
+    actions,
+    clock,
+    timers,
+    lookaheadMs: options.timerLookaheadMs ?? config?.timers?.lookahead_ms,
+    region: options.region ?? config?.region ?? 0,
+    logger,
+  });
   const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers, lateness: time.lateness, logger });
   registry.onChange(() => pulses.sync());
   committer.onCommit(() => processors.onCommit());
@@ -278,8 +314,24 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
     lateness: time.lateness,
     timeCallsSentLate: () => actions.sentLate,
   });
-  const timerRetention = new TimerRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days, defaultTimerRetentionMs), chunkRows: options.timerRetentionChunkRows });
-  const callRetention = new CallRetention({ db: store.db, committer, clock, timers, logger, retentionMs: options.callRetentionMs ?? retentionMsOfDays(config?.actions?.call_retention_days, defaultCallRetentionMs), chunkRows: options.timerRetentionChunkRows });
+  const timerRetention = new TimerRetention({
+    db: store.db,
+    committer,
+    clock,
+    timers,
+    logger,
+    retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days, defaultTimerRetentionMs),
+    chunkRows: options.timerRetentionChunkRows,
+  });
+  const callRetention = new CallRetention({
+    db: store.db,
+    committer,
+    clock,
+    timers,
+    logger,
+    retentionMs: options.callRetentionMs ?? retentionMsOfDays(config?.actions?.call_retention_days, defaultCallRetentionMs),
+    chunkRows: options.timerRetentionChunkRows,
+  });
   retentionMetrics(metrics.registry, timerRetention, callRetention);
   if (leadership) leadership.registerMetrics(metrics.registry);
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
@@ -300,7 +352,18 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
       // Requests in JSON (Connect, gRPC-Web) are strict, as manifests in files are: a misspelt field or enum
       // name is INVALID_ARGUMENT, not dropped (a misspelt `overdue` or overlap policy would quietly change a timer).
       const strict = { jsonOptions: { ignoreUnknownFields: false } };
-      router.service(LogService, logService({ emitter, events: readsWithTail(tail, eventReads(store.db, events)), head, watchers: metrics.watchers, publishWindow: config?.limits?.publish_window ?? defaultPublishWindow, logger }), strict);
+      router.service(
+        LogService,
+        logService({
+          emitter,
+          events: readsWithTail(tail, eventReads(store.db, events)),
+          head,
+          watchers: metrics.watchers,
+          publishWindow: config?.limits?.publish_window ?? defaultPublishWindow,
+          logger,
+        }),
+        strict,
+      );
       router.service(PluginService, pluginService(registry), strict);
       router.service(ExecutorService, executorService(hub, logger), strict);
       router.service(ActionService, actionService(actions), strict);
@@ -308,7 +371,11 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
       router.service(TimeService, timeService(time.timers), strict);
       router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events }), strict);
       registerReflection(router, services);
-      registerHealth(router, services.map((s) => s.typeName), leadership && (() => leadership.headers()));
+      registerHealth(
+        router,
+        services.map((s) => s.typeName),
+        leadership && (() => leadership.headers()),
+      );
     },
   });
   await time.start();
@@ -316,7 +383,15 @@ async function serve(options: OwnerOptions, store: Store, manifests: PluginManif
   timerRetention.start();
   callRetention.start();
   logger.info(
-    { host: options.host, port: listener.port, store: options.store ? shownUrl(options.store) : options.dataDir, term: leadership?.term, head: committer.head, tls: Boolean(config?.tls), auth: authenticator.required ? "tokens" : "none" },
+    {
+      host: options.host,
+      port: listener.port,
+      store: options.store ? shownUrl(options.store) : options.dataDir,
+      term: leadership?.term,
+      head: committer.head,
+      tls: Boolean(config?.tls),
+      auth: authenticator.required ? "tokens" : "none",
+    },
     authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
   );
   const consoleUrl = `${config?.tls ? "https" : "http"}://${urlHost(options.host)}:${listener.port}${consolePath}`;

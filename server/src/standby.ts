@@ -70,7 +70,12 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
   const { logger } = options;
   const registry = new Registry();
   const watchers = new Gauge({ name: "chronolog_watchers", help: "Watch streams open now.", registers: [registry] });
-  const streams = new Gauge({ name: "chronolog_streams_open", help: "Server streams open now, by method, until the owner released them.", labelNames: ["method"], registers: [registry] });
+  const streams = new Gauge({
+    name: "chronolog_streams_open",
+    help: "Server streams open now, by method, until the owner released them.",
+    labelNames: ["method"],
+    registers: [registry],
+  });
   const head = new HeadSignal(0);
   let view = new StandbyView(options, head, watchers, () => (view.lost = true));
   head.advance(view.events.head());
@@ -122,8 +127,22 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
     unreadable: (e) => isConnectionLost(e),
   };
   new Gauge({ name: "chronolog_leader", help: "1 while this owner leads (holds the lease of a PostgreSQL store).", registers: [registry] }).set(0);
-  new Gauge({ name: "chronolog_lease_term", help: "The lease's term: the one this owner holds, or, on a standby, the leader's.", registers: [registry], collect() { this.set(options.term()); } });
-  new Gauge({ name: "chronolog_log_head_seq", help: "The seq of the last committed event.", registers: [registry], collect() { this.set(head.head); } });
+  new Gauge({
+    name: "chronolog_lease_term",
+    help: "The lease's term: the one this owner holds, or, on a standby, the leader's.",
+    registers: [registry],
+    collect() {
+      this.set(options.term());
+    },
+  });
+  new Gauge({
+    name: "chronolog_log_head_seq",
+    help: "The seq of the last committed event.",
+    registers: [registry],
+    collect() {
+      this.set(head.head);
+    },
+  });
   storeWaitMetrics(registry, () => view.reads.waits());
   storeAsyncReadMetrics(registry, () => view.reads.asyncReads());
   const listener = await listen({

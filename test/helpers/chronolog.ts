@@ -19,7 +19,8 @@ export const chronologArgs = ["--enable-source-maps", bundle];
  * `what` (an owner or CLI process) belongs to the serial tier; tag it `{ tags: ["serial"] }`.
  */
 export function startingProcess(what: string): void {
-  if (inject("tier") === "fast") throw new Error(`this test starts ${what} in the fast tier, where files run in parallel: tag it, or its describe, { tags: ["serial"] } (vitest.config.ts)`);
+  if (inject("tier") === "fast")
+    throw new Error(`this test starts ${what} in the fast tier, where files run in parallel: tag it, or its describe, { tags: ["serial"] } (vitest.config.ts)`);
 }
 
 declare module "vitest" {

@@ -14,7 +14,11 @@ const print = (line: object): void => void process.stdout.write(`${JSON.stringif
 export const deskPlugin = definePlugin({
   name: "desk",
   events: {
-    "ticket.opened": { allow: ["*"], description: "A ticket someone opened", schema: { type: "object", properties: { title: { type: "string" }, fail: { type: "boolean" } }, required: ["title"] } },
+    "ticket.opened": {
+      allow: ["*"],
+      description: "A ticket someone opened",
+      schema: { type: "object", properties: { title: { type: "string" }, fail: { type: "boolean" } }, required: ["title"] },
+    },
     "ticket.triaged": { allow: ["*"], schema: { type: "object" } },
   },
   processors: {

@@ -32,7 +32,8 @@ export function testDatabase(dataDir: string): string {
   const name = `t_${createHash("sha256").update(dataDir).digest("hex").slice(0, 20)}`;
   const client = connectNative(admin, "chronolog tests");
   try {
-    if (client.querySync("SELECT 1 FROM pg_database WHERE datname = $1", [name]).length === 0) client.querySync(`CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`);
+    if (client.querySync("SELECT 1 FROM pg_database WHERE datname = $1", [name]).length === 0)
+      client.querySync(`CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`);
   } finally {
     endNative(client);
   }
@@ -49,7 +50,10 @@ export function queryStore(dataDir: string, sql: string, params: Parameter[] = [
   if (onPostgres) {
     const client = connectNative(databaseOf(dataDir), "chronolog tests");
     try {
-      return client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
+      return client.querySync(
+        numberParameters(sql).text,
+        params.map((p) => (p === null ? null : String(p))),
+      );
     } finally {
       endNative(client);
     }
@@ -70,7 +74,11 @@ type Parameter = string | number | null;
  * it read are durable and their callers answered (`owner.settled()`): another connection sees a
  * commit before its sync, while the owner's log, its clock and its listeners follow it only after.
  */
-export async function ownerRows(h: { owner: { dataDir: string; settled(): Promise<void> } }, sql: string, params: Parameter[] = []): Promise<Record<string, unknown>[]> {
+export async function ownerRows(
+  h: { owner: { dataDir: string; settled(): Promise<void> } },
+  sql: string,
+  params: Parameter[] = [],
+): Promise<Record<string, unknown>[]> {
   await new Promise((resolve) => setImmediate(resolve));
   const rows = queryStore(h.owner.dataDir, sql, params);
   await h.owner.settled();
@@ -102,7 +110,17 @@ export async function startTestOwner(options: Partial<OwnerOptions> = {}): Promi
   const lookahead = options.timers && !("timerLookaheadMs" in options) ? { timerLookaheadMs: 0 } : {};
   const dataDir = options.dataDir ?? tempDir();
   const store = onPostgres && !("store" in options) ? { store: testDatabase(dataDir) } : {};
-  const owner = await startOwner({ dataDir, ...store, host: "127.0.0.1", port: 0, logger: pino({ level: "silent" }), ...retention, ...callRetention, ...lookahead, ...options });
+  const owner = await startOwner({
+    dataDir,
+    ...store,
+    host: "127.0.0.1",
+    port: 0,
+    logger: pino({ level: "silent" }),
+    ...retention,
+    ...callRetention,
+    ...lookahead,
+    ...options,
+  });
   return Object.assign(owner, { url: `http://127.0.0.1:${owner.port}`, dataDir });
 }
 
@@ -127,10 +145,22 @@ const repo = new URL("../../", import.meta.url).pathname;
 export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0, nodeArgs: string[] = []): Promise<OwnerProcess> {
   startingProcess("an owner process");
   storeOpened();
-  const child = spawn(process.execPath, [...nodeArgs, ...chronologArgs, "serve", ...(extraArgs.includes("--store") ? [] : onPostgres ? ["--store", testDatabase(dataDir)] : ["--data", dataDir]), "--port", String(port), ...extraArgs], {
-    cwd: repo,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeArgs,
+      ...chronologArgs,
+      "serve",
+      ...(extraArgs.includes("--store") ? [] : onPostgres ? ["--store", testDatabase(dataDir)] : ["--data", dataDir]),
+      "--port",
+      String(port),
+      ...extraArgs,
+    ],
+    {
+      cwd: repo,
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   const logs: string[] = [];
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
   return new Promise((resolve, reject) => {

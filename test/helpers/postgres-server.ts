@@ -52,9 +52,27 @@ export async function startPostgresServer(options: { durable?: boolean } = {}): 
   const data = join(root, "data");
   // Logins over TCP need the password (scram-sha-256), as on a real server: a wrong one is refused.
   writeFileSync(join(root, "password"), "chronolog\n");
-  run("initdb", ["-D", data, "-U", "chronolog", "--pwfile", join(root, "password"), "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"]);
+  run("initdb", [
+    "-D",
+    data,
+    "-U",
+    "chronolog",
+    "--pwfile",
+    join(root, "password"),
+    "--auth-host=scram-sha-256",
+    "--auth-local=trust",
+    "-E",
+    "UTF8",
+    "--no-sync",
+  ]);
   const port = await freePort();
-  const settings = [`-p ${port}`, `-k ${root}`, "-c listen_addresses=127.0.0.1", "-c max_connections=300", ...(options.durable ? [] : ["-c fsync=off", "-c full_page_writes=off"])].join(" ");
+  const settings = [
+    `-p ${port}`,
+    `-k ${root}`,
+    "-c listen_addresses=127.0.0.1",
+    "-c max_connections=300",
+    ...(options.durable ? [] : ["-c fsync=off", "-c full_page_writes=off"]),
+  ].join(" ");
   run("pg_ctl", ["-D", data, "-o", settings, "-l", join(root, "server.log"), "-w", "start"]);
   return {
     url: `postgres://chronolog:chronolog@127.0.0.1:${port}/postgres`,

@@ -42,7 +42,8 @@ export async function startStandby(leader: string | undefined): Promise<Standby>
   const handler = connectNodeAdapter({
     interceptors: [refuse],
     routes(router) {
-      for (const service of [LogService, ActionService, PluginService, CollectionService, TimeService, AdminService, ExecutorService]) router.service(service, {});
+      for (const service of [LogService, ActionService, PluginService, CollectionService, TimeService, AdminService, ExecutorService])
+        router.service(service, {});
       router.service(Health, {
         check(_req, context) {
           context.responseHeader.set("chronolog-role", "standby");

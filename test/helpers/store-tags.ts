@@ -37,7 +37,9 @@ export function storeOpened(): void {
   if (!file) return; // not inside a vitest test file
   const tags = storeTagsOf(file);
   if (tags.length !== 1) {
-    throw new Error(`${file} opens a store: its opening comment must say on which stores its owners run, with exactly one of "// @module-tag postgres" (also on PostgreSQL, the full run's second pass) or "// @module-tag sqlite-only" (see test/helpers/store-tags.ts); it has ${tags.length === 0 ? "none" : tags.join(", ")}`);
+    throw new Error(
+      `${file} opens a store: its opening comment must say on which stores its owners run, with exactly one of "// @module-tag postgres" (also on PostgreSQL, the full run's second pass) or "// @module-tag sqlite-only" (see test/helpers/store-tags.ts); it has ${tags.length === 0 ? "none" : tags.join(", ")}`,
+    );
   }
   const seen = process.env.CHRONOLOG_TEST_PG_SUITES;
   if (seen && process.env.CHRONOLOG_TEST_STORE === "postgres") appendFileSync(seen, `${file}\n`);

@@ -63,7 +63,7 @@ function sqliteStore(dataDir: string): TestStore {
       const db = new Database(join(dataDir, "chronolog.db"));
       try {
         const statement = db.prepare(sql);
-        if (!statement.reader) return statement.run(...params), [];
+        if (!statement.reader) return (statement.run(...params), []);
         return statement.all(...params) as Record<string, unknown>[];
       } finally {
         db.close();
@@ -92,7 +92,10 @@ async function postgresStore(url: string, instanceId: string, leaseMs: number): 
     database.close();
     throw e;
   }
-  const store = database.open((e) => told.fenced.push(e), (e) => told.lost.push(e));
+  const store = database.open(
+    (e) => told.fenced.push(e),
+    (e) => told.lost.push(e),
+  );
   const opened: TestStore = {
     ...common("postgres", store),
     told,
@@ -101,7 +104,10 @@ async function postgresStore(url: string, instanceId: string, leaseMs: number): 
     query(sql, params = []) {
       const client = connectNative(url, "chronolog tests");
       try {
-        return client.querySync(numberParameters(sql).text, params.map((p) => (p === null ? null : String(p))));
+        return client.querySync(
+          numberParameters(sql).text,
+          params.map((p) => (p === null ? null : String(p))),
+        );
       } finally {
         endNative(client);
       }

@@ -148,7 +148,10 @@ function subscribeTo(session: http2.ClientHttp2Session, phase: "before-hello" | 
   if (phase === "before-hello") return Promise.resolve(stream);
   const plugin = crashPlugin();
   const hello = create(SubscribeRequestSchema, {
-    message: { case: "hello", value: { executor: "churn", instanceId: `churn-${process.pid}`, plugins: [manifestOf(plugin)], processors: ["crash.track"], credits: 64, batches: true } },
+    message: {
+      case: "hello",
+      value: { executor: "churn", instanceId: `churn-${process.pid}`, plugins: [manifestOf(plugin)], processors: ["crash.track"], credits: 64, batches: true },
+    },
   });
   stream.write(frame(SubscribeRequestSchema, hello));
   if (phase === "at-hello") return Promise.resolve(stream);

@@ -44,7 +44,8 @@ function freePort(): Promise<number> {
 /** Starts toxiproxy-server on a free loopback port; throws when the binary is missing. */
 export async function startToxiproxy(): Promise<Toxiproxy> {
   const binary = toxiproxyBinary();
-  if (!binary) throw new Error("toxiproxy-server is not installed: .ci/run builds it into .tools/ (go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0)");
+  if (!binary)
+    throw new Error("toxiproxy-server is not installed: .ci/run builds it into .tools/ (go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0)");
   const port = await freePort();
   const child: ChildProcess = spawn(binary, ["-host", "127.0.0.1", "-port", String(port)], { stdio: "ignore" });
   const api = `http://127.0.0.1:${port}`;
@@ -74,10 +75,16 @@ export async function startToxiproxy(): Promise<Toxiproxy> {
         listen,
         async latency(ms) {
           await clear();
-          if (ms > 0) await call("POST", `/proxies/${name}/toxics`, { name: "latency", type: "latency", stream: "downstream", attributes: { latency: ms, jitter: 0 } });
+          if (ms > 0)
+            await call("POST", `/proxies/${name}/toxics`, { name: "latency", type: "latency", stream: "downstream", attributes: { latency: ms, jitter: 0 } });
         },
         async fault(type, attributes = {}) {
-          await call("POST", `/proxies/${name}/toxics`, { name: type, type, stream: "downstream", attributes: type === "timeout" ? { timeout: 0, ...attributes } : attributes });
+          await call("POST", `/proxies/${name}/toxics`, {
+            name: type,
+            type,
+            stream: "downstream",
+            attributes: type === "timeout" ? { timeout: 0, ...attributes } : attributes,
+          });
         },
         clear,
       };

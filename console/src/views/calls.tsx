@@ -42,7 +42,8 @@ async function recentCalls(span: bigint): Promise<{ calls: Call[]; from: bigint;
     for (const e of page.events) {
       if (e.type === "timer.triggered" || e.type === "timer.backfilled") {
         const ids = e.type === "timer.triggered" ? [e.data?.occurrence_id] : ((e.data?.occurrence_ids as unknown[]) ?? []);
-        for (const id of ids) byTimer.set(String(id), { id: String(e.data?.timer_id ?? ""), how: e.type === "timer.triggered" ? "triggered" : "backfilled", event: e });
+        for (const id of ids)
+          byTimer.set(String(id), { id: String(e.data?.timer_id ?? ""), how: e.type === "timer.triggered" ? "triggered" : "backfilled", event: e });
         continue;
       }
       const id = String(e.data?.call_id ?? "");

@@ -46,7 +46,13 @@ export function CollectionView({ name }: { name: string }) {
         Collection <code>{name}</code>
       </h2>
       <form className="inline" onSubmit={apply}>
-        <input id="doc-filter" className="wide" placeholder='filter, e.g. {"status": "open"}' value={filterText} onChange={(e) => setFilterText(e.target.value)} />
+        <input
+          id="doc-filter"
+          className="wide"
+          placeholder='filter, e.g. {"status": "open"}'
+          value={filterText}
+          onChange={(e) => setFilterText(e.target.value)}
+        />
         <button id="doc-find" type="submit">
           Find
         </button>

@@ -29,7 +29,10 @@ async function causeChain(first: string): Promise<Event[]> {
 function EventLink({ event }: { event: Event }) {
   return (
     <span className="event-link" data-id={event.id}>
-      <Link href={`/events/${encodeURIComponent(event.id)}`}>{event.id}</Link> <span className="muted">#{String(event.seq)} {event.type}</span>
+      <Link href={`/events/${encodeURIComponent(event.id)}`}>{event.id}</Link>{" "}
+      <span className="muted">
+        #{String(event.seq)} {event.type}
+      </span>
     </span>
   );
 }
@@ -49,7 +52,8 @@ function MadeUnder({ event }: { event: Event }) {
   const call = useQuery({
     queryKey: ["call", callId],
     enabled: callId !== "",
-    queryFn: () => log.readLog({ afterSeq: event.seq, pageSize: 100, types: ["action.retried", "action.completed", "action.failed"], where: { call_id: callId } }),
+    queryFn: () =>
+      log.readLog({ afterSeq: event.seq, pageSize: 100, types: ["action.retried", "action.completed", "action.failed"], where: { call_id: callId } }),
   });
   if (scan.isError) return <p className="error">{errorText(scan.error)}</p>;
   const found = scan.data?.pages.flatMap((p) => p.under) ?? [];
@@ -78,7 +82,9 @@ function MadeUnder({ event }: { event: Event }) {
         ))}
       </ul>
       <p className="note">
-        {scan.isPending ? "reading the log after it…" : `${found.length} found in the log up to seq ${String(scannedTo)} (the log API has no cause filter: read page by page).`}{" "}
+        {scan.isPending
+          ? "reading the log after it…"
+          : `${found.length} found in the log up to seq ${String(scannedTo)} (the log API has no cause filter: read page by page).`}{" "}
         {scan.hasNextPage && (
           <button type="button" onClick={() => void scan.fetchNextPage()} disabled={scan.isFetchingNextPage}>
             Read further
@@ -92,7 +98,12 @@ function MadeUnder({ event }: { event: Event }) {
 export function EventPage({ id }: { id: string }) {
   const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(id) });
   if (q.isPending) return <p className="note">loading…</p>;
-  if (q.isError) return <p className="error" id="event-error">{errorText(q.error)}</p>;
+  if (q.isError)
+    return (
+      <p className="error" id="event-error">
+        {errorText(q.error)}
+      </p>
+    );
   const [event, ...causes] = q.data;
   if (!event) return <p className="error">not found</p>;
   return (

@@ -149,8 +149,20 @@ export function LogView() {
     <section>
       <div className="toolbar">
         <form onSubmit={apply} className="inline">
-          <input id="filter-types" list="event-types" placeholder="types, e.g. order.placed action.started" value={typesText} onChange={(e) => setTypesText(e.target.value)} />
-          <input id="filter-where" className="wide" placeholder='where, e.g. {"amount": {"$gt": 10}}' value={whereText} onChange={(e) => setWhereText(e.target.value)} />
+          <input
+            id="filter-types"
+            list="event-types"
+            placeholder="types, e.g. order.placed action.started"
+            value={typesText}
+            onChange={(e) => setTypesText(e.target.value)}
+          />
+          <input
+            id="filter-where"
+            className="wide"
+            placeholder='where, e.g. {"amount": {"$gt": 10}}'
+            value={whereText}
+            onChange={(e) => setWhereText(e.target.value)}
+          />
           <datalist id="event-types">
             {declared.map((t) => (
               <option key={t} value={t} />
@@ -169,7 +181,10 @@ export function LogView() {
       </div>
       {formError && <p className="error">{formError}</p>}
       <h2>
-        Log <small id="tail-status" data-state={status.state}>{status.text}</small>
+        Log{" "}
+        <small id="tail-status" data-state={status.state}>
+          {status.text}
+        </small>
       </h2>
       <table id="tail" className="events">
         <colgroup>

@@ -19,7 +19,10 @@ export function PluginsView() {
         return (
           <article key={m.name} className="plugin" data-name={m.name}>
             <h3>
-              {m.name} <small>{m.version && `version ${m.version}, `}revision {p.revision}, registered {at(p.registeredAt)} UTC</small>
+              {m.name}{" "}
+              <small>
+                {m.version && `version ${m.version}, `}revision {p.revision}, registered {at(p.registeredAt)} UTC
+              </small>
             </h3>
             <table className="event-types">
               <thead>
@@ -45,7 +48,10 @@ export function PluginsView() {
               </tbody>
             </table>
             <p className="muted">
-              processors: {Object.entries(m.processors).map(([n, d]) => `${n} (on ${d.on.join(", ")})`).join("; ") || "none"}
+              processors:{" "}
+              {Object.entries(m.processors)
+                .map(([n, d]) => `${n} (on ${d.on.join(", ")})`)
+                .join("; ") || "none"}
               <br />
               actions: {Object.keys(m.actions).join(", ") || "none"}
               <br />

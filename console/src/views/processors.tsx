@@ -84,7 +84,9 @@ export function ProcessorsView() {
             <th className="num">cursor</th>
             <th className="num">head</th>
             <th className="num">lag</th>
-            <th className="num" title="how long the oldest unfinished event has waited">lag age</th>
+            <th className="num" title="how long the oldest unfinished event has waited">
+              lag age
+            </th>
             <th className="num">read to</th>
             <th className="num">in flight</th>
             <th className="num">retries</th>
@@ -207,7 +209,12 @@ function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (
           <option value="seq">seq</option>
           <option value="time">time</option>
         </select>
-        <input id="move-target" placeholder={kind === "seq" ? "seq, e.g. 0 (replay all)" : "2026-12-02T07:00:00Z"} value={target} onChange={(e) => setTarget(e.target.value)} />
+        <input
+          id="move-target"
+          placeholder={kind === "seq" ? "seq, e.g. 0 (replay all)" : "2026-12-02T07:00:00Z"}
+          value={target}
+          onChange={(e) => setTarget(e.target.value)}
+        />
         <button id="move-check" type="submit" className="admin">
           Move…
         </button>
@@ -259,7 +266,13 @@ function FailedDeliveries({ processor, onDone, onError }: { processor: string; o
     <>
       <h3>Failed deliveries</h3>
       <div className="toolbar">
-        <button id="redrive-selected" type="button" className="admin" disabled={chosen.size === 0 || redrive.isPending} onClick={() => redrive.mutate([...chosen].map(BigInt))}>
+        <button
+          id="redrive-selected"
+          type="button"
+          className="admin"
+          disabled={chosen.size === 0 || redrive.isPending}
+          onClick={() => redrive.mutate([...chosen].map(BigInt))}
+        >
           Redrive selected ({chosen.size})
         </button>
         <button

@@ -104,7 +104,8 @@ function Preview({ id }: { id: string }) {
       </ol>
       <span className="muted">
         actor {actor(t.actor)}; input {json(t.input)}; chain depth {t.chainDepth}
-        {p && `; jitter ${duration(Number(p.jitterMs))}, max count ${p.maxCount || "none"}, overlap ${OverlapPolicy[p.overlap]}, catch-up ${CatchUpPolicy[p.catchUp]}`}
+        {p &&
+          `; jitter ${duration(Number(p.jitterMs))}, max count ${p.maxCount || "none"}, overlap ${OverlapPolicy[p.overlap]}, catch-up ${CatchUpPolicy[p.catchUp]}`}
       </span>
       {t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && <Backfill id={id} />}
     </div>
@@ -167,7 +168,13 @@ export function TimeView() {
           <option value={TimerKind.RUNTIME}>runtime schedules</option>
           <option value={TimerKind.DELAY}>delays</option>
         </select>
-        <input id="timer-note" className="wide" placeholder="note for pause / resume (recorded in the log)" value={note} onChange={(e) => setNote(e.target.value)} />
+        <input
+          id="timer-note"
+          className="wide"
+          placeholder="note for pause / resume (recorded in the log)"
+          value={note}
+          onChange={(e) => setNote(e.target.value)}
+        />
       </div>
       {q.isError && <p className="error">{errorText(q.error)}</p>}
       <table id="timers">
@@ -232,10 +239,20 @@ export function TimeView() {
                 <td className="actions">
                   {t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && (
                     <>
-                      <button type="button" className={t.kind === TimerKind.DECLARED ? "admin pause" : "pause"} disabled={act.isPending} onClick={() => act.mutate({ op: t.paused ? "resume" : "pause", id: t.id })}>
+                      <button
+                        type="button"
+                        className={t.kind === TimerKind.DECLARED ? "admin pause" : "pause"}
+                        disabled={act.isPending}
+                        onClick={() => act.mutate({ op: t.paused ? "resume" : "pause", id: t.id })}
+                      >
                         {t.paused ? "Resume" : "Pause"}
                       </button>
-                      <button type="button" className={t.kind === TimerKind.DECLARED ? "admin trigger" : "trigger"} disabled={act.isPending} onClick={() => act.mutate({ op: "trigger", id: t.id })}>
+                      <button
+                        type="button"
+                        className={t.kind === TimerKind.DECLARED ? "admin trigger" : "trigger"}
+                        disabled={act.isPending}
+                        onClick={() => act.mutate({ op: "trigger", id: t.id })}
+                      >
                         Trigger now
                       </button>
                     </>

@@ -86,7 +86,13 @@ export class ActionHost {
    * `startedLateMs`: for a held one (hold_ms), how many ms after its hold ended it
    * starts now, reported in the result. Never rejects.
    */
-  async invoke(invocation: Invocation, startedLateMs: number, send: (result: ActionResultInit) => void, progress: (extendMs: number) => void, streamSignal: AbortSignal): Promise<void> {
+  async invoke(
+    invocation: Invocation,
+    startedLateMs: number,
+    send: (result: ActionResultInit) => void,
+    progress: (extendMs: number) => void,
+    streamSignal: AbortSignal,
+  ): Promise<void> {
     let result: ActionResultInit;
     const ctx = new RunContext(this.client, invocation, streamSignal, progress);
     this.running.set(invocation.invocationId, ctx);
@@ -94,12 +100,18 @@ export class ActionHost {
       const def = this.definitions.get(invocation.action);
       if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
       const output: unknown = (await def.run(ctx, ctx.input)) ?? {};
-      if (typeof output !== "object" || output === null || Array.isArray(output)) throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
+      if (typeof output !== "object" || output === null || Array.isArray(output))
+        throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
       assertJson(invocation.action, output);
       result = { invocationId: invocation.invocationId, outcome: Outcome.OK, output: output as JsonObject, startedLateMs };
     } catch (e) {
       const terminal = e instanceof Error && e.name === "TerminalError";
-      result = { invocationId: invocation.invocationId, outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR, error: e instanceof Error ? e.message : String(e), startedLateMs };
+      result = {
+        invocationId: invocation.invocationId,
+        outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR,
+        error: e instanceof Error ? e.message : String(e),
+        startedLateMs,
+      };
     } finally {
       this.running.delete(invocation.invocationId);
       CauseWork.end(ctx);
@@ -142,7 +154,11 @@ class RunContext extends CauseWork implements ActionContext {
     this.actor = invocation.actor;
     this.deadline = invocation.deadline ? timestampDate(invocation.deadline) : undefined;
     const { scheduled, pulse } = invocation;
-    this.scheduled = scheduled && { timerId: scheduled.timerId, due: scheduled.due ? timestampDate(scheduled.due) : new Date(0), occurrenceId: scheduled.occurrenceId };
+    this.scheduled = scheduled && {
+      timerId: scheduled.timerId,
+      due: scheduled.due ? timestampDate(scheduled.due) : new Date(0),
+      occurrenceId: scheduled.occurrenceId,
+    };
     this.pulse = pulse && { pulse: pulse.pulse, interval: pulse.interval, due: pulse.due ? timestampDate(pulse.due) : new Date(0) };
     this.chainDepth = invocation.chainDepth;
     this.#progress = progress;

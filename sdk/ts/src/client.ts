@@ -210,7 +210,10 @@ export class ChronologClient {
    * owner lost or stopping is opened again at the leader, after the last event it gave (no event
    * twice; `onCaughtUp` is told again), for up to `failoverTimeoutMs`.
    */
-  async *watch(query: LogQueryOptions = {}, options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void; dataJson?: boolean } = {}): AsyncGenerator<Event> {
+  async *watch(
+    query: LogQueryOptions = {},
+    options: { signal?: AbortSignal; onCaughtUp?: (headSeq: bigint) => void; dataJson?: boolean } = {},
+  ): AsyncGenerator<Event> {
     // The owner sends each event's data as its stored JSON text (no Struct to build or decode); `event.data` has it parsed.
     const dataJson = boolOf(options.dataJson ?? true, "dataJson");
     // The stream ends with the loop: a `break` (or a throw) in the caller's `for await` cancels it
@@ -252,7 +255,12 @@ export class ChronologClient {
   }
 
   /** Sets fields (by dotted path) and unsets paths of a document. NOT_FOUND when absent. */
-  async patchDocument(collection: string, id: string, patch: { set?: JsonObject; unset?: string[] }, options: DocumentWriteOptions = {}): Promise<DocumentWriteResult> {
+  async patchDocument(
+    collection: string,
+    id: string,
+    patch: { set?: JsonObject; unset?: string[] },
+    options: DocumentWriteOptions = {},
+  ): Promise<DocumentWriteResult> {
     return writeResult(await this.collections.patchDocument({ collection, id, set: patch.set, unset: patch.unset, ...options, cause: causeOf(options.cause) }));
   }
 
@@ -270,7 +278,13 @@ export class ChronologClient {
 
   /** Documents matching a MongoDB filter, sorted, at most `limit`. */
   async findDocuments(collection: string, options: FindOptions = {}): Promise<JsonObject[]> {
-    const response = await this.collections.findDocuments({ collection, filter: options.filter, sort: options.sort, limit: uint32Of(options.limit ?? 0, "limit"), cause: causeOf(options.cause) });
+    const response = await this.collections.findDocuments({
+      collection,
+      filter: options.filter,
+      sort: options.sort,
+      limit: uint32Of(options.limit ?? 0, "limit"),
+      cause: causeOf(options.cause),
+    });
     return response.documents.map((d) => d.doc ?? {});
   }
 
@@ -287,7 +301,16 @@ export class ChronologClient {
    */
   async schedule(action: string, input: JsonObject, when: TimerWhen, options: ScheduleOptions = {}): Promise<Timer> {
     const response = await this.time.schedule(
-      { timerId: options.timerId ?? "", action, input, spec: specOf(when), overdue: overdueOf(options.overdue ?? "unbounded"), policy: options.policy && schedulePolicyOf(options.policy), actor: options.actor, cause: causeOf(options.cause) },
+      {
+        timerId: options.timerId ?? "",
+        action,
+        input,
+        spec: specOf(when),
+        overdue: overdueOf(options.overdue ?? "unbounded"),
+        policy: options.policy && schedulePolicyOf(options.policy),
+        actor: options.actor,
+        cause: causeOf(options.cause),
+      },
       { signal: options.signal },
     );
     return response.timer!;
@@ -336,7 +359,16 @@ export class ChronologClient {
       {
         delays: delays.map((d, i) => {
           try {
-            return { action: d.action, input: d.input ?? {}, when: delayWhenOf(d.when), overdue: overdueOf(d.overdue), actor: d.actor, cause: causeOf(d.cause), freshChain: boolOf(d.freshChain ?? false, "freshChain"), delayId: d.delayId ?? "" };
+            return {
+              action: d.action,
+              input: d.input ?? {},
+              when: delayWhenOf(d.when),
+              overdue: overdueOf(d.overdue),
+              actor: d.actor,
+              cause: causeOf(d.cause),
+              freshChain: boolOf(d.freshChain ?? false, "freshChain"),
+              delayId: d.delayId ?? "",
+            };
           } catch (e) {
             throw e instanceof ConnectError ? invalid(`delays[${i}]: ${e.rawMessage}`) : e;
           }
@@ -407,7 +439,10 @@ export class ChronologClient {
    * or a range of over 1,000 fire times; FAILED_PRECONDITION for a delay or a one-shot.
    */
   async backfillTimer(timerId: string, start: Date | number, end: Date | number, options: TimerChangeOptions = {}): Promise<BackfilledOccurrenceResult[]> {
-    const r = await this.time.backfillTimer({ timerId, start: momentOf(start, "start"), end: momentOf(end, "end"), cause: causeOf(options.cause) }, { signal: options.signal });
+    const r = await this.time.backfillTimer(
+      { timerId, start: momentOf(start, "start"), end: momentOf(end, "end"), cause: causeOf(options.cause) },
+      { signal: options.signal },
+    );
     return r.occurrences.map((o) => ({ occurrenceId: o.occurrenceId, due: dateOf(o.due), existing: o.existing }));
   }
 
@@ -432,4 +467,3 @@ function writeResult(response: { document?: Document; seq: bigint }): DocumentWr
 export function eventToJson(event: Event): JsonObject {
   return toJson(EventSchema, event) as JsonObject;
 }
-

@@ -7,7 +7,14 @@ import { ActionHost } from "./action.js";
 import { ChronologClient } from "./client.js";
 import { createTransport, type ClientOptions } from "./transport.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
-import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeRequestSchema, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
+import {
+  ExecutorService,
+  Outcome,
+  type Delivery,
+  type Invocation,
+  type SubscribeRequestSchema,
+  type SubscribeResponse,
+} from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
 import { withData } from "./event-data.js";
@@ -363,7 +370,11 @@ class ExecutorRunner {
     this.ownerVersionSeen = ownerVersion;
     if (!versionsDiffer(ownerVersion)) return;
     const owner = ownerVersion === "" ? "the owner does not say its version (an older owner)" : `the owner is ${ownerVersion}`;
-    this.report(new Error(`${owner}, this SDK (${sdkName}) is ${sdkVersion}: their major or minor versions differ, so one may send what the other does not understand; upgrade them together`));
+    this.report(
+      new Error(
+        `${owner}, this SDK (${sdkName}) is ${sdkVersion}: their major or minor versions differ, so one may send what the other does not understand; upgrade them together`,
+      ),
+    );
   }
 
   /** Reports a connection error or notice through `onError` (default: {@link printError}; `fatal`: the executor stops). */
@@ -378,7 +389,9 @@ class ExecutorRunner {
 
   private async deliver(delivery: Delivery, sends: StreamSends, signal: AbortSignal): Promise<void> {
     const handler = this.handlers.get(delivery.processor);
-    const ctx = new DeliveryRun(this.client, delivery, signal, (extendMs) => sends.push({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }));
+    const ctx = new DeliveryRun(this.client, delivery, signal, (extendMs) =>
+      sends.push({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }),
+    );
     this.deliveries.set(delivery.deliveryId, ctx);
     let outcome = Outcome.OK;
     let error = "";
@@ -472,7 +485,10 @@ const FATAL_CODES: ReadonlySet<Code> = new Set([Code.Unauthenticated, Code.Permi
  * owner reads), which the same hello would meet again.
  */
 function isFatal(error: unknown, welcomed: boolean): error is ConnectError {
-  return error instanceof ConnectError && (FATAL_CODES.has(error.code) || (!welcomed && (error.code === Code.InvalidArgument || error.code === Code.ResourceExhausted)));
+  return (
+    error instanceof ConnectError &&
+    (FATAL_CODES.has(error.code) || (!welcomed && (error.code === Code.InvalidArgument || error.code === Code.ResourceExhausted)))
+  );
 }
 
 /** The default error report: one line, no stack (reconnects repeat it); `CODE: message` for gRPC errors. */

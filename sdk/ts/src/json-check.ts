@@ -75,12 +75,14 @@ export function jsonProblem(value: unknown, path: string): string | undefined {
       const keys = Object.keys(container);
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i];
-        if (!wellFormed(key)) return `${pathOf(path, step)}: the key ${JSON.stringify(key)} has a lone surrogate (${surrogateIn(key)}), which is not JSON (UTF-8 cannot encode it)`;
+        if (!wellFormed(key))
+          return `${pathOf(path, step)}: the key ${JSON.stringify(key)} has a lone surrogate (${surrogateIn(key)}), which is not JSON (UTF-8 cannot encode it)`;
         const child = (container as Record<string, unknown>)[key];
         if (!isPlainLeaf(child)) stack.push({ value: child, parent: step, key });
       }
     }
-    if (stack.length === mark + 1) stack.pop(); // nothing below to visit
+    if (stack.length === mark + 1)
+      stack.pop(); // nothing below to visit
     else ancestors.set(container, step);
   }
   return undefined;
@@ -107,7 +109,9 @@ function isPlainLeaf(v: unknown): boolean {
 
 /** True when `s` has no lone surrogate (String.prototype.isWellFormed where there is one: Node 20). */
 const wellFormed: (s: string) => boolean =
-  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function" ? (s) => (s as unknown as { isWellFormed(): boolean }).isWellFormed() : (s) => !LONE_SURROGATE.test(s);
+  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
+    ? (s) => (s as unknown as { isWellFormed(): boolean }).isWellFormed()
+    : (s) => !LONE_SURROGATE.test(s);
 
 /**
  * Why `value` is not a plain JSON object (what a google.protobuf.Struct field takes), as
@@ -115,7 +119,8 @@ const wellFormed: (s: string) => boolean =
  * value inside); undefined when it is one.
  */
 export function jsonObjectProblem(value: unknown, path: string): string | undefined {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return `${path}: ${Array.isArray(value) ? "an array" : value === null ? "null" : describe(value)} is not a JSON object`;
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return `${path}: ${Array.isArray(value) ? "an array" : value === null ? "null" : describe(value)} is not a JSON object`;
   return jsonProblem(value, path);
 }
 
@@ -166,7 +171,14 @@ export function jsonCheckingTransport(transport: Transport): Transport {
       if (problem) return Promise.reject(new ConnectError(problem, Code.InvalidArgument));
       return transport.unary(method, signal, timeoutMs, header, input, contextValues);
     },
-    async stream<I extends DescMessage, O extends DescMessage>(method: DescMethodStreaming<I, O>, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeadersInit | undefined, input: AsyncIterable<MessageInitShape<I>>, contextValues?: ContextValues) {
+    async stream<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodStreaming<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: HeadersInit | undefined,
+      input: AsyncIterable<MessageInitShape<I>>,
+      contextValues?: ContextValues,
+    ) {
       if (method.methodKind === "server_streaming") {
         const messages: MessageInitShape<I>[] = [];
         for await (const message of input) messages.push(message);
@@ -201,7 +213,8 @@ function fieldProblem(field: DescField, value: unknown, path: string): string | 
     case "message":
       return messageValueProblem(field, field.message, value, path);
     case "list":
-      if (field.listKind === "scalar" && Array.isArray(value)) return value.map((v, i) => (typeof v === "string" ? stringFieldProblem(v, `${path}[${i}]`) : undefined)).find((p) => p !== undefined);
+      if (field.listKind === "scalar" && Array.isArray(value))
+        return value.map((v, i) => (typeof v === "string" ? stringFieldProblem(v, `${path}[${i}]`) : undefined)).find((p) => p !== undefined);
       if (field.listKind !== "message" || !Array.isArray(value)) return undefined;
       for (let i = 0; i < value.length; i++) {
         const problem = messageValueProblem(field, field.message, value[i], `${path}[${i}]`);
@@ -222,7 +235,9 @@ function fieldProblem(field: DescField, value: unknown, path: string): string | 
 
 /** A string field (an id, a name, a type) with a lone surrogate: protobuf would send U+FFFD instead, so two different ids could arrive as one. */
 function stringFieldProblem(value: string, path: string): string | undefined {
-  return wellFormed(value) ? undefined : `${path}: a string with a lone surrogate (${surrogateIn(value)}) cannot be sent (UTF-8 cannot encode it; it would arrive as U+FFFD)`;
+  return wellFormed(value)
+    ? undefined
+    : `${path}: a string with a lone surrogate (${surrogateIn(value)}) cannot be sent (UTF-8 cannot encode it; it would arrive as U+FFFD)`;
 }
 
 /** A message-typed value of `field`: a Struct outside a Value is a JsonObject in protobuf-es. */
@@ -244,7 +259,8 @@ function hasCheckedFields(desc: DescMessage): boolean {
     while (todo.length > 0 && !holds) {
       const d = todo.pop()!;
       if (d.typeName === STRUCT || d.typeName === VALUE || d.typeName === LIST_VALUE) holds = true;
-      if (d.fields.some((f) => (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) && f.scalar === ScalarType.STRING)) holds = true;
+      if (d.fields.some((f) => (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) && f.scalar === ScalarType.STRING))
+        holds = true;
       for (const f of d.fields) {
         if (f.message && !seen.has(f.message)) {
           seen.add(f.message);
@@ -261,7 +277,12 @@ function isPlainObject(v: object): boolean {
   const proto: unknown = Object.getPrototypeOf(v);
   if (proto === Object.prototype || proto === null) return true;
   // An object literal from another realm (a vm context, an iframe): its prototype is that realm's Object.prototype.
-  return Object.prototype.toString.call(v) === "[object Object]" && typeof proto === "object" && Object.getPrototypeOf(proto) === null && (proto as { constructor?: { name?: unknown } }).constructor?.name === "Object";
+  return (
+    Object.prototype.toString.call(v) === "[object Object]" &&
+    typeof proto === "object" &&
+    Object.getPrototypeOf(proto) === null &&
+    (proto as { constructor?: { name?: unknown } }).constructor?.name === "Object"
+  );
 }
 
 /** What a non-JSON value is, for a message: "a BigInt", "undefined", "a Date", "a Map", "an instance of Foo". */
@@ -279,7 +300,10 @@ function describe(v: unknown): string {
       if (v === null) return "null";
       const name: unknown = (Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
       if (typeof name !== "string" || name === "") return "an object with a prototype (not a plain object)";
-      const builtin = ["Date", "Map", "Set", "WeakMap", "WeakSet", "RegExp", "Promise", "Error", "ArrayBuffer", "Buffer", "Number", "String", "Boolean", "URL"].includes(name) || name.endsWith("Array");
+      const builtin =
+        ["Date", "Map", "Set", "WeakMap", "WeakSet", "RegExp", "Promise", "Error", "ArrayBuffer", "Buffer", "Number", "String", "Boolean", "URL"].includes(
+          name,
+        ) || name.endsWith("Array");
       return builtin ? `${/^[AEIO]/.test(name) ? "an" : "a"} ${name}` : `an instance of ${name}`;
     }
     default:

@@ -36,7 +36,8 @@ const MAX_TIMEOUT_MS = 99_999_999;
 
 /** A uint64 count: INVALID_ARGUMENT `<name> must be a non-negative integer[ number of <unit>] (got <value>)` unless `value` is a non-negative safe integer. */
 export function countOf(value: unknown, name: string, unit = ""): bigint {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw invalid(`${name} must be a non-negative integer${unit && ` number of ${unit}`} (got ${shown(value)})`);
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+    throw invalid(`${name} must be a non-negative integer${unit && ` number of ${unit}`} (got ${shown(value)})`);
   return BigInt(value);
 }
 
@@ -47,7 +48,8 @@ export function msOf(value: unknown, name: string): bigint {
 
 /** A uint32 field: INVALID_ARGUMENT `<name> must be an integer from 0 to 4294967295 (got <value>)` otherwise. */
 export function uint32Of(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_UINT32) throw invalid(`${name} must be an integer from 0 to ${MAX_UINT32} (got ${shown(value)})`);
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_UINT32)
+    throw invalid(`${name} must be an integer from 0 to ${MAX_UINT32} (got ${shown(value)})`);
   return value;
 }
 
@@ -60,7 +62,8 @@ export function seqOf(value: unknown, name: string): bigint {
 
 /** A call's deadline: INVALID_ARGUMENT unless a positive integer number of ms that gRPC can carry. */
 export function timeoutOf(value: unknown): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > MAX_TIMEOUT_MS) throw invalid(`timeoutMs must be a positive integer number of ms, at most ${MAX_TIMEOUT_MS} (got ${shown(value)})`);
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > MAX_TIMEOUT_MS)
+    throw invalid(`timeoutMs must be a positive integer number of ms, at most ${MAX_TIMEOUT_MS} (got ${shown(value)})`);
   return value;
 }
 
@@ -73,7 +76,8 @@ export function timeoutOf(value: unknown): number {
  */
 export function momentOf(at: unknown, name: string): Timestamp {
   const ms = typeof at === "number" ? Math.round(at) : at instanceof Date ? at.getTime() : NaN;
-  if (!(Math.abs(ms) <= MAX_DATE_MS)) throw invalid(`${name} must be a valid Date or a number of ms since the epoch within the range of a Date (got ${shown(at)})`);
+  if (!(Math.abs(ms) <= MAX_DATE_MS))
+    throw invalid(`${name} must be a valid Date or a number of ms since the epoch within the range of a Date (got ${shown(at)})`);
   return timestampFromMs(ms);
 }
 
@@ -86,7 +90,10 @@ export function choiceOf<T>(value: unknown, name: string, choices: Record<string
 /** Which one of `keys` the object `when` has: INVALID_ARGUMENT unless exactly one. */
 export function whenKeyOf<K extends string>(when: unknown, keys: K[]): K {
   const given = when !== null && typeof when === "object" ? keys.filter((k) => k in when) : [];
-  if (given.length !== 1) throw invalid(`when must have exactly one of ${listed(keys)} (got ${given.length > 1 ? given.join(", ") : when !== null && typeof when === "object" ? "none" : shown(when)})`);
+  if (given.length !== 1)
+    throw invalid(
+      `when must have exactly one of ${listed(keys)} (got ${given.length > 1 ? given.join(", ") : when !== null && typeof when === "object" ? "none" : shown(when)})`,
+    );
   return given[0];
 }
 

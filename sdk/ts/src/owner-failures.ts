@@ -33,10 +33,15 @@ export function ownerFailureOf(error: unknown): OwnerFailure | undefined {
   const causes = nodeCauses(error);
   // An HTTP/2 stream reset (connect-node's message, or Node's in a cause): REFUSED_STREAM says the owner did not process it.
   const resets = [error.rawMessage, ...causes.map((c) => c.message)].filter((m) => /^(http\/2 stream closed|Stream closed) with error code/.test(m));
-  if (resets.some((m) => m.includes("REFUSED_STREAM")) || causes.some((c) => unreachedCodes.has(c.code) || notHttp2(c) || c.syscall === "connect" || c.syscall === "getaddrinfo")) return { kind: "unreached" };
+  if (
+    resets.some((m) => m.includes("REFUSED_STREAM")) ||
+    causes.some((c) => unreachedCodes.has(c.code) || notHttp2(c) || c.syscall === "connect" || c.syscall === "getaddrinfo")
+  )
+    return { kind: "unreached" };
   // A ping the owner did not answer (a frozen owner: paused, hung, cut off) closed the connection: connect-node's "PING timed out".
   const frozen = error.code === Code.Unavailable && error.rawMessage === "PING timed out";
-  if (causes.length > 0 || resets.length > 0 || frozen || (error.code === Code.Unavailable && error.rawMessage.includes("owner is stopping"))) return { kind: "lost" };
+  if (causes.length > 0 || resets.length > 0 || frozen || (error.code === Code.Unavailable && error.rawMessage.includes("owner is stopping")))
+    return { kind: "lost" };
   return undefined;
 }
 

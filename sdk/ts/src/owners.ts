@@ -21,7 +21,8 @@ export function ownerUrlsOf(url: unknown): string[] {
   const list: unknown[] = Array.isArray(url) ? url : typeof url === "string" && url.includes(",") ? url.split(",").map((u) => u.trim()) : [url];
   if (list.length === 0) throw invalid("url must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got an empty array)");
   list.forEach((u, i) => {
-    if (typeof u !== "string" || !isHttpUrl(u)) throw invalid(`url${list.length > 1 ? `[${i}]` : ""} must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got ${shown(u)})`);
+    if (typeof u !== "string" || !isHttpUrl(u))
+      throw invalid(`url${list.length > 1 ? `[${i}]` : ""} must be an http:// or https:// URL, e.g. http://127.0.0.1:50051 (got ${shown(u)})`);
   });
   return list as string[];
 }
@@ -135,9 +136,23 @@ export function ownersOf(transport: Transport): Owners | undefined {
 export function followingTransport(owners: Owners): Transport {
   const transport: Transport = {
     unary(method, signal, timeoutMs, header, input, contextValues) {
-      return attempts(owners, signal, timeoutMs, (t, ms) => t.unary(method, signal, ms, header, input, contextValues), repeatable(method.name, input), isRead(method));
+      return attempts(
+        owners,
+        signal,
+        timeoutMs,
+        (t, ms) => t.unary(method, signal, ms, header, input, contextValues),
+        repeatable(method.name, input),
+        isRead(method),
+      );
     },
-    async stream<I extends DescMessage, O extends DescMessage>(method: DescMethodStreaming<I, O>, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeadersInit | undefined, input: AsyncIterable<MessageInitShape<I>>, contextValues?: ContextValues) {
+    async stream<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodStreaming<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: HeadersInit | undefined,
+      input: AsyncIterable<MessageInitShape<I>>,
+      contextValues?: ContextValues,
+    ) {
       if (method.methodKind === "server_streaming") {
         const messages: MessageInitShape<I>[] = [];
         for await (const message of input) messages.push(message);
@@ -172,7 +187,14 @@ export function followingTransport(owners: Owners): Transport {
  * {@link followingTransport}); a `read` at the owner reads go to ({@link Owners.pickRead}), and
  * at the leader once a standby refused it.
  */
-async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, timeoutMs: number | undefined, call: (transport: Transport, timeoutMs: number | undefined, url: string) => Promise<T>, repeatable = false, read = false): Promise<T> {
+async function attempts<T>(
+  owners: Owners,
+  signal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+  call: (transport: Transport, timeoutMs: number | undefined, url: string) => Promise<T>,
+  repeatable = false,
+  read = false,
+): Promise<T> {
   const started = performance.now();
   const deadline = timeoutMs !== undefined && timeoutMs > 0 ? started + timeoutMs : undefined;
   let refused = false;
@@ -186,7 +208,8 @@ async function attempts<T>(owners: Owners, signal: AbortSignal | undefined, time
       refused ||= failure.kind === "standby";
       const pause = owners.pauseMs(n);
       const at = performance.now() + pause;
-      if (!owners.retries(failure, repeatable) || signal?.aborted || at - started > owners.failoverTimeoutMs || (deadline !== undefined && at + 1 >= deadline)) throw e;
+      if (!owners.retries(failure, repeatable) || signal?.aborted || at - started > owners.failoverTimeoutMs || (deadline !== undefined && at + 1 >= deadline))
+        throw e;
       if (pause > 0) await sleep(pause, signal);
       if (signal?.aborted) throw e;
     }

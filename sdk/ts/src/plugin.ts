@@ -182,7 +182,14 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
   const actions = Object.fromEntries(
     Object.entries(p.actions ?? {}).map(([name, d]) => [
       name,
-      { inputSchema: d.inputSchema, privateFields: d.privateFields ?? [], record: d.record, allow: d.allow ?? [], timeoutMs: d.timeoutMs ?? 0, timeoutGraceMs: d.timeoutGraceMs },
+      {
+        inputSchema: d.inputSchema,
+        privateFields: d.privateFields ?? [],
+        record: d.record,
+        allow: d.allow ?? [],
+        timeoutMs: d.timeoutMs ?? 0,
+        timeoutGraceMs: d.timeoutGraceMs,
+      },
     ]),
   );
   const collections = Object.fromEntries(
@@ -218,7 +225,17 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
   const rest = (p.manifest ?? {}) as Record<string, unknown>;
   const declared = { ...((rest.actions as Record<string, unknown> | undefined) ?? {}), ...actions };
   const declaredCollections = { ...((rest.collections as Record<string, unknown> | undefined) ?? {}), ...collections };
-  return { ...rest, name: p.name, version: p.version ?? "", events: p.events ?? {}, processors, actions: declared, collections: declaredCollections, pulses: { ...((rest.pulses as Record<string, unknown> | undefined) ?? {}), ...pulses }, schedules: { ...((rest.schedules as Record<string, unknown> | undefined) ?? {}), ...schedules } } as MessageInitShape<typeof PluginManifestSchema>;
+  return {
+    ...rest,
+    name: p.name,
+    version: p.version ?? "",
+    events: p.events ?? {},
+    processors,
+    actions: declared,
+    collections: declaredCollections,
+    pulses: { ...((rest.pulses as Record<string, unknown> | undefined) ?? {}), ...pulses },
+    schedules: { ...((rest.schedules as Record<string, unknown> | undefined) ?? {}), ...schedules },
+  } as MessageInitShape<typeof PluginManifestSchema>;
 }
 
 function startOf(start: ProcessorDefinition["start"]) {

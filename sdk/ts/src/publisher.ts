@@ -1,7 +1,15 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { ErrorInfoSchema, BadRequestSchema } from "./gen/google/rpc/error_details_pb.js";
-import { EmitRequestSchema, EmitResponseSchema, type EmitResponse, type LogService, type PublishAck, type PublishEmitSchema, type PublishRequestSchema } from "./gen/chronolog/v1/log_pb.js";
+import {
+  EmitRequestSchema,
+  EmitResponseSchema,
+  type EmitResponse,
+  type LogService,
+  type PublishAck,
+  type PublishEmitSchema,
+  type PublishRequestSchema,
+} from "./gen/chronolog/v1/log_pb.js";
 import type { Actor } from "./gen/chronolog/v1/event_pb.js";
 import { messageJsonProblem } from "./json-check.js";
 
@@ -152,7 +160,10 @@ export class Publisher {
     this.pump();
   }
 
-  private async run(stream: NonNullable<Publisher["stream"]>, responses: AsyncIterable<{ message: { case: string | undefined; value?: unknown } }>): Promise<void> {
+  private async run(
+    stream: NonNullable<Publisher["stream"]>,
+    responses: AsyncIterable<{ message: { case: string | undefined; value?: unknown } }>,
+  ): Promise<void> {
     try {
       for await (const response of responses) {
         if (response.message.case === "welcome") {
@@ -166,7 +177,10 @@ export class Publisher {
           this.idleCheck(stream);
         }
       }
-      this.ended(stream, this.inFlight.length > 0 ? new ConnectError("the owner ended the publish stream with emits unacknowledged", Code.Unavailable) : undefined);
+      this.ended(
+        stream,
+        this.inFlight.length > 0 ? new ConnectError("the owner ended the publish stream with emits unacknowledged", Code.Unavailable) : undefined,
+      );
     } catch (e) {
       this.ended(stream, ConnectError.from(e));
     }
@@ -217,7 +231,8 @@ export class Publisher {
     if (error?.code === Code.Unimplemented) {
       // An owner without Publish: emit one by one from now on.
       this.unary = true;
-      for (const item of this.queue.splice(0)) this.checkedLog.emit({ type: item.emit.type, data: item.emit.data, id: item.emit.id, actor: item.emit.actor }).then(item.resolve, item.reject);
+      for (const item of this.queue.splice(0))
+        this.checkedLog.emit({ type: item.emit.type, data: item.emit.data, id: item.emit.id, actor: item.emit.actor }).then(item.resolve, item.reject);
       return;
     }
     const now = Date.now();

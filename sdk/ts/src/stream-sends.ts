@@ -41,7 +41,8 @@ export function streamSends(push: (r: Request) => void): StreamSends {
     () => limits(true),
   );
   const results = new TurnBatch<ActionResultInit>(
-    (items) => push(items.length === 1 ? { message: { case: "actionResult", value: items[0] } } : { message: { case: "actionResults", value: { results: items } } }),
+    (items) =>
+      push(items.length === 1 ? { message: { case: "actionResult", value: items[0] } } : { message: { case: "actionResults", value: { results: items } } }),
     estimatedSize,
     () => limits(resultBatches),
   );

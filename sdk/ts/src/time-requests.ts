@@ -5,7 +5,17 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Actor } from "./gen/chronolog/v1/event_pb.js";
-import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimerKind, type DstPolicySchema, type OverdueSchema, type SchedulePolicySchema, type TimerSpecSchema } from "./gen/chronolog/v1/time_pb.js";
+import {
+  CatchUpPolicy,
+  DstGap,
+  DstRepeated,
+  OverlapPolicy,
+  TimerKind,
+  type DstPolicySchema,
+  type OverdueSchema,
+  type SchedulePolicySchema,
+  type TimerSpecSchema,
+} from "./gen/chronolog/v1/time_pb.js";
 import { choiceOf, countOf, invalid, momentOf, msOf, shown, whenKeyOf } from "./options.js";
 
 /**
@@ -168,7 +178,10 @@ export function dstOf(dst: DstOptions): MessageInitShape<typeof DstPolicySchema>
   if (dst === null || typeof dst !== "object") throw invalid(`dst must be an object (got ${shown(dst)})`);
   return {
     gap: dst.gap === undefined ? DstGap.UNSPECIFIED : choiceOf(dst.gap, "dst.gap", { shift: DstGap.SHIFT, skip: DstGap.SKIP }),
-    repeated: dst.repeated === undefined ? DstRepeated.UNSPECIFIED : choiceOf(dst.repeated, "dst.repeated", { first: DstRepeated.FIRST, last: DstRepeated.LAST, both: DstRepeated.BOTH }),
+    repeated:
+      dst.repeated === undefined
+        ? DstRepeated.UNSPECIFIED
+        : choiceOf(dst.repeated, "dst.repeated", { first: DstRepeated.FIRST, last: DstRepeated.LAST, both: DstRepeated.BOTH }),
   };
 }
 
@@ -202,7 +215,8 @@ const policyKeys = ["jitterMs", "start", "end", "maxCount", "overlap", "catchUp"
 export function overdueOf(overdue: OverdueBound): MessageInitShape<typeof OverdueSchema> {
   if (overdue === "unbounded") return { bound: { case: "unbounded", value: true } };
   if (overdue === "onTimeOrNever") return { bound: { case: "onTimeOrNever", value: true } };
-  if (overdue === null || typeof overdue !== "object" || !("maxLatenessMs" in overdue)) throw invalid(`overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got ${shown(overdue)})`);
+  if (overdue === null || typeof overdue !== "object" || !("maxLatenessMs" in overdue))
+    throw invalid(`overdue must be "unbounded", "onTimeOrNever" or { maxLatenessMs } (got ${shown(overdue)})`);
   return { bound: { case: "maxLatenessMs", value: msOf(overdue.maxLatenessMs, "maxLatenessMs") } };
 }
 

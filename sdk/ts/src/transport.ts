@@ -60,7 +60,8 @@ export interface ClientOptions {
  */
 export function createTransport(options: ClientOptions): Transport {
   const urls = ownerUrlsOf(options?.url);
-  const failoverTimeoutMs = options.failoverTimeoutMs === undefined ? defaultFailoverTimeoutMs : Number(countOf(options.failoverTimeoutMs, "failoverTimeoutMs", "ms"));
+  const failoverTimeoutMs =
+    options.failoverTimeoutMs === undefined ? defaultFailoverTimeoutMs : Number(countOf(options.failoverTimeoutMs, "failoverTimeoutMs", "ms"));
   const interceptors: Interceptor[] = options.token ? [bearer(options.token)] : [];
   // Node's default session memory (10 MB) makes a request over ~10 MB kill the whole HTTP/2
   // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
@@ -78,7 +79,14 @@ export function createTransport(options: ClientOptions): Transport {
     if (protocol === "grpc") return createGrpcTransport({ ...common, baseUrl });
     return protocol === "connect" ? createConnectTransport({ ...common, baseUrl, httpVersion }) : createGrpcWebTransport({ ...common, baseUrl, httpVersion });
   };
-  return followingTransport(new Owners(urls, make, failoverTimeoutMs, options.reads === undefined ? "leader" : choiceOf(options.reads, "reads", { leader: "leader", any: "any" } as const)));
+  return followingTransport(
+    new Owners(
+      urls,
+      make,
+      failoverTimeoutMs,
+      options.reads === undefined ? "leader" : choiceOf(options.reads, "reads", { leader: "leader", any: "any" } as const),
+    ),
+  );
 }
 
 function bearer(token: string): Interceptor {

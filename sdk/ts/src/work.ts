@@ -61,7 +61,12 @@ export interface WorkUnderCause {
    * position is answered from the log (the timer as it set it) and changes nothing,
    * whatever happened to the timer since. Rejects like {@link ChronologClient.schedule}.
    */
-  schedule(action: string, input: JsonObject, when: TimerWhen, options?: { timerId?: string; overdue?: OverdueBound; policy?: SchedulePolicyOptions }): Promise<Timer>;
+  schedule(
+    action: string,
+    input: JsonObject,
+    when: TimerWhen,
+    options?: { timerId?: string; overdue?: OverdueBound; policy?: SchedulePolicyOptions },
+  ): Promise<Timer>;
   /**
    * Stops a runtime timer. NOT_FOUND when unknown; a retried run making the same
    * request at the same position is answered from the log: it succeeds (the first run
@@ -183,7 +188,8 @@ export abstract class CauseWork implements WorkUnderCause {
   }
 
   get delay(): WorkUnderCause["delay"] {
-    return (action, input, when, overdue, options = {}) => this.#client.delay(action, input, when, overdue, { freshChain: options.freshChain, cause: this.#cause(), signal: this.signal });
+    return (action, input, when, overdue, options = {}) =>
+      this.#client.delay(action, input, when, overdue, { freshChain: options.freshChain, cause: this.#cause(), signal: this.signal });
   }
 
   get cancelDelay(): WorkUnderCause["cancelDelay"] {

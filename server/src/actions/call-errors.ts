@@ -23,7 +23,12 @@ const notStartedKey = "not_started_by_ms";
 
 /** The error of a call of time that found no executor's credit by `latestMs` (its lateness bound): not made. */
 export function notStartedError(action: string, latestMs: number): ChronologError {
-  return new ChronologError("deadline_exceeded", `no executor of ${action} had a free credit by ${new Date(latestMs).toISOString()}, the occurrence's lateness bound: not made`, [], { [notStartedKey]: String(latestMs) });
+  return new ChronologError(
+    "deadline_exceeded",
+    `no executor of ${action} had a free credit by ${new Date(latestMs).toISOString()}, the occurrence's lateness bound: not made`,
+    [],
+    { [notStartedKey]: String(latestMs) },
+  );
 }
 
 /** True for the error of a call of time not started by its `latestStartMs` (ScheduledCall): nothing was written for it. */

@@ -25,7 +25,8 @@ export function fromOutside(entry: ActionEntry, req: CallRequest, principal: Pri
 /** A call from code under a cause: id derived, actor the cause's. Executors and admins only. */
 export function underCause(entry: ActionEntry, req: CallRequest, principal: Principal, events: EventStatements, live: LiveCauses) {
   const cause = req.cause as CauseRef;
-  if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not call under a cause; only executors act under a cause`);
+  if (principal.role === "client")
+    fail("permission_denied", `principal ${principal.name} (role client) may not call under a cause; only executors act under a cause`);
   if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
   const actor = causeActor(cause.eventId, events, live);
   const callId = derivedId(cause.eventId, cause.position, { action: entry.name, input: req.input });
@@ -37,13 +38,28 @@ export function underCause(entry: ActionEntry, req: CallRequest, principal: Prin
 export function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
   const { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd } = scheduled;
-  return { callId: req.callId, actor: scheduled.actor, parentCause: "", scheduled: { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd }, chainDepth: scheduled.chainDepth ?? 0, chainStart: true };
+  return {
+    callId: req.callId,
+    actor: scheduled.actor,
+    parentCause: "",
+    scheduled: { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd },
+    chainDepth: scheduled.chainDepth ?? 0,
+    chainStart: true,
+  };
 }
 
 /** A call made by a pulse: the interval's call id, as the system, from the owner's pulses only. Starts a chain. */
 export function fromPulse(req: CallRequest, pulse: PulseCallRequest, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's pulses make pulse calls");
-  return { callId: req.callId, actor: null, parentCause: "", pulse: { pulse: pulse.pulse, interval: pulse.interval, dueMs: pulse.dueMs }, eligible: pulse.eligible, chainDepth: 0, chainStart: true };
+  return {
+    callId: req.callId,
+    actor: null,
+    parentCause: "",
+    pulse: { pulse: pulse.pulse, interval: pulse.interval, dueMs: pulse.dueMs },
+    eligible: pulse.eligible,
+    chainDepth: 0,
+    chainStart: true,
+  };
 }
 
 /** ALREADY_EXISTS unless a call id is used again for the same action and input. */
@@ -55,7 +71,9 @@ export function fromPulse(req: CallRequest, pulse: PulseCallRequest, principal: 
  */
 export function ownCallId(call: CallIdentity, actor: ActorRecord | null, clientChosen: boolean, principal: Principal): void {
   if (!clientChosen || principal.role === "admin" || sameActor(call.actor, actor)) return;
-  fail("id_conflict", `call id ${JSON.stringify(call.callId)} is already in use; choose another id`, [{ field: "call_id", description: "already in use" }], { call_id: call.callId });
+  fail("id_conflict", `call id ${JSON.stringify(call.callId)} is already in use; choose another id`, [{ field: "call_id", description: "already in use" }], {
+    call_id: call.callId,
+  });
 }
 
 export function sameCall(call: CallIdentity, action: string, inputHash: string): void {

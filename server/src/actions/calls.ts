@@ -106,7 +106,14 @@ export class ActionCalls {
   async call(req: CallRequest, principal: Principal, caller: CallerContext): Promise<CallResult> {
     // While the owner stops, only work under a cause (deliveries and runs finishing in the grace) may still call.
     if (this.state.stopped || (this.state.stopping && !req.cause)) throw stoppingError();
-    const entry = this.deps.registry.action(req.action) ?? fail("not_found", `action ${JSON.stringify(req.action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action: req.action });
+    const entry =
+      this.deps.registry.action(req.action) ??
+      fail(
+        "not_found",
+        `action ${JSON.stringify(req.action)} is not declared by any plugin (use plugin.action)`,
+        [{ field: "action", description: "undeclared action" }],
+        { action: req.action },
+      );
     const who = req.scheduled
       ? fromTime(req, req.scheduled, principal)
       : req.pulse
@@ -116,7 +123,12 @@ export class ActionCalls {
           : fromOutside(entry, req, principal);
     const violations = entry.validate(req.input);
     if (violations.length > 0) {
-      fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
+      fail(
+        "schema_violation",
+        `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`,
+        violations,
+        { action: entry.name },
+      );
     }
     const canonicalInput = canonicalJson(req.input);
     const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalInput), inputBytes: Buffer.byteLength(canonicalInput) };
@@ -305,7 +317,9 @@ export class ActionCalls {
         throw notStartedError(call.entry.name, latest);
       }
       try {
-        cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError), { deferrable: hasSlack(call, this.deps.clock.now()) });
+        cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError), {
+          deferrable: hasSlack(call, this.deps.clock.now()),
+        });
       } catch (e) {
         session.inFlight.delete(invocationId);
         hosts.offer(session);
@@ -318,12 +332,25 @@ export class ActionCalls {
       if (end.kind === "gone" && this.state.stopping) end = { kind: "stopping" }; // no new attempt while the owner stops: the row stays running
       switch (end.kind) {
         case "ok":
-          await committer.submit((tx) => recordCompleted(tx, calls, call, run.attempt, end.output, cause, true) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }), { deferrable: call.scheduled !== undefined });
+          await committer.submit(
+            (tx) =>
+              recordCompleted(tx, calls, call, run.attempt, end.output, cause, true) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }),
+            { deferrable: call.scheduled !== undefined },
+          );
           return end.output;
         case "error":
         case "timeout": {
-          const error = new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], { action: call.entry.name, call_id: call.callId, attempt: String(run.attempt) });
-          await committer.submit((tx) => recordFailed(tx, calls, call, run.attempt, end.error, cause, true) && call.scheduled?.onEnd?.(tx, { ok: false, error: error.message, terminal: end.kind === "error" && end.terminal }), { deferrable: call.scheduled !== undefined });
+          const error = new ChronologError("action_failed", `action ${call.entry.name} failed (attempt ${run.attempt}): ${end.error}`, [], {
+            action: call.entry.name,
+            call_id: call.callId,
+            attempt: String(run.attempt),
+          });
+          await committer.submit(
+            (tx) =>
+              recordFailed(tx, calls, call, run.attempt, end.error, cause, true) &&
+              call.scheduled?.onEnd?.(tx, { ok: false, error: error.message, terminal: end.kind === "error" && end.terminal }),
+            { deferrable: call.scheduled !== undefined },
+          );
           throw error;
         }
         case "stopping":
@@ -346,7 +373,9 @@ export class ActionCalls {
    */
   private async endPulseCallAtStop(call: CallIdentity, attempt: number, cause: string): Promise<void> {
     try {
-      await this.deps.committer.submit((tx) => recordFailed(tx, this.deps.calls, call, attempt, "the owner stopped during the call; a pulse's interval is not made up", cause));
+      await this.deps.committer.submit((tx) =>
+        recordFailed(tx, this.deps.calls, call, attempt, "the owner stopped during the call; a pulse's interval is not made up", cause),
+      );
     } catch (e) {
       this.deps.logger.warn({ err: e, call: call.callId }, "recording the end of a pulse's call at the owner's stop failed");
     }

@@ -51,9 +51,11 @@ export function compileAction(
   const violations: FieldViolation[] = [];
   if (!actionName.test(name)) violations.push({ field: at, description: "action name must be letters, digits, _ or - (no dots, at most 63)" });
   for (const field of decl.privateFields) {
-    if (!fieldName.test(field)) violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name` });
+    if (!fieldName.test(field))
+      violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name` });
   }
-  if ((decl.timeoutGraceMs ?? 0) > maxTimerMs) violations.push({ field: `${at}.timeout_grace_ms`, description: `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)` });
+  if ((decl.timeoutGraceMs ?? 0) > maxTimerMs)
+    violations.push({ field: `${at}.timeout_grace_ms`, description: `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)` });
   let validate: Validator | undefined;
   try {
     validate = compile(decl.inputSchema, "input");

@@ -37,7 +37,13 @@ export class HostQueue {
    * owner stops. `eligible`, when given, narrows the hosts to the sessions
    * it accepts (a pulse's hosts, or one replica's session).
    */
-  acquire(action: string, workId: string, waitMs: number, signal: AbortSignal | undefined, eligible?: (session: ExecutorSession) => boolean): Promise<ExecutorSession> {
+  acquire(
+    action: string,
+    workId: string,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    eligible?: (session: ExecutorSession) => boolean,
+  ): Promise<ExecutorSession> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.stopped) return Promise.reject(stoppingError());
     const now = this.pick(action, eligible);

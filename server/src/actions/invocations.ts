@@ -139,7 +139,8 @@ export class Invocations {
           if (invocation.timer) clearTimeout(invocation.timer);
           run.invocation = null;
           release();
-          if (heldUntil !== null && (result.kind === "ok" || result.kind === "error" || result.kind === "timeout")) started(run, this.heldStart(session, heldUntil, startedLateMs ?? 0));
+          if (heldUntil !== null && (result.kind === "ok" || result.kind === "error" || result.kind === "timeout"))
+            started(run, this.heldStart(session, heldUntil, startedLateMs ?? 0));
           resolve(result);
         },
       };
@@ -190,7 +191,10 @@ export class Invocations {
     const sinceHold = this.deps.clock.now() - heldUntil;
     if (sinceHold < 0 && !this.warnedEarly.has(session)) {
       this.warnedEarly.add(session);
-      this.deps.logger.warn({ session: session.id, executor: session.hosting.executor, earlyMs: -sinceHold }, "an executor that holds answered a call of time before its hold_ms ended: it runs such calls early");
+      this.deps.logger.warn(
+        { session: session.id, executor: session.hosting.executor, earlyMs: -sinceHold },
+        "an executor that holds answered a call of time before its hold_ms ended: it runs such calls early",
+      );
     }
     return heldUntil + Math.min(startedLateMs, Math.max(0, sinceHold));
   }

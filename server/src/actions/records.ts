@@ -40,7 +40,14 @@ export interface CallIdentity {
   /** Id of the event the call was made under, "" from outside. */
   parentCause: string;
   /** Set when time made the call: sent with every attempt as Invocation.scheduled; `onEnd` as in ScheduledCall. */
-  scheduled?: { timerId: string; dueMs: number; sendAtMs?: number; latestStartMs?: number; onStarted?: (startedAtMs: number) => void; onEnd?: (tx: Tx, end: AttemptOutcome) => void };
+  scheduled?: {
+    timerId: string;
+    dueMs: number;
+    sendAtMs?: number;
+    latestStartMs?: number;
+    onStarted?: (startedAtMs: number) => void;
+    onEnd?: (tx: Tx, end: AttemptOutcome) => void;
+  };
   /** Set when a pulse made the call: sent with every attempt as Invocation.pulse. */
   pulse?: { pulse: string; interval: number; dueMs: number };
   /** Pulse calls: the only sessions that may run it; such a call never waits for a host. */
@@ -144,11 +151,23 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
   if (!entry.record) return "";
   const started = first ? undefined : findCallEvent(tx.events, callId, "started");
   if (started) {
-    tx.append({ id: callEventId(callId, "retried", attempt), type: "action.retried", data: { call_id: callId, action: entry.name, attempt, error: previousError }, cause: started.id, actor: call.actor });
+    tx.append({
+      id: callEventId(callId, "retried", attempt),
+      type: "action.retried",
+      data: { call_id: callId, action: entry.name, attempt, error: previousError },
+      cause: started.id,
+      actor: call.actor,
+    });
     return started.id;
   }
   const chain = call.chainStart || call.chainDepth > 0 ? { chain_depth: call.chainDepth } : {};
-  return tx.append({ id: callEventId(callId, "started"), type: "action.started", data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain }, cause: call.parentCause, actor: call.actor }).id;
+  return tx.append({
+    id: callEventId(callId, "started"),
+    type: "action.started",
+    data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain },
+    cause: call.parentCause,
+    actor: call.actor,
+  }).id;
 }
 
 /**
@@ -158,13 +177,27 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
  * moved past that attempt. `held`: the attempt is one this owner's run started and holds (its
  * row is at it: nothing is read back, CallStatements.completeHeld).
  */
-export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, output: Record<string, unknown>, startedId: string, held = false): boolean {
+export function recordCompleted(
+  tx: Tx,
+  calls: CallStatements,
+  call: CallIdentity,
+  attempt: number,
+  output: Record<string, unknown>,
+  startedId: string,
+  held = false,
+): boolean {
   const { callId, entry } = call;
   const stored = entry.record ? undefined : output;
   if (held) calls.completeHeld(callId, attempt, stored, tx.now);
   else if (!calls.complete(callId, attempt, stored, tx.now)) return false;
   if (entry.record) {
-    tx.append({ id: callEventId(callId, "completed"), type: "action.completed", data: { call_id: callId, action: entry.name, attempt, output }, cause: startedId, actor: call.actor });
+    tx.append({
+      id: callEventId(callId, "completed"),
+      type: "action.completed",
+      data: { call_id: callId, action: entry.name, attempt, output },
+      cause: startedId,
+      actor: call.actor,
+    });
   }
   return true;
 }
@@ -175,7 +208,15 @@ export function recordCompleted(tx: Tx, calls: CallStatements, call: CallIdentit
  * call has moved past that attempt. `held`: as for {@link recordCompleted}.
  */
 export function recordFailed(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, error: string, startedId: string, held = false): boolean {
-  return failAttempt(tx, calls, { callId: call.callId, action: call.entry.name, recorded: call.entry.record, actor: call.actor }, attempt, error, startedId, held);
+  return failAttempt(
+    tx,
+    calls,
+    { callId: call.callId, action: call.entry.name, recorded: call.entry.record, actor: call.actor },
+    attempt,
+    error,
+    startedId,
+    held,
+  );
 }
 
 /**
@@ -189,12 +230,26 @@ export function recordLeftRunningFailed(tx: Tx, calls: CallStatements, row: Call
   return failAttempt(tx, calls, row, row.attempt, error, startedId);
 }
 
-function failAttempt(tx: Tx, calls: CallStatements, call: Pick<CallRow, "callId" | "action" | "recorded" | "actor">, attempt: number, error: string, startedId: string, held = false): boolean {
+function failAttempt(
+  tx: Tx,
+  calls: CallStatements,
+  call: Pick<CallRow, "callId" | "action" | "recorded" | "actor">,
+  attempt: number,
+  error: string,
+  startedId: string,
+  held = false,
+): boolean {
   const { callId, action } = call;
   if (held) calls.failHeld(callId, attempt, error, tx.now);
   else if (!calls.fail(callId, attempt, error, tx.now)) return false;
   if (call.recorded) {
-    tx.append({ id: callEventId(callId, "failed", attempt), type: "action.failed", data: { call_id: callId, action, attempt, error }, cause: startedId, actor: call.actor });
+    tx.append({
+      id: callEventId(callId, "failed", attempt),
+      type: "action.failed",
+      data: { call_id: callId, action, attempt, error },
+      cause: startedId,
+      actor: call.actor,
+    });
   }
   return true;
 }

@@ -31,7 +31,8 @@ export interface CallRetentionOptions extends RetentionSweepOptions {
  */
 export class CallRetention extends RetentionSweep<"calls"> {
   constructor(options: CallRetentionOptions) {
-    if (options.retentionMs > 0 && options.retentionMs < minCallRetentionMs) throw new Error(`action call retention must be 0 (off) or at least ${minCallRetentionMs} ms (a day), got ${options.retentionMs}`);
+    if (options.retentionMs > 0 && options.retentionMs < minCallRetentionMs)
+      throw new Error(`action call retention must be 0 (off) or at least ${minCallRetentionMs} ms (a day), got ${options.retentionMs}`);
     super(options, "action call retention", "finished action calls", [{ table: "action_calls", key: "calls", remove: finishedCallsDeleter(options.db) }]);
   }
 }

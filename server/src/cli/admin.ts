@@ -14,7 +14,8 @@ import { formatTable } from "./table.js";
 
 /** `chronolog move-cursor PROCESSOR (--seq N | --at ISO)`: replay from a seq or a time; prints the new cursor. `--seq` comes checked (0 to 2^53-1, see parse.ts). */
 export async function moveCursorCommand(processor: string, flags: ClientFlags & { seq?: number; at?: string }): Promise<void> {
-  if ((flags.seq === undefined) === (flags.at === undefined)) throw new Error("give exactly one of --seq N (events at or below N count as finished) or --at ISO-TIME");
+  if ((flags.seq === undefined) === (flags.at === undefined))
+    throw new Error("give exactly one of --seq N (events at or below N count as finished) or --at ISO-TIME");
   let to;
   if (flags.seq !== undefined) {
     to = { case: "ackFloor" as const, value: BigInt(flags.seq) };
@@ -65,7 +66,15 @@ export async function executorsCommand(flags: ClientFlags & { json: boolean }): 
     return;
   }
   const sdk = (e: (typeof executors)[number]) => [e.sdk, e.sdkVersion].filter((s) => s !== "").join(" ") || "-";
-  const rows = executors.map((e) => [e.executor, e.instanceId, e.principal, `${e.inFlight}/${e.credits}`, [...e.processors, ...e.actions, ...e.pulses].join(","), sdk(e), e.connectedAt ? timestampDate(e.connectedAt).toISOString() : ""]);
+  const rows = executors.map((e) => [
+    e.executor,
+    e.instanceId,
+    e.principal,
+    `${e.inFlight}/${e.credits}`,
+    [...e.processors, ...e.actions, ...e.pulses].join(","),
+    sdk(e),
+    e.connectedAt ? timestampDate(e.connectedAt).toISOString() : "",
+  ]);
   console.log(formatTable(["EXECUTOR", "INSTANCE", "PRINCIPAL", "IN FLIGHT/CREDITS", "HOSTS", "SDK", "CONNECTED"], rows, ["HOSTS"]));
 }
 

@@ -27,7 +27,9 @@ export function urlsOf(flag: string): string[] {
   const urls = flag.split(",").map((url) => url.trim());
   for (const url of urls) {
     if (!isHttpUrl(url)) {
-      throw new Error(`--url ${JSON.stringify(flag)}${urls.length > 1 ? `: ${JSON.stringify(url)}` : ""} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051${urls.length > 1 ? ", or several separated by commas" : ""})`);
+      throw new Error(
+        `--url ${JSON.stringify(flag)}${urls.length > 1 ? `: ${JSON.stringify(url)}` : ""} is not an http:// or https:// URL (e.g. http://127.0.0.1:50051${urls.length > 1 ? ", or several separated by commas" : ""})`,
+      );
     }
   }
   return urls;

@@ -17,6 +17,15 @@ export async function cursorsCommand(flags: ClientFlags & { json: boolean }): Pr
     return;
   }
   const header = ["NAME", "ACK FLOOR", "DELIVERED", "LAG", "IN FLIGHT", "RETRIES", "FAILURES", "PAUSED"];
-  const rows = processors.map((p) => [p.name, String(p.ackFloor), String(p.delivered), String(p.lag), String(p.inFlight), String(p.retries), String(p.failures), p.paused ? "yes" : "no"]);
+  const rows = processors.map((p) => [
+    p.name,
+    String(p.ackFloor),
+    String(p.delivered),
+    String(p.lag),
+    String(p.inFlight),
+    String(p.retries),
+    String(p.failures),
+    p.paused ? "yes" : "no",
+  ]);
   console.log(formatTable(header, rows));
 }

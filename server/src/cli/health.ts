@@ -29,7 +29,14 @@ interface OwnerHealth {
 export async function healthCommand(flags: ClientFlags & { json: boolean }): Promise<void> {
   const owners = await Promise.all(urlsOf(flags.url).map((url) => check(url, flags.token ?? process.env.CHRONOLOG_TOKEN)));
   if (flags.json) for (const o of owners) console.log(JSON.stringify(o));
-  else console.log(formatTable(["URL", "ROLE", "STATUS", "LEADER", "ERROR"], owners.map((o) => [o.url, o.role, o.status, o.leader, o.error]), ["ERROR"]));
+  else
+    console.log(
+      formatTable(
+        ["URL", "ROLE", "STATUS", "LEADER", "ERROR"],
+        owners.map((o) => [o.url, o.role, o.status, o.leader, o.error]),
+        ["ERROR"],
+      ),
+    );
   if (!owners.some((o) => o.status === ServingStatus[ServingStatus.SERVING])) process.exitCode = ownerUnavailableStatus;
 }
 

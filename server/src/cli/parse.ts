@@ -13,7 +13,8 @@ export const maxSeq = Number.MAX_SAFE_INTEGER;
 
 /** A whole number from `min` to `max` (decimal digits only), or an Error naming `what`. */
 export function wholeNumber(value: string, what: string, min: number, max: number): number {
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new Error(`${what} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max)
+    throw new Error(`${what} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
@@ -48,6 +49,9 @@ const rfc3339 = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(
  */
 export function parseMoment(text: string, flag: string): Date {
   const moment = rfc3339.test(text) ? DateTime.fromISO(text, { setZone: true }) : null;
-  if (!moment?.isValid) throw new Error(`${flag} must be an RFC 3339 time with its offset such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}${moment ? " (no such date)" : ""}`);
+  if (!moment?.isValid)
+    throw new Error(
+      `${flag} must be an RFC 3339 time with its offset such as 2026-03-01T00:00:00Z, got ${JSON.stringify(text)}${moment ? " (no such date)" : ""}`,
+    );
   return moment.toJSDate();
 }

@@ -116,7 +116,12 @@ export async function backfillTimerCommand(timerId: string, flags: ClientFlags &
     for (const o of made) console.log(JSON.stringify({ occurrenceId: o.occurrenceId, due: o.due.toISOString(), existing: o.existing }));
     return;
   }
-  console.log(formatTable(["DUE", "OCCURRENCE", "STATE"], made.map((o) => [o.due.toISOString(), o.occurrenceId, o.existing ? "existing" : "made"])));
+  console.log(
+    formatTable(
+      ["DUE", "OCCURRENCE", "STATE"],
+      made.map((o) => [o.due.toISOString(), o.occurrenceId, o.existing ? "existing" : "made"]),
+    ),
+  );
 }
 
 /** Options of `chronolog schedule` (commander has checked the numbers and choices). */
@@ -149,8 +154,10 @@ export interface ScheduleFlags extends ClientFlags {
  */
 export async function scheduleCommand(action: string, input: string | undefined, flags: ScheduleFlags): Promise<void> {
   const given = [flags.cron !== undefined && "--cron", flags.everyMs !== undefined && "--every-ms", flags.at !== undefined && "--at"].filter(Boolean);
-  if (given.length !== 1) throw new Error(`give exactly one of --cron EXPR (with --zone), --every-ms N or --at ISO-TIME${given.length > 1 ? `, not ${given.join(" and ")}` : ""}`);
-  if (flags.cron === undefined && (flags.zone !== undefined || flags.dstGap !== undefined || flags.dstRepeated !== undefined)) throw new Error("--zone, --dst-gap and --dst-repeated go with --cron");
+  if (given.length !== 1)
+    throw new Error(`give exactly one of --cron EXPR (with --zone), --every-ms N or --at ISO-TIME${given.length > 1 ? `, not ${given.join(" and ")}` : ""}`);
+  if (flags.cron === undefined && (flags.zone !== undefined || flags.dstGap !== undefined || flags.dstRepeated !== undefined))
+    throw new Error("--zone, --dst-gap and --dst-repeated go with --cron");
   let when: TimerWhen;
   if (flags.cron !== undefined) {
     const dst = flags.dstGap || flags.dstRepeated ? { gap: flags.dstGap, repeated: flags.dstRepeated } : undefined;
@@ -167,7 +174,11 @@ export async function scheduleCommand(action: string, input: string | undefined,
     catchUpWindowMs: flags.catchUpWindowMs,
   };
   const hasPolicy = Object.values(policy).some((v) => v !== undefined);
-  const timer = await client(flags).schedule(action, parseObject(input ?? "{}", "input"), when, { timerId: flags.id, overdue: flags.overdue, policy: hasPolicy ? policy : undefined });
+  const timer = await client(flags).schedule(action, parseObject(input ?? "{}", "input"), when, {
+    timerId: flags.id,
+    overdue: flags.overdue,
+    policy: hasPolicy ? policy : undefined,
+  });
   if (flags.json) console.log(jsonLine(TimerSchema, timer));
   else console.log(`${timer.id}: scheduled ${whenText(timer)}, next due ${timer.nextDue ? iso(timer.nextDue) : "none"}`);
 }
@@ -178,7 +189,11 @@ export async function scheduleCommand(action: string, input: string | undefined,
  * running the same command again arms nothing and prints the same delay. Prints
  * `DELAY-ID: due ISO` (`{"delayId","due"}` with --json); `cancel-delay DELAY-ID` cancels it.
  */
-export async function delayCommand(action: string, input: string | undefined, flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; id?: string; json: boolean }): Promise<void> {
+export async function delayCommand(
+  action: string,
+  input: string | undefined,
+  flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; id?: string; json: boolean },
+): Promise<void> {
   if ((flags.inMs === undefined) === (flags.at === undefined)) throw new Error("give exactly one of --in-ms N or --at ISO-TIME");
   const when: DelayWhen = flags.inMs !== undefined ? { intervalMs: flags.inMs } : { at: parseMoment(flags.at!, "--at") };
   const { delayId, due } = await client(flags).delay(action, parseObject(input ?? "{}", "input"), when, flags.overdue, { delayId: flags.id });

@@ -7,7 +7,12 @@ import type { CollectionEntry } from "./declaration.js";
 
 /** The declaration of collection `name`; NOT_FOUND when no plugin declares it. */
 export function declaredCollection(registry: PluginRegistry, name: string): CollectionEntry {
-  return registry.collection(name) ?? fail("not_found", `collection ${JSON.stringify(name)} is not declared by any plugin`, [{ field: "collection", description: "undeclared collection" }], { collection: name });
+  return (
+    registry.collection(name) ??
+    fail("not_found", `collection ${JSON.stringify(name)} is not declared by any plugin`, [{ field: "collection", description: "undeclared collection" }], {
+      collection: name,
+    })
+  );
 }
 
 /**

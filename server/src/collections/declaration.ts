@@ -53,9 +53,11 @@ export function compileCollection(
 ): { entry?: CollectionEntry; violations: FieldViolation[] } {
   const at = `collections.${name}`;
   const violations: FieldViolation[] = [];
-  if (!collectionName.test(name)) violations.push({ field: at, description: "collection name must be lowercase letters, digits, - or _, dots allowed (e.g. booking)" });
+  if (!collectionName.test(name))
+    violations.push({ field: at, description: "collection name must be lowercase letters, digits, - or _, dots allowed (e.g. booking)" });
   for (const field of decl.privateFields) {
-    if (!fieldName.test(field) || field === "_id") violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name other than _id` });
+    if (!fieldName.test(field) || field === "_id")
+      violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name other than _id` });
   }
   let validate: Validator | undefined;
   try {

@@ -43,12 +43,20 @@ export function collectionConflicts(incoming: CompiledManifest, others: Compiled
   }
   for (const e of incoming.eventTypes) {
     const r = reserved.get(e.type);
-    if (r) violations.push({ field: `events.${e.type}`, description: `${e.type} is a change event of collection ${r.collection}${r.plugin === plugin ? "" : ` (plugin ${r.plugin})`}, recorded by the runtime; it cannot be declared` });
+    if (r)
+      violations.push({
+        field: `events.${e.type}`,
+        description: `${e.type} is a change event of collection ${r.collection}${r.plugin === plugin ? "" : ` (plugin ${r.plugin})`}, recorded by the runtime; it cannot be declared`,
+      });
   }
   for (const m of others) {
     for (const e of m.eventTypes) {
       const r = reserved.get(e.type);
-      if (r && r.plugin === plugin) violations.push({ field: `collections.${r.collection}`, description: `plugin ${m.manifest.name} declares event type ${e.type}, a change event of collection ${r.collection}` });
+      if (r && r.plugin === plugin)
+        violations.push({
+          field: `collections.${r.collection}`,
+          description: `plugin ${m.manifest.name} declares event type ${e.type}, a change event of collection ${r.collection}`,
+        });
     }
   }
   return violations;

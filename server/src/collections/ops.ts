@@ -41,14 +41,19 @@ export function checkDocumentId(id: unknown, field: string): string {
  */
 export function parseWrite(entry: CollectionEntry, write: WriteInput): ParsedWrite {
   if (entry.records && write.op !== "create") {
-    fail("failed_precondition", `collection ${entry.name} is a records ledger: documents are append-only, ${write.op} is not allowed`, [], { collection: entry.name });
+    fail("failed_precondition", `collection ${entry.name} is a records ledger: documents are append-only, ${write.op} is not allowed`, [], {
+      collection: entry.name,
+    });
   }
   switch (write.op) {
     case "create":
       return { op: "create", doc: write.doc, id: write.doc._id === undefined ? undefined : checkDocumentId(write.doc._id, "doc._id") };
     case "replace": {
       const id = checkDocumentId(write.id, "id");
-      if (write.doc._id !== undefined && write.doc._id !== id) fail("bad_request", `doc._id ${JSON.stringify(write.doc._id)} differs from id ${JSON.stringify(id)}: _id cannot be changed`, [{ field: "doc._id", description: "differs from id" }]);
+      if (write.doc._id !== undefined && write.doc._id !== id)
+        fail("bad_request", `doc._id ${JSON.stringify(write.doc._id)} differs from id ${JSON.stringify(id)}: _id cannot be changed`, [
+          { field: "doc._id", description: "differs from id" },
+        ]);
       return { op: "replace", id, doc: write.doc };
     }
     case "patch": {
@@ -76,7 +81,11 @@ export function parseWrite(entry: CollectionEntry, write: WriteInput): ParsedWri
  */
 export function nextDocument(entry: CollectionEntry, write: ParsedWrite, id: string, before: DocumentRecord | undefined): DocumentRecord | undefined {
   if (write.op === "create") {
-    if (before) fail("already_exists", `document ${JSON.stringify(id)} already exists in ${entry.name}`, [{ field: "doc._id", description: "already exists" }], { collection: entry.name, id });
+    if (before)
+      fail("already_exists", `document ${JSON.stringify(id)} already exists in ${entry.name}`, [{ field: "doc._id", description: "already exists" }], {
+        collection: entry.name,
+        id,
+      });
     return withId(id, write.doc);
   }
   if (!before) fail("not_found", `no document ${JSON.stringify(id)} in ${entry.name}`, [], { collection: entry.name, id });
@@ -102,7 +111,12 @@ export function nextDocument(entry: CollectionEntry, write: ParsedWrite, id: str
 export function checkSchema(entry: CollectionEntry, doc: DocumentRecord): void {
   const violations: FieldViolation[] = entry.validate(doc);
   if (violations.length > 0) {
-    fail("schema_violation", `document of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { collection: entry.name });
+    fail(
+      "schema_violation",
+      `document of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`,
+      violations,
+      { collection: entry.name },
+    );
   }
 }
 

@@ -20,7 +20,8 @@ function isObject(value: unknown): value is Json {
  */
 export function parsePath(path: string, field: string): string[] {
   const segments = path.split(".");
-  if (path === "" || segments.some((s) => s === "")) fail("bad_request", `${field}: a field path is dotted names, e.g. address.city`, [{ field, description: "empty field path or segment" }]);
+  if (path === "" || segments.some((s) => s === ""))
+    fail("bad_request", `${field}: a field path is dotted names, e.g. address.city`, [{ field, description: "empty field path or segment" }]);
   if (segments.includes("__proto__")) fail("bad_request", `${field}: __proto__ is not a field name`, [{ field, description: "__proto__ is not a field name" }]);
   if (segments[0] === "_id") fail("bad_request", `${field}: _id cannot be changed`, [{ field, description: "_id cannot be changed" }]);
   return segments;
@@ -92,7 +93,9 @@ function arrayIndex(array: unknown[], key: string, segments: string[]): number {
   const index = /^\d+$/.test(key) ? Number(key) : -1;
   if (index < 0 || index > array.length) {
     const path = segments.join(".");
-    fail("bad_request", `cannot set ${path}: ${key} is not an index of the array (length ${array.length})`, [{ field: path, description: "not an array index" }]);
+    fail("bad_request", `cannot set ${path}: ${key} is not an index of the array (length ${array.length})`, [
+      { field: path, description: "not an array index" },
+    ]);
   }
   return index;
 }

@@ -93,7 +93,8 @@ export class DocumentReader {
   /** Whom the space rule reads as: under a cause whose actor has a space, that actor (its space only); else the principal. */
   private reader(principal: Principal, cause: CauseRef | null): Principal {
     if (!cause) return principal;
-    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not read under a cause; only executors act under a cause`);
+    if (principal.role === "client")
+      fail("permission_denied", `principal ${principal.name} (role client) may not read under a cause; only executors act under a cause`);
     return underCauseReader(principal, causeActor(cause.eventId, this.events, this.live)?.in ?? "");
   }
 }
@@ -102,14 +103,17 @@ function parseSort(sort: Record<string, unknown>): Record<string, 1 | -1> | unde
   const entries = Object.entries(sort);
   if (entries.length === 0) return undefined;
   for (const [path, direction] of entries) {
-    if (path === "" || path.split(".").some((s) => s === "")) fail("bad_request", `sort: invalid field path ${JSON.stringify(path)}`, [{ field: `sort.${path}`, description: "a dotted field path" }]);
-    if (direction !== 1 && direction !== -1) fail("bad_request", `sort.${path} must be 1 (ascending) or -1 (descending)`, [{ field: `sort.${path}`, description: "1 or -1" }]);
+    if (path === "" || path.split(".").some((s) => s === ""))
+      fail("bad_request", `sort: invalid field path ${JSON.stringify(path)}`, [{ field: `sort.${path}`, description: "a dotted field path" }]);
+    if (direction !== 1 && direction !== -1)
+      fail("bad_request", `sort.${path} must be 1 (ascending) or -1 (descending)`, [{ field: `sort.${path}`, description: "1 or -1" }]);
   }
   return sort as Record<string, 1 | -1>;
 }
 
 function parseLimit(limit: number): number {
   if (limit === 0) return defaultFindLimit;
-  if (!Number.isInteger(limit) || limit < 0 || limit > maxFindLimit) fail("bad_request", `limit must be at most ${maxFindLimit}`, [{ field: "limit", description: `1 to ${maxFindLimit}` }]);
+  if (!Number.isInteger(limit) || limit < 0 || limit > maxFindLimit)
+    fail("bad_request", `limit must be at most ${maxFindLimit}`, [{ field: "limit", description: `1 to ${maxFindLimit}` }]);
   return limit;
 }

@@ -1,5 +1,12 @@
 import type { Db } from "../store/sql.js";
-import { documentReads, documentStatements, type DocumentReads, type DocumentRecord, type DocumentStatements, type StoredDocument } from "../store/documents.js";
+import {
+  documentReads,
+  documentStatements,
+  type DocumentReads,
+  type DocumentRecord,
+  type DocumentStatements,
+  type StoredDocument,
+} from "../store/documents.js";
 import type { CollectionEntry } from "./declaration.js";
 
 /** Where a collection's documents live: SQLite (durable) or memory (`durable: false`). */
@@ -84,7 +91,9 @@ export class DocumentStores {
   }
 
   /** The reads of `entry`'s store for RPCs: memory's at once, the durable ones as {@link durableReads}. */
-  readsOf(entry: CollectionEntry): Pick<DocumentReads, "scan"> & { get(collection: string, id: string): Promise<StoredDocument | undefined> | StoredDocument | undefined } {
+  readsOf(
+    entry: CollectionEntry,
+  ): Pick<DocumentReads, "scan"> & { get(collection: string, id: string): Promise<StoredDocument | undefined> | StoredDocument | undefined } {
     return entry.durable ? this.durableReads : this.memory;
   }
 }

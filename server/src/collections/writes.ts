@@ -106,14 +106,24 @@ export class DocumentWriter {
   private fromOutside(entry: CollectionEntry, req: WriteRequest, principal: Principal): WriteContext {
     if (!allows(entry.allow, principal)) {
       const who = entry.allow.length === 0 ? "only code under a cause may write it" : `allow: ${entry.allow.join(", ")}`;
-      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not write collection ${entry.name} (${who})`, [], { collection: entry.name });
+      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not write collection ${entry.name} (${who})`, [], {
+        collection: entry.name,
+      });
     }
-    return { actor: resolveActor(principal, req.actor), cause: "", writeId: null, eventId: newId(), newDocId: newId(), reaches: (space) => canReach(principal, space) };
+    return {
+      actor: resolveActor(principal, req.actor),
+      cause: "",
+      writeId: null,
+      eventId: newId(),
+      newDocId: newId(),
+      reaches: (space) => canReach(principal, space),
+    };
   }
 
   private underCause(entry: CollectionEntry, req: WriteRequest, principal: Principal): WriteContext {
     const cause = req.cause as CauseRef;
-    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not write under a cause; only executors act under a cause`);
+    if (principal.role === "client")
+      fail("permission_denied", `principal ${principal.name} (role client) may not write under a cause; only executors act under a cause`);
     if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
     const actor = causeActor(cause.eventId, this.events, this.live);
     const w = req.write;

@@ -38,7 +38,11 @@ const actorFields = ["id", "for", "in", "via"] as const;
  */
 export function deliveriesMessage(items: DeliveryOut[]): ReturnType<typeof create<typeof SubscribeResponseSchema>> {
   const message = create(SubscribeResponseSchema);
-  message.$unknown = [items.length === 1 ? { no: response.delivery, wireType: WireType.LengthDelimited, data: lengthDelimited([items[0]], false) } : { no: response.deliveries, wireType: WireType.LengthDelimited, data: lengthDelimited(items, true) }];
+  message.$unknown = [
+    items.length === 1
+      ? { no: response.delivery, wireType: WireType.LengthDelimited, data: lengthDelimited([items[0]], false) }
+      : { no: response.deliveries, wireType: WireType.LengthDelimited, data: lengthDelimited(items, true) },
+  ];
   return message;
 }
 

@@ -73,32 +73,79 @@ export class ExecutorHub {
    * unknown one). Needs the executor or admin role (PERMISSION_DENIED).
    */
   async open(hello: Hello, principal: Principal): Promise<ExecutorSession> {
-    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
+    if (principal.role === "client")
+      fail("permission_denied", `principal ${principal.name} (role client) may not subscribe as an executor; the executor role is needed`);
     if (hello.executor === "") fail("bad_request", "hello.executor is required", [{ field: "hello.executor", description: "required" }]);
     checkPluginScope(hello, principal);
     let changed = false;
     for (const manifest of hello.plugins) changed = (await this.registry.register(manifest)).changed || changed;
     if (changed) this.warnUndeclared(hello.executor);
     for (const name of hello.processors) {
-      if (!this.processors.has(name)) fail("bad_request", `unknown processor ${JSON.stringify(name)}: no plugin declares it (use plugin.processor)`, [{ field: "hello.processors", description: `unknown processor ${name}` }]);
+      if (!this.processors.has(name))
+        fail("bad_request", `unknown processor ${JSON.stringify(name)}: no plugin declares it (use plugin.processor)`, [
+          { field: "hello.processors", description: `unknown processor ${name}` },
+        ]);
     }
     for (const name of hello.actions) {
-      if (!this.actions.has(name)) fail("bad_request", `unknown action ${JSON.stringify(name)}: no plugin declares it (use plugin.action)`, [{ field: "hello.actions", description: `unknown action ${name}` }]);
+      if (!this.actions.has(name))
+        fail("bad_request", `unknown action ${JSON.stringify(name)}: no plugin declares it (use plugin.action)`, [
+          { field: "hello.actions", description: `unknown action ${name}` },
+        ]);
     }
     if (hello.pulses.length > 0) {
-      if (!this.pulses) fail("bad_request", `unknown pulse ${JSON.stringify(hello.pulses[0])}: this owner runs no pulses`, [{ field: "hello.pulses", description: "pulses not served" }]);
+      if (!this.pulses)
+        fail("bad_request", `unknown pulse ${JSON.stringify(hello.pulses[0])}: this owner runs no pulses`, [
+          { field: "hello.pulses", description: "pulses not served" },
+        ]);
       this.pulses.checkHosting(hello.pulses, hello.actions);
     }
     const asked = hello.credits || this.options.defaultCredits;
     const session = new ExecutorSession(
-      { executor: hello.executor, instanceId: hello.instanceId, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: Math.min(asked, maxCredits), batches: hello.batches, invocationBatches: hello.invocationBatches, holds: hello.holds, dataJson: hello.dataJson, sdk: hello.sdk, sdkVersion: hello.sdkVersion },
+      {
+        executor: hello.executor,
+        instanceId: hello.instanceId,
+        processors: hello.processors,
+        actions: hello.actions,
+        pulses: hello.pulses,
+        credits: Math.min(asked, maxCredits),
+        batches: hello.batches,
+        invocationBatches: hello.invocationBatches,
+        holds: hello.holds,
+        dataJson: hello.dataJson,
+        sdk: hello.sdk,
+        sdkVersion: hello.sdkVersion,
+      },
       principal,
       this.clock.now(),
     );
     this.sessions.add(session);
-    session.send({ message: { case: "welcome", value: { sessionId: session.id, heartbeatIntervalMs: this.options.heartbeatIntervalMs, actionResultBatches: true, maxMessageBytes: this.options.maxMessageBytes, ownerVersion } } });
-    if (asked > maxCredits) this.notice(session, "CREDITS_CLAMPED", "", `hello.credits ${asked} is over the most a session holds (${maxCredits}): the session has ${maxCredits}`);
-    this.logger.info({ session: session.id, executor: hello.executor, sdk: hello.sdk, sdkVersion: hello.sdkVersion, processors: hello.processors, actions: hello.actions, pulses: hello.pulses, credits: session.credits }, "executor connected");
+    session.send({
+      message: {
+        case: "welcome",
+        value: {
+          sessionId: session.id,
+          heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+          actionResultBatches: true,
+          maxMessageBytes: this.options.maxMessageBytes,
+          ownerVersion,
+        },
+      },
+    });
+    if (asked > maxCredits)
+      this.notice(session, "CREDITS_CLAMPED", "", `hello.credits ${asked} is over the most a session holds (${maxCredits}): the session has ${maxCredits}`);
+    this.logger.info(
+      {
+        session: session.id,
+        executor: hello.executor,
+        sdk: hello.sdk,
+        sdkVersion: hello.sdkVersion,
+        processors: hello.processors,
+        actions: hello.actions,
+        pulses: hello.pulses,
+        credits: session.credits,
+      },
+      "executor connected",
+    );
     this.warnVersion(session, hello);
     this.pump(session);
     return session;
@@ -162,7 +209,13 @@ export class ExecutorHub {
         return;
       case "credit": {
         const clamped = session.addCredits(m.value.credits);
-        if (clamped > 0) this.notice(session, "CREDITS_CLAMPED", "", `credit of ${m.value.credits} would take the session over the most it holds (${maxCredits}): ${clamped} ignored, the session has ${session.credits}`);
+        if (clamped > 0)
+          this.notice(
+            session,
+            "CREDITS_CLAMPED",
+            "",
+            `credit of ${m.value.credits} would take the session over the most it holds (${maxCredits}): ${clamped} ignored, the session has ${session.credits}`,
+          );
         this.pump(session);
         return;
       }
@@ -188,7 +241,13 @@ export class ExecutorHub {
   private ack(session: ExecutorSession, ack: Ack): void {
     const ok = ack.outcome === Outcome.OK || ack.outcome === Outcome.UNSPECIFIED;
     const verdict = this.processors.ack(session, ack.deliveryId, ok, ack.error, ack.outcome === Outcome.TERMINAL_ERROR);
-    if (verdict === "stale") this.notice(session, "STALE_ACK", ack.deliveryId, "ack for a delivery whose event already ended (finished, or failed after its tries) or that was answered already: ignored");
+    if (verdict === "stale")
+      this.notice(
+        session,
+        "STALE_ACK",
+        ack.deliveryId,
+        "ack for a delivery whose event already ended (finished, or failed after its tries) or that was answered already: ignored",
+      );
     if (verdict === "unknown") this.notice(session, "UNKNOWN_DELIVERY", ack.deliveryId, "ack for a delivery this session never received: ignored");
   }
 
@@ -202,9 +261,21 @@ export class ExecutorHub {
     const output = r.output ?? {};
     const problem = ok ? jsonProblem(output, "output") : undefined;
     if (problem) ok = false;
-    const verdict = this.actions.result(session, r.invocationId, { ok, output: problem ? {} : output, error: problem ?? r.error, terminal: r.outcome === Outcome.TERMINAL_ERROR, startedLateMs: r.startedLateMs });
+    const verdict = this.actions.result(session, r.invocationId, {
+      ok,
+      output: problem ? {} : output,
+      error: problem ?? r.error,
+      terminal: r.outcome === Outcome.TERMINAL_ERROR,
+      startedLateMs: r.startedLateMs,
+    });
     if (problem && verdict === "accepted") this.notice(session, "INVALID_OUTPUT", r.invocationId, `${problem}: the call failed`);
-    if (verdict === "stale") this.notice(session, "STALE_RESULT", r.invocationId, "result for an invocation whose call already ended (failed after its timeout and grace) or that was answered already: ignored");
+    if (verdict === "stale")
+      this.notice(
+        session,
+        "STALE_RESULT",
+        r.invocationId,
+        "result for an invocation whose call already ended (failed after its timeout and grace) or that was answered already: ignored",
+      );
     if (verdict === "unknown") this.notice(session, "UNKNOWN_INVOCATION", r.invocationId, "result for an invocation this session never received: ignored");
   }
 
@@ -278,7 +349,12 @@ function checkPluginScope(hello: Hello, principal: Principal): void {
   const hosted = [...hello.processors, ...hello.actions, ...hello.pulses].map((name) => name.split(".")[0]);
   for (const plugin of [...hello.plugins.map((m) => m.name), ...hosted]) {
     if (!mayUsePlugin(principal, plugin)) {
-      fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not register or host plugin ${JSON.stringify(plugin)} (its plugins: ${(principal.plugins ?? []).join(", ")})`, [], { plugin });
+      fail(
+        "permission_denied",
+        `principal ${principal.name} (role ${principal.role}) may not register or host plugin ${JSON.stringify(plugin)} (its plugins: ${(principal.plugins ?? []).join(", ")})`,
+        [],
+        { plugin },
+      );
     }
   }
 }

@@ -78,7 +78,12 @@ export function ownerMessages(queued: Queued[], hosting: Pick<Hosting, "batches"
   let runBytes = 0;
   const flush = () => {
     if (run?.kind === "delivery") out.push(hosting.dataJson ? deliveriesMessage(run.items) : deliveriesInit(run.items));
-    else if (run?.kind === "invocation") out.push(run.items.length === 1 ? ({ message: { case: "invocation", value: run.items[0] } } as OwnerMessage) : { message: { case: "invocations", value: { invocations: run.items as never[] } } });
+    else if (run?.kind === "invocation")
+      out.push(
+        run.items.length === 1
+          ? ({ message: { case: "invocation", value: run.items[0] } } as OwnerMessage)
+          : { message: { case: "invocations", value: { invocations: run.items as never[] } } },
+      );
     run = undefined;
     runBytes = 0;
   };
@@ -107,8 +112,17 @@ export function ownerMessages(queued: Queued[], hosting: Pick<Hosting, "batches"
 
 /** One Delivery, or a DeliveryBatch, as a message built with the events' data as a Struct. */
 function deliveriesInit(items: DeliveryOut[]): OwnerMessage {
-  const init = (d: DeliveryOut) => ({ deliveryId: d.deliveryId, processor: d.processor, event: eventToProto(d.event), attempt: d.attempt, deadline: timestampFromMs(d.deadlineMs), key: d.key });
-  return items.length === 1 ? { message: { case: "delivery", value: init(items[0]) } } : { message: { case: "deliveries", value: { deliveries: items.map(init) } } };
+  const init = (d: DeliveryOut) => ({
+    deliveryId: d.deliveryId,
+    processor: d.processor,
+    event: eventToProto(d.event),
+    attempt: d.attempt,
+    deadline: timestampFromMs(d.deadlineMs),
+    key: d.key,
+  });
+  return items.length === 1
+    ? { message: { case: "delivery", value: init(items[0]) } }
+    : { message: { case: "deliveries", value: { deliveries: items.map(init) } } };
 }
 
 /**

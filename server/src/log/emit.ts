@@ -52,17 +52,18 @@ export class Emitter {
     if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
     refuseConflictsWithin(checked.map((c) => c.event));
-    return this.committer.submit((tx) =>
-      checked.map(({ event: e, fresh }) => {
-        // An id the owner just made cannot be in the log: skip the lookup.
-        const stored = fresh ? undefined : tx.events.findById(e.id);
-        // Under a cause the id is derived from the cause, position, type and data, so
-        // a stored event with it is this work's own earlier try (in the cause's
-        // space, which the executor may not read): answer it, as for any retry.
-        if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-        if (stored) return { event: storedOrConflict(stored, e), existing: true };
-        return { event: tx.append(e), existing: false };
-      }),
+    return this.committer.submit(
+      (tx) =>
+        checked.map(({ event: e, fresh }) => {
+          // An id the owner just made cannot be in the log: skip the lookup.
+          const stored = fresh ? undefined : tx.events.findById(e.id);
+          // Under a cause the id is derived from the cause, position, type and data, so
+          // a stored event with it is this work's own earlier try (in the cause's
+          // space, which the executor may not read): answer it, as for any retry.
+          if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+          if (stored) return { event: storedOrConflict(stored, e), existing: true };
+          return { event: tx.append(e), existing: false };
+        }),
       { lookups: lookupsOf(checked), pure: true },
     );
   }
@@ -82,19 +83,20 @@ export class Emitter {
         return ChronologError.from(error);
       }
     });
-    return this.committer.submit((tx) =>
-      checked.map((c) => {
-        if (c instanceof ChronologError) return c;
-        const e = c.event;
-        const stored = c.fresh ? undefined : tx.events.findById(e.id);
-        try {
-          if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-          if (stored) return { event: storedOrConflict(stored, e), existing: true };
-        } catch (error) {
-          return error as ChronologError; // nothing was written for it
-        }
-        return { event: tx.append(e), existing: false };
-      }),
+    return this.committer.submit(
+      (tx) =>
+        checked.map((c) => {
+          if (c instanceof ChronologError) return c;
+          const e = c.event;
+          const stored = c.fresh ? undefined : tx.events.findById(e.id);
+          try {
+            if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+            if (stored) return { event: storedOrConflict(stored, e), existing: true };
+          } catch (error) {
+            return error as ChronologError; // nothing was written for it
+          }
+          return { event: tx.append(e), existing: false };
+        }),
       { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
     );
   }
@@ -103,13 +105,23 @@ export class Emitter {
   private check(input: EmitInput, principal: Principal, prefix: string): { event: Omit<EventRecord, "seq" | "at">; fresh: boolean } {
     const declared = this.registry.eventType(input.type);
     if (!declared) {
-      fail("undeclared_event_type", `event type ${JSON.stringify(input.type)} is not declared by any plugin`, [{ field: `${prefix}type`, description: "undeclared event type" }], { type: input.type });
+      fail(
+        "undeclared_event_type",
+        `event type ${JSON.stringify(input.type)} is not declared by any plugin`,
+        [{ field: `${prefix}type`, description: "undeclared event type" }],
+        { type: input.type },
+      );
     }
     if (input.id !== "") checkId(input.id, `${prefix}id`); // an empty id: the owner makes or derives one
     const { actor, id, cause } = input.cause ? this.underCause(input, principal) : this.fromOutside(input, principal, declared.allow);
     const violations: FieldViolation[] = declared.validate(input.data).map((v) => ({ ...v, field: prefix + v.field }));
     if (violations.length > 0) {
-      fail("schema_violation", `data of ${input.type} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { type: input.type });
+      fail(
+        "schema_violation",
+        `data of ${input.type} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`,
+        violations,
+        { type: input.type },
+      );
     }
     return { event: { id, type: input.type, data: input.data, cause, actor }, fresh: input.id === "" && !input.cause };
   }
@@ -125,7 +137,8 @@ export class Emitter {
   /** Work under a cause: the id is derived and the actor is the cause's. */
   private underCause(input: EmitInput, principal: Principal) {
     const cause = input.cause as CauseRef;
-    if (principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not emit under a cause; only executors act under a cause`);
+    if (principal.role === "client")
+      fail("permission_denied", `principal ${principal.name} (role client) may not emit under a cause; only executors act under a cause`);
     if (input.actor && Object.values(input.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
     const actor = causeActor(cause.eventId, this.events, this.live);
     const id = derivedId(cause.eventId, cause.position, { type: input.type, data: input.data });
@@ -153,7 +166,11 @@ function refuseConflictsWithin(events: Omit<EventRecord, "seq" | "at">[]): void 
     if (j === undefined) return void first.set(e.id, i);
     const other = events[j];
     if (!sameContent(other, e)) {
-      fail("bad_request", `events[${i}].id ${JSON.stringify(e.id)} repeats events[${j}].id with a different ${other.type === e.type ? "data" : "type"}; nothing was written`, [{ field: `events[${i}].id`, description: `repeats events[${j}].id` }]);
+      fail(
+        "bad_request",
+        `events[${i}].id ${JSON.stringify(e.id)} repeats events[${j}].id with a different ${other.type === e.type ? "data" : "type"}; nothing was written`,
+        [{ field: `events[${i}].id`, description: `repeats events[${j}].id` }],
+      );
     }
   });
 }
@@ -163,7 +180,12 @@ function refuseConflictsWithin(events: Omit<EventRecord, "seq" | "at">[]): void 
  * only that the id is taken — not its seq, type or data, and never the event.
  */
 function hiddenConflict(id: string): never {
-  throw new ChronologError("id_conflict", `event id ${JSON.stringify(id)} is already in use; choose another id`, [{ field: "id", description: "already in use" }], { id });
+  throw new ChronologError(
+    "id_conflict",
+    `event id ${JSON.stringify(id)} is already in use; choose another id`,
+    [{ field: "id", description: "already in use" }],
+    { id },
+  );
 }
 
 /** Two events with one id are the same event when their type and (canonical) data are. */

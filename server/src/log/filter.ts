@@ -79,14 +79,18 @@ function refuseFailingOnAny(query: Query, prepared: unknown): void {
 function withoutExpr(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutExpr);
   if (value === null || typeof value !== "object") return value;
-  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== "$expr").map(([key, v]) => [key, withoutExpr(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key]) => key !== "$expr")
+      .map(([key, v]) => [key, withoutExpr(v)]),
+  );
 }
 
 /** How a message names the filter: "where filter", or "filter" when the field is already called so. */
 const label = (field: string) => (field === "filter" ? "filter" : `${field} filter`);
 
 const backtracks =
-  "runs a JavaScript regex, which can backtrack for hours on a short string: match with the query operator $regex instead (e.g. {\"s\": {\"$regex\": \"^a+$\"}}), which runs on RE2 in linear time";
+  'runs a JavaScript regex, which can backtrack for hours on a short string: match with the query operator $regex instead (e.g. {"s": {"$regex": "^a+$"}}), which runs on RE2 in linear time';
 const script = "runs JavaScript (scripts are disabled)";
 
 /**
@@ -106,8 +110,14 @@ const refused: ReadonlyMap<string, string> = new Map([
   ["$regexMatch", backtracks],
   ["$regexFind", backtracks],
   ["$regexFindAll", backtracks],
-  ["$dateFromString", "turns its format into a JavaScript regex, which can backtrack for hours on a short string (compare ISO date strings, or use $toDate or $dateFromParts)"],
-  ["$convert", "evaluates the value it converts as an expression, so a document's data could run operators (use $toString, $toInt, $toLong, $toDouble, $toDecimal, $toBool or $toDate)"],
+  [
+    "$dateFromString",
+    "turns its format into a JavaScript regex, which can backtrack for hours on a short string (compare ISO date strings, or use $toDate or $dateFromParts)",
+  ],
+  [
+    "$convert",
+    "evaluates the value it converts as an expression, so a document's data could run operators (use $toString, $toInt, $toLong, $toDouble, $toDecimal, $toBool or $toDate)",
+  ],
 ]);
 
 /** Operators whose `n` must be a number in the filter: mingo evaluates a computed `n` again, as an expression. */
@@ -274,7 +284,11 @@ function occurrences(s: string, find: string): number {
 
 /** `ops` without the refused ones, each metered. */
 function meteredOps(ops: Record<string, Op>): Record<string, Op> {
-  return Object.fromEntries(Object.entries(ops).filter(([name]) => !refused.has(name)).map(([name, op]) => [name, metered(costed[name] ?? op)]));
+  return Object.fromEntries(
+    Object.entries(ops)
+      .filter(([name]) => !refused.has(name))
+      .map(([name, op]) => [name, metered(costed[name] ?? op)]),
+  );
 }
 
 /**

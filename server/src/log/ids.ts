@@ -29,12 +29,16 @@ function idProblem(id: string): { message: string; description: string } | undef
   const control = controlCharacter.exec(id);
   if (control) {
     const code = `U+${control[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
-    return { message: `contains a control character (${code} at character ${[...id.slice(0, control.index)].length + 1})`, description: "no control characters (U+0000-U+001F, U+007F-U+009F)" };
+    return {
+      message: `contains a control character (${code} at character ${[...id.slice(0, control.index)].length + 1})`,
+      description: "no control characters (U+0000-U+001F, U+007F-U+009F)",
+    };
   }
   // Counting code points stops at the first one over the limit (an id may be long).
   let count = 0;
   for (const _ of id) if (++count > maxIdCodePoints) break;
-  if (count > maxIdCodePoints) return { message: `is longer than ${maxIdCodePoints} characters`, description: `at most ${maxIdCodePoints} characters (Unicode code points)` };
+  if (count > maxIdCodePoints)
+    return { message: `is longer than ${maxIdCodePoints} characters`, description: `at most ${maxIdCodePoints} characters (Unicode code points)` };
   return undefined;
 }
 

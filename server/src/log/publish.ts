@@ -65,7 +65,10 @@ export class PublishPipeline<Ref> {
       this.bytes += entry.bytes;
     }
     outcomes.then(
-      (results) => this.settle(entries, (entry, i) => (results[i] instanceof ChronologError ? { ref: entry.ref, error: results[i] } : { ref: entry.ref, result: results[i] })),
+      (results) =>
+        this.settle(entries, (entry, i) =>
+          results[i] instanceof ChronologError ? { ref: entry.ref, error: results[i] } : { ref: entry.ref, result: results[i] },
+        ),
       (error) => this.settle(entries, (entry) => ({ ref: entry.ref, error: ChronologError.from(error) })),
     );
   }

@@ -71,7 +71,8 @@ export class LogTail {
 /** `reads` reading the events after a seq from `tail` when it holds them all: a watcher or a page at the end of the log reads no store. */
 export function readsWithTail(tail: LogTail, reads: EventReads): EventReads {
   return {
-    readWithin: async (afterSeq, limit, maxBytes, types = []) => tail.readWithin(afterSeq, limit, maxBytes, types) ?? reads.readWithin(afterSeq, limit, maxBytes, types),
+    readWithin: async (afterSeq, limit, maxBytes, types = []) =>
+      tail.readWithin(afterSeq, limit, maxBytes, types) ?? reads.readWithin(afterSeq, limit, maxBytes, types),
     findById: (id) => reads.findById(id),
   };
 }

@@ -16,7 +16,9 @@ export function loadManifests(dir: string): PluginManifest[] {
   const found = statSync(dir, { throwIfNoEntry: false });
   if (!found) throw new Error(`no plugins folder ${resolve(dir)} (--plugins): give a folder of plugin manifests (*.json, *.yaml)`);
   if (!found.isDirectory()) throw new Error(`the plugins path ${resolve(dir)} (--plugins) is not a folder: give a folder of plugin manifests (*.json, *.yaml)`);
-  const files = readdirSync(dir).filter((f) => extensions.has(extname(f))).sort();
+  const files = readdirSync(dir)
+    .filter((f) => extensions.has(extname(f)))
+    .sort();
   return files.map((file) => {
     const path = join(dir, file);
     const text = readFileSync(path, "utf8");

@@ -93,7 +93,8 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     const at = `events.${type}`;
     check(at, eventTypeName.test(type), "event type must be dotted lowercase, e.g. booking.created");
     check(at, !isRuntimeType(type), "event type is recorded by the runtime and cannot be declared");
-    for (const entry of decl.allow) check(`${at}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
+    for (const entry of decl.allow)
+      check(`${at}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
     const validate = attempt(() => compile(decl.schema, "data"), `${at}.schema`, violations);
     if (validate) eventTypes.push({ type, plugin: manifest.name, validate, allow: [...decl.allow] });
   }
@@ -105,14 +106,24 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
   }
   const collections: CollectionEntry[] = [];
   for (const [name, decl] of Object.entries(manifest.collections)) {
-    for (const entry of decl.allow) check(`collections.${name}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
+    for (const entry of decl.allow)
+      check(
+        `collections.${name}.allow`,
+        allowEntry.test(entry),
+        `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`,
+      );
     const compiled = compileCollection(manifest.name, name, decl, compile);
     violations.push(...compiled.violations);
     if (compiled.entry) collections.push(compiled.entry);
   }
   const actions: ActionEntry[] = [];
   for (const [name, decl] of Object.entries(manifest.actions)) {
-    for (const entry of decl.allow) check(`actions.${name}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
+    for (const entry of decl.allow)
+      check(
+        `actions.${name}.allow`,
+        allowEntry.test(entry),
+        `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`,
+      );
     const compiled = compileAction(manifest.name, name, decl, compile);
     violations.push(...compiled.violations);
     if (compiled.entry) actions.push(compiled.entry);
@@ -124,7 +135,9 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
   }
   if (violations.length > 0) {
     const first = violations[0];
-    fail("invalid_manifest", `invalid plugin manifest ${manifest.name || "(unnamed)"}: ${first.field}: ${first.description}`, violations, { plugin: manifest.name });
+    fail("invalid_manifest", `invalid plugin manifest ${manifest.name || "(unnamed)"}: ${first.field}: ${first.description}`, violations, {
+      plugin: manifest.name,
+    });
   }
   return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections, actions };
 }
@@ -152,7 +165,7 @@ function attempt<T>(f: () => T, field: string, violations: FieldViolation[]): T 
   try {
     return f();
   } catch (e) {
-    const description = e instanceof ChronologError ? e.violations[0]?.description ?? e.message : e instanceof Error ? e.message : String(e);
+    const description = e instanceof ChronologError ? (e.violations[0]?.description ?? e.message) : e instanceof Error ? e.message : String(e);
     violations.push({ field, description });
     return undefined;
   }

@@ -145,12 +145,23 @@ export class PluginRegistry {
     for (const entry of compiled.eventTypes) {
       const owner = this.eventTypes.get(entry.type)?.plugin;
       if (owner !== undefined && owner !== entry.plugin) {
-        fail("invalid_manifest", `event type ${entry.type} is already declared by plugin ${owner}`, [{ field: `events.${entry.type}`, description: `declared by plugin ${owner}` }]);
+        fail("invalid_manifest", `event type ${entry.type} is already declared by plugin ${owner}`, [
+          { field: `events.${entry.type}`, description: `declared by plugin ${owner}` },
+        ]);
       }
     }
     const others = [...this.plugins.values()].filter((p) => p.compiled.manifest.name !== compiled.manifest.name);
-    const clashes = [...collectionConflicts(compiled, others.map((p) => p.compiled)), ...scheduleViolations(compiled, others)];
-    if (clashes.length > 0) fail("invalid_manifest", `invalid plugin manifest ${compiled.manifest.name}: ${clashes[0].field}: ${clashes[0].description}`, clashes, { plugin: compiled.manifest.name });
+    const clashes = [
+      ...collectionConflicts(
+        compiled,
+        others.map((p) => p.compiled),
+      ),
+      ...scheduleViolations(compiled, others),
+    ];
+    if (clashes.length > 0)
+      fail("invalid_manifest", `invalid plugin manifest ${compiled.manifest.name}: ${clashes[0].field}: ${clashes[0].description}`, clashes, {
+        plugin: compiled.manifest.name,
+      });
   }
 
   private reindex(): void {

@@ -91,12 +91,27 @@ function re2Pattern(pattern: string): Re2Pattern {
   try {
     return new Re2Pattern(pattern);
   } catch (e) {
-    throw new PatternError(`pattern ${JSON.stringify(pattern)} is not RE2 syntax (no backreferences or lookaround): ${e instanceof Error ? e.message : String(e)}`);
+    throw new PatternError(
+      `pattern ${JSON.stringify(pattern)} is not RE2 syntax (no backreferences or lookaround): ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
 /** Keywords whose value is one subschema. */
-const subschemaKeywords = ["additionalProperties", "propertyNames", "items", "additionalItems", "contains", "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema"];
+const subschemaKeywords = [
+  "additionalProperties",
+  "propertyNames",
+  "items",
+  "additionalItems",
+  "contains",
+  "not",
+  "if",
+  "then",
+  "else",
+  "unevaluatedItems",
+  "unevaluatedProperties",
+  "contentSchema",
+];
 /** Keywords whose value is an array of subschemas (`items` too, in its draft-07 form). */
 const subschemaArrayKeywords = ["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 /** Keywords whose value maps names to subschemas. */

@@ -53,7 +53,20 @@ export interface Attempt {
 
 /** A new attempt of `event`, taken from lane `key`: no try yet. */
 export function newAttempt(key: string, event: EventRecord): Attempt {
-  return { event, key, attempt: 0, failures: 0, tries: new Set(), current: null, outcome: null, retry: null, timer: null, queued: false, isolated: false, ending: false };
+  return {
+    event,
+    key,
+    attempt: 0,
+    failures: 0,
+    tries: new Set(),
+    current: null,
+    outcome: null,
+    retry: null,
+    timer: null,
+    queued: false,
+    isolated: false,
+    ending: false,
+  };
 }
 
 /** Whether a timed-out (or superseded) try of the event may still run within its grace. */

@@ -146,7 +146,9 @@ export class ProcessorEngine {
       if (this.delivered >= head) break;
       const on = this.spec.on;
       const types = on ? [...on] : [];
-      const chunk = this.deps.tail.readWithin(this.delivered, readChunk, readChunkBytes, types) ?? this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, types);
+      const chunk =
+        this.deps.tail.readWithin(this.delivered, readChunk, readChunkBytes, types) ??
+        this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, types);
       const rows = chunk.events;
       for (const event of rows) {
         if (event.seq > head) break; // committed, not yet durable: read after its fsync
@@ -232,10 +234,22 @@ export class ProcessorEngine {
       const running = t.state === "running";
       this.drop(t);
       if (running && inFlight > 1) {
-        tryFailed(t.attempt, this.spec.retryDelaysMs, `executor disconnected with ${inFlight} deliveries or calls in flight: not counted, tried again alone`, false, false);
+        tryFailed(
+          t.attempt,
+          this.spec.retryDelaysMs,
+          `executor disconnected with ${inFlight} deliveries or calls in flight: not counted, tried again alone`,
+          false,
+          false,
+        );
         t.attempt.isolated = true;
       } else if (running) {
-        tryFailed(t.attempt, this.spec.retryDelaysMs, t.attempt.isolated ? "executor disconnected while it ran this delivery alone" : "executor disconnected", false, true);
+        tryFailed(
+          t.attempt,
+          this.spec.retryDelaysMs,
+          t.attempt.isolated ? "executor disconnected while it ran this delivery alone" : "executor disconnected",
+          false,
+          true,
+        );
       }
       this.advance(t.attempt);
     }
@@ -299,10 +313,18 @@ export class ProcessorEngine {
    */
   async redeliver(seqs: number[], by: string): Promise<number> {
     const failed = this.deps.cursors.failed(this.spec.name).filter((f) => seqs.length === 0 || seqs.includes(f.seq));
-    const events = failed.map((f) => this.deps.events.readAfter(f.seq - 1, 1)[0]).filter((e) => e?.seq !== undefined && !this.attempts.has(e.seq) && !this.redelivering.has(e.seq));
+    const events = failed
+      .map((f) => this.deps.events.readAfter(f.seq - 1, 1)[0])
+      .filter((e) => e?.seq !== undefined && !this.attempts.has(e.seq) && !this.redelivering.has(e.seq));
     if (events.length === 0) return 0;
     await this.deps.committer.submit((tx) =>
-      tx.append({ id: newId(), type: "processor.redelivered", data: { processor: this.spec.name, seqs: events.map((e) => e.seq), by }, cause: "", actor: null }),
+      tx.append({
+        id: newId(),
+        type: "processor.redelivered",
+        data: { processor: this.spec.name, seqs: events.map((e) => e.seq), by },
+        cause: "",
+        actor: null,
+      }),
     );
     for (const event of events) {
       this.redelivering.add(event.seq);
@@ -345,7 +367,17 @@ export class ProcessorEngine {
     this.byDelivery.set(t.deliveryId, t);
     this.armAckTimeout(t, this.spec.ackTimeoutMs);
     const { event, key } = attempt;
-    session.deliver({ deliveryId: t.deliveryId, processor: this.spec.name, event, attempt: attempt.attempt, deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs, key: key.startsWith("#") ? "" : key }, storedBytes(event));
+    session.deliver(
+      {
+        deliveryId: t.deliveryId,
+        processor: this.spec.name,
+        event,
+        attempt: attempt.attempt,
+        deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs,
+        key: key.startsWith("#") ? "" : key,
+      },
+      storedBytes(event),
+    );
     return t;
   }
 
@@ -450,7 +482,14 @@ export class ProcessorEngine {
     this.retries++;
     attempt.retry = null;
     const { event } = attempt;
-    this.record("processor.retried", event, { processor: this.spec.name, event_id: event.id, seq: event.seq, attempt: attempt.attempt, error: retry.error, retry_in_ms: retry.waitMs });
+    this.record("processor.retried", event, {
+      processor: this.spec.name,
+      event_id: event.id,
+      seq: event.seq,
+      attempt: attempt.attempt,
+      error: retry.error,
+      retry_in_ms: retry.waitMs,
+    });
     attempt.timer = setTimeout(() => {
       attempt.timer = null;
       attempt.queued = true;

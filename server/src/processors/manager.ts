@@ -44,7 +44,11 @@ export class Processors {
     const declared = new Map<string, { plugin: string; name: string; canonical: string }>();
     for (const p of plugins) {
       for (const [name, decl] of Object.entries(p.compiled.manifest.processors)) {
-        declared.set(`${p.compiled.manifest.name}.${name}`, { plugin: p.compiled.manifest.name, name, canonical: canonicalJson(toJson(ProcessorDeclarationSchema, decl)) });
+        declared.set(`${p.compiled.manifest.name}.${name}`, {
+          plugin: p.compiled.manifest.name,
+          name,
+          canonical: canonicalJson(toJson(ProcessorDeclarationSchema, decl)),
+        });
       }
     }
     for (const [name, current] of this.engines) {

@@ -48,7 +48,16 @@ export function storedStatuses(plugins: RegisteredPlugin[], cursors: CursorState
       const spec = compileProcessor(manifest.name, name, declaration);
       const saved = cursors.get(spec.name);
       const ackFloor = saved?.ackFloor ?? (spec.start.kind === "beginning" ? 0 : spec.start.kind === "after" ? spec.start.seq : head);
-      statuses.push({ name: spec.name, ackFloor, delivered: ackFloor, lag: Math.max(0, head - ackFloor), inFlight: 0, retries: 0, failures: cursors.failedCount(spec.name), paused: saved?.paused ?? false });
+      statuses.push({
+        name: spec.name,
+        ackFloor,
+        delivered: ackFloor,
+        lag: Math.max(0, head - ackFloor),
+        inFlight: 0,
+        retries: 0,
+        failures: cursors.failedCount(spec.name),
+        paused: saved?.paused ?? false,
+      });
     }
   }
   return statuses.sort((a, b) => a.name.localeCompare(b.name));

@@ -17,7 +17,13 @@ export function actionService(calls: ActionCalls): ServiceImpl<typeof ActionServ
     async callAction(req, ctx) {
       if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
       const result = await calls.call(
-        { action: req.action, input: dataFromProto(req.input, "input"), callId: req.callId, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) },
+        {
+          action: req.action,
+          input: dataFromProto(req.input, "input"),
+          callId: req.callId,
+          cause: causeFromProto(req.cause),
+          actor: actorFromProto(req.actor),
+        },
         principalOf(ctx),
         { signal: ctx.signal, remainingMs: () => ctx.timeoutMs() },
       );

@@ -52,7 +52,8 @@ export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminSe
       admin(ctx);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
       const offset = req.pageToken ? Number(req.pageToken) : 0;
-      if (!Number.isInteger(offset) || offset < 0) fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
+      if (!Number.isInteger(offset) || offset < 0)
+        fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
       const all = deps.cursors.failed(req.processor || undefined);
       // Within ReadLog's byte budget too (the events of failed deliveries may be large): at least one per page.
       const deliveries = [];
@@ -101,7 +102,10 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
     },
     async redeliverFailed(req, ctx) {
       const by = admin(ctx).name;
-      const count = await engineOf(req.processor).redeliver(req.seqs.map((s) => seqFromProto(s, "seqs")), by);
+      const count = await engineOf(req.processor).redeliver(
+        req.seqs.map((s) => seqFromProto(s, "seqs")),
+        by,
+      );
       return { count };
     },
     listExecutors(_req, ctx) {
@@ -126,7 +130,13 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
     },
     async executeSql(req, ctx) {
       const by = admin(ctx).name;
-      const result = await runMaintenanceSql(deps.committer, deps.db, req.sql, req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [], { id: newId(), by });
+      const result = await runMaintenanceSql(
+        deps.committer,
+        deps.db,
+        req.sql,
+        req.params?.values.map((v) => (v.kind.case === "nullValue" ? null : v.kind.value)) ?? [],
+        { id: newId(), by },
+      );
       return { rows: result.rows as JsonObject[], changes: BigInt(result.changes), seq: BigInt(result.seq) };
     },
   };
@@ -148,6 +158,7 @@ function statusToProto(status: ProcessorStatus) {
 /** The caller, when it is an admin; PERMISSION_DENIED otherwise. */
 function admin(ctx: HandlerContext): Principal {
   const principal = principalOf(ctx);
-  if (principal.role !== "admin") fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not use AdminService; the admin role is needed`);
+  if (principal.role !== "admin")
+    fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not use AdminService; the admin role is needed`);
   return principal;
 }

@@ -76,7 +76,9 @@ export function dataFromJson(bytes: Uint8Array, field: string, dataField: string
     fail("bad_request", `${field} is not JSON: ${(e as Error).message}`, [{ field, description: "not JSON" }]);
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    fail("bad_request", `${dataField} must be a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value})`, [{ field: dataField, description: "not a JSON object" }]);
+    fail("bad_request", `${dataField} must be a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value})`, [
+      { field: dataField, description: "not a JSON object" },
+    ]);
   }
   const data = value as Record<string, unknown>;
   checkJson(data, dataField);
@@ -85,7 +87,9 @@ export function dataFromJson(bytes: Uint8Array, field: string, dataField: string
     const at = loneSurrogateAt(data);
     if (at) {
       const pointer = [dataField, ...at].join("/");
-      fail("bad_request", `${dataField} holds a string with a lone surrogate (at ${pointer}): it cannot be sent as UTF-8`, [{ field: pointer, description: "a lone surrogate" }]);
+      fail("bad_request", `${dataField} holds a string with a lone surrogate (at ${pointer}): it cannot be sent as UTF-8`, [
+        { field: pointer, description: "a lone surrogate" },
+      ]);
     }
   }
   rememberJsonText(data, JSON.stringify(data));

@@ -10,7 +10,8 @@ import { actorFromProto, causeFromProto, dataFromJson, dataFromProto } from "./c
  */
 export function emitInput(req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor">, prefix = ""): EmitInput {
   if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);
-  if (req.dataJson.length > 0 && req.data !== undefined) fail("bad_request", `set ${prefix}data or ${prefix}data_json, not both`, [{ field: `${prefix}data_json`, description: "data is set too" }]);
+  if (req.dataJson.length > 0 && req.data !== undefined)
+    fail("bad_request", `set ${prefix}data or ${prefix}data_json, not both`, [{ field: `${prefix}data_json`, description: "data is set too" }]);
   const data = req.dataJson.length > 0 ? dataFromJson(req.dataJson, `${prefix}data_json`, `${prefix}data`) : dataFromProto(req.data, `${prefix}data`);
   return { type: req.type, data, id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
 }

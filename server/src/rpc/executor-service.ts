@@ -42,7 +42,8 @@ export function executorService(hub: ExecutorHub, logger: Logger): ServiceImpl<t
     async *subscribe(requests, ctx): AsyncGenerator<MessageInitShape<typeof SubscribeResponseSchema>> {
       const iterator = requests[Symbol.asyncIterator]();
       const first = await untilAborted(iterator.next(), ctx.signal);
-      if (first.done || first.value.message.case !== "hello") fail("bad_request", "the first Subscribe message must be a hello", [{ field: "hello", description: "required first" }]);
+      if (first.done || first.value.message.case !== "hello")
+        fail("bad_request", "the first Subscribe message must be a hello", [{ field: "hello", description: "required first" }]);
       const session = await hub.open(first.value.message.value, principalOf(ctx));
       let broken: unknown;
       const reader = (async () => {
@@ -53,7 +54,10 @@ export function executorService(hub: ExecutorHub, logger: Logger): ServiceImpl<t
           // A message over the owner's limit (RESOURCE_EXHAUSTED) or a malformed one: the work it answered runs again, so say why.
           if (!ctx.signal.aborted) {
             broken = e;
-            logger.warn({ err: e, session: session.id, executor: session.hosting.executor }, "executor stream broken by a message the owner could not read; its work in flight runs again");
+            logger.warn(
+              { err: e, session: session.id, executor: session.hosting.executor },
+              "executor stream broken by a message the owner could not read; its work in flight runs again",
+            );
           }
           hub.close(session, "stream broken");
         }

@@ -51,7 +51,8 @@ export class CallState {
   deadline(ms: number): void {
     this.deadlineAt = Date.now() + ms;
     const expire = () => this.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-    if (ms < 1) expire(); // below the clock's resolution: passed already
+    if (ms < 1)
+      expire(); // below the clock's resolution: passed already
     else this.timer = setTimeout(expire, ms);
   }
 
@@ -173,6 +174,8 @@ export function resetReason(rstCode: number): ConnectError | undefined {
 }
 
 function rstName(code: number): string {
-  const name = Object.entries(h2).find(([k, v]) => v === code && k.startsWith("NGHTTP2_") && !k.startsWith("NGHTTP2_ERR") && !k.startsWith("NGHTTP2_FLAG") && !k.startsWith("NGHTTP2_SESSION"));
+  const name = Object.entries(h2).find(
+    ([k, v]) => v === code && k.startsWith("NGHTTP2_") && !k.startsWith("NGHTTP2_ERR") && !k.startsWith("NGHTTP2_FLAG") && !k.startsWith("NGHTTP2_SESSION"),
+  );
   return name ? name[0].slice("NGHTTP2_".length) : String(code);
 }

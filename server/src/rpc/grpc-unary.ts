@@ -152,7 +152,11 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
     const compression = encoding === null || encoding === "identity" ? null : compressions.find((c) => c.name === encoding);
     if (compression === undefined) {
       stream.resume();
-      return fail(new ConnectError(`unknown compression "${encoding}": supported encodings are ${supportedEncodings}`, Code.Unimplemented, { "grpc-accept-encoding": supportedEncodings }));
+      return fail(
+        new ConnectError(`unknown compression "${encoding}": supported encodings are ${supportedEncodings}`, Code.Unimplemented, {
+          "grpc-accept-encoding": supportedEncodings,
+        }),
+      );
     }
     if (timeout.error) {
       stream.resume();
@@ -165,7 +169,10 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
     if (timeout.timeoutMs !== undefined) state.deadline(timeout.timeoutMs);
     if (shutdownSignal.aborted) fail(shutdownSignal.reason);
     if (failed) return void stream.resume();
-    const bodyTimer = setTimeout(() => state.abort(new ConnectError(`the request did not arrive whole within ${bodyTimeoutMs / 1000} s`, Code.DeadlineExceeded)), bodyTimeoutMs);
+    const bodyTimer = setTimeout(
+      () => state.abort(new ConnectError(`the request did not arrive whole within ${bodyTimeoutMs / 1000} s`, Code.DeadlineExceeded)),
+      bodyTimeoutMs,
+    );
     stream.once("close", () => clearTimeout(bodyTimer));
     const body = new EnvelopeReader(readMaxBytes);
     stream.on("data", (chunk: Buffer) => {
@@ -186,10 +193,7 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
       } catch (e) {
         return fail(e);
       }
-      invoke(entry, stream, headers, state, envelope, compression).then(
-        (frame) => respond(stream, state, frame, state.trailersObject(OK_TRAILERS)),
-        fail,
-      );
+      invoke(entry, stream, headers, state, envelope, compression).then((frame) => respond(stream, state, frame, state.trailersObject(OK_TRAILERS)), fail);
     });
   };
 
@@ -212,7 +216,10 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnary {
       input = fromBinary(method.input, data);
     } catch (e) {
       // The same words as connect's path gives (patched: patches/@connectrpc+connect+2.1.2.patch).
-      throw new ConnectError(`the request is not a valid ${method.input.typeName} (protobuf binary): ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
+      throw new ConnectError(
+        `the request is not a valid ${method.input.typeName} (protobuf binary): ${e instanceof Error ? e.message : String(e)}`,
+        Code.InvalidArgument,
+      );
     }
     const request: UnaryRequest = {
       stream: false,

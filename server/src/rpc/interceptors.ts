@@ -85,7 +85,9 @@ export function statusMessage(message: string): string {
   const bytes = Buffer.byteLength(message);
   if (bytes <= maxStatusMessageBytes) return message;
   const suffix = `… (cut from ${bytes} bytes)`;
-  const kept = Buffer.from(message).subarray(0, maxStatusMessageBytes - Buffer.byteLength(suffix)).toString();
+  const kept = Buffer.from(message)
+    .subarray(0, maxStatusMessageBytes - Buffer.byteLength(suffix))
+    .toString();
   return `${kept.replace(/\uFFFD$/, "")}${suffix}`; // a character cut in two is dropped
 }
 

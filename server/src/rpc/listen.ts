@@ -123,7 +123,12 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       }
       if (isGrpc(req) && req.httpVersionMajor === 2 && !unaryRoutes.knows(req.url ?? "")) {
         // gRPC answers an unknown method UNIMPLEMENTED in a trailers-only response (connect-node: a bare 404).
-        const headers = { ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": `unknown method ${req.url}`.replace(/[^\x20-\x24\x26-\x7e]/g, encodeURIComponent) }; // gRPC's percent-encoding
+        const headers = {
+          ":status": 200,
+          "content-type": "application/grpc",
+          "grpc-status": "12",
+          "grpc-message": `unknown method ${req.url}`.replace(/[^\x20-\x24\x26-\x7e]/g, encodeURIComponent),
+        }; // gRPC's percent-encoding
         (res as http2.Http2ServerResponse).stream.respond(headers, { endStream: true });
         return;
       }
@@ -403,7 +408,8 @@ function makeCors(origins: string[]): (req: HttpRequest, res: HttpResponse) => b
 /** The bind's error in words a user acts on: a port in use or not allowed names it and the flag that changes it. */
 function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
   const named = (message: string) => Object.assign(new Error(message), { code: err.code }); // the code stays, for callers that test it
-  if (err.code === "EADDRINUSE") return named(`port ${port} on ${host} is already in use (another owner or program listens there): stop it, or pass another --port`);
+  if (err.code === "EADDRINUSE")
+    return named(`port ${port} on ${host} is already in use (another owner or program listens there): stop it, or pass another --port`);
   if (err.code === "EACCES") return named(`not allowed to listen on port ${port} on ${host} (ports below 1024 need privileges): pass another --port`);
   if (err.code === "EADDRNOTAVAIL") return named(`cannot listen on ${host}: no interface of this machine has that address (--host)`);
   return err;

@@ -88,7 +88,10 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
       return emitResult(result);
     },
     async emitBatch(req, ctx) {
-      const results = await deps.emitter.emit(req.events.map((e, i) => emitInput(e, req.events.length > 1 ? `events[${i}].` : "")), principalOf(ctx));
+      const results = await deps.emitter.emit(
+        req.events.map((e, i) => emitInput(e, req.events.length > 1 ? `events[${i}].` : "")),
+        principalOf(ctx),
+      );
       return { results: results.map(emitResult) };
     },
     publish(requests, ctx) {

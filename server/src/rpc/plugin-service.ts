@@ -24,7 +24,8 @@ export function pluginService(registry: PluginRegistry): ServiceImpl<typeof Plug
     ...pluginReads(registry),
     async registerPlugin(req, ctx) {
       const principal = principalOf(ctx);
-      if (principal.role !== "admin") fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not register plugins; the admin role is needed`);
+      if (principal.role !== "admin")
+        fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not register plugins; the admin role is needed`);
       if (!req.manifest) fail("bad_request", "manifest is required", [{ field: "manifest", description: "required" }]);
       const { plugin, changed } = await registry.register(req.manifest);
       return { plugin: pluginToProto(plugin), changed };

@@ -18,13 +18,22 @@ type Response = MessageInitShape<typeof PublishResponseSchema>;
  * error and the stream goes on. An error the owner did not mean
  * (INTERNAL) is logged and answered in the emit's ack like any other.
  */
-export async function* publish(emitter: Emitter, window: number, logger: Logger | undefined, requests: AsyncIterable<PublishRequest>, ctx: HandlerContext): AsyncGenerator<Response> {
+export async function* publish(
+  emitter: Emitter,
+  window: number,
+  logger: Logger | undefined,
+  requests: AsyncIterable<PublishRequest>,
+  ctx: HandlerContext,
+): AsyncGenerator<Response> {
   const principal = principalOf(ctx);
   const pipeline = new PublishPipeline<bigint>(window);
   yield { message: { case: "welcome", value: { window } } };
   const read = async () => {
     for await (const request of requests) {
-      if (request.emits.length > window) fail("too_large", `a Publish message holds at most the window's ${window} emits, got ${request.emits.length}`, [{ field: "emits", description: `at most ${window}` }]);
+      if (request.emits.length > window)
+        fail("too_large", `a Publish message holds at most the window's ${window} emits, got ${request.emits.length}`, [
+          { field: "emits", description: `at most ${window}` },
+        ]);
       const inputs = request.emits.map((emit) => {
         try {
           if (!emit.event) fail("bad_request", "event is required", [{ field: "event", description: "required" }]);
@@ -35,7 +44,12 @@ export async function* publish(emitter: Emitter, window: number, logger: Logger 
       });
       // What each emit's data weighs: its JSON text as sent (the SDKs), or the Struct's as JSON.
       const bytes = request.emits.map((emit) => emit.event?.dataJson.byteLength || (emit.event?.data ? JSON.stringify(emit.event.data).length : 0));
-      if (inputs.length > 0) pipeline.addAll(request.emits.map((emit) => emit.ref), emitter.emitEach(inputs, principal), bytes);
+      if (inputs.length > 0)
+        pipeline.addAll(
+          request.emits.map((emit) => emit.ref),
+          emitter.emitEach(inputs, principal),
+          bytes,
+        );
       await pipeline.room();
     }
     pipeline.end();
@@ -56,7 +70,8 @@ function ackOf(outcome: PublishOutcome<bigint>, logger: Logger | undefined): Mes
     return { ref: outcome.ref, seq: BigInt(event.seq), id: event.id, existing, at: timestampFromMs(event.at), actor: event.actor ?? undefined };
   }
   const error = outcome.error!;
-  if (error.kind === "internal") logger?.error({ err: (error as { cause?: unknown }).cause ?? error, procedure: "chronolog.v1.LogService/Publish" }, "internal error");
+  if (error.kind === "internal")
+    logger?.error({ err: (error as { cause?: unknown }).cause ?? error, procedure: "chronolog.v1.LogService/Publish" }, "internal error");
   return {
     ref: outcome.ref,
     error: { code: error.code, message: error.message, reason: error.kind.toUpperCase(), metadata: error.metadata, fieldViolations: error.violations },

@@ -52,12 +52,7 @@ interface Index {
 export function registerReflection(router: ConnectRouter, services: DescService[]): void {
   let index: Index | undefined;
   const getIndex = (): Index => {
-    index ??= buildIndex([
-      ...services,
-      v1.ServerReflection,
-      v1alpha.ServerReflection,
-      ...router.handlers.map((h) => h.service),
-    ]);
+    index ??= buildIndex([...services, v1.ServerReflection, v1alpha.ServerReflection, ...router.handlers.map((h) => h.service)]);
     addFile(index, file_google_rpc_error_details);
     return index;
   };
@@ -98,9 +93,7 @@ function answer(index: Index, request: ReflectionRequest, sent: Set<string>): Re
     case "fileContainingExtension": {
       const { containingType, extensionNumber } = req.value;
       const file = index.extensions.get(containingType.replace(/^\./, ""))?.get(extensionNumber);
-      return file
-        ? filesAnswer(file, sent)
-        : notFound(`extension ${extensionNumber} of ${JSON.stringify(containingType)} not found`);
+      return file ? filesAnswer(file, sent) : notFound(`extension ${extensionNumber} of ${JSON.stringify(containingType)} not found`);
     }
     case "allExtensionNumbersOfType": {
       const typeName = req.value.replace(/^\./, "");

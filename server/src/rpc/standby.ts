@@ -12,7 +12,11 @@ export const roleHeader = "chronolog-role";
 export function standbyRefusal(leaderUrl: string | undefined): ConnectError {
   const metadata = new Headers({ [roleHeader]: "standby" });
   if (leaderUrl) metadata.set(leaderHeader, leaderUrl);
-  return new ConnectError(leaderUrl ? `this owner is a standby; the leader is at ${leaderUrl}` : "this owner is a standby; no leader is known yet", Code.Unavailable, metadata);
+  return new ConnectError(
+    leaderUrl ? `this owner is a standby; the leader is at ${leaderUrl}` : "this owner is a standby; no leader is known yet",
+    Code.Unavailable,
+    metadata,
+  );
 }
 
 /** A handler of a service implementation, called with its request and context. */
@@ -62,7 +66,11 @@ export function standbyRoutes(serving: StandbyServing): (router: ConnectRouter) 
       router.service(service, impl as unknown as Parameters<ConnectRouter["service"]>[1]);
     }
     registerReflection(router, serving.services);
-    const health = registerHealth(router, serving.services.map((s) => s.typeName), () => roleHeaders("standby", serving.leaderUrl()));
+    const health = registerHealth(
+      router,
+      serving.services.map((s) => s.typeName),
+      () => roleHeaders("standby", serving.leaderUrl()),
+    );
     health.setStatus("", ServingStatus.NOT_SERVING);
     for (const service of serving.services) health.setStatus(service.typeName, ServingStatus.NOT_SERVING);
   };

@@ -13,7 +13,23 @@ import {
   type TimerSpec as TimerSpecPb,
 } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { asItem, fail } from "../errors.js";
-import { checkMs, dstFromProto, dstToProto, isDefaultPolicy, maxHorizonMs, minEveryMs, schedulePolicyFromProto, schedulePolicyToProto, type DelayInput, type Overdue, type TimerKind, type TimerReads, type TimerRecord, type TimerSpec, type Timers } from "../time/index.js";
+import {
+  checkMs,
+  dstFromProto,
+  dstToProto,
+  isDefaultPolicy,
+  maxHorizonMs,
+  minEveryMs,
+  schedulePolicyFromProto,
+  schedulePolicyToProto,
+  type DelayInput,
+  type Overdue,
+  type TimerKind,
+  type TimerReads,
+  type TimerRecord,
+  type TimerSpec,
+  type Timers,
+} from "../time/index.js";
 import { principalOf } from "./context.js";
 import { msFromTimestamp } from "../proto-values.js";
 import { actorFromProto, causeFromProto, dataFromProto, pageSizeFromProto } from "./convert.js";
@@ -90,7 +106,10 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
     async backfillTimer(req, ctx) {
       if (!req.start) fail("bad_request", "start is required: the first moment of the range", [{ field: "start", description: "required" }]);
       if (!req.end) fail("bad_request", "end is required: the end of the range (exclusive)", [{ field: "end", description: "required" }]);
-      const made = await timers.backfill({ timerId: req.timerId, startMs: msFromTimestamp(req.start, "start"), endMs: msFromTimestamp(req.end, "end"), cause: causeFromProto(req.cause) }, principalOf(ctx));
+      const made = await timers.backfill(
+        { timerId: req.timerId, startMs: msFromTimestamp(req.start, "start"), endMs: msFromTimestamp(req.end, "end"), cause: causeFromProto(req.cause) },
+        principalOf(ctx),
+      );
       return { occurrences: made.map((o) => ({ occurrenceId: o.occurrenceId, due: timestampFromMs(o.dueMs), existing: o.existing })) };
     },
   };
@@ -124,7 +143,9 @@ function overdueFromProto(overdue: OverduePb): Overdue {
       if (overdue.bound.value) return { kind: "onTimeOrNever" };
       break;
   }
-  fail("bad_request", "overdue must choose a bound: unbounded: true, max_lateness_ms or on_time_or_never: true", [{ field: "overdue", description: "no bound chosen" }]);
+  fail("bad_request", "overdue must choose a bound: unbounded: true, max_lateness_ms or on_time_or_never: true", [
+    { field: "overdue", description: "no bound chosen" },
+  ]);
 }
 
 const kinds: Record<TimerKind, TimerKindPb> = { runtime: TimerKindPb.RUNTIME, declared: TimerKindPb.DECLARED, delay: TimerKindPb.DELAY };
@@ -133,7 +154,12 @@ const kinds: Record<TimerKind, TimerKindPb> = { runtime: TimerKindPb.RUNTIME, de
 function kindFromProto(kind: TimerKindPb): TimerKind | "" {
   if (kind === TimerKindPb.UNSPECIFIED) return "";
   const found = (Object.keys(kinds) as TimerKind[]).find((k) => kinds[k] === kind);
-  return found ?? fail("bad_request", `kind ${kind} is not a timer kind (TIMER_KIND_RUNTIME, _DECLARED, _DELAY; unspecified lists all)`, [{ field: "kind", description: "unknown enum value" }]);
+  return (
+    found ??
+    fail("bad_request", `kind ${kind} is not a timer kind (TIMER_KIND_RUNTIME, _DECLARED, _DELAY; unspecified lists all)`, [
+      { field: "kind", description: "unknown enum value" },
+    ])
+  );
 }
 
 /** A stored timer as the API's Timer, with `previewMs` as its preview. */
@@ -185,10 +211,20 @@ function overdueToProto(overdue: Overdue): OverduePb["bound"] {
 
 /** A Delay request as the time service takes it; INVALID_ARGUMENT naming the field when it is not one. */
 function delayInput(req: DelayRequest): DelayInput {
-  if (!req.overdue) fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never", [{ field: "overdue", description: "required" }]);
+  if (!req.overdue)
+    fail("bad_request", "overdue is required: set unbounded, max_lateness_ms or on_time_or_never", [{ field: "overdue", description: "required" }]);
   let when: DelayInput["when"];
   if (req.when.case === "intervalMs") when = { kind: "interval", ms: checkMs(req.when.value, "interval_ms", 0, maxHorizonMs) };
   else if (req.when.case === "at") when = { kind: "at", atMs: msFromTimestamp(req.when.value, "at") };
   else fail("bad_request", "give interval_ms or at", [{ field: "when", description: "required" }]);
-  return { action: req.action, input: dataFromProto(req.input, "input"), when, overdue: overdueFromProto(req.overdue), cause: causeFromProto(req.cause), actor: actorFromProto(req.actor), freshChain: req.freshChain, delayId: req.delayId };
+  return {
+    action: req.action,
+    input: dataFromProto(req.input, "input"),
+    when,
+    overdue: overdueFromProto(req.overdue),
+    cause: causeFromProto(req.cause),
+    actor: actorFromProto(req.actor),
+    freshChain: req.freshChain,
+    delayId: req.delayId,
+  };
 }

@@ -108,7 +108,8 @@ export function callStatements(db: Db): CallStatements {
   /** Runs a held attempt's update: SQLite's at once (a row not at that attempt is an error), PostgreSQL's deferred. */
   const held = (statement: SqlStatement, callId: string, attempt: number, ...values: unknown[]) => {
     if (dialectOf(db) === "postgres") return defer(statement, ...values, callId, attempt);
-    if (statement.run(...values, callId, attempt).changes !== 1) throw new Error(`action call ${callId} is not at attempt ${attempt}, which this owner started`);
+    if (statement.run(...values, callId, attempt).changes !== 1)
+      throw new Error(`action call ${callId} is not at attempt ${attempt}, which this owner started`);
   };
   return {
     get(callId: string): CallRow | undefined {
@@ -116,7 +117,16 @@ export function callStatements(db: Db): CallStatements {
       return row && fromRow(row);
     },
     insert(call: NewCall, nowMs: number): void {
-      defer(insert, call.callId, call.action, call.inputHash, call.actor === null ? null : JSON.stringify(call.actor), call.recorded ? 1 : 0, call.attempt, nowMs);
+      defer(
+        insert,
+        call.callId,
+        call.action,
+        call.inputHash,
+        call.actor === null ? null : JSON.stringify(call.actor),
+        call.recorded ? 1 : 0,
+        call.attempt,
+        nowMs,
+      );
     },
     restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {
       defer(restart, attempt, recorded ? 1 : 0, nowMs, callId);

@@ -220,7 +220,11 @@ export class Committer {
     if (batch.length === 0) return;
     if (batch.length >= loadedBatchUnits) this.lastLoadedFlushAt = performance.now();
     this.busy = true;
-    this.begin(batch, performance.now(), batch.every((item) => item.pure));
+    this.begin(
+      batch,
+      performance.now(),
+      batch.every((item) => item.pure),
+    );
   }
 
   /** Runs `batch` from its start; `assumeAbsent`: the ids it looks up are taken to be new (EventStatements.prefetch). */
@@ -365,7 +369,8 @@ export class Committer {
         try {
           this.events.insert(record);
         } catch (error) {
-          if (isSeqTaken(error)) this.options.onFatal?.(new Error(`seq ${record.seq} is already in the log: another writer uses this database (${(error as Error).message})`));
+          if (isSeqTaken(error))
+            this.options.onFatal?.(new Error(`seq ${record.seq} is already in the log: another writer uses this database (${(error as Error).message})`));
           throw error;
         }
         this.headSeq = record.seq;

@@ -150,9 +150,7 @@ const prefetchChunk = 5_000;
 
 /** The events table's statements on `db`. */
 export function eventStatements(db: Db): EventStatements {
-  const insert = db.prepare(
-    "INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-  );
+  const insert = db.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)");
   // PostgreSQL: appends are held until the slice ends and inserted together (Db.deferInserts).
   const deferred = db.deferInserts?.("events", ["seq", "id", "type", "data", "cause", "actor", "at"], 1);
   const byId = db.prepare("SELECT * FROM events WHERE id = ?");
@@ -203,7 +201,10 @@ export function eventStatements(db: Db): EventStatements {
       let rows: Iterable<EventRow>;
       if (budgeted) rows = budgeted(afterSeq, limit, maxBytes, types);
       else {
-        const stmt = types.length > 0 ? db.prepare(`SELECT * FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`) : after(limit);
+        const stmt =
+          types.length > 0
+            ? db.prepare(`SELECT * FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`)
+            : after(limit);
         rows = (types.length > 0 ? stmt.iterate(...types, afterSeq, limit) : stmt.iterate(afterSeq)) as IterableIterator<EventRow>;
       }
       return budgetedRows(rows, limit, maxBytes);

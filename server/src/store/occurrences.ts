@@ -97,7 +97,8 @@ function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
 export const activeStatus = "(status = 'pending' OR status = 'retry_wait' OR status = 'buffered')";
 export const endedStatus = "(status = 'completed' OR status = 'failed' OR status = 'skipped')";
 
-const occurrenceColumns = "id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin";
+const occurrenceColumns =
+  "id, timer_id, due_ms, action, input, actor, overdue, retry_delays_ms, status, call_id, lateness_ms, error, claimed_at, updated_at, next_attempt_ms, origin";
 const occurrenceMarks = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
 
 /** Rows per statement of {@link OccurrenceStatements.insertMany} on PostgreSQL (16 parameters each). */
@@ -106,7 +107,24 @@ const insertManyRows = 256;
 /** An occurrence's values in the order of {@link occurrenceColumns}. */
 function occurrenceValues(o: NewOccurrence, nowMs: number): unknown[] {
   const actor = o.actor === null ? null : JSON.stringify(o.actor);
-  return [o.id, o.timerId, o.dueMs, o.action, JSON.stringify(o.input), actor, JSON.stringify(overdueToJson(o.overdue)), JSON.stringify(o.retryDelaysMs), o.status, o.id, o.latenessMs, o.error, nowMs, nowMs, o.nextAttemptMs ?? null, o.origin ?? "schedule"];
+  return [
+    o.id,
+    o.timerId,
+    o.dueMs,
+    o.action,
+    JSON.stringify(o.input),
+    actor,
+    JSON.stringify(overdueToJson(o.overdue)),
+    JSON.stringify(o.retryDelaysMs),
+    o.status,
+    o.id,
+    o.latenessMs,
+    o.error,
+    nowMs,
+    nowMs,
+    o.nextAttemptMs ?? null,
+    o.origin ?? "schedule",
+  ];
 }
 
 /**
@@ -173,7 +191,10 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
   );
   const pending = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'pending' ORDER BY due_ms");
   const earliestRetry = db.prepare("SELECT next_attempt_ms FROM timer_occurrences WHERE status = 'retry_wait' ORDER BY next_attempt_ms LIMIT 1");
-  const retriesDue = limitedStatement(db, "SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?");
+  const retriesDue = limitedStatement(
+    db,
+    "SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?",
+  );
   const resume = db.prepare("UPDATE timer_occurrences SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'retry_wait'");
   return {
     insert(o: NewOccurrence, nowMs: number): boolean {
@@ -215,5 +236,8 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
 }
 
 /** A new occurrence's row: claimed (`origin` schedule, the default), triggered or backfilled. */
-export type NewOccurrence = Pick<OccurrenceRecord, "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error"> &
+export type NewOccurrence = Pick<
+  OccurrenceRecord,
+  "id" | "timerId" | "dueMs" | "action" | "input" | "actor" | "overdue" | "retryDelaysMs" | "status" | "latenessMs" | "error"
+> &
   Partial<Pick<OccurrenceRecord, "nextAttemptMs" | "origin">>;

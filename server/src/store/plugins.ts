@@ -30,9 +30,7 @@ export function pluginStatements(db: Db): PluginStatements {
     `INSERT INTO plugins (name, revision, manifest, registered_at) VALUES (@name, @revision, @manifest, @registered_at)
      ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, manifest = excluded.manifest, registered_at = excluded.registered_at`,
   );
-  const history = db.prepare(
-    "INSERT INTO plugin_revisions (name, revision, manifest, registered_at) VALUES (@name, @revision, @manifest, @registered_at)",
-  );
+  const history = db.prepare("INSERT INTO plugin_revisions (name, revision, manifest, registered_at) VALUES (@name, @revision, @manifest, @registered_at)");
   return {
     all: () => all.all() as PluginRow[],
     get: (name: string) => one.get(name) as PluginRow | undefined,

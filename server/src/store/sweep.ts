@@ -84,7 +84,8 @@ export class RetentionSweep<K extends string> {
     private readonly tables: SweptTable<K>[],
   ) {
     const { retentionMs, chunkRows = defaultRetentionChunkRows } = options;
-    if (!Number.isSafeInteger(retentionMs) || retentionMs < 0 || retentionMs > maxRetentionMs) throw new Error(`${name} must be from 0 to ${maxRetentionMs} ms, got ${retentionMs}`);
+    if (!Number.isSafeInteger(retentionMs) || retentionMs < 0 || retentionMs > maxRetentionMs)
+      throw new Error(`${name} must be from 0 to ${maxRetentionMs} ms, got ${retentionMs}`);
     if (!Number.isSafeInteger(chunkRows) || chunkRows < 1) throw new Error(`${name} chunk must be at least 1 row, got ${chunkRows}`);
     this.chunkRows = chunkRows;
     for (const { table } of tables) this.totals[table] = 0;

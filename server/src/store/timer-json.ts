@@ -52,7 +52,9 @@ function dstToJson(dst: DstPolicy | undefined): Record<string, string> {
 
 function dstFromJson(json: Record<string, unknown>): { dst?: DstPolicy } {
   if (json.dst_gap === undefined && json.dst_repeated === undefined) return {};
-  return { dst: { gap: json.dst_gap === "skip" ? "skip" : "shift", repeated: json.dst_repeated === "last" ? "last" : json.dst_repeated === "both" ? "both" : "first" } };
+  return {
+    dst: { gap: json.dst_gap === "skip" ? "skip" : "shift", repeated: json.dst_repeated === "last" ? "last" : json.dst_repeated === "both" ? "both" : "first" },
+  };
 }
 
 /** A schedule policy's stored JSON form: only the fields that differ from the default (so `{}` is the default). */

@@ -10,7 +10,8 @@ import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyT
  * rows (arrays): better-sqlite3 builds a row object through V8's slow property path, ~9 µs for
  * a timer's 19 columns against ~4 µs as an array (a claim reads one per call).
  */
-const timerColumns = "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at";
+const timerColumns =
+  "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at";
 
 /** A timer's row as read with {@link timerColumns}; JSON columns as text, `paused` JSON {note, at_ms, held_due_ms} or null. */
 type TimerCells = [
@@ -36,7 +37,27 @@ type TimerCells = [
 ];
 
 function timerFromCells(cells: TimerCells): TimerRecord {
-  const [id, kind, action, input, spec, nextDueMs, actor, plugin, schedule, overdue, chainDepth, occurrences, region, disabled, retryDelaysMs, policy, paused, createdAt, updatedAt] = cells;
+  const [
+    id,
+    kind,
+    action,
+    input,
+    spec,
+    nextDueMs,
+    actor,
+    plugin,
+    schedule,
+    overdue,
+    chainDepth,
+    occurrences,
+    region,
+    disabled,
+    retryDelaysMs,
+    policy,
+    paused,
+    createdAt,
+    updatedAt,
+  ] = cells;
   return {
     id,
     kind,
@@ -140,8 +161,10 @@ const pendingCountSql = "SELECT count(*) AS n FROM timers WHERE next_due_ms IS N
 /** The timers table's statements on `db`. */
 export function timerStatements(db: Db): TimerStatements {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
-  const putColumns = "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at";
-  const putValues = "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now";
+  const putColumns =
+    "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at";
+  const putValues =
+    "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now";
   const putUpsert = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
@@ -263,7 +286,8 @@ export function timerRowReads(db: Db, statements: TimerStatements): TimerRowRead
       pendingCount: async () => statements.pendingCount(),
     };
   }
-  const cells = async (sql: string, params: unknown[]) => ((await readAsync(sql, params)) as Record<string, unknown>[]).map((row) => timerFromCells(Object.values(row) as TimerCells));
+  const cells = async (sql: string, params: unknown[]) =>
+    ((await readAsync(sql, params)) as Record<string, unknown>[]).map((row) => timerFromCells(Object.values(row) as TimerCells));
   return {
     async get(id) {
       return (await cells(`SELECT ${timerColumns} FROM timers WHERE id = ?`, [id]))[0];

@@ -16,7 +16,11 @@ export const onTimeToleranceMs = 1_000;
  * when one runs and none is held; otherwise "pending" (call it now). `reason` is "" unless
  * skipped.
  */
-export function claimDecision(timer: Pick<TimerRecord, "overdue"> & Partial<Pick<TimerRecord, "policy">>, latenessMs: number, active: { running: number; buffered: number }): { status: "pending" | "buffered" | "skipped"; reason: string } {
+export function claimDecision(
+  timer: Pick<TimerRecord, "overdue"> & Partial<Pick<TimerRecord, "policy">>,
+  latenessMs: number,
+  active: { running: number; buffered: number },
+): { status: "pending" | "buffered" | "skipped"; reason: string } {
   const late = tooLate(timer.overdue, latenessMs);
   if (late) return { status: "skipped", reason: late };
   const overlap = timer.policy?.overlap ?? "allow";
@@ -58,4 +62,3 @@ export function tooLate(overdue: Overdue, latenessMs: number): string {
       return latenessMs > onTimeToleranceMs ? `${latenessMs} ms late: on time or never (tolerance ${onTimeToleranceMs} ms)` : "";
   }
 }
-

@@ -340,8 +340,14 @@ export function parseCron(expression: string, zone: string, dstPolicy: Partial<D
     dom: flags(32, dom.values),
     domLast: dom.last,
     domUnrestricted: isUnrestricted(domText),
-    dow: flags(7, dow.values.map((d) => d % 7)),
-    dowLast: flags(7, dow.lastOf.map((d) => d % 7)),
+    dow: flags(
+      7,
+      dow.values.map((d) => d % 7),
+    ),
+    dowLast: flags(
+      7,
+      dow.lastOf.map((d) => d % 7),
+    ),
     dowNth: Array.from({ length: 7 }, (_, wd) => {
       const ks = new Array<boolean>(6).fill(false);
       for (const [n, k] of dow.nth) if (n % 7 === wd) ks[k] = true;
@@ -350,10 +356,7 @@ export function parseCron(expression: string, zone: string, dstPolicy: Partial<D
     dowUnrestricted: isUnrestricted(dowText),
   };
   if (!canEverMatch(days)) {
-    invalid(
-      "cron",
-      `cron expression "${expr}" never runs: no date has day-of-month "${domText}", month "${monthText}" and day-of-week "${dowText}"`,
-    );
+    invalid("cron", `cron expression "${expr}" never runs: no date has day-of-month "${domText}", month "${monthText}" and day-of-week "${dowText}"`);
   }
   const hourIsWildcard = hourText === "*" || /^\*\/\d+$/.test(hourText);
   return new CronSchedule(expr, tz, hourIsWildcard, policy, hours, minutes, days);
@@ -457,10 +460,7 @@ function isUnrestricted(text: string): boolean {
 function dayMatches(r: DayRule, c: CivilDate): boolean {
   if (!r.months[c.month]) return false;
   const dom = r.dom[c.day]! || (r.domLast && c.day === c.daysInMonth);
-  const dow =
-    r.dow[c.weekday]! ||
-    (r.dowLast[c.weekday]! && c.day + 7 > c.daysInMonth) ||
-    r.dowNth[c.weekday]![Math.ceil(c.day / 7)]!;
+  const dow = r.dow[c.weekday]! || (r.dowLast[c.weekday]! && c.day + 7 > c.daysInMonth) || r.dowNth[c.weekday]![Math.ceil(c.day / 7)]!;
   return r.domUnrestricted || r.dowUnrestricted ? dom && dow : dom || dow;
 }
 

@@ -107,7 +107,8 @@ export function scheduleViolations(compiled: CompiledManifest, others: Registere
   manifest.schedulePatches.forEach((patch, i) => {
     const at = `schedule_patches[${i}]`;
     const target = byName.get(patch.plugin);
-    if (patch.plugin === manifest.name) return violations.push({ field: `${at}.plugin`, description: "a plugin changes its own schedules in its schedules, not by a patch" });
+    if (patch.plugin === manifest.name)
+      return violations.push({ field: `${at}.plugin`, description: "a plugin changes its own schedules in its schedules, not by a patch" });
     if (!target) return violations.push({ field: `${at}.plugin`, description: `no registered plugin ${JSON.stringify(patch.plugin)}` });
     if (!Object.hasOwn(target.compiled.manifest.schedules, patch.schedule)) {
       return violations.push({ field: `${at}.schedule`, description: `plugin ${patch.plugin} declares no schedule ${JSON.stringify(patch.schedule)}` });
@@ -131,7 +132,10 @@ export function scheduleViolations(compiled: CompiledManifest, others: Registere
  * longer checks (e.g. a zone set on a schedule that became `every_ms`) or that names a
  * schedule no longer declared is left out and passed to `ignored`.
  */
-export function effectiveSchedules(plugins: RegisteredPlugin[], ignored: (plugin: string, patch: SchedulePatch, why: string) => void = () => {}): EffectiveSchedule[] {
+export function effectiveSchedules(
+  plugins: RegisteredPlugin[],
+  ignored: (plugin: string, patch: SchedulePatch, why: string) => void = () => {},
+): EffectiveSchedule[] {
   const byId = new Map<string, EffectiveSchedule>();
   for (const p of plugins) {
     for (const [name, decl] of Object.entries(p.compiled.manifest.schedules)) {
@@ -189,10 +193,19 @@ export function applyPatch(schedule: EffectiveSchedule, patch: SchedulePatch): E
  * kind `declared`, as the system. Returns the earliest next due moment it set (ms), for the
  * clock, or null. `log` hears about patches left out and schedules that cannot be computed.
  */
-export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: RegisteredPlugin[], region: number, log: (message: string, details: Record<string, unknown>) => void, control?: TimerControlStatements): number | null {
+export function reconcileDeclared(
+  tx: Tx,
+  timers: TimerStatements,
+  plugins: RegisteredPlugin[],
+  region: number,
+  log: (message: string, details: Record<string, unknown>) => void,
+  control?: TimerControlStatements,
+): number | null {
   const existing = new Map(timers.declared().map((t) => [t.id, t]));
   let earliest: number | null = null;
-  const schedules = effectiveSchedules(plugins, (plugin, patch, why) => log("a schedule patch is ignored", { plugin, target: declaredTimerId(patch.plugin, patch.schedule), why }));
+  const schedules = effectiveSchedules(plugins, (plugin, patch, why) =>
+    log("a schedule patch is ignored", { plugin, target: declaredTimerId(patch.plugin, patch.schedule), why }),
+  );
   for (const s of schedules) {
     const current = existing.get(s.id) ?? timers.get(s.id);
     existing.delete(s.id);
@@ -224,11 +237,16 @@ export function reconcileDeclared(tx: Tx, timers: TimerStatements, plugins: Regi
  * policy whose end has passed leaves it spent (no next due moment).
  */
 function toTimer(s: EffectiveSchedule, current: TimerRecord | undefined, region: number, nowMs: number): { timer: TimerRecord; heldDueMs: number | null } {
-  const spec = canonicalSpec(s.cron ? { kind: "cron", expression: s.cron, zone: s.zone, ...(s.dst ? { dst: s.dst } : {}) } : { kind: "every", everyMs: s.everyMs });
+  const spec = canonicalSpec(
+    s.cron ? { kind: "cron", expression: s.cron, zone: s.zone, ...(s.dst ? { dst: s.dst } : {}) } : { kind: "every", everyMs: s.everyMs },
+  );
   const overdue: Overdue = s.maxLatenessMs > 0 ? { kind: "max", maxLatenessMs: s.maxLatenessMs } : { kind: "unbounded" };
   const runs = !s.disabled && s.region === region;
   const declared = current?.kind === "declared" ? current : undefined;
-  const sameMoments = declared !== undefined && canonicalJson(specToJson(declared.spec)) === canonicalJson(specToJson(spec)) && canonicalJson(policyData(declared.policy)) === canonicalJson(policyData(s.policy));
+  const sameMoments =
+    declared !== undefined &&
+    canonicalJson(specToJson(declared.spec)) === canonicalJson(specToJson(spec)) &&
+    canonicalJson(policyData(declared.policy)) === canonicalJson(policyData(s.policy));
   const policy: SchedulePolicy = { ...s.policy, anchorMs: sameMoments ? declared.policy.anchorMs : anchorFor(spec, nowMs) };
   const paused = declared?.paused ?? null;
   const keep = runs && sameMoments && (paused ? paused.heldDueMs !== null : declared.nextDueMs !== null);
@@ -265,14 +283,24 @@ function firstDueOrSpent(spec: TimerSpec, nowMs: number, s: EffectiveSchedule, p
 
 /** What makes two declared timers the same schedule (next due aside; the policy's anchor aside). */
 function definition(t: TimerRecord): string {
-  return canonicalJson({ action: t.action, input: t.input, spec: specToJson(t.spec), overdue: overdueToJson(t.overdue), retry: t.retryDelaysMs, disabled: t.disabled, region: t.region, ...policyData(t.policy) });
+  return canonicalJson({
+    action: t.action,
+    input: t.input,
+    spec: specToJson(t.spec),
+    overdue: overdueToJson(t.overdue),
+    retry: t.retryDelaysMs,
+    disabled: t.disabled,
+    region: t.region,
+    ...policyData(t.policy),
+  });
 }
 
 /** A declaration as an effective schedule; its shape problems go to `violations` under `at`. */
 function fromDeclaration(plugin: string, name: string, decl: ScheduleDeclaration, violations: FieldViolation[], at: string): EffectiveSchedule | undefined {
   const everyMs = safeNumber(decl.everyMs);
   const maxLatenessMs = safeNumber(decl.maxLatenessMs);
-  if (maxLatenessMs === undefined || maxLatenessMs > maxHorizonMs) violations.push({ field: `${at}.max_lateness_ms`, description: `at most ${maxHorizonMs} ms (100 years)` });
+  if (maxLatenessMs === undefined || maxLatenessMs > maxHorizonMs)
+    violations.push({ field: `${at}.max_lateness_ms`, description: `at most ${maxHorizonMs} ms (100 years)` });
   if (decl.retryDelaysMs.length > maxRetries) violations.push({ field: `${at}.retry_delays_ms`, description: `at most ${maxRetries} retries` });
   if (everyMs === undefined) {
     violations.push({ field: `${at}.every_ms`, description: `from ${minEveryMs} to ${maxHorizonMs} ms` });
@@ -314,7 +342,11 @@ function canonicalZoneName(zone: string): string {
 /** Checks an effective schedule's action, input and spec, reporting under `at`. */
 function checkEffective(s: EffectiveSchedule, lookup: ActionLookup, violations: FieldViolation[], at: string): void {
   const entry = lookup(s.action);
-  if (!entry) violations.push({ field: `${at}.action`, description: `action ${JSON.stringify(s.action)} is not declared (name an action of this plugin, or plugin.action)` });
+  if (!entry)
+    violations.push({
+      field: `${at}.action`,
+      description: `action ${JSON.stringify(s.action)} is not declared (name an action of this plugin, or plugin.action)`,
+    });
   else for (const v of entry.validate(s.input)) violations.push({ field: `${at}.${v.field}`, description: v.description });
   checkSpec(s, violations, at);
 }
@@ -336,7 +368,8 @@ function checkSpec(s: EffectiveSchedule, violations: FieldViolation[], at: strin
   if (s.cron === "") {
     if (s.zone !== "") violations.push({ field: `${at}.zone`, description: "zone applies to cron only" });
     if (s.dst !== undefined) violations.push({ field: `${at}.dst`, description: "dst applies to cron only" });
-    if (s.everyMs < minEveryMs || s.everyMs > maxHorizonMs) violations.push({ field: `${at}.every_ms`, description: `from ${minEveryMs} to ${maxHorizonMs} ms (faster cadences are pulses)` });
+    if (s.everyMs < minEveryMs || s.everyMs > maxHorizonMs)
+      violations.push({ field: `${at}.every_ms`, description: `from ${minEveryMs} to ${maxHorizonMs} ms (faster cadences are pulses)` });
     return;
   }
   try {

@@ -128,7 +128,9 @@ export class TimerFiring {
     const { committer, timers, clock, lookaheadMs } = this.deps;
     const units = Math.max(1, Math.ceil(timers.dueCount(clock.now() + lookaheadMs, claimLimit) / claimChunk));
     // Inside a lookahead of 50 ms or more a claim has time to spare: it may wait for a larger commit (Committer.submit).
-    const claims = await Promise.all(Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0), { deferrable: lookaheadMs >= 50 })));
+    const claims = await Promise.all(
+      Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0), { deferrable: lookaheadMs >= 50 })),
+    );
     for (const { claimed, skipped } of claims) {
       for (const s of skipped) this.publish(s);
       for (const { occurrence, sendAtMs, mayBuffer } of claimed) void this.call(occurrence, sendAtMs, mayBuffer, occurrence.attempts === 0);
@@ -175,7 +177,9 @@ export class TimerFiring {
         if (!why) called.set(occurrence.timerId, (called.get(occurrence.timerId) ?? 0) + 1);
       }
       timers.advanceMany(
-        moves.map(({ timer, nextDueMs }) => ({ id: timer.id, nextDueMs, called: called.get(timer.id) ?? 0 })).filter((m, i) => m.nextDueMs !== moves[i].timer.nextDueMs || m.called > 0),
+        moves
+          .map(({ timer, nextDueMs }) => ({ id: timer.id, nextDueMs, called: called.get(timer.id) ?? 0 }))
+          .filter((m, i) => m.nextDueMs !== moves[i].timer.nextDueMs || m.called > 0),
         tx.now,
       );
       owedNow = [];
@@ -211,7 +215,8 @@ export class TimerFiring {
     }
     write();
     for (const retry of retries ? occurrences.dueRetries(horizon, claimChunk) : []) {
-      if (occurrences.resume(retry.id, tx.now)) claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
+      if (occurrences.resume(retry.id, tx.now))
+        claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
     }
     return { claimed, skipped };
   }
@@ -238,7 +243,15 @@ export class TimerFiring {
   }
 
   /** An occurrence a claim wrote: skipped (`timer.skipped`, when `why`), or to be called (pending; "buffered": made when the previous one ends, released in the unit that records that end, see call()). */
-  private claimed(tx: Tx, occurrence: OccurrenceRecord, latenessMs: number, why: string, mayBuffer: boolean, claimed: Claimed[], skipped: OccurrenceOutcome[]): void {
+  private claimed(
+    tx: Tx,
+    occurrence: OccurrenceRecord,
+    latenessMs: number,
+    why: string,
+    mayBuffer: boolean,
+    claimed: Claimed[],
+    skipped: OccurrenceOutcome[],
+  ): void {
     if (why) {
       tx.append(skippedEvent(occurrence, latenessMs, why));
       skipped.push({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
@@ -343,7 +356,11 @@ export class TimerFiring {
         if (!this.deps.occurrences.skip(occurrence.id, latenessMs, why, tx.now)) return false;
         tx.append(skippedEvent(occurrence, latenessMs, why));
         // Started by an owner that stopped before its result was recorded: its start gets an end that says what is known.
-        this.deps.actions.failLeftRunning(tx, occurrence.id, `no result recorded before the owner stopped (the executor may or may not have run it); not run again: ${why}`);
+        this.deps.actions.failLeftRunning(
+          tx,
+          occurrence.id,
+          `no result recorded before the owner stopped (the executor may or may not have run it); not run again: ${why}`,
+        );
         if (this.deps.control.releaseBuffered(occurrence.timerId, tx.now)) releasedAt = tx.now; // as an end in call()
         return true;
       });

@@ -20,7 +20,17 @@ export { Timers } from "./service.js";
 export { TimerReads } from "./timer-reads.js";
 export type { BackfillInput, BackfilledOccurrence, DelayInput, PauseInput, ScheduleInput } from "./timer-requests.js";
 export type { TimerPage } from "./timer-pages.js";
-export type { CatchUpPolicy, DstPolicy, OverlapPolicy, Overdue, PauseState, SchedulePolicy, TimerKind, TimerRecord, TimerSpec } from "../store/timer-records.js";
+export type {
+  CatchUpPolicy,
+  DstPolicy,
+  OverlapPolicy,
+  Overdue,
+  PauseState,
+  SchedulePolicy,
+  TimerKind,
+  TimerRecord,
+  TimerSpec,
+} from "../store/timer-records.js";
 export { isDefaultPolicy } from "./timers.js";
 export { checkMs, maxHorizonMs, minEveryMs } from "./spec-checks.js";
 export { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "./policy-proto.js";
@@ -88,9 +98,32 @@ export function openTime(options: TimeOptions): Time {
   // The one clock's target: the earliest timer or retry.
   const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
   const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs;
-  const firing = new TimerFiring({ committer, timers: timerRows, occurrences: occurrenceRows, control, actions: options.actions, clock, lateness, logger, lookaheadMs, changed: (due) => arm.changed(due) });
+  const firing = new TimerFiring({
+    committer,
+    timers: timerRows,
+    occurrences: occurrenceRows,
+    control,
+    actions: options.actions,
+    clock,
+    lateness,
+    logger,
+    lookaheadMs,
+    changed: (due) => arm.changed(due),
+  });
   const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), lookaheadMs, logger });
-  const timers = new Timers({ registry, committer, timers: timerRows, reads: timerReads, control, events: options.events, live: options.live, chains, clock, region, changed: (due) => arm.changed(due) });
+  const timers = new Timers({
+    registry,
+    committer,
+    timers: timerRows,
+    reads: timerReads,
+    control,
+    events: options.events,
+    live: options.live,
+    chains,
+    clock,
+    region,
+    changed: (due) => arm.changed(due),
+  });
   const log = (message: string, details: Record<string, unknown>) => logger.warn(details, message);
   registry.inRegistrationCommit((tx, plugins) => void reconcileDeclared(tx, timerRows, plugins, region, log, control));
   registry.onChange(() => arm.refresh()); // a declared timer may have moved later or gone

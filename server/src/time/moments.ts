@@ -125,4 +125,3 @@ function jitterOffset(timerId: string, nominalMs: number, maxMs: number): number
   const h = sha256Bytes(`timer-jitter\n${timerId}\n${nominalMs}`);
   return h.readUIntBE(0, 6) % (maxMs + 1);
 }
-

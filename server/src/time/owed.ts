@@ -65,7 +65,12 @@ export function owedOccurrences(timer: TimerMoments, nowMs: number): { dueMs: nu
       break;
     case "allWithinWindow": {
       owed = [];
-      for (let n: number | null = last; n !== null && n >= first && owed.length < maxCatchUpOccurrences && nowMs - dueOf(timer, n) <= policy.catchUpWindowMs; n = rawPrev(timer, n)) owed.push(n);
+      for (
+        let n: number | null = last;
+        n !== null && n >= first && owed.length < maxCatchUpOccurrences && nowMs - dueOf(timer, n) <= policy.catchUpWindowMs;
+        n = rawPrev(timer, n)
+      )
+        owed.push(n);
       owed.reverse();
       break;
     }
@@ -99,10 +104,17 @@ export function resumeDue(timer: TimerMoments & Pick<TimerRecord, "paused">, now
  * `end` when the range holds more than {@link maxBackfillOccurrences}.
  */
 export function backfillMoments(timer: TimerMoments & Pick<TimerRecord, "paused">, startMs: number, endMs: number): number[] {
-  const view = { ...timer, nextDueMs: timer.nextDueMs ?? timer.paused?.heldDueMs ?? null, policy: { ...(timer.policy ?? defaultSchedulePolicy), startMs: null, endMs: null } };
+  const view = {
+    ...timer,
+    nextDueMs: timer.nextDueMs ?? timer.paused?.heldDueMs ?? null,
+    policy: { ...(timer.policy ?? defaultSchedulePolicy), startMs: null, endMs: null },
+  };
   const out: number[] = [];
   for (let n = rawNext(view, startMs - 1); n !== null && n < endMs; n = rawNext(view, n)) {
-    if (out.length === maxBackfillOccurrences) fail("bad_request", `the range holds more than ${maxBackfillOccurrences} fire times; backfill it in parts`, [{ field: "end", description: `at most ${maxBackfillOccurrences} fire times` }]);
+    if (out.length === maxBackfillOccurrences)
+      fail("bad_request", `the range holds more than ${maxBackfillOccurrences} fire times; backfill it in parts`, [
+        { field: "end", description: `at most ${maxBackfillOccurrences} fire times` },
+      ]);
     out.push(dueOf(view, n));
   }
   return out;
@@ -133,4 +145,3 @@ export function preview(timer: TimerMoments & Partial<Pick<TimerRecord, "paused"
   }
   return out;
 }
-

@@ -20,10 +20,25 @@ import { defaultSchedulePolicy, type CatchUpPolicy, type DstPolicy, type Overlap
 // defaults. Errors are INVALID_ARGUMENT naming the field under the given prefix, e.g.
 // `policy.jitter_ms` or `schedules.nightly.policy.overlap`.
 
-const overlaps: Record<number, OverlapPolicy> = { [OverlapPb.UNSPECIFIED]: "allow", [OverlapPb.ALLOW]: "allow", [OverlapPb.SKIP]: "skip", [OverlapPb.BUFFER_ONE]: "bufferOne" };
-const catchUps: Record<number, CatchUpPolicy> = { [CatchUpPb.UNSPECIFIED]: "latest", [CatchUpPb.LATEST]: "latest", [CatchUpPb.ALL_WITHIN_WINDOW]: "allWithinWindow", [CatchUpPb.NONE]: "none" };
+const overlaps: Record<number, OverlapPolicy> = {
+  [OverlapPb.UNSPECIFIED]: "allow",
+  [OverlapPb.ALLOW]: "allow",
+  [OverlapPb.SKIP]: "skip",
+  [OverlapPb.BUFFER_ONE]: "bufferOne",
+};
+const catchUps: Record<number, CatchUpPolicy> = {
+  [CatchUpPb.UNSPECIFIED]: "latest",
+  [CatchUpPb.LATEST]: "latest",
+  [CatchUpPb.ALL_WITHIN_WINDOW]: "allWithinWindow",
+  [CatchUpPb.NONE]: "none",
+};
 const gaps: Record<number, DstPolicy["gap"]> = { [DstGap.UNSPECIFIED]: "shift", [DstGap.SHIFT]: "shift", [DstGap.SKIP]: "skip" };
-const repeats: Record<number, DstPolicy["repeated"]> = { [DstRepeated.UNSPECIFIED]: "first", [DstRepeated.FIRST]: "first", [DstRepeated.LAST]: "last", [DstRepeated.BOTH]: "both" };
+const repeats: Record<number, DstPolicy["repeated"]> = {
+  [DstRepeated.UNSPECIFIED]: "first",
+  [DstRepeated.FIRST]: "first",
+  [DstRepeated.LAST]: "last",
+  [DstRepeated.BOTH]: "both",
+};
 
 /**
  * A SchedulePolicy message as the domain policy; absent: the default. Ms fields are 0 to
@@ -32,9 +47,14 @@ const repeats: Record<number, DstPolicy["repeated"]> = { [DstRepeated.UNSPECIFIE
  */
 export function schedulePolicyFromProto(pb: SchedulePolicyPb | undefined, field = "policy"): SchedulePolicy {
   if (!pb) return { ...defaultSchedulePolicy };
-  const overlap = overlaps[pb.overlap] ?? fail("bad_request", `${field}.overlap ${pb.overlap} is not an OverlapPolicy`, [{ field: `${field}.overlap`, description: "unknown value" }]);
-  const catchUp = catchUps[pb.catchUp] ?? fail("bad_request", `${field}.catch_up ${pb.catchUp} is not a CatchUpPolicy`, [{ field: `${field}.catch_up`, description: "unknown value" }]);
-  if (pb.maxCount > BigInt(Number.MAX_SAFE_INTEGER)) fail("bad_request", `${field}.max_count is too large`, [{ field: `${field}.max_count`, description: "at most 2^53-1" }]);
+  const overlap =
+    overlaps[pb.overlap] ??
+    fail("bad_request", `${field}.overlap ${pb.overlap} is not an OverlapPolicy`, [{ field: `${field}.overlap`, description: "unknown value" }]);
+  const catchUp =
+    catchUps[pb.catchUp] ??
+    fail("bad_request", `${field}.catch_up ${pb.catchUp} is not a CatchUpPolicy`, [{ field: `${field}.catch_up`, description: "unknown value" }]);
+  if (pb.maxCount > BigInt(Number.MAX_SAFE_INTEGER))
+    fail("bad_request", `${field}.max_count is too large`, [{ field: `${field}.max_count`, description: "at most 2^53-1" }]);
   return {
     jitterMs: checkMs(pb.jitterMs, `${field}.jitter_ms`, 0, maxHorizonMs),
     startMs: pb.start ? msFromTimestamp(pb.start, `${field}.start`) : null,
@@ -66,7 +86,9 @@ export function schedulePolicyToProto(policy: SchedulePolicy): SchedulePolicyPb 
 export function dstFromProto(pb: DstPolicyPb | undefined, field: string): DstPolicy | undefined {
   if (!pb) return undefined;
   const gap = gaps[pb.gap] ?? fail("bad_request", `${field}.gap ${pb.gap} is not a DstGap`, [{ field: `${field}.gap`, description: "unknown value" }]);
-  const repeated = repeats[pb.repeated] ?? fail("bad_request", `${field}.repeated ${pb.repeated} is not a DstRepeated`, [{ field: `${field}.repeated`, description: "unknown value" }]);
+  const repeated =
+    repeats[pb.repeated] ??
+    fail("bad_request", `${field}.repeated ${pb.repeated} is not a DstRepeated`, [{ field: `${field}.repeated`, description: "unknown value" }]);
   return { gap, repeated };
 }
 

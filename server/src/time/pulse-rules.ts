@@ -67,7 +67,11 @@ export function checkPulses(manifest: PluginManifest, actions: ActionEntry[]): F
     else if (!entry) violations.push({ field: `${at}.action`, description: `${JSON.stringify(decl.action)} is not an action of plugin ${manifest.name}` });
     else {
       const rejected = entry.validate({});
-      if (rejected.length > 0) violations.push({ field: `${at}.action`, description: `the input schema of ${entry.name} rejects {} (a pulse calls with an empty input): ${rejected[0].description}` });
+      if (rejected.length > 0)
+        violations.push({
+          field: `${at}.action`,
+          description: `the input schema of ${entry.name} rejects {} (a pulse calls with an empty input): ${rejected[0].description}`,
+        });
     }
     if (decl.cycleSeconds < 1) violations.push({ field: `${at}.cycle_seconds`, description: "cycle_seconds must be at least 1" });
     else {

@@ -139,9 +139,14 @@ export class Pulses {
   checkHosting(pulses: string[], actions: string[]): void {
     for (const name of pulses) {
       const spec = this.specs.get(name);
-      if (!spec) fail("bad_request", `unknown pulse ${JSON.stringify(name)}: no plugin declares it (use plugin.pulse)`, [{ field: "hello.pulses", description: `unknown pulse ${name}` }]);
+      if (!spec)
+        fail("bad_request", `unknown pulse ${JSON.stringify(name)}: no plugin declares it (use plugin.pulse)`, [
+          { field: "hello.pulses", description: `unknown pulse ${name}` },
+        ]);
       if (!actions.includes(spec.action)) {
-        fail("bad_request", `pulse ${name} calls ${spec.action}, which this executor does not host: list it in hello.actions`, [{ field: "hello.pulses", description: `${name} needs action ${spec.action}` }]);
+        fail("bad_request", `pulse ${name} calls ${spec.action}, which this executor does not host: list it in hello.actions`, [
+          { field: "hello.pulses", description: `${name} needs action ${spec.action}` },
+        ]);
       }
     }
   }
@@ -184,10 +189,12 @@ export class Pulses {
   private fire(spec: PulseSpec, startMs: number): void {
     const interval = intervalIndex(spec, startMs);
     const hosts = [...this.deps.sessions()].filter((s) => !s.closed && s.hosting.pulses.includes(spec.name));
-    const outcome = (instance: string, status: "skipped" | "missed", error: string) => this.publish({ pulse: spec.name, interval, dueMs: startMs, instance, status, callId: "", error });
+    const outcome = (instance: string, status: "skipped" | "missed", error: string) =>
+      this.publish({ pulse: spec.name, interval, dueMs: startMs, instance, status, callId: "", error });
     if (spec.scope === "component") {
       if (this.running.has(spec.name)) return outcome("", "skipped", "the previous call is still running");
-      if (!hosts.some((s) => s.free > 0 && s.actions.has(spec.action))) return outcome("", "missed", hosts.length === 0 ? "no executor hosts it" : "every executor hosting it is busy");
+      if (!hosts.some((s) => s.free > 0 && s.actions.has(spec.action)))
+        return outcome("", "missed", hosts.length === 0 ? "no executor hosts it" : "every executor hosting it is busy");
       const eligible = (s: ExecutorSession) => s.hosting.pulses.includes(spec.name);
       return this.call(spec, startMs, interval, spec.name, "", eligible);
     }
@@ -213,7 +220,11 @@ export class Pulses {
       if (!this.stopped) this.publish({ pulse: spec.name, interval, dueMs: startMs, instance, status, callId, error });
     };
     actions
-      .call({ action: spec.action, input: {}, callId, cause: null, actor: undefined, pulse: { pulse: spec.name, interval, dueMs: startMs, eligible } }, systemPrincipal, ownerCaller())
+      .call(
+        { action: spec.action, input: {}, callId, cause: null, actor: undefined, pulse: { pulse: spec.name, interval, dueMs: startMs, eligible } },
+        systemPrincipal,
+        ownerCaller(),
+      )
       .then(
         () => ended("completed", ""),
         (e) => ended("failed", ChronologError.from(e).message),

@@ -100,7 +100,17 @@ export class Timers {
     const spec = canonicalSpec(req.spec);
     const policy = checkSchedulePolicy(req.policy ?? defaultSchedulePolicy, spec);
     const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
-    const eventId = req.cause ? changeEventId(req.cause, { op: "schedule", timer_id: req.timerId, action: req.action, input: req.input, spec: specToJson(spec), overdue: overdueToJson(req.overdue), ...policyJson }) : null;
+    const eventId = req.cause
+      ? changeEventId(req.cause, {
+          op: "schedule",
+          timer_id: req.timerId,
+          action: req.action,
+          input: req.input,
+          spec: specToJson(spec),
+          overdue: overdueToJson(req.overdue),
+          ...policyJson,
+        })
+      : null;
     const now = this.deps.clock.now();
     const checkedAt = spec.kind === "at" && this.armedBefore(eventId) ? Math.min(now, spec.atMs) : now; // a repeat's `at` may have passed since
     firstDue(spec, checkedAt, "spec", policy); // the spec and its bounds (the jitter comes with the id)
@@ -110,7 +120,11 @@ export class Timers {
     const entry = this.access.action(req.action);
     const who = this.access.who(entry, req, principal, "schedule");
     checkInput(entry, req.input);
-    const id = req.timerId || (req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(spec), ...policyJson }) : newId());
+    const id =
+      req.timerId ||
+      (req.cause
+        ? derivedId(req.cause.eventId, req.cause.position, { op: "schedule", action: entry.name, input: req.input, spec: specToJson(spec), ...policyJson })
+        : newId());
     const stored: SchedulePolicy = { ...policy, anchorMs: anchorFor(spec, now) };
     const nextDueMs = firstDue(spec, checkedAt, "spec", stored, id);
     const result = await this.deps.committer.submit((tx) => {
@@ -118,10 +132,30 @@ export class Timers {
       if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again
       const existing = this.deps.timers.get(id);
       // A timer out of the principal's reach (another space's) is neither replaced nor described.
-      if (existing && !req.cause && !canRead(principal, existing)) fail("already_exists", `timer_id ${JSON.stringify(id)} is already in use; choose another timer_id`, [{ field: "timer_id", description: "already in use" }], { timer_id: id });
+      if (existing && !req.cause && !canRead(principal, existing))
+        fail(
+          "already_exists",
+          `timer_id ${JSON.stringify(id)} is already in use; choose another timer_id`,
+          [{ field: "timer_id", description: "already in use" }],
+          { timer_id: id },
+        );
       // 6. state
-      if (existing && existing.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`);
-      const fresh: TimerRecord = { ...blankTimer(id, "runtime", tx.now, this.deps.region), action: entry.name, input: req.input, spec, nextDueMs, actor: who.actor, overdue: req.overdue, policy: stored, occurrences: existing?.occurrences ?? 0 };
+      if (existing && existing.kind !== "runtime")
+        fail(
+          "failed_precondition",
+          `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`,
+        );
+      const fresh: TimerRecord = {
+        ...blankTimer(id, "runtime", tx.now, this.deps.region),
+        action: entry.name,
+        input: req.input,
+        spec,
+        nextDueMs,
+        actor: who.actor,
+        overdue: req.overdue,
+        policy: stored,
+        occurrences: existing?.occurrences ?? 0,
+      };
       // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
       if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
       this.put(tx, fresh, who, existing, eventId ?? newId());
@@ -165,7 +199,8 @@ export class Timers {
    */
   async delayBatch(reqs: DelayInput[], principal: Principal): Promise<{ delayId: string; dueMs: number }[]> {
     if (reqs.length === 0) fail("bad_request", "no delays to arm", [{ field: "delays", description: "empty" }]);
-    if (reqs.length > maxDelayBatch) fail("too_large", `a batch holds at most ${maxDelayBatch} delays, got ${reqs.length}`, [{ field: "delays", description: "too many" }]);
+    if (reqs.length > maxDelayBatch)
+      fail("too_large", `a batch holds at most ${maxDelayBatch} delays, got ${reqs.length}`, [{ field: "delays", description: "too many" }]);
     const units = await Promise.all(reqs.map((req, i) => this.prepareDelay(req, principal).catch((e: unknown) => Promise.reject(forItem(`delays[${i}]`, e)))));
     const results = await this.deps.committer.submit((tx) => units.map((unit, i) => asItem(`delays[${i}]`, () => unit(tx))));
     const fresh = results.filter((r) => r.fresh).map((r) => r.dueMs);
@@ -179,11 +214,25 @@ export class Timers {
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
     const clientId = req.delayId ?? "";
     if (clientId !== "") {
-      if (req.cause) fail("bad_request", "delay_id must be empty under a cause: the delay id is derived from the cause", [{ field: "delay_id", description: "empty under a cause" }]);
+      if (req.cause)
+        fail("bad_request", "delay_id must be empty under a cause: the delay id is derived from the cause", [
+          { field: "delay_id", description: "empty under a cause" },
+        ]);
       checkClientTimerId(clientId, "delay_id");
     }
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
-    const eventId = req.cause ? changeEventId(req.cause, { op: "delay", action: req.action, input: req.input, when, overdue: overdueToJson(req.overdue), fresh_chain: req.freshChain ?? false }) : clientId ? clientDelayEventId(clientId) : null;
+    const eventId = req.cause
+      ? changeEventId(req.cause, {
+          op: "delay",
+          action: req.action,
+          input: req.input,
+          when,
+          overdue: overdueToJson(req.overdue),
+          fresh_chain: req.freshChain ?? false,
+        })
+      : clientId
+        ? clientDelayEventId(clientId)
+        : null;
     // Looked up once, only where it is read: an `at` checked against the clock, a retry's chain.
     const armed = (req.when.kind === "at" || (req.cause !== null && !req.freshChain)) && this.armedBefore(eventId);
     const now = this.deps.clock.now();
@@ -200,28 +249,57 @@ export class Timers {
     const entry = this.access.action(req.action);
     const who = this.access.who(entry, req, principal, "delay");
     checkInput(entry, req.input);
-    const id = req.cause ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) : clientId || newId();
+    const id = req.cause
+      ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) })
+      : clientId || newId();
     const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
     const again = Boolean(req.cause) && !req.freshChain && armed; // depthOf asks nothing otherwise
-    const chainDepth = again ? 0 : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // FAILED_PRECONDITION past the maximum
+    const chainDepth = again
+      ? 0
+      : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // FAILED_PRECONDITION past the maximum
     return (tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
       // Another actor's delay id: taken, and nothing more said of that delay (its request, its moment); admins may act as any actor.
       const othersDelay = (actor: ActorRecord | null) => principal.role !== "admin" && !sameActor(actor, who.actor);
       if (prior && clientId && othersDelay(prior.actor)) delayIdInUse(clientId);
-      if (prior && clientId && prior.data.delay_request !== digest.delay_request) fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names a delay armed by another request (action, input, interval_ms or at, overdue); choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
+      if (prior && clientId && prior.data.delay_request !== digest.delay_request)
+        fail(
+          "already_exists",
+          `delay_id ${JSON.stringify(clientId)} already names a delay armed by another request (action, input, interval_ms or at, overdue); choose another delay_id`,
+          [{ field: "delay_id", description: "already names another delay" }],
+          { delay_id: clientId },
+        );
       if (prior) return { delayId: prior.data.timer_id as string, dueMs: prior.data.next_due_ms as number, fresh: false }; // the same request run again: armed once
       const existing = clientId || req.cause ? this.deps.timers.get(id) : undefined; // an id made here names no timer yet
       if (existing && clientId) {
         if (othersDelay(existing.actor)) delayIdInUse(clientId);
         // 6. state: the id is another timer's (a schedule's, or a delay without this request's event)
-        if (existing.kind !== "delay") fail("failed_precondition", `delay_id ${JSON.stringify(clientId)} names a ${existing.kind === "runtime" ? "runtime timer (Schedule)" : "declared schedule"}; choose another delay_id`, [{ field: "delay_id", description: "names a schedule" }]);
-        fail("already_exists", `delay_id ${JSON.stringify(clientId)} already names another delay; choose another delay_id`, [{ field: "delay_id", description: "already names another delay" }], { delay_id: clientId });
+        if (existing.kind !== "delay")
+          fail(
+            "failed_precondition",
+            `delay_id ${JSON.stringify(clientId)} names a ${existing.kind === "runtime" ? "runtime timer (Schedule)" : "declared schedule"}; choose another delay_id`,
+            [{ field: "delay_id", description: "names a schedule" }],
+          );
+        fail(
+          "already_exists",
+          `delay_id ${JSON.stringify(clientId)} already names another delay; choose another delay_id`,
+          [{ field: "delay_id", description: "already names another delay" }],
+          { delay_id: clientId },
+        );
       }
       // Armed by a run whose event has another id (before ids of timer events were derived): the delay id names this request.
       if (existing) return { delayId: existing.id, dueMs: existing.spec.kind === "at" ? existing.spec.atMs : dueMs, fresh: false };
-      const fresh: TimerRecord = { ...blankTimer(id, "delay", tx.now, this.deps.region), action: entry.name, input: req.input, spec: { kind: "at", atMs: dueMs }, nextDueMs: dueMs, actor: who.actor, overdue: req.overdue, chainDepth };
+      const fresh: TimerRecord = {
+        ...blankTimer(id, "delay", tx.now, this.deps.region),
+        action: entry.name,
+        input: req.input,
+        spec: { kind: "at", atMs: dueMs },
+        nextDueMs: dueMs,
+        actor: who.actor,
+        overdue: req.overdue,
+        chainDepth,
+      };
       this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
       return { delayId: id, dueMs, fresh: true };
     };
@@ -271,7 +349,14 @@ export class Timers {
   }
 
   /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`. */
-  private put(tx: Tx, timer: TimerRecord, who: { actor: ActorRecord | null; cause: string }, existing: TimerRecord | undefined, eventId: string, extra: Record<string, unknown> = {}): void {
+  private put(
+    tx: Tx,
+    timer: TimerRecord,
+    who: { actor: ActorRecord | null; cause: string },
+    existing: TimerRecord | undefined,
+    eventId: string,
+    extra: Record<string, unknown> = {},
+  ): void {
     this.deps.timers.put(timer, tx.now);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
@@ -285,9 +370,21 @@ export class Timers {
    * recorded it (its id, next due moment and actor; set at the event's time), though it was
    * since removed or replaced.
    */
-  private scheduledFromLog(prior: EventRecord, req: { action: string; input: Record<string, unknown>; spec: TimerSpec; overdue: Overdue; policy: SchedulePolicy }): TimerRecord {
+  private scheduledFromLog(
+    prior: EventRecord,
+    req: { action: string; input: Record<string, unknown>; spec: TimerSpec; overdue: Overdue; policy: SchedulePolicy },
+  ): TimerRecord {
     const id = prior.data.timer_id as string;
-    const asSet: TimerRecord = { ...blankTimer(id, "runtime", prior.at, this.deps.region), action: req.action, input: req.input, spec: req.spec, nextDueMs: (prior.data.next_due_ms as number | null) ?? null, actor: prior.actor, overdue: req.overdue, policy: req.policy };
+    const asSet: TimerRecord = {
+      ...blankTimer(id, "runtime", prior.at, this.deps.region),
+      action: req.action,
+      input: req.input,
+      spec: req.spec,
+      nextDueMs: (prior.data.next_due_ms as number | null) ?? null,
+      actor: prior.actor,
+      overdue: req.overdue,
+      policy: req.policy,
+    };
     const stored = this.deps.timers.get(id);
     return stored && stored.kind === "runtime" && sameDefinition(stored, asSet) ? stored : asSet;
   }
@@ -303,9 +400,14 @@ export class Timers {
     await this.deps.committer.submit((tx) => {
       if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again: removed once, by its first run
       const timer = this.access.managed(id, cause, principal, "cancel", what);
-      if (kind === "runtime" && timer.kind !== "runtime") fail("failed_precondition", `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`);
+      if (kind === "runtime" && timer.kind !== "runtime")
+        fail(
+          "failed_precondition",
+          `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`,
+        );
       // A one-shot whose occurrence was made (or claimed, inside the lookahead) has nothing left to stop.
-      if (timer.nextDueMs === null && !timer.paused && (kind === "delay" || timer.spec.kind === "at")) fail("not_found", `${what} ${JSON.stringify(id)} was already made (or skipped)`, [{ field, description: "already made" }]);
+      if (timer.nextDueMs === null && !timer.paused && (kind === "delay" || timer.spec.kind === "at"))
+        fail("not_found", `${what} ${JSON.stringify(id)} was already made (or skipped)`, [{ field, description: "already made" }]);
       this.deps.timers.remove(id);
       tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
     });
@@ -314,5 +416,10 @@ export class Timers {
 
 /** A client's delay id that names another actor's delay or timer: refused as taken, saying nothing of it. */
 function delayIdInUse(delayId: string): never {
-  fail("already_exists", `delay_id ${JSON.stringify(delayId)} is already in use; choose another delay_id`, [{ field: "delay_id", description: "already in use" }], { delay_id: delayId });
+  fail(
+    "already_exists",
+    `delay_id ${JSON.stringify(delayId)} is already in use; choose another delay_id`,
+    [{ field: "delay_id", description: "already in use" }],
+    { delay_id: delayId },
+  );
 }

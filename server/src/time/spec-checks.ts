@@ -47,7 +47,14 @@ export function checkMs(ms: number | bigint, field: string, min: number, max: nu
  * `spec.cron.dst`), as does a policy that leaves no moment (`policy.end`). `field` prefixes
  * the spec's fields ("spec"); `policyField` the policy's ("policy").
  */
-export function firstDue(spec: TimerSpec, nowMs: number, field = "spec", policy: SchedulePolicy = defaultSchedulePolicy, timerId = "", policyField = "policy"): number {
+export function firstDue(
+  spec: TimerSpec,
+  nowMs: number,
+  field = "spec",
+  policy: SchedulePolicy = defaultSchedulePolicy,
+  timerId = "",
+  policyField = "policy",
+): number {
   switch (spec.kind) {
     case "at":
       checkAt(spec.atMs, nowMs, `${field}.at`);
@@ -61,7 +68,10 @@ export function firstDue(spec: TimerSpec, nowMs: number, field = "spec", policy:
   }
   const view = { id: timerId, spec, policy: { ...policy, anchorMs: policy.anchorMs ?? anchorFor(spec, nowMs) }, nextDueMs: null };
   const n = boundedNext(view, nowMs);
-  if (n === null) fail("bad_request", `${policyField}.end leaves no fire time: the first one after ${new Date(nowMs).toISOString()} is at or after its end`, [{ field: `${policyField}.end`, description: "no fire time before it" }]);
+  if (n === null)
+    fail("bad_request", `${policyField}.end leaves no fire time: the first one after ${new Date(nowMs).toISOString()} is at or after its end`, [
+      { field: `${policyField}.end`, description: "no fire time before it" },
+    ]);
   const due = dueOf(view, n);
   if (due > nowMs + maxHorizonMs) {
     // Beyond any sane plan, and past 9999-12-31 a moment has no protobuf Timestamp (JSON clients could not list timers).
@@ -90,19 +100,34 @@ export function checkSchedulePolicy(policy: SchedulePolicy, spec: TimerSpec, fie
   // An every_ms out of range is the spec's error (reported by its own check), not the jitter's.
   if (spec.kind === "every" && Number.isSafeInteger(spec.everyMs) && spec.everyMs >= minEveryMs && policy.jitterMs >= spec.everyMs) {
     const max = spec.everyMs - 1;
-    fail("bad_request", `${field}.jitter_ms must be from 0 to ${max} ms (less than every_ms, ${spec.everyMs} ms), got ${policy.jitterMs}`, [{ field: `${field}.jitter_ms`, description: `from 0 to ${max} ms (less than every_ms)` }]);
+    fail("bad_request", `${field}.jitter_ms must be from 0 to ${max} ms (less than every_ms, ${spec.everyMs} ms), got ${policy.jitterMs}`, [
+      { field: `${field}.jitter_ms`, description: `from 0 to ${max} ms (less than every_ms)` },
+    ]);
   }
-  for (const [bound, ms] of [["start", policy.startMs], ["end", policy.endMs]] as const) {
+  for (const [bound, ms] of [
+    ["start", policy.startMs],
+    ["end", policy.endMs],
+  ] as const) {
     // A protobuf Timestamp (and so every client, JSON ones first) only holds years 1 to 9999.
-    if (ms !== null && !(ms >= minTimestampMs && ms <= maxTimestampMs)) fail("bad_request", `${field}.${bound} must be between 0001-01-01 and 9999-12-31`, [{ field: `${field}.${bound}`, description: "out of the Timestamp range" }]);
+    if (ms !== null && !(ms >= minTimestampMs && ms <= maxTimestampMs))
+      fail("bad_request", `${field}.${bound} must be between 0001-01-01 and 9999-12-31`, [
+        { field: `${field}.${bound}`, description: "out of the Timestamp range" },
+      ]);
   }
-  if (!Number.isSafeInteger(policy.maxCount) || policy.maxCount < 0) fail("bad_request", `${field}.max_count must be a whole number, got ${policy.maxCount}`, [{ field: `${field}.max_count`, description: "at most 2^53-1" }]);
+  if (!Number.isSafeInteger(policy.maxCount) || policy.maxCount < 0)
+    fail("bad_request", `${field}.max_count must be a whole number, got ${policy.maxCount}`, [{ field: `${field}.max_count`, description: "at most 2^53-1" }]);
   if (policy.startMs !== null && policy.endMs !== null && policy.endMs <= policy.startMs) {
-    fail("bad_request", `${field}.end ${new Date(policy.endMs).toISOString()} must be after ${field}.start ${new Date(policy.startMs).toISOString()}`, [{ field: `${field}.end`, description: "not after start" }]);
+    fail("bad_request", `${field}.end ${new Date(policy.endMs).toISOString()} must be after ${field}.start ${new Date(policy.startMs).toISOString()}`, [
+      { field: `${field}.end`, description: "not after start" },
+    ]);
   }
   if (policy.catchUp === "allWithinWindow") checkMs(policy.catchUpWindowMs, `${field}.catch_up_window_ms`, minCatchUpWindowMs, maxHorizonMs);
-  else if (policy.catchUpWindowMs !== 0) fail("bad_request", `${field}.catch_up_window_ms applies to catch-up "all within window" only`, [{ field: `${field}.catch_up_window_ms`, description: "only with CATCH_UP_POLICY_ALL_WITHIN_WINDOW" }]);
-  if (spec.kind === "at" && !isDefaultPolicy(policy)) fail("bad_request", `${field} applies to recurring timers (cron, every_ms), not to a one-shot at`, [{ field, description: "recurring timers only" }]);
+  else if (policy.catchUpWindowMs !== 0)
+    fail("bad_request", `${field}.catch_up_window_ms applies to catch-up "all within window" only`, [
+      { field: `${field}.catch_up_window_ms`, description: "only with CATCH_UP_POLICY_ALL_WITHIN_WINDOW" },
+    ]);
+  if (spec.kind === "at" && !isDefaultPolicy(policy))
+    fail("bad_request", `${field} applies to recurring timers (cron, every_ms), not to a one-shot at`, [{ field, description: "recurring timers only" }]);
   return policy;
 }
 

@@ -23,23 +23,34 @@ export const maxNoteLength = 1_000;
  */
 export function checkClientTimerId(id: string, field: string): void {
   checkId(id, field);
-  if (id.includes("/")) fail("bad_request", `${field} ${JSON.stringify(id)} may not contain "/": ids of the form plugin/schedule belong to declared schedules`, [{ field, description: "no / (reserved for declared schedules)" }]);
+  if (id.includes("/"))
+    fail("bad_request", `${field} ${JSON.stringify(id)} may not contain "/": ids of the form plugin/schedule belong to declared schedules`, [
+      { field, description: "no / (reserved for declared schedules)" },
+    ]);
 }
 
 /** INVALID_ARGUMENT (shape): asserted actor fields under a cause (the actor is the cause's). */
 export function checkNoActorUnderCause(req: { cause: CauseRef | null; actor: Partial<ActorRecord> | undefined }): void {
-  if (req.cause && req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's", [{ field: "actor", description: "empty under a cause" }]);
+  if (req.cause && req.actor && Object.values(req.actor).some((v) => v))
+    fail("bad_request", "actor must be empty under a cause: the actor is the cause's", [{ field: "actor", description: "empty under a cause" }]);
 }
 
 /** PERMISSION_DENIED (who acts): only executors and admins act under a cause. */
 export function checkCauseRole(cause: CauseRef | null, principal: Principal, verb: string): void {
-  if (cause && principal.role === "client") fail("permission_denied", `principal ${principal.name} (role client) may not ${verb} under a cause; only executors act under a cause`);
+  if (cause && principal.role === "client")
+    fail("permission_denied", `principal ${principal.name} (role client) may not ${verb} under a cause; only executors act under a cause`);
 }
 
 /** INVALID_ARGUMENT (`input` or `input/...`) when `input` does not match the action's schema. */
 export function checkInput(entry: ActionEntry, input: Record<string, unknown>): void {
   const violations = entry.validate(input);
-  if (violations.length > 0) fail("schema_violation", `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`, violations, { action: entry.name });
+  if (violations.length > 0)
+    fail(
+      "schema_violation",
+      `input of ${entry.name} does not match its schema: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`,
+      violations,
+      { action: entry.name },
+    );
 }
 
 /**
@@ -55,13 +66,16 @@ export function checkTimerIdArgument(id: string, field: string): void {
 /** INVALID_ARGUMENT (shape) for PauseTimer, ResumeTimer, TriggerTimer and BackfillTimer: the timer id is required, the note at most 1,000 characters. */
 export function checkControlShape(timerId: string, note: string): void {
   checkTimerIdArgument(timerId, "timer_id");
-  if (note.length > maxNoteLength) fail("bad_request", `note is longer than ${maxNoteLength} characters`, [{ field: "note", description: `at most ${maxNoteLength} characters` }]);
+  if (note.length > maxNoteLength)
+    fail("bad_request", `note is longer than ${maxNoteLength} characters`, [{ field: "note", description: `at most ${maxNoteLength} characters` }]);
 }
 
 /** FAILED_PRECONDITION unless `timer` is recurring (cron or every_ms): delays and one-shots cannot be paused or backfilled. */
 export function checkRecurring(timer: TimerRecord, what: string): void {
-  if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a delay: a delay cannot be ${what}; cancel it (CancelDelay) instead`);
-  if (timer.spec.kind === "at") fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a one-shot (at): only recurring timers (cron, every_ms) can be ${what}`);
+  if (timer.kind === "delay")
+    fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a delay: a delay cannot be ${what}; cancel it (CancelDelay) instead`);
+  if (timer.spec.kind === "at")
+    fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a one-shot (at): only recurring timers (cron, every_ms) can be ${what}`);
 }
 
 /** What {@link TimerAccess} reads. */
@@ -82,11 +96,24 @@ export class TimerAccess {
 
   /** The declared action `action` (NOT_FOUND). */
   action(action: string): ActionEntry {
-    return this.deps.registry.action(action) ?? fail("not_found", `action ${JSON.stringify(action)} is not declared by any plugin (use plugin.action)`, [{ field: "action", description: "undeclared action" }], { action });
+    return (
+      this.deps.registry.action(action) ??
+      fail(
+        "not_found",
+        `action ${JSON.stringify(action)} is not declared by any plugin (use plugin.action)`,
+        [{ field: "action", description: "undeclared action" }],
+        { action },
+      )
+    );
   }
 
   /** Who sets a timer and runs its calls: from outside, as CallAction (the action's allow, PERMISSION_DENIED); under a cause, the cause's actor. */
-  who(entry: ActionEntry, req: { cause: CauseRef | null; actor: Partial<ActorRecord> | undefined }, principal: Principal, verb: string): { actor: ActorRecord | null; cause: string } {
+  who(
+    entry: ActionEntry,
+    req: { cause: CauseRef | null; actor: Partial<ActorRecord> | undefined },
+    principal: Principal,
+    verb: string,
+  ): { actor: ActorRecord | null; cause: string } {
     if (req.cause) return { actor: causeActor(req.cause.eventId, this.deps.events, this.deps.live), cause: req.cause.eventId };
     if (!allows(entry.allow, principal)) {
       const allowed = entry.allow.length === 0 ? "only code under a cause may call it" : `allow: ${entry.allow.join(", ")}`;
@@ -109,7 +136,12 @@ export class TimerAccess {
     const timer = this.deps.timers.get(id);
     const field = what === "delay" ? "delay_id" : "timer_id";
     if (!timer || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
-    if (what === "delay" && timer.kind !== "delay") fail("failed_precondition", `${JSON.stringify(id)} is a ${timer.kind === "runtime" ? "runtime timer: use Unschedule" : "declared schedule: patch its plugin"}, not a delay`, [{ field, description: "names a schedule" }]);
+    if (what === "delay" && timer.kind !== "delay")
+      fail(
+        "failed_precondition",
+        `${JSON.stringify(id)} is a ${timer.kind === "runtime" ? "runtime timer: use Unschedule" : "declared schedule: patch its plugin"}, not a delay`,
+        [{ field, description: "names a schedule" }],
+      );
     if (!this.mayManage(timer, cause, principal)) {
       const why = timer.kind === "declared" ? "declared schedules are managed by admins" : `it may not call ${timer.action}`;
       fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not ${verb} ${what} ${JSON.stringify(id)} (${why})`);

@@ -61,7 +61,17 @@ export class TimerControl {
       const timer = this.access.managed(req.timerId, req.cause, principal, "pause");
       checkRecurring(timer, "paused");
       if (timer.paused) {
-        if (eventId) tx.append(controlEvent("timer.paused", timer, { note: req.note, held_due_ms: timer.paused.heldDueMs, unchanged: true, paused_at_ms: timer.paused.atMs, pause_note: timer.paused.note }, req.cause, actor, eventId));
+        if (eventId)
+          tx.append(
+            controlEvent(
+              "timer.paused",
+              timer,
+              { note: req.note, held_due_ms: timer.paused.heldDueMs, unchanged: true, paused_at_ms: timer.paused.atMs, pause_note: timer.paused.note },
+              req.cause,
+              actor,
+              eventId,
+            ),
+          );
         return { timer, unchanged: true };
       }
       this.deps.control.setPaused(timer.id, { note: req.note, atMs: tx.now, heldDueMs: timer.nextDueMs }, null, tx.now);
@@ -91,13 +101,25 @@ export class TimerControl {
       const timer = this.access.managed(req.timerId, req.cause, principal, "resume");
       checkRecurring(timer, "paused");
       if (!timer.paused) {
-        if (eventId) tx.append(controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: null, next_due_ms: timer.nextDueMs, unchanged: true }, req.cause, actor, eventId));
+        if (eventId)
+          tx.append(
+            controlEvent(
+              "timer.resumed",
+              timer,
+              { note: req.note, paused_at_ms: null, next_due_ms: timer.nextDueMs, unchanged: true },
+              req.cause,
+              actor,
+              eventId,
+            ),
+          );
         return { timer, unchanged: true, fresh: true };
       }
       const runs = timer.kind !== "declared" || (!timer.disabled && timer.region === this.deps.region);
       const nextDueMs = runs ? resumeDue(timer, tx.now) : null;
       this.deps.control.setPaused(timer.id, null, nextDueMs, tx.now);
-      tx.append(controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: timer.paused.atMs, next_due_ms: nextDueMs }, req.cause, actor, eventId ?? newId()));
+      tx.append(
+        controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: timer.paused.atMs, next_due_ms: nextDueMs }, req.cause, actor, eventId ?? newId()),
+      );
       return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false, fresh: true };
     });
     if (result.fresh) this.deps.changed(result.timer.nextDueMs);
@@ -124,9 +146,25 @@ export class TimerControl {
       const prior = recorded(tx, eventId, "timer.triggered");
       if (prior) return { occurrenceId: prior.data.occurrence_id as string, dueMs: prior.data.due_ms as number, fresh: false }; // the same request run again
       const timer = this.access.managed(timerId, cause, principal, "trigger");
-      if (timer.kind === "delay") fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
-      if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
-      this.deps.control.queue({ id, timerId, dueMs: tx.now, action: timer.action, input: timer.input, actor: timer.actor, overdue: { kind: "unbounded" }, retryDelaysMs: timer.retryDelaysMs }, "trigger", tx.now, tx.now);
+      if (timer.kind === "delay")
+        fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
+      if (!this.deps.registry.action(timer.action))
+        fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
+      this.deps.control.queue(
+        {
+          id,
+          timerId,
+          dueMs: tx.now,
+          action: timer.action,
+          input: timer.input,
+          actor: timer.actor,
+          overdue: { kind: "unbounded" },
+          retryDelaysMs: timer.retryDelaysMs,
+        },
+        "trigger",
+        tx.now,
+        tx.now,
+      );
       tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor, eventId ?? newId()));
       return { occurrenceId: id, dueMs: tx.now, fresh: true };
     });
@@ -148,9 +186,13 @@ export class TimerControl {
    */
   async backfill(req: BackfillInput, principal: Principal): Promise<BackfilledOccurrence[]> {
     checkControlShape(req.timerId, "");
-    if (req.endMs <= req.startMs) fail("bad_request", `end ${iso(req.endMs)} must be after start ${iso(req.startMs)}`, [{ field: "end", description: "not after start" }]);
+    if (req.endMs <= req.startMs)
+      fail("bad_request", `end ${iso(req.endMs)} must be after start ${iso(req.startMs)}`, [{ field: "end", description: "not after start" }]);
     const now = this.deps.clock.now();
-    if (req.endMs > now + pastToleranceMs) fail("bad_request", `end ${iso(req.endMs)} is in the future (now ${iso(now)}): backfill covers moments that have passed`, [{ field: "end", description: "in the future" }]);
+    if (req.endMs > now + pastToleranceMs)
+      fail("bad_request", `end ${iso(req.endMs)} is in the future (now ${iso(now)}): backfill covers moments that have passed`, [
+        { field: "end", description: "in the future" },
+      ]);
     checkCauseRole(req.cause, principal, "backfill timers");
     const actor = this.access.actorOf(req.cause, principal);
     const eventId = req.cause ? changeEventId(req.cause, { op: "backfill", timer_id: req.timerId, start_ms: req.startMs, end_ms: req.endMs }) : null;
@@ -159,22 +201,53 @@ export class TimerControl {
       if (prior) {
         // The same request run again: the answer its first run got.
         const made = new Set(prior.data.occurrence_ids as string[]);
-        return { out: (prior.data.moments_ms as number[]).map((dueMs) => ({ occurrenceId: occurrenceId(req.timerId, dueMs), dueMs, existing: !made.has(occurrenceId(req.timerId, dueMs)) })), fresh: false };
+        return {
+          out: (prior.data.moments_ms as number[]).map((dueMs) => ({
+            occurrenceId: occurrenceId(req.timerId, dueMs),
+            dueMs,
+            existing: !made.has(occurrenceId(req.timerId, dueMs)),
+          })),
+          fresh: false,
+        };
       }
       const timer = this.access.managed(req.timerId, req.cause, principal, "backfill");
       checkRecurring(timer, "backfilled");
-      if (!this.deps.registry.action(timer.action)) fail("failed_precondition", `timer ${JSON.stringify(timer.id)} calls ${timer.action}, which is no longer declared`);
+      if (!this.deps.registry.action(timer.action))
+        fail("failed_precondition", `timer ${JSON.stringify(timer.id)} calls ${timer.action}, which is no longer declared`);
       const out: BackfilledOccurrence[] = [];
       for (const dueMs of backfillMoments(timer, req.startMs, req.endMs)) {
         const id = occurrenceId(timer.id, dueMs);
         // Next try at its own due moment: the retry claim takes them in that order.
-        const fresh = this.deps.control.queue({ id, timerId: timer.id, dueMs, action: timer.action, input: timer.input, actor: timer.actor, overdue: { kind: "unbounded" }, retryDelaysMs: timer.retryDelaysMs }, "backfill", dueMs, tx.now);
+        const fresh = this.deps.control.queue(
+          {
+            id,
+            timerId: timer.id,
+            dueMs,
+            action: timer.action,
+            input: timer.input,
+            actor: timer.actor,
+            overdue: { kind: "unbounded" },
+            retryDelaysMs: timer.retryDelaysMs,
+          },
+          "backfill",
+          dueMs,
+          tx.now,
+        );
         out.push({ occurrenceId: id, dueMs, existing: !fresh });
       }
       const made = out.filter((o) => !o.existing);
       if (made.length > 0 || eventId) {
         const moments = eventId ? { moments_ms: out.map((o) => o.dueMs) } : {};
-        tx.append(controlEvent("timer.backfilled", timer, { start_ms: req.startMs, end_ms: req.endMs, occurrence_ids: made.map((o) => o.occurrenceId), existing: out.length - made.length, ...moments }, req.cause, actor, eventId ?? newId()));
+        tx.append(
+          controlEvent(
+            "timer.backfilled",
+            timer,
+            { start_ms: req.startMs, end_ms: req.endMs, occurrence_ids: made.map((o) => o.occurrenceId), existing: out.length - made.length, ...moments },
+            req.cause,
+            actor,
+            eventId ?? newId(),
+          ),
+        );
       }
       return { out, fresh: true };
     });
@@ -193,10 +266,17 @@ export class TimerControl {
     const data = prior.data;
     const id = data.timer_id as string;
     const stored = this.deps.timers.get(id);
-    const base = stored && stored.kind === data.kind && stored.action === data.action ? stored : { ...blankTimer(id, data.kind as TimerKind, prior.at, this.deps.region), action: data.action as string };
+    const base =
+      stored && stored.kind === data.kind && stored.action === data.action
+        ? stored
+        : { ...blankTimer(id, data.kind as TimerKind, prior.at, this.deps.region), action: data.action as string };
     if (prior.type === "timer.resumed") return { ...base, paused: null, nextDueMs: (data.next_due_ms as number | null) ?? null };
     const unchanged = data.unchanged === true;
-    const paused = { note: (unchanged ? data.pause_note : data.note) as string, atMs: unchanged ? (data.paused_at_ms as number) : prior.at, heldDueMs: (data.held_due_ms as number | null) ?? null };
+    const paused = {
+      note: (unchanged ? data.pause_note : data.note) as string,
+      atMs: unchanged ? (data.paused_at_ms as number) : prior.at,
+      heldDueMs: (data.held_due_ms as number | null) ?? null,
+    };
     return { ...base, paused, nextDueMs: null };
   }
 }

@@ -17,11 +17,24 @@ import { isDefaultPolicy } from "./timers.js";
  * system, no cause). Id: `id` (derived under a cause, see changeEventId), else fresh.
  */
 export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: string, actor: ActorRecord | null, id = newId()) {
-  const declared = timer.kind === "declared" ? { plugin: timer.plugin, schedule: timer.schedule, disabled: timer.disabled, region: timer.region, retry_delays_ms: timer.retryDelaysMs } : {};
+  const declared =
+    timer.kind === "declared"
+      ? { plugin: timer.plugin, schedule: timer.schedule, disabled: timer.disabled, region: timer.region, retry_delays_ms: timer.retryDelaysMs }
+      : {};
   return {
     id,
     type: "timer.scheduled",
-    data: { timer_id: timer.id, kind: timer.kind, action: timer.action, spec: specToJson(timer.spec), overdue: overdueToJson(timer.overdue), next_due_ms: timer.nextDueMs, replaced, ...declared, ...policyData(timer.policy) },
+    data: {
+      timer_id: timer.id,
+      kind: timer.kind,
+      action: timer.action,
+      spec: specToJson(timer.spec),
+      overdue: overdueToJson(timer.overdue),
+      next_due_ms: timer.nextDueMs,
+      replaced,
+      ...declared,
+      ...policyData(timer.policy),
+    },
     cause,
     actor,
   };
@@ -37,7 +50,14 @@ export function unscheduledEvent(timer: TimerRecord, cause: string, actor: Actor
  * action and `data`; the actor of whoever made the change; the cause it was made under. Id:
  * `id` (derived under a cause, see changeEventId), else fresh.
  */
-export function controlEvent(type: "timer.paused" | "timer.resumed" | "timer.triggered" | "timer.backfilled", timer: TimerRecord, data: Record<string, unknown>, cause: CauseRef | null, actor: ActorRecord | null, id: string) {
+export function controlEvent(
+  type: "timer.paused" | "timer.resumed" | "timer.triggered" | "timer.backfilled",
+  timer: TimerRecord,
+  data: Record<string, unknown>,
+  cause: CauseRef | null,
+  actor: ActorRecord | null,
+  id: string,
+) {
   return { id, type, data: { timer_id: timer.id, kind: timer.kind, action: timer.action, ...data }, cause: cause?.eventId ?? "", actor };
 }
 

@@ -28,7 +28,9 @@ export function decodeToken(token: string): TimerCursor {
   if (typeof id === "string" && Number.isSafeInteger(dueMs)) return { dueMs: dueMs as number, id };
   if (typeof id === "string" && dueMs === null && Number.isSafeInteger(updatedAt)) return { dueMs: null, id, updatedAt: updatedAt as number };
   if (typeof id === "string" && dueMs === null && parts.length === 2) {
-    fail("bad_request", "page_token was made by an older owner (its tail of spent timers was ordered by id); list again from the start", [{ field: "page_token", description: "from an older version" }]);
+    fail("bad_request", "page_token was made by an older owner (its tail of spent timers was ordered by id); list again from the start", [
+      { field: "page_token", description: "from an older version" },
+    ]);
   }
   fail("bad_request", "page_token is not one returned by ListTimers", [{ field: "page_token", description: "malformed" }]);
 }

@@ -29,14 +29,18 @@ export class TimerReads {
     const last = rows[rows.length - 1];
     return {
       timers: rows.filter((t) => canRead(principal, t)),
-      nextPageToken: rows.length === pageSize && last ? encodeToken(last.nextDueMs === null ? { dueMs: null, id: last.id, updatedAt: last.updatedAt } : { dueMs: last.nextDueMs, id: last.id }) : "",
+      nextPageToken:
+        rows.length === pageSize && last
+          ? encodeToken(last.nextDueMs === null ? { dueMs: null, id: last.id, updatedAt: last.updatedAt } : { dueMs: last.nextDueMs, id: last.id })
+          : "",
     };
   }
 
   /** Timer `timerId` with its next `previewCount` due moments (ms). NOT_FOUND when unknown or not readable; INVALID_ARGUMENT above 100 (checked first). */
   async get(timerId: string, previewCount: number, principal: Principal): Promise<{ timer: TimerRecord; previewMs: number[] }> {
     checkTimerIdArgument(timerId, "timer_id");
-    if (previewCount > maxPreviewCount) fail("bad_request", `preview_count must be at most ${maxPreviewCount}`, [{ field: "preview_count", description: `at most ${maxPreviewCount}` }]);
+    if (previewCount > maxPreviewCount)
+      fail("bad_request", `preview_count must be at most ${maxPreviewCount}`, [{ field: "preview_count", description: `at most ${maxPreviewCount}` }]);
     const timer = await this.deps.reads.get(timerId);
     if (!timer || !canRead(principal, timer)) fail("not_found", `no timer ${JSON.stringify(timerId)}`, [{ field: "timer_id", description: "unknown timer" }]);
     return { timer, previewMs: preview(timer, previewCount, this.deps.clock.now()) };

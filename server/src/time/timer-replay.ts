@@ -41,12 +41,21 @@ export function delayRequestDigest(request: Record<string, unknown>): string {
 export function recorded(tx: Tx, id: string | null, type: string): EventRecord | undefined {
   if (id === null) return undefined;
   const prior = tx.events.findById(id);
-  if (prior && prior.type !== type) fail("id_conflict", `event id ${id} is already in the log as a ${prior.type} event (seq ${prior.seq})`, [], { id, seq: String(prior.seq) });
+  if (prior && prior.type !== type)
+    fail("id_conflict", `event id ${id} is already in the log as a ${prior.type} event (seq ${prior.seq})`, [], { id, seq: String(prior.seq) });
   return prior;
 }
 
 /** True when `a` and `b` call the same action with the same input, spec, bound, policy (its anchor aside) and actor. */
 export function sameDefinition(a: TimerRecord, b: TimerRecord): boolean {
-  const def = (t: TimerRecord) => canonicalJson({ action: t.action, input: t.input, spec: specToJson(t.spec), overdue: overdueToJson(t.overdue), policy: policyData(t.policy), actor: t.actor });
+  const def = (t: TimerRecord) =>
+    canonicalJson({
+      action: t.action,
+      input: t.input,
+      spec: specToJson(t.spec),
+      overdue: overdueToJson(t.overdue),
+      policy: policyData(t.policy),
+      actor: t.actor,
+    });
   return def(a) === def(b);
 }

@@ -38,7 +38,15 @@ export const defaultRetryDelaysMs: readonly number[] = Object.freeze([10_000, 30
 /** True when `policy` is the default, the anchor aside. */
 export function isDefaultPolicy(policy: SchedulePolicy): boolean {
   const d = defaultSchedulePolicy;
-  return policy.jitterMs === d.jitterMs && policy.startMs === d.startMs && policy.endMs === d.endMs && policy.maxCount === d.maxCount && policy.overlap === d.overlap && policy.catchUp === d.catchUp && policy.catchUpWindowMs === d.catchUpWindowMs;
+  return (
+    policy.jitterMs === d.jitterMs &&
+    policy.startMs === d.startMs &&
+    policy.endMs === d.endMs &&
+    policy.maxCount === d.maxCount &&
+    policy.overlap === d.overlap &&
+    policy.catchUp === d.catchUp &&
+    policy.catchUpWindowMs === d.catchUpWindowMs
+  );
 }
 
 /** A timer with only its id, kind, region and times set (retries: the default). */

@@ -43,7 +43,10 @@ export class AsyncReader {
         let outcomes;
         this.counts.roundTrips++;
         try {
-          outcomes = await pipelineAsync(this.client, sent.map((p) => p.command));
+          outcomes = await pipelineAsync(
+            this.client,
+            sent.map((p) => p.command),
+          );
         } catch (error) {
           if (isConnectionLost(error) || this.client.pq.socket() < 0) this.onLost?.(error as Error);
           for (const p of sent) p.reject(error as Error);

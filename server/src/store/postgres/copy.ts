@@ -13,12 +13,50 @@ const tables: { name: string; columns: string[] }[] = [
   { name: "failed_deliveries", columns: ["processor", "seq", "error", "attempts", "failed_seq"] },
   {
     name: "timers",
-    columns: ["id", "kind", "action", "input", "spec", "next_due_ms", "actor", "plugin", "schedule", "overdue", "chain_depth", "occurrences", "region", "created_at", "updated_at", "disabled", "retry_delays_ms", "policy", "paused"],
+    columns: [
+      "id",
+      "kind",
+      "action",
+      "input",
+      "spec",
+      "next_due_ms",
+      "actor",
+      "plugin",
+      "schedule",
+      "overdue",
+      "chain_depth",
+      "occurrences",
+      "region",
+      "created_at",
+      "updated_at",
+      "disabled",
+      "retry_delays_ms",
+      "policy",
+      "paused",
+    ],
   },
   { name: "action_calls", columns: ["call_id", "action", "input_hash", "actor", "recorded", "state", "attempt", "output", "error", "updated_at"] },
   {
     name: "timer_occurrences",
-    columns: ["id", "timer_id", "due_ms", "action", "input", "actor", "overdue", "retry_delays_ms", "status", "attempts", "next_attempt_ms", "call_id", "lateness_ms", "error", "claimed_at", "updated_at", "origin"],
+    columns: [
+      "id",
+      "timer_id",
+      "due_ms",
+      "action",
+      "input",
+      "actor",
+      "overdue",
+      "retry_delays_ms",
+      "status",
+      "attempts",
+      "next_attempt_ms",
+      "call_id",
+      "lateness_ms",
+      "error",
+      "claimed_at",
+      "updated_at",
+      "origin",
+    ],
   },
 ];
 
@@ -37,7 +75,8 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
   try {
     const [lease] = pg.querySync("SELECT holder, expires_at > clock_timestamp() AS live FROM chronolog_lease WHERE id = 1 FOR UPDATE");
     if (lease?.live) throw new Error(`an owner leads this database (lease holder ${String(lease.holder)}): stop every owner on it first`);
-    if (Number(pg.querySync("SELECT count(*) AS n FROM events")[0].n) > 0) throw new Error("the database holds events already: copy into a new, empty database");
+    if (Number(pg.querySync("SELECT count(*) AS n FROM events")[0].n) > 0)
+      throw new Error("the database holds events already: copy into a new, empty database");
     for (const { name, columns } of tables) {
       // The same multi-row INSERTs as appended events: rows held, sent in chunks.
       const rows = new DeferredInserts(name, columns, 0);
@@ -46,7 +85,10 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
         rows.clear();
       };
       let count = 0;
-      for (const row of sqlite.prepare(`SELECT ${columns.join(", ")} FROM ${name}`).raw().iterate() as IterableIterator<unknown[]>) {
+      for (const row of sqlite
+        .prepare(`SELECT ${columns.join(", ")} FROM ${name}`)
+        .raw()
+        .iterate() as IterableIterator<unknown[]>) {
         rows.add(row);
         if (++count % rowsPerFlush === 0) send();
       }

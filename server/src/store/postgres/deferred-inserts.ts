@@ -60,7 +60,10 @@ export class DeferredInserts {
     for (let from = 0; from < this.rows.length; from += rowsPerInsert) {
       const chunk = this.rows.slice(from, from + rowsPerInsert);
       const marks = chunk.map((_, r) => `(${this.columns.map((_, c) => `$${r * width + c + 1}`).join(", ")})`).join(", ");
-      queries.push({ text: `INSERT INTO ${this.table} (${this.columns.join(", ")}) VALUES ${marks}`, values: chunk.flat().map((v) => (v === null || v === undefined ? null : String(v))) });
+      queries.push({
+        text: `INSERT INTO ${this.table} (${this.columns.join(", ")}) VALUES ${marks}`,
+        values: chunk.flat().map((v) => (v === null || v === undefined ? null : String(v))),
+      });
     }
     this.rows = [];
     return queries;

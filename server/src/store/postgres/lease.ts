@@ -50,7 +50,9 @@ export class Lease {
     const term = Number(row.term);
     if (!row.expired && row.holder !== this.options.instanceId) return { leading: false, term, leaderUrl: (row.url as string) || undefined };
     if (row.holder && row.holder !== this.options.instanceId) {
-      await this.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()", [`chronolog ${row.holder} %`]);
+      await this.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()", [
+        `chronolog ${row.holder} %`,
+      ]);
     }
     const sentAt = process.hrtime.bigint();
     const taken = await this.query(
@@ -71,7 +73,10 @@ export class Lease {
 
   /** The row as it is: term, holder's URL, age of the lease (ms since its last renewal, by the database's clock). */
   async describe(): Promise<{ term: number; leaderUrl: string | undefined; ageMs: number }> {
-    const [row] = await this.query(`SELECT term, url, EXTRACT(EPOCH FROM (clock_timestamp() - (expires_at - $1 * interval '1 millisecond'))) * 1000 AS age FROM chronolog_lease WHERE id = 1`, [this.options.leaseMs]);
+    const [row] = await this.query(
+      `SELECT term, url, EXTRACT(EPOCH FROM (clock_timestamp() - (expires_at - $1 * interval '1 millisecond'))) * 1000 AS age FROM chronolog_lease WHERE id = 1`,
+      [this.options.leaseMs],
+    );
     return { term: Number(row.term), leaderUrl: (row.url as string) || undefined, ageMs: Number(row.age) };
   }
 
@@ -98,12 +103,16 @@ export class Lease {
           drop();
           reject(new Error(`PostgreSQL did not answer a lease query within ${this.options.leaseMs} ms`));
         }, this.options.leaseMs);
-        client.query(text, values.map((v) => (typeof v === "number" ? String(v) : v)), (error, rows) => {
-          clearTimeout(timer);
-          if (!error) return resolve(rows);
-          drop(); // whatever went wrong, the next query starts on a new connection
-          reject(error);
-        });
+        client.query(
+          text,
+          values.map((v) => (typeof v === "number" ? String(v) : v)),
+          (error, rows) => {
+            clearTimeout(timer);
+            if (!error) return resolve(rows);
+            drop(); // whatever went wrong, the next query starts on a new connection
+            reject(error);
+          },
+        );
       });
     const answer = this.queue.then(run, run);
     this.queue = answer.catch(() => undefined);

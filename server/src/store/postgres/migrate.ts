@@ -10,7 +10,9 @@ const migrationLockKey = 0x6368726f; // "chro"
 
 /** The numbered PostgreSQL migration files, `NNNN_name.sql`, in order. */
 function migrationFiles(): string[] {
-  return readdirSync(migrationsDir).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+  return readdirSync(migrationsDir)
+    .filter((f) => /^\d{4}_.+\.sql$/.test(f))
+    .sort();
 }
 
 /**
@@ -27,7 +29,10 @@ export function migratePostgres(client: NativeClient, onUpgrade?: UpgradeListene
     const files = migrationFiles();
     const known = Math.max(0, ...files.map((f) => Number(f.slice(0, 4))));
     if (current > known) {
-      fail("failed_precondition", `the database's schema is version ${current}, newer than this owner's ${known}: a newer Chronolog wrote it; run that version or a newer one`);
+      fail(
+        "failed_precondition",
+        `the database's schema is version ${current}, newer than this owner's ${known}: a newer Chronolog wrote it; run that version or a newer one`,
+      );
     }
     const pending = files.filter((f) => Number(f.slice(0, 4)) > current);
     if (pending.length > 0 && current > 0) onUpgrade?.({ from: current, to: known, files: pending });

@@ -33,7 +33,9 @@ export function checkPostgresUrl(url: string): void {
   if (!isPostgresUrl(url)) {
     // Echoed with any password=... masked (libpq's key=value form would carry one).
     const shown = url.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, "$1***");
-    throw new Error(`--store takes a PostgreSQL URL such as postgres://user:password@host:5432/chronolog, not ${JSON.stringify(shown)} (the embedded SQLite store's folder is given with --data)`);
+    throw new Error(
+      `--store takes a PostgreSQL URL such as postgres://user:password@host:5432/chronolog, not ${JSON.stringify(shown)} (the embedded SQLite store's folder is given with --data)`,
+    );
   }
   if (!URL.canParse(url)) throw new Error(`--store ${JSON.stringify(shownUrl(url))} is not a valid URL`);
 }

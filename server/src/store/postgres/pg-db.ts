@@ -23,7 +23,9 @@ function loadNative(): { pgTypes: TypeParsers; Client: NativeClientClass } {
     Client = require("pg-native") as NativeClientClass;
   } catch (e) {
     // An optional dependency: its libpq addon is built at `npm ci` when libpq's headers and a compiler are there.
-    throw new Error(`the PostgreSQL driver is not installed (${(e as Error).message.split("\n")[0]}): install libpq's headers and a compiler (Debian: apt install libpq-dev g++ make), then run npm ci again`);
+    throw new Error(
+      `the PostgreSQL driver is not installed (${(e as Error).message.split("\n")[0]}): install libpq's headers and a compiler (Debian: apt install libpq-dev g++ make), then run npm ci again`,
+    );
   }
   return (native = { pgTypes: require("pg-types") as TypeParsers, Client });
 }
@@ -202,7 +204,11 @@ class PgStatement implements SqlStatement {
       return batch.answer({ text: this.text, name: this.db.preparedName(this.db.writer, this.text, this.count), values });
     }
     const client = this.db.reader;
-    const rows = withState(client, () => client.executeSync(this.db.preparedName(client, this.text, this.count), values) as Record<string, unknown>[], this.db.onLost);
+    const rows = withState(
+      client,
+      () => client.executeSync(this.db.preparedName(client, this.text, this.count), values) as Record<string, unknown>[],
+      this.db.onLost,
+    );
     return { rows, rowCount: Number(client.pq.cmdTuples()) || 0 };
   }
 
@@ -268,7 +274,12 @@ export class PgDb implements Db {
   ) {
     countWaits(writer, this.waits.writer);
     if (reader !== writer) countWaits(reader, this.waits.reader);
-    this.batch = new BatchWriter(writer, this.waits.writer, () => this.onLost, () => this.deferredEvents);
+    this.batch = new BatchWriter(
+      writer,
+      this.waits.writer,
+      () => this.onLost,
+      () => this.deferredEvents,
+    );
   }
 
   get inTransaction(): boolean {
@@ -316,7 +327,6 @@ export class PgDb implements Db {
     );
   }
 
-
   /**
    * The name `text` is prepared under on `client`, preparing it there the first time. Statements
    * of the same SQL share it: a module that prepares a statement per call (a query over a list of
@@ -352,4 +362,3 @@ export class PgDb implements Db {
     if (this.asyncReader) endNative(this.asyncReader.client);
   }
 }
-

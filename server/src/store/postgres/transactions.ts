@@ -4,8 +4,15 @@ import type { PgDb } from "./pg-db.js";
 
 /** Thrown when the lease was taken by another owner: this one may not write again. */
 export class FencedError extends Error {
-  constructor(readonly term: number, readonly leaseTerm: number | undefined) {
-    super(leaseTerm === undefined ? `the lease row is gone: this owner (term ${term}) may not write` : `another owner leads now (term ${leaseTerm}, this owner's was ${term}): this owner may not write again`);
+  constructor(
+    readonly term: number,
+    readonly leaseTerm: number | undefined,
+  ) {
+    super(
+      leaseTerm === undefined
+        ? `the lease row is gone: this owner (term ${term}) may not write`
+        : `another owner leads now (term ${leaseTerm}, this owner's was ${term}): this owner may not write again`,
+    );
   }
 }
 
@@ -78,12 +85,20 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
       if (!begun) return; // the batch wrote nothing
       try {
         // The head's notification wakes standbys' watches (head-follower.ts): delivered once the COMMIT is.
-        await db.pipeline([...commands, { text: notifyHead, name: db.preparedName(db.writer, notifyHead, 0) }, { text: fence, values: [String(term())] }, { text: "COMMIT" }]);
+        await db.pipeline([
+          ...commands,
+          { text: notifyHead, name: db.preparedName(db.writer, notifyHead, 0) },
+          { text: fence, values: [String(term())] },
+          { text: "COMMIT" },
+        ]);
       } catch (e) {
         // A failed statement left the COMMIT after it unrun: the transaction is rolled back.
         if (db.writer.getTransactionStatus() !== "I") await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
         if ((e as { sqlState?: string }).sqlState !== fencedState) throw e;
-        const [row] = await db.pipeline([{ text: "SELECT term FROM chronolog_lease WHERE id = 1" }]).then((r) => r[0], () => []);
+        const [row] = await db.pipeline([{ text: "SELECT term FROM chronolog_lease WHERE id = 1" }]).then(
+          (r) => r[0],
+          () => [],
+        );
         const fenced = new FencedError(term(), row === undefined ? undefined : Number(row.term));
         onFenced(fenced);
         throw fenced;

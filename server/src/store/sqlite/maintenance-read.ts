@@ -57,7 +57,11 @@ export function readInChild(dbPath: string, sql: string, params: unknown[], time
     child.on("close", () => {
       clearTimeout(timer);
       try {
-        if (timedOut) throw new ChronologError("deadline_exceeded", `maintenance query ran longer than ${timeoutMs / 1000} s and was stopped; bound it (LIMIT, a WHERE on an index)`);
+        if (timedOut)
+          throw new ChronologError(
+            "deadline_exceeded",
+            `maintenance query ran longer than ${timeoutMs / 1000} s and was stopped; bound it (LIMIT, a WHERE on an index)`,
+          );
         const answer = JSON.parse(out) as { rows?: Record<string, unknown>[]; tooMany?: boolean; error?: string };
         if (answer.tooMany) fail("too_large", `maintenance query returned more than ${maintenanceReadMaxRows} rows; add a LIMIT`);
         if (answer.error !== undefined) fail("bad_request", `maintenance SQL failed: ${answer.error}`, [{ field: "sql", description: answer.error }]);

@@ -41,9 +41,16 @@ export interface SqlResult {
  * Underneath, migration 0009's triggers make the database itself refuse any
  * UPDATE or DELETE of an event, whoever issues it.
  */
-export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql: string, params: unknown[], record: { id: string; by: string }): Promise<SqlResult> {
+export async function runMaintenanceSql(
+  committer: Committer,
+  anyDb: AnyDb,
+  sql: string,
+  params: unknown[],
+  record: { id: string; by: string },
+): Promise<SqlResult> {
   const { id, by } = record;
-  if (dialectOf(anyDb) === "postgres") fail("failed_precondition", "maintenance SQL runs on the SQLite store only: on PostgreSQL, use psql (the log's tables refuse UPDATE and DELETE there too)");
+  if (dialectOf(anyDb) === "postgres")
+    fail("failed_precondition", "maintenance SQL runs on the SQLite store only: on PostgreSQL, use psql (the log's tables refuse UPDATE and DELETE there too)");
   const db = anyDb as Db;
   if (sql.trim() === "") fail("bad_request", "sql is required", [{ field: "sql", description: "required" }]);
   refuseSettingPragmas(sql);
@@ -51,7 +58,9 @@ export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql:
   if (readsOnly(db, sql)) {
     if (!explained) refuseByProgram(db, sql, params);
     const rows = await readInChild(db.name, sql, params);
-    const recorded = await committer.submit((tx) => tx.append({ id, type: "maintenance.sql", data: { sql, params: params.map(String), changes: 0, by }, cause: "", actor: null }));
+    const recorded = await committer.submit((tx) =>
+      tx.append({ id, type: "maintenance.sql", data: { sql, params: params.map(String), changes: 0, by }, cause: "", actor: null }),
+    );
     return { rows, changes: 0, seq: recorded.seq };
   }
   return committer.submit((tx) => {
@@ -65,7 +74,9 @@ export async function runMaintenanceSql(committer: Committer, anyDb: AnyDb, sql:
       if (statement.reader) rows = (statement.all(...params) as Record<string, unknown>[]).map(jsonSafe);
       else changes = statement.run(...params).changes;
     } catch (e) {
-      fail("bad_request", `maintenance SQL failed: ${e instanceof Error ? e.message : String(e)}`, [{ field: "sql", description: e instanceof Error ? e.message : String(e) }]);
+      fail("bad_request", `maintenance SQL failed: ${e instanceof Error ? e.message : String(e)}`, [
+        { field: "sql", description: e instanceof Error ? e.message : String(e) },
+      ]);
     }
     // Thrown inside the unit: the committer rolls the statement back to its savepoint.
     const schemaAfter = guardedSchema(txDb);
@@ -106,9 +117,11 @@ let ownerNames: Set<string> | undefined;
 const refusals = {
   log: "the log is immutable: maintenance SQL may read the events table but not write, clear, rebuild or drop it or its indexes",
   schema: "the log is immutable: maintenance SQL may not change the events table's schema (its name, columns, indexes or triggers) nor any trigger",
-  triggers: "maintenance SQL may not create or drop triggers: the events table's triggers keep the log immutable, and any other would run inside the owner's commits",
+  triggers:
+    "maintenance SQL may not create or drop triggers: the events table's triggers keep the log immutable, and any other would run inside the owner's commits",
   attach: "maintenance SQL may not ATTACH or DETACH databases",
-  ownerSchema: "maintenance SQL may not drop, rename or alter the owner's own tables, indexes or triggers: they change only through its migrations, and an owner whose table was dropped would not start again (tables you create yourself are yours)",
+  ownerSchema:
+    "maintenance SQL may not drop, rename or alter the owner's own tables, indexes or triggers: they change only through its migrations, and an owner whose table was dropped would not start again (tables you create yourself are yours)",
   temp: "maintenance SQL may not create temporary tables, views or triggers: they would stay on the owner's connection and could shadow its tables",
   vacuum: "maintenance SQL may not VACUUM (it cannot run inside the owner's commit; for a copy, use SQLite's online backup: see the README)",
   journal: "maintenance SQL may not change the journal mode",
@@ -153,7 +166,12 @@ function refuseByProgram(db: Db, sql: string, params: unknown[]): void {
     fail("bad_request", `maintenance SQL failed: ${message}`, [{ field: "sql", description: message }]);
   }
   const roots = new Set(
-    (db.prepare("SELECT rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND tbl_name = 'events' COLLATE NOCASE AND rootpage > 0").pluck().all() as number[]).map(Number),
+    (
+      db
+        .prepare("SELECT rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND tbl_name = 'events' COLLATE NOCASE AND rootpage > 0")
+        .pluck()
+        .all() as number[]
+    ).map(Number),
   );
   const found = new Set<keyof typeof refusals>();
   for (const op of program) {
@@ -211,9 +229,15 @@ function refuseByProgram(db: Db, sql: string, params: unknown[]): void {
 function guardedSchema(db: Db): { log: string; temp: string; main: string } {
   const rows = (sql: string) => JSON.stringify(db.prepare(sql).raw().all());
   return {
-    log: rows("SELECT type, name, tbl_name, rootpage, sql FROM main.sqlite_schema WHERE tbl_name = 'events' COLLATE NOCASE OR type = 'trigger' ORDER BY type, name"),
+    log: rows(
+      "SELECT type, name, tbl_name, rootpage, sql FROM main.sqlite_schema WHERE tbl_name = 'events' COLLATE NOCASE OR type = 'trigger' ORDER BY type, name",
+    ),
     temp: rows("SELECT type, name, tbl_name, rootpage, sql FROM temp.sqlite_schema ORDER BY type, name"),
-    main: JSON.stringify((db.prepare("SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name").raw().all() as string[][]).filter((r) => (ownerNames ??= ownerSchemaNames()).has(r[1]))),
+    main: JSON.stringify(
+      (db.prepare("SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name").raw().all() as string[][]).filter((r) =>
+        (ownerNames ??= ownerSchemaNames()).has(r[1]),
+      ),
+    ),
   };
 }
 

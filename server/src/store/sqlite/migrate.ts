@@ -7,7 +7,9 @@ const migrationsDir = new URL("./migrations/", import.meta.url);
 
 /** The numbered migration files, `NNNN_name.sql`, in order. */
 function migrationFiles(): string[] {
-  return readdirSync(migrationsDir).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+  return readdirSync(migrationsDir)
+    .filter((f) => /^\d{4}_.+\.sql$/.test(f))
+    .sort();
 }
 
 /**
@@ -18,7 +20,8 @@ export function ownerSchemaNames(): Set<string> {
   const names = new Set<string>();
   for (const file of migrationFiles()) {
     const sql = readFileSync(new URL(file, migrationsDir), "utf8");
-    for (const m of sql.matchAll(/CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)/gi)) names.add(m[1].replace(/_v\d+$/, ""));
+    for (const m of sql.matchAll(/CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)/gi))
+      names.add(m[1].replace(/_v\d+$/, ""));
     for (const m of sql.matchAll(/RENAME\s+TO\s+([A-Za-z_][A-Za-z0-9_]*)/gi)) names.add(m[1]);
   }
   return names;
@@ -42,7 +45,10 @@ export function migrate(db: Db, onUpgrade?: UpgradeListener): void {
   const files = migrationFiles();
   const known = Math.max(0, ...files.map((f) => Number(f.slice(0, 4))));
   if (current > known) {
-    fail("failed_precondition", `the data folder's schema is version ${current}, newer than this owner's ${known}: a newer Chronolog wrote it (its indexes and queries may not match this one's); run that version or a newer one`);
+    fail(
+      "failed_precondition",
+      `the data folder's schema is version ${current}, newer than this owner's ${known}: a newer Chronolog wrote it (its indexes and queries may not match this one's); run that version or a newer one`,
+    );
   }
   const pending = files.filter((f) => Number(f.slice(0, 4)) > current);
   if (pending.length > 0 && current > 0) onUpgrade?.({ from: current, to: known, files: pending });
@@ -89,8 +95,8 @@ function danglingInto(db: Db, tables: string[]): { table: string; parent: string
   if (tables.length === 0) return [];
   const parents = new Set(tables.map((t) => t.toLowerCase()));
   const names = db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'").pluck().all() as string[];
-  const keysOf = db.prepare("SELECT \"table\" FROM pragma_foreign_key_list(?)").pluck();
-  const check = db.prepare("SELECT \"table\", parent FROM pragma_foreign_key_check(?)");
+  const keysOf = db.prepare('SELECT "table" FROM pragma_foreign_key_list(?)').pluck();
+  const check = db.prepare('SELECT "table", parent FROM pragma_foreign_key_check(?)');
   const dangling: { table: string; parent: string }[] = [];
   for (const name of names) {
     if (!(keysOf.all(name) as string[]).some((parent) => parents.has(parent.toLowerCase()))) continue;
@@ -107,5 +113,7 @@ function danglingInto(db: Db, tables: string[]): { table: string; parent: string
 function indexesOn(db: Db, tables: string[]): { name: string; sql: string }[] {
   if (tables.length === 0) return [];
   const marks = tables.map(() => "?").join(", ");
-  return db.prepare(`SELECT name, sql FROM main.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND tbl_name COLLATE NOCASE IN (${marks})`).all(...tables) as { name: string; sql: string }[];
+  return db
+    .prepare(`SELECT name, sql FROM main.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND tbl_name COLLATE NOCASE IN (${marks})`)
+    .all(...tables) as { name: string; sql: string }[];
 }

@@ -70,10 +70,10 @@ export function openStore(options: StoreOptions): SqliteStore {
   let lock;
   try {
     lock = OwnerLock.take({
-    dataDir: options.dataDir,
-    onLost: options.onLockLost ?? ((error) => console.error(error.message)),
-    onRetaken: options.onLockRetaken ?? ((message) => console.error(message)),
-    checkIntervalMs: options.lockCheckIntervalMs,
+      dataDir: options.dataDir,
+      onLost: options.onLockLost ?? ((error) => console.error(error.message)),
+      onRetaken: options.onLockRetaken ?? ((message) => console.error(message)),
+      checkIntervalMs: options.lockCheckIntervalMs,
     });
   } catch (e) {
     removeCreatedFolder(createdDir);

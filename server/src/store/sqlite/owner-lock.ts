@@ -110,12 +110,15 @@ export class OwnerLock {
       this.file = again.file;
       old.close();
       writePid(dataDir);
-      this.options.onRetaken?.(`${lockFileName} of data folder ${dataDir} was deleted or replaced while this owner ran; it took the lock again (never delete ${lockFileName} while an owner runs)`);
+      this.options.onRetaken?.(
+        `${lockFileName} of data folder ${dataDir} was deleted or replaced while this owner ran; it took the lock again (never delete ${lockFileName} while an owner runs)`,
+      );
       return;
     }
     this.close();
     const pid = readPid(dataDir);
-    const holder = failure === "" ? `another Chronolog owner${pidNote(pid === process.pid ? undefined : pid)} holds it now` : `it could not be locked again${failure}`;
+    const holder =
+      failure === "" ? `another Chronolog owner${pidNote(pid === process.pid ? undefined : pid)} holds it now` : `it could not be locked again${failure}`;
     this.options.onLost(
       new ChronologError(
         "failed_precondition",
@@ -126,7 +129,10 @@ export class OwnerLock {
 }
 
 function inUse(dataDir: string, pid: number | undefined, note: string): ChronologError {
-  return new ChronologError("failed_precondition", `data folder ${dataDir} is in use by another Chronolog owner${pidNote(pid, note)}; stop it or choose another --data folder`);
+  return new ChronologError(
+    "failed_precondition",
+    `data folder ${dataDir} is in use by another Chronolog owner${pidNote(pid, note)}; stop it or choose another --data folder`,
+  );
 }
 
 function pidNote(pid: number | undefined, note = ""): string {
@@ -222,7 +228,9 @@ function liveOwnerOf(dataDir: string): number | undefined {
     /* not Linux, or not ours to read: try the command line */
   }
   try {
-    const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a !== "");
+    const args = readFileSync(`/proc/${pid}/cmdline`, "utf8")
+      .split("\0")
+      .filter((a) => a !== "");
     const program = args.findIndex((a) => /(^|\/)main\.[jt]s$/.test(a) || basename(a) === "chronolog");
     const serve = args.indexOf("serve", program + 1);
     if (program < 0 || serve < 0) return undefined;
