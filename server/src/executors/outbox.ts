@@ -26,7 +26,9 @@ export class Outbox<T> {
   /**
    * Yields messages until `end()` or `signal` aborts. `toMessages` turns the items
    * queued at one moment into what is written (e.g. deliveries combined into one batch);
-   * nothing is written while `trust` is not trusted (a leader whose lease is too old).
+   * nothing is written while `trust` is not trusted (a leader whose lease is too old): checked
+   * before each message, since the writer may hold the generator between two of one turn's
+   * messages for as long as the owner was paused.
    */
   async *drain<U>(signal: AbortSignal, toMessages: (items: T[]) => U[], trust: Trust = alwaysTrusted): AsyncGenerator<U> {
     const onAbort = () => this.end();
@@ -34,8 +36,10 @@ export class Outbox<T> {
     try {
       for (;;) {
         while (this.items.length > 0) {
-          if (!trust.trusted()) await trust.whenTrusted();
-          yield* toMessages(this.items.splice(0));
+          for (const message of toMessages(this.items.splice(0))) {
+            if (!trust.trusted()) await trust.whenTrusted();
+            yield message;
+          }
         }
         if (this.ended || signal.aborted) return;
         await new Promise<void>((resolve) => (this.wake = resolve));
