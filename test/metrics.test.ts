@@ -167,6 +167,7 @@ describe("GET /metrics", () => {
     const emitted0 = value(before, "chronolog_emit_commit_seconds_count");
 
     await startExecutor(owner.url, plugin);
+    const began = performance.now();
     // 8 events: 5 on the SDK's Publish stream, 3 in one EmitBatch, one of which fails its first try.
     await Promise.all(Array.from({ length: 5 }, (_, i) => client.emit("cart.checked_out", { n: i })));
     await client.emitBatch([
@@ -177,6 +178,7 @@ describe("GET /metrics", () => {
     await until(async () => (await metric(owner.url, bill("cursor", "count"))) === 8, "8 events past the saved cursor");
 
     const after = await scrape(owner.url);
+    const elapsedSeconds = (performance.now() - began) / 1000; // no stage of these events lasted longer
     expect(value(after, "chronolog_emit_commit_seconds_count") - emitted0).toBe(8); // one per event answered
     expect(value(after, bill("send", "count"))).toBe(8); // each event's first try
     expect(value(after, bill("ack", "count"))).toBe(9); // every try answered: the flaky event's two
@@ -193,7 +195,9 @@ describe("GET /metrics", () => {
       expect(buckets).toEqual([...buckets].sort((a, b) => a - b)); // cumulative
       const count = value(after, labels ? `${series}_count{${labels.slice(1)}}` : `${series}_count`);
       expect(value(after, `${series}_bucket{le="+Inf"${labels}}`)).toBe(count);
-      expect(value(after, labels ? `${series}_sum{${labels.slice(1)}}` : `${series}_sum`)).toBeGreaterThan(0);
+      const sum = value(after, labels ? `${series}_sum{${labels.slice(1)}}` : `${series}_sum`);
+      expect(sum).toBeGreaterThan(0);
+      expect(sum).toBeLessThanOrEqual(count * elapsedSeconds);
     }
     // A cursor is saved at most 20 ms after the floor moves: the event that moved it waits that long.
     expect(value(after, bill("cursor", "sum"))).toBeGreaterThan(0.02);
@@ -242,6 +246,35 @@ describe("GET /metrics", () => {
     expect(value(three, "chronolog_timer_lateness_seconds_sum")).toBeCloseTo(0.05, 9);
     expect(value(three, 'chronolog_timer_claim_seconds_bucket{le="0.03"}')).toBe(2);
     expect(value(three, 'chronolog_timer_claim_seconds_bucket{le="0.05"}')).toBe(3);
+  });
+
+  it("a delay's call on the owner's own clock: its claim, send and start stages add up to its lateness", async () => {
+    const owner = await startTestOwner({ shutdownGraceMs: 200 });
+    cleanups.push(() => owner.close());
+    const client = createClient({ url: owner.url });
+    const calls: unknown[] = [];
+    const plugin = definePlugin({ name: "remind", actions: { send: { allow: ["*"], run: (ctx) => void calls.push(ctx.input) } } });
+    await client.registerPlugin(manifestOf(plugin));
+    await startExecutor(owner.url, plugin);
+    const before = await scrape(owner.url);
+    for (const stage of ["claim", "send", "start"]) expect(value(before, `chronolog_timer_${stage}_seconds_count`)).toBe(0);
+
+    const began = performance.now();
+    await client.delay("remind.send", { to: "di" }, { intervalMs: 400 }, "unbounded"); // past the lookahead: armed, then claimed ahead of its moment
+    await until(() => calls.length === 1, "the delay's call");
+    await until(async () => (await metric(owner.url, "chronolog_timer_lateness_seconds_count")) === 1, "its lateness observed");
+    const elapsedSeconds = (performance.now() - began) / 1000;
+    const fired = await scrape(owner.url);
+    let stages = 0;
+    for (const stage of ["claim", "send", "start"]) {
+      expect(value(fired, `chronolog_timer_${stage}_seconds_count`)).toBe(1);
+      expect(value(fired, `chronolog_timer_${stage}_seconds_bucket{le="+Inf"}`)).toBe(1);
+      const sum = value(fired, `chronolog_timer_${stage}_seconds_sum`);
+      expect(sum).toBeGreaterThanOrEqual(0);
+      expect(sum).toBeLessThan(elapsedSeconds);
+      stages += sum;
+    }
+    expect(stages).toBeCloseTo(value(fired, "chronolog_timer_lateness_seconds_sum"), 6);
   });
 
   it("the event-loop delay histogram keeps a stall between scrapes, for every scraper (it never starts again at a scrape)", async () => {

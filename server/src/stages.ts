@@ -5,10 +5,11 @@
 //   received → the ack floor past it saved (durable);
 //   a call of time: due → claimed → written to the executor's stream → started.
 //
-// Observing costs a few comparisons and no allocation: times are performance.now() readings
-// (the time stages: the owner's clock, as due moments are) kept in the structures the owner
-// has anyway (the log's tail, a delivery's try, the ack floor), and the counts are plain arrays
-// here, read by the metrics (metrics.ts) and the console at scrape time.
+// Observing costs a few comparisons and no allocation per delivery: times are performance.now()
+// readings (the time stages: the owner's clock, as due moments are), one per boundary for what
+// crosses it together (a commit's events, the deliveries written at once, an AckBatch), kept in
+// arrays of doubles beside what the owner has anyway (the log's tail, the tries in flight: TryTimes,
+// the ack floor), and the counts are plain arrays here, read by /metrics (metrics.ts) at scrape time.
 
 /** Upper bounds of every stage histogram's buckets, ms: 0.1 ms to 10 s, about 1.5× apart (a last bucket holds the rest). */
 export const stageBucketsMs = [
@@ -54,21 +55,65 @@ export interface TimerStages {
 }
 
 /**
- * A try of a delivery as the stream that writes it stamps it (the try itself: processors/attempt.ts),
- * and the histograms it is observed in then.
+ * The instants of a processor's tries in flight (performance.now() ms): when the event became
+ * durable and when the try was written, two per slot of one Float64Array. A try holds its slot's
+ * index, a small integer, so no number is boxed per delivery (an object's fractional field is).
  */
-export interface DeliveryTimes {
-  /** When its event was committed (performance.now() ms) for an event's first try; NaN for a later try or a redelivery (not observed). */
-  committedAt: number;
-  /** When the executor's stream wrote it (performance.now() ms); 0 until then. */
-  writtenAt: number;
-  readonly stages: ProcessorStages;
+export class TryTimes {
+  private times = new Float64Array(256);
+  private readonly free: number[] = [];
+  private used = 0;
+
+  constructor(private readonly stages: ProcessorStages) {}
+
+  /** A slot for a new try whose event became durable at `committedAt`; NaN: its send stage is not observed (a retry, a redelivery). */
+  take(committedAt: number): number {
+    const slot = this.free.length > 0 ? this.free.pop()! : this.used++;
+    if (2 * slot + 2 > this.times.length) {
+      const grown = new Float64Array(this.times.length * 2);
+      grown.set(this.times);
+      this.times = grown;
+    }
+    this.times[2 * slot] = committedAt;
+    this.times[2 * slot + 1] = Number.NaN;
+    return slot;
+  }
+
+  /** The try in `slot` was written to its stream at `at`: observed in the send stage when timed. */
+  written(slot: number, at: number): void {
+    this.times[2 * slot + 1] = at;
+    const committedAt = this.times[2 * slot];
+    if (!Number.isNaN(committedAt)) this.stages.send.observe(at - committedAt);
+  }
+
+  /** The try in `slot` was answered at `at`: observed in the ack stage when it was written. */
+  answered(slot: number, at: number): void {
+    const writtenAt = this.times[2 * slot + 1];
+    if (!Number.isNaN(writtenAt)) this.stages.ack.observe(at - writtenAt);
+  }
+
+  /** The try in `slot` was dropped: the slot is free again. */
+  release(slot: number): void {
+    this.free.push(slot);
+  }
+
+  /** Every try was forgotten: all slots are free. */
+  clear(): void {
+    this.free.length = 0;
+    this.used = 0;
+  }
 }
 
-/** A delivery was written to its stream at `at` (performance.now() ms): stamped, and observed (committed → written) when it is its event's first try. */
-export function deliveryWritten(times: DeliveryTimes, at: number): void {
-  times.writtenAt = at;
-  if (!Number.isNaN(times.committedAt)) times.stages.send.observe(at - times.committedAt);
+/** A try as the stream that writes it stamps it (the try itself: processors/attempt.ts). */
+export interface TimedTry {
+  /** Its slot in {@link times}; -1 once dropped (written after that: not observed). */
+  slot: number;
+  readonly times: TryTimes;
+}
+
+/** A delivery was written to its stream at `at` (performance.now() ms). */
+export function deliveryWritten(t: TimedTry, at: number): void {
+  if (t.slot >= 0) t.times.written(t.slot, at);
 }
 
 /**

@@ -99,7 +99,7 @@ export function ownerMessages(queued: Queued[], hosting: Pick<Hosting, "batches"
   for (const q of queued) {
     if ("delivery" in q) {
       add("delivery", q.delivery, q.bytes, hosting.batches);
-      if (q.delivery.times) deliveryWritten(q.delivery.times, (now ||= performance.now()));
+      if (q.delivery.timed) deliveryWritten(q.delivery.timed, (now ||= performance.now()));
       continue;
     }
     const m = typeof q.message === "function" ? q.message() : q.message;

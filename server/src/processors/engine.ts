@@ -10,7 +10,7 @@ import { takes, type ProcessorSpec } from "./declaration.js";
 import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
-import type { ProcessorStages, Stages } from "../stages.js";
+import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
 import { Lanes } from "./lanes.js";
 
@@ -86,6 +86,10 @@ export class ProcessorEngine {
   private readonly ready: Attempt[] = [];
   private readonly isolation: Isolation;
   private readonly stages: ProcessorStages;
+  /** The instants of the tries in flight (committed, written), for the delivery stages. */
+  private readonly times: TryTimes;
+  /** performance.now() minus the owner's clock, read at most once per pump (for an event the log's tail no longer holds); NaN until then. */
+  private clockOffset = Number.NaN;
   retries = 0;
   failures = 0;
 
@@ -95,6 +99,7 @@ export class ProcessorEngine {
   ) {
     this.isolation = new Isolation(spec.name, deps.reserve, deps.release);
     this.stages = deps.stages.processor(spec.name);
+    this.times = new TryTimes(this.stages);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
   }
 
@@ -168,6 +173,7 @@ export class ProcessorEngine {
   /** Sends ready work to executors with free credits, up to the processor's concurrency. */
   pump(): void {
     if (this.stopped || this.pausedFlag) return;
+    this.clockOffset = Number.NaN;
     const alone = this.isolation.next();
     if (alone) {
       alone.attempt.queued = false;
@@ -199,19 +205,20 @@ export class ProcessorEngine {
    * has not been recorded failed; an error of one changes nothing more (its
    * timeout counted). Answers to deliveries this engine no longer waits for
    * (the event ended, the cursor moved, answered already) are stale; unknown
-   * ones were never received. Neither changes anything.
+   * ones were never received. Neither changes anything. `at`: when it was read (performance.now()
+   * ms, one reading for the acks of one message).
    */
-  ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean): AckVerdict {
+  ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean, at: number): AckVerdict {
     const match = takeAnswer(session, deliveryId);
     const t = this.byDelivery.get(deliveryId);
     if (!t || t.session !== session) return match === "unknown" ? "unknown" : "stale";
-    if (t.writtenAt > 0) this.stages.ack.observe(performance.now() - t.writtenAt);
+    this.times.answered(t.slot, at);
     const attempt = t.attempt;
     const running = t.state === "running";
     this.drop(t);
     if (ok) attempt.outcome = { ok: true };
     else if (running) tryFailed(attempt, this.spec.retryDelaysMs, error || "error", terminal, true);
-    this.advance(attempt);
+    this.advance(attempt, at);
     return "accepted";
   }
 
@@ -349,7 +356,11 @@ export class ProcessorEngine {
   /** Drops every attempt and try (their timers too), and ends a reservation. */
   private forgetAttempts(): void {
     for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
-    for (const t of this.byDelivery.values()) if (t.timer) clearTimeout(t.timer);
+    for (const t of this.byDelivery.values()) {
+      if (t.timer) clearTimeout(t.timer);
+      t.slot = -1;
+    }
+    this.times.clear();
     this.attempts.clear();
     this.byDelivery.clear();
     this.ready.length = 0;
@@ -359,7 +370,8 @@ export class ProcessorEngine {
   /** Sends the event's next try to `session`. */
   private send(attempt: Attempt, session: ExecutorSession): Try {
     attempt.attempt++;
-    const committedAt = attempt.attempt === 1 && !this.redelivering.has(attempt.event.seq) ? this.committedAt(attempt.event) : NaN;
+    const first = attempt.attempt === 1 && !this.redelivering.has(attempt.event.seq);
+    const slot = this.times.take(first ? this.committedAt(attempt.event) : Number.NaN);
     const t: Try = {
       deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`,
       attempt,
@@ -367,9 +379,8 @@ export class ProcessorEngine {
       state: "running",
       timer: null,
       deadlineMs: 0,
-      committedAt,
-      writtenAt: 0,
-      stages: this.stages,
+      slot,
+      times: this.times,
     };
     attempt.current = t;
     attempt.tries.add(t);
@@ -385,7 +396,7 @@ export class ProcessorEngine {
         attempt: attempt.attempt,
         deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs,
         key: key.startsWith("#") ? "" : key,
-        times: t,
+        timed: t,
       },
       storedBytes(event),
     );
@@ -398,7 +409,10 @@ export class ProcessorEngine {
    * its commit time on the owner's clock, to the millisecond.
    */
   private committedAt(event: EventRecord): number {
-    return this.deps.tail.durableAtOf(event.seq) ?? performance.now() - (this.deps.clock.now() - event.at);
+    const durableAt = this.deps.tail.durableAtOf(event.seq);
+    if (durableAt !== undefined) return durableAt;
+    if (Number.isNaN(this.clockOffset)) this.clockOffset = performance.now() - this.deps.clock.now();
+    return event.at + this.clockOffset;
   }
 
   private armAckTimeout(t: Try, ms: number): void {
@@ -446,6 +460,8 @@ export class ProcessorEngine {
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
     this.byDelivery.delete(t.deliveryId);
+    if (t.slot >= 0) this.times.release(t.slot);
+    t.slot = -1;
     t.attempt.tries.delete(t);
     if (t.attempt.current === t) t.attempt.current = null;
     this.isolation.ended(t);
@@ -454,14 +470,15 @@ export class ProcessorEngine {
   /**
    * Moves an event on after a change: finished once it succeeded and no try lingers (a running
    * one is told to cancel), failed once decided and no try may run, retried once no try may run
-   * (neither while the engine stops: the next owner delivers it again).
+   * (neither while the engine stops: the next owner delivers it again). `at`: now, when the
+   * caller read it (performance.now() ms).
    */
-  private advance(attempt: Attempt): void {
+  private advance(attempt: Attempt, at?: number): void {
     if (attempt.ending) return;
     if (attempt.outcome?.ok) {
       if (attempt.current) this.linger(attempt.current, "the event was finished by another try");
       this.unschedule(attempt);
-      if (!lingers(attempt)) this.finish(attempt);
+      if (!lingers(attempt)) this.finish(attempt, true, at);
       return;
     }
     if (this.stopped || attempt.current || lingers(attempt)) return;
@@ -480,8 +497,8 @@ export class ProcessorEngine {
     else this.ready.splice(this.ready.indexOf(attempt), 1);
   }
 
-  /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record). */
-  private finish(attempt: Attempt, succeeded = true): void {
+  /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record); `at`: now, when the caller read it. */
+  private finish(attempt: Attempt, succeeded: boolean, at = performance.now()): void {
     for (const t of [...attempt.tries]) this.drop(t);
     this.unschedule(attempt);
     const seq = attempt.event.seq;
@@ -492,7 +509,7 @@ export class ProcessorEngine {
       this.pump();
       return;
     }
-    this.ackFloor.finish(seq, performance.now());
+    this.ackFloor.finish(seq, at);
     this.heldBytes = Math.max(0, this.heldBytes - storedBytes(attempt.event)); // never below 0: an end arriving after a reset
     this.ackFloor.advance(this.delivered);
     this.fill();

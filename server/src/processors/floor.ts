@@ -28,9 +28,9 @@ export class AckFloor {
   private floor = 0;
   /** Seqs read that the processor takes, ascending; those before {@link orderHead} are passed. */
   private readonly order: number[] = [];
+  /** When each event of {@link order} (same index) finished (performance.now() ms); NaN while it has not. */
+  private readonly finishedAt: number[] = [];
   private orderHead = 0;
-  /** Finished events not yet passed: seq → when it finished (performance.now() ms). */
-  private readonly finished = new Map<number, number>();
   /** When each event the floor passed since the last save finished (performance.now() ms). */
   private unsaved: number[] = [];
   private saving = false;
@@ -51,33 +51,41 @@ export class AckFloor {
   reset(seq: number): void {
     this.floor = seq;
     this.order.length = 0;
+    this.finishedAt.length = 0;
     this.orderHead = 0;
-    this.finished.clear();
     this.unsaved = [];
   }
 
   /** An event the processor takes was read (after every one read before). */
   read(seq: number): void {
     this.order.push(seq);
+    this.finishedAt.push(Number.NaN);
   }
 
-  /** Event `seq`, read, finished (acked, or given up on) at `at` (performance.now() ms). */
+  /** Event `seq`, read, finished (acked, or given up on) at `at` (performance.now() ms); one not read (any more) is ignored. */
   finish(seq: number, at: number): void {
-    this.finished.set(seq, at);
+    let lo = this.orderHead;
+    let hi = this.order.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.order[mid] < seq) lo = mid + 1;
+      else if (this.order[mid] > seq) hi = mid - 1;
+      else {
+        this.finishedAt[mid] = at;
+        return;
+      }
+    }
   }
 
   /** Moves the floor past the finished events at its head (to `delivered`, the last seq read, when every one did) and saves it when it moved. */
   advance(delivered: number): void {
-    while (this.orderHead < this.order.length) {
-      const seq = this.order[this.orderHead];
-      const at = this.finished.get(seq);
-      if (at === undefined) break;
-      this.finished.delete(seq);
-      this.unsaved.push(at);
+    while (this.orderHead < this.order.length && !Number.isNaN(this.finishedAt[this.orderHead])) {
+      this.unsaved.push(this.finishedAt[this.orderHead]);
       this.orderHead++;
     }
     if (this.orderHead > 1024) {
       this.order.splice(0, this.orderHead);
+      this.finishedAt.splice(0, this.orderHead);
       this.orderHead = 0;
     }
     const floor = this.orderHead < this.order.length ? this.order[this.orderHead] - 1 : delivered;
