@@ -34,4 +34,22 @@ describe("the log's tail", () => {
     expect(big.readWithin(0, 10, 1 << 30, [])).toBeUndefined();
     expect(seqs(big.readWithin(1, 10, 1 << 30, []))).toEqual([2]);
   });
+
+  it("knows when each event it holds became durable, through its evictions and compactions; none for one it no longer holds", () => {
+    const tail = new LogTail();
+    for (let chunk = 0; chunk < 40; chunk++)
+      tail.add(
+        Array.from({ length: 1_000 }, (_, i) => event(chunk * 1_000 + i + 1)),
+        chunk + 0.5,
+      ); // chunk c's events durable at c + 0.5 ms
+    expect(tail.durableAtOf(1)).toBeUndefined(); // long evicted
+    const kept = tail.readWithin(40_000 - 16_384, 16_384, 1 << 30, [])!;
+    expect(kept.events).toHaveLength(16_384);
+    for (const { seq } of kept.events) expect(tail.durableAtOf(seq)).toBe(Math.floor((seq - 1) / 1_000) + 0.5);
+    expect(tail.durableAtOf(40_000 - 16_384)).toBeUndefined(); // just before the oldest kept
+    expect(tail.durableAtOf(40_001)).toBeUndefined(); // not committed yet
+    tail.add([event(40_010)], 99); // after a gap only it is kept
+    expect(tail.durableAtOf(40_000)).toBeUndefined();
+    expect(tail.durableAtOf(40_010)).toBe(99);
+  });
 });

@@ -141,6 +141,68 @@ describe("GET /metrics", () => {
     expect(seen).toContain("order.placed");
   });
 
+  it("the stages of each event's way: emit → committed, committed → written, written → ack, finished → cursor saved", async () => {
+    const owner = await startTestOwner({ shutdownGraceMs: 200 });
+    cleanups.push(() => owner.close());
+    const client = createClient({ url: owner.url });
+    const plugin = definePlugin({
+      name: "shop",
+      events: { "cart.checked_out": { allow: ["*"] } },
+      processors: {
+        bill: {
+          on: "cart.checked_out",
+          concurrency: 8,
+          start: "beginning",
+          retryDelaysMs: [10],
+          run(ctx: DeliveryContext) {
+            if (ctx.data.flaky === true && ctx.attempt === 1) throw new Error("first try fails");
+          },
+        },
+      },
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    const bill = (stage: string, part: string) => `chronolog_delivery_${stage}_seconds_${part}{processor="shop.bill"}`;
+    const before = await scrape(owner.url);
+    for (const stage of ["send", "ack", "cursor"]) expect(value(before, bill(stage, "count"))).toBe(0);
+    const emitted0 = value(before, "chronolog_emit_commit_seconds_count");
+
+    await startExecutor(owner.url, plugin);
+    const began = performance.now();
+    // 8 events: 5 on the SDK's Publish stream, 3 in one EmitBatch, one of which fails its first try.
+    await Promise.all(Array.from({ length: 5 }, (_, i) => client.emit("cart.checked_out", { n: i })));
+    await client.emitBatch([
+      { type: "cart.checked_out", data: { n: 5 } },
+      { type: "cart.checked_out", data: { n: 6, flaky: true } },
+      { type: "cart.checked_out", data: { n: 7 } },
+    ]);
+    await until(async () => (await metric(owner.url, bill("cursor", "count"))) === 8, "8 events past the saved cursor");
+
+    const after = await scrape(owner.url);
+    const elapsedSeconds = (performance.now() - began) / 1000; // no stage of these events lasted longer
+    expect(value(after, "chronolog_emit_commit_seconds_count") - emitted0).toBe(8); // one per event answered
+    expect(value(after, bill("send", "count"))).toBe(8); // each event's first try
+    expect(value(after, bill("ack", "count"))).toBe(9); // every try answered: the flaky event's two
+    expect(value(after, 'chronolog_processor_retries_total{processor="shop.bill"}')).toBe(1);
+    for (const series of [
+      "chronolog_emit_commit_seconds",
+      "chronolog_delivery_send_seconds",
+      "chronolog_delivery_ack_seconds",
+      "chronolog_delivery_cursor_seconds",
+    ]) {
+      const labels = series === "chronolog_emit_commit_seconds" ? "" : ',processor="shop.bill"';
+      const buckets = [...after].filter(([k]) => k.startsWith(`${series}_bucket{`) && k.endsWith(`${labels}}`)).map(([, v]) => v);
+      expect(buckets).toHaveLength(28); // 0.1 ms to 10 s, and +Inf
+      expect(buckets).toEqual([...buckets].sort((a, b) => a - b)); // cumulative
+      const count = value(after, labels ? `${series}_count{${labels.slice(1)}}` : `${series}_count`);
+      expect(value(after, `${series}_bucket{le="+Inf"${labels}}`)).toBe(count);
+      const sum = value(after, labels ? `${series}_sum{${labels.slice(1)}}` : `${series}_sum`);
+      expect(sum).toBeGreaterThan(0);
+      expect(sum).toBeLessThanOrEqual(count * elapsedSeconds);
+    }
+    // A cursor is saved at most 20 ms after the floor moves: the event that moved it waits that long.
+    expect(value(after, bill("cursor", "sum"))).toBeGreaterThan(0.02);
+  });
+
   it("timers pending and the lateness histogram after a timer fires (ManualClock)", async () => {
     const T0 = Date.UTC(2026, 2, 2, 12);
     const clock = new ManualClock(T0);
@@ -174,7 +236,45 @@ describe("GET /metrics", () => {
     await client.delay("remind.send", { to: "cy" }, { intervalMs: 0 }, "unbounded"); // due when set
     await until(() => calls.length === 3, "the delay's call");
     await until(async () => (await metric(owner.url, "chronolog_timer_lateness_seconds_count")) === 3, "three lateness observations");
-    expect(await metric(owner.url, "chronolog_timer_calls_sent_late_total")).toBe(0);
+    const three = await scrape(owner.url);
+    expect(value(three, "chronolog_timer_calls_sent_late_total")).toBe(0);
+    // Each call's lateness, stage by stage: the jumped timer's 50 ms were the claim's (the clock rang past its moment); sending and starting added none.
+    for (const stage of ["claim", "send", "start"]) expect(value(three, `chronolog_timer_${stage}_seconds_count`)).toBe(3);
+    expect(value(three, "chronolog_timer_claim_seconds_sum")).toBeCloseTo(0.05, 9);
+    expect(value(three, "chronolog_timer_send_seconds_sum")).toBe(0);
+    expect(value(three, "chronolog_timer_start_seconds_sum")).toBe(0);
+    expect(value(three, "chronolog_timer_lateness_seconds_sum")).toBeCloseTo(0.05, 9);
+    expect(value(three, 'chronolog_timer_claim_seconds_bucket{le="0.03"}')).toBe(2);
+    expect(value(three, 'chronolog_timer_claim_seconds_bucket{le="0.05"}')).toBe(3);
+  });
+
+  it("a delay's call on the owner's own clock: its claim, send and start stages add up to its lateness", async () => {
+    const owner = await startTestOwner({ shutdownGraceMs: 200 });
+    cleanups.push(() => owner.close());
+    const client = createClient({ url: owner.url });
+    const calls: unknown[] = [];
+    const plugin = definePlugin({ name: "remind", actions: { send: { allow: ["*"], run: (ctx) => void calls.push(ctx.input) } } });
+    await client.registerPlugin(manifestOf(plugin));
+    await startExecutor(owner.url, plugin);
+    const before = await scrape(owner.url);
+    for (const stage of ["claim", "send", "start"]) expect(value(before, `chronolog_timer_${stage}_seconds_count`)).toBe(0);
+
+    const began = performance.now();
+    await client.delay("remind.send", { to: "di" }, { intervalMs: 400 }, "unbounded"); // past the lookahead: armed, then claimed ahead of its moment
+    await until(() => calls.length === 1, "the delay's call");
+    await until(async () => (await metric(owner.url, "chronolog_timer_lateness_seconds_count")) === 1, "its lateness observed");
+    const elapsedSeconds = (performance.now() - began) / 1000;
+    const fired = await scrape(owner.url);
+    let stages = 0;
+    for (const stage of ["claim", "send", "start"]) {
+      expect(value(fired, `chronolog_timer_${stage}_seconds_count`)).toBe(1);
+      expect(value(fired, `chronolog_timer_${stage}_seconds_bucket{le="+Inf"}`)).toBe(1);
+      const sum = value(fired, `chronolog_timer_${stage}_seconds_sum`);
+      expect(sum).toBeGreaterThanOrEqual(0);
+      expect(sum).toBeLessThan(elapsedSeconds);
+      stages += sum;
+    }
+    expect(stages).toBeCloseTo(value(fired, "chronolog_timer_lateness_seconds_sum"), 6);
   });
 
   it("the event-loop delay histogram keeps a stall between scrapes, for every scraper (it never starts again at a scrape)", async () => {

@@ -11,9 +11,12 @@
 // Flags:
 //   --quick            small counts and windows (a few minutes): to check that it works
 //   --runs N           runs to take the median of (default 3; 1 with --quick)
-//   --only LIST        workloads: ingest,deliver,pending,lateness,burst,ceilings (default all)
+//   --only LIST        workloads: ingest,deliver,pending,lateness,burst,ceilings (default all);
+//                      live: only deliver's live workloads (producer flat out, emit → handler)
+//   --systems LIST     systems measured: nats,redis,bullmq,chronolog (default all)
 //   --paths LIST       Chronolog's ingest paths (unary, batch, sdk; default unary,sdk)
-//   --deliver-path P   Chronolog's producer path in the delivery workloads (default sdk: the Publish stream)
+//   --deliver-paths L  Chronolog's producer paths in the live delivery workloads, a row each
+//                      (default sdk,unary: the SDK's default emit on the Publish stream, then unary Emit)
 //   --pending N        delays of the pending workload (default 1,000,000; 5,000 with --quick)
 //   --pending-runs N   runs of the pending workload (default 1: 1,000,000 delays take a minute or more)
 //   --burst N          delays of the burst workload, due within 1 s (default 10,000; 2,000 with --quick)
@@ -27,11 +30,12 @@ import { join } from "node:path";
 import { buildBundle } from "../lib/owner.js";
 import { storeDescription, storeSetting } from "../lib/postgres.js";
 import { burst } from "./burst.js";
-import { ceilings, deliver, ingest, lateness, pendingDelays, type Config, type Context } from "./workloads.js";
+import { ceilings, ingest, lateness, live, pendingDelays, preloaded, type Config, type Context } from "./workloads.js";
 import { commitOf, Figures, fmt, resultsFile } from "./report.js";
 import { startGenerator } from "./runtime.js";
 import { ensureInstalled, natsSyncAlways, versions } from "./servers.js";
-import { chronologPaths, type ChronologPath } from "./targets.js";
+import { StageTable } from "./stages.js";
+import { chronologPaths, type ChronologPath, type System } from "./targets.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const argv = process.argv.slice(2);
@@ -43,9 +47,13 @@ const option = (name: string) => {
 const quick = flag("quick");
 const runs = Number(option("runs") ?? (quick ? 1 : 3));
 const workloads = (option("only") ?? "ingest,deliver,pending,lateness,burst,ceilings").split(",");
+for (const w of workloads) if (!["ingest", "deliver", "live", "pending", "lateness", "burst", "ceilings"].includes(w)) throw new Error(`unknown workload ${w}`);
 const paths = (option("paths") ?? "unary,sdk").split(",") as ChronologPath[];
-const deliverPath = (option("deliver-path") ?? "sdk") as ChronologPath;
-for (const p of [...paths, deliverPath]) if (!chronologPaths.includes(p)) throw new Error(`unknown Chronolog path ${p}: ${chronologPaths.join(", ")}`);
+const deliverPaths = (option("deliver-paths") ?? "sdk,unary").split(",") as ChronologPath[];
+for (const p of [...paths, ...deliverPaths]) if (!chronologPaths.includes(p)) throw new Error(`unknown Chronolog path ${p}: ${chronologPaths.join(", ")}`);
+const allSystems: System[] = ["nats", "redis", "bullmq", "chronolog"];
+const systems = (option("systems") ?? allSystems.join(",")).split(",") as System[];
+for (const s of systems) if (!allSystems.includes(s)) throw new Error(`unknown system ${s}: ${allSystems.join(", ")}`);
 const pendingRuns = Number(option("pending-runs") ?? 1);
 const cfg: Config = {
   quick,
@@ -59,7 +67,8 @@ const cfg: Config = {
   latenessSpreadMs: quick ? 3_000 : 10_000,
   burst: Number(option("burst") ?? (quick ? 2_000 : 10_000)),
   paths,
-  deliverPath,
+  deliverPaths,
+  systems,
   ownerEntry: option("owner") === "tsx" ? "tsx" : "bundle",
 };
 
@@ -87,17 +96,19 @@ console.log(
 const file = flag("no-write") ? undefined : resultsFile(repo, sha, started, storeSetting());
 const bullmqVersion = (JSON.parse(readFileSync(join(repo, "node_modules/bullmq/package.json"), "utf8")) as { version: string }).version;
 const figures = new Figures();
+const stages = new StageTable();
 const trivial = new Map<string, { rate: number[]; cpu: number[] }>();
 const generator = await startGenerator();
-const ctx: Context = { cfg, figures, run: (req) => generator.run(req), log, note };
+const ctx: Context = { cfg, figures, stages, run: (req) => generator.run(req), log, note };
 try {
   for (let run = 1; run <= runs; run++) {
     const t0 = Date.now();
     if (workloads.includes("ingest")) await ingest(ctx);
-    if (workloads.includes("deliver")) await deliver(ctx);
+    if (workloads.includes("deliver")) await preloaded(ctx);
+    if (workloads.includes("deliver") || workloads.includes("live")) await live(ctx);
     if (workloads.includes("pending") && run <= pendingRuns) await pendingDelays(ctx);
     if (workloads.includes("lateness")) await lateness(ctx);
-    if (workloads.includes("burst")) await burst(ctx);
+    if (workloads.includes("burst") && systems.includes("chronolog")) await burst(ctx);
     if (workloads.includes("ceilings")) {
       for (const [kind, r] of await ceilings(ctx)) {
         const entry = trivial.get(kind) ?? { rate: [], cpu: [] };
@@ -121,6 +132,9 @@ function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
+
+const stageNote =
+  "from the owner's stage histograms (docs/operations.md), scraped with the event-loop delay at the window's start and end, medians over runs. emit → committed: an Emit or Publish request received to its commit durable; committed → sent: to the delivery written to the executor's stream (a credit, the processor's concurrency, the key's earlier events, the owner's turn); sent → ack: both ways of the transport and the handler; ack → cursor saved: after the handler ran, the cursor's save delay (20 ms) and commit. p50 and p99 are interpolated within the histogram's buckets (0.1 ms to 10 s, about 1.5× apart), as Prometheus' histogram_quantile does: read them to a bucket's width.";
 
 function trivialTable(): string[] {
   if (trivial.size === 0) return [];
@@ -162,6 +176,7 @@ function render(done: number): string {
     "",
     ...figures.table(),
     "",
+    ...(stages.table().length ? [...stages.table(), "", `Stages: ${stageNote}`, ""] : []),
     ...trivialTable(),
     ...(outcomes.length ? ["", "Outcomes:", "", ...outcomes.map((l) => `- ${l}`)] : []),
     ...(lines.length ? ["", "Warnings during the run:", "", ...lines.map((l) => `    ${l}`)] : []),

@@ -1,10 +1,11 @@
 // The workloads of bench/compare. Each runs once per system on fresh instances and adds its
 // figures to `Figures`; main.ts repeats them for the median.
 import { cpuMs, freePort, pct, rssMiB, sleep } from "../lib/proc.js";
-import { loopDuring, openWindow, type LoopDelay } from "./event-loop.js";
+import { loopDuring, openWindow, type LoopDelay, type OwnerWindow } from "./event-loop.js";
 import type { LoadRequest, LoadResult } from "./load.js";
 import type { Column, Figures } from "./report.js";
 import { startInstance, startTrivial, type Instance, type Worker, type WorkerReport } from "./runtime.js";
+import { stagesBetween, type StageTable } from "./stages.js";
 import type { ChronologPath, System } from "./targets.js";
 
 export interface Config {
@@ -23,15 +24,19 @@ export interface Config {
   latenessSpreadMs: number;
   /** Delays of the burst workload (due within 1 s). */
   burst: number;
-  /** Chronolog's ingest paths (W1, W2) and the path of the delivery producers (W5, W6). */
+  /** Chronolog's ingest paths (W1, W2) and the paths of the live delivery workloads' producers (W5, W6): a row each. */
   paths: ChronologPath[];
-  deliverPath: ChronologPath;
+  deliverPaths: ChronologPath[];
+  /** The systems measured (the peers left out are shown empty). */
+  systems: System[];
   ownerEntry: "bundle" | "tsx";
 }
 
 export interface Context {
   cfg: Config;
   figures: Figures;
+  /** The owner's stage figures of the live delivery workloads' windows. */
+  stages: StageTable;
   run(req: import("./load.js").LoadRequest): Promise<LoadResult>;
   /** A warning, printed and listed under the table. */
   log(line: string): void;
@@ -39,8 +44,11 @@ export interface Context {
   note(line: string): void;
 }
 
-const pathNames: Record<ChronologPath, string> = { unary: "unary Emit, grpc-js", batch: "EmitBatch, grpc-js", sdk: "the TS SDK's emit" };
+const pathNames: Record<ChronologPath, string> = { unary: "unary Emit, grpc-js", batch: "EmitBatch, grpc-js", sdk: "the TS SDK's emit, Publish stream" };
 const ingestSystems: System[] = ["nats", "redis", "bullmq", "chronolog"];
+
+/** Those of `systems` measured in this run (--systems). */
+export const measured = (ctx: Context, systems: System[]) => systems.filter((s) => ctx.cfg.systems.includes(s));
 
 /** Runs `body` on a fresh instance of `system`, stopped afterwards. */
 export async function withInstance<T>(ctx: Context, system: System, body: (i: Instance) => Promise<T>): Promise<T> {
@@ -70,10 +78,15 @@ async function closedRun(ctx: Context, instance: Instance, req: Extract<LoadRequ
 
 /** Chronolog's columns for a path: rows are labelled by path, the peers' values repeat in each. */
 function ingestTargets(ctx: Context): { system: System; path?: ChronologPath }[] {
-  return [
-    ...ingestSystems.filter((s) => s !== "chronolog").map((system) => ({ system })),
-    ...ctx.cfg.paths.map((path) => ({ system: "chronolog" as System, path })),
-  ];
+  return withPaths(ctx, ingestSystems, ctx.cfg.paths);
+}
+
+/** The peers of `systems` once, then Chronolog once per path in `paths` (those measured in this run). */
+function withPaths(ctx: Context, systems: System[], paths: ChronologPath[]): { system: System; path?: ChronologPath }[] {
+  const peers = measured(ctx, systems)
+    .filter((s) => s !== "chronolog")
+    .map((system) => ({ system }));
+  return measured(ctx, systems).includes("chronolog") ? [...peers, ...paths.map((path) => ({ system: "chronolog" as System, path }))] : peers;
 }
 
 /** W1 and W2: ingest with 256 and 1 in flight; W3: EmitBatch of 1,000 (4 in flight). */
@@ -167,18 +180,12 @@ export async function waitHandled(workers: Worker[], total: number, timeoutMs: n
 
 const deliverSystems: System[] = ["nats", "redis", "bullmq", "chronolog"];
 
-/**
- * W4: deliver a preloaded backlog (handled/s from the first delivery to the last); W5: deliver
- * while the producer sends flat out (deliveries handled in the measured window / window);
- * W6: send-to-handler latency at a fixed rate.
- */
-export async function deliver(ctx: Context): Promise<void> {
+/** W4: deliver a preloaded backlog (handled/s from the first delivery to the last). */
+export async function preloaded(ctx: Context): Promise<void> {
   const { cfg, figures } = ctx;
   const n = cfg.deliverEvents;
   const timeout = 60_000 + n; // generous: 1 ms an event
-  for (const system of deliverSystems) {
-    const column = system as Column;
-    // W4
+  for (const system of measured(ctx, deliverSystems)) {
     await withInstance(ctx, system, async (instance) => {
       await ctx.run({ op: "produce", endpoint: instance.endpoint("batch"), topic: "deliver", callers: 4, perCall: 1000, count: n });
       const workers = await consumers(instance, "deliver", 2);
@@ -186,15 +193,39 @@ export async function deliver(ctx: Context): Promise<void> {
       const reports = await Promise.all(workers.map((w) => w.stop()));
       if (!done) ctx.log(`  ${system} preloaded: only ${handled(reports)} of ${n} handled in time`);
       const span = lastAt(reports) - firstAt(reports);
-      figures.add(`deliver, preloaded ${n.toLocaleString("en-US")} over 1,000 keys (handled/s)`, "higher", column, (handled(reports) / span) * 1000);
+      figures.add(`deliver, preloaded ${n.toLocaleString("en-US")} over 1,000 keys (handled/s)`, "higher", system as Column, (handled(reports) / span) * 1000);
     });
+  }
+}
+
+/**
+ * The live delivery workloads, Chronolog once per producer path (its rows labelled by path, the
+ * peers' values repeated in each): W5, deliver while the producer sends flat out (deliveries
+ * handled in the measured window / window); W6, send-to-handler latency at a fixed rate. Under
+ * Chronolog's figures, the owner's event-loop delay in the window; the owner's stage figures of
+ * the window go to the stage table.
+ */
+export async function live(ctx: Context): Promise<void> {
+  const { cfg } = ctx;
+  const peerValues: { label: (path: string) => string; better: "higher" | "lower"; column: Column; value: number }[] = [];
+  for (const { system, path } of withPaths(ctx, deliverSystems, cfg.deliverPaths)) {
+    const add = (label: (path: string) => string, better: "higher" | "lower", value: number) => {
+      if (system === "chronolog") ctx.figures.add(label(pathNames[path!]), better, "chronolog", value);
+      else peerValues.push({ label, better, column: system as Column, value });
+    };
+    /** The owner's figures of a window of Chronolog's: event-loop rows, and its stages (with the handler latency when measured). */
+    const chronologWindow = (name: string, window: OwnerWindow | undefined, handler?: { p50: number; p99: number }) => {
+      if (!window) return;
+      loopRows(ctx, `${name}, ${pathNames[path!]}`, window);
+      ctx.stages.add(`${name}, ${pathNames[path!]}`, stagesBetween(window.pages.start, window.pages.end), handler);
+    };
     // W5
     await withInstance(ctx, system, async (instance) => {
       const workers = await consumers(instance, "deliver", 2);
       const count = () => workers.reduce((n, w) => n + w.handled, 0);
       const producing = ctx.run({
         op: "closed",
-        endpoint: instance.endpoint(cfg.deliverPath),
+        endpoint: instance.endpoint(path),
         topic: "deliver",
         callers: 256,
         perCall: 1,
@@ -202,33 +233,39 @@ export async function deliver(ctx: Context): Promise<void> {
         durationMs: cfg.durationMs,
       });
       await sleep(cfg.warmupMs);
+      const window = instance.owner ? await openWindow(instance.owner.url) : undefined;
       const [h0, t0] = [count(), performance.now()];
       await sleep(cfg.durationMs);
       const [h1, t1] = [count(), performance.now()];
+      const owner = await window?.close();
       const produced = await producing;
       check(ctx, `${system} flat out`, produced);
       await Promise.all(workers.map((w) => w.stop()));
-      figures.add(
-        `deliver, producer flat out at 256 in flight (handled/s) [Chronolog: ${pathNames[cfg.deliverPath]}]`,
-        "higher",
-        column,
-        ((h1 - h0) / (t1 - t0)) * 1000,
-      );
-      figures.add(`  the producer meanwhile (events/s)`, "higher", column, produced.events / (produced.ms / 1000));
+      add((p) => `deliver, producer flat out at 256 in flight (handled/s) [Chronolog: ${p}]`, "higher", ((h1 - h0) / (t1 - t0)) * 1000);
+      add((p) => `  the producer meanwhile (events/s) [Chronolog: ${p}]`, "higher", produced.events / (produced.ms / 1000));
+      chronologWindow("deliver, producer flat out", owner);
     });
     // W6
     await withInstance(ctx, system, async (instance) => {
       const workers = await consumers(instance, "deliver", 2);
-      const sent = await ctx.run({
+      const rate = {
         op: "rate",
-        endpoint: instance.endpoint(cfg.deliverPath),
+        endpoint: instance.endpoint(path),
         topic: "deliver",
         rate: cfg.latencyRate,
         warmupMs: cfg.warmupMs,
         durationMs: cfg.latencyMs,
-      });
+      } as const;
+      const sendAndDrain = async () => {
+        const sent = await ctx.run(rate);
+        return { sent, done: await waitHandled(workers, sent.totalEvents, 30_000) };
+      };
+      // The owner's window: from the warm-up's end until the last event is handled.
+      const { result, loop: owner } = instance.owner
+        ? await loopDuring(instance.owner.url, sendAndDrain, cfg.warmupMs)
+        : { result: await sendAndDrain(), loop: undefined };
+      const { sent, done } = result;
       check(ctx, `${system} rate`, sent);
-      const done = await waitHandled(workers, sent.events, 30_000);
       const reports = await Promise.all(workers.map((w) => w.stop()));
       if (!done)
         ctx.log(
@@ -238,11 +275,14 @@ export async function deliver(ctx: Context): Promise<void> {
       const latencies = reports.flatMap((r) => r.latencies);
       while (latencies.length < sent.events) latencies.push(Infinity);
       latencies.sort((a, b) => a - b);
+      const [p50, p99] = [pct(latencies, 50), pct(latencies, 99)];
       const label = `emit → handler at ${cfg.latencyRate.toLocaleString("en-US")} events/s`;
-      figures.add(`${label}: p50 (ms)`, "lower", column, pct(latencies, 50));
-      figures.add(`${label}: p99 (ms)`, "lower", column, pct(latencies, 99));
+      add((p) => `${label}: p50 (ms) [Chronolog: ${p}]`, "lower", p50);
+      add((p) => `${label}: p99 (ms) [Chronolog: ${p}]`, "lower", p99);
+      chronologWindow(label, owner, { p50, p99 });
     });
   }
+  for (const path of cfg.deliverPaths) for (const v of peerValues) ctx.figures.add(v.label(pathNames[path]), v.better, v.column, v.value);
 }
 
 const handled = (reports: WorkerReport[]) => reports.reduce((n, r) => n + r.handled, 0);
@@ -252,7 +292,7 @@ const lastAt = (reports: WorkerReport[]) => Math.max(...reports.filter((r) => r.
 
 /** W7a: set `cfg.pending` delays due 1-24 h out; the rate, and the server's RSS after. */
 export async function pendingDelays(ctx: Context): Promise<void> {
-  for (const system of ["bullmq", "chronolog"] as System[]) {
+  for (const system of measured(ctx, ["bullmq", "chronolog"])) {
     await withInstance(ctx, system, async (instance) => {
       const r = await ctx.run({
         op: "delays",
@@ -284,7 +324,7 @@ export async function lateness(ctx: Context): Promise<void> {
   const { cfg } = ctx;
   const warm = 500;
   for (const variant of ["a", "b"] as const) {
-    for (const system of ["bullmq", "chronolog"] as System[]) {
+    for (const system of measured(ctx, ["bullmq", "chronolog"])) {
       await withInstance(ctx, system, async (instance) => {
         const [worker] = await consumers(instance, "delays", 1);
         const w = await ctx.run({ op: "delays", endpoint: instance.endpoint(), count: warm, dueOf: { base: "now+1000", spreadMs: 1000 }, warm: true });

@@ -3,9 +3,10 @@
 // Each owner has its own prom-client Registry (never prom-client's global default), so owners
 // started in one process (tests) do not collide. Most values are read at scrape time by
 // `collect` callbacks from the state the owner already keeps (processor engines, executor
-// sessions, the log head, the timers table); only three things are pushed as they happen,
-// each cheap: one observation per group commit (not per event), one per timer call, and one
-// increment/decrement per Watch stream.
+// sessions, the log head, the timers table); only these are pushed as they happen, each cheap:
+// one observation per group commit (not per event), one per timer call, one increment/decrement
+// per Watch stream, and the stages of each event and call (stages.ts: counted in plain arrays
+// without allocating, read here at scrape time).
 //
 // Names use the field's words (ack floor, in flight, executors, watchers) with
 // the unit in the name: `_seconds`, `_events`, `_total`, `_seq`.
@@ -14,9 +15,10 @@ import { ChronologError } from "./errors.js";
 import type { Authenticator } from "./auth/tokens.js";
 import type { Logger } from "./logger.js";
 import type { HttpHandler, HttpResponse } from "./http-handler.js";
+import { stageBucketsMs, type StageHistogram, type Stages } from "./stages.js";
 import type { CommitInfo } from "./store/committer.js";
 import { latenessBucketsMs } from "./time/index.js";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
 
 /** A processor as the metrics read it: a {@link ProcessorEngine}'s counters and cursor. */
 export interface ProcessorState {
@@ -45,6 +47,8 @@ export interface MetricsSources {
   lateness: { onRecord(listener: (latenessMs: number) => void): void };
   /** Calls of time the owner had in time but sent to an executor that holds after their moment (ActionCalls.sentLate). */
   timeCallsSentLate(): number;
+  /** The stages of events and calls of time. */
+  stages: Stages;
 }
 
 /** Group commit sizes (units of work per transaction). */
@@ -222,6 +226,7 @@ export class OwnerMetrics {
         this.set(sources.committer.head);
       },
     });
+    stageMetrics(this.registry, sources.stages);
   }
 
   /** The content type of {@link text}: Prometheus text format 0.0.4. */
@@ -270,6 +275,88 @@ export function metricsHttpHandler(metrics: Pick<OwnerMetrics, "text" | "content
     );
     return true;
   };
+}
+
+/** The stage histograms (stages.ts) as `chronolog_*_seconds` histograms. */
+function stageMetrics(registry: Registry, stages: Stages): void {
+  const whole = (h: StageHistogram) => () => [[{}, h] as const];
+  const perProcessor = (stage: "send" | "ack" | "cursor") =>
+    function* () {
+      for (const [processor, s] of stages.processors()) yield [{ processor }, s[stage]] as const;
+    };
+  stageMetric(
+    registry,
+    "chronolog_emit_commit_seconds",
+    "Emit, EmitBatch or Publish received (the owner began its checks) to its commit durable, one observation per event answered.",
+    whole(stages.emit),
+  );
+  stageMetric(
+    registry,
+    "chronolog_delivery_send_seconds",
+    "An event committed (durable) to its first delivery written to an executor's stream, by processor: waiting for a credit, the processor's concurrency, its key's earlier events, and the owner's turn. An event the log's tail in memory no longer holds (a backlog) counts from its commit time, to the millisecond.",
+    perProcessor("send"),
+  );
+  stageMetric(
+    registry,
+    "chronolog_delivery_ack_seconds",
+    "A delivery written to an executor's stream to its ack (or error) read by the owner, by processor: the transport both ways and the executor's handling.",
+    perProcessor("ack"),
+  );
+  stageMetric(
+    registry,
+    "chronolog_delivery_cursor_seconds",
+    "An event finished (acked, or given up on) to the ack floor past it saved (durable), by processor: the cursor's save delay (20 ms), earlier events still in flight, and the commit.",
+    perProcessor("cursor"),
+  );
+  stageMetric(
+    registry,
+    "chronolog_timer_claim_seconds",
+    "A first call of time (timers, schedules, delays): its due moment to its occurrence's claim durable; 0 when claimed ahead of its moment (the lookahead).",
+    whole(stages.timer.claim),
+  );
+  stageMetric(
+    registry,
+    "chronolog_timer_send_seconds",
+    "A first call of time: its claim, or its due moment if later, to its invocation written to the executor's stream; 0 when written ahead of its moment (to an executor that holds).",
+    whole(stages.timer.send),
+  );
+  stageMetric(
+    registry,
+    "chronolog_timer_start_seconds",
+    "A first call of time: its invocation written, or its due moment if later, to its action's start (a held one's hold end plus the executor's reported delay). The claim, send and start stages add up to chronolog_timer_lateness_seconds.",
+    whole(stages.timer.start),
+  );
+}
+
+/** Bucket bounds of the stage histograms, seconds. */
+const stageBucketsSeconds = stageBucketsMs.map((ms) => ms / 1000);
+
+/**
+ * A histogram whose counts are kept in {@link StageHistogram}s and read at scrape time. It is
+ * handed to prom-client as a metric of its own, answering `get()` as prom-client's Histogram does
+ * (buckets, `_sum` and `_count` per label set), so observing costs neither a label lookup nor an
+ * allocation on the delivery path.
+ */
+function stageMetric(registry: Registry, name: string, help: string, read: () => Iterable<readonly [Record<string, string>, StageHistogram]>): void {
+  const metric = {
+    name,
+    help,
+    type: "histogram",
+    aggregator: "sum",
+    async get() {
+      const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+      for (const [labels, h] of read()) {
+        let cumulative = 0;
+        stageBucketsSeconds.forEach((le, i) => values.push({ labels: { le, ...labels }, value: (cumulative += h.counts[i]), metricName: `${name}_bucket` }));
+        values.push({ labels: { le: "+Inf", ...labels }, value: h.count, metricName: `${name}_bucket` });
+        values.push({ labels, value: h.sumMs / 1000, metricName: `${name}_sum` });
+        values.push({ labels, value: h.count, metricName: `${name}_count` });
+      }
+      return { name, help, type: "histogram", aggregator: "sum", values };
+    },
+    reset() {},
+  };
+  registry.registerMetric(metric as unknown as Metric);
 }
 
 function header(value: string | string[] | undefined): string | null {

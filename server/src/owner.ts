@@ -48,6 +48,7 @@ import type { Store } from "./store/store.js";
 import { eventReads, eventStatements } from "./store/events.js";
 import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
+import { Stages } from "./stages.js";
 
 /** Options of {@link startOwner}. */
 export interface OwnerOptions {
@@ -255,7 +256,8 @@ async function serve(
   committer.onCommit(() => store.committed());
   const head = new HeadSignal(committer.head);
   const tail = new LogTail();
-  committer.onCommit((info) => tail.add(info.events)); // before the processors read it
+  committer.onCommit((info) => tail.add(info.events)); // before the processors read it (and when it became durable: the delivery stages count from there)
+  const stages = new Stages();
   committer.onCommit((info) => head.advance(info.head));
   const registry = new PluginRegistry(store.db, committer);
   for (const manifest of manifests) {
@@ -263,7 +265,7 @@ async function serve(
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
   const liveCauses = new LiveCauses();
-  const emitter = new Emitter(committer, registry, events, liveCauses);
+  const emitter = new Emitter(committer, registry, events, liveCauses, stages.emit);
   const collections = openCollections(store.db, committer, registry, events, liveCauses);
   const clock = options.clock ?? systemClock;
   const cursors = cursorStatements(store.db);
@@ -278,6 +280,7 @@ async function serve(
     pickSession: (name) => hub.pickFor(name),
     reserve: (name) => hub.reserveFor(name),
     release: (session) => hub.release(session),
+    stages,
   });
   const timers = options.timers ?? systemTimers;
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
@@ -298,6 +301,7 @@ async function serve(
     timers,
     lookaheadMs: options.timerLookaheadMs ?? config?.timers?.lookahead_ms,
     region: options.region ?? config?.region ?? 0,
+    stages: stages.timer,
     logger,
   });
   const pulses = new Pulses({ registry, sessions: () => hub.list(), actions, clock, timers, lateness: time.lateness, logger });
@@ -313,6 +317,7 @@ async function serve(
     timersPending: () => time.pendingCount(),
     lateness: time.lateness,
     timeCallsSentLate: () => actions.sentLate,
+    stages,
   });
   const timerRetention = new TimerRetention({
     db: store.db,

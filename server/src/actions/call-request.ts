@@ -86,9 +86,10 @@ export interface ScheduledCall {
   /**
    * Told, once per run, when its action started (ms since the epoch, owner's clock): the
    * first send, or for a held Invocation the end of its hold plus the executor's reported
-   * delay (at its answer). Time measures its lateness there.
+   * delay (at its answer); and when that invocation was written to the executor's stream.
+   * Time measures its lateness there.
    */
-  onStarted?: (startedAtMs: number) => void;
+  onStarted?: (startedAtMs: number, writtenAtMs: number) => void;
   /**
    * Runs inside the commit unit that records this run's end (`action.completed`, or
    * `action.failed` with the action's error or timeout; `error` is then the message the

@@ -127,6 +127,8 @@ export class Invocations {
       const holdFrom = (now: number) => (session.hosting.holds ? Math.max(0, (call.scheduled?.sendAtMs ?? now) - now) : 0);
       /** When a held Invocation's hold ends (owner's clock), once written; null: not held or not written yet. */
       let heldUntil: number | null = null;
+      /** When the stream wrote it (owner's clock). */
+      let writtenAt = 0;
       const invocation: Invocation = {
         id: invocationId,
         run,
@@ -140,7 +142,7 @@ export class Invocations {
           run.invocation = null;
           release();
           if (heldUntil !== null && (result.kind === "ok" || result.kind === "error" || result.kind === "timeout"))
-            started(run, this.heldStart(session, heldUntil, startedLateMs ?? 0));
+            started(run, this.heldStart(session, heldUntil, startedLateMs ?? 0), writtenAt);
           resolve(result);
         },
       };
@@ -154,7 +156,8 @@ export class Invocations {
         const callerMs = maxRemaining(run);
         const holdMs = holdFrom(now);
         if (hostInTime && session.hosting.holds && now > (call.scheduled?.sendAtMs ?? now)) this.sentLate++;
-        if (holdMs === 0) started(run, now);
+        writtenAt = now;
+        if (holdMs === 0) started(run, now, now);
         else heldUntil = now + holdMs;
         return {
           message: {
@@ -267,11 +270,11 @@ export class Invocations {
   }
 }
 
-/** Tells time when `run`'s action started (`atMs`, owner's clock), once per run: its lateness is measured there. */
-function started(run: Run, atMs: number): void {
+/** Tells time when `run`'s action started (`atMs`) and when its invocation was written (`writtenAtMs`), owner's clock, once per run: its lateness is measured there. */
+function started(run: Run, atMs: number, writtenAtMs: number): void {
   if (run.started) return;
   run.started = true;
-  run.call.scheduled?.onStarted?.(atMs);
+  run.call.scheduled?.onStarted?.(atMs, writtenAtMs);
 }
 
 /** The longest time any waiter of `run` still gives it (ms); Infinity when one has no deadline. */

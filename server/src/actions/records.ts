@@ -45,7 +45,7 @@ export interface CallIdentity {
     dueMs: number;
     sendAtMs?: number;
     latestStartMs?: number;
-    onStarted?: (startedAtMs: number) => void;
+    onStarted?: (startedAtMs: number, writtenAtMs: number) => void;
     onEnd?: (tx: Tx, end: AttemptOutcome) => void;
   };
   /** Set when a pulse made the call: sent with every attempt as Invocation.pulse. */

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
+import type { TimedTry } from "../stages.js";
 import { storedDataJson, type EventRecord } from "../store/events.js";
 
 /**
@@ -22,6 +23,8 @@ export interface DeliveryOut {
   deadlineMs: number;
   /** The lane key; "" for none. */
   key: string;
+  /** Its try, stamped written when the stream writes it (stages.ts); absent: not timed. */
+  timed?: TimedTry;
 }
 
 // Field numbers of executor.proto and event.proto.

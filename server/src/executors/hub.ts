@@ -187,13 +187,15 @@ export class ExecutorHub {
     const m = request.message;
     switch (m.case) {
       case "ack":
-        this.ack(session, m.value);
+        this.ack(session, m.value, performance.now());
         this.pump(session);
         return;
-      case "acks":
-        for (const ack of m.value.acks) this.ack(session, ack);
+      case "acks": {
+        const at = performance.now(); // one reading for the batch: its acks arrived together
+        for (const ack of m.value.acks) this.ack(session, ack, at);
         this.pump(session);
         return;
+      }
       case "actionResult":
         this.actionResult(session, m.value);
         this.pump(session);
@@ -238,9 +240,9 @@ export class ExecutorHub {
     }
   }
 
-  private ack(session: ExecutorSession, ack: Ack): void {
+  private ack(session: ExecutorSession, ack: Ack, at: number): void {
     const ok = ack.outcome === Outcome.OK || ack.outcome === Outcome.UNSPECIFIED;
-    const verdict = this.processors.ack(session, ack.deliveryId, ok, ack.error, ack.outcome === Outcome.TERMINAL_ERROR);
+    const verdict = this.processors.ack(session, ack.deliveryId, ok, ack.error, ack.outcome === Outcome.TERMINAL_ERROR, at);
     if (verdict === "stale")
       this.notice(
         session,

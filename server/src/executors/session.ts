@@ -4,6 +4,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import type { Principal } from "../auth/principal.js";
 import { eventToProto } from "../proto-values.js";
+import { deliveryWritten } from "../stages.js";
 import { deliveriesMessage, type DeliveryOut } from "./delivery-wire.js";
 import { Outbox } from "./outbox.js";
 
@@ -70,12 +71,13 @@ type Run = { kind: "delivery"; items: DeliveryOut[] } | { kind: "invocation"; it
  * understands them (`hosting`), at most {@link maxBatch} items and {@link batchByteBudget} bytes
  * each (always at least one item). Other messages keep their place, and so does the order of all.
  * Deliveries go as wire bytes written from the stored event for an executor taking data as JSON
- * text (delivery-wire.ts), as messages with a Struct otherwise.
+ * text (delivery-wire.ts), as messages with a Struct otherwise; each is stamped written now.
  */
 export function ownerMessages(queued: Queued[], hosting: Pick<Hosting, "batches" | "invocationBatches" | "dataJson">): OwnerMessage[] {
   const out: OwnerMessage[] = [];
   let run: Run | undefined;
   let runBytes = 0;
+  let now = 0;
   const flush = () => {
     if (run?.kind === "delivery") out.push(hosting.dataJson ? deliveriesMessage(run.items) : deliveriesInit(run.items));
     else if (run?.kind === "invocation")
@@ -97,6 +99,7 @@ export function ownerMessages(queued: Queued[], hosting: Pick<Hosting, "batches"
   for (const q of queued) {
     if ("delivery" in q) {
       add("delivery", q.delivery, q.bytes, hosting.batches);
+      if (q.delivery.timed) deliveryWritten(q.delivery.timed, (now ||= performance.now()));
       continue;
     }
     const m = typeof q.message === "function" ? q.message() : q.message;

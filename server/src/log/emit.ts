@@ -2,6 +2,7 @@ import type { Principal } from "../auth/principal.js";
 import { allows, canRead, resolveActor } from "../auth/principal.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import type { PluginRegistry } from "../plugins/registry.js";
+import type { StageHistogram } from "../stages.js";
 import type { Committer } from "../store/committer.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { canonicalJson } from "./canonical.js";
@@ -35,7 +36,8 @@ export const maxBatchSize = 10_000;
  * transaction or none. An id already in the log with the same type and data
  * answers with the stored event and writes nothing (safe retry); with
  * different type or data it fails with ALREADY_EXISTS and the original
- * stands. Resolves only after the commit is durable.
+ * stands. Resolves only after the commit is durable. Each event answered is observed in the
+ * emit stage (`stage`: the request's start → its commit durable).
  */
 export class Emitter {
   constructor(
@@ -44,15 +46,17 @@ export class Emitter {
     private readonly events: EventStatements,
     /** Running record:false invocations, causes without an event. */
     private readonly live?: LiveCauses,
+    private readonly stage?: StageHistogram,
   ) {}
 
   /** Emits `inputs` atomically as `principal`; results in input order. */
   async emit(inputs: EmitInput[], principal: Principal): Promise<EmitResult[]> {
+    const received = performance.now();
     if (inputs.length === 0) fail("bad_request", "no events to emit");
     if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
     refuseConflictsWithin(checked.map((c) => c.event));
-    return this.committer.submit(
+    const results = await this.committer.submit(
       (tx) =>
         checked.map(({ event: e, fresh }) => {
           // An id the owner just made cannot be in the log: skip the lookup.
@@ -66,6 +70,8 @@ export class Emitter {
         }),
       { lookups: lookupsOf(checked), pure: true },
     );
+    this.observe(received, results.length);
+    return results;
   }
 
   /**
@@ -75,6 +81,7 @@ export class Emitter {
    * messages). Outcomes in input order.
    */
   async emitEach(inputs: (EmitInput | Error)[], principal: Principal): Promise<(EmitResult | ChronologError)[]> {
+    const received = performance.now();
     const checked = inputs.map((input) => {
       if (input instanceof Error) return ChronologError.from(input);
       try {
@@ -83,7 +90,7 @@ export class Emitter {
         return ChronologError.from(error);
       }
     });
-    return this.committer.submit(
+    const outcomes = await this.committer.submit(
       (tx) =>
         checked.map((c) => {
           if (c instanceof ChronologError) return c;
@@ -99,6 +106,15 @@ export class Emitter {
         }),
       { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
     );
+    let answered = 0;
+    for (const o of outcomes) if (!(o instanceof ChronologError)) answered++;
+    this.observe(received, answered);
+    return outcomes;
+  }
+
+  /** `events` emits received at `received` (performance.now() ms) are durable now: observed in the emit stage. */
+  private observe(received: number, events: number): void {
+    if (events > 0) this.stage?.observe(performance.now() - received, events);
   }
 
   /** Checks one input; `fresh` when its id was made here (so it cannot be in the log yet). */

@@ -13,20 +13,27 @@ const dropped = undefined as unknown as EventRecord;
  * end of the log (a processor after each commit) take them from here instead of the store, where
  * every read is a round trip the owner waits for (PostgreSQL) or a query it runs (SQLite). Holds
  * a contiguous run of seqs ending at the last durable one; a reader further back reads the store.
+ * Beside each event it keeps when its commit became durable (the delivery stages count from there: stages.ts).
  */
 export class LogTail {
   private events: EventRecord[] = [];
+  /** When each event of {@link events} (same index) became durable, performance.now() ms. */
+  private durableAt: number[] = [];
   /** Index of the oldest event kept in {@link events}. */
   private start = 0;
   private bytes = 0;
 
-  /** Adds a commit's events (the seqs after the last one kept; after a gap, only they are kept). */
-  add(events: EventRecord[]): void {
+  /**
+   * Adds a commit's events (the seqs after the last one kept; after a gap, only they are kept),
+   * durable at `durableAt` (performance.now() ms; default now).
+   */
+  add(events: EventRecord[], durableAt = performance.now()): void {
     if (events.length === 0) return;
     const last = this.events[this.events.length - 1];
     if (last && events[0].seq !== last.seq + 1) this.clear();
     for (const event of events) {
       this.events.push(event);
+      this.durableAt.push(durableAt);
       this.bytes += storedBytes(event);
     }
     while (this.events.length - this.start > maxEvents || (this.bytes > maxBytes && this.events.length - this.start > 1)) {
@@ -35,6 +42,7 @@ export class LogTail {
     }
     if (this.start > 4_096 && this.start * 2 > this.events.length) {
       this.events = this.events.slice(this.start);
+      this.durableAt = this.durableAt.slice(this.start);
       this.start = 0;
     }
   }
@@ -61,8 +69,16 @@ export class LogTail {
     return { events, bytes, cut: false };
   }
 
+  /** When event `seq`'s commit became durable (performance.now() ms), or undefined when the tail no longer holds it (or never did). */
+  durableAtOf(seq: number): number | undefined {
+    const first = this.events[this.start]?.seq;
+    if (first === undefined || seq < first) return undefined;
+    return this.durableAt[this.start + (seq - first)];
+  }
+
   private clear(): void {
     this.events = [];
+    this.durableAt = [];
     this.start = 0;
     this.bytes = 0;
   }

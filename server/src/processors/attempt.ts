@@ -1,4 +1,5 @@
 import type { ExecutorSession } from "../executors/session.js";
+import type { TimedTry } from "../stages.js";
 import type { EventRecord } from "../store/events.js";
 
 /**
@@ -7,9 +8,10 @@ import type { EventRecord } from "../store/events.js";
  * told to cancel it; `timer`: the end of the processor's grace; nothing else of its event or key
  * starts meanwhile) → abandoned (past the grace: the owner stops waiting, but an OK ack still
  * finishes the event until the event ends). Answered, lost with its session, or its event ended:
- * dropped.
+ * dropped. Its instants on the way (committed, written) are kept in its slot of the processor's
+ * TryTimes, for the delivery stages.
  */
-export interface Try {
+export interface Try extends TimedTry {
   deliveryId: string;
   attempt: Attempt;
   session: ExecutorSession;

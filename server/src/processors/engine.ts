@@ -10,13 +10,15 @@ import { takes, type ProcessorSpec } from "./declaration.js";
 import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
+import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
+import { AckFloor } from "./floor.js";
 import { Lanes } from "./lanes.js";
 
 /** What an engine needs from the owner. */
 export interface EngineDeps {
   events: EventStatements;
-  /** The last events committed, in memory: read there while the engine keeps up (log/tail.ts). */
-  tail: Pick<LogTail, "readWithin">;
+  /** The last events committed, in memory: read there while the engine keeps up, and when each became durable (log/tail.ts). */
+  tail: Pick<LogTail, "readWithin" | "durableAtOf">;
   cursors: CursorStatements;
   committer: Committer;
   clock: Clock;
@@ -29,6 +31,8 @@ export interface EngineDeps {
   reserve(processor: string): ExecutorSession | undefined;
   /** Ends a reservation: the session takes work again. */
   release(session: ExecutorSession): void;
+  /** The owner's stage histograms: the engine observes its deliveries' stages in its processor's. */
+  stages: Stages;
 }
 
 /** How an executor's answer was taken. */
@@ -45,8 +49,6 @@ export const processorReadAheadBytes = 16 * 1024 * 1024;
 const readChunk = 256;
 /** Bytes one chunk read from the log holds at most (plus one event). */
 const readChunkBytes = 4 * 1024 * 1024;
-/** Longest a moved floor waits before it is saved (ms). */
-const floorSaveDelayMs = 20;
 
 /**
  * A processor's consumer state, in JetStream's words: `ackFloor` (the
@@ -70,16 +72,12 @@ const floorSaveDelayMs = 20;
  * with nothing else running, until each is acked or fails alone.
  */
 export class ProcessorEngine {
-  private ackFloor = 0;
+  private readonly ackFloor: AckFloor;
   private delivered = 0;
   private pausedFlag = false;
   /** Seqs below the floor delivered again on an operator's request. */
   private readonly redelivering = new Set<number>();
-  private saving = false;
   private stopped = false;
-  private readonly order: number[] = [];
-  private orderHead = 0;
-  private readonly finished = new Set<number>();
   /** Stored bytes of the events read ahead and not finished (in `order`): bounded by {@link processorReadAheadBytes}. */
   private heldBytes = 0;
   private readonly lanes = new Lanes();
@@ -87,6 +85,11 @@ export class ProcessorEngine {
   private readonly byDelivery = new Map<string, Try>();
   private readonly ready: Attempt[] = [];
   private readonly isolation: Isolation;
+  private readonly stages: ProcessorStages;
+  /** The instants of the tries in flight (committed, written), for the delivery stages. */
+  private readonly times: TryTimes;
+  /** performance.now() minus the owner's clock, read at most once per pump (for an event the log's tail no longer holds); NaN until then. */
+  private clockOffset = Number.NaN;
   retries = 0;
   failures = 0;
 
@@ -95,11 +98,14 @@ export class ProcessorEngine {
     private readonly deps: EngineDeps,
   ) {
     this.isolation = new Isolation(spec.name, deps.reserve, deps.release);
+    this.stages = deps.stages.processor(spec.name);
+    this.times = new TryTimes(this.stages);
+    this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
   }
 
   /** The durable cursor as known in memory (saved by the next commit). */
   get floor(): number {
-    return this.ackFloor;
+    return this.ackFloor.value;
   }
 
   /** Deliveries in flight or waiting for a retry. */
@@ -124,24 +130,24 @@ export class ProcessorEngine {
   start(): void {
     const saved = this.deps.cursors.get(this.spec.name);
     if (saved) {
-      this.ackFloor = saved.ackFloor;
+      this.ackFloor.reset(saved.ackFloor);
       this.pausedFlag = saved.paused;
     } else {
       const start = this.spec.start;
-      this.ackFloor = start.kind === "beginning" ? 0 : start.kind === "after" ? start.seq : this.deps.head();
+      const floor = start.kind === "beginning" ? 0 : start.kind === "after" ? start.seq : this.deps.head();
+      this.ackFloor.reset(floor);
       // Pinned at once: a restart must not move a new processor's start to a later end of the log.
-      const floor = this.ackFloor;
       this.deps.committer
         .submit((tx) => this.deps.cursors.save(this.spec.name, floor, tx.now))
         .catch((e) => this.deps.logger.error({ err: e, processor: this.spec.name }, "saving the cursor failed"));
     }
-    this.delivered = this.ackFloor;
+    this.delivered = this.ackFloor.value;
     this.fill();
   }
 
   /** Reads newly committed events and hands out what it can. Call after each commit. */
   fill(): void {
-    while (!this.stopped && this.order.length - this.orderHead < readAheadLimit && this.heldBytes < processorReadAheadBytes) {
+    while (!this.stopped && this.ackFloor.pending < readAheadLimit && this.heldBytes < processorReadAheadBytes) {
       const head = this.deps.head();
       if (this.delivered >= head) break;
       const on = this.spec.on;
@@ -154,19 +160,20 @@ export class ProcessorEngine {
         if (event.seq > head) break; // committed, not yet durable: read after its fsync
         this.delivered = event.seq;
         if (!takes(this.spec, event)) continue;
-        this.order.push(event.seq);
+        this.ackFloor.read(event.seq);
         this.heldBytes += storedBytes(event);
         this.lanes.push(this.spec.keyOf(event) ?? `#${event.seq}`, event);
       }
       if (!chunk.cut || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
     }
-    this.advanceFloor();
+    this.ackFloor.advance(this.delivered);
     this.pump();
   }
 
   /** Sends ready work to executors with free credits, up to the processor's concurrency. */
   pump(): void {
     if (this.stopped || this.pausedFlag) return;
+    this.clockOffset = Number.NaN;
     const alone = this.isolation.next();
     if (alone) {
       alone.attempt.queued = false;
@@ -198,18 +205,20 @@ export class ProcessorEngine {
    * has not been recorded failed; an error of one changes nothing more (its
    * timeout counted). Answers to deliveries this engine no longer waits for
    * (the event ended, the cursor moved, answered already) are stale; unknown
-   * ones were never received. Neither changes anything.
+   * ones were never received. Neither changes anything. `at`: when it was read (performance.now()
+   * ms, one reading for the acks of one message).
    */
-  ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean): AckVerdict {
+  ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean, at: number): AckVerdict {
     const match = takeAnswer(session, deliveryId);
     const t = this.byDelivery.get(deliveryId);
     if (!t || t.session !== session) return match === "unknown" ? "unknown" : "stale";
+    this.times.answered(t.slot, at);
     const attempt = t.attempt;
     const running = t.state === "running";
     this.drop(t);
     if (ok) attempt.outcome = { ok: true };
     else if (running) tryFailed(attempt, this.spec.retryDelaysMs, error || "error", terminal, true);
-    this.advance(attempt);
+    this.advance(attempt, at);
     return "accepted";
   }
 
@@ -266,7 +275,7 @@ export class ProcessorEngine {
     const deadline = this.deps.clock.now() + graceMs;
     while ([...this.byDelivery.values()].some((t) => t.state !== "abandoned") && this.deps.clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     this.forgetAttempts();
-    await this.deps.committer.submit((tx) => this.deps.cursors.save(this.spec.name, this.ackFloor, tx.now));
+    await this.deps.committer.submit((tx) => this.deps.cursors.save(this.spec.name, this.ackFloor.value, tx.now));
   }
 
   /**
@@ -276,7 +285,7 @@ export class ProcessorEngine {
    * commit as the new floor.
    */
   async moveCursor(ackFloor: number, by: string): Promise<void> {
-    const from = this.ackFloor;
+    const from = this.ackFloor.value;
     this.reset(ackFloor);
     await this.deps.committer.submit((tx) => {
       this.deps.cursors.save(this.spec.name, ackFloor, tx.now);
@@ -295,7 +304,7 @@ export class ProcessorEngine {
     this.pausedFlag = paused;
     try {
       await this.deps.committer.submit((tx) => {
-        this.deps.cursors.setPaused(this.spec.name, paused, this.ackFloor, tx.now);
+        this.deps.cursors.setPaused(this.spec.name, paused, this.ackFloor.value, tx.now);
         tx.append({ id: newId(), type: paused ? "processor.paused" : "processor.resumed", data: { processor: this.spec.name, by }, cause: "", actor: null });
       });
     } catch (e) {
@@ -338,19 +347,20 @@ export class ProcessorEngine {
   private reset(ackFloor: number): void {
     this.forgetAttempts();
     this.lanes.clear();
-    this.order.length = 0;
-    this.orderHead = 0;
-    this.finished.clear();
+    this.ackFloor.reset(ackFloor);
     this.heldBytes = 0;
     this.redelivering.clear();
-    this.ackFloor = ackFloor;
     this.delivered = ackFloor;
   }
 
   /** Drops every attempt and try (their timers too), and ends a reservation. */
   private forgetAttempts(): void {
     for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
-    for (const t of this.byDelivery.values()) if (t.timer) clearTimeout(t.timer);
+    for (const t of this.byDelivery.values()) {
+      if (t.timer) clearTimeout(t.timer);
+      t.slot = -1;
+    }
+    this.times.clear();
     this.attempts.clear();
     this.byDelivery.clear();
     this.ready.length = 0;
@@ -360,7 +370,18 @@ export class ProcessorEngine {
   /** Sends the event's next try to `session`. */
   private send(attempt: Attempt, session: ExecutorSession): Try {
     attempt.attempt++;
-    const t: Try = { deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`, attempt, session, state: "running", timer: null, deadlineMs: 0 };
+    const first = attempt.attempt === 1 && !this.redelivering.has(attempt.event.seq);
+    const slot = this.times.take(first ? this.committedAt(attempt.event) : Number.NaN);
+    const t: Try = {
+      deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`,
+      attempt,
+      session,
+      state: "running",
+      timer: null,
+      deadlineMs: 0,
+      slot,
+      times: this.times,
+    };
     attempt.current = t;
     attempt.tries.add(t);
     session.inFlight.add(t.deliveryId);
@@ -375,10 +396,23 @@ export class ProcessorEngine {
         attempt: attempt.attempt,
         deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs,
         key: key.startsWith("#") ? "" : key,
+        timed: t,
       },
       storedBytes(event),
     );
     return t;
+  }
+
+  /**
+   * When `event`'s commit became durable (performance.now() ms): as the log's tail noted it, or
+   * for an event it no longer holds (a backlog, or one committed before the owner started) from
+   * its commit time on the owner's clock, to the millisecond.
+   */
+  private committedAt(event: EventRecord): number {
+    const durableAt = this.deps.tail.durableAtOf(event.seq);
+    if (durableAt !== undefined) return durableAt;
+    if (Number.isNaN(this.clockOffset)) this.clockOffset = performance.now() - this.deps.clock.now();
+    return event.at + this.clockOffset;
   }
 
   private armAckTimeout(t: Try, ms: number): void {
@@ -426,6 +460,8 @@ export class ProcessorEngine {
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
     this.byDelivery.delete(t.deliveryId);
+    if (t.slot >= 0) this.times.release(t.slot);
+    t.slot = -1;
     t.attempt.tries.delete(t);
     if (t.attempt.current === t) t.attempt.current = null;
     this.isolation.ended(t);
@@ -434,14 +470,15 @@ export class ProcessorEngine {
   /**
    * Moves an event on after a change: finished once it succeeded and no try lingers (a running
    * one is told to cancel), failed once decided and no try may run, retried once no try may run
-   * (neither while the engine stops: the next owner delivers it again).
+   * (neither while the engine stops: the next owner delivers it again). `at`: now, when the
+   * caller read it (performance.now() ms).
    */
-  private advance(attempt: Attempt): void {
+  private advance(attempt: Attempt, at?: number): void {
     if (attempt.ending) return;
     if (attempt.outcome?.ok) {
       if (attempt.current) this.linger(attempt.current, "the event was finished by another try");
       this.unschedule(attempt);
-      if (!lingers(attempt)) this.finish(attempt);
+      if (!lingers(attempt)) this.finish(attempt, true, at);
       return;
     }
     if (this.stopped || attempt.current || lingers(attempt)) return;
@@ -460,8 +497,8 @@ export class ProcessorEngine {
     else this.ready.splice(this.ready.indexOf(attempt), 1);
   }
 
-  /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record). */
-  private finish(attempt: Attempt, succeeded = true): void {
+  /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record); `at`: now, when the caller read it. */
+  private finish(attempt: Attempt, succeeded: boolean, at = performance.now()): void {
     for (const t of [...attempt.tries]) this.drop(t);
     this.unschedule(attempt);
     const seq = attempt.event.seq;
@@ -472,9 +509,9 @@ export class ProcessorEngine {
       this.pump();
       return;
     }
-    this.finished.add(seq);
+    this.ackFloor.finish(seq, at);
     this.heldBytes = Math.max(0, this.heldBytes - storedBytes(attempt.event)); // never below 0: an end arriving after a reset
-    this.advanceFloor();
+    this.ackFloor.advance(this.delivered);
     this.fill();
   }
 
@@ -521,43 +558,5 @@ export class ProcessorEngine {
     this.deps.committer
       .submit((tx) => tx.append({ id: newId(), type, data, cause: event.id, actor: event.actor }))
       .catch((e) => this.deps.logger.error({ err: e, processor: this.spec.name }, `recording ${type} failed`));
-  }
-
-  private advanceFloor(): void {
-    while (this.orderHead < this.order.length && this.finished.has(this.order[this.orderHead])) {
-      this.finished.delete(this.order[this.orderHead]);
-      this.orderHead++;
-    }
-    if (this.orderHead > 1024) {
-      this.order.splice(0, this.orderHead);
-      this.orderHead = 0;
-    }
-    const floor = this.orderHead < this.order.length ? this.order[this.orderHead] - 1 : this.delivered;
-    if (floor > this.ackFloor) {
-      this.ackFloor = floor;
-      this.saveFloor();
-    }
-  }
-
-  /**
-   * Saves the floor within `floorSaveDelayMs`, at most one save queued at a
-   * time: a burst of acks costs one commit, not one fsync each. A crash loses
-   * at most that window of cursor progress, whose events are delivered again
-   * (at least once).
-   */
-  private saveFloor(): void {
-    if (this.saving) return;
-    this.saving = true;
-    setTimeout(() => {
-      this.deps.committer
-        .submit((tx) => {
-          this.saving = false;
-          this.deps.cursors.save(this.spec.name, this.ackFloor, tx.now);
-        })
-        .catch((e) => {
-          this.saving = false;
-          this.deps.logger.error({ err: e, processor: this.spec.name }, "saving the cursor failed");
-        });
-    }, floorSaveDelayMs);
   }
 }

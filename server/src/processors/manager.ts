@@ -75,10 +75,10 @@ export class Processors {
     for (const name of session.processors) this.get(name)?.pump();
   }
 
-  /** Routes an ack; the verdict says whether it changed anything. */
-  ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean): AckVerdict {
+  /** Routes an ack read at `at` (performance.now() ms); the verdict says whether it changed anything. */
+  ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean, at: number): AckVerdict {
     const engine = this.get(deliveryId.slice(0, deliveryId.indexOf("/")));
-    return engine ? engine.ack(session, deliveryId, ok, error, terminal) : takeAnswer(session, deliveryId) === "unknown" ? "unknown" : "stale";
+    return engine ? engine.ack(session, deliveryId, ok, error, terminal, at) : takeAnswer(session, deliveryId) === "unknown" ? "unknown" : "stale";
   }
 
   /** Routes a progress report. */

@@ -4,6 +4,7 @@ import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
 import { derivedId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
+import { observeTimerCall, type TimerStages } from "../stages.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { OccurrenceRecord, OccurrenceStatements } from "../store/occurrences.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
@@ -57,6 +58,8 @@ export interface FiringDeps {
   actions: ActionCalls;
   clock: Clock;
   lateness: LatenessHistogram;
+  /** Where a first call's stages are observed (due → claimed → written → started). */
+  stages: TimerStages;
   logger: Logger;
   /** How far ahead of their moment occurrences are claimed and their calls started (ClockArm's lookahead), ms. */
   lookaheadMs: number;
@@ -268,8 +271,9 @@ export class TimerFiring {
    * has no row or event yet). Never rejects.
    */
   private async call(occurrence: OccurrenceRecord, sendAtMs: number | undefined, mayBuffer = true, fresh = false): Promise<void> {
-    const { actions, clock, committer, lateness, logger } = this.deps;
-    let latenessMs = Math.max(0, clock.now() - occurrence.dueMs); // until started (a call that never starts ends with its claim's lateness)
+    const { actions, clock, committer, lateness, logger, stages } = this.deps;
+    const claimedAtMs = clock.now(); // just after the claim's commit (or at the owner's start, for an occurrence a previous owner claimed)
+    let latenessMs = Math.max(0, claimedAtMs - occurrence.dueMs); // until started (a call that never starts ends with its claim's lateness)
     const first = occurrence.attempts === 0;
     // The bound decides whether the occurrence is made at all: it holds until its action has started once (a try that found no executor did not start it).
     const unmade = first || !actions.everStarted(occurrence.id);
@@ -277,9 +281,11 @@ export class TimerFiring {
       const why = tooLate(occurrence.overdue, latenessMs);
       if (why) return this.skip(occurrence, latenessMs, why);
     }
-    const onStarted = (startedAtMs: number) => {
+    const onStarted = (startedAtMs: number, writtenAtMs: number) => {
       latenessMs = startedAtMs - occurrence.dueMs;
-      if (first && occurrence.origin !== "backfill") lateness.record(latenessMs); // a backfilled moment is late by design (days): not the clock's lateness
+      if (!first || occurrence.origin === "backfill") return; // a backfilled moment is late by design (days): not the clock's lateness
+      lateness.record(latenessMs);
+      observeTimerCall(stages, occurrence.dueMs, claimedAtMs, writtenAtMs, startedAtMs);
     };
     let status: "completed" | "failed" = "completed";
     let error = "";

@@ -3,6 +3,7 @@ import type { Clock, TimerHost } from "../clock.js";
 import type { LiveCauses } from "../log/causes.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
+import type { TimerStages } from "../stages.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { EventStatements } from "../store/events.js";
@@ -56,6 +57,8 @@ export interface TimeOptions {
   maxChainDepth?: number;
   /** The owner's region (default 0): it makes only declared schedules of this region, and stamps it on the timers it sets. */
   region?: number;
+  /** Where the stages of first calls are observed (the owner's stage histograms). */
+  stages: TimerStages;
   logger: Logger;
 }
 
@@ -106,6 +109,7 @@ export function openTime(options: TimeOptions): Time {
     actions: options.actions,
     clock,
     lateness,
+    stages: options.stages,
     logger,
     lookaheadMs,
     changed: (due) => arm.changed(due),
