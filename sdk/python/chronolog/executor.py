@@ -38,8 +38,9 @@ sends the deliveries (those that ran on the lost stream again).
 
 An owner that refuses the stream itself with UNAUTHENTICATED (a missing or
 unknown token), PERMISSION_DENIED (a principal whose role may not
-subscribe) or INVALID_ARGUMENT before its welcome (a hello it rejects, e.g.
-a plugin manifest that does not register) is not retried: trying again
+subscribe) or INVALID_ARGUMENT or RESOURCE_EXHAUSTED before its welcome (a
+hello it rejects, e.g. a plugin manifest that does not register, or one
+larger than the owner reads) is not retried: trying again
 cannot help. The executor stops at once and keeps the owner's error (a
 :class:`ChronologError`) in ``fatal_error``; :meth:`Executor.wait_ready` and
 :meth:`Executor.run_forever` raise it. The TypeScript executor does the same
@@ -85,7 +86,7 @@ __all__ = ["Executor", "run_executor"]
 
 #: Codes with which the owner refuses the Subscribe stream for good: a bad
 #: token, or a principal whose role may not subscribe. Retrying cannot help.
-#: (INVALID_ARGUMENT counts too, but only before the welcome: see _is_fatal.)
+#: (INVALID_ARGUMENT and RESOURCE_EXHAUSTED count too, but only before the welcome: see _is_fatal.)
 FATAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
@@ -121,10 +122,11 @@ class Executor:
 
     Connection errors are retried with backoff, except a refusal of the stream
     with UNAUTHENTICATED or PERMISSION_DENIED (a bad token, a principal whose
-    role may not subscribe), or with INVALID_ARGUMENT before the welcome (a
-    hello the owner rejects): then the executor reports it once, stops, and
-    keeps it in ``fatal_error`` (a :class:`ChronologError` with the owner's
-    message), which :meth:`wait_ready` and :meth:`run_forever` raise.
+    role may not subscribe), or with INVALID_ARGUMENT or RESOURCE_EXHAUSTED
+    before the welcome (a hello the owner rejects): then the executor reports
+    it once, stops, and keeps it in ``fatal_error`` (a :class:`ChronologError`
+    with the owner's message), which :meth:`wait_ready` and :meth:`run_forever`
+    raise.
     """
 
     def __init__(

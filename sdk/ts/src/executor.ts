@@ -152,8 +152,9 @@ type Request = MessageInitShape<typeof SubscribeRequestSchema>;
  *
  * A refusal that retrying cannot cure is not retried: UNAUTHENTICATED (a
  * missing or unknown token), PERMISSION_DENIED (a principal whose role may
- * not subscribe) or INVALID_ARGUMENT before the welcome (a hello the owner
- * rejects, e.g. a manifest that does not register). The executor then reports
+ * not subscribe) or INVALID_ARGUMENT or RESOURCE_EXHAUSTED before the welcome
+ * (a hello the owner rejects, e.g. a manifest that does not register, or one
+ * larger than the owner reads). The executor then reports
  * the owner's error once (`onError`; by default `chronolog executor:
  * UNAUTHENTICATED: unknown bearer token (the executor stopped: not
  * retrying)`), stops, and `ready` and `done` reject with it.
