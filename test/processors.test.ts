@@ -5,6 +5,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, TerminalError, type DeliveryContext, type Executor } from "../sdk/ts/src/executor.js";
+import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
@@ -273,5 +274,68 @@ describe("Subscribe bad input", () => {
       if (messages.length === 2) break;
     }
     expect(messages).toEqual(["welcome", "notice:UNKNOWN_DELIVERY"]);
+  });
+});
+
+describe("a try still running when its event is sent again (the cursor moved back)", () => {
+  it("has a delivery id of its own: its ack is stale and does not finish the try sent after it", async () => {
+    const o = await startTestOwner();
+    cleanups.push(() => o.close());
+    const transport = createGrpcTransport({ baseUrl: o.url });
+    const admin = createRpcClient(AdminService, transport);
+    const client = createClient({ url: o.url });
+    const outgoing: unknown[] = [];
+    let wake: (() => void) | undefined;
+    const send = (message: unknown) => {
+      outgoing.push(message);
+      wake?.();
+    };
+    async function* requests() {
+      for (;;) {
+        while (outgoing.length > 0) yield outgoing.shift();
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+      }
+    }
+    const abort = new AbortController();
+    cleanups.push(async () => abort.abort());
+    const responses = createRpcClient(ExecutorService, transport)
+      .subscribe(requests() as never, { signal: abort.signal })
+      [Symbol.asyncIterator]();
+    const next = async () => (await responses.next()).value as { message: { case: string; value: { deliveryId?: string; reason?: string } } };
+    send({
+      message: {
+        case: "hello",
+        value: {
+          executor: "shop",
+          processors: ["shop.pricer"],
+          credits: 4,
+          plugins: [
+            {
+              name: "shop",
+              events: { "order.placed": { allow: ["*"] } },
+              processors: { pricer: { on: ["order.placed"], ackTimeoutMs: 30_000, start: { position: { case: "beginning", value: true } } } },
+            },
+          ],
+        },
+      },
+    });
+    expect((await next()).message.case).toBe("welcome");
+    await client.emit("order.placed", { order_id: "o-1" });
+    const first = await next();
+    expect(first.message.case).toBe("delivery");
+    await admin.moveCursor({ processor: "shop.pricer", to: { case: "ackFloor", value: 0n } }); // its try still runs
+    const second = await next();
+    expect(second.message.case).toBe("delivery");
+    expect(second.message.value.deliveryId).not.toBe(first.message.value.deliveryId);
+    send({ message: { case: "ack", value: { deliveryId: first.message.value.deliveryId, outcome: 1 } } }); // the first try's ack
+    expect(await next()).toMatchObject({ message: { case: "notice", value: { reason: "STALE_ACK" } } });
+    const [pricer] = (await admin.listProcessors({})).processors;
+    expect([pricer.ackFloor, pricer.inFlight]).toEqual([0n, 1]); // the second try still runs
+    send({ message: { case: "ack", value: { deliveryId: second.message.value.deliveryId, outcome: 1 } } });
+    await until(async () => {
+      const [p] = (await admin.listProcessors({})).processors;
+      return p.ackFloor >= 1n && p.inFlight === 0;
+    }, "the second try's ack finishing the event");
   });
 });

@@ -26,7 +26,7 @@ export function takeAnswer(session: ExecutorSession, id: string): AnswerMatch {
   if (session.inFlight.delete(id)) {
     session.abandoned.delete(id);
     if (!recent) answered.set(session, (recent = new Set()));
-    recent.delete(id); // the same id again (a cursor moved back): the newest
+    recent.delete(id);
     recent.add(id);
     if (recent.size > answeredMemory) recent.delete(recent.values().next().value!);
     return "in-flight";

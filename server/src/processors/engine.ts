@@ -83,6 +83,12 @@ export class ProcessorEngine {
   private readonly lanes = new Lanes();
   private readonly attempts = new Map<number, Attempt>();
   private readonly byDelivery = new Map<string, Try>();
+  /**
+   * Tries sent since the engine started: the last part of a delivery id. The event's seq and
+   * attempt alone repeat when a try of the event is still running as it is sent again (a cursor
+   * moved back, a redelivery): the earlier try's ack would then answer the later one.
+   */
+  private triesSent = 0;
   private readonly ready: Attempt[] = [];
   private readonly isolation: Isolation;
   private readonly stages: ProcessorStages;
@@ -373,7 +379,7 @@ export class ProcessorEngine {
     const first = attempt.attempt === 1 && !this.redelivering.has(attempt.event.seq);
     const slot = this.times.take(first ? this.committedAt(attempt.event) : Number.NaN);
     const t: Try = {
-      deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}`,
+      deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}/${++this.triesSent}`,
       attempt,
       session,
       state: "running",
