@@ -1,6 +1,8 @@
 // @module-tag postgres
 
-import type { JsonObject } from "@bufbuild/protobuf";
+import http2 from "node:http2";
+import { create, fromBinary, toBinary, type JsonObject } from "@bufbuild/protobuf";
+import { CallActionRequestSchema, CallActionResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/action_pb";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -446,6 +448,48 @@ describe("actions through the real transport and SDK executors", () => {
     expect(results.map((r) => r.output)).toEqual([{ runs: 1 }, { runs: 1 }, { runs: 1 }]);
     expect(runs).toBe(1);
     expect((await countTypes(client))["action.started"]).toBe(1);
+  });
+});
+
+describe("a caller's deadline in microseconds (grpcurl -max-time, grpc-go)", () => {
+  it("is the invocation's deadline to the ms: the call is answered, the executor's stream goes on", async () => {
+    const { owner: o, client } = await owner();
+    const runs: number[] = [];
+    const plugin = definePlugin({ name: "tick", actions: { add: { allow: ["*"], run: (_ctx, input) => (runs.push(1), { sum: Number(input.a) + 1 }) } } });
+    await client.registerPlugin(manifestOf(plugin));
+    await executor(o.url, plugin);
+    const session = http2.connect(o.url);
+    try {
+      const call = () =>
+        new Promise<{ status: string; body: Buffer }>((resolve) => {
+          const stream = session.request({
+            ":method": "POST",
+            ":path": "/chronolog.v1.ActionService/CallAction",
+            "content-type": "application/grpc",
+            te: "trailers",
+            "grpc-timeout": "14999989u",
+          });
+          const body = toBinary(CallActionRequestSchema, create(CallActionRequestSchema, { action: "tick.add", input: { a: 1 } }));
+          const frame = Buffer.alloc(5 + body.length);
+          frame.writeUInt32BE(body.length, 1);
+          frame.set(body, 5);
+          stream.end(frame);
+          const chunks: Buffer[] = [];
+          let status = "";
+          stream.on("data", (c: Buffer) => chunks.push(c));
+          stream.on("trailers", (t) => (status = String(t["grpc-status"])));
+          stream.on("end", () => resolve({ status, body: Buffer.concat(chunks) }));
+        });
+      for (let i = 0; i < 3; i++) {
+        const answer = await call();
+        expect(answer.status).toBe("0");
+        expect(fromBinary(CallActionResponseSchema, answer.body.subarray(5)).output).toEqual({ sum: 2 });
+      }
+    } finally {
+      session.close();
+    }
+    expect(runs).toHaveLength(3);
+    expect(await readAll(client, ["action.retried", "action.failed"])).toEqual([]); // no executor stream broke
   });
 });
 

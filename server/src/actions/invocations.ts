@@ -169,7 +169,7 @@ export class Invocations {
               callId: call.callId,
               causeEventId: cause,
               actor: call.actor ?? undefined,
-              deadline: timestampFromMs(now + Math.min(holdMs + timeoutMs, callerMs)),
+              deadline: timestampFromMs(Math.floor(now + Math.min(holdMs + timeoutMs, callerMs))), // a caller's deadline in µs or ns leaves a fraction of a ms
               attempt: run.attempt,
               scheduled: call.scheduled && { timerId: call.scheduled.timerId, due: timestampFromMs(call.scheduled.dueMs), occurrenceId: call.callId },
               pulse: call.pulse && { pulse: call.pulse.pulse, interval: call.pulse.interval, due: timestampFromMs(call.pulse.dueMs) },

@@ -25,7 +25,13 @@ export function actionService(calls: ActionCalls): ServiceImpl<typeof ActionServ
           actor: actorFromProto(req.actor),
         },
         principalOf(ctx),
-        { signal: ctx.signal, remainingMs: () => ctx.timeoutMs() },
+        {
+          signal: ctx.signal,
+          remainingMs: () => {
+            const ms = ctx.timeoutMs(); // fractional for a grpc-timeout in µs or ns (grpcurl's -max-time, grpc-go)
+            return ms === undefined ? undefined : Math.floor(ms);
+          },
+        },
       );
       return { callId: result.callId, output: result.output as JsonObject, fromLog: result.fromLog };
     },
