@@ -225,6 +225,17 @@ describe(`JSON nested deeper than ${maxJsonDepth} levels is refused wherever the
     expect(changes).toEqual(["box.created", "box.updated"]);
   });
 
+  it("filters: ReadLog's and Watch's where, FindDocuments' filter", async () => {
+    const where = { a: nested(maxJsonDepth) }; // 33 levels
+    await expectConnectError(admin.log.readLog({ where }), Code.InvalidArgument, /^where is nested deeper than 32 levels/);
+    const watch = async () => {
+      for await (const _ of admin.log.watch({ where })) break;
+    };
+    await expectConnectError(watch(), Code.InvalidArgument, /^where is nested deeper than 32 levels/);
+    await expectConnectError(admin.findDocuments("box", { filter: where }), Code.InvalidArgument, /^filter is nested deeper than 32 levels/);
+    expect((await admin.log.readLog({ where: nested(maxJsonDepth) })).events).toBeDefined(); // 32 levels: taken
+  });
+
   it("a manifest's schedule input (it becomes the calls' input) is refused at registration", async () => {
     await expectConnectError(
       admin.registerPlugin({ name: "deep-schedule", actions: { tick: {} }, schedules: { often: { action: "tick", everyMs: 60_000n, input: deep } } }),

@@ -6,6 +6,7 @@ import { Query } from "mingo/query";
 import { resolve } from "mingo/util";
 import { RE2JS } from "re2js";
 import { fail } from "../errors.js";
+import { checkJson } from "../json-limits.js";
 
 /**
  * A compiled MongoDB filter: true when a JSON object matches. False when it does not, and also
@@ -41,6 +42,7 @@ const workPerDocument = 100_000;
  */
 export function compileFilter(filter: Record<string, unknown> | undefined, field: string): Filter {
   if (filter === undefined || Object.keys(filter).length === 0) return matchAll;
+  checkJson(filter, field); // as deep as any JSON the owner takes, at most
   refuseUnbounded(filter, field, "");
   const prepared = meterQuery(withRe2(filter, field), field) as Record<string, unknown>;
   let query: Query;
