@@ -13,8 +13,10 @@
 //     (processor.failed at once); one marked flaky fails its first try after doing its work, and
 //     the retry finds that work in the log (the same derived ids: nothing written twice).
 //
-// Run it with an owner on 127.0.0.1:50051:
+// Run it with an owner of its own on 127.0.0.1:50051 (the quick start's plugin shop declares
+// order.placed too, and an event type belongs to one plugin):
 //
+//	bin/chronolog serve --data /tmp/goshop-data &
 //	cd examples/go-executor && go run . [--url URL] [--token TOKEN]
 //	bin/chronolog emit order.placed '{"order_id":"o-1","items":[{"sku":"tea","price":4.5,"qty":2}]}'
 //	bin/chronolog tail
