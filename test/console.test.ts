@@ -20,6 +20,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import type { Owner } from "../server/src/owner.js";
+import { cli } from "./helpers/cli.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -51,7 +52,7 @@ function builtConsole(): void {
 }
 
 /** A line the executor printed: a delivery of `desk.triage` or a call of `desk.remind`. */
-type Line = { kind: "delivery"; seq: number; id: string; attempt: number } | { kind: "call"; callId: string };
+type Line = { kind: "delivery"; seq: number; id: string; attempt: number } | { kind: "call"; callId: string; input?: { what?: string } };
 
 describe.skipIf(missing && !process.env.CI)("console (served by the owner, in Debian Chromium)", () => {
   let owner: Owner & { url: string };
@@ -155,6 +156,23 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     expect(Date.now() - emitted).toBeLessThan(1000);
     expect(await page.getAttribute("#tail tr[data-id=t-live]", "data-seq")).toBe(String(event!.seq));
     await until(async () => deliveries("t-live").length === 1, "t-live delivered");
+
+    // An event emitted with the CLI and the admin's token (a principal without actor defaults) names who emitted it.
+    const emittedByCli = await cli([
+      "emit",
+      "ticket.opened",
+      '{"title": "from the command line"}',
+      "--id",
+      "t-cli",
+      "--url",
+      owner.url,
+      "--token",
+      tokens.admin,
+    ]);
+    expect(emittedByCli.code).toBe(0);
+    await page.waitForSelector("#tail tr[data-id=t-cli]");
+    expect(await page.textContent("#tail tr[data-id=t-cli] td.actor")).toBe("via=principal:ops");
+    expect(await page.textContent("#tail tr[data-id=t-live] td.actor")).toBe("via=principal:ops");
     await screenshot(page, "log");
 
     // Older events, a page from the server at a time: the tail starts 100 seqs before the head.
@@ -181,6 +199,28 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
       async () => (await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1",
       "only t-1 in the filtered tail",
     );
+
+    // The filter is in the address: a reload, the address opened in another tab, back and forward show the filter they name.
+    const filtered = new URL(page.url());
+    expect(filtered.pathname).toBe("/console/");
+    expect(filtered.searchParams.getAll("type")).toEqual(["ticket.opened"]);
+    expect(filtered.searchParams.get("where")).toBe('{"title": "printer on fire"}');
+    const onlyT1 = async (p: Page) => {
+      await p.waitForSelector("#tail-status[data-state=live]");
+      expect([await p.inputValue("#filter-types"), await p.inputValue("#filter-where")]).toEqual(["ticket.opened", '{"title": "printer on fire"}']);
+      await p.click("#older");
+      await until(async () => (await p.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1", "only t-1 again");
+    };
+    await page.reload();
+    await onlyT1(page);
+    const bookmarked = await open(`/${filtered.search}`);
+    await onlyT1(bookmarked);
+    await bookmarked.close();
+    await page.goBack();
+    await page.waitForSelector("#tail tr[data-type='ticket.triaged']"); // the whole log's tail again
+    expect([new URL(page.url()).search, await page.inputValue("#filter-types"), await page.inputValue("#filter-where")]).toEqual(["", "", ""]);
+    await page.goForward();
+    await onlyT1(page);
     await page.fill("#filter-where", "{not json");
     await page.click("#apply-filter");
     await page.waitForSelector("text=where: ");
@@ -328,6 +368,18 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     const made = backfilled.data!.occurrence_ids as string[];
     expect(made).toHaveLength(3);
     await until(async () => made.every((id) => callsOf(id) === 1), "the backfilled calls");
+
+    // A delay and a one-shot schedule whose call was made are spent (no next due moment, nothing to cancel).
+    const soon = await admin.delay("desk.remind", { what: "soon" }, { intervalMs: 200 }, "unbounded");
+    const once = await admin.schedule("desk.remind", { what: "once" }, { at: Date.now() + 200 }, { timerId: "once" });
+    const called = (what: string) => calls().some((c) => c.kind === "call" && c.input?.what === what);
+    await until(async () => called("soon") && called("once"), "the delay's and the one-shot's calls");
+    for (const id of [soon.delayId, once.id]) {
+      await page.waitForSelector(`#timers tr[data-id="${id}"][data-state=spent]`);
+      expect(await page.textContent(`#timers tr[data-id="${id}"] td.state`)).toBe("spent");
+      expect(await page.$(`#timers tr[data-id="${id}"] button.cancel`)).toBeNull();
+    }
+    expect(await page.textContent(`${row} td.state`)).toBe("active");
 
     await page.click(`#timers tr[data-id="${delay.delayId}"] button.cancel`);
     await until(async () => (await page.textContent("#time-result")) === `delay ${delay.delayId} cancelled`, "the cancel's answer");
