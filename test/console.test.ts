@@ -16,32 +16,16 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import type { Owner } from "../server/src/owner.js";
+import { launchChromium, skipWithoutChromium, watchProblems } from "./helpers/chromium.js";
 import { cli } from "./helpers/cli.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
-const CHROMIUM = "/usr/bin/chromium";
-const missing = !existsSync(CHROMIUM);
-if (missing && !process.env.CI) {
-  console.warn(
-    `console.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`,
-  );
-}
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const artifacts = join(repo, "test/artifacts/console");
 const tokens = { admin: "console-admin-token-0123456789", client: "console-client-token-0123456789", executor: "console-executor-token-0123456789" };
 const processor = "desk.triage";
@@ -54,7 +38,7 @@ function builtConsole(): void {
 /** A line the executor printed: a delivery of `desk.triage` or a call of `desk.remind`. */
 type Line = { kind: "delivery"; seq: number; id: string; attempt: number } | { kind: "call"; callId: string; input?: { what?: string } };
 
-describe.skipIf(missing && !process.env.CI)("console (served by the owner, in Debian Chromium)", () => {
+describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the owner, in Debian Chromium)", () => {
   let owner: Owner & { url: string };
   let admin: ChronologClient;
   let executor: ChildProcess;
@@ -70,10 +54,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
 
   async function open(path: string, token = tokens.admin, signedIn = "#who"): Promise<Page> {
     const page = await context.newPage();
-    page.on("console", (m) => {
-      if (/Content Security Policy|Refused to/i.test(m.text())) pageProblems.push(m.text());
-    });
-    page.on("pageerror", (e) => pageProblems.push(String(e)));
+    watchProblems(page, pageProblems);
     await page.goto(`${owner.url}/console${path}`);
     await page.waitForSelector("#token");
     await page.fill("#token", token);
@@ -98,7 +79,6 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
   }
 
   beforeAll(async () => {
-    if (missing) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y --no-install-recommends chromium)`);
     builtConsole();
     rmSync(artifacts, { recursive: true, force: true });
     mkdirSync(artifacts, { recursive: true });
@@ -130,14 +110,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await until(async () => (await triage()).failures === 1n && (await triage()).lag === 0n, "t-1 triaged and t-bad failed");
     const profile = tempDir("chronolog-chromium-");
     folders.push(profile);
-    // ignoreHTTPSErrors: the TLS test's owner has a self-signed certificate.
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 800 },
-      ignoreHTTPSErrors: true,
-    });
+    context = await launchChromium(profile); // (it ignores HTTPS errors: the TLS test's owner has a self-signed certificate)
   });
   afterAll(async () => {
     await context?.close();

@@ -107,7 +107,7 @@ function Backfill({ id }: { id: string }) {
 }
 
 function Preview({ id }: { id: string }) {
-  const { admin } = useSession();
+  const { admin, standby } = useSession();
   const q = useQuery({ queryKey: ["timer", id], queryFn: () => time.getTimer({ timerId: id, previewCount: 5 }) });
   if (q.isError) return <p className="error">{errorText(q.error)}</p>;
   const t = q.data?.timer;
@@ -129,15 +129,16 @@ function Preview({ id }: { id: string }) {
         {p &&
           `; jitter ${duration(Number(p.jitterMs))}, max count ${p.maxCount || "none"}, overlap ${OverlapPolicy[p.overlap]}, catch-up ${CatchUpPolicy[p.catchUp]}`}
       </span>
-      {t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && <Backfill id={id} />}
+      {!standby && t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && <Backfill id={id} />}
     </div>
   );
 }
 
 export function TimeView() {
   const client = useQueryClient();
-  // Declared schedules are changed by admins only (the owner refuses others).
-  const { admin } = useSession();
+  // Declared schedules are changed by admins only (the owner refuses others); a standby changes nothing.
+  const { admin, standby } = useSession();
+  const changes = standby === null;
   const [kind, setKind] = useState<TimerKind>(TimerKind.UNSPECIFIED);
   const [tokens, setTokens] = useState<string[]>([""]);
   const [open, setOpen] = useState("");
@@ -190,13 +191,15 @@ export function TimeView() {
           <option value={TimerKind.RUNTIME}>runtime schedules</option>
           <option value={TimerKind.DELAY}>delays</option>
         </select>
-        <input
-          id="timer-note"
-          className="wide"
-          placeholder="note for pause / resume (recorded in the log)"
-          value={note}
-          onChange={(e) => setNote(e.target.value)}
-        />
+        {changes && (
+          <input
+            id="timer-note"
+            className="wide"
+            placeholder="note for pause / resume (recorded in the log)"
+            value={note}
+            onChange={(e) => setNote(e.target.value)}
+          />
+        )}
       </div>
       {q.isError && <p className="error">{errorText(q.error)}</p>}
       <table id="timers">
@@ -254,7 +257,7 @@ export function TimeView() {
                   </span>
                 </td>
                 <td className="actions">
-                  {t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && (
+                  {changes && t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && (
                     <>
                       <button
                         type="button"
@@ -274,7 +277,7 @@ export function TimeView() {
                       </button>
                     </>
                   )}
-                  {t.kind === TimerKind.DELAY && t.nextDue && (
+                  {changes && t.kind === TimerKind.DELAY && t.nextDue && (
                     <button type="button" className="cancel danger" disabled={act.isPending} onClick={() => act.mutate({ op: "cancel", id: t.id })}>
                       Cancel
                     </button>
@@ -307,7 +310,8 @@ export function TimeView() {
       <p id="time-result" className={result.ok ? "ok" : "error"}>
         {result.text}
       </p>
-      {admin && <LatenessChart />}
+      {admin && changes && <LatenessChart />}
+      {admin && !changes && <p className="note">The lateness of time's calls is measured where they are made: on the leader's console.</p>}
     </section>
   );
 }
