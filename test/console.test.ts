@@ -409,8 +409,15 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.close();
   });
 
-  it("an owner without a config opens as the local admin, without asking for a token", async () => {
-    const local = await startTestOwner();
+  it("an owner without a config opens as the local admin, without asking for a token; its log is followed across restarts, a new log from its start", async () => {
+    const manifest = { name: "local", events: { "local.e": { allow: ["*"] } } };
+    let local = await startTestOwner();
+    const port = local.port;
+    const emit = async (id: string) => {
+      const c = createClient({ url: `http://127.0.0.1:${port}` });
+      await c.registerPlugin(manifest);
+      await c.emit("local.e", {}, { id });
+    };
     try {
       const page = await context.newPage();
       await page.goto(`${local.url}/console/`);
@@ -418,6 +425,27 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
       expect(await page.textContent("#who")).toBe("local admin (no config)");
       expect(await page.$("#token")).toBeNull();
       await page.waitForSelector("#tail-status[data-state=live]");
+      await emit("first");
+      await page.waitForSelector("#tail tr[data-id=first]");
+      expect(await page.textContent("#tail tr[data-id=first] td.actor")).toBe("via=principal:local");
+      const ids = () => page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")));
+
+      // The same log again: the tail goes on after what it showed.
+      const dataDir = local.dataDir;
+      await local.close();
+      await page.waitForSelector("#tail-status[data-state=error]");
+      local = await startTestOwner({ dataDir, port });
+      await emit("second");
+      await page.waitForSelector("#tail tr[data-id=second]", { timeout: 15_000 });
+      expect(await ids()).toEqual(["second", "first"]);
+
+      // Another log at the same address: the tail starts again on it.
+      await local.close();
+      await page.waitForSelector("#tail-status[data-state=error]");
+      local = await startTestOwner({ port });
+      await emit("on-another-log");
+      await page.waitForSelector("#tail tr[data-id=on-another-log]", { timeout: 15_000 });
+      expect(await ids()).toEqual(["on-another-log"]);
       await page.close();
     } finally {
       await local.close();

@@ -4,6 +4,7 @@
 // bookmarked and reloads as it was; applying one is a step of the browser's history.
 
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { Link, useLocation, useSearch } from "wouter";
@@ -61,7 +62,21 @@ function searchOf(types: string[], whereText: string): string {
   return query ? `?${query}` : "";
 }
 
-/** Follows the log with `filter`, newest first; `since` is the seq the tail started after. */
+/** Whether the owner's log still holds `event` at its seq: false when the owner now runs on another log. */
+async function stillInLog(event: Event, signal: AbortSignal): Promise<boolean> {
+  try {
+    return (await log.getEvent({ id: event.id }, { signal })).event?.seq === event.seq;
+  } catch (e) {
+    if (ConnectError.from(e).code === Code.NotFound) return false;
+    throw e;
+  }
+}
+
+/**
+ * Follows the log with `filter`, newest first; `since` is the seq the tail started after. After a
+ * break it watches again after the last event shown, once the owner is found to hold it still;
+ * an owner at this address on another log (started again on a new store) is followed afresh.
+ */
 function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: TailState; since: bigint | undefined } {
   const [events, setEvents] = useState<Event[]>([]);
   const [status, setStatus] = useState<TailState>({ state: "connecting", text: "connecting" });
@@ -70,6 +85,8 @@ function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: T
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     let last = -1n;
+    let lastShown: Event | undefined;
+    let broke = false;
     setEvents([]);
     setSince(undefined);
     if (!enabled) {
@@ -78,6 +95,12 @@ function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: T
     }
     const follow = async (): Promise<void> => {
       try {
+        if (broke && (!lastShown || !(await stillInLog(lastShown, abort.signal)))) {
+          // Nothing shown yet, or the log is another one: start again a little before its head.
+          last = -1n;
+          lastShown = undefined;
+          setEvents([]);
+        }
         if (last < 0n) {
           const { headSeq } = await log.readLog({ pageSize: 1 }, { signal: abort.signal });
           last = headSeq > backlog ? headSeq - backlog : 0n;
@@ -88,6 +111,7 @@ function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: T
           if (msg.message.case === "event") {
             const event = msg.message.value;
             last = event.seq;
+            lastShown = event;
             setEvents((list) => [event, ...list].slice(0, keep));
           } else if (msg.message.case === "caughtUp") {
             setStatus({ state: "live", text: `live (caught up at seq ${msg.message.value.headSeq})` });
@@ -95,6 +119,7 @@ function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: T
         }
       } catch (e) {
         if (abort.signal.aborted) return;
+        broke = true;
         setStatus({ state: "error", text: errorText(e) });
         timer = setTimeout(() => void follow(), retryMs);
       }
