@@ -165,9 +165,57 @@ describe.skipIf(missing && !process.env.CI)("browser client (connect-web in Debi
     expect(await item.getAttribute("data-seq")).toBe(String(event!.seq));
     expect(await item.getAttribute("data-type")).toBe("order.placed");
     expect(await item.textContent()).toContain('{"order_id":"o-elsewhere","amount":7.5,"email":"sdk@example.com"}');
-    expect(await page.$$eval("#events li", (items) => items.map((li) => li.getAttribute("data-id")))).toEqual(["before-page", "from-the-sdk"]);
+    // Newest first, and the status follows the events that came after the catch-up.
+    expect(await page.$$eval("#events li", (items) => items.map((li) => li.getAttribute("data-id")))).toEqual(["from-the-sdk", "before-page"]);
+    expect(await page.textContent("#status")).toBe(`live (last event at seq ${event!.seq})`);
+    for (const n of [1, 2, 3]) {
+      const { event: later } = await admin.emit("order.placed", { order_id: `o-later-${n}`, amount: n, email: "sdk@example.com" }, { id: `later-${n}` });
+      await page.waitForSelector(`#events li[data-id=later-${n}]`, { timeout: 10_000 });
+      expect(await page.getAttribute("#events li:first-child", "data-id")).toBe(`later-${n}`);
+      expect(await page.textContent("#status")).toBe(`live (last event at seq ${later!.seq})`);
+    }
     expect([...protocols]).toEqual(["http/1.1"]);
     await page.close();
+  });
+
+  it("goes on following when the owner at its URL starts again, on the same log or on another one (shown from its start)", async () => {
+    const config = { principals: [{ name: "web", token: tokens.web, role: "client" as const }], cors: { origins: [site.origin] } };
+    const pluginsDir = join(repo, "examples/quickstart/plugins");
+    const dataDir = tempDir();
+    folders.push(dataDir);
+    let first = await startTestOwner({ pluginsDir, config, dataDir });
+    const port = first.port;
+    const web = () => createClient({ url: `http://127.0.0.1:${port}`, token: tokens.web });
+    const order = (id: string) => ({ order_id: id, amount: 1, email: "a@example.com" });
+    try {
+      await web().emit("order.placed", order("one"), { id: "one" });
+      const page = await open(site.origin, { owner: first.url, token: tokens.web });
+      await page.waitForSelector("#events li[data-id=one]");
+      await page.waitForSelector("#status[data-state=live]");
+      const ids = () => page.$$eval("#events li", (items) => items.map((li) => li.getAttribute("data-id")));
+
+      // The same log again (a restart): the page goes on after what it showed.
+      await first.close();
+      await page.waitForSelector("#status[data-state=retrying]");
+      first = await startTestOwner({ pluginsDir, config, dataDir, port });
+      await web().emit("order.placed", order("two"), { id: "two" });
+      await page.waitForSelector("#events li[data-id=two]", { timeout: 15_000 });
+      expect(await ids()).toEqual(["two", "one"]);
+
+      // Another log at the same URL (a new data folder): its events are shown from its start, the old ones gone.
+      await first.close();
+      await page.waitForSelector("#status[data-state=retrying]");
+      const fresh = tempDir();
+      folders.push(fresh);
+      first = await startTestOwner({ pluginsDir, config, dataDir: fresh, port });
+      await web().emit("order.placed", order("other-log"), { id: "other-log" });
+      await page.waitForSelector("#events li[data-id=other-log]", { timeout: 15_000 });
+      expect(await ids()).toEqual(["other-log"]);
+      expect(await page.getAttribute("#events li[data-id=other-log]", "data-seq")).toBe("1");
+      await page.close();
+    } finally {
+      await first.close();
+    }
   });
 
   it("emits from the page's form: the event is in the log, with the principal's actor, and on the page", async () => {

@@ -74,6 +74,11 @@ describe("console files (served by the owner, HTTP/1.1 and HTTP/2)", () => {
     const h2 = await getH2(owner.url, "/console/processors");
     expect([h2.status, h2.headers["content-type"], h2.headers["content-security-policy"]]).toEqual([200, "text/html; charset=utf-8", consoleCsp]);
     expect(h2.body).toBe(html); // a route of the app is its index.html
+    // Also one with a dot in it (an event id, a collection name): not taken for a file.
+    for (const route of ["/console/events/order.o-3", "/console/collections/sys.notes/a.b"]) {
+      const res = await fetch(`${owner.url}${route}`);
+      expect([res.status, await res.text()]).toEqual([200, html]);
+    }
     const h2js = await getH2(owner.url, script);
     expect([h2js.status, h2js.headers["content-type"], h2js.headers["content-encoding"]]).toEqual([200, "text/javascript; charset=utf-8", undefined]);
     // Gzipped for a client that accepts it (the browser), the same script once inflated.

@@ -16,31 +16,16 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import type { Owner } from "../server/src/owner.js";
+import { launchChromium, skipWithoutChromium, watchProblems } from "./helpers/chromium.js";
+import { cli } from "./helpers/cli.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
-const CHROMIUM = "/usr/bin/chromium";
-const missing = !existsSync(CHROMIUM);
-if (missing && !process.env.CI) {
-  console.warn(
-    `console.test.ts skipped: ${CHROMIUM} is missing (install Debian's chromium with: apt-get install -y --no-install-recommends chromium, as .ci/run does)`,
-  );
-}
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const artifacts = join(repo, "test/artifacts/console");
 const tokens = { admin: "console-admin-token-0123456789", client: "console-client-token-0123456789", executor: "console-executor-token-0123456789" };
 const processor = "desk.triage";
@@ -51,9 +36,9 @@ function builtConsole(): void {
 }
 
 /** A line the executor printed: a delivery of `desk.triage` or a call of `desk.remind`. */
-type Line = { kind: "delivery"; seq: number; id: string; attempt: number } | { kind: "call"; callId: string };
+type Line = { kind: "delivery"; seq: number; id: string; attempt: number } | { kind: "call"; callId: string; input?: { what?: string } };
 
-describe.skipIf(missing && !process.env.CI)("console (served by the owner, in Debian Chromium)", () => {
+describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the owner, in Debian Chromium)", () => {
   let owner: Owner & { url: string };
   let admin: ChronologClient;
   let executor: ChildProcess;
@@ -69,10 +54,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
 
   async function open(path: string, token = tokens.admin, signedIn = "#who"): Promise<Page> {
     const page = await context.newPage();
-    page.on("console", (m) => {
-      if (/Content Security Policy|Refused to/i.test(m.text())) pageProblems.push(m.text());
-    });
-    page.on("pageerror", (e) => pageProblems.push(String(e)));
+    watchProblems(page, pageProblems);
     await page.goto(`${owner.url}/console${path}`);
     await page.waitForSelector("#token");
     await page.fill("#token", token);
@@ -97,7 +79,6 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
   }
 
   beforeAll(async () => {
-    if (missing) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y --no-install-recommends chromium)`);
     builtConsole();
     rmSync(artifacts, { recursive: true, force: true });
     mkdirSync(artifacts, { recursive: true });
@@ -129,14 +110,7 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await until(async () => (await triage()).failures === 1n && (await triage()).lag === 0n, "t-1 triaged and t-bad failed");
     const profile = tempDir("chronolog-chromium-");
     folders.push(profile);
-    // ignoreHTTPSErrors: the TLS test's owner has a self-signed certificate.
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 800 },
-      ignoreHTTPSErrors: true,
-    });
+    context = await launchChromium(profile); // (it ignores HTTPS errors: the TLS test's owner has a self-signed certificate)
   });
   afterAll(async () => {
     await context?.close();
@@ -155,6 +129,23 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     expect(Date.now() - emitted).toBeLessThan(1000);
     expect(await page.getAttribute("#tail tr[data-id=t-live]", "data-seq")).toBe(String(event!.seq));
     await until(async () => deliveries("t-live").length === 1, "t-live delivered");
+
+    // An event emitted with the CLI and the admin's token (a principal without actor defaults) names who emitted it.
+    const emittedByCli = await cli([
+      "emit",
+      "ticket.opened",
+      '{"title": "from the command line"}',
+      "--id",
+      "t-cli",
+      "--url",
+      owner.url,
+      "--token",
+      tokens.admin,
+    ]);
+    expect(emittedByCli.code).toBe(0);
+    await page.waitForSelector("#tail tr[data-id=t-cli]");
+    expect(await page.textContent("#tail tr[data-id=t-cli] td.actor")).toBe("via=principal:ops");
+    expect(await page.textContent("#tail tr[data-id=t-live] td.actor")).toBe("via=principal:ops");
     await screenshot(page, "log");
 
     // Older events, a page from the server at a time: the tail starts 100 seqs before the head.
@@ -181,6 +172,28 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
       async () => (await page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1",
       "only t-1 in the filtered tail",
     );
+
+    // The filter is in the address: a reload, the address opened in another tab, back and forward show the filter they name.
+    const filtered = new URL(page.url());
+    expect(filtered.pathname).toBe("/console/");
+    expect(filtered.searchParams.getAll("type")).toEqual(["ticket.opened"]);
+    expect(filtered.searchParams.get("where")).toBe('{"title": "printer on fire"}');
+    const onlyT1 = async (p: Page) => {
+      await p.waitForSelector("#tail-status[data-state=live]");
+      expect([await p.inputValue("#filter-types"), await p.inputValue("#filter-where")]).toEqual(["ticket.opened", '{"title": "printer on fire"}']);
+      await p.click("#older");
+      await until(async () => (await p.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")))).join() === "t-1", "only t-1 again");
+    };
+    await page.reload();
+    await onlyT1(page);
+    const bookmarked = await open(`/${filtered.search}`);
+    await onlyT1(bookmarked);
+    await bookmarked.close();
+    await page.goBack();
+    await page.waitForSelector("#tail tr[data-type='ticket.triaged']"); // the whole log's tail again
+    expect([new URL(page.url()).search, await page.inputValue("#filter-types"), await page.inputValue("#filter-where")]).toEqual(["", "", ""]);
+    await page.goForward();
+    await onlyT1(page);
     await page.fill("#filter-where", "{not json");
     await page.click("#apply-filter");
     await page.waitForSelector("text=where: ");
@@ -329,6 +342,18 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     expect(made).toHaveLength(3);
     await until(async () => made.every((id) => callsOf(id) === 1), "the backfilled calls");
 
+    // A delay and a one-shot schedule whose call was made are spent (no next due moment, nothing to cancel).
+    const soon = await admin.delay("desk.remind", { what: "soon" }, { intervalMs: 200 }, "unbounded");
+    const once = await admin.schedule("desk.remind", { what: "once" }, { at: Date.now() + 200 }, { timerId: "once" });
+    const called = (what: string) => calls().some((c) => c.kind === "call" && c.input?.what === what);
+    await until(async () => called("soon") && called("once"), "the delay's and the one-shot's calls");
+    for (const id of [soon.delayId, once.id]) {
+      await page.waitForSelector(`#timers tr[data-id="${id}"][data-state=spent]`);
+      expect(await page.textContent(`#timers tr[data-id="${id}"] td.state`)).toBe("spent");
+      expect(await page.$(`#timers tr[data-id="${id}"] button.cancel`)).toBeNull();
+    }
+    expect(await page.textContent(`${row} td.state`)).toBe("active");
+
     await page.click(`#timers tr[data-id="${delay.delayId}"] button.cancel`);
     await until(async () => (await page.textContent("#time-result")) === `delay ${delay.delayId} cancelled`, "the cancel's answer");
     await until(async () => (await page.$(`#timers tr[data-id="${delay.delayId}"]`)) === null, "the delay gone from the page");
@@ -384,8 +409,15 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
     await page.close();
   });
 
-  it("an owner without a config opens as the local admin, without asking for a token", async () => {
-    const local = await startTestOwner();
+  it("an owner without a config opens as the local admin, without asking for a token; its log is followed across restarts, a new log from its start", async () => {
+    const manifest = { name: "local", events: { "local.e": { allow: ["*"] } } };
+    let local = await startTestOwner();
+    const port = local.port;
+    const emit = async (id: string) => {
+      const c = createClient({ url: `http://127.0.0.1:${port}` });
+      await c.registerPlugin(manifest);
+      await c.emit("local.e", {}, { id });
+    };
     try {
       const page = await context.newPage();
       await page.goto(`${local.url}/console/`);
@@ -393,6 +425,27 @@ describe.skipIf(missing && !process.env.CI)("console (served by the owner, in De
       expect(await page.textContent("#who")).toBe("local admin (no config)");
       expect(await page.$("#token")).toBeNull();
       await page.waitForSelector("#tail-status[data-state=live]");
+      await emit("first");
+      await page.waitForSelector("#tail tr[data-id=first]");
+      expect(await page.textContent("#tail tr[data-id=first] td.actor")).toBe("via=principal:local");
+      const ids = () => page.$$eval("#tail tbody tr", (rows) => rows.map((r) => r.getAttribute("data-id")));
+
+      // The same log again: the tail goes on after what it showed.
+      const dataDir = local.dataDir;
+      await local.close();
+      await page.waitForSelector("#tail-status[data-state=error]");
+      local = await startTestOwner({ dataDir, port });
+      await emit("second");
+      await page.waitForSelector("#tail tr[data-id=second]", { timeout: 15_000 });
+      expect(await ids()).toEqual(["second", "first"]);
+
+      // Another log at the same address: the tail starts again on it.
+      await local.close();
+      await page.waitForSelector("#tail-status[data-state=error]");
+      local = await startTestOwner({ port });
+      await emit("on-another-log");
+      await page.waitForSelector("#tail tr[data-id=on-another-log]", { timeout: 15_000 });
+      expect(await ids()).toEqual(["on-another-log"]);
       await page.close();
     } finally {
       await local.close();

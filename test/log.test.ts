@@ -100,7 +100,7 @@ describe("emit through the SDK client", () => {
       expect(e.data).toEqual({ amount: i, sku: `sku-${i}` });
       expect(e.id).not.toBe("");
       expect(e.cause).toBe("");
-      expect(e.actor).toBeUndefined(); // the system: no config, local admin asserts nothing
+      expect(e.actor).toMatchObject({ id: "", for: "", in: "", via: "principal:local" }); // no config: the local admin, asserting nothing
       const at = Number(e.at!.seconds) * 1000 + e.at!.nanos / 1e6;
       expect(at).toBeGreaterThanOrEqual(t0 - 1);
       expect(at).toBeLessThanOrEqual(t1 + 1);

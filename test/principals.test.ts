@@ -79,4 +79,16 @@ describe("principals", () => {
     expect((await as(tokens.admin).plugins.listPlugins({})).plugins.map((p) => p.manifest?.name)).not.toContain("billing");
     expect(await refused(definePlugin({ name: "notesx", actions: { ping: { run: () => ({}) } } }))).toBeUndefined(); // "notes*" matches
   });
+
+  it("a request that sets no actor field, from a principal without defaults, came through that principal: never the system", async () => {
+    const ops = as(tokens.admin);
+    await ops.registerPlugin({ name: "ops", events: { "ops.noted": { allow: ["*"] } }, actions: { ping: { allow: ["*"] } } });
+    const { event } = await ops.emit("ops.noted", {});
+    expect(event!.actor).toMatchObject({ id: "", for: "", in: "", via: "principal:ops" });
+    const { delayId } = await ops.delay("ops.ping", {}, { intervalMs: 3_600_000 }, "unbounded");
+    expect((await ops.getTimer(delayId)).actor).toMatchObject({ via: "principal:ops" });
+    // A field asserted or defaulted is the actor as it was: nothing is added.
+    expect((await ops.emit("ops.noted", {}, { actor: { id: "user:ana" } })).event!.actor).toMatchObject({ id: "user:ana", via: "" });
+    expect((await as(tokens.beta).emit("note.added", {})).event!.actor).toMatchObject({ in: "space:beta", via: "" });
+  });
 });

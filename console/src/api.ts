@@ -9,6 +9,7 @@ import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb
 import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
+import { Health } from "@chronolog/sdk/gen/grpc/health/v1/health_pb";
 
 const tokenKey = "chronolog.console.token";
 
@@ -36,19 +37,48 @@ export const admin = createClient(AdminService, transport);
 export const time = createClient(TimeService, transport);
 export const plugins = createClient(PluginService, transport);
 export const collections = createClient(CollectionService, transport);
+const health = createClient(Health, transport);
 
-/** What the page may show: `admin` false hides every AdminService view and button. */
+/** A standby owner (PostgreSQL): it serves reads of what the leader committed, and names the leader. */
+export interface Standby {
+  /** The leader's URL as the lease names it ("" while none is known). */
+  leaderUrl: string;
+}
+
+/**
+ * Whether the owner serving this page is a standby, from the headers of its health answer
+ * (`chronolog-role`, `chronolog-leader`; no token needed): the standby, or null for a leader (an
+ * owner on SQLite is its own leader and says nothing).
+ */
+export async function ownerStandby(): Promise<Standby | null> {
+  let role = "";
+  let leaderUrl = "";
+  await health.check(
+    {},
+    {
+      onHeader: (h) => {
+        role = h.get("chronolog-role") ?? "";
+        leaderUrl = h.get("chronolog-leader") ?? "";
+      },
+    },
+  );
+  return role === "standby" ? { leaderUrl } : null;
+}
+
+/** What the page may show: `admin` false hides every AdminService view and button; a standby shows no change. */
 export interface Session {
   admin: boolean;
   /** True when the owner has principals (a token was needed). */
   signedIn: boolean;
+  /** The owner is a standby (changes are made at its leader), or null. */
+  standby: Standby | null;
 }
 
 /**
  * Finds out who this tab is: an AdminService read answers for an admin, PERMISSION_DENIED for
  * any other principal. Throws the UNAUTHENTICATED error when a token is needed (or is wrong).
  */
-export async function whoAmI(): Promise<Session> {
+export async function whoAmI(): Promise<Omit<Session, "standby">> {
   const signedIn = getToken() !== "";
   try {
     await admin.listProcessors({});

@@ -1,13 +1,15 @@
 // The Chronolog console: a single-page app served by the owner under /console/. It asks for a
 // bearer token only when the owner wants one, then shows the log, processors, time, executors
 // and plugins through the public API (api.ts). Routing is in the browser (wouter, base
-// /console); data is fetched and cached by TanStack Query.
+// /console); data is fetched and cached by TanStack Query. A standby owner's console says so,
+// links to the leader's and shows the read views only (its role asked every few seconds: a
+// standby that takes over becomes a leader's console).
 
 import { QueryCache, QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
 import { StrictMode, useState, type FormEvent } from "react";
 import { createRoot } from "react-dom/client";
-import { Link, Redirect, Route, Router, Switch, useRoute } from "wouter";
-import { errorText, getToken, isUnauthenticated, setToken, whoAmI, type Session } from "./api.js";
+import { Link, Redirect, Route, Router, Switch, useLocation, useRoute, useSearch } from "wouter";
+import { errorText, getToken, isUnauthenticated, ownerStandby, setToken, whoAmI, type Session, type Standby } from "./api.js";
 import { SessionContext } from "./session.js";
 import { CallsView } from "./views/calls.js";
 import { CollectionView, DocumentPage } from "./views/collections.js";
@@ -72,6 +74,34 @@ function NavLink({ href, children }: { href: string; children: string }) {
   );
 }
 
+/** Polling of the owner's role: a standby that takes over shows a leader's console within this. */
+const rolePollMs = 5000;
+
+function StandbyBanner({ standby }: { standby: Standby }) {
+  // The leader's console at the same view (path and filters), on the leader's URL as the lease names it.
+  // (location.search as it is: wouter's search is decoded once already; it tells when it changed.)
+  const [path] = useLocation();
+  useSearch();
+  const leaderConsole = `${standby.leaderUrl.replace(/\/+$/, "")}/console${path}${location.search}`;
+  return (
+    <p id="standby" className="standby">
+      This owner is a <strong>standby</strong>: it shows what the leader committed and takes no changes (pausing, triggering, moving cursors, redriving,
+      cancelling are done at the leader).{" "}
+      {standby.leaderUrl ? (
+        <>
+          The leader's console:{" "}
+          <a id="leader-console" href={leaderConsole}>
+            {standby.leaderUrl}/console/
+          </a>
+          {getToken() && " (sign in there with your token)"}
+        </>
+      ) : (
+        "No leader is known yet."
+      )}
+    </p>
+  );
+}
+
 function Shell({ session }: { session: Session }) {
   const client = useQueryClient();
   const signOut = () => {
@@ -87,10 +117,15 @@ function Shell({ session }: { session: Session }) {
           {session.admin && <NavLink href="/processors">Processors</NavLink>}
           <NavLink href="/calls">Calls</NavLink>
           <NavLink href="/time">Time</NavLink>
-          {session.admin && <NavLink href="/executors">Executors</NavLink>}
+          {session.admin && !session.standby && <NavLink href="/executors">Executors</NavLink>}
           <NavLink href="/plugins">Plugins & collections</NavLink>
         </nav>
-        <span id="who" data-admin={String(session.admin)}>
+        <span id="who" data-admin={String(session.admin)} data-role={session.standby ? "standby" : "leader"}>
+          {session.standby && (
+            <>
+              <span className="badge warn">standby</span>{" "}
+            </>
+          )}
           {session.signedIn ? (session.admin ? "admin" : "client (no admin actions)") : "local admin (no config)"}
           {session.signedIn && (
             <button type="button" className="link" onClick={signOut}>
@@ -100,12 +135,15 @@ function Shell({ session }: { session: Session }) {
         </span>
       </header>
       <main>
+        {session.standby && <StandbyBanner standby={session.standby} />}
         <Switch>
           <Route path="/">{() => <LogView />}</Route>
           <Route path="/events/:id">{(p) => <EventPage id={decodeURIComponent(p.id)} />}</Route>
           <Route path="/processors">{() => (session.admin ? <ProcessorsView /> : <NeedsAdmin />)}</Route>
           <Route path="/time">{() => <TimeView />}</Route>
-          <Route path="/executors">{() => (session.admin ? <ExecutorsView /> : <NeedsAdmin />)}</Route>
+          <Route path="/executors">
+            {() => (!session.admin ? <NeedsAdmin /> : session.standby ? <OnTheLeader what="Executors connect to the leader" /> : <ExecutorsView />)}
+          </Route>
           <Route path="/calls">{() => <CallsView />}</Route>
           <Route path="/plugins">{() => <PluginsView />}</Route>
           <Route path="/collections/:name">{(p) => <CollectionView name={decodeURIComponent(p.name)} />}</Route>
@@ -121,9 +159,20 @@ function NeedsAdmin() {
   return <p className="note">This view needs the admin role.</p>;
 }
 
+function OnTheLeader({ what }: { what: string }) {
+  return (
+    <p className="note" id="on-the-leader">
+      {what}: this view is on the leader's console.
+    </p>
+  );
+}
+
 function App() {
   const who = useQuery({ queryKey: ["whoami"], queryFn: whoAmI, staleTime: Infinity });
-  if (who.isPending) return <p className="note">connecting…</p>;
+  // The role needs no token; until it is known (or when health cannot answer) the page acts as a leader's: the owner refuses what it does not take.
+  const role = useQuery({ queryKey: ["role"], queryFn: ownerStandby, refetchInterval: rolePollMs, staleTime: 0 });
+  const standby = role.data ?? null;
+  if (who.isPending || role.isPending) return <p className="note">connecting…</p>;
   if (who.isError) {
     if (isUnauthenticated(who.error)) return <SignIn error={errorText(who.error)} />;
     return (
@@ -132,9 +181,10 @@ function App() {
       </p>
     );
   }
+  const session: Session = { ...who.data, standby };
   return (
-    <SessionContext.Provider value={who.data}>
-      <Shell session={who.data} />
+    <SessionContext.Provider value={session}>
+      <Shell session={session} />
     </SessionContext.Provider>
   );
 }

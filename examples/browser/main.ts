@@ -1,5 +1,5 @@
 // A browser client of Chronolog: emits events with a form and shows
-// the live Watch stream as a list that grows. It talks Connect over HTTP/1.1 with
+// the live Watch stream as a list that grows, newest first. It talks Connect over HTTP/1.1 with
 // connect-web's fetch transport, cross-origin: the owner's config must allow this
 // page's origin (`cors: { origins: [...] }`).
 //
@@ -73,6 +73,7 @@ function setStatus(state: "connecting" | "live" | "retrying" | "error", text: st
   status.textContent = text;
 }
 
+/** Adds `event` at the top of the list; the oldest leave at the bottom past {@link MAX_SHOWN}. */
 function show(event: Event): void {
   const item = document.createElement("li");
   item.value = Number(event.seq);
@@ -83,28 +84,53 @@ function show(event: Event): void {
   const actor = event.actor ? Object.entries(event.actor).filter(([k, v]) => k !== "$typeName" && v) : [];
   const who = actor.length ? ` (${actor.map(([k, v]) => `${k}=${String(v)}`).join(" ")})` : "";
   item.textContent = `${at} ${event.type} ${JSON.stringify(event.data ?? {})} id=${event.id}${who}`;
-  list.append(item);
-  while (list.childElementCount > MAX_SHOWN) list.firstElementChild?.remove();
+  list.prepend(item);
+  while (list.childElementCount > MAX_SHOWN) list.lastElementChild?.remove();
+}
+
+/** Whether the owner's log still holds `event` at its seq: false when the owner at that URL now runs on another log. */
+async function stillInLog(event: Event): Promise<boolean> {
+  try {
+    const found = (await log.getEvent({ id: event.id })).event;
+    return found?.seq === event.seq;
+  } catch (err) {
+    if (ConnectError.from(err).code === Code.NotFound) return false;
+    throw err;
+  }
 }
 
 /**
- * Follows the log for the page's life: catch-up from `from`, then live. A stream
- * that ends or breaks (owner restart, network) starts again after the last seq
- * shown; errors no retry can fix (token, permission, bad filter) stop it.
+ * Follows the log for the page's life: catch-up from `from`, then live, the status saying the
+ * seq of the last event shown. A stream that ends or breaks (owner restart, network) starts
+ * again after the last seq shown, once the owner is found to hold that event still; an owner
+ * started again at that URL on another log (a new data folder) is followed from `from` again,
+ * with the list emptied. Errors no retry can fix (token, permission, bad filter) stop it.
  */
 async function watch(): Promise<void> {
   let after = fromSeq;
+  let last: Event | undefined;
   let wait = 500;
   for (;;) {
     setStatus("connecting", "connecting");
     try {
+      let note = "";
+      if (last && !(await stillInLog(last))) {
+        list.replaceChildren();
+        after = fromSeq;
+        last = undefined;
+        note = "; the owner's log is another one now: shown from its start";
+      }
+      let live = false;
       for await (const res of log.watch({ afterSeq: after, types: onlyType ? [onlyType] : [] })) {
         if (res.message.case === "event") {
-          after = res.message.value.seq;
-          show(res.message.value);
+          last = res.message.value;
+          after = last.seq;
+          show(last);
+          if (live) setStatus("live", `live (last event at seq ${after})`);
         } else if (res.message.case === "caughtUp") {
           wait = 500;
-          setStatus("live", `live (caught up at seq ${res.message.value.headSeq})`);
+          live = true;
+          setStatus("live", `live (caught up at seq ${res.message.value.headSeq}${note})`);
         }
       }
       setStatus("retrying", "stream ended, reconnecting");

@@ -66,8 +66,9 @@ export function defaultConsoleDir(): string {
 
 /**
  * The `/console/` handler for `listen({ extraHttpHandler })`. Files under assets/ (their names
- * carry a content hash) are cached for a year; every other path under `/console/` is the app's
- * index.html (the app routes in the browser), never cached. `/console` redirects to `/console/`.
+ * carry a content hash) are cached for a year; every other path under `/console/` but a file at
+ * its top is the app's index.html (the app routes in the browser), never cached. `/console`
+ * redirects to `/console/`.
  * Other paths are not handled (false).
  */
 export function consoleHttpHandler(dir: string, logger: Logger): HttpHandler {
@@ -102,9 +103,11 @@ export function consoleHttpHandler(dir: string, logger: Logger): HttpHandler {
       answer(res, 400, "bad path\n");
       return true;
     }
-    const isAsset = relative.startsWith("assets/") || extname(relative) !== "";
+    // A file is under assets/ or at the top (favicon.ico); any other path is a route of the app,
+    // dots and all (/console/events/order.o-3, /console/collections/sys.notes).
+    const isAsset = relative.startsWith("assets/") || (!relative.includes("/") && extname(relative) !== "");
     const file = normalize(root + (isAsset ? relative : "index.html"));
-    if (!file.startsWith(root) || relative.includes("\0")) {
+    if (!file.startsWith(root) || relative.includes("\0") || relative.split("/").includes("..")) {
       answer(res, 404, "not found\n");
       return true;
     }

@@ -198,8 +198,8 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
     instanceId: randomUUID().slice(0, 8),
     advertiseUrl: options.advertiseUrl ?? `${scheme}://${urlHost(options.host)}:${options.port}`,
     leaseMs: options.leaseMs ?? defaultLeaseMs,
-    standby: (waiting) =>
-      serveStandby({
+    standby: async (waiting) => {
+      const standby = await serveStandby({
         ...waiting,
         listen: {
           host: options.host,
@@ -210,9 +210,14 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
         },
         services,
         authenticator: new Authenticator(options.config?.principals),
+        consoleDir: options.consoleDir ?? defaultConsoleDir(),
         clock: options.clock ?? systemClock,
         logger,
-      }),
+      });
+      const consoleUrl = `${scheme}://${urlHost(options.host)}:${standby.port}${consolePath}`;
+      logger.info({ console: consoleUrl }, `console at ${consoleUrl} (a standby's: the read views, and a link to the leader's)`);
+      return standby;
+    },
     logger,
     signal: options.signal,
     onUpgrade: ({ from, to, files }) => logger.info({ from, to, migrations: files }, `upgrading the database's schema from ${from} to ${to}`),

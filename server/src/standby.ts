@@ -7,6 +7,7 @@ import { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import type { Authenticator } from "./auth/tokens.js";
 import type { Clock } from "./clock.js";
+import { consoleHttpHandler } from "./console.js";
 import { DocumentReader } from "./collections/reads.js";
 import { DocumentStores } from "./collections/stores.js";
 import { isConnectionLost } from "./errors.js";
@@ -42,6 +43,8 @@ export interface StandbyOptions {
   services: DescService[];
   /** Principals of the reads (as the leader's), and who may read /metrics. */
   authenticator: Authenticator;
+  /** The built console (dist/console/), served under /console/ as the leader serves it. */
+  consoleDir: string;
   clock: Clock;
   logger: Logger;
 }
@@ -60,7 +63,7 @@ const headPollMs = 250;
  * Serves reads as a standby on the owner's port: ReadLog, GetEvent and Watch, GetDocument and
  * FindDocuments (of durable collections: the others live in the leader's memory), ListTimers
  * and GetTimer, ListProcessors and ListFailedDeliveries (the store's view of the processors),
- * ListPlugins and GetPlugin, health and /metrics, with the leader's read code on a read-only
+ * ListPlugins and GetPlugin, health, /metrics and the console, with the leader's read code on a read-only
  * connection of its own, and the same principals. Every other call (writes, executors, and
  * ListExecutors: who is connected is known to the leader only) is refused UNAVAILABLE naming the
  * leader. Reads see what is committed; Watch follows the log's head as the leader's commits tell
@@ -145,12 +148,15 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
   });
   storeWaitMetrics(registry, () => view.reads.waits());
   storeAsyncReadMetrics(registry, () => view.reads.asyncReads());
+  const metricsHandler = metricsHttpHandler(withProcessMetrics(registry), options.authenticator, logger);
+  // The console's pages ask the owner its role (health's headers): a standby's say so and show the read views.
+  const consoleHandler = consoleHttpHandler(options.consoleDir, logger);
   const listener = await listen({
     ...options.listen,
     // A call the standby does not serve is refused before the principal's check, as it always was.
     interceptors: [errorInterceptor(logger), streamReleaseInterceptor(streams), standbyInterceptor(serving), authInterceptor(options.authenticator)],
     routes: standbyRoutes(serving),
-    extraHttpHandler: metricsHttpHandler(withProcessMetrics(registry), options.authenticator, logger),
+    extraHttpHandler: (req, res) => metricsHandler(req, res) || consoleHandler(req, res),
   }).catch((e: unknown) => {
     view.close();
     throw e;

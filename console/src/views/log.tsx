@@ -1,10 +1,13 @@
 // The log: a live tail (Watch, from a little before the head, then live) with type and `where`
 // filters (the declared types offered), older events a page at a time, and a search by event id.
+// The filter lives in the address (`?type=a&type=b&where={...}`): a filtered view can be
+// bookmarked and reloads as it was; applying one is a step of the browser's history.
 
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { useQuery } from "@tanstack/react-query";
-import { useEffect, useState, type FormEvent } from "react";
-import { Link, useLocation } from "wouter";
+import { useEffect, useMemo, useState, type FormEvent } from "react";
+import { Link, useLocation, useSearch } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { errorText, log, plugins } from "../api.js";
 import { actor, at, json } from "../format.js";
@@ -27,8 +30,54 @@ interface Filter {
 
 type TailState = { state: "connecting" | "live" | "error"; text: string };
 
-/** Follows the log with `filter`, newest first; `since` is the seq the tail started after. */
-function useTail(filter: Filter): { events: Event[]; status: TailState; since: bigint | undefined } {
+/** `where` as JSON text: the object, or an Error saying what is wrong. */
+function parseWhere(text: string): JsonObject | undefined {
+  if (!text.trim()) return undefined;
+  const parsed: unknown = JSON.parse(text);
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("where must be a JSON object");
+  return parsed as JsonObject;
+}
+
+/** The filter of the address's query (`type`, repeated; `where`, JSON), with its text for the form, or the error of a bad `where`. */
+function filterOf(search: string): { filter: Filter; typesText: string; whereText: string; error: string } {
+  const params = new URLSearchParams(search);
+  const types = params
+    .getAll("type")
+    .flatMap((t) => t.split(/[\s,]+/))
+    .filter(Boolean);
+  const whereText = params.get("where") ?? "";
+  try {
+    return { filter: { types, where: parseWhere(whereText) }, typesText: types.join(" "), whereText, error: "" };
+  } catch (err) {
+    return { filter: { types }, typesText: types.join(" "), whereText, error: `where in the address: ${(err as Error).message}` };
+  }
+}
+
+/** The address's query for a filter typed in the form ("" for none). */
+function searchOf(types: string[], whereText: string): string {
+  const params = new URLSearchParams();
+  for (const t of types) params.append("type", t);
+  if (whereText.trim()) params.set("where", whereText.trim());
+  const query = params.toString();
+  return query ? `?${query}` : "";
+}
+
+/** Whether the owner's log still holds `event` at its seq: false when the owner now runs on another log. */
+async function stillInLog(event: Event, signal: AbortSignal): Promise<boolean> {
+  try {
+    return (await log.getEvent({ id: event.id }, { signal })).event?.seq === event.seq;
+  } catch (e) {
+    if (ConnectError.from(e).code === Code.NotFound) return false;
+    throw e;
+  }
+}
+
+/**
+ * Follows the log with `filter`, newest first; `since` is the seq the tail started after. After a
+ * break it watches again after the last event shown, once the owner is found to hold it still;
+ * an owner at this address on another log (started again on a new store) is followed afresh.
+ */
+function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: TailState; since: bigint | undefined } {
   const [events, setEvents] = useState<Event[]>([]);
   const [status, setStatus] = useState<TailState>({ state: "connecting", text: "connecting" });
   const [since, setSince] = useState<bigint | undefined>(undefined);
@@ -36,10 +85,22 @@ function useTail(filter: Filter): { events: Event[]; status: TailState; since: b
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     let last = -1n;
+    let lastShown: Event | undefined;
+    let broke = false;
     setEvents([]);
     setSince(undefined);
+    if (!enabled) {
+      setStatus({ state: "error", text: "not following: the filter in the address is not valid" });
+      return;
+    }
     const follow = async (): Promise<void> => {
       try {
+        if (broke && (!lastShown || !(await stillInLog(lastShown, abort.signal)))) {
+          // Nothing shown yet, or the log is another one: start again a little before its head.
+          last = -1n;
+          lastShown = undefined;
+          setEvents([]);
+        }
         if (last < 0n) {
           const { headSeq } = await log.readLog({ pageSize: 1 }, { signal: abort.signal });
           last = headSeq > backlog ? headSeq - backlog : 0n;
@@ -50,6 +111,7 @@ function useTail(filter: Filter): { events: Event[]; status: TailState; since: b
           if (msg.message.case === "event") {
             const event = msg.message.value;
             last = event.seq;
+            lastShown = event;
             setEvents((list) => [event, ...list].slice(0, keep));
           } else if (msg.message.case === "caughtUp") {
             setStatus({ state: "live", text: `live (caught up at seq ${msg.message.value.headSeq})` });
@@ -57,6 +119,7 @@ function useTail(filter: Filter): { events: Event[]; status: TailState; since: b
         }
       } catch (e) {
         if (abort.signal.aborted) return;
+        broke = true;
         setStatus({ state: "error", text: errorText(e) });
         timer = setTimeout(() => void follow(), retryMs);
       }
@@ -66,7 +129,7 @@ function useTail(filter: Filter): { events: Event[]; status: TailState; since: b
       abort.abort();
       clearTimeout(timer);
     };
-  }, [filter]);
+  }, [filter, enabled]);
   return { events, status, since };
 }
 
@@ -114,31 +177,38 @@ function useOlder(filter: Filter, since: bigint | undefined) {
 
 export function LogView() {
   const [, navigate] = useLocation();
-  const [filter, setFilter] = useState<Filter>({ types: [] });
-  const [typesText, setTypesText] = useState("");
-  const [whereText, setWhereText] = useState("");
+  // wouter's search is decoded once already (a `%25` in `where` would lose its meaning): the
+  // address's own query is parsed, again whenever wouter sees it change.
+  const query = useSearch();
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `query` says when location.search changed
+  const shown = useMemo(() => filterOf(location.search), [query]);
+  const filter = shown.filter;
+  const [typesText, setTypesText] = useState(shown.typesText);
+  const [whereText, setWhereText] = useState(shown.whereText);
   const [formError, setFormError] = useState("");
   const [searchId, setSearchId] = useState("");
-  const { events, status, since } = useTail(filter);
+  // The form shows the address's filter: after a reload, back or forward too.
+  useEffect(() => {
+    setTypesText(shown.typesText);
+    setWhereText(shown.whereText);
+    setFormError("");
+  }, [shown]);
+  const { events, status, since } = useTail(filter, shown.error === "");
   const older = useOlder(filter, since);
   const types = useQuery({ queryKey: ["plugins"], queryFn: () => plugins.listPlugins({}), staleTime: 60_000 });
   const declared = (types.data?.plugins ?? []).flatMap((p) => Object.keys(p.manifest?.events ?? {})).sort();
 
   const apply = (e: FormEvent) => {
     e.preventDefault();
-    let where: JsonObject | undefined;
-    if (whereText.trim()) {
-      try {
-        const parsed: unknown = JSON.parse(whereText);
-        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("where must be a JSON object");
-        where = parsed as JsonObject;
-      } catch (err) {
-        setFormError(`where: ${(err as Error).message}`);
-        return;
-      }
+    try {
+      parseWhere(whereText);
+    } catch (err) {
+      setFormError(`where: ${(err as Error).message}`);
+      return;
     }
     setFormError("");
-    setFilter({ types: typesText.split(/[\s,]+/).filter(Boolean), where });
+    const next = searchOf(typesText.split(/[\s,]+/).filter(Boolean), whereText);
+    if (next !== location.search) navigate(`/${next}`);
   };
   const search = (e: FormEvent) => {
     e.preventDefault();
@@ -179,7 +249,11 @@ export function LogView() {
           </button>
         </form>
       </div>
-      {formError && <p className="error">{formError}</p>}
+      {(formError || shown.error) && (
+        <p className="error" id="filter-error">
+          {formError || shown.error}
+        </p>
+      )}
       <h2>
         Log{" "}
         <small id="tail-status" data-state={status.state}>
@@ -237,7 +311,7 @@ function EventRow({ e, older = false }: { e: Event; older?: boolean }) {
       <td>
         <Link href={`/events/${encodeURIComponent(e.id)}`}>{e.id}</Link>
       </td>
-      <td>{actor(e.actor)}</td>
+      <td className="actor">{actor(e.actor)}</td>
       <td className="data" title={json(e.data)}>
         {json(e.data)}
       </td>

@@ -9,6 +9,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import type { ProcessorStatus } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { admin, errorText, log } from "../api.js";
 import { at, duration, ms } from "../format.js";
+import { useSession } from "../session.js";
 import { LagChart, type LagSample } from "./lag-chart.js";
 
 /** Poll period of the processors' state (and so the chart's sampling). */
@@ -44,6 +45,9 @@ function useProcessorAction() {
 }
 
 export function ProcessorsView() {
+  // A standby reads the processors as stored: cursor, lag, failures and pauses; what is read ahead, in flight and retried is in the leader's memory.
+  const { standby } = useSession();
+  const changes = standby === null;
   const q = useQuery({ queryKey: ["processors"], queryFn: () => admin.listProcessors({}), refetchInterval: pollMs });
   const [samples, setSamples] = useState<LagSample[]>([]);
   const [selected, setSelected] = useState("");
@@ -109,17 +113,27 @@ export function ProcessorsView() {
               <td className="num">
                 <LagSeconds p={p} />
               </td>
-              <td className="num">{String(p.delivered)}</td>
-              <td className="num">{p.inFlight}</td>
-              <td className="num">{String(p.retries)}</td>
+              {changes ? (
+                <>
+                  <td className="num">{String(p.delivered)}</td>
+                  <td className="num">{p.inFlight}</td>
+                  <td className="num">{String(p.retries)}</td>
+                </>
+              ) : (
+                <td className="num muted leader-only" colSpan={3} title="known to the leader, which delivers">
+                  on the leader
+                </td>
+              )}
               <td className="num failures">{String(p.failures)}</td>
               <td>{p.paused ? <span className="badge warn">paused</span> : <span className="badge ok">running</span>}</td>
               <td className="actions">
-                <button type="button" className="admin pause" disabled={pause.isPending} onClick={() => pause.mutate({ name: p.name, paused: !p.paused })}>
-                  {p.paused ? "Resume" : "Pause"}
-                </button>
+                {changes && (
+                  <button type="button" className="admin pause" disabled={pause.isPending} onClick={() => pause.mutate({ name: p.name, paused: !p.paused })}>
+                    {p.paused ? "Resume" : "Pause"}
+                  </button>
+                )}
                 <button type="button" className="admin details" onClick={() => setSelected(p.name)}>
-                  Cursor & failures
+                  {changes ? "Cursor & failures" : "Failures"}
                 </button>
               </td>
             </tr>
@@ -157,6 +171,7 @@ interface Plan {
 }
 
 function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (t: string) => void; onError: (e: unknown) => void }) {
+  const { standby } = useSession();
   const [kind, setKind] = useState<"seq" | "time">("seq");
   const [target, setTarget] = useState("");
   const [plan, setPlan] = useState<Plan | null>(null);
@@ -203,22 +218,24 @@ function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (
   return (
     <div className="detail">
       <h3>{p.name}</h3>
-      <form className="inline" onSubmit={check}>
-        <label htmlFor="move-kind">Move the cursor to</label>
-        <select id="move-kind" value={kind} onChange={(e) => setKind(e.target.value as "seq" | "time")}>
-          <option value="seq">seq</option>
-          <option value="time">time</option>
-        </select>
-        <input
-          id="move-target"
-          placeholder={kind === "seq" ? "seq, e.g. 0 (replay all)" : "2026-12-02T07:00:00Z"}
-          value={target}
-          onChange={(e) => setTarget(e.target.value)}
-        />
-        <button id="move-check" type="submit" className="admin">
-          Move…
-        </button>
-      </form>
+      {standby === null && (
+        <form className="inline" onSubmit={check}>
+          <label htmlFor="move-kind">Move the cursor to</label>
+          <select id="move-kind" value={kind} onChange={(e) => setKind(e.target.value as "seq" | "time")}>
+            <option value="seq">seq</option>
+            <option value="time">time</option>
+          </select>
+          <input
+            id="move-target"
+            placeholder={kind === "seq" ? "seq, e.g. 0 (replay all)" : "2026-12-02T07:00:00Z"}
+            value={target}
+            onChange={(e) => setTarget(e.target.value)}
+          />
+          <button id="move-check" type="submit" className="admin">
+            Move…
+          </button>
+        </form>
+      )}
       {planError && <p className="error">{planError}</p>}
       {plan && (
         <div className="confirm" id="move-confirm-box">
@@ -237,6 +254,7 @@ function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (
 }
 
 function FailedDeliveries({ processor, onDone, onError }: { processor: string; onDone: (t: string) => void; onError: (e: unknown) => void }) {
+  const changes = useSession().standby === null;
   const [tokens, setTokens] = useState<string[]>([""]);
   const [chosen, setChosen] = useState<Set<string>>(new Set());
   const token = tokens[tokens.length - 1];
@@ -265,26 +283,28 @@ function FailedDeliveries({ processor, onDone, onError }: { processor: string; o
   return (
     <>
       <h3>Failed deliveries</h3>
-      <div className="toolbar">
-        <button
-          id="redrive-selected"
-          type="button"
-          className="admin"
-          disabled={chosen.size === 0 || redrive.isPending}
-          onClick={() => redrive.mutate([...chosen].map(BigInt))}
-        >
-          Redrive selected ({chosen.size})
-        </button>
-        <button
-          id="redrive-all"
-          type="button"
-          className="admin"
-          disabled={rows.length === 0 || redrive.isPending}
-          onClick={() => window.confirm(`Deliver every failed event of ${processor} again?`) && redrive.mutate([])}
-        >
-          Redrive all
-        </button>
-      </div>
+      {changes && (
+        <div className="toolbar">
+          <button
+            id="redrive-selected"
+            type="button"
+            className="admin"
+            disabled={chosen.size === 0 || redrive.isPending}
+            onClick={() => redrive.mutate([...chosen].map(BigInt))}
+          >
+            Redrive selected ({chosen.size})
+          </button>
+          <button
+            id="redrive-all"
+            type="button"
+            className="admin"
+            disabled={rows.length === 0 || redrive.isPending}
+            onClick={() => window.confirm(`Deliver every failed event of ${processor} again?`) && redrive.mutate([])}
+          >
+            Redrive all
+          </button>
+        </div>
+      )}
       <table id="failed">
         <colgroup>
           <col className="pick" />
@@ -313,9 +333,7 @@ function FailedDeliveries({ processor, onDone, onError }: { processor: string; o
             const seq = String(d.event?.seq ?? 0n);
             return (
               <tr key={seq} data-seq={seq}>
-                <td>
-                  <input type="checkbox" className="admin" checked={chosen.has(seq)} onChange={() => toggle(seq)} />
-                </td>
+                <td>{changes && <input type="checkbox" className="admin" checked={chosen.has(seq)} onChange={() => toggle(seq)} />}</td>
                 <td className="num">{seq}</td>
                 <td>{d.event?.id}</td>
                 <td>{d.event?.type}</td>
@@ -325,9 +343,11 @@ function FailedDeliveries({ processor, onDone, onError }: { processor: string; o
                   {d.error}
                 </td>
                 <td>
-                  <button type="button" className="admin redrive" disabled={redrive.isPending} onClick={() => redrive.mutate([BigInt(seq)])}>
-                    Redrive
-                  </button>
+                  {changes && (
+                    <button type="button" className="admin redrive" disabled={redrive.isPending} onClick={() => redrive.mutate([BigInt(seq)])}>
+                      Redrive
+                    </button>
+                  )}
                 </td>
               </tr>
             );

@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { CatchUpPolicy, OverlapPolicy, TimerKind, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { errorText, time } from "../api.js";
-import { actor, at, duration, json, relative } from "../format.js";
+import { actor, at, duration, json, ms, relative } from "../format.js";
 import { useSession } from "../session.js";
 import { LatenessChart } from "./lateness.js";
 
@@ -40,6 +40,28 @@ function overdue(t: Timer): string {
     default:
       return "";
   }
+}
+
+/** Whether a recurring timer's policy ended it: its end passed, or its maximum count was made. */
+function endedByPolicy(t: Timer, now: number): boolean {
+  const p = t.policy;
+  return p !== undefined && ((p.maxCount > 0n && t.occurrences >= p.maxCount) || (p.end !== undefined && ms(p.end) <= now));
+}
+
+/**
+ * A timer's state: paused, disabled (a declared schedule turned off by its manifest or a patch),
+ * active (it has a next due moment), another region's (a declared schedule this owner does not
+ * make), or spent: no occurrence is left to make (a delay or a one-shot whose call was made, a
+ * schedule past its end or maximum count).
+ */
+function timerState(t: Timer, now: number): { key: string; text: string; className: string; title?: string } {
+  if (t.paused)
+    return { key: "paused", text: `paused${t.pauseNote ? `: ${t.pauseNote}` : ""}`, className: "badge warn", title: `${t.pauseNote} (${at(t.pausedAt)})` };
+  if (t.disabled) return { key: "disabled", text: "disabled", className: "badge" };
+  if (t.nextDue) return { key: "active", text: "active", className: "badge ok" };
+  if (t.kind === TimerKind.DECLARED && !endedByPolicy(t, now))
+    return { key: "other-region", text: `region ${t.region}`, className: "badge", title: `made by the owners of region ${t.region}` };
+  return { key: "spent", text: "spent", className: "badge", title: `${String(t.occurrences)} made, none left to make` };
 }
 
 const kindName: Record<number, string> = { [TimerKind.RUNTIME]: "runtime", [TimerKind.DECLARED]: "declared", [TimerKind.DELAY]: "delay" };
@@ -85,7 +107,7 @@ function Backfill({ id }: { id: string }) {
 }
 
 function Preview({ id }: { id: string }) {
-  const { admin } = useSession();
+  const { admin, standby } = useSession();
   const q = useQuery({ queryKey: ["timer", id], queryFn: () => time.getTimer({ timerId: id, previewCount: 5 }) });
   if (q.isError) return <p className="error">{errorText(q.error)}</p>;
   const t = q.data?.timer;
@@ -107,15 +129,16 @@ function Preview({ id }: { id: string }) {
         {p &&
           `; jitter ${duration(Number(p.jitterMs))}, max count ${p.maxCount || "none"}, overlap ${OverlapPolicy[p.overlap]}, catch-up ${CatchUpPolicy[p.catchUp]}`}
       </span>
-      {t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && <Backfill id={id} />}
+      {!standby && t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && <Backfill id={id} />}
     </div>
   );
 }
 
 export function TimeView() {
   const client = useQueryClient();
-  // Declared schedules are changed by admins only (the owner refuses others).
-  const { admin } = useSession();
+  // Declared schedules are changed by admins only (the owner refuses others); a standby changes nothing.
+  const { admin, standby } = useSession();
+  const changes = standby === null;
   const [kind, setKind] = useState<TimerKind>(TimerKind.UNSPECIFIED);
   const [tokens, setTokens] = useState<string[]>([""]);
   const [open, setOpen] = useState("");
@@ -168,13 +191,15 @@ export function TimeView() {
           <option value={TimerKind.RUNTIME}>runtime schedules</option>
           <option value={TimerKind.DELAY}>delays</option>
         </select>
-        <input
-          id="timer-note"
-          className="wide"
-          placeholder="note for pause / resume (recorded in the log)"
-          value={note}
-          onChange={(e) => setNote(e.target.value)}
-        />
+        {changes && (
+          <input
+            id="timer-note"
+            className="wide"
+            placeholder="note for pause / resume (recorded in the log)"
+            value={note}
+            onChange={(e) => setNote(e.target.value)}
+          />
+        )}
       </div>
       {q.isError && <p className="error">{errorText(q.error)}</p>}
       <table id="timers">
@@ -204,8 +229,9 @@ export function TimeView() {
         </thead>
         <tbody>
           {q.data?.timers.flatMap((t) => {
+            const state = timerState(t, now);
             const row = (
-              <tr key={t.id} data-id={t.id} data-paused={String(t.paused)}>
+              <tr key={t.id} data-id={t.id} data-paused={String(t.paused)} data-state={state.key}>
                 <td title={t.id}>
                   <button type="button" className="link" onClick={() => setOpen(open === t.id ? "" : t.id)} title="next fire times">
                     {t.id}
@@ -225,19 +251,13 @@ export function TimeView() {
                 </td>
                 <td className="num occurrences">{String(t.occurrences)}</td>
                 <td>{overdue(t)}</td>
-                <td>
-                  {t.paused ? (
-                    <span className="badge warn" title={`${t.pauseNote} (${at(t.pausedAt)})`}>
-                      paused{t.pauseNote ? `: ${t.pauseNote}` : ""}
-                    </span>
-                  ) : t.disabled ? (
-                    <span className="badge">spent</span>
-                  ) : (
-                    <span className="badge ok">active</span>
-                  )}
+                <td className="state">
+                  <span className={state.className} title={state.title}>
+                    {state.text}
+                  </span>
                 </td>
                 <td className="actions">
-                  {t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && (
+                  {changes && t.kind !== TimerKind.DELAY && (admin || t.kind !== TimerKind.DECLARED) && (
                     <>
                       <button
                         type="button"
@@ -257,7 +277,7 @@ export function TimeView() {
                       </button>
                     </>
                   )}
-                  {t.kind === TimerKind.DELAY && t.nextDue && (
+                  {changes && t.kind === TimerKind.DELAY && t.nextDue && (
                     <button type="button" className="cancel danger" disabled={act.isPending} onClick={() => act.mutate({ op: "cancel", id: t.id })}>
                       Cancel
                     </button>
@@ -290,7 +310,8 @@ export function TimeView() {
       <p id="time-result" className={result.ok ? "ok" : "error"}>
         {result.text}
       </p>
-      {admin && <LatenessChart />}
+      {admin && changes && <LatenessChart />}
+      {admin && !changes && <p className="note">The lateness of time's calls is measured where they are made: on the leader's console.</p>}
     </section>
   );
 }

@@ -56,10 +56,12 @@ export function matchesPattern(pattern: string, value: string): boolean {
 /**
  * The actor a client request runs as: each asserted field must match one of
  * the principal's patterns for it (admins may assert anything; PERMISSION_DENIED names the field);
- * unasserted fields take the principal's defaults. Returns null (the system)
- * when no field is set.
+ * unasserted fields take the principal's defaults. A request that would leave every field empty
+ * (none asserted, none defaulted) came through its principal: `via` is `principal:<name>`
+ * ({@link principalVia}). Null, the system, is only the owner's own work (time, pulses, declared
+ * schedules), which never comes here.
  */
-export function resolveActor(principal: Principal, asserted: Partial<ActorRecord> | undefined): ActorRecord | null {
+export function resolveActor(principal: Principal, asserted: Partial<ActorRecord> | undefined): ActorRecord {
   const actor: ActorRecord = { id: "", for: "", in: "", via: "" };
   for (const field of actorFields) {
     const value = asserted?.[field] ?? "";
@@ -73,7 +75,13 @@ export function resolveActor(principal: Principal, asserted: Partial<ActorRecord
     }
     actor[field] = value;
   }
-  return actorFields.some((f) => actor[f] !== "") ? actor : null;
+  if (actorFields.every((f) => actor[f] === "")) actor.via = principalVia(principal);
+  return actor;
+}
+
+/** The `via` of a request whose principal gives no actor fields and that asserts none: `principal:<name>`. */
+export function principalVia(principal: Principal): string {
+  return `principal:${principal.name}`;
 }
 
 /**
