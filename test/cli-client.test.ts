@@ -18,6 +18,7 @@ import { chronologArgs } from "./helpers/chronolog.js";
 import { cli } from "./helpers/cli.js";
 import { eventsOf } from "./helpers/log-snapshot.js";
 import { onPostgres, startTestOwner, tempDir } from "./helpers/owner.js";
+import { deadPort } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -243,6 +244,22 @@ describe("client command options", () => {
       code: 1,
       stderr: expect.stringMatching(new RegExp(`^chronolog: the manifest ${file} is not a PluginManifest \\(nothing was sent\\): .*DST_GAP_NOPE`)),
     });
+    // Nothing listening at the URL: say so and how to start an owner; a token missing or unknown: name --token and CHRONOLOG_TOKEN.
+    const nobody = `http://127.0.0.1:${await deadPort()}`;
+    expect(await cli(["--url", nobody, "emit", "a.b", "{}"])).toMatchObject({
+      code: 1,
+      stderr: `chronolog: Unavailable: no owner answers at ${nobody} (connection refused): start one with \`bin/chronolog serve\` (or \`npm run serve\` in the clone), or give its URL with --url or CHRONOLOG_URL\n`,
+    });
+    const guarded = await startTestOwner({ config: { principals: [{ name: "ops", token: tokens.admin, role: "admin" }] } });
+    cleanups.push(() => guarded.close());
+    expect(await cli(["--url", guarded.url, "emit", "a.b", "{}"])).toMatchObject({
+      code: 1,
+      stderr:
+        "chronolog: Unauthenticated: missing bearer token: send the header `authorization: Bearer <token>`: this owner needs a token; give a principal's token with --token or CHRONOLOG_TOKEN\n",
+    });
+    expect((await cli(["--url", guarded.url, "--token", "not-a-token-0123456", "emit", "a.b", "{}"])).stderr).toBe(
+      "chronolog: Unauthenticated: unknown bearer token: the token given (--token or CHRONOLOG_TOKEN) is not one of the owner's; give a principal's token with --token or CHRONOLOG_TOKEN\n",
+    );
     writeFileSync(file, "name: [unclosed\n");
     expect(await cli(["register", file])).toMatchObject({
       code: 1,

@@ -340,6 +340,13 @@ program.parseAsync().catch((e: unknown) => {
     console.error(
       `chronolog: Unavailable: the owner at ${program.opts().url} does not speak TLS: use an http:// URL (or start the owner with tls in its config)`,
     );
+  } else if (e instanceof ConnectError && e.code === Code.Unauthenticated) {
+    const given = program.opts().token ? "the token given (--token or CHRONOLOG_TOKEN) is not one of the owner's" : "this owner needs a token";
+    console.error(`chronolog: Unauthenticated: ${e.rawMessage}: ${given}; give a principal's token with --token or CHRONOLOG_TOKEN`);
+  } else if (e instanceof ConnectError && e.code === Code.Unavailable && /ECONNREFUSED/.test(e.rawMessage)) {
+    console.error(
+      `chronolog: Unavailable: no owner answers at ${program.opts().url} (connection refused): start one with \`bin/chronolog serve\` (or \`npm run serve\` in the clone), or give its URL with --url or CHRONOLOG_URL`,
+    );
   } else if (e instanceof ConnectError) console.error(`chronolog: ${Code[e.code]}: ${e.rawMessage}`);
   else console.error(`chronolog: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
