@@ -7,7 +7,7 @@ import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
-import { runExecutor, type Executor } from "../sdk/ts/src/executor.js";
+import { runExecutor, TerminalError, type Executor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin, type PluginDefinition } from "../sdk/ts/src/plugin.js";
@@ -34,15 +34,20 @@ describe("TypeScript executor SDK", () => {
     );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    const executor = runExecutor({ url, plugins: [definePlugin({ name: "quiet" })], maxBackoffMs: 50, onError: () => {} });
+    const logged: string[] = [];
+    const executor = runExecutor({ url, plugins: [definePlugin({ name: "quiet" })], maxBackoffMs: 50, onError: () => {}, onLog: (line) => logged.push(line) });
     await executor.ready;
     const started = Date.now();
     while (subscribes < 2 && Date.now() - started < 3_000) await new Promise((r) => setTimeout(r, 20));
     const waitedMs = Date.now() - started;
+    await until(() => logged.length >= 2, "the reconnect said");
     await executor.stop(0);
     server.close();
     expect(subscribes).toBeGreaterThanOrEqual(2);
     expect(waitedMs).toBeGreaterThanOrEqual(250); // not before 3 silent intervals (300 ms, timer granularity aside)
+    // It says when it connected, and when it connected again after how long.
+    expect(logged[0]).toBe(`connected to ${url} (session s1)`);
+    expect(logged[1]).toMatch(new RegExp(`^reconnected to ${url.replaceAll(".", "\\.")} after \\d+\\.\\d s \\(session s2\\)$`));
   });
 });
 
@@ -391,6 +396,52 @@ describe("stop() with a backlog", () => {
     } finally {
       await first.stop(0);
       await second?.stop(0);
+      await owner.close();
+    }
+  });
+});
+
+describe("what an executor says it does (onLog)", () => {
+  it("each handler that failed: the processor, the event and the try; the action, the call and the attempt", async () => {
+    const owner = await startTestOwner();
+    const logged: string[] = [];
+    const plugin = definePlugin({
+      name: "loud",
+      events: { "loud.thing": { allow: ["*"] } },
+      processors: {
+        p: {
+          on: "loud.thing",
+          retryDelaysMs: [10],
+          run(ctx) {
+            if (ctx.attempt === 1) throw new Error("not yet");
+          },
+        },
+      },
+      actions: {
+        a: {
+          allow: ["*"],
+          run() {
+            throw new TerminalError("never");
+          },
+        },
+      },
+    });
+    const executor = runExecutor({ url: owner.url, plugins: [plugin], onError: () => {}, onLog: (line) => logged.push(line) });
+    try {
+      await executor.ready;
+      const client = createClient({ url: owner.url });
+      const { event } = await client.emit("loud.thing", {});
+      await client.call("loud.a", {}, { callId: "c-loud" }).catch(() => undefined);
+      await until(() => logged.length >= 3, "the failures said");
+      expect(logged).toEqual([
+        `connected to ${owner.url} (session ${logged[0].split("(session ")[1].slice(0, -1)})`,
+        expect.stringMatching(/^loud\.(p failed on event |a failed \(call c-loud)/),
+        expect.stringMatching(/^loud\.(p failed on event |a failed \(call c-loud)/),
+      ]);
+      expect(logged).toContain(`loud.p failed on event ${event!.id} (attempt 1): not yet`);
+      expect(logged).toContain("loud.a failed (call c-loud, attempt 1, terminal): never");
+    } finally {
+      await executor.stop(0);
       await owner.close();
     }
   });

@@ -250,8 +250,11 @@ describe.skipIf(missing && !process.env.CI)("Python executor and client against 
     const output = `${result.stdout}${result.stderr}`;
     expect("code" in result ? `exit ${result.code}:\n${output}` : "exit 0").toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 15 tests in .*\n\nOK\s*$/m);
-    // The executor reported nothing while all this ran (no reconnects, no notices).
-    expect(executor.output).toEqual(["executor ready"]);
+    // The executor said it connected and which handlers failed, and reported nothing else while
+    // all this ran (no reconnects, no notices).
+    expect(executor.output[0]).toMatch(new RegExp(`^chronolog executor: connected to ${owner.url.replaceAll(".", "\\.")} \\(session [^)]+\\)$`));
+    expect(executor.output.join("\n")).toContain(`chronolog executor: pyshop.checker failed on event ${carts.c2.id} (attempt 1): `);
+    expect(executor.output.filter((l) => !/^chronolog executor: (connected to |pyshop\.\w+ failed )/.test(l))).toEqual(["executor ready"]);
   });
 });
 

@@ -143,6 +143,7 @@ class Executor:
         holds: bool = True,
         data_json: bool = True,
         failover_timeout_s: float = DEFAULT_FAILOVER_TIMEOUT_S,
+        on_log: Optional[Callable[[str], None]] = None,
     ):
         """Prepares an executor for ``plugins`` against the owner at ``url`` with bearer ``token``;
         or against the leader among several owners (``url`` a comma-separated list or a list; its
@@ -155,6 +156,11 @@ class Executor:
         thread that waits meanwhile; False: the owner sends them at the moment.
         ``data_json`` (default True): deliveries carry the event's data as JSON
         text (``ctx.event.data_json``, parsed into ``ctx.data``), not a Struct.
+        ``on_log`` is told what the executor does (default: a line on stderr,
+        ``chronolog executor: ...``): ``connected to URL (session S)``,
+        ``reconnected to URL after N s (session S)``, and each handler that failed
+        (``plugin.processor failed on event ID (attempt N): ...``, ``plugin.action
+        failed (call C, attempt N): ...``); ``lambda line: None`` keeps it quiet.
         """
         self.plugins = list(plugins)
         self.name = executor or (self.plugins[0].name if self.plugins else "executor")
@@ -166,6 +172,8 @@ class Executor:
         self.last_error: Optional[BaseException] = None
         self.fatal_error: Optional[ChronologError] = None
         self._on_error = on_error or (lambda error: _print_error(error, fatal=error is self.fatal_error))
+        self._log = on_log or (lambda line: print(f"chronolog executor: {line}", file=sys.stderr, flush=True))
+        self._lost_at: Optional[float] = None  # when the last welcomed stream ended (time.monotonic()), for the reconnect line
         self._max_backoff_s = max_backoff_s
         self._processors = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.processors.items()}
         self._actions = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.actions.items()}
@@ -318,6 +326,7 @@ class Executor:
     def _run_session(self, welcomed: threading.Event) -> None:
         """One stream, from hello to its end."""
         session = Session()
+        session.log = self._log
         self._session = session
         session.send(
             executor_pb2.SubscribeRequest(
@@ -343,6 +352,14 @@ class Executor:
                 session.last_heard = time.monotonic()
                 kind = response.WhichOneof("message")
                 if kind == "welcome":
+                    owners = owners_of(self.client.channel)
+                    url = owners.pick()[0] if owners else ""
+                    session_id = response.welcome.session_id
+                    if self._lost_at is None:
+                        self._log(f"connected to {url} (session {session_id})")
+                    else:
+                        self._log(f"reconnected to {url} after {time.monotonic() - self._lost_at:.1f} s (session {session_id})")
+                    self._lost_at = None
                     welcomed.set()
                     session.max_message_bytes = response.welcome.max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES
                     self._check_owner_version(response.welcome.owner_version)
@@ -376,6 +393,8 @@ class Executor:
                 return  # ended here: by stop() or a silent owner (already reported)
             raise
         finally:
+            if welcomed.is_set():
+                self._lost_at = time.monotonic()
             session.end()
             with session.lock:
                 for cancelled, ctx in session.cancels.values():

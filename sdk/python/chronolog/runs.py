@@ -45,6 +45,9 @@ def run_delivery(processors: Mapping[str, ProcessorDefinition], client: Client, 
     finally:
         with session.lock:
             session.cancels.pop(delivery.delivery_id, None)
+    if outcome != Outcome.OUTCOME_OK:
+        terminal = ", terminal" if outcome == Outcome.OUTCOME_TERMINAL_ERROR else ""
+        session.log(f"{delivery.processor} failed on event {delivery.event.id} (attempt {delivery.attempt}{terminal}): {error}")
     session.send(executor_pb2.SubscribeRequest(ack=executor_pb2.Ack(delivery_id=delivery.delivery_id, outcome=outcome, error=cut_to_fit(error, session.max_message_bytes))))
 
 
@@ -85,6 +88,9 @@ def run_invocation(actions: Mapping[str, ActionDefinition], client: Client, invo
     finally:
         with session.lock:
             session.cancels.pop(invocation.invocation_id, None)
+    if result.outcome != Outcome.OUTCOME_OK:
+        terminal = ", terminal" if result.outcome == Outcome.OUTCOME_TERMINAL_ERROR else ""
+        session.log(f"{invocation.action} failed (call {invocation.call_id}, attempt {invocation.attempt}{terminal}): {result.error}")
     session.send(executor_pb2.SubscribeRequest(action_result=fitting_result(result, session.max_message_bytes)))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from chronolog.contexts import ActionContext, DeliveryContext
 from chronolog.gen.chronolog.v1 import executor_pb2
@@ -57,6 +57,8 @@ class Session:
         self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
         # Set when the owner answered this executor's `stopping`: no more work is on its way.
         self.stopping_answered = threading.Event()
+        # Says what the executor does (Executor's on_log): a handler that failed.
+        self.log: Callable[[str], None] = lambda line: None
 
     def send(self, request: executor_pb2.SubscribeRequest) -> None:
         """Queues a message; dropped once the stream ended (the owner retries that work)."""

@@ -107,6 +107,13 @@ export interface ExecutorOptions extends Omit<ClientOptions, "protocol" | "httpV
    * {@link runExecutor}) is reported once, as the owner's `ConnectError`.
    */
   onError?: ((error: unknown) => void) | undefined;
+  /**
+   * Called with what the executor does (default: one line on stderr, `chronolog executor: ...`):
+   * `connected to URL (session S)`, `reconnected to URL after N s (session S)`, and each handler
+   * that failed (`plugin.processor failed on event ID (attempt N): message`, `plugin.action failed
+   * (call C, attempt N): message`). `() => {}` keeps it quiet.
+   */
+  onLog?: ((line: string) => void) | undefined;
   /** Longest wait between reconnects in ms (default 5,000). */
   maxBackoffMs?: number | undefined;
 }
@@ -187,6 +194,8 @@ class ExecutorRunner {
   } | null = null;
   /** stop() half-closed the stream: do not reconnect when it ends. */
   private closing = false;
+  /** When the last welcomed stream ended (Date.now()), for the reconnect line; undefined before the first. */
+  private lostAt: number | undefined;
   /** Settles the current stream's wait for the owner's answer to `stopping`. */
   private stoppingAnswered: () => void = () => {};
   /** The owner version the last welcome gave (checked once each: {@link checkOwnerVersion}). */
@@ -298,11 +307,21 @@ class ExecutorRunner {
     let heartbeat: NodeJS.Timeout | undefined;
     let lastHeardMs = Date.now();
     const clock = new StreamClock();
+    let welcomed = false;
     try {
       for await (const response of client.subscribe(outgoing.iterable, { signal: abort })) {
         lastHeardMs = Date.now();
         if (response.message.case === "welcome") {
           onWelcome();
+          const url = ownersOf(this.transport)?.pick().url ?? "";
+          const session = response.message.value.sessionId;
+          this.log(
+            this.lostAt === undefined
+              ? `connected to ${url} (session ${session})`
+              : `reconnected to ${url} after ${((Date.now() - this.lostAt) / 1000).toFixed(1)} s (session ${session})`,
+          );
+          this.lostAt = undefined;
+          welcomed = true;
           sends.welcome(response.message.value);
           this.checkOwnerVersion(response.message.value.ownerVersion);
           this.resolveReady();
@@ -317,6 +336,7 @@ class ExecutorRunner {
         this.handle(response, sends, abort, clock, holds);
       }
     } finally {
+      if (welcomed) this.lostAt = Date.now();
       clearInterval(heartbeat);
       streamEnded.abort();
       holds.clear(); // the owner runs them again (they were never started)
@@ -358,7 +378,14 @@ class ExecutorRunner {
   /** Runs `invocation` now (`startedLateMs` after its hold ended) as one of the running jobs. */
   private invoke(invocation: Invocation, startedLateMs: number, sends: StreamSends, signal: AbortSignal): void {
     const progress = (extendMs: number) => sends.push({ message: { case: "progress", value: { workId: invocation.invocationId, extendMs } } });
-    const job = this.actions.invoke(invocation, startedLateMs, (result) => sends.result(result), progress, signal).finally(() => this.running.delete(job));
+    const send = (result: Parameters<StreamSends["result"]>[0]) => {
+      if (result.outcome !== Outcome.OK) {
+        const terminal = result.outcome === Outcome.TERMINAL_ERROR ? ", terminal" : "";
+        this.log(`${invocation.action} failed (call ${invocation.callId}, attempt ${invocation.attempt}${terminal}): ${result.error}`);
+      }
+      sends.result(result);
+    };
+    const job = this.actions.invoke(invocation, startedLateMs, send, progress, signal).finally(() => this.running.delete(job));
     this.running.add(job);
   }
 
@@ -376,6 +403,12 @@ class ExecutorRunner {
         `${owner}, this SDK (${sdkName}) is ${sdkVersion}: their major or minor versions differ, so one may send what the other does not understand; upgrade them together`,
       ),
     );
+  }
+
+  /** Says what the executor does through `onLog` (default: a line on stderr). */
+  private log(line: string): void {
+    if (this.options.onLog) this.options.onLog(line);
+    else console.error(`chronolog executor: ${line}`);
   }
 
   /** Reports a connection error or notice through `onError` (default: {@link printError}; `fatal`: the executor stops). */
@@ -402,6 +435,9 @@ class ExecutorRunner {
     } catch (e) {
       outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
       error = e instanceof Error ? e.message : String(e);
+      this.log(
+        `${delivery.processor} failed on event ${delivery.event?.id ?? ""} (attempt ${delivery.attempt}${outcome === Outcome.TERMINAL_ERROR ? ", terminal" : ""}): ${error}`,
+      );
     } finally {
       if (this.deliveries.get(delivery.deliveryId) === ctx) this.deliveries.delete(delivery.deliveryId);
       CauseWork.end(ctx);
