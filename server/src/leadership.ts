@@ -127,7 +127,11 @@ export class Leadership implements Trust {
   open(onLost: (reason: string) => void): Store {
     return this.database.open(
       (error: FencedError) => this.lose(error.message, onLost),
-      (error) => this.lose(`the connection to PostgreSQL broke (${error.message.trim().split("\n")[0]})`, onLost),
+      (error) =>
+        this.lose(
+          `the connection to PostgreSQL broke (${error.message.trim().split("\n")[0]}): a standby that took the lease ends the old leader's connections, and so does a restart of PostgreSQL`,
+          onLost,
+        ),
     );
   }
 
