@@ -14,7 +14,7 @@ import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import type { DelaySpec } from "../sdk/ts/src/time-requests.js";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { onPostgres, startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -113,6 +113,28 @@ describe("DelayBatch", () => {
 
     // Refused in the client, before sending, naming the delay.
     await expect(client.delayBatch([good(8), { ...good(9), when: { intervalMs: -1 } }])).rejects.toThrow(/delays\[1\]: intervalMs must be/);
+  });
+
+  it.runIf(onPostgres)("arms 1,000 delays with client ids, new or sent again, without a round trip per delay on the owner's thread", async () => {
+    /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
+    const waits = async () => {
+      const text = await (await fetch(`${owner.url}/metrics`)).text();
+      return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+    };
+    const far = Date.now() + 3_600_000;
+    const delays: DelaySpec[] = Array.from({ length: 1_000 }, (_, i) => ({
+      action: "remind.send",
+      input: { n: i },
+      when: i % 2 === 0 ? { intervalMs: 3_600_000 } : { at: far + i },
+      overdue: "unbounded",
+      delayId: `waits-${i}`,
+    }));
+    for (const round of ["new", "sent again"]) {
+      const before = await waits();
+      expect((await client.delayBatch(delays)).map((r) => r.delayId)).toEqual(delays.map((d) => d.delayId));
+      // The batch's reads go ahead of its units without blocking (about 2,500 waits when each delay's were its own); a few others may come meanwhile.
+      expect(await waits(), `waits for a batch of 1,000 delays, ${round}`).toBeLessThan(before + 20);
+    }
   });
 
   it.skipIf(!existsSync(python) && !process.env.CI)("from the Python client", { tags: ["serial"] }, async () => {

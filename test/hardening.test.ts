@@ -3,10 +3,13 @@
 // @module-tag postgres
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
+import { BadRequestSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { loadConfig } from "../server/src/config.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
@@ -14,6 +17,8 @@ import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
+const repo = new URL("../", import.meta.url).pathname;
+const python = join(repo, ".venv/bin/python");
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
@@ -109,6 +114,51 @@ describe("hardening", () => {
       expect(e?.rawMessage).not.toMatch(/seq|o\.placed|42/);
     }
   });
+
+  it("answers an input with 20,000 schema violations with INVALID_ARGUMENT naming the first ones and how many more, over Emit and Publish", async () => {
+    const o = await owner();
+    await createClient({ url: o.url }).registerPlugin({
+      name: "many",
+      events: { "many.e": { allow: ["*"], schema: { type: "object", properties: { n: { type: "array", items: { type: "integer" } } } } } },
+    });
+    for (const emitVia of ["stream", "unary"] as const) {
+      const e = await code(createClient({ url: o.url, emitVia }).emit("many.e", { n: Array.from({ length: 20_000 }, () => "x") }));
+      expect(e?.code, emitVia).toBe(Code.InvalidArgument);
+      expect(e?.rawMessage).toMatch(/^data of many\.e does not match its schema: data\/n\/0: .*… \(cut from \d+ bytes\)$/);
+      const violations = e!.findDetails(BadRequestSchema)[0]?.fieldViolations ?? [];
+      expect(violations[0].field).toBe("data/n/0");
+      expect(violations.at(-1)?.description).toMatch(/^… and \d+ more$/);
+      expect(violations.length).toBeLessThan(100);
+    }
+  });
+
+  it.skipIf(!existsSync(python) && !process.env.CI)(
+    "answers a 3 MB action error to the Python client (gRPC's C core, which refuses large trailers) with ABORTED and the error's start",
+    { tags: ["serial"] },
+    async () => {
+      const o = await owner();
+      const plugin = definePlugin({
+        name: "big",
+        actions: { fail: { allow: ["*"], run: () => Promise.reject(new Error(`the backend said: ${"x".repeat(3_000_000)}`)) } },
+      });
+      const ex = runExecutor({ url: o.url, plugins: [plugin], onError: () => {} });
+      cleanups.push(() => ex.stop(50));
+      await ex.ready;
+      const script = [
+        "import sys",
+        "from chronolog import Client",
+        "try:",
+        "    Client(sys.argv[1]).call('big.fail', {})",
+        "except Exception as e:",
+        "    print(e.code(), str(e)[-40:])",
+      ].join("\n");
+      const { stdout } = await promisify(execFile)(python, ["-c", script, o.url], {
+        env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+        timeout: 30_000,
+      });
+      expect(stdout.trim()).toMatch(/^StatusCode\.ABORTED .*x… \(cut from \d+ bytes\)$/);
+    },
+  );
 
   it("registers an identical manifest sent 20 times at once as one revision", async () => {
     const o = await owner();

@@ -18,6 +18,9 @@ describe("ids a client chooses belong to the actor that used them first", () => 
   let owner: Awaited<ReturnType<typeof startTestOwner>>;
   let executor: Executor;
   const runs: { input: unknown; actor: string }[] = [];
+  /** Lets the runs of `{ hold: true }` answer. */
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
   const as = (token: string) => createClient({ url: owner.url, token });
   const refusal = async (p: Promise<unknown>) => {
     const e = await p.then(
@@ -51,6 +54,7 @@ describe("ids a client chooses belong to the actor that used them first", () => 
               allow: ["role:client"],
               run: async (ctx, input) => {
                 runs.push({ input, actor: `${ctx.actor?.id ?? ""}@${ctx.actor?.in ?? ""}` });
+                if (input.hold) await held;
                 if (input.fail) throw new TerminalError("asked to fail");
                 return { n: input.n ?? 0, secret: "acme's output" };
               },
@@ -116,5 +120,37 @@ describe("ids a client chooses belong to the actor that used them first", () => 
     const { timer } = await as(tokens.admin).time.getTimer({ timerId: "t-1" });
     expect(timer?.actor?.in).toBe("space:acme");
     expect(timer?.input).toEqual({ n: 5 });
+  });
+
+  it("a call still running, a DelayBatch, a cancelled delay, a schedule's id: another actor gets the same refusal, and joins, arms and learns nothing", async () => {
+    const ana = as(tokens.acme);
+    const beta = as(tokens.beta);
+    const inUse = (field: string, id: string) => [
+      Code.AlreadyExists,
+      `${field} ${JSON.stringify(id)} is already in use; choose another ${field === "call id" ? "id" : field}`,
+    ];
+    const running = ana.call("ids.work", { hold: true }, { callId: "c-running", actor: { id: "user:ana" } });
+    const before = runs.length;
+    const joined = await refusal(beta.call("ids.work", { hold: true }, { callId: "c-running" }));
+    expect([joined.code, joined.rawMessage]).toEqual(inUse("call id", "c-running"));
+    release();
+    expect((await running).output).toMatchObject({ secret: "acme's output" });
+    expect(runs.length).toBe(before + 1); // the other actor's call neither joined nor ran
+    const hour = { intervalMs: 3_600_000 };
+    await ana.delay("ids.work", { n: 7 }, hour, "unbounded", { delayId: "d-cancelled" });
+    await ana.time.cancelDelay({ delayId: "d-cancelled" });
+    await ana.schedule("ids.work", { n: 8 }, { everyMs: 3_600_000 }, { timerId: "t-as-delay" });
+    for (const id of ["d-cancelled", "t-as-delay"]) {
+      const e = await refusal(beta.delay("ids.work", { n: 7 }, hour, "unbounded", { delayId: id }));
+      expect([e.code, e.rawMessage], id).toEqual(inUse("delay_id", id));
+    }
+    const batch = await refusal(
+      beta.delayBatch([
+        { action: "ids.work", input: {}, when: hour, overdue: "unbounded", delayId: "d-beta" },
+        { action: "ids.work", input: { n: 7 }, when: hour, overdue: "unbounded", delayId: "d-cancelled" },
+      ]),
+    );
+    expect([batch.code, batch.rawMessage]).toEqual([Code.AlreadyExists, `delays[1]: ${inUse("delay_id", "d-cancelled")[1]}`]);
+    expect((await refusal(beta.time.getTimer({ timerId: "d-beta" }))).code).toBe(Code.NotFound); // the batch armed nothing
   });
 });

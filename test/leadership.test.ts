@@ -18,6 +18,7 @@ import { chronologArgs } from "./helpers/chronolog.js";
 import { tempDir } from "./helpers/owner.js";
 import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
 import { takeoverPlugin } from "./helpers/takeover-plugin.js";
+import { startToxiproxy, toxiproxyBinary } from "./helpers/toxiproxy.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -390,5 +391,47 @@ describe("two owners on one PostgreSQL database", () => {
     const none = connectNative(fresh, "chronolog tests");
     expect(none.querySync("SELECT term, holder FROM chronolog_lease")).toEqual([{ term: 0, holder: "" }]); // never taken
     endNative(none);
+  }, 60_000);
+});
+
+// Outside CI this needs .tools/toxiproxy-server (.ci/run builds it); in CI it always runs.
+describe.runIf(process.env.CI === "true" || toxiproxyBinary() !== undefined)("a leader whose PostgreSQL goes silent (packets dropped, no reset)", () => {
+  it("ends itself about a lease after its last renewal that held, though its thread waits on PostgreSQL, and the standby takes over", async () => {
+    const toxiproxy = await startToxiproxy();
+    try {
+      const proxy = await toxiproxy.proxy("silent", new URL(server.url).host);
+      const store = newDatabase();
+      const viaProxy = new URL(store);
+      viaProxy.host = proxy.listen;
+      const plugins = pluginsDir();
+      const ports = [await freePort(), await freePort()];
+      const leaseMs = 1_000;
+      const a = serve(viaProxy.toString(), ports[0], plugins, ["--lease-ms", String(leaseMs)]);
+      await a.waitLog(/^owner serving/);
+      const b = serve(store, ports[1], plugins, ["--lease-ms", String(leaseMs)]);
+      await b.waitLog(/^standby/);
+      await createClient({ url: a.url, emitVia: "unary" }).emit("job.queued", { key: "before" });
+
+      await proxy.blackHole();
+      const silentAt = performance.now();
+      let exitedAfterMs = -1;
+      void a.exited.then(() => (exitedAfterMs = performance.now() - silentAt));
+      // Its thread soon waits for good on a statement (the lease check's probe, a read); its renewal thread ends the process.
+      await until(() => exitedAfterMs >= 0, "the silent leader's exit", leaseMs + 10_000);
+      expect(await a.exited).toBe("SIGKILL");
+      expect(exitedAfterMs).toBeLessThan(leaseMs + 5_000); // about a lease and a second; the bound only catches a leader that stays
+      const stepDown = a.logs.filter((l) => /^stepping down/.test(String(l.msg)));
+      expect(stepDown).toHaveLength(1);
+      expect(stepDown[0]).toMatchObject({ level: 60, msg: expect.stringMatching(/the lease could not be renewed for \d+ ms .*the process ends/) });
+
+      await b.waitLog(/^took over the lease/, 15_000);
+      await b.waitLog(/^owner serving/);
+      const after = await createClient({ url: b.url, emitVia: "unary" }).emit("job.queued", { key: "after" }, { id: "after" });
+      expect(after.event?.id).toBe("after");
+      b.child.kill("SIGTERM");
+      await b.exited;
+    } finally {
+      toxiproxy.stop();
+    }
   }, 60_000);
 });

@@ -108,6 +108,26 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     expect(timers.get("weekly")).toBeUndefined();
   });
 
+  it("reads timer ids ahead for a batch (readAhead): a unit finds the timers that exist and those put in the batch, whether the batch read them or took them to be absent", async () => {
+    const t = await opened(kind);
+    const timers = timerStatements(t.store.db);
+    const committer = t.committer();
+    await t.write((tx) => timers.put(delay("there", 1_000), tx.now));
+    for (const pure of [false, true]) {
+      // A unit puts `new-${pure}` after another looked it up in the same batch; a third looks it up again.
+      const readAhead = { from: timers, keys: ["there", `new-${pure}`, "never"] };
+      const seen = await Promise.all([
+        committer.submit(() => ["there", `new-${pure}`, "never"].map((id) => timers.get(id)?.id ?? "-"), { readAhead, pure }),
+        committer.submit((tx) => timers.put(delay(`new-${pure}`, 2_000), tx.now), { readAhead, pure }),
+        committer.submit(() => ["there", `new-${pure}`, "never"].map((id) => timers.get(id)?.id ?? "-"), { readAhead, pure }),
+      ]);
+      expect([seen[0], seen[2]], `pure: ${pure}`).toEqual([
+        ["there", "-", "-"],
+        ["there", `new-${pure}`, "-"],
+      ]);
+    }
+  });
+
   it("tells what is due, earliest first (then by id), how many, the earliest due moment, how many are pending, and the declared schedules by plugin and name", async () => {
     const t = await opened(kind);
     const timers = timerStatements(t.store.db);

@@ -20,6 +20,12 @@ export interface Proxy {
   latency(ms: number): Promise<void>;
   /** Adds a toxic: `timeout` (data stops; with timeout 0 the connection hangs until removed), `reset_peer` (connections reset). */
   fault(type: "timeout" | "reset_peer", attributes?: Record<string, number>): Promise<void>;
+  /**
+   * A black hole: nothing passes either way any more, on the connections open and on new ones,
+   * until cleared (a latency of an hour on both streams). The `timeout` toxic drops data but passes
+   * the upstream's close on (a database ending a connection): a network that drops packets does not.
+   */
+  blackHole(): Promise<void>;
   /** Removes every toxic. */
   clear(): Promise<void>;
 }
@@ -85,6 +91,15 @@ export async function startToxiproxy(): Promise<Toxiproxy> {
             stream: "downstream",
             attributes: type === "timeout" ? { timeout: 0, ...attributes } : attributes,
           });
+        },
+        async blackHole() {
+          for (const stream of ["upstream", "downstream"])
+            await call("POST", `/proxies/${name}/toxics`, {
+              name: `black_hole_${stream}`,
+              type: "latency",
+              stream,
+              attributes: { latency: 3_600_000, jitter: 0 },
+            });
         },
         clear,
       };

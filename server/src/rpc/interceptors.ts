@@ -1,6 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Authenticator } from "../auth/tokens.js";
-import { ChronologError, isDiskFull } from "../errors.js";
+import { ChronologError, isDiskFull, type FieldViolation } from "../errors.js";
 import { BadRequestSchema, ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import type { Logger } from "../logger.js";
 import { principalKey } from "./context.js";
@@ -80,15 +80,39 @@ async function* mapStreamErrors<T>(messages: AsyncIterable<T>, convert: (e: unkn
  */
 export const maxStatusMessageBytes = 1024;
 
-/** `message`, or its start within {@link maxStatusMessageBytes} saying how long it was. */
-export function statusMessage(message: string): string {
+/** `message`, or its start within `maxBytes` (default {@link maxStatusMessageBytes}) saying how long it was. */
+export function statusMessage(message: string, maxBytes = maxStatusMessageBytes): string {
   const bytes = Buffer.byteLength(message);
-  if (bytes <= maxStatusMessageBytes) return message;
+  if (bytes <= maxBytes) return message;
   const suffix = `… (cut from ${bytes} bytes)`;
   const kept = Buffer.from(message)
-    .subarray(0, maxStatusMessageBytes - Buffer.byteLength(suffix))
+    .subarray(0, maxBytes - Buffer.byteLength(suffix))
     .toString();
   return `${kept.replace(/\uFFFD$/, "")}${suffix}`; // a character cut in two is dropped
+}
+
+/** Most UTF-8 bytes of a status's field violations, fields and descriptions in all (they travel in grpc-status-details-bin). */
+export const maxViolationBytes = 1024;
+
+/**
+ * `violations`, or those that fit {@link maxViolationBytes} (each description cut to half of it,
+ * as {@link statusMessage} cuts) and a last one saying how many more there were: a schema checked
+ * with every error (a large input, wrong throughout) gives one violation per wrong value.
+ */
+export function statusViolations(violations: FieldViolation[]): FieldViolation[] {
+  const kept: FieldViolation[] = [];
+  let bytes = 0;
+  for (const [i, v] of violations.entries()) {
+    const description = statusMessage(v.description, maxViolationBytes / 2);
+    const size = Buffer.byteLength(v.field) + Buffer.byteLength(description);
+    if (kept.length > 0 && bytes + size > maxViolationBytes) {
+      kept.push({ field: "", description: `… and ${violations.length - i} more` });
+      break;
+    }
+    kept.push({ field: v.field, description });
+    bytes += size;
+  }
+  return kept;
 }
 
 /** Converts anything thrown to a ConnectError (see errorInterceptor). */
@@ -97,7 +121,7 @@ export function toConnectError(e: unknown): ConnectError {
   const error = ChronologError.from(e);
   const details = [
     { desc: ErrorInfoSchema, value: { reason: error.kind.toUpperCase(), domain: "chronolog.dev", metadata: error.metadata } },
-    ...(error.violations.length > 0 ? [{ desc: BadRequestSchema, value: { fieldViolations: error.violations } }] : []),
+    ...(error.violations.length > 0 ? [{ desc: BadRequestSchema, value: { fieldViolations: statusViolations(error.violations) } }] : []),
   ];
   return new ConnectError(statusMessage(error.message), error.code, undefined, details);
 }

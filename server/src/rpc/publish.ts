@@ -8,6 +8,7 @@ import { PublishPipeline, type PublishOutcome } from "../log/publish.js";
 import type { Logger } from "../logger.js";
 import { principalOf } from "./context.js";
 import { emitInput } from "./emit-input.js";
+import { statusMessage, statusViolations } from "./interceptors.js";
 
 type Response = MessageInitShape<typeof PublishResponseSchema>;
 
@@ -74,6 +75,13 @@ function ackOf(outcome: PublishOutcome<bigint>, logger: Logger | undefined): Mes
     logger?.error({ err: (error as { cause?: unknown }).cause ?? error, procedure: "chronolog.v1.LogService/Publish" }, "internal error");
   return {
     ref: outcome.ref,
-    error: { code: error.code, message: error.message, reason: error.kind.toUpperCase(), metadata: error.metadata, fieldViolations: error.violations },
+    // Cut as a call's status is: an ack too large for the client to read would end its stream.
+    error: {
+      code: error.code,
+      message: statusMessage(error.message),
+      reason: error.kind.toUpperCase(),
+      metadata: error.metadata,
+      fieldViolations: statusViolations(error.violations),
+    },
   };
 }

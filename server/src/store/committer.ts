@@ -21,6 +21,21 @@ export interface Tx {
 /** A unit of work run inside the group commit; it may throw to undo itself only. */
 export type Work<T> = (tx: Tx) => T;
 
+/**
+ * Rows of a table besides the log that units look up by key (TimerStatements): read for a whole
+ * batch at once before its units run, as the events of `lookups` are.
+ */
+export interface ReadAhead {
+  /** Reads `keys` for the batch about to run; `assumeAbsent` as EventStatements.prefetch. Undefined when nothing is read. */
+  prefetch(keys: string[], assumeAbsent: boolean): Promise<void> | undefined;
+}
+
+/** The keys a unit looks up in `from` ({@link Committer.submit}'s `readAhead`). */
+export interface ReadAheadKeys {
+  from: ReadAhead;
+  keys: string[];
+}
+
 /** What a commit changed, published after the fsync. */
 export interface CommitInfo {
   /** The log's last seq after the commit. */
@@ -79,6 +94,8 @@ interface Pending {
   work: Work<unknown>;
   /** Event ids the unit looks up ({@link Committer.submit}'s `lookups`). */
   lookups: string[] | undefined;
+  /** Keys of other tables it looks up ({@link Committer.submit}'s `readAhead`). */
+  readAhead: ReadAheadKeys | undefined;
   /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
   pure: boolean;
   resolve(value: unknown): void;
@@ -174,15 +191,23 @@ export class Committer {
    * may start up to {@link defaultDeferredSpacingMs} after the last one (fewer, larger commits);
    * a unit that is not deferrable brings the batch forward again. `lookups`: event ids the unit
    * looks up (`tx.events.findById`), read for the whole batch in one statement where each lookup
-   * would be a round trip (EventStatements.prefetch). `pure`: the unit does nothing but through
+   * would be a round trip (EventStatements.prefetch); `readAhead`: the same for the keys it looks
+   * up in another table (the timers of delays with client ids). `pure`: the unit does nothing but through
    * its transaction (no state of its own changes), so it may run again: a batch of pure units
    * takes the ids it looks up to be new without reading them, and runs again, reading them, in the
    * rare case one is found (GuardFailedError).
    */
-  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[]; pure?: boolean } = {}): Promise<T> {
+  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[]; readAhead?: ReadAheadKeys; pure?: boolean } = {}): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, lookups: options.lookups, pure: options.pure ?? false, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({
+        work,
+        lookups: options.lookups,
+        readAhead: options.readAhead,
+        pure: options.pure ?? false,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
       if (!options.deferrable) this.urgent++;
       this.schedule();
     });
@@ -244,11 +269,27 @@ export class Committer {
     );
   }
 
-  /** Reads the events the batch's units look up, at once, before they run (EventStatements.prefetch). */
+  /**
+   * Reads the events and other rows the batch's units look up, at once, before they run
+   * (EventStatements.prefetch, ReadAhead.prefetch), one read after the other on the writer.
+   */
   private prefetch(batch: Pending[], assumeAbsent: boolean): Promise<void> | undefined {
     const ids: string[] = [];
-    for (const item of batch) if (item.lookups) for (const id of item.lookups) ids.push(id);
-    return ids.length > 0 ? this.events.prefetch(ids, assumeAbsent) : undefined;
+    const others = new Map<ReadAhead, string[]>();
+    for (const item of batch) {
+      if (item.lookups) for (const id of item.lookups) ids.push(id);
+      if (item.readAhead) {
+        const keys = others.get(item.readAhead.from) ?? [];
+        for (const key of item.readAhead.keys) keys.push(key);
+        others.set(item.readAhead.from, keys);
+      }
+    }
+    const reads: (() => Promise<void> | undefined)[] = [];
+    if (ids.length > 0) reads.push(() => this.events.prefetch(ids, assumeAbsent));
+    for (const [from, keys] of others) if (keys.length > 0) reads.push(() => from.prefetch(keys, assumeAbsent));
+    let chain: Promise<void> | undefined;
+    for (const read of reads) chain = chain ? chain.then(read) : read();
+    return chain;
   }
 
   /** Runs the batch's next units for up to {@link sliceMs} in one transaction, then ends the slice ({@link afterSlice}). */

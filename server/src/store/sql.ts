@@ -60,6 +60,21 @@ export interface Db {
    * not round trips, and run at once.
    */
   readAsync?(sql: string, params: unknown[]): Promise<unknown[]>;
+  /**
+   * PostgreSQL's only: where the rows of `table` read for the committer's running batch ahead of
+   * its units are kept (the same holder for the same table); its transaction's end forgets them.
+   */
+  readForBatch?(table: string): BatchReads;
+}
+
+/** Rows of a table read for the committer's running batch, by key ({@link Db.readForBatch}). */
+export interface BatchReads {
+  /** Keeps, for the rest of the batch, the row read with `key` (null: none has it). */
+  remember(key: string, row: unknown | null): void;
+  /** The row read for the batch with `key` (null: none had it), or undefined when it was not read (or was forgotten). */
+  recalled(key: string): unknown | null | undefined;
+  /** Forgets what was read with `key` (a unit changed that row: read it again). */
+  forget(key: string): void;
 }
 
 /** A batch's guard ({@link Db.guardAbsent}) found what its units assumed absent: nothing of it was committed; it runs again, reading first. */

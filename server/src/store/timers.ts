@@ -121,6 +121,15 @@ export interface TimerStatements {
   /** The timer `id`, or undefined when there is none. */
   get(id: string): TimerRecord | undefined;
   /**
+   * Before a committer batch's units run (Committer.submit's `readAhead`): finds which of `ids`
+   * name no timer, at once and without blocking the event loop, so the batch's {@link get} of
+   * those costs no round trip (a timer a unit {@link put} since is read again). Undefined when
+   * nothing is read (SQLite: its reads are not round trips). `assumeAbsent`: reads nothing, takes
+   * none of them to exist, and guards the batch's commit with that (Db.guardAbsent), as
+   * EventStatements.prefetch does.
+   */
+  prefetch(ids: string[], assumeAbsent: boolean): Promise<void> | undefined;
+  /**
    * Sets timer `timer.id`: inserts it (occurrences 0, created and changed at `nowMs`), or replaces
    * every field of the existing one, its schedule policy included, but its occurrence count (the
    * id's history goes on) and its pause state (`timer.paused` is not written:
@@ -158,6 +167,9 @@ const listSpentSql = `SELECT ${timerColumns} FROM timers WHERE next_due_ms IS NU
 /** Counted on the `timers_by_due` index, which holds only the pending timers. */
 const pendingCountSql = "SELECT count(*) AS n FROM timers WHERE next_due_ms IS NOT NULL";
 
+/** Ids read per statement by {@link TimerStatements.prefetch}. */
+const prefetchChunk = 5_000;
+
 /** The timers table's statements on `db`. */
 export function timerStatements(db: Db): TimerStatements {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
@@ -192,12 +204,35 @@ export function timerStatements(db: Db): TimerStatements {
       : undefined;
   const listScheduled = limitedStatement(db, listScheduledSql, { raw: true });
   const listSpent = limitedStatement(db, listSpentSql, { raw: true });
+  // PostgreSQL: the ids the running batch found without a timer. Only absence is kept: `put` is the
+  // one statement that makes a row, and forgets the id; a row read ahead could be changed by others.
+  const absent = db.readAhead ? db.readForBatch?.("timers") : undefined;
+  const byIds = "SELECT id FROM timers WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
+  const anyOfIds = "SELECT 1 FROM timers WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
   return {
     get(id: string): TimerRecord | undefined {
+      if (absent?.recalled(id) === null) return undefined;
       const cells = get.get(id) as TimerCells | undefined;
       return cells && timerFromCells(cells);
     },
+    prefetch(ids: string[], assumeAbsent: boolean): Promise<void> | undefined {
+      const readAhead = db.readAhead?.bind(db);
+      if (!absent || !readAhead) return undefined;
+      const chunks = Array.from({ length: Math.ceil(ids.length / prefetchChunk) }, (_, i) => ids.slice(i * prefetchChunk, (i + 1) * prefetchChunk));
+      if (assumeAbsent && db.guardAbsent) {
+        for (const chunk of chunks) db.guardAbsent(anyOfIds, [JSON.stringify(chunk)]);
+        for (const id of ids) absent.remember(id, null);
+        return undefined;
+      }
+      return (async () => {
+        for (const chunk of chunks) {
+          const found = new Set(((await readAhead(byIds, [JSON.stringify(chunk)])) as { id: string }[]).map((row) => row.id));
+          for (const id of chunk) if (!found.has(id)) absent.remember(id, null);
+        }
+      })();
+    },
     put(timer: TimerPut, nowMs: number): void {
+      absent?.forget(timer.id);
       const row = {
         ...timer,
         rowid: placeByDue(timer),

@@ -4,7 +4,7 @@ import { derivedId, newId } from "../log/ids.js";
 import { asItem, fail, forItem } from "../errors.js";
 import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
-import type { Committer, Tx } from "../store/committer.js";
+import type { Committer, ReadAheadKeys, Tx } from "../store/committer.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, policyToJson, specToJson } from "../store/timer-json.js";
@@ -20,6 +20,13 @@ import { changeEventId, clientDelayEventId, delayRequestDigest, recorded, sameDe
 import { maxDelayBatch, type BackfilledOccurrence, type BackfillInput, type DelayInput, type PauseInput, type ScheduleInput } from "./timer-requests.js";
 import { defaultSchedulePolicy, type Overdue, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
 import { blankTimer, isDefaultPolicy } from "./timers.js";
+
+/** A delay checked and ready to arm: its commit unit, and the event and timer ids it looks up (null: none). */
+interface PreparedDelay {
+  arm(tx: Tx): { delayId: string; dueMs: number; fresh: boolean };
+  eventId: string | null;
+  timerId: string | null;
+}
 
 /** What the timer requests need. */
 export interface TimersDeps {
@@ -186,8 +193,8 @@ export class Timers {
    * `delayId` must be empty (INVALID_ARGUMENT): the id is derived there.
    */
   async delay(req: DelayInput, principal: Principal): Promise<{ delayId: string; dueMs: number }> {
-    const unit = await this.prepareDelay(req, principal);
-    const result = await this.deps.committer.submit(unit);
+    const delay = await this.prepareDelay(req, principal);
+    const result = await this.deps.committer.submit(delay.arm, this.lookupsOf([delay]));
     if (result.fresh) this.deps.changed(result.dueMs);
     return { delayId: result.delayId, dueMs: result.dueMs };
   }
@@ -201,15 +208,28 @@ export class Timers {
     if (reqs.length === 0) fail("bad_request", "no delays to arm", [{ field: "delays", description: "empty" }]);
     if (reqs.length > maxDelayBatch)
       fail("too_large", `a batch holds at most ${maxDelayBatch} delays, got ${reqs.length}`, [{ field: "delays", description: "too many" }]);
-    const units = await Promise.all(reqs.map((req, i) => this.prepareDelay(req, principal).catch((e: unknown) => Promise.reject(forItem(`delays[${i}]`, e)))));
-    const results = await this.deps.committer.submit((tx) => units.map((unit, i) => asItem(`delays[${i}]`, () => unit(tx))));
+    const delays = await Promise.all(reqs.map((req, i) => this.prepareDelay(req, principal).catch((e: unknown) => Promise.reject(forItem(`delays[${i}]`, e)))));
+    const results = await this.deps.committer.submit((tx) => delays.map((delay, i) => asItem(`delays[${i}]`, () => delay.arm(tx))), this.lookupsOf(delays));
     const fresh = results.filter((r) => r.fresh).map((r) => r.dueMs);
     if (fresh.length > 0) this.deps.changed(Math.min(...fresh));
     return results.map(({ delayId, dueMs }) => ({ delayId, dueMs }));
   }
 
   /** A delay's checks (shape, action, who, input, chain); resolves with the unit of work that arms it. */
-  private async prepareDelay(req: DelayInput, principal: Principal): Promise<(tx: Tx) => { delayId: string; dueMs: number; fresh: boolean }> {
+  /**
+   * What the commit of `delays` looks up, read ahead for its whole batch (Committer.submit): their
+   * `timer.scheduled` events and the timers under their ids. The units are pure: a batch of them
+   * takes both to be absent unless found (a retry), so a DelayBatch of new client ids costs the
+   * owner's thread no round trip per delay.
+   */
+  private lookupsOf(delays: PreparedDelay[]): { lookups?: string[]; readAhead?: ReadAheadKeys; pure: true } {
+    const events = delays.flatMap((d) => (d.eventId === null ? [] : [d.eventId]));
+    const timers = delays.flatMap((d) => (d.timerId === null ? [] : [d.timerId]));
+    return { lookups: events.length > 0 ? events : undefined, readAhead: timers.length > 0 ? { from: this.deps.timers, keys: timers } : undefined, pure: true };
+  }
+
+  /** A delay's checks (shape, action, who, input, chain); resolves with the unit of work that arms it and what that unit looks up. */
+  private async prepareDelay(req: DelayInput, principal: Principal): Promise<PreparedDelay> {
     // 1. shape
     if (req.action === "") fail("bad_request", "action is required", [{ field: "action", description: "required" }]);
     const clientId = req.delayId ?? "";
@@ -233,15 +253,16 @@ export class Timers {
       : clientId
         ? clientDelayEventId(clientId)
         : null;
-    // Looked up once, only where it is read: an `at` checked against the clock, a retry's chain.
-    const armed = (req.when.kind === "at" || (req.cause !== null && !req.freshChain)) && this.armedBefore(eventId);
+    // Looked up once, only where it is read (on the owner's thread: a round trip on PostgreSQL): an `at` already past, a retry's chain.
+    let armed: boolean | undefined;
+    const armedBefore = () => (armed ??= this.armedBefore(eventId));
     const now = this.deps.clock.now();
     let dueMs: number;
     if (req.when.kind === "interval") {
       dueMs = now + checkMs(req.when.ms, "interval_ms", 0, maxHorizonMs);
     } else {
       dueMs = req.when.atMs;
-      checkAt(dueMs, armed ? Math.min(now, dueMs) : now, "at"); // a repeat's `at` may have passed since
+      checkAt(dueMs, dueMs < now && armedBefore() ? dueMs : now, "at"); // a repeat's `at` may have passed since
     }
     checkNoActorUnderCause(req);
     // 2-5.
@@ -254,11 +275,11 @@ export class Timers {
       : clientId || newId();
     const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
-    const again = Boolean(req.cause) && !req.freshChain && armed; // depthOf asks nothing otherwise
+    const again = req.cause !== null && !req.freshChain && armedBefore(); // depthOf asks nothing otherwise
     const chainDepth = again
       ? 0
       : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // FAILED_PRECONDITION past the maximum
-    return (tx) => {
+    const arm = (tx: Tx) => {
       const prior = recorded(tx, eventId, "timer.scheduled");
       // Another actor's delay id: taken, and nothing more said of that delay (its request, its moment); admins may act as any actor.
       const othersDelay = (actor: ActorRecord | null) => principal.role !== "admin" && !sameActor(actor, who.actor);
@@ -303,6 +324,7 @@ export class Timers {
       this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
       return { delayId: id, dueMs, fresh: true };
     };
+    return { arm, eventId, timerId: clientId || req.cause ? id : null };
   }
 
   /** Cancels a pending delay. NOT_FOUND when unknown or already made (under a cause, the same request run again succeeds: answered from the log). */

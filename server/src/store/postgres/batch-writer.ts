@@ -49,6 +49,8 @@ export class BatchWriter {
     private readonly onLost: () => ((error: Error) => void) | undefined,
     /** The events appended, held for multi-row inserts (dropped with a unit that throws). */
     private readonly events: () => DeferredInserts | undefined,
+    /** Forgets the rows of other tables read for the batch (Db.readForBatch). */
+    private readonly forgetReads: () => void = () => undefined,
   ) {}
 
   /** A unit begins. */
@@ -168,5 +170,6 @@ export class BatchWriter {
     this.queue = [];
     this.unitFrom = 0;
     this.events()?.clear();
+    this.forgetReads();
   }
 }

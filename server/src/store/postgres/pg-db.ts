@@ -1,7 +1,8 @@
 import { createRequire } from "node:module";
 import { isConnectionLost } from "../../errors.js";
-import { GuardFailedError, type Db, type RunResult, type SqlStatement } from "../sql.js";
+import { GuardFailedError, type BatchReads, type Db, type RunResult, type SqlStatement } from "../sql.js";
 import type { AsyncReader } from "./async-reader.js";
+import { BatchReadCache } from "./batch-reads.js";
 import { BatchWriter } from "./batch-writer.js";
 import type { NativeClient, Waits } from "./native-client.js";
 import { pipelineAsync, type Command } from "./pipeline.js";
@@ -265,6 +266,8 @@ export class PgDb implements Db {
   readonly waits: { writer: Waits; reader: Waits } = { writer: { count: 0, ms: 0 }, reader: { count: 0, ms: 0 } };
   /** The committer's batch on the writer: its transaction, the units' savepoints, the writes not sent yet. */
   readonly batch: BatchWriter;
+  /** Rows read for the running batch ahead of its units, by table ({@link readForBatch}). */
+  private readonly batchReads = new Map<string, BatchReadCache>();
 
   constructor(
     readonly writer: NativeClient,
@@ -279,6 +282,9 @@ export class PgDb implements Db {
       this.waits.writer,
       () => this.onLost,
       () => this.deferredEvents,
+      () => {
+        for (const reads of this.batchReads.values()) reads.clear();
+      },
     );
   }
 
@@ -302,6 +308,12 @@ export class PgDb implements Db {
   readAsync(sql: string, params: unknown[]): Promise<unknown[]> {
     if (!this.asyncReader) return Promise.resolve(this.prepare(sql).all(...params));
     return this.asyncReader.read(numberParameters(sql).text, params.map(toParameter));
+  }
+
+  readForBatch(table: string): BatchReads {
+    let reads = this.batchReads.get(table);
+    if (!reads) this.batchReads.set(table, (reads = new BatchReadCache()));
+    return reads;
   }
 
   readAhead(sql: string, params: unknown[]): Promise<unknown[]> {
