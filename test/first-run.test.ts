@@ -94,7 +94,7 @@ describe("examples/config/owner.yaml, with the commands it lists", () => {
     const asClient = await cli(["emit", "order.placed", order, "--id", "o-1", "--url", owner.url, "--token", "a-long-random-client-token"]);
     expect(JSON.parse(asClient.stdout).actor).toEqual({ via: "app:web" });
     const executor = await run(["--import", "tsx", "examples/bookings/executor.ts", owner.url, "--token", "an-executor-token-0123"], /connected|stopped/);
-    expect(executor.output).toContain(`bookings executor connected to ${owner.url}`);
+    expect(executor.output).toContain(`chronolog executor: connected to ${owner.url} (session `);
   });
 });
 

@@ -36,7 +36,6 @@ const token = parsed.values.token ?? process.env.CHRONOLOG_TOKEN;
 const executor = runExecutor({ url, token, plugins: [bookings], credits: 16 });
 // ready and done reject with the owner's error when it refuses the stream for good; the executor already printed it.
 executor.done.catch(() => process.exit(1));
-await executor.ready.catch(() => process.exit(1));
-console.error(`bookings executor connected to ${url}`);
+await executor.ready.catch(() => process.exit(1)); // the SDK says "connected to URL" on stderr
 process.once("SIGINT", () => void executor.stop().then(() => process.exit(0)));
 process.once("SIGTERM", () => void executor.stop().then(() => process.exit(0)));
