@@ -1,33 +1,28 @@
-import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient as createRpcClient, type Transport } from "@connectrpc/connect";
+import { createClient as createRpcClient, type Transport } from "@connectrpc/connect";
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient } from "./client.js";
 import { createTransport, type ClientOptions } from "./transport.js";
-import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
-import {
-  ExecutorService,
-  Outcome,
-  type Delivery,
-  type Invocation,
-  type SubscribeRequestSchema,
-  type SubscribeResponse,
-} from "./gen/chronolog/v1/executor_pb.js";
+import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
-import { withData } from "./event-data.js";
+import { DeliveryRun } from "./delivery.js";
 import { HoldQueue } from "./hold-queue.js";
+import { requestQueue } from "./request-queue.js";
 import { ownerFailureOf } from "./owner-failures.js";
 import { ownersOf } from "./owners.js";
 import { sleep } from "./sleep.js";
 import { StreamClock } from "./stream-clock.js";
+import { isFatal, printError } from "./stream-refusals.js";
 import { streamSends, type StreamSends } from "./stream-sends.js";
 import { sdkName, sdkVersion, versionsDiffer } from "./version.js";
-import { CauseWork, cancelledBy, type WorkUnderCause } from "./work.js";
+import { CauseWork, cancelledBy } from "./work.js";
 
 export type { ActionContext } from "./action.js";
+export type { DeliveryContext } from "./delivery.js";
 
 /**
  * Thrown by a handler to fail without further tries: the owner
@@ -41,42 +36,6 @@ export class TerminalError extends Error {
     super(message);
     this.name = "TerminalError";
   }
-}
-
-/**
- * What a processor's `run` gets for one delivery. `emit`, `call`
- * and `collections` work under the delivery's event, positions shared.
- */
-export interface DeliveryContext extends WorkUnderCause {
-  /** The event delivered. */
-  event: Event;
-  /** Its data. */
-  data: JsonObject;
-  /** `plugin.processor`. */
-  processor: string;
-  /** 1 for the first try. */
-  attempt: number;
-  /** True when this delivery ran before (attempt > 1). */
-  retry: boolean;
-  /** Who the work runs as: the event's actor (undefined: the system). */
-  actor: Actor | undefined;
-  /** Lane key, "" when the processor has none. */
-  key: string;
-  /**
-   * Aborted when the owner cancels the try (its ack timeout passed: the reason says so; or
-   * another try finished the event), the executor stops or the stream breaks. Pass it on to slow
-   * work. An OK ack sent after a cancel still finishes the event if it comes within the
-   * processor's `timeoutGraceMs`, or later as long as the event was not recorded failed.
-   */
-  signal: AbortSignal;
-  /**
-   * Emits an event under this delivery. Its id is derived by the owner from
-   * the delivery's event, the call's position and its input: a retried
-   * delivery making the same calls finds the same events instead of writing twice.
-   */
-  emit(type: string, data: JsonObject): Promise<Event>;
-  /** Extends the ack deadline by `extendMs` (default: the processor's ack timeout). */
-  progress(extendMs?: number): void;
 }
 
 /** Options of {@link runExecutor} (its reads go to the leader: work under a cause reads what it just wrote). */
@@ -140,8 +99,6 @@ export interface Executor {
    */
   stop(graceMs?: number): Promise<void>;
 }
-
-type Request = MessageInitShape<typeof SubscribeRequestSchema>;
 
 /**
  * Connects to an owner over the Subscribe stream, hosts the plugins'
@@ -477,99 +434,5 @@ class ExecutorRunner {
   }
 }
 
-/** What a processor's `run` gets for one delivery (see {@link DeliveryContext}). */
-class DeliveryRun extends CauseWork implements DeliveryContext {
-  readonly event: Event;
-  readonly data: JsonObject;
-  readonly processor: string;
-  readonly attempt: number;
-  readonly retry: boolean;
-  readonly actor: Actor | undefined;
-  readonly key: string;
-  readonly #progress: (extendMs: number) => void;
-
-  constructor(client: ChronologClient, delivery: Delivery, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
-    const event = withData(delivery.event!);
-    super(client, event.id, streamSignal);
-    this.event = event;
-    this.data = (event.data ?? {}) as JsonObject;
-    this.processor = delivery.processor;
-    this.attempt = delivery.attempt;
-    this.retry = delivery.attempt > 1;
-    this.actor = event.actor;
-    this.key = delivery.key;
-    this.#progress = progress;
-  }
-
-  get progress(): DeliveryContext["progress"] {
-    return (extendMs = 0) => this.#progress(extendMs);
-  }
-}
-
-/**
- * Codes with which the owner refuses the Subscribe stream for good: a missing
- * or unknown token, or a principal whose role may not subscribe. Retrying
- * cannot help. (INVALID_ARGUMENT and RESOURCE_EXHAUSTED count too, but only
- * before the welcome: see {@link isFatal}.)
- */
-const FATAL_CODES: ReadonlySet<Code> = new Set([Code.Unauthenticated, Code.PermissionDenied]);
-
-/**
- * True for a stream error the executor must not retry: one of
- * {@link FATAL_CODES}, or INVALID_ARGUMENT or RESOURCE_EXHAUSTED before the
- * session's welcome (the owner rejected the hello: a manifest that does not
- * register, an unknown processor, action or pulse, or a hello larger than the
- * owner reads), which the same hello would meet again.
- */
-function isFatal(error: unknown, welcomed: boolean): error is ConnectError {
-  return (
-    error instanceof ConnectError &&
-    (FATAL_CODES.has(error.code) || (!welcomed && (error.code === Code.InvalidArgument || error.code === Code.ResourceExhausted)))
-  );
-}
-
-/** The default error report: one line, no stack (reconnects repeat it); `CODE: message` for gRPC errors. */
-function printError(error: unknown, fatal = false): void {
-  console.error(`chronolog executor: ${describe(error)}${fatal ? " (the executor stopped: not retrying)" : ""}`);
-}
-
-/** `CODE: message` for gRPC errors (as the Python SDK prints them), the message otherwise. */
-function describe(error: unknown): string {
-  if (error instanceof ConnectError) return `${Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase()}: ${error.rawMessage}`;
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** How long stop() lets the owner end a half-closed stream before cutting it, ms. */
 const closeWaitMs = 2_000;
-
-/**
- * A push-fed async iterable of requests: ends at once when `signal` aborts, or after what is
- * queued when `end()` is called (a half-close; later pushes are dropped).
- */
-function requestQueue(signal: AbortSignal): { push: (r: Request) => void; end: () => void; iterable: AsyncIterable<Request> } {
-  const items: Request[] = [];
-  let ended = false;
-  let wake: (() => void) | null = null;
-  signal.addEventListener("abort", () => wake?.(), { once: true });
-  return {
-    push(r) {
-      if (ended) return;
-      items.push(r);
-      wake?.();
-    },
-    end() {
-      ended = true;
-      wake?.();
-    },
-    iterable: {
-      async *[Symbol.asyncIterator]() {
-        while (!signal.aborted) {
-          while (items.length > 0) yield items.shift()!;
-          if (ended) return;
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = null;
-        }
-      },
-    },
-  };
-}
