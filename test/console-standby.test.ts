@@ -9,7 +9,6 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { BrowserContext, Page } from "playwright-core";
@@ -20,6 +19,7 @@ import { chronologArgs } from "./helpers/chronolog.js";
 import { launchChromium, skipWithoutChromium, watchProblems } from "./helpers/chromium.js";
 import { tempDir } from "./helpers/owner.js";
 import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
+import { freePort } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -40,15 +40,6 @@ interface OwnerProc {
   logs: string[];
   exited: Promise<unknown>;
   waitLog(pattern: RegExp): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 describe.skipIf(skipWithoutChromium("console-standby.test.ts"))("a standby's console (PostgreSQL, in Debian Chromium)", () => {

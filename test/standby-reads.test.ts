@@ -8,7 +8,6 @@
 // @module-tag serial
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
@@ -22,7 +21,8 @@ import { connectPostgres } from "../server/src/store/postgres/open.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { chronologArgs } from "./helpers/chronolog.js";
 import { tempDir } from "./helpers/owner.js";
-import { startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
+import { databaseUrl, startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
+import { freePort } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -67,18 +67,7 @@ function newDatabase(): string {
   const admin = connectNative(server.url, "chronolog tests");
   admin.querySync(`CREATE DATABASE ${name}`);
   endNative(admin);
-  const url = new URL(server.url);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+  return databaseUrl(server.url, name);
 }
 
 /** `chronolog serve --store` with the principals and the plugin, as a child process. */

@@ -72,7 +72,7 @@ export async function startStandby(leader: string | undefined): Promise<Standby>
   };
 }
 
-/** A port where nothing listens (free a moment ago): connections to it are refused. */
+/** A port where nothing listens (free a moment ago): connections to it are refused; or a process may listen on it ({@link freePort}). */
 export function deadPort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createNetServer().listen(0, "127.0.0.1", () => {
@@ -81,3 +81,6 @@ export function deadPort(): Promise<number> {
     });
   });
 }
+
+/** A port free a moment ago, for a process to listen on (what {@link deadPort} finds). */
+export const freePort = deadPort;
