@@ -21,7 +21,8 @@ export interface ActorRecord {
   via: string;
 }
 
-interface EventRow {
+/** An `events` row as read (`SELECT *`). */
+export interface EventRow {
   seq: number;
   id: string;
   type: string;
@@ -71,7 +72,7 @@ const storedTexts = new WeakMap<EventRecord, string>();
  * event on (a Watch or a delivery asking for JSON text, a processor without `where` or `key`) send
  * the stored text as it is ({@link storedDataJson}) and never parse it.
  */
-function fromRow(row: EventRow): EventRecord {
+export function fromRow(row: EventRow): EventRecord {
   let data: Record<string, unknown> | undefined;
   const record: EventRecord = {
     seq: row.seq,

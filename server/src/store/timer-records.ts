@@ -78,6 +78,13 @@ export const defaultSchedulePolicy: Readonly<SchedulePolicy> = Object.freeze({
 });
 
 /** A paused timer's state. */
+/** An event that cancels a pending timer: of `type`, its data at each key's path equal to the timer's input at the value's path. */
+export interface CancelOnRecord {
+  type: string;
+  /** Event path (`data.order_id`) → input path (`input.order_id`); {}: every event of the type. */
+  match: Record<string, string>;
+}
+
 export interface PauseState {
   /** The note given to PauseTimer ("" when none). */
   note: string;
@@ -118,6 +125,8 @@ export interface TimerRecord {
   policy: SchedulePolicy;
   /** Set while paused; nextDueMs is then null. */
   paused: PauseState | null;
+  /** Events that cancel it while pending (time/cancel-on.ts); absent or []: none. */
+  cancelOn?: CancelOnRecord[];
   /** Commit time of the Schedule/Delay that set it, ms since the epoch. */
   createdAt: number;
   /** Commit time of its last change, ms since the epoch. */

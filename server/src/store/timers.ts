@@ -11,7 +11,7 @@ import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyT
  * a timer's 19 columns against ~4 µs as an array (a claim reads one per call).
  */
 const timerColumns =
-  "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at";
+  "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at, cancel_on";
 
 /** A timer's row as read with {@link timerColumns}; JSON columns as text, `paused` JSON {note, at_ms, held_due_ms} or null. */
 type TimerCells = [
@@ -34,6 +34,7 @@ type TimerCells = [
   paused: string | null,
   createdAt: number,
   updatedAt: number,
+  cancelOn: string | null,
 ];
 
 function timerFromCells(cells: TimerCells): TimerRecord {
@@ -57,6 +58,7 @@ function timerFromCells(cells: TimerCells): TimerRecord {
     paused,
     createdAt,
     updatedAt,
+    cancelOn,
   ] = cells;
   return {
     id,
@@ -76,6 +78,7 @@ function timerFromCells(cells: TimerCells): TimerRecord {
     retryDelaysMs: JSON.parse(retryDelaysMs),
     policy: policyFromJson(JSON.parse(policy ?? "{}")),
     paused: pausedFromJson(paused),
+    cancelOn: cancelOn === null ? [] : JSON.parse(cancelOn),
     createdAt,
     updatedAt,
   };
@@ -174,13 +177,13 @@ const prefetchChunk = 5_000;
 export function timerStatements(db: Db): TimerStatements {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
   const putColumns =
-    "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at";
+    "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, cancel_on, created_at, updated_at";
   const putValues =
-    "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now";
+    "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @cancelOn, @now, @now";
   const putUpsert = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
-       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, created_at = excluded.created_at, updated_at = excluded.updated_at`;
+       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, cancel_on = excluded.cancel_on, created_at = excluded.created_at, updated_at = excluded.updated_at`;
   const put = db.prepare(
     sqlFor(db, {
       sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${putUpsert}`,
@@ -243,6 +246,7 @@ export function timerStatements(db: Db): TimerStatements {
         disabled: timer.disabled ? 1 : 0,
         retryDelaysMs: JSON.stringify(timer.retryDelaysMs),
         policy: JSON.stringify(policyToJson(timer.policy)),
+        cancelOn: timer.cancelOn?.length ? JSON.stringify(timer.cancelOn) : null,
         now: nowMs,
       };
       if (dialectOf(db) === "postgres") return defer(put, row); // no rowid to place: an insert of a new id, or an update by id

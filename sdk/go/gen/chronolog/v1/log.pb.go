@@ -41,9 +41,19 @@ type EmitRequest struct {
 	Actor *Actor `protobuf:"bytes,5,opt,name=actor,proto3" json:"actor,omitempty"`
 	// The event's data as UTF-8 JSON text (an object), instead of `data`: no
 	// Struct to build or decode. Set one of the two (neither: `{}`).
-	DataJson      []byte `protobuf:"bytes,6,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DataJson []byte `protobuf:"bytes,6,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	// The stream the event is appended to, e.g. `order-o-1`, at the stream's next position (the
+	// first event of a stream is at position 0). Empty: none. 1 to 200 characters, no control
+	// characters.
+	Stream string `protobuf:"bytes,70,opt,name=stream,proto3" json:"stream,omitempty"`
+	// With `stream`: the version the stream must be at, checked in the commit that appends the
+	// event (in a batch, after the batch's earlier events); otherwise FAILED_PRECONDITION (reason
+	// `WRONG_EXPECTED_VERSION`, metadata `actual_version`: the last position or `no_stream`) and
+	// nothing is written. Absent: any. An event whose id is already in the log is answered as
+	// stored, whatever the stream's version.
+	ExpectedVersion *ExpectedVersion `protobuf:"bytes,71,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *EmitRequest) Reset() {
@@ -118,6 +128,124 @@ func (x *EmitRequest) GetDataJson() []byte {
 	return nil
 }
 
+func (x *EmitRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *EmitRequest) GetExpectedVersion() *ExpectedVersion {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return nil
+}
+
+// The version a stream is expected at when an event is appended to it.
+type ExpectedVersion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One of the expectations.
+	//
+	// Types that are valid to be assigned to Version:
+	//
+	//	*ExpectedVersion_NoStream
+	//	*ExpectedVersion_Any
+	//	*ExpectedVersion_Position
+	Version       isExpectedVersion_Version `protobuf_oneof:"version"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpectedVersion) Reset() {
+	*x = ExpectedVersion{}
+	mi := &file_chronolog_v1_log_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpectedVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpectedVersion) ProtoMessage() {}
+
+func (x *ExpectedVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_log_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpectedVersion.ProtoReflect.Descriptor instead.
+func (*ExpectedVersion) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ExpectedVersion) GetVersion() isExpectedVersion_Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *ExpectedVersion) GetNoStream() bool {
+	if x != nil {
+		if x, ok := x.Version.(*ExpectedVersion_NoStream); ok {
+			return x.NoStream
+		}
+	}
+	return false
+}
+
+func (x *ExpectedVersion) GetAny() bool {
+	if x != nil {
+		if x, ok := x.Version.(*ExpectedVersion_Any); ok {
+			return x.Any
+		}
+	}
+	return false
+}
+
+func (x *ExpectedVersion) GetPosition() uint64 {
+	if x != nil {
+		if x, ok := x.Version.(*ExpectedVersion_Position); ok {
+			return x.Position
+		}
+	}
+	return 0
+}
+
+type isExpectedVersion_Version interface {
+	isExpectedVersion_Version()
+}
+
+type ExpectedVersion_NoStream struct {
+	// The stream has no event yet.
+	NoStream bool `protobuf:"varint,1,opt,name=no_stream,json=noStream,proto3,oneof"`
+}
+
+type ExpectedVersion_Any struct {
+	// Any version, the stream existing or not.
+	Any bool `protobuf:"varint,2,opt,name=any,proto3,oneof"`
+}
+
+type ExpectedVersion_Position struct {
+	// The stream's last event is at this position.
+	Position uint64 `protobuf:"varint,3,opt,name=position,proto3,oneof"`
+}
+
+func (*ExpectedVersion_NoStream) isExpectedVersion_Version() {}
+
+func (*ExpectedVersion_Any) isExpectedVersion_Version() {}
+
+func (*ExpectedVersion_Position) isExpectedVersion_Version() {}
+
 // The committed (or already present) event.
 type EmitResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -125,14 +253,16 @@ type EmitResponse struct {
 	Event *Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
 	// True when the id was already in the log with the same type and data:
 	// nothing was written.
-	Existing      bool `protobuf:"varint,2,opt,name=existing,proto3" json:"existing,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Existing bool `protobuf:"varint,2,opt,name=existing,proto3" json:"existing,omitempty"`
+	// The event's position in its stream (set when it has one).
+	StreamPosition *uint64 `protobuf:"varint,70,opt,name=stream_position,json=streamPosition,proto3,oneof" json:"stream_position,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EmitResponse) Reset() {
 	*x = EmitResponse{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[1]
+	mi := &file_chronolog_v1_log_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +274,7 @@ func (x *EmitResponse) String() string {
 func (*EmitResponse) ProtoMessage() {}
 
 func (x *EmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[1]
+	mi := &file_chronolog_v1_log_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +287,7 @@ func (x *EmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitResponse.ProtoReflect.Descriptor instead.
 func (*EmitResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{1}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EmitResponse) GetEvent() *Event {
@@ -174,6 +304,13 @@ func (x *EmitResponse) GetExisting() bool {
 	return false
 }
 
+func (x *EmitResponse) GetStreamPosition() uint64 {
+	if x != nil && x.StreamPosition != nil {
+		return *x.StreamPosition
+	}
+	return 0
+}
+
 // Several events committed atomically, in order.
 type EmitBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -185,7 +322,7 @@ type EmitBatchRequest struct {
 
 func (x *EmitBatchRequest) Reset() {
 	*x = EmitBatchRequest{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[2]
+	mi := &file_chronolog_v1_log_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -197,7 +334,7 @@ func (x *EmitBatchRequest) String() string {
 func (*EmitBatchRequest) ProtoMessage() {}
 
 func (x *EmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[2]
+	mi := &file_chronolog_v1_log_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -210,7 +347,7 @@ func (x *EmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*EmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{2}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EmitBatchRequest) GetEvents() []*EmitRequest {
@@ -231,7 +368,7 @@ type EmitBatchResponse struct {
 
 func (x *EmitBatchResponse) Reset() {
 	*x = EmitBatchResponse{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[3]
+	mi := &file_chronolog_v1_log_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +380,7 @@ func (x *EmitBatchResponse) String() string {
 func (*EmitBatchResponse) ProtoMessage() {}
 
 func (x *EmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[3]
+	mi := &file_chronolog_v1_log_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +393,7 @@ func (x *EmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*EmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{3}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EmitBatchResponse) GetResults() []*EmitResponse {
@@ -289,7 +426,7 @@ type ReadLogRequest struct {
 
 func (x *ReadLogRequest) Reset() {
 	*x = ReadLogRequest{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[4]
+	mi := &file_chronolog_v1_log_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -301,7 +438,7 @@ func (x *ReadLogRequest) String() string {
 func (*ReadLogRequest) ProtoMessage() {}
 
 func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[4]
+	mi := &file_chronolog_v1_log_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -314,7 +451,7 @@ func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogRequest.ProtoReflect.Descriptor instead.
 func (*ReadLogRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadLogRequest) GetAfterSeq() uint64 {
@@ -367,7 +504,7 @@ type ReadLogResponse struct {
 
 func (x *ReadLogResponse) Reset() {
 	*x = ReadLogResponse{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[5]
+	mi := &file_chronolog_v1_log_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +516,7 @@ func (x *ReadLogResponse) String() string {
 func (*ReadLogResponse) ProtoMessage() {}
 
 func (x *ReadLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[5]
+	mi := &file_chronolog_v1_log_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +529,7 @@ func (x *ReadLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogResponse.ProtoReflect.Descriptor instead.
 func (*ReadLogResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReadLogResponse) GetEvents() []*Event {
@@ -427,7 +564,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[6]
+	mi := &file_chronolog_v1_log_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +576,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[6]
+	mi := &file_chronolog_v1_log_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +589,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -473,7 +610,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[7]
+	mi := &file_chronolog_v1_log_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +622,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[7]
+	mi := &file_chronolog_v1_log_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +635,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetEventResponse) GetEvent() *Event {
@@ -527,7 +664,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[8]
+	mi := &file_chronolog_v1_log_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +676,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[8]
+	mi := &file_chronolog_v1_log_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +689,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WatchRequest) GetAfterSeq() uint64 {
@@ -599,7 +736,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[9]
+	mi := &file_chronolog_v1_log_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +748,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[9]
+	mi := &file_chronolog_v1_log_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +761,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WatchResponse) GetMessage() isWatchResponse_Message {
@@ -681,7 +818,7 @@ type CaughtUp struct {
 
 func (x *CaughtUp) Reset() {
 	*x = CaughtUp{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[10]
+	mi := &file_chronolog_v1_log_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +830,7 @@ func (x *CaughtUp) String() string {
 func (*CaughtUp) ProtoMessage() {}
 
 func (x *CaughtUp) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[10]
+	mi := &file_chronolog_v1_log_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +843,7 @@ func (x *CaughtUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaughtUp.ProtoReflect.Descriptor instead.
 func (*CaughtUp) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CaughtUp) GetHeadSeq() uint64 {
@@ -728,7 +865,7 @@ type PublishRequest struct {
 
 func (x *PublishRequest) Reset() {
 	*x = PublishRequest{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[11]
+	mi := &file_chronolog_v1_log_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +877,7 @@ func (x *PublishRequest) String() string {
 func (*PublishRequest) ProtoMessage() {}
 
 func (x *PublishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[11]
+	mi := &file_chronolog_v1_log_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +890,7 @@ func (x *PublishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishRequest.ProtoReflect.Descriptor instead.
 func (*PublishRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PublishRequest) GetEmits() []*PublishEmit {
@@ -777,7 +914,7 @@ type PublishEmit struct {
 
 func (x *PublishEmit) Reset() {
 	*x = PublishEmit{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[12]
+	mi := &file_chronolog_v1_log_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +926,7 @@ func (x *PublishEmit) String() string {
 func (*PublishEmit) ProtoMessage() {}
 
 func (x *PublishEmit) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[12]
+	mi := &file_chronolog_v1_log_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +939,7 @@ func (x *PublishEmit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishEmit.ProtoReflect.Descriptor instead.
 func (*PublishEmit) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PublishEmit) GetRef() uint64 {
@@ -835,7 +972,7 @@ type PublishResponse struct {
 
 func (x *PublishResponse) Reset() {
 	*x = PublishResponse{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[13]
+	mi := &file_chronolog_v1_log_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +984,7 @@ func (x *PublishResponse) String() string {
 func (*PublishResponse) ProtoMessage() {}
 
 func (x *PublishResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[13]
+	mi := &file_chronolog_v1_log_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +997,7 @@ func (x *PublishResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishResponse.ProtoReflect.Descriptor instead.
 func (*PublishResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PublishResponse) GetMessage() isPublishResponse_Message {
@@ -918,7 +1055,7 @@ type PublishWelcome struct {
 
 func (x *PublishWelcome) Reset() {
 	*x = PublishWelcome{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[14]
+	mi := &file_chronolog_v1_log_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1067,7 @@ func (x *PublishWelcome) String() string {
 func (*PublishWelcome) ProtoMessage() {}
 
 func (x *PublishWelcome) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[14]
+	mi := &file_chronolog_v1_log_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1080,7 @@ func (x *PublishWelcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishWelcome.ProtoReflect.Descriptor instead.
 func (*PublishWelcome) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PublishWelcome) GetWindow() uint32 {
@@ -964,7 +1101,7 @@ type PublishAcks struct {
 
 func (x *PublishAcks) Reset() {
 	*x = PublishAcks{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[15]
+	mi := &file_chronolog_v1_log_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1113,7 @@ func (x *PublishAcks) String() string {
 func (*PublishAcks) ProtoMessage() {}
 
 func (x *PublishAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[15]
+	mi := &file_chronolog_v1_log_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1126,7 @@ func (x *PublishAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishAcks.ProtoReflect.Descriptor instead.
 func (*PublishAcks) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PublishAcks) GetAcks() []*PublishAck {
@@ -1017,14 +1154,16 @@ type PublishAck struct {
 	// The event's actor as stored (absent: the system).
 	Actor *Actor `protobuf:"bytes,6,opt,name=actor,proto3" json:"actor,omitempty"`
 	// Set when the emit was refused: what Emit would have answered.
-	Error         *PublishError `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Error *PublishError `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	// The event's position in its stream (set when it has one).
+	StreamPosition *uint64 `protobuf:"varint,70,opt,name=stream_position,json=streamPosition,proto3,oneof" json:"stream_position,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PublishAck) Reset() {
 	*x = PublishAck{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[16]
+	mi := &file_chronolog_v1_log_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1175,7 @@ func (x *PublishAck) String() string {
 func (*PublishAck) ProtoMessage() {}
 
 func (x *PublishAck) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[16]
+	mi := &file_chronolog_v1_log_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1188,7 @@ func (x *PublishAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishAck.ProtoReflect.Descriptor instead.
 func (*PublishAck) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PublishAck) GetRef() uint64 {
@@ -1101,6 +1240,215 @@ func (x *PublishAck) GetError() *PublishError {
 	return nil
 }
 
+func (x *PublishAck) GetStreamPosition() uint64 {
+	if x != nil && x.StreamPosition != nil {
+		return *x.StreamPosition
+	}
+	return 0
+}
+
+// Read one stream.
+type ReadStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream's name.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// Where the page starts (inclusive). Absent: the first position forwards, the last backwards.
+	FromPosition *uint64 `protobuf:"varint,2,opt,name=from_position,json=fromPosition,proto3,oneof" json:"from_position,omitempty"`
+	// Newest first.
+	Backwards bool `protobuf:"varint,3,opt,name=backwards,proto3" json:"backwards,omitempty"`
+	// Maximum events to return (default 100, at most 1000).
+	PageSize uint32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Continue from a previous response's `next_page_token` (overrides `from_position` and `backwards`).
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStreamRequest) Reset() {
+	*x = ReadStreamRequest{}
+	mi := &file_chronolog_v1_log_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStreamRequest) ProtoMessage() {}
+
+func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_log_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStreamRequest.ProtoReflect.Descriptor instead.
+func (*ReadStreamRequest) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReadStreamRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ReadStreamRequest) GetFromPosition() uint64 {
+	if x != nil && x.FromPosition != nil {
+		return *x.FromPosition
+	}
+	return 0
+}
+
+func (x *ReadStreamRequest) GetBackwards() bool {
+	if x != nil {
+		return x.Backwards
+	}
+	return false
+}
+
+func (x *ReadStreamRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ReadStreamRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// A page of one stream.
+type ReadStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream's events in position order (descending when backwards), those the caller may
+	// read (others are left out, their positions skipped).
+	Events []*StreamEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// Pass as `page_token` to continue; empty when the page reached the stream's end (or start).
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The stream's last position when the page was read (absent: the stream has no event).
+	LastPosition  *uint64 `protobuf:"varint,3,opt,name=last_position,json=lastPosition,proto3,oneof" json:"last_position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStreamResponse) Reset() {
+	*x = ReadStreamResponse{}
+	mi := &file_chronolog_v1_log_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStreamResponse) ProtoMessage() {}
+
+func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_log_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStreamResponse.ProtoReflect.Descriptor instead.
+func (*ReadStreamResponse) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReadStreamResponse) GetEvents() []*StreamEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ReadStreamResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ReadStreamResponse) GetLastPosition() uint64 {
+	if x != nil && x.LastPosition != nil {
+		return *x.LastPosition
+	}
+	return 0
+}
+
+// An event of a stream at its position.
+type StreamEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its position in the stream, from 0.
+	Position uint64 `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
+	// The event.
+	Event         *Event `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamEvent) Reset() {
+	*x = StreamEvent{}
+	mi := &file_chronolog_v1_log_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamEvent) ProtoMessage() {}
+
+func (x *StreamEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_log_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
+func (*StreamEvent) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *StreamEvent) GetPosition() uint64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *StreamEvent) GetEvent() *Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
 // An emit's error, as Emit's gRPC status would carry it.
 type PublishError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1120,7 +1468,7 @@ type PublishError struct {
 
 func (x *PublishError) Reset() {
 	*x = PublishError{}
-	mi := &file_chronolog_v1_log_proto_msgTypes[17]
+	mi := &file_chronolog_v1_log_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1480,7 @@ func (x *PublishError) String() string {
 func (*PublishError) ProtoMessage() {}
 
 func (x *PublishError) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_log_proto_msgTypes[17]
+	mi := &file_chronolog_v1_log_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1493,7 @@ func (x *PublishError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishError.ProtoReflect.Descriptor instead.
 func (*PublishError) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{17}
+	return file_chronolog_v1_log_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PublishError) GetCode() uint32 {
@@ -1187,17 +1535,26 @@ var File_chronolog_v1_log_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\n" +
-	"\x16chronolog/v1/log.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xd1\x01\n" +
+	"\x16chronolog/v1/log.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xb3\x02\n" +
 	"\vEmitRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12+\n" +
 	"\x04data\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04data\x12\x0e\n" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12)\n" +
 	"\x05cause\x18\x04 \x01(\v2\x13.chronolog.v1.CauseR\x05cause\x12)\n" +
 	"\x05actor\x18\x05 \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x12\x1b\n" +
-	"\tdata_json\x18\x06 \x01(\fR\bdataJson\"U\n" +
+	"\tdata_json\x18\x06 \x01(\fR\bdataJson\x12\x16\n" +
+	"\x06stream\x18F \x01(\tR\x06stream\x12H\n" +
+	"\x10expected_version\x18G \x01(\v2\x1d.chronolog.v1.ExpectedVersionR\x0fexpectedVersion\"m\n" +
+	"\x0fExpectedVersion\x12\x1d\n" +
+	"\tno_stream\x18\x01 \x01(\bH\x00R\bnoStream\x12\x12\n" +
+	"\x03any\x18\x02 \x01(\bH\x00R\x03any\x12\x1c\n" +
+	"\bposition\x18\x03 \x01(\x04H\x00R\bpositionB\t\n" +
+	"\aversion\"\x97\x01\n" +
 	"\fEmitResponse\x12)\n" +
 	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\x12\x1a\n" +
-	"\bexisting\x18\x02 \x01(\bR\bexisting\"E\n" +
+	"\bexisting\x18\x02 \x01(\bR\bexisting\x12,\n" +
+	"\x0fstream_position\x18F \x01(\x04H\x00R\x0estreamPosition\x88\x01\x01B\x12\n" +
+	"\x10_stream_position\"E\n" +
 	"\x10EmitBatchRequest\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.chronolog.v1.EmitRequestR\x06events\"I\n" +
 	"\x11EmitBatchResponse\x124\n" +
@@ -1240,7 +1597,7 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\x0ePublishWelcome\x12\x16\n" +
 	"\x06window\x18\x01 \x01(\rR\x06window\";\n" +
 	"\vPublishAcks\x12,\n" +
-	"\x04acks\x18\x01 \x03(\v2\x18.chronolog.v1.PublishAckR\x04acks\"\xe5\x01\n" +
+	"\x04acks\x18\x01 \x03(\v2\x18.chronolog.v1.PublishAckR\x04acks\"\xa7\x02\n" +
 	"\n" +
 	"PublishAck\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\x04R\x03ref\x12\x10\n" +
@@ -1249,7 +1606,25 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\bexisting\x18\x04 \x01(\bR\bexisting\x12*\n" +
 	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12)\n" +
 	"\x05actor\x18\x06 \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x120\n" +
-	"\x05error\x18\a \x01(\v2\x1a.chronolog.v1.PublishErrorR\x05error\"\xa9\x02\n" +
+	"\x05error\x18\a \x01(\v2\x1a.chronolog.v1.PublishErrorR\x05error\x12,\n" +
+	"\x0fstream_position\x18F \x01(\x04H\x00R\x0estreamPosition\x88\x01\x01B\x12\n" +
+	"\x10_stream_position\"\xc1\x01\n" +
+	"\x11ReadStreamRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12(\n" +
+	"\rfrom_position\x18\x02 \x01(\x04H\x00R\ffromPosition\x88\x01\x01\x12\x1c\n" +
+	"\tbackwards\x18\x03 \x01(\bR\tbackwards\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageTokenB\x10\n" +
+	"\x0e_from_position\"\xab\x01\n" +
+	"\x12ReadStreamResponse\x121\n" +
+	"\x06events\x18\x01 \x03(\v2\x19.chronolog.v1.StreamEventR\x06events\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12(\n" +
+	"\rlast_position\x18\x03 \x01(\x04H\x00R\flastPosition\x88\x01\x01B\x10\n" +
+	"\x0e_last_position\"T\n" +
+	"\vStreamEvent\x12\x1a\n" +
+	"\bposition\x18\x01 \x01(\x04R\bposition\x12)\n" +
+	"\x05event\x18\x02 \x01(\v2\x13.chronolog.v1.EventR\x05event\"\xa9\x02\n" +
 	"\fPublishError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
@@ -1258,7 +1633,7 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\x10field_violations\x18\x05 \x03(\v2%.google.rpc.BadRequest.FieldViolationR\x0ffieldViolations\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xbc\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\x8d\x04\n" +
 	"\n" +
 	"LogService\x12=\n" +
 	"\x04Emit\x12\x19.chronolog.v1.EmitRequest\x1a\x1a.chronolog.v1.EmitResponse\x12L\n" +
@@ -1266,7 +1641,9 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\aReadLog\x12\x1c.chronolog.v1.ReadLogRequest\x1a\x1d.chronolog.v1.ReadLogResponse\x12I\n" +
 	"\bGetEvent\x12\x1d.chronolog.v1.GetEventRequest\x1a\x1e.chronolog.v1.GetEventResponse\x12B\n" +
 	"\x05Watch\x12\x1a.chronolog.v1.WatchRequest\x1a\x1b.chronolog.v1.WatchResponse0\x01\x12J\n" +
-	"\aPublish\x12\x1c.chronolog.v1.PublishRequest\x1a\x1d.chronolog.v1.PublishResponse(\x010\x01b\x06proto3"
+	"\aPublish\x12\x1c.chronolog.v1.PublishRequest\x1a\x1d.chronolog.v1.PublishResponse(\x010\x01\x12O\n" +
+	"\n" +
+	"ReadStream\x12\x1f.chronolog.v1.ReadStreamRequest\x1a .chronolog.v1.ReadStreamResponseb\x06proto3"
 
 var (
 	file_chronolog_v1_log_proto_rawDescOnce sync.Once
@@ -1280,74 +1657,83 @@ func file_chronolog_v1_log_proto_rawDescGZIP() []byte {
 	return file_chronolog_v1_log_proto_rawDescData
 }
 
-var file_chronolog_v1_log_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_chronolog_v1_log_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_chronolog_v1_log_proto_goTypes = []any{
 	(*EmitRequest)(nil),                          // 0: chronolog.v1.EmitRequest
-	(*EmitResponse)(nil),                         // 1: chronolog.v1.EmitResponse
-	(*EmitBatchRequest)(nil),                     // 2: chronolog.v1.EmitBatchRequest
-	(*EmitBatchResponse)(nil),                    // 3: chronolog.v1.EmitBatchResponse
-	(*ReadLogRequest)(nil),                       // 4: chronolog.v1.ReadLogRequest
-	(*ReadLogResponse)(nil),                      // 5: chronolog.v1.ReadLogResponse
-	(*GetEventRequest)(nil),                      // 6: chronolog.v1.GetEventRequest
-	(*GetEventResponse)(nil),                     // 7: chronolog.v1.GetEventResponse
-	(*WatchRequest)(nil),                         // 8: chronolog.v1.WatchRequest
-	(*WatchResponse)(nil),                        // 9: chronolog.v1.WatchResponse
-	(*CaughtUp)(nil),                             // 10: chronolog.v1.CaughtUp
-	(*PublishRequest)(nil),                       // 11: chronolog.v1.PublishRequest
-	(*PublishEmit)(nil),                          // 12: chronolog.v1.PublishEmit
-	(*PublishResponse)(nil),                      // 13: chronolog.v1.PublishResponse
-	(*PublishWelcome)(nil),                       // 14: chronolog.v1.PublishWelcome
-	(*PublishAcks)(nil),                          // 15: chronolog.v1.PublishAcks
-	(*PublishAck)(nil),                           // 16: chronolog.v1.PublishAck
-	(*PublishError)(nil),                         // 17: chronolog.v1.PublishError
-	nil,                                          // 18: chronolog.v1.PublishError.MetadataEntry
-	(*structpb.Struct)(nil),                      // 19: google.protobuf.Struct
-	(*Cause)(nil),                                // 20: chronolog.v1.Cause
-	(*Actor)(nil),                                // 21: chronolog.v1.Actor
-	(*Event)(nil),                                // 22: chronolog.v1.Event
-	(*timestamppb.Timestamp)(nil),                // 23: google.protobuf.Timestamp
-	(*errdetails.BadRequest_FieldViolation)(nil), // 24: google.rpc.BadRequest.FieldViolation
+	(*ExpectedVersion)(nil),                      // 1: chronolog.v1.ExpectedVersion
+	(*EmitResponse)(nil),                         // 2: chronolog.v1.EmitResponse
+	(*EmitBatchRequest)(nil),                     // 3: chronolog.v1.EmitBatchRequest
+	(*EmitBatchResponse)(nil),                    // 4: chronolog.v1.EmitBatchResponse
+	(*ReadLogRequest)(nil),                       // 5: chronolog.v1.ReadLogRequest
+	(*ReadLogResponse)(nil),                      // 6: chronolog.v1.ReadLogResponse
+	(*GetEventRequest)(nil),                      // 7: chronolog.v1.GetEventRequest
+	(*GetEventResponse)(nil),                     // 8: chronolog.v1.GetEventResponse
+	(*WatchRequest)(nil),                         // 9: chronolog.v1.WatchRequest
+	(*WatchResponse)(nil),                        // 10: chronolog.v1.WatchResponse
+	(*CaughtUp)(nil),                             // 11: chronolog.v1.CaughtUp
+	(*PublishRequest)(nil),                       // 12: chronolog.v1.PublishRequest
+	(*PublishEmit)(nil),                          // 13: chronolog.v1.PublishEmit
+	(*PublishResponse)(nil),                      // 14: chronolog.v1.PublishResponse
+	(*PublishWelcome)(nil),                       // 15: chronolog.v1.PublishWelcome
+	(*PublishAcks)(nil),                          // 16: chronolog.v1.PublishAcks
+	(*PublishAck)(nil),                           // 17: chronolog.v1.PublishAck
+	(*ReadStreamRequest)(nil),                    // 18: chronolog.v1.ReadStreamRequest
+	(*ReadStreamResponse)(nil),                   // 19: chronolog.v1.ReadStreamResponse
+	(*StreamEvent)(nil),                          // 20: chronolog.v1.StreamEvent
+	(*PublishError)(nil),                         // 21: chronolog.v1.PublishError
+	nil,                                          // 22: chronolog.v1.PublishError.MetadataEntry
+	(*structpb.Struct)(nil),                      // 23: google.protobuf.Struct
+	(*Cause)(nil),                                // 24: chronolog.v1.Cause
+	(*Actor)(nil),                                // 25: chronolog.v1.Actor
+	(*Event)(nil),                                // 26: chronolog.v1.Event
+	(*timestamppb.Timestamp)(nil),                // 27: google.protobuf.Timestamp
+	(*errdetails.BadRequest_FieldViolation)(nil), // 28: google.rpc.BadRequest.FieldViolation
 }
 var file_chronolog_v1_log_proto_depIdxs = []int32{
-	19, // 0: chronolog.v1.EmitRequest.data:type_name -> google.protobuf.Struct
-	20, // 1: chronolog.v1.EmitRequest.cause:type_name -> chronolog.v1.Cause
-	21, // 2: chronolog.v1.EmitRequest.actor:type_name -> chronolog.v1.Actor
-	22, // 3: chronolog.v1.EmitResponse.event:type_name -> chronolog.v1.Event
-	0,  // 4: chronolog.v1.EmitBatchRequest.events:type_name -> chronolog.v1.EmitRequest
-	1,  // 5: chronolog.v1.EmitBatchResponse.results:type_name -> chronolog.v1.EmitResponse
-	19, // 6: chronolog.v1.ReadLogRequest.where:type_name -> google.protobuf.Struct
-	22, // 7: chronolog.v1.ReadLogResponse.events:type_name -> chronolog.v1.Event
-	22, // 8: chronolog.v1.GetEventResponse.event:type_name -> chronolog.v1.Event
-	19, // 9: chronolog.v1.WatchRequest.where:type_name -> google.protobuf.Struct
-	22, // 10: chronolog.v1.WatchResponse.event:type_name -> chronolog.v1.Event
-	10, // 11: chronolog.v1.WatchResponse.caught_up:type_name -> chronolog.v1.CaughtUp
-	12, // 12: chronolog.v1.PublishRequest.emits:type_name -> chronolog.v1.PublishEmit
-	0,  // 13: chronolog.v1.PublishEmit.event:type_name -> chronolog.v1.EmitRequest
-	14, // 14: chronolog.v1.PublishResponse.welcome:type_name -> chronolog.v1.PublishWelcome
-	15, // 15: chronolog.v1.PublishResponse.acks:type_name -> chronolog.v1.PublishAcks
-	16, // 16: chronolog.v1.PublishAcks.acks:type_name -> chronolog.v1.PublishAck
-	23, // 17: chronolog.v1.PublishAck.at:type_name -> google.protobuf.Timestamp
-	21, // 18: chronolog.v1.PublishAck.actor:type_name -> chronolog.v1.Actor
-	17, // 19: chronolog.v1.PublishAck.error:type_name -> chronolog.v1.PublishError
-	18, // 20: chronolog.v1.PublishError.metadata:type_name -> chronolog.v1.PublishError.MetadataEntry
-	24, // 21: chronolog.v1.PublishError.field_violations:type_name -> google.rpc.BadRequest.FieldViolation
-	0,  // 22: chronolog.v1.LogService.Emit:input_type -> chronolog.v1.EmitRequest
-	2,  // 23: chronolog.v1.LogService.EmitBatch:input_type -> chronolog.v1.EmitBatchRequest
-	4,  // 24: chronolog.v1.LogService.ReadLog:input_type -> chronolog.v1.ReadLogRequest
-	6,  // 25: chronolog.v1.LogService.GetEvent:input_type -> chronolog.v1.GetEventRequest
-	8,  // 26: chronolog.v1.LogService.Watch:input_type -> chronolog.v1.WatchRequest
-	11, // 27: chronolog.v1.LogService.Publish:input_type -> chronolog.v1.PublishRequest
-	1,  // 28: chronolog.v1.LogService.Emit:output_type -> chronolog.v1.EmitResponse
-	3,  // 29: chronolog.v1.LogService.EmitBatch:output_type -> chronolog.v1.EmitBatchResponse
-	5,  // 30: chronolog.v1.LogService.ReadLog:output_type -> chronolog.v1.ReadLogResponse
-	7,  // 31: chronolog.v1.LogService.GetEvent:output_type -> chronolog.v1.GetEventResponse
-	9,  // 32: chronolog.v1.LogService.Watch:output_type -> chronolog.v1.WatchResponse
-	13, // 33: chronolog.v1.LogService.Publish:output_type -> chronolog.v1.PublishResponse
-	28, // [28:34] is the sub-list for method output_type
-	22, // [22:28] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	23, // 0: chronolog.v1.EmitRequest.data:type_name -> google.protobuf.Struct
+	24, // 1: chronolog.v1.EmitRequest.cause:type_name -> chronolog.v1.Cause
+	25, // 2: chronolog.v1.EmitRequest.actor:type_name -> chronolog.v1.Actor
+	1,  // 3: chronolog.v1.EmitRequest.expected_version:type_name -> chronolog.v1.ExpectedVersion
+	26, // 4: chronolog.v1.EmitResponse.event:type_name -> chronolog.v1.Event
+	0,  // 5: chronolog.v1.EmitBatchRequest.events:type_name -> chronolog.v1.EmitRequest
+	2,  // 6: chronolog.v1.EmitBatchResponse.results:type_name -> chronolog.v1.EmitResponse
+	23, // 7: chronolog.v1.ReadLogRequest.where:type_name -> google.protobuf.Struct
+	26, // 8: chronolog.v1.ReadLogResponse.events:type_name -> chronolog.v1.Event
+	26, // 9: chronolog.v1.GetEventResponse.event:type_name -> chronolog.v1.Event
+	23, // 10: chronolog.v1.WatchRequest.where:type_name -> google.protobuf.Struct
+	26, // 11: chronolog.v1.WatchResponse.event:type_name -> chronolog.v1.Event
+	11, // 12: chronolog.v1.WatchResponse.caught_up:type_name -> chronolog.v1.CaughtUp
+	13, // 13: chronolog.v1.PublishRequest.emits:type_name -> chronolog.v1.PublishEmit
+	0,  // 14: chronolog.v1.PublishEmit.event:type_name -> chronolog.v1.EmitRequest
+	15, // 15: chronolog.v1.PublishResponse.welcome:type_name -> chronolog.v1.PublishWelcome
+	16, // 16: chronolog.v1.PublishResponse.acks:type_name -> chronolog.v1.PublishAcks
+	17, // 17: chronolog.v1.PublishAcks.acks:type_name -> chronolog.v1.PublishAck
+	27, // 18: chronolog.v1.PublishAck.at:type_name -> google.protobuf.Timestamp
+	25, // 19: chronolog.v1.PublishAck.actor:type_name -> chronolog.v1.Actor
+	21, // 20: chronolog.v1.PublishAck.error:type_name -> chronolog.v1.PublishError
+	20, // 21: chronolog.v1.ReadStreamResponse.events:type_name -> chronolog.v1.StreamEvent
+	26, // 22: chronolog.v1.StreamEvent.event:type_name -> chronolog.v1.Event
+	22, // 23: chronolog.v1.PublishError.metadata:type_name -> chronolog.v1.PublishError.MetadataEntry
+	28, // 24: chronolog.v1.PublishError.field_violations:type_name -> google.rpc.BadRequest.FieldViolation
+	0,  // 25: chronolog.v1.LogService.Emit:input_type -> chronolog.v1.EmitRequest
+	3,  // 26: chronolog.v1.LogService.EmitBatch:input_type -> chronolog.v1.EmitBatchRequest
+	5,  // 27: chronolog.v1.LogService.ReadLog:input_type -> chronolog.v1.ReadLogRequest
+	7,  // 28: chronolog.v1.LogService.GetEvent:input_type -> chronolog.v1.GetEventRequest
+	9,  // 29: chronolog.v1.LogService.Watch:input_type -> chronolog.v1.WatchRequest
+	12, // 30: chronolog.v1.LogService.Publish:input_type -> chronolog.v1.PublishRequest
+	18, // 31: chronolog.v1.LogService.ReadStream:input_type -> chronolog.v1.ReadStreamRequest
+	2,  // 32: chronolog.v1.LogService.Emit:output_type -> chronolog.v1.EmitResponse
+	4,  // 33: chronolog.v1.LogService.EmitBatch:output_type -> chronolog.v1.EmitBatchResponse
+	6,  // 34: chronolog.v1.LogService.ReadLog:output_type -> chronolog.v1.ReadLogResponse
+	8,  // 35: chronolog.v1.LogService.GetEvent:output_type -> chronolog.v1.GetEventResponse
+	10, // 36: chronolog.v1.LogService.Watch:output_type -> chronolog.v1.WatchResponse
+	14, // 37: chronolog.v1.LogService.Publish:output_type -> chronolog.v1.PublishResponse
+	19, // 38: chronolog.v1.LogService.ReadStream:output_type -> chronolog.v1.ReadStreamResponse
+	32, // [32:39] is the sub-list for method output_type
+	25, // [25:32] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_log_proto_init() }
@@ -1356,21 +1742,30 @@ func file_chronolog_v1_log_proto_init() {
 		return
 	}
 	file_chronolog_v1_event_proto_init()
-	file_chronolog_v1_log_proto_msgTypes[9].OneofWrappers = []any{
+	file_chronolog_v1_log_proto_msgTypes[1].OneofWrappers = []any{
+		(*ExpectedVersion_NoStream)(nil),
+		(*ExpectedVersion_Any)(nil),
+		(*ExpectedVersion_Position)(nil),
+	}
+	file_chronolog_v1_log_proto_msgTypes[2].OneofWrappers = []any{}
+	file_chronolog_v1_log_proto_msgTypes[10].OneofWrappers = []any{
 		(*WatchResponse_Event)(nil),
 		(*WatchResponse_CaughtUp)(nil),
 	}
-	file_chronolog_v1_log_proto_msgTypes[13].OneofWrappers = []any{
+	file_chronolog_v1_log_proto_msgTypes[14].OneofWrappers = []any{
 		(*PublishResponse_Welcome)(nil),
 		(*PublishResponse_Acks)(nil),
 	}
+	file_chronolog_v1_log_proto_msgTypes[17].OneofWrappers = []any{}
+	file_chronolog_v1_log_proto_msgTypes[18].OneofWrappers = []any{}
+	file_chronolog_v1_log_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_log_proto_rawDesc), len(file_chronolog_v1_log_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,12 +19,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LogService_Emit_FullMethodName      = "/chronolog.v1.LogService/Emit"
-	LogService_EmitBatch_FullMethodName = "/chronolog.v1.LogService/EmitBatch"
-	LogService_ReadLog_FullMethodName   = "/chronolog.v1.LogService/ReadLog"
-	LogService_GetEvent_FullMethodName  = "/chronolog.v1.LogService/GetEvent"
-	LogService_Watch_FullMethodName     = "/chronolog.v1.LogService/Watch"
-	LogService_Publish_FullMethodName   = "/chronolog.v1.LogService/Publish"
+	LogService_Emit_FullMethodName       = "/chronolog.v1.LogService/Emit"
+	LogService_EmitBatch_FullMethodName  = "/chronolog.v1.LogService/EmitBatch"
+	LogService_ReadLog_FullMethodName    = "/chronolog.v1.LogService/ReadLog"
+	LogService_GetEvent_FullMethodName   = "/chronolog.v1.LogService/GetEvent"
+	LogService_Watch_FullMethodName      = "/chronolog.v1.LogService/Watch"
+	LogService_Publish_FullMethodName    = "/chronolog.v1.LogService/Publish"
+	LogService_ReadStream_FullMethodName = "/chronolog.v1.LogService/ReadStream"
 )
 
 // LogServiceClient is the client API for LogService service.
@@ -58,6 +59,9 @@ type LogServiceClient interface {
 	// flow control then holds the client back). Needs HTTP/2 (gRPC or Connect
 	// over h2).
 	Publish(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PublishRequest, PublishResponse], error)
+	// Reads one stream (the events emitted with its name in `EmitRequest.stream`) in order of
+	// position, forwards or backwards, in pages. A stream with no event gives an empty page.
+	ReadStream(ctx context.Context, in *ReadStreamRequest, opts ...grpc.CallOption) (*ReadStreamResponse, error)
 }
 
 type logServiceClient struct {
@@ -140,6 +144,16 @@ func (c *logServiceClient) Publish(ctx context.Context, opts ...grpc.CallOption)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type LogService_PublishClient = grpc.BidiStreamingClient[PublishRequest, PublishResponse]
 
+func (c *logServiceClient) ReadStream(ctx context.Context, in *ReadStreamRequest, opts ...grpc.CallOption) (*ReadStreamResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadStreamResponse)
+	err := c.cc.Invoke(ctx, LogService_ReadStream_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LogServiceServer is the server API for LogService service.
 // All implementations must embed UnimplementedLogServiceServer
 // for forward compatibility.
@@ -171,6 +185,9 @@ type LogServiceServer interface {
 	// flow control then holds the client back). Needs HTTP/2 (gRPC or Connect
 	// over h2).
 	Publish(grpc.BidiStreamingServer[PublishRequest, PublishResponse]) error
+	// Reads one stream (the events emitted with its name in `EmitRequest.stream`) in order of
+	// position, forwards or backwards, in pages. A stream with no event gives an empty page.
+	ReadStream(context.Context, *ReadStreamRequest) (*ReadStreamResponse, error)
 	mustEmbedUnimplementedLogServiceServer()
 }
 
@@ -198,6 +215,9 @@ func (UnimplementedLogServiceServer) Watch(*WatchRequest, grpc.ServerStreamingSe
 }
 func (UnimplementedLogServiceServer) Publish(grpc.BidiStreamingServer[PublishRequest, PublishResponse]) error {
 	return status.Error(codes.Unimplemented, "method Publish not implemented")
+}
+func (UnimplementedLogServiceServer) ReadStream(context.Context, *ReadStreamRequest) (*ReadStreamResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadStream not implemented")
 }
 func (UnimplementedLogServiceServer) mustEmbedUnimplementedLogServiceServer() {}
 func (UnimplementedLogServiceServer) testEmbeddedByValue()                    {}
@@ -310,6 +330,24 @@ func _LogService_Publish_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type LogService_PublishServer = grpc.BidiStreamingServer[PublishRequest, PublishResponse]
 
+func _LogService_ReadStream_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadStreamRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LogServiceServer).ReadStream(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LogService_ReadStream_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LogServiceServer).ReadStream(ctx, req.(*ReadStreamRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LogService_ServiceDesc is the grpc.ServiceDesc for LogService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -332,6 +370,10 @@ var LogService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetEvent",
 			Handler:    _LogService_GetEvent_Handler,
+		},
+		{
+			MethodName: "ReadStream",
+			Handler:    _LogService_ReadStream_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -691,7 +691,10 @@ type ScheduleDeclaration struct {
 	// Jitter, bounds, maximum count, overlap and catch-up (absent: the default).
 	Policy *SchedulePolicy `protobuf:"bytes,10,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Daylight-saving policy for `cron` (default shift gaps, first of a repeated hour).
-	Dst           *DstPolicy `protobuf:"bytes,11,opt,name=dst,proto3" json:"dst,omitempty"`
+	Dst *DstPolicy `protobuf:"bytes,11,opt,name=dst,proto3" json:"dst,omitempty"`
+	// Events that cancel the schedule (see CancelOn): the first match removes it until its plugin
+	// declares it again (a manifest that changes it).
+	CancelOn      []*CancelOn `protobuf:"bytes,70,rep,name=cancel_on,json=cancelOn,proto3" json:"cancel_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -799,6 +802,13 @@ func (x *ScheduleDeclaration) GetPolicy() *SchedulePolicy {
 func (x *ScheduleDeclaration) GetDst() *DstPolicy {
 	if x != nil {
 		return x.Dst
+	}
+	return nil
+}
+
+func (x *ScheduleDeclaration) GetCancelOn() []*CancelOn {
+	if x != nil {
+		return x.CancelOn
 	}
 	return nil
 }
@@ -1400,7 +1410,7 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\tbeginning\x18\x02 \x01(\bH\x00R\tbeginning\x12\x1d\n" +
 	"\tafter_seq\x18\x03 \x01(\x04H\x00R\bafterSeqB\n" +
 	"\n" +
-	"\bposition\"\x84\x03\n" +
+	"\bposition\"\xb9\x03\n" +
 	"\x13ScheduleDeclaration\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12-\n" +
 	"\x05input\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05input\x12\x12\n" +
@@ -1413,7 +1423,8 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x06region\x18\t \x01(\rR\x06region\x124\n" +
 	"\x06policy\x18\n" +
 	" \x01(\v2\x1c.chronolog.v1.SchedulePolicyR\x06policy\x12)\n" +
-	"\x03dst\x18\v \x01(\v2\x17.chronolog.v1.DstPolicyR\x03dst\"\xc5\x02\n" +
+	"\x03dst\x18\v \x01(\v2\x17.chronolog.v1.DstPolicyR\x03dst\x123\n" +
+	"\tcancel_on\x18F \x03(\v2\x16.chronolog.v1.CancelOnR\bcancelOn\"\xc5\x02\n" +
 	"\rSchedulePatch\x12\x16\n" +
 	"\x06plugin\x18\x01 \x01(\tR\x06plugin\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x17\n" +
@@ -1498,7 +1509,8 @@ var file_chronolog_v1_plugin_proto_goTypes = []any{
 	(*structpb.Struct)(nil),        // 23: google.protobuf.Struct
 	(*SchedulePolicy)(nil),         // 24: chronolog.v1.SchedulePolicy
 	(*DstPolicy)(nil),              // 25: chronolog.v1.DstPolicy
-	(*timestamppb.Timestamp)(nil),  // 26: google.protobuf.Timestamp
+	(*CancelOn)(nil),               // 26: chronolog.v1.CancelOn
+	(*timestamppb.Timestamp)(nil),  // 27: google.protobuf.Timestamp
 }
 var file_chronolog_v1_plugin_proto_depIdxs = []int32{
 	17, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
@@ -1516,33 +1528,34 @@ var file_chronolog_v1_plugin_proto_depIdxs = []int32{
 	23, // 12: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
 	24, // 13: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
 	25, // 14: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
-	23, // 15: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
-	25, // 16: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
-	24, // 17: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
-	0,  // 18: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
-	1,  // 19: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
-	26, // 20: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
-	1,  // 21: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
-	10, // 22: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	10, // 23: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
-	10, // 24: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	2,  // 25: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
-	3,  // 26: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
-	4,  // 27: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
-	5,  // 28: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
-	7,  // 29: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
-	9,  // 30: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
-	11, // 31: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
-	13, // 32: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
-	15, // 33: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
-	12, // 34: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
-	14, // 35: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
-	16, // 36: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
-	34, // [34:37] is the sub-list for method output_type
-	31, // [31:34] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	26, // 15: chronolog.v1.ScheduleDeclaration.cancel_on:type_name -> chronolog.v1.CancelOn
+	23, // 16: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
+	25, // 17: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
+	24, // 18: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
+	0,  // 19: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
+	1,  // 20: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
+	27, // 21: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
+	1,  // 22: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
+	10, // 23: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	10, // 24: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
+	10, // 25: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	2,  // 26: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
+	3,  // 27: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
+	4,  // 28: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
+	5,  // 29: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
+	7,  // 30: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
+	9,  // 31: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
+	11, // 32: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
+	13, // 33: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
+	15, // 34: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
+	12, // 35: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
+	14, // 36: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
+	16, // 37: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
+	35, // [35:38] is the sub-list for method output_type
+	32, // [32:35] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_plugin_proto_init() }

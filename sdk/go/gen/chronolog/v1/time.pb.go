@@ -681,7 +681,9 @@ type Timer struct {
 	// The note given when it was paused.
 	PauseNote string `protobuf:"bytes,18,opt,name=pause_note,json=pauseNote,proto3" json:"pause_note,omitempty"`
 	// When it was paused.
-	PausedAt      *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`
+	PausedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`
+	// Events that cancel it while it is pending (see CancelOn).
+	CancelOn      []*CancelOn `protobuf:"bytes,70,rep,name=cancel_on,json=cancelOn,proto3" json:"cancel_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -849,6 +851,13 @@ func (x *Timer) GetPausedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Timer) GetCancelOn() []*CancelOn {
+	if x != nil {
+		return x.CancelOn
+	}
+	return nil
+}
+
 // How late a call may be made.
 type Overdue struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -953,6 +962,68 @@ func (*Overdue_MaxLatenessMs) isOverdue_Bound() {}
 
 func (*Overdue_OnTimeOrNever) isOverdue_Bound() {}
 
+// An event that cancels a pending timer or delay: the first event of `type` whose data matches
+// the timer's input removes the timer in the commit that records the event (`timer.unscheduled`,
+// caused by that event, with `cancelled_by`). A timer is claimed at its moment, never ahead of it,
+// so a cancelling event and the moment race cleanly: either the claim commits first (the call is
+// made; the event cancels nothing) or the event does (no call is ever made).
+type CancelOn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event type, e.g. `order.paid`.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// Which events of the type: each key a path in the event (`data.order_id`), each value a path in
+	// the timer's input (`input.order_id`), which must be present when the timer is set. The event
+	// matches when every path holds a value equal (as JSON) to the input's. Empty: every event of
+	// the type. At most 8 entries.
+	Match         map[string]string `protobuf:"bytes,2,rep,name=match,proto3" json:"match,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelOn) Reset() {
+	*x = CancelOn{}
+	mi := &file_chronolog_v1_time_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelOn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelOn) ProtoMessage() {}
+
+func (x *CancelOn) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_time_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelOn.ProtoReflect.Descriptor instead.
+func (*CancelOn) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelOn) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *CancelOn) GetMatch() map[string]string {
+	if x != nil {
+		return x.Match
+	}
+	return nil
+}
+
 // Set a timer.
 type ScheduleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -971,14 +1042,16 @@ type ScheduleRequest struct {
 	// Lateness bound (default: unbounded).
 	Overdue *Overdue `protobuf:"bytes,7,opt,name=overdue,proto3" json:"overdue,omitempty"`
 	// Jitter, bounds, maximum count, overlap and catch-up (absent: the default).
-	Policy        *SchedulePolicy `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy *SchedulePolicy `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	// Events that cancel the timer while it is pending (at most 10; see CancelOn).
+	CancelOn      []*CancelOn `protobuf:"bytes,70,rep,name=cancel_on,json=cancelOn,proto3" json:"cancel_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[6]
+	mi := &file_chronolog_v1_time_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1063,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[6]
+	mi := &file_chronolog_v1_time_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1076,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ScheduleRequest) GetTimerId() string {
@@ -1062,6 +1135,13 @@ func (x *ScheduleRequest) GetPolicy() *SchedulePolicy {
 	return nil
 }
 
+func (x *ScheduleRequest) GetCancelOn() []*CancelOn {
+	if x != nil {
+		return x.CancelOn
+	}
+	return nil
+}
+
 // The stored timer.
 type ScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1073,7 +1153,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[7]
+	mi := &file_chronolog_v1_time_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1165,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[7]
+	mi := &file_chronolog_v1_time_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1178,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ScheduleResponse) GetTimer() *Timer {
@@ -1121,7 +1201,7 @@ type UnscheduleRequest struct {
 
 func (x *UnscheduleRequest) Reset() {
 	*x = UnscheduleRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[8]
+	mi := &file_chronolog_v1_time_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1213,7 @@ func (x *UnscheduleRequest) String() string {
 func (*UnscheduleRequest) ProtoMessage() {}
 
 func (x *UnscheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[8]
+	mi := &file_chronolog_v1_time_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1226,7 @@ func (x *UnscheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnscheduleRequest.ProtoReflect.Descriptor instead.
 func (*UnscheduleRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UnscheduleRequest) GetTimerId() string {
@@ -1172,7 +1252,7 @@ type UnscheduleResponse struct {
 
 func (x *UnscheduleResponse) Reset() {
 	*x = UnscheduleResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[9]
+	mi := &file_chronolog_v1_time_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1264,7 @@ func (x *UnscheduleResponse) String() string {
 func (*UnscheduleResponse) ProtoMessage() {}
 
 func (x *UnscheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[9]
+	mi := &file_chronolog_v1_time_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1277,7 @@ func (x *UnscheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnscheduleResponse.ProtoReflect.Descriptor instead.
 func (*UnscheduleResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{10}
 }
 
 // Arm a delayed call.
@@ -1228,14 +1308,17 @@ type DelayRequest struct {
 	// due moment) and arms nothing, even after it was made or cancelled; another
 	// request with it is ALREADY_EXISTS; an id that names a schedule is
 	// FAILED_PRECONDITION. No "/" (reserved for declared schedules). Empty: a fresh id.
-	DelayId       string `protobuf:"bytes,9,opt,name=delay_id,json=delayId,proto3" json:"delay_id,omitempty"`
+	DelayId string `protobuf:"bytes,9,opt,name=delay_id,json=delayId,proto3" json:"delay_id,omitempty"`
+	// Events that cancel the delay while it is pending (at most 10; see CancelOn). Part of the
+	// request a `delay_id` names.
+	CancelOn      []*CancelOn `protobuf:"bytes,70,rep,name=cancel_on,json=cancelOn,proto3" json:"cancel_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DelayRequest) Reset() {
 	*x = DelayRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[10]
+	mi := &file_chronolog_v1_time_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1330,7 @@ func (x *DelayRequest) String() string {
 func (*DelayRequest) ProtoMessage() {}
 
 func (x *DelayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[10]
+	mi := &file_chronolog_v1_time_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1343,7 @@ func (x *DelayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelayRequest.ProtoReflect.Descriptor instead.
 func (*DelayRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DelayRequest) GetAction() string {
@@ -1337,6 +1420,13 @@ func (x *DelayRequest) GetDelayId() string {
 	return ""
 }
 
+func (x *DelayRequest) GetCancelOn() []*CancelOn {
+	if x != nil {
+		return x.CancelOn
+	}
+	return nil
+}
+
 type isDelayRequest_When interface {
 	isDelayRequest_When()
 }
@@ -1368,7 +1458,7 @@ type DelayResponse struct {
 
 func (x *DelayResponse) Reset() {
 	*x = DelayResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[11]
+	mi := &file_chronolog_v1_time_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1470,7 @@ func (x *DelayResponse) String() string {
 func (*DelayResponse) ProtoMessage() {}
 
 func (x *DelayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[11]
+	mi := &file_chronolog_v1_time_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1483,7 @@ func (x *DelayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelayResponse.ProtoReflect.Descriptor instead.
 func (*DelayResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DelayResponse) GetDelayId() string {
@@ -1421,7 +1511,7 @@ type DelayBatchRequest struct {
 
 func (x *DelayBatchRequest) Reset() {
 	*x = DelayBatchRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[12]
+	mi := &file_chronolog_v1_time_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1523,7 @@ func (x *DelayBatchRequest) String() string {
 func (*DelayBatchRequest) ProtoMessage() {}
 
 func (x *DelayBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[12]
+	mi := &file_chronolog_v1_time_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1536,7 @@ func (x *DelayBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelayBatchRequest.ProtoReflect.Descriptor instead.
 func (*DelayBatchRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DelayBatchRequest) GetDelays() []*DelayRequest {
@@ -1467,7 +1557,7 @@ type DelayBatchResponse struct {
 
 func (x *DelayBatchResponse) Reset() {
 	*x = DelayBatchResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[13]
+	mi := &file_chronolog_v1_time_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1569,7 @@ func (x *DelayBatchResponse) String() string {
 func (*DelayBatchResponse) ProtoMessage() {}
 
 func (x *DelayBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[13]
+	mi := &file_chronolog_v1_time_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1582,7 @@ func (x *DelayBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelayBatchResponse.ProtoReflect.Descriptor instead.
 func (*DelayBatchResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DelayBatchResponse) GetResults() []*DelayResponse {
@@ -1515,7 +1605,7 @@ type CancelDelayRequest struct {
 
 func (x *CancelDelayRequest) Reset() {
 	*x = CancelDelayRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[14]
+	mi := &file_chronolog_v1_time_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1617,7 @@ func (x *CancelDelayRequest) String() string {
 func (*CancelDelayRequest) ProtoMessage() {}
 
 func (x *CancelDelayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[14]
+	mi := &file_chronolog_v1_time_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1630,7 @@ func (x *CancelDelayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDelayRequest.ProtoReflect.Descriptor instead.
 func (*CancelDelayRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelDelayRequest) GetDelayId() string {
@@ -1566,7 +1656,7 @@ type CancelDelayResponse struct {
 
 func (x *CancelDelayResponse) Reset() {
 	*x = CancelDelayResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[15]
+	mi := &file_chronolog_v1_time_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1668,7 @@ func (x *CancelDelayResponse) String() string {
 func (*CancelDelayResponse) ProtoMessage() {}
 
 func (x *CancelDelayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[15]
+	mi := &file_chronolog_v1_time_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1681,7 @@ func (x *CancelDelayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDelayResponse.ProtoReflect.Descriptor instead.
 func (*CancelDelayResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{16}
 }
 
 // List timers.
@@ -1609,7 +1699,7 @@ type ListTimersRequest struct {
 
 func (x *ListTimersRequest) Reset() {
 	*x = ListTimersRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[16]
+	mi := &file_chronolog_v1_time_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1711,7 @@ func (x *ListTimersRequest) String() string {
 func (*ListTimersRequest) ProtoMessage() {}
 
 func (x *ListTimersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[16]
+	mi := &file_chronolog_v1_time_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1724,7 @@ func (x *ListTimersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTimersRequest.ProtoReflect.Descriptor instead.
 func (*ListTimersRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListTimersRequest) GetPageSize() uint32 {
@@ -1672,7 +1762,7 @@ type ListTimersResponse struct {
 
 func (x *ListTimersResponse) Reset() {
 	*x = ListTimersResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[17]
+	mi := &file_chronolog_v1_time_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1774,7 @@ func (x *ListTimersResponse) String() string {
 func (*ListTimersResponse) ProtoMessage() {}
 
 func (x *ListTimersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[17]
+	mi := &file_chronolog_v1_time_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1787,7 @@ func (x *ListTimersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTimersResponse.ProtoReflect.Descriptor instead.
 func (*ListTimersResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{17}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTimersResponse) GetTimers() []*Timer {
@@ -1727,7 +1817,7 @@ type GetTimerRequest struct {
 
 func (x *GetTimerRequest) Reset() {
 	*x = GetTimerRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[18]
+	mi := &file_chronolog_v1_time_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1829,7 @@ func (x *GetTimerRequest) String() string {
 func (*GetTimerRequest) ProtoMessage() {}
 
 func (x *GetTimerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[18]
+	mi := &file_chronolog_v1_time_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1842,7 @@ func (x *GetTimerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimerRequest.ProtoReflect.Descriptor instead.
 func (*GetTimerRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{18}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetTimerRequest) GetTimerId() string {
@@ -1780,7 +1870,7 @@ type GetTimerResponse struct {
 
 func (x *GetTimerResponse) Reset() {
 	*x = GetTimerResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[19]
+	mi := &file_chronolog_v1_time_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1882,7 @@ func (x *GetTimerResponse) String() string {
 func (*GetTimerResponse) ProtoMessage() {}
 
 func (x *GetTimerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[19]
+	mi := &file_chronolog_v1_time_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +1895,7 @@ func (x *GetTimerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimerResponse.ProtoReflect.Descriptor instead.
 func (*GetTimerResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{19}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTimerResponse) GetTimer() *Timer {
@@ -1830,7 +1920,7 @@ type PauseTimerRequest struct {
 
 func (x *PauseTimerRequest) Reset() {
 	*x = PauseTimerRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[20]
+	mi := &file_chronolog_v1_time_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1932,7 @@ func (x *PauseTimerRequest) String() string {
 func (*PauseTimerRequest) ProtoMessage() {}
 
 func (x *PauseTimerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[20]
+	mi := &file_chronolog_v1_time_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1945,7 @@ func (x *PauseTimerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTimerRequest.ProtoReflect.Descriptor instead.
 func (*PauseTimerRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{20}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PauseTimerRequest) GetTimerId() string {
@@ -1892,7 +1982,7 @@ type PauseTimerResponse struct {
 
 func (x *PauseTimerResponse) Reset() {
 	*x = PauseTimerResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[21]
+	mi := &file_chronolog_v1_time_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +1994,7 @@ func (x *PauseTimerResponse) String() string {
 func (*PauseTimerResponse) ProtoMessage() {}
 
 func (x *PauseTimerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[21]
+	mi := &file_chronolog_v1_time_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2007,7 @@ func (x *PauseTimerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTimerResponse.ProtoReflect.Descriptor instead.
 func (*PauseTimerResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{21}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PauseTimerResponse) GetTimer() *Timer {
@@ -1949,7 +2039,7 @@ type ResumeTimerRequest struct {
 
 func (x *ResumeTimerRequest) Reset() {
 	*x = ResumeTimerRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[22]
+	mi := &file_chronolog_v1_time_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +2051,7 @@ func (x *ResumeTimerRequest) String() string {
 func (*ResumeTimerRequest) ProtoMessage() {}
 
 func (x *ResumeTimerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[22]
+	mi := &file_chronolog_v1_time_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +2064,7 @@ func (x *ResumeTimerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTimerRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTimerRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{22}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResumeTimerRequest) GetTimerId() string {
@@ -2011,7 +2101,7 @@ type ResumeTimerResponse struct {
 
 func (x *ResumeTimerResponse) Reset() {
 	*x = ResumeTimerResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[23]
+	mi := &file_chronolog_v1_time_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2113,7 @@ func (x *ResumeTimerResponse) String() string {
 func (*ResumeTimerResponse) ProtoMessage() {}
 
 func (x *ResumeTimerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[23]
+	mi := &file_chronolog_v1_time_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2126,7 @@ func (x *ResumeTimerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTimerResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTimerResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{23}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResumeTimerResponse) GetTimer() *Timer {
@@ -2067,7 +2157,7 @@ type TriggerTimerRequest struct {
 
 func (x *TriggerTimerRequest) Reset() {
 	*x = TriggerTimerRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[24]
+	mi := &file_chronolog_v1_time_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2169,7 @@ func (x *TriggerTimerRequest) String() string {
 func (*TriggerTimerRequest) ProtoMessage() {}
 
 func (x *TriggerTimerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[24]
+	mi := &file_chronolog_v1_time_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2182,7 @@ func (x *TriggerTimerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerTimerRequest.ProtoReflect.Descriptor instead.
 func (*TriggerTimerRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{24}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TriggerTimerRequest) GetTimerId() string {
@@ -2122,7 +2212,7 @@ type TriggerTimerResponse struct {
 
 func (x *TriggerTimerResponse) Reset() {
 	*x = TriggerTimerResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[25]
+	mi := &file_chronolog_v1_time_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2224,7 @@ func (x *TriggerTimerResponse) String() string {
 func (*TriggerTimerResponse) ProtoMessage() {}
 
 func (x *TriggerTimerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[25]
+	mi := &file_chronolog_v1_time_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2237,7 @@ func (x *TriggerTimerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerTimerResponse.ProtoReflect.Descriptor instead.
 func (*TriggerTimerResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{25}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TriggerTimerResponse) GetOccurrenceId() string {
@@ -2181,7 +2271,7 @@ type BackfillTimerRequest struct {
 
 func (x *BackfillTimerRequest) Reset() {
 	*x = BackfillTimerRequest{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[26]
+	mi := &file_chronolog_v1_time_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2283,7 @@ func (x *BackfillTimerRequest) String() string {
 func (*BackfillTimerRequest) ProtoMessage() {}
 
 func (x *BackfillTimerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[26]
+	mi := &file_chronolog_v1_time_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2296,7 @@ func (x *BackfillTimerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackfillTimerRequest.ProtoReflect.Descriptor instead.
 func (*BackfillTimerRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{26}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BackfillTimerRequest) GetTimerId() string {
@@ -2248,7 +2338,7 @@ type BackfillTimerResponse struct {
 
 func (x *BackfillTimerResponse) Reset() {
 	*x = BackfillTimerResponse{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[27]
+	mi := &file_chronolog_v1_time_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2350,7 @@ func (x *BackfillTimerResponse) String() string {
 func (*BackfillTimerResponse) ProtoMessage() {}
 
 func (x *BackfillTimerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[27]
+	mi := &file_chronolog_v1_time_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2363,7 @@ func (x *BackfillTimerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackfillTimerResponse.ProtoReflect.Descriptor instead.
 func (*BackfillTimerResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{27}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BackfillTimerResponse) GetOccurrences() []*BackfilledOccurrence {
@@ -2298,7 +2388,7 @@ type BackfilledOccurrence struct {
 
 func (x *BackfilledOccurrence) Reset() {
 	*x = BackfilledOccurrence{}
-	mi := &file_chronolog_v1_time_proto_msgTypes[28]
+	mi := &file_chronolog_v1_time_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2310,7 +2400,7 @@ func (x *BackfilledOccurrence) String() string {
 func (*BackfilledOccurrence) ProtoMessage() {}
 
 func (x *BackfilledOccurrence) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_time_proto_msgTypes[28]
+	mi := &file_chronolog_v1_time_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2323,7 +2413,7 @@ func (x *BackfilledOccurrence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackfilledOccurrence.ProtoReflect.Descriptor instead.
 func (*BackfilledOccurrence) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{28}
+	return file_chronolog_v1_time_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BackfilledOccurrence) GetOccurrenceId() string {
@@ -2373,7 +2463,7 @@ const file_chronolog_v1_time_proto_rawDesc = "" +
 	"\tmax_count\x18\x04 \x01(\x04R\bmaxCount\x125\n" +
 	"\aoverlap\x18\x05 \x01(\x0e2\x1b.chronolog.v1.OverlapPolicyR\aoverlap\x126\n" +
 	"\bcatch_up\x18\x06 \x01(\x0e2\x1b.chronolog.v1.CatchUpPolicyR\acatchUp\x12+\n" +
-	"\x12catch_up_window_ms\x18\a \x01(\x04R\x0fcatchUpWindowMs\"\xd2\x05\n" +
+	"\x12catch_up_window_ms\x18\a \x01(\x04R\x0fcatchUpWindowMs\"\x87\x06\n" +
 	"\x05Timer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.chronolog.v1.TimerKindR\x04kind\x12\x16\n" +
@@ -2396,12 +2486,20 @@ const file_chronolog_v1_time_proto_rawDesc = "" +
 	"\x06paused\x18\x11 \x01(\bR\x06paused\x12\x1d\n" +
 	"\n" +
 	"pause_note\x18\x12 \x01(\tR\tpauseNote\x127\n" +
-	"\tpaused_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\"\x87\x01\n" +
+	"\tpaused_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\x123\n" +
+	"\tcancel_on\x18F \x03(\v2\x16.chronolog.v1.CancelOnR\bcancelOn\"\x87\x01\n" +
 	"\aOverdue\x12\x1e\n" +
 	"\tunbounded\x18\x01 \x01(\bH\x00R\tunbounded\x12(\n" +
 	"\x0fmax_lateness_ms\x18\x02 \x01(\x04H\x00R\rmaxLatenessMs\x12)\n" +
 	"\x10on_time_or_never\x18\x03 \x01(\bH\x00R\ronTimeOrNeverB\a\n" +
-	"\x05bound\"\xdd\x02\n" +
+	"\x05bound\"\x91\x01\n" +
+	"\bCancelOn\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x127\n" +
+	"\x05match\x18\x02 \x03(\v2!.chronolog.v1.CancelOn.MatchEntryR\x05match\x1a8\n" +
+	"\n" +
+	"MatchEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x92\x03\n" +
 	"\x0fScheduleRequest\x12\x19\n" +
 	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12-\n" +
@@ -2410,13 +2508,14 @@ const file_chronolog_v1_time_proto_rawDesc = "" +
 	"\x05cause\x18\x05 \x01(\v2\x13.chronolog.v1.CauseR\x05cause\x12)\n" +
 	"\x05actor\x18\x06 \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x12/\n" +
 	"\aoverdue\x18\a \x01(\v2\x15.chronolog.v1.OverdueR\aoverdue\x124\n" +
-	"\x06policy\x18\b \x01(\v2\x1c.chronolog.v1.SchedulePolicyR\x06policy\"=\n" +
+	"\x06policy\x18\b \x01(\v2\x1c.chronolog.v1.SchedulePolicyR\x06policy\x123\n" +
+	"\tcancel_on\x18F \x03(\v2\x16.chronolog.v1.CancelOnR\bcancelOn\"=\n" +
 	"\x10ScheduleResponse\x12)\n" +
 	"\x05timer\x18\x01 \x01(\v2\x13.chronolog.v1.TimerR\x05timer\"Y\n" +
 	"\x11UnscheduleRequest\x12\x19\n" +
 	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12)\n" +
 	"\x05cause\x18\x02 \x01(\v2\x13.chronolog.v1.CauseR\x05cause\"\x14\n" +
-	"\x12UnscheduleResponse\"\xf1\x02\n" +
+	"\x12UnscheduleResponse\"\xa6\x03\n" +
 	"\fDelayRequest\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12-\n" +
 	"\x05input\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05input\x12!\n" +
@@ -2428,7 +2527,8 @@ const file_chronolog_v1_time_proto_rawDesc = "" +
 	"\x05actor\x18\a \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x12\x1f\n" +
 	"\vfresh_chain\x18\b \x01(\bR\n" +
 	"freshChain\x12\x19\n" +
-	"\bdelay_id\x18\t \x01(\tR\adelayIdB\x06\n" +
+	"\bdelay_id\x18\t \x01(\tR\adelayId\x123\n" +
+	"\tcancel_on\x18F \x03(\v2\x16.chronolog.v1.CancelOnR\bcancelOnB\x06\n" +
 	"\x04when\"X\n" +
 	"\rDelayResponse\x12\x19\n" +
 	"\bdelay_id\x18\x01 \x01(\tR\adelayId\x12,\n" +
@@ -2539,7 +2639,7 @@ func file_chronolog_v1_time_proto_rawDescGZIP() []byte {
 }
 
 var file_chronolog_v1_time_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_chronolog_v1_time_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_chronolog_v1_time_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_chronolog_v1_time_proto_goTypes = []any{
 	(DstGap)(0),                   // 0: chronolog.v1.DstGap
 	(DstRepeated)(0),              // 1: chronolog.v1.DstRepeated
@@ -2552,111 +2652,117 @@ var file_chronolog_v1_time_proto_goTypes = []any{
 	(*SchedulePolicy)(nil),        // 8: chronolog.v1.SchedulePolicy
 	(*Timer)(nil),                 // 9: chronolog.v1.Timer
 	(*Overdue)(nil),               // 10: chronolog.v1.Overdue
-	(*ScheduleRequest)(nil),       // 11: chronolog.v1.ScheduleRequest
-	(*ScheduleResponse)(nil),      // 12: chronolog.v1.ScheduleResponse
-	(*UnscheduleRequest)(nil),     // 13: chronolog.v1.UnscheduleRequest
-	(*UnscheduleResponse)(nil),    // 14: chronolog.v1.UnscheduleResponse
-	(*DelayRequest)(nil),          // 15: chronolog.v1.DelayRequest
-	(*DelayResponse)(nil),         // 16: chronolog.v1.DelayResponse
-	(*DelayBatchRequest)(nil),     // 17: chronolog.v1.DelayBatchRequest
-	(*DelayBatchResponse)(nil),    // 18: chronolog.v1.DelayBatchResponse
-	(*CancelDelayRequest)(nil),    // 19: chronolog.v1.CancelDelayRequest
-	(*CancelDelayResponse)(nil),   // 20: chronolog.v1.CancelDelayResponse
-	(*ListTimersRequest)(nil),     // 21: chronolog.v1.ListTimersRequest
-	(*ListTimersResponse)(nil),    // 22: chronolog.v1.ListTimersResponse
-	(*GetTimerRequest)(nil),       // 23: chronolog.v1.GetTimerRequest
-	(*GetTimerResponse)(nil),      // 24: chronolog.v1.GetTimerResponse
-	(*PauseTimerRequest)(nil),     // 25: chronolog.v1.PauseTimerRequest
-	(*PauseTimerResponse)(nil),    // 26: chronolog.v1.PauseTimerResponse
-	(*ResumeTimerRequest)(nil),    // 27: chronolog.v1.ResumeTimerRequest
-	(*ResumeTimerResponse)(nil),   // 28: chronolog.v1.ResumeTimerResponse
-	(*TriggerTimerRequest)(nil),   // 29: chronolog.v1.TriggerTimerRequest
-	(*TriggerTimerResponse)(nil),  // 30: chronolog.v1.TriggerTimerResponse
-	(*BackfillTimerRequest)(nil),  // 31: chronolog.v1.BackfillTimerRequest
-	(*BackfillTimerResponse)(nil), // 32: chronolog.v1.BackfillTimerResponse
-	(*BackfilledOccurrence)(nil),  // 33: chronolog.v1.BackfilledOccurrence
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 35: google.protobuf.Struct
-	(*Actor)(nil),                 // 36: chronolog.v1.Actor
-	(*Cause)(nil),                 // 37: chronolog.v1.Cause
+	(*CancelOn)(nil),              // 11: chronolog.v1.CancelOn
+	(*ScheduleRequest)(nil),       // 12: chronolog.v1.ScheduleRequest
+	(*ScheduleResponse)(nil),      // 13: chronolog.v1.ScheduleResponse
+	(*UnscheduleRequest)(nil),     // 14: chronolog.v1.UnscheduleRequest
+	(*UnscheduleResponse)(nil),    // 15: chronolog.v1.UnscheduleResponse
+	(*DelayRequest)(nil),          // 16: chronolog.v1.DelayRequest
+	(*DelayResponse)(nil),         // 17: chronolog.v1.DelayResponse
+	(*DelayBatchRequest)(nil),     // 18: chronolog.v1.DelayBatchRequest
+	(*DelayBatchResponse)(nil),    // 19: chronolog.v1.DelayBatchResponse
+	(*CancelDelayRequest)(nil),    // 20: chronolog.v1.CancelDelayRequest
+	(*CancelDelayResponse)(nil),   // 21: chronolog.v1.CancelDelayResponse
+	(*ListTimersRequest)(nil),     // 22: chronolog.v1.ListTimersRequest
+	(*ListTimersResponse)(nil),    // 23: chronolog.v1.ListTimersResponse
+	(*GetTimerRequest)(nil),       // 24: chronolog.v1.GetTimerRequest
+	(*GetTimerResponse)(nil),      // 25: chronolog.v1.GetTimerResponse
+	(*PauseTimerRequest)(nil),     // 26: chronolog.v1.PauseTimerRequest
+	(*PauseTimerResponse)(nil),    // 27: chronolog.v1.PauseTimerResponse
+	(*ResumeTimerRequest)(nil),    // 28: chronolog.v1.ResumeTimerRequest
+	(*ResumeTimerResponse)(nil),   // 29: chronolog.v1.ResumeTimerResponse
+	(*TriggerTimerRequest)(nil),   // 30: chronolog.v1.TriggerTimerRequest
+	(*TriggerTimerResponse)(nil),  // 31: chronolog.v1.TriggerTimerResponse
+	(*BackfillTimerRequest)(nil),  // 32: chronolog.v1.BackfillTimerRequest
+	(*BackfillTimerResponse)(nil), // 33: chronolog.v1.BackfillTimerResponse
+	(*BackfilledOccurrence)(nil),  // 34: chronolog.v1.BackfilledOccurrence
+	nil,                           // 35: chronolog.v1.CancelOn.MatchEntry
+	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 37: google.protobuf.Struct
+	(*Actor)(nil),                 // 38: chronolog.v1.Actor
+	(*Cause)(nil),                 // 39: chronolog.v1.Cause
 }
 var file_chronolog_v1_time_proto_depIdxs = []int32{
-	34, // 0: chronolog.v1.TimerSpec.at:type_name -> google.protobuf.Timestamp
+	36, // 0: chronolog.v1.TimerSpec.at:type_name -> google.protobuf.Timestamp
 	6,  // 1: chronolog.v1.TimerSpec.cron:type_name -> chronolog.v1.CronSpec
 	7,  // 2: chronolog.v1.CronSpec.dst:type_name -> chronolog.v1.DstPolicy
 	0,  // 3: chronolog.v1.DstPolicy.gap:type_name -> chronolog.v1.DstGap
 	1,  // 4: chronolog.v1.DstPolicy.repeated:type_name -> chronolog.v1.DstRepeated
-	34, // 5: chronolog.v1.SchedulePolicy.start:type_name -> google.protobuf.Timestamp
-	34, // 6: chronolog.v1.SchedulePolicy.end:type_name -> google.protobuf.Timestamp
+	36, // 5: chronolog.v1.SchedulePolicy.start:type_name -> google.protobuf.Timestamp
+	36, // 6: chronolog.v1.SchedulePolicy.end:type_name -> google.protobuf.Timestamp
 	2,  // 7: chronolog.v1.SchedulePolicy.overlap:type_name -> chronolog.v1.OverlapPolicy
 	3,  // 8: chronolog.v1.SchedulePolicy.catch_up:type_name -> chronolog.v1.CatchUpPolicy
 	4,  // 9: chronolog.v1.Timer.kind:type_name -> chronolog.v1.TimerKind
-	35, // 10: chronolog.v1.Timer.input:type_name -> google.protobuf.Struct
+	37, // 10: chronolog.v1.Timer.input:type_name -> google.protobuf.Struct
 	5,  // 11: chronolog.v1.Timer.spec:type_name -> chronolog.v1.TimerSpec
-	34, // 12: chronolog.v1.Timer.next_due:type_name -> google.protobuf.Timestamp
-	36, // 13: chronolog.v1.Timer.actor:type_name -> chronolog.v1.Actor
+	36, // 12: chronolog.v1.Timer.next_due:type_name -> google.protobuf.Timestamp
+	38, // 13: chronolog.v1.Timer.actor:type_name -> chronolog.v1.Actor
 	10, // 14: chronolog.v1.Timer.overdue:type_name -> chronolog.v1.Overdue
-	34, // 15: chronolog.v1.Timer.preview:type_name -> google.protobuf.Timestamp
+	36, // 15: chronolog.v1.Timer.preview:type_name -> google.protobuf.Timestamp
 	8,  // 16: chronolog.v1.Timer.policy:type_name -> chronolog.v1.SchedulePolicy
-	34, // 17: chronolog.v1.Timer.paused_at:type_name -> google.protobuf.Timestamp
-	35, // 18: chronolog.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
-	5,  // 19: chronolog.v1.ScheduleRequest.spec:type_name -> chronolog.v1.TimerSpec
-	37, // 20: chronolog.v1.ScheduleRequest.cause:type_name -> chronolog.v1.Cause
-	36, // 21: chronolog.v1.ScheduleRequest.actor:type_name -> chronolog.v1.Actor
-	10, // 22: chronolog.v1.ScheduleRequest.overdue:type_name -> chronolog.v1.Overdue
-	8,  // 23: chronolog.v1.ScheduleRequest.policy:type_name -> chronolog.v1.SchedulePolicy
-	9,  // 24: chronolog.v1.ScheduleResponse.timer:type_name -> chronolog.v1.Timer
-	37, // 25: chronolog.v1.UnscheduleRequest.cause:type_name -> chronolog.v1.Cause
-	35, // 26: chronolog.v1.DelayRequest.input:type_name -> google.protobuf.Struct
-	34, // 27: chronolog.v1.DelayRequest.at:type_name -> google.protobuf.Timestamp
-	10, // 28: chronolog.v1.DelayRequest.overdue:type_name -> chronolog.v1.Overdue
-	37, // 29: chronolog.v1.DelayRequest.cause:type_name -> chronolog.v1.Cause
-	36, // 30: chronolog.v1.DelayRequest.actor:type_name -> chronolog.v1.Actor
-	34, // 31: chronolog.v1.DelayResponse.due:type_name -> google.protobuf.Timestamp
-	15, // 32: chronolog.v1.DelayBatchRequest.delays:type_name -> chronolog.v1.DelayRequest
-	16, // 33: chronolog.v1.DelayBatchResponse.results:type_name -> chronolog.v1.DelayResponse
-	37, // 34: chronolog.v1.CancelDelayRequest.cause:type_name -> chronolog.v1.Cause
-	4,  // 35: chronolog.v1.ListTimersRequest.kind:type_name -> chronolog.v1.TimerKind
-	9,  // 36: chronolog.v1.ListTimersResponse.timers:type_name -> chronolog.v1.Timer
-	9,  // 37: chronolog.v1.GetTimerResponse.timer:type_name -> chronolog.v1.Timer
-	37, // 38: chronolog.v1.PauseTimerRequest.cause:type_name -> chronolog.v1.Cause
-	9,  // 39: chronolog.v1.PauseTimerResponse.timer:type_name -> chronolog.v1.Timer
-	37, // 40: chronolog.v1.ResumeTimerRequest.cause:type_name -> chronolog.v1.Cause
-	9,  // 41: chronolog.v1.ResumeTimerResponse.timer:type_name -> chronolog.v1.Timer
-	37, // 42: chronolog.v1.TriggerTimerRequest.cause:type_name -> chronolog.v1.Cause
-	34, // 43: chronolog.v1.TriggerTimerResponse.due:type_name -> google.protobuf.Timestamp
-	34, // 44: chronolog.v1.BackfillTimerRequest.start:type_name -> google.protobuf.Timestamp
-	34, // 45: chronolog.v1.BackfillTimerRequest.end:type_name -> google.protobuf.Timestamp
-	37, // 46: chronolog.v1.BackfillTimerRequest.cause:type_name -> chronolog.v1.Cause
-	33, // 47: chronolog.v1.BackfillTimerResponse.occurrences:type_name -> chronolog.v1.BackfilledOccurrence
-	34, // 48: chronolog.v1.BackfilledOccurrence.due:type_name -> google.protobuf.Timestamp
-	11, // 49: chronolog.v1.TimeService.Schedule:input_type -> chronolog.v1.ScheduleRequest
-	13, // 50: chronolog.v1.TimeService.Unschedule:input_type -> chronolog.v1.UnscheduleRequest
-	15, // 51: chronolog.v1.TimeService.Delay:input_type -> chronolog.v1.DelayRequest
-	19, // 52: chronolog.v1.TimeService.CancelDelay:input_type -> chronolog.v1.CancelDelayRequest
-	17, // 53: chronolog.v1.TimeService.DelayBatch:input_type -> chronolog.v1.DelayBatchRequest
-	21, // 54: chronolog.v1.TimeService.ListTimers:input_type -> chronolog.v1.ListTimersRequest
-	23, // 55: chronolog.v1.TimeService.GetTimer:input_type -> chronolog.v1.GetTimerRequest
-	25, // 56: chronolog.v1.TimeService.PauseTimer:input_type -> chronolog.v1.PauseTimerRequest
-	27, // 57: chronolog.v1.TimeService.ResumeTimer:input_type -> chronolog.v1.ResumeTimerRequest
-	29, // 58: chronolog.v1.TimeService.TriggerTimer:input_type -> chronolog.v1.TriggerTimerRequest
-	31, // 59: chronolog.v1.TimeService.BackfillTimer:input_type -> chronolog.v1.BackfillTimerRequest
-	12, // 60: chronolog.v1.TimeService.Schedule:output_type -> chronolog.v1.ScheduleResponse
-	14, // 61: chronolog.v1.TimeService.Unschedule:output_type -> chronolog.v1.UnscheduleResponse
-	16, // 62: chronolog.v1.TimeService.Delay:output_type -> chronolog.v1.DelayResponse
-	20, // 63: chronolog.v1.TimeService.CancelDelay:output_type -> chronolog.v1.CancelDelayResponse
-	18, // 64: chronolog.v1.TimeService.DelayBatch:output_type -> chronolog.v1.DelayBatchResponse
-	22, // 65: chronolog.v1.TimeService.ListTimers:output_type -> chronolog.v1.ListTimersResponse
-	24, // 66: chronolog.v1.TimeService.GetTimer:output_type -> chronolog.v1.GetTimerResponse
-	26, // 67: chronolog.v1.TimeService.PauseTimer:output_type -> chronolog.v1.PauseTimerResponse
-	28, // 68: chronolog.v1.TimeService.ResumeTimer:output_type -> chronolog.v1.ResumeTimerResponse
-	30, // 69: chronolog.v1.TimeService.TriggerTimer:output_type -> chronolog.v1.TriggerTimerResponse
-	32, // 70: chronolog.v1.TimeService.BackfillTimer:output_type -> chronolog.v1.BackfillTimerResponse
-	60, // [60:71] is the sub-list for method output_type
-	49, // [49:60] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	36, // 17: chronolog.v1.Timer.paused_at:type_name -> google.protobuf.Timestamp
+	11, // 18: chronolog.v1.Timer.cancel_on:type_name -> chronolog.v1.CancelOn
+	35, // 19: chronolog.v1.CancelOn.match:type_name -> chronolog.v1.CancelOn.MatchEntry
+	37, // 20: chronolog.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
+	5,  // 21: chronolog.v1.ScheduleRequest.spec:type_name -> chronolog.v1.TimerSpec
+	39, // 22: chronolog.v1.ScheduleRequest.cause:type_name -> chronolog.v1.Cause
+	38, // 23: chronolog.v1.ScheduleRequest.actor:type_name -> chronolog.v1.Actor
+	10, // 24: chronolog.v1.ScheduleRequest.overdue:type_name -> chronolog.v1.Overdue
+	8,  // 25: chronolog.v1.ScheduleRequest.policy:type_name -> chronolog.v1.SchedulePolicy
+	11, // 26: chronolog.v1.ScheduleRequest.cancel_on:type_name -> chronolog.v1.CancelOn
+	9,  // 27: chronolog.v1.ScheduleResponse.timer:type_name -> chronolog.v1.Timer
+	39, // 28: chronolog.v1.UnscheduleRequest.cause:type_name -> chronolog.v1.Cause
+	37, // 29: chronolog.v1.DelayRequest.input:type_name -> google.protobuf.Struct
+	36, // 30: chronolog.v1.DelayRequest.at:type_name -> google.protobuf.Timestamp
+	10, // 31: chronolog.v1.DelayRequest.overdue:type_name -> chronolog.v1.Overdue
+	39, // 32: chronolog.v1.DelayRequest.cause:type_name -> chronolog.v1.Cause
+	38, // 33: chronolog.v1.DelayRequest.actor:type_name -> chronolog.v1.Actor
+	11, // 34: chronolog.v1.DelayRequest.cancel_on:type_name -> chronolog.v1.CancelOn
+	36, // 35: chronolog.v1.DelayResponse.due:type_name -> google.protobuf.Timestamp
+	16, // 36: chronolog.v1.DelayBatchRequest.delays:type_name -> chronolog.v1.DelayRequest
+	17, // 37: chronolog.v1.DelayBatchResponse.results:type_name -> chronolog.v1.DelayResponse
+	39, // 38: chronolog.v1.CancelDelayRequest.cause:type_name -> chronolog.v1.Cause
+	4,  // 39: chronolog.v1.ListTimersRequest.kind:type_name -> chronolog.v1.TimerKind
+	9,  // 40: chronolog.v1.ListTimersResponse.timers:type_name -> chronolog.v1.Timer
+	9,  // 41: chronolog.v1.GetTimerResponse.timer:type_name -> chronolog.v1.Timer
+	39, // 42: chronolog.v1.PauseTimerRequest.cause:type_name -> chronolog.v1.Cause
+	9,  // 43: chronolog.v1.PauseTimerResponse.timer:type_name -> chronolog.v1.Timer
+	39, // 44: chronolog.v1.ResumeTimerRequest.cause:type_name -> chronolog.v1.Cause
+	9,  // 45: chronolog.v1.ResumeTimerResponse.timer:type_name -> chronolog.v1.Timer
+	39, // 46: chronolog.v1.TriggerTimerRequest.cause:type_name -> chronolog.v1.Cause
+	36, // 47: chronolog.v1.TriggerTimerResponse.due:type_name -> google.protobuf.Timestamp
+	36, // 48: chronolog.v1.BackfillTimerRequest.start:type_name -> google.protobuf.Timestamp
+	36, // 49: chronolog.v1.BackfillTimerRequest.end:type_name -> google.protobuf.Timestamp
+	39, // 50: chronolog.v1.BackfillTimerRequest.cause:type_name -> chronolog.v1.Cause
+	34, // 51: chronolog.v1.BackfillTimerResponse.occurrences:type_name -> chronolog.v1.BackfilledOccurrence
+	36, // 52: chronolog.v1.BackfilledOccurrence.due:type_name -> google.protobuf.Timestamp
+	12, // 53: chronolog.v1.TimeService.Schedule:input_type -> chronolog.v1.ScheduleRequest
+	14, // 54: chronolog.v1.TimeService.Unschedule:input_type -> chronolog.v1.UnscheduleRequest
+	16, // 55: chronolog.v1.TimeService.Delay:input_type -> chronolog.v1.DelayRequest
+	20, // 56: chronolog.v1.TimeService.CancelDelay:input_type -> chronolog.v1.CancelDelayRequest
+	18, // 57: chronolog.v1.TimeService.DelayBatch:input_type -> chronolog.v1.DelayBatchRequest
+	22, // 58: chronolog.v1.TimeService.ListTimers:input_type -> chronolog.v1.ListTimersRequest
+	24, // 59: chronolog.v1.TimeService.GetTimer:input_type -> chronolog.v1.GetTimerRequest
+	26, // 60: chronolog.v1.TimeService.PauseTimer:input_type -> chronolog.v1.PauseTimerRequest
+	28, // 61: chronolog.v1.TimeService.ResumeTimer:input_type -> chronolog.v1.ResumeTimerRequest
+	30, // 62: chronolog.v1.TimeService.TriggerTimer:input_type -> chronolog.v1.TriggerTimerRequest
+	32, // 63: chronolog.v1.TimeService.BackfillTimer:input_type -> chronolog.v1.BackfillTimerRequest
+	13, // 64: chronolog.v1.TimeService.Schedule:output_type -> chronolog.v1.ScheduleResponse
+	15, // 65: chronolog.v1.TimeService.Unschedule:output_type -> chronolog.v1.UnscheduleResponse
+	17, // 66: chronolog.v1.TimeService.Delay:output_type -> chronolog.v1.DelayResponse
+	21, // 67: chronolog.v1.TimeService.CancelDelay:output_type -> chronolog.v1.CancelDelayResponse
+	19, // 68: chronolog.v1.TimeService.DelayBatch:output_type -> chronolog.v1.DelayBatchResponse
+	23, // 69: chronolog.v1.TimeService.ListTimers:output_type -> chronolog.v1.ListTimersResponse
+	25, // 70: chronolog.v1.TimeService.GetTimer:output_type -> chronolog.v1.GetTimerResponse
+	27, // 71: chronolog.v1.TimeService.PauseTimer:output_type -> chronolog.v1.PauseTimerResponse
+	29, // 72: chronolog.v1.TimeService.ResumeTimer:output_type -> chronolog.v1.ResumeTimerResponse
+	31, // 73: chronolog.v1.TimeService.TriggerTimer:output_type -> chronolog.v1.TriggerTimerResponse
+	33, // 74: chronolog.v1.TimeService.BackfillTimer:output_type -> chronolog.v1.BackfillTimerResponse
+	64, // [64:75] is the sub-list for method output_type
+	53, // [53:64] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_time_proto_init() }
@@ -2675,7 +2781,7 @@ func file_chronolog_v1_time_proto_init() {
 		(*Overdue_MaxLatenessMs)(nil),
 		(*Overdue_OnTimeOrNever)(nil),
 	}
-	file_chronolog_v1_time_proto_msgTypes[10].OneofWrappers = []any{
+	file_chronolog_v1_time_proto_msgTypes[11].OneofWrappers = []any{
 		(*DelayRequest_IntervalMs)(nil),
 		(*DelayRequest_At)(nil),
 	}
@@ -2685,7 +2791,7 @@ func file_chronolog_v1_time_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_time_proto_rawDesc), len(file_chronolog_v1_time_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

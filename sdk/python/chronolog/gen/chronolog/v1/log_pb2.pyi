@@ -13,28 +13,44 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EmitRequest(_message.Message):
-    __slots__ = ("type", "data", "id", "cause", "actor", "data_json")
+    __slots__ = ("type", "data", "id", "cause", "actor", "data_json", "stream", "expected_version")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     type: str
     data: _struct_pb2.Struct
     id: str
     cause: _event_pb2.Cause
     actor: _event_pb2.Actor
     data_json: bytes
-    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., data_json: _Optional[bytes] = ...) -> None: ...
+    stream: str
+    expected_version: ExpectedVersion
+    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., data_json: _Optional[bytes] = ..., stream: _Optional[str] = ..., expected_version: _Optional[_Union[ExpectedVersion, _Mapping]] = ...) -> None: ...
+
+class ExpectedVersion(_message.Message):
+    __slots__ = ("no_stream", "any", "position")
+    NO_STREAM_FIELD_NUMBER: _ClassVar[int]
+    ANY_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    no_stream: bool
+    any: bool
+    position: int
+    def __init__(self, no_stream: _Optional[bool] = ..., any: _Optional[bool] = ..., position: _Optional[int] = ...) -> None: ...
 
 class EmitResponse(_message.Message):
-    __slots__ = ("event", "existing")
+    __slots__ = ("event", "existing", "stream_position")
     EVENT_FIELD_NUMBER: _ClassVar[int]
     EXISTING_FIELD_NUMBER: _ClassVar[int]
+    STREAM_POSITION_FIELD_NUMBER: _ClassVar[int]
     event: _event_pb2.Event
     existing: bool
-    def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., existing: _Optional[bool] = ...) -> None: ...
+    stream_position: int
+    def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., existing: _Optional[bool] = ..., stream_position: _Optional[int] = ...) -> None: ...
 
 class EmitBatchRequest(_message.Message):
     __slots__ = ("events",)
@@ -145,7 +161,7 @@ class PublishAcks(_message.Message):
     def __init__(self, acks: _Optional[_Iterable[_Union[PublishAck, _Mapping]]] = ...) -> None: ...
 
 class PublishAck(_message.Message):
-    __slots__ = ("ref", "seq", "id", "existing", "at", "actor", "error")
+    __slots__ = ("ref", "seq", "id", "existing", "at", "actor", "error", "stream_position")
     REF_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -153,6 +169,7 @@ class PublishAck(_message.Message):
     AT_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    STREAM_POSITION_FIELD_NUMBER: _ClassVar[int]
     ref: int
     seq: int
     id: str
@@ -160,7 +177,40 @@ class PublishAck(_message.Message):
     at: _timestamp_pb2.Timestamp
     actor: _event_pb2.Actor
     error: PublishError
-    def __init__(self, ref: _Optional[int] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., existing: _Optional[bool] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., error: _Optional[_Union[PublishError, _Mapping]] = ...) -> None: ...
+    stream_position: int
+    def __init__(self, ref: _Optional[int] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., existing: _Optional[bool] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., error: _Optional[_Union[PublishError, _Mapping]] = ..., stream_position: _Optional[int] = ...) -> None: ...
+
+class ReadStreamRequest(_message.Message):
+    __slots__ = ("stream", "from_position", "backwards", "page_size", "page_token")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    FROM_POSITION_FIELD_NUMBER: _ClassVar[int]
+    BACKWARDS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    from_position: int
+    backwards: bool
+    page_size: int
+    page_token: str
+    def __init__(self, stream: _Optional[str] = ..., from_position: _Optional[int] = ..., backwards: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ReadStreamResponse(_message.Message):
+    __slots__ = ("events", "next_page_token", "last_position")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LAST_POSITION_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[StreamEvent]
+    next_page_token: str
+    last_position: int
+    def __init__(self, events: _Optional[_Iterable[_Union[StreamEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., last_position: _Optional[int] = ...) -> None: ...
+
+class StreamEvent(_message.Message):
+    __slots__ = ("position", "event")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    event: _event_pb2.Event
+    def __init__(self, position: _Optional[int] = ..., event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ...) -> None: ...
 
 class PublishError(_message.Message):
     __slots__ = ("code", "message", "reason", "metadata", "field_violations")

@@ -65,6 +65,11 @@ class LogServiceStub:
                 request_serializer=chronolog_dot_v1_dot_log__pb2.PublishRequest.SerializeToString,
                 response_deserializer=chronolog_dot_v1_dot_log__pb2.PublishResponse.FromString,
                 _registered_method=True)
+        self.ReadStream = channel.unary_unary(
+                '/chronolog.v1.LogService/ReadStream',
+                request_serializer=chronolog_dot_v1_dot_log__pb2.ReadStreamRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_log__pb2.ReadStreamResponse.FromString,
+                _registered_method=True)
 
 
 class LogServiceServicer:
@@ -126,6 +131,14 @@ class LogServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadStream(self, request, context):
+        """Reads one stream (the events emitted with its name in `EmitRequest.stream`) in order of
+        position, forwards or backwards, in pages. A stream with no event gives an empty page.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LogServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -158,6 +171,11 @@ def add_LogServiceServicer_to_server(servicer, server):
                     servicer.Publish,
                     request_deserializer=chronolog_dot_v1_dot_log__pb2.PublishRequest.FromString,
                     response_serializer=chronolog_dot_v1_dot_log__pb2.PublishResponse.SerializeToString,
+            ),
+            'ReadStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadStream,
+                    request_deserializer=chronolog_dot_v1_dot_log__pb2.ReadStreamRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_log__pb2.ReadStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -323,6 +341,33 @@ class LogService:
             '/chronolog.v1.LogService/Publish',
             chronolog_dot_v1_dot_log__pb2.PublishRequest.SerializeToString,
             chronolog_dot_v1_dot_log__pb2.PublishResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.LogService/ReadStream',
+            chronolog_dot_v1_dot_log__pb2.ReadStreamRequest.SerializeToString,
+            chronolog_dot_v1_dot_log__pb2.ReadStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -158,7 +158,7 @@ class StartPosition(_message.Message):
     def __init__(self, end: _Optional[bool] = ..., beginning: _Optional[bool] = ..., after_seq: _Optional[int] = ...) -> None: ...
 
 class ScheduleDeclaration(_message.Message):
-    __slots__ = ("action", "input", "cron", "zone", "every_ms", "max_lateness_ms", "retry_delays_ms", "disabled", "region", "policy", "dst")
+    __slots__ = ("action", "input", "cron", "zone", "every_ms", "max_lateness_ms", "retry_delays_ms", "disabled", "region", "policy", "dst", "cancel_on")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     CRON_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +170,7 @@ class ScheduleDeclaration(_message.Message):
     REGION_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_ON_FIELD_NUMBER: _ClassVar[int]
     action: str
     input: _struct_pb2.Struct
     cron: str
@@ -181,7 +182,8 @@ class ScheduleDeclaration(_message.Message):
     region: int
     policy: _time_pb2.SchedulePolicy
     dst: _time_pb2.DstPolicy
-    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cron: _Optional[str] = ..., zone: _Optional[str] = ..., every_ms: _Optional[int] = ..., max_lateness_ms: _Optional[int] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., disabled: _Optional[bool] = ..., region: _Optional[int] = ..., policy: _Optional[_Union[_time_pb2.SchedulePolicy, _Mapping]] = ..., dst: _Optional[_Union[_time_pb2.DstPolicy, _Mapping]] = ...) -> None: ...
+    cancel_on: _containers.RepeatedCompositeFieldContainer[_time_pb2.CancelOn]
+    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cron: _Optional[str] = ..., zone: _Optional[str] = ..., every_ms: _Optional[int] = ..., max_lateness_ms: _Optional[int] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., disabled: _Optional[bool] = ..., region: _Optional[int] = ..., policy: _Optional[_Union[_time_pb2.SchedulePolicy, _Mapping]] = ..., dst: _Optional[_Union[_time_pb2.DstPolicy, _Mapping]] = ..., cancel_on: _Optional[_Iterable[_Union[_time_pb2.CancelOn, _Mapping]]] = ...) -> None: ...
 
 class SchedulePatch(_message.Message):
     __slots__ = ("plugin", "schedule", "cron", "zone", "input", "disabled", "dst", "policy")

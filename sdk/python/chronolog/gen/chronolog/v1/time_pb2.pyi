@@ -112,7 +112,7 @@ class SchedulePolicy(_message.Message):
     def __init__(self, jitter_ms: _Optional[int] = ..., start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_count: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., catch_up: _Optional[_Union[CatchUpPolicy, str]] = ..., catch_up_window_ms: _Optional[int] = ...) -> None: ...
 
 class Timer(_message.Message):
-    __slots__ = ("id", "kind", "action", "input", "spec", "next_due", "actor", "plugin", "schedule", "region", "occurrences", "disabled", "overdue", "chain_depth", "preview", "policy", "paused", "pause_note", "paused_at")
+    __slots__ = ("id", "kind", "action", "input", "spec", "next_due", "actor", "plugin", "schedule", "region", "occurrences", "disabled", "overdue", "chain_depth", "preview", "policy", "paused", "pause_note", "paused_at", "cancel_on")
     ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +132,7 @@ class Timer(_message.Message):
     PAUSED_FIELD_NUMBER: _ClassVar[int]
     PAUSE_NOTE_FIELD_NUMBER: _ClassVar[int]
     PAUSED_AT_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_ON_FIELD_NUMBER: _ClassVar[int]
     id: str
     kind: TimerKind
     action: str
@@ -151,7 +152,8 @@ class Timer(_message.Message):
     paused: bool
     pause_note: str
     paused_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[TimerKind, str]] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., next_due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., plugin: _Optional[str] = ..., schedule: _Optional[str] = ..., region: _Optional[int] = ..., occurrences: _Optional[int] = ..., disabled: _Optional[bool] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., chain_depth: _Optional[int] = ..., preview: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ..., policy: _Optional[_Union[SchedulePolicy, _Mapping]] = ..., paused: _Optional[bool] = ..., pause_note: _Optional[str] = ..., paused_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    cancel_on: _containers.RepeatedCompositeFieldContainer[CancelOn]
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[TimerKind, str]] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., next_due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., plugin: _Optional[str] = ..., schedule: _Optional[str] = ..., region: _Optional[int] = ..., occurrences: _Optional[int] = ..., disabled: _Optional[bool] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., chain_depth: _Optional[int] = ..., preview: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ..., policy: _Optional[_Union[SchedulePolicy, _Mapping]] = ..., paused: _Optional[bool] = ..., pause_note: _Optional[str] = ..., paused_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancel_on: _Optional[_Iterable[_Union[CancelOn, _Mapping]]] = ...) -> None: ...
 
 class Overdue(_message.Message):
     __slots__ = ("unbounded", "max_lateness_ms", "on_time_or_never")
@@ -163,8 +165,23 @@ class Overdue(_message.Message):
     on_time_or_never: bool
     def __init__(self, unbounded: _Optional[bool] = ..., max_lateness_ms: _Optional[int] = ..., on_time_or_never: _Optional[bool] = ...) -> None: ...
 
+class CancelOn(_message.Message):
+    __slots__ = ("type", "match")
+    class MatchEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    match: _containers.ScalarMap[str, str]
+    def __init__(self, type: _Optional[str] = ..., match: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
 class ScheduleRequest(_message.Message):
-    __slots__ = ("timer_id", "action", "input", "spec", "cause", "actor", "overdue", "policy")
+    __slots__ = ("timer_id", "action", "input", "spec", "cause", "actor", "overdue", "policy", "cancel_on")
     TIMER_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +190,7 @@ class ScheduleRequest(_message.Message):
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     OVERDUE_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_ON_FIELD_NUMBER: _ClassVar[int]
     timer_id: str
     action: str
     input: _struct_pb2.Struct
@@ -181,7 +199,8 @@ class ScheduleRequest(_message.Message):
     actor: _event_pb2.Actor
     overdue: Overdue
     policy: SchedulePolicy
-    def __init__(self, timer_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., policy: _Optional[_Union[SchedulePolicy, _Mapping]] = ...) -> None: ...
+    cancel_on: _containers.RepeatedCompositeFieldContainer[CancelOn]
+    def __init__(self, timer_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., policy: _Optional[_Union[SchedulePolicy, _Mapping]] = ..., cancel_on: _Optional[_Iterable[_Union[CancelOn, _Mapping]]] = ...) -> None: ...
 
 class ScheduleResponse(_message.Message):
     __slots__ = ("timer",)
@@ -202,7 +221,7 @@ class UnscheduleResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class DelayRequest(_message.Message):
-    __slots__ = ("action", "input", "interval_ms", "at", "overdue", "cause", "actor", "fresh_chain", "delay_id")
+    __slots__ = ("action", "input", "interval_ms", "at", "overdue", "cause", "actor", "fresh_chain", "delay_id", "cancel_on")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
@@ -212,6 +231,7 @@ class DelayRequest(_message.Message):
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     FRESH_CHAIN_FIELD_NUMBER: _ClassVar[int]
     DELAY_ID_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_ON_FIELD_NUMBER: _ClassVar[int]
     action: str
     input: _struct_pb2.Struct
     interval_ms: int
@@ -221,7 +241,8 @@ class DelayRequest(_message.Message):
     actor: _event_pb2.Actor
     fresh_chain: bool
     delay_id: str
-    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interval_ms: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., fresh_chain: _Optional[bool] = ..., delay_id: _Optional[str] = ...) -> None: ...
+    cancel_on: _containers.RepeatedCompositeFieldContainer[CancelOn]
+    def __init__(self, action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interval_ms: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., fresh_chain: _Optional[bool] = ..., delay_id: _Optional[str] = ..., cancel_on: _Optional[_Iterable[_Union[CancelOn, _Mapping]]] = ...) -> None: ...
 
 class DelayResponse(_message.Message):
     __slots__ = ("delay_id", "due")

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/log.proto.
  */
 export const file_chronolog_v1_log: GenFile = /*@__PURE__*/
-  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEiqQEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMIkQKDEVtaXRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIQCghleGlzdGluZxgCIAEoCCI9ChBFbWl0QmF0Y2hSZXF1ZXN0EikKBmV2ZW50cxgBIAMoCzIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdCJAChFFbWl0QmF0Y2hSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZSKBAQoOUmVhZExvZ1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEg0KBXR5cGVzGAQgAygJEiYKBXdoZXJlGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJhCg9SZWFkTG9nUmVzcG9uc2USIwoGZXZlbnRzGAEgAygLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghoZWFkX3NlcRgDIAEoBCIdCg9HZXRFdmVudFJlcXVlc3QSCgoCaWQYASABKAkiNgoQR2V0RXZlbnRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudCJrCgxXYXRjaFJlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEg0KBXR5cGVzGAIgAygJEiYKBXdoZXJlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglkYXRhX2pzb24YBCABKAgibQoNV2F0Y2hSZXNwb25zZRIkCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudEgAEisKCWNhdWdodF91cBgCIAEoCzIWLmNocm9ub2xvZy52MS5DYXVnaHRVcEgAQgkKB21lc3NhZ2UiHAoIQ2F1Z2h0VXASEAoIaGVhZF9zZXEYASABKAQiOgoOUHVibGlzaFJlcXVlc3QSKAoFZW1pdHMYASADKAsyGS5jaHJvbm9sb2cudjEuUHVibGlzaEVtaXQiRAoLUHVibGlzaEVtaXQSCwoDcmVmGAEgASgEEigKBWV2ZW50GAIgASgLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IngKD1B1Ymxpc2hSZXNwb25zZRIvCgd3ZWxjb21lGAEgASgLMhwuY2hyb25vbG9nLnYxLlB1Ymxpc2hXZWxjb21lSAASKQoEYWNrcxgCIAEoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrc0gAQgkKB21lc3NhZ2UiIAoOUHVibGlzaFdlbGNvbWUSDgoGd2luZG93GAEgASgNIjUKC1B1Ymxpc2hBY2tzEiYKBGFja3MYASADKAsyGC5jaHJvbm9sb2cudjEuUHVibGlzaEFjayK7AQoKUHVibGlzaEFjaxILCgNyZWYYASABKAQSCwoDc2VxGAIgASgEEgoKAmlkGAMgASgJEhAKCGV4aXN0aW5nGAQgASgIEiYKAmF0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIpCgVlcnJvchgHIAEoCzIaLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3Ii6wEKDFB1Ymxpc2hFcnJvchIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEjoKCG1ldGFkYXRhGAQgAygLMiguY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvci5NZXRhZGF0YUVudHJ5Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYBSADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMrwDCgpMb2dTZXJ2aWNlEj0KBEVtaXQSGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QaGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlEkwKCUVtaXRCYXRjaBIeLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlc3BvbnNlEkYKB1JlYWRMb2cSHC5jaHJvbm9sb2cudjEuUmVhZExvZ1JlcXVlc3QaHS5jaHJvbm9sb2cudjEuUmVhZExvZ1Jlc3BvbnNlEkkKCEdldEV2ZW50Eh0uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRFdmVudFJlc3BvbnNlEkIKBVdhdGNoEhouY2hyb25vbG9nLnYxLldhdGNoUmVxdWVzdBobLmNocm9ub2xvZy52MS5XYXRjaFJlc3BvbnNlMAESSgoHUHVibGlzaBIcLmNocm9ub2xvZy52MS5QdWJsaXNoUmVxdWVzdBodLmNocm9ub2xvZy52MS5QdWJsaXNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
+  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEi8gEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMEg4KBnN0cmVhbRhGIAEoCRI3ChBleHBlY3RlZF92ZXJzaW9uGEcgASgLMh0uY2hyb25vbG9nLnYxLkV4cGVjdGVkVmVyc2lvbiJUCg9FeHBlY3RlZFZlcnNpb24SEwoJbm9fc3RyZWFtGAEgASgISAASDQoDYW55GAIgASgISAASEgoIcG9zaXRpb24YAyABKARIAEIJCgd2ZXJzaW9uInYKDEVtaXRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIQCghleGlzdGluZxgCIAEoCBIcCg9zdHJlYW1fcG9zaXRpb24YRiABKARIAIgBAUISChBfc3RyZWFtX3Bvc2l0aW9uIj0KEEVtaXRCYXRjaFJlcXVlc3QSKQoGZXZlbnRzGAEgAygLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IkAKEUVtaXRCYXRjaFJlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlIoEBCg5SZWFkTG9nUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSDQoFdHlwZXMYBCADKAkSJgoFd2hlcmUYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ImEKD1JlYWRMb2dSZXNwb25zZRIjCgZldmVudHMYASADKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhAKCGhlYWRfc2VxGAMgASgEIh0KD0dldEV2ZW50UmVxdWVzdBIKCgJpZBgBIAEoCSI2ChBHZXRFdmVudFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50ImsKDFdhdGNoUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSDQoFdHlwZXMYAiADKAkSJgoFd2hlcmUYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWRhdGFfanNvbhgEIAEoCCJtCg1XYXRjaFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50SAASKwoJY2F1Z2h0X3VwGAIgASgLMhYuY2hyb25vbG9nLnYxLkNhdWdodFVwSABCCQoHbWVzc2FnZSIcCghDYXVnaHRVcBIQCghoZWFkX3NlcRgBIAEoBCI6Cg5QdWJsaXNoUmVxdWVzdBIoCgVlbWl0cxgBIAMoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoRW1pdCJECgtQdWJsaXNoRW1pdBILCgNyZWYYASABKAQSKAoFZXZlbnQYAiABKAsyGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QieAoPUHVibGlzaFJlc3BvbnNlEi8KB3dlbGNvbWUYASABKAsyHC5jaHJvbm9sb2cudjEuUHVibGlzaFdlbGNvbWVIABIpCgRhY2tzGAIgASgLMhkuY2hyb25vbG9nLnYxLlB1Ymxpc2hBY2tzSABCCQoHbWVzc2FnZSIgCg5QdWJsaXNoV2VsY29tZRIOCgZ3aW5kb3cYASABKA0iNQoLUHVibGlzaEFja3MSJgoEYWNrcxgBIAMoCzIYLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrIu0BCgpQdWJsaXNoQWNrEgsKA3JlZhgBIAEoBBILCgNzZXEYAiABKAQSCgoCaWQYAyABKAkSEAoIZXhpc3RpbmcYBCABKAgSJgoCYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEikKBWVycm9yGAcgASgLMhouY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvchIcCg9zdHJlYW1fcG9zaXRpb24YRiABKARIAIgBAUISChBfc3RyZWFtX3Bvc2l0aW9uIosBChFSZWFkU3RyZWFtUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSGgoNZnJvbV9wb3NpdGlvbhgCIAEoBEgAiAEBEhEKCWJhY2t3YXJkcxgDIAEoCBIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCUIQCg5fZnJvbV9wb3NpdGlvbiKGAQoSUmVhZFN0cmVhbVJlc3BvbnNlEikKBmV2ZW50cxgBIAMoCzIZLmNocm9ub2xvZy52MS5TdHJlYW1FdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSGgoNbGFzdF9wb3NpdGlvbhgDIAEoBEgAiAEBQhAKDl9sYXN0X3Bvc2l0aW9uIkMKC1N0cmVhbUV2ZW50EhAKCHBvc2l0aW9uGAEgASgEEiIKBWV2ZW50GAIgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50IusBCgxQdWJsaXNoRXJyb3ISDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRI6CghtZXRhZGF0YRgEIAMoCzIoLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3IuTWV0YWRhdGFFbnRyeRI/ChBmaWVsZF92aW9sYXRpb25zGAUgAygLMiUuZ29vZ2xlLnJwYy5CYWRSZXF1ZXN0LkZpZWxkVmlvbGF0aW9uGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATKNBAoKTG9nU2VydmljZRI9CgRFbWl0EhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0GhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZRJMCglFbWl0QmF0Y2gSHi5jaHJvbm9sb2cudjEuRW1pdEJhdGNoUmVxdWVzdBofLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXNwb25zZRJGCgdSZWFkTG9nEhwuY2hyb25vbG9nLnYxLlJlYWRMb2dSZXF1ZXN0Gh0uY2hyb25vbG9nLnYxLlJlYWRMb2dSZXNwb25zZRJJCghHZXRFdmVudBIdLmNocm9ub2xvZy52MS5HZXRFdmVudFJlcXVlc3QaHi5jaHJvbm9sb2cudjEuR2V0RXZlbnRSZXNwb25zZRJCCgVXYXRjaBIaLmNocm9ub2xvZy52MS5XYXRjaFJlcXVlc3QaGy5jaHJvbm9sb2cudjEuV2F0Y2hSZXNwb25zZTABEkoKB1B1Ymxpc2gSHC5jaHJvbm9sb2cudjEuUHVibGlzaFJlcXVlc3QaHS5jaHJvbm9sb2cudjEuUHVibGlzaFJlc3BvbnNlKAEwARJPCgpSZWFkU3RyZWFtEh8uY2hyb25vbG9nLnYxLlJlYWRTdHJlYW1SZXF1ZXN0GiAuY2hyb25vbG9nLnYxLlJlYWRTdHJlYW1SZXNwb25zZWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
 
 /**
  * One event to append.
@@ -68,6 +68,26 @@ export type EmitRequest = Message<"chronolog.v1.EmitRequest"> & {
    * @generated from field: bytes data_json = 6;
    */
   dataJson: Uint8Array;
+
+  /**
+   * The stream the event is appended to, e.g. `order-o-1`, at the stream's next position (the
+   * first event of a stream is at position 0). Empty: none. 1 to 200 characters, no control
+   * characters.
+   *
+   * @generated from field: string stream = 70;
+   */
+  stream: string;
+
+  /**
+   * With `stream`: the version the stream must be at, checked in the commit that appends the
+   * event (in a batch, after the batch's earlier events); otherwise FAILED_PRECONDITION (reason
+   * `WRONG_EXPECTED_VERSION`, metadata `actual_version`: the last position or `no_stream`) and
+   * nothing is written. Absent: any. An event whose id is already in the log is answered as
+   * stored, whatever the stream's version.
+   *
+   * @generated from field: chronolog.v1.ExpectedVersion expected_version = 71;
+   */
+  expectedVersion?: ExpectedVersion | undefined;
 };
 
 /**
@@ -76,6 +96,51 @@ export type EmitRequest = Message<"chronolog.v1.EmitRequest"> & {
  */
 export const EmitRequestSchema: GenMessage<EmitRequest> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_log, 0);
+
+/**
+ * The version a stream is expected at when an event is appended to it.
+ *
+ * @generated from message chronolog.v1.ExpectedVersion
+ */
+export type ExpectedVersion = Message<"chronolog.v1.ExpectedVersion"> & {
+  /**
+   * One of the expectations.
+   *
+   * @generated from oneof chronolog.v1.ExpectedVersion.version
+   */
+  version: {
+    /**
+     * The stream has no event yet.
+     *
+     * @generated from field: bool no_stream = 1;
+     */
+    value: boolean;
+    case: "noStream";
+  } | {
+    /**
+     * Any version, the stream existing or not.
+     *
+     * @generated from field: bool any = 2;
+     */
+    value: boolean;
+    case: "any";
+  } | {
+    /**
+     * The stream's last event is at this position.
+     *
+     * @generated from field: uint64 position = 3;
+     */
+    value: bigint;
+    case: "position";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message chronolog.v1.ExpectedVersion.
+ * Use `create(ExpectedVersionSchema)` to create a new message.
+ */
+export const ExpectedVersionSchema: GenMessage<ExpectedVersion> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 1);
 
 /**
  * The committed (or already present) event.
@@ -97,6 +162,13 @@ export type EmitResponse = Message<"chronolog.v1.EmitResponse"> & {
    * @generated from field: bool existing = 2;
    */
   existing: boolean;
+
+  /**
+   * The event's position in its stream (set when it has one).
+   *
+   * @generated from field: optional uint64 stream_position = 70;
+   */
+  streamPosition?: bigint | undefined;
 };
 
 /**
@@ -104,7 +176,7 @@ export type EmitResponse = Message<"chronolog.v1.EmitResponse"> & {
  * Use `create(EmitResponseSchema)` to create a new message.
  */
 export const EmitResponseSchema: GenMessage<EmitResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 1);
+  messageDesc(file_chronolog_v1_log, 2);
 
 /**
  * Several events committed atomically, in order.
@@ -125,7 +197,7 @@ export type EmitBatchRequest = Message<"chronolog.v1.EmitBatchRequest"> & {
  * Use `create(EmitBatchRequestSchema)` to create a new message.
  */
 export const EmitBatchRequestSchema: GenMessage<EmitBatchRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 2);
+  messageDesc(file_chronolog_v1_log, 3);
 
 /**
  * The results, in request order.
@@ -146,7 +218,7 @@ export type EmitBatchResponse = Message<"chronolog.v1.EmitBatchResponse"> & {
  * Use `create(EmitBatchResponseSchema)` to create a new message.
  */
 export const EmitBatchResponseSchema: GenMessage<EmitBatchResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 3);
+  messageDesc(file_chronolog_v1_log, 4);
 
 /**
  * A page of the log.
@@ -199,7 +271,7 @@ export type ReadLogRequest = Message<"chronolog.v1.ReadLogRequest"> & {
  * Use `create(ReadLogRequestSchema)` to create a new message.
  */
 export const ReadLogRequestSchema: GenMessage<ReadLogRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 4);
+  messageDesc(file_chronolog_v1_log, 5);
 
 /**
  * Events in seq order.
@@ -234,7 +306,7 @@ export type ReadLogResponse = Message<"chronolog.v1.ReadLogResponse"> & {
  * Use `create(ReadLogResponseSchema)` to create a new message.
  */
 export const ReadLogResponseSchema: GenMessage<ReadLogResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 5);
+  messageDesc(file_chronolog_v1_log, 6);
 
 /**
  * Look up an event by its id.
@@ -255,7 +327,7 @@ export type GetEventRequest = Message<"chronolog.v1.GetEventRequest"> & {
  * Use `create(GetEventRequestSchema)` to create a new message.
  */
 export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 6);
+  messageDesc(file_chronolog_v1_log, 7);
 
 /**
  * The event.
@@ -276,7 +348,7 @@ export type GetEventResponse = Message<"chronolog.v1.GetEventResponse"> & {
  * Use `create(GetEventResponseSchema)` to create a new message.
  */
 export const GetEventResponseSchema: GenMessage<GetEventResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 7);
+  messageDesc(file_chronolog_v1_log, 8);
 
 /**
  * Follow the log.
@@ -320,7 +392,7 @@ export type WatchRequest = Message<"chronolog.v1.WatchRequest"> & {
  * Use `create(WatchRequestSchema)` to create a new message.
  */
 export const WatchRequestSchema: GenMessage<WatchRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 8);
+  messageDesc(file_chronolog_v1_log, 9);
 
 /**
  * One message of a watch stream.
@@ -357,7 +429,7 @@ export type WatchResponse = Message<"chronolog.v1.WatchResponse"> & {
  * Use `create(WatchResponseSchema)` to create a new message.
  */
 export const WatchResponseSchema: GenMessage<WatchResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 9);
+  messageDesc(file_chronolog_v1_log, 10);
 
 /**
  * Marks the end of the catch-up phase of a Watch.
@@ -378,7 +450,7 @@ export type CaughtUp = Message<"chronolog.v1.CaughtUp"> & {
  * Use `create(CaughtUpSchema)` to create a new message.
  */
 export const CaughtUpSchema: GenMessage<CaughtUp> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 10);
+  messageDesc(file_chronolog_v1_log, 11);
 
 /**
  * Client → owner on a Publish stream.
@@ -400,7 +472,7 @@ export type PublishRequest = Message<"chronolog.v1.PublishRequest"> & {
  * Use `create(PublishRequestSchema)` to create a new message.
  */
 export const PublishRequestSchema: GenMessage<PublishRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 11);
+  messageDesc(file_chronolog_v1_log, 12);
 
 /**
  * One emit of a Publish stream.
@@ -429,7 +501,7 @@ export type PublishEmit = Message<"chronolog.v1.PublishEmit"> & {
  * Use `create(PublishEmitSchema)` to create a new message.
  */
 export const PublishEmitSchema: GenMessage<PublishEmit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 12);
+  messageDesc(file_chronolog_v1_log, 13);
 
 /**
  * Owner → client on a Publish stream.
@@ -466,7 +538,7 @@ export type PublishResponse = Message<"chronolog.v1.PublishResponse"> & {
  * Use `create(PublishResponseSchema)` to create a new message.
  */
 export const PublishResponseSchema: GenMessage<PublishResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 13);
+  messageDesc(file_chronolog_v1_log, 14);
 
 /**
  * The flow control of a Publish stream.
@@ -488,7 +560,7 @@ export type PublishWelcome = Message<"chronolog.v1.PublishWelcome"> & {
  * Use `create(PublishWelcomeSchema)` to create a new message.
  */
 export const PublishWelcomeSchema: GenMessage<PublishWelcome> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 14);
+  messageDesc(file_chronolog_v1_log, 15);
 
 /**
  * Acks sent together.
@@ -509,7 +581,7 @@ export type PublishAcks = Message<"chronolog.v1.PublishAcks"> & {
  * Use `create(PublishAcksSchema)` to create a new message.
  */
 export const PublishAcksSchema: GenMessage<PublishAcks> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 15);
+  messageDesc(file_chronolog_v1_log, 16);
 
 /**
  * How one emit ended: committed and durable (or already in the log), or
@@ -567,6 +639,13 @@ export type PublishAck = Message<"chronolog.v1.PublishAck"> & {
    * @generated from field: chronolog.v1.PublishError error = 7;
    */
   error?: PublishError | undefined;
+
+  /**
+   * The event's position in its stream (set when it has one).
+   *
+   * @generated from field: optional uint64 stream_position = 70;
+   */
+  streamPosition?: bigint | undefined;
 };
 
 /**
@@ -574,7 +653,120 @@ export type PublishAck = Message<"chronolog.v1.PublishAck"> & {
  * Use `create(PublishAckSchema)` to create a new message.
  */
 export const PublishAckSchema: GenMessage<PublishAck> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 16);
+  messageDesc(file_chronolog_v1_log, 17);
+
+/**
+ * Read one stream.
+ *
+ * @generated from message chronolog.v1.ReadStreamRequest
+ */
+export type ReadStreamRequest = Message<"chronolog.v1.ReadStreamRequest"> & {
+  /**
+   * The stream's name.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * Where the page starts (inclusive). Absent: the first position forwards, the last backwards.
+   *
+   * @generated from field: optional uint64 from_position = 2;
+   */
+  fromPosition?: bigint | undefined;
+
+  /**
+   * Newest first.
+   *
+   * @generated from field: bool backwards = 3;
+   */
+  backwards: boolean;
+
+  /**
+   * Maximum events to return (default 100, at most 1000).
+   *
+   * @generated from field: uint32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * Continue from a previous response's `next_page_token` (overrides `from_position` and `backwards`).
+   *
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message chronolog.v1.ReadStreamRequest.
+ * Use `create(ReadStreamRequestSchema)` to create a new message.
+ */
+export const ReadStreamRequestSchema: GenMessage<ReadStreamRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 18);
+
+/**
+ * A page of one stream.
+ *
+ * @generated from message chronolog.v1.ReadStreamResponse
+ */
+export type ReadStreamResponse = Message<"chronolog.v1.ReadStreamResponse"> & {
+  /**
+   * The stream's events in position order (descending when backwards), those the caller may
+   * read (others are left out, their positions skipped).
+   *
+   * @generated from field: repeated chronolog.v1.StreamEvent events = 1;
+   */
+  events: StreamEvent[];
+
+  /**
+   * Pass as `page_token` to continue; empty when the page reached the stream's end (or start).
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * The stream's last position when the page was read (absent: the stream has no event).
+   *
+   * @generated from field: optional uint64 last_position = 3;
+   */
+  lastPosition?: bigint | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.ReadStreamResponse.
+ * Use `create(ReadStreamResponseSchema)` to create a new message.
+ */
+export const ReadStreamResponseSchema: GenMessage<ReadStreamResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 19);
+
+/**
+ * An event of a stream at its position.
+ *
+ * @generated from message chronolog.v1.StreamEvent
+ */
+export type StreamEvent = Message<"chronolog.v1.StreamEvent"> & {
+  /**
+   * Its position in the stream, from 0.
+   *
+   * @generated from field: uint64 position = 1;
+   */
+  position: bigint;
+
+  /**
+   * The event.
+   *
+   * @generated from field: chronolog.v1.Event event = 2;
+   */
+  event?: Event | undefined;
+};
+
+/**
+ * Describes the message chronolog.v1.StreamEvent.
+ * Use `create(StreamEventSchema)` to create a new message.
+ */
+export const StreamEventSchema: GenMessage<StreamEvent> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_log, 20);
 
 /**
  * An emit's error, as Emit's gRPC status would carry it.
@@ -623,7 +815,7 @@ export type PublishError = Message<"chronolog.v1.PublishError"> & {
  * Use `create(PublishErrorSchema)` to create a new message.
  */
 export const PublishErrorSchema: GenMessage<PublishError> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_log, 17);
+  messageDesc(file_chronolog_v1_log, 21);
 
 /**
  * The event log: append (Emit), page (ReadLog) and follow (Watch).
@@ -703,6 +895,17 @@ export const LogService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof PublishRequestSchema;
     output: typeof PublishResponseSchema;
+  },
+  /**
+   * Reads one stream (the events emitted with its name in `EmitRequest.stream`) in order of
+   * position, forwards or backwards, in pages. A stream with no event gives an empty page.
+   *
+   * @generated from rpc chronolog.v1.LogService.ReadStream
+   */
+  readStream: {
+    methodKind: "unary";
+    input: typeof ReadStreamRequestSchema;
+    output: typeof ReadStreamResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_chronolog_v1_log, 0);

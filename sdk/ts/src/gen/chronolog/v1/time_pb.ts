@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/time.proto.
  */
 export const file_chronolog_v1_time: GenFile = /*@__PURE__*/
-  fileDesc("ChdjaHJvbm9sb2cvdjEvdGltZS5wcm90bxIMY2hyb25vbG9nLnYxInkKCVRpbWVyU3BlYxIoCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABImCgRjcm9uGAIgASgLMhYuY2hyb25vbG9nLnYxLkNyb25TcGVjSAASEgoIZXZlcnlfbXMYAyABKARIAEIGCgR3aGVuIlIKCENyb25TcGVjEhIKCmV4cHJlc3Npb24YASABKAkSDAoEem9uZRgCIAEoCRIkCgNkc3QYAyABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5IlsKCURzdFBvbGljeRIhCgNnYXAYASABKA4yFC5jaHJvbm9sb2cudjEuRHN0R2FwEisKCHJlcGVhdGVkGAIgASgOMhkuY2hyb25vbG9nLnYxLkRzdFJlcGVhdGVkIoMCCg5TY2hlZHVsZVBvbGljeRIRCglqaXR0ZXJfbXMYASABKAQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbWF4X2NvdW50GAQgASgEEiwKB292ZXJsYXAYBSABKA4yGy5jaHJvbm9sb2cudjEuT3ZlcmxhcFBvbGljeRItCghjYXRjaF91cBgGIAEoDjIbLmNocm9ub2xvZy52MS5DYXRjaFVwUG9saWN5EhoKEmNhdGNoX3VwX3dpbmRvd19tcxgHIAEoBCKvBAoFVGltZXISCgoCaWQYASABKAkSJQoEa2luZBgCIAEoDjIXLmNocm9ub2xvZy52MS5UaW1lcktpbmQSDgoGYWN0aW9uGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgRzcGVjGAUgASgLMhcuY2hyb25vbG9nLnYxLlRpbWVyU3BlYxIsCghuZXh0X2R1ZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFYWN0b3IYByABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISDgoGcGx1Z2luGAggASgJEhAKCHNjaGVkdWxlGAkgASgJEg4KBnJlZ2lvbhgKIAEoDRITCgtvY2N1cnJlbmNlcxgLIAEoBBIQCghkaXNhYmxlZBgMIAEoCBImCgdvdmVyZHVlGA0gASgLMhUuY2hyb25vbG9nLnYxLk92ZXJkdWUSEwoLY2hhaW5fZGVwdGgYDiABKA0SKwoHcHJldmlldxgPIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoGcG9saWN5GBAgASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5Eg4KBnBhdXNlZBgRIAEoCBISCgpwYXVzZV9ub3RlGBIgASgJEi0KCXBhdXNlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXgoHT3ZlcmR1ZRITCgl1bmJvdW5kZWQYASABKAhIABIZCg9tYXhfbGF0ZW5lc3NfbXMYAiABKARIABIaChBvbl90aW1lX29yX25ldmVyGAMgASgISABCBwoFYm91bmQioAIKD1NjaGVkdWxlUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHNwZWMYBCABKAsyFy5jaHJvbm9sb2cudjEuVGltZXJTcGVjEiIKBWNhdXNlGAUgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiYKB292ZXJkdWUYByABKAsyFS5jaHJvbm9sb2cudjEuT3ZlcmR1ZRIsCgZwb2xpY3kYCCABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3kiNgoQU2NoZWR1bGVSZXNwb25zZRIiCgV0aW1lchgBIAEoCzITLmNocm9ub2xvZy52MS5UaW1lciJJChFVbnNjaGVkdWxlUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIiCgVjYXVzZRgCIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSIUChJVbnNjaGVkdWxlUmVzcG9uc2UipgIKDERlbGF5UmVxdWVzdBIOCgZhY3Rpb24YASABKAkSJgoFaW5wdXQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhUKC2ludGVydmFsX21zGAMgASgESAASKAoCYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASJgoHb3ZlcmR1ZRgFIAEoCzIVLmNocm9ub2xvZy52MS5PdmVyZHVlEiIKBWNhdXNlGAYgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlEiIKBWFjdG9yGAcgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEhMKC2ZyZXNoX2NoYWluGAggASgIEhAKCGRlbGF5X2lkGAkgASgJQgYKBHdoZW4iSgoNRGVsYXlSZXNwb25zZRIQCghkZWxheV9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIj8KEURlbGF5QmF0Y2hSZXF1ZXN0EioKBmRlbGF5cxgBIAMoCzIaLmNocm9ub2xvZy52MS5EZWxheVJlcXVlc3QiQgoSRGVsYXlCYXRjaFJlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5jaHJvbm9sb2cudjEuRGVsYXlSZXNwb25zZSJKChJDYW5jZWxEZWxheVJlcXVlc3QSEAoIZGVsYXlfaWQYASABKAkSIgoFY2F1c2UYAiABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2UiFQoTQ2FuY2VsRGVsYXlSZXNwb25zZSJhChFMaXN0VGltZXJzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCRIlCgRraW5kGAMgASgOMhcuY2hyb25vbG9nLnYxLlRpbWVyS2luZCJSChJMaXN0VGltZXJzUmVzcG9uc2USIwoGdGltZXJzGAEgAygLMhMuY2hyb25vbG9nLnYxLlRpbWVyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI6Cg9HZXRUaW1lclJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSFQoNcHJldmlld19jb3VudBgCIAEoDSI2ChBHZXRUaW1lclJlc3BvbnNlEiIKBXRpbWVyGAEgASgLMhMuY2hyb25vbG9nLnYxLlRpbWVyIlcKEVBhdXNlVGltZXJSZXF1ZXN0EhAKCHRpbWVyX2lkGAEgASgJEgwKBG5vdGUYAiABKAkSIgoFY2F1c2UYAyABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2UiSwoSUGF1c2VUaW1lclJlc3BvbnNlEiIKBXRpbWVyGAEgASgLMhMuY2hyb25vbG9nLnYxLlRpbWVyEhEKCXVuY2hhbmdlZBgCIAEoCCJYChJSZXN1bWVUaW1lclJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSDAoEbm90ZRgCIAEoCRIiCgVjYXVzZRgDIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSJMChNSZXN1bWVUaW1lclJlc3BvbnNlEiIKBXRpbWVyGAEgASgLMhMuY2hyb25vbG9nLnYxLlRpbWVyEhEKCXVuY2hhbmdlZBgCIAEoCCJLChNUcmlnZ2VyVGltZXJSZXF1ZXN0EhAKCHRpbWVyX2lkGAEgASgJEiIKBWNhdXNlGAIgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlIlYKFFRyaWdnZXJUaW1lclJlc3BvbnNlEhUKDW9jY3VycmVuY2VfaWQYASABKAkSJwoDZHVlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKgAQoUQmFja2ZpbGxUaW1lclJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2UiUAoVQmFja2ZpbGxUaW1lclJlc3BvbnNlEjcKC29jY3VycmVuY2VzGAEgAygLMiIuY2hyb25vbG9nLnYxLkJhY2tmaWxsZWRPY2N1cnJlbmNlImgKFEJhY2tmaWxsZWRPY2N1cnJlbmNlEhUKDW9jY3VycmVuY2VfaWQYASABKAkSJwoDZHVlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghleGlzdGluZxgDIAEoCCpGCgZEc3RHYXASFwoTRFNUX0dBUF9VTlNQRUNJRklFRBAAEhEKDURTVF9HQVBfU0hJRlQQARIQCgxEU1RfR0FQX1NLSVAQAipxCgtEc3RSZXBlYXRlZBIcChhEU1RfUkVQRUFURURfVU5TUEVDSUZJRUQQABIWChJEU1RfUkVQRUFURURfRklSU1QQARIVChFEU1RfUkVQRUFURURfTEFTVBACEhUKEURTVF9SRVBFQVRFRF9CT1RIEAMqgQEKDU92ZXJsYXBQb2xpY3kSHgoaT1ZFUkxBUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIYChRPVkVSTEFQX1BPTElDWV9BTExPVxABEhcKE09WRVJMQVBfUE9MSUNZX1NLSVAQAhIdChlPVkVSTEFQX1BPTElDWV9CVUZGRVJfT05FEAMqjQEKDUNhdGNoVXBQb2xpY3kSHwobQ0FUQ0hfVVBfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGgoWQ0FUQ0hfVVBfUE9MSUNZX0xBVEVTVBABEiUKIUNBVENIX1VQX1BPTElDWV9BTExfV0lUSElOX1dJTkRPVxACEhgKFENBVENIX1VQX1BPTElDWV9OT05FEAMqbgoJVGltZXJLaW5kEhoKFlRJTUVSX0tJTkRfVU5TUEVDSUZJRUQQABIWChJUSU1FUl9LSU5EX1JVTlRJTUUQARIXChNUSU1FUl9LSU5EX0RFQ0xBUkVEEAISFAoQVElNRVJfS0lORF9ERUxBWRADMoIHCgtUaW1lU2VydmljZRJJCghTY2hlZHVsZRIdLmNocm9ub2xvZy52MS5TY2hlZHVsZVJlcXVlc3QaHi5jaHJvbm9sb2cudjEuU2NoZWR1bGVSZXNwb25zZRJPCgpVbnNjaGVkdWxlEh8uY2hyb25vbG9nLnYxLlVuc2NoZWR1bGVSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLlVuc2NoZWR1bGVSZXNwb25zZRJACgVEZWxheRIaLmNocm9ub2xvZy52MS5EZWxheVJlcXVlc3QaGy5jaHJvbm9sb2cudjEuRGVsYXlSZXNwb25zZRJSCgtDYW5jZWxEZWxheRIgLmNocm9ub2xvZy52MS5DYW5jZWxEZWxheVJlcXVlc3QaIS5jaHJvbm9sb2cudjEuQ2FuY2VsRGVsYXlSZXNwb25zZRJPCgpEZWxheUJhdGNoEh8uY2hyb25vbG9nLnYxLkRlbGF5QmF0Y2hSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLkRlbGF5QmF0Y2hSZXNwb25zZRJPCgpMaXN0VGltZXJzEh8uY2hyb25vbG9nLnYxLkxpc3RUaW1lcnNSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLkxpc3RUaW1lcnNSZXNwb25zZRJJCghHZXRUaW1lchIdLmNocm9ub2xvZy52MS5HZXRUaW1lclJlcXVlc3QaHi5jaHJvbm9sb2cudjEuR2V0VGltZXJSZXNwb25zZRJPCgpQYXVzZVRpbWVyEh8uY2hyb25vbG9nLnYxLlBhdXNlVGltZXJSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLlBhdXNlVGltZXJSZXNwb25zZRJSCgtSZXN1bWVUaW1lchIgLmNocm9ub2xvZy52MS5SZXN1bWVUaW1lclJlcXVlc3QaIS5jaHJvbm9sb2cudjEuUmVzdW1lVGltZXJSZXNwb25zZRJVCgxUcmlnZ2VyVGltZXISIS5jaHJvbm9sb2cudjEuVHJpZ2dlclRpbWVyUmVxdWVzdBoiLmNocm9ub2xvZy52MS5UcmlnZ2VyVGltZXJSZXNwb25zZRJYCg1CYWNrZmlsbFRpbWVyEiIuY2hyb25vbG9nLnYxLkJhY2tmaWxsVGltZXJSZXF1ZXN0GiMuY2hyb25vbG9nLnYxLkJhY2tmaWxsVGltZXJSZXNwb25zZWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChdjaHJvbm9sb2cvdjEvdGltZS5wcm90bxIMY2hyb25vbG9nLnYxInkKCVRpbWVyU3BlYxIoCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABImCgRjcm9uGAIgASgLMhYuY2hyb25vbG9nLnYxLkNyb25TcGVjSAASEgoIZXZlcnlfbXMYAyABKARIAEIGCgR3aGVuIlIKCENyb25TcGVjEhIKCmV4cHJlc3Npb24YASABKAkSDAoEem9uZRgCIAEoCRIkCgNkc3QYAyABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5IlsKCURzdFBvbGljeRIhCgNnYXAYASABKA4yFC5jaHJvbm9sb2cudjEuRHN0R2FwEisKCHJlcGVhdGVkGAIgASgOMhkuY2hyb25vbG9nLnYxLkRzdFJlcGVhdGVkIoMCCg5TY2hlZHVsZVBvbGljeRIRCglqaXR0ZXJfbXMYASABKAQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbWF4X2NvdW50GAQgASgEEiwKB292ZXJsYXAYBSABKA4yGy5jaHJvbm9sb2cudjEuT3ZlcmxhcFBvbGljeRItCghjYXRjaF91cBgGIAEoDjIbLmNocm9ub2xvZy52MS5DYXRjaFVwUG9saWN5EhoKEmNhdGNoX3VwX3dpbmRvd19tcxgHIAEoBCLaBAoFVGltZXISCgoCaWQYASABKAkSJQoEa2luZBgCIAEoDjIXLmNocm9ub2xvZy52MS5UaW1lcktpbmQSDgoGYWN0aW9uGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgRzcGVjGAUgASgLMhcuY2hyb25vbG9nLnYxLlRpbWVyU3BlYxIsCghuZXh0X2R1ZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFYWN0b3IYByABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISDgoGcGx1Z2luGAggASgJEhAKCHNjaGVkdWxlGAkgASgJEg4KBnJlZ2lvbhgKIAEoDRITCgtvY2N1cnJlbmNlcxgLIAEoBBIQCghkaXNhYmxlZBgMIAEoCBImCgdvdmVyZHVlGA0gASgLMhUuY2hyb25vbG9nLnYxLk92ZXJkdWUSEwoLY2hhaW5fZGVwdGgYDiABKA0SKwoHcHJldmlldxgPIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoGcG9saWN5GBAgASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5Eg4KBnBhdXNlZBgRIAEoCBISCgpwYXVzZV9ub3RlGBIgASgJEi0KCXBhdXNlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoJY2FuY2VsX29uGEYgAygLMhYuY2hyb25vbG9nLnYxLkNhbmNlbE9uIl4KB092ZXJkdWUSEwoJdW5ib3VuZGVkGAEgASgISAASGQoPbWF4X2xhdGVuZXNzX21zGAIgASgESAASGgoQb25fdGltZV9vcl9uZXZlchgDIAEoCEgAQgcKBWJvdW5kIngKCENhbmNlbE9uEgwKBHR5cGUYASABKAkSMAoFbWF0Y2gYAiADKAsyIS5jaHJvbm9sb2cudjEuQ2FuY2VsT24uTWF0Y2hFbnRyeRosCgpNYXRjaEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiywIKD1NjaGVkdWxlUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHNwZWMYBCABKAsyFy5jaHJvbm9sb2cudjEuVGltZXJTcGVjEiIKBWNhdXNlGAUgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEiYKB292ZXJkdWUYByABKAsyFS5jaHJvbm9sb2cudjEuT3ZlcmR1ZRIsCgZwb2xpY3kYCCABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3kSKQoJY2FuY2VsX29uGEYgAygLMhYuY2hyb25vbG9nLnYxLkNhbmNlbE9uIjYKEFNjaGVkdWxlUmVzcG9uc2USIgoFdGltZXIYASABKAsyEy5jaHJvbm9sb2cudjEuVGltZXIiSQoRVW5zY2hlZHVsZVJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSIgoFY2F1c2UYAiABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2UiFAoSVW5zY2hlZHVsZVJlc3BvbnNlItECCgxEZWxheVJlcXVlc3QSDgoGYWN0aW9uGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIVCgtpbnRlcnZhbF9tcxgDIAEoBEgAEigKAmF0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEiYKB292ZXJkdWUYBSABKAsyFS5jaHJvbm9sb2cudjEuT3ZlcmR1ZRIiCgVjYXVzZRgGIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZRIiCgVhY3RvchgHIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchITCgtmcmVzaF9jaGFpbhgIIAEoCBIQCghkZWxheV9pZBgJIAEoCRIpCgljYW5jZWxfb24YRiADKAsyFi5jaHJvbm9sb2cudjEuQ2FuY2VsT25CBgoEd2hlbiJKCg1EZWxheVJlc3BvbnNlEhAKCGRlbGF5X2lkGAEgASgJEicKA2R1ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPwoRRGVsYXlCYXRjaFJlcXVlc3QSKgoGZGVsYXlzGAEgAygLMhouY2hyb25vbG9nLnYxLkRlbGF5UmVxdWVzdCJCChJEZWxheUJhdGNoUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmNocm9ub2xvZy52MS5EZWxheVJlc3BvbnNlIkoKEkNhbmNlbERlbGF5UmVxdWVzdBIQCghkZWxheV9pZBgBIAEoCRIiCgVjYXVzZRgCIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSIVChNDYW5jZWxEZWxheVJlc3BvbnNlImEKEUxpc3RUaW1lcnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEiUKBGtpbmQYAyABKA4yFy5jaHJvbm9sb2cudjEuVGltZXJLaW5kIlIKEkxpc3RUaW1lcnNSZXNwb25zZRIjCgZ0aW1lcnMYASADKAsyEy5jaHJvbm9sb2cudjEuVGltZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKD0dldFRpbWVyUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIVCg1wcmV2aWV3X2NvdW50GAIgASgNIjYKEEdldFRpbWVyUmVzcG9uc2USIgoFdGltZXIYASABKAsyEy5jaHJvbm9sb2cudjEuVGltZXIiVwoRUGF1c2VUaW1lclJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSDAoEbm90ZRgCIAEoCRIiCgVjYXVzZRgDIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSJLChJQYXVzZVRpbWVyUmVzcG9uc2USIgoFdGltZXIYASABKAsyEy5jaHJvbm9sb2cudjEuVGltZXISEQoJdW5jaGFuZ2VkGAIgASgIIlgKElJlc3VtZVRpbWVyUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIMCgRub3RlGAIgASgJEiIKBWNhdXNlGAMgASgLMhMuY2hyb25vbG9nLnYxLkNhdXNlIkwKE1Jlc3VtZVRpbWVyUmVzcG9uc2USIgoFdGltZXIYASABKAsyEy5jaHJvbm9sb2cudjEuVGltZXISEQoJdW5jaGFuZ2VkGAIgASgIIksKE1RyaWdnZXJUaW1lclJlcXVlc3QSEAoIdGltZXJfaWQYASABKAkSIgoFY2F1c2UYAiABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2UiVgoUVHJpZ2dlclRpbWVyUmVzcG9uc2USFQoNb2NjdXJyZW5jZV9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqABChRCYWNrZmlsbFRpbWVyUmVxdWVzdBIQCgh0aW1lcl9pZBgBIAEoCRIpCgVzdGFydBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVjYXVzZRgEIAEoCzITLmNocm9ub2xvZy52MS5DYXVzZSJQChVCYWNrZmlsbFRpbWVyUmVzcG9uc2USNwoLb2NjdXJyZW5jZXMYASADKAsyIi5jaHJvbm9sb2cudjEuQmFja2ZpbGxlZE9jY3VycmVuY2UiaAoUQmFja2ZpbGxlZE9jY3VycmVuY2USFQoNb2NjdXJyZW5jZV9pZBgBIAEoCRInCgNkdWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGV4aXN0aW5nGAMgASgIKkYKBkRzdEdhcBIXChNEU1RfR0FQX1VOU1BFQ0lGSUVEEAASEQoNRFNUX0dBUF9TSElGVBABEhAKDERTVF9HQVBfU0tJUBACKnEKC0RzdFJlcGVhdGVkEhwKGERTVF9SRVBFQVRFRF9VTlNQRUNJRklFRBAAEhYKEkRTVF9SRVBFQVRFRF9GSVJTVBABEhUKEURTVF9SRVBFQVRFRF9MQVNUEAISFQoRRFNUX1JFUEVBVEVEX0JPVEgQAyqBAQoNT3ZlcmxhcFBvbGljeRIeChpPVkVSTEFQX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFE9WRVJMQVBfUE9MSUNZX0FMTE9XEAESFwoTT1ZFUkxBUF9QT0xJQ1lfU0tJUBACEh0KGU9WRVJMQVBfUE9MSUNZX0JVRkZFUl9PTkUQAyqNAQoNQ2F0Y2hVcFBvbGljeRIfChtDQVRDSF9VUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIaChZDQVRDSF9VUF9QT0xJQ1lfTEFURVNUEAESJQohQ0FUQ0hfVVBfUE9MSUNZX0FMTF9XSVRISU5fV0lORE9XEAISGAoUQ0FUQ0hfVVBfUE9MSUNZX05PTkUQAypuCglUaW1lcktpbmQSGgoWVElNRVJfS0lORF9VTlNQRUNJRklFRBAAEhYKElRJTUVSX0tJTkRfUlVOVElNRRABEhcKE1RJTUVSX0tJTkRfREVDTEFSRUQQAhIUChBUSU1FUl9LSU5EX0RFTEFZEAMyggcKC1RpbWVTZXJ2aWNlEkkKCFNjaGVkdWxlEh0uY2hyb25vbG9nLnYxLlNjaGVkdWxlUmVxdWVzdBoeLmNocm9ub2xvZy52MS5TY2hlZHVsZVJlc3BvbnNlEk8KClVuc2NoZWR1bGUSHy5jaHJvbm9sb2cudjEuVW5zY2hlZHVsZVJlcXVlc3QaIC5jaHJvbm9sb2cudjEuVW5zY2hlZHVsZVJlc3BvbnNlEkAKBURlbGF5EhouY2hyb25vbG9nLnYxLkRlbGF5UmVxdWVzdBobLmNocm9ub2xvZy52MS5EZWxheVJlc3BvbnNlElIKC0NhbmNlbERlbGF5EiAuY2hyb25vbG9nLnYxLkNhbmNlbERlbGF5UmVxdWVzdBohLmNocm9ub2xvZy52MS5DYW5jZWxEZWxheVJlc3BvbnNlEk8KCkRlbGF5QmF0Y2gSHy5jaHJvbm9sb2cudjEuRGVsYXlCYXRjaFJlcXVlc3QaIC5jaHJvbm9sb2cudjEuRGVsYXlCYXRjaFJlc3BvbnNlEk8KCkxpc3RUaW1lcnMSHy5jaHJvbm9sb2cudjEuTGlzdFRpbWVyc1JlcXVlc3QaIC5jaHJvbm9sb2cudjEuTGlzdFRpbWVyc1Jlc3BvbnNlEkkKCEdldFRpbWVyEh0uY2hyb25vbG9nLnYxLkdldFRpbWVyUmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRUaW1lclJlc3BvbnNlEk8KClBhdXNlVGltZXISHy5jaHJvbm9sb2cudjEuUGF1c2VUaW1lclJlcXVlc3QaIC5jaHJvbm9sb2cudjEuUGF1c2VUaW1lclJlc3BvbnNlElIKC1Jlc3VtZVRpbWVyEiAuY2hyb25vbG9nLnYxLlJlc3VtZVRpbWVyUmVxdWVzdBohLmNocm9ub2xvZy52MS5SZXN1bWVUaW1lclJlc3BvbnNlElUKDFRyaWdnZXJUaW1lchIhLmNocm9ub2xvZy52MS5UcmlnZ2VyVGltZXJSZXF1ZXN0GiIuY2hyb25vbG9nLnYxLlRyaWdnZXJUaW1lclJlc3BvbnNlElgKDUJhY2tmaWxsVGltZXISIi5jaHJvbm9sb2cudjEuQmFja2ZpbGxUaW1lclJlcXVlc3QaIy5jaHJvbm9sb2cudjEuQmFja2ZpbGxUaW1lclJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * When a timer fires.
@@ -335,6 +335,13 @@ export type Timer = Message<"chronolog.v1.Timer"> & {
    * @generated from field: google.protobuf.Timestamp paused_at = 19;
    */
   pausedAt?: Timestamp | undefined;
+
+  /**
+   * Events that cancel it while it is pending (see CancelOn).
+   *
+   * @generated from field: repeated chronolog.v1.CancelOn cancel_on = 70;
+   */
+  cancelOn: CancelOn[];
 };
 
 /**
@@ -388,6 +395,41 @@ export type Overdue = Message<"chronolog.v1.Overdue"> & {
  */
 export const OverdueSchema: GenMessage<Overdue> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_time, 5);
+
+/**
+ * An event that cancels a pending timer or delay: the first event of `type` whose data matches
+ * the timer's input removes the timer in the commit that records the event (`timer.unscheduled`,
+ * caused by that event, with `cancelled_by`). A timer is claimed at its moment, never ahead of it,
+ * so a cancelling event and the moment race cleanly: either the claim commits first (the call is
+ * made; the event cancels nothing) or the event does (no call is ever made).
+ *
+ * @generated from message chronolog.v1.CancelOn
+ */
+export type CancelOn = Message<"chronolog.v1.CancelOn"> & {
+  /**
+   * The event type, e.g. `order.paid`.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * Which events of the type: each key a path in the event (`data.order_id`), each value a path in
+   * the timer's input (`input.order_id`), which must be present when the timer is set. The event
+   * matches when every path holds a value equal (as JSON) to the input's. Empty: every event of
+   * the type. At most 8 entries.
+   *
+   * @generated from field: map<string, string> match = 2;
+   */
+  match: { [key: string]: string };
+};
+
+/**
+ * Describes the message chronolog.v1.CancelOn.
+ * Use `create(CancelOnSchema)` to create a new message.
+ */
+export const CancelOnSchema: GenMessage<CancelOn> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_time, 6);
 
 /**
  * Set a timer.
@@ -450,6 +492,13 @@ export type ScheduleRequest = Message<"chronolog.v1.ScheduleRequest"> & {
    * @generated from field: chronolog.v1.SchedulePolicy policy = 8;
    */
   policy?: SchedulePolicy | undefined;
+
+  /**
+   * Events that cancel the timer while it is pending (at most 10; see CancelOn).
+   *
+   * @generated from field: repeated chronolog.v1.CancelOn cancel_on = 70;
+   */
+  cancelOn: CancelOn[];
 };
 
 /**
@@ -457,7 +506,7 @@ export type ScheduleRequest = Message<"chronolog.v1.ScheduleRequest"> & {
  * Use `create(ScheduleRequestSchema)` to create a new message.
  */
 export const ScheduleRequestSchema: GenMessage<ScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 6);
+  messageDesc(file_chronolog_v1_time, 7);
 
 /**
  * The stored timer.
@@ -478,7 +527,7 @@ export type ScheduleResponse = Message<"chronolog.v1.ScheduleResponse"> & {
  * Use `create(ScheduleResponseSchema)` to create a new message.
  */
 export const ScheduleResponseSchema: GenMessage<ScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 7);
+  messageDesc(file_chronolog_v1_time, 8);
 
 /**
  * Stop a timer.
@@ -506,7 +555,7 @@ export type UnscheduleRequest = Message<"chronolog.v1.UnscheduleRequest"> & {
  * Use `create(UnscheduleRequestSchema)` to create a new message.
  */
 export const UnscheduleRequestSchema: GenMessage<UnscheduleRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 8);
+  messageDesc(file_chronolog_v1_time, 9);
 
 /**
  * Stopped.
@@ -521,7 +570,7 @@ export type UnscheduleResponse = Message<"chronolog.v1.UnscheduleResponse"> & {
  * Use `create(UnscheduleResponseSchema)` to create a new message.
  */
 export const UnscheduleResponseSchema: GenMessage<UnscheduleResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 9);
+  messageDesc(file_chronolog_v1_time, 10);
 
 /**
  * Arm a delayed call.
@@ -605,6 +654,14 @@ export type DelayRequest = Message<"chronolog.v1.DelayRequest"> & {
    * @generated from field: string delay_id = 9;
    */
   delayId: string;
+
+  /**
+   * Events that cancel the delay while it is pending (at most 10; see CancelOn). Part of the
+   * request a `delay_id` names.
+   *
+   * @generated from field: repeated chronolog.v1.CancelOn cancel_on = 70;
+   */
+  cancelOn: CancelOn[];
 };
 
 /**
@@ -612,7 +669,7 @@ export type DelayRequest = Message<"chronolog.v1.DelayRequest"> & {
  * Use `create(DelayRequestSchema)` to create a new message.
  */
 export const DelayRequestSchema: GenMessage<DelayRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 10);
+  messageDesc(file_chronolog_v1_time, 11);
 
 /**
  * The armed delay.
@@ -640,7 +697,7 @@ export type DelayResponse = Message<"chronolog.v1.DelayResponse"> & {
  * Use `create(DelayResponseSchema)` to create a new message.
  */
 export const DelayResponseSchema: GenMessage<DelayResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 11);
+  messageDesc(file_chronolog_v1_time, 12);
 
 /**
  * Arm several delays.
@@ -661,7 +718,7 @@ export type DelayBatchRequest = Message<"chronolog.v1.DelayBatchRequest"> & {
  * Use `create(DelayBatchRequestSchema)` to create a new message.
  */
 export const DelayBatchRequestSchema: GenMessage<DelayBatchRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 12);
+  messageDesc(file_chronolog_v1_time, 13);
 
 /**
  * The armed delays.
@@ -682,7 +739,7 @@ export type DelayBatchResponse = Message<"chronolog.v1.DelayBatchResponse"> & {
  * Use `create(DelayBatchResponseSchema)` to create a new message.
  */
 export const DelayBatchResponseSchema: GenMessage<DelayBatchResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 13);
+  messageDesc(file_chronolog_v1_time, 14);
 
 /**
  * Cancel a delay.
@@ -710,7 +767,7 @@ export type CancelDelayRequest = Message<"chronolog.v1.CancelDelayRequest"> & {
  * Use `create(CancelDelayRequestSchema)` to create a new message.
  */
 export const CancelDelayRequestSchema: GenMessage<CancelDelayRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 14);
+  messageDesc(file_chronolog_v1_time, 15);
 
 /**
  * Cancelled.
@@ -725,7 +782,7 @@ export type CancelDelayResponse = Message<"chronolog.v1.CancelDelayResponse"> & 
  * Use `create(CancelDelayResponseSchema)` to create a new message.
  */
 export const CancelDelayResponseSchema: GenMessage<CancelDelayResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 15);
+  messageDesc(file_chronolog_v1_time, 16);
 
 /**
  * List timers.
@@ -760,7 +817,7 @@ export type ListTimersRequest = Message<"chronolog.v1.ListTimersRequest"> & {
  * Use `create(ListTimersRequestSchema)` to create a new message.
  */
 export const ListTimersRequestSchema: GenMessage<ListTimersRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 16);
+  messageDesc(file_chronolog_v1_time, 17);
 
 /**
  * Timers ordered by next due time; after them those without one (spent, disabled or paused),
@@ -789,7 +846,7 @@ export type ListTimersResponse = Message<"chronolog.v1.ListTimersResponse"> & {
  * Use `create(ListTimersResponseSchema)` to create a new message.
  */
 export const ListTimersResponseSchema: GenMessage<ListTimersResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 17);
+  messageDesc(file_chronolog_v1_time, 18);
 
 /**
  * Get a timer.
@@ -817,7 +874,7 @@ export type GetTimerRequest = Message<"chronolog.v1.GetTimerRequest"> & {
  * Use `create(GetTimerRequestSchema)` to create a new message.
  */
 export const GetTimerRequestSchema: GenMessage<GetTimerRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 18);
+  messageDesc(file_chronolog_v1_time, 19);
 
 /**
  * The timer.
@@ -838,7 +895,7 @@ export type GetTimerResponse = Message<"chronolog.v1.GetTimerResponse"> & {
  * Use `create(GetTimerResponseSchema)` to create a new message.
  */
 export const GetTimerResponseSchema: GenMessage<GetTimerResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 19);
+  messageDesc(file_chronolog_v1_time, 20);
 
 /**
  * Pause a timer.
@@ -873,7 +930,7 @@ export type PauseTimerRequest = Message<"chronolog.v1.PauseTimerRequest"> & {
  * Use `create(PauseTimerRequestSchema)` to create a new message.
  */
 export const PauseTimerRequestSchema: GenMessage<PauseTimerRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 20);
+  messageDesc(file_chronolog_v1_time, 21);
 
 /**
  * The paused timer.
@@ -901,7 +958,7 @@ export type PauseTimerResponse = Message<"chronolog.v1.PauseTimerResponse"> & {
  * Use `create(PauseTimerResponseSchema)` to create a new message.
  */
 export const PauseTimerResponseSchema: GenMessage<PauseTimerResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 21);
+  messageDesc(file_chronolog_v1_time, 22);
 
 /**
  * Resume a timer.
@@ -936,7 +993,7 @@ export type ResumeTimerRequest = Message<"chronolog.v1.ResumeTimerRequest"> & {
  * Use `create(ResumeTimerRequestSchema)` to create a new message.
  */
 export const ResumeTimerRequestSchema: GenMessage<ResumeTimerRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 22);
+  messageDesc(file_chronolog_v1_time, 23);
 
 /**
  * The resumed timer.
@@ -964,7 +1021,7 @@ export type ResumeTimerResponse = Message<"chronolog.v1.ResumeTimerResponse"> & 
  * Use `create(ResumeTimerResponseSchema)` to create a new message.
  */
 export const ResumeTimerResponseSchema: GenMessage<ResumeTimerResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 23);
+  messageDesc(file_chronolog_v1_time, 24);
 
 /**
  * Trigger a timer now.
@@ -993,7 +1050,7 @@ export type TriggerTimerRequest = Message<"chronolog.v1.TriggerTimerRequest"> & 
  * Use `create(TriggerTimerRequestSchema)` to create a new message.
  */
 export const TriggerTimerRequestSchema: GenMessage<TriggerTimerRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 24);
+  messageDesc(file_chronolog_v1_time, 25);
 
 /**
  * The triggered occurrence.
@@ -1021,7 +1078,7 @@ export type TriggerTimerResponse = Message<"chronolog.v1.TriggerTimerResponse"> 
  * Use `create(TriggerTimerResponseSchema)` to create a new message.
  */
 export const TriggerTimerResponseSchema: GenMessage<TriggerTimerResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 25);
+  messageDesc(file_chronolog_v1_time, 26);
 
 /**
  * Backfill a time range.
@@ -1063,7 +1120,7 @@ export type BackfillTimerRequest = Message<"chronolog.v1.BackfillTimerRequest"> 
  * Use `create(BackfillTimerRequestSchema)` to create a new message.
  */
 export const BackfillTimerRequestSchema: GenMessage<BackfillTimerRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 26);
+  messageDesc(file_chronolog_v1_time, 27);
 
 /**
  * The backfilled occurrences.
@@ -1084,7 +1141,7 @@ export type BackfillTimerResponse = Message<"chronolog.v1.BackfillTimerResponse"
  * Use `create(BackfillTimerResponseSchema)` to create a new message.
  */
 export const BackfillTimerResponseSchema: GenMessage<BackfillTimerResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 27);
+  messageDesc(file_chronolog_v1_time, 28);
 
 /**
  * One occurrence of a backfill.
@@ -1119,7 +1176,7 @@ export type BackfilledOccurrence = Message<"chronolog.v1.BackfilledOccurrence"> 
  * Use `create(BackfilledOccurrenceSchema)` to create a new message.
  */
 export const BackfilledOccurrenceSchema: GenMessage<BackfilledOccurrence> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_time, 28);
+  messageDesc(file_chronolog_v1_time, 29);
 
 /**
  * What a fixed-hour wall time in a daylight-saving gap does.

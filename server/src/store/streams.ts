@@ -1,0 +1,74 @@
+import { defer, type Db, type SqlStatement } from "./sql.js";
+import { fromRow, type EventRecord, type EventRow } from "./events.js";
+
+// The statements on `event_streams` (migration 0018): which events belong to a stream, at which
+// position (log/streams.ts).
+
+/**
+ * The streams' statements. {@link append} only inside a committer unit, in the unit that appends
+ * the event; {@link last} inside one sees what the batch appended before.
+ */
+export interface StreamStatements {
+  /** The stream's last position, or null when it has no event. */
+  last(stream: string): number | null;
+  /** Puts event `seq` at `position` of `stream`. */
+  append(stream: string, position: number, seq: number): void;
+  /** The stream and position of event `seq`, or undefined when it is in no stream. */
+  ofSeq(seq: number): { stream: string; position: number } | undefined;
+}
+
+/** The streams' statements on `db`. */
+export function streamStatements(db: Db): StreamStatements {
+  const last = db.prepare("SELECT position FROM event_streams WHERE stream = ? ORDER BY position DESC LIMIT 1").pluck();
+  const append = db.prepare("INSERT INTO event_streams (stream, position, seq) VALUES (?, ?, ?)");
+  const ofSeq = db.prepare("SELECT stream, position FROM event_streams WHERE seq = ?");
+  return {
+    last(stream: string): number | null {
+      const position = last.get(stream) as number | string | undefined;
+      return position === undefined ? null : Number(position);
+    },
+    append(stream: string, position: number, seq: number): void {
+      defer(append, stream, position, seq);
+    },
+    ofSeq(seq: number) {
+      const row = ofSeq.get(seq) as { stream: string; position: number | string } | undefined;
+      return row && { stream: row.stream, position: Number(row.position) };
+    },
+  };
+}
+
+/** A page of a stream as ReadStream reads it: its events with their positions, and its last position. */
+export interface StreamPage {
+  entries: { position: number; event: EventRecord }[];
+  /** The stream's last position among durable events, or null when it has none. */
+  last: number | null;
+}
+
+/**
+ * A stream's pages as ReadStream reads them, outside the committer, of events up to `head` (the
+ * durable seq): on PostgreSQL on a connection of its own without blocking the event loop
+ * ({@link Db.readAsync}); on SQLite at once.
+ */
+export function streamReads(db: Db): (stream: string, from: number, backwards: boolean, limit: number, head: number) => Promise<StreamPage> {
+  const entriesSql = (backwards: boolean) =>
+    `SELECT s.position AS stream_position, e.* FROM event_streams s JOIN events e ON e.seq = s.seq
+     WHERE s.stream = ? AND s.position ${backwards ? "<=" : ">="} ? AND s.seq <= ? ORDER BY s.position ${backwards ? "DESC" : ""} LIMIT ?`;
+  const lastSql = "SELECT position FROM event_streams WHERE stream = ? AND seq <= ? ORDER BY position DESC LIMIT 1";
+  const readAsync = db.readAsync?.bind(db);
+  const prepared = new Map<string, SqlStatement>();
+  const run = readAsync
+    ? (sql: string, params: unknown[]) => readAsync(sql, params) as Promise<Record<string, unknown>[]>
+    : async (sql: string, params: unknown[]) => {
+        let stmt = prepared.get(sql);
+        if (!stmt) prepared.set(sql, (stmt = db.prepare(sql)));
+        return stmt.all(...params) as Record<string, unknown>[];
+      };
+  return async (stream, from, backwards, limit, head) => {
+    const rows = await run(entriesSql(backwards), [stream, from, head, limit]);
+    const [last] = await run(lastSql, [stream, head]);
+    return {
+      entries: rows.map(({ stream_position, ...row }) => ({ position: Number(stream_position), event: fromRow(row as unknown as EventRow) })),
+      last: last === undefined ? null : Number(last.position),
+    };
+  };
+}
