@@ -18,6 +18,8 @@ export const errorKinds = {
   unauthenticated: { code: Code.Unauthenticated, retryable: false },
   permission_denied: { code: Code.PermissionDenied, retryable: false },
   failed_precondition: { code: Code.FailedPrecondition, retryable: false },
+  /** An append to a stream that is not at the version the caller expected (metadata `actual_version`). */
+  wrong_expected_version: { code: Code.FailedPrecondition, retryable: false },
   too_large: { code: Code.ResourceExhausted, retryable: false },
   unavailable: { code: Code.Unavailable, retryable: true },
   /** An action's run failed: the message carries the action's error. A new call with the same id runs it again. */

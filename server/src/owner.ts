@@ -16,6 +16,7 @@ import { systemClock, systemTimers, type Clock, type TimerHost } from "./clock.j
 import type { OwnerConfig } from "./config.js";
 import { LiveCauses } from "./log/causes.js";
 import { Emitter } from "./log/emit.js";
+import { Streams } from "./log/streams.js";
 import { HeadSignal } from "./log/head.js";
 import type { Logger } from "./logger.js";
 import { consoleHttpHandler, consolePath, defaultConsoleDir } from "./console.js";
@@ -46,6 +47,7 @@ import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/op
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
 import { eventReads, eventStatements } from "./store/events.js";
+import { streamReads, streamStatements } from "./store/streams.js";
 import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
 import { Stages } from "./stages.js";
@@ -270,7 +272,7 @@ async function serve(
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
   const liveCauses = new LiveCauses();
-  const emitter = new Emitter(committer, registry, events, liveCauses, stages.emit);
+  const emitter = new Emitter(committer, registry, events, liveCauses, stages.emit, new Streams(streamStatements(store.db)));
   const collections = openCollections(store.db, committer, registry, events, liveCauses);
   const clock = options.clock ?? systemClock;
   const cursors = cursorStatements(store.db);
@@ -371,6 +373,7 @@ async function serve(
           watchers: metrics.watchers,
           publishWindow: config?.limits?.publish_window ?? defaultPublishWindow,
           logger,
+          streams: streamReads(store.db),
         }),
         strict,
       );

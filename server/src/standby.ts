@@ -27,6 +27,7 @@ import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { timeReads } from "./rpc/time-service.js";
 import { cursorStatements } from "./store/cursors.js";
 import { eventReads, eventStatements, type EventStatements } from "./store/events.js";
+import { streamReads } from "./store/streams.js";
 import type { PostgresDatabase, ReadStore } from "./store/postgres/open.js";
 import { timerRowReads, timerStatements } from "./store/timers.js";
 import { TimerReads } from "./time/index.js";
@@ -193,7 +194,7 @@ class StandbyView {
       const cursors = cursorStatements(db);
       this.plugins = new PluginRegistry(db);
       const plugins = this.plugins;
-      const log = logReads({ events: eventReads(db, this.events), head, watchers });
+      const log = logReads({ events: eventReads(db, this.events), head, watchers, streams: streamReads(db) });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.
       const durable = (req: { collection: string }) => {

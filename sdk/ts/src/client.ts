@@ -15,7 +15,9 @@ import { Publisher, type PublisherOptions } from "./publisher.js";
 import { withData } from "./event-data.js";
 import { boolOf, causeOf, choiceOf, invalid, momentOf, seqOf, stringOf, timeoutOf, uint32Of } from "./options.js";
 import { ownersOf, type Owners, Reopening } from "./owners.js";
+import { readStreamPages, streamFieldsOf, type ExpectedVersion, type ReadStreamOptions, type StreamEntry } from "./streams.js";
 import {
+  cancelOnOf,
   dateOf,
   delayWhenOf,
   overdueOf,
@@ -42,6 +44,10 @@ export interface EmitOptions {
   id?: string;
   /** Actor fields to assert (the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
+  /** The stream the event is appended to (e.g. `order-o-1`); such an emit goes as a unary call. */
+  stream?: string;
+  /** With `stream`: the version the stream must be at (FAILED_PRECONDITION naming the actual one otherwise). */
+  expectedVersion?: ExpectedVersion;
 }
 
 /** Options of an action call. */
@@ -180,14 +186,25 @@ export class ChronologClient {
    * message and details).
    */
   async emit(type: string, data: JsonObject, options: EmitOptions = {}): Promise<EmitResponse> {
-    if (this.publisher) return this.publisher.emit({ type, data, id: options.id, actor: options.actor });
-    return this.log.emit({ type, data, id: options.id ?? "", actor: options.actor });
+    const stream = streamFieldsOf(options.stream, options.expectedVersion);
+    if (this.publisher && options.stream === undefined) return this.publisher.emit({ type, data, id: options.id, actor: options.actor });
+    return this.log.emit({ type, data, id: options.id ?? "", actor: options.actor, ...stream });
   }
 
-  /** Emits several events in one commit (all or none). */
-  async emitBatch(events: { type: string; data: JsonObject; id?: string }[]): Promise<EmitResponse[]> {
-    const response = await this.log.emitBatch({ events: events.map((e) => ({ type: e.type, data: e.data, id: e.id ?? "" })) });
+  /**
+   * Emits several events in one commit (all or none); each may name a stream and the version
+   * it expects, checked in order (a second event to one stream expects the version the first left).
+   */
+  async emitBatch(events: { type: string; data: JsonObject; id?: string; stream?: string; expectedVersion?: ExpectedVersion }[]): Promise<EmitResponse[]> {
+    const response = await this.log.emitBatch({
+      events: events.map((e) => ({ type: e.type, data: e.data, id: e.id ?? "", ...streamFieldsOf(e.stream, e.expectedVersion) })),
+    });
     return response.results;
+  }
+
+  /** Reads one stream in position order (newest first with `backwards`), page by page. */
+  readStream(stream: string, options: ReadStreamOptions = {}): AsyncGenerator<StreamEntry> {
+    return readStreamPages(this.log, stream, options);
   }
 
   /** Reads every matching event after `afterSeq` up to the head, page by page. */
@@ -308,6 +325,7 @@ export class ChronologClient {
         spec: specOf(when),
         overdue: overdueOf(options.overdue ?? "unbounded"),
         policy: options.policy && schedulePolicyOf(options.policy),
+        cancelOn: cancelOnOf(options.cancelOn),
         actor: options.actor,
         cause: causeOf(options.cause),
       },
@@ -343,6 +361,7 @@ export class ChronologClient {
         cause: causeOf(options.cause),
         freshChain: boolOf(options.freshChain ?? false, "freshChain"),
         delayId: options.delayId ?? "",
+        cancelOn: cancelOnOf(options.cancelOn),
       },
       { signal: options.signal },
     );
@@ -368,6 +387,7 @@ export class ChronologClient {
               cause: causeOf(d.cause),
               freshChain: boolOf(d.freshChain ?? false, "freshChain"),
               delayId: d.delayId ?? "",
+              cancelOn: cancelOnOf(d.cancelOn),
             };
           } catch (e) {
             throw e instanceof ConnectError ? invalid(`delays[${i}]: ${e.rawMessage}`) : e;

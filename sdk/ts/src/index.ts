@@ -1,6 +1,7 @@
 export * from "./client.js";
 export * from "./transport.js";
 export {
+  type CancelOnOption,
   dstOf,
   schedulePolicyOf,
   type BackfilledOccurrenceResult,
@@ -17,6 +18,7 @@ export {
   type TimerKindName,
   type TimerWhen,
 } from "./time-requests.js";
+export { expectedVersionOf, type ExpectedVersion, type ReadStreamOptions, type StreamEntry } from "./streams.js";
 export * from "./executor.js";
 export * from "./action.js";
 export * from "./work.js";

@@ -11,6 +11,7 @@ import {
   DstRepeated,
   OverlapPolicy,
   TimerKind,
+  type CancelOnSchema,
   type DstPolicySchema,
   type OverdueSchema,
   type SchedulePolicySchema,
@@ -71,8 +72,22 @@ export type OverdueBound = "unbounded" | "onTimeOrNever" | { maxLatenessMs: numb
 /** The kinds of timers. */
 export type TimerKindName = "runtime" | "declared" | "delay";
 
+/**
+ * An event that cancels a pending timer or delay: the first event of `type` whose data matches
+ * the timer's input, e.g. `{ type: "order.paid", match: { "data.order_id": "input.order_id" } }`
+ * (each key a path in the event, each value a path in the input; absent: every event of the
+ * type). The cancel commits with the event; a timer is claimed at its moment, so either its call
+ * is made (and the event cancels nothing) or no call is ever made.
+ */
+export interface CancelOnOption {
+  type: string;
+  match?: Record<string, string>;
+}
+
 /** Options of a Schedule. */
 export interface ScheduleOptions {
+  /** Events that cancel the timer while it is pending (at most 10). */
+  cancelOn?: CancelOnOption[];
   /** Timer id; the same id replaces that timer. Default: derived under a cause, else generated. */
   timerId?: string;
   /** Lateness bound of each occurrence (default unbounded). */
@@ -88,6 +103,8 @@ export interface ScheduleOptions {
 
 /** Options of a Delay. */
 export interface DelayOptions {
+  /** Events that cancel the delay while it is pending (at most 10). */
+  cancelOn?: CancelOnOption[];
   /** Actor fields to assert (from outside; the principal must allow them). */
   actor?: Partial<Pick<Actor, "id" | "for" | "in" | "via">>;
   /** Work under a delivery or an action run: the delay id and actor come from it; executors and admins only. */
@@ -141,6 +158,18 @@ export interface DelayResult {
   delayId: string;
   /** When it is due. */
   due: Date;
+}
+
+/** `cancelOn` in its API form: INVALID_ARGUMENT naming the field for an entry that is not one. */
+export function cancelOnOf(cancelOn: CancelOnOption[] | undefined): MessageInitShape<typeof CancelOnSchema>[] {
+  if (cancelOn === undefined) return [];
+  if (!Array.isArray(cancelOn)) throw invalid(`cancelOn must be an array (got ${shown(cancelOn)})`);
+  return cancelOn.map((c, i) => {
+    if (c === null || typeof c !== "object" || typeof c.type !== "string") throw invalid(`cancelOn[${i}].type must be a string (got ${shown(c?.type)})`);
+    const match = c.match ?? {};
+    for (const [k, v] of Object.entries(match)) if (typeof v !== "string") throw invalid(`cancelOn[${i}].match.${k} must be a string (got ${shown(v)})`);
+    return { type: c.type, match };
+  });
 }
 
 /** The API's timer kinds by name. */

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { CallResult, ChronologClient, DocumentWriteResult, FindOptions } from "./client.js";
-import type { DelayResult, DelayWhen, OverdueBound, SchedulePolicyOptions, TimerWhen } from "./time-requests.js";
+import type { CancelOnOption, DelayResult, DelayWhen, OverdueBound, SchedulePolicyOptions, TimerWhen } from "./time-requests.js";
 import type { Event } from "./gen/chronolog/v1/event_pb.js";
 import type { Timer } from "./gen/chronolog/v1/time_pb.js";
 
@@ -65,7 +65,7 @@ export interface WorkUnderCause {
     action: string,
     input: JsonObject,
     when: TimerWhen,
-    options?: { timerId?: string; overdue?: OverdueBound; policy?: SchedulePolicyOptions },
+    options?: { timerId?: string; overdue?: OverdueBound; policy?: SchedulePolicyOptions; cancelOn?: CancelOnOption[] },
   ): Promise<Timer>;
   /**
    * Stops a runtime timer. NOT_FOUND when unknown; a retried run making the same
@@ -86,9 +86,15 @@ export interface WorkUnderCause {
    * unless `freshChain`; past the owner's maximum depth it is refused
    * (FAILED_PRECONDITION, recorded as `timer.chain_exceeded`). The delay id is
    * derived from the cause and position: a retried run arms it once and gets
-   * the first run's id and due moment, from the log.
+   * the first run's id and due moment, from the log. `cancelOn`: the events that cancel it.
    */
-  delay(action: string, input: JsonObject, when: DelayWhen, overdue: OverdueBound, options?: { freshChain?: boolean }): Promise<DelayResult>;
+  delay(
+    action: string,
+    input: JsonObject,
+    when: DelayWhen,
+    overdue: OverdueBound,
+    options?: { freshChain?: boolean; cancelOn?: CancelOnOption[] },
+  ): Promise<DelayResult>;
   /**
    * Cancels a pending delay. NOT_FOUND when unknown or already made; a retried
    * run making the same request at the same position is answered from the log: it
@@ -189,7 +195,7 @@ export abstract class CauseWork implements WorkUnderCause {
 
   get delay(): WorkUnderCause["delay"] {
     return (action, input, when, overdue, options = {}) =>
-      this.#client.delay(action, input, when, overdue, { freshChain: options.freshChain, cause: this.#cause(), signal: this.signal });
+      this.#client.delay(action, input, when, overdue, { freshChain: options.freshChain, cancelOn: options.cancelOn, cause: this.#cause(), signal: this.signal });
   }
 
   get cancelDelay(): WorkUnderCause["cancelDelay"] {

@@ -3,11 +3,12 @@ import { allows, canRead, resolveActor } from "../auth/principal.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { StageHistogram } from "../stages.js";
-import type { Committer } from "../store/committer.js";
+import type { Committer, Tx } from "../store/committer.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { canonicalJson } from "./canonical.js";
 import { causeActor, type CauseRef, type LiveCauses } from "./causes.js";
 import { checkId, derivedId, newId } from "./ids.js";
+import type { ExpectedVersion, Streams } from "./streams.js";
 
 /** One event to emit, as parsed from the request. */
 export interface EmitInput {
@@ -17,12 +18,25 @@ export interface EmitInput {
   id: string;
   cause: CauseRef | null;
   actor: Partial<ActorRecord> | undefined;
+  /** The stream it is appended to, and the version expected of it (log/streams.ts); absent: none. */
+  stream?: { name: string; expected: ExpectedVersion };
 }
 
 /** The event as it stands in the log; `existing` when the id was already there. */
 export interface EmitResult {
   event: EventRecord;
   existing: boolean;
+  /** Its position in its stream, when the emit named one. */
+  streamPosition?: number;
+}
+
+/** An input checked and ready to commit; `fresh` when its id was made here (so it cannot be in the log yet). */
+interface CheckedEmit {
+  event: Omit<EventRecord, "seq" | "at">;
+  fresh: boolean;
+  stream?: EmitInput["stream"];
+  /** Leads the fields its errors name (`events[1].`). */
+  prefix: string;
 }
 
 /** Largest batch accepted by one EmitBatch. */
@@ -47,6 +61,8 @@ export class Emitter {
     /** Running record:false invocations, causes without an event. */
     private readonly live?: LiveCauses,
     private readonly stage?: StageHistogram,
+    /** Where emits that name a stream are placed; absent: naming one is refused. */
+    private readonly streams?: Streams,
   ) {}
 
   /** Emits `inputs` atomically as `principal`; results in input order. */
@@ -58,15 +74,16 @@ export class Emitter {
     refuseConflictsWithin(checked.map((c) => c.event));
     const results = await this.committer.submit(
       (tx) =>
-        checked.map(({ event: e, fresh }) => {
+        checked.map((c) => {
+          const e = c.event;
           // An id the owner just made cannot be in the log: skip the lookup.
-          const stored = fresh ? undefined : tx.events.findById(e.id);
+          const stored = c.fresh ? undefined : tx.events.findById(e.id);
           // Under a cause the id is derived from the cause, position, type and data, so
           // a stored event with it is this work's own earlier try (in the cause's
           // space, which the executor may not read): answer it, as for any retry.
           if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-          if (stored) return { event: storedOrConflict(stored, e), existing: true };
-          return { event: tx.append(e), existing: false };
+          if (stored) return this.existing(storedOrConflict(stored, e), c);
+          return this.append(tx, c);
         }),
       { lookups: lookupsOf(checked), pure: true },
     );
@@ -98,11 +115,12 @@ export class Emitter {
           const stored = c.fresh ? undefined : tx.events.findById(e.id);
           try {
             if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-            if (stored) return { event: storedOrConflict(stored, e), existing: true };
+            if (stored) return this.existing(storedOrConflict(stored, e), c);
+            if (c.stream) return this.append(tx, c); // its expected version may refuse it: before anything is written
           } catch (error) {
             return error as ChronologError; // nothing was written for it
           }
-          return { event: tx.append(e), existing: false };
+          return this.append(tx, c);
         }),
       { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
     );
@@ -112,13 +130,29 @@ export class Emitter {
     return outcomes;
   }
 
+  /** Appends checked emit `c` in unit `tx`, at its stream's next position when it names one (once its expected version is checked). */
+  private append(tx: Tx, c: CheckedEmit): EmitResult {
+    if (!c.stream) return { event: tx.append(c.event), existing: false };
+    const streams = this.streams as Streams; // checked with the input
+    const position = streams.next(c.stream.name, c.stream.expected, `${c.prefix}expected_version`);
+    const event = tx.append(c.event);
+    streams.record(c.stream.name, position, event.seq);
+    return { event, existing: false, streamPosition: position };
+  }
+
+  /** The answer for an emit whose event is in the log already: as stored, with its stream position when the emit named a stream. */
+  private existing(event: EventRecord, c: CheckedEmit): EmitResult {
+    const position = c.stream ? this.streams?.positionOf(event.seq) : undefined;
+    return position === undefined ? { event, existing: true } : { event, existing: true, streamPosition: position };
+  }
+
   /** `events` emits received at `received` (performance.now() ms) are durable now: observed in the emit stage. */
   private observe(received: number, events: number): void {
     if (events > 0) this.stage?.observe(performance.now() - received, events);
   }
 
-  /** Checks one input; `fresh` when its id was made here (so it cannot be in the log yet). */
-  private check(input: EmitInput, principal: Principal, prefix: string): { event: Omit<EventRecord, "seq" | "at">; fresh: boolean } {
+  /** Checks one input. */
+  private check(input: EmitInput, principal: Principal, prefix: string): CheckedEmit {
     const declared = this.registry.eventType(input.type);
     if (!declared) {
       fail(
@@ -139,7 +173,8 @@ export class Emitter {
         { type: input.type },
       );
     }
-    return { event: { id, type: input.type, data: input.data, cause, actor }, fresh: input.id === "" && !input.cause };
+    if (input.stream && !this.streams) fail("failed_precondition", "this owner keeps no streams");
+    return { event: { id, type: input.type, data: input.data, cause, actor }, fresh: input.id === "" && !input.cause, stream: input.stream, prefix };
   }
 
   private fromOutside(input: EmitInput, principal: Principal, allow: string[]) {

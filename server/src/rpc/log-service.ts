@@ -1,11 +1,12 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { LogService, WatchResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import type { LogService, ReadStreamRequest, WatchResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { fail } from "../errors.js";
 import type { Emitter, EmitResult } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
 import { pageToken, parsePageToken, readPage } from "../log/read.js";
+import { parseStreamToken, readStream, type StreamQuery, type StreamReader } from "../log/stream-reads.js";
 import { watchLog } from "../log/watch.js";
 import type { EventReads, EventRecord } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
@@ -24,6 +25,8 @@ export interface LogReadDeps {
   head: HeadSignal;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
   watchers?: { inc(): void; dec(): void };
+  /** ReadStream's pages (store/streams.ts). */
+  streams: StreamReader;
 }
 
 /** What the LogService handlers need. */
@@ -39,8 +42,16 @@ export interface LogServiceDeps extends LogReadDeps {
  * LogService's reads (ReadLog, GetEvent, Watch) of what is durable up to `deps.head`: a leader's
  * head is its committer's, a standby's the one its leader's commits told it (both read the same way).
  */
-export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>, "readLog" | "getEvent" | "watch"> {
+export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>, "readLog" | "getEvent" | "watch" | "readStream"> {
   return {
+    async readStream(req, ctx) {
+      const page = await readStream(deps.streams, streamQuery(req), deps.head.head, principalOf(ctx));
+      return {
+        events: page.entries.map((e) => ({ position: BigInt(e.position), event: eventToProto(e.event) })),
+        nextPageToken: page.next,
+        lastPosition: page.last === null ? undefined : BigInt(page.last),
+      };
+    },
     async readLog(req, ctx) {
       const where = compileFilter(objectFromProto(req.where), "where");
       const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
@@ -100,6 +111,18 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
   };
 }
 
+/** ReadStream's request as the stream reads take it. */
+function streamQuery(req: ReadStreamRequest): StreamQuery {
+  const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
+  if (req.pageToken) return parseStreamToken(req.pageToken, pageSize);
+  const from = req.fromPosition === undefined ? null : seqFromProto(req.fromPosition, "from_position");
+  return { stream: req.stream, from, backwards: req.backwards, pageSize };
+}
+
 function emitResult(result: EmitResult) {
-  return { event: eventToProto(result.event), existing: result.existing };
+  return {
+    event: eventToProto(result.event),
+    existing: result.existing,
+    streamPosition: result.streamPosition === undefined ? undefined : BigInt(result.streamPosition),
+  };
 }

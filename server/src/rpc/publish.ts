@@ -67,8 +67,16 @@ export async function* publish(
 
 function ackOf(outcome: PublishOutcome<bigint>, logger: Logger | undefined): MessageInitShape<typeof PublishAckSchema> {
   if (outcome.result) {
-    const { event, existing } = outcome.result;
-    return { ref: outcome.ref, seq: BigInt(event.seq), id: event.id, existing, at: timestampFromMs(event.at), actor: event.actor ?? undefined };
+    const { event, existing, streamPosition } = outcome.result;
+    return {
+      ref: outcome.ref,
+      seq: BigInt(event.seq),
+      id: event.id,
+      existing,
+      at: timestampFromMs(event.at),
+      actor: event.actor ?? undefined,
+      streamPosition: streamPosition === undefined ? undefined : BigInt(streamPosition),
+    };
   }
   const error = outcome.error!;
   if (error.kind === "internal")

@@ -3,6 +3,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ActorSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import {
+  type CancelOn,
   CronSpecSchema,
   type TimeService,
   TimerKind as TimerKindPb,
@@ -13,6 +14,7 @@ import {
   type TimerSpec as TimerSpecPb,
 } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { asItem, fail } from "../errors.js";
+import type { CancelOnRecord } from "../store/timer-records.js";
 import {
   checkMs,
   dstFromProto,
@@ -67,6 +69,7 @@ export function timeService(timers: Timers): ServiceImpl<typeof TimeService> {
           spec: specFromProto(req.spec),
           overdue: req.overdue ? overdueFromProto(req.overdue) : { kind: "unbounded" },
           policy: schedulePolicyFromProto(req.policy),
+          cancelOn: cancelOnFromProto(req.cancelOn),
           cause: causeFromProto(req.cause),
           actor: actorFromProto(req.actor),
         },
@@ -184,6 +187,7 @@ function timerToProto(t: TimerRecord, previewMs: number[]): Timer {
     paused: t.paused !== null,
     pauseNote: t.paused?.note ?? "",
     pausedAt: t.paused ? timestampFromMs(t.paused.atMs) : undefined,
+    cancelOn: (t.cancelOn ?? []).map((c) => ({ type: c.type, match: c.match })),
   });
 }
 
@@ -226,5 +230,11 @@ function delayInput(req: DelayRequest): DelayInput {
     actor: actorFromProto(req.actor),
     freshChain: req.freshChain,
     delayId: req.delayId,
+    cancelOn: cancelOnFromProto(req.cancelOn),
   };
+}
+
+/** `cancel_on` entries as time takes them (checked there). */
+function cancelOnFromProto(cancelOn: CancelOn[]): CancelOnRecord[] {
+  return cancelOn.map((c) => ({ type: c.type, match: { ...c.match } }));
 }

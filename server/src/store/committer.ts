@@ -149,6 +149,7 @@ export class Committer {
   /** When the last batch of at least {@link loadedBatchUnits} units started (performance.now(), ms). */
   private lastLoadedFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
+  private readonly appendListeners: ((tx: Tx, event: EventRecord) => void)[] = [];
   /** The running batch's start: the head before it, and whether it took its lookups to be new. */
   private batchStart = { head: 0, assumeAbsent: false };
   /** The events appended by the running batch's units, those of units undone included (their seqs are appended again). */
@@ -183,6 +184,15 @@ export class Committer {
   /** Calls `listener` after every commit that succeeded. */
   onCommit(listener: (info: CommitInfo) => void): void {
     this.listeners.push(listener);
+  }
+
+  /**
+   * Calls `listener` inside the unit after each event it appends, with the unit's transaction: what
+   * the event does to other rows commits with it (a cancel on an event, time/cancel-on.ts); what
+   * the listener throws undoes the unit.
+   */
+  afterAppend(listener: (tx: Tx, event: EventRecord) => void): void {
+    this.appendListeners.push(listener);
   }
 
   /**
@@ -401,7 +411,7 @@ export class Committer {
     // Commit times never go backwards, even if the wall clock does.
     const now = Math.max(this.clock.now(), this.lastCommitAt);
     this.lastCommitAt = now;
-    return {
+    const tx: Tx = {
       now,
       db: this.db,
       events: this.events,
@@ -416,9 +426,11 @@ export class Committer {
         }
         this.headSeq = record.seq;
         this.appended.push(record);
+        for (const listener of this.appendListeners) listener(tx, record);
         return record;
       },
     };
+    return tx;
   }
 }
 

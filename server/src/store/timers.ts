@@ -78,7 +78,7 @@ function timerFromCells(cells: TimerCells): TimerRecord {
     retryDelaysMs: JSON.parse(retryDelaysMs),
     policy: policyFromJson(JSON.parse(policy ?? "{}")),
     paused: pausedFromJson(paused),
-    cancelOn: cancelOn === null ? [] : JSON.parse(cancelOn),
+    ...(cancelOn === null ? {} : { cancelOn: JSON.parse(cancelOn) }),
     createdAt,
     updatedAt,
   };
@@ -147,8 +147,12 @@ export interface TimerStatements {
   earliestDue(): number | null;
   /** How many timers have a next due moment (not spent, disabled, paused or another region's). */
   pendingCount(): number;
-  /** Up to `limit` timers due at or before `nowMs`, by next due moment, then id. */
-  due(nowMs: number, limit: number): TimerRecord[];
+  /**
+   * Up to `limit` timers due at or before `nowMs`, by next due moment, then id; those with a
+   * `cancel_on` only when due at or before `cancellableByMs` too (default `nowMs`): a claim takes
+   * them at their moment, not ahead of it (time/cancel-on.ts).
+   */
+  due(nowMs: number, limit: number, cancellableByMs?: number): TimerRecord[];
   /** How many timers are due by `nowMs`, counting up to `limit`. */
   dueCount(nowMs: number, limit: number): number;
   /** Moves timer `id` to `nextDueMs` (null: spent) and adds `called` (0 or 1) to its occurrences; nothing when there is no such timer. */
@@ -194,7 +198,11 @@ export function timerStatements(db: Db): TimerStatements {
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
   const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
   const pendingCount = db.prepare(pendingCountSql);
-  const due = limitedStatement(db, `SELECT ${timerColumns} FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?`, { raw: true });
+  const due = limitedStatement(
+    db,
+    `SELECT ${timerColumns} FROM timers WHERE next_due_ms <= ? AND (cancel_on IS NULL OR next_due_ms <= ?) ORDER BY next_due_ms, id LIMIT ?`,
+    { raw: true },
+  );
   const dueCount = limitedStatement(db, "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?) AS due");
   const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
   // PostgreSQL: the moves of many timers in one statement (a claim's), given as JSON.
@@ -272,8 +280,8 @@ export function timerStatements(db: Db): TimerStatements {
     pendingCount(): number {
       return (pendingCount.get() as { n: number }).n;
     },
-    due(nowMs: number, limit: number): TimerRecord[] {
-      return (due(limit).all(nowMs) as TimerCells[]).map(timerFromCells);
+    due(nowMs: number, limit: number, cancellableByMs = nowMs): TimerRecord[] {
+      return (due(limit).all(nowMs, cancellableByMs) as TimerCells[]).map(timerFromCells);
     },
     dueCount(nowMs: number, limit: number): number {
       return (dueCount(limit).get(nowMs) as { n: number }).n;

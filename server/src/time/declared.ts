@@ -2,17 +2,18 @@ import type { ScheduleDeclaration, SchedulePatch } from "@chronolog/sdk/gen/chro
 import type { ActionEntry } from "../actions/declaration.js";
 import { canonicalJson } from "../log/canonical.js";
 import { ChronologError, type FieldViolation } from "../errors.js";
-import type { CompiledManifest, RegisteredPlugin } from "../plugins/manifest.js";
+import { runtimeTypes, type CompiledManifest, type RegisteredPlugin } from "../plugins/manifest.js";
 import type { Tx } from "../store/committer.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, specToJson } from "../store/timer-json.js";
 import type { TimerStatements } from "../store/timers.js";
+import { cancelOnViolations } from "./cancel-on.js";
 import { parseCron } from "./cron.js";
 import { canonicalZone, isValidZoneName } from "./zones.js";
 import { dstFromProto, schedulePolicyFromProto } from "./policy-proto.js";
 import { policyData, scheduledEvent, unscheduledEvent } from "./timer-events.js";
 import { anchorFor, canonicalSpec, checkSchedulePolicy, firstDue, maxHorizonMs, minEveryMs } from "./spec-checks.js";
-import { defaultSchedulePolicy, type DstPolicy, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
+import { defaultSchedulePolicy, type CancelOnRecord, type DstPolicy, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
 import { blankTimer, defaultRetryDelaysMs } from "./timers.js";
 
 // Declared schedules: the `schedules` of plugin manifests and the
@@ -69,6 +70,8 @@ export interface EffectiveSchedule {
   policy: SchedulePolicy;
   /** undefined: shift / first. */
   dst: DstPolicy | undefined;
+  /** Events that pause it (time/cancel-on.ts). */
+  cancelOn: CancelOnRecord[];
 }
 
 /** What the checks know about the plugins: every action by `plugin.action`. */
@@ -94,6 +97,8 @@ export function scheduleViolations(compiled: CompiledManifest, others: Registere
   const otherActions = new Map(others.flatMap((p) => p.compiled.actions.map((a) => [a.name, a] as const)));
   const lookup: ActionLookup = (name) => own.get(name) ?? (name.startsWith(`${manifest.name}.`) ? undefined : otherActions.get(name));
   const violations: FieldViolation[] = [];
+  const types = new Set([...compiled.eventTypes, ...others.flatMap((p) => p.compiled.eventTypes)].map((e) => e.type));
+  const known = (type: string) => types.has(type) || runtimeTypes.includes(type);
   for (const [name, decl] of Object.entries(manifest.schedules)) {
     const at = `schedules.${name}`;
     if (!scheduleName.test(name)) {
@@ -102,6 +107,7 @@ export function scheduleViolations(compiled: CompiledManifest, others: Registere
     }
     const base = fromDeclaration(manifest.name, name, decl, violations, at);
     if (base) checkEffective(base, lookup, violations, at);
+    if (base) violations.push(...cancelOnViolations(base.cancelOn, base.input, known, `${at}.cancel_on`));
   }
   const byName = new Map(others.map((p) => [p.compiled.manifest.name, p]));
   manifest.schedulePatches.forEach((patch, i) => {
@@ -267,6 +273,7 @@ function toTimer(s: EffectiveSchedule, current: TimerRecord | undefined, region:
     paused,
     occurrences: current?.occurrences ?? 0,
     createdAt: current?.createdAt ?? nowMs,
+    ...(s.cancelOn.length > 0 ? { cancelOn: s.cancelOn } : {}),
   };
   return { timer, heldDueMs: due };
 }
@@ -292,6 +299,7 @@ function definition(t: TimerRecord): string {
     disabled: t.disabled,
     region: t.region,
     ...policyData(t.policy),
+    ...(t.cancelOn?.length ? { cancel_on: t.cancelOn } : {}),
   });
 }
 
@@ -331,6 +339,7 @@ function fromDeclaration(plugin: string, name: string, decl: ScheduleDeclaration
     region: decl.region,
     policy,
     dst,
+    cancelOn: decl.cancelOn.map((c) => ({ type: c.type, match: { ...c.match } })),
   };
 }
 

@@ -188,8 +188,9 @@ export class TimerFiring {
       owedNow = [];
       moves = [];
     };
-    for (const timer of timers.due(horizon, claimChunk)) {
-      const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
+    // A timer with a cancel_on is claimed at its moment, not ahead (time/cancel-on.ts): an event cancelling it races the moment, not the lookahead.
+    for (const timer of timers.due(horizon, claimChunk, tx.now)) {
+      const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, timer.cancelOn?.length ? tx.now : horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
       if ((timer.policy?.overlap ?? "allow") === "allow") {
         for (const dueMs of owed) {
           const latenessMs = tx.now - dueMs; // < 0 when claimed ahead

@@ -8,8 +8,10 @@ import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { EventStatements } from "../store/events.js";
 import { occurrenceStatements } from "../store/occurrences.js";
+import { timerCancelStatements } from "../store/timer-cancels.js";
 import { timerControlStatements } from "../store/timer-control.js";
 import { timerRowReads, timerStatements } from "../store/timers.js";
+import { CancelOn } from "./cancel-on.js";
 import { DelayChains, defaultMaxChainDepth } from "./chains.js";
 import { ClockArm, defaultLookaheadMs } from "./clock-arm.js";
 import { reconcileDeclared } from "./declared.js";
@@ -92,11 +94,15 @@ export interface Time {
 export function openTime(options: TimeOptions): Time {
   const { db, committer, clock, logger, registry } = options;
   const region = options.region ?? 0;
-  const timerRows = timerStatements(db);
+  const control = timerControlStatements(db);
+  // Setting a timer indexes the events that cancel it; an appended event cancels the timers it matches, in its unit.
+  const storedTimers = timerStatements(db);
+  const cancelOn = new CancelOn(timerCancelStatements(db), storedTimers, control);
+  committer.afterAppend((tx, event) => cancelOn.cancelFor(tx, event));
+  const timerRows = cancelOn.indexing(storedTimers);
   const timerReads = timerRowReads(db, timerRows);
   const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
   const occurrenceRows = occurrenceStatements(db);
-  const control = timerControlStatements(db);
   const lateness = new LatenessHistogram();
   // The one clock's target: the earliest timer or retry.
   const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());

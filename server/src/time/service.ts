@@ -18,7 +18,8 @@ import type { TimerPage } from "./timer-pages.js";
 import { TimerReads } from "./timer-reads.js";
 import { changeEventId, clientDelayEventId, delayRequestDigest, recorded, sameDefinition } from "./timer-replay.js";
 import { maxDelayBatch, type BackfilledOccurrence, type BackfillInput, type DelayInput, type PauseInput, type ScheduleInput } from "./timer-requests.js";
-import { defaultSchedulePolicy, type Overdue, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
+import { checkCancelOn } from "./cancel-on.js";
+import { defaultSchedulePolicy, type CancelOnRecord, type Overdue, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
 import { blankTimer, isDefaultPolicy } from "./timers.js";
 
 /** A delay checked and ready to arm: its commit unit, and the event and timer ids it looks up (null: none). */
@@ -106,7 +107,7 @@ export class Timers {
     if (req.timerId !== "") checkClientTimerId(req.timerId, "timer_id");
     const spec = canonicalSpec(req.spec);
     const policy = checkSchedulePolicy(req.policy ?? defaultSchedulePolicy, spec);
-    const policyJson = isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) };
+    const policyJson = { ...(isDefaultPolicy(policy) ? {} : { policy: policyToJson(policy) }), ...cancelOnPart(req.cancelOn) };
     const eventId = req.cause
       ? changeEventId(req.cause, {
           op: "schedule",
@@ -127,6 +128,7 @@ export class Timers {
     const entry = this.access.action(req.action);
     const who = this.access.who(entry, req, principal, "schedule");
     checkInput(entry, req.input);
+    checkCancelOn(req.cancelOn ?? [], req.input, (type) => this.access.knownEventType(type));
     const id =
       req.timerId ||
       (req.cause
@@ -162,6 +164,7 @@ export class Timers {
         overdue: req.overdue,
         policy: stored,
         occurrences: existing?.occurrences ?? 0,
+        ...cancelOnOf(req.cancelOn),
       };
       // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
       if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
@@ -241,6 +244,7 @@ export class Timers {
       checkClientTimerId(clientId, "delay_id");
     }
     const when = req.when.kind === "interval" ? { interval_ms: req.when.ms } : { at: req.when.atMs };
+    const cancelOn = cancelOnPart(req.cancelOn);
     const eventId = req.cause
       ? changeEventId(req.cause, {
           op: "delay",
@@ -249,6 +253,7 @@ export class Timers {
           when,
           overdue: overdueToJson(req.overdue),
           fresh_chain: req.freshChain ?? false,
+          ...cancelOn,
         })
       : clientId
         ? clientDelayEventId(clientId)
@@ -270,10 +275,13 @@ export class Timers {
     const entry = this.access.action(req.action);
     const who = this.access.who(entry, req, principal, "delay");
     checkInput(entry, req.input);
+    checkCancelOn(req.cancelOn ?? [], req.input, (type) => this.access.knownEventType(type));
     const id = req.cause
-      ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) })
+      ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), ...cancelOn })
       : clientId || newId();
-    const digest = clientId ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) }) } : {};
+    const digest = clientId
+      ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), ...cancelOn }) }
+      : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
     const again = req.cause !== null && !req.freshChain && armedBefore(); // depthOf asks nothing otherwise
     const chainDepth = again
@@ -320,6 +328,7 @@ export class Timers {
         actor: who.actor,
         overdue: req.overdue,
         chainDepth,
+        ...cancelOnOf(req.cancelOn),
       };
       this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
       return { delayId: id, dueMs, fresh: true };
@@ -434,6 +443,16 @@ export class Timers {
       tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
     });
   }
+}
+
+/** `cancel_on` as a request's ids and digests include it: only when given, so ids of requests without one stay as they were. */
+function cancelOnPart(cancelOn: CancelOnRecord[] | undefined): { cancel_on?: CancelOnRecord[] } {
+  return cancelOn?.length ? { cancel_on: cancelOn } : {};
+}
+
+/** `cancelOn` of a timer record: only when given. */
+function cancelOnOf(cancelOn: CancelOnRecord[] | undefined): { cancelOn?: CancelOnRecord[] } {
+  return cancelOn?.length ? { cancelOn } : {};
 }
 
 /** A client's delay id that names another actor's delay or timer: refused as taken, saying nothing of it. */

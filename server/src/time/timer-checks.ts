@@ -3,6 +3,7 @@ import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { checkId } from "../log/ids.js";
 import { fail } from "../errors.js";
 import type { ActionEntry } from "../actions/index.js";
+import { runtimeTypes } from "../plugins/manifest.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import type { TimerStatements } from "../store/timers.js";
@@ -93,6 +94,11 @@ export interface TimerAccessDeps {
  */
 export class TimerAccess {
   constructor(private readonly deps: TimerAccessDeps) {}
+
+  /** True when events of `type` can be in the log: declared by a plugin, or recorded by the runtime. */
+  knownEventType(type: string): boolean {
+    return this.deps.registry.eventType(type) !== undefined || runtimeTypes.includes(type);
+  }
 
   /** The declared action `action` (NOT_FOUND). */
   action(action: string): ActionEntry {

@@ -34,6 +34,7 @@ export function scheduledEvent(timer: TimerRecord, replaced: boolean, cause: str
       replaced,
       ...declared,
       ...policyData(timer.policy),
+      ...(timer.cancelOn?.length ? { cancel_on: timer.cancelOn } : {}),
     },
     cause,
     actor,

@@ -1,6 +1,6 @@
 import type { CauseRef } from "../log/causes.js";
 import type { ActorRecord } from "../store/events.js";
-import type { Overdue, SchedulePolicy, TimerSpec } from "../store/timer-records.js";
+import type { CancelOnRecord, Overdue, SchedulePolicy, TimerSpec } from "../store/timer-records.js";
 
 // The timer requests as time takes them (TimeService parses them): Schedule, Delay, PauseTimer
 // and ResumeTimer, BackfillTimer, and what a backfill answers.
@@ -16,6 +16,8 @@ export interface ScheduleInput {
   overdue: Overdue;
   /** Jitter, bounds, maximum count, overlap and catch-up; absent: the defaults. */
   policy?: SchedulePolicy;
+  /** Events that cancel it (time/cancel-on.ts); absent or []: none. */
+  cancelOn?: CancelOnRecord[];
   /** Set when code under a delivery or an action run schedules. */
   cause: CauseRef | null;
   /** Asserted actor fields (from outside only). */
@@ -36,6 +38,8 @@ export interface DelayInput {
   actor: Partial<ActorRecord> | undefined;
   /** The client's delay id (from outside only); ""/absent: derived under a cause, else a fresh UUIDv7. */
   delayId?: string;
+  /** Events that cancel it (time/cancel-on.ts); absent or []: none. */
+  cancelOn?: CancelOnRecord[];
 }
 
 /** Largest batch accepted by one DelayBatch. */
