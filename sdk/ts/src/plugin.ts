@@ -1,7 +1,7 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { PulseScope, type PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
 import type { ActionContext } from "./action.js";
-import { dstOf, schedulePolicyOf, type DstOptions, type SchedulePolicyOptions } from "./time-requests.js";
+import { cancelOnOf, dstOf, schedulePolicyOf, type CancelOnOption, type DstOptions, type SchedulePolicyOptions } from "./time-requests.js";
 import type { DeliveryContext } from "./executor.js";
 
 /** An event type declaration. */
@@ -137,6 +137,8 @@ export interface ScheduleDefinition {
   dst?: DstOptions;
   /** Jitter, start/end, maximum count, overlap and catch-up (absent: the default). */
   policy?: SchedulePolicyOptions;
+  /** Events that pause the schedule (`timer.paused`, caused by the event; ResumeTimer resumes it). */
+  cancelOn?: CancelOnOption[];
 }
 
 /** A plugin defined in code. */
@@ -219,6 +221,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         region: d.region ?? 0,
         dst: d.dst && dstOf(d.dst),
         policy: d.policy && schedulePolicyOf(d.policy),
+        cancelOn: cancelOnOf(d.cancelOn),
       },
     ]),
   );

@@ -1,0 +1,171 @@
+// Cancel on an event, through the real transport and a real executor: a delay or timer names the
+// events that cancel it; a matching event removes it in the commit that records the event
+// (`timer.unscheduled` caused by it), other events leave it; a declared schedule is paused; the
+// index survives a restart; and the race of many delays due at the instant their cancelling
+// events are emitted ends, for each delay, in its call or in its cancel, never both.
+//
+// @module-tag postgres
+
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
+import { definePlugin } from "../sdk/ts/src/plugin.js";
+import { startTestOwner } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const plugin = definePlugin({
+  name: "shop",
+  events: {
+    "order.paid": { allow: ["*"], schema: { type: "object", properties: { order_id: { type: "string" }, region: { type: "string" } } } },
+    "order.noted": { allow: ["*"] },
+  },
+  actions: {
+    remind: {
+      allow: ["*"],
+      inputSchema: { type: "object", required: ["order_id"], properties: { order_id: { type: "string" }, region: { type: "string" } } },
+      run: () => {},
+    },
+  },
+  schedules: {
+    dunning: {
+      action: "remind",
+      input: { order_id: "declared-1" },
+      everyMs: 3_600_000,
+      cancelOn: [{ type: "order.paid", match: { "data.order_id": "input.order_id" } }],
+    },
+  },
+});
+
+describe("cancel on an event", () => {
+  let owner: Awaited<ReturnType<typeof startTestOwner>>;
+  let client: ChronologClient;
+  let executor: Executor;
+  const calls: ActionContext[] = [];
+
+  const start = async (dataDir?: string) => {
+    owner = await startTestOwner({ shutdownGraceMs: 100, ...(dataDir ? { dataDir } : {}) });
+    client = createClient({ url: owner.url });
+    executor = runExecutor({ url: owner.url, plugins: [{ ...plugin, actions: { remind: { ...plugin.actions!.remind, run: (ctx) => void calls.push(ctx) } } }], onError: () => {} });
+    await executor.ready;
+  };
+  beforeAll(() => start());
+  afterAll(async () => {
+    await executor?.stop(50);
+    await owner?.close();
+  });
+
+  const events = async (type: string): Promise<Event[]> => {
+    const out: Event[] = [];
+    for await (const e of client.read({ types: [type] })) out.push(e);
+    return out;
+  };
+  const paid = { type: "order.paid", match: { "data.order_id": "input.order_id" } };
+
+  it("removes a delay when a matching event is emitted, in that event's commit, and leaves it for others", async () => {
+    const { delayId } = await client.delay("shop.remind", { order_id: "o-1" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [paid] });
+    const other = await client.delay("shop.remind", { order_id: "o-2" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [paid] });
+    expect((await client.getTimer(delayId)).cancelOn.map((c) => [c.type, c.match])).toEqual([["order.paid", { "data.order_id": "input.order_id" }]]);
+
+    await client.emit("order.noted", { order_id: "o-1" }); // another type
+    await client.emit("order.paid", { order_id: "o-3" }); // another order
+    await client.emit("order.paid", { region: "eu" }); // no order id
+    expect((await client.getTimer(delayId)).nextDue).toBeDefined();
+
+    const event = await client.emit("order.paid", { order_id: "o-1" });
+    // Acknowledged: the delay is gone already (same commit), with the event as the cause of its removal.
+    await expect(client.getTimer(delayId)).rejects.toMatchObject({ code: Code.NotFound });
+    const removed = (await events("timer.unscheduled")).filter((e) => e.data?.timer_id === delayId);
+    expect(removed).toHaveLength(1);
+    expect(removed[0].cause).toBe(event.event!.id);
+    expect(removed[0].seq).toBe(event.event!.seq + 1n);
+    expect(removed[0].data?.cancelled_by).toEqual({ event_id: event.event!.id, type: "order.paid" });
+    expect((await client.getTimer(other.delayId)).nextDue).toBeDefined();
+
+    // Emitting it again cancels nothing more.
+    await client.emit("order.paid", { order_id: "o-1" });
+    expect((await events("timer.unscheduled")).filter((e) => e.data?.timer_id === delayId)).toHaveLength(1);
+    await client.cancelDelay(other.delayId);
+  });
+
+  it("matches on several paths and cancels recurring timers too; an entry without match takes any event of the type", async () => {
+    const both = { type: "order.paid", match: { "data.order_id": "input.order_id", "data.region": "input.region" } };
+    const timer = await client.schedule("shop.remind", { order_id: "o-5", region: "eu" }, { everyMs: 60_000 }, { cancelOn: [both] });
+    const any = await client.delay("shop.remind", { order_id: "o-6" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [{ type: "order.noted" }] });
+    await client.emit("order.paid", { order_id: "o-5", region: "us" });
+    expect((await client.getTimer(timer.id)).nextDue).toBeDefined();
+    await client.emit("order.paid", { order_id: "o-5", region: "eu" });
+    await expect(client.getTimer(timer.id)).rejects.toMatchObject({ code: Code.NotFound });
+    await client.emit("order.noted", { anything: 1 });
+    await expect(client.getTimer(any.delayId)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("refuses an undeclared event type, a bad path and an input path that is absent", async () => {
+    const refused = async (cancelOn: { type: string; match?: Record<string, string> }[]) => {
+      const error = await client.delay("shop.remind", { order_id: "o-7" }, { intervalMs: 60_000 }, "unbounded", { cancelOn }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(error?.code).toBe(Code.InvalidArgument);
+      return error?.rawMessage;
+    };
+    expect(await refused([{ type: "order.refunded" }])).toMatch(/cancel_on\[0\]\.type.*not declared/);
+    expect(await refused([{ type: "order.paid", match: { order_id: "input.order_id" } }])).toMatch(/not a path in the event's data/);
+    expect(await refused([{ type: "order.paid", match: { "data.order_id": "order_id" } }])).toMatch(/not a path in the input/);
+    expect(await refused([{ type: "order.paid", match: { "data.order_id": "input.customer" } }])).toMatch(/input\.customer is absent/);
+  });
+
+  it("pauses a declared schedule, caused by the event", async () => {
+    const id = "shop/dunning";
+    expect((await client.getTimer(id)).nextDue).toBeDefined();
+    const event = await client.emit("order.paid", { order_id: "declared-1" });
+    const timer = await client.getTimer(id);
+    expect(timer.paused).toBe(true);
+    const paused = (await events("timer.paused")).filter((e) => e.data?.timer_id === id);
+    expect(paused.map((e) => e.cause)).toEqual([event.event!.id]);
+    await client.resumeTimer(id);
+  });
+
+  it("keeps the index across a restart", async () => {
+    const { delayId } = await client.delay("shop.remind", { order_id: "o-9" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [paid] });
+    const dataDir = owner.dataDir;
+    await executor.stop(50);
+    await owner.close();
+    await start(dataDir);
+    await client.emit("order.paid", { order_id: "o-9" });
+    await expect(client.getTimer(delayId)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("races delays due at one instant with their cancelling events: each ends in its call or its cancel, never both", async () => {
+    const n = 240;
+    const first = Date.now() + 1_500;
+    const dueOf = (i: number) => first + 6 * i; // 6 ms apart, over 1.4 s
+    const ids = Array.from({ length: n }, (_, i) => `race-${i}`);
+    await client.delayBatch(
+      ids.map((id, i) => ({ action: "shop.remind", input: { order_id: id }, when: { at: dueOf(i) }, overdue: "unbounded", delayId: id, cancelOn: [paid] })),
+    );
+    // Each delay's cancelling event is emitted within 20 ms either side of its moment, one Emit each, from 16 clients at once.
+    const clients = Array.from({ length: 16 }, () => createClient({ url: owner.url }));
+    await Promise.all(clients.map((c) => c.emit("order.noted", {}))); // connected before the moments
+    await Promise.all(
+      clients.map(async (c, k) => {
+        for (let i = k; i < n; i += clients.length) {
+          const wait = dueOf(i) + Math.round(Math.random() * 40 - 20) - Date.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          await c.emit("order.paid", { order_id: ids[i] });
+        }
+      }),
+    );
+    const cancelled = new Set((await events("timer.unscheduled")).filter((e) => String(e.data?.timer_id).startsWith("race-")).map((e) => String(e.data?.timer_id)));
+    await until(() => calls.filter((c) => String(c.input.order_id).startsWith("race-")).length + cancelled.size >= n, "every delay called or cancelled", 20_000);
+    await new Promise((r) => setTimeout(r, 500)); // a call after a cancel would show up now
+    const called = calls.map((c) => String(c.input.order_id)).filter((id) => id.startsWith("race-"));
+    expect(new Set(called).size).toBe(called.length); // each call once
+    expect(called.filter((id) => cancelled.has(id))).toEqual([]); // never both
+    expect(called.length + cancelled.size).toBe(n); // and each one of them
+    const started = (await events("action.started")).filter((e) => String(e.data?.call_id ?? "").length > 0);
+    expect(started.length).toBeGreaterThanOrEqual(called.length);
+    console.log(`race: ${called.length} called, ${cancelled.size} cancelled`); // both outcomes, in proportions the machine's load decides
+  }, 40_000);
+});
