@@ -1,0 +1,152 @@
+// Streams through the real transport: emits that name a stream take its next position; an
+// expected version is checked in the commit of the append (FAILED_PRECONDITION naming the actual
+// version, nothing written), in order within a batch and a group commit; of several clients
+// appending with the same expected version exactly one wins; ReadStream pages forwards and
+// backwards; a retried emit is answered with its position.
+//
+// @module-tag postgres
+
+import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { LogService } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import type { ExpectedVersion } from "../sdk/ts/src/streams.js";
+import { createTransport } from "../sdk/ts/src/transport.js";
+import { startTestOwner } from "./helpers/owner.js";
+
+describe("streams", () => {
+  let owner: Awaited<ReturnType<typeof startTestOwner>>;
+  let client: ChronologClient;
+
+  beforeAll(async () => {
+    owner = await startTestOwner({ shutdownGraceMs: 100 });
+    client = createClient({ url: owner.url });
+    await client.registerPlugin({ name: "orders", events: { "order.changed": { allow: ["*"] } } });
+  });
+  afterAll(() => owner?.close());
+
+  const refusal = async (promise: Promise<unknown>) => {
+    const error = await promise.then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(error?.code).toBe(Code.FailedPrecondition);
+    const info = error!.findDetails(ErrorInfoSchema)[0];
+    expect(info.reason).toBe("WRONG_EXPECTED_VERSION");
+    return { message: error!.rawMessage, actual: info.metadata.actual_version };
+  };
+  const append = (stream: string, n: number, expectedVersion?: ExpectedVersion, id?: string) =>
+    client.emit("order.changed", { n }, { stream, expectedVersion, id });
+  const positions = async (stream: string, options: Parameters<ChronologClient["readStream"]>[1] = {}) => {
+    const out: [number, number][] = [];
+    for await (const e of client.readStream(stream, options)) out.push([Number(e.position), e.event.data?.n as number]);
+    return out;
+  };
+
+  it("places events at the stream's next position and checks the expected version", async () => {
+    expect((await append("order-o-1", 0, "noStream")).streamPosition).toBe(0n);
+    const again = await refusal(append("order-o-1", 1, "noStream"));
+    expect(again.actual).toBe("0");
+    expect(again.message).toMatch(/stream "order-o-1" is at position 0, not at the expected no_stream/);
+    expect((await refusal(append("order-o-1", 1, 5))).actual).toBe("0");
+    expect((await refusal(append("order-o-2", 1, 0))).actual).toBe("no_stream");
+    expect((await append("order-o-1", 1, 0)).streamPosition).toBe(1n);
+    expect((await append("order-o-1", 2, "any")).streamPosition).toBe(2n);
+    expect((await append("order-o-1", 3)).streamPosition).toBe(3n);
+    expect(await positions("order-o-1")).toEqual([
+      [0, 0],
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
+    // Nothing of the refused appends was written.
+    let refused = 0;
+    for await (const e of client.read({ types: ["order.changed"] })) if (e.data?.n === 1 && e.id !== "") refused++;
+    expect(refused).toBe(1);
+  });
+
+  it("answers a retried emit with its position, whatever the stream's version now", async () => {
+    const first = await append("order-o-3", 0, "noStream", "retry-1");
+    await append("order-o-3", 1, 0);
+    const retry = await append("order-o-3", 0, "noStream", "retry-1");
+    expect(retry.existing).toBe(true);
+    expect(retry.streamPosition).toBe(0n);
+    expect(retry.event?.seq).toBe(first.event?.seq);
+  });
+
+  it("checks a batch's expectations in order, all or none", async () => {
+    const ok = await client.emitBatch([
+      { type: "order.changed", data: { n: 0 }, stream: "order-b-1", expectedVersion: "noStream" },
+      { type: "order.changed", data: { n: 1 }, stream: "order-b-1", expectedVersion: 0 },
+      { type: "order.changed", data: { n: 2 }, stream: "order-b-2", expectedVersion: "noStream" },
+    ]);
+    expect(ok.map((r) => r.streamPosition)).toEqual([0n, 1n, 0n]);
+    const refused = await refusal(
+      client.emitBatch([
+        { type: "order.changed", data: { n: 3 }, stream: "order-b-2", expectedVersion: 0 },
+        { type: "order.changed", data: { n: 4 }, stream: "order-b-1", expectedVersion: 0 },
+      ]),
+    );
+    expect(refused.actual).toBe("1");
+    expect(refused.message).toMatch(/events\[1\]|order-b-1/);
+    expect(await positions("order-b-2")).toEqual([[0, 2]]); // the batch's first event was not written either
+  });
+
+  it("lets exactly one of several clients appending with the same expected version win, round after round", async () => {
+    const clients = Array.from({ length: 8 }, () => createClient({ url: owner.url }));
+    const stream = "order-race";
+    let expected: ExpectedVersion = "noStream";
+    for (let round = 0; round < 20; round++) {
+      const outcomes = await Promise.allSettled(clients.map((c, k) => c.emit("order.changed", { n: round * 100 + k }, { stream, expectedVersion: expected })));
+      const won = outcomes.filter((o) => o.status === "fulfilled");
+      expect(won).toHaveLength(1);
+      for (const o of outcomes) if (o.status === "rejected") expect(ConnectError.from(o.reason).code).toBe(Code.FailedPrecondition);
+      expect((won[0] as PromiseFulfilledResult<Awaited<ReturnType<ChronologClient["emit"]>>>).value.streamPosition).toBe(BigInt(round));
+      expected = round;
+    }
+    expect((await positions(stream)).map(([p]) => p)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  it("checks expectations of emits sharing a group commit in order (Publish)", async () => {
+    const log = createRpcClient(LogService, createTransport({ url: owner.url }));
+    const acks: { ref: bigint; seq: bigint; streamPosition?: bigint; code?: number }[] = [];
+    async function* requests() {
+      yield {
+        emits: Array.from({ length: 6 }, (_, i) => ({
+          ref: BigInt(i),
+          event: { type: "order.changed", dataJson: new TextEncoder().encode(`{"n":${i}}`), stream: "order-pub", expectedVersion: { version: { case: "noStream" as const, value: true } } },
+        })),
+      };
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+    for await (const message of log.publish(requests())) {
+      if (message.message.case === "acks") for (const a of message.message.value.acks) acks.push({ ref: a.ref, seq: a.seq, streamPosition: a.streamPosition, code: a.error?.code });
+      if (acks.length === 6) break;
+    }
+    expect(acks.map((a) => [a.streamPosition, a.code])).toEqual([[0n, undefined], ...Array.from({ length: 5 }, () => [undefined, Code.FailedPrecondition])]);
+  });
+
+  it("reads a stream forwards and backwards, from a position, in pages", async () => {
+    await client.emitBatch(Array.from({ length: 25 }, (_, n) => ({ type: "order.changed", data: { n }, stream: "order-pages" })));
+    const all = Array.from({ length: 25 }, (_, n) => [n, n] as [number, number]);
+    expect(await positions("order-pages", { pageSize: 7 })).toEqual(all);
+    expect(await positions("order-pages", { backwards: true, pageSize: 4 })).toEqual([...all].reverse());
+    expect(await positions("order-pages", { fromPosition: 20 })).toEqual(all.slice(20));
+    expect(await positions("order-pages", { fromPosition: 3, backwards: true })).toEqual(all.slice(0, 4).reverse());
+    expect(await positions("order-none")).toEqual([]);
+    const page = await client.log.readStream({ stream: "order-pages", pageSize: 10 });
+    expect([page.events.length, page.lastPosition, page.nextPageToken !== ""]).toEqual([10, 24n, true]);
+    const empty = await client.log.readStream({ stream: "order-none" });
+    expect([empty.events.length, empty.lastPosition, empty.nextPageToken]).toEqual([0, undefined, ""]);
+  });
+
+  it("refuses a bad stream name, an expected version without a stream and a foreign page token", async () => {
+    const code = (p: Promise<unknown>) => p.then(() => 0, (e: unknown) => ConnectError.from(e).code);
+    expect(await code(client.log.emit({ type: "order.changed", stream: "x".repeat(201) }))).toBe(Code.InvalidArgument);
+    expect(await code(client.log.emit({ type: "order.changed", stream: "a\nb" }))).toBe(Code.InvalidArgument);
+    expect(await code(client.log.emit({ type: "order.changed", expectedVersion: { version: { case: "noStream", value: true } } }))).toBe(Code.InvalidArgument);
+    expect(await code(client.log.readStream({ stream: "order-pages", pageToken: "nope" }))).toBe(Code.InvalidArgument);
+    expect(await code(client.log.readStream({ stream: "" }))).toBe(Code.InvalidArgument);
+  });
+});
