@@ -9,7 +9,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { startTestOwner } from "./helpers/owner.js";
@@ -47,7 +47,11 @@ describe("cancel on an event", () => {
   const start = async (dataDir?: string) => {
     owner = await startTestOwner({ shutdownGraceMs: 100, ...(dataDir ? { dataDir } : {}) });
     client = createClient({ url: owner.url });
-    executor = runExecutor({ url: owner.url, plugins: [{ ...plugin, actions: { remind: { ...plugin.actions!.remind, run: (ctx) => void calls.push(ctx) } } }], onError: () => {} });
+    executor = runExecutor({
+      url: owner.url,
+      plugins: [{ ...plugin, actions: { remind: { ...plugin.actions!.remind, run: (ctx) => void calls.push(ctx) } } }],
+      onError: () => {},
+    });
     await executor.ready;
   };
   beforeAll(() => start());
@@ -157,8 +161,14 @@ describe("cancel on an event", () => {
         }
       }),
     );
-    const cancelled = new Set((await events("timer.unscheduled")).filter((e) => String(e.data?.timer_id).startsWith("race-")).map((e) => String(e.data?.timer_id)));
-    await until(() => calls.filter((c) => String(c.input.order_id).startsWith("race-")).length + cancelled.size >= n, "every delay called or cancelled", 20_000);
+    const cancelled = new Set(
+      (await events("timer.unscheduled")).filter((e) => String(e.data?.timer_id).startsWith("race-")).map((e) => String(e.data?.timer_id)),
+    );
+    await until(
+      () => calls.filter((c) => String(c.input.order_id).startsWith("race-")).length + cancelled.size >= n,
+      "every delay called or cancelled",
+      20_000,
+    );
     await new Promise((r) => setTimeout(r, 500)); // a call after a cancel would show up now
     const called = calls.map((c) => String(c.input.order_id)).filter((id) => id.startsWith("race-"));
     expect(new Set(called).size).toBe(called.length); // each call once

@@ -10,7 +10,7 @@ import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc
 import { ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { LogService } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
+import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import type { ExpectedVersion } from "../sdk/ts/src/streams.js";
 import { createTransport } from "../sdk/ts/src/transport.js";
 import { startTestOwner } from "./helpers/owner.js";
@@ -115,13 +115,19 @@ describe("streams", () => {
       yield {
         emits: Array.from({ length: 6 }, (_, i) => ({
           ref: BigInt(i),
-          event: { type: "order.changed", dataJson: new TextEncoder().encode(`{"n":${i}}`), stream: "order-pub", expectedVersion: { version: { case: "noStream" as const, value: true } } },
+          event: {
+            type: "order.changed",
+            dataJson: new TextEncoder().encode(`{"n":${i}}`),
+            stream: "order-pub",
+            expectedVersion: { version: { case: "noStream" as const, value: true } },
+          },
         })),
       };
       await new Promise((r) => setTimeout(r, 1_000));
     }
     for await (const message of log.publish(requests())) {
-      if (message.message.case === "acks") for (const a of message.message.value.acks) acks.push({ ref: a.ref, seq: a.seq, streamPosition: a.streamPosition, code: a.error?.code });
+      if (message.message.case === "acks")
+        for (const a of message.message.value.acks) acks.push({ ref: a.ref, seq: a.seq, streamPosition: a.streamPosition, code: a.error?.code });
       if (acks.length === 6) break;
     }
     expect(acks.map((a) => [a.streamPosition, a.code])).toEqual([[0n, undefined], ...Array.from({ length: 5 }, () => [undefined, Code.FailedPrecondition])]);
@@ -142,7 +148,11 @@ describe("streams", () => {
   });
 
   it("refuses a bad stream name, an expected version without a stream and a foreign page token", async () => {
-    const code = (p: Promise<unknown>) => p.then(() => 0, (e: unknown) => ConnectError.from(e).code);
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => 0,
+        (e: unknown) => ConnectError.from(e).code,
+      );
     expect(await code(client.log.emit({ type: "order.changed", stream: "x".repeat(201) }))).toBe(Code.InvalidArgument);
     expect(await code(client.log.emit({ type: "order.changed", stream: "a\nb" }))).toBe(Code.InvalidArgument);
     expect(await code(client.log.emit({ type: "order.changed", expectedVersion: { version: { case: "noStream", value: true } } }))).toBe(Code.InvalidArgument);

@@ -195,7 +195,12 @@ export abstract class CauseWork implements WorkUnderCause {
 
   get delay(): WorkUnderCause["delay"] {
     return (action, input, when, overdue, options = {}) =>
-      this.#client.delay(action, input, when, overdue, { freshChain: options.freshChain, cancelOn: options.cancelOn, cause: this.#cause(), signal: this.signal });
+      this.#client.delay(action, input, when, overdue, {
+        freshChain: options.freshChain,
+        cancelOn: options.cancelOn,
+        cause: this.#cause(),
+        signal: this.signal,
+      });
   }
 
   get cancelDelay(): WorkUnderCause["cancelDelay"] {

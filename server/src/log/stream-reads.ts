@@ -35,7 +35,8 @@ function streamToken(stream: string, from: number, backwards: boolean): string {
 export function parseStreamToken(token: string, pageSize: number): StreamQuery {
   try {
     const { s, p, b } = JSON.parse(Buffer.from(token, "base64url").toString()) as { s: unknown; p: unknown; b: unknown };
-    if (typeof s === "string" && Number.isSafeInteger(p) && (p as number) >= 0 && typeof b === "boolean") return { stream: s, from: p as number, backwards: b, pageSize };
+    if (typeof s === "string" && Number.isSafeInteger(p) && (p as number) >= 0 && typeof b === "boolean")
+      return { stream: s, from: p as number, backwards: b, pageSize };
   } catch {
     // not JSON: refused below
   }

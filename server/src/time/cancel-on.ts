@@ -44,7 +44,12 @@ export function checkCancelOn(cancelOn: CancelOnRecord[], input: Record<string, 
 }
 
 /** The problems of `cancelOn` (see {@link checkCancelOn}), each under `field`. */
-export function cancelOnViolations(cancelOn: CancelOnRecord[], input: Record<string, unknown>, known: (type: string) => boolean, field: string): FieldViolation[] {
+export function cancelOnViolations(
+  cancelOn: CancelOnRecord[],
+  input: Record<string, unknown>,
+  known: (type: string) => boolean,
+  field: string,
+): FieldViolation[] {
   const out: FieldViolation[] = [];
   if (cancelOn.length > maxCancelOn) out.push({ field, description: `at most ${maxCancelOn} entries` });
   cancelOn.forEach((c, i) => {
@@ -171,7 +176,14 @@ export class CancelOn {
     if (timer.kind === "declared") {
       if (timer.paused || timer.nextDueMs === null) return; // paused, disabled or another region's: keeps its keys for when it runs again
       this.control.setPaused(timer.id, { note: `cancelled by ${event.type}`, atMs: tx.now, heldDueMs: timer.nextDueMs }, null, tx.now);
-      const paused = controlEvent("timer.paused", timer, { note: `cancelled by ${event.type}`, held_due_ms: timer.nextDueMs, ...by }, null, event.actor, newId());
+      const paused = controlEvent(
+        "timer.paused",
+        timer,
+        { note: `cancelled by ${event.type}`, held_due_ms: timer.nextDueMs, ...by },
+        null,
+        event.actor,
+        newId(),
+      );
       tx.append({ ...paused, cause: event.id });
       return;
     }

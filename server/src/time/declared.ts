@@ -13,7 +13,15 @@ import { canonicalZone, isValidZoneName } from "./zones.js";
 import { dstFromProto, schedulePolicyFromProto } from "./policy-proto.js";
 import { policyData, scheduledEvent, unscheduledEvent } from "./timer-events.js";
 import { anchorFor, canonicalSpec, checkSchedulePolicy, firstDue, maxHorizonMs, minEveryMs } from "./spec-checks.js";
-import { defaultSchedulePolicy, type CancelOnRecord, type DstPolicy, type Overdue, type SchedulePolicy, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
+import {
+  defaultSchedulePolicy,
+  type CancelOnRecord,
+  type DstPolicy,
+  type Overdue,
+  type SchedulePolicy,
+  type TimerRecord,
+  type TimerSpec,
+} from "../store/timer-records.js";
 import { blankTimer, defaultRetryDelaysMs } from "./timers.js";
 
 // Declared schedules: the `schedules` of plugin manifests and the

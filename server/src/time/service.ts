@@ -19,7 +19,15 @@ import { TimerReads } from "./timer-reads.js";
 import { changeEventId, clientDelayEventId, delayRequestDigest, recorded, sameDefinition } from "./timer-replay.js";
 import { maxDelayBatch, type BackfilledOccurrence, type BackfillInput, type DelayInput, type PauseInput, type ScheduleInput } from "./timer-requests.js";
 import { checkCancelOn } from "./cancel-on.js";
-import { defaultSchedulePolicy, type CancelOnRecord, type Overdue, type SchedulePolicy, type TimerKind, type TimerRecord, type TimerSpec } from "../store/timer-records.js";
+import {
+  defaultSchedulePolicy,
+  type CancelOnRecord,
+  type Overdue,
+  type SchedulePolicy,
+  type TimerKind,
+  type TimerRecord,
+  type TimerSpec,
+} from "../store/timer-records.js";
 import { blankTimer, isDefaultPolicy } from "./timers.js";
 
 /** A delay checked and ready to arm: its commit unit, and the event and timer ids it looks up (null: none). */
@@ -277,7 +285,14 @@ export class Timers {
     checkInput(entry, req.input);
     checkCancelOn(req.cancelOn ?? [], req.input, (type) => this.access.knownEventType(type));
     const id = req.cause
-      ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), ...cancelOn })
+      ? derivedId(req.cause.eventId, req.cause.position, {
+          op: "delay",
+          action: entry.name,
+          input: req.input,
+          when,
+          overdue: overdueToJson(req.overdue),
+          ...cancelOn,
+        })
       : clientId || newId();
     const digest = clientId
       ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), ...cancelOn }) }
