@@ -6,6 +6,10 @@
 //
 // @module-tag postgres
 
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
@@ -37,6 +41,9 @@ const plugin = definePlugin({
     },
   },
 });
+
+const repo = new URL("../", import.meta.url).pathname;
+const python = join(repo, ".venv/bin/python");
 
 describe("cancel on an event", () => {
   let owner: Awaited<ReturnType<typeof startTestOwner>>;
@@ -103,6 +110,27 @@ describe("cancel on an event", () => {
     await expect(client.getTimer(timer.id)).rejects.toMatchObject({ code: Code.NotFound });
     await client.emit("order.noted", { anything: 1 });
     await expect(client.getTimer(any.delayId)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it.skipIf(!existsSync(python) && !process.env.CI)("from the Python client", { tags: ["serial"] }, async () => {
+    const script = [
+      "import sys",
+      "from chronolog import Client",
+      "client = Client(sys.argv[1])",
+      "paid = [{'type': 'order.paid', 'match': {'data.order_id': 'input.order_id'}}]",
+      "d = client.delay('shop.remind', {'order_id': 'py-1'}, {'interval_ms': 3600000}, 'unbounded', cancel_on=paid)",
+      "t = client.schedule('shop.remind', {'order_id': 'py-2'}, {'every_ms': 60000}, cancel_on=paid)",
+      "b = client.delay_batch([{'action': 'shop.remind', 'input': {'order_id': 'py-3'}, 'when': {'interval_ms': 3600000}, 'overdue': 'unbounded', 'cancel_on': paid}])",
+      "print(d.delay_id, t.id, b[0].delay_id, [c.type for c in client.get_timer(d.delay_id).cancel_on])",
+    ].join("\n");
+    const { stdout } = await promisify(execFile)(python, ["-c", script, owner.url], {
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 30_000,
+    });
+    const [delayId, timerId, batchId, types] = stdout.trim().split(" ");
+    expect(types).toBe("['order.paid']");
+    for (const order of ["py-1", "py-2", "py-3"]) await client.emit("order.paid", { order_id: order });
+    for (const id of [delayId, timerId, batchId]) await expect(client.getTimer(id)).rejects.toMatchObject({ code: Code.NotFound });
   });
 
   it("refuses an undeclared event type, a bad path and an input path that is absent", async () => {

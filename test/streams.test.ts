@@ -6,6 +6,10 @@
 //
 // @module-tag postgres
 
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { Code, ConnectError, createClient as createRpcClient } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +18,9 @@ import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import type { ExpectedVersion } from "../sdk/ts/src/streams.js";
 import { createTransport } from "../sdk/ts/src/transport.js";
 import { startTestOwner } from "./helpers/owner.js";
+
+const repo = new URL("../", import.meta.url).pathname;
+const python = join(repo, ".venv/bin/python");
 
 describe("streams", () => {
   let owner: Awaited<ReturnType<typeof startTestOwner>>;
@@ -158,5 +165,25 @@ describe("streams", () => {
     expect(await code(client.log.emit({ type: "order.changed", expectedVersion: { version: { case: "noStream", value: true } } }))).toBe(Code.InvalidArgument);
     expect(await code(client.log.readStream({ stream: "order-pages", pageToken: "nope" }))).toBe(Code.InvalidArgument);
     expect(await code(client.log.readStream({ stream: "" }))).toBe(Code.InvalidArgument);
+  });
+
+  it.skipIf(!existsSync(python) && !process.env.CI)("from the Python client", { tags: ["serial"] }, async () => {
+    const script = [
+      "import sys",
+      "from chronolog import ChronologError, Client",
+      "client = Client(sys.argv[1])",
+      "print(client.emit('order.changed', {'n': 0}, stream='order-py', expected_version='no_stream').stream_position)",
+      "try:",
+      "    client.emit('order.changed', {'n': 1}, stream='order-py', expected_version='no_stream')",
+      "except ChronologError as e:",
+      "    print(e.code().name, e.reason, e.metadata['actual_version'])",
+      "print([r.stream_position for r in client.emit_batch([{'type': 'order.changed', 'data': {'n': 1}, 'stream': 'order-py', 'expected_version': 0}, {'type': 'order.changed', 'data': {'n': 2}, 'stream': 'order-py'}])])",
+      "print([e.position for e in client.read_stream('order-py', backwards=True, page_size=2)])",
+    ].join("\n");
+    const { stdout } = await promisify(execFile)(python, ["-c", script, owner.url], {
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 30_000,
+    });
+    expect(stdout.trim().split("\n")).toEqual(["0", "FAILED_PRECONDITION WRONG_EXPECTED_VERSION 0", "[1, 2]", "[2, 1, 0]"]);
   });
 });

@@ -11,6 +11,7 @@ from chronolog.contexts import ActionContext, DeliveryContext, Scheduled
 from chronolog.errors import ChronologError, FieldViolation, TerminalError
 from chronolog.executor import Executor, run_executor
 from chronolog.plugin import ActionDefinition, Plugin, ProcessorDefinition
+from chronolog.streams import StreamEntry
 from chronolog.version import __version__
 from chronolog.values import actor_from_dict, actor_to_dict, event_data, event_to_dict, from_struct, to_struct
 from chronolog.work import CauseCollections, WorkUnderCause
@@ -30,6 +31,7 @@ __all__ = [
     "Plugin",
     "ProcessorDefinition",
     "Scheduled",
+    "StreamEntry",
     "TerminalError",
     "WorkUnderCause",
     "actor_from_dict",

@@ -27,7 +27,8 @@ from chronolog.channel import DEFAULT_URL, connect
 from chronolog.errors import ChronologError
 from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, Reopening, owners_of
 from chronolog.publisher import Publisher
-from chronolog.time_requests import DELAY_KEYS, TIMER_KINDS, delay_request, overdue_bound, timer_spec
+from chronolog.streams import ExpectedVersion, StreamEntry, read_stream_pages, stream_fields
+from chronolog.time_requests import DELAY_KEYS, TIMER_KINDS, cancel_on_entries, delay_request, overdue_bound, timer_spec
 from chronolog.values import actor_from_dict, from_struct, to_struct
 from chronolog.gen.chronolog.v1 import (
     action_pb2,
@@ -136,6 +137,8 @@ class Client:
         id: str = "",
         cause: Optional[event_pb2.Cause] = None,
         actor: Optional[Mapping[str, str]] = None,
+        stream: Optional[str] = None,
+        expected_version: Optional[ExpectedVersion] = None,
         timeout: Optional[float] = None,
     ) -> log_pb2.EmitResponse:
         """Emits one event and returns the EmitResponse (``event``, ``existing``).
@@ -143,13 +146,20 @@ class Client:
         ``id`` makes the emit idempotent; ``cause`` is set by code working under
         a delivery or an action run (the owner then derives the id and actor);
         ``actor`` asserts actor fields (``{"id", "for", "in", "via"}``).
+        ``stream`` appends the event to that stream (e.g. ``"order-o-1"``) at its next
+        position (``stream_position`` of the answer), checked against ``expected_version``
+        (``"no_stream"``, ``"any"`` or the stream's last position) in the commit:
+        FAILED_PRECONDITION (reason ``WRONG_EXPECTED_VERSION``, ``metadata["actual_version"]``)
+        otherwise; such an emit goes as a unary call.
         On the publish stream (the default) the returned event's data is in
         ``data_json`` (:func:`event_data` reads either form); ``timeout`` bounds
         the wait for the ack.
         """
-        if self.publisher is None:
-            request = log_pb2.EmitRequest(type=type, data=to_struct(data, "data"), id=id, cause=cause, actor=actor_from_dict(actor))
+        if self.publisher is None or stream is not None:
+            fields = stream_fields(stream, expected_version)
+            request = log_pb2.EmitRequest(type=type, data=to_struct(data, "data"), id=id, cause=cause, actor=actor_from_dict(actor), **fields)
             return self._unary(self.log.Emit, request, timeout)
+        stream_fields(stream, expected_version)  # an expected version without a stream is refused
         try:
             return self.publish(type, data, id=id, cause=cause, actor=actor).result(timeout)
         except FutureTimeoutError:
@@ -203,6 +213,21 @@ class Client:
     def head(self) -> int:
         """The log's last seq."""
         return self._unary(self.log.ReadLog, log_pb2.ReadLogRequest(page_size=1), None).head_seq
+
+    def emit_batch(self, events: Sequence[Mapping[str, Any]], *, timeout: Optional[float] = None) -> list:
+        """Emits several events in one commit (all or none), each a mapping of ``type``, ``data`` and
+        optionally ``id``, ``stream`` and ``expected_version``: expectations are checked in order (a
+        second event to one stream expects the version the first left). Returns the EmitResponses."""
+        requests = [
+            log_pb2.EmitRequest(type=e["type"], data=to_struct(e.get("data"), "data"), id=e.get("id", ""), **stream_fields(e.get("stream"), e.get("expected_version")))
+            for e in events
+        ]
+        return list(self._unary(self.log.EmitBatch, log_pb2.EmitBatchRequest(events=requests), timeout).results)
+
+    def read_stream(self, stream: str, *, from_position: Optional[int] = None, backwards: bool = False, page_size: int = 100) -> Iterator[StreamEntry]:
+        """Yields the events of ``stream`` as :class:`StreamEntry` (``position``, ``event``) in position
+        order (newest first with ``backwards``), from ``from_position`` (inclusive) when given, page by page."""
+        return read_stream_pages(lambda request: self._unary(self.log.ReadStream, request, None), stream, from_position, backwards, page_size)
 
     def read(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, page_size: int = 500) -> Iterator[event_pb2.Event]:
         """Yields every matching event after ``after_seq`` up to the head, page by page."""
@@ -334,6 +359,7 @@ class Client:
         *,
         timer_id: str = "",
         overdue: Union[str, Mapping[str, Any]] = "unbounded",
+        cancel_on: Sequence[Mapping[str, Any]] = (),
         cause: Optional[event_pb2.Cause] = None,
         actor: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
@@ -348,10 +374,18 @@ class Client:
         (undeclared action), PERMISSION_DENIED (its ``allow`` excludes the
         caller), INVALID_ARGUMENT (input schema, bad cron or zone, ``at`` in the
         past, ``every_ms`` below 1,000), FAILED_PRECONDITION (the id is a
-        delay's or a declared schedule's).
+        delay's or a declared schedule's). ``cancel_on``: events that cancel the timer while it
+        is pending (see :func:`cancel_on_entries`).
         """
         request = time_pb2.ScheduleRequest(
-            timer_id=timer_id, action=action, input=to_struct(input, "input"), spec=timer_spec(when), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor)
+            timer_id=timer_id,
+            action=action,
+            input=to_struct(input, "input"),
+            spec=timer_spec(when),
+            overdue=overdue_bound(overdue),
+            cause=cause,
+            actor=actor_from_dict(actor),
+            cancel_on=cancel_on_entries(cancel_on),
         )
         return self._unary(self.time.Schedule, request, timeout).timer
 
@@ -370,6 +404,7 @@ class Client:
         cause: Optional[event_pb2.Cause] = None,
         actor: Optional[Mapping[str, str]] = None,
         delay_id: str = "",
+        cancel_on: Sequence[Mapping[str, Any]] = (),
         timeout: Optional[float] = None,
     ) -> DelayResult:
         """Arms one call of ``action`` later: ``when`` is ``{"interval_ms": n}`` from now or ``{"at": moment}``.
@@ -382,10 +417,12 @@ class Client:
         delay and arms nothing, even after it was made or cancelled; another
         request with it is ALREADY_EXISTS; an id naming a schedule is
         FAILED_PRECONDITION. It must be empty under a ``cause``.
-        Errors as :meth:`schedule`; FAILED_PRECONDITION past the owner's
-        maximum chain depth.
+        ``cancel_on``: events that cancel the delay while it is pending, e.g.
+        ``[{"type": "order.paid", "match": {"data.order_id": "input.order_id"}}]`` (see
+        :func:`cancel_on_entries`). Errors as :meth:`schedule`; FAILED_PRECONDITION past the
+        owner's maximum chain depth.
         """
-        request = delay_request(action, input, when, overdue, fresh_chain=fresh_chain, cause=cause, actor=actor, delay_id=delay_id)
+        request = delay_request(action, input, when, overdue, fresh_chain=fresh_chain, cause=cause, actor=actor, delay_id=delay_id, cancel_on=cancel_on)
         response = self._unary(self.time.Delay, request, timeout)
         return DelayResult(delay_id=response.delay_id, due=response.due.ToDatetime(tzinfo=timezone.utc) if response.HasField("due") else None)
 

@@ -5,7 +5,7 @@ status details) and :class:`TerminalError` (raised by a handler to fail without 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
 import grpc
 from google.rpc import error_details_pb2
@@ -29,16 +29,20 @@ class ChronologError(grpc.RpcError):
     ``code()`` returns it too, as a ``grpc.RpcError`` does: compare ``e.code() ==
     grpc.StatusCode.NOT_FOUND``, not ``e.code``), ``message`` the owner's message naming the
     problem (``details()`` returns it too), ``reason`` the stable ``google.rpc.ErrorInfo`` reason
-    when the owner sent one, and ``field_violations`` the ``google.rpc.BadRequest`` entries.
+    when the owner sent one, with its ``metadata`` (stable facts, e.g. ``actual_version`` of a
+    refused append), and ``field_violations`` the ``google.rpc.BadRequest`` entries.
     """
 
-    def __init__(self, code: grpc.StatusCode, message: str, reason: str = "", field_violations: Sequence[FieldViolation] = ()):
+    def __init__(
+        self, code: grpc.StatusCode, message: str, reason: str = "", field_violations: Sequence[FieldViolation] = (), metadata: Optional[Mapping[str, str]] = None
+    ):
         """Builds the error; usually made by :meth:`from_rpc_error`."""
         super().__init__(f"{code.name}: {message}")
         self.status_code = code
         self.message = message
         self.reason = reason
         self.field_violations = list(field_violations)
+        self.metadata = dict(metadata or {})
 
     def code(self) -> grpc.StatusCode:  # noqa: D401 - grpc.RpcError's interface
         """The gRPC status code."""
@@ -56,6 +60,7 @@ class ChronologError(grpc.RpcError):
         code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
         message = (error.details() if hasattr(error, "details") else str(error)) or ""
         reason = ""
+        metadata: dict = {}
         violations: list[FieldViolation] = []
         try:
             status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
@@ -66,11 +71,12 @@ class ChronologError(grpc.RpcError):
                 info = error_details_pb2.ErrorInfo()
                 detail.Unpack(info)
                 reason = info.reason
+                metadata = dict(info.metadata)
             elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
                 bad = error_details_pb2.BadRequest()
                 detail.Unpack(bad)
                 violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
-        return cls(code, message, reason, violations)
+        return cls(code, message, reason, violations, metadata)
 
 
 class TerminalError(Exception):

@@ -5,14 +5,14 @@ lateness bounds and timer kinds, checked before anything is sent.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from google.protobuf import timestamp_pb2
 
 from chronolog.gen.chronolog.v1 import event_pb2, time_pb2
 from chronolog.values import actor_from_dict, to_struct
 
-__all__ = ["Moment", "timer_spec", "overdue_bound", "delay_request"]
+__all__ = ["Moment", "timer_spec", "overdue_bound", "delay_request", "cancel_on_entries"]
 
 #: A moment: a timezone-aware ``datetime``, or ms since the epoch (int or float; rounded to whole ms).
 Moment = Union[datetime, int, float]
@@ -62,8 +62,22 @@ def overdue_bound(overdue: Union[str, Mapping[str, Any]]) -> time_pb2.Overdue:
     raise ValueError(f"overdue {overdue!r}: expected 'unbounded', 'on_time_or_never' or {{'max_lateness_ms': n}}")
 
 
+def cancel_on_entries(cancel_on: Sequence[Mapping[str, Any]]) -> list:
+    """``CancelOn`` entries from mappings ``{"type": "order.paid", "match": {"data.order_id":
+    "input.order_id"}}`` (``match`` optional: every event of the type). A matching event cancels
+    the pending timer in the commit that records it; a timer is claimed at its moment, so either
+    its call is made (and the event cancels nothing) or no call is ever made."""
+    entries = []
+    for i, c in enumerate(cancel_on):
+        unknown = sorted(set(c) - {"type", "match"})
+        if unknown or not isinstance(c.get("type"), str):
+            raise ValueError(f"cancel_on[{i}]: expected {{'type': str, 'match': {{event path: input path}}}}, got {dict(c)!r}")
+        entries.append(time_pb2.CancelOn(type=c["type"], match=dict(c.get("match") or {})))
+    return entries
+
+
 #: The arguments a delay takes (each entry of ``delay_batch``).
-DELAY_KEYS = {"action", "input", "when", "overdue", "fresh_chain", "cause", "actor", "delay_id"}
+DELAY_KEYS = {"action", "input", "when", "overdue", "fresh_chain", "cause", "actor", "delay_id", "cancel_on"}
 
 
 def delay_request(
@@ -76,6 +90,7 @@ def delay_request(
     cause: Optional[event_pb2.Cause] = None,
     actor: Optional[Mapping[str, str]] = None,
     delay_id: str = "",
+    cancel_on: Sequence[Mapping[str, Any]] = (),
 ) -> time_pb2.DelayRequest:
     """A DelayRequest from :meth:`Client.delay`'s arguments."""
     keys = set(when)
@@ -86,5 +101,5 @@ def delay_request(
     else:
         raise ValueError(f"when {dict(when)!r}: expected {{'interval_ms': n}} or {{'at': moment}}")
     return time_pb2.DelayRequest(
-        action=action, input=to_struct(input, "input"), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, **timing
+        action=action, input=to_struct(input, "input"), overdue=overdue_bound(overdue), cause=cause, actor=actor_from_dict(actor), fresh_chain=fresh_chain, delay_id=delay_id, cancel_on=cancel_on_entries(cancel_on), **timing
     )

@@ -113,6 +113,7 @@ class WorkUnderCause:
         *,
         timer_id: str = "",
         overdue: Union[str, Mapping[str, Any]] = "unbounded",
+        cancel_on: Sequence[Mapping[str, Any]] = (),
     ) -> time_pb2.Timer:
         """Sets a timer calling ``action`` with ``input`` and returns it as stored.
 
@@ -126,7 +127,7 @@ class WorkUnderCause:
         n}`` or ``"on_time_or_never"``. Raises :class:`ChronologError` like
         :meth:`Client.schedule`.
         """
-        return self._client.schedule(action, input, when, timer_id=timer_id, overdue=overdue, cause=self._next_cause())
+        return self._client.schedule(action, input, when, timer_id=timer_id, overdue=overdue, cancel_on=cancel_on, cause=self._next_cause())
 
     def unschedule(self, timer_id: str) -> None:
         """Stops runtime timer ``timer_id``. NOT_FOUND when unknown.
@@ -145,6 +146,7 @@ class WorkUnderCause:
         overdue: Union[str, Mapping[str, Any]],
         *,
         fresh_chain: bool = False,
+        cancel_on: Sequence[Mapping[str, Any]] = (),
     ) -> DelayResult:
         """Arms one call of ``action`` later and returns its :class:`DelayResult` (``delay_id``, ``due``).
 
@@ -155,9 +157,10 @@ class WorkUnderCause:
         it is refused (FAILED_PRECONDITION, recorded as
         ``timer.chain_exceeded``). The delay id is derived from the cause and
         position: a retried run arms it once and gets the first run's id
-        and due moment, from the log.
+        and due moment, from the log. ``cancel_on``: the events that cancel it (see
+        :meth:`Client.delay`).
         """
-        return self._client.delay(action, input, when, overdue, fresh_chain=fresh_chain, cause=self._next_cause())
+        return self._client.delay(action, input, when, overdue, fresh_chain=fresh_chain, cancel_on=cancel_on, cause=self._next_cause())
 
     def cancel_delay(self, delay_id: str) -> None:
         """Cancels a pending delay. NOT_FOUND when unknown or already made.
