@@ -11,7 +11,7 @@
 // Flags:
 //   --quick            small counts and windows (a few minutes): to check that it works
 //   --runs N           runs to take the median of (default 3; 1 with --quick)
-//   --only LIST        workloads: ingest,deliver,pending,lateness,burst,ceilings (default all);
+//   --only LIST        workloads: ingest,deliver,pending,lateness,burst,cancellable,ceilings (default all);
 //                      live: only deliver's live workloads (producer flat out, emit → handler)
 //   --systems LIST     systems measured: nats,redis,bullmq,chronolog (default all)
 //   --paths LIST       Chronolog's ingest paths (unary, batch, sdk; default unary,sdk)
@@ -20,6 +20,7 @@
 //   --pending N        delays of the pending workload (default 1,000,000; 5,000 with --quick)
 //   --pending-runs N   runs of the pending workload (default 1: 1,000,000 delays take a minute or more)
 //   --burst N          delays of the burst workload, due within 1 s (default 10,000; 2,000 with --quick)
+//   --cancellable N    pending cancellable delays of the cancellable workload (default 100,000; 10,000 with --quick)
 //   --owner tsx        run the owner under tsx instead of the bundle (dist/main.js, npm run serve's flags)
 //   --no-write         print only
 // Chronolog's store: BENCH_STORE=postgres runs its owners on PostgreSQL, BENCH_PG_LATENCY_MS=N
@@ -30,6 +31,7 @@ import { join } from "node:path";
 import { buildBundle } from "../lib/owner.js";
 import { storeDescription, storeSetting } from "../lib/postgres.js";
 import { burst } from "./burst.js";
+import { cancellable } from "./cancellable.js";
 import { ceilings, ingest, lateness, live, pendingDelays, preloaded, type Config, type Context } from "./workloads.js";
 import { commitOf, Figures, fmt, resultsFile } from "./report.js";
 import { startGenerator } from "./runtime.js";
@@ -46,8 +48,9 @@ const option = (name: string) => {
 };
 const quick = flag("quick");
 const runs = Number(option("runs") ?? (quick ? 1 : 3));
-const workloads = (option("only") ?? "ingest,deliver,pending,lateness,burst,ceilings").split(",");
-for (const w of workloads) if (!["ingest", "deliver", "live", "pending", "lateness", "burst", "ceilings"].includes(w)) throw new Error(`unknown workload ${w}`);
+const workloads = (option("only") ?? "ingest,deliver,pending,lateness,burst,cancellable,ceilings").split(",");
+for (const w of workloads)
+  if (!["ingest", "deliver", "live", "pending", "lateness", "burst", "cancellable", "ceilings"].includes(w)) throw new Error(`unknown workload ${w}`);
 const paths = (option("paths") ?? "unary,sdk").split(",") as ChronologPath[];
 const deliverPaths = (option("deliver-paths") ?? "sdk,unary").split(",") as ChronologPath[];
 for (const p of [...paths, ...deliverPaths]) if (!chronologPaths.includes(p)) throw new Error(`unknown Chronolog path ${p}: ${chronologPaths.join(", ")}`);
@@ -66,6 +69,7 @@ const cfg: Config = {
   lateness: quick ? 1_000 : 20_000,
   latenessSpreadMs: quick ? 3_000 : 10_000,
   burst: Number(option("burst") ?? (quick ? 2_000 : 10_000)),
+  cancellable: Number(option("cancellable") ?? (quick ? 10_000 : 100_000)),
   paths,
   deliverPaths,
   systems,
@@ -109,6 +113,7 @@ try {
     if (workloads.includes("pending") && run <= pendingRuns) await pendingDelays(ctx);
     if (workloads.includes("lateness")) await lateness(ctx);
     if (workloads.includes("burst") && systems.includes("chronolog")) await burst(ctx);
+    if (workloads.includes("cancellable")) await cancellable(ctx);
     if (workloads.includes("ceilings")) {
       for (const [kind, r] of await ceilings(ctx)) {
         const entry = trivial.get(kind) ?? { rate: [], cpu: [] };

@@ -24,6 +24,8 @@ export interface Config {
   latenessSpreadMs: number;
   /** Delays of the burst workload (due within 1 s). */
   burst: number;
+  /** Pending cancellable delays of the cancellable workload (Chronolog only). */
+  cancellable: number;
   /** Chronolog's ingest paths (W1, W2) and the paths of the live delivery workloads' producers (W5, W6): a row each. */
   paths: ChronologPath[];
   deliverPaths: ChronologPath[];
