@@ -1,12 +1,12 @@
 // W9 (Chronolog only): what pending cancellable timers cost an emit. The ingest loops (unary
-// Emit over grpc-js, 256 and 1 in flight) on an owner with no timer, then on one with `pending`
-// delays due in 1-24 h, each cancelled by a `compare.order` whose `data.order` matches its input:
-// every emit of that type then looks its key up in the cancel index (time/cancel-on.ts), and
-// finds no timer (the ingest's orders are not the delays'), so the rows compare the lookup's cost
-// at that many pending timers with none.
+// Emit over grpc-js, 256 and 1 in flight) on an owner with no timer; on one with `pending` delays
+// due in 1-24 h without cancel_on (the same table, no index); and on one with as many delays each
+// cancelled by a `compare.order` whose `data.order` matches its input: every emit of that type
+// then looks its key up in the cancel index (time/cancel-on.ts) and finds no timer (the ingest's
+// orders are not the delays'). The last two rows differ by the lookup alone.
 import { createClient } from "../../sdk/ts/src/client.js";
 import type { DelaySpec } from "../../sdk/ts/src/time-requests.js";
-import { cpuMs } from "../lib/proc.js";
+import { cpuMs, sleep } from "../lib/proc.js";
 import { loopDuring } from "./event-loop.js";
 import { INGEST_TYPE } from "./plugin.js";
 import { loopRows, withInstance, type Context } from "./workloads.js";
@@ -14,8 +14,8 @@ import { loopRows, withInstance, type Context } from "./workloads.js";
 /** Delays per DelayBatch while arming. */
 const batch = 1_000;
 
-/** Arms `count` cancellable delays due in 1-24 h on the owner at `url`; resolves with the ms it took. */
-async function armCancellable(url: string, count: number): Promise<number> {
+/** Arms `count` delays due in 1-24 h on the owner at `url`, cancellable or not; resolves with the ms it took. */
+async function armDelays(url: string, count: number, cancellable: boolean): Promise<number> {
   const client = createClient({ url });
   const t0 = performance.now();
   const now = Date.now();
@@ -25,25 +25,30 @@ async function armCancellable(url: string, count: number): Promise<number> {
       input: { order: `pending-${from + k}` },
       when: { at: now + 3_600_000 + Math.floor(((from + k) / count) * 23 * 3_600_000) },
       overdue: "unbounded",
-      cancelOn: [{ type: INGEST_TYPE, match: { "data.order": "input.order" } }],
+      cancelOn: cancellable ? [{ type: INGEST_TYPE, match: { "data.order": "input.order" } }] : [],
     }));
     await client.delayBatch(delays);
   }
   return performance.now() - t0;
 }
 
-/** The ingest loops with no timer, then with `ctx.cfg.cancellable` pending cancellable delays. */
+/** The ingest loops with no timer, then with `ctx.cfg.cancellable` pending delays, then as many cancellable ones. */
 export async function cancellable(ctx: Context): Promise<void> {
   const { cfg, figures } = ctx;
   if (!cfg.systems.includes("chronolog")) return;
-  const pending = cfg.cancellable;
-  for (const timers of [0, pending]) {
-    const what = timers === 0 ? "no pending timer" : `${timers.toLocaleString("en-US")} pending cancellable delays`;
+  const n = cfg.cancellable.toLocaleString("en-US");
+  const variants = [
+    { timers: 0, cancel: false, what: "no pending timer" },
+    { timers: cfg.cancellable, cancel: false, what: `${n} pending delays without cancel_on` },
+    { timers: cfg.cancellable, cancel: true, what: `${n} pending cancellable delays` },
+  ];
+  for (const { timers, cancel, what } of variants) {
     await withInstance(ctx, "chronolog", async (instance) => {
       const owner = instance.owner!;
       if (timers > 0) {
-        const ms = await armCancellable(owner.url, timers);
-        ctx.note(`cancellable: ${timers.toLocaleString("en-US")} delays with cancel_on armed in ${(ms / 1000).toFixed(1)} s`);
+        const ms = await armDelays(owner.url, timers, cancel);
+        ctx.note(`cancellable: ${what} armed in ${(ms / 1000).toFixed(1)} s`);
+        await sleep(3_000); // the arming's WAL checkpointed before the window
       }
       const endpoint = instance.endpoint("unary");
       const cpu0 = cpuMs(instance.pid);

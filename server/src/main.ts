@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { emitCommand, ownerUnavailableStatus, registerCommand, tailCommand } from "./cli/client-commands.js";
+import { emitCommand, ownerUnavailableStatus, readStreamCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
 import { healthCommand } from "./cli/health.js";
 import {
@@ -13,7 +13,7 @@ import {
 } from "./cli/documents.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
-import { idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
+import { cancelOnOption, expectedVersionOption, idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
 import {
   backfillTimerCommand,
   cancelDelayCommand,
@@ -82,6 +82,7 @@ function endQuietlyOnClosedPipe(): void {
   }
 }
 
+const cancelOnHelp = "an event that cancels it while pending, e.g. order.paid:data.order_id=input.order_id (repeatable; TYPE alone: any event of the type)";
 const overdueHelp = "how late a call may still be made: unbounded, on-time-or-never, or a maximum lateness in ms (later: recorded as skipped)";
 
 program
@@ -155,7 +156,16 @@ program
   .command("emit <type> <json>")
   .description("emit one event and print it")
   .option("--id <id>", "idempotency key", idOption)
+  .option("--stream <stream>", "append to this stream (e.g. order-o-1), at its next position")
+  .option("--expected-version <v>", "with --stream: no_stream, any or the stream's last position (FAILED_PRECONDITION otherwise)", expectedVersionOption)
   .action(clientAction(emitCommand));
+
+program
+  .command("read-stream <stream>")
+  .description("print one stream's events in position order as JSON lines, each with its position")
+  .option("--backwards", "newest first", false)
+  .option("--from <position>", "start at this position (inclusive)", seqOption)
+  .action(clientAction(readStreamCommand));
 
 program
   .command("tail")
@@ -253,6 +263,7 @@ program
   .addOption(new Option("--overlap <policy>", "an occurrence while the previous one runs").choices(["allow", "skip", "bufferOne"]))
   .addOption(new Option("--catch-up <policy>", "missed occurrences owed after an outage").choices(["latest", "allWithinWindow", "none"]))
   .option("--catch-up-window-ms <n>", "with --catch-up allWithinWindow: how far back (at least 1000)", msOption)
+  .option("--cancel-on <type[:data.path=input.path,...]>", cancelOnHelp, cancelOnOption)
   .option("--json", "print the timer as JSON", false)
   .action(clientAction(scheduleCommand));
 
@@ -267,6 +278,7 @@ program
   .option("--at <iso-time>", "due at this moment")
   .requiredOption("--overdue <bound>", `${overdueHelp} (required)`, parseOverdue)
   .option("--id <delay-id>", "delay id (default: the owner makes one); the same delay with the same id is armed once, so a retry is safe", idOption)
+  .option("--cancel-on <type[:data.path=input.path,...]>", cancelOnHelp, cancelOnOption)
   .option("--json", "print {delayId, due} as JSON", false)
   .action(clientAction(delayCommand));
 

@@ -47,10 +47,24 @@ export function parseObject(text: string, what: string): JsonObject {
   return value as JsonObject;
 }
 
-/** `chronolog emit TYPE JSON`: prints the stored event as one JSON line. */
-export async function emitCommand(type: string, json: string, flags: ClientFlags & { id?: string }): Promise<void> {
-  const response = await client(flags).emit(type, parseObject(json, "data"), { id: flags.id });
-  console.log(jsonLine(EventSchema, response.event!, { existing: response.existing }));
+/** `chronolog emit TYPE JSON [--stream S [--expected-version V]]`: prints the stored event as one JSON line (with its stream position). */
+export async function emitCommand(
+  type: string,
+  json: string,
+  flags: ClientFlags & { id?: string; stream?: string; expectedVersion?: "noStream" | "any" | number },
+): Promise<void> {
+  if (flags.expectedVersion !== undefined && flags.stream === undefined) throw new Error("--expected-version goes with --stream");
+  const response = await client(flags).emit(type, parseObject(json, "data"), { id: flags.id, stream: flags.stream, expectedVersion: flags.expectedVersion });
+  const extra: JsonObject = { existing: response.existing };
+  if (response.streamPosition !== undefined) extra.streamPosition = Number(response.streamPosition);
+  console.log(jsonLine(EventSchema, response.event!, extra));
+}
+
+/** `chronolog read-stream STREAM [--backwards] [--from N]`: prints the stream's events as JSON lines, each with its position. */
+export async function readStreamCommand(stream: string, flags: ClientFlags & { backwards: boolean; from?: number }): Promise<void> {
+  for await (const { position, event } of client(flags).readStream(stream, { backwards: flags.backwards, fromPosition: flags.from })) {
+    console.log(jsonLine(EventSchema, event, { position: Number(position) }));
+  }
 }
 
 /** `chronolog tail`'s exit status when the owner stopped or cannot be reached (EX_TEMPFAIL: run it again later). */

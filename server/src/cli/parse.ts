@@ -55,3 +55,27 @@ export function parseMoment(text: string, flag: string): Date {
     );
   return moment.toJSDate();
 }
+
+/**
+ * An argParser for a repeatable `--cancel-on TYPE[:EVENT-PATH=INPUT-PATH,...]` (e.g.
+ * `order.paid:data.order_id=input.order_id`): the entries given so far plus this one.
+ */
+export function cancelOnOption(value: string, previous: { type: string; match: Record<string, string> }[] = []) {
+  const [type, pairs = ""] = value.split(/:(.*)/s, 2);
+  if (type === "") throw new InvalidArgumentError("must be TYPE or TYPE:data.path=input.path[,...]");
+  const match: Record<string, string> = {};
+  for (const pair of pairs === "" ? [] : pairs.split(",")) {
+    const [from, to] = pair.split("=");
+    if (!from || !to) throw new InvalidArgumentError(`${JSON.stringify(pair)} must be data.path=input.path`);
+    match[from] = to;
+  }
+  return [...previous, { type, match }];
+}
+
+/** An argParser for `--expected-version`: `no_stream`, `any` or a stream position. */
+export function expectedVersionOption(value: string): "noStream" | "any" | number {
+  if (value === "no_stream") return "noStream";
+  if (value === "any") return "any";
+  if (/^\d+$/.test(value) && Number(value) <= maxSeq) return Number(value);
+  throw new InvalidArgumentError("must be no_stream, any or a stream position");
+}

@@ -1,6 +1,14 @@
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { TimerKind, TimerSchema, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
-import type { DelayWhen, DstOptions, OverdueBound, SchedulePolicyOptions, TimerKindName, TimerWhen } from "../../../sdk/ts/src/time-requests.js";
+import type {
+  CancelOnOption,
+  DelayWhen,
+  DstOptions,
+  OverdueBound,
+  SchedulePolicyOptions,
+  TimerKindName,
+  TimerWhen,
+} from "../../../sdk/ts/src/time-requests.js";
 import { client, parseObject, type ClientFlags } from "./client-commands.js";
 import { parseMoment } from "./parse.js";
 import { jsonLine } from "./json.js";
@@ -126,6 +134,8 @@ export async function backfillTimerCommand(timerId: string, flags: ClientFlags &
 
 /** Options of `chronolog schedule` (commander has checked the numbers and choices). */
 export interface ScheduleFlags extends ClientFlags {
+  /** Events that cancel it (`--cancel-on`, repeatable). */
+  cancelOn?: CancelOnOption[];
   /** Timer id (default: the owner makes one); the same id replaces that timer. */
   id?: string;
   cron?: string;
@@ -178,6 +188,7 @@ export async function scheduleCommand(action: string, input: string | undefined,
     timerId: flags.id,
     overdue: flags.overdue,
     policy: hasPolicy ? policy : undefined,
+    cancelOn: flags.cancelOn,
   });
   if (flags.json) console.log(jsonLine(TimerSchema, timer));
   else console.log(`${timer.id}: scheduled ${whenText(timer)}, next due ${timer.nextDue ? iso(timer.nextDue) : "none"}`);
@@ -192,11 +203,14 @@ export async function scheduleCommand(action: string, input: string | undefined,
 export async function delayCommand(
   action: string,
   input: string | undefined,
-  flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; id?: string; json: boolean },
+  flags: ClientFlags & { inMs?: number; at?: string; overdue: OverdueBound; id?: string; json: boolean; cancelOn?: CancelOnOption[] },
 ): Promise<void> {
   if ((flags.inMs === undefined) === (flags.at === undefined)) throw new Error("give exactly one of --in-ms N or --at ISO-TIME");
   const when: DelayWhen = flags.inMs !== undefined ? { intervalMs: flags.inMs } : { at: parseMoment(flags.at!, "--at") };
-  const { delayId, due } = await client(flags).delay(action, parseObject(input ?? "{}", "input"), when, flags.overdue, { delayId: flags.id });
+  const { delayId, due } = await client(flags).delay(action, parseObject(input ?? "{}", "input"), when, flags.overdue, {
+    delayId: flags.id,
+    cancelOn: flags.cancelOn,
+  });
   if (flags.json) console.log(JSON.stringify({ delayId, due: due.toISOString() }));
   else console.log(`${delayId}: due ${due.toISOString()}`);
 }
