@@ -16,6 +16,7 @@ import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
+import { cli } from "./helpers/cli.js";
 import { startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -131,6 +132,27 @@ describe("cancel on an event", () => {
     expect(types).toBe("['order.paid']");
     for (const order of ["py-1", "py-2", "py-3"]) await client.emit("order.paid", { order_id: order });
     for (const id of [delayId, timerId, batchId]) await expect(client.getTimer(id)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("from the CLI: delay --cancel-on", async () => {
+    const run = (args: string[]) => cli(["--url", owner.url, ...args]);
+    const armed = await run([
+      "delay",
+      "shop.remind",
+      '{"order_id":"cli-1"}',
+      "--in-ms",
+      "3600000",
+      "--overdue",
+      "unbounded",
+      "--id",
+      "cli-1",
+      "--cancel-on",
+      "order.paid:data.order_id=input.order_id",
+    ]);
+    expect(armed.code).toBe(0);
+    expect((await client.getTimer("cli-1")).cancelOn.map((c) => c.match)).toEqual([{ "data.order_id": "input.order_id" }]);
+    await client.emit("order.paid", { order_id: "cli-1" });
+    await expect(client.getTimer("cli-1")).rejects.toMatchObject({ code: Code.NotFound });
   });
 
   it("refuses an undeclared event type, a bad path and an input path that is absent", async () => {

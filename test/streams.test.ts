@@ -17,6 +17,7 @@ import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import type { ExpectedVersion } from "../sdk/ts/src/streams.js";
 import { createTransport } from "../sdk/ts/src/transport.js";
+import { cli } from "./helpers/cli.js";
 import { startTestOwner } from "./helpers/owner.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -165,6 +166,25 @@ describe("streams", () => {
     expect(await code(client.log.emit({ type: "order.changed", expectedVersion: { version: { case: "noStream", value: true } } }))).toBe(Code.InvalidArgument);
     expect(await code(client.log.readStream({ stream: "order-pages", pageToken: "nope" }))).toBe(Code.InvalidArgument);
     expect(await code(client.log.readStream({ stream: "" }))).toBe(Code.InvalidArgument);
+  });
+
+  it("from the CLI: emit --stream --expected-version, read-stream", async () => {
+    const run = (args: string[]) => cli(["--url", owner.url, ...args]);
+    const first = await run(["emit", "order.changed", '{"n":0}', "--stream", "order-cli", "--expected-version", "no_stream"]);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout).streamPosition).toBe(0);
+    const refused = await run(["emit", "order.changed", '{"n":1}', "--stream", "order-cli", "--expected-version", "no_stream"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/FAILED_PRECONDITION|failed_precondition|is at position 0/);
+    await run(["emit", "order.changed", '{"n":1}', "--stream", "order-cli", "--expected-version", "0"]);
+    const read = await run(["read-stream", "order-cli", "--backwards"]);
+    expect(
+      read.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).position),
+    ).toEqual([1, 0]);
+    expect((await run(["emit", "order.changed", "{}", "--expected-version", "3"])).code).not.toBe(0);
   });
 
   it.skipIf(!existsSync(python) && !process.env.CI)("from the Python client", { tags: ["serial"] }, async () => {

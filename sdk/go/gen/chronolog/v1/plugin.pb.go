@@ -692,8 +692,8 @@ type ScheduleDeclaration struct {
 	Policy *SchedulePolicy `protobuf:"bytes,10,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Daylight-saving policy for `cron` (default shift gaps, first of a repeated hour).
 	Dst *DstPolicy `protobuf:"bytes,11,opt,name=dst,proto3" json:"dst,omitempty"`
-	// Events that cancel the schedule (see CancelOn): the first match removes it until its plugin
-	// declares it again (a manifest that changes it).
+	// Events that cancel the schedule (see CancelOn): a matching event pauses it (`timer.paused`,
+	// caused by the event); ResumeTimer resumes it.
 	CancelOn      []*CancelOn `protobuf:"bytes,70,rep,name=cancel_on,json=cancelOn,proto3" json:"cancel_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -453,8 +453,8 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
   dst?: DstPolicy | undefined;
 
   /**
-   * Events that cancel the schedule (see CancelOn): the first match removes it until its plugin
-   * declares it again (a manifest that changes it).
+   * Events that cancel the schedule (see CancelOn): a matching event pauses it (`timer.paused`,
+   * caused by the event); ResumeTimer resumes it.
    *
    * @generated from field: repeated chronolog.v1.CancelOn cancel_on = 70;
    */

@@ -399,7 +399,8 @@ export const OverdueSchema: GenMessage<Overdue> = /*@__PURE__*/
 /**
  * An event that cancels a pending timer or delay: the first event of `type` whose data matches
  * the timer's input removes the timer in the commit that records the event (`timer.unscheduled`,
- * caused by that event, with `cancelled_by`). A timer is claimed at its moment, never ahead of it,
+ * caused by that event, with `cancelled_by`; a declared schedule is paused instead,
+ * `timer.paused`). A timer with `cancel_on` is claimed at its moment, never ahead of it,
  * so a cancelling event and the moment race cleanly: either the claim commits first (the call is
  * made; the event cancels nothing) or the event does (no call is ever made).
  *
