@@ -134,7 +134,7 @@ describe("cancel on an event", () => {
     for (const id of [delayId, timerId, batchId]) await expect(client.getTimer(id)).rejects.toMatchObject({ code: Code.NotFound });
   });
 
-  it("from the CLI: delay --cancel-on", async () => {
+  it("from the CLI: delay --cancel-on", { tags: ["serial"] }, async () => {
     const run = (args: string[]) => cli(["--url", owner.url, ...args]);
     const armed = await run([
       "delay",
@@ -193,22 +193,20 @@ describe("cancel on an event", () => {
 
   it("races delays due at one instant with their cancelling events: each ends in its call or its cancel, never both", async () => {
     const n = 240;
-    const first = Date.now() + 1_500;
-    const dueOf = (i: number) => first + 6 * i; // 6 ms apart, over 1.4 s
+    const dueAt = Date.now() + 1_500;
     const ids = Array.from({ length: n }, (_, i) => `race-${i}`);
     await client.delayBatch(
-      ids.map((id, i) => ({ action: "shop.remind", input: { order_id: id }, when: { at: dueOf(i) }, overdue: "unbounded", delayId: id, cancelOn: [paid] })),
+      ids.map((id) => ({ action: "shop.remind", input: { order_id: id }, when: { at: dueAt }, overdue: "unbounded", delayId: id, cancelOn: [paid] })),
     );
-    // Each delay's cancelling event is emitted within 20 ms either side of its moment, one Emit each, from 16 clients at once.
+    // Every cancelling event is its own Emit, from 16 clients at once, sent at its own instant spread evenly over 300 ms around
+    // the delays' one moment: their commits land before, among and after the claims.
     const clients = Array.from({ length: 16 }, () => createClient({ url: owner.url }));
-    await Promise.all(clients.map((c) => c.emit("order.noted", {}))); // connected before the moments
+    await Promise.all(clients.map((c) => c.emit("order.noted", {}))); // connected before the moment
+    const order = ids.map((id) => ({ id, r: Math.random() })).sort((a, b) => a.r - b.r);
     await Promise.all(
-      clients.map(async (c, k) => {
-        for (let i = k; i < n; i += clients.length) {
-          const wait = dueOf(i) + Math.round(Math.random() * 40 - 20) - Date.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          await c.emit("order.paid", { order_id: ids[i] });
-        }
+      order.map(async ({ id }, i) => {
+        await new Promise((r) => setTimeout(r, dueAt - 150 + (300 * i) / n - Date.now()));
+        await clients[i % clients.length].emit("order.paid", { order_id: id });
       }),
     );
     const cancelled = new Set(

@@ -168,7 +168,7 @@ describe("streams", () => {
     expect(await code(client.log.readStream({ stream: "" }))).toBe(Code.InvalidArgument);
   });
 
-  it("from the CLI: emit --stream --expected-version, read-stream", async () => {
+  it("from the CLI: emit --stream --expected-version, read-stream", { tags: ["serial"] }, async () => {
     const run = (args: string[]) => cli(["--url", owner.url, ...args]);
     const first = await run(["emit", "order.changed", '{"n":0}', "--stream", "order-cli", "--expected-version", "no_stream"]);
     expect(first.code).toBe(0);
