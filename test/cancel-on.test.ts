@@ -101,6 +101,18 @@ describe("cancel on an event", () => {
     await client.cancelDelay(other.delayId);
   });
 
+  it("cancels a timer of a space only by an event of that space", async () => {
+    const { delayId } = await client.delay("shop.remind", { order_id: "o-s" }, { intervalMs: 3_600_000 }, "unbounded", {
+      cancelOn: [paid],
+      actor: { in: "space:acme" },
+    });
+    await client.emit("order.paid", { order_id: "o-s" }, { actor: { in: "space:other" } });
+    await client.emit("order.paid", { order_id: "o-s" });
+    expect((await client.getTimer(delayId)).nextDue).toBeDefined();
+    await client.emit("order.paid", { order_id: "o-s" }, { actor: { in: "space:acme" } });
+    await expect(client.getTimer(delayId)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
   it("matches on several paths and cancels recurring timers too; an entry without match takes any event of the type", async () => {
     const both = { type: "order.paid", match: { "data.order_id": "input.order_id", "data.region": "input.region" } };
     const timer = await client.schedule("shop.remind", { order_id: "o-5", region: "eu" }, { everyMs: 60_000 }, { cancelOn: [both] });

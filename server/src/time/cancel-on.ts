@@ -17,6 +17,9 @@ import { controlEvent, unscheduledEvent } from "./timer-events.js";
 // (a shape) and reads only the timers under it, so the cost of an emit does not grow with the
 // number of pending timers, and events of other types cost a map lookup.
 //
+// A timer of a space (its actor's `in`) is cancelled only by events of that space; a timer of no
+// space by any matching event.
+//
 // The cancel runs in the committer unit that appends the event (Committer.afterAppend): the event
 // and the cancel commit together or not at all. A runtime timer or delay is removed
 // (`timer.unscheduled`, caused by the event, data `cancelled_by`); a declared schedule, which its
@@ -172,6 +175,8 @@ export class CancelOn {
     const waits = keysOf(timer).some((k) => k.eventType === key.eventType && k.matchKey === key.matchKey);
     // Replaced by a timer without this key (one with keys had its keys replaced), or spent: nothing to cancel, ever.
     if (!waits || (timer.nextDueMs === null && timer.paused === null && timer.kind !== "declared")) return this.cancels.setKeys(id, [], true);
+    const space = timer.actor?.in ?? "";
+    if (space !== "" && space !== (event.actor?.in ?? "")) return; // another space's event: never cancels this space's timers
     const by = { cancelled_by: { event_id: event.id, type: event.type } };
     if (timer.kind === "declared") {
       if (timer.paused || timer.nextDueMs === null) return; // paused, disabled or another region's: keeps its keys for when it runs again
