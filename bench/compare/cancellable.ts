@@ -48,7 +48,7 @@ export async function cancellable(ctx: Context): Promise<void> {
       if (timers > 0) {
         const ms = await armDelays(owner.url, timers, cancel);
         ctx.note(`cancellable: ${what} armed in ${(ms / 1000).toFixed(1)} s`);
-        await sleep(3_000); // the arming's WAL checkpointed before the window
+        await sleep(10_000); // the arming's WAL checkpointed before the window (the owner's CPU counts its checkpoints)
       }
       const endpoint = instance.endpoint("unary");
       const cpu0 = cpuMs(instance.pid);
