@@ -234,8 +234,10 @@ describe("cancel on an event", () => {
     expect(new Set(called).size).toBe(called.length); // each call once
     expect(called.filter((id) => cancelled.has(id))).toEqual([]); // never both
     expect(called.length + cancelled.size).toBe(n); // and each one of them
-    const started = (await events("action.started")).filter((e) => String(e.data?.call_id ?? "").length > 0);
-    expect(started.length).toBeGreaterThanOrEqual(called.length);
+    // Claimed and started at the moment, never inside the clock's lookahead before it.
+    const started = (await events("action.started")).filter((e) => String((e.data?.input as { order_id?: string })?.order_id ?? "").startsWith("race-"));
+    expect(started).toHaveLength(called.length);
+    for (const e of started) expect(Number(e.at!.seconds) * 1000 + e.at!.nanos / 1e6).toBeGreaterThanOrEqual(dueAt);
     console.log(`race: ${called.length} called, ${cancelled.size} cancelled`); // both outcomes, in proportions the machine's load decides
   }, 40_000);
 });

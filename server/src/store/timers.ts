@@ -143,8 +143,12 @@ export interface TimerStatements {
   declared(): TimerRecord[];
   /** Deletes timer `id`; false when there was none. */
   remove(id: string): boolean;
-  /** The smallest next due moment of any timer (the clock's target), or null when none is pending. */
-  earliestDue(): number | null;
+  /**
+   * The smallest next due moment of any timer (the clock's target), or null when none is pending;
+   * a timer with a `cancel_on` counts `cancellableLagMs` later (the clock's lookahead: it rings for
+   * such a timer at its moment, when its claim may be made).
+   */
+  earliestDue(cancellableLagMs?: number): number | null;
   /** How many timers have a next due moment (not spent, disabled, paused or another region's). */
   pendingCount(): number;
   /**
@@ -196,7 +200,7 @@ export function timerStatements(db: Db): TimerStatements {
   );
   const declared = db.prepare(`SELECT ${timerColumns} FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule`).raw();
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
-  const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
+  const earliest = db.prepare("SELECT next_due_ms, cancel_on IS NOT NULL AS cancellable FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
   const pendingCount = db.prepare(pendingCountSql);
   const due = limitedStatement(
     db,
@@ -272,9 +276,9 @@ export function timerStatements(db: Db): TimerStatements {
     remove(id: string): boolean {
       return remove.run(id).changes === 1;
     },
-    earliestDue(): number | null {
-      const row = earliest.get() as { next_due_ms: number } | undefined;
-      return row ? row.next_due_ms : null;
+    earliestDue(cancellableLagMs = 0): number | null {
+      const row = earliest.get() as { next_due_ms: number; cancellable: number | boolean } | undefined;
+      return row ? Number(row.next_due_ms) + (row.cancellable ? cancellableLagMs : 0) : null;
     },
     // Counted on the `timers_by_due` index, which holds only those.
     pendingCount(): number {

@@ -105,8 +105,9 @@ export function openTime(options: TimeOptions): Time {
   const occurrenceRows = occurrenceStatements(db);
   const lateness = new LatenessHistogram();
   // The one clock's target: the earliest timer or retry.
-  const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
+  // A cancellable timer's claim waits for its moment (fire.ts): the clock rings for it then, not a lookahead before.
   const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs;
+  const earliestDue = () => minOf(timerRows.earliestDue(lookaheadMs), occurrenceRows.earliestRetry());
   const firing = new TimerFiring({
     committer,
     timers: timerRows,
