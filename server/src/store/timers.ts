@@ -200,7 +200,9 @@ export function timerStatements(db: Db): TimerStatements {
   );
   const declared = db.prepare(`SELECT ${timerColumns} FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule`).raw();
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
-  const earliest = db.prepare("SELECT next_due_ms, cancel_on IS NOT NULL AS cancellable FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
+  const earliest = db.prepare(
+    "SELECT next_due_ms, cancel_on IS NOT NULL AS cancellable FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1",
+  );
   const pendingCount = db.prepare(pendingCountSql);
   const due = limitedStatement(
     db,
