@@ -45,6 +45,7 @@ import { cursorStatements } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
+import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements } from "./store/events.js";
 import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
@@ -367,6 +368,7 @@ async function serve(
         logService({
           emitter,
           events: readsWithTail(tail, eventReads(store.db, events)),
+          causes: causeReads(store.db),
           head,
           watchers: metrics.watchers,
           publishWindow: config?.limits?.publish_window ?? defaultPublishWindow,

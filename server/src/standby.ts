@@ -26,6 +26,7 @@ import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type S
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { timeReads } from "./rpc/time-service.js";
 import { cursorStatements } from "./store/cursors.js";
+import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements, type EventStatements } from "./store/events.js";
 import type { PostgresDatabase, ReadStore } from "./store/postgres/open.js";
 import { timerRowReads, timerStatements } from "./store/timers.js";
@@ -193,7 +194,7 @@ class StandbyView {
       const cursors = cursorStatements(db);
       this.plugins = new PluginRegistry(db);
       const plugins = this.plugins;
-      const log = logReads({ events: eventReads(db, this.events), head, watchers });
+      const log = logReads({ events: eventReads(db, this.events), causes: causeReads(db), head, watchers });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.
       const durable = (req: { collection: string }) => {
