@@ -14,6 +14,7 @@ import { ManualClock } from "../server/src/clock.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
+import { cli } from "./helpers/cli.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
 import { startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
@@ -61,45 +62,55 @@ async function all(client: ChronologClient, query: Parameters<ChronologClient["r
 
 const typesOf = (events: Event[]) => events.map((e) => e.type);
 
+/**
+ * An owner with the executor and the chain of one `booking.requested` emitted by a client of
+ * space a, up to the delay (not yet due: the clock has not moved).
+ */
+async function chainOwner() {
+  const clock = new ManualClock(T0);
+  const owner = await startTestOwner({
+    clock,
+    timers: clock,
+    heartbeatIntervalMs: 600_000,
+    shutdownGraceMs: 200,
+    config: {
+      principals: [
+        { name: "ops", token: tokens.admin, role: "admin" },
+        { name: "web-a", token: tokens.a, role: "client", actor: { in: "space:a" } },
+        { name: "web-b", token: tokens.b, role: "client", actor: { in: "space:b" } },
+        { name: "runner", token: tokens.runner, role: "executor" },
+      ],
+    },
+  });
+  cleanups.push(() => owner.close());
+  const as = (who: keyof typeof tokens) => createClient({ url: owner.url, token: tokens[who] });
+  const admin = as("admin");
+  await admin.registerPlugin(manifestOf(plugin));
+  const ex = runExecutor({ url: owner.url, token: tokens.runner, plugins: [plugin], credits: 8, maxBackoffMs: 200, onError: () => {} });
+  cleanups.push(() => ex.stop(100));
+  await ex.ready;
+
+  const { event: root } = await as("a").emit("booking.requested", { booking: "b1" });
+  let noted: Event | undefined;
+  await until(async () => (noted = (await all(admin, { types: ["booking.noted"] }))[0]) !== undefined, "the processor's note");
+  const confirmCall = String(noted!.data?.confirm_call);
+  const quietCall = String(noted!.data?.quiet_call);
+  await until(async () => (await all(admin, { types: ["action.completed"] })).length === 1, "the confirm call's end");
+
+  return { owner, clock, as, admin, root: root!, confirmCall, quietCall };
+}
+
 describe("the cause filter", () => {
   it("reads what was made under an event or a call, directly or down the chain through a delay, for readers who may see it", async () => {
-    const clock = new ManualClock(T0);
-    const owner = await startTestOwner({
-      clock,
-      timers: clock,
-      heartbeatIntervalMs: 600_000,
-      shutdownGraceMs: 200,
-      config: {
-        principals: [
-          { name: "ops", token: tokens.admin, role: "admin" },
-          { name: "web-a", token: tokens.a, role: "client", actor: { in: "space:a" } },
-          { name: "web-b", token: tokens.b, role: "client", actor: { in: "space:b" } },
-          { name: "runner", token: tokens.runner, role: "executor" },
-        ],
-      },
-    });
-    cleanups.push(() => owner.close());
-    const as = (who: keyof typeof tokens) => createClient({ url: owner.url, token: tokens[who] });
-    const admin = as("admin");
-    await admin.registerPlugin(manifestOf(plugin));
-    const ex = runExecutor({ url: owner.url, token: tokens.runner, plugins: [plugin], credits: 8, maxBackoffMs: 200, onError: () => {} });
-    cleanups.push(() => ex.stop(100));
-    await ex.ready;
-
-    const { event: root } = await as("a").emit("booking.requested", { booking: "b1" });
-    let noted: Event | undefined;
-    await until(async () => (noted = (await all(admin, { types: ["booking.noted"] }))[0]) !== undefined, "the processor's note");
-    const confirmCall = String(noted!.data?.confirm_call);
-    const quietCall = String(noted!.data?.quiet_call);
-    await until(async () => (await all(admin, { types: ["action.completed"] })).length === 1, "the confirm call's end");
+    const { owner, clock, as, admin, root, confirmCall, quietCall } = await chainOwner();
 
     // Directly under the event: the processor's calls and its note (the record: false call leaves no event).
-    expect(typesOf(await all(admin, { cause: root!.id }))).toEqual(["action.started", "booking.noted"]);
+    expect(typesOf(await all(admin, { cause: root.id }))).toEqual(["action.started", "booking.noted"]);
     // Under a recorded call: its action.started's work and records; under a record: false call: its run's work.
     expect(typesOf(await all(admin, { cause: confirmCall }))).toEqual(["timer.scheduled", "action.completed"]);
     expect(typesOf(await all(admin, { cause: quietCall }))).toEqual(["booking.quiet"]);
     // With types.
-    expect(typesOf(await all(admin, { cause: root!.id, types: ["booking.noted"] }))).toEqual(["booking.noted"]);
+    expect(typesOf(await all(admin, { cause: root.id, types: ["booking.noted"] }))).toEqual(["booking.noted"]);
 
     // A watch down the chain, opened before the delay's call is made, follows it live.
     const watched: Event[] = [];
@@ -107,7 +118,7 @@ describe("the cause filter", () => {
     let watchError: unknown;
     const watching = (async () => {
       try {
-        for await (const e of as("a").watch({ cause: root!.id, descendants: true }, { signal: stop.signal })) watched.push(e);
+        for await (const e of as("a").watch({ cause: root.id, descendants: true }, { signal: stop.signal })) watched.push(e);
       } catch (e) {
         if (!stop.signal.aborted) watchError = e;
       }
@@ -118,12 +129,12 @@ describe("the cause filter", () => {
     await until(async () => (await all(admin, { types: ["action.completed"] })).length === 2, "the delay's call to end");
 
     const chain = ["action.started", "timer.scheduled", "action.completed", "booking.noted", "action.started", "booking.reminded", "action.completed"];
-    const tree = await all(as("a"), { cause: root!.id, descendants: true });
+    const tree = await all(as("a"), { cause: root.id, descendants: true });
     expect(typesOf(tree)).toEqual(chain);
     expect(tree.find((e) => e.type === "booking.reminded")?.data?.booking).toBe("b1");
     // Paged two at a time: the same events, in seq order.
-    expect((await all(as("a"), { cause: root!.id, descendants: true }, 2)).map((e) => e.id)).toEqual(tree.map((e) => e.id));
-    const page = await admin.log.readLog({ cause: root!.id, descendants: true, pageSize: 3 });
+    expect((await all(as("a"), { cause: root.id, descendants: true }, 2)).map((e) => e.id)).toEqual(tree.map((e) => e.id));
+    const page = await admin.log.readLog({ cause: root.id, descendants: true, pageSize: 3 });
     expect(page.events).toHaveLength(3);
     expect(page.nextPageToken).not.toBe("");
     expect(page.treeCut).toBe(false);
@@ -138,9 +149,9 @@ describe("the cause filter", () => {
     // From a seq, with types and where.
     const reminded = tree.find((e) => e.type === "booking.reminded")!;
     expect(
-      await all(admin, { cause: root!.id, descendants: true, afterSeq: reminded.seq - 1n, types: ["booking.reminded"], where: { booking: "b1" } }),
+      await all(admin, { cause: root.id, descendants: true, afterSeq: reminded.seq - 1n, types: ["booking.reminded"], where: { booking: "b1" } }),
     ).toHaveLength(1);
-    expect(await all(admin, { cause: root!.id, descendants: true, where: { booking: "other" } })).toHaveLength(0);
+    expect(await all(admin, { cause: root.id, descendants: true, where: { booking: "other" } })).toHaveLength(0);
 
     await until(() => watched.length === chain.length, "the watch to follow the delay's call");
     expect(watched.map((e) => e.id)).toEqual(tree.map((e) => e.id));
@@ -149,11 +160,38 @@ describe("the cause filter", () => {
     expect(watchError).toBeUndefined();
 
     // Another space's reader sees nothing of it, direct or down the chain; a reader of no space neither.
-    expect(await all(as("b"), { cause: root!.id })).toEqual([]);
-    expect(await all(as("b"), { cause: root!.id, descendants: true })).toEqual([]);
+    expect(await all(as("b"), { cause: root.id })).toEqual([]);
+    expect(await all(as("b"), { cause: root.id, descendants: true })).toEqual([]);
     expect(await all(as("b"), { cause: confirmCall, descendants: true })).toEqual([]);
+
     // Unknown causes have nothing under them; descendants without a cause is refused.
     expect(await all(admin, { cause: "no-such-event", descendants: true })).toEqual([]);
     await expectConnectError(admin.log.readLog({ descendants: true }), Code.InvalidArgument, /descendants needs a cause/);
   }, 60_000);
+
+  it("chronolog tail --cause prints what was made under an event or a call, down the chain with --descendants", {
+    tags: ["serial"],
+    timeout: 60_000,
+  }, async () => {
+    const { owner, clock, admin, root, confirmCall } = await chainOwner();
+    clock.advance(MINUTE + 1_000);
+    await until(async () => (await all(admin, { types: ["action.completed"] })).length === 2, "the delay's call to end");
+    const tree = await all(admin, { cause: root.id, descendants: true });
+    const reminded = tree.find((e) => e.type === "booking.reminded")!;
+    // chronolog tail --cause, directly and down the chain, as JSON lines.
+    const tail = async (...args: string[]) => {
+      const out = await cli(["tail", "--url", owner.url, "--token", tokens.a, "--no-follow", ...args]);
+      expect(out.stderr).toBe("");
+      return out.stdout
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { id: string; type: string });
+    };
+    expect((await tail("--cause", confirmCall)).map((e) => e.type)).toEqual(["timer.scheduled", "action.completed"]);
+    expect((await tail("--cause", root.id, "--descendants")).map((e) => e.id)).toEqual(tree.map((e) => e.id));
+    expect((await tail("--cause", root.id, "--descendants", "--type", "booking.reminded")).map((e) => e.id)).toEqual([reminded.id]);
+    const lone = await cli(["tail", "--url", owner.url, "--token", tokens.a, "--no-follow", "--descendants"]);
+    expect([lone.code, lone.stderr]).toEqual([1, expect.stringContaining("--descendants needs --cause")]);
+  });
 });
