@@ -212,6 +212,7 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
         services,
         authenticator: new Authenticator(options.config?.principals),
         consoleDir: options.consoleDir ?? defaultConsoleDir(),
+        consoleSettings: options.config?.console,
         clock: options.clock ?? systemClock,
         logger,
       });
@@ -348,7 +349,7 @@ async function serve(
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
   if (store.asyncReads) storeAsyncReadMetrics(metrics.registry, store.asyncReads);
   const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
-  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
+  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger, config?.console);
   const listener = await listen({
     host: options.host,
     port: options.port,
