@@ -102,7 +102,7 @@ async function chainOwner() {
 
 describe("the cause filter", () => {
   it("reads what was made under an event or a call, directly or down the chain through a delay, for readers who may see it", async () => {
-    const { owner, clock, as, admin, root, confirmCall, quietCall } = await chainOwner();
+    const { clock, as, admin, root, confirmCall, quietCall } = await chainOwner();
 
     // Directly under the event: the processor's calls and its note (the record: false call leaves no event).
     expect(typesOf(await all(admin, { cause: root.id }))).toEqual(["action.started", "booking.noted"]);
