@@ -1,7 +1,7 @@
-import { callEventId } from "../actions/records.js";
+import { callEventId } from "../actions/index.js";
 import type { CauseReads, TreeRow } from "../store/cause-reads.js";
 import { storedBytes, type EventRecord } from "../store/events.js";
-import { occurrenceId } from "../time/occurrence-ids.js";
+import { occurrenceId } from "../time/index.js";
 import { derivedId } from "./ids.js";
 import { matchAll, type Filter } from "./filter.js";
 import type { LogPage } from "./read.js";

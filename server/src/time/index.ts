@@ -33,6 +33,7 @@ export type {
   TimerSpec,
 } from "../store/timer-records.js";
 export { isDefaultPolicy } from "./timers.js";
+export { occurrenceId } from "./occurrence-ids.js";
 export { checkMs, maxHorizonMs, minEveryMs } from "./spec-checks.js";
 export { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "./policy-proto.js";
 export type { OccurrenceOutcome } from "./fire.js";
