@@ -169,6 +169,27 @@ describe("the cause filter", () => {
     await expectConnectError(admin.log.readLog({ descendants: true }), Code.InvalidArgument, /descendants needs a cause/);
   }, 60_000);
 
+  it("walks a tree up to 10,000 events per page and says when it stopped there; the direct filter pages through all", async () => {
+    const owner = await startTestOwner({ shutdownGraceMs: 100 });
+    cleanups.push(() => owner.close());
+    const client = createClient({ url: owner.url });
+    await client.registerPlugin(manifestOf(definePlugin({ name: "wide", events: { "wide.x": { allow: ["*"], schema: { type: "object" } } } })));
+    const root = (await client.log.emit({ type: "wide.x", data: {} })).event!;
+    // The local admin may emit under a cause: 10,001 events under the root, in batches.
+    for (let from = 0; from <= 10_000; from += 5_000) {
+      const count = Math.min(5_000, 10_001 - from);
+      await client.log.emitBatch({
+        events: Array.from({ length: count }, (_, i) => ({ type: "wide.x", data: { n: from + i }, cause: { eventId: root.id, position: from + i } })),
+      });
+    }
+    expect(await all(client, { cause: root.id }, 1000)).toHaveLength(10_001);
+    const first = await client.log.readLog({ cause: root.id, descendants: true, pageSize: 1000 });
+    expect([first.events.length, first.treeCut]).toEqual([1000, true]);
+    const walked = await all(client, { cause: root.id, descendants: true }, 1000);
+    expect(walked).toHaveLength(10_000);
+    expect(walked.map((e) => e.data?.n)).toEqual(Array.from({ length: 10_000 }, (_, i) => i));
+  }, 60_000);
+
   it("chronolog tail --cause prints what was made under an event or a call, down the chain with --descendants", {
     tags: ["serial"],
     timeout: 60_000,

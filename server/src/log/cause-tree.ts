@@ -1,5 +1,6 @@
 import { callEventId } from "../actions/index.js";
 import type { CauseReads, TreeRow } from "../store/cause-reads.js";
+import { fail } from "../errors.js";
 import { storedBytes, type EventRecord } from "../store/events.js";
 import { occurrenceId } from "../time/index.js";
 import { derivedId } from "./ids.js";
@@ -21,6 +22,9 @@ import type { LogPage } from "./read.js";
 
 /** Events the walk down a cause's tree reads at most, per page of a read. */
 export const treeLimit = 10_000;
+
+/** Causes a watch's tree holds at most: past them the watch ends (RESOURCE_EXHAUSTED) rather than grow without bound. */
+export const watchedTreeLimit = 100_000;
 
 /** The types whose data names the calls time made for them (read by the walk). */
 const linkTypes = ["timer.scheduled", "timer.triggered", "timer.backfilled"];
@@ -62,9 +66,14 @@ export class CauseTree {
     this.causes = new Set(causeKeys(cause));
   }
 
-  /** Whether `event` belongs to the tree; takes it in (its id as a cause, the calls of time it names) when it does. */
+  /**
+   * Whether `event` belongs to the tree; takes it in (its id as a cause, the calls of time it names)
+   * when it does. RESOURCE_EXHAUSTED once the tree holds {@link watchedTreeLimit} causes.
+   */
   admits(event: { id: string; type: string; cause: string; data: Record<string, unknown> | undefined }): boolean {
     if (!this.causes.has(event.cause) && !this.records.has(event.id)) return false;
+    if (this.causes.size >= watchedTreeLimit)
+      fail("too_large", `the tree under the watched cause passed ${watchedTreeLimit} events: watch a cause further down, or without descendants`);
     this.add(event);
     return true;
   }

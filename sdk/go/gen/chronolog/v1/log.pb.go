@@ -562,7 +562,8 @@ type WatchRequest struct {
 	// With `cause`: down the whole chain, as ReadLogRequest.descendants: the tree as it stands
 	// at `after_seq` (walked up to 10,000 events), then each new event made under one of its
 	// members. Occurrences of a recurring schedule set in the chain that come after the watch
-	// started are not followed (a delay's, a trigger's and a backfill's are).
+	// started are not followed (a delay's, a trigger's and a backfill's are). A tree that grows past
+	// 100,000 events ends the watch with RESOURCE_EXHAUSTED.
 	Descendants   bool `protobuf:"varint,61,opt,name=descendants,proto3" json:"descendants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

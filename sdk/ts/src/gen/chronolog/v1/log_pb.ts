@@ -355,7 +355,8 @@ export type WatchRequest = Message<"chronolog.v1.WatchRequest"> & {
    * With `cause`: down the whole chain, as ReadLogRequest.descendants: the tree as it stands
    * at `after_seq` (walked up to 10,000 events), then each new event made under one of its
    * members. Occurrences of a recurring schedule set in the chain that come after the watch
-   * started are not followed (a delay's, a trigger's and a backfill's are).
+   * started are not followed (a delay's, a trigger's and a backfill's are). A tree that grows past
+   * 100,000 events ends the watch with RESOURCE_EXHAUSTED.
    *
    * @generated from field: bool descendants = 61;
    */
