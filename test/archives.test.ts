@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
@@ -15,6 +16,7 @@ import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { openStore } from "../server/src/store/sqlite/open.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import type { Manifest } from "../server/src/archive/manifest.js";
+import { chronologArgs, startingProcess } from "./helpers/chronolog.js";
 import { cli } from "./helpers/cli.js";
 import { onPostgres, queryStore, startTestOwner, tempDir, testDatabase } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
@@ -238,6 +240,42 @@ describe("chronolog export and import", () => {
     const again = await cli(["import", folder, ...storeArgs(target)]);
     expect(again.stdout).toMatch(/holds all of this archive already/);
   }, 60_000);
+
+  it("an import killed with SIGKILL leaves whole files only, and run again goes on to the end", async () => {
+    const source = await owner();
+    const client = createClient({ url: source.url, emitVia: "unary" });
+    await client.registerPlugin(manifestOf(shop));
+    for (let batch = 0; batch < 3; batch++)
+      await client.emitBatch(Array.from({ length: 1000 }, (_, i) => ({ type: "order.placed", data: { n: batch * 1000 + i } })));
+    const { folder, manifest } = await exportLog(source.url, ["--file-events", "10"]);
+    await source.close();
+    const expected = rowsOf(source.dataDir);
+    expect(manifest.files.length).toBe(300);
+
+    const target = tempDir();
+    startingProcess("a CLI process");
+    const child = spawn(process.execPath, [...chronologArgs, "import", folder, ...storeArgs(target)], { stdio: "ignore" });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const count = () => {
+      try {
+        return Number(queryStore(target, "SELECT COUNT(*) AS n FROM events")[0].n);
+      } catch {
+        return 0; // the import has not made the store yet
+      }
+    };
+    await until(() => count() > 0, "the import's first files");
+    child.kill("SIGKILL");
+    await exited;
+    const written = rowsOf(target);
+    // Whole files: the rows are the first N files' events exactly (all of them if the import ended first).
+    expect(written.length % 10).toBe(0);
+    expect(written).toEqual(expected.slice(0, written.length));
+
+    const resumed = await cli(["import", folder, ...storeArgs(target)]);
+    expect(resumed.stderr).toBe("");
+    expect(resumed.code).toBe(0);
+    expect(rowsOf(target)).toEqual(expected);
+  }, 120_000);
 
   it("export needs an admin: another principal would miss the events of spaces it cannot read", async () => {
     const source = await owner({
