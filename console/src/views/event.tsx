@@ -1,4 +1,5 @@
-// One event: its data, actor and commit time, the chain of causes above it (each a GetEvent),
+// One event: its data, actor and commit time, the chain of causes above it (each a GetEvent; a
+// cause the token may not read shows as withheld, its id and type only),
 // and what was made under it. The log API has no filter on `cause`, so "made under it" is found
 // by reading the log after the event one page at a time and keeping the events whose cause is
 // this one; for an `action.started` the call's own events are read with a `where` on `call_id`.
@@ -6,6 +7,8 @@
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { errorText, log } from "../api.js";
 import { actor, at, json } from "../format.js";
 
@@ -14,11 +17,37 @@ const maxDepth = 20;
 /** Events read per page when looking for events made under this one. */
 const scanPage = 1000;
 
-async function causeChain(first: string): Promise<Event[]> {
-  const chain: Event[] = [];
+/** A cause the principal may not read (GetEvent: PERMISSION_DENIED): its id and type, no content. */
+interface Withheld {
+  withheld: true;
+  id: string;
+  type: string;
+}
+
+type ChainLink = Event | Withheld;
+
+/**
+ * The event and the causes above it, each a GetEvent. A cause of a type the principal may not
+ * read is a withheld link (the refusal names its type and its own cause, so the chain goes on
+ * above it); a cause not in the log (or in a space the principal does not reach) ends the chain.
+ */
+async function causeChain(first: string): Promise<ChainLink[]> {
+  const chain: ChainLink[] = [];
   let id = first;
   while (id && chain.length < maxDepth) {
-    const { event } = await log.getEvent({ id });
+    let event: Event | undefined;
+    try {
+      event = (await log.getEvent({ id })).event;
+    } catch (e) {
+      const refusal = chain.length > 0 ? withheld(e, id) : undefined;
+      if (refusal) {
+        chain.push(refusal.link);
+        id = refusal.cause;
+        continue;
+      }
+      if (chain.length > 0 && ConnectError.from(e).code === Code.NotFound) break;
+      throw e;
+    }
     if (!event) break;
     chain.push(event);
     id = event.cause;
@@ -26,7 +55,21 @@ async function causeChain(first: string): Promise<Event[]> {
   return chain;
 }
 
-function EventLink({ event }: { event: Event }) {
+/** The withheld link a GetEvent refusal stands for, with the cause above it; undefined for any other error. */
+function withheld(e: unknown, id: string): { link: Withheld; cause: string } | undefined {
+  const err = ConnectError.from(e);
+  if (err.code !== Code.PermissionDenied) return undefined;
+  const info = err.findDetails(ErrorInfoSchema)[0];
+  return { link: { withheld: true, id, type: info?.metadata.type ?? "" }, cause: info?.metadata.cause ?? "" };
+}
+
+function EventLink({ event }: { event: ChainLink }) {
+  if ("withheld" in event)
+    return (
+      <span className="event-link withheld" data-id={event.id}>
+        {event.id} <span className="muted">{event.type} (withheld: this token may not read it)</span>
+      </span>
+    );
   return (
     <span className="event-link" data-id={event.id}>
       <Link href={`/events/${encodeURIComponent(event.id)}`}>{event.id}</Link>{" "}
@@ -105,7 +148,7 @@ export function EventPage({ id }: { id: string }) {
       </p>
     );
   const [event, ...causes] = q.data;
-  if (!event) return <p className="error">not found</p>;
+  if (!event || "withheld" in event) return <p className="error">not found</p>;
   return (
     <section id="event" data-id={event.id} data-seq={String(event.seq)}>
       <h2>
