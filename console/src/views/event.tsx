@@ -7,61 +7,14 @@
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { errorText, log } from "../api.js";
+import { causeChain, type ChainLink } from "../cause-chain.js";
 import { actor, at, json } from "../format.js";
 
 /** Causes followed upwards at most. */
 const maxDepth = 20;
 /** Events read per page when looking for events made under this one. */
 const scanPage = 1000;
-
-/** A cause the principal may not read (GetEvent: PERMISSION_DENIED): its id and type, no content. */
-interface Withheld {
-  withheld: true;
-  id: string;
-  type: string;
-}
-
-type ChainLink = Event | Withheld;
-
-/**
- * The event and the causes above it, each a GetEvent. A cause of a type the principal may not
- * read is a withheld link (the refusal names its type and its own cause, so the chain goes on
- * above it); a cause not in the log (or in a space the principal does not reach) ends the chain.
- */
-async function causeChain(first: string): Promise<ChainLink[]> {
-  const chain: ChainLink[] = [];
-  let id = first;
-  while (id && chain.length < maxDepth) {
-    let event: Event | undefined;
-    try {
-      event = (await log.getEvent({ id })).event;
-    } catch (e) {
-      const refusal = chain.length > 0 ? withheld(e, id) : undefined;
-      if (refusal) {
-        chain.push(refusal.link);
-        id = refusal.cause;
-        continue;
-      }
-      if (chain.length > 0 && ConnectError.from(e).code === Code.NotFound) break;
-      throw e;
-    }
-    if (!event) break;
-    chain.push(event);
-    id = event.cause;
-  }
-  return chain;
-}
-
-/** The withheld link a GetEvent refusal stands for, with the cause above it; undefined for any other error. */
-function withheld(e: unknown, id: string): { link: Withheld; cause: string } | undefined {
-  const err = ConnectError.from(e);
-  if (err.code !== Code.PermissionDenied) return undefined;
-  const info = err.findDetails(ErrorInfoSchema)[0];
-  return { link: { withheld: true, id, type: info?.metadata.type ?? "" }, cause: info?.metadata.cause ?? "" };
-}
 
 function EventLink({ event }: { event: ChainLink }) {
   if ("withheld" in event)
@@ -139,7 +92,7 @@ function MadeUnder({ event }: { event: Event }) {
 }
 
 export function EventPage({ id }: { id: string }) {
-  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(id) });
+  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(log, id, maxDepth) });
   if (q.isPending) return <p className="note">loading…</p>;
   if (q.isError)
     return (
