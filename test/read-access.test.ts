@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { causeChain } from "../console/src/cause-chain.js";
 import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
 import { LogService } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { ErrorInfoSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
@@ -153,6 +153,22 @@ describe("read permissions per event type, on every read path", () => {
 
   const readable = (name: Name) => kinds.filter((k) => expected[name][k] === "read").sort();
   const seen = (list: Event[]) => [...new Set(list.map((e) => kindOf(e.id)).filter((k) => k !== undefined))].sort();
+
+  it("a manifest's read lists are checked as allow lists are: a bad entry is INVALID_ARGUMENT naming its field", async () => {
+    const refused = await sdk("ops")
+      .registerPlugin({
+        name: "bad",
+        events: { "bad.thing": { read: ["role:boss"] } },
+        actions: { go: { read: ["two words"] } },
+        processors: { watch: { on: ["bad.thing"], read: ["*", ""] } },
+      })
+      .catch((e: unknown) => ConnectError.from(e));
+    expect(refused).toBeInstanceOf(ConnectError);
+    expect((refused as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((refused as ConnectError).rawMessage).toContain('events.bad.thing.read: invalid read entry "role:boss"');
+    const fields = (refused as ConnectError).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
+    expect(fields).toEqual(["events.bad.thing.read", "processors.watch.read", "actions.go.read"]);
+  });
 
   it.each(names)("ReadLog over gRPC as %s: only what it may read, page after page past what it may not", async (name) => {
     const list: Event[] = [];
