@@ -55,6 +55,7 @@ const shop = definePlugin({
     "order.placed": { allow: ["*"] },
     "order.shipped": {},
     "order.audited": { read: ["auditor"] },
+    "order.feedback": { allow: ["*"], read: ["auditor"] },
   },
   collections: { cart: { allow: ["*"] } },
   actions: {
@@ -168,6 +169,22 @@ describe("read permissions per event type, on every read path", () => {
     expect((refused as ConnectError).rawMessage).toContain('events.bad.thing.read: invalid read entry "role:boss"');
     const fields = (refused as ConnectError).findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field);
     expect(fields).toEqual(["events.bad.thing.read", "processors.watch.read", "actions.go.read"]);
+  });
+
+  it("a type a client may emit but not read keeps safe retries: the same id, type and data answers the stored event", async () => {
+    const web = sdk("web");
+    const first = await web.emit("order.feedback", { stars: 4 }, { id: "f-1" });
+    const again = await web.emit("order.feedback", { stars: 4 }, { id: "f-1" });
+    expect(again.existing).toBe(true);
+    expect(again.event!.seq).toBe(first.event!.seq);
+    expect(await web.log.getEvent({ id: "f-1" }).catch((e: unknown) => ConnectError.from(e).code)).toBe(Code.PermissionDenied);
+    // Other data under its id is a conflict, as for any event; another space's id is one too, and says no more.
+    expect(await web.emit("order.feedback", { stars: 1 }, { id: "f-1" }).catch((e: unknown) => ConnectError.from(e).code)).toBe(Code.AlreadyExists);
+    const beta = await sdk("beta")
+      .emit("order.feedback", { stars: 4 }, { id: "f-1" })
+      .catch((e: unknown) => ConnectError.from(e));
+    expect((beta as ConnectError).code).toBe(Code.AlreadyExists);
+    expect((beta as ConnectError).rawMessage).toBe('event id "f-1" is already in use; choose another id');
   });
 
   it.each(names)("ReadLog over gRPC as %s: only what it may read, page after page past what it may not", async (name) => {
