@@ -13,9 +13,9 @@ import { createClient as createRpcClient, Code, ConnectError, type Client, type 
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { causeChain } from "../console/src/cause-chain.js";
-import type { Event } from "../sdk/ts/src/gen/chronolog/v1/event_pb.js";
-import { LogService } from "../sdk/ts/src/gen/chronolog/v1/log_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../sdk/ts/src/gen/google/rpc/error_details_pb.js";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
+import { BadRequestSchema, ErrorInfoSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
