@@ -1,11 +1,13 @@
 // One event: its data, actor, commit time and trace (when it carries one), the chain of causes
-// above it (each a GetEvent), and its causal tree as a timeline (views/timeline.tsx): from the
-// top of its chain down to everything made under it.
+// above it (each a GetEvent; a cause the token may not read shows as withheld, its id and type
+// only), and its causal tree as a timeline (views/timeline.tsx): from the top of its chain down to
+// everything made under it.
 
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { consoleSettings, errorText, log } from "../api.js";
+import { causeChain, type ChainLink } from "../cause-chain.js";
 import { actor, at, json } from "../format.js";
 import { traceIdOf } from "../timeline.js";
 import { Timeline } from "./timeline.js";
@@ -13,19 +15,13 @@ import { Timeline } from "./timeline.js";
 /** Causes followed upwards at most. */
 const maxDepth = 20;
 
-async function causeChain(first: string): Promise<Event[]> {
-  const chain: Event[] = [];
-  let id = first;
-  while (id && chain.length < maxDepth) {
-    const { event } = await log.getEvent({ id });
-    if (!event) break;
-    chain.push(event);
-    id = event.cause;
-  }
-  return chain;
-}
-
-function EventLink({ event }: { event: Event }) {
+function EventLink({ event }: { event: ChainLink }) {
+  if ("withheld" in event)
+    return (
+      <span className="event-link withheld" data-id={event.id}>
+        {event.id} <span className="muted">{event.type} (withheld: this token may not read it)</span>
+      </span>
+    );
   return (
     <span className="event-link" data-id={event.id}>
       <Link href={`/events/${encodeURIComponent(event.id)}`}>{event.id}</Link>{" "}
@@ -58,7 +54,7 @@ function Trace({ event }: { event: Event }) {
 }
 
 export function EventPage({ id }: { id: string }) {
-  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(id) });
+  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(log, id, maxDepth) });
   if (q.isPending) return <p className="note">loading…</p>;
   if (q.isError)
     return (
@@ -67,7 +63,7 @@ export function EventPage({ id }: { id: string }) {
       </p>
     );
   const [event, ...causes] = q.data;
-  if (!event) return <p className="error">not found</p>;
+  if (!event || "withheld" in event) return <p className="error">not found</p>;
   return (
     <section id="event" data-id={event.id} data-seq={String(event.seq)}>
       <h2>

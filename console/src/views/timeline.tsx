@@ -9,6 +9,7 @@ import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { admin, consoleSettings, errorText, log, plugins } from "../api.js";
+import type { ChainLink } from "../cause-chain.js";
 import { duration, ms } from "../format.js";
 import { useSession } from "../session.js";
 import { timelineRows, traceIdOf, type Row } from "../timeline.js";
@@ -51,9 +52,16 @@ async function madeBy(started: Event): Promise<Event | undefined> {
   return found;
 }
 
-/** The top of `event`'s chain: up its causes (`causes`, read already), across calls of time. */
-async function topOf(event: Event, causes: Event[]): Promise<Event> {
-  let top = causes.at(-1) ?? event;
+/**
+ * The top of `event`'s chain: up its causes (`causes`, read already), across calls of time. A
+ * withheld cause (a type the token may not read) ends it below: the tree is walked through what
+ * the reader may read only, so from above it the event would not be found.
+ */
+async function topOf(event: Event, causes: ChainLink[]): Promise<Event> {
+  const withheldAt = causes.findIndex((c) => "withheld" in c);
+  const readable = (withheldAt < 0 ? causes : causes.slice(0, withheldAt)) as Event[];
+  let top = readable.at(-1) ?? event;
+  if (withheldAt >= 0) return top;
   for (let steps = causes.length; steps < maxUp; steps++) {
     let up: Event | undefined;
     if (top.cause) up = (await log.getEvent({ id: top.cause }).catch(() => undefined))?.event;
@@ -64,7 +72,7 @@ async function topOf(event: Event, causes: Event[]): Promise<Event> {
   return top;
 }
 
-async function readTree(event: Event, causes: Event[], isAdmin: boolean) {
+async function readTree(event: Event, causes: ChainLink[], isAdmin: boolean) {
   const root = await topOf(event, causes);
   const under: Event[] = [];
   let pageToken = "";
@@ -125,7 +133,7 @@ function Label({ row, traceUrl }: { row: Row; traceUrl: string }) {
 }
 
 /** The causal tree of `event` (its causes `causes` read already, nearest first) as a timeline. */
-export function Timeline({ event, causes }: { event: Event; causes: Event[] }) {
+export function Timeline({ event, causes }: { event: Event; causes: ChainLink[] }) {
   const session = useSession();
   const q = useQuery({ queryKey: ["timeline", event.id, session.admin], queryFn: () => readTree(event, causes, session.admin), refetchInterval: pollMs });
   const settings = useQuery({ queryKey: ["settings"], queryFn: consoleSettings, staleTime: Number.POSITIVE_INFINITY });

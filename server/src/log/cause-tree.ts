@@ -103,17 +103,17 @@ export interface WalkedTree {
 
 /**
  * Walks down the tree of `cause` breadth first, by the cause index and by id, up to
- * {@link treeLimit} events at or below `headSeq`, through the events `visible` admits only
+ * {@link treeLimit} events at or below `headSeq`, through the events `through` admits only
  * (one it does not is neither returned nor followed).
  */
-export async function walkTree(reads: CauseReads, cause: string, headSeq: number, visible: (e: Pick<EventRecord, "actor">) => boolean): Promise<WalkedTree> {
+export async function walkTree(reads: CauseReads, cause: string, headSeq: number, through: (e: Pick<EventRecord, "actor">) => boolean): Promise<WalkedTree> {
   const tree = new CauseTree(cause);
   const found = new Map<string, TreeRow>();
   let causes = [...tree.causes];
   let ids: string[] = [];
   let cut = false;
   const take = (row: TreeRow, next: { causes: string[]; ids: string[] }): void => {
-    if (found.has(row.id) || row.seq > headSeq || !visible(row)) return;
+    if (found.has(row.id) || row.seq > headSeq || !through(row)) return;
     if (found.size === treeLimit) {
       cut = true;
       return;
@@ -156,17 +156,25 @@ const fetchChunk = 256;
 
 /**
  * A page of a cause's tree after `afterSeq` (ReadLog with `descendants`): its members of `types`
- * (empty: all) whose data `where` matches, up to `pageSize` and the page's byte budget
- * (`maxBytes`, never before its first event), walked again from the cause for each page.
+ * (empty: all) that `visible` admits and whose data `where` matches, up to `pageSize` and the
+ * page's byte budget (`maxBytes`, never before its first event), walked again from the cause
+ * (through the events `through` admits) for each page.
  */
 export async function readTreePage(
   reads: CauseReads,
-  query: { cause: string; afterSeq: number; types: string[]; where: Filter; visible: (e: Pick<EventRecord, "actor">) => boolean },
+  query: {
+    cause: string;
+    afterSeq: number;
+    types: string[];
+    where: Filter;
+    through: (e: Pick<EventRecord, "actor">) => boolean;
+    visible: (e: EventRecord) => boolean;
+  },
   pageSize: number,
   maxBytes: number,
   headSeq: number,
 ): Promise<LogPage & { cut: boolean }> {
-  const walked = await walkTree(reads, query.cause, headSeq, query.visible);
+  const walked = await walkTree(reads, query.cause, headSeq, query.through);
   const wanted = query.types.length > 0 ? new Set(query.types) : undefined;
   const candidates = walked.rows.filter((r) => r.seq > query.afterSeq && (!wanted || wanted.has(r.type)));
   const events: EventRecord[] = [];
@@ -174,7 +182,7 @@ export async function readTreePage(
   let scannedTo = query.afterSeq;
   for (let from = 0; from < candidates.length; from += fetchChunk) {
     for (const event of await reads.byIds(candidates.slice(from, from + fetchChunk).map((r) => r.id))) {
-      if (query.where === matchAll || query.where(event.data)) {
+      if (query.visible(event) && (query.where === matchAll || query.where(event.data))) {
         const size = storedBytes(event);
         if (events.length > 0 && bytes + size > maxBytes) return { events, scannedTo, atHead: false, cut: walked.cut };
         events.push(event);

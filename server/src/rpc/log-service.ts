@@ -11,6 +11,7 @@ import { watchLog } from "../log/watch.js";
 import type { CauseReads } from "../store/cause-reads.js";
 import type { EventReads, EventRecord } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
+import type { ReadAccess } from "../auth/read-access.js";
 import { principalOf } from "./context.js";
 import type { Logger } from "../logger.js";
 import { eventToProto } from "../proto-values.js";
@@ -26,6 +27,8 @@ export interface LogReadDeps {
   causes: CauseReads;
   /** The last durable seq: nothing past it is read. */
   head: HeadSignal;
+  /** Who may read which event (every read below asks it). */
+  access: ReadAccess;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
   watchers?: { inc(): void; dec(): void };
 }
@@ -49,12 +52,16 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       const where = compileFilter(objectFromProto(req.where), "where");
       const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
       const principal = principalOf(ctx);
-      const visible = (e: Pick<EventRecord, "actor">) => canRead(principal, e);
+      // The tree goes through the events of the spaces the principal reaches (a withheld type's too, as
+      // GetEvent names its cause); it returns those the principal may read.
+      const through = (e: Pick<EventRecord, "actor">) => canRead(principal, e);
+      const visible = (e: EventRecord) => deps.access.mayRead(principal, e);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
       const headSeq = deps.head.head;
       checkCause(req);
       if (req.descendants) {
-        const page = await readTreePage(deps.causes, { cause: req.cause, afterSeq, types: req.types, where, visible }, pageSize, pageByteBudget, headSeq);
+        const query = { cause: req.cause, afterSeq, types: req.types, where, through, visible };
+        const page = await readTreePage(deps.causes, query, pageSize, pageByteBudget, headSeq);
         return {
           events: page.events.map((e) => eventToProto(e)),
           nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
@@ -71,8 +78,7 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       };
     },
     async getEvent(req, ctx) {
-      const event = await deps.events.findById(req.id);
-      if (!event || !canRead(principalOf(ctx), event)) fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
+      const event = deps.access.readable(principalOf(ctx), await deps.events.findById(req.id), req.id);
       return { event: eventToProto(event) };
     },
     async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
@@ -80,15 +86,16 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       const principal = principalOf(ctx);
       checkCause(req);
       const afterSeq = seqFromProto(req.afterSeq, "after_seq");
-      const query: LogQuery = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
+      const query: LogQuery = { afterSeq, types: req.types, where, visible: (e: EventRecord) => deps.access.mayRead(principal, e) };
       let reads: Pick<EventReads, "readWithin"> = req.cause ? underCause(deps.causes, req.cause) : deps.events;
       if (req.descendants) {
-        // The tree as it stands at after_seq, then each event made under one of its members (in seq order, so parents come first).
+        // The tree as it stands at after_seq, then each event made under one of its members (in seq order, so parents come first),
+        // through the spaces the principal reaches (withheld types too), giving what it may read.
         const { tree } = await walkTree(deps.causes, req.cause, afterSeq, (e) => canRead(principal, e));
         // Every type is read, so the tree takes in members of the types not asked for too.
         const wanted = req.types.length > 0 ? new Set(req.types) : undefined;
         query.types = [];
-        query.visible = (e) => canRead(principal, e) && tree.admits(e) && (!wanted || wanted.has(e.type));
+        query.visible = (e) => canRead(principal, e) && tree.admits(e) && deps.access.mayRead(principal, e) && (!wanted || wanted.has(e.type));
         reads = deps.events;
       }
       deps.watchers?.inc();
