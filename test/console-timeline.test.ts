@@ -4,7 +4,8 @@
 // delay; the delay's call `bookings.remind` emits `booking.reminded`. A real owner (with a config
 // naming a trace viewer) and the example's plugin in an in-process SDK executor. The page of the
 // first event and the page of the last show the same tree, nested as it happened, with outcomes
-// and links; the owner serves the trace viewer's URL to the console.
+// and links, the first while the delay waits and after its call (the page reads the tree again);
+// the owner serves the trace viewer's URL to the console.
 //
 // @module-tag serial
 // @module-tag sqlite-only
@@ -96,20 +97,21 @@ describe.skipIf(skipWithoutChromium("console-timeline.test.ts"))("the event page
     const settings = await fetch(`${owner.url}/console/settings.json`);
     expect(await settings.json()).toEqual({ trace_url: traceUrl });
 
-    // Check-in 24 h and 3 s away: the reminder is due in 3 s.
-    const checkIn = new Date(Date.now() + reminderLeadMs + 3_000).toISOString();
+    // Check-in 24 h and 10 s away: the reminder is due in 10 s.
+    const checkIn = new Date(Date.now() + reminderLeadMs + 10_000).toISOString();
     await client.createDocument("booking", { _id: "b-1", guest: "Ana", room: "101", nights: 2, status: "pending", check_in: checkIn });
     const one = async (type: string): Promise<Event | undefined> => (await client.log.readLog({ types: [type] })).events[0];
-    await until(async () => (await one("booking.reminded")) !== undefined, "the reminder", 20_000);
-    await until(async () => (await client.log.readLog({ types: ["action.completed"] })).events.length === 2, "the reminder's call to end");
+    await until(async () => (await client.log.readLog({ types: ["action.completed"] })).events.length === 1, "the confirm call's end");
     const created = (await one("booking.created"))!;
-    const reminded = (await one("booking.reminded"))!;
 
+    // Opened before the delay is due: the delay says when; its call and the reminder appear on the page when made.
     const page = await open(`/events/${created.id}`);
-    await page.waitForSelector(`#timeline tr[data-id="${reminded.id}"]`);
-    const rows = await rowsOf(page);
-    const shape = rows.map((r) => [r.kind, r.depth, r.label, r.outcome]);
-    expect(shape).toEqual([
+    const delayRow = await page.waitForSelector("#timeline tr[data-kind=timer]");
+    expect(await delayRow.getAttribute("data-outcome")).toMatch(/^due in \d/);
+    await until(async () => (await one("booking.reminded")) !== undefined, "the reminder", 30_000);
+    await until(async () => (await client.log.readLog({ types: ["action.completed"] })).events.length === 2, "the reminder's call to end");
+    const reminded = (await one("booking.reminded"))!;
+    const expected = [
       ["event", 0, "booking.created", ""],
       ["delivery", 1, "bookings.confirmer", "done"],
       ["call", 2, "bookings.confirm", "completed"],
@@ -119,7 +121,11 @@ describe.skipIf(skipWithoutChromium("console-timeline.test.ts"))("the event page
       ["call", 4, "bookings.remind", "completed"],
       ["attempt", 5, "attempt 1", "completed"],
       ["event", 5, "booking.reminded", ""],
-    ]);
+    ];
+    const shapeOf = (rows: ShownRow[]) => rows.map((r) => [r.kind, r.depth, r.label, r.outcome]);
+    let rows: ShownRow[] = [];
+    await until(async () => JSON.stringify(shapeOf((rows = await rowsOf(page)))) === JSON.stringify(expected), "the page to show the reminder's call, ended");
+    expect(shapeOf(rows)).toEqual(expected);
     expect(rows.filter((r) => r.current).map((r) => r.id)).toEqual([created.id]);
     // Calls and the delay have durations; the delay's is the wait until its moment.
     for (const r of rows.filter((r) => r.kind === "call" || r.kind === "timer" || r.kind === "delivery")) expect(r.took).toMatch(/^\d+(\.\d)? (ms|s)$/);

@@ -1,8 +1,8 @@
 // An event's causal tree as a timeline (timeline.ts builds the rows): from the event at the top of
 // its chain — up its causes, and from a call of time to the timer.scheduled (or trigger, or
 // backfill) that made it — down to everything made under it (ReadLog's cause filter with
-// `descendants`, page by page up to `maxShown` events). Polled, so a delay's call appears when it
-// is made. A row's bar spans its time on the tree's scale; an event carrying a trace id links to
+// `descendants`, page by page up to `maxShown` events). Read again every 2 s while something in
+// it is still going (every 15 s once all has ended), so a delay's call appears when it is made. A row's bar spans its time on the tree's scale; an event carrying a trace id links to
 // the trace viewer the owner's config names (`console.trace_url`).
 
 import { useQuery } from "@tanstack/react-query";
@@ -20,7 +20,15 @@ const maxShown = 2000;
 const maxUp = 50;
 /** Pages of `timer.*` events read at most to find what made a call of time. */
 const maxTimerPages = 10;
+/** How often the tree is read again while something in it is still going (a call running, a timer not yet due, a delivery pending)... */
 const pollMs = 2000;
+/** ...and once everything in it has ended (work may still come under it, e.g. a processor started later). */
+const settledPollMs = 15_000;
+
+/** True when a row of the tree is still going. */
+function going(rows: Row[]): boolean {
+  return rows.some((r) => r.tone === "warn");
+}
 
 /** The event that made the call of time `started` (its timer's `timer.scheduled` before it, or the trigger or backfill naming it), if found. */
 async function madeBy(started: Event): Promise<Event | undefined> {
@@ -135,7 +143,14 @@ function Label({ row, traceUrl }: { row: Row; traceUrl: string }) {
 /** The causal tree of `event` (its causes `causes` read already, nearest first) as a timeline. */
 export function Timeline({ event, causes }: { event: Event; causes: ChainLink[] }) {
   const session = useSession();
-  const q = useQuery({ queryKey: ["timeline", event.id, session.admin], queryFn: () => readTree(event, causes, session.admin), refetchInterval: pollMs });
+  const q = useQuery({
+    queryKey: ["timeline", event.id, session.admin],
+    queryFn: () => readTree(event, causes, session.admin),
+    refetchInterval: (query) => {
+      const tree = query.state.data;
+      return !tree || going(timelineRows({ ...tree, currentId: event.id, nowMs: Date.now() })) ? pollMs : settledPollMs;
+    },
+  });
   const settings = useQuery({ queryKey: ["settings"], queryFn: consoleSettings, staleTime: Number.POSITIVE_INFINITY });
   if (q.isPending) return <p className="note">reading the tree…</p>;
   if (q.isError) return <p className="error">{errorText(q.error)}</p>;
