@@ -8,7 +8,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { EventSchema, type Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
-import { timelineRows, traceIdOf, type TreeInput } from "../console/src/timeline.js";
+import { timelineRows, traceHref, traceIdOf, type TreeInput } from "../console/src/timeline.js";
 
 const T0 = Date.UTC(2026, 2, 2, 12);
 let seq = 0n;
@@ -109,5 +109,10 @@ describe("the timeline's rows", () => {
       "4bf92f3577b34da6a3ce929d0e0e4736",
     );
     expect(traceIdOf(Object.assign(event("p4", "x.y", 0), { traceparent: "garbage" }))).toBe("");
+    // Linked only with both a viewer's URL and a trace id.
+    expect(traceHref("https://jaeger.example/trace/{trace_id}", "4bf92f3577b34da6a3ce929d0e0e4736")).toBe(
+      "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736",
+    );
+    expect([traceHref(undefined, "4bf9"), traceHref("https://jaeger.example/trace/{trace_id}", "")]).toEqual(["", ""]);
   });
 });

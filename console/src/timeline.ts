@@ -242,6 +242,11 @@ export function timelineRows(input: TreeInput): Row[] {
   return rows;
 }
 
+/** The trace viewer's address of trace `traceId` (the config's `console.trace_url`, `{trace_id}` replaced); "" without a URL or a trace id. */
+export function traceHref(traceUrl: string | undefined, traceId: string): string {
+  return traceUrl && traceId ? traceUrl.replace("{trace_id}", encodeURIComponent(traceId)) : "";
+}
+
 /** The trace id an event carries (a `trace_id`, or the trace of a W3C `traceparent`), "" when none. */
 export function traceIdOf(event: Event): string {
   const carried = event as unknown as { traceId?: unknown; traceparent?: unknown };

@@ -9,7 +9,7 @@ import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { consoleSettings, errorText, log } from "../api.js";
 import { causeChain, type ChainLink } from "../cause-chain.js";
 import { actor, at, json } from "../format.js";
-import { traceIdOf } from "../timeline.js";
+import { traceHref, traceIdOf } from "../timeline.js";
 import { Timeline } from "./timeline.js";
 
 /** Causes followed upwards at most. */
@@ -42,7 +42,7 @@ function Trace({ event }: { event: Event }) {
       <dt>trace</dt>
       <dd id="event-trace">
         {url ? (
-          <a className="trace" href={url.replace("{trace_id}", trace)} target="_blank" rel="noreferrer">
+          <a className="trace" href={traceHref(url, trace)} target="_blank" rel="noreferrer">
             {trace}
           </a>
         ) : (

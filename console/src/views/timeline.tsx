@@ -12,7 +12,7 @@ import { admin, consoleSettings, errorText, log, plugins } from "../api.js";
 import type { ChainLink } from "../cause-chain.js";
 import { duration, ms } from "../format.js";
 import { useSession } from "../session.js";
-import { timelineRows, traceIdOf, type Row } from "../timeline.js";
+import { timelineRows, traceHref, traceIdOf, type Row } from "../timeline.js";
 
 /** Events of the tree read at most. */
 const maxShown = 2000;
@@ -116,6 +116,7 @@ function Bar({ row, from, span }: { row: Row; from: number; span: number }) {
 
 function Label({ row, traceUrl }: { row: Row; traceUrl: string }) {
   const trace = row.event ? traceIdOf(row.event) : "";
+  const href = traceHref(traceUrl, trace);
   const target = row.event ? `/events/${encodeURIComponent(row.event.id)}` : row.href;
   return (
     <>
@@ -128,10 +129,10 @@ function Label({ row, traceUrl }: { row: Row; traceUrl: string }) {
         row.label
       )}{" "}
       <span className="muted">{row.detail}</span>
-      {trace && traceUrl && (
+      {href && (
         <>
           {" "}
-          <a className="trace" href={traceUrl.replace("{trace_id}", trace)} target="_blank" rel="noreferrer">
+          <a className="trace" href={href} target="_blank" rel="noreferrer">
             trace {trace.slice(0, 8)}…
           </a>
         </>
