@@ -1,4 +1,3 @@
-import { canRead, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import { storedBytes, type EventRecord } from "../store/events.js";
 import type { StreamPage } from "../store/streams.js";
@@ -45,9 +44,9 @@ export function parseStreamToken(token: string, pageSize: number): StreamQuery {
 
 /**
  * Reads a page of `query.stream`. A page also stops once its events' stored bytes reach 1 MiB
- * (as ReadLog's); events `principal` may not read are left out (their positions skipped).
+ * (as ReadLog's); events not `visible` to the reader are left out (their positions skipped).
  */
-export async function readStream(reader: StreamReader, query: StreamQuery, head: number, principal: Principal): Promise<StreamReadPage> {
+export async function readStream(reader: StreamReader, query: StreamQuery, head: number, visible: (event: EventRecord) => boolean): Promise<StreamReadPage> {
   checkStreamName(query.stream, "stream");
   const from = query.from ?? (query.backwards ? Number.MAX_SAFE_INTEGER : 0);
   const page = await reader(query.stream, from, query.backwards, query.pageSize, head);
@@ -57,7 +56,7 @@ export async function readStream(reader: StreamReader, query: StreamQuery, head:
   let lastRead: number | undefined;
   for (const entry of page.entries) {
     lastRead = entry.position;
-    if (canRead(principal, entry.event)) entries.push(entry);
+    if (visible(entry.event)) entries.push(entry);
     bytes += storedBytes(entry.event);
     if (bytes >= pageByteBudget) {
       cut = cut || entry !== page.entries[page.entries.length - 1];

@@ -21,7 +21,7 @@ export interface ActorRecord {
   via: string;
 }
 
-/** An `events` row as read (`SELECT *`). */
+/** An events row as read. */
 export interface EventRow {
   seq: number;
   id: string;
@@ -220,7 +220,7 @@ export function eventStatements(db: Db): EventStatements {
 }
 
 /** `rows` as events, up to the one that brings their stored bytes to `maxBytes` (of a read of at most `limit`). */
-function budgetedRows(rows: Iterable<EventRow>, limit: number, maxBytes: number): BudgetedRows {
+export function budgetedRows(rows: Iterable<EventRow>, limit: number, maxBytes: number): BudgetedRows {
   const events: EventRecord[] = [];
   let bytes = 0;
   for (const row of rows) {

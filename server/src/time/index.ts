@@ -35,6 +35,7 @@ export type {
   TimerSpec,
 } from "../store/timer-records.js";
 export { isDefaultPolicy } from "./timers.js";
+export { occurrenceId } from "./occurrence-ids.js";
 export { checkMs, maxHorizonMs, minEveryMs } from "./spec-checks.js";
 export { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "./policy-proto.js";
 export type { OccurrenceOutcome } from "./fire.js";
@@ -100,14 +101,11 @@ export function openTime(options: TimeOptions): Time {
   const cancelOn = new CancelOn(timerCancelStatements(db), storedTimers, control);
   committer.afterAppend((tx, event) => cancelOn.cancelFor(tx, event));
   const timerRows = cancelOn.indexing(storedTimers);
-  const timerReads = timerRowReads(db, timerRows);
   const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
   const occurrenceRows = occurrenceStatements(db);
+  const timerReads = timerRowReads(db, timerRows, occurrenceRows);
   const lateness = new LatenessHistogram();
-  // The one clock's target: the earliest timer or retry.
-  // A cancellable timer's claim waits for its moment (fire.ts): the clock rings for it then, not a lookahead before.
   const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs;
-  const earliestDue = () => minOf(timerRows.earliestDue(lookaheadMs), occurrenceRows.earliestRetry());
   const firing = new TimerFiring({
     committer,
     timers: timerRows,
@@ -119,8 +117,11 @@ export function openTime(options: TimeOptions): Time {
     stages: options.stages,
     logger,
     lookaheadMs,
+    dueCount: (nowMs, limit) => timerReads.dueCount(nowMs, limit),
     changed: (due) => arm.changed(due),
   });
+  // A cancellable timer's claim waits for its moment (fire.ts): the clock rings for it then, not a lookahead before.
+  const earliestDue = () => timerReads.earliestDue(lookaheadMs);
   const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), lookaheadMs, logger });
   const timers = new Timers({
     registry,
@@ -155,8 +156,4 @@ export function openTime(options: TimeOptions): Time {
       firing.stop();
     },
   };
-}
-
-function minOf(a: number | null, b: number | null): number | null {
-  return a === null ? b : b === null ? a : Math.min(a, b);
 }
