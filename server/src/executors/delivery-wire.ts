@@ -25,12 +25,14 @@ export interface DeliveryOut {
   key: string;
   /** Its try, stamped written when the stream writes it (stages.ts); absent: not timed. */
   timed?: TimedTry;
+  /** The try's trace context (tracing/trace-context.ts: traceparent, a space, tracestate); absent: none. */
+  trace?: string;
 }
 
 // Field numbers of executor.proto and event.proto.
 const response = { delivery: 2, deliveries: 7 } as const;
 const batchDeliveries = 1;
-const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6 } as const;
+const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6, traceparent: 50, tracestate: 51 } as const;
 const event = { seq: 1, id: 2, type: 3, cause: 5, actor: 6, at: 7, dataJson: 8 } as const;
 const actorFields = ["id", "for", "in", "via"] as const;
 
@@ -64,6 +66,10 @@ interface Sized {
   dataJson: string;
   dataBytes: number;
   eventBytes: number;
+  /** The trace context's headers and their UTF-8 bytes (ASCII by the W3C format); "" and 0 when none. */
+  traceparent: string;
+  tracestate: string;
+  traceBytes: number;
   total: number;
 }
 
@@ -105,8 +111,17 @@ function size(item: DeliveryOut): Sized {
     dataJson,
     dataBytes: Buffer.byteLength(dataJson),
     eventBytes: 0,
+    traceparent: "",
+    tracestate: "",
+    traceBytes: 0,
     total: 0,
   };
+  if (item.trace) {
+    const space = item.trace.indexOf(" ");
+    s.traceparent = space < 0 ? item.trace : item.trace.slice(0, space);
+    s.tracestate = space < 0 ? "" : item.trace.slice(space + 1);
+    s.traceBytes = wideStringField(Buffer.byteLength(s.traceparent)) + wideStringField(Buffer.byteLength(s.tracestate));
+  }
   s.eventBytes =
     (e.seq === 0 ? 0 : 1 + varintBytes(e.seq)) +
     stringField(s.eventIdBytes) +
@@ -121,7 +136,8 @@ function size(item: DeliveryOut): Sized {
     fieldBytes(s.eventBytes) +
     (item.attempt === 0 ? 0 : 1 + varintBytes(item.attempt)) +
     fieldBytes(s.deadlineBytes) +
-    stringField(s.keyBytes);
+    stringField(s.keyBytes) +
+    s.traceBytes;
   return s;
 }
 
@@ -154,7 +170,24 @@ function writeDelivery(buf: Buffer, at: number, s: Sized): number {
     at = writeVarint(buf, at, item.attempt);
   }
   at = writeTimestamp(buf, at, delivery.deadline, item.deadlineMs, s.deadlineBytes);
-  return writeString(buf, at, delivery.key, item.key, s.keyBytes);
+  at = writeString(buf, at, delivery.key, item.key, s.keyBytes);
+  if (s.traceBytes === 0) return at;
+  at = writeWideString(buf, at, delivery.traceparent, s.traceparent);
+  return writeWideString(buf, at, delivery.tracestate, s.tracestate);
+}
+
+/** Bytes of a string field numbered 16..2047 (a two-byte tag) of `n` bytes: nothing when empty. */
+function wideStringField(n: number): number {
+  return n === 0 ? 0 : 2 + varintBytes(n) + n;
+}
+
+/** Writes a string field numbered 16..2047 (the trace fields, 50 and 51); nothing when empty. */
+function writeWideString(buf: Buffer, at: number, no: number, value: string): number {
+  const bytes = Buffer.byteLength(value);
+  if (bytes === 0) return at;
+  at = writeVarint(buf, at, (no << 3) | WireType.LengthDelimited);
+  at = writeVarint(buf, at, bytes);
+  return at + buf.write(value, at, bytes, "utf8");
 }
 
 function actorBytes(actor: NonNullable<EventRecord["actor"]>): number {

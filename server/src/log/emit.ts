@@ -8,6 +8,8 @@ import type { ActorRecord, EventRecord, EventStatements } from "../store/events.
 import { canonicalJson } from "./canonical.js";
 import { causeActor, type CauseRef, type LiveCauses } from "./causes.js";
 import { checkId, derivedId, newId } from "./ids.js";
+import { tracing } from "../tracing/tracer.js";
+import { emitSpans, type EmitSpans } from "../tracing/messaging.js";
 
 /** One event to emit, as parsed from the request. */
 export interface EmitInput {
@@ -56,20 +58,27 @@ export class Emitter {
     if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
     refuseConflictsWithin(checked.map((c) => c.event));
-    const results = await this.committer.submit(
-      (tx) =>
-        checked.map(({ event: e, fresh }) => {
-          // An id the owner just made cannot be in the log: skip the lookup.
-          const stored = fresh ? undefined : tx.events.findById(e.id);
-          // Under a cause the id is derived from the cause, position, type and data, so
-          // a stored event with it is this work's own earlier try (in the cause's
-          // space, which the executor may not read): answer it, as for any retry.
-          if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-          if (stored) return { event: storedOrConflict(stored, e), existing: true };
-          return { event: tx.append(e), existing: false };
-        }),
-      { lookups: lookupsOf(checked), pure: true },
-    );
+    const spans = tracing.on ? traced(checked.map((c) => c.event)) : undefined;
+    const results = await this.committer
+      .submit(
+        (tx) =>
+          checked.map(({ event: e, fresh }) => {
+            // An id the owner just made cannot be in the log: skip the lookup.
+            const stored = fresh ? undefined : tx.events.findById(e.id);
+            // Under a cause the id is derived from the cause, position, type and data, so
+            // a stored event with it is this work's own earlier try (in the cause's
+            // space, which the executor may not read): answer it, as for any retry.
+            if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+            if (stored) return { event: storedOrConflict(stored, e), existing: true };
+            return { event: tx.append(e), existing: false };
+          }),
+        { lookups: lookupsOf(checked), pure: true },
+      )
+      .catch((error: unknown) => {
+        spans?.end(error);
+        throw error;
+      });
+    spans?.end();
     this.observe(received, results.length);
     return results;
   }
@@ -90,22 +99,31 @@ export class Emitter {
         return ChronologError.from(error);
       }
     });
-    const outcomes = await this.committer.submit(
-      (tx) =>
-        checked.map((c) => {
-          if (c instanceof ChronologError) return c;
-          const e = c.event;
-          const stored = c.fresh ? undefined : tx.events.findById(e.id);
-          try {
-            if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
-            if (stored) return { event: storedOrConflict(stored, e), existing: true };
-          } catch (error) {
-            return error as ChronologError; // nothing was written for it
-          }
-          return { event: tx.append(e), existing: false };
-        }),
-      { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
-    );
+    const spans = tracing.on
+      ? traced(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError)).map((c) => c.event))
+      : undefined;
+    const outcomes = await this.committer
+      .submit(
+        (tx) =>
+          checked.map((c) => {
+            if (c instanceof ChronologError) return c;
+            const e = c.event;
+            const stored = c.fresh ? undefined : tx.events.findById(e.id);
+            try {
+              if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+              if (stored) return { event: storedOrConflict(stored, e), existing: true };
+            } catch (error) {
+              return error as ChronologError; // nothing was written for it
+            }
+            return { event: tx.append(e), existing: false };
+          }),
+        { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
+      )
+      .catch((error: unknown) => {
+        spans?.end(error);
+        throw error;
+      });
+    spans?.end();
     let answered = 0;
     for (const o of outcomes) if (!(o instanceof ChronologError)) answered++;
     this.observe(received, answered);
@@ -161,6 +179,16 @@ export class Emitter {
     if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
     return { actor, id, cause: cause.eventId };
   }
+}
+
+/** Starts the producer spans of `events` (under the caller's context) and stores each one's trace context with its event. */
+function traced(events: { id: string; type: string; trace?: string }[]): EmitSpans | undefined {
+  if (events.length === 0) return undefined;
+  const spans = emitSpans(events);
+  events.forEach((e, i) => {
+    e.trace = spans.traces[i];
+  });
+  return spans;
 }
 
 /** The ids of `checked` events the commit looks up: those not made by the owner just now. */

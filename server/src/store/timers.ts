@@ -11,7 +11,7 @@ import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyT
  * a timer's 19 columns against ~4 µs as an array (a claim reads one per call).
  */
 const timerColumns =
-  "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at";
+  "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at, trace";
 
 /** A timer's row as read with {@link timerColumns}; JSON columns as text, `paused` JSON {note, at_ms, held_due_ms} or null. */
 type TimerCells = [
@@ -34,6 +34,7 @@ type TimerCells = [
   paused: string | null,
   createdAt: number,
   updatedAt: number,
+  trace: string | null,
 ];
 
 function timerFromCells(cells: TimerCells): TimerRecord {
@@ -57,8 +58,9 @@ function timerFromCells(cells: TimerCells): TimerRecord {
     paused,
     createdAt,
     updatedAt,
+    trace,
   ] = cells;
-  return {
+  const timer: TimerRecord = {
     id,
     kind,
     action,
@@ -79,6 +81,8 @@ function timerFromCells(cells: TimerCells): TimerRecord {
     createdAt,
     updatedAt,
   };
+  if (trace) timer.trace = trace;
+  return timer;
 }
 
 /** A counter that keeps one-shots due in the same ms apart in {@link placeByDue}. */
@@ -174,13 +178,13 @@ const prefetchChunk = 5_000;
 export function timerStatements(db: Db): TimerStatements {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
   const putColumns =
-    "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at";
+    "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, created_at, updated_at, trace";
   const putValues =
-    "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now";
+    "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @now, @now, @trace";
   const putUpsert = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
-       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, created_at = excluded.created_at, updated_at = excluded.updated_at`;
+       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, created_at = excluded.created_at, updated_at = excluded.updated_at, trace = excluded.trace`;
   const put = db.prepare(
     sqlFor(db, {
       sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${putUpsert}`,
@@ -243,6 +247,7 @@ export function timerStatements(db: Db): TimerStatements {
         disabled: timer.disabled ? 1 : 0,
         retryDelaysMs: JSON.stringify(timer.retryDelaysMs),
         policy: JSON.stringify(policyToJson(timer.policy)),
+        trace: timer.trace ?? null,
         now: nowMs,
       };
       if (dialectOf(db) === "postgres") return defer(put, row); // no rowid to place: an insert of a new id, or an update by id

@@ -1,4 +1,6 @@
 import { canRead, sameActor, type Principal } from "../auth/principal.js";
+import { tracing } from "../tracing/tracer.js";
+import { traceText } from "../tracing/trace-context.js";
 import type { CauseRef, LiveCauses } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
 import { asItem, fail, forItem } from "../errors.js";
@@ -127,6 +129,7 @@ export class Timers {
     const entry = this.access.action(req.action);
     const who = this.access.who(entry, req, principal, "schedule");
     checkInput(entry, req.input);
+    const trace = tracing.on ? traceText() : undefined; // the caller's span: the timer's occurrences link to it
     const id =
       req.timerId ||
       (req.cause
@@ -162,6 +165,7 @@ export class Timers {
         overdue: req.overdue,
         policy: stored,
         occurrences: existing?.occurrences ?? 0,
+        ...(trace && { trace }),
       };
       // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
       if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
@@ -270,6 +274,7 @@ export class Timers {
     const entry = this.access.action(req.action);
     const who = this.access.who(entry, req, principal, "delay");
     checkInput(entry, req.input);
+    const trace = tracing.on ? traceText() : undefined; // the caller's span: the timer's occurrences link to it
     const id = req.cause
       ? derivedId(req.cause.eventId, req.cause.position, { op: "delay", action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue) })
       : clientId || newId();
@@ -320,6 +325,7 @@ export class Timers {
         actor: who.actor,
         overdue: req.overdue,
         chainDepth,
+        ...(trace && { trace }),
       };
       this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
       return { delayId: id, dueMs, fresh: true };
@@ -382,7 +388,7 @@ export class Timers {
     this.deps.timers.put(timer, tx.now);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
-    tx.append({ ...event, data: { ...event.data, ...extra } });
+    tx.append({ ...event, data: { ...event.data, ...extra }, ...(timer.trace && { trace: timer.trace }) });
   }
 
   /**
