@@ -1,0 +1,56 @@
+// A TypeScript executor process that records OpenTelemetry spans, as an application would: it
+// registers a tracer provider exporting over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (service
+// `trips-executor`), then hosts the trips plugin: processor `trips.confirm` on `trip.booked` calls
+// action `trips.reserve`, which delays `trips.remind` by DELAY_MS. Prints a JSON line per run.
+// Usage: node --import tsx test/helpers/traced-executor.ts URL DELAY_MS
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
+import { runExecutor } from "../../sdk/ts/src/executor.js";
+import { definePlugin } from "../../sdk/ts/src/plugin.js";
+
+const [url, delayArg] = process.argv.slice(2);
+const provider = new NodeTracerProvider({
+  resource: resourceFromAttributes({ "service.name": "trips-executor" }),
+  spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter())],
+});
+provider.register();
+
+const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
+
+const trips = definePlugin({
+  name: "trips",
+  events: { "trip.booked": { allow: ["*"] } },
+  processors: {
+    confirm: {
+      on: "trip.booked",
+      async run(ctx) {
+        const { output } = await ctx.call("trips.reserve", { trip: ctx.data.trip as string });
+        print({ ran: "confirm", traceId: ctx.span.spanContext().traceId, output });
+      },
+    },
+  },
+  actions: {
+    reserve: {
+      async run(ctx, input) {
+        const { delayId } = await ctx.delay("trips.remind", input, { intervalMs: Number(delayArg) }, "unbounded");
+        print({ ran: "reserve", delayId, traceId: ctx.span.spanContext().traceId });
+        return { delayId };
+      },
+    },
+    remind: {
+      run(ctx) {
+        print({ ran: "remind", traceId: ctx.span.spanContext().traceId });
+        return {};
+      },
+    },
+  },
+});
+
+const executor = runExecutor({ url, plugins: [trips], credits: 4, maxBackoffMs: 200, onError: () => {} });
+await executor.ready;
+process.stderr.write("executor ready\n");
+for (const signal of ["SIGTERM", "SIGINT"] as const)
+  process.once(signal, () => {
+    void provider.shutdown().finally(() => process.exit(0));
+  });
