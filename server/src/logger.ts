@@ -1,5 +1,5 @@
 import { trace } from "@opentelemetry/api";
-import { pino, type Logger } from "pino";
+import { pino, type DestinationStream, type Logger } from "pino";
 import { tracing } from "./tracing/tracer.js";
 
 /**
@@ -8,8 +8,8 @@ import { tracing } from "./tracing/tracer.js";
  * `process.exit` ("owner stopped", a fatal error) is never lost in a buffer. A line logged while a
  * span is current carries its ids (trace_id, span_id).
  */
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: "chronolog" }, mixin: traceFields }, pino.destination({ dest: 2, sync: true }));
+export function createLogger(level: string, destination: DestinationStream = pino.destination({ dest: 2, sync: true })): Logger {
+  return pino({ level, base: { service: "chronolog" }, mixin: traceFields }, destination);
 }
 
 /** While traces are recorded, a line logged under a span carries its `trace_id` and `span_id`. */

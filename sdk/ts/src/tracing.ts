@@ -74,17 +74,30 @@ export function deliveryAttributes(processor: string, eventId: string, eventType
 export { SpanKind };
 
 /**
- * Sends the current trace context with every call: the application's span when one is current
- * (through its propagator), else the owner's context of the delivery or invocation being handled.
+ * The trace context current here: the application's span when one is current (through its
+ * propagator), else the owner's context of the delivery or invocation being handled; undefined
+ * when neither is.
  */
+export function currentTraceHeaders(): TraceHeaders | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  if (carrier.traceparent) return { traceparent: carrier.traceparent, tracestate: carrier.tracestate ?? "" };
+  return workTrace.getStore();
+}
+
+/** Runs `fn` outside any trace context (for a stream shared by the work of many traces: each of its messages says its own). */
+export function outsideTraces<T>(fn: () => T): T {
+  return context.with(ROOT_CONTEXT, () => workTrace.exit(fn));
+}
+
+/** Sends the current trace context ({@link currentTraceHeaders}) as W3C metadata with every call. */
 export function traceInterceptor(): Interceptor {
   return (next) => (req) => {
     if (!req.header.has("traceparent")) {
-      propagation.inject(context.active(), req.header, { set: (h, k, v) => h.set(k, v) });
-      const work = req.header.has("traceparent") ? undefined : workTrace.getStore();
-      if (work) {
-        req.header.set("traceparent", work.traceparent);
-        if (work.tracestate) req.header.set("tracestate", work.tracestate);
+      const headers = currentTraceHeaders();
+      if (headers) {
+        req.header.set("traceparent", headers.traceparent);
+        if (headers.tracestate) req.header.set("tracestate", headers.tracestate);
       }
     }
     return next(req);

@@ -9,7 +9,8 @@ import { canonicalJson } from "./canonical.js";
 import { causeActor, type CauseRef, type LiveCauses } from "./causes.js";
 import { checkId, derivedId, newId } from "./ids.js";
 import { tracing } from "../tracing/tracer.js";
-import { emitSpans, type EmitSpans } from "../tracing/messaging.js";
+import { emitEachSpans, emitSpans, type EmitSpans } from "../tracing/messaging.js";
+import { contextOfTrace } from "../tracing/trace-context.js";
 
 /** One event to emit, as parsed from the request. */
 export interface EmitInput {
@@ -19,6 +20,8 @@ export interface EmitInput {
   id: string;
   cause: CauseRef | null;
   actor: Partial<ActorRecord> | undefined;
+  /** The trace context the caller emits it in, when the event carries its own (EmitRequest.traceparent): its producer span's parent instead of the call's. */
+  trace?: string;
 }
 
 /** The event as it stands in the log; `existing` when the id was already there. */
@@ -58,7 +61,7 @@ export class Emitter {
     if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
     refuseConflictsWithin(checked.map((c) => c.event));
-    const spans = tracing.on ? traced(checked.map((c) => c.event)) : undefined;
+    const spans = tracing.on ? traced(checked.map((c, i) => ({ event: c.event, parent: inputs[i].trace }))) : undefined;
     const results = await this.committer
       .submit(
         (tx) =>
@@ -100,7 +103,10 @@ export class Emitter {
       }
     });
     const spans = tracing.on
-      ? traced(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError)).map((c) => c.event))
+      ? traced(
+          checked.flatMap((c, i) => (c instanceof ChronologError ? [] : [{ event: c.event, parent: (inputs[i] as EmitInput).trace }])),
+          true,
+        )
       : undefined;
     const outcomes = await this.committer
       .submit(
@@ -181,12 +187,17 @@ export class Emitter {
   }
 }
 
-/** Starts the producer spans of `events` (under the caller's context) and stores each one's trace context with its event. */
-function traced(events: { id: string; type: string; trace?: string }[]): EmitSpans | undefined {
+/**
+ * Starts the producer spans of `events` (under the trace context each carries, else the call's),
+ * as one emit or (`each`) as emits of their own, and stores each one's trace context with its event.
+ */
+function traced(events: { event: { id: string; type: string; trace?: string }; parent: string | undefined }[], each = false): EmitSpans | undefined {
   if (events.length === 0) return undefined;
-  const spans = emitSpans(events);
-  events.forEach((e, i) => {
-    e.trace = spans.traces[i];
+  const spans = (each ? emitEachSpans : emitSpans)(
+    events.map(({ event, parent }) => ({ id: event.id, type: event.type, parent: parent === undefined ? undefined : contextOfTrace(parent) })),
+  );
+  events.forEach(({ event }, i) => {
+    event.trace = spans.traces[i];
   });
   return spans;
 }

@@ -8,10 +8,15 @@ import { actorFromProto, causeFromProto, dataFromJson, dataFromProto } from "./c
  * in a batch of several, as the emitter's). Its data comes as a Struct (`data`) or as JSON text
  * (`data_json`), not both.
  */
-export function emitInput(req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor">, prefix = ""): EmitInput {
+export function emitInput(
+  req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor" | "traceparent" | "tracestate">,
+  prefix = "",
+): EmitInput {
   if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);
   if (req.dataJson.length > 0 && req.data !== undefined)
     fail("bad_request", `set ${prefix}data or ${prefix}data_json, not both`, [{ field: `${prefix}data_json`, description: "data is set too" }]);
   const data = req.dataJson.length > 0 ? dataFromJson(req.dataJson, `${prefix}data_json`, `${prefix}data`) : dataFromProto(req.data, `${prefix}data`);
-  return { type: req.type, data, id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
+  const input: EmitInput = { type: req.type, data, id: req.id, cause: causeFromProto(req.cause), actor: actorFromProto(req.actor) };
+  if (req.traceparent !== "") input.trace = req.tracestate === "" ? req.traceparent : `${req.traceparent} ${req.tracestate}`;
+  return input;
 }

@@ -1,5 +1,5 @@
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
-import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, SpanKind, SpanStatusCode, trace, type Context } from "@opentelemetry/api";
 import { contextOfHeaders } from "../tracing/trace-context.js";
 import { ownerTracer } from "../tracing/tracer.js";
 
@@ -15,7 +15,10 @@ import { ownerTracer } from "../tracing/tracer.js";
 export function traceInterceptor(): Interceptor {
   return (next) => async (req) => {
     const parent = contextOfHeaders({ traceparent: req.header.get("traceparent") ?? undefined, tracestate: req.header.get("tracestate") ?? undefined });
-    if (req.stream) return context.with(parent, () => next(req));
+    if (req.stream) {
+      const res = await context.with(parent, () => next(req));
+      return res.stream ? { ...res, message: inContext(parent, res.message) } : res;
+    }
     const span = ownerTracer().startSpan(
       `${req.service.typeName}/${req.method.name}`,
       {
@@ -36,5 +39,20 @@ export function traceInterceptor(): Interceptor {
     } finally {
       span.end();
     }
+  };
+}
+
+/** `messages`, each step run in `ctx`: a streaming handler (an async generator) runs its body in the caller's context. */
+function inContext<T>(ctx: Context, messages: AsyncIterable<T>): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = context.with(ctx, () => messages[Symbol.asyncIterator]());
+      return {
+        next: (value?: unknown) => context.with(ctx, () => it.next(value as never)),
+        return: (value?: unknown) =>
+          context.with(ctx, () => it.return?.(value as never) ?? Promise.resolve({ done: true as const, value: undefined as never })),
+        throw: (e?: unknown) => context.with(ctx, () => it.throw?.(e) ?? Promise.reject(e)),
+      };
+    },
   };
 }

@@ -1,4 +1,4 @@
-import { context, SpanKind, SpanStatusCode, trace, type Context, type Link, type Span } from "@opentelemetry/api";
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Link, type Span } from "@opentelemetry/api";
 import { contextOfTrace, spanContextOfTrace, traceText } from "./trace-context.js";
 import { messagingSystem, ownerTracer } from "./tracer.js";
 
@@ -14,11 +14,12 @@ export interface EmitSpans {
 }
 
 /**
- * Producer spans of the events of one emit, under `parent` (the caller's context): one
+ * Producer spans of the events of one emit, each under its own `parent` when it has one (the
+ * context it was emitted in, EmitRequest.traceparent), else under `parent` (the call's): one
  * `publish <type>` span for a single event; for several, a `create <type>` span each and a
- * `publish` span of the batch that links them.
+ * `publish` span of the batch (under the call's context) that links them.
  */
-export function emitSpans(events: { id: string; type: string }[], parent: Context = context.active()): EmitSpans {
+export function emitSpans(events: { id: string; type: string; parent?: Context }[], parent: Context = context.active()): EmitSpans {
   const tracer = ownerTracer();
   const attrs = (e: { id: string; type: string }, operation: string) => ({
     "messaging.system": messagingSystem,
@@ -28,10 +29,11 @@ export function emitSpans(events: { id: string; type: string }[], parent: Contex
     "messaging.message.id": e.id,
   });
   if (events.length === 1) {
-    const span = tracer.startSpan(`publish ${events[0].type}`, { kind: SpanKind.PRODUCER, attributes: attrs(events[0], "send") }, parent);
-    return { traces: [traceText(trace.setSpan(parent, span))], end: (error) => endSpan(span, error) };
+    const own = events[0].parent ?? parent;
+    const span = tracer.startSpan(`publish ${events[0].type}`, { kind: SpanKind.PRODUCER, attributes: attrs(events[0], "send") }, own);
+    return { traces: [traceText(trace.setSpan(ROOT_CONTEXT, span))], end: (error) => endSpan(span, error) };
   }
-  const creates = events.map((e) => tracer.startSpan(`create ${e.type}`, { kind: SpanKind.PRODUCER, attributes: attrs(e, "create") }, parent));
+  const creates = events.map((e) => tracer.startSpan(`create ${e.type}`, { kind: SpanKind.PRODUCER, attributes: attrs(e, "create") }, e.parent ?? parent));
   const links: Link[] = creates.map((s) => ({ context: s.spanContext() }));
   const batch = tracer.startSpan(
     "publish",
@@ -43,10 +45,21 @@ export function emitSpans(events: { id: string; type: string }[], parent: Contex
     parent,
   );
   return {
-    traces: creates.map((s) => traceText(trace.setSpan(parent, s))),
+    traces: creates.map((s) => traceText(trace.setSpan(ROOT_CONTEXT, s))),
     end(error) {
       for (const s of creates) endSpan(s, error);
       endSpan(batch, error);
+    },
+  };
+}
+
+/** Producer spans of emits made together but each on its own (a Publish stream's message): a `publish <type>` span each. */
+export function emitEachSpans(events: { id: string; type: string; parent?: Context }[]): EmitSpans {
+  const each = events.map((e) => emitSpans([e]));
+  return {
+    traces: each.map((s) => s.traces[0]),
+    end(error) {
+      for (const s of each) s.end(error);
     },
   };
 }

@@ -8,12 +8,9 @@ import { ownerVersion } from "../version.js";
 /** Whether traces are recorded (set once at start). */
 export const tracing = { on: false };
 
-let tracer: Tracer | undefined;
-
-/** The owner's tracer (instrumentation scope `chronolog`, the owner's version). */
+/** The owner's tracer (instrumentation scope `chronolog`, the owner's version), from the provider registered now (the SDK keeps one per scope). */
 export function ownerTracer(): Tracer {
-  tracer ??= trace.getTracer("chronolog", ownerVersion);
-  return tracer;
+  return trace.getTracer("chronolog", ownerVersion);
 }
 
 /** The `messaging.system` of the owner's messaging spans. */

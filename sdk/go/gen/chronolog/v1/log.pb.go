@@ -41,7 +41,14 @@ type EmitRequest struct {
 	Actor *Actor `protobuf:"bytes,5,opt,name=actor,proto3" json:"actor,omitempty"`
 	// The event's data as UTF-8 JSON text (an object), instead of `data`: no
 	// Struct to build or decode. Set one of the two (neither: `{}`).
-	DataJson      []byte `protobuf:"bytes,6,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	DataJson []byte `protobuf:"bytes,6,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	// W3C trace context the event is emitted in (`traceparent` header value), for an emit whose
+	// call carries no metadata of its own: each emit of a Publish stream, each event of a batch.
+	// Empty: the call's metadata (`traceparent`) says it, if anything does. Used only while the owner
+	// records traces.
+	Traceparent string `protobuf:"bytes,50,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// W3C `tracestate` that goes with `traceparent`, if any.
+	Tracestate    string `protobuf:"bytes,51,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -116,6 +123,20 @@ func (x *EmitRequest) GetDataJson() []byte {
 		return x.DataJson
 	}
 	return nil
+}
+
+func (x *EmitRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *EmitRequest) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
 }
 
 // The committed (or already present) event.
@@ -1187,14 +1208,18 @@ var File_chronolog_v1_log_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\n" +
-	"\x16chronolog/v1/log.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xd1\x01\n" +
+	"\x16chronolog/v1/log.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\x93\x02\n" +
 	"\vEmitRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12+\n" +
 	"\x04data\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04data\x12\x0e\n" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12)\n" +
 	"\x05cause\x18\x04 \x01(\v2\x13.chronolog.v1.CauseR\x05cause\x12)\n" +
 	"\x05actor\x18\x05 \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x12\x1b\n" +
-	"\tdata_json\x18\x06 \x01(\fR\bdataJson\"U\n" +
+	"\tdata_json\x18\x06 \x01(\fR\bdataJson\x12 \n" +
+	"\vtraceparent\x182 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x183 \x01(\tR\n" +
+	"tracestate\"U\n" +
 	"\fEmitResponse\x12)\n" +
 	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\x12\x1a\n" +
 	"\bexisting\x18\x02 \x01(\bR\bexisting\"E\n" +

@@ -13,20 +13,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EmitRequest(_message.Message):
-    __slots__ = ("type", "data", "id", "cause", "actor", "data_json")
+    __slots__ = ("type", "data", "id", "cause", "actor", "data_json", "traceparent", "tracestate")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     type: str
     data: _struct_pb2.Struct
     id: str
     cause: _event_pb2.Cause
     actor: _event_pb2.Actor
     data_json: bytes
-    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., data_json: _Optional[bytes] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., data_json: _Optional[bytes] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class EmitResponse(_message.Message):
     __slots__ = ("event", "existing")
