@@ -1,15 +1,19 @@
-// A loopback OTLP/HTTP trace receiver for tests: it takes what OTLP exporters POST to
-// /v1/traces as JSON (ExportTraceServiceRequest in the OTLP/JSON encoding of the
-// opentelemetry-proto definitions: ids in hex, enums as numbers) and keeps every span it got,
-// with its service's name. Protobuf bodies are refused (415), so an exporter in another mode
-// is noticed.
+// A loopback OTLP/HTTP trace receiver for tests: it takes what OTLP exporters POST to /v1/traces,
+// in either encoding the protocol has (protobuf, as the Python exporter sends it; JSON, as the
+// JavaScript exporter-trace-otlp-http sends it), decodes it as an ExportTraceServiceRequest with
+// the official opentelemetry-proto definitions (test/otlp) and keeps every span, with its
+// service's name.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { fromBinary, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { ExportTraceServiceRequestSchema, type ExportTraceServiceRequest } from "../otlp/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import type { AnyValue, KeyValue } from "../otlp/gen/opentelemetry/proto/common/v1/common_pb.js";
 
 /** One span as received. */
 export interface ReceivedSpan {
   /** The `service.name` of its resource. */
   service: string;
+  /** Ids in lowercase hex. */
   traceId: string;
   spanId: string;
   /** "" for a root span. */
@@ -23,60 +27,59 @@ export interface ReceivedSpan {
   statusCode: number;
 }
 
-interface JsonAnyValue {
-  stringValue?: string;
-  intValue?: number | string;
-  doubleValue?: number;
-  boolValue?: boolean;
-}
-interface JsonKeyValue {
-  key: string;
-  value: JsonAnyValue;
-}
-interface JsonSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  links?: { traceId: string; spanId: string }[];
-  attributes?: JsonKeyValue[];
-  status?: { code?: number };
-}
-interface JsonRequest {
-  resourceSpans?: { resource?: { attributes?: JsonKeyValue[] }; scopeSpans?: { spans?: JsonSpan[] }[] }[];
+const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString("hex");
+
+function anyValue(v: AnyValue | undefined): string | number | boolean {
+  switch (v?.value.case) {
+    case "stringValue":
+    case "boolValue":
+    case "doubleValue":
+      return v.value.value;
+    case "intValue":
+      return Number(v.value.value);
+    default:
+      return "";
+  }
 }
 
-function anyValue(v: JsonAnyValue): string | number | boolean {
-  if (v.stringValue !== undefined) return v.stringValue;
-  if (v.intValue !== undefined) return Number(v.intValue);
-  if (v.doubleValue !== undefined) return v.doubleValue;
-  if (v.boolValue !== undefined) return v.boolValue;
-  return "";
+function attributesOf(kvs: KeyValue[]): Record<string, string | number | boolean> {
+  return Object.fromEntries(kvs.map((kv) => [kv.key, anyValue(kv.value)]));
 }
 
-function attributesOf(kvs: JsonKeyValue[] | undefined): Record<string, string | number | boolean> {
-  return Object.fromEntries((kvs ?? []).map((kv) => [kv.key, anyValue(kv.value)]));
-}
-
-/** The spans of one ExportTraceServiceRequest in OTLP/JSON. */
-export function spansOfRequest(body: JsonRequest): ReceivedSpan[] {
-  return (body.resourceSpans ?? []).flatMap((rs) => {
-    const service = String(attributesOf(rs.resource?.attributes)["service.name"] ?? "");
-    return (rs.scopeSpans ?? []).flatMap((ss) =>
-      (ss.spans ?? []).map((s) => ({
+/** The spans of one ExportTraceServiceRequest. */
+export function spansOfRequest(request: ExportTraceServiceRequest): ReceivedSpan[] {
+  return request.resourceSpans.flatMap((rs) => {
+    const service = String(attributesOf(rs.resource?.attributes ?? [])["service.name"] ?? "");
+    return rs.scopeSpans.flatMap((ss) =>
+      ss.spans.map((s) => ({
         service,
-        traceId: s.traceId,
-        spanId: s.spanId,
-        parentSpanId: s.parentSpanId ?? "",
+        traceId: hex(s.traceId),
+        spanId: hex(s.spanId),
+        parentSpanId: hex(s.parentSpanId),
         name: s.name,
         kind: s.kind,
-        links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
+        links: s.links.map((l) => ({ traceId: hex(l.traceId), spanId: hex(l.spanId) })),
         attributes: attributesOf(s.attributes),
         statusCode: s.status?.code ?? 0,
       })),
     );
   });
+}
+
+/**
+ * The request of an OTLP/JSON body. OTLP/JSON differs from protobuf's JSON mapping in one point
+ * that matters here: trace and span ids are hex, not base64; they are turned to base64 first.
+ */
+function fromOtlpJson(text: string): ExportTraceServiceRequest {
+  const body = JSON.parse(text) as JsonObject;
+  const base64 = (id: JsonValue | undefined) => (typeof id === "string" ? Buffer.from(id, "hex").toString("base64") : id);
+  for (const rs of (body.resourceSpans as JsonObject[] | undefined) ?? [])
+    for (const ss of (rs.scopeSpans as JsonObject[] | undefined) ?? [])
+      for (const span of (ss.spans as JsonObject[] | undefined) ?? []) {
+        for (const key of ["traceId", "spanId", "parentSpanId"]) if (span[key] !== undefined) span[key] = base64(span[key]) as JsonValue;
+        for (const link of (span.links as JsonObject[] | undefined) ?? []) for (const key of ["traceId", "spanId"]) link[key] = base64(link[key]) as JsonValue;
+      }
+  return fromJson(ExportTraceServiceRequestSchema, body, { ignoreUnknownFields: true });
 }
 
 /** A started receiver: its base URL (for OTEL_EXPORTER_OTLP_ENDPOINT), the spans so far, and `close`. */
@@ -94,13 +97,18 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       if (req.method !== "POST" || req.url !== "/v1/traces") return void res.writeHead(404).end();
-      if (!String(req.headers["content-type"] ?? "").startsWith("application/json")) return void res.writeHead(415).end();
+      const type = String(req.headers["content-type"] ?? "");
+      const body = Buffer.concat(chunks);
       try {
-        spans.push(...spansOfRequest(JSON.parse(Buffer.concat(chunks).toString("utf8")) as JsonRequest));
+        if (type.startsWith("application/x-protobuf")) spans.push(...spansOfRequest(fromBinary(ExportTraceServiceRequestSchema, body)));
+        else if (type.startsWith("application/json")) spans.push(...spansOfRequest(fromOtlpJson(body.toString("utf8"))));
+        else return void res.writeHead(415).end();
       } catch {
         return void res.writeHead(400).end();
       }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      res
+        .writeHead(200, { "content-type": type.startsWith("application/json") ? "application/json" : "application/x-protobuf" })
+        .end(type.startsWith("application/json") ? "{}" : "");
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -1,15 +1,16 @@
 // A TypeScript executor process that records OpenTelemetry spans, as an application would: it
 // registers a tracer provider exporting over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (service
 // `trips-executor`), then hosts the trips plugin: processor `trips.confirm` on `trip.booked` calls
-// action `trips.reserve`, which delays `trips.remind` by DELAY_MS. Prints a JSON line per run.
-// Usage: node --import tsx test/helpers/traced-executor.ts URL DELAY_MS
+// action `rooms.reserve` (hosted by the Python executor, sdk/python/tests/traced_executor.py).
+// Prints a JSON line per run.
+// Usage: node --import tsx test/helpers/traced-executor.ts URL
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { definePlugin } from "../../sdk/ts/src/plugin.js";
 
-const [url, delayArg] = process.argv.slice(2);
+const [url] = process.argv.slice(2);
 const provider = new NodeTracerProvider({
   resource: resourceFromAttributes({ "service.name": "trips-executor" }),
   spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter())],
@@ -25,23 +26,8 @@ const trips = definePlugin({
     confirm: {
       on: "trip.booked",
       async run(ctx) {
-        const { output } = await ctx.call("trips.reserve", { trip: ctx.data.trip as string });
+        const { output } = await ctx.call("rooms.reserve", { trip: ctx.data.trip as string });
         print({ ran: "confirm", traceId: ctx.span.spanContext().traceId, output });
-      },
-    },
-  },
-  actions: {
-    reserve: {
-      async run(ctx, input) {
-        const { delayId } = await ctx.delay("trips.remind", input, { intervalMs: Number(delayArg) }, "unbounded");
-        print({ ran: "reserve", delayId, traceId: ctx.span.spanContext().traceId });
-        return { delayId };
-      },
-    },
-    remind: {
-      run(ctx) {
-        print({ ran: "remind", traceId: ctx.span.spanContext().traceId });
-        return {};
       },
     },
   },
