@@ -11,6 +11,7 @@ import { context, propagation, trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { createLogger } from "../server/src/logger.js";
 import { tracing } from "../server/src/tracing/tracer.js";
@@ -22,7 +23,16 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-const plugin = definePlugin({ name: "shop", events: { "order.placed": { allow: ["*"] }, "order.paid": { allow: ["*"] } } });
+const plugin = definePlugin({
+  name: "shop",
+  events: { "order.placed": { allow: ["*"] }, "order.paid": { allow: ["*"] } },
+  actions: {
+    tick: {
+      allow: ["*"],
+      run: () => ({}),
+    },
+  },
+});
 /** A caller's span context as a client's OpenTelemetry would send it. */
 const callerTrace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 const callerTraceId = "0af7651916cd43dd8448eb211c80319c";
@@ -107,6 +117,32 @@ describe("the owner's traces", () => {
     expect(published("order.paid")!.parentSpanContext?.spanId).toBe("2222222222222222");
     expect(spans.getFinishedSpans().filter((s) => s.name.startsWith("chronolog.v1.LogService/"))).toEqual([]); // the stream itself has no span
     publisher.publisher?.close();
+  });
+
+  it("on: each occurrence of a recurring timer starts a trace of its own, linked to the span that set the timer; its call and the run in the executor are in it", async () => {
+    const spans = recordSpans();
+    const { owner, client } = await ownerAndClient();
+    const executor = runExecutor({ url: owner.url, plugins: [plugin], onError: () => {} });
+    cleanups.push(() => executor.stop());
+    await executor.ready;
+    const timer = await context.with(propagation.extract(context.active(), { traceparent: callerTrace }), () =>
+      client.schedule("shop.tick", {}, { everyMs: 1_000 }),
+    );
+    cleanups.push(() => client.unschedule(timer.id));
+    const occurrences = () => spans.getFinishedSpans().filter((s) => s.name === "occurrence shop.tick" && s.attributes["chronolog.timer_id"] === timer.id);
+    await until(() => occurrences().length >= 2, "two occurrences ended", 15_000);
+    const schedule = spans.getFinishedSpans().find((s) => s.name === "chronolog.v1.TimeService/Schedule" && s.spanContext().traceId === callerTraceId)!;
+    const [first, second] = occurrences();
+    for (const occurrence of [first, second]) {
+      expect(occurrence.parentSpanContext).toBeUndefined(); // a root: a trace of its own
+      expect(occurrence.spanContext().traceId).not.toBe(callerTraceId);
+      expect(occurrence.links.map((l) => l.context.spanId)).toEqual([schedule.spanContext().spanId]);
+      const call = spans.getFinishedSpans().find((s) => s.name === "call shop.tick" && s.parentSpanContext?.spanId === occurrence.spanContext().spanId);
+      expect(call, "the occurrence's call").toBeDefined();
+    }
+    expect(first.spanContext().traceId).not.toBe(second.spanContext().traceId);
+    const run = spans.getFinishedSpans().find((s) => s.name === "run shop.tick" && s.spanContext().traceId === first.spanContext().traceId);
+    expect(run?.attributes["chronolog.action"]).toBe("shop.tick");
   });
 
   it("log lines written under a span carry its trace_id and span_id while traces are recorded", async () => {

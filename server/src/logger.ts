@@ -1,6 +1,5 @@
 import { trace } from "@opentelemetry/api";
 import { pino, type DestinationStream, type Logger } from "pino";
-import { tracing } from "./tracing/tracer.js";
 
 /**
  * Structured JSON logs on stderr. `level`: trace, debug, info, warn, error, fatal or silent.
@@ -12,9 +11,11 @@ export function createLogger(level: string, destination: DestinationStream = pin
   return pino({ level, base: { service: "chronolog" }, mixin: traceFields }, destination);
 }
 
-/** While traces are recorded, a line logged under a span carries its `trace_id` and `span_id`. */
+/**
+ * A line logged under a span carries its `trace_id` and `span_id`. While no traces are recorded
+ * no context manager is registered and there is never an active span (a few calls per line).
+ */
 function traceFields(): object {
-  if (!tracing.on) return {};
   const span = trace.getActiveSpan()?.spanContext();
   return span ? { trace_id: span.traceId, span_id: span.spanId } : {};
 }

@@ -49,6 +49,8 @@ export interface OccurrenceRecord {
   origin?: "schedule" | "trigger" | "backfill";
   /** The trace context of the span that set its timer, carried from the claim; not stored (read from the timer when absent). */
   trace?: string;
+  /** With `trace`: the timer fires once (a delay, an `at` timer), so the occurrence continues that trace rather than starting one. */
+  once?: boolean;
 }
 
 interface OccurrenceRow {

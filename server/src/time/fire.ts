@@ -247,7 +247,7 @@ export class TimerFiring {
       latenessMs: why ? latenessMs : null,
       error: why,
       chainDepth: timer.chainDepth,
-      ...(timer.trace && { trace: timer.trace }),
+      ...(timer.trace && { trace: timer.trace, once: timer.spec.kind === "at" }),
     };
   }
 
@@ -271,7 +271,7 @@ export class TimerFiring {
   private occurrenceSpan(occurrence: OccurrenceRecord): Span {
     const timer = occurrence.trace === undefined ? this.deps.timers.get(occurrence.timerId) : undefined; // claimed by an earlier owner
     const trace = occurrence.trace ?? timer?.trace;
-    const once = timer ? timer.spec.kind === "at" : occurrence.timerId !== "" && !occurrence.origin; // a delay or `at` timer: its occurrence continues the trace
+    const once = timer ? timer.spec.kind === "at" : occurrence.once === true; // a delay or `at` timer: its occurrence continues the trace
     return occurrenceSpan({ id: occurrence.timerId, action: occurrence.action, trace, once }, occurrence.id, occurrence.dueMs);
   }
 
