@@ -528,6 +528,19 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     expect(forged.status).toBe(403);
     expect(forged.body.code).toBe("permission_denied");
     expect((await triage()).paused).toBe(false);
+
+    // An event whose cause is an action.started (a client may not read those): the cause shows
+    // as withheld, its id and type, nothing of the call's input.
+    await admin.call("desk.remind", { what: "a secret errand" }, { callId: "c-withheld" });
+    const [started] = (await admin.log.readLog({ types: ["action.started"], where: { call_id: "c-withheld" } })).events;
+    const { event: under } = await admin.log.emit({ type: "ticket.triaged", data: { note: "under the call" }, cause: { eventId: started.id, position: 0 } });
+    await page.goto(`${owner.url}/console/events/${encodeURIComponent(under!.id)}`);
+    await page.waitForSelector(`#event-cause .event-link.withheld[data-id="${started.id}"]`);
+    expect(await page.textContent("#event-cause")).toBe(`${started.id} action.started (withheld: this token may not read it)`);
+    expect(await page.textContent("#event")).not.toContain("secret errand");
+    await page.goto(`${owner.url}/console/events/${encodeURIComponent(started.id)}`);
+    await page.waitForSelector("#event-error");
+    expect(await page.textContent("#event-error")).toMatch(/^PermissionDenied: /);
     await page.close();
 
     // A wrong token gets the sign-in form again with the owner's answer.

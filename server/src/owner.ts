@@ -10,6 +10,7 @@ import { PluginService, type PluginManifest } from "@chronolog/sdk/gen/chronolog
 import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { CallRetention, defaultCallRetentionMs, openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
+import { ReadAccess } from "./auth/read-access.js";
 import { Authenticator } from "./auth/tokens.js";
 import { openCollections } from "./collections/collections.js";
 import { systemClock, systemTimers, type Clock, type TimerHost } from "./clock.js";
@@ -272,7 +273,8 @@ async function serve(
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
   const liveCauses = new LiveCauses();
-  const emitter = new Emitter(committer, registry, events, liveCauses, stages.emit);
+  const readAccess = new ReadAccess(registry);
+  const emitter = new Emitter(committer, registry, readAccess, events, liveCauses, stages.emit);
   const collections = openCollections(store.db, committer, registry, events, liveCauses);
   const clock = options.clock ?? systemClock;
   const cursors = cursorStatements(store.db);
@@ -375,6 +377,7 @@ async function serve(
           emitter,
           events: readsWithTail(tail, eventReads(store.db, events)),
           head,
+          access: readAccess,
           watchers: metrics.watchers,
           publishWindow: config?.limits?.publish_window ?? defaultPublishWindow,
           logger,

@@ -1,4 +1,5 @@
-// One event: its data, actor and commit time, the chain of causes above it (each a GetEvent),
+// One event: its data, actor and commit time, the chain of causes above it (each a GetEvent; a
+// cause the token may not read shows as withheld, its id and type only),
 // and what was made under it. The log API has no filter on `cause`, so "made under it" is found
 // by reading the log after the event one page at a time and keeping the events whose cause is
 // this one; for an `action.started` the call's own events are read with a `where` on `call_id`.
@@ -7,6 +8,7 @@ import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { errorText, log } from "../api.js";
+import { causeChain, type ChainLink } from "../cause-chain.js";
 import { actor, at, json } from "../format.js";
 
 /** Causes followed upwards at most. */
@@ -14,19 +16,13 @@ const maxDepth = 20;
 /** Events read per page when looking for events made under this one. */
 const scanPage = 1000;
 
-async function causeChain(first: string): Promise<Event[]> {
-  const chain: Event[] = [];
-  let id = first;
-  while (id && chain.length < maxDepth) {
-    const { event } = await log.getEvent({ id });
-    if (!event) break;
-    chain.push(event);
-    id = event.cause;
-  }
-  return chain;
-}
-
-function EventLink({ event }: { event: Event }) {
+function EventLink({ event }: { event: ChainLink }) {
+  if ("withheld" in event)
+    return (
+      <span className="event-link withheld" data-id={event.id}>
+        {event.id} <span className="muted">{event.type} (withheld: this token may not read it)</span>
+      </span>
+    );
   return (
     <span className="event-link" data-id={event.id}>
       <Link href={`/events/${encodeURIComponent(event.id)}`}>{event.id}</Link>{" "}
@@ -96,7 +92,7 @@ function MadeUnder({ event }: { event: Event }) {
 }
 
 export function EventPage({ id }: { id: string }) {
-  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(id) });
+  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(log, id, maxDepth) });
   if (q.isPending) return <p className="note">loading…</p>;
   if (q.isError)
     return (
@@ -105,7 +101,7 @@ export function EventPage({ id }: { id: string }) {
       </p>
     );
   const [event, ...causes] = q.data;
-  if (!event) return <p className="error">not found</p>;
+  if (!event || "withheld" in event) return <p className="error">not found</p>;
   return (
     <section id="event" data-id={event.id} data-seq={String(event.seq)}>
       <h2>

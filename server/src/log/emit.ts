@@ -1,5 +1,6 @@
 import type { Principal } from "../auth/principal.js";
-import { allows, canRead, resolveActor } from "../auth/principal.js";
+import { allows, resolveActor } from "../auth/principal.js";
+import type { ReadAccess } from "../auth/read-access.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { StageHistogram } from "../stages.js";
@@ -48,6 +49,8 @@ export class Emitter {
   constructor(
     private readonly committer: Committer,
     private readonly registry: PluginRegistry,
+    /** Who may read which event: an id taken by an event of a space the caller does not reach is not told apart from any taken id. */
+    private readonly access: ReadAccess,
     private readonly events: EventStatements,
     /** Running record:false invocations, causes without an event. */
     private readonly live?: LiveCauses,
@@ -62,8 +65,9 @@ export class Emitter {
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
     refuseConflictsWithin(checked.map((c) => c.event));
     const spans = tracing.on ? traced(checked.map((c, i) => ({ event: c.event, parent: inputs[i].trace }))) : undefined;
-    const results = await this.committer
-      .submit(
+    const results = await endingSpans(
+      spans,
+      this.committer.submit(
         (tx) =>
           checked.map(({ event: e, fresh }) => {
             // An id the owner just made cannot be in the log: skip the lookup.
@@ -71,17 +75,13 @@ export class Emitter {
             // Under a cause the id is derived from the cause, position, type and data, so
             // a stored event with it is this work's own earlier try (in the cause's
             // space, which the executor may not read): answer it, as for any retry.
-            if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+            if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
             if (stored) return { event: storedOrConflict(stored, e), existing: true };
             return { event: tx.append(e), existing: false };
           }),
         { lookups: lookupsOf(checked), pure: true },
-      )
-      .catch((error: unknown) => {
-        spans?.end(error);
-        throw error;
-      });
-    spans?.end();
+      ),
+    );
     this.observe(received, results.length);
     return results;
   }
@@ -108,15 +108,16 @@ export class Emitter {
           true,
         )
       : undefined;
-    const outcomes = await this.committer
-      .submit(
+    const outcomes = await endingSpans(
+      spans,
+      this.committer.submit(
         (tx) =>
           checked.map((c) => {
             if (c instanceof ChronologError) return c;
             const e = c.event;
             const stored = c.fresh ? undefined : tx.events.findById(e.id);
             try {
-              if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+              if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
               if (stored) return { event: storedOrConflict(stored, e), existing: true };
             } catch (error) {
               return error as ChronologError; // nothing was written for it
@@ -124,12 +125,8 @@ export class Emitter {
             return { event: tx.append(e), existing: false };
           }),
         { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
-      )
-      .catch((error: unknown) => {
-        spans?.end(error);
-        throw error;
-      });
-    spans?.end();
+      ),
+    );
     let answered = 0;
     for (const o of outcomes) if (!(o instanceof ChronologError)) answered++;
     this.observe(received, answered);
@@ -200,6 +197,19 @@ function traced(events: { event: { id: string; type: string; trace?: string }; p
     event.trace = spans.traces[i];
   });
   return spans;
+}
+
+/** `commit`, ending `spans` (if any) when it is durable or failed. */
+async function endingSpans<T>(spans: EmitSpans | undefined, commit: Promise<T>): Promise<T> {
+  if (!spans) return commit;
+  try {
+    const result = await commit;
+    spans.end();
+    return result;
+  } catch (error) {
+    spans.end(error);
+    throw error;
+  }
 }
 
 /** The ids of `checked` events the commit looks up: those not made by the owner just now. */

@@ -61,6 +61,11 @@ export class PluginRegistry {
     return this.actions.get(name);
   }
 
+  /** Plugin `name`'s current manifest, or undefined when none is registered by that name. */
+  manifestOf(name: string): PluginManifest | undefined {
+    return this.plugins.get(name)?.compiled.manifest;
+  }
+
   /** All plugins, by name. */
   list(): RegisteredPlugin[] {
     return [...this.plugins.values()].sort((a, b) => a.compiled.manifest.name.localeCompare(b.compiled.manifest.name));

@@ -1,14 +1,13 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { LogService, WatchResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
-import { fail } from "../errors.js";
 import type { Emitter, EmitResult } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
 import { pageToken, parsePageToken, readPage } from "../log/read.js";
 import { watchLog } from "../log/watch.js";
 import type { EventReads, EventRecord } from "../store/events.js";
-import { canRead } from "../auth/principal.js";
+import type { ReadAccess } from "../auth/read-access.js";
 import { principalOf } from "./context.js";
 import type { Logger } from "../logger.js";
 import { eventToProto } from "../proto-values.js";
@@ -22,6 +21,8 @@ export interface LogReadDeps {
   events: EventReads;
   /** The last durable seq: nothing past it is read. */
   head: HeadSignal;
+  /** Who may read which event (every read below asks it). */
+  access: ReadAccess;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
   watchers?: { inc(): void; dec(): void };
 }
@@ -45,7 +46,7 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       const where = compileFilter(objectFromProto(req.where), "where");
       const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
       const principal = principalOf(ctx);
-      const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
+      const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => deps.access.mayRead(principal, e) };
       const page = await readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000), deps.head.head);
       return {
         events: page.events.map((e) => eventToProto(e)),
@@ -54,14 +55,18 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       };
     },
     async getEvent(req, ctx) {
-      const event = await deps.events.findById(req.id);
-      if (!event || !canRead(principalOf(ctx), event)) fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
+      const event = deps.access.readable(principalOf(ctx), await deps.events.findById(req.id), req.id);
       return { event: eventToProto(event) };
     },
     async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
       const where = compileFilter(objectFromProto(req.where), "where");
       const principal = principalOf(ctx);
-      const query = { afterSeq: seqFromProto(req.afterSeq, "after_seq"), types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
+      const query = {
+        afterSeq: seqFromProto(req.afterSeq, "after_seq"),
+        types: req.types,
+        where,
+        visible: (e: EventRecord) => deps.access.mayRead(principal, e),
+      };
       deps.watchers?.inc();
       try {
         for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {

@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x63hronolog/v1/plugin.proto\x12\x0c\x63hronolog.v1\x1a\x17\x63hronolog/v1/time.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd4\x07\n\x0ePluginManifest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x38\n\x06\x65vents\x18\x03 \x03(\x0b\x32(.chronolog.v1.PluginManifest.EventsEntry\x12\x42\n\x0b\x63ollections\x18\x04 \x03(\x0b\x32-.chronolog.v1.PluginManifest.CollectionsEntry\x12:\n\x07\x61\x63tions\x18\x05 \x03(\x0b\x32).chronolog.v1.PluginManifest.ActionsEntry\x12@\n\nprocessors\x18\x06 \x03(\x0b\x32,.chronolog.v1.PluginManifest.ProcessorsEntry\x12>\n\tschedules\x18\x07 \x03(\x0b\x32+.chronolog.v1.PluginManifest.SchedulesEntry\x12\x38\n\x06pulses\x18\x08 \x03(\x0b\x32(.chronolog.v1.PluginManifest.PulsesEntry\x12\x35\n\x10schedule_patches\x18\t \x03(\x0b\x32\x1b.chronolog.v1.SchedulePatch\x1aQ\n\x0b\x45ventsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.EventTypeDeclaration:\x02\x38\x01\x1aW\n\x10\x43ollectionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.chronolog.v1.CollectionDeclaration:\x02\x38\x01\x1aO\n\x0c\x41\x63tionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x1f.chronolog.v1.ActionDeclaration:\x02\x38\x01\x1aU\n\x0fProcessorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.ProcessorDeclaration:\x02\x38\x01\x1aS\n\x0eSchedulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x30\n\x05value\x18\x02 \x01(\x0b\x32!.chronolog.v1.ScheduleDeclaration:\x02\x38\x01\x1aM\n\x0bPulsesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.chronolog.v1.PulseDeclaration:\x02\x38\x01\"c\n\x14\x45ventTypeDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x61llow\x18\x02 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"\xba\x01\n\x15\x43ollectionDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06\x65vents\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x14\n\x07\x64urable\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x0f\n\x07records\x18\x05 \x01(\x08\x12\r\n\x05\x61llow\x18\x06 \x03(\tB\t\n\x07_eventsB\n\n\x08_durable\"\xd1\x01\n\x11\x41\x63tionDeclaration\x12-\n\x0cinput_schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06record\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\r\n\x05\x61llow\x18\x04 \x03(\t\x12\x12\n\ntimeout_ms\x18\x05 \x01(\r\x12\x1d\n\x10timeout_grace_ms\x18\x06 \x01(\rH\x01\x88\x01\x01\x42\t\n\x07_recordB\x13\n\x11_timeout_grace_ms\"\xfd\x01\n\x14ProcessorDeclaration\x12\n\n\x02on\x18\x01 \x03(\t\x12&\n\x05where\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x13\n\x0b\x63oncurrency\x18\x04 \x01(\r\x12\x16\n\x0e\x61\x63k_timeout_ms\x18\x05 \x01(\r\x12*\n\x05start\x18\x06 \x01(\x0b\x32\x1b.chronolog.v1.StartPosition\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x1d\n\x10timeout_grace_ms\x18\x08 \x01(\rH\x00\x88\x01\x01\x42\x13\n\x11_timeout_grace_ms\"T\n\rStartPosition\x12\r\n\x03\x65nd\x18\x01 \x01(\x08H\x00\x12\x13\n\tbeginning\x18\x02 \x01(\x08H\x00\x12\x13\n\tafter_seq\x18\x03 \x01(\x04H\x00\x42\n\n\x08position\"\xa3\x02\n\x13ScheduleDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12&\n\x05input\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0c\n\x04\x63ron\x18\x03 \x01(\t\x12\x0c\n\x04zone\x18\x04 \x01(\t\x12\x10\n\x08\x65very_ms\x18\x05 \x01(\x04\x12\x17\n\x0fmax_lateness_ms\x18\x06 \x01(\x04\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x10\n\x08\x64isabled\x18\x08 \x01(\x08\x12\x0e\n\x06region\x18\t \x01(\r\x12,\n\x06policy\x18\n \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicy\x12$\n\x03\x64st\x18\x0b \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\"\x89\x02\n\rSchedulePatch\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x11\n\x04\x63ron\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04zone\x18\x04 \x01(\tH\x01\x88\x01\x01\x12&\n\x05input\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x15\n\x08\x64isabled\x18\x06 \x01(\x08H\x02\x88\x01\x01\x12$\n\x03\x64st\x18\x07 \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\x12,\n\x06policy\x18\x08 \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicyB\x07\n\x05_cronB\x07\n\x05_zoneB\x0b\n\t_disabled\"u\n\x10PulseDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x15\n\rcycle_seconds\x18\x02 \x01(\r\x12\x11\n\tintervals\x18\x03 \x01(\r\x12\'\n\x05scope\x18\x04 \x01(\x0e\x32\x18.chronolog.v1.PulseScope\"}\n\x06Plugin\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\x12\x10\n\x08revision\x18\x02 \x01(\r\x12\x31\n\rregistered_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"G\n\x15RegisterPluginRequest\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\"O\n\x16RegisterPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin\x12\x0f\n\x07\x63hanged\x18\x02 \x01(\x08\"\x14\n\x12ListPluginsRequest\"<\n\x13ListPluginsResponse\x12%\n\x07plugins\x18\x01 \x03(\x0b\x32\x14.chronolog.v1.Plugin\" \n\x10GetPluginRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"9\n\x11GetPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin*]\n\nPulseScope\x12\x1b\n\x17PULSE_SCOPE_UNSPECIFIED\x10\x00\x12\x19\n\x15PULSE_SCOPE_COMPONENT\x10\x01\x12\x17\n\x13PULSE_SCOPE_REPLICA\x10\x02\x32\x8e\x02\n\rPluginService\x12[\n\x0eRegisterPlugin\x12#.chronolog.v1.RegisterPluginRequest\x1a$.chronolog.v1.RegisterPluginResponse\x12R\n\x0bListPlugins\x12 .chronolog.v1.ListPluginsRequest\x1a!.chronolog.v1.ListPluginsResponse\x12L\n\tGetPlugin\x12\x1e.chronolog.v1.GetPluginRequest\x1a\x1f.chronolog.v1.GetPluginResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x63hronolog/v1/plugin.proto\x12\x0c\x63hronolog.v1\x1a\x17\x63hronolog/v1/time.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd4\x07\n\x0ePluginManifest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x38\n\x06\x65vents\x18\x03 \x03(\x0b\x32(.chronolog.v1.PluginManifest.EventsEntry\x12\x42\n\x0b\x63ollections\x18\x04 \x03(\x0b\x32-.chronolog.v1.PluginManifest.CollectionsEntry\x12:\n\x07\x61\x63tions\x18\x05 \x03(\x0b\x32).chronolog.v1.PluginManifest.ActionsEntry\x12@\n\nprocessors\x18\x06 \x03(\x0b\x32,.chronolog.v1.PluginManifest.ProcessorsEntry\x12>\n\tschedules\x18\x07 \x03(\x0b\x32+.chronolog.v1.PluginManifest.SchedulesEntry\x12\x38\n\x06pulses\x18\x08 \x03(\x0b\x32(.chronolog.v1.PluginManifest.PulsesEntry\x12\x35\n\x10schedule_patches\x18\t \x03(\x0b\x32\x1b.chronolog.v1.SchedulePatch\x1aQ\n\x0b\x45ventsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.EventTypeDeclaration:\x02\x38\x01\x1aW\n\x10\x43ollectionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.chronolog.v1.CollectionDeclaration:\x02\x38\x01\x1aO\n\x0c\x41\x63tionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x1f.chronolog.v1.ActionDeclaration:\x02\x38\x01\x1aU\n\x0fProcessorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.ProcessorDeclaration:\x02\x38\x01\x1aS\n\x0eSchedulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x30\n\x05value\x18\x02 \x01(\x0b\x32!.chronolog.v1.ScheduleDeclaration:\x02\x38\x01\x1aM\n\x0bPulsesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.chronolog.v1.PulseDeclaration:\x02\x38\x01\"q\n\x14\x45ventTypeDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x61llow\x18\x02 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0c\n\x04read\x18\x64 \x03(\t\"\xba\x01\n\x15\x43ollectionDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06\x65vents\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x14\n\x07\x64urable\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x0f\n\x07records\x18\x05 \x01(\x08\x12\r\n\x05\x61llow\x18\x06 \x03(\tB\t\n\x07_eventsB\n\n\x08_durable\"\xdf\x01\n\x11\x41\x63tionDeclaration\x12-\n\x0cinput_schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06record\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\r\n\x05\x61llow\x18\x04 \x03(\t\x12\x12\n\ntimeout_ms\x18\x05 \x01(\r\x12\x1d\n\x10timeout_grace_ms\x18\x06 \x01(\rH\x01\x88\x01\x01\x12\x0c\n\x04read\x18\x64 \x03(\tB\t\n\x07_recordB\x13\n\x11_timeout_grace_ms\"\x8b\x02\n\x14ProcessorDeclaration\x12\n\n\x02on\x18\x01 \x03(\t\x12&\n\x05where\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x13\n\x0b\x63oncurrency\x18\x04 \x01(\r\x12\x16\n\x0e\x61\x63k_timeout_ms\x18\x05 \x01(\r\x12*\n\x05start\x18\x06 \x01(\x0b\x32\x1b.chronolog.v1.StartPosition\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x1d\n\x10timeout_grace_ms\x18\x08 \x01(\rH\x00\x88\x01\x01\x12\x0c\n\x04read\x18\x64 \x03(\tB\x13\n\x11_timeout_grace_ms\"T\n\rStartPosition\x12\r\n\x03\x65nd\x18\x01 \x01(\x08H\x00\x12\x13\n\tbeginning\x18\x02 \x01(\x08H\x00\x12\x13\n\tafter_seq\x18\x03 \x01(\x04H\x00\x42\n\n\x08position\"\xa3\x02\n\x13ScheduleDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12&\n\x05input\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0c\n\x04\x63ron\x18\x03 \x01(\t\x12\x0c\n\x04zone\x18\x04 \x01(\t\x12\x10\n\x08\x65very_ms\x18\x05 \x01(\x04\x12\x17\n\x0fmax_lateness_ms\x18\x06 \x01(\x04\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x10\n\x08\x64isabled\x18\x08 \x01(\x08\x12\x0e\n\x06region\x18\t \x01(\r\x12,\n\x06policy\x18\n \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicy\x12$\n\x03\x64st\x18\x0b \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\"\x89\x02\n\rSchedulePatch\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x11\n\x04\x63ron\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04zone\x18\x04 \x01(\tH\x01\x88\x01\x01\x12&\n\x05input\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x15\n\x08\x64isabled\x18\x06 \x01(\x08H\x02\x88\x01\x01\x12$\n\x03\x64st\x18\x07 \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\x12,\n\x06policy\x18\x08 \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicyB\x07\n\x05_cronB\x07\n\x05_zoneB\x0b\n\t_disabled\"u\n\x10PulseDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x15\n\rcycle_seconds\x18\x02 \x01(\r\x12\x11\n\tintervals\x18\x03 \x01(\r\x12\'\n\x05scope\x18\x04 \x01(\x0e\x32\x18.chronolog.v1.PulseScope\"}\n\x06Plugin\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\x12\x10\n\x08revision\x18\x02 \x01(\r\x12\x31\n\rregistered_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"G\n\x15RegisterPluginRequest\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\"O\n\x16RegisterPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin\x12\x0f\n\x07\x63hanged\x18\x02 \x01(\x08\"\x14\n\x12ListPluginsRequest\"<\n\x13ListPluginsResponse\x12%\n\x07plugins\x18\x01 \x03(\x0b\x32\x14.chronolog.v1.Plugin\" \n\x10GetPluginRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"9\n\x11GetPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin*]\n\nPulseScope\x12\x1b\n\x17PULSE_SCOPE_UNSPECIFIED\x10\x00\x12\x19\n\x15PULSE_SCOPE_COMPONENT\x10\x01\x12\x17\n\x13PULSE_SCOPE_REPLICA\x10\x02\x32\x8e\x02\n\rPluginService\x12[\n\x0eRegisterPlugin\x12#.chronolog.v1.RegisterPluginRequest\x1a$.chronolog.v1.RegisterPluginResponse\x12R\n\x0bListPlugins\x12 .chronolog.v1.ListPluginsRequest\x1a!.chronolog.v1.ListPluginsResponse\x12L\n\tGetPlugin\x12\x1e.chronolog.v1.GetPluginRequest\x1a\x1f.chronolog.v1.GetPluginResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,8 +46,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PLUGINMANIFEST_SCHEDULESENTRY']._serialized_options = b'8\001'
   _globals['_PLUGINMANIFEST_PULSESENTRY']._loaded_options = None
   _globals['_PLUGINMANIFEST_PULSESENTRY']._serialized_options = b'8\001'
-  _globals['_PULSESCOPE']._serialized_start=3097
-  _globals['_PULSESCOPE']._serialized_end=3190
+  _globals['_PULSESCOPE']._serialized_start=3139
+  _globals['_PULSESCOPE']._serialized_end=3232
   _globals['_PLUGINMANIFEST']._serialized_start=132
   _globals['_PLUGINMANIFEST']._serialized_end=1112
   _globals['_PLUGINMANIFEST_EVENTSENTRY']._serialized_start=610
@@ -63,35 +63,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PLUGINMANIFEST_PULSESENTRY']._serialized_start=1035
   _globals['_PLUGINMANIFEST_PULSESENTRY']._serialized_end=1112
   _globals['_EVENTTYPEDECLARATION']._serialized_start=1114
-  _globals['_EVENTTYPEDECLARATION']._serialized_end=1213
-  _globals['_COLLECTIONDECLARATION']._serialized_start=1216
-  _globals['_COLLECTIONDECLARATION']._serialized_end=1402
-  _globals['_ACTIONDECLARATION']._serialized_start=1405
-  _globals['_ACTIONDECLARATION']._serialized_end=1614
-  _globals['_PROCESSORDECLARATION']._serialized_start=1617
-  _globals['_PROCESSORDECLARATION']._serialized_end=1870
-  _globals['_STARTPOSITION']._serialized_start=1872
-  _globals['_STARTPOSITION']._serialized_end=1956
-  _globals['_SCHEDULEDECLARATION']._serialized_start=1959
-  _globals['_SCHEDULEDECLARATION']._serialized_end=2250
-  _globals['_SCHEDULEPATCH']._serialized_start=2253
-  _globals['_SCHEDULEPATCH']._serialized_end=2518
-  _globals['_PULSEDECLARATION']._serialized_start=2520
-  _globals['_PULSEDECLARATION']._serialized_end=2637
-  _globals['_PLUGIN']._serialized_start=2639
-  _globals['_PLUGIN']._serialized_end=2764
-  _globals['_REGISTERPLUGINREQUEST']._serialized_start=2766
-  _globals['_REGISTERPLUGINREQUEST']._serialized_end=2837
-  _globals['_REGISTERPLUGINRESPONSE']._serialized_start=2839
-  _globals['_REGISTERPLUGINRESPONSE']._serialized_end=2918
-  _globals['_LISTPLUGINSREQUEST']._serialized_start=2920
-  _globals['_LISTPLUGINSREQUEST']._serialized_end=2940
-  _globals['_LISTPLUGINSRESPONSE']._serialized_start=2942
-  _globals['_LISTPLUGINSRESPONSE']._serialized_end=3002
-  _globals['_GETPLUGINREQUEST']._serialized_start=3004
-  _globals['_GETPLUGINREQUEST']._serialized_end=3036
-  _globals['_GETPLUGINRESPONSE']._serialized_start=3038
-  _globals['_GETPLUGINRESPONSE']._serialized_end=3095
-  _globals['_PLUGINSERVICE']._serialized_start=3193
-  _globals['_PLUGINSERVICE']._serialized_end=3463
+  _globals['_EVENTTYPEDECLARATION']._serialized_end=1227
+  _globals['_COLLECTIONDECLARATION']._serialized_start=1230
+  _globals['_COLLECTIONDECLARATION']._serialized_end=1416
+  _globals['_ACTIONDECLARATION']._serialized_start=1419
+  _globals['_ACTIONDECLARATION']._serialized_end=1642
+  _globals['_PROCESSORDECLARATION']._serialized_start=1645
+  _globals['_PROCESSORDECLARATION']._serialized_end=1912
+  _globals['_STARTPOSITION']._serialized_start=1914
+  _globals['_STARTPOSITION']._serialized_end=1998
+  _globals['_SCHEDULEDECLARATION']._serialized_start=2001
+  _globals['_SCHEDULEDECLARATION']._serialized_end=2292
+  _globals['_SCHEDULEPATCH']._serialized_start=2295
+  _globals['_SCHEDULEPATCH']._serialized_end=2560
+  _globals['_PULSEDECLARATION']._serialized_start=2562
+  _globals['_PULSEDECLARATION']._serialized_end=2679
+  _globals['_PLUGIN']._serialized_start=2681
+  _globals['_PLUGIN']._serialized_end=2806
+  _globals['_REGISTERPLUGINREQUEST']._serialized_start=2808
+  _globals['_REGISTERPLUGINREQUEST']._serialized_end=2879
+  _globals['_REGISTERPLUGINRESPONSE']._serialized_start=2881
+  _globals['_REGISTERPLUGINRESPONSE']._serialized_end=2960
+  _globals['_LISTPLUGINSREQUEST']._serialized_start=2962
+  _globals['_LISTPLUGINSREQUEST']._serialized_end=2982
+  _globals['_LISTPLUGINSRESPONSE']._serialized_start=2984
+  _globals['_LISTPLUGINSRESPONSE']._serialized_end=3044
+  _globals['_GETPLUGINREQUEST']._serialized_start=3046
+  _globals['_GETPLUGINREQUEST']._serialized_end=3078
+  _globals['_GETPLUGINRESPONSE']._serialized_start=3080
+  _globals['_GETPLUGINRESPONSE']._serialized_end=3137
+  _globals['_PLUGINSERVICE']._serialized_start=3235
+  _globals['_PLUGINSERVICE']._serialized_end=3505
 # @@protoc_insertion_point(module_scope)
