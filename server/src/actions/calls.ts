@@ -137,7 +137,9 @@ export class ActionCalls {
     }
     const canonicalInput = canonicalJson(req.input);
     const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalInput), inputBytes: Buffer.byteLength(canonicalInput) };
-    if (tracing.on) call.trace = traceText();
+    // The caller's span (a call's, an occurrence's); a pulse's call starts a trace of its own (what ran
+    // the clock's timer is no cause of it).
+    if (tracing.on && !req.pulse) call.trace = traceText();
     // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const clientChosen = !req.cause && !req.scheduled && !req.pulse && req.callId !== "";
     const running = this.runs.get(call.callId);

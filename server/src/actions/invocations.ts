@@ -177,7 +177,7 @@ export class Invocations {
               chainDepth: call.chainDepth,
               holdMs,
               writtenAtMs: session.streamClockMs(),
-              ...traceCarrier(run.trace),
+              ...(run.trace && traceCarrier(run.trace)),
             },
           },
         };

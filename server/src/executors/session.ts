@@ -123,7 +123,7 @@ function deliveriesInit(items: DeliveryOut[]): OwnerMessage {
     attempt: d.attempt,
     deadline: timestampFromMs(d.deadlineMs),
     key: d.key,
-    ...traceCarrier(d.trace),
+    ...(d.trace && traceCarrier(d.trace)),
   });
   return items.length === 1
     ? { message: { case: "delivery", value: init(items[0]) } }

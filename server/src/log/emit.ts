@@ -199,17 +199,19 @@ function traced(events: { event: { id: string; type: string; trace?: string }; p
   return spans;
 }
 
-/** `commit`, ending `spans` (if any) when it is durable or failed. */
-async function endingSpans<T>(spans: EmitSpans | undefined, commit: Promise<T>): Promise<T> {
+/** `commit`, ending `spans` (if any) when it is durable or failed; `commit` itself when there are none. */
+function endingSpans<T>(spans: EmitSpans | undefined, commit: Promise<T>): Promise<T> {
   if (!spans) return commit;
-  try {
-    const result = await commit;
-    spans.end();
-    return result;
-  } catch (error) {
-    spans.end(error);
-    throw error;
-  }
+  return commit.then(
+    (result) => {
+      spans.end();
+      return result;
+    },
+    (error: unknown) => {
+      spans.end(error);
+      throw error;
+    },
+  );
 }
 
 /** The ids of `checked` events the commit looks up: those not made by the owner just now. */
