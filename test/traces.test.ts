@@ -181,4 +181,30 @@ describe("traces over OTLP", { tags: ["serial"] }, () => {
       childOf(one("rooms-executor", "run rooms.remind"), remindAttempt);
     },
   );
+
+  it.skipIf(!existsSync(python))("an executor that records no spans still carries the owner's trace into the work it does under a delivery", async () => {
+    const receiver = await startOtlpReceiver();
+    cleanups.push(() => receiver.close());
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "100" };
+    const owner = await spawnOwner(tempDir(), [], 0, [], { ...env, OTEL_SERVICE_NAME: "trips-owner" });
+    cleanups.push(() => void owner.child.kill("SIGKILL"));
+    const trips = spawnTracedExecutor(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/traced-executor.ts", owner.url], {
+      ...env,
+      TRACES_UNRECORDED: "1",
+    });
+    const rooms = spawnTracedExecutor(python, ["sdk/python/tests/traced_executor.py", "--url", owner.url, "--delay-ms", "100"], env);
+    await Promise.all([trips.ready, rooms.ready]);
+    const { event } = await createClient({ url: owner.url }).log.emit({ type: "trip.booked", data: { trip: "porto" } });
+    await until(() => rooms.ran.some((r) => r.ran === "remind"), "the delay's call ran");
+    const spanOf = (name: string) => receiver.spans.find((s) => s.service === "trips-owner" && s.name === name);
+    await until(() => spanOf("call rooms.remind") !== undefined && spanOf("process trips.confirm") !== undefined, "the owner's spans received", 20_000);
+    const delivery = spanOf("process trips.confirm")!;
+    expect(delivery.attributes["messaging.message.id"]).toBe(event!.id);
+    expect(receiver.spans.filter((s) => s.service === "trips-executor")).toEqual([]); // it records nothing
+    // Its call under the delivery continued the owner's span of the try, which the SDK sent as traceparent.
+    const callRpc = spanOf("chronolog.v1.ActionService/CallAction")!;
+    expect(callRpc.traceId).toBe(delivery.traceId);
+    expect(callRpc.parentSpanId).toBe(delivery.spanId);
+    expect(spanOf("call rooms.remind")!.traceId).toBe(delivery.traceId);
+  });
 });

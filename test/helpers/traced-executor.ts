@@ -1,6 +1,7 @@
 // A TypeScript executor process that records OpenTelemetry spans, as an application would: it
 // registers a tracer provider exporting over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (service
-// `trips-executor`), then hosts the trips plugin: processor `trips.confirm` on `trip.booked` calls
+// `trips-executor`; none with TRACES_UNRECORDED=1, as in an application without OpenTelemetry),
+// then hosts the trips plugin: processor `trips.confirm` on `trip.booked` calls
 // action `rooms.reserve` (hosted by the Python executor, sdk/python/tests/traced_executor.py).
 // Prints a JSON line per run.
 // Usage: node --import tsx test/helpers/traced-executor.ts URL
@@ -15,7 +16,7 @@ const provider = new NodeTracerProvider({
   resource: resourceFromAttributes({ "service.name": "trips-executor" }),
   spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter())],
 });
-provider.register();
+if (!process.env.TRACES_UNRECORDED) provider.register();
 
 const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
 
