@@ -34,10 +34,14 @@ export function startTracing(config: TracingConfig | undefined, logger: Logger, 
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return undefined;
   const fromEnv = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   if (!fromEnv && !config?.endpoint) return undefined;
-  diag.setLogger(
-    { error: (m) => logger.warn(`tracing: ${m}`), warn: (m) => logger.warn(`tracing: ${m}`), info: () => {}, debug: () => {}, verbose: () => {} },
-    DiagLogLevel.WARN,
-  );
+  // An unreachable endpoint fails every export: said once a minute at most, not per batch.
+  let warnedAt = -Infinity;
+  const warn = (message: string) => {
+    if (performance.now() - warnedAt < 60_000) return;
+    warnedAt = performance.now();
+    logger.warn({ detail: message.slice(0, 1000) }, "tracing: spans could not be sent or recorded (said at most once a minute)");
+  };
+  diag.setLogger({ error: warn, warn, info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
   const exporter = new OTLPTraceExporter(fromEnv ? {} : { url: `${config!.endpoint!.replace(/\/$/, "")}/v1/traces` });
   const resource = defaultResource()
     .merge(resourceFromAttributes({ "service.name": config?.service_name ?? "chronolog", "service.version": ownerVersion }))
