@@ -2,7 +2,8 @@
 
 Run by test/traces.test.ts: it installs a tracer provider exporting over OTLP/HTTP to
 OTEL_EXPORTER_OTLP_ENDPOINT (service ``rooms-executor``), then hosts the actions
-``rooms.reserve`` (arms a delay of ``rooms.remind`` DELAY_MS later) and ``rooms.remind``.
+``rooms.reserve`` (emits ``room.held`` on the client's Publish stream and arms a delay of
+``rooms.remind`` DELAY_MS later) and ``rooms.remind``.
 Prints a JSON line per run on stdout, and "executor ready" on stderr once welcomed.
 
     PYTHONPATH=sdk/python .venv/bin/python sdk/python/tests/traced_executor.py --url URL --delay-ms MS
@@ -25,7 +26,7 @@ provider = TracerProvider(resource=Resource.create({"service.name": "rooms-execu
 provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
 trace.set_tracer_provider(provider)
 
-rooms = Plugin("rooms", version="1")
+rooms = Plugin("rooms", version="1", events={"room.held": {}})
 delay_ms = 0
 
 
@@ -36,7 +37,8 @@ def ran(what: str, ctx: ActionContext, **more) -> None:
 
 @rooms.action("reserve")
 def reserve(ctx: ActionContext, input: dict) -> dict:
-    """Arms the reminder: a delay under this run."""
+    """Holds the room (an event under this run) and arms the reminder (a delay under it)."""
+    ctx.emit("room.held", input)
     armed = ctx.delay("rooms.remind", input, {"interval_ms": delay_ms}, "unbounded")
     ran("reserve", ctx, delayId=armed.delay_id)
     return {"delay_id": armed.delay_id}
