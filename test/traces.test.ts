@@ -169,10 +169,10 @@ describe("traces over OTLP", { tags: ["serial"] }, () => {
       childOf(reserveRun, reserveAttempt);
 
       // The event the action emitted on the Python client's Publish stream: in the run's trace (the emit carried its context).
-    childOf(one("trips-owner", "publish room.held"), reserveRun);
-    expect(found("trips-owner", "chronolog.v1.LogService/Emit")).toHaveLength(1); // the client's: the action's emit went on the stream
+      childOf(one("trips-owner", "publish room.held"), reserveRun);
+      expect(found("trips-owner", "chronolog.v1.LogService/Emit")).toHaveLength(1); // the client's: the action's emit went on the stream
 
-    // The delay set by the action, made by the restarted owner: its occurrence continues (and links) the span that set it.
+      // The delay set by the action, made by the restarted owner: its occurrence continues (and links) the span that set it.
       const delayRpc = one("trips-owner", "chronolog.v1.TimeService/Delay");
       childOf(delayRpc, reserveRun);
       const occurrence = one("trips-owner", "occurrence rooms.remind");
