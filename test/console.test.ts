@@ -205,11 +205,14 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     expect(JSON.parse((await page.textContent("#event-data"))!)).toEqual({ title: "printer on fire" });
     expect(await page.textContent("#event-actor")).toBe("id=user:ana");
     expect(await page.textContent("#event-cause")).toBe("none");
-    const triaged = await page.waitForSelector("#under .event-link");
+    // Its timeline: t-1, its delivery to the processor, and the event the processor made under it.
+    const triaged = await page.waitForSelector("#timeline tr[data-kind=event]:not(.current) .event-link");
     const triagedId = (await triaged.getAttribute("data-id"))!;
+    expect(await page.$$eval("#timeline tbody tr", (trs) => trs.map((tr) => tr.getAttribute("data-kind")))).toEqual(["event", "delivery", "event"]);
+    expect(await page.getAttribute(`#timeline tr[data-kind=delivery]`, "data-outcome")).toBe("done");
     expect((await admin.log.getEvent({ id: triagedId })).event!.cause).toBe("t-1");
     await screenshot(page, "event");
-    await page.click(`#under .event-link[data-id="${triagedId}"] a`);
+    await page.click(`#timeline .event-link[data-id="${triagedId}"]`);
     await page.waitForSelector(`#event[data-id="${triagedId}"]`);
     await page.waitForSelector("#event-cause .event-link[data-id=t-1]");
     await page.goto(`${owner.url}/console/events/no-such-event`);
@@ -373,8 +376,8 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.click(`${row} a`);
     await page.waitForSelector("#event[data-seq]");
     expect(await page.textContent("#event h2")).toContain("action.started");
-    await page.waitForSelector("#call-events .event-link");
-    expect(await page.textContent("#call-events")).toContain("action.completed");
+    await page.waitForSelector("#timeline tr[data-kind=attempt]");
+    expect(await page.getAttribute("#timeline tr[data-kind=call]", "data-outcome")).toBe("completed");
 
     for (const n of [1, 2, 3]) await admin.createDocument("notes", { _id: `note-${n}`, n });
     await page.click("a[data-nav=plugins]");

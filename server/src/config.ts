@@ -44,6 +44,11 @@ export interface OwnerConfig {
   };
   /** Traces over OTLP/HTTP (tracing/setup.ts); the standard OTEL_* environment variables win over these. */
   tracing?: TracingConfig;
+  /** What the console shows (console.ts's ConsoleSettings). */
+  console?: {
+    /** A trace viewer's URL with `{trace_id}` where an event's trace id goes: the console links traces there. */
+    trace_url?: string;
+  };
   actions?: {
     /** Finished action calls older than this many days (a whole number) are deleted, hourly (default 7; 0 keeps them forever; `serve --call-retention-days` overrides; actions/retention.ts). */
     call_retention_days?: number;
@@ -98,6 +103,11 @@ const configSchema = {
         service_name: { type: "string", minLength: 1 },
         sample_ratio: { type: "number", minimum: 0, maximum: 1 },
       },
+    },
+    console: {
+      type: "object",
+      additionalProperties: false,
+      properties: { trace_url: { type: "string", pattern: "^https?://.*\\{trace_id\\}" } },
     },
     actions: { type: "object", additionalProperties: false, properties: { call_retention_days: { type: "integer", minimum: 0, maximum: 36600 } } },
     limits: {

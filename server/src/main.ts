@@ -191,6 +191,8 @@ program
   .option("--from <seq>", "first seq to print", seqOption, 1)
   .option("--type <type>", "only this event type (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
   .option("--where <json>", "MongoDB filter on the event's data")
+  .option("--cause <id>", "only events made under this event or call id")
+  .option("--descendants", "with --cause: down the whole chain (what was made under those, and so on)")
   .option("--no-follow", "stop at the head instead of following")
   .addHelpText(
     "after",

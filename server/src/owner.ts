@@ -48,6 +48,7 @@ import { cursorStatements } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
+import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements } from "./store/events.js";
 import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
@@ -214,6 +215,7 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
         services,
         authenticator: new Authenticator(options.config?.principals),
         consoleDir: options.consoleDir ?? defaultConsoleDir(),
+        consoleSettings: options.config?.console,
         clock: options.clock ?? systemClock,
         logger,
       });
@@ -351,7 +353,7 @@ async function serve(
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
   if (store.asyncReads) storeAsyncReadMetrics(metrics.registry, store.asyncReads);
   const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
-  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
+  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger, config?.console);
   const listener = await listen({
     host: options.host,
     port: options.port,
@@ -376,6 +378,7 @@ async function serve(
         logService({
           emitter,
           events: readsWithTail(tail, eventReads(store.db, events)),
+          causes: causeReads(store.db),
           head,
           access: readAccess,
           watchers: metrics.watchers,

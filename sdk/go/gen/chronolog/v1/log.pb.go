@@ -303,7 +303,19 @@ type ReadLogRequest struct {
 	Types []string `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`
 	// A MongoDB query on the event's data (mingo), e.g. {"doc.status": "pending"}.
 	// Checked at request time: an invalid filter is INVALID_ARGUMENT.
-	Where         *structpb.Struct `protobuf:"bytes,5,opt,name=where,proto3" json:"where,omitempty"`
+	Where *structpb.Struct `protobuf:"bytes,5,opt,name=where,proto3" json:"where,omitempty"`
+	// Only events made under this cause: an event id, or a call id (an action call's, or a timer
+	// occurrence's, which is the id of the call it made). Events whose `cause` is it, and for a
+	// call those whose cause is its `action.started` (its attempts' records and the work its run
+	// did). Read by an index on the cause, not a scan. With `types` and `where`, events must match
+	// all three.
+	Cause string `protobuf:"bytes,60,opt,name=cause,proto3" json:"cause,omitempty"`
+	// With `cause`: every event down the chain, not only those made directly under it: what was
+	// made under those, and so on, following time too (a timer set under the chain leads to its
+	// occurrences' calls, triggered and backfilled occurrences included). Each page walks the
+	// tree again from the cause, up to 10,000 events (`tree_cut` says when it stopped there);
+	// only through events the caller may read. INVALID_ARGUMENT without `cause`.
+	Descendants   bool `protobuf:"varint,61,opt,name=descendants,proto3" json:"descendants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -373,6 +385,20 @@ func (x *ReadLogRequest) GetWhere() *structpb.Struct {
 	return nil
 }
 
+func (x *ReadLogRequest) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *ReadLogRequest) GetDescendants() bool {
+	if x != nil {
+		return x.Descendants
+	}
+	return false
+}
+
 // Events in seq order.
 type ReadLogResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -381,7 +407,10 @@ type ReadLogResponse struct {
 	// Pass as `page_token` to continue; empty when the scan reached the head.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	// The log's last seq when the page was read.
-	HeadSeq       uint64 `protobuf:"varint,3,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	HeadSeq uint64 `protobuf:"varint,3,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	// A `descendants` read whose walk down the cause's tree stopped at its limit (10,000 events):
+	// events further down are not in this page nor the next ones.
+	TreeCut       bool `protobuf:"varint,60,opt,name=tree_cut,json=treeCut,proto3" json:"tree_cut,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -435,6 +464,13 @@ func (x *ReadLogResponse) GetHeadSeq() uint64 {
 		return x.HeadSeq
 	}
 	return 0
+}
+
+func (x *ReadLogResponse) GetTreeCut() bool {
+	if x != nil {
+		return x.TreeCut
+	}
+	return false
 }
 
 // Look up an event by its id.
@@ -541,7 +577,15 @@ type WatchRequest struct {
 	Where *structpb.Struct `protobuf:"bytes,3,opt,name=where,proto3" json:"where,omitempty"`
 	// Send each event's data as JSON text in Event.data_json instead of the
 	// Struct in Event.data (cheaper to encode and decode).
-	DataJson      bool `protobuf:"varint,4,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	DataJson bool `protobuf:"varint,4,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	// Only events made under this cause, as ReadLogRequest.cause (an event id or a call id).
+	Cause string `protobuf:"bytes,60,opt,name=cause,proto3" json:"cause,omitempty"`
+	// With `cause`: down the whole chain, as ReadLogRequest.descendants: the tree as it stands
+	// at `after_seq` (walked up to 10,000 events), then each new event made under one of its
+	// members. Occurrences of a recurring schedule set in the chain that come after the watch
+	// started are not followed (a delay's, a trigger's and a backfill's are). A tree that grows past
+	// 100,000 events ends the watch with RESOURCE_EXHAUSTED.
+	Descendants   bool `protobuf:"varint,61,opt,name=descendants,proto3" json:"descendants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -600,6 +644,20 @@ func (x *WatchRequest) GetWhere() *structpb.Struct {
 func (x *WatchRequest) GetDataJson() bool {
 	if x != nil {
 		return x.DataJson
+	}
+	return false
+}
+
+func (x *WatchRequest) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetDescendants() bool {
+	if x != nil {
+		return x.Descendants
 	}
 	return false
 }
@@ -1226,27 +1284,32 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\x10EmitBatchRequest\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.chronolog.v1.EmitRequestR\x06events\"I\n" +
 	"\x11EmitBatchResponse\x124\n" +
-	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.EmitResponseR\aresults\"\xae\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.EmitResponseR\aresults\"\xe6\x01\n" +
 	"\x0eReadLogRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x14\n" +
 	"\x05types\x18\x04 \x03(\tR\x05types\x12-\n" +
-	"\x05where\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05where\"\x81\x01\n" +
+	"\x05where\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x14\n" +
+	"\x05cause\x18< \x01(\tR\x05cause\x12 \n" +
+	"\vdescendants\x18= \x01(\bR\vdescendants\"\x9c\x01\n" +
 	"\x0fReadLogResponse\x12+\n" +
 	"\x06events\x18\x01 \x03(\v2\x13.chronolog.v1.EventR\x06events\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x19\n" +
-	"\bhead_seq\x18\x03 \x01(\x04R\aheadSeq\"!\n" +
+	"\bhead_seq\x18\x03 \x01(\x04R\aheadSeq\x12\x19\n" +
+	"\btree_cut\x18< \x01(\bR\atreeCut\"!\n" +
 	"\x0fGetEventRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"=\n" +
 	"\x10GetEventResponse\x12)\n" +
-	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\"\x8d\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\"\xc5\x01\n" +
 	"\fWatchRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\x12\x14\n" +
 	"\x05types\x18\x02 \x03(\tR\x05types\x12-\n" +
 	"\x05where\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x1b\n" +
-	"\tdata_json\x18\x04 \x01(\bR\bdataJson\"~\n" +
+	"\tdata_json\x18\x04 \x01(\bR\bdataJson\x12\x14\n" +
+	"\x05cause\x18< \x01(\tR\x05cause\x12 \n" +
+	"\vdescendants\x18= \x01(\bR\vdescendants\"~\n" +
 	"\rWatchResponse\x12+\n" +
 	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventH\x00R\x05event\x125\n" +
 	"\tcaught_up\x18\x02 \x01(\v2\x16.chronolog.v1.CaughtUpH\x00R\bcaughtUpB\t\n" +

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/log.proto.
  */
 export const file_chronolog_v1_log: GenFile = /*@__PURE__*/
-  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEi0gEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMEhMKC3RyYWNlcGFyZW50GDIgASgJEhIKCnRyYWNlc3RhdGUYMyABKAkiRAoMRW1pdFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhAKCGV4aXN0aW5nGAIgASgIIj0KEEVtaXRCYXRjaFJlcXVlc3QSKQoGZXZlbnRzGAEgAygLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IkAKEUVtaXRCYXRjaFJlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlIoEBCg5SZWFkTG9nUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSDQoFdHlwZXMYBCADKAkSJgoFd2hlcmUYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ImEKD1JlYWRMb2dSZXNwb25zZRIjCgZldmVudHMYASADKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhAKCGhlYWRfc2VxGAMgASgEIh0KD0dldEV2ZW50UmVxdWVzdBIKCgJpZBgBIAEoCSI2ChBHZXRFdmVudFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50ImsKDFdhdGNoUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSDQoFdHlwZXMYAiADKAkSJgoFd2hlcmUYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWRhdGFfanNvbhgEIAEoCCJtCg1XYXRjaFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50SAASKwoJY2F1Z2h0X3VwGAIgASgLMhYuY2hyb25vbG9nLnYxLkNhdWdodFVwSABCCQoHbWVzc2FnZSIcCghDYXVnaHRVcBIQCghoZWFkX3NlcRgBIAEoBCI6Cg5QdWJsaXNoUmVxdWVzdBIoCgVlbWl0cxgBIAMoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoRW1pdCJECgtQdWJsaXNoRW1pdBILCgNyZWYYASABKAQSKAoFZXZlbnQYAiABKAsyGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QieAoPUHVibGlzaFJlc3BvbnNlEi8KB3dlbGNvbWUYASABKAsyHC5jaHJvbm9sb2cudjEuUHVibGlzaFdlbGNvbWVIABIpCgRhY2tzGAIgASgLMhkuY2hyb25vbG9nLnYxLlB1Ymxpc2hBY2tzSABCCQoHbWVzc2FnZSIgCg5QdWJsaXNoV2VsY29tZRIOCgZ3aW5kb3cYASABKA0iNQoLUHVibGlzaEFja3MSJgoEYWNrcxgBIAMoCzIYLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrIrsBCgpQdWJsaXNoQWNrEgsKA3JlZhgBIAEoBBILCgNzZXEYAiABKAQSCgoCaWQYAyABKAkSEAoIZXhpc3RpbmcYBCABKAgSJgoCYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiIKBWFjdG9yGAYgASgLMhMuY2hyb25vbG9nLnYxLkFjdG9yEikKBWVycm9yGAcgASgLMhouY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvciLrAQoMUHVibGlzaEVycm9yEgwKBGNvZGUYASABKA0SDwoHbWVzc2FnZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSOgoIbWV0YWRhdGEYBCADKAsyKC5jaHJvbm9sb2cudjEuUHVibGlzaEVycm9yLk1ldGFkYXRhRW50cnkSPwoQZmllbGRfdmlvbGF0aW9ucxgFIAMoCzIlLmdvb2dsZS5ycGMuQmFkUmVxdWVzdC5GaWVsZFZpb2xhdGlvbhovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEyvAMKCkxvZ1NlcnZpY2USPQoERW1pdBIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdBoaLmNocm9ub2xvZy52MS5FbWl0UmVzcG9uc2USTAoJRW1pdEJhdGNoEh4uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlcXVlc3QaHy5jaHJvbm9sb2cudjEuRW1pdEJhdGNoUmVzcG9uc2USRgoHUmVhZExvZxIcLmNocm9ub2xvZy52MS5SZWFkTG9nUmVxdWVzdBodLmNocm9ub2xvZy52MS5SZWFkTG9nUmVzcG9uc2USSQoIR2V0RXZlbnQSHS5jaHJvbm9sb2cudjEuR2V0RXZlbnRSZXF1ZXN0Gh4uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVzcG9uc2USQgoFV2F0Y2gSGi5jaHJvbm9sb2cudjEuV2F0Y2hSZXF1ZXN0GhsuY2hyb25vbG9nLnYxLldhdGNoUmVzcG9uc2UwARJKCgdQdWJsaXNoEhwuY2hyb25vbG9nLnYxLlB1Ymxpc2hSZXF1ZXN0Gh0uY2hyb25vbG9nLnYxLlB1Ymxpc2hSZXNwb25zZSgBMAFiBnByb3RvMw", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
+  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEi0gEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMEhMKC3RyYWNlcGFyZW50GDIgASgJEhIKCnRyYWNlc3RhdGUYMyABKAkiRAoMRW1pdFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhAKCGV4aXN0aW5nGAIgASgIIj0KEEVtaXRCYXRjaFJlcXVlc3QSKQoGZXZlbnRzGAEgAygLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IkAKEUVtaXRCYXRjaFJlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlIqUBCg5SZWFkTG9nUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSDQoFdHlwZXMYBCADKAkSJgoFd2hlcmUYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWNhdXNlGDwgASgJEhMKC2Rlc2NlbmRhbnRzGD0gASgIInMKD1JlYWRMb2dSZXNwb25zZRIjCgZldmVudHMYASADKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhAKCGhlYWRfc2VxGAMgASgEEhAKCHRyZWVfY3V0GDwgASgIIh0KD0dldEV2ZW50UmVxdWVzdBIKCgJpZBgBIAEoCSI2ChBHZXRFdmVudFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Io8BCgxXYXRjaFJlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEg0KBXR5cGVzGAIgAygJEiYKBXdoZXJlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglkYXRhX2pzb24YBCABKAgSDQoFY2F1c2UYPCABKAkSEwoLZGVzY2VuZGFudHMYPSABKAgibQoNV2F0Y2hSZXNwb25zZRIkCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudEgAEisKCWNhdWdodF91cBgCIAEoCzIWLmNocm9ub2xvZy52MS5DYXVnaHRVcEgAQgkKB21lc3NhZ2UiHAoIQ2F1Z2h0VXASEAoIaGVhZF9zZXEYASABKAQiOgoOUHVibGlzaFJlcXVlc3QSKAoFZW1pdHMYASADKAsyGS5jaHJvbm9sb2cudjEuUHVibGlzaEVtaXQiRAoLUHVibGlzaEVtaXQSCwoDcmVmGAEgASgEEigKBWV2ZW50GAIgASgLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IngKD1B1Ymxpc2hSZXNwb25zZRIvCgd3ZWxjb21lGAEgASgLMhwuY2hyb25vbG9nLnYxLlB1Ymxpc2hXZWxjb21lSAASKQoEYWNrcxgCIAEoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrc0gAQgkKB21lc3NhZ2UiIAoOUHVibGlzaFdlbGNvbWUSDgoGd2luZG93GAEgASgNIjUKC1B1Ymxpc2hBY2tzEiYKBGFja3MYASADKAsyGC5jaHJvbm9sb2cudjEuUHVibGlzaEFjayK7AQoKUHVibGlzaEFjaxILCgNyZWYYASABKAQSCwoDc2VxGAIgASgEEgoKAmlkGAMgASgJEhAKCGV4aXN0aW5nGAQgASgIEiYKAmF0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIpCgVlcnJvchgHIAEoCzIaLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3Ii6wEKDFB1Ymxpc2hFcnJvchIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEjoKCG1ldGFkYXRhGAQgAygLMiguY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvci5NZXRhZGF0YUVudHJ5Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYBSADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMrwDCgpMb2dTZXJ2aWNlEj0KBEVtaXQSGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QaGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlEkwKCUVtaXRCYXRjaBIeLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlc3BvbnNlEkYKB1JlYWRMb2cSHC5jaHJvbm9sb2cudjEuUmVhZExvZ1JlcXVlc3QaHS5jaHJvbm9sb2cudjEuUmVhZExvZ1Jlc3BvbnNlEkkKCEdldEV2ZW50Eh0uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRFdmVudFJlc3BvbnNlEkIKBVdhdGNoEhouY2hyb25vbG9nLnYxLldhdGNoUmVxdWVzdBobLmNocm9ub2xvZy52MS5XYXRjaFJlc3BvbnNlMAESSgoHUHVibGlzaBIcLmNocm9ub2xvZy52MS5QdWJsaXNoUmVxdWVzdBodLmNocm9ub2xvZy52MS5QdWJsaXNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
 
 /**
  * One event to append.
@@ -209,6 +209,28 @@ export type ReadLogRequest = Message<"chronolog.v1.ReadLogRequest"> & {
    * @generated from field: google.protobuf.Struct where = 5;
    */
   where?: JsonObject | undefined;
+
+  /**
+   * Only events made under this cause: an event id, or a call id (an action call's, or a timer
+   * occurrence's, which is the id of the call it made). Events whose `cause` is it, and for a
+   * call those whose cause is its `action.started` (its attempts' records and the work its run
+   * did). Read by an index on the cause, not a scan. With `types` and `where`, events must match
+   * all three.
+   *
+   * @generated from field: string cause = 60;
+   */
+  cause: string;
+
+  /**
+   * With `cause`: every event down the chain, not only those made directly under it: what was
+   * made under those, and so on, following time too (a timer set under the chain leads to its
+   * occurrences' calls, triggered and backfilled occurrences included). Each page walks the
+   * tree again from the cause, up to 10,000 events (`tree_cut` says when it stopped there);
+   * only through events the caller may read. INVALID_ARGUMENT without `cause`.
+   *
+   * @generated from field: bool descendants = 61;
+   */
+  descendants: boolean;
 };
 
 /**
@@ -244,6 +266,14 @@ export type ReadLogResponse = Message<"chronolog.v1.ReadLogResponse"> & {
    * @generated from field: uint64 head_seq = 3;
    */
   headSeq: bigint;
+
+  /**
+   * A `descendants` read whose walk down the cause's tree stopped at its limit (10,000 events):
+   * events further down are not in this page nor the next ones.
+   *
+   * @generated from field: bool tree_cut = 60;
+   */
+  treeCut: boolean;
 };
 
 /**
@@ -330,6 +360,24 @@ export type WatchRequest = Message<"chronolog.v1.WatchRequest"> & {
    * @generated from field: bool data_json = 4;
    */
   dataJson: boolean;
+
+  /**
+   * Only events made under this cause, as ReadLogRequest.cause (an event id or a call id).
+   *
+   * @generated from field: string cause = 60;
+   */
+  cause: string;
+
+  /**
+   * With `cause`: down the whole chain, as ReadLogRequest.descendants: the tree as it stands
+   * at `after_seq` (walked up to 10,000 events), then each new event made under one of its
+   * members. Occurrences of a recurring schedule set in the chain that come after the watch
+   * started are not followed (a delay's, a trigger's and a backfill's are). A tree that grows past
+   * 100,000 events ends the watch with RESOURCE_EXHAUSTED.
+   *
+   * @generated from field: bool descendants = 61;
+   */
+  descendants: boolean;
 };
 
 /**
