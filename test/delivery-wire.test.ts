@@ -1,5 +1,5 @@
 // Deliveries written as wire bytes from stored events decode to the messages protobuf builds,
-// with the try's trace context (traceparent alone, with a tracestate, or none).
+// with the try's trace context (traceparent alone, with a tracestate, or none) and the event's.
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
@@ -28,7 +28,16 @@ const events: EventRecord[] = [
     actor: { id: "ana", for: "", in: "tenant-7", via: "" },
     at: 1_000,
   },
-  { seq: 300, id: "e-3", type: "t.x", data: {}, cause: "", actor: { id: "", for: "", in: "", via: "" }, at: 0 },
+  {
+    seq: 300,
+    id: "e-3",
+    type: "t.x",
+    data: {},
+    cause: "",
+    actor: { id: "", for: "", in: "", via: "" },
+    at: 0,
+    trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 congo=t61rcWkgMzE",
+  },
   {
     seq: 128,
     id: "e-4",

@@ -82,10 +82,10 @@ describe("traces over OTLP", { tags: ["serial"] }, () => {
 
       tracedClientProcess(receiver.url);
       const client = createClient({ url: owner.url });
-      const { clientSpan, eventId } = await trace.getTracer("trips-test").startActiveSpan("book a trip", async (span) => {
+      const { clientSpan, eventId, eventTrace } = await trace.getTracer("trips-test").startActiveSpan("book a trip", async (span) => {
         const { event } = await client.log.emit({ type: "trip.booked", data: { trip: "lisbon" } });
         span.end();
-        return { clientSpan: span.spanContext(), eventId: event!.id };
+        return { clientSpan: span.spanContext(), eventId: event!.id, eventTrace: event!.traceparent };
       });
       const traceId = clientSpan.traceId;
 
@@ -139,6 +139,7 @@ describe("traces over OTLP", { tags: ["serial"] }, () => {
         "messaging.destination.name": "trip.booked",
         "messaging.message.id": eventId,
       });
+      expect(eventTrace).toBe(`00-${traceId}-${publish.spanId}-01`); // the event carries its producer span (Event.traceparent)
 
       // Its delivery: the owner's process span under the producer span (and linked to it), settled by the ack; the handler's span under it.
       const delivery = one("trips-owner", "process trips.confirm");

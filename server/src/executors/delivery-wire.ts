@@ -3,6 +3,7 @@ import { WireType } from "@bufbuild/protobuf/wire";
 import { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import type { TimedTry } from "../stages.js";
 import { storedDataJson, type EventRecord } from "../store/events.js";
+import { traceCarrier } from "../tracing/trace-context.js";
 
 /**
  * Deliveries written as protobuf wire bytes straight from the stored events, for executors that
@@ -33,7 +34,7 @@ export interface DeliveryOut {
 const response = { delivery: 2, deliveries: 7 } as const;
 const batchDeliveries = 1;
 const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6, traceparent: 50, tracestate: 51 } as const;
-const event = { seq: 1, id: 2, type: 3, cause: 5, actor: 6, at: 7, dataJson: 8 } as const;
+const event = { seq: 1, id: 2, type: 3, cause: 5, actor: 6, at: 7, dataJson: 8, traceparent: 50, tracestate: 51 } as const;
 const actorFields = ["id", "for", "in", "via"] as const;
 
 /**
@@ -66,10 +67,14 @@ interface Sized {
   dataJson: string;
   dataBytes: number;
   eventBytes: number;
-  /** The trace context's headers and their UTF-8 bytes (ASCII by the W3C format); "" and 0 when none. */
+  /** The try's trace context's headers and their UTF-8 bytes (ASCII by the W3C format); "" and 0 when none. */
   traceparent: string;
   tracestate: string;
   traceBytes: number;
+  /** The same of the event's own trace context (Event.traceparent, tracestate). */
+  eventTraceparent: string;
+  eventTracestate: string;
+  eventTraceBytes: number;
   total: number;
 }
 
@@ -114,13 +119,22 @@ function size(item: DeliveryOut): Sized {
     traceparent: "",
     tracestate: "",
     traceBytes: 0,
+    eventTraceparent: "",
+    eventTracestate: "",
+    eventTraceBytes: 0,
     total: 0,
   };
   if (item.trace) {
-    const space = item.trace.indexOf(" ");
-    s.traceparent = space < 0 ? item.trace : item.trace.slice(0, space);
-    s.tracestate = space < 0 ? "" : item.trace.slice(space + 1);
-    s.traceBytes = wideStringField(Buffer.byteLength(s.traceparent)) + wideStringField(Buffer.byteLength(s.tracestate));
+    const { traceparent, tracestate } = traceCarrier(item.trace);
+    s.traceparent = traceparent;
+    s.tracestate = tracestate;
+    s.traceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
+  }
+  if (e.trace) {
+    const { traceparent, tracestate } = traceCarrier(e.trace);
+    s.eventTraceparent = traceparent;
+    s.eventTracestate = tracestate;
+    s.eventTraceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
   }
   s.eventBytes =
     (e.seq === 0 ? 0 : 1 + varintBytes(e.seq)) +
@@ -129,7 +143,8 @@ function size(item: DeliveryOut): Sized {
     stringField(s.causeBytes) +
     (s.actorBytes < 0 ? 0 : fieldBytes(s.actorBytes)) +
     fieldBytes(s.atBytes) +
-    stringField(s.dataBytes);
+    stringField(s.dataBytes) +
+    s.eventTraceBytes;
   s.total =
     stringField(s.idBytes) +
     stringField(s.processorBytes) +
@@ -165,6 +180,10 @@ function writeDelivery(buf: Buffer, at: number, s: Sized): number {
   }
   at = writeTimestamp(buf, at, event.at, e.at, s.atBytes);
   at = writeString(buf, at, event.dataJson, s.dataJson, s.dataBytes);
+  if (s.eventTraceBytes > 0) {
+    at = writeWideString(buf, at, event.traceparent, s.eventTraceparent);
+    at = writeWideString(buf, at, event.tracestate, s.eventTracestate);
+  }
   if (item.attempt !== 0) {
     buf[at++] = (delivery.attempt << 3) | WireType.Varint;
     at = writeVarint(buf, at, item.attempt);
