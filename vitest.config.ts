@@ -26,7 +26,8 @@ if (untagged.length > 0)
 
 export default defineConfig({
   // "@chronolog/sdk/gen/..." from the SDK's TypeScript sources (its package's chronolog-source condition).
-  ssr: { resolve: { conditions: ["chronolog-source", ...defaultServerConditions] } },
+  // Without "module": @opentelemetry/api's build for it imports without file extensions, which Node refuses.
+  ssr: { resolve: { conditions: ["chronolog-source", ...defaultServerConditions.filter((c) => c !== "module")] } },
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,

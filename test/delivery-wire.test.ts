@@ -1,4 +1,5 @@
-// Deliveries written as wire bytes from stored events decode to the messages protobuf builds.
+// Deliveries written as wire bytes from stored events decode to the messages protobuf builds,
+// with the try's trace context (traceparent alone, with a tracestate, or none) and the event's.
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
@@ -6,6 +7,7 @@ import { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executo
 import { deliveriesMessage, type DeliveryOut } from "../server/src/executors/delivery-wire.js";
 import { eventToProto } from "../server/src/proto-values.js";
 import type { EventRecord } from "../server/src/store/events.js";
+import { traceCarrier } from "../server/src/tracing/trace-context.js";
 
 const events: EventRecord[] = [
   {
@@ -26,7 +28,16 @@ const events: EventRecord[] = [
     actor: { id: "ana", for: "", in: "tenant-7", via: "" },
     at: 1_000,
   },
-  { seq: 300, id: "e-3", type: "t.x", data: {}, cause: "", actor: { id: "", for: "", in: "", via: "" }, at: 0 },
+  {
+    seq: 300,
+    id: "e-3",
+    type: "t.x",
+    data: {},
+    cause: "",
+    actor: { id: "", for: "", in: "", via: "" },
+    at: 0,
+    trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 congo=t61rcWkgMzE",
+  },
   {
     seq: 128,
     id: "e-4",
@@ -45,6 +56,8 @@ const deliveries: DeliveryOut[] = events.map((event, i) => ({
   attempt: i + 1,
   deadlineMs: 1_764_000_030_000 + i * 333.5,
   key: i === 1 ? "ключ" : i === 2 ? "" : `k${i}`,
+  ...(i === 0 && { trace: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" }),
+  ...(i === 1 && { trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00 congo=t61rcWkgMzE,rojo=00f067aa0ba902b7" }),
 }));
 
 /** The same delivery built as a message (the event's data as JSON text), as protobuf-es writes it. */
@@ -56,6 +69,7 @@ function built(d: DeliveryOut) {
     attempt: d.attempt,
     deadline: timestampFromMs(d.deadlineMs),
     key: d.key,
+    ...traceCarrier(d.trace),
   };
 }
 
@@ -80,5 +94,11 @@ describe("deliveries written from stored events", () => {
     expect(JSON.parse(Buffer.from(decoded.message.case === "deliveries" ? decoded.message.value.deliveries[1].event!.dataJson : []).toString())).toEqual(
       events[1].data,
     );
+    expect(decoded.message.case === "deliveries" && decoded.message.value.deliveries.map((x) => [x.traceparent, x.tracestate])).toEqual([
+      ["00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", ""],
+      ["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"],
+      ["", ""],
+      ["", ""],
+    ]);
   });
 });

@@ -306,7 +306,7 @@ describe("where timer rows are stored", () => {
     first.db.exec(`DROP INDEX timers_unscheduled; CREATE INDEX timers_unscheduled ON timers (kind);
       DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); ALTER TABLE documents DROP COLUMN space;
       DROP TRIGGER timer_cancels_gone; ALTER TABLE timers DROP COLUMN cancel_on; DROP TABLE timer_cancels; DROP TABLE timer_cancel_shapes; DROP TABLE event_streams;
-      PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
+      ALTER TABLE events DROP COLUMN trace; ALTER TABLE action_calls DROP COLUMN trace; ALTER TABLE timers DROP COLUMN trace; PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
     await first.close();
     const store = open(dataDir);
     expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
@@ -352,12 +352,15 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
       INSERT INTO timer_occurrences (rowid, id, timer_id, due_ms, action, input, actor, overdue, status, attempts, next_attempt_ms, call_id, lateness_ms, error, claimed_at, updated_at, origin)
         VALUES (3, 'o1', 't1', 100, 'p.a', '{}', NULL, '{}', 'retry_wait', 1, 200, 'o1', 4, 'e', 100, 101, 'trigger'),
                (4, 'o2', 't1', 300, 'p.a', '{}', NULL, '{}', 'completed', 1, NULL, 'o2', 2, '', 300, 302, 'schedule');`);
+    // The columns of schema 11 (a later migration adds action_calls.trace, 0016).
     const rows = (db: Database.Database) => [
-      db.prepare("SELECT rowid, * FROM action_calls ORDER BY rowid").all(),
+      (db.prepare("SELECT rowid, * FROM action_calls ORDER BY rowid").all() as Record<string, unknown>[]).map(({ trace: _, ...row }) => row),
       db.prepare("SELECT rowid, * FROM timer_occurrences ORDER BY rowid").all(),
     ];
     const before = rows(old);
+    old.exec("ALTER TABLE action_calls ADD COLUMN trace TEXT"); // what today's statements write, for the check only
     expect(ephemeralWrites(old, [callStatements, occurrenceStatements]).length).toBeGreaterThan(0); // what 0012 removes
+    old.exec("ALTER TABLE action_calls DROP COLUMN trace");
     old.close();
 
     const store = open(dataDir);

@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { ActorField, Role } from "./auth/principal.js";
 import { sha256Hex } from "./sha256.js";
+import type { TracingConfig } from "./tracing/setup.js";
 
 /** One principal as written in the config file. */
 export interface PrincipalConfig {
@@ -41,6 +42,8 @@ export interface OwnerConfig {
     /** How far ahead of their moment calls are claimed and started, ms (default 250, 0..1000; `serve --timer-lookahead-ms` overrides; time/clock-arm.ts). */
     lookahead_ms?: number;
   };
+  /** Traces over OTLP/HTTP (tracing/setup.ts); the standard OTEL_* environment variables win over these. */
+  tracing?: TracingConfig;
   /** What the console shows (console.ts's ConsoleSettings). */
   console?: {
     /** A trace viewer's URL with `{trace_id}` where an event's trace id goes: the console links traces there. */
@@ -91,6 +94,15 @@ const configSchema = {
       type: "object",
       additionalProperties: false,
       properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 }, lookahead_ms: { type: "integer", minimum: 0, maximum: 1000 } },
+    },
+    tracing: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        endpoint: { type: "string", pattern: "^https?://" },
+        service_name: { type: "string", minLength: 1 },
+        sample_ratio: { type: "number", minimum: 0, maximum: 1 },
+      },
     },
     console: {
       type: "object",

@@ -29,6 +29,8 @@ import { actionService } from "./rpc/action-service.js";
 import { registerHealth } from "./rpc/health.js";
 import { collectionService } from "./rpc/collection-service.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
+import { traceInterceptor } from "./rpc/trace-interceptor.js";
+import { tracing } from "./tracing/tracer.js";
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { listen } from "./rpc/listen.js";
 import { defaultPublishWindow } from "./log/publish.js";
@@ -360,7 +362,12 @@ async function serve(
     tls: tlsOf(config),
     corsOrigins: config?.cors?.origins,
     readMaxBytes: maxMessageBytes,
-    interceptors: [errorInterceptor(logger), streamReleaseInterceptor(metrics.streams), authInterceptor(authenticator)],
+    interceptors: [
+      ...(tracing.on ? [traceInterceptor()] : []),
+      errorInterceptor(logger),
+      streamReleaseInterceptor(metrics.streams),
+      authInterceptor(authenticator),
+    ],
     // GET /metrics: open like every RPC without principals, an admin token with them.
     // GET /console/: the console's static files (the page then calls the RPCs with its token).
     extraHttpHandler: (req, res) => metricsHandler(req, res) || consoleHandler(req, res),

@@ -1,4 +1,5 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
+import { traceCarrier } from "./tracing/trace-context.js";
 import { timestampFromMs, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { ActorSchema, EventSchema, type Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { fail } from "./errors.js";
@@ -19,6 +20,7 @@ export function eventToProto(e: EventRecord, dataJson = false): Event {
     cause: e.cause,
     actor: e.actor ? create(ActorSchema, e.actor) : undefined,
     at: timestampFromMs(e.at),
+    ...(e.trace && traceCarrier(e.trace)),
   });
 }
 

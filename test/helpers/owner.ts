@@ -140,9 +140,16 @@ const repo = new URL("../../", import.meta.url).pathname;
 /**
  * Runs `chronolog serve` (the bundle, see helpers/chronolog.ts) as a child process on `dataDir`
  * (port 0: a free one) and resolves once it logged "owner serving" (with the port). Rejects with
- * the logs if it exits first. `nodeArgs` go to node itself (e.g. a preload).
+ * the logs if it exits first. `nodeArgs` go to node itself (e.g. a preload); `env` is added to the
+ * test's environment.
  */
-export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0, nodeArgs: string[] = []): Promise<OwnerProcess> {
+export function spawnOwner(
+  dataDir: string,
+  extraArgs: string[] = [],
+  port = 0,
+  nodeArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<OwnerProcess> {
   startingProcess("an owner process");
   storeOpened();
   const child = spawn(
@@ -159,6 +166,7 @@ export function spawnOwner(dataDir: string, extraArgs: string[] = [], port = 0, 
     {
       cwd: repo,
       stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, ...env },
     },
   );
   const logs: string[] = [];

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import grpc
 
 from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, FollowingChannel, Owners, owner_urls
+from chronolog.tracing import current_trace_headers
 
 __all__ = ["DEFAULT_URL", "connect"]
 
@@ -37,6 +38,39 @@ class _Bearer(
 
     def _details(self, d: grpc.ClientCallDetails) -> _CallDetails:
         metadata = list(d.metadata or []) + [self._header]
+        return _CallDetails(d.method, d.timeout, metadata, d.credentials, getattr(d, "wait_for_ready", None), getattr(d, "compression", None))
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation, details, requests):
+        return continuation(self._details(details), requests)
+
+    def intercept_stream_stream(self, continuation, details, requests):
+        return continuation(self._details(details), requests)
+
+
+class _TraceContext(
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+):
+    """Sends the current trace context (:func:`chronolog.tracing.current_trace_headers`) as W3C
+    ``traceparent``/``tracestate`` metadata with every call but a Publish stream, shared by the
+    emits of many traces (each of its emits says its own, ``EmitRequest.traceparent``)."""
+
+    def _details(self, d: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        if d.method.endswith("/Publish"):
+            return d
+        headers = current_trace_headers()
+        if headers is None or any(k == "traceparent" for k, _ in d.metadata or []):
+            return d
+        traceparent, tracestate = headers
+        metadata = list(d.metadata or []) + [("traceparent", traceparent)] + ([("tracestate", tracestate)] if tracestate else [])
         return _CallDetails(d.method, d.timeout, metadata, d.credentials, getattr(d, "wait_for_ready", None), getattr(d, "compression", None))
 
     def intercept_unary_unary(self, continuation, details, request):
@@ -115,4 +149,4 @@ def _channel(url: str, token: Optional[str], root_certificates: Optional[bytes])
         channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options)
     else:
         channel = grpc.insecure_channel(target, options)
-    return grpc.intercept_channel(channel, _Bearer(token)) if token else channel
+    return grpc.intercept_channel(channel, *([_Bearer(token)] if token else []), _TraceContext())

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
+from opentelemetry import trace
+
 from chronolog.client import Client
 from chronolog.gen.chronolog.v1 import executor_pb2
 from chronolog.values import actor_to_dict, event_data, from_struct
@@ -28,7 +30,9 @@ class DeliveryContext(WorkUnderCause):
     key, "" without one), ``delivery_id``, ``cancelled`` (a
     ``threading.Event`` set when the owner cancels the try (CancelDelivery: its
     ack timeout passed, or another try finished the event) or the stream to the
-    owner is lost) and ``cancel_reason``. An OK ack after a cancel still
+    owner is lost), ``cancel_reason`` and ``span`` (the handler's OpenTelemetry span,
+    ``process <processor>`` under the owner's span of this try, current while the handler runs; a
+    no-op span without a tracer provider). An OK ack after a cancel still
     finishes the event within the processor's ``timeout_grace_ms`` (or later,
     as long as the event was not recorded failed).
     """
@@ -45,6 +49,7 @@ class DeliveryContext(WorkUnderCause):
         self.key = delivery.key
         self.delivery_id = delivery.delivery_id
         self.cancel_reason = ""
+        self.span: trace.Span = trace.INVALID_SPAN
         self._send = send
 
     def progress(self, extend_ms: int = 0) -> None:
@@ -70,8 +75,9 @@ class ActionContext(WorkUnderCause):
     ``deadline`` (a UTC datetime, or None), ``scheduled`` (a
     :class:`Scheduled` when time made the call, else None), ``chain_depth``,
     ``cancelled`` (a ``threading.Event`` set when the owner cancels the run,
-    the caller's deadline passes or the stream is lost) and
-    ``cancel_reason``. Work under it names the call's ``action.started`` (or,
+    the caller's deadline passes or the stream is lost), ``cancel_reason`` and
+    ``span`` (the run's OpenTelemetry span, ``run <action>`` under the owner's span of this
+    attempt, current while the handler runs). Work under it names the call's ``action.started`` (or,
     for ``record: false`` actions, the call id) as its cause.
     """
 
@@ -97,6 +103,7 @@ class ActionContext(WorkUnderCause):
         self.chain_depth = invocation.chain_depth
         self.cancel_reason = ""
         self.invocation_id = invocation.invocation_id
+        self.span: trace.Span = trace.INVALID_SPAN
         self._send = send
 
     def progress(self, extend_ms: int = 0) -> None:

@@ -28,6 +28,7 @@ import grpc
 
 from chronolog.errors import ChronologError, FieldViolation
 from chronolog.json_check import non_finite
+from chronolog.tracing import current_trace_headers
 from chronolog.gen.chronolog.v1 import event_pb2, log_pb2, log_pb2_grpc
 
 __all__ = ["Publisher", "new_event_id"]
@@ -128,6 +129,9 @@ class Publisher:
         if not id and cause is None:
             id = new_event_id()
         request = log_pb2.EmitRequest(type=type, data_json=text, id=id, cause=cause, actor=actor)
+        trace_headers = current_trace_headers()  # the stream is shared by many traces: each emit says its own
+        if trace_headers is not None:
+            request.traceparent, request.tracestate = trace_headers
         future: Future = Future()
         with self._lock:
             if self._closed:

@@ -17,6 +17,7 @@ from chronolog.errors import TerminalError
 from chronolog.gen.chronolog.v1 import executor_pb2
 from chronolog.plugin import ActionDefinition, ProcessorDefinition
 from chronolog.session import Session, cut_to_fit, fitting_result
+from chronolog.tracing import SpanKind, delivery_attributes, handler_span
 from chronolog.values import to_struct
 
 __all__ = ["run_delivery", "run_invocation", "cancel_work", "describe"]
@@ -37,7 +38,10 @@ def run_delivery(processors: Mapping[str, ProcessorDefinition], client: Client, 
         definition = processors.get(delivery.processor)
         if definition is None:
             raise TerminalError(f"no handler for {delivery.processor}")
-        definition.run(ctx)
+        attributes = delivery_attributes(delivery.processor, delivery.event.id, delivery.event.type, delivery.attempt)
+        with handler_span(f"process {delivery.processor}", SpanKind.CONSUMER, attributes, delivery.traceparent, delivery.tracestate) as span:
+            ctx.span = span
+            definition.run(ctx)
     except TerminalError as e:
         outcome, error = Outcome.OUTCOME_TERMINAL_ERROR, str(e) or "TerminalError"
     except Exception as e:
@@ -75,7 +79,10 @@ def run_invocation(actions: Mapping[str, ActionDefinition], client: Client, invo
         definition = actions.get(invocation.action)
         if definition is None:
             raise TerminalError(f"this executor does not host {invocation.action}")
-        output = definition.run(ctx, ctx.input)
+        attributes = {"chronolog.action": invocation.action, "chronolog.call_id": invocation.call_id, "chronolog.attempt": invocation.attempt}
+        with handler_span(f"run {invocation.action}", SpanKind.SERVER, attributes, invocation.traceparent, invocation.tracestate) as span:
+            ctx.span = span
+            output = definition.run(ctx, ctx.input)
         if output is None:
             output = {}
         if not isinstance(output, Mapping):

@@ -1,5 +1,7 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { INVALID_SPAN_CONTEXT, trace, type Span } from "@opentelemetry/api";
+import { inHandlerSpan, SpanKind } from "./tracing.js";
 import type { ChronologClient } from "./client.js";
 import type { Actor } from "./gen/chronolog/v1/event_pb.js";
 import { Outcome, type ActionResultSchema, type Invocation } from "./gen/chronolog/v1/executor_pb.js";
@@ -44,6 +46,12 @@ export interface ActionContext extends WorkUnderCause {
   pulse: { pulse: string; interval: number; due: Date } | undefined;
   /** Chain depth of the call: 0 for a call that starts a chain (a pulse, a schedule, a client's call); a delay's call is one deeper than the work that armed it. */
   chainDepth: number;
+  /**
+   * The run's OpenTelemetry span (`run <action>`, under the owner's span of this attempt), current
+   * while `run` runs: spans the application starts meanwhile nest under it. A no-op span when the
+   * application registered no tracer provider.
+   */
+  span: Span;
 }
 
 type ActionResultInit = MessageInitShape<typeof ActionResultSchema>;
@@ -99,7 +107,16 @@ export class ActionHost {
     try {
       const def = this.definitions.get(invocation.action);
       if (!def) throw Object.assign(new Error(`this executor does not host ${invocation.action}`), { name: "TerminalError" });
-      const output: unknown = (await def.run(ctx, ctx.input)) ?? {};
+      const init = {
+        name: `run ${invocation.action}`,
+        kind: SpanKind.SERVER,
+        attributes: { "chronolog.action": invocation.action, "chronolog.call_id": invocation.callId, "chronolog.attempt": invocation.attempt },
+      };
+      const output: unknown =
+        (await inHandlerSpan(invocation, init, (span) => {
+          ctx.span = span;
+          return def.run(ctx, ctx.input);
+        })) ?? {};
       if (typeof output !== "object" || output === null || Array.isArray(output))
         throw new Error(`${invocation.action} returned ${Array.isArray(output) ? "an array" : typeof output}: an action's output must be a JSON object`);
       assertJson(invocation.action, output);
@@ -143,6 +160,7 @@ class RunContext extends CauseWork implements ActionContext {
   readonly pulse: ActionContext["pulse"];
   readonly chainDepth: number;
   readonly #progress: (extendMs: number) => void;
+  span: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
   constructor(client: ChronologClient, invocation: Invocation, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
     super(client, invocation.causeEventId || invocation.callId, streamSignal);

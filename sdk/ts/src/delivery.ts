@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { INVALID_SPAN_CONTEXT, trace, type Span } from "@opentelemetry/api";
 import type { ChronologClient } from "./client.js";
 import { withData } from "./event-data.js";
 import type { Actor, Event } from "./gen/chronolog/v1/event_pb.js";
@@ -39,6 +40,12 @@ export interface DeliveryContext extends WorkUnderCause {
   emit(type: string, data: JsonObject): Promise<Event>;
   /** Extends the ack deadline by `extendMs` (default: the processor's ack timeout). */
   progress(extendMs?: number): void;
+  /**
+   * The handler's OpenTelemetry span (`process <processor>`, under the owner's span of this try),
+   * current while `run` runs: spans the application starts meanwhile nest under it. A no-op span
+   * when the application registered no tracer provider.
+   */
+  span: Span;
 }
 
 /** What a processor's `run` gets for one delivery (see {@link DeliveryContext}). */
@@ -51,6 +58,7 @@ export class DeliveryRun extends CauseWork implements DeliveryContext {
   readonly actor: Actor | undefined;
   readonly key: string;
   readonly #progress: (extendMs: number) => void;
+  span: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
   constructor(client: ChronologClient, delivery: Delivery, streamSignal: AbortSignal, progress: (extendMs: number) => void) {
     const event = withData(delivery.event!);

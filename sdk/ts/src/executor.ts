@@ -6,6 +6,7 @@ import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient } from "./client.js";
 import { createTransport, type ClientOptions } from "./transport.js";
+import { deliveryAttributes, inHandlerSpan, SpanKind } from "./tracing.js";
 import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
@@ -388,7 +389,16 @@ class ExecutorRunner {
     let error = "";
     try {
       if (!handler) throw new TerminalError(`no handler for ${delivery.processor}`);
-      await handler.run(ctx);
+      const event = ctx.event;
+      const init = {
+        name: `process ${delivery.processor}`,
+        kind: SpanKind.CONSUMER,
+        attributes: deliveryAttributes(delivery.processor, event.id, event.type, delivery.attempt),
+      };
+      await inHandlerSpan(delivery, init, (span) => {
+        ctx.span = span;
+        return handler.run(ctx);
+      });
     } catch (e) {
       outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
       error = e instanceof Error ? e.message : String(e);

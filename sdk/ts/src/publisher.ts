@@ -1,4 +1,5 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { currentTraceHeaders, outsideTraces } from "./tracing.js";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { ErrorInfoSchema, BadRequestSchema } from "./gen/google/rpc/error_details_pb.js";
 import {
@@ -34,6 +35,8 @@ interface Item {
   ref: bigint;
   emit: PublishedEmit & { id: string };
   json: Uint8Array;
+  /** The trace context it was emitted in, sent with it (the stream's own carries none). */
+  trace: { traceparent: string; tracestate: string } | undefined;
   resolve(response: EmitResponse): void;
   reject(error: unknown): void;
 }
@@ -84,7 +87,7 @@ export class Publisher {
     const json = encoder.encode(JSON.stringify(emit.data ?? {}));
     if (this.unary || json.length > largeDataBytes) return this.checkedLog.emit(request);
     return new Promise((resolve, reject) => {
-      this.queue.push({ ref: this.nextRef++, emit: { ...emit, id: emit.id || newEventId() }, json, resolve, reject });
+      this.queue.push({ ref: this.nextRef++, emit: { ...emit, id: emit.id || newEventId() }, json, trace: currentTraceHeaders(), resolve, reject });
       clearTimeout(this.idleTimer);
       this.schedule();
     });
@@ -122,7 +125,7 @@ export class Publisher {
       while (room > 0 && this.queue.length > 0 && (bytes === 0 || bytes + this.queue[0].json.length <= messageBytes)) {
         const item = this.queue.shift()!;
         this.inFlight.push(item);
-        emits.push({ ref: item.ref, event: { type: item.emit.type, dataJson: item.json, id: item.emit.id, actor: item.emit.actor } });
+        emits.push({ ref: item.ref, event: { type: item.emit.type, dataJson: item.json, id: item.emit.id, actor: item.emit.actor, ...item.trace } });
         bytes += item.json.length;
         room--;
       }
@@ -156,7 +159,11 @@ export class Publisher {
     };
     this.stream = stream;
     this.window = 1; // until the welcome says
-    void this.run(stream, this.rawLog.publish(requests(), { signal: abort.signal }));
+    // Opened outside the trace of the emit that opens it: each emit carries its own (EmitRequest.traceparent).
+    void this.run(
+      stream,
+      outsideTraces(() => this.rawLog.publish(requests(), { signal: abort.signal })),
+    );
     this.pump();
   }
 

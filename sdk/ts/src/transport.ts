@@ -1,6 +1,7 @@
 // How a client or an executor reaches its owners: the connection options, and a connect-node
 // transport that sends each call to the leader among them with the bearer token attached.
 
+import { traceInterceptor } from "./tracing.js";
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { choiceOf, countOf } from "./options.js";
@@ -62,7 +63,7 @@ export function createTransport(options: ClientOptions): Transport {
   const urls = ownerUrlsOf(options?.url);
   const failoverTimeoutMs =
     options.failoverTimeoutMs === undefined ? defaultFailoverTimeoutMs : Number(countOf(options.failoverTimeoutMs, "failoverTimeoutMs", "ms"));
-  const interceptors: Interceptor[] = options.token ? [bearer(options.token)] : [];
+  const interceptors: Interceptor[] = [...(options.token ? [bearer(options.token)] : []), traceInterceptor()];
   // Node's default session memory (10 MB) makes a request over ~10 MB kill the whole HTTP/2
   // session (ENHANCE_YOUR_CALM) and every later call on it; with room, the owner answers
   // RESOURCE_EXHAUSTED and the connection lives on.

@@ -14,6 +14,11 @@ import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVe
 import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
 import { sha256Hex } from "../sha256.js";
+import type { Span } from "@opentelemetry/api";
+import { tracing } from "../tracing/tracer.js";
+import { traceText } from "../tracing/trace-context.js";
+import { endSpan, endTry, spanTrace } from "../tracing/messaging.js";
+import { attemptSpan, callSpan } from "../tracing/work.js";
 
 /** What the action calls need from the owner: what their {@link Invocations} need, and more. */
 export interface ActionCallsDeps extends InvocationsDeps {
@@ -132,6 +137,9 @@ export class ActionCalls {
     }
     const canonicalInput = canonicalJson(req.input);
     const call: CallIdentity = { ...who, entry, input: req.input, inputHash: sha256Hex(canonicalInput), inputBytes: Buffer.byteLength(canonicalInput) };
+    // The caller's span (a call's, an occurrence's); a pulse's call starts a trace of its own (what ran
+    // the clock's timer is no cause of it).
+    if (tracing.on && !req.pulse) call.trace = traceText();
     // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const clientChosen = !req.cause && !req.scheduled && !req.pulse && req.callId !== "";
     const running = this.runs.get(call.callId);
@@ -148,7 +156,12 @@ export class ActionCalls {
       if (row.state === "completed") return { callId: call.callId, output: storedOutput(row, this.deps.events), fromLog: true };
     }
     const previousError = !row ? "" : row.state === "failed" ? row.error : `the owner stopped during attempt ${row.attempt}`;
-    const run = new Run(row ? { ...call, actor: row.actor } : call, row ? row.attempt + 1 : 1, previousError, caller.signal !== undefined);
+    const run = new Run(
+      row ? { ...call, actor: row.actor, trace: call.trace ?? row.trace } : call,
+      row ? row.attempt + 1 : 1,
+      previousError,
+      caller.signal !== undefined,
+    );
     this.runs.set(call.callId, run);
     const answer = this.wait(run, caller);
     this.drive(run).then(
@@ -282,8 +295,22 @@ export class ActionCalls {
     if (run.invocation) this.invocations.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
   }
 
-  /** Runs `run`'s attempts until one completes or the call fails (see the class comment). */
+  /** Runs `run`'s attempts until one completes or the call fails (see the class comment), in the call's span while traces are recorded. */
   private async drive(run: Run): Promise<Record<string, unknown>> {
+    if (!tracing.on) return this.attempts(run);
+    const span = callSpan(run.call.entry.name, run.call.callId, run.call.trace);
+    try {
+      const output = await this.attempts(run, span);
+      endSpan(span);
+      return output;
+    } catch (e) {
+      endSpan(span, e);
+      throw e;
+    }
+  }
+
+  /** Runs `run`'s attempts (see {@link drive}); `span`: the call's, each attempt's span goes under it. */
+  private async attempts(run: Run, span?: Span): Promise<Record<string, unknown>> {
     const { call } = run;
     const { committer, calls, hosts } = this.deps;
     let lostAttempt = 0;
@@ -328,7 +355,15 @@ export class ActionCalls {
       // An attempt held for its moment when the owner begins to stop is not sent: the next owner sends it at its moment.
       const due = session.hosting.holds || (await this.invocations.holdUntil(call.scheduled?.sendAtMs));
       if (!due) session.inFlight.delete(invocationId);
+      const attempt = span && attemptSpan(span, call.entry.name, call.callId, run.attempt);
+      run.trace = attempt && spanTrace(attempt);
       let end: AttemptEnd = due ? await this.invocations.invoke(run, session, invocationId, cause, hostInTime) : { kind: "stopping" };
+      if (attempt)
+        endTry(
+          attempt,
+          end.kind === "ok" ? "ok" : end.kind === "error" ? (end.terminal ? "terminal_error" : "error") : end.kind === "timeout" ? "timeout" : "lost",
+          "error" in end ? end.error : "",
+        );
       if (end.kind === "gone" && this.state.stopping) end = { kind: "stopping" }; // no new attempt while the owner stops: the row stays running
       switch (end.kind) {
         case "ok":

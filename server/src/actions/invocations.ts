@@ -6,6 +6,7 @@ import type { ExecutorSession } from "../executors/session.js";
 import type { LiveCauses } from "../log/causes.js";
 import type { Logger } from "../logger.js";
 import type { AttemptEnd, Invocation, Run } from "./run.js";
+import { traceCarrier } from "../tracing/trace-context.js";
 
 // Sending a call's attempts to executors: the Invocation written on the session's stream (held
 // for its moment when the executor holds, or held in the owner until then when it does not),
@@ -176,6 +177,7 @@ export class Invocations {
               chainDepth: call.chainDepth,
               holdMs,
               writtenAtMs: session.streamClockMs(),
+              ...(run.trace && traceCarrier(run.trace)),
             },
           },
         };

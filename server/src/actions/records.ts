@@ -54,6 +54,8 @@ export interface CallIdentity {
   eligible?: (session: ExecutorSession) => boolean;
   /** Its chain depth: 0 for a call that starts a chain; under a cause, the cause's. */
   chainDepth: number;
+  /** Trace context of what made the call (tracing/trace-context.ts), stored with it; absent: none. */
+  trace?: string;
   /** Made by time (a schedule, delay or pulse): its chain depth is recorded even when 0. */
   chainStart?: boolean;
 }
@@ -147,7 +149,7 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
   // Attempt 1 is only ever a call id with no row (ActionCalls.call looked): no row or event to look up again.
   const first = attempt === 1;
   if (!first && calls.get(callId)) calls.restart(callId, attempt, entry.record, tx.now);
-  else calls.insert({ callId, action: entry.name, inputHash: call.inputHash, actor: call.actor, recorded: entry.record, attempt }, tx.now);
+  else calls.insert({ callId, action: entry.name, inputHash: call.inputHash, actor: call.actor, recorded: entry.record, attempt, trace: call.trace }, tx.now);
   if (!entry.record) return "";
   const started = first ? undefined : findCallEvent(tx.events, callId, "started");
   if (started) {

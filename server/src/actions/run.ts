@@ -73,6 +73,8 @@ export class Run {
   cancelSent = false;
   /** Time was told when this run's action started (the first start's lateness counts). */
   started = false;
+  /** The running attempt's trace context, sent with its invocation (tracing/work.ts); undefined when traces are not recorded. */
+  trace: string | undefined = undefined;
   private settle!: { resolve(output: Record<string, unknown>): void; reject(error: unknown): void };
 
   constructor(

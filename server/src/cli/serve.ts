@@ -2,6 +2,7 @@ import type { SyncMode } from "../store/sqlite/open.js";
 import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
 import { startOwner } from "../owner.js";
+import { startTracing } from "../tracing/setup.js";
 import { retentionMsOfDays } from "../store/sweep.js";
 
 /** Options of `chronolog serve`. */
@@ -44,6 +45,8 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     process.exit(1);
   };
   process.once("beforeExit", silentEnd);
+  const config = flags.config ? loadConfig(flags.config) : undefined;
+  const traces = startTracing(config?.tracing, logger);
   let owner;
   try {
     owner = await startOwner({
@@ -55,7 +58,7 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
       host: flags.host,
       port: flags.port,
       synchronous: synchronous as SyncMode,
-      config: flags.config ? loadConfig(flags.config) : undefined,
+      config,
       pluginsDir: flags.plugins,
       region: flags.region,
       timerLookaheadMs: flags.timerLookaheadMs,
@@ -78,13 +81,16 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return logger.warn({ signal }, "owner already stopping: waiting for the grace to end (kill -9 to end it now)");
     stopping = true;
-    owner.close().then(
-      () => process.exit(0),
-      (e) => {
-        logger.error({ err: e }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    owner
+      .close()
+      .then(() => traces?.stop())
+      .then(
+        () => process.exit(0),
+        (e) => {
+          logger.error({ err: e }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

@@ -1,4 +1,6 @@
 import { allows, canReach, resolveActor, type Principal } from "../auth/principal.js";
+import { tracing } from "../tracing/tracer.js";
+import { traceText } from "../tracing/trace-context.js";
 import { fail } from "../errors.js";
 import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
@@ -43,6 +45,8 @@ interface WriteContext {
   newDocId: string;
   /** Whether the write may reach a document in `space`: the principal's rule, or under a cause {@link underCauseReader}'s. */
   reaches: (space: string) => boolean;
+  /** The caller's trace context, stored with the change event (tracing/trace-context.ts); absent: none recorded. */
+  trace?: string;
 }
 
 /**
@@ -98,6 +102,7 @@ export class DocumentWriter {
     const entry = declaredCollection(this.registry, req.collection);
     const write = parseWrite(entry, req.write);
     const ctx = req.cause ? this.underCause(entry, req, principal) : this.fromOutside(entry, req, principal);
+    if (tracing.on) ctx.trace = traceText();
     const store = this.stores.of(entry);
     const result = entry.durable ? await this.committer.submit((tx) => apply(entry, store, write, ctx, tx)) : apply(entry, store, write, ctx, null);
     return { ...result, document: result.document && forReader(principal, entry, result.document) };
@@ -158,7 +163,14 @@ function apply(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite,
   if (entry.writesEvents) {
     // writesEvents implies durable, so this runs in a commit unit.
     const change = changeEvent(entry, write.op, before, after);
-    const event = (tx as Tx).append({ id: ctx.eventId, type: change.type, data: change.data, cause: ctx.cause, actor: actorIn(ctx.actor, space) });
+    const event = (tx as Tx).append({
+      id: ctx.eventId,
+      type: change.type,
+      data: change.data,
+      cause: ctx.cause,
+      actor: actorIn(ctx.actor, space),
+      ...(ctx.trace && { trace: ctx.trace }),
+    });
     return { document: after ?? null, seq: event.seq };
   }
   if (ctx.writeId !== null) store.markApplied(ctx.writeId, entry.name, id, tx?.now ?? 0);

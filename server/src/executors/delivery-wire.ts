@@ -3,6 +3,7 @@ import { WireType } from "@bufbuild/protobuf/wire";
 import { SubscribeResponseSchema } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import type { TimedTry } from "../stages.js";
 import { storedDataJson, type EventRecord } from "../store/events.js";
+import { traceCarrier } from "../tracing/trace-context.js";
 
 /**
  * Deliveries written as protobuf wire bytes straight from the stored events, for executors that
@@ -25,13 +26,15 @@ export interface DeliveryOut {
   key: string;
   /** Its try, stamped written when the stream writes it (stages.ts); absent: not timed. */
   timed?: TimedTry;
+  /** The try's trace context (tracing/trace-context.ts: traceparent, a space, tracestate); absent: none. */
+  trace?: string;
 }
 
 // Field numbers of executor.proto and event.proto.
 const response = { delivery: 2, deliveries: 7 } as const;
 const batchDeliveries = 1;
-const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6 } as const;
-const event = { seq: 1, id: 2, type: 3, cause: 5, actor: 6, at: 7, dataJson: 8 } as const;
+const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6, traceparent: 50, tracestate: 51 } as const;
+const event = { seq: 1, id: 2, type: 3, cause: 5, actor: 6, at: 7, dataJson: 8, traceparent: 50, tracestate: 51 } as const;
 const actorFields = ["id", "for", "in", "via"] as const;
 
 /**
@@ -64,6 +67,14 @@ interface Sized {
   dataJson: string;
   dataBytes: number;
   eventBytes: number;
+  /** The try's trace context's headers and their UTF-8 bytes (ASCII by the W3C format); "" and 0 when none. */
+  traceparent: string;
+  tracestate: string;
+  traceBytes: number;
+  /** The same of the event's own trace context (Event.traceparent, tracestate). */
+  eventTraceparent: string;
+  eventTracestate: string;
+  eventTraceBytes: number;
   total: number;
 }
 
@@ -105,8 +116,26 @@ function size(item: DeliveryOut): Sized {
     dataJson,
     dataBytes: Buffer.byteLength(dataJson),
     eventBytes: 0,
+    traceparent: "",
+    tracestate: "",
+    traceBytes: 0,
+    eventTraceparent: "",
+    eventTracestate: "",
+    eventTraceBytes: 0,
     total: 0,
   };
+  if (item.trace) {
+    const { traceparent, tracestate } = traceCarrier(item.trace);
+    s.traceparent = traceparent;
+    s.tracestate = tracestate;
+    s.traceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
+  }
+  if (e.trace) {
+    const { traceparent, tracestate } = traceCarrier(e.trace);
+    s.eventTraceparent = traceparent;
+    s.eventTracestate = tracestate;
+    s.eventTraceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
+  }
   s.eventBytes =
     (e.seq === 0 ? 0 : 1 + varintBytes(e.seq)) +
     stringField(s.eventIdBytes) +
@@ -114,14 +143,16 @@ function size(item: DeliveryOut): Sized {
     stringField(s.causeBytes) +
     (s.actorBytes < 0 ? 0 : fieldBytes(s.actorBytes)) +
     fieldBytes(s.atBytes) +
-    stringField(s.dataBytes);
+    stringField(s.dataBytes) +
+    s.eventTraceBytes;
   s.total =
     stringField(s.idBytes) +
     stringField(s.processorBytes) +
     fieldBytes(s.eventBytes) +
     (item.attempt === 0 ? 0 : 1 + varintBytes(item.attempt)) +
     fieldBytes(s.deadlineBytes) +
-    stringField(s.keyBytes);
+    stringField(s.keyBytes) +
+    s.traceBytes;
   return s;
 }
 
@@ -149,12 +180,33 @@ function writeDelivery(buf: Buffer, at: number, s: Sized): number {
   }
   at = writeTimestamp(buf, at, event.at, e.at, s.atBytes);
   at = writeString(buf, at, event.dataJson, s.dataJson, s.dataBytes);
+  if (s.eventTraceBytes > 0) {
+    at = writeWideString(buf, at, event.traceparent, s.eventTraceparent);
+    at = writeWideString(buf, at, event.tracestate, s.eventTracestate);
+  }
   if (item.attempt !== 0) {
     buf[at++] = (delivery.attempt << 3) | WireType.Varint;
     at = writeVarint(buf, at, item.attempt);
   }
   at = writeTimestamp(buf, at, delivery.deadline, item.deadlineMs, s.deadlineBytes);
-  return writeString(buf, at, delivery.key, item.key, s.keyBytes);
+  at = writeString(buf, at, delivery.key, item.key, s.keyBytes);
+  if (s.traceBytes === 0) return at;
+  at = writeWideString(buf, at, delivery.traceparent, s.traceparent);
+  return writeWideString(buf, at, delivery.tracestate, s.tracestate);
+}
+
+/** Bytes of a string field numbered 16..2047 (a two-byte tag) of `n` bytes: nothing when empty. */
+function wideStringField(n: number): number {
+  return n === 0 ? 0 : 2 + varintBytes(n) + n;
+}
+
+/** Writes a string field numbered 16..2047 (the trace fields, 50 and 51); nothing when empty. */
+function writeWideString(buf: Buffer, at: number, no: number, value: string): number {
+  const bytes = Buffer.byteLength(value);
+  if (bytes === 0) return at;
+  at = writeVarint(buf, at, (no << 3) | WireType.LengthDelimited);
+  at = writeVarint(buf, at, bytes);
+  return at + buf.write(value, at, bytes, "utf8");
 }
 
 function actorBytes(actor: NonNullable<EventRecord["actor"]>): number {

@@ -6,6 +6,7 @@ import type { Principal } from "../auth/principal.js";
 import { eventToProto } from "../proto-values.js";
 import { deliveryWritten } from "../stages.js";
 import { deliveriesMessage, type DeliveryOut } from "./delivery-wire.js";
+import { traceCarrier } from "../tracing/trace-context.js";
 import { Outbox } from "./outbox.js";
 
 /** A message from the owner to an executor. */
@@ -122,6 +123,7 @@ function deliveriesInit(items: DeliveryOut[]): OwnerMessage {
     attempt: d.attempt,
     deadline: timestampFromMs(d.deadlineMs),
     key: d.key,
+    ...(d.trace && traceCarrier(d.trace)),
   });
   return items.length === 1
     ? { message: { case: "delivery", value: init(items[0]) } }

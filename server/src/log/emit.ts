@@ -10,6 +10,9 @@ import { canonicalJson } from "./canonical.js";
 import { causeActor, type CauseRef, type LiveCauses } from "./causes.js";
 import { checkId, derivedId, newId } from "./ids.js";
 import type { ExpectedVersion, Streams } from "./streams.js";
+import { tracing } from "../tracing/tracer.js";
+import { emitEachSpans, emitSpans, type EmitSpans } from "../tracing/messaging.js";
+import { contextOfTrace } from "../tracing/trace-context.js";
 
 /** One event to emit, as parsed from the request. */
 export interface EmitInput {
@@ -21,6 +24,8 @@ export interface EmitInput {
   actor: Partial<ActorRecord> | undefined;
   /** The stream it is appended to, and the version expected of it (log/streams.ts); absent: none. */
   stream?: { name: string; expected: ExpectedVersion };
+  /** The trace context the caller emits it in, when the event carries its own (EmitRequest.traceparent): its producer span's parent instead of the call's. */
+  trace?: string;
 }
 
 /** The event as it stands in the log; `existing` when the id was already there. */
@@ -75,20 +80,24 @@ export class Emitter {
     if (inputs.length > maxBatchSize) fail("too_large", `a batch holds at most ${maxBatchSize} events, got ${inputs.length}`);
     const checked = inputs.map((input, i) => this.check(input, principal, inputs.length > 1 ? `events[${i}].` : ""));
     refuseConflictsWithin(checked.map((c) => c.event));
-    const results = await this.committer.submit(
-      (tx) =>
-        checked.map((c) => {
-          const e = c.event;
-          // An id the owner just made cannot be in the log: skip the lookup.
-          const stored = c.fresh ? undefined : tx.events.findById(e.id);
-          // Under a cause the id is derived from the cause, position, type and data, so
-          // a stored event with it is this work's own earlier try (in the cause's
-          // space, which the executor may not read): answer it, as for any retry.
-          if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
-          if (stored) return this.existing(storedOrConflict(stored, e), c);
-          return this.append(tx, c);
-        }),
-      { lookups: lookupsOf(checked), pure: true },
+    const spans = tracing.on ? traced(checked.map((c, i) => ({ event: c.event, parent: inputs[i].trace }))) : undefined;
+    const results = await endingSpans(
+      spans,
+      this.committer.submit(
+        (tx) =>
+          checked.map((c) => {
+            const e = c.event;
+            // An id the owner just made cannot be in the log: skip the lookup.
+            const stored = c.fresh ? undefined : tx.events.findById(e.id);
+            // Under a cause the id is derived from the cause, position, type and data, so
+            // a stored event with it is this work's own earlier try (in the cause's
+            // space, which the executor may not read): answer it, as for any retry.
+            if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
+            if (stored) return this.existing(storedOrConflict(stored, e), c);
+            return this.append(tx, c);
+          }),
+        { lookups: lookupsOf(checked), pure: true },
+      ),
     );
     this.observe(received, results.length);
     return results;
@@ -110,22 +119,31 @@ export class Emitter {
         return ChronologError.from(error);
       }
     });
-    const outcomes = await this.committer.submit(
-      (tx) =>
-        checked.map((c) => {
-          if (c instanceof ChronologError) return c;
-          const e = c.event;
-          const stored = c.fresh ? undefined : tx.events.findById(e.id);
-          try {
-            if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
-            if (stored) return this.existing(storedOrConflict(stored, e), c);
-            if (c.stream) return this.append(tx, c); // its expected version may refuse it: before anything is written
-          } catch (error) {
-            return error as ChronologError; // nothing was written for it
-          }
-          return this.append(tx, c);
-        }),
-      { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
+    const spans = tracing.on
+      ? traced(
+          checked.flatMap((c, i) => (c instanceof ChronologError ? [] : [{ event: c.event, parent: (inputs[i] as EmitInput).trace }])),
+          true,
+        )
+      : undefined;
+    const outcomes = await endingSpans(
+      spans,
+      this.committer.submit(
+        (tx) =>
+          checked.map((c) => {
+            if (c instanceof ChronologError) return c;
+            const e = c.event;
+            const stored = c.fresh ? undefined : tx.events.findById(e.id);
+            try {
+              if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
+              if (stored) return this.existing(storedOrConflict(stored, e), c);
+              if (c.stream) return this.append(tx, c); // its expected version may refuse it: before anything is written
+            } catch (error) {
+              return error as ChronologError; // nothing was written for it
+            }
+            return this.append(tx, c);
+          }),
+        { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
+      ),
     );
     let answered = 0;
     for (const o of outcomes) if (!(o instanceof ChronologError)) answered++;
@@ -199,6 +217,36 @@ export class Emitter {
     if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
     return { actor, id, cause: cause.eventId };
   }
+}
+
+/**
+ * Starts the producer spans of `events` (under the trace context each carries, else the call's),
+ * as one emit or (`each`) as emits of their own, and stores each one's trace context with its event.
+ */
+function traced(events: { event: { id: string; type: string; trace?: string }; parent: string | undefined }[], each = false): EmitSpans | undefined {
+  if (events.length === 0) return undefined;
+  const spans = (each ? emitEachSpans : emitSpans)(
+    events.map(({ event, parent }) => ({ id: event.id, type: event.type, parent: parent === undefined ? undefined : contextOfTrace(parent) })),
+  );
+  events.forEach(({ event }, i) => {
+    event.trace = spans.traces[i];
+  });
+  return spans;
+}
+
+/** `commit`, ending `spans` (if any) when it is durable or failed; `commit` itself when there are none. */
+function endingSpans<T>(spans: EmitSpans | undefined, commit: Promise<T>): Promise<T> {
+  if (!spans) return commit;
+  return commit.then(
+    (result) => {
+      spans.end();
+      return result;
+    },
+    (error: unknown) => {
+      spans.end(error);
+      throw error;
+    },
+  );
 }
 
 /** The ids of `checked` events the commit looks up: those not made by the owner just now. */

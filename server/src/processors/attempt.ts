@@ -1,6 +1,7 @@
 import type { ExecutorSession } from "../executors/session.js";
 import type { TimedTry } from "../stages.js";
 import type { EventRecord } from "../store/events.js";
+import type { Span } from "@opentelemetry/api";
 
 /**
  * One try of an event, sent to an executor and not answered yet. States: running (`timer`: its
@@ -19,6 +20,8 @@ export interface Try extends TimedTry {
   timer: NodeJS.Timeout | null;
   /** Its ack deadline (owner's clock, ms): once it lingers, it is waited for until this plus the grace. */
   deadlineMs: number;
+  /** Its `process` span while traces are recorded (tracing/messaging.ts), ended when it is answered or dropped. */
+  span?: Span;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { tracing } from "../tracing/tracer.js";
+import { deliverySpan, endTry, settleDelivery, spanTrace } from "../tracing/messaging.js";
 import type { Clock } from "../clock.js";
 import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
@@ -221,6 +223,10 @@ export class ProcessorEngine {
     this.times.answered(t.slot, at);
     const attempt = t.attempt;
     const running = t.state === "running";
+    if (t.span) {
+      settleDelivery(t.span, this.spec.name, ok ? "ok" : terminal ? "terminal_error" : "error", error);
+      t.span = undefined;
+    }
     this.drop(t);
     if (ok) attempt.outcome = { ok: true };
     else if (running) tryFailed(attempt, this.spec.retryDelaysMs, error || "error", terminal, true);
@@ -394,6 +400,7 @@ export class ProcessorEngine {
     this.byDelivery.set(t.deliveryId, t);
     this.armAckTimeout(t, this.spec.ackTimeoutMs);
     const { event, key } = attempt;
+    if (tracing.on) t.span = deliverySpan(this.spec.name, event, attempt.attempt);
     session.deliver(
       {
         deliveryId: t.deliveryId,
@@ -403,6 +410,7 @@ export class ProcessorEngine {
         deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs,
         key: key.startsWith("#") ? "" : key,
         timed: t,
+        trace: t.span ? spanTrace(t.span) : event.trace,
       },
       storedBytes(event),
     );
@@ -427,6 +435,7 @@ export class ProcessorEngine {
     t.timer = setTimeout(() => {
       t.timer = null;
       const error = `not acknowledged within ${ms} ms`;
+      if (t.span) t.span.addEvent("ack timeout", { "chronolog.error": error });
       // The executor keeps the credit until it answers: the handler may still run.
       this.linger(t, error);
       tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
@@ -463,6 +472,10 @@ export class ProcessorEngine {
 
   /** Forgets a try: answered, lost with its session, or its event ended. */
   private drop(t: Try): void {
+    if (t.span) {
+      endTry(t.span, t.state === "running" ? "lost" : "timeout");
+      t.span = undefined;
+    }
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
     this.byDelivery.delete(t.deliveryId);

@@ -10,7 +10,7 @@ import { actorFromProto, causeFromProto, dataFromJson, dataFromProto } from "./c
  * (`data_json`), not both.
  */
 export function emitInput(
-  req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor"> & Partial<Pick<EmitRequest, "stream" | "expectedVersion">>,
+  req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor"> & Partial<Pick<EmitRequest, "stream" | "expectedVersion" | "traceparent" | "tracestate">>,
   prefix = "",
 ): EmitInput {
   if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);
@@ -23,6 +23,7 @@ export function emitInput(
     input.stream = { name: req.stream, expected: expectedFromProto(req.expectedVersion, `${prefix}expected_version`) };
   } else if (req.expectedVersion?.version.case !== undefined)
     fail("bad_request", `${prefix}expected_version needs ${prefix}stream`, [{ field: `${prefix}stream`, description: "required with expected_version" }]);
+  if (req.traceparent) input.trace = req.tracestate ? `${req.traceparent} ${req.tracestate}` : req.traceparent;
   return input;
 }
 

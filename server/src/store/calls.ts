@@ -23,6 +23,8 @@ export interface CallRow {
   /** Why the last attempt failed ("" when none did). */
   error: string;
   updatedAt: number;
+  /** Trace context of the span of the call (as EventRecord.trace); absent: none recorded. */
+  trace?: string;
 }
 
 interface Row {
@@ -36,10 +38,11 @@ interface Row {
   output: string | null;
   error: string;
   updated_at: number;
+  trace: string | null;
 }
 
 function fromRow(r: Row): CallRow {
-  return {
+  const call: CallRow = {
     callId: r.call_id,
     action: r.action,
     inputHash: r.input_hash,
@@ -51,10 +54,12 @@ function fromRow(r: Row): CallRow {
     error: r.error,
     updatedAt: r.updated_at,
   };
+  if (r.trace) call.trace = r.trace;
+  return call;
 }
 
 /** What {@link CallStatements.insert} starts. */
-export type NewCall = Pick<CallRow, "callId" | "action" | "inputHash" | "actor" | "recorded" | "attempt">;
+export type NewCall = Pick<CallRow, "callId" | "action" | "inputHash" | "actor" | "recorded" | "attempt" | "trace">;
 
 /**
  * The statements on `action_calls`. Reads may run anywhere; writes only inside a committer unit,
@@ -94,15 +99,15 @@ export function callStatements(db: Db): CallStatements {
   const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
   const insert = prepareMerged(
     db,
-    `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at)
-     VALUES (?, ?, ?, ?, ?, 'running', ?, ?)`,
+    `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace)
+     VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
     {
       table: "action_calls",
-      names: ["call_id", "action", "input_hash", "actor", "recorded", "attempt", "updated_at"],
+      names: ["call_id", "action", "input_hash", "actor", "recorded", "attempt", "updated_at", "trace"],
       key: "call_id",
-      sql: `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at)
-            SELECT call_id, action, input_hash, actor, recorded, 'running', attempt, updated_at
-            FROM jsonb_to_recordset(?::jsonb) AS m(call_id text, action text, input_hash text, actor text, recorded bigint, attempt bigint, updated_at bigint)`,
+      sql: `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace)
+            SELECT call_id, action, input_hash, actor, recorded, 'running', attempt, updated_at, trace
+            FROM jsonb_to_recordset(?::jsonb) AS m(call_id text, action text, input_hash text, actor text, recorded bigint, attempt bigint, updated_at bigint, trace text)`,
     },
   );
   const restart = db.prepare("UPDATE action_calls SET state = 'running', attempt = ?, recorded = ?, updated_at = ? WHERE call_id = ?");
@@ -146,6 +151,7 @@ export function callStatements(db: Db): CallStatements {
         call.recorded ? 1 : 0,
         call.attempt,
         nowMs,
+        call.trace ?? null,
       );
     },
     restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {

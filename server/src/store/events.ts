@@ -11,6 +11,11 @@ export interface EventRecord {
   cause: string;
   actor: ActorRecord | null;
   at: number;
+  /**
+   * The trace context of the span that made it (`traceparent`, then a space and `tracestate` when
+   * one came; tracing/trace-context.ts): absent when the owner recorded no trace for it.
+   */
+  trace?: string;
 }
 
 /** The whole actor; empty strings for fields not set. */
@@ -30,6 +35,7 @@ export interface EventRow {
   cause: string;
   actor: string | null;
   at: number;
+  trace?: string | null;
 }
 
 /** Stored sizes of the events a budgeted read returned ({@link storedBytes}). */
@@ -93,6 +99,7 @@ export function fromRow(row: EventRow): EventRecord {
     actor: row.actor === null ? null : JSON.parse(row.actor),
     at: row.at,
   };
+  if (row.trace) record.trace = row.trace;
   storedTexts.set(record, row.data);
   return record;
 }
@@ -151,9 +158,9 @@ const prefetchChunk = 5_000;
 
 /** The events table's statements on `db`. */
 export function eventStatements(db: Db): EventStatements {
-  const insert = db.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  const insert = db.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at, trace) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   // PostgreSQL: appends are held until the slice ends and inserted together (Db.deferInserts).
-  const deferred = db.deferInserts?.("events", ["seq", "id", "type", "data", "cause", "actor", "at"], 1);
+  const deferred = db.deferInserts?.("events", ["seq", "id", "type", "data", "cause", "actor", "at", "trace"], 1);
   const byId = db.prepare("SELECT * FROM events WHERE id = ?");
   const byIds = "SELECT * FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
   const anyOfIds = "SELECT 1 FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
@@ -163,13 +170,15 @@ export function eventStatements(db: Db): EventStatements {
   const budgeted = dialectOf(db) === "postgres" ? pgBudgetedRows(db) : undefined;
   return {
     insert: deferred
-      ? (e: EventRecord): void => deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at])
+      ? (e: EventRecord): void =>
+          deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null])
       : (e: EventRecord): void => {
-          insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at);
+          insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null);
         },
     findById(id: string): EventRecord | undefined {
       const held = deferred?.get(id);
-      if (held) return fromRow({ seq: held[0], id: held[1], type: held[2], data: held[3], cause: held[4], actor: held[5], at: held[6] } as EventRow);
+      if (held)
+        return fromRow({ seq: held[0], id: held[1], type: held[2], data: held[3], cause: held[4], actor: held[5], at: held[6], trace: held[7] } as EventRow);
       const recalled = deferred?.recalled(id);
       if (recalled !== undefined) return recalled === null ? undefined : fromRow(recalled as EventRow);
       const row = byId.get(id) as EventRow | undefined;
@@ -279,7 +288,7 @@ const pgRowBytes = "octet_length(data) + COALESCE(octet_length(actor), 0) + char
 /** The SQL of {@link pgBudgetedRows}' read of `typeCount` types (0: all): parameters the types, `afterSeq`, `limit`, `maxBytes`. */
 function pgBudgetedSql(typeCount: number): string {
   const ofTypes = typeCount > 0 ? `type IN (${Array.from({ length: typeCount }, () => "?").join(", ")}) AND ` : "";
-  return `SELECT seq, id, type, data, cause, actor, at FROM (
+  return `SELECT seq, id, type, data, cause, actor, at, trace FROM (
            SELECT *, sum(${pgRowBytes}) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - (${pgRowBytes}) AS before
            FROM events WHERE ${ofTypes}seq > ? ORDER BY seq LIMIT ?) AS chunk
          WHERE before < ? ORDER BY seq`;

@@ -47,6 +47,10 @@ export interface OccurrenceRecord {
   chainDepth?: number;
   /** How it was made: claimed when due ("schedule", also when absent), TriggerTimer or BackfillTimer. */
   origin?: "schedule" | "trigger" | "backfill";
+  /** The trace context of the span that set its timer, carried from the claim; not stored (read from the timer when absent). */
+  trace?: string;
+  /** With `trace`: the timer fires once (a delay, an `at` timer), so the occurrence continues that trace rather than starting one. */
+  once?: boolean;
 }
 
 interface OccurrenceRow {

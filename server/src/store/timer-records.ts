@@ -131,4 +131,6 @@ export interface TimerRecord {
   createdAt: number;
   /** Commit time of its last change, ms since the epoch. */
   updatedAt: number;
+  /** Trace context of the span that set it (as EventRecord.trace): its occurrences link to it. Absent: none recorded. */
+  trace?: string;
 }

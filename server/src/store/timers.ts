@@ -11,7 +11,7 @@ import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyT
  * a timer's 19 columns against ~4 µs as an array (a claim reads one per call).
  */
 const timerColumns =
-  "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at, cancel_on";
+  "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at, cancel_on, trace";
 
 /** A timer's row as read with {@link timerColumns}; JSON columns as text, `paused` JSON {note, at_ms, held_due_ms} or null. */
 type TimerCells = [
@@ -35,6 +35,7 @@ type TimerCells = [
   createdAt: number,
   updatedAt: number,
   cancelOn: string | null,
+  trace: string | null,
 ];
 
 function timerFromCells(cells: TimerCells): TimerRecord {
@@ -59,8 +60,9 @@ function timerFromCells(cells: TimerCells): TimerRecord {
     createdAt,
     updatedAt,
     cancelOn,
+    trace,
   ] = cells;
-  return {
+  const timer: TimerRecord = {
     id,
     kind,
     action,
@@ -82,6 +84,8 @@ function timerFromCells(cells: TimerCells): TimerRecord {
     createdAt,
     updatedAt,
   };
+  if (trace) timer.trace = trace;
+  return timer;
 }
 
 /** A counter that keeps one-shots due in the same ms apart in {@link placeByDue}. */
@@ -185,13 +189,13 @@ const prefetchChunk = 5_000;
 export function timerStatements(db: Db): TimerStatements {
   const get = db.prepare(`SELECT ${timerColumns} FROM timers WHERE id = ?`).raw();
   const putColumns =
-    "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, cancel_on, created_at, updated_at";
+    "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, region, disabled, retry_delays_ms, policy, cancel_on, created_at, updated_at, trace";
   const putValues =
-    "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @cancelOn, @now, @now";
+    "@id, @kind, @action, @input, @spec, @nextDueMs, @actor, @plugin, @schedule, @overdue, @chainDepth, @region, @disabled, @retryDelaysMs, @policy, @cancelOn, @now, @now, @trace";
   const putUpsert = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, action = excluded.action, input = excluded.input, spec = excluded.spec,
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
-       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, cancel_on = excluded.cancel_on, created_at = excluded.created_at, updated_at = excluded.updated_at`;
+       retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, cancel_on = excluded.cancel_on, created_at = excluded.created_at, updated_at = excluded.updated_at, trace = excluded.trace`;
   const put = db.prepare(
     sqlFor(db, {
       sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${putUpsert}`,
@@ -261,6 +265,7 @@ export function timerStatements(db: Db): TimerStatements {
         retryDelaysMs: JSON.stringify(timer.retryDelaysMs),
         policy: JSON.stringify(policyToJson(timer.policy)),
         cancelOn: timer.cancelOn?.length ? JSON.stringify(timer.cancelOn) : null,
+        trace: timer.trace ?? null,
         now: nowMs,
       };
       if (dialectOf(db) === "postgres") return defer(put, row); // no rowid to place: an insert of a new id, or an update by id

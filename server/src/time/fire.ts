@@ -1,4 +1,9 @@
 import { notStartedInTime, ownerCaller, type ActionCalls } from "../actions/index.js";
+import type { Span } from "@opentelemetry/api";
+import { tracing } from "../tracing/tracer.js";
+import { endSpan } from "../tracing/messaging.js";
+import { inSpan } from "../tracing/trace-context.js";
+import { occurrenceSpan } from "../tracing/work.js";
 import { systemPrincipal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
@@ -246,6 +251,7 @@ export class TimerFiring {
       latenessMs: why ? latenessMs : null,
       error: why,
       chainDepth: timer.chainDepth,
+      ...(timer.trace && { trace: timer.trace, once: timer.spec.kind === "at" }),
     };
   }
 
@@ -263,6 +269,14 @@ export class TimerFiring {
       tx.append(skippedEvent(occurrence, latenessMs, why));
       skipped.push({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
     } else if (occurrence.status === "pending") claimed.push({ occurrence, sendAtMs: occurrence.dueMs, mayBuffer });
+  }
+
+  /** The span of `occurrence`'s call (tracing/work.ts), linked to the span that set its timer. */
+  private occurrenceSpan(occurrence: OccurrenceRecord): Span {
+    const timer = occurrence.trace === undefined ? this.deps.timers.get(occurrence.timerId) : undefined; // claimed by an earlier owner
+    const trace = occurrence.trace ?? timer?.trace;
+    const once = timer ? timer.spec.kind === "at" : occurrence.once === true; // a delay or `at` timer: its occurrence continues the trace
+    return occurrenceSpan({ id: occurrence.timerId, action: occurrence.action, trace, once }, occurrence.id, occurrence.dueMs);
   }
 
   /**
@@ -309,30 +323,35 @@ export class TimerFiring {
       return { ...next, armAtMs: released ? tx.now : next.nextAttemptMs };
     };
     let endedWithCall: ReturnType<typeof finish> | null = null;
+    const span = tracing.on ? this.occurrenceSpan(occurrence) : undefined;
     try {
-      await actions.call(
-        {
-          action: occurrence.action,
-          input: occurrence.input,
-          callId: occurrence.id,
-          cause: null,
-          actor: undefined,
-          scheduled: {
-            timerId: occurrence.timerId,
-            dueMs: occurrence.dueMs,
-            actor: occurrence.actor,
-            chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // a delay's depth
-            sendAtMs,
-            latestStartMs: unmade ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // not made once its bound has passed waiting for a credit
-            fresh,
-            onStarted,
-            onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error, end.terminal)),
+      await inSpan(span, () =>
+        actions.call(
+          {
+            action: occurrence.action,
+            input: occurrence.input,
+            callId: occurrence.id,
+            cause: null,
+            actor: undefined,
+            scheduled: {
+              timerId: occurrence.timerId,
+              dueMs: occurrence.dueMs,
+              actor: occurrence.actor,
+              chainDepth: occurrence.chainDepth ?? this.deps.timers.get(occurrence.timerId)?.chainDepth ?? 0, // a delay's depth
+              sendAtMs,
+              latestStartMs: unmade ? latestStartMs(occurrence.overdue, occurrence.dueMs) : undefined, // not made once its bound has passed waiting for a credit
+              fresh,
+              onStarted,
+              onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error, end.terminal)),
+            },
           },
-        },
-        systemPrincipal,
-        ownerCaller(),
+          systemPrincipal,
+          ownerCaller(),
+        ),
       );
+      span?.end();
     } catch (e) {
+      if (span) endSpan(span, e);
       if (this.stopped) return; // stays pending: called again at the next start (answered from the log if it completed)
       if (notStartedInTime(e)) {
         const lateMs = clock.now() - occurrence.dueMs;

@@ -1,4 +1,6 @@
 import { canRead, sameActor, type Principal } from "../auth/principal.js";
+import { tracing } from "../tracing/tracer.js";
+import { traceText } from "../tracing/trace-context.js";
 import type { CauseRef, LiveCauses } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
 import { asItem, fail, forItem } from "../errors.js";
@@ -137,6 +139,7 @@ export class Timers {
     const who = this.access.who(entry, req, principal, "schedule");
     checkInput(entry, req.input);
     checkCancelOn(req.cancelOn ?? [], req.input, (type) => this.access.knownEventType(type));
+    const trace = tracing.on ? traceText() : undefined; // the caller's span: the timer's occurrences link to it
     const id =
       req.timerId ||
       (req.cause
@@ -173,6 +176,7 @@ export class Timers {
         policy: stored,
         occurrences: existing?.occurrences ?? 0,
         ...cancelOnOf(req.cancelOn),
+        ...(trace && { trace }),
       };
       // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
       if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
@@ -284,6 +288,7 @@ export class Timers {
     const who = this.access.who(entry, req, principal, "delay");
     checkInput(entry, req.input);
     checkCancelOn(req.cancelOn ?? [], req.input, (type) => this.access.knownEventType(type));
+    const trace = tracing.on ? traceText() : undefined; // the caller's span: the timer's occurrences link to it
     const id = req.cause
       ? derivedId(req.cause.eventId, req.cause.position, {
           op: "delay",
@@ -344,6 +349,7 @@ export class Timers {
         overdue: req.overdue,
         chainDepth,
         ...cancelOnOf(req.cancelOn),
+        ...(trace && { trace }),
       };
       this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
       return { delayId: id, dueMs, fresh: true };
@@ -406,7 +412,7 @@ export class Timers {
     this.deps.timers.put(timer, tx.now);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
-    tx.append({ ...event, data: { ...event.data, ...extra } });
+    tx.append({ ...event, data: { ...event.data, ...extra }, ...(timer.trace && { trace: timer.trace }) });
   }
 
   /**

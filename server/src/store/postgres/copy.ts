@@ -5,7 +5,7 @@ import { refuseLiveLeader } from "./offline.js";
 
 /** The owner's tables, in the order they are copied, with their columns (the same on both stores). */
 const tables: { name: string; columns: string[] }[] = [
-  { name: "events", columns: ["seq", "id", "type", "data", "cause", "actor", "at"] },
+  { name: "events", columns: ["seq", "id", "type", "data", "cause", "actor", "at", "trace"] },
   { name: "plugins", columns: ["name", "revision", "manifest", "registered_at"] },
   { name: "plugin_revisions", columns: ["name", "revision", "manifest", "registered_at"] },
   { name: "documents", columns: ["collection", "id", "doc", "space"] },
@@ -34,9 +34,10 @@ const tables: { name: string; columns: string[] }[] = [
       "retry_delays_ms",
       "policy",
       "paused",
+      "trace",
     ],
   },
-  { name: "action_calls", columns: ["call_id", "action", "input_hash", "actor", "recorded", "state", "attempt", "output", "error", "updated_at"] },
+  { name: "action_calls", columns: ["call_id", "action", "input_hash", "actor", "recorded", "state", "attempt", "output", "error", "updated_at", "trace"] },
   {
     name: "timer_occurrences",
     columns: [

@@ -43,7 +43,12 @@ type Event struct {
 	At *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=at,proto3" json:"at,omitempty"`
 	// The data as UTF-8 JSON text, instead of `data`: set only for readers that
 	// asked for it (WatchRequest.data_json, Hello.data_json).
-	DataJson      []byte `protobuf:"bytes,8,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	DataJson []byte `protobuf:"bytes,8,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	// W3C trace context of the span that made the event (`traceparent` header value), kept with it
+	// while the owner records traces; empty otherwise. Its trace id names the event's trace.
+	Traceparent string `protobuf:"bytes,50,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// W3C `tracestate` that goes with `traceparent`, if any.
+	Tracestate    string `protobuf:"bytes,51,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -132,6 +137,20 @@ func (x *Event) GetDataJson() []byte {
 		return x.DataJson
 	}
 	return nil
+}
+
+func (x *Event) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *Event) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
 }
 
 // The whole actor of a piece of work: who, on whose behalf, where
@@ -272,7 +291,7 @@ var File_chronolog_v1_event_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x18chronolog/v1/event.proto\x12\fchronolog.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\x01\n" +
+	"\x18chronolog/v1/event.proto\x12\fchronolog.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb6\x02\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -281,7 +300,11 @@ const file_chronolog_v1_event_proto_rawDesc = "" +
 	"\x05cause\x18\x05 \x01(\tR\x05cause\x12)\n" +
 	"\x05actor\x18\x06 \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x12*\n" +
 	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x1b\n" +
-	"\tdata_json\x18\b \x01(\fR\bdataJson\"K\n" +
+	"\tdata_json\x18\b \x01(\fR\bdataJson\x12 \n" +
+	"\vtraceparent\x182 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x183 \x01(\tR\n" +
+	"tracestate\"K\n" +
 	"\x05Actor\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03for\x18\x02 \x01(\tR\x03for\x12\x0e\n" +

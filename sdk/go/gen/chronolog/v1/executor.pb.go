@@ -1088,7 +1088,12 @@ type Delivery struct {
 	// Acknowledge before this moment or the attempt fails.
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// Lane key, as computed from the processor's `key`.
-	Key           string `protobuf:"bytes,6,opt,name=key,proto3" json:"key,omitempty"`
+	Key string `protobuf:"bytes,6,opt,name=key,proto3" json:"key,omitempty"`
+	// W3C trace context of this try (`traceparent` header value), when the owner records traces or
+	// the event was emitted in a trace; empty otherwise. The SDKs start the handler's span under it.
+	Traceparent string `protobuf:"bytes,50,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// W3C `tracestate` that came with it, if any.
+	Tracestate    string `protobuf:"bytes,51,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1161,6 +1166,20 @@ func (x *Delivery) GetDeadline() *timestamppb.Timestamp {
 func (x *Delivery) GetKey() string {
 	if x != nil {
 		return x.Key
+	}
+	return ""
+}
+
+func (x *Delivery) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *Delivery) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
 	}
 	return ""
 }
@@ -1268,7 +1287,12 @@ type Invocation struct {
 	// later than receipt + hold_ms, and the time the message spent queued (in the
 	// owner's send path or the executor's read path) does not make the call late.
 	// 0: not set (an older owner); count the hold from receipt.
-	WrittenAtMs   float64 `protobuf:"fixed64,13,opt,name=written_at_ms,json=writtenAtMs,proto3" json:"written_at_ms,omitempty"`
+	WrittenAtMs float64 `protobuf:"fixed64,13,opt,name=written_at_ms,json=writtenAtMs,proto3" json:"written_at_ms,omitempty"`
+	// W3C trace context of this run (`traceparent` header value), when the owner records traces or
+	// the call was made in a trace; empty otherwise. The SDKs start the action's span under it.
+	Traceparent string `protobuf:"bytes,50,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// W3C `tracestate` that came with it, if any.
+	Tracestate    string `protobuf:"bytes,51,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1392,6 +1416,20 @@ func (x *Invocation) GetWrittenAtMs() float64 {
 		return x.WrittenAtMs
 	}
 	return 0
+}
+
+func (x *Invocation) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *Invocation) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
 }
 
 // What time knows about a call it made.
@@ -1939,7 +1977,7 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\rR\x13heartbeatIntervalMs\x122\n" +
 	"\x15action_result_batches\x18\x03 \x01(\bR\x13actionResultBatches\x12*\n" +
 	"\x11max_message_bytes\x18\x04 \x01(\rR\x0fmaxMessageBytes\x12#\n" +
-	"\rowner_version\x18\x05 \x01(\tR\fownerVersion\"\xd8\x01\n" +
+	"\rowner_version\x18\x05 \x01(\tR\fownerVersion\"\x9a\x02\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12\x1c\n" +
@@ -1947,12 +1985,16 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\x05event\x18\x03 \x01(\v2\x13.chronolog.v1.EventR\x05event\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x126\n" +
 	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x10\n" +
-	"\x03key\x18\x06 \x01(\tR\x03key\"m\n" +
+	"\x03key\x18\x06 \x01(\tR\x03key\x12 \n" +
+	"\vtraceparent\x182 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x183 \x01(\tR\n" +
+	"tracestate\"m\n" +
 	"\x03Ack\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12/\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x15.chronolog.v1.OutcomeR\aoutcome\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xf8\x03\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xba\x04\n" +
 	"\n" +
 	"Invocation\x12#\n" +
 	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12\x16\n" +
@@ -1969,7 +2011,11 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\vchain_depth\x18\v \x01(\rR\n" +
 	"chainDepth\x12\x17\n" +
 	"\ahold_ms\x18\f \x01(\rR\x06holdMs\x12\"\n" +
-	"\rwritten_at_ms\x18\r \x01(\x01R\vwrittenAtMs\"y\n" +
+	"\rwritten_at_ms\x18\r \x01(\x01R\vwrittenAtMs\x12 \n" +
+	"\vtraceparent\x182 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x183 \x01(\tR\n" +
+	"tracestate\"y\n" +
 	"\tScheduled\x12\x19\n" +
 	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12,\n" +
 	"\x03due\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03due\x12#\n" +

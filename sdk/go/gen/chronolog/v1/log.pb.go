@@ -52,8 +52,15 @@ type EmitRequest struct {
 	// nothing is written. Absent: any. An event whose id is already in the log is answered as
 	// stored, whatever the stream's version.
 	ExpectedVersion *ExpectedVersion `protobuf:"bytes,71,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// W3C trace context the event is emitted in (`traceparent` header value), for an emit whose
+	// call carries no metadata of its own: each emit of a Publish stream, each event of a batch.
+	// Empty: the call's metadata (`traceparent`) says it, if anything does. Used only while the owner
+	// records traces.
+	Traceparent string `protobuf:"bytes,50,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// W3C `tracestate` that goes with `traceparent`, if any.
+	Tracestate    string `protobuf:"bytes,51,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EmitRequest) Reset() {
@@ -140,6 +147,20 @@ func (x *EmitRequest) GetExpectedVersion() *ExpectedVersion {
 		return x.ExpectedVersion
 	}
 	return nil
+}
+
+func (x *EmitRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *EmitRequest) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
 }
 
 // The version a stream is expected at when an event is appended to it.
@@ -1593,7 +1614,7 @@ var File_chronolog_v1_log_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\n" +
-	"\x16chronolog/v1/log.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xb3\x02\n" +
+	"\x16chronolog/v1/log.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xf5\x02\n" +
 	"\vEmitRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12+\n" +
 	"\x04data\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04data\x12\x0e\n" +
@@ -1602,7 +1623,11 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\x05actor\x18\x05 \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x12\x1b\n" +
 	"\tdata_json\x18\x06 \x01(\fR\bdataJson\x12\x16\n" +
 	"\x06stream\x18F \x01(\tR\x06stream\x12H\n" +
-	"\x10expected_version\x18G \x01(\v2\x1d.chronolog.v1.ExpectedVersionR\x0fexpectedVersion\"m\n" +
+	"\x10expected_version\x18G \x01(\v2\x1d.chronolog.v1.ExpectedVersionR\x0fexpectedVersion\x12 \n" +
+	"\vtraceparent\x182 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x183 \x01(\tR\n" +
+	"tracestate\"m\n" +
 	"\x0fExpectedVersion\x12\x1d\n" +
 	"\tno_stream\x18\x01 \x01(\bH\x00R\bnoStream\x12\x12\n" +
 	"\x03any\x18\x02 \x01(\bH\x00R\x03any\x12\x1c\n" +

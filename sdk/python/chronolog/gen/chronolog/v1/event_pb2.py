@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63hronolog/v1/event.proto\x12\x0c\x63hronolog.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x01\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12%\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x63\x61use\x18\x05 \x01(\t\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12&\n\x02\x61t\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tdata_json\x18\x08 \x01(\x0c\"9\n\x05\x41\x63tor\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0b\n\x03\x66or\x18\x02 \x01(\t\x12\n\n\x02in\x18\x03 \x01(\t\x12\x0b\n\x03via\x18\x04 \x01(\t\"+\n\x05\x43\x61use\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x10\n\x08position\x18\x02 \x01(\rb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63hronolog/v1/event.proto\x12\x0c\x63hronolog.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x01\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12%\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x63\x61use\x18\x05 \x01(\t\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12&\n\x02\x61t\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tdata_json\x18\x08 \x01(\x0c\x12\x13\n\x0btraceparent\x18\x32 \x01(\t\x12\x12\n\ntracestate\x18\x33 \x01(\t\"9\n\x05\x41\x63tor\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0b\n\x03\x66or\x18\x02 \x01(\t\x12\n\n\x02in\x18\x03 \x01(\t\x12\x0b\n\x03via\x18\x04 \x01(\t\"+\n\x05\x43\x61use\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x10\n\x08position\x18\x02 \x01(\rb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,9 +34,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'chronolog.v1.event_pb2', _g
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_EVENT']._serialized_start=106
-  _globals['_EVENT']._serialized_end=301
-  _globals['_ACTOR']._serialized_start=303
-  _globals['_ACTOR']._serialized_end=360
-  _globals['_CAUSE']._serialized_start=362
-  _globals['_CAUSE']._serialized_end=405
+  _globals['_EVENT']._serialized_end=342
+  _globals['_ACTOR']._serialized_start=344
+  _globals['_ACTOR']._serialized_end=401
+  _globals['_CAUSE']._serialized_start=403
+  _globals['_CAUSE']._serialized_end=446
 # @@protoc_insertion_point(module_scope)

@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Event(_message.Message):
-    __slots__ = ("seq", "id", "type", "data", "cause", "actor", "at", "data_json")
+    __slots__ = ("seq", "id", "type", "data", "cause", "actor", "at", "data_json", "traceparent", "tracestate")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -19,6 +19,8 @@ class Event(_message.Message):
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     seq: int
     id: str
     type: str
@@ -27,7 +29,9 @@ class Event(_message.Message):
     actor: Actor
     at: _timestamp_pb2.Timestamp
     data_json: bytes
-    def __init__(self, seq: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cause: _Optional[str] = ..., actor: _Optional[_Union[Actor, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., data_json: _Optional[bytes] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, seq: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cause: _Optional[str] = ..., actor: _Optional[_Union[Actor, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., data_json: _Optional[bytes] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class Actor(_message.Message):
     __slots__ = ("id", "via")

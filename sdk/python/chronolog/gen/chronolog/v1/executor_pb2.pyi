@@ -155,20 +155,24 @@ class Welcome(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., action_result_batches: _Optional[bool] = ..., max_message_bytes: _Optional[int] = ..., owner_version: _Optional[str] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("delivery_id", "processor", "event", "attempt", "deadline", "key")
+    __slots__ = ("delivery_id", "processor", "event", "attempt", "deadline", "key", "traceparent", "tracestate")
     DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
     PROCESSOR_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     delivery_id: str
     processor: str
     event: _event_pb2.Event
     attempt: int
     deadline: _timestamp_pb2.Timestamp
     key: str
-    def __init__(self, delivery_id: _Optional[str] = ..., processor: _Optional[str] = ..., event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., attempt: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., key: _Optional[str] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, delivery_id: _Optional[str] = ..., processor: _Optional[str] = ..., event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., attempt: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ("delivery_id", "outcome", "error")
@@ -181,7 +185,7 @@ class Ack(_message.Message):
     def __init__(self, delivery_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Invocation(_message.Message):
-    __slots__ = ("invocation_id", "action", "input", "call_id", "cause_event_id", "actor", "deadline", "attempt", "scheduled", "pulse", "chain_depth", "hold_ms", "written_at_ms")
+    __slots__ = ("invocation_id", "action", "input", "call_id", "cause_event_id", "actor", "deadline", "attempt", "scheduled", "pulse", "chain_depth", "hold_ms", "written_at_ms", "traceparent", "tracestate")
     INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -195,6 +199,8 @@ class Invocation(_message.Message):
     CHAIN_DEPTH_FIELD_NUMBER: _ClassVar[int]
     HOLD_MS_FIELD_NUMBER: _ClassVar[int]
     WRITTEN_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     invocation_id: str
     action: str
     input: _struct_pb2.Struct
@@ -208,7 +214,9 @@ class Invocation(_message.Message):
     chain_depth: int
     hold_ms: int
     written_at_ms: float
-    def __init__(self, invocation_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., cause_event_id: _Optional[str] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., scheduled: _Optional[_Union[Scheduled, _Mapping]] = ..., pulse: _Optional[_Union[PulseCall, _Mapping]] = ..., chain_depth: _Optional[int] = ..., hold_ms: _Optional[int] = ..., written_at_ms: _Optional[float] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, invocation_id: _Optional[str] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., cause_event_id: _Optional[str] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., scheduled: _Optional[_Union[Scheduled, _Mapping]] = ..., pulse: _Optional[_Union[PulseCall, _Mapping]] = ..., chain_depth: _Optional[int] = ..., hold_ms: _Optional[int] = ..., written_at_ms: _Optional[float] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class Scheduled(_message.Message):
     __slots__ = ("timer_id", "due", "occurrence_id")

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/event.proto.
  */
 export const file_chronolog_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChhjaHJvbm9sb2cvdjEvZXZlbnQucHJvdG8SDGNocm9ub2xvZy52MSLDAQoFRXZlbnQSCwoDc2VxGAEgASgEEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSJQoEZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFY2F1c2UYBSABKAkSIgoFYWN0b3IYBiABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgIIAEoDCI5CgVBY3RvchIKCgJpZBgBIAEoCRILCgNmb3IYAiABKAkSCgoCaW4YAyABKAkSCwoDdmlhGAQgASgJIisKBUNhdXNlEhAKCGV2ZW50X2lkGAEgASgJEhAKCHBvc2l0aW9uGAIgASgNYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhjaHJvbm9sb2cvdjEvZXZlbnQucHJvdG8SDGNocm9ub2xvZy52MSLsAQoFRXZlbnQSCwoDc2VxGAEgASgEEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSJQoEZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFY2F1c2UYBSABKAkSIgoFYWN0b3IYBiABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgIIAEoDBITCgt0cmFjZXBhcmVudBgyIAEoCRISCgp0cmFjZXN0YXRlGDMgASgJIjkKBUFjdG9yEgoKAmlkGAEgASgJEgsKA2ZvchgCIAEoCRIKCgJpbhgDIAEoCRILCgN2aWEYBCABKAkiKwoFQ2F1c2USEAoIZXZlbnRfaWQYASABKAkSEAoIcG9zaXRpb24YAiABKA1iBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * An immutable fact in the owner's log.
@@ -77,6 +77,21 @@ export type Event = Message<"chronolog.v1.Event"> & {
    * @generated from field: bytes data_json = 8;
    */
   dataJson: Uint8Array;
+
+  /**
+   * W3C trace context of the span that made the event (`traceparent` header value), kept with it
+   * while the owner records traces; empty otherwise. Its trace id names the event's trace.
+   *
+   * @generated from field: string traceparent = 50;
+   */
+  traceparent: string;
+
+  /**
+   * W3C `tracestate` that goes with `traceparent`, if any.
+   *
+   * @generated from field: string tracestate = 51;
+   */
+  tracestate: string;
 };
 
 /**

@@ -1,0 +1,7 @@
+-- Trace context (tracing/): the W3C `traceparent` of the span that made an event, started an action
+-- call or set a timer, followed by a space and its `tracestate` when one came. NULL when the owner
+-- records no traces (the default) or nothing traced the work. A column, not part of the event's
+-- data: deliveries and invocations carry it to executors, a timer's occurrences link to it.
+ALTER TABLE events ADD COLUMN trace TEXT;
+ALTER TABLE action_calls ADD COLUMN trace TEXT;
+ALTER TABLE timers ADD COLUMN trace TEXT;
