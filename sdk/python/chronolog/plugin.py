@@ -23,7 +23,7 @@ class ProcessorDefinition:
     on: Sequence[str] = ()
     where: Optional[Mapping[str, Any]] = None
     key: str = ""
-    concurrency: int = 0
+    concurrency: Union[int, Mapping[str, Any]] = 0
     ack_timeout_ms: int = 0
     retry_delays_ms: Sequence[int] = ()
     start: Union[str, int] = "end"
@@ -42,9 +42,12 @@ class ProcessorDefinition:
         d: dict = {"on": list(self.on), "key": self.key, "start": start}
         if self.where is not None:
             d["where"] = dict(self.where)
-        for name in ("concurrency", "ack_timeout_ms"):
-            if getattr(self, name):
-                d[name] = getattr(self, name)
+        if isinstance(self.concurrency, Mapping):
+            d["concurrency_limit"] = dict(self.concurrency)
+        elif self.concurrency:
+            d["concurrency"] = self.concurrency
+        if self.ack_timeout_ms:
+            d["ack_timeout_ms"] = self.ack_timeout_ms
         if self.retry_delays_ms:
             d["retry_delays_ms"] = list(self.retry_delays_ms)
         if self.timeout_grace_ms is not None:
@@ -63,10 +66,13 @@ class ActionDefinition:
     allow: Sequence[str] = ()
     timeout_ms: int = 0
     timeout_grace_ms: Optional[int] = None
+    concurrency: Optional[Mapping[str, Any]] = None
 
     def declaration(self) -> dict:
         """The action's manifest entry (JSON form)."""
         d: dict = {"private_fields": list(self.private_fields), "allow": list(self.allow)}
+        if self.concurrency is not None:
+            d["concurrency_limit"] = dict(self.concurrency)
         if self.input_schema is not None:
             d["input_schema"] = dict(self.input_schema)
         if self.record is not None:
@@ -114,7 +120,7 @@ class Plugin:
         on: Union[str, Sequence[str]] = (),
         where: Optional[Mapping[str, Any]] = None,
         key: str = "",
-        concurrency: int = 0,
+        concurrency: Union[int, Mapping[str, Any]] = 0,
         ack_timeout_ms: int = 0,
         retry_delays_ms: Sequence[int] = (),
         start: Union[str, int] = "end",
@@ -128,7 +134,10 @@ class Plugin:
         [1000, 5000]), ``start`` ``"end"`` (default), ``"beginning"`` or a seq.
         ``timeout_grace_ms``: how long past its ack timeout (and cancel) a try
         may still ack before the next try; its key waits meanwhile (default:
-        the ack timeout).
+        the ack timeout). ``concurrency``: lanes in flight at once (a number,
+        default 1), or limits as a dict: ``limit`` deliveries in flight per
+        value of ``key`` (a path such as ``data.customer_id``), ``total`` in
+        all, ``if_active`` ``"queue"`` (default), ``"skip"`` or ``"coalesce"``.
         """
 
         def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
@@ -148,6 +157,7 @@ class Plugin:
         allow: Sequence[str] = (),
         timeout_ms: int = 0,
         timeout_grace_ms: Optional[int] = None,
+        concurrency: Optional[Mapping[str, Any]] = None,
     ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
         """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
 
@@ -155,11 +165,14 @@ class Plugin:
         cause); ``record=False`` leaves no events; ``timeout_ms`` bounds one run
         (default 30,000); ``timeout_grace_ms`` is how long past it (and its
         cancel) the run may still answer before the call fails (default:
-        ``timeout_ms``).
+        ``timeout_ms``). ``concurrency``: ``limit`` calls in flight per value
+        of ``key`` (a path such as ``input.customer_id``; without it, ``limit``
+        counts every call) and ``total`` in all, across executors; a call past
+        a limit waits for a slot.
         """
 
         def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
-            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms)
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, concurrency)
             return fn
 
         return register

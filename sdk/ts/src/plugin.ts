@@ -19,10 +19,15 @@ export interface ProcessorDefinition {
   on?: string | string[];
   /** MongoDB filter on the event's data. */
   where?: JsonObject;
-  /** Lane key path, e.g. `data._id`. */
+  /** Lane key path, e.g. `data._id`: one event at a time per key, in order. */
   key?: string;
-  /** Lanes in flight at once (default 1). */
-  concurrency?: number;
+  /**
+   * A number: lanes in flight at once (default 1). An object: deliveries in flight per key value
+   * (`limit`, default 1; `key` a path into the event, e.g. `data.customer_id`, or the `key` above),
+   * in all (`total`; default: no bound but the executors' credits), and what a new event of a key
+   * with work in flight does (`ifActive`: "queue", the default, "skip" or "coalesce").
+   */
+  concurrency?: number | ConcurrencyOptions;
   /** Default 30,000. */
   ackTimeoutMs?: number;
   /**
@@ -69,9 +74,27 @@ export interface ActionDefinition {
    * other run of the call id starts. Default: `timeoutMs`; 0: fail at once.
    */
   timeoutGraceMs?: number;
+  /**
+   * Calls in flight at once per key of the input (`limit`, default 1; `key` a path such as
+   * `input.customer_id`) and in all, across executors (`total`); without a key, `limit` counts every
+   * call. A call past a limit waits for a slot (within its wait for an executor).
+   */
+  concurrency?: Omit<ConcurrencyOptions, "ifActive">;
   /** Runs one call. */
   // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing is a call with no output
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
+}
+
+/** Concurrency limits of a processor or an action (`concurrency_limit` in the manifest). */
+export interface ConcurrencyOptions {
+  /** In flight at once per key value. */
+  limit?: number;
+  /** Path giving the key: `data.…` into an event, `input.…` into a call. */
+  key?: string;
+  /** In flight at once in all, across executors. */
+  total?: number;
+  /** Processors: what a new event of a key with work in flight does. */
+  ifActive?: "queue" | "skip" | "coalesce";
 }
 
 /** A collection declaration. */
@@ -171,7 +194,8 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         on: d.on === undefined ? [] : Array.isArray(d.on) ? d.on : [d.on],
         where: d.where,
         key: d.key ?? "",
-        concurrency: d.concurrency ?? 0,
+        concurrency: typeof d.concurrency === "number" ? d.concurrency : 0,
+        concurrencyLimit: typeof d.concurrency === "object" ? d.concurrency : undefined,
         ackTimeoutMs: d.ackTimeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
         retryDelaysMs: d.retryDelaysMs ?? [],
@@ -189,6 +213,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         allow: d.allow ?? [],
         timeoutMs: d.timeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
+        concurrencyLimit: d.concurrency,
       },
     ]),
   );

@@ -13,6 +13,7 @@ import type { HostQueue } from "./hosts.js";
 import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVerdict, type StopState } from "./invocations.js";
 import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
+import { CallSlots } from "./slots.js";
 import { sha256Hex } from "../sha256.js";
 
 /** What the action calls need from the owner: what their {@link Invocations} need, and more. */
@@ -76,6 +77,8 @@ const maxAnswerMarginMs = 500;
  */
 export class ActionCalls {
   private readonly runs = new Map<string, Run>();
+  /** The actions' concurrency limits. */
+  readonly slots = new CallSlots();
   /** The attempts in flight to executors. */
   private readonly invocations: Invocations;
   /** Where the owner is in its stop, shared with {@link invocations}. */
@@ -221,6 +224,7 @@ export class ActionCalls {
     }
     this.state.stopped = true;
     this.deps.hosts.stop();
+    this.slots.stop();
     this.invocations.endAll();
     await Promise.allSettled([...this.runs.values()].map((run) => run.done));
   }
@@ -282,8 +286,20 @@ export class ActionCalls {
     if (run.invocation) this.invocations.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
   }
 
-  /** Runs `run`'s attempts until one completes or the call fails (see the class comment). */
+  /** Runs `run` within its action's concurrency limits (a slot held from before its first attempt to its end), as {@link attempts}. */
   private async drive(run: Run): Promise<Record<string, unknown>> {
+    const limits = run.call.entry.concurrency;
+    if (!limits) return this.attempts(run);
+    const release = await this.slots.acquire(run.call.entry.name, limits, run.call.input, run.call.eligible ? 0 : this.budgetMs(run), run.abandoned?.signal);
+    try {
+      return await this.attempts(run);
+    } finally {
+      release();
+    }
+  }
+
+  /** Runs `run`'s attempts until one completes or the call fails (see the class comment). */
+  private async attempts(run: Run): Promise<Record<string, unknown>> {
     const { call } = run;
     const { committer, calls, hosts } = this.deps;
     let lostAttempt = 0;

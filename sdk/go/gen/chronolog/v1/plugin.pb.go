@@ -372,8 +372,12 @@ type ActionDeclaration struct {
 	// completes the call) before it records the call failed. Meanwhile no other
 	// run of the call id starts. Absent: the same as `timeout_ms`; 0: fail at once.
 	TimeoutGraceMs *uint32 `protobuf:"varint,6,opt,name=timeout_grace_ms,json=timeoutGraceMs,proto3,oneof" json:"timeout_grace_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Calls in flight at once per key of the input (e.g. `input.customer_id`)
+	// and in all, across executors; a call past a limit waits for a slot like
+	// one waiting for a host. In a manifest also written `concurrency: {...}`.
+	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ActionDeclaration) Reset() {
@@ -448,6 +452,94 @@ func (x *ActionDeclaration) GetTimeoutGraceMs() uint32 {
 	return 0
 }
 
+func (x *ActionDeclaration) GetConcurrencyLimit() *ConcurrencyLimit {
+	if x != nil {
+		return x.ConcurrencyLimit
+	}
+	return nil
+}
+
+// How much work of a processor or an action runs at once.
+type ConcurrencyLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In flight at once per value of `key` (default 1, at most 65,536).
+	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Path giving the key: into the event for a processor (e.g.
+	// `data.customer_id`), into the call for an action (`input.customer_id`).
+	// Empty: a processor's `key` (if any); for an action, `limit` counts every
+	// call. Work whose key is absent counts against no key's limit.
+	Key string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// In flight at once in all, across executors (0: no bound of its own; for
+	// a processor the declaration's `concurrency` number when given; at most
+	// 65,536).
+	Total uint32 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	// What a processor does with a new event of a key that has work in flight:
+	// `queue` (default: it waits its turn), `skip` (it is finished without a
+	// delivery) or `coalesce` (it replaces the key's waiting event, which is
+	// finished without a delivery). Not for actions.
+	IfActive      string `protobuf:"bytes,4,opt,name=if_active,json=ifActive,proto3" json:"if_active,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConcurrencyLimit) Reset() {
+	*x = ConcurrencyLimit{}
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConcurrencyLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConcurrencyLimit) ProtoMessage() {}
+
+func (x *ConcurrencyLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConcurrencyLimit.ProtoReflect.Descriptor instead.
+func (*ConcurrencyLimit) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ConcurrencyLimit) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ConcurrencyLimit) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ConcurrencyLimit) GetTotal() uint32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ConcurrencyLimit) GetIfActive() string {
+	if x != nil {
+		return x.IfActive
+	}
+	return ""
+}
+
 // Declares a processor.
 type ProcessorDeclaration struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -473,13 +565,18 @@ type ProcessorDeclaration struct {
 	// other try of the event, and no later event of its key, starts. Absent: the
 	// same as `ack_timeout_ms`; 0: do not wait.
 	TimeoutGraceMs *uint32 `protobuf:"varint,8,opt,name=timeout_grace_ms,json=timeoutGraceMs,proto3,oneof" json:"timeout_grace_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Deliveries in flight per key value and in all (`key` with `concurrency`
+	// is the same as `{limit: 1, key, total: concurrency}`). Keys with waiting
+	// events are served in turn, so one key's backlog does not hold back
+	// another key's events. In a manifest also written `concurrency: {...}`.
+	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ProcessorDeclaration) Reset() {
 	*x = ProcessorDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +588,7 @@ func (x *ProcessorDeclaration) String() string {
 func (*ProcessorDeclaration) ProtoMessage() {}
 
 func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +601,7 @@ func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessorDeclaration.ProtoReflect.Descriptor instead.
 func (*ProcessorDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProcessorDeclaration) GetOn() []string {
@@ -563,6 +660,13 @@ func (x *ProcessorDeclaration) GetTimeoutGraceMs() uint32 {
 	return 0
 }
 
+func (x *ProcessorDeclaration) GetConcurrencyLimit() *ConcurrencyLimit {
+	if x != nil {
+		return x.ConcurrencyLimit
+	}
+	return nil
+}
+
 // Where a new processor's cursor starts.
 type StartPosition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -580,7 +684,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -592,7 +696,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -605,7 +709,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -698,7 +802,7 @@ type ScheduleDeclaration struct {
 
 func (x *ScheduleDeclaration) Reset() {
 	*x = ScheduleDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -710,7 +814,7 @@ func (x *ScheduleDeclaration) String() string {
 func (*ScheduleDeclaration) ProtoMessage() {}
 
 func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -723,7 +827,7 @@ func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDeclaration.ProtoReflect.Descriptor instead.
 func (*ScheduleDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ScheduleDeclaration) GetAction() string {
@@ -828,7 +932,7 @@ type SchedulePatch struct {
 
 func (x *SchedulePatch) Reset() {
 	*x = SchedulePatch{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +944,7 @@ func (x *SchedulePatch) String() string {
 func (*SchedulePatch) ProtoMessage() {}
 
 func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +957,7 @@ func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePatch.ProtoReflect.Descriptor instead.
 func (*SchedulePatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SchedulePatch) GetPlugin() string {
@@ -930,7 +1034,7 @@ type PulseDeclaration struct {
 
 func (x *PulseDeclaration) Reset() {
 	*x = PulseDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1046,7 @@ func (x *PulseDeclaration) String() string {
 func (*PulseDeclaration) ProtoMessage() {}
 
 func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1059,7 @@ func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PulseDeclaration.ProtoReflect.Descriptor instead.
 func (*PulseDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PulseDeclaration) GetAction() string {
@@ -1001,7 +1105,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1117,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1130,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Plugin) GetManifest() *PluginManifest {
@@ -1061,7 +1165,7 @@ type RegisterPluginRequest struct {
 
 func (x *RegisterPluginRequest) Reset() {
 	*x = RegisterPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1177,7 @@ func (x *RegisterPluginRequest) String() string {
 func (*RegisterPluginRequest) ProtoMessage() {}
 
 func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1190,7 @@ func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginRequest.ProtoReflect.Descriptor instead.
 func (*RegisterPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RegisterPluginRequest) GetManifest() *PluginManifest {
@@ -1109,7 +1213,7 @@ type RegisterPluginResponse struct {
 
 func (x *RegisterPluginResponse) Reset() {
 	*x = RegisterPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1225,7 @@ func (x *RegisterPluginResponse) String() string {
 func (*RegisterPluginResponse) ProtoMessage() {}
 
 func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1238,7 @@ func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginResponse.ProtoReflect.Descriptor instead.
 func (*RegisterPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RegisterPluginResponse) GetPlugin() *Plugin {
@@ -1160,7 +1264,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1276,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1289,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 // All plugins, by name.
@@ -1199,7 +1303,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1315,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1328,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1245,7 +1349,7 @@ type GetPluginRequest struct {
 
 func (x *GetPluginRequest) Reset() {
 	*x = GetPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1361,7 @@ func (x *GetPluginRequest) String() string {
 func (*GetPluginRequest) ProtoMessage() {}
 
 func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1374,7 @@ func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginRequest.ProtoReflect.Descriptor instead.
 func (*GetPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetPluginRequest) GetName() string {
@@ -1291,7 +1395,7 @@ type GetPluginResponse struct {
 
 func (x *GetPluginResponse) Reset() {
 	*x = GetPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1407,7 @@ func (x *GetPluginResponse) String() string {
 func (*GetPluginResponse) ProtoMessage() {}
 
 func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1420,7 @@ func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginResponse.ProtoReflect.Descriptor instead.
 func (*GetPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetPluginResponse) GetPlugin() *Plugin {
@@ -1374,7 +1478,7 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05allow\x18\x06 \x03(\tR\x05allowB\t\n" +
 	"\a_eventsB\n" +
 	"\n" +
-	"\b_durable\"\x97\x02\n" +
+	"\b_durable\"\xe4\x02\n" +
 	"\x11ActionDeclaration\x12:\n" +
 	"\finput_schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12%\n" +
 	"\x0eprivate_fields\x18\x02 \x03(\tR\rprivateFields\x12\x1b\n" +
@@ -1382,9 +1486,15 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05allow\x18\x04 \x03(\tR\x05allow\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\rR\ttimeoutMs\x12-\n" +
-	"\x10timeout_grace_ms\x18\x06 \x01(\rH\x01R\x0etimeoutGraceMs\x88\x01\x01B\t\n" +
+	"\x10timeout_grace_ms\x18\x06 \x01(\rH\x01R\x0etimeoutGraceMs\x88\x01\x01\x12K\n" +
+	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimitB\t\n" +
 	"\a_recordB\x13\n" +
-	"\x11_timeout_grace_ms\"\xce\x02\n" +
+	"\x11_timeout_grace_ms\"m\n" +
+	"\x10ConcurrencyLimit\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\rR\x05total\x12\x1b\n" +
+	"\tif_active\x18\x04 \x01(\tR\bifActive\"\x9b\x03\n" +
 	"\x14ProcessorDeclaration\x12\x0e\n" +
 	"\x02on\x18\x01 \x03(\tR\x02on\x12-\n" +
 	"\x05where\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x10\n" +
@@ -1393,7 +1503,8 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x0eack_timeout_ms\x18\x05 \x01(\rR\fackTimeoutMs\x121\n" +
 	"\x05start\x18\x06 \x01(\v2\x1b.chronolog.v1.StartPositionR\x05start\x12&\n" +
 	"\x0fretry_delays_ms\x18\a \x03(\rR\rretryDelaysMs\x12-\n" +
-	"\x10timeout_grace_ms\x18\b \x01(\rH\x00R\x0etimeoutGraceMs\x88\x01\x01B\x13\n" +
+	"\x10timeout_grace_ms\x18\b \x01(\rH\x00R\x0etimeoutGraceMs\x88\x01\x01\x12K\n" +
+	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimitB\x13\n" +
 	"\x11_timeout_grace_ms\"n\n" +
 	"\rStartPosition\x12\x12\n" +
 	"\x03end\x18\x01 \x01(\bH\x00R\x03end\x12\x1e\n" +
@@ -1470,79 +1581,82 @@ func file_chronolog_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_chronolog_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_chronolog_v1_plugin_proto_goTypes = []any{
 	(PulseScope)(0),                // 0: chronolog.v1.PulseScope
 	(*PluginManifest)(nil),         // 1: chronolog.v1.PluginManifest
 	(*EventTypeDeclaration)(nil),   // 2: chronolog.v1.EventTypeDeclaration
 	(*CollectionDeclaration)(nil),  // 3: chronolog.v1.CollectionDeclaration
 	(*ActionDeclaration)(nil),      // 4: chronolog.v1.ActionDeclaration
-	(*ProcessorDeclaration)(nil),   // 5: chronolog.v1.ProcessorDeclaration
-	(*StartPosition)(nil),          // 6: chronolog.v1.StartPosition
-	(*ScheduleDeclaration)(nil),    // 7: chronolog.v1.ScheduleDeclaration
-	(*SchedulePatch)(nil),          // 8: chronolog.v1.SchedulePatch
-	(*PulseDeclaration)(nil),       // 9: chronolog.v1.PulseDeclaration
-	(*Plugin)(nil),                 // 10: chronolog.v1.Plugin
-	(*RegisterPluginRequest)(nil),  // 11: chronolog.v1.RegisterPluginRequest
-	(*RegisterPluginResponse)(nil), // 12: chronolog.v1.RegisterPluginResponse
-	(*ListPluginsRequest)(nil),     // 13: chronolog.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),    // 14: chronolog.v1.ListPluginsResponse
-	(*GetPluginRequest)(nil),       // 15: chronolog.v1.GetPluginRequest
-	(*GetPluginResponse)(nil),      // 16: chronolog.v1.GetPluginResponse
-	nil,                            // 17: chronolog.v1.PluginManifest.EventsEntry
-	nil,                            // 18: chronolog.v1.PluginManifest.CollectionsEntry
-	nil,                            // 19: chronolog.v1.PluginManifest.ActionsEntry
-	nil,                            // 20: chronolog.v1.PluginManifest.ProcessorsEntry
-	nil,                            // 21: chronolog.v1.PluginManifest.SchedulesEntry
-	nil,                            // 22: chronolog.v1.PluginManifest.PulsesEntry
-	(*structpb.Struct)(nil),        // 23: google.protobuf.Struct
-	(*SchedulePolicy)(nil),         // 24: chronolog.v1.SchedulePolicy
-	(*DstPolicy)(nil),              // 25: chronolog.v1.DstPolicy
-	(*timestamppb.Timestamp)(nil),  // 26: google.protobuf.Timestamp
+	(*ConcurrencyLimit)(nil),       // 5: chronolog.v1.ConcurrencyLimit
+	(*ProcessorDeclaration)(nil),   // 6: chronolog.v1.ProcessorDeclaration
+	(*StartPosition)(nil),          // 7: chronolog.v1.StartPosition
+	(*ScheduleDeclaration)(nil),    // 8: chronolog.v1.ScheduleDeclaration
+	(*SchedulePatch)(nil),          // 9: chronolog.v1.SchedulePatch
+	(*PulseDeclaration)(nil),       // 10: chronolog.v1.PulseDeclaration
+	(*Plugin)(nil),                 // 11: chronolog.v1.Plugin
+	(*RegisterPluginRequest)(nil),  // 12: chronolog.v1.RegisterPluginRequest
+	(*RegisterPluginResponse)(nil), // 13: chronolog.v1.RegisterPluginResponse
+	(*ListPluginsRequest)(nil),     // 14: chronolog.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),    // 15: chronolog.v1.ListPluginsResponse
+	(*GetPluginRequest)(nil),       // 16: chronolog.v1.GetPluginRequest
+	(*GetPluginResponse)(nil),      // 17: chronolog.v1.GetPluginResponse
+	nil,                            // 18: chronolog.v1.PluginManifest.EventsEntry
+	nil,                            // 19: chronolog.v1.PluginManifest.CollectionsEntry
+	nil,                            // 20: chronolog.v1.PluginManifest.ActionsEntry
+	nil,                            // 21: chronolog.v1.PluginManifest.ProcessorsEntry
+	nil,                            // 22: chronolog.v1.PluginManifest.SchedulesEntry
+	nil,                            // 23: chronolog.v1.PluginManifest.PulsesEntry
+	(*structpb.Struct)(nil),        // 24: google.protobuf.Struct
+	(*SchedulePolicy)(nil),         // 25: chronolog.v1.SchedulePolicy
+	(*DstPolicy)(nil),              // 26: chronolog.v1.DstPolicy
+	(*timestamppb.Timestamp)(nil),  // 27: google.protobuf.Timestamp
 }
 var file_chronolog_v1_plugin_proto_depIdxs = []int32{
-	17, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
-	18, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
-	19, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
-	20, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
-	21, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
-	22, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
-	8,  // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
-	23, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
-	23, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
-	23, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
-	23, // 10: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
-	6,  // 11: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
-	23, // 12: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
-	24, // 13: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
-	25, // 14: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
-	23, // 15: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
-	25, // 16: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
-	24, // 17: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
-	0,  // 18: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
-	1,  // 19: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
-	26, // 20: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
-	1,  // 21: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
-	10, // 22: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	10, // 23: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
-	10, // 24: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	2,  // 25: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
-	3,  // 26: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
-	4,  // 27: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
-	5,  // 28: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
-	7,  // 29: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
-	9,  // 30: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
-	11, // 31: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
-	13, // 32: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
-	15, // 33: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
-	12, // 34: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
-	14, // 35: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
-	16, // 36: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
-	34, // [34:37] is the sub-list for method output_type
-	31, // [31:34] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	18, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
+	19, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
+	20, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
+	21, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
+	22, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
+	23, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
+	9,  // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
+	24, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
+	24, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
+	24, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
+	5,  // 10: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	24, // 11: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
+	7,  // 12: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
+	5,  // 13: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	24, // 14: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
+	25, // 15: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
+	26, // 16: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
+	24, // 17: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
+	26, // 18: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
+	25, // 19: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
+	0,  // 20: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
+	1,  // 21: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
+	27, // 22: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
+	1,  // 23: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
+	11, // 24: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	11, // 25: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
+	11, // 26: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	2,  // 27: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
+	3,  // 28: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
+	4,  // 29: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
+	6,  // 30: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
+	8,  // 31: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
+	10, // 32: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
+	12, // 33: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
+	14, // 34: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
+	16, // 35: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
+	13, // 36: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
+	15, // 37: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
+	17, // 38: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
+	36, // [36:39] is the sub-list for method output_type
+	33, // [33:36] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_plugin_proto_init() }
@@ -1553,20 +1667,20 @@ func file_chronolog_v1_plugin_proto_init() {
 	file_chronolog_v1_time_proto_init()
 	file_chronolog_v1_plugin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_chronolog_v1_plugin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[4].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[5].OneofWrappers = []any{
+	file_chronolog_v1_plugin_proto_msgTypes[5].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{
 		(*StartPosition_End)(nil),
 		(*StartPosition_Beginning)(nil),
 		(*StartPosition_AfterSeq)(nil),
 	}
-	file_chronolog_v1_plugin_proto_msgTypes[7].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_plugin_proto_rawDesc), len(file_chronolog_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -112,23 +112,37 @@ class CollectionDeclaration(_message.Message):
     def __init__(self, schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., events: _Optional[bool] = ..., durable: _Optional[bool] = ..., records: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ActionDeclaration(_message.Message):
-    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms")
+    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms", "concurrency_limit")
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     PRIVATE_FIELDS_FIELD_NUMBER: _ClassVar[int]
     RECORD_FIELD_NUMBER: _ClassVar[int]
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     input_schema: _struct_pb2.Struct
     private_fields: _containers.RepeatedScalarFieldContainer[str]
     record: bool
     allow: _containers.RepeatedScalarFieldContainer[str]
     timeout_ms: int
     timeout_grace_ms: int
-    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ...) -> None: ...
+    concurrency_limit: ConcurrencyLimit
+    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ...) -> None: ...
+
+class ConcurrencyLimit(_message.Message):
+    __slots__ = ("limit", "key", "total", "if_active")
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    IF_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    key: str
+    total: int
+    if_active: str
+    def __init__(self, limit: _Optional[int] = ..., key: _Optional[str] = ..., total: _Optional[int] = ..., if_active: _Optional[str] = ...) -> None: ...
 
 class ProcessorDeclaration(_message.Message):
-    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms")
+    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms", "concurrency_limit")
     ON_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +151,7 @@ class ProcessorDeclaration(_message.Message):
     START_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAYS_MS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     on: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
     key: str
@@ -145,7 +160,8 @@ class ProcessorDeclaration(_message.Message):
     start: StartPosition
     retry_delays_ms: _containers.RepeatedScalarFieldContainer[int]
     timeout_grace_ms: int
-    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ...) -> None: ...
+    concurrency_limit: ConcurrencyLimit
+    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ...) -> None: ...
 
 class StartPosition(_message.Message):
     __slots__ = ("end", "beginning", "after_seq")

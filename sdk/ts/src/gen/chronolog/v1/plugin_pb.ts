@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/plugin.proto.
  */
 export const file_chronolog_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlItEBChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBQgkKB19yZWNvcmRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMi/QEKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBQhMKEV90aW1lb3V0X2dyYWNlX21zIlQKDVN0YXJ0UG9zaXRpb24SDQoDZW5kGAEgASgISAASEwoJYmVnaW5uaW5nGAIgASgISAASEwoJYWZ0ZXJfc2VxGAMgASgESABCCgoIcG9zaXRpb24iowIKE1NjaGVkdWxlRGVjbGFyYXRpb24SDgoGYWN0aW9uGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRjcm9uGAMgASgJEgwKBHpvbmUYBCABKAkSEAoIZXZlcnlfbXMYBSABKAQSFwoPbWF4X2xhdGVuZXNzX21zGAYgASgEEhcKD3JldHJ5X2RlbGF5c19tcxgHIAMoDRIQCghkaXNhYmxlZBgIIAEoCBIOCgZyZWdpb24YCSABKA0SLAoGcG9saWN5GAogASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5EiQKA2RzdBgLIAEoCzIXLmNocm9ub2xvZy52MS5Ec3RQb2xpY3kiiQIKDVNjaGVkdWxlUGF0Y2gSDgoGcGx1Z2luGAEgASgJEhAKCHNjaGVkdWxlGAIgASgJEhEKBGNyb24YAyABKAlIAIgBARIRCgR6b25lGAQgASgJSAGIAQESJgoFaW5wdXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhUKCGRpc2FibGVkGAYgASgISAKIAQESJAoDZHN0GAcgASgLMhcuY2hyb25vbG9nLnYxLkRzdFBvbGljeRIsCgZwb2xpY3kYCCABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3lCBwoFX2Nyb25CBwoFX3pvbmVCCwoJX2Rpc2FibGVkInUKEFB1bHNlRGVjbGFyYXRpb24SDgoGYWN0aW9uGAEgASgJEhUKDWN5Y2xlX3NlY29uZHMYAiABKA0SEQoJaW50ZXJ2YWxzGAMgASgNEicKBXNjb3BlGAQgASgOMhguY2hyb25vbG9nLnYxLlB1bHNlU2NvcGUifQoGUGx1Z2luEi4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0EhAKCHJldmlzaW9uGAIgASgNEjEKDXJlZ2lzdGVyZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkcKFVJlZ2lzdGVyUGx1Z2luUmVxdWVzdBIuCghtYW5pZmVzdBgBIAEoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdCJPChZSZWdpc3RlclBsdWdpblJlc3BvbnNlEiQKBnBsdWdpbhgBIAEoCzIULmNocm9ub2xvZy52MS5QbHVnaW4SDwoHY2hhbmdlZBgCIAEoCCIUChJMaXN0UGx1Z2luc1JlcXVlc3QiPAoTTGlzdFBsdWdpbnNSZXNwb25zZRIlCgdwbHVnaW5zGAEgAygLMhQuY2hyb25vbG9nLnYxLlBsdWdpbiIgChBHZXRQbHVnaW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiOQoRR2V0UGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbipdCgpQdWxzZVNjb3BlEhsKF1BVTFNFX1NDT1BFX1VOU1BFQ0lGSUVEEAASGQoVUFVMU0VfU0NPUEVfQ09NUE9ORU5UEAESFwoTUFVMU0VfU0NPUEVfUkVQTElDQRACMo4CCg1QbHVnaW5TZXJ2aWNlElsKDlJlZ2lzdGVyUGx1Z2luEiMuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVxdWVzdBokLmNocm9ub2xvZy52MS5SZWdpc3RlclBsdWdpblJlc3BvbnNlElIKC0xpc3RQbHVnaW5zEiAuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVxdWVzdBohLmNocm9ub2xvZy52MS5MaXN0UGx1Z2luc1Jlc3BvbnNlEkwKCUdldFBsdWdpbhIeLmNocm9ub2xvZy52MS5HZXRQbHVnaW5SZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlIowCChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXRCCQoHX3JlY29yZEITChFfdGltZW91dF9ncmFjZV9tcyJQChBDb25jdXJyZW5jeUxpbWl0Eg0KBWxpbWl0GAEgASgNEgsKA2tleRgCIAEoCRINCgV0b3RhbBgDIAEoDRIRCglpZl9hY3RpdmUYBCABKAkiuAIKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiVAoNU3RhcnRQb3NpdGlvbhINCgNlbmQYASABKAhIABITCgliZWdpbm5pbmcYAiABKAhIABITCglhZnRlcl9zZXEYAyABKARIAEIKCghwb3NpdGlvbiKjAgoTU2NoZWR1bGVEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSJgoFaW5wdXQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBGNyb24YAyABKAkSDAoEem9uZRgEIAEoCRIQCghldmVyeV9tcxgFIAEoBBIXCg9tYXhfbGF0ZW5lc3NfbXMYBiABKAQSFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEhAKCGRpc2FibGVkGAggASgIEg4KBnJlZ2lvbhgJIAEoDRIsCgZwb2xpY3kYCiABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3kSJAoDZHN0GAsgASgLMhcuY2hyb25vbG9nLnYxLkRzdFBvbGljeSKJAgoNU2NoZWR1bGVQYXRjaBIOCgZwbHVnaW4YASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEQoEY3JvbhgDIAEoCUgAiAEBEhEKBHpvbmUYBCABKAlIAYgBARImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIZGlzYWJsZWQYBiABKAhIAogBARIkCgNkc3QYByABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EiwKBnBvbGljeRgIIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeUIHCgVfY3JvbkIHCgVfem9uZUILCglfZGlzYWJsZWQidQoQUHVsc2VEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSFQoNY3ljbGVfc2Vjb25kcxgCIAEoDRIRCglpbnRlcnZhbHMYAyABKA0SJwoFc2NvcGUYBCABKA4yGC5jaHJvbm9sb2cudjEuUHVsc2VTY29wZSJ9CgZQbHVnaW4SLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEAoIcmV2aXNpb24YAiABKA0SMQoNcmVnaXN0ZXJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoVUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0Ei4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0Ik8KFlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbhIPCgdjaGFuZ2VkGAIgASgIIhQKEkxpc3RQbHVnaW5zUmVxdWVzdCI8ChNMaXN0UGx1Z2luc1Jlc3BvbnNlEiUKB3BsdWdpbnMYASADKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luIiAKEEdldFBsdWdpblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChFHZXRQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luKl0KClB1bHNlU2NvcGUSGwoXUFVMU0VfU0NPUEVfVU5TUEVDSUZJRUQQABIZChVQVUxTRV9TQ09QRV9DT01QT05FTlQQARIXChNQVUxTRV9TQ09QRV9SRVBMSUNBEAIyjgIKDVBsdWdpblNlcnZpY2USWwoOUmVnaXN0ZXJQbHVnaW4SIy5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiQuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USUgoLTGlzdFBsdWdpbnMSIC5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXF1ZXN0GiEuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVzcG9uc2USTAoJR2V0UGx1Z2luEh4uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlcXVlc3QaHy5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A plugin manifest. The JSON form of this message (snake_case or camelCase
@@ -239,6 +239,15 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
    * @generated from field: optional uint32 timeout_grace_ms = 6;
    */
   timeoutGraceMs?: number | undefined;
+
+  /**
+   * Calls in flight at once per key of the input (e.g. `input.customer_id`)
+   * and in all, across executors; a call past a limit waits for a slot like
+   * one waiting for a host. In a manifest also written `concurrency: {...}`.
+   *
+   * @generated from field: chronolog.v1.ConcurrencyLimit concurrency_limit = 80;
+   */
+  concurrencyLimit?: ConcurrencyLimit | undefined;
 };
 
 /**
@@ -247,6 +256,56 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
  */
 export const ActionDeclarationSchema: GenMessage<ActionDeclaration> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 3);
+
+/**
+ * How much work of a processor or an action runs at once.
+ *
+ * @generated from message chronolog.v1.ConcurrencyLimit
+ */
+export type ConcurrencyLimit = Message<"chronolog.v1.ConcurrencyLimit"> & {
+  /**
+   * In flight at once per value of `key` (default 1, at most 65,536).
+   *
+   * @generated from field: uint32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Path giving the key: into the event for a processor (e.g.
+   * `data.customer_id`), into the call for an action (`input.customer_id`).
+   * Empty: a processor's `key` (if any); for an action, `limit` counts every
+   * call. Work whose key is absent counts against no key's limit.
+   *
+   * @generated from field: string key = 2;
+   */
+  key: string;
+
+  /**
+   * In flight at once in all, across executors (0: no bound of its own; for
+   * a processor the declaration's `concurrency` number when given; at most
+   * 65,536).
+   *
+   * @generated from field: uint32 total = 3;
+   */
+  total: number;
+
+  /**
+   * What a processor does with a new event of a key that has work in flight:
+   * `queue` (default: it waits its turn), `skip` (it is finished without a
+   * delivery) or `coalesce` (it replaces the key's waiting event, which is
+   * finished without a delivery). Not for actions.
+   *
+   * @generated from field: string if_active = 4;
+   */
+  ifActive: string;
+};
+
+/**
+ * Describes the message chronolog.v1.ConcurrencyLimit.
+ * Use `create(ConcurrencyLimitSchema)` to create a new message.
+ */
+export const ConcurrencyLimitSchema: GenMessage<ConcurrencyLimit> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 4);
 
 /**
  * Declares a processor.
@@ -315,6 +374,16 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
    * @generated from field: optional uint32 timeout_grace_ms = 8;
    */
   timeoutGraceMs?: number | undefined;
+
+  /**
+   * Deliveries in flight per key value and in all (`key` with `concurrency`
+   * is the same as `{limit: 1, key, total: concurrency}`). Keys with waiting
+   * events are served in turn, so one key's backlog does not hold back
+   * another key's events. In a manifest also written `concurrency: {...}`.
+   *
+   * @generated from field: chronolog.v1.ConcurrencyLimit concurrency_limit = 80;
+   */
+  concurrencyLimit?: ConcurrencyLimit | undefined;
 };
 
 /**
@@ -322,7 +391,7 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
  * Use `create(ProcessorDeclarationSchema)` to create a new message.
  */
 export const ProcessorDeclarationSchema: GenMessage<ProcessorDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 4);
+  messageDesc(file_chronolog_v1_plugin, 5);
 
 /**
  * Where a new processor's cursor starts.
@@ -367,7 +436,7 @@ export type StartPosition = Message<"chronolog.v1.StartPosition"> & {
  * Use `create(StartPositionSchema)` to create a new message.
  */
 export const StartPositionSchema: GenMessage<StartPosition> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 5);
+  messageDesc(file_chronolog_v1_plugin, 6);
 
 /**
  * Declares a recurring timer.
@@ -458,7 +527,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
  * Use `create(ScheduleDeclarationSchema)` to create a new message.
  */
 export const ScheduleDeclarationSchema: GenMessage<ScheduleDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 6);
+  messageDesc(file_chronolog_v1_plugin, 7);
 
 /**
  * Changes a schedule declared by an earlier plugin.
@@ -528,7 +597,7 @@ export type SchedulePatch = Message<"chronolog.v1.SchedulePatch"> & {
  * Use `create(SchedulePatchSchema)` to create a new message.
  */
 export const SchedulePatchSchema: GenMessage<SchedulePatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 7);
+  messageDesc(file_chronolog_v1_plugin, 8);
 
 /**
  * Declares a pulse: a call every `cycle_seconds / intervals` seconds,
@@ -571,7 +640,7 @@ export type PulseDeclaration = Message<"chronolog.v1.PulseDeclaration"> & {
  * Use `create(PulseDeclarationSchema)` to create a new message.
  */
 export const PulseDeclarationSchema: GenMessage<PulseDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 8);
+  messageDesc(file_chronolog_v1_plugin, 9);
 
 /**
  * A registered plugin.
@@ -606,7 +675,7 @@ export type Plugin = Message<"chronolog.v1.Plugin"> & {
  * Use `create(PluginSchema)` to create a new message.
  */
 export const PluginSchema: GenMessage<Plugin> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 9);
+  messageDesc(file_chronolog_v1_plugin, 10);
 
 /**
  * Register a manifest.
@@ -627,7 +696,7 @@ export type RegisterPluginRequest = Message<"chronolog.v1.RegisterPluginRequest"
  * Use `create(RegisterPluginRequestSchema)` to create a new message.
  */
 export const RegisterPluginRequestSchema: GenMessage<RegisterPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 10);
+  messageDesc(file_chronolog_v1_plugin, 11);
 
 /**
  * The plugin after registration.
@@ -655,7 +724,7 @@ export type RegisterPluginResponse = Message<"chronolog.v1.RegisterPluginRespons
  * Use `create(RegisterPluginResponseSchema)` to create a new message.
  */
 export const RegisterPluginResponseSchema: GenMessage<RegisterPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 11);
+  messageDesc(file_chronolog_v1_plugin, 12);
 
 /**
  * List plugins.
@@ -670,7 +739,7 @@ export type ListPluginsRequest = Message<"chronolog.v1.ListPluginsRequest"> & {
  * Use `create(ListPluginsRequestSchema)` to create a new message.
  */
 export const ListPluginsRequestSchema: GenMessage<ListPluginsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 12);
+  messageDesc(file_chronolog_v1_plugin, 13);
 
 /**
  * All plugins, by name.
@@ -691,7 +760,7 @@ export type ListPluginsResponse = Message<"chronolog.v1.ListPluginsResponse"> & 
  * Use `create(ListPluginsResponseSchema)` to create a new message.
  */
 export const ListPluginsResponseSchema: GenMessage<ListPluginsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 13);
+  messageDesc(file_chronolog_v1_plugin, 14);
 
 /**
  * Get one plugin.
@@ -712,7 +781,7 @@ export type GetPluginRequest = Message<"chronolog.v1.GetPluginRequest"> & {
  * Use `create(GetPluginRequestSchema)` to create a new message.
  */
 export const GetPluginRequestSchema: GenMessage<GetPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 14);
+  messageDesc(file_chronolog_v1_plugin, 15);
 
 /**
  * The plugin.
@@ -733,7 +802,7 @@ export type GetPluginResponse = Message<"chronolog.v1.GetPluginResponse"> & {
  * Use `create(GetPluginResponseSchema)` to create a new message.
  */
 export const GetPluginResponseSchema: GenMessage<GetPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 15);
+  messageDesc(file_chronolog_v1_plugin, 16);
 
 /**
  * Who makes a pulse's calls.

@@ -1,0 +1,18 @@
+/**
+ * A key extractor for a dotted path into an object, e.g. `data._id` into an event or
+ * `input.customer_id` into a call: a string as is, another value as its JSON; absent or null: null.
+ * An empty path gives null for every object.
+ */
+export function keyPath(path: string): (from: object) => string | null {
+  if (path === "") return () => null;
+  const parts = path.split(".");
+  return (from) => {
+    let value: unknown = from;
+    for (const part of parts) {
+      if (value === null || typeof value !== "object") return null;
+      value = (value as Record<string, unknown>)[part];
+    }
+    if (value === undefined || value === null) return null;
+    return typeof value === "string" ? value : JSON.stringify(value);
+  };
+}

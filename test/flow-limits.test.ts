@@ -1,0 +1,96 @@
+// @module-tag serial
+// @module-tag postgres
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { afterEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { createClient } from "../sdk/ts/src/client.js";
+import { limitsPluginManifest, peaks, type RunLine } from "./helpers/limits-plugin.js";
+import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { freePort } from "./helpers/standby.js";
+import { until } from "./helpers/until.js";
+
+const repo = new URL("../", import.meta.url).pathname;
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill("SIGKILL");
+});
+
+/** Starts an executor process hosting the limits plugin; its run lines go to `lines`. */
+function spawnExecutor(url: string, lines: RunLine[]) {
+  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/limits-executor.ts", url], {
+    cwd: repo,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  createInterface({ input: child.stdout! }).on("line", (line) => lines.push(JSON.parse(line)));
+  const ready = new Promise<void>((resolve) => createInterface({ input: child.stderr! }).on("line", (l) => l.includes("executor ready") && resolve()));
+  return { child, ready };
+}
+
+function pluginsDir(): string {
+  const dir = tempDir("chronolog-plugins-");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "limits.yaml"), stringify(limitsPluginManifest()));
+  return dir;
+}
+
+/** The ids of `what` whose run ended at least once. */
+function ended(lines: RunLine[], what: RunLine["what"]): Set<number> {
+  return new Set(lines.filter((l) => l.what === what && l.ev === "end").map((l) => l.id));
+}
+
+describe("concurrency limits by key (real processes)", () => {
+  it("a processor's deliveries: at most `limit` per key and `total` in all, through an executor's kill -9 and an owner's", async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const args = ["--plugins", pluginsDir()];
+    let owner: OwnerProcess = await spawnOwner(dataDir, args, port);
+    children.push(owner.child);
+    const client = createClient({ url: owner.url });
+    const total = 96;
+    await client.emitBatch(Array.from({ length: total }, (_, i) => ({ type: "work.queued", data: { customer: i % 2 === 0 ? "c0" : `c${1 + (i % 3)}`, i } })));
+    const lines: RunLine[] = [];
+    const killedAt = new Map<number, number>();
+    const a = spawnExecutor(owner.url, lines);
+    const b = spawnExecutor(owner.url, lines);
+    await Promise.all([a.ready, b.ready]);
+    await until(() => ended(lines, "work").size >= 20, "some deliveries", 30_000);
+    killedAt.set(a.child.pid!, Date.now());
+    a.child.kill("SIGKILL");
+    await until(() => ended(lines, "work").size >= 50, "deliveries after the executor's kill", 30_000);
+    owner.child.kill("SIGKILL");
+    await owner.exited;
+    owner = await spawnOwner(dataDir, args, port);
+    children.push(owner.child);
+    await until(() => ended(lines, "work").size === total, "every event handled", 60_000);
+    const peak = peaks(lines, "work", killedAt);
+    expect(peak.perCustomer).toBe(2); // the limit, reached and never passed
+    expect(peak.total).toBeLessThanOrEqual(6);
+    expect(peak.total).toBeGreaterThan(2); // customers ran side by side
+  });
+
+  it("an action's calls: at most `limit` per key and `total` in all across executors, through an executor's kill -9", async () => {
+    const owner = await spawnOwner(tempDir(), ["--plugins", pluginsDir()]);
+    children.push(owner.child);
+    const client = createClient({ url: owner.url });
+    const lines: RunLine[] = [];
+    const killedAt = new Map<number, number>();
+    const a = spawnExecutor(owner.url, lines);
+    const b = spawnExecutor(owner.url, lines);
+    await Promise.all([a.ready, b.ready]);
+    const count = 24;
+    const calls = Array.from({ length: count }, (_, n) => client.call("limits.charge", { customer: `c${n % 4}`, n }));
+    await until(() => ended(lines, "charge").size >= 6, "some calls", 30_000);
+    killedAt.set(a.child.pid!, Date.now());
+    a.child.kill("SIGKILL");
+    const outputs = await Promise.all(calls);
+    expect(outputs.map((o) => o.output.n)).toEqual(Array.from({ length: count }, (_, n) => n));
+    const peak = peaks(lines, "charge", killedAt);
+    expect(peak.perCustomer).toBe(1);
+    expect(peak.total).toBe(3); // reached: 4 customers wanted 4 at once
+  });
+});
