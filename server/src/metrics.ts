@@ -18,6 +18,7 @@ import type { HttpHandler, HttpResponse } from "./http-handler.js";
 import { stageBucketsMs, type StageHistogram, type Stages } from "./stages.js";
 import type { CommitInfo } from "./store/committer.js";
 import { latenessBucketsMs } from "./time/index.js";
+import { rateMetrics, type RateWaits } from "./flow/rate-metrics.js";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
 
 /** A processor as the metrics read it: a {@link ProcessorEngine}'s counters and cursor. */
@@ -49,6 +50,8 @@ export interface MetricsSources {
   timeCallsSentLate(): number;
   /** The stages of events and calls of time. */
   stages: Stages;
+  /** The waits of the processors' and actions' rates. */
+  rateWaits(): Iterable<RateWaits>;
 }
 
 /** Group commit sizes (units of work per transaction). */
@@ -227,6 +230,7 @@ export class OwnerMetrics {
       },
     });
     stageMetrics(this.registry, sources.stages);
+    rateMetrics(this.registry, () => sources.rateWaits());
   }
 
   /** The content type of {@link text}: Prometheus text format 0.0.4. */

@@ -24,6 +24,7 @@ class ProcessorDefinition:
     where: Optional[Mapping[str, Any]] = None
     key: str = ""
     concurrency: Union[int, Mapping[str, Any]] = 0
+    rate: Optional[Mapping[str, Any]] = None
     ack_timeout_ms: int = 0
     retry_delays_ms: Sequence[int] = ()
     start: Union[str, int] = "end"
@@ -46,6 +47,8 @@ class ProcessorDefinition:
             d["concurrency_limit"] = dict(self.concurrency)
         elif self.concurrency:
             d["concurrency"] = self.concurrency
+        if self.rate is not None:
+            d["rate"] = dict(self.rate)
         if self.ack_timeout_ms:
             d["ack_timeout_ms"] = self.ack_timeout_ms
         if self.retry_delays_ms:
@@ -67,12 +70,15 @@ class ActionDefinition:
     timeout_ms: int = 0
     timeout_grace_ms: Optional[int] = None
     concurrency: Optional[Mapping[str, Any]] = None
+    rate: Optional[Mapping[str, Any]] = None
 
     def declaration(self) -> dict:
         """The action's manifest entry (JSON form)."""
         d: dict = {"private_fields": list(self.private_fields), "allow": list(self.allow)}
         if self.concurrency is not None:
             d["concurrency_limit"] = dict(self.concurrency)
+        if self.rate is not None:
+            d["rate"] = dict(self.rate)
         if self.input_schema is not None:
             d["input_schema"] = dict(self.input_schema)
         if self.record is not None:
@@ -121,6 +127,7 @@ class Plugin:
         where: Optional[Mapping[str, Any]] = None,
         key: str = "",
         concurrency: Union[int, Mapping[str, Any]] = 0,
+        rate: Optional[Mapping[str, Any]] = None,
         ack_timeout_ms: int = 0,
         retry_delays_ms: Sequence[int] = (),
         start: Union[str, int] = "end",
@@ -138,11 +145,13 @@ class Plugin:
         default 1), or limits as a dict: ``limit`` deliveries in flight per
         value of ``key`` (a path such as ``data.customer_id``), ``total`` in
         all, ``if_active`` ``"queue"`` (default), ``"skip"`` or ``"coalesce"``.
+        ``rate``: deliveries started per period per key, a dict ``limit``,
+        ``period_ms`` (default 1000), ``key``, ``burst`` (default ``limit``).
         """
 
         def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
             types = [on] if isinstance(on, str) else list(on)
-            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms)
+            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, rate, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms)
             return fn
 
         return register
@@ -158,6 +167,7 @@ class Plugin:
         timeout_ms: int = 0,
         timeout_grace_ms: Optional[int] = None,
         concurrency: Optional[Mapping[str, Any]] = None,
+        rate: Optional[Mapping[str, Any]] = None,
     ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
         """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
 
@@ -168,11 +178,13 @@ class Plugin:
         ``timeout_ms``). ``concurrency``: ``limit`` calls in flight per value
         of ``key`` (a path such as ``input.customer_id``; without it, ``limit``
         counts every call) and ``total`` in all, across executors; a call past
-        a limit waits for a slot.
+        a limit waits for a slot. ``rate``: calls started per period per key,
+        a dict ``limit``, ``period_ms`` (default 1000), ``key``, ``burst``
+        (default ``limit``); a call past it waits.
         """
 
         def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
-            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, concurrency)
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, concurrency, rate)
             return fn
 
         return register

@@ -28,6 +28,8 @@ export interface ProcessorDefinition {
    * with work in flight does (`ifActive`: "queue", the default, "skip" or "coalesce").
    */
   concurrency?: number | ConcurrencyOptions;
+  /** Deliveries started per period, per key (`key` a path into the event); an event past it waits, other keys go on. */
+  rate?: RateOptions;
   /** Default 30,000. */
   ackTimeoutMs?: number;
   /**
@@ -80,6 +82,8 @@ export interface ActionDefinition {
    * call. A call past a limit waits for a slot (within its wait for an executor).
    */
   concurrency?: Omit<ConcurrencyOptions, "ifActive">;
+  /** Calls started per period, per key (`key` a path such as `input.customer_id`); a call past it waits (within its wait for an executor). */
+  rate?: RateOptions;
   /** Runs one call. */
   // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing is a call with no output
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
@@ -95,6 +99,18 @@ export interface ConcurrencyOptions {
   total?: number;
   /** Processors: what a new event of a key with work in flight does. */
   ifActive?: "queue" | "skip" | "coalesce";
+}
+
+/** A rate: a token bucket per key value (`rate` in the manifest). */
+export interface RateOptions {
+  /** Starts per period. */
+  limit: number;
+  /** Default 1,000. */
+  periodMs?: number;
+  /** Path giving the key; absent: one rate for all. */
+  key?: string;
+  /** Starts at once after a quiet time at most (default `limit`). */
+  burst?: number;
 }
 
 /** A collection declaration. */
@@ -196,6 +212,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         key: d.key ?? "",
         concurrency: typeof d.concurrency === "number" ? d.concurrency : 0,
         concurrencyLimit: typeof d.concurrency === "object" ? d.concurrency : undefined,
+        rate: d.rate,
         ackTimeoutMs: d.ackTimeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
         retryDelaysMs: d.retryDelaysMs ?? [],
@@ -214,6 +231,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         timeoutMs: d.timeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
         concurrencyLimit: d.concurrency,
+        rate: d.rate,
       },
     ]),
   );

@@ -14,6 +14,8 @@ import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVe
 import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
 import { CallSlots } from "./slots.js";
+import { CallRates } from "./rates.js";
+import type { RateWaits } from "../flow/rate-metrics.js";
 import { sha256Hex } from "../sha256.js";
 
 /** What the action calls need from the owner: what their {@link Invocations} need, and more. */
@@ -79,6 +81,8 @@ export class ActionCalls {
   private readonly runs = new Map<string, Run>();
   /** The actions' concurrency limits. */
   readonly slots = new CallSlots();
+  /** The actions' rates. */
+  readonly rates: CallRates;
   /** The attempts in flight to executors. */
   private readonly invocations: Invocations;
   /** Where the owner is in its stop, shared with {@link invocations}. */
@@ -88,11 +92,17 @@ export class ActionCalls {
 
   constructor(private readonly deps: ActionCallsDeps) {
     this.invocations = new Invocations(deps, this.state);
+    this.rates = new CallRates(deps.clock);
   }
 
   /** Calls of time sent late to an executor that holds, since the owner started: see {@link Invocations.sentLate}. */
   get sentLate(): number {
     return this.invocations.sentLate;
+  }
+
+  /** The actions' rate waits so far (for the metrics). */
+  rateWaits(): Iterable<RateWaits> {
+    return this.rates.waits();
   }
 
   /** Whether call `callId` ever started an attempt (its `action_calls` row exists: written when a host's credit was taken). */
@@ -286,15 +296,16 @@ export class ActionCalls {
     if (run.invocation) this.invocations.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
   }
 
-  /** Runs `run` within its action's concurrency limits (a slot held from before its first attempt to its end), as {@link attempts}. */
+  /** Runs `run` within its action's concurrency limits (a slot held from before its first attempt to its end) and rate, as {@link attempts}. */
   private async drive(run: Run): Promise<Record<string, unknown>> {
-    const limits = run.call.entry.concurrency;
-    if (!limits) return this.attempts(run);
-    const release = await this.slots.acquire(run.call.entry.name, limits, run.call.input, run.call.eligible ? 0 : this.budgetMs(run), run.abandoned?.signal);
+    const { entry, input, eligible } = run.call;
+    const limits = entry.concurrency;
+    const release = limits && (await this.slots.acquire(entry.name, limits, input, eligible ? 0 : this.budgetMs(run), run.abandoned?.signal));
     try {
+      await this.rates.wait(entry, input, eligible ? 0 : this.budgetMs(run), run.abandoned?.signal);
       return await this.attempts(run);
     } finally {
-      release();
+      release?.();
     }
   }
 

@@ -3,6 +3,7 @@ import type { FieldViolation } from "../errors.js";
 import type { Validator } from "../plugins/schemas.js";
 import { concurrencyProblems } from "../plugins/flow-limits.js";
 import { keyPath } from "../log/key-path.js";
+import { compileRate, rateProblems, type RateSpec } from "../flow/rate.js";
 
 /** The longest wait a timer can arm (setTimeout's limit), ms: a declared grace may not be longer. */
 export const maxTimerMs = 2_147_483_647;
@@ -32,6 +33,8 @@ export interface ActionEntry {
   timeoutGraceMs: number;
   /** Calls in flight at once per key (`keyOf`) and in all; absent: bounded by the executors' credits only. */
   concurrency?: ActionConcurrency;
+  /** Calls started per period, per key; absent: no rate. */
+  rate?: RateSpec;
 }
 
 /** An action's concurrency limits. */
@@ -68,7 +71,7 @@ export function compileAction(
     if (!fieldName.test(field))
       violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name` });
   }
-  violations.push(...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, undefined));
+  violations.push(...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, undefined), ...rateProblems(`${at}.rate`, decl.rate, true));
   if ((decl.timeoutGraceMs ?? 0) > maxTimerMs)
     violations.push({ field: `${at}.timeout_grace_ms`, description: `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)` });
   let validate: Validator | undefined;
@@ -93,6 +96,7 @@ export function compileAction(
         keyOf: keyPath(decl.concurrencyLimit.key),
         total: decl.concurrencyLimit.total || (decl.concurrencyLimit.key ? Number.POSITIVE_INFINITY : decl.concurrencyLimit.limit || Number.POSITIVE_INFINITY),
       },
+      rate: compileRate(decl.rate),
     },
     violations,
   };

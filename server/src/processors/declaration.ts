@@ -2,6 +2,7 @@ import type { ProcessorDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugi
 import { compileFilter, matchAll, type Filter } from "../log/filter.js";
 import type { EventRecord } from "../store/events.js";
 import { keyPath } from "../log/key-path.js";
+import { compileRate, type RateSpec } from "../flow/rate.js";
 
 /** What a new event of a key with work in flight does: waits its turn, is skipped, or replaces the key's waiting event. */
 export type IfActive = "queue" | "skip" | "coalesce";
@@ -24,6 +25,8 @@ export interface ProcessorSpec {
   concurrency: number;
   /** What a new event of a key with work in flight does. */
   ifActive: IfActive;
+  /** Deliveries started per period, per rate key; absent: no rate. */
+  rate?: RateSpec;
   ackTimeoutMs: number;
   /**
    * How long past its ack timeout a try (told to cancel) may still answer, ms: meanwhile no other
@@ -53,6 +56,7 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
     keyLimit: limit?.limit || 1,
     concurrency: limit ? limit.total || decl.concurrency || Number.POSITIVE_INFINITY : decl.concurrency || 1,
     ifActive: (limit?.ifActive || "queue") as IfActive,
+    rate: compileRate(decl.rate),
     ackTimeoutMs: decl.ackTimeoutMs || defaultAckTimeoutMs,
     timeoutGraceMs: decl.timeoutGraceMs ?? (decl.ackTimeoutMs || defaultAckTimeoutMs),
     retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : defaultRetryDelaysMs,

@@ -14,6 +14,7 @@ import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
 import { KeyQueues } from "./key-limits.js";
 import { LogReader } from "./reader.js";
+import { RateGate } from "./rate-gate.js";
 
 /** What an engine needs from the owner. */
 export interface EngineDeps {
@@ -68,6 +69,8 @@ export class ProcessorEngine {
   private stopped = false;
   private readonly queues: KeyQueues;
   private readonly reader: LogReader;
+  /** The processor's rate, if it declares one. */
+  readonly rate: RateGate | undefined;
   /** A look ahead goes on in a later turn of the event loop. */
   private reading = false;
   private readonly attempts = new Map<number, Attempt>();
@@ -99,6 +102,7 @@ export class ProcessorEngine {
     this.times = new TryTimes(this.stages);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
     this.queues = new KeyQueues(spec.keyLimit, spec.ifActive);
+    this.rate = spec.rate && new RateGate(spec.rate, deps.clock);
     this.reader = new LogReader({ ...deps, spec, floor: this.ackFloor, queues: this.queues, passed: (events, held) => this.pass(events, held) });
   }
 
@@ -179,8 +183,8 @@ export class ProcessorEngine {
       if (this.attempts.size >= this.spec.concurrency) return;
       const session = this.deps.pickSession(this.spec.name);
       if (!session) return;
-      const next = this.queues.take();
-      if (!next) return;
+      const next = this.queues.take(this.rate?.admit);
+      if (!next) return this.rate?.arm(this.queues, () => this.pump());
       const attempt = newAttempt(next.key, next.event);
       this.attempts.set(next.event.seq, attempt);
       this.send(attempt, session);
@@ -348,6 +352,7 @@ export class ProcessorEngine {
       t.slot = -1;
     }
     this.times.clear();
+    this.rate?.clear();
     this.attempts.clear();
     this.byDelivery.clear();
     this.ready.length = 0;

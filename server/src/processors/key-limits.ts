@@ -39,6 +39,10 @@ export class KeyQueues {
   private readonly ready = new Set<string>();
   /** Spilled keys whose queue ran low: to read again from the log. */
   private readonly low = new Set<string>();
+  /** Keys passed over until {@link unpark}: their next event must wait (its rate). */
+  private readonly parked = new Set<string>();
+  /** The shortest wait of the keys parked since the last {@link unpark}, ms. */
+  wakeInMs = Number.POSITIVE_INFINITY;
   private count = 0;
   readonly holdPerKey: number;
 
@@ -94,12 +98,42 @@ export class KeyQueues {
     this.hold(key, state, event);
   }
 
-  /** Takes the next event of the key whose turn it is and counts it in flight; undefined when no key may run. */
-  take(): { key: string; event: EventRecord } | undefined {
-    const key = this.ready.values().next().value;
-    if (key === undefined) return undefined;
-    this.ready.delete(key);
-    const state = this.keys.get(key)!;
+  /**
+   * Takes the next event of the key whose turn it is and counts it in flight; undefined when no
+   * key may run. `admit`, when given, may hold an event back: it answers the ms to wait (0: go),
+   * and its key is passed over (parked) until {@link unpark}.
+   */
+  take(admit?: (event: EventRecord) => number): { key: string; event: EventRecord } | undefined {
+    for (const key of this.ready) {
+      const state = this.keys.get(key)!;
+      const waitMs = admit ? admit(state.waiting[0]) : 0;
+      this.ready.delete(key);
+      if (waitMs > 0) {
+        this.parked.add(key);
+        this.wakeInMs = Math.min(this.wakeInMs, waitMs);
+        continue;
+      }
+      return this.takeHead(key, state);
+    }
+    return undefined;
+  }
+
+  /** Keys passed over by `take`'s `admit`. */
+  get parkedKeys(): number {
+    return this.parked.size;
+  }
+
+  /** Parked keys take turns again (their events are asked about anew). */
+  unpark(): void {
+    for (const key of this.parked) {
+      const state = this.keys.get(key);
+      if (state && state.waiting.length > 0 && state.running < this.limit) this.ready.add(key);
+    }
+    this.parked.clear();
+    this.wakeInMs = Number.POSITIVE_INFINITY;
+  }
+
+  private takeHead(key: string, state: KeyState): { key: string; event: EventRecord } {
     const event = state.waiting.shift()!;
     this.count--;
     state.running++;
@@ -113,8 +147,9 @@ export class KeyQueues {
     const state = this.keys.get(key);
     if (!state) return;
     state.running = Math.max(0, state.running - 1);
-    if (state.waiting.length > 0) this.ready.add(key);
-    else if (state.running === 0 && state.spilledFrom === 0) this.keys.delete(key);
+    if (state.waiting.length > 0) {
+      if (!this.parked.has(key)) this.ready.add(key);
+    } else if (state.running === 0 && state.spilledFrom === 0) this.keys.delete(key);
   }
 
   /** Spilled keys whose queues ran low, with the seq to read them again from; taken (asked once). */
@@ -149,12 +184,14 @@ export class KeyQueues {
     this.keys.clear();
     this.ready.clear();
     this.low.clear();
+    this.parked.clear();
+    this.wakeInMs = Number.POSITIVE_INFINITY;
     this.count = 0;
   }
 
   private hold(key: string, state: KeyState, event: EventRecord): void {
     state.waiting.push(event);
     this.count++;
-    if (state.running < this.limit) this.ready.add(key);
+    if (state.running < this.limit && !this.parked.has(key)) this.ready.add(key);
   }
 }

@@ -376,8 +376,11 @@ type ActionDeclaration struct {
 	// and in all, across executors; a call past a limit waits for a slot like
 	// one waiting for a host. In a manifest also written `concurrency: {...}`.
 	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Calls started per period, per key of the input; a call past the rate
+	// waits (within its wait for an executor).
+	Rate          *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActionDeclaration) Reset() {
@@ -459,6 +462,88 @@ func (x *ActionDeclaration) GetConcurrencyLimit() *ConcurrencyLimit {
 	return nil
 }
 
+func (x *ActionDeclaration) GetRate() *RateLimit {
+	if x != nil {
+		return x.Rate
+	}
+	return nil
+}
+
+// How fast work of a processor or an action starts: a token bucket per key
+// value, `limit` tokens per `period_ms`, holding at most `burst`.
+type RateLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Starts per period (at least 1).
+	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The period in ms (default 1,000).
+	PeriodMs uint32 `protobuf:"varint,2,opt,name=period_ms,json=periodMs,proto3" json:"period_ms,omitempty"`
+	// Path giving the key, as in ConcurrencyLimit; empty: one rate for all work
+	// (work without a value for the key shares one rate too).
+	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Starts at once after a quiet time at most (default `limit`).
+	Burst         uint32 `protobuf:"varint,4,opt,name=burst,proto3" json:"burst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimit) Reset() {
+	*x = RateLimit{}
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimit) ProtoMessage() {}
+
+func (x *RateLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
+func (*RateLimit) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RateLimit) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *RateLimit) GetPeriodMs() uint32 {
+	if x != nil {
+		return x.PeriodMs
+	}
+	return 0
+}
+
+func (x *RateLimit) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *RateLimit) GetBurst() uint32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
 // How much work of a processor or an action runs at once.
 type ConcurrencyLimit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -484,7 +569,7 @@ type ConcurrencyLimit struct {
 
 func (x *ConcurrencyLimit) Reset() {
 	*x = ConcurrencyLimit{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +581,7 @@ func (x *ConcurrencyLimit) String() string {
 func (*ConcurrencyLimit) ProtoMessage() {}
 
 func (x *ConcurrencyLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +594,7 @@ func (x *ConcurrencyLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConcurrencyLimit.ProtoReflect.Descriptor instead.
 func (*ConcurrencyLimit) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ConcurrencyLimit) GetLimit() uint32 {
@@ -570,13 +655,16 @@ type ProcessorDeclaration struct {
 	// events are served in turn, so one key's backlog does not hold back
 	// another key's events. In a manifest also written `concurrency: {...}`.
 	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Deliveries started per period, per key; an event past the rate waits its
+	// turn (its key is passed over until it has a token, other keys go on).
+	Rate          *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProcessorDeclaration) Reset() {
 	*x = ProcessorDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +676,7 @@ func (x *ProcessorDeclaration) String() string {
 func (*ProcessorDeclaration) ProtoMessage() {}
 
 func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +689,7 @@ func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessorDeclaration.ProtoReflect.Descriptor instead.
 func (*ProcessorDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProcessorDeclaration) GetOn() []string {
@@ -667,6 +755,13 @@ func (x *ProcessorDeclaration) GetConcurrencyLimit() *ConcurrencyLimit {
 	return nil
 }
 
+func (x *ProcessorDeclaration) GetRate() *RateLimit {
+	if x != nil {
+		return x.Rate
+	}
+	return nil
+}
+
 // Where a new processor's cursor starts.
 type StartPosition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -684,7 +779,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +791,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +804,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -802,7 +897,7 @@ type ScheduleDeclaration struct {
 
 func (x *ScheduleDeclaration) Reset() {
 	*x = ScheduleDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +909,7 @@ func (x *ScheduleDeclaration) String() string {
 func (*ScheduleDeclaration) ProtoMessage() {}
 
 func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +922,7 @@ func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDeclaration.ProtoReflect.Descriptor instead.
 func (*ScheduleDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ScheduleDeclaration) GetAction() string {
@@ -932,7 +1027,7 @@ type SchedulePatch struct {
 
 func (x *SchedulePatch) Reset() {
 	*x = SchedulePatch{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1039,7 @@ func (x *SchedulePatch) String() string {
 func (*SchedulePatch) ProtoMessage() {}
 
 func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1052,7 @@ func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePatch.ProtoReflect.Descriptor instead.
 func (*SchedulePatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SchedulePatch) GetPlugin() string {
@@ -1034,7 +1129,7 @@ type PulseDeclaration struct {
 
 func (x *PulseDeclaration) Reset() {
 	*x = PulseDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1141,7 @@ func (x *PulseDeclaration) String() string {
 func (*PulseDeclaration) ProtoMessage() {}
 
 func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1154,7 @@ func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PulseDeclaration.ProtoReflect.Descriptor instead.
 func (*PulseDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PulseDeclaration) GetAction() string {
@@ -1105,7 +1200,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1212,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1225,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Plugin) GetManifest() *PluginManifest {
@@ -1165,7 +1260,7 @@ type RegisterPluginRequest struct {
 
 func (x *RegisterPluginRequest) Reset() {
 	*x = RegisterPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1272,7 @@ func (x *RegisterPluginRequest) String() string {
 func (*RegisterPluginRequest) ProtoMessage() {}
 
 func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1285,7 @@ func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginRequest.ProtoReflect.Descriptor instead.
 func (*RegisterPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RegisterPluginRequest) GetManifest() *PluginManifest {
@@ -1213,7 +1308,7 @@ type RegisterPluginResponse struct {
 
 func (x *RegisterPluginResponse) Reset() {
 	*x = RegisterPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1320,7 @@ func (x *RegisterPluginResponse) String() string {
 func (*RegisterPluginResponse) ProtoMessage() {}
 
 func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1333,7 @@ func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginResponse.ProtoReflect.Descriptor instead.
 func (*RegisterPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RegisterPluginResponse) GetPlugin() *Plugin {
@@ -1264,7 +1359,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1371,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1384,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 // All plugins, by name.
@@ -1303,7 +1398,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1410,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1423,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1349,7 +1444,7 @@ type GetPluginRequest struct {
 
 func (x *GetPluginRequest) Reset() {
 	*x = GetPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1456,7 @@ func (x *GetPluginRequest) String() string {
 func (*GetPluginRequest) ProtoMessage() {}
 
 func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1469,7 @@ func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginRequest.ProtoReflect.Descriptor instead.
 func (*GetPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetPluginRequest) GetName() string {
@@ -1395,7 +1490,7 @@ type GetPluginResponse struct {
 
 func (x *GetPluginResponse) Reset() {
 	*x = GetPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1407,7 +1502,7 @@ func (x *GetPluginResponse) String() string {
 func (*GetPluginResponse) ProtoMessage() {}
 
 func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1515,7 @@ func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginResponse.ProtoReflect.Descriptor instead.
 func (*GetPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetPluginResponse) GetPlugin() *Plugin {
@@ -1478,7 +1573,7 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05allow\x18\x06 \x03(\tR\x05allowB\t\n" +
 	"\a_eventsB\n" +
 	"\n" +
-	"\b_durable\"\xe4\x02\n" +
+	"\b_durable\"\x91\x03\n" +
 	"\x11ActionDeclaration\x12:\n" +
 	"\finput_schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12%\n" +
 	"\x0eprivate_fields\x18\x02 \x03(\tR\rprivateFields\x12\x1b\n" +
@@ -1487,14 +1582,20 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\rR\ttimeoutMs\x12-\n" +
 	"\x10timeout_grace_ms\x18\x06 \x01(\rH\x01R\x0etimeoutGraceMs\x88\x01\x01\x12K\n" +
-	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimitB\t\n" +
+	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimit\x12+\n" +
+	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rateB\t\n" +
 	"\a_recordB\x13\n" +
-	"\x11_timeout_grace_ms\"m\n" +
+	"\x11_timeout_grace_ms\"f\n" +
+	"\tRateLimit\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x1b\n" +
+	"\tperiod_ms\x18\x02 \x01(\rR\bperiodMs\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
+	"\x05burst\x18\x04 \x01(\rR\x05burst\"m\n" +
 	"\x10ConcurrencyLimit\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\rR\x05total\x12\x1b\n" +
-	"\tif_active\x18\x04 \x01(\tR\bifActive\"\x9b\x03\n" +
+	"\tif_active\x18\x04 \x01(\tR\bifActive\"\xc8\x03\n" +
 	"\x14ProcessorDeclaration\x12\x0e\n" +
 	"\x02on\x18\x01 \x03(\tR\x02on\x12-\n" +
 	"\x05where\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x10\n" +
@@ -1504,7 +1605,8 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05start\x18\x06 \x01(\v2\x1b.chronolog.v1.StartPositionR\x05start\x12&\n" +
 	"\x0fretry_delays_ms\x18\a \x03(\rR\rretryDelaysMs\x12-\n" +
 	"\x10timeout_grace_ms\x18\b \x01(\rH\x00R\x0etimeoutGraceMs\x88\x01\x01\x12K\n" +
-	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimitB\x13\n" +
+	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimit\x12+\n" +
+	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rateB\x13\n" +
 	"\x11_timeout_grace_ms\"n\n" +
 	"\rStartPosition\x12\x12\n" +
 	"\x03end\x18\x01 \x01(\bH\x00R\x03end\x12\x1e\n" +
@@ -1581,82 +1683,85 @@ func file_chronolog_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_chronolog_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_chronolog_v1_plugin_proto_goTypes = []any{
 	(PulseScope)(0),                // 0: chronolog.v1.PulseScope
 	(*PluginManifest)(nil),         // 1: chronolog.v1.PluginManifest
 	(*EventTypeDeclaration)(nil),   // 2: chronolog.v1.EventTypeDeclaration
 	(*CollectionDeclaration)(nil),  // 3: chronolog.v1.CollectionDeclaration
 	(*ActionDeclaration)(nil),      // 4: chronolog.v1.ActionDeclaration
-	(*ConcurrencyLimit)(nil),       // 5: chronolog.v1.ConcurrencyLimit
-	(*ProcessorDeclaration)(nil),   // 6: chronolog.v1.ProcessorDeclaration
-	(*StartPosition)(nil),          // 7: chronolog.v1.StartPosition
-	(*ScheduleDeclaration)(nil),    // 8: chronolog.v1.ScheduleDeclaration
-	(*SchedulePatch)(nil),          // 9: chronolog.v1.SchedulePatch
-	(*PulseDeclaration)(nil),       // 10: chronolog.v1.PulseDeclaration
-	(*Plugin)(nil),                 // 11: chronolog.v1.Plugin
-	(*RegisterPluginRequest)(nil),  // 12: chronolog.v1.RegisterPluginRequest
-	(*RegisterPluginResponse)(nil), // 13: chronolog.v1.RegisterPluginResponse
-	(*ListPluginsRequest)(nil),     // 14: chronolog.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),    // 15: chronolog.v1.ListPluginsResponse
-	(*GetPluginRequest)(nil),       // 16: chronolog.v1.GetPluginRequest
-	(*GetPluginResponse)(nil),      // 17: chronolog.v1.GetPluginResponse
-	nil,                            // 18: chronolog.v1.PluginManifest.EventsEntry
-	nil,                            // 19: chronolog.v1.PluginManifest.CollectionsEntry
-	nil,                            // 20: chronolog.v1.PluginManifest.ActionsEntry
-	nil,                            // 21: chronolog.v1.PluginManifest.ProcessorsEntry
-	nil,                            // 22: chronolog.v1.PluginManifest.SchedulesEntry
-	nil,                            // 23: chronolog.v1.PluginManifest.PulsesEntry
-	(*structpb.Struct)(nil),        // 24: google.protobuf.Struct
-	(*SchedulePolicy)(nil),         // 25: chronolog.v1.SchedulePolicy
-	(*DstPolicy)(nil),              // 26: chronolog.v1.DstPolicy
-	(*timestamppb.Timestamp)(nil),  // 27: google.protobuf.Timestamp
+	(*RateLimit)(nil),              // 5: chronolog.v1.RateLimit
+	(*ConcurrencyLimit)(nil),       // 6: chronolog.v1.ConcurrencyLimit
+	(*ProcessorDeclaration)(nil),   // 7: chronolog.v1.ProcessorDeclaration
+	(*StartPosition)(nil),          // 8: chronolog.v1.StartPosition
+	(*ScheduleDeclaration)(nil),    // 9: chronolog.v1.ScheduleDeclaration
+	(*SchedulePatch)(nil),          // 10: chronolog.v1.SchedulePatch
+	(*PulseDeclaration)(nil),       // 11: chronolog.v1.PulseDeclaration
+	(*Plugin)(nil),                 // 12: chronolog.v1.Plugin
+	(*RegisterPluginRequest)(nil),  // 13: chronolog.v1.RegisterPluginRequest
+	(*RegisterPluginResponse)(nil), // 14: chronolog.v1.RegisterPluginResponse
+	(*ListPluginsRequest)(nil),     // 15: chronolog.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),    // 16: chronolog.v1.ListPluginsResponse
+	(*GetPluginRequest)(nil),       // 17: chronolog.v1.GetPluginRequest
+	(*GetPluginResponse)(nil),      // 18: chronolog.v1.GetPluginResponse
+	nil,                            // 19: chronolog.v1.PluginManifest.EventsEntry
+	nil,                            // 20: chronolog.v1.PluginManifest.CollectionsEntry
+	nil,                            // 21: chronolog.v1.PluginManifest.ActionsEntry
+	nil,                            // 22: chronolog.v1.PluginManifest.ProcessorsEntry
+	nil,                            // 23: chronolog.v1.PluginManifest.SchedulesEntry
+	nil,                            // 24: chronolog.v1.PluginManifest.PulsesEntry
+	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
+	(*SchedulePolicy)(nil),         // 26: chronolog.v1.SchedulePolicy
+	(*DstPolicy)(nil),              // 27: chronolog.v1.DstPolicy
+	(*timestamppb.Timestamp)(nil),  // 28: google.protobuf.Timestamp
 }
 var file_chronolog_v1_plugin_proto_depIdxs = []int32{
-	18, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
-	19, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
-	20, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
-	21, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
-	22, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
-	23, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
-	9,  // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
-	24, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
-	24, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
-	24, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
-	5,  // 10: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
-	24, // 11: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
-	7,  // 12: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
-	5,  // 13: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
-	24, // 14: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
-	25, // 15: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
-	26, // 16: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
-	24, // 17: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
-	26, // 18: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
-	25, // 19: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
-	0,  // 20: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
-	1,  // 21: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
-	27, // 22: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
-	1,  // 23: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
-	11, // 24: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	11, // 25: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
-	11, // 26: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	2,  // 27: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
-	3,  // 28: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
-	4,  // 29: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
-	6,  // 30: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
-	8,  // 31: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
-	10, // 32: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
-	12, // 33: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
-	14, // 34: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
-	16, // 35: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
-	13, // 36: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
-	15, // 37: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
-	17, // 38: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
-	36, // [36:39] is the sub-list for method output_type
-	33, // [33:36] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	19, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
+	20, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
+	21, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
+	22, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
+	23, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
+	24, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
+	10, // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
+	25, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
+	25, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
+	25, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
+	6,  // 10: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	5,  // 11: chronolog.v1.ActionDeclaration.rate:type_name -> chronolog.v1.RateLimit
+	25, // 12: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
+	8,  // 13: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
+	6,  // 14: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	5,  // 15: chronolog.v1.ProcessorDeclaration.rate:type_name -> chronolog.v1.RateLimit
+	25, // 16: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
+	26, // 17: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
+	27, // 18: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
+	25, // 19: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
+	27, // 20: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
+	26, // 21: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
+	0,  // 22: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
+	1,  // 23: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
+	28, // 24: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
+	1,  // 25: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
+	12, // 26: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	12, // 27: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
+	12, // 28: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	2,  // 29: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
+	3,  // 30: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
+	4,  // 31: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
+	7,  // 32: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
+	9,  // 33: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
+	11, // 34: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
+	13, // 35: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
+	15, // 36: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
+	17, // 37: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
+	14, // 38: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
+	16, // 39: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
+	18, // 40: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
+	38, // [38:41] is the sub-list for method output_type
+	35, // [35:38] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_plugin_proto_init() }
@@ -1667,20 +1772,20 @@ func file_chronolog_v1_plugin_proto_init() {
 	file_chronolog_v1_time_proto_init()
 	file_chronolog_v1_plugin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_chronolog_v1_plugin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[5].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{
+	file_chronolog_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[7].OneofWrappers = []any{
 		(*StartPosition_End)(nil),
 		(*StartPosition_Beginning)(nil),
 		(*StartPosition_AfterSeq)(nil),
 	}
-	file_chronolog_v1_plugin_proto_msgTypes[8].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_plugin_proto_rawDesc), len(file_chronolog_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/plugin.proto.
  */
 export const file_chronolog_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlIowCChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXRCCQoHX3JlY29yZEITChFfdGltZW91dF9ncmFjZV9tcyJQChBDb25jdXJyZW5jeUxpbWl0Eg0KBWxpbWl0GAEgASgNEgsKA2tleRgCIAEoCRINCgV0b3RhbBgDIAEoDRIRCglpZl9hY3RpdmUYBCABKAkiuAIKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiVAoNU3RhcnRQb3NpdGlvbhINCgNlbmQYASABKAhIABITCgliZWdpbm5pbmcYAiABKAhIABITCglhZnRlcl9zZXEYAyABKARIAEIKCghwb3NpdGlvbiKjAgoTU2NoZWR1bGVEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSJgoFaW5wdXQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBGNyb24YAyABKAkSDAoEem9uZRgEIAEoCRIQCghldmVyeV9tcxgFIAEoBBIXCg9tYXhfbGF0ZW5lc3NfbXMYBiABKAQSFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEhAKCGRpc2FibGVkGAggASgIEg4KBnJlZ2lvbhgJIAEoDRIsCgZwb2xpY3kYCiABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3kSJAoDZHN0GAsgASgLMhcuY2hyb25vbG9nLnYxLkRzdFBvbGljeSKJAgoNU2NoZWR1bGVQYXRjaBIOCgZwbHVnaW4YASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEQoEY3JvbhgDIAEoCUgAiAEBEhEKBHpvbmUYBCABKAlIAYgBARImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIZGlzYWJsZWQYBiABKAhIAogBARIkCgNkc3QYByABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EiwKBnBvbGljeRgIIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeUIHCgVfY3JvbkIHCgVfem9uZUILCglfZGlzYWJsZWQidQoQUHVsc2VEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSFQoNY3ljbGVfc2Vjb25kcxgCIAEoDRIRCglpbnRlcnZhbHMYAyABKA0SJwoFc2NvcGUYBCABKA4yGC5jaHJvbm9sb2cudjEuUHVsc2VTY29wZSJ9CgZQbHVnaW4SLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEAoIcmV2aXNpb24YAiABKA0SMQoNcmVnaXN0ZXJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoVUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0Ei4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0Ik8KFlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbhIPCgdjaGFuZ2VkGAIgASgIIhQKEkxpc3RQbHVnaW5zUmVxdWVzdCI8ChNMaXN0UGx1Z2luc1Jlc3BvbnNlEiUKB3BsdWdpbnMYASADKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luIiAKEEdldFBsdWdpblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChFHZXRQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luKl0KClB1bHNlU2NvcGUSGwoXUFVMU0VfU0NPUEVfVU5TUEVDSUZJRUQQABIZChVQVUxTRV9TQ09QRV9DT01QT05FTlQQARIXChNQVUxTRV9TQ09QRV9SRVBMSUNBEAIyjgIKDVBsdWdpblNlcnZpY2USWwoOUmVnaXN0ZXJQbHVnaW4SIy5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiQuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USUgoLTGlzdFBsdWdpbnMSIC5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXF1ZXN0GiEuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVzcG9uc2USTAoJR2V0UGx1Z2luEh4uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlcXVlc3QaHy5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlIrMCChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXRCCQoHX3JlY29yZEITChFfdGltZW91dF9ncmFjZV9tcyJJCglSYXRlTGltaXQSDQoFbGltaXQYASABKA0SEQoJcGVyaW9kX21zGAIgASgNEgsKA2tleRgDIAEoCRINCgVidXJzdBgEIAEoDSJQChBDb25jdXJyZW5jeUxpbWl0Eg0KBWxpbWl0GAEgASgNEgsKA2tleRgCIAEoCRINCgV0b3RhbBgDIAEoDRIRCglpZl9hY3RpdmUYBCABKAki3wIKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiVAoNU3RhcnRQb3NpdGlvbhINCgNlbmQYASABKAhIABITCgliZWdpbm5pbmcYAiABKAhIABITCglhZnRlcl9zZXEYAyABKARIAEIKCghwb3NpdGlvbiKjAgoTU2NoZWR1bGVEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSJgoFaW5wdXQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBGNyb24YAyABKAkSDAoEem9uZRgEIAEoCRIQCghldmVyeV9tcxgFIAEoBBIXCg9tYXhfbGF0ZW5lc3NfbXMYBiABKAQSFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEhAKCGRpc2FibGVkGAggASgIEg4KBnJlZ2lvbhgJIAEoDRIsCgZwb2xpY3kYCiABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3kSJAoDZHN0GAsgASgLMhcuY2hyb25vbG9nLnYxLkRzdFBvbGljeSKJAgoNU2NoZWR1bGVQYXRjaBIOCgZwbHVnaW4YASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEQoEY3JvbhgDIAEoCUgAiAEBEhEKBHpvbmUYBCABKAlIAYgBARImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIZGlzYWJsZWQYBiABKAhIAogBARIkCgNkc3QYByABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EiwKBnBvbGljeRgIIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeUIHCgVfY3JvbkIHCgVfem9uZUILCglfZGlzYWJsZWQidQoQUHVsc2VEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSFQoNY3ljbGVfc2Vjb25kcxgCIAEoDRIRCglpbnRlcnZhbHMYAyABKA0SJwoFc2NvcGUYBCABKA4yGC5jaHJvbm9sb2cudjEuUHVsc2VTY29wZSJ9CgZQbHVnaW4SLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEAoIcmV2aXNpb24YAiABKA0SMQoNcmVnaXN0ZXJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoVUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0Ei4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0Ik8KFlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbhIPCgdjaGFuZ2VkGAIgASgIIhQKEkxpc3RQbHVnaW5zUmVxdWVzdCI8ChNMaXN0UGx1Z2luc1Jlc3BvbnNlEiUKB3BsdWdpbnMYASADKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luIiAKEEdldFBsdWdpblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChFHZXRQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luKl0KClB1bHNlU2NvcGUSGwoXUFVMU0VfU0NPUEVfVU5TUEVDSUZJRUQQABIZChVQVUxTRV9TQ09QRV9DT01QT05FTlQQARIXChNQVUxTRV9TQ09QRV9SRVBMSUNBEAIyjgIKDVBsdWdpblNlcnZpY2USWwoOUmVnaXN0ZXJQbHVnaW4SIy5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiQuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USUgoLTGlzdFBsdWdpbnMSIC5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXF1ZXN0GiEuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVzcG9uc2USTAoJR2V0UGx1Z2luEh4uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlcXVlc3QaHy5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A plugin manifest. The JSON form of this message (snake_case or camelCase
@@ -248,6 +248,14 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
    * @generated from field: chronolog.v1.ConcurrencyLimit concurrency_limit = 80;
    */
   concurrencyLimit?: ConcurrencyLimit | undefined;
+
+  /**
+   * Calls started per period, per key of the input; a call past the rate
+   * waits (within its wait for an executor).
+   *
+   * @generated from field: chronolog.v1.RateLimit rate = 81;
+   */
+  rate?: RateLimit | undefined;
 };
 
 /**
@@ -256,6 +264,50 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
  */
 export const ActionDeclarationSchema: GenMessage<ActionDeclaration> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 3);
+
+/**
+ * How fast work of a processor or an action starts: a token bucket per key
+ * value, `limit` tokens per `period_ms`, holding at most `burst`.
+ *
+ * @generated from message chronolog.v1.RateLimit
+ */
+export type RateLimit = Message<"chronolog.v1.RateLimit"> & {
+  /**
+   * Starts per period (at least 1).
+   *
+   * @generated from field: uint32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * The period in ms (default 1,000).
+   *
+   * @generated from field: uint32 period_ms = 2;
+   */
+  periodMs: number;
+
+  /**
+   * Path giving the key, as in ConcurrencyLimit; empty: one rate for all work
+   * (work without a value for the key shares one rate too).
+   *
+   * @generated from field: string key = 3;
+   */
+  key: string;
+
+  /**
+   * Starts at once after a quiet time at most (default `limit`).
+   *
+   * @generated from field: uint32 burst = 4;
+   */
+  burst: number;
+};
+
+/**
+ * Describes the message chronolog.v1.RateLimit.
+ * Use `create(RateLimitSchema)` to create a new message.
+ */
+export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 4);
 
 /**
  * How much work of a processor or an action runs at once.
@@ -305,7 +357,7 @@ export type ConcurrencyLimit = Message<"chronolog.v1.ConcurrencyLimit"> & {
  * Use `create(ConcurrencyLimitSchema)` to create a new message.
  */
 export const ConcurrencyLimitSchema: GenMessage<ConcurrencyLimit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 4);
+  messageDesc(file_chronolog_v1_plugin, 5);
 
 /**
  * Declares a processor.
@@ -384,6 +436,14 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
    * @generated from field: chronolog.v1.ConcurrencyLimit concurrency_limit = 80;
    */
   concurrencyLimit?: ConcurrencyLimit | undefined;
+
+  /**
+   * Deliveries started per period, per key; an event past the rate waits its
+   * turn (its key is passed over until it has a token, other keys go on).
+   *
+   * @generated from field: chronolog.v1.RateLimit rate = 81;
+   */
+  rate?: RateLimit | undefined;
 };
 
 /**
@@ -391,7 +451,7 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
  * Use `create(ProcessorDeclarationSchema)` to create a new message.
  */
 export const ProcessorDeclarationSchema: GenMessage<ProcessorDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 5);
+  messageDesc(file_chronolog_v1_plugin, 6);
 
 /**
  * Where a new processor's cursor starts.
@@ -436,7 +496,7 @@ export type StartPosition = Message<"chronolog.v1.StartPosition"> & {
  * Use `create(StartPositionSchema)` to create a new message.
  */
 export const StartPositionSchema: GenMessage<StartPosition> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 6);
+  messageDesc(file_chronolog_v1_plugin, 7);
 
 /**
  * Declares a recurring timer.
@@ -527,7 +587,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
  * Use `create(ScheduleDeclarationSchema)` to create a new message.
  */
 export const ScheduleDeclarationSchema: GenMessage<ScheduleDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 7);
+  messageDesc(file_chronolog_v1_plugin, 8);
 
 /**
  * Changes a schedule declared by an earlier plugin.
@@ -597,7 +657,7 @@ export type SchedulePatch = Message<"chronolog.v1.SchedulePatch"> & {
  * Use `create(SchedulePatchSchema)` to create a new message.
  */
 export const SchedulePatchSchema: GenMessage<SchedulePatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 8);
+  messageDesc(file_chronolog_v1_plugin, 9);
 
 /**
  * Declares a pulse: a call every `cycle_seconds / intervals` seconds,
@@ -640,7 +700,7 @@ export type PulseDeclaration = Message<"chronolog.v1.PulseDeclaration"> & {
  * Use `create(PulseDeclarationSchema)` to create a new message.
  */
 export const PulseDeclarationSchema: GenMessage<PulseDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 9);
+  messageDesc(file_chronolog_v1_plugin, 10);
 
 /**
  * A registered plugin.
@@ -675,7 +735,7 @@ export type Plugin = Message<"chronolog.v1.Plugin"> & {
  * Use `create(PluginSchema)` to create a new message.
  */
 export const PluginSchema: GenMessage<Plugin> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 10);
+  messageDesc(file_chronolog_v1_plugin, 11);
 
 /**
  * Register a manifest.
@@ -696,7 +756,7 @@ export type RegisterPluginRequest = Message<"chronolog.v1.RegisterPluginRequest"
  * Use `create(RegisterPluginRequestSchema)` to create a new message.
  */
 export const RegisterPluginRequestSchema: GenMessage<RegisterPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 11);
+  messageDesc(file_chronolog_v1_plugin, 12);
 
 /**
  * The plugin after registration.
@@ -724,7 +784,7 @@ export type RegisterPluginResponse = Message<"chronolog.v1.RegisterPluginRespons
  * Use `create(RegisterPluginResponseSchema)` to create a new message.
  */
 export const RegisterPluginResponseSchema: GenMessage<RegisterPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 12);
+  messageDesc(file_chronolog_v1_plugin, 13);
 
 /**
  * List plugins.
@@ -739,7 +799,7 @@ export type ListPluginsRequest = Message<"chronolog.v1.ListPluginsRequest"> & {
  * Use `create(ListPluginsRequestSchema)` to create a new message.
  */
 export const ListPluginsRequestSchema: GenMessage<ListPluginsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 13);
+  messageDesc(file_chronolog_v1_plugin, 14);
 
 /**
  * All plugins, by name.
@@ -760,7 +820,7 @@ export type ListPluginsResponse = Message<"chronolog.v1.ListPluginsResponse"> & 
  * Use `create(ListPluginsResponseSchema)` to create a new message.
  */
 export const ListPluginsResponseSchema: GenMessage<ListPluginsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 14);
+  messageDesc(file_chronolog_v1_plugin, 15);
 
 /**
  * Get one plugin.
@@ -781,7 +841,7 @@ export type GetPluginRequest = Message<"chronolog.v1.GetPluginRequest"> & {
  * Use `create(GetPluginRequestSchema)` to create a new message.
  */
 export const GetPluginRequestSchema: GenMessage<GetPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 15);
+  messageDesc(file_chronolog_v1_plugin, 16);
 
 /**
  * The plugin.
@@ -802,7 +862,7 @@ export type GetPluginResponse = Message<"chronolog.v1.GetPluginResponse"> & {
  * Use `create(GetPluginResponseSchema)` to create a new message.
  */
 export const GetPluginResponseSchema: GenMessage<GetPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 16);
+  messageDesc(file_chronolog_v1_plugin, 17);
 
 /**
  * Who makes a pulse's calls.
