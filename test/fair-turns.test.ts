@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type DeliveryContext } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf, type ConcurrencyOptions } from "../sdk/ts/src/plugin.js";
+import { CallSlots } from "../server/src/actions/slots.js";
+import { keyPath } from "../server/src/log/key-path.js";
 import { startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
@@ -25,11 +27,11 @@ async function owner() {
 }
 
 /** The plugin `fair`: processor `fair.work` on `job.queued` with `concurrency`, handled by `run`. */
-function fairPlugin(concurrency: ConcurrencyOptions, run: (ctx: DeliveryContext) => Promise<void> | void) {
+function fairPlugin(concurrency: ConcurrencyOptions, run: (ctx: DeliveryContext) => Promise<void> | void, priority?: string) {
   return definePlugin({
     name: "fair",
     events: { "job.queued": { allow: ["*"] } },
-    processors: { work: { on: "job.queued", concurrency, start: "beginning", retryDelaysMs: [20], run } },
+    processors: { work: { on: "job.queued", concurrency, priority, start: "beginning", retryDelaysMs: [20], run } },
   });
 }
 
@@ -119,5 +121,41 @@ describe("fair turns between keys", () => {
     expect(await refused({ concurrencyLimit: { key: "data.a", ifActive: "drop" } })).toContain("if_active must be queue, skip or coalesce");
     expect(await refused({}, { concurrencyLimit: { key: "data.a" } })).toContain("actions.a.concurrency.key");
     expect(await refused({}, { concurrencyLimit: { ifActive: "skip" } })).toContain("if_active is for processors");
+  });
+
+  it("priority: keys whose next event has a higher priority start first; within a key, order holds", async () => {
+    const { url, client } = await owner();
+    const seen: string[] = [];
+    const plugin = fairPlugin({ key: "data.tenant", total: 1 }, (ctx) => void seen.push(`${ctx.data.tenant}${ctx.data.n}`), "data.p");
+    await client.registerPlugin(manifestOf(plugin));
+    const data: Record<string, string | number>[] = [
+      { tenant: "a", n: 1, p: 1 },
+      { tenant: "a", n: 2, p: 9 },
+      { tenant: "b", n: 1, p: 5 },
+      { tenant: "c", n: 1 },
+      { tenant: "d", n: 1, p: 5 },
+      { tenant: "e", n: 1, p: 7 },
+    ];
+    await client.emitBatch(data.map((d) => ({ type: "job.queued", data: d })));
+    await executor(url, plugin);
+    await until(() => seen.length === 6, "every event");
+    // e (7), then b and d (5, in turn), then a1 (1) and behind it a2 (9: a key's order first), then c (0).
+    expect(seen).toEqual(["e1", "b1", "d1", "a1", "a2", "c1"]);
+  });
+
+  it("priority of an action's calls: those waiting for a slot start highest first, in the order they came within one priority", async () => {
+    const slots = new CallSlots();
+    const limits = { limit: 1, keyOf: keyPath(""), total: 1 };
+    const started: string[] = [];
+    const call = async (name: string, priority: number) => {
+      const release = await slots.acquire("p.a", limits, {}, priority, 10_000, undefined);
+      started.push(name);
+      setImmediate(release);
+    };
+    const first = await slots.acquire("p.a", limits, {}, 0, 0, undefined);
+    const waiting = [call("low", 1), call("high", 9), call("mid", 5), call("high2", 9)];
+    first();
+    await Promise.all(waiting);
+    expect(started).toEqual(["high", "high2", "mid", "low"]);
   });
 });

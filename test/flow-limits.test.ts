@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { createClient } from "../sdk/ts/src/client.js";
 import { limitsPluginManifest, peaks, type RunLine } from "./helpers/limits-plugin.js";
-import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { queryStore, spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { freePort } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";
 
@@ -92,5 +92,45 @@ describe("concurrency limits by key (real processes)", () => {
     const peak = peaks(lines, "charge", killedAt);
     expect(peak.perCustomer).toBe(1);
     expect(peak.total).toBe(3); // reached: 4 customers wanted 4 at once
+  });
+
+  it("debounce: a burst of a key's events makes one delivery with their count, after quiet or at the longest wait, and a burst pending across an owner's kill -9 is delivered after the restart", async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const args = ["--plugins", pluginsDir()];
+    let owner: OwnerProcess = await spawnOwner(dataDir, args, port);
+    children.push(owner.child);
+    let client = createClient({ url: owner.url });
+    const lines: RunLine[] = [];
+    const ex = spawnExecutor(owner.url, lines);
+    await ex.ready;
+    const settled = (doc: string) => lines.filter((l) => l.what === "settle" && l.customer === doc);
+    const changes = (doc: string, n: number) => Array.from({ length: n }, (_, i) => ({ type: "doc.changed", data: { doc, i } }));
+    const burst = await client.emitBatch([...changes("a", 5), ...changes("b", 2)]);
+    await until(() => settled("a").length > 0 && settled("b").length > 0, "the bursts' deliveries");
+    expect(settled("a")).toMatchObject([{ count: 5, id: Number(burst[4].event!.seq) }]); // the last event, standing for 5
+    expect(settled("b")).toMatchObject([{ count: 2, id: Number(burst[6].event!.seq) }]);
+    // Changes every 200 ms for 5 s never leave 2 s of quiet: the longest wait (3 s) delivers meanwhile.
+    for (let i = 0; i < 25; i++) {
+      await client.emit("doc.changed", { doc: "busy", i });
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await until(() => settled("busy").reduce((n, l) => n + (l.count ?? 0), 0) === 25, "every busy change delivered");
+    expect(settled("busy").length).toBeGreaterThanOrEqual(2);
+    // A burst the owner dies with, before its quiet ends, is delivered by the next owner: the saved
+    // cursor stays below it meanwhile (the floor is saved within 20 ms of moving).
+    const pending = await client.emitBatch(changes("c", 3));
+    await new Promise((r) => setTimeout(r, 400));
+    const saved = queryStore(dataDir, "SELECT ack_floor FROM cursors WHERE processor = 'limits.settle'")[0]?.ack_floor as number;
+    expect(saved).toBeLessThan(Number(pending[0].event!.seq));
+    owner.child.kill("SIGKILL");
+    await owner.exited;
+    expect(settled("c")).toEqual([]);
+    owner = await spawnOwner(dataDir, args, port);
+    children.push(owner.child);
+    client = createClient({ url: owner.url });
+    await until(() => settled("c").length > 0, "the pending burst's delivery after the restart", 20_000);
+    expect(settled("c")).toMatchObject([{ count: 3 }]);
+    expect(settled("a")).toHaveLength(1); // finished bursts are not delivered again
   });
 });

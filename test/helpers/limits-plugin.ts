@@ -5,8 +5,10 @@ import { definePlugin, manifestOf, type PluginDefinition } from "../../sdk/ts/sr
 /** One run's start or end, as the limits executor prints it (one JSON line each). */
 export interface RunLine {
   ev: "start" | "end";
-  /** `work` (a delivery of processor limits.work) or `charge` (a call of action limits.charge). */
-  what: "work" | "charge";
+  /** `work` (a delivery of processor limits.work), `charge` (a call of action limits.charge) or `settle` (a delivery of limits.settle). */
+  what: "work" | "charge" | "settle";
+  /** limits.settle: the events the delivery stands for (ctx.debounced). */
+  count?: number;
   /** The event's seq, or the call's input `n`. */
   id: number;
   customer: string;
@@ -19,14 +21,24 @@ export interface RunLine {
  * The plugin of the concurrency-limit tests: processor `limits.work` on `work.queued` (at most
  * 2 deliveries in flight per `data.customer`, 6 in all) and action `limits.charge` (1 call per
  * `input.customer`, 3 in all). Each run prints a start and an end line ({@link RunLine}) and takes
- * `runMs`.
+ * `runMs`. Processor `limits.settle` on `doc.changed` debounces by `data.doc` (2 s of quiet, at
+ * most 3 s) and prints an end line at once, with the count its delivery stands for.
  */
 export function limitsPlugin(runMs = 150): PluginDefinition {
   const line = (l: Omit<RunLine, "pid" | "at">) => process.stdout.write(`${JSON.stringify({ ...l, pid: process.pid, at: Date.now() })}\n`);
   return definePlugin({
     name: "limits",
-    events: { "work.queued": { allow: ["*"] } },
+    events: { "work.queued": { allow: ["*"] }, "doc.changed": { allow: ["*"] } },
     processors: {
+      settle: {
+        on: "doc.changed",
+        debounce: { key: "data.doc", periodMs: 2_000, maxWaitMs: 3_000 },
+        concurrency: 8,
+        start: "beginning",
+        run(ctx) {
+          line({ ev: "end", what: "settle", id: Number(ctx.event.seq), customer: String(ctx.data.doc), count: ctx.debounced });
+        },
+      },
       work: {
         on: "work.queued",
         concurrency: { limit: 2, key: "data.customer", total: 6 },

@@ -25,6 +25,8 @@ class ProcessorDefinition:
     key: str = ""
     concurrency: Union[int, Mapping[str, Any]] = 0
     rate: Optional[Mapping[str, Any]] = None
+    debounce: Optional[Mapping[str, Any]] = None
+    priority: str = ""
     ack_timeout_ms: int = 0
     retry_delays_ms: Sequence[int] = ()
     start: Union[str, int] = "end"
@@ -49,6 +51,10 @@ class ProcessorDefinition:
             d["concurrency"] = self.concurrency
         if self.rate is not None:
             d["rate"] = dict(self.rate)
+        if self.debounce is not None:
+            d["debounce"] = dict(self.debounce)
+        if self.priority:
+            d["priority"] = self.priority
         if self.ack_timeout_ms:
             d["ack_timeout_ms"] = self.ack_timeout_ms
         if self.retry_delays_ms:
@@ -71,6 +77,7 @@ class ActionDefinition:
     timeout_grace_ms: Optional[int] = None
     concurrency: Optional[Mapping[str, Any]] = None
     rate: Optional[Mapping[str, Any]] = None
+    priority: str = ""
 
     def declaration(self) -> dict:
         """The action's manifest entry (JSON form)."""
@@ -79,6 +86,8 @@ class ActionDefinition:
             d["concurrency_limit"] = dict(self.concurrency)
         if self.rate is not None:
             d["rate"] = dict(self.rate)
+        if self.priority:
+            d["priority"] = self.priority
         if self.input_schema is not None:
             d["input_schema"] = dict(self.input_schema)
         if self.record is not None:
@@ -128,6 +137,8 @@ class Plugin:
         key: str = "",
         concurrency: Union[int, Mapping[str, Any]] = 0,
         rate: Optional[Mapping[str, Any]] = None,
+        debounce: Optional[Mapping[str, Any]] = None,
+        priority: str = "",
         ack_timeout_ms: int = 0,
         retry_delays_ms: Sequence[int] = (),
         start: Union[str, int] = "end",
@@ -147,11 +158,16 @@ class Plugin:
         all, ``if_active`` ``"queue"`` (default), ``"skip"`` or ``"coalesce"``.
         ``rate``: deliveries started per period per key, a dict ``limit``,
         ``period_ms`` (default 1000), ``key``, ``burst`` (default ``limit``).
+        ``debounce``: a dict ``key``, ``period_ms``, ``max_wait_ms``: a burst of
+        a key's events makes one delivery (the last, ``ctx.debounced`` the
+        count it stands for) after ``period_ms`` of quiet or ``max_wait_ms``.
+        ``priority``: a path into the event giving a number (e.g.
+        ``data.priority``): keys whose next event has a higher one start first.
         """
 
         def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
             types = [on] if isinstance(on, str) else list(on)
-            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, rate, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms)
+            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, rate, debounce, priority, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms)
             return fn
 
         return register
@@ -168,6 +184,7 @@ class Plugin:
         timeout_grace_ms: Optional[int] = None,
         concurrency: Optional[Mapping[str, Any]] = None,
         rate: Optional[Mapping[str, Any]] = None,
+        priority: str = "",
     ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
         """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
 
@@ -180,11 +197,13 @@ class Plugin:
         counts every call) and ``total`` in all, across executors; a call past
         a limit waits for a slot. ``rate``: calls started per period per key,
         a dict ``limit``, ``period_ms`` (default 1000), ``key``, ``burst``
-        (default ``limit``); a call past it waits.
+        (default ``limit``); a call past it waits. ``priority``: a path such as
+        ``input.priority`` giving a number: calls waiting for a concurrency
+        slot start highest first.
         """
 
         def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
-            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, concurrency, rate)
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, concurrency, rate, priority)
             return fn
 
         return register

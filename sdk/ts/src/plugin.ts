@@ -30,6 +30,13 @@ export interface ProcessorDefinition {
   concurrency?: number | ConcurrencyOptions;
   /** Deliveries started per period, per key (`key` a path into the event); an event past it waits, other keys go on. */
   rate?: RateOptions;
+  /**
+   * A burst of a key's events makes one delivery: the last event, with `ctx.debounced` the count
+   * it stands for, once the key was quiet for `periodMs` or `maxWaitMs` after the burst's first.
+   */
+  debounce?: { key?: string; periodMs: number; maxWaitMs?: number };
+  /** Path into the event giving its priority (a number, e.g. `data.priority`): keys whose next event has a higher one start first. */
+  priority?: string;
   /** Default 30,000. */
   ackTimeoutMs?: number;
   /**
@@ -84,6 +91,8 @@ export interface ActionDefinition {
   concurrency?: Omit<ConcurrencyOptions, "ifActive">;
   /** Calls started per period, per key (`key` a path such as `input.customer_id`); a call past it waits (within its wait for an executor). */
   rate?: RateOptions;
+  /** Path into the call giving its priority (a number, e.g. `input.priority`): calls waiting for a concurrency slot start highest first. */
+  priority?: string;
   /** Runs one call. */
   // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing is a call with no output
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
@@ -213,6 +222,8 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         concurrency: typeof d.concurrency === "number" ? d.concurrency : 0,
         concurrencyLimit: typeof d.concurrency === "object" ? d.concurrency : undefined,
         rate: d.rate,
+        debounce: d.debounce,
+        priority: d.priority ?? "",
         ackTimeoutMs: d.ackTimeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
         retryDelaysMs: d.retryDelaysMs ?? [],
@@ -232,6 +243,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         timeoutGraceMs: d.timeoutGraceMs,
         concurrencyLimit: d.concurrency,
         rate: d.rate,
+        priority: d.priority ?? "",
       },
     ]),
   );

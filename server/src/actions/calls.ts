@@ -300,7 +300,8 @@ export class ActionCalls {
   private async drive(run: Run): Promise<Record<string, unknown>> {
     const { entry, input, eligible } = run.call;
     const limits = entry.concurrency;
-    const release = limits && (await this.slots.acquire(entry.name, limits, input, eligible ? 0 : this.budgetMs(run), run.abandoned?.signal));
+    const release =
+      limits && (await this.slots.acquire(entry.name, limits, input, entry.priorityOf({ input }), eligible ? 0 : this.budgetMs(run), run.abandoned?.signal));
     try {
       await this.rates.wait(entry, input, eligible ? 0 : this.budgetMs(run), run.abandoned?.signal);
       return await this.attempts(run);

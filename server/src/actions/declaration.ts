@@ -2,7 +2,7 @@ import type { ActionDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugin_p
 import type { FieldViolation } from "../errors.js";
 import type { Validator } from "../plugins/schemas.js";
 import { concurrencyProblems } from "../plugins/flow-limits.js";
-import { keyPath } from "../log/key-path.js";
+import { keyPath, numberPath } from "../log/key-path.js";
 import { compileRate, rateProblems, type RateSpec } from "../flow/rate.js";
 
 /** The longest wait a timer can arm (setTimeout's limit), ms: a declared grace may not be longer. */
@@ -35,6 +35,8 @@ export interface ActionEntry {
   concurrency?: ActionConcurrency;
   /** Calls started per period, per key; absent: no rate. */
   rate?: RateSpec;
+  /** The priority of a call (from `{input}`): calls waiting for a concurrency slot start highest first. */
+  priorityOf: (call: { input: Record<string, unknown> }) => number;
 }
 
 /** An action's concurrency limits. */
@@ -71,6 +73,11 @@ export function compileAction(
     if (!fieldName.test(field))
       violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name` });
   }
+  if (decl.priority !== "" && !/^input(\.|$)/.test(decl.priority))
+    violations.push({
+      field: `${at}.priority`,
+      description: `an action's priority is a path into its call starting with input, e.g. input.priority, not ${JSON.stringify(decl.priority)}`,
+    });
   violations.push(...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, undefined), ...rateProblems(`${at}.rate`, decl.rate, true));
   if ((decl.timeoutGraceMs ?? 0) > maxTimerMs)
     violations.push({ field: `${at}.timeout_grace_ms`, description: `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)` });
@@ -97,6 +104,7 @@ export function compileAction(
         total: decl.concurrencyLimit.total || (decl.concurrencyLimit.key ? Number.POSITIVE_INFINITY : decl.concurrencyLimit.limit || Number.POSITIVE_INFINITY),
       },
       rate: compileRate(decl.rate),
+      priorityOf: numberPath(decl.priority),
     },
     violations,
   };

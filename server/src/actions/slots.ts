@@ -3,6 +3,7 @@ import type { ActionConcurrency } from "./declaration.js";
 
 interface SlotWaiter {
   key: string | null;
+  priority: number;
   resolve(release: () => void): void;
   reject(error: unknown): void;
   timer: NodeJS.Timeout;
@@ -21,7 +22,8 @@ interface ActionSlots {
  * Actions' concurrency limits (`concurrency: {limit, key, total}`): a call holds a slot of its
  * action, and of its key, from before its first attempt looks for an executor until its end, its
  * attempts on other executors after one was lost included. A call past a limit waits for a slot
- * (first come, first served among the calls that fit) up to its wait, then UNAVAILABLE. The slots
+ * (highest priority first, then first come, first served among the calls that fit) up to its
+ * wait, then UNAVAILABLE. The slots
  * live in the owner's memory: a restarted owner starts with none in flight (the calls of the
  * owner before were answered UNAVAILABLE, and run again only when called again).
  */
@@ -44,7 +46,14 @@ export class CallSlots {
    * the call's end). Rejects with UNAVAILABLE after `waitMs` without room, with `signal.reason`
    * when it aborts, and with UNAVAILABLE when the owner stops.
    */
-  acquire(action: string, limits: ActionConcurrency, input: Record<string, unknown>, waitMs: number, signal: AbortSignal | undefined): Promise<() => void> {
+  acquire(
+    action: string,
+    limits: ActionConcurrency,
+    input: Record<string, unknown>,
+    priority: number,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping; call again when it is back"));
     let slots = this.actions.get(action);
@@ -59,6 +68,7 @@ export class CallSlots {
     return new Promise((resolve, reject) => {
       const waiter: SlotWaiter = {
         key,
+        priority,
         resolve,
         reject,
         signal,
@@ -72,7 +82,10 @@ export class CallSlots {
         },
       };
       signal?.addEventListener("abort", waiter.onAbort, { once: true });
-      all.waiting.push(waiter);
+      // Highest priority first; in the order they came within one priority.
+      let i = all.waiting.length;
+      while (i > 0 && all.waiting[i - 1].priority < priority) i--;
+      all.waiting.splice(i, 0, waiter);
       this.grant(action, all, limits);
     });
   }

@@ -23,6 +23,8 @@ export interface DeliveryOut {
   deadlineMs: number;
   /** The lane key; "" for none. */
   key: string;
+  /** The events a debounced delivery stands for; 0 or absent for none. */
+  debounced?: number;
   /** Its try, stamped written when the stream writes it (stages.ts); absent: not timed. */
   timed?: TimedTry;
 }
@@ -30,7 +32,9 @@ export interface DeliveryOut {
 // Field numbers of executor.proto and event.proto.
 const response = { delivery: 2, deliveries: 7 } as const;
 const batchDeliveries = 1;
-const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6 } as const;
+const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6, debounced: 80 } as const;
+/** Bytes of the tag of Delivery.debounced (field 80: past the one-byte tags). */
+const debouncedTagBytes = 2;
 const event = { seq: 1, id: 2, type: 3, cause: 5, actor: 6, at: 7, dataJson: 8 } as const;
 const actorFields = ["id", "for", "in", "via"] as const;
 
@@ -121,7 +125,8 @@ function size(item: DeliveryOut): Sized {
     fieldBytes(s.eventBytes) +
     (item.attempt === 0 ? 0 : 1 + varintBytes(item.attempt)) +
     fieldBytes(s.deadlineBytes) +
-    stringField(s.keyBytes);
+    stringField(s.keyBytes) +
+    (item.debounced ? debouncedTagBytes + varintBytes(item.debounced) : 0);
   return s;
 }
 
@@ -154,7 +159,10 @@ function writeDelivery(buf: Buffer, at: number, s: Sized): number {
     at = writeVarint(buf, at, item.attempt);
   }
   at = writeTimestamp(buf, at, delivery.deadline, item.deadlineMs, s.deadlineBytes);
-  return writeString(buf, at, delivery.key, item.key, s.keyBytes);
+  at = writeString(buf, at, delivery.key, item.key, s.keyBytes);
+  if (!item.debounced) return at;
+  at = writeVarint(buf, at, (delivery.debounced << 3) | WireType.Varint); // a two-byte tag
+  return writeVarint(buf, at, item.debounced);
 }
 
 function actorBytes(actor: NonNullable<EventRecord["actor"]>): number {

@@ -122,6 +122,7 @@ function deliveriesInit(items: DeliveryOut[]): OwnerMessage {
     attempt: d.attempt,
     deadline: timestampFromMs(d.deadlineMs),
     key: d.key,
+    debounced: d.debounced ?? 0,
   });
   return items.length === 1
     ? { message: { case: "delivery", value: init(items[0]) } }

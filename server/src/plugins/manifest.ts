@@ -10,6 +10,7 @@ import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
 import { concurrencyProblems, withConcurrencyShorthand } from "./flow-limits.js";
 import { rateProblems } from "../flow/rate.js";
+import { debounceProblems } from "../processors/debounce.js";
 
 /** A declared event type, ready to check emits against. */
 export interface EventTypeEntry {
@@ -105,7 +106,11 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     const at = `processors.${name}`;
     attempt(() => compileFilter(decl.where, `${at}.where`), `${at}.where`, violations);
     check(`${at}.concurrency`, decl.concurrency <= 1024, "concurrency must be at most 1024");
-    violations.push(...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, decl.key), ...rateProblems(`${at}.rate`, decl.rate, false));
+    violations.push(
+      ...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, decl.key),
+      ...rateProblems(`${at}.rate`, decl.rate, false),
+      ...debounceProblems(`${at}.debounce`, decl.debounce),
+    );
     check(`${at}.timeout_grace_ms`, (decl.timeoutGraceMs ?? 0) <= maxTimerMs, `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)`);
   }
   const collections: CollectionEntry[] = [];

@@ -1,8 +1,9 @@
 import type { ProcessorDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { compileFilter, matchAll, type Filter } from "../log/filter.js";
 import type { EventRecord } from "../store/events.js";
-import { keyPath } from "../log/key-path.js";
+import { keyPath, numberPath } from "../log/key-path.js";
 import { compileRate, type RateSpec } from "../flow/rate.js";
+import { compileDebounce, type DebounceSpec } from "./debounce.js";
 
 /** What a new event of a key with work in flight does: waits its turn, is skipped, or replaces the key's waiting event. */
 export type IfActive = "queue" | "skip" | "coalesce";
@@ -27,6 +28,10 @@ export interface ProcessorSpec {
   ifActive: IfActive;
   /** Deliveries started per period, per rate key; absent: no rate. */
   rate?: RateSpec;
+  /** The priority of an event (higher first; 0 without a declared priority). */
+  priorityOf: (event: EventRecord) => number;
+  /** Bursts of a key's events delivered once; absent: every event delivered. */
+  debounce?: DebounceSpec;
   ackTimeoutMs: number;
   /**
    * How long past its ack timeout a try (told to cancel) may still answer, ms: meanwhile no other
@@ -57,6 +62,8 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
     concurrency: limit ? limit.total || decl.concurrency || Number.POSITIVE_INFINITY : decl.concurrency || 1,
     ifActive: (limit?.ifActive || "queue") as IfActive,
     rate: compileRate(decl.rate),
+    debounce: compileDebounce(decl.debounce),
+    priorityOf: numberPath(decl.priority),
     ackTimeoutMs: decl.ackTimeoutMs || defaultAckTimeoutMs,
     timeoutGraceMs: decl.timeoutGraceMs ?? (decl.ackTimeoutMs || defaultAckTimeoutMs),
     retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : defaultRetryDelaysMs,

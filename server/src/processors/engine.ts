@@ -12,9 +12,8 @@ import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
 import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
-import { KeyQueues } from "./key-limits.js";
-import { LogReader } from "./reader.js";
-import { RateGate } from "./rate-gate.js";
+import { Intake } from "./intake.js";
+import type { RateGate } from "./rate-gate.js";
 
 /** What an engine needs from the owner. */
 export interface EngineDeps {
@@ -67,10 +66,7 @@ export class ProcessorEngine {
   /** Seqs below the floor delivered again on an operator's request. */
   private readonly redelivering = new Set<number>();
   private stopped = false;
-  private readonly queues: KeyQueues;
-  private readonly reader: LogReader;
-  /** The processor's rate, if it declares one. */
-  readonly rate: RateGate | undefined;
+  private readonly intake: Intake;
   /** A look ahead goes on in a later turn of the event loop. */
   private reading = false;
   private readonly attempts = new Map<number, Attempt>();
@@ -90,8 +86,6 @@ export class ProcessorEngine {
   private clockOffset = Number.NaN;
   retries = 0;
   failures = 0;
-  /** Events finished without a delivery (`if_active`: skip or coalesce). */
-  passed = 0;
 
   constructor(
     readonly spec: ProcessorSpec,
@@ -101,9 +95,7 @@ export class ProcessorEngine {
     this.stages = deps.stages.processor(spec.name);
     this.times = new TryTimes(this.stages);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
-    this.queues = new KeyQueues(spec.keyLimit, spec.ifActive);
-    this.rate = spec.rate && new RateGate(spec.rate, deps.clock);
-    this.reader = new LogReader({ ...deps, spec, floor: this.ackFloor, queues: this.queues, passed: (events, held) => this.pass(events, held) });
+    this.intake = new Intake({ ...deps, spec, floor: this.ackFloor, pump: () => this.pump() });
   }
 
   /** The durable cursor as known in memory (saved by the next commit). */
@@ -118,7 +110,17 @@ export class ProcessorEngine {
 
   /** The highest seq read from the log. */
   get deliveredSeq(): number {
-    return this.reader.delivered;
+    return this.intake.delivered;
+  }
+
+  /** The processor's rate, if it declares one. */
+  get rate(): RateGate | undefined {
+    return this.intake.rate;
+  }
+
+  /** Events finished without a delivery (`if_active`: skip or coalesce). */
+  get passed(): number {
+    return this.intake.passed;
   }
 
   /** Paused by an operator: nothing new is handed out. */
@@ -144,15 +146,15 @@ export class ProcessorEngine {
         .submit((tx) => this.deps.cursors.save(this.spec.name, floor, tx.now))
         .catch((e) => this.deps.logger.error({ err: e, processor: this.spec.name }, "saving the cursor failed"));
     }
-    this.reader.reset(this.ackFloor.value);
+    this.intake.reset(this.ackFloor.value);
     this.fill();
   }
 
   /** Reads newly committed events and hands out what it can. Call after each commit. */
   fill(): void {
     if (this.stopped) return;
-    const more = this.reader.read();
-    this.ackFloor.advance(this.reader.delivered);
+    const more = this.intake.read();
+    this.ackFloor.advance(this.intake.delivered);
     this.pump();
     if (!more || this.reading) return;
     this.reading = true;
@@ -183,8 +185,8 @@ export class ProcessorEngine {
       if (this.attempts.size >= this.spec.concurrency) return;
       const session = this.deps.pickSession(this.spec.name);
       if (!session) return;
-      const next = this.queues.take(this.rate?.admit);
-      if (!next) return this.rate?.arm(this.queues, () => this.pump());
+      const next = this.intake.take();
+      if (!next) return;
       const attempt = newAttempt(next.key, next.event);
       this.attempts.set(next.event.seq, attempt);
       this.send(attempt, session);
@@ -264,6 +266,7 @@ export class ProcessorEngine {
    */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
+    this.intake.stop();
     const deadline = this.deps.clock.now() + graceMs;
     while ([...this.byDelivery.values()].some((t) => t.state !== "abandoned") && this.deps.clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     this.forgetAttempts();
@@ -329,7 +332,7 @@ export class ProcessorEngine {
     );
     for (const event of events) {
       this.redelivering.add(event.seq);
-      this.queues.requeue(this.spec.keyOf(event) ?? `#${event.seq}`, event);
+      this.intake.requeue(event, false);
     }
     this.pump();
     return events.length;
@@ -338,9 +341,8 @@ export class ProcessorEngine {
   /** Forgets everything read and in flight, and restarts reading after `ackFloor`. */
   private reset(ackFloor: number): void {
     this.forgetAttempts();
-    this.queues.clear();
     this.ackFloor.reset(ackFloor);
-    this.reader.reset(ackFloor);
+    this.intake.reset(ackFloor);
     this.redelivering.clear();
   }
 
@@ -352,7 +354,6 @@ export class ProcessorEngine {
       t.slot = -1;
     }
     this.times.clear();
-    this.rate?.clear();
     this.attempts.clear();
     this.byDelivery.clear();
     this.ready.length = 0;
@@ -388,6 +389,7 @@ export class ProcessorEngine {
         attempt: attempt.attempt,
         deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs,
         key: key.startsWith("#") ? "" : key,
+        debounced: this.intake.debounced(event.seq),
         timed: t,
       },
       storedBytes(event),
@@ -495,25 +497,14 @@ export class ProcessorEngine {
     this.unschedule(attempt);
     const seq = attempt.event.seq;
     this.attempts.delete(seq);
-    this.queues.release(attempt.key);
+    this.intake.release(attempt.key);
     if (this.redelivering.delete(seq)) {
       if (succeeded) void this.deps.committer.submit(() => this.deps.cursors.forgetFailure(this.spec.name, seq));
       this.pump();
       return;
     }
-    this.ackFloor.finish(seq, at);
-    this.reader.released(attempt.event);
+    this.intake.finished(attempt.event, at);
     this.fill();
-  }
-
-  /** Events finished without a delivery, as the declaration's `if_active` says; `held`: they were in memory. */
-  private pass(events: EventRecord[], held: boolean): void {
-    const at = performance.now();
-    for (const event of events) {
-      this.ackFloor.finish(event.seq, at);
-      if (held) this.reader.released(event);
-    }
-    this.passed += events.length;
   }
 
   private retry(attempt: Attempt, retry: { error: string; waitMs: number }): void {

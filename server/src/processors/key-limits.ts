@@ -1,5 +1,6 @@
 import type { EventRecord } from "../store/events.js";
 import type { IfActive } from "./declaration.js";
+import { ReadyKeys } from "./ready-keys.js";
 
 /** One key's state: its events held in memory, in seq order, and its deliveries in flight. */
 interface KeyState {
@@ -26,8 +27,9 @@ export type Pushed =
  * Per-key queues with a limit per key, served in turn. An event waits in its key's queue until
  * its key has fewer than `limit` deliveries in flight (limit 1: a lane, one event after the
  * other, in order). Keys ready to run are served round-robin (deficit round-robin with equal
- * quanta and costs), so a key with a long backlog takes one turn like any other. Keys of events
- * without a key are unique per event.
+ * quanta and costs), so a key with a long backlog takes one turn like any other; with a
+ * priority, keys whose next event has a higher priority go first (`priorityOf`), keys of one
+ * priority in turn. Keys of events without a key are unique per event.
  *
  * Memory is bounded per key: past `holdPerKey` waiting events, a key's later events are not held
  * but left in the log (spilled) and read again when its queue runs low, so the reader can look
@@ -35,8 +37,8 @@ export type Pushed =
  */
 export class KeyQueues {
   private readonly keys = new Map<string, KeyState>();
-  /** Keys with a waiting event and room under their limit, in turn order. */
-  private readonly ready = new Set<string>();
+  /** Keys with a waiting event and room under their limit, by the priority of that event, in turn order. */
+  private readonly ready = new ReadyKeys();
   /** Spilled keys whose queue ran low: to read again from the log. */
   private readonly low = new Set<string>();
   /** Keys passed over until {@link unpark}: their next event must wait (its rate). */
@@ -49,6 +51,7 @@ export class KeyQueues {
   constructor(
     private readonly limit: number,
     private readonly ifActive: IfActive,
+    private readonly priorityOf: (event: EventRecord) => number = () => 0,
   ) {
     this.holdPerKey = Math.max(64, 2 * limit);
   }
@@ -127,7 +130,7 @@ export class KeyQueues {
   unpark(): void {
     for (const key of this.parked) {
       const state = this.keys.get(key);
-      if (state && state.waiting.length > 0 && state.running < this.limit) this.ready.add(key);
+      if (state && state.waiting.length > 0 && state.running < this.limit) this.ready.add(key, this.priorityOf(state.waiting[0]));
     }
     this.parked.clear();
     this.wakeInMs = Number.POSITIVE_INFINITY;
@@ -137,7 +140,7 @@ export class KeyQueues {
     const event = state.waiting.shift()!;
     this.count--;
     state.running++;
-    if (state.waiting.length > 0 && state.running < this.limit) this.ready.add(key); // its next turn: after the others'
+    if (state.waiting.length > 0 && state.running < this.limit) this.ready.add(key, this.priorityOf(state.waiting[0])); // its next turn: after the others'
     if (state.spilledFrom > 0 && state.waiting.length <= this.holdPerKey / 2) this.low.add(key);
     return { key, event };
   }
@@ -148,7 +151,7 @@ export class KeyQueues {
     if (!state) return;
     state.running = Math.max(0, state.running - 1);
     if (state.waiting.length > 0) {
-      if (!this.parked.has(key)) this.ready.add(key);
+      if (!this.parked.has(key)) this.ready.add(key, this.priorityOf(state.waiting[0]));
     } else if (state.running === 0 && state.spilledFrom === 0) this.keys.delete(key);
   }
 
@@ -192,6 +195,6 @@ export class KeyQueues {
   private hold(key: string, state: KeyState, event: EventRecord): void {
     state.waiting.push(event);
     this.count++;
-    if (state.running < this.limit && !this.parked.has(key)) this.ready.add(key);
+    if (state.running < this.limit && !this.parked.has(key)) this.ready.add(key, this.priorityOf(state.waiting[0]));
   }
 }

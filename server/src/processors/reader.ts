@@ -33,6 +33,8 @@ export interface ReaderDeps {
   queues: KeyQueues;
   /** The log's last committed seq. */
   head(): number;
+  /** Takes each event instead of the key queues (a debounce gathering it), when given. */
+  gather?: (event: EventRecord) => void;
   /** Events finished without a delivery (the declaration's `if_active`); `held`: they were counted in the held bytes. */
   passed(events: EventRecord[], held: boolean): void;
 }
@@ -92,6 +94,10 @@ export class LogReader {
         this.delivered = event.seq;
         if (!takes(spec, event)) continue;
         floor.read(event.seq);
+        if (this.deps.gather) {
+          this.deps.gather(event);
+          continue;
+        }
         const pushed = queues.push(spec.keyOf(event) ?? `#${event.seq}`, event);
         if (pushed.kind === "held") this.added(event);
         else if (pushed.kind === "passed") {

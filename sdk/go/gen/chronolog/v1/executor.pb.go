@@ -1088,7 +1088,10 @@ type Delivery struct {
 	// Acknowledge before this moment or the attempt fails.
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// Lane key, as computed from the processor's `key`.
-	Key           string `protobuf:"bytes,6,opt,name=key,proto3" json:"key,omitempty"`
+	Key string `protobuf:"bytes,6,opt,name=key,proto3" json:"key,omitempty"`
+	// For a processor that debounces: how many events of the key this delivery
+	// stands for (its event is the last of them); 0 otherwise.
+	Debounced     uint32 `protobuf:"varint,80,opt,name=debounced,proto3" json:"debounced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1163,6 +1166,13 @@ func (x *Delivery) GetKey() string {
 		return x.Key
 	}
 	return ""
+}
+
+func (x *Delivery) GetDebounced() uint32 {
+	if x != nil {
+		return x.Debounced
+	}
+	return 0
 }
 
 // How a delivery ended.
@@ -1939,7 +1949,7 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\rR\x13heartbeatIntervalMs\x122\n" +
 	"\x15action_result_batches\x18\x03 \x01(\bR\x13actionResultBatches\x12*\n" +
 	"\x11max_message_bytes\x18\x04 \x01(\rR\x0fmaxMessageBytes\x12#\n" +
-	"\rowner_version\x18\x05 \x01(\tR\fownerVersion\"\xd8\x01\n" +
+	"\rowner_version\x18\x05 \x01(\tR\fownerVersion\"\xf6\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12\x1c\n" +
@@ -1947,7 +1957,8 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\x05event\x18\x03 \x01(\v2\x13.chronolog.v1.EventR\x05event\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x126\n" +
 	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x10\n" +
-	"\x03key\x18\x06 \x01(\tR\x03key\"m\n" +
+	"\x03key\x18\x06 \x01(\tR\x03key\x12\x1c\n" +
+	"\tdebounced\x18P \x01(\rR\tdebounced\"m\n" +
 	"\x03Ack\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12/\n" +

@@ -378,7 +378,11 @@ type ActionDeclaration struct {
 	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
 	// Calls started per period, per key of the input; a call past the rate
 	// waits (within its wait for an executor).
-	Rate          *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	Rate *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	// Path into the call giving its priority, e.g. `input.priority` (a number;
+	// absent or not a number: 0): calls waiting for a concurrency slot start
+	// highest priority first, in the order they came within one priority.
+	Priority      string `protobuf:"bytes,83,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -467,6 +471,13 @@ func (x *ActionDeclaration) GetRate() *RateLimit {
 		return x.Rate
 	}
 	return nil
+}
+
+func (x *ActionDeclaration) GetPriority() string {
+	if x != nil {
+		return x.Priority
+	}
+	return ""
 }
 
 // How fast work of a processor or an action starts: a token bucket per key
@@ -657,7 +668,16 @@ type ProcessorDeclaration struct {
 	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
 	// Deliveries started per period, per key; an event past the rate waits its
 	// turn (its key is passed over until it has a token, other keys go on).
-	Rate          *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	Rate *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	// A burst of events of one key makes one delivery: the last event, with the
+	// count it stands for (Delivery.debounced), once the key was quiet for
+	// `period_ms` or at `max_wait_ms` after the burst's first event.
+	Debounce *Debounce `protobuf:"bytes,82,opt,name=debounce,proto3" json:"debounce,omitempty"`
+	// Path into the event giving its priority, e.g. `data.priority` (a number;
+	// absent or not a number: 0). Among the keys that may start, the one whose
+	// next event has the highest priority goes first; keys of one priority take
+	// turns. Within a key, events keep their order.
+	Priority      string `protobuf:"bytes,83,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -762,6 +782,86 @@ func (x *ProcessorDeclaration) GetRate() *RateLimit {
 	return nil
 }
 
+func (x *ProcessorDeclaration) GetDebounce() *Debounce {
+	if x != nil {
+		return x.Debounce
+	}
+	return nil
+}
+
+func (x *ProcessorDeclaration) GetPriority() string {
+	if x != nil {
+		return x.Priority
+	}
+	return ""
+}
+
+// Debouncing of a processor's events per key.
+type Debounce struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path giving the key, as a processor's `key` (empty: every event of the
+	// processor in one burst; events without a value for it share one burst).
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Quiet time after a key's last event before its delivery, ms (at least 1).
+	PeriodMs uint32 `protobuf:"varint,2,opt,name=period_ms,json=periodMs,proto3" json:"period_ms,omitempty"`
+	// Longest time from a burst's first event to its delivery, ms (default:
+	// none; at least `period_ms`).
+	MaxWaitMs     uint32 `protobuf:"varint,3,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Debounce) Reset() {
+	*x = Debounce{}
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Debounce) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Debounce) ProtoMessage() {}
+
+func (x *Debounce) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Debounce.ProtoReflect.Descriptor instead.
+func (*Debounce) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Debounce) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Debounce) GetPeriodMs() uint32 {
+	if x != nil {
+		return x.PeriodMs
+	}
+	return 0
+}
+
+func (x *Debounce) GetMaxWaitMs() uint32 {
+	if x != nil {
+		return x.MaxWaitMs
+	}
+	return 0
+}
+
 // Where a new processor's cursor starts.
 type StartPosition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -779,7 +879,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +891,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +904,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -897,7 +997,7 @@ type ScheduleDeclaration struct {
 
 func (x *ScheduleDeclaration) Reset() {
 	*x = ScheduleDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1009,7 @@ func (x *ScheduleDeclaration) String() string {
 func (*ScheduleDeclaration) ProtoMessage() {}
 
 func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1022,7 @@ func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDeclaration.ProtoReflect.Descriptor instead.
 func (*ScheduleDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScheduleDeclaration) GetAction() string {
@@ -1027,7 +1127,7 @@ type SchedulePatch struct {
 
 func (x *SchedulePatch) Reset() {
 	*x = SchedulePatch{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1139,7 @@ func (x *SchedulePatch) String() string {
 func (*SchedulePatch) ProtoMessage() {}
 
 func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1152,7 @@ func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePatch.ProtoReflect.Descriptor instead.
 func (*SchedulePatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchedulePatch) GetPlugin() string {
@@ -1129,7 +1229,7 @@ type PulseDeclaration struct {
 
 func (x *PulseDeclaration) Reset() {
 	*x = PulseDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1241,7 @@ func (x *PulseDeclaration) String() string {
 func (*PulseDeclaration) ProtoMessage() {}
 
 func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1254,7 @@ func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PulseDeclaration.ProtoReflect.Descriptor instead.
 func (*PulseDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PulseDeclaration) GetAction() string {
@@ -1200,7 +1300,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1312,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1325,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Plugin) GetManifest() *PluginManifest {
@@ -1260,7 +1360,7 @@ type RegisterPluginRequest struct {
 
 func (x *RegisterPluginRequest) Reset() {
 	*x = RegisterPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1372,7 @@ func (x *RegisterPluginRequest) String() string {
 func (*RegisterPluginRequest) ProtoMessage() {}
 
 func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1385,7 @@ func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginRequest.ProtoReflect.Descriptor instead.
 func (*RegisterPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RegisterPluginRequest) GetManifest() *PluginManifest {
@@ -1308,7 +1408,7 @@ type RegisterPluginResponse struct {
 
 func (x *RegisterPluginResponse) Reset() {
 	*x = RegisterPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1420,7 @@ func (x *RegisterPluginResponse) String() string {
 func (*RegisterPluginResponse) ProtoMessage() {}
 
 func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1433,7 @@ func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginResponse.ProtoReflect.Descriptor instead.
 func (*RegisterPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterPluginResponse) GetPlugin() *Plugin {
@@ -1359,7 +1459,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1471,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1484,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 // All plugins, by name.
@@ -1398,7 +1498,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1510,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1523,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1444,7 +1544,7 @@ type GetPluginRequest struct {
 
 func (x *GetPluginRequest) Reset() {
 	*x = GetPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1556,7 @@ func (x *GetPluginRequest) String() string {
 func (*GetPluginRequest) ProtoMessage() {}
 
 func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1569,7 @@ func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginRequest.ProtoReflect.Descriptor instead.
 func (*GetPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetPluginRequest) GetName() string {
@@ -1490,7 +1590,7 @@ type GetPluginResponse struct {
 
 func (x *GetPluginResponse) Reset() {
 	*x = GetPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1602,7 @@ func (x *GetPluginResponse) String() string {
 func (*GetPluginResponse) ProtoMessage() {}
 
 func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1615,7 @@ func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginResponse.ProtoReflect.Descriptor instead.
 func (*GetPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetPluginResponse) GetPlugin() *Plugin {
@@ -1573,7 +1673,7 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05allow\x18\x06 \x03(\tR\x05allowB\t\n" +
 	"\a_eventsB\n" +
 	"\n" +
-	"\b_durable\"\x91\x03\n" +
+	"\b_durable\"\xad\x03\n" +
 	"\x11ActionDeclaration\x12:\n" +
 	"\finput_schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12%\n" +
 	"\x0eprivate_fields\x18\x02 \x03(\tR\rprivateFields\x12\x1b\n" +
@@ -1583,7 +1683,8 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"timeout_ms\x18\x05 \x01(\rR\ttimeoutMs\x12-\n" +
 	"\x10timeout_grace_ms\x18\x06 \x01(\rH\x01R\x0etimeoutGraceMs\x88\x01\x01\x12K\n" +
 	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimit\x12+\n" +
-	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rateB\t\n" +
+	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rate\x12\x1a\n" +
+	"\bpriority\x18S \x01(\tR\bpriorityB\t\n" +
 	"\a_recordB\x13\n" +
 	"\x11_timeout_grace_ms\"f\n" +
 	"\tRateLimit\x12\x14\n" +
@@ -1595,7 +1696,7 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\rR\x05total\x12\x1b\n" +
-	"\tif_active\x18\x04 \x01(\tR\bifActive\"\xc8\x03\n" +
+	"\tif_active\x18\x04 \x01(\tR\bifActive\"\x98\x04\n" +
 	"\x14ProcessorDeclaration\x12\x0e\n" +
 	"\x02on\x18\x01 \x03(\tR\x02on\x12-\n" +
 	"\x05where\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x10\n" +
@@ -1606,8 +1707,14 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x0fretry_delays_ms\x18\a \x03(\rR\rretryDelaysMs\x12-\n" +
 	"\x10timeout_grace_ms\x18\b \x01(\rH\x00R\x0etimeoutGraceMs\x88\x01\x01\x12K\n" +
 	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimit\x12+\n" +
-	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rateB\x13\n" +
-	"\x11_timeout_grace_ms\"n\n" +
+	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rate\x122\n" +
+	"\bdebounce\x18R \x01(\v2\x16.chronolog.v1.DebounceR\bdebounce\x12\x1a\n" +
+	"\bpriority\x18S \x01(\tR\bpriorityB\x13\n" +
+	"\x11_timeout_grace_ms\"Y\n" +
+	"\bDebounce\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1b\n" +
+	"\tperiod_ms\x18\x02 \x01(\rR\bperiodMs\x12\x1e\n" +
+	"\vmax_wait_ms\x18\x03 \x01(\rR\tmaxWaitMs\"n\n" +
 	"\rStartPosition\x12\x12\n" +
 	"\x03end\x18\x01 \x01(\bH\x00R\x03end\x12\x1e\n" +
 	"\tbeginning\x18\x02 \x01(\bH\x00R\tbeginning\x12\x1d\n" +
@@ -1683,7 +1790,7 @@ func file_chronolog_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_chronolog_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_chronolog_v1_plugin_proto_goTypes = []any{
 	(PulseScope)(0),                // 0: chronolog.v1.PulseScope
 	(*PluginManifest)(nil),         // 1: chronolog.v1.PluginManifest
@@ -1693,75 +1800,77 @@ var file_chronolog_v1_plugin_proto_goTypes = []any{
 	(*RateLimit)(nil),              // 5: chronolog.v1.RateLimit
 	(*ConcurrencyLimit)(nil),       // 6: chronolog.v1.ConcurrencyLimit
 	(*ProcessorDeclaration)(nil),   // 7: chronolog.v1.ProcessorDeclaration
-	(*StartPosition)(nil),          // 8: chronolog.v1.StartPosition
-	(*ScheduleDeclaration)(nil),    // 9: chronolog.v1.ScheduleDeclaration
-	(*SchedulePatch)(nil),          // 10: chronolog.v1.SchedulePatch
-	(*PulseDeclaration)(nil),       // 11: chronolog.v1.PulseDeclaration
-	(*Plugin)(nil),                 // 12: chronolog.v1.Plugin
-	(*RegisterPluginRequest)(nil),  // 13: chronolog.v1.RegisterPluginRequest
-	(*RegisterPluginResponse)(nil), // 14: chronolog.v1.RegisterPluginResponse
-	(*ListPluginsRequest)(nil),     // 15: chronolog.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),    // 16: chronolog.v1.ListPluginsResponse
-	(*GetPluginRequest)(nil),       // 17: chronolog.v1.GetPluginRequest
-	(*GetPluginResponse)(nil),      // 18: chronolog.v1.GetPluginResponse
-	nil,                            // 19: chronolog.v1.PluginManifest.EventsEntry
-	nil,                            // 20: chronolog.v1.PluginManifest.CollectionsEntry
-	nil,                            // 21: chronolog.v1.PluginManifest.ActionsEntry
-	nil,                            // 22: chronolog.v1.PluginManifest.ProcessorsEntry
-	nil,                            // 23: chronolog.v1.PluginManifest.SchedulesEntry
-	nil,                            // 24: chronolog.v1.PluginManifest.PulsesEntry
-	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
-	(*SchedulePolicy)(nil),         // 26: chronolog.v1.SchedulePolicy
-	(*DstPolicy)(nil),              // 27: chronolog.v1.DstPolicy
-	(*timestamppb.Timestamp)(nil),  // 28: google.protobuf.Timestamp
+	(*Debounce)(nil),               // 8: chronolog.v1.Debounce
+	(*StartPosition)(nil),          // 9: chronolog.v1.StartPosition
+	(*ScheduleDeclaration)(nil),    // 10: chronolog.v1.ScheduleDeclaration
+	(*SchedulePatch)(nil),          // 11: chronolog.v1.SchedulePatch
+	(*PulseDeclaration)(nil),       // 12: chronolog.v1.PulseDeclaration
+	(*Plugin)(nil),                 // 13: chronolog.v1.Plugin
+	(*RegisterPluginRequest)(nil),  // 14: chronolog.v1.RegisterPluginRequest
+	(*RegisterPluginResponse)(nil), // 15: chronolog.v1.RegisterPluginResponse
+	(*ListPluginsRequest)(nil),     // 16: chronolog.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),    // 17: chronolog.v1.ListPluginsResponse
+	(*GetPluginRequest)(nil),       // 18: chronolog.v1.GetPluginRequest
+	(*GetPluginResponse)(nil),      // 19: chronolog.v1.GetPluginResponse
+	nil,                            // 20: chronolog.v1.PluginManifest.EventsEntry
+	nil,                            // 21: chronolog.v1.PluginManifest.CollectionsEntry
+	nil,                            // 22: chronolog.v1.PluginManifest.ActionsEntry
+	nil,                            // 23: chronolog.v1.PluginManifest.ProcessorsEntry
+	nil,                            // 24: chronolog.v1.PluginManifest.SchedulesEntry
+	nil,                            // 25: chronolog.v1.PluginManifest.PulsesEntry
+	(*structpb.Struct)(nil),        // 26: google.protobuf.Struct
+	(*SchedulePolicy)(nil),         // 27: chronolog.v1.SchedulePolicy
+	(*DstPolicy)(nil),              // 28: chronolog.v1.DstPolicy
+	(*timestamppb.Timestamp)(nil),  // 29: google.protobuf.Timestamp
 }
 var file_chronolog_v1_plugin_proto_depIdxs = []int32{
-	19, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
-	20, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
-	21, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
-	22, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
-	23, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
-	24, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
-	10, // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
-	25, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
-	25, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
-	25, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
+	20, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
+	21, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
+	22, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
+	23, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
+	24, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
+	25, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
+	11, // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
+	26, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
+	26, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
+	26, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
 	6,  // 10: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
 	5,  // 11: chronolog.v1.ActionDeclaration.rate:type_name -> chronolog.v1.RateLimit
-	25, // 12: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
-	8,  // 13: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
+	26, // 12: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
+	9,  // 13: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
 	6,  // 14: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
 	5,  // 15: chronolog.v1.ProcessorDeclaration.rate:type_name -> chronolog.v1.RateLimit
-	25, // 16: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
-	26, // 17: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
-	27, // 18: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
-	25, // 19: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
-	27, // 20: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
-	26, // 21: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
-	0,  // 22: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
-	1,  // 23: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
-	28, // 24: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
-	1,  // 25: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
-	12, // 26: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	12, // 27: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
-	12, // 28: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	2,  // 29: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
-	3,  // 30: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
-	4,  // 31: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
-	7,  // 32: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
-	9,  // 33: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
-	11, // 34: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
-	13, // 35: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
-	15, // 36: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
-	17, // 37: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
-	14, // 38: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
-	16, // 39: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
-	18, // 40: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
-	38, // [38:41] is the sub-list for method output_type
-	35, // [35:38] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	8,  // 16: chronolog.v1.ProcessorDeclaration.debounce:type_name -> chronolog.v1.Debounce
+	26, // 17: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
+	27, // 18: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
+	28, // 19: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
+	26, // 20: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
+	28, // 21: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
+	27, // 22: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
+	0,  // 23: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
+	1,  // 24: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
+	29, // 25: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
+	1,  // 26: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
+	13, // 27: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	13, // 28: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
+	13, // 29: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	2,  // 30: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
+	3,  // 31: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
+	4,  // 32: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
+	7,  // 33: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
+	10, // 34: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
+	12, // 35: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
+	14, // 36: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
+	16, // 37: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
+	18, // 38: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
+	15, // 39: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
+	17, // 40: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
+	19, // 41: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
+	39, // [39:42] is the sub-list for method output_type
+	36, // [36:39] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_plugin_proto_init() }
@@ -1773,19 +1882,19 @@ func file_chronolog_v1_plugin_proto_init() {
 	file_chronolog_v1_plugin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_chronolog_v1_plugin_proto_msgTypes[3].OneofWrappers = []any{}
 	file_chronolog_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[7].OneofWrappers = []any{
+	file_chronolog_v1_plugin_proto_msgTypes[8].OneofWrappers = []any{
 		(*StartPosition_End)(nil),
 		(*StartPosition_Beginning)(nil),
 		(*StartPosition_AfterSeq)(nil),
 	}
-	file_chronolog_v1_plugin_proto_msgTypes[9].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_plugin_proto_rawDesc), len(file_chronolog_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

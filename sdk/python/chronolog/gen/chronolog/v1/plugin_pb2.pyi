@@ -112,7 +112,7 @@ class CollectionDeclaration(_message.Message):
     def __init__(self, schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., events: _Optional[bool] = ..., durable: _Optional[bool] = ..., records: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ActionDeclaration(_message.Message):
-    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms", "concurrency_limit", "rate")
+    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms", "concurrency_limit", "rate", "priority")
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     PRIVATE_FIELDS_FIELD_NUMBER: _ClassVar[int]
     RECORD_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +121,7 @@ class ActionDeclaration(_message.Message):
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     input_schema: _struct_pb2.Struct
     private_fields: _containers.RepeatedScalarFieldContainer[str]
     record: bool
@@ -129,7 +130,8 @@ class ActionDeclaration(_message.Message):
     timeout_grace_ms: int
     concurrency_limit: ConcurrencyLimit
     rate: RateLimit
-    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ..., rate: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
+    priority: str
+    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ..., rate: _Optional[_Union[RateLimit, _Mapping]] = ..., priority: _Optional[str] = ...) -> None: ...
 
 class RateLimit(_message.Message):
     __slots__ = ("limit", "period_ms", "key", "burst")
@@ -156,7 +158,7 @@ class ConcurrencyLimit(_message.Message):
     def __init__(self, limit: _Optional[int] = ..., key: _Optional[str] = ..., total: _Optional[int] = ..., if_active: _Optional[str] = ...) -> None: ...
 
 class ProcessorDeclaration(_message.Message):
-    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms", "concurrency_limit", "rate")
+    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms", "concurrency_limit", "rate", "debounce", "priority")
     ON_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -167,6 +169,8 @@ class ProcessorDeclaration(_message.Message):
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     on: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
     key: str
@@ -177,7 +181,19 @@ class ProcessorDeclaration(_message.Message):
     timeout_grace_ms: int
     concurrency_limit: ConcurrencyLimit
     rate: RateLimit
-    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ..., rate: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
+    debounce: Debounce
+    priority: str
+    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ..., rate: _Optional[_Union[RateLimit, _Mapping]] = ..., debounce: _Optional[_Union[Debounce, _Mapping]] = ..., priority: _Optional[str] = ...) -> None: ...
+
+class Debounce(_message.Message):
+    __slots__ = ("key", "period_ms", "max_wait_ms")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    period_ms: int
+    max_wait_ms: int
+    def __init__(self, key: _Optional[str] = ..., period_ms: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class StartPosition(_message.Message):
     __slots__ = ("end", "beginning", "after_seq")

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/plugin.proto.
  */
 export const file_chronolog_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlIrMCChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXRCCQoHX3JlY29yZEITChFfdGltZW91dF9ncmFjZV9tcyJJCglSYXRlTGltaXQSDQoFbGltaXQYASABKA0SEQoJcGVyaW9kX21zGAIgASgNEgsKA2tleRgDIAEoCRINCgVidXJzdBgEIAEoDSJQChBDb25jdXJyZW5jeUxpbWl0Eg0KBWxpbWl0GAEgASgNEgsKA2tleRgCIAEoCRINCgV0b3RhbBgDIAEoDRIRCglpZl9hY3RpdmUYBCABKAki3wIKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiVAoNU3RhcnRQb3NpdGlvbhINCgNlbmQYASABKAhIABITCgliZWdpbm5pbmcYAiABKAhIABITCglhZnRlcl9zZXEYAyABKARIAEIKCghwb3NpdGlvbiKjAgoTU2NoZWR1bGVEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSJgoFaW5wdXQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBGNyb24YAyABKAkSDAoEem9uZRgEIAEoCRIQCghldmVyeV9tcxgFIAEoBBIXCg9tYXhfbGF0ZW5lc3NfbXMYBiABKAQSFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEhAKCGRpc2FibGVkGAggASgIEg4KBnJlZ2lvbhgJIAEoDRIsCgZwb2xpY3kYCiABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3kSJAoDZHN0GAsgASgLMhcuY2hyb25vbG9nLnYxLkRzdFBvbGljeSKJAgoNU2NoZWR1bGVQYXRjaBIOCgZwbHVnaW4YASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEQoEY3JvbhgDIAEoCUgAiAEBEhEKBHpvbmUYBCABKAlIAYgBARImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIZGlzYWJsZWQYBiABKAhIAogBARIkCgNkc3QYByABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EiwKBnBvbGljeRgIIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeUIHCgVfY3JvbkIHCgVfem9uZUILCglfZGlzYWJsZWQidQoQUHVsc2VEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSFQoNY3ljbGVfc2Vjb25kcxgCIAEoDRIRCglpbnRlcnZhbHMYAyABKA0SJwoFc2NvcGUYBCABKA4yGC5jaHJvbm9sb2cudjEuUHVsc2VTY29wZSJ9CgZQbHVnaW4SLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEAoIcmV2aXNpb24YAiABKA0SMQoNcmVnaXN0ZXJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoVUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0Ei4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0Ik8KFlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbhIPCgdjaGFuZ2VkGAIgASgIIhQKEkxpc3RQbHVnaW5zUmVxdWVzdCI8ChNMaXN0UGx1Z2luc1Jlc3BvbnNlEiUKB3BsdWdpbnMYASADKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luIiAKEEdldFBsdWdpblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChFHZXRQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luKl0KClB1bHNlU2NvcGUSGwoXUFVMU0VfU0NPUEVfVU5TUEVDSUZJRUQQABIZChVQVUxTRV9TQ09QRV9DT01QT05FTlQQARIXChNQVUxTRV9TQ09QRV9SRVBMSUNBEAIyjgIKDVBsdWdpblNlcnZpY2USWwoOUmVnaXN0ZXJQbHVnaW4SIy5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiQuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USUgoLTGlzdFBsdWdpbnMSIC5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXF1ZXN0GiEuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVzcG9uc2USTAoJR2V0UGx1Z2luEh4uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlcXVlc3QaHy5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlIsUCChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXQSEAoIcHJpb3JpdHkYUyABKAlCCQoHX3JlY29yZEITChFfdGltZW91dF9ncmFjZV9tcyJJCglSYXRlTGltaXQSDQoFbGltaXQYASABKA0SEQoJcGVyaW9kX21zGAIgASgNEgsKA2tleRgDIAEoCRINCgVidXJzdBgEIAEoDSJQChBDb25jdXJyZW5jeUxpbWl0Eg0KBWxpbWl0GAEgASgNEgsKA2tleRgCIAEoCRINCgV0b3RhbBgDIAEoDRIRCglpZl9hY3RpdmUYBCABKAkimwMKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXQSKAoIZGVib3VuY2UYUiABKAsyFi5jaHJvbm9sb2cudjEuRGVib3VuY2USEAoIcHJpb3JpdHkYUyABKAlCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiPwoIRGVib3VuY2USCwoDa2V5GAEgASgJEhEKCXBlcmlvZF9tcxgCIAEoDRITCgttYXhfd2FpdF9tcxgDIAEoDSJUCg1TdGFydFBvc2l0aW9uEg0KA2VuZBgBIAEoCEgAEhMKCWJlZ2lubmluZxgCIAEoCEgAEhMKCWFmdGVyX3NlcRgDIAEoBEgAQgoKCHBvc2l0aW9uIqMCChNTY2hlZHVsZURlY2xhcmF0aW9uEg4KBmFjdGlvbhgBIAEoCRImCgVpbnB1dBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEY3JvbhgDIAEoCRIMCgR6b25lGAQgASgJEhAKCGV2ZXJ5X21zGAUgASgEEhcKD21heF9sYXRlbmVzc19tcxgGIAEoBBIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SEAoIZGlzYWJsZWQYCCABKAgSDgoGcmVnaW9uGAkgASgNEiwKBnBvbGljeRgKIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeRIkCgNkc3QYCyABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5IokCCg1TY2hlZHVsZVBhdGNoEg4KBnBsdWdpbhgBIAEoCRIQCghzY2hlZHVsZRgCIAEoCRIRCgRjcm9uGAMgASgJSACIAQESEQoEem9uZRgEIAEoCUgBiAEBEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIVCghkaXNhYmxlZBgGIAEoCEgCiAEBEiQKA2RzdBgHIAEoCzIXLmNocm9ub2xvZy52MS5Ec3RQb2xpY3kSLAoGcG9saWN5GAggASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5QgcKBV9jcm9uQgcKBV96b25lQgsKCV9kaXNhYmxlZCJ1ChBQdWxzZURlY2xhcmF0aW9uEg4KBmFjdGlvbhgBIAEoCRIVCg1jeWNsZV9zZWNvbmRzGAIgASgNEhEKCWludGVydmFscxgDIAEoDRInCgVzY29wZRgEIAEoDjIYLmNocm9ub2xvZy52MS5QdWxzZVNjb3BlIn0KBlBsdWdpbhIuCghtYW5pZmVzdBgBIAEoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdBIQCghyZXZpc2lvbhgCIAEoDRIxCg1yZWdpc3RlcmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChVSZWdpc3RlclBsdWdpblJlcXVlc3QSLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QiTwoWUmVnaXN0ZXJQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luEg8KB2NoYW5nZWQYAiABKAgiFAoSTGlzdFBsdWdpbnNSZXF1ZXN0IjwKE0xpc3RQbHVnaW5zUmVzcG9uc2USJQoHcGx1Z2lucxgBIAMoCzIULmNocm9ub2xvZy52MS5QbHVnaW4iIAoQR2V0UGx1Z2luUmVxdWVzdBIMCgRuYW1lGAEgASgJIjkKEUdldFBsdWdpblJlc3BvbnNlEiQKBnBsdWdpbhgBIAEoCzIULmNocm9ub2xvZy52MS5QbHVnaW4qXQoKUHVsc2VTY29wZRIbChdQVUxTRV9TQ09QRV9VTlNQRUNJRklFRBAAEhkKFVBVTFNFX1NDT1BFX0NPTVBPTkVOVBABEhcKE1BVTFNFX1NDT1BFX1JFUExJQ0EQAjKOAgoNUGx1Z2luU2VydmljZRJbCg5SZWdpc3RlclBsdWdpbhIjLmNocm9ub2xvZy52MS5SZWdpc3RlclBsdWdpblJlcXVlc3QaJC5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXNwb25zZRJSCgtMaXN0UGx1Z2lucxIgLmNocm9ub2xvZy52MS5MaXN0UGx1Z2luc1JlcXVlc3QaIS5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXNwb25zZRJMCglHZXRQbHVnaW4SHi5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVxdWVzdBofLmNocm9ub2xvZy52MS5HZXRQbHVnaW5SZXNwb25zZWIGcHJvdG8z", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A plugin manifest. The JSON form of this message (snake_case or camelCase
@@ -256,6 +256,15 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
    * @generated from field: chronolog.v1.RateLimit rate = 81;
    */
   rate?: RateLimit | undefined;
+
+  /**
+   * Path into the call giving its priority, e.g. `input.priority` (a number;
+   * absent or not a number: 0): calls waiting for a concurrency slot start
+   * highest priority first, in the order they came within one priority.
+   *
+   * @generated from field: string priority = 83;
+   */
+  priority: string;
 };
 
 /**
@@ -444,6 +453,25 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
    * @generated from field: chronolog.v1.RateLimit rate = 81;
    */
   rate?: RateLimit | undefined;
+
+  /**
+   * A burst of events of one key makes one delivery: the last event, with the
+   * count it stands for (Delivery.debounced), once the key was quiet for
+   * `period_ms` or at `max_wait_ms` after the burst's first event.
+   *
+   * @generated from field: chronolog.v1.Debounce debounce = 82;
+   */
+  debounce?: Debounce | undefined;
+
+  /**
+   * Path into the event giving its priority, e.g. `data.priority` (a number;
+   * absent or not a number: 0). Among the keys that may start, the one whose
+   * next event has the highest priority goes first; keys of one priority take
+   * turns. Within a key, events keep their order.
+   *
+   * @generated from field: string priority = 83;
+   */
+  priority: string;
 };
 
 /**
@@ -452,6 +480,43 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
  */
 export const ProcessorDeclarationSchema: GenMessage<ProcessorDeclaration> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 6);
+
+/**
+ * Debouncing of a processor's events per key.
+ *
+ * @generated from message chronolog.v1.Debounce
+ */
+export type Debounce = Message<"chronolog.v1.Debounce"> & {
+  /**
+   * Path giving the key, as a processor's `key` (empty: every event of the
+   * processor in one burst; events without a value for it share one burst).
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * Quiet time after a key's last event before its delivery, ms (at least 1).
+   *
+   * @generated from field: uint32 period_ms = 2;
+   */
+  periodMs: number;
+
+  /**
+   * Longest time from a burst's first event to its delivery, ms (default:
+   * none; at least `period_ms`).
+   *
+   * @generated from field: uint32 max_wait_ms = 3;
+   */
+  maxWaitMs: number;
+};
+
+/**
+ * Describes the message chronolog.v1.Debounce.
+ * Use `create(DebounceSchema)` to create a new message.
+ */
+export const DebounceSchema: GenMessage<Debounce> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 7);
 
 /**
  * Where a new processor's cursor starts.
@@ -496,7 +561,7 @@ export type StartPosition = Message<"chronolog.v1.StartPosition"> & {
  * Use `create(StartPositionSchema)` to create a new message.
  */
 export const StartPositionSchema: GenMessage<StartPosition> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 7);
+  messageDesc(file_chronolog_v1_plugin, 8);
 
 /**
  * Declares a recurring timer.
@@ -587,7 +652,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
  * Use `create(ScheduleDeclarationSchema)` to create a new message.
  */
 export const ScheduleDeclarationSchema: GenMessage<ScheduleDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 8);
+  messageDesc(file_chronolog_v1_plugin, 9);
 
 /**
  * Changes a schedule declared by an earlier plugin.
@@ -657,7 +722,7 @@ export type SchedulePatch = Message<"chronolog.v1.SchedulePatch"> & {
  * Use `create(SchedulePatchSchema)` to create a new message.
  */
 export const SchedulePatchSchema: GenMessage<SchedulePatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 9);
+  messageDesc(file_chronolog_v1_plugin, 10);
 
 /**
  * Declares a pulse: a call every `cycle_seconds / intervals` seconds,
@@ -700,7 +765,7 @@ export type PulseDeclaration = Message<"chronolog.v1.PulseDeclaration"> & {
  * Use `create(PulseDeclarationSchema)` to create a new message.
  */
 export const PulseDeclarationSchema: GenMessage<PulseDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 10);
+  messageDesc(file_chronolog_v1_plugin, 11);
 
 /**
  * A registered plugin.
@@ -735,7 +800,7 @@ export type Plugin = Message<"chronolog.v1.Plugin"> & {
  * Use `create(PluginSchema)` to create a new message.
  */
 export const PluginSchema: GenMessage<Plugin> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 11);
+  messageDesc(file_chronolog_v1_plugin, 12);
 
 /**
  * Register a manifest.
@@ -756,7 +821,7 @@ export type RegisterPluginRequest = Message<"chronolog.v1.RegisterPluginRequest"
  * Use `create(RegisterPluginRequestSchema)` to create a new message.
  */
 export const RegisterPluginRequestSchema: GenMessage<RegisterPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 12);
+  messageDesc(file_chronolog_v1_plugin, 13);
 
 /**
  * The plugin after registration.
@@ -784,7 +849,7 @@ export type RegisterPluginResponse = Message<"chronolog.v1.RegisterPluginRespons
  * Use `create(RegisterPluginResponseSchema)` to create a new message.
  */
 export const RegisterPluginResponseSchema: GenMessage<RegisterPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 13);
+  messageDesc(file_chronolog_v1_plugin, 14);
 
 /**
  * List plugins.
@@ -799,7 +864,7 @@ export type ListPluginsRequest = Message<"chronolog.v1.ListPluginsRequest"> & {
  * Use `create(ListPluginsRequestSchema)` to create a new message.
  */
 export const ListPluginsRequestSchema: GenMessage<ListPluginsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 14);
+  messageDesc(file_chronolog_v1_plugin, 15);
 
 /**
  * All plugins, by name.
@@ -820,7 +885,7 @@ export type ListPluginsResponse = Message<"chronolog.v1.ListPluginsResponse"> & 
  * Use `create(ListPluginsResponseSchema)` to create a new message.
  */
 export const ListPluginsResponseSchema: GenMessage<ListPluginsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 15);
+  messageDesc(file_chronolog_v1_plugin, 16);
 
 /**
  * Get one plugin.
@@ -841,7 +906,7 @@ export type GetPluginRequest = Message<"chronolog.v1.GetPluginRequest"> & {
  * Use `create(GetPluginRequestSchema)` to create a new message.
  */
 export const GetPluginRequestSchema: GenMessage<GetPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 16);
+  messageDesc(file_chronolog_v1_plugin, 17);
 
 /**
  * The plugin.
@@ -862,7 +927,7 @@ export type GetPluginResponse = Message<"chronolog.v1.GetPluginResponse"> & {
  * Use `create(GetPluginResponseSchema)` to create a new message.
  */
 export const GetPluginResponseSchema: GenMessage<GetPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 17);
+  messageDesc(file_chronolog_v1_plugin, 18);
 
 /**
  * Who makes a pulse's calls.
