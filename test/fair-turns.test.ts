@@ -35,6 +35,13 @@ function fairPlugin(concurrency: ConcurrencyOptions, run: (ctx: DeliveryContext)
   });
 }
 
+/** The owner's chronolog_processor_passed_total of fair.work. */
+async function passedMetric(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith('chronolog_processor_passed_total{processor="fair.work"} '));
+  return Number(line?.split(" ")[1] ?? Number.NaN);
+}
+
 async function executor(url: string, plugin: ReturnType<typeof fairPlugin>, credits = 16): Promise<void> {
   const ex = runExecutor({ url, plugins: [plugin], credits, onError: () => {} });
   cleanups.push(() => ex.stop(100));
@@ -82,6 +89,7 @@ describe("fair turns between keys", () => {
     await client.emit("job.queued", { tenant: "a", n: 5 });
     await until(() => seen.includes("a/5"), "a later event of the key, once it is idle");
     expect(seen).toEqual(["a/1", "b/4", "a/5"]);
+    expect(await passedMetric(url)).toBe(2);
   });
 
   it("coalesce: while a key's delivery runs, its new events replace each other; the last one is delivered", async () => {
@@ -103,6 +111,7 @@ describe("fair turns between keys", () => {
     await until(() => seen.length === 2, "the coalesced delivery");
     await until(async () => (await floor()) === last, "the cursor past every event");
     expect(seen).toEqual([1, 4]);
+    expect(await passedMetric(url)).toBe(2);
   });
 
   it("refuses declarations whose limits do not check, naming the field", async () => {

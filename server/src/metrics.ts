@@ -32,6 +32,8 @@ export interface ProcessorState {
   retries: number;
   /** Events given up on (each recorded as `processor.failed`). */
   failures: number;
+  /** Events finished without a delivery (`if_active`: skip or coalesce). */
+  passed: number;
 }
 
 /** Where the metrics read the owner's state. */
@@ -164,6 +166,16 @@ export class OwnerMetrics {
       collect() {
         this.reset();
         for (const p of sources.processors()) this.inc({ processor: p.spec.name }, p.failures);
+      },
+    });
+    new Counter({
+      name: "chronolog_processor_passed_total",
+      help: "Events the processor finished without a delivery as its concurrency's if_active says (skip: a delivery of its key was in flight; coalesce: a later event of its key replaced it) since the owner started.",
+      labelNames: perProcessor,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of sources.processors()) this.inc({ processor: p.spec.name }, p.passed);
       },
     });
     new Gauge({
