@@ -31,16 +31,6 @@ export class CallSlots {
   private readonly actions = new Map<string, ActionSlots>();
   private stopped = false;
 
-  /** Calls of `action` in flight (holding a slot). */
-  running(action: string): number {
-    return this.actions.get(action)?.running ?? 0;
-  }
-
-  /** Calls of `action` waiting for a slot. */
-  waitingFor(action: string): number {
-    return this.actions.get(action)?.waiting.length ?? 0;
-  }
-
   /**
    * Takes a slot for a call of `action` with `input`; resolves with its release (call once, at
    * the call's end). Rejects with UNAVAILABLE after `waitMs` without room, with `signal.reason`

@@ -57,13 +57,6 @@ export class Debouncer {
     private readonly released: (event: EventRecord, count: number) => void,
   ) {}
 
-  /** Events gathered and not yet delivered. */
-  get gathered(): number {
-    let n = 0;
-    for (const burst of this.bursts.values()) n += burst.seqs.length;
-    return n;
-  }
-
   /** An event read (in seq order): gathered into its key's burst. */
   add(event: EventRecord): void {
     const key = this.spec.keyOf(event) ?? "";

@@ -61,13 +61,6 @@ export class KeyQueues {
     return this.count;
   }
 
-  /** Keys with deliveries in flight. */
-  get activeKeys(): number {
-    let n = 0;
-    for (const state of this.keys.values()) if (state.running > 0) n++;
-    return n;
-  }
-
   /** Queues an event read from the log at the tail of its key, as the key's `if_active` says. */
   push(key: string, event: EventRecord): Pushed {
     let state = this.keys.get(key);
@@ -91,7 +84,7 @@ export class KeyQueues {
     return { kind: "held" };
   }
 
-  /** Queues an event again whatever its key's state (a redelivery). */
+  /** Queues an event whatever its key's state and `if_active` (a redelivery, or a debounced burst's last event). */
   requeue(key: string, event: EventRecord): void {
     let state = this.keys.get(key);
     if (!state) {
