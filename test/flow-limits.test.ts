@@ -1,8 +1,9 @@
 // @module-tag serial
 // @module-tag postgres
 
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
@@ -132,5 +133,18 @@ describe("concurrency limits by key (real processes)", () => {
     await until(() => settled("c").length > 0, "the pending burst's delivery after the restart", 20_000);
     expect(settled("c")).toMatchObject([{ count: 3 }]);
     expect(settled("a")).toHaveLength(1); // finished bursts are not delivered again
+  });
+});
+
+const python = join(repo, ".venv/bin/python");
+describe.skipIf(!existsSync(python) && !process.env.CI)("the Python SDK's declarations", () => {
+  it("carry concurrency by key, rate, debounce and priority into the manifest (unittest: sdk/python/tests/test_flow_limits.py)", async () => {
+    const result = await promisify(execFile)(python, ["-m", "unittest", "-v", "sdk/python/tests/test_flow_limits.py"], {
+      cwd: repo,
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
+    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 });
