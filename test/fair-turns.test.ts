@@ -167,4 +167,22 @@ describe("fair turns between keys", () => {
     await Promise.all(waiting);
     expect(started).toEqual(["high", "high2", "mid", "low"]);
   });
+
+  it("a limit without a key counts every delivery", async () => {
+    const { url, client } = await owner();
+    let running = 0;
+    let peak = 0;
+    let done = 0;
+    const plugin = fairPlugin({ limit: 2 }, async () => {
+      peak = Math.max(peak, ++running);
+      await new Promise((r) => setTimeout(r, 50));
+      running--;
+      done++;
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    await client.emitBatch(Array.from({ length: 8 }, (_, n) => ({ type: "job.queued", data: { n } })));
+    await executor(url, plugin);
+    await until(() => done === 8, "every event");
+    expect(peak).toBe(2);
+  });
 });

@@ -51,15 +51,17 @@ export const defaultAckTimeoutMs = 30_000;
 export function compileProcessor(plugin: string, name: string, decl: ProcessorDeclaration): ProcessorSpec {
   const position = decl.start?.position;
   const limit = decl.concurrencyLimit;
+  const key = limit?.key || decl.key;
   const start: StartAt =
     position?.case === "beginning" ? { kind: "beginning" } : position?.case === "afterSeq" ? { kind: "after", seq: Number(position.value) } : { kind: "end" };
   return {
     name: `${plugin}.${name}`,
     on: decl.on.length > 0 ? new Set(decl.on) : null,
     where: compileFilter(decl.where as Record<string, unknown> | undefined, `processors.${name}.where`),
-    keyOf: keyPath(limit?.key || decl.key),
+    keyOf: keyPath(key),
     keyLimit: limit?.limit || 1,
-    concurrency: limit ? limit.total || decl.concurrency || Number.POSITIVE_INFINITY : decl.concurrency || 1,
+    // Without a key, a limit counts every delivery (as an action's).
+    concurrency: limit ? limit.total || (key === "" ? limit.limit : 0) || decl.concurrency || Number.POSITIVE_INFINITY : decl.concurrency || 1,
     ifActive: (limit?.ifActive || "queue") as IfActive,
     rate: compileRate(decl.rate),
     debounce: compileDebounce(decl.debounce),

@@ -562,8 +562,8 @@ type ConcurrencyLimit struct {
 	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Path giving the key: into the event for a processor (e.g.
 	// `data.customer_id`), into the call for an action (`input.customer_id`).
-	// Empty: a processor's `key` (if any); for an action, `limit` counts every
-	// call. Work whose key is absent counts against no key's limit.
+	// Empty: a processor's `key`; without either, `limit` counts every delivery
+	// or call. Work whose key is absent counts against no key's limit.
 	Key string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
 	// In flight at once in all, across executors (0: no bound of its own; for
 	// a processor the declaration's `concurrency` number when given; at most

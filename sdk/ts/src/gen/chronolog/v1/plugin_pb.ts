@@ -334,8 +334,8 @@ export type ConcurrencyLimit = Message<"chronolog.v1.ConcurrencyLimit"> & {
   /**
    * Path giving the key: into the event for a processor (e.g.
    * `data.customer_id`), into the call for an action (`input.customer_id`).
-   * Empty: a processor's `key` (if any); for an action, `limit` counts every
-   * call. Work whose key is absent counts against no key's limit.
+   * Empty: a processor's `key`; without either, `limit` counts every delivery
+   * or call. Work whose key is absent counts against no key's limit.
    *
    * @generated from field: string key = 2;
    */
