@@ -185,4 +185,25 @@ describe("fair turns between keys", () => {
     await until(() => done === 8, "every event");
     expect(peak).toBe(2);
   });
+
+  it("a key's backlog past what is held in memory is read again from the log: every event once, in order per key, the cursor at the end", async () => {
+    const { url, client, floor } = await owner();
+    const seen = new Map<string, number[]>();
+    const plugin = fairPlugin({ key: "data.tenant", total: 8 }, (ctx) => {
+      const tenant = String(ctx.data.tenant);
+      seen.set(tenant, [...(seen.get(tenant) ?? []), Number(ctx.data.n)]);
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    // 3,000 events of "big" (far past the 64 a key holds), with other tenants' events among them.
+    const data = Array.from({ length: 3_600 }, (_, i) => (i % 6 === 5 ? { tenant: `t${i % 7}`, n: i } : { tenant: "big", n: i }));
+    for (let i = 0; i < data.length; i += 1_200) await client.emitBatch(data.slice(i, i + 1_200).map((d) => ({ type: "job.queued", data: d })));
+    const last = await client.emit("job.queued", { tenant: "late", n: data.length });
+    await executor(url, plugin);
+    await until(async () => (await floor()) === last.event?.seq, "the cursor at the end", 60_000);
+    for (const [tenant, ns] of seen) {
+      const expected = [...data, { tenant: "late", n: data.length }].filter((d) => d.tenant === tenant).map((d) => d.n);
+      expect(ns, tenant).toEqual(expected); // each once, in order
+    }
+    expect(seen.get("big")).toHaveLength(3_000);
+  });
 });

@@ -78,13 +78,13 @@ export class LogReader {
    * true when it stopped for its turn's budget only (call again in a later turn).
    */
   read(): boolean {
-    this.refill();
+    const more = this.refill();
     const { spec, floor, queues } = this.deps;
     const types = spec.on ? [...spec.on] : [];
     for (let chunks = 0; chunks < chunksPerTurn; chunks++) {
-      if (this.held >= readAheadLimit || this.heldBytes >= processorReadAheadBytes || floor.pending >= lookAheadLimit) return false;
+      if (this.held >= readAheadLimit || this.heldBytes >= processorReadAheadBytes || floor.pending >= lookAheadLimit) return more;
       const head = this.deps.head();
-      if (this.delivered >= head) return false;
+      if (this.delivered >= head) return more;
       const chunk =
         this.deps.tail.readWithin(this.delivered, readChunk, readChunkBytes, types) ??
         this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, types);
@@ -113,22 +113,23 @@ export class LogReader {
     return true;
   }
 
-  /** Reads again, for each spilled key whose queue ran low, its next events up to what was read. */
-  private refill(): void {
+  /**
+   * Reads again, for each spilled key whose queue ran low, its next events up to what was read.
+   * Returns true when one stopped for its turn's budget with room left (read on in a later turn).
+   */
+  private refill(): boolean {
+    let more = false;
     const { spec, queues } = this.deps;
     const types = spec.on ? [...spec.on] : [];
     for (const { key, from } of [...queues.lowKeys()]) {
       const found: EventRecord[] = [];
       let after = from - 1;
       let room = queues.room(key);
-      let next = 0;
+      /** Every event of the key up to what the reader read was read again. */
       let done = false;
-      for (let chunks = 0; room > 0 && !done; chunks++) {
-        if (chunks === chunksPerTurn) {
-          next = after + 1; // the rest in a later turn
-          break;
-        }
+      for (let chunks = 0; room > 0 && !done && chunks < chunksPerTurn; chunks++) {
         const chunk = this.deps.events.readWithin(after, readChunk, readChunkBytes, types);
+        let full = false;
         for (const event of chunk.events) {
           if (event.seq > this.delivered) {
             done = true;
@@ -138,12 +139,18 @@ export class LogReader {
           if (!takes(spec, event) || spec.keyOf(event) !== key) continue;
           found.push(event);
           this.added(event);
-          if (--room === 0) break;
+          if (--room === 0) {
+            full = true;
+            break;
+          }
         }
-        if (!chunk.cut || after >= this.delivered) done = true;
+        // Read to the end of what the reader read, or the log had no more (a chunk read whole and not cut).
+        if (after >= this.delivered || (!full && !chunk.cut)) done = true;
       }
-      if (room === 0 && !done) next = after + 1;
+      const next = done ? 0 : after + 1; // the rest in a later turn
+      more ||= !done && room > 0;
       queues.refilled(key, found, next);
     }
+    return more;
   }
 }
