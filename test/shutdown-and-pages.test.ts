@@ -19,7 +19,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { pageByteBudget } from "../server/src/log/read.js";
-import { processorReadAheadBytes } from "../server/src/processors/engine.js";
+import { processorReadAheadBytes } from "../server/src/processors/reader.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { runExecutor, type Executor } from "../sdk/ts/src/executor.js";
 import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";

@@ -18,6 +18,7 @@ import type { HttpHandler, HttpResponse } from "./http-handler.js";
 import { stageBucketsMs, type StageHistogram, type Stages } from "./stages.js";
 import type { CommitInfo } from "./store/committer.js";
 import { latenessBucketsMs } from "./time/index.js";
+import { rateMetrics, type RateWaits } from "./flow/rate-metrics.js";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
 
 /** A processor as the metrics read it: a {@link ProcessorEngine}'s counters and cursor. */
@@ -31,6 +32,8 @@ export interface ProcessorState {
   retries: number;
   /** Events given up on (each recorded as `processor.failed`). */
   failures: number;
+  /** Events finished without a delivery (`if_active`: skip or coalesce). */
+  passed: number;
 }
 
 /** Where the metrics read the owner's state. */
@@ -49,6 +52,8 @@ export interface MetricsSources {
   timeCallsSentLate(): number;
   /** The stages of events and calls of time. */
   stages: Stages;
+  /** The waits of the processors' and actions' rates. */
+  rateWaits(): Iterable<RateWaits>;
 }
 
 /** Group commit sizes (units of work per transaction). */
@@ -163,6 +168,16 @@ export class OwnerMetrics {
         for (const p of sources.processors()) this.inc({ processor: p.spec.name }, p.failures);
       },
     });
+    new Counter({
+      name: "chronolog_processor_passed_total",
+      help: "Events the processor finished without a delivery as its concurrency's if_active says (skip: a delivery of its key was in flight; coalesce: a later event of its key replaced it) since the owner started.",
+      labelNames: perProcessor,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of sources.processors()) this.inc({ processor: p.spec.name }, p.passed);
+      },
+    });
     new Gauge({
       name: "chronolog_executors_connected",
       help: "Executor sessions (Subscribe streams past their hello) connected now.",
@@ -227,6 +242,7 @@ export class OwnerMetrics {
       },
     });
     stageMetrics(this.registry, sources.stages);
+    rateMetrics(this.registry, () => sources.rateWaits());
   }
 
   /** The content type of {@link text}: Prometheus text format 0.0.4. */

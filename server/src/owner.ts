@@ -331,6 +331,12 @@ async function serve(
     lateness: time.lateness,
     timeCallsSentLate: () => actions.sentLate,
     stages,
+    *rateWaits() {
+      for (const p of processors.list())
+        if (p.rate)
+          yield { kind: "processor", name: p.spec.name, waitedMs: p.rate.rates.waitedMs, waits: p.rate.rates.waits, waiting: p.rate.waiting } as const;
+      yield* actions.rateWaits();
+    },
   });
   const timerRetention = new TimerRetention({
     db: store.db,

@@ -72,6 +72,17 @@ type Processor struct {
 	Key string
 	// Concurrency is the lanes in flight at once (0: the owner's default, 1).
 	Concurrency uint32
+	// Limit bounds deliveries in flight per key value and in all (nil: Key and Concurrency alone);
+	// see ConcurrencyLimit in the proto.
+	Limit *chronologv1.ConcurrencyLimit
+	// Rate bounds deliveries started per period per key (nil: none).
+	Rate *chronologv1.RateLimit
+	// Debounce makes one delivery of a burst of a key's events (nil: none); Delivery.Debounced is
+	// the count it stands for.
+	Debounce *chronologv1.Debounce
+	// Priority is a path into the event giving a number: keys whose next event has a higher one
+	// start first ("": none).
+	Priority string
 	// AckTimeout: a delivery not acknowledged within it fails (0: the owner's default, 30 s).
 	AckTimeout time.Duration
 	// TimeoutGrace: after a try's ack timeout its context is cancelled and the owner waits this
@@ -117,6 +128,13 @@ type Action struct {
 	// TimeoutGrace: after the run's timeout its context is cancelled and the owner waits this long
 	// more for its answer (nil: Timeout again).
 	TimeoutGrace *time.Duration
+	// Limit bounds calls in flight per key of the input and in all, across executors (nil: none).
+	Limit *chronologv1.ConcurrencyLimit
+	// Rate bounds calls started per period per key (nil: none).
+	Rate *chronologv1.RateLimit
+	// Priority is a path into the call giving a number (e.g. `input.priority`): calls waiting for
+	// a slot of Limit start highest first ("": none).
+	Priority string
 	// Run runs one call.
 	Run func(ctx context.Context, inv *Invocation) (any, error)
 }
@@ -140,7 +158,7 @@ func (p *Plugin) manifest() (*chronologv1.PluginManifest, error) {
 		if err != nil {
 			return nil, err
 		}
-		decl := &chronologv1.ProcessorDeclaration{On: d.On, Where: where, Key: d.Key, Concurrency: d.Concurrency, AckTimeoutMs: ms(d.AckTimeout), TimeoutGraceMs: optionalMs(d.TimeoutGrace), Start: d.Start.proto(), Read: d.Read}
+		decl := &chronologv1.ProcessorDeclaration{On: d.On, Where: where, Key: d.Key, Concurrency: d.Concurrency, ConcurrencyLimit: d.Limit, Rate: d.Rate, Debounce: d.Debounce, Priority: d.Priority, AckTimeoutMs: ms(d.AckTimeout), TimeoutGraceMs: optionalMs(d.TimeoutGrace), Start: d.Start.proto(), Read: d.Read}
 		for _, delay := range d.RetryDelays {
 			decl.RetryDelaysMs = append(decl.RetryDelaysMs, ms(delay))
 		}
@@ -151,7 +169,7 @@ func (p *Plugin) manifest() (*chronologv1.PluginManifest, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Actions[name] = &chronologv1.ActionDeclaration{InputSchema: schema, PrivateFields: a.PrivateFields, Record: a.Record, Allow: a.Allow, TimeoutMs: ms(a.Timeout), TimeoutGraceMs: optionalMs(a.TimeoutGrace), Read: a.Read}
+		m.Actions[name] = &chronologv1.ActionDeclaration{InputSchema: schema, PrivateFields: a.PrivateFields, Record: a.Record, Allow: a.Allow, TimeoutMs: ms(a.Timeout), TimeoutGraceMs: optionalMs(a.TimeoutGrace), ConcurrencyLimit: a.Limit, Rate: a.Rate, Priority: a.Priority, Read: a.Read}
 	}
 	return m, nil
 }

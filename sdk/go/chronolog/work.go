@@ -64,6 +64,9 @@ type Delivery struct {
 	Retry bool
 	// Key is the lane key, "" when the processor has none.
 	Key string
+	// Debounced is, for a processor that debounces, the events of the key this delivery stands
+	// for (its event the last); 0 otherwise.
+	Debounced uint32
 	// Deadline: acknowledge before it or the try fails.
 	Deadline time.Time
 }
@@ -127,7 +130,7 @@ func newDelivery(client *Client, d *chronologv1.Delivery, progress func(time.Dur
 	}
 	return &Delivery{
 		causeWork: causeWork{client: client, eventID: event.ID, progress: progress},
-		Event:     event, Processor: d.GetProcessor(), Attempt: d.GetAttempt(), Retry: d.GetAttempt() > 1, Key: d.GetKey(), Deadline: d.GetDeadline().AsTime(),
+		Event:     event, Processor: d.GetProcessor(), Attempt: d.GetAttempt(), Retry: d.GetAttempt() > 1, Key: d.GetKey(), Debounced: d.GetDebounced(), Deadline: d.GetDeadline().AsTime(),
 	}, nil
 }
 

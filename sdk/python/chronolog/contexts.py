@@ -27,7 +27,9 @@ class DeliveryContext(WorkUnderCause):
     as a dict), ``processor`` (``plugin.processor``), ``attempt`` (1 for the
     first try), ``retry`` (attempt > 1), ``actor`` (the event's actor as
     ``{"id", "for", "in", "via"}``, None for the system), ``key`` (the lane
-    key, "" without one), ``delivery_id``, ``cancelled`` (a
+    key, "" without one), ``debounced`` (for a processor that debounces: the
+    events of the key this delivery stands for, its event the last; 0
+    otherwise), ``delivery_id``, ``cancelled`` (a
     ``threading.Event`` set when the owner cancels the try (CancelDelivery: its
     ack timeout passed, or another try finished the event) or the stream to the
     owner is lost), ``cancel_reason`` and ``span`` (the handler's OpenTelemetry span,
@@ -47,6 +49,7 @@ class DeliveryContext(WorkUnderCause):
         self.retry = delivery.attempt > 1
         self.actor = actor_to_dict(delivery.event.actor) if delivery.event.HasField("actor") else None
         self.key = delivery.key
+        self.debounced = delivery.debounced
         self.delivery_id = delivery.delivery_id
         self.cancel_reason = ""
         self.span: trace.Span = trace.INVALID_SPAN

@@ -23,7 +23,10 @@ class ProcessorDefinition:
     on: Sequence[str] = ()
     where: Optional[Mapping[str, Any]] = None
     key: str = ""
-    concurrency: int = 0
+    concurrency: Union[int, Mapping[str, Any]] = 0
+    rate: Optional[Mapping[str, Any]] = None
+    debounce: Optional[Mapping[str, Any]] = None
+    priority: str = ""
     ack_timeout_ms: int = 0
     retry_delays_ms: Sequence[int] = ()
     start: Union[str, int] = "end"
@@ -43,9 +46,18 @@ class ProcessorDefinition:
         d: dict = {"on": list(self.on), "key": self.key, "start": start}
         if self.where is not None:
             d["where"] = dict(self.where)
-        for name in ("concurrency", "ack_timeout_ms"):
-            if getattr(self, name):
-                d[name] = getattr(self, name)
+        if isinstance(self.concurrency, Mapping):
+            d["concurrency_limit"] = dict(self.concurrency)
+        elif self.concurrency:
+            d["concurrency"] = self.concurrency
+        if self.rate is not None:
+            d["rate"] = dict(self.rate)
+        if self.debounce is not None:
+            d["debounce"] = dict(self.debounce)
+        if self.priority:
+            d["priority"] = self.priority
+        if self.ack_timeout_ms:
+            d["ack_timeout_ms"] = self.ack_timeout_ms
         if self.retry_delays_ms:
             d["retry_delays_ms"] = list(self.retry_delays_ms)
         if self.timeout_grace_ms is not None:
@@ -66,11 +78,20 @@ class ActionDefinition:
     allow: Sequence[str] = ()
     timeout_ms: int = 0
     timeout_grace_ms: Optional[int] = None
+    concurrency: Optional[Mapping[str, Any]] = None
+    rate: Optional[Mapping[str, Any]] = None
+    priority: str = ""
     read: Sequence[str] = ()
 
     def declaration(self) -> dict:
         """The action's manifest entry (JSON form)."""
         d: dict = {"private_fields": list(self.private_fields), "allow": list(self.allow)}
+        if self.concurrency is not None:
+            d["concurrency_limit"] = dict(self.concurrency)
+        if self.rate is not None:
+            d["rate"] = dict(self.rate)
+        if self.priority:
+            d["priority"] = self.priority
         if self.input_schema is not None:
             d["input_schema"] = dict(self.input_schema)
         if self.record is not None:
@@ -120,7 +141,10 @@ class Plugin:
         on: Union[str, Sequence[str]] = (),
         where: Optional[Mapping[str, Any]] = None,
         key: str = "",
-        concurrency: int = 0,
+        concurrency: Union[int, Mapping[str, Any]] = 0,
+        rate: Optional[Mapping[str, Any]] = None,
+        debounce: Optional[Mapping[str, Any]] = None,
+        priority: str = "",
         ack_timeout_ms: int = 0,
         retry_delays_ms: Sequence[int] = (),
         start: Union[str, int] = "end",
@@ -135,14 +159,24 @@ class Plugin:
         [1000, 5000]), ``start`` ``"end"`` (default), ``"beginning"`` or a seq.
         ``timeout_grace_ms``: how long past its ack timeout (and cancel) a try
         may still ack before the next try; its key waits meanwhile (default:
-        the ack timeout). ``read``: who may read its ``processor.*`` events
-        besides admins and the executors that may host the plugin (default: no
-        one else).
+        the ack timeout). ``concurrency``: lanes in flight at once (a number,
+        default 1), or limits as a dict: ``limit`` deliveries in flight per
+        value of ``key`` (a path such as ``data.customer_id``), ``total`` in
+        all, ``if_active`` ``"queue"`` (default), ``"skip"`` or ``"coalesce"``.
+        ``rate``: deliveries started per period per key, a dict ``limit``,
+        ``period_ms`` (default 1000), ``key``, ``burst`` (default ``limit``).
+        ``debounce``: a dict ``key``, ``period_ms``, ``max_wait_ms``: a burst of
+        a key's events makes one delivery (the last, ``ctx.debounced`` the
+        count it stands for) after ``period_ms`` of quiet or ``max_wait_ms``.
+        ``priority``: a path into the event giving a number (e.g.
+        ``data.priority``): keys whose next event has a higher one start first. ``read``: who may read its
+        ``processor.*`` events besides admins and the executors that may host the
+        plugin (default: no one else).
         """
 
         def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
             types = [on] if isinstance(on, str) else list(on)
-            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms, read)
+            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, rate, debounce, priority, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms, read)
             return fn
 
         return register
@@ -157,6 +191,9 @@ class Plugin:
         allow: Sequence[str] = (),
         timeout_ms: int = 0,
         timeout_grace_ms: Optional[int] = None,
+        concurrency: Optional[Mapping[str, Any]] = None,
+        rate: Optional[Mapping[str, Any]] = None,
+        priority: str = "",
         read: Sequence[str] = (),
     ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
         """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
@@ -165,13 +202,21 @@ class Plugin:
         cause); ``record=False`` leaves no events; ``timeout_ms`` bounds one run
         (default 30,000); ``timeout_grace_ms`` is how long past it (and its
         cancel) the run may still answer before the call fails (default:
-        ``timeout_ms``). ``read``: who may read its ``action.*`` events (inputs,
-        outputs, errors) and its timers' ``timer.*`` events besides admins and the
-        executors that may host the plugin (default: no one else).
+        ``timeout_ms``). ``concurrency``: ``limit`` calls in flight per value
+        of ``key`` (a path such as ``input.customer_id``; without it, ``limit``
+        counts every call) and ``total`` in all, across executors; a call past
+        a limit waits for a slot. ``rate``: calls started per period per key,
+        a dict ``limit``, ``period_ms`` (default 1000), ``key``, ``burst``
+        (default ``limit``); a call past it waits. ``priority``: a path such as
+        ``input.priority`` giving a number: calls waiting for a concurrency
+        slot start highest first. ``read``: who may read its ``action.*``
+        events (inputs, outputs, errors) and its timers' ``timer.*`` events
+        besides admins and the executors that may host the plugin (default: no
+        one else).
         """
 
         def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
-            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, read)
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, concurrency, rate, priority, read)
             return fn
 
         return register

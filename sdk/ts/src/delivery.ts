@@ -25,6 +25,8 @@ export interface DeliveryContext extends WorkUnderCause {
   actor: Actor | undefined;
   /** Lane key, "" when the processor has none. */
   key: string;
+  /** For a processor that debounces: the events of the key this delivery stands for (its event the last); 0 otherwise. */
+  debounced: number;
   /**
    * Aborted when the owner cancels the try (its ack timeout passed: the reason says so; or
    * another try finished the event), the executor stops or the stream breaks. Pass it on to slow
@@ -57,6 +59,7 @@ export class DeliveryRun extends CauseWork implements DeliveryContext {
   readonly retry: boolean;
   readonly actor: Actor | undefined;
   readonly key: string;
+  readonly debounced: number;
   readonly #progress: (extendMs: number) => void;
   span: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
@@ -70,6 +73,7 @@ export class DeliveryRun extends CauseWork implements DeliveryContext {
     this.retry = delivery.attempt > 1;
     this.actor = event.actor;
     this.key = delivery.key;
+    this.debounced = delivery.debounced;
     this.#progress = progress;
   }
 

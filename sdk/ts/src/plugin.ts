@@ -21,10 +21,24 @@ export interface ProcessorDefinition {
   on?: string | string[];
   /** MongoDB filter on the event's data. */
   where?: JsonObject;
-  /** Lane key path, e.g. `data._id`. */
+  /** Lane key path, e.g. `data._id`: one event at a time per key, in order. */
   key?: string;
-  /** Lanes in flight at once (default 1). */
-  concurrency?: number;
+  /**
+   * A number: lanes in flight at once (default 1). An object: deliveries in flight per key value
+   * (`limit`, default 1; `key` a path into the event, e.g. `data.customer_id`, or the `key` above),
+   * in all (`total`; default: no bound but the executors' credits), and what a new event of a key
+   * with work in flight does (`ifActive`: "queue", the default, "skip" or "coalesce").
+   */
+  concurrency?: number | ConcurrencyOptions;
+  /** Deliveries started per period, per key (`key` a path into the event); an event past it waits, other keys go on. */
+  rate?: RateOptions;
+  /**
+   * A burst of a key's events makes one delivery: the last event, with `ctx.debounced` the count
+   * it stands for, once the key was quiet for `periodMs` or `maxWaitMs` after the burst's first.
+   */
+  debounce?: { key?: string; periodMs: number; maxWaitMs?: number };
+  /** Path into the event giving its priority (a number, e.g. `data.priority`): keys whose next event has a higher one start first. */
+  priority?: string;
   /** Default 30,000. */
   ackTimeoutMs?: number;
   /**
@@ -75,9 +89,43 @@ export interface ActionDefinition {
    * other run of the call id starts. Default: `timeoutMs`; 0: fail at once.
    */
   timeoutGraceMs?: number;
+  /**
+   * Calls in flight at once per key of the input (`limit`, default 1; `key` a path such as
+   * `input.customer_id`) and in all, across executors (`total`); without a key, `limit` counts every
+   * call. A call past a limit waits for a slot (within its wait for an executor).
+   */
+  concurrency?: Omit<ConcurrencyOptions, "ifActive">;
+  /** Calls started per period, per key (`key` a path such as `input.customer_id`); a call past it waits (within its wait for an executor). */
+  rate?: RateOptions;
+  /** Path into the call giving its priority (a number, e.g. `input.priority`): calls waiting for a concurrency slot start highest first. */
+  priority?: string;
   /** Runs one call. */
   // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing is a call with no output
   run(ctx: ActionContext, input: JsonObject): Promise<JsonObject | void> | JsonObject | void;
+}
+
+/** Concurrency limits of a processor or an action (`concurrency_limit` in the manifest). */
+export interface ConcurrencyOptions {
+  /** In flight at once per key value. */
+  limit?: number;
+  /** Path giving the key: `data.…` into an event, `input.…` into a call. */
+  key?: string;
+  /** In flight at once in all, across executors. */
+  total?: number;
+  /** Processors: what a new event of a key with work in flight does. */
+  ifActive?: "queue" | "skip" | "coalesce";
+}
+
+/** A rate: a token bucket per key value (`rate` in the manifest). */
+export interface RateOptions {
+  /** Starts per period. */
+  limit: number;
+  /** Default 1,000. */
+  periodMs?: number;
+  /** Path giving the key; absent: one rate for all. */
+  key?: string;
+  /** Starts at once after a quiet time at most (default `limit`). */
+  burst?: number;
 }
 
 /** A collection declaration. */
@@ -179,7 +227,11 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         on: d.on === undefined ? [] : Array.isArray(d.on) ? d.on : [d.on],
         where: d.where,
         key: d.key ?? "",
-        concurrency: d.concurrency ?? 0,
+        concurrency: typeof d.concurrency === "number" ? d.concurrency : 0,
+        concurrencyLimit: typeof d.concurrency === "object" ? d.concurrency : undefined,
+        rate: d.rate,
+        debounce: d.debounce,
+        priority: d.priority ?? "",
         ackTimeoutMs: d.ackTimeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
         retryDelaysMs: d.retryDelaysMs ?? [],
@@ -199,6 +251,9 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         timeoutMs: d.timeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
         read: d.read ?? [],
+        concurrencyLimit: d.concurrency,
+        rate: d.rate,
+        priority: d.priority ?? "",
       },
     ]),
   );

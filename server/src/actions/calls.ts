@@ -13,6 +13,9 @@ import type { HostQueue } from "./hosts.js";
 import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVerdict, type StopState } from "./invocations.js";
 import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
+import { CallSlots } from "./slots.js";
+import { CallRates } from "./rates.js";
+import type { RateWaits } from "../flow/rate-metrics.js";
 import { sha256Hex } from "../sha256.js";
 import type { Span } from "@opentelemetry/api";
 import { tracing } from "../tracing/tracer.js";
@@ -81,6 +84,10 @@ const maxAnswerMarginMs = 500;
  */
 export class ActionCalls {
   private readonly runs = new Map<string, Run>();
+  /** The actions' concurrency limits. */
+  readonly slots = new CallSlots();
+  /** The actions' rates. */
+  readonly rates: CallRates;
   /** The attempts in flight to executors. */
   private readonly invocations: Invocations;
   /** Where the owner is in its stop, shared with {@link invocations}. */
@@ -90,11 +97,17 @@ export class ActionCalls {
 
   constructor(private readonly deps: ActionCallsDeps) {
     this.invocations = new Invocations(deps, this.state);
+    this.rates = new CallRates(deps.clock);
   }
 
   /** Calls of time sent late to an executor that holds, since the owner started: see {@link Invocations.sentLate}. */
   get sentLate(): number {
     return this.invocations.sentLate;
+  }
+
+  /** The actions' rate waits so far (for the metrics). */
+  rateWaits(): Iterable<RateWaits> {
+    return this.rates.waits();
   }
 
   /** Whether call `callId` ever started an attempt (its `action_calls` row exists: written when a host's credit was taken). */
@@ -234,6 +247,7 @@ export class ActionCalls {
     }
     this.state.stopped = true;
     this.deps.hosts.stop();
+    this.slots.stop();
     this.invocations.endAll();
     await Promise.allSettled([...this.runs.values()].map((run) => run.done));
   }
@@ -295,21 +309,29 @@ export class ActionCalls {
     if (run.invocation) this.invocations.cancel(run.invocation, error.kind === "deadline_exceeded" ? "deadline exceeded" : "caller cancelled");
   }
 
-  /** Runs `run`'s attempts until one completes or the call fails (see the class comment), in the call's span while traces are recorded. */
+  /** Runs `run` within its action's concurrency limits (a slot held from before its first attempt to its end) and rate, as {@link attempts}, in the call's span while traces are recorded. */
   private async drive(run: Run): Promise<Record<string, unknown>> {
-    if (!tracing.on) return this.attempts(run);
-    const span = callSpan(run.call.entry.name, run.call.callId, run.call.trace);
+    const { entry, input, eligible } = run.call;
+    const limits = entry.concurrency;
+    const span = tracing.on ? callSpan(entry.name, run.call.callId, run.call.trace) : undefined;
+    let release: (() => void) | undefined;
     try {
+      release = limits
+        ? await this.slots.acquire(entry.name, limits, input, entry.priorityOf({ input }), eligible ? 0 : this.budgetMs(run), run.abandoned?.signal)
+        : undefined;
+      await this.rates.wait(entry, input, eligible ? 0 : this.budgetMs(run), run.abandoned?.signal);
       const output = await this.attempts(run, span);
-      endSpan(span);
+      if (span) endSpan(span);
       return output;
     } catch (e) {
-      endSpan(span, e);
+      if (span) endSpan(span, e);
       throw e;
+    } finally {
+      release?.();
     }
   }
 
-  /** Runs `run`'s attempts (see {@link drive}); `span`: the call's, each attempt's span goes under it. */
+  /** Runs `run`'s attempts until one completes or the call fails (see the class comment); `span`: the call's, each attempt's span goes under it. */
   private async attempts(run: Run, span?: Span): Promise<Record<string, unknown>> {
     const { call } = run;
     const { committer, calls, hosts } = this.deps;

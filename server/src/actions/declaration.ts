@@ -1,6 +1,9 @@
 import type { ActionDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import type { FieldViolation } from "../errors.js";
 import type { Validator } from "../plugins/schemas.js";
+import { concurrencyProblems } from "../plugins/flow-limits.js";
+import { keyPath, numberPath } from "../log/key-path.js";
+import { compileRate, rateProblems, type RateSpec } from "../flow/rate.js";
 
 /** The longest wait a timer can arm (setTimeout's limit), ms: a declared grace may not be longer. */
 export const maxTimerMs = 2_147_483_647;
@@ -28,6 +31,22 @@ export interface ActionEntry {
   timeoutMs: number;
   /** How long past its timeout a run (told to cancel) may still answer before the call is recorded failed, ms (default: `timeoutMs`). */
   timeoutGraceMs: number;
+  /** Calls in flight at once per key (`keyOf`) and in all; absent: bounded by the executors' credits only. */
+  concurrency?: ActionConcurrency;
+  /** Calls started per period, per key; absent: no rate. */
+  rate?: RateSpec;
+  /** The priority of a call (from `{input}`): calls waiting for a concurrency slot start highest first. */
+  priorityOf: (call: { input: Record<string, unknown> }) => number;
+}
+
+/** An action's concurrency limits. */
+export interface ActionConcurrency {
+  /** Calls of one key in flight at once. */
+  limit: number;
+  /** The key of a call (from `{input}`); null: the call counts against no key. */
+  keyOf: (call: { input: Record<string, unknown> }) => string | null;
+  /** Calls in flight at once in all (Infinity: no bound). */
+  total: number;
 }
 
 /** Action names within a plugin: letters, digits, `_` and `-`, no dots (`plugin.action` must split once). */
@@ -54,6 +73,12 @@ export function compileAction(
     if (!fieldName.test(field))
       violations.push({ field: `${at}.private_fields`, description: `invalid private field ${JSON.stringify(field)}: a top-level field name` });
   }
+  if (decl.priority !== "" && !/^input(\.|$)/.test(decl.priority))
+    violations.push({
+      field: `${at}.priority`,
+      description: `an action's priority is a path into its call starting with input, e.g. input.priority, not ${JSON.stringify(decl.priority)}`,
+    });
+  violations.push(...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, undefined), ...rateProblems(`${at}.rate`, decl.rate, true));
   if ((decl.timeoutGraceMs ?? 0) > maxTimerMs)
     violations.push({ field: `${at}.timeout_grace_ms`, description: `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)` });
   let validate: Validator | undefined;
@@ -73,6 +98,13 @@ export function compileAction(
       allow: [...decl.allow],
       timeoutMs: decl.timeoutMs || defaultActionTimeoutMs,
       timeoutGraceMs: decl.timeoutGraceMs ?? (decl.timeoutMs || defaultActionTimeoutMs),
+      concurrency: decl.concurrencyLimit && {
+        limit: decl.concurrencyLimit.limit || (decl.concurrencyLimit.key ? 1 : Number.POSITIVE_INFINITY),
+        keyOf: keyPath(decl.concurrencyLimit.key),
+        total: decl.concurrencyLimit.total || (decl.concurrencyLimit.key ? Number.POSITIVE_INFINITY : decl.concurrencyLimit.limit || Number.POSITIVE_INFINITY),
+      },
+      rate: compileRate(decl.rate),
+      priorityOf: numberPath(decl.priority),
     },
     violations,
   };

@@ -24,6 +24,8 @@ export interface DeliveryOut {
   deadlineMs: number;
   /** The lane key; "" for none. */
   key: string;
+  /** The events a debounced delivery stands for; 0 or absent for none. */
+  debounced?: number;
   /** Its try, stamped written when the stream writes it (stages.ts); absent: not timed. */
   timed?: TimedTry;
   /** The try's trace context (tracing/trace-context.ts: traceparent, a space, tracestate); absent: none. */
@@ -33,7 +35,9 @@ export interface DeliveryOut {
 // Field numbers of executor.proto and event.proto.
 const response = { delivery: 2, deliveries: 7 } as const;
 const batchDeliveries = 1;
-const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6, traceparent: 50, tracestate: 51 } as const;
+const delivery = { id: 1, processor: 2, event: 3, attempt: 4, deadline: 5, key: 6, traceparent: 50, tracestate: 51, debounced: 80 } as const;
+/** Bytes of the tag of Delivery.debounced (field 80: past the one-byte tags). */
+const debouncedTagBytes = 2;
 const event = { seq: 1, id: 2, type: 3, cause: 5, actor: 6, at: 7, dataJson: 8, traceparent: 50, tracestate: 51 } as const;
 const actorFields = ["id", "for", "in", "via"] as const;
 
@@ -152,7 +156,8 @@ function size(item: DeliveryOut): Sized {
     (item.attempt === 0 ? 0 : 1 + varintBytes(item.attempt)) +
     fieldBytes(s.deadlineBytes) +
     stringField(s.keyBytes) +
-    s.traceBytes;
+    s.traceBytes +
+    (item.debounced ? debouncedTagBytes + varintBytes(item.debounced) : 0);
   return s;
 }
 
@@ -190,9 +195,13 @@ function writeDelivery(buf: Buffer, at: number, s: Sized): number {
   }
   at = writeTimestamp(buf, at, delivery.deadline, item.deadlineMs, s.deadlineBytes);
   at = writeString(buf, at, delivery.key, item.key, s.keyBytes);
-  if (s.traceBytes === 0) return at;
-  at = writeWideString(buf, at, delivery.traceparent, s.traceparent);
-  return writeWideString(buf, at, delivery.tracestate, s.tracestate);
+  if (s.traceBytes > 0) {
+    at = writeWideString(buf, at, delivery.traceparent, s.traceparent);
+    at = writeWideString(buf, at, delivery.tracestate, s.tracestate);
+  }
+  if (!item.debounced) return at;
+  at = writeVarint(buf, at, (delivery.debounced << 3) | WireType.Varint); // a two-byte tag
+  return writeVarint(buf, at, item.debounced);
 }
 
 /** Bytes of a string field numbered 16..2047 (a two-byte tag) of `n` bytes: nothing when empty. */

@@ -124,6 +124,7 @@ function deliveriesInit(items: DeliveryOut[]): OwnerMessage {
     deadline: timestampFromMs(d.deadlineMs),
     key: d.key,
     ...(d.trace && traceCarrier(d.trace)),
+    debounced: d.debounced ?? 0,
   });
   return items.length === 1
     ? { message: { case: "delivery", value: init(items[0]) } }

@@ -8,6 +8,9 @@ import { compileFilter } from "../log/filter.js";
 import { jsonProblem } from "../json-limits.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
+import { concurrencyProblems, withConcurrencyShorthand } from "./flow-limits.js";
+import { rateProblems } from "../flow/rate.js";
+import { debounceProblems } from "../processors/debounce.js";
 
 /** A declared event type, ready to check emits against. */
 export interface EventTypeEntry {
@@ -67,12 +70,13 @@ export const runtimeTypes = [
 
 /**
  * Reads a manifest from its JSON form (a file's content or a Struct), field
- * names in snake_case or camelCase. Unknown fields are errors, so a typo
+ * names in snake_case or camelCase; a processor's or action's `concurrency: {...}` is its
+ * `concurrency_limit` (plugins/flow-limits.ts). Unknown fields are errors, so a typo
  * never passes silently. INVALID_ARGUMENT names the source.
  */
 export function manifestFromJson(json: unknown, source: string): PluginManifest {
   try {
-    return fromJson(PluginManifestSchema, json as JsonValue);
+    return fromJson(PluginManifestSchema, withConcurrencyShorthand(json) as JsonValue);
   } catch (e) {
     fail("invalid_manifest", `invalid plugin manifest ${source}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -104,6 +108,11 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     attempt(() => compileFilter(decl.where, `${at}.where`), `${at}.where`, violations);
     checkReaders(`${at}.read`, decl.read, check);
     check(`${at}.concurrency`, decl.concurrency <= 1024, "concurrency must be at most 1024");
+    violations.push(
+      ...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, decl.key),
+      ...rateProblems(`${at}.rate`, decl.rate, false),
+      ...debounceProblems(`${at}.debounce`, decl.debounce),
+    );
     check(`${at}.timeout_grace_ms`, (decl.timeoutGraceMs ?? 0) <= maxTimerMs, `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)`);
   }
   const collections: CollectionEntry[] = [];

@@ -1,6 +1,12 @@
 import type { ProcessorDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { compileFilter, matchAll, type Filter } from "../log/filter.js";
 import type { EventRecord } from "../store/events.js";
+import { keyPath, numberPath } from "../log/key-path.js";
+import { compileRate, type RateSpec } from "../flow/rate.js";
+import { compileDebounce, type DebounceSpec } from "./debounce.js";
+
+/** What a new event of a key with work in flight does: waits its turn, is skipped, or replaces the key's waiting event. */
+export type IfActive = "queue" | "skip" | "coalesce";
 
 /** Where a new processor's cursor starts. */
 export type StartAt = { kind: "end" } | { kind: "beginning" } | { kind: "after"; seq: number };
@@ -12,10 +18,20 @@ export interface ProcessorSpec {
   /** Event types it takes; null: every type. */
   on: Set<string> | null;
   where: Filter;
-  /** The lane key of an event; null: the event is its own lane. */
+  /** The key of an event (its lane); null: the event is its own lane. */
   keyOf: (event: EventRecord) => string | null;
-  /** Lanes in flight at once. */
+  /** Deliveries of one key in flight at once (1: a lane, in order). */
+  keyLimit: number;
+  /** Deliveries in flight at once in all (Infinity: bounded by the executors' credits only). */
   concurrency: number;
+  /** What a new event of a key with work in flight does. */
+  ifActive: IfActive;
+  /** Deliveries started per period, per rate key; absent: no rate. */
+  rate?: RateSpec;
+  /** The priority of an event (higher first; 0 without a declared priority). */
+  priorityOf: (event: EventRecord) => number;
+  /** Bursts of a key's events delivered once; absent: every event delivered. */
+  debounce?: DebounceSpec;
   ackTimeoutMs: number;
   /**
    * How long past its ack timeout a try (told to cancel) may still answer, ms: meanwhile no other
@@ -34,14 +50,22 @@ export const defaultAckTimeoutMs = 30_000;
 /** Compiles a declaration (its `where` was already checked at registration). */
 export function compileProcessor(plugin: string, name: string, decl: ProcessorDeclaration): ProcessorSpec {
   const position = decl.start?.position;
+  const limit = decl.concurrencyLimit;
+  const key = limit?.key || decl.key;
   const start: StartAt =
     position?.case === "beginning" ? { kind: "beginning" } : position?.case === "afterSeq" ? { kind: "after", seq: Number(position.value) } : { kind: "end" };
   return {
     name: `${plugin}.${name}`,
     on: decl.on.length > 0 ? new Set(decl.on) : null,
     where: compileFilter(decl.where as Record<string, unknown> | undefined, `processors.${name}.where`),
-    keyOf: keyPath(decl.key),
-    concurrency: decl.concurrency || 1,
+    keyOf: keyPath(key),
+    keyLimit: limit?.limit || 1,
+    // Without a key, a limit counts every delivery (as an action's).
+    concurrency: limit ? limit.total || (key === "" ? limit.limit : 0) || decl.concurrency || Number.POSITIVE_INFINITY : decl.concurrency || 1,
+    ifActive: (limit?.ifActive || "queue") as IfActive,
+    rate: compileRate(decl.rate),
+    debounce: compileDebounce(decl.debounce),
+    priorityOf: numberPath(decl.priority),
     ackTimeoutMs: decl.ackTimeoutMs || defaultAckTimeoutMs,
     timeoutGraceMs: decl.timeoutGraceMs ?? (decl.ackTimeoutMs || defaultAckTimeoutMs),
     retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : defaultRetryDelaysMs,
@@ -60,19 +84,4 @@ export function takes(spec: ProcessorSpec, event: EventRecord): boolean {
   if (spec.on !== null && !spec.on.has(event.type)) return false;
   if ((event.type === "processor.retried" || event.type === "processor.failed") && event.data.processor === spec.name) return false;
   return spec.where === matchAll || spec.where(event.data); // without a where the data is not read (nor parsed)
-}
-
-/** A key extractor for a dotted path into the event, e.g. `data._id`; absent values give null. */
-function keyPath(path: string): (event: EventRecord) => string | null {
-  if (path === "") return () => null;
-  const parts = path.split(".");
-  return (event) => {
-    let value: unknown = event;
-    for (const part of parts) {
-      if (value === null || typeof value !== "object") return null;
-      value = (value as Record<string, unknown>)[part];
-    }
-    if (value === undefined || value === null) return null;
-    return typeof value === "string" ? value : JSON.stringify(value);
-  };
 }

@@ -8,13 +8,14 @@ import type { CursorStatements } from "../store/cursors.js";
 import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
-import { takes, type ProcessorSpec } from "./declaration.js";
+import type { ProcessorSpec } from "./declaration.js";
 import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
 import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
-import { Lanes } from "./lanes.js";
+import { Intake } from "./intake.js";
+import type { RateGate } from "./rate-gate.js";
 
 /** What an engine needs from the owner. */
 export interface EngineDeps {
@@ -40,18 +41,6 @@ export interface EngineDeps {
 /** How an executor's answer was taken. */
 export type AckVerdict = "accepted" | "unknown" | "stale";
 
-/** Events read ahead of the ack floor at most (bounds memory whatever the backlog). */
-const readAheadLimit = 2_048;
-/**
- * Bytes of events ({@link storedBytes}) a processor holds read ahead of its floor at most (in its
- * lanes, in flight or waiting for a retry): past it, it reads no more until some finish (2,048 events
- * of 4 MiB would be 8 GiB). One chunk is read whenever none is held, so a larger event still comes.
- */
-export const processorReadAheadBytes = 16 * 1024 * 1024;
-const readChunk = 256;
-/** Bytes one chunk read from the log holds at most (plus one event). */
-const readChunkBytes = 4 * 1024 * 1024;
-
 /**
  * A processor's consumer state, in JetStream's words: `ackFloor` (the
  * durable cursor: every event at or below it is finished), `delivered` (the
@@ -75,14 +64,13 @@ const readChunkBytes = 4 * 1024 * 1024;
  */
 export class ProcessorEngine {
   private readonly ackFloor: AckFloor;
-  private delivered = 0;
   private pausedFlag = false;
   /** Seqs below the floor delivered again on an operator's request. */
   private readonly redelivering = new Set<number>();
   private stopped = false;
-  /** Stored bytes of the events read ahead and not finished (in `order`): bounded by {@link processorReadAheadBytes}. */
-  private heldBytes = 0;
-  private readonly lanes = new Lanes();
+  private readonly intake: Intake;
+  /** A look ahead goes on in a later turn of the event loop. */
+  private reading = false;
   private readonly attempts = new Map<number, Attempt>();
   private readonly byDelivery = new Map<string, Try>();
   /**
@@ -109,6 +97,7 @@ export class ProcessorEngine {
     this.stages = deps.stages.processor(spec.name);
     this.times = new TryTimes(this.stages);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
+    this.intake = new Intake({ ...deps, spec, floor: this.ackFloor, pump: () => this.pump() });
   }
 
   /** The durable cursor as known in memory (saved by the next commit). */
@@ -123,7 +112,17 @@ export class ProcessorEngine {
 
   /** The highest seq read from the log. */
   get deliveredSeq(): number {
-    return this.delivered;
+    return this.intake.delivered;
+  }
+
+  /** The processor's rate, if it declares one. */
+  get rate(): RateGate | undefined {
+    return this.intake.rate;
+  }
+
+  /** Events finished without a delivery (`if_active`: skip or coalesce). */
+  get passed(): number {
+    return this.intake.passed;
   }
 
   /** Paused by an operator: nothing new is handed out. */
@@ -149,33 +148,22 @@ export class ProcessorEngine {
         .submit((tx) => this.deps.cursors.save(this.spec.name, floor, tx.now))
         .catch((e) => this.deps.logger.error({ err: e, processor: this.spec.name }, "saving the cursor failed"));
     }
-    this.delivered = this.ackFloor.value;
+    this.intake.reset(this.ackFloor.value);
     this.fill();
   }
 
   /** Reads newly committed events and hands out what it can. Call after each commit. */
   fill(): void {
-    while (!this.stopped && this.ackFloor.pending < readAheadLimit && this.heldBytes < processorReadAheadBytes) {
-      const head = this.deps.head();
-      if (this.delivered >= head) break;
-      const on = this.spec.on;
-      const types = on ? [...on] : [];
-      const chunk =
-        this.deps.tail.readWithin(this.delivered, readChunk, readChunkBytes, types) ??
-        this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, types);
-      const rows = chunk.events;
-      for (const event of rows) {
-        if (event.seq > head) break; // committed, not yet durable: read after its fsync
-        this.delivered = event.seq;
-        if (!takes(this.spec, event)) continue;
-        this.ackFloor.read(event.seq);
-        this.heldBytes += storedBytes(event);
-        this.lanes.push(this.spec.keyOf(event) ?? `#${event.seq}`, event);
-      }
-      if (!chunk.cut || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
-    }
-    this.ackFloor.advance(this.delivered);
+    if (this.stopped) return;
+    const more = this.intake.read();
+    this.ackFloor.advance(this.intake.delivered);
     this.pump();
+    if (!more || this.reading) return;
+    this.reading = true;
+    setImmediate(() => {
+      this.reading = false;
+      this.fill();
+    });
   }
 
   /** Sends ready work to executors with free credits, up to the processor's concurrency. */
@@ -199,7 +187,7 @@ export class ProcessorEngine {
       if (this.attempts.size >= this.spec.concurrency) return;
       const session = this.deps.pickSession(this.spec.name);
       if (!session) return;
-      const next = this.lanes.take();
+      const next = this.intake.take();
       if (!next) return;
       const attempt = newAttempt(next.key, next.event);
       this.attempts.set(next.event.seq, attempt);
@@ -284,6 +272,7 @@ export class ProcessorEngine {
    */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
+    this.intake.stop();
     const deadline = this.deps.clock.now() + graceMs;
     while ([...this.byDelivery.values()].some((t) => t.state !== "abandoned") && this.deps.clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     this.forgetAttempts();
@@ -349,7 +338,7 @@ export class ProcessorEngine {
     );
     for (const event of events) {
       this.redelivering.add(event.seq);
-      this.lanes.push(this.spec.keyOf(event) ?? `#${event.seq}`, event);
+      this.intake.requeue(event, false);
     }
     this.pump();
     return events.length;
@@ -358,11 +347,9 @@ export class ProcessorEngine {
   /** Forgets everything read and in flight, and restarts reading after `ackFloor`. */
   private reset(ackFloor: number): void {
     this.forgetAttempts();
-    this.lanes.clear();
     this.ackFloor.reset(ackFloor);
-    this.heldBytes = 0;
+    this.intake.reset(ackFloor);
     this.redelivering.clear();
-    this.delivered = ackFloor;
   }
 
   /** Drops every attempt and try (their timers too), and ends a reservation. */
@@ -409,6 +396,7 @@ export class ProcessorEngine {
         attempt: attempt.attempt,
         deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs,
         key: key.startsWith("#") ? "" : key,
+        debounced: this.intake.debounced(event.seq),
         timed: t,
         trace: t.span ? spanTrace(t.span) : event.trace,
       },
@@ -522,15 +510,13 @@ export class ProcessorEngine {
     this.unschedule(attempt);
     const seq = attempt.event.seq;
     this.attempts.delete(seq);
-    this.lanes.release(attempt.key);
+    this.intake.release(attempt.key);
     if (this.redelivering.delete(seq)) {
       if (succeeded) void this.deps.committer.submit(() => this.deps.cursors.forgetFailure(this.spec.name, seq));
       this.pump();
       return;
     }
-    this.ackFloor.finish(seq, at);
-    this.heldBytes = Math.max(0, this.heldBytes - storedBytes(attempt.event)); // never below 0: an end arriving after a reset
-    this.ackFloor.advance(this.delivered);
+    this.intake.finished(attempt.event, at);
     this.fill();
   }
 

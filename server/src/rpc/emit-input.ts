@@ -10,7 +10,8 @@ import { actorFromProto, causeFromProto, dataFromJson, dataFromProto } from "./c
  * (`data_json`), not both.
  */
 export function emitInput(
-  req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor"> & Partial<Pick<EmitRequest, "stream" | "expectedVersion" | "traceparent" | "tracestate">>,
+  req: Pick<EmitRequest, "type" | "data" | "dataJson" | "id" | "cause" | "actor"> &
+    Partial<Pick<EmitRequest, "stream" | "expectedVersion" | "traceparent" | "tracestate">>,
   prefix = "",
 ): EmitInput {
   if (req.type === "") fail("bad_request", "type is required", [{ field: "type", description: "required" }]);

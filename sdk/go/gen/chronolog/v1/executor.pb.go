@@ -1093,7 +1093,10 @@ type Delivery struct {
 	// the event was emitted in a trace; empty otherwise. The SDKs start the handler's span under it.
 	Traceparent string `protobuf:"bytes,50,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	// W3C `tracestate` that came with it, if any.
-	Tracestate    string `protobuf:"bytes,51,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	Tracestate string `protobuf:"bytes,51,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	// For a processor that debounces: how many events of the key this delivery
+	// stands for (its event is the last of them); 0 otherwise.
+	Debounced     uint32 `protobuf:"varint,80,opt,name=debounced,proto3" json:"debounced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,6 +1185,13 @@ func (x *Delivery) GetTracestate() string {
 		return x.Tracestate
 	}
 	return ""
+}
+
+func (x *Delivery) GetDebounced() uint32 {
+	if x != nil {
+		return x.Debounced
+	}
+	return 0
 }
 
 // How a delivery ended.
@@ -1977,7 +1987,7 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\rR\x13heartbeatIntervalMs\x122\n" +
 	"\x15action_result_batches\x18\x03 \x01(\bR\x13actionResultBatches\x12*\n" +
 	"\x11max_message_bytes\x18\x04 \x01(\rR\x0fmaxMessageBytes\x12#\n" +
-	"\rowner_version\x18\x05 \x01(\tR\fownerVersion\"\x9a\x02\n" +
+	"\rowner_version\x18\x05 \x01(\tR\fownerVersion\"\xb8\x02\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12\x1c\n" +
@@ -1989,7 +1999,8 @@ const file_chronolog_v1_executor_proto_rawDesc = "" +
 	"\vtraceparent\x182 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
 	"tracestate\x183 \x01(\tR\n" +
-	"tracestate\"m\n" +
+	"tracestate\x12\x1c\n" +
+	"\tdebounced\x18P \x01(\rR\tdebounced\"m\n" +
 	"\x03Ack\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12/\n" +

@@ -387,7 +387,18 @@ type ActionDeclaration struct {
 	// Who may read its action.* events (inputs, outputs, errors) and the
 	// timer.* events of timers calling it, besides admins and the executors that
 	// may host this plugin (same form as an event type's `read`). Empty: no one else.
-	Read          []string `protobuf:"bytes,100,rep,name=read,proto3" json:"read,omitempty"`
+	Read []string `protobuf:"bytes,100,rep,name=read,proto3" json:"read,omitempty"`
+	// Calls in flight at once per key of the input (e.g. `input.customer_id`)
+	// and in all, across executors; a call past a limit waits for a slot like
+	// one waiting for a host. In a manifest also written `concurrency: {...}`.
+	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
+	// Calls started per period, per key of the input; a call past the rate
+	// waits (within its wait for an executor).
+	Rate *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	// Path into the call giving its priority, e.g. `input.priority` (a number;
+	// absent or not a number: 0): calls waiting for a concurrency slot start
+	// highest priority first, in the order they came within one priority.
+	Priority      string `protobuf:"bytes,83,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +482,183 @@ func (x *ActionDeclaration) GetRead() []string {
 	return nil
 }
 
+func (x *ActionDeclaration) GetConcurrencyLimit() *ConcurrencyLimit {
+	if x != nil {
+		return x.ConcurrencyLimit
+	}
+	return nil
+}
+
+func (x *ActionDeclaration) GetRate() *RateLimit {
+	if x != nil {
+		return x.Rate
+	}
+	return nil
+}
+
+func (x *ActionDeclaration) GetPriority() string {
+	if x != nil {
+		return x.Priority
+	}
+	return ""
+}
+
+// How fast work of a processor or an action starts: a token bucket per key
+// value, `limit` tokens per `period_ms`, holding at most `burst`.
+type RateLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Starts per period (at least 1).
+	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The period in ms (default 1,000).
+	PeriodMs uint32 `protobuf:"varint,2,opt,name=period_ms,json=periodMs,proto3" json:"period_ms,omitempty"`
+	// Path giving the key, as in ConcurrencyLimit; empty: one rate for all work
+	// (work without a value for the key shares one rate too).
+	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Starts at once after a quiet time at most (default `limit`).
+	Burst         uint32 `protobuf:"varint,4,opt,name=burst,proto3" json:"burst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimit) Reset() {
+	*x = RateLimit{}
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimit) ProtoMessage() {}
+
+func (x *RateLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
+func (*RateLimit) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RateLimit) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *RateLimit) GetPeriodMs() uint32 {
+	if x != nil {
+		return x.PeriodMs
+	}
+	return 0
+}
+
+func (x *RateLimit) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *RateLimit) GetBurst() uint32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+// How much work of a processor or an action runs at once.
+type ConcurrencyLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In flight at once per value of `key` (default 1, at most 65,536).
+	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Path giving the key: into the event for a processor (e.g.
+	// `data.customer_id`), into the call for an action (`input.customer_id`).
+	// Empty: a processor's `key`; without either, `limit` counts every delivery
+	// or call. Work whose key is absent counts against no key's limit.
+	Key string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// In flight at once in all, across executors (0: no bound of its own; for
+	// a processor the declaration's `concurrency` number when given; at most
+	// 65,536).
+	Total uint32 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	// What a processor does with a new event of a key that has work in flight:
+	// `queue` (default: it waits its turn), `skip` (it is finished without a
+	// delivery) or `coalesce` (it replaces the key's waiting event, which is
+	// finished without a delivery). Not for actions.
+	IfActive      string `protobuf:"bytes,4,opt,name=if_active,json=ifActive,proto3" json:"if_active,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConcurrencyLimit) Reset() {
+	*x = ConcurrencyLimit{}
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConcurrencyLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConcurrencyLimit) ProtoMessage() {}
+
+func (x *ConcurrencyLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConcurrencyLimit.ProtoReflect.Descriptor instead.
+func (*ConcurrencyLimit) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ConcurrencyLimit) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ConcurrencyLimit) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ConcurrencyLimit) GetTotal() uint32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ConcurrencyLimit) GetIfActive() string {
+	if x != nil {
+		return x.IfActive
+	}
+	return ""
+}
+
 // Declares a processor.
 type ProcessorDeclaration struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -499,14 +687,31 @@ type ProcessorDeclaration struct {
 	// Who may read its processor.* events (failures carry the failed event),
 	// besides admins and the executors that may host this plugin (same form as
 	// an event type's `read`). Empty: no one else.
-	Read          []string `protobuf:"bytes,100,rep,name=read,proto3" json:"read,omitempty"`
+	Read []string `protobuf:"bytes,100,rep,name=read,proto3" json:"read,omitempty"`
+	// Deliveries in flight per key value and in all (`key` with `concurrency`
+	// is the same as `{limit: 1, key, total: concurrency}`). Keys with waiting
+	// events are served in turn, so one key's backlog does not hold back
+	// another key's events. In a manifest also written `concurrency: {...}`.
+	ConcurrencyLimit *ConcurrencyLimit `protobuf:"bytes,80,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
+	// Deliveries started per period, per key; an event past the rate waits its
+	// turn (its key is passed over until it has a token, other keys go on).
+	Rate *RateLimit `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	// A burst of events of one key makes one delivery: the last event, with the
+	// count it stands for (Delivery.debounced), once the key was quiet for
+	// `period_ms` or at `max_wait_ms` after the burst's first event.
+	Debounce *Debounce `protobuf:"bytes,82,opt,name=debounce,proto3" json:"debounce,omitempty"`
+	// Path into the event giving its priority, e.g. `data.priority` (a number;
+	// absent or not a number: 0). Among the keys that may start, the one whose
+	// next event has the highest priority goes first; keys of one priority take
+	// turns. Within a key, events keep their order.
+	Priority      string `protobuf:"bytes,83,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProcessorDeclaration) Reset() {
 	*x = ProcessorDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -518,7 +723,7 @@ func (x *ProcessorDeclaration) String() string {
 func (*ProcessorDeclaration) ProtoMessage() {}
 
 func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -531,7 +736,7 @@ func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessorDeclaration.ProtoReflect.Descriptor instead.
 func (*ProcessorDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProcessorDeclaration) GetOn() []string {
@@ -597,6 +802,100 @@ func (x *ProcessorDeclaration) GetRead() []string {
 	return nil
 }
 
+func (x *ProcessorDeclaration) GetConcurrencyLimit() *ConcurrencyLimit {
+	if x != nil {
+		return x.ConcurrencyLimit
+	}
+	return nil
+}
+
+func (x *ProcessorDeclaration) GetRate() *RateLimit {
+	if x != nil {
+		return x.Rate
+	}
+	return nil
+}
+
+func (x *ProcessorDeclaration) GetDebounce() *Debounce {
+	if x != nil {
+		return x.Debounce
+	}
+	return nil
+}
+
+func (x *ProcessorDeclaration) GetPriority() string {
+	if x != nil {
+		return x.Priority
+	}
+	return ""
+}
+
+// Debouncing of a processor's events per key.
+type Debounce struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path giving the key, as a processor's `key` (empty: every event of the
+	// processor in one burst; events without a value for it share one burst).
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Quiet time after a key's last event before its delivery, ms (at least 1).
+	PeriodMs uint32 `protobuf:"varint,2,opt,name=period_ms,json=periodMs,proto3" json:"period_ms,omitempty"`
+	// Longest time from a burst's first event to its delivery, ms (default:
+	// none; at least `period_ms`).
+	MaxWaitMs     uint32 `protobuf:"varint,3,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Debounce) Reset() {
+	*x = Debounce{}
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Debounce) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Debounce) ProtoMessage() {}
+
+func (x *Debounce) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Debounce.ProtoReflect.Descriptor instead.
+func (*Debounce) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Debounce) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Debounce) GetPeriodMs() uint32 {
+	if x != nil {
+		return x.PeriodMs
+	}
+	return 0
+}
+
+func (x *Debounce) GetMaxWaitMs() uint32 {
+	if x != nil {
+		return x.MaxWaitMs
+	}
+	return 0
+}
+
 // Where a new processor's cursor starts.
 type StartPosition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -614,7 +913,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +925,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +938,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -735,7 +1034,7 @@ type ScheduleDeclaration struct {
 
 func (x *ScheduleDeclaration) Reset() {
 	*x = ScheduleDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +1046,7 @@ func (x *ScheduleDeclaration) String() string {
 func (*ScheduleDeclaration) ProtoMessage() {}
 
 func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +1059,7 @@ func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDeclaration.ProtoReflect.Descriptor instead.
 func (*ScheduleDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScheduleDeclaration) GetAction() string {
@@ -872,7 +1171,7 @@ type SchedulePatch struct {
 
 func (x *SchedulePatch) Reset() {
 	*x = SchedulePatch{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +1183,7 @@ func (x *SchedulePatch) String() string {
 func (*SchedulePatch) ProtoMessage() {}
 
 func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +1196,7 @@ func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePatch.ProtoReflect.Descriptor instead.
 func (*SchedulePatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchedulePatch) GetPlugin() string {
@@ -974,7 +1273,7 @@ type PulseDeclaration struct {
 
 func (x *PulseDeclaration) Reset() {
 	*x = PulseDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1285,7 @@ func (x *PulseDeclaration) String() string {
 func (*PulseDeclaration) ProtoMessage() {}
 
 func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1298,7 @@ func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PulseDeclaration.ProtoReflect.Descriptor instead.
 func (*PulseDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PulseDeclaration) GetAction() string {
@@ -1045,7 +1344,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1356,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1369,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Plugin) GetManifest() *PluginManifest {
@@ -1105,7 +1404,7 @@ type RegisterPluginRequest struct {
 
 func (x *RegisterPluginRequest) Reset() {
 	*x = RegisterPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1416,7 @@ func (x *RegisterPluginRequest) String() string {
 func (*RegisterPluginRequest) ProtoMessage() {}
 
 func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1429,7 @@ func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginRequest.ProtoReflect.Descriptor instead.
 func (*RegisterPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RegisterPluginRequest) GetManifest() *PluginManifest {
@@ -1153,7 +1452,7 @@ type RegisterPluginResponse struct {
 
 func (x *RegisterPluginResponse) Reset() {
 	*x = RegisterPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1464,7 @@ func (x *RegisterPluginResponse) String() string {
 func (*RegisterPluginResponse) ProtoMessage() {}
 
 func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1477,7 @@ func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginResponse.ProtoReflect.Descriptor instead.
 func (*RegisterPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterPluginResponse) GetPlugin() *Plugin {
@@ -1204,7 +1503,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1515,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1528,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 // All plugins, by name.
@@ -1243,7 +1542,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1554,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1567,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1289,7 +1588,7 @@ type GetPluginRequest struct {
 
 func (x *GetPluginRequest) Reset() {
 	*x = GetPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1600,7 @@ func (x *GetPluginRequest) String() string {
 func (*GetPluginRequest) ProtoMessage() {}
 
 func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1613,7 @@ func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginRequest.ProtoReflect.Descriptor instead.
 func (*GetPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetPluginRequest) GetName() string {
@@ -1335,7 +1634,7 @@ type GetPluginResponse struct {
 
 func (x *GetPluginResponse) Reset() {
 	*x = GetPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1646,7 @@ func (x *GetPluginResponse) String() string {
 func (*GetPluginResponse) ProtoMessage() {}
 
 func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1659,7 @@ func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginResponse.ProtoReflect.Descriptor instead.
 func (*GetPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetPluginResponse) GetPlugin() *Plugin {
@@ -1419,7 +1718,7 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05allow\x18\x06 \x03(\tR\x05allowB\t\n" +
 	"\a_eventsB\n" +
 	"\n" +
-	"\b_durable\"\xab\x02\n" +
+	"\b_durable\"\xc1\x03\n" +
 	"\x11ActionDeclaration\x12:\n" +
 	"\finput_schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12%\n" +
 	"\x0eprivate_fields\x18\x02 \x03(\tR\rprivateFields\x12\x1b\n" +
@@ -1428,9 +1727,22 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\rR\ttimeoutMs\x12-\n" +
 	"\x10timeout_grace_ms\x18\x06 \x01(\rH\x01R\x0etimeoutGraceMs\x88\x01\x01\x12\x12\n" +
-	"\x04read\x18d \x03(\tR\x04readB\t\n" +
+	"\x04read\x18d \x03(\tR\x04read\x12K\n" +
+	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimit\x12+\n" +
+	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rate\x12\x1a\n" +
+	"\bpriority\x18S \x01(\tR\bpriorityB\t\n" +
 	"\a_recordB\x13\n" +
-	"\x11_timeout_grace_ms\"\xe2\x02\n" +
+	"\x11_timeout_grace_ms\"f\n" +
+	"\tRateLimit\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x1b\n" +
+	"\tperiod_ms\x18\x02 \x01(\rR\bperiodMs\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
+	"\x05burst\x18\x04 \x01(\rR\x05burst\"m\n" +
+	"\x10ConcurrencyLimit\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\rR\x05total\x12\x1b\n" +
+	"\tif_active\x18\x04 \x01(\tR\bifActive\"\xac\x04\n" +
 	"\x14ProcessorDeclaration\x12\x0e\n" +
 	"\x02on\x18\x01 \x03(\tR\x02on\x12-\n" +
 	"\x05where\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x10\n" +
@@ -1440,8 +1752,16 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05start\x18\x06 \x01(\v2\x1b.chronolog.v1.StartPositionR\x05start\x12&\n" +
 	"\x0fretry_delays_ms\x18\a \x03(\rR\rretryDelaysMs\x12-\n" +
 	"\x10timeout_grace_ms\x18\b \x01(\rH\x00R\x0etimeoutGraceMs\x88\x01\x01\x12\x12\n" +
-	"\x04read\x18d \x03(\tR\x04readB\x13\n" +
-	"\x11_timeout_grace_ms\"n\n" +
+	"\x04read\x18d \x03(\tR\x04read\x12K\n" +
+	"\x11concurrency_limit\x18P \x01(\v2\x1e.chronolog.v1.ConcurrencyLimitR\x10concurrencyLimit\x12+\n" +
+	"\x04rate\x18Q \x01(\v2\x17.chronolog.v1.RateLimitR\x04rate\x122\n" +
+	"\bdebounce\x18R \x01(\v2\x16.chronolog.v1.DebounceR\bdebounce\x12\x1a\n" +
+	"\bpriority\x18S \x01(\tR\bpriorityB\x13\n" +
+	"\x11_timeout_grace_ms\"Y\n" +
+	"\bDebounce\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1b\n" +
+	"\tperiod_ms\x18\x02 \x01(\rR\bperiodMs\x12\x1e\n" +
+	"\vmax_wait_ms\x18\x03 \x01(\rR\tmaxWaitMs\"n\n" +
 	"\rStartPosition\x12\x12\n" +
 	"\x03end\x18\x01 \x01(\bH\x00R\x03end\x12\x1e\n" +
 	"\tbeginning\x18\x02 \x01(\bH\x00R\tbeginning\x12\x1d\n" +
@@ -1518,81 +1838,89 @@ func file_chronolog_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_chronolog_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_chronolog_v1_plugin_proto_goTypes = []any{
 	(PulseScope)(0),                // 0: chronolog.v1.PulseScope
 	(*PluginManifest)(nil),         // 1: chronolog.v1.PluginManifest
 	(*EventTypeDeclaration)(nil),   // 2: chronolog.v1.EventTypeDeclaration
 	(*CollectionDeclaration)(nil),  // 3: chronolog.v1.CollectionDeclaration
 	(*ActionDeclaration)(nil),      // 4: chronolog.v1.ActionDeclaration
-	(*ProcessorDeclaration)(nil),   // 5: chronolog.v1.ProcessorDeclaration
-	(*StartPosition)(nil),          // 6: chronolog.v1.StartPosition
-	(*ScheduleDeclaration)(nil),    // 7: chronolog.v1.ScheduleDeclaration
-	(*SchedulePatch)(nil),          // 8: chronolog.v1.SchedulePatch
-	(*PulseDeclaration)(nil),       // 9: chronolog.v1.PulseDeclaration
-	(*Plugin)(nil),                 // 10: chronolog.v1.Plugin
-	(*RegisterPluginRequest)(nil),  // 11: chronolog.v1.RegisterPluginRequest
-	(*RegisterPluginResponse)(nil), // 12: chronolog.v1.RegisterPluginResponse
-	(*ListPluginsRequest)(nil),     // 13: chronolog.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),    // 14: chronolog.v1.ListPluginsResponse
-	(*GetPluginRequest)(nil),       // 15: chronolog.v1.GetPluginRequest
-	(*GetPluginResponse)(nil),      // 16: chronolog.v1.GetPluginResponse
-	nil,                            // 17: chronolog.v1.PluginManifest.EventsEntry
-	nil,                            // 18: chronolog.v1.PluginManifest.CollectionsEntry
-	nil,                            // 19: chronolog.v1.PluginManifest.ActionsEntry
-	nil,                            // 20: chronolog.v1.PluginManifest.ProcessorsEntry
-	nil,                            // 21: chronolog.v1.PluginManifest.SchedulesEntry
-	nil,                            // 22: chronolog.v1.PluginManifest.PulsesEntry
-	(*structpb.Struct)(nil),        // 23: google.protobuf.Struct
-	(*SchedulePolicy)(nil),         // 24: chronolog.v1.SchedulePolicy
-	(*DstPolicy)(nil),              // 25: chronolog.v1.DstPolicy
-	(*CancelOn)(nil),               // 26: chronolog.v1.CancelOn
-	(*timestamppb.Timestamp)(nil),  // 27: google.protobuf.Timestamp
+	(*RateLimit)(nil),              // 5: chronolog.v1.RateLimit
+	(*ConcurrencyLimit)(nil),       // 6: chronolog.v1.ConcurrencyLimit
+	(*ProcessorDeclaration)(nil),   // 7: chronolog.v1.ProcessorDeclaration
+	(*Debounce)(nil),               // 8: chronolog.v1.Debounce
+	(*StartPosition)(nil),          // 9: chronolog.v1.StartPosition
+	(*ScheduleDeclaration)(nil),    // 10: chronolog.v1.ScheduleDeclaration
+	(*SchedulePatch)(nil),          // 11: chronolog.v1.SchedulePatch
+	(*PulseDeclaration)(nil),       // 12: chronolog.v1.PulseDeclaration
+	(*Plugin)(nil),                 // 13: chronolog.v1.Plugin
+	(*RegisterPluginRequest)(nil),  // 14: chronolog.v1.RegisterPluginRequest
+	(*RegisterPluginResponse)(nil), // 15: chronolog.v1.RegisterPluginResponse
+	(*ListPluginsRequest)(nil),     // 16: chronolog.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),    // 17: chronolog.v1.ListPluginsResponse
+	(*GetPluginRequest)(nil),       // 18: chronolog.v1.GetPluginRequest
+	(*GetPluginResponse)(nil),      // 19: chronolog.v1.GetPluginResponse
+	nil,                            // 20: chronolog.v1.PluginManifest.EventsEntry
+	nil,                            // 21: chronolog.v1.PluginManifest.CollectionsEntry
+	nil,                            // 22: chronolog.v1.PluginManifest.ActionsEntry
+	nil,                            // 23: chronolog.v1.PluginManifest.ProcessorsEntry
+	nil,                            // 24: chronolog.v1.PluginManifest.SchedulesEntry
+	nil,                            // 25: chronolog.v1.PluginManifest.PulsesEntry
+	(*structpb.Struct)(nil),        // 26: google.protobuf.Struct
+	(*SchedulePolicy)(nil),         // 27: chronolog.v1.SchedulePolicy
+	(*DstPolicy)(nil),              // 28: chronolog.v1.DstPolicy
+	(*CancelOn)(nil),               // 29: chronolog.v1.CancelOn
+	(*timestamppb.Timestamp)(nil),  // 30: google.protobuf.Timestamp
 }
 var file_chronolog_v1_plugin_proto_depIdxs = []int32{
-	17, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
-	18, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
-	19, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
-	20, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
-	21, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
-	22, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
-	8,  // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
-	23, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
-	23, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
-	23, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
-	23, // 10: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
-	6,  // 11: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
-	23, // 12: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
-	24, // 13: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
-	25, // 14: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
-	26, // 15: chronolog.v1.ScheduleDeclaration.cancel_on:type_name -> chronolog.v1.CancelOn
-	23, // 16: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
-	25, // 17: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
-	24, // 18: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
-	0,  // 19: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
-	1,  // 20: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
-	27, // 21: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
-	1,  // 22: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
-	10, // 23: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	10, // 24: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
-	10, // 25: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	2,  // 26: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
-	3,  // 27: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
-	4,  // 28: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
-	5,  // 29: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
-	7,  // 30: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
-	9,  // 31: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
-	11, // 32: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
-	13, // 33: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
-	15, // 34: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
-	12, // 35: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
-	14, // 36: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
-	16, // 37: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
-	35, // [35:38] is the sub-list for method output_type
-	32, // [32:35] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	20, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
+	21, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
+	22, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
+	23, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
+	24, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
+	25, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
+	11, // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
+	26, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
+	26, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
+	26, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
+	6,  // 10: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	5,  // 11: chronolog.v1.ActionDeclaration.rate:type_name -> chronolog.v1.RateLimit
+	26, // 12: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
+	9,  // 13: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
+	6,  // 14: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	5,  // 15: chronolog.v1.ProcessorDeclaration.rate:type_name -> chronolog.v1.RateLimit
+	8,  // 16: chronolog.v1.ProcessorDeclaration.debounce:type_name -> chronolog.v1.Debounce
+	26, // 17: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
+	27, // 18: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
+	28, // 19: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
+	29, // 20: chronolog.v1.ScheduleDeclaration.cancel_on:type_name -> chronolog.v1.CancelOn
+	26, // 21: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
+	28, // 22: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
+	27, // 23: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
+	0,  // 24: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
+	1,  // 25: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
+	30, // 26: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
+	1,  // 27: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
+	13, // 28: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	13, // 29: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
+	13, // 30: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	2,  // 31: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
+	3,  // 32: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
+	4,  // 33: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
+	7,  // 34: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
+	10, // 35: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
+	12, // 36: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
+	14, // 37: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
+	16, // 38: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
+	18, // 39: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
+	15, // 40: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
+	17, // 41: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
+	19, // 42: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
+	40, // [40:43] is the sub-list for method output_type
+	37, // [37:40] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_plugin_proto_init() }
@@ -1603,20 +1931,20 @@ func file_chronolog_v1_plugin_proto_init() {
 	file_chronolog_v1_time_proto_init()
 	file_chronolog_v1_plugin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_chronolog_v1_plugin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[4].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[5].OneofWrappers = []any{
+	file_chronolog_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[8].OneofWrappers = []any{
 		(*StartPosition_End)(nil),
 		(*StartPosition_Beginning)(nil),
 		(*StartPosition_AfterSeq)(nil),
 	}
-	file_chronolog_v1_plugin_proto_msgTypes[7].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_plugin_proto_rawDesc), len(file_chronolog_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/plugin.proto.
  */
 export const file_chronolog_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJxChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHJlYWQYZCADKAkiugEKFUNvbGxlY3Rpb25EZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBmV2ZW50cxgDIAEoCEgAiAEBEhQKB2R1cmFibGUYBCABKAhIAYgBARIPCgdyZWNvcmRzGAUgASgIEg0KBWFsbG93GAYgAygJQgkKB19ldmVudHNCCgoIX2R1cmFibGUi3wEKEUFjdGlvbkRlY2xhcmF0aW9uEi0KDGlucHV0X3NjaGVtYRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOcHJpdmF0ZV9maWVsZHMYAiADKAkSEwoGcmVjb3JkGAMgASgISACIAQESDQoFYWxsb3cYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRIdChB0aW1lb3V0X2dyYWNlX21zGAYgASgNSAGIAQESDAoEcmVhZBhkIAMoCUIJCgdfcmVjb3JkQhMKEV90aW1lb3V0X2dyYWNlX21zIosCChRQcm9jZXNzb3JEZWNsYXJhdGlvbhIKCgJvbhgBIAMoCRImCgV3aGVyZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCwoDa2V5GAMgASgJEhMKC2NvbmN1cnJlbmN5GAQgASgNEhYKDmFja190aW1lb3V0X21zGAUgASgNEioKBXN0YXJ0GAYgASgLMhsuY2hyb25vbG9nLnYxLlN0YXJ0UG9zaXRpb24SFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEh0KEHRpbWVvdXRfZ3JhY2VfbXMYCCABKA1IAIgBARIMCgRyZWFkGGQgAygJQhMKEV90aW1lb3V0X2dyYWNlX21zIlQKDVN0YXJ0UG9zaXRpb24SDQoDZW5kGAEgASgISAASEwoJYmVnaW5uaW5nGAIgASgISAASEwoJYWZ0ZXJfc2VxGAMgASgESABCCgoIcG9zaXRpb24izgIKE1NjaGVkdWxlRGVjbGFyYXRpb24SDgoGYWN0aW9uGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRjcm9uGAMgASgJEgwKBHpvbmUYBCABKAkSEAoIZXZlcnlfbXMYBSABKAQSFwoPbWF4X2xhdGVuZXNzX21zGAYgASgEEhcKD3JldHJ5X2RlbGF5c19tcxgHIAMoDRIQCghkaXNhYmxlZBgIIAEoCBIOCgZyZWdpb24YCSABKA0SLAoGcG9saWN5GAogASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5EiQKA2RzdBgLIAEoCzIXLmNocm9ub2xvZy52MS5Ec3RQb2xpY3kSKQoJY2FuY2VsX29uGEYgAygLMhYuY2hyb25vbG9nLnYxLkNhbmNlbE9uIokCCg1TY2hlZHVsZVBhdGNoEg4KBnBsdWdpbhgBIAEoCRIQCghzY2hlZHVsZRgCIAEoCRIRCgRjcm9uGAMgASgJSACIAQESEQoEem9uZRgEIAEoCUgBiAEBEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIVCghkaXNhYmxlZBgGIAEoCEgCiAEBEiQKA2RzdBgHIAEoCzIXLmNocm9ub2xvZy52MS5Ec3RQb2xpY3kSLAoGcG9saWN5GAggASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5QgcKBV9jcm9uQgcKBV96b25lQgsKCV9kaXNhYmxlZCJ1ChBQdWxzZURlY2xhcmF0aW9uEg4KBmFjdGlvbhgBIAEoCRIVCg1jeWNsZV9zZWNvbmRzGAIgASgNEhEKCWludGVydmFscxgDIAEoDRInCgVzY29wZRgEIAEoDjIYLmNocm9ub2xvZy52MS5QdWxzZVNjb3BlIn0KBlBsdWdpbhIuCghtYW5pZmVzdBgBIAEoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdBIQCghyZXZpc2lvbhgCIAEoDRIxCg1yZWdpc3RlcmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChVSZWdpc3RlclBsdWdpblJlcXVlc3QSLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QiTwoWUmVnaXN0ZXJQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luEg8KB2NoYW5nZWQYAiABKAgiFAoSTGlzdFBsdWdpbnNSZXF1ZXN0IjwKE0xpc3RQbHVnaW5zUmVzcG9uc2USJQoHcGx1Z2lucxgBIAMoCzIULmNocm9ub2xvZy52MS5QbHVnaW4iIAoQR2V0UGx1Z2luUmVxdWVzdBIMCgRuYW1lGAEgASgJIjkKEUdldFBsdWdpblJlc3BvbnNlEiQKBnBsdWdpbhgBIAEoCzIULmNocm9ub2xvZy52MS5QbHVnaW4qXQoKUHVsc2VTY29wZRIbChdQVUxTRV9TQ09QRV9VTlNQRUNJRklFRBAAEhkKFVBVTFNFX1NDT1BFX0NPTVBPTkVOVBABEhcKE1BVTFNFX1NDT1BFX1JFUExJQ0EQAjKOAgoNUGx1Z2luU2VydmljZRJbCg5SZWdpc3RlclBsdWdpbhIjLmNocm9ub2xvZy52MS5SZWdpc3RlclBsdWdpblJlcXVlc3QaJC5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXNwb25zZRJSCgtMaXN0UGx1Z2lucxIgLmNocm9ub2xvZy52MS5MaXN0UGx1Z2luc1JlcXVlc3QaIS5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXNwb25zZRJMCglHZXRQbHVnaW4SHi5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVxdWVzdBofLmNocm9ub2xvZy52MS5HZXRQbHVnaW5SZXNwb25zZWIGcHJvdG8z", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJxChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHJlYWQYZCADKAkiugEKFUNvbGxlY3Rpb25EZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBmV2ZW50cxgDIAEoCEgAiAEBEhQKB2R1cmFibGUYBCABKAhIAYgBARIPCgdyZWNvcmRzGAUgASgIEg0KBWFsbG93GAYgAygJQgkKB19ldmVudHNCCgoIX2R1cmFibGUi0wIKEUFjdGlvbkRlY2xhcmF0aW9uEi0KDGlucHV0X3NjaGVtYRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOcHJpdmF0ZV9maWVsZHMYAiADKAkSEwoGcmVjb3JkGAMgASgISACIAQESDQoFYWxsb3cYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRIdChB0aW1lb3V0X2dyYWNlX21zGAYgASgNSAGIAQESDAoEcmVhZBhkIAMoCRI5ChFjb25jdXJyZW5jeV9saW1pdBhQIAEoCzIeLmNocm9ub2xvZy52MS5Db25jdXJyZW5jeUxpbWl0EiUKBHJhdGUYUSABKAsyFy5jaHJvbm9sb2cudjEuUmF0ZUxpbWl0EhAKCHByaW9yaXR5GFMgASgJQgkKB19yZWNvcmRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiSQoJUmF0ZUxpbWl0Eg0KBWxpbWl0GAEgASgNEhEKCXBlcmlvZF9tcxgCIAEoDRILCgNrZXkYAyABKAkSDQoFYnVyc3QYBCABKA0iUAoQQ29uY3VycmVuY3lMaW1pdBINCgVsaW1pdBgBIAEoDRILCgNrZXkYAiABKAkSDQoFdG90YWwYAyABKA0SEQoJaWZfYWN0aXZlGAQgASgJIqkDChRQcm9jZXNzb3JEZWNsYXJhdGlvbhIKCgJvbhgBIAMoCRImCgV3aGVyZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCwoDa2V5GAMgASgJEhMKC2NvbmN1cnJlbmN5GAQgASgNEhYKDmFja190aW1lb3V0X21zGAUgASgNEioKBXN0YXJ0GAYgASgLMhsuY2hyb25vbG9nLnYxLlN0YXJ0UG9zaXRpb24SFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEh0KEHRpbWVvdXRfZ3JhY2VfbXMYCCABKA1IAIgBARIMCgRyZWFkGGQgAygJEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXQSKAoIZGVib3VuY2UYUiABKAsyFi5jaHJvbm9sb2cudjEuRGVib3VuY2USEAoIcHJpb3JpdHkYUyABKAlCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiPwoIRGVib3VuY2USCwoDa2V5GAEgASgJEhEKCXBlcmlvZF9tcxgCIAEoDRITCgttYXhfd2FpdF9tcxgDIAEoDSJUCg1TdGFydFBvc2l0aW9uEg0KA2VuZBgBIAEoCEgAEhMKCWJlZ2lubmluZxgCIAEoCEgAEhMKCWFmdGVyX3NlcRgDIAEoBEgAQgoKCHBvc2l0aW9uIs4CChNTY2hlZHVsZURlY2xhcmF0aW9uEg4KBmFjdGlvbhgBIAEoCRImCgVpbnB1dBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEY3JvbhgDIAEoCRIMCgR6b25lGAQgASgJEhAKCGV2ZXJ5X21zGAUgASgEEhcKD21heF9sYXRlbmVzc19tcxgGIAEoBBIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SEAoIZGlzYWJsZWQYCCABKAgSDgoGcmVnaW9uGAkgASgNEiwKBnBvbGljeRgKIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeRIkCgNkc3QYCyABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EikKCWNhbmNlbF9vbhhGIAMoCzIWLmNocm9ub2xvZy52MS5DYW5jZWxPbiKJAgoNU2NoZWR1bGVQYXRjaBIOCgZwbHVnaW4YASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEQoEY3JvbhgDIAEoCUgAiAEBEhEKBHpvbmUYBCABKAlIAYgBARImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIZGlzYWJsZWQYBiABKAhIAogBARIkCgNkc3QYByABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EiwKBnBvbGljeRgIIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeUIHCgVfY3JvbkIHCgVfem9uZUILCglfZGlzYWJsZWQidQoQUHVsc2VEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSFQoNY3ljbGVfc2Vjb25kcxgCIAEoDRIRCglpbnRlcnZhbHMYAyABKA0SJwoFc2NvcGUYBCABKA4yGC5jaHJvbm9sb2cudjEuUHVsc2VTY29wZSJ9CgZQbHVnaW4SLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEAoIcmV2aXNpb24YAiABKA0SMQoNcmVnaXN0ZXJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoVUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0Ei4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0Ik8KFlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbhIPCgdjaGFuZ2VkGAIgASgIIhQKEkxpc3RQbHVnaW5zUmVxdWVzdCI8ChNMaXN0UGx1Z2luc1Jlc3BvbnNlEiUKB3BsdWdpbnMYASADKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luIiAKEEdldFBsdWdpblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChFHZXRQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luKl0KClB1bHNlU2NvcGUSGwoXUFVMU0VfU0NPUEVfVU5TUEVDSUZJRUQQABIZChVQVUxTRV9TQ09QRV9DT01QT05FTlQQARIXChNQVUxTRV9TQ09QRV9SRVBMSUNBEAIyjgIKDVBsdWdpblNlcnZpY2USWwoOUmVnaXN0ZXJQbHVnaW4SIy5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiQuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USUgoLTGlzdFBsdWdpbnMSIC5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXF1ZXN0GiEuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVzcG9uc2USTAoJR2V0UGx1Z2luEh4uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlcXVlc3QaHy5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A plugin manifest. The JSON form of this message (snake_case or camelCase
@@ -258,6 +258,32 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
    * @generated from field: repeated string read = 100;
    */
   read: string[];
+
+  /**
+   * Calls in flight at once per key of the input (e.g. `input.customer_id`)
+   * and in all, across executors; a call past a limit waits for a slot like
+   * one waiting for a host. In a manifest also written `concurrency: {...}`.
+   *
+   * @generated from field: chronolog.v1.ConcurrencyLimit concurrency_limit = 80;
+   */
+  concurrencyLimit?: ConcurrencyLimit | undefined;
+
+  /**
+   * Calls started per period, per key of the input; a call past the rate
+   * waits (within its wait for an executor).
+   *
+   * @generated from field: chronolog.v1.RateLimit rate = 81;
+   */
+  rate?: RateLimit | undefined;
+
+  /**
+   * Path into the call giving its priority, e.g. `input.priority` (a number;
+   * absent or not a number: 0): calls waiting for a concurrency slot start
+   * highest priority first, in the order they came within one priority.
+   *
+   * @generated from field: string priority = 83;
+   */
+  priority: string;
 };
 
 /**
@@ -266,6 +292,100 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
  */
 export const ActionDeclarationSchema: GenMessage<ActionDeclaration> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 3);
+
+/**
+ * How fast work of a processor or an action starts: a token bucket per key
+ * value, `limit` tokens per `period_ms`, holding at most `burst`.
+ *
+ * @generated from message chronolog.v1.RateLimit
+ */
+export type RateLimit = Message<"chronolog.v1.RateLimit"> & {
+  /**
+   * Starts per period (at least 1).
+   *
+   * @generated from field: uint32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * The period in ms (default 1,000).
+   *
+   * @generated from field: uint32 period_ms = 2;
+   */
+  periodMs: number;
+
+  /**
+   * Path giving the key, as in ConcurrencyLimit; empty: one rate for all work
+   * (work without a value for the key shares one rate too).
+   *
+   * @generated from field: string key = 3;
+   */
+  key: string;
+
+  /**
+   * Starts at once after a quiet time at most (default `limit`).
+   *
+   * @generated from field: uint32 burst = 4;
+   */
+  burst: number;
+};
+
+/**
+ * Describes the message chronolog.v1.RateLimit.
+ * Use `create(RateLimitSchema)` to create a new message.
+ */
+export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 4);
+
+/**
+ * How much work of a processor or an action runs at once.
+ *
+ * @generated from message chronolog.v1.ConcurrencyLimit
+ */
+export type ConcurrencyLimit = Message<"chronolog.v1.ConcurrencyLimit"> & {
+  /**
+   * In flight at once per value of `key` (default 1, at most 65,536).
+   *
+   * @generated from field: uint32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Path giving the key: into the event for a processor (e.g.
+   * `data.customer_id`), into the call for an action (`input.customer_id`).
+   * Empty: a processor's `key`; without either, `limit` counts every delivery
+   * or call. Work whose key is absent counts against no key's limit.
+   *
+   * @generated from field: string key = 2;
+   */
+  key: string;
+
+  /**
+   * In flight at once in all, across executors (0: no bound of its own; for
+   * a processor the declaration's `concurrency` number when given; at most
+   * 65,536).
+   *
+   * @generated from field: uint32 total = 3;
+   */
+  total: number;
+
+  /**
+   * What a processor does with a new event of a key that has work in flight:
+   * `queue` (default: it waits its turn), `skip` (it is finished without a
+   * delivery) or `coalesce` (it replaces the key's waiting event, which is
+   * finished without a delivery). Not for actions.
+   *
+   * @generated from field: string if_active = 4;
+   */
+  ifActive: string;
+};
+
+/**
+ * Describes the message chronolog.v1.ConcurrencyLimit.
+ * Use `create(ConcurrencyLimitSchema)` to create a new message.
+ */
+export const ConcurrencyLimitSchema: GenMessage<ConcurrencyLimit> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 5);
 
 /**
  * Declares a processor.
@@ -343,6 +463,43 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
    * @generated from field: repeated string read = 100;
    */
   read: string[];
+
+  /**
+   * Deliveries in flight per key value and in all (`key` with `concurrency`
+   * is the same as `{limit: 1, key, total: concurrency}`). Keys with waiting
+   * events are served in turn, so one key's backlog does not hold back
+   * another key's events. In a manifest also written `concurrency: {...}`.
+   *
+   * @generated from field: chronolog.v1.ConcurrencyLimit concurrency_limit = 80;
+   */
+  concurrencyLimit?: ConcurrencyLimit | undefined;
+
+  /**
+   * Deliveries started per period, per key; an event past the rate waits its
+   * turn (its key is passed over until it has a token, other keys go on).
+   *
+   * @generated from field: chronolog.v1.RateLimit rate = 81;
+   */
+  rate?: RateLimit | undefined;
+
+  /**
+   * A burst of events of one key makes one delivery: the last event, with the
+   * count it stands for (Delivery.debounced), once the key was quiet for
+   * `period_ms` or at `max_wait_ms` after the burst's first event.
+   *
+   * @generated from field: chronolog.v1.Debounce debounce = 82;
+   */
+  debounce?: Debounce | undefined;
+
+  /**
+   * Path into the event giving its priority, e.g. `data.priority` (a number;
+   * absent or not a number: 0). Among the keys that may start, the one whose
+   * next event has the highest priority goes first; keys of one priority take
+   * turns. Within a key, events keep their order.
+   *
+   * @generated from field: string priority = 83;
+   */
+  priority: string;
 };
 
 /**
@@ -350,7 +507,44 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
  * Use `create(ProcessorDeclarationSchema)` to create a new message.
  */
 export const ProcessorDeclarationSchema: GenMessage<ProcessorDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 4);
+  messageDesc(file_chronolog_v1_plugin, 6);
+
+/**
+ * Debouncing of a processor's events per key.
+ *
+ * @generated from message chronolog.v1.Debounce
+ */
+export type Debounce = Message<"chronolog.v1.Debounce"> & {
+  /**
+   * Path giving the key, as a processor's `key` (empty: every event of the
+   * processor in one burst; events without a value for it share one burst).
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * Quiet time after a key's last event before its delivery, ms (at least 1).
+   *
+   * @generated from field: uint32 period_ms = 2;
+   */
+  periodMs: number;
+
+  /**
+   * Longest time from a burst's first event to its delivery, ms (default:
+   * none; at least `period_ms`).
+   *
+   * @generated from field: uint32 max_wait_ms = 3;
+   */
+  maxWaitMs: number;
+};
+
+/**
+ * Describes the message chronolog.v1.Debounce.
+ * Use `create(DebounceSchema)` to create a new message.
+ */
+export const DebounceSchema: GenMessage<Debounce> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 7);
 
 /**
  * Where a new processor's cursor starts.
@@ -395,7 +589,7 @@ export type StartPosition = Message<"chronolog.v1.StartPosition"> & {
  * Use `create(StartPositionSchema)` to create a new message.
  */
 export const StartPositionSchema: GenMessage<StartPosition> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 5);
+  messageDesc(file_chronolog_v1_plugin, 8);
 
 /**
  * Declares a recurring timer.
@@ -494,7 +688,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
  * Use `create(ScheduleDeclarationSchema)` to create a new message.
  */
 export const ScheduleDeclarationSchema: GenMessage<ScheduleDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 6);
+  messageDesc(file_chronolog_v1_plugin, 9);
 
 /**
  * Changes a schedule declared by an earlier plugin.
@@ -564,7 +758,7 @@ export type SchedulePatch = Message<"chronolog.v1.SchedulePatch"> & {
  * Use `create(SchedulePatchSchema)` to create a new message.
  */
 export const SchedulePatchSchema: GenMessage<SchedulePatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 7);
+  messageDesc(file_chronolog_v1_plugin, 10);
 
 /**
  * Declares a pulse: a call every `cycle_seconds / intervals` seconds,
@@ -607,7 +801,7 @@ export type PulseDeclaration = Message<"chronolog.v1.PulseDeclaration"> & {
  * Use `create(PulseDeclarationSchema)` to create a new message.
  */
 export const PulseDeclarationSchema: GenMessage<PulseDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 8);
+  messageDesc(file_chronolog_v1_plugin, 11);
 
 /**
  * A registered plugin.
@@ -642,7 +836,7 @@ export type Plugin = Message<"chronolog.v1.Plugin"> & {
  * Use `create(PluginSchema)` to create a new message.
  */
 export const PluginSchema: GenMessage<Plugin> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 9);
+  messageDesc(file_chronolog_v1_plugin, 12);
 
 /**
  * Register a manifest.
@@ -663,7 +857,7 @@ export type RegisterPluginRequest = Message<"chronolog.v1.RegisterPluginRequest"
  * Use `create(RegisterPluginRequestSchema)` to create a new message.
  */
 export const RegisterPluginRequestSchema: GenMessage<RegisterPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 10);
+  messageDesc(file_chronolog_v1_plugin, 13);
 
 /**
  * The plugin after registration.
@@ -691,7 +885,7 @@ export type RegisterPluginResponse = Message<"chronolog.v1.RegisterPluginRespons
  * Use `create(RegisterPluginResponseSchema)` to create a new message.
  */
 export const RegisterPluginResponseSchema: GenMessage<RegisterPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 11);
+  messageDesc(file_chronolog_v1_plugin, 14);
 
 /**
  * List plugins.
@@ -706,7 +900,7 @@ export type ListPluginsRequest = Message<"chronolog.v1.ListPluginsRequest"> & {
  * Use `create(ListPluginsRequestSchema)` to create a new message.
  */
 export const ListPluginsRequestSchema: GenMessage<ListPluginsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 12);
+  messageDesc(file_chronolog_v1_plugin, 15);
 
 /**
  * All plugins, by name.
@@ -727,7 +921,7 @@ export type ListPluginsResponse = Message<"chronolog.v1.ListPluginsResponse"> & 
  * Use `create(ListPluginsResponseSchema)` to create a new message.
  */
 export const ListPluginsResponseSchema: GenMessage<ListPluginsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 13);
+  messageDesc(file_chronolog_v1_plugin, 16);
 
 /**
  * Get one plugin.
@@ -748,7 +942,7 @@ export type GetPluginRequest = Message<"chronolog.v1.GetPluginRequest"> & {
  * Use `create(GetPluginRequestSchema)` to create a new message.
  */
 export const GetPluginRequestSchema: GenMessage<GetPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 14);
+  messageDesc(file_chronolog_v1_plugin, 17);
 
 /**
  * The plugin.
@@ -769,7 +963,7 @@ export type GetPluginResponse = Message<"chronolog.v1.GetPluginResponse"> & {
  * Use `create(GetPluginResponseSchema)` to create a new message.
  */
 export const GetPluginResponseSchema: GenMessage<GetPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 15);
+  messageDesc(file_chronolog_v1_plugin, 18);
 
 /**
  * Who makes a pulse's calls.

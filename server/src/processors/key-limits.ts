@@ -1,0 +1,193 @@
+import type { EventRecord } from "../store/events.js";
+import type { IfActive } from "./declaration.js";
+import { ReadyKeys } from "./ready-keys.js";
+
+/** One key's state: its events held in memory, in seq order, and its deliveries in flight. */
+interface KeyState {
+  waiting: EventRecord[];
+  running: number;
+  /**
+   * 0, or the seq from which the key's later events were read but not held (it held
+   * {@link KeyQueues.holdPerKey} already): they wait in the log, above the ack floor, and are
+   * read again from there as the key's held events run ({@link KeyQueues.refilled}).
+   */
+  spilledFrom: number;
+}
+
+/** What became of an event handed to {@link KeyQueues.push}. */
+export type Pushed =
+  /** Held: it waits in memory for its turn. */
+  | { kind: "held" }
+  /** Not held: its key holds enough already; it is read again from the log later. */
+  | { kind: "spilled" }
+  /** Finished without a delivery (`skip`, `coalesce`): these events (the pushed one, or the ones it replaced). */
+  | { kind: "passed"; events: EventRecord[]; held: boolean };
+
+/**
+ * Per-key queues with a limit per key, served in turn. An event waits in its key's queue until
+ * its key has fewer than `limit` deliveries in flight (limit 1: a lane, one event after the
+ * other, in order). Keys ready to run are served round-robin (deficit round-robin with equal
+ * quanta and costs), so a key with a long backlog takes one turn like any other; with a
+ * priority, keys whose next event has a higher priority go first (`priorityOf`), keys of one
+ * priority in turn. Keys of events without a key are unique per event.
+ *
+ * Memory is bounded per key: past `holdPerKey` waiting events, a key's later events are not held
+ * but left in the log (spilled) and read again when its queue runs low, so the reader can look
+ * past one key's backlog for other keys' events.
+ */
+export class KeyQueues {
+  private readonly keys = new Map<string, KeyState>();
+  /** Keys with a waiting event and room under their limit, by the priority of that event, in turn order. */
+  private readonly ready = new ReadyKeys();
+  /** Spilled keys whose queue ran low: to read again from the log. */
+  private readonly low = new Set<string>();
+  /** Keys passed over until {@link unpark}: their next event must wait (its rate). */
+  private readonly parked = new Set<string>();
+  /** The shortest wait of the keys parked since the last {@link unpark}, ms. */
+  wakeInMs = Number.POSITIVE_INFINITY;
+  private count = 0;
+  readonly holdPerKey: number;
+
+  constructor(
+    private readonly limit: number,
+    private readonly ifActive: IfActive,
+    private readonly priorityOf: (event: EventRecord) => number = () => 0,
+  ) {
+    this.holdPerKey = Math.max(64, 2 * limit);
+  }
+
+  /** Events held, waiting (not taken). */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Queues an event read from the log at the tail of its key, as the key's `if_active` says. */
+  push(key: string, event: EventRecord): Pushed {
+    let state = this.keys.get(key);
+    if (!state) {
+      state = { waiting: [], running: 0, spilledFrom: 0 };
+      this.keys.set(key, state);
+    }
+    if (this.ifActive === "skip" && state.running > 0) return { kind: "passed", events: [event], held: false };
+    if (this.ifActive === "coalesce" && state.waiting.length > 0) {
+      const replaced = state.waiting;
+      state.waiting = [event];
+      this.count += 1 - replaced.length;
+      return { kind: "passed", events: replaced, held: true };
+    }
+    if (state.spilledFrom > 0) return { kind: "spilled" };
+    if (state.waiting.length >= this.holdPerKey) {
+      state.spilledFrom = event.seq;
+      return { kind: "spilled" };
+    }
+    this.hold(key, state, event);
+    return { kind: "held" };
+  }
+
+  /** Queues an event whatever its key's state and `if_active` (a redelivery, or a debounced burst's last event). */
+  requeue(key: string, event: EventRecord): void {
+    let state = this.keys.get(key);
+    if (!state) {
+      state = { waiting: [], running: 0, spilledFrom: 0 };
+      this.keys.set(key, state);
+    }
+    this.hold(key, state, event);
+  }
+
+  /**
+   * Takes the next event of the key whose turn it is and counts it in flight; undefined when no
+   * key may run. `admit`, when given, may hold an event back: it answers the ms to wait (0: go),
+   * and its key is passed over (parked) until {@link unpark}.
+   */
+  take(admit?: (event: EventRecord) => number): { key: string; event: EventRecord } | undefined {
+    for (const key of this.ready) {
+      const state = this.keys.get(key)!;
+      const waitMs = admit ? admit(state.waiting[0]) : 0;
+      this.ready.delete(key);
+      if (waitMs > 0) {
+        this.parked.add(key);
+        this.wakeInMs = Math.min(this.wakeInMs, waitMs);
+        continue;
+      }
+      return this.takeHead(key, state);
+    }
+    return undefined;
+  }
+
+  /** Keys passed over by `take`'s `admit`. */
+  get parkedKeys(): number {
+    return this.parked.size;
+  }
+
+  /** Parked keys take turns again (their events are asked about anew). */
+  unpark(): void {
+    for (const key of this.parked) {
+      const state = this.keys.get(key);
+      if (state && state.waiting.length > 0 && state.running < this.limit) this.ready.add(key, this.priorityOf(state.waiting[0]));
+    }
+    this.parked.clear();
+    this.wakeInMs = Number.POSITIVE_INFINITY;
+  }
+
+  private takeHead(key: string, state: KeyState): { key: string; event: EventRecord } {
+    const event = state.waiting.shift()!;
+    this.count--;
+    state.running++;
+    if (state.waiting.length > 0 && state.running < this.limit) this.ready.add(key, this.priorityOf(state.waiting[0])); // its next turn: after the others'
+    if (state.spilledFrom > 0 && state.waiting.length <= this.holdPerKey / 2) this.low.add(key);
+    return { key, event };
+  }
+
+  /** A delivery of `key` ended: its key may run its next event. */
+  release(key: string): void {
+    const state = this.keys.get(key);
+    if (!state) return;
+    state.running = Math.max(0, state.running - 1);
+    if (state.waiting.length > 0) {
+      if (!this.parked.has(key)) this.ready.add(key, this.priorityOf(state.waiting[0]));
+    } else if (state.running === 0 && state.spilledFrom === 0) this.keys.delete(key);
+  }
+
+  /** Spilled keys whose queues ran low, with the seq to read them again from; taken (asked once). */
+  *lowKeys(): Generator<{ key: string; from: number }> {
+    for (const key of this.low) {
+      this.low.delete(key);
+      const state = this.keys.get(key);
+      if (state && state.spilledFrom > 0) yield { key, from: state.spilledFrom };
+    }
+  }
+
+  /** Room in `key`'s queue for events read again. */
+  room(key: string): number {
+    const state = this.keys.get(key);
+    return state ? this.holdPerKey - state.waiting.length : 0;
+  }
+
+  /**
+   * Events of a spilled key read again from the log, in seq order; `next`: the seq to read on from
+   * (0: every spilled event of the key was read again, its later events are held as they come).
+   */
+  refilled(key: string, events: EventRecord[], next: number): void {
+    const state = this.keys.get(key);
+    if (!state) return;
+    for (const event of events) this.hold(key, state, event);
+    state.spilledFrom = next;
+    if (next > 0 && state.waiting.length <= this.holdPerKey / 2) this.low.add(key);
+  }
+
+  /** Drops every waiting event (the processor was removed or moved). */
+  clear(): void {
+    this.keys.clear();
+    this.ready.clear();
+    this.low.clear();
+    this.parked.clear();
+    this.wakeInMs = Number.POSITIVE_INFINITY;
+    this.count = 0;
+  }
+
+  private hold(key: string, state: KeyState, event: EventRecord): void {
+    state.waiting.push(event);
+    this.count++;
+    if (state.running < this.limit && !this.parked.has(key)) this.ready.add(key, this.priorityOf(state.waiting[0]));
+  }
+}

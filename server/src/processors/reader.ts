@@ -1,0 +1,156 @@
+import type { LogTail } from "../log/tail.js";
+import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
+import { takes, type ProcessorSpec } from "./declaration.js";
+import type { AckFloor } from "./floor.js";
+import type { KeyQueues } from "./key-limits.js";
+
+/** Events held in memory ahead of the ack floor at most (in a processor's key queues, in flight or waiting for a retry). */
+const readAheadLimit = 2_048;
+/**
+ * Events read ahead of the ack floor at most, held or not: past a key's share of memory its
+ * events stay in the log (KeyQueues), so the reader can look this far past one key's backlog for
+ * other keys' events. Each costs the floor a few bytes (its seq).
+ */
+export const lookAheadLimit = 262_144;
+/**
+ * Bytes of events ({@link storedBytes}) a processor holds read ahead of its floor at most (in its
+ * key queues, in flight or waiting for a retry): past it, it reads no more until some finish (2,048 events
+ * of 4 MiB would be 8 GiB). One chunk is read whenever none is held, so a larger event still comes.
+ */
+export const processorReadAheadBytes = 16 * 1024 * 1024;
+const readChunk = 256;
+/** Bytes one chunk read from the log holds at most (plus one event). */
+const readChunkBytes = 4 * 1024 * 1024;
+/** Chunks read in one go at most: a long look ahead goes on in a later turn of the event loop. */
+const chunksPerTurn = 16;
+
+/** What a {@link LogReader} needs from its engine. */
+export interface ReaderDeps {
+  spec: ProcessorSpec;
+  events: EventStatements;
+  tail: Pick<LogTail, "readWithin">;
+  floor: AckFloor;
+  queues: KeyQueues;
+  /** The log's last committed seq. */
+  head(): number;
+  /** Takes each event instead of the key queues (a debounce gathering it), when given. */
+  gather?: (event: EventRecord) => void;
+  /** Events finished without a delivery (the declaration's `if_active`); `held`: they were counted in the held bytes. */
+  passed(events: EventRecord[], held: boolean): void;
+}
+
+/**
+ * Reads a processor's events from the log into its key queues, in seq order, each one it takes
+ * registered with the ack floor. It holds at most {@link readAheadLimit} events and
+ * {@link processorReadAheadBytes} in memory; a key's events past its share are left in the log
+ * and read again, for that key alone, as its queue runs low.
+ */
+export class LogReader {
+  /** The highest seq read. */
+  delivered = 0;
+  /** Stored bytes of the events held (in the queues, in flight or waiting for a retry). */
+  heldBytes = 0;
+  private held = 0;
+
+  constructor(private readonly deps: ReaderDeps) {}
+
+  /** Restarts reading after `seq`, nothing held. */
+  reset(seq: number): void {
+    this.delivered = seq;
+    this.heldBytes = 0;
+    this.held = 0;
+  }
+
+  /** An event held ended (finished or given up on). */
+  released(event: EventRecord): void {
+    this.held = Math.max(0, this.held - 1); // never below 0: an end arriving after a reset
+    this.heldBytes = Math.max(0, this.heldBytes - storedBytes(event));
+  }
+
+  /** An event was held again outside the reader (a redelivery). */
+  added(event: EventRecord): void {
+    this.held++;
+    this.heldBytes += storedBytes(event);
+  }
+
+  /**
+   * Reads spilled keys' events again, then newly committed events, within the bounds. Returns
+   * true when it stopped for its turn's budget only (call again in a later turn).
+   */
+  read(): boolean {
+    const more = this.refill();
+    const { spec, floor, queues } = this.deps;
+    const types = spec.on ? [...spec.on] : [];
+    for (let chunks = 0; chunks < chunksPerTurn; chunks++) {
+      if (this.held >= readAheadLimit || this.heldBytes >= processorReadAheadBytes || floor.pending >= lookAheadLimit) return more;
+      const head = this.deps.head();
+      if (this.delivered >= head) return more;
+      const chunk =
+        this.deps.tail.readWithin(this.delivered, readChunk, readChunkBytes, types) ??
+        this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, types);
+      const rows = chunk.events;
+      for (const event of rows) {
+        if (event.seq > head) break; // committed, not yet durable: read after its fsync
+        this.delivered = event.seq;
+        if (!takes(spec, event)) continue;
+        floor.read(event.seq);
+        if (this.deps.gather) {
+          this.deps.gather(event);
+          continue;
+        }
+        const pushed = queues.push(spec.keyOf(event) ?? `#${event.seq}`, event);
+        if (pushed.kind === "held") this.added(event);
+        else if (pushed.kind === "passed") {
+          if (!pushed.held) this.deps.passed(pushed.events, false);
+          else {
+            this.added(event);
+            this.deps.passed(pushed.events, true);
+          }
+        }
+      }
+      if (!chunk.cut || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
+    }
+    return true;
+  }
+
+  /**
+   * Reads again, for each spilled key whose queue ran low, its next events up to what was read.
+   * Returns true when one stopped for its turn's budget with room left (read on in a later turn).
+   */
+  private refill(): boolean {
+    let more = false;
+    const { spec, queues } = this.deps;
+    const types = spec.on ? [...spec.on] : [];
+    for (const { key, from } of [...queues.lowKeys()]) {
+      const found: EventRecord[] = [];
+      let after = from - 1;
+      let room = queues.room(key);
+      /** Every event of the key up to what the reader read was read again. */
+      let done = false;
+      for (let chunks = 0; room > 0 && !done && chunks < chunksPerTurn; chunks++) {
+        const chunk = this.deps.events.readWithin(after, readChunk, readChunkBytes, types);
+        let full = false;
+        for (const event of chunk.events) {
+          if (event.seq > this.delivered) {
+            done = true;
+            break;
+          }
+          after = event.seq;
+          if (!takes(spec, event) || spec.keyOf(event) !== key) continue;
+          found.push(event);
+          this.added(event);
+          if (--room === 0) {
+            full = true;
+            break;
+          }
+        }
+        // Read to the end of what the reader read, or the log had no more (a chunk read whole and not cut).
+        if (after >= this.delivered || (!full && !chunk.cut)) done = true;
+      }
+      const next = done ? 0 : after + 1; // the rest in a later turn
+      more ||= !done && room > 0;
+      queues.refilled(key, found, next);
+    }
+    return more;
+  }
+}
