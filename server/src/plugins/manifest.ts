@@ -8,6 +8,7 @@ import { compileFilter } from "../log/filter.js";
 import { jsonProblem } from "../json-limits.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
+import { manifestRetentionRules, type RetentionRule } from "../log/retention-rules.js";
 
 /** A declared event type, ready to check emits against. */
 export interface EventTypeEntry {
@@ -28,6 +29,8 @@ export interface CompiledManifest {
   collections: CollectionEntry[];
   /** Declared actions, named `plugin.action`. */
   actions: ActionEntry[];
+  /** Its retention rules, for its own event types and its collections' change types. */
+  retention: RetentionRule[];
 }
 
 /** A registered plugin: its current manifest and revision (from 1), time in ms (UTC). */
@@ -129,6 +132,8 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     if (compiled.entry) actions.push(compiled.entry);
   }
   violations.push(...checkPulses(manifest, actions));
+  const retention = manifestRetentionRules(manifest.name, manifest.retention);
+  violations.push(...retention.violations);
   for (const [field, value] of structsOf(manifest)) {
     const problem = jsonProblem(value, field);
     if (problem) violations.push({ field, description: problem });
@@ -139,7 +144,7 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
       plugin: manifest.name,
     });
   }
-  return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections, actions };
+  return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections, actions, retention: retention.rules };
 }
 
 /** Canonical JSON (RFC 8785) of a manifest. */

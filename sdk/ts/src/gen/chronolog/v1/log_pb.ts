@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/log.proto.
  */
 export const file_chronolog_v1_log: GenFile = /*@__PURE__*/
-  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEiqQEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMIkQKDEVtaXRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIQCghleGlzdGluZxgCIAEoCCI9ChBFbWl0QmF0Y2hSZXF1ZXN0EikKBmV2ZW50cxgBIAMoCzIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdCJAChFFbWl0QmF0Y2hSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZSKBAQoOUmVhZExvZ1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEg0KBXR5cGVzGAQgAygJEiYKBXdoZXJlGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJhCg9SZWFkTG9nUmVzcG9uc2USIwoGZXZlbnRzGAEgAygLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghoZWFkX3NlcRgDIAEoBCIdCg9HZXRFdmVudFJlcXVlc3QSCgoCaWQYASABKAkiNgoQR2V0RXZlbnRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudCJrCgxXYXRjaFJlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEg0KBXR5cGVzGAIgAygJEiYKBXdoZXJlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglkYXRhX2pzb24YBCABKAgibQoNV2F0Y2hSZXNwb25zZRIkCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudEgAEisKCWNhdWdodF91cBgCIAEoCzIWLmNocm9ub2xvZy52MS5DYXVnaHRVcEgAQgkKB21lc3NhZ2UiHAoIQ2F1Z2h0VXASEAoIaGVhZF9zZXEYASABKAQiOgoOUHVibGlzaFJlcXVlc3QSKAoFZW1pdHMYASADKAsyGS5jaHJvbm9sb2cudjEuUHVibGlzaEVtaXQiRAoLUHVibGlzaEVtaXQSCwoDcmVmGAEgASgEEigKBWV2ZW50GAIgASgLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IngKD1B1Ymxpc2hSZXNwb25zZRIvCgd3ZWxjb21lGAEgASgLMhwuY2hyb25vbG9nLnYxLlB1Ymxpc2hXZWxjb21lSAASKQoEYWNrcxgCIAEoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrc0gAQgkKB21lc3NhZ2UiIAoOUHVibGlzaFdlbGNvbWUSDgoGd2luZG93GAEgASgNIjUKC1B1Ymxpc2hBY2tzEiYKBGFja3MYASADKAsyGC5jaHJvbm9sb2cudjEuUHVibGlzaEFjayK7AQoKUHVibGlzaEFjaxILCgNyZWYYASABKAQSCwoDc2VxGAIgASgEEgoKAmlkGAMgASgJEhAKCGV4aXN0aW5nGAQgASgIEiYKAmF0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIpCgVlcnJvchgHIAEoCzIaLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3Ii6wEKDFB1Ymxpc2hFcnJvchIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEjoKCG1ldGFkYXRhGAQgAygLMiguY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvci5NZXRhZGF0YUVudHJ5Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYBSADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMrwDCgpMb2dTZXJ2aWNlEj0KBEVtaXQSGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QaGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlEkwKCUVtaXRCYXRjaBIeLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlc3BvbnNlEkYKB1JlYWRMb2cSHC5jaHJvbm9sb2cudjEuUmVhZExvZ1JlcXVlc3QaHS5jaHJvbm9sb2cudjEuUmVhZExvZ1Jlc3BvbnNlEkkKCEdldEV2ZW50Eh0uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRFdmVudFJlc3BvbnNlEkIKBVdhdGNoEhouY2hyb25vbG9nLnYxLldhdGNoUmVxdWVzdBobLmNocm9ub2xvZy52MS5XYXRjaFJlc3BvbnNlMAESSgoHUHVibGlzaBIcLmNocm9ub2xvZy52MS5QdWJsaXNoUmVxdWVzdBodLmNocm9ub2xvZy52MS5QdWJsaXNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
+  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEiqQEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMIkQKDEVtaXRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIQCghleGlzdGluZxgCIAEoCCI9ChBFbWl0QmF0Y2hSZXF1ZXN0EikKBmV2ZW50cxgBIAMoCzIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdCJAChFFbWl0QmF0Y2hSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZSKZAQoOUmVhZExvZ1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEg0KBXR5cGVzGAQgAygJEiYKBXdoZXJlGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5mcm9tX2ZpcnN0X3NlcRgoIAEoCCJ0Cg9SZWFkTG9nUmVzcG9uc2USIwoGZXZlbnRzGAEgAygLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghoZWFkX3NlcRgDIAEoBBIRCglmaXJzdF9zZXEYKCABKAQiHQoPR2V0RXZlbnRSZXF1ZXN0EgoKAmlkGAEgASgJIjYKEEdldEV2ZW50UmVzcG9uc2USIgoFZXZlbnQYASABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQigwEKDFdhdGNoUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSDQoFdHlwZXMYAiADKAkSJgoFd2hlcmUYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWRhdGFfanNvbhgEIAEoCBIWCg5mcm9tX2ZpcnN0X3NlcRgoIAEoCCJtCg1XYXRjaFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50SAASKwoJY2F1Z2h0X3VwGAIgASgLMhYuY2hyb25vbG9nLnYxLkNhdWdodFVwSABCCQoHbWVzc2FnZSIvCghDYXVnaHRVcBIQCghoZWFkX3NlcRgBIAEoBBIRCglmaXJzdF9zZXEYKCABKAQiOgoOUHVibGlzaFJlcXVlc3QSKAoFZW1pdHMYASADKAsyGS5jaHJvbm9sb2cudjEuUHVibGlzaEVtaXQiRAoLUHVibGlzaEVtaXQSCwoDcmVmGAEgASgEEigKBWV2ZW50GAIgASgLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IngKD1B1Ymxpc2hSZXNwb25zZRIvCgd3ZWxjb21lGAEgASgLMhwuY2hyb25vbG9nLnYxLlB1Ymxpc2hXZWxjb21lSAASKQoEYWNrcxgCIAEoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrc0gAQgkKB21lc3NhZ2UiIAoOUHVibGlzaFdlbGNvbWUSDgoGd2luZG93GAEgASgNIjUKC1B1Ymxpc2hBY2tzEiYKBGFja3MYASADKAsyGC5jaHJvbm9sb2cudjEuUHVibGlzaEFjayK7AQoKUHVibGlzaEFjaxILCgNyZWYYASABKAQSCwoDc2VxGAIgASgEEgoKAmlkGAMgASgJEhAKCGV4aXN0aW5nGAQgASgIEiYKAmF0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIpCgVlcnJvchgHIAEoCzIaLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3Ii6wEKDFB1Ymxpc2hFcnJvchIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEjoKCG1ldGFkYXRhGAQgAygLMiguY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvci5NZXRhZGF0YUVudHJ5Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYBSADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMrwDCgpMb2dTZXJ2aWNlEj0KBEVtaXQSGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QaGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlEkwKCUVtaXRCYXRjaBIeLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlc3BvbnNlEkYKB1JlYWRMb2cSHC5jaHJvbm9sb2cudjEuUmVhZExvZ1JlcXVlc3QaHS5jaHJvbm9sb2cudjEuUmVhZExvZ1Jlc3BvbnNlEkkKCEdldEV2ZW50Eh0uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRFdmVudFJlc3BvbnNlEkIKBVdhdGNoEhouY2hyb25vbG9nLnYxLldhdGNoUmVxdWVzdBobLmNocm9ub2xvZy52MS5XYXRjaFJlc3BvbnNlMAESSgoHUHVibGlzaBIcLmNocm9ub2xvZy52MS5QdWJsaXNoUmVxdWVzdBodLmNocm9ub2xvZy52MS5QdWJsaXNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
 
 /**
  * One event to append.
@@ -155,7 +155,11 @@ export const EmitBatchResponseSchema: GenMessage<EmitBatchResponse> = /*@__PURE_
  */
 export type ReadLogRequest = Message<"chronolog.v1.ReadLogRequest"> & {
   /**
-   * Read events with seq greater than this (0: from the start).
+   * Read events with seq greater than this (0: from the start, wherever the
+   * log now starts). Retention rules remove old events (docs/retention.md):
+   * an `after_seq` below `first_seq - 1` is OUT_OF_RANGE (reason
+   * `before_log_start`, metadata `first_seq`): events the reader has not read
+   * were removed. Unless `from_first_seq` says to start there.
    *
    * @generated from field: uint64 after_seq = 1;
    */
@@ -192,6 +196,14 @@ export type ReadLogRequest = Message<"chronolog.v1.ReadLogRequest"> & {
    * @generated from field: google.protobuf.Struct where = 5;
    */
   where?: JsonObject | undefined;
+
+  /**
+   * An `after_seq` below the log's first seq reads from the first seq
+   * instead of failing with OUT_OF_RANGE.
+   *
+   * @generated from field: bool from_first_seq = 40;
+   */
+  fromFirstSeq: boolean;
 };
 
 /**
@@ -227,6 +239,15 @@ export type ReadLogResponse = Message<"chronolog.v1.ReadLogResponse"> & {
    * @generated from field: uint64 head_seq = 3;
    */
   headSeq: bigint;
+
+  /**
+   * Where the log starts: its lowest seq still stored (retention removed the
+   * events before it; per-type rules may also have removed some after it).
+   * 0 when the log is empty.
+   *
+   * @generated from field: uint64 first_seq = 40;
+   */
+  firstSeq: bigint;
 };
 
 /**
@@ -313,6 +334,14 @@ export type WatchRequest = Message<"chronolog.v1.WatchRequest"> & {
    * @generated from field: bool data_json = 4;
    */
   dataJson: boolean;
+
+  /**
+   * As ReadLogRequest.from_first_seq: an `after_seq` below the log's first
+   * seq starts there instead of failing with OUT_OF_RANGE.
+   *
+   * @generated from field: bool from_first_seq = 40;
+   */
+  fromFirstSeq: boolean;
 };
 
 /**
@@ -371,6 +400,13 @@ export type CaughtUp = Message<"chronolog.v1.CaughtUp"> & {
    * @generated from field: uint64 head_seq = 1;
    */
   headSeq: bigint;
+
+  /**
+   * Where the log started at that moment (as ReadLogResponse.first_seq).
+   *
+   * @generated from field: uint64 first_seq = 40;
+   */
+  firstSeq: bigint;
 };
 
 /**
@@ -666,7 +702,8 @@ export const LogService: GenService<{
     output: typeof ReadLogResponseSchema;
   },
   /**
-   * Returns one event by id. NOT_FOUND when absent.
+   * Returns one event by id. NOT_FOUND when absent; for an event retention
+   * removed, NOT_FOUND with reason `event_removed` (metadata `seq`).
    *
    * @generated from rpc chronolog.v1.LogService.GetEvent
    */

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/plugin.proto.
  */
 export const file_chronolog_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlItEBChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBQgkKB19yZWNvcmRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMi/QEKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBQhMKEV90aW1lb3V0X2dyYWNlX21zIlQKDVN0YXJ0UG9zaXRpb24SDQoDZW5kGAEgASgISAASEwoJYmVnaW5uaW5nGAIgASgISAASEwoJYWZ0ZXJfc2VxGAMgASgESABCCgoIcG9zaXRpb24iowIKE1NjaGVkdWxlRGVjbGFyYXRpb24SDgoGYWN0aW9uGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRjcm9uGAMgASgJEgwKBHpvbmUYBCABKAkSEAoIZXZlcnlfbXMYBSABKAQSFwoPbWF4X2xhdGVuZXNzX21zGAYgASgEEhcKD3JldHJ5X2RlbGF5c19tcxgHIAMoDRIQCghkaXNhYmxlZBgIIAEoCBIOCgZyZWdpb24YCSABKA0SLAoGcG9saWN5GAogASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5EiQKA2RzdBgLIAEoCzIXLmNocm9ub2xvZy52MS5Ec3RQb2xpY3kiiQIKDVNjaGVkdWxlUGF0Y2gSDgoGcGx1Z2luGAEgASgJEhAKCHNjaGVkdWxlGAIgASgJEhEKBGNyb24YAyABKAlIAIgBARIRCgR6b25lGAQgASgJSAGIAQESJgoFaW5wdXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhUKCGRpc2FibGVkGAYgASgISAKIAQESJAoDZHN0GAcgASgLMhcuY2hyb25vbG9nLnYxLkRzdFBvbGljeRIsCgZwb2xpY3kYCCABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3lCBwoFX2Nyb25CBwoFX3pvbmVCCwoJX2Rpc2FibGVkInUKEFB1bHNlRGVjbGFyYXRpb24SDgoGYWN0aW9uGAEgASgJEhUKDWN5Y2xlX3NlY29uZHMYAiABKA0SEQoJaW50ZXJ2YWxzGAMgASgNEicKBXNjb3BlGAQgASgOMhguY2hyb25vbG9nLnYxLlB1bHNlU2NvcGUifQoGUGx1Z2luEi4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0EhAKCHJldmlzaW9uGAIgASgNEjEKDXJlZ2lzdGVyZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkcKFVJlZ2lzdGVyUGx1Z2luUmVxdWVzdBIuCghtYW5pZmVzdBgBIAEoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdCJPChZSZWdpc3RlclBsdWdpblJlc3BvbnNlEiQKBnBsdWdpbhgBIAEoCzIULmNocm9ub2xvZy52MS5QbHVnaW4SDwoHY2hhbmdlZBgCIAEoCCIUChJMaXN0UGx1Z2luc1JlcXVlc3QiPAoTTGlzdFBsdWdpbnNSZXNwb25zZRIlCgdwbHVnaW5zGAEgAygLMhQuY2hyb25vbG9nLnYxLlBsdWdpbiIgChBHZXRQbHVnaW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiOQoRR2V0UGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbipdCgpQdWxzZVNjb3BlEhsKF1BVTFNFX1NDT1BFX1VOU1BFQ0lGSUVEEAASGQoVUFVMU0VfU0NPUEVfQ09NUE9ORU5UEAESFwoTUFVMU0VfU0NPUEVfUkVQTElDQRACMo4CCg1QbHVnaW5TZXJ2aWNlElsKDlJlZ2lzdGVyUGx1Z2luEiMuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVxdWVzdBokLmNocm9ub2xvZy52MS5SZWdpc3RlclBsdWdpblJlc3BvbnNlElIKC0xpc3RQbHVnaW5zEiAuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVxdWVzdBohLmNocm9ub2xvZy52MS5MaXN0UGx1Z2luc1Jlc3BvbnNlEkwKCUdldFBsdWdpbhIeLmNocm9ub2xvZy52MS5HZXRQbHVnaW5SZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEihAgKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBIuCglyZXRlbnRpb24YKCADKAsyGy5jaHJvbm9sb2cudjEuUmV0ZW50aW9uUnVsZRpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASKQAQoNUmV0ZW50aW9uUnVsZRINCgV0eXBlcxgBIAEoCRISCgptYXhfYWdlX21zGAIgASgEEhEKCW1heF9jb3VudBgDIAEoBBIRCgltYXhfYnl0ZXMYBCABKAQSKQoEa2VlcBgFIAEoDjIbLmNocm9ub2xvZy52MS5SZXRlbnRpb25LZWVwEgsKA2tleRgGIAEoCSJjChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIroBChVDb2xsZWN0aW9uRGVjbGFyYXRpb24SJwoGc2NoZW1hGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5wcml2YXRlX2ZpZWxkcxgCIAMoCRITCgZldmVudHMYAyABKAhIAIgBARIUCgdkdXJhYmxlGAQgASgISAGIAQESDwoHcmVjb3JkcxgFIAEoCBINCgVhbGxvdxgGIAMoCUIJCgdfZXZlbnRzQgoKCF9kdXJhYmxlItEBChFBY3Rpb25EZWNsYXJhdGlvbhItCgxpbnB1dF9zY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBnJlY29yZBgDIAEoCEgAiAEBEg0KBWFsbG93GAQgAygJEhIKCnRpbWVvdXRfbXMYBSABKA0SHQoQdGltZW91dF9ncmFjZV9tcxgGIAEoDUgBiAEBQgkKB19yZWNvcmRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMi/QEKFFByb2Nlc3NvckRlY2xhcmF0aW9uEgoKAm9uGAEgAygJEiYKBXdoZXJlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNrZXkYAyABKAkSEwoLY29uY3VycmVuY3kYBCABKA0SFgoOYWNrX3RpbWVvdXRfbXMYBSABKA0SKgoFc3RhcnQYBiABKAsyGy5jaHJvbm9sb2cudjEuU3RhcnRQb3NpdGlvbhIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SHQoQdGltZW91dF9ncmFjZV9tcxgIIAEoDUgAiAEBQhMKEV90aW1lb3V0X2dyYWNlX21zIlQKDVN0YXJ0UG9zaXRpb24SDQoDZW5kGAEgASgISAASEwoJYmVnaW5uaW5nGAIgASgISAASEwoJYWZ0ZXJfc2VxGAMgASgESABCCgoIcG9zaXRpb24iowIKE1NjaGVkdWxlRGVjbGFyYXRpb24SDgoGYWN0aW9uGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRjcm9uGAMgASgJEgwKBHpvbmUYBCABKAkSEAoIZXZlcnlfbXMYBSABKAQSFwoPbWF4X2xhdGVuZXNzX21zGAYgASgEEhcKD3JldHJ5X2RlbGF5c19tcxgHIAMoDRIQCghkaXNhYmxlZBgIIAEoCBIOCgZyZWdpb24YCSABKA0SLAoGcG9saWN5GAogASgLMhwuY2hyb25vbG9nLnYxLlNjaGVkdWxlUG9saWN5EiQKA2RzdBgLIAEoCzIXLmNocm9ub2xvZy52MS5Ec3RQb2xpY3kiiQIKDVNjaGVkdWxlUGF0Y2gSDgoGcGx1Z2luGAEgASgJEhAKCHNjaGVkdWxlGAIgASgJEhEKBGNyb24YAyABKAlIAIgBARIRCgR6b25lGAQgASgJSAGIAQESJgoFaW5wdXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhUKCGRpc2FibGVkGAYgASgISAKIAQESJAoDZHN0GAcgASgLMhcuY2hyb25vbG9nLnYxLkRzdFBvbGljeRIsCgZwb2xpY3kYCCABKAsyHC5jaHJvbm9sb2cudjEuU2NoZWR1bGVQb2xpY3lCBwoFX2Nyb25CBwoFX3pvbmVCCwoJX2Rpc2FibGVkInUKEFB1bHNlRGVjbGFyYXRpb24SDgoGYWN0aW9uGAEgASgJEhUKDWN5Y2xlX3NlY29uZHMYAiABKA0SEQoJaW50ZXJ2YWxzGAMgASgNEicKBXNjb3BlGAQgASgOMhguY2hyb25vbG9nLnYxLlB1bHNlU2NvcGUifQoGUGx1Z2luEi4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0EhAKCHJldmlzaW9uGAIgASgNEjEKDXJlZ2lzdGVyZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkcKFVJlZ2lzdGVyUGx1Z2luUmVxdWVzdBIuCghtYW5pZmVzdBgBIAEoCzIcLmNocm9ub2xvZy52MS5QbHVnaW5NYW5pZmVzdCJPChZSZWdpc3RlclBsdWdpblJlc3BvbnNlEiQKBnBsdWdpbhgBIAEoCzIULmNocm9ub2xvZy52MS5QbHVnaW4SDwoHY2hhbmdlZBgCIAEoCCIUChJMaXN0UGx1Z2luc1JlcXVlc3QiPAoTTGlzdFBsdWdpbnNSZXNwb25zZRIlCgdwbHVnaW5zGAEgAygLMhQuY2hyb25vbG9nLnYxLlBsdWdpbiIgChBHZXRQbHVnaW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiOQoRR2V0UGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbipSCg1SZXRlbnRpb25LZWVwEh4KGlJFVEVOVElPTl9LRUVQX1VOU1BFQ0lGSUVEEAASIQodUkVURU5USU9OX0tFRVBfTEFURVNUX1BFUl9LRVkQASpdCgpQdWxzZVNjb3BlEhsKF1BVTFNFX1NDT1BFX1VOU1BFQ0lGSUVEEAASGQoVUFVMU0VfU0NPUEVfQ09NUE9ORU5UEAESFwoTUFVMU0VfU0NPUEVfUkVQTElDQRACMo4CCg1QbHVnaW5TZXJ2aWNlElsKDlJlZ2lzdGVyUGx1Z2luEiMuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVxdWVzdBokLmNocm9ub2xvZy52MS5SZWdpc3RlclBsdWdpblJlc3BvbnNlElIKC0xpc3RQbHVnaW5zEiAuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVxdWVzdBohLmNocm9ub2xvZy52MS5MaXN0UGx1Z2luc1Jlc3BvbnNlEkwKCUdldFBsdWdpbhIeLmNocm9ub2xvZy52MS5HZXRQbHVnaW5SZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A plugin manifest. The JSON form of this message (snake_case or camelCase
@@ -86,6 +86,16 @@ export type PluginManifest = Message<"chronolog.v1.PluginManifest"> & {
    * @generated from field: repeated chronolog.v1.SchedulePatch schedule_patches = 9;
    */
   schedulePatches: SchedulePatch[];
+
+  /**
+   * How long the log keeps this plugin's events (its event types and its
+   * collections' change events); the first rule whose `types` matches a type
+   * applies to it. The owner's config rules come before every plugin's.
+   * Empty: kept forever. See docs/retention.md.
+   *
+   * @generated from field: repeated chronolog.v1.RetentionRule retention = 40;
+   */
+  retention: RetentionRule[];
 };
 
 /**
@@ -94,6 +104,67 @@ export type PluginManifest = Message<"chronolog.v1.PluginManifest"> & {
  */
 export const PluginManifestSchema: GenMessage<PluginManifest> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 0);
+
+/**
+ * Which events of some types the log may remove, oldest first. Each limit set
+ * makes events candidates; a candidate still needed (a processor has not
+ * finished it, a pending timer, a running action call or a document refers to
+ * it, a kept event names it as its cause) stays until it is not.
+ *
+ * @generated from message chronolog.v1.RetentionRule
+ */
+export type RetentionRule = Message<"chronolog.v1.RetentionRule"> & {
+  /**
+   * The event types it covers: `*`, `prefix*` or an exact type.
+   *
+   * @generated from field: string types = 1;
+   */
+  types: string;
+
+  /**
+   * Events older than this many ms (by commit time) may be removed. 0: no age limit.
+   *
+   * @generated from field: uint64 max_age_ms = 2;
+   */
+  maxAgeMs: bigint;
+
+  /**
+   * Of each type, only the newest this many events are kept. 0: no count limit.
+   *
+   * @generated from field: uint64 max_count = 3;
+   */
+  maxCount: bigint;
+
+  /**
+   * Of each type, only the newest events taking at most this many bytes are
+   * kept (data and actor as stored JSON, id, type and cause). 0: no size limit.
+   *
+   * @generated from field: uint64 max_bytes = 4;
+   */
+  maxBytes: bigint;
+
+  /**
+   * Compaction: of the events with the same value at `key`, only the last is kept.
+   *
+   * @generated from field: chronolog.v1.RetentionKeep keep = 5;
+   */
+  keep: RetentionKeep;
+
+  /**
+   * With `keep: RETENTION_KEEP_LATEST_PER_KEY`: a dotted field path into the
+   * event's data, e.g. `_id` or `booking.id`. Events without it are not compacted.
+   *
+   * @generated from field: string key = 6;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message chronolog.v1.RetentionRule.
+ * Use `create(RetentionRuleSchema)` to create a new message.
+ */
+export const RetentionRuleSchema: GenMessage<RetentionRule> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 1);
 
 /**
  * Declares an event type.
@@ -131,7 +202,7 @@ export type EventTypeDeclaration = Message<"chronolog.v1.EventTypeDeclaration"> 
  * Use `create(EventTypeDeclarationSchema)` to create a new message.
  */
 export const EventTypeDeclarationSchema: GenMessage<EventTypeDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 1);
+  messageDesc(file_chronolog_v1_plugin, 2);
 
 /**
  * Declares a collection of documents.
@@ -187,7 +258,7 @@ export type CollectionDeclaration = Message<"chronolog.v1.CollectionDeclaration"
  * Use `create(CollectionDeclarationSchema)` to create a new message.
  */
 export const CollectionDeclarationSchema: GenMessage<CollectionDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 2);
+  messageDesc(file_chronolog_v1_plugin, 3);
 
 /**
  * Declares an action.
@@ -246,7 +317,7 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
  * Use `create(ActionDeclarationSchema)` to create a new message.
  */
 export const ActionDeclarationSchema: GenMessage<ActionDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 3);
+  messageDesc(file_chronolog_v1_plugin, 4);
 
 /**
  * Declares a processor.
@@ -322,7 +393,7 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
  * Use `create(ProcessorDeclarationSchema)` to create a new message.
  */
 export const ProcessorDeclarationSchema: GenMessage<ProcessorDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 4);
+  messageDesc(file_chronolog_v1_plugin, 5);
 
 /**
  * Where a new processor's cursor starts.
@@ -367,7 +438,7 @@ export type StartPosition = Message<"chronolog.v1.StartPosition"> & {
  * Use `create(StartPositionSchema)` to create a new message.
  */
 export const StartPositionSchema: GenMessage<StartPosition> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 5);
+  messageDesc(file_chronolog_v1_plugin, 6);
 
 /**
  * Declares a recurring timer.
@@ -458,7 +529,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
  * Use `create(ScheduleDeclarationSchema)` to create a new message.
  */
 export const ScheduleDeclarationSchema: GenMessage<ScheduleDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 6);
+  messageDesc(file_chronolog_v1_plugin, 7);
 
 /**
  * Changes a schedule declared by an earlier plugin.
@@ -528,7 +599,7 @@ export type SchedulePatch = Message<"chronolog.v1.SchedulePatch"> & {
  * Use `create(SchedulePatchSchema)` to create a new message.
  */
 export const SchedulePatchSchema: GenMessage<SchedulePatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 7);
+  messageDesc(file_chronolog_v1_plugin, 8);
 
 /**
  * Declares a pulse: a call every `cycle_seconds / intervals` seconds,
@@ -571,7 +642,7 @@ export type PulseDeclaration = Message<"chronolog.v1.PulseDeclaration"> & {
  * Use `create(PulseDeclarationSchema)` to create a new message.
  */
 export const PulseDeclarationSchema: GenMessage<PulseDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 8);
+  messageDesc(file_chronolog_v1_plugin, 9);
 
 /**
  * A registered plugin.
@@ -606,7 +677,7 @@ export type Plugin = Message<"chronolog.v1.Plugin"> & {
  * Use `create(PluginSchema)` to create a new message.
  */
 export const PluginSchema: GenMessage<Plugin> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 9);
+  messageDesc(file_chronolog_v1_plugin, 10);
 
 /**
  * Register a manifest.
@@ -627,7 +698,7 @@ export type RegisterPluginRequest = Message<"chronolog.v1.RegisterPluginRequest"
  * Use `create(RegisterPluginRequestSchema)` to create a new message.
  */
 export const RegisterPluginRequestSchema: GenMessage<RegisterPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 10);
+  messageDesc(file_chronolog_v1_plugin, 11);
 
 /**
  * The plugin after registration.
@@ -655,7 +726,7 @@ export type RegisterPluginResponse = Message<"chronolog.v1.RegisterPluginRespons
  * Use `create(RegisterPluginResponseSchema)` to create a new message.
  */
 export const RegisterPluginResponseSchema: GenMessage<RegisterPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 11);
+  messageDesc(file_chronolog_v1_plugin, 12);
 
 /**
  * List plugins.
@@ -670,7 +741,7 @@ export type ListPluginsRequest = Message<"chronolog.v1.ListPluginsRequest"> & {
  * Use `create(ListPluginsRequestSchema)` to create a new message.
  */
 export const ListPluginsRequestSchema: GenMessage<ListPluginsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 12);
+  messageDesc(file_chronolog_v1_plugin, 13);
 
 /**
  * All plugins, by name.
@@ -691,7 +762,7 @@ export type ListPluginsResponse = Message<"chronolog.v1.ListPluginsResponse"> & 
  * Use `create(ListPluginsResponseSchema)` to create a new message.
  */
 export const ListPluginsResponseSchema: GenMessage<ListPluginsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 13);
+  messageDesc(file_chronolog_v1_plugin, 14);
 
 /**
  * Get one plugin.
@@ -712,7 +783,7 @@ export type GetPluginRequest = Message<"chronolog.v1.GetPluginRequest"> & {
  * Use `create(GetPluginRequestSchema)` to create a new message.
  */
 export const GetPluginRequestSchema: GenMessage<GetPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 14);
+  messageDesc(file_chronolog_v1_plugin, 15);
 
 /**
  * The plugin.
@@ -733,7 +804,34 @@ export type GetPluginResponse = Message<"chronolog.v1.GetPluginResponse"> & {
  * Use `create(GetPluginResponseSchema)` to create a new message.
  */
 export const GetPluginResponseSchema: GenMessage<GetPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 15);
+  messageDesc(file_chronolog_v1_plugin, 16);
+
+/**
+ * What a retention rule keeps besides its limits.
+ *
+ * @generated from enum chronolog.v1.RetentionKeep
+ */
+export enum RetentionKeep {
+  /**
+   * Every event within the rule's limits.
+   *
+   * @generated from enum value: RETENTION_KEEP_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Only the last event of each key (the rule's `key`).
+   *
+   * @generated from enum value: RETENTION_KEEP_LATEST_PER_KEY = 1;
+   */
+  LATEST_PER_KEY = 1,
+}
+
+/**
+ * Describes the enum chronolog.v1.RetentionKeep.
+ */
+export const RetentionKeepSchema: GenEnum<RetentionKeep> = /*@__PURE__*/
+  enumDesc(file_chronolog_v1_plugin, 0);
 
 /**
  * Who makes a pulse's calls.
@@ -767,7 +865,7 @@ export enum PulseScope {
  * Describes the enum chronolog.v1.PulseScope.
  */
 export const PulseScopeSchema: GenEnum<PulseScope> = /*@__PURE__*/
-  enumDesc(file_chronolog_v1_plugin, 0);
+  enumDesc(file_chronolog_v1_plugin, 1);
 
 /**
  * Plugins declare the contract: event types, collections, actions,
