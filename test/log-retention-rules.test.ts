@@ -57,7 +57,12 @@ describe("retention rules", () => {
   });
 
   it("applies the config's first matching rule before the plugin's", () => {
-    const config = configRetentionRules({ rules: [{ types: "rooms.updated", max_count: 5 }, { types: "*", max_age_ms: 1 }] });
+    const config = configRetentionRules({
+      rules: [
+        { types: "rooms.updated", max_count: 5 },
+        { types: "*", max_age_ms: 1 },
+      ],
+    });
     const own = compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", max_count: 10 }] }, "test")).retention;
     expect(ruleFor("rooms.updated", config, own)?.maxCount).toBe(5);
     expect(ruleFor("rooms.created", config, own)?.maxAgeMs).toBe(1);

@@ -78,7 +78,8 @@ function ruleViolations(rule: Omit<RetentionRule, "source" | "latestPerKey">, ke
   const violations: FieldViolation[] = [];
   if (!typePattern.test(rule.types))
     violations.push({ field: `${at}.types`, description: "types must be *, a prefix ending in * (e.g. booking.*) or an event type" });
-  if (keep && !keyPath.test(key)) violations.push({ field: `${at}.key`, description: "keep latest_per_key needs key: a dotted path into the event's data, e.g. _id" });
+  if (keep && !keyPath.test(key))
+    violations.push({ field: `${at}.key`, description: "keep latest_per_key needs key: a dotted path into the event's data, e.g. _id" });
   if (!keep && key !== "") violations.push({ field: `${at}.key`, description: "key is only for keep latest_per_key" });
   if (!keep && rule.maxAgeMs === 0 && rule.maxCount === 0 && rule.maxBytes === 0)
     violations.push({ field: at, description: "a retention rule needs a limit (max_age_ms, max_count, max_bytes) or keep latest_per_key" });
