@@ -21,6 +21,7 @@ import { collectionReads } from "./rpc/collection-service.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
 import { listen, type ListenOptions } from "./rpc/listen.js";
 import { logReads } from "./rpc/log-service.js";
+import { logRemovalStatements } from "./store/log-removal.js";
 import { pluginReads } from "./rpc/plugin-service.js";
 import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type StandbyServing } from "./rpc/standby.js";
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
@@ -193,7 +194,13 @@ class StandbyView {
       const cursors = cursorStatements(db);
       this.plugins = new PluginRegistry(db);
       const plugins = this.plugins;
-      const log = logReads({ events: eventReads(db, this.events), head, watchers });
+      const removal = logRemovalStatements(db);
+      const log = logReads({
+        events: eventReads(db, this.events),
+        head,
+        watchers,
+        logStart: { firstSeq: () => removal.firstSeq(), removedSeq: (id) => removal.removedSeq(id) },
+      });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.
       const durable = (req: { collection: string }) => {

@@ -75,6 +75,30 @@ export async function readPage(events: Pick<EventReads, "readWithin">, query: Lo
   return { events: found, scannedTo, atHead: false };
 }
 
+/** Where the log starts, as reads report it: its first seq, and the seqs of removed events (log/retention.ts). */
+export interface LogStart {
+  /** The lowest seq in the log (0: empty). */
+  firstSeq(): Promise<number>;
+  /** The seq an event retention removed had, or undefined when no event with this id was removed. */
+  removedSeq(id: string): Promise<number | undefined>;
+}
+
+/**
+ * Where a read after `afterSeq` starts when the log starts at `firstSeq`: `afterSeq` itself when
+ * nothing it would read was removed before the log's start (0 always reads from the start);
+ * `firstSeq - 1` when `fromFirstSeq`; else OUT_OF_RANGE (`before_log_start`) naming the first seq.
+ */
+export function readStart(afterSeq: number, firstSeq: number, fromFirstSeq: boolean, field: string): number {
+  if (afterSeq === 0 || afterSeq >= firstSeq - 1) return afterSeq;
+  if (fromFirstSeq) return firstSeq - 1;
+  fail(
+    "before_log_start",
+    `${field} ${afterSeq} is before the log's start: retention removed the events up to seq ${firstSeq - 1} (the log starts at ${firstSeq}); read from 0 or from_first_seq to start there`,
+    [{ field, description: `at least ${firstSeq - 1}, or 0` }],
+    { first_seq: String(firstSeq) },
+  );
+}
+
 /** Encodes a scan position as a page token. */
 export function pageToken(scannedTo: number): string {
   return Buffer.from(`seq:${scannedTo}`).toString("base64url");

@@ -5,7 +5,7 @@ import { fail } from "../errors.js";
 import type { Emitter, EmitResult } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
-import { pageToken, parsePageToken, readPage } from "../log/read.js";
+import { pageToken, parsePageToken, readPage, readStart, type LogStart } from "../log/read.js";
 import { watchLog } from "../log/watch.js";
 import type { EventReads, EventRecord } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
@@ -24,6 +24,8 @@ export interface LogReadDeps {
   head: HeadSignal;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
   watchers?: { inc(): void; dec(): void };
+  /** Where the log starts (retention removes old events); absent: it never lost any. */
+  logStart?: LogStart;
 }
 
 /** What the LogService handlers need. */
@@ -43,7 +45,9 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
   return {
     async readLog(req, ctx) {
       const where = compileFilter(objectFromProto(req.where), "where");
-      const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
+      const firstSeq = (await deps.logStart?.firstSeq()) ?? 0;
+      const from = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
+      const afterSeq = readStart(from, firstSeq, req.fromFirstSeq, req.pageToken ? "page_token" : "after_seq");
       const principal = principalOf(ctx);
       const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
       const page = await readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000), deps.head.head);
@@ -51,23 +55,30 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
         events: page.events.map((e) => eventToProto(e)),
         nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
         headSeq: BigInt(deps.head.head),
+        firstSeq: BigInt(firstSeq),
       };
     },
     async getEvent(req, ctx) {
       const event = await deps.events.findById(req.id);
+      if (!event) {
+        const removed = await deps.logStart?.removedSeq(req.id);
+        if (removed !== undefined)
+          fail("event_removed", `event ${JSON.stringify(req.id)} (seq ${removed}) was removed from the log by retention`, [], { seq: String(removed) });
+      }
       if (!event || !canRead(principalOf(ctx), event)) fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
       return { event: eventToProto(event) };
     },
     async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
       const where = compileFilter(objectFromProto(req.where), "where");
       const principal = principalOf(ctx);
-      const query = { afterSeq: seqFromProto(req.afterSeq, "after_seq"), types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
+      const afterSeq = readStart(seqFromProto(req.afterSeq, "after_seq"), (await deps.logStart?.firstSeq()) ?? 0, req.fromFirstSeq, "after_seq");
+      const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
       deps.watchers?.inc();
       try {
         for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {
           yield "event" in item
             ? { message: { case: "event", value: eventToProto(item.event, req.dataJson) } }
-            : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
+            : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp), firstSeq: BigInt((await deps.logStart?.firstSeq()) ?? 0) } } };
         }
         // The watch only ends when the call does: its deadline passed (DEADLINE_EXCEEDED, so a client can tell it from a normal end),
         // the owner is stopping (UNAVAILABLE, which clients retry) or the client went (see rpc/stream-release.ts).

@@ -150,7 +150,8 @@ const TEMP_DB = 1;
 /**
  * Refuses the statement when the program SQLite compiles for it (trigger
  * programs it would fire included: EXPLAIN lists them) would write the log's
- * b-trees (the `events` table and its indexes, by their root pages in
+ * b-trees (the `events` table and its indexes, and retention's guard and
+ * tombstones, `log_retention` and `removed_events`, by their root pages in
  * `sqlite_schema`), create or drop a trigger, create a temporary object,
  * attach or detach a file, vacuum, change the journal mode, or begin, commit
  * or roll back a transaction. A statement SQLite cannot compile fails with its
@@ -168,7 +169,9 @@ function refuseByProgram(db: Db, sql: string, params: unknown[]): void {
   const roots = new Set(
     (
       db
-        .prepare("SELECT rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND tbl_name = 'events' COLLATE NOCASE AND rootpage > 0")
+        .prepare(
+          "SELECT rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND tbl_name IN ('events', 'log_retention', 'removed_events') COLLATE NOCASE AND rootpage > 0",
+        )
         .pluck()
         .all() as number[]
     ).map(Number),
