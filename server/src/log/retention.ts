@@ -12,8 +12,8 @@ import { keyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 export const defaultRetentionIntervalMs = 60_000;
 /** Default most events one removal batch (one committer unit) takes. */
 export const defaultRetentionBatchEvents = 500;
-/** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
-const reclaimPagesPerBatch = 1_000;
+/** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each): a few times what a batch frees, so the file keeps up, in a step of a few ms. */
+const reclaimPagesPerBatch = 128;
 
 /** What a {@link LogRetention} needs. */
 export interface LogRetentionOptions {
@@ -45,9 +45,11 @@ export interface RetentionPass {
   removedBytes: number;
   /** Events a rule wanted removed but that stay, by holder (`processor:<name>`, `failed_delivery:<name>`, `timer`, `action_call`, `document`, `cause`). */
   held: Record<string, number>;
-  /** Removal batches committed, and the longest one's commit (ms, its wait in the committer's queue included). */
+  /** Removal batches committed, and the longest one's commit (ms, its wait in the committer's queue and the sync included). */
   batches: number;
   longestBatchMs: number;
+  /** The longest time a batch's unit held the committer (its removal and vacuum step), ms: what other commits waited for it. */
+  longestUnitMs: number;
   /** False when a batch failed or the owner stopped mid-way (the next pass goes on). */
   complete: boolean;
 }
@@ -127,7 +129,7 @@ export class LogRetention {
   private async pass(): Promise<void> {
     const { stats, statements, clock, logger, holds, maxBytes } = this.options;
     await stats.ready;
-    const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, complete: false };
+    const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
     const reasons = new Map<string, { reason: string; types: Set<string> }>();
     try {
       const snapshot = new HoldSnapshot(holds, statements, (collection) =>
@@ -253,11 +255,13 @@ export class LogRetention {
       const bytes = going.reduce((sum, e) => sum + e.bytes, 0);
       const started = performance.now();
       await committer.submit(() => {
+        const unitStarted = performance.now();
         statements.remove(
           going.map((e) => e.seq),
           bytes,
         );
         statements.reclaim(reclaimPagesPerBatch);
+        result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
       });
       this.options.onRemoved?.(going[going.length - 1].seq);
       result.longestBatchMs = Math.max(result.longestBatchMs, performance.now() - started);
@@ -285,6 +289,7 @@ export class LogRetention {
       removedBytes: result.removedBytes,
       batches: result.batches,
       longestBatchMs: Math.round(result.longestBatchMs),
+      longestUnitMs: Math.round(result.longestUnitMs * 10) / 10,
       firstSeq: stats.firstSeq,
     };
     if (result.removedEvents > 0) logger.info(details, `log retention removed ${result.removedEvents} events; the log starts at seq ${stats.firstSeq}`);

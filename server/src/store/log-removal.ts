@@ -161,7 +161,8 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     reclaim(pages) {
       if (!incremental) return 0;
       const free = Number((db.prepare("PRAGMA freelist_count").get() as { freelist_count: number }).freelist_count);
-      if (free > 0) db.prepare(`PRAGMA incremental_vacuum(${Math.max(1, Math.floor(pages))})`).run();
+      // better-sqlite3's pragma() steps the statement to its end (each step frees a page); run() would free one.
+      if (free > 0) (db as unknown as { pragma(sql: string): unknown }).pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
       return free;
     },
   };
