@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { createClient } from "../sdk/ts/src/client.js";
-import { onPostgres, queryStore, spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import Database from "better-sqlite3";
+import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
+import { onPostgres, queryStore, spawnOwner, tempDir, testDatabase, type OwnerProcess } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const owners: OwnerProcess[] = [];
@@ -89,6 +91,8 @@ describe("log retention under kill -9", () => {
     owner.child.kill("SIGTERM");
     await owner.exited;
     expectConsistent(dataDir, head);
+    // An ad-hoc DELETE is still refused: retention's guarded removal is the one way out.
+    expect(() => adHocDelete(dataDir)).toThrow(/the log is immutable/);
     // 4. SQLite returned the freed pages to the disk: the file is a fraction of what it was.
     if (!onPostgres) {
       const size = statSync(dbFile).size;
@@ -97,3 +101,22 @@ describe("log retention under kill -9", () => {
     }
   });
 });
+
+/** Deletes the log's first event on a connection of its own, as an operator's shell would. */
+function adHocDelete(dataDir: string): void {
+  if (onPostgres) {
+    const client = connectNative(testDatabase(dataDir), "chronolog tests");
+    try {
+      client.querySync("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events)", []);
+    } finally {
+      endNative(client);
+    }
+    return;
+  }
+  const db = new Database(join(dataDir, "chronolog.db"));
+  try {
+    db.prepare("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events)").run();
+  } finally {
+    db.close();
+  }
+}

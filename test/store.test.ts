@@ -304,7 +304,8 @@ describe("where timer rows are stored", () => {
     const dataDir = folder();
     const first = open(dataDir);
     first.db.exec(`DROP INDEX timers_unscheduled; CREATE INDEX timers_unscheduled ON timers (kind);
-      DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); ALTER TABLE documents DROP COLUMN space; PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
+      DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); ALTER TABLE documents DROP COLUMN space;
+      DROP TABLE log_retention; DROP TABLE removed_events; DROP INDEX events_by_cause; PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
     await first.close();
     const store = open(dataDir);
     expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);
