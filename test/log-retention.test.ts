@@ -168,7 +168,8 @@ describe("log retention", () => {
   });
 
   it("keeps the log under its log-wide max_bytes, oldest first, whatever the rules", async () => {
-    const { client, pass } = await start({ max_bytes: 2_000 });
+    const plugin = { ...notes, processors: { pins: { on: ["note.pinned"] } } };
+    const { client, pass } = await start({ max_bytes: 2_000 }, plugin);
     for (let i = 0; i < 30; i++) await client.emit("note.added", { text: "x".repeat(100), i });
     const result = await pass();
     expect(result.removedEvents).toBeGreaterThan(10);
@@ -177,6 +178,13 @@ describe("log retention", () => {
     expect(bytes).toBeLessThanOrEqual(2_000);
     expect(page.events.at(-1)?.data).toMatchObject({ i: 29 });
     expect(Number(page.firstSeq)).toBe(Number(page.events[0].seq));
+    // A processor's cursor cannot be moved before the log's start (0 replays from it).
+    await expectConnectError(
+      client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 1n } }),
+      Code.OutOfRange,
+      /before the log's start/,
+    );
+    await client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 0n } });
   });
 
   it("keeps what a processor behind has not finished and the causes of kept events; lets them go once finished", async () => {
