@@ -300,7 +300,7 @@ type isMoveCursorRequest_To interface {
 type MoveCursorRequest_AckFloor struct {
 	// Every event at or below this seq counts as finished. Below the log's
 	// start (retention removed the events before ReadLogResponse.first_seq),
-	// OUT_OF_RANGE (reason `before_log_start`); 0 replays from the start.
+	// OUT_OF_RANGE (reason `BEFORE_LOG_START`); 0 replays from the start.
 	AckFloor uint64 `protobuf:"varint,2,opt,name=ack_floor,json=ackFloor,proto3,oneof"`
 }
 

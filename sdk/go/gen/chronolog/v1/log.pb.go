@@ -272,7 +272,7 @@ type ReadLogRequest struct {
 	// Read events with seq greater than this (0: from the start, wherever the
 	// log now starts). Retention rules remove old events (docs/retention.md):
 	// an `after_seq` below `first_seq - 1` is OUT_OF_RANGE (reason
-	// `before_log_start`, metadata `first_seq`): events the reader has not read
+	// `BEFORE_LOG_START`, metadata `first_seq`): events the reader has not read
 	// were removed. Unless `from_first_seq` says to start there.
 	AfterSeq uint64 `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
 	// Maximum events to return (default 100, at most 1000). A page also stops before an event

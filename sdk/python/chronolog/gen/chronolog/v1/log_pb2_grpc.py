@@ -98,7 +98,7 @@ class LogServiceServicer:
 
     def GetEvent(self, request, context):
         """Returns one event by id. NOT_FOUND when absent; for an event retention
-        removed, NOT_FOUND with reason `event_removed` (metadata `seq`).
+        removed, NOT_FOUND with reason `EVENT_REMOVED` (metadata `seq`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

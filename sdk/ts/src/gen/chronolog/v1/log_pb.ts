@@ -158,7 +158,7 @@ export type ReadLogRequest = Message<"chronolog.v1.ReadLogRequest"> & {
    * Read events with seq greater than this (0: from the start, wherever the
    * log now starts). Retention rules remove old events (docs/retention.md):
    * an `after_seq` below `first_seq - 1` is OUT_OF_RANGE (reason
-   * `before_log_start`, metadata `first_seq`): events the reader has not read
+   * `BEFORE_LOG_START`, metadata `first_seq`): events the reader has not read
    * were removed. Unless `from_first_seq` says to start there.
    *
    * @generated from field: uint64 after_seq = 1;
@@ -703,7 +703,7 @@ export const LogService: GenService<{
   },
   /**
    * Returns one event by id. NOT_FOUND when absent; for an event retention
-   * removed, NOT_FOUND with reason `event_removed` (metadata `seq`).
+   * removed, NOT_FOUND with reason `EVENT_REMOVED` (metadata `seq`).
    *
    * @generated from rpc chronolog.v1.LogService.GetEvent
    */
