@@ -234,9 +234,7 @@ function refuseByProgram(db: Db, sql: string, params: unknown[]): void {
 function guardedSchema(db: Db): { log: string; temp: string; main: string } {
   const rows = (sql: string) => JSON.stringify(db.prepare(sql).raw().all());
   return {
-    log: rows(
-      "SELECT type, name, tbl_name, sql FROM main.sqlite_schema WHERE tbl_name = 'events' COLLATE NOCASE OR type = 'trigger' ORDER BY type, name",
-    ),
+    log: rows("SELECT type, name, tbl_name, sql FROM main.sqlite_schema WHERE tbl_name = 'events' COLLATE NOCASE OR type = 'trigger' ORDER BY type, name"),
     temp: rows("SELECT type, name, tbl_name, rootpage, sql FROM temp.sqlite_schema ORDER BY type, name"),
     main: JSON.stringify(
       (db.prepare("SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name").raw().all() as string[][]).filter((r) =>
