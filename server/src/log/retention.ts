@@ -132,18 +132,21 @@ export class LogRetention {
     const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
     const reasons = new Map<string, { reason: string; types: Set<string> }>();
     try {
+      const now = clock.now();
+      const rules = this.rulesByType();
+      if (rules.size === 0 && (maxBytes === 0 || stats.bytes <= maxBytes)) throw nothingToDo;
       const snapshot = new HoldSnapshot(holds, statements, (collection) =>
         this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["_id"]).update(),
       );
-      const now = clock.now();
-      for (const [rule, types] of this.rulesByType()) {
+      for (const [rule, types] of rules) {
         const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
         for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
       }
       if (maxBytes > 0 && stats.bytes > maxBytes) await this.passLogWide(snapshot, result, reasons);
       result.complete = true;
     } catch (e) {
-      if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
+      if (e === nothingToDo) result.complete = true;
+      else if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
     }
     this.report(result, reasons);
     for (const listener of this.listeners) listener(result);
@@ -231,7 +234,7 @@ export class LogRetention {
     }
   }
 
-  /** Weighs `candidates` against the holds and removes the rest in one committer unit. */
+  /** Weighs `candidates` against the holds and removes the rest in one committer unit; then gives everything else a turn (also after a batch without candidates: a scan never runs on without yielding). */
   private async removeBatch(
     candidates: ScannedEvent[],
     snapshot: HoldSnapshot,
@@ -239,10 +242,20 @@ export class LogRetention {
     reasons: Map<string, { reason: string; types: Set<string> }>,
   ): Promise<void> {
     if (this.stopped) throw stopping;
-    const { committer, statements, stats } = this.options;
+    const { committer } = this.options;
     // The log's last event always stays: the head seq is read from it at start.
     const weighed = candidates.filter((e) => e.seq < committer.head);
-    if (weighed.length === 0) return;
+    if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
+    await new Promise((resolve) => setImmediate(resolve)); // a turn for everything else between batches
+  }
+
+  private async remove(
+    weighed: ScannedEvent[],
+    snapshot: HoldSnapshot,
+    result: RetentionPass,
+    reasons: Map<string, { reason: string; types: Set<string> }>,
+  ): Promise<void> {
+    const { committer, statements, stats } = this.options;
     const holds = await snapshot.check(weighed);
     for (const [seq, hold] of holds) {
       result.held[hold.holder] = (result.held[hold.holder] ?? 0) + 1;
@@ -277,7 +290,6 @@ export class LogRetention {
       }
       stats.removed(byType, await statements.firstSeq());
     }
-    await new Promise((resolve) => setImmediate(resolve)); // a turn for everything else between batches
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
@@ -314,6 +326,8 @@ export class LogRetention {
 
 /** Thrown inside a pass when the owner stops: ends it quietly. */
 const stopping = Symbol("stopping");
+/** Thrown at a pass's start when no rule covers a type in the log and the log is within its size: nothing is read. */
+const nothingToDo = Symbol("nothing to do");
 
 /** Registers `chronolog_log_retention_held_events{holder}`: events the last pass wanted removed but kept, by what holds them. */
 export function logRetentionMetrics(registry: Registry, retention: LogRetention): void {
