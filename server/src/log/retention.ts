@@ -11,9 +11,11 @@ import { keyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 /** Default time between two passes: one minute, in ms. */
 export const defaultRetentionIntervalMs = 60_000;
 /** Default most events one removal batch (one committer unit) takes. */
-export const defaultRetentionBatchEvents = 500;
-/** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each): a few times what a batch frees, so the file keeps up, in a step of a few ms. */
-const reclaimPagesPerBatch = 128;
+export const defaultRetentionBatchEvents = 100;
+/** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
+const maxReclaimPages = 128;
+/** Longest pause between two removal batches, ms. */
+const maxPauseMs = 1_000;
 
 /** What a {@link LogRetention} needs. */
 export interface LogRetentionOptions {
@@ -82,6 +84,8 @@ export class LogRetention {
   private stopped = false;
   private warned = false;
   private lastHeld = "{}";
+  /** How long the last removal's commit took, ms: the pause before the next batch. */
+  private lastCommitMs = 0;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
   held: Record<string, number> = {};
 
@@ -246,7 +250,11 @@ export class LogRetention {
     // The log's last event always stays: the head seq is read from it at start.
     const weighed = candidates.filter((e) => e.seq < committer.head);
     if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
-    await new Promise((resolve) => setImmediate(resolve)); // a turn for everything else between batches
+    // A turn for everything else; after a removal, a pause as long as its commit took: removal
+    // takes at most about half of the committer's time and of the disk's writes.
+    const pause = this.lastCommitMs;
+    this.lastCommitMs = 0;
+    await new Promise((resolve) => (pause > 0 ? setTimeout(resolve, Math.min(pause, maxPauseMs)) : setImmediate(resolve)));
   }
 
   private async remove(
@@ -273,11 +281,12 @@ export class LogRetention {
           going.map((e) => e.seq),
           bytes,
         );
-        statements.reclaim(reclaimPagesPerBatch);
+        statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
         result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
       });
       this.options.onRemoved?.(going[going.length - 1].seq);
-      result.longestBatchMs = Math.max(result.longestBatchMs, performance.now() - started);
+      this.lastCommitMs = performance.now() - started;
+      result.longestBatchMs = Math.max(result.longestBatchMs, this.lastCommitMs);
       result.batches++;
       result.removedEvents += going.length;
       result.removedBytes += bytes;
