@@ -98,6 +98,31 @@ describe("log retention", () => {
     expect(metrics).toMatch(/^chronolog_log_removed_events_total 5$/m);
   });
 
+  it("ends a watch that retention overtook with OUT_OF_RANGE, or goes on from the log's start when asked", async () => {
+    const { client, pass } = await start({ rules: [{ types: "note.added", max_count: 10 }] });
+    for (let from = 0; from < 600; from += 100)
+      await client.emitBatch(Array.from({ length: 100 }, (_, i) => ({ type: "note.added", data: { i: from + i, text: "x".repeat(2_000) } })));
+    // Both watches hold the first of their pages (256 events) while the transport's window holds them back.
+    const overtaken = client.log.watch({})[Symbol.asyncIterator]();
+    const skipping = client.log.watch({ fromFirstSeq: true })[Symbol.asyncIterator]();
+    expect(((await overtaken.next()).value as { message: { value: { seq: bigint } } }).message.value.seq).toBe(1n);
+    expect(((await skipping.next()).value as { message: { value: { seq: bigint } } }).message.value.seq).toBe(1n);
+    expect((await pass()).removedEvents).toBe(590);
+    const seqsUntilEnd = async (watch: AsyncIterator<{ message: { case?: string; value?: unknown } }>) => {
+      const seqs: bigint[] = [];
+      for (;;) {
+        const { value } = await watch.next();
+        if (value.message.case === "caughtUp") return seqs;
+        seqs.push((value.message.value as { seq: bigint }).seq);
+      }
+    };
+    await expectConnectError(seqsUntilEnd(overtaken), Code.OutOfRange, /before the log's start/);
+    const after = await seqsUntilEnd(skipping);
+    expect(after.slice(-10)).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(591 + i)));
+    expect(after.some((seq) => seq > 256n && seq < 591n)).toBe(false); // nothing removed was sent after the removal
+    await skipping.return?.(undefined);
+  });
+
   it("keeps an event whose delivery failed", async () => {
     const plugin: PluginDefinition = {
       name: "notes",

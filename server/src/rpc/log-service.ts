@@ -75,7 +75,8 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
       deps.watchers?.inc();
       try {
-        for await (const item of watchLog(deps.events, deps.head, query, ctx.signal)) {
+        const start = deps.logStart && { firstSeq: () => deps.logStart!.firstSeq(), fromFirstSeq: req.fromFirstSeq };
+        for await (const item of watchLog(deps.events, deps.head, query, ctx.signal, start)) {
           yield "event" in item
             ? { message: { case: "event", value: eventToProto(item.event, req.dataJson) } }
             : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp), firstSeq: BigInt((await deps.logStart?.firstSeq()) ?? 0) } } };
