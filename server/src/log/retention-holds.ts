@@ -32,21 +32,19 @@ export function changeOf(type: string, collections: Set<string>): { collection: 
 }
 
 /**
- * The holders of one pass, read when it starts: processors' cursors and failed deliveries, and
- * collections. {@link check} tells which of a batch of candidates must stay and why.
+ * The holders of one pass: failed deliveries and collections read when it starts, processors'
+ * cursors at each batch. {@link check} tells which of a batch of candidates must stay and why.
  */
 export class HoldSnapshot {
-  private readonly processors: ProcessorHold[];
   private readonly failed = new Map<number, string>();
   readonly collections: Set<string>;
 
   constructor(
-    sources: HoldSources,
+    private readonly sources: HoldSources,
     private readonly statements: LogRemovalStatements,
     /** The latest seq of each document's change events, by collection and `_id` (JSON), as far as scanned. */
     private readonly latestChange: (collection: string) => Promise<Map<string, number>>,
   ) {
-    this.processors = sources.processors();
     for (const { processor, seq } of sources.failed()) if (!this.failed.has(seq)) this.failed.set(seq, processor);
     this.collections = new Set(sources.collections());
   }
@@ -59,11 +57,12 @@ export class HoldSnapshot {
    */
   async check(candidates: ScannedEvent[]): Promise<Map<number, Hold>> {
     const holds = new Map<number, Hold>();
+    const processors = this.sources.processors(); // read for each batch: a cursor moved back counts at once
     const timers = new Map<number, string>();
     const calls = new Map<number, string>();
     const documents = new Map<string, { seq: number; id: string; key: string }[]>();
     for (const e of candidates) {
-      const hold = this.ownHold(e);
+      const hold = this.ownHold(e, processors);
       if (hold) {
         holds.set(e.seq, hold);
         continue;
@@ -111,8 +110,8 @@ export class HoldSnapshot {
   }
 
   /** A hold read from the snapshot alone: processors and failed deliveries. */
-  private ownHold(e: ScannedEvent): Hold | undefined {
-    for (const p of this.processors)
+  private ownHold(e: ScannedEvent, processors: ProcessorHold[]): Hold | undefined {
+    for (const p of processors)
       if (e.seq > p.floor && (p.on === null || p.on.has(e.type)))
         return { holder: `processor:${p.name}`, reason: `processor ${p.name} has not finished it (its cursor is at ${p.floor})` };
     const failed = this.failed.get(e.seq);
