@@ -58,6 +58,7 @@ const tables: { name: string; columns: string[] }[] = [
       "origin",
     ],
   },
+  { name: "removed_events", columns: ["id", "seq"] },
 ];
 
 /** Rows held in memory before they are sent. */
@@ -95,6 +96,15 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
       send();
       copied[name] = count;
     }
+    // What retention removed so far (the row both migrations made).
+    const removed = sqlite.prepare("SELECT removed_events, removed_bytes FROM log_retention WHERE id = 1").get() as {
+      removed_events: number;
+      removed_bytes: number;
+    };
+    pg.querySync("UPDATE log_retention SET removed_events = $1, removed_bytes = $2 WHERE id = 1", [
+      String(removed.removed_events),
+      String(removed.removed_bytes),
+    ]);
     pg.querySync("COMMIT");
   } catch (e) {
     pg.querySync("ROLLBACK");
