@@ -362,6 +362,7 @@ async function serve(
     logger,
     configRules: configRetentionRules(retentionConfig),
     ownRules: (type) => registry.retentionRules(type),
+    pluginRules: () => registry.list().some((p) => p.compiled.retention.length > 0),
     holds: {
       processors: () => processors.list().map((p) => ({ name: p.spec.name, on: p.spec.on, floor: p.floor })),
       failed: () => cursors.failed(),
@@ -373,6 +374,7 @@ async function serve(
     intervalMs: retentionConfig?.interval_ms ?? defaultRetentionIntervalMs,
     batchEvents: retentionConfig?.batch_events ?? defaultRetentionBatchEvents,
   });
+  registry.onChange(() => logRetention.sync());
   logStatsMetrics(metrics.registry, logStats);
   logRetentionMetrics(metrics.registry, logRetention);
   if (leadership) leadership.registerMetrics(metrics.registry);

@@ -30,6 +30,8 @@ export interface LogRetentionOptions {
   configRules: RetentionRule[];
   /** The rules of the plugin that declares `type` (its event types and its collections' change types). */
   ownRules: (type: string) => RetentionRule[];
+  /** Whether any plugin declares retention rules. */
+  pluginRules: () => boolean;
   holds: HoldSources;
   /** Told the highest seq of each batch removed (the log's in-memory tail forgets through it). */
   onRemoved?: (throughSeq: number) => void;
@@ -61,7 +63,8 @@ export interface RetentionPass {
  * small batches off the hot path, and never one still needed (retention-holds.ts).
  *
  * States:
- * - **off**: no rule and no log-wide limit; nothing armed.
+ * - **off**: no rule (the config's or a plugin's) and no log-wide limit; nothing armed. The
+ *   first rule (a plugin registered with one) arms it ({@link sync}).
  * - **armed**: one timer on the owner's TimerHost, `intervalMs` after the last pass began (a
  *   pass runs at `start`, once the log's statistics are counted).
  * - **passing**: per rule, per type, oldest first: a batch of at most `batchEvents` events is
@@ -84,6 +87,8 @@ export class LogRetention {
   private stopped = false;
   private warned = false;
   private lastHeld = "{}";
+  private started = false;
+  private armed = false;
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
@@ -98,7 +103,15 @@ export class LogRetention {
 
   /** Arms the pass timer and starts a pass (not awaited). */
   start(): void {
-    const { logger, intervalMs, batchEvents, configRules, maxBytes } = this.options;
+    this.started = true;
+    this.sync();
+  }
+
+  /** Arms the passes once a rule exists (the config's, a log-wide limit, or a plugin's: call it when plugins change). Nothing before {@link start}. */
+  sync(): void {
+    const { logger, intervalMs, batchEvents, configRules, maxBytes, pluginRules } = this.options;
+    if (!this.started || this.armed || this.stopped || (configRules.length === 0 && maxBytes === 0 && !pluginRules())) return;
+    this.armed = true;
     logger.info({ intervalMs, batchEvents, rules: configRules.length, maxBytes }, "log retention: events its rules let go are removed in the background");
     this.tick();
   }
