@@ -43,11 +43,13 @@ function expectConsistent(dataDir: string, head: number): { inLog: number; remov
     dataDir,
     `SELECT (SELECT COUNT(*) FROM events) AS in_log, (SELECT COUNT(*) FROM removed_events) AS removed,
             (SELECT COUNT(*) FROM events e JOIN removed_events r ON r.seq = e.seq) AS both_,
-            (SELECT removed_events FROM log_retention) AS counted, (SELECT MAX(seq) FROM events) AS head`,
+            (SELECT removed_events FROM log_retention) AS counted, (SELECT kept_ids FROM log_retention) AS kept,
+            (SELECT MAX(seq) FROM events) AS head`,
   );
   expect(Number(row.in_log) + Number(row.removed)).toBe(head);
   expect(Number(row.both_)).toBe(0);
   expect(Number(row.counted)).toBe(Number(row.removed));
+  expect(Number(row.kept)).toBe(Number(row.removed)); // fewer than removed_ids_kept: every removed id kept
   expect(Number(row.head)).toBe(head);
   return { inLog: Number(row.in_log), removed: Number(row.removed) };
 }

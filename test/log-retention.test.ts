@@ -98,6 +98,16 @@ describe("log retention", () => {
     expect(metrics).toMatch(/^chronolog_log_removed_events_total 5$/m);
   });
 
+  it("keeps the ids of the newest removed events only, as many as removed_ids_kept", async () => {
+    const { client, pass } = await start({ rules: [{ types: "note.*", max_count: 3 }], removed_ids_kept: 2 });
+    const emitted = [];
+    for (let i = 0; i < 8; i++) emitted.push(await client.emit("note.added", { i }));
+    await client.emit("note.pinned", {});
+    expect((await pass()).removedEvents).toBe(5);
+    for (const e of emitted.slice(3, 5)) await expectConnectError(client.log.getEvent({ id: e.event!.id }), Code.NotFound, /removed from the log by retention/);
+    for (const e of emitted.slice(0, 3)) await expectConnectError(client.log.getEvent({ id: e.event!.id }), Code.NotFound, /no event with id/);
+  });
+
   it("ends a watch that retention overtook with OUT_OF_RANGE, or goes on from the log's start when asked", async () => {
     const { client, pass } = await start({ rules: [{ types: "note.added", max_count: 10 }] });
     for (let from = 0; from < 600; from += 100)

@@ -50,7 +50,7 @@ import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type Latenes
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
 import { logRemovalStatements } from "./store/log-removal.js";
 import { LogStats, logStatsMetrics } from "./log/log-stats.js";
-import { defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention, logRetentionMetrics } from "./log/retention.js";
+import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention, logRetentionMetrics } from "./log/retention.js";
 import { configRetentionRules } from "./log/retention-rules.js";
 import { Stages } from "./stages.js";
 
@@ -373,6 +373,7 @@ async function serve(
     warnBytes: retentionConfig?.warn_bytes ?? Math.floor((retentionConfig?.max_bytes ?? 0) * 0.8),
     intervalMs: retentionConfig?.interval_ms ?? defaultRetentionIntervalMs,
     batchEvents: retentionConfig?.batch_events ?? defaultRetentionBatchEvents,
+    removedIdsKept: retentionConfig?.removed_ids_kept ?? defaultRemovedIdsKept,
   });
   registry.onChange(() => logRetention.sync());
   logStatsMetrics(metrics.registry, logStats);

@@ -26,8 +26,10 @@ export interface RetentionConfig {
   warn_bytes?: number;
   /** Time between two retention passes, ms (default 60,000). */
   interval_ms?: number;
-  /** Events one removal batch takes at most (default 500). */
+  /** Events one removal batch takes at most (default 100). */
   batch_events?: number;
+  /** Ids (and seqs) of removed events kept for GetEvent's answer, the newest (default 1,000,000; 0: none). */
+  removed_ids_kept?: number;
 }
 
 /** One rule in the owner's config. */
@@ -67,6 +69,7 @@ export const retentionConfigSchema = {
     warn_bytes: limit,
     interval_ms: { type: "integer", minimum: 100, maximum: 86_400_000 },
     batch_events: { type: "integer", minimum: 1, maximum: 100_000 },
+    removed_ids_kept: limit,
   },
 };
 

@@ -12,6 +12,8 @@ import { keyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 export const defaultRetentionIntervalMs = 60_000;
 /** Default most events one removal batch (one committer unit) takes. */
 export const defaultRetentionBatchEvents = 100;
+/** Default number of removed events' ids kept for GetEvent's answer (about 60 MB of them). */
+export const defaultRemovedIdsKept = 1_000_000;
 /** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
 const maxReclaimPages = 128;
 /** Longest pause between two removal batches, ms. */
@@ -41,6 +43,8 @@ export interface LogRetentionOptions {
   warnBytes: number;
   intervalMs: number;
   batchEvents: number;
+  /** Ids of removed events kept for GetEvent's answer, the newest (0: none). */
+  removedIdsKept: number;
 }
 
 /** What one pass did: tests and the log read it. */
@@ -293,6 +297,7 @@ export class LogRetention {
         statements.remove(
           going.map((e) => e.seq),
           bytes,
+          this.options.removedIdsKept,
         );
         statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
         result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);

@@ -48,9 +48,11 @@ export interface LogRemovalStatements {
   removedTotals(): { events: number; bytes: number };
   /**
    * Inside a committer unit: removes the events with these seqs through the guarded path (the
-   * database refuses any other DELETE), keeps their ids and seqs, and counts them.
+   * database refuses any other DELETE), keeps their ids and seqs, and counts them. Of the ids
+   * kept, the oldest past `keepIds` are forgotten (at most ten times as many as removed here plus
+   * 1,000 per call: a lowered limit is reached over a few batches).
    */
-  remove(seqs: number[], removedBytes: number): void;
+  remove(seqs: number[], removedBytes: number, keepIds: number): void;
   /** Inside a committer unit: returns up to `pages` free pages to the disk (SQLite with incremental vacuum; elsewhere nothing). Returns how many were free before. */
   reclaim(pages: number): number;
 }
@@ -81,9 +83,11 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     bytes: Number(row.bytes),
     data: row.data as string,
   });
-  const insertRemoved = db.prepare(`INSERT INTO removed_events (id, seq) SELECT id, seq FROM events WHERE seq IN ${seqList}`);
+  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id) SELECT seq, id FROM events WHERE seq IN ${seqList}`);
+  const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
+  const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
   const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
-  const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ? WHERE id = 1");
+  const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ?, kept_ids = ? WHERE id = 1");
   const removedTotals = db.prepare("SELECT removed_events, removed_bytes FROM log_retention WHERE id = 1");
   const guard =
     dialect === "sqlite"
@@ -148,16 +152,19 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       const row = removedTotals.get() as { removed_events: number | string; removed_bytes: number | string };
       return { events: Number(row.removed_events), bytes: Number(row.removed_bytes) };
     },
-    remove(seqs, removedBytes) {
+    remove(seqs, removedBytes, keepIds) {
       const json = JSON.stringify(seqs);
-      insertRemoved.run(json);
+      let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
+      if (keepIds > 0) kept += insertRemoved.run(json).changes;
+      const over = Math.min(kept - keepIds, 10 * seqs.length + 1_000);
+      if (over > 0) kept -= forgetOldest.run(over).changes;
       guard.open.run();
       try {
         deleteEvents.run(json);
       } finally {
         guard.close.run();
       }
-      count.run(seqs.length, removedBytes);
+      count.run(seqs.length, removedBytes, kept);
     },
     reclaim(pages) {
       if (!incremental) return 0;

@@ -3,18 +3,20 @@
 -- A removal batch sets `chronolog.removing` to 'on' for its own transaction (set_config(..., true))
 -- around its DELETE, and back to 'off' after it: the trigger lets a DELETE through only then, so
 -- an ad-hoc DELETE (psql, a bug) is still refused. TRUNCATE and UPDATE stay refused always.
--- `removed_events` keeps the id and seq of each removed event, so GetEvent tells a removed event
--- from one that never was; `log_retention` counts what retention removed.
+-- `removed_events` keeps the id and seq of the last removed events (log.retention.removed_ids_kept,
+-- the oldest forgotten first), so GetEvent tells a removed event from one that never was;
+-- `log_retention` counts what retention removed.
 CREATE TABLE log_retention (
   id             INTEGER PRIMARY KEY CHECK (id = 1),
   removed_events BIGINT  NOT NULL DEFAULT 0,
-  removed_bytes  BIGINT  NOT NULL DEFAULT 0
+  removed_bytes  BIGINT  NOT NULL DEFAULT 0,
+  kept_ids       BIGINT  NOT NULL DEFAULT 0  -- rows in removed_events
 );
 INSERT INTO log_retention (id) VALUES (1);
 
 CREATE TABLE removed_events (
-  id  TEXT   PRIMARY KEY,
-  seq BIGINT NOT NULL
+  seq BIGINT PRIMARY KEY,
+  id  TEXT   NOT NULL UNIQUE
 );
 
 -- What a removal checks for each candidate: does a kept event name it as its cause?

@@ -4,20 +4,22 @@
 -- DELETE, and back to 0 before it commits: the delete trigger lets a DELETE through only then, so
 -- an ad-hoc DELETE (the sqlite3 shell, maintenance SQL, a bug) is still refused. Maintenance SQL
 -- may not write these tables either (store/sqlite/maintenance.ts).
--- `removed_events` keeps the id and seq of each removed event, so GetEvent tells a removed event
--- from one that never was; `removed_events`/`removed_bytes` count what retention removed.
+-- `removed_events` keeps the id and seq of the last removed events (log.retention.removed_ids_kept,
+-- the oldest forgotten first), so GetEvent tells a removed event from one that never was;
+-- `log_retention.removed_events`/`removed_bytes` count what retention removed.
 CREATE TABLE log_retention (
   id             INTEGER PRIMARY KEY CHECK (id = 1),
   removing       INTEGER NOT NULL DEFAULT 0,
   removed_events INTEGER NOT NULL DEFAULT 0,
-  removed_bytes  INTEGER NOT NULL DEFAULT 0
+  removed_bytes  INTEGER NOT NULL DEFAULT 0,
+  kept_ids       INTEGER NOT NULL DEFAULT 0  -- rows in removed_events
 );
 INSERT INTO log_retention (id) VALUES (1);
 
 CREATE TABLE removed_events (
-  id  TEXT    PRIMARY KEY,
-  seq INTEGER NOT NULL
-) WITHOUT ROWID;
+  seq INTEGER PRIMARY KEY,
+  id  TEXT    NOT NULL UNIQUE
+);
 
 -- What a removal checks for each candidate: does a kept event name it as its cause?
 CREATE INDEX events_by_cause ON events (cause) WHERE cause <> '';
