@@ -116,7 +116,7 @@ export class HoldSnapshot {
         return { holder: `processor:${p.name}`, reason: `processor ${p.name} has not finished it (its cursor is at ${p.floor})` };
     const failed = this.failed.get(e.seq);
     if (failed !== undefined)
-      return { holder: `failed_delivery:${failed}`, reason: `its delivery to processor ${failed} failed (redeliver or dismiss it to let it go)` };
+      return { holder: `failed_delivery:${failed}`, reason: `its delivery to processor ${failed} failed (redelivered, it can go)` };
     return undefined;
   }
 }
