@@ -205,11 +205,14 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     expect(JSON.parse((await page.textContent("#event-data"))!)).toEqual({ title: "printer on fire" });
     expect(await page.textContent("#event-actor")).toBe("id=user:ana");
     expect(await page.textContent("#event-cause")).toBe("none");
-    const triaged = await page.waitForSelector("#under .event-link");
+    // Its timeline: t-1, its delivery to the processor, and the event the processor made under it.
+    const triaged = await page.waitForSelector("#timeline tr[data-kind=event]:not(.current) .event-link");
     const triagedId = (await triaged.getAttribute("data-id"))!;
+    expect(await page.$$eval("#timeline tbody tr", (trs) => trs.map((tr) => tr.getAttribute("data-kind")))).toEqual(["event", "delivery", "event"]);
+    expect(await page.getAttribute(`#timeline tr[data-kind=delivery]`, "data-outcome")).toBe("done");
     expect((await admin.log.getEvent({ id: triagedId })).event!.cause).toBe("t-1");
     await screenshot(page, "event");
-    await page.click(`#under .event-link[data-id="${triagedId}"] a`);
+    await page.click(`#timeline .event-link[data-id="${triagedId}"]`);
     await page.waitForSelector(`#event[data-id="${triagedId}"]`);
     await page.waitForSelector("#event-cause .event-link[data-id=t-1]");
     await page.goto(`${owner.url}/console/events/no-such-event`);
@@ -373,8 +376,8 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.click(`${row} a`);
     await page.waitForSelector("#event[data-seq]");
     expect(await page.textContent("#event h2")).toContain("action.started");
-    await page.waitForSelector("#call-events .event-link");
-    expect(await page.textContent("#call-events")).toContain("action.completed");
+    await page.waitForSelector("#timeline tr[data-kind=attempt]");
+    expect(await page.getAttribute("#timeline tr[data-kind=call]", "data-outcome")).toBe("completed");
 
     for (const n of [1, 2, 3]) await admin.createDocument("notes", { _id: `note-${n}`, n });
     await page.click("a[data-nav=plugins]");
@@ -528,6 +531,19 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     expect(forged.status).toBe(403);
     expect(forged.body.code).toBe("permission_denied");
     expect((await triage()).paused).toBe(false);
+
+    // An event whose cause is an action.started (a client may not read those): the cause shows
+    // as withheld, its id and type, nothing of the call's input.
+    await admin.call("desk.remind", { what: "a secret errand" }, { callId: "c-withheld" });
+    const [started] = (await admin.log.readLog({ types: ["action.started"], where: { call_id: "c-withheld" } })).events;
+    const { event: under } = await admin.log.emit({ type: "ticket.triaged", data: { note: "under the call" }, cause: { eventId: started.id, position: 0 } });
+    await page.goto(`${owner.url}/console/events/${encodeURIComponent(under!.id)}`);
+    await page.waitForSelector(`#event-cause .event-link.withheld[data-id="${started.id}"]`);
+    expect(await page.textContent("#event-cause")).toBe(`${started.id} action.started (withheld: this token may not read it)`);
+    expect(await page.textContent("#event")).not.toContain("secret errand");
+    await page.goto(`${owner.url}/console/events/${encodeURIComponent(started.id)}`);
+    await page.waitForSelector("#event-error");
+    expect(await page.textContent("#event-error")).toMatch(/^PermissionDenied: /);
     await page.close();
 
     // A wrong token gets the sign-in form again with the owner's answer.

@@ -1,7 +1,7 @@
 // The PostgreSQL store's own behaviour, on the test server (CHRONOLOG_TEST_STORE=postgres): its
 // connections' names, the lease row's locks (a renewal never waits behind the leader's own write
 // transaction; a takeover's term update does), renewals from their own thread while the owner's is
-// held up, reads cut at their byte budget by the server, statements prepared once per connection,
+// held up, merged writes' runs sent as one statement, reads cut at their byte budget by the server, statements prepared once per connection,
 // and clients ended and collected at once. What it does as SQLite's store does is tested on both
 // in store-conformance*.test.ts.
 //
@@ -18,7 +18,7 @@ import { connectPostgres, type PostgresDatabase } from "../server/src/store/post
 import { LeaseRenewer } from "../server/src/store/postgres/lease-renewer.js";
 import type { NativeClient } from "../server/src/store/postgres/native-client.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
-import { defer, type Db, type SqlStatement } from "../server/src/store/sql.js";
+import { defer, prepareMerged, type Db, type SqlStatement } from "../server/src/store/sql.js";
 import type { Store } from "../server/src/store/store.js";
 import { onPostgres, tempDir, testDatabase } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
@@ -203,6 +203,60 @@ describe.runIf(onPostgres)("the PostgreSQL store", () => {
     expect(broken.map((o) => o.status)).toEqual(["rejected", "rejected"]);
     expect(fatal).toHaveLength(1);
     expect(other.querySync("SELECT k FROM scratch ORDER BY k").map((r) => r.k)).toEqual(["kept-1", "kept-2"]);
+  });
+
+  it("a merged write's runs keep each row's order of writes, go out before another write or a read, and leave with a unit that throws", async () => {
+    const { store, other } = await leader();
+    other.querySync("CREATE TABLE scratch (k text PRIMARY KEY, v integer NOT NULL, log text NOT NULL DEFAULT '')");
+    const fatal: unknown[] = [];
+    const committer = new Committer(store.db, new ManualClock(Date.UTC(2026, 0, 1)), eventStatements(store.db), {
+      transactions: store.transactions,
+      onFatal: (e) => fatal.push(e),
+    });
+    const insert = prepareMerged(store.db, "INSERT INTO scratch (k, v) VALUES (?, ?)", {
+      table: "scratch",
+      names: ["k", "v"],
+      key: "k",
+      sql: "INSERT INTO scratch (k, v) SELECT k, v FROM jsonb_to_recordset(?::jsonb) AS m(k text, v integer)",
+    });
+    // Each run appends its value to the row's log: the order of a row's updates shows in it.
+    const update = prepareMerged(store.db, "UPDATE scratch SET v = ?, log = log || ? WHERE k = ?", {
+      table: "scratch",
+      names: ["v", "tag", "k"],
+      key: "k",
+      sql: `WITH changed AS (UPDATE scratch AS s SET v = m.v, log = s.log || m.tag FROM jsonb_to_recordset(?::jsonb) AS m(v integer, tag text, k text) WHERE s.k = m.k RETURNING 1)
+            SELECT 1 / (CASE WHEN count(*) = jsonb_array_length($1::jsonb) THEN 1 ELSE 0 END) FROM changed`,
+    });
+    const plain = store.db.prepare("INSERT INTO scratch (k, v) VALUES (?, ?)");
+    const read = store.db.prepare("SELECT v FROM scratch WHERE k = ?").pluck();
+    const boom = () => {
+      throw new Error("the unit fails");
+    };
+    const units = [
+      committer.submit(() => (defer(insert, "a", 1), defer(insert, "b", 1))),
+      committer.submit(() => (defer(update, 2, "x", "a"), defer(update, 3, "y", "a"))), // the same key twice: in order
+      committer.submit(() => (defer(insert, "dropped", 1), boom())), // held only: dropped with its unit
+      committer.submit(() => (defer(insert, "c", 1), defer(update, 5, "z", "b"))),
+      committer.submit(() => (defer(insert, "dropped-2", 1), defer(plain, "dropped-3", 1), boom())), // the held rows of earlier units go out, not its own
+      committer.submit(() => read.get("c") as number), // a read sees what is held
+      committer.submit(() => (defer(update, 7, "w", "c"), read.get("c"), boom())), // sent with the read, then undone
+      committer.submit(() => (defer(plain, "d", 4), defer(update, 6, "v", "d"))),
+    ];
+    const outcomes = await Promise.allSettled(units);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "rejected", "fulfilled", "rejected", "fulfilled"]);
+    expect((outcomes[5] as PromiseFulfilledResult<number>).value).toBe(1);
+    expect(other.querySync("SELECT k, v, log FROM scratch ORDER BY k")).toEqual([
+      { k: "a", v: 3, log: "xy" },
+      { k: "b", v: 5, log: "z" },
+      { k: "c", v: 1, log: "" },
+      { k: "d", v: 6, log: "v" },
+    ]);
+    expect(fatal).toEqual([]);
+
+    // A merged update that finds a row missing fails its batch, as its single run does.
+    const broken = await Promise.allSettled([committer.submit(() => defer(update, 9, "q", "a")), committer.submit(() => defer(update, 9, "q", "missing"))]);
+    expect(broken.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect(other.querySync("SELECT v FROM scratch WHERE k = 'a'")).toEqual([{ v: 3 }]);
   });
 
   it("a batch of pure units takes the ids it looks up to be new; when one is in the log, nothing of the batch commits and it runs again, reading them", async () => {

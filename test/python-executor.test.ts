@@ -509,6 +509,16 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(result.stderr).toMatch(/^Ran 4 tests in .*\n\nOK\s*$/m);
   });
 
+  it("read lists given to a Python plugin go into its manifest (unittest: sdk/python/tests/test_plugin_read.py)", async () => {
+    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_plugin_read.py"], {
+      cwd: repo,
+      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      timeout: 60_000,
+    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
+    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 1 test in .*\n\nOK\s*$/m);
+  });
+
   it("numbers JSON cannot hold (NaN, infinities) fail in the Python SDK before any call, naming their path (unittest: sdk/python/tests/test_json_numbers.py)", async () => {
     const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_json_numbers.py"], {
       cwd: repo,

@@ -188,10 +188,10 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
       reads.list({ dueMs: null, id: "spent-early", updatedAt: 5 }, "", 2),
       reads.list(null, "delay", 10),
     ]);
-    const one = await Promise.all([reads.get("d1"), reads.get("absent"), reads.pendingCount()]);
+    const one = await Promise.all([reads.get("d1"), reads.get("absent"), reads.pendingCount(), reads.dueCount(15, 10), reads.earliestDue()]);
     expect(waited()).toBe(before);
     expect(pages).toEqual([first, second, timers.list({ dueMs: null, id: "spent-early", updatedAt: 5 }, "", 2), timers.list(null, "delay", 10)]);
-    expect(one).toEqual([timers.get("d1"), undefined, 3]);
+    expect(one).toEqual([timers.get("d1"), undefined, 3, 1, 10]);
   });
 });
 
@@ -213,6 +213,7 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     ]);
     await t.write(() => (occurrences.finish("o1", "retry_wait", 12, "boom", 1_100, 3), occurrences.finish("o1", "completed", 0, "", null, 3))); // the second finds it waiting: nothing
     expect(occurrences.earliestRetry()).toBe(1_100);
+    expect(await timerRowReads(t.store.db, timerStatements(t.store.db), occurrences).earliestDue()).toBe(1_100); // the clock's target: no timer is pending here
     expect(occurrences.dueRetries(1_099, 10)).toEqual([]);
     expect(occurrences.dueRetries(1_100, 10)).toEqual([
       expect.objectContaining({ id: "o1", status: "retry_wait", attempts: 1, latenessMs: 12, error: "boom", nextAttemptMs: 1_100 }),

@@ -397,7 +397,12 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
     const store = openStore({ dataDir, onUpgrade: (u) => upgrades.push(u) });
     opened.push(store);
     expect(upgrades).toEqual([
-      { from: 11, to: latestMigration, files: [expect.stringMatching(/^0012_/), ...Array(latestMigration - 12).fill(expect.any(String))] },
+      // (Numbers may have gaps: every migration file above 12.)
+      {
+        from: 11,
+        to: latestMigration,
+        files: [expect.stringMatching(/^0012_/), ...Array(migrationVersions.filter((v) => v > 12).length).fill(expect.any(String))],
+      },
     ]);
     expect(store.db.prepare("SELECT * FROM op_failed").all()).toEqual([{ call_id: "c1" }]);
     expect(store.db.prepare("SELECT call_id, amount FROM op_refunds").all()).toEqual([{ call_id: "c1", amount: 12.5 }]);

@@ -6,11 +6,18 @@
 import { fmt } from "./report.js";
 
 /** The stages of an event's way through the owner, in order, as /metrics names them. */
-const stages = [
+export const deliveryStages = [
   { metric: "chronolog_emit_commit_seconds", name: "emit → committed" },
   { metric: "chronolog_delivery_send_seconds", name: "committed → sent" },
   { metric: "chronolog_delivery_ack_seconds", name: "sent → ack" },
   { metric: "chronolog_delivery_cursor_seconds", name: "ack → cursor saved" },
+] as const;
+
+/** The stages of a first call of time (a timer, schedule or delay): its moment to its action's start. */
+export const timerStages = [
+  { metric: "chronolog_timer_claim_seconds", name: "due → claimed" },
+  { metric: "chronolog_timer_send_seconds", name: "claimed → sent" },
+  { metric: "chronolog_timer_start_seconds", name: "sent → started" },
 ] as const;
 
 /** One stage in a window: observations, and p50 / p99 in ms (NaN without observations). */
@@ -51,8 +58,8 @@ function quantileMs(buckets: [number, number][], q: number): number {
   return lower * 1000;
 }
 
-/** Each stage between two /metrics pages of one owner (its start and end of a window). */
-export function stagesBetween(start: string, end: string): Map<string, StageFigure> {
+/** Each of `stages` between two /metrics pages of one owner (its start and end of a window). */
+export function stagesBetween(start: string, end: string, stages: readonly { metric: string; name: string }[] = deliveryStages): Map<string, StageFigure> {
   const out = new Map<string, StageFigure>();
   for (const { metric, name } of stages) {
     const before = bucketsOf(start, metric);
@@ -83,20 +90,20 @@ export class StageTable {
     if (this.windows.size === 0) return [];
     const pair = (p50: number[], p99: number[]) => (p50.length === 0 ? "" : `${fmt(median(p50))} / ${fmt(median(p99))}`);
     const lines = [
-      `| Chronolog window: the owner's stage histograms, p50 / p99 (ms) | ${stages.map((s) => s.name).join(" | ")} | emit → handler (the consumers) | deliveries sent | slowest stage at p99 up to the ack |`,
-      `|---|${stages.map(() => "---:").join("|")}|---:|---:|---|`,
+      `| Chronolog window: the owner's stage histograms, p50 / p99 (ms) | ${deliveryStages.map((s) => s.name).join(" | ")} | emit → handler (the consumers) | deliveries sent | slowest stage at p99 up to the ack |`,
+      `|---|${deliveryStages.map(() => "---:").join("|")}|---:|---:|---|`,
     ];
     for (const [window, runs] of this.windows) {
       const of = (name: string, q: "p50" | "p99" | "count") => runs.map((r) => r.stages.get(name)?.[q] ?? Number.NaN);
       const handled = runs.filter((r) => r.handler);
       // The cursor's save comes after the ack (20 ms of it by design), on no event's way to its handler.
-      const p99s = stages
+      const p99s = deliveryStages
         .filter((s) => s.name !== "ack → cursor saved")
         .map((s) => [s.name, median(of(s.name, "p99"))] as const)
         .filter(([, v]) => !Number.isNaN(v));
       const slowest = p99s.length ? p99s.reduce((a, b) => (b[1] > a[1] ? b : a))[0] : "";
       lines.push(
-        `| ${window} | ${stages.map((s) => pair(of(s.name, "p50"), of(s.name, "p99"))).join(" | ")} | ${pair(
+        `| ${window} | ${deliveryStages.map((s) => pair(of(s.name, "p50"), of(s.name, "p99"))).join(" | ")} | ${pair(
           handled.map((r) => r.handler!.p50),
           handled.map((r) => r.handler!.p99),
         )} | ${fmt(median(of("committed → sent", "count")))} | ${slowest} |`,

@@ -40,7 +40,9 @@ import { timersPlugin } from "./plugin.js";
 import { setDelays } from "./set-delays.js";
 import { capCpu, parseCores, type CpuCap } from "./cpu-cap.js";
 import { stallProbe } from "./stall-probe.js";
-import { storeArgs } from "../lib/postgres.js";
+import { benchStore, storeArgs } from "../lib/postgres.js";
+import { fmt } from "../compare/report.js";
+import { stagesBetween, timerStages } from "../compare/stages.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const delays = Number(process.env.BENCH_DELAYS ?? 20_000);
@@ -273,6 +275,17 @@ if (delays > 0) {
   console.log(
     `(a) owner commits in the burst ${commits}, units per commit ${(inBurst("chronolog_commit_batch_size_sum") / commits).toFixed(1)}, mean commit-to-durable ${((1000 * inBurst("chronolog_commit_duration_seconds_sum")) / commits).toFixed(2)} ms`,
   );
+  const stages = stagesBetween(metrics0, metrics, timerStages);
+  console.log(
+    `(a) where a first call's time went in the burst (the owner's stage histograms, p50 / p99 ms): ${[...stages].map(([name, f]) => `${name} ${fmt(f.p50)} / ${fmt(f.p99)}`).join(", ")}`,
+  );
+  const waits = (connection: string) =>
+    metricOf(metrics, `chronolog_store_waits_total{connection="${connection}"}`) -
+    metricOf(metrics0, `chronolog_store_waits_total{connection="${connection}"}`);
+  if (benchStore === "postgres")
+    console.log(
+      `(a) round trips the owner's thread waited for in the burst (chronolog_store_waits_total): writer ${waits("writer")}, reader ${waits("reader")}; per call ${((waits("writer") + waits("reader")) / (handled - warmed)).toFixed(2)}`,
+    );
   child.kill("SIGTERM");
   await gotCalls;
   await stopOwner(owner);

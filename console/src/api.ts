@@ -100,3 +100,15 @@ export function errorText(e: unknown): string {
   const err = ConnectError.from(e);
   return `${Code[err.code]}: ${err.rawMessage}`;
 }
+
+/** What the owner's config tells the console (`console` in the config file): a trace viewer's URL with `{trace_id}`. */
+export interface ConsoleSettings {
+  trace_url?: string;
+}
+
+/** The console's settings, served by the owner next to its files. */
+export async function consoleSettings(): Promise<ConsoleSettings> {
+  const response = await fetch(new URL("/console/settings.json", location.origin));
+  if (!response.ok) throw new Error(`the console's settings: HTTP ${response.status}`);
+  return (await response.json()) as ConsoleSettings;
+}

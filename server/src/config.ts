@@ -42,6 +42,11 @@ export interface OwnerConfig {
     /** How far ahead of their moment calls are claimed and started, ms (default 250, 0..1000; `serve --timer-lookahead-ms` overrides; time/clock-arm.ts). */
     lookahead_ms?: number;
   };
+  /** What the console shows (console.ts's ConsoleSettings). */
+  console?: {
+    /** A trace viewer's URL with `{trace_id}` where an event's trace id goes: the console links traces there. */
+    trace_url?: string;
+  };
   actions?: {
     /** Finished action calls older than this many days (a whole number) are deleted, hourly (default 7; 0 keeps them forever; `serve --call-retention-days` overrides; actions/retention.ts). */
     call_retention_days?: number;
@@ -89,6 +94,11 @@ const configSchema = {
       type: "object",
       additionalProperties: false,
       properties: { retention_days: { type: "number", minimum: 0, maximum: 36600 }, lookahead_ms: { type: "integer", minimum: 0, maximum: 1000 } },
+    },
+    console: {
+      type: "object",
+      additionalProperties: false,
+      properties: { trace_url: { type: "string", pattern: "^https?://.*\\{trace_id\\}" } },
     },
     actions: { type: "object", additionalProperties: false, properties: { call_retention_days: { type: "integer", minimum: 0, maximum: 36600 } } },
     log: { type: "object", additionalProperties: false, properties: { retention: retentionConfigSchema } },

@@ -64,14 +64,21 @@ export function defaultConsoleDir(): string {
   return existsSync(`${nextToBundle}index.html`) ? nextToBundle : fromSources;
 }
 
+/** What the owner's config tells the console (`console` in the config file), served as `/console/settings.json`. */
+export interface ConsoleSettings {
+  /** A trace viewer's URL with `{trace_id}` where the trace id goes (e.g. Jaeger's `https://jaeger.example/trace/{trace_id}`). */
+  trace_url?: string;
+}
+
 /**
  * The `/console/` handler for `listen({ extraHttpHandler })`. Files under assets/ (their names
  * carry a content hash) are cached for a year; every other path under `/console/` but a file at
  * its top is the app's index.html (the app routes in the browser), never cached. `/console`
- * redirects to `/console/`.
+ * redirects to `/console/`. `/console/settings.json` is `settings` (no secret: it is served to anyone, as the files are).
  * Other paths are not handled (false).
  */
-export function consoleHttpHandler(dir: string, logger: Logger): HttpHandler {
+export function consoleHttpHandler(dir: string, logger: Logger, settings: ConsoleSettings = {}): HttpHandler {
+  const settingsJson = JSON.stringify(settings);
   const root = normalize(dir.endsWith(sep) ? dir : dir + sep);
   // Gzipped files by path, made once: assets never change under their (hashed) names, and a
   // rebuild's index.html is a new body (compared before the cached one is used).
@@ -109,6 +116,10 @@ export function consoleHttpHandler(dir: string, logger: Logger): HttpHandler {
     const file = normalize(root + (isAsset ? relative : "index.html"));
     if (!file.startsWith(root) || relative.includes("\0") || relative.split("/").includes("..")) {
       answer(res, 404, "not found\n");
+      return true;
+    }
+    if (relative === "settings.json") {
+      answer(res, 200, req.method === "HEAD" ? "" : settingsJson, { "Content-Type": contentTypes[".json"], "Cache-Control": "no-cache" });
       return true;
     }
     const acceptsGzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, ownerUnavailableStatus, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
+import { exportCommand } from "./cli/export.js";
 import { healthCommand } from "./cli/health.js";
 import {
   createDocumentCommand,
@@ -13,7 +14,7 @@ import {
 } from "./cli/documents.js";
 import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
-import { idOption, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
+import { idOption, maxSeq, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
 import {
   backfillTimerCommand,
   cancelDelayCommand,
@@ -152,6 +153,33 @@ program
   .action(async (options) => (await import("./cli/serve.js")).copyStoreCommand(options));
 
 program
+  .command("export <folder>")
+  .description("write the log's events from --from to --to into FOLDER (new or empty) as gzip-compressed NDJSON files and a manifest (admin)")
+  .option("--from <seq>", "first seq to write", wholeNumberOption(1, maxSeq), 1)
+  .option("--to <seq>", "last seq to write (default: the log's head when the export starts)", wholeNumberOption(1, maxSeq))
+  .option("--file-events <n>", "at most N events a file (1-10000000)", wholeNumberOption(1, 10_000_000), 100_000)
+  .option(
+    "--file-bytes <n>",
+    "a file ends once it holds N bytes of NDJSON before compression (1024-268435456)",
+    wholeNumberOption(1024, 268_435_456),
+    67_108_864,
+  )
+  .action(clientAction(exportCommand));
+
+program
+  .command("import <folder>")
+  .description(
+    "load an archive (chronolog export) into the empty log of a store no owner runs on, under the same seqs, ids and times; an import that stopped goes on where it stopped",
+  )
+  .option("--data <dir>", "SQLite data folder", "./data")
+  .addOption(new Option("--store <url>", "a PostgreSQL database (postgres://...) instead of --data").env("CHRONOLOG_STORE"))
+  .action(async (folder: string, options, command: Command) => {
+    if (options.store !== undefined && command.getOptionValueSource("data") === "cli")
+      throw new Error("--data and --store name two stores: give one (--data: the embedded SQLite folder; --store: a PostgreSQL URL)");
+    return (await import("./cli/import.js")).importCommand(folder, options);
+  });
+
+program
   .command("emit <type> <json>")
   .description("emit one event and print it")
   .option("--id <id>", "idempotency key", idOption)
@@ -163,6 +191,8 @@ program
   .option("--from <seq>", "first seq to print", seqOption, 1)
   .option("--type <type>", "only this event type (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
   .option("--where <json>", "MongoDB filter on the event's data")
+  .option("--cause <id>", "only events made under this event or call id")
+  .option("--descendants", "with --cause: down the whole chain (what was made under those, and so on)")
   .option("--no-follow", "stop at the head instead of following")
   .addHelpText(
     "after",

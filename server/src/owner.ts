@@ -10,6 +10,7 @@ import { PluginService, type PluginManifest } from "@chronolog/sdk/gen/chronolog
 import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { CallRetention, defaultCallRetentionMs, openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
+import { ReadAccess } from "./auth/read-access.js";
 import { Authenticator } from "./auth/tokens.js";
 import { openCollections } from "./collections/collections.js";
 import { systemClock, systemTimers, type Clock, type TimerHost } from "./clock.js";
@@ -45,6 +46,7 @@ import { cursorStatements } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
+import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements } from "./store/events.js";
 import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
@@ -217,6 +219,7 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
         services,
         authenticator: new Authenticator(options.config?.principals),
         consoleDir: options.consoleDir ?? defaultConsoleDir(),
+        consoleSettings: options.config?.console,
         clock: options.clock ?? systemClock,
         logger,
       });
@@ -279,7 +282,8 @@ async function serve(
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
   const liveCauses = new LiveCauses();
-  const emitter = new Emitter(committer, registry, events, liveCauses, stages.emit);
+  const readAccess = new ReadAccess(registry);
+  const emitter = new Emitter(committer, registry, readAccess, events, liveCauses, stages.emit);
   const collections = openCollections(store.db, committer, registry, events, liveCauses);
   const clock = options.clock ?? systemClock;
   const cursors = cursorStatements(store.db);
@@ -382,7 +386,7 @@ async function serve(
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
   if (store.asyncReads) storeAsyncReadMetrics(metrics.registry, store.asyncReads);
   const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
-  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger);
+  const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger, config?.console);
   const listener = await listen({
     host: options.host,
     port: options.port,
@@ -402,7 +406,9 @@ async function serve(
         logService({
           emitter,
           events: readsWithTail(tail, eventReads(store.db, events)),
+          causes: causeReads(store.db),
           head,
+          access: readAccess,
           watchers: metrics.watchers,
           logStart: { firstSeq: async () => logStats.firstSeq, removedSeq: (id) => removal.removedSeq(id) },
           publishWindow: config?.limits?.publish_window ?? defaultPublishWindow,

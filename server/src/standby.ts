@@ -7,7 +7,7 @@ import { PluginService } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import type { Authenticator } from "./auth/tokens.js";
 import type { Clock } from "./clock.js";
-import { consoleHttpHandler } from "./console.js";
+import { consoleHttpHandler, type ConsoleSettings } from "./console.js";
 import { DocumentReader } from "./collections/reads.js";
 import { DocumentStores } from "./collections/stores.js";
 import { isConnectionLost } from "./errors.js";
@@ -22,11 +22,13 @@ import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
 import { listen, type ListenOptions } from "./rpc/listen.js";
 import { logReads } from "./rpc/log-service.js";
 import { logRemovalStatements } from "./store/log-removal.js";
+import { ReadAccess } from "./auth/read-access.js";
 import { pluginReads } from "./rpc/plugin-service.js";
 import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type StandbyServing } from "./rpc/standby.js";
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { timeReads } from "./rpc/time-service.js";
 import { cursorStatements } from "./store/cursors.js";
+import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements, type EventStatements } from "./store/events.js";
 import type { PostgresDatabase, ReadStore } from "./store/postgres/open.js";
 import { timerRowReads, timerStatements } from "./store/timers.js";
@@ -44,8 +46,9 @@ export interface StandbyOptions {
   services: DescService[];
   /** Principals of the reads (as the leader's), and who may read /metrics. */
   authenticator: Authenticator;
-  /** The built console (dist/console/), served under /console/ as the leader serves it. */
+  /** The built console (dist/console/), served under /console/ as the leader serves it, with the config's settings for it. */
   consoleDir: string;
+  consoleSettings?: ConsoleSettings;
   clock: Clock;
   logger: Logger;
 }
@@ -151,7 +154,7 @@ export async function serveStandby(options: StandbyOptions): Promise<Standby> {
   storeAsyncReadMetrics(registry, () => view.reads.asyncReads());
   const metricsHandler = metricsHttpHandler(withProcessMetrics(registry), options.authenticator, logger);
   // The console's pages ask the owner its role (health's headers): a standby's say so and show the read views.
-  const consoleHandler = consoleHttpHandler(options.consoleDir, logger);
+  const consoleHandler = consoleHttpHandler(options.consoleDir, logger, options.consoleSettings);
   const listener = await listen({
     ...options.listen,
     // A call the standby does not serve is refused before the principal's check, as it always was.
@@ -197,8 +200,10 @@ class StandbyView {
       const removal = logRemovalStatements(db);
       const log = logReads({
         events: eventReads(db, this.events),
+        causes: causeReads(db),
         head,
         watchers,
+        access: new ReadAccess(plugins),
         logStart: { firstSeq: () => removal.firstSeq(), removedSeq: (id) => removal.removedSeq(id) },
       });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));

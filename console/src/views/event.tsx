@@ -1,32 +1,27 @@
-// One event: its data, actor and commit time, the chain of causes above it (each a GetEvent),
-// and what was made under it. The log API has no filter on `cause`, so "made under it" is found
-// by reading the log after the event one page at a time and keeping the events whose cause is
-// this one; for an `action.started` the call's own events are read with a `where` on `call_id`.
+// One event: its data, actor, commit time and trace (when it carries one), the chain of causes
+// above it (each a GetEvent; a cause the token may not read shows as withheld, its id and type
+// only), and its causal tree as a timeline (views/timeline.tsx): from the top of its chain down to
+// everything made under it.
 
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
-import { errorText, log } from "../api.js";
+import { consoleSettings, errorText, log } from "../api.js";
+import { causeChain, type ChainLink } from "../cause-chain.js";
 import { actor, at, json } from "../format.js";
+import { traceHref, traceIdOf } from "../timeline.js";
+import { Timeline } from "./timeline.js";
 
 /** Causes followed upwards at most. */
 const maxDepth = 20;
-/** Events read per page when looking for events made under this one. */
-const scanPage = 1000;
 
-async function causeChain(first: string): Promise<Event[]> {
-  const chain: Event[] = [];
-  let id = first;
-  while (id && chain.length < maxDepth) {
-    const { event } = await log.getEvent({ id });
-    if (!event) break;
-    chain.push(event);
-    id = event.cause;
-  }
-  return chain;
-}
-
-function EventLink({ event }: { event: Event }) {
+function EventLink({ event }: { event: ChainLink }) {
+  if ("withheld" in event)
+    return (
+      <span className="event-link withheld" data-id={event.id}>
+        {event.id} <span className="muted">{event.type} (withheld: this token may not read it)</span>
+      </span>
+    );
   return (
     <span className="event-link" data-id={event.id}>
       <Link href={`/events/${encodeURIComponent(event.id)}`}>{event.id}</Link>{" "}
@@ -37,66 +32,29 @@ function EventLink({ event }: { event: Event }) {
   );
 }
 
-function MadeUnder({ event }: { event: Event }) {
-  const scan = useInfiniteQuery({
-    queryKey: ["under", event.id],
-    initialPageParam: "",
-    queryFn: async ({ pageParam }) => {
-      const page = await log.readLog({ afterSeq: event.seq, pageSize: scanPage, pageToken: pageParam });
-      const last = page.events.at(-1)?.seq ?? event.seq;
-      return { under: page.events.filter((e) => e.cause === event.id), next: page.nextPageToken, last };
-    },
-    getNextPageParam: (page) => page.next || undefined,
-  });
-  const callId = event.type === "action.started" && typeof event.data?.call_id === "string" ? event.data.call_id : "";
-  const call = useQuery({
-    queryKey: ["call", callId],
-    enabled: callId !== "",
-    queryFn: () =>
-      log.readLog({ afterSeq: event.seq, pageSize: 100, types: ["action.retried", "action.completed", "action.failed"], where: { call_id: callId } }),
-  });
-  if (scan.isError) return <p className="error">{errorText(scan.error)}</p>;
-  const found = scan.data?.pages.flatMap((p) => p.under) ?? [];
-  const scannedTo = scan.data?.pages.at(-1)?.last;
+function Trace({ event }: { event: Event }) {
+  const settings = useQuery({ queryKey: ["settings"], queryFn: consoleSettings, staleTime: Number.POSITIVE_INFINITY });
+  const trace = traceIdOf(event);
+  if (!trace) return null;
+  const url = settings.data?.trace_url;
   return (
     <>
-      {callId && (
-        <>
-          <h3>The call's attempts</h3>
-          <ul id="call-events">
-            {call.data?.events.map((e) => (
-              <li key={e.id}>
-                <EventLink event={e} /> <span className="muted">{at(e.at)}</span>
-              </li>
-            ))}
-            {call.data && call.data.events.length === 0 && <li className="muted">no outcome yet</li>}
-          </ul>
-        </>
-      )}
-      <h3>Made under it</h3>
-      <ul id="under">
-        {found.map((e) => (
-          <li key={e.id}>
-            <EventLink event={e} /> <span className="muted">{at(e.at)}</span>
-          </li>
-        ))}
-      </ul>
-      <p className="note">
-        {scan.isPending
-          ? "reading the log after it…"
-          : `${found.length} found in the log up to seq ${String(scannedTo)} (the log API has no cause filter: read page by page).`}{" "}
-        {scan.hasNextPage && (
-          <button type="button" onClick={() => void scan.fetchNextPage()} disabled={scan.isFetchingNextPage}>
-            Read further
-          </button>
+      <dt>trace</dt>
+      <dd id="event-trace">
+        {url ? (
+          <a className="trace" href={traceHref(url, trace)} target="_blank" rel="noreferrer">
+            {trace}
+          </a>
+        ) : (
+          trace
         )}
-      </p>
+      </dd>
     </>
   );
 }
 
 export function EventPage({ id }: { id: string }) {
-  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(id) });
+  const q = useQuery({ queryKey: ["event", id], queryFn: () => causeChain(log, id, maxDepth) });
   if (q.isPending) return <p className="note">loading…</p>;
   if (q.isError)
     return (
@@ -105,7 +63,7 @@ export function EventPage({ id }: { id: string }) {
       </p>
     );
   const [event, ...causes] = q.data;
-  if (!event) return <p className="error">not found</p>;
+  if (!event || "withheld" in event) return <p className="error">not found</p>;
   return (
     <section id="event" data-id={event.id} data-seq={String(event.seq)}>
       <h2>
@@ -120,6 +78,7 @@ export function EventPage({ id }: { id: string }) {
         <dd id="event-actor">{actor(event.actor)}</dd>
         <dt>cause</dt>
         <dd id="event-cause">{causes[0] ? <EventLink event={causes[0]} /> : event.cause ? `${event.cause} (not in the log)` : "none"}</dd>
+        <Trace event={event} />
       </dl>
       <h3>Data</h3>
       <pre id="event-data">{json(event.data, 2)}</pre>
@@ -135,7 +94,8 @@ export function EventPage({ id }: { id: string }) {
           </ol>
         </>
       )}
-      <MadeUnder event={event} />
+      <h3>Timeline</h3>
+      <Timeline event={event} causes={causes} />
     </section>
   );
 }

@@ -38,6 +38,9 @@ type EventType struct {
 	// Allow says who may emit it from outside: `*`, `role:<role>` or principal names (none: only
 	// code under a cause).
 	Allow []string
+	// Read says who may read it besides admins and the executors that may host the plugin: `*`,
+	// `role:<role>` or principal names (none: every principal reaching the event's space).
+	Read []string
 	// Description is for people.
 	Description string
 }
@@ -79,6 +82,9 @@ type Processor struct {
 	RetryDelays []time.Duration
 	// Start is where a new processor starts (default StartAtEnd).
 	Start Start
+	// Read says who may read its processor.* events besides admins and the executors that may host
+	// the plugin (none: no one else).
+	Read []string
 	// Run handles one delivery: nil acknowledges it, an error fails the try (retried per
 	// RetryDelays), a TerminalError fails the delivery without further tries. ctx is cancelled
 	// when the owner cancels the try (its ack timeout passed), the stream breaks or the executor
@@ -105,6 +111,9 @@ type Action struct {
 	Allow []string
 	// Timeout is how long one run may take (0: the owner's default, 30 s).
 	Timeout time.Duration
+	// Read says who may read its action.* events (inputs, outputs, errors) and its timers' timer.*
+	// events besides admins and the executors that may host the plugin (none: no one else).
+	Read []string
 	// TimeoutGrace: after the run's timeout its context is cancelled and the owner waits this long
 	// more for its answer (nil: Timeout again).
 	TimeoutGrace *time.Duration
@@ -124,14 +133,14 @@ func (p *Plugin) manifest() (*chronologv1.PluginManifest, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Events[name] = &chronologv1.EventTypeDeclaration{Schema: schema, Allow: e.Allow, Description: e.Description}
+		m.Events[name] = &chronologv1.EventTypeDeclaration{Schema: schema, Allow: e.Allow, Read: e.Read, Description: e.Description}
 	}
 	for name, d := range p.Processors {
 		where, err := optionalStruct(d.Where, fmt.Sprintf("processors[%q].Where", name))
 		if err != nil {
 			return nil, err
 		}
-		decl := &chronologv1.ProcessorDeclaration{On: d.On, Where: where, Key: d.Key, Concurrency: d.Concurrency, AckTimeoutMs: ms(d.AckTimeout), TimeoutGraceMs: optionalMs(d.TimeoutGrace), Start: d.Start.proto()}
+		decl := &chronologv1.ProcessorDeclaration{On: d.On, Where: where, Key: d.Key, Concurrency: d.Concurrency, AckTimeoutMs: ms(d.AckTimeout), TimeoutGraceMs: optionalMs(d.TimeoutGrace), Start: d.Start.proto(), Read: d.Read}
 		for _, delay := range d.RetryDelays {
 			decl.RetryDelaysMs = append(decl.RetryDelaysMs, ms(delay))
 		}
@@ -142,7 +151,7 @@ func (p *Plugin) manifest() (*chronologv1.PluginManifest, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Actions[name] = &chronologv1.ActionDeclaration{InputSchema: schema, PrivateFields: a.PrivateFields, Record: a.Record, Allow: a.Allow, TimeoutMs: ms(a.Timeout), TimeoutGraceMs: optionalMs(a.TimeoutGrace)}
+		m.Actions[name] = &chronologv1.ActionDeclaration{InputSchema: schema, PrivateFields: a.PrivateFields, Record: a.Record, Allow: a.Allow, TimeoutMs: ms(a.Timeout), TimeoutGraceMs: optionalMs(a.TimeoutGrace), Read: a.Read}
 	}
 	return m, nil
 }

@@ -28,6 +28,7 @@ class ProcessorDefinition:
     retry_delays_ms: Sequence[int] = ()
     start: Union[str, int] = "end"
     timeout_grace_ms: Optional[int] = None
+    read: Sequence[str] = ()
 
     def declaration(self) -> dict:
         """The processor's manifest entry (JSON form)."""
@@ -49,6 +50,8 @@ class ProcessorDefinition:
             d["retry_delays_ms"] = list(self.retry_delays_ms)
         if self.timeout_grace_ms is not None:
             d["timeout_grace_ms"] = self.timeout_grace_ms
+        if self.read:
+            d["read"] = list(self.read)
         return d
 
 
@@ -63,6 +66,7 @@ class ActionDefinition:
     allow: Sequence[str] = ()
     timeout_ms: int = 0
     timeout_grace_ms: Optional[int] = None
+    read: Sequence[str] = ()
 
     def declaration(self) -> dict:
         """The action's manifest entry (JSON form)."""
@@ -75,6 +79,8 @@ class ActionDefinition:
             d["timeout_ms"] = self.timeout_ms
         if self.timeout_grace_ms is not None:
             d["timeout_grace_ms"] = self.timeout_grace_ms
+        if self.read:
+            d["read"] = list(self.read)
         return d
 
 
@@ -119,6 +125,7 @@ class Plugin:
         retry_delays_ms: Sequence[int] = (),
         start: Union[str, int] = "end",
         timeout_grace_ms: Optional[int] = None,
+        read: Sequence[str] = (),
     ) -> Callable[[Callable[[DeliveryContext], None]], Callable[[DeliveryContext], None]]:
         """Decorator: ``fn(ctx)`` becomes processor ``<plugin>.<name>``.
 
@@ -128,12 +135,14 @@ class Plugin:
         [1000, 5000]), ``start`` ``"end"`` (default), ``"beginning"`` or a seq.
         ``timeout_grace_ms``: how long past its ack timeout (and cancel) a try
         may still ack before the next try; its key waits meanwhile (default:
-        the ack timeout).
+        the ack timeout). ``read``: who may read its ``processor.*`` events
+        besides admins and the executors that may host the plugin (default: no
+        one else).
         """
 
         def register(fn: Callable[[DeliveryContext], None]) -> Callable[[DeliveryContext], None]:
             types = [on] if isinstance(on, str) else list(on)
-            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms)
+            self.processors[name] = ProcessorDefinition(fn, types, where, key, concurrency, ack_timeout_ms, retry_delays_ms, start, timeout_grace_ms, read)
             return fn
 
         return register
@@ -148,6 +157,7 @@ class Plugin:
         allow: Sequence[str] = (),
         timeout_ms: int = 0,
         timeout_grace_ms: Optional[int] = None,
+        read: Sequence[str] = (),
     ) -> Callable[[Callable[[ActionContext, dict], Any]], Callable[[ActionContext, dict], Any]]:
         """Decorator: ``fn(ctx, input)`` becomes action ``<plugin>.<name>``.
 
@@ -155,11 +165,13 @@ class Plugin:
         cause); ``record=False`` leaves no events; ``timeout_ms`` bounds one run
         (default 30,000); ``timeout_grace_ms`` is how long past it (and its
         cancel) the run may still answer before the call fails (default:
-        ``timeout_ms``).
+        ``timeout_ms``). ``read``: who may read its ``action.*`` events (inputs,
+        outputs, errors) and its timers' ``timer.*`` events besides admins and the
+        executors that may host the plugin (default: no one else).
         """
 
         def register(fn: Callable[[ActionContext, dict], Any]) -> Callable[[ActionContext, dict], Any]:
-            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms)
+            self.actions[name] = ActionDefinition(fn, input_schema, private_fields, record, allow, timeout_ms, timeout_grace_ms, read)
             return fn
 
         return register

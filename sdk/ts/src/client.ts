@@ -106,6 +106,10 @@ export interface LogQueryOptions {
   types?: string[];
   /** A MongoDB filter on the event's data. */
   where?: JsonObject;
+  /** Only events made under this cause: an event id, or a call id (its `action.started`'s work included). */
+  cause?: string;
+  /** With `cause`: down the whole chain, not only directly under it (ReadLogRequest.descendants). */
+  descendants?: boolean;
 }
 
 /**
@@ -196,7 +200,15 @@ export class ChronologClient {
     const size = uint32Of(pageSize, "pageSize");
     let pageToken = "";
     do {
-      const page = await this.log.readLog({ afterSeq, types: query.types, where: query.where, pageSize: size, pageToken });
+      const page = await this.log.readLog({
+        afterSeq,
+        types: query.types,
+        where: query.where,
+        cause: query.cause,
+        descendants: query.descendants,
+        pageSize: size,
+        pageToken,
+      });
       yield* page.events;
       pageToken = page.nextPageToken;
     } while (pageToken !== "");
@@ -225,7 +237,10 @@ export class ChronologClient {
     try {
       for (;;) {
         try {
-          for await (const item of this.log.watch({ afterSeq, types: query.types, where: query.where, dataJson }, { signal })) {
+          for await (const item of this.log.watch(
+            { afterSeq, types: query.types, where: query.where, cause: query.cause, descendants: query.descendants, dataJson },
+            { signal },
+          )) {
             reopening.progressed();
             if (item.message.case === "event") {
               afterSeq = item.message.value.seq;

@@ -10,6 +10,8 @@ export interface EventDefinition {
   schema?: JsonObject;
   /** Who may emit it from outside: `*`, `role:<role>` or principal names. */
   allow?: string[];
+  /** Who may read it, besides admins and the executors that may host the plugin: `*`, `role:<role>` or principal names. Default: everyone reaching the event's space. */
+  read?: string[];
   description?: string;
 }
 
@@ -35,6 +37,8 @@ export interface ProcessorDefinition {
   retryDelaysMs?: number[];
   /** Where a new processor starts (default "end"). */
   start?: "end" | "beginning" | { afterSeq: number };
+  /** Who may read its `processor.*` events, besides admins and the executors that may host the plugin. Default: no one else. */
+  read?: string[];
   /** Handles one delivery; throw to fail it (TerminalError: no more tries). */
   run(ctx: DeliveryContext): Promise<void> | void;
 }
@@ -63,6 +67,8 @@ export interface ActionDefinition {
   allow?: string[];
   /** How long one run may take (default 30,000); also bounds the wait for an executor. */
   timeoutMs?: number;
+  /** Who may read its `action.*` events (inputs, outputs, errors) and its timers' `timer.*` events, besides admins and the executors that may host the plugin. Default: no one else. */
+  read?: string[];
   /**
    * After the run's timeout its `ctx.signal` aborts, and the owner waits this long more for its
    * answer (an OK one still completes the call) before it records the call failed; meanwhile no
@@ -176,6 +182,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         timeoutGraceMs: d.timeoutGraceMs,
         retryDelaysMs: d.retryDelaysMs ?? [],
         start: startOf(d.start),
+        read: d.read ?? [],
       },
     ]),
   );
@@ -189,6 +196,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
         allow: d.allow ?? [],
         timeoutMs: d.timeoutMs ?? 0,
         timeoutGraceMs: d.timeoutGraceMs,
+        read: d.read ?? [],
       },
     ]),
   );

@@ -13,6 +13,7 @@ import { HostQueue } from "./hosts.js";
 export { ActionCalls } from "./calls.js";
 export { CallRetention, defaultCallRetentionMs } from "./retention.js";
 export { notStartedInTime } from "./call-errors.js";
+export { callEventId } from "./records.js";
 export type { CallRequest, CallResult, PulseCallRequest, ScheduledCall } from "./call-request.js";
 export type { InvocationAnswer, ResultVerdict } from "./invocations.js";
 export { ownerCaller, type CallerContext } from "./run.js";

@@ -161,10 +161,12 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
     return started.id;
   }
   const chain = call.chainStart || call.chainDepth > 0 ? { chain_depth: call.chainDepth } : {};
+  // A call of time names its timer: the way up from it to the work that set the timer (it has no cause).
+  const timer = call.scheduled ? { timer_id: call.scheduled.timerId } : {};
   return tx.append({
     id: callEventId(callId, "started"),
     type: "action.started",
-    data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain },
+    data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain, ...timer },
     cause: call.parentCause,
     actor: call.actor,
   }).id;

@@ -61,11 +61,16 @@ export const ownerUnavailableStatus = 75;
  * (a seq, see parse.ts). When the owner stops (UNAVAILABLE) or cannot be reached, it says so and where to resume,
  * and exits with {@link ownerUnavailableStatus}.
  */
-export async function tailCommand(flags: ClientFlags & { from: number; type: string[]; where?: string; follow: boolean }): Promise<void> {
+export async function tailCommand(
+  flags: ClientFlags & { from: number; type: string[]; where?: string; cause?: string; descendants?: boolean; follow: boolean },
+): Promise<void> {
+  if (flags.descendants && !flags.cause) throw new Error("--descendants needs --cause (the event or call whose tree to print)");
   const query = {
     afterSeq: Math.max(0, flags.from - 1),
     types: flags.type,
     where: flags.where ? parseObject(flags.where, "--where") : undefined,
+    cause: flags.cause,
+    descendants: flags.descendants,
   };
   const c = client(flags);
   const events = flags.follow ? c.watch(query) : c.read(query);

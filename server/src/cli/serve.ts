@@ -91,7 +91,7 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
 }
 
 /** Connects to the PostgreSQL database at `url` for a command, naming it (without its password) when that fails. */
-async function connectForCommand(url: string, role: string) {
+export async function connectForCommand(url: string, role: string) {
   const { checkPostgresUrl, shownUrl } = await import("../store/postgres/open.js");
   const { connectNative } = await import("../store/postgres/pg-db.js");
   checkPostgresUrl(url);

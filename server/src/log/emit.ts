@@ -1,5 +1,6 @@
 import type { Principal } from "../auth/principal.js";
-import { allows, canRead, resolveActor } from "../auth/principal.js";
+import { allows, resolveActor } from "../auth/principal.js";
+import type { ReadAccess } from "../auth/read-access.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { StageHistogram } from "../stages.js";
@@ -43,6 +44,8 @@ export class Emitter {
   constructor(
     private readonly committer: Committer,
     private readonly registry: PluginRegistry,
+    /** Who may read which event: an id taken by an event of a space the caller does not reach is not told apart from any taken id. */
+    private readonly access: ReadAccess,
     private readonly events: EventStatements,
     /** Running record:false invocations, causes without an event. */
     private readonly live?: LiveCauses,
@@ -64,7 +67,7 @@ export class Emitter {
           // Under a cause the id is derived from the cause, position, type and data, so
           // a stored event with it is this work's own earlier try (in the cause's
           // space, which the executor may not read): answer it, as for any retry.
-          if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+          if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
           if (stored) return { event: storedOrConflict(stored, e), existing: true };
           return { event: tx.append(e), existing: false };
         }),
@@ -97,7 +100,7 @@ export class Emitter {
           const e = c.event;
           const stored = c.fresh ? undefined : tx.events.findById(e.id);
           try {
-            if (stored && !e.cause && !canRead(principal, stored)) hiddenConflict(e.id);
+            if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
             if (stored) return { event: storedOrConflict(stored, e), existing: true };
           } catch (error) {
             return error as ChronologError; // nothing was written for it

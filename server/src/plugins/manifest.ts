@@ -98,12 +98,14 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     check(at, !isRuntimeType(type), "event type is recorded by the runtime and cannot be declared");
     for (const entry of decl.allow)
       check(`${at}.allow`, allowEntry.test(entry), `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
+    checkReaders(`${at}.read`, decl.read, check);
     const validate = attempt(() => compile(decl.schema, "data"), `${at}.schema`, violations);
     if (validate) eventTypes.push({ type, plugin: manifest.name, validate, allow: [...decl.allow] });
   }
   for (const [name, decl] of Object.entries(manifest.processors)) {
     const at = `processors.${name}`;
     attempt(() => compileFilter(decl.where, `${at}.where`), `${at}.where`, violations);
+    checkReaders(`${at}.read`, decl.read, check);
     check(`${at}.concurrency`, decl.concurrency <= 1024, "concurrency must be at most 1024");
     check(`${at}.timeout_grace_ms`, (decl.timeoutGraceMs ?? 0) <= maxTimerMs, `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)`);
   }
@@ -127,6 +129,7 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
         allowEntry.test(entry),
         `invalid allow entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`,
       );
+    checkReaders(`actions.${name}.read`, decl.read, check);
     const compiled = compileAction(manifest.name, name, decl, compile);
     violations.push(...compiled.violations);
     if (compiled.entry) actions.push(compiled.entry);
@@ -160,6 +163,12 @@ function* structsOf(m: PluginManifest): Generator<[string, unknown]> {
   for (const [name, d] of Object.entries(m.processors)) yield [`processors.${name}.where`, d.where];
   for (const [name, d] of Object.entries(m.schedules)) yield [`schedules.${name}.input`, d.input];
   for (const [i, p] of m.schedulePatches.entries()) yield [`schedule_patches[${i}].input`, p.input];
+}
+
+/** Checks a `read` list (who may read events: auth/read-access.ts), entry by entry, with the form of `allow`. */
+function checkReaders(field: string, read: readonly string[], check: (field: string, ok: boolean, description: string) => unknown): void {
+  for (const entry of read)
+    check(field, allowEntry.test(entry), `invalid read entry ${JSON.stringify(entry)}: use *, role:<admin|executor|client> or a principal name`);
 }
 
 function isRuntimeType(type: string): boolean {

@@ -73,6 +73,11 @@ export class PluginRegistry {
     return [...this.plugins.values()].flatMap((p) => p.compiled.collections.filter((c) => c.writesEvents).map((c) => c.name));
   }
 
+  /** Plugin `name`'s current manifest, or undefined when none is registered by that name. */
+  manifestOf(name: string): PluginManifest | undefined {
+    return this.plugins.get(name)?.compiled.manifest;
+  }
+
   /** All plugins, by name. */
   list(): RegisteredPlugin[] {
     return [...this.plugins.values()].sort((a, b) => a.compiled.manifest.name.localeCompare(b.compiled.manifest.name));

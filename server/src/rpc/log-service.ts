@@ -5,10 +5,13 @@ import { fail } from "../errors.js";
 import type { Emitter, EmitResult } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
-import { pageToken, parsePageToken, readPage, readStart, type LogStart } from "../log/read.js";
+import { pageByteBudget, pageToken, parsePageToken, readPage, readStart, type LogQuery, type LogStart } from "../log/read.js";
+import { causeKeys, readTreePage, walkTree } from "../log/cause-tree.js";
 import { watchLog } from "../log/watch.js";
+import type { CauseReads } from "../store/cause-reads.js";
 import type { EventReads, EventRecord } from "../store/events.js";
 import { canRead } from "../auth/principal.js";
+import type { ReadAccess } from "../auth/read-access.js";
 import { principalOf } from "./context.js";
 import type { Logger } from "../logger.js";
 import { eventToProto } from "../proto-values.js";
@@ -20,8 +23,12 @@ import { publish } from "./publish.js";
 export interface LogReadDeps {
   /** The log's reads outside the committer (on PostgreSQL, none blocks the event loop). */
   events: EventReads;
+  /** The log's reads by cause (the `cause` filter). */
+  causes: CauseReads;
   /** The last durable seq: nothing past it is read. */
   head: HeadSignal;
+  /** Who may read which event (every read below asks it). */
+  access: ReadAccess;
   /** Open Watch streams (the `chronolog_watchers` gauge): +1 when a stream starts, -1 when it ends. */
   watchers?: { inc(): void; dec(): void };
   /** Where the log starts (retention removes old events); absent: it never lost any. */
@@ -49,34 +56,64 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       const from = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
       const afterSeq = readStart(from, firstSeq, req.fromFirstSeq, req.pageToken ? "page_token" : "after_seq");
       const principal = principalOf(ctx);
-      const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
-      const page = await readPage(deps.events, query, pageSizeFromProto(req.pageSize, 100, 1000), deps.head.head);
+      // The tree goes through the events of the spaces the principal reaches (a withheld type's too, as
+      // GetEvent names its cause); it returns those the principal may read.
+      const through = (e: Pick<EventRecord, "actor">) => canRead(principal, e);
+      const visible = (e: EventRecord) => deps.access.mayRead(principal, e);
+      const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
+      const headSeq = deps.head.head;
+      checkCause(req);
+      if (req.descendants) {
+        const query = { cause: req.cause, afterSeq, types: req.types, where, through, visible };
+        const page = await readTreePage(deps.causes, query, pageSize, pageByteBudget, headSeq);
+        return {
+          events: page.events.map((e) => eventToProto(e)),
+          nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
+          headSeq: BigInt(headSeq),
+          firstSeq: BigInt(firstSeq),
+          treeCut: page.cut,
+        };
+      }
+      const query = { afterSeq, types: req.types, where, visible };
+      const page = await readPage(req.cause ? underCause(deps.causes, req.cause) : deps.events, query, pageSize, headSeq);
       return {
         events: page.events.map((e) => eventToProto(e)),
         nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
-        headSeq: BigInt(deps.head.head),
+        headSeq: BigInt(headSeq),
         firstSeq: BigInt(firstSeq),
       };
     },
     async getEvent(req, ctx) {
-      const event = await deps.events.findById(req.id);
-      if (!event) {
+      const found = await deps.events.findById(req.id);
+      if (!found) {
         const removed = await deps.logStart?.removedSeq(req.id);
         if (removed !== undefined)
           fail("event_removed", `event ${JSON.stringify(req.id)} (seq ${removed}) was removed from the log by retention`, [], { seq: String(removed) });
       }
-      if (!event || !canRead(principalOf(ctx), event)) fail("not_found", `no event with id ${JSON.stringify(req.id)}`);
+      const event = deps.access.readable(principalOf(ctx), found, req.id);
       return { event: eventToProto(event) };
     },
     async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
       const where = compileFilter(objectFromProto(req.where), "where");
       const principal = principalOf(ctx);
+      checkCause(req);
       const afterSeq = readStart(seqFromProto(req.afterSeq, "after_seq"), (await deps.logStart?.firstSeq()) ?? 0, req.fromFirstSeq, "after_seq");
-      const query = { afterSeq, types: req.types, where, visible: (e: EventRecord) => canRead(principal, e) };
+      const query: LogQuery = { afterSeq, types: req.types, where, visible: (e: EventRecord) => deps.access.mayRead(principal, e) };
+      let reads: Pick<EventReads, "readWithin"> = req.cause ? underCause(deps.causes, req.cause) : deps.events;
+      if (req.descendants) {
+        // The tree as it stands at after_seq, then each event made under one of its members (in seq order, so parents come first),
+        // through the spaces the principal reaches (withheld types too), giving what it may read.
+        const { tree } = await walkTree(deps.causes, req.cause, afterSeq, (e) => canRead(principal, e));
+        // Every type is read, so the tree takes in members of the types not asked for too.
+        const wanted = req.types.length > 0 ? new Set(req.types) : undefined;
+        query.types = [];
+        query.visible = (e) => canRead(principal, e) && tree.admits(e) && deps.access.mayRead(principal, e) && (!wanted || wanted.has(e.type));
+        reads = deps.events;
+      }
       deps.watchers?.inc();
       try {
         const start = deps.logStart && { firstSeq: () => deps.logStart!.firstSeq(), fromFirstSeq: req.fromFirstSeq };
-        for await (const item of watchLog(deps.events, deps.head, query, ctx.signal, start)) {
+        for await (const item of watchLog(reads, deps.head, query, ctx.signal, start)) {
           yield "event" in item
             ? { message: { case: "event", value: eventToProto(item.event, req.dataJson) } }
             : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp), firstSeq: BigInt((await deps.logStart?.firstSeq()) ?? 0) } } };
@@ -89,6 +126,18 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       }
     },
   };
+}
+
+/** INVALID_ARGUMENT for `descendants` without a `cause`. */
+function checkCause(req: { cause: string; descendants: boolean }): void {
+  if (req.descendants && req.cause === "")
+    fail("bad_request", "descendants needs a cause: the event or call whose tree to read", [{ field: "descendants", description: "set without cause" }]);
+}
+
+/** The log's reads of the events made directly under `cause` (an event id or a call id), by the cause index. */
+function underCause(causes: CauseReads, cause: string): Pick<EventReads, "readWithin"> {
+  const keys = causeKeys(cause);
+  return { readWithin: (afterSeq, limit, maxBytes, types) => causes.readUnder(keys, afterSeq, limit, maxBytes, types) };
 }
 
 /** LogService over the owner's log: translation only; the rules live in log/. */

@@ -1,5 +1,5 @@
 import type { ActorRecord } from "./events.js";
-import { defer, dialectOf, sqlFor, type Db, type SqlStatement } from "./sql.js";
+import { defer, dialectOf, prepareMerged, sqlFor, type Db, type SqlStatement } from "./sql.js";
 
 /** A call's state in `action_calls`. */
 export type CallState = "running" | "completed" | "failed";
@@ -92,9 +92,18 @@ export interface CallStatements {
 /** The action_calls table's statements on `db`. */
 export function callStatements(db: Db): CallStatements {
   const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
-  const insert = db.prepare(
+  const insert = prepareMerged(
+    db,
     `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at)
      VALUES (?, ?, ?, ?, ?, 'running', ?, ?)`,
+    {
+      table: "action_calls",
+      names: ["call_id", "action", "input_hash", "actor", "recorded", "attempt", "updated_at"],
+      key: "call_id",
+      sql: `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at)
+            SELECT call_id, action, input_hash, actor, recorded, 'running', attempt, updated_at
+            FROM jsonb_to_recordset(?::jsonb) AS m(call_id text, action text, input_hash text, actor text, recorded bigint, attempt bigint, updated_at bigint)`,
+    },
   );
   const restart = db.prepare("UPDATE action_calls SET state = 'running', attempt = ?, recorded = ?, updated_at = ? WHERE call_id = ?");
   const completeSql = "UPDATE action_calls SET state = 'completed', output = ?, error = '', updated_at = ? WHERE call_id = ? AND attempt = ?";
@@ -102,9 +111,20 @@ export function callStatements(db: Db): CallStatements {
   const complete = db.prepare(completeSql);
   const failed = db.prepare(failSql);
   // PostgreSQL: the same update, failing (division by zero) unless it changed the row: deferred, it fails its batch instead.
-  const asserted = (sql: string) => db.prepare(sqlFor(db, { sqlite: sql, postgres: `WITH changed AS (${sql} RETURNING 1) SELECT 1 / count(*) FROM changed` }));
-  const completeHeld = asserted(completeSql);
-  const failHeld = asserted(failSql);
+  // A batch's runs go as one update that fails unless it changed a row for each.
+  const asserted = (sql: string, names: string[], set: string) =>
+    prepareMerged(db, sqlFor(db, { sqlite: sql, postgres: `WITH changed AS (${sql} RETURNING 1) SELECT 1 / count(*) FROM changed` }), {
+      table: "action_calls",
+      names: [...names, "call_id", "attempt"],
+      key: "call_id",
+      sql: `WITH changed AS (
+              UPDATE action_calls AS c SET ${set}
+              FROM jsonb_to_recordset(?::jsonb) AS m(${names.map((n) => `${n} ${n === "updated_at" ? "bigint" : "text"}`).join(", ")}, call_id text, attempt bigint)
+              WHERE c.call_id = m.call_id AND c.attempt = m.attempt RETURNING 1)
+            SELECT 1 / (CASE WHEN count(*) = jsonb_array_length($1::jsonb) THEN 1 ELSE 0 END) FROM changed`,
+    });
+  const completeHeld = asserted(completeSql, ["output", "updated_at"], "state = 'completed', output = m.output, error = '', updated_at = m.updated_at");
+  const failHeld = asserted(failSql, ["error", "updated_at"], "state = 'failed', error = m.error, updated_at = m.updated_at");
   /** Runs a held attempt's update: SQLite's at once (a row not at that attempt is an error), PostgreSQL's deferred. */
   const held = (statement: SqlStatement, callId: string, attempt: number, ...values: unknown[]) => {
     if (dialectOf(db) === "postgres") return defer(statement, ...values, callId, attempt);

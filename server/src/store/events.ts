@@ -21,7 +21,8 @@ export interface ActorRecord {
   via: string;
 }
 
-interface EventRow {
+/** An events row as read. */
+export interface EventRow {
   seq: number;
   id: string;
   type: string;
@@ -71,7 +72,7 @@ const storedTexts = new WeakMap<EventRecord, string>();
  * event on (a Watch or a delivery asking for JSON text, a processor without `where` or `key`) send
  * the stored text as it is ({@link storedDataJson}) and never parse it.
  */
-function fromRow(row: EventRow): EventRecord {
+export function fromRow(row: EventRow): EventRecord {
   let data: Record<string, unknown> | undefined;
   const record: EventRecord = {
     seq: row.seq,
@@ -219,7 +220,7 @@ export function eventStatements(db: Db): EventStatements {
 }
 
 /** `rows` as events, up to the one that brings their stored bytes to `maxBytes` (of a read of at most `limit`). */
-function budgetedRows(rows: Iterable<EventRow>, limit: number, maxBytes: number): BudgetedRows {
+export function budgetedRows(rows: Iterable<EventRow>, limit: number, maxBytes: number): BudgetedRows {
   const events: EventRecord[] = [];
   let bytes = 0;
   for (const row of rows) {

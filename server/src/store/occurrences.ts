@@ -1,5 +1,5 @@
 import type { Overdue } from "./timer-records.js";
-import { defer, dialectOf, sqlFor, type Db, type SqlStatement } from "./sql.js";
+import { defer, dialectOf, prepareMerged, sqlFor, type Db, type SqlStatement } from "./sql.js";
 import { limitedStatement } from "./limited.js";
 import type { ActorRecord } from "./events.js";
 import { overdueFromJson, overdueToJson } from "./timer-json.js";
@@ -185,9 +185,20 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
   };
   const skip = db.prepare("UPDATE timer_occurrences SET status = 'skipped', lateness_ms = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'");
   // The lateness kept is the first call's; later tries are retries, not late calls.
-  const finish = db.prepare(
+  const finish = prepareMerged(
+    db,
     `UPDATE timer_occurrences SET status = ?, next_attempt_ms = ?, lateness_ms = CASE WHEN attempts = 0 THEN ? ELSE lateness_ms END,
        attempts = attempts + 1, error = ?, updated_at = ? WHERE id = ? AND status = 'pending'`,
+    {
+      table: "timer_occurrences",
+      names: ["status", "next_attempt_ms", "lateness_ms", "error", "updated_at", "id"],
+      key: "id",
+      sql: `UPDATE timer_occurrences AS o SET status = m.status, next_attempt_ms = m.next_attempt_ms,
+              lateness_ms = CASE WHEN o.attempts = 0 THEN m.lateness_ms ELSE o.lateness_ms END,
+              attempts = o.attempts + 1, error = m.error, updated_at = m.updated_at
+            FROM jsonb_to_recordset(?::jsonb) AS m(status text, next_attempt_ms bigint, lateness_ms bigint, error text, updated_at bigint, id text)
+            WHERE o.id = m.id AND o.status = 'pending'`,
+    },
   );
   const pending = db.prepare("SELECT * FROM timer_occurrences WHERE status = 'pending' ORDER BY due_ms");
   const earliestRetry = db.prepare("SELECT next_attempt_ms FROM timer_occurrences WHERE status = 'retry_wait' ORDER BY next_attempt_ms LIMIT 1");

@@ -61,10 +61,42 @@ export interface Db {
    */
   readAsync?(sql: string, params: unknown[]): Promise<unknown[]>;
   /**
+   * PostgreSQL's only: a keyed write (an insert of a new key, an update by key) whose deferred runs
+   * ({@link SqlStatement.defer}) in a committer batch are sent together as one statement,
+   * `merged.sql` ({@link MergedWrite}); elsewhere it runs as `sql`.
+   */
+  prepareMerged?(sql: string, merged: MergedWrite): SqlStatement;
+  /**
    * PostgreSQL's only: where the rows of `table` read for the committer's running batch ahead of
    * its units are kept (the same holder for the same table); its transaction's end forgets them.
    */
   readForBatch?(table: string): BatchReads;
+}
+
+/**
+ * How the deferred runs of a keyed write are sent as one statement ({@link Db.prepareMerged}): a
+ * run writes only the row of its key, so runs of different keys may go in any order; a run of a
+ * key already held, or any other write, sends what is held first (the order of each row's writes
+ * is kept).
+ */
+export interface MergedWrite {
+  /** The table the write changes. */
+  table: string;
+  /** The names of the single statement's parameters, in order: the fields of each row in `sql`. */
+  names: string[];
+  /** The parameter (by name) that is the row's key. */
+  key: string;
+  /**
+   * The statement writing every run at once: its one parameter `?` is a JSON array of objects
+   * (`names` → a run's parameters), e.g. through `jsonb_to_recordset(?::jsonb)`; it may name that
+   * parameter again as `$1`.
+   */
+  sql: string;
+}
+
+/** `sql`, its deferred runs merged as `merged` says where the database does that ({@link Db.prepareMerged}). */
+export function prepareMerged(db: Db, sql: string, merged: MergedWrite): SqlStatement {
+  return db.prepareMerged ? db.prepareMerged(sql, merged) : db.prepare(sql);
 }
 
 /** Rows of a table read for the committer's running batch, by key ({@link Db.readForBatch}). */

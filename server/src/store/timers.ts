@@ -192,7 +192,7 @@ export function timerStatements(db: Db): TimerStatements {
   const earliest = db.prepare("SELECT next_due_ms FROM timers WHERE next_due_ms IS NOT NULL ORDER BY next_due_ms LIMIT 1");
   const pendingCount = db.prepare(pendingCountSql);
   const due = limitedStatement(db, `SELECT ${timerColumns} FROM timers WHERE next_due_ms <= ? ORDER BY next_due_ms, id LIMIT ?`, { raw: true });
-  const dueCount = limitedStatement(db, "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?) AS due");
+  const dueCount = limitedStatement(db, dueCountSql);
   const advance = db.prepare("UPDATE timers SET next_due_ms = ?, occurrences = occurrences + ?, updated_at = ? WHERE id = ?");
   // PostgreSQL: the moves of many timers in one statement (a claim's), given as JSON.
   const advanceMany =
@@ -309,16 +309,38 @@ export interface TimerRowReads {
   list(after: TimerCursor | null, kind: TimerKind | "", limit: number): Promise<TimerRecord[]>;
   /** As {@link TimerStatements.pendingCount}. */
   pendingCount(): Promise<number>;
+  /** As {@link TimerStatements.dueCount}. */
+  dueCount(nowMs: number, limit: number): Promise<number>;
+  /**
+   * The clock's target: the earliest next due moment of a timer, or next try of an occurrence
+   * waiting for one (null: none). At once where reads are not round trips (SQLite), else a promise.
+   */
+  earliestDue(): number | null | Promise<number | null>;
 }
 
-/** The timers' reads for RPCs on `db`; `statements` read them where the database's reads are not round trips. */
-export function timerRowReads(db: Db, statements: TimerStatements): TimerRowReads {
+/** The clock's target on PostgreSQL, in one read (each `min` on its table's partial index). */
+const earliestDueSql = `SELECT min(m) AS due FROM (
+  SELECT min(next_due_ms) AS m FROM timers WHERE next_due_ms IS NOT NULL
+  UNION ALL SELECT min(next_attempt_ms) FROM timer_occurrences WHERE status = 'retry_wait') AS targets`;
+/** Counted on the `timers_by_due` index. */
+const dueCountSql = "SELECT count(*) AS n FROM (SELECT 1 FROM timers WHERE next_due_ms <= ? LIMIT ?) AS due";
+
+/**
+ * The timers' reads for RPCs and the clock on `db`; `statements` (and `retries`, the occurrences'
+ * earliest retry: none without) read them where the database's reads are not round trips.
+ */
+export function timerRowReads(db: Db, statements: TimerStatements, retries: { earliestRetry(): number | null } = { earliestRetry: () => null }): TimerRowReads {
   const readAsync = db.readAsync?.bind(db);
   if (!readAsync) {
     return {
       get: async (id) => statements.get(id),
       list: async (after, kind, limit) => statements.list(after, kind, limit),
       pendingCount: async () => statements.pendingCount(),
+      dueCount: async (nowMs, limit) => statements.dueCount(nowMs, limit),
+      earliestDue: () => {
+        const [timer, retry] = [statements.earliestDue(), retries.earliestRetry()];
+        return timer === null ? retry : retry === null ? timer : Math.min(timer, retry);
+      },
     };
   }
   const cells = async (sql: string, params: unknown[]) =>
@@ -340,6 +362,12 @@ export function timerRowReads(db: Db, statements: TimerStatements): TimerRowRead
     },
     async pendingCount() {
       return ((await readAsync(pendingCountSql, [])) as { n: number }[])[0].n;
+    },
+    async dueCount(nowMs, limit) {
+      return ((await readAsync(dueCountSql, [nowMs, limit])) as { n: number }[])[0].n;
+    },
+    async earliestDue() {
+      return ((await readAsync(earliestDueSql, [])) as { due: number | null }[])[0].due;
     },
   };
 }

@@ -26,8 +26,11 @@ export interface ClockArmDeps {
   clock: Clock;
   /** Where the one timer is armed: setTimeout, or a ManualClock in tests. */
   timers: TimerHost;
-  /** The earliest next due moment of any timer (the `timers_by_due` index), ms; null when none. */
-  earliestDue(): number | null;
+  /**
+   * The earliest next due moment of any timer (the `timers_by_due` index), ms; null when none. A
+   * promise where the read is a round trip (PostgreSQL): the clock is armed when it answers.
+   */
+  earliestDue(): number | null | Promise<number | null>;
   /** The clock rings this long before a due moment, ms (0: at it). */
   lookaheadMs: number;
   /** Claims and calls what is due; resolves once the claim committed. */
@@ -65,6 +68,9 @@ export class ClockArm {
   private ringing = false;
   /** A commit set a timer while the clock rang: its re-arm is not spaced. */
   private changedWhileRinging = false;
+  /** The earliest due read is on its way (its number: only the last one arms), and the earliest moment commits set meanwhile. */
+  private reading: { read: number; changedDue: number | null } | null = null;
+  private reads = 0;
   private started = false;
   private stopped = false;
   /** The delay last handed to the TimerHost (ms), for tests and metrics; null when idle. */
@@ -82,7 +88,9 @@ export class ClockArm {
   changed(dueMs: number | null): void {
     if (dueMs === null || !this.started || this.stopped) return;
     if (this.ringing) return void (this.changedWhileRinging = true); // the ring re-arms when it ends, unspaced
-    if (this.armedDue === null || dueMs < this.armedDue) this.arm();
+    if (this.reading) return void (this.reading.changedDue = minOf(this.reading.changedDue, dueMs)); // armed when the read answers
+    // Armed for the earliest known (or idle: none), and every timer set since was told here: `dueMs` is the earliest now.
+    if (this.armedDue === null || dueMs < this.armedDue) this.armFor(dueMs);
   }
 
   /** Re-arms from the index whatever changed (a registration moved or removed declared timers); nothing before `start` or while ringing. */
@@ -101,12 +109,33 @@ export class ClockArm {
     return this.armedDue;
   }
 
-  /** Arms for the earliest due moment; `delayAfterMs`: instead, ring after that long; `notBefore`: not before this moment (ms since the epoch). */
+  /** Arms for the earliest due moment, once read; `delayAfterMs`: instead, ring after that long; `notBefore`: not before this moment (ms since the epoch). */
   private arm(delayAfterMs?: number, notBefore = 0): void {
     this.disarm();
     if (this.stopped) return;
     const due = this.deps.earliestDue();
-    if (due === null) return;
+    if (!(due instanceof Promise)) return this.armFor(due, delayAfterMs, notBefore);
+    const reading = { read: ++this.reads, changedDue: null };
+    this.reading = reading;
+    due.then(
+      (earliest) => {
+        if (this.reads !== reading.read) return; // a later read arms
+        this.reading = null;
+        if (!this.ringing) this.armFor(minOf(earliest, reading.changedDue), delayAfterMs, notBefore);
+      },
+      (error) => {
+        if (this.reads !== reading.read) return;
+        this.reading = null;
+        this.deps.logger.error({ err: error }, "reading the earliest due timer failed; trying again");
+        if (!this.ringing && !this.stopped) this.handle = this.deps.timers.setTimer(() => this.arm(), ringRetryMs);
+      },
+    );
+  }
+
+  /** Arms for `due` (null: idle), as {@link arm} says. */
+  private armFor(due: number | null, delayAfterMs?: number, notBefore = 0): void {
+    this.disarm();
+    if (this.stopped || due === null) return;
     const now = this.deps.clock.now();
     const delayMs = delayAfterMs ?? Math.min(Math.max(0, due - this.deps.lookaheadMs - now, notBefore - now), maxTimerDelayMs);
     this.armedDue = due;
@@ -115,6 +144,8 @@ export class ClockArm {
   }
 
   private disarm(): void {
+    this.reading = null;
+    this.reads++;
     if (this.handle !== null) this.deps.timers.clearTimer(this.handle);
     this.handle = null;
     this.armedDue = null;
@@ -125,7 +156,7 @@ export class ClockArm {
     const due = this.armedDue;
     this.handle = null;
     if (this.stopped) return;
-    if (due !== null && this.deps.clock.now() < due - this.deps.lookaheadMs) return this.arm(); // clamped or early
+    if (due !== null && this.deps.clock.now() < due - this.deps.lookaheadMs) return this.armFor(due); // clamped or early
     this.armedDue = null;
     this.ringing = true;
     this.changedWhileRinging = false;
@@ -142,4 +173,8 @@ export class ClockArm {
       },
     );
   }
+}
+
+function minOf(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.min(a, b);
 }

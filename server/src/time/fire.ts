@@ -63,6 +63,8 @@ export interface FiringDeps {
   logger: Logger;
   /** How far ahead of their moment occurrences are claimed and their calls started (ClockArm's lookahead), ms. */
   lookaheadMs: number;
+  /** How many timers are due by `nowMs`, counting up to `limit` (read without blocking the event loop). */
+  dueCount(nowMs: number, limit: number): Promise<number>;
   /** Told after a commit armed a retry at `dueMs` (re-arms the clock when earlier). */
   changed(dueMs: number): void;
 }
@@ -128,8 +130,9 @@ export class TimerFiring {
   /** One ring of the clock: claims what is due (timers and retries) in units of {@link claimChunk} submitted together, then starts each call. Resolves after the claim. */
   async ring(): Promise<void> {
     if (this.stopped) return;
-    const { committer, timers, clock, lookaheadMs } = this.deps;
-    const units = Math.max(1, Math.ceil(timers.dueCount(clock.now() + lookaheadMs, claimLimit) / claimChunk));
+    const { committer, clock, lookaheadMs } = this.deps;
+    const units = Math.max(1, Math.ceil((await this.deps.dueCount(clock.now() + lookaheadMs, claimLimit)) / claimChunk));
+    if (this.stopped) return;
     // Inside a lookahead of 50 ms or more a claim has time to spare: it may wait for a larger commit (Committer.submit).
     const claims = await Promise.all(
       Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0), { deferrable: lookaheadMs >= 50 })),

@@ -33,6 +33,7 @@ export type {
   TimerSpec,
 } from "../store/timer-records.js";
 export { isDefaultPolicy } from "./timers.js";
+export { occurrenceId } from "./occurrence-ids.js";
 export { checkMs, maxHorizonMs, minEveryMs } from "./spec-checks.js";
 export { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "./policy-proto.js";
 export type { OccurrenceOutcome } from "./fire.js";
@@ -93,13 +94,11 @@ export function openTime(options: TimeOptions): Time {
   const { db, committer, clock, logger, registry } = options;
   const region = options.region ?? 0;
   const timerRows = timerStatements(db);
-  const timerReads = timerRowReads(db, timerRows);
   const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
   const occurrenceRows = occurrenceStatements(db);
+  const timerReads = timerRowReads(db, timerRows, occurrenceRows);
   const control = timerControlStatements(db);
   const lateness = new LatenessHistogram();
-  // The one clock's target: the earliest timer or retry.
-  const earliestDue = () => minOf(timerRows.earliestDue(), occurrenceRows.earliestRetry());
   const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs;
   const firing = new TimerFiring({
     committer,
@@ -112,9 +111,10 @@ export function openTime(options: TimeOptions): Time {
     stages: options.stages,
     logger,
     lookaheadMs,
+    dueCount: (nowMs, limit) => timerReads.dueCount(nowMs, limit),
     changed: (due) => arm.changed(due),
   });
-  const arm = new ClockArm({ clock, timers: options.timers, earliestDue, ring: () => firing.ring(), lookaheadMs, logger });
+  const arm = new ClockArm({ clock, timers: options.timers, earliestDue: () => timerReads.earliestDue(), ring: () => firing.ring(), lookaheadMs, logger });
   const timers = new Timers({
     registry,
     committer,
@@ -148,8 +148,4 @@ export function openTime(options: TimeOptions): Time {
       firing.stop();
     },
   };
-}
-
-function minOf(a: number | null, b: number | null): number | null {
-  return a === null ? b : b === null ? a : Math.min(a, b);
 }

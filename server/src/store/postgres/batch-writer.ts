@@ -1,7 +1,8 @@
 import { isConnectionLost } from "../../errors.js";
 import type { DeferredInserts } from "./deferred-inserts.js";
 import type { NativeClient, Waits } from "./native-client.js";
-import { GuardFailedError } from "../sql.js";
+import { GuardFailedError, type MergedWrite } from "../sql.js";
+import { HeldWrites } from "./held-writes.js";
 import { pipelineSync, type Command, type Outcome } from "./pipeline.js";
 
 /**
@@ -15,6 +16,9 @@ import { pipelineSync, type Command, type Outcome } from "./pipeline.js";
  * statement that needs an answer ({@link answer}: one round trip for them all), or at the end of
  * the slice ({@link take}, sent without blocking). A unit that throws before its queued commands
  * were sent drops them (no round trip); after, its savepoint is rolled back to.
+ *
+ * The runs of a merged write (Db.prepareMerged) are held apart and go out as one statement
+ * ({@link HeldWrites}), before the batch's next other write, read or the slice's end.
  *
  * A queued write that fails is found only when it is sent, after its unit returned: the batch
  * is then {@link broken} and its commit fails (as a failed COMMIT does). Only writes that cannot
@@ -33,6 +37,8 @@ export class BatchWriter {
   broken: Error | undefined;
   /** Commands queued, not sent. */
   private queue: Command[] = [];
+  /** Runs of merged writes held, not queued yet. */
+  private readonly held = new HeldWrites();
   /**
    * The state before the running unit's savepoint was queued (to drop what it queued, or roll
    * back to its savepoint once sent), and where its SAVEPOINT is in the queue.
@@ -57,6 +63,7 @@ export class BatchWriter {
   unitStarted(): void {
     this.savepoint = "none";
     this.unitFrom = this.queue.length;
+    this.held.unitStarted();
   }
 
   /**
@@ -78,10 +85,12 @@ export class BatchWriter {
       if (this.sends === this.unit.sends) {
         // Its savepoint was not sent: dropping what it queued since undoes it (and the BEGIN or release queued with it).
         this.queue.length = this.unit.queued;
+        this.held.dropUnit();
         this.begun = this.unit.begun;
         this.releasePending = this.unit.releasePending;
       } else {
-        this.queue.length = 0; // its savepoint was sent: what was queued since the last send is its own
+        this.queue.length = 0; // its savepoint was sent: what was queued or held since the last send is its own
+        this.held.dropUnit();
         this.queue.push({ text: "ROLLBACK TO unit" }, { text: "RELEASE unit" });
       }
     }
@@ -113,7 +122,30 @@ export class BatchWriter {
   /** Queues a write of the running unit whose outcome is not needed now. */
   defer(command: Command): void {
     this.beforeWrite();
+    this.queueHeld();
     this.queue.push(command);
+  }
+
+  /** Holds a run of merged write `merged` (prepared as `name`) of the running unit, with the single statement's `params`. */
+  deferMerged(merged: MergedWrite, name: string, params: unknown[]): void {
+    this.beforeWrite();
+    if (!this.held.accepts(merged, params[merged.names.indexOf(merged.key)] ?? null)) this.queueHeld();
+    this.held.add(merged, name, params);
+  }
+
+  /**
+   * Queues what is held: earlier units' rows before the running unit's own commands (so a unit
+   * that throws still drops only its own), its own rows after them.
+   */
+  private queueHeld(): void {
+    const { earlier, own } = this.held.take();
+    if (earlier.length > 0 && this.savepoint === "set") {
+      this.queue.splice(this.unit.queued, 0, ...earlier);
+      this.unit.queued += earlier.length;
+      this.unit.savepointAt += earlier.length;
+      this.unitFrom = Math.max(this.unitFrom, this.unit.queued);
+    } else this.queue.push(...earlier);
+    this.queue.push(...own);
   }
 
   /**
@@ -122,6 +154,7 @@ export class BatchWriter {
    * batch is {@link broken} too.
    */
   answer(command: Command): Outcome {
+    this.queueHeld();
     const commands = [...this.queue, command];
     const from = this.unitFrom;
     this.queue = [];
@@ -147,6 +180,7 @@ export class BatchWriter {
 
   /** The queued commands, taken to be sent at the end of a slice (and the events' inserts after them). */
   take(): Command[] {
+    this.queueHeld();
     const commands = this.queue;
     this.queue = [];
     this.unitFrom = 0;
@@ -168,6 +202,7 @@ export class BatchWriter {
     this.releasePending = false;
     this.broken = undefined;
     this.queue = [];
+    this.held.clear();
     this.unitFrom = 0;
     this.events()?.clear();
     this.forgetReads();

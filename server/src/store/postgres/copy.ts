@@ -1,6 +1,7 @@
 import type { SqliteDb } from "../sqlite/open.js";
 import { DeferredInserts } from "./deferred-inserts.js";
 import type { NativeClient } from "./native-client.js";
+import { refuseLiveLeader } from "./offline.js";
 
 /** The owner's tables, in the order they are copied, with their columns (the same on both stores). */
 const tables: { name: string; columns: string[] }[] = [
@@ -74,8 +75,7 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
   const copied: Record<string, number> = {};
   pg.querySync("BEGIN");
   try {
-    const [lease] = pg.querySync("SELECT holder, expires_at > clock_timestamp() AS live FROM chronolog_lease WHERE id = 1 FOR UPDATE");
-    if (lease?.live) throw new Error(`an owner leads this database (lease holder ${String(lease.holder)}): stop every owner on it first`);
+    refuseLiveLeader(pg);
     if (Number(pg.querySync("SELECT count(*) AS n FROM events")[0].n) > 0)
       throw new Error("the database holds events already: copy into a new, empty database");
     for (const { name, columns } of tables) {

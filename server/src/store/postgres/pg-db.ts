@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import { isConnectionLost } from "../../errors.js";
-import { GuardFailedError, type BatchReads, type Db, type RunResult, type SqlStatement } from "../sql.js";
+import { GuardFailedError, type BatchReads, type Db, type MergedWrite, type RunResult, type SqlStatement } from "../sql.js";
 import type { AsyncReader } from "./async-reader.js";
 import { BatchReadCache } from "./batch-reads.js";
 import { BatchWriter } from "./batch-writer.js";
@@ -150,14 +150,19 @@ class PgStatement implements SqlStatement {
   private readonly names: string[] | undefined;
   private readonly count: number;
   private mode: "rows" | "pluck" | "raw" = "rows";
+  /** Its deferred runs in a batch go out as one statement (Db.prepareMerged); `sql` numbered. */
+  private readonly merged: MergedWrite | undefined;
   /** Only reads: needs no savepoint of its unit. */
   private readonly reads: boolean;
 
   constructor(
     private readonly db: PgDb,
     sql: string,
+    /** Its deferred runs in a batch go out as one statement (Db.prepareMerged). */
+    merged?: MergedWrite,
   ) {
     ({ text: this.text, names: this.names, count: this.count } = numberParameters(sql));
+    if (merged) this.merged = { ...merged, sql: numberParameters(merged.sql).text };
     this.reads = /^\s*SELECT\b/i.test(sql);
   }
 
@@ -182,6 +187,7 @@ class PgStatement implements SqlStatement {
   defer(...params: unknown[]): void {
     const batch = this.db.batch;
     if (!batch.writing) return void this.execute(params);
+    if (this.merged) return batch.deferMerged(this.merged, this.db.preparedName(this.db.writer, this.merged.sql, 1), params);
     batch.defer({ text: this.text, name: this.db.preparedName(this.db.writer, this.text, this.count), values: this.values(params) });
   }
 
@@ -294,6 +300,11 @@ export class PgDb implements Db {
 
   prepare(sql: string): SqlStatement {
     return new PgStatement(this, sql);
+  }
+
+  prepareMerged(sql: string, merged: MergedWrite): SqlStatement {
+    if (numberParameters(sql).count !== merged.names.length) throw new Error(`merged write: ${merged.names.length} names for the parameters of ${sql}`);
+    return new PgStatement(this, sql, merged);
   }
 
   deferInserts(table: string, columns: string[], keyColumn: number): DeferredInserts {

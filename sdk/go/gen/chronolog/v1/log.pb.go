@@ -289,7 +289,19 @@ type ReadLogRequest struct {
 	Where *structpb.Struct `protobuf:"bytes,5,opt,name=where,proto3" json:"where,omitempty"`
 	// An `after_seq` below the log's first seq reads from the first seq
 	// instead of failing with OUT_OF_RANGE.
-	FromFirstSeq  bool `protobuf:"varint,40,opt,name=from_first_seq,json=fromFirstSeq,proto3" json:"from_first_seq,omitempty"`
+	FromFirstSeq bool `protobuf:"varint,40,opt,name=from_first_seq,json=fromFirstSeq,proto3" json:"from_first_seq,omitempty"`
+	// Only events made under this cause: an event id, or a call id (an action call's, or a timer
+	// occurrence's, which is the id of the call it made). Events whose `cause` is it, and for a
+	// call those whose cause is its `action.started` (its attempts' records and the work its run
+	// did). Read by an index on the cause, not a scan. With `types` and `where`, events must match
+	// all three.
+	Cause string `protobuf:"bytes,60,opt,name=cause,proto3" json:"cause,omitempty"`
+	// With `cause`: every event down the chain, not only those made directly under it: what was
+	// made under those, and so on, following time too (a timer set under the chain leads to its
+	// occurrences' calls, triggered and backfilled occurrences included). Each page walks the
+	// tree again from the cause, up to 10,000 events (`tree_cut` says when it stopped there);
+	// only through events the caller may read. INVALID_ARGUMENT without `cause`.
+	Descendants   bool `protobuf:"varint,61,opt,name=descendants,proto3" json:"descendants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -366,6 +378,20 @@ func (x *ReadLogRequest) GetFromFirstSeq() bool {
 	return false
 }
 
+func (x *ReadLogRequest) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *ReadLogRequest) GetDescendants() bool {
+	if x != nil {
+		return x.Descendants
+	}
+	return false
+}
+
 // Events in seq order.
 type ReadLogResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -378,7 +404,10 @@ type ReadLogResponse struct {
 	// Where the log starts: its lowest seq still stored (retention removed the
 	// events before it; per-type rules may also have removed some after it).
 	// 0 when the log is empty.
-	FirstSeq      uint64 `protobuf:"varint,40,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	FirstSeq uint64 `protobuf:"varint,40,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	// A `descendants` read whose walk down the cause's tree stopped at its limit (10,000 events):
+	// events further down are not in this page nor the next ones.
+	TreeCut       bool `protobuf:"varint,60,opt,name=tree_cut,json=treeCut,proto3" json:"tree_cut,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -439,6 +468,13 @@ func (x *ReadLogResponse) GetFirstSeq() uint64 {
 		return x.FirstSeq
 	}
 	return 0
+}
+
+func (x *ReadLogResponse) GetTreeCut() bool {
+	if x != nil {
+		return x.TreeCut
+	}
+	return false
 }
 
 // Look up an event by its id.
@@ -548,7 +584,15 @@ type WatchRequest struct {
 	DataJson bool `protobuf:"varint,4,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
 	// As ReadLogRequest.from_first_seq: an `after_seq` below the log's first
 	// seq starts there instead of failing with OUT_OF_RANGE.
-	FromFirstSeq  bool `protobuf:"varint,40,opt,name=from_first_seq,json=fromFirstSeq,proto3" json:"from_first_seq,omitempty"`
+	FromFirstSeq bool `protobuf:"varint,40,opt,name=from_first_seq,json=fromFirstSeq,proto3" json:"from_first_seq,omitempty"`
+	// Only events made under this cause, as ReadLogRequest.cause (an event id or a call id).
+	Cause string `protobuf:"bytes,60,opt,name=cause,proto3" json:"cause,omitempty"`
+	// With `cause`: down the whole chain, as ReadLogRequest.descendants: the tree as it stands
+	// at `after_seq` (walked up to 10,000 events), then each new event made under one of its
+	// members. Occurrences of a recurring schedule set in the chain that come after the watch
+	// started are not followed (a delay's, a trigger's and a backfill's are). A tree that grows past
+	// 100,000 events ends the watch with RESOURCE_EXHAUSTED.
+	Descendants   bool `protobuf:"varint,61,opt,name=descendants,proto3" json:"descendants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -614,6 +658,20 @@ func (x *WatchRequest) GetDataJson() bool {
 func (x *WatchRequest) GetFromFirstSeq() bool {
 	if x != nil {
 		return x.FromFirstSeq
+	}
+	return false
+}
+
+func (x *WatchRequest) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetDescendants() bool {
+	if x != nil {
+		return x.Descendants
 	}
 	return false
 }
@@ -1245,7 +1303,7 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\x10EmitBatchRequest\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.chronolog.v1.EmitRequestR\x06events\"I\n" +
 	"\x11EmitBatchResponse\x124\n" +
-	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.EmitResponseR\aresults\"\xd4\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.EmitResponseR\aresults\"\x8c\x02\n" +
 	"\x0eReadLogRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12\x1d\n" +
@@ -1253,22 +1311,27 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x14\n" +
 	"\x05types\x18\x04 \x03(\tR\x05types\x12-\n" +
 	"\x05where\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05where\x12$\n" +
-	"\x0efrom_first_seq\x18( \x01(\bR\ffromFirstSeq\"\x9e\x01\n" +
+	"\x0efrom_first_seq\x18( \x01(\bR\ffromFirstSeq\x12\x14\n" +
+	"\x05cause\x18< \x01(\tR\x05cause\x12 \n" +
+	"\vdescendants\x18= \x01(\bR\vdescendants\"\xb9\x01\n" +
 	"\x0fReadLogResponse\x12+\n" +
 	"\x06events\x18\x01 \x03(\v2\x13.chronolog.v1.EventR\x06events\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x19\n" +
 	"\bhead_seq\x18\x03 \x01(\x04R\aheadSeq\x12\x1b\n" +
-	"\tfirst_seq\x18( \x01(\x04R\bfirstSeq\"!\n" +
+	"\tfirst_seq\x18( \x01(\x04R\bfirstSeq\x12\x19\n" +
+	"\btree_cut\x18< \x01(\bR\atreeCut\"!\n" +
 	"\x0fGetEventRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"=\n" +
 	"\x10GetEventResponse\x12)\n" +
-	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\"\xb3\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\"\xeb\x01\n" +
 	"\fWatchRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\x12\x14\n" +
 	"\x05types\x18\x02 \x03(\tR\x05types\x12-\n" +
 	"\x05where\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x1b\n" +
 	"\tdata_json\x18\x04 \x01(\bR\bdataJson\x12$\n" +
-	"\x0efrom_first_seq\x18( \x01(\bR\ffromFirstSeq\"~\n" +
+	"\x0efrom_first_seq\x18( \x01(\bR\ffromFirstSeq\x12\x14\n" +
+	"\x05cause\x18< \x01(\tR\x05cause\x12 \n" +
+	"\vdescendants\x18= \x01(\bR\vdescendants\"~\n" +
 	"\rWatchResponse\x12+\n" +
 	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventH\x00R\x05event\x125\n" +
 	"\tcaught_up\x18\x02 \x01(\v2\x16.chronolog.v1.CaughtUpH\x00R\bcaughtUpB\t\n" +

@@ -364,7 +364,12 @@ type EventTypeDeclaration struct {
 	// code under a cause may emit it.
 	Allow []string `protobuf:"bytes,2,rep,name=allow,proto3" json:"allow,omitempty"`
 	// Human description.
-	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// Who may read it (ReadLog, GetEvent, Watch): `*`, a role as
+	// `role:admin|executor|client`, or a principal name; admins and the
+	// executors that may host this plugin always may. Empty: every principal
+	// that reaches the event's space.
+	Read          []string `protobuf:"bytes,100,rep,name=read,proto3" json:"read,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -418,6 +423,13 @@ func (x *EventTypeDeclaration) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *EventTypeDeclaration) GetRead() []string {
+	if x != nil {
+		return x.Read
+	}
+	return nil
 }
 
 // Declares a collection of documents.
@@ -529,8 +541,12 @@ type ActionDeclaration struct {
 	// completes the call) before it records the call failed. Meanwhile no other
 	// run of the call id starts. Absent: the same as `timeout_ms`; 0: fail at once.
 	TimeoutGraceMs *uint32 `protobuf:"varint,6,opt,name=timeout_grace_ms,json=timeoutGraceMs,proto3,oneof" json:"timeout_grace_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Who may read its action.* events (inputs, outputs, errors) and the
+	// timer.* events of timers calling it, besides admins and the executors that
+	// may host this plugin (same form as an event type's `read`). Empty: no one else.
+	Read          []string `protobuf:"bytes,100,rep,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActionDeclaration) Reset() {
@@ -605,6 +621,13 @@ func (x *ActionDeclaration) GetTimeoutGraceMs() uint32 {
 	return 0
 }
 
+func (x *ActionDeclaration) GetRead() []string {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
 // Declares a processor.
 type ProcessorDeclaration struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -630,8 +653,12 @@ type ProcessorDeclaration struct {
 	// other try of the event, and no later event of its key, starts. Absent: the
 	// same as `ack_timeout_ms`; 0: do not wait.
 	TimeoutGraceMs *uint32 `protobuf:"varint,8,opt,name=timeout_grace_ms,json=timeoutGraceMs,proto3,oneof" json:"timeout_grace_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Who may read its processor.* events (failures carry the failed event),
+	// besides admins and the executors that may host this plugin (same form as
+	// an event type's `read`). Empty: no one else.
+	Read          []string `protobuf:"bytes,100,rep,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProcessorDeclaration) Reset() {
@@ -718,6 +745,13 @@ func (x *ProcessorDeclaration) GetTimeoutGraceMs() uint32 {
 		return *x.TimeoutGraceMs
 	}
 	return 0
+}
+
+func (x *ProcessorDeclaration) GetRead() []string {
+	if x != nil {
+		return x.Read
+	}
+	return nil
 }
 
 // Where a new processor's cursor starts.
@@ -1526,11 +1560,12 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\tmax_count\x18\x03 \x01(\x04R\bmaxCount\x12\x1b\n" +
 	"\tmax_bytes\x18\x04 \x01(\x04R\bmaxBytes\x12/\n" +
 	"\x04keep\x18\x05 \x01(\x0e2\x1b.chronolog.v1.RetentionKeepR\x04keep\x12\x10\n" +
-	"\x03key\x18\x06 \x01(\tR\x03key\"\x7f\n" +
+	"\x03key\x18\x06 \x01(\tR\x03key\"\x93\x01\n" +
 	"\x14EventTypeDeclaration\x12/\n" +
 	"\x06schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06schema\x12\x14\n" +
 	"\x05allow\x18\x02 \x03(\tR\x05allow\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\"\xf2\x01\n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04read\x18d \x03(\tR\x04read\"\xf2\x01\n" +
 	"\x15CollectionDeclaration\x12/\n" +
 	"\x06schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06schema\x12%\n" +
 	"\x0eprivate_fields\x18\x02 \x03(\tR\rprivateFields\x12\x1b\n" +
@@ -1540,7 +1575,7 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05allow\x18\x06 \x03(\tR\x05allowB\t\n" +
 	"\a_eventsB\n" +
 	"\n" +
-	"\b_durable\"\x97\x02\n" +
+	"\b_durable\"\xab\x02\n" +
 	"\x11ActionDeclaration\x12:\n" +
 	"\finput_schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12%\n" +
 	"\x0eprivate_fields\x18\x02 \x03(\tR\rprivateFields\x12\x1b\n" +
@@ -1548,9 +1583,10 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05allow\x18\x04 \x03(\tR\x05allow\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\rR\ttimeoutMs\x12-\n" +
-	"\x10timeout_grace_ms\x18\x06 \x01(\rH\x01R\x0etimeoutGraceMs\x88\x01\x01B\t\n" +
+	"\x10timeout_grace_ms\x18\x06 \x01(\rH\x01R\x0etimeoutGraceMs\x88\x01\x01\x12\x12\n" +
+	"\x04read\x18d \x03(\tR\x04readB\t\n" +
 	"\a_recordB\x13\n" +
-	"\x11_timeout_grace_ms\"\xce\x02\n" +
+	"\x11_timeout_grace_ms\"\xe2\x02\n" +
 	"\x14ProcessorDeclaration\x12\x0e\n" +
 	"\x02on\x18\x01 \x03(\tR\x02on\x12-\n" +
 	"\x05where\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x10\n" +
@@ -1559,7 +1595,8 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x0eack_timeout_ms\x18\x05 \x01(\rR\fackTimeoutMs\x121\n" +
 	"\x05start\x18\x06 \x01(\v2\x1b.chronolog.v1.StartPositionR\x05start\x12&\n" +
 	"\x0fretry_delays_ms\x18\a \x03(\rR\rretryDelaysMs\x12-\n" +
-	"\x10timeout_grace_ms\x18\b \x01(\rH\x00R\x0etimeoutGraceMs\x88\x01\x01B\x13\n" +
+	"\x10timeout_grace_ms\x18\b \x01(\rH\x00R\x0etimeoutGraceMs\x88\x01\x01\x12\x12\n" +
+	"\x04read\x18d \x03(\tR\x04readB\x13\n" +
 	"\x11_timeout_grace_ms\"n\n" +
 	"\rStartPosition\x12\x12\n" +
 	"\x03end\x18\x01 \x01(\bH\x00R\x03end\x12\x1e\n" +

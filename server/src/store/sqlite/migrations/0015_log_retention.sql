@@ -21,8 +21,8 @@ CREATE TABLE removed_events (
   id  TEXT    NOT NULL UNIQUE
 );
 
--- What a removal checks for each candidate: does a kept event name it as its cause?
-CREATE INDEX events_by_cause ON events (cause) WHERE cause <> '';
+-- What a removal checks for each candidate (does a kept event name it as its cause?) is read by
+-- the index on causes, events_by_cause (migration 0017 / PostgreSQL 0005).
 
 DROP TRIGGER events_immutable_no_delete;
 CREATE TRIGGER events_immutable_no_delete BEFORE DELETE ON events

@@ -28,7 +28,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from google.rpc import error_details_pb2 as google_dot_rpc_dot_error__details__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63hronolog/v1/log.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xa9\x01\n\x0b\x45mitRequest\x12\x0c\n\x04type\x18\x01 \x01(\t\x12%\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\n\n\x02id\x18\x03 \x01(\t\x12\"\n\x05\x63\x61use\x18\x04 \x01(\x0b\x32\x13.chronolog.v1.Cause\x12\"\n\x05\x61\x63tor\x18\x05 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12\x11\n\tdata_json\x18\x06 \x01(\x0c\"D\n\x0c\x45mitResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\x10\n\x08\x65xisting\x18\x02 \x01(\x08\"=\n\x10\x45mitBatchRequest\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.EmitRequest\"@\n\x11\x45mitBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.EmitResponse\"\x99\x01\n\x0eReadLogRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\r\n\x05types\x18\x04 \x03(\t\x12&\n\x05where\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0e\x66rom_first_seq\x18( \x01(\x08\"t\n\x0fReadLogResponse\x12#\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x13.chronolog.v1.Event\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x10\n\x08head_seq\x18\x03 \x01(\x04\x12\x11\n\tfirst_seq\x18( \x01(\x04\"\x1d\n\x0fGetEventRequest\x12\n\n\x02id\x18\x01 \x01(\t\"6\n\x10GetEventResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\"\x83\x01\n\x0cWatchRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\r\n\x05types\x18\x02 \x03(\t\x12&\n\x05where\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\tdata_json\x18\x04 \x01(\x08\x12\x16\n\x0e\x66rom_first_seq\x18( \x01(\x08\"m\n\rWatchResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.EventH\x00\x12+\n\tcaught_up\x18\x02 \x01(\x0b\x32\x16.chronolog.v1.CaughtUpH\x00\x42\t\n\x07message\"/\n\x08\x43\x61ughtUp\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\x12\x11\n\tfirst_seq\x18( \x01(\x04\":\n\x0ePublishRequest\x12(\n\x05\x65mits\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.PublishEmit\"D\n\x0bPublishEmit\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12(\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.EmitRequest\"x\n\x0fPublishResponse\x12/\n\x07welcome\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PublishWelcomeH\x00\x12)\n\x04\x61\x63ks\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.PublishAcksH\x00\x42\t\n\x07message\" \n\x0ePublishWelcome\x12\x0e\n\x06window\x18\x01 \x01(\r\"5\n\x0bPublishAcks\x12&\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x18.chronolog.v1.PublishAck\"\xbb\x01\n\nPublishAck\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\n\n\x02id\x18\x03 \x01(\t\x12\x10\n\x08\x65xisting\x18\x04 \x01(\x08\x12&\n\x02\x61t\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12)\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x1a.chronolog.v1.PublishError\"\xeb\x01\n\x0cPublishError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.chronolog.v1.PublishError.MetadataEntry\x12?\n\x10\x66ield_violations\x18\x05 \x03(\x0b\x32%.google.rpc.BadRequest.FieldViolation\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\xbc\x03\n\nLogService\x12=\n\x04\x45mit\x12\x19.chronolog.v1.EmitRequest\x1a\x1a.chronolog.v1.EmitResponse\x12L\n\tEmitBatch\x12\x1e.chronolog.v1.EmitBatchRequest\x1a\x1f.chronolog.v1.EmitBatchResponse\x12\x46\n\x07ReadLog\x12\x1c.chronolog.v1.ReadLogRequest\x1a\x1d.chronolog.v1.ReadLogResponse\x12I\n\x08GetEvent\x12\x1d.chronolog.v1.GetEventRequest\x1a\x1e.chronolog.v1.GetEventResponse\x12\x42\n\x05Watch\x12\x1a.chronolog.v1.WatchRequest\x1a\x1b.chronolog.v1.WatchResponse0\x01\x12J\n\x07Publish\x12\x1c.chronolog.v1.PublishRequest\x1a\x1d.chronolog.v1.PublishResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63hronolog/v1/log.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xa9\x01\n\x0b\x45mitRequest\x12\x0c\n\x04type\x18\x01 \x01(\t\x12%\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\n\n\x02id\x18\x03 \x01(\t\x12\"\n\x05\x63\x61use\x18\x04 \x01(\x0b\x32\x13.chronolog.v1.Cause\x12\"\n\x05\x61\x63tor\x18\x05 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12\x11\n\tdata_json\x18\x06 \x01(\x0c\"D\n\x0c\x45mitResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\x10\n\x08\x65xisting\x18\x02 \x01(\x08\"=\n\x10\x45mitBatchRequest\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.EmitRequest\"@\n\x11\x45mitBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.EmitResponse\"\xbd\x01\n\x0eReadLogRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\r\n\x05types\x18\x04 \x03(\t\x12&\n\x05where\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0e\x66rom_first_seq\x18( \x01(\x08\x12\r\n\x05\x63\x61use\x18< \x01(\t\x12\x13\n\x0b\x64\x65scendants\x18= \x01(\x08\"\x86\x01\n\x0fReadLogResponse\x12#\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x13.chronolog.v1.Event\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x10\n\x08head_seq\x18\x03 \x01(\x04\x12\x11\n\tfirst_seq\x18( \x01(\x04\x12\x10\n\x08tree_cut\x18< \x01(\x08\"\x1d\n\x0fGetEventRequest\x12\n\n\x02id\x18\x01 \x01(\t\"6\n\x10GetEventResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\"\xa7\x01\n\x0cWatchRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\r\n\x05types\x18\x02 \x03(\t\x12&\n\x05where\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\tdata_json\x18\x04 \x01(\x08\x12\x16\n\x0e\x66rom_first_seq\x18( \x01(\x08\x12\r\n\x05\x63\x61use\x18< \x01(\t\x12\x13\n\x0b\x64\x65scendants\x18= \x01(\x08\"m\n\rWatchResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.EventH\x00\x12+\n\tcaught_up\x18\x02 \x01(\x0b\x32\x16.chronolog.v1.CaughtUpH\x00\x42\t\n\x07message\"/\n\x08\x43\x61ughtUp\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\x12\x11\n\tfirst_seq\x18( \x01(\x04\":\n\x0ePublishRequest\x12(\n\x05\x65mits\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.PublishEmit\"D\n\x0bPublishEmit\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12(\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.EmitRequest\"x\n\x0fPublishResponse\x12/\n\x07welcome\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PublishWelcomeH\x00\x12)\n\x04\x61\x63ks\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.PublishAcksH\x00\x42\t\n\x07message\" \n\x0ePublishWelcome\x12\x0e\n\x06window\x18\x01 \x01(\r\"5\n\x0bPublishAcks\x12&\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x18.chronolog.v1.PublishAck\"\xbb\x01\n\nPublishAck\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\n\n\x02id\x18\x03 \x01(\t\x12\x10\n\x08\x65xisting\x18\x04 \x01(\x08\x12&\n\x02\x61t\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12)\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x1a.chronolog.v1.PublishError\"\xeb\x01\n\x0cPublishError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.chronolog.v1.PublishError.MetadataEntry\x12?\n\x10\x66ield_violations\x18\x05 \x03(\x0b\x32%.google.rpc.BadRequest.FieldViolation\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\xbc\x03\n\nLogService\x12=\n\x04\x45mit\x12\x19.chronolog.v1.EmitRequest\x1a\x1a.chronolog.v1.EmitResponse\x12L\n\tEmitBatch\x12\x1e.chronolog.v1.EmitBatchRequest\x1a\x1f.chronolog.v1.EmitBatchResponse\x12\x46\n\x07ReadLog\x12\x1c.chronolog.v1.ReadLogRequest\x1a\x1d.chronolog.v1.ReadLogResponse\x12I\n\x08GetEvent\x12\x1d.chronolog.v1.GetEventRequest\x1a\x1e.chronolog.v1.GetEventResponse\x12\x42\n\x05Watch\x12\x1a.chronolog.v1.WatchRequest\x1a\x1b.chronolog.v1.WatchResponse0\x01\x12J\n\x07Publish\x12\x1c.chronolog.v1.PublishRequest\x1a\x1d.chronolog.v1.PublishResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,35 +46,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EMITBATCHRESPONSE']._serialized_start=466
   _globals['_EMITBATCHRESPONSE']._serialized_end=530
   _globals['_READLOGREQUEST']._serialized_start=533
-  _globals['_READLOGREQUEST']._serialized_end=686
-  _globals['_READLOGRESPONSE']._serialized_start=688
-  _globals['_READLOGRESPONSE']._serialized_end=804
-  _globals['_GETEVENTREQUEST']._serialized_start=806
-  _globals['_GETEVENTREQUEST']._serialized_end=835
-  _globals['_GETEVENTRESPONSE']._serialized_start=837
-  _globals['_GETEVENTRESPONSE']._serialized_end=891
-  _globals['_WATCHREQUEST']._serialized_start=894
-  _globals['_WATCHREQUEST']._serialized_end=1025
-  _globals['_WATCHRESPONSE']._serialized_start=1027
-  _globals['_WATCHRESPONSE']._serialized_end=1136
-  _globals['_CAUGHTUP']._serialized_start=1138
-  _globals['_CAUGHTUP']._serialized_end=1185
-  _globals['_PUBLISHREQUEST']._serialized_start=1187
-  _globals['_PUBLISHREQUEST']._serialized_end=1245
-  _globals['_PUBLISHEMIT']._serialized_start=1247
-  _globals['_PUBLISHEMIT']._serialized_end=1315
-  _globals['_PUBLISHRESPONSE']._serialized_start=1317
-  _globals['_PUBLISHRESPONSE']._serialized_end=1437
-  _globals['_PUBLISHWELCOME']._serialized_start=1439
-  _globals['_PUBLISHWELCOME']._serialized_end=1471
-  _globals['_PUBLISHACKS']._serialized_start=1473
-  _globals['_PUBLISHACKS']._serialized_end=1526
-  _globals['_PUBLISHACK']._serialized_start=1529
-  _globals['_PUBLISHACK']._serialized_end=1716
-  _globals['_PUBLISHERROR']._serialized_start=1719
-  _globals['_PUBLISHERROR']._serialized_end=1954
-  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_start=1907
-  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_end=1954
-  _globals['_LOGSERVICE']._serialized_start=1957
-  _globals['_LOGSERVICE']._serialized_end=2401
+  _globals['_READLOGREQUEST']._serialized_end=722
+  _globals['_READLOGRESPONSE']._serialized_start=725
+  _globals['_READLOGRESPONSE']._serialized_end=859
+  _globals['_GETEVENTREQUEST']._serialized_start=861
+  _globals['_GETEVENTREQUEST']._serialized_end=890
+  _globals['_GETEVENTRESPONSE']._serialized_start=892
+  _globals['_GETEVENTRESPONSE']._serialized_end=946
+  _globals['_WATCHREQUEST']._serialized_start=949
+  _globals['_WATCHREQUEST']._serialized_end=1116
+  _globals['_WATCHRESPONSE']._serialized_start=1118
+  _globals['_WATCHRESPONSE']._serialized_end=1227
+  _globals['_CAUGHTUP']._serialized_start=1229
+  _globals['_CAUGHTUP']._serialized_end=1276
+  _globals['_PUBLISHREQUEST']._serialized_start=1278
+  _globals['_PUBLISHREQUEST']._serialized_end=1336
+  _globals['_PUBLISHEMIT']._serialized_start=1338
+  _globals['_PUBLISHEMIT']._serialized_end=1406
+  _globals['_PUBLISHRESPONSE']._serialized_start=1408
+  _globals['_PUBLISHRESPONSE']._serialized_end=1528
+  _globals['_PUBLISHWELCOME']._serialized_start=1530
+  _globals['_PUBLISHWELCOME']._serialized_end=1562
+  _globals['_PUBLISHACKS']._serialized_start=1564
+  _globals['_PUBLISHACKS']._serialized_end=1617
+  _globals['_PUBLISHACK']._serialized_start=1620
+  _globals['_PUBLISHACK']._serialized_end=1807
+  _globals['_PUBLISHERROR']._serialized_start=1810
+  _globals['_PUBLISHERROR']._serialized_end=2045
+  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_start=1998
+  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_end=2045
+  _globals['_LOGSERVICE']._serialized_start=2048
+  _globals['_LOGSERVICE']._serialized_end=2492
 # @@protoc_insertion_point(module_scope)

@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x63hronolog/v1/plugin.proto\x12\x0c\x63hronolog.v1\x1a\x17\x63hronolog/v1/time.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x08\n\x0ePluginManifest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x38\n\x06\x65vents\x18\x03 \x03(\x0b\x32(.chronolog.v1.PluginManifest.EventsEntry\x12\x42\n\x0b\x63ollections\x18\x04 \x03(\x0b\x32-.chronolog.v1.PluginManifest.CollectionsEntry\x12:\n\x07\x61\x63tions\x18\x05 \x03(\x0b\x32).chronolog.v1.PluginManifest.ActionsEntry\x12@\n\nprocessors\x18\x06 \x03(\x0b\x32,.chronolog.v1.PluginManifest.ProcessorsEntry\x12>\n\tschedules\x18\x07 \x03(\x0b\x32+.chronolog.v1.PluginManifest.SchedulesEntry\x12\x38\n\x06pulses\x18\x08 \x03(\x0b\x32(.chronolog.v1.PluginManifest.PulsesEntry\x12\x35\n\x10schedule_patches\x18\t \x03(\x0b\x32\x1b.chronolog.v1.SchedulePatch\x12.\n\tretention\x18( \x03(\x0b\x32\x1b.chronolog.v1.RetentionRule\x1aQ\n\x0b\x45ventsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.EventTypeDeclaration:\x02\x38\x01\x1aW\n\x10\x43ollectionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.chronolog.v1.CollectionDeclaration:\x02\x38\x01\x1aO\n\x0c\x41\x63tionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x1f.chronolog.v1.ActionDeclaration:\x02\x38\x01\x1aU\n\x0fProcessorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.ProcessorDeclaration:\x02\x38\x01\x1aS\n\x0eSchedulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x30\n\x05value\x18\x02 \x01(\x0b\x32!.chronolog.v1.ScheduleDeclaration:\x02\x38\x01\x1aM\n\x0bPulsesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.chronolog.v1.PulseDeclaration:\x02\x38\x01\"\x90\x01\n\rRetentionRule\x12\r\n\x05types\x18\x01 \x01(\t\x12\x12\n\nmax_age_ms\x18\x02 \x01(\x04\x12\x11\n\tmax_count\x18\x03 \x01(\x04\x12\x11\n\tmax_bytes\x18\x04 \x01(\x04\x12)\n\x04keep\x18\x05 \x01(\x0e\x32\x1b.chronolog.v1.RetentionKeep\x12\x0b\n\x03key\x18\x06 \x01(\t\"c\n\x14\x45ventTypeDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x61llow\x18\x02 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"\xba\x01\n\x15\x43ollectionDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06\x65vents\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x14\n\x07\x64urable\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x0f\n\x07records\x18\x05 \x01(\x08\x12\r\n\x05\x61llow\x18\x06 \x03(\tB\t\n\x07_eventsB\n\n\x08_durable\"\xd1\x01\n\x11\x41\x63tionDeclaration\x12-\n\x0cinput_schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06record\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\r\n\x05\x61llow\x18\x04 \x03(\t\x12\x12\n\ntimeout_ms\x18\x05 \x01(\r\x12\x1d\n\x10timeout_grace_ms\x18\x06 \x01(\rH\x01\x88\x01\x01\x42\t\n\x07_recordB\x13\n\x11_timeout_grace_ms\"\xfd\x01\n\x14ProcessorDeclaration\x12\n\n\x02on\x18\x01 \x03(\t\x12&\n\x05where\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x13\n\x0b\x63oncurrency\x18\x04 \x01(\r\x12\x16\n\x0e\x61\x63k_timeout_ms\x18\x05 \x01(\r\x12*\n\x05start\x18\x06 \x01(\x0b\x32\x1b.chronolog.v1.StartPosition\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x1d\n\x10timeout_grace_ms\x18\x08 \x01(\rH\x00\x88\x01\x01\x42\x13\n\x11_timeout_grace_ms\"T\n\rStartPosition\x12\r\n\x03\x65nd\x18\x01 \x01(\x08H\x00\x12\x13\n\tbeginning\x18\x02 \x01(\x08H\x00\x12\x13\n\tafter_seq\x18\x03 \x01(\x04H\x00\x42\n\n\x08position\"\xa3\x02\n\x13ScheduleDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12&\n\x05input\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0c\n\x04\x63ron\x18\x03 \x01(\t\x12\x0c\n\x04zone\x18\x04 \x01(\t\x12\x10\n\x08\x65very_ms\x18\x05 \x01(\x04\x12\x17\n\x0fmax_lateness_ms\x18\x06 \x01(\x04\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x10\n\x08\x64isabled\x18\x08 \x01(\x08\x12\x0e\n\x06region\x18\t \x01(\r\x12,\n\x06policy\x18\n \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicy\x12$\n\x03\x64st\x18\x0b \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\"\x89\x02\n\rSchedulePatch\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x11\n\x04\x63ron\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04zone\x18\x04 \x01(\tH\x01\x88\x01\x01\x12&\n\x05input\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x15\n\x08\x64isabled\x18\x06 \x01(\x08H\x02\x88\x01\x01\x12$\n\x03\x64st\x18\x07 \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\x12,\n\x06policy\x18\x08 \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicyB\x07\n\x05_cronB\x07\n\x05_zoneB\x0b\n\t_disabled\"u\n\x10PulseDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x15\n\rcycle_seconds\x18\x02 \x01(\r\x12\x11\n\tintervals\x18\x03 \x01(\r\x12\'\n\x05scope\x18\x04 \x01(\x0e\x32\x18.chronolog.v1.PulseScope\"}\n\x06Plugin\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\x12\x10\n\x08revision\x18\x02 \x01(\r\x12\x31\n\rregistered_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"G\n\x15RegisterPluginRequest\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\"O\n\x16RegisterPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin\x12\x0f\n\x07\x63hanged\x18\x02 \x01(\x08\"\x14\n\x12ListPluginsRequest\"<\n\x13ListPluginsResponse\x12%\n\x07plugins\x18\x01 \x03(\x0b\x32\x14.chronolog.v1.Plugin\" \n\x10GetPluginRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"9\n\x11GetPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin*R\n\rRetentionKeep\x12\x1e\n\x1aRETENTION_KEEP_UNSPECIFIED\x10\x00\x12!\n\x1dRETENTION_KEEP_LATEST_PER_KEY\x10\x01*]\n\nPulseScope\x12\x1b\n\x17PULSE_SCOPE_UNSPECIFIED\x10\x00\x12\x19\n\x15PULSE_SCOPE_COMPONENT\x10\x01\x12\x17\n\x13PULSE_SCOPE_REPLICA\x10\x02\x32\x8e\x02\n\rPluginService\x12[\n\x0eRegisterPlugin\x12#.chronolog.v1.RegisterPluginRequest\x1a$.chronolog.v1.RegisterPluginResponse\x12R\n\x0bListPlugins\x12 .chronolog.v1.ListPluginsRequest\x1a!.chronolog.v1.ListPluginsResponse\x12L\n\tGetPlugin\x12\x1e.chronolog.v1.GetPluginRequest\x1a\x1f.chronolog.v1.GetPluginResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x63hronolog/v1/plugin.proto\x12\x0c\x63hronolog.v1\x1a\x17\x63hronolog/v1/time.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x08\n\x0ePluginManifest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x38\n\x06\x65vents\x18\x03 \x03(\x0b\x32(.chronolog.v1.PluginManifest.EventsEntry\x12\x42\n\x0b\x63ollections\x18\x04 \x03(\x0b\x32-.chronolog.v1.PluginManifest.CollectionsEntry\x12:\n\x07\x61\x63tions\x18\x05 \x03(\x0b\x32).chronolog.v1.PluginManifest.ActionsEntry\x12@\n\nprocessors\x18\x06 \x03(\x0b\x32,.chronolog.v1.PluginManifest.ProcessorsEntry\x12>\n\tschedules\x18\x07 \x03(\x0b\x32+.chronolog.v1.PluginManifest.SchedulesEntry\x12\x38\n\x06pulses\x18\x08 \x03(\x0b\x32(.chronolog.v1.PluginManifest.PulsesEntry\x12\x35\n\x10schedule_patches\x18\t \x03(\x0b\x32\x1b.chronolog.v1.SchedulePatch\x12.\n\tretention\x18( \x03(\x0b\x32\x1b.chronolog.v1.RetentionRule\x1aQ\n\x0b\x45ventsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.EventTypeDeclaration:\x02\x38\x01\x1aW\n\x10\x43ollectionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.chronolog.v1.CollectionDeclaration:\x02\x38\x01\x1aO\n\x0c\x41\x63tionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x1f.chronolog.v1.ActionDeclaration:\x02\x38\x01\x1aU\n\x0fProcessorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".chronolog.v1.ProcessorDeclaration:\x02\x38\x01\x1aS\n\x0eSchedulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x30\n\x05value\x18\x02 \x01(\x0b\x32!.chronolog.v1.ScheduleDeclaration:\x02\x38\x01\x1aM\n\x0bPulsesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.chronolog.v1.PulseDeclaration:\x02\x38\x01\"\x90\x01\n\rRetentionRule\x12\r\n\x05types\x18\x01 \x01(\t\x12\x12\n\nmax_age_ms\x18\x02 \x01(\x04\x12\x11\n\tmax_count\x18\x03 \x01(\x04\x12\x11\n\tmax_bytes\x18\x04 \x01(\x04\x12)\n\x04keep\x18\x05 \x01(\x0e\x32\x1b.chronolog.v1.RetentionKeep\x12\x0b\n\x03key\x18\x06 \x01(\t\"q\n\x14\x45ventTypeDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x61llow\x18\x02 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0c\n\x04read\x18\x64 \x03(\t\"\xba\x01\n\x15\x43ollectionDeclaration\x12\'\n\x06schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06\x65vents\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x14\n\x07\x64urable\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x0f\n\x07records\x18\x05 \x01(\x08\x12\r\n\x05\x61llow\x18\x06 \x03(\tB\t\n\x07_eventsB\n\n\x08_durable\"\xdf\x01\n\x11\x41\x63tionDeclaration\x12-\n\x0cinput_schema\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0eprivate_fields\x18\x02 \x03(\t\x12\x13\n\x06record\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\r\n\x05\x61llow\x18\x04 \x03(\t\x12\x12\n\ntimeout_ms\x18\x05 \x01(\r\x12\x1d\n\x10timeout_grace_ms\x18\x06 \x01(\rH\x01\x88\x01\x01\x12\x0c\n\x04read\x18\x64 \x03(\tB\t\n\x07_recordB\x13\n\x11_timeout_grace_ms\"\x8b\x02\n\x14ProcessorDeclaration\x12\n\n\x02on\x18\x01 \x03(\t\x12&\n\x05where\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x13\n\x0b\x63oncurrency\x18\x04 \x01(\r\x12\x16\n\x0e\x61\x63k_timeout_ms\x18\x05 \x01(\r\x12*\n\x05start\x18\x06 \x01(\x0b\x32\x1b.chronolog.v1.StartPosition\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x1d\n\x10timeout_grace_ms\x18\x08 \x01(\rH\x00\x88\x01\x01\x12\x0c\n\x04read\x18\x64 \x03(\tB\x13\n\x11_timeout_grace_ms\"T\n\rStartPosition\x12\r\n\x03\x65nd\x18\x01 \x01(\x08H\x00\x12\x13\n\tbeginning\x18\x02 \x01(\x08H\x00\x12\x13\n\tafter_seq\x18\x03 \x01(\x04H\x00\x42\n\n\x08position\"\xa3\x02\n\x13ScheduleDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12&\n\x05input\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0c\n\x04\x63ron\x18\x03 \x01(\t\x12\x0c\n\x04zone\x18\x04 \x01(\t\x12\x10\n\x08\x65very_ms\x18\x05 \x01(\x04\x12\x17\n\x0fmax_lateness_ms\x18\x06 \x01(\x04\x12\x17\n\x0fretry_delays_ms\x18\x07 \x03(\r\x12\x10\n\x08\x64isabled\x18\x08 \x01(\x08\x12\x0e\n\x06region\x18\t \x01(\r\x12,\n\x06policy\x18\n \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicy\x12$\n\x03\x64st\x18\x0b \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\"\x89\x02\n\rSchedulePatch\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x11\n\x04\x63ron\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04zone\x18\x04 \x01(\tH\x01\x88\x01\x01\x12&\n\x05input\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x15\n\x08\x64isabled\x18\x06 \x01(\x08H\x02\x88\x01\x01\x12$\n\x03\x64st\x18\x07 \x01(\x0b\x32\x17.chronolog.v1.DstPolicy\x12,\n\x06policy\x18\x08 \x01(\x0b\x32\x1c.chronolog.v1.SchedulePolicyB\x07\n\x05_cronB\x07\n\x05_zoneB\x0b\n\t_disabled\"u\n\x10PulseDeclaration\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x15\n\rcycle_seconds\x18\x02 \x01(\r\x12\x11\n\tintervals\x18\x03 \x01(\r\x12\'\n\x05scope\x18\x04 \x01(\x0e\x32\x18.chronolog.v1.PulseScope\"}\n\x06Plugin\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\x12\x10\n\x08revision\x18\x02 \x01(\r\x12\x31\n\rregistered_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"G\n\x15RegisterPluginRequest\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PluginManifest\"O\n\x16RegisterPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin\x12\x0f\n\x07\x63hanged\x18\x02 \x01(\x08\"\x14\n\x12ListPluginsRequest\"<\n\x13ListPluginsResponse\x12%\n\x07plugins\x18\x01 \x03(\x0b\x32\x14.chronolog.v1.Plugin\" \n\x10GetPluginRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"9\n\x11GetPluginResponse\x12$\n\x06plugin\x18\x01 \x01(\x0b\x32\x14.chronolog.v1.Plugin*R\n\rRetentionKeep\x12\x1e\n\x1aRETENTION_KEEP_UNSPECIFIED\x10\x00\x12!\n\x1dRETENTION_KEEP_LATEST_PER_KEY\x10\x01*]\n\nPulseScope\x12\x1b\n\x17PULSE_SCOPE_UNSPECIFIED\x10\x00\x12\x19\n\x15PULSE_SCOPE_COMPONENT\x10\x01\x12\x17\n\x13PULSE_SCOPE_REPLICA\x10\x02\x32\x8e\x02\n\rPluginService\x12[\n\x0eRegisterPlugin\x12#.chronolog.v1.RegisterPluginRequest\x1a$.chronolog.v1.RegisterPluginResponse\x12R\n\x0bListPlugins\x12 .chronolog.v1.ListPluginsRequest\x1a!.chronolog.v1.ListPluginsResponse\x12L\n\tGetPlugin\x12\x1e.chronolog.v1.GetPluginRequest\x1a\x1f.chronolog.v1.GetPluginResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,10 +46,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PLUGINMANIFEST_SCHEDULESENTRY']._serialized_options = b'8\001'
   _globals['_PLUGINMANIFEST_PULSESENTRY']._loaded_options = None
   _globals['_PLUGINMANIFEST_PULSESENTRY']._serialized_options = b'8\001'
-  _globals['_RETENTIONKEEP']._serialized_start=3292
-  _globals['_RETENTIONKEEP']._serialized_end=3374
-  _globals['_PULSESCOPE']._serialized_start=3376
-  _globals['_PULSESCOPE']._serialized_end=3469
+  _globals['_RETENTIONKEEP']._serialized_start=3334
+  _globals['_RETENTIONKEEP']._serialized_end=3416
+  _globals['_PULSESCOPE']._serialized_start=3418
+  _globals['_PULSESCOPE']._serialized_end=3511
   _globals['_PLUGINMANIFEST']._serialized_start=132
   _globals['_PLUGINMANIFEST']._serialized_end=1160
   _globals['_PLUGINMANIFEST_EVENTSENTRY']._serialized_start=658
@@ -67,35 +67,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RETENTIONRULE']._serialized_start=1163
   _globals['_RETENTIONRULE']._serialized_end=1307
   _globals['_EVENTTYPEDECLARATION']._serialized_start=1309
-  _globals['_EVENTTYPEDECLARATION']._serialized_end=1408
-  _globals['_COLLECTIONDECLARATION']._serialized_start=1411
-  _globals['_COLLECTIONDECLARATION']._serialized_end=1597
-  _globals['_ACTIONDECLARATION']._serialized_start=1600
-  _globals['_ACTIONDECLARATION']._serialized_end=1809
-  _globals['_PROCESSORDECLARATION']._serialized_start=1812
-  _globals['_PROCESSORDECLARATION']._serialized_end=2065
-  _globals['_STARTPOSITION']._serialized_start=2067
-  _globals['_STARTPOSITION']._serialized_end=2151
-  _globals['_SCHEDULEDECLARATION']._serialized_start=2154
-  _globals['_SCHEDULEDECLARATION']._serialized_end=2445
-  _globals['_SCHEDULEPATCH']._serialized_start=2448
-  _globals['_SCHEDULEPATCH']._serialized_end=2713
-  _globals['_PULSEDECLARATION']._serialized_start=2715
-  _globals['_PULSEDECLARATION']._serialized_end=2832
-  _globals['_PLUGIN']._serialized_start=2834
-  _globals['_PLUGIN']._serialized_end=2959
-  _globals['_REGISTERPLUGINREQUEST']._serialized_start=2961
-  _globals['_REGISTERPLUGINREQUEST']._serialized_end=3032
-  _globals['_REGISTERPLUGINRESPONSE']._serialized_start=3034
-  _globals['_REGISTERPLUGINRESPONSE']._serialized_end=3113
-  _globals['_LISTPLUGINSREQUEST']._serialized_start=3115
-  _globals['_LISTPLUGINSREQUEST']._serialized_end=3135
-  _globals['_LISTPLUGINSRESPONSE']._serialized_start=3137
-  _globals['_LISTPLUGINSRESPONSE']._serialized_end=3197
-  _globals['_GETPLUGINREQUEST']._serialized_start=3199
-  _globals['_GETPLUGINREQUEST']._serialized_end=3231
-  _globals['_GETPLUGINRESPONSE']._serialized_start=3233
-  _globals['_GETPLUGINRESPONSE']._serialized_end=3290
-  _globals['_PLUGINSERVICE']._serialized_start=3472
-  _globals['_PLUGINSERVICE']._serialized_end=3742
+  _globals['_EVENTTYPEDECLARATION']._serialized_end=1422
+  _globals['_COLLECTIONDECLARATION']._serialized_start=1425
+  _globals['_COLLECTIONDECLARATION']._serialized_end=1611
+  _globals['_ACTIONDECLARATION']._serialized_start=1614
+  _globals['_ACTIONDECLARATION']._serialized_end=1837
+  _globals['_PROCESSORDECLARATION']._serialized_start=1840
+  _globals['_PROCESSORDECLARATION']._serialized_end=2107
+  _globals['_STARTPOSITION']._serialized_start=2109
+  _globals['_STARTPOSITION']._serialized_end=2193
+  _globals['_SCHEDULEDECLARATION']._serialized_start=2196
+  _globals['_SCHEDULEDECLARATION']._serialized_end=2487
+  _globals['_SCHEDULEPATCH']._serialized_start=2490
+  _globals['_SCHEDULEPATCH']._serialized_end=2755
+  _globals['_PULSEDECLARATION']._serialized_start=2757
+  _globals['_PULSEDECLARATION']._serialized_end=2874
+  _globals['_PLUGIN']._serialized_start=2876
+  _globals['_PLUGIN']._serialized_end=3001
+  _globals['_REGISTERPLUGINREQUEST']._serialized_start=3003
+  _globals['_REGISTERPLUGINREQUEST']._serialized_end=3074
+  _globals['_REGISTERPLUGINRESPONSE']._serialized_start=3076
+  _globals['_REGISTERPLUGINRESPONSE']._serialized_end=3155
+  _globals['_LISTPLUGINSREQUEST']._serialized_start=3157
+  _globals['_LISTPLUGINSREQUEST']._serialized_end=3177
+  _globals['_LISTPLUGINSRESPONSE']._serialized_start=3179
+  _globals['_LISTPLUGINSRESPONSE']._serialized_end=3239
+  _globals['_GETPLUGINREQUEST']._serialized_start=3241
+  _globals['_GETPLUGINREQUEST']._serialized_end=3273
+  _globals['_GETPLUGINRESPONSE']._serialized_start=3275
+  _globals['_GETPLUGINRESPONSE']._serialized_end=3332
+  _globals['_PLUGINSERVICE']._serialized_start=3514
+  _globals['_PLUGINSERVICE']._serialized_end=3784
 # @@protoc_insertion_point(module_scope)

@@ -111,14 +111,16 @@ class RetentionRule(_message.Message):
     def __init__(self, types: _Optional[str] = ..., max_age_ms: _Optional[int] = ..., max_count: _Optional[int] = ..., max_bytes: _Optional[int] = ..., keep: _Optional[_Union[RetentionKeep, str]] = ..., key: _Optional[str] = ...) -> None: ...
 
 class EventTypeDeclaration(_message.Message):
-    __slots__ = ("schema", "allow", "description")
+    __slots__ = ("schema", "allow", "description", "read")
     SCHEMA_FIELD_NUMBER: _ClassVar[int]
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
     schema: _struct_pb2.Struct
     allow: _containers.RepeatedScalarFieldContainer[str]
     description: str
-    def __init__(self, schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., allow: _Optional[_Iterable[str]] = ..., description: _Optional[str] = ...) -> None: ...
+    read: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., allow: _Optional[_Iterable[str]] = ..., description: _Optional[str] = ..., read: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CollectionDeclaration(_message.Message):
     __slots__ = ("schema", "private_fields", "events", "durable", "records", "allow")
@@ -137,23 +139,25 @@ class CollectionDeclaration(_message.Message):
     def __init__(self, schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., events: _Optional[bool] = ..., durable: _Optional[bool] = ..., records: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ActionDeclaration(_message.Message):
-    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms")
+    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms", "read")
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     PRIVATE_FIELDS_FIELD_NUMBER: _ClassVar[int]
     RECORD_FIELD_NUMBER: _ClassVar[int]
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
     input_schema: _struct_pb2.Struct
     private_fields: _containers.RepeatedScalarFieldContainer[str]
     record: bool
     allow: _containers.RepeatedScalarFieldContainer[str]
     timeout_ms: int
     timeout_grace_ms: int
-    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ...) -> None: ...
+    read: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ..., read: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ProcessorDeclaration(_message.Message):
-    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms")
+    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms", "read")
     ON_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +166,7 @@ class ProcessorDeclaration(_message.Message):
     START_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAYS_MS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
     on: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
     key: str
@@ -170,7 +175,8 @@ class ProcessorDeclaration(_message.Message):
     start: StartPosition
     retry_delays_ms: _containers.RepeatedScalarFieldContainer[int]
     timeout_grace_ms: int
-    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ...) -> None: ...
+    read: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ..., read: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StartPosition(_message.Message):
     __slots__ = ("end", "beginning", "after_seq")

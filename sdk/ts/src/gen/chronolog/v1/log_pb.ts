@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/log.proto.
  */
 export const file_chronolog_v1_log: GenFile = /*@__PURE__*/
-  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEiqQEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMIkQKDEVtaXRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIQCghleGlzdGluZxgCIAEoCCI9ChBFbWl0QmF0Y2hSZXF1ZXN0EikKBmV2ZW50cxgBIAMoCzIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdCJAChFFbWl0QmF0Y2hSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZSKZAQoOUmVhZExvZ1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEg0KBXR5cGVzGAQgAygJEiYKBXdoZXJlGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5mcm9tX2ZpcnN0X3NlcRgoIAEoCCJ0Cg9SZWFkTG9nUmVzcG9uc2USIwoGZXZlbnRzGAEgAygLMhMuY2hyb25vbG9nLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghoZWFkX3NlcRgDIAEoBBIRCglmaXJzdF9zZXEYKCABKAQiHQoPR2V0RXZlbnRSZXF1ZXN0EgoKAmlkGAEgASgJIjYKEEdldEV2ZW50UmVzcG9uc2USIgoFZXZlbnQYASABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQigwEKDFdhdGNoUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSDQoFdHlwZXMYAiADKAkSJgoFd2hlcmUYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWRhdGFfanNvbhgEIAEoCBIWCg5mcm9tX2ZpcnN0X3NlcRgoIAEoCCJtCg1XYXRjaFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50SAASKwoJY2F1Z2h0X3VwGAIgASgLMhYuY2hyb25vbG9nLnYxLkNhdWdodFVwSABCCQoHbWVzc2FnZSIvCghDYXVnaHRVcBIQCghoZWFkX3NlcRgBIAEoBBIRCglmaXJzdF9zZXEYKCABKAQiOgoOUHVibGlzaFJlcXVlc3QSKAoFZW1pdHMYASADKAsyGS5jaHJvbm9sb2cudjEuUHVibGlzaEVtaXQiRAoLUHVibGlzaEVtaXQSCwoDcmVmGAEgASgEEigKBWV2ZW50GAIgASgLMhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0IngKD1B1Ymxpc2hSZXNwb25zZRIvCgd3ZWxjb21lGAEgASgLMhwuY2hyb25vbG9nLnYxLlB1Ymxpc2hXZWxjb21lSAASKQoEYWNrcxgCIAEoCzIZLmNocm9ub2xvZy52MS5QdWJsaXNoQWNrc0gAQgkKB21lc3NhZ2UiIAoOUHVibGlzaFdlbGNvbWUSDgoGd2luZG93GAEgASgNIjUKC1B1Ymxpc2hBY2tzEiYKBGFja3MYASADKAsyGC5jaHJvbm9sb2cudjEuUHVibGlzaEFjayK7AQoKUHVibGlzaEFjaxILCgNyZWYYASABKAQSCwoDc2VxGAIgASgEEgoKAmlkGAMgASgJEhAKCGV4aXN0aW5nGAQgASgIEiYKAmF0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVhY3RvchgGIAEoCzITLmNocm9ub2xvZy52MS5BY3RvchIpCgVlcnJvchgHIAEoCzIaLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3Ii6wEKDFB1Ymxpc2hFcnJvchIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEjoKCG1ldGFkYXRhGAQgAygLMiguY2hyb25vbG9nLnYxLlB1Ymxpc2hFcnJvci5NZXRhZGF0YUVudHJ5Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYBSADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMrwDCgpMb2dTZXJ2aWNlEj0KBEVtaXQSGS5jaHJvbm9sb2cudjEuRW1pdFJlcXVlc3QaGi5jaHJvbm9sb2cudjEuRW1pdFJlc3BvbnNlEkwKCUVtaXRCYXRjaBIeLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXF1ZXN0Gh8uY2hyb25vbG9nLnYxLkVtaXRCYXRjaFJlc3BvbnNlEkYKB1JlYWRMb2cSHC5jaHJvbm9sb2cudjEuUmVhZExvZ1JlcXVlc3QaHS5jaHJvbm9sb2cudjEuUmVhZExvZ1Jlc3BvbnNlEkkKCEdldEV2ZW50Eh0uY2hyb25vbG9nLnYxLkdldEV2ZW50UmVxdWVzdBoeLmNocm9ub2xvZy52MS5HZXRFdmVudFJlc3BvbnNlEkIKBVdhdGNoEhouY2hyb25vbG9nLnYxLldhdGNoUmVxdWVzdBobLmNocm9ub2xvZy52MS5XYXRjaFJlc3BvbnNlMAESSgoHUHVibGlzaBIcLmNocm9ub2xvZy52MS5QdWJsaXNoUmVxdWVzdBodLmNocm9ub2xvZy52MS5QdWJsaXNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
+  fileDesc("ChZjaHJvbm9sb2cvdjEvbG9nLnByb3RvEgxjaHJvbm9sb2cudjEiqQEKC0VtaXRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJQoEZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCaWQYAyABKAkSIgoFY2F1c2UYBCABKAsyEy5jaHJvbm9sb2cudjEuQ2F1c2USIgoFYWN0b3IYBSABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISEQoJZGF0YV9qc29uGAYgASgMIkQKDEVtaXRSZXNwb25zZRIiCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudBIQCghleGlzdGluZxgCIAEoCCI9ChBFbWl0QmF0Y2hSZXF1ZXN0EikKBmV2ZW50cxgBIAMoCzIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdCJAChFFbWl0QmF0Y2hSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZSK9AQoOUmVhZExvZ1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEg0KBXR5cGVzGAQgAygJEiYKBXdoZXJlGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5mcm9tX2ZpcnN0X3NlcRgoIAEoCBINCgVjYXVzZRg8IAEoCRITCgtkZXNjZW5kYW50cxg9IAEoCCKGAQoPUmVhZExvZ1Jlc3BvbnNlEiMKBmV2ZW50cxgBIAMoCzITLmNocm9ub2xvZy52MS5FdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEAoIaGVhZF9zZXEYAyABKAQSEQoJZmlyc3Rfc2VxGCggASgEEhAKCHRyZWVfY3V0GDwgASgIIh0KD0dldEV2ZW50UmVxdWVzdBIKCgJpZBgBIAEoCSI2ChBHZXRFdmVudFJlc3BvbnNlEiIKBWV2ZW50GAEgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50IqcBCgxXYXRjaFJlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEg0KBXR5cGVzGAIgAygJEiYKBXdoZXJlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglkYXRhX2pzb24YBCABKAgSFgoOZnJvbV9maXJzdF9zZXEYKCABKAgSDQoFY2F1c2UYPCABKAkSEwoLZGVzY2VuZGFudHMYPSABKAgibQoNV2F0Y2hSZXNwb25zZRIkCgVldmVudBgBIAEoCzITLmNocm9ub2xvZy52MS5FdmVudEgAEisKCWNhdWdodF91cBgCIAEoCzIWLmNocm9ub2xvZy52MS5DYXVnaHRVcEgAQgkKB21lc3NhZ2UiLwoIQ2F1Z2h0VXASEAoIaGVhZF9zZXEYASABKAQSEQoJZmlyc3Rfc2VxGCggASgEIjoKDlB1Ymxpc2hSZXF1ZXN0EigKBWVtaXRzGAEgAygLMhkuY2hyb25vbG9nLnYxLlB1Ymxpc2hFbWl0IkQKC1B1Ymxpc2hFbWl0EgsKA3JlZhgBIAEoBBIoCgVldmVudBgCIAEoCzIZLmNocm9ub2xvZy52MS5FbWl0UmVxdWVzdCJ4Cg9QdWJsaXNoUmVzcG9uc2USLwoHd2VsY29tZRgBIAEoCzIcLmNocm9ub2xvZy52MS5QdWJsaXNoV2VsY29tZUgAEikKBGFja3MYAiABKAsyGS5jaHJvbm9sb2cudjEuUHVibGlzaEFja3NIAEIJCgdtZXNzYWdlIiAKDlB1Ymxpc2hXZWxjb21lEg4KBndpbmRvdxgBIAEoDSI1CgtQdWJsaXNoQWNrcxImCgRhY2tzGAEgAygLMhguY2hyb25vbG9nLnYxLlB1Ymxpc2hBY2siuwEKClB1Ymxpc2hBY2sSCwoDcmVmGAEgASgEEgsKA3NlcRgCIAEoBBIKCgJpZBgDIAEoCRIQCghleGlzdGluZxgEIAEoCBImCgJhdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFYWN0b3IYBiABKAsyEy5jaHJvbm9sb2cudjEuQWN0b3ISKQoFZXJyb3IYByABKAsyGi5jaHJvbm9sb2cudjEuUHVibGlzaEVycm9yIusBCgxQdWJsaXNoRXJyb3ISDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRI6CghtZXRhZGF0YRgEIAMoCzIoLmNocm9ub2xvZy52MS5QdWJsaXNoRXJyb3IuTWV0YWRhdGFFbnRyeRI/ChBmaWVsZF92aW9sYXRpb25zGAUgAygLMiUuZ29vZ2xlLnJwYy5CYWRSZXF1ZXN0LkZpZWxkVmlvbGF0aW9uGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATK8AwoKTG9nU2VydmljZRI9CgRFbWl0EhkuY2hyb25vbG9nLnYxLkVtaXRSZXF1ZXN0GhouY2hyb25vbG9nLnYxLkVtaXRSZXNwb25zZRJMCglFbWl0QmF0Y2gSHi5jaHJvbm9sb2cudjEuRW1pdEJhdGNoUmVxdWVzdBofLmNocm9ub2xvZy52MS5FbWl0QmF0Y2hSZXNwb25zZRJGCgdSZWFkTG9nEhwuY2hyb25vbG9nLnYxLlJlYWRMb2dSZXF1ZXN0Gh0uY2hyb25vbG9nLnYxLlJlYWRMb2dSZXNwb25zZRJJCghHZXRFdmVudBIdLmNocm9ub2xvZy52MS5HZXRFdmVudFJlcXVlc3QaHi5jaHJvbm9sb2cudjEuR2V0RXZlbnRSZXNwb25zZRJCCgVXYXRjaBIaLmNocm9ub2xvZy52MS5XYXRjaFJlcXVlc3QaGy5jaHJvbm9sb2cudjEuV2F0Y2hSZXNwb25zZTABEkoKB1B1Ymxpc2gSHC5jaHJvbm9sb2cudjEuUHVibGlzaFJlcXVlc3QaHS5jaHJvbm9sb2cudjEuUHVibGlzaFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_error_details]);
 
 /**
  * One event to append.
@@ -204,6 +204,28 @@ export type ReadLogRequest = Message<"chronolog.v1.ReadLogRequest"> & {
    * @generated from field: bool from_first_seq = 40;
    */
   fromFirstSeq: boolean;
+
+  /**
+   * Only events made under this cause: an event id, or a call id (an action call's, or a timer
+   * occurrence's, which is the id of the call it made). Events whose `cause` is it, and for a
+   * call those whose cause is its `action.started` (its attempts' records and the work its run
+   * did). Read by an index on the cause, not a scan. With `types` and `where`, events must match
+   * all three.
+   *
+   * @generated from field: string cause = 60;
+   */
+  cause: string;
+
+  /**
+   * With `cause`: every event down the chain, not only those made directly under it: what was
+   * made under those, and so on, following time too (a timer set under the chain leads to its
+   * occurrences' calls, triggered and backfilled occurrences included). Each page walks the
+   * tree again from the cause, up to 10,000 events (`tree_cut` says when it stopped there);
+   * only through events the caller may read. INVALID_ARGUMENT without `cause`.
+   *
+   * @generated from field: bool descendants = 61;
+   */
+  descendants: boolean;
 };
 
 /**
@@ -248,6 +270,14 @@ export type ReadLogResponse = Message<"chronolog.v1.ReadLogResponse"> & {
    * @generated from field: uint64 first_seq = 40;
    */
   firstSeq: bigint;
+
+  /**
+   * A `descendants` read whose walk down the cause's tree stopped at its limit (10,000 events):
+   * events further down are not in this page nor the next ones.
+   *
+   * @generated from field: bool tree_cut = 60;
+   */
+  treeCut: boolean;
 };
 
 /**
@@ -342,6 +372,24 @@ export type WatchRequest = Message<"chronolog.v1.WatchRequest"> & {
    * @generated from field: bool from_first_seq = 40;
    */
   fromFirstSeq: boolean;
+
+  /**
+   * Only events made under this cause, as ReadLogRequest.cause (an event id or a call id).
+   *
+   * @generated from field: string cause = 60;
+   */
+  cause: string;
+
+  /**
+   * With `cause`: down the whole chain, as ReadLogRequest.descendants: the tree as it stands
+   * at `after_seq` (walked up to 10,000 events), then each new event made under one of its
+   * members. Occurrences of a recurring schedule set in the chain that come after the watch
+   * started are not followed (a delay's, a trigger's and a backfill's are). A tree that grows past
+   * 100,000 events ends the watch with RESOURCE_EXHAUSTED.
+   *
+   * @generated from field: bool descendants = 61;
+   */
+  descendants: boolean;
 };
 
 /**
