@@ -38,10 +38,11 @@ const notes = { name: "notes", events: { "note.added": { allow: ["*"] }, "note.p
 async function start(
   retention: NonNullable<OwnerConfig["log"]>["retention"],
   plugin: object = notes,
+  principals: OwnerConfig["principals"] = [admin],
 ): Promise<{ owner: TestOwner; client: ChronologClient; clock: ManualClock; pass: () => Promise<RetentionPass> }> {
   const clock = new ManualClock(T0);
   let passes: RetentionPass[] = [];
-  const owner = await startTestOwner({ clock, timers: clock, config: { principals: [admin], log: { retention: { interval_ms: MINUTE, ...retention } } } });
+  const owner = await startTestOwner({ clock, timers: clock, config: { principals, log: { retention: { interval_ms: MINUTE, ...retention } } } });
   owner.logRetention.onPass((p) => passes.push(p));
   cleanups.push(() => owner.close());
   const client = createClient({ url: owner.url, token: admin.token });
@@ -96,6 +97,21 @@ describe("log retention", () => {
     expect(metrics).toMatch(/^chronolog_log_first_seq 6$/m);
     expect(metrics).toMatch(/^chronolog_log_events\{type="note.added"\} 3$/m);
     expect(metrics).toMatch(/^chronolog_log_removed_events_total 5$/m);
+  });
+
+  it("tells only a principal that reaches a removed event's space that it was removed", async () => {
+    const inA = { name: "a", token: "client-a-token-0123456789", role: "client" as const, actor: { in: "space:a" } };
+    const inB = { name: "b", token: "client-b-token-0123456789", role: "client" as const, actor: { in: "space:b" } };
+    const { owner, client, pass } = await start({ rules: [{ types: "note.added", max_count: 1 }] }, notes, [admin, inA, inB]);
+    const a = createClient({ url: owner.url, token: inA.token });
+    const b = createClient({ url: owner.url, token: inB.token });
+    const first = await a.emit("note.added", { i: 0 });
+    await a.emit("note.added", { i: 1 });
+    await client.emit("note.pinned", {});
+    expect((await pass()).removedEvents).toBe(1);
+    await expectConnectError(a.log.getEvent({ id: first.event!.id }), Code.NotFound, /removed from the log by retention/);
+    await expectConnectError(client.log.getEvent({ id: first.event!.id }), Code.NotFound, /removed from the log by retention/);
+    await expectConnectError(b.log.getEvent({ id: first.event!.id }), Code.NotFound, /no event with id/);
   });
 
   it("keeps the ids of the newest removed events only, as many as removed_ids_kept", async () => {

@@ -410,7 +410,7 @@ async function serve(
           head,
           access: readAccess,
           watchers: metrics.watchers,
-          logStart: { firstSeq: async () => logStats.firstSeq, removedSeq: (id) => removal.removedSeq(id) },
+          logStart: { firstSeq: async () => logStats.firstSeq, removed: (id) => removal.removed(id) },
           publishWindow: config?.limits?.publish_window ?? defaultPublishWindow,
           logger,
         }),

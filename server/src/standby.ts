@@ -204,7 +204,7 @@ class StandbyView {
         head,
         watchers,
         access: new ReadAccess(plugins),
-        logStart: { firstSeq: () => removal.firstSeq(), removedSeq: (id) => removal.removedSeq(id) },
+        logStart: { firstSeq: () => removal.firstSeq(), removed: (id) => removal.removed(id) },
       });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.

@@ -79,8 +79,8 @@ export async function readPage(events: Pick<EventReads, "readWithin">, query: Lo
 export interface LogStart {
   /** The lowest seq in the log (0: empty). */
   firstSeq(): Promise<number>;
-  /** The seq an event retention removed had, or undefined when no event with this id was removed. */
-  removedSeq(id: string): Promise<number | undefined>;
+  /** The seq and space (its actor's `in`) of an event retention removed, or undefined when no event with this id was removed (or its id was forgotten). */
+  removed(id: string): Promise<{ seq: number; space: string } | undefined>;
 }
 
 /**

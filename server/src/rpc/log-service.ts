@@ -10,7 +10,7 @@ import { causeKeys, readTreePage, walkTree } from "../log/cause-tree.js";
 import { watchLog } from "../log/watch.js";
 import type { CauseReads } from "../store/cause-reads.js";
 import type { EventReads, EventRecord } from "../store/events.js";
-import { canRead } from "../auth/principal.js";
+import { canReach, canRead } from "../auth/principal.js";
 import type { ReadAccess } from "../auth/read-access.js";
 import { principalOf } from "./context.js";
 import type { Logger } from "../logger.js";
@@ -86,9 +86,12 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
     async getEvent(req, ctx) {
       const found = await deps.events.findById(req.id);
       if (!found) {
-        const removed = await deps.logStart?.removedSeq(req.id);
-        if (removed !== undefined)
-          fail("event_removed", `event ${JSON.stringify(req.id)} (seq ${removed}) was removed from the log by retention`, [], { seq: String(removed) });
+        // Said only to a principal that reaches the event's space; others hear what they would of a kept one.
+        const removed = await deps.logStart?.removed(req.id);
+        if (removed !== undefined && canReach(principalOf(ctx), removed.space))
+          fail("event_removed", `event ${JSON.stringify(req.id)} (seq ${removed.seq}) was removed from the log by retention`, [], {
+            seq: String(removed.seq),
+          });
       }
       const event = deps.access.readable(principalOf(ctx), found, req.id);
       return { event: eventToProto(event) };

@@ -42,8 +42,8 @@ export interface LogRemovalStatements {
   runningCalls(callIds: string[]): Promise<Set<string>>;
   /** Of `ids`, the documents of `collection` that exist. */
   existingDocuments(collection: string, ids: string[]): Promise<Set<string>>;
-  /** The seq a removed event had, or undefined when no event with this id was removed. */
-  removedSeq(id: string): Promise<number | undefined>;
+  /** The seq and space (its actor's `in`) a removed event had, or undefined when no event with this id was removed (or its id was forgotten). */
+  removed(id: string): Promise<{ seq: number; space: string } | undefined>;
   /** Events and bytes removed since the log began. */
   removedTotals(): { events: number; bytes: number };
   /**
@@ -83,7 +83,8 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     bytes: Number(row.bytes),
     data: row.data as string,
   });
-  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id) SELECT seq, id FROM events WHERE seq IN ${seqList}`);
+  const spaceOf = sqlFor(db, { sqlite: "COALESCE(json_extract(actor, '$.in'), '')", postgres: "COALESCE(actor::jsonb->>'in', '')" });
+  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id, space) SELECT seq, id, ${spaceOf} FROM events WHERE seq IN ${seqList}`);
   const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
   const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
   const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
@@ -144,9 +145,9 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       const rows = await read(`SELECT id FROM documents WHERE collection = ? AND id IN ${list}`, [collection, JSON.stringify(ids)]);
       return new Set(rows.map((r) => r.id as string));
     },
-    async removedSeq(id) {
-      const [row] = await read("SELECT seq FROM removed_events WHERE id = ?", [id]);
-      return row === undefined ? undefined : Number(row.seq);
+    async removed(id) {
+      const [row] = await read("SELECT seq, space FROM removed_events WHERE id = ?", [id]);
+      return row === undefined ? undefined : { seq: Number(row.seq), space: row.space as string };
     },
     removedTotals() {
       const row = removedTotals.get() as { removed_events: number | string; removed_bytes: number | string };

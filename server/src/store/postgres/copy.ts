@@ -59,7 +59,7 @@ const tables: { name: string; columns: string[] }[] = [
       "origin",
     ],
   },
-  { name: "removed_events", columns: ["id", "seq"] },
+  { name: "removed_events", columns: ["seq", "id", "space"] },
 ];
 
 /** Rows held in memory before they are sent. */

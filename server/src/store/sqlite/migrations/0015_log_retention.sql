@@ -17,8 +17,9 @@ CREATE TABLE log_retention (
 INSERT INTO log_retention (id) VALUES (1);
 
 CREATE TABLE removed_events (
-  seq INTEGER PRIMARY KEY,
-  id  TEXT    NOT NULL UNIQUE
+  seq   INTEGER PRIMARY KEY,
+  id    TEXT    NOT NULL UNIQUE,
+  space TEXT    NOT NULL DEFAULT ''  -- its actor's `in`: who may hear that it was removed
 );
 
 -- What a removal checks for each candidate (does a kept event name it as its cause?) is read by
