@@ -269,7 +269,12 @@ async function serve(
   });
   committer.onCommit(() => store.committed());
   const removal = logRemovalStatements(store.db);
-  const logStats = new LogStats(removal, committer.head);
+  const logStats = new LogStats(removal, committer.head, (err) =>
+    logger.warn(
+      { err },
+      "counting the log's events by type failed: the chronolog_log_* metrics and retention's count and size limits lack part of the log until a restart",
+    ),
+  );
   committer.onCommit((info) => logStats.appended(info.events));
   const head = new HeadSignal(committer.head);
   const tail = new LogTail();
@@ -461,7 +466,7 @@ async function serve(
     async close() {
       time.stop();
       pulses.stop();
-      await Promise.all([timerRetention.stop(), callRetention.stop(), logRetention.stop()]);
+      await Promise.all([timerRetention.stop(), callRetention.stop(), logRetention.stop(), logStats.stop()]);
       const graceMs = options.shutdownGraceMs ?? shutdownGraceMs;
       logger.info({ graceMs }, `owner stopping: running deliveries and action calls get up to ${graceMs} ms to finish`);
       // Deliveries and invocations share the grace; executors' streams stay open for their answers meanwhile.

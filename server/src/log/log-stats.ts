@@ -7,7 +7,8 @@ const countStepRows = 20_000;
 
 /**
  * The log's events and stored bytes by type, in memory: counted once at start in steps by seq
- * (the owner serves meanwhile; {@link ready} resolves once counted), then kept by the commits
+ * (the owner serves meanwhile; {@link ready} resolves once counted, or once {@link stop}ped or
+ * failed: it never rejects), then kept by the commits
  * ({@link appended}) and retention's removals ({@link removed}). What retention's count and size
  * limits read, and what the `chronolog_log_*` metrics show: no scrape reads the store.
  */
@@ -21,16 +22,27 @@ export class LogStats {
   removedEvents = 0;
   removedBytes = 0;
   readonly ready: Promise<void>;
+  private stopped = false;
 
   /** Counts the log through `head` (the committer's head at start) in steps; later commits come through {@link appended}. */
+  /** `onCountError`: told when the count at start fails (the counts then lack what it had not read). */
   constructor(
     private readonly statements: LogRemovalStatements,
     head: number,
+    onCountError: (err: unknown) => void,
   ) {
     const removed = statements.removedTotals();
     this.removedEvents = removed.events;
     this.removedBytes = removed.bytes;
-    this.ready = this.count(head);
+    this.ready = this.count(head).catch((err) => {
+      if (!this.stopped) onCountError(err);
+    });
+  }
+
+  /** Ends the count at start after its current step (call before the store closes); {@link ready} resolves then. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.ready;
   }
 
   /** Events committed to the log (a commit follower). */
@@ -80,7 +92,7 @@ export class LogStats {
 
   private async count(head: number): Promise<void> {
     this.firstSeq = await this.statements.firstSeq();
-    for (let after = Math.max(0, this.firstSeq - 1); after < head; after += countStepRows) {
+    for (let after = Math.max(0, this.firstSeq - 1); after < head && !this.stopped; after += countStepRows) {
       for (const t of await this.statements.totals(after, Math.min(head, after + countStepRows))) this.add(t.type, t.events, t.bytes);
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -150,6 +150,7 @@ export class LogRetention {
   private async pass(): Promise<void> {
     const { stats, statements, clock, logger, holds, maxBytes } = this.options;
     await stats.ready;
+    if (this.stopped) return;
     const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
     const reasons = new Map<string, { reason: string; types: Set<string> }>();
     try {
