@@ -22,6 +22,7 @@ import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
 import { listen, type ListenOptions } from "./rpc/listen.js";
 import { logReads } from "./rpc/log-service.js";
 import { logRemovalStatements } from "./store/log-removal.js";
+import { firstSeqAtMostEvery } from "./log/read.js";
 import { ReadAccess } from "./auth/read-access.js";
 import { pluginReads } from "./rpc/plugin-service.js";
 import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type StandbyServing } from "./rpc/standby.js";
@@ -204,7 +205,7 @@ class StandbyView {
         head,
         watchers,
         access: new ReadAccess(plugins),
-        logStart: { firstSeq: () => removal.firstSeq(), removed: (id) => removal.removed(id) },
+        logStart: { firstSeq: firstSeqAtMostEvery(() => removal.firstSeq(), 1_000), removed: (id) => removal.removed(id) },
       });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.

@@ -84,6 +84,23 @@ export interface LogStart {
 }
 
 /**
+ * `read` (the log's first seq as the store says it) asked at most once every `ttlMs`, the
+ * answers in between the last one's: a standby's watches ask at every page, and a start that
+ * moved a moment ago only makes a read from before it fail a moment later. An empty log's 0 is
+ * not kept (its first event would be reported late).
+ */
+export function firstSeqAtMostEvery(read: () => Promise<number>, ttlMs: number): () => Promise<number> {
+  let last: { at: number; seq: number } | undefined;
+  return async () => {
+    const now = performance.now();
+    if (last && now - last.at < ttlMs) return last.seq;
+    const seq = await read();
+    last = seq > 0 ? { at: now, seq } : undefined;
+    return seq;
+  };
+}
+
+/**
  * Where a read after `afterSeq` starts when the log starts at `firstSeq`: `afterSeq` itself when
  * nothing it would read was removed before the log's start (0 always reads from the start);
  * `firstSeq - 1` when `fromFirstSeq`; else OUT_OF_RANGE (`before_log_start`) naming the first seq.
