@@ -267,7 +267,7 @@ describe("AdminService", () => {
       "ALTER TABLE events RENAME TO old_events",
       "ALTER TABLE events ADD COLUMN note TEXT",
       "ALTER TABLE events RENAME COLUMN data TO body",
-      "CREATE INDEX events_by_cause ON events (cause)",
+      "CREATE INDEX events_by_actor ON events (actor)",
     ]) {
       expect(await refusedWith(sql), sql).toMatch(/may not change the events table's schema/);
     }

@@ -306,7 +306,7 @@ describe("where timer rows are stored", () => {
     first.db.exec(`DROP INDEX timers_unscheduled; CREATE INDEX timers_unscheduled ON timers (kind);
       DROP INDEX timers_by_due; CREATE INDEX timers_by_due ON timers (next_due_ms, id); ALTER TABLE documents DROP COLUMN space;
       DROP TRIGGER timer_cancels_gone; ALTER TABLE timers DROP COLUMN cancel_on; DROP TABLE timer_cancels; DROP TABLE timer_cancel_shapes; DROP TABLE event_streams;
-      ALTER TABLE events DROP COLUMN trace; ALTER TABLE action_calls DROP COLUMN trace; ALTER TABLE timers DROP COLUMN trace; PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
+      ALTER TABLE events DROP COLUMN trace; ALTER TABLE action_calls DROP COLUMN trace; ALTER TABLE timers DROP COLUMN trace; DROP TABLE log_retention; DROP TABLE removed_events; DROP INDEX events_by_cause; PRAGMA user_version = 10;`); // as schema 10 plus the operator's index
     await first.close();
     const store = open(dataDir);
     expect(store.db.pragma("user_version", { simple: true })).toBe(latestMigration);

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { ActorField, Role } from "./auth/principal.js";
+import { configRetentionRules, retentionConfigSchema, type RetentionConfig } from "./log/retention-rules.js";
 import { sha256Hex } from "./sha256.js";
 import type { TracingConfig } from "./tracing/setup.js";
 
@@ -53,6 +54,8 @@ export interface OwnerConfig {
     /** Finished action calls older than this many days (a whole number) are deleted, hourly (default 7; 0 keeps them forever; `serve --call-retention-days` overrides; actions/retention.ts). */
     call_retention_days?: number;
   };
+  /** The log's retention: rules by event type and a log-wide size limit (log/retention-rules.ts, docs/retention.md). */
+  log?: { retention?: RetentionConfig };
 }
 
 const actorPatterns = { type: "array", items: { type: "string", minLength: 1 } };
@@ -110,6 +113,7 @@ const configSchema = {
       properties: { trace_url: { type: "string", pattern: "^https?://.*\\{trace_id\\}" } },
     },
     actions: { type: "object", additionalProperties: false, properties: { call_retention_days: { type: "integer", minimum: 0, maximum: 36600 } } },
+    log: { type: "object", additionalProperties: false, properties: { retention: retentionConfigSchema } },
     limits: {
       type: "object",
       additionalProperties: false,
@@ -153,6 +157,11 @@ export function loadConfig(path: string): OwnerConfig {
     throw new Error(
       `invalid config ${path}: principals ${json.principals[hashes.indexOf(hashes[shared])].name} and ${json.principals[shared].name} have the same token; each principal needs its own`,
     );
+  try {
+    configRetentionRules(json.log?.retention);
+  } catch (e) {
+    throw new Error(`invalid config ${path}: ${(e as Error).message}`);
+  }
   if (json.tls) json.tls = { cert: resolve(dirname(path), json.tls.cert), key: resolve(dirname(path), json.tls.key) };
   return json;
 }

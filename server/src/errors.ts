@@ -15,6 +15,10 @@ export const errorKinds = {
   id_conflict: { code: Code.AlreadyExists, retryable: false },
   already_exists: { code: Code.AlreadyExists, retryable: false },
   not_found: { code: Code.NotFound, retryable: false },
+  /** GetEvent of an event retention removed (metadata `seq`): not the same as one that never was. */
+  event_removed: { code: Code.NotFound, retryable: false },
+  /** A read from a seq below where the log now starts (metadata `first_seq`): retention removed events the reader has not read. */
+  before_log_start: { code: Code.OutOfRange, retryable: false },
   unauthenticated: { code: Code.Unauthenticated, retryable: false },
   permission_denied: { code: Code.PermissionDenied, retryable: false },
   failed_precondition: { code: Code.FailedPrecondition, retryable: false },

@@ -54,6 +54,10 @@ import { eventReads, eventStatements } from "./store/events.js";
 import { streamReads, streamStatements } from "./store/streams.js";
 import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
 import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
+import { logRemovalStatements } from "./store/log-removal.js";
+import { LogStats, logStatsMetrics } from "./log/log-stats.js";
+import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention, logRetentionMetrics } from "./log/retention.js";
+import { configRetentionRules } from "./log/retention-rules.js";
 import { Stages } from "./stages.js";
 
 /** Options of {@link startOwner}. */
@@ -113,6 +117,8 @@ export interface Owner {
   timerRetention: TimerRetention;
   /** The hourly retention sweep of finished action calls; tests listen to `onSweep`. */
   callRetention: CallRetention;
+  /** The log's retention (rules of the config and manifests); tests listen to `onPass`. */
+  logRetention: LogRetention;
   /**
    * Resolves once every commit made before the call is durable and its callers have had their
    * answer: what follows a commit in memory (a clock re-armed for a retry, say) has happened. Tests
@@ -266,6 +272,14 @@ async function serve(
     },
   });
   committer.onCommit(() => store.committed());
+  const removal = logRemovalStatements(store.db);
+  const logStats = new LogStats(removal, committer.head, (err) =>
+    logger.warn(
+      { err },
+      "counting the log's events by type failed: the chronolog_log_* metrics and retention's count and size limits lack part of the log until a restart",
+    ),
+  );
+  committer.onCommit((info) => logStats.appended(info.events));
   const head = new HeadSignal(committer.head);
   const tail = new LogTail();
   committer.onCommit((info) => tail.add(info.events)); // before the processors read it (and when it became durable: the delivery stages count from there)
@@ -357,6 +371,32 @@ async function serve(
     chunkRows: options.timerRetentionChunkRows,
   });
   retentionMetrics(metrics.registry, timerRetention, callRetention);
+  const retentionConfig = config?.log?.retention;
+  const logRetention = new LogRetention({
+    statements: removal,
+    stats: logStats,
+    committer,
+    clock,
+    timers,
+    logger,
+    configRules: configRetentionRules(retentionConfig),
+    ownRules: (type) => registry.retentionRules(type),
+    pluginRules: () => registry.list().some((p) => p.compiled.retention.length > 0),
+    holds: {
+      processors: () => processors.list().map((p) => ({ name: p.spec.name, on: p.spec.on, floor: p.floor })),
+      failed: () => cursors.failed(),
+      collections: () => registry.eventCollections(),
+    },
+    onRemoved: (seq) => tail.forgetThrough(seq),
+    maxBytes: retentionConfig?.max_bytes ?? 0,
+    warnBytes: retentionConfig?.warn_bytes ?? Math.floor((retentionConfig?.max_bytes ?? 0) * 0.8),
+    intervalMs: retentionConfig?.interval_ms ?? defaultRetentionIntervalMs,
+    batchEvents: retentionConfig?.batch_events ?? defaultRetentionBatchEvents,
+    removedIdsKept: retentionConfig?.removed_ids_kept ?? defaultRemovedIdsKept,
+  });
+  registry.onChange(() => logRetention.sync());
+  logStatsMetrics(metrics.registry, logStats);
+  logRetentionMetrics(metrics.registry, logRetention);
   if (leadership) leadership.registerMetrics(metrics.registry);
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
   if (store.asyncReads) storeAsyncReadMetrics(metrics.registry, store.asyncReads);
@@ -390,6 +430,7 @@ async function serve(
           head,
           access: readAccess,
           watchers: metrics.watchers,
+          logStart: { firstSeq: async () => logStats.firstSeq, removed: (id) => removal.removed(id) },
           publishWindow: config?.limits?.publish_window ?? defaultPublishWindow,
           logger,
           streams: streamReads(store.db),
@@ -401,7 +442,7 @@ async function serve(
       router.service(ActionService, actionService(actions), strict);
       router.service(CollectionService, collectionService(collections), strict);
       router.service(TimeService, timeService(time.timers), strict);
-      router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events }), strict);
+      router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events, firstSeq: () => logStats.firstSeq }), strict);
       registerReflection(router, services);
       registerHealth(
         router,
@@ -414,6 +455,7 @@ async function serve(
   pulses.start();
   timerRetention.start();
   callRetention.start();
+  logRetention.start();
   logger.info(
     {
       host: options.host,
@@ -435,11 +477,12 @@ async function serve(
     pulses,
     timerRetention,
     callRetention,
+    logRetention,
     settled: () => committer.submit(() => undefined),
     async close() {
       time.stop();
       pulses.stop();
-      await Promise.all([timerRetention.stop(), callRetention.stop()]);
+      await Promise.all([timerRetention.stop(), callRetention.stop(), logRetention.stop(), logStats.stop()]);
       const graceMs = options.shutdownGraceMs ?? shutdownGraceMs;
       logger.info({ graceMs }, `owner stopping: running deliveries and action calls get up to ${graceMs} ms to finish`);
       // Deliveries and invocations share the grace; executors' streams stay open for their answers meanwhile.

@@ -21,6 +21,8 @@ import { collectionReads } from "./rpc/collection-service.js";
 import { authInterceptor, errorInterceptor } from "./rpc/interceptors.js";
 import { listen, type ListenOptions } from "./rpc/listen.js";
 import { logReads } from "./rpc/log-service.js";
+import { logRemovalStatements } from "./store/log-removal.js";
+import { firstSeqAtMostEvery } from "./log/read.js";
 import { ReadAccess } from "./auth/read-access.js";
 import { pluginReads } from "./rpc/plugin-service.js";
 import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type StandbyServing } from "./rpc/standby.js";
@@ -197,6 +199,7 @@ class StandbyView {
       const cursors = cursorStatements(db);
       this.plugins = new PluginRegistry(db);
       const plugins = this.plugins;
+      const removal = logRemovalStatements(db);
       const log = logReads({
         events: eventReads(db, this.events),
         causes: causeReads(db),
@@ -204,6 +207,7 @@ class StandbyView {
         watchers,
         access: new ReadAccess(plugins),
         streams: streamReads(db),
+        logStart: { firstSeq: firstSeqAtMostEvery(() => removal.firstSeq(), 1_000), removed: (id) => removal.removed(id) },
       });
       const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.

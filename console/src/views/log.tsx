@@ -77,8 +77,9 @@ async function stillInLog(event: Event, signal: AbortSignal): Promise<boolean> {
  * break it watches again after the last event shown, once the owner is found to hold it still;
  * an owner at this address on another log (started again on a new store) is followed afresh.
  */
-function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: TailState; since: bigint | undefined } {
+function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: TailState; since: bigint | undefined; firstSeq: bigint } {
   const [events, setEvents] = useState<Event[]>([]);
+  const [firstSeq, setFirstSeq] = useState(0n);
   const [status, setStatus] = useState<TailState>({ state: "connecting", text: "connecting" });
   const [since, setSince] = useState<bigint | undefined>(undefined);
   useEffect(() => {
@@ -102,12 +103,14 @@ function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: T
           setEvents([]);
         }
         if (last < 0n) {
-          const { headSeq } = await log.readLog({ pageSize: 1 }, { signal: abort.signal });
+          const { headSeq, firstSeq } = await log.readLog({ pageSize: 1 }, { signal: abort.signal });
+          setFirstSeq(firstSeq);
           last = headSeq > backlog ? headSeq - backlog : 0n;
           setSince(last);
         }
         setStatus({ state: "connecting", text: "catching up" });
-        for await (const msg of log.watch({ afterSeq: last, types: filter.types, where: filter.where }, { signal: abort.signal })) {
+        // From the log's start when retention removed what `last` would read first.
+        for await (const msg of log.watch({ afterSeq: last, types: filter.types, where: filter.where, fromFirstSeq: true }, { signal: abort.signal })) {
           if (msg.message.case === "event") {
             const event = msg.message.value;
             last = event.seq;
@@ -115,6 +118,7 @@ function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: T
             setEvents((list) => [event, ...list].slice(0, keep));
           } else if (msg.message.case === "caughtUp") {
             setStatus({ state: "live", text: `live (caught up at seq ${msg.message.value.headSeq})` });
+            setFirstSeq(msg.message.value.firstSeq);
           }
         }
       } catch (e) {
@@ -130,14 +134,14 @@ function useTail(filter: Filter, enabled: boolean): { events: Event[]; status: T
       clearTimeout(timer);
     };
   }, [filter, enabled]);
-  return { events, status, since };
+  return { events, status, since, firstSeq };
 }
 
 /**
  * Events before the tail, a page at a time from the server: each press reads the `olderStep`
  * seqs below what is shown (ReadLog pages forward only, so it reads after `from - olderStep`).
  */
-function useOlder(filter: Filter, since: bigint | undefined) {
+function useOlder(filter: Filter, since: bigint | undefined, firstSeq: bigint) {
   const [older, setOlder] = useState<Event[]>([]);
   const [from, setFrom] = useState<bigint | undefined>(undefined);
   const [error, setError] = useState("");
@@ -159,12 +163,12 @@ function useOlder(filter: Filter, since: bigint | undefined) {
       let pageToken = "";
       let pages = 0;
       do {
-        const page = await log.readLog({ afterSeq: start, pageToken, pageSize: 1000, types: filter.types, where: filter.where });
+        const page = await log.readLog({ afterSeq: start, pageToken, pageSize: 1000, types: filter.types, where: filter.where, fromFirstSeq: true });
         found.push(...page.events.filter((e) => e.seq <= from));
         pageToken = page.events.some((e) => e.seq > from) ? "" : page.nextPageToken;
       } while (pageToken && ++pages < 3);
       setOlder((list) => [...list, ...found.reverse()].slice(0, keepOlder));
-      setFrom(start);
+      setFrom(start < firstSeq ? 0n : start); // nothing is older than the log's start
       setError("");
     } catch (e) {
       setError(errorText(e));
@@ -193,8 +197,8 @@ export function LogView() {
     setWhereText(shown.whereText);
     setFormError("");
   }, [shown]);
-  const { events, status, since } = useTail(filter, shown.error === "");
-  const older = useOlder(filter, since);
+  const { events, status, since, firstSeq } = useTail(filter, shown.error === "");
+  const older = useOlder(filter, since, firstSeq);
   const types = useQuery({ queryKey: ["plugins"], queryFn: () => plugins.listPlugins({}), staleTime: 60_000 });
   const declared = (types.data?.plugins ?? []).flatMap((p) => Object.keys(p.manifest?.events ?? {})).sort();
 
@@ -260,6 +264,11 @@ export function LogView() {
           {status.text}
         </small>
       </h2>
+      {firstSeq > 1n && (
+        <p className="note" id="log-start">
+          The log starts at seq {String(firstSeq)}: retention removed the events before it (and may have removed some after it, by type).
+        </p>
+      )}
       <table id="tail" className="events">
         <colgroup>
           <col className="seq" />

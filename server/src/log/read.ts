@@ -75,6 +75,47 @@ export async function readPage(events: Pick<EventReads, "readWithin">, query: Lo
   return { events: found, scannedTo, atHead: false };
 }
 
+/** Where the log starts, as reads report it: its first seq, and the seqs of removed events (log/retention.ts). */
+export interface LogStart {
+  /** The lowest seq in the log (0: empty). */
+  firstSeq(): Promise<number>;
+  /** The seq and space (its actor's `in`) of an event retention removed, or undefined when no event with this id was removed (or its id was forgotten). */
+  removed(id: string): Promise<{ seq: number; space: string } | undefined>;
+}
+
+/**
+ * `read` (the log's first seq as the store says it) asked at most once every `ttlMs`, the
+ * answers in between the last one's: a standby's watches ask at every page, and a start that
+ * moved a moment ago only makes a read from before it fail a moment later. An empty log's 0 is
+ * not kept (its first event would be reported late).
+ */
+export function firstSeqAtMostEvery(read: () => Promise<number>, ttlMs: number): () => Promise<number> {
+  let last: { at: number; seq: number } | undefined;
+  return async () => {
+    const now = performance.now();
+    if (last && now - last.at < ttlMs) return last.seq;
+    const seq = await read();
+    last = seq > 0 ? { at: now, seq } : undefined;
+    return seq;
+  };
+}
+
+/**
+ * Where a read after `afterSeq` starts when the log starts at `firstSeq`: `afterSeq` itself when
+ * nothing it would read was removed before the log's start (0 always reads from the start);
+ * `firstSeq - 1` when `fromFirstSeq`; else OUT_OF_RANGE (`before_log_start`) naming the first seq.
+ */
+export function readStart(afterSeq: number, firstSeq: number, fromFirstSeq: boolean, field: string): number {
+  if (afterSeq === 0 || afterSeq >= firstSeq - 1) return afterSeq;
+  if (fromFirstSeq) return firstSeq - 1;
+  fail(
+    "before_log_start",
+    `${field} ${afterSeq} is before the log's start: retention removed the events up to seq ${firstSeq - 1} (the log starts at ${firstSeq}); read from 0 or from_first_seq to start there`,
+    [{ field, description: `at least ${firstSeq - 1}, or 0` }],
+    { first_seq: String(firstSeq) },
+  );
+}
+
 /** Encodes a scan position as a page token. */
 export function pageToken(scannedTo: number): string {
   return Buffer.from(`seq:${scannedTo}`).toString("base64url");

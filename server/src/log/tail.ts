@@ -47,6 +47,14 @@ export class LogTail {
     }
   }
 
+  /** Forgets the events through `seq` (retention removed some of them: readers of those seqs read the store). */
+  forgetThrough(seq: number): void {
+    while (this.start < this.events.length && this.events[this.start].seq <= seq) {
+      this.bytes -= storedBytes(this.events[this.start]);
+      this.events[this.start++] = dropped;
+    }
+  }
+
   /**
    * What {@link import("../store/events.js").EventStatements.readWithin} would read after
    * `afterSeq` (up to `limit` events of `types`, all types when empty, stopping after the one

@@ -11,6 +11,7 @@ import { checkPulses } from "../time/pulse-rules.js";
 import { concurrencyProblems, withConcurrencyShorthand } from "./flow-limits.js";
 import { rateProblems } from "../flow/rate.js";
 import { debounceProblems } from "../processors/debounce.js";
+import { manifestRetentionRules, type RetentionRule } from "../log/retention-rules.js";
 
 /** A declared event type, ready to check emits against. */
 export interface EventTypeEntry {
@@ -31,6 +32,8 @@ export interface CompiledManifest {
   collections: CollectionEntry[];
   /** Declared actions, named `plugin.action`. */
   actions: ActionEntry[];
+  /** Its retention rules, for its own event types and its collections' change types. */
+  retention: RetentionRule[];
 }
 
 /** A registered plugin: its current manifest and revision (from 1), time in ms (UTC). */
@@ -141,6 +144,8 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
     if (compiled.entry) actions.push(compiled.entry);
   }
   violations.push(...checkPulses(manifest, actions));
+  const retention = manifestRetentionRules(manifest.name, manifest.retention);
+  violations.push(...retention.violations);
   for (const [field, value] of structsOf(manifest)) {
     const problem = jsonProblem(value, field);
     if (problem) violations.push({ field, description: problem });
@@ -151,7 +156,7 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
       plugin: manifest.name,
     });
   }
-  return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections, actions };
+  return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections, actions, retention: retention.rules };
 }
 
 /** Canonical JSON (RFC 8785) of a manifest. */

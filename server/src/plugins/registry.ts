@@ -7,6 +7,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import { pluginStatements } from "../store/plugins.js";
 import { scheduleViolations } from "../time/declared.js";
+import type { RetentionRule } from "../log/retention-rules.js";
 import { compileManifest, manifestFromJson, type CompiledManifest, type EventTypeEntry, type RegisteredPlugin } from "./manifest.js";
 
 /**
@@ -19,6 +20,7 @@ export class PluginRegistry {
   private eventTypes = new Map<string, EventTypeEntry>();
   private collections = CollectionIndex.build([]);
   private actions = new Map<string, ActionEntry>();
+  private retention = new Map<string, RetentionRule[]>();
   private readonly statements;
   private readonly listeners: (() => void)[] = [];
   private readonly inCommit: ((tx: Tx, plugins: RegisteredPlugin[]) => void)[] = [];
@@ -59,6 +61,16 @@ export class PluginRegistry {
   /** The declaration of an action `plugin.action`, or undefined when nobody declared it. */
   action(name: string): ActionEntry | undefined {
     return this.actions.get(name);
+  }
+
+  /** The retention rules of the plugin that declares event type `type` (or the collection whose change type it is); empty for others. */
+  retentionRules(type: string): RetentionRule[] {
+    return this.retention.get(type) ?? [];
+  }
+
+  /** Collections whose writes record change events. */
+  eventCollections(): string[] {
+    return [...this.plugins.values()].flatMap((p) => p.compiled.collections.filter((c) => c.writesEvents).map((c) => c.name));
   }
 
   /** Plugin `name`'s current manifest, or undefined when none is registered by that name. */
@@ -175,5 +187,12 @@ export class PluginRegistry {
     this.eventTypes = index;
     this.collections = CollectionIndex.build([...this.plugins.values()].map((p) => p.compiled));
     this.actions = new Map([...this.plugins.values()].flatMap((p) => p.compiled.actions.map((a) => [a.name, a] as const)));
+    this.retention = new Map();
+    for (const { compiled } of this.plugins.values()) {
+      if (compiled.retention.length === 0) continue;
+      for (const entry of compiled.eventTypes) this.retention.set(entry.type, compiled.retention);
+      for (const c of compiled.collections)
+        if (c.writesEvents) for (const op of ["created", "updated", "deleted"]) this.retention.set(`${c.name}.${op}`, compiled.retention);
+    }
   }
 }

@@ -14,6 +14,7 @@ import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { CursorStatements } from "../store/cursors.js";
 import type { EventStatements } from "../store/events.js";
+import { readStart } from "../log/read.js";
 import { runMaintenanceSql } from "../store/sqlite/maintenance.js";
 import { principalOf } from "./context.js";
 import { eventToProto, msFromTimestamp } from "../proto-values.js";
@@ -36,6 +37,8 @@ export interface AdminDeps {
   db: Db;
   cursors: CursorStatements;
   events: EventStatements;
+  /** Where the log starts (retention removed what was before): a cursor below it is refused. */
+  firstSeq?: () => number;
 }
 
 /**
@@ -91,6 +94,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       } else if (req.to.case === "at") {
         floor = (deps.events.firstAtOrAfter(msFromTimestamp(req.to.value, "at")) ?? head + 1) - 1;
       } else fail("bad_request", "give ack_floor or at", [{ field: "to", description: "required" }]);
+      readStart(floor, deps.firstSeq?.() ?? 0, false, "ack_floor"); // OUT_OF_RANGE below the log's start: those events were removed
       await engine.moveCursor(floor, by);
       return { processor: status(engine) };
     },

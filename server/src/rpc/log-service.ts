@@ -5,13 +5,13 @@ import { fail } from "../errors.js";
 import type { Emitter, EmitResult } from "../log/emit.js";
 import { compileFilter } from "../log/filter.js";
 import type { HeadSignal } from "../log/head.js";
-import { pageByteBudget, pageToken, parsePageToken, readPage, type LogQuery } from "../log/read.js";
+import { pageByteBudget, pageToken, parsePageToken, readPage, readStart, type LogQuery, type LogStart } from "../log/read.js";
 import { causeKeys, readTreePage, walkTree } from "../log/cause-tree.js";
 import { parseStreamToken, readStream, type StreamQuery, type StreamReader } from "../log/stream-reads.js";
 import { watchLog } from "../log/watch.js";
 import type { CauseReads } from "../store/cause-reads.js";
 import type { EventReads, EventRecord } from "../store/events.js";
-import { canRead } from "../auth/principal.js";
+import { canReach, canRead } from "../auth/principal.js";
 import type { ReadAccess } from "../auth/read-access.js";
 import { principalOf } from "./context.js";
 import type { Logger } from "../logger.js";
@@ -34,6 +34,8 @@ export interface LogReadDeps {
   watchers?: { inc(): void; dec(): void };
   /** ReadStream's pages (store/streams.ts). */
   streams: StreamReader;
+  /** Where the log starts (retention removes old events); absent: it never lost any. */
+  logStart?: LogStart;
 }
 
 /** What the LogService handlers need. */
@@ -62,7 +64,9 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
     },
     async readLog(req, ctx) {
       const where = compileFilter(objectFromProto(req.where), "where");
-      const afterSeq = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
+      const firstSeq = (await deps.logStart?.firstSeq()) ?? 0;
+      const from = req.pageToken ? parsePageToken(req.pageToken) : seqFromProto(req.afterSeq, "after_seq");
+      const afterSeq = readStart(from, firstSeq, req.fromFirstSeq, req.pageToken ? "page_token" : "after_seq");
       const principal = principalOf(ctx);
       // The tree goes through the events of the spaces the principal reaches (a withheld type's too, as
       // GetEvent names its cause); it returns those the principal may read.
@@ -78,6 +82,7 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
           events: page.events.map((e) => eventToProto(e)),
           nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
           headSeq: BigInt(headSeq),
+          firstSeq: BigInt(firstSeq),
           treeCut: page.cut,
         };
       }
@@ -87,17 +92,27 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
         events: page.events.map((e) => eventToProto(e)),
         nextPageToken: page.atHead ? "" : pageToken(page.scannedTo),
         headSeq: BigInt(headSeq),
+        firstSeq: BigInt(firstSeq),
       };
     },
     async getEvent(req, ctx) {
-      const event = deps.access.readable(principalOf(ctx), await deps.events.findById(req.id), req.id);
+      const found = await deps.events.findById(req.id);
+      if (!found) {
+        // Said only to a principal that reaches the event's space; others hear what they would of a kept one.
+        const removed = await deps.logStart?.removed(req.id);
+        if (removed !== undefined && canReach(principalOf(ctx), removed.space))
+          fail("event_removed", `event ${JSON.stringify(req.id)} (seq ${removed.seq}) was removed from the log by retention`, [], {
+            seq: String(removed.seq),
+          });
+      }
+      const event = deps.access.readable(principalOf(ctx), found, req.id);
       return { event: eventToProto(event) };
     },
     async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
       const where = compileFilter(objectFromProto(req.where), "where");
       const principal = principalOf(ctx);
       checkCause(req);
-      const afterSeq = seqFromProto(req.afterSeq, "after_seq");
+      const afterSeq = readStart(seqFromProto(req.afterSeq, "after_seq"), (await deps.logStart?.firstSeq()) ?? 0, req.fromFirstSeq, "after_seq");
       const query: LogQuery = { afterSeq, types: req.types, where, visible: (e: EventRecord) => deps.access.mayRead(principal, e) };
       let reads: Pick<EventReads, "readWithin"> = req.cause ? underCause(deps.causes, req.cause) : deps.events;
       if (req.descendants) {
@@ -112,10 +127,11 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       }
       deps.watchers?.inc();
       try {
-        for await (const item of watchLog(reads, deps.head, query, ctx.signal)) {
+        const start = deps.logStart && { firstSeq: () => deps.logStart!.firstSeq(), fromFirstSeq: req.fromFirstSeq };
+        for await (const item of watchLog(reads, deps.head, query, ctx.signal, start)) {
           yield "event" in item
             ? { message: { case: "event", value: eventToProto(item.event, req.dataJson) } }
-            : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp) } } };
+            : { message: { case: "caughtUp", value: { headSeq: BigInt(item.caughtUp), firstSeq: BigInt((await deps.logStart?.firstSeq()) ?? 0) } } };
         }
         // The watch only ends when the call does: its deadline passed (DEADLINE_EXCEEDED, so a client can tell it from a normal end),
         // the owner is stopping (UNAVAILABLE, which clients retry) or the client went (see rpc/stream-release.ts).

@@ -60,6 +60,7 @@ const tables: { name: string; columns: string[] }[] = [
       "origin",
     ],
   },
+  { name: "removed_events", columns: ["seq", "id", "space"] },
 ];
 
 /** Rows held in memory before they are sent. */
@@ -96,6 +97,17 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
       send();
       copied[name] = count;
     }
+    // What retention removed so far (the row both migrations made).
+    const removed = sqlite.prepare("SELECT removed_events, removed_bytes, kept_ids FROM log_retention WHERE id = 1").get() as {
+      removed_events: number;
+      removed_bytes: number;
+      kept_ids: number;
+    };
+    pg.querySync("UPDATE log_retention SET removed_events = $1, removed_bytes = $2, kept_ids = $3 WHERE id = 1", [
+      String(removed.removed_events),
+      String(removed.removed_bytes),
+      String(removed.kept_ids),
+    ]);
     pg.querySync("COMMIT");
   } catch (e) {
     pg.querySync("ROLLBACK");

@@ -85,6 +85,7 @@ export function openStore(options: StoreOptions): SqliteStore {
     try {
       setPragmas(db);
       migrate(db, options.onUpgrade);
+      incrementalVacuum(db, dbPath);
     } catch (e) {
       db.close();
       throw e;
@@ -114,7 +115,23 @@ export function openStore(options: StoreOptions): SqliteStore {
   }
 }
 
+/** Files at most this large switch to incremental vacuum at open (a VACUUM of them takes well under a second). */
+const vacuumSwitchMaxBytes = 64 * 1024 * 1024;
+
+/**
+ * Makes the file return the pages retention frees to the disk (PRAGMA incremental_vacuum, one
+ * step per removal batch: log/retention.ts). A new file is made so ({@link setPragmas}); an older
+ * one only through a VACUUM, which rewrites it whole: done here for a small file, and for a
+ * larger one left to the operator (docs/retention.md): its freed pages are reused meanwhile.
+ */
+function incrementalVacuum(db: SqliteDb, dbPath: string): void {
+  if (Number(db.pragma("auto_vacuum", { simple: true })) === 2 || statSync(dbPath).size > vacuumSwitchMaxBytes) return;
+  db.pragma("auto_vacuum = INCREMENTAL");
+  db.exec("VACUUM");
+}
+
 function setPragmas(db: SqliteDb): void {
+  db.pragma("auto_vacuum = INCREMENTAL"); // a new file only: an older one keeps its mode until a VACUUM (incrementalVacuum)
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");

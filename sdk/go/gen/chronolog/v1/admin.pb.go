@@ -298,7 +298,9 @@ type isMoveCursorRequest_To interface {
 }
 
 type MoveCursorRequest_AckFloor struct {
-	// Every event at or below this seq counts as finished.
+	// Every event at or below this seq counts as finished. Below the log's
+	// start (retention removed the events before ReadLogResponse.first_seq),
+	// OUT_OF_RANGE (reason `BEFORE_LOG_START`); 0 replays from the start.
 	AckFloor uint64 `protobuf:"varint,2,opt,name=ack_floor,json=ackFloor,proto3,oneof"`
 }
 

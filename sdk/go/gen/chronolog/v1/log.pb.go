@@ -427,7 +427,11 @@ func (x *EmitBatchResponse) GetResults() []*EmitResponse {
 // A page of the log.
 type ReadLogRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Read events with seq greater than this (0: from the start).
+	// Read events with seq greater than this (0: from the start, wherever the
+	// log now starts). Retention rules remove old events (docs/retention.md):
+	// an `after_seq` below `first_seq - 1` is OUT_OF_RANGE (reason
+	// `BEFORE_LOG_START`, metadata `first_seq`): events the reader has not read
+	// were removed. Unless `from_first_seq` says to start there.
 	AfterSeq uint64 `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
 	// Maximum events to return (default 100, at most 1000). A page also stops before an event
 	// that would take it past 1 MiB of event data (data and actor as stored JSON, id, type and
@@ -441,6 +445,9 @@ type ReadLogRequest struct {
 	// A MongoDB query on the event's data (mingo), e.g. {"doc.status": "pending"}.
 	// Checked at request time: an invalid filter is INVALID_ARGUMENT.
 	Where *structpb.Struct `protobuf:"bytes,5,opt,name=where,proto3" json:"where,omitempty"`
+	// An `after_seq` below the log's first seq reads from the first seq
+	// instead of failing with OUT_OF_RANGE.
+	FromFirstSeq bool `protobuf:"varint,40,opt,name=from_first_seq,json=fromFirstSeq,proto3" json:"from_first_seq,omitempty"`
 	// Only events made under this cause: an event id, or a call id (an action call's, or a timer
 	// occurrence's, which is the id of the call it made). Events whose `cause` is it, and for a
 	// call those whose cause is its `action.started` (its attempts' records and the work its run
@@ -522,6 +529,13 @@ func (x *ReadLogRequest) GetWhere() *structpb.Struct {
 	return nil
 }
 
+func (x *ReadLogRequest) GetFromFirstSeq() bool {
+	if x != nil {
+		return x.FromFirstSeq
+	}
+	return false
+}
+
 func (x *ReadLogRequest) GetCause() string {
 	if x != nil {
 		return x.Cause
@@ -545,6 +559,10 @@ type ReadLogResponse struct {
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	// The log's last seq when the page was read.
 	HeadSeq uint64 `protobuf:"varint,3,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	// Where the log starts: its lowest seq still stored (retention removed the
+	// events before it; per-type rules may also have removed some after it).
+	// 0 when the log is empty.
+	FirstSeq uint64 `protobuf:"varint,40,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
 	// A `descendants` read whose walk down the cause's tree stopped at its limit (10,000 events):
 	// events further down are not in this page nor the next ones.
 	TreeCut       bool `protobuf:"varint,60,opt,name=tree_cut,json=treeCut,proto3" json:"tree_cut,omitempty"`
@@ -599,6 +617,13 @@ func (x *ReadLogResponse) GetNextPageToken() string {
 func (x *ReadLogResponse) GetHeadSeq() uint64 {
 	if x != nil {
 		return x.HeadSeq
+	}
+	return 0
+}
+
+func (x *ReadLogResponse) GetFirstSeq() uint64 {
+	if x != nil {
+		return x.FirstSeq
 	}
 	return 0
 }
@@ -715,6 +740,9 @@ type WatchRequest struct {
 	// Send each event's data as JSON text in Event.data_json instead of the
 	// Struct in Event.data (cheaper to encode and decode).
 	DataJson bool `protobuf:"varint,4,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	// As ReadLogRequest.from_first_seq: an `after_seq` below the log's first
+	// seq starts there instead of failing with OUT_OF_RANGE.
+	FromFirstSeq bool `protobuf:"varint,40,opt,name=from_first_seq,json=fromFirstSeq,proto3" json:"from_first_seq,omitempty"`
 	// Only events made under this cause, as ReadLogRequest.cause (an event id or a call id).
 	Cause string `protobuf:"bytes,60,opt,name=cause,proto3" json:"cause,omitempty"`
 	// With `cause`: down the whole chain, as ReadLogRequest.descendants: the tree as it stands
@@ -781,6 +809,13 @@ func (x *WatchRequest) GetWhere() *structpb.Struct {
 func (x *WatchRequest) GetDataJson() bool {
 	if x != nil {
 		return x.DataJson
+	}
+	return false
+}
+
+func (x *WatchRequest) GetFromFirstSeq() bool {
+	if x != nil {
+		return x.FromFirstSeq
 	}
 	return false
 }
@@ -890,7 +925,9 @@ func (*WatchResponse_CaughtUp) isWatchResponse_Message() {}
 type CaughtUp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The log's last seq at that moment.
-	HeadSeq       uint64 `protobuf:"varint,1,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	HeadSeq uint64 `protobuf:"varint,1,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	// Where the log started at that moment (as ReadLogResponse.first_seq).
+	FirstSeq      uint64 `protobuf:"varint,40,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -928,6 +965,13 @@ func (*CaughtUp) Descriptor() ([]byte, []int) {
 func (x *CaughtUp) GetHeadSeq() uint64 {
 	if x != nil {
 		return x.HeadSeq
+	}
+	return 0
+}
+
+func (x *CaughtUp) GetFirstSeq() uint64 {
+	if x != nil {
+		return x.FirstSeq
 	}
 	return 0
 }
@@ -1641,38 +1685,42 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\x10EmitBatchRequest\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.chronolog.v1.EmitRequestR\x06events\"I\n" +
 	"\x11EmitBatchResponse\x124\n" +
-	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.EmitResponseR\aresults\"\xe6\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.chronolog.v1.EmitResponseR\aresults\"\x8c\x02\n" +
 	"\x0eReadLogRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x14\n" +
 	"\x05types\x18\x04 \x03(\tR\x05types\x12-\n" +
-	"\x05where\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x14\n" +
+	"\x05where\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05where\x12$\n" +
+	"\x0efrom_first_seq\x18( \x01(\bR\ffromFirstSeq\x12\x14\n" +
 	"\x05cause\x18< \x01(\tR\x05cause\x12 \n" +
-	"\vdescendants\x18= \x01(\bR\vdescendants\"\x9c\x01\n" +
+	"\vdescendants\x18= \x01(\bR\vdescendants\"\xb9\x01\n" +
 	"\x0fReadLogResponse\x12+\n" +
 	"\x06events\x18\x01 \x03(\v2\x13.chronolog.v1.EventR\x06events\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x19\n" +
-	"\bhead_seq\x18\x03 \x01(\x04R\aheadSeq\x12\x19\n" +
+	"\bhead_seq\x18\x03 \x01(\x04R\aheadSeq\x12\x1b\n" +
+	"\tfirst_seq\x18( \x01(\x04R\bfirstSeq\x12\x19\n" +
 	"\btree_cut\x18< \x01(\bR\atreeCut\"!\n" +
 	"\x0fGetEventRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"=\n" +
 	"\x10GetEventResponse\x12)\n" +
-	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\"\xc5\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventR\x05event\"\xeb\x01\n" +
 	"\fWatchRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\x12\x14\n" +
 	"\x05types\x18\x02 \x03(\tR\x05types\x12-\n" +
 	"\x05where\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x1b\n" +
-	"\tdata_json\x18\x04 \x01(\bR\bdataJson\x12\x14\n" +
+	"\tdata_json\x18\x04 \x01(\bR\bdataJson\x12$\n" +
+	"\x0efrom_first_seq\x18( \x01(\bR\ffromFirstSeq\x12\x14\n" +
 	"\x05cause\x18< \x01(\tR\x05cause\x12 \n" +
 	"\vdescendants\x18= \x01(\bR\vdescendants\"~\n" +
 	"\rWatchResponse\x12+\n" +
 	"\x05event\x18\x01 \x01(\v2\x13.chronolog.v1.EventH\x00R\x05event\x125\n" +
 	"\tcaught_up\x18\x02 \x01(\v2\x16.chronolog.v1.CaughtUpH\x00R\bcaughtUpB\t\n" +
-	"\amessage\"%\n" +
+	"\amessage\"B\n" +
 	"\bCaughtUp\x12\x19\n" +
-	"\bhead_seq\x18\x01 \x01(\x04R\aheadSeq\"A\n" +
+	"\bhead_seq\x18\x01 \x01(\x04R\aheadSeq\x12\x1b\n" +
+	"\tfirst_seq\x18( \x01(\x04R\bfirstSeq\"A\n" +
 	"\x0ePublishRequest\x12/\n" +
 	"\x05emits\x18\x01 \x03(\v2\x19.chronolog.v1.PublishEmitR\x05emits\"P\n" +
 	"\vPublishEmit\x12\x10\n" +

@@ -44,7 +44,8 @@ type LogServiceClient interface {
 	EmitBatch(ctx context.Context, in *EmitBatchRequest, opts ...grpc.CallOption) (*EmitBatchResponse, error)
 	// Reads the log in pages after a seq, filtered by type and a `where` filter.
 	ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (*ReadLogResponse, error)
-	// Returns one event by id. NOT_FOUND when absent.
+	// Returns one event by id. NOT_FOUND when absent; for an event retention
+	// removed, NOT_FOUND with reason `EVENT_REMOVED` (metadata `seq`).
 	GetEvent(ctx context.Context, in *GetEventRequest, opts ...grpc.CallOption) (*GetEventResponse, error)
 	// Catches up from a seq, then follows live commits. Back-pressured: a
 	// slow reader slows its own stream only.
@@ -170,7 +171,8 @@ type LogServiceServer interface {
 	EmitBatch(context.Context, *EmitBatchRequest) (*EmitBatchResponse, error)
 	// Reads the log in pages after a seq, filtered by type and a `where` filter.
 	ReadLog(context.Context, *ReadLogRequest) (*ReadLogResponse, error)
-	// Returns one event by id. NOT_FOUND when absent.
+	// Returns one event by id. NOT_FOUND when absent; for an event retention
+	// removed, NOT_FOUND with reason `EVENT_REMOVED` (metadata `seq`).
 	GetEvent(context.Context, *GetEventRequest) (*GetEventResponse, error)
 	// Catches up from a seq, then follows live commits. Back-pressured: a
 	// slow reader slows its own stream only.

@@ -23,6 +23,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// What a retention rule keeps besides its limits.
+type RetentionKeep int32
+
+const (
+	// Every event within the rule's limits.
+	RetentionKeep_RETENTION_KEEP_UNSPECIFIED RetentionKeep = 0
+	// Only the last event of each key (the rule's `key`).
+	RetentionKeep_RETENTION_KEEP_LATEST_PER_KEY RetentionKeep = 1
+)
+
+// Enum value maps for RetentionKeep.
+var (
+	RetentionKeep_name = map[int32]string{
+		0: "RETENTION_KEEP_UNSPECIFIED",
+		1: "RETENTION_KEEP_LATEST_PER_KEY",
+	}
+	RetentionKeep_value = map[string]int32{
+		"RETENTION_KEEP_UNSPECIFIED":    0,
+		"RETENTION_KEEP_LATEST_PER_KEY": 1,
+	}
+)
+
+func (x RetentionKeep) Enum() *RetentionKeep {
+	p := new(RetentionKeep)
+	*p = x
+	return p
+}
+
+func (x RetentionKeep) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RetentionKeep) Descriptor() protoreflect.EnumDescriptor {
+	return file_chronolog_v1_plugin_proto_enumTypes[0].Descriptor()
+}
+
+func (RetentionKeep) Type() protoreflect.EnumType {
+	return &file_chronolog_v1_plugin_proto_enumTypes[0]
+}
+
+func (x RetentionKeep) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RetentionKeep.Descriptor instead.
+func (RetentionKeep) EnumDescriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{0}
+}
+
 // Who makes a pulse's calls.
 type PulseScope int32
 
@@ -60,11 +109,11 @@ func (x PulseScope) String() string {
 }
 
 func (PulseScope) Descriptor() protoreflect.EnumDescriptor {
-	return file_chronolog_v1_plugin_proto_enumTypes[0].Descriptor()
+	return file_chronolog_v1_plugin_proto_enumTypes[1].Descriptor()
 }
 
 func (PulseScope) Type() protoreflect.EnumType {
-	return &file_chronolog_v1_plugin_proto_enumTypes[0]
+	return &file_chronolog_v1_plugin_proto_enumTypes[1]
 }
 
 func (x PulseScope) Number() protoreflect.EnumNumber {
@@ -73,7 +122,7 @@ func (x PulseScope) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PulseScope.Descriptor instead.
 func (PulseScope) EnumDescriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{0}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{1}
 }
 
 // A plugin manifest. The JSON form of this message (snake_case or camelCase
@@ -99,8 +148,13 @@ type PluginManifest struct {
 	Pulses map[string]*PulseDeclaration `protobuf:"bytes,8,rep,name=pulses,proto3" json:"pulses,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Changes to schedules declared by earlier plugins.
 	SchedulePatches []*SchedulePatch `protobuf:"bytes,9,rep,name=schedule_patches,json=schedulePatches,proto3" json:"schedule_patches,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How long the log keeps this plugin's events (its event types and its
+	// collections' change events); the first rule whose `types` matches a type
+	// applies to it. The owner's config rules come before every plugin's.
+	// Empty: kept forever. See docs/retention.md.
+	Retention     []*RetentionRule `protobuf:"bytes,40,rep,name=retention,proto3" json:"retention,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PluginManifest) Reset() {
@@ -196,6 +250,109 @@ func (x *PluginManifest) GetSchedulePatches() []*SchedulePatch {
 	return nil
 }
 
+func (x *PluginManifest) GetRetention() []*RetentionRule {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+// Which events of some types the log may remove, oldest first. Each limit set
+// makes events candidates; a candidate still needed (a processor has not
+// finished it, a pending timer, a running action call or a document refers to
+// it, a kept event names it as its cause) stays until it is not.
+type RetentionRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event types it covers: `*`, `prefix*` or an exact type.
+	Types string `protobuf:"bytes,1,opt,name=types,proto3" json:"types,omitempty"`
+	// Events older than this many ms (by commit time) may be removed. 0: no age limit.
+	MaxAgeMs uint64 `protobuf:"varint,2,opt,name=max_age_ms,json=maxAgeMs,proto3" json:"max_age_ms,omitempty"`
+	// Of each type, only the newest this many events are kept. 0: no count limit.
+	MaxCount uint64 `protobuf:"varint,3,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
+	// Of each type, only the newest events taking at most this many bytes are
+	// kept (data and actor as stored JSON, id, type and cause). 0: no size limit.
+	MaxBytes uint64 `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Compaction: of the events with the same value at `key`, only the last is kept.
+	Keep RetentionKeep `protobuf:"varint,5,opt,name=keep,proto3,enum=chronolog.v1.RetentionKeep" json:"keep,omitempty"`
+	// With `keep: RETENTION_KEEP_LATEST_PER_KEY`: a dotted field path into the
+	// event's data, e.g. `_id` or `booking.id`. Events without it are not compacted.
+	Key           string `protobuf:"bytes,6,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetentionRule) Reset() {
+	*x = RetentionRule{}
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetentionRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetentionRule) ProtoMessage() {}
+
+func (x *RetentionRule) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetentionRule.ProtoReflect.Descriptor instead.
+func (*RetentionRule) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RetentionRule) GetTypes() string {
+	if x != nil {
+		return x.Types
+	}
+	return ""
+}
+
+func (x *RetentionRule) GetMaxAgeMs() uint64 {
+	if x != nil {
+		return x.MaxAgeMs
+	}
+	return 0
+}
+
+func (x *RetentionRule) GetMaxCount() uint64 {
+	if x != nil {
+		return x.MaxCount
+	}
+	return 0
+}
+
+func (x *RetentionRule) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *RetentionRule) GetKeep() RetentionKeep {
+	if x != nil {
+		return x.Keep
+	}
+	return RetentionKeep_RETENTION_KEEP_UNSPECIFIED
+}
+
+func (x *RetentionRule) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 // Declares an event type.
 type EventTypeDeclaration struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -219,7 +376,7 @@ type EventTypeDeclaration struct {
 
 func (x *EventTypeDeclaration) Reset() {
 	*x = EventTypeDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[1]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +388,7 @@ func (x *EventTypeDeclaration) String() string {
 func (*EventTypeDeclaration) ProtoMessage() {}
 
 func (x *EventTypeDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[1]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +401,7 @@ func (x *EventTypeDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventTypeDeclaration.ProtoReflect.Descriptor instead.
 func (*EventTypeDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EventTypeDeclaration) GetSchema() *structpb.Struct {
@@ -296,7 +453,7 @@ type CollectionDeclaration struct {
 
 func (x *CollectionDeclaration) Reset() {
 	*x = CollectionDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[2]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +465,7 @@ func (x *CollectionDeclaration) String() string {
 func (*CollectionDeclaration) ProtoMessage() {}
 
 func (x *CollectionDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[2]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +478,7 @@ func (x *CollectionDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectionDeclaration.ProtoReflect.Descriptor instead.
 func (*CollectionDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CollectionDeclaration) GetSchema() *structpb.Struct {
@@ -405,7 +562,7 @@ type ActionDeclaration struct {
 
 func (x *ActionDeclaration) Reset() {
 	*x = ActionDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[3]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -417,7 +574,7 @@ func (x *ActionDeclaration) String() string {
 func (*ActionDeclaration) ProtoMessage() {}
 
 func (x *ActionDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[3]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -430,7 +587,7 @@ func (x *ActionDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDeclaration.ProtoReflect.Descriptor instead.
 func (*ActionDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ActionDeclaration) GetInputSchema() *structpb.Struct {
@@ -522,7 +679,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +691,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +704,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RateLimit) GetLimit() uint32 {
@@ -603,7 +760,7 @@ type ConcurrencyLimit struct {
 
 func (x *ConcurrencyLimit) Reset() {
 	*x = ConcurrencyLimit{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +772,7 @@ func (x *ConcurrencyLimit) String() string {
 func (*ConcurrencyLimit) ProtoMessage() {}
 
 func (x *ConcurrencyLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +785,7 @@ func (x *ConcurrencyLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConcurrencyLimit.ProtoReflect.Descriptor instead.
 func (*ConcurrencyLimit) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ConcurrencyLimit) GetLimit() uint32 {
@@ -711,7 +868,7 @@ type ProcessorDeclaration struct {
 
 func (x *ProcessorDeclaration) Reset() {
 	*x = ProcessorDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +880,7 @@ func (x *ProcessorDeclaration) String() string {
 func (*ProcessorDeclaration) ProtoMessage() {}
 
 func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +893,7 @@ func (x *ProcessorDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessorDeclaration.ProtoReflect.Descriptor instead.
 func (*ProcessorDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProcessorDeclaration) GetOn() []string {
@@ -847,7 +1004,7 @@ type Debounce struct {
 
 func (x *Debounce) Reset() {
 	*x = Debounce{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +1016,7 @@ func (x *Debounce) String() string {
 func (*Debounce) ProtoMessage() {}
 
 func (x *Debounce) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +1029,7 @@ func (x *Debounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Debounce.ProtoReflect.Descriptor instead.
 func (*Debounce) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Debounce) GetKey() string {
@@ -913,7 +1070,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1082,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1095,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -1034,7 +1191,7 @@ type ScheduleDeclaration struct {
 
 func (x *ScheduleDeclaration) Reset() {
 	*x = ScheduleDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1203,7 @@ func (x *ScheduleDeclaration) String() string {
 func (*ScheduleDeclaration) ProtoMessage() {}
 
 func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1216,7 @@ func (x *ScheduleDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDeclaration.ProtoReflect.Descriptor instead.
 func (*ScheduleDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ScheduleDeclaration) GetAction() string {
@@ -1171,7 +1328,7 @@ type SchedulePatch struct {
 
 func (x *SchedulePatch) Reset() {
 	*x = SchedulePatch{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1340,7 @@ func (x *SchedulePatch) String() string {
 func (*SchedulePatch) ProtoMessage() {}
 
 func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1353,7 @@ func (x *SchedulePatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePatch.ProtoReflect.Descriptor instead.
 func (*SchedulePatch) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SchedulePatch) GetPlugin() string {
@@ -1273,7 +1430,7 @@ type PulseDeclaration struct {
 
 func (x *PulseDeclaration) Reset() {
 	*x = PulseDeclaration{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1442,7 @@ func (x *PulseDeclaration) String() string {
 func (*PulseDeclaration) ProtoMessage() {}
 
 func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1455,7 @@ func (x *PulseDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PulseDeclaration.ProtoReflect.Descriptor instead.
 func (*PulseDeclaration) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PulseDeclaration) GetAction() string {
@@ -1344,7 +1501,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1513,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1526,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Plugin) GetManifest() *PluginManifest {
@@ -1404,7 +1561,7 @@ type RegisterPluginRequest struct {
 
 func (x *RegisterPluginRequest) Reset() {
 	*x = RegisterPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1573,7 @@ func (x *RegisterPluginRequest) String() string {
 func (*RegisterPluginRequest) ProtoMessage() {}
 
 func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1586,7 @@ func (x *RegisterPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginRequest.ProtoReflect.Descriptor instead.
 func (*RegisterPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterPluginRequest) GetManifest() *PluginManifest {
@@ -1452,7 +1609,7 @@ type RegisterPluginResponse struct {
 
 func (x *RegisterPluginResponse) Reset() {
 	*x = RegisterPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1621,7 @@ func (x *RegisterPluginResponse) String() string {
 func (*RegisterPluginResponse) ProtoMessage() {}
 
 func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1634,7 @@ func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginResponse.ProtoReflect.Descriptor instead.
 func (*RegisterPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterPluginResponse) GetPlugin() *Plugin {
@@ -1503,7 +1660,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1672,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1685,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 // All plugins, by name.
@@ -1542,7 +1699,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1711,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1724,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1588,7 +1745,7 @@ type GetPluginRequest struct {
 
 func (x *GetPluginRequest) Reset() {
 	*x = GetPluginRequest{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1757,7 @@ func (x *GetPluginRequest) String() string {
 func (*GetPluginRequest) ProtoMessage() {}
 
 func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[17]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1770,7 @@ func (x *GetPluginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginRequest.ProtoReflect.Descriptor instead.
 func (*GetPluginRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetPluginRequest) GetName() string {
@@ -1634,7 +1791,7 @@ type GetPluginResponse struct {
 
 func (x *GetPluginResponse) Reset() {
 	*x = GetPluginResponse{}
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1803,7 @@ func (x *GetPluginResponse) String() string {
 func (*GetPluginResponse) ProtoMessage() {}
 
 func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_plugin_proto_msgTypes[18]
+	mi := &file_chronolog_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1816,7 @@ func (x *GetPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginResponse.ProtoReflect.Descriptor instead.
 func (*GetPluginResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_chronolog_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetPluginResponse) GetPlugin() *Plugin {
@@ -1673,7 +1830,7 @@ var File_chronolog_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"\x19chronolog/v1/plugin.proto\x12\fchronolog.v1\x1a\x17chronolog/v1/time.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf9\b\n" +
+	"\x19chronolog/v1/plugin.proto\x12\fchronolog.v1\x1a\x17chronolog/v1/time.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\t\n" +
 	"\x0ePluginManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12@\n" +
@@ -1685,7 +1842,8 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"processors\x12I\n" +
 	"\tschedules\x18\a \x03(\v2+.chronolog.v1.PluginManifest.SchedulesEntryR\tschedules\x12@\n" +
 	"\x06pulses\x18\b \x03(\v2(.chronolog.v1.PluginManifest.PulsesEntryR\x06pulses\x12F\n" +
-	"\x10schedule_patches\x18\t \x03(\v2\x1b.chronolog.v1.SchedulePatchR\x0fschedulePatches\x1a]\n" +
+	"\x10schedule_patches\x18\t \x03(\v2\x1b.chronolog.v1.SchedulePatchR\x0fschedulePatches\x129\n" +
+	"\tretention\x18( \x03(\v2\x1b.chronolog.v1.RetentionRuleR\tretention\x1a]\n" +
 	"\vEventsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x128\n" +
 	"\x05value\x18\x02 \x01(\v2\".chronolog.v1.EventTypeDeclarationR\x05value:\x028\x01\x1ac\n" +
@@ -1703,7 +1861,15 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2!.chronolog.v1.ScheduleDeclarationR\x05value:\x028\x01\x1aY\n" +
 	"\vPulsesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
-	"\x05value\x18\x02 \x01(\v2\x1e.chronolog.v1.PulseDeclarationR\x05value:\x028\x01\"\x93\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x1e.chronolog.v1.PulseDeclarationR\x05value:\x028\x01\"\xc0\x01\n" +
+	"\rRetentionRule\x12\x14\n" +
+	"\x05types\x18\x01 \x01(\tR\x05types\x12\x1c\n" +
+	"\n" +
+	"max_age_ms\x18\x02 \x01(\x04R\bmaxAgeMs\x12\x1b\n" +
+	"\tmax_count\x18\x03 \x01(\x04R\bmaxCount\x12\x1b\n" +
+	"\tmax_bytes\x18\x04 \x01(\x04R\bmaxBytes\x12/\n" +
+	"\x04keep\x18\x05 \x01(\x0e2\x1b.chronolog.v1.RetentionKeepR\x04keep\x12\x10\n" +
+	"\x03key\x18\x06 \x01(\tR\x03key\"\x93\x01\n" +
 	"\x14EventTypeDeclaration\x12/\n" +
 	"\x06schema\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06schema\x12\x14\n" +
 	"\x05allow\x18\x02 \x03(\tR\x05allow\x12 \n" +
@@ -1814,7 +1980,10 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x10GetPluginRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"A\n" +
 	"\x11GetPluginResponse\x12,\n" +
-	"\x06plugin\x18\x01 \x01(\v2\x14.chronolog.v1.PluginR\x06plugin*]\n" +
+	"\x06plugin\x18\x01 \x01(\v2\x14.chronolog.v1.PluginR\x06plugin*R\n" +
+	"\rRetentionKeep\x12\x1e\n" +
+	"\x1aRETENTION_KEEP_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dRETENTION_KEEP_LATEST_PER_KEY\x10\x01*]\n" +
 	"\n" +
 	"PulseScope\x12\x1b\n" +
 	"\x17PULSE_SCOPE_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -1837,90 +2006,94 @@ func file_chronolog_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_chronolog_v1_plugin_proto_rawDescData
 }
 
-var file_chronolog_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_chronolog_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_chronolog_v1_plugin_proto_goTypes = []any{
-	(PulseScope)(0),                // 0: chronolog.v1.PulseScope
-	(*PluginManifest)(nil),         // 1: chronolog.v1.PluginManifest
-	(*EventTypeDeclaration)(nil),   // 2: chronolog.v1.EventTypeDeclaration
-	(*CollectionDeclaration)(nil),  // 3: chronolog.v1.CollectionDeclaration
-	(*ActionDeclaration)(nil),      // 4: chronolog.v1.ActionDeclaration
-	(*RateLimit)(nil),              // 5: chronolog.v1.RateLimit
-	(*ConcurrencyLimit)(nil),       // 6: chronolog.v1.ConcurrencyLimit
-	(*ProcessorDeclaration)(nil),   // 7: chronolog.v1.ProcessorDeclaration
-	(*Debounce)(nil),               // 8: chronolog.v1.Debounce
-	(*StartPosition)(nil),          // 9: chronolog.v1.StartPosition
-	(*ScheduleDeclaration)(nil),    // 10: chronolog.v1.ScheduleDeclaration
-	(*SchedulePatch)(nil),          // 11: chronolog.v1.SchedulePatch
-	(*PulseDeclaration)(nil),       // 12: chronolog.v1.PulseDeclaration
-	(*Plugin)(nil),                 // 13: chronolog.v1.Plugin
-	(*RegisterPluginRequest)(nil),  // 14: chronolog.v1.RegisterPluginRequest
-	(*RegisterPluginResponse)(nil), // 15: chronolog.v1.RegisterPluginResponse
-	(*ListPluginsRequest)(nil),     // 16: chronolog.v1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),    // 17: chronolog.v1.ListPluginsResponse
-	(*GetPluginRequest)(nil),       // 18: chronolog.v1.GetPluginRequest
-	(*GetPluginResponse)(nil),      // 19: chronolog.v1.GetPluginResponse
-	nil,                            // 20: chronolog.v1.PluginManifest.EventsEntry
-	nil,                            // 21: chronolog.v1.PluginManifest.CollectionsEntry
-	nil,                            // 22: chronolog.v1.PluginManifest.ActionsEntry
-	nil,                            // 23: chronolog.v1.PluginManifest.ProcessorsEntry
-	nil,                            // 24: chronolog.v1.PluginManifest.SchedulesEntry
-	nil,                            // 25: chronolog.v1.PluginManifest.PulsesEntry
-	(*structpb.Struct)(nil),        // 26: google.protobuf.Struct
-	(*SchedulePolicy)(nil),         // 27: chronolog.v1.SchedulePolicy
-	(*DstPolicy)(nil),              // 28: chronolog.v1.DstPolicy
-	(*CancelOn)(nil),               // 29: chronolog.v1.CancelOn
-	(*timestamppb.Timestamp)(nil),  // 30: google.protobuf.Timestamp
+	(RetentionKeep)(0),             // 0: chronolog.v1.RetentionKeep
+	(PulseScope)(0),                // 1: chronolog.v1.PulseScope
+	(*PluginManifest)(nil),         // 2: chronolog.v1.PluginManifest
+	(*RetentionRule)(nil),          // 3: chronolog.v1.RetentionRule
+	(*EventTypeDeclaration)(nil),   // 4: chronolog.v1.EventTypeDeclaration
+	(*CollectionDeclaration)(nil),  // 5: chronolog.v1.CollectionDeclaration
+	(*ActionDeclaration)(nil),      // 6: chronolog.v1.ActionDeclaration
+	(*RateLimit)(nil),              // 7: chronolog.v1.RateLimit
+	(*ConcurrencyLimit)(nil),       // 8: chronolog.v1.ConcurrencyLimit
+	(*ProcessorDeclaration)(nil),   // 9: chronolog.v1.ProcessorDeclaration
+	(*Debounce)(nil),               // 10: chronolog.v1.Debounce
+	(*StartPosition)(nil),          // 11: chronolog.v1.StartPosition
+	(*ScheduleDeclaration)(nil),    // 12: chronolog.v1.ScheduleDeclaration
+	(*SchedulePatch)(nil),          // 13: chronolog.v1.SchedulePatch
+	(*PulseDeclaration)(nil),       // 14: chronolog.v1.PulseDeclaration
+	(*Plugin)(nil),                 // 15: chronolog.v1.Plugin
+	(*RegisterPluginRequest)(nil),  // 16: chronolog.v1.RegisterPluginRequest
+	(*RegisterPluginResponse)(nil), // 17: chronolog.v1.RegisterPluginResponse
+	(*ListPluginsRequest)(nil),     // 18: chronolog.v1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),    // 19: chronolog.v1.ListPluginsResponse
+	(*GetPluginRequest)(nil),       // 20: chronolog.v1.GetPluginRequest
+	(*GetPluginResponse)(nil),      // 21: chronolog.v1.GetPluginResponse
+	nil,                            // 22: chronolog.v1.PluginManifest.EventsEntry
+	nil,                            // 23: chronolog.v1.PluginManifest.CollectionsEntry
+	nil,                            // 24: chronolog.v1.PluginManifest.ActionsEntry
+	nil,                            // 25: chronolog.v1.PluginManifest.ProcessorsEntry
+	nil,                            // 26: chronolog.v1.PluginManifest.SchedulesEntry
+	nil,                            // 27: chronolog.v1.PluginManifest.PulsesEntry
+	(*structpb.Struct)(nil),        // 28: google.protobuf.Struct
+	(*SchedulePolicy)(nil),         // 29: chronolog.v1.SchedulePolicy
+	(*DstPolicy)(nil),              // 30: chronolog.v1.DstPolicy
+	(*CancelOn)(nil),               // 31: chronolog.v1.CancelOn
+	(*timestamppb.Timestamp)(nil),  // 32: google.protobuf.Timestamp
 }
 var file_chronolog_v1_plugin_proto_depIdxs = []int32{
-	20, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
-	21, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
-	22, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
-	23, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
-	24, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
-	25, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
-	11, // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
-	26, // 7: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
-	26, // 8: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
-	26, // 9: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
-	6,  // 10: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
-	5,  // 11: chronolog.v1.ActionDeclaration.rate:type_name -> chronolog.v1.RateLimit
-	26, // 12: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
-	9,  // 13: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
-	6,  // 14: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
-	5,  // 15: chronolog.v1.ProcessorDeclaration.rate:type_name -> chronolog.v1.RateLimit
-	8,  // 16: chronolog.v1.ProcessorDeclaration.debounce:type_name -> chronolog.v1.Debounce
-	26, // 17: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
-	27, // 18: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
-	28, // 19: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
-	29, // 20: chronolog.v1.ScheduleDeclaration.cancel_on:type_name -> chronolog.v1.CancelOn
-	26, // 21: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
-	28, // 22: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
-	27, // 23: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
-	0,  // 24: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
-	1,  // 25: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
-	30, // 26: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
-	1,  // 27: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
-	13, // 28: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	13, // 29: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
-	13, // 30: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	2,  // 31: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
-	3,  // 32: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
-	4,  // 33: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
-	7,  // 34: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
-	10, // 35: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
-	12, // 36: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
-	14, // 37: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
-	16, // 38: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
-	18, // 39: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
-	15, // 40: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
-	17, // 41: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
-	19, // 42: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
-	40, // [40:43] is the sub-list for method output_type
-	37, // [37:40] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	22, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
+	23, // 1: chronolog.v1.PluginManifest.collections:type_name -> chronolog.v1.PluginManifest.CollectionsEntry
+	24, // 2: chronolog.v1.PluginManifest.actions:type_name -> chronolog.v1.PluginManifest.ActionsEntry
+	25, // 3: chronolog.v1.PluginManifest.processors:type_name -> chronolog.v1.PluginManifest.ProcessorsEntry
+	26, // 4: chronolog.v1.PluginManifest.schedules:type_name -> chronolog.v1.PluginManifest.SchedulesEntry
+	27, // 5: chronolog.v1.PluginManifest.pulses:type_name -> chronolog.v1.PluginManifest.PulsesEntry
+	13, // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
+	3,  // 7: chronolog.v1.PluginManifest.retention:type_name -> chronolog.v1.RetentionRule
+	0,  // 8: chronolog.v1.RetentionRule.keep:type_name -> chronolog.v1.RetentionKeep
+	28, // 9: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
+	28, // 10: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
+	28, // 11: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
+	8,  // 12: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	7,  // 13: chronolog.v1.ActionDeclaration.rate:type_name -> chronolog.v1.RateLimit
+	28, // 14: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
+	11, // 15: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
+	8,  // 16: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	7,  // 17: chronolog.v1.ProcessorDeclaration.rate:type_name -> chronolog.v1.RateLimit
+	10, // 18: chronolog.v1.ProcessorDeclaration.debounce:type_name -> chronolog.v1.Debounce
+	28, // 19: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
+	29, // 20: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
+	30, // 21: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
+	31, // 22: chronolog.v1.ScheduleDeclaration.cancel_on:type_name -> chronolog.v1.CancelOn
+	28, // 23: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
+	30, // 24: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
+	29, // 25: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
+	1,  // 26: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
+	2,  // 27: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
+	32, // 28: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
+	2,  // 29: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
+	15, // 30: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	15, // 31: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
+	15, // 32: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	4,  // 33: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
+	5,  // 34: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
+	6,  // 35: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
+	9,  // 36: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
+	12, // 37: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
+	14, // 38: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
+	16, // 39: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
+	18, // 40: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
+	20, // 41: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
+	17, // 42: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
+	19, // 43: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
+	21, // 44: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
+	42, // [42:45] is the sub-list for method output_type
+	39, // [39:42] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_plugin_proto_init() }
@@ -1929,22 +2102,22 @@ func file_chronolog_v1_plugin_proto_init() {
 		return
 	}
 	file_chronolog_v1_time_proto_init()
-	file_chronolog_v1_plugin_proto_msgTypes[2].OneofWrappers = []any{}
 	file_chronolog_v1_plugin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{}
-	file_chronolog_v1_plugin_proto_msgTypes[8].OneofWrappers = []any{
+	file_chronolog_v1_plugin_proto_msgTypes[4].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[7].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[9].OneofWrappers = []any{
 		(*StartPosition_End)(nil),
 		(*StartPosition_Beginning)(nil),
 		(*StartPosition_AfterSeq)(nil),
 	}
-	file_chronolog_v1_plugin_proto_msgTypes[10].OneofWrappers = []any{}
+	file_chronolog_v1_plugin_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_plugin_proto_rawDesc), len(file_chronolog_v1_plugin_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   25,
+			NumEnums:      2,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

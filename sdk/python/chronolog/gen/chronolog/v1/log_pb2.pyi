@@ -65,12 +65,13 @@ class EmitBatchResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[EmitResponse, _Mapping]]] = ...) -> None: ...
 
 class ReadLogRequest(_message.Message):
-    __slots__ = ("after_seq", "page_size", "page_token", "types", "where", "cause", "descendants")
+    __slots__ = ("after_seq", "page_size", "page_token", "types", "where", "from_first_seq", "cause", "descendants")
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TYPES_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     DESCENDANTS_FIELD_NUMBER: _ClassVar[int]
     after_seq: int
@@ -78,21 +79,24 @@ class ReadLogRequest(_message.Message):
     page_token: str
     types: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
+    from_first_seq: bool
     cause: str
     descendants: bool
-    def __init__(self, after_seq: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cause: _Optional[str] = ..., descendants: _Optional[bool] = ...) -> None: ...
+    def __init__(self, after_seq: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., from_first_seq: _Optional[bool] = ..., cause: _Optional[str] = ..., descendants: _Optional[bool] = ...) -> None: ...
 
 class ReadLogResponse(_message.Message):
-    __slots__ = ("events", "next_page_token", "head_seq", "tree_cut")
+    __slots__ = ("events", "next_page_token", "head_seq", "first_seq", "tree_cut")
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     HEAD_SEQ_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     TREE_CUT_FIELD_NUMBER: _ClassVar[int]
     events: _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]
     next_page_token: str
     head_seq: int
+    first_seq: int
     tree_cut: bool
-    def __init__(self, events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., head_seq: _Optional[int] = ..., tree_cut: _Optional[bool] = ...) -> None: ...
+    def __init__(self, events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., head_seq: _Optional[int] = ..., first_seq: _Optional[int] = ..., tree_cut: _Optional[bool] = ...) -> None: ...
 
 class GetEventRequest(_message.Message):
     __slots__ = ("id",)
@@ -107,20 +111,22 @@ class GetEventResponse(_message.Message):
     def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("after_seq", "types", "where", "data_json", "cause", "descendants")
+    __slots__ = ("after_seq", "types", "where", "data_json", "from_first_seq", "cause", "descendants")
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     TYPES_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     DESCENDANTS_FIELD_NUMBER: _ClassVar[int]
     after_seq: int
     types: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
     data_json: bool
+    from_first_seq: bool
     cause: str
     descendants: bool
-    def __init__(self, after_seq: _Optional[int] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., data_json: _Optional[bool] = ..., cause: _Optional[str] = ..., descendants: _Optional[bool] = ...) -> None: ...
+    def __init__(self, after_seq: _Optional[int] = ..., types: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., data_json: _Optional[bool] = ..., from_first_seq: _Optional[bool] = ..., cause: _Optional[str] = ..., descendants: _Optional[bool] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
     __slots__ = ("event", "caught_up")
@@ -131,10 +137,12 @@ class WatchResponse(_message.Message):
     def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., caught_up: _Optional[_Union[CaughtUp, _Mapping]] = ...) -> None: ...
 
 class CaughtUp(_message.Message):
-    __slots__ = ("head_seq",)
+    __slots__ = ("head_seq", "first_seq")
     HEAD_SEQ_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     head_seq: int
-    def __init__(self, head_seq: _Optional[int] = ...) -> None: ...
+    first_seq: int
+    def __init__(self, head_seq: _Optional[int] = ..., first_seq: _Optional[int] = ...) -> None: ...
 
 class PublishRequest(_message.Message):
     __slots__ = ("emits",)

@@ -102,7 +102,8 @@ class LogServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetEvent(self, request, context):
-        """Returns one event by id. NOT_FOUND when absent.
+        """Returns one event by id. NOT_FOUND when absent; for an event retention
+        removed, NOT_FOUND with reason `EVENT_REMOVED` (metadata `seq`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -12,17 +12,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class RetentionKeep(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RETENTION_KEEP_UNSPECIFIED: _ClassVar[RetentionKeep]
+    RETENTION_KEEP_LATEST_PER_KEY: _ClassVar[RetentionKeep]
+
 class PulseScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PULSE_SCOPE_UNSPECIFIED: _ClassVar[PulseScope]
     PULSE_SCOPE_COMPONENT: _ClassVar[PulseScope]
     PULSE_SCOPE_REPLICA: _ClassVar[PulseScope]
+RETENTION_KEEP_UNSPECIFIED: RetentionKeep
+RETENTION_KEEP_LATEST_PER_KEY: RetentionKeep
 PULSE_SCOPE_UNSPECIFIED: PulseScope
 PULSE_SCOPE_COMPONENT: PulseScope
 PULSE_SCOPE_REPLICA: PulseScope
 
 class PluginManifest(_message.Message):
-    __slots__ = ("name", "version", "events", "collections", "actions", "processors", "schedules", "pulses", "schedule_patches")
+    __slots__ = ("name", "version", "events", "collections", "actions", "processors", "schedules", "pulses", "schedule_patches", "retention")
     class EventsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -74,6 +81,7 @@ class PluginManifest(_message.Message):
     SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     PULSES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_PATCHES_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     events: _containers.MessageMap[str, EventTypeDeclaration]
@@ -83,7 +91,24 @@ class PluginManifest(_message.Message):
     schedules: _containers.MessageMap[str, ScheduleDeclaration]
     pulses: _containers.MessageMap[str, PulseDeclaration]
     schedule_patches: _containers.RepeatedCompositeFieldContainer[SchedulePatch]
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., events: _Optional[_Mapping[str, EventTypeDeclaration]] = ..., collections: _Optional[_Mapping[str, CollectionDeclaration]] = ..., actions: _Optional[_Mapping[str, ActionDeclaration]] = ..., processors: _Optional[_Mapping[str, ProcessorDeclaration]] = ..., schedules: _Optional[_Mapping[str, ScheduleDeclaration]] = ..., pulses: _Optional[_Mapping[str, PulseDeclaration]] = ..., schedule_patches: _Optional[_Iterable[_Union[SchedulePatch, _Mapping]]] = ...) -> None: ...
+    retention: _containers.RepeatedCompositeFieldContainer[RetentionRule]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., events: _Optional[_Mapping[str, EventTypeDeclaration]] = ..., collections: _Optional[_Mapping[str, CollectionDeclaration]] = ..., actions: _Optional[_Mapping[str, ActionDeclaration]] = ..., processors: _Optional[_Mapping[str, ProcessorDeclaration]] = ..., schedules: _Optional[_Mapping[str, ScheduleDeclaration]] = ..., pulses: _Optional[_Mapping[str, PulseDeclaration]] = ..., schedule_patches: _Optional[_Iterable[_Union[SchedulePatch, _Mapping]]] = ..., retention: _Optional[_Iterable[_Union[RetentionRule, _Mapping]]] = ...) -> None: ...
+
+class RetentionRule(_message.Message):
+    __slots__ = ("types", "max_age_ms", "max_count", "max_bytes", "keep", "key")
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    MAX_AGE_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    types: str
+    max_age_ms: int
+    max_count: int
+    max_bytes: int
+    keep: RetentionKeep
+    key: str
+    def __init__(self, types: _Optional[str] = ..., max_age_ms: _Optional[int] = ..., max_count: _Optional[int] = ..., max_bytes: _Optional[int] = ..., keep: _Optional[_Union[RetentionKeep, str]] = ..., key: _Optional[str] = ...) -> None: ...
 
 class EventTypeDeclaration(_message.Message):
     __slots__ = ("schema", "allow", "description", "read")

@@ -142,7 +142,9 @@ export type MoveCursorRequest = Message<"chronolog.v1.MoveCursorRequest"> & {
    */
   to: {
     /**
-     * Every event at or below this seq counts as finished.
+     * Every event at or below this seq counts as finished. Below the log's
+     * start (retention removed the events before ReadLogResponse.first_seq),
+     * OUT_OF_RANGE (reason `BEFORE_LOG_START`); 0 replays from the start.
      *
      * @generated from field: uint64 ack_floor = 2;
      */

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/plugin.proto.
  */
 export const file_chronolog_v1_plugin: GenFile = /*@__PURE__*/
-  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEi1AcKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASJxChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHJlYWQYZCADKAkiugEKFUNvbGxlY3Rpb25EZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBmV2ZW50cxgDIAEoCEgAiAEBEhQKB2R1cmFibGUYBCABKAhIAYgBARIPCgdyZWNvcmRzGAUgASgIEg0KBWFsbG93GAYgAygJQgkKB19ldmVudHNCCgoIX2R1cmFibGUi0wIKEUFjdGlvbkRlY2xhcmF0aW9uEi0KDGlucHV0X3NjaGVtYRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOcHJpdmF0ZV9maWVsZHMYAiADKAkSEwoGcmVjb3JkGAMgASgISACIAQESDQoFYWxsb3cYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRIdChB0aW1lb3V0X2dyYWNlX21zGAYgASgNSAGIAQESDAoEcmVhZBhkIAMoCRI5ChFjb25jdXJyZW5jeV9saW1pdBhQIAEoCzIeLmNocm9ub2xvZy52MS5Db25jdXJyZW5jeUxpbWl0EiUKBHJhdGUYUSABKAsyFy5jaHJvbm9sb2cudjEuUmF0ZUxpbWl0EhAKCHByaW9yaXR5GFMgASgJQgkKB19yZWNvcmRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiSQoJUmF0ZUxpbWl0Eg0KBWxpbWl0GAEgASgNEhEKCXBlcmlvZF9tcxgCIAEoDRILCgNrZXkYAyABKAkSDQoFYnVyc3QYBCABKA0iUAoQQ29uY3VycmVuY3lMaW1pdBINCgVsaW1pdBgBIAEoDRILCgNrZXkYAiABKAkSDQoFdG90YWwYAyABKA0SEQoJaWZfYWN0aXZlGAQgASgJIqkDChRQcm9jZXNzb3JEZWNsYXJhdGlvbhIKCgJvbhgBIAMoCRImCgV3aGVyZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCwoDa2V5GAMgASgJEhMKC2NvbmN1cnJlbmN5GAQgASgNEhYKDmFja190aW1lb3V0X21zGAUgASgNEioKBXN0YXJ0GAYgASgLMhsuY2hyb25vbG9nLnYxLlN0YXJ0UG9zaXRpb24SFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEh0KEHRpbWVvdXRfZ3JhY2VfbXMYCCABKA1IAIgBARIMCgRyZWFkGGQgAygJEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXQSKAoIZGVib3VuY2UYUiABKAsyFi5jaHJvbm9sb2cudjEuRGVib3VuY2USEAoIcHJpb3JpdHkYUyABKAlCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiPwoIRGVib3VuY2USCwoDa2V5GAEgASgJEhEKCXBlcmlvZF9tcxgCIAEoDRITCgttYXhfd2FpdF9tcxgDIAEoDSJUCg1TdGFydFBvc2l0aW9uEg0KA2VuZBgBIAEoCEgAEhMKCWJlZ2lubmluZxgCIAEoCEgAEhMKCWFmdGVyX3NlcRgDIAEoBEgAQgoKCHBvc2l0aW9uIs4CChNTY2hlZHVsZURlY2xhcmF0aW9uEg4KBmFjdGlvbhgBIAEoCRImCgVpbnB1dBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEY3JvbhgDIAEoCRIMCgR6b25lGAQgASgJEhAKCGV2ZXJ5X21zGAUgASgEEhcKD21heF9sYXRlbmVzc19tcxgGIAEoBBIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SEAoIZGlzYWJsZWQYCCABKAgSDgoGcmVnaW9uGAkgASgNEiwKBnBvbGljeRgKIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeRIkCgNkc3QYCyABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EikKCWNhbmNlbF9vbhhGIAMoCzIWLmNocm9ub2xvZy52MS5DYW5jZWxPbiKJAgoNU2NoZWR1bGVQYXRjaBIOCgZwbHVnaW4YASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEQoEY3JvbhgDIAEoCUgAiAEBEhEKBHpvbmUYBCABKAlIAYgBARImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIZGlzYWJsZWQYBiABKAhIAogBARIkCgNkc3QYByABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EiwKBnBvbGljeRgIIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeUIHCgVfY3JvbkIHCgVfem9uZUILCglfZGlzYWJsZWQidQoQUHVsc2VEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSFQoNY3ljbGVfc2Vjb25kcxgCIAEoDRIRCglpbnRlcnZhbHMYAyABKA0SJwoFc2NvcGUYBCABKA4yGC5jaHJvbm9sb2cudjEuUHVsc2VTY29wZSJ9CgZQbHVnaW4SLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEAoIcmV2aXNpb24YAiABKA0SMQoNcmVnaXN0ZXJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoVUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0Ei4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0Ik8KFlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbhIPCgdjaGFuZ2VkGAIgASgIIhQKEkxpc3RQbHVnaW5zUmVxdWVzdCI8ChNMaXN0UGx1Z2luc1Jlc3BvbnNlEiUKB3BsdWdpbnMYASADKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luIiAKEEdldFBsdWdpblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChFHZXRQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luKl0KClB1bHNlU2NvcGUSGwoXUFVMU0VfU0NPUEVfVU5TUEVDSUZJRUQQABIZChVQVUxTRV9TQ09QRV9DT01QT05FTlQQARIXChNQVUxTRV9TQ09QRV9SRVBMSUNBEAIyjgIKDVBsdWdpblNlcnZpY2USWwoOUmVnaXN0ZXJQbHVnaW4SIy5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiQuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USUgoLTGlzdFBsdWdpbnMSIC5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXF1ZXN0GiEuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVzcG9uc2USTAoJR2V0UGx1Z2luEh4uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlcXVlc3QaHy5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChljaHJvbm9sb2cvdjEvcGx1Z2luLnByb3RvEgxjaHJvbm9sb2cudjEihAgKDlBsdWdpbk1hbmlmZXN0EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRI4CgZldmVudHMYAyADKAsyKC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuRXZlbnRzRW50cnkSQgoLY29sbGVjdGlvbnMYBCADKAsyLS5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuQ29sbGVjdGlvbnNFbnRyeRI6CgdhY3Rpb25zGAUgAygLMikuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LkFjdGlvbnNFbnRyeRJACgpwcm9jZXNzb3JzGAYgAygLMiwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlByb2Nlc3NvcnNFbnRyeRI+CglzY2hlZHVsZXMYByADKAsyKy5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QuU2NoZWR1bGVzRW50cnkSOAoGcHVsc2VzGAggAygLMiguY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0LlB1bHNlc0VudHJ5EjUKEHNjaGVkdWxlX3BhdGNoZXMYCSADKAsyGy5jaHJvbm9sb2cudjEuU2NoZWR1bGVQYXRjaBIuCglyZXRlbnRpb24YKCADKAsyGy5jaHJvbm9sb2cudjEuUmV0ZW50aW9uUnVsZRpRCgtFdmVudHNFbnRyeRILCgNrZXkYASABKAkSMQoFdmFsdWUYAiABKAsyIi5jaHJvbm9sb2cudjEuRXZlbnRUeXBlRGVjbGFyYXRpb246AjgBGlcKEENvbGxlY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuY2hyb25vbG9nLnYxLkNvbGxlY3Rpb25EZWNsYXJhdGlvbjoCOAEaTwoMQWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRIuCgV2YWx1ZRgCIAEoCzIfLmNocm9ub2xvZy52MS5BY3Rpb25EZWNsYXJhdGlvbjoCOAEaVQoPUHJvY2Vzc29yc0VudHJ5EgsKA2tleRgBIAEoCRIxCgV2YWx1ZRgCIAEoCzIiLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JEZWNsYXJhdGlvbjoCOAEaUwoOU2NoZWR1bGVzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuY2hyb25vbG9nLnYxLlNjaGVkdWxlRGVjbGFyYXRpb246AjgBGk0KC1B1bHNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmNocm9ub2xvZy52MS5QdWxzZURlY2xhcmF0aW9uOgI4ASKQAQoNUmV0ZW50aW9uUnVsZRINCgV0eXBlcxgBIAEoCRISCgptYXhfYWdlX21zGAIgASgEEhEKCW1heF9jb3VudBgDIAEoBBIRCgltYXhfYnl0ZXMYBCABKAQSKQoEa2VlcBgFIAEoDjIbLmNocm9ub2xvZy52MS5SZXRlbnRpb25LZWVwEgsKA2tleRgGIAEoCSJxChRFdmVudFR5cGVEZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBWFsbG93GAIgAygJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHJlYWQYZCADKAkiugEKFUNvbGxlY3Rpb25EZWNsYXJhdGlvbhInCgZzY2hlbWEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDnByaXZhdGVfZmllbGRzGAIgAygJEhMKBmV2ZW50cxgDIAEoCEgAiAEBEhQKB2R1cmFibGUYBCABKAhIAYgBARIPCgdyZWNvcmRzGAUgASgIEg0KBWFsbG93GAYgAygJQgkKB19ldmVudHNCCgoIX2R1cmFibGUi0wIKEUFjdGlvbkRlY2xhcmF0aW9uEi0KDGlucHV0X3NjaGVtYRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOcHJpdmF0ZV9maWVsZHMYAiADKAkSEwoGcmVjb3JkGAMgASgISACIAQESDQoFYWxsb3cYBCADKAkSEgoKdGltZW91dF9tcxgFIAEoDRIdChB0aW1lb3V0X2dyYWNlX21zGAYgASgNSAGIAQESDAoEcmVhZBhkIAMoCRI5ChFjb25jdXJyZW5jeV9saW1pdBhQIAEoCzIeLmNocm9ub2xvZy52MS5Db25jdXJyZW5jeUxpbWl0EiUKBHJhdGUYUSABKAsyFy5jaHJvbm9sb2cudjEuUmF0ZUxpbWl0EhAKCHByaW9yaXR5GFMgASgJQgkKB19yZWNvcmRCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiSQoJUmF0ZUxpbWl0Eg0KBWxpbWl0GAEgASgNEhEKCXBlcmlvZF9tcxgCIAEoDRILCgNrZXkYAyABKAkSDQoFYnVyc3QYBCABKA0iUAoQQ29uY3VycmVuY3lMaW1pdBINCgVsaW1pdBgBIAEoDRILCgNrZXkYAiABKAkSDQoFdG90YWwYAyABKA0SEQoJaWZfYWN0aXZlGAQgASgJIqkDChRQcm9jZXNzb3JEZWNsYXJhdGlvbhIKCgJvbhgBIAMoCRImCgV3aGVyZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCwoDa2V5GAMgASgJEhMKC2NvbmN1cnJlbmN5GAQgASgNEhYKDmFja190aW1lb3V0X21zGAUgASgNEioKBXN0YXJ0GAYgASgLMhsuY2hyb25vbG9nLnYxLlN0YXJ0UG9zaXRpb24SFwoPcmV0cnlfZGVsYXlzX21zGAcgAygNEh0KEHRpbWVvdXRfZ3JhY2VfbXMYCCABKA1IAIgBARIMCgRyZWFkGGQgAygJEjkKEWNvbmN1cnJlbmN5X2xpbWl0GFAgASgLMh4uY2hyb25vbG9nLnYxLkNvbmN1cnJlbmN5TGltaXQSJQoEcmF0ZRhRIAEoCzIXLmNocm9ub2xvZy52MS5SYXRlTGltaXQSKAoIZGVib3VuY2UYUiABKAsyFi5jaHJvbm9sb2cudjEuRGVib3VuY2USEAoIcHJpb3JpdHkYUyABKAlCEwoRX3RpbWVvdXRfZ3JhY2VfbXMiPwoIRGVib3VuY2USCwoDa2V5GAEgASgJEhEKCXBlcmlvZF9tcxgCIAEoDRITCgttYXhfd2FpdF9tcxgDIAEoDSJUCg1TdGFydFBvc2l0aW9uEg0KA2VuZBgBIAEoCEgAEhMKCWJlZ2lubmluZxgCIAEoCEgAEhMKCWFmdGVyX3NlcRgDIAEoBEgAQgoKCHBvc2l0aW9uIs4CChNTY2hlZHVsZURlY2xhcmF0aW9uEg4KBmFjdGlvbhgBIAEoCRImCgVpbnB1dBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEY3JvbhgDIAEoCRIMCgR6b25lGAQgASgJEhAKCGV2ZXJ5X21zGAUgASgEEhcKD21heF9sYXRlbmVzc19tcxgGIAEoBBIXCg9yZXRyeV9kZWxheXNfbXMYByADKA0SEAoIZGlzYWJsZWQYCCABKAgSDgoGcmVnaW9uGAkgASgNEiwKBnBvbGljeRgKIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeRIkCgNkc3QYCyABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EikKCWNhbmNlbF9vbhhGIAMoCzIWLmNocm9ub2xvZy52MS5DYW5jZWxPbiKJAgoNU2NoZWR1bGVQYXRjaBIOCgZwbHVnaW4YASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEQoEY3JvbhgDIAEoCUgAiAEBEhEKBHpvbmUYBCABKAlIAYgBARImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIZGlzYWJsZWQYBiABKAhIAogBARIkCgNkc3QYByABKAsyFy5jaHJvbm9sb2cudjEuRHN0UG9saWN5EiwKBnBvbGljeRgIIAEoCzIcLmNocm9ub2xvZy52MS5TY2hlZHVsZVBvbGljeUIHCgVfY3JvbkIHCgVfem9uZUILCglfZGlzYWJsZWQidQoQUHVsc2VEZWNsYXJhdGlvbhIOCgZhY3Rpb24YASABKAkSFQoNY3ljbGVfc2Vjb25kcxgCIAEoDRIRCglpbnRlcnZhbHMYAyABKA0SJwoFc2NvcGUYBCABKA4yGC5jaHJvbm9sb2cudjEuUHVsc2VTY29wZSJ9CgZQbHVnaW4SLgoIbWFuaWZlc3QYASABKAsyHC5jaHJvbm9sb2cudjEuUGx1Z2luTWFuaWZlc3QSEAoIcmV2aXNpb24YAiABKA0SMQoNcmVnaXN0ZXJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoVUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0Ei4KCG1hbmlmZXN0GAEgASgLMhwuY2hyb25vbG9nLnYxLlBsdWdpbk1hbmlmZXN0Ik8KFlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USJAoGcGx1Z2luGAEgASgLMhQuY2hyb25vbG9nLnYxLlBsdWdpbhIPCgdjaGFuZ2VkGAIgASgIIhQKEkxpc3RQbHVnaW5zUmVxdWVzdCI8ChNMaXN0UGx1Z2luc1Jlc3BvbnNlEiUKB3BsdWdpbnMYASADKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luIiAKEEdldFBsdWdpblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChFHZXRQbHVnaW5SZXNwb25zZRIkCgZwbHVnaW4YASABKAsyFC5jaHJvbm9sb2cudjEuUGx1Z2luKlIKDVJldGVudGlvbktlZXASHgoaUkVURU5USU9OX0tFRVBfVU5TUEVDSUZJRUQQABIhCh1SRVRFTlRJT05fS0VFUF9MQVRFU1RfUEVSX0tFWRABKl0KClB1bHNlU2NvcGUSGwoXUFVMU0VfU0NPUEVfVU5TUEVDSUZJRUQQABIZChVQVUxTRV9TQ09QRV9DT01QT05FTlQQARIXChNQVUxTRV9TQ09QRV9SRVBMSUNBEAIyjgIKDVBsdWdpblNlcnZpY2USWwoOUmVnaXN0ZXJQbHVnaW4SIy5jaHJvbm9sb2cudjEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiQuY2hyb25vbG9nLnYxLlJlZ2lzdGVyUGx1Z2luUmVzcG9uc2USUgoLTGlzdFBsdWdpbnMSIC5jaHJvbm9sb2cudjEuTGlzdFBsdWdpbnNSZXF1ZXN0GiEuY2hyb25vbG9nLnYxLkxpc3RQbHVnaW5zUmVzcG9uc2USTAoJR2V0UGx1Z2luEh4uY2hyb25vbG9nLnYxLkdldFBsdWdpblJlcXVlc3QaHy5jaHJvbm9sb2cudjEuR2V0UGx1Z2luUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_time, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A plugin manifest. The JSON form of this message (snake_case or camelCase
@@ -86,6 +86,16 @@ export type PluginManifest = Message<"chronolog.v1.PluginManifest"> & {
    * @generated from field: repeated chronolog.v1.SchedulePatch schedule_patches = 9;
    */
   schedulePatches: SchedulePatch[];
+
+  /**
+   * How long the log keeps this plugin's events (its event types and its
+   * collections' change events); the first rule whose `types` matches a type
+   * applies to it. The owner's config rules come before every plugin's.
+   * Empty: kept forever. See docs/retention.md.
+   *
+   * @generated from field: repeated chronolog.v1.RetentionRule retention = 40;
+   */
+  retention: RetentionRule[];
 };
 
 /**
@@ -94,6 +104,67 @@ export type PluginManifest = Message<"chronolog.v1.PluginManifest"> & {
  */
 export const PluginManifestSchema: GenMessage<PluginManifest> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_plugin, 0);
+
+/**
+ * Which events of some types the log may remove, oldest first. Each limit set
+ * makes events candidates; a candidate still needed (a processor has not
+ * finished it, a pending timer, a running action call or a document refers to
+ * it, a kept event names it as its cause) stays until it is not.
+ *
+ * @generated from message chronolog.v1.RetentionRule
+ */
+export type RetentionRule = Message<"chronolog.v1.RetentionRule"> & {
+  /**
+   * The event types it covers: `*`, `prefix*` or an exact type.
+   *
+   * @generated from field: string types = 1;
+   */
+  types: string;
+
+  /**
+   * Events older than this many ms (by commit time) may be removed. 0: no age limit.
+   *
+   * @generated from field: uint64 max_age_ms = 2;
+   */
+  maxAgeMs: bigint;
+
+  /**
+   * Of each type, only the newest this many events are kept. 0: no count limit.
+   *
+   * @generated from field: uint64 max_count = 3;
+   */
+  maxCount: bigint;
+
+  /**
+   * Of each type, only the newest events taking at most this many bytes are
+   * kept (data and actor as stored JSON, id, type and cause). 0: no size limit.
+   *
+   * @generated from field: uint64 max_bytes = 4;
+   */
+  maxBytes: bigint;
+
+  /**
+   * Compaction: of the events with the same value at `key`, only the last is kept.
+   *
+   * @generated from field: chronolog.v1.RetentionKeep keep = 5;
+   */
+  keep: RetentionKeep;
+
+  /**
+   * With `keep: RETENTION_KEEP_LATEST_PER_KEY`: a dotted field path into the
+   * event's data, e.g. `_id` or `booking.id`. Events without it are not compacted.
+   *
+   * @generated from field: string key = 6;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message chronolog.v1.RetentionRule.
+ * Use `create(RetentionRuleSchema)` to create a new message.
+ */
+export const RetentionRuleSchema: GenMessage<RetentionRule> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_plugin, 1);
 
 /**
  * Declares an event type.
@@ -141,7 +212,7 @@ export type EventTypeDeclaration = Message<"chronolog.v1.EventTypeDeclaration"> 
  * Use `create(EventTypeDeclarationSchema)` to create a new message.
  */
 export const EventTypeDeclarationSchema: GenMessage<EventTypeDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 1);
+  messageDesc(file_chronolog_v1_plugin, 2);
 
 /**
  * Declares a collection of documents.
@@ -197,7 +268,7 @@ export type CollectionDeclaration = Message<"chronolog.v1.CollectionDeclaration"
  * Use `create(CollectionDeclarationSchema)` to create a new message.
  */
 export const CollectionDeclarationSchema: GenMessage<CollectionDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 2);
+  messageDesc(file_chronolog_v1_plugin, 3);
 
 /**
  * Declares an action.
@@ -291,7 +362,7 @@ export type ActionDeclaration = Message<"chronolog.v1.ActionDeclaration"> & {
  * Use `create(ActionDeclarationSchema)` to create a new message.
  */
 export const ActionDeclarationSchema: GenMessage<ActionDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 3);
+  messageDesc(file_chronolog_v1_plugin, 4);
 
 /**
  * How fast work of a processor or an action starts: a token bucket per key
@@ -335,7 +406,7 @@ export type RateLimit = Message<"chronolog.v1.RateLimit"> & {
  * Use `create(RateLimitSchema)` to create a new message.
  */
 export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 4);
+  messageDesc(file_chronolog_v1_plugin, 5);
 
 /**
  * How much work of a processor or an action runs at once.
@@ -385,7 +456,7 @@ export type ConcurrencyLimit = Message<"chronolog.v1.ConcurrencyLimit"> & {
  * Use `create(ConcurrencyLimitSchema)` to create a new message.
  */
 export const ConcurrencyLimitSchema: GenMessage<ConcurrencyLimit> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 5);
+  messageDesc(file_chronolog_v1_plugin, 6);
 
 /**
  * Declares a processor.
@@ -507,7 +578,7 @@ export type ProcessorDeclaration = Message<"chronolog.v1.ProcessorDeclaration"> 
  * Use `create(ProcessorDeclarationSchema)` to create a new message.
  */
 export const ProcessorDeclarationSchema: GenMessage<ProcessorDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 6);
+  messageDesc(file_chronolog_v1_plugin, 7);
 
 /**
  * Debouncing of a processor's events per key.
@@ -544,7 +615,7 @@ export type Debounce = Message<"chronolog.v1.Debounce"> & {
  * Use `create(DebounceSchema)` to create a new message.
  */
 export const DebounceSchema: GenMessage<Debounce> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 7);
+  messageDesc(file_chronolog_v1_plugin, 8);
 
 /**
  * Where a new processor's cursor starts.
@@ -589,7 +660,7 @@ export type StartPosition = Message<"chronolog.v1.StartPosition"> & {
  * Use `create(StartPositionSchema)` to create a new message.
  */
 export const StartPositionSchema: GenMessage<StartPosition> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 8);
+  messageDesc(file_chronolog_v1_plugin, 9);
 
 /**
  * Declares a recurring timer.
@@ -688,7 +759,7 @@ export type ScheduleDeclaration = Message<"chronolog.v1.ScheduleDeclaration"> & 
  * Use `create(ScheduleDeclarationSchema)` to create a new message.
  */
 export const ScheduleDeclarationSchema: GenMessage<ScheduleDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 9);
+  messageDesc(file_chronolog_v1_plugin, 10);
 
 /**
  * Changes a schedule declared by an earlier plugin.
@@ -758,7 +829,7 @@ export type SchedulePatch = Message<"chronolog.v1.SchedulePatch"> & {
  * Use `create(SchedulePatchSchema)` to create a new message.
  */
 export const SchedulePatchSchema: GenMessage<SchedulePatch> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 10);
+  messageDesc(file_chronolog_v1_plugin, 11);
 
 /**
  * Declares a pulse: a call every `cycle_seconds / intervals` seconds,
@@ -801,7 +872,7 @@ export type PulseDeclaration = Message<"chronolog.v1.PulseDeclaration"> & {
  * Use `create(PulseDeclarationSchema)` to create a new message.
  */
 export const PulseDeclarationSchema: GenMessage<PulseDeclaration> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 11);
+  messageDesc(file_chronolog_v1_plugin, 12);
 
 /**
  * A registered plugin.
@@ -836,7 +907,7 @@ export type Plugin = Message<"chronolog.v1.Plugin"> & {
  * Use `create(PluginSchema)` to create a new message.
  */
 export const PluginSchema: GenMessage<Plugin> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 12);
+  messageDesc(file_chronolog_v1_plugin, 13);
 
 /**
  * Register a manifest.
@@ -857,7 +928,7 @@ export type RegisterPluginRequest = Message<"chronolog.v1.RegisterPluginRequest"
  * Use `create(RegisterPluginRequestSchema)` to create a new message.
  */
 export const RegisterPluginRequestSchema: GenMessage<RegisterPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 13);
+  messageDesc(file_chronolog_v1_plugin, 14);
 
 /**
  * The plugin after registration.
@@ -885,7 +956,7 @@ export type RegisterPluginResponse = Message<"chronolog.v1.RegisterPluginRespons
  * Use `create(RegisterPluginResponseSchema)` to create a new message.
  */
 export const RegisterPluginResponseSchema: GenMessage<RegisterPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 14);
+  messageDesc(file_chronolog_v1_plugin, 15);
 
 /**
  * List plugins.
@@ -900,7 +971,7 @@ export type ListPluginsRequest = Message<"chronolog.v1.ListPluginsRequest"> & {
  * Use `create(ListPluginsRequestSchema)` to create a new message.
  */
 export const ListPluginsRequestSchema: GenMessage<ListPluginsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 15);
+  messageDesc(file_chronolog_v1_plugin, 16);
 
 /**
  * All plugins, by name.
@@ -921,7 +992,7 @@ export type ListPluginsResponse = Message<"chronolog.v1.ListPluginsResponse"> & 
  * Use `create(ListPluginsResponseSchema)` to create a new message.
  */
 export const ListPluginsResponseSchema: GenMessage<ListPluginsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 16);
+  messageDesc(file_chronolog_v1_plugin, 17);
 
 /**
  * Get one plugin.
@@ -942,7 +1013,7 @@ export type GetPluginRequest = Message<"chronolog.v1.GetPluginRequest"> & {
  * Use `create(GetPluginRequestSchema)` to create a new message.
  */
 export const GetPluginRequestSchema: GenMessage<GetPluginRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 17);
+  messageDesc(file_chronolog_v1_plugin, 18);
 
 /**
  * The plugin.
@@ -963,7 +1034,34 @@ export type GetPluginResponse = Message<"chronolog.v1.GetPluginResponse"> & {
  * Use `create(GetPluginResponseSchema)` to create a new message.
  */
 export const GetPluginResponseSchema: GenMessage<GetPluginResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_plugin, 18);
+  messageDesc(file_chronolog_v1_plugin, 19);
+
+/**
+ * What a retention rule keeps besides its limits.
+ *
+ * @generated from enum chronolog.v1.RetentionKeep
+ */
+export enum RetentionKeep {
+  /**
+   * Every event within the rule's limits.
+   *
+   * @generated from enum value: RETENTION_KEEP_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Only the last event of each key (the rule's `key`).
+   *
+   * @generated from enum value: RETENTION_KEEP_LATEST_PER_KEY = 1;
+   */
+  LATEST_PER_KEY = 1,
+}
+
+/**
+ * Describes the enum chronolog.v1.RetentionKeep.
+ */
+export const RetentionKeepSchema: GenEnum<RetentionKeep> = /*@__PURE__*/
+  enumDesc(file_chronolog_v1_plugin, 0);
 
 /**
  * Who makes a pulse's calls.
@@ -997,7 +1095,7 @@ export enum PulseScope {
  * Describes the enum chronolog.v1.PulseScope.
  */
 export const PulseScopeSchema: GenEnum<PulseScope> = /*@__PURE__*/
-  enumDesc(file_chronolog_v1_plugin, 0);
+  enumDesc(file_chronolog_v1_plugin, 1);
 
 /**
  * Plugins declare the contract: event types, collections, actions,

@@ -1,0 +1,372 @@
+import { Gauge, type Registry } from "prom-client";
+import type { Clock, TimerHost } from "../clock.js";
+import type { Logger } from "../logger.js";
+import type { Committer } from "../store/committer.js";
+import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js";
+import { KeyIndex } from "./key-index.js";
+import type { LogStats } from "./log-stats.js";
+import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
+import { keyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
+
+/** Default time between two passes: one minute, in ms. */
+export const defaultRetentionIntervalMs = 60_000;
+/** Default most events one removal batch (one committer unit) takes. */
+export const defaultRetentionBatchEvents = 100;
+/** Default number of removed events' ids kept for GetEvent's answer (about 60 MB of them). */
+export const defaultRemovedIdsKept = 1_000_000;
+/** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
+const maxReclaimPages = 128;
+/** Longest pause between two removal batches, ms. */
+const maxPauseMs = 1_000;
+
+/** What a {@link LogRetention} needs. */
+export interface LogRetentionOptions {
+  statements: LogRemovalStatements;
+  stats: LogStats;
+  committer: Committer;
+  clock: Clock;
+  /** Where the pass timer is armed (the owner's TimerHost: setTimeout, or a ManualClock in tests). */
+  timers: TimerHost;
+  logger: Logger;
+  /** The config's rules, before every plugin's. */
+  configRules: RetentionRule[];
+  /** The rules of the plugin that declares `type` (its event types and its collections' change types). */
+  ownRules: (type: string) => RetentionRule[];
+  /** Whether any plugin declares retention rules. */
+  pluginRules: () => boolean;
+  holds: HoldSources;
+  /** Told the highest seq of each batch removed (the log's in-memory tail forgets through it). */
+  onRemoved?: (throughSeq: number) => void;
+  /** The log's stored bytes at most, whatever the rules (0: no log-wide limit). */
+  maxBytes: number;
+  /** Past this many stored bytes the owner warns (0: never). */
+  warnBytes: number;
+  intervalMs: number;
+  batchEvents: number;
+  /** Ids of removed events kept for GetEvent's answer, the newest (0: none). */
+  removedIdsKept: number;
+}
+
+/** What one pass did: tests and the log read it. */
+export interface RetentionPass {
+  removedEvents: number;
+  removedBytes: number;
+  /** Events a rule wanted removed but that stay, by holder (`processor:<name>`, `failed_delivery:<name>`, `timer`, `action_call`, `document`, `cause`). */
+  held: Record<string, number>;
+  /** Removal batches committed, and the longest one's commit (ms, its wait in the committer's queue and the sync included). */
+  batches: number;
+  longestBatchMs: number;
+  /** The longest time a batch's unit held the committer (its removal and vacuum step), ms: what other commits waited for it. */
+  longestUnitMs: number;
+  /** False when a batch failed or the owner stopped mid-way (the next pass goes on). */
+  complete: boolean;
+}
+
+/**
+ * Retention of the log: removes the events its rules (docs/retention.md) make candidates, in
+ * small batches off the hot path, and never one still needed (retention-holds.ts).
+ *
+ * States:
+ * - **off**: no rule (the config's or a plugin's) and no log-wide limit; nothing armed. The
+ *   first rule (a plugin registered with one) arms it ({@link sync}).
+ * - **armed**: one timer on the owner's TimerHost, `intervalMs` after the last pass began (a
+ *   pass runs at `start`, once the log's statistics are counted).
+ * - **passing**: per rule, per type, oldest first: a batch of at most `batchEvents` events is
+ *   scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
+ *   against the holds, and what may go is removed in one committer unit of its own, which also
+ *   returns free pages to the disk on SQLite; a turn of the event loop between batches. Then the
+ *   log-wide limit. A tick during a pass asks for one more after it.
+ * - **stopped**: disarmed; a running pass ends after its current batch.
+ *
+ * Failure semantics: a batch is one transaction (its events, their tombstones and the counts go
+ * together), so a crash leaves the log as before or after a batch, and the next pass resumes from
+ * the log as it is. A failed batch is logged and ends the pass.
+ */
+export class LogRetention {
+  private readonly listeners: ((pass: RetentionPass) => void)[] = [];
+  private readonly keyIndexes = new Map<string, KeyIndex>();
+  private handle: unknown = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private warned = false;
+  private lastHeld = "{}";
+  private started = false;
+  private armed = false;
+  /** How long the last removal's commit took, ms: the pause before the next batch. */
+  private lastCommitMs = 0;
+  /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
+  held: Record<string, number> = {};
+
+  constructor(private readonly options: LogRetentionOptions) {}
+
+  /** Calls `listener` after every pass. */
+  onPass(listener: (pass: RetentionPass) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Arms the pass timer and starts a pass (not awaited). */
+  start(): void {
+    this.started = true;
+    this.sync();
+  }
+
+  /** Arms the passes once a rule exists (the config's, a log-wide limit, or a plugin's: call it when plugins change). Nothing before {@link start}. */
+  sync(): void {
+    const { logger, intervalMs, batchEvents, configRules, maxBytes, pluginRules } = this.options;
+    if (!this.started || this.armed || this.stopped || (configRules.length === 0 && maxBytes === 0 && !pluginRules())) return;
+    this.armed = true;
+    logger.info({ intervalMs, batchEvents, rules: configRules.length, maxBytes }, "log retention: events its rules let go are removed in the background");
+    this.tick();
+  }
+
+  /** Disarms; resolves once a running pass has ended (after its current batch). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.handle !== null) this.options.timers.clearTimer(this.handle);
+    this.handle = null;
+    await this.running;
+  }
+
+  private tick(): void {
+    this.handle = null;
+    if (this.stopped) return;
+    this.handle = this.options.timers.setTimer(() => this.tick(), this.options.intervalMs);
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.loop().finally(() => (this.running = null));
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      await this.pass();
+    } while (this.again && !this.stopped);
+  }
+
+  /** One pass: every rule's candidates, then the log-wide limit. Never rejects. */
+  private async pass(): Promise<void> {
+    const { stats, statements, clock, logger, holds, maxBytes } = this.options;
+    await stats.ready;
+    if (this.stopped) return;
+    const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
+    const reasons = new Map<string, { reason: string; types: Set<string> }>();
+    try {
+      const now = clock.now();
+      const rules = this.rulesByType();
+      if (rules.size === 0 && (maxBytes === 0 || stats.bytes <= maxBytes)) throw nothingToDo;
+      const snapshot = new HoldSnapshot(holds, statements, (collection) =>
+        this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["_id"]).update(),
+      );
+      for (const [rule, types] of rules) {
+        const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
+        for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
+      }
+      if (maxBytes > 0 && stats.bytes > maxBytes) await this.passLogWide(snapshot, result, reasons);
+      result.complete = true;
+    } catch (e) {
+      if (e === nothingToDo) result.complete = true;
+      else if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
+    }
+    this.report(result, reasons);
+    for (const listener of this.listeners) listener(result);
+  }
+
+  /** The rules that apply to the log's types now, each with its types. */
+  private rulesByType(): Map<RetentionRule, string[]> {
+    const byRule = new Map<RetentionRule, string[]>();
+    for (const type of this.options.stats.types().sort()) {
+      const rule = ruleFor(type, this.options.configRules, this.options.ownRules(type));
+      if (rule) byRule.set(rule, [...(byRule.get(rule) ?? []), type]);
+    }
+    return byRule;
+  }
+
+  private keyIndex(types: string[], path: string[]): KeyIndex {
+    const name = `${types.join(",")}|${path.join(".")}`;
+    let index = this.keyIndexes.get(name);
+    if (!index) this.keyIndexes.set(name, (index = new KeyIndex(this.options.statements, types, path)));
+    return index;
+  }
+
+  /**
+   * The candidates of one type, oldest first: older than the rule's age, past its count or size
+   * (those limits are prefixes of the type's events: the scan ends at the first event none
+   * reaches), or with a later event of the same key.
+   */
+  private async passType(
+    type: string,
+    rule: RetentionRule,
+    now: number,
+    latest: Map<string, number> | undefined,
+    snapshot: HoldSnapshot,
+    result: RetentionPass,
+    reasons: Map<string, { reason: string; types: Set<string> }>,
+  ): Promise<void> {
+    const { statements, stats, batchEvents } = this.options;
+    const { events: count, bytes: total } = stats.of(type);
+    let scannedEvents = 0;
+    let scannedBytes = 0;
+    let after = 0;
+    for (;;) {
+      const rows = await statements.scanType(type, after, batchEvents);
+      const candidates: ScannedEvent[] = [];
+      let ended = rows.length < batchEvents;
+      for (const row of rows) {
+        const byLimits =
+          (rule.maxAgeMs > 0 && row.at < now - rule.maxAgeMs) ||
+          (rule.maxCount > 0 && count - scannedEvents > rule.maxCount) ||
+          (rule.maxBytes > 0 && total - scannedBytes > rule.maxBytes);
+        const key = latest && rule.latestPerKey ? keyOf(JSON.parse(row.data) as Record<string, unknown>, rule.latestPerKey) : undefined;
+        const byKey = key !== undefined && (latest?.get(key) ?? 0) > row.seq;
+        scannedEvents++;
+        scannedBytes += row.bytes;
+        after = row.seq;
+        if (byLimits || byKey) candidates.push(row);
+        else if (!latest) {
+          ended = true;
+          break;
+        }
+      }
+      await this.removeBatch(candidates, snapshot, result, reasons);
+      if (ended) return;
+    }
+  }
+
+  /** The oldest events of any type while the log is past its log-wide limit. */
+  private async passLogWide(snapshot: HoldSnapshot, result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<void> {
+    const { statements, stats, batchEvents, maxBytes } = this.options;
+    let after = 0;
+    for (;;) {
+      const excess = stats.bytes - maxBytes;
+      const rows = excess > 0 ? await statements.scanAll(after, batchEvents) : [];
+      if (rows.length === 0) return;
+      const candidates: ScannedEvent[] = [];
+      let bytes = 0;
+      for (const row of rows) {
+        if (bytes >= excess) break;
+        candidates.push(row);
+        bytes += row.bytes;
+        after = row.seq;
+      }
+      await this.removeBatch(candidates, snapshot, result, reasons);
+      if (rows.length < batchEvents && candidates.length === rows.length) return;
+    }
+  }
+
+  /** Weighs `candidates` against the holds and removes the rest in one committer unit; then gives everything else a turn (also after a batch without candidates: a scan never runs on without yielding). */
+  private async removeBatch(
+    candidates: ScannedEvent[],
+    snapshot: HoldSnapshot,
+    result: RetentionPass,
+    reasons: Map<string, { reason: string; types: Set<string> }>,
+  ): Promise<void> {
+    if (this.stopped) throw stopping;
+    const { committer } = this.options;
+    // The log's last event always stays: the head seq is read from it at start.
+    const weighed = candidates.filter((e) => e.seq < committer.head);
+    if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
+    // A turn for everything else; after a removal, a pause as long as its commit took: removal
+    // takes at most about half of the committer's time and of the disk's writes.
+    const pause = this.lastCommitMs;
+    this.lastCommitMs = 0;
+    await new Promise((resolve) => (pause > 0 ? setTimeout(resolve, Math.min(pause, maxPauseMs)) : setImmediate(resolve)));
+  }
+
+  private async remove(
+    weighed: ScannedEvent[],
+    snapshot: HoldSnapshot,
+    result: RetentionPass,
+    reasons: Map<string, { reason: string; types: Set<string> }>,
+  ): Promise<void> {
+    const { committer, statements, stats } = this.options;
+    const holds = await snapshot.check(weighed);
+    for (const [seq, hold] of holds) {
+      result.held[hold.holder] = (result.held[hold.holder] ?? 0) + 1;
+      const entry = reasons.get(hold.holder) ?? { reason: hold.reason, types: new Set<string>() };
+      entry.types.add(weighed.find((e) => e.seq === seq)?.type ?? "");
+      reasons.set(hold.holder, entry);
+    }
+    const going = weighed.filter((e) => !holds.has(e.seq));
+    if (going.length > 0) {
+      const bytes = going.reduce((sum, e) => sum + e.bytes, 0);
+      const started = performance.now();
+      await committer.submit(() => {
+        const unitStarted = performance.now();
+        statements.remove(
+          going.map((e) => e.seq),
+          bytes,
+          this.options.removedIdsKept,
+        );
+        statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
+        result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+      });
+      this.options.onRemoved?.(going[going.length - 1].seq);
+      this.lastCommitMs = performance.now() - started;
+      result.longestBatchMs = Math.max(result.longestBatchMs, this.lastCommitMs);
+      result.batches++;
+      result.removedEvents += going.length;
+      result.removedBytes += bytes;
+      const byType = new Map<string, { events: number; bytes: number }>();
+      for (const e of going) {
+        const entry = byType.get(e.type) ?? { events: 0, bytes: 0 };
+        entry.events++;
+        entry.bytes += e.bytes;
+        byType.set(e.type, entry);
+      }
+      stats.removed(byType, await statements.firstSeq());
+    }
+  }
+
+  /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
+  private report(result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): void {
+    const { logger, stats, warnBytes, maxBytes } = this.options;
+    this.held = result.held;
+    const details = {
+      removedEvents: result.removedEvents,
+      removedBytes: result.removedBytes,
+      batches: result.batches,
+      longestBatchMs: Math.round(result.longestBatchMs),
+      longestUnitMs: Math.round(result.longestUnitMs * 10) / 10,
+      firstSeq: stats.firstSeq,
+    };
+    if (result.removedEvents > 0) logger.info(details, `log retention removed ${result.removedEvents} events; the log starts at seq ${stats.firstSeq}`);
+    const held = JSON.stringify(result.held);
+    if (held !== this.lastHeld) {
+      this.lastHeld = held;
+      for (const [holder, { reason, types }] of reasons)
+        logger.info(
+          { holder, events: result.held[holder], types: [...types] },
+          `log retention holds back ${result.held[holder]} events a rule lets go: ${reason}`,
+        );
+    }
+    const over = warnBytes > 0 && stats.bytes > warnBytes;
+    if (over && !this.warned)
+      logger.warn(
+        { bytes: stats.bytes, warnBytes, maxBytes },
+        `the log takes ${stats.bytes} bytes, past its warning threshold of ${warnBytes}${maxBytes > 0 ? ` (its limit: ${maxBytes})` : ""}`,
+      );
+    this.warned = over;
+  }
+}
+
+/** Thrown inside a pass when the owner stops: ends it quietly. */
+const stopping = Symbol("stopping");
+/** Thrown at a pass's start when no rule covers a type in the log and the log is within its size: nothing is read. */
+const nothingToDo = Symbol("nothing to do");
+
+/** Registers `chronolog_log_retention_held_events{holder}`: events the last pass wanted removed but kept, by what holds them. */
+export function logRetentionMetrics(registry: Registry, retention: LogRetention): void {
+  new Gauge({
+    name: "chronolog_log_retention_held_events",
+    help: "Events a retention rule lets go that the last pass kept, by holder: processor:<name> (not finished), failed_delivery:<name>, timer, action_call, document, cause (a kept event names it).",
+    labelNames: ["holder"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [holder, n] of Object.entries(retention.held)) this.set({ holder }, n);
+    },
+  });
+}

@@ -1,0 +1,178 @@
+import { dialectOf, sqlFor, type Db } from "./sql.js";
+
+/** An event as a retention pass weighs it. */
+export interface ScannedEvent {
+  seq: number;
+  id: string;
+  type: string;
+  cause: string;
+  at: number;
+  /** Its stored bytes, as {@link import("./events.js").storedBytes} counts them. */
+  bytes: number;
+  /** Its data as stored JSON text. */
+  data: string;
+}
+
+/** Events and stored bytes of one type. */
+export interface TypeTotals {
+  type: string;
+  events: number;
+  bytes: number;
+}
+
+/**
+ * The statements retention runs on the log (log/retention.ts). Reads run outside the committer
+ * (on PostgreSQL on a connection of their own, without blocking the event loop); {@link remove}
+ * and {@link reclaim} only inside a committer unit.
+ */
+export interface LogRemovalStatements {
+  /** Up to `limit` events of `type` after `afterSeq`, in seq order. */
+  scanType(type: string, afterSeq: number, limit: number): Promise<ScannedEvent[]>;
+  /** Up to `limit` events of any type after `afterSeq`, in seq order. */
+  scanAll(afterSeq: number, limit: number): Promise<ScannedEvent[]>;
+  /** Events and bytes by type of the events with seq in (`afterSeq`, `throughSeq`]. */
+  totals(afterSeq: number, throughSeq: number): Promise<TypeTotals[]>;
+  /** The lowest seq in the log (0: empty). */
+  firstSeq(): Promise<number>;
+  /** Of `ids`, the seqs of the events that name each as their cause. */
+  effectsOf(ids: string[]): Promise<Map<string, number[]>>;
+  /** Of `timerIds`, those of timers still pending (a next moment, paused, or an occurrence not ended). */
+  pendingTimers(timerIds: string[]): Promise<Set<string>>;
+  /** Of `callIds`, those of action calls still running. */
+  runningCalls(callIds: string[]): Promise<Set<string>>;
+  /** Of `ids`, the documents of `collection` that exist. */
+  existingDocuments(collection: string, ids: string[]): Promise<Set<string>>;
+  /** The seq and space (its actor's `in`) a removed event had, or undefined when no event with this id was removed (or its id was forgotten). */
+  removed(id: string): Promise<{ seq: number; space: string } | undefined>;
+  /** Events and bytes removed since the log began. */
+  removedTotals(): { events: number; bytes: number };
+  /**
+   * Inside a committer unit: removes the events with these seqs through the guarded path (the
+   * database refuses any other DELETE), keeps their ids and seqs, and counts them. Of the ids
+   * kept, the oldest past `keepIds` are forgotten (at most ten times as many as removed here plus
+   * 1,000 per call: a lowered limit is reached over a few batches).
+   */
+  remove(seqs: number[], removedBytes: number, keepIds: number): void;
+  /** Inside a committer unit: returns up to `pages` free pages to the disk (SQLite with incremental vacuum; elsewhere nothing). Returns how many were free before. */
+  reclaim(pages: number): number;
+}
+
+/** An event row's stored bytes in SQL: UTF-8 octets of data and actor, characters of the rest. */
+const rowBytes = {
+  sqlite: "length(CAST(data AS BLOB)) + COALESCE(length(CAST(actor AS BLOB)), 0) + length(id) + length(type) + length(cause)",
+  postgres: "octet_length(data) + COALESCE(octet_length(actor), 0) + char_length(id) + char_length(type) + char_length(cause)",
+};
+
+/** The retention statements on `db`. */
+export function logRemovalStatements(db: Db): LogRemovalStatements {
+  const dialect = dialectOf(db);
+  const bytes = rowBytes[dialect];
+  const columns = `seq, id, type, cause, at, data, ${bytes} AS bytes`;
+  /** A JSON array parameter as a set of values to match with IN. */
+  const list = sqlFor(db, { sqlite: "(SELECT value FROM json_each(?))", postgres: "(SELECT jsonb_array_elements_text(?::jsonb))" });
+  const seqList = sqlFor(db, { sqlite: "(SELECT value FROM json_each(?))", postgres: "(SELECT (jsonb_array_elements_text(?::jsonb))::bigint)" });
+  const readAsync = db.readAsync?.bind(db);
+  const read = async (sql: string, params: unknown[]): Promise<Record<string, unknown>[]> =>
+    (readAsync ? await readAsync(sql, params) : db.prepare(sql).all(...params)) as Record<string, unknown>[];
+  const toScanned = (row: Record<string, unknown>): ScannedEvent => ({
+    seq: Number(row.seq),
+    id: row.id as string,
+    type: row.type as string,
+    cause: row.cause as string,
+    at: Number(row.at),
+    bytes: Number(row.bytes),
+    data: row.data as string,
+  });
+  const spaceOf = sqlFor(db, { sqlite: "COALESCE(json_extract(actor, '$.in'), '')", postgres: "COALESCE(actor::jsonb->>'in', '')" });
+  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id, space) SELECT seq, id, ${spaceOf} FROM events WHERE seq IN ${seqList}`);
+  const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
+  const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
+  const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
+  const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ?, kept_ids = ? WHERE id = 1");
+  const removedTotals = db.prepare("SELECT removed_events, removed_bytes FROM log_retention WHERE id = 1");
+  const guard =
+    dialect === "sqlite"
+      ? { open: db.prepare("UPDATE log_retention SET removing = 1 WHERE id = 1"), close: db.prepare("UPDATE log_retention SET removing = 0 WHERE id = 1") }
+      : { open: db.prepare("SELECT set_config('chronolog.removing', 'on', true)"), close: db.prepare("SELECT set_config('chronolog.removing', 'off', true)") };
+  const incremental = dialect === "sqlite" && Number((db.prepare("PRAGMA auto_vacuum").get() as { auto_vacuum: number }).auto_vacuum) === 2;
+  return {
+    async scanType(type, afterSeq, limit) {
+      const rows = await read(`SELECT ${columns} FROM events WHERE type = ? AND seq > ? ORDER BY seq LIMIT ?`, [type, afterSeq, limit]);
+      return rows.map(toScanned);
+    },
+    async scanAll(afterSeq, limit) {
+      return (await read(`SELECT ${columns} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, [afterSeq, limit])).map(toScanned);
+    },
+    async totals(afterSeq, throughSeq) {
+      const rows = await read(
+        `SELECT type, COUNT(*) AS events, SUM(bytes) AS bytes FROM (SELECT type, ${bytes} AS bytes FROM events WHERE seq > ? AND seq <= ?) AS chunk GROUP BY type`,
+        [afterSeq, throughSeq],
+      );
+      return rows.map((r) => ({ type: r.type as string, events: Number(r.events), bytes: Number(r.bytes) }));
+    },
+    async firstSeq() {
+      const [row] = await read("SELECT MIN(seq) AS seq FROM events", []);
+      return Number(row?.seq ?? 0);
+    },
+    // By the index events_by_cause (migration 0017); `cause <> ''` leaves out the many events without one.
+    async effectsOf(ids) {
+      const effects = new Map<string, number[]>();
+      if (ids.length === 0) return effects;
+      for (const row of await read(`SELECT cause, seq FROM events WHERE cause <> '' AND cause IN ${list}`, [JSON.stringify(ids)])) {
+        const seqs = effects.get(row.cause as string) ?? [];
+        seqs.push(Number(row.seq));
+        effects.set(row.cause as string, seqs);
+      }
+      return effects;
+    },
+    async pendingTimers(timerIds) {
+      if (timerIds.length === 0) return new Set();
+      const ids = JSON.stringify(timerIds);
+      const rows = await read(
+        `SELECT id FROM timers WHERE id IN ${list} AND (next_due_ms IS NOT NULL OR paused IS NOT NULL)
+         UNION SELECT timer_id AS id FROM timer_occurrences WHERE timer_id IN ${list} AND status IN ('pending', 'retry_wait', 'buffered')`,
+        [ids, ids],
+      );
+      return new Set(rows.map((r) => r.id as string));
+    },
+    async runningCalls(callIds) {
+      if (callIds.length === 0) return new Set();
+      const rows = await read(`SELECT call_id FROM action_calls WHERE call_id IN ${list} AND state = 'running'`, [JSON.stringify(callIds)]);
+      return new Set(rows.map((r) => r.call_id as string));
+    },
+    async existingDocuments(collection, ids) {
+      if (ids.length === 0) return new Set();
+      const rows = await read(`SELECT id FROM documents WHERE collection = ? AND id IN ${list}`, [collection, JSON.stringify(ids)]);
+      return new Set(rows.map((r) => r.id as string));
+    },
+    async removed(id) {
+      const [row] = await read("SELECT seq, space FROM removed_events WHERE id = ?", [id]);
+      return row === undefined ? undefined : { seq: Number(row.seq), space: row.space as string };
+    },
+    removedTotals() {
+      const row = removedTotals.get() as { removed_events: number | string; removed_bytes: number | string };
+      return { events: Number(row.removed_events), bytes: Number(row.removed_bytes) };
+    },
+    remove(seqs, removedBytes, keepIds) {
+      const json = JSON.stringify(seqs);
+      let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
+      if (keepIds > 0) kept += insertRemoved.run(json).changes;
+      const over = Math.min(kept - keepIds, 10 * seqs.length + 1_000);
+      if (over > 0) kept -= forgetOldest.run(over).changes;
+      guard.open.run();
+      try {
+        deleteEvents.run(json);
+      } finally {
+        guard.close.run();
+      }
+      count.run(seqs.length, removedBytes, kept);
+    },
+    reclaim(pages) {
+      if (!incremental) return 0;
+      const free = Number((db.prepare("PRAGMA freelist_count").get() as { freelist_count: number }).freelist_count);
+      // better-sqlite3's pragma() steps the statement to its end (each step frees a page); run() would free one.
+      if (free > 0) (db as unknown as { pragma(sql: string): unknown }).pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+      return free;
+    },
+  };
+}

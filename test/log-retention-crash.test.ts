@@ -1,0 +1,125 @@
+// Retention of the log under kill -9 (real `chronolog serve` processes): a removal is batches of
+// one transaction each, so an owner killed mid-removal leaves the log as before or after a batch
+// (every seq either in the log or among the removed, never both, the counts agreeing), and the
+// next owner resumes the removal. On SQLite the data file then shrinks (incremental vacuum).
+//
+// @module-tag serial
+// @module-tag postgres
+
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { createClient } from "../sdk/ts/src/client.js";
+import Database from "better-sqlite3";
+import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
+import { onPostgres, queryStore, spawnOwner, tempDir, testDatabase, type OwnerProcess } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const owners: OwnerProcess[] = [];
+afterEach(() => {
+  for (const o of owners.splice(0)) if (o.child.exitCode === null && o.child.signalCode === null) o.child.kill("SIGKILL");
+});
+
+const admin = { name: "admin", token: "admin-token-0123456789", role: "admin" };
+const events = 20_000;
+const kept = 100;
+
+function config(dir: string, retention?: object): string {
+  const path = join(dir, `config-${retention ? "retention" : "none"}.yaml`);
+  writeFileSync(path, stringify({ principals: [admin], ...(retention ? { log: { retention } } : {}) }));
+  return path;
+}
+
+async function start(dataDir: string, configPath: string): Promise<OwnerProcess> {
+  const owner = await spawnOwner(dataDir, ["--config", configPath]);
+  owners.push(owner);
+  return owner;
+}
+
+/** The store's view: every seq through the head either in the log or removed, never both; the counters agree. */
+function expectConsistent(dataDir: string, head: number): { inLog: number; removed: number } {
+  const [row] = queryStore(
+    dataDir,
+    `SELECT (SELECT COUNT(*) FROM events) AS in_log, (SELECT COUNT(*) FROM removed_events) AS removed,
+            (SELECT COUNT(*) FROM events e JOIN removed_events r ON r.seq = e.seq) AS both_,
+            (SELECT removed_events FROM log_retention) AS counted, (SELECT kept_ids FROM log_retention) AS kept,
+            (SELECT MAX(seq) FROM events) AS head`,
+  );
+  expect(Number(row.in_log) + Number(row.removed)).toBe(head);
+  expect(Number(row.both_)).toBe(0);
+  expect(Number(row.counted)).toBe(Number(row.removed));
+  expect(Number(row.kept)).toBe(Number(row.removed)); // fewer than removed_ids_kept: every removed id kept
+  expect(Number(row.head)).toBe(head);
+  return { inLog: Number(row.in_log), removed: Number(row.removed) };
+}
+
+describe("log retention under kill -9", () => {
+  it("leaves the log consistent when killed mid-removal, and the next owner finishes it", async () => {
+    const dataDir = tempDir();
+    const dbFile = join(dataDir, "chronolog.db");
+    // 1. An owner without rules takes 20,000 events.
+    let owner = await start(dataDir, config(dataDir));
+    const client = () => createClient({ url: owner.url, token: admin.token });
+    await client().registerPlugin({ name: "notes", events: { "note.added": { allow: ["*"] } } });
+    for (let from = 0; from < events; from += 1_000)
+      await client().emitBatch(Array.from({ length: 1_000 }, (_, i) => ({ type: "note.added", data: { i: from + i, text: "x".repeat(200) } })));
+    const head = Number((await client().log.readLog({})).headSeq);
+    owner.child.kill("SIGTERM");
+    await owner.exited;
+    const fullSize = onPostgres ? 0 : statSync(dbFile).size;
+
+    // 2. An owner keeping the newest 100 notes removes in batches of 50; kill -9 once some are gone.
+    const retention = { rules: [{ types: "note.added", max_count: kept }], batch_events: 50, interval_ms: 1_000 };
+    owner = await start(dataDir, config(dataDir, retention));
+    await until(() => Number(queryStore(dataDir, "SELECT removed_events FROM log_retention")[0].removed_events) > 0, "a first removal batch", 30_000);
+    owner.child.kill("SIGKILL");
+    await owner.exited;
+    const atKill = expectConsistent(dataDir, head);
+    expect(atKill.removed).toBeLessThan(events - kept); // killed mid-removal
+    if (!onPostgres) expect(Number(queryStore(dataDir, "SELECT removing FROM log_retention")[0].removing)).toBe(0);
+
+    // 3. The next owner resumes: the newest 100 notes stay; the log starts at the first of them.
+    owner = await start(dataDir, config(dataDir, retention));
+    await until(() => Number(queryStore(dataDir, "SELECT COUNT(*) AS n FROM events WHERE type = 'note.added'")[0].n) === kept, "the removal finished", 60_000);
+    const page = await client().log.readLog({ types: ["note.added"], pageSize: 1_000 });
+    expect(page.events.map((e) => (e.data as { i: number }).i)).toEqual(Array.from({ length: kept }, (_, i) => events - kept + i));
+    expect(Number(page.firstSeq)).toBeLessThanOrEqual(Number(page.events[0].seq));
+    const removedLines = () => owner.logs.map((l) => JSON.parse(l)).filter((l) => /^log retention removed/.test(l.msg ?? ""));
+    await until(() => removedLines().length > 0, "the pass's report"); // logged once its last batch committed
+    const done = removedLines();
+    console.log(
+      `removal batches of 50 events: longest unit ${Math.max(...done.map((l) => l.longestUnitMs))} ms, longest commit (queue and sync included) ${Math.max(...done.map((l) => l.longestBatchMs))} ms`,
+    );
+    owner.child.kill("SIGTERM");
+    await owner.exited;
+    expectConsistent(dataDir, head);
+    // An ad-hoc DELETE is still refused: retention's guarded removal is the one way out.
+    expect(() => adHocDelete(dataDir)).toThrow(/the log is immutable/);
+    // 4. SQLite returned the freed pages to the disk: the file is a fraction of what it was.
+    if (!onPostgres) {
+      const size = statSync(dbFile).size;
+      console.log(`data file: ${fullSize} bytes with ${events} events, ${size} bytes after removing ${events - kept}`);
+      expect(size).toBeLessThan(fullSize / 3);
+    }
+  });
+});
+
+/** Deletes the log's first event on a connection of its own, as an operator's shell would. */
+function adHocDelete(dataDir: string): void {
+  if (onPostgres) {
+    const client = connectNative(testDatabase(dataDir), "chronolog tests");
+    try {
+      client.querySync("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events)", []);
+    } finally {
+      endNative(client);
+    }
+    return;
+  }
+  const db = new Database(join(dataDir, "chronolog.db"));
+  try {
+    db.prepare("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events)").run();
+  } finally {
+    db.close();
+  }
+}

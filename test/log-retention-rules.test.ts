@@ -1,0 +1,78 @@
+// Retention rules as the owner's config and plugin manifests declare them (log/retention-rules.ts):
+// checked at load (a bad rule names its field) and resolved per event type, the config's first.
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../server/src/config.js";
+import { configRetentionRules, keyOf, ruleFor } from "../server/src/log/retention-rules.js";
+import { compileManifest, manifestFromJson } from "../server/src/plugins/manifest.js";
+import { tempDir } from "./helpers/owner.js";
+
+const principals = [{ name: "admin", token: "admin-token-0123456789", role: "admin" }];
+
+function configFile(log: unknown): string {
+  const path = join(tempDir(), "config.json");
+  writeFileSync(path, JSON.stringify({ principals, log }));
+  return path;
+}
+
+describe("retention rules", () => {
+  it("reads the config's rules and log-wide limit", () => {
+    const config = loadConfig(
+      configFile({
+        retention: {
+          rules: [
+            { types: "booking.*", max_age_ms: 3_600_000 },
+            { types: "rooms.updated", keep: "latest_per_key", key: "_id" },
+          ],
+          max_bytes: 1_000_000,
+          warn_bytes: 800_000,
+        },
+      }),
+    );
+    const rules = configRetentionRules(config.log?.retention);
+    expect(rules).toMatchObject([
+      { types: "booking.*", maxAgeMs: 3_600_000, maxCount: 0, maxBytes: 0, latestPerKey: undefined, source: "config" },
+      { types: "rooms.updated", latestPerKey: ["_id"] },
+    ]);
+  });
+
+  it("refuses a config rule without a limit, a key without keep, keep without a key, a bad pattern or an unknown field", () => {
+    expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a.b" }] } }))).toThrow(/rules\[0\]: a retention rule needs a limit/);
+    expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a.b", max_count: 1, key: "_id" }] } }))).toThrow(/key is only for keep/);
+    expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a.b", keep: "latest_per_key" }] } }))).toThrow(/needs key/);
+    expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a*b", max_count: 1 }] } }))).toThrow(/types must be/);
+    expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a.b", max_days: 1 }] } }))).toThrow(/max_days/);
+    expect(() => loadConfig(configFile({ retention: { max_bytes: -1 } }))).toThrow(/max_bytes/);
+  });
+
+  it("compiles a manifest's rules and refuses bad ones with the field", () => {
+    const compiled = compileManifest(
+      manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", max_count: 10, keep: "RETENTION_KEEP_LATEST_PER_KEY", key: "room.id" }] }, "test"),
+    );
+    expect(compiled.retention).toEqual([{ types: "rooms.*", maxAgeMs: 0, maxCount: 10, maxBytes: 0, latestPerKey: ["room", "id"], source: "plugin rooms" }]);
+    expect(() => compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*" }] }, "test"))).toThrow(/retention\[0\]/);
+    expect(() => compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "Rooms", max_age_ms: 5 }] }, "test"))).toThrow(/retention\[0\].types/);
+  });
+
+  it("applies the config's first matching rule before the plugin's", () => {
+    const config = configRetentionRules({
+      rules: [
+        { types: "rooms.updated", max_count: 5 },
+        { types: "*", max_age_ms: 1 },
+      ],
+    });
+    const own = compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", max_count: 10 }] }, "test")).retention;
+    expect(ruleFor("rooms.updated", config, own)?.maxCount).toBe(5);
+    expect(ruleFor("rooms.created", config, own)?.maxAgeMs).toBe(1);
+    expect(ruleFor("rooms.created", [], own)?.maxCount).toBe(10);
+    expect(ruleFor("other.thing", [], own)).toBeUndefined();
+  });
+
+  it("reads a key at a dotted path", () => {
+    expect(keyOf({ room: { id: 7 } }, ["room", "id"])).toBe("7");
+    expect(keyOf({ room: { id: "7" } }, ["room", "id"])).toBe('"7"');
+    expect(keyOf({ room: 1 }, ["room", "id"])).toBeUndefined();
+  });
+});

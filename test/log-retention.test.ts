@@ -1,0 +1,275 @@
+// Retention of the log (log/retention.ts) through the real transport: rules from the owner's
+// config and a plugin's manifest remove old events in batches, never one still needed (a
+// processor behind, a failed delivery, a pending timer, a document, a cause of a kept event);
+// ReadLog, Watch and GetEvent say where the log starts and what was removed.
+//
+// A ManualClock is the owner's clock and its TimerHost: a pass runs at start and then each time
+// the clock passes the interval (`pass` advances it and waits for the pass).
+//
+// @module-tag postgres
+
+import { Code } from "@connectrpc/connect";
+import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../server/src/clock.js";
+import type { OwnerConfig } from "../server/src/config.js";
+import type { RetentionPass } from "../server/src/log/retention.js";
+import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
+import { RetentionKeep } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";
+import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
+import { expectConnectError } from "./helpers/log-snapshot.js";
+import { startTestOwner } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** 2026-03-02T12:00:00Z. */
+const T0 = Date.UTC(2026, 2, 2, 12);
+const MINUTE = 60_000;
+const admin = { name: "admin", token: "admin-token-0123456789", role: "admin" as const };
+
+/** A plugin with free-form types anyone may emit: `note.added` and `note.pinned`. */
+const notes = { name: "notes", events: { "note.added": { allow: ["*"] }, "note.pinned": { allow: ["*"] } } };
+
+async function start(
+  retention: NonNullable<OwnerConfig["log"]>["retention"],
+  plugin: object = notes,
+  principals: OwnerConfig["principals"] = [admin],
+): Promise<{ owner: TestOwner; client: ChronologClient; clock: ManualClock; pass: () => Promise<RetentionPass> }> {
+  const clock = new ManualClock(T0);
+  let passes: RetentionPass[] = [];
+  const owner = await startTestOwner({ clock, timers: clock, config: { principals, log: { retention: { interval_ms: MINUTE, ...retention } } } });
+  owner.logRetention.onPass((p) => passes.push(p));
+  cleanups.push(() => owner.close());
+  const client = createClient({ url: owner.url, token: admin.token });
+  await client.registerPlugin(plugin);
+  const pass = async () => {
+    passes = [];
+    await owner.settled();
+    clock.advance(MINUTE);
+    const deadline = Date.now() + 10_000;
+    while (passes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    if (passes.length === 0) throw new Error("no retention pass");
+    return passes[0];
+  };
+  return { owner, client, clock, pass };
+}
+
+async function seqsOf(client: ChronologClient, types: string[] = []): Promise<number[]> {
+  const page = await client.log.readLog({ types, pageSize: 1000 });
+  return page.events.map((e) => Number(e.seq));
+}
+
+describe("log retention", () => {
+  it("keeps the newest max_count events of each type, and says where the log starts", async () => {
+    const { owner, client, pass } = await start({ rules: [{ types: "note.*", max_count: 3 }] });
+    const emitted = [];
+    for (let i = 0; i < 8; i++) emitted.push(await client.emit("note.added", { i }));
+    const pinned = await client.emit("note.pinned", { i: 0 });
+    const result = await pass();
+    expect(result.removedEvents).toBe(5);
+    const added = await seqsOf(client, ["note.added"]);
+    expect(added).toEqual(emitted.slice(5).map((e) => Number(e.event!.seq)));
+    expect(await seqsOf(client, ["note.pinned"])).toEqual([Number(pinned.event!.seq)]);
+    const page = await client.log.readLog({});
+    expect(Number(page.firstSeq)).toBe(Number(page.events[0].seq));
+    // GetEvent of a removed event says so.
+    const err = await expectConnectError(client.log.getEvent({ id: emitted[0].event!.id }), Code.NotFound, /removed from the log by retention/);
+    expect(err.message).toMatch(new RegExp(`seq ${emitted[0].event!.seq}`));
+    await expectConnectError(client.log.getEvent({ id: "never-was" }), Code.NotFound, /no event with id/);
+    // A read from below the log's start is OUT_OF_RANGE, unless it asks to start there; from 0 reads from the start.
+    const first = Number(page.firstSeq);
+    expect(first).toBe(6);
+    await expectConnectError(client.log.readLog({ afterSeq: 1n }), Code.OutOfRange, /before the log's start/, /starts at 6/);
+    expect((await client.log.readLog({ afterSeq: 1n, fromFirstSeq: true })).events[0].seq).toBe(6n);
+    expect((await client.log.readLog({ afterSeq: 5n })).events[0].seq).toBe(6n);
+    const watch = client.log.watch({ afterSeq: 2n })[Symbol.asyncIterator]();
+    await expectConnectError(watch.next(), Code.OutOfRange, /before the log's start/);
+    const fromFirst = client.log.watch({ afterSeq: 2n, fromFirstSeq: true })[Symbol.asyncIterator]();
+    expect(((await fromFirst.next()).value as { message: { value: { seq: bigint } } }).message.value.seq).toBe(6n);
+    await fromFirst.return?.(undefined);
+    // The metrics say where the log starts, what it holds by type and what was removed.
+    const metrics = await (await fetch(`${owner.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })).text();
+    expect(metrics).toMatch(/^chronolog_log_first_seq 6$/m);
+    expect(metrics).toMatch(/^chronolog_log_events\{type="note.added"\} 3$/m);
+    expect(metrics).toMatch(/^chronolog_log_removed_events_total 5$/m);
+  });
+
+  it("tells only a principal that reaches a removed event's space that it was removed", async () => {
+    const inA = { name: "a", token: "client-a-token-0123456789", role: "client" as const, actor: { in: "space:a" } };
+    const inB = { name: "b", token: "client-b-token-0123456789", role: "client" as const, actor: { in: "space:b" } };
+    const { owner, client, pass } = await start({ rules: [{ types: "note.added", max_count: 1 }] }, notes, [admin, inA, inB]);
+    const a = createClient({ url: owner.url, token: inA.token });
+    const b = createClient({ url: owner.url, token: inB.token });
+    const first = await a.emit("note.added", { i: 0 });
+    await a.emit("note.added", { i: 1 });
+    await client.emit("note.pinned", {});
+    expect((await pass()).removedEvents).toBe(1);
+    await expectConnectError(a.log.getEvent({ id: first.event!.id }), Code.NotFound, /removed from the log by retention/);
+    await expectConnectError(client.log.getEvent({ id: first.event!.id }), Code.NotFound, /removed from the log by retention/);
+    await expectConnectError(b.log.getEvent({ id: first.event!.id }), Code.NotFound, /no event with id/);
+  });
+
+  it("keeps the ids of the newest removed events only, as many as removed_ids_kept", async () => {
+    const { client, pass } = await start({ rules: [{ types: "note.*", max_count: 3 }], removed_ids_kept: 2 });
+    const emitted = [];
+    for (let i = 0; i < 8; i++) emitted.push(await client.emit("note.added", { i }));
+    await client.emit("note.pinned", {});
+    expect((await pass()).removedEvents).toBe(5);
+    for (const e of emitted.slice(3, 5)) await expectConnectError(client.log.getEvent({ id: e.event!.id }), Code.NotFound, /removed from the log by retention/);
+    for (const e of emitted.slice(0, 3)) await expectConnectError(client.log.getEvent({ id: e.event!.id }), Code.NotFound, /no event with id/);
+  });
+
+  it("ends a watch that retention overtook with OUT_OF_RANGE, or goes on from the log's start when asked", async () => {
+    const { client, pass } = await start({ rules: [{ types: "note.added", max_count: 10 }] });
+    for (let from = 0; from < 600; from += 100)
+      await client.emitBatch(Array.from({ length: 100 }, (_, i) => ({ type: "note.added", data: { i: from + i, text: "x".repeat(2_000) } })));
+    // Both watches hold the first of their pages (256 events) while the transport's window holds them back.
+    const overtaken = client.log.watch({})[Symbol.asyncIterator]();
+    const skipping = client.log.watch({ fromFirstSeq: true })[Symbol.asyncIterator]();
+    expect(((await overtaken.next()).value as { message: { value: { seq: bigint } } }).message.value.seq).toBe(1n);
+    expect(((await skipping.next()).value as { message: { value: { seq: bigint } } }).message.value.seq).toBe(1n);
+    expect((await pass()).removedEvents).toBe(590);
+    const seqsUntilEnd = async (watch: AsyncIterator<{ message: { case?: string; value?: unknown } }>) => {
+      const seqs: bigint[] = [];
+      for (;;) {
+        const { value } = await watch.next();
+        if (value.message.case === "caughtUp") return seqs;
+        seqs.push((value.message.value as { seq: bigint }).seq);
+      }
+    };
+    await expectConnectError(seqsUntilEnd(overtaken), Code.OutOfRange, /before the log's start/);
+    const after = await seqsUntilEnd(skipping);
+    expect(after.slice(-10)).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(591 + i)));
+    expect(after.some((seq) => seq > 256n && seq < 591n)).toBe(false); // nothing removed was sent after the removal
+    await skipping.return?.(undefined);
+  });
+
+  it("keeps an event whose delivery failed", async () => {
+    const plugin: PluginDefinition = {
+      name: "notes",
+      events: { "note.added": { allow: ["*"] }, "note.pinned": { allow: ["*"] } },
+      processors: {
+        tally: {
+          on: "note.added",
+          run(ctx) {
+            if ((ctx.event.data as { i: number }).i === 1) throw new TerminalError("note 1 is bad");
+          },
+        },
+      },
+    };
+    const { owner, client, pass } = await start({ rules: [{ types: "note.added", max_age_ms: 1 }] }, manifestOf(plugin));
+    const ex = runExecutor({ url: owner.url, token: admin.token, plugins: [plugin], onError: () => {} });
+    cleanups.push(() => ex.stop());
+    const added = [];
+    for (let i = 0; i < 4; i++) added.push(await client.emit("note.added", { i }));
+    await until(async () => (await client.log.readLog({ types: ["processor.failed"] })).events.length === 1, "note 1 failed");
+    await client.emit("note.pinned", {}); // the log's last event (never weighed) is not a note
+    let result: RetentionPass;
+    do result = await pass();
+    while (result.held["processor:notes.tally"] !== undefined);
+    expect(result.held).toEqual({ "failed_delivery:notes.tally": 1 });
+    const kept = (await client.log.readLog({ types: ["note.added"] })).events.map((e) => e.id);
+    expect(kept).toEqual([added[1].event!.id]);
+  });
+
+  it("keeps a pending timer's timer.scheduled, and lets it go once the timer is gone", async () => {
+    const plugin: PluginDefinition = { name: "notes", events: { "note.added": { allow: ["*"] } }, actions: { send: { allow: ["*"], run: () => ({}) } } };
+    const { client, pass } = await start({ rules: [{ types: "timer.*", max_age_ms: 1 }] }, manifestOf(plugin));
+    const timer = await client.schedule("notes.send", {}, { at: T0 + 3_600_000 });
+    await client.emit("note.added", {});
+    const scheduled = (await client.log.readLog({ types: ["timer.scheduled"] })).events[0];
+    let result = await pass();
+    expect(result.held).toEqual({ timer: 1 });
+    await client.unschedule(timer.id);
+    await client.emit("note.added", {});
+    result = await pass();
+    expect(result.removedEvents).toBe(2); // timer.scheduled and timer.unscheduled
+    await expectConnectError(client.log.getEvent({ id: scheduled.id }), Code.NotFound, /removed from the log by retention/);
+  });
+
+  it("keeps the latest change of each document", async () => {
+    const plugin: PluginDefinition = { name: "notes", events: { "note.added": { allow: ["*"] } }, collections: { rooms: { allow: ["*"] } } };
+    const { client, pass } = await start({ rules: [{ types: "rooms.*", max_age_ms: 1 }] }, manifestOf(plugin));
+    await client.createDocument("rooms", { _id: "r1", beds: 1 });
+    await client.replaceDocument("rooms", "r1", { _id: "r1", beds: 2 });
+    await client.createDocument("rooms", { _id: "r2", beds: 1 });
+    await client.deleteDocument("rooms", "r2");
+    await client.emit("note.added", {});
+    const result = await pass();
+    expect(result.removedEvents).toBe(3);
+    expect(result.held).toEqual({ document: 1 });
+    const kept = (await client.log.readLog({ types: ["rooms.created", "rooms.updated", "rooms.deleted"] })).events;
+    expect(kept.map((e) => [e.type, (e.data as { _id: string })._id])).toEqual([["rooms.updated", "r1"]]);
+  });
+
+  it("compacts by key as a plugin's rule says: the last event of each key stays", async () => {
+    const manifest = { ...notes, retention: [{ types: "note.added", keep: RetentionKeep.LATEST_PER_KEY, key: "room.id" }] };
+    const { client, pass } = await start({}, manifest);
+    for (const id of ["a", "b", "a", "c", "a"]) await client.emit("note.added", { room: { id }, at: id });
+    await client.emit("note.pinned", {});
+    const result = await pass();
+    expect(result.removedEvents).toBe(2);
+    const kept = (await client.log.readLog({ types: ["note.added"] })).events.map((e) => (e.data as { room: { id: string } }).room.id);
+    expect(kept).toEqual(["b", "c", "a"]);
+  });
+
+  it("keeps the log under its log-wide max_bytes, oldest first, whatever the rules", async () => {
+    const plugin = { ...notes, processors: { pins: { on: ["note.pinned"] } } };
+    const { client, pass } = await start({ max_bytes: 2_000 }, plugin);
+    for (let i = 0; i < 30; i++) await client.emit("note.added", { text: "x".repeat(100), i });
+    const result = await pass();
+    expect(result.removedEvents).toBeGreaterThan(10);
+    const page = await client.log.readLog({ pageSize: 1000 });
+    const bytes = page.events.reduce((sum, e) => sum + JSON.stringify(e.data).length + e.id.length + e.type.length, 0);
+    expect(bytes).toBeLessThanOrEqual(2_000);
+    expect(page.events.at(-1)?.data).toMatchObject({ i: 29 });
+    expect(Number(page.firstSeq)).toBe(Number(page.events[0].seq));
+    // A processor's cursor cannot be moved before the log's start (0 replays from it).
+    await expectConnectError(
+      client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 1n } }),
+      Code.OutOfRange,
+      /before the log's start/,
+    );
+    await client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 0n } });
+  });
+
+  it("keeps what a processor behind has not finished and the causes of kept events; lets them go once finished", async () => {
+    const seen: number[] = [];
+    const plugin: PluginDefinition = {
+      name: "notes",
+      events: { "note.added": { allow: ["*"] }, "note.pinned": {} },
+      processors: {
+        tally: {
+          on: "note.added",
+          async run(ctx) {
+            const i = (ctx.event.data as { i: number }).i;
+            seen.push(i);
+            if (i % 2 === 0) await ctx.emit("note.pinned", { i }); // under the cause: keeps note.added i
+          },
+        },
+      },
+    };
+    const { owner, client, pass } = await start({ rules: [{ types: "note.added", max_age_ms: 1 }] }, manifestOf(plugin));
+    const added = [];
+    for (let i = 0; i < 6; i++) added.push(await client.emit("note.added", { i }));
+    let result = await pass();
+    expect(result.removedEvents).toBe(0);
+    expect(result.held["processor:notes.tally"]).toBe(5); // the sixth is the log's last event: never weighed
+    const ex = runExecutor({ url: owner.url, token: admin.token, plugins: [definePlugin(plugin)], onError: () => {} });
+    cleanups.push(() => ex.stop());
+    await until(async () => (await seqsOf(client, ["note.pinned"])).length === 3, "the processor pinned the even notes");
+    await until(async () => {
+      result = await pass();
+      return result.held["processor:notes.tally"] === undefined;
+    }, "the processor's cursor past the notes");
+    // The odd notes went; the even ones stay: the kept note.pinned events name them as their cause.
+    const kept = new Set((await client.log.readLog({ types: ["note.added"] })).events.map((e) => e.id));
+    expect(added.filter((e) => kept.has(e.event!.id)).map((e) => (e.event!.data as { i: number }).i)).toEqual([0, 2, 4]);
+    expect(result.held.cause).toBe(3);
+  });
+});
