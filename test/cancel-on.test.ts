@@ -101,7 +101,7 @@ describe("cancel on an event", () => {
     await client.cancelDelay(other.delayId);
   });
 
-  it("cancels a timer of a space only by an event of that space", async () => {
+  it("cancels a timer only by an event of its own space (a timer of no space only by events of none)", async () => {
     const { delayId } = await client.delay("shop.remind", { order_id: "o-s" }, { intervalMs: 3_600_000 }, "unbounded", {
       cancelOn: [paid],
       actor: { in: "space:acme" },
@@ -111,6 +111,13 @@ describe("cancel on an event", () => {
     expect((await client.getTimer(delayId)).nextDue).toBeDefined();
     await client.emit("order.paid", { order_id: "o-s" }, { actor: { in: "space:acme" } });
     await expect(client.getTimer(delayId)).rejects.toMatchObject({ code: Code.NotFound });
+
+    // A timer of no space is not cancelled by a space's event: a tenant cannot cancel what it could not by asking.
+    const none = await client.delay("shop.remind", { order_id: "o-n" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [paid] });
+    await client.emit("order.paid", { order_id: "o-n" }, { actor: { in: "space:acme" } });
+    expect((await client.getTimer(none.delayId)).nextDue).toBeDefined();
+    await client.emit("order.paid", { order_id: "o-n" });
+    await expect(client.getTimer(none.delayId)).rejects.toMatchObject({ code: Code.NotFound });
   });
 
   it("matches on several paths and cancels recurring timers too; an entry without match takes any event of the type", async () => {

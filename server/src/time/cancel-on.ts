@@ -17,8 +17,10 @@ import { controlEvent, unscheduledEvent } from "./timer-events.js";
 // (a shape) and reads only the timers under it, so the cost of an emit does not grow with the
 // number of pending timers, and events of other types cost a map lookup.
 //
-// A timer of a space (its actor's `in`) is cancelled only by events of that space; a timer of no
-// space by any matching event.
+// A timer is cancelled only by events of its own space (its actor's `in`): a timer of a space by
+// events of that space, a timer of no space (a declared schedule, an admin's delay) by events of
+// no space. So no principal cancels or pauses, by emitting, a timer it could not cancel or pause
+// by asking.
 //
 // The cancel runs in the committer unit that appends the event (Committer.afterAppend): the event
 // and the cancel commit together or not at all. A runtime timer or delay is removed
@@ -176,7 +178,7 @@ export class CancelOn {
     // Replaced by a timer without this key (one with keys had its keys replaced), or spent: nothing to cancel, ever.
     if (!waits || (timer.nextDueMs === null && timer.paused === null && timer.kind !== "declared")) return this.cancels.setKeys(id, [], true);
     const space = timer.actor?.in ?? "";
-    if (space !== "" && space !== (event.actor?.in ?? "")) return; // another space's event: never cancels this space's timers
+    if (space !== (event.actor?.in ?? "")) return; // another space's event (or a space's event and a timer of none): never cancels it
     const by = { cancelled_by: { event_id: event.id, type: event.type } };
     if (timer.kind === "declared") {
       if (timer.paused || timer.nextDueMs === null) return; // paused, disabled or another region's: keeps its keys for when it runs again
