@@ -2,7 +2,7 @@
 // expected version is checked in the commit of the append (FAILED_PRECONDITION naming the actual
 // version, nothing written), in order within a batch and a group commit; of several clients
 // appending with the same expected version exactly one wins; ReadStream pages forwards and
-// backwards; a retried emit is answered with its position.
+// backwards; each space has streams of its own; a retried emit is answered with its position.
 //
 // @module-tag postgres
 
@@ -153,6 +153,26 @@ describe("streams", () => {
     expect([page.events.length, page.lastPosition, page.nextPageToken !== ""]).toEqual([10, 24n, true]);
     const empty = await client.log.readStream({ stream: "order-none" });
     expect([empty.events.length, empty.lastPosition, empty.nextPageToken]).toEqual([0, undefined, ""]);
+  });
+
+  it("keeps each space's streams apart: another space's appends never move a stream; ReadStream reads the caller's space or the one named", async () => {
+    const acme = { in: "space:acme" };
+    const beta = { in: "space:beta" };
+    const emitIn = (actor: { in: string } | undefined, n: number, expectedVersion?: ExpectedVersion) =>
+      client.emit("order.changed", { n }, { stream: "order-shared", expectedVersion, actor });
+    expect((await emitIn(acme, 0, "noStream")).streamPosition).toBe(0n);
+    expect((await emitIn(beta, 10, "noStream")).streamPosition).toBe(0n); // beta's own stream of that name
+    expect((await emitIn(undefined, 20, "noStream")).streamPosition).toBe(0n); // and the one of no space
+    expect((await emitIn(acme, 1, 0)).streamPosition).toBe(1n); // beta's appends did not move acme's
+    const of = async (space: string) => (await client.log.readStream({ stream: "order-shared", space })).events.map((e) => e.event?.data?.n);
+    expect([await of("space:acme"), await of("space:beta"), await of("")]).toEqual([[0, 1], [10], [20]]);
+    const page = await client.log.readStream({ stream: "order-shared", space: "space:acme", pageSize: 1 });
+    expect(await client.log.readStream({ stream: "order-shared", space: "space:acme", pageToken: page.nextPageToken })).toMatchObject({ lastPosition: 1n });
+    const foreign = await client.log.readStream({ stream: "order-other", space: "space:beta", pageToken: page.nextPageToken }).then(
+      () => 0,
+      (e: unknown) => ConnectError.from(e).code,
+    );
+    expect(foreign).toBe(Code.InvalidArgument); // a token continues only the stream it came from
   });
 
   it("refuses a bad stream name, an expected version without a stream and a foreign page token", async () => {

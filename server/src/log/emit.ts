@@ -155,9 +155,10 @@ export class Emitter {
   private append(tx: Tx, c: CheckedEmit): EmitResult {
     if (!c.stream) return { event: tx.append(c.event), existing: false };
     const streams = this.streams as Streams; // checked with the input
-    const position = streams.next(c.stream.name, c.stream.expected, `${c.prefix}expected_version`);
+    const space = c.event.actor?.in ?? "";
+    const position = streams.next(space, c.stream.name, c.stream.expected, `${c.prefix}expected_version`);
     const event = tx.append(c.event);
-    streams.record(c.stream.name, position, event.seq);
+    streams.record(space, c.stream.name, position, event.seq);
     return { event, existing: false, streamPosition: position };
   }
 

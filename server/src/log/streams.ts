@@ -27,17 +27,26 @@ function said(version: ExpectedVersion): string {
   return version.kind === "position" ? String(version.position) : version.kind === "noStream" ? "no_stream" : "any";
 }
 
+/**
+ * Where stream `name` of `space` is kept: each space has streams of its own (one tenant's appends
+ * never move another's stream), those of no space under their bare names. A name has no control
+ * character, so the separator cannot be part of one.
+ */
+export function streamKey(space: string, name: string): string {
+  return space === "" ? name : `${space}\u001f${name}`;
+}
+
 /** The streams of the log, as units of the committer use them. */
 export class Streams {
   constructor(private readonly statements: StreamStatements) {}
 
   /**
-   * In the unit about to append an event to `stream`: the position it takes, once `expected` is
-   * checked against the stream's last position (FAILED_PRECONDITION `wrong_expected_version`
-   * naming the actual version; nothing of the unit is written then).
+   * In the unit about to append an event of `space` to `stream`: the position it takes, once
+   * `expected` is checked against the stream's last position (FAILED_PRECONDITION
+   * `wrong_expected_version` naming the actual version; nothing of the unit is written then).
    */
-  next(stream: string, expected: ExpectedVersion, field: string): number {
-    const last = this.statements.last(stream);
+  next(space: string, stream: string, expected: ExpectedVersion, field: string): number {
+    const last = this.statements.last(streamKey(space, stream));
     const matches = expected.kind === "any" || (expected.kind === "noStream" ? last === null : last === expected.position);
     if (!matches) {
       const actual = last === null ? "no_stream" : String(last);
@@ -51,9 +60,9 @@ export class Streams {
     return last === null ? 0 : last + 1;
   }
 
-  /** In the unit that appended event `seq` to `stream` at `position`. */
-  record(stream: string, position: number, seq: number): void {
-    this.statements.append(stream, position, seq);
+  /** In the unit that appended event `seq` of `space` to `stream` at `position`. */
+  record(space: string, stream: string, position: number, seq: number): void {
+    this.statements.append(streamKey(space, stream), position, seq);
   }
 
   /** The position of event `seq` in its stream, or undefined when it has none. */

@@ -55,7 +55,9 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
   return {
     async readStream(req, ctx) {
       const principal = principalOf(ctx);
-      const page = await readStream(deps.streams, streamQuery(req), deps.head.head, (e) => deps.access.mayRead(principal, e));
+      const query = streamQuery(req, principal.actor.in ?? "");
+      if (!canReach(principal, query.space)) fail("permission_denied", `${principal.name} may not read the streams of space ${JSON.stringify(query.space)}`);
+      const page = await readStream(deps.streams, query, deps.head.head, (e) => deps.access.mayRead(principal, e));
       return {
         events: page.entries.map((e) => ({ position: BigInt(e.position), event: eventToProto(e.event) })),
         nextPageToken: page.next,
@@ -177,11 +179,17 @@ export function logService(deps: LogServiceDeps): Partial<ServiceImpl<typeof Log
 }
 
 /** ReadStream's request as the stream reads take it. */
-function streamQuery(req: ReadStreamRequest): StreamQuery {
+/** What a ReadStream asks for; the space is the request's, else `ownSpace` (the caller's: where its emits go). */
+function streamQuery(req: ReadStreamRequest, ownSpace: string): StreamQuery {
   const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
-  if (req.pageToken) return parseStreamToken(req.pageToken, pageSize);
+  if (req.pageToken) {
+    const query = parseStreamToken(req.pageToken, pageSize);
+    if ((req.stream && req.stream !== query.stream) || (req.space && req.space !== query.space))
+      fail("bad_request", "page_token continues another stream than the one named", [{ field: "page_token", description: "of another stream" }]);
+    return query;
+  }
   const from = req.fromPosition === undefined ? null : seqFromProto(req.fromPosition, "from_position");
-  return { stream: req.stream, from, backwards: req.backwards, pageSize };
+  return { space: req.space || ownSpace, stream: req.stream, from, backwards: req.backwards, pageSize };
 }
 
 function emitResult(result: EmitResult) {

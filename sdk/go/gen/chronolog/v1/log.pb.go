@@ -1382,7 +1382,11 @@ type ReadStreamRequest struct {
 	// Maximum events to return (default 100, at most 1000).
 	PageSize uint32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Continue from a previous response's `next_page_token` (overrides `from_position` and `backwards`).
-	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// The space whose stream it is: each space has streams of its own (a tenant's appends never
+	// move another's). Empty: the caller's own (where its emits go). A space the caller does not
+	// reach is PERMISSION_DENIED.
+	Space         string `protobuf:"bytes,6,opt,name=space,proto3" json:"space,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1448,6 +1452,13 @@ func (x *ReadStreamRequest) GetPageSize() uint32 {
 func (x *ReadStreamRequest) GetPageToken() string {
 	if x != nil {
 		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ReadStreamRequest) GetSpace() string {
+	if x != nil {
+		return x.Space
 	}
 	return ""
 }
@@ -1744,14 +1755,15 @@ const file_chronolog_v1_log_proto_rawDesc = "" +
 	"\x05actor\x18\x06 \x01(\v2\x13.chronolog.v1.ActorR\x05actor\x120\n" +
 	"\x05error\x18\a \x01(\v2\x1a.chronolog.v1.PublishErrorR\x05error\x12,\n" +
 	"\x0fstream_position\x18F \x01(\x04H\x00R\x0estreamPosition\x88\x01\x01B\x12\n" +
-	"\x10_stream_position\"\xc1\x01\n" +
+	"\x10_stream_position\"\xd7\x01\n" +
 	"\x11ReadStreamRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12(\n" +
 	"\rfrom_position\x18\x02 \x01(\x04H\x00R\ffromPosition\x88\x01\x01\x12\x1c\n" +
 	"\tbackwards\x18\x03 \x01(\bR\tbackwards\x12\x1b\n" +
 	"\tpage_size\x18\x04 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x05 \x01(\tR\tpageTokenB\x10\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x12\x14\n" +
+	"\x05space\x18\x06 \x01(\tR\x05spaceB\x10\n" +
 	"\x0e_from_position\"\xab\x01\n" +
 	"\x12ReadStreamResponse\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.chronolog.v1.StreamEventR\x06events\x12&\n" +
