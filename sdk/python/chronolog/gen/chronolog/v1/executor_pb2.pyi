@@ -155,7 +155,7 @@ class Welcome(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., action_result_batches: _Optional[bool] = ..., max_message_bytes: _Optional[int] = ..., owner_version: _Optional[str] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("delivery_id", "processor", "event", "attempt", "deadline", "key", "traceparent", "tracestate")
+    __slots__ = ("delivery_id", "processor", "event", "attempt", "deadline", "key", "traceparent", "tracestate", "debounced")
     DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
     PROCESSOR_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +164,7 @@ class Delivery(_message.Message):
     KEY_FIELD_NUMBER: _ClassVar[int]
     TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     TRACESTATE_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCED_FIELD_NUMBER: _ClassVar[int]
     delivery_id: str
     processor: str
     event: _event_pb2.Event
@@ -172,7 +173,8 @@ class Delivery(_message.Message):
     key: str
     traceparent: str
     tracestate: str
-    def __init__(self, delivery_id: _Optional[str] = ..., processor: _Optional[str] = ..., event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., attempt: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
+    debounced: int
+    def __init__(self, delivery_id: _Optional[str] = ..., processor: _Optional[str] = ..., event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., attempt: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., debounced: _Optional[int] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ("delivery_id", "outcome", "error")

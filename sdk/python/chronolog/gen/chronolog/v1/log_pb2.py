@@ -28,7 +28,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from google.rpc import error_details_pb2 as google_dot_rpc_dot_error__details__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63hronolog/v1/log.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\xf2\x01\n\x0b\x45mitRequest\x12\x0c\n\x04type\x18\x01 \x01(\t\x12%\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\n\n\x02id\x18\x03 \x01(\t\x12\"\n\x05\x63\x61use\x18\x04 \x01(\x0b\x32\x13.chronolog.v1.Cause\x12\"\n\x05\x61\x63tor\x18\x05 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12\x11\n\tdata_json\x18\x06 \x01(\x0c\x12\x0e\n\x06stream\x18\x46 \x01(\t\x12\x37\n\x10\x65xpected_version\x18G \x01(\x0b\x32\x1d.chronolog.v1.ExpectedVersion\"T\n\x0f\x45xpectedVersion\x12\x13\n\tno_stream\x18\x01 \x01(\x08H\x00\x12\r\n\x03\x61ny\x18\x02 \x01(\x08H\x00\x12\x12\n\x08position\x18\x03 \x01(\x04H\x00\x42\t\n\x07version\"v\n\x0c\x45mitResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\x10\n\x08\x65xisting\x18\x02 \x01(\x08\x12\x1c\n\x0fstream_position\x18\x46 \x01(\x04H\x00\x88\x01\x01\x42\x12\n\x10_stream_position\"=\n\x10\x45mitBatchRequest\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.EmitRequest\"@\n\x11\x45mitBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.EmitResponse\"\xa5\x01\n\x0eReadLogRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\r\n\x05types\x18\x04 \x03(\t\x12&\n\x05where\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x63\x61use\x18< \x01(\t\x12\x13\n\x0b\x64\x65scendants\x18= \x01(\x08\"s\n\x0fReadLogResponse\x12#\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x13.chronolog.v1.Event\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x10\n\x08head_seq\x18\x03 \x01(\x04\x12\x10\n\x08tree_cut\x18< \x01(\x08\"\x1d\n\x0fGetEventRequest\x12\n\n\x02id\x18\x01 \x01(\t\"6\n\x10GetEventResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\"\x8f\x01\n\x0cWatchRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\r\n\x05types\x18\x02 \x03(\t\x12&\n\x05where\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\tdata_json\x18\x04 \x01(\x08\x12\r\n\x05\x63\x61use\x18< \x01(\t\x12\x13\n\x0b\x64\x65scendants\x18= \x01(\x08\"m\n\rWatchResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.EventH\x00\x12+\n\tcaught_up\x18\x02 \x01(\x0b\x32\x16.chronolog.v1.CaughtUpH\x00\x42\t\n\x07message\"\x1c\n\x08\x43\x61ughtUp\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\":\n\x0ePublishRequest\x12(\n\x05\x65mits\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.PublishEmit\"D\n\x0bPublishEmit\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12(\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.EmitRequest\"x\n\x0fPublishResponse\x12/\n\x07welcome\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PublishWelcomeH\x00\x12)\n\x04\x61\x63ks\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.PublishAcksH\x00\x42\t\n\x07message\" \n\x0ePublishWelcome\x12\x0e\n\x06window\x18\x01 \x01(\r\"5\n\x0bPublishAcks\x12&\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x18.chronolog.v1.PublishAck\"\xed\x01\n\nPublishAck\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\n\n\x02id\x18\x03 \x01(\t\x12\x10\n\x08\x65xisting\x18\x04 \x01(\x08\x12&\n\x02\x61t\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12)\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x1a.chronolog.v1.PublishError\x12\x1c\n\x0fstream_position\x18\x46 \x01(\x04H\x00\x88\x01\x01\x42\x12\n\x10_stream_position\"\x8b\x01\n\x11ReadStreamRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x1a\n\rfrom_position\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x11\n\tbackwards\x18\x03 \x01(\x08\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\tB\x10\n\x0e_from_position\"\x86\x01\n\x12ReadStreamResponse\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.StreamEvent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x1a\n\rlast_position\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\x10\n\x0e_last_position\"C\n\x0bStreamEvent\x12\x10\n\x08position\x18\x01 \x01(\x04\x12\"\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x13.chronolog.v1.Event\"\xeb\x01\n\x0cPublishError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.chronolog.v1.PublishError.MetadataEntry\x12?\n\x10\x66ield_violations\x18\x05 \x03(\x0b\x32%.google.rpc.BadRequest.FieldViolation\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\x8d\x04\n\nLogService\x12=\n\x04\x45mit\x12\x19.chronolog.v1.EmitRequest\x1a\x1a.chronolog.v1.EmitResponse\x12L\n\tEmitBatch\x12\x1e.chronolog.v1.EmitBatchRequest\x1a\x1f.chronolog.v1.EmitBatchResponse\x12\x46\n\x07ReadLog\x12\x1c.chronolog.v1.ReadLogRequest\x1a\x1d.chronolog.v1.ReadLogResponse\x12I\n\x08GetEvent\x12\x1d.chronolog.v1.GetEventRequest\x1a\x1e.chronolog.v1.GetEventResponse\x12\x42\n\x05Watch\x12\x1a.chronolog.v1.WatchRequest\x1a\x1b.chronolog.v1.WatchResponse0\x01\x12J\n\x07Publish\x12\x1c.chronolog.v1.PublishRequest\x1a\x1d.chronolog.v1.PublishResponse(\x01\x30\x01\x12O\n\nReadStream\x12\x1f.chronolog.v1.ReadStreamRequest\x1a .chronolog.v1.ReadStreamResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63hronolog/v1/log.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\"\x9b\x02\n\x0b\x45mitRequest\x12\x0c\n\x04type\x18\x01 \x01(\t\x12%\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\n\n\x02id\x18\x03 \x01(\t\x12\"\n\x05\x63\x61use\x18\x04 \x01(\x0b\x32\x13.chronolog.v1.Cause\x12\"\n\x05\x61\x63tor\x18\x05 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12\x11\n\tdata_json\x18\x06 \x01(\x0c\x12\x0e\n\x06stream\x18\x46 \x01(\t\x12\x37\n\x10\x65xpected_version\x18G \x01(\x0b\x32\x1d.chronolog.v1.ExpectedVersion\x12\x13\n\x0btraceparent\x18\x32 \x01(\t\x12\x12\n\ntracestate\x18\x33 \x01(\t\"T\n\x0f\x45xpectedVersion\x12\x13\n\tno_stream\x18\x01 \x01(\x08H\x00\x12\r\n\x03\x61ny\x18\x02 \x01(\x08H\x00\x12\x12\n\x08position\x18\x03 \x01(\x04H\x00\x42\t\n\x07version\"v\n\x0c\x45mitResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\x10\n\x08\x65xisting\x18\x02 \x01(\x08\x12\x1c\n\x0fstream_position\x18\x46 \x01(\x04H\x00\x88\x01\x01\x42\x12\n\x10_stream_position\"=\n\x10\x45mitBatchRequest\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.EmitRequest\"@\n\x11\x45mitBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.EmitResponse\"\xbd\x01\n\x0eReadLogRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\r\n\x05types\x18\x04 \x03(\t\x12&\n\x05where\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0e\x66rom_first_seq\x18( \x01(\x08\x12\r\n\x05\x63\x61use\x18< \x01(\t\x12\x13\n\x0b\x64\x65scendants\x18= \x01(\x08\"\x86\x01\n\x0fReadLogResponse\x12#\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x13.chronolog.v1.Event\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x10\n\x08head_seq\x18\x03 \x01(\x04\x12\x11\n\tfirst_seq\x18( \x01(\x04\x12\x10\n\x08tree_cut\x18< \x01(\x08\"\x1d\n\x0fGetEventRequest\x12\n\n\x02id\x18\x01 \x01(\t\"6\n\x10GetEventResponse\x12\"\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.Event\"\xa7\x01\n\x0cWatchRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x04\x12\r\n\x05types\x18\x02 \x03(\t\x12&\n\x05where\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\tdata_json\x18\x04 \x01(\x08\x12\x16\n\x0e\x66rom_first_seq\x18( \x01(\x08\x12\r\n\x05\x63\x61use\x18< \x01(\t\x12\x13\n\x0b\x64\x65scendants\x18= \x01(\x08\"m\n\rWatchResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.chronolog.v1.EventH\x00\x12+\n\tcaught_up\x18\x02 \x01(\x0b\x32\x16.chronolog.v1.CaughtUpH\x00\x42\t\n\x07message\"/\n\x08\x43\x61ughtUp\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\x12\x11\n\tfirst_seq\x18( \x01(\x04\":\n\x0ePublishRequest\x12(\n\x05\x65mits\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.PublishEmit\"D\n\x0bPublishEmit\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12(\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.EmitRequest\"x\n\x0fPublishResponse\x12/\n\x07welcome\x18\x01 \x01(\x0b\x32\x1c.chronolog.v1.PublishWelcomeH\x00\x12)\n\x04\x61\x63ks\x18\x02 \x01(\x0b\x32\x19.chronolog.v1.PublishAcksH\x00\x42\t\n\x07message\" \n\x0ePublishWelcome\x12\x0e\n\x06window\x18\x01 \x01(\r\"5\n\x0bPublishAcks\x12&\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x18.chronolog.v1.PublishAck\"\xed\x01\n\nPublishAck\x12\x0b\n\x03ref\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\n\n\x02id\x18\x03 \x01(\t\x12\x10\n\x08\x65xisting\x18\x04 \x01(\x08\x12&\n\x02\x61t\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x05\x61\x63tor\x18\x06 \x01(\x0b\x32\x13.chronolog.v1.Actor\x12)\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x1a.chronolog.v1.PublishError\x12\x1c\n\x0fstream_position\x18\x46 \x01(\x04H\x00\x88\x01\x01\x42\x12\n\x10_stream_position\"\x9a\x01\n\x11ReadStreamRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x1a\n\rfrom_position\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x11\n\tbackwards\x18\x03 \x01(\x08\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\x12\r\n\x05space\x18\x06 \x01(\tB\x10\n\x0e_from_position\"\x86\x01\n\x12ReadStreamResponse\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.chronolog.v1.StreamEvent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x1a\n\rlast_position\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\x10\n\x0e_last_position\"C\n\x0bStreamEvent\x12\x10\n\x08position\x18\x01 \x01(\x04\x12\"\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x13.chronolog.v1.Event\"\xeb\x01\n\x0cPublishError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.chronolog.v1.PublishError.MetadataEntry\x12?\n\x10\x66ield_violations\x18\x05 \x03(\x0b\x32%.google.rpc.BadRequest.FieldViolation\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\x8d\x04\n\nLogService\x12=\n\x04\x45mit\x12\x19.chronolog.v1.EmitRequest\x1a\x1a.chronolog.v1.EmitResponse\x12L\n\tEmitBatch\x12\x1e.chronolog.v1.EmitBatchRequest\x1a\x1f.chronolog.v1.EmitBatchResponse\x12\x46\n\x07ReadLog\x12\x1c.chronolog.v1.ReadLogRequest\x1a\x1d.chronolog.v1.ReadLogResponse\x12I\n\x08GetEvent\x12\x1d.chronolog.v1.GetEventRequest\x1a\x1e.chronolog.v1.GetEventResponse\x12\x42\n\x05Watch\x12\x1a.chronolog.v1.WatchRequest\x1a\x1b.chronolog.v1.WatchResponse0\x01\x12J\n\x07Publish\x12\x1c.chronolog.v1.PublishRequest\x1a\x1d.chronolog.v1.PublishResponse(\x01\x30\x01\x12O\n\nReadStream\x12\x1f.chronolog.v1.ReadStreamRequest\x1a .chronolog.v1.ReadStreamResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,51 +38,51 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PUBLISHERROR_METADATAENTRY']._loaded_options = None
   _globals['_PUBLISHERROR_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_EMITREQUEST']._serialized_start=162
-  _globals['_EMITREQUEST']._serialized_end=404
-  _globals['_EXPECTEDVERSION']._serialized_start=406
-  _globals['_EXPECTEDVERSION']._serialized_end=490
-  _globals['_EMITRESPONSE']._serialized_start=492
-  _globals['_EMITRESPONSE']._serialized_end=610
-  _globals['_EMITBATCHREQUEST']._serialized_start=612
-  _globals['_EMITBATCHREQUEST']._serialized_end=673
-  _globals['_EMITBATCHRESPONSE']._serialized_start=675
-  _globals['_EMITBATCHRESPONSE']._serialized_end=739
-  _globals['_READLOGREQUEST']._serialized_start=742
-  _globals['_READLOGREQUEST']._serialized_end=907
-  _globals['_READLOGRESPONSE']._serialized_start=909
-  _globals['_READLOGRESPONSE']._serialized_end=1024
-  _globals['_GETEVENTREQUEST']._serialized_start=1026
-  _globals['_GETEVENTREQUEST']._serialized_end=1055
-  _globals['_GETEVENTRESPONSE']._serialized_start=1057
-  _globals['_GETEVENTRESPONSE']._serialized_end=1111
-  _globals['_WATCHREQUEST']._serialized_start=1114
-  _globals['_WATCHREQUEST']._serialized_end=1257
-  _globals['_WATCHRESPONSE']._serialized_start=1259
-  _globals['_WATCHRESPONSE']._serialized_end=1368
-  _globals['_CAUGHTUP']._serialized_start=1370
-  _globals['_CAUGHTUP']._serialized_end=1398
-  _globals['_PUBLISHREQUEST']._serialized_start=1400
-  _globals['_PUBLISHREQUEST']._serialized_end=1458
-  _globals['_PUBLISHEMIT']._serialized_start=1460
-  _globals['_PUBLISHEMIT']._serialized_end=1528
-  _globals['_PUBLISHRESPONSE']._serialized_start=1530
-  _globals['_PUBLISHRESPONSE']._serialized_end=1650
-  _globals['_PUBLISHWELCOME']._serialized_start=1652
-  _globals['_PUBLISHWELCOME']._serialized_end=1684
-  _globals['_PUBLISHACKS']._serialized_start=1686
-  _globals['_PUBLISHACKS']._serialized_end=1739
-  _globals['_PUBLISHACK']._serialized_start=1742
-  _globals['_PUBLISHACK']._serialized_end=1979
-  _globals['_READSTREAMREQUEST']._serialized_start=1982
-  _globals['_READSTREAMREQUEST']._serialized_end=2121
-  _globals['_READSTREAMRESPONSE']._serialized_start=2124
-  _globals['_READSTREAMRESPONSE']._serialized_end=2258
-  _globals['_STREAMEVENT']._serialized_start=2260
-  _globals['_STREAMEVENT']._serialized_end=2327
-  _globals['_PUBLISHERROR']._serialized_start=2330
-  _globals['_PUBLISHERROR']._serialized_end=2565
-  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_start=2518
-  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_end=2565
-  _globals['_LOGSERVICE']._serialized_start=2568
-  _globals['_LOGSERVICE']._serialized_end=3093
+  _globals['_EMITREQUEST']._serialized_end=445
+  _globals['_EXPECTEDVERSION']._serialized_start=447
+  _globals['_EXPECTEDVERSION']._serialized_end=531
+  _globals['_EMITRESPONSE']._serialized_start=533
+  _globals['_EMITRESPONSE']._serialized_end=651
+  _globals['_EMITBATCHREQUEST']._serialized_start=653
+  _globals['_EMITBATCHREQUEST']._serialized_end=714
+  _globals['_EMITBATCHRESPONSE']._serialized_start=716
+  _globals['_EMITBATCHRESPONSE']._serialized_end=780
+  _globals['_READLOGREQUEST']._serialized_start=783
+  _globals['_READLOGREQUEST']._serialized_end=972
+  _globals['_READLOGRESPONSE']._serialized_start=975
+  _globals['_READLOGRESPONSE']._serialized_end=1109
+  _globals['_GETEVENTREQUEST']._serialized_start=1111
+  _globals['_GETEVENTREQUEST']._serialized_end=1140
+  _globals['_GETEVENTRESPONSE']._serialized_start=1142
+  _globals['_GETEVENTRESPONSE']._serialized_end=1196
+  _globals['_WATCHREQUEST']._serialized_start=1199
+  _globals['_WATCHREQUEST']._serialized_end=1366
+  _globals['_WATCHRESPONSE']._serialized_start=1368
+  _globals['_WATCHRESPONSE']._serialized_end=1477
+  _globals['_CAUGHTUP']._serialized_start=1479
+  _globals['_CAUGHTUP']._serialized_end=1526
+  _globals['_PUBLISHREQUEST']._serialized_start=1528
+  _globals['_PUBLISHREQUEST']._serialized_end=1586
+  _globals['_PUBLISHEMIT']._serialized_start=1588
+  _globals['_PUBLISHEMIT']._serialized_end=1656
+  _globals['_PUBLISHRESPONSE']._serialized_start=1658
+  _globals['_PUBLISHRESPONSE']._serialized_end=1778
+  _globals['_PUBLISHWELCOME']._serialized_start=1780
+  _globals['_PUBLISHWELCOME']._serialized_end=1812
+  _globals['_PUBLISHACKS']._serialized_start=1814
+  _globals['_PUBLISHACKS']._serialized_end=1867
+  _globals['_PUBLISHACK']._serialized_start=1870
+  _globals['_PUBLISHACK']._serialized_end=2107
+  _globals['_READSTREAMREQUEST']._serialized_start=2110
+  _globals['_READSTREAMREQUEST']._serialized_end=2264
+  _globals['_READSTREAMRESPONSE']._serialized_start=2267
+  _globals['_READSTREAMRESPONSE']._serialized_end=2401
+  _globals['_STREAMEVENT']._serialized_start=2403
+  _globals['_STREAMEVENT']._serialized_end=2470
+  _globals['_PUBLISHERROR']._serialized_start=2473
+  _globals['_PUBLISHERROR']._serialized_end=2708
+  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_start=2661
+  _globals['_PUBLISHERROR_METADATAENTRY']._serialized_end=2708
+  _globals['_LOGSERVICE']._serialized_start=2711
+  _globals['_LOGSERVICE']._serialized_end=3236
 # @@protoc_insertion_point(module_scope)

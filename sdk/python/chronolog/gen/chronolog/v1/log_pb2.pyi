@@ -13,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EmitRequest(_message.Message):
-    __slots__ = ("type", "data", "id", "cause", "actor", "data_json", "stream", "expected_version")
+    __slots__ = ("type", "data", "id", "cause", "actor", "data_json", "stream", "expected_version", "traceparent", "tracestate")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,8 @@ class EmitRequest(_message.Message):
     DATA_JSON_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     type: str
     data: _struct_pb2.Struct
     id: str
@@ -30,7 +32,9 @@ class EmitRequest(_message.Message):
     data_json: bytes
     stream: str
     expected_version: ExpectedVersion
-    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., data_json: _Optional[bytes] = ..., stream: _Optional[str] = ..., expected_version: _Optional[_Union[ExpectedVersion, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, type: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., id: _Optional[str] = ..., cause: _Optional[_Union[_event_pb2.Cause, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., data_json: _Optional[bytes] = ..., stream: _Optional[str] = ..., expected_version: _Optional[_Union[ExpectedVersion, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class ExpectedVersion(_message.Message):
     __slots__ = ("no_stream", "any", "position")
@@ -199,18 +203,20 @@ class PublishAck(_message.Message):
     def __init__(self, ref: _Optional[int] = ..., seq: _Optional[int] = ..., id: _Optional[str] = ..., existing: _Optional[bool] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., error: _Optional[_Union[PublishError, _Mapping]] = ..., stream_position: _Optional[int] = ...) -> None: ...
 
 class ReadStreamRequest(_message.Message):
-    __slots__ = ("stream", "from_position", "backwards", "page_size", "page_token")
+    __slots__ = ("stream", "from_position", "backwards", "page_size", "page_token", "space")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     FROM_POSITION_FIELD_NUMBER: _ClassVar[int]
     BACKWARDS_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SPACE_FIELD_NUMBER: _ClassVar[int]
     stream: str
     from_position: int
     backwards: bool
     page_size: int
     page_token: str
-    def __init__(self, stream: _Optional[str] = ..., from_position: _Optional[int] = ..., backwards: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    space: str
+    def __init__(self, stream: _Optional[str] = ..., from_position: _Optional[int] = ..., backwards: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., space: _Optional[str] = ...) -> None: ...
 
 class ReadStreamResponse(_message.Message):
     __slots__ = ("events", "next_page_token", "last_position")

@@ -139,7 +139,7 @@ class CollectionDeclaration(_message.Message):
     def __init__(self, schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., events: _Optional[bool] = ..., durable: _Optional[bool] = ..., records: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ActionDeclaration(_message.Message):
-    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms", "read")
+    __slots__ = ("input_schema", "private_fields", "record", "allow", "timeout_ms", "timeout_grace_ms", "read", "concurrency_limit", "rate", "priority")
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     PRIVATE_FIELDS_FIELD_NUMBER: _ClassVar[int]
     RECORD_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +147,9 @@ class ActionDeclaration(_message.Message):
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     READ_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     input_schema: _struct_pb2.Struct
     private_fields: _containers.RepeatedScalarFieldContainer[str]
     record: bool
@@ -154,10 +157,37 @@ class ActionDeclaration(_message.Message):
     timeout_ms: int
     timeout_grace_ms: int
     read: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ..., read: _Optional[_Iterable[str]] = ...) -> None: ...
+    concurrency_limit: ConcurrencyLimit
+    rate: RateLimit
+    priority: str
+    def __init__(self, input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., private_fields: _Optional[_Iterable[str]] = ..., record: _Optional[bool] = ..., allow: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., timeout_grace_ms: _Optional[int] = ..., read: _Optional[_Iterable[str]] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ..., rate: _Optional[_Union[RateLimit, _Mapping]] = ..., priority: _Optional[str] = ...) -> None: ...
+
+class RateLimit(_message.Message):
+    __slots__ = ("limit", "period_ms", "key", "burst")
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    period_ms: int
+    key: str
+    burst: int
+    def __init__(self, limit: _Optional[int] = ..., period_ms: _Optional[int] = ..., key: _Optional[str] = ..., burst: _Optional[int] = ...) -> None: ...
+
+class ConcurrencyLimit(_message.Message):
+    __slots__ = ("limit", "key", "total", "if_active")
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    IF_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    key: str
+    total: int
+    if_active: str
+    def __init__(self, limit: _Optional[int] = ..., key: _Optional[str] = ..., total: _Optional[int] = ..., if_active: _Optional[str] = ...) -> None: ...
 
 class ProcessorDeclaration(_message.Message):
-    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms", "read")
+    __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms", "read", "concurrency_limit", "rate", "debounce", "priority")
     ON_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -167,6 +197,10 @@ class ProcessorDeclaration(_message.Message):
     RETRY_DELAYS_MS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     READ_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     on: _containers.RepeatedScalarFieldContainer[str]
     where: _struct_pb2.Struct
     key: str
@@ -176,7 +210,21 @@ class ProcessorDeclaration(_message.Message):
     retry_delays_ms: _containers.RepeatedScalarFieldContainer[int]
     timeout_grace_ms: int
     read: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ..., read: _Optional[_Iterable[str]] = ...) -> None: ...
+    concurrency_limit: ConcurrencyLimit
+    rate: RateLimit
+    debounce: Debounce
+    priority: str
+    def __init__(self, on: _Optional[_Iterable[str]] = ..., where: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., key: _Optional[str] = ..., concurrency: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., start: _Optional[_Union[StartPosition, _Mapping]] = ..., retry_delays_ms: _Optional[_Iterable[int]] = ..., timeout_grace_ms: _Optional[int] = ..., read: _Optional[_Iterable[str]] = ..., concurrency_limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ..., rate: _Optional[_Union[RateLimit, _Mapping]] = ..., debounce: _Optional[_Union[Debounce, _Mapping]] = ..., priority: _Optional[str] = ...) -> None: ...
+
+class Debounce(_message.Message):
+    __slots__ = ("key", "period_ms", "max_wait_ms")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    period_ms: int
+    max_wait_ms: int
+    def __init__(self, key: _Optional[str] = ..., period_ms: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class StartPosition(_message.Message):
     __slots__ = ("end", "beginning", "after_seq")
