@@ -260,6 +260,15 @@ describe("client command options", () => {
     expect((await cli(["--url", guarded.url, "--token", "not-a-token-0123456", "emit", "a.b", "{}"])).stderr).toBe(
       "chronolog: Unauthenticated: unknown bearer token: the token given (--token or CHRONOLOG_TOKEN) is not one of the owner's; give a principal's token with --token or CHRONOLOG_TOKEN\n",
     );
+    // A processor's and an action's `concurrency: {...}` as the docs write it (the manifest's shorthand for concurrency_limit).
+    const limits = join(tempDir(), "limits.yaml");
+    writeFileSync(
+      limits,
+      "name: lim\nevents:\n  lim.happened: {}\nprocessors:\n  sync: {on: [lim.happened], concurrency: {limit: 2, key: data.a}}\nactions:\n  charge: {concurrency: {limit: 1, key: input.customer}}\n",
+    );
+    const registered = await cli(["--url", guarded.url, "--token", tokens.admin, "register", limits]);
+    expect([registered.code, registered.stderr]).toEqual([0, ""]);
+    expect(JSON.parse(registered.stdout)).toMatchObject({ plugin: "lim", revision: expect.anything() });
     writeFileSync(file, "name: [unclosed\n");
     expect(await cli(["register", file])).toMatchObject({
       code: 1,

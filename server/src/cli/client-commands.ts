@@ -7,6 +7,7 @@ import { createClient, type ChronologClient } from "../../../sdk/ts/src/client.j
 import { isHttpUrl } from "../../../sdk/ts/src/options.js";
 import { EventSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { jsonLine } from "./json.js";
+import { withConcurrencyShorthand } from "../plugins/flow-limits.js";
 
 /** Flags shared by the client commands. */
 export interface ClientFlags {
@@ -122,7 +123,7 @@ export async function registerCommand(file: string, flags: ClientFlags): Promise
   const manifest = file.endsWith(".json") ? parseObject(text, file) : yamlManifest(text, file);
   let decoded;
   try {
-    decoded = fromJson(PluginManifestSchema, manifest);
+    decoded = fromJson(PluginManifestSchema, withConcurrencyShorthand(manifest) as JsonValue); // `concurrency: {...}` as the owner reads it
   } catch (e) {
     throw new Error(`the manifest ${file} is not a PluginManifest (nothing was sent): ${(e as Error).message}`);
   }
