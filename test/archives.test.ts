@@ -16,6 +16,10 @@ import { definePlugin, manifestOf } from "../sdk/ts/src/plugin.js";
 import { openStore } from "../server/src/store/sqlite/open.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import type { Manifest } from "../server/src/archive/manifest.js";
+import { archivedLine, parseArchivedLine } from "../server/src/archive/lines.js";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { EventSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { chronologArgs, startingProcess } from "./helpers/chronolog.js";
 import { cli } from "./helpers/cli.js";
 import { onPostgres, queryStore, startTestOwner, tempDir, testDatabase } from "./helpers/owner.js";
@@ -94,6 +98,21 @@ function replaceFile(folder: string, index: number, lines: string): () => void {
     writeFileSync(path, manifestText);
   };
 }
+
+describe("an archive's line", () => {
+  it("carries the event's trace context, and gives it back as the owner stores it; a tracestate without a traceparent is refused", () => {
+    const base = { seq: 3n, id: "e-3", type: "order.placed", cause: "", at: timestampFromMs(Date.UTC(2026, 2, 1, 9)) };
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const line = archivedLine(create(EventSchema, { ...base, traceparent, tracestate: "vendor=1" }));
+    expect(JSON.parse(line)).toMatchObject({ traceparent, tracestate: "vendor=1" });
+    expect(parseArchivedLine(line, "f:1").trace).toBe(`${traceparent} vendor=1`);
+    const plain = archivedLine(create(EventSchema, base));
+    expect(Object.keys(JSON.parse(plain))).toEqual(["seq", "id", "type", "data", "cause", "actor", "at"]);
+    expect(parseArchivedLine(plain, "f:1").trace).toBeNull();
+    const stray = JSON.stringify({ ...JSON.parse(plain), tracestate: "vendor=1" });
+    expect(() => parseArchivedLine(stray, "f:2")).toThrow("f:2: tracestate is not a header value that goes with a traceparent");
+  });
+});
 
 describe("chronolog export and import", () => {
   it("reproduce the log exactly: seqs, ids, data, causes from processors and time, actors with spaces, commit times", async () => {

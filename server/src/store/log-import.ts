@@ -14,6 +14,8 @@ export interface ImportedEvent {
   actor: string | null;
   /** Commit time, ms since the epoch (UTC). */
   at: number;
+  /** Its trace context as stored (traceparent, then a space and tracestate when there is one), or null. */
+  trace: string | null;
 }
 
 /** The log's events: how many, and the first and last seq (0 and 0 when it is empty). */
@@ -39,10 +41,10 @@ export interface LogImport {
   append(events: ImportedEvent[], after: number): Promise<void>;
 }
 
-const columns = ["seq", "id", "type", "data", "cause", "actor", "at"];
-const insertSql = `INSERT INTO events (${columns.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const columns = ["seq", "id", "type", "data", "cause", "actor", "at", "trace"];
+const insertSql = `INSERT INTO events (${columns.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
 const extentSql = "SELECT COUNT(*) AS events, COALESCE(MIN(seq), 0) AS first, COALESCE(MAX(seq), 0) AS last FROM events";
-const rowOf = (e: ImportedEvent) => [e.seq, e.id, e.type, e.data, e.cause, e.actor, e.at];
+const rowOf = (e: ImportedEvent) => [e.seq, e.id, e.type, e.data, e.cause, e.actor, e.at, e.trace];
 
 function extentOf(row: Record<string, unknown>): LogExtent {
   return { events: Number(row.events), first: Number(row.first), last: Number(row.last) };
