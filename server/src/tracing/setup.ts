@@ -21,6 +21,9 @@ export interface Tracing {
   stop(): Promise<void>;
 }
 
+/** Longest the owner's stop waits for the last spans to be sent, ms. */
+const stopWaitMs = 2_000;
+
 /**
  * Starts recording traces when an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT,
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or `config.endpoint`) and neither OTEL_SDK_DISABLED=true
@@ -61,7 +64,14 @@ export function startTracing(config: TracingConfig | undefined, logger: Logger, 
   return {
     async stop() {
       tracing.on = false;
-      await provider.shutdown().catch((e: unknown) => logger.warn({ err: e }, "tracing: the last spans could not be sent"));
+      // An unreachable collector would hold the stop for the exporter's whole timeout (10 s): the last spans get a moment, not more.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer from the collector within ${stopWaitMs} ms`)), stopWaitMs);
+      });
+      await Promise.race([provider.shutdown(), late])
+        .catch((e: unknown) => logger.warn({ err: e }, "tracing: the last spans could not be sent"))
+        .finally(() => clearTimeout(timer));
     },
   };
 }
