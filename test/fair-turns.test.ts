@@ -130,6 +130,12 @@ describe("fair turns between keys", () => {
     expect(await refused({ concurrencyLimit: { key: "data.a", ifActive: "drop" } })).toContain("if_active must be queue, skip or coalesce");
     expect(await refused({}, { concurrencyLimit: { key: "data.a" } })).toContain("actions.a.concurrency.key");
     expect(await refused({}, { concurrencyLimit: { ifActive: "skip" } })).toContain("if_active is for processors");
+    // A processor's paths into its events: one that can find nothing (no `data.`, a stray dot) is refused, not taken silently.
+    expect(await refused({ concurrencyLimit: { limit: 2, key: "../../etc" } })).toContain("processors.p.concurrency.key");
+    expect(await refused({ rate: { limit: 5, key: "tenant" } })).toContain("processors.p.rate.key");
+    expect(await refused({ debounce: { key: "data..a", periodMs: 10 } })).toContain("processors.p.debounce.key");
+    expect(await refused({ priority: "prio" })).toContain("processors.p.priority");
+    expect(await refused({ key: "cart_id" })).toContain("processors.p.key");
   });
 
   it("priority: keys whose next event has a higher priority start first; within a key, order holds", async () => {

@@ -47,6 +47,25 @@ export function concurrencyProblems(at: string, limit: ConcurrencyLimit | undefi
   return problems;
 }
 
+/** A path into an event: one of its fields, then keys of its data or actor (`data.customer_id`, `actor.in`). */
+const eventPath = /^(?:id|type|cause|data|actor)(?:\.[^.]+)*$/;
+
+/**
+ * Problems of a processor's paths into its events (its key, its limits' and rate's keys, its
+ * debounce key, its priority), by field under `at`: a path that can find nothing (a typo, a
+ * missing `data.`) would otherwise be taken silently and key every event alike.
+ */
+export function eventPathProblems(at: string, paths: Record<string, string | undefined>): FieldViolation[] {
+  const problems: FieldViolation[] = [];
+  for (const [field, path] of Object.entries(paths))
+    if (path && !eventPath.test(path))
+      problems.push({
+        field: `${at}.${field}`,
+        description: `a path into the event starting with data, actor, id, type or cause, e.g. data.customer_id, not ${JSON.stringify(path)}`,
+      });
+  return problems;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -8,7 +8,7 @@ import { compileFilter } from "../log/filter.js";
 import { jsonProblem } from "../json-limits.js";
 import { schemaCompiler, type Validator } from "./schemas.js";
 import { checkPulses } from "../time/pulse-rules.js";
-import { concurrencyProblems, withConcurrencyShorthand } from "./flow-limits.js";
+import { concurrencyProblems, eventPathProblems, withConcurrencyShorthand } from "./flow-limits.js";
 import { rateProblems } from "../flow/rate.js";
 import { debounceProblems } from "../processors/debounce.js";
 import { manifestRetentionRules, type RetentionRule } from "../log/retention-rules.js";
@@ -115,6 +115,13 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
       ...concurrencyProblems(`${at}.concurrency`, decl.concurrencyLimit, decl.key),
       ...rateProblems(`${at}.rate`, decl.rate, false),
       ...debounceProblems(`${at}.debounce`, decl.debounce),
+      ...eventPathProblems(at, {
+        key: decl.key,
+        "concurrency.key": decl.concurrencyLimit?.key,
+        "rate.key": decl.rate?.key,
+        "debounce.key": decl.debounce?.key,
+        priority: decl.priority,
+      }),
     );
     check(`${at}.timeout_grace_ms`, (decl.timeoutGraceMs ?? 0) <= maxTimerMs, `timeout_grace_ms must be at most ${maxTimerMs} (about 24.8 days)`);
   }
