@@ -316,7 +316,7 @@ describe("AdminService", () => {
     expect(await ok("PRAGMA synchronous")).toEqual([{ synchronous: 1 }]);
     expect(await ok("PRAGMA journal_mode")).toEqual([{ journal_mode: "wal" }]);
     expect(await ok("PRAGMA query_only")).toEqual([{ query_only: 0 }]);
-    expect((await ok("PRAGMA table_info(events)")).map((r) => r.name)).toEqual(["seq", "id", "type", "data", "cause", "actor", "at"]);
+    expect((await ok("PRAGMA table_info(events)")).map((r) => r.name)).toEqual(["seq", "id", "type", "data", "cause", "actor", "at", "trace"]);
     expect((await ok("EXPLAIN DELETE FROM events")).length).toBeGreaterThan(0); // a listing: runs nothing
     expect((await ok("EXPLAIN QUERY PLAN SELECT * FROM events WHERE seq = 1")).length).toBeGreaterThan(0); // read-only: the child process lists it
     await ok("CREATE TABLE scratch AS SELECT type, count(*) AS n FROM events GROUP BY type");
@@ -328,6 +328,7 @@ describe("AdminService", () => {
     expect(await ok("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")).toEqual([
       { name: "events_immutable_no_delete" },
       { name: "events_immutable_no_update" },
+      { name: "timer_cancels_gone" },
     ]);
     const after = await snapshot();
     expect(after.slice(0, before.length)).toEqual(before);

@@ -106,7 +106,7 @@ describe.skipIf(missing && !process.env.CI)("grpcurl v1.9.4 against a real owner
     ]);
     const methods = await grpcurl("-plaintext", target, "list", "chronolog.v1.LogService");
     expect(methods.stdout.trim().split("\n")).toEqual(
-      ["Emit", "EmitBatch", "GetEvent", "Publish", "ReadLog", "Watch"].map((m) => `chronolog.v1.LogService.${m}`),
+      ["Emit", "EmitBatch", "GetEvent", "Publish", "ReadLog", "ReadStream", "Watch"].map((m) => `chronolog.v1.LogService.${m}`),
     );
   });
 

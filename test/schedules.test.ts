@@ -472,6 +472,7 @@ describe("retries of failed occurrences", () => {
     await first.owner.close(); // down during the wait
 
     const second = await harness(clock, rec, schedules, { dataDir });
+    await until(() => clock.armed().length > 0, "the clock armed at the start (PostgreSQL reads its target without blocking)");
     expect(clock.armed()).toEqual([{ atMs: due + 2_000, delayMs: 2_000 }]); // armed again from the stored row
     expect(rec.calls).toHaveLength(1);
     clock.advance(2_000);
