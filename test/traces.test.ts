@@ -89,8 +89,14 @@ describe("traces over OTLP", { tags: ["serial"] }, () => {
       });
       const traceId = clientSpan.traceId;
 
-      // The delay is armed (3 s): restart the owner before its moment.
+      // The delay is armed (3 s) and the processor's delivery finished (its ack floor past the event: not delivered again after the
+      // restart, as an unfinished one would be): restart the owner before the delay's moment.
       await until(() => rooms.ran.some((r) => r.ran === "reserve"), "the action ran and armed its delay");
+      const { seq } = (await client.log.getEvent({ id: eventId })).event!;
+      await until(
+        async () => ((await client.admin.listProcessors({})).processors.find((p) => p.name === "trips.confirm")?.ackFloor ?? 0n) >= seq,
+        "the delivery finished",
+      );
       owner.child.kill("SIGTERM");
       await owner.exited;
       owner = await spawnOwner(dataDir, [], port, [], { ...env, OTEL_SERVICE_NAME: "trips-owner" });
