@@ -1,9 +1,8 @@
 // @module-tag serial
 // @module-tag postgres
 
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { promisify } from "node:util";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
@@ -12,6 +11,7 @@ import { createClient } from "../sdk/ts/src/client.js";
 import { limitsPluginManifest, peaks, type RunLine } from "./helpers/limits-plugin.js";
 import { queryStore, spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
 import { freePort } from "./helpers/standby.js";
+import { pythonUnittest } from "./helpers/python-unittest.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -139,12 +139,8 @@ describe("concurrency limits by key (real processes)", () => {
 const python = join(repo, ".venv/bin/python");
 describe.skipIf(!existsSync(python) && !process.env.CI)("the Python SDK's declarations", () => {
   it("carry concurrency by key, rate, debounce and priority into the manifest (unittest: sdk/python/tests/test_flow_limits.py)", async () => {
-    const result = await promisify(execFile)(python, ["-m", "unittest", "-v", "sdk/python/tests/test_flow_limits.py"], {
-      cwd: repo,
-      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
-      timeout: 60_000,
-    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
-    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    const result = await pythonUnittest("sdk/python/tests/test_flow_limits.py");
+    expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 });

@@ -33,6 +33,7 @@ import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { TimerKind, type Timer } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { spawnOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
+import { pythonUnittest } from "./helpers/python-unittest.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -500,52 +501,32 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
   });
 
   it("malformed time arguments fail in the Python SDK before any call (unittest: sdk/python/tests/test_time_arguments.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_time_arguments.py"], {
-      cwd: repo,
-      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
-      timeout: 60_000,
-    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
-    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    const result = await pythonUnittest("sdk/python/tests/test_time_arguments.py");
+    expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 4 tests in .*\n\nOK\s*$/m);
   });
 
   it("read lists given to a Python plugin go into its manifest (unittest: sdk/python/tests/test_plugin_read.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_plugin_read.py"], {
-      cwd: repo,
-      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
-      timeout: 60_000,
-    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
-    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    const result = await pythonUnittest("sdk/python/tests/test_plugin_read.py");
+    expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 1 test in .*\n\nOK\s*$/m);
   });
 
   it("numbers JSON cannot hold (NaN, infinities) fail in the Python SDK before any call, naming their path (unittest: sdk/python/tests/test_json_numbers.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_json_numbers.py"], {
-      cwd: repo,
-      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
-      timeout: 60_000,
-    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
-    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    const result = await pythonUnittest("sdk/python/tests/test_json_numbers.py");
+    expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 
   it("a held invocation counts its hold from when the owner wrote it (unittest: sdk/python/tests/test_stream_clock.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_stream_clock.py"], {
-      cwd: repo,
-      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
-      timeout: 60_000,
-    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
-    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    const result = await pythonUnittest("sdk/python/tests/test_stream_clock.py");
+    expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 
   it("an action's output too large for the owner's largest message is answered with a terminal error, a long error is cut (unittest: sdk/python/tests/test_results.py)", async () => {
-    const result = await promisify(execFile)(PYTHON, ["-m", "unittest", "-v", "sdk/python/tests/test_results.py"], {
-      cwd: repo,
-      env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
-      timeout: 60_000,
-    }).catch((e: { stdout: string; stderr: string; code: number }) => e);
-    expect("code" in result ? `exit ${result.code}:\n${result.stdout}${result.stderr}` : "exit 0").toBe("exit 0");
+    const result = await pythonUnittest("sdk/python/tests/test_results.py");
+    expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
   });
 
