@@ -158,7 +158,6 @@ class PgStatement implements SqlStatement {
   constructor(
     private readonly db: PgDb,
     sql: string,
-    /** Its deferred runs in a batch go out as one statement (Db.prepareMerged). */
     merged?: MergedWrite,
   ) {
     ({ text: this.text, names: this.names, count: this.count } = numberParameters(sql));
