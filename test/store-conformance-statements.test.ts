@@ -128,6 +128,27 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     }
   });
 
+  it("runs a batch again reading its timer ids when one it took to be absent exists, also when the batch ran in several slices", async () => {
+    const t = await opened(kind);
+    const timers = timerStatements(t.store.db);
+    const committer = t.committer();
+    await t.write((tx) => timers.put(delay("there", 1_000), tx.now));
+    const readAhead = { from: timers, keys: ["there"] };
+    const busy = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+    };
+    // The first unit outlasts a slice, so the batch's first slice ends (and is sent) before the rest run.
+    const seen = await Promise.all([
+      committer.submit(() => (busy(10), timers.get("there")?.id ?? "-"), { readAhead, pure: true }),
+      committer.submit((tx) => timers.put(delay("later", 2_000), tx.now), { readAhead, pure: true }),
+      committer.submit(() => timers.get("there")?.id ?? "-", { readAhead, pure: true }),
+    ]);
+    expect(seen[0]).toBe("there");
+    expect(seen[2]).toBe("there");
+    expect(timers.get("later")?.id).toBe("later");
+  });
+
   it("tells what is due, earliest first (then by id), how many, the earliest due moment, how many are pending, and the declared schedules by plugin and name", async () => {
     const t = await opened(kind);
     const timers = timerStatements(t.store.db);

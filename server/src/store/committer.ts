@@ -321,7 +321,7 @@ export class Committer {
     ended.then(
       () => this.afterSlice(batch, outcomes, started),
       (error) => {
-        if (this.runAgainReading(batch, error, started)) return this.control.rollback();
+        if (this.runAgainReading(batch, error, started)) return this.control.rollback(true);
         this.afterSlice(this.sliceFailed(batch, from, headBefore, error), outcomes.slice(0, from), started);
       },
     );

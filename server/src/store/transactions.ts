@@ -12,8 +12,12 @@ export interface Transactions {
    * it returns resolved (PostgreSQL sends the slice's held inserts without blocking the event loop).
    */
   commitSlice(last: boolean): void | Promise<void>;
-  /** Undoes a slice that failed outside its units (its COMMIT, say), if a transaction is open. */
-  rollback(): void;
+  /**
+   * Undoes a slice that failed outside its units (its COMMIT, say), if a transaction is open.
+   * `runAgain`: the committer runs the batch again from its start, so the batch is not lost
+   * (its next {@link sync} does not fail for this).
+   */
+  rollback(runAgain?: boolean): void;
   /** A unit's savepoint: set before the unit, released after it... */
   savepoint(): void;
   release(): void;

@@ -51,8 +51,8 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
       const commands = batch.take();
       if (commands.length > 0) return db.pipeline(commands).then(() => undefined);
     },
-    rollback() {
-      lost ??= batch.broken ?? new Error("a slice of the batch failed: its transaction was rolled back");
+    rollback(runAgain) {
+      if (!runAgain) lost ??= batch.broken ?? new Error("a slice of the batch failed: its transaction was rolled back");
       try {
         if (db.writer.getTransactionStatus() !== "I") db.writer.querySync("ROLLBACK");
       } catch {
