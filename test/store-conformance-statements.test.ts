@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { callStatements, finishedCallsDeleter } from "../server/src/store/calls.js";
 import type { Tx } from "../server/src/store/committer.js";
+import { claimReads } from "../server/src/store/claim-reads.js";
 import { cursorStatements } from "../server/src/store/cursors.js";
 import { documentReads, documentStatements } from "../server/src/store/documents.js";
 import { occurrenceStatements, type NewOccurrence } from "../server/src/store/occurrences.js";
@@ -17,6 +18,7 @@ import { timerControlStatements } from "../server/src/store/timer-control.js";
 import { retentionStatements } from "../server/src/store/timer-retention.js";
 import { timerRowReads, timerStatements, type TimerPut } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
+import { occurrenceId } from "../server/src/time/occurrence-ids.js";
 import { closeTestStores, openTestStore, storeKinds, type StoreKind, type TestStore } from "./helpers/stores.js";
 
 afterEach(closeTestStores);
@@ -147,6 +149,35 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     expect(seen[0]).toBe("there");
     expect(seen[2]).toBe("there");
     expect(timers.get("later")?.id).toBe("later");
+  });
+
+  it("reads a claim's due timers and retries ahead of its batch (PostgreSQL), telling which next due moment was claimed before by the occurrence id the clock derives", async () => {
+    const t = await opened(kind);
+    const reads = claimReads(t.store.db);
+    if (kind === "sqlite") return expect(reads).toBeUndefined(); // reads are not round trips there: the claim reads as it goes
+    const timers = timerStatements(t.store.db);
+    const occurrences = occurrenceStatements(t.store.db);
+    await t.write((tx) => {
+      for (const [id, due] of [
+        ["fresh", 1_000],
+        ["again", 1_500],
+        ["later", 9_000],
+      ] as const)
+        timers.put(delay(id, due), tx.now);
+      timers.put({ ...delay("cancellable", 1_200), cancelOn: [{ type: "order.paid", match: {} }] }, tx.now);
+      occurrences.insert(occurrence(occurrenceId("again", 1_500), 1_500, "pending", "again"), tx.now); // claimed before: the timer was set again for the same moment
+      occurrences.insert({ ...occurrence("r1", 500, "retry_wait"), nextAttemptMs: 1_100 }, tx.now);
+    });
+    const read = await reads!.read(2_000, 1_100, 10, 10);
+    expect(read.timers.map(({ timer, claimedBefore }) => [timer.id, timer.nextDueMs, claimedBefore])).toEqual([
+      ["fresh", 1_000, false],
+      ["again", 1_500, true],
+    ]);
+    expect(read.timers[0].timer).toEqual(timers.get("fresh"));
+    expect(read.retries.map((o) => o.id)).toEqual(["r1"]);
+    expect((await reads!.read(2_000, 2_000, 1, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh"]);
+    expect((await reads!.read(2_000, 2_000, 10, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh", "cancellable", "again"]);
+    expect((await reads!.read(2_000, 2_000, 10, 0)).retries).toEqual([]);
   });
 
   it("tells what is due, earliest first (then by id), how many, the earliest due moment, how many are pending, and the declared schedules by plugin and name", async () => {

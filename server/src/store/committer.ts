@@ -98,6 +98,8 @@ interface Pending {
   readAhead: ReadAheadKeys | undefined;
   /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
   pure: boolean;
+  /** Runs before the batch's other units ({@link Committer.submit}'s `first`). */
+  first: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -205,9 +207,12 @@ export class Committer {
    * up in another table (the timers of delays with client ids). `pure`: the unit does nothing but through
    * its transaction (no state of its own changes), so it may run again: a batch of pure units
    * takes the ids it looks up to be new without reading them, and runs again, reading them, in the
-   * rare case one is found (GuardFailedError).
+   * rare case one is found (GuardFailedError). `first`: the unit runs before the batch's units
+   * submitted without it (in the order of submission within each group), so what its readAhead
+   * read is what it finds; no caller has an answer from the batch before all of it is durable,
+   * so the batch's units may run in any order.
    */
-  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[]; readAhead?: ReadAheadKeys; pure?: boolean } = {}): Promise<T> {
+  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[]; readAhead?: ReadAheadKeys; pure?: boolean; first?: boolean } = {}): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({
@@ -215,6 +220,7 @@ export class Committer {
         lookups: options.lookups,
         readAhead: options.readAhead,
         pure: options.pure ?? false,
+        first: options.first ?? false,
         resolve: resolve as (v: unknown) => void,
         reject,
       });
@@ -250,9 +256,10 @@ export class Committer {
     this.flushAt = Infinity;
     this.flushTimer = undefined;
     this.urgent = 0;
-    const batch = this.queue;
+    const queued = this.queue;
     this.queue = [];
-    if (batch.length === 0) return;
+    if (queued.length === 0) return;
+    const batch = queued.some((item) => item.first) ? [...queued.filter((item) => item.first), ...queued.filter((item) => !item.first)] : queued;
     if (batch.length >= loadedBatchUnits) this.lastLoadedFlushAt = performance.now();
     this.busy = true;
     this.begin(

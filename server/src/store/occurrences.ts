@@ -53,7 +53,7 @@ export interface OccurrenceRecord {
   once?: boolean;
 }
 
-interface OccurrenceRow {
+export interface OccurrenceRow {
   id: string;
   timer_id: string;
   due_ms: number;
@@ -72,7 +72,7 @@ interface OccurrenceRow {
   origin?: "schedule" | "trigger" | "backfill";
 }
 
-function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
+export function occurrenceFromRow(r: OccurrenceRow): OccurrenceRecord {
   return {
     id: r.id,
     timerId: r.timer_id,
@@ -151,6 +151,11 @@ export interface OccurrenceStatements {
    */
   insertMany(occurrences: NewOccurrence[], nowMs: number): Set<string>;
   /**
+   * {@link insertMany} of occurrences a read ahead of the batch found new (ClaimReads), answering
+   * nothing: deferred on PostgreSQL (SqlStatement.defer), so no round trip.
+   */
+  insertKnownNew(occurrences: NewOccurrence[], nowMs: number): void;
+  /**
    * One call of pending occurrence `id` ended: `completed`, `failed` for good, or `retry_wait`
    * until `nextAttemptMs` (null for the others); `error` says why it failed. Counts the attempt;
    * the first call's `latenessMs` is kept. Changes nothing when it was not pending. Deferred on
@@ -163,6 +168,8 @@ export interface OccurrenceStatements {
   dueRetries(nowMs: number, limit: number): OccurrenceRecord[];
   /** Claims the next try of occurrence `id`: `retry_wait` → `pending`, keeping its moment. False when it was not waiting. */
   resume(id: string, nowMs: number): boolean;
+  /** {@link resume} of a retry a read ahead of the batch found waiting (ClaimReads), answering nothing: deferred on PostgreSQL. */
+  resumeKnownWaiting(id: string, nowMs: number): void;
   /** A pending occurrence found too late when its call was about to be made: `skipped`, with why. False when it was not pending. */
   skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean;
   /** Occurrences claimed whose call has not ended (an owner stopped or crashed meanwhile), by due moment. */
@@ -177,13 +184,14 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
       postgres: `INSERT INTO timer_occurrences (${occurrenceColumns}) VALUES (${occurrenceMarks}) ON CONFLICT DO NOTHING`,
     }),
   ); // positional, not named: a claim inserts one per call, and binding 16 named values from an object costs twice as much
-  const insertManyStatements = new Map<number, SqlStatement>();
-  const insertManyOf = (rows: number): SqlStatement => {
-    let statement = insertManyStatements.get(rows);
+  const insertManyStatements = new Map<string, SqlStatement>();
+  const insertManyOf = (rows: number, returning: boolean): SqlStatement => {
+    const key = `${rows}${returning ? "r" : ""}`;
+    let statement = insertManyStatements.get(key);
     if (!statement) {
       const values = Array.from({ length: rows }, () => `(${occurrenceMarks})`).join(", ");
-      statement = db.prepare(`INSERT INTO timer_occurrences (${occurrenceColumns}) VALUES ${values} ON CONFLICT DO NOTHING RETURNING id`);
-      insertManyStatements.set(rows, statement);
+      statement = db.prepare(`INSERT INTO timer_occurrences (${occurrenceColumns}) VALUES ${values} ON CONFLICT DO NOTHING${returning ? " RETURNING id" : ""}`);
+      insertManyStatements.set(key, statement);
     }
     return statement;
   };
@@ -223,10 +231,20 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
       }
       for (let from = 0; from < list.length; from += insertManyRows) {
         const chunk = list.slice(from, from + insertManyRows);
-        const statement = insertManyOf(chunk.length);
+        const statement = insertManyOf(chunk.length, true);
         for (const id of statement.pluck().all(...chunk.flatMap((o) => occurrenceValues(o, nowMs))) as string[]) written.add(id);
       }
       return written;
+    },
+    insertKnownNew(list: NewOccurrence[], nowMs: number): void {
+      if (dialectOf(db) === "sqlite") {
+        for (const o of list) insert.run(...occurrenceValues(o, nowMs));
+        return;
+      }
+      for (let from = 0; from < list.length; from += insertManyRows) {
+        const chunk = list.slice(from, from + insertManyRows);
+        defer(insertManyOf(chunk.length, false), ...chunk.flatMap((o) => occurrenceValues(o, nowMs)));
+      }
     },
     finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): void {
       defer(finish, status, nextAttemptMs, latenessMs, error, nowMs, id);
@@ -240,6 +258,9 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
     },
     resume(id: string, nowMs: number): boolean {
       return resume.run(nowMs, id).changes === 1;
+    },
+    resumeKnownWaiting(id: string, nowMs: number): void {
+      defer(resume, nowMs, id);
     },
     skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean {
       return skip.run(latenessMs, reason, nowMs, id).changes === 1;

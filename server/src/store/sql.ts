@@ -47,6 +47,8 @@ export interface Db {
    * batch's units run, without blocking the event loop.
    */
   readAhead?(sql: string, params: unknown[]): Promise<unknown[]>;
+  /** {@link readAhead} of several reads in one round trip: each one's rows, in order. */
+  readAheadAll?(reads: [sql: string, params: unknown[]][]): Promise<unknown[][]>;
   /**
    * PostgreSQL's only: inside the committer's batch, before its units run: a check sent ahead of
    * everything the batch writes, failing the batch ({@link GuardFailedError}) when the read `sql`

@@ -10,11 +10,11 @@ import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyT
  * rows (arrays): better-sqlite3 builds a row object through V8's slow property path, ~9 µs for
  * a timer's 19 columns against ~4 µs as an array (a claim reads one per call).
  */
-const timerColumns =
+export const timerColumns =
   "id, kind, action, input, spec, next_due_ms, actor, plugin, schedule, overdue, chain_depth, occurrences, region, disabled, retry_delays_ms, policy, paused, created_at, updated_at, cancel_on, trace";
 
 /** A timer's row as read with {@link timerColumns}; JSON columns as text, `paused` JSON {note, at_ms, held_due_ms} or null. */
-type TimerCells = [
+export type TimerCells = [
   id: string,
   kind: TimerKind,
   action: string,
@@ -38,7 +38,7 @@ type TimerCells = [
   trace: string | null,
 ];
 
-function timerFromCells(cells: TimerCells): TimerRecord {
+export function timerFromCells(cells: TimerCells): TimerRecord {
   const [
     id,
     kind,

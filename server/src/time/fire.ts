@@ -18,6 +18,8 @@ import type { TimerRecord } from "../store/timer-records.js";
 import type { LatenessHistogram } from "./lateness.js";
 import { claimDecision, latestStartMs, tooLate } from "./claim-rules.js";
 import { occurrenceId } from "./occurrence-ids.js";
+import { DueTimersAhead } from "./due-ahead.js";
+import type { ClaimReads } from "../store/claim-reads.js";
 import { owedWithin } from "./owed.js";
 
 /** What an "allow" overlap policy needs to know of a timer's running occurrences: nothing. */
@@ -72,6 +74,8 @@ export interface FiringDeps {
   dueCount(nowMs: number, limit: number): Promise<number>;
   /** Told after a commit armed a retry at `dueMs` (re-arms the clock when earlier). */
   changed(dueMs: number): void;
+  /** Where a claim's reads are round trips (PostgreSQL): they are read ahead of its batch. */
+  claimReads?: ClaimReads;
 }
 
 /**
@@ -138,9 +142,16 @@ export class TimerFiring {
     const { committer, clock, lookaheadMs } = this.deps;
     const units = Math.max(1, Math.ceil((await this.deps.dueCount(clock.now() + lookaheadMs, claimLimit)) / claimChunk));
     if (this.stopped) return;
+    const ahead = this.deps.claimReads && new DueTimersAhead(this.deps.claimReads, clock, lookaheadMs, claimChunk);
     // Inside a lookahead of 50 ms or more a claim has time to spare: it may wait for a larger commit (Committer.submit).
     const claims = await Promise.all(
-      Array.from({ length: units }, (_, k) => committer.submit((tx) => this.claim(tx, k === 0), { deferrable: lookaheadMs >= 50 })),
+      Array.from({ length: units }, (_, k) =>
+        committer.submit((tx) => this.claim(tx, k === 0, ahead), {
+          deferrable: lookaheadMs >= 50,
+          first: true,
+          readAhead: ahead && { from: ahead, keys: [String(k)] },
+        }),
+      ),
     );
     for (const { claimed, skipped } of claims) {
       for (const s of skipped) this.publish(s);
@@ -165,25 +176,31 @@ export class TimerFiring {
    * when `retries`; returns the occurrences to call and the skipped ones. The occurrences of
    * timers whose overlap policy is "allow" (which need not know what else runs) are written
    * together (one statement on PostgreSQL); a timer with another policy judges each moment after
-   * the ones before it were written.
+   * the ones before it were written. With `ahead` (PostgreSQL), the due timers and retries were
+   * read ahead of the batch, and an occurrence of a timer's next due moment, known to be new or
+   * not, is written without a round trip.
    */
-  private claim(tx: Tx, retries: boolean): { claimed: Claimed[]; skipped: OccurrenceOutcome[] } {
+  private claim(tx: Tx, retries: boolean, ahead?: DueTimersAhead): { claimed: Claimed[]; skipped: OccurrenceOutcome[] } {
     const { timers, occurrences } = this.deps;
     const claimed: Claimed[] = [];
     const skipped: OccurrenceOutcome[] = [];
     const horizon = tx.now + this.deps.lookaheadMs;
     /** Occurrences of "allow" timers not written yet, and their timers' moves. */
-    let owedNow: { occurrence: OccurrenceRecord; latenessMs: number; why: string; mayBuffer: boolean }[] = [];
+    let owedNow: { occurrence: OccurrenceRecord; latenessMs: number; why: string; mayBuffer: boolean; knownNew: boolean }[] = [];
     let moves: { timer: TimerRecord; nextDueMs: number | null }[] = [];
     /** Writes what was gathered; then each occurrence written is called or recorded as skipped, and each timer moves. */
     const write = () => {
       const written = occurrences.insertMany(
-        owedNow.map((o) => o.occurrence),
+        owedNow.filter((o) => !o.knownNew).map((o) => o.occurrence),
+        tx.now,
+      );
+      occurrences.insertKnownNew(
+        owedNow.filter((o) => o.knownNew).map((o) => o.occurrence),
         tx.now,
       );
       const called = new Map<string, number>();
-      for (const { occurrence, latenessMs, why, mayBuffer } of owedNow) {
-        if (!written.has(occurrence.id)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+      for (const { occurrence, latenessMs, why, mayBuffer, knownNew } of owedNow) {
+        if (!knownNew && !written.has(occurrence.id)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
         this.claimed(tx, occurrence, latenessMs, why, mayBuffer, claimed, skipped);
         if (!why) called.set(occurrence.timerId, (called.get(occurrence.timerId) ?? 0) + 1);
       }
@@ -197,13 +214,16 @@ export class TimerFiring {
       moves = [];
     };
     // A timer with a cancel_on is claimed at its moment, not ahead (time/cancel-on.ts): an event cancelling it races the moment, not the lookahead.
-    for (const timer of timers.due(horizon, claimChunk, tx.now)) {
+    for (const { timer, claimedBefore } of ahead?.timers() ?? timers.due(horizon, claimChunk, tx.now).map((timer) => ({ timer, claimedBefore: undefined }))) {
       const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, timer.cancelOn?.length ? tx.now : horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
       if ((timer.policy?.overlap ?? "allow") === "allow") {
-        for (const dueMs of owed) {
+        // Read ahead with whether its next due moment was claimed before: that moment alone is owed, its occurrence written without an answer.
+        const known = claimedBefore !== undefined && owed.length === 1 && owed[0] === timer.nextDueMs;
+        for (const dueMs of known && claimedBefore ? [] : owed) {
           const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
           const { status, reason: why } = claimDecision(timer, latenessMs, noneActive); // lateness only: no query when overlap is allowed
-          owedNow.push({ occurrence: this.occurrenceOf(timer, dueMs, status, why, latenessMs), latenessMs, why, mayBuffer: timer.kind !== "delay" });
+          const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
+          owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: known });
         }
         moves.push({ timer, nextDueMs });
         continue;
@@ -226,9 +246,12 @@ export class TimerFiring {
       if (deferredDueMs !== timer.nextDueMs || called > 0) timers.advance(timer.id, deferredDueMs ?? nextDueMs, called, tx.now);
     }
     write();
-    for (const retry of retries ? occurrences.dueRetries(horizon, claimChunk) : []) {
-      if (occurrences.resume(retry.id, tx.now))
-        claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
+    const retriesAhead = retries ? ahead?.retries() : undefined;
+    for (const retry of retriesAhead ?? (retries ? occurrences.dueRetries(horizon, claimChunk) : [])) {
+      if (retriesAhead)
+        occurrences.resumeKnownWaiting(retry.id, tx.now); // read ahead waiting, and nothing in the batch ran before the claim
+      else if (!occurrences.resume(retry.id, tx.now)) continue;
+      claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
     }
     return { claimed, skipped };
   }

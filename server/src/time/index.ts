@@ -7,6 +7,7 @@ import type { TimerStages } from "../stages.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { EventStatements } from "../store/events.js";
+import { claimReads } from "../store/claim-reads.js";
 import { occurrenceStatements } from "../store/occurrences.js";
 import { timerCancelStatements } from "../store/timer-cancels.js";
 import { timerControlStatements } from "../store/timer-control.js";
@@ -119,6 +120,7 @@ export function openTime(options: TimeOptions): Time {
     lookaheadMs,
     dueCount: (nowMs, limit) => timerReads.dueCount(nowMs, limit),
     changed: (due) => arm.changed(due),
+    claimReads: claimReads(db),
   });
   // A cancellable timer's claim waits for its moment (fire.ts): the clock rings for it then, not a lookahead before.
   const earliestDue = () => timerReads.earliestDue(lookaheadMs);

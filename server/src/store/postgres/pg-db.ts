@@ -327,7 +327,11 @@ export class PgDb implements Db {
   }
 
   readAhead(sql: string, params: unknown[]): Promise<unknown[]> {
-    return this.pipeline([{ text: numberParameters(sql).text, values: params.map(toParameter) }]).then((results) => results[0]);
+    return this.readAheadAll([[sql, params]]).then((results) => results[0]);
+  }
+
+  readAheadAll(reads: [sql: string, params: unknown[]][]): Promise<unknown[][]> {
+    return this.pipeline(reads.map(([sql, params]) => ({ text: numberParameters(sql).text, values: params.map(toParameter) })));
   }
 
   /**
