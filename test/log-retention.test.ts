@@ -208,7 +208,7 @@ describe("log retention", () => {
   });
 
   it("compacts by key as a plugin's rule says: the last event of each key stays", async () => {
-    const manifest = { ...notes, retention: [{ types: "note.added", keep: RetentionKeep.LATEST_PER_KEY, key: "room.id" }] };
+    const manifest = { ...notes, retention: [{ types: "note.added", keep: RetentionKeep.LATEST_PER_KEY, key: "data.room.id" }] };
     const { client, pass } = await start({}, manifest);
     for (const id of ["a", "b", "a", "c", "a"]) await client.emit("note.added", { room: { id }, at: id });
     await client.emit("note.pinned", {});

@@ -6,7 +6,7 @@ import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
-import { keyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
+import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
 /** Default time between two passes: one minute, in ms. */
 export const defaultRetentionIntervalMs = 60_000;
@@ -158,7 +158,7 @@ export class LogRetention {
       const rules = this.rulesByType();
       if (rules.size === 0 && (maxBytes === 0 || stats.bytes <= maxBytes)) throw nothingToDo;
       const snapshot = new HoldSnapshot(holds, statements, (collection) =>
-        this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["_id"]).update(),
+        this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["data", "_id"]).update(),
       );
       for (const [rule, types] of rules) {
         const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
@@ -219,7 +219,7 @@ export class LogRetention {
           (rule.maxAgeMs > 0 && row.at < now - rule.maxAgeMs) ||
           (rule.maxCount > 0 && count - scannedEvents > rule.maxCount) ||
           (rule.maxBytes > 0 && total - scannedBytes > rule.maxBytes);
-        const key = latest && rule.latestPerKey ? keyOf(JSON.parse(row.data) as Record<string, unknown>, rule.latestPerKey) : undefined;
+        const key = latest && rule.latestPerKey ? eventKeyOf(row, rule.latestPerKey) : undefined;
         const byKey = key !== undefined && (latest?.get(key) ?? 0) > row.seq;
         scannedEvents++;
         scannedBytes += row.bytes;
