@@ -203,6 +203,7 @@ program
   .option("--where <json>", "MongoDB filter on the event's data")
   .option("--cause <id>", "only events made under this event or call id")
   .option("--descendants", "with --cause: down the whole chain (what was made under those, and so on)")
+  .option("--from-first-seq", "when retention removed the events from --from on, start at the log's first kept seq (else an error says where the log starts)")
   .option("--no-follow", "stop at the head instead of following")
   .addHelpText(
     "after",
