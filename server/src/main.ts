@@ -12,7 +12,7 @@ import {
   patchDocumentCommand,
   replaceDocumentCommand,
 } from "./cli/documents.js";
-import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
+import { dismissCommand, executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
 import { cancelOnOption, expectedVersionOption, idOption, maxSeq, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
 import {
@@ -349,6 +349,14 @@ program
   .command("redeliver <processor> [seqs...]")
   .description("deliver failed events again; all of the processor's when no seq is given (admin; recorded)")
   .action(clientAction(redeliverCommand));
+
+program
+  .command("dismiss <processor> [seqs...]")
+  .description(
+    "forget failed deliveries without delivering them again: these seqs, or --all of the processor's (admin; recorded; retention lets their events go)",
+  )
+  .option("--all", "every failed delivery of the processor")
+  .action(clientAction(dismissCommand));
 
 program
   .command("executors")
