@@ -1,4 +1,5 @@
 import { RetentionKeep, type RetentionRule as RetentionRuleProto } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { retentionArchiveSchema, type RetentionArchiveConfig } from "../archive/retention-archive.js";
 import type { FieldViolation } from "../errors.js";
 
 /** One retention rule, from the owner's config or a plugin's manifest (docs/retention.md). */
@@ -30,6 +31,8 @@ export interface RetentionConfig {
   batch_events?: number;
   /** Ids (and seqs) of removed events kept for GetEvent's answer, the newest (default 1,000,000; 0: none). */
   removed_ids_kept?: number;
+  /** Archive events before removing them (archive/retention-archive.ts). */
+  archive?: RetentionArchiveConfig;
 }
 
 /** One rule in the owner's config. */
@@ -70,6 +73,7 @@ export const retentionConfigSchema = {
     interval_ms: { type: "integer", minimum: 100, maximum: 86_400_000 },
     batch_events: { type: "integer", minimum: 1, maximum: 100_000 },
     removed_ids_kept: limit,
+    archive: retentionArchiveSchema,
   },
 };
 
