@@ -27,9 +27,10 @@ const MINUTE = 60_000;
 const admin = { name: "admin", token: "admin-token-0123456789", role: "admin" as const };
 
 /** An owner on a manual clock with one rule (the newest 2 `note.added` stay) and `archive`; `pass` runs a retention pass. */
-async function start(archive: NonNullable<NonNullable<OwnerConfig["log"]>["retention"]>["archive"]) {
+async function start(archive: NonNullable<NonNullable<OwnerConfig["log"]>["retention"]>["archive"], dataDir?: string) {
   const clock = new ManualClock(Date.UTC(2026, 2, 2, 12));
   const owner = await startTestOwner({
+    ...(dataDir && { dataDir }),
     clock,
     timers: clock,
     config: { principals: [admin], log: { retention: { interval_ms: MINUTE, rules: [{ types: "note.added", max_count: 2 }], archive } } },
@@ -102,6 +103,36 @@ describe("automatic archiving", () => {
     expect(run.code).toBe(0);
     expect(rowsOf(target)).toEqual(archived);
     expect(archived.filter((r) => r.type === "note.added").length).toBeGreaterThanOrEqual(18);
+  });
+
+  it("goes on after a restart from its manifest, deleting what an interrupted write left", async () => {
+    const dir = join(tempDir(), "archive");
+    const first = await start({ dir, file_events: 4 });
+    for (let i = 0; i < 6; i++) await first.client.emit("note.added", { i });
+    await first.client.emit("note.pinned", {});
+    const before = rowsOf(first.owner.dataDir);
+    expect((await first.pass()).removedEvents).toBe(4);
+    await first.close();
+    const written = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as Manifest;
+    // An owner killed after a file's rename, before the manifest named it; and one killed mid-file.
+    const strays = ["events-0000000000000900-0000000000000901.ndjson.gz", `part-${written.files.length}.partial`];
+    for (const name of strays) writeFileSync(join(dir, name), "half");
+    const again = await start({ dir, file_events: 4 }, first.owner.dataDir);
+    for (let i = 6; i < 12; i++) await again.client.emit("note.added", { i });
+    await again.client.emit("note.pinned", {});
+    const all = rowsOf(again.owner.dataDir);
+    expect((await again.pass()).removedEvents).toBe(6);
+    await again.close();
+    const grown = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as Manifest;
+    expect(grown.files.slice(0, written.files.length)).toEqual(written.files);
+    expect(readdirSync(dir).sort()).toEqual([...grown.files.map((f) => f.name), "manifest.json"].sort());
+    const target = tempDir();
+    expect((await cli(["import", dir, ...(onPostgres ? ["--store", testDatabase(target)] : ["--data", target])])).code).toBe(0);
+    // What the first owner archived, then what the second did after it: the removed events of both included.
+    const bySeq = new Map([...before, ...all].map((r) => [Number(r.seq), r]));
+    const archived = [...bySeq.values()].filter((r) => Number(r.seq) <= grown.to).sort((a, b) => Number(a.seq) - Number(b.seq));
+    expect(rowsOf(target)).toEqual(archived);
+    expect(archived.filter((r) => r.type === "note.added").length).toBeGreaterThanOrEqual(10);
   });
 
   it("removes nothing it could not archive, and says how far behind the archive is", async () => {
