@@ -72,7 +72,7 @@ describe("reading from the log's start through the clients", () => {
     const args = ["tail", "--url", owner.url, "--token", admin.token, "--from", String(kept[0] - 2), "--no-follow"];
     const refused = await cli(args);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/OutOfRange: .*before the log's start/);
+    expect(refused.stderr).toMatch(/OutOfRange: .*before the log's start.*; with --from-first-seq tail starts at the log's first kept seq instead/);
     const started = await cli([...args, "--from-first-seq"]);
     expect(started.code, started.stderr).toBe(0);
     const lines = started.stdout.trim().split("\n");

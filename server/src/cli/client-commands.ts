@@ -97,6 +97,8 @@ export async function tailCommand(
       last = Number(event.seq);
     }
   } catch (e) {
+    if (e instanceof ConnectError && e.code === Code.OutOfRange && !query.fromFirstSeq)
+      throw new Error(`OutOfRange: ${e.rawMessage}; with --from-first-seq tail starts at the log's first kept seq instead`);
     if (!(e instanceof ConnectError) || e.code !== Code.Unavailable) throw e;
     const why = e.rawMessage.includes("owner is stopping") ? "the owner is stopping" : `the owner is unavailable (${e.rawMessage})`;
     console.error(`chronolog: ${why}: tail ended after seq ${last}; run it again with --from ${last + 1} once the owner is back`);
