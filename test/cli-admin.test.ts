@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 describe("admin CLI", () => {
-  it("lists failed deliveries, redelivers, lists executors, pauses, moves a cursor and runs recorded SQL; refuses non-admins", async () => {
+  it("lists failed deliveries, dismisses and redelivers them, lists executors, pauses, moves a cursor and runs recorded SQL; refuses non-admins", async () => {
     const owner = await startTestOwner({
       shutdownGraceMs: 100,
       config: {
@@ -49,6 +49,12 @@ describe("admin CLI", () => {
     const as = (token: string, args: string[]) => cli([...args, "--url", owner.url, "--token", token]);
     await until(async () => (await as(tokens.admin, ["failed"])).stdout.includes("disk full"), "a failed delivery listed");
     expect((await as(tokens.admin, ["failed"])).stdout).toMatch(/jobs\.work\s+1\s+job\.queued\s+3\s+disk full/);
+    // A second failure, dismissed: forgotten without a delivery, recorded.
+    const second = Number((await client.emit("job.queued", {})).event!.seq);
+    await until(async () => (await client.admin.listFailedDeliveries({})).deliveries.length === 2, "a second failed delivery");
+    expect((await as(tokens.admin, ["dismiss", "jobs.work"])).stderr).toContain("give the seqs of the failed deliveries to dismiss, or --all");
+    expect((await as(tokens.admin, ["dismiss", "jobs.work", String(second)])).stdout).toBe(`jobs.work: 1 dismissed (seqs ${second})\n`);
+    expect((await client.admin.listFailedDeliveries({})).deliveries.map((d) => Number(d.event!.seq))).toEqual([1]);
 
     healthy = true;
     expect((await as(tokens.admin, ["redeliver", "jobs.work", "1"])).stdout).toContain("jobs.work: 1 redelivered");
@@ -60,7 +66,7 @@ describe("admin CLI", () => {
     expect((await as(tokens.admin, ["resume", "jobs.work"])).stdout).toBe("jobs.work: running\n");
     expect((await as(tokens.admin, ["resume", "jobs.work"])).stdout).toBe("jobs.work: already running\n");
     expect((await as(tokens.admin, ["move-cursor", "jobs.work", "--seq", "0"])).stdout).toContain("jobs.work: ack floor 0");
-    await until(() => handled.length === 2, "the replay after the move");
+    await until(() => handled.length === 3, "the replay after the move (both jobs)");
 
     const sql = await as(tokens.admin, ["sql", "SELECT type FROM events WHERE seq = ?", "1"]);
     // Maintenance SQL runs on the SQLite store only: on PostgreSQL the command says so and records nothing.
@@ -71,6 +77,7 @@ describe("admin CLI", () => {
     expect(types).toEqual(
       expect.arrayContaining([
         "processor.redelivered",
+        "processor.dismissed",
         "processor.paused",
         "processor.resumed",
         "processor.cursor_moved",

@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../server/src/config.js";
-import { configRetentionRules, keyOf, ruleFor } from "../server/src/log/retention-rules.js";
+import { configRetentionRules, eventKeyOf, keyOf, ruleFor, withEventPathKeys } from "../server/src/log/retention-rules.js";
 import { compileManifest, manifestFromJson } from "../server/src/plugins/manifest.js";
 import { tempDir } from "./helpers/owner.js";
 
@@ -24,7 +24,7 @@ describe("retention rules", () => {
         retention: {
           rules: [
             { types: "booking.*", max_age_ms: 3_600_000 },
-            { types: "rooms.updated", keep: "latest_per_key", key: "_id" },
+            { types: "rooms.updated", keep: "latest_per_key", key: "data._id" },
           ],
           max_bytes: 1_000_000,
           warn_bytes: 800_000,
@@ -34,7 +34,7 @@ describe("retention rules", () => {
     const rules = configRetentionRules(config.log?.retention);
     expect(rules).toMatchObject([
       { types: "booking.*", maxAgeMs: 3_600_000, maxCount: 0, maxBytes: 0, latestPerKey: undefined, source: "config" },
-      { types: "rooms.updated", latestPerKey: ["_id"] },
+      { types: "rooms.updated", latestPerKey: ["data", "_id"] },
     ]);
   });
 
@@ -49,11 +49,30 @@ describe("retention rules", () => {
 
   it("compiles a manifest's rules and refuses bad ones with the field", () => {
     const compiled = compileManifest(
-      manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", max_count: 10, keep: "RETENTION_KEEP_LATEST_PER_KEY", key: "room.id" }] }, "test"),
+      manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", max_count: 10, keep: "RETENTION_KEEP_LATEST_PER_KEY", key: "data.room.id" }] }, "test"),
     );
-    expect(compiled.retention).toEqual([{ types: "rooms.*", maxAgeMs: 0, maxCount: 10, maxBytes: 0, latestPerKey: ["room", "id"], source: "plugin rooms" }]);
+    expect(compiled.retention).toEqual([
+      { types: "rooms.*", maxAgeMs: 0, maxCount: 10, maxBytes: 0, latestPerKey: ["data", "room", "id"], source: "plugin rooms" },
+    ]);
     expect(() => compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*" }] }, "test"))).toThrow(/retention\[0\]/);
     expect(() => compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "Rooms", max_age_ms: 5 }] }, "test"))).toThrow(/retention\[0\].types/);
+  });
+
+  it("takes a compaction key as a path into the event and refuses one that is not, at config load and at registration", () => {
+    const keyed = (key: string) => ({ retention: { rules: [{ types: "a.b", keep: "latest_per_key", key }] } });
+    expect(configRetentionRules(loadConfig(configFile(keyed("type"))).log?.retention)[0].latestPerKey).toEqual(["type"]);
+    for (const key of ["_id", "room.id", "dat._id", "data.", "data..x", "actor.in"])
+      expect(() => loadConfig(configFile(keyed(key))), key).toThrow(/rules\[0\]\.key: key must be a path into the event starting with data/);
+    const manifest = (key: string) =>
+      manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", keep: "RETENTION_KEEP_LATEST_PER_KEY", key }] }, "test");
+    expect(() => compileManifest(manifest("_id"))).toThrow(/retention\[0\]\.key: key must be a path into the event starting with data .*"_id"/);
+    // A manifest stored by an earlier version, whose key was a bare path into the data, keeps its meaning.
+    const stored = manifest("room.id");
+    withEventPathKeys(stored.retention);
+    expect(compileManifest(stored).retention[0].latestPerKey).toEqual(["data", "room", "id"]);
+    const current = manifest("data._id");
+    withEventPathKeys(current.retention);
+    expect(current.retention[0].key).toBe("data._id");
   });
 
   it("applies the config's first matching rule before the plugin's", () => {
@@ -70,7 +89,11 @@ describe("retention rules", () => {
     expect(ruleFor("other.thing", [], own)).toBeUndefined();
   });
 
-  it("reads a key at a dotted path", () => {
+  it("reads a key at a path into the event", () => {
+    const event = { id: "e-1", type: "room.set", cause: "", data: '{"room":{"id":7}}' };
+    expect(eventKeyOf(event, ["data", "room", "id"])).toBe("7");
+    expect(eventKeyOf(event, ["type"])).toBe('"room.set"');
+    expect(eventKeyOf(event, ["data", "floor"])).toBeUndefined();
     expect(keyOf({ room: { id: 7 } }, ["room", "id"])).toBe("7");
     expect(keyOf({ room: { id: "7" } }, ["room", "id"])).toBe('"7"');
     expect(keyOf({ room: 1 }, ["room", "id"])).toBeUndefined();

@@ -162,6 +162,8 @@ export function loadConfig(path: string): OwnerConfig {
   } catch (e) {
     throw new Error(`invalid config ${path}: ${(e as Error).message}`);
   }
+  const archive = json.log?.retention?.archive;
+  if (archive) archive.dir = resolve(dirname(path), archive.dir);
   if (json.tls) json.tls = { cert: resolve(dirname(path), json.tls.cert), key: resolve(dirname(path), json.tls.key) };
   return json;
 }

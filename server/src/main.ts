@@ -12,7 +12,7 @@ import {
   patchDocumentCommand,
   replaceDocumentCommand,
 } from "./cli/documents.js";
-import { executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
+import { dismissCommand, executorsCommand, failedCommand, moveCursorCommand, redeliverCommand, setPausedCommand, sqlCommand } from "./cli/admin.js";
 import type { ClientFlags } from "./cli/client-commands.js";
 import { cancelOnOption, expectedVersionOption, idOption, maxSeq, msOption, seqOption, wholeNumberOption } from "./cli/parse.js";
 import {
@@ -203,6 +203,7 @@ program
   .option("--where <json>", "MongoDB filter on the event's data")
   .option("--cause <id>", "only events made under this event or call id")
   .option("--descendants", "with --cause: down the whole chain (what was made under those, and so on)")
+  .option("--from-first-seq", "when retention removed the events from --from on, start at the log's first kept seq (else an error says where the log starts)")
   .option("--no-follow", "stop at the head instead of following")
   .addHelpText(
     "after",
@@ -348,6 +349,14 @@ program
   .command("redeliver <processor> [seqs...]")
   .description("deliver failed events again; all of the processor's when no seq is given (admin; recorded)")
   .action(clientAction(redeliverCommand));
+
+program
+  .command("dismiss <processor> [seqs...]")
+  .description(
+    "forget failed deliveries without delivering them again: these seqs, or --all of the processor's (admin; recorded; retention lets their events go)",
+  )
+  .option("--all", "every failed delivery of the processor")
+  .action(clientAction(dismissCommand));
 
 program
   .command("executors")

@@ -58,7 +58,9 @@ import { logRemovalStatements } from "./store/log-removal.js";
 import { LogStats, logStatsMetrics } from "./log/log-stats.js";
 import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention, logRetentionMetrics } from "./log/retention.js";
 import { configRetentionRules } from "./log/retention-rules.js";
+import { RetentionArchive, retentionArchiveMetrics } from "./archive/retention-archive.js";
 import { Stages } from "./stages.js";
+import { ownerVersion } from "./version.js";
 
 /** Options of {@link startOwner}. */
 export interface OwnerOptions {
@@ -372,6 +374,18 @@ async function serve(
   });
   retentionMetrics(metrics.registry, timerRetention, callRetention);
   const retentionConfig = config?.log?.retention;
+  const archiveConfig = retentionConfig?.archive;
+  const logArchive =
+    archiveConfig &&
+    new RetentionArchive({
+      dir: archiveConfig.dir,
+      fileEvents: archiveConfig.file_events ?? 100_000,
+      fileBytes: archiveConfig.file_bytes ?? 64 * 1024 * 1024,
+      reads: eventReads(store.db, events),
+      head: () => committer.head,
+      logger,
+      writtenBy: `chronolog ${ownerVersion}`,
+    });
   const logRetention = new LogRetention({
     statements: removal,
     stats: logStats,
@@ -393,7 +407,9 @@ async function serve(
     intervalMs: retentionConfig?.interval_ms ?? defaultRetentionIntervalMs,
     batchEvents: retentionConfig?.batch_events ?? defaultRetentionBatchEvents,
     removedIdsKept: retentionConfig?.removed_ids_kept ?? defaultRemovedIdsKept,
+    archive: logArchive,
   });
+  if (logArchive) retentionArchiveMetrics(metrics.registry, logArchive, () => logRetention.held.archive ?? 0);
   registry.onChange(() => logRetention.sync());
   logStatsMetrics(metrics.registry, logStats);
   logRetentionMetrics(metrics.registry, logRetention);

@@ -11,6 +11,8 @@ import { Link, useLocation, useSearch } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { errorText, log, plugins } from "../api.js";
 import { actor, at, json } from "../format.js";
+import { useSession } from "../session.js";
+import { RetentionHeld } from "./retention-held.js";
 
 /** The tail keeps this many events (the oldest leave first). */
 const keep = 200;
@@ -198,6 +200,7 @@ export function LogView() {
     setFormError("");
   }, [shown]);
   const { events, status, since, firstSeq } = useTail(filter, shown.error === "");
+  const { admin } = useSession();
   const older = useOlder(filter, since, firstSeq);
   const types = useQuery({ queryKey: ["plugins"], queryFn: () => plugins.listPlugins({}), staleTime: 60_000 });
   const declared = (types.data?.plugins ?? []).flatMap((p) => Object.keys(p.manifest?.events ?? {})).sort();
@@ -264,6 +267,7 @@ export function LogView() {
           {status.text}
         </small>
       </h2>
+      {admin && <RetentionHeld />}
       {firstSeq > 1n && (
         <p className="note" id="log-start">
           The log starts at seq {String(firstSeq)}: retention removed the events before it (and may have removed some after it, by type).

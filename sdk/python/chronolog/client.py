@@ -229,18 +229,34 @@ class Client:
         order (newest first with ``backwards``), from ``from_position`` (inclusive) when given, page by page."""
         return read_stream_pages(lambda request: self._unary(self.log.ReadStream, request, None), stream, from_position, backwards, page_size)
 
-    def read(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, page_size: int = 500) -> Iterator[event_pb2.Event]:
-        """Yields every matching event after ``after_seq`` up to the head, page by page."""
+    def read(
+        self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, page_size: int = 500, *, from_first_seq: bool = False
+    ) -> Iterator[event_pb2.Event]:
+        """Yields every matching event after ``after_seq`` up to the head, page by page.
+
+        When retention removed the events after ``after_seq`` (it is below the log's first seq),
+        the read fails with OUT_OF_RANGE (``BEFORE_LOG_START``), or with ``from_first_seq`` starts
+        at the log's first kept seq instead.
+        """
         token = ""
         while True:
-            request = log_pb2.ReadLogRequest(after_seq=after_seq, types=list(types), where=to_struct(where) if where else None, page_size=page_size, page_token=token)
+            request = log_pb2.ReadLogRequest(
+                after_seq=after_seq,
+                types=list(types),
+                where=to_struct(where) if where else None,
+                page_size=page_size,
+                page_token=token,
+                from_first_seq=from_first_seq,
+            )
             page = self._unary(self.log.ReadLog, request, None)
             yield from page.events
             token = page.next_page_token
             if not token:
                 return
 
-    def watch(self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, *, data_json: bool = True) -> Iterator[event_pb2.Event]:
+    def watch(
+        self, after_seq: int = 0, types: Sequence[str] = (), where: Optional[Mapping[str, Any]] = None, *, data_json: bool = True, from_first_seq: bool = False
+    ) -> Iterator[event_pb2.Event]:
         """Follows the log: yields matching events after ``after_seq``, then live ones.
 
         With ``data_json`` (default) each event's data comes as JSON text in
@@ -249,12 +265,13 @@ class Client:
         generator is closed (``break`` out of the loop, or ``close()`` it).
         With several owners, a watch broken by an owner lost or stopping is
         opened again at the leader, after the last event it gave (no event
-        twice), for up to ``failover_timeout_s``.
+        twice), for up to ``failover_timeout_s``. ``from_first_seq``: as for :meth:`read`, and a
+        watch that retention overtakes goes on from the log's first kept seq.
         """
         where_struct = to_struct(where) if where else None
         reopening = Reopening(owners_of(self.channel))
         while True:
-            stream = self.log.Watch(log_pb2.WatchRequest(after_seq=after_seq, types=list(types), where=where_struct, data_json=data_json))
+            stream = self.log.Watch(log_pb2.WatchRequest(after_seq=after_seq, types=list(types), where=where_struct, data_json=data_json, from_first_seq=from_first_seq))
             try:
                 for item in stream:
                     reopening.progressed()

@@ -116,6 +116,12 @@ export interface LogQueryOptions {
   cause?: string;
   /** With `cause`: down the whole chain, not only directly under it (ReadLogRequest.descendants). */
   descendants?: boolean;
+  /**
+   * When retention removed the events after `afterSeq` (it is below the log's first seq), start at
+   * the log's first kept seq instead of failing with OUT_OF_RANGE (`BEFORE_LOG_START`); a watch
+   * that retention overtakes goes on from there too.
+   */
+  fromFirstSeq?: boolean;
 }
 
 /**
@@ -214,6 +220,7 @@ export class ChronologClient {
   /** Reads every matching event after `afterSeq` up to the head, page by page. */
   async *read(query: LogQueryOptions = {}, pageSize = 500): AsyncGenerator<Event> {
     const afterSeq = seqOf(query.afterSeq ?? 0, "afterSeq");
+    const fromFirstSeq = boolOf(query.fromFirstSeq ?? false, "fromFirstSeq");
     const size = uint32Of(pageSize, "pageSize");
     let pageToken = "";
     do {
@@ -223,6 +230,7 @@ export class ChronologClient {
         where: query.where,
         cause: query.cause,
         descendants: query.descendants,
+        fromFirstSeq,
         pageSize: size,
         pageToken,
       });
@@ -245,6 +253,7 @@ export class ChronologClient {
   ): AsyncGenerator<Event> {
     // The owner sends each event's data as its stored JSON text (no Struct to build or decode); `event.data` has it parsed.
     const dataJson = boolOf(options.dataJson ?? true, "dataJson");
+    const fromFirstSeq = boolOf(query.fromFirstSeq ?? false, "fromFirstSeq");
     // The stream ends with the loop: a `break` (or a throw) in the caller's `for await` cancels it
     // on the owner, so nothing keeps the process alive or holds the owner's resources.
     const ended = new AbortController();
@@ -255,7 +264,7 @@ export class ChronologClient {
       for (;;) {
         try {
           for await (const item of this.log.watch(
-            { afterSeq, types: query.types, where: query.where, cause: query.cause, descendants: query.descendants, dataJson },
+            { afterSeq, types: query.types, where: query.where, cause: query.cause, descendants: query.descendants, fromFirstSeq, dataJson },
             { signal },
           )) {
             reopening.progressed();

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { createWriteStream, mkdirSync, readdirSync } from "node:fs";
-import { open, rename, writeFile } from "node:fs/promises";
+import { open, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -45,20 +45,51 @@ const chunkBytes = 256 * 1024;
  */
 export async function exportArchive(readLog: ReadLog, folder: string, options: ExportOptions): Promise<Manifest> {
   prepareFolder(folder);
-  const files: ArchiveFile[] = [];
   let to = options.to;
-  let writer: FileWriter | undefined;
   // The next page is read while this one is written.
-  let next: Promise<Awaited<ReturnType<ReadLog>>> | undefined = readLog({ afterSeq: BigInt(options.from - 1), pageSize, pageToken: "" });
-  while (next) {
-    const page: Awaited<ReturnType<ReadLog>> = await next;
-    to ??= Number(page.headSeq);
-    const last = page.events[page.events.length - 1];
-    next = page.nextPageToken !== "" && (!last || Number(last.seq) < to) ? readLog({ afterSeq: 0n, pageSize, pageToken: page.nextPageToken }) : undefined;
-    next?.catch(() => {}); // a failure is thrown where it is awaited, not as unhandled if a write fails first
-    for (const event of page.events) {
-      if (Number(event.seq) > to) break;
-      writer ??= FileWriter.open(folder, files.length);
+  async function* pages(): AsyncGenerator<Event[]> {
+    let next: Promise<Awaited<ReturnType<ReadLog>>> | undefined = readLog({ afterSeq: BigInt(options.from - 1), pageSize, pageToken: "" });
+    while (next) {
+      const page: Awaited<ReturnType<ReadLog>> = await next;
+      to ??= Number(page.headSeq);
+      const last = page.events[page.events.length - 1];
+      next = page.nextPageToken !== "" && (!last || Number(last.seq) < to) ? readLog({ afterSeq: 0n, pageSize, pageToken: page.nextPageToken }) : undefined;
+      next?.catch(() => {}); // a failure is thrown where it is awaited, not as unhandled if a write fails first
+      yield page.events.filter((e) => Number(e.seq) <= (to as number));
+    }
+  }
+  const files = await writeArchiveFiles(pages(), folder, 0, options);
+  const manifest: Manifest = {
+    format: archiveFormat,
+    version: archiveVersion,
+    from: options.from,
+    to: Math.max(to ?? 0, options.from - 1),
+    events: files.reduce((sum, f) => sum + f.events, 0),
+    exportedAt: new Date().toISOString(),
+    writtenBy: options.writtenBy,
+    files,
+  };
+  await writeArchiveManifest(folder, manifest);
+  return manifest;
+}
+
+/**
+ * Writes the events of `pages` (in seq order) into archive files in `folder`, a file ending once
+ * it holds `fileEvents` events or `fileBytes` bytes of NDJSON, and the last at the pages' end.
+ * `firstIndex` numbers the temporary files (the number of files the folder's archive already
+ * has). Resolves with the files written, complete on disk; writes no manifest.
+ */
+export async function writeArchiveFiles(
+  pages: AsyncIterable<Event[]>,
+  folder: string,
+  firstIndex: number,
+  options: Pick<ExportOptions, "fileEvents" | "fileBytes" | "onFile">,
+): Promise<ArchiveFile[]> {
+  const files: ArchiveFile[] = [];
+  let writer: FileWriter | undefined;
+  for await (const events of pages) {
+    for (const event of events) {
+      writer ??= FileWriter.open(folder, firstIndex + files.length);
       await writer.write(event, archivedLine(event));
       if (writer.events >= options.fileEvents || writer.rawBytes >= options.fileBytes) {
         files.push(await writer.close());
@@ -71,21 +102,16 @@ export async function exportArchive(readLog: ReadLog, folder: string, options: E
     files.push(await writer.close());
     options.onFile?.(files[files.length - 1]);
   }
-  const manifest: Manifest = {
-    format: archiveFormat,
-    version: archiveVersion,
-    from: options.from,
-    to: Math.max(to ?? 0, options.from - 1),
-    events: files.reduce((sum, f) => sum + f.events, 0),
-    exportedAt: new Date().toISOString(),
-    writtenBy: options.writtenBy,
-    files,
-  };
+  return files;
+}
+
+/** Writes (or replaces) the folder's manifest durably: under a temporary name, synced, renamed, the folder synced. */
+export async function writeArchiveManifest(folder: string, manifest: Manifest): Promise<void> {
   const partial = join(folder, `${manifestName}.partial`);
+  await rm(partial, { force: true });
   await writeDurably(partial, `${JSON.stringify(manifest, null, 2)}\n`);
   await rename(partial, join(folder, manifestName));
   await syncFile(folder);
-  return manifest;
 }
 
 /** Creates `folder` when missing; refuses one that holds anything (an archive is never mixed with another's files). */

@@ -58,6 +58,14 @@ export async function redeliverCommand(processor: string, seqs: string[], flags:
   console.log(`${processor}: ${count} redelivered`);
 }
 
+/** `chronolog dismiss PROCESSOR (SEQ... | --all)`: forgets failed deliveries without delivering them again (recorded). */
+export async function dismissCommand(processor: string, seqs: string[], flags: ClientFlags & { all?: boolean }): Promise<void> {
+  if ((flags.all ?? false) === seqs.length > 0) throw new Error("give the seqs of the failed deliveries to dismiss, or --all (not both)");
+  const checked = seqs.map((s) => BigInt(wholeNumber(s, "each seq", 1, maxSeq)));
+  const dismissed = await client(flags).admin.dismissFailed({ processor, seqs: checked, all: flags.all ?? false });
+  console.log(`${processor}: ${dismissed.count} dismissed${dismissed.count > 0 ? ` (seqs ${dismissed.seqs.join(", ")})` : ""}`);
+}
+
 /** `chronolog executors [--json]`: connected executor sessions. */
 export async function executorsCommand(flags: ClientFlags & { json: boolean }): Promise<void> {
   const { executors } = await client(flags).admin.listExecutors({});

@@ -77,7 +77,7 @@ export const ownerUnavailableStatus = 75;
  * and exits with {@link ownerUnavailableStatus}.
  */
 export async function tailCommand(
-  flags: ClientFlags & { from: number; type: string[]; where?: string; cause?: string; descendants?: boolean; follow: boolean },
+  flags: ClientFlags & { from: number; type: string[]; where?: string; cause?: string; descendants?: boolean; fromFirstSeq?: boolean; follow: boolean },
 ): Promise<void> {
   if (flags.descendants && !flags.cause) throw new Error("--descendants needs --cause (the event or call whose tree to print)");
   const query = {
@@ -86,6 +86,7 @@ export async function tailCommand(
     where: flags.where ? parseObject(flags.where, "--where") : undefined,
     cause: flags.cause,
     descendants: flags.descendants,
+    fromFirstSeq: flags.fromFirstSeq ?? false,
   };
   const c = client(flags);
   const events = flags.follow ? c.watch(query) : c.read(query);
@@ -96,6 +97,8 @@ export async function tailCommand(
       last = Number(event.seq);
     }
   } catch (e) {
+    if (e instanceof ConnectError && e.code === Code.OutOfRange && !query.fromFirstSeq)
+      throw new Error(`OutOfRange: ${e.rawMessage}; with --from-first-seq tail starts at the log's first kept seq instead`);
     if (!(e instanceof ConnectError) || e.code !== Code.Unavailable) throw e;
     const why = e.rawMessage.includes("owner is stopping") ? "the owner is stopping" : `the owner is unavailable (${e.rawMessage})`;
     console.error(`chronolog: ${why}: tail ended after seq ${last}; run it again with --from ${last + 1} once the owner is back`);

@@ -1,11 +1,11 @@
 import type { LogRemovalStatements } from "../store/log-removal.js";
-import { keyOf } from "./retention-rules.js";
+import { eventKeyOf } from "./retention-rules.js";
 
 /** Events one step of a key index's scan reads. */
 const stepRows = 2_000;
 
 /**
- * The latest seq of each key among the events of some types (the value at a data path, as JSON),
+ * The latest seq of each key among the events of some types (the value at a path into the event, as JSON),
  * kept in memory and brought up to date by scanning only what was appended since
  * ({@link update}): what compaction (`keep: latest_per_key`) and the documents' hold read.
  * Removals do not make it wrong: it is only asked whether an event still in the log has a later
@@ -27,7 +27,7 @@ export class KeyIndex {
       for (;;) {
         const rows = await this.statements.scanType(type, this.scanned.get(type) ?? 0, stepRows);
         for (const row of rows) {
-          const key = keyOf(JSON.parse(row.data) as Record<string, unknown>, this.path);
+          const key = eventKeyOf(row, this.path);
           if (key !== undefined && (this.latest.get(key) ?? 0) < row.seq) this.latest.set(key, row.seq);
           this.scanned.set(type, row.seq);
         }

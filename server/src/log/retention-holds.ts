@@ -115,7 +115,8 @@ export class HoldSnapshot {
       if (e.seq > p.floor && (p.on === null || p.on.has(e.type)))
         return { holder: `processor:${p.name}`, reason: `processor ${p.name} has not finished it (its cursor is at ${p.floor})` };
     const failed = this.failed.get(e.seq);
-    if (failed !== undefined) return { holder: `failed_delivery:${failed}`, reason: `its delivery to processor ${failed} failed (redelivered, it can go)` };
+    if (failed !== undefined)
+      return { holder: `failed_delivery:${failed}`, reason: `its delivery to processor ${failed} failed (redelivered and finished, or dismissed, it can go)` };
     return undefined;
   }
 }

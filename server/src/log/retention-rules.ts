@@ -1,4 +1,5 @@
 import { RetentionKeep, type RetentionRule as RetentionRuleProto } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { retentionArchiveSchema, type RetentionArchiveConfig } from "../archive/retention-archive.js";
 import type { FieldViolation } from "../errors.js";
 
 /** One retention rule, from the owner's config or a plugin's manifest (docs/retention.md). */
@@ -11,7 +12,7 @@ export interface RetentionRule {
   maxCount: number;
   /** Of each type, events older than the newest ones taking `maxBytes` are candidates (0: no size limit). */
   maxBytes: number;
-  /** Compaction: of the events with the same value at this data path, all but the last are candidates (undefined: none). */
+  /** Compaction: of the events with the same value at this path into the event (`data._id` as `["data", "_id"]`), all but the last are candidates (undefined: none). */
   latestPerKey?: string[];
   /** Where it was declared: `config` or `plugin <name>`. */
   source: string;
@@ -30,6 +31,8 @@ export interface RetentionConfig {
   batch_events?: number;
   /** Ids (and seqs) of removed events kept for GetEvent's answer, the newest (default 1,000,000; 0: none). */
   removed_ids_kept?: number;
+  /** Archive events before removing them (archive/retention-archive.ts). */
+  archive?: RetentionArchiveConfig;
 }
 
 /** One rule in the owner's config. */
@@ -70,19 +73,25 @@ export const retentionConfigSchema = {
     interval_ms: { type: "integer", minimum: 100, maximum: 86_400_000 },
     batch_events: { type: "integer", minimum: 1, maximum: 100_000 },
     removed_ids_kept: limit,
+    archive: retentionArchiveSchema,
   },
 };
 
 const typePattern = /^(\*|[a-z0-9_.-]+\*?)$/;
-const keyPath = /^[^.]+(\.[^.]+)*$/;
+/** A compaction key: a path into the event, as processors' keys are written (`data._id`, `type`, `cause`). */
+const keyPath = /^(?:id|type|cause|data(?:\.[^.\s]+)*)$/;
 
 /** What is wrong with a rule's fields, as violations under `at` (e.g. `retention[0]`); empty when it is sound. */
 function ruleViolations(rule: Omit<RetentionRule, "source" | "latestPerKey">, keep: boolean, key: string, at: string): FieldViolation[] {
   const violations: FieldViolation[] = [];
   if (!typePattern.test(rule.types))
     violations.push({ field: `${at}.types`, description: "types must be *, a prefix ending in * (e.g. booking.*) or an event type" });
-  if (keep && !keyPath.test(key))
-    violations.push({ field: `${at}.key`, description: "keep latest_per_key needs key: a dotted path into the event's data, e.g. _id" });
+  if (keep && key === "") violations.push({ field: `${at}.key`, description: "keep latest_per_key needs key: a path into the event, e.g. data._id" });
+  else if (keep && !keyPath.test(key))
+    violations.push({
+      field: `${at}.key`,
+      description: `key must be a path into the event starting with data (or id, type, cause), e.g. data._id, not ${JSON.stringify(key)}`,
+    });
   if (!keep && key !== "") violations.push({ field: `${at}.key`, description: "key is only for keep latest_per_key" });
   if (!keep && rule.maxAgeMs === 0 && rule.maxCount === 0 && rule.maxBytes === 0)
     violations.push({ field: at, description: "a retention rule needs a limit (max_age_ms, max_count, max_bytes) or keep latest_per_key" });
@@ -114,6 +123,15 @@ export function configRetentionRules(config: RetentionConfig | undefined): Reten
   });
 }
 
+/**
+ * A stored manifest's rules with the keys of earlier versions (a bare path into the data, `_id`)
+ * written as paths into the event (`data._id`): manifests registered before keep their meaning.
+ * A key that already names the event (`data.…`, `id`, `type`, `cause`) is left as it is.
+ */
+export function withEventPathKeys(rules: RetentionRuleProto[]): void {
+  for (const rule of rules) if (rule.key !== "" && !keyPath.test(rule.key) && !rule.key.startsWith("data.")) rule.key = `data.${rule.key}`;
+}
+
 /** Whether type pattern `pattern` (`*`, `prefix*` or exact) covers `type`. */
 export function typeMatches(pattern: string, type: string): boolean {
   if (pattern === "*") return true;
@@ -127,6 +145,13 @@ export function typeMatches(pattern: string, type: string): boolean {
  */
 export function ruleFor(type: string, configRules: RetentionRule[], ownRules: RetentionRule[] = []): RetentionRule | undefined {
   return configRules.find((r) => typeMatches(r.types, type)) ?? ownRules.find((r) => typeMatches(r.types, type));
+}
+
+/** The value at `path` (`["data", "_id"]`) in an event as a string key (JSON of it), or undefined when absent. */
+export function eventKeyOf(event: { id: string; type: string; cause: string; data: string }, path: string[]): string | undefined {
+  const [head, ...rest] = path;
+  if (head !== "data") return JSON.stringify(event[head as "id" | "type" | "cause"]);
+  return keyOf(JSON.parse(event.data) as Record<string, unknown>, rest);
 }
 
 /** The value at `path` in `data` as a string key (JSON of it), or undefined when absent. */

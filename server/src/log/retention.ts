@@ -6,7 +6,7 @@ import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
-import { keyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
+import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
 /** Default time between two passes: one minute, in ms. */
 export const defaultRetentionIntervalMs = 60_000;
@@ -45,13 +45,23 @@ export interface LogRetentionOptions {
   batchEvents: number;
   /** Ids of removed events kept for GetEvent's answer, the newest (0: none). */
   removedIdsKept: number;
+  /** Where events are archived before they are removed (`log.retention.archive`); absent: none are. */
+  archive?: LogArchive;
+}
+
+/** An archive retention writes events to before it removes them (archive/retention-archive.ts). */
+export interface LogArchive {
+  /** Events through this seq are archived. */
+  readonly archivedSeq: number;
+  /** Archives at least through `seq`; rejects when it cannot (then what is past {@link archivedSeq} stays). */
+  through(seq: number): Promise<void>;
 }
 
 /** What one pass did: tests and the log read it. */
 export interface RetentionPass {
   removedEvents: number;
   removedBytes: number;
-  /** Events a rule wanted removed but that stay, by holder (`processor:<name>`, `failed_delivery:<name>`, `timer`, `action_call`, `document`, `cause`). */
+  /** Events a rule wanted removed but that stay, by holder (`processor:<name>`, `failed_delivery:<name>`, `timer`, `action_call`, `document`, `cause`, `archive`). */
   held: Record<string, number>;
   /** Removal batches committed, and the longest one's commit (ms, its wait in the committer's queue and the sync included). */
   batches: number;
@@ -93,6 +103,8 @@ export class LogRetention {
   private lastHeld = "{}";
   private started = false;
   private armed = false;
+  /** Why the archive could not be written in this pass (it is not tried again until the next). */
+  private archiveFailure: string | undefined;
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
@@ -153,12 +165,13 @@ export class LogRetention {
     if (this.stopped) return;
     const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
     const reasons = new Map<string, { reason: string; types: Set<string> }>();
+    this.archiveFailure = undefined;
     try {
       const now = clock.now();
       const rules = this.rulesByType();
       if (rules.size === 0 && (maxBytes === 0 || stats.bytes <= maxBytes)) throw nothingToDo;
       const snapshot = new HoldSnapshot(holds, statements, (collection) =>
-        this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["_id"]).update(),
+        this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["data", "_id"]).update(),
       );
       for (const [rule, types] of rules) {
         const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
@@ -219,7 +232,7 @@ export class LogRetention {
           (rule.maxAgeMs > 0 && row.at < now - rule.maxAgeMs) ||
           (rule.maxCount > 0 && count - scannedEvents > rule.maxCount) ||
           (rule.maxBytes > 0 && total - scannedBytes > rule.maxBytes);
-        const key = latest && rule.latestPerKey ? keyOf(JSON.parse(row.data) as Record<string, unknown>, rule.latestPerKey) : undefined;
+        const key = latest && rule.latestPerKey ? eventKeyOf(row, rule.latestPerKey) : undefined;
         const byKey = key !== undefined && (latest?.get(key) ?? 0) > row.seq;
         scannedEvents++;
         scannedBytes += row.bytes;
@@ -289,7 +302,8 @@ export class LogRetention {
       entry.types.add(weighed.find((e) => e.seq === seq)?.type ?? "");
       reasons.set(hold.holder, entry);
     }
-    const going = weighed.filter((e) => !holds.has(e.seq));
+    let going = weighed.filter((e) => !holds.has(e.seq));
+    if (this.options.archive && going.length > 0) going = await this.archived(going, result, reasons);
     if (going.length > 0) {
       const bytes = going.reduce((sum, e) => sum + e.bytes, 0);
       const started = performance.now();
@@ -318,6 +332,30 @@ export class LogRetention {
       }
       stats.removed(byType, await statements.firstSeq());
     }
+  }
+
+  /** Of `going`, those the archive holds once brought through the last of them; the others are held back as `archive`. */
+  private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<ScannedEvent[]> {
+    const archive = this.options.archive!;
+    if (this.archiveFailure === undefined && going[going.length - 1].seq > archive.archivedSeq) {
+      try {
+        await archive.through(going[going.length - 1].seq);
+      } catch (e) {
+        this.archiveFailure = (e as Error).message;
+        this.options.logger.error({ err: e }, "log archive: events could not be archived; retention keeps them until they are");
+      }
+    }
+    const unarchived = going.filter((e) => e.seq > archive.archivedSeq);
+    if (unarchived.length > 0) {
+      result.held.archive = (result.held.archive ?? 0) + unarchived.length;
+      const entry = reasons.get("archive") ?? {
+        reason: `it is not archived yet (${this.archiveFailure ?? "the archive is behind"})`,
+        types: new Set<string>(),
+      };
+      for (const e of unarchived) entry.types.add(e.type);
+      reasons.set("archive", entry);
+    }
+    return going.filter((e) => e.seq <= archive.archivedSeq);
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
@@ -361,7 +399,7 @@ const nothingToDo = Symbol("nothing to do");
 export function logRetentionMetrics(registry: Registry, retention: LogRetention): void {
   new Gauge({
     name: "chronolog_log_retention_held_events",
-    help: "Events a retention rule lets go that the last pass kept, by holder: processor:<name> (not finished), failed_delivery:<name>, timer, action_call, document, cause (a kept event names it).",
+    help: "Events a retention rule lets go that the last pass kept, by holder: processor:<name> (not finished), failed_delivery:<name>, timer, action_call, document, cause (a kept event names it), archive (not archived yet).",
     labelNames: ["holder"] as const,
     registers: [registry],
     collect() {

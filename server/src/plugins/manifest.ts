@@ -57,6 +57,7 @@ export const runtimeTypes = [
   "processor.failed",
   "processor.cursor_moved",
   "processor.redelivered",
+  "processor.dismissed",
   "processor.paused",
   "processor.resumed",
   "maintenance.sql",

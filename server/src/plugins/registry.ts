@@ -7,7 +7,7 @@ import type { Committer, Tx } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import { pluginStatements } from "../store/plugins.js";
 import { scheduleViolations } from "../time/declared.js";
-import type { RetentionRule } from "../log/retention-rules.js";
+import { withEventPathKeys, type RetentionRule } from "../log/retention-rules.js";
 import { compileManifest, manifestFromJson, type CompiledManifest, type EventTypeEntry, type RegisteredPlugin } from "./manifest.js";
 
 /**
@@ -42,7 +42,9 @@ export class PluginRegistry {
   load(): void {
     this.plugins.clear();
     for (const row of this.statements.all()) {
-      const compiled = compileManifest(manifestFromJson(JSON.parse(row.manifest), `stored plugin ${row.name}`));
+      const manifest = manifestFromJson(JSON.parse(row.manifest), `stored plugin ${row.name}`);
+      withEventPathKeys(manifest.retention);
+      const compiled = compileManifest(manifest);
       this.plugins.set(row.name, { compiled, revision: row.revision, registeredAt: row.registered_at });
     }
     this.reindex();

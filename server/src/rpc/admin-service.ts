@@ -7,6 +7,7 @@ import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
 import { newId } from "../log/ids.js";
 import { pageByteBudget } from "../log/read.js";
+import { dismissFailed } from "../processors/dismissal.js";
 import type { ProcessorEngine } from "../processors/engine.js";
 import type { Processors } from "../processors/manager.js";
 import { engineStatus, type ProcessorStatus } from "../processors/status.js";
@@ -111,6 +112,18 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
         by,
       );
       return { count };
+    },
+    async dismissFailed(req, ctx) {
+      const by = admin(ctx).name;
+      const seqs = req.seqs.map((s) => seqFromProto(s, "seqs"));
+      const dismissed = await dismissFailed(
+        { cursors: deps.cursors, committer: deps.committer, declared: (p) => deps.processors.get(p) !== undefined },
+        req.processor,
+        seqs,
+        req.all,
+        by,
+      );
+      return { count: dismissed.length, seqs: dismissed.map(BigInt) };
     },
     listExecutors(_req, ctx) {
       admin(ctx);

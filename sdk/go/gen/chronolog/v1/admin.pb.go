@@ -772,6 +772,125 @@ func (x *RedeliverFailedResponse) GetCount() uint32 {
 	return 0
 }
 
+// Dismiss failed deliveries. Give `seqs`, or `all`.
+type DismissFailedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `plugin.processor`.
+	Processor string `protobuf:"bytes,1,opt,name=processor,proto3" json:"processor,omitempty"`
+	// Seqs of the failed events to dismiss; seqs not on record are skipped.
+	Seqs []uint64 `protobuf:"varint,2,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	// Every failed delivery of the processor (then `seqs` must be empty).
+	All           bool `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DismissFailedRequest) Reset() {
+	*x = DismissFailedRequest{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DismissFailedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DismissFailedRequest) ProtoMessage() {}
+
+func (x *DismissFailedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DismissFailedRequest.ProtoReflect.Descriptor instead.
+func (*DismissFailedRequest) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DismissFailedRequest) GetProcessor() string {
+	if x != nil {
+		return x.Processor
+	}
+	return ""
+}
+
+func (x *DismissFailedRequest) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
+}
+
+func (x *DismissFailedRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+// Dismissed.
+type DismissFailedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many failed deliveries were forgotten.
+	Count uint32 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// Their seqs, in order.
+	Seqs          []uint64 `protobuf:"varint,2,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DismissFailedResponse) Reset() {
+	*x = DismissFailedResponse{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DismissFailedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DismissFailedResponse) ProtoMessage() {}
+
+func (x *DismissFailedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DismissFailedResponse.ProtoReflect.Descriptor instead.
+func (*DismissFailedResponse) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DismissFailedResponse) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DismissFailedResponse) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
+}
+
 // A connected executor session.
 type ExecutorStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -808,7 +927,7 @@ type ExecutorStatus struct {
 
 func (x *ExecutorStatus) Reset() {
 	*x = ExecutorStatus{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +939,7 @@ func (x *ExecutorStatus) String() string {
 func (*ExecutorStatus) ProtoMessage() {}
 
 func (x *ExecutorStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +952,7 @@ func (x *ExecutorStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorStatus.ProtoReflect.Descriptor instead.
 func (*ExecutorStatus) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecutorStatus) GetSessionId() string {
@@ -936,7 +1055,7 @@ type ListExecutorsRequest struct {
 
 func (x *ListExecutorsRequest) Reset() {
 	*x = ListExecutorsRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1067,7 @@ func (x *ListExecutorsRequest) String() string {
 func (*ListExecutorsRequest) ProtoMessage() {}
 
 func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1080,7 @@ func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsRequest.ProtoReflect.Descriptor instead.
 func (*ListExecutorsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 // Connected executors.
@@ -975,7 +1094,7 @@ type ListExecutorsResponse struct {
 
 func (x *ListExecutorsResponse) Reset() {
 	*x = ListExecutorsResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1106,7 @@ func (x *ListExecutorsResponse) String() string {
 func (*ListExecutorsResponse) ProtoMessage() {}
 
 func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1119,7 @@ func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsResponse.ProtoReflect.Descriptor instead.
 func (*ListExecutorsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListExecutorsResponse) GetExecutors() []*ExecutorStatus {
@@ -1023,7 +1142,7 @@ type ExecuteSqlRequest struct {
 
 func (x *ExecuteSqlRequest) Reset() {
 	*x = ExecuteSqlRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1154,7 @@ func (x *ExecuteSqlRequest) String() string {
 func (*ExecuteSqlRequest) ProtoMessage() {}
 
 func (x *ExecuteSqlRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1167,7 @@ func (x *ExecuteSqlRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteSqlRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteSqlRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecuteSqlRequest) GetSql() string {
@@ -1080,7 +1199,7 @@ type ExecuteSqlResponse struct {
 
 func (x *ExecuteSqlResponse) Reset() {
 	*x = ExecuteSqlResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1211,7 @@ func (x *ExecuteSqlResponse) String() string {
 func (*ExecuteSqlResponse) ProtoMessage() {}
 
 func (x *ExecuteSqlResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1224,7 @@ func (x *ExecuteSqlResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteSqlResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteSqlResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecuteSqlResponse) GetRows() []*structpb.Struct {
@@ -1182,7 +1301,14 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\tprocessor\x18\x01 \x01(\tR\tprocessor\x12\x12\n" +
 	"\x04seqs\x18\x02 \x03(\x04R\x04seqs\"/\n" +
 	"\x17RedeliverFailedResponse\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\rR\x05count\"\xc3\x03\n" +
+	"\x05count\x18\x01 \x01(\rR\x05count\"Z\n" +
+	"\x14DismissFailedRequest\x12\x1c\n" +
+	"\tprocessor\x18\x01 \x01(\tR\tprocessor\x12\x12\n" +
+	"\x04seqs\x18\x02 \x03(\x04R\x04seqs\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\"A\n" +
+	"\x15DismissFailedResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\rR\x05count\x12\x12\n" +
+	"\x04seqs\x18\x02 \x03(\x04R\x04seqs\"\xc3\x03\n" +
 	"\x0eExecutorStatus\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
@@ -1213,7 +1339,7 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\x12ExecuteSqlResponse\x12+\n" +
 	"\x04rows\x18\x01 \x03(\v2\x17.google.protobuf.StructR\x04rows\x12\x18\n" +
 	"\achanges\x18\x02 \x01(\x04R\achanges\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq2\x9f\x05\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq2\xf9\x05\n" +
 	"\fAdminService\x12[\n" +
 	"\x0eListProcessors\x12#.chronolog.v1.ListProcessorsRequest\x1a$.chronolog.v1.ListProcessorsResponse\x12O\n" +
 	"\n" +
@@ -1221,6 +1347,7 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\x12SetProcessorPaused\x12'.chronolog.v1.SetProcessorPausedRequest\x1a(.chronolog.v1.SetProcessorPausedResponse\x12m\n" +
 	"\x14ListFailedDeliveries\x12).chronolog.v1.ListFailedDeliveriesRequest\x1a*.chronolog.v1.ListFailedDeliveriesResponse\x12^\n" +
 	"\x0fRedeliverFailed\x12$.chronolog.v1.RedeliverFailedRequest\x1a%.chronolog.v1.RedeliverFailedResponse\x12X\n" +
+	"\rDismissFailed\x12\".chronolog.v1.DismissFailedRequest\x1a#.chronolog.v1.DismissFailedResponse\x12X\n" +
 	"\rListExecutors\x12\".chronolog.v1.ListExecutorsRequest\x1a#.chronolog.v1.ListExecutorsResponse\x12O\n" +
 	"\n" +
 	"ExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponseb\x06proto3"
@@ -1237,7 +1364,7 @@ func file_chronolog_v1_admin_proto_rawDescGZIP() []byte {
 	return file_chronolog_v1_admin_proto_rawDescData
 }
 
-var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ProcessorStatus)(nil),              // 0: chronolog.v1.ProcessorStatus
 	(*ListProcessorsRequest)(nil),        // 1: chronolog.v1.ListProcessorsRequest
@@ -1251,44 +1378,48 @@ var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ListFailedDeliveriesResponse)(nil), // 9: chronolog.v1.ListFailedDeliveriesResponse
 	(*RedeliverFailedRequest)(nil),       // 10: chronolog.v1.RedeliverFailedRequest
 	(*RedeliverFailedResponse)(nil),      // 11: chronolog.v1.RedeliverFailedResponse
-	(*ExecutorStatus)(nil),               // 12: chronolog.v1.ExecutorStatus
-	(*ListExecutorsRequest)(nil),         // 13: chronolog.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),        // 14: chronolog.v1.ListExecutorsResponse
-	(*ExecuteSqlRequest)(nil),            // 15: chronolog.v1.ExecuteSqlRequest
-	(*ExecuteSqlResponse)(nil),           // 16: chronolog.v1.ExecuteSqlResponse
-	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
-	(*Event)(nil),                        // 18: chronolog.v1.Event
-	(*structpb.ListValue)(nil),           // 19: google.protobuf.ListValue
-	(*structpb.Struct)(nil),              // 20: google.protobuf.Struct
+	(*DismissFailedRequest)(nil),         // 12: chronolog.v1.DismissFailedRequest
+	(*DismissFailedResponse)(nil),        // 13: chronolog.v1.DismissFailedResponse
+	(*ExecutorStatus)(nil),               // 14: chronolog.v1.ExecutorStatus
+	(*ListExecutorsRequest)(nil),         // 15: chronolog.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),        // 16: chronolog.v1.ListExecutorsResponse
+	(*ExecuteSqlRequest)(nil),            // 17: chronolog.v1.ExecuteSqlRequest
+	(*ExecuteSqlResponse)(nil),           // 18: chronolog.v1.ExecuteSqlResponse
+	(*timestamppb.Timestamp)(nil),        // 19: google.protobuf.Timestamp
+	(*Event)(nil),                        // 20: chronolog.v1.Event
+	(*structpb.ListValue)(nil),           // 21: google.protobuf.ListValue
+	(*structpb.Struct)(nil),              // 22: google.protobuf.Struct
 }
 var file_chronolog_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: chronolog.v1.ListProcessorsResponse.processors:type_name -> chronolog.v1.ProcessorStatus
-	17, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
+	19, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
 	0,  // 2: chronolog.v1.MoveCursorResponse.processor:type_name -> chronolog.v1.ProcessorStatus
 	0,  // 3: chronolog.v1.SetProcessorPausedResponse.processor:type_name -> chronolog.v1.ProcessorStatus
-	18, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
+	20, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
 	7,  // 5: chronolog.v1.ListFailedDeliveriesResponse.deliveries:type_name -> chronolog.v1.FailedDelivery
-	17, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
-	17, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
-	12, // 8: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
-	19, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
-	20, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
+	19, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
+	19, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
+	14, // 8: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
+	21, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
+	22, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
 	1,  // 11: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
 	3,  // 12: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
 	5,  // 13: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
 	8,  // 14: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
 	10, // 15: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
-	13, // 16: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
-	15, // 17: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
-	2,  // 18: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
-	4,  // 19: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
-	6,  // 20: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
-	9,  // 21: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
-	11, // 22: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
-	14, // 23: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
-	16, // 24: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
+	12, // 16: chronolog.v1.AdminService.DismissFailed:input_type -> chronolog.v1.DismissFailedRequest
+	15, // 17: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
+	17, // 18: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
+	2,  // 19: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
+	4,  // 20: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
+	6,  // 21: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
+	9,  // 22: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
+	11, // 23: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
+	13, // 24: chronolog.v1.AdminService.DismissFailed:output_type -> chronolog.v1.DismissFailedResponse
+	16, // 25: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
+	18, // 26: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
+	19, // [19:27] is the sub-list for method output_type
+	11, // [11:19] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
 	11, // [11:11] is the sub-list for extension extendee
 	0,  // [0:11] is the sub-list for field type_name
@@ -1310,7 +1441,7 @@ func file_chronolog_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_admin_proto_rawDesc), len(file_chronolog_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

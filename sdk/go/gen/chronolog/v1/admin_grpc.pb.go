@@ -24,6 +24,7 @@ const (
 	AdminService_SetProcessorPaused_FullMethodName   = "/chronolog.v1.AdminService/SetProcessorPaused"
 	AdminService_ListFailedDeliveries_FullMethodName = "/chronolog.v1.AdminService/ListFailedDeliveries"
 	AdminService_RedeliverFailed_FullMethodName      = "/chronolog.v1.AdminService/RedeliverFailed"
+	AdminService_DismissFailed_FullMethodName        = "/chronolog.v1.AdminService/DismissFailed"
 	AdminService_ListExecutors_FullMethodName        = "/chronolog.v1.AdminService/ListExecutors"
 	AdminService_ExecuteSql_FullMethodName           = "/chronolog.v1.AdminService/ExecuteSql"
 )
@@ -47,6 +48,9 @@ type AdminServiceClient interface {
 	ListFailedDeliveries(ctx context.Context, in *ListFailedDeliveriesRequest, opts ...grpc.CallOption) (*ListFailedDeliveriesResponse, error)
 	// Delivers failed events again; records the redrive.
 	RedeliverFailed(ctx context.Context, in *RedeliverFailedRequest, opts ...grpc.CallOption) (*RedeliverFailedResponse, error)
+	// Dismisses failed deliveries: forgets them without delivering them again;
+	// records `processor.dismissed`. Log retention no longer holds their events.
+	DismissFailed(ctx context.Context, in *DismissFailedRequest, opts ...grpc.CallOption) (*DismissFailedResponse, error)
 	// Lists connected executors.
 	ListExecutors(ctx context.Context, in *ListExecutorsRequest, opts ...grpc.CallOption) (*ListExecutorsResponse, error)
 	// Runs maintenance SQL; recorded as `maintenance.sql`.
@@ -111,6 +115,16 @@ func (c *adminServiceClient) RedeliverFailed(ctx context.Context, in *RedeliverF
 	return out, nil
 }
 
+func (c *adminServiceClient) DismissFailed(ctx context.Context, in *DismissFailedRequest, opts ...grpc.CallOption) (*DismissFailedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DismissFailedResponse)
+	err := c.cc.Invoke(ctx, AdminService_DismissFailed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) ListExecutors(ctx context.Context, in *ListExecutorsRequest, opts ...grpc.CallOption) (*ListExecutorsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListExecutorsResponse)
@@ -150,6 +164,9 @@ type AdminServiceServer interface {
 	ListFailedDeliveries(context.Context, *ListFailedDeliveriesRequest) (*ListFailedDeliveriesResponse, error)
 	// Delivers failed events again; records the redrive.
 	RedeliverFailed(context.Context, *RedeliverFailedRequest) (*RedeliverFailedResponse, error)
+	// Dismisses failed deliveries: forgets them without delivering them again;
+	// records `processor.dismissed`. Log retention no longer holds their events.
+	DismissFailed(context.Context, *DismissFailedRequest) (*DismissFailedResponse, error)
 	// Lists connected executors.
 	ListExecutors(context.Context, *ListExecutorsRequest) (*ListExecutorsResponse, error)
 	// Runs maintenance SQL; recorded as `maintenance.sql`.
@@ -178,6 +195,9 @@ func (UnimplementedAdminServiceServer) ListFailedDeliveries(context.Context, *Li
 }
 func (UnimplementedAdminServiceServer) RedeliverFailed(context.Context, *RedeliverFailedRequest) (*RedeliverFailedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RedeliverFailed not implemented")
+}
+func (UnimplementedAdminServiceServer) DismissFailed(context.Context, *DismissFailedRequest) (*DismissFailedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DismissFailed not implemented")
 }
 func (UnimplementedAdminServiceServer) ListExecutors(context.Context, *ListExecutorsRequest) (*ListExecutorsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListExecutors not implemented")
@@ -296,6 +316,24 @@ func _AdminService_RedeliverFailed_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_DismissFailed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DismissFailedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DismissFailed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DismissFailed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DismissFailed(ctx, req.(*DismissFailedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_ListExecutors_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListExecutorsRequest)
 	if err := dec(in); err != nil {
@@ -358,6 +396,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RedeliverFailed",
 			Handler:    _AdminService_RedeliverFailed_Handler,
+		},
+		{
+			MethodName: "DismissFailed",
+			Handler:    _AdminService_DismissFailed_Handler,
 		},
 		{
 			MethodName: "ListExecutors",

@@ -274,8 +274,10 @@ type RetentionRule struct {
 	MaxBytes uint64 `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	// Compaction: of the events with the same value at `key`, only the last is kept.
 	Keep RetentionKeep `protobuf:"varint,5,opt,name=keep,proto3,enum=chronolog.v1.RetentionKeep" json:"keep,omitempty"`
-	// With `keep: RETENTION_KEEP_LATEST_PER_KEY`: a dotted field path into the
-	// event's data, e.g. `_id` or `booking.id`. Events without it are not compacted.
+	// With `keep: RETENTION_KEEP_LATEST_PER_KEY`: a path into the event, as
+	// processors' keys are written: `data.` and a dotted path into its data (e.g.
+	// `data._id`, `data.booking.id`), or `type` or `cause`. Events without it are
+	// not compacted.
 	Key           string `protobuf:"bytes,6,opt,name=key,proto3" json:"key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -119,6 +119,24 @@ class RedeliverFailedResponse(_message.Message):
     count: int
     def __init__(self, count: _Optional[int] = ...) -> None: ...
 
+class DismissFailedRequest(_message.Message):
+    __slots__ = ("processor", "seqs", "all")
+    PROCESSOR_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    processor: str
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    all: bool
+    def __init__(self, processor: _Optional[str] = ..., seqs: _Optional[_Iterable[int]] = ..., all: _Optional[bool] = ...) -> None: ...
+
+class DismissFailedResponse(_message.Message):
+    __slots__ = ("count", "seqs")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, count: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class ExecutorStatus(_message.Message):
     __slots__ = ("session_id", "executor", "instance_id", "principal", "processors", "actions", "pulses", "credits", "in_flight", "connected_at", "last_seen_at", "sdk", "sdk_version")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

@@ -61,6 +61,11 @@ class AdminServiceStub:
                 request_serializer=chronolog_dot_v1_dot_admin__pb2.RedeliverFailedRequest.SerializeToString,
                 response_deserializer=chronolog_dot_v1_dot_admin__pb2.RedeliverFailedResponse.FromString,
                 _registered_method=True)
+        self.DismissFailed = channel.unary_unary(
+                '/chronolog.v1.AdminService/DismissFailed',
+                request_serializer=chronolog_dot_v1_dot_admin__pb2.DismissFailedRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_admin__pb2.DismissFailedResponse.FromString,
+                _registered_method=True)
         self.ListExecutors = channel.unary_unary(
                 '/chronolog.v1.AdminService/ListExecutors',
                 request_serializer=chronolog_dot_v1_dot_admin__pb2.ListExecutorsRequest.SerializeToString,
@@ -115,6 +120,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DismissFailed(self, request, context):
+        """Dismisses failed deliveries: forgets them without delivering them again;
+        records `processor.dismissed`. Log retention no longer holds their events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListExecutors(self, request, context):
         """Lists connected executors.
         """
@@ -156,6 +169,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RedeliverFailed,
                     request_deserializer=chronolog_dot_v1_dot_admin__pb2.RedeliverFailedRequest.FromString,
                     response_serializer=chronolog_dot_v1_dot_admin__pb2.RedeliverFailedResponse.SerializeToString,
+            ),
+            'DismissFailed': grpc.unary_unary_rpc_method_handler(
+                    servicer.DismissFailed,
+                    request_deserializer=chronolog_dot_v1_dot_admin__pb2.DismissFailedRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_admin__pb2.DismissFailedResponse.SerializeToString,
             ),
             'ListExecutors': grpc.unary_unary_rpc_method_handler(
                     servicer.ListExecutors,
@@ -305,6 +323,33 @@ class AdminService:
             '/chronolog.v1.AdminService/RedeliverFailed',
             chronolog_dot_v1_dot_admin__pb2.RedeliverFailedRequest.SerializeToString,
             chronolog_dot_v1_dot_admin__pb2.RedeliverFailedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DismissFailed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.AdminService/DismissFailed',
+            chronolog_dot_v1_dot_admin__pb2.DismissFailedRequest.SerializeToString,
+            chronolog_dot_v1_dot_admin__pb2.DismissFailedResponse.FromString,
             options,
             channel_credentials,
             insecure,

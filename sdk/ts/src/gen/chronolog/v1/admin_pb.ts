@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/admin.proto.
  */
 export const file_chronolog_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSKYAQoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIIhcKFUxpc3RQcm9jZXNzb3JzUmVxdWVzdCJLChZMaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEjEKCnByb2Nlc3NvcnMYASADKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzImsKEU1vdmVDdXJzb3JSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRITCglhY2tfZmxvb3IYAiABKARIABIoCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIECgJ0byJGChJNb3ZlQ3Vyc29yUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cyI+ChlTZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIOCgZwYXVzZWQYAiABKAgiYQoaU2V0UHJvY2Vzc29yUGF1c2VkUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cxIRCgl1bmNoYW5nZWQYAiABKAgifAoORmFpbGVkRGVsaXZlcnkSEQoJcHJvY2Vzc29yGAEgASgJEiIKBWV2ZW50GAIgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg0KBWVycm9yGAMgASgJEhAKCGF0dGVtcHRzGAQgASgNEhIKCmZhaWxlZF9zZXEYBSABKAQiVwobTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJpChxMaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEjAKCmRlbGl2ZXJpZXMYASADKAsyHC5jaHJvbm9sb2cudjEuRmFpbGVkRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjkKFlJlZGVsaXZlckZhaWxlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEgwKBHNlcXMYAiADKAQiKAoXUmVkZWxpdmVyRmFpbGVkUmVzcG9uc2USDQoFY291bnQYASABKA0ivQIKDkV4ZWN1dG9yU3RhdHVzEhIKCnNlc3Npb25faWQYASABKAkSEAoIZXhlY3V0b3IYAiABKAkSEwoLaW5zdGFuY2VfaWQYAyABKAkSEQoJcHJpbmNpcGFsGAQgASgJEhIKCnByb2Nlc3NvcnMYBSADKAkSDwoHYWN0aW9ucxgGIAMoCRIOCgZwdWxzZXMYByADKAkSDwoHY3JlZGl0cxgIIAEoDRIRCglpbl9mbGlnaHQYCSABKA0SMAoMY29ubmVjdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA3NkaxgMIAEoCRITCgtzZGtfdmVyc2lvbhgNIAEoCSIWChRMaXN0RXhlY3V0b3JzUmVxdWVzdCJIChVMaXN0RXhlY3V0b3JzUmVzcG9uc2USLwoJZXhlY3V0b3JzGAEgAygLMhwuY2hyb25vbG9nLnYxLkV4ZWN1dG9yU3RhdHVzIkwKEUV4ZWN1dGVTcWxSZXF1ZXN0EgsKA3NxbBgBIAEoCRIqCgZwYXJhbXMYAiABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlIlkKEkV4ZWN1dGVTcWxSZXNwb25zZRIlCgRyb3dzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjaGFuZ2VzGAIgASgEEgsKA3NlcRgDIAEoBDKfBQoMQWRtaW5TZXJ2aWNlElsKDkxpc3RQcm9jZXNzb3JzEiMuY2hyb25vbG9nLnYxLkxpc3RQcm9jZXNzb3JzUmVxdWVzdBokLmNocm9ub2xvZy52MS5MaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEk8KCk1vdmVDdXJzb3ISHy5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlcXVlc3QaIC5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlc3BvbnNlEmcKElNldFByb2Nlc3NvclBhdXNlZBInLmNocm9ub2xvZy52MS5TZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0GiguY2hyb25vbG9nLnYxLlNldFByb2Nlc3NvclBhdXNlZFJlc3BvbnNlEm0KFExpc3RGYWlsZWREZWxpdmVyaWVzEikuY2hyb25vbG9nLnYxLkxpc3RGYWlsZWREZWxpdmVyaWVzUmVxdWVzdBoqLmNocm9ub2xvZy52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEl4KD1JlZGVsaXZlckZhaWxlZBIkLmNocm9ub2xvZy52MS5SZWRlbGl2ZXJGYWlsZWRSZXF1ZXN0GiUuY2hyb25vbG9nLnYxLlJlZGVsaXZlckZhaWxlZFJlc3BvbnNlElgKDUxpc3RFeGVjdXRvcnMSIi5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1JlcXVlc3QaIy5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1Jlc3BvbnNlEk8KCkV4ZWN1dGVTcWwSHy5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlcXVlc3QaIC5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSKYAQoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIIhcKFUxpc3RQcm9jZXNzb3JzUmVxdWVzdCJLChZMaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEjEKCnByb2Nlc3NvcnMYASADKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzImsKEU1vdmVDdXJzb3JSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRITCglhY2tfZmxvb3IYAiABKARIABIoCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIECgJ0byJGChJNb3ZlQ3Vyc29yUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cyI+ChlTZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIOCgZwYXVzZWQYAiABKAgiYQoaU2V0UHJvY2Vzc29yUGF1c2VkUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cxIRCgl1bmNoYW5nZWQYAiABKAgifAoORmFpbGVkRGVsaXZlcnkSEQoJcHJvY2Vzc29yGAEgASgJEiIKBWV2ZW50GAIgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg0KBWVycm9yGAMgASgJEhAKCGF0dGVtcHRzGAQgASgNEhIKCmZhaWxlZF9zZXEYBSABKAQiVwobTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJpChxMaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEjAKCmRlbGl2ZXJpZXMYASADKAsyHC5jaHJvbm9sb2cudjEuRmFpbGVkRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjkKFlJlZGVsaXZlckZhaWxlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEgwKBHNlcXMYAiADKAQiKAoXUmVkZWxpdmVyRmFpbGVkUmVzcG9uc2USDQoFY291bnQYASABKA0iRAoURGlzbWlzc0ZhaWxlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEgwKBHNlcXMYAiADKAQSCwoDYWxsGAMgASgIIjQKFURpc21pc3NGYWlsZWRSZXNwb25zZRINCgVjb3VudBgBIAEoDRIMCgRzZXFzGAIgAygEIr0CCg5FeGVjdXRvclN0YXR1cxISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGV4ZWN1dG9yGAIgASgJEhMKC2luc3RhbmNlX2lkGAMgASgJEhEKCXByaW5jaXBhbBgEIAEoCRISCgpwcm9jZXNzb3JzGAUgAygJEg8KB2FjdGlvbnMYBiADKAkSDgoGcHVsc2VzGAcgAygJEg8KB2NyZWRpdHMYCCABKA0SEQoJaW5fZmxpZ2h0GAkgASgNEjAKDGNvbm5lY3RlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF9zZWVuX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBILCgNzZGsYDCABKAkSEwoLc2RrX3ZlcnNpb24YDSABKAkiFgoUTGlzdEV4ZWN1dG9yc1JlcXVlc3QiSAoVTGlzdEV4ZWN1dG9yc1Jlc3BvbnNlEi8KCWV4ZWN1dG9ycxgBIAMoCzIcLmNocm9ub2xvZy52MS5FeGVjdXRvclN0YXR1cyJMChFFeGVjdXRlU3FsUmVxdWVzdBILCgNzcWwYASABKAkSKgoGcGFyYW1zGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZSJZChJFeGVjdXRlU3FsUmVzcG9uc2USJQoEcm93cxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY2hhbmdlcxgCIAEoBBILCgNzZXEYAyABKAQy+QUKDEFkbWluU2VydmljZRJbCg5MaXN0UHJvY2Vzc29ycxIjLmNocm9ub2xvZy52MS5MaXN0UHJvY2Vzc29yc1JlcXVlc3QaJC5jaHJvbm9sb2cudjEuTGlzdFByb2Nlc3NvcnNSZXNwb25zZRJPCgpNb3ZlQ3Vyc29yEh8uY2hyb25vbG9nLnYxLk1vdmVDdXJzb3JSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLk1vdmVDdXJzb3JSZXNwb25zZRJnChJTZXRQcm9jZXNzb3JQYXVzZWQSJy5jaHJvbm9sb2cudjEuU2V0UHJvY2Vzc29yUGF1c2VkUmVxdWVzdBooLmNocm9ub2xvZy52MS5TZXRQcm9jZXNzb3JQYXVzZWRSZXNwb25zZRJtChRMaXN0RmFpbGVkRGVsaXZlcmllcxIpLmNocm9ub2xvZy52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1JlcXVlc3QaKi5jaHJvbm9sb2cudjEuTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXNwb25zZRJeCg9SZWRlbGl2ZXJGYWlsZWQSJC5jaHJvbm9sb2cudjEuUmVkZWxpdmVyRmFpbGVkUmVxdWVzdBolLmNocm9ub2xvZy52MS5SZWRlbGl2ZXJGYWlsZWRSZXNwb25zZRJYCg1EaXNtaXNzRmFpbGVkEiIuY2hyb25vbG9nLnYxLkRpc21pc3NGYWlsZWRSZXF1ZXN0GiMuY2hyb25vbG9nLnYxLkRpc21pc3NGYWlsZWRSZXNwb25zZRJYCg1MaXN0RXhlY3V0b3JzEiIuY2hyb25vbG9nLnYxLkxpc3RFeGVjdXRvcnNSZXF1ZXN0GiMuY2hyb25vbG9nLnYxLkxpc3RFeGVjdXRvcnNSZXNwb25zZRJPCgpFeGVjdXRlU3FsEh8uY2hyb25vbG9nLnYxLkV4ZWN1dGVTcWxSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLkV4ZWN1dGVTcWxSZXNwb25zZWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A processor's state.
@@ -408,6 +408,69 @@ export const RedeliverFailedResponseSchema: GenMessage<RedeliverFailedResponse> 
   messageDesc(file_chronolog_v1_admin, 11);
 
 /**
+ * Dismiss failed deliveries. Give `seqs`, or `all`.
+ *
+ * @generated from message chronolog.v1.DismissFailedRequest
+ */
+export type DismissFailedRequest = Message<"chronolog.v1.DismissFailedRequest"> & {
+  /**
+   * `plugin.processor`.
+   *
+   * @generated from field: string processor = 1;
+   */
+  processor: string;
+
+  /**
+   * Seqs of the failed events to dismiss; seqs not on record are skipped.
+   *
+   * @generated from field: repeated uint64 seqs = 2;
+   */
+  seqs: bigint[];
+
+  /**
+   * Every failed delivery of the processor (then `seqs` must be empty).
+   *
+   * @generated from field: bool all = 3;
+   */
+  all: boolean;
+};
+
+/**
+ * Describes the message chronolog.v1.DismissFailedRequest.
+ * Use `create(DismissFailedRequestSchema)` to create a new message.
+ */
+export const DismissFailedRequestSchema: GenMessage<DismissFailedRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 12);
+
+/**
+ * Dismissed.
+ *
+ * @generated from message chronolog.v1.DismissFailedResponse
+ */
+export type DismissFailedResponse = Message<"chronolog.v1.DismissFailedResponse"> & {
+  /**
+   * How many failed deliveries were forgotten.
+   *
+   * @generated from field: uint32 count = 1;
+   */
+  count: number;
+
+  /**
+   * Their seqs, in order.
+   *
+   * @generated from field: repeated uint64 seqs = 2;
+   */
+  seqs: bigint[];
+};
+
+/**
+ * Describes the message chronolog.v1.DismissFailedResponse.
+ * Use `create(DismissFailedResponseSchema)` to create a new message.
+ */
+export const DismissFailedResponseSchema: GenMessage<DismissFailedResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 13);
+
+/**
  * A connected executor session.
  *
  * @generated from message chronolog.v1.ExecutorStatus
@@ -511,7 +574,7 @@ export type ExecutorStatus = Message<"chronolog.v1.ExecutorStatus"> & {
  * Use `create(ExecutorStatusSchema)` to create a new message.
  */
 export const ExecutorStatusSchema: GenMessage<ExecutorStatus> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 12);
+  messageDesc(file_chronolog_v1_admin, 14);
 
 /**
  * List executors.
@@ -526,7 +589,7 @@ export type ListExecutorsRequest = Message<"chronolog.v1.ListExecutorsRequest"> 
  * Use `create(ListExecutorsRequestSchema)` to create a new message.
  */
 export const ListExecutorsRequestSchema: GenMessage<ListExecutorsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 13);
+  messageDesc(file_chronolog_v1_admin, 15);
 
 /**
  * Connected executors.
@@ -547,7 +610,7 @@ export type ListExecutorsResponse = Message<"chronolog.v1.ListExecutorsResponse"
  * Use `create(ListExecutorsResponseSchema)` to create a new message.
  */
 export const ListExecutorsResponseSchema: GenMessage<ListExecutorsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 14);
+  messageDesc(file_chronolog_v1_admin, 16);
 
 /**
  * Run SQL.
@@ -575,7 +638,7 @@ export type ExecuteSqlRequest = Message<"chronolog.v1.ExecuteSqlRequest"> & {
  * Use `create(ExecuteSqlRequestSchema)` to create a new message.
  */
 export const ExecuteSqlRequestSchema: GenMessage<ExecuteSqlRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 15);
+  messageDesc(file_chronolog_v1_admin, 17);
 
 /**
  * The statement's result.
@@ -610,7 +673,7 @@ export type ExecuteSqlResponse = Message<"chronolog.v1.ExecuteSqlResponse"> & {
  * Use `create(ExecuteSqlResponseSchema)` to create a new message.
  */
 export const ExecuteSqlResponseSchema: GenMessage<ExecuteSqlResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 16);
+  messageDesc(file_chronolog_v1_admin, 18);
 
 /**
  * Operator tools. Every method needs the admin role
@@ -670,6 +733,17 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RedeliverFailedRequestSchema;
     output: typeof RedeliverFailedResponseSchema;
+  },
+  /**
+   * Dismisses failed deliveries: forgets them without delivering them again;
+   * records `processor.dismissed`. Log retention no longer holds their events.
+   *
+   * @generated from rpc chronolog.v1.AdminService.DismissFailed
+   */
+  dismissFailed: {
+    methodKind: "unary";
+    input: typeof DismissFailedRequestSchema;
+    output: typeof DismissFailedResponseSchema;
   },
   /**
    * Lists connected executors.

@@ -151,8 +151,10 @@ export type RetentionRule = Message<"chronolog.v1.RetentionRule"> & {
   keep: RetentionKeep;
 
   /**
-   * With `keep: RETENTION_KEEP_LATEST_PER_KEY`: a dotted field path into the
-   * event's data, e.g. `_id` or `booking.id`. Events without it are not compacted.
+   * With `keep: RETENTION_KEEP_LATEST_PER_KEY`: a path into the event, as
+   * processors' keys are written: `data.` and a dotted path into its data (e.g.
+   * `data._id`, `data.booking.id`), or `type` or `cause`. Events without it are
+   * not compacted.
    *
    * @generated from field: string key = 6;
    */

@@ -1,0 +1,151 @@
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
+import { Gauge, type Registry } from "prom-client";
+import type { Logger } from "../logger.js";
+import { eventToProto } from "../proto-values.js";
+import type { EventReads } from "../store/events.js";
+import { writeArchiveFiles, writeArchiveManifest } from "./export.js";
+import { archiveFormat, archiveVersion, manifestName, readManifest, type Manifest } from "./manifest.js";
+
+/** The config's `log.retention.archive` section, as written (snake_case). */
+export interface RetentionArchiveConfig {
+  /** The archive's folder: created when missing; holds one archive that grows (docs/archives.md). */
+  dir: string;
+  /** A file ends once it holds this many events (default 100,000); the archive also grows by at least this many at a time. */
+  file_events?: number;
+  /** ...or this many bytes of NDJSON before compression (default 64 MiB). */
+  file_bytes?: number;
+}
+
+/** The JSON Schema of the config's `log.retention.archive` (retention-rules.ts's schema holds it). */
+export const retentionArchiveSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["dir"],
+  properties: {
+    dir: { type: "string", minLength: 1 },
+    file_events: { type: "integer", minimum: 1, maximum: 10_000_000 },
+    file_bytes: { type: "integer", minimum: 1024, maximum: 256 * 1024 * 1024 },
+  },
+};
+
+/** What a {@link RetentionArchive} needs. */
+export interface RetentionArchiveOptions {
+  dir: string;
+  fileEvents: number;
+  fileBytes: number;
+  /** The log's reads (outside the committer; on PostgreSQL without blocking the event loop). */
+  reads: Pick<EventReads, "readWithin">;
+  /** The log's last committed seq: the archive never goes past it. */
+  head: () => number;
+  logger: Logger;
+  /** The owner's version, recorded in the manifest. */
+  writtenBy: string;
+}
+
+/** Events read per page while archiving, and their data's bytes at most. */
+const pageEvents = 1000;
+const pageBytes = 4 * 1024 * 1024;
+const leftover = /^(events-\d{16}-\d{16}\.ndjson\.gz|part-\d+\.partial|manifest\.json\.partial)$/;
+
+/**
+ * The owner's archive of the log for retention (`log.retention.archive`): one archive folder in
+ * `chronolog export`'s format that grows in seq order. Before retention removes an event, the
+ * archive is brought through its seq ({@link through}): every event of the log from where the
+ * archive ended, kept ones too, so the files stay in seq order without gaps but the log's own,
+ * and `chronolog import` of the folder gives back the removed events with their seqs and ids.
+ *
+ * Files are written with gzip's async streams, a page of the log at a time (the event loop is
+ * held for one page's lines), each under a temporary name, synced and renamed; then the manifest
+ * is replaced (temporary name, sync, rename). An owner killed between the two leaves a file the
+ * manifest does not list: it is deleted when the owner opens the archive again, which goes on
+ * from the manifest's `to`.
+ */
+export class RetentionArchive {
+  /** Events through this seq are in the archive (0: none yet). */
+  archivedSeq = 0;
+  private manifest: Manifest | undefined;
+  private opened: Promise<void> | undefined;
+
+  constructor(private readonly options: RetentionArchiveOptions) {}
+
+  /**
+   * Brings the archive through at least `seq` (at most the log's head): from where it ended, at
+   * least `fileEvents` events at a time, so a file is not written for each removal batch.
+   * Rejects when the folder cannot be used or a write fails (the archive stays as before it).
+   */
+  async through(seq: number): Promise<void> {
+    this.opened ??= this.open();
+    await this.opened;
+    if (seq <= this.archivedSeq) return;
+    const { fileEvents, fileBytes, reads, head, logger } = this.options;
+    const target = Math.min(head(), Math.max(seq, this.archivedSeq + fileEvents));
+    const manifest = this.manifest!;
+    const from = this.archivedSeq;
+    async function* pages(): AsyncGenerator<Event[]> {
+      let after = from;
+      while (after < target) {
+        const { events } = await reads.readWithin(after, pageEvents, pageBytes);
+        const page = events.filter((e) => e.seq <= target);
+        if (page.length > 0) yield page.map((e) => eventToProto(e));
+        if (events.length === 0 || page.length < events.length) return;
+        after = events[events.length - 1].seq;
+      }
+    }
+    const files = await writeArchiveFiles(pages(), this.options.dir, manifest.files.length, { fileEvents, fileBytes });
+    const next: Manifest = {
+      ...manifest,
+      to: target,
+      events: manifest.events + files.reduce((sum, f) => sum + f.events, 0),
+      exportedAt: new Date().toISOString(),
+      writtenBy: this.options.writtenBy,
+      files: [...manifest.files, ...files],
+    };
+    await writeArchiveManifest(this.options.dir, next);
+    this.manifest = next;
+    this.archivedSeq = target;
+    logger.info({ dir: this.options.dir, throughSeq: target, files: files.length }, `log archive: events through seq ${target} archived`);
+  }
+
+  /** Reads the folder's manifest (or starts an archive from seq 1) and deletes what an interrupted write left. */
+  private async open(): Promise<void> {
+    const { dir, head } = this.options;
+    mkdirSync(dir, { recursive: true });
+    const entries = readdirSync(dir);
+    const manifest: Manifest = entries.includes(manifestName)
+      ? readManifest(dir)
+      : { format: archiveFormat, version: archiveVersion, from: 1, to: 0, events: 0, exportedAt: "", writtenBy: this.options.writtenBy, files: [] };
+    if (manifest.from !== 1) throw new Error(`the log archive ${dir} starts at seq ${manifest.from}: it was not written by an owner's retention`);
+    if (manifest.to > head())
+      throw new Error(`the log archive ${dir} holds seqs through ${manifest.to}, past this log's head ${head()}: it is another log's archive`);
+    const listed = new Set(manifest.files.map((f) => f.name));
+    for (const entry of entries) {
+      if (entry === manifestName || listed.has(entry)) continue;
+      if (!leftover.test(entry)) throw new Error(`the log archive ${dir} holds ${entry}, which is not part of an archive: give retention a folder of its own`);
+      rmSync(join(dir, entry), { force: true });
+    }
+    this.manifest = manifest;
+    this.archivedSeq = manifest.to;
+  }
+}
+
+/** Registers `chronolog_log_archived_seq` and `chronolog_log_archive_lag_events` (events retention wanted to remove that were not yet archived, at its last pass). */
+export function retentionArchiveMetrics(registry: Registry, archive: RetentionArchive, lag: () => number): void {
+  new Gauge({
+    name: "chronolog_log_archived_seq",
+    help: "The log's automatic archive holds its events through this seq (log.retention.archive).",
+    registers: [registry],
+    collect() {
+      this.set(archive.archivedSeq);
+    },
+  });
+  new Gauge({
+    name: "chronolog_log_archive_lag_events",
+    help: "Events retention's last pass wanted to remove that were not yet archived (and so stayed).",
+    registers: [registry],
+    collect() {
+      this.set(lag());
+    },
+  });
+}

@@ -1,0 +1,152 @@
+// Automatic archiving (log.retention.archive, archive/retention-archive.ts): before retention
+// removes events, the owner writes the log through them into an archive folder in `chronolog
+// export`'s format, and removes only what is archived; `chronolog import` of the folder gives the
+// removed events back with their seqs, ids and every column.
+//
+// @module-tag serial
+// @module-tag postgres
+
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Manifest } from "../server/src/archive/manifest.js";
+import { ManualClock } from "../server/src/clock.js";
+import type { OwnerConfig } from "../server/src/config.js";
+import type { RetentionPass } from "../server/src/log/retention.js";
+import { createClient } from "../sdk/ts/src/client.js";
+import { cli } from "./helpers/cli.js";
+import { onPostgres, queryStore, startTestOwner, tempDir, testDatabase } from "./helpers/owner.js";
+import { until } from "./helpers/until.js";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+const MINUTE = 60_000;
+const admin = { name: "admin", token: "admin-token-0123456789", role: "admin" as const };
+
+/** An owner on a manual clock with one rule (the newest 2 `note.added` stay) and `archive`; `pass` runs a retention pass. */
+async function start(archive: NonNullable<NonNullable<OwnerConfig["log"]>["retention"]>["archive"], dataDir?: string) {
+  const clock = new ManualClock(Date.UTC(2026, 2, 2, 12));
+  const owner = await startTestOwner({
+    ...(dataDir && { dataDir }),
+    clock,
+    timers: clock,
+    config: { principals: [admin], log: { retention: { interval_ms: MINUTE, rules: [{ types: "note.added", max_count: 2 }], archive } } },
+  });
+  let closed: Promise<void> | undefined;
+  const close = () => (closed ??= owner.close());
+  cleanups.push(close);
+  const passes: RetentionPass[] = [];
+  owner.logRetention.onPass((p) => passes.push(p));
+  const client = createClient({ url: owner.url, token: admin.token });
+  await client.registerPlugin({ name: "notes", events: { "note.added": { allow: ["*"] }, "note.pinned": { allow: ["*"] } } });
+  const pass = async () => {
+    const before = passes.length;
+    await owner.settled();
+    clock.advance(MINUTE);
+    await until(() => passes.length > before, "a retention pass");
+    return passes[passes.length - 1];
+  };
+  const metric = async (name: string) => {
+    const text = await (await fetch(`${owner.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })).text();
+    return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1]);
+  };
+  return { owner, client, pass, metric, close };
+}
+
+/** Every column of every event of the store of `dataDir`, in seq order, as stored. */
+const rowsOf = (dataDir: string) => queryStore(dataDir, "SELECT seq, id, type, data, cause, actor, at FROM events ORDER BY seq");
+
+describe("automatic archiving", () => {
+  it("archives the log before retention removes from it; import of the folder gives the removed events back", async () => {
+    const dir = join(tempDir(), "archive");
+    const { owner, client, pass, metric, close } = await start({ dir, file_events: 4 });
+    for (let i = 0; i < 10; i++) {
+      await client.emit("note.added", { i }, { actor: { in: i % 2 === 0 ? "space:a" : "" } });
+      if (i % 3 === 0) await client.emit("note.pinned", { i });
+    }
+    await client.emit("note.pinned", { last: true });
+    const before = rowsOf(owner.dataDir);
+    const result = await pass();
+    expect(result.removedEvents).toBe(8);
+    expect(result.held).toEqual({});
+
+    const manifest = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as Manifest;
+    const removed = before.filter((r) => !rowsOf(owner.dataDir).some((k) => k.seq === r.seq));
+    expect(removed.map((r) => r.type)).toEqual(Array(8).fill("note.added"));
+    const lastRemoved = Number(removed[removed.length - 1].seq);
+    expect(manifest).toMatchObject({ format: "chronolog-archive", version: 1, from: 1 });
+    expect(manifest.to).toBeGreaterThanOrEqual(lastRemoved);
+    expect(manifest.files.every((f) => f.events <= 4)).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual([...manifest.files.map((f) => f.name), "manifest.json"].sort());
+    expect(await metric("chronolog_log_archived_seq")).toBe(manifest.to);
+    expect(await metric("chronolog_log_archive_lag_events")).toBe(0);
+
+    // More removed later: the archive grows, in seq order, without gaps.
+    for (let i = 10; i < 20; i++) await client.emit("note.added", { i });
+    await client.emit("note.pinned", { last: true });
+    const more = rowsOf(owner.dataDir);
+    expect((await pass()).removedEvents).toBe(10);
+    await close();
+    const grown = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as Manifest;
+    expect(grown.files.slice(0, manifest.files.length)).toEqual(manifest.files);
+    const all = [...before, ...more.filter((r) => Number(r.seq) > Number(before[before.length - 1].seq))];
+    const archived = all.filter((r) => Number(r.seq) <= grown.to);
+    expect(grown.events).toBe(archived.length);
+
+    // Import into an empty store: every archived event, removed ones included, with every column.
+    const target = tempDir();
+    const run = await cli(["import", dir, ...(onPostgres ? ["--store", testDatabase(target)] : ["--data", target])]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(rowsOf(target)).toEqual(archived);
+    expect(archived.filter((r) => r.type === "note.added").length).toBeGreaterThanOrEqual(18);
+  });
+
+  it("goes on after a restart from its manifest, deleting what an interrupted write left", async () => {
+    const dir = join(tempDir(), "archive");
+    const first = await start({ dir, file_events: 4 });
+    for (let i = 0; i < 6; i++) await first.client.emit("note.added", { i });
+    await first.client.emit("note.pinned", {});
+    const before = rowsOf(first.owner.dataDir);
+    expect((await first.pass()).removedEvents).toBe(4);
+    await first.close();
+    const written = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as Manifest;
+    // An owner killed after a file's rename, before the manifest named it; and one killed mid-file.
+    const strays = ["events-0000000000000900-0000000000000901.ndjson.gz", `part-${written.files.length}.partial`];
+    for (const name of strays) writeFileSync(join(dir, name), "half");
+    const again = await start({ dir, file_events: 4 }, first.owner.dataDir);
+    for (let i = 6; i < 12; i++) await again.client.emit("note.added", { i });
+    await again.client.emit("note.pinned", {});
+    const all = rowsOf(again.owner.dataDir);
+    expect((await again.pass()).removedEvents).toBe(6);
+    await again.close();
+    const grown = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as Manifest;
+    expect(grown.files.slice(0, written.files.length)).toEqual(written.files);
+    expect(readdirSync(dir).sort()).toEqual([...grown.files.map((f) => f.name), "manifest.json"].sort());
+    const target = tempDir();
+    expect((await cli(["import", dir, ...(onPostgres ? ["--store", testDatabase(target)] : ["--data", target])])).code).toBe(0);
+    // What the first owner archived, then what the second did after it: the removed events of both included.
+    const bySeq = new Map([...before, ...all].map((r) => [Number(r.seq), r]));
+    const archived = [...bySeq.values()].filter((r) => Number(r.seq) <= grown.to).sort((a, b) => Number(a.seq) - Number(b.seq));
+    expect(rowsOf(target)).toEqual(archived);
+    expect(archived.filter((r) => r.type === "note.added").length).toBeGreaterThanOrEqual(10);
+  });
+
+  it("removes nothing it could not archive, and says how far behind the archive is", async () => {
+    const blocked = join(tempDir(), "not-a-folder");
+    writeFileSync(blocked, "a file where the archive's folder should be");
+    const { client, pass, metric, owner } = await start({ dir: blocked, file_events: 4 });
+    for (let i = 0; i < 6; i++) await client.emit("note.added", { i });
+    await client.emit("note.pinned", {});
+    const before = rowsOf(owner.dataDir);
+    const result = await pass();
+    expect(result.removedEvents).toBe(0);
+    expect(result.held).toEqual({ archive: 4 });
+    expect(await metric("chronolog_log_archive_lag_events")).toBe(4);
+    expect(await metric("chronolog_log_archived_seq")).toBe(0);
+    expect(rowsOf(owner.dataDir)).toEqual(before);
+  });
+});
