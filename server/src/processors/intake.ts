@@ -37,7 +37,7 @@ export class Intake {
 
   constructor(private readonly deps: IntakeDeps) {
     const { spec, clock } = deps;
-    this.queues = new KeyQueues(spec.keyLimit, spec.ifActive, spec.priorityOf);
+    this.queues = new KeyQueues(spec.keyLimit, spec.ifActive, spec.priorityOf, spec.weightOf);
     this.rate = spec.rate && new RateGate(spec.rate, clock);
     this.debouncer = spec.debounce && new Debouncer(spec.debounce, clock, (event) => this.requeue(event, true));
     const gather = this.debouncer && ((event: EventRecord) => this.debouncer?.add(event));
