@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, ownerUnavailableStatus, readStreamCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
+import { limitsCommand } from "./cli/limits.js";
 import { exportCommand } from "./cli/export.js";
 import { healthCommand } from "./cli/health.js";
 import {
@@ -348,6 +349,12 @@ program
   .command("redeliver <processor> [seqs...]")
   .description("deliver failed events again; all of the processor's when no seq is given (admin; recorded)")
   .action(clientAction(redeliverCommand));
+
+program
+  .command("limits")
+  .description("list the flow limits (concurrency by key, rate, debounce, priority) of every processor and action that declares any")
+  .option("--json", "JSON lines instead of a table", false)
+  .action(clientAction(limitsCommand));
 
 program
   .command("executors")

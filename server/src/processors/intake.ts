@@ -31,7 +31,8 @@ export class Intake {
   private readonly reader: LogReader;
   /** The processor's rate, if it declares one. */
   readonly rate: RateGate | undefined;
-  private readonly debouncer: Debouncer | undefined;
+  /** The processor's debounce, if it declares one. */
+  readonly debouncer: Debouncer | undefined;
   /** Events finished without a delivery (`if_active`: skip or coalesce). */
   passed = 0;
 

@@ -156,6 +156,13 @@ function statusToProto(status: ProcessorStatus) {
     retries: BigInt(status.retries),
     failures: BigInt(status.failures),
     paused: status.paused,
+    limits: status.limits,
+    rateWaits: BigInt(status.rateWaits),
+    rateWaitMs: BigInt(status.rateWaitMs),
+    rateWaiting: status.rateWaiting,
+    debounceHeld: BigInt(status.debounceHeld),
+    debounceDeliveries: BigInt(status.debounceDeliveries),
+    debounceEvents: BigInt(status.debounceEvents),
   };
 }
 

@@ -41,9 +41,27 @@ type ProcessorStatus struct {
 	// Failed deliveries on record.
 	Failures uint64 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
 	// Paused by an operator.
-	Paused        bool `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Paused bool `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	// The processor's flow limits in a few words (concurrency by key, rate,
+	// debounce, priority; "" without any), e.g. `2 per data.customer, 6 in
+	// all; rate 10 per 1 s per data.customer (burst 10)`.
+	Limits string `protobuf:"bytes,130,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Deliveries that waited for a token of the processor's rate, since the
+	// owner started.
+	RateWaits uint64 `protobuf:"varint,131,opt,name=rate_waits,json=rateWaits,proto3" json:"rate_waits,omitempty"`
+	// Time they waited in all, ms.
+	RateWaitMs uint64 `protobuf:"varint,132,opt,name=rate_wait_ms,json=rateWaitMs,proto3" json:"rate_wait_ms,omitempty"`
+	// Events held back for a token of the rate now.
+	RateWaiting uint32 `protobuf:"varint,133,opt,name=rate_waiting,json=rateWaiting,proto3" json:"rate_waiting,omitempty"`
+	// Events gathered in debounced bursts now, waiting for their key's quiet.
+	DebounceHeld uint64 `protobuf:"varint,134,opt,name=debounce_held,json=debounceHeld,proto3" json:"debounce_held,omitempty"`
+	// Debounced deliveries made since the owner started (each the last event
+	// of a burst).
+	DebounceDeliveries uint64 `protobuf:"varint,135,opt,name=debounce_deliveries,json=debounceDeliveries,proto3" json:"debounce_deliveries,omitempty"`
+	// The events those deliveries stood for.
+	DebounceEvents uint64 `protobuf:"varint,136,opt,name=debounce_events,json=debounceEvents,proto3" json:"debounce_events,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ProcessorStatus) Reset() {
@@ -130,6 +148,55 @@ func (x *ProcessorStatus) GetPaused() bool {
 		return x.Paused
 	}
 	return false
+}
+
+func (x *ProcessorStatus) GetLimits() string {
+	if x != nil {
+		return x.Limits
+	}
+	return ""
+}
+
+func (x *ProcessorStatus) GetRateWaits() uint64 {
+	if x != nil {
+		return x.RateWaits
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetRateWaitMs() uint64 {
+	if x != nil {
+		return x.RateWaitMs
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetRateWaiting() uint32 {
+	if x != nil {
+		return x.RateWaiting
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetDebounceHeld() uint64 {
+	if x != nil {
+		return x.DebounceHeld
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetDebounceDeliveries() uint64 {
+	if x != nil {
+		return x.DebounceDeliveries
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetDebounceEvents() uint64 {
+	if x != nil {
+		return x.DebounceEvents
+	}
+	return 0
 }
 
 // List processors.
@@ -1133,7 +1200,7 @@ var File_chronolog_v1_admin_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdd\x01\n" +
+	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x03\n" +
 	"\x0fProcessorStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tack_floor\x18\x02 \x01(\x04R\backFloor\x12\x1c\n" +
@@ -1142,7 +1209,16 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\tin_flight\x18\x05 \x01(\rR\binFlight\x12\x18\n" +
 	"\aretries\x18\x06 \x01(\x04R\aretries\x12\x1a\n" +
 	"\bfailures\x18\a \x01(\x04R\bfailures\x12\x16\n" +
-	"\x06paused\x18\b \x01(\bR\x06paused\"\x17\n" +
+	"\x06paused\x18\b \x01(\bR\x06paused\x12\x17\n" +
+	"\x06limits\x18\x82\x01 \x01(\tR\x06limits\x12\x1e\n" +
+	"\n" +
+	"rate_waits\x18\x83\x01 \x01(\x04R\trateWaits\x12!\n" +
+	"\frate_wait_ms\x18\x84\x01 \x01(\x04R\n" +
+	"rateWaitMs\x12\"\n" +
+	"\frate_waiting\x18\x85\x01 \x01(\rR\vrateWaiting\x12$\n" +
+	"\rdebounce_held\x18\x86\x01 \x01(\x04R\fdebounceHeld\x120\n" +
+	"\x13debounce_deliveries\x18\x87\x01 \x01(\x04R\x12debounceDeliveries\x12(\n" +
+	"\x0fdebounce_events\x18\x88\x01 \x01(\x04R\x0edebounceEvents\"\x17\n" +
 	"\x15ListProcessorsRequest\"W\n" +
 	"\x16ListProcessorsResponse\x12=\n" +
 	"\n" +
