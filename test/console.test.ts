@@ -224,6 +224,8 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
   it("processors: pausing from the page stops deliveries and resuming restarts them; moving the cursor to a seq or a time says what is delivered again", async () => {
     const page = await open("/processors");
     const row = `#processors tr[data-name="${processor}"]`;
+    await page.waitForSelector(`${row} .limits .rate-waits`);
+    expect(await page.textContent(`${row} .limits`)).toMatch(/^rate 1000 per 1 s \(burst 1000\)rate waits: 0 \(.*\), 0 waiting$/);
     await page.waitForSelector(`${row}[data-paused=false]`);
     await page.waitForSelector("#lag-chart[data-samples='3']", { timeout: 10_000 });
 
@@ -298,7 +300,9 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
   });
 
   it("time: the declared schedule with its next fire times; pause with a note and resume; trigger now makes one call; a delay is cancelled", async () => {
-    const delay = await admin.delay("desk.remind", { what: "later" }, { intervalMs: 3_600_000 }, "unbounded");
+    const delay = await admin.delay("desk.remind", { what: "later" }, { intervalMs: 3_600_000 }, "unbounded", {
+      cancelOn: [{ type: "ticket.triaged", match: { "data.ticket": "input.what" } }],
+    });
     const page = await open("/time");
     const schedule = (await admin.time.listTimers({})).timers.find((t) => t.schedule === "new-year")!;
     const row = `#timers tr[data-id="${schedule.id}"]`;
@@ -309,6 +313,7 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     const preview = (await admin.getTimer(schedule.id, { previewCount: 5 })).preview;
     expect(await page.$$eval(`.preview[data-timer="${schedule.id}"] .preview-times li`, (items) => items.length)).toBe(preview.length);
     await page.waitForSelector(`#timers tr[data-id="${delay.delayId}"]`);
+    expect(await page.textContent(`#timers tr[data-id="${delay.delayId}"] .cancel-on`)).toBe("cancelled by ticket.triaged (data.ticket = input.what)");
     await screenshot(page, "time");
 
     await page.fill("#timer-note", "maintenance window");
