@@ -1,6 +1,7 @@
 // The flow controls in the command line's listings, as real processes against an owner: a
 // timer's cancel_on in `chronolog timers`, processors' limits with their rate waits and debounced
-// bursts in `chronolog cursors`, every declared limit in `chronolog limits`.
+// bursts in `chronolog cursors`, actions' slots and rate waits in `chronolog actions`, every declared
+// limit in `chronolog limits`.
 //
 // @module-tag serial
 // @module-tag sqlite-only
@@ -54,6 +55,11 @@ describe("flow controls in the CLI's listings", () => {
     expect(row(limits.stdout, "action", "limits.ping")?.[2]).toBe("rate 3 per 10 s (burst 3)");
     expect(row(limits.stdout, "processor", "limits.settle")?.[2]).toBe("debounce 2 s by data.doc, at most 3 s");
     expect(row(limits.stdout, "processor", "limits.work")?.[2]).toBe("2 per data.customer, 6 in all");
+
+    const actions = await cli(["--url", owner.url, "actions"]);
+    expect(actions.code).toBe(0);
+    expect(row(actions.stdout, "limits.charge")).toEqual(["limits.charge", "0", "0", "-", "1 per input.customer, 3 in all"]);
+    expect(row(actions.stdout, "limits.ping")).toEqual(["limits.ping", "0", "0", "0 (0.0 s), 0 now", "rate 3 per 10 s (burst 3)"]);
 
     // A burst of 3 changes of one document: held until 2 s of quiet, then one delivery standing for 3.
     await client.emitBatch([1, 2, 3].map((i) => ({ type: "doc.changed", data: { doc: "d", i } })));

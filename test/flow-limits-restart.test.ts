@@ -64,6 +64,9 @@ describe("actions' limits across an owner's kill -9 (real processes)", () => {
     owner = await ownerAt(dataDir, port, lease);
     const restartedAt = Date.now();
     const after = createClient({ url: owner.url });
+    // The restarted owner holds the 3 slots of the calls still running on the executors.
+    const charge = (await after.admin.listActions({})).actions.find((a) => a.name === "limits.charge");
+    expect([charge?.running, charge?.waiting, charge?.limits]).toEqual([3, 0, "1 per input.customer, 3 in all"]);
     // The customers of the runs going on, 3 calls (the total: each waits at most its timeout, 5 s, for a slot).
     const outputs = await Promise.all(Array.from({ length: 3 }, (_, n) => after.call("limits.charge", { customer: `c${n}`, n: 10 + n })));
     expect(outputs.map((o) => o.output.n)).toEqual([10, 11, 12]);

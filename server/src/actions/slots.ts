@@ -29,7 +29,7 @@ interface ActionSlots {
 export class CallSlots {
   private readonly actions = new Map<string, ActionSlots>();
   /** The timers ending the slots held for calls an owner before this one left running. */
-  private readonly held = new Set<NodeJS.Timeout>();
+  private readonly carried = new Set<NodeJS.Timeout>();
   private stopped = false;
 
   /**
@@ -94,18 +94,24 @@ export class CallSlots {
     }
     const release = this.take(action, slots, limits, key);
     const timer = setTimeout(() => {
-      this.held.delete(timer);
+      this.carried.delete(timer);
       release();
     }, forMs);
     timer.unref();
-    this.held.add(timer);
+    this.carried.add(timer);
+  }
+
+  /** Calls of `action` holding a slot now, and waiting for one. */
+  held(action: string): { running: number; waiting: number } {
+    const slots = this.actions.get(action);
+    return { running: slots?.running ?? 0, waiting: slots?.waiting.length ?? 0 };
   }
 
   /** Rejects every waiting call with UNAVAILABLE and refuses new ones (owner shutdown). */
   stop(): void {
     this.stopped = true;
-    for (const timer of this.held) clearTimeout(timer);
-    this.held.clear();
+    for (const timer of this.carried) clearTimeout(timer);
+    this.carried.clear();
     for (const slots of this.actions.values())
       for (const waiter of slots.waiting.splice(0)) {
         settle(waiter);

@@ -1,5 +1,7 @@
+import { ActionStatusSchema } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { limitsText } from "../flow/limits-text.js";
 import { client, type ClientFlags } from "./client-commands.js";
+import { jsonLine } from "./json.js";
 import { formatTable } from "./table.js";
 
 /**
@@ -29,4 +31,26 @@ export async function limitsCommand(flags: ClientFlags & { json: boolean }): Pro
       ["LIMITS"],
     ),
   );
+}
+
+/**
+ * `chronolog actions`: every declared action from AdminService.ListActions (admin role) as a
+ * table (NAME, RUNNING, WAITING, RATE WAITS, LIMITS): the calls holding and waiting for a
+ * concurrency slot, the calls that waited for a rate token (`N (T s), W now`; "-" without a
+ * rate), its limits; or, with `json`, JSON lines (the API's ActionStatus in proto3 JSON).
+ */
+export async function actionsCommand(flags: ClientFlags & { json: boolean }): Promise<void> {
+  const { actions } = await client(flags).admin.listActions({});
+  if (flags.json) {
+    for (const a of actions) console.log(jsonLine(ActionStatusSchema, a));
+    return;
+  }
+  const rows = actions.map((a) => [
+    a.name,
+    String(a.running),
+    String(a.waiting),
+    /(^|; )rate /.test(a.limits) ? `${a.rateWaits} (${(Number(a.rateWaitMs) / 1000).toFixed(1)} s), ${a.rateWaiting} now` : "-",
+    a.limits || "-",
+  ]);
+  console.log(formatTable(["NAME", "RUNNING", "WAITING", "RATE WAITS", "LIMITS"], rows, ["LIMITS"]));
 }

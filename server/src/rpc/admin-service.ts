@@ -5,6 +5,7 @@ import type { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import type { Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
+import type { ActionCalls } from "../actions/index.js";
 import { newId } from "../log/ids.js";
 import { pageByteBudget } from "../log/read.js";
 import type { ProcessorEngine } from "../processors/engine.js";
@@ -31,6 +32,7 @@ export interface AdminReadDeps {
 /** What the AdminService handlers need. */
 export interface AdminDeps {
   processors: Processors;
+  actions: ActionCalls;
   hub: ExecutorHub;
   committer: Committer;
   /** The owner's connection: maintenance SQL checks statements on it and reads the database's path. */
@@ -111,6 +113,12 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
         by,
       );
       return { count };
+    },
+    listActions(_req, ctx) {
+      admin(ctx);
+      return {
+        actions: deps.actions.statuses().map((a) => ({ ...a, rateWaits: BigInt(a.rateWaits), rateWaitMs: BigInt(a.rateWaitMs) })),
+      };
     },
     listExecutors(_req, ctx) {
       admin(ctx);

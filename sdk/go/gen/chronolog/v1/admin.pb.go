@@ -1196,6 +1196,191 @@ func (x *ExecuteSqlResponse) GetSeq() uint64 {
 	return 0
 }
 
+// An action's flow limits and what they hold now.
+type ActionStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `plugin.action`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its flow limits in a few words (concurrency by key, rate, priority; ""
+	// without any), as ProcessorStatus.limits.
+	Limits string `protobuf:"bytes,2,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Calls holding a slot of its concurrency limit now (those an owner before
+	// this one left running included, until their timeout).
+	Running uint32 `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
+	// Calls waiting for a slot now.
+	Waiting uint32 `protobuf:"varint,4,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// Calls that waited for a token of its rate since the owner started.
+	RateWaits uint64 `protobuf:"varint,5,opt,name=rate_waits,json=rateWaits,proto3" json:"rate_waits,omitempty"`
+	// Time they waited in all, ms.
+	RateWaitMs uint64 `protobuf:"varint,6,opt,name=rate_wait_ms,json=rateWaitMs,proto3" json:"rate_wait_ms,omitempty"`
+	// Calls waiting for a token now.
+	RateWaiting   uint32 `protobuf:"varint,7,opt,name=rate_waiting,json=rateWaiting,proto3" json:"rate_waiting,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionStatus) Reset() {
+	*x = ActionStatus{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionStatus) ProtoMessage() {}
+
+func (x *ActionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionStatus.ProtoReflect.Descriptor instead.
+func (*ActionStatus) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ActionStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ActionStatus) GetLimits() string {
+	if x != nil {
+		return x.Limits
+	}
+	return ""
+}
+
+func (x *ActionStatus) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetWaiting() uint32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetRateWaits() uint64 {
+	if x != nil {
+		return x.RateWaits
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetRateWaitMs() uint64 {
+	if x != nil {
+		return x.RateWaitMs
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetRateWaiting() uint32 {
+	if x != nil {
+		return x.RateWaiting
+	}
+	return 0
+}
+
+// List actions.
+type ListActionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListActionsRequest) Reset() {
+	*x = ListActionsRequest{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListActionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListActionsRequest) ProtoMessage() {}
+
+func (x *ListActionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListActionsRequest.ProtoReflect.Descriptor instead.
+func (*ListActionsRequest) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+// Every declared action, by name.
+type ListActionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The actions.
+	Actions       []*ActionStatus `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListActionsResponse) Reset() {
+	*x = ListActionsResponse{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListActionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListActionsResponse) ProtoMessage() {}
+
+func (x *ListActionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListActionsResponse.ProtoReflect.Descriptor instead.
+func (*ListActionsResponse) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListActionsResponse) GetActions() []*ActionStatus {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
 var File_chronolog_v1_admin_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_admin_proto_rawDesc = "" +
@@ -1289,7 +1474,20 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\x12ExecuteSqlResponse\x12+\n" +
 	"\x04rows\x18\x01 \x03(\v2\x17.google.protobuf.StructR\x04rows\x12\x18\n" +
 	"\achanges\x18\x02 \x01(\x04R\achanges\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq2\x9f\x05\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xd2\x01\n" +
+	"\fActionStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06limits\x18\x02 \x01(\tR\x06limits\x12\x18\n" +
+	"\arunning\x18\x03 \x01(\rR\arunning\x12\x18\n" +
+	"\awaiting\x18\x04 \x01(\rR\awaiting\x12\x1d\n" +
+	"\n" +
+	"rate_waits\x18\x05 \x01(\x04R\trateWaits\x12 \n" +
+	"\frate_wait_ms\x18\x06 \x01(\x04R\n" +
+	"rateWaitMs\x12!\n" +
+	"\frate_waiting\x18\a \x01(\rR\vrateWaiting\"\x14\n" +
+	"\x12ListActionsRequest\"K\n" +
+	"\x13ListActionsResponse\x124\n" +
+	"\aactions\x18\x01 \x03(\v2\x1a.chronolog.v1.ActionStatusR\aactions2\xf3\x05\n" +
 	"\fAdminService\x12[\n" +
 	"\x0eListProcessors\x12#.chronolog.v1.ListProcessorsRequest\x1a$.chronolog.v1.ListProcessorsResponse\x12O\n" +
 	"\n" +
@@ -1299,7 +1497,8 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\x0fRedeliverFailed\x12$.chronolog.v1.RedeliverFailedRequest\x1a%.chronolog.v1.RedeliverFailedResponse\x12X\n" +
 	"\rListExecutors\x12\".chronolog.v1.ListExecutorsRequest\x1a#.chronolog.v1.ListExecutorsResponse\x12O\n" +
 	"\n" +
-	"ExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponseb\x06proto3"
+	"ExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponse\x12R\n" +
+	"\vListActions\x12 .chronolog.v1.ListActionsRequest\x1a!.chronolog.v1.ListActionsResponseb\x06proto3"
 
 var (
 	file_chronolog_v1_admin_proto_rawDescOnce sync.Once
@@ -1313,7 +1512,7 @@ func file_chronolog_v1_admin_proto_rawDescGZIP() []byte {
 	return file_chronolog_v1_admin_proto_rawDescData
 }
 
-var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ProcessorStatus)(nil),              // 0: chronolog.v1.ProcessorStatus
 	(*ListProcessorsRequest)(nil),        // 1: chronolog.v1.ListProcessorsRequest
@@ -1332,42 +1531,48 @@ var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ListExecutorsResponse)(nil),        // 14: chronolog.v1.ListExecutorsResponse
 	(*ExecuteSqlRequest)(nil),            // 15: chronolog.v1.ExecuteSqlRequest
 	(*ExecuteSqlResponse)(nil),           // 16: chronolog.v1.ExecuteSqlResponse
-	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
-	(*Event)(nil),                        // 18: chronolog.v1.Event
-	(*structpb.ListValue)(nil),           // 19: google.protobuf.ListValue
-	(*structpb.Struct)(nil),              // 20: google.protobuf.Struct
+	(*ActionStatus)(nil),                 // 17: chronolog.v1.ActionStatus
+	(*ListActionsRequest)(nil),           // 18: chronolog.v1.ListActionsRequest
+	(*ListActionsResponse)(nil),          // 19: chronolog.v1.ListActionsResponse
+	(*timestamppb.Timestamp)(nil),        // 20: google.protobuf.Timestamp
+	(*Event)(nil),                        // 21: chronolog.v1.Event
+	(*structpb.ListValue)(nil),           // 22: google.protobuf.ListValue
+	(*structpb.Struct)(nil),              // 23: google.protobuf.Struct
 }
 var file_chronolog_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: chronolog.v1.ListProcessorsResponse.processors:type_name -> chronolog.v1.ProcessorStatus
-	17, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
+	20, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
 	0,  // 2: chronolog.v1.MoveCursorResponse.processor:type_name -> chronolog.v1.ProcessorStatus
 	0,  // 3: chronolog.v1.SetProcessorPausedResponse.processor:type_name -> chronolog.v1.ProcessorStatus
-	18, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
+	21, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
 	7,  // 5: chronolog.v1.ListFailedDeliveriesResponse.deliveries:type_name -> chronolog.v1.FailedDelivery
-	17, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
-	17, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
+	20, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
+	20, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
 	12, // 8: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
-	19, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
-	20, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
-	1,  // 11: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
-	3,  // 12: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
-	5,  // 13: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
-	8,  // 14: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
-	10, // 15: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
-	13, // 16: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
-	15, // 17: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
-	2,  // 18: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
-	4,  // 19: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
-	6,  // 20: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
-	9,  // 21: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
-	11, // 22: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
-	14, // 23: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
-	16, // 24: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	22, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
+	23, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
+	17, // 11: chronolog.v1.ListActionsResponse.actions:type_name -> chronolog.v1.ActionStatus
+	1,  // 12: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
+	3,  // 13: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
+	5,  // 14: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
+	8,  // 15: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
+	10, // 16: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
+	13, // 17: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
+	15, // 18: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
+	18, // 19: chronolog.v1.AdminService.ListActions:input_type -> chronolog.v1.ListActionsRequest
+	2,  // 20: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
+	4,  // 21: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
+	6,  // 22: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
+	9,  // 23: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
+	11, // 24: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
+	14, // 25: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
+	16, // 26: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
+	19, // 27: chronolog.v1.AdminService.ListActions:output_type -> chronolog.v1.ListActionsResponse
+	20, // [20:28] is the sub-list for method output_type
+	12, // [12:20] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_admin_proto_init() }
@@ -1386,7 +1591,7 @@ func file_chronolog_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_admin_proto_rawDesc), len(file_chronolog_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

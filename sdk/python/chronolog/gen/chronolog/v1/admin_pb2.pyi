@@ -190,3 +190,31 @@ class ExecuteSqlResponse(_message.Message):
     changes: int
     seq: int
     def __init__(self, rows: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., changes: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class ActionStatus(_message.Message):
+    __slots__ = ("name", "limits", "running", "waiting", "rate_waits", "rate_wait_ms", "rate_waiting")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAITS_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAITING_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    limits: str
+    running: int
+    waiting: int
+    rate_waits: int
+    rate_wait_ms: int
+    rate_waiting: int
+    def __init__(self, name: _Optional[str] = ..., limits: _Optional[str] = ..., running: _Optional[int] = ..., waiting: _Optional[int] = ..., rate_waits: _Optional[int] = ..., rate_wait_ms: _Optional[int] = ..., rate_waiting: _Optional[int] = ...) -> None: ...
+
+class ListActionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListActionsResponse(_message.Message):
+    __slots__ = ("actions",)
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    actions: _containers.RepeatedCompositeFieldContainer[ActionStatus]
+    def __init__(self, actions: _Optional[_Iterable[_Union[ActionStatus, _Mapping]]] = ...) -> None: ...

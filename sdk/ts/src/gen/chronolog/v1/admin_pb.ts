@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/admin.proto.
  */
 export const file_chronolog_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSK8AgoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIEg8KBmxpbWl0cxiCASABKAkSEwoKcmF0ZV93YWl0cxiDASABKAQSFQoMcmF0ZV93YWl0X21zGIQBIAEoBBIVCgxyYXRlX3dhaXRpbmcYhQEgASgNEhYKDWRlYm91bmNlX2hlbGQYhgEgASgEEhwKE2RlYm91bmNlX2RlbGl2ZXJpZXMYhwEgASgEEhgKD2RlYm91bmNlX2V2ZW50cxiIASABKAQiFwoVTGlzdFByb2Nlc3NvcnNSZXF1ZXN0IksKFkxpc3RQcm9jZXNzb3JzUmVzcG9uc2USMQoKcHJvY2Vzc29ycxgBIAMoCzIdLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JTdGF0dXMiawoRTW92ZUN1cnNvclJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEhMKCWFja19mbG9vchgCIAEoBEgAEigKAmF0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAQgQKAnRvIkYKEk1vdmVDdXJzb3JSZXNwb25zZRIwCglwcm9jZXNzb3IYASABKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzIj4KGVNldFByb2Nlc3NvclBhdXNlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEg4KBnBhdXNlZBgCIAEoCCJhChpTZXRQcm9jZXNzb3JQYXVzZWRSZXNwb25zZRIwCglwcm9jZXNzb3IYASABKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzEhEKCXVuY2hhbmdlZBgCIAEoCCJ8Cg5GYWlsZWREZWxpdmVyeRIRCglwcm9jZXNzb3IYASABKAkSIgoFZXZlbnQYAiABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSDQoFZXJyb3IYAyABKAkSEAoIYXR0ZW1wdHMYBCABKA0SEgoKZmFpbGVkX3NlcRgFIAEoBCJXChtMaXN0RmFpbGVkRGVsaXZlcmllc1JlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJImkKHExpc3RGYWlsZWREZWxpdmVyaWVzUmVzcG9uc2USMAoKZGVsaXZlcmllcxgBIAMoCzIcLmNocm9ub2xvZy52MS5GYWlsZWREZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOQoWUmVkZWxpdmVyRmFpbGVkUmVxdWVzdBIRCglwcm9jZXNzb3IYASABKAkSDAoEc2VxcxgCIAMoBCIoChdSZWRlbGl2ZXJGYWlsZWRSZXNwb25zZRINCgVjb3VudBgBIAEoDSK9AgoORXhlY3V0b3JTdGF0dXMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghleGVjdXRvchgCIAEoCRITCgtpbnN0YW5jZV9pZBgDIAEoCRIRCglwcmluY2lwYWwYBCABKAkSEgoKcHJvY2Vzc29ycxgFIAMoCRIPCgdhY3Rpb25zGAYgAygJEg4KBnB1bHNlcxgHIAMoCRIPCgdjcmVkaXRzGAggASgNEhEKCWluX2ZsaWdodBgJIAEoDRIwCgxjb25uZWN0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3Rfc2Vlbl9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCwoDc2RrGAwgASgJEhMKC3Nka192ZXJzaW9uGA0gASgJIhYKFExpc3RFeGVjdXRvcnNSZXF1ZXN0IkgKFUxpc3RFeGVjdXRvcnNSZXNwb25zZRIvCglleGVjdXRvcnMYASADKAsyHC5jaHJvbm9sb2cudjEuRXhlY3V0b3JTdGF0dXMiTAoRRXhlY3V0ZVNxbFJlcXVlc3QSCwoDc3FsGAEgASgJEioKBnBhcmFtcxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUiWQoSRXhlY3V0ZVNxbFJlc3BvbnNlEiUKBHJvd3MYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NoYW5nZXMYAiABKAQSCwoDc2VxGAMgASgEMp8FCgxBZG1pblNlcnZpY2USWwoOTGlzdFByb2Nlc3NvcnMSIy5jaHJvbm9sb2cudjEuTGlzdFByb2Nlc3NvcnNSZXF1ZXN0GiQuY2hyb25vbG9nLnYxLkxpc3RQcm9jZXNzb3JzUmVzcG9uc2USTwoKTW92ZUN1cnNvchIfLmNocm9ub2xvZy52MS5Nb3ZlQ3Vyc29yUmVxdWVzdBogLmNocm9ub2xvZy52MS5Nb3ZlQ3Vyc29yUmVzcG9uc2USZwoSU2V0UHJvY2Vzc29yUGF1c2VkEicuY2hyb25vbG9nLnYxLlNldFByb2Nlc3NvclBhdXNlZFJlcXVlc3QaKC5jaHJvbm9sb2cudjEuU2V0UHJvY2Vzc29yUGF1c2VkUmVzcG9uc2USbQoUTGlzdEZhaWxlZERlbGl2ZXJpZXMSKS5jaHJvbm9sb2cudjEuTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0GiouY2hyb25vbG9nLnYxLkxpc3RGYWlsZWREZWxpdmVyaWVzUmVzcG9uc2USXgoPUmVkZWxpdmVyRmFpbGVkEiQuY2hyb25vbG9nLnYxLlJlZGVsaXZlckZhaWxlZFJlcXVlc3QaJS5jaHJvbm9sb2cudjEuUmVkZWxpdmVyRmFpbGVkUmVzcG9uc2USWAoNTGlzdEV4ZWN1dG9ycxIiLmNocm9ub2xvZy52MS5MaXN0RXhlY3V0b3JzUmVxdWVzdBojLmNocm9ub2xvZy52MS5MaXN0RXhlY3V0b3JzUmVzcG9uc2USTwoKRXhlY3V0ZVNxbBIfLmNocm9ub2xvZy52MS5FeGVjdXRlU3FsUmVxdWVzdBogLmNocm9ub2xvZy52MS5FeGVjdXRlU3FsUmVzcG9uc2ViBnByb3RvMw", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSK8AgoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIEg8KBmxpbWl0cxiCASABKAkSEwoKcmF0ZV93YWl0cxiDASABKAQSFQoMcmF0ZV93YWl0X21zGIQBIAEoBBIVCgxyYXRlX3dhaXRpbmcYhQEgASgNEhYKDWRlYm91bmNlX2hlbGQYhgEgASgEEhwKE2RlYm91bmNlX2RlbGl2ZXJpZXMYhwEgASgEEhgKD2RlYm91bmNlX2V2ZW50cxiIASABKAQiFwoVTGlzdFByb2Nlc3NvcnNSZXF1ZXN0IksKFkxpc3RQcm9jZXNzb3JzUmVzcG9uc2USMQoKcHJvY2Vzc29ycxgBIAMoCzIdLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JTdGF0dXMiawoRTW92ZUN1cnNvclJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEhMKCWFja19mbG9vchgCIAEoBEgAEigKAmF0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAQgQKAnRvIkYKEk1vdmVDdXJzb3JSZXNwb25zZRIwCglwcm9jZXNzb3IYASABKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzIj4KGVNldFByb2Nlc3NvclBhdXNlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEg4KBnBhdXNlZBgCIAEoCCJhChpTZXRQcm9jZXNzb3JQYXVzZWRSZXNwb25zZRIwCglwcm9jZXNzb3IYASABKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzEhEKCXVuY2hhbmdlZBgCIAEoCCJ8Cg5GYWlsZWREZWxpdmVyeRIRCglwcm9jZXNzb3IYASABKAkSIgoFZXZlbnQYAiABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSDQoFZXJyb3IYAyABKAkSEAoIYXR0ZW1wdHMYBCABKA0SEgoKZmFpbGVkX3NlcRgFIAEoBCJXChtMaXN0RmFpbGVkRGVsaXZlcmllc1JlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJImkKHExpc3RGYWlsZWREZWxpdmVyaWVzUmVzcG9uc2USMAoKZGVsaXZlcmllcxgBIAMoCzIcLmNocm9ub2xvZy52MS5GYWlsZWREZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOQoWUmVkZWxpdmVyRmFpbGVkUmVxdWVzdBIRCglwcm9jZXNzb3IYASABKAkSDAoEc2VxcxgCIAMoBCIoChdSZWRlbGl2ZXJGYWlsZWRSZXNwb25zZRINCgVjb3VudBgBIAEoDSK9AgoORXhlY3V0b3JTdGF0dXMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghleGVjdXRvchgCIAEoCRITCgtpbnN0YW5jZV9pZBgDIAEoCRIRCglwcmluY2lwYWwYBCABKAkSEgoKcHJvY2Vzc29ycxgFIAMoCRIPCgdhY3Rpb25zGAYgAygJEg4KBnB1bHNlcxgHIAMoCRIPCgdjcmVkaXRzGAggASgNEhEKCWluX2ZsaWdodBgJIAEoDRIwCgxjb25uZWN0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3Rfc2Vlbl9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCwoDc2RrGAwgASgJEhMKC3Nka192ZXJzaW9uGA0gASgJIhYKFExpc3RFeGVjdXRvcnNSZXF1ZXN0IkgKFUxpc3RFeGVjdXRvcnNSZXNwb25zZRIvCglleGVjdXRvcnMYASADKAsyHC5jaHJvbm9sb2cudjEuRXhlY3V0b3JTdGF0dXMiTAoRRXhlY3V0ZVNxbFJlcXVlc3QSCwoDc3FsGAEgASgJEioKBnBhcmFtcxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUiWQoSRXhlY3V0ZVNxbFJlc3BvbnNlEiUKBHJvd3MYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NoYW5nZXMYAiABKAQSCwoDc2VxGAMgASgEIo4BCgxBY3Rpb25TdGF0dXMSDAoEbmFtZRgBIAEoCRIOCgZsaW1pdHMYAiABKAkSDwoHcnVubmluZxgDIAEoDRIPCgd3YWl0aW5nGAQgASgNEhIKCnJhdGVfd2FpdHMYBSABKAQSFAoMcmF0ZV93YWl0X21zGAYgASgEEhQKDHJhdGVfd2FpdGluZxgHIAEoDSIUChJMaXN0QWN0aW9uc1JlcXVlc3QiQgoTTGlzdEFjdGlvbnNSZXNwb25zZRIrCgdhY3Rpb25zGAEgAygLMhouY2hyb25vbG9nLnYxLkFjdGlvblN0YXR1czLzBQoMQWRtaW5TZXJ2aWNlElsKDkxpc3RQcm9jZXNzb3JzEiMuY2hyb25vbG9nLnYxLkxpc3RQcm9jZXNzb3JzUmVxdWVzdBokLmNocm9ub2xvZy52MS5MaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEk8KCk1vdmVDdXJzb3ISHy5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlcXVlc3QaIC5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlc3BvbnNlEmcKElNldFByb2Nlc3NvclBhdXNlZBInLmNocm9ub2xvZy52MS5TZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0GiguY2hyb25vbG9nLnYxLlNldFByb2Nlc3NvclBhdXNlZFJlc3BvbnNlEm0KFExpc3RGYWlsZWREZWxpdmVyaWVzEikuY2hyb25vbG9nLnYxLkxpc3RGYWlsZWREZWxpdmVyaWVzUmVxdWVzdBoqLmNocm9ub2xvZy52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEl4KD1JlZGVsaXZlckZhaWxlZBIkLmNocm9ub2xvZy52MS5SZWRlbGl2ZXJGYWlsZWRSZXF1ZXN0GiUuY2hyb25vbG9nLnYxLlJlZGVsaXZlckZhaWxlZFJlc3BvbnNlElgKDUxpc3RFeGVjdXRvcnMSIi5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1JlcXVlc3QaIy5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1Jlc3BvbnNlEk8KCkV4ZWN1dGVTcWwSHy5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlcXVlc3QaIC5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlc3BvbnNlElIKC0xpc3RBY3Rpb25zEiAuY2hyb25vbG9nLnYxLkxpc3RBY3Rpb25zUmVxdWVzdBohLmNocm9ub2xvZy52MS5MaXN0QWN0aW9uc1Jlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A processor's state.
@@ -666,6 +666,107 @@ export const ExecuteSqlResponseSchema: GenMessage<ExecuteSqlResponse> = /*@__PUR
   messageDesc(file_chronolog_v1_admin, 16);
 
 /**
+ * An action's flow limits and what they hold now.
+ *
+ * @generated from message chronolog.v1.ActionStatus
+ */
+export type ActionStatus = Message<"chronolog.v1.ActionStatus"> & {
+  /**
+   * `plugin.action`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Its flow limits in a few words (concurrency by key, rate, priority; ""
+   * without any), as ProcessorStatus.limits.
+   *
+   * @generated from field: string limits = 2;
+   */
+  limits: string;
+
+  /**
+   * Calls holding a slot of its concurrency limit now (those an owner before
+   * this one left running included, until their timeout).
+   *
+   * @generated from field: uint32 running = 3;
+   */
+  running: number;
+
+  /**
+   * Calls waiting for a slot now.
+   *
+   * @generated from field: uint32 waiting = 4;
+   */
+  waiting: number;
+
+  /**
+   * Calls that waited for a token of its rate since the owner started.
+   *
+   * @generated from field: uint64 rate_waits = 5;
+   */
+  rateWaits: bigint;
+
+  /**
+   * Time they waited in all, ms.
+   *
+   * @generated from field: uint64 rate_wait_ms = 6;
+   */
+  rateWaitMs: bigint;
+
+  /**
+   * Calls waiting for a token now.
+   *
+   * @generated from field: uint32 rate_waiting = 7;
+   */
+  rateWaiting: number;
+};
+
+/**
+ * Describes the message chronolog.v1.ActionStatus.
+ * Use `create(ActionStatusSchema)` to create a new message.
+ */
+export const ActionStatusSchema: GenMessage<ActionStatus> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 17);
+
+/**
+ * List actions.
+ *
+ * @generated from message chronolog.v1.ListActionsRequest
+ */
+export type ListActionsRequest = Message<"chronolog.v1.ListActionsRequest"> & {
+};
+
+/**
+ * Describes the message chronolog.v1.ListActionsRequest.
+ * Use `create(ListActionsRequestSchema)` to create a new message.
+ */
+export const ListActionsRequestSchema: GenMessage<ListActionsRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 18);
+
+/**
+ * Every declared action, by name.
+ *
+ * @generated from message chronolog.v1.ListActionsResponse
+ */
+export type ListActionsResponse = Message<"chronolog.v1.ListActionsResponse"> & {
+  /**
+   * The actions.
+   *
+   * @generated from field: repeated chronolog.v1.ActionStatus actions = 1;
+   */
+  actions: ActionStatus[];
+};
+
+/**
+ * Describes the message chronolog.v1.ListActionsResponse.
+ * Use `create(ListActionsResponseSchema)` to create a new message.
+ */
+export const ListActionsResponseSchema: GenMessage<ListActionsResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 19);
+
+/**
  * Operator tools. Every method needs the admin role
  * (PERMISSION_DENIED otherwise) and records what it changes.
  *
@@ -743,6 +844,17 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ExecuteSqlRequestSchema;
     output: typeof ExecuteSqlResponseSchema;
+  },
+  /**
+   * Lists declared actions with their flow limits, the calls holding or
+   * waiting for a concurrency slot, and their rate waits.
+   *
+   * @generated from rpc chronolog.v1.AdminService.ListActions
+   */
+  listActions: {
+    methodKind: "unary";
+    input: typeof ListActionsRequestSchema;
+    output: typeof ListActionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_chronolog_v1_admin, 0);
