@@ -375,6 +375,15 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     const row = '#calls tr[data-call="c-console"]';
     await page.waitForSelector(`${row}[data-status=completed]`);
     expect(await page.textContent(`${row} td.attempts`)).toBe("1");
+    const limits = '#action-limits tr[data-action="desk.remind"]';
+    await page.waitForSelector(limits);
+    expect(await page.$$eval(`${limits} td`, (cells) => cells.map((c) => c.textContent))).toEqual([
+      "desk.remind",
+      "rate 1000 per 1 s (burst 1000)",
+      "0",
+      "0",
+      expect.stringMatching(/^0 \(.*\), 0 waiting$/),
+    ]);
     const [triggered] = (await admin.log.readLog({ types: ["timer.triggered"] })).events;
     expect(await page.textContent(`#calls tr[data-call="${triggered.data!.occurrence_id}"] a.timer`)).toBe("timer desk/new-year (triggered)");
     await screenshot(page, "calls");

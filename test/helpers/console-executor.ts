@@ -37,6 +37,7 @@ export const deskPlugin = definePlugin({
   actions: {
     remind: {
       allow: ["*"],
+      rate: { limit: 1_000, periodMs: 1_000 }, // never binds: the console shows an action's limits and rate waits
       run(ctx, input) {
         print({ kind: "call", callId: ctx.callId, input });
         return { reminded: true };
