@@ -426,6 +426,25 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.close();
   });
 
+  it("streams: a stream's events in order of position, newest first on request, and its last position", async () => {
+    await admin.emit("ticket.triaged", { step: 0 }, { stream: "ticket-t-9", expectedVersion: "noStream" });
+    await admin.emit("ticket.triaged", { step: 1 }, { stream: "ticket-t-9", expectedVersion: 0 });
+    await admin.emit("ticket.triaged", { step: 2 }, { stream: "ticket-t-9", expectedVersion: 1 });
+    const page = await open("/time");
+    await page.click("a[data-nav=streams]");
+    await page.fill("#stream-name", "ticket-t-9");
+    await page.click("form.toolbar button[type=submit]");
+    await page.waitForSelector("#stream tr[data-position='2']");
+    const positions = () => page.$$eval("#stream tbody tr", (rows) => rows.map((r) => r.getAttribute("data-position")));
+    expect(await positions()).toEqual(["0", "1", "2"]);
+    expect(await page.textContent("#stream-version")).toBe("last position 2");
+    await page.check("#stream-backwards");
+    await until(async () => (await positions())[0] === "2", "the newest first");
+    expect(await positions()).toEqual(["2", "1", "0"]);
+    await screenshot(page, "streams");
+    await page.close();
+  });
+
   it("an owner without a config opens as the local admin, without asking for a token; its log is followed across restarts, a new log from its start", async () => {
     const manifest = { name: "local", events: { "local.e": { allow: ["*"] } } };
     let local = await startTestOwner();
