@@ -224,6 +224,8 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
   it("processors: pausing from the page stops deliveries and resuming restarts them; moving the cursor to a seq or a time says what is delivered again", async () => {
     const page = await open("/processors");
     const row = `#processors tr[data-name="${processor}"]`;
+    await page.waitForSelector(`${row} .limits .rate-waits`);
+    expect(await page.textContent(`${row} .limits`)).toMatch(/^rate 1000 per 1 s \(burst 1000\)rate waits: 0 \(.*\), 0 waiting$/);
     await page.waitForSelector(`${row}[data-paused=false]`);
     await page.waitForSelector("#lag-chart[data-samples='3']", { timeout: 10_000 });
 
@@ -298,7 +300,9 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
   });
 
   it("time: the declared schedule with its next fire times; pause with a note and resume; trigger now makes one call; a delay is cancelled", async () => {
-    const delay = await admin.delay("desk.remind", { what: "later" }, { intervalMs: 3_600_000 }, "unbounded");
+    const delay = await admin.delay("desk.remind", { what: "later" }, { intervalMs: 3_600_000 }, "unbounded", {
+      cancelOn: [{ type: "ticket.triaged", match: { "data.ticket": "input.what" } }],
+    });
     const page = await open("/time");
     const schedule = (await admin.time.listTimers({})).timers.find((t) => t.schedule === "new-year")!;
     const row = `#timers tr[data-id="${schedule.id}"]`;
@@ -309,6 +313,7 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     const preview = (await admin.getTimer(schedule.id, { previewCount: 5 })).preview;
     expect(await page.$$eval(`.preview[data-timer="${schedule.id}"] .preview-times li`, (items) => items.length)).toBe(preview.length);
     await page.waitForSelector(`#timers tr[data-id="${delay.delayId}"]`);
+    expect(await page.textContent(`#timers tr[data-id="${delay.delayId}"] .cancel-on`)).toBe("cancelled by ticket.triaged (data.ticket = input.what)");
     await screenshot(page, "time");
 
     await page.fill("#timer-note", "maintenance window");
@@ -370,6 +375,15 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     const row = '#calls tr[data-call="c-console"]';
     await page.waitForSelector(`${row}[data-status=completed]`);
     expect(await page.textContent(`${row} td.attempts`)).toBe("1");
+    const limits = '#action-limits tr[data-action="desk.remind"]';
+    await page.waitForSelector(limits);
+    expect(await page.$$eval(`${limits} td`, (cells) => cells.map((c) => c.textContent))).toEqual([
+      "desk.remind",
+      "rate 1000 per 1 s (burst 1000)",
+      "0",
+      "0",
+      expect.stringMatching(/^0 \(.*\), 0 waiting$/),
+    ]);
     const [triggered] = (await admin.log.readLog({ types: ["timer.triggered"] })).events;
     expect(await page.textContent(`#calls tr[data-call="${triggered.data!.occurrence_id}"] a.timer`)).toBe("timer desk/new-year (triggered)");
     await screenshot(page, "calls");
@@ -409,6 +423,25 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.click("a[data-nav=plugins]");
     await page.waitForSelector("article.plugin[data-name=desk] tr[data-type='ticket.opened']");
     await screenshot(page, "plugins");
+    await page.close();
+  });
+
+  it("streams: a stream's events in order of position, newest first on request, and its last position", async () => {
+    await admin.emit("ticket.triaged", { step: 0 }, { stream: "ticket-t-9", expectedVersion: "noStream" });
+    await admin.emit("ticket.triaged", { step: 1 }, { stream: "ticket-t-9", expectedVersion: 0 });
+    await admin.emit("ticket.triaged", { step: 2 }, { stream: "ticket-t-9", expectedVersion: 1 });
+    const page = await open("/time");
+    await page.click("a[data-nav=streams]");
+    await page.fill("#stream-name", "ticket-t-9");
+    await page.click("form.toolbar button[type=submit]");
+    await page.waitForSelector("#stream tr[data-position='2']");
+    const positions = () => page.$$eval("#stream tbody tr", (rows) => rows.map((r) => r.getAttribute("data-position")));
+    expect(await positions()).toEqual(["0", "1", "2"]);
+    expect(await page.textContent("#stream-version")).toBe("last position 2");
+    await page.check("#stream-backwards");
+    await until(async () => (await positions())[0] === "2", "the newest first");
+    expect(await positions()).toEqual(["2", "1", "0"]);
+    await screenshot(page, "streams");
     await page.close();
   });
 

@@ -68,6 +68,29 @@ describe("fair turns between keys", () => {
     expect(bigDoneWhenSmall).toBeLessThan(backlog / 2);
   });
 
+  it("weighted turns: with a backlog of both keys, a key of weight 3 is served about 3 times as often as a key of weight 1", async () => {
+    const { url, client } = await owner();
+    const order: string[] = [];
+    // Each key may fill every slot (limit = total = 4): only the turns decide who gets a free slot.
+    const plugin = fairPlugin({ limit: 4, key: "data.tenant", total: 4, weights: { gold: 3 } }, async (ctx) => {
+      order.push(String(ctx.data.tenant));
+      await new Promise((r) => setTimeout(r, 2));
+    });
+    await client.registerPlugin(manifestOf(plugin));
+    const each = 600;
+    await client.emitBatch(
+      Array.from({ length: 2 * each }, (_, i) => ({ type: "job.queued", data: { tenant: i < each ? "basic" : "gold", n: i } })), // basic first in the log
+    );
+    await executor(url, plugin);
+    await until(() => order.length === 2 * each, "every event handled", 60_000);
+    // While both keys have a backlog (gold's 600 last about 800 deliveries at 3:1): the first 600.
+    const first = order.slice(0, 600);
+    const gold = first.filter((t) => t === "gold").length;
+    const ratio = gold / (first.length - gold);
+    expect(ratio).toBeGreaterThan(2.4);
+    expect(ratio).toBeLessThan(3.6);
+  });
+
   it("skip: an event of a key with a delivery in flight is passed over; other keys and later events go on", async () => {
     const { url, client, floor } = await owner();
     const seen: string[] = [];
@@ -130,6 +153,10 @@ describe("fair turns between keys", () => {
     expect(await refused({ concurrencyLimit: { key: "data.a", ifActive: "drop" } })).toContain("if_active must be queue, skip or coalesce");
     expect(await refused({}, { concurrencyLimit: { key: "data.a" } })).toContain("actions.a.concurrency.key");
     expect(await refused({}, { concurrencyLimit: { ifActive: "skip" } })).toContain("if_active is for processors");
+    expect(await refused({}, { concurrencyLimit: { key: "input.a", weights: { x: 2 } } })).toContain("weights are for processors");
+    expect(await refused({ concurrencyLimit: { key: "data.a", weights: { x: 0 } } })).toContain("processors.p.concurrency.weights.x");
+    expect(await refused({ concurrencyLimit: { key: "data.a", weights: { x: 5_000 } } })).toContain("a weight must be 1 to 1000");
+    expect(await refused({ concurrencyLimit: { limit: 2, weights: { x: 2 } } })).toContain("give the limit a key");
     // A processor's paths into its events: one that can find nothing (no `data.`, a stray dot) is refused, not taken silently.
     expect(await refused({ concurrencyLimit: { limit: 2, key: "../../etc" } })).toContain("processors.p.concurrency.key");
     expect(await refused({ rate: { limit: 5, key: "tenant" } })).toContain("processors.p.rate.key");

@@ -19,6 +19,7 @@ import { LogView } from "./views/log.js";
 import { PluginsView } from "./views/plugins.js";
 import { ProcessorsView } from "./views/processors.js";
 import { TimeView } from "./views/time.js";
+import { StreamView } from "./views/streams.js";
 import "./style.css";
 
 const queryClient: QueryClient = new QueryClient({
@@ -117,6 +118,7 @@ function Shell({ session }: { session: Session }) {
           {session.admin && <NavLink href="/processors">Processors</NavLink>}
           <NavLink href="/calls">Calls</NavLink>
           <NavLink href="/time">Time</NavLink>
+          <NavLink href="/streams">Streams</NavLink>
           {session.admin && !session.standby && <NavLink href="/executors">Executors</NavLink>}
           <NavLink href="/plugins">Plugins & collections</NavLink>
         </nav>
@@ -141,6 +143,7 @@ function Shell({ session }: { session: Session }) {
           <Route path="/events/:id">{(p) => <EventPage id={decodeURIComponent(p.id)} />}</Route>
           <Route path="/processors">{() => (session.admin ? <ProcessorsView /> : <NeedsAdmin />)}</Route>
           <Route path="/time">{() => <TimeView />}</Route>
+          <Route path="/streams">{() => <StreamView />}</Route>
           <Route path="/executors">
             {() => (!session.admin ? <NeedsAdmin /> : session.standby ? <OnTheLeader what="Executors connect to the leader" /> : <ExecutorsView />)}
           </Route>

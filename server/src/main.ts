@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { emitCommand, ownerUnavailableStatus, readStreamCommand, registerCommand, tailCommand } from "./cli/client-commands.js";
 import { cursorsCommand } from "./cli/cursors.js";
+import { actionsCommand, limitsCommand } from "./cli/limits.js";
 import { exportCommand } from "./cli/export.js";
 import { healthCommand } from "./cli/health.js";
 import {
@@ -357,6 +358,18 @@ program
   )
   .option("--all", "every failed delivery of the processor")
   .action(clientAction(dismissCommand));
+
+program
+  .command("limits")
+  .description("list the flow limits (concurrency by key, rate, debounce, priority) of every processor and action that declares any")
+  .option("--json", "JSON lines instead of a table", false)
+  .action(clientAction(limitsCommand));
+
+program
+  .command("actions")
+  .description("list actions with the calls holding and waiting for a concurrency slot, their rate waits and their limits (admin)")
+  .option("--json", "JSON lines instead of a table", false)
+  .action(clientAction(actionsCommand));
 
 program
   .command("executors")

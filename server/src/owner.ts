@@ -458,7 +458,11 @@ async function serve(
       router.service(ActionService, actionService(actions), strict);
       router.service(CollectionService, collectionService(collections), strict);
       router.service(TimeService, timeService(time.timers), strict);
-      router.service(AdminService, adminService({ processors, hub, committer, db: store.db, cursors, events, firstSeq: () => logStats.firstSeq }), strict);
+      router.service(
+        AdminService,
+        adminService({ processors, actions, hub, committer, db: store.db, cursors, events, firstSeq: () => logStats.firstSeq }),
+        strict,
+      );
       registerReflection(router, services);
       registerHealth(
         router,

@@ -26,6 +26,7 @@ export const deskPlugin = definePlugin({
       on: "ticket.opened",
       start: "beginning",
       concurrency: 4,
+      rate: { limit: 1_000, periodMs: 1_000 }, // never binds: the console shows a processor's limits and rate waits
       async run(ctx) {
         print({ kind: "delivery", seq: Number(ctx.event.seq), id: ctx.event.id, attempt: ctx.attempt });
         if (ctx.data.fail === true) throw new TerminalError(`ticket ${ctx.event.id} cannot be triaged`);
@@ -36,6 +37,7 @@ export const deskPlugin = definePlugin({
   actions: {
     remind: {
       allow: ["*"],
+      rate: { limit: 1_000, periodMs: 1_000 }, // never binds: the console shows an action's limits and rate waits
       run(ctx, input) {
         print({ kind: "call", callId: ctx.callId, input });
         return { reminded: true };

@@ -5,8 +5,8 @@ import { definePlugin, manifestOf, type PluginDefinition } from "../../sdk/ts/sr
 /** One run's start or end, as the limits executor prints it (one JSON line each). */
 export interface RunLine {
   ev: "start" | "end";
-  /** `work` (a delivery of processor limits.work), `charge` (a call of action limits.charge) or `settle` (a delivery of limits.settle). */
-  what: "work" | "charge" | "settle";
+  /** `work` (a delivery of processor limits.work), `charge` (a call of action limits.charge), `ping` (a call of limits.ping) or `settle` (a delivery of limits.settle). */
+  what: "work" | "charge" | "ping" | "settle";
   /** limits.settle: the events the delivery stands for (ctx.debounced). */
   count?: number;
   /** The event's seq, or the call's input `n`. */
@@ -20,7 +20,8 @@ export interface RunLine {
 /**
  * The plugin of the concurrency-limit tests: processor `limits.work` on `work.queued` (at most
  * 2 deliveries in flight per `data.customer`, 6 in all) and action `limits.charge` (1 call per
- * `input.customer`, 3 in all). Each run prints a start and an end line ({@link RunLine}) and takes
+ * `input.customer`, 3 in all; a run's timeout 5 s, no grace) and action `limits.ping` (3 calls
+ * per 10 s, a burst of 3: a start line only, no wait). Each run prints a start and an end line ({@link RunLine}) and takes
  * `runMs`. Processor `limits.settle` on `doc.changed` debounces by `data.doc` (2 s of quiet, at
  * most 3 s) and prints an end line at once, with the count its delivery stands for.
  */
@@ -56,11 +57,22 @@ export function limitsPlugin(runMs = 150): PluginDefinition {
       charge: {
         allow: ["*"],
         concurrency: { limit: 1, key: "input.customer", total: 3 },
+        timeoutMs: 5_000,
+        timeoutGraceMs: 0,
         async run(_ctx, input) {
           const l = { what: "charge" as const, id: Number(input.n), customer: String(input.customer) };
           line({ ev: "start", ...l });
           await new Promise((r) => setTimeout(r, runMs));
           line({ ev: "end", ...l });
+          return { n: input.n };
+        },
+      },
+      ping: {
+        allow: ["*"],
+        rate: { limit: 3, periodMs: 10_000, burst: 3 },
+        timeoutMs: 20_000,
+        run(_ctx, input) {
+          line({ ev: "start", what: "ping", id: Number(input.n), customer: "" });
           return { n: input.n };
         },
       },

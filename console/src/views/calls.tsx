@@ -11,6 +11,7 @@ import { Link } from "wouter";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { errorText, log } from "../api.js";
 import { actor, at, duration, ms } from "../format.js";
+import { ActionLimits } from "./action-limits.js";
 
 const actionTypes = ["action.started", "action.retried", "action.completed", "action.failed"];
 /** Time's records that name the occurrences (= call ids) they made. */
@@ -93,6 +94,7 @@ export function CallsView() {
         )}
       </div>
       {q.isError && <p className="error">{errorText(q.error)}</p>}
+      <ActionLimits />
       <table id="calls">
         <colgroup>
           <col className="id" />

@@ -2,6 +2,7 @@
 // types with their `allow` and schema, its processors, actions and schedules, and links to its
 // collections' browsers (views/collections.tsx).
 
+import type { ActionDeclaration, ProcessorDeclaration } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { errorText, plugins } from "../api.js";
@@ -50,10 +51,13 @@ export function PluginsView() {
             <p className="muted">
               processors:{" "}
               {Object.entries(m.processors)
-                .map(([n, d]) => `${n} (on ${d.on.join(", ")})`)
+                .map(([n, d]) => `${n} (on ${d.on.join(", ")}${flowLimits(d) ? `; ${flowLimits(d)}` : ""})`)
                 .join("; ") || "none"}
               <br />
-              actions: {Object.keys(m.actions).join(", ") || "none"}
+              actions:{" "}
+              {Object.entries(m.actions)
+                .map(([n, d]) => (flowLimits(d) ? `${n} (${flowLimits(d)})` : n))
+                .join(", ") || "none"}
               <br />
               schedules: {Object.keys(m.schedules).join(", ") || "none"}
             </p>
@@ -72,4 +76,21 @@ export function PluginsView() {
       {q.data.plugins.length === 0 && <p className="note">No plugins are registered.</p>}
     </section>
   );
+}
+
+/** A processor's or an action's flow limits in a few words ("" without any): concurrency by key, rate, debounce, priority. */
+function flowLimits(d: ProcessorDeclaration | ActionDeclaration): string {
+  const words: string[] = [];
+  const c = d.concurrencyLimit;
+  if (c) words.push(`${c.limit || 1} ${c.key ? `per ${c.key}` : "in flight"}${c.total ? `, ${c.total} in all` : ""}`);
+  if (c && Object.keys(c.weights).length > 0)
+    words.push(
+      `weights ${Object.entries(c.weights)
+        .map(([k, w]) => `${k}=${w}`)
+        .join(" ")}`,
+    );
+  if (d.rate) words.push(`rate ${d.rate.limit} per ${d.rate.periodMs || 1000} ms${d.rate.key ? ` per ${d.rate.key}` : ""}`);
+  if ("debounce" in d && d.debounce) words.push(`debounce ${d.debounce.periodMs} ms${d.debounce.key ? ` by ${d.debounce.key}` : ""}`);
+  if (d.priority) words.push(`priority ${d.priority}`);
+  return words.join(", ");
 }

@@ -32,6 +32,30 @@ function LagSeconds({ p }: { p: ProcessorStatus }) {
   return <>{oldest ? duration(Date.now() - ms(oldest.at)) : "…"}</>;
 }
 
+/**
+ * A processor's flow limits under its name: what it declares, and on the leader (which delivers)
+ * its rate waits and its debounced bursts since the owner started.
+ */
+function FlowLimits({ p, leader }: { p: ProcessorStatus; leader: boolean }) {
+  const rate = /(^|; )rate /.test(p.limits);
+  const debounce = /(^|; )debounce /.test(p.limits);
+  return (
+    <div className="muted limits">
+      {p.limits}
+      {leader && rate && (
+        <div className="rate-waits" title="deliveries that waited for a token of the rate, how long in all, and the events waiting now">
+          rate waits: {String(p.rateWaits)} ({duration(Number(p.rateWaitMs))}), {p.rateWaiting} waiting
+        </div>
+      )}
+      {leader && debounce && (
+        <div className="debounced" title="events gathered in bursts now; debounced deliveries made and the events they stood for">
+          debounced: {String(p.debounceHeld)} held, {String(p.debounceDeliveries)} deliveries for {String(p.debounceEvents)} events
+        </div>
+      )}
+    </div>
+  );
+}
+
 function useProcessorAction() {
   const client = useQueryClient();
   const [result, setResult] = useState<{ ok: boolean; text: string }>({ ok: true, text: "" });
@@ -106,6 +130,7 @@ export function ProcessorsView() {
                 <button type="button" className="link" onClick={() => setSelected(p.name === selected ? "" : p.name)}>
                   {p.name}
                 </button>
+                {p.limits && <FlowLimits p={p} leader={changes} />}
               </td>
               <td className="num">{String(p.ackFloor)}</td>
               <td className="num">{String(p.ackFloor + p.lag)}</td>

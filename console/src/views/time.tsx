@@ -239,7 +239,10 @@ export function TimeView() {
                 </td>
                 <td>{kindName[t.kind] ?? ""}</td>
                 <td>{t.action}</td>
-                <td title={when(t)}>{when(t)}</td>
+                <td title={when(t)}>
+                  {when(t)}
+                  {t.cancelOn.length > 0 && <div className="muted cancel-on">{cancelOnText(t)}</div>}
+                </td>
                 <td className="next-due">
                   {t.nextDue ? (
                     <>
@@ -314,4 +317,13 @@ export function TimeView() {
       {admin && !changes && <p className="note">The lateness of time's calls is measured where they are made: on the leader's console.</p>}
     </section>
   );
+}
+
+/** What cancels a timer: `cancelled by order.paid (data.order_id = input.order_id)`, ", " between events. */
+function cancelOnText(t: Timer): string {
+  const events = t.cancelOn.map((c) => {
+    const match = Object.entries(c.match).map(([event, input]) => `${event} = ${input}`);
+    return match.length > 0 ? `${c.type} (${match.join(", ")})` : c.type;
+  });
+  return `cancelled by ${events.join(", ")}`;
 }

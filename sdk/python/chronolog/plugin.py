@@ -162,7 +162,9 @@ class Plugin:
         the ack timeout). ``concurrency``: lanes in flight at once (a number,
         default 1), or limits as a dict: ``limit`` deliveries in flight per
         value of ``key`` (a path such as ``data.customer_id``), ``total`` in
-        all, ``if_active`` ``"queue"`` (default), ``"skip"`` or ``"coalesce"``.
+        all, ``if_active`` ``"queue"`` (default), ``"skip"`` or ``"coalesce"``,
+        ``weights`` a dict of key value to weight (1 to 1000, default 1): with a
+        backlog, a key of weight 3 starts 3 deliveries per turn where others start one.
         ``rate``: deliveries started per period per key, a dict ``limit``,
         ``period_ms`` (default 1000), ``key``, ``burst`` (default ``limit``).
         ``debounce``: a dict ``key``, ``period_ms``, ``max_wait_ms``: a burst of

@@ -19,7 +19,7 @@ class FlowLimits(unittest.TestCase):
         @plugin.processor(
             "sync",
             on="customer.changed",
-            concurrency={"limit": 3, "key": "data.customer_id", "total": 16, "if_active": "coalesce"},
+            concurrency={"limit": 3, "key": "data.customer_id", "total": 16, "if_active": "coalesce", "weights": {"gold": 3}},
             rate={"limit": 10, "period_ms": 1000, "key": "data.customer_id", "burst": 5},
             debounce={"key": "data.customer_id", "period_ms": 500, "max_wait_ms": 5000},
             priority="data.priority",
@@ -35,6 +35,7 @@ class FlowLimits(unittest.TestCase):
         sync_decl = declared["sync"]
         self.assertEqual((sync_decl.concurrency, sync_decl.concurrency_limit.limit, sync_decl.concurrency_limit.total), (0, 3, 16))
         self.assertEqual((sync_decl.concurrency_limit.key, sync_decl.concurrency_limit.if_active), ("data.customer_id", "coalesce"))
+        self.assertEqual(dict(sync_decl.concurrency_limit.weights), {"gold": 3})
         self.assertEqual((sync_decl.rate.limit, sync_decl.rate.period_ms, sync_decl.rate.burst), (10, 1000, 5))
         self.assertEqual((sync_decl.debounce.period_ms, sync_decl.debounce.max_wait_ms), (500, 5000))
         self.assertEqual(sync_decl.priority, "data.priority")

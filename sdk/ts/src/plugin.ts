@@ -94,7 +94,7 @@ export interface ActionDefinition {
    * `input.customer_id`) and in all, across executors (`total`); without a key, `limit` counts every
    * call. A call past a limit waits for a slot (within its wait for an executor).
    */
-  concurrency?: Omit<ConcurrencyOptions, "ifActive">;
+  concurrency?: Omit<ConcurrencyOptions, "ifActive" | "weights">;
   /** Calls started per period, per key (`key` a path such as `input.customer_id`); a call past it waits (within its wait for an executor). */
   rate?: RateOptions;
   /** Path into the call giving its priority (a number, e.g. `input.priority`): calls waiting for a concurrency slot start highest first. */
@@ -114,6 +114,11 @@ export interface ConcurrencyOptions {
   total?: number;
   /** Processors: what a new event of a key with work in flight does. */
   ifActive?: "queue" | "skip" | "coalesce";
+  /**
+   * Processors: weighted fair turns, the weight of a key value (1 to 1,000; values not listed
+   * weigh 1). With a backlog, a key of weight 3 starts 3 deliveries where a key of weight 1 starts one.
+   */
+  weights?: Record<string, number>;
 }
 
 /** A rate: a token bucket per key value (`rate` in the manifest). */

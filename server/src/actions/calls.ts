@@ -32,6 +32,20 @@ export interface ActionCallsDeps extends InvocationsDeps {
   hosts: HostQueue;
 }
 
+/** An action's limits and what they hold now, as ListActions shows it. */
+export interface ActionStatus {
+  name: string;
+  /** Its flow limits in a few words ("" without any). */
+  limits: string;
+  /** Calls holding a concurrency slot, and waiting for one. */
+  running: number;
+  waiting: number;
+  /** Calls that waited for a rate token since the owner started, the ms they waited, and the calls waiting now. */
+  rateWaits: number;
+  rateWaitMs: number;
+  rateWaiting: number;
+}
+
 /** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why. */
 const maxAnswerMarginMs = 500;
 
@@ -108,6 +122,25 @@ export class ActionCalls {
   /** The actions' rate waits so far (for the metrics). */
   rateWaits(): Iterable<RateWaits> {
     return this.rates.waits();
+  }
+
+  /** Every declared action's limits and what they hold now (AdminService.ListActions), by name. */
+  statuses(): ActionStatus[] {
+    const waits = new Map<string, RateWaits>();
+    for (const w of this.rates.waits()) waits.set(w.name, w);
+    return [...this.deps.registry.allActions()]
+      .map((entry) => {
+        const w = waits.get(entry.name);
+        return {
+          name: entry.name,
+          limits: entry.limits,
+          ...this.slots.held(entry.name),
+          rateWaits: w?.waits ?? 0,
+          rateWaitMs: Math.round(w?.waitedMs ?? 0),
+          rateWaiting: w?.waiting ?? 0,
+        };
+      })
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** Whether call `callId` ever started an attempt (its `action_calls` row exists: written when a host's credit was taken). */

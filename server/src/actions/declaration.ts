@@ -4,6 +4,7 @@ import type { Validator } from "../plugins/schemas.js";
 import { concurrencyProblems } from "../plugins/flow-limits.js";
 import { keyPath, numberPath } from "../log/key-path.js";
 import { compileRate, rateProblems, type RateSpec } from "../flow/rate.js";
+import { limitsText } from "../flow/limits-text.js";
 
 /** The longest wait a timer can arm (setTimeout's limit), ms: a declared grace may not be longer. */
 export const maxTimerMs = 2_147_483_647;
@@ -37,6 +38,8 @@ export interface ActionEntry {
   rate?: RateSpec;
   /** The priority of a call (from `{input}`): calls waiting for a concurrency slot start highest first. */
   priorityOf: (call: { input: Record<string, unknown> }) => number;
+  /** Its flow limits in a few words (limitsText), for listings. */
+  limits: string;
 }
 
 /** An action's concurrency limits. */
@@ -105,6 +108,7 @@ export function compileAction(
       },
       rate: compileRate(decl.rate),
       priorityOf: numberPath(decl.priority),
+      limits: limitsText(decl),
     },
     violations,
   };

@@ -3,12 +3,13 @@ import type { ExecutorSession } from "../executors/session.js";
 import type { LiveCauses } from "../log/causes.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
-import { callStatements } from "../store/calls.js";
+import { callStatements, limitedCallsReader } from "../store/calls.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { EventStatements } from "../store/events.js";
 import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";
+import { restoreLimits } from "./limits-restore.js";
 
 export { ActionCalls } from "./calls.js";
 export { CallRetention, defaultCallRetentionMs } from "./retention.js";
@@ -38,5 +39,9 @@ export interface ActionsOptions {
 /** Opens the action calls of an owner on its database and executor sessions. */
 export function openActions(options: ActionsOptions): ActionCalls {
   const { db, sessions, ...deps } = options;
-  return new ActionCalls({ ...deps, calls: callStatements(db), hosts: new HostQueue(sessions) });
+  const actions = new ActionCalls({ ...deps, calls: callStatements(db), hosts: new HostQueue(sessions) });
+  const restored = restoreLimits(deps.registry.allActions(), limitedCallsReader(db), actions.slots, actions.rates, deps.clock.now());
+  if (restored.slots + restored.starts > 0)
+    deps.logger.info(restored, `actions' limits restored: ${restored.slots} slots of calls left running, ${restored.starts} recent starts in the rate buckets`);
+  return actions;
 }

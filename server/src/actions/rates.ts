@@ -58,6 +58,11 @@ export class CallRates {
     });
   }
 
+  /** Counts a start of a call of `entry` with rate key `key` at `atMs`, before this owner started (limits-restore.ts; in order of time). */
+  started(entry: ActionEntry, key: string | null, atMs: number): void {
+    this.ratesOf(entry)?.rates.started(key, atMs);
+  }
+
   private ratesOf(entry: ActionEntry): { rates: KeyRates; waiting: { n: number } } | undefined {
     if (!entry.rate) return undefined;
     const known = this.byAction.get(entry.name);

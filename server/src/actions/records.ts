@@ -1,3 +1,4 @@
+import { limitKeysOf } from "./limits-restore.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
 import { derivedId } from "../log/ids.js";
@@ -149,7 +150,20 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
   // Attempt 1 is only ever a call id with no row (ActionCalls.call looked): no row or event to look up again.
   const first = attempt === 1;
   if (!first && calls.get(callId)) calls.restart(callId, attempt, entry.record, tx.now);
-  else calls.insert({ callId, action: entry.name, inputHash: call.inputHash, actor: call.actor, recorded: entry.record, attempt, trace: call.trace }, tx.now);
+  else
+    calls.insert(
+      {
+        callId,
+        action: entry.name,
+        inputHash: call.inputHash,
+        actor: call.actor,
+        recorded: entry.record,
+        attempt,
+        trace: call.trace,
+        limitKeys: limitKeysOf(entry, call.input),
+      },
+      tx.now,
+    );
   if (!entry.record) return "";
   const started = first ? undefined : findCallEvent(tx.events, callId, "started");
   if (started) {

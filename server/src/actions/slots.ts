@@ -23,12 +23,13 @@ interface ActionSlots {
  * action, and of its key, from before its first attempt looks for an executor until its end, its
  * attempts on other executors after one was lost included. A call past a limit waits for a slot
  * (highest priority first, then first come, first served among the calls that fit) up to its
- * wait, then UNAVAILABLE. The slots
- * live in the owner's memory: a restarted owner starts with none in flight (the calls of the
- * owner before were answered UNAVAILABLE, and run again only when called again).
+ * wait, then UNAVAILABLE. The slots live in the owner's memory; a restarted owner takes again
+ * the slots of the calls the owner before it left running ({@link hold}, limits-restore.ts).
  */
 export class CallSlots {
   private readonly actions = new Map<string, ActionSlots>();
+  /** The timers ending the slots held for calls an owner before this one left running. */
+  private readonly carried = new Set<NodeJS.Timeout>();
   private stopped = false;
 
   /**
@@ -80,9 +81,37 @@ export class CallSlots {
     });
   }
 
+  /**
+   * Holds a slot of `action` (and of `key`) for `forMs` without a call of this owner: a call an
+   * owner before this one left running, which may still run on its executor. Calls over the
+   * limit meanwhile wait as for any slot.
+   */
+  hold(action: string, limits: ActionConcurrency, key: string | null, forMs: number): void {
+    let slots = this.actions.get(action);
+    if (!slots) {
+      slots = { running: 0, byKey: new Map(), waiting: [] };
+      this.actions.set(action, slots);
+    }
+    const release = this.take(action, slots, limits, key);
+    const timer = setTimeout(() => {
+      this.carried.delete(timer);
+      release();
+    }, forMs);
+    timer.unref();
+    this.carried.add(timer);
+  }
+
+  /** Calls of `action` holding a slot now, and waiting for one. */
+  held(action: string): { running: number; waiting: number } {
+    const slots = this.actions.get(action);
+    return { running: slots?.running ?? 0, waiting: slots?.waiting.length ?? 0 };
+  }
+
   /** Rejects every waiting call with UNAVAILABLE and refuses new ones (owner shutdown). */
   stop(): void {
     this.stopped = true;
+    for (const timer of this.carried) clearTimeout(timer);
+    this.carried.clear();
     for (const slots of this.actions.values())
       for (const waiter of slots.waiting.splice(0)) {
         settle(waiter);

@@ -27,7 +27,7 @@ export interface TimersFlags extends ClientFlags {
 /**
  * `chronolog timers`: lists the timers the caller may read (ListTimers, every
  * page), pending ones by next fire time first, as a table (ID, KIND, ACTION, WHEN, NEXT DUE,
- * OCCURRENCES, CHAIN[, PREVIEW]) or as JSON lines. With `--preview N` each timer is fetched
+ * OCCURRENCES, CHAIN[, CANCEL ON when a timer has cancel_on][, PREVIEW]) or as JSON lines. With `--preview N` each timer is fetched
  * again with GetTimer for its next N fire times. Errors are the owner's (e.g.
  * UNAUTHENTICATED), printed by main.
  */
@@ -41,7 +41,18 @@ export async function timersCommand(flags: TimersFlags): Promise<void> {
     for (const timer of timers) console.log(jsonLine(TimerSchema, timer));
     return;
   }
-  const header = ["ID", "KIND", "ACTION", "WHEN", "NEXT DUE", "OCCURRENCES", "CHAIN", ...(flags.preview ? ["PREVIEW"] : [])];
+  const cancellable = timers.some((t) => t.cancelOn.length > 0);
+  const header = [
+    "ID",
+    "KIND",
+    "ACTION",
+    "WHEN",
+    "NEXT DUE",
+    "OCCURRENCES",
+    "CHAIN",
+    ...(cancellable ? ["CANCEL ON"] : []),
+    ...(flags.preview ? ["PREVIEW"] : []),
+  ];
   const rows = timers.map((t) => [
     t.id,
     kindName(t.kind),
@@ -50,9 +61,21 @@ export async function timersCommand(flags: TimersFlags): Promise<void> {
     nextDueText(t),
     String(t.occurrences),
     String(t.chainDepth),
+    ...(cancellable ? [cancelOnText(t)] : []),
     ...(flags.preview ? [t.preview.map(iso).join(", ")] : []),
   ]);
-  console.log(formatTable(header, rows, ["WHEN", "PREVIEW"]));
+  console.log(formatTable(header, rows, ["WHEN", "CANCEL ON", "PREVIEW"]));
+}
+
+/** The CANCEL ON column: each event that cancels the timer, `type (event path = input path, …)`, ", " between; "-" for none. */
+function cancelOnText(t: Timer): string {
+  if (t.cancelOn.length === 0) return "-";
+  return t.cancelOn
+    .map((c) => {
+      const match = Object.entries(c.match).map(([event, input]) => `${event} = ${input}`);
+      return match.length > 0 ? `${c.type} (${match.join(", ")})` : c.type;
+    })
+    .join(", ");
 }
 
 /**

@@ -92,6 +92,23 @@ export class KeyRates {
     if (bucket) bucket.tokens = Math.min(this.spec.burst, bucket.tokens + 1);
   }
 
+  /**
+   * Takes a token of `key` at `atMs`, a past start (an owner restoring its buckets from the starts
+   * its store recorded, in order of time): the bucket as that start left it.
+   */
+  started(key: string | null, atMs: number): void {
+    const k = key ?? "";
+    let bucket = this.buckets.get(k);
+    if (!bucket) {
+      bucket = { tokens: this.spec.burst, at: atMs };
+      this.buckets.set(k, bucket);
+    } else if (atMs > bucket.at) {
+      bucket.tokens = Math.min(this.spec.burst, bucket.tokens + ((atMs - bucket.at) * this.spec.limit) / this.spec.periodMs);
+      bucket.at = atMs;
+    }
+    bucket.tokens -= 1;
+  }
+
   /** Counts a wait for a token that ended (for the metrics). */
   waited(ms: number): void {
     this.waitedMs += ms;

@@ -3,6 +3,8 @@ import type { FieldViolation } from "../errors.js";
 
 /** The most a concurrency limit may count: an executor's credits at most. */
 export const maxConcurrency = 65_536;
+/** The heaviest weight of a key in fair turns. */
+export const maxWeight = 1_000;
 const ifActiveValues = new Set(["", "queue", "skip", "coalesce"]);
 
 /**
@@ -42,6 +44,11 @@ export function concurrencyProblems(at: string, limit: ConcurrencyLimit | undefi
     problem("key", `the processor's key (${laneKey}) and its concurrency key (${limit.key}) name two keys: give one`);
   if (!ifActiveValues.has(limit.ifActive)) problem("if_active", `if_active must be queue, skip or coalesce, not ${JSON.stringify(limit.ifActive)}`);
   if (laneKey === undefined && limit.ifActive !== "") problem("if_active", "if_active is for processors: an action's call past its limit waits");
+  const weights = Object.entries(limit.weights);
+  if (laneKey === undefined && weights.length > 0)
+    problem("weights", "weights are for processors' fair turns: an action's calls past its limit wait in the order they came");
+  else if (weights.length > 0 && !limit.key && !laneKey) problem("weights", "weights are per value of a key: give the limit a key");
+  for (const [value, weight] of weights) if (weight < 1 || weight > maxWeight) problem(`weights.${value}`, `a weight must be 1 to ${maxWeight}, not ${weight}`);
   if (laneKey === undefined && limit.key !== "" && !/^input(\.|$)/.test(limit.key))
     problem("key", `an action's key is a path into its call starting with input, e.g. input.customer_id, not ${JSON.stringify(limit.key)}`);
   return problems;

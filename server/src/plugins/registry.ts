@@ -65,6 +65,11 @@ export class PluginRegistry {
     return this.actions.get(name);
   }
 
+  /** Every declared action. */
+  allActions(): Iterable<ActionEntry> {
+    return this.actions.values();
+  }
+
   /** The retention rules of the plugin that declares event type `type` (or the collection whose change type it is); empty for others. */
   retentionRules(type: string): RetentionRule[] {
     return this.retention.get(type) ?? [];

@@ -50,6 +50,11 @@ export class Debouncer {
   private readonly bursts = new Map<string, Burst>();
   /** The seqs a delivered last event stands for, by its seq, until its delivery ends. */
   private readonly standing = new Map<number, number[]>();
+  /** Events gathered in bursts not yet delivered. */
+  held = 0;
+  /** Bursts delivered since the owner started, and the events they stood for. */
+  deliveries = 0;
+  events = 0;
 
   constructor(
     private readonly spec: DebounceSpec,
@@ -67,6 +72,7 @@ export class Debouncer {
     }
     burst.last = event;
     burst.seqs.push(event.seq);
+    this.held++;
     this.arm(key, burst);
   }
 
@@ -87,6 +93,7 @@ export class Debouncer {
     for (const burst of this.bursts.values()) if (burst.timer) clearTimeout(burst.timer);
     this.bursts.clear();
     this.standing.clear();
+    this.held = 0;
   }
 
   private arm(key: string, burst: Burst): void {
@@ -98,6 +105,9 @@ export class Debouncer {
   private release(key: string, burst: Burst): void {
     if (this.bursts.get(key) !== burst) return;
     this.bursts.delete(key);
+    this.held -= burst.seqs.length;
+    this.deliveries++;
+    this.events += burst.seqs.length;
     this.standing.set(burst.last.seq, burst.seqs);
     this.released(burst.last, burst.seqs.length);
   }

@@ -3,6 +3,7 @@ import { compileFilter, matchAll, type Filter } from "../log/filter.js";
 import type { EventRecord } from "../store/events.js";
 import { keyPath, numberPath } from "../log/key-path.js";
 import { compileRate, type RateSpec } from "../flow/rate.js";
+import { limitsText } from "../flow/limits-text.js";
 import { compileDebounce, type DebounceSpec } from "./debounce.js";
 
 /** What a new event of a key with work in flight does: waits its turn, is skipped, or replaces the key's waiting event. */
@@ -26,6 +27,10 @@ export interface ProcessorSpec {
   concurrency: number;
   /** What a new event of a key with work in flight does. */
   ifActive: IfActive;
+  /** Its flow limits in a few words (limitsText), for listings. */
+  limits: string;
+  /** The weight of a key in fair turns (1 unless declared). */
+  weightOf: (key: string) => number;
   /** Deliveries started per period, per rate key; absent: no rate. */
   rate?: RateSpec;
   /** The priority of an event (higher first; 0 without a declared priority). */
@@ -63,6 +68,8 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
     // Without a key, a limit counts every delivery (as an action's).
     concurrency: limit ? limit.total || (key === "" ? limit.limit : 0) || decl.concurrency || Number.POSITIVE_INFINITY : decl.concurrency || 1,
     ifActive: (limit?.ifActive || "queue") as IfActive,
+    limits: limitsText(decl),
+    weightOf: weightsOf(limit?.weights),
     rate: compileRate(decl.rate),
     debounce: compileDebounce(decl.debounce),
     priorityOf: numberPath(decl.priority),
@@ -71,6 +78,12 @@ export function compileProcessor(plugin: string, name: string, decl: ProcessorDe
     retryDelaysMs: decl.retryDelaysMs.length > 0 ? [...decl.retryDelaysMs] : defaultRetryDelaysMs,
     start,
   };
+}
+
+/** A key's weight from a declaration's `weights` (1 for keys not listed, and without weights). */
+function weightsOf(weights: Record<string, number> | undefined): (key: string) => number {
+  const byKey = new Map(Object.entries(weights ?? {}));
+  return byKey.size === 0 ? () => 1 : (key) => byKey.get(key) ?? 1;
 }
 
 /**

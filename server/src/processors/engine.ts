@@ -16,6 +16,7 @@ import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
 import { Intake } from "./intake.js";
 import type { RateGate } from "./rate-gate.js";
+import type { Debouncer } from "./debounce.js";
 
 /** What an engine needs from the owner. */
 export interface EngineDeps {
@@ -118,6 +119,11 @@ export class ProcessorEngine {
   /** The processor's rate, if it declares one. */
   get rate(): RateGate | undefined {
     return this.intake.rate;
+  }
+
+  /** The processor's debounce, if it declares one. */
+  get debounce(): Debouncer | undefined {
+    return this.intake.debouncer;
   }
 
   /** Events finished without a delivery (`if_active`: skip or coalesce). */

@@ -31,13 +31,14 @@ export class Intake {
   private readonly reader: LogReader;
   /** The processor's rate, if it declares one. */
   readonly rate: RateGate | undefined;
-  private readonly debouncer: Debouncer | undefined;
+  /** The processor's debounce, if it declares one. */
+  readonly debouncer: Debouncer | undefined;
   /** Events finished without a delivery (`if_active`: skip or coalesce). */
   passed = 0;
 
   constructor(private readonly deps: IntakeDeps) {
     const { spec, clock } = deps;
-    this.queues = new KeyQueues(spec.keyLimit, spec.ifActive, spec.priorityOf);
+    this.queues = new KeyQueues(spec.keyLimit, spec.ifActive, spec.priorityOf, spec.weightOf);
     this.rate = spec.rate && new RateGate(spec.rate, clock);
     this.debouncer = spec.debounce && new Debouncer(spec.debounce, clock, (event) => this.requeue(event, true));
     const gather = this.debouncer && ((event: EventRecord) => this.debouncer?.add(event));

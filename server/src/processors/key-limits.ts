@@ -12,6 +12,8 @@ interface KeyState {
    * read again from there as the key's held events run ({@link KeyQueues.refilled}).
    */
   spilledFrom: number;
+  /** Deliveries its turn may still start before the next key's turn (weighted turns; 0: no turn going on). */
+  turnLeft: number;
 }
 
 /** What became of an event handed to {@link KeyQueues.push}. */
@@ -26,9 +28,10 @@ export type Pushed =
 /**
  * Per-key queues with a limit per key, served in turn. An event waits in its key's queue until
  * its key has fewer than `limit` deliveries in flight (limit 1: a lane, one event after the
- * other, in order). Keys ready to run are served round-robin (deficit round-robin with equal
- * quanta and costs), so a key with a long backlog takes one turn like any other; with a
- * priority, keys whose next event has a higher priority go first (`priorityOf`), keys of one
+ * other, in order). Keys ready to run are served round-robin (deficit round-robin, each delivery
+ * costing 1, a key's quantum its weight: `weightOf`, 1 unless declared), so a key with a long
+ * backlog takes one turn like any other, and a key of weight w starts up to w deliveries in its
+ * turn (a turn cut short by the key's limit goes on at its next turn); with a priority, keys whose next event has a higher priority go first (`priorityOf`), keys of one
  * priority in turn. Keys of events without a key are unique per event.
  *
  * Memory is bounded per key: past `holdPerKey` waiting events, a key's later events are not held
@@ -52,6 +55,7 @@ export class KeyQueues {
     private readonly limit: number,
     private readonly ifActive: IfActive,
     private readonly priorityOf: (event: EventRecord) => number = () => 0,
+    private readonly weightOf: (key: string) => number = () => 1,
   ) {
     this.holdPerKey = Math.max(64, 2 * limit);
   }
@@ -65,7 +69,7 @@ export class KeyQueues {
   push(key: string, event: EventRecord): Pushed {
     let state = this.keys.get(key);
     if (!state) {
-      state = { waiting: [], running: 0, spilledFrom: 0 };
+      state = { waiting: [], running: 0, spilledFrom: 0, turnLeft: 0 };
       this.keys.set(key, state);
     }
     if (this.ifActive === "skip" && state.running > 0) return { kind: "passed", events: [event], held: false };
@@ -88,7 +92,7 @@ export class KeyQueues {
   requeue(key: string, event: EventRecord): void {
     let state = this.keys.get(key);
     if (!state) {
-      state = { waiting: [], running: 0, spilledFrom: 0 };
+      state = { waiting: [], running: 0, spilledFrom: 0, turnLeft: 0 };
       this.keys.set(key, state);
     }
     this.hold(key, state, event);
@@ -103,13 +107,26 @@ export class KeyQueues {
     for (const key of this.ready) {
       const state = this.keys.get(key)!;
       const waitMs = admit ? admit(state.waiting[0]) : 0;
-      this.ready.delete(key);
       if (waitMs > 0) {
+        this.ready.delete(key);
+        state.turnLeft = 0;
         this.parked.add(key);
         this.wakeInMs = Math.min(this.wakeInMs, waitMs);
         continue;
       }
-      return this.takeHead(key, state);
+      if (state.turnLeft === 0) state.turnLeft = this.weightOf(key);
+      state.turnLeft--;
+      const taken = this.takeHead(state);
+      // The key keeps its place while its turn goes on (weight left, an event waiting at the same priority, room under its limit).
+      const goesOn =
+        state.turnLeft > 0 && state.waiting.length > 0 && state.running < this.limit && this.priorityOf(state.waiting[0]) === this.priorityOf(taken);
+      if (!goesOn) {
+        this.ready.delete(key);
+        if (state.waiting.length === 0 || state.turnLeft === 0) state.turnLeft = 0; // a turn cut short by the limit goes on at the next
+        if (state.waiting.length > 0 && state.running < this.limit) this.ready.add(key, this.priorityOf(state.waiting[0])); // its next turn: after the others'
+      }
+      if (state.spilledFrom > 0 && state.waiting.length <= this.holdPerKey / 2) this.low.add(key);
+      return { key, event: taken };
     }
     return undefined;
   }
@@ -129,13 +146,11 @@ export class KeyQueues {
     this.wakeInMs = Number.POSITIVE_INFINITY;
   }
 
-  private takeHead(key: string, state: KeyState): { key: string; event: EventRecord } {
+  private takeHead(state: KeyState): EventRecord {
     const event = state.waiting.shift()!;
     this.count--;
     state.running++;
-    if (state.waiting.length > 0 && state.running < this.limit) this.ready.add(key, this.priorityOf(state.waiting[0])); // its next turn: after the others'
-    if (state.spilledFrom > 0 && state.waiting.length <= this.holdPerKey / 2) this.low.add(key);
-    return { key, event };
+    return event;
   }
 
   /** A delivery of `key` ended: its key may run its next event. */

@@ -18,6 +18,16 @@ export interface ProcessorStatus {
   /** Failed deliveries on record. */
   failures: number;
   paused: boolean;
+  /** Its flow limits in a few words ("" without any). */
+  limits: string;
+  /** Deliveries that waited for a rate token since the owner started, the ms they waited, and the events waiting now. */
+  rateWaits: number;
+  rateWaitMs: number;
+  rateWaiting: number;
+  /** Events in debounced bursts now; debounced deliveries made since the owner started, and the events they stood for. */
+  debounceHeld: number;
+  debounceDeliveries: number;
+  debounceEvents: number;
 }
 
 /** The state of a running processor: its engine's, the log at `head`, `failures` on record. */
@@ -31,6 +41,13 @@ export function engineStatus(engine: ProcessorEngine, head: number, failures: nu
     retries: engine.retries,
     failures,
     paused: engine.paused,
+    limits: engine.spec.limits,
+    rateWaits: engine.rate?.rates.waits ?? 0,
+    rateWaitMs: Math.round(engine.rate?.rates.waitedMs ?? 0),
+    rateWaiting: engine.rate?.waiting ?? 0,
+    debounceHeld: engine.debounce?.held ?? 0,
+    debounceDeliveries: engine.debounce?.deliveries ?? 0,
+    debounceEvents: engine.debounce?.events ?? 0,
   };
 }
 
@@ -57,6 +74,13 @@ export function storedStatuses(plugins: RegisteredPlugin[], cursors: CursorState
         retries: 0,
         failures: cursors.failedCount(spec.name),
         paused: saved?.paused ?? false,
+        limits: spec.limits,
+        rateWaits: 0,
+        rateWaitMs: 0,
+        rateWaiting: 0,
+        debounceHeld: 0,
+        debounceDeliveries: 0,
+        debounceEvents: 0,
       });
     }
   }

@@ -5,6 +5,7 @@ import type { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import type { Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import type { ExecutorHub } from "../executors/hub.js";
+import type { ActionCalls } from "../actions/index.js";
 import { newId } from "../log/ids.js";
 import { pageByteBudget } from "../log/read.js";
 import { dismissFailed } from "../processors/dismissal.js";
@@ -32,6 +33,7 @@ export interface AdminReadDeps {
 /** What the AdminService handlers need. */
 export interface AdminDeps {
   processors: Processors;
+  actions: ActionCalls;
   hub: ExecutorHub;
   committer: Committer;
   /** The owner's connection: maintenance SQL checks statements on it and reads the database's path. */
@@ -125,6 +127,12 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       );
       return { count: dismissed.length, seqs: dismissed.map(BigInt) };
     },
+    listActions(_req, ctx) {
+      admin(ctx);
+      return {
+        actions: deps.actions.statuses().map((a) => ({ ...a, rateWaits: BigInt(a.rateWaits), rateWaitMs: BigInt(a.rateWaitMs) })),
+      };
+    },
     listExecutors(_req, ctx) {
       admin(ctx);
       return {
@@ -169,6 +177,13 @@ function statusToProto(status: ProcessorStatus) {
     retries: BigInt(status.retries),
     failures: BigInt(status.failures),
     paused: status.paused,
+    limits: status.limits,
+    rateWaits: BigInt(status.rateWaits),
+    rateWaitMs: BigInt(status.rateWaitMs),
+    rateWaiting: status.rateWaiting,
+    debounceHeld: BigInt(status.debounceHeld),
+    debounceDeliveries: BigInt(status.debounceDeliveries),
+    debounceEvents: BigInt(status.debounceEvents),
   };
 }
 

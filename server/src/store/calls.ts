@@ -59,7 +59,10 @@ function fromRow(r: Row): CallRow {
 }
 
 /** What {@link CallStatements.insert} starts. */
-export type NewCall = Pick<CallRow, "callId" | "action" | "inputHash" | "actor" | "recorded" | "attempt" | "trace">;
+export type NewCall = Pick<CallRow, "callId" | "action" | "inputHash" | "actor" | "recorded" | "attempt" | "trace"> & {
+  /** A limited action's keys, JSON [concurrency key, rate key] (see {@link LimitedCall}); absent: none. */
+  limitKeys?: string;
+};
 
 /**
  * The statements on `action_calls`. Reads may run anywhere; writes only inside a committer unit,
@@ -99,15 +102,15 @@ export function callStatements(db: Db): CallStatements {
   const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
   const insert = prepareMerged(
     db,
-    `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace)
-     VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+    `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace, limit_keys)
+     VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)`,
     {
       table: "action_calls",
-      names: ["call_id", "action", "input_hash", "actor", "recorded", "attempt", "updated_at", "trace"],
+      names: ["call_id", "action", "input_hash", "actor", "recorded", "attempt", "updated_at", "trace", "limit_keys"],
       key: "call_id",
-      sql: `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace)
-            SELECT call_id, action, input_hash, actor, recorded, 'running', attempt, updated_at, trace
-            FROM jsonb_to_recordset(?::jsonb) AS m(call_id text, action text, input_hash text, actor text, recorded bigint, attempt bigint, updated_at bigint, trace text)`,
+      sql: `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace, limit_keys)
+            SELECT call_id, action, input_hash, actor, recorded, 'running', attempt, updated_at, trace, limit_keys
+            FROM jsonb_to_recordset(?::jsonb) AS m(call_id text, action text, input_hash text, actor text, recorded bigint, attempt bigint, updated_at bigint, trace text, limit_keys text)`,
     },
   );
   const restart = db.prepare("UPDATE action_calls SET state = 'running', attempt = ?, recorded = ?, updated_at = ? WHERE call_id = ?");
@@ -152,6 +155,7 @@ export function callStatements(db: Db): CallStatements {
         call.attempt,
         nowMs,
         call.trace ?? null,
+        call.limitKeys ?? null,
       );
     },
     restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {
@@ -188,4 +192,34 @@ export function finishedCallsDeleter(db: Db): (beforeMs: number, limit: number) 
     }),
   );
   return (beforeMs, limit) => finished.run(beforeMs, limit).changes;
+}
+
+/** A call of a limited action (one with a concurrency limit or a rate), as the owner reads them at start. */
+export interface LimitedCall {
+  callId: string;
+  action: string;
+  state: CallState;
+  /** The keys it counts against: JSON [concurrency key, rate key], each a string or null (the shared key). */
+  limitKeys: string;
+  /** Its last change, ms: a running call's last attempt started then; an ended call's start was at or before it. */
+  updatedAt: number;
+}
+
+/**
+ * Reads the calls of limited actions changed at or after `sinceMs`, oldest change first, through
+ * the `action_calls_limited` index (migration 0020): what the owner restores its actions' slots
+ * and rate buckets from at start (actions/limits-restore.ts).
+ */
+export function limitedCallsReader(db: Db): (sinceMs: number) => LimitedCall[] {
+  const read = db.prepare(
+    "SELECT call_id, action, state, limit_keys, updated_at FROM action_calls WHERE limit_keys IS NOT NULL AND updated_at >= ? ORDER BY updated_at",
+  );
+  return (sinceMs) =>
+    (read.all(sinceMs) as { call_id: string; action: string; state: CallState; limit_keys: string; updated_at: number | string }[]).map((r) => ({
+      callId: r.call_id,
+      action: r.action,
+      state: r.state,
+      limitKeys: r.limit_keys,
+      updatedAt: Number(r.updated_at),
+    }));
 }

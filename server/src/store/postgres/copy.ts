@@ -37,7 +37,10 @@ const tables: { name: string; columns: string[] }[] = [
       "trace",
     ],
   },
-  { name: "action_calls", columns: ["call_id", "action", "input_hash", "actor", "recorded", "state", "attempt", "output", "error", "updated_at", "trace"] },
+  {
+    name: "action_calls",
+    columns: ["call_id", "action", "input_hash", "actor", "recorded", "state", "attempt", "output", "error", "updated_at", "trace", "limit_keys"],
+  },
   {
     name: "timer_occurrences",
     columns: [

@@ -41,9 +41,27 @@ type ProcessorStatus struct {
 	// Failed deliveries on record.
 	Failures uint64 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
 	// Paused by an operator.
-	Paused        bool `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Paused bool `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	// The processor's flow limits in a few words (concurrency by key, rate,
+	// debounce, priority; "" without any), e.g. `2 per data.customer, 6 in
+	// all; rate 10 per 1 s per data.customer (burst 10)`.
+	Limits string `protobuf:"bytes,130,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Deliveries that waited for a token of the processor's rate, since the
+	// owner started.
+	RateWaits uint64 `protobuf:"varint,131,opt,name=rate_waits,json=rateWaits,proto3" json:"rate_waits,omitempty"`
+	// Time they waited in all, ms.
+	RateWaitMs uint64 `protobuf:"varint,132,opt,name=rate_wait_ms,json=rateWaitMs,proto3" json:"rate_wait_ms,omitempty"`
+	// Events held back for a token of the rate now.
+	RateWaiting uint32 `protobuf:"varint,133,opt,name=rate_waiting,json=rateWaiting,proto3" json:"rate_waiting,omitempty"`
+	// Events gathered in debounced bursts now, waiting for their key's quiet.
+	DebounceHeld uint64 `protobuf:"varint,134,opt,name=debounce_held,json=debounceHeld,proto3" json:"debounce_held,omitempty"`
+	// Debounced deliveries made since the owner started (each the last event
+	// of a burst).
+	DebounceDeliveries uint64 `protobuf:"varint,135,opt,name=debounce_deliveries,json=debounceDeliveries,proto3" json:"debounce_deliveries,omitempty"`
+	// The events those deliveries stood for.
+	DebounceEvents uint64 `protobuf:"varint,136,opt,name=debounce_events,json=debounceEvents,proto3" json:"debounce_events,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ProcessorStatus) Reset() {
@@ -130,6 +148,55 @@ func (x *ProcessorStatus) GetPaused() bool {
 		return x.Paused
 	}
 	return false
+}
+
+func (x *ProcessorStatus) GetLimits() string {
+	if x != nil {
+		return x.Limits
+	}
+	return ""
+}
+
+func (x *ProcessorStatus) GetRateWaits() uint64 {
+	if x != nil {
+		return x.RateWaits
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetRateWaitMs() uint64 {
+	if x != nil {
+		return x.RateWaitMs
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetRateWaiting() uint32 {
+	if x != nil {
+		return x.RateWaiting
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetDebounceHeld() uint64 {
+	if x != nil {
+		return x.DebounceHeld
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetDebounceDeliveries() uint64 {
+	if x != nil {
+		return x.DebounceDeliveries
+	}
+	return 0
+}
+
+func (x *ProcessorStatus) GetDebounceEvents() uint64 {
+	if x != nil {
+		return x.DebounceEvents
+	}
+	return 0
 }
 
 // List processors.
@@ -1248,11 +1315,196 @@ func (x *ExecuteSqlResponse) GetSeq() uint64 {
 	return 0
 }
 
+// An action's flow limits and what they hold now.
+type ActionStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `plugin.action`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its flow limits in a few words (concurrency by key, rate, priority; ""
+	// without any), as ProcessorStatus.limits.
+	Limits string `protobuf:"bytes,2,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Calls holding a slot of its concurrency limit now (those an owner before
+	// this one left running included, until their timeout).
+	Running uint32 `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
+	// Calls waiting for a slot now.
+	Waiting uint32 `protobuf:"varint,4,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// Calls that waited for a token of its rate since the owner started.
+	RateWaits uint64 `protobuf:"varint,5,opt,name=rate_waits,json=rateWaits,proto3" json:"rate_waits,omitempty"`
+	// Time they waited in all, ms.
+	RateWaitMs uint64 `protobuf:"varint,6,opt,name=rate_wait_ms,json=rateWaitMs,proto3" json:"rate_wait_ms,omitempty"`
+	// Calls waiting for a token now.
+	RateWaiting   uint32 `protobuf:"varint,7,opt,name=rate_waiting,json=rateWaiting,proto3" json:"rate_waiting,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionStatus) Reset() {
+	*x = ActionStatus{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionStatus) ProtoMessage() {}
+
+func (x *ActionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionStatus.ProtoReflect.Descriptor instead.
+func (*ActionStatus) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ActionStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ActionStatus) GetLimits() string {
+	if x != nil {
+		return x.Limits
+	}
+	return ""
+}
+
+func (x *ActionStatus) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetWaiting() uint32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetRateWaits() uint64 {
+	if x != nil {
+		return x.RateWaits
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetRateWaitMs() uint64 {
+	if x != nil {
+		return x.RateWaitMs
+	}
+	return 0
+}
+
+func (x *ActionStatus) GetRateWaiting() uint32 {
+	if x != nil {
+		return x.RateWaiting
+	}
+	return 0
+}
+
+// List actions.
+type ListActionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListActionsRequest) Reset() {
+	*x = ListActionsRequest{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListActionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListActionsRequest) ProtoMessage() {}
+
+func (x *ListActionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListActionsRequest.ProtoReflect.Descriptor instead.
+func (*ListActionsRequest) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{20}
+}
+
+// Every declared action, by name.
+type ListActionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The actions.
+	Actions       []*ActionStatus `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListActionsResponse) Reset() {
+	*x = ListActionsResponse{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListActionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListActionsResponse) ProtoMessage() {}
+
+func (x *ListActionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListActionsResponse.ProtoReflect.Descriptor instead.
+func (*ListActionsResponse) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListActionsResponse) GetActions() []*ActionStatus {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
 var File_chronolog_v1_admin_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdd\x01\n" +
+	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x03\n" +
 	"\x0fProcessorStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tack_floor\x18\x02 \x01(\x04R\backFloor\x12\x1c\n" +
@@ -1261,7 +1513,16 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\tin_flight\x18\x05 \x01(\rR\binFlight\x12\x18\n" +
 	"\aretries\x18\x06 \x01(\x04R\aretries\x12\x1a\n" +
 	"\bfailures\x18\a \x01(\x04R\bfailures\x12\x16\n" +
-	"\x06paused\x18\b \x01(\bR\x06paused\"\x17\n" +
+	"\x06paused\x18\b \x01(\bR\x06paused\x12\x17\n" +
+	"\x06limits\x18\x82\x01 \x01(\tR\x06limits\x12\x1e\n" +
+	"\n" +
+	"rate_waits\x18\x83\x01 \x01(\x04R\trateWaits\x12!\n" +
+	"\frate_wait_ms\x18\x84\x01 \x01(\x04R\n" +
+	"rateWaitMs\x12\"\n" +
+	"\frate_waiting\x18\x85\x01 \x01(\rR\vrateWaiting\x12$\n" +
+	"\rdebounce_held\x18\x86\x01 \x01(\x04R\fdebounceHeld\x120\n" +
+	"\x13debounce_deliveries\x18\x87\x01 \x01(\x04R\x12debounceDeliveries\x12(\n" +
+	"\x0fdebounce_events\x18\x88\x01 \x01(\x04R\x0edebounceEvents\"\x17\n" +
 	"\x15ListProcessorsRequest\"W\n" +
 	"\x16ListProcessorsResponse\x12=\n" +
 	"\n" +
@@ -1339,7 +1600,20 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\x12ExecuteSqlResponse\x12+\n" +
 	"\x04rows\x18\x01 \x03(\v2\x17.google.protobuf.StructR\x04rows\x12\x18\n" +
 	"\achanges\x18\x02 \x01(\x04R\achanges\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq2\xf9\x05\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xd2\x01\n" +
+	"\fActionStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06limits\x18\x02 \x01(\tR\x06limits\x12\x18\n" +
+	"\arunning\x18\x03 \x01(\rR\arunning\x12\x18\n" +
+	"\awaiting\x18\x04 \x01(\rR\awaiting\x12\x1d\n" +
+	"\n" +
+	"rate_waits\x18\x05 \x01(\x04R\trateWaits\x12 \n" +
+	"\frate_wait_ms\x18\x06 \x01(\x04R\n" +
+	"rateWaitMs\x12!\n" +
+	"\frate_waiting\x18\a \x01(\rR\vrateWaiting\"\x14\n" +
+	"\x12ListActionsRequest\"K\n" +
+	"\x13ListActionsResponse\x124\n" +
+	"\aactions\x18\x01 \x03(\v2\x1a.chronolog.v1.ActionStatusR\aactions2\xcd\x06\n" +
 	"\fAdminService\x12[\n" +
 	"\x0eListProcessors\x12#.chronolog.v1.ListProcessorsRequest\x1a$.chronolog.v1.ListProcessorsResponse\x12O\n" +
 	"\n" +
@@ -1350,7 +1624,8 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\rDismissFailed\x12\".chronolog.v1.DismissFailedRequest\x1a#.chronolog.v1.DismissFailedResponse\x12X\n" +
 	"\rListExecutors\x12\".chronolog.v1.ListExecutorsRequest\x1a#.chronolog.v1.ListExecutorsResponse\x12O\n" +
 	"\n" +
-	"ExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponseb\x06proto3"
+	"ExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponse\x12R\n" +
+	"\vListActions\x12 .chronolog.v1.ListActionsRequest\x1a!.chronolog.v1.ListActionsResponseb\x06proto3"
 
 var (
 	file_chronolog_v1_admin_proto_rawDescOnce sync.Once
@@ -1364,7 +1639,7 @@ func file_chronolog_v1_admin_proto_rawDescGZIP() []byte {
 	return file_chronolog_v1_admin_proto_rawDescData
 }
 
-var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ProcessorStatus)(nil),              // 0: chronolog.v1.ProcessorStatus
 	(*ListProcessorsRequest)(nil),        // 1: chronolog.v1.ListProcessorsRequest
@@ -1385,44 +1660,50 @@ var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ListExecutorsResponse)(nil),        // 16: chronolog.v1.ListExecutorsResponse
 	(*ExecuteSqlRequest)(nil),            // 17: chronolog.v1.ExecuteSqlRequest
 	(*ExecuteSqlResponse)(nil),           // 18: chronolog.v1.ExecuteSqlResponse
-	(*timestamppb.Timestamp)(nil),        // 19: google.protobuf.Timestamp
-	(*Event)(nil),                        // 20: chronolog.v1.Event
-	(*structpb.ListValue)(nil),           // 21: google.protobuf.ListValue
-	(*structpb.Struct)(nil),              // 22: google.protobuf.Struct
+	(*ActionStatus)(nil),                 // 19: chronolog.v1.ActionStatus
+	(*ListActionsRequest)(nil),           // 20: chronolog.v1.ListActionsRequest
+	(*ListActionsResponse)(nil),          // 21: chronolog.v1.ListActionsResponse
+	(*timestamppb.Timestamp)(nil),        // 22: google.protobuf.Timestamp
+	(*Event)(nil),                        // 23: chronolog.v1.Event
+	(*structpb.ListValue)(nil),           // 24: google.protobuf.ListValue
+	(*structpb.Struct)(nil),              // 25: google.protobuf.Struct
 }
 var file_chronolog_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: chronolog.v1.ListProcessorsResponse.processors:type_name -> chronolog.v1.ProcessorStatus
-	19, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
+	22, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
 	0,  // 2: chronolog.v1.MoveCursorResponse.processor:type_name -> chronolog.v1.ProcessorStatus
 	0,  // 3: chronolog.v1.SetProcessorPausedResponse.processor:type_name -> chronolog.v1.ProcessorStatus
-	20, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
+	23, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
 	7,  // 5: chronolog.v1.ListFailedDeliveriesResponse.deliveries:type_name -> chronolog.v1.FailedDelivery
-	19, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
-	19, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
+	22, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
+	22, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
 	14, // 8: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
-	21, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
-	22, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
-	1,  // 11: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
-	3,  // 12: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
-	5,  // 13: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
-	8,  // 14: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
-	10, // 15: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
-	12, // 16: chronolog.v1.AdminService.DismissFailed:input_type -> chronolog.v1.DismissFailedRequest
-	15, // 17: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
-	17, // 18: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
-	2,  // 19: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
-	4,  // 20: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
-	6,  // 21: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
-	9,  // 22: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
-	11, // 23: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
-	13, // 24: chronolog.v1.AdminService.DismissFailed:output_type -> chronolog.v1.DismissFailedResponse
-	16, // 25: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
-	18, // 26: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
-	19, // [19:27] is the sub-list for method output_type
-	11, // [11:19] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	24, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
+	25, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
+	19, // 11: chronolog.v1.ListActionsResponse.actions:type_name -> chronolog.v1.ActionStatus
+	1,  // 12: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
+	3,  // 13: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
+	5,  // 14: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
+	8,  // 15: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
+	10, // 16: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
+	12, // 17: chronolog.v1.AdminService.DismissFailed:input_type -> chronolog.v1.DismissFailedRequest
+	15, // 18: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
+	17, // 19: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
+	20, // 20: chronolog.v1.AdminService.ListActions:input_type -> chronolog.v1.ListActionsRequest
+	2,  // 21: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
+	4,  // 22: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
+	6,  // 23: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
+	9,  // 24: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
+	11, // 25: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
+	13, // 26: chronolog.v1.AdminService.DismissFailed:output_type -> chronolog.v1.DismissFailedResponse
+	16, // 27: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
+	18, // 28: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
+	21, // 29: chronolog.v1.AdminService.ListActions:output_type -> chronolog.v1.ListActionsResponse
+	21, // [21:30] is the sub-list for method output_type
+	12, // [12:21] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_admin_proto_init() }
@@ -1441,7 +1722,7 @@ func file_chronolog_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_admin_proto_rawDesc), len(file_chronolog_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	AdminService_DismissFailed_FullMethodName        = "/chronolog.v1.AdminService/DismissFailed"
 	AdminService_ListExecutors_FullMethodName        = "/chronolog.v1.AdminService/ListExecutors"
 	AdminService_ExecuteSql_FullMethodName           = "/chronolog.v1.AdminService/ExecuteSql"
+	AdminService_ListActions_FullMethodName          = "/chronolog.v1.AdminService/ListActions"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -55,6 +56,9 @@ type AdminServiceClient interface {
 	ListExecutors(ctx context.Context, in *ListExecutorsRequest, opts ...grpc.CallOption) (*ListExecutorsResponse, error)
 	// Runs maintenance SQL; recorded as `maintenance.sql`.
 	ExecuteSql(ctx context.Context, in *ExecuteSqlRequest, opts ...grpc.CallOption) (*ExecuteSqlResponse, error)
+	// Lists declared actions with their flow limits, the calls holding or
+	// waiting for a concurrency slot, and their rate waits.
+	ListActions(ctx context.Context, in *ListActionsRequest, opts ...grpc.CallOption) (*ListActionsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -145,6 +149,16 @@ func (c *adminServiceClient) ExecuteSql(ctx context.Context, in *ExecuteSqlReque
 	return out, nil
 }
 
+func (c *adminServiceClient) ListActions(ctx context.Context, in *ListActionsRequest, opts ...grpc.CallOption) (*ListActionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListActionsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListActions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -171,6 +185,9 @@ type AdminServiceServer interface {
 	ListExecutors(context.Context, *ListExecutorsRequest) (*ListExecutorsResponse, error)
 	// Runs maintenance SQL; recorded as `maintenance.sql`.
 	ExecuteSql(context.Context, *ExecuteSqlRequest) (*ExecuteSqlResponse, error)
+	// Lists declared actions with their flow limits, the calls holding or
+	// waiting for a concurrency slot, and their rate waits.
+	ListActions(context.Context, *ListActionsRequest) (*ListActionsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -204,6 +221,9 @@ func (UnimplementedAdminServiceServer) ListExecutors(context.Context, *ListExecu
 }
 func (UnimplementedAdminServiceServer) ExecuteSql(context.Context, *ExecuteSqlRequest) (*ExecuteSqlResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExecuteSql not implemented")
+}
+func (UnimplementedAdminServiceServer) ListActions(context.Context, *ListActionsRequest) (*ListActionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListActions not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -370,6 +390,24 @@ func _AdminService_ExecuteSql_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListActions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListActionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListActions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListActions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListActions(ctx, req.(*ListActionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -408,6 +446,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExecuteSql",
 			Handler:    _AdminService_ExecuteSql_Handler,
+		},
+		{
+			MethodName: "ListActions",
+			Handler:    _AdminService_ListActions_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -755,7 +755,13 @@ type ConcurrencyLimit struct {
 	// `queue` (default: it waits its turn), `skip` (it is finished without a
 	// delivery) or `coalesce` (it replaces the key's waiting event, which is
 	// finished without a delivery). Not for actions.
-	IfActive      string `protobuf:"bytes,4,opt,name=if_active,json=ifActive,proto3" json:"if_active,omitempty"`
+	IfActive string `protobuf:"bytes,4,opt,name=if_active,json=ifActive,proto3" json:"if_active,omitempty"`
+	// Weighted fair turns (processors): the weight of a value of `key` (at
+	// least 1, at most 1,000; values not listed weigh 1). With a backlog, a key
+	// of weight w starts up to w deliveries per turn where a key of weight 1
+	// starts one, so keys are served in proportion to their weights within
+	// `total` (deficit round-robin). Not for actions.
+	Weights       map[string]uint32 `protobuf:"bytes,130,rep,name=weights,proto3" json:"weights,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -816,6 +822,13 @@ func (x *ConcurrencyLimit) GetIfActive() string {
 		return x.IfActive
 	}
 	return ""
+}
+
+func (x *ConcurrencyLimit) GetWeights() map[string]uint32 {
+	if x != nil {
+		return x.Weights
+	}
+	return nil
 }
 
 // Declares a processor.
@@ -1905,12 +1918,16 @@ const file_chronolog_v1_plugin_proto_rawDesc = "" +
 	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x1b\n" +
 	"\tperiod_ms\x18\x02 \x01(\rR\bperiodMs\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
-	"\x05burst\x18\x04 \x01(\rR\x05burst\"m\n" +
+	"\x05burst\x18\x04 \x01(\rR\x05burst\"\xf1\x01\n" +
 	"\x10ConcurrencyLimit\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\rR\x05total\x12\x1b\n" +
-	"\tif_active\x18\x04 \x01(\tR\bifActive\"\xac\x04\n" +
+	"\tif_active\x18\x04 \x01(\tR\bifActive\x12F\n" +
+	"\aweights\x18\x82\x01 \x03(\v2+.chronolog.v1.ConcurrencyLimit.WeightsEntryR\aweights\x1a:\n" +
+	"\fWeightsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xac\x04\n" +
 	"\x14ProcessorDeclaration\x12\x0e\n" +
 	"\x02on\x18\x01 \x03(\tR\x02on\x12-\n" +
 	"\x05where\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05where\x12\x10\n" +
@@ -2009,7 +2026,7 @@ func file_chronolog_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_chronolog_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_chronolog_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_chronolog_v1_plugin_proto_goTypes = []any{
 	(RetentionKeep)(0),             // 0: chronolog.v1.RetentionKeep
 	(PulseScope)(0),                // 1: chronolog.v1.PulseScope
@@ -2039,11 +2056,12 @@ var file_chronolog_v1_plugin_proto_goTypes = []any{
 	nil,                            // 25: chronolog.v1.PluginManifest.ProcessorsEntry
 	nil,                            // 26: chronolog.v1.PluginManifest.SchedulesEntry
 	nil,                            // 27: chronolog.v1.PluginManifest.PulsesEntry
-	(*structpb.Struct)(nil),        // 28: google.protobuf.Struct
-	(*SchedulePolicy)(nil),         // 29: chronolog.v1.SchedulePolicy
-	(*DstPolicy)(nil),              // 30: chronolog.v1.DstPolicy
-	(*CancelOn)(nil),               // 31: chronolog.v1.CancelOn
-	(*timestamppb.Timestamp)(nil),  // 32: google.protobuf.Timestamp
+	nil,                            // 28: chronolog.v1.ConcurrencyLimit.WeightsEntry
+	(*structpb.Struct)(nil),        // 29: google.protobuf.Struct
+	(*SchedulePolicy)(nil),         // 30: chronolog.v1.SchedulePolicy
+	(*DstPolicy)(nil),              // 31: chronolog.v1.DstPolicy
+	(*CancelOn)(nil),               // 32: chronolog.v1.CancelOn
+	(*timestamppb.Timestamp)(nil),  // 33: google.protobuf.Timestamp
 }
 var file_chronolog_v1_plugin_proto_depIdxs = []int32{
 	22, // 0: chronolog.v1.PluginManifest.events:type_name -> chronolog.v1.PluginManifest.EventsEntry
@@ -2055,47 +2073,48 @@ var file_chronolog_v1_plugin_proto_depIdxs = []int32{
 	13, // 6: chronolog.v1.PluginManifest.schedule_patches:type_name -> chronolog.v1.SchedulePatch
 	3,  // 7: chronolog.v1.PluginManifest.retention:type_name -> chronolog.v1.RetentionRule
 	0,  // 8: chronolog.v1.RetentionRule.keep:type_name -> chronolog.v1.RetentionKeep
-	28, // 9: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
-	28, // 10: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
-	28, // 11: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
+	29, // 9: chronolog.v1.EventTypeDeclaration.schema:type_name -> google.protobuf.Struct
+	29, // 10: chronolog.v1.CollectionDeclaration.schema:type_name -> google.protobuf.Struct
+	29, // 11: chronolog.v1.ActionDeclaration.input_schema:type_name -> google.protobuf.Struct
 	8,  // 12: chronolog.v1.ActionDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
 	7,  // 13: chronolog.v1.ActionDeclaration.rate:type_name -> chronolog.v1.RateLimit
-	28, // 14: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
-	11, // 15: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
-	8,  // 16: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
-	7,  // 17: chronolog.v1.ProcessorDeclaration.rate:type_name -> chronolog.v1.RateLimit
-	10, // 18: chronolog.v1.ProcessorDeclaration.debounce:type_name -> chronolog.v1.Debounce
-	28, // 19: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
-	29, // 20: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
-	30, // 21: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
-	31, // 22: chronolog.v1.ScheduleDeclaration.cancel_on:type_name -> chronolog.v1.CancelOn
-	28, // 23: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
-	30, // 24: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
-	29, // 25: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
-	1,  // 26: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
-	2,  // 27: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
-	32, // 28: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
-	2,  // 29: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
-	15, // 30: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	15, // 31: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
-	15, // 32: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
-	4,  // 33: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
-	5,  // 34: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
-	6,  // 35: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
-	9,  // 36: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
-	12, // 37: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
-	14, // 38: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
-	16, // 39: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
-	18, // 40: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
-	20, // 41: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
-	17, // 42: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
-	19, // 43: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
-	21, // 44: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
-	42, // [42:45] is the sub-list for method output_type
-	39, // [39:42] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	28, // 14: chronolog.v1.ConcurrencyLimit.weights:type_name -> chronolog.v1.ConcurrencyLimit.WeightsEntry
+	29, // 15: chronolog.v1.ProcessorDeclaration.where:type_name -> google.protobuf.Struct
+	11, // 16: chronolog.v1.ProcessorDeclaration.start:type_name -> chronolog.v1.StartPosition
+	8,  // 17: chronolog.v1.ProcessorDeclaration.concurrency_limit:type_name -> chronolog.v1.ConcurrencyLimit
+	7,  // 18: chronolog.v1.ProcessorDeclaration.rate:type_name -> chronolog.v1.RateLimit
+	10, // 19: chronolog.v1.ProcessorDeclaration.debounce:type_name -> chronolog.v1.Debounce
+	29, // 20: chronolog.v1.ScheduleDeclaration.input:type_name -> google.protobuf.Struct
+	30, // 21: chronolog.v1.ScheduleDeclaration.policy:type_name -> chronolog.v1.SchedulePolicy
+	31, // 22: chronolog.v1.ScheduleDeclaration.dst:type_name -> chronolog.v1.DstPolicy
+	32, // 23: chronolog.v1.ScheduleDeclaration.cancel_on:type_name -> chronolog.v1.CancelOn
+	29, // 24: chronolog.v1.SchedulePatch.input:type_name -> google.protobuf.Struct
+	31, // 25: chronolog.v1.SchedulePatch.dst:type_name -> chronolog.v1.DstPolicy
+	30, // 26: chronolog.v1.SchedulePatch.policy:type_name -> chronolog.v1.SchedulePolicy
+	1,  // 27: chronolog.v1.PulseDeclaration.scope:type_name -> chronolog.v1.PulseScope
+	2,  // 28: chronolog.v1.Plugin.manifest:type_name -> chronolog.v1.PluginManifest
+	33, // 29: chronolog.v1.Plugin.registered_at:type_name -> google.protobuf.Timestamp
+	2,  // 30: chronolog.v1.RegisterPluginRequest.manifest:type_name -> chronolog.v1.PluginManifest
+	15, // 31: chronolog.v1.RegisterPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	15, // 32: chronolog.v1.ListPluginsResponse.plugins:type_name -> chronolog.v1.Plugin
+	15, // 33: chronolog.v1.GetPluginResponse.plugin:type_name -> chronolog.v1.Plugin
+	4,  // 34: chronolog.v1.PluginManifest.EventsEntry.value:type_name -> chronolog.v1.EventTypeDeclaration
+	5,  // 35: chronolog.v1.PluginManifest.CollectionsEntry.value:type_name -> chronolog.v1.CollectionDeclaration
+	6,  // 36: chronolog.v1.PluginManifest.ActionsEntry.value:type_name -> chronolog.v1.ActionDeclaration
+	9,  // 37: chronolog.v1.PluginManifest.ProcessorsEntry.value:type_name -> chronolog.v1.ProcessorDeclaration
+	12, // 38: chronolog.v1.PluginManifest.SchedulesEntry.value:type_name -> chronolog.v1.ScheduleDeclaration
+	14, // 39: chronolog.v1.PluginManifest.PulsesEntry.value:type_name -> chronolog.v1.PulseDeclaration
+	16, // 40: chronolog.v1.PluginService.RegisterPlugin:input_type -> chronolog.v1.RegisterPluginRequest
+	18, // 41: chronolog.v1.PluginService.ListPlugins:input_type -> chronolog.v1.ListPluginsRequest
+	20, // 42: chronolog.v1.PluginService.GetPlugin:input_type -> chronolog.v1.GetPluginRequest
+	17, // 43: chronolog.v1.PluginService.RegisterPlugin:output_type -> chronolog.v1.RegisterPluginResponse
+	19, // 44: chronolog.v1.PluginService.ListPlugins:output_type -> chronolog.v1.ListPluginsResponse
+	21, // 45: chronolog.v1.PluginService.GetPlugin:output_type -> chronolog.v1.GetPluginResponse
+	43, // [43:46] is the sub-list for method output_type
+	40, // [40:43] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_plugin_proto_init() }
@@ -2119,7 +2138,7 @@ func file_chronolog_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_plugin_proto_rawDesc), len(file_chronolog_v1_plugin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ProcessorStatus(_message.Message):
-    __slots__ = ("name", "ack_floor", "delivered", "lag", "in_flight", "retries", "failures", "paused")
+    __slots__ = ("name", "ack_floor", "delivered", "lag", "in_flight", "retries", "failures", "paused", "limits", "rate_waits", "rate_wait_ms", "rate_waiting", "debounce_held", "debounce_deliveries", "debounce_events")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
     DELIVERED_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,13 @@ class ProcessorStatus(_message.Message):
     RETRIES_FIELD_NUMBER: _ClassVar[int]
     FAILURES_FIELD_NUMBER: _ClassVar[int]
     PAUSED_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAITS_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAITING_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_HELD_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_EVENTS_FIELD_NUMBER: _ClassVar[int]
     name: str
     ack_floor: int
     delivered: int
@@ -29,7 +36,14 @@ class ProcessorStatus(_message.Message):
     retries: int
     failures: int
     paused: bool
-    def __init__(self, name: _Optional[str] = ..., ack_floor: _Optional[int] = ..., delivered: _Optional[int] = ..., lag: _Optional[int] = ..., in_flight: _Optional[int] = ..., retries: _Optional[int] = ..., failures: _Optional[int] = ..., paused: _Optional[bool] = ...) -> None: ...
+    limits: str
+    rate_waits: int
+    rate_wait_ms: int
+    rate_waiting: int
+    debounce_held: int
+    debounce_deliveries: int
+    debounce_events: int
+    def __init__(self, name: _Optional[str] = ..., ack_floor: _Optional[int] = ..., delivered: _Optional[int] = ..., lag: _Optional[int] = ..., in_flight: _Optional[int] = ..., retries: _Optional[int] = ..., failures: _Optional[int] = ..., paused: _Optional[bool] = ..., limits: _Optional[str] = ..., rate_waits: _Optional[int] = ..., rate_wait_ms: _Optional[int] = ..., rate_waiting: _Optional[int] = ..., debounce_held: _Optional[int] = ..., debounce_deliveries: _Optional[int] = ..., debounce_events: _Optional[int] = ...) -> None: ...
 
 class ListProcessorsRequest(_message.Message):
     __slots__ = ()
@@ -194,3 +208,31 @@ class ExecuteSqlResponse(_message.Message):
     changes: int
     seq: int
     def __init__(self, rows: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., changes: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class ActionStatus(_message.Message):
+    __slots__ = ("name", "limits", "running", "waiting", "rate_waits", "rate_wait_ms", "rate_waiting")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAITS_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    RATE_WAITING_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    limits: str
+    running: int
+    waiting: int
+    rate_waits: int
+    rate_wait_ms: int
+    rate_waiting: int
+    def __init__(self, name: _Optional[str] = ..., limits: _Optional[str] = ..., running: _Optional[int] = ..., waiting: _Optional[int] = ..., rate_waits: _Optional[int] = ..., rate_wait_ms: _Optional[int] = ..., rate_waiting: _Optional[int] = ...) -> None: ...
+
+class ListActionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListActionsResponse(_message.Message):
+    __slots__ = ("actions",)
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    actions: _containers.RepeatedCompositeFieldContainer[ActionStatus]
+    def __init__(self, actions: _Optional[_Iterable[_Union[ActionStatus, _Mapping]]] = ...) -> None: ...

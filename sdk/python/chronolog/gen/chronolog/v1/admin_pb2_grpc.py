@@ -76,6 +76,11 @@ class AdminServiceStub:
                 request_serializer=chronolog_dot_v1_dot_admin__pb2.ExecuteSqlRequest.SerializeToString,
                 response_deserializer=chronolog_dot_v1_dot_admin__pb2.ExecuteSqlResponse.FromString,
                 _registered_method=True)
+        self.ListActions = channel.unary_unary(
+                '/chronolog.v1.AdminService/ListActions',
+                request_serializer=chronolog_dot_v1_dot_admin__pb2.ListActionsRequest.SerializeToString,
+                response_deserializer=chronolog_dot_v1_dot_admin__pb2.ListActionsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -142,6 +147,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListActions(self, request, context):
+        """Lists declared actions with their flow limits, the calls holding or
+        waiting for a concurrency slot, and their rate waits.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -184,6 +197,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ExecuteSql,
                     request_deserializer=chronolog_dot_v1_dot_admin__pb2.ExecuteSqlRequest.FromString,
                     response_serializer=chronolog_dot_v1_dot_admin__pb2.ExecuteSqlResponse.SerializeToString,
+            ),
+            'ListActions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListActions,
+                    request_deserializer=chronolog_dot_v1_dot_admin__pb2.ListActionsRequest.FromString,
+                    response_serializer=chronolog_dot_v1_dot_admin__pb2.ListActionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -404,6 +422,33 @@ class AdminService:
             '/chronolog.v1.AdminService/ExecuteSql',
             chronolog_dot_v1_dot_admin__pb2.ExecuteSqlRequest.SerializeToString,
             chronolog_dot_v1_dot_admin__pb2.ExecuteSqlResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListActions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/chronolog.v1.AdminService/ListActions',
+            chronolog_dot_v1_dot_admin__pb2.ListActionsRequest.SerializeToString,
+            chronolog_dot_v1_dot_admin__pb2.ListActionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

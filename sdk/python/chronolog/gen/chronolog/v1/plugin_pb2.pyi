@@ -175,16 +175,25 @@ class RateLimit(_message.Message):
     def __init__(self, limit: _Optional[int] = ..., period_ms: _Optional[int] = ..., key: _Optional[str] = ..., burst: _Optional[int] = ...) -> None: ...
 
 class ConcurrencyLimit(_message.Message):
-    __slots__ = ("limit", "key", "total", "if_active")
+    __slots__ = ("limit", "key", "total", "if_active", "weights")
+    class WeightsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     IF_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     limit: int
     key: str
     total: int
     if_active: str
-    def __init__(self, limit: _Optional[int] = ..., key: _Optional[str] = ..., total: _Optional[int] = ..., if_active: _Optional[str] = ...) -> None: ...
+    weights: _containers.ScalarMap[str, int]
+    def __init__(self, limit: _Optional[int] = ..., key: _Optional[str] = ..., total: _Optional[int] = ..., if_active: _Optional[str] = ..., weights: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ProcessorDeclaration(_message.Message):
     __slots__ = ("on", "where", "key", "concurrency", "ack_timeout_ms", "start", "retry_delays_ms", "timeout_grace_ms", "read", "concurrency_limit", "rate", "debounce", "priority")

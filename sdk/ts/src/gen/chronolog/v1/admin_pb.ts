@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/admin.proto.
  */
 export const file_chronolog_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSKYAQoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIIhcKFUxpc3RQcm9jZXNzb3JzUmVxdWVzdCJLChZMaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEjEKCnByb2Nlc3NvcnMYASADKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzImsKEU1vdmVDdXJzb3JSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRITCglhY2tfZmxvb3IYAiABKARIABIoCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIECgJ0byJGChJNb3ZlQ3Vyc29yUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cyI+ChlTZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIOCgZwYXVzZWQYAiABKAgiYQoaU2V0UHJvY2Vzc29yUGF1c2VkUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cxIRCgl1bmNoYW5nZWQYAiABKAgifAoORmFpbGVkRGVsaXZlcnkSEQoJcHJvY2Vzc29yGAEgASgJEiIKBWV2ZW50GAIgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg0KBWVycm9yGAMgASgJEhAKCGF0dGVtcHRzGAQgASgNEhIKCmZhaWxlZF9zZXEYBSABKAQiVwobTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJpChxMaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEjAKCmRlbGl2ZXJpZXMYASADKAsyHC5jaHJvbm9sb2cudjEuRmFpbGVkRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjkKFlJlZGVsaXZlckZhaWxlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEgwKBHNlcXMYAiADKAQiKAoXUmVkZWxpdmVyRmFpbGVkUmVzcG9uc2USDQoFY291bnQYASABKA0iRAoURGlzbWlzc0ZhaWxlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEgwKBHNlcXMYAiADKAQSCwoDYWxsGAMgASgIIjQKFURpc21pc3NGYWlsZWRSZXNwb25zZRINCgVjb3VudBgBIAEoDRIMCgRzZXFzGAIgAygEIr0CCg5FeGVjdXRvclN0YXR1cxISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGV4ZWN1dG9yGAIgASgJEhMKC2luc3RhbmNlX2lkGAMgASgJEhEKCXByaW5jaXBhbBgEIAEoCRISCgpwcm9jZXNzb3JzGAUgAygJEg8KB2FjdGlvbnMYBiADKAkSDgoGcHVsc2VzGAcgAygJEg8KB2NyZWRpdHMYCCABKA0SEQoJaW5fZmxpZ2h0GAkgASgNEjAKDGNvbm5lY3RlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF9zZWVuX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBILCgNzZGsYDCABKAkSEwoLc2RrX3ZlcnNpb24YDSABKAkiFgoUTGlzdEV4ZWN1dG9yc1JlcXVlc3QiSAoVTGlzdEV4ZWN1dG9yc1Jlc3BvbnNlEi8KCWV4ZWN1dG9ycxgBIAMoCzIcLmNocm9ub2xvZy52MS5FeGVjdXRvclN0YXR1cyJMChFFeGVjdXRlU3FsUmVxdWVzdBILCgNzcWwYASABKAkSKgoGcGFyYW1zGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZSJZChJFeGVjdXRlU3FsUmVzcG9uc2USJQoEcm93cxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY2hhbmdlcxgCIAEoBBILCgNzZXEYAyABKAQy+QUKDEFkbWluU2VydmljZRJbCg5MaXN0UHJvY2Vzc29ycxIjLmNocm9ub2xvZy52MS5MaXN0UHJvY2Vzc29yc1JlcXVlc3QaJC5jaHJvbm9sb2cudjEuTGlzdFByb2Nlc3NvcnNSZXNwb25zZRJPCgpNb3ZlQ3Vyc29yEh8uY2hyb25vbG9nLnYxLk1vdmVDdXJzb3JSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLk1vdmVDdXJzb3JSZXNwb25zZRJnChJTZXRQcm9jZXNzb3JQYXVzZWQSJy5jaHJvbm9sb2cudjEuU2V0UHJvY2Vzc29yUGF1c2VkUmVxdWVzdBooLmNocm9ub2xvZy52MS5TZXRQcm9jZXNzb3JQYXVzZWRSZXNwb25zZRJtChRMaXN0RmFpbGVkRGVsaXZlcmllcxIpLmNocm9ub2xvZy52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1JlcXVlc3QaKi5jaHJvbm9sb2cudjEuTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXNwb25zZRJeCg9SZWRlbGl2ZXJGYWlsZWQSJC5jaHJvbm9sb2cudjEuUmVkZWxpdmVyRmFpbGVkUmVxdWVzdBolLmNocm9ub2xvZy52MS5SZWRlbGl2ZXJGYWlsZWRSZXNwb25zZRJYCg1EaXNtaXNzRmFpbGVkEiIuY2hyb25vbG9nLnYxLkRpc21pc3NGYWlsZWRSZXF1ZXN0GiMuY2hyb25vbG9nLnYxLkRpc21pc3NGYWlsZWRSZXNwb25zZRJYCg1MaXN0RXhlY3V0b3JzEiIuY2hyb25vbG9nLnYxLkxpc3RFeGVjdXRvcnNSZXF1ZXN0GiMuY2hyb25vbG9nLnYxLkxpc3RFeGVjdXRvcnNSZXNwb25zZRJPCgpFeGVjdXRlU3FsEh8uY2hyb25vbG9nLnYxLkV4ZWN1dGVTcWxSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLkV4ZWN1dGVTcWxSZXNwb25zZWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSK8AgoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIEg8KBmxpbWl0cxiCASABKAkSEwoKcmF0ZV93YWl0cxiDASABKAQSFQoMcmF0ZV93YWl0X21zGIQBIAEoBBIVCgxyYXRlX3dhaXRpbmcYhQEgASgNEhYKDWRlYm91bmNlX2hlbGQYhgEgASgEEhwKE2RlYm91bmNlX2RlbGl2ZXJpZXMYhwEgASgEEhgKD2RlYm91bmNlX2V2ZW50cxiIASABKAQiFwoVTGlzdFByb2Nlc3NvcnNSZXF1ZXN0IksKFkxpc3RQcm9jZXNzb3JzUmVzcG9uc2USMQoKcHJvY2Vzc29ycxgBIAMoCzIdLmNocm9ub2xvZy52MS5Qcm9jZXNzb3JTdGF0dXMiawoRTW92ZUN1cnNvclJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEhMKCWFja19mbG9vchgCIAEoBEgAEigKAmF0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAQgQKAnRvIkYKEk1vdmVDdXJzb3JSZXNwb25zZRIwCglwcm9jZXNzb3IYASABKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzIj4KGVNldFByb2Nlc3NvclBhdXNlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEg4KBnBhdXNlZBgCIAEoCCJhChpTZXRQcm9jZXNzb3JQYXVzZWRSZXNwb25zZRIwCglwcm9jZXNzb3IYASABKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzEhEKCXVuY2hhbmdlZBgCIAEoCCJ8Cg5GYWlsZWREZWxpdmVyeRIRCglwcm9jZXNzb3IYASABKAkSIgoFZXZlbnQYAiABKAsyEy5jaHJvbm9sb2cudjEuRXZlbnQSDQoFZXJyb3IYAyABKAkSEAoIYXR0ZW1wdHMYBCABKA0SEgoKZmFpbGVkX3NlcRgFIAEoBCJXChtMaXN0RmFpbGVkRGVsaXZlcmllc1JlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJImkKHExpc3RGYWlsZWREZWxpdmVyaWVzUmVzcG9uc2USMAoKZGVsaXZlcmllcxgBIAMoCzIcLmNocm9ub2xvZy52MS5GYWlsZWREZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOQoWUmVkZWxpdmVyRmFpbGVkUmVxdWVzdBIRCglwcm9jZXNzb3IYASABKAkSDAoEc2VxcxgCIAMoBCIoChdSZWRlbGl2ZXJGYWlsZWRSZXNwb25zZRINCgVjb3VudBgBIAEoDSJEChREaXNtaXNzRmFpbGVkUmVxdWVzdBIRCglwcm9jZXNzb3IYASABKAkSDAoEc2VxcxgCIAMoBBILCgNhbGwYAyABKAgiNAoVRGlzbWlzc0ZhaWxlZFJlc3BvbnNlEg0KBWNvdW50GAEgASgNEgwKBHNlcXMYAiADKAQivQIKDkV4ZWN1dG9yU3RhdHVzEhIKCnNlc3Npb25faWQYASABKAkSEAoIZXhlY3V0b3IYAiABKAkSEwoLaW5zdGFuY2VfaWQYAyABKAkSEQoJcHJpbmNpcGFsGAQgASgJEhIKCnByb2Nlc3NvcnMYBSADKAkSDwoHYWN0aW9ucxgGIAMoCRIOCgZwdWxzZXMYByADKAkSDwoHY3JlZGl0cxgIIAEoDRIRCglpbl9mbGlnaHQYCSABKA0SMAoMY29ubmVjdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA3NkaxgMIAEoCRITCgtzZGtfdmVyc2lvbhgNIAEoCSIWChRMaXN0RXhlY3V0b3JzUmVxdWVzdCJIChVMaXN0RXhlY3V0b3JzUmVzcG9uc2USLwoJZXhlY3V0b3JzGAEgAygLMhwuY2hyb25vbG9nLnYxLkV4ZWN1dG9yU3RhdHVzIkwKEUV4ZWN1dGVTcWxSZXF1ZXN0EgsKA3NxbBgBIAEoCRIqCgZwYXJhbXMYAiABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlIlkKEkV4ZWN1dGVTcWxSZXNwb25zZRIlCgRyb3dzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjaGFuZ2VzGAIgASgEEgsKA3NlcRgDIAEoBCKOAQoMQWN0aW9uU3RhdHVzEgwKBG5hbWUYASABKAkSDgoGbGltaXRzGAIgASgJEg8KB3J1bm5pbmcYAyABKA0SDwoHd2FpdGluZxgEIAEoDRISCgpyYXRlX3dhaXRzGAUgASgEEhQKDHJhdGVfd2FpdF9tcxgGIAEoBBIUCgxyYXRlX3dhaXRpbmcYByABKA0iFAoSTGlzdEFjdGlvbnNSZXF1ZXN0IkIKE0xpc3RBY3Rpb25zUmVzcG9uc2USKwoHYWN0aW9ucxgBIAMoCzIaLmNocm9ub2xvZy52MS5BY3Rpb25TdGF0dXMyzQYKDEFkbWluU2VydmljZRJbCg5MaXN0UHJvY2Vzc29ycxIjLmNocm9ub2xvZy52MS5MaXN0UHJvY2Vzc29yc1JlcXVlc3QaJC5jaHJvbm9sb2cudjEuTGlzdFByb2Nlc3NvcnNSZXNwb25zZRJPCgpNb3ZlQ3Vyc29yEh8uY2hyb25vbG9nLnYxLk1vdmVDdXJzb3JSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLk1vdmVDdXJzb3JSZXNwb25zZRJnChJTZXRQcm9jZXNzb3JQYXVzZWQSJy5jaHJvbm9sb2cudjEuU2V0UHJvY2Vzc29yUGF1c2VkUmVxdWVzdBooLmNocm9ub2xvZy52MS5TZXRQcm9jZXNzb3JQYXVzZWRSZXNwb25zZRJtChRMaXN0RmFpbGVkRGVsaXZlcmllcxIpLmNocm9ub2xvZy52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1JlcXVlc3QaKi5jaHJvbm9sb2cudjEuTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXNwb25zZRJeCg9SZWRlbGl2ZXJGYWlsZWQSJC5jaHJvbm9sb2cudjEuUmVkZWxpdmVyRmFpbGVkUmVxdWVzdBolLmNocm9ub2xvZy52MS5SZWRlbGl2ZXJGYWlsZWRSZXNwb25zZRJYCg1EaXNtaXNzRmFpbGVkEiIuY2hyb25vbG9nLnYxLkRpc21pc3NGYWlsZWRSZXF1ZXN0GiMuY2hyb25vbG9nLnYxLkRpc21pc3NGYWlsZWRSZXNwb25zZRJYCg1MaXN0RXhlY3V0b3JzEiIuY2hyb25vbG9nLnYxLkxpc3RFeGVjdXRvcnNSZXF1ZXN0GiMuY2hyb25vbG9nLnYxLkxpc3RFeGVjdXRvcnNSZXNwb25zZRJPCgpFeGVjdXRlU3FsEh8uY2hyb25vbG9nLnYxLkV4ZWN1dGVTcWxSZXF1ZXN0GiAuY2hyb25vbG9nLnYxLkV4ZWN1dGVTcWxSZXNwb25zZRJSCgtMaXN0QWN0aW9ucxIgLmNocm9ub2xvZy52MS5MaXN0QWN0aW9uc1JlcXVlc3QaIS5jaHJvbm9sb2cudjEuTGlzdEFjdGlvbnNSZXNwb25zZWIGcHJvdG8z", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A processor's state.
@@ -77,6 +77,59 @@ export type ProcessorStatus = Message<"chronolog.v1.ProcessorStatus"> & {
    * @generated from field: bool paused = 8;
    */
   paused: boolean;
+
+  /**
+   * The processor's flow limits in a few words (concurrency by key, rate,
+   * debounce, priority; "" without any), e.g. `2 per data.customer, 6 in
+   * all; rate 10 per 1 s per data.customer (burst 10)`.
+   *
+   * @generated from field: string limits = 130;
+   */
+  limits: string;
+
+  /**
+   * Deliveries that waited for a token of the processor's rate, since the
+   * owner started.
+   *
+   * @generated from field: uint64 rate_waits = 131;
+   */
+  rateWaits: bigint;
+
+  /**
+   * Time they waited in all, ms.
+   *
+   * @generated from field: uint64 rate_wait_ms = 132;
+   */
+  rateWaitMs: bigint;
+
+  /**
+   * Events held back for a token of the rate now.
+   *
+   * @generated from field: uint32 rate_waiting = 133;
+   */
+  rateWaiting: number;
+
+  /**
+   * Events gathered in debounced bursts now, waiting for their key's quiet.
+   *
+   * @generated from field: uint64 debounce_held = 134;
+   */
+  debounceHeld: bigint;
+
+  /**
+   * Debounced deliveries made since the owner started (each the last event
+   * of a burst).
+   *
+   * @generated from field: uint64 debounce_deliveries = 135;
+   */
+  debounceDeliveries: bigint;
+
+  /**
+   * The events those deliveries stood for.
+   *
+   * @generated from field: uint64 debounce_events = 136;
+   */
+  debounceEvents: bigint;
 };
 
 /**
@@ -676,6 +729,107 @@ export const ExecuteSqlResponseSchema: GenMessage<ExecuteSqlResponse> = /*@__PUR
   messageDesc(file_chronolog_v1_admin, 18);
 
 /**
+ * An action's flow limits and what they hold now.
+ *
+ * @generated from message chronolog.v1.ActionStatus
+ */
+export type ActionStatus = Message<"chronolog.v1.ActionStatus"> & {
+  /**
+   * `plugin.action`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Its flow limits in a few words (concurrency by key, rate, priority; ""
+   * without any), as ProcessorStatus.limits.
+   *
+   * @generated from field: string limits = 2;
+   */
+  limits: string;
+
+  /**
+   * Calls holding a slot of its concurrency limit now (those an owner before
+   * this one left running included, until their timeout).
+   *
+   * @generated from field: uint32 running = 3;
+   */
+  running: number;
+
+  /**
+   * Calls waiting for a slot now.
+   *
+   * @generated from field: uint32 waiting = 4;
+   */
+  waiting: number;
+
+  /**
+   * Calls that waited for a token of its rate since the owner started.
+   *
+   * @generated from field: uint64 rate_waits = 5;
+   */
+  rateWaits: bigint;
+
+  /**
+   * Time they waited in all, ms.
+   *
+   * @generated from field: uint64 rate_wait_ms = 6;
+   */
+  rateWaitMs: bigint;
+
+  /**
+   * Calls waiting for a token now.
+   *
+   * @generated from field: uint32 rate_waiting = 7;
+   */
+  rateWaiting: number;
+};
+
+/**
+ * Describes the message chronolog.v1.ActionStatus.
+ * Use `create(ActionStatusSchema)` to create a new message.
+ */
+export const ActionStatusSchema: GenMessage<ActionStatus> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 19);
+
+/**
+ * List actions.
+ *
+ * @generated from message chronolog.v1.ListActionsRequest
+ */
+export type ListActionsRequest = Message<"chronolog.v1.ListActionsRequest"> & {
+};
+
+/**
+ * Describes the message chronolog.v1.ListActionsRequest.
+ * Use `create(ListActionsRequestSchema)` to create a new message.
+ */
+export const ListActionsRequestSchema: GenMessage<ListActionsRequest> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 20);
+
+/**
+ * Every declared action, by name.
+ *
+ * @generated from message chronolog.v1.ListActionsResponse
+ */
+export type ListActionsResponse = Message<"chronolog.v1.ListActionsResponse"> & {
+  /**
+   * The actions.
+   *
+   * @generated from field: repeated chronolog.v1.ActionStatus actions = 1;
+   */
+  actions: ActionStatus[];
+};
+
+/**
+ * Describes the message chronolog.v1.ListActionsResponse.
+ * Use `create(ListActionsResponseSchema)` to create a new message.
+ */
+export const ListActionsResponseSchema: GenMessage<ListActionsResponse> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 21);
+
+/**
  * Operator tools. Every method needs the admin role
  * (PERMISSION_DENIED otherwise) and records what it changes.
  *
@@ -764,6 +918,17 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ExecuteSqlRequestSchema;
     output: typeof ExecuteSqlResponseSchema;
+  },
+  /**
+   * Lists declared actions with their flow limits, the calls holding or
+   * waiting for a concurrency slot, and their rate waits.
+   *
+   * @generated from rpc chronolog.v1.AdminService.ListActions
+   */
+  listActions: {
+    methodKind: "unary";
+    input: typeof ListActionsRequestSchema;
+    output: typeof ListActionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_chronolog_v1_admin, 0);
