@@ -352,15 +352,15 @@ describe("migration 0012: no IN lists in the constraints a call's writes check",
       INSERT INTO timer_occurrences (rowid, id, timer_id, due_ms, action, input, actor, overdue, status, attempts, next_attempt_ms, call_id, lateness_ms, error, claimed_at, updated_at, origin)
         VALUES (3, 'o1', 't1', 100, 'p.a', '{}', NULL, '{}', 'retry_wait', 1, 200, 'o1', 4, 'e', 100, 101, 'trigger'),
                (4, 'o2', 't1', 300, 'p.a', '{}', NULL, '{}', 'completed', 1, NULL, 'o2', 2, '', 300, 302, 'schedule');`);
-    // The columns of schema 11 (a later migration adds action_calls.trace, 0016).
+    // The columns of schema 11 (later migrations add action_calls.trace, 0016, and limit_keys, 0020).
     const rows = (db: Database.Database) => [
-      (db.prepare("SELECT rowid, * FROM action_calls ORDER BY rowid").all() as Record<string, unknown>[]).map(({ trace: _, ...row }) => row),
+      (db.prepare("SELECT rowid, * FROM action_calls ORDER BY rowid").all() as Record<string, unknown>[]).map(({ trace: _, limit_keys: __, ...row }) => row),
       db.prepare("SELECT rowid, * FROM timer_occurrences ORDER BY rowid").all(),
     ];
     const before = rows(old);
-    old.exec("ALTER TABLE action_calls ADD COLUMN trace TEXT"); // what today's statements write, for the check only
+    old.exec("ALTER TABLE action_calls ADD COLUMN trace TEXT; ALTER TABLE action_calls ADD COLUMN limit_keys TEXT"); // what today's statements write, for the check only
     expect(ephemeralWrites(old, [callStatements, occurrenceStatements]).length).toBeGreaterThan(0); // what 0012 removes
-    old.exec("ALTER TABLE action_calls DROP COLUMN trace");
+    old.exec("ALTER TABLE action_calls DROP COLUMN trace; ALTER TABLE action_calls DROP COLUMN limit_keys");
     old.close();
 
     const store = open(dataDir);
