@@ -12,6 +12,7 @@ import type { ProcessorSpec } from "./declaration.js";
 import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
+import { RecentPercentiles } from "../recent-percentiles.js";
 import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
 import { Intake } from "./intake.js";
@@ -86,6 +87,8 @@ export class ProcessorEngine {
   private readonly times: TryTimes;
   /** performance.now() minus the owner's clock, read at most once per pump (for an event the log's tail no longer holds); NaN until then. */
   private clockOffset = Number.NaN;
+  /** Its delivery latency (committed → first answer) over about the last minute, for ListProcessors. */
+  readonly latency: RecentPercentiles;
   retries = 0;
   failures = 0;
 
@@ -96,6 +99,7 @@ export class ProcessorEngine {
     this.isolation = new Isolation(spec.name, deps.reserve, deps.release);
     this.stages = deps.stages.processor(spec.name);
     this.times = new TryTimes(this.stages);
+    this.latency = new RecentPercentiles(this.stages.latency);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
     this.intake = new Intake({ ...deps, spec, floor: this.ackFloor, pump: () => this.pump() });
   }

@@ -1,4 +1,5 @@
 import type { RegisteredPlugin } from "../plugins/manifest.js";
+import type { RecentFigures } from "../recent-percentiles.js";
 import type { CursorStatements } from "../store/cursors.js";
 import { compileProcessor } from "./declaration.js";
 import type { ProcessorEngine } from "./engine.js";
@@ -18,6 +19,8 @@ export interface ProcessorStatus {
   /** Failed deliveries on record. */
   failures: number;
   paused: boolean;
+  /** Its delivery latency over about the last minute; undefined where no engine runs it (a standby). */
+  latency?: RecentFigures;
 }
 
 /** The state of a running processor: its engine's, the log at `head`, `failures` on record. */
@@ -31,6 +34,7 @@ export function engineStatus(engine: ProcessorEngine, head: number, failures: nu
     retries: engine.retries,
     failures,
     paused: engine.paused,
+    latency: engine.latency.read(),
   };
 }
 

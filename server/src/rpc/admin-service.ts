@@ -156,6 +156,12 @@ function statusToProto(status: ProcessorStatus) {
     retries: BigInt(status.retries),
     failures: BigInt(status.failures),
     paused: status.paused,
+    latency: status.latency && {
+      p50Ms: status.latency.p50Ms,
+      p99Ms: status.latency.p99Ms,
+      count: BigInt(status.latency.count),
+      windowSeconds: status.latency.windowMs / 1000,
+    },
   };
 }
 

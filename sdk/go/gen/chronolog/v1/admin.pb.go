@@ -41,7 +41,10 @@ type ProcessorStatus struct {
 	// Failed deliveries on record.
 	Failures uint64 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
 	// Paused by an operator.
-	Paused        bool `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	Paused bool `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	// How long its events took from committed to handled, over about the last
+	// minute. Known to the owner that delivers: unset on a standby.
+	Latency       *DeliveryLatency `protobuf:"bytes,110,opt,name=latency,proto3" json:"latency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -132,6 +135,90 @@ func (x *ProcessorStatus) GetPaused() bool {
 	return false
 }
 
+func (x *ProcessorStatus) GetLatency() *DeliveryLatency {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+// Percentiles of a processor's delivery latency: an event committed (durable)
+// to its first delivery's ack (or error) read by the owner. Retries and
+// redeliveries are not counted. Estimated from histogram buckets (0.1 ms to
+// 10 s, about 1.5x apart), as Prometheus' histogram_quantile does.
+type DeliveryLatency struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Median, milliseconds (0 when count is 0).
+	P50Ms float64 `protobuf:"fixed64,1,opt,name=p50_ms,json=p50Ms,proto3" json:"p50_ms,omitempty"`
+	// 99th percentile, milliseconds (0 when count is 0).
+	P99Ms float64 `protobuf:"fixed64,2,opt,name=p99_ms,json=p99Ms,proto3" json:"p99_ms,omitempty"`
+	// Events answered in the window.
+	Count uint64 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	// The window's length, seconds: about 60, longer when nobody asked
+	// for a while, shorter just after the owner started.
+	WindowSeconds float64 `protobuf:"fixed64,4,opt,name=window_seconds,json=windowSeconds,proto3" json:"window_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveryLatency) Reset() {
+	*x = DeliveryLatency{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryLatency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryLatency) ProtoMessage() {}
+
+func (x *DeliveryLatency) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryLatency.ProtoReflect.Descriptor instead.
+func (*DeliveryLatency) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DeliveryLatency) GetP50Ms() float64 {
+	if x != nil {
+		return x.P50Ms
+	}
+	return 0
+}
+
+func (x *DeliveryLatency) GetP99Ms() float64 {
+	if x != nil {
+		return x.P99Ms
+	}
+	return 0
+}
+
+func (x *DeliveryLatency) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DeliveryLatency) GetWindowSeconds() float64 {
+	if x != nil {
+		return x.WindowSeconds
+	}
+	return 0
+}
+
 // List processors.
 type ListProcessorsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -141,7 +228,7 @@ type ListProcessorsRequest struct {
 
 func (x *ListProcessorsRequest) Reset() {
 	*x = ListProcessorsRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -153,7 +240,7 @@ func (x *ListProcessorsRequest) String() string {
 func (*ListProcessorsRequest) ProtoMessage() {}
 
 func (x *ListProcessorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -166,7 +253,7 @@ func (x *ListProcessorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProcessorsRequest.ProtoReflect.Descriptor instead.
 func (*ListProcessorsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 // All processors.
@@ -180,7 +267,7 @@ type ListProcessorsResponse struct {
 
 func (x *ListProcessorsResponse) Reset() {
 	*x = ListProcessorsResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -192,7 +279,7 @@ func (x *ListProcessorsResponse) String() string {
 func (*ListProcessorsResponse) ProtoMessage() {}
 
 func (x *ListProcessorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -205,7 +292,7 @@ func (x *ListProcessorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProcessorsResponse.ProtoReflect.Descriptor instead.
 func (*ListProcessorsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListProcessorsResponse) GetProcessors() []*ProcessorStatus {
@@ -233,7 +320,7 @@ type MoveCursorRequest struct {
 
 func (x *MoveCursorRequest) Reset() {
 	*x = MoveCursorRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -245,7 +332,7 @@ func (x *MoveCursorRequest) String() string {
 func (*MoveCursorRequest) ProtoMessage() {}
 
 func (x *MoveCursorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -258,7 +345,7 @@ func (x *MoveCursorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveCursorRequest.ProtoReflect.Descriptor instead.
 func (*MoveCursorRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MoveCursorRequest) GetProcessor() string {
@@ -324,7 +411,7 @@ type MoveCursorResponse struct {
 
 func (x *MoveCursorResponse) Reset() {
 	*x = MoveCursorResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +423,7 @@ func (x *MoveCursorResponse) String() string {
 func (*MoveCursorResponse) ProtoMessage() {}
 
 func (x *MoveCursorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +436,7 @@ func (x *MoveCursorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveCursorResponse.ProtoReflect.Descriptor instead.
 func (*MoveCursorResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MoveCursorResponse) GetProcessor() *ProcessorStatus {
@@ -372,7 +459,7 @@ type SetProcessorPausedRequest struct {
 
 func (x *SetProcessorPausedRequest) Reset() {
 	*x = SetProcessorPausedRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -384,7 +471,7 @@ func (x *SetProcessorPausedRequest) String() string {
 func (*SetProcessorPausedRequest) ProtoMessage() {}
 
 func (x *SetProcessorPausedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -397,7 +484,7 @@ func (x *SetProcessorPausedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetProcessorPausedRequest.ProtoReflect.Descriptor instead.
 func (*SetProcessorPausedRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SetProcessorPausedRequest) GetProcessor() string {
@@ -428,7 +515,7 @@ type SetProcessorPausedResponse struct {
 
 func (x *SetProcessorPausedResponse) Reset() {
 	*x = SetProcessorPausedResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +527,7 @@ func (x *SetProcessorPausedResponse) String() string {
 func (*SetProcessorPausedResponse) ProtoMessage() {}
 
 func (x *SetProcessorPausedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +540,7 @@ func (x *SetProcessorPausedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetProcessorPausedResponse.ProtoReflect.Descriptor instead.
 func (*SetProcessorPausedResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SetProcessorPausedResponse) GetProcessor() *ProcessorStatus {
@@ -489,7 +576,7 @@ type FailedDelivery struct {
 
 func (x *FailedDelivery) Reset() {
 	*x = FailedDelivery{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +588,7 @@ func (x *FailedDelivery) String() string {
 func (*FailedDelivery) ProtoMessage() {}
 
 func (x *FailedDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +601,7 @@ func (x *FailedDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedDelivery.ProtoReflect.Descriptor instead.
 func (*FailedDelivery) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FailedDelivery) GetProcessor() string {
@@ -567,7 +654,7 @@ type ListFailedDeliveriesRequest struct {
 
 func (x *ListFailedDeliveriesRequest) Reset() {
 	*x = ListFailedDeliveriesRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +666,7 @@ func (x *ListFailedDeliveriesRequest) String() string {
 func (*ListFailedDeliveriesRequest) ProtoMessage() {}
 
 func (x *ListFailedDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +679,7 @@ func (x *ListFailedDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFailedDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*ListFailedDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListFailedDeliveriesRequest) GetProcessor() string {
@@ -629,7 +716,7 @@ type ListFailedDeliveriesResponse struct {
 
 func (x *ListFailedDeliveriesResponse) Reset() {
 	*x = ListFailedDeliveriesResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +728,7 @@ func (x *ListFailedDeliveriesResponse) String() string {
 func (*ListFailedDeliveriesResponse) ProtoMessage() {}
 
 func (x *ListFailedDeliveriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +741,7 @@ func (x *ListFailedDeliveriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFailedDeliveriesResponse.ProtoReflect.Descriptor instead.
 func (*ListFailedDeliveriesResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListFailedDeliveriesResponse) GetDeliveries() []*FailedDelivery {
@@ -684,7 +771,7 @@ type RedeliverFailedRequest struct {
 
 func (x *RedeliverFailedRequest) Reset() {
 	*x = RedeliverFailedRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +783,7 @@ func (x *RedeliverFailedRequest) String() string {
 func (*RedeliverFailedRequest) ProtoMessage() {}
 
 func (x *RedeliverFailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +796,7 @@ func (x *RedeliverFailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeliverFailedRequest.ProtoReflect.Descriptor instead.
 func (*RedeliverFailedRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RedeliverFailedRequest) GetProcessor() string {
@@ -737,7 +824,7 @@ type RedeliverFailedResponse struct {
 
 func (x *RedeliverFailedResponse) Reset() {
 	*x = RedeliverFailedResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +836,7 @@ func (x *RedeliverFailedResponse) String() string {
 func (*RedeliverFailedResponse) ProtoMessage() {}
 
 func (x *RedeliverFailedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +849,7 @@ func (x *RedeliverFailedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeliverFailedResponse.ProtoReflect.Descriptor instead.
 func (*RedeliverFailedResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RedeliverFailedResponse) GetCount() uint32 {
@@ -808,7 +895,7 @@ type ExecutorStatus struct {
 
 func (x *ExecutorStatus) Reset() {
 	*x = ExecutorStatus{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +907,7 @@ func (x *ExecutorStatus) String() string {
 func (*ExecutorStatus) ProtoMessage() {}
 
 func (x *ExecutorStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +920,7 @@ func (x *ExecutorStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorStatus.ProtoReflect.Descriptor instead.
 func (*ExecutorStatus) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExecutorStatus) GetSessionId() string {
@@ -936,7 +1023,7 @@ type ListExecutorsRequest struct {
 
 func (x *ListExecutorsRequest) Reset() {
 	*x = ListExecutorsRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1035,7 @@ func (x *ListExecutorsRequest) String() string {
 func (*ListExecutorsRequest) ProtoMessage() {}
 
 func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1048,7 @@ func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsRequest.ProtoReflect.Descriptor instead.
 func (*ListExecutorsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 // Connected executors.
@@ -975,7 +1062,7 @@ type ListExecutorsResponse struct {
 
 func (x *ListExecutorsResponse) Reset() {
 	*x = ListExecutorsResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1074,7 @@ func (x *ListExecutorsResponse) String() string {
 func (*ListExecutorsResponse) ProtoMessage() {}
 
 func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1087,7 @@ func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsResponse.ProtoReflect.Descriptor instead.
 func (*ListExecutorsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListExecutorsResponse) GetExecutors() []*ExecutorStatus {
@@ -1023,7 +1110,7 @@ type ExecuteSqlRequest struct {
 
 func (x *ExecuteSqlRequest) Reset() {
 	*x = ExecuteSqlRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1122,7 @@ func (x *ExecuteSqlRequest) String() string {
 func (*ExecuteSqlRequest) ProtoMessage() {}
 
 func (x *ExecuteSqlRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1135,7 @@ func (x *ExecuteSqlRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteSqlRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteSqlRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExecuteSqlRequest) GetSql() string {
@@ -1080,7 +1167,7 @@ type ExecuteSqlResponse struct {
 
 func (x *ExecuteSqlResponse) Reset() {
 	*x = ExecuteSqlResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1179,7 @@ func (x *ExecuteSqlResponse) String() string {
 func (*ExecuteSqlResponse) ProtoMessage() {}
 
 func (x *ExecuteSqlResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1192,7 @@ func (x *ExecuteSqlResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteSqlResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteSqlResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecuteSqlResponse) GetRows() []*structpb.Struct {
@@ -1133,7 +1220,7 @@ var File_chronolog_v1_admin_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdd\x01\n" +
+	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x02\n" +
 	"\x0fProcessorStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tack_floor\x18\x02 \x01(\x04R\backFloor\x12\x1c\n" +
@@ -1142,7 +1229,13 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\tin_flight\x18\x05 \x01(\rR\binFlight\x12\x18\n" +
 	"\aretries\x18\x06 \x01(\x04R\aretries\x12\x1a\n" +
 	"\bfailures\x18\a \x01(\x04R\bfailures\x12\x16\n" +
-	"\x06paused\x18\b \x01(\bR\x06paused\"\x17\n" +
+	"\x06paused\x18\b \x01(\bR\x06paused\x127\n" +
+	"\alatency\x18n \x01(\v2\x1d.chronolog.v1.DeliveryLatencyR\alatency\"|\n" +
+	"\x0fDeliveryLatency\x12\x15\n" +
+	"\x06p50_ms\x18\x01 \x01(\x01R\x05p50Ms\x12\x15\n" +
+	"\x06p99_ms\x18\x02 \x01(\x01R\x05p99Ms\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x04R\x05count\x12%\n" +
+	"\x0ewindow_seconds\x18\x04 \x01(\x01R\rwindowSeconds\"\x17\n" +
 	"\x15ListProcessorsRequest\"W\n" +
 	"\x16ListProcessorsResponse\x12=\n" +
 	"\n" +
@@ -1237,61 +1330,63 @@ func file_chronolog_v1_admin_proto_rawDescGZIP() []byte {
 	return file_chronolog_v1_admin_proto_rawDescData
 }
 
-var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ProcessorStatus)(nil),              // 0: chronolog.v1.ProcessorStatus
-	(*ListProcessorsRequest)(nil),        // 1: chronolog.v1.ListProcessorsRequest
-	(*ListProcessorsResponse)(nil),       // 2: chronolog.v1.ListProcessorsResponse
-	(*MoveCursorRequest)(nil),            // 3: chronolog.v1.MoveCursorRequest
-	(*MoveCursorResponse)(nil),           // 4: chronolog.v1.MoveCursorResponse
-	(*SetProcessorPausedRequest)(nil),    // 5: chronolog.v1.SetProcessorPausedRequest
-	(*SetProcessorPausedResponse)(nil),   // 6: chronolog.v1.SetProcessorPausedResponse
-	(*FailedDelivery)(nil),               // 7: chronolog.v1.FailedDelivery
-	(*ListFailedDeliveriesRequest)(nil),  // 8: chronolog.v1.ListFailedDeliveriesRequest
-	(*ListFailedDeliveriesResponse)(nil), // 9: chronolog.v1.ListFailedDeliveriesResponse
-	(*RedeliverFailedRequest)(nil),       // 10: chronolog.v1.RedeliverFailedRequest
-	(*RedeliverFailedResponse)(nil),      // 11: chronolog.v1.RedeliverFailedResponse
-	(*ExecutorStatus)(nil),               // 12: chronolog.v1.ExecutorStatus
-	(*ListExecutorsRequest)(nil),         // 13: chronolog.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),        // 14: chronolog.v1.ListExecutorsResponse
-	(*ExecuteSqlRequest)(nil),            // 15: chronolog.v1.ExecuteSqlRequest
-	(*ExecuteSqlResponse)(nil),           // 16: chronolog.v1.ExecuteSqlResponse
-	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
-	(*Event)(nil),                        // 18: chronolog.v1.Event
-	(*structpb.ListValue)(nil),           // 19: google.protobuf.ListValue
-	(*structpb.Struct)(nil),              // 20: google.protobuf.Struct
+	(*DeliveryLatency)(nil),              // 1: chronolog.v1.DeliveryLatency
+	(*ListProcessorsRequest)(nil),        // 2: chronolog.v1.ListProcessorsRequest
+	(*ListProcessorsResponse)(nil),       // 3: chronolog.v1.ListProcessorsResponse
+	(*MoveCursorRequest)(nil),            // 4: chronolog.v1.MoveCursorRequest
+	(*MoveCursorResponse)(nil),           // 5: chronolog.v1.MoveCursorResponse
+	(*SetProcessorPausedRequest)(nil),    // 6: chronolog.v1.SetProcessorPausedRequest
+	(*SetProcessorPausedResponse)(nil),   // 7: chronolog.v1.SetProcessorPausedResponse
+	(*FailedDelivery)(nil),               // 8: chronolog.v1.FailedDelivery
+	(*ListFailedDeliveriesRequest)(nil),  // 9: chronolog.v1.ListFailedDeliveriesRequest
+	(*ListFailedDeliveriesResponse)(nil), // 10: chronolog.v1.ListFailedDeliveriesResponse
+	(*RedeliverFailedRequest)(nil),       // 11: chronolog.v1.RedeliverFailedRequest
+	(*RedeliverFailedResponse)(nil),      // 12: chronolog.v1.RedeliverFailedResponse
+	(*ExecutorStatus)(nil),               // 13: chronolog.v1.ExecutorStatus
+	(*ListExecutorsRequest)(nil),         // 14: chronolog.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),        // 15: chronolog.v1.ListExecutorsResponse
+	(*ExecuteSqlRequest)(nil),            // 16: chronolog.v1.ExecuteSqlRequest
+	(*ExecuteSqlResponse)(nil),           // 17: chronolog.v1.ExecuteSqlResponse
+	(*timestamppb.Timestamp)(nil),        // 18: google.protobuf.Timestamp
+	(*Event)(nil),                        // 19: chronolog.v1.Event
+	(*structpb.ListValue)(nil),           // 20: google.protobuf.ListValue
+	(*structpb.Struct)(nil),              // 21: google.protobuf.Struct
 }
 var file_chronolog_v1_admin_proto_depIdxs = []int32{
-	0,  // 0: chronolog.v1.ListProcessorsResponse.processors:type_name -> chronolog.v1.ProcessorStatus
-	17, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
-	0,  // 2: chronolog.v1.MoveCursorResponse.processor:type_name -> chronolog.v1.ProcessorStatus
-	0,  // 3: chronolog.v1.SetProcessorPausedResponse.processor:type_name -> chronolog.v1.ProcessorStatus
-	18, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
-	7,  // 5: chronolog.v1.ListFailedDeliveriesResponse.deliveries:type_name -> chronolog.v1.FailedDelivery
-	17, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
-	17, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
-	12, // 8: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
-	19, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
-	20, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
-	1,  // 11: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
-	3,  // 12: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
-	5,  // 13: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
-	8,  // 14: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
-	10, // 15: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
-	13, // 16: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
-	15, // 17: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
-	2,  // 18: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
-	4,  // 19: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
-	6,  // 20: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
-	9,  // 21: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
-	11, // 22: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
-	14, // 23: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
-	16, // 24: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	1,  // 0: chronolog.v1.ProcessorStatus.latency:type_name -> chronolog.v1.DeliveryLatency
+	0,  // 1: chronolog.v1.ListProcessorsResponse.processors:type_name -> chronolog.v1.ProcessorStatus
+	18, // 2: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
+	0,  // 3: chronolog.v1.MoveCursorResponse.processor:type_name -> chronolog.v1.ProcessorStatus
+	0,  // 4: chronolog.v1.SetProcessorPausedResponse.processor:type_name -> chronolog.v1.ProcessorStatus
+	19, // 5: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
+	8,  // 6: chronolog.v1.ListFailedDeliveriesResponse.deliveries:type_name -> chronolog.v1.FailedDelivery
+	18, // 7: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
+	18, // 8: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
+	13, // 9: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
+	20, // 10: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
+	21, // 11: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
+	2,  // 12: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
+	4,  // 13: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
+	6,  // 14: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
+	9,  // 15: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
+	11, // 16: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
+	14, // 17: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
+	16, // 18: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
+	3,  // 19: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
+	5,  // 20: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
+	7,  // 21: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
+	10, // 22: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
+	12, // 23: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
+	15, // 24: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
+	17, // 25: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_admin_proto_init() }
@@ -1300,7 +1395,7 @@ func file_chronolog_v1_admin_proto_init() {
 		return
 	}
 	file_chronolog_v1_event_proto_init()
-	file_chronolog_v1_admin_proto_msgTypes[3].OneofWrappers = []any{
+	file_chronolog_v1_admin_proto_msgTypes[4].OneofWrappers = []any{
 		(*MoveCursorRequest_AckFloor)(nil),
 		(*MoveCursorRequest_At)(nil),
 	}
@@ -1310,7 +1405,7 @@ func file_chronolog_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_admin_proto_rawDesc), len(file_chronolog_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

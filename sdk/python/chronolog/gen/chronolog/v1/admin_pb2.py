@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63hronolog/v1/admin.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\x01\n\x0fProcessorStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tack_floor\x18\x02 \x01(\x04\x12\x11\n\tdelivered\x18\x03 \x01(\x04\x12\x0b\n\x03lag\x18\x04 \x01(\x04\x12\x11\n\tin_flight\x18\x05 \x01(\r\x12\x0f\n\x07retries\x18\x06 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\x07 \x01(\x04\x12\x0e\n\x06paused\x18\x08 \x01(\x08\"\x17\n\x15ListProcessorsRequest\"K\n\x16ListProcessorsResponse\x12\x31\n\nprocessors\x18\x01 \x03(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\"k\n\x11MoveCursorRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x13\n\tack_floor\x18\x02 \x01(\x04H\x00\x12(\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\x04\n\x02to\"F\n\x12MoveCursorResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\">\n\x19SetProcessorPausedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0e\n\x06paused\x18\x02 \x01(\x08\"a\n\x1aSetProcessorPausedResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\x12\x11\n\tunchanged\x18\x02 \x01(\x08\"|\n\x0e\x46\x61iledDelivery\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\"\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\r\x12\x12\n\nfailed_seq\x18\x05 \x01(\x04\"W\n\x1bListFailedDeliveriesRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"i\n\x1cListFailedDeliveriesResponse\x12\x30\n\ndeliveries\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.FailedDelivery\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\x16RedeliverFailedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\"(\n\x17RedeliverFailedResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"\xbd\x02\n\x0e\x45xecutorStatus\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x10\n\x08\x65xecutor\x18\x02 \x01(\t\x12\x13\n\x0binstance_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x12\n\nprocessors\x18\x05 \x03(\t\x12\x0f\n\x07\x61\x63tions\x18\x06 \x03(\t\x12\x0e\n\x06pulses\x18\x07 \x03(\t\x12\x0f\n\x07\x63redits\x18\x08 \x01(\r\x12\x11\n\tin_flight\x18\t \x01(\r\x12\x30\n\x0c\x63onnected_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_seen_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0b\n\x03sdk\x18\x0c \x01(\t\x12\x13\n\x0bsdk_version\x18\r \x01(\t\"\x16\n\x14ListExecutorsRequest\"H\n\x15ListExecutorsResponse\x12/\n\texecutors\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.ExecutorStatus\"L\n\x11\x45xecuteSqlRequest\x12\x0b\n\x03sql\x18\x01 \x01(\t\x12*\n\x06params\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue\"Y\n\x12\x45xecuteSqlResponse\x12%\n\x04rows\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63hanges\x18\x02 \x01(\x04\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x32\x9f\x05\n\x0c\x41\x64minService\x12[\n\x0eListProcessors\x12#.chronolog.v1.ListProcessorsRequest\x1a$.chronolog.v1.ListProcessorsResponse\x12O\n\nMoveCursor\x12\x1f.chronolog.v1.MoveCursorRequest\x1a .chronolog.v1.MoveCursorResponse\x12g\n\x12SetProcessorPaused\x12\'.chronolog.v1.SetProcessorPausedRequest\x1a(.chronolog.v1.SetProcessorPausedResponse\x12m\n\x14ListFailedDeliveries\x12).chronolog.v1.ListFailedDeliveriesRequest\x1a*.chronolog.v1.ListFailedDeliveriesResponse\x12^\n\x0fRedeliverFailed\x12$.chronolog.v1.RedeliverFailedRequest\x1a%.chronolog.v1.RedeliverFailedResponse\x12X\n\rListExecutors\x12\".chronolog.v1.ListExecutorsRequest\x1a#.chronolog.v1.ListExecutorsResponse\x12O\n\nExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63hronolog/v1/admin.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc8\x01\n\x0fProcessorStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tack_floor\x18\x02 \x01(\x04\x12\x11\n\tdelivered\x18\x03 \x01(\x04\x12\x0b\n\x03lag\x18\x04 \x01(\x04\x12\x11\n\tin_flight\x18\x05 \x01(\r\x12\x0f\n\x07retries\x18\x06 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\x07 \x01(\x04\x12\x0e\n\x06paused\x18\x08 \x01(\x08\x12.\n\x07latency\x18n \x01(\x0b\x32\x1d.chronolog.v1.DeliveryLatency\"X\n\x0f\x44\x65liveryLatency\x12\x0e\n\x06p50_ms\x18\x01 \x01(\x01\x12\x0e\n\x06p99_ms\x18\x02 \x01(\x01\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\x12\x16\n\x0ewindow_seconds\x18\x04 \x01(\x01\"\x17\n\x15ListProcessorsRequest\"K\n\x16ListProcessorsResponse\x12\x31\n\nprocessors\x18\x01 \x03(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\"k\n\x11MoveCursorRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x13\n\tack_floor\x18\x02 \x01(\x04H\x00\x12(\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\x04\n\x02to\"F\n\x12MoveCursorResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\">\n\x19SetProcessorPausedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0e\n\x06paused\x18\x02 \x01(\x08\"a\n\x1aSetProcessorPausedResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\x12\x11\n\tunchanged\x18\x02 \x01(\x08\"|\n\x0e\x46\x61iledDelivery\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\"\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\r\x12\x12\n\nfailed_seq\x18\x05 \x01(\x04\"W\n\x1bListFailedDeliveriesRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"i\n\x1cListFailedDeliveriesResponse\x12\x30\n\ndeliveries\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.FailedDelivery\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\x16RedeliverFailedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\"(\n\x17RedeliverFailedResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"\xbd\x02\n\x0e\x45xecutorStatus\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x10\n\x08\x65xecutor\x18\x02 \x01(\t\x12\x13\n\x0binstance_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x12\n\nprocessors\x18\x05 \x03(\t\x12\x0f\n\x07\x61\x63tions\x18\x06 \x03(\t\x12\x0e\n\x06pulses\x18\x07 \x03(\t\x12\x0f\n\x07\x63redits\x18\x08 \x01(\r\x12\x11\n\tin_flight\x18\t \x01(\r\x12\x30\n\x0c\x63onnected_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_seen_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0b\n\x03sdk\x18\x0c \x01(\t\x12\x13\n\x0bsdk_version\x18\r \x01(\t\"\x16\n\x14ListExecutorsRequest\"H\n\x15ListExecutorsResponse\x12/\n\texecutors\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.ExecutorStatus\"L\n\x11\x45xecuteSqlRequest\x12\x0b\n\x03sql\x18\x01 \x01(\t\x12*\n\x06params\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue\"Y\n\x12\x45xecuteSqlResponse\x12%\n\x04rows\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63hanges\x18\x02 \x01(\x04\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x32\x9f\x05\n\x0c\x41\x64minService\x12[\n\x0eListProcessors\x12#.chronolog.v1.ListProcessorsRequest\x1a$.chronolog.v1.ListProcessorsResponse\x12O\n\nMoveCursor\x12\x1f.chronolog.v1.MoveCursorRequest\x1a .chronolog.v1.MoveCursorResponse\x12g\n\x12SetProcessorPaused\x12\'.chronolog.v1.SetProcessorPausedRequest\x1a(.chronolog.v1.SetProcessorPausedResponse\x12m\n\x14ListFailedDeliveries\x12).chronolog.v1.ListFailedDeliveriesRequest\x1a*.chronolog.v1.ListFailedDeliveriesResponse\x12^\n\x0fRedeliverFailed\x12$.chronolog.v1.RedeliverFailedRequest\x1a%.chronolog.v1.RedeliverFailedResponse\x12X\n\rListExecutors\x12\".chronolog.v1.ListExecutorsRequest\x1a#.chronolog.v1.ListExecutorsResponse\x12O\n\nExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,39 +35,41 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'chronolog.v1.admin_pb2', _g
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PROCESSORSTATUS']._serialized_start=132
-  _globals['_PROCESSORSTATUS']._serialized_end=284
-  _globals['_LISTPROCESSORSREQUEST']._serialized_start=286
-  _globals['_LISTPROCESSORSREQUEST']._serialized_end=309
-  _globals['_LISTPROCESSORSRESPONSE']._serialized_start=311
-  _globals['_LISTPROCESSORSRESPONSE']._serialized_end=386
-  _globals['_MOVECURSORREQUEST']._serialized_start=388
-  _globals['_MOVECURSORREQUEST']._serialized_end=495
-  _globals['_MOVECURSORRESPONSE']._serialized_start=497
-  _globals['_MOVECURSORRESPONSE']._serialized_end=567
-  _globals['_SETPROCESSORPAUSEDREQUEST']._serialized_start=569
-  _globals['_SETPROCESSORPAUSEDREQUEST']._serialized_end=631
-  _globals['_SETPROCESSORPAUSEDRESPONSE']._serialized_start=633
-  _globals['_SETPROCESSORPAUSEDRESPONSE']._serialized_end=730
-  _globals['_FAILEDDELIVERY']._serialized_start=732
-  _globals['_FAILEDDELIVERY']._serialized_end=856
-  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_start=858
-  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_end=945
-  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_start=947
-  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_end=1052
-  _globals['_REDELIVERFAILEDREQUEST']._serialized_start=1054
-  _globals['_REDELIVERFAILEDREQUEST']._serialized_end=1111
-  _globals['_REDELIVERFAILEDRESPONSE']._serialized_start=1113
-  _globals['_REDELIVERFAILEDRESPONSE']._serialized_end=1153
-  _globals['_EXECUTORSTATUS']._serialized_start=1156
-  _globals['_EXECUTORSTATUS']._serialized_end=1473
-  _globals['_LISTEXECUTORSREQUEST']._serialized_start=1475
-  _globals['_LISTEXECUTORSREQUEST']._serialized_end=1497
-  _globals['_LISTEXECUTORSRESPONSE']._serialized_start=1499
-  _globals['_LISTEXECUTORSRESPONSE']._serialized_end=1571
-  _globals['_EXECUTESQLREQUEST']._serialized_start=1573
-  _globals['_EXECUTESQLREQUEST']._serialized_end=1649
-  _globals['_EXECUTESQLRESPONSE']._serialized_start=1651
-  _globals['_EXECUTESQLRESPONSE']._serialized_end=1740
-  _globals['_ADMINSERVICE']._serialized_start=1743
-  _globals['_ADMINSERVICE']._serialized_end=2414
+  _globals['_PROCESSORSTATUS']._serialized_end=332
+  _globals['_DELIVERYLATENCY']._serialized_start=334
+  _globals['_DELIVERYLATENCY']._serialized_end=422
+  _globals['_LISTPROCESSORSREQUEST']._serialized_start=424
+  _globals['_LISTPROCESSORSREQUEST']._serialized_end=447
+  _globals['_LISTPROCESSORSRESPONSE']._serialized_start=449
+  _globals['_LISTPROCESSORSRESPONSE']._serialized_end=524
+  _globals['_MOVECURSORREQUEST']._serialized_start=526
+  _globals['_MOVECURSORREQUEST']._serialized_end=633
+  _globals['_MOVECURSORRESPONSE']._serialized_start=635
+  _globals['_MOVECURSORRESPONSE']._serialized_end=705
+  _globals['_SETPROCESSORPAUSEDREQUEST']._serialized_start=707
+  _globals['_SETPROCESSORPAUSEDREQUEST']._serialized_end=769
+  _globals['_SETPROCESSORPAUSEDRESPONSE']._serialized_start=771
+  _globals['_SETPROCESSORPAUSEDRESPONSE']._serialized_end=868
+  _globals['_FAILEDDELIVERY']._serialized_start=870
+  _globals['_FAILEDDELIVERY']._serialized_end=994
+  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_start=996
+  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_end=1083
+  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_start=1085
+  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_end=1190
+  _globals['_REDELIVERFAILEDREQUEST']._serialized_start=1192
+  _globals['_REDELIVERFAILEDREQUEST']._serialized_end=1249
+  _globals['_REDELIVERFAILEDRESPONSE']._serialized_start=1251
+  _globals['_REDELIVERFAILEDRESPONSE']._serialized_end=1291
+  _globals['_EXECUTORSTATUS']._serialized_start=1294
+  _globals['_EXECUTORSTATUS']._serialized_end=1611
+  _globals['_LISTEXECUTORSREQUEST']._serialized_start=1613
+  _globals['_LISTEXECUTORSREQUEST']._serialized_end=1635
+  _globals['_LISTEXECUTORSRESPONSE']._serialized_start=1637
+  _globals['_LISTEXECUTORSRESPONSE']._serialized_end=1709
+  _globals['_EXECUTESQLREQUEST']._serialized_start=1711
+  _globals['_EXECUTESQLREQUEST']._serialized_end=1787
+  _globals['_EXECUTESQLRESPONSE']._serialized_start=1789
+  _globals['_EXECUTESQLRESPONSE']._serialized_end=1878
+  _globals['_ADMINSERVICE']._serialized_start=1881
+  _globals['_ADMINSERVICE']._serialized_end=2552
 # @@protoc_insertion_point(module_scope)

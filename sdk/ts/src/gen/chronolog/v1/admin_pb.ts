@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file chronolog/v1/admin.proto.
  */
 export const file_chronolog_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSKYAQoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIIhcKFUxpc3RQcm9jZXNzb3JzUmVxdWVzdCJLChZMaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEjEKCnByb2Nlc3NvcnMYASADKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzImsKEU1vdmVDdXJzb3JSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRITCglhY2tfZmxvb3IYAiABKARIABIoCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIECgJ0byJGChJNb3ZlQ3Vyc29yUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cyI+ChlTZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIOCgZwYXVzZWQYAiABKAgiYQoaU2V0UHJvY2Vzc29yUGF1c2VkUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cxIRCgl1bmNoYW5nZWQYAiABKAgifAoORmFpbGVkRGVsaXZlcnkSEQoJcHJvY2Vzc29yGAEgASgJEiIKBWV2ZW50GAIgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg0KBWVycm9yGAMgASgJEhAKCGF0dGVtcHRzGAQgASgNEhIKCmZhaWxlZF9zZXEYBSABKAQiVwobTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJpChxMaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEjAKCmRlbGl2ZXJpZXMYASADKAsyHC5jaHJvbm9sb2cudjEuRmFpbGVkRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjkKFlJlZGVsaXZlckZhaWxlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEgwKBHNlcXMYAiADKAQiKAoXUmVkZWxpdmVyRmFpbGVkUmVzcG9uc2USDQoFY291bnQYASABKA0ivQIKDkV4ZWN1dG9yU3RhdHVzEhIKCnNlc3Npb25faWQYASABKAkSEAoIZXhlY3V0b3IYAiABKAkSEwoLaW5zdGFuY2VfaWQYAyABKAkSEQoJcHJpbmNpcGFsGAQgASgJEhIKCnByb2Nlc3NvcnMYBSADKAkSDwoHYWN0aW9ucxgGIAMoCRIOCgZwdWxzZXMYByADKAkSDwoHY3JlZGl0cxgIIAEoDRIRCglpbl9mbGlnaHQYCSABKA0SMAoMY29ubmVjdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA3NkaxgMIAEoCRITCgtzZGtfdmVyc2lvbhgNIAEoCSIWChRMaXN0RXhlY3V0b3JzUmVxdWVzdCJIChVMaXN0RXhlY3V0b3JzUmVzcG9uc2USLwoJZXhlY3V0b3JzGAEgAygLMhwuY2hyb25vbG9nLnYxLkV4ZWN1dG9yU3RhdHVzIkwKEUV4ZWN1dGVTcWxSZXF1ZXN0EgsKA3NxbBgBIAEoCRIqCgZwYXJhbXMYAiABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlIlkKEkV4ZWN1dGVTcWxSZXNwb25zZRIlCgRyb3dzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjaGFuZ2VzGAIgASgEEgsKA3NlcRgDIAEoBDKfBQoMQWRtaW5TZXJ2aWNlElsKDkxpc3RQcm9jZXNzb3JzEiMuY2hyb25vbG9nLnYxLkxpc3RQcm9jZXNzb3JzUmVxdWVzdBokLmNocm9ub2xvZy52MS5MaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEk8KCk1vdmVDdXJzb3ISHy5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlcXVlc3QaIC5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlc3BvbnNlEmcKElNldFByb2Nlc3NvclBhdXNlZBInLmNocm9ub2xvZy52MS5TZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0GiguY2hyb25vbG9nLnYxLlNldFByb2Nlc3NvclBhdXNlZFJlc3BvbnNlEm0KFExpc3RGYWlsZWREZWxpdmVyaWVzEikuY2hyb25vbG9nLnYxLkxpc3RGYWlsZWREZWxpdmVyaWVzUmVxdWVzdBoqLmNocm9ub2xvZy52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEl4KD1JlZGVsaXZlckZhaWxlZBIkLmNocm9ub2xvZy52MS5SZWRlbGl2ZXJGYWlsZWRSZXF1ZXN0GiUuY2hyb25vbG9nLnYxLlJlZGVsaXZlckZhaWxlZFJlc3BvbnNlElgKDUxpc3RFeGVjdXRvcnMSIi5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1JlcXVlc3QaIy5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1Jlc3BvbnNlEk8KCkV4ZWN1dGVTcWwSHy5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlcXVlc3QaIC5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhjaHJvbm9sb2cvdjEvYWRtaW4ucHJvdG8SDGNocm9ub2xvZy52MSLIAQoPUHJvY2Vzc29yU3RhdHVzEgwKBG5hbWUYASABKAkSEQoJYWNrX2Zsb29yGAIgASgEEhEKCWRlbGl2ZXJlZBgDIAEoBBILCgNsYWcYBCABKAQSEQoJaW5fZmxpZ2h0GAUgASgNEg8KB3JldHJpZXMYBiABKAQSEAoIZmFpbHVyZXMYByABKAQSDgoGcGF1c2VkGAggASgIEi4KB2xhdGVuY3kYbiABKAsyHS5jaHJvbm9sb2cudjEuRGVsaXZlcnlMYXRlbmN5IlgKD0RlbGl2ZXJ5TGF0ZW5jeRIOCgZwNTBfbXMYASABKAESDgoGcDk5X21zGAIgASgBEg0KBWNvdW50GAMgASgEEhYKDndpbmRvd19zZWNvbmRzGAQgASgBIhcKFUxpc3RQcm9jZXNzb3JzUmVxdWVzdCJLChZMaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEjEKCnByb2Nlc3NvcnMYASADKAsyHS5jaHJvbm9sb2cudjEuUHJvY2Vzc29yU3RhdHVzImsKEU1vdmVDdXJzb3JSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRITCglhY2tfZmxvb3IYAiABKARIABIoCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIECgJ0byJGChJNb3ZlQ3Vyc29yUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cyI+ChlTZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIOCgZwYXVzZWQYAiABKAgiYQoaU2V0UHJvY2Vzc29yUGF1c2VkUmVzcG9uc2USMAoJcHJvY2Vzc29yGAEgASgLMh0uY2hyb25vbG9nLnYxLlByb2Nlc3NvclN0YXR1cxIRCgl1bmNoYW5nZWQYAiABKAgifAoORmFpbGVkRGVsaXZlcnkSEQoJcHJvY2Vzc29yGAEgASgJEiIKBWV2ZW50GAIgASgLMhMuY2hyb25vbG9nLnYxLkV2ZW50Eg0KBWVycm9yGAMgASgJEhAKCGF0dGVtcHRzGAQgASgNEhIKCmZhaWxlZF9zZXEYBSABKAQiVwobTGlzdEZhaWxlZERlbGl2ZXJpZXNSZXF1ZXN0EhEKCXByb2Nlc3NvchgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJpChxMaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEjAKCmRlbGl2ZXJpZXMYASADKAsyHC5jaHJvbm9sb2cudjEuRmFpbGVkRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjkKFlJlZGVsaXZlckZhaWxlZFJlcXVlc3QSEQoJcHJvY2Vzc29yGAEgASgJEgwKBHNlcXMYAiADKAQiKAoXUmVkZWxpdmVyRmFpbGVkUmVzcG9uc2USDQoFY291bnQYASABKA0ivQIKDkV4ZWN1dG9yU3RhdHVzEhIKCnNlc3Npb25faWQYASABKAkSEAoIZXhlY3V0b3IYAiABKAkSEwoLaW5zdGFuY2VfaWQYAyABKAkSEQoJcHJpbmNpcGFsGAQgASgJEhIKCnByb2Nlc3NvcnMYBSADKAkSDwoHYWN0aW9ucxgGIAMoCRIOCgZwdWxzZXMYByADKAkSDwoHY3JlZGl0cxgIIAEoDRIRCglpbl9mbGlnaHQYCSABKA0SMAoMY29ubmVjdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA3NkaxgMIAEoCRITCgtzZGtfdmVyc2lvbhgNIAEoCSIWChRMaXN0RXhlY3V0b3JzUmVxdWVzdCJIChVMaXN0RXhlY3V0b3JzUmVzcG9uc2USLwoJZXhlY3V0b3JzGAEgAygLMhwuY2hyb25vbG9nLnYxLkV4ZWN1dG9yU3RhdHVzIkwKEUV4ZWN1dGVTcWxSZXF1ZXN0EgsKA3NxbBgBIAEoCRIqCgZwYXJhbXMYAiABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlIlkKEkV4ZWN1dGVTcWxSZXNwb25zZRIlCgRyb3dzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjaGFuZ2VzGAIgASgEEgsKA3NlcRgDIAEoBDKfBQoMQWRtaW5TZXJ2aWNlElsKDkxpc3RQcm9jZXNzb3JzEiMuY2hyb25vbG9nLnYxLkxpc3RQcm9jZXNzb3JzUmVxdWVzdBokLmNocm9ub2xvZy52MS5MaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEk8KCk1vdmVDdXJzb3ISHy5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlcXVlc3QaIC5jaHJvbm9sb2cudjEuTW92ZUN1cnNvclJlc3BvbnNlEmcKElNldFByb2Nlc3NvclBhdXNlZBInLmNocm9ub2xvZy52MS5TZXRQcm9jZXNzb3JQYXVzZWRSZXF1ZXN0GiguY2hyb25vbG9nLnYxLlNldFByb2Nlc3NvclBhdXNlZFJlc3BvbnNlEm0KFExpc3RGYWlsZWREZWxpdmVyaWVzEikuY2hyb25vbG9nLnYxLkxpc3RGYWlsZWREZWxpdmVyaWVzUmVxdWVzdBoqLmNocm9ub2xvZy52MS5MaXN0RmFpbGVkRGVsaXZlcmllc1Jlc3BvbnNlEl4KD1JlZGVsaXZlckZhaWxlZBIkLmNocm9ub2xvZy52MS5SZWRlbGl2ZXJGYWlsZWRSZXF1ZXN0GiUuY2hyb25vbG9nLnYxLlJlZGVsaXZlckZhaWxlZFJlc3BvbnNlElgKDUxpc3RFeGVjdXRvcnMSIi5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1JlcXVlc3QaIy5jaHJvbm9sb2cudjEuTGlzdEV4ZWN1dG9yc1Jlc3BvbnNlEk8KCkV4ZWN1dGVTcWwSHy5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlcXVlc3QaIC5jaHJvbm9sb2cudjEuRXhlY3V0ZVNxbFJlc3BvbnNlYgZwcm90bzM", [file_chronolog_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A processor's state.
@@ -77,6 +77,14 @@ export type ProcessorStatus = Message<"chronolog.v1.ProcessorStatus"> & {
    * @generated from field: bool paused = 8;
    */
   paused: boolean;
+
+  /**
+   * How long its events took from committed to handled, over about the last
+   * minute. Known to the owner that delivers: unset on a standby.
+   *
+   * @generated from field: chronolog.v1.DeliveryLatency latency = 110;
+   */
+  latency?: DeliveryLatency | undefined;
 };
 
 /**
@@ -85,6 +93,52 @@ export type ProcessorStatus = Message<"chronolog.v1.ProcessorStatus"> & {
  */
 export const ProcessorStatusSchema: GenMessage<ProcessorStatus> = /*@__PURE__*/
   messageDesc(file_chronolog_v1_admin, 0);
+
+/**
+ * Percentiles of a processor's delivery latency: an event committed (durable)
+ * to its first delivery's ack (or error) read by the owner. Retries and
+ * redeliveries are not counted. Estimated from histogram buckets (0.1 ms to
+ * 10 s, about 1.5x apart), as Prometheus' histogram_quantile does.
+ *
+ * @generated from message chronolog.v1.DeliveryLatency
+ */
+export type DeliveryLatency = Message<"chronolog.v1.DeliveryLatency"> & {
+  /**
+   * Median, milliseconds (0 when count is 0).
+   *
+   * @generated from field: double p50_ms = 1;
+   */
+  p50Ms: number;
+
+  /**
+   * 99th percentile, milliseconds (0 when count is 0).
+   *
+   * @generated from field: double p99_ms = 2;
+   */
+  p99Ms: number;
+
+  /**
+   * Events answered in the window.
+   *
+   * @generated from field: uint64 count = 3;
+   */
+  count: bigint;
+
+  /**
+   * The window's length, seconds: about 60, longer when nobody asked
+   * for a while, shorter just after the owner started.
+   *
+   * @generated from field: double window_seconds = 4;
+   */
+  windowSeconds: number;
+};
+
+/**
+ * Describes the message chronolog.v1.DeliveryLatency.
+ * Use `create(DeliveryLatencySchema)` to create a new message.
+ */
+export const DeliveryLatencySchema: GenMessage<DeliveryLatency> = /*@__PURE__*/
+  messageDesc(file_chronolog_v1_admin, 1);
 
 /**
  * List processors.
@@ -99,7 +153,7 @@ export type ListProcessorsRequest = Message<"chronolog.v1.ListProcessorsRequest"
  * Use `create(ListProcessorsRequestSchema)` to create a new message.
  */
 export const ListProcessorsRequestSchema: GenMessage<ListProcessorsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 1);
+  messageDesc(file_chronolog_v1_admin, 2);
 
 /**
  * All processors.
@@ -120,7 +174,7 @@ export type ListProcessorsResponse = Message<"chronolog.v1.ListProcessorsRespons
  * Use `create(ListProcessorsResponseSchema)` to create a new message.
  */
 export const ListProcessorsResponseSchema: GenMessage<ListProcessorsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 2);
+  messageDesc(file_chronolog_v1_admin, 3);
 
 /**
  * Move a cursor.
@@ -166,7 +220,7 @@ export type MoveCursorRequest = Message<"chronolog.v1.MoveCursorRequest"> & {
  * Use `create(MoveCursorRequestSchema)` to create a new message.
  */
 export const MoveCursorRequestSchema: GenMessage<MoveCursorRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 3);
+  messageDesc(file_chronolog_v1_admin, 4);
 
 /**
  * The moved cursor.
@@ -187,7 +241,7 @@ export type MoveCursorResponse = Message<"chronolog.v1.MoveCursorResponse"> & {
  * Use `create(MoveCursorResponseSchema)` to create a new message.
  */
 export const MoveCursorResponseSchema: GenMessage<MoveCursorResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 4);
+  messageDesc(file_chronolog_v1_admin, 5);
 
 /**
  * Pause or resume.
@@ -215,7 +269,7 @@ export type SetProcessorPausedRequest = Message<"chronolog.v1.SetProcessorPaused
  * Use `create(SetProcessorPausedRequestSchema)` to create a new message.
  */
 export const SetProcessorPausedRequestSchema: GenMessage<SetProcessorPausedRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 5);
+  messageDesc(file_chronolog_v1_admin, 6);
 
 /**
  * The processor.
@@ -244,7 +298,7 @@ export type SetProcessorPausedResponse = Message<"chronolog.v1.SetProcessorPause
  * Use `create(SetProcessorPausedResponseSchema)` to create a new message.
  */
 export const SetProcessorPausedResponseSchema: GenMessage<SetProcessorPausedResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 6);
+  messageDesc(file_chronolog_v1_admin, 7);
 
 /**
  * A delivery whose tries ran out.
@@ -293,7 +347,7 @@ export type FailedDelivery = Message<"chronolog.v1.FailedDelivery"> & {
  * Use `create(FailedDeliverySchema)` to create a new message.
  */
 export const FailedDeliverySchema: GenMessage<FailedDelivery> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 7);
+  messageDesc(file_chronolog_v1_admin, 8);
 
 /**
  * List failed deliveries.
@@ -328,7 +382,7 @@ export type ListFailedDeliveriesRequest = Message<"chronolog.v1.ListFailedDelive
  * Use `create(ListFailedDeliveriesRequestSchema)` to create a new message.
  */
 export const ListFailedDeliveriesRequestSchema: GenMessage<ListFailedDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 8);
+  messageDesc(file_chronolog_v1_admin, 9);
 
 /**
  * Failed deliveries, oldest first.
@@ -356,7 +410,7 @@ export type ListFailedDeliveriesResponse = Message<"chronolog.v1.ListFailedDeliv
  * Use `create(ListFailedDeliveriesResponseSchema)` to create a new message.
  */
 export const ListFailedDeliveriesResponseSchema: GenMessage<ListFailedDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 9);
+  messageDesc(file_chronolog_v1_admin, 10);
 
 /**
  * Redeliver failed events.
@@ -384,7 +438,7 @@ export type RedeliverFailedRequest = Message<"chronolog.v1.RedeliverFailedReques
  * Use `create(RedeliverFailedRequestSchema)` to create a new message.
  */
 export const RedeliverFailedRequestSchema: GenMessage<RedeliverFailedRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 10);
+  messageDesc(file_chronolog_v1_admin, 11);
 
 /**
  * Redelivered.
@@ -405,7 +459,7 @@ export type RedeliverFailedResponse = Message<"chronolog.v1.RedeliverFailedRespo
  * Use `create(RedeliverFailedResponseSchema)` to create a new message.
  */
 export const RedeliverFailedResponseSchema: GenMessage<RedeliverFailedResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 11);
+  messageDesc(file_chronolog_v1_admin, 12);
 
 /**
  * A connected executor session.
@@ -511,7 +565,7 @@ export type ExecutorStatus = Message<"chronolog.v1.ExecutorStatus"> & {
  * Use `create(ExecutorStatusSchema)` to create a new message.
  */
 export const ExecutorStatusSchema: GenMessage<ExecutorStatus> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 12);
+  messageDesc(file_chronolog_v1_admin, 13);
 
 /**
  * List executors.
@@ -526,7 +580,7 @@ export type ListExecutorsRequest = Message<"chronolog.v1.ListExecutorsRequest"> 
  * Use `create(ListExecutorsRequestSchema)` to create a new message.
  */
 export const ListExecutorsRequestSchema: GenMessage<ListExecutorsRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 13);
+  messageDesc(file_chronolog_v1_admin, 14);
 
 /**
  * Connected executors.
@@ -547,7 +601,7 @@ export type ListExecutorsResponse = Message<"chronolog.v1.ListExecutorsResponse"
  * Use `create(ListExecutorsResponseSchema)` to create a new message.
  */
 export const ListExecutorsResponseSchema: GenMessage<ListExecutorsResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 14);
+  messageDesc(file_chronolog_v1_admin, 15);
 
 /**
  * Run SQL.
@@ -575,7 +629,7 @@ export type ExecuteSqlRequest = Message<"chronolog.v1.ExecuteSqlRequest"> & {
  * Use `create(ExecuteSqlRequestSchema)` to create a new message.
  */
 export const ExecuteSqlRequestSchema: GenMessage<ExecuteSqlRequest> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 15);
+  messageDesc(file_chronolog_v1_admin, 16);
 
 /**
  * The statement's result.
@@ -610,7 +664,7 @@ export type ExecuteSqlResponse = Message<"chronolog.v1.ExecuteSqlResponse"> & {
  * Use `create(ExecuteSqlResponseSchema)` to create a new message.
  */
 export const ExecuteSqlResponseSchema: GenMessage<ExecuteSqlResponse> = /*@__PURE__*/
-  messageDesc(file_chronolog_v1_admin, 16);
+  messageDesc(file_chronolog_v1_admin, 17);
 
 /**
  * Operator tools. Every method needs the admin role
