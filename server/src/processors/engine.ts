@@ -13,6 +13,7 @@ import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } f
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
 import { RecentPercentiles } from "../recent-percentiles.js";
+import { Deadlines } from "./deadlines.js";
 import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
 import { Intake } from "./intake.js";
@@ -87,6 +88,8 @@ export class ProcessorEngine {
   private readonly times: TryTimes;
   /** performance.now() minus the owner's clock, read at most once per pump (for an event the log's tail no longer holds); NaN until then. */
   private clockOffset = Number.NaN;
+  /** The running tries' ack deadlines, under one timer. */
+  private readonly deadlines = new Deadlines<Try>((t) => this.ackTimedOut(t));
   /** Its delivery latency (committed → first answer) over about the last minute, for ListProcessors. */
   readonly latency: RecentPercentiles;
   retries = 0;
@@ -359,6 +362,7 @@ export class ProcessorEngine {
   /** Drops every attempt and try (their timers too), and ends a reservation. */
   private forgetAttempts(): void {
     for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
+    this.deadlines.clear();
     for (const t of this.byDelivery.values()) {
       if (t.timer) clearTimeout(t.timer);
       t.slot = -1;
@@ -382,6 +386,11 @@ export class ProcessorEngine {
       state: "running",
       timer: null,
       deadlineMs: 0,
+      ackWithinMs: 0,
+      dueAt: 0,
+      prevDue: null,
+      nextDue: null,
+      due: false,
       slot,
       times: this.times,
     };
@@ -422,17 +431,19 @@ export class ProcessorEngine {
   }
 
   private armAckTimeout(t: Try, ms: number): void {
-    if (t.timer) clearTimeout(t.timer);
     t.deadlineMs = this.deps.clock.now() + ms;
-    t.timer = setTimeout(() => {
-      t.timer = null;
-      const error = `not acknowledged within ${ms} ms`;
-      if (t.span) t.span.addEvent("ack timeout", { "chronolog.error": error });
-      // The executor keeps the credit until it answers: the handler may still run.
-      this.linger(t, error);
-      tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
-      this.advance(t.attempt);
-    }, ms);
+    t.ackWithinMs = ms;
+    this.deadlines.set(t, ms);
+  }
+
+  /** A running try's ack deadline passed. */
+  private ackTimedOut(t: Try): void {
+    const error = `not acknowledged within ${t.ackWithinMs} ms`;
+    if (t.span) t.span.addEvent("ack timeout", { "chronolog.error": error });
+    // The executor keeps the credit until it answers: the handler may still run.
+    this.linger(t, error);
+    tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
+    this.advance(t.attempt);
   }
 
   /**
@@ -441,6 +452,7 @@ export class ProcessorEngine {
    * then stops waiting (abandoned: an OK ack still counts until the event ends).
    */
   private linger(t: Try, reason: string): void {
+    this.deadlines.remove(t);
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
     if (t.attempt.current === t) t.attempt.current = null;
@@ -468,6 +480,7 @@ export class ProcessorEngine {
       endTry(t.span, t.state === "running" ? "lost" : "timeout");
       t.span = undefined;
     }
+    this.deadlines.remove(t);
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
     this.byDelivery.delete(t.deliveryId);
