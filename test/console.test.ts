@@ -229,6 +229,16 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.waitForSelector(`${row}[data-paused=false]`);
     await page.waitForSelector("#lag-chart[data-samples='3']", { timeout: 10_000 });
 
+    // The delivery latency of the last minute, as ListProcessors reports it.
+    await admin.emit("ticket.opened", { title: "timed" }, { id: "t-timed" });
+    await until(async () => deliveries("t-timed").length === 1 && (await triage()).lag === 0n, "t-timed triaged");
+    const shown = (ms: number) => (ms < 10 ? `${ms.toFixed(2)} ms` : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
+    await until(async () => {
+      const cells = [await page.textContent(`${row} td.latency-p50`), await page.textContent(`${row} td.latency-p99`)];
+      const l = (await triage()).latency;
+      return l !== undefined && l.count >= 1n && l.p99Ms >= l.p50Ms && cells.join() === [shown(l.p50Ms), shown(l.p99Ms)].join();
+    }, "the page shows the owner's p50 and p99");
+
     await page.click(`${row} button.pause`);
     await page.waitForSelector(`${row}[data-paused=true]`);
     expect((await triage()).paused).toBe(true);

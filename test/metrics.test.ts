@@ -163,7 +163,7 @@ describe("GET /metrics", () => {
     await client.registerPlugin(manifestOf(plugin));
     const bill = (stage: string, part: string) => `chronolog_delivery_${stage}_seconds_${part}{processor="shop.bill"}`;
     const before = await scrape(owner.url);
-    for (const stage of ["send", "ack", "cursor"]) expect(value(before, bill(stage, "count"))).toBe(0);
+    for (const stage of ["send", "ack", "cursor", "latency"]) expect(value(before, bill(stage, "count"))).toBe(0);
     const emitted0 = value(before, "chronolog_emit_commit_seconds_count");
 
     await startExecutor(owner.url, plugin);
@@ -182,12 +182,24 @@ describe("GET /metrics", () => {
     expect(value(after, "chronolog_emit_commit_seconds_count") - emitted0).toBe(8); // one per event answered
     expect(value(after, bill("send", "count"))).toBe(8); // each event's first try
     expect(value(after, bill("ack", "count"))).toBe(9); // every try answered: the flaky event's two
+    expect(value(after, bill("latency", "count"))).toBe(8); // committed → first answer, once per event
+    // An event's latency is its first try's send and ack stages together.
+    expect(value(after, bill("latency", "sum"))).toBeGreaterThanOrEqual(value(after, bill("send", "sum")) - 1e-9);
+    expect(value(after, bill("latency", "sum"))).toBeLessThanOrEqual(value(after, bill("send", "sum")) + value(after, bill("ack", "sum")) + 1e-9);
+    // ListProcessors (the console's processors view) has its percentiles over the last minute.
+    const latency = (await client.admin.listProcessors({})).processors.find((p) => p.name === "shop.bill")?.latency;
+    expect(latency?.count).toBe(8n);
+    expect(latency!.p50Ms).toBeGreaterThan(0);
+    expect(latency!.p99Ms).toBeGreaterThanOrEqual(latency!.p50Ms);
+    expect(latency!.p99Ms).toBeLessThanOrEqual(elapsedSeconds * 1000 * 2); // within the bucket holding the slowest (bounds at most 2× apart)
+    expect(latency!.windowSeconds).toBeGreaterThan(0);
     expect(value(after, 'chronolog_processor_retries_total{processor="shop.bill"}')).toBe(1);
     for (const series of [
       "chronolog_emit_commit_seconds",
       "chronolog_delivery_send_seconds",
       "chronolog_delivery_ack_seconds",
       "chronolog_delivery_cursor_seconds",
+      "chronolog_delivery_latency_seconds",
     ]) {
       const labels = series === "chronolog_emit_commit_seconds" ? "" : ',processor="shop.bill"';
       const buckets = [...after].filter(([k]) => k.startsWith(`${series}_bucket{`) && k.endsWith(`${labels}}`)).map(([, v]) => v);

@@ -21,7 +21,7 @@ describe("stage histograms", () => {
     expect(h.sumMs).toBeCloseTo(0.1 + 0.1001 + 25_000 + 0 + 6, 9);
   });
 
-  it("time a processor's tries in slots: sent from the commit for a first try only, acked from the write, a dropped try's write not observed", () => {
+  it("time a processor's tries in slots: sent and answered from the commit for a first try only, acked from the write, a dropped try's write not observed", () => {
     const stages = new Stages().processor("shop.bill");
     const times = new TryTimes(stages);
     // 300 tries in flight at once: past the slots it starts with.
@@ -33,6 +33,8 @@ describe("stage histograms", () => {
     for (const t of tries) times.answered(t.slot, 1_010);
     expect(stages.ack.count).toBe(300);
     expect(stages.ack.sumMs).toBe(1_800);
+    expect(stages.latency.count).toBe(200); // committed → answered, first tries only
+    expect(stages.latency.sumMs).toBe(2_000);
     for (const t of tries) times.release(t.slot);
     // Slots are reused, and a try not yet written is not observed when it answers.
     const again = { slot: times.take(2_000), times };

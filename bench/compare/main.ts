@@ -138,8 +138,10 @@ function median(values: number[]): number {
   return s.length === 0 ? NaN : s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-const stageNote =
-  "from the owner's stage histograms (docs/operations.md), scraped with the event-loop delay at the window's start and end, medians over runs. emit → committed: an Emit or Publish request received to its commit durable; committed → sent: to the delivery written to the executor's stream (a credit, the processor's concurrency, the key's earlier events, the owner's turn); sent → ack: both ways of the transport and the handler; ack → cursor saved: after the handler ran, the cursor's save delay (20 ms) and commit. p50 and p99 are interpolated within the histogram's buckets (0.1 ms to 10 s, about 1.5× apart), as Prometheus' histogram_quantile does: read them to a bucket's width.";
+/** What the stage table shows (a function: render runs after each run, before this module's end is evaluated). */
+function stageNote(): string {
+  return "from the owner's stage histograms (docs/operations.md), scraped with the event-loop delay at the window's start and end, medians over runs. emit → committed: an Emit or Publish request received to its commit durable; committed → sent: to the delivery written to the executor's stream (a credit, the processor's concurrency, the key's earlier events, the owner's turn); sent → ack: both ways of the transport and the handler; ack → cursor saved: after the handler ran, the cursor's save delay (20 ms) and commit. p50 and p99 are interpolated within the histogram's buckets (0.1 ms to 10 s, about 1.5× apart), as Prometheus' histogram_quantile does: read them to a bucket's width.";
+}
 
 function trivialTable(): string[] {
   if (trivial.size === 0) return [];
@@ -181,7 +183,7 @@ function render(done: number): string {
     "",
     ...figures.table(),
     "",
-    ...(stages.table().length ? [...stages.table(), "", `Stages: ${stageNote}`, ""] : []),
+    ...(stages.table().length ? [...stages.table(), "", `Stages: ${stageNote()}`, ""] : []),
     ...trivialTable(),
     ...(outcomes.length ? ["", "Outcomes:", "", ...outcomes.map((l) => `- ${l}`)] : []),
     ...(lines.length ? ["", "Warnings during the run:", "", ...lines.map((l) => `    ${l}`)] : []),

@@ -29,7 +29,9 @@ export interface Instance {
 
 export async function startInstance(system: System, ownerEntry: "bundle" | "tsx"): Promise<Instance> {
   if (system === "chronolog") {
-    const owner: Owner = await startOwner({ plugins: [comparePlugin(), benchPlugin(), timersPlugin()], entry: ownerEntry });
+    // BENCH_OWNER_NODE_ARGS: node flags for the owner, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it (a profile per owner, written when it stops).
+    const nodeArgs = process.env.BENCH_OWNER_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+    const owner: Owner = await startOwner({ plugins: [comparePlugin(), benchPlugin(), timersPlugin()], entry: ownerEntry, nodeArgs });
     children.add(owner.child);
     return {
       system,

@@ -12,7 +12,8 @@
 // Knobs: BENCH_EVENTS=100000, BENCH_KEYS=1000, BENCH_BIG_EVENTS=1000000, BENCH_BIG=0 to skip,
 // BENCH_OWNER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the owner
 // (BENCH_EXECUTOR_NODE_ARGS likewise for the executors); BENCH_DATA_JSON=0: deliveries carry
-// event data as a Struct (default: JSON text).
+// event data as a Struct (default: JSON text). BENCH_EXECUTOR=python: the executors are the
+// Python SDK's (executor.py, with .venv's python) instead of the TypeScript one.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
@@ -42,10 +43,12 @@ interface ExecutorProcess {
 
 function startExecutor(url: string): ExecutorProcess {
   const nodeArgs = process.env.BENCH_EXECUTOR_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, "--conditions=chronolog-source", "--import", "tsx", "bench/deliver/executor.ts", url], {
-    cwd: repo,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const [command, args] =
+    process.env.BENCH_EXECUTOR === "python"
+      ? [`${repo}.venv/bin/python`, ["bench/deliver/executor.py", url]]
+      : [process.execPath, [...nodeArgs, "--conditions=chronolog-source", "--import", "tsx", "bench/deliver/executor.ts", url]];
+  const env = { ...process.env, PYTHONPATH: `${repo}sdk/python` };
+  const child = spawn(command, args, { cwd: repo, env, stdio: ["ignore", "pipe", "inherit"] });
   const p = { child, handled: 0, latencies: [] as number[] } as ExecutorProcess;
   let markReady!: () => void;
   p.ready = new Promise((r) => (markReady = r));

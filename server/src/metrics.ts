@@ -296,7 +296,7 @@ export function metricsHttpHandler(metrics: Pick<OwnerMetrics, "text" | "content
 /** The stage histograms (stages.ts) as `chronolog_*_seconds` histograms. */
 function stageMetrics(registry: Registry, stages: Stages): void {
   const whole = (h: StageHistogram) => () => [[{}, h] as const];
-  const perProcessor = (stage: "send" | "ack" | "cursor") =>
+  const perProcessor = (stage: "send" | "ack" | "cursor" | "latency") =>
     function* () {
       for (const [processor, s] of stages.processors()) yield [{ processor }, s[stage]] as const;
     };
@@ -323,6 +323,12 @@ function stageMetrics(registry: Registry, stages: Stages): void {
     "chronolog_delivery_cursor_seconds",
     "An event finished (acked, or given up on) to the ack floor past it saved (durable), by processor: the cursor's save delay (20 ms), earlier events still in flight, and the commit.",
     perProcessor("cursor"),
+  );
+  stageMetric(
+    registry,
+    "chronolog_delivery_latency_seconds",
+    "An event committed (durable) to its first delivery's ack (or error) read by the owner, by processor: the send and ack stages of one event together (retries and redeliveries are not counted). The console's processors view shows its p50 and p99 over the last minute.",
+    perProcessor("latency"),
   );
   stageMetric(
     registry,

@@ -42,6 +42,8 @@ export interface ProcessorStages {
   readonly ack: StageHistogram;
   /** An event finished (acked, or given up on) → the ack floor past it saved (durable). */
   readonly cursor: StageHistogram;
+  /** Committed (durable) → its first delivery's ack (or error) received: the send and ack stages of one event together. */
+  readonly latency: StageHistogram;
 }
 
 /** The stages of time's calls (timers, schedules and delays; first calls): each one's part of the call's lateness. */
@@ -86,10 +88,13 @@ export class TryTimes {
     if (!Number.isNaN(committedAt)) this.stages.send.observe(at - committedAt);
   }
 
-  /** The try in `slot` was answered at `at`: observed in the ack stage when it was written. */
+  /** The try in `slot` was answered at `at`: observed in the ack stage when it was written, and in the latency when timed from its commit. */
   answered(slot: number, at: number): void {
     const writtenAt = this.times[2 * slot + 1];
-    if (!Number.isNaN(writtenAt)) this.stages.ack.observe(at - writtenAt);
+    if (Number.isNaN(writtenAt)) return;
+    this.stages.ack.observe(at - writtenAt);
+    const committedAt = this.times[2 * slot];
+    if (!Number.isNaN(committedAt)) this.stages.latency.observe(at - committedAt);
   }
 
   /** The try in `slot` was dropped: the slot is free again. */
@@ -137,7 +142,11 @@ export class Stages {
   /** The histograms of processor `name` (made on first use; kept when its declaration changes). */
   processor(name: string): ProcessorStages {
     let stages = this.byProcessor.get(name);
-    if (!stages) this.byProcessor.set(name, (stages = { send: new StageHistogram(), ack: new StageHistogram(), cursor: new StageHistogram() }));
+    if (!stages)
+      this.byProcessor.set(
+        name,
+        (stages = { send: new StageHistogram(), ack: new StageHistogram(), cursor: new StageHistogram(), latency: new StageHistogram() }),
+      );
     return stages;
   }
 

@@ -1,12 +1,12 @@
-// Processors (AdminService): cursor, head, lag in events and seconds, in flight, retries and
-// failures, polled once a second, with a lag-over-time chart; pause/resume, moving the cursor
+// Processors (AdminService): cursor, head, lag in events and seconds, in flight, retries,
+// delivery latency (p50 and p99 over the last minute) and failures, polled once a second, with a lag-over-time chart; pause/resume, moving the cursor
 // (the confirm says how many events will be delivered again), and the failed deliveries with
 // their errors, redriven one, several or all at once.
 
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
-import type { ProcessorStatus } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
+import type { DeliveryLatency, ProcessorStatus } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { admin, errorText, log } from "../api.js";
 import { at, duration, ms } from "../format.js";
 import { useSession } from "../session.js";
@@ -56,6 +56,27 @@ function FlowLimits({ p, leader }: { p: ProcessorStatus; leader: boolean }) {
   );
 }
 
+/** A latency percentile as `0.84 ms`, `123 ms`, `1.5 s`; "–" when no event was answered in the window. */
+function latencyText(l: DeliveryLatency | undefined, ms: number): string {
+  if (!l || l.count === 0n) return "–";
+  return ms < 10 ? `${ms.toFixed(2)} ms` : duration(ms);
+}
+
+/** The latency cells: p50 and p99, titled with the window's count and length. */
+function LatencyCells({ l }: { l: DeliveryLatency | undefined }) {
+  const title = l ? `${l.count} events answered in the last ${Math.round(l.windowSeconds)} s (committed → first ack)` : "";
+  return (
+    <>
+      <td className="num latency-p50" title={title}>
+        {latencyText(l, l?.p50Ms ?? 0)}
+      </td>
+      <td className="num latency-p99" title={title}>
+        {latencyText(l, l?.p99Ms ?? 0)}
+      </td>
+    </>
+  );
+}
+
 function useProcessorAction() {
   const client = useQueryClient();
   const [result, setResult] = useState<{ ok: boolean; text: string }>({ ok: true, text: "" });
@@ -102,7 +123,7 @@ export function ProcessorsView() {
       <table id="processors">
         <colgroup>
           <col className="name" />
-          <col span={8} />
+          <col span={10} />
           <col className="state" />
           <col className="actions" />
         </colgroup>
@@ -118,6 +139,12 @@ export function ProcessorsView() {
             <th className="num">read to</th>
             <th className="num">in flight</th>
             <th className="num">retries</th>
+            <th className="num" title="an event committed to its first delivery's ack, median over the last minute">
+              p50
+            </th>
+            <th className="num" title="an event committed to its first delivery's ack, 99th percentile over the last minute">
+              p99
+            </th>
             <th className="num">failures</th>
             <th>state</th>
             <th />
@@ -143,9 +170,10 @@ export function ProcessorsView() {
                   <td className="num">{String(p.delivered)}</td>
                   <td className="num">{p.inFlight}</td>
                   <td className="num">{String(p.retries)}</td>
+                  <LatencyCells l={p.latency} />
                 </>
               ) : (
-                <td className="num muted leader-only" colSpan={3} title="known to the leader, which delivers">
+                <td className="num muted leader-only" colSpan={5} title="known to the leader, which delivers">
                   on the leader
                 </td>
               )}

@@ -23,8 +23,10 @@ it with :func:`run_executor`::
 The executor opens the bidirectional ``Subscribe`` stream, says hello (its
 plugin manifests, processors, actions and credits), then runs each delivery
 and invocation on a thread of its own (at most ``credits`` at once, as the
-owner never sends more), acknowledges deliveries (ok, error, or terminal
-error when the handler raises :class:`TerminalError`), answers invocations
+owner never sends more; deliveries come in DeliveryBatches), acknowledges
+deliveries (ok, error, or terminal error when the handler raises
+:class:`TerminalError`; acks that end while the stream writes go out together
+in one AckBatch), answers invocations
 with an ``action_result``, and sends heartbeats at the interval the owner's
 welcome asks for. An owner silent for 3 intervals counts as gone. When the
 stream breaks it reconnects with backoff (0.25 s doubling up to
@@ -337,7 +339,7 @@ class Executor:
                     processors=list(self._processors),
                     actions=list(self._actions),
                     credits=self.credits,
-                    batches=False,
+                    batches=True,
                     holds=self.holds,
                     data_json=self.data_json,
                     sdk=SDK_NAME,
@@ -369,7 +371,7 @@ class Executor:
                     threading.Thread(target=self._heartbeat, args=(session, interval), name="chronolog-heartbeat", daemon=True).start()
                 elif kind == "delivery":
                     self._submit(functools.partial(run_delivery, self._processors, self.client), response.delivery, session)
-                elif kind == "deliveries":  # only sent when hello.batches is set; handled anyway
+                elif kind == "deliveries":  # DeliveryBatch: hello.batches is set
                     for delivery in response.deliveries.deliveries:
                         self._submit(functools.partial(run_delivery, self._processors, self.client), delivery, session)
                 elif kind in ("invocation", "invocations"):  # invocations: only sent when hello.invocation_batches is set; handled anyway

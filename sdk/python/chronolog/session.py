@@ -1,6 +1,7 @@
 """One Subscribe stream of an executor: its outgoing queue, the work running on it (to cancel),
 its clock, and the owner's largest message, which the acks and action results sent on it are
-cut to fit.
+cut to fit. Acks queued together go out as one AckBatch: those that ended while the stream was
+writing the message before.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from chronolog.contexts import ActionContext, DeliveryContext
 from chronolog.gen.chronolog.v1 import executor_pb2
 from chronolog.stream_clock import StreamClock
 
-__all__ = ["Session", "DEFAULT_MAX_MESSAGE_BYTES", "cut_to_fit", "fitting_result"]
+__all__ = ["Session", "DEFAULT_MAX_MESSAGE_BYTES", "MAX_BATCH_ACKS", "cut_to_fit", "fitting_result"]
 
 Outcome = executor_pb2.Outcome
 
 #: The owner's largest message when its welcome does not say (older owners): 4 MiB.
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+#: Most acks in one AckBatch.
+MAX_BATCH_ACKS = 256
+#: Nothing held back from the queue (None there ends the stream).
+_NOTHING: Any = object()
 
 
 def cut_to_fit(error: str, max_bytes: int) -> str:
@@ -66,12 +71,30 @@ class Session:
             self._queue.put(request)
 
     def requests(self) -> Iterator[executor_pb2.SubscribeRequest]:
-        """The request stream grpc consumes."""
+        """The request stream grpc consumes: the queued messages in order, an ack with the acks
+        queued right after it as one AckBatch (up to :data:`MAX_BATCH_ACKS`, within an eighth of
+        the owner's largest message)."""
+        held = _NOTHING
         while True:
-            item = self._queue.get()
+            item, held = (self._queue.get() if held is _NOTHING else held), _NOTHING
             if item is None:
                 return
-            yield item
+            if item.WhichOneof("message") != "ack":
+                yield item
+                continue
+            acks = [item.ack]
+            room = self.max_message_bytes // 8 - item.ack.ByteSize()
+            while len(acks) < MAX_BATCH_ACKS:
+                try:
+                    after = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if after is None or after.WhichOneof("message") != "ack" or after.ack.ByteSize() > room:
+                    held = after
+                    break
+                acks.append(after.ack)
+                room -= after.ack.ByteSize()
+            yield item if len(acks) == 1 else executor_pb2.SubscribeRequest(acks=executor_pb2.AckBatch(acks=acks))
 
     def close_sends(self) -> None:
         """Half-closes the stream after what is queued (the owner reads it, then ends the stream); later sends are dropped."""

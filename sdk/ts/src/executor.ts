@@ -6,7 +6,7 @@ import { setMaxListeners } from "node:events";
 import { ActionHost } from "./action.js";
 import { ChronologClient } from "./client.js";
 import { createTransport, type ClientOptions } from "./transport.js";
-import { deliveryAttributes, inHandlerSpan, SpanKind } from "./tracing.js";
+import { deliveryAttributes, inHandlerSpan, isPromise, SpanKind } from "./tracing.js";
 import { ExecutorService, Outcome, type Delivery, type Invocation, type SubscribeResponse } from "./gen/chronolog/v1/executor_pb.js";
 import { PluginManifestSchema, type PluginManifest } from "./gen/chronolog/v1/plugin_pb.js";
 import { manifestOf, type PluginDefinition } from "./plugin.js";
@@ -306,10 +306,7 @@ class ExecutorRunner {
   private handle(response: SubscribeResponse, sends: StreamSends, signal: AbortSignal, clock: StreamClock, holds: HoldQueue<Invocation>): void {
     const m = response.message;
     const deliveries = m.case === "delivery" ? [m.value] : m.case === "deliveries" ? m.value.deliveries : [];
-    for (const delivery of deliveries) {
-      const job = this.deliver(delivery, sends, signal).finally(() => this.running.delete(job));
-      this.running.add(job);
-    }
+    for (const delivery of deliveries) this.deliver(delivery, sends, signal);
     const invocations = m.case === "invocation" ? [m.value] : m.case === "invocations" ? m.value.invocations : [];
     for (const invocation of invocations) {
       // A held one starts hold_ms after the owner wrote it, on this clock; the queue holds it until then.
@@ -379,14 +376,18 @@ class ExecutorRunner {
     }
   }
 
-  private async deliver(delivery: Delivery, sends: StreamSends, signal: AbortSignal): Promise<void> {
+  /**
+   * Runs `delivery`'s handler. One that returns no promise (a synchronous handler) is answered in
+   * the same turn, with no promise made for it; its ack goes out in the AckBatch of the turn.
+   * One that returns a promise counts as running until it settles.
+   */
+  private deliver(delivery: Delivery, sends: StreamSends, signal: AbortSignal): void {
     const handler = this.handlers.get(delivery.processor);
     const ctx = new DeliveryRun(this.client, delivery, signal, (extendMs) =>
       sends.push({ message: { case: "progress", value: { workId: delivery.deliveryId, extendMs } } }),
     );
     this.deliveries.set(delivery.deliveryId, ctx);
-    let outcome = Outcome.OK;
-    let error = "";
+    let result: void | Promise<void>;
     try {
       if (!handler) throw new TerminalError(`no handler for ${delivery.processor}`);
       const event = ctx.event;
@@ -395,21 +396,40 @@ class ExecutorRunner {
         kind: SpanKind.CONSUMER,
         attributes: deliveryAttributes(delivery.processor, event.id, event.type, delivery.attempt),
       };
-      await inHandlerSpan(delivery, init, (span) => {
+      result = inHandlerSpan(delivery, init, (span) => {
         ctx.span = span;
         return handler.run(ctx);
       });
     } catch (e) {
-      outcome = e instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
-      error = e instanceof Error ? e.message : String(e);
-      this.log(
-        `${delivery.processor} failed on event ${delivery.event?.id ?? ""} (attempt ${delivery.attempt}${outcome === Outcome.TERMINAL_ERROR ? ", terminal" : ""}): ${error}`,
-      );
-    } finally {
-      if (this.deliveries.get(delivery.deliveryId) === ctx) this.deliveries.delete(delivery.deliveryId);
-      CauseWork.end(ctx);
+      this.delivered(delivery, ctx, sends, e);
+      return;
     }
-    sends.ack({ deliveryId: delivery.deliveryId, outcome, error });
+    if (!isPromise(result)) {
+      this.delivered(delivery, ctx, sends, undefined, true);
+      return;
+    }
+    const job = result.then(
+      () => this.delivered(delivery, ctx, sends, undefined, true),
+      (e: unknown) => this.delivered(delivery, ctx, sends, e),
+    );
+    this.running.add(job);
+    void job.finally(() => this.running.delete(job));
+  }
+
+  /** `delivery`'s handler ended (`ok`, or with `error`): its context ends and its ack is queued. */
+  private delivered(delivery: Delivery, ctx: DeliveryRun, sends: StreamSends, error: unknown, ok = false): void {
+    if (this.deliveries.get(delivery.deliveryId) === ctx) this.deliveries.delete(delivery.deliveryId);
+    CauseWork.end(ctx);
+    if (ok) {
+      sends.ack({ deliveryId: delivery.deliveryId, outcome: Outcome.OK, error: "" });
+      return;
+    }
+    const outcome = error instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
+    const message = error instanceof Error ? error.message : String(error);
+    this.log(
+      `${delivery.processor} failed on event ${delivery.event?.id ?? ""} (attempt ${delivery.attempt}${outcome === Outcome.TERMINAL_ERROR ? ", terminal" : ""}): ${message}`,
+    );
+    sends.ack({ deliveryId: delivery.deliveryId, outcome, error: message });
   }
 
   /**

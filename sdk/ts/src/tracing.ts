@@ -40,22 +40,48 @@ export interface HandlerSpanInit {
 
 /**
  * Runs `run` in a span started under the trace context `headers` (the owner's try), current while
- * it runs; the span ends with the handler (its error, if it throws).
+ * it runs; the span ends with the handler (its error, if it throws). A handler that returns no
+ * promise is answered as it returned, with no promise made: its span ends at once, its value is
+ * returned and its throw thrown; a promise's span ends when it settles (the promise returned).
  */
-export async function inHandlerSpan<T>(headers: TraceHeaders, init: HandlerSpanInit, run: (span: Span) => T | Promise<T>): Promise<T> {
+export function inHandlerSpan<T>(headers: TraceHeaders, init: HandlerSpanInit, run: (span: Span) => T | Promise<T>): T | Promise<T> {
   const parent = headers.traceparent ? propagation.extract(ROOT_CONTEXT, headers, getter) : ROOT_CONTEXT;
   const span = tracer().startSpan(init.name, { kind: init.kind, attributes: init.attributes }, parent);
   const current: Context = trace.setSpan(parent, span);
   const body = () => context.with(current, () => run(span));
+  let result: T | Promise<T>;
   try {
-    return await (headers.traceparent ? workTrace.run(headers, body) : body());
+    result = headers.traceparent ? workTrace.run(headers, body) : body();
   } catch (e) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
-    if (e instanceof Error) span.recordException(e);
+    failed(span, e);
     throw e;
-  } finally {
-    span.end();
   }
+  if (!isPromise(result)) {
+    span.end();
+    return result;
+  }
+  return result.then(
+    (value) => {
+      span.end();
+      return value;
+    },
+    (e: unknown) => {
+      failed(span, e);
+      throw e;
+    },
+  );
+}
+
+/** `value` is a promise (a thenable): the handler runs on past its return. */
+export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
+}
+
+/** Ends `span` with the handler's error. */
+function failed(span: Span, e: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
+  if (e instanceof Error) span.recordException(e);
+  span.end();
 }
 
 /** Span attributes of a delivery, by the OpenTelemetry messaging conventions. */

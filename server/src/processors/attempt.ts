@@ -1,23 +1,27 @@
 import type { ExecutorSession } from "../executors/session.js";
 import type { TimedTry } from "../stages.js";
+import type { DueLinks } from "./deadlines.js";
 import type { EventRecord } from "../store/events.js";
 import type { Span } from "@opentelemetry/api";
 
 /**
- * One try of an event, sent to an executor and not answered yet. States: running (`timer`: its
- * ack deadline) → lingering (timed out, or its event finished by another try: the executor was
+ * One try of an event, sent to an executor and not answered yet. States: running (its ack
+ * deadline in the processor's Deadlines, linked through its DueLinks) → lingering (timed out, or its event finished by another try: the executor was
  * told to cancel it; `timer`: the end of the processor's grace; nothing else of its event or key
  * starts meanwhile) → abandoned (past the grace: the owner stops waiting, but an OK ack still
  * finishes the event until the event ends). Answered, lost with its session, or its event ended:
  * dropped. Its instants on the way (committed, written) are kept in its slot of the processor's
  * TryTimes, for the delivery stages.
  */
-export interface Try extends TimedTry {
+export interface Try extends TimedTry, DueLinks {
   deliveryId: string;
   attempt: Attempt;
   session: ExecutorSession;
   state: "running" | "lingering" | "abandoned";
+  /** While it lingers: the end of the grace. */
   timer: NodeJS.Timeout | null;
+  /** The ack timeout its deadline was last set with, ms. */
+  ackWithinMs: number;
   /** Its ack deadline (owner's clock, ms): once it lingers, it is waited for until this plus the grace. */
   deadlineMs: number;
   /** Its `process` span while traces are recorded (tracing/messaging.ts), ended when it is answered or dropped. */

@@ -12,6 +12,8 @@ import type { ProcessorSpec } from "./declaration.js";
 import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
+import { RecentPercentiles } from "../recent-percentiles.js";
+import { Deadlines } from "./deadlines.js";
 import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
 import { Intake } from "./intake.js";
@@ -87,6 +89,10 @@ export class ProcessorEngine {
   private readonly times: TryTimes;
   /** performance.now() minus the owner's clock, read at most once per pump (for an event the log's tail no longer holds); NaN until then. */
   private clockOffset = Number.NaN;
+  /** The running tries' ack deadlines, under one timer. */
+  private readonly deadlines = new Deadlines<Try>((t) => this.ackTimedOut(t));
+  /** Its delivery latency (committed → first answer) over about the last minute, for ListProcessors. */
+  readonly latency: RecentPercentiles;
   retries = 0;
   failures = 0;
 
@@ -97,6 +103,7 @@ export class ProcessorEngine {
     this.isolation = new Isolation(spec.name, deps.reserve, deps.release);
     this.stages = deps.stages.processor(spec.name);
     this.times = new TryTimes(this.stages);
+    this.latency = new RecentPercentiles(this.stages.latency);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
     this.intake = new Intake({ ...deps, spec, floor: this.ackFloor, pump: () => this.pump() });
   }
@@ -361,6 +368,7 @@ export class ProcessorEngine {
   /** Drops every attempt and try (their timers too), and ends a reservation. */
   private forgetAttempts(): void {
     for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
+    this.deadlines.clear();
     for (const t of this.byDelivery.values()) {
       if (t.timer) clearTimeout(t.timer);
       t.slot = -1;
@@ -384,6 +392,11 @@ export class ProcessorEngine {
       state: "running",
       timer: null,
       deadlineMs: 0,
+      ackWithinMs: 0,
+      dueAt: 0,
+      prevDue: null,
+      nextDue: null,
+      due: false,
       slot,
       times: this.times,
     };
@@ -424,17 +437,19 @@ export class ProcessorEngine {
   }
 
   private armAckTimeout(t: Try, ms: number): void {
-    if (t.timer) clearTimeout(t.timer);
     t.deadlineMs = this.deps.clock.now() + ms;
-    t.timer = setTimeout(() => {
-      t.timer = null;
-      const error = `not acknowledged within ${ms} ms`;
-      if (t.span) t.span.addEvent("ack timeout", { "chronolog.error": error });
-      // The executor keeps the credit until it answers: the handler may still run.
-      this.linger(t, error);
-      tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
-      this.advance(t.attempt);
-    }, ms);
+    t.ackWithinMs = ms;
+    this.deadlines.set(t, ms);
+  }
+
+  /** A running try's ack deadline passed. */
+  private ackTimedOut(t: Try): void {
+    const error = `not acknowledged within ${t.ackWithinMs} ms`;
+    if (t.span) t.span.addEvent("ack timeout", { "chronolog.error": error });
+    // The executor keeps the credit until it answers: the handler may still run.
+    this.linger(t, error);
+    tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
+    this.advance(t.attempt);
   }
 
   /**
@@ -443,6 +458,7 @@ export class ProcessorEngine {
    * then stops waiting (abandoned: an OK ack still counts until the event ends).
    */
   private linger(t: Try, reason: string): void {
+    this.deadlines.remove(t);
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
     if (t.attempt.current === t) t.attempt.current = null;
@@ -470,6 +486,7 @@ export class ProcessorEngine {
       endTry(t.span, t.state === "running" ? "lost" : "timeout");
       t.span = undefined;
     }
+    this.deadlines.remove(t);
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
     this.byDelivery.delete(t.deliveryId);

@@ -1,4 +1,5 @@
 import type { RegisteredPlugin } from "../plugins/manifest.js";
+import type { RecentFigures } from "../recent-percentiles.js";
 import type { CursorStatements } from "../store/cursors.js";
 import { compileProcessor } from "./declaration.js";
 import type { ProcessorEngine } from "./engine.js";
@@ -28,6 +29,8 @@ export interface ProcessorStatus {
   debounceHeld: number;
   debounceDeliveries: number;
   debounceEvents: number;
+  /** Its delivery latency over about the last minute; undefined where no engine runs it (a standby). */
+  latency?: RecentFigures;
 }
 
 /** The state of a running processor: its engine's, the log at `head`, `failures` on record. */
@@ -48,6 +51,7 @@ export function engineStatus(engine: ProcessorEngine, head: number, failures: nu
     debounceHeld: engine.debounce?.held ?? 0,
     debounceDeliveries: engine.debounce?.deliveries ?? 0,
     debounceEvents: engine.debounce?.events ?? 0,
+    latency: engine.latency.read(),
   };
 }
 

@@ -184,6 +184,12 @@ function statusToProto(status: ProcessorStatus) {
     debounceHeld: BigInt(status.debounceHeld),
     debounceDeliveries: BigInt(status.debounceDeliveries),
     debounceEvents: BigInt(status.debounceEvents),
+    latency: status.latency && {
+      p50Ms: status.latency.p50Ms,
+      p99Ms: status.latency.p99Ms,
+      count: BigInt(status.latency.count),
+      windowSeconds: status.latency.windowMs / 1000,
+    },
   };
 }
 

@@ -60,8 +60,11 @@ type ProcessorStatus struct {
 	DebounceDeliveries uint64 `protobuf:"varint,135,opt,name=debounce_deliveries,json=debounceDeliveries,proto3" json:"debounce_deliveries,omitempty"`
 	// The events those deliveries stood for.
 	DebounceEvents uint64 `protobuf:"varint,136,opt,name=debounce_events,json=debounceEvents,proto3" json:"debounce_events,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How long its events took from committed to handled, over about the last
+	// minute. Known to the owner that delivers: unset on a standby.
+	Latency       *DeliveryLatency `protobuf:"bytes,110,opt,name=latency,proto3" json:"latency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProcessorStatus) Reset() {
@@ -199,6 +202,90 @@ func (x *ProcessorStatus) GetDebounceEvents() uint64 {
 	return 0
 }
 
+func (x *ProcessorStatus) GetLatency() *DeliveryLatency {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+// Percentiles of a processor's delivery latency: an event committed (durable)
+// to its first delivery's ack (or error) read by the owner. Retries and
+// redeliveries are not counted. Estimated from histogram buckets (0.1 ms to
+// 10 s, about 1.5x apart), as Prometheus' histogram_quantile does.
+type DeliveryLatency struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Median, milliseconds (0 when count is 0).
+	P50Ms float64 `protobuf:"fixed64,1,opt,name=p50_ms,json=p50Ms,proto3" json:"p50_ms,omitempty"`
+	// 99th percentile, milliseconds (0 when count is 0).
+	P99Ms float64 `protobuf:"fixed64,2,opt,name=p99_ms,json=p99Ms,proto3" json:"p99_ms,omitempty"`
+	// Events answered in the window.
+	Count uint64 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	// The window's length, seconds: about 60, longer when nobody asked
+	// for a while, shorter just after the owner started.
+	WindowSeconds float64 `protobuf:"fixed64,4,opt,name=window_seconds,json=windowSeconds,proto3" json:"window_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveryLatency) Reset() {
+	*x = DeliveryLatency{}
+	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryLatency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryLatency) ProtoMessage() {}
+
+func (x *DeliveryLatency) ProtoReflect() protoreflect.Message {
+	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryLatency.ProtoReflect.Descriptor instead.
+func (*DeliveryLatency) Descriptor() ([]byte, []int) {
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DeliveryLatency) GetP50Ms() float64 {
+	if x != nil {
+		return x.P50Ms
+	}
+	return 0
+}
+
+func (x *DeliveryLatency) GetP99Ms() float64 {
+	if x != nil {
+		return x.P99Ms
+	}
+	return 0
+}
+
+func (x *DeliveryLatency) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DeliveryLatency) GetWindowSeconds() float64 {
+	if x != nil {
+		return x.WindowSeconds
+	}
+	return 0
+}
+
 // List processors.
 type ListProcessorsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -208,7 +295,7 @@ type ListProcessorsRequest struct {
 
 func (x *ListProcessorsRequest) Reset() {
 	*x = ListProcessorsRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -220,7 +307,7 @@ func (x *ListProcessorsRequest) String() string {
 func (*ListProcessorsRequest) ProtoMessage() {}
 
 func (x *ListProcessorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[1]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -233,7 +320,7 @@ func (x *ListProcessorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProcessorsRequest.ProtoReflect.Descriptor instead.
 func (*ListProcessorsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 // All processors.
@@ -247,7 +334,7 @@ type ListProcessorsResponse struct {
 
 func (x *ListProcessorsResponse) Reset() {
 	*x = ListProcessorsResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +346,7 @@ func (x *ListProcessorsResponse) String() string {
 func (*ListProcessorsResponse) ProtoMessage() {}
 
 func (x *ListProcessorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[2]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +359,7 @@ func (x *ListProcessorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProcessorsResponse.ProtoReflect.Descriptor instead.
 func (*ListProcessorsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListProcessorsResponse) GetProcessors() []*ProcessorStatus {
@@ -300,7 +387,7 @@ type MoveCursorRequest struct {
 
 func (x *MoveCursorRequest) Reset() {
 	*x = MoveCursorRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -312,7 +399,7 @@ func (x *MoveCursorRequest) String() string {
 func (*MoveCursorRequest) ProtoMessage() {}
 
 func (x *MoveCursorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[3]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -325,7 +412,7 @@ func (x *MoveCursorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveCursorRequest.ProtoReflect.Descriptor instead.
 func (*MoveCursorRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MoveCursorRequest) GetProcessor() string {
@@ -391,7 +478,7 @@ type MoveCursorResponse struct {
 
 func (x *MoveCursorResponse) Reset() {
 	*x = MoveCursorResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +490,7 @@ func (x *MoveCursorResponse) String() string {
 func (*MoveCursorResponse) ProtoMessage() {}
 
 func (x *MoveCursorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[4]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +503,7 @@ func (x *MoveCursorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveCursorResponse.ProtoReflect.Descriptor instead.
 func (*MoveCursorResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MoveCursorResponse) GetProcessor() *ProcessorStatus {
@@ -439,7 +526,7 @@ type SetProcessorPausedRequest struct {
 
 func (x *SetProcessorPausedRequest) Reset() {
 	*x = SetProcessorPausedRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -451,7 +538,7 @@ func (x *SetProcessorPausedRequest) String() string {
 func (*SetProcessorPausedRequest) ProtoMessage() {}
 
 func (x *SetProcessorPausedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[5]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -464,7 +551,7 @@ func (x *SetProcessorPausedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetProcessorPausedRequest.ProtoReflect.Descriptor instead.
 func (*SetProcessorPausedRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SetProcessorPausedRequest) GetProcessor() string {
@@ -495,7 +582,7 @@ type SetProcessorPausedResponse struct {
 
 func (x *SetProcessorPausedResponse) Reset() {
 	*x = SetProcessorPausedResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +594,7 @@ func (x *SetProcessorPausedResponse) String() string {
 func (*SetProcessorPausedResponse) ProtoMessage() {}
 
 func (x *SetProcessorPausedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[6]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +607,7 @@ func (x *SetProcessorPausedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetProcessorPausedResponse.ProtoReflect.Descriptor instead.
 func (*SetProcessorPausedResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SetProcessorPausedResponse) GetProcessor() *ProcessorStatus {
@@ -556,7 +643,7 @@ type FailedDelivery struct {
 
 func (x *FailedDelivery) Reset() {
 	*x = FailedDelivery{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +655,7 @@ func (x *FailedDelivery) String() string {
 func (*FailedDelivery) ProtoMessage() {}
 
 func (x *FailedDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[7]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +668,7 @@ func (x *FailedDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedDelivery.ProtoReflect.Descriptor instead.
 func (*FailedDelivery) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FailedDelivery) GetProcessor() string {
@@ -634,7 +721,7 @@ type ListFailedDeliveriesRequest struct {
 
 func (x *ListFailedDeliveriesRequest) Reset() {
 	*x = ListFailedDeliveriesRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +733,7 @@ func (x *ListFailedDeliveriesRequest) String() string {
 func (*ListFailedDeliveriesRequest) ProtoMessage() {}
 
 func (x *ListFailedDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[8]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +746,7 @@ func (x *ListFailedDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFailedDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*ListFailedDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListFailedDeliveriesRequest) GetProcessor() string {
@@ -696,7 +783,7 @@ type ListFailedDeliveriesResponse struct {
 
 func (x *ListFailedDeliveriesResponse) Reset() {
 	*x = ListFailedDeliveriesResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +795,7 @@ func (x *ListFailedDeliveriesResponse) String() string {
 func (*ListFailedDeliveriesResponse) ProtoMessage() {}
 
 func (x *ListFailedDeliveriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[9]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +808,7 @@ func (x *ListFailedDeliveriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFailedDeliveriesResponse.ProtoReflect.Descriptor instead.
 func (*ListFailedDeliveriesResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListFailedDeliveriesResponse) GetDeliveries() []*FailedDelivery {
@@ -751,7 +838,7 @@ type RedeliverFailedRequest struct {
 
 func (x *RedeliverFailedRequest) Reset() {
 	*x = RedeliverFailedRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +850,7 @@ func (x *RedeliverFailedRequest) String() string {
 func (*RedeliverFailedRequest) ProtoMessage() {}
 
 func (x *RedeliverFailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[10]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +863,7 @@ func (x *RedeliverFailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeliverFailedRequest.ProtoReflect.Descriptor instead.
 func (*RedeliverFailedRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RedeliverFailedRequest) GetProcessor() string {
@@ -804,7 +891,7 @@ type RedeliverFailedResponse struct {
 
 func (x *RedeliverFailedResponse) Reset() {
 	*x = RedeliverFailedResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +903,7 @@ func (x *RedeliverFailedResponse) String() string {
 func (*RedeliverFailedResponse) ProtoMessage() {}
 
 func (x *RedeliverFailedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[11]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +916,7 @@ func (x *RedeliverFailedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeliverFailedResponse.ProtoReflect.Descriptor instead.
 func (*RedeliverFailedResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RedeliverFailedResponse) GetCount() uint32 {
@@ -854,7 +941,7 @@ type DismissFailedRequest struct {
 
 func (x *DismissFailedRequest) Reset() {
 	*x = DismissFailedRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +953,7 @@ func (x *DismissFailedRequest) String() string {
 func (*DismissFailedRequest) ProtoMessage() {}
 
 func (x *DismissFailedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[12]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +966,7 @@ func (x *DismissFailedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DismissFailedRequest.ProtoReflect.Descriptor instead.
 func (*DismissFailedRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DismissFailedRequest) GetProcessor() string {
@@ -916,7 +1003,7 @@ type DismissFailedResponse struct {
 
 func (x *DismissFailedResponse) Reset() {
 	*x = DismissFailedResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1015,7 @@ func (x *DismissFailedResponse) String() string {
 func (*DismissFailedResponse) ProtoMessage() {}
 
 func (x *DismissFailedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[13]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1028,7 @@ func (x *DismissFailedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DismissFailedResponse.ProtoReflect.Descriptor instead.
 func (*DismissFailedResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DismissFailedResponse) GetCount() uint32 {
@@ -994,7 +1081,7 @@ type ExecutorStatus struct {
 
 func (x *ExecutorStatus) Reset() {
 	*x = ExecutorStatus{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1093,7 @@ func (x *ExecutorStatus) String() string {
 func (*ExecutorStatus) ProtoMessage() {}
 
 func (x *ExecutorStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[14]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1106,7 @@ func (x *ExecutorStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorStatus.ProtoReflect.Descriptor instead.
 func (*ExecutorStatus) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExecutorStatus) GetSessionId() string {
@@ -1122,7 +1209,7 @@ type ListExecutorsRequest struct {
 
 func (x *ListExecutorsRequest) Reset() {
 	*x = ListExecutorsRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1221,7 @@ func (x *ListExecutorsRequest) String() string {
 func (*ListExecutorsRequest) ProtoMessage() {}
 
 func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[15]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1234,7 @@ func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsRequest.ProtoReflect.Descriptor instead.
 func (*ListExecutorsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 // Connected executors.
@@ -1161,7 +1248,7 @@ type ListExecutorsResponse struct {
 
 func (x *ListExecutorsResponse) Reset() {
 	*x = ListExecutorsResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1260,7 @@ func (x *ListExecutorsResponse) String() string {
 func (*ListExecutorsResponse) ProtoMessage() {}
 
 func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[16]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1273,7 @@ func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsResponse.ProtoReflect.Descriptor instead.
 func (*ListExecutorsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListExecutorsResponse) GetExecutors() []*ExecutorStatus {
@@ -1209,7 +1296,7 @@ type ExecuteSqlRequest struct {
 
 func (x *ExecuteSqlRequest) Reset() {
 	*x = ExecuteSqlRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1308,7 @@ func (x *ExecuteSqlRequest) String() string {
 func (*ExecuteSqlRequest) ProtoMessage() {}
 
 func (x *ExecuteSqlRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[17]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1321,7 @@ func (x *ExecuteSqlRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteSqlRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteSqlRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecuteSqlRequest) GetSql() string {
@@ -1266,7 +1353,7 @@ type ExecuteSqlResponse struct {
 
 func (x *ExecuteSqlResponse) Reset() {
 	*x = ExecuteSqlResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1365,7 @@ func (x *ExecuteSqlResponse) String() string {
 func (*ExecuteSqlResponse) ProtoMessage() {}
 
 func (x *ExecuteSqlResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[18]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1378,7 @@ func (x *ExecuteSqlResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteSqlResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteSqlResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecuteSqlResponse) GetRows() []*structpb.Struct {
@@ -1340,7 +1427,7 @@ type ActionStatus struct {
 
 func (x *ActionStatus) Reset() {
 	*x = ActionStatus{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1439,7 @@ func (x *ActionStatus) String() string {
 func (*ActionStatus) ProtoMessage() {}
 
 func (x *ActionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[19]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1452,7 @@ func (x *ActionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionStatus.ProtoReflect.Descriptor instead.
 func (*ActionStatus) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ActionStatus) GetName() string {
@@ -1426,7 +1513,7 @@ type ListActionsRequest struct {
 
 func (x *ListActionsRequest) Reset() {
 	*x = ListActionsRequest{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[20]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1525,7 @@ func (x *ListActionsRequest) String() string {
 func (*ListActionsRequest) ProtoMessage() {}
 
 func (x *ListActionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[20]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1538,7 @@ func (x *ListActionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActionsRequest.ProtoReflect.Descriptor instead.
 func (*ListActionsRequest) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 // Every declared action, by name.
@@ -1465,7 +1552,7 @@ type ListActionsResponse struct {
 
 func (x *ListActionsResponse) Reset() {
 	*x = ListActionsResponse{}
-	mi := &file_chronolog_v1_admin_proto_msgTypes[21]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1564,7 @@ func (x *ListActionsResponse) String() string {
 func (*ListActionsResponse) ProtoMessage() {}
 
 func (x *ListActionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chronolog_v1_admin_proto_msgTypes[21]
+	mi := &file_chronolog_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1577,7 @@ func (x *ListActionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActionsResponse.ProtoReflect.Descriptor instead.
 func (*ListActionsResponse) Descriptor() ([]byte, []int) {
-	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_chronolog_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListActionsResponse) GetActions() []*ActionStatus {
@@ -1504,7 +1591,7 @@ var File_chronolog_v1_admin_proto protoreflect.FileDescriptor
 
 const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x03\n" +
+	"\x18chronolog/v1/admin.proto\x12\fchronolog.v1\x1a\x18chronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\x04\n" +
 	"\x0fProcessorStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tack_floor\x18\x02 \x01(\x04R\backFloor\x12\x1c\n" +
@@ -1522,7 +1609,13 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\frate_waiting\x18\x85\x01 \x01(\rR\vrateWaiting\x12$\n" +
 	"\rdebounce_held\x18\x86\x01 \x01(\x04R\fdebounceHeld\x120\n" +
 	"\x13debounce_deliveries\x18\x87\x01 \x01(\x04R\x12debounceDeliveries\x12(\n" +
-	"\x0fdebounce_events\x18\x88\x01 \x01(\x04R\x0edebounceEvents\"\x17\n" +
+	"\x0fdebounce_events\x18\x88\x01 \x01(\x04R\x0edebounceEvents\x127\n" +
+	"\alatency\x18n \x01(\v2\x1d.chronolog.v1.DeliveryLatencyR\alatency\"|\n" +
+	"\x0fDeliveryLatency\x12\x15\n" +
+	"\x06p50_ms\x18\x01 \x01(\x01R\x05p50Ms\x12\x15\n" +
+	"\x06p99_ms\x18\x02 \x01(\x01R\x05p99Ms\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x04R\x05count\x12%\n" +
+	"\x0ewindow_seconds\x18\x04 \x01(\x01R\rwindowSeconds\"\x17\n" +
 	"\x15ListProcessorsRequest\"W\n" +
 	"\x16ListProcessorsResponse\x12=\n" +
 	"\n" +
@@ -1639,71 +1732,73 @@ func file_chronolog_v1_admin_proto_rawDescGZIP() []byte {
 	return file_chronolog_v1_admin_proto_rawDescData
 }
 
-var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_chronolog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_chronolog_v1_admin_proto_goTypes = []any{
 	(*ProcessorStatus)(nil),              // 0: chronolog.v1.ProcessorStatus
-	(*ListProcessorsRequest)(nil),        // 1: chronolog.v1.ListProcessorsRequest
-	(*ListProcessorsResponse)(nil),       // 2: chronolog.v1.ListProcessorsResponse
-	(*MoveCursorRequest)(nil),            // 3: chronolog.v1.MoveCursorRequest
-	(*MoveCursorResponse)(nil),           // 4: chronolog.v1.MoveCursorResponse
-	(*SetProcessorPausedRequest)(nil),    // 5: chronolog.v1.SetProcessorPausedRequest
-	(*SetProcessorPausedResponse)(nil),   // 6: chronolog.v1.SetProcessorPausedResponse
-	(*FailedDelivery)(nil),               // 7: chronolog.v1.FailedDelivery
-	(*ListFailedDeliveriesRequest)(nil),  // 8: chronolog.v1.ListFailedDeliveriesRequest
-	(*ListFailedDeliveriesResponse)(nil), // 9: chronolog.v1.ListFailedDeliveriesResponse
-	(*RedeliverFailedRequest)(nil),       // 10: chronolog.v1.RedeliverFailedRequest
-	(*RedeliverFailedResponse)(nil),      // 11: chronolog.v1.RedeliverFailedResponse
-	(*DismissFailedRequest)(nil),         // 12: chronolog.v1.DismissFailedRequest
-	(*DismissFailedResponse)(nil),        // 13: chronolog.v1.DismissFailedResponse
-	(*ExecutorStatus)(nil),               // 14: chronolog.v1.ExecutorStatus
-	(*ListExecutorsRequest)(nil),         // 15: chronolog.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),        // 16: chronolog.v1.ListExecutorsResponse
-	(*ExecuteSqlRequest)(nil),            // 17: chronolog.v1.ExecuteSqlRequest
-	(*ExecuteSqlResponse)(nil),           // 18: chronolog.v1.ExecuteSqlResponse
-	(*ActionStatus)(nil),                 // 19: chronolog.v1.ActionStatus
-	(*ListActionsRequest)(nil),           // 20: chronolog.v1.ListActionsRequest
-	(*ListActionsResponse)(nil),          // 21: chronolog.v1.ListActionsResponse
-	(*timestamppb.Timestamp)(nil),        // 22: google.protobuf.Timestamp
-	(*Event)(nil),                        // 23: chronolog.v1.Event
-	(*structpb.ListValue)(nil),           // 24: google.protobuf.ListValue
-	(*structpb.Struct)(nil),              // 25: google.protobuf.Struct
+	(*DeliveryLatency)(nil),              // 1: chronolog.v1.DeliveryLatency
+	(*ListProcessorsRequest)(nil),        // 2: chronolog.v1.ListProcessorsRequest
+	(*ListProcessorsResponse)(nil),       // 3: chronolog.v1.ListProcessorsResponse
+	(*MoveCursorRequest)(nil),            // 4: chronolog.v1.MoveCursorRequest
+	(*MoveCursorResponse)(nil),           // 5: chronolog.v1.MoveCursorResponse
+	(*SetProcessorPausedRequest)(nil),    // 6: chronolog.v1.SetProcessorPausedRequest
+	(*SetProcessorPausedResponse)(nil),   // 7: chronolog.v1.SetProcessorPausedResponse
+	(*FailedDelivery)(nil),               // 8: chronolog.v1.FailedDelivery
+	(*ListFailedDeliveriesRequest)(nil),  // 9: chronolog.v1.ListFailedDeliveriesRequest
+	(*ListFailedDeliveriesResponse)(nil), // 10: chronolog.v1.ListFailedDeliveriesResponse
+	(*RedeliverFailedRequest)(nil),       // 11: chronolog.v1.RedeliverFailedRequest
+	(*RedeliverFailedResponse)(nil),      // 12: chronolog.v1.RedeliverFailedResponse
+	(*DismissFailedRequest)(nil),         // 13: chronolog.v1.DismissFailedRequest
+	(*DismissFailedResponse)(nil),        // 14: chronolog.v1.DismissFailedResponse
+	(*ExecutorStatus)(nil),               // 15: chronolog.v1.ExecutorStatus
+	(*ListExecutorsRequest)(nil),         // 16: chronolog.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),        // 17: chronolog.v1.ListExecutorsResponse
+	(*ExecuteSqlRequest)(nil),            // 18: chronolog.v1.ExecuteSqlRequest
+	(*ExecuteSqlResponse)(nil),           // 19: chronolog.v1.ExecuteSqlResponse
+	(*ActionStatus)(nil),                 // 20: chronolog.v1.ActionStatus
+	(*ListActionsRequest)(nil),           // 21: chronolog.v1.ListActionsRequest
+	(*ListActionsResponse)(nil),          // 22: chronolog.v1.ListActionsResponse
+	(*timestamppb.Timestamp)(nil),        // 23: google.protobuf.Timestamp
+	(*Event)(nil),                        // 24: chronolog.v1.Event
+	(*structpb.ListValue)(nil),           // 25: google.protobuf.ListValue
+	(*structpb.Struct)(nil),              // 26: google.protobuf.Struct
 }
 var file_chronolog_v1_admin_proto_depIdxs = []int32{
-	0,  // 0: chronolog.v1.ListProcessorsResponse.processors:type_name -> chronolog.v1.ProcessorStatus
-	22, // 1: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
-	0,  // 2: chronolog.v1.MoveCursorResponse.processor:type_name -> chronolog.v1.ProcessorStatus
-	0,  // 3: chronolog.v1.SetProcessorPausedResponse.processor:type_name -> chronolog.v1.ProcessorStatus
-	23, // 4: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
-	7,  // 5: chronolog.v1.ListFailedDeliveriesResponse.deliveries:type_name -> chronolog.v1.FailedDelivery
-	22, // 6: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
-	22, // 7: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
-	14, // 8: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
-	24, // 9: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
-	25, // 10: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
-	19, // 11: chronolog.v1.ListActionsResponse.actions:type_name -> chronolog.v1.ActionStatus
-	1,  // 12: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
-	3,  // 13: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
-	5,  // 14: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
-	8,  // 15: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
-	10, // 16: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
-	12, // 17: chronolog.v1.AdminService.DismissFailed:input_type -> chronolog.v1.DismissFailedRequest
-	15, // 18: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
-	17, // 19: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
-	20, // 20: chronolog.v1.AdminService.ListActions:input_type -> chronolog.v1.ListActionsRequest
-	2,  // 21: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
-	4,  // 22: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
-	6,  // 23: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
-	9,  // 24: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
-	11, // 25: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
-	13, // 26: chronolog.v1.AdminService.DismissFailed:output_type -> chronolog.v1.DismissFailedResponse
-	16, // 27: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
-	18, // 28: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
-	21, // 29: chronolog.v1.AdminService.ListActions:output_type -> chronolog.v1.ListActionsResponse
-	21, // [21:30] is the sub-list for method output_type
-	12, // [12:21] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	1,  // 0: chronolog.v1.ProcessorStatus.latency:type_name -> chronolog.v1.DeliveryLatency
+	0,  // 1: chronolog.v1.ListProcessorsResponse.processors:type_name -> chronolog.v1.ProcessorStatus
+	23, // 2: chronolog.v1.MoveCursorRequest.at:type_name -> google.protobuf.Timestamp
+	0,  // 3: chronolog.v1.MoveCursorResponse.processor:type_name -> chronolog.v1.ProcessorStatus
+	0,  // 4: chronolog.v1.SetProcessorPausedResponse.processor:type_name -> chronolog.v1.ProcessorStatus
+	24, // 5: chronolog.v1.FailedDelivery.event:type_name -> chronolog.v1.Event
+	8,  // 6: chronolog.v1.ListFailedDeliveriesResponse.deliveries:type_name -> chronolog.v1.FailedDelivery
+	23, // 7: chronolog.v1.ExecutorStatus.connected_at:type_name -> google.protobuf.Timestamp
+	23, // 8: chronolog.v1.ExecutorStatus.last_seen_at:type_name -> google.protobuf.Timestamp
+	15, // 9: chronolog.v1.ListExecutorsResponse.executors:type_name -> chronolog.v1.ExecutorStatus
+	25, // 10: chronolog.v1.ExecuteSqlRequest.params:type_name -> google.protobuf.ListValue
+	26, // 11: chronolog.v1.ExecuteSqlResponse.rows:type_name -> google.protobuf.Struct
+	20, // 12: chronolog.v1.ListActionsResponse.actions:type_name -> chronolog.v1.ActionStatus
+	2,  // 13: chronolog.v1.AdminService.ListProcessors:input_type -> chronolog.v1.ListProcessorsRequest
+	4,  // 14: chronolog.v1.AdminService.MoveCursor:input_type -> chronolog.v1.MoveCursorRequest
+	6,  // 15: chronolog.v1.AdminService.SetProcessorPaused:input_type -> chronolog.v1.SetProcessorPausedRequest
+	9,  // 16: chronolog.v1.AdminService.ListFailedDeliveries:input_type -> chronolog.v1.ListFailedDeliveriesRequest
+	11, // 17: chronolog.v1.AdminService.RedeliverFailed:input_type -> chronolog.v1.RedeliverFailedRequest
+	13, // 18: chronolog.v1.AdminService.DismissFailed:input_type -> chronolog.v1.DismissFailedRequest
+	16, // 19: chronolog.v1.AdminService.ListExecutors:input_type -> chronolog.v1.ListExecutorsRequest
+	18, // 20: chronolog.v1.AdminService.ExecuteSql:input_type -> chronolog.v1.ExecuteSqlRequest
+	21, // 21: chronolog.v1.AdminService.ListActions:input_type -> chronolog.v1.ListActionsRequest
+	3,  // 22: chronolog.v1.AdminService.ListProcessors:output_type -> chronolog.v1.ListProcessorsResponse
+	5,  // 23: chronolog.v1.AdminService.MoveCursor:output_type -> chronolog.v1.MoveCursorResponse
+	7,  // 24: chronolog.v1.AdminService.SetProcessorPaused:output_type -> chronolog.v1.SetProcessorPausedResponse
+	10, // 25: chronolog.v1.AdminService.ListFailedDeliveries:output_type -> chronolog.v1.ListFailedDeliveriesResponse
+	12, // 26: chronolog.v1.AdminService.RedeliverFailed:output_type -> chronolog.v1.RedeliverFailedResponse
+	14, // 27: chronolog.v1.AdminService.DismissFailed:output_type -> chronolog.v1.DismissFailedResponse
+	17, // 28: chronolog.v1.AdminService.ListExecutors:output_type -> chronolog.v1.ListExecutorsResponse
+	19, // 29: chronolog.v1.AdminService.ExecuteSql:output_type -> chronolog.v1.ExecuteSqlResponse
+	22, // 30: chronolog.v1.AdminService.ListActions:output_type -> chronolog.v1.ListActionsResponse
+	22, // [22:31] is the sub-list for method output_type
+	13, // [13:22] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_chronolog_v1_admin_proto_init() }
@@ -1712,7 +1807,7 @@ func file_chronolog_v1_admin_proto_init() {
 		return
 	}
 	file_chronolog_v1_event_proto_init()
-	file_chronolog_v1_admin_proto_msgTypes[3].OneofWrappers = []any{
+	file_chronolog_v1_admin_proto_msgTypes[4].OneofWrappers = []any{
 		(*MoveCursorRequest_AckFloor)(nil),
 		(*MoveCursorRequest_At)(nil),
 	}
@@ -1722,7 +1817,7 @@ func file_chronolog_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chronolog_v1_admin_proto_rawDesc), len(file_chronolog_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

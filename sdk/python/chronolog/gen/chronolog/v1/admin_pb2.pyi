@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ProcessorStatus(_message.Message):
-    __slots__ = ("name", "ack_floor", "delivered", "lag", "in_flight", "retries", "failures", "paused", "limits", "rate_waits", "rate_wait_ms", "rate_waiting", "debounce_held", "debounce_deliveries", "debounce_events")
+    __slots__ = ("name", "ack_floor", "delivered", "lag", "in_flight", "retries", "failures", "paused", "limits", "rate_waits", "rate_wait_ms", "rate_waiting", "debounce_held", "debounce_deliveries", "debounce_events", "latency")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
     DELIVERED_FIELD_NUMBER: _ClassVar[int]
@@ -28,6 +28,7 @@ class ProcessorStatus(_message.Message):
     DEBOUNCE_HELD_FIELD_NUMBER: _ClassVar[int]
     DEBOUNCE_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     DEBOUNCE_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_FIELD_NUMBER: _ClassVar[int]
     name: str
     ack_floor: int
     delivered: int
@@ -43,7 +44,20 @@ class ProcessorStatus(_message.Message):
     debounce_held: int
     debounce_deliveries: int
     debounce_events: int
-    def __init__(self, name: _Optional[str] = ..., ack_floor: _Optional[int] = ..., delivered: _Optional[int] = ..., lag: _Optional[int] = ..., in_flight: _Optional[int] = ..., retries: _Optional[int] = ..., failures: _Optional[int] = ..., paused: _Optional[bool] = ..., limits: _Optional[str] = ..., rate_waits: _Optional[int] = ..., rate_wait_ms: _Optional[int] = ..., rate_waiting: _Optional[int] = ..., debounce_held: _Optional[int] = ..., debounce_deliveries: _Optional[int] = ..., debounce_events: _Optional[int] = ...) -> None: ...
+    latency: DeliveryLatency
+    def __init__(self, name: _Optional[str] = ..., ack_floor: _Optional[int] = ..., delivered: _Optional[int] = ..., lag: _Optional[int] = ..., in_flight: _Optional[int] = ..., retries: _Optional[int] = ..., failures: _Optional[int] = ..., paused: _Optional[bool] = ..., limits: _Optional[str] = ..., rate_waits: _Optional[int] = ..., rate_wait_ms: _Optional[int] = ..., rate_waiting: _Optional[int] = ..., debounce_held: _Optional[int] = ..., debounce_deliveries: _Optional[int] = ..., debounce_events: _Optional[int] = ..., latency: _Optional[_Union[DeliveryLatency, _Mapping]] = ...) -> None: ...
+
+class DeliveryLatency(_message.Message):
+    __slots__ = ("p50_ms", "p99_ms", "count", "window_seconds")
+    P50_MS_FIELD_NUMBER: _ClassVar[int]
+    P99_MS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    p50_ms: float
+    p99_ms: float
+    count: int
+    window_seconds: float
+    def __init__(self, p50_ms: _Optional[float] = ..., p99_ms: _Optional[float] = ..., count: _Optional[int] = ..., window_seconds: _Optional[float] = ...) -> None: ...
 
 class ListProcessorsRequest(_message.Message):
     __slots__ = ()
