@@ -298,6 +298,7 @@ async function serve(
   const collections = openCollections(store.db, committer, registry, events, liveCauses);
   const clock = options.clock ?? systemClock;
   const cursors = cursorStatements(store.db);
+  const logReads = eventReads(store.db, events);
   const processors = new Processors({
     events,
     tail,
@@ -310,6 +311,7 @@ async function serve(
     reserve: (name) => hub.reserveFor(name),
     release: (session) => hub.release(session),
     stages,
+    readLog: store.db.readAsync && logReads.readWithin,
   });
   const timers = options.timers ?? systemTimers;
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
@@ -381,7 +383,7 @@ async function serve(
       dir: archiveConfig.dir,
       fileEvents: archiveConfig.file_events ?? 100_000,
       fileBytes: archiveConfig.file_bytes ?? 64 * 1024 * 1024,
-      reads: eventReads(store.db, events),
+      reads: logReads,
       head: () => committer.head,
       logger,
       writtenBy: `chronolog ${ownerVersion}`,
@@ -441,7 +443,7 @@ async function serve(
         LogService,
         logService({
           emitter,
-          events: readsWithTail(tail, eventReads(store.db, events)),
+          events: readsWithTail(tail, logReads),
           causes: causeReads(store.db),
           head,
           access: readAccess,

@@ -5,7 +5,7 @@ import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
 import type { CursorStatements } from "../store/cursors.js";
-import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
+import { storedBytes, type BudgetedRows, type EventRecord, type EventStatements } from "../store/events.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import type { ProcessorSpec } from "./declaration.js";
@@ -39,6 +39,8 @@ export interface EngineDeps {
   release(session: ExecutorSession): void;
   /** The owner's stage histograms: the engine observes its deliveries' stages in its processor's. */
   stages: Stages;
+  /** Where the log's reads are round trips (PostgreSQL): reads what the tail no longer holds without blocking the event loop (LogReader). */
+  readLog?: (afterSeq: number, limit: number, maxBytes: number, types: string[]) => Promise<BudgetedRows>;
 }
 
 /** How an executor's answer was taken. */
@@ -105,7 +107,7 @@ export class ProcessorEngine {
     this.times = new TryTimes(this.stages);
     this.latency = new RecentPercentiles(this.stages.latency);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
-    this.intake = new Intake({ ...deps, spec, floor: this.ackFloor, pump: () => this.pump() });
+    this.intake = new Intake({ ...deps, spec, floor: this.ackFloor, pump: () => this.pump(), wake: () => this.fill() });
   }
 
   /** The durable cursor as known in memory (saved by the next commit). */

@@ -6,7 +6,7 @@ import type { ProcessorSpec } from "./declaration.js";
 import type { AckFloor } from "./floor.js";
 import { KeyQueues } from "./key-limits.js";
 import { RateGate } from "./rate-gate.js";
-import { LogReader } from "./reader.js";
+import { LogReader, type ReaderDeps } from "./reader.js";
 
 /** What an {@link Intake} needs from its engine. */
 export interface IntakeDeps {
@@ -18,6 +18,9 @@ export interface IntakeDeps {
   head(): number;
   /** Hands out work (called when a rate's token or a debounced burst is due). */
   pump(): void;
+  /** As LogReader's: reads of the log without blocking, and who is told when one came. */
+  readLog?: ReaderDeps["readLog"];
+  wake?: () => void;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { LogTail } from "../log/tail.js";
-import { storedBytes, type EventRecord, type EventStatements } from "../store/events.js";
+import { storedBytes, type BudgetedRows, type EventRecord, type EventStatements } from "../store/events.js";
 import { takes, type ProcessorSpec } from "./declaration.js";
 import type { AckFloor } from "./floor.js";
 import type { KeyQueues } from "./key-limits.js";
@@ -23,6 +23,8 @@ const readChunk = 256;
 const readChunkBytes = 4 * 1024 * 1024;
 /** Chunks read in one go at most: a long look ahead goes on in a later turn of the event loop. */
 const chunksPerTurn = 16;
+/** How soon a read of the log that failed is tried again, ms (a lost connection ends the owner's lead meanwhile). */
+const retryReadMs = 200;
 
 /** What a {@link LogReader} needs from its engine. */
 export interface ReaderDeps {
@@ -37,6 +39,20 @@ export interface ReaderDeps {
   gather?: (event: EventRecord) => void;
   /** Events finished without a delivery (the declaration's `if_active`); `held`: they were counted in the held bytes. */
   passed(events: EventRecord[], held: boolean): void;
+  /**
+   * Where the log's reads are round trips (PostgreSQL: EventReads.readWithin), what is older than
+   * the tail is read with it, without blocking the event loop; else from `events`, at once.
+   */
+  readLog?: (afterSeq: number, limit: number, maxBytes: number, types: string[]) => Promise<BudgetedRows>;
+  /** Told when such a read brought a chunk (the engine reads on and hands out what it can). */
+  wake?: () => void;
+}
+
+/** A chunk read from the log after `after`, with the log's last durable seq when it was read. */
+interface Chunk {
+  after: number;
+  rows: BudgetedRows;
+  head: number;
 }
 
 /**
@@ -51,11 +67,17 @@ export class LogReader {
   /** Stored bytes of the events held (in the queues, in flight or waiting for a retry). */
   heldBytes = 0;
   private held = 0;
+  /** A chunk read without blocking, waiting to be taken; whether a read is out; resets so far (a read begun before one is dropped). */
+  private fetched: Chunk | undefined;
+  private fetching = false;
+  private resets = 0;
 
   constructor(private readonly deps: ReaderDeps) {}
 
   /** Restarts reading after `seq`, nothing held. */
   reset(seq: number): void {
+    this.resets++;
+    this.fetched = undefined;
     this.delivered = seq;
     this.heldBytes = 0;
     this.held = 0;
@@ -83,12 +105,11 @@ export class LogReader {
     const types = spec.on ? [...spec.on] : [];
     for (let chunks = 0; chunks < chunksPerTurn; chunks++) {
       if (this.held >= readAheadLimit || this.heldBytes >= processorReadAheadBytes || floor.pending >= lookAheadLimit) return more;
-      const head = this.deps.head();
-      if (this.delivered >= head) return more;
-      const chunk =
-        this.deps.tail.readWithin(this.delivered, readChunk, readChunkBytes, types) ??
-        this.deps.events.readWithin(this.delivered, readChunk, readChunkBytes, types);
-      const rows = chunk.events;
+      if (this.delivered >= this.deps.head()) return more;
+      const chunk = this.chunkAfter(this.delivered, types);
+      if (!chunk) return more; // being read without blocking: `wake` reads on
+      const { rows: read, head } = chunk;
+      const rows = read.events;
       for (const event of rows) {
         if (event.seq > head) break; // committed, not yet durable: read after its fsync
         this.delivered = event.seq;
@@ -108,9 +129,40 @@ export class LogReader {
           }
         }
       }
-      if (!chunk.cut || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
+      if (!read.cut || rows[rows.length - 1].seq > head) this.delivered = Math.max(this.delivered, head);
     }
     return true;
+  }
+
+  /**
+   * The next chunk after `after`: from the tail in memory, else read from the log (at once, or
+   * without blocking where reads are round trips: undefined then until it came). Its `head`: the
+   * log's last durable seq when it was read, all of which the read saw (a chunk not cut ends there).
+   */
+  private chunkAfter(after: number, types: string[]): Chunk | undefined {
+    const head = this.deps.head();
+    const inTail = this.deps.tail.readWithin(after, readChunk, readChunkBytes, types);
+    if (inTail) return { after, rows: inTail, head };
+    const readLog = this.deps.readLog;
+    if (!readLog) return { after, rows: this.deps.events.readWithin(after, readChunk, readChunkBytes, types), head };
+    const fetched = this.fetched;
+    this.fetched = undefined;
+    if (fetched?.after === after) return fetched;
+    if (this.fetching) return undefined;
+    this.fetching = true;
+    const resets = this.resets;
+    readLog(after, readChunk, readChunkBytes, types).then(
+      (rows) => {
+        this.fetching = false;
+        if (resets === this.resets) this.fetched = { after, rows, head };
+        this.deps.wake?.();
+      },
+      () => {
+        this.fetching = false;
+        setTimeout(() => this.deps.wake?.(), retryReadMs);
+      },
+    );
+    return undefined;
   }
 
   /**
