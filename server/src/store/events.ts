@@ -1,6 +1,7 @@
 import { dialectOf, type Db, type SqlStatement } from "./sql.js";
 import { jsonText, rememberJsonText } from "./json-text.js";
 import { limitedStatement } from "./limited.js";
+import { eventRoom } from "./postgres/event-room.js";
 
 /** An event as stored: `data` and `actor` parsed, times in ms since the epoch (UTC). */
 export interface EventRecord {
@@ -161,6 +162,8 @@ export function eventStatements(db: Db): EventStatements {
   const insert = db.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at, trace) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   // PostgreSQL: appends are held until the slice ends and inserted together (Db.deferInserts).
   const deferred = db.deferInserts?.("events", ["seq", "id", "type", "data", "cause", "actor", "at", "trace"], 1);
+  // PostgreSQL: the events table's partitions are made ahead of the appends (migration 0007).
+  const room = deferred && eventRoom(db);
   const byId = db.prepare("SELECT * FROM events WHERE id = ?");
   const byIds = "SELECT * FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
   const anyOfIds = "SELECT 1 FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
@@ -170,8 +173,10 @@ export function eventStatements(db: Db): EventStatements {
   const budgeted = dialectOf(db) === "postgres" ? pgBudgetedRows(db) : undefined;
   return {
     insert: deferred
-      ? (e: EventRecord): void =>
-          deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null])
+      ? (e: EventRecord): void => {
+          room?.before(e.seq);
+          deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null]);
+        }
       : (e: EventRecord): void => {
           insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null);
         },
