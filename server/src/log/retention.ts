@@ -5,6 +5,7 @@ import type { Committer } from "../store/committer.js";
 import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js";
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
+import { PartitionPlan, type ByType, type PartitionDrop } from "./partition-plan.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { keyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
@@ -95,6 +96,12 @@ export class LogRetention {
   private armed = false;
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
+  /** Events by type of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
+  private readonly partitionTypes = new Map<string, Map<string, number>>();
+  /** The running pass's plan of partitions (PostgreSQL); `surveying`: its rules only tally what they would remove; `filtering`: they leave waiting partitions alone. */
+  private plan: PartitionPlan | undefined;
+  private surveying = false;
+  private filtering = false;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
   held: Record<string, number> = {};
 
@@ -160,18 +167,41 @@ export class LogRetention {
       const snapshot = new HoldSnapshot(holds, statements, (collection) =>
         this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["_id"]).update(),
       );
-      for (const [rule, types] of rules) {
-        const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
-        for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
+      if (statements.partitions) {
+        this.plan = await PartitionPlan.start(statements.partitions, this.options.committer.head, this.partitionTypes);
+        this.surveying = true;
+        await this.passRules(rules, now, snapshot, { ...result, held: {} }, new Map());
+        this.surveying = false;
+        for (const drop of await this.plan.decide((type) => ripens(rules, type))) await this.dropPartition(drop, result);
       }
+      this.filtering = true;
+      await this.passRules(rules, now, snapshot, result, reasons);
+      this.filtering = false;
       if (maxBytes > 0 && stats.bytes > maxBytes) await this.passLogWide(snapshot, result, reasons);
       result.complete = true;
     } catch (e) {
       if (e === nothingToDo) result.complete = true;
       else if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
     }
+    this.plan = undefined;
+    this.surveying = false;
+    this.filtering = false;
     this.report(result, reasons);
     for (const listener of this.listeners) listener(result);
+  }
+
+  /** Every rule's candidates, type by type. */
+  private async passRules(
+    rules: Map<RetentionRule, string[]>,
+    now: number,
+    snapshot: HoldSnapshot,
+    result: RetentionPass,
+    reasons: Map<string, { reason: string; types: Set<string> }>,
+  ): Promise<void> {
+    for (const [rule, types] of rules) {
+      const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
+      for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
+    }
   }
 
   /** The rules that apply to the log's types now, each with its types. */
@@ -265,8 +295,10 @@ export class LogRetention {
   ): Promise<void> {
     if (this.stopped) throw stopping;
     const { committer } = this.options;
-    // The log's last event always stays: the head seq is read from it at start.
-    const weighed = candidates.filter((e) => e.seq < committer.head);
+    // The log's last event always stays: the head seq is read from it at start. Events of a
+    // waiting partition stay for its drop.
+    const plan = this.filtering ? this.plan : undefined;
+    const weighed = candidates.filter((e) => e.seq < committer.head && !plan?.waits(e.seq));
     if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
     // A turn for everything else; after a removal, a pause as long as its commit took: removal
     // takes at most about half of the committer's time and of the disk's writes.
@@ -283,6 +315,7 @@ export class LogRetention {
   ): Promise<void> {
     const { committer, statements, stats } = this.options;
     const holds = await snapshot.check(weighed);
+    if (this.surveying) return this.plan?.tally(weighed, holds);
     for (const [seq, hold] of holds) {
       result.held[hold.holder] = (result.held[hold.holder] ?? 0) + 1;
       const entry = reasons.get(hold.holder) ?? { reason: hold.reason, types: new Set<string>() };
@@ -303,13 +336,14 @@ export class LogRetention {
         statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
         result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
       });
+      this.plan?.removed(going.map((e) => e.seq));
       this.options.onRemoved?.(going[going.length - 1].seq);
       this.lastCommitMs = performance.now() - started;
       result.longestBatchMs = Math.max(result.longestBatchMs, this.lastCommitMs);
       result.batches++;
       result.removedEvents += going.length;
       result.removedBytes += bytes;
-      const byType = new Map<string, { events: number; bytes: number }>();
+      const byType: ByType = new Map();
       for (const e of going) {
         const entry = byType.get(e.type) ?? { events: 0, bytes: 0 };
         entry.events++;
@@ -318,6 +352,26 @@ export class LogRetention {
       }
       stats.removed(byType, await statements.firstSeq());
     }
+  }
+
+  /** Drops a partition every event of which may go, in one committer unit; then a pause as after a batch. */
+  private async dropPartition(drop: PartitionDrop, result: RetentionPass): Promise<void> {
+    if (this.stopped) throw stopping;
+    const { committer, statements, stats } = this.options;
+    const started = performance.now();
+    await committer.submit(() => {
+      const unitStarted = performance.now();
+      statements.partitions?.drop(drop.partition, drop.events, drop.bytes, this.options.removedIdsKept);
+      result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+    });
+    this.options.onRemoved?.(drop.partition.to - 1);
+    const took = performance.now() - started;
+    result.longestBatchMs = Math.max(result.longestBatchMs, took);
+    result.batches++;
+    result.removedEvents += drop.events;
+    result.removedBytes += drop.bytes;
+    if (drop.events > 0) stats.removed(drop.byType, await statements.firstSeq());
+    await new Promise((resolve) => setTimeout(resolve, Math.min(took, maxPauseMs)));
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
@@ -350,6 +404,13 @@ export class LogRetention {
       );
     this.warned = over;
   }
+}
+
+/** Whether an event of `type` that may not go yet will in time: its rule has an age, count or size limit, and no key. */
+function ripens(rules: Map<RetentionRule, string[]>, type: string): boolean {
+  for (const [rule, types] of rules)
+    if (types.includes(type)) return rule.latestPerKey === undefined && (rule.maxAgeMs > 0 || rule.maxCount > 0 || rule.maxBytes > 0);
+  return false;
 }
 
 /** Thrown inside a pass when the owner stops: ends it quietly. */

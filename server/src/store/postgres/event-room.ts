@@ -14,7 +14,6 @@ export interface EventRoom {
   before(seq: number): void;
 }
 
-
 const extentSql = "SELECT (SELECT COALESCE(MAX(to_seq), 1) FROM event_partitions) AS room, (SELECT span FROM event_partitioning WHERE id = 1) AS span";
 
 /** The events table's partitions on `db` (PostgreSQL). */
