@@ -1,7 +1,8 @@
 // Retention of the log under kill -9 (real `chronolog serve` processes): a removal is batches of
 // one transaction each, so an owner killed mid-removal leaves the log as before or after a batch
 // (every seq either in the log or among the removed, never both, the counts agreeing), and the
-// next owner resumes the removal. On SQLite the data file then shrinks (incremental vacuum).
+// next owner resumes the removal. On SQLite the data file then shrinks (incremental vacuum); on
+// PostgreSQL the events table is in partitions of 1,000 seqs here, and whole ones are dropped.
 //
 // @module-tag serial
 // @module-tag postgres
@@ -58,6 +59,12 @@ describe("log retention under kill -9", () => {
   it("leaves the log consistent when killed mid-removal, and the next owner finishes it", async () => {
     const dataDir = tempDir();
     const dbFile = join(dataDir, "chronolog.db");
+    if (onPostgres) {
+      // The log is empty: its first partition goes, the next ones hold 1,000 seqs each.
+      queryStore(dataDir, "UPDATE event_partitioning SET span = 1000");
+      queryStore(dataDir, "DROP TABLE events_1");
+      queryStore(dataDir, "DELETE FROM event_partitions");
+    }
     // 1. An owner without rules takes 20,000 events.
     let owner = await start(dataDir, config(dataDir));
     const client = () => createClient({ url: owner.url, token: admin.token });
@@ -96,6 +103,8 @@ describe("log retention under kill -9", () => {
     expectConsistent(dataDir, head);
     // An ad-hoc DELETE is still refused: retention's guarded removal is the one way out.
     expect(() => adHocDelete(dataDir)).toThrow(/the log is immutable/);
+    // PostgreSQL dropped whole partitions: every full one (the head's holds the notes kept).
+    if (onPostgres) expect(queryStore(dataDir, "SELECT from_seq FROM event_partitions WHERE to_seq <= ?", [head])).toEqual([]);
     // 4. SQLite returned the freed pages to the disk: the file is a fraction of what it was.
     if (!onPostgres) {
       const size = statSync(dbFile).size;

@@ -6,12 +6,16 @@
 // @module-tag postgres
 
 import { Code } from "@connectrpc/connect";
+import { readdirSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import type { RetentionPass } from "../server/src/log/retention.js";
+import { migratePostgres } from "../server/src/store/postgres/migrate.js";
+import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
 import { onPostgres, queryStore, startTestOwner, tempDir } from "./helpers/owner.js";
+import { databaseUrl } from "./helpers/postgres-server.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -138,5 +142,56 @@ describe.runIf(onPostgres)("the events table's partitions (PostgreSQL)", () => {
     expect(query("SELECT from_seq FROM event_partitions WHERE from_seq = 18001")).toHaveLength(0);
     const page = await client.log.readLog({ types: ["note.added"], pageSize: 1 });
     expect(Number(page.events[0].seq)).toBe(19_001);
+  });
+
+  it("converts an unpartitioned log (migration 0007): its events copied into partitions, read as before, appended after", async () => {
+    const serverUrl = process.env.CHRONOLOG_TEST_PG_URL ?? "";
+    const name = `t_unpartitioned_${process.pid}`;
+    const server = connectNative(serverUrl, "chronolog tests");
+    try {
+      server.querySync(`CREATE DATABASE ${name}`);
+    } finally {
+      endNative(server);
+    }
+    const url = databaseUrl(serverUrl, name);
+    const events = 100_000;
+    const pg = connectNative(url, "chronolog tests");
+    try {
+      // The schema as version 6 left it, and a log of 100,000 events, each the cause of the next.
+      const dir = new URL("../server/src/store/postgres/pg-migrations/", import.meta.url);
+      pg.querySync("CREATE TABLE chronolog_schema (version INTEGER NOT NULL)");
+      for (const file of readdirSync(dir)
+        .filter((f) => /^000[1-6]_/.test(f))
+        .sort())
+        pg.querySync(readFileSync(new URL(file, dir), "utf8"));
+      pg.querySync("INSERT INTO chronolog_schema (version) VALUES (6)");
+      pg.querySync(
+        `INSERT INTO events (seq, id, type, data, cause, actor, at)
+         SELECT g, 'e' || g, 'note.added', '{"text":"' || repeat('x', 200) || '"}', CASE WHEN g > 1 THEN 'e' || (g - 1) ELSE '' END, NULL, 1000 + g
+         FROM generate_series(1, $1::bigint) AS g`,
+        [String(events)],
+      );
+      const started = performance.now();
+      expect(migratePostgres(pg).from).toBe(6);
+      console.log(`migration 0007 converted ${events} events of ~250 bytes in ${Math.round(performance.now() - started)} ms`);
+      const partitions = pg.querySync("SELECT name, from_seq, to_seq FROM event_partitions").map((r) => [r.name, Number(r.from_seq), Number(r.to_seq)]);
+      expect(partitions).toEqual([["events_1", 1, 1_000_001]]);
+      expect(pg.querySync("SELECT relname FROM pg_class WHERE relname = 'events_unpartitioned'")).toEqual([]);
+    } finally {
+      endNative(pg);
+    }
+    const owner = await startTestOwner({ store: url, config: { principals: [admin] } });
+    cleanups.push(() => owner.close());
+    const client = createClient({ url: owner.url, token: admin.token });
+    await client.registerPlugin(notes);
+    expect((await client.log.getEvent({ id: "e77777" })).event?.seq).toBe(77_777n);
+    const effects = await client.log.readLog({ cause: "e77777" });
+    expect(effects.events.map((e) => e.id)).toEqual(["e77778"]);
+    const page = await client.log.readLog({ afterSeq: BigInt(events - 2) });
+    expect(page.events.map((e) => Number(e.seq))).toEqual([events - 1, events]);
+    const emitted = await client.emit("note.added", { i: 1 });
+    expect(emitted.event?.seq).toBe(BigInt(events + 1));
+    // An id already in the converted log is refused with other data: ids stay unique.
+    await expectConnectError(client.emit("note.added", { text: "y" }, { id: "e5" }), Code.AlreadyExists, /already in the log \(seq 5/);
   });
 });
