@@ -27,7 +27,7 @@ const admin = { name: "admin", token: "admin-token-0123456789", role: "admin" as
 const notes = { name: "notes", events: { "note.added": { allow: ["*"] }, "note.kept": { allow: ["*"] } } };
 
 /** An owner on a new database whose partitions hold `span` seqs each, with `retention` in its config. */
-async function start(span: number, retention?: object) {
+async function start(span: number, retention?: object, plugin: object = notes) {
   const dataDir = tempDir();
   // The log is empty: its first partition (of the default span) goes, the next ones are made with this one.
   queryStore(dataDir, "UPDATE event_partitioning SET span = ?", [span]);
@@ -44,7 +44,7 @@ async function start(span: number, retention?: object) {
   owner.logRetention.onPass((p) => passes.push(p));
   cleanups.push(() => owner.close());
   const client = createClient({ url: owner.url, token: admin.token });
-  await client.registerPlugin(notes);
+  await client.registerPlugin(plugin);
   const pass = async (): Promise<RetentionPass> => {
     passes = [];
     await owner.settled();
@@ -142,6 +142,26 @@ describe.runIf(onPostgres)("the events table's partitions (PostgreSQL)", () => {
     expect(query("SELECT from_seq FROM event_partitions WHERE from_seq = 18001")).toHaveLength(0);
     const page = await client.log.readLog({ types: ["note.added"], pageSize: 1 });
     expect(Number(page.events[0].seq)).toBe(19_001);
+  });
+
+  it("a processor behind keeps the partitions of what it has not finished; once it moved on they are dropped whole", async () => {
+    const plugin = { ...notes, processors: { reader: { on: ["note.added"] } } };
+    const { client, pass, query } = await start(100, { rules: [{ types: "note.added", max_count: 50 }] }, plugin);
+    await emitNotes(client, 1_000);
+    const partitions = () => query("SELECT from_seq FROM event_partitions WHERE from_seq < 1001 ORDER BY from_seq").map((r) => Number(r.from_seq));
+    const before = partitions();
+    expect(before).toEqual([1, 101, 201, 301, 401, 501, 601, 701, 801, 901]);
+    const held = await pass();
+    expect(held.removedEvents).toBe(0);
+    expect(held.held["processor:notes.reader"]).toBe(950);
+    expect(partitions()).toEqual(before);
+    // Its cursor at 500: the five partitions below it go whole, what it has not finished stays.
+    await client.admin.moveCursor({ processor: "notes.reader", to: { case: "ackFloor", value: 500n } });
+    const moved = await pass();
+    expect(moved.removedEvents).toBe(500);
+    expect(moved.held["processor:notes.reader"]).toBe(450);
+    expect(partitions()).toEqual(before.slice(5));
+    expect(Number(query("SELECT MIN(seq) AS seq FROM events")[0].seq)).toBe(501);
   });
 
   it("converts an unpartitioned log (migration 0007): its events copied into partitions, read as before, appended after", async () => {

@@ -31,8 +31,8 @@ interface Tally {
  * - **waiting** when none of its events is held and each one that may not go yet is of a type
  *   whose rule lets it go in time (by age, count or size): the rules then remove nothing from it
  *   row by row, and it is dropped once its last event may go;
- * - **pinned** otherwise (a holder keeps one of its events, or one is kept by its rule's key or
- *   by no rule): the rules remove its events row by row, as on SQLite, and it is dropped once
+ * - **pinned** otherwise (a holder keeps one of its events, or one is kept by a rule with a key
+ *   only, or by no rule): the rules remove its events row by row, as on SQLite, and it is dropped once
  *   empty.
  * The partition holding the head is removed from row by row.
  */
@@ -99,7 +99,7 @@ export class PartitionPlan {
   /**
    * After the survey: the partitions to drop, oldest first; the others waiting or pinned.
    * `ripens(type)`: an event of `type` that may not go yet will in time (its rule has an age,
-   * count or size limit and no key).
+   * count or size limit).
    */
   async decide(ripens: (type: string) => boolean): Promise<PartitionDrop[]> {
     const drops: PartitionDrop[] = [];

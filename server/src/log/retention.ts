@@ -406,10 +406,9 @@ export class LogRetention {
   }
 }
 
-/** Whether an event of `type` that may not go yet will in time: its rule has an age, count or size limit, and no key. */
+/** Whether an event of `type` that may not go yet will in time: its rule has an age, count or size limit (a key alone may keep an event forever). */
 function ripens(rules: Map<RetentionRule, string[]>, type: string): boolean {
-  for (const [rule, types] of rules)
-    if (types.includes(type)) return rule.latestPerKey === undefined && (rule.maxAgeMs > 0 || rule.maxCount > 0 || rule.maxBytes > 0);
+  for (const [rule, types] of rules) if (types.includes(type)) return rule.maxAgeMs > 0 || rule.maxCount > 0 || rule.maxBytes > 0;
   return false;
 }
 

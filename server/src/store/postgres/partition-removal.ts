@@ -21,8 +21,9 @@ export interface PartitionRemovalStatements {
    * Inside a committer unit: drops `partition` (every event left in it goes, its file back to the
    * disk) when it holds `events` events (else it throws: the unit writes nothing), keeping the ids and seqs of its newest `keepIds` events for GetEvent and forgetting the
    * oldest kept past that, as LogRemovalStatements.remove does, and counts `events` and `bytes`
-   * as removed. Waits at most a second for the table's lock (readers hold it for a statement
-   * each): the unit fails past that, and the next pass tries again.
+   * as removed. The DROP locks the events table until the batch commits (readers wait those few
+   * ms), and waits for that lock at most 200 ms (readers hold it a statement each), holding the
+   * committer meanwhile: the unit fails past that, and the next pass tries again.
    */
   drop(partition: EventPartition, events: number, bytes: number, keepIds: number): void;
 }
@@ -41,7 +42,7 @@ export function partitionRemovalStatements(db: Db): PartitionRemovalStatements {
   );
   const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
   const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ?, kept_ids = ? WHERE id = 1");
-  const lockTimeout = db.prepare("SELECT current_setting('lock_timeout') AS was, set_config('lock_timeout', '1s', true)");
+  const lockTimeout = db.prepare("SELECT current_setting('lock_timeout') AS was, set_config('lock_timeout', '200ms', true)");
   const restoreTimeout = db.prepare("SELECT set_config('lock_timeout', ?, true)");
   const unlist = db.prepare("DELETE FROM event_partitions WHERE from_seq = ?");
   return {
