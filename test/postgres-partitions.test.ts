@@ -16,10 +16,12 @@ import { createClient } from "../sdk/ts/src/client.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
 import { onPostgres, queryStore, startTestOwner, tempDir } from "./helpers/owner.js";
 import { databaseUrl } from "./helpers/postgres-server.js";
+import { closeTestStores, openTestStore, testEvent } from "./helpers/stores.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
+  await closeTestStores();
 });
 
 const MINUTE = 60_000;
@@ -102,6 +104,35 @@ describe.runIf(onPostgres)("the events table's partitions (PostgreSQL)", () => {
     // The log stays immutable in every partition.
     expect(() => query("DELETE FROM events WHERE seq = 150")).toThrow(/the log is immutable/);
     expect(() => query("TRUNCATE events_101")).toThrow(/the log is immutable/);
+  });
+
+  it("a unit undone with the partition it made leaves none; the next appends make it again", async () => {
+    const empty = await openTestStore("postgres");
+    empty.query("UPDATE event_partitioning SET span = 100");
+    empty.query("DROP TABLE events_1");
+    empty.query("DELETE FROM event_partitions");
+    const t = await empty.reopen();
+    const committer = t.committer();
+    const undone = committer.submit((tx) => {
+      for (let i = 0; i < 10; i++) tx.append(testEvent(`undone-${i}`));
+      throw new Error("undone");
+    });
+    await expect(undone).rejects.toThrow("undone");
+    expect(Number(t.query("SELECT COUNT(*) AS n FROM event_partitions")[0].n)).toBe(0);
+    // One unit kept and one undone in the same batch, then a batch across three partitions.
+    const kept = committer.submit((tx) => tx.append(testEvent("kept")));
+    const undoneToo = committer.submit((tx) => {
+      for (let i = 0; i < 120; i++) tx.append(testEvent(`undone-too-${i}`));
+      throw new Error("undone too");
+    });
+    await kept;
+    await expect(undoneToo).rejects.toThrow("undone too");
+    await committer.submit((tx) => {
+      for (let i = 0; i < 250; i++) tx.append(testEvent(`later-${i}`));
+    });
+    expect(Object.values(t.query("SELECT COUNT(*) AS n, MAX(seq) AS head FROM events")[0]).map(Number)).toEqual([251, 251]);
+    const partitions = t.query("SELECT from_seq FROM event_partitions ORDER BY from_seq").map((r) => Number(r.from_seq));
+    expect(partitions.slice(0, 3)).toEqual([1, 101, 201]);
   });
 
   it("retention drops whole partitions: the table's size on disk falls; what a rule lets go later waits for its partition", async () => {
