@@ -76,11 +76,14 @@ export interface RetentionPass {
  *   scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
  *   against the holds, and what may go is removed in one committer unit of its own, which also
  *   returns free pages to the disk on SQLite; a turn of the event loop between batches. Then the
- *   log-wide limit. A tick during a pass asks for one more after it.
+ *   log-wide limit. A tick during a pass asks for one more after it. On PostgreSQL the rules
+ *   first run as a survey that removes nothing, and the full partitions of the events table
+ *   every event of which may go are dropped whole, one committer unit each (partition-plan.ts);
+ *   the rules then leave alone the partitions that will go whole later.
  * - **stopped**: disarmed; a running pass ends after its current batch.
  *
  * Failure semantics: a batch is one transaction (its events, their tombstones and the counts go
- * together), so a crash leaves the log as before or after a batch, and the next pass resumes from
+ * together; a partition's drop is one too), so a crash leaves the log as before or after a batch, and the next pass resumes from
  * the log as it is. A failed batch is logged and ends the pass.
  */
 export class LogRetention {
