@@ -17,6 +17,8 @@ export const defaultRetentionBatchEvents = 100;
 export const defaultRemovedIdsKept = 1_000_000;
 /** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
 const maxReclaimPages = 128;
+/** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
+const idsPerUnit = 2_000;
 /** Longest pause between two removal batches, ms. */
 const maxPauseMs = 1_000;
 
@@ -357,23 +359,36 @@ export class LogRetention {
     }
   }
 
-  /** Drops a partition every event of which may go, in one committer unit; then a pause as after a batch. */
+  /**
+   * Drops a partition every event of which may go: first the ids of its newest events (as many
+   * as `removedIdsKept`) are kept, {@link idsPerUnit} a unit, then one unit drops it; after each
+   * unit a pause as after a batch.
+   */
   private async dropPartition(drop: PartitionDrop, result: RetentionPass): Promise<void> {
-    if (this.stopped) throw stopping;
-    const { committer, statements, stats } = this.options;
-    const started = performance.now();
-    await committer.submit(() => {
-      const unitStarted = performance.now();
-      statements.partitions?.drop(drop.partition, drop.events, drop.bytes, this.options.removedIdsKept);
-      result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
-    });
-    this.options.onRemoved?.(drop.partition.to - 1);
-    const took = performance.now() - started;
-    result.longestBatchMs = Math.max(result.longestBatchMs, took);
-    result.batches++;
+    const { statements, stats, removedIdsKept } = this.options;
+    const { from, to } = drop.partition;
+    if (removedIdsKept > 0)
+      for (let at = Math.max(from, to - removedIdsKept); at < to; at += idsPerUnit)
+        await this.unit(result, () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
+    await this.unit(result, () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
+    this.options.onRemoved?.(to - 1);
     result.removedEvents += drop.events;
     result.removedBytes += drop.bytes;
     if (drop.events > 0) stats.removed(drop.byType, await statements.firstSeq());
+  }
+
+  /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as long as it took. */
+  private async unit(result: RetentionPass, work: () => void): Promise<void> {
+    if (this.stopped) throw stopping;
+    const started = performance.now();
+    await this.options.committer.submit(() => {
+      const unitStarted = performance.now();
+      work();
+      result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+    });
+    const took = performance.now() - started;
+    result.longestBatchMs = Math.max(result.longestBatchMs, took);
+    result.batches++;
     await new Promise((resolve) => setTimeout(resolve, Math.min(took, maxPauseMs)));
   }
 

@@ -89,7 +89,9 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     data: row.data as string,
   });
   const spaceOf = sqlFor(db, { sqlite: "COALESCE(json_extract(actor, '$.in'), '')", postgres: "COALESCE(actor::jsonb->>'in', '')" });
-  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id, space) SELECT seq, id, ${spaceOf} FROM events WHERE seq IN ${seqList}`);
+  // PostgreSQL: a partition's drop under way may have kept some of these ids already (PartitionRemovalStatements.keepIds).
+  const keptAlready = sqlFor(db, { sqlite: "", postgres: " ON CONFLICT DO NOTHING" });
+  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id, space) SELECT seq, id, ${spaceOf} FROM events WHERE seq IN ${seqList}${keptAlready}`);
   const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
   const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
   const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
