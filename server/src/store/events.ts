@@ -165,8 +165,10 @@ export function eventStatements(db: Db): EventStatements {
   // PostgreSQL: the events table's partitions are made ahead of the appends (migration 0007).
   const room = deferred && eventRoom(db);
   const byId = db.prepare("SELECT * FROM events WHERE id = ?");
-  const byIds = "SELECT * FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
-  const anyOfIds = "SELECT 1 FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
+  // PostgreSQL: one index probe per id (and partition), whatever the statistics say: a plain
+  // `id IN (...)` may be planned as a hash join over a whole partition not analyzed yet.
+  const byIds = "SELECT e.* FROM jsonb_array_elements_text(?::jsonb) AS x(id) CROSS JOIN LATERAL (SELECT * FROM events WHERE id = x.id LIMIT 1) AS e";
+  const anyOfIds = "SELECT 1 FROM jsonb_array_elements_text(?::jsonb) AS x(id) CROSS JOIN LATERAL (SELECT 1 FROM events WHERE id = x.id LIMIT 1) AS e";
   const after = limitedStatement(db, "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
   const head = db.prepare("SELECT COALESCE(MAX(seq), 0) AS head FROM events");
   const firstAtOrAfter = db.prepare("SELECT MIN(seq) AS seq FROM events WHERE at >= ?");
