@@ -21,6 +21,8 @@ export interface Hold {
   /** `processor:<name>`, `failed_delivery:<name>`, `timer`, `action_call`, `document` or `cause`. */
   holder: string;
   reason: string;
+  /** A `cause` hold's kept effect: the seq of the event that names it as its cause. */
+  effect?: number;
 }
 
 /** The change type's collection and op, or undefined for another type. */
@@ -103,7 +105,7 @@ export class HoldSnapshot {
       if (!holds.has(e.seq)) {
         const kept = (effects.get(e.id) ?? []).find((seq) => !removing.has(seq));
         if (kept === undefined) removing.add(e.seq);
-        else holds.set(e.seq, { holder: "cause", reason: `kept event ${kept} names it as its cause` });
+        else holds.set(e.seq, { holder: "cause", reason: `kept event ${kept} names it as its cause`, effect: kept });
       }
     }
     return holds;

@@ -5,6 +5,7 @@ import type { Committer } from "../store/committer.js";
 import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js";
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
+import { PartitionPlan, type ByType, type PartitionDrop } from "./partition-plan.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
@@ -16,6 +17,8 @@ export const defaultRetentionBatchEvents = 100;
 export const defaultRemovedIdsKept = 1_000_000;
 /** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
 const maxReclaimPages = 128;
+/** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
+const idsPerUnit = 2_000;
 /** Longest pause between two removal batches, ms. */
 const maxPauseMs = 1_000;
 
@@ -85,11 +88,14 @@ export interface RetentionPass {
  *   scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
  *   against the holds, and what may go is removed in one committer unit of its own, which also
  *   returns free pages to the disk on SQLite; a turn of the event loop between batches. Then the
- *   log-wide limit. A tick during a pass asks for one more after it.
+ *   log-wide limit. A tick during a pass asks for one more after it. On PostgreSQL the rules
+ *   first run as a survey that removes nothing, and the full partitions of the events table
+ *   every event of which may go are dropped whole, one committer unit each (partition-plan.ts);
+ *   the rules then leave alone the partitions that will go whole later.
  * - **stopped**: disarmed; a running pass ends after its current batch.
  *
  * Failure semantics: a batch is one transaction (its events, their tombstones and the counts go
- * together), so a crash leaves the log as before or after a batch, and the next pass resumes from
+ * together; a partition's drop is one too), so a crash leaves the log as before or after a batch, and the next pass resumes from
  * the log as it is. A failed batch is logged and ends the pass.
  */
 export class LogRetention {
@@ -107,6 +113,12 @@ export class LogRetention {
   private archiveFailure: string | undefined;
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
+  /** Events by type of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
+  private readonly partitionTypes = new Map<string, Map<string, number>>();
+  /** The running pass's plan of partitions (PostgreSQL); `surveying`: its rules only tally what they would remove; `filtering`: they leave waiting partitions alone. */
+  private plan: PartitionPlan | undefined;
+  private surveying = false;
+  private filtering = false;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
   held: Record<string, number> = {};
 
@@ -173,18 +185,41 @@ export class LogRetention {
       const snapshot = new HoldSnapshot(holds, statements, (collection) =>
         this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["data", "_id"]).update(),
       );
-      for (const [rule, types] of rules) {
-        const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
-        for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
+      if (statements.partitions) {
+        this.plan = await PartitionPlan.start(statements.partitions, this.options.committer.head, this.partitionTypes);
+        this.surveying = true;
+        await this.passRules(rules, now, snapshot, { ...result, held: {} }, new Map());
+        this.surveying = false;
+        for (const drop of await this.plan.decide((type) => ripens(rules, type))) await this.dropPartition(drop, result);
       }
+      this.filtering = true;
+      await this.passRules(rules, now, snapshot, result, reasons);
+      this.filtering = false;
       if (maxBytes > 0 && stats.bytes > maxBytes) await this.passLogWide(snapshot, result, reasons);
       result.complete = true;
     } catch (e) {
       if (e === nothingToDo) result.complete = true;
       else if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
     }
+    this.plan = undefined;
+    this.surveying = false;
+    this.filtering = false;
     this.report(result, reasons);
     for (const listener of this.listeners) listener(result);
+  }
+
+  /** Every rule's candidates, type by type. */
+  private async passRules(
+    rules: Map<RetentionRule, string[]>,
+    now: number,
+    snapshot: HoldSnapshot,
+    result: RetentionPass,
+    reasons: Map<string, { reason: string; types: Set<string> }>,
+  ): Promise<void> {
+    for (const [rule, types] of rules) {
+      const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
+      for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
+    }
   }
 
   /** The rules that apply to the log's types now, each with its types. */
@@ -278,8 +313,10 @@ export class LogRetention {
   ): Promise<void> {
     if (this.stopped) throw stopping;
     const { committer } = this.options;
-    // The log's last event always stays: the head seq is read from it at start.
-    const weighed = candidates.filter((e) => e.seq < committer.head);
+    // The log's last event always stays: the head seq is read from it at start. Events of a
+    // waiting partition stay for its drop.
+    const plan = this.filtering ? this.plan : undefined;
+    const weighed = candidates.filter((e) => e.seq < committer.head && !plan?.waits(e.seq));
     if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
     // A turn for everything else; after a removal, a pause as long as its commit took: removal
     // takes at most about half of the committer's time and of the disk's writes.
@@ -296,6 +333,7 @@ export class LogRetention {
   ): Promise<void> {
     const { committer, statements, stats } = this.options;
     const holds = await snapshot.check(weighed);
+    if (this.surveying) return this.plan?.tally(weighed, holds);
     for (const [seq, hold] of holds) {
       result.held[hold.holder] = (result.held[hold.holder] ?? 0) + 1;
       const entry = reasons.get(hold.holder) ?? { reason: hold.reason, types: new Set<string>() };
@@ -317,13 +355,14 @@ export class LogRetention {
         statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
         result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
       });
+      this.plan?.removed(going.map((e) => e.seq));
       this.options.onRemoved?.(going[going.length - 1].seq);
       this.lastCommitMs = performance.now() - started;
       result.longestBatchMs = Math.max(result.longestBatchMs, this.lastCommitMs);
       result.batches++;
       result.removedEvents += going.length;
       result.removedBytes += bytes;
-      const byType = new Map<string, { events: number; bytes: number }>();
+      const byType: ByType = new Map();
       for (const e of going) {
         const entry = byType.get(e.type) ?? { events: 0, bytes: 0 };
         entry.events++;
@@ -334,17 +373,28 @@ export class LogRetention {
     }
   }
 
-  /** Of `going`, those the archive holds once brought through the last of them; the others are held back as `archive`. */
-  private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<ScannedEvent[]> {
-    const archive = this.options.archive!;
-    if (this.archiveFailure === undefined && going[going.length - 1].seq > archive.archivedSeq) {
+  /**
+   * Brings the archive, if there is one, through `seq` unless it failed in this pass; true when
+   * every event through `seq` is archived (or none need be).
+   */
+  private async archiveThrough(seq: number): Promise<boolean> {
+    const archive = this.options.archive;
+    if (!archive || seq <= archive.archivedSeq) return true;
+    if (this.archiveFailure === undefined) {
       try {
-        await archive.through(going[going.length - 1].seq);
+        await archive.through(seq);
       } catch (e) {
         this.archiveFailure = (e as Error).message;
         this.options.logger.error({ err: e }, "log archive: events could not be archived; retention keeps them until they are");
       }
     }
+    return seq <= archive.archivedSeq;
+  }
+
+  /** Of `going`, those the archive holds once brought through the last of them; the others are held back as `archive`. */
+  private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<ScannedEvent[]> {
+    const archive = this.options.archive!;
+    await this.archiveThrough(going[going.length - 1].seq);
     const unarchived = going.filter((e) => e.seq > archive.archivedSeq);
     if (unarchived.length > 0) {
       result.held.archive = (result.held.archive ?? 0) + unarchived.length;
@@ -356,6 +406,40 @@ export class LogRetention {
       reasons.set("archive", entry);
     }
     return going.filter((e) => e.seq <= archive.archivedSeq);
+  }
+
+  /**
+   * Drops a partition every event of which may go: first the ids of its newest events (as many
+   * as `removedIdsKept`) are kept, {@link idsPerUnit} a unit, then one unit drops it; after each
+   * unit a pause as after a batch.
+   */
+  private async dropPartition(drop: PartitionDrop, result: RetentionPass): Promise<void> {
+    const { statements, stats, removedIdsKept } = this.options;
+    const { from, to } = drop.partition;
+    if (!(await this.archiveThrough(to - 1))) return; // kept whole: the pass by rows holds its events as `archive`
+    if (removedIdsKept > 0)
+      for (let at = Math.max(from, to - removedIdsKept); at < to; at += idsPerUnit)
+        await this.unit(result, () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
+    await this.unit(result, () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
+    this.options.onRemoved?.(to - 1);
+    result.removedEvents += drop.events;
+    result.removedBytes += drop.bytes;
+    if (drop.events > 0) stats.removed(drop.byType, await statements.firstSeq());
+  }
+
+  /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as long as it took. */
+  private async unit(result: RetentionPass, work: () => void): Promise<void> {
+    if (this.stopped) throw stopping;
+    const started = performance.now();
+    await this.options.committer.submit(() => {
+      const unitStarted = performance.now();
+      work();
+      result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+    });
+    const took = performance.now() - started;
+    result.longestBatchMs = Math.max(result.longestBatchMs, took);
+    result.batches++;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(took, maxPauseMs)));
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
@@ -388,6 +472,12 @@ export class LogRetention {
       );
     this.warned = over;
   }
+}
+
+/** Whether an event of `type` that may not go yet will in time: its rule has an age, count or size limit (a key alone may keep an event forever). */
+function ripens(rules: Map<RetentionRule, string[]>, type: string): boolean {
+  for (const [rule, types] of rules) if (types.includes(type)) return rule.maxAgeMs > 0 || rule.maxCount > 0 || rule.maxBytes > 0;
+  return false;
 }
 
 /** Thrown inside a pass when the owner stops: ends it quietly. */

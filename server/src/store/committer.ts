@@ -441,9 +441,9 @@ export class Committer {
   }
 }
 
-/** The error of an insert whose seq is in the events table already (SQLite's or PostgreSQL's words). */
+/** The error of an insert whose seq is in the events table already (SQLite's or PostgreSQL's words: the key of the table or of one of its partitions). */
 function isSeqTaken(error: unknown): boolean {
-  return error instanceof Error && (error.message.includes("UNIQUE constraint failed: events.seq") || error.message.includes('"events_pkey"'));
+  return error instanceof Error && (error.message.includes("UNIQUE constraint failed: events.seq") || /"events(_\d+)?_pkey"/.test(error.message));
 }
 
 /**

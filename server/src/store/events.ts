@@ -1,6 +1,7 @@
 import { dialectOf, type Db, type SqlStatement } from "./sql.js";
 import { jsonText, rememberJsonText } from "./json-text.js";
 import { limitedStatement } from "./limited.js";
+import { eventRoom } from "./postgres/event-room.js";
 
 /** An event as stored: `data` and `actor` parsed, times in ms since the epoch (UTC). */
 export interface EventRecord {
@@ -161,17 +162,23 @@ export function eventStatements(db: Db): EventStatements {
   const insert = db.prepare("INSERT INTO events (seq, id, type, data, cause, actor, at, trace) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   // PostgreSQL: appends are held until the slice ends and inserted together (Db.deferInserts).
   const deferred = db.deferInserts?.("events", ["seq", "id", "type", "data", "cause", "actor", "at", "trace"], 1);
+  // PostgreSQL: the events table's partitions are made ahead of the appends (migration 0007).
+  const room = deferred && eventRoom(db);
   const byId = db.prepare("SELECT * FROM events WHERE id = ?");
-  const byIds = "SELECT * FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
-  const anyOfIds = "SELECT 1 FROM events WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
+  // PostgreSQL: one index probe per id (and partition), whatever the statistics say: a plain
+  // `id IN (...)` may be planned as a hash join over a whole partition not analyzed yet.
+  const byIds = "SELECT e.* FROM jsonb_array_elements_text(?::jsonb) AS x(id) CROSS JOIN LATERAL (SELECT * FROM events WHERE id = x.id LIMIT 1) AS e";
+  const anyOfIds = "SELECT 1 FROM jsonb_array_elements_text(?::jsonb) AS x(id) CROSS JOIN LATERAL (SELECT 1 FROM events WHERE id = x.id LIMIT 1) AS e";
   const after = limitedStatement(db, "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
   const head = db.prepare("SELECT COALESCE(MAX(seq), 0) AS head FROM events");
   const firstAtOrAfter = db.prepare("SELECT MIN(seq) AS seq FROM events WHERE at >= ?");
   const budgeted = dialectOf(db) === "postgres" ? pgBudgetedRows(db) : undefined;
   return {
     insert: deferred
-      ? (e: EventRecord): void =>
-          deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null])
+      ? (e: EventRecord): void => {
+          room?.before(e.seq);
+          deferred.add([e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null]);
+        }
       : (e: EventRecord): void => {
           insert.run(e.seq, e.id, e.type, jsonText(e.data), e.cause, e.actor === null ? null : JSON.stringify(e.actor), e.at, e.trace ?? null);
         },

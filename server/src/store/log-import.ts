@@ -90,6 +90,8 @@ export function postgresLogImport(pg: NativeClient): LogImport {
         refuseLiveLeader(pg);
         const { last } = extentOf(pg.querySync(extentSql)[0]);
         if (last !== after) throw headMoved(after, last);
+        // The events table's partitions (migration 0007) through the last seq, first.
+        if (events.length > 0) pg.querySync("SELECT chronolog_event_room($1)", [events[events.length - 1].seq]);
         const rows = new DeferredInserts("events", columns, 1);
         for (const e of events) rows.add(rowOf(e));
         for (const insert of rows.takeInserts()) pg.querySync(insert.text, insert.values);

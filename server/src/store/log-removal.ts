@@ -1,3 +1,6 @@
+import { partitionRemovalStatements, type PartitionRemovalStatements } from "./postgres/partition-removal.js";
+
+export type { EventPartition, PartitionRemovalStatements } from "./postgres/partition-removal.js";
 import { dialectOf, sqlFor, type Db } from "./sql.js";
 
 /** An event as a retention pass weighs it. */
@@ -53,6 +56,8 @@ export interface LogRemovalStatements {
    * 1,000 per call: a lowered limit is reached over a few batches).
    */
   remove(seqs: number[], removedBytes: number, keepIds: number): void;
+  /** PostgreSQL's: the events table's partitions, which retention drops whole (migration 0007). */
+  partitions?: PartitionRemovalStatements;
   /** Inside a committer unit: returns up to `pages` free pages to the disk (SQLite with incremental vacuum; elsewhere nothing). Returns how many were free before. */
   reclaim(pages: number): number;
 }
@@ -84,7 +89,9 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     data: row.data as string,
   });
   const spaceOf = sqlFor(db, { sqlite: "COALESCE(json_extract(actor, '$.in'), '')", postgres: "COALESCE(actor::jsonb->>'in', '')" });
-  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id, space) SELECT seq, id, ${spaceOf} FROM events WHERE seq IN ${seqList}`);
+  // PostgreSQL: a partition's drop under way may have kept some of these ids already (PartitionRemovalStatements.keepIds).
+  const keptAlready = sqlFor(db, { sqlite: "", postgres: " ON CONFLICT DO NOTHING" });
+  const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id, space) SELECT seq, id, ${spaceOf} FROM events WHERE seq IN ${seqList}${keptAlready}`);
   const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
   const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
   const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
@@ -96,6 +103,7 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       : { open: db.prepare("SELECT set_config('chronolog.removing', 'on', true)"), close: db.prepare("SELECT set_config('chronolog.removing', 'off', true)") };
   const incremental = dialect === "sqlite" && Number((db.prepare("PRAGMA auto_vacuum").get() as { auto_vacuum: number }).auto_vacuum) === 2;
   return {
+    ...(dialect === "postgres" && { partitions: partitionRemovalStatements(db) }),
     async scanType(type, afterSeq, limit) {
       const rows = await read(`SELECT ${columns} FROM events WHERE type = ? AND seq > ? ORDER BY seq LIMIT ?`, [type, afterSeq, limit]);
       return rows.map(toScanned);

@@ -82,6 +82,9 @@ export function copySqliteToPostgres(sqlite: SqliteDb, pg: NativeClient): Record
     refuseLiveLeader(pg);
     if (Number(pg.querySync("SELECT count(*) AS n FROM events")[0].n) > 0)
       throw new Error("the database holds events already: copy into a new, empty database");
+    // The events table's partitions (migration 0007) through the last seq, first.
+    const { head } = sqlite.prepare("SELECT COALESCE(MAX(seq), 0) AS head FROM events").get() as { head: number };
+    pg.querySync("SELECT chronolog_event_room($1)", [head]);
     for (const { name, columns } of tables) {
       // The same multi-row INSERTs as appended events: rows held, sent in chunks.
       const rows = new DeferredInserts(name, columns, 0);

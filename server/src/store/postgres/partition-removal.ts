@@ -1,0 +1,86 @@
+import type { Db } from "../sql.js";
+
+/** A partition of the events table (migration 0007): seqs in [`from`, `to`). */
+export interface EventPartition {
+  name: string;
+  from: number;
+  to: number;
+}
+
+/**
+ * What retention does with the events table's partitions on PostgreSQL (log/partition-plan.ts):
+ * reads outside the committer, on a connection of their own; {@link keepIds} and {@link drop}
+ * only inside a committer unit.
+ */
+export interface PartitionRemovalStatements {
+  /** The partitions, oldest first. */
+  list(): Promise<EventPartition[]>;
+  /** Events by type in `partition`. */
+  typeCounts(partition: EventPartition): Promise<Map<string, number>>;
+  /**
+   * Inside a committer unit, before a partition's drop: keeps the ids, seqs and spaces of its
+   * events with seq in [`fromSeq`, `toSeq`) for GetEvent (those kept already stay as they are),
+   * and forgets the oldest kept past `keepIds`, as LogRemovalStatements.remove does. Until the
+   * drop commits, those events are in the log and among the removed ids both; GetEvent finds
+   * them in the log first.
+   */
+  keepIds(fromSeq: number, toSeq: number, keepIds: number): void;
+  /**
+   * Inside a committer unit: drops `partition` (every event left in it goes, its file back to the
+   * disk) when it holds `events` events (else it throws: the unit writes nothing), and counts
+   * `events` and `bytes` as removed. The DROP locks the events table until the batch commits
+   * (readers wait those few ms), and waits for that lock at most 200 ms (readers hold it a
+   * statement each), holding the committer meanwhile: the unit fails past that, and the next
+   * pass tries again.
+   */
+  drop(partition: EventPartition, events: number, bytes: number): void;
+}
+
+const partitionName = /^events_\d+$/;
+
+/** The partition statements on `db` (PostgreSQL, migration 0007). */
+export function partitionRemovalStatements(db: Db): PartitionRemovalStatements {
+  const read = async (sql: string, params: unknown[]) =>
+    (db.readAsync ? await db.readAsync(sql, params) : db.prepare(sql).all(...params)) as Record<string, unknown>[];
+  const left = db.prepare("SELECT COUNT(*) AS n FROM events WHERE seq >= ? AND seq < ?");
+  const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
+  const keep = db.prepare(
+    `INSERT INTO removed_events (seq, id, space)
+     SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq >= ? AND seq < ? ON CONFLICT DO NOTHING`,
+  );
+  const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
+  const setKept = db.prepare("UPDATE log_retention SET kept_ids = ? WHERE id = 1");
+  const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ? WHERE id = 1");
+  const lockTimeout = db.prepare("SELECT current_setting('lock_timeout') AS was, set_config('lock_timeout', '200ms', true)");
+  const restoreTimeout = db.prepare("SELECT set_config('lock_timeout', ?, true)");
+  const unlist = db.prepare("DELETE FROM event_partitions WHERE from_seq = ?");
+  return {
+    async list() {
+      const rows = await read("SELECT name, from_seq, to_seq FROM event_partitions ORDER BY from_seq", []);
+      return rows.map((r) => ({ name: r.name as string, from: Number(r.from_seq), to: Number(r.to_seq) }));
+    },
+    async typeCounts(partition) {
+      const rows = await read("SELECT type, COUNT(*) AS n FROM events WHERE seq >= ? AND seq < ? GROUP BY type", [partition.from, partition.to]);
+      return new Map(rows.map((r) => [r.type as string, Number(r.n)]));
+    },
+    keepIds(fromSeq, toSeq, keepIds) {
+      let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
+      const added = keep.run(fromSeq, toSeq).changes;
+      kept += added;
+      const over = Math.min(kept - keepIds, 10 * added + 1_000);
+      if (over > 0) kept -= forgetOldest.run(over).changes;
+      setKept.run(kept);
+    },
+    drop(partition, events, bytes) {
+      if (!partitionName.test(partition.name)) throw new Error(`not a partition of the events table: ${JSON.stringify(partition.name)}`);
+      // What retention weighed is what the partition holds (events only ever leave a full one): else it stays.
+      const n = Number((left.get(partition.from, partition.to) as { n: number | string }).n);
+      if (n !== events) throw new Error(`partition ${partition.name} holds ${n} events, not the ${events} retention weighed: it stays`);
+      count.run(events, bytes);
+      const { was } = lockTimeout.get() as { was: string };
+      db.prepare(`DROP TABLE ${partition.name}`).run();
+      restoreTimeout.get(was);
+      unlist.run(partition.from);
+    },
+  };
+}
