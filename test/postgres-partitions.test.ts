@@ -6,7 +6,8 @@
 // @module-tag postgres
 
 import { Code } from "@connectrpc/connect";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import type { RetentionPass } from "../server/src/log/retention.js";
@@ -193,6 +194,26 @@ describe.runIf(onPostgres)("the events table's partitions (PostgreSQL)", () => {
     expect(moved.held["processor:notes.reader"]).toBe(450);
     expect(partitions()).toEqual(before.slice(5));
     expect(Number(query("SELECT MIN(seq) AS seq FROM events")[0].seq)).toBe(501);
+  });
+
+  it("with an archive, a partition is dropped only once its events are archived; an archive that cannot be written keeps them all", async () => {
+    const blocked = join(tempDir(), "blocked");
+    writeFileSync(blocked, "a file where the archive's folder should be");
+    const stuck = await start(100, { rules: [{ types: "note.added", max_count: 50 }], archive: { dir: blocked } });
+    await emitNotes(stuck.client, 1_000);
+    const kept = await stuck.pass();
+    expect(kept.removedEvents).toBe(0);
+    expect(kept.held.archive).toBe(950);
+    expect(Number(stuck.query("SELECT COUNT(*) AS n FROM events")[0].n)).toBe(1_000);
+
+    const dir = join(tempDir(), "archive");
+    const { client, pass, query } = await start(100, { rules: [{ types: "note.added", max_count: 50 }], archive: { dir, file_events: 300 } });
+    await emitNotes(client, 1_000);
+    const result = await pass();
+    expect(result.removedEvents).toBe(950);
+    expect(Number(query("SELECT MIN(seq) AS seq FROM events")[0].seq)).toBe(951);
+    const manifest = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as { to: number };
+    expect(manifest.to).toBeGreaterThanOrEqual(950);
   });
 
   it("converts an unpartitioned log (migration 0007): its events copied into partitions, read as before, appended after", async () => {
