@@ -51,6 +51,19 @@ describe("token buckets per key (fake clock)", () => {
     expect([rates.take("a"), rates.take("a"), rates.take("a"), rates.take("a")]).toEqual([0, 0, 0, 100]);
   });
 
+  it("emptied at a moment (a restarted owner's processor): every key's bucket fills from then, up to its burst", () => {
+    let now = 5_000;
+    const rates = new KeyRates(spec, () => now);
+    expect(rates.take("a")).toBe(0);
+    rates.emptiedAt(5_000);
+    expect([rates.take("a"), rates.take("b")]).toEqual([100, 100]);
+    now = 5_250;
+    expect([rates.take("a"), rates.take("a"), rates.take("a")]).toEqual([0, 0, 50]);
+    expect([rates.take("c"), rates.take("c"), rates.take("c")]).toEqual([0, 0, 50]);
+    now = 60_000;
+    expect([rates.take("d"), rates.take("d"), rates.take("d"), rates.take("d")]).toEqual([0, 0, 0, 100]);
+  });
+
   it("reserve: each call books the next token in turn; a refund gives one back", () => {
     const now = 0;
     const rates = new KeyRates({ ...spec, burst: 1 }, () => now);

@@ -60,6 +60,8 @@ const sweepAt = 10_000;
  */
 export class KeyRates {
   private readonly buckets = new Map<string, Bucket>();
+  /** When every key's bucket was taken to be empty ({@link emptiedAt}); undefined: a key's first bucket is full. */
+  private emptied: number | undefined;
   /** Work that waited for a token so far, ms in all, and how many pieces. */
   waitedMs = 0;
   waits = 0;
@@ -109,6 +111,16 @@ export class KeyRates {
     bucket.tokens -= 1;
   }
 
+  /**
+   * Takes every key's bucket to have been empty at `atMs` (a restarted owner's processor, whose
+   * starts before the restart are not known): each fills from then, so the rate holds across the
+   * restart, at the cost of the first start of a key waiting for its first token.
+   */
+  emptiedAt(atMs: number): void {
+    this.emptied = atMs;
+    this.buckets.clear();
+  }
+
   /** Counts a wait for a token that ended (for the metrics). */
   waited(ms: number): void {
     this.waitedMs += ms;
@@ -120,7 +132,8 @@ export class KeyRates {
     let bucket = this.buckets.get(key);
     if (!bucket) {
       if (this.buckets.size >= sweepAt) this.sweep(now);
-      bucket = { tokens: this.spec.burst, at: now };
+      const tokens = this.emptied === undefined ? this.spec.burst : Math.min(this.spec.burst, ((now - this.emptied) * this.spec.limit) / this.spec.periodMs);
+      bucket = { tokens: Math.max(0, tokens), at: now };
       this.buckets.set(key, bucket);
       return bucket;
     }

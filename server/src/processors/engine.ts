@@ -154,6 +154,7 @@ export class ProcessorEngine {
     if (saved) {
       this.ackFloor.reset(saved.ackFloor);
       this.pausedFlag = saved.paused;
+      this.intake.rate?.rates.emptiedAt(this.deps.clock.now()); // it ran before: what it started then is not known, so its rate starts from empty
     } else {
       const start = this.spec.start;
       const floor = start.kind === "beginning" ? 0 : start.kind === "after" ? start.seq : this.deps.head();
