@@ -8,7 +8,7 @@ import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { PluginService, type PluginManifest } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
-import { CallRetention, defaultCallRetentionMs, openActions } from "./actions/index.js";
+import { type CallRetention, openActions } from "./actions/index.js";
 import { localAdmin } from "./auth/principal.js";
 import { ReadAccess } from "./auth/read-access.js";
 import { Authenticator } from "./auth/tokens.js";
@@ -52,15 +52,12 @@ import type { Store } from "./store/store.js";
 import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements } from "./store/events.js";
 import { streamReads, streamStatements } from "./store/streams.js";
-import { defaultTimerRetentionMs, openTime, Pulses, TimerRetention, type LatenessHistogram } from "./time/index.js";
-import { retentionMetrics, retentionMsOfDays } from "./store/sweep.js";
+import { openTime, Pulses, type LatenessHistogram, type TimerRetention } from "./time/index.js";
 import { logRemovalStatements } from "./store/log-removal.js";
 import { LogStats, logStatsMetrics } from "./log/log-stats.js";
-import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention, logRetentionMetrics } from "./log/retention.js";
-import { configRetentionRules } from "./log/retention-rules.js";
-import { RetentionArchive, retentionArchiveMetrics } from "./archive/retention-archive.js";
+import type { LogRetention } from "./log/retention.js";
+import { openRetention } from "./retention.js";
 import { Stages } from "./stages.js";
-import { ownerVersion } from "./version.js";
 
 /** Options of {@link startOwner}. */
 export interface OwnerOptions {
@@ -356,65 +353,26 @@ async function serve(
       yield* actions.rateWaits();
     },
   });
-  const timerRetention = new TimerRetention({
+  const retention = openRetention({
     db: store.db,
+    events,
     committer,
     clock,
     timers,
     logger,
-    retentionMs: options.timerRetentionMs ?? retentionMsOfDays(config?.timers?.retention_days, defaultTimerRetentionMs),
+    config,
+    timerRetentionMs: options.timerRetentionMs,
+    callRetentionMs: options.callRetentionMs,
     chunkRows: options.timerRetentionChunkRows,
+    removal,
+    logStats,
+    plugins: registry,
+    processors,
+    cursors,
+    tail,
+    metrics: metrics.registry,
   });
-  const callRetention = new CallRetention({
-    db: store.db,
-    committer,
-    clock,
-    timers,
-    logger,
-    retentionMs: options.callRetentionMs ?? retentionMsOfDays(config?.actions?.call_retention_days, defaultCallRetentionMs),
-    chunkRows: options.timerRetentionChunkRows,
-  });
-  retentionMetrics(metrics.registry, timerRetention, callRetention);
-  const retentionConfig = config?.log?.retention;
-  const archiveConfig = retentionConfig?.archive;
-  const logArchive =
-    archiveConfig &&
-    new RetentionArchive({
-      dir: archiveConfig.dir,
-      fileEvents: archiveConfig.file_events ?? 100_000,
-      fileBytes: archiveConfig.file_bytes ?? 64 * 1024 * 1024,
-      reads: logReads,
-      head: () => committer.head,
-      logger,
-      writtenBy: `chronolog ${ownerVersion}`,
-    });
-  const logRetention = new LogRetention({
-    statements: removal,
-    stats: logStats,
-    committer,
-    clock,
-    timers,
-    logger,
-    configRules: configRetentionRules(retentionConfig),
-    ownRules: (type) => registry.retentionRules(type),
-    pluginRules: () => registry.list().some((p) => p.compiled.retention.length > 0),
-    holds: {
-      processors: () => processors.list().map((p) => ({ name: p.spec.name, on: p.spec.on, floor: p.floor })),
-      failed: () => cursors.failed(),
-      collections: () => registry.eventCollections(),
-    },
-    onRemoved: (seq) => tail.forgetThrough(seq),
-    maxBytes: retentionConfig?.max_bytes ?? 0,
-    warnBytes: retentionConfig?.warn_bytes ?? Math.floor((retentionConfig?.max_bytes ?? 0) * 0.8),
-    intervalMs: retentionConfig?.interval_ms ?? defaultRetentionIntervalMs,
-    batchEvents: retentionConfig?.batch_events ?? defaultRetentionBatchEvents,
-    removedIdsKept: retentionConfig?.removed_ids_kept ?? defaultRemovedIdsKept,
-    archive: logArchive,
-  });
-  if (logArchive) retentionArchiveMetrics(metrics.registry, logArchive, () => logRetention.held.archive ?? 0);
-  registry.onChange(() => logRetention.sync());
   logStatsMetrics(metrics.registry, logStats);
-  logRetentionMetrics(metrics.registry, logRetention);
   if (leadership) leadership.registerMetrics(metrics.registry);
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
   if (store.asyncReads) storeAsyncReadMetrics(metrics.registry, store.asyncReads);
@@ -475,9 +433,7 @@ async function serve(
   });
   await time.start();
   pulses.start();
-  timerRetention.start();
-  callRetention.start();
-  logRetention.start();
+  retention.start();
   logger.info(
     {
       host: options.host,
@@ -497,14 +453,14 @@ async function serve(
     port: listener.port,
     lateness: time.lateness,
     pulses,
-    timerRetention,
-    callRetention,
-    logRetention,
+    timerRetention: retention.timerRetention,
+    callRetention: retention.callRetention,
+    logRetention: retention.logRetention,
     settled: () => committer.submit(() => undefined),
     async close() {
       time.stop();
       pulses.stop();
-      await Promise.all([timerRetention.stop(), callRetention.stop(), logRetention.stop(), logStats.stop()]);
+      await Promise.all([retention.stop(), logStats.stop()]);
       const graceMs = options.shutdownGraceMs ?? shutdownGraceMs;
       logger.info({ graceMs }, `owner stopping: running deliveries and action calls get up to ${graceMs} ms to finish`);
       // Deliveries and invocations share the grace; executors' streams stay open for their answers meanwhile.

@@ -1,11 +1,10 @@
-import { tracing } from "../tracing/tracer.js";
-import { deliverySpan, endTry, settleDelivery, spanTrace } from "../tracing/messaging.js";
+import { settleDelivery } from "../tracing/messaging.js";
 import type { Clock } from "../clock.js";
 import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
 import type { CursorStatements } from "../store/cursors.js";
-import { storedBytes, type BudgetedRows, type EventRecord, type EventStatements } from "../store/events.js";
+import type { BudgetedRows, EventRecord, EventStatements } from "../store/events.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import type { ProcessorSpec } from "./declaration.js";
@@ -13,8 +12,8 @@ import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } f
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
 import { RecentPercentiles } from "../recent-percentiles.js";
-import { Deadlines } from "./deadlines.js";
-import { TryTimes, type ProcessorStages, type Stages } from "../stages.js";
+import { Tries } from "./tries.js";
+import type { ProcessorStages, Stages } from "../stages.js";
 import { AckFloor } from "./floor.js";
 import { Intake } from "./intake.js";
 import type { RateGate } from "./rate-gate.js";
@@ -77,22 +76,11 @@ export class ProcessorEngine {
   /** A look ahead goes on in a later turn of the event loop. */
   private reading = false;
   private readonly attempts = new Map<number, Attempt>();
-  private readonly byDelivery = new Map<string, Try>();
-  /**
-   * Tries sent since the engine started: the last part of a delivery id. The event's seq and
-   * attempt alone repeat when a try of the event is still running as it is sent again (a cursor
-   * moved back, a redelivery): the earlier try's ack would then answer the later one.
-   */
-  private triesSent = 0;
+  /** The tries sent and not answered yet: their ack deadlines, and their grace once timed out or superseded. */
+  private readonly tries: Tries;
   private readonly ready: Attempt[] = [];
   private readonly isolation: Isolation;
   private readonly stages: ProcessorStages;
-  /** The instants of the tries in flight (committed, written), for the delivery stages. */
-  private readonly times: TryTimes;
-  /** performance.now() minus the owner's clock, read at most once per pump (for an event the log's tail no longer holds); NaN until then. */
-  private clockOffset = Number.NaN;
-  /** The running tries' ack deadlines, under one timer. */
-  private readonly deadlines = new Deadlines<Try>((t) => this.ackTimedOut(t));
   /** Its delivery latency (committed → first answer) over about the last minute, for ListProcessors. */
   readonly latency: RecentPercentiles;
   retries = 0;
@@ -104,7 +92,22 @@ export class ProcessorEngine {
   ) {
     this.isolation = new Isolation(spec.name, deps.reserve, deps.release);
     this.stages = deps.stages.processor(spec.name);
-    this.times = new TryTimes(this.stages);
+    this.tries = new Tries({
+      spec,
+      clock: deps.clock,
+      tail: deps.tail,
+      debounced: (seq) => this.intake.debounced(seq),
+      stages: this.stages,
+      isolation: this.isolation,
+      timedOut: (t, error) => {
+        tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
+        this.advance(t.attempt);
+      },
+      abandoned: (t) => {
+        this.advance(t.attempt);
+        this.pump();
+      },
+    });
     this.latency = new RecentPercentiles(this.stages.latency);
     this.ackFloor = new AckFloor({ processor: spec.name, committer: deps.committer, cursors: deps.cursors, logger: deps.logger, stages: this.stages });
     this.intake = new Intake({ ...deps, spec, floor: this.ackFloor, pump: () => this.pump(), wake: () => this.fill() });
@@ -185,7 +188,7 @@ export class ProcessorEngine {
   /** Sends ready work to executors with free credits, up to the processor's concurrency. */
   pump(): void {
     if (this.stopped || this.pausedFlag) return;
-    this.clockOffset = Number.NaN;
+    this.tries.round();
     const alone = this.isolation.next();
     if (alone) {
       alone.attempt.queued = false;
@@ -222,16 +225,16 @@ export class ProcessorEngine {
    */
   ack(session: ExecutorSession, deliveryId: string, ok: boolean, error: string, terminal: boolean, at: number): AckVerdict {
     const match = takeAnswer(session, deliveryId);
-    const t = this.byDelivery.get(deliveryId);
+    const t = this.tries.get(deliveryId);
     if (!t || t.session !== session) return match === "unknown" ? "unknown" : "stale";
-    this.times.answered(t.slot, at);
+    this.tries.answered(t, at);
     const attempt = t.attempt;
     const running = t.state === "running";
     if (t.span) {
       settleDelivery(t.span, this.spec.name, ok ? "ok" : terminal ? "terminal_error" : "error", error);
       t.span = undefined;
     }
-    this.drop(t);
+    this.tries.drop(t);
     if (ok) attempt.outcome = { ok: true };
     else if (running) tryFailed(attempt, this.spec.retryDelaysMs, error || "error", terminal, true);
     this.advance(attempt, at);
@@ -240,9 +243,9 @@ export class ProcessorEngine {
 
   /** Extends a running delivery's ack deadline by `extendMs` (default: the ack timeout); not one that timed out. */
   progress(session: ExecutorSession, deliveryId: string, extendMs: number): boolean {
-    const t = this.byDelivery.get(deliveryId);
+    const t = this.tries.get(deliveryId);
     if (!t || t.session !== session || t.state !== "running") return false;
-    this.armAckTimeout(t, extendMs || this.spec.ackTimeoutMs);
+    this.tries.extend(t, extendMs || this.spec.ackTimeoutMs);
     return true;
   }
 
@@ -254,10 +257,9 @@ export class ProcessorEngine {
   sessionGone(session: ExecutorSession): void {
     const inFlight = session.live;
     this.isolation.sessionGone(session);
-    for (const t of [...this.byDelivery.values()]) {
-      if (t.session !== session) continue;
+    for (const t of this.tries.on(session)) {
       const running = t.state === "running";
-      this.drop(t);
+      this.tries.drop(t);
       if (running && inFlight > 1) {
         tryFailed(
           t.attempt,
@@ -290,7 +292,7 @@ export class ProcessorEngine {
     this.stopped = true;
     this.intake.stop();
     const deadline = this.deps.clock.now() + graceMs;
-    while ([...this.byDelivery.values()].some((t) => t.state !== "abandoned") && this.deps.clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (this.tries.waiting && this.deps.clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     this.forgetAttempts();
     await this.deps.committer.submit((tx) => this.deps.cursors.save(this.spec.name, this.ackFloor.value, tx.now));
   }
@@ -371,133 +373,15 @@ export class ProcessorEngine {
   /** Drops every attempt and try (their timers too), and ends a reservation. */
   private forgetAttempts(): void {
     for (const attempt of this.attempts.values()) if (attempt.timer) clearTimeout(attempt.timer);
-    this.deadlines.clear();
-    for (const t of this.byDelivery.values()) {
-      if (t.timer) clearTimeout(t.timer);
-      t.slot = -1;
-    }
-    this.times.clear();
+    this.tries.clear();
     this.attempts.clear();
-    this.byDelivery.clear();
     this.ready.length = 0;
     this.isolation.clear();
   }
 
   /** Sends the event's next try to `session`. */
   private send(attempt: Attempt, session: ExecutorSession): Try {
-    attempt.attempt++;
-    const first = attempt.attempt === 1 && !this.redelivering.has(attempt.event.seq);
-    const slot = this.times.take(first ? this.committedAt(attempt.event) : Number.NaN);
-    const t: Try = {
-      deliveryId: `${this.spec.name}/${attempt.event.seq}/${attempt.attempt}/${++this.triesSent}`,
-      attempt,
-      session,
-      state: "running",
-      timer: null,
-      deadlineMs: 0,
-      ackWithinMs: 0,
-      dueAt: 0,
-      prevDue: null,
-      nextDue: null,
-      due: false,
-      slot,
-      times: this.times,
-    };
-    attempt.current = t;
-    attempt.tries.add(t);
-    session.inFlight.add(t.deliveryId);
-    this.byDelivery.set(t.deliveryId, t);
-    this.armAckTimeout(t, this.spec.ackTimeoutMs);
-    const { event, key } = attempt;
-    if (tracing.on) t.span = deliverySpan(this.spec.name, event, attempt.attempt);
-    session.deliver(
-      {
-        deliveryId: t.deliveryId,
-        processor: this.spec.name,
-        event,
-        attempt: attempt.attempt,
-        deadlineMs: this.deps.clock.now() + this.spec.ackTimeoutMs,
-        key: key.startsWith("#") ? "" : key,
-        debounced: this.intake.debounced(event.seq),
-        timed: t,
-        trace: t.span ? spanTrace(t.span) : event.trace,
-      },
-      storedBytes(event),
-    );
-    return t;
-  }
-
-  /**
-   * When `event`'s commit became durable (performance.now() ms): as the log's tail noted it, or
-   * for an event it no longer holds (a backlog, or one committed before the owner started) from
-   * its commit time on the owner's clock, to the millisecond.
-   */
-  private committedAt(event: EventRecord): number {
-    const durableAt = this.deps.tail.durableAtOf(event.seq);
-    if (durableAt !== undefined) return durableAt;
-    if (Number.isNaN(this.clockOffset)) this.clockOffset = performance.now() - this.deps.clock.now();
-    return event.at + this.clockOffset;
-  }
-
-  private armAckTimeout(t: Try, ms: number): void {
-    t.deadlineMs = this.deps.clock.now() + ms;
-    t.ackWithinMs = ms;
-    this.deadlines.set(t, ms);
-  }
-
-  /** A running try's ack deadline passed. */
-  private ackTimedOut(t: Try): void {
-    const error = `not acknowledged within ${t.ackWithinMs} ms`;
-    if (t.span) t.span.addEvent("ack timeout", { "chronolog.error": error });
-    // The executor keeps the credit until it answers: the handler may still run.
-    this.linger(t, error);
-    tryFailed(t.attempt, this.spec.retryDelaysMs, error, false, true);
-    this.advance(t.attempt);
-  }
-
-  /**
-   * Tells `t`'s executor to cancel it (`reason`) and waits for its answer until the processor's
-   * grace after its ack deadline (a try superseded before its deadline keeps the rest of it);
-   * then stops waiting (abandoned: an OK ack still counts until the event ends).
-   */
-  private linger(t: Try, reason: string): void {
-    this.deadlines.remove(t);
-    if (t.timer) clearTimeout(t.timer);
-    t.timer = null;
-    if (t.attempt.current === t) t.attempt.current = null;
-    t.session.send({ message: { case: "cancelDelivery", value: { deliveryId: t.deliveryId, reason } } });
-    t.state = "lingering";
-    const waitMs = Math.max(0, t.deadlineMs - this.deps.clock.now()) + this.spec.timeoutGraceMs;
-    if (waitMs === 0) return this.abandon(t);
-    t.timer = setTimeout(() => {
-      t.timer = null;
-      this.abandon(t);
-      this.advance(t.attempt);
-      this.pump();
-    }, waitMs);
-  }
-
-  private abandon(t: Try): void {
-    t.state = "abandoned";
-    if (t.session.inFlight.has(t.deliveryId)) t.session.abandoned.add(t.deliveryId);
-    this.isolation.ended(t);
-  }
-
-  /** Forgets a try: answered, lost with its session, or its event ended. */
-  private drop(t: Try): void {
-    if (t.span) {
-      endTry(t.span, t.state === "running" ? "lost" : "timeout");
-      t.span = undefined;
-    }
-    this.deadlines.remove(t);
-    if (t.timer) clearTimeout(t.timer);
-    t.timer = null;
-    this.byDelivery.delete(t.deliveryId);
-    if (t.slot >= 0) this.times.release(t.slot);
-    t.slot = -1;
-    t.attempt.tries.delete(t);
-    if (t.attempt.current === t) t.attempt.current = null;
-    this.isolation.ended(t);
+    return this.tries.send(attempt, session, this.redelivering.has(attempt.event.seq));
   }
 
   /**
@@ -509,7 +393,7 @@ export class ProcessorEngine {
   private advance(attempt: Attempt, at?: number): void {
     if (attempt.ending) return;
     if (attempt.outcome?.ok) {
-      if (attempt.current) this.linger(attempt.current, "the event was finished by another try");
+      if (attempt.current) this.tries.linger(attempt.current, "the event was finished by another try");
       this.unschedule(attempt);
       if (!lingers(attempt)) this.finish(attempt, true, at);
       return;
@@ -532,7 +416,7 @@ export class ProcessorEngine {
 
   /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record); `at`: now, when the caller read it. */
   private finish(attempt: Attempt, succeeded: boolean, at = performance.now()): void {
-    for (const t of [...attempt.tries]) this.drop(t);
+    for (const t of [...attempt.tries]) this.tries.drop(t);
     this.unschedule(attempt);
     const seq = attempt.event.seq;
     this.attempts.delete(seq);
@@ -570,7 +454,7 @@ export class ProcessorEngine {
   private giveUp(attempt: Attempt, error: string): void {
     this.failures++;
     attempt.ending = true;
-    for (const t of [...attempt.tries]) this.drop(t); // from now on a late ack is stale
+    for (const t of [...attempt.tries]) this.tries.drop(t); // from now on a late ack is stale
     const { event } = attempt;
     const data = { processor: this.spec.name, event: failedEvent(event), error, attempts: attempt.attempt };
     this.deps.committer
