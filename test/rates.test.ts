@@ -2,12 +2,13 @@
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../server/src/clock.js";
 import { KeyRates } from "../server/src/flow/rate.js";
 import { keyPath } from "../server/src/log/key-path.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { runExecutor } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { startTestOwner, tempDir } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -105,6 +106,30 @@ describe("rates through executors", () => {
     expect(quiet.at).toBeLessThan(busy[busy.length - 1].at);
     expect(await metric(url, 'chronolog_rate_waits_total{kind="processor",name="rated.work"}')).toBeGreaterThanOrEqual(5);
     expect(await metric(url, 'chronolog_rate_wait_seconds_total{kind="processor",name="rated.work"}')).toBeGreaterThan(0.3);
+  });
+
+  it("a processor's rate holds across an owner's restart: the restarted owner's buckets start empty, not full (fake clock)", async () => {
+    const dataDir = tempDir();
+    const clock = new ManualClock(Date.UTC(2026, 2, 2, 12));
+    const done: number[] = [];
+    const plugin = definePlugin({
+      name: "rated",
+      events: { "job.queued": { allow: ["*"] } },
+      processors: { work: { on: "job.queued", rate: { limit: 10, periodMs: 1_000, burst: 5 }, start: "beginning", run: () => void done.push(clock.now()) } },
+    });
+    const first = await startTestOwner({ dataDir, clock, shutdownGraceMs: 200 });
+    await createClient({ url: first.url }).registerPlugin(manifestOf(plugin));
+    await first.close(); // the processor ran here (its cursor is saved)
+    const again = await startTestOwner({ dataDir, clock, shutdownGraceMs: 200 });
+    cleanups.push(() => again.close());
+    await createClient({ url: again.url }).emitBatch(Array.from({ length: 6 }, (_, n) => ({ type: "job.queued", data: { n } })));
+    await executor(again.url, plugin);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a full bucket would have let 5 go at once
+    expect(done).toEqual([]);
+    clock.advance(1_000); // 10 tokens' time: the bucket holds its burst of 5
+    await until(() => done.length === 5, "a burst's worth handled", 20_000);
+    clock.advance(100);
+    await until(() => done.length === 6, "the sixth, a token later", 20_000);
   });
 
   it("an action's calls past its rate wait in turn; a call that cannot wait long enough is UNAVAILABLE at once", async () => {
