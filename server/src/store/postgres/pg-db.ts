@@ -377,9 +377,14 @@ export class PgDb implements Db {
     this.batch.answer({ text: sql });
   }
 
-  /** Checks the reader's connection with a round trip ({@link onLost} hears of a broken one). */
+  /**
+   * Checks that the database answers with a round trip ({@link onLost} hears of a broken
+   * connection): on the `async` connection where there is one, so the check never blocks the event
+   * loop (a PostgreSQL restart breaks every connection of the owner, that one too).
+   */
   probe(): void {
-    withState(this.reader, () => this.reader.querySync("SELECT 1"), this.onLost);
+    if (this.asyncReader) void this.asyncReader.read("SELECT 1", []).catch(() => undefined); // a loss is told to onLost by the reader
+    else withState(this.reader, () => this.reader.querySync("SELECT 1"), this.onLost);
   }
 
   close(): void {
