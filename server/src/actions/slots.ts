@@ -54,7 +54,7 @@ export class CallSlots {
     }
     const key = limits.keyOf({ input });
     if (slots.waiting.length === 0 && fits(slots, limits, key)) return Promise.resolve(this.take(action, slots, limits, key));
-    if (waitMs <= 0) return Promise.reject(full(action, slots, key, 0));
+    if (waitMs <= 0) return Promise.reject(full(action, slots, limits, key, 0));
     const all = slots;
     return new Promise((resolve, reject) => {
       const waiter: SlotWaiter = {
@@ -65,7 +65,7 @@ export class CallSlots {
         signal,
         timer: setTimeout(() => {
           this.remove(all, waiter);
-          reject(full(action, all, key, waitMs));
+          reject(full(action, all, limits, key, waitMs));
         }, waitMs),
         onAbort: () => {
           this.remove(all, waiter);
@@ -167,8 +167,15 @@ function settle(waiter: SlotWaiter): void {
   waiter.signal?.removeEventListener("abort", waiter.onAbort);
 }
 
-function full(action: string, slots: ActionSlots, key: string | null, waitedMs: number): ChronologError {
+/** Why a call found no slot: the action's total is taken, or its key's limit (or others wait before it). */
+function full(action: string, slots: ActionSlots, limits: ActionConcurrency, key: string | null, waitedMs: number): ChronologError {
   const waited = waitedMs > 0 ? ` (waited ${waitedMs} ms)` : "";
-  const which = key !== null && (slots.byKey.get(key) ?? 0) > 0 ? `of key ${JSON.stringify(key)} ` : "";
-  return new ChronologError("unavailable", `action ${action} has as many calls ${which}in flight as its concurrency limit allows${waited}`, [], { action });
+  const ofKey = key === null ? 0 : (slots.byKey.get(key) ?? 0);
+  const why =
+    slots.running >= limits.total
+      ? `has as many calls in flight as its total allows (${limits.total})`
+      : key !== null && ofKey >= limits.limit
+        ? `has as many calls of key ${JSON.stringify(key)} in flight as its limit per key allows (${limits.limit})`
+        : `has calls waiting for a concurrency slot before this one`;
+  return new ChronologError("unavailable", `action ${action} ${why}${waited}`, [], { action });
 }

@@ -17,7 +17,8 @@ export function limitsText(decl: ProcessorDeclaration | ActionDeclaration): stri
   const parts: string[] = [];
   const c = decl.concurrencyLimit;
   if (c) {
-    const words = [c.key ? `${c.limit || 1} per ${c.key}` : `${c.limit || "no bound"} in flight`];
+    const key = c.key || ("key" in decl ? decl.key : ""); // a processor's concurrency without a key of its own is by the processor's key
+    const words = [key ? `${c.limit || 1} per ${key}` : `${c.limit || "no bound"} in flight`];
     if (c.total) words.push(`${c.total} in all`);
     if (c.ifActive && c.ifActive !== "queue") words.push(`if active: ${c.ifActive}`);
     const weights = Object.entries(c.weights ?? {});
