@@ -383,7 +383,8 @@ export class PgDb implements Db {
    * loop (a PostgreSQL restart breaks every connection of the owner, that one too).
    */
   probe(): void {
-    if (this.asyncReader) void this.asyncReader.read("SELECT 1", []).catch(() => undefined); // a loss is told to onLost by the reader
+    if (this.asyncReader)
+      void this.asyncReader.read("SELECT 1", []).catch(() => undefined); // a loss is told to onLost by the reader
     else withState(this.reader, () => this.reader.querySync("SELECT 1"), this.onLost);
   }
 
