@@ -247,4 +247,43 @@ describe("automatic archiving", () => {
     expect(readdirSync(dir).sort()).toEqual([...theirs.files.map((f) => f.name), "manifest.json"].sort());
     expect(await metric("chronolog_log_archive_lag_events")).toBe(18);
   });
+
+  it("takes its own archive back after a restart when the archive's last event was removed, by the id the log recorded", async () => {
+    const dir = join(tempDir(), "archive");
+    const first = await start({ dir, file_events: 4 });
+    await emitNotes(first.client, 6);
+    expect((await first.pass()).removedEvents).toBe(4);
+    await first.close();
+    const written = manifestOf(dir);
+    const last = written.files[written.files.length - 1];
+    expect(rowsOf(first.owner.dataDir).some((r) => Number(r.seq) === last.lastSeq)).toBe(false);
+    const again = await start({ dir, file_events: 4 }, first.owner.dataDir);
+    await emitNotes(again.client, 4);
+    const next = await again.pass();
+    expect(next.removedEvents).toBe(4);
+    expect(next.held).toEqual({});
+    expect(manifestOf(dir).files.slice(0, written.files.length)).toEqual(written.files);
+  });
+
+  it("refuses another log's archive whose last event's seq this log removed, by the id it recorded", async () => {
+    const theirsDir = join(tempDir(), "archive");
+    const other = await start({ dir: theirsDir, file_events: 4 });
+    await emitNotes(other.client, 6);
+    expect((await other.pass()).removedEvents).toBe(4);
+    await other.close();
+    const theirs = manifestOf(theirsDir);
+    const lastSeq = theirs.files[theirs.files.length - 1].lastSeq;
+    // This log removes past that seq into an archive of its own, then is given the other's folder.
+    const first = await start({ dir: join(tempDir(), "archive"), file_events: 4 });
+    await emitNotes(first.client, 8);
+    expect((await first.pass()).removedEvents).toBe(6);
+    await first.close();
+    expect(rowsOf(first.owner.dataDir).some((r) => Number(r.seq) <= lastSeq)).toBe(false);
+    const again = await start({ dir: theirsDir, file_events: 4 }, first.owner.dataDir);
+    await emitNotes(again.client, 4);
+    const result = await again.pass();
+    expect(result.removedEvents).toBe(0);
+    expect(result.held).toEqual({ archive: 4 });
+    expect(manifestOf(theirsDir)).toEqual(theirs);
+  });
 });
