@@ -6,7 +6,7 @@
 // @module-tag serial
 // @module-tag postgres
 
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Manifest } from "../server/src/archive/manifest.js";
@@ -55,6 +55,14 @@ async function start(archive: NonNullable<NonNullable<OwnerConfig["log"]>["reten
   };
   return { owner, client, pass, metric, close };
 }
+
+/** Emits `count` `note.added` events of about 300 bytes each, in batches. */
+async function emitNotes(client: ReturnType<typeof createClient>, count: number): Promise<void> {
+  for (let at = 0; at < count; at += 500)
+    await client.emitBatch(Array.from({ length: Math.min(500, count - at) }, (_, k) => ({ type: "note.added", data: { i: at + k, text: "x".repeat(300) } })));
+}
+
+const manifestOf = (dir: string) => JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as Manifest;
 
 /** Every column of every event of the store of `dataDir`, in seq order, as stored. */
 const rowsOf = (dataDir: string) => queryStore(dataDir, "SELECT seq, id, type, data, cause, actor, at FROM events ORDER BY seq");
@@ -118,6 +126,8 @@ describe("automatic archiving", () => {
     const strays = ["events-0000000000000900-0000000000000901.ndjson.gz", `part-${written.files.length}.partial`];
     for (const name of strays) writeFileSync(join(dir, name), "half");
     const again = await start({ dir, file_events: 4 }, first.owner.dataDir);
+    // The archive's seq is known from the start, not 0 until a pass writes.
+    expect(await again.metric("chronolog_log_archived_seq")).toBe(written.to);
     for (let i = 6; i < 12; i++) await again.client.emit("note.added", { i });
     await again.client.emit("note.pinned", {});
     const all = rowsOf(again.owner.dataDir);
@@ -148,5 +158,132 @@ describe("automatic archiving", () => {
     expect(await metric("chronolog_log_archive_lag_events")).toBe(4);
     expect(await metric("chronolog_log_archived_seq")).toBe(0);
     expect(rowsOf(owner.dataDir)).toEqual(before);
+  });
+
+  it("holds removal back when a file cannot be written past its first chunk, and goes on once it can", async () => {
+    const dir = join(tempDir(), "archive");
+    const { client, pass, metric, owner } = await start({ dir, file_events: 100_000 });
+    await emitNotes(client, 3);
+    expect((await pass()).removedEvents).toBe(1);
+    const written = manifestOf(dir);
+    // The next file's temporary name is taken by a folder: opening it fails while more than one
+    // chunk of lines (256 KiB) waits for gzip to drain.
+    const blocker = join(dir, `part-${written.files.length}.partial`);
+    mkdirSync(blocker);
+    await emitNotes(client, 3000);
+    const before = rowsOf(owner.dataDir);
+    const failed = await pass();
+    // The two kept at the last pass were archived then; none of the new ones is removed.
+    expect(failed.removedEvents).toBe(2);
+    expect(failed.held).toEqual({ archive: 2998 });
+    expect(await metric("chronolog_log_archive_lag_events")).toBe(2998);
+    expect(await metric("chronolog_log_archived_seq")).toBe(written.to);
+    expect(rowsOf(owner.dataDir)).toEqual(before.filter((r) => Number(r.seq) > written.to));
+    expect(manifestOf(dir)).toEqual(written);
+    // The owner still serves, and the next pass, the folder fixed, archives and removes.
+    await client.emit("note.pinned", {});
+    rmdirSync(blocker);
+    const next = await pass();
+    expect(next.removedEvents).toBe(2998);
+    expect(next.held).toEqual({});
+    expect(await metric("chronolog_log_archive_lag_events")).toBe(0);
+    expect(manifestOf(dir).to).toBeGreaterThanOrEqual(Number(before[before.length - 3].seq));
+    expect(readdirSync(dir).sort()).toEqual([...manifestOf(dir).files.map((f) => f.name), "manifest.json"].sort());
+  });
+
+  it("goes on at the next pass after a write that failed and left its temporary file", async () => {
+    const dir = join(tempDir(), "archive");
+    const { client, pass, metric } = await start({ dir, file_events: 4 });
+    await emitNotes(client, 3);
+    expect((await pass()).removedEvents).toBe(1);
+    const written = manifestOf(dir);
+    // What a write that failed mid-file left: the next write's temporary name is taken.
+    writeFileSync(join(dir, `part-${written.files.length}.partial`), "half");
+    await emitNotes(client, 6);
+    const failed = await pass();
+    expect(failed.removedEvents).toBe(2); // archived at the last pass
+    expect(failed.held).toEqual({ archive: 4 });
+    expect(manifestOf(dir)).toEqual(written);
+    const next = await pass();
+    expect(next.removedEvents).toBe(4);
+    expect(next.held).toEqual({});
+    const grown = manifestOf(dir);
+    expect(grown.files.slice(0, written.files.length)).toEqual(written.files);
+    expect(await metric("chronolog_log_archived_seq")).toBe(grown.to);
+    expect(readdirSync(dir).sort()).toEqual([...grown.files.map((f) => f.name), "manifest.json"].sort());
+  });
+
+  it("uses a folder it refused once the stray file is removed, without a restart", async () => {
+    const dir = join(tempDir(), "archive");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "notes.txt"), "not an archive's");
+    const { client, pass, metric } = await start({ dir, file_events: 4 });
+    await emitNotes(client, 6);
+    expect((await pass()).held).toEqual({ archive: 4 });
+    expect(await metric("chronolog_log_archived_seq")).toBe(0);
+    rmSync(join(dir, "notes.txt"));
+    const next = await pass();
+    expect(next.removedEvents).toBe(4);
+    expect(next.held).toEqual({});
+    expect(await metric("chronolog_log_archived_seq")).toBe(manifestOf(dir).to);
+  });
+
+  it("refuses another log's archive, even one that ends before this log's head", async () => {
+    const dir = join(tempDir(), "archive");
+    const other = await start({ dir, file_events: 4 });
+    await emitNotes(other.client, 6);
+    expect((await other.pass()).removedEvents).toBe(4);
+    await other.close();
+    const theirs = manifestOf(dir);
+    const { client, pass, metric, owner } = await start({ dir, file_events: 4 });
+    await emitNotes(client, 20);
+    const before = rowsOf(owner.dataDir);
+    expect(before.length).toBeGreaterThan(theirs.to);
+    const result = await pass();
+    expect(result.removedEvents).toBe(0);
+    expect(result.held).toEqual({ archive: 18 });
+    expect(rowsOf(owner.dataDir)).toEqual(before);
+    expect(manifestOf(dir)).toEqual(theirs);
+    expect(readdirSync(dir).sort()).toEqual([...theirs.files.map((f) => f.name), "manifest.json"].sort());
+    expect(await metric("chronolog_log_archive_lag_events")).toBe(18);
+  });
+
+  it("takes its own archive back after a restart when the archive's last event was removed, by the id the log recorded", async () => {
+    const dir = join(tempDir(), "archive");
+    const first = await start({ dir, file_events: 4 });
+    await emitNotes(first.client, 6);
+    expect((await first.pass()).removedEvents).toBe(4);
+    await first.close();
+    const written = manifestOf(dir);
+    const last = written.files[written.files.length - 1];
+    expect(rowsOf(first.owner.dataDir).some((r) => Number(r.seq) === last.lastSeq)).toBe(false);
+    const again = await start({ dir, file_events: 4 }, first.owner.dataDir);
+    await emitNotes(again.client, 4);
+    const next = await again.pass();
+    expect(next.removedEvents).toBe(4);
+    expect(next.held).toEqual({});
+    expect(manifestOf(dir).files.slice(0, written.files.length)).toEqual(written.files);
+  });
+
+  it("refuses another log's archive whose last event's seq this log removed, by the id it recorded", async () => {
+    const theirsDir = join(tempDir(), "archive");
+    const other = await start({ dir: theirsDir, file_events: 4 });
+    await emitNotes(other.client, 6);
+    expect((await other.pass()).removedEvents).toBe(4);
+    await other.close();
+    const theirs = manifestOf(theirsDir);
+    const lastSeq = theirs.files[theirs.files.length - 1].lastSeq;
+    // This log removes past that seq into an archive of its own, then is given the other's folder.
+    const first = await start({ dir: join(tempDir(), "archive"), file_events: 4 });
+    await emitNotes(first.client, 8);
+    expect((await first.pass()).removedEvents).toBe(6);
+    await first.close();
+    expect(rowsOf(first.owner.dataDir).some((r) => Number(r.seq) <= lastSeq)).toBe(false);
+    const again = await start({ dir: theirsDir, file_events: 4 }, first.owner.dataDir);
+    await emitNotes(again.client, 4);
+    const result = await again.pass();
+    expect(result.removedEvents).toBe(0);
+    expect(result.held).toEqual({ archive: 4 });
+    expect(manifestOf(theirsDir)).toEqual(theirs);
   });
 });

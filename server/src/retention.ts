@@ -98,6 +98,7 @@ export function openRetention(deps: RetentionDeps): OwnerRetention {
       fileEvents: archiveConfig.file_events ?? 100_000,
       fileBytes: archiveConfig.file_bytes ?? 64 * 1024 * 1024,
       reads: eventReads(deps.db, deps.events),
+      removedIdAt: (seq) => deps.removal.removedAt(seq),
       head: () => deps.committer.head,
       logger: deps.logger,
       writtenBy: `chronolog ${ownerVersion}`,

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { createWriteStream, mkdirSync, readdirSync } from "node:fs";
+import { once } from "node:events";
 import { open, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform } from "node:stream";
@@ -87,20 +88,28 @@ export async function writeArchiveFiles(
 ): Promise<ArchiveFile[]> {
   const files: ArchiveFile[] = [];
   let writer: FileWriter | undefined;
-  for await (const events of pages) {
-    for (const event of events) {
-      writer ??= FileWriter.open(folder, firstIndex + files.length);
-      await writer.write(event, archivedLine(event));
-      if (writer.events >= options.fileEvents || writer.rawBytes >= options.fileBytes) {
-        files.push(await writer.close());
-        options.onFile?.(files[files.length - 1]);
-        writer = undefined;
+  try {
+    for await (const events of pages) {
+      for (const event of events) {
+        writer ??= FileWriter.open(folder, firstIndex + files.length);
+        await writer.write(event, archivedLine(event));
+        if (writer.events >= options.fileEvents || writer.rawBytes >= options.fileBytes) {
+          const file = await writer.close();
+          writer = undefined;
+          files.push(file);
+          options.onFile?.(file);
+        }
       }
     }
-  }
-  if (writer) {
-    files.push(await writer.close());
-    options.onFile?.(files[files.length - 1]);
+    if (writer) {
+      const file = await writer.close();
+      writer = undefined;
+      files.push(file);
+      options.onFile?.(file);
+    }
+  } catch (e) {
+    await writer?.abort();
+    throw e;
   }
   return files;
 }
@@ -130,7 +139,11 @@ function prepareFolder(folder: string): void {
   if (entries.length > 0) throw new Error(`the archive folder ${folder} is not empty (${entries.length} entries): export into a new or empty folder`);
 }
 
-/** One archive file being written: lines through gzip, hashed as compressed, into a temporary file. */
+/**
+ * One archive file being written: lines through gzip, hashed as compressed, into a temporary file.
+ * A failure of the file's stream (a full disk, a missing permission) rejects the write or close
+ * under way or the next one, never unhandled.
+ */
 class FileWriter {
   events = 0;
   /** NDJSON bytes before compression. */
@@ -145,6 +158,7 @@ class FileWriter {
   private readonly hash = createHash("sha256");
   private readonly gzip: Gzip = createGzip();
   private readonly done: Promise<void>;
+  private failure: Error | undefined;
 
   private constructor(
     private readonly folder: string,
@@ -158,6 +172,10 @@ class FileWriter {
       },
     });
     this.done = pipeline(this.gzip, tap, createWriteStream(partial, { flags: "wx" }));
+    // Handled here, so never unhandled; the next flush or close rethrows it.
+    this.done.catch((e: Error) => {
+      this.failure = e;
+    });
   }
 
   static open(folder: string, index: number): FileWriter {
@@ -183,7 +201,16 @@ class FileWriter {
     const chunk = this.pending.join("");
     this.pending = [];
     this.pendingBytes = 0;
-    if (!this.gzip.write(chunk)) await new Promise((resolve) => this.gzip.once("drain", resolve));
+    if (this.failure) throw this.failure;
+    // Waiting for drain ends too when the stream fails (it never drains then).
+    if (!this.gzip.write(chunk)) await Promise.race([once(this.gzip, "drain"), this.done]);
+  }
+
+  /** Gives the file up after a failure: its stream destroyed, its temporary file removed. */
+  async abort(): Promise<void> {
+    this.gzip.destroy();
+    await this.done.catch(() => {});
+    await rm(this.partial, { force: true }).catch(() => {});
   }
 
   /** Ends the file: flushed, synced, renamed to its name by seqs. */

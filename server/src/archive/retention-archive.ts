@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { Gauge, type Registry } from "prom-client";
@@ -37,6 +37,8 @@ export interface RetentionArchiveOptions {
   fileBytes: number;
   /** The log's reads (outside the committer; on PostgreSQL without blocking the event loop). */
   reads: Pick<EventReads, "readWithin">;
+  /** The id of the removed event of a seq, as the log recorded it (undefined: none, or forgotten). */
+  removedIdAt: (seq: number) => Promise<string | undefined>;
   /** The log's last committed seq: the archive never goes past it. */
   head: () => number;
   logger: Logger;
@@ -58,17 +60,33 @@ const leftover = /^(events-\d{16}-\d{16}\.ndjson\.gz|part-\d+\.partial|manifest\
  *
  * Files are written with gzip's async streams, a page of the log at a time (the event loop is
  * held for one page's lines), each under a temporary name, synced and renamed; then the manifest
- * is replaced (temporary name, sync, rename). An owner killed between the two leaves a file the
- * manifest does not list: it is deleted when the owner opens the archive again, which goes on
- * from the manifest's `to`.
+ * is replaced (temporary name, sync, rename). What a write left that the manifest does not list
+ * (an owner killed between a file and the manifest, a write that failed) is deleted when the
+ * owner opens the archive and before the write after a failed one, which goes on from the
+ * manifest's `to`. A folder refused is read and checked again at the next write, so it is used
+ * once it is fixed.
  */
 export class RetentionArchive {
-  /** Events through this seq are in the archive (0: none yet). */
+  /** Events through this seq are in the archive, checked as this log's (0: none yet, or not opened). */
   archivedSeq = 0;
+  /**
+   * The archive's `to` as the folder's manifest last said it (read at start, before the folder is
+   * checked): what `chronolog_log_archived_seq` reports, so it does not drop to 0 at a restart.
+   */
+  manifestSeq = 0;
   private manifest: Manifest | undefined;
-  private opened: Promise<void> | undefined;
+  /** The folder being read and checked, until that ends. */
+  private opening: Promise<Manifest> | undefined;
+  /** A write failed (or is under way): the folder may hold what it left. */
+  private unclean = false;
 
-  constructor(private readonly options: RetentionArchiveOptions) {}
+  constructor(private readonly options: RetentionArchiveOptions) {
+    try {
+      if (existsSync(join(options.dir, manifestName))) this.manifestSeq = readManifest(options.dir).to;
+    } catch {
+      // An unreadable manifest is refused (and logged) by the first pass that needs the archive.
+    }
+  }
 
   /**
    * Brings the archive through at least `seq` (at most the log's head): from where it ended, at
@@ -76,12 +94,12 @@ export class RetentionArchive {
    * Rejects when the folder cannot be used or a write fails (the archive stays as before it).
    */
   async through(seq: number): Promise<void> {
-    this.opened ??= this.open();
-    await this.opened;
+    const manifest = (this.manifest ??= await this.open());
     if (seq <= this.archivedSeq) return;
-    const { fileEvents, fileBytes, reads, head, logger } = this.options;
+    const { dir, fileEvents, fileBytes, reads, head, logger } = this.options;
+    if (this.unclean) removeLeftovers(dir, manifest);
+    this.unclean = true;
     const target = Math.min(head(), Math.max(seq, this.archivedSeq + fileEvents));
-    const manifest = this.manifest!;
     const from = this.archivedSeq;
     async function* pages(): AsyncGenerator<Event[]> {
       let after = from;
@@ -93,7 +111,7 @@ export class RetentionArchive {
         after = events[events.length - 1].seq;
       }
     }
-    const files = await writeArchiveFiles(pages(), this.options.dir, manifest.files.length, { fileEvents, fileBytes });
+    const files = await writeArchiveFiles(pages(), dir, manifest.files.length, { fileEvents, fileBytes });
     const next: Manifest = {
       ...manifest,
       to: target,
@@ -102,31 +120,70 @@ export class RetentionArchive {
       writtenBy: this.options.writtenBy,
       files: [...manifest.files, ...files],
     };
-    await writeArchiveManifest(this.options.dir, next);
+    await writeArchiveManifest(dir, next);
+    this.unclean = false;
     this.manifest = next;
     this.archivedSeq = target;
-    logger.info({ dir: this.options.dir, throughSeq: target, files: files.length }, `log archive: events through seq ${target} archived`);
+    this.manifestSeq = target;
+    logger.info({ dir, throughSeq: target, files: files.length }, `log archive: events through seq ${target} archived`);
   }
 
-  /** Reads the folder's manifest (or starts an archive from seq 1) and deletes what an interrupted write left. */
-  private async open(): Promise<void> {
+  /** Reads and checks the folder (once at a time; a failure is not kept: the next call reads it again). */
+  private open(): Promise<Manifest> {
+    this.opening ??= this.readFolder().finally(() => (this.opening = undefined));
+    return this.opening;
+  }
+
+  /** The folder's manifest (or a new archive from seq 1), once the archive is known to be this log's. */
+  private async readFolder(): Promise<Manifest> {
     const { dir, head } = this.options;
     mkdirSync(dir, { recursive: true });
-    const entries = readdirSync(dir);
-    const manifest: Manifest = entries.includes(manifestName)
+    const manifest: Manifest = readdirSync(dir).includes(manifestName)
       ? readManifest(dir)
       : { format: archiveFormat, version: archiveVersion, from: 1, to: 0, events: 0, exportedAt: "", writtenBy: this.options.writtenBy, files: [] };
     if (manifest.from !== 1) throw new Error(`the log archive ${dir} starts at seq ${manifest.from}: it was not written by an owner's retention`);
     if (manifest.to > head())
       throw new Error(`the log archive ${dir} holds seqs through ${manifest.to}, past this log's head ${head()}: it is another log's archive`);
-    const listed = new Set(manifest.files.map((f) => f.name));
-    for (const entry of entries) {
-      if (entry === manifestName || listed.has(entry)) continue;
-      if (!leftover.test(entry)) throw new Error(`the log archive ${dir} holds ${entry}, which is not part of an archive: give retention a folder of its own`);
-      rmSync(join(dir, entry), { force: true });
-    }
-    this.manifest = manifest;
+    await this.checkLast(manifest);
+    removeLeftovers(dir, manifest);
     this.archivedSeq = manifest.to;
+    this.manifestSeq = manifest.to;
+    return manifest;
+  }
+
+  /**
+   * Refuses an archive whose last event is not this log's: the log's event of that seq, or the id
+   * the log recorded for it when retention removed it, must be the archive's. When neither is
+   * known (the event removed and its id forgotten: `removed_ids_kept`), the archive is taken as
+   * this log's, with a warning.
+   */
+  private async checkLast(manifest: Manifest): Promise<void> {
+    const last = manifest.files[manifest.files.length - 1];
+    if (!last) return;
+    const { dir, reads, removedIdAt, logger } = this.options;
+    const [event] = (await reads.readWithin(last.lastSeq - 1, 1, pageBytes)).events;
+    const id = event?.seq === last.lastSeq ? event.id : await removedIdAt(last.lastSeq);
+    if (id === undefined) {
+      logger.warn(
+        { dir, seq: last.lastSeq },
+        `log archive: the log no longer knows the id of seq ${last.lastSeq}, the archive's last event: it cannot be checked as this log's`,
+      );
+      return;
+    }
+    if (id !== last.lastId)
+      throw new Error(
+        `the log archive ${dir} ends with event ${JSON.stringify(last.lastId)} at seq ${last.lastSeq}, where this log has ${JSON.stringify(id)}: it is another log's archive`,
+      );
+  }
+}
+
+/** Deletes what an interrupted or failed write left in the folder; refuses a file that is no part of an archive. */
+function removeLeftovers(dir: string, manifest: Manifest): void {
+  const listed = new Set(manifest.files.map((f) => f.name));
+  for (const entry of readdirSync(dir)) {
+    if (entry === manifestName || listed.has(entry)) continue;
+    if (!leftover.test(entry)) throw new Error(`the log archive ${dir} holds ${entry}, which is not part of an archive: give retention a folder of its own`);
+    rmSync(join(dir, entry), { force: true });
   }
 }
 
@@ -137,7 +194,7 @@ export function retentionArchiveMetrics(registry: Registry, archive: RetentionAr
     help: "The log's automatic archive holds its events through this seq (log.retention.archive).",
     registers: [registry],
     collect() {
-      this.set(archive.archivedSeq);
+      this.set(archive.manifestSeq);
     },
   });
   new Gauge({

@@ -47,6 +47,8 @@ export interface LogRemovalStatements {
   existingDocuments(collection: string, ids: string[]): Promise<Set<string>>;
   /** The seq and space (its actor's `in`) a removed event had, or undefined when no event with this id was removed (or its id was forgotten). */
   removed(id: string): Promise<{ seq: number; space: string } | undefined>;
+  /** The id the removed event of this seq had, or undefined when none with this seq was removed (or its id was forgotten). */
+  removedAt(seq: number): Promise<string | undefined>;
   /** Events and bytes removed since the log began. */
   removedTotals(): { events: number; bytes: number };
   /**
@@ -156,6 +158,10 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     async removed(id) {
       const [row] = await read("SELECT seq, space FROM removed_events WHERE id = ?", [id]);
       return row === undefined ? undefined : { seq: Number(row.seq), space: row.space as string };
+    },
+    async removedAt(seq) {
+      const [row] = await read("SELECT id FROM removed_events WHERE seq = ?", [seq]);
+      return row === undefined ? undefined : (row.id as string);
     },
     removedTotals() {
       const row = removedTotals.get() as { removed_events: number | string; removed_bytes: number | string };
