@@ -144,6 +144,11 @@ export class LogRetention {
     this.tick();
   }
 
+  /** Resolves once no pass runs (the one running and any it was asked to run again have ended). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
   /** Disarms; resolves once a running pass has ended (after its current batch). */
   async stop(): Promise<void> {
     this.stopped = true;
