@@ -11,7 +11,9 @@
 //    Prints the store's size on disk every simulated 15 min (SQLite: the data file and its WAL;
 //    PostgreSQL: pg_total_relation_size over the events partitions), the final size against the
 //    size at one hour (one hour's worth: nothing is removable before), and emit → handler p50/p99
-//    of both runs. On PostgreSQL the partitions hold 500 × BENCH_RATE seqs, the default span's
+//    of both runs. The owner keeps the ids of the newest 500 × BENCH_RATE removed events for
+//    GetEvent (BENCH_REMOVED_IDS_KEPT): the default 1,000,000's share of an hour at 2,000/s, about
+//    100 bytes each on disk. On PostgreSQL the partitions hold 500 × BENCH_RATE seqs, the default span's
 //    share of an hour at 2,000 events/s (BENCH_SPAN to change it).
 // b. A large removal and the hot path: BENCH_REMOVE_EVENTS (default 1,000,000) filler events
 //    preloaded (EmitBatch of 500, 4 in flight), then windows of BENCH_WINDOW_S (default 20) s of
@@ -39,6 +41,7 @@ const env = (name: string, fallback: number) => Number(process.env[name] ?? fall
 const rate = env("BENCH_RATE", 100);
 const hours = env("BENCH_HOURS", 3);
 const span = env("BENCH_SPAN", 500 * rate);
+const removedIdsKept = env("BENCH_REMOVED_IDS_KEPT", 500 * rate);
 const removeEvents = env("BENCH_REMOVE_EVENTS", 1_000_000);
 const removeSpan = env("BENCH_REMOVE_SPAN", 100_000);
 const windowMs = env("BENCH_WINDOW_S", 20) * 1000;
@@ -171,7 +174,7 @@ async function probesHandled(count: number): Promise<void> {
 
 /** Part a, one run: returns the sizes every 15 simulated minutes and the probes' latencies (all, and after the first hour). */
 async function sizeRun(withRule: boolean): Promise<{ sizes: number[]; latencies: number[]; late: number[]; seconds: number; firstSeq: number }> {
-  const retention = withRule ? { rules: [{ types: "rbench.*", max_age_ms: HOUR }], interval_ms: MINUTE } : undefined;
+  const retention = withRule ? { rules: [{ types: "rbench.*", max_age_ms: HOUR }], interval_ms: MINUTE, removed_ids_kept: removedIdsKept } : undefined;
   const child = await startChild(retention, span);
   handled.length = 0;
   const started = performance.now();
@@ -208,7 +211,7 @@ async function sizeRun(withRule: boolean): Promise<{ sizes: number[]; latencies:
 async function partA(): Promise<void> {
   console.log(
     `\na. ${hours} simulated hours at ${rate} events a simulated second (${(hours * 3600 * rate).toLocaleString("en")} filler events, ` +
-      `${rate / 20}% of 2,000/s) and a probe a second${benchStore === "postgres" ? `; partitions of ${span.toLocaleString("en")} seqs` : ""}`,
+      `${rate / 20}% of 2,000/s) and a probe a second; ${removedIdsKept.toLocaleString("en")} removed ids kept${benchStore === "postgres" ? `; partitions of ${span.toLocaleString("en")} seqs` : ""}`,
   );
   console.log("  with a max_age_ms 1 h rule on rbench.* (a pass each simulated minute):");
   const kept = await sizeRun(true);
