@@ -11,7 +11,8 @@
 //    Prints the store's size on disk every simulated 15 min (SQLite: the data file and its WAL;
 //    PostgreSQL: pg_total_relation_size over the events partitions), the final size against the
 //    size at one hour (one hour's worth: nothing is removable before), and emit → handler p50/p99
-//    of both runs. The owner keeps the ids of the newest 500 × BENCH_RATE removed events for
+//    of both runs. BENCH_PACE=N: at most N filler events a second of real time (2,000: retention
+//    has as much real time for each event as at the target's rate; default: as fast as it goes). The owner keeps the ids of the newest 500 × BENCH_RATE removed events for
 //    GetEvent (BENCH_REMOVED_IDS_KEPT): the default 1,000,000's share of an hour at 2,000/s, about
 //    100 bytes each on disk. On PostgreSQL the partitions hold 500 × BENCH_RATE seqs, the default span's
 //    share of an hour at 2,000 events/s (BENCH_SPAN to change it).
@@ -41,6 +42,7 @@ const env = (name: string, fallback: number) => Number(process.env[name] ?? fall
 const rate = env("BENCH_RATE", 100);
 const hours = env("BENCH_HOURS", 3);
 const span = env("BENCH_SPAN", 500 * rate);
+const pace = env("BENCH_PACE", 0);
 const removedIdsKept = env("BENCH_REMOVED_IDS_KEPT", 500 * rate);
 const removeEvents = env("BENCH_REMOVE_EVENTS", 1_000_000);
 const removeSpan = env("BENCH_REMOVE_SPAN", 100_000);
@@ -189,6 +191,8 @@ async function sizeRun(withRule: boolean): Promise<{ sizes: number[]; latencies:
         void client.emit("rbench.probe", { sent: performance.timeOrigin + performance.now() });
         probes += 1;
         await child.send({ advance: 1000 });
+        const ahead = (second * rate * 1000) / pace - (performance.now() - started);
+        if (pace > 0 && ahead > 0) await new Promise((r) => setTimeout(r, ahead));
         if (second === 3600) firstHour = probes;
         if (second % 900 === 0) {
           await probesHandled(probes);
@@ -211,7 +215,7 @@ async function sizeRun(withRule: boolean): Promise<{ sizes: number[]; latencies:
 async function partA(): Promise<void> {
   console.log(
     `\na. ${hours} simulated hours at ${rate} events a simulated second (${(hours * 3600 * rate).toLocaleString("en")} filler events, ` +
-      `${rate / 20}% of 2,000/s) and a probe a second; ${removedIdsKept.toLocaleString("en")} removed ids kept${benchStore === "postgres" ? `; partitions of ${span.toLocaleString("en")} seqs` : ""}`,
+      `${rate / 20}% of 2,000/s) and a probe a second${pace > 0 ? `, paced at ${pace} events a real second` : ""}; ${removedIdsKept.toLocaleString("en")} removed ids kept${benchStore === "postgres" ? `; partitions of ${span.toLocaleString("en")} seqs` : ""}`,
   );
   console.log("  with a max_age_ms 1 h rule on rbench.* (a pass each simulated minute):");
   const kept = await sizeRun(true);
@@ -224,6 +228,9 @@ async function partA(): Promise<void> {
       `(largest after the first hour ${mb(Math.max(...kept.sizes.slice(hourIndex)))}); first seq at the end ${kept.firstSeq}; ${kept.seconds.toFixed(0)} s`,
   );
   console.log(`  without: final ${mb(all.sizes[all.sizes.length - 1])}; ${all.seconds.toFixed(0)} s`);
+  console.log(
+    `  filler events a real second: ${Math.round((hours * 3600 * rate) / kept.seconds)} with the rule, ${Math.round((hours * 3600 * rate) / all.seconds)} without`,
+  );
   for (const [label, run] of [
     ["with the rule", kept],
     ["without", all],
