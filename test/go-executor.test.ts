@@ -302,7 +302,7 @@ describe.skipIf(missing && !process.env.CI)("a Go executor next to a TypeScript 
     expect(code).toBe(1);
   });
 
-  it("the Go SDK's own tests pass: batches of acks and results, cut errors, the stream clock, leader following, refusals (go test in sdk/go)", async () => {
+  it("the Go SDK's own tests pass: batches of acks and results, cut errors, the stream clock, leader following, refusals, a read from the log's start (go test in sdk/go)", async () => {
     const result = await promisify(execFile)("go", ["test", "-count=1", "./..."], { cwd: join(repo, "sdk/go"), timeout: 280_000 }).catch(
       (e: { stdout: string; stderr: string; code: number }) => e,
     );

@@ -153,6 +153,10 @@ type ReadOptions struct {
 	PageSize uint32
 	// PageToken continues from a page's NextPageToken (overrides AfterSeq).
 	PageToken string
+	// FromFirstSeq: when retention removed events after AfterSeq (or the page token's position),
+	// read from where the log now starts instead of failing with OUT_OF_RANGE, reason
+	// BEFORE_LOG_START.
+	FromFirstSeq bool
 }
 
 // Page is a page of the log.
@@ -163,6 +167,8 @@ type Page struct {
 	NextPageToken string
 	// HeadSeq is the log's last seq when the page was read.
 	HeadSeq uint64
+	// FirstSeq is where the log starts, its lowest seq still stored (0: empty); retention moves it.
+	FirstSeq uint64
 }
 
 // ReadLog reads one page of the log.
@@ -171,11 +177,11 @@ func (c *Client) ReadLog(ctx context.Context, o ReadOptions) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.Log.ReadLog(ctx, &chronologv1.ReadLogRequest{AfterSeq: o.AfterSeq, PageSize: o.PageSize, PageToken: o.PageToken, Types: o.Types, Where: where})
+	res, err := c.Log.ReadLog(ctx, &chronologv1.ReadLogRequest{AfterSeq: o.AfterSeq, PageSize: o.PageSize, PageToken: o.PageToken, Types: o.Types, Where: where, FromFirstSeq: o.FromFirstSeq})
 	if err != nil {
 		return nil, err
 	}
-	page := &Page{NextPageToken: res.GetNextPageToken(), HeadSeq: res.GetHeadSeq()}
+	page := &Page{NextPageToken: res.GetNextPageToken(), HeadSeq: res.GetHeadSeq(), FirstSeq: res.GetFirstSeq()}
 	for _, pe := range res.GetEvents() {
 		e, err := eventOf(pe)
 		if err != nil {
