@@ -452,6 +452,20 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await until(async () => (await positions())[0] === "2", "the newest first");
     expect(await positions()).toEqual(["2", "1", "0"]);
     await screenshot(page, "streams");
+
+    // 52 events: a first page of 50, Next shows the last two, Previous the first page again.
+    for (let i = 0; i < 52; i++) await admin.emit("ticket.triaged", { step: i }, { stream: "ticket-t-10" });
+    await page.uncheck("#stream-backwards");
+    await page.fill("#stream-name", "ticket-t-10");
+    await page.click("form.toolbar button[type=submit]");
+    await page.waitForSelector("#stream tr[data-position='49']");
+    expect(await positions()).toHaveLength(50);
+    expect(await page.isDisabled(".pager button:has-text('Previous')")).toBe(true);
+    await page.click(".pager button:has-text('Next')");
+    await until(async () => (await positions()).join() === "50,51", "the second page");
+    expect(await page.isDisabled(".pager button:has-text('Next')")).toBe(true);
+    await page.click(".pager button:has-text('Previous')");
+    await until(async () => (await positions()).length === 50 && (await positions())[0] === "0", "the first page again");
     await page.close();
   });
 

@@ -11,6 +11,7 @@ import { admin, errorText, log } from "../api.js";
 import { at, duration, ms } from "../format.js";
 import { useSession } from "../session.js";
 import { LagChart, type LagSample } from "./lag-chart.js";
+import { Pager, usePageTokens } from "./pager.js";
 
 /** Poll period of the processors' state (and so the chart's sampling). */
 const pollMs = 1000;
@@ -308,9 +309,9 @@ function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (
 
 function FailedDeliveries({ processor, onDone, onError }: { processor: string; onDone: (t: string) => void; onError: (e: unknown) => void }) {
   const changes = useSession().standby === null;
-  const [tokens, setTokens] = useState<string[]>([""]);
+  const pages = usePageTokens();
   const [chosen, setChosen] = useState<Set<string>>(new Set());
-  const token = tokens[tokens.length - 1];
+  const { token } = pages;
   const q = useQuery({
     queryKey: ["failed", processor, token],
     queryFn: () => admin.listFailedDeliveries({ processor, pageSize: failedPageSize, pageToken: token }),
@@ -408,14 +409,7 @@ function FailedDeliveries({ processor, onDone, onError }: { processor: string; o
         </tbody>
       </table>
       {q.data && rows.length === 0 && <p className="note">No failed deliveries.</p>}
-      <div className="pager">
-        <button type="button" disabled={tokens.length === 1} onClick={() => setTokens((t) => t.slice(0, -1))}>
-          Previous
-        </button>
-        <button type="button" disabled={!q.data?.nextPageToken} onClick={() => setTokens((t) => [...t, q.data!.nextPageToken])}>
-          Next
-        </button>
-      </div>
+      <Pager pages={pages} next={q.data?.nextPageToken} />
     </>
   );
 }

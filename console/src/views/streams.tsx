@@ -7,6 +7,7 @@ import { useState, type FormEvent } from "react";
 import { Link, useLocation, useSearch } from "wouter";
 import { errorText, log } from "../api.js";
 import { at, json } from "../format.js";
+import { Pager, usePageTokens } from "./pager.js";
 
 const pageSize = 50;
 
@@ -15,8 +16,8 @@ export function StreamView() {
   const stream = new URLSearchParams(useSearch()).get("stream") ?? "";
   const [name, setName] = useState(stream);
   const [backwards, setBackwards] = useState(false);
-  const [tokens, setTokens] = useState<string[]>([""]);
-  const token = tokens[tokens.length - 1];
+  const pages = usePageTokens();
+  const { token } = pages;
   const q = useQuery({
     queryKey: ["stream", stream, backwards, token],
     queryFn: () => log.readStream({ stream, backwards, pageSize, pageToken: token }),
@@ -24,7 +25,7 @@ export function StreamView() {
   });
   const open = (e: FormEvent) => {
     e.preventDefault();
-    setTokens([""]);
+    pages.reset();
     navigate(`/streams?stream=${encodeURIComponent(name.trim())}`);
   };
   return (
@@ -40,7 +41,7 @@ export function StreamView() {
             checked={backwards}
             onChange={(e) => {
               setBackwards(e.target.checked);
-              setTokens([""]);
+              pages.reset();
             }}
           />{" "}
           newest first
@@ -77,14 +78,7 @@ export function StreamView() {
           </tbody>
         </table>
       )}
-      <div className="pager">
-        <button type="button" disabled={tokens.length === 1} onClick={() => setTokens((t) => t.slice(0, -1))}>
-          Previous
-        </button>
-        <button type="button" disabled={!q.data?.nextPageToken} onClick={() => setTokens((t) => [...t, q.data!.nextPageToken])}>
-          Next
-        </button>
-      </div>
+      <Pager pages={pages} next={q.data?.nextPageToken} />
     </section>
   );
 }

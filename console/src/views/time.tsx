@@ -10,6 +10,7 @@ import { errorText, time } from "../api.js";
 import { actor, at, duration, json, ms, relative } from "../format.js";
 import { useSession } from "../session.js";
 import { LatenessChart } from "./lateness.js";
+import { Pager, usePageTokens } from "./pager.js";
 
 const pageSize = 50;
 const pollMs = 2000;
@@ -140,11 +141,11 @@ export function TimeView() {
   const { admin, standby } = useSession();
   const changes = standby === null;
   const [kind, setKind] = useState<TimerKind>(TimerKind.UNSPECIFIED);
-  const [tokens, setTokens] = useState<string[]>([""]);
+  const pages = usePageTokens();
   const [open, setOpen] = useState("");
   const [note, setNote] = useState("");
   const [result, setResult] = useState<{ ok: boolean; text: string }>({ ok: true, text: "" });
-  const token = tokens[tokens.length - 1];
+  const { token } = pages;
   const q = useQuery({ queryKey: ["timers", kind, token], queryFn: () => time.listTimers({ pageSize, pageToken: token, kind }), refetchInterval: pollMs });
   const act = useMutation({
     mutationFn: async (v: { op: "pause" | "resume" | "trigger" | "cancel"; id: string }): Promise<string> => {
@@ -183,7 +184,7 @@ export function TimeView() {
           value={kind}
           onChange={(e) => {
             setKind(Number(e.target.value) as TimerKind);
-            setTokens([""]);
+            pages.reset();
           }}
         >
           <option value={TimerKind.UNSPECIFIED}>all timers</option>
@@ -302,14 +303,7 @@ export function TimeView() {
         </tbody>
       </table>
       {q.data && q.data.timers.length === 0 && <p className="note">No timers.</p>}
-      <div className="pager">
-        <button type="button" disabled={tokens.length === 1} onClick={() => setTokens((t) => t.slice(0, -1))}>
-          Previous
-        </button>
-        <button type="button" disabled={!q.data?.nextPageToken} onClick={() => setTokens((t) => [...t, q.data!.nextPageToken])}>
-          Next
-        </button>
-      </div>
+      <Pager pages={pages} next={q.data?.nextPageToken} />
       <p id="time-result" className={result.ok ? "ok" : "error"}>
         {result.text}
       </p>
