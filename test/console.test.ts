@@ -293,7 +293,7 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.close();
   });
 
-  it("processors: a redrive from the page delivers the failed event again", async () => {
+  it("processors: a redrive from the page delivers the failed event again; a dismissal forgets it", async () => {
     const page = await open("/processors");
     const row = `#processors tr[data-name="${processor}"]`;
     await page.click(`${row} button.details`);
@@ -306,6 +306,22 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     await page.click(`${failedRow} button.redrive`);
     await until(async () => (await page.textContent("#action-result")) === `${processor}: 1 failed deliveries queued again`, "the redrive's answer");
     await until(async () => deliveries("t-bad").length === 2, "t-bad delivered again");
+
+    // It fails again; dismissed from the page (after the confirm), it leaves the list and is recorded.
+    await until(async () => (await admin.admin.listFailedDeliveries({ processor })).deliveries.some((d) => d.event?.seq === bad.seq), "t-bad failed again");
+    await until(async () => (await page.$(`${failedRow} button.dismiss`)) !== null, "the failed row again");
+    const asked: string[] = [];
+    page.once("dialog", (d) => {
+      asked.push(d.message());
+      void d.accept();
+    });
+    await page.click(`${failedRow} button.dismiss`);
+    await until(async () => (await page.textContent("#action-result")) === `${processor}: 1 failed deliveries dismissed`, "the dismissal's answer");
+    expect(asked).toEqual([`Dismiss the failed delivery of seq ${bad.seq}? It is not delivered again.`]);
+    expect((await admin.admin.listFailedDeliveries({ processor })).deliveries).toHaveLength(0);
+    await until(async () => (await page.$(failedRow)) === null, "the row gone");
+    const dismissed = (await admin.log.readLog({ types: ["processor.dismissed"] })).events;
+    expect(dismissed.map((e) => e.data)).toContainEqual(expect.objectContaining({ processor, seqs: [Number(bad.seq)] }));
     await page.close();
   });
 

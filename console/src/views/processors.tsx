@@ -1,23 +1,22 @@
 // Processors (AdminService): cursor, head, lag in events and seconds, in flight, retries,
 // delivery latency (p50 and p99 over the last minute) and failures, polled once a second, with a lag-over-time chart; pause/resume, moving the cursor
 // (the confirm says how many events will be delivered again), and the failed deliveries with
-// their errors, redriven one, several or all at once.
+// their errors (failed-deliveries.tsx).
 
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
 import type { DeliveryLatency, ProcessorStatus } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { admin, errorText, log } from "../api.js";
-import { at, duration, ms } from "../format.js";
+import { duration, ms } from "../format.js";
 import { useSession } from "../session.js";
 import { LagChart, type LagSample } from "./lag-chart.js";
-import { Pager, usePageTokens } from "./pager.js";
+import { FailedDeliveries } from "./failed-deliveries.js";
 
 /** Poll period of the processors' state (and so the chart's sampling). */
 const pollMs = 1000;
 /** Samples kept for the chart (5 minutes at one a second). */
 const keepSamples = 300;
-const failedPageSize = 20;
 
 /** How long the oldest unfinished event (the one after the cursor) has waited. */
 function LagSeconds({ p }: { p: ProcessorStatus }) {
@@ -304,112 +303,5 @@ function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (
       )}
       <FailedDeliveries processor={p.name} onDone={onDone} onError={onError} />
     </div>
-  );
-}
-
-function FailedDeliveries({ processor, onDone, onError }: { processor: string; onDone: (t: string) => void; onError: (e: unknown) => void }) {
-  const changes = useSession().standby === null;
-  const pages = usePageTokens();
-  const [chosen, setChosen] = useState<Set<string>>(new Set());
-  const { token } = pages;
-  const q = useQuery({
-    queryKey: ["failed", processor, token],
-    queryFn: () => admin.listFailedDeliveries({ processor, pageSize: failedPageSize, pageToken: token }),
-    refetchInterval: 2000,
-  });
-  const redrive = useMutation({
-    mutationFn: (seqs: bigint[]) => admin.redeliverFailed({ processor, seqs }),
-    onSuccess: (r) => {
-      setChosen(new Set());
-      onDone(`${processor}: ${r.count} failed deliveries queued again`);
-    },
-    onError,
-  });
-  const toggle = (seq: string) =>
-    setChosen((s) => {
-      const next = new Set(s);
-      if (next.has(seq)) next.delete(seq);
-      else next.add(seq);
-      return next;
-    });
-  if (q.isError) return <p className="error">{errorText(q.error)}</p>;
-  const rows = q.data?.deliveries ?? [];
-  return (
-    <>
-      <h3>Failed deliveries</h3>
-      {changes && (
-        <div className="toolbar">
-          <button
-            id="redrive-selected"
-            type="button"
-            className="admin"
-            disabled={chosen.size === 0 || redrive.isPending}
-            onClick={() => redrive.mutate([...chosen].map(BigInt))}
-          >
-            Redrive selected ({chosen.size})
-          </button>
-          <button
-            id="redrive-all"
-            type="button"
-            className="admin"
-            disabled={rows.length === 0 || redrive.isPending}
-            onClick={() => window.confirm(`Deliver every failed event of ${processor} again?`) && redrive.mutate([])}
-          >
-            Redrive all
-          </button>
-        </div>
-      )}
-      <table id="failed">
-        <colgroup>
-          <col className="pick" />
-          <col className="seq" />
-          <col className="event" />
-          <col className="type" />
-          <col className="time" />
-          <col className="attempts" />
-          <col />
-          <col className="redrive" />
-        </colgroup>
-        <thead>
-          <tr>
-            <th />
-            <th className="num">seq</th>
-            <th>event</th>
-            <th>type</th>
-            <th>committed</th>
-            <th className="num">attempts</th>
-            <th>error</th>
-            <th />
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((d) => {
-            const seq = String(d.event?.seq ?? 0n);
-            return (
-              <tr key={seq} data-seq={seq}>
-                <td>{changes && <input type="checkbox" className="admin" checked={chosen.has(seq)} onChange={() => toggle(seq)} />}</td>
-                <td className="num">{seq}</td>
-                <td>{d.event?.id}</td>
-                <td>{d.event?.type}</td>
-                <td>{at(d.event?.at)}</td>
-                <td className="num">{d.attempts}</td>
-                <td className="error-text" title={d.error}>
-                  {d.error}
-                </td>
-                <td>
-                  {changes && (
-                    <button type="button" className="admin redrive" disabled={redrive.isPending} onClick={() => redrive.mutate([BigInt(seq)])}>
-                      Redrive
-                    </button>
-                  )}
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-      {q.data && rows.length === 0 && <p className="note">No failed deliveries.</p>}
-      <Pager pages={pages} next={q.data?.nextPageToken} />
-    </>
   );
 }
