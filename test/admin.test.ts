@@ -82,6 +82,28 @@ describe("AdminService", () => {
     expect(await types(client)).toContain("processor.redelivered");
   });
 
+  it("pages failed deliveries from where the last page ended, even when deliveries before it were dismissed; each names its event's seq", async () => {
+    const { admin, client } = await setup();
+    const seqs: bigint[] = [];
+    for (let n = 0; n < 5; n++) seqs.push((await client.emit("job.queued", { n })).event!.seq);
+    await until(async () => (await admin.listFailedDeliveries({ processor: "jobs.work" })).deliveries.length === 5, "five failed deliveries");
+    const first = await admin.listFailedDeliveries({ processor: "jobs.work", pageSize: 2 });
+    expect(first.deliveries.map((d) => d.seq)).toEqual(seqs.slice(0, 2));
+    expect(first.deliveries.map((d) => d.event?.seq)).toEqual(seqs.slice(0, 2));
+    // Both listed deliveries dismissed before the next page is asked for: it still starts at the third.
+    expect((await admin.dismissFailed({ processor: "jobs.work", seqs: seqs.slice(0, 2) })).count).toBe(2);
+    const second = await admin.listFailedDeliveries({ processor: "jobs.work", pageSize: 2, pageToken: first.nextPageToken });
+    expect(second.deliveries.map((d) => d.seq)).toEqual(seqs.slice(2, 4));
+    const third = await admin.listFailedDeliveries({ processor: "jobs.work", pageSize: 2, pageToken: second.nextPageToken });
+    expect(third.deliveries.map((d) => d.seq)).toEqual(seqs.slice(4));
+    expect(third.nextPageToken).toBe("");
+    await expectConnectError(
+      admin.listFailedDeliveries({ pageToken: "nonsense" }),
+      Code.InvalidArgument,
+      /page_token is not one returned by ListFailedDeliveries/,
+    );
+  });
+
   it("moves a cursor back to replay, by seq and by time; records the move", async () => {
     const { admin, client, handled, heal } = await setup();
     heal();

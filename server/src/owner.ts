@@ -420,7 +420,7 @@ async function serve(
       router.service(TimeService, timeService(time.timers), strict);
       router.service(
         AdminService,
-        adminService({ processors, actions, hub, committer, db: store.db, cursors, events, firstSeq: () => logStats.firstSeq }),
+        adminService({ processors, actions, hub, committer, db: store.db, cursors, events, reads: logReads, firstSeq: () => logStats.firstSeq }),
         strict,
       );
       registerReflection(router, services);

@@ -200,8 +200,9 @@ class StandbyView {
       this.plugins = new PluginRegistry(db);
       const plugins = this.plugins;
       const removal = logRemovalStatements(db);
+      const reads = eventReads(db, this.events);
       const log = logReads({
-        events: eventReads(db, this.events),
+        events: reads,
         causes: causeReads(db),
         head,
         watchers,
@@ -221,7 +222,7 @@ class StandbyView {
           findDocuments: (req, ctx) => (durable(req), documents.findDocuments(req, ctx)),
         },
         [TimeService.typeName]: timeReads(new TimerReads({ reads: timerRowReads(db, timerStatements(db)), clock: options.clock })),
-        [AdminService.typeName]: adminReads({ statuses: () => storedStatuses(plugins.list(), cursors, head.head), cursors, events: this.events }),
+        [AdminService.typeName]: adminReads({ statuses: () => storedStatuses(plugins.list(), cursors, head.head), cursors, reads }),
         [PluginService.typeName]: pluginReads(plugins),
       };
     } catch (e) {

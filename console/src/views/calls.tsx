@@ -39,7 +39,7 @@ async function recentCalls(span: bigint): Promise<{ calls: Call[]; from: bigint;
   const byTimer = new Map<string, Call["timer"]>();
   let pageToken = "";
   do {
-    const page = await log.readLog({ afterSeq: from, pageToken, pageSize: 1000, types: [...actionTypes, ...timerTypes] });
+    const page = await log.readLog({ afterSeq: from, pageToken, pageSize: 1000, types: [...actionTypes, ...timerTypes], fromFirstSeq: true });
     for (const e of page.events) {
       if (e.type === "timer.triggered" || e.type === "timer.backfilled") {
         const ids = e.type === "timer.triggered" ? [e.data?.occurrence_id] : ((e.data?.occurrence_ids as unknown[]) ?? []);

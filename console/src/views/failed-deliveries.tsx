@@ -13,8 +13,11 @@ const failedPageSize = 20;
 export function FailedDeliveries({ processor, onDone, onError }: { processor: string; onDone: (t: string) => void; onError: (e: unknown) => void }) {
   const changes = useSession().standby === null;
   const pages = usePageTokens();
-  const [chosen, setChosen] = useState<Set<string>>(new Set());
   const { token } = pages;
+  // What is chosen is on the page shown: another page starts with nothing chosen.
+  const [picked, setPicked] = useState<{ page: string; seqs: Set<string> }>({ page: "", seqs: new Set() });
+  const chosen = picked.page === token ? picked.seqs : new Set<string>();
+  const setChosen = (seqs: Set<string>) => setPicked({ page: token, seqs });
   const q = useQuery({
     queryKey: ["failed", processor, token],
     queryFn: () => admin.listFailedDeliveries({ processor, pageSize: failedPageSize, pageToken: token }),
@@ -37,13 +40,12 @@ export function FailedDeliveries({ processor, onDone, onError }: { processor: st
     onError,
   });
   const busy = redrive.isPending || dismiss.isPending;
-  const toggle = (seq: string) =>
-    setChosen((s) => {
-      const next = new Set(s);
-      if (next.has(seq)) next.delete(seq);
-      else next.add(seq);
-      return next;
-    });
+  const toggle = (seq: string) => {
+    const next = new Set(chosen);
+    if (next.has(seq)) next.delete(seq);
+    else next.add(seq);
+    setChosen(next);
+  };
   if (q.isError) return <p className="error">{errorText(q.error)}</p>;
   const rows = q.data?.deliveries ?? [];
   return (
@@ -108,14 +110,22 @@ export function FailedDeliveries({ processor, onDone, onError }: { processor: st
         </thead>
         <tbody>
           {rows.map((d) => {
-            const seq = String(d.event?.seq ?? 0n);
+            const seq = String(d.seq);
             return (
               <tr key={seq} data-seq={seq}>
                 <td>{changes && <input type="checkbox" className="admin" checked={chosen.has(seq)} onChange={() => toggle(seq)} />}</td>
                 <td className="num">{seq}</td>
-                <td>{d.event?.id}</td>
-                <td>{d.event?.type}</td>
-                <td>{at(d.event?.at)}</td>
+                {d.event ? (
+                  <>
+                    <td>{d.event.id}</td>
+                    <td>{d.event.type}</td>
+                    <td>{at(d.event.at)}</td>
+                  </>
+                ) : (
+                  <td colSpan={3} className="muted">
+                    removed from the log
+                  </td>
+                )}
                 <td className="num">{d.attempts}</td>
                 <td className="error-text" title={d.error}>
                   {d.error}

@@ -202,14 +202,20 @@ export function ProcessorsView() {
   );
 }
 
-/** The cursor after a move to `target` (a seq, or a moment: the event before the first committed at or after it). */
+/** Where the log starts now (retention removed what was before): the lowest cursor a move may set is one less. */
+async function logStart(): Promise<{ firstSeq: bigint; headSeq: bigint }> {
+  const { firstSeq, headSeq } = await log.readLog({ pageSize: 1, fromFirstSeq: true });
+  return { firstSeq: firstSeq > 0n ? firstSeq : 1n, headSeq };
+}
+
+/** The cursor after a move to `moment`: the event before the first committed at or after it (among those still in the log). */
 async function floorForMoment(moment: Date): Promise<bigint> {
-  const { headSeq } = await log.readLog({ pageSize: 1 });
-  let lo = 1n;
+  const { firstSeq, headSeq } = await logStart();
+  let lo = firstSeq;
   let hi = headSeq + 1n; // first seq whose event is at or after the moment; headSeq + 1: none
   while (lo < hi) {
     const mid = (lo + hi) / 2n;
-    const { events } = await log.readLog({ afterSeq: mid - 1n, pageSize: 1 });
+    const { events } = await log.readLog({ afterSeq: mid - 1n, pageSize: 1, fromFirstSeq: true });
     const e = events[0];
     if (!e || ms(e.at) >= moment.getTime()) hi = e ? e.seq : mid;
     else lo = e.seq + 1n;
@@ -247,6 +253,9 @@ function ProcessorDetail({ p, onDone, onError }: { p: ProcessorStatus; onDone: (
       if (kind === "seq") {
         if (!/^\d+$/.test(target.trim())) throw new Error("a seq is a whole number");
         floor = BigInt(target.trim());
+        const { firstSeq } = await logStart();
+        if (floor < firstSeq - 1n)
+          throw new Error(`the log starts at seq ${firstSeq} (retention removed the events before it): the cursor can go back to ${firstSeq - 1n} at most`);
         to = { case: "ackFloor", value: floor };
       } else {
         const moment = new Date(target.trim());

@@ -44,7 +44,7 @@ export async function failedCommand(flags: ClientFlags & { processor?: string; j
     const page = await admin.listFailedDeliveries({ processor: flags.processor ?? "", pageToken });
     for (const d of page.deliveries) {
       if (flags.json) console.log(jsonLine(FailedDeliverySchema, d));
-      else rows.push([d.processor, String(d.event?.seq ?? ""), d.event?.type ?? "", String(d.attempts), d.error]);
+      else rows.push([d.processor, String(d.seq), d.event?.type ?? "(removed from the log)", String(d.attempts), d.error]);
     }
     pageToken = page.nextPageToken;
   } while (pageToken !== "");

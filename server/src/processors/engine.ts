@@ -341,9 +341,10 @@ export class ProcessorEngine {
    */
   async redeliver(seqs: number[], by: string): Promise<number> {
     const failed = this.deps.cursors.failed(this.spec.name).filter((f) => seqs.length === 0 || seqs.includes(f.seq));
+    // A failure whose event is no longer in the log cannot be delivered again (it can be dismissed).
     const events = failed
-      .map((f) => this.deps.events.readAfter(f.seq - 1, 1)[0])
-      .filter((e) => e?.seq !== undefined && !this.attempts.has(e.seq) && !this.redelivering.has(e.seq));
+      .map((f) => this.deps.events.readAfter(f.seq - 1, 1).find((e) => e.seq === f.seq))
+      .filter((e): e is EventRecord => e !== undefined && !this.attempts.has(e.seq) && !this.redelivering.has(e.seq));
     if (events.length === 0) return 0;
     await this.deps.committer.submit((tx) =>
       tx.append({

@@ -15,7 +15,7 @@ import { engineStatus, type ProcessorStatus } from "../processors/status.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { CursorStatements } from "../store/cursors.js";
-import type { EventStatements } from "../store/events.js";
+import type { EventReads, EventStatements } from "../store/events.js";
 import { readStart } from "../log/read.js";
 import { runMaintenanceSql } from "../store/sqlite/maintenance.js";
 import { principalOf } from "./context.js";
@@ -27,7 +27,46 @@ export interface AdminReadDeps {
   /** Every declared processor's state, by name. */
   statuses(): ProcessorStatus[];
   cursors: CursorStatements;
-  events: EventStatements;
+  /** The log's reads that do not block the event loop. */
+  reads: EventReads;
+}
+
+/** Where a page of ListFailedDeliveries ended: the last failed delivery it listed. */
+interface FailedKey {
+  processor: string;
+  seq: number;
+}
+
+function failedToken(key: FailedKey): string {
+  return Buffer.from(JSON.stringify([key.processor, key.seq])).toString("base64url");
+}
+
+function parseFailedToken(token: string): FailedKey {
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(token, "base64url").toString());
+  } catch {
+    // malformed: refused below
+  }
+  if (!Array.isArray(key) || typeof key[0] !== "string" || !Number.isSafeInteger(key[1]))
+    fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
+  return { processor: key[0], seq: key[1] };
+}
+
+/**
+ * The index in `rows` (by processor, then seq) of the first failed delivery after `key`: a page
+ * goes on where the last one ended even when deliveries before it were redelivered or dismissed.
+ */
+function after(rows: readonly FailedKey[], key: FailedKey): number {
+  const start = rows.findIndex((r) => r.processor === key.processor);
+  if (start < 0) {
+    // Every failed delivery of that processor went: the next processor in the list's order.
+    const next = rows.findIndex((r) => r.processor > key.processor);
+    return next < 0 ? rows.length : next;
+  }
+  let i = start;
+  while (i < rows.length && rows[i].processor === key.processor && rows[i].seq <= key.seq) i++;
+  return i;
 }
 
 /** What the AdminService handlers need. */
@@ -40,6 +79,8 @@ export interface AdminDeps {
   db: Db;
   cursors: CursorStatements;
   events: EventStatements;
+  /** The log's reads that do not block the event loop. */
+  reads: EventReads;
   /** Where the log starts (retention removed what was before): a cursor below it is refused. */
   firstSeq?: () => number;
 }
@@ -54,24 +95,35 @@ export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminSe
       admin(ctx);
       return { processors: deps.statuses().map(statusToProto) };
     },
-    listFailedDeliveries(req, ctx) {
+    async listFailedDeliveries(req, ctx) {
       admin(ctx);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
-      const offset = req.pageToken ? Number(req.pageToken) : 0;
-      if (!Number.isInteger(offset) || offset < 0)
-        fail("bad_request", "page_token is not one returned by ListFailedDeliveries", [{ field: "page_token", description: "malformed" }]);
       const all = deps.cursors.failed(req.processor || undefined);
+      const first = req.pageToken ? after(all, parseFailedToken(req.pageToken)) : 0;
+      const page = all.slice(first, first + pageSize);
+      // The events read together (PostgreSQL: pipelined on the async connection); one no longer in the log comes without its event.
+      const reads = await Promise.all(page.map((f) => deps.reads.readWithin(f.seq - 1, 1, Number.POSITIVE_INFINITY)));
       // Within ReadLog's byte budget too (the events of failed deliveries may be large): at least one per page.
       const deliveries = [];
       let bytes = 0;
-      for (const f of all.slice(offset, offset + pageSize)) {
-        const read = deps.events.readWithin(f.seq - 1, 1, Number.POSITIVE_INFINITY);
-        if (deliveries.length > 0 && bytes + read.bytes > pageByteBudget) break;
-        bytes += read.bytes;
-        deliveries.push({ processor: f.processor, event: eventToProto(read.events[0]), error: f.error, attempts: f.attempts, failedSeq: BigInt(f.failedSeq) });
+      for (const [i, f] of page.entries()) {
+        const read = reads[i];
+        const event = read.events[0]?.seq === f.seq ? read.events[0] : undefined;
+        const size = event ? read.bytes : 0;
+        if (deliveries.length > 0 && bytes + size > pageByteBudget) break;
+        bytes += size;
+        deliveries.push({
+          processor: f.processor,
+          seq: BigInt(f.seq),
+          event: event && eventToProto(event),
+          error: f.error,
+          attempts: f.attempts,
+          failedSeq: BigInt(f.failedSeq),
+        });
       }
-      const next = offset + deliveries.length;
-      return { deliveries, nextPageToken: next < all.length ? String(next) : "" };
+      const last = deliveries.at(-1);
+      const more = first + deliveries.length < all.length;
+      return { deliveries, nextPageToken: more && last ? failedToken({ processor: last.processor, seq: Number(last.seq) }) : "" };
     },
   };
 }
@@ -85,7 +137,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
   const status = (engine: ProcessorEngine) => statusToProto(stateOf(engine));
   const engineOf = (name: string) => deps.processors.get(name) ?? fail("not_found", `no processor named ${JSON.stringify(name)} (use plugin.processor)`);
   return {
-    ...adminReads({ statuses: () => deps.processors.list().map(stateOf), cursors: deps.cursors, events: deps.events }),
+    ...adminReads({ statuses: () => deps.processors.list().map(stateOf), cursors: deps.cursors, reads: deps.reads }),
     async moveCursor(req, ctx) {
       const by = admin(ctx).name;
       const engine = engineOf(req.processor);

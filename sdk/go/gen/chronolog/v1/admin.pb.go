@@ -629,14 +629,17 @@ type FailedDelivery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// `plugin.processor`.
 	Processor string `protobuf:"bytes,1,opt,name=processor,proto3" json:"processor,omitempty"`
-	// The event.
+	// The event; absent when it is no longer in the log (removed before retention held failed
+	// deliveries back): dismiss it by `seq`.
 	Event *Event `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
 	// Last error.
 	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	// Tries made.
 	Attempts uint32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	// Seq of the `processor.failed` event.
-	FailedSeq     uint64 `protobuf:"varint,5,opt,name=failed_seq,json=failedSeq,proto3" json:"failed_seq,omitempty"`
+	FailedSeq uint64 `protobuf:"varint,5,opt,name=failed_seq,json=failedSeq,proto3" json:"failed_seq,omitempty"`
+	// Seq of the event that failed (RedeliverFailed and DismissFailed take it).
+	Seq           uint64 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -702,6 +705,13 @@ func (x *FailedDelivery) GetAttempts() uint32 {
 func (x *FailedDelivery) GetFailedSeq() uint64 {
 	if x != nil {
 		return x.FailedSeq
+	}
+	return 0
+}
+
+func (x *FailedDelivery) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
 	}
 	return 0
 }
@@ -1633,14 +1643,15 @@ const file_chronolog_v1_admin_proto_rawDesc = "" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\"w\n" +
 	"\x1aSetProcessorPausedResponse\x12;\n" +
 	"\tprocessor\x18\x01 \x01(\v2\x1d.chronolog.v1.ProcessorStatusR\tprocessor\x12\x1c\n" +
-	"\tunchanged\x18\x02 \x01(\bR\tunchanged\"\xaa\x01\n" +
+	"\tunchanged\x18\x02 \x01(\bR\tunchanged\"\xbc\x01\n" +
 	"\x0eFailedDelivery\x12\x1c\n" +
 	"\tprocessor\x18\x01 \x01(\tR\tprocessor\x12)\n" +
 	"\x05event\x18\x02 \x01(\v2\x13.chronolog.v1.EventR\x05event\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1a\n" +
 	"\battempts\x18\x04 \x01(\rR\battempts\x12\x1d\n" +
 	"\n" +
-	"failed_seq\x18\x05 \x01(\x04R\tfailedSeq\"w\n" +
+	"failed_seq\x18\x05 \x01(\x04R\tfailedSeq\x12\x10\n" +
+	"\x03seq\x18\x06 \x01(\x04R\x03seq\"w\n" +
 	"\x1bListFailedDeliveriesRequest\x12\x1c\n" +
 	"\tprocessor\x18\x01 \x01(\tR\tprocessor\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12\x1d\n" +

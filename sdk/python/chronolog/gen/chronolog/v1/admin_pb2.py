@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63hronolog/v1/admin.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x02\n\x0fProcessorStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tack_floor\x18\x02 \x01(\x04\x12\x11\n\tdelivered\x18\x03 \x01(\x04\x12\x0b\n\x03lag\x18\x04 \x01(\x04\x12\x11\n\tin_flight\x18\x05 \x01(\r\x12\x0f\n\x07retries\x18\x06 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\x07 \x01(\x04\x12\x0e\n\x06paused\x18\x08 \x01(\x08\x12\x0f\n\x06limits\x18\x82\x01 \x01(\t\x12\x13\n\nrate_waits\x18\x83\x01 \x01(\x04\x12\x15\n\x0crate_wait_ms\x18\x84\x01 \x01(\x04\x12\x15\n\x0crate_waiting\x18\x85\x01 \x01(\r\x12\x16\n\rdebounce_held\x18\x86\x01 \x01(\x04\x12\x1c\n\x13\x64\x65\x62ounce_deliveries\x18\x87\x01 \x01(\x04\x12\x18\n\x0f\x64\x65\x62ounce_events\x18\x88\x01 \x01(\x04\x12.\n\x07latency\x18n \x01(\x0b\x32\x1d.chronolog.v1.DeliveryLatency\"X\n\x0f\x44\x65liveryLatency\x12\x0e\n\x06p50_ms\x18\x01 \x01(\x01\x12\x0e\n\x06p99_ms\x18\x02 \x01(\x01\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\x12\x16\n\x0ewindow_seconds\x18\x04 \x01(\x01\"\x17\n\x15ListProcessorsRequest\"K\n\x16ListProcessorsResponse\x12\x31\n\nprocessors\x18\x01 \x03(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\"k\n\x11MoveCursorRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x13\n\tack_floor\x18\x02 \x01(\x04H\x00\x12(\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\x04\n\x02to\"F\n\x12MoveCursorResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\">\n\x19SetProcessorPausedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0e\n\x06paused\x18\x02 \x01(\x08\"a\n\x1aSetProcessorPausedResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\x12\x11\n\tunchanged\x18\x02 \x01(\x08\"|\n\x0e\x46\x61iledDelivery\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\"\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\r\x12\x12\n\nfailed_seq\x18\x05 \x01(\x04\"W\n\x1bListFailedDeliveriesRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"i\n\x1cListFailedDeliveriesResponse\x12\x30\n\ndeliveries\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.FailedDelivery\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\x16RedeliverFailedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\"(\n\x17RedeliverFailedResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"D\n\x14\x44ismissFailedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\x12\x0b\n\x03\x61ll\x18\x03 \x01(\x08\"4\n\x15\x44ismissFailedResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\"\xbd\x02\n\x0e\x45xecutorStatus\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x10\n\x08\x65xecutor\x18\x02 \x01(\t\x12\x13\n\x0binstance_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x12\n\nprocessors\x18\x05 \x03(\t\x12\x0f\n\x07\x61\x63tions\x18\x06 \x03(\t\x12\x0e\n\x06pulses\x18\x07 \x03(\t\x12\x0f\n\x07\x63redits\x18\x08 \x01(\r\x12\x11\n\tin_flight\x18\t \x01(\r\x12\x30\n\x0c\x63onnected_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_seen_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0b\n\x03sdk\x18\x0c \x01(\t\x12\x13\n\x0bsdk_version\x18\r \x01(\t\"\x16\n\x14ListExecutorsRequest\"H\n\x15ListExecutorsResponse\x12/\n\texecutors\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.ExecutorStatus\"L\n\x11\x45xecuteSqlRequest\x12\x0b\n\x03sql\x18\x01 \x01(\t\x12*\n\x06params\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue\"Y\n\x12\x45xecuteSqlResponse\x12%\n\x04rows\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63hanges\x18\x02 \x01(\x04\x12\x0b\n\x03seq\x18\x03 \x01(\x04\"\x8e\x01\n\x0c\x41\x63tionStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06limits\x18\x02 \x01(\t\x12\x0f\n\x07running\x18\x03 \x01(\r\x12\x0f\n\x07waiting\x18\x04 \x01(\r\x12\x12\n\nrate_waits\x18\x05 \x01(\x04\x12\x14\n\x0crate_wait_ms\x18\x06 \x01(\x04\x12\x14\n\x0crate_waiting\x18\x07 \x01(\r\"\x14\n\x12ListActionsRequest\"B\n\x13ListActionsResponse\x12+\n\x07\x61\x63tions\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.ActionStatus2\xcd\x06\n\x0c\x41\x64minService\x12[\n\x0eListProcessors\x12#.chronolog.v1.ListProcessorsRequest\x1a$.chronolog.v1.ListProcessorsResponse\x12O\n\nMoveCursor\x12\x1f.chronolog.v1.MoveCursorRequest\x1a .chronolog.v1.MoveCursorResponse\x12g\n\x12SetProcessorPaused\x12\'.chronolog.v1.SetProcessorPausedRequest\x1a(.chronolog.v1.SetProcessorPausedResponse\x12m\n\x14ListFailedDeliveries\x12).chronolog.v1.ListFailedDeliveriesRequest\x1a*.chronolog.v1.ListFailedDeliveriesResponse\x12^\n\x0fRedeliverFailed\x12$.chronolog.v1.RedeliverFailedRequest\x1a%.chronolog.v1.RedeliverFailedResponse\x12X\n\rDismissFailed\x12\".chronolog.v1.DismissFailedRequest\x1a#.chronolog.v1.DismissFailedResponse\x12X\n\rListExecutors\x12\".chronolog.v1.ListExecutorsRequest\x1a#.chronolog.v1.ListExecutorsResponse\x12O\n\nExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponse\x12R\n\x0bListActions\x12 .chronolog.v1.ListActionsRequest\x1a!.chronolog.v1.ListActionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63hronolog/v1/admin.proto\x12\x0c\x63hronolog.v1\x1a\x18\x63hronolog/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x02\n\x0fProcessorStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tack_floor\x18\x02 \x01(\x04\x12\x11\n\tdelivered\x18\x03 \x01(\x04\x12\x0b\n\x03lag\x18\x04 \x01(\x04\x12\x11\n\tin_flight\x18\x05 \x01(\r\x12\x0f\n\x07retries\x18\x06 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\x07 \x01(\x04\x12\x0e\n\x06paused\x18\x08 \x01(\x08\x12\x0f\n\x06limits\x18\x82\x01 \x01(\t\x12\x13\n\nrate_waits\x18\x83\x01 \x01(\x04\x12\x15\n\x0crate_wait_ms\x18\x84\x01 \x01(\x04\x12\x15\n\x0crate_waiting\x18\x85\x01 \x01(\r\x12\x16\n\rdebounce_held\x18\x86\x01 \x01(\x04\x12\x1c\n\x13\x64\x65\x62ounce_deliveries\x18\x87\x01 \x01(\x04\x12\x18\n\x0f\x64\x65\x62ounce_events\x18\x88\x01 \x01(\x04\x12.\n\x07latency\x18n \x01(\x0b\x32\x1d.chronolog.v1.DeliveryLatency\"X\n\x0f\x44\x65liveryLatency\x12\x0e\n\x06p50_ms\x18\x01 \x01(\x01\x12\x0e\n\x06p99_ms\x18\x02 \x01(\x01\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\x12\x16\n\x0ewindow_seconds\x18\x04 \x01(\x01\"\x17\n\x15ListProcessorsRequest\"K\n\x16ListProcessorsResponse\x12\x31\n\nprocessors\x18\x01 \x03(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\"k\n\x11MoveCursorRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x13\n\tack_floor\x18\x02 \x01(\x04H\x00\x12(\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\x04\n\x02to\"F\n\x12MoveCursorResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\">\n\x19SetProcessorPausedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0e\n\x06paused\x18\x02 \x01(\x08\"a\n\x1aSetProcessorPausedResponse\x12\x30\n\tprocessor\x18\x01 \x01(\x0b\x32\x1d.chronolog.v1.ProcessorStatus\x12\x11\n\tunchanged\x18\x02 \x01(\x08\"\x89\x01\n\x0e\x46\x61iledDelivery\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\"\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x13.chronolog.v1.Event\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\r\x12\x12\n\nfailed_seq\x18\x05 \x01(\x04\x12\x0b\n\x03seq\x18\x06 \x01(\x04\"W\n\x1bListFailedDeliveriesRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"i\n\x1cListFailedDeliveriesResponse\x12\x30\n\ndeliveries\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.FailedDelivery\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\x16RedeliverFailedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\"(\n\x17RedeliverFailedResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"D\n\x14\x44ismissFailedRequest\x12\x11\n\tprocessor\x18\x01 \x01(\t\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\x12\x0b\n\x03\x61ll\x18\x03 \x01(\x08\"4\n\x15\x44ismissFailedResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12\x0c\n\x04seqs\x18\x02 \x03(\x04\"\xbd\x02\n\x0e\x45xecutorStatus\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x10\n\x08\x65xecutor\x18\x02 \x01(\t\x12\x13\n\x0binstance_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x12\n\nprocessors\x18\x05 \x03(\t\x12\x0f\n\x07\x61\x63tions\x18\x06 \x03(\t\x12\x0e\n\x06pulses\x18\x07 \x03(\t\x12\x0f\n\x07\x63redits\x18\x08 \x01(\r\x12\x11\n\tin_flight\x18\t \x01(\r\x12\x30\n\x0c\x63onnected_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_seen_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0b\n\x03sdk\x18\x0c \x01(\t\x12\x13\n\x0bsdk_version\x18\r \x01(\t\"\x16\n\x14ListExecutorsRequest\"H\n\x15ListExecutorsResponse\x12/\n\texecutors\x18\x01 \x03(\x0b\x32\x1c.chronolog.v1.ExecutorStatus\"L\n\x11\x45xecuteSqlRequest\x12\x0b\n\x03sql\x18\x01 \x01(\t\x12*\n\x06params\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue\"Y\n\x12\x45xecuteSqlResponse\x12%\n\x04rows\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63hanges\x18\x02 \x01(\x04\x12\x0b\n\x03seq\x18\x03 \x01(\x04\"\x8e\x01\n\x0c\x41\x63tionStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06limits\x18\x02 \x01(\t\x12\x0f\n\x07running\x18\x03 \x01(\r\x12\x0f\n\x07waiting\x18\x04 \x01(\r\x12\x12\n\nrate_waits\x18\x05 \x01(\x04\x12\x14\n\x0crate_wait_ms\x18\x06 \x01(\x04\x12\x14\n\x0crate_waiting\x18\x07 \x01(\r\"\x14\n\x12ListActionsRequest\"B\n\x13ListActionsResponse\x12+\n\x07\x61\x63tions\x18\x01 \x03(\x0b\x32\x1a.chronolog.v1.ActionStatus2\xcd\x06\n\x0c\x41\x64minService\x12[\n\x0eListProcessors\x12#.chronolog.v1.ListProcessorsRequest\x1a$.chronolog.v1.ListProcessorsResponse\x12O\n\nMoveCursor\x12\x1f.chronolog.v1.MoveCursorRequest\x1a .chronolog.v1.MoveCursorResponse\x12g\n\x12SetProcessorPaused\x12\'.chronolog.v1.SetProcessorPausedRequest\x1a(.chronolog.v1.SetProcessorPausedResponse\x12m\n\x14ListFailedDeliveries\x12).chronolog.v1.ListFailedDeliveriesRequest\x1a*.chronolog.v1.ListFailedDeliveriesResponse\x12^\n\x0fRedeliverFailed\x12$.chronolog.v1.RedeliverFailedRequest\x1a%.chronolog.v1.RedeliverFailedResponse\x12X\n\rDismissFailed\x12\".chronolog.v1.DismissFailedRequest\x1a#.chronolog.v1.DismissFailedResponse\x12X\n\rListExecutors\x12\".chronolog.v1.ListExecutorsRequest\x1a#.chronolog.v1.ListExecutorsResponse\x12O\n\nExecuteSql\x12\x1f.chronolog.v1.ExecuteSqlRequest\x1a .chronolog.v1.ExecuteSqlResponse\x12R\n\x0bListActions\x12 .chronolog.v1.ListActionsRequest\x1a!.chronolog.v1.ListActionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,36 +50,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SETPROCESSORPAUSEDREQUEST']._serialized_end=933
   _globals['_SETPROCESSORPAUSEDRESPONSE']._serialized_start=935
   _globals['_SETPROCESSORPAUSEDRESPONSE']._serialized_end=1032
-  _globals['_FAILEDDELIVERY']._serialized_start=1034
-  _globals['_FAILEDDELIVERY']._serialized_end=1158
-  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_start=1160
-  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_end=1247
-  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_start=1249
-  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_end=1354
-  _globals['_REDELIVERFAILEDREQUEST']._serialized_start=1356
-  _globals['_REDELIVERFAILEDREQUEST']._serialized_end=1413
-  _globals['_REDELIVERFAILEDRESPONSE']._serialized_start=1415
-  _globals['_REDELIVERFAILEDRESPONSE']._serialized_end=1455
-  _globals['_DISMISSFAILEDREQUEST']._serialized_start=1457
-  _globals['_DISMISSFAILEDREQUEST']._serialized_end=1525
-  _globals['_DISMISSFAILEDRESPONSE']._serialized_start=1527
-  _globals['_DISMISSFAILEDRESPONSE']._serialized_end=1579
-  _globals['_EXECUTORSTATUS']._serialized_start=1582
-  _globals['_EXECUTORSTATUS']._serialized_end=1899
-  _globals['_LISTEXECUTORSREQUEST']._serialized_start=1901
-  _globals['_LISTEXECUTORSREQUEST']._serialized_end=1923
-  _globals['_LISTEXECUTORSRESPONSE']._serialized_start=1925
-  _globals['_LISTEXECUTORSRESPONSE']._serialized_end=1997
-  _globals['_EXECUTESQLREQUEST']._serialized_start=1999
-  _globals['_EXECUTESQLREQUEST']._serialized_end=2075
-  _globals['_EXECUTESQLRESPONSE']._serialized_start=2077
-  _globals['_EXECUTESQLRESPONSE']._serialized_end=2166
-  _globals['_ACTIONSTATUS']._serialized_start=2169
-  _globals['_ACTIONSTATUS']._serialized_end=2311
-  _globals['_LISTACTIONSREQUEST']._serialized_start=2313
-  _globals['_LISTACTIONSREQUEST']._serialized_end=2333
-  _globals['_LISTACTIONSRESPONSE']._serialized_start=2335
-  _globals['_LISTACTIONSRESPONSE']._serialized_end=2401
-  _globals['_ADMINSERVICE']._serialized_start=2404
-  _globals['_ADMINSERVICE']._serialized_end=3249
+  _globals['_FAILEDDELIVERY']._serialized_start=1035
+  _globals['_FAILEDDELIVERY']._serialized_end=1172
+  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_start=1174
+  _globals['_LISTFAILEDDELIVERIESREQUEST']._serialized_end=1261
+  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_start=1263
+  _globals['_LISTFAILEDDELIVERIESRESPONSE']._serialized_end=1368
+  _globals['_REDELIVERFAILEDREQUEST']._serialized_start=1370
+  _globals['_REDELIVERFAILEDREQUEST']._serialized_end=1427
+  _globals['_REDELIVERFAILEDRESPONSE']._serialized_start=1429
+  _globals['_REDELIVERFAILEDRESPONSE']._serialized_end=1469
+  _globals['_DISMISSFAILEDREQUEST']._serialized_start=1471
+  _globals['_DISMISSFAILEDREQUEST']._serialized_end=1539
+  _globals['_DISMISSFAILEDRESPONSE']._serialized_start=1541
+  _globals['_DISMISSFAILEDRESPONSE']._serialized_end=1593
+  _globals['_EXECUTORSTATUS']._serialized_start=1596
+  _globals['_EXECUTORSTATUS']._serialized_end=1913
+  _globals['_LISTEXECUTORSREQUEST']._serialized_start=1915
+  _globals['_LISTEXECUTORSREQUEST']._serialized_end=1937
+  _globals['_LISTEXECUTORSRESPONSE']._serialized_start=1939
+  _globals['_LISTEXECUTORSRESPONSE']._serialized_end=2011
+  _globals['_EXECUTESQLREQUEST']._serialized_start=2013
+  _globals['_EXECUTESQLREQUEST']._serialized_end=2089
+  _globals['_EXECUTESQLRESPONSE']._serialized_start=2091
+  _globals['_EXECUTESQLRESPONSE']._serialized_end=2180
+  _globals['_ACTIONSTATUS']._serialized_start=2183
+  _globals['_ACTIONSTATUS']._serialized_end=2325
+  _globals['_LISTACTIONSREQUEST']._serialized_start=2327
+  _globals['_LISTACTIONSREQUEST']._serialized_end=2347
+  _globals['_LISTACTIONSRESPONSE']._serialized_start=2349
+  _globals['_LISTACTIONSRESPONSE']._serialized_end=2415
+  _globals['_ADMINSERVICE']._serialized_start=2418
+  _globals['_ADMINSERVICE']._serialized_end=3263
 # @@protoc_insertion_point(module_scope)

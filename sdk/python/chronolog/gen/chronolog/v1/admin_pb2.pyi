@@ -102,18 +102,20 @@ class SetProcessorPausedResponse(_message.Message):
     def __init__(self, processor: _Optional[_Union[ProcessorStatus, _Mapping]] = ..., unchanged: _Optional[bool] = ...) -> None: ...
 
 class FailedDelivery(_message.Message):
-    __slots__ = ("processor", "event", "error", "attempts", "failed_seq")
+    __slots__ = ("processor", "event", "error", "attempts", "failed_seq", "seq")
     PROCESSOR_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     FAILED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
     processor: str
     event: _event_pb2.Event
     error: str
     attempts: int
     failed_seq: int
-    def __init__(self, processor: _Optional[str] = ..., event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., error: _Optional[str] = ..., attempts: _Optional[int] = ..., failed_seq: _Optional[int] = ...) -> None: ...
+    seq: int
+    def __init__(self, processor: _Optional[str] = ..., event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., error: _Optional[str] = ..., attempts: _Optional[int] = ..., failed_seq: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class ListFailedDeliveriesRequest(_message.Message):
     __slots__ = ("processor", "page_size", "page_token")
