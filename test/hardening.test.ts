@@ -177,6 +177,19 @@ describe("hardening", () => {
     expect((await client.emit("b.e", { s: "small" })).event?.seq).toBe(1n);
   });
 
+  it("a config without principals (only log retention) keeps every caller the local admin, and still binds loopback only", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "chronolog-config-")), "owner.yaml");
+    writeFileSync(path, "log:\n  retention:\n    rules:\n      - { types: 'note.*', max_count: 5 }\n");
+    const config = loadConfig(path);
+    expect(config.principals).toBeUndefined();
+    const o = await owner({ config });
+    const client = createClient({ url: o.url });
+    await client.registerPlugin({ name: "note", events: { "note.a": { allow: ["*"] } } });
+    expect((await client.emit("note.a", {})).event?.seq).toBe(1n);
+    expect((await client.admin.listProcessors({})).processors).toEqual([]);
+    await expect(owner({ config, host: "0.0.0.0" })).rejects.toThrow(/refusing to bind 0.0.0.0 without principals/);
+  });
+
   it("refuses a config where two principals share a token", () => {
     const path = join(mkdtempSync(join(tmpdir(), "chronolog-config-")), "owner.yaml");
     writeFileSync(

@@ -24,7 +24,8 @@ export interface PrincipalConfig {
 
 /** The owner's config file (`chronolog serve --config FILE`), JSON or YAML. */
 export interface OwnerConfig {
-  principals: PrincipalConfig[];
+  /** Who may call, by bearer token; absent: every caller is the local admin and the owner binds loopback only. */
+  principals?: PrincipalConfig[];
   /** Origins allowed to call from browsers (`*` for any). */
   cors?: { origins: string[] };
   /** PEM files, relative to the config file; enables TLS. */
@@ -62,7 +63,6 @@ const actorPatterns = { type: "array", items: { type: "string", minLength: 1 } }
 const configSchema = {
   type: "object",
   additionalProperties: false,
-  required: ["principals"],
   properties: {
     principals: {
       type: "array",
@@ -148,14 +148,15 @@ export function loadConfig(path: string): OwnerConfig {
       .join("; ");
     throw new Error(`invalid config ${path}: ${problems}`);
   }
-  const names = json.principals.map((p) => p.name);
+  const principals = json.principals ?? [];
+  const names = principals.map((p) => p.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) throw new Error(`invalid config ${path}: principal ${dup} is declared twice`);
-  const hashes = json.principals.map((p) => p.token_sha256 ?? sha256Hex(p.token ?? ""));
+  const hashes = principals.map((p) => p.token_sha256 ?? sha256Hex(p.token ?? ""));
   const shared = hashes.findIndex((h, i) => hashes.indexOf(h) !== i);
   if (shared >= 0)
     throw new Error(
-      `invalid config ${path}: principals ${json.principals[hashes.indexOf(hashes[shared])].name} and ${json.principals[shared].name} have the same token; each principal needs its own`,
+      `invalid config ${path}: principals ${principals[hashes.indexOf(hashes[shared])].name} and ${principals[shared].name} have the same token; each principal needs its own`,
     );
   try {
     configRetentionRules(json.log?.retention);

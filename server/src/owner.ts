@@ -151,8 +151,8 @@ const defaultMaxMessageBytes = 4 * 1024 * 1024;
  */
 export async function startOwner(options: OwnerOptions): Promise<Owner> {
   const { config, logger } = options;
-  if (!config && !loopback.has(options.host)) {
-    throw new Error(`refusing to bind ${options.host} without a config: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
+  if (!config?.principals && !loopback.has(options.host)) {
+    throw new Error(`refusing to bind ${options.host} without principals: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
   }
   // Manifests are read before the data folder is opened (or made): a missing --plugins folder or a bad file leaves nothing behind.
   const manifests = options.pluginsDir ? loadManifests(options.pluginsDir) : [];
@@ -444,7 +444,7 @@ async function serve(
       tls: Boolean(config?.tls),
       auth: authenticator.required ? "tokens" : "none",
     },
-    authenticator.required ? "owner serving" : `owner serving without a config: every caller is the local admin (${localAdmin.name}); loopback only`,
+    authenticator.required ? "owner serving" : `owner serving without principals: every caller is the local admin (${localAdmin.name}); loopback only`,
   );
   const consoleUrl = `${config?.tls ? "https" : "http"}://${urlHost(options.host)}:${listener.port}${consolePath}`;
   logger.info({ console: consoleUrl }, `console at ${consoleUrl}${authenticator.required ? " (sign in with a principal's token)" : ""}`);
