@@ -414,7 +414,7 @@ describe("principal names cannot pose as roles", () => {
     writeFileSync(file, `principals:\n  - name: "role:admin"\n    role: client\n    token: ${CLIENT_TOKEN}\n`);
     expect(() => loadConfig(file)).toThrow(/invalid config .*owner\.yaml: \/principals\/0\/name/);
     writeFileSync(file, `principals:\n  - name: "svc:role-admin"\n    role: client\n    token: ${CLIENT_TOKEN}\n`);
-    expect(loadConfig(file).principals[0].name).toBe("svc:role-admin");
+    expect(loadConfig(file).principals?.[0].name).toBe("svc:role-admin");
   });
 });
 
