@@ -10,6 +10,8 @@ import { compileManifest, manifestFromJson } from "../server/src/plugins/manifes
 import { tempDir } from "./helpers/owner.js";
 
 const principals = [{ name: "admin", token: "admin-token-0123456789", role: "admin" }];
+/** The event type the `rooms` test plugin declares. */
+const rooms = { "rooms.joined": { allow: ["*"] } };
 
 function configFile(log: unknown): string {
   const path = join(tempDir(), "config.json");
@@ -49,13 +51,30 @@ describe("retention rules", () => {
 
   it("compiles a manifest's rules and refuses bad ones with the field", () => {
     const compiled = compileManifest(
-      manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", max_count: 10, keep: "RETENTION_KEEP_LATEST_PER_KEY", key: "data.room.id" }] }, "test"),
+      manifestFromJson(
+        { name: "rooms", events: rooms, retention: [{ types: "rooms.*", max_count: 10, keep: "RETENTION_KEEP_LATEST_PER_KEY", key: "data.room.id" }] },
+        "test",
+      ),
     );
     expect(compiled.retention).toEqual([
       { types: "rooms.*", maxAgeMs: 0, maxCount: 10, maxBytes: 0, latestPerKey: ["data", "room", "id"], source: "plugin rooms" },
     ]);
-    expect(() => compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*" }] }, "test"))).toThrow(/retention\[0\]/);
-    expect(() => compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "Rooms", max_age_ms: 5 }] }, "test"))).toThrow(/retention\[0\].types/);
+    expect(() => compileManifest(manifestFromJson({ name: "rooms", events: rooms, retention: [{ types: "rooms.*" }] }, "test"))).toThrow(/retention\[0\]/);
+    expect(() => compileManifest(manifestFromJson({ name: "rooms", events: rooms, retention: [{ types: "Rooms", max_age_ms: 5 }] }, "test"))).toThrow(
+      /retention\[0\].types/,
+    );
+  });
+
+  it("refuses a manifest's rule that covers none of its own types (it would apply to nothing); a stored one loads as it was", () => {
+    const withRule = (types: string) =>
+      manifestFromJson({ name: "rooms", events: rooms, collections: { bookings: {} }, retention: [{ types, max_count: 1 }] }, "test");
+    for (const types of ["rooms.*", "rooms.joined", "*", "bookings.updated", "bookings.*"])
+      expect(compileManifest(withRule(types)).retention, types).toHaveLength(1);
+    for (const types of ["action.*", "processor.failed", "other.*"])
+      expect(() => compileManifest(withRule(types)), types).toThrow(
+        /retention\[0\]\.types: .* covers none of the plugin's event types or its collections' change events/,
+      );
+    expect(compileManifest(withRule("action.*"), { stored: true }).retention).toHaveLength(1);
   });
 
   it("takes a compaction key as a path into the event and refuses one that is not, at config load and at registration", () => {
@@ -64,7 +83,7 @@ describe("retention rules", () => {
     for (const key of ["_id", "room.id", "dat._id", "data.", "data..x", "actor.in"])
       expect(() => loadConfig(configFile(keyed(key))), key).toThrow(/rules\[0\]\.key: key must be a path into the event starting with data/);
     const manifest = (key: string) =>
-      manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", keep: "RETENTION_KEEP_LATEST_PER_KEY", key }] }, "test");
+      manifestFromJson({ name: "rooms", events: rooms, retention: [{ types: "rooms.*", keep: "RETENTION_KEEP_LATEST_PER_KEY", key }] }, "test");
     expect(() => compileManifest(manifest("_id"))).toThrow(/retention\[0\]\.key: key must be a path into the event starting with data .*"_id"/);
     // A manifest stored by an earlier version, whose key was a bare path into the data, keeps its meaning.
     const stored = manifest("room.id");
@@ -82,7 +101,7 @@ describe("retention rules", () => {
         { types: "*", max_age_ms: 1 },
       ],
     });
-    const own = compileManifest(manifestFromJson({ name: "rooms", retention: [{ types: "rooms.*", max_count: 10 }] }, "test")).retention;
+    const own = compileManifest(manifestFromJson({ name: "rooms", events: rooms, retention: [{ types: "rooms.*", max_count: 10 }] }, "test")).retention;
     expect(ruleFor("rooms.updated", config, own)?.maxCount).toBe(5);
     expect(ruleFor("rooms.created", config, own)?.maxAgeMs).toBe(1);
     expect(ruleFor("rooms.created", [], own)?.maxCount).toBe(10);

@@ -11,7 +11,7 @@ import { checkPulses } from "../time/pulse-rules.js";
 import { concurrencyProblems, eventPathProblems, withConcurrencyShorthand } from "./flow-limits.js";
 import { rateProblems } from "../flow/rate.js";
 import { debounceProblems } from "../processors/debounce.js";
-import { manifestRetentionRules, type RetentionRule } from "../log/retention-rules.js";
+import { manifestRetentionRules, typeMatches, type RetentionRule } from "../log/retention-rules.js";
 
 /** A declared event type, ready to check emits against. */
 export interface EventTypeEntry {
@@ -91,7 +91,7 @@ export function manifestFromJson(json: unknown, source: string): PluginManifest 
  * problem is reported at once as INVALID_ARGUMENT with one violation per
  * declaration, e.g. `events.booking.created.schema`.
  */
-export function compileManifest(manifest: PluginManifest): CompiledManifest {
+export function compileManifest(manifest: PluginManifest, options: { stored?: boolean } = {}): CompiledManifest {
   const violations: FieldViolation[] = [];
   const check = (field: string, ok: boolean, description: string) => ok || violations.push({ field, description });
   check("name", pluginName.test(manifest.name), "plugin name must be lowercase letters, digits, - or _ (at most 63)");
@@ -154,6 +154,15 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
   violations.push(...checkPulses(manifest, actions));
   const retention = manifestRetentionRules(manifest.name, manifest.retention);
   violations.push(...retention.violations);
+  // A plugin's rules apply to its own types only (ruleFor): one that covers none of them would be silently ignored.
+  // A stored manifest, registered before this was checked, loads as it was (such a rule still applies to nothing).
+  const ownTypes = [...Object.keys(manifest.events), ...Object.keys(manifest.collections).flatMap((c) => changeOps.map((op) => `${c}.${op}`))];
+  for (const [i, r] of manifest.retention.entries())
+    check(
+      `retention[${i}].types`,
+      options.stored === true || r.types === "" || ownTypes.some((t) => typeMatches(r.types, t)),
+      `${JSON.stringify(r.types)} covers none of the plugin's event types or its collections' change events: a plugin's rules apply to those only (rules for other types go in the owner's config, log.retention)`,
+    );
   for (const [field, value] of structsOf(manifest)) {
     const problem = jsonProblem(value, field);
     if (problem) violations.push({ field, description: problem });
@@ -166,6 +175,9 @@ export function compileManifest(manifest: PluginManifest): CompiledManifest {
   }
   return { manifest, canonical: canonicalManifest(manifest), eventTypes, collections, actions, retention: retention.rules };
 }
+
+/** What a collection's change events end in. */
+const changeOps = ["created", "updated", "deleted"];
 
 /** Canonical JSON (RFC 8785) of a manifest. */
 export function canonicalManifest(manifest: PluginManifest): string {

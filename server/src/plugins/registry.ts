@@ -44,7 +44,7 @@ export class PluginRegistry {
     for (const row of this.statements.all()) {
       const manifest = manifestFromJson(JSON.parse(row.manifest), `stored plugin ${row.name}`);
       withEventPathKeys(manifest.retention);
-      const compiled = compileManifest(manifest);
+      const compiled = compileManifest(manifest, { stored: true });
       this.plugins.set(row.name, { compiled, revision: row.revision, registeredAt: row.registered_at });
     }
     this.reindex();
