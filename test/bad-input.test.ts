@@ -81,6 +81,16 @@ describe("bad input writes nothing", () => {
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations).toMatchObject([{ field: "type" }]);
     expect(err.findDetails(ErrorInfoSchema)[0]?.reason).toBe("UNDECLARED_EVENT_TYPE");
     await expectConnectError(admin.emit("", {}), Code.InvalidArgument, /type is required/);
+    // In a batch, the message names which event (nothing of the batch is written).
+    const inBatch = await expectConnectError(
+      admin.emitBatch([
+        { type: "order.placed", data: { amount: 1 } },
+        { type: "order.cancelled", data: {} },
+      ]),
+      Code.InvalidArgument,
+      /^events\[1\]: event type "order\.cancelled" is not declared/,
+    );
+    expect(inBatch.findDetails(BadRequestSchema)[0]?.fieldViolations).toMatchObject([{ field: "events[1].type" }]);
     await expectUnchanged(admin, before);
   });
 

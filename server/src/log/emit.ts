@@ -179,7 +179,7 @@ export class Emitter {
     if (!declared) {
       fail(
         "undeclared_event_type",
-        `event type ${JSON.stringify(input.type)} is not declared by any plugin`,
+        `${prefix ? `${prefix.slice(0, -1)}: ` : ""}event type ${JSON.stringify(input.type)} is not declared by any plugin`,
         [{ field: `${prefix}type`, description: "undeclared event type" }],
         { type: input.type },
       );
