@@ -63,7 +63,13 @@ export async function dismissCommand(processor: string, seqs: string[], flags: C
   if ((flags.all ?? false) === seqs.length > 0) throw new Error("give the seqs of the failed deliveries to dismiss, or --all (not both)");
   const checked = seqs.map((s) => BigInt(wholeNumber(s, "each seq", 1, maxSeq)));
   const dismissed = await client(flags).admin.dismissFailed({ processor, seqs: checked, all: flags.all ?? false });
-  console.log(`${processor}: ${dismissed.count} dismissed${dismissed.count > 0 ? ` (seqs ${dismissed.seqs.join(", ")})` : ""}`);
+  console.log(`${processor}: ${dismissed.count} dismissed${dismissed.count > 0 ? ` (seqs ${seqList(dismissed.seqs)})` : ""}`);
+}
+
+/** Seqs in order as a short list: every one up to 10, else the first 5, how many more, and the last. */
+function seqList(seqs: bigint[]): string {
+  if (seqs.length <= 10) return seqs.join(", ");
+  return `${seqs.slice(0, 5).join(", ")}, … ${seqs.length - 6} more …, ${seqs[seqs.length - 1]}`;
 }
 
 /** `chronolog executors [--json]`: connected executor sessions. */
