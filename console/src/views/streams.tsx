@@ -78,6 +78,11 @@ export function StreamView() {
           </tbody>
         </table>
       )}
+      {q.data && q.data.events.length === 0 && q.data.lastPosition !== undefined && !pages.back && (
+        <p className="note" id="stream-removed">
+          The stream's events are no longer in the log: log retention removed them (the stream's last position stays).
+        </p>
+      )}
       <Pager pages={pages} next={q.data?.nextPageToken} />
     </section>
   );
