@@ -110,7 +110,7 @@ export function readStart(afterSeq: number, firstSeq: number, fromFirstSeq: bool
   if (fromFirstSeq) return firstSeq - 1;
   fail(
     "before_log_start",
-    `${field} ${afterSeq} is before the log's start: retention removed the events up to seq ${firstSeq - 1} (the log starts at ${firstSeq}); read from 0 or from_first_seq to start there`,
+    `${field} ${afterSeq} is before the log's start: the log starts at seq ${firstSeq} (the events up to seq ${firstSeq - 1} were removed by retention, or left out of an import); read from 0 or from_first_seq to start there`,
     [{ field, description: `at least ${firstSeq - 1}, or 0` }],
     { first_seq: String(firstSeq) },
   );
