@@ -86,7 +86,7 @@ describe("log retention", () => {
     // A read from below the log's start is OUT_OF_RANGE, unless it asks to start there; from 0 reads from the start.
     const first = Number(page.firstSeq);
     expect(first).toBe(6);
-    await expectConnectError(client.log.readLog({ afterSeq: 1n }), Code.OutOfRange, /before the log's start/, /starts at 6/);
+    await expectConnectError(client.log.readLog({ afterSeq: 1n }), Code.OutOfRange, /before the log's start/, /the log starts at seq 6/);
     expect((await client.log.readLog({ afterSeq: 1n, fromFirstSeq: true })).events[0].seq).toBe(6n);
     expect((await client.log.readLog({ afterSeq: 5n })).events[0].seq).toBe(6n);
     const watch = client.log.watch({ afterSeq: 2n })[Symbol.asyncIterator]();
