@@ -284,7 +284,11 @@ export async function live(ctx: Context): Promise<void> {
       const label = `emit → handler at ${cfg.latencyRate.toLocaleString("en-US")} events/s`;
       add((p) => `${label}: p50 (ms) [Chronolog: ${p}]`, "lower", p50);
       add((p) => `${label}: p99 (ms) [Chronolog: ${p}]`, "lower", p99);
-      add((p) => `  server CPU per event at ${cfg.latencyRate.toLocaleString("en-US")} events/s (µs) [the owner, nats-server, redis-server; Chronolog: ${p}]`, "lower", (serverCpuMs * 1000) / sent.totalEvents);
+      add(
+        (p) => `  server CPU per event at ${cfg.latencyRate.toLocaleString("en-US")} events/s (µs) [the owner, nats-server, redis-server; Chronolog: ${p}]`,
+        "lower",
+        (serverCpuMs * 1000) / sent.totalEvents,
+      );
       chronologWindow(label, owner, { p50, p99 });
     });
   }

@@ -59,7 +59,22 @@ export function deliveriesMessage(items: DeliveryOut[]): ReturnType<typeof creat
 // Sizes of a batch's deliveries, computed once and used to write them: in scratch arrays shared by
 // every batch (a batch is written at once, synchronously), so that no object is made per delivery.
 // Per delivery, `perItem` numbers at `i * perItem + part` and `textsPerItem` strings.
-const part = { id: 0, processor: 1, key: 2, eventId: 3, type: 4, cause: 5, actor: 6, at: 7, deadline: 8, data: 9, event: 10, trace: 11, eventTrace: 12, total: 13 } as const;
+const part = {
+  id: 0,
+  processor: 1,
+  key: 2,
+  eventId: 3,
+  type: 4,
+  cause: 5,
+  actor: 6,
+  at: 7,
+  deadline: 8,
+  data: 9,
+  event: 10,
+  trace: 11,
+  eventTrace: 12,
+  total: 13,
+} as const;
 const perItem = 14;
 /** The event's data as JSON text; the try's trace context's headers; the event's own (ASCII by the W3C format; "" when none). */
 const text = { data: 0, traceparent: 1, tracestate: 2, eventTraceparent: 3, eventTracestate: 4 } as const;
