@@ -530,7 +530,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
   });
 
-  it("acks queued together go out as one AckBatch, in order, within its count and bytes (unittest: sdk/python/tests/test_ack_batches.py)", async () => {
+  it("acks queued together go out as one AckBatch, and action results as one ActionResultBatch to an owner that accepts them, in order, within their count and bytes (unittest: sdk/python/tests/test_ack_batches.py)", async () => {
     const result = await pythonUnittest("sdk/python/tests/test_ack_batches.py");
     expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
