@@ -530,10 +530,10 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
   });
 
-  it("acks queued together go out as one AckBatch, in order, within its count and bytes (unittest: sdk/python/tests/test_ack_batches.py)", async () => {
+  it("acks queued together go out as one AckBatch, and action results as one ActionResultBatch to an owner that accepts them, in order, within their count and bytes (unittest: sdk/python/tests/test_ack_batches.py)", async () => {
     const result = await pythonUnittest("sdk/python/tests/test_ack_batches.py");
     expect(result.exit).toBe("exit 0");
-    expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
+    expect(result.stderr).toMatch(/^Ran 6 tests in .*\n\nOK\s*$/m);
   });
 
   it("an action's work is under its action.started: a document, and a delay whose call reads ctx.scheduled one chain deeper and starts at its moment (held); the same call id runs nothing again", async () => {

@@ -190,12 +190,16 @@ export async function preloaded(ctx: Context): Promise<void> {
   for (const system of measured(ctx, deliverSystems)) {
     await withInstance(ctx, system, async (instance) => {
       await ctx.run({ op: "produce", endpoint: instance.endpoint("batch"), topic: "deliver", callers: 4, perCall: 1000, count: n });
+      const cpu0 = cpuMs(instance.pid);
       const workers = await consumers(instance, "deliver", 2);
       const done = await waitHandled(workers, n, timeout);
+      const cpu = cpuMs(instance.pid) - cpu0;
       const reports = await Promise.all(workers.map((w) => w.stop()));
       if (!done) ctx.log(`  ${system} preloaded: only ${handled(reports)} of ${n} handled in time`);
       const span = lastAt(reports) - firstAt(reports);
       figures.add(`deliver, preloaded ${n.toLocaleString("en-US")} over 1,000 keys (handled/s)`, "higher", system as Column, (handled(reports) / span) * 1000);
+      // The server's CPU from the consumers' start until the last event is handled (the preload done before).
+      figures.add("  server CPU per event delivered (µs) [the owner, nats-server, redis-server]", "lower", system as Column, (cpu * 1000) / n);
     });
   }
 }
@@ -258,15 +262,18 @@ export async function live(ctx: Context): Promise<void> {
         warmupMs: cfg.warmupMs,
         durationMs: cfg.latencyMs,
       } as const;
+      // The server's CPU (the owner's, nats-server's, redis-server's) from the first send, warm-up included, until the last event is handled.
       const sendAndDrain = async () => {
+        const cpu0 = cpuMs(instance.pid);
         const sent = await ctx.run(rate);
-        return { sent, done: await waitHandled(workers, sent.totalEvents, 30_000) };
+        const done = await waitHandled(workers, sent.totalEvents, 30_000);
+        return { sent, done, cpuMs: cpuMs(instance.pid) - cpu0 };
       };
       // The owner's window: from the warm-up's end until the last event is handled.
       const { result, loop: owner } = instance.owner
         ? await loopDuring(instance.owner.url, sendAndDrain, cfg.warmupMs)
         : { result: await sendAndDrain(), loop: undefined };
-      const { sent, done } = result;
+      const { sent, done, cpuMs: serverCpuMs } = result;
       check(ctx, `${system} rate`, sent);
       const reports = await Promise.all(workers.map((w) => w.stop()));
       if (!done)
@@ -281,6 +288,11 @@ export async function live(ctx: Context): Promise<void> {
       const label = `emit → handler at ${cfg.latencyRate.toLocaleString("en-US")} events/s`;
       add((p) => `${label}: p50 (ms) [Chronolog: ${p}]`, "lower", p50);
       add((p) => `${label}: p99 (ms) [Chronolog: ${p}]`, "lower", p99);
+      add(
+        (p) => `  server CPU per event at ${cfg.latencyRate.toLocaleString("en-US")} events/s (µs) [the owner, nats-server, redis-server; Chronolog: ${p}]`,
+        "lower",
+        (serverCpuMs * 1000) / sent.totalEvents,
+      );
       chronologWindow(label, owner, { p50, p99 });
     });
   }

@@ -27,7 +27,8 @@ owner never sends more; deliveries come in DeliveryBatches), acknowledges
 deliveries (ok, error, or terminal error when the handler raises
 :class:`TerminalError`; acks that end while the stream writes go out together
 in one AckBatch), answers invocations
-with an ``action_result``, and sends heartbeats at the interval the owner's
+with an ``action_result`` (those that end while the stream writes go out together
+in one ActionResultBatch, to an owner whose welcome accepts them), and sends heartbeats at the interval the owner's
 welcome asks for. An owner silent for 3 intervals counts as gone. When the
 stream breaks it reconnects with backoff (0.25 s doubling up to
 ``max_backoff_s``); work that was running then is retried by the owner.
@@ -364,6 +365,7 @@ class Executor:
                     self._lost_at = None
                     welcomed.set()
                     session.max_message_bytes = response.welcome.max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES
+                    session.action_result_batches = response.welcome.action_result_batches
                     self._check_owner_version(response.welcome.owner_version)
                     self._ready.set()
                     self._settled.set()

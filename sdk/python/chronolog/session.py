@@ -1,7 +1,8 @@
 """One Subscribe stream of an executor: its outgoing queue, the work running on it (to cancel),
 its clock, and the owner's largest message, which the acks and action results sent on it are
 cut to fit. Acks queued together go out as one AckBatch: those that ended while the stream was
-writing the message before.
+writing the message before; action results likewise as one ActionResultBatch, to an owner that
+accepts them (its welcome says so).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from chronolog.contexts import ActionContext, DeliveryContext
 from chronolog.gen.chronolog.v1 import executor_pb2
 from chronolog.stream_clock import StreamClock
 
-__all__ = ["Session", "DEFAULT_MAX_MESSAGE_BYTES", "MAX_BATCH_ACKS", "cut_to_fit", "fitting_result"]
+__all__ = ["Session", "DEFAULT_MAX_MESSAGE_BYTES", "MAX_BATCH_ACKS", "MAX_BATCH_RESULTS", "cut_to_fit", "fitting_result"]
 
 Outcome = executor_pb2.Outcome
 
@@ -23,6 +24,8 @@ Outcome = executor_pb2.Outcome
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 #: Most acks in one AckBatch.
 MAX_BATCH_ACKS = 256
+#: Most action results in one ActionResultBatch.
+MAX_BATCH_RESULTS = 256
 #: Nothing held back from the queue (None there ends the stream).
 _NOTHING: Any = object()
 
@@ -60,6 +63,8 @@ class Session:
         self.lock = threading.Lock()
         self.clock = StreamClock()
         self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
+        # The owner accepts ActionResultBatch (its welcome said so; an older owner does not).
+        self.action_result_batches = False
         # Set when the owner answered this executor's `stopping`: no more work is on its way.
         self.stopping_answered = threading.Event()
         # Says what the executor does (Executor's on_log): a handler that failed.
@@ -73,28 +78,43 @@ class Session:
     def requests(self) -> Iterator[executor_pb2.SubscribeRequest]:
         """The request stream grpc consumes: the queued messages in order, an ack with the acks
         queued right after it as one AckBatch (up to :data:`MAX_BATCH_ACKS`, within an eighth of
-        the owner's largest message)."""
+        the owner's largest message), and, to an owner that accepts them, an action result with
+        the results queued right after it as one ActionResultBatch (up to
+        :data:`MAX_BATCH_RESULTS`, within half of the owner's largest message; a larger result
+        goes alone)."""
         held = _NOTHING
         while True:
             item, held = (self._queue.get() if held is _NOTHING else held), _NOTHING
             if item is None:
                 return
-            if item.WhichOneof("message") != "ack":
+            kind = item.WhichOneof("message")
+            if kind == "ack":
+                budget, most = self.max_message_bytes // 8, MAX_BATCH_ACKS
+            elif kind == "action_result" and self.action_result_batches:
+                budget, most = self.max_message_bytes // 2, MAX_BATCH_RESULTS
+            else:
                 yield item
                 continue
-            acks = [item.ack]
-            room = self.max_message_bytes // 8 - item.ack.ByteSize()
-            while len(acks) < MAX_BATCH_ACKS:
+            first = getattr(item, kind)
+            items = [first]
+            room = budget - first.ByteSize()
+            while len(items) < most:
                 try:
                     after = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if after is None or after.WhichOneof("message") != "ack" or after.ack.ByteSize() > room:
+                # A batch's item takes its bytes and at most 6 more (its tag and length).
+                if after is None or after.WhichOneof("message") != kind or getattr(after, kind).ByteSize() + 6 > room:
                     held = after
                     break
-                acks.append(after.ack)
-                room -= after.ack.ByteSize()
-            yield item if len(acks) == 1 else executor_pb2.SubscribeRequest(acks=executor_pb2.AckBatch(acks=acks))
+                items.append(getattr(after, kind))
+                room -= getattr(after, kind).ByteSize() + 6
+            if len(items) == 1:
+                yield item
+            elif kind == "ack":
+                yield executor_pb2.SubscribeRequest(acks=executor_pb2.AckBatch(acks=items))
+            else:
+                yield executor_pb2.SubscribeRequest(action_results=executor_pb2.ActionResultBatch(results=items))
 
     def close_sends(self) -> None:
         """Half-closes the stream after what is queued (the owner reads it, then ends the stream); later sends are dropped."""

@@ -3,8 +3,16 @@ import type { ExecutorSession } from "./session.js";
 /** Answered work ids each session remembers, the most recent (a duplicate answer comes soon after the first). */
 export const answeredMemory = 1_024;
 
-/** Per session, the ids of deliveries and invocations it answered lately, oldest first. */
-const answered = new WeakMap<ExecutorSession, Set<string>>();
+/** A session's last {@link answeredMemory} answered ids: a set to look them up, and a ring in the order they came, to forget the oldest. */
+interface Answered {
+  ids: Set<string>;
+  ring: string[];
+  /** The ring's slot of the next id (holding the oldest once the ring is full). */
+  next: number;
+}
+
+/** Per session, the ids of deliveries and invocations it answered lately. */
+const answered = new WeakMap<ExecutorSession, Answered>();
 
 /** What an answer to work `id` found on its session. */
 export type AnswerMatch =
@@ -25,11 +33,13 @@ export function takeAnswer(session: ExecutorSession, id: string): AnswerMatch {
   let recent = answered.get(session);
   if (session.inFlight.delete(id)) {
     session.abandoned.delete(id);
-    if (!recent) answered.set(session, (recent = new Set()));
-    recent.delete(id);
-    recent.add(id);
-    if (recent.size > answeredMemory) recent.delete(recent.values().next().value!);
+    if (!recent) answered.set(session, (recent = { ids: new Set(), ring: [], next: 0 }));
+    if (recent.ids.has(id)) return "in-flight"; // sent again under the same id and answered again: remembered already
+    if (recent.ring.length === answeredMemory) recent.ids.delete(recent.ring[recent.next]);
+    recent.ring[recent.next] = id;
+    recent.next = (recent.next + 1) % answeredMemory;
+    recent.ids.add(id);
     return "in-flight";
   }
-  return recent?.has(id) ? "answered" : "unknown";
+  return recent?.ids.has(id) ? "answered" : "unknown";
 }

@@ -56,148 +56,149 @@ export function deliveriesMessage(items: DeliveryOut[]): ReturnType<typeof creat
   return message;
 }
 
-/** Sizes of one delivery's parts, computed once and used to write it. */
-interface Sized {
-  item: DeliveryOut;
-  idBytes: number;
-  processorBytes: number;
-  keyBytes: number;
-  eventIdBytes: number;
-  typeBytes: number;
-  causeBytes: number;
-  actorBytes: number;
-  atBytes: number;
-  deadlineBytes: number;
-  dataJson: string;
-  dataBytes: number;
-  eventBytes: number;
-  /** The try's trace context's headers and their UTF-8 bytes (ASCII by the W3C format); "" and 0 when none. */
-  traceparent: string;
-  tracestate: string;
-  traceBytes: number;
-  /** The same of the event's own trace context (Event.traceparent, tracestate). */
-  eventTraceparent: string;
-  eventTracestate: string;
-  eventTraceBytes: number;
-  total: number;
-}
+// Sizes of a batch's deliveries, computed once and used to write them: in scratch arrays shared by
+// every batch (a batch is written at once, synchronously), so that no object is made per delivery.
+// Per delivery, `perItem` numbers at `i * perItem + part` and `textsPerItem` strings.
+const part = {
+  id: 0,
+  processor: 1,
+  key: 2,
+  eventId: 3,
+  type: 4,
+  cause: 5,
+  actor: 6,
+  at: 7,
+  deadline: 8,
+  data: 9,
+  event: 10,
+  trace: 11,
+  eventTrace: 12,
+  total: 13,
+} as const;
+const perItem = 14;
+/** The event's data as JSON text; the try's trace context's headers; the event's own (ASCII by the W3C format; "" when none). */
+const text = { data: 0, traceparent: 1, tracestate: 2, eventTraceparent: 3, eventTracestate: 4 } as const;
+const textsPerItem = 5;
+let sizes = new Float64Array(perItem * 256);
+const texts: string[] = [];
 
 /**
  * A length prefix and then a Delivery (`batch` false, one item) or a DeliveryBatch's body: the
  * data of a length-delimited unknown field.
  */
 function lengthDelimited(items: DeliveryOut[], batch: boolean): Uint8Array {
-  const sized = items.map(size);
+  if (sizes.length < items.length * perItem) sizes = new Float64Array(items.length * perItem * 2);
   let body = 0;
-  for (const s of sized) body += batch ? fieldBytes(s.total) : s.total;
+  for (let i = 0; i < items.length; i++) {
+    const total = size(items[i], i);
+    body += batch ? fieldBytes(total) : total;
+  }
   const buf = Buffer.allocUnsafe(varintBytes(body) + body);
   let at = writeVarint(buf, 0, body);
-  for (const s of sized) {
+  for (let i = 0; i < items.length; i++) {
     if (batch) {
       at = writeTag(buf, at, batchDeliveries);
-      at = writeVarint(buf, at, s.total);
+      at = writeVarint(buf, at, sizes[i * perItem + part.total]);
     }
-    at = writeDelivery(buf, at, s);
+    at = writeDelivery(buf, at, items[i], i);
   }
+  texts.fill("", 0, items.length * textsPerItem); // the event data's text is not kept past the batch
   if (at !== buf.length) throw new Error(`delivery encoding wrote ${at} bytes of ${buf.length}`);
   return buf;
 }
 
-function size(item: DeliveryOut): Sized {
+/** Computes the sizes of `item`, the `i`th of its batch, into the scratch arrays; returns its Delivery's bytes. */
+function size(item: DeliveryOut, i: number): number {
   const e = item.event;
+  const n = i * perItem;
+  const t = i * textsPerItem;
   const dataJson = storedDataJson(e);
-  const s: Sized = {
-    item,
-    idBytes: Buffer.byteLength(item.deliveryId),
-    processorBytes: Buffer.byteLength(item.processor),
-    keyBytes: Buffer.byteLength(item.key),
-    eventIdBytes: Buffer.byteLength(e.id),
-    typeBytes: Buffer.byteLength(e.type),
-    causeBytes: Buffer.byteLength(e.cause),
-    actorBytes: e.actor === null ? -1 : actorBytes(e.actor),
-    atBytes: timestampBytes(e.at),
-    deadlineBytes: timestampBytes(item.deadlineMs),
-    dataJson,
-    dataBytes: Buffer.byteLength(dataJson),
-    eventBytes: 0,
-    traceparent: "",
-    tracestate: "",
-    traceBytes: 0,
-    eventTraceparent: "",
-    eventTracestate: "",
-    eventTraceBytes: 0,
-    total: 0,
-  };
+  texts[t + text.data] = dataJson;
+  const idBytes = (sizes[n + part.id] = Buffer.byteLength(item.deliveryId));
+  const processorBytes = (sizes[n + part.processor] = Buffer.byteLength(item.processor));
+  const keyBytes = (sizes[n + part.key] = Buffer.byteLength(item.key));
+  const eventIdBytes = (sizes[n + part.eventId] = Buffer.byteLength(e.id));
+  const typeBytes = (sizes[n + part.type] = Buffer.byteLength(e.type));
+  const causeBytes = (sizes[n + part.cause] = Buffer.byteLength(e.cause));
+  const actor = (sizes[n + part.actor] = e.actor === null ? -1 : actorBytes(e.actor));
+  const atBytes = (sizes[n + part.at] = timestampBytes(e.at));
+  const deadlineBytes = (sizes[n + part.deadline] = timestampBytes(item.deadlineMs));
+  const dataBytes = (sizes[n + part.data] = Buffer.byteLength(dataJson));
+  let traceBytes = 0;
+  let eventTraceBytes = 0;
   if (item.trace) {
     const { traceparent, tracestate } = traceCarrier(item.trace);
-    s.traceparent = traceparent;
-    s.tracestate = tracestate;
-    s.traceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
+    texts[t + text.traceparent] = traceparent;
+    texts[t + text.tracestate] = tracestate;
+    traceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
   }
   if (e.trace) {
     const { traceparent, tracestate } = traceCarrier(e.trace);
-    s.eventTraceparent = traceparent;
-    s.eventTracestate = tracestate;
-    s.eventTraceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
+    texts[t + text.eventTraceparent] = traceparent;
+    texts[t + text.eventTracestate] = tracestate;
+    eventTraceBytes = wideStringField(Buffer.byteLength(traceparent)) + wideStringField(Buffer.byteLength(tracestate));
   }
-  s.eventBytes =
+  sizes[n + part.trace] = traceBytes;
+  sizes[n + part.eventTrace] = eventTraceBytes;
+  const eventBytes = (sizes[n + part.event] =
     (e.seq === 0 ? 0 : 1 + varintBytes(e.seq)) +
-    stringField(s.eventIdBytes) +
-    stringField(s.typeBytes) +
-    stringField(s.causeBytes) +
-    (s.actorBytes < 0 ? 0 : fieldBytes(s.actorBytes)) +
-    fieldBytes(s.atBytes) +
-    stringField(s.dataBytes) +
-    s.eventTraceBytes;
-  s.total =
-    stringField(s.idBytes) +
-    stringField(s.processorBytes) +
-    fieldBytes(s.eventBytes) +
+    stringField(eventIdBytes) +
+    stringField(typeBytes) +
+    stringField(causeBytes) +
+    (actor < 0 ? 0 : fieldBytes(actor)) +
+    fieldBytes(atBytes) +
+    stringField(dataBytes) +
+    eventTraceBytes);
+  return (sizes[n + part.total] =
+    stringField(idBytes) +
+    stringField(processorBytes) +
+    fieldBytes(eventBytes) +
     (item.attempt === 0 ? 0 : 1 + varintBytes(item.attempt)) +
-    fieldBytes(s.deadlineBytes) +
-    stringField(s.keyBytes) +
-    s.traceBytes +
-    (item.debounced ? debouncedTagBytes + varintBytes(item.debounced) : 0);
-  return s;
+    fieldBytes(deadlineBytes) +
+    stringField(keyBytes) +
+    traceBytes +
+    (item.debounced ? debouncedTagBytes + varintBytes(item.debounced) : 0));
 }
 
-function writeDelivery(buf: Buffer, at: number, s: Sized): number {
-  const { item } = s;
+/** Writes `item`, the `i`th of its batch, with the sizes {@link size} computed. */
+function writeDelivery(buf: Buffer, at: number, item: DeliveryOut, i: number): number {
   const e = item.event;
-  at = writeString(buf, at, delivery.id, item.deliveryId, s.idBytes);
-  at = writeString(buf, at, delivery.processor, item.processor, s.processorBytes);
+  const n = i * perItem;
+  const t = i * textsPerItem;
+  at = writeString(buf, at, delivery.id, item.deliveryId, sizes[n + part.id]);
+  at = writeString(buf, at, delivery.processor, item.processor, sizes[n + part.processor]);
   at = writeTag(buf, at, delivery.event);
-  at = writeVarint(buf, at, s.eventBytes);
+  at = writeVarint(buf, at, sizes[n + part.event]);
   if (e.seq !== 0) {
     buf[at++] = (event.seq << 3) | WireType.Varint;
     at = writeVarint(buf, at, e.seq);
   }
-  at = writeString(buf, at, event.id, e.id, s.eventIdBytes);
-  at = writeString(buf, at, event.type, e.type, s.typeBytes);
-  at = writeString(buf, at, event.cause, e.cause, s.causeBytes);
+  at = writeString(buf, at, event.id, e.id, sizes[n + part.eventId]);
+  at = writeString(buf, at, event.type, e.type, sizes[n + part.type]);
+  at = writeString(buf, at, event.cause, e.cause, sizes[n + part.cause]);
   if (e.actor !== null) {
     at = writeTag(buf, at, event.actor);
-    at = writeVarint(buf, at, s.actorBytes);
-    for (let i = 0; i < actorFields.length; i++) {
-      const v = e.actor[actorFields[i]];
-      at = writeString(buf, at, i + 1, v, Buffer.byteLength(v));
+    at = writeVarint(buf, at, sizes[n + part.actor]);
+    for (let f = 0; f < actorFields.length; f++) {
+      const v = e.actor[actorFields[f]];
+      at = writeString(buf, at, f + 1, v, Buffer.byteLength(v));
     }
   }
-  at = writeTimestamp(buf, at, event.at, e.at, s.atBytes);
-  at = writeString(buf, at, event.dataJson, s.dataJson, s.dataBytes);
-  if (s.eventTraceBytes > 0) {
-    at = writeWideString(buf, at, event.traceparent, s.eventTraceparent);
-    at = writeWideString(buf, at, event.tracestate, s.eventTracestate);
+  at = writeTimestamp(buf, at, event.at, e.at, sizes[n + part.at]);
+  at = writeString(buf, at, event.dataJson, texts[t + text.data], sizes[n + part.data]);
+  if (sizes[n + part.eventTrace] > 0) {
+    at = writeWideString(buf, at, event.traceparent, texts[t + text.eventTraceparent]);
+    at = writeWideString(buf, at, event.tracestate, texts[t + text.eventTracestate]);
   }
   if (item.attempt !== 0) {
     buf[at++] = (delivery.attempt << 3) | WireType.Varint;
     at = writeVarint(buf, at, item.attempt);
   }
-  at = writeTimestamp(buf, at, delivery.deadline, item.deadlineMs, s.deadlineBytes);
-  at = writeString(buf, at, delivery.key, item.key, s.keyBytes);
-  if (s.traceBytes > 0) {
-    at = writeWideString(buf, at, delivery.traceparent, s.traceparent);
-    at = writeWideString(buf, at, delivery.tracestate, s.tracestate);
+  at = writeTimestamp(buf, at, delivery.deadline, item.deadlineMs, sizes[n + part.deadline]);
+  at = writeString(buf, at, delivery.key, item.key, sizes[n + part.key]);
+  if (sizes[n + part.trace] > 0) {
+    at = writeWideString(buf, at, delivery.traceparent, texts[t + text.traceparent]);
+    at = writeWideString(buf, at, delivery.tracestate, texts[t + text.tracestate]);
   }
   if (!item.debounced) return at;
   at = writeVarint(buf, at, (delivery.debounced << 3) | WireType.Varint); // a two-byte tag
@@ -224,19 +225,18 @@ function actorBytes(actor: NonNullable<EventRecord["actor"]>): number {
   return n;
 }
 
-/** google.protobuf.Timestamp of `ms` since the epoch (not before it), as timestampFromMs makes it. */
-function timestampParts(ms: number): { seconds: number; nanos: number } {
-  const seconds = Math.floor(ms / 1000);
-  return { seconds, nanos: Math.round((ms - seconds * 1000) * 1_000_000) };
-}
+// google.protobuf.Timestamp of `ms` since the epoch (not before it), as timestampFromMs makes it:
+// seconds = floor(ms / 1000), nanos = the rest in ns, rounded.
 
 function timestampBytes(ms: number): number {
-  const { seconds, nanos } = timestampParts(ms);
+  const seconds = Math.floor(ms / 1000);
+  const nanos = Math.round((ms - seconds * 1000) * 1_000_000);
   return (seconds === 0 ? 0 : 1 + varintBytes(seconds)) + (nanos === 0 ? 0 : 1 + varintBytes(nanos));
 }
 
 function writeTimestamp(buf: Buffer, at: number, no: number, ms: number, bytes: number): number {
-  const { seconds, nanos } = timestampParts(ms);
+  const seconds = Math.floor(ms / 1000);
+  const nanos = Math.round((ms - seconds * 1000) * 1_000_000);
   at = writeTag(buf, at, no);
   at = writeVarint(buf, at, bytes);
   if (seconds !== 0) {

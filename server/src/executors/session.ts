@@ -57,11 +57,14 @@ const maxBatch = 256;
  */
 const batchByteBudget = 1024 * 1024;
 
+/** A delivery as queued, itself (no wrapper per delivery): `bytes` weighs its event in a batch ({@link batchByteBudget}). */
+export type QueuedDelivery = DeliveryOut & { bytes: number };
+
 /**
  * A message as queued, or a delivery (written as its Delivery when the stream writes it); `bytes`
  * weighs a delivery's event or an invocation's input (0 for others).
  */
-export type Queued = { message: QueuedMessage; bytes: number } | { delivery: DeliveryOut; bytes: number };
+export type Queued = { message: QueuedMessage; bytes: number } | QueuedDelivery;
 
 /** What one batch message holds, of one kind: deliveries, or invocations. */
 type Run = { kind: "delivery"; items: DeliveryOut[] } | { kind: "invocation"; items: unknown[] };
@@ -98,9 +101,9 @@ export function ownerMessages(queued: Queued[], hosting: Pick<Hosting, "batches"
     runBytes += bytes;
   };
   for (const q of queued) {
-    if ("delivery" in q) {
-      add("delivery", q.delivery, q.bytes, hosting.batches);
-      if (q.delivery.timed) deliveryWritten(q.delivery.timed, (now ||= performance.now()));
+    if (!("message" in q)) {
+      add("delivery", q, q.bytes, hosting.batches);
+      if (q.timed) deliveryWritten(q.timed, (now ||= performance.now()));
       continue;
     }
     const m = typeof q.message === "function" ? q.message() : q.message;
@@ -204,8 +207,8 @@ export class ExecutorSession {
     this.outbox.push({ message, bytes });
   }
 
-  /** Queues a delivery; `bytes`: its event's stored bytes, as a batch weighs it ({@link batchByteBudget}). */
-  deliver(delivery: DeliveryOut, bytes: number): void {
-    this.outbox.push({ delivery, bytes });
+  /** Queues a delivery; its `bytes`: its event's stored bytes, as a batch weighs it ({@link batchByteBudget}). */
+  deliver(delivery: QueuedDelivery): void {
+    this.outbox.push(delivery);
   }
 }

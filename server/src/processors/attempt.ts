@@ -42,10 +42,13 @@ export interface Attempt {
   attempt: number;
   /** Failed tries counted against the processor's tries (a try lost with others on a dying stream is not). */
   failures: number;
-  /** Tries not answered yet. */
-  readonly tries: Set<Try>;
   /** The running try, if any. */
   current: Try | null;
+  /**
+   * Its other tries not answered yet, in the order they were sent: told to cancel (lingering,
+   * or abandoned past their grace); null when none (most events: one try at a time, no list).
+   */
+  lingered: Try[] | null;
   /** Decided: finished (ok), or failed with `error` (recorded once no try lingers). */
   outcome: { ok: true } | { ok: false; error: string } | null;
   /** A failed try to retry once no try of the event may run: why it failed, and the wait before the next. */
@@ -67,8 +70,8 @@ export function newAttempt(key: string, event: EventRecord): Attempt {
     key,
     attempt: 0,
     failures: 0,
-    tries: new Set(),
     current: null,
+    lingered: null,
     outcome: null,
     retry: null,
     timer: null,
@@ -78,9 +81,14 @@ export function newAttempt(key: string, event: EventRecord): Attempt {
   };
 }
 
+/** The outcome of an event finished by an OK ack (one object for all). */
+export const succeeded: NonNullable<Attempt["outcome"]> = Object.freeze({ ok: true });
+
 /** Whether a timed-out (or superseded) try of the event may still run within its grace. */
 export function lingers(attempt: Attempt): boolean {
-  for (const t of attempt.tries) if (t.state === "lingering") return true;
+  const lingered = attempt.lingered;
+  if (lingered === null) return false;
+  for (let i = 0; i < lingered.length; i++) if (lingered[i].state === "lingering") return true;
   return false;
 }
 

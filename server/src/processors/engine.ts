@@ -8,7 +8,7 @@ import type { BudgetedRows, EventRecord, EventStatements } from "../store/events
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import type { ProcessorSpec } from "./declaration.js";
-import { failedEvent, lingers, newAttempt, tryFailed, type Attempt, type Try } from "./attempt.js";
+import { failedEvent, lingers, newAttempt, succeeded, tryFailed, type Attempt, type Try } from "./attempt.js";
 import { Isolation } from "./isolation.js";
 import type { LogTail } from "../log/tail.js";
 import { RecentPercentiles } from "../recent-percentiles.js";
@@ -206,10 +206,10 @@ export class ProcessorEngine {
       if (this.attempts.size >= this.spec.concurrency) return;
       const session = this.deps.pickSession(this.spec.name);
       if (!session) return;
-      const next = this.intake.take();
-      if (!next) return;
-      const attempt = newAttempt(next.key, next.event);
-      this.attempts.set(next.event.seq, attempt);
+      const event = this.intake.take();
+      if (!event) return;
+      const attempt = newAttempt(this.intake.takenKey, event);
+      this.attempts.set(event.seq, attempt);
       this.send(attempt, session);
     }
   }
@@ -235,7 +235,7 @@ export class ProcessorEngine {
       t.span = undefined;
     }
     this.tries.drop(t);
-    if (ok) attempt.outcome = { ok: true };
+    if (ok) attempt.outcome = succeeded;
     else if (running) tryFailed(attempt, this.spec.retryDelaysMs, error || "error", terminal, true);
     this.advance(attempt, at);
     return "accepted";
@@ -417,7 +417,7 @@ export class ProcessorEngine {
 
   /** Ends an attempt; `succeeded` false when it ended by giving up (its failure stays on record); `at`: now, when the caller read it. */
   private finish(attempt: Attempt, succeeded: boolean, at = performance.now()): void {
-    for (const t of [...attempt.tries]) this.tries.drop(t);
+    this.tries.dropAll(attempt);
     this.unschedule(attempt);
     const seq = attempt.event.seq;
     this.attempts.delete(seq);
@@ -455,7 +455,7 @@ export class ProcessorEngine {
   private giveUp(attempt: Attempt, error: string): void {
     this.failures++;
     attempt.ending = true;
-    for (const t of [...attempt.tries]) this.tries.drop(t); // from now on a late ack is stale
+    this.tries.dropAll(attempt); // from now on a late ack is stale
     const { event } = attempt;
     const data = { processor: this.spec.name, event: failedEvent(event), error, attempts: attempt.attempt };
     this.deps.committer

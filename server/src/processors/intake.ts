@@ -58,11 +58,16 @@ export class Intake {
     return this.reader.read();
   }
 
-  /** The next event to deliver within the limits and the rate, or undefined (woken by the rate when a token is due). */
-  take(): { key: string; event: EventRecord } | undefined {
+  /** The next event to deliver within the limits and the rate ({@link takenKey}: its key), or undefined (woken by the rate when a token is due). */
+  take(): EventRecord | undefined {
     const next = this.queues.take(this.rate?.admit);
     if (!next) this.rate?.arm(this.queues, this.deps.pump);
     return next;
+  }
+
+  /** The key of the event {@link take} returned last. */
+  get takenKey(): string {
+    return this.queues.takenKey;
   }
 
   /** Queues an event outside the reader: a redelivery (`held` false: below the floor, not counted), or a debounced burst's last event. */

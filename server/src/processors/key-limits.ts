@@ -25,6 +25,12 @@ export type Pushed =
   /** Finished without a delivery (`skip`, `coalesce`): these events (the pushed one, or the ones it replaced). */
   | { kind: "passed"; events: EventRecord[]; held: boolean };
 
+const noKeys: { key: string; from: number }[] = [];
+
+/** The outcomes of a push that carry nothing of their own, made once. */
+const held: Pushed = Object.freeze({ kind: "held" });
+const spilled: Pushed = Object.freeze({ kind: "spilled" });
+
 /**
  * Per-key queues with a limit per key, served in turn. An event waits in its key's queue until
  * its key has fewer than `limit` deliveries in flight (limit 1: a lane, one event after the
@@ -48,6 +54,8 @@ export class KeyQueues {
   private readonly parked = new Set<string>();
   /** The shortest wait of the keys parked since the last {@link unpark}, ms. */
   wakeInMs = Number.POSITIVE_INFINITY;
+  /** The key of the event {@link take} returned last. */
+  takenKey = "";
   private count = 0;
   readonly holdPerKey: number;
 
@@ -79,13 +87,13 @@ export class KeyQueues {
       this.count += 1 - replaced.length;
       return { kind: "passed", events: replaced, held: true };
     }
-    if (state.spilledFrom > 0) return { kind: "spilled" };
+    if (state.spilledFrom > 0) return spilled;
     if (state.waiting.length >= this.holdPerKey) {
       state.spilledFrom = event.seq;
-      return { kind: "spilled" };
+      return spilled;
     }
     this.hold(key, state, event);
-    return { kind: "held" };
+    return held;
   }
 
   /** Queues an event whatever its key's state and `if_active` (a redelivery, or a debounced burst's last event). */
@@ -99,12 +107,12 @@ export class KeyQueues {
   }
 
   /**
-   * Takes the next event of the key whose turn it is and counts it in flight; undefined when no
-   * key may run. `admit`, when given, may hold an event back: it answers the ms to wait (0: go),
-   * and its key is passed over (parked) until {@link unpark}.
+   * Takes the next event of the key whose turn it is and counts it in flight ({@link takenKey}: its
+   * key); undefined when no key may run. `admit`, when given, may hold an event back: it answers
+   * the ms to wait (0: go), and its key is passed over (parked) until {@link unpark}.
    */
-  take(admit?: (event: EventRecord) => number): { key: string; event: EventRecord } | undefined {
-    for (const key of this.ready) {
+  take(admit?: (event: EventRecord) => number): EventRecord | undefined {
+    for (let key = this.ready.first(); key !== undefined; key = this.ready.first()) {
       const state = this.keys.get(key)!;
       const waitMs = admit ? admit(state.waiting[0]) : 0;
       if (waitMs > 0) {
@@ -126,7 +134,8 @@ export class KeyQueues {
         if (state.waiting.length > 0 && state.running < this.limit) this.ready.add(key, this.priorityOf(state.waiting[0])); // its next turn: after the others'
       }
       if (state.spilledFrom > 0 && state.waiting.length <= this.holdPerKey / 2) this.low.add(key);
-      return { key, event: taken };
+      this.takenKey = key;
+      return taken;
     }
     return undefined;
   }
@@ -164,12 +173,15 @@ export class KeyQueues {
   }
 
   /** Spilled keys whose queues ran low, with the seq to read them again from; taken (asked once). */
-  *lowKeys(): Generator<{ key: string; from: number }> {
+  lowKeys(): { key: string; from: number }[] {
+    if (this.low.size === 0) return noKeys;
+    const out: { key: string; from: number }[] = [];
     for (const key of this.low) {
-      this.low.delete(key);
       const state = this.keys.get(key);
-      if (state && state.spilledFrom > 0) yield { key, from: state.spilledFrom };
+      if (state && state.spilledFrom > 0) out.push({ key, from: state.spilledFrom });
     }
+    this.low.clear();
+    return out;
   }
 
   /** Room in `key`'s queue for events read again. */

@@ -72,7 +72,12 @@ export class LogReader {
   private fetching = false;
   private resets = 0;
 
-  constructor(private readonly deps: ReaderDeps) {}
+  /** The event types the processor takes, as reads of the log filter them ([]: all). */
+  private readonly types: string[];
+
+  constructor(private readonly deps: ReaderDeps) {
+    this.types = deps.spec.on ? [...deps.spec.on] : [];
+  }
 
   /** Restarts reading after `seq`, nothing held. */
   reset(seq: number): void {
@@ -102,7 +107,7 @@ export class LogReader {
   read(): boolean {
     const more = this.refill();
     const { spec, floor, queues } = this.deps;
-    const types = spec.on ? [...spec.on] : [];
+    const types = this.types;
     for (let chunks = 0; chunks < chunksPerTurn; chunks++) {
       if (this.held >= readAheadLimit || this.heldBytes >= processorReadAheadBytes || floor.pending >= lookAheadLimit) return more;
       if (this.delivered >= this.deps.head()) return more;
@@ -172,8 +177,8 @@ export class LogReader {
   private refill(): boolean {
     let more = false;
     const { spec, queues } = this.deps;
-    const types = spec.on ? [...spec.on] : [];
-    for (const { key, from } of [...queues.lowKeys()]) {
+    const types = this.types;
+    for (const { key, from } of queues.lowKeys()) {
       const found: EventRecord[] = [];
       let after = from - 1;
       let room = queues.room(key);

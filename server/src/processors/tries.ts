@@ -98,27 +98,25 @@ export class Tries {
       slot,
       times: this.times,
     };
+    if (attempt.current) (attempt.lingered ??= []).push(attempt.current);
     attempt.current = t;
-    attempt.tries.add(t);
     session.inFlight.add(t.deliveryId);
     this.byDelivery.set(t.deliveryId, t);
     this.extend(t, spec.ackTimeoutMs);
     const { event, key } = attempt;
     if (tracing.on) t.span = deliverySpan(spec.name, event, attempt.attempt);
-    session.deliver(
-      {
-        deliveryId: t.deliveryId,
-        processor: spec.name,
-        event,
-        attempt: attempt.attempt,
-        deadlineMs: this.deps.clock.now() + spec.ackTimeoutMs,
-        key: key.startsWith("#") ? "" : key,
-        debounced: this.deps.debounced(event.seq),
-        timed: t,
-        trace: t.span ? spanTrace(t.span) : event.trace,
-      },
-      storedBytes(event),
-    );
+    session.deliver({
+      deliveryId: t.deliveryId,
+      processor: spec.name,
+      event,
+      attempt: attempt.attempt,
+      deadlineMs: t.deadlineMs,
+      key: key.startsWith("#") ? "" : key,
+      debounced: this.deps.debounced(event.seq),
+      timed: t,
+      trace: t.span ? spanTrace(t.span) : event.trace,
+      bytes: storedBytes(event),
+    });
     return t;
   }
 
@@ -143,7 +141,11 @@ export class Tries {
     this.deadlines.remove(t);
     if (t.timer) clearTimeout(t.timer);
     t.timer = null;
-    if (t.attempt.current === t) t.attempt.current = null;
+    const { attempt } = t;
+    if (attempt.current === t) {
+      attempt.current = null;
+      (attempt.lingered ??= []).push(t);
+    }
     t.session.send({ message: { case: "cancelDelivery", value: { deliveryId: t.deliveryId, reason } } });
     t.state = "lingering";
     const waitMs = Math.max(0, t.deadlineMs - this.deps.clock.now()) + this.deps.spec.timeoutGraceMs;
@@ -167,9 +169,22 @@ export class Tries {
     this.byDelivery.delete(t.deliveryId);
     if (t.slot >= 0) this.times.release(t.slot);
     t.slot = -1;
-    t.attempt.tries.delete(t);
-    if (t.attempt.current === t) t.attempt.current = null;
+    const { attempt } = t;
+    if (attempt.current === t) attempt.current = null;
+    else if (attempt.lingered !== null) {
+      const i = attempt.lingered.indexOf(t);
+      if (i >= 0) attempt.lingered.splice(i, 1);
+      if (attempt.lingered.length === 0) attempt.lingered = null;
+    }
     this.deps.isolation.ended(t);
+  }
+
+  /** Forgets every try of `attempt` not answered yet, in the order they were sent. */
+  dropAll(attempt: Attempt): void {
+    const { lingered } = attempt;
+    attempt.lingered = null;
+    if (lingered !== null) for (const t of lingered) this.drop(t);
+    if (attempt.current) this.drop(attempt.current);
   }
 
   /** Forgets every try, their deadlines and timers too (their answers become stale). */
