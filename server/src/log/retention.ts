@@ -2,10 +2,10 @@ import { Gauge, type Registry } from "prom-client";
 import type { Clock, TimerHost } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
-import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js";
+import type { LogRemovalStatements, PartitionSummary, ScannedEvent } from "../store/log-removal.js";
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
-import { PartitionPlan, type ByType, type PartitionDrop } from "./partition-plan.js";
+import { PartitionPlan, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
@@ -113,12 +113,10 @@ export class LogRetention {
   private archiveFailure: string | undefined;
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
-  /** Events by type of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
-  private readonly partitionTypes = new Map<string, Map<string, number>>();
-  /** The running pass's plan of partitions (PostgreSQL); `surveying`: its rules only tally what they would remove; `filtering`: they leave waiting partitions alone. */
+  /** The summaries of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
+  private readonly partitionSummaries = new Map<string, PartitionSummary>();
+  /** The running pass's plan of partitions (PostgreSQL): the rules by rows step over the partitions it decided whole. */
   private plan: PartitionPlan | undefined;
-  private surveying = false;
-  private filtering = false;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
   held: Record<string, number> = {};
 
@@ -191,15 +189,24 @@ export class LogRetention {
         this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["data", "_id"]).update(),
       );
       if (statements.partitions) {
-        this.plan = await PartitionPlan.start(statements.partitions, this.options.committer.head, this.partitionTypes);
-        this.surveying = true;
-        await this.passRules(rules, now, snapshot, { ...result, held: {} }, new Map());
-        this.surveying = false;
-        for (const drop of await this.plan.decide((type) => ripens(rules, type))) await this.dropPartition(drop, result);
+        this.plan = await PartitionPlan.start(statements.partitions, this.options.committer.head, this.partitionSummaries);
+        const ruleOf = new Map<string, RetentionRule>();
+        for (const [rule, types] of rules) for (const type of types) ruleOf.set(type, rule);
+        const { drops, held } = await this.plan.decide({
+          ruleOf: (type) => ruleOf.get(type),
+          totalOf: (type) => stats.of(type),
+          now,
+          processors: snapshot.processors(),
+          failedSeqs: snapshot.failedSeqs(),
+          sparselyHeld: (type) => snapshot.sparselyHeld(type),
+          scan: (type, afterSeq, beforeSeq, limit) => statements.scanType(type, afterSeq, limit, beforeSeq),
+          check: (events) => snapshot.check(events),
+          batchEvents: this.options.batchEvents,
+        });
+        for (const h of held) this.holdBack(h, result, reasons);
+        for (const drop of drops) await this.dropPartition(drop, result, reasons);
       }
-      this.filtering = true;
       await this.passRules(rules, now, snapshot, result, reasons);
-      this.filtering = false;
       if (maxBytes > 0 && stats.bytes > maxBytes) await this.passLogWide(snapshot, result, reasons);
       result.complete = true;
     } catch (e) {
@@ -207,8 +214,6 @@ export class LogRetention {
       else if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
     }
     this.plan = undefined;
-    this.surveying = false;
-    this.filtering = false;
     this.report(result, reasons);
     for (const listener of this.listeners) listener(result);
   }
@@ -267,7 +272,18 @@ export class LogRetention {
       const rows = await statements.scanType(type, after, batchEvents);
       const candidates: ScannedEvent[] = [];
       let ended = rows.length < batchEvents;
+      let stepped = false;
       for (const row of rows) {
+        // A partition decided whole (held, waiting, dropped): stepped over, its events counted as scanned.
+        const skip = this.plan?.skips(row.seq, type);
+        if (skip) {
+          scannedEvents += skip.events;
+          scannedBytes += skip.bytes;
+          after = skip.to - 1;
+          stepped = true;
+          ended = false;
+          break;
+        }
         const byLimits =
           (rule.maxAgeMs > 0 && row.at < now - rule.maxAgeMs) ||
           (rule.maxCount > 0 && count - scannedEvents > rule.maxCount) ||
@@ -283,7 +299,7 @@ export class LogRetention {
           break;
         }
       }
-      await this.removeBatch(candidates, snapshot, result, reasons);
+      if (candidates.length > 0 || !stepped) await this.removeBatch(candidates, snapshot, result, reasons);
       if (ended) return;
     }
   }
@@ -318,10 +334,8 @@ export class LogRetention {
   ): Promise<void> {
     if (this.stopped) throw stopping;
     const { committer } = this.options;
-    // The log's last event always stays: the head seq is read from it at start. Events of a
-    // waiting partition stay for its drop.
-    const plan = this.filtering ? this.plan : undefined;
-    const weighed = candidates.filter((e) => e.seq < committer.head && !plan?.waits(e.seq));
+    // The log's last event always stays: the head seq is read from it at start.
+    const weighed = candidates.filter((e) => e.seq < committer.head);
     if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
     // A turn for everything else; after a removal, a pause as long as its commit took: removal
     // takes at most about half of the committer's time and of the disk's writes.
@@ -338,7 +352,6 @@ export class LogRetention {
   ): Promise<void> {
     const { committer, statements, stats } = this.options;
     const holds = await snapshot.check(weighed);
-    if (this.surveying) return this.plan?.tally(weighed, holds);
     for (const [seq, hold] of holds) {
       result.held[hold.holder] = (result.held[hold.holder] ?? 0) + 1;
       const entry = reasons.get(hold.holder) ?? { reason: hold.reason, types: new Set<string>() };
@@ -418,10 +431,14 @@ export class LogRetention {
    * as `removedIdsKept`) are kept, {@link idsPerUnit} a unit, then one unit drops it; after each
    * unit a pause as after a batch.
    */
-  private async dropPartition(drop: PartitionDrop, result: RetentionPass): Promise<void> {
+  private async dropPartition(drop: PartitionDrop, result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<void> {
     const { statements, stats, removedIdsKept } = this.options;
     const { from, to } = drop.partition;
-    if (!(await this.archiveThrough(to - 1))) return; // kept whole: the pass by rows holds its events as `archive`
+    if (!(await this.archiveThrough(to - 1))) {
+      // Kept whole until its events are archived.
+      const reason = `it is not archived yet (${this.archiveFailure ?? "the archive is behind"})`;
+      return this.holdBack({ holder: "archive", reason, events: drop.events, types: [...drop.byType.keys()] }, result, reasons);
+    }
     if (removedIdsKept > 0)
       for (let at = Math.max(from, to - removedIdsKept); at < to; at += idsPerUnit)
         await this.unit(result, () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
@@ -430,6 +447,14 @@ export class LogRetention {
     result.removedEvents += drop.events;
     result.removedBytes += drop.bytes;
     if (drop.events > 0) stats.removed(drop.byType, await statements.firstSeq());
+  }
+
+  /** Counts a whole partition's events as held back. */
+  private holdBack(held: PartitionHeld, result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): void {
+    result.held[held.holder] = (result.held[held.holder] ?? 0) + held.events;
+    const entry = reasons.get(held.holder) ?? { reason: held.reason, types: new Set<string>() };
+    for (const type of held.types) entry.types.add(type);
+    reasons.set(held.holder, entry);
   }
 
   /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as long as it took. */
@@ -477,12 +502,6 @@ export class LogRetention {
       );
     this.warned = over;
   }
-}
-
-/** Whether an event of `type` that may not go yet will in time: its rule has an age, count or size limit (a key alone may keep an event forever). */
-function ripens(rules: Map<RetentionRule, string[]>, type: string): boolean {
-  for (const [rule, types] of rules) if (types.includes(type)) return rule.maxAgeMs > 0 || rule.maxCount > 0 || rule.maxBytes > 0;
-  return false;
 }
 
 /** Thrown inside a pass when the owner stops: ends it quietly. */
