@@ -6,6 +6,7 @@ import type { LogRemovalStatements, PartitionSummary, ScannedEvent } from "../st
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
 import { PartitionPlan, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
+import { RemovalPace } from "./removal-pace.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
@@ -19,8 +20,6 @@ export const defaultRemovedIdsKept = 1_000_000;
 const maxReclaimPages = 128;
 /** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
 const idsPerUnit = 2_000;
-/** Longest pause between two removal batches, ms. */
-const maxPauseMs = 1_000;
 
 /** What a {@link LogRetention} needs. */
 export interface LogRetentionOptions {
@@ -120,7 +119,12 @@ export class LogRetention {
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
   held: Record<string, number> = {};
 
-  constructor(private readonly options: LogRetentionOptions) {}
+  /** The pause after each removal unit, against the committer's other work. */
+  private readonly pace: RemovalPace;
+
+  constructor(private readonly options: LogRetentionOptions) {
+    this.pace = new RemovalPace(options.committer);
+  }
 
   /** Calls `listener` after every pass. */
   onPass(listener: (pass: RetentionPass) => void): void {
@@ -337,11 +341,11 @@ export class LogRetention {
     // The log's last event always stays: the head seq is read from it at start.
     const weighed = candidates.filter((e) => e.seq < committer.head);
     if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
-    // A turn for everything else; after a removal, a pause as long as its commit took: removal
-    // takes at most about half of the committer's time and of the disk's writes.
-    const pause = this.lastCommitMs;
+    // A turn for everything else; after a removal, a pause that keeps removal to its share of
+    // the committer's time (removal-pace.ts).
+    const took = this.lastCommitMs;
     this.lastCommitMs = 0;
-    await new Promise((resolve) => (pause > 0 ? setTimeout(resolve, Math.min(pause, maxPauseMs)) : setImmediate(resolve)));
+    await this.pace.pause(took);
   }
 
   private async remove(
@@ -362,20 +366,21 @@ export class LogRetention {
     if (this.options.archive && going.length > 0) going = await this.archived(going, result, reasons);
     if (going.length > 0) {
       const bytes = going.reduce((sum, e) => sum + e.bytes, 0);
-      const started = performance.now();
-      await committer.submit(() => {
-        const unitStarted = performance.now();
-        statements.remove(
-          going.map((e) => e.seq),
-          bytes,
-          this.options.removedIdsKept,
-        );
-        statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
-        result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
-      });
+      const tookMs = await this.pace.track(() =>
+        committer.submit(() => {
+          const unitStarted = performance.now();
+          statements.remove(
+            going.map((e) => e.seq),
+            bytes,
+            this.options.removedIdsKept,
+          );
+          statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
+          result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+        }),
+      );
       this.plan?.removed(going.map((e) => e.seq));
       this.options.onRemoved?.(going[going.length - 1].seq);
-      this.lastCommitMs = performance.now() - started;
+      this.lastCommitMs = tookMs;
       result.longestBatchMs = Math.max(result.longestBatchMs, this.lastCommitMs);
       result.batches++;
       result.removedEvents += going.length;
@@ -457,19 +462,19 @@ export class LogRetention {
     reasons.set(held.holder, entry);
   }
 
-  /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as long as it took. */
+  /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as after a batch. */
   private async unit(result: RetentionPass, work: () => void): Promise<void> {
     if (this.stopped) throw stopping;
-    const started = performance.now();
-    await this.options.committer.submit(() => {
-      const unitStarted = performance.now();
-      work();
-      result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
-    });
-    const took = performance.now() - started;
+    const took = await this.pace.track(() =>
+      this.options.committer.submit(() => {
+        const unitStarted = performance.now();
+        work();
+        result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+      }),
+    );
     result.longestBatchMs = Math.max(result.longestBatchMs, took);
     result.batches++;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(took, maxPauseMs)));
+    await this.pace.pause(took);
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
