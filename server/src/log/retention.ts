@@ -86,11 +86,12 @@ export interface RetentionPass {
  * - **passing**: per rule, per type, oldest first: a batch of at most `batchEvents` events is
  *   scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
  *   against the holds, and what may go is removed in one committer unit of its own, which also
- *   returns free pages to the disk on SQLite; a turn of the event loop between batches. Then the
- *   log-wide limit. A tick during a pass asks for one more after it. On PostgreSQL the rules
- *   first run as a survey that removes nothing, and the full partitions of the events table
- *   every event of which may go are dropped whole, one committer unit each (partition-plan.ts);
- *   the rules then leave alone the partitions that will go whole later.
+ *   returns free pages to the disk on SQLite; after each, a pause that keeps removal to its
+ *   share of the committer (removal-pace.ts). Then the log-wide limit. A tick during a pass
+ *   asks for one more after it. On PostgreSQL the full partitions of the events table are first
+ *   weighed whole from their summaries (partition-plan.ts): those every event of which may go
+ *   are dropped, one committer unit each; the rules' scans by rows then step over those held or
+ *   waiting whole, and weigh only the partitions a holder pins part of and the head's.
  * - **stopped**: disarmed; a running pass ends after its current batch.
  *
  * Failure semantics: a batch is one transaction (its events, their tombstones and the counts go
