@@ -21,6 +21,9 @@ const maxReclaimPages = 128;
 /** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
 const idsPerUnit = 2_000;
 
+/** Why events were held back in a pass, by holder: the reason's words and the types held. */
+type Reasons = Map<string, { reason: string; types: Set<string> }>;
+
 /** What a {@link LogRetention} needs. */
 export interface LogRetentionOptions {
   statements: LogRemovalStatements;
@@ -184,7 +187,7 @@ export class LogRetention {
     await stats.ready;
     if (this.stopped) return;
     const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
-    const reasons = new Map<string, { reason: string; types: Set<string> }>();
+    const reasons: Reasons = new Map();
     this.archiveFailure = undefined;
     try {
       const now = clock.now();
@@ -224,13 +227,7 @@ export class LogRetention {
   }
 
   /** Every rule's candidates, type by type. */
-  private async passRules(
-    rules: Map<RetentionRule, string[]>,
-    now: number,
-    snapshot: HoldSnapshot,
-    result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
-  ): Promise<void> {
+  private async passRules(rules: Map<RetentionRule, string[]>, now: number, snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     for (const [rule, types] of rules) {
       const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
       for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
@@ -266,7 +263,7 @@ export class LogRetention {
     latest: Map<string, number> | undefined,
     snapshot: HoldSnapshot,
     result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
+    reasons: Reasons,
   ): Promise<void> {
     const { statements, stats, batchEvents } = this.options;
     const { events: count, bytes: total } = stats.of(type);
@@ -310,7 +307,7 @@ export class LogRetention {
   }
 
   /** The oldest events of any type while the log is past its log-wide limit. */
-  private async passLogWide(snapshot: HoldSnapshot, result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<void> {
+  private async passLogWide(snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     const { statements, stats, batchEvents, maxBytes } = this.options;
     let after = 0;
     for (;;) {
@@ -331,12 +328,7 @@ export class LogRetention {
   }
 
   /** Weighs `candidates` against the holds and removes the rest in one committer unit; then gives everything else a turn (also after a batch without candidates: a scan never runs on without yielding). */
-  private async removeBatch(
-    candidates: ScannedEvent[],
-    snapshot: HoldSnapshot,
-    result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
-  ): Promise<void> {
+  private async removeBatch(candidates: ScannedEvent[], snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     if (this.stopped) throw stopping;
     const { committer } = this.options;
     // The log's last event always stays: the head seq is read from it at start.
@@ -349,12 +341,7 @@ export class LogRetention {
     await this.pace.pause(took);
   }
 
-  private async remove(
-    weighed: ScannedEvent[],
-    snapshot: HoldSnapshot,
-    result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
-  ): Promise<void> {
+  private async remove(weighed: ScannedEvent[], snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     const { committer, statements, stats } = this.options;
     const holds = await snapshot.check(weighed);
     for (const [seq, hold] of holds) {
@@ -416,7 +403,7 @@ export class LogRetention {
   }
 
   /** Of `going`, those the archive holds once brought through the last of them; the others are held back as `archive`. */
-  private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<ScannedEvent[]> {
+  private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Reasons): Promise<ScannedEvent[]> {
     const archive = this.options.archive!;
     await this.archiveThrough(going[going.length - 1].seq);
     const unarchived = going.filter((e) => e.seq > archive.archivedSeq);
@@ -437,7 +424,7 @@ export class LogRetention {
    * as `removedIdsKept`) are kept, {@link idsPerUnit} a unit, then one unit drops it; after each
    * unit a pause as after a batch.
    */
-  private async dropPartition(drop: PartitionDrop, result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<void> {
+  private async dropPartition(drop: PartitionDrop, result: RetentionPass, reasons: Reasons): Promise<void> {
     const { statements, stats, removedIdsKept } = this.options;
     const { from, to } = drop.partition;
     if (!(await this.archiveThrough(to - 1))) {
@@ -456,7 +443,7 @@ export class LogRetention {
   }
 
   /** Counts a whole partition's events as held back. */
-  private holdBack(held: PartitionHeld, result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): void {
+  private holdBack(held: PartitionHeld, result: RetentionPass, reasons: Reasons): void {
     result.held[held.holder] = (result.held[held.holder] ?? 0) + held.events;
     const entry = reasons.get(held.holder) ?? { reason: held.reason, types: new Set<string>() };
     for (const type of held.types) entry.types.add(type);
@@ -479,7 +466,7 @@ export class LogRetention {
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
-  private report(result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): void {
+  private report(result: RetentionPass, reasons: Reasons): void {
     const { logger, stats, warnBytes, maxBytes } = this.options;
     this.held = result.held;
     const details = {
