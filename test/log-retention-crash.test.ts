@@ -124,6 +124,43 @@ describe("log retention under kill -9", () => {
       expect(size).toBeLessThan(fullSize / 3);
     }
   });
+
+  // PostgreSQL keeps a partition's ids for GetEvent in units of 2,000 before the unit that drops
+  // it: killed between them, the kept ids are of events still in the log.
+  it.runIf(onPostgres)("killed between keeping a partition's ids and dropping it, leaves the log consistent; the next owner drops it", async () => {
+    const dataDir = tempDir();
+    queryStore(dataDir, "UPDATE event_partitioning SET span = 20000");
+    queryStore(dataDir, "DROP TABLE events_1");
+    queryStore(dataDir, "DELETE FROM event_partitions");
+    let owner = await start(dataDir, config(dataDir));
+    const client = () => createClient({ url: owner.url, token: admin.token });
+    await client().registerPlugin({ name: "notes", events: { "note.added": { allow: ["*"] } } });
+    const total = 41_000; // partitions [1, 20001) and [20001, 40001) full, the head's keeps 1,000
+    for (let from = 0; from < total; from += 1_000)
+      await client().emitBatch(Array.from({ length: 1_000 }, (_, i) => ({ type: "note.added", data: { i: from + i, text: "x".repeat(100) } })));
+    const head = Number((await client().log.readLog({})).headSeq);
+    owner.child.kill("SIGTERM");
+    await owner.exited;
+
+    // Each partition's drop comes after 10 units keeping its ids: killed once ids are kept of
+    // events still in the log.
+    const retention = { rules: [{ types: "note.added", max_count: kept }], interval_ms: 1_000 };
+    owner = await start(dataDir, config(dataDir, retention));
+    const keptNotDropped = () => Number(queryStore(dataDir, "SELECT COUNT(*) AS n FROM removed_events r JOIN events e ON e.seq = r.seq")[0].n) > 0;
+    await until(keptNotDropped, "ids kept of a partition not dropped yet", 60_000);
+    owner.child.kill("SIGKILL");
+    await owner.exited;
+    const atKill = expectConsistent(dataDir, head, false);
+    expect(atKill.inLog).toBeGreaterThan(total - 20_000); // a partition at least was not dropped
+
+    owner = await start(dataDir, config(dataDir, retention));
+    await until(() => Number(queryStore(dataDir, "SELECT COUNT(*) AS n FROM events WHERE type = 'note.added'")[0].n) === kept, "the removal finished", 60_000);
+    owner.child.kill("SIGTERM");
+    await owner.exited;
+    const after = expectConsistent(dataDir, head, true);
+    expect(after.removed).toBe(total - kept);
+    expect(queryStore(dataDir, "SELECT from_seq FROM event_partitions WHERE to_seq <= 40001")).toEqual([]);
+  });
 });
 
 /** Deletes the log's first event on a connection of its own, as an operator's shell would. */

@@ -1,5 +1,6 @@
-import type { EventPartition, PartitionRemovalStatements, ScannedEvent } from "../store/log-removal.js";
-import type { Hold } from "./retention-holds.js";
+import type { EventPartition, PartitionRemovalStatements, PartitionSummary, ScannedEvent } from "../store/log-removal.js";
+import type { Hold, ProcessorHold } from "./retention-holds.js";
+import type { RetentionRule } from "./retention-rules.js";
 
 /** Events and stored bytes, by type. */
 export type ByType = Map<string, { events: number; bytes: number }>;
@@ -12,51 +13,78 @@ export interface PartitionDrop {
   byType: ByType;
 }
 
-/** What the survey found in one partition. */
-interface Tally {
+/** What a pass needs to weigh a whole partition from its summary. */
+export interface PartitionWeighing {
+  /** The rule each type follows (undefined: kept forever). */
+  ruleOf(type: string): RetentionRule | undefined;
+  /** Events and bytes of `type` in the whole log. */
+  totalOf(type: string): { events: number; bytes: number };
+  now: number;
+  processors: ProcessorHold[];
+  /** Seqs of failed deliveries on record. */
+  failedSeqs: number[];
+  /** Whether events of `type` may be held by a pending timer, a running call or a document (their holds are read per event). */
+  sparselyHeld(type: string): boolean;
+  /** Up to `limit` events of `type` with seq in (`afterSeq`, `beforeSeq`), in seq order. */
+  scan(type: string, afterSeq: number, beforeSeq: number, limit: number): Promise<ScannedEvent[]>;
+  /** The holds on `events` (retention-holds.ts). */
+  check(events: ScannedEvent[]): Promise<Map<number, Hold>>;
+  /** Events scanned at most per read. */
+  batchEvents: number;
+}
+
+/** Why a partition the rules would let go whole stays this pass, with its events of each holder. */
+export interface PartitionHeld {
+  holder: string;
+  reason: string;
   events: number;
-  bytes: number;
-  byType: ByType;
-  /** Events a holder keeps (but a cause whose kept effect is in the same partition). */
-  held: number;
+  types: string[];
 }
 
 /**
  * One retention pass over the events table's partitions on PostgreSQL (docs/retention.md,
- * "Space on disk"). The pass's rules first run as a survey: what they would remove is tallied by
- * partition, nothing is removed. Then, of the full partitions (the head's is still being
- * written), each is:
- * - **dropped** whole when every event left in it may go (a cause whose kept effect is in the
- *   same partition goes with it);
- * - **waiting** when none of its events is held and each one that may not go yet is of a type
- *   whose rule lets it go in time (by age, count or size): the rules then remove nothing from it
- *   row by row, and it is dropped once its last event may go;
- * - **pinned** otherwise (a holder keeps one of its events, or one is kept by a rule with a key
- *   only, or by no rule): the rules remove its events row by row, as on SQLite, and it is dropped once
- *   empty.
- * The partition holding the head is removed from row by row.
+ * "Space on disk"), decided per partition from its summary: events, bytes, the highest seq and
+ * commit time of each type, read once when the partition is full and kept across passes (a
+ * full partition only loses events; one that lost some by rows is read again). Of the full
+ * partitions (the head's is still being written), oldest first, each is:
+ * - **dropped** whole when each of its types' rule lets every one of its events go (its newest
+ *   is past the age, or has as many newer events of its type as the count or bytes as the size
+ *   limit), no processor has its types' events to finish, no failed delivery is in its range,
+ *   none of its sparse holders (timer.scheduled, action.started, documents' changes: read by
+ *   type and seq range) is held, and no event after it names one of its events as its cause;
+ * - **held** when a processor's cursor is below the partition and it takes one of its types: the
+ *   processor holds those events (counted from the summary), and the rules leave it alone;
+ * - **waiting** when a type's rule lets its events go in time but not all yet: the rules
+ *   remove nothing from it row by row, and it is dropped once its last event may go (but for a
+ *   processor that has not finished it: the rules then weigh its events by rows, and count
+ *   what the processor holds back);
+ * - **pinned** otherwise (a type no rule covers or one kept by a key only, a cursor inside it, a
+ *   failed delivery, a sparse holder or a kept effect): the rules remove its events row by row,
+ *   as on SQLite, and it is dropped once empty.
+ * The partition holding the head is removed from row by row. A pass thus costs per partition,
+ * not per event, but where a holder pins part of one.
  */
 export class PartitionPlan {
-  private readonly tallies = new Map<EventPartition, Tally>();
-  private readonly waiting = new Set<EventPartition>();
+  /** Full partitions the rules leave alone this pass (held, waiting, or being dropped). */
+  private readonly skipped = new Set<EventPartition>();
 
   private constructor(
     private readonly statements: PartitionRemovalStatements,
     /** The full partitions, oldest first. */
     private readonly full: EventPartition[],
-    /** Events by type of each full partition, by name, kept across passes (a full partition only loses events). */
-    private readonly typeCounts: Map<string, Map<string, number>>,
+    /** Each full partition's summary, by name, kept across passes. */
+    private readonly summaries: Map<string, PartitionSummary>,
   ) {}
 
   /** The plan of a pass: the partitions as they are, those below `head` full (the log's last event always stays). */
-  static async start(statements: PartitionRemovalStatements, head: number, typeCounts: Map<string, Map<string, number>>): Promise<PartitionPlan> {
+  static async start(statements: PartitionRemovalStatements, head: number, summaries: Map<string, PartitionSummary>): Promise<PartitionPlan> {
     const partitions = await statements.list();
     const names = new Set(partitions.map((p) => p.name));
-    for (const name of typeCounts.keys()) if (!names.has(name)) typeCounts.delete(name);
+    for (const name of summaries.keys()) if (!names.has(name)) summaries.delete(name);
     return new PartitionPlan(
       statements,
       partitions.filter((p) => p.to <= head),
-      typeCounts,
+      summaries,
     );
   }
 
@@ -74,57 +102,119 @@ export class PartitionPlan {
     return undefined;
   }
 
-  /** Survey: a batch of candidates weighed, with the holds on those that must stay. */
-  tally(candidates: ScannedEvent[], holds: Map<number, Hold>): void {
-    for (const e of candidates) {
-      const partition = this.partitionOf(e.seq);
-      if (!partition) continue;
-      let tally = this.tallies.get(partition);
-      if (!tally) this.tallies.set(partition, (tally = { events: 0, bytes: 0, byType: new Map(), held: 0 }));
-      const hold = holds.get(e.seq);
-      const goesWithPartition = hold?.effect !== undefined && this.partitionOf(hold.effect) === partition;
-      if (hold && !goesWithPartition) {
-        tally.held++;
-        continue;
-      }
-      tally.events++;
-      tally.bytes += e.bytes;
-      const byType = tally.byType.get(e.type) ?? { events: 0, bytes: 0 };
-      byType.events++;
-      byType.bytes += e.bytes;
-      tally.byType.set(e.type, byType);
-    }
+  /** The summary of a full partition, read once. */
+  private async summary(partition: EventPartition): Promise<PartitionSummary> {
+    let summary = this.summaries.get(partition.name);
+    if (!summary) this.summaries.set(partition.name, (summary = await this.statements.summary(partition)));
+    return summary;
   }
 
   /**
-   * After the survey: the partitions to drop, oldest first; the others waiting or pinned.
-   * `ripens(type)`: an event of `type` that may not go yet will in time (its rule has an age,
-   * count or size limit).
+   * Weighs every full partition, oldest first: returns those to drop and those held whole by a
+   * processor; marks the held and waiting ones (and those dropped) for the rules to leave alone.
    */
-  async decide(ripens: (type: string) => boolean): Promise<PartitionDrop[]> {
+  async decide(w: PartitionWeighing): Promise<{ drops: PartitionDrop[]; held: PartitionHeld[] }> {
     const drops: PartitionDrop[] = [];
+    const held: PartitionHeld[] = [];
+    /** Events and bytes of each type in the partitions weighed so far (all older than the next). */
+    const through = new Map<string, { events: number; bytes: number }>();
     for (const partition of this.full) {
-      let counts = this.typeCounts.get(partition.name);
-      if (!counts) this.typeCounts.set(partition.name, (counts = await this.statements.typeCounts(partition)));
-      const tally = this.tallies.get(partition) ?? { events: 0, bytes: 0, byType: new Map(), held: 0 };
-      const left = [...counts.values()].reduce((sum, n) => sum + n, 0);
-      if (tally.events === left) drops.push({ partition, events: tally.events, bytes: tally.bytes, byType: tally.byType });
-      else if (tally.held === 0 && [...counts].every(([type, n]) => (tally.byType.get(type)?.events ?? 0) === n || ripens(type))) this.waiting.add(partition);
+      const summary = await this.summary(partition);
+      let ripe = true;
+      let ripens = true;
+      for (const [type, s] of summary) {
+        const sum = through.get(type) ?? { events: 0, bytes: 0 };
+        sum.events += s.events;
+        sum.bytes += s.bytes;
+        through.set(type, sum);
+        const rule = w.ruleOf(type);
+        if (!rule || (rule.maxAgeMs === 0 && rule.maxCount === 0 && rule.maxBytes === 0)) {
+          ripens = false;
+          continue;
+        }
+        // Its newest event here is a candidate (so are the older ones): by age, or with at
+        // least the count (or the bytes) of its type's newer events the rule keeps.
+        const total = w.totalOf(type);
+        const allGo =
+          (rule.maxAgeMs > 0 && s.maxAt < w.now - rule.maxAgeMs) ||
+          (rule.maxCount > 0 && total.events - sum.events >= rule.maxCount) ||
+          (rule.maxBytes > 0 && total.bytes - sum.bytes >= rule.maxBytes);
+        if (!allGo) ripe = false;
+      }
+      if (!ripens) continue; // pinned: the rules remove what they may by rows
+      if (!ripe) {
+        // Waiting; but where a processor has not finished it, the rules weigh what they let go
+        // by rows (held, and counted so), as in the head's partition.
+        if (!w.processors.some((p) => [...summary].some(([t, s]) => (p.on === null || p.on.has(t)) && s.maxSeq > p.floor))) this.skipped.add(partition);
+        continue;
+      }
+      const verdict = await this.holdOf(partition, summary, w);
+      if (verdict === "pinned") continue;
+      this.skipped.add(partition);
+      if (verdict.length > 0) held.push(...verdict);
+      else drops.push(this.dropOf(partition, summary));
     }
-    return drops;
+    return { drops, held };
   }
 
-  /** Whether the rules leave the event at `seq` for its partition's drop (a waiting partition's). */
-  waits(seq: number): boolean {
+  /** What holds a partition every event of which its rules let go: none (`[]`), processors behind it (held whole), or `pinned` (its events are weighed one by one). */
+  private async holdOf(partition: EventPartition, summary: PartitionSummary, w: PartitionWeighing): Promise<PartitionHeld[] | "pinned"> {
+    const held: PartitionHeld[] = [];
+    const claimed = new Set<string>();
+    for (const p of w.processors) {
+      const types = [...summary.keys()].filter((t) => (p.on === null || p.on.has(t)) && !claimed.has(t));
+      const newest = Math.max(0, ...types.map((t) => summary.get(t)!.maxSeq));
+      if (newest <= p.floor) continue;
+      if (p.floor >= partition.from) return "pinned"; // its cursor is inside: which events it finished is read by rows
+      for (const t of types) claimed.add(t);
+      held.push({
+        holder: `processor:${p.name}`,
+        reason: `processor ${p.name} has not finished it (its cursor is at ${p.floor})`,
+        events: types.reduce((n, t) => n + summary.get(t)!.events, 0),
+        types,
+      });
+    }
+    if (held.length > 0) return held;
+    if (w.failedSeqs.some((seq) => seq >= partition.from && seq < partition.to)) return "pinned";
+    for (const type of summary.keys()) {
+      if (!w.sparselyHeld(type)) continue;
+      for (let after = partition.from - 1; ; ) {
+        const rows = await w.scan(type, after, partition.to, w.batchEvents);
+        if (rows.length === 0) break;
+        const holds = await w.check(rows);
+        if ([...holds.values()].some((h) => h.effect === undefined || this.partitionOf(h.effect) !== partition)) return "pinned";
+        after = rows[rows.length - 1].seq;
+      }
+    }
+    if (await this.statements.causedAfter(partition)) return "pinned";
+    return [];
+  }
+
+  private dropOf(partition: EventPartition, summary: PartitionSummary): PartitionDrop {
+    const byType: ByType = new Map();
+    let events = 0;
+    let bytes = 0;
+    for (const [type, s] of summary) {
+      byType.set(type, { events: s.events, bytes: s.bytes });
+      events += s.events;
+      bytes += s.bytes;
+    }
+    return { partition, events, bytes, byType };
+  }
+
+  /** The full partition the rules leave alone that holds `seq`, with its events and bytes of `type`: a scan by rows steps over it. */
+  skips(seq: number, type: string): { to: number; events: number; bytes: number } | undefined {
     const partition = this.partitionOf(seq);
-    return partition !== undefined && this.waiting.has(partition);
+    if (partition === undefined || !this.skipped.has(partition)) return undefined;
+    const s = this.summaries.get(partition.name)?.get(type);
+    return { to: partition.to, events: s?.events ?? 0, bytes: s?.bytes ?? 0 };
   }
 
-  /** Events at `seqs` were removed row by row: their partitions' counts are read again. */
+  /** Events at `seqs` were removed row by row: their partitions' summaries are read again. */
   removed(seqs: number[]): void {
     for (const seq of seqs) {
       const partition = this.partitionOf(seq);
-      if (partition) this.typeCounts.delete(partition.name);
+      if (partition) this.summaries.delete(partition.name);
     }
   }
 }

@@ -111,6 +111,21 @@ export class HoldSnapshot {
     return holds;
   }
 
+  /** The processors as they are now (their cursors read again at each call). */
+  processors(): ProcessorHold[] {
+    return this.sources.processors();
+  }
+
+  /** The seqs of the failed deliveries on record when the pass began. */
+  failedSeqs(): number[] {
+    return [...this.failed.keys()];
+  }
+
+  /** Whether an event of `type` can be held by something read per event: a pending timer, a running call, a document whose latest change it is. */
+  sparselyHeld(type: string): boolean {
+    return type === "timer.scheduled" || type === "action.started" || (changeOf(type, this.collections)?.op ?? "deleted") !== "deleted";
+  }
+
   /** A hold read from the snapshot alone: processors and failed deliveries. */
   private ownHold(e: ScannedEvent, processors: ProcessorHold[]): Hold | undefined {
     for (const p of processors)

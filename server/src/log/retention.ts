@@ -2,10 +2,11 @@ import { Gauge, type Registry } from "prom-client";
 import type { Clock, TimerHost } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
-import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js";
+import type { LogRemovalStatements, PartitionSummary, ScannedEvent } from "../store/log-removal.js";
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
-import { PartitionPlan, type ByType, type PartitionDrop } from "./partition-plan.js";
+import { PartitionPlan, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
+import { RemovalPace } from "./removal-pace.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
@@ -19,8 +20,9 @@ export const defaultRemovedIdsKept = 1_000_000;
 const maxReclaimPages = 128;
 /** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
 const idsPerUnit = 2_000;
-/** Longest pause between two removal batches, ms. */
-const maxPauseMs = 1_000;
+
+/** Why events were held back in a pass, by holder: the reason's words and the types held. */
+type Reasons = Map<string, { reason: string; types: Set<string> }>;
 
 /** What a {@link LogRetention} needs. */
 export interface LogRetentionOptions {
@@ -87,11 +89,12 @@ export interface RetentionPass {
  * - **passing**: per rule, per type, oldest first: a batch of at most `batchEvents` events is
  *   scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
  *   against the holds, and what may go is removed in one committer unit of its own, which also
- *   returns free pages to the disk on SQLite; a turn of the event loop between batches. Then the
- *   log-wide limit. A tick during a pass asks for one more after it. On PostgreSQL the rules
- *   first run as a survey that removes nothing, and the full partitions of the events table
- *   every event of which may go are dropped whole, one committer unit each (partition-plan.ts);
- *   the rules then leave alone the partitions that will go whole later.
+ *   returns free pages to the disk on SQLite; after each, a pause that keeps removal to its
+ *   share of the committer (removal-pace.ts). Then the log-wide limit. A tick during a pass
+ *   asks for one more after it. On PostgreSQL the full partitions of the events table are first
+ *   weighed whole from their summaries (partition-plan.ts): those every event of which may go
+ *   are dropped, one committer unit each; the rules' scans by rows then step over those held or
+ *   waiting whole, and weigh only the partitions a holder pins part of and the head's.
  * - **stopped**: disarmed; a running pass ends after its current batch.
  *
  * Failure semantics: a batch is one transaction (its events, their tombstones and the counts go
@@ -113,16 +116,19 @@ export class LogRetention {
   private archiveFailure: string | undefined;
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
-  /** Events by type of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
-  private readonly partitionTypes = new Map<string, Map<string, number>>();
-  /** The running pass's plan of partitions (PostgreSQL); `surveying`: its rules only tally what they would remove; `filtering`: they leave waiting partitions alone. */
+  /** The summaries of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
+  private readonly partitionSummaries = new Map<string, PartitionSummary>();
+  /** The running pass's plan of partitions (PostgreSQL): the rules by rows step over the partitions it decided whole. */
   private plan: PartitionPlan | undefined;
-  private surveying = false;
-  private filtering = false;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
   held: Record<string, number> = {};
 
-  constructor(private readonly options: LogRetentionOptions) {}
+  /** The pause after each removal unit, against the committer's other work. */
+  private readonly pace: RemovalPace;
+
+  constructor(private readonly options: LogRetentionOptions) {
+    this.pace = new RemovalPace(options.committer);
+  }
 
   /** Calls `listener` after every pass. */
   onPass(listener: (pass: RetentionPass) => void): void {
@@ -181,7 +187,7 @@ export class LogRetention {
     await stats.ready;
     if (this.stopped) return;
     const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
-    const reasons = new Map<string, { reason: string; types: Set<string> }>();
+    const reasons: Reasons = new Map();
     this.archiveFailure = undefined;
     try {
       const now = clock.now();
@@ -191,15 +197,24 @@ export class LogRetention {
         this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["data", "_id"]).update(),
       );
       if (statements.partitions) {
-        this.plan = await PartitionPlan.start(statements.partitions, this.options.committer.head, this.partitionTypes);
-        this.surveying = true;
-        await this.passRules(rules, now, snapshot, { ...result, held: {} }, new Map());
-        this.surveying = false;
-        for (const drop of await this.plan.decide((type) => ripens(rules, type))) await this.dropPartition(drop, result);
+        this.plan = await PartitionPlan.start(statements.partitions, this.options.committer.head, this.partitionSummaries);
+        const ruleOf = new Map<string, RetentionRule>();
+        for (const [rule, types] of rules) for (const type of types) ruleOf.set(type, rule);
+        const { drops, held } = await this.plan.decide({
+          ruleOf: (type) => ruleOf.get(type),
+          totalOf: (type) => stats.of(type),
+          now,
+          processors: snapshot.processors(),
+          failedSeqs: snapshot.failedSeqs(),
+          sparselyHeld: (type) => snapshot.sparselyHeld(type),
+          scan: (type, afterSeq, beforeSeq, limit) => statements.scanType(type, afterSeq, limit, beforeSeq),
+          check: (events) => snapshot.check(events),
+          batchEvents: this.options.batchEvents,
+        });
+        for (const h of held) this.holdBack(h, result, reasons);
+        for (const drop of drops) await this.dropPartition(drop, result, reasons);
       }
-      this.filtering = true;
       await this.passRules(rules, now, snapshot, result, reasons);
-      this.filtering = false;
       if (maxBytes > 0 && stats.bytes > maxBytes) await this.passLogWide(snapshot, result, reasons);
       result.complete = true;
     } catch (e) {
@@ -207,20 +222,12 @@ export class LogRetention {
       else if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
     }
     this.plan = undefined;
-    this.surveying = false;
-    this.filtering = false;
     this.report(result, reasons);
     for (const listener of this.listeners) listener(result);
   }
 
   /** Every rule's candidates, type by type. */
-  private async passRules(
-    rules: Map<RetentionRule, string[]>,
-    now: number,
-    snapshot: HoldSnapshot,
-    result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
-  ): Promise<void> {
+  private async passRules(rules: Map<RetentionRule, string[]>, now: number, snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     for (const [rule, types] of rules) {
       const latest = rule.latestPerKey ? await this.keyIndex(types, rule.latestPerKey).update() : undefined;
       for (const type of types) await this.passType(type, rule, now, latest, snapshot, result, reasons);
@@ -256,7 +263,7 @@ export class LogRetention {
     latest: Map<string, number> | undefined,
     snapshot: HoldSnapshot,
     result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
+    reasons: Reasons,
   ): Promise<void> {
     const { statements, stats, batchEvents } = this.options;
     const { events: count, bytes: total } = stats.of(type);
@@ -267,7 +274,18 @@ export class LogRetention {
       const rows = await statements.scanType(type, after, batchEvents);
       const candidates: ScannedEvent[] = [];
       let ended = rows.length < batchEvents;
+      let stepped = false;
       for (const row of rows) {
+        // A partition decided whole (held, waiting, dropped): stepped over, its events counted as scanned.
+        const skip = this.plan?.skips(row.seq, type);
+        if (skip) {
+          scannedEvents += skip.events;
+          scannedBytes += skip.bytes;
+          after = skip.to - 1;
+          stepped = true;
+          ended = false;
+          break;
+        }
         const byLimits =
           (rule.maxAgeMs > 0 && row.at < now - rule.maxAgeMs) ||
           (rule.maxCount > 0 && count - scannedEvents > rule.maxCount) ||
@@ -283,13 +301,13 @@ export class LogRetention {
           break;
         }
       }
-      await this.removeBatch(candidates, snapshot, result, reasons);
+      if (candidates.length > 0 || !stepped) await this.removeBatch(candidates, snapshot, result, reasons);
       if (ended) return;
     }
   }
 
   /** The oldest events of any type while the log is past its log-wide limit. */
-  private async passLogWide(snapshot: HoldSnapshot, result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<void> {
+  private async passLogWide(snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     const { statements, stats, batchEvents, maxBytes } = this.options;
     let after = 0;
     for (;;) {
@@ -310,35 +328,22 @@ export class LogRetention {
   }
 
   /** Weighs `candidates` against the holds and removes the rest in one committer unit; then gives everything else a turn (also after a batch without candidates: a scan never runs on without yielding). */
-  private async removeBatch(
-    candidates: ScannedEvent[],
-    snapshot: HoldSnapshot,
-    result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
-  ): Promise<void> {
+  private async removeBatch(candidates: ScannedEvent[], snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     if (this.stopped) throw stopping;
     const { committer } = this.options;
-    // The log's last event always stays: the head seq is read from it at start. Events of a
-    // waiting partition stay for its drop.
-    const plan = this.filtering ? this.plan : undefined;
-    const weighed = candidates.filter((e) => e.seq < committer.head && !plan?.waits(e.seq));
+    // The log's last event always stays: the head seq is read from it at start.
+    const weighed = candidates.filter((e) => e.seq < committer.head);
     if (weighed.length > 0) await this.remove(weighed, snapshot, result, reasons);
-    // A turn for everything else; after a removal, a pause as long as its commit took: removal
-    // takes at most about half of the committer's time and of the disk's writes.
-    const pause = this.lastCommitMs;
+    // A turn for everything else; after a removal, a pause that keeps removal to its share of
+    // the committer's time (removal-pace.ts).
+    const took = this.lastCommitMs;
     this.lastCommitMs = 0;
-    await new Promise((resolve) => (pause > 0 ? setTimeout(resolve, Math.min(pause, maxPauseMs)) : setImmediate(resolve)));
+    await this.pace.pause(took);
   }
 
-  private async remove(
-    weighed: ScannedEvent[],
-    snapshot: HoldSnapshot,
-    result: RetentionPass,
-    reasons: Map<string, { reason: string; types: Set<string> }>,
-  ): Promise<void> {
+  private async remove(weighed: ScannedEvent[], snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     const { committer, statements, stats } = this.options;
     const holds = await snapshot.check(weighed);
-    if (this.surveying) return this.plan?.tally(weighed, holds);
     for (const [seq, hold] of holds) {
       result.held[hold.holder] = (result.held[hold.holder] ?? 0) + 1;
       const entry = reasons.get(hold.holder) ?? { reason: hold.reason, types: new Set<string>() };
@@ -349,20 +354,21 @@ export class LogRetention {
     if (this.options.archive && going.length > 0) going = await this.archived(going, result, reasons);
     if (going.length > 0) {
       const bytes = going.reduce((sum, e) => sum + e.bytes, 0);
-      const started = performance.now();
-      await committer.submit(() => {
-        const unitStarted = performance.now();
-        statements.remove(
-          going.map((e) => e.seq),
-          bytes,
-          this.options.removedIdsKept,
-        );
-        statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
-        result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
-      });
+      const tookMs = await this.pace.track(() =>
+        committer.submit(() => {
+          const unitStarted = performance.now();
+          statements.remove(
+            going.map((e) => e.seq),
+            bytes,
+            this.options.removedIdsKept,
+          );
+          statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
+          result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+        }),
+      );
       this.plan?.removed(going.map((e) => e.seq));
       this.options.onRemoved?.(going[going.length - 1].seq);
-      this.lastCommitMs = performance.now() - started;
+      this.lastCommitMs = tookMs;
       result.longestBatchMs = Math.max(result.longestBatchMs, this.lastCommitMs);
       result.batches++;
       result.removedEvents += going.length;
@@ -397,7 +403,7 @@ export class LogRetention {
   }
 
   /** Of `going`, those the archive holds once brought through the last of them; the others are held back as `archive`. */
-  private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): Promise<ScannedEvent[]> {
+  private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Reasons): Promise<ScannedEvent[]> {
     const archive = this.options.archive!;
     await this.archiveThrough(going[going.length - 1].seq);
     const unarchived = going.filter((e) => e.seq > archive.archivedSeq);
@@ -418,10 +424,14 @@ export class LogRetention {
    * as `removedIdsKept`) are kept, {@link idsPerUnit} a unit, then one unit drops it; after each
    * unit a pause as after a batch.
    */
-  private async dropPartition(drop: PartitionDrop, result: RetentionPass): Promise<void> {
+  private async dropPartition(drop: PartitionDrop, result: RetentionPass, reasons: Reasons): Promise<void> {
     const { statements, stats, removedIdsKept } = this.options;
     const { from, to } = drop.partition;
-    if (!(await this.archiveThrough(to - 1))) return; // kept whole: the pass by rows holds its events as `archive`
+    if (!(await this.archiveThrough(to - 1))) {
+      // Kept whole until its events are archived.
+      const reason = `it is not archived yet (${this.archiveFailure ?? "the archive is behind"})`;
+      return this.holdBack({ holder: "archive", reason, events: drop.events, types: [...drop.byType.keys()] }, result, reasons);
+    }
     if (removedIdsKept > 0)
       for (let at = Math.max(from, to - removedIdsKept); at < to; at += idsPerUnit)
         await this.unit(result, () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
@@ -432,23 +442,31 @@ export class LogRetention {
     if (drop.events > 0) stats.removed(drop.byType, await statements.firstSeq());
   }
 
-  /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as long as it took. */
+  /** Counts a whole partition's events as held back. */
+  private holdBack(held: PartitionHeld, result: RetentionPass, reasons: Reasons): void {
+    result.held[held.holder] = (result.held[held.holder] ?? 0) + held.events;
+    const entry = reasons.get(held.holder) ?? { reason: held.reason, types: new Set<string>() };
+    for (const type of held.types) entry.types.add(type);
+    reasons.set(held.holder, entry);
+  }
+
+  /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as after a batch. */
   private async unit(result: RetentionPass, work: () => void): Promise<void> {
     if (this.stopped) throw stopping;
-    const started = performance.now();
-    await this.options.committer.submit(() => {
-      const unitStarted = performance.now();
-      work();
-      result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
-    });
-    const took = performance.now() - started;
+    const took = await this.pace.track(() =>
+      this.options.committer.submit(() => {
+        const unitStarted = performance.now();
+        work();
+        result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+      }),
+    );
     result.longestBatchMs = Math.max(result.longestBatchMs, took);
     result.batches++;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(took, maxPauseMs)));
+    await this.pace.pause(took);
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
-  private report(result: RetentionPass, reasons: Map<string, { reason: string; types: Set<string> }>): void {
+  private report(result: RetentionPass, reasons: Reasons): void {
     const { logger, stats, warnBytes, maxBytes } = this.options;
     this.held = result.held;
     const details = {
@@ -477,12 +495,6 @@ export class LogRetention {
       );
     this.warned = over;
   }
-}
-
-/** Whether an event of `type` that may not go yet will in time: its rule has an age, count or size limit (a key alone may keep an event forever). */
-function ripens(rules: Map<RetentionRule, string[]>, type: string): boolean {
-  for (const [rule, types] of rules) if (types.includes(type)) return rule.maxAgeMs > 0 || rule.maxCount > 0 || rule.maxBytes > 0;
-  return false;
 }
 
 /** Thrown inside a pass when the owner stops: ends it quietly. */

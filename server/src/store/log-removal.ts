@@ -1,6 +1,6 @@
 import { partitionRemovalStatements, type PartitionRemovalStatements } from "./postgres/partition-removal.js";
 
-export type { EventPartition, PartitionRemovalStatements } from "./postgres/partition-removal.js";
+export type { EventPartition, PartitionRemovalStatements, PartitionSummary } from "./postgres/partition-removal.js";
 import { dialectOf, sqlFor, type Db } from "./sql.js";
 
 /** An event as a retention pass weighs it. */
@@ -29,8 +29,8 @@ export interface TypeTotals {
  * and {@link reclaim} only inside a committer unit.
  */
 export interface LogRemovalStatements {
-  /** Up to `limit` events of `type` after `afterSeq`, in seq order. */
-  scanType(type: string, afterSeq: number, limit: number): Promise<ScannedEvent[]>;
+  /** Up to `limit` events of `type` after `afterSeq` (and before `beforeSeq`, if given), in seq order. */
+  scanType(type: string, afterSeq: number, limit: number, beforeSeq?: number): Promise<ScannedEvent[]>;
   /** Up to `limit` events of any type after `afterSeq`, in seq order. */
   scanAll(afterSeq: number, limit: number): Promise<ScannedEvent[]>;
   /** Events and bytes by type of the events with seq in (`afterSeq`, `throughSeq`]. */
@@ -105,9 +105,9 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       : { open: db.prepare("SELECT set_config('chronolog.removing', 'on', true)"), close: db.prepare("SELECT set_config('chronolog.removing', 'off', true)") };
   const incremental = dialect === "sqlite" && Number((db.prepare("PRAGMA auto_vacuum").get() as { auto_vacuum: number }).auto_vacuum) === 2;
   return {
-    ...(dialect === "postgres" && { partitions: partitionRemovalStatements(db) }),
-    async scanType(type, afterSeq, limit) {
-      const rows = await read(`SELECT ${columns} FROM events WHERE type = ? AND seq > ? ORDER BY seq LIMIT ?`, [type, afterSeq, limit]);
+    ...(dialect === "postgres" && { partitions: partitionRemovalStatements(db, bytes) }),
+    async scanType(type, afterSeq, limit, beforeSeq = Number.MAX_SAFE_INTEGER) {
+      const rows = await read(`SELECT ${columns} FROM events WHERE type = ? AND seq > ? AND seq < ? ORDER BY seq LIMIT ?`, [type, afterSeq, beforeSeq, limit]);
       return rows.map(toScanned);
     },
     async scanAll(afterSeq, limit) {

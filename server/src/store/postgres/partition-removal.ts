@@ -15,8 +15,10 @@ export interface EventPartition {
 export interface PartitionRemovalStatements {
   /** The partitions, oldest first. */
   list(): Promise<EventPartition[]>;
-  /** Events by type in `partition`. */
-  typeCounts(partition: EventPartition): Promise<Map<string, number>>;
+  /** Events, bytes, highest seq and commit time by type in `partition`: one read of it (log/partition-plan.ts keeps it while the partition is full). */
+  summary(partition: EventPartition): Promise<PartitionSummary>;
+  /** Whether an event after `partition` names one of its events as its cause (by the index on cause: one statement). */
+  causedAfter(partition: EventPartition): Promise<boolean>;
   /**
    * Inside a committer unit, before a partition's drop: keeps the ids, seqs and spaces of its
    * events with seq in [`fromSeq`, `toSeq`) for GetEvent (those kept already stay as they are),
@@ -36,10 +38,13 @@ export interface PartitionRemovalStatements {
   drop(partition: EventPartition, events: number, bytes: number): void;
 }
 
+/** A partition's events by type: how many, their stored bytes, the highest seq and commit time among them. */
+export type PartitionSummary = Map<string, { events: number; bytes: number; maxSeq: number; maxAt: number }>;
+
 const partitionName = /^events_\d+$/;
 
-/** The partition statements on `db` (PostgreSQL, migration 0007). */
-export function partitionRemovalStatements(db: Db): PartitionRemovalStatements {
+/** The partition statements on `db` (PostgreSQL, migration 0007); `rowBytes`: an event row's stored bytes in SQL. */
+export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionRemovalStatements {
   const read = async (sql: string, params: unknown[]) =>
     (db.readAsync ? await db.readAsync(sql, params) : db.prepare(sql).all(...params)) as Record<string, unknown>[];
   const left = db.prepare("SELECT COUNT(*) AS n FROM events WHERE seq >= ? AND seq < ?");
@@ -59,9 +64,20 @@ export function partitionRemovalStatements(db: Db): PartitionRemovalStatements {
       const rows = await read("SELECT name, from_seq, to_seq FROM event_partitions ORDER BY from_seq", []);
       return rows.map((r) => ({ name: r.name as string, from: Number(r.from_seq), to: Number(r.to_seq) }));
     },
-    async typeCounts(partition) {
-      const rows = await read("SELECT type, COUNT(*) AS n FROM events WHERE seq >= ? AND seq < ? GROUP BY type", [partition.from, partition.to]);
-      return new Map(rows.map((r) => [r.type as string, Number(r.n)]));
+    async summary(partition) {
+      const rows = await read(
+        `SELECT type, COUNT(*) AS n, SUM(${rowBytes}) AS bytes, MAX(seq) AS max_seq, MAX(at) AS max_at FROM events WHERE seq >= ? AND seq < ? GROUP BY type`,
+        [partition.from, partition.to],
+      );
+      return new Map(rows.map((r) => [r.type as string, { events: Number(r.n), bytes: Number(r.bytes), maxSeq: Number(r.max_seq), maxAt: Number(r.max_at) }]));
+    },
+    async causedAfter(partition) {
+      // Effects come after their causes; those with a cause are read by the index from after the partition.
+      const rows = await read(
+        "SELECT 1 FROM events e WHERE e.cause > '' AND e.seq >= ? AND e.cause IN (SELECT id FROM events WHERE seq >= ? AND seq < ?) LIMIT 1",
+        [partition.to, partition.from, partition.to],
+      );
+      return rows.length > 0;
     },
     keepIds(fromSeq, toSeq, keepIds) {
       let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
