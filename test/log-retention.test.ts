@@ -198,6 +198,38 @@ describe("log retention", () => {
     await expectConnectError(client.log.getEvent({ id: added[1].event!.id }), Code.NotFound, /removed from the log by retention/);
   });
 
+  it("keeps every event whose delivery fails while passes run, under a log-wide max_bytes too", async () => {
+    const plugin: PluginDefinition = {
+      ...definePlugin({ ...notes, processors: { tally: { on: "note.added", run: () => Promise.reject(new TerminalError("every note is bad")) } } }),
+    };
+    const { owner, client, clock } = await start({ rules: [{ types: "processor.*", max_count: 1 }], max_bytes: 3_000, interval_ms: 1 }, manifestOf(plugin));
+    const ex = runExecutor({ url: owner.url, token: admin.token, plugins: [plugin], onError: () => {} });
+    cleanups.push(() => ex.stop());
+    // Batches of notes whose deliveries fail while the clock starts pass after pass.
+    let emitting = true;
+    const ticking = (async () => {
+      while (emitting) {
+        clock.advance(1);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    for (let round = 0; round < 20; round++)
+      await client.log.emitBatch({ events: Array.from({ length: 50 }, (_, i) => ({ type: "note.added", data: { round, i } })) });
+    await until(async () => (await client.admin.listProcessors({})).processors[0].failures >= 1_000n, "every delivery failed", 60_000);
+    emitting = false;
+    await ticking;
+    await owner.logRetention.idle();
+    const failed = [];
+    let pageToken = "";
+    do {
+      const page = await client.admin.listFailedDeliveries({ processor: "notes.tally", pageSize: 1000, pageToken });
+      failed.push(...page.deliveries);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+    expect(failed).toHaveLength(1_000);
+    expect(failed.filter((d) => d.event?.seq !== d.seq).map((d) => d.seq)).toEqual([]);
+  });
+
   it("keeps a pending timer's timer.scheduled, and lets it go once the timer is gone", async () => {
     const plugin: PluginDefinition = { name: "notes", events: { "note.added": { allow: ["*"] } }, actions: { send: { allow: ["*"], run: () => ({}) } } };
     const { client, pass } = await start({ rules: [{ types: "timer.*", max_age_ms: 1 }] }, manifestOf(plugin));

@@ -7,10 +7,10 @@ export interface ProcessorHold {
   floor: number;
 }
 
-/** What holds the log's events: read once per pass ({@link HoldSnapshot}). */
+/** What holds the log's events ({@link HoldSnapshot}). */
 export interface HoldSources {
   processors(): ProcessorHold[];
-  /** Failed deliveries on record (kept until redelivered or dismissed). */
+  /** Failed deliveries on record (kept until redelivered or dismissed): all of them, for the partitions' plan. */
   failed(): { processor: string; seq: number }[];
   /** Collections whose writes record change events (`<name>.created|.updated|.deleted`). */
   collections(): string[];
@@ -34,11 +34,12 @@ export function changeOf(type: string, collections: Set<string>): { collection: 
 }
 
 /**
- * The holders of one pass: failed deliveries and collections read when it starts, processors'
- * cursors at each batch. {@link check} tells which of a batch of candidates must stay and why.
+ * The holders of one pass: collections read when it starts; processors' cursors, then failed
+ * deliveries, read again for each batch. {@link check} tells which of a batch of candidates must
+ * stay and why. The order matters: a processor's cursor passes a failed event only once its
+ * failure is on record, so failures read after the cursors include every one below them.
  */
 export class HoldSnapshot {
-  private readonly failed = new Map<number, string>();
   readonly collections: Set<string>;
 
   constructor(
@@ -47,7 +48,6 @@ export class HoldSnapshot {
     /** The latest seq of each document's change events, by collection and `_id` (JSON), as far as scanned. */
     private readonly latestChange: (collection: string) => Promise<Map<string, number>>,
   ) {
-    for (const { processor, seq } of sources.failed()) if (!this.failed.has(seq)) this.failed.set(seq, processor);
     this.collections = new Set(sources.collections());
   }
 
@@ -60,11 +60,13 @@ export class HoldSnapshot {
   async check(candidates: ScannedEvent[]): Promise<Map<number, Hold>> {
     const holds = new Map<number, Hold>();
     const processors = this.sources.processors(); // read for each batch: a cursor moved back counts at once
+    const failed =
+      candidates.length === 0 ? new Map<number, string>() : await this.statements.failedIn(candidates[0].seq, candidates[candidates.length - 1].seq);
     const timers = new Map<number, string>();
     const calls = new Map<number, string>();
     const documents = new Map<string, { seq: number; id: string; key: string }[]>();
     for (const e of candidates) {
-      const hold = this.ownHold(e, processors);
+      const hold = ownHold(e, processors, failed);
       if (hold) {
         holds.set(e.seq, hold);
         continue;
@@ -116,24 +118,27 @@ export class HoldSnapshot {
     return this.sources.processors();
   }
 
-  /** The seqs of the failed deliveries on record when the pass began. */
+  /** The seqs of the failed deliveries on record now (read them after {@link processors}: see the class comment). */
   failedSeqs(): number[] {
-    return [...this.failed.keys()];
+    return this.sources.failed().map((f) => f.seq);
   }
 
   /** Whether an event of `type` can be held by something read per event: a pending timer, a running call, a document whose latest change it is. */
   sparselyHeld(type: string): boolean {
     return type === "timer.scheduled" || type === "action.started" || (changeOf(type, this.collections)?.op ?? "deleted") !== "deleted";
   }
+}
 
-  /** A hold read from the snapshot alone: processors and failed deliveries. */
-  private ownHold(e: ScannedEvent, processors: ProcessorHold[]): Hold | undefined {
-    for (const p of processors)
-      if (e.seq > p.floor && (p.on === null || p.on.has(e.type)))
-        return { holder: `processor:${p.name}`, reason: `processor ${p.name} has not finished it (its cursor is at ${p.floor})` };
-    const failed = this.failed.get(e.seq);
-    if (failed !== undefined)
-      return { holder: `failed_delivery:${failed}`, reason: `its delivery to processor ${failed} failed (redelivered and finished, or dismissed, it can go)` };
-    return undefined;
-  }
+/** A hold read from what the batch read first: processors and failed deliveries. */
+function ownHold(e: ScannedEvent, processors: ProcessorHold[], failed: Map<number, string>): Hold | undefined {
+  for (const p of processors)
+    if (e.seq > p.floor && (p.on === null || p.on.has(e.type)))
+      return { holder: `processor:${p.name}`, reason: `processor ${p.name} has not finished it (its cursor is at ${p.floor})` };
+  const processor = failed.get(e.seq);
+  if (processor !== undefined)
+    return {
+      holder: `failed_delivery:${processor}`,
+      reason: `its delivery to processor ${processor} failed (redelivered and finished, or dismissed, it can go)`,
+    };
+  return undefined;
 }

@@ -205,7 +205,7 @@ export class LogRetention {
           totalOf: (type) => stats.of(type),
           now,
           processors: snapshot.processors(),
-          failedSeqs: snapshot.failedSeqs(),
+          failedSeqs: snapshot.failedSeqs(), // after the cursors (retention-holds.ts)
           sparselyHeld: (type) => snapshot.sparselyHeld(type),
           scan: (type, afterSeq, beforeSeq, limit) => statements.scanType(type, afterSeq, limit, beforeSeq),
           check: (events) => snapshot.check(events),

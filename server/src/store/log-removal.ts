@@ -39,6 +39,8 @@ export interface LogRemovalStatements {
   firstSeq(): Promise<number>;
   /** Of `ids`, the seqs of the events that name each as their cause. */
   effectsOf(ids: string[]): Promise<Map<string, number[]>>;
+  /** The failed deliveries on record of the events with seq in [`fromSeq`, `toSeq`]: the processor of each (the first by name when several). */
+  failedIn(fromSeq: number, toSeq: number): Promise<Map<number, string>>;
   /** Of `timerIds`, those of timers still pending (a next moment, paused, or an occurrence not ended). */
   pendingTimers(timerIds: string[]): Promise<Set<string>>;
   /** Of `callIds`, those of action calls still running. */
@@ -134,6 +136,12 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
         effects.set(row.cause as string, seqs);
       }
       return effects;
+    },
+    async failedIn(fromSeq, toSeq) {
+      const rows = await read("SELECT processor, seq FROM failed_deliveries WHERE seq >= ? AND seq <= ? ORDER BY seq, processor", [fromSeq, toSeq]);
+      const failed = new Map<number, string>();
+      for (const r of rows) if (!failed.has(Number(r.seq))) failed.set(Number(r.seq), r.processor as string);
+      return failed;
     },
     async pendingTimers(timerIds) {
       if (timerIds.length === 0) return new Set();
