@@ -116,6 +116,25 @@ describe("log retention", () => {
     await expectConnectError(b.log.getEvent({ id: first.event!.id }), Code.NotFound, /no event with id/);
   });
 
+  it("an id reused after its event was removed is removed again in its turn: the newest removal is the one GetEvent names", async () => {
+    const { client, pass } = await start({ rules: [{ types: "note.added", max_count: 1 }] });
+    const first = await client.emit("note.added", { i: 0 }, { id: "reused" });
+    await client.emit("note.added", { i: 1 });
+    await client.emit("note.pinned", {});
+    expect((await pass()).removedEvents).toBe(1);
+    const again = await client.emit("note.added", { i: 2 }, { id: "reused" });
+    expect(again.event!.seq).toBeGreaterThan(first.event!.seq);
+    await client.emit("note.added", { i: 3 });
+    await client.emit("note.pinned", {});
+    const result = await pass();
+    expect(result).toMatchObject({ complete: true, removedEvents: 2 });
+    await expectConnectError(
+      client.log.getEvent({ id: "reused" }),
+      Code.NotFound,
+      new RegExp(`\\(seq ${again.event!.seq}\\) was removed from the log by retention`),
+    );
+  });
+
   it("keeps the ids of the newest removed events only, as many as removed_ids_kept", async () => {
     const { client, pass } = await start({ rules: [{ types: "note.*", max_count: 3 }], removed_ids_kept: 2 });
     const emitted = [];

@@ -96,6 +96,8 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
   // PostgreSQL: a partition's drop under way may have kept some of these ids already (PartitionRemovalStatements.keepIds).
   const keptAlready = sqlFor(db, { sqlite: "", postgres: " ON CONFLICT DO NOTHING" });
   const insertRemoved = db.prepare(`INSERT INTO removed_events (seq, id, space) SELECT seq, id, ${spaceOf} FROM events WHERE seq IN ${seqList}${keptAlready}`);
+  // An id reused after its first event was removed (an Emit may reuse it): the newest removal is the one kept.
+  const forgetReused = db.prepare(`DELETE FROM removed_events WHERE id IN (SELECT id FROM events WHERE seq IN ${seqList}) AND seq NOT IN ${seqList}`);
   const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
   const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
   const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
@@ -178,7 +180,10 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     remove(seqs, removedBytes, keepIds) {
       const json = JSON.stringify(seqs);
       let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
-      if (keepIds > 0) kept += insertRemoved.run(json).changes;
+      if (keepIds > 0) {
+        kept -= forgetReused.run(json, json).changes; // first: the id is unique among the kept
+        kept += insertRemoved.run(json).changes;
+      }
       const over = Math.min(kept - keepIds, 10 * seqs.length + 1_000);
       if (over > 0) kept -= forgetOldest.run(over).changes;
       guard.open.run();

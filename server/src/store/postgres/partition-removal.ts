@@ -54,6 +54,8 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
      SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq >= ? AND seq < ? ON CONFLICT DO NOTHING`,
   );
   const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
+  // An id reused after its first event was removed: the newest removal is the one kept.
+  const forgetReused = db.prepare("DELETE FROM removed_events WHERE id IN (SELECT id FROM events WHERE seq >= ? AND seq < ?) AND (seq < ? OR seq >= ?)");
   const setKept = db.prepare("UPDATE log_retention SET kept_ids = ? WHERE id = 1");
   const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ? WHERE id = 1");
   const lockTimeout = db.prepare("SELECT current_setting('lock_timeout') AS was, set_config('lock_timeout', '200ms', true)");
@@ -81,8 +83,9 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
     },
     keepIds(fromSeq, toSeq, keepIds) {
       let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
+      const forgotten = forgetReused.run(fromSeq, toSeq, fromSeq, toSeq).changes; // first: the id is unique among the kept
       const added = keep.run(fromSeq, toSeq).changes;
-      kept += added;
+      kept += added - forgotten;
       const over = Math.min(kept - keepIds, 10 * added + 1_000);
       if (over > 0) kept -= forgetOldest.run(over).changes;
       setKept.run(kept);
