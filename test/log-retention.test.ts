@@ -135,6 +135,16 @@ describe("log retention", () => {
     );
   });
 
+  it("counts each event held back once a pass, though its rule and the log-wide limit both weigh it", async () => {
+    const plugin = definePlugin({ ...notes, processors: { tally: { on: "note.added", run: () => {} } } }); // no executor hosts it: it finishes nothing
+    const { client, pass } = await start({ rules: [{ types: "note.added", max_count: 1 }], max_bytes: 100 }, manifestOf(plugin));
+    for (let i = 0; i < 5; i++) await client.emit("note.added", { i });
+    await client.emit("note.pinned", {});
+    const result = await pass();
+    expect(result.removedEvents).toBe(0);
+    expect(result.held).toEqual({ "processor:notes.tally": 5 });
+  });
+
   it("keeps the ids of the newest removed events only, as many as removed_ids_kept", async () => {
     const { client, pass } = await start({ rules: [{ types: "note.*", max_count: 3 }], removed_ids_kept: 2 });
     const emitted = [];

@@ -114,6 +114,8 @@ export class LogRetention {
   private armed = false;
   /** Why the archive could not be written in this pass (it is not tried again until the next). */
   private archiveFailure: string | undefined;
+  /** Seqs this pass counted as held: a rule's phase and the log-wide one may weigh the same event. */
+  private readonly heldSeqs = new Set<number>();
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
   /** The summaries of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
@@ -189,6 +191,7 @@ export class LogRetention {
     const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
     const reasons: Reasons = new Map();
     this.archiveFailure = undefined;
+    this.heldSeqs.clear();
     try {
       const now = clock.now();
       const rules = this.rulesByType();
@@ -345,6 +348,8 @@ export class LogRetention {
     const { committer, statements, stats } = this.options;
     const holds = await snapshot.check(weighed);
     for (const [seq, hold] of holds) {
+      if (this.heldSeqs.has(seq)) continue;
+      this.heldSeqs.add(seq);
       result.held[hold.holder] = (result.held[hold.holder] ?? 0) + 1;
       const entry = reasons.get(hold.holder) ?? { reason: hold.reason, types: new Set<string>() };
       entry.types.add(weighed.find((e) => e.seq === seq)?.type ?? "");
