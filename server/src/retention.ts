@@ -1,9 +1,9 @@
-import type { Registry } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import { CallRetention, defaultCallRetentionMs } from "./actions/index.js";
 import type { Clock, TimerHost } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
 import type { LogStats } from "./log/log-stats.js";
-import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention, logRetentionMetrics } from "./log/retention.js";
+import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention } from "./log/retention.js";
 import { configRetentionRules } from "./log/retention-rules.js";
 import type { LogTail } from "./log/tail.js";
 import type { Logger } from "./logger.js";
@@ -142,4 +142,18 @@ export function openRetention(deps: RetentionDeps): OwnerRetention {
       await Promise.all([timerRetention.stop(), callRetention.stop(), logRetention.stop()]);
     },
   };
+}
+
+/** Registers `chronolog_log_retention_held_events{holder}`: events the last pass wanted removed but kept, by what holds them. */
+function logRetentionMetrics(registry: Registry, retention: LogRetention): void {
+  new Gauge({
+    name: "chronolog_log_retention_held_events",
+    help: "Events a retention rule lets go that the last pass kept, by holder: processor:<name> (not finished), failed_delivery:<name>, timer, action_call, document, cause (a kept event names it), archive (not archived yet).",
+    labelNames: ["holder"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [holder, n] of Object.entries(retention.held)) this.set({ holder }, n);
+    },
+  });
 }

@@ -1,4 +1,3 @@
-import { Gauge, type Registry } from "prom-client";
 import type { Clock, TimerHost } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
@@ -506,17 +505,3 @@ export class LogRetention {
 const stopping = Symbol("stopping");
 /** Thrown at a pass's start when no rule covers a type in the log and the log is within its size: nothing is read. */
 const nothingToDo = Symbol("nothing to do");
-
-/** Registers `chronolog_log_retention_held_events{holder}`: events the last pass wanted removed but kept, by what holds them. */
-export function logRetentionMetrics(registry: Registry, retention: LogRetention): void {
-  new Gauge({
-    name: "chronolog_log_retention_held_events",
-    help: "Events a retention rule lets go that the last pass kept, by holder: processor:<name> (not finished), failed_delivery:<name>, timer, action_call, document, cause (a kept event names it), archive (not archived yet).",
-    labelNames: ["holder"] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [holder, n] of Object.entries(retention.held)) this.set({ holder }, n);
-    },
-  });
-}
