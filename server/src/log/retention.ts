@@ -488,7 +488,7 @@ export class LogRetention {
       for (const [holder, { reason, types }] of reasons)
         logger.info(
           { holder, events: result.held[holder], types: [...types] },
-          `log retention holds back ${result.held[holder]} events a rule lets go: ${reason}`,
+          `log retention holds back ${result.held[holder]} events a rule lets go: ${result.held[holder] > 1 ? `the first of them: ${reason}` : reason}`,
         );
     }
     const over = warnBytes > 0 && stats.bytes > warnBytes;
