@@ -45,7 +45,7 @@ import { timeService } from "./rpc/time-service.js";
 import { awaitLeadership, defaultLeaseMs, type Leadership } from "./leadership.js";
 import { serveStandby } from "./standby.js";
 import { Committer } from "./store/committer.js";
-import { cursorStatements } from "./store/cursors.js";
+import { cursorStatements, failedDeliveryReads } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
@@ -423,7 +423,18 @@ async function serve(
       router.service(TimeService, timeService(time.timers), strict);
       router.service(
         AdminService,
-        adminService({ processors, actions, hub, committer, db: store.db, cursors, events, reads: logReads, firstSeq: () => logStats.firstSeq }),
+        adminService({
+          processors,
+          actions,
+          hub,
+          committer,
+          db: store.db,
+          cursors,
+          events,
+          reads: logReads,
+          failed: failedDeliveryReads(store.db, cursors),
+          firstSeq: () => logStats.firstSeq,
+        }),
         strict,
       );
       registerReflection(router, services);

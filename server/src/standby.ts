@@ -28,7 +28,7 @@ import { pluginReads } from "./rpc/plugin-service.js";
 import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type StandbyServing } from "./rpc/standby.js";
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { timeReads } from "./rpc/time-service.js";
-import { cursorStatements } from "./store/cursors.js";
+import { cursorStatements, failedDeliveryReads } from "./store/cursors.js";
 import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements, type EventStatements } from "./store/events.js";
 import { streamReads } from "./store/streams.js";
@@ -222,7 +222,11 @@ class StandbyView {
           findDocuments: (req, ctx) => (durable(req), documents.findDocuments(req, ctx)),
         },
         [TimeService.typeName]: timeReads(new TimerReads({ reads: timerRowReads(db, timerStatements(db)), clock: options.clock })),
-        [AdminService.typeName]: adminReads({ statuses: () => storedStatuses(plugins.list(), cursors, head.head), cursors, reads }),
+        [AdminService.typeName]: adminReads({
+          statuses: () => storedStatuses(plugins.list(), cursors, head.head),
+          failed: failedDeliveryReads(db, cursors),
+          reads,
+        }),
         [PluginService.typeName]: pluginReads(plugins),
       };
     } catch (e) {

@@ -14,7 +14,7 @@ import type { Processors } from "../processors/manager.js";
 import { engineStatus, type ProcessorStatus } from "../processors/status.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
-import type { CursorStatements } from "../store/cursors.js";
+import type { CursorStatements, FailedDeliveryRow } from "../store/cursors.js";
 import type { EventReads, EventStatements } from "../store/events.js";
 import { readStart } from "../log/read.js";
 import { runMaintenanceSql } from "../store/sqlite/maintenance.js";
@@ -26,7 +26,8 @@ import { pageSizeFromProto, seqFromProto } from "./convert.js";
 export interface AdminReadDeps {
   /** Every declared processor's state, by name. */
   statuses(): ProcessorStatus[];
-  cursors: CursorStatements;
+  /** Failed deliveries of one processor by seq, or of all by processor and seq, read without blocking the event loop. */
+  failed(processor?: string): Promise<FailedDeliveryRow[]>;
   /** The log's reads that do not block the event loop. */
   reads: EventReads;
 }
@@ -81,6 +82,8 @@ export interface AdminDeps {
   events: EventStatements;
   /** The log's reads that do not block the event loop. */
   reads: EventReads;
+  /** As AdminReadDeps.failed. */
+  failed(processor?: string): Promise<FailedDeliveryRow[]>;
   /** Where the log starts (retention removed what was before): a cursor below it is refused. */
   firstSeq?: () => number;
 }
@@ -98,7 +101,7 @@ export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminSe
     async listFailedDeliveries(req, ctx) {
       admin(ctx);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
-      const all = deps.cursors.failed(req.processor || undefined);
+      const all = await deps.failed(req.processor || undefined);
       const first = req.pageToken ? after(all, parseFailedToken(req.pageToken)) : 0;
       const page = all.slice(first, first + pageSize);
       // The events read together (PostgreSQL: pipelined on the async connection); one no longer in the log comes without its event.
@@ -137,7 +140,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
   const status = (engine: ProcessorEngine) => statusToProto(stateOf(engine));
   const engineOf = (name: string) => deps.processors.get(name) ?? fail("not_found", `no processor named ${JSON.stringify(name)} (use plugin.processor)`);
   return {
-    ...adminReads({ statuses: () => deps.processors.list().map(stateOf), cursors: deps.cursors, reads: deps.reads }),
+    ...adminReads({ statuses: () => deps.processors.list().map(stateOf), failed: deps.failed, reads: deps.reads }),
     async moveCursor(req, ctx) {
       const by = admin(ctx).name;
       const engine = engineOf(req.processor);

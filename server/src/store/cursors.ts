@@ -50,8 +50,8 @@ export function cursorStatements(db: Db): CursorStatements {
     `INSERT INTO cursors (processor, ack_floor, paused, updated_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (processor) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
   );
-  const failedOf = db.prepare(`SELECT processor, seq, error, attempts, failed_seq AS "failedSeq" FROM failed_deliveries WHERE processor = ? ORDER BY seq`);
-  const failedAll = db.prepare(`SELECT processor, seq, error, attempts, failed_seq AS "failedSeq" FROM failed_deliveries ORDER BY processor, seq`);
+  const failedOf = db.prepare(failedOfSql);
+  const failedAll = db.prepare(failedAllSql);
   const failedCount = db.prepare("SELECT COUNT(*) AS n FROM failed_deliveries WHERE processor = ?");
   const deleteFailed = db.prepare("DELETE FROM failed_deliveries WHERE processor = ? AND seq = ?");
   const insertFailed = db.prepare(
@@ -81,5 +81,28 @@ export function cursorStatements(db: Db): CursorStatements {
     recordFailure(row: FailedDeliveryRow): void {
       defer(insertFailed, row);
     },
+  };
+}
+
+const failedColumns = `processor, seq, error, attempts, failed_seq AS "failedSeq"`;
+const failedOfSql = `SELECT ${failedColumns} FROM failed_deliveries WHERE processor = ? ORDER BY seq`;
+const failedAllSql = `SELECT ${failedColumns} FROM failed_deliveries ORDER BY processor, seq`;
+
+/**
+ * Failed deliveries as CursorStatements.failed reads them, for RPCs: on PostgreSQL on the
+ * connection of its own that does not block the event loop ({@link Db.readAsync}); on SQLite at once.
+ */
+export function failedDeliveryReads(db: Db, statements: CursorStatements): (processor?: string) => Promise<FailedDeliveryRow[]> {
+  const readAsync = db.readAsync?.bind(db);
+  if (!readAsync) return async (processor) => statements.failed(processor);
+  return async (processor) => {
+    const rows = (await (processor === undefined ? readAsync(failedAllSql, []) : readAsync(failedOfSql, [processor]))) as Record<string, unknown>[];
+    return rows.map((r) => ({
+      processor: r.processor as string,
+      seq: Number(r.seq),
+      error: r.error as string,
+      attempts: Number(r.attempts),
+      failedSeq: Number(r.failedSeq),
+    }));
   };
 }
