@@ -36,6 +36,12 @@ export interface ReadAheadKeys {
   keys: string[];
 }
 
+/** What a unit says, when it is submitted, of an event it will append (Committer.submit's `appends`). */
+export type AppendAhead = Pick<EventRecord, "type" | "data" | "actor">;
+
+/** What of other tables to read ahead of a batch for the events its units will append ({@link Committer.readAheadOfAppends}). */
+export type AppendsReadAhead = (events: AppendAhead[]) => ReadAheadKeys | undefined;
+
 /** What a commit changed, published after the fsync. */
 export interface CommitInfo {
   /** The log's last seq after the commit. */
@@ -95,7 +101,9 @@ interface Pending {
   /** Event ids the unit looks up ({@link Committer.submit}'s `lookups`). */
   lookups: string[] | undefined;
   /** Keys of other tables it looks up ({@link Committer.submit}'s `readAhead`). */
-  readAhead: ReadAheadKeys | undefined;
+  readAhead: ReadAheadKeys | ReadAheadKeys[] | undefined;
+  /** Events it will append ({@link Committer.submit}'s `appends`). */
+  appends: AppendAhead[] | undefined;
   /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
   pure: boolean;
   /** Runs before the batch's other units ({@link Committer.submit}'s `first`). */
@@ -152,6 +160,7 @@ export class Committer {
   private lastLoadedFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
   private readonly appendListeners: ((tx: Tx, event: EventRecord) => void)[] = [];
+  private readonly appendsReadAheads: AppendsReadAhead[] = [];
   /** The running batch's start: the head before it, and whether it took its lookups to be new. */
   private batchStart = { head: 0, assumeAbsent: false };
   /** The events appended by the running batch's units, those of units undone included (their seqs are appended again). */
@@ -198,13 +207,23 @@ export class Committer {
   }
 
   /**
+   * Reads ahead of each batch what `readAhead` names for the events the batch's units say they
+   * will append (their `appends`): what an {@link afterAppend} listener looks up for them. Where
+   * it names nothing (SQLite's reads are not round trips), nothing is read.
+   */
+  readAheadOfAppends(readAhead: AppendsReadAhead): void {
+    this.appendsReadAheads.push(readAhead);
+  }
+
+  /**
    * Queues `work` for the next group commit; resolves with its result once durable.
    * `deferrable`: no caller waits on this unit and it has time to spare, so under load its batch
    * may start up to {@link defaultDeferredSpacingMs} after the last one (fewer, larger commits);
    * a unit that is not deferrable brings the batch forward again. `lookups`: event ids the unit
    * looks up (`tx.events.findById`), read for the whole batch in one statement where each lookup
    * would be a round trip (EventStatements.prefetch); `readAhead`: the same for the keys it looks
-   * up in another table (the timers of delays with client ids). `pure`: the unit does nothing but through
+   * up in other tables (the timers of delays with client ids, the streams emits append to);
+   * `appends`: the events it will append, as far as known ({@link readAheadOfAppends}). `pure`: the unit does nothing but through
    * its transaction (no state of its own changes), so it may run again: a batch of pure units
    * takes the ids it looks up to be new without reading them, and runs again, reading them, in the
    * rare case one is found (GuardFailedError). `first`: the unit runs before the batch's units
@@ -212,13 +231,24 @@ export class Committer {
    * read is what it finds; no caller has an answer from the batch before all of it is durable,
    * so the batch's units may run in any order.
    */
-  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[]; readAhead?: ReadAheadKeys; pure?: boolean; first?: boolean } = {}): Promise<T> {
+  submit<T>(
+    work: Work<T>,
+    options: {
+      deferrable?: boolean;
+      lookups?: string[];
+      readAhead?: ReadAheadKeys | ReadAheadKeys[];
+      appends?: AppendAhead[];
+      pure?: boolean;
+      first?: boolean;
+    } = {},
+  ): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({
         work,
         lookups: options.lookups,
         readAhead: options.readAhead,
+        appends: this.appendsReadAheads.length > 0 ? options.appends : undefined,
         pure: options.pure ?? false,
         first: options.first ?? false,
         resolve: resolve as (v: unknown) => void,
@@ -293,14 +323,23 @@ export class Committer {
   private prefetch(batch: Pending[], assumeAbsent: boolean): Promise<void> | undefined {
     const ids: string[] = [];
     const others = new Map<ReadAhead, string[]>();
+    const add = (readAhead: ReadAheadKeys) => {
+      const keys = others.get(readAhead.from) ?? [];
+      for (const key of readAhead.keys) keys.push(key);
+      others.set(readAhead.from, keys);
+    };
+    const appends: AppendAhead[] = [];
     for (const item of batch) {
       if (item.lookups) for (const id of item.lookups) ids.push(id);
-      if (item.readAhead) {
-        const keys = others.get(item.readAhead.from) ?? [];
-        for (const key of item.readAhead.keys) keys.push(key);
-        others.set(item.readAhead.from, keys);
-      }
+      if (Array.isArray(item.readAhead)) item.readAhead.forEach(add);
+      else if (item.readAhead) add(item.readAhead);
+      if (item.appends) for (const event of item.appends) appends.push(event);
     }
+    if (appends.length > 0)
+      for (const readAhead of this.appendsReadAheads) {
+        const keys = readAhead(appends);
+        if (keys) add(keys);
+      }
     const reads: (() => Promise<void> | undefined)[] = [];
     if (ids.length > 0) reads.push(() => this.events.prefetch(ids, assumeAbsent));
     for (const [from, keys] of others) if (keys.length > 0) reads.push(() => from.prefetch(keys, assumeAbsent));
