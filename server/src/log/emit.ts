@@ -157,7 +157,7 @@ export class Emitter {
    * they name, and (`appends`) what their events' types make other modules look up.
    */
   private readAheadOf(checked: CheckedEmit[]): { readAhead?: ReadAheadKeys; appends: AppendAhead[] } {
-    const streams = checked.flatMap((c) => (c.stream ? [{ space: c.event.actor?.in ?? "", stream: c.stream.name }] : []));
+    const streams = this.streams?.readsAhead ? checked.flatMap((c) => (c.stream ? [{ space: c.event.actor?.in ?? "", stream: c.stream.name }] : [])) : [];
     const readAhead = streams.length > 0 ? this.streams?.readAheadOf(streams) : undefined;
     const appends = checked.map((c) => c.event);
     return readAhead ? { readAhead, appends } : { appends };

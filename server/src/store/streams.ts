@@ -14,6 +14,8 @@ import { fromRow, type EventRecord, type EventRow } from "./events.js";
  * with a unit that fails). SQLite's reads as it goes.
  */
 export interface StreamStatements extends ReadAhead {
+  /** Whether {@link prefetch} reads anything (PostgreSQL's): else there is no need to name streams. */
+  readonly readsAhead: boolean;
   /** The stream's last position, or null when it has no event. */
   last(stream: string): number | null;
   /** Puts event `seq` at `position` of `stream`. */
@@ -35,6 +37,7 @@ export function streamStatements(db: Db): StreamStatements {
   const readAhead = db.readAhead?.bind(db);
   const ahead = readAhead ? db.readForBatch?.("event_streams") : undefined;
   return {
+    readsAhead: ahead !== undefined,
     prefetch(keys: string[]): Promise<void> | undefined {
       if (!readAhead || !ahead) return undefined;
       const streams = [...new Set(keys)];
