@@ -2,7 +2,7 @@
 // (test/helpers/stores.ts; PostgreSQL's when the test server runs, CHRONOLOG_TEST_STORE=postgres):
 // the last positions of the streams they append to (StreamStatements, through log/streams.ts, whose
 // expected versions keep their meaning) and the timers waiting on their cancel keys
-// (TimerCancelStatements). On PostgreSQL a batch whose keys were read ahead waits for no round trip;
+// (TimerCancelStatements), and the documents a write writes (DocumentStatements). On PostgreSQL a batch whose keys were read ahead waits for no round trip;
 // what a unit of the batch changed is seen by the units after it, and what a unit that failed
 // changed is not.
 //
@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ChronologError } from "../server/src/errors.js";
 import { Streams, type ExpectedVersion } from "../server/src/log/streams.js";
 import type { Committer, Tx } from "../server/src/store/committer.js";
+import { documentStatements } from "../server/src/store/documents.js";
 import { streamStatements } from "../server/src/store/streams.js";
 import { cancelKeyText, timerCancelStatements, type CancelKey } from "../server/src/store/timer-cancels.js";
 import { closeTestStores, openTestStore, storeKinds, testEvent as event, type TestStore } from "./helpers/stores.js";
@@ -162,5 +163,53 @@ describe.each(storeKinds)("the cancel index read ahead of a batch on %s (TimerCa
     // Read in their units: the key added in the batch and the one a failed unit added; o-1's timers are handed out once per batch, then read.
     if (kind === "postgres") expect(waited(t) - before).toBe(2);
     expect(t.query("SELECT timer_id FROM timer_cancels ORDER BY timer_id").map((r) => r.timer_id)).toEqual(["t-1", "t-2", "t-3"]);
+  });
+});
+
+describe.each(storeKinds)("documents read ahead of a batch on %s (DocumentStatements)", (kind) => {
+  it("a unit finds the documents read ahead and those earlier units wrote, not an undone unit's; their writes wait for no round trip", async () => {
+    const t = await openTestStore(kind);
+    const documents = documentStatements(t.store.db);
+    expect(documents.readAheadOf === undefined).toBe(kind === "sqlite");
+    const committer = t.committer();
+    await committer.submit(() => {
+      // Each statement prepared on the writer once (not counted below).
+      documents.insert("notes", { _id: "n1", v: 1 }, "space:a");
+      documents.update("notes", { _id: "n1", v: 1 });
+      documents.remove("notes", "none");
+    });
+    const keys = ["n1", "n2", "n3"].flatMap((id) => documents.readAheadOf?.("notes", id).keys ?? []);
+    const readAhead = documents.readAheadOf && { from: documents.readAheadOf("notes", "n1").from, keys };
+    const unit = <T>(work: () => T) => committer.submit(work, readAhead ? { readAhead } : {});
+    const doc = (id: string) => documents.get("notes", id) ?? "none";
+    const before = waited(t);
+    const seen = await Promise.all([
+      unit(() => doc("n1")),
+      unit(() => documents.update("notes", { _id: "n1", v: 2 })),
+      unit(() => doc("n1")),
+      unit(() => (documents.insert("notes", { _id: "n2", v: 1 }, "space:b"), doc("n2"))),
+      unit(() => documents.remove("notes", "n1")),
+      unit(() => doc("n1")),
+      unit(() => {
+        documents.insert("notes", { _id: "n3", v: 1 }, "");
+        throw new Error("undone");
+      }).catch((e: Error) => e.message),
+      unit(() => doc("n3")),
+    ]);
+    expect(seen).toEqual([
+      { doc: { _id: "n1", v: 1 }, space: "space:a" },
+      undefined,
+      { doc: { _id: "n1", v: 2 }, space: "space:a" },
+      { doc: { _id: "n2", v: 1 }, space: "space:b" },
+      undefined,
+      "none",
+      "undone",
+      "none",
+    ]);
+    expect(waited(t)).toBe(before);
+    expect(t.query("SELECT id, doc, space FROM documents ORDER BY id")).toEqual([{ id: "n2", doc: JSON.stringify({ _id: "n2", v: 1 }), space: "space:b" }]);
+    // A document not read ahead is read in its unit; an insert of an id not known absent still refuses a taken id.
+    await expect(committer.submit(() => documents.insert("notes", { _id: "n2", v: 9 }, ""))).rejects.toThrow();
+    expect(await committer.submit(() => doc("n2"))).toEqual({ doc: { _id: "n2", v: 1 }, space: "space:b" });
   });
 });
