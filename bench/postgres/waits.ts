@@ -5,6 +5,7 @@
 // One owner (the bundle, `npm run serve`'s flags). Per workload, BENCH_SECONDS each (default 5):
 //   - emits to streams, each caller to a stream of its own expecting the version it left
 //     (optimistic concurrency: a refusal is counted), 64 (unary calls) and 1 in flight;
+//   - document writes, each caller creating a document of its own, then patching it, 64 and 1 in flight;
 //   - emits of a type that 1,000 pending delays' `cancel_on` names, none of them matching (the
 //     common case: no timer waits on the event's key), 256 and 1 in flight;
 // events/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
@@ -22,6 +23,7 @@ const plugin = definePlugin({
   name: "pgwaits",
   events: { "pgwaits.changed": { allow: ["*"] }, "pgwaits.paid": { allow: ["*"] } },
   actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) } },
+  collections: { notes: { allow: ["*"] } },
 });
 
 /** The owner's metrics this bench reads (the event-loop delay's since the last scrape). */
@@ -86,6 +88,13 @@ const owner = await startOwner({ plugins: [plugin], entry: "bundle" });
 try {
   const client = createClient({ url: owner.url });
   for (const inFlight of [64, 1]) await load(owner.url, "emit to a stream", inFlight, streamEmits(client, `f${inFlight}`));
+  for (const inFlight of [64, 1])
+    await load(owner.url, "document write", inFlight, async (caller, round) => {
+      const id = `note-${inFlight}-${caller}`;
+      if (round === 0) await client.createDocument("notes", { _id: id, round });
+      else await client.patchDocument("notes", id, { set: { round } });
+      return true;
+    });
   const now = Date.now();
   for (let from = 0; from < 1_000; from += 500)
     await client.delayBatch(
