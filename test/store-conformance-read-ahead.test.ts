@@ -213,3 +213,27 @@ describe.each(storeKinds)("documents read ahead of a batch on %s (DocumentStatem
     expect(await committer.submit(() => doc("n2"))).toEqual({ doc: { _id: "n2", v: 1 }, space: "space:b" });
   });
 });
+
+describe.each(storeKinds)("a batch's reads ahead on %s", (kind) => {
+  it("streams, cancel keys and documents of one batch are read in one round trip where reads are round trips", async () => {
+    const t = await openTestStore(kind);
+    const db = t.store.db;
+    const streams = new Streams(streamStatements(db));
+    const cancels = timerCancelStatements(db);
+    const documents = documentStatements(db);
+    const committer = t.committer();
+    const sent: number[] = [];
+    const readAheadAll = db.readAheadAll?.bind(db);
+    if (readAheadAll) db.readAheadAll = (reads) => (sent.push(reads.length), readAheadAll(reads));
+    const key = { eventType: "order.paid", matchKey: "{}" };
+    const seen = await Promise.all([
+      committer.submit((tx) => [streams.next("", "s", noStream, "expected_version"), tx.append(event("e1")).seq], {
+        readAhead: streams.readAheadOf([{ space: "", stream: "s" }]),
+      }),
+      committer.submit(() => cancels.timersOn(key), cancels.readsAhead ? { readAhead: { from: cancels, keys: [cancelKeyText(key)] } } : {}),
+      committer.submit(() => documents.get("notes", "n1") ?? "none", documents.readAheadOf ? { readAhead: documents.readAheadOf("notes", "n1") } : {}),
+    ]);
+    expect(seen).toEqual([[0, 1], [], "none"]);
+    expect(sent).toEqual(kind === "postgres" ? [3] : []);
+  });
+});

@@ -28,6 +28,19 @@ export type Work<T> = (tx: Tx) => T;
 export interface ReadAhead {
   /** Reads `keys` for the batch about to run; `assumeAbsent` as EventStatements.prefetch. Undefined when nothing is read. */
   prefetch(keys: string[], assumeAbsent: boolean): Promise<void> | undefined;
+  /**
+   * The same as one statement (`?` parameters) and what takes its rows, where the database reads
+   * ahead (Db.readAheadAll): the committer sends those of a batch's tables together, in one round
+   * trip. Undefined when nothing is read.
+   */
+  batchRead?(keys: string[]): BatchRead | undefined;
+}
+
+/** A read of {@link ReadAhead.batchRead}: its statement, and what keeps its rows for the batch. */
+export interface BatchRead {
+  sql: string;
+  params: unknown[];
+  take(rows: unknown[]): void;
 }
 
 /** The keys a unit looks up in `from` ({@link Committer.submit}'s `readAhead`). */
@@ -318,7 +331,8 @@ export class Committer {
 
   /**
    * Reads the events and other rows the batch's units look up, at once, before they run
-   * (EventStatements.prefetch, ReadAhead.prefetch), one read after the other on the writer.
+   * (EventStatements.prefetch, ReadAhead.prefetch), one read after the other on the writer; those
+   * given as statements (ReadAhead.batchRead) together, in one round trip.
    */
   private prefetch(batch: Pending[], assumeAbsent: boolean): Promise<void> | undefined {
     const ids: string[] = [];
@@ -342,7 +356,16 @@ export class Committer {
       }
     const reads: (() => Promise<void> | undefined)[] = [];
     if (ids.length > 0) reads.push(() => this.events.prefetch(ids, assumeAbsent));
-    for (const [from, keys] of others) if (keys.length > 0) reads.push(() => from.prefetch(keys, assumeAbsent));
+    const readAheadAll = this.db.readAheadAll?.bind(this.db);
+    const together: BatchRead[] = [];
+    for (const [from, keys] of others) {
+      if (keys.length === 0) continue;
+      const read = readAheadAll && from.batchRead?.(keys);
+      if (read) together.push(read);
+      else reads.push(() => from.prefetch(keys, assumeAbsent));
+    }
+    if (readAheadAll && together.length > 0)
+      reads.push(() => readAheadAll(together.map((r) => [r.sql, r.params])).then((rows) => together.forEach((r, i) => r.take(rows[i]))));
     let chain: Promise<void> | undefined;
     for (const read of reads) chain = chain ? chain.then(read) : read();
     return chain;

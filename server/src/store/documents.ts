@@ -1,4 +1,4 @@
-import type { ReadAhead, ReadAheadKeys } from "./committer.js";
+import type { BatchRead, ReadAhead, ReadAheadKeys } from "./committer.js";
 import { defer, type Db } from "./sql.js";
 
 /** A document as stored: a JSON object with its string `_id`. */
@@ -65,18 +65,27 @@ export function documentStatements(db: Db): DocumentStatements {
   // PostgreSQL: the documents read for the running batch, and those its units wrote (null: none).
   const readAhead = db.readAhead?.bind(db);
   const ahead = readAhead ? db.readForBatch?.("documents") : undefined;
+  const batchRead = (keys: string[]): BatchRead => {
+    const pairs = [...new Set(keys)].map((key) => {
+      const at = key.indexOf("\n");
+      return { collection: key.slice(0, at), id: key.slice(at + 1) };
+    });
+    return {
+      sql: byKeysSql,
+      params: [JSON.stringify(pairs)],
+      take(rows) {
+        for (const row of rows as (Row & { collection: string; id: string })[])
+          ahead?.remember(documentKey(row.collection, row.id), row.doc === null ? null : { doc: row.doc, space: row.space });
+      },
+    };
+  };
   const reads: ReadAhead | undefined =
     readAhead && ahead
       ? {
+          batchRead,
           prefetch(keys: string[]) {
-            const pairs = [...new Set(keys)].map((key) => {
-              const at = key.indexOf("\n");
-              return { collection: key.slice(0, at), id: key.slice(at + 1) };
-            });
-            return readAhead(byKeysSql, [JSON.stringify(pairs)]).then((rows) => {
-              for (const row of rows as (Row & { collection: string; id: string })[])
-                ahead.remember(documentKey(row.collection, row.id), row.doc === null ? null : { doc: row.doc, space: row.space });
-            });
+            const read = batchRead(keys);
+            return readAhead(read.sql, read.params).then(read.take);
           },
         }
       : undefined;

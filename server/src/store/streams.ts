@@ -1,4 +1,4 @@
-import type { ReadAhead } from "./committer.js";
+import type { BatchRead, ReadAhead } from "./committer.js";
 import { defer, type Db, type SqlStatement } from "./sql.js";
 import { fromRow, type EventRecord, type EventRow } from "./events.js";
 
@@ -38,13 +38,21 @@ export function streamStatements(db: Db): StreamStatements {
   const ahead = readAhead ? db.readForBatch?.("event_streams") : undefined;
   return {
     readsAhead: ahead !== undefined,
+    batchRead(keys: string[]): BatchRead | undefined {
+      if (!ahead) return undefined;
+      return {
+        sql: lastOfSql,
+        params: [JSON.stringify([...new Set(keys)])],
+        take(rows) {
+          for (const row of rows as { stream: string; position: number | string | null }[])
+            ahead.remember(row.stream, row.position === null ? null : Number(row.position));
+        },
+      };
+    },
     prefetch(keys: string[]): Promise<void> | undefined {
-      if (!readAhead || !ahead) return undefined;
-      const streams = [...new Set(keys)];
-      return readAhead(lastOfSql, [JSON.stringify(streams)]).then((rows) => {
-        for (const row of rows as { stream: string; position: number | string | null }[])
-          ahead.remember(row.stream, row.position === null ? null : Number(row.position));
-      });
+      const read = this.batchRead?.(keys);
+      if (!read || !readAhead) return undefined;
+      return readAhead(read.sql, read.params).then(read.take);
     },
     last(stream: string): number | null {
       const kept = ahead?.recalled(stream);

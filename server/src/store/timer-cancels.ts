@@ -1,4 +1,4 @@
-import type { ReadAhead } from "./committer.js";
+import type { BatchRead, ReadAhead } from "./committer.js";
 import { defer, sqlFor, type Db } from "./sql.js";
 
 // The statements on `timer_cancels` and `timer_cancel_shapes` (migration 0018): the index of the
@@ -73,22 +73,31 @@ export function timerCancelStatements(db: Db): TimerCancelStatements {
   const ahead = readAhead ? db.readForBatch?.("timer_cancels") : undefined;
   return {
     readsAhead: ahead !== undefined,
-    prefetch(keys: string[]): Promise<void> | undefined {
-      if (!readAhead || !ahead) return undefined;
+    batchRead(keys: string[]): BatchRead | undefined {
+      if (!ahead) return undefined;
       const pairs = [...new Set(keys)].map((text) => {
         const at = text.indexOf("\n");
         return { event_type: text.slice(0, at), match_key: text.slice(at + 1) };
       });
-      return readAhead(onKeysSql, [JSON.stringify(pairs)]).then((rows) => {
-        const found = new Map<string, string[]>();
-        for (const row of rows as { event_type: string; match_key: string; timer_id: string | null }[]) {
-          const text = cancelKeyText({ eventType: row.event_type, matchKey: row.match_key });
-          const ids = found.get(text) ?? [];
-          if (row.timer_id !== null) ids.push(row.timer_id);
-          found.set(text, ids);
-        }
-        for (const [text, ids] of found) ahead.remember(text, ids);
-      });
+      return {
+        sql: onKeysSql,
+        params: [JSON.stringify(pairs)],
+        take(rows) {
+          const found = new Map<string, string[]>();
+          for (const row of rows as { event_type: string; match_key: string; timer_id: string | null }[]) {
+            const text = cancelKeyText({ eventType: row.event_type, matchKey: row.match_key });
+            const ids = found.get(text) ?? [];
+            if (row.timer_id !== null) ids.push(row.timer_id);
+            found.set(text, ids);
+          }
+          for (const [text, ids] of found) ahead.remember(text, ids);
+        },
+      };
+    },
+    prefetch(keys: string[]): Promise<void> | undefined {
+      const read = this.batchRead?.(keys);
+      if (!read || !readAhead) return undefined;
+      return readAhead(read.sql, read.params).then(read.take);
     },
     shapes(): CancelShape[] {
       return (shapes.all() as { event_type: string; paths: string }[]).map((r) => ({ eventType: r.event_type, paths: r.paths }));
