@@ -1,5 +1,5 @@
 import { fail } from "../errors.js";
-import type { ReadAheadKeys } from "../store/committer.js";
+import type { ReadAheadKeys } from "../store/read-ahead.js";
 import type { StreamStatements } from "../store/streams.js";
 
 // Streams: an event emitted with a stream name (`order-o-1`) takes that stream's next position

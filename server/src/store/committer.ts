@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
 import type { Trust } from "../trust.js";
 import type { EventRecord, EventStatements } from "./events.js";
+import { readBatchAhead, type AppendAhead, type AppendsReadAhead, type ReadAheadKeys } from "./read-ahead.js";
 import { GuardFailedError, type Db } from "./sql.js";
 import type { Transactions } from "./transactions.js";
 
@@ -20,40 +21,6 @@ export interface Tx {
 
 /** A unit of work run inside the group commit; it may throw to undo itself only. */
 export type Work<T> = (tx: Tx) => T;
-
-/**
- * Rows of a table besides the log that units look up by key (TimerStatements): read for a whole
- * batch at once before its units run, as the events of `lookups` are.
- */
-export interface ReadAhead {
-  /** Reads `keys` for the batch about to run; `assumeAbsent` as EventStatements.prefetch. Undefined when nothing is read. */
-  prefetch(keys: string[], assumeAbsent: boolean): Promise<void> | undefined;
-  /**
-   * The same as one statement (`?` parameters) and what takes its rows, where the database reads
-   * ahead (Db.readAheadAll): the committer sends those of a batch's tables together, in one round
-   * trip. Undefined when nothing is read.
-   */
-  batchRead?(keys: string[]): BatchRead | undefined;
-}
-
-/** A read of {@link ReadAhead.batchRead}: its statement, and what keeps its rows for the batch. */
-export interface BatchRead {
-  sql: string;
-  params: unknown[];
-  take(rows: unknown[]): void;
-}
-
-/** The keys a unit looks up in `from` ({@link Committer.submit}'s `readAhead`). */
-export interface ReadAheadKeys {
-  from: ReadAhead;
-  keys: string[];
-}
-
-/** What a unit says, when it is submitted, of an event it will append (Committer.submit's `appends`). */
-export type AppendAhead = Pick<EventRecord, "type" | "data" | "actor">;
-
-/** What of other tables to read ahead of a batch for the events its units will append ({@link Committer.readAheadOfAppends}). */
-export type AppendsReadAhead = (events: AppendAhead[]) => ReadAheadKeys | undefined;
 
 /** What a commit changed, published after the fsync. */
 export interface CommitInfo {
@@ -114,7 +81,7 @@ interface Pending {
   /** Event ids the unit looks up ({@link Committer.submit}'s `lookups`). */
   lookups: string[] | undefined;
   /** Keys of other tables it looks up ({@link Committer.submit}'s `readAhead`). */
-  readAhead: ReadAheadKeys | ReadAheadKeys[] | undefined;
+  readAhead: ReadAheadKeys | undefined;
   /** Events it will append ({@link Committer.submit}'s `appends`). */
   appends: AppendAhead[] | undefined;
   /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
@@ -249,7 +216,7 @@ export class Committer {
     options: {
       deferrable?: boolean;
       lookups?: string[];
-      readAhead?: ReadAheadKeys | ReadAheadKeys[];
+      readAhead?: ReadAheadKeys;
       appends?: AppendAhead[];
       pure?: boolean;
       first?: boolean;
@@ -329,46 +296,9 @@ export class Committer {
     );
   }
 
-  /**
-   * Reads the events and other rows the batch's units look up, at once, before they run
-   * (EventStatements.prefetch, ReadAhead.prefetch), one read after the other on the writer; those
-   * given as statements (ReadAhead.batchRead) together, in one round trip.
-   */
+  /** Reads what the batch's units look up, before they run ({@link readBatchAhead}). */
   private prefetch(batch: Pending[], assumeAbsent: boolean): Promise<void> | undefined {
-    const ids: string[] = [];
-    const others = new Map<ReadAhead, string[]>();
-    const add = (readAhead: ReadAheadKeys) => {
-      const keys = others.get(readAhead.from) ?? [];
-      for (const key of readAhead.keys) keys.push(key);
-      others.set(readAhead.from, keys);
-    };
-    const appends: AppendAhead[] = [];
-    for (const item of batch) {
-      if (item.lookups) for (const id of item.lookups) ids.push(id);
-      if (Array.isArray(item.readAhead)) item.readAhead.forEach(add);
-      else if (item.readAhead) add(item.readAhead);
-      if (item.appends) for (const event of item.appends) appends.push(event);
-    }
-    if (appends.length > 0)
-      for (const readAhead of this.appendsReadAheads) {
-        const keys = readAhead(appends);
-        if (keys) add(keys);
-      }
-    const reads: (() => Promise<void> | undefined)[] = [];
-    if (ids.length > 0) reads.push(() => this.events.prefetch(ids, assumeAbsent));
-    const readAheadAll = this.db.readAheadAll?.bind(this.db);
-    const together: BatchRead[] = [];
-    for (const [from, keys] of others) {
-      if (keys.length === 0) continue;
-      const read = readAheadAll && from.batchRead?.(keys);
-      if (read) together.push(read);
-      else reads.push(() => from.prefetch(keys, assumeAbsent));
-    }
-    if (readAheadAll && together.length > 0)
-      reads.push(() => readAheadAll(together.map((r) => [r.sql, r.params])).then((rows) => together.forEach((r, i) => r.take(rows[i]))));
-    let chain: Promise<void> | undefined;
-    for (const read of reads) chain = chain ? chain.then(read) : read();
-    return chain;
+    return readBatchAhead(this.db, this.events, batch, this.appendsReadAheads, assumeAbsent);
   }
 
   /** Runs the batch's next units for up to {@link sliceMs} in one transaction, then ends the slice ({@link afterSlice}). */

@@ -1,4 +1,4 @@
-import type { BatchRead, ReadAhead, ReadAheadKeys } from "./committer.js";
+import type { BatchRead, ReadAhead, ReadAheadKeys } from "./read-ahead.js";
 import { defer, type Db } from "./sql.js";
 
 /** A document as stored: a JSON object with its string `_id`. */

@@ -1,4 +1,4 @@
-import type { BatchRead, ReadAhead } from "./committer.js";
+import type { BatchRead, ReadAhead } from "./read-ahead.js";
 import { defer, type Db, type SqlStatement } from "./sql.js";
 import { fromRow, type EventRecord, type EventRow } from "./events.js";
 

@@ -1,4 +1,4 @@
-import type { BatchRead, ReadAhead } from "./committer.js";
+import type { BatchRead, ReadAhead } from "./read-ahead.js";
 import { defer, sqlFor, type Db } from "./sql.js";
 
 // The statements on `timer_cancels` and `timer_cancel_shapes` (migration 0018): the index of the

@@ -1,7 +1,8 @@
 import { fail, type FieldViolation } from "../errors.js";
 import { canonicalJson } from "../log/canonical.js";
 import { newId } from "../log/ids.js";
-import type { AppendAhead, ReadAheadKeys, Tx } from "../store/committer.js";
+import type { Tx } from "../store/committer.js";
+import type { AppendAhead, ReadAheadKeys } from "../store/read-ahead.js";
 import type { EventRecord } from "../store/events.js";
 import { cancelKeyText, keysPerRead, type CancelKey, type TimerCancelStatements } from "../store/timer-cancels.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
