@@ -157,11 +157,11 @@ export class Emitter {
    * What the unit committing `checked` reads ahead of its batch: the last positions of the streams
    * they name, and (`appends`) what their events' types make other modules look up.
    */
-  private readAheadOf(checked: CheckedEmit[]): { readAhead?: ReadAheadKeys; appends: AppendAhead[] } {
+  private readAheadOf(checked: CheckedEmit[]): { readAhead?: ReadAheadKeys; appends?: AppendAhead[] } {
     const streams = this.streams?.readsAhead ? checked.flatMap((c) => (c.stream ? [{ space: c.event.actor?.in ?? "", stream: c.stream.name }] : [])) : [];
     const readAhead = streams.length > 0 ? this.streams?.readAheadOf(streams) : undefined;
-    const appends = checked.map((c) => c.event);
-    return readAhead ? { readAhead, appends } : { appends };
+    const appends = this.committer.readsAheadOfAppends ? checked.map((c) => c.event) : undefined;
+    return { ...(readAhead && { readAhead }), ...(appends && { appends }) };
   }
 
   /** Appends checked emit `c` in unit `tx`, at its stream's next position when it names one (once its expected version is checked). */

@@ -195,6 +195,11 @@ export class Committer {
     this.appendsReadAheads.push(readAhead);
   }
 
+  /** Whether anything is read ahead for the events units will append ({@link readAheadOfAppends}): else they need not say. */
+  get readsAheadOfAppends(): boolean {
+    return this.appendsReadAheads.length > 0;
+  }
+
   /**
    * Queues `work` for the next group commit; resolves with its result once durable.
    * `deferrable`: no caller waits on this unit and it has time to spare, so under load its batch
