@@ -17,7 +17,7 @@ import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { runExecutor, type ActionContext, type Executor } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { cli } from "./helpers/cli.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { onPostgres, startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const plugin = definePlugin({
@@ -188,6 +188,24 @@ describe("cancel on an event", () => {
     expect(await refused([{ type: "order.paid", match: { "data.order_id": "order_id" } }])).toMatch(/not a path in the input/);
     expect(await refused([{ type: "order.paid", match: { "data.order_id": "input.customer" } }])).toMatch(/input\.customer is absent/);
   });
+
+  it.runIf(onPostgres)(
+    "on PostgreSQL, emits of a type timers cancel on wait for no round trip when no timer waits on their key; one that does cancels it",
+    async () => {
+      /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
+      const waits = async () => {
+        const text = await (await fetch(`${owner.url}/metrics`)).text();
+        return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+      };
+      const { delayId } = await client.delay("shop.remind", { order_id: "w-1" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [paid] });
+      await client.emit("order.paid", { order_id: "w-warm" }); // the statements prepared on the writer
+      const before = await waits();
+      await Promise.all(Array.from({ length: 100 }, (_, i) => client.emit("order.paid", { order_id: `w-other-${i}` })));
+      expect(await waits(), "waits for 100 emits no timer waits on").toBeLessThan(before + 10); // a few others may come meanwhile
+      await client.emit("order.paid", { order_id: "w-1" });
+      await expect(client.getTimer(delayId)).rejects.toMatchObject({ code: Code.NotFound });
+    },
+  );
 
   it("pauses a declared schedule, caused by the event", async () => {
     const id = "shop/dunning";

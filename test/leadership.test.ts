@@ -261,6 +261,31 @@ describe("two owners on one PostgreSQL database", () => {
     await Promise.all(owners.map((o) => o.exited));
   }, 240_000);
 
+  it("a standby that takes over checks streams' expected versions and cancels timers on events as the leader did, with what the leader wrote after the standby started", async () => {
+    const [a, b] = await leaderAndStandby(1_500);
+    const clientA = createClient({ url: a.url, emitVia: "unary" });
+    // Written by the leader once the standby waits: a stream, and the first timer that cancels on job.queued.
+    await clientA.emit("job.queued", { key: "s0" }, { stream: "account-1", expectedVersion: "noStream" });
+    await clientA.emit("job.queued", { key: "s1" }, { stream: "account-1", expectedVersion: 0 });
+    const cancelOn = [{ type: "job.queued", match: { "data.key": "input.key" } }];
+    const { delayId } = await clientA.delay("takeover.ping", { key: "k-cancel" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn });
+    const kept = await clientA.delay("takeover.ping", { key: "k-kept" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn });
+    a.child.kill("SIGKILL");
+    await a.exited;
+    await b.waitLog(/^took over the lease/, 15_000);
+    await b.waitLog(/^owner serving/);
+    const clientB = createClient({ url: b.url, emitVia: "unary" });
+    // Two expecting the version the leader left: exactly one is appended; then the next version.
+    const racing = await Promise.allSettled([0, 1].map((i) => clientB.emit("job.queued", { key: `t${i}` }, { stream: "account-1", expectedVersion: 1 })));
+    expect(racing.map((o) => (o.status === "fulfilled" ? Number(o.value.streamPosition) : "refused")).sort()).toEqual([2, "refused"]);
+    expect(Number((await clientB.emit("job.queued", { key: "t2" }, { stream: "account-1", expectedVersion: 2 })).streamPosition)).toBe(3);
+    await clientB.emit("job.queued", { key: "k-cancel" });
+    await expect(clientB.getTimer(delayId)).rejects.toMatchObject({ code: 5 }); // NOT_FOUND: cancelled by the event
+    expect((await clientB.getTimer(kept.delayId)).id).toBe(kept.delayId); // another key: still pending
+    b.child.kill("SIGTERM");
+    await b.exited;
+  }, 60_000);
+
   it("a leader paused (SIGSTOP) past its lease loses it to the standby, and a client of both owners goes on there; resumed (SIGCONT), it commits nothing and steps down", async () => {
     const [a, b] = await leaderAndStandby(1_000);
     const clientA = createClient({ url: a.url, emitVia: "unary" });

@@ -18,7 +18,7 @@ import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import type { ExpectedVersion } from "../sdk/ts/src/streams.js";
 import { createTransport } from "../sdk/ts/src/transport.js";
 import { cli } from "./helpers/cli.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { onPostgres, startTestOwner } from "./helpers/owner.js";
 
 const repo = new URL("../", import.meta.url).pathname;
 const python = join(repo, ".venv/bin/python");
@@ -173,6 +173,30 @@ describe("streams", () => {
       (e: unknown) => ConnectError.from(e).code,
     );
     expect(foreign).toBe(Code.InvalidArgument); // a token continues only the stream it came from
+  });
+
+  it.runIf(onPostgres)("on PostgreSQL, checks the expected versions of many emits in flight without a round trip on the owner's thread", async () => {
+    /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
+    const waits = async () => {
+      const text = await (await fetch(`${owner.url}/metrics`)).text();
+      return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+    };
+    await append("order-w-warm", 0, "noStream"); // the statements prepared on the writer
+    const before = await waits();
+    // 16 streams, 4 rounds; in each round two emits expect the same version of each stream: one wins.
+    for (let round = 0; round < 4; round++) {
+      const expected: ExpectedVersion = round === 0 ? "noStream" : round - 1;
+      const outcomes = await Promise.allSettled(Array.from({ length: 32 }, (_, i) => append(`order-w-${i % 16}`, round, expected)));
+      for (let s = 0; s < 16; s++)
+        expect([outcomes[s].status, outcomes[s + 16].status].sort(), `round ${round}, stream ${s}`).toEqual(["fulfilled", "rejected"]);
+    }
+    expect(await waits(), "waits for 128 emits to streams").toBeLessThan(before + 10); // a few others may come meanwhile
+    expect(await positions("order-w-3")).toEqual([
+      [0, 0],
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
   });
 
   it("refuses a bad stream name, an expected version without a stream and a foreign page token", async () => {

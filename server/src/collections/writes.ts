@@ -104,7 +104,9 @@ export class DocumentWriter {
     const ctx = req.cause ? this.underCause(entry, req, principal) : this.fromOutside(entry, req, principal);
     if (tracing.on) ctx.trace = traceText();
     const store = this.stores.of(entry);
-    const result = entry.durable ? await this.committer.submit((tx) => apply(entry, store, write, ctx, tx)) : apply(entry, store, write, ctx, null);
+    const result = entry.durable
+      ? await this.committer.submit((tx) => apply(entry, store, write, ctx, tx), readAheadOf(entry, store, write, ctx))
+      : apply(entry, store, write, ctx, null);
     return { ...result, document: result.document && forReader(principal, entry, result.document) };
   }
 
@@ -140,6 +142,18 @@ export class DocumentWriter {
   }
 }
 
+/** What the unit of a durable write reads ahead of its batch: the document, and under a cause the change event a retry finds. */
+function readAheadOf(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite, ctx: WriteContext) {
+  const readAhead = store.readAheadOf?.(entry.name, docIdOf(write, ctx));
+  const lookups = ctx.writeId !== null && entry.writesEvents ? [ctx.writeId] : undefined;
+  return { ...(readAhead && { readAhead }), ...(lookups && { lookups }) };
+}
+
+/** The id of the document `write` writes. */
+function docIdOf(write: ParsedWrite, ctx: WriteContext): string {
+  return write.op === "create" ? (write.id ?? ctx.newDocId) : write.id;
+}
+
 /**
  * One write inside its commit unit (or at once, in memory, when `tx` is
  * null: `durable: false` collections never write events). Throws to undo.
@@ -149,7 +163,7 @@ function apply(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite,
     const answer = entry.writesEvents ? answerFromLog(entry, store, ctx.writeId, tx as Tx) : answerFromWrites(store, entry, write, ctx.writeId);
     if (answer) return answer;
   }
-  const id = write.op === "create" ? (write.id ?? ctx.newDocId) : write.id;
+  const id = docIdOf(write, ctx);
   const stored = store.get(entry.name, id);
   // Another space's document is, to a write that may not reach it, no document (but a create still finds its _id taken).
   const before = stored && (write.op === "create" || ctx.reaches(stored.space)) ? stored.doc : undefined;

@@ -5,6 +5,7 @@ import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { StageHistogram } from "../stages.js";
 import type { Committer, Tx } from "../store/committer.js";
+import type { AppendAhead, ReadAheadKeys } from "../store/read-ahead.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { canonicalJson } from "./canonical.js";
 import { causeActor, type CauseRef, type LiveCauses } from "./causes.js";
@@ -96,7 +97,7 @@ export class Emitter {
             if (stored) return this.existing(storedOrConflict(stored, e), c);
             return this.append(tx, c);
           }),
-        { lookups: lookupsOf(checked), pure: true },
+        { lookups: lookupsOf(checked), pure: true, ...this.readAheadOf(checked) },
       ),
     );
     this.observe(received, results.length);
@@ -119,6 +120,7 @@ export class Emitter {
         return ChronologError.from(error);
       }
     });
+    const toCommit = checked.filter((c): c is CheckedEmit => !(c instanceof ChronologError));
     const spans = tracing.on
       ? traced(
           checked.flatMap((c, i) => (c instanceof ChronologError ? [] : [{ event: c.event, parent: (inputs[i] as EmitInput).trace }])),
@@ -142,13 +144,24 @@ export class Emitter {
             }
             return this.append(tx, c);
           }),
-        { lookups: lookupsOf(checked.filter((c): c is Exclude<typeof c, ChronologError> => !(c instanceof ChronologError))), pure: true },
+        { lookups: lookupsOf(toCommit), pure: true, ...this.readAheadOf(toCommit) },
       ),
     );
     let answered = 0;
     for (const o of outcomes) if (!(o instanceof ChronologError)) answered++;
     this.observe(received, answered);
     return outcomes;
+  }
+
+  /**
+   * What the unit committing `checked` reads ahead of its batch: the last positions of the streams
+   * they name, and (`appends`) what their events' types make other modules look up.
+   */
+  private readAheadOf(checked: CheckedEmit[]): { readAhead?: ReadAheadKeys; appends?: AppendAhead[] } {
+    const streams = this.streams?.readsAhead ? checked.flatMap((c) => (c.stream ? [{ space: c.event.actor?.in ?? "", stream: c.stream.name }] : [])) : [];
+    const readAhead = streams.length > 0 ? this.streams?.readAheadOf(streams) : undefined;
+    const appends = this.committer.readsAheadOfAppends ? checked.map((c) => c.event) : undefined;
+    return { ...(readAhead && { readAhead }), ...(appends && { appends }) };
   }
 
   /** Appends checked emit `c` in unit `tx`, at its stream's next position when it names one (once its expected version is checked). */

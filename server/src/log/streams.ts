@@ -1,4 +1,5 @@
 import { fail } from "../errors.js";
+import type { ReadAheadKeys } from "../store/read-ahead.js";
 import type { StreamStatements } from "../store/streams.js";
 
 // Streams: an event emitted with a stream name (`order-o-1`) takes that stream's next position
@@ -58,6 +59,21 @@ export class Streams {
       );
     }
     return last === null ? 0 : last + 1;
+  }
+
+  /**
+   * What a unit appending to `streams` (each of a space) reads ahead of its batch (Committer.submit's
+   * `readAhead`): their last positions, so {@link next} waits for no round trip; undefined for none,
+   * and where the store reads as it goes (SQLite).
+   */
+  readAheadOf(streams: { space: string; stream: string }[]): ReadAheadKeys | undefined {
+    if (streams.length === 0 || !this.statements.readsAhead) return undefined;
+    return { from: this.statements, keys: streams.map((s) => streamKey(s.space, s.stream)) };
+  }
+
+  /** Whether the store reads streams' positions ahead of a batch ({@link readAheadOf}; PostgreSQL's). */
+  get readsAhead(): boolean {
+    return this.statements.readsAhead;
   }
 
   /** In the unit that appended event `seq` of `space` to `stream` at `position`. */

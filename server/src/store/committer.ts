@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import { ChronologError } from "../errors.js";
 import type { Trust } from "../trust.js";
 import type { EventRecord, EventStatements } from "./events.js";
+import { readBatchAhead, type AppendAhead, type AppendsReadAhead, type ReadAheadKeys } from "./read-ahead.js";
 import { GuardFailedError, type Db } from "./sql.js";
 import type { Transactions } from "./transactions.js";
 
@@ -20,21 +21,6 @@ export interface Tx {
 
 /** A unit of work run inside the group commit; it may throw to undo itself only. */
 export type Work<T> = (tx: Tx) => T;
-
-/**
- * Rows of a table besides the log that units look up by key (TimerStatements): read for a whole
- * batch at once before its units run, as the events of `lookups` are.
- */
-export interface ReadAhead {
-  /** Reads `keys` for the batch about to run; `assumeAbsent` as EventStatements.prefetch. Undefined when nothing is read. */
-  prefetch(keys: string[], assumeAbsent: boolean): Promise<void> | undefined;
-}
-
-/** The keys a unit looks up in `from` ({@link Committer.submit}'s `readAhead`). */
-export interface ReadAheadKeys {
-  from: ReadAhead;
-  keys: string[];
-}
 
 /** What a commit changed, published after the fsync. */
 export interface CommitInfo {
@@ -96,6 +82,8 @@ interface Pending {
   lookups: string[] | undefined;
   /** Keys of other tables it looks up ({@link Committer.submit}'s `readAhead`). */
   readAhead: ReadAheadKeys | undefined;
+  /** Events it will append ({@link Committer.submit}'s `appends`). */
+  appends: AppendAhead[] | undefined;
   /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
   pure: boolean;
   /** Runs before the batch's other units ({@link Committer.submit}'s `first`). */
@@ -152,6 +140,7 @@ export class Committer {
   private lastLoadedFlushAt = -Infinity;
   private readonly listeners: ((info: CommitInfo) => void)[] = [];
   private readonly appendListeners: ((tx: Tx, event: EventRecord) => void)[] = [];
+  private readonly appendsReadAheads: AppendsReadAhead[] = [];
   /** The running batch's start: the head before it, and whether it took its lookups to be new. */
   private batchStart = { head: 0, assumeAbsent: false };
   /** The events appended by the running batch's units, those of units undone included (their seqs are appended again). */
@@ -198,13 +187,28 @@ export class Committer {
   }
 
   /**
+   * Reads ahead of each batch what `readAhead` names for the events the batch's units say they
+   * will append (their `appends`): what an {@link afterAppend} listener looks up for them. Where
+   * it names nothing (SQLite's reads are not round trips), nothing is read.
+   */
+  readAheadOfAppends(readAhead: AppendsReadAhead): void {
+    this.appendsReadAheads.push(readAhead);
+  }
+
+  /** Whether anything is read ahead for the events units will append ({@link readAheadOfAppends}): else they need not say. */
+  get readsAheadOfAppends(): boolean {
+    return this.appendsReadAheads.length > 0;
+  }
+
+  /**
    * Queues `work` for the next group commit; resolves with its result once durable.
    * `deferrable`: no caller waits on this unit and it has time to spare, so under load its batch
    * may start up to {@link defaultDeferredSpacingMs} after the last one (fewer, larger commits);
    * a unit that is not deferrable brings the batch forward again. `lookups`: event ids the unit
    * looks up (`tx.events.findById`), read for the whole batch in one statement where each lookup
    * would be a round trip (EventStatements.prefetch); `readAhead`: the same for the keys it looks
-   * up in another table (the timers of delays with client ids). `pure`: the unit does nothing but through
+   * up in other tables (the timers of delays with client ids, the streams emits append to);
+   * `appends`: the events it will append, as far as known ({@link readAheadOfAppends}). `pure`: the unit does nothing but through
    * its transaction (no state of its own changes), so it may run again: a batch of pure units
    * takes the ids it looks up to be new without reading them, and runs again, reading them, in the
    * rare case one is found (GuardFailedError). `first`: the unit runs before the batch's units
@@ -212,13 +216,24 @@ export class Committer {
    * read is what it finds; no caller has an answer from the batch before all of it is durable,
    * so the batch's units may run in any order.
    */
-  submit<T>(work: Work<T>, options: { deferrable?: boolean; lookups?: string[]; readAhead?: ReadAheadKeys; pure?: boolean; first?: boolean } = {}): Promise<T> {
+  submit<T>(
+    work: Work<T>,
+    options: {
+      deferrable?: boolean;
+      lookups?: string[];
+      readAhead?: ReadAheadKeys;
+      appends?: AppendAhead[];
+      pure?: boolean;
+      first?: boolean;
+    } = {},
+  ): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({
         work,
         lookups: options.lookups,
         readAhead: options.readAhead,
+        appends: this.appendsReadAheads.length > 0 ? options.appends : undefined,
         pure: options.pure ?? false,
         first: options.first ?? false,
         resolve: resolve as (v: unknown) => void,
@@ -286,27 +301,9 @@ export class Committer {
     );
   }
 
-  /**
-   * Reads the events and other rows the batch's units look up, at once, before they run
-   * (EventStatements.prefetch, ReadAhead.prefetch), one read after the other on the writer.
-   */
+  /** Reads what the batch's units look up, before they run ({@link readBatchAhead}). */
   private prefetch(batch: Pending[], assumeAbsent: boolean): Promise<void> | undefined {
-    const ids: string[] = [];
-    const others = new Map<ReadAhead, string[]>();
-    for (const item of batch) {
-      if (item.lookups) for (const id of item.lookups) ids.push(id);
-      if (item.readAhead) {
-        const keys = others.get(item.readAhead.from) ?? [];
-        for (const key of item.readAhead.keys) keys.push(key);
-        others.set(item.readAhead.from, keys);
-      }
-    }
-    const reads: (() => Promise<void> | undefined)[] = [];
-    if (ids.length > 0) reads.push(() => this.events.prefetch(ids, assumeAbsent));
-    for (const [from, keys] of others) if (keys.length > 0) reads.push(() => from.prefetch(keys, assumeAbsent));
-    let chain: Promise<void> | undefined;
-    for (const read of reads) chain = chain ? chain.then(read) : read();
-    return chain;
+    return readBatchAhead(this.db, this.events, batch, this.appendsReadAheads, assumeAbsent);
   }
 
   /** Runs the batch's next units for up to {@link sliceMs} in one transaction, then ends the slice ({@link afterSlice}). */

@@ -1,4 +1,5 @@
-import type { Db } from "./sql.js";
+import type { BatchRead, ReadAhead, ReadAheadKeys } from "./read-ahead.js";
+import { defer, type Db } from "./sql.js";
 
 /** A document as stored: a JSON object with its string `_id`. */
 export type DocumentRecord = Record<string, unknown> & { _id: string };
@@ -33,7 +34,24 @@ export interface DocumentStatements {
   applied(writeId: string): string | undefined;
   /** Records that the write `writeId` was applied to `docId` at `atMs` (commit time, ms UTC); throws when `writeId` is recorded already. */
   markApplied(writeId: string, collection: string, docId: string, atMs: number): void;
+  /**
+   * PostgreSQL's: what a unit writing document `id` of `collection` reads ahead of its batch
+   * (Committer.submit's `readAhead`): the document, so {@link get} needs no round trip, and the
+   * write that follows is deferred (an insert of an id known absent, an update or delete of one
+   * known present: none can fail but for a fault); what a unit writes is kept for the batch's later
+   * units, undone with a unit that fails. Absent where reads are not round trips (SQLite, memory).
+   */
+  readAheadOf?(collection: string, id: string): ReadAheadKeys;
 }
+
+/** A document's key as {@link DocumentStatements.readAheadOf} names it (a collection's name has no line break). */
+function documentKey(collection: string, id: string): string {
+  return `${collection}\n${id}`;
+}
+
+/** PostgreSQL's: the documents of a JSON array of {collection, id} (null doc: none). */
+const byKeysSql = `SELECT k.collection, k.id, d.doc, d.space FROM jsonb_to_recordset(?::jsonb) AS k(collection text, id text)
+  LEFT JOIN documents AS d ON d.collection = k.collection AND d.id = k.id`;
 
 /** The documents and collection_writes tables' statements on `db`. */
 export function documentStatements(db: Db): DocumentStatements {
@@ -44,19 +62,60 @@ export function documentStatements(db: Db): DocumentStatements {
   const scan = db.prepare("SELECT doc, space FROM documents WHERE collection = ? ORDER BY id");
   const applied = db.prepare("SELECT doc_id FROM collection_writes WHERE id = ?");
   const markApplied = db.prepare("INSERT INTO collection_writes (id, collection, doc_id, at) VALUES (?, ?, ?, ?)");
+  // PostgreSQL: the documents read for the running batch, and those its units wrote (null: none).
+  const readAhead = db.readAhead?.bind(db);
+  const ahead = readAhead ? db.readForBatch?.("documents") : undefined;
+  const batchRead = (keys: string[]): BatchRead => {
+    const pairs = [...new Set(keys)].map((key) => {
+      const at = key.indexOf("\n");
+      return { collection: key.slice(0, at), id: key.slice(at + 1) };
+    });
+    return {
+      sql: byKeysSql,
+      params: [JSON.stringify(pairs)],
+      take(rows) {
+        for (const row of rows as (Row & { collection: string; id: string })[])
+          ahead?.remember(documentKey(row.collection, row.id), row.doc === null ? null : { doc: row.doc, space: row.space });
+      },
+    };
+  };
+  const reads: ReadAhead | undefined =
+    readAhead && ahead
+      ? {
+          batchRead,
+          prefetch(keys: string[]) {
+            const read = batchRead(keys);
+            return readAhead(read.sql, read.params).then(read.take);
+          },
+        }
+      : undefined;
+  /** The row kept for the batch (null: none), or undefined when none is kept. */
+  const kept = (collection: string, id: string) => ahead?.recalled(documentKey(collection, id)) as Row | null | undefined;
   return {
+    ...(reads && { readAheadOf: (collection: string, id: string) => ({ from: reads, keys: [documentKey(collection, id)] }) }),
     get(collection: string, id: string): StoredDocument | undefined {
-      const row = get.get(collection, id) as Row | undefined;
-      return row && fromRow(row);
+      const row = kept(collection, id);
+      if (row !== undefined) return row === null ? undefined : fromRow(row);
+      const read = get.get(collection, id) as Row | undefined;
+      return read && fromRow(read);
     },
     insert(collection: string, doc: DocumentRecord, space: string): void {
-      insert.run(collection, doc._id, JSON.stringify(doc), space);
+      const text = JSON.stringify(doc);
+      if (kept(collection, doc._id) !== null) return void insert.run(collection, doc._id, text, space); // not known absent: may throw
+      defer(insert, collection, doc._id, text, space);
+      ahead?.remember(documentKey(collection, doc._id), { doc: text, space });
     },
     update(collection: string, doc: DocumentRecord): void {
-      update.run(JSON.stringify(doc), collection, doc._id);
+      const text = JSON.stringify(doc);
+      const row = kept(collection, doc._id);
+      if (!row) return void update.run(text, collection, doc._id);
+      defer(update, text, collection, doc._id);
+      ahead?.remember(documentKey(collection, doc._id), { doc: text, space: row.space });
     },
     remove(collection: string, id: string): void {
-      remove.run(collection, id);
+      if (kept(collection, id) === undefined) return void remove.run(collection, id);
+      defer(remove, collection, id);
+      ahead?.remember(documentKey(collection, id), null);
     },
     *scan(collection: string): Generator<StoredDocument> {
       for (const row of scan.iterate(collection) as Iterable<Row>) yield fromRow(row);

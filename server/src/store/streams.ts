@@ -1,3 +1,4 @@
+import type { BatchRead, ReadAhead } from "./read-ahead.js";
 import { defer, type Db, type SqlStatement } from "./sql.js";
 import { fromRow, type EventRecord, type EventRow } from "./events.js";
 
@@ -6,9 +7,15 @@ import { fromRow, type EventRecord, type EventRow } from "./events.js";
 
 /**
  * The streams' statements. {@link append} only inside a committer unit, in the unit that appends
- * the event; {@link last} inside one sees what the batch appended before.
+ * the event; {@link last} inside one sees what the batch appended before. As a {@link ReadAhead}
+ * (Committer.submit's `readAhead`, keys the streams' keys), PostgreSQL's reads the last positions
+ * of a batch's streams in one statement before its units run, so {@link last} needs no round trip
+ * there; each append then keeps its stream's new last position for the rest of the batch (undone
+ * with a unit that fails). SQLite's reads as it goes.
  */
-export interface StreamStatements {
+export interface StreamStatements extends ReadAhead {
+  /** Whether {@link prefetch} reads anything (PostgreSQL's): else there is no need to name streams. */
+  readonly readsAhead: boolean;
   /** The stream's last position, or null when it has no event. */
   last(stream: string): number | null;
   /** Puts event `seq` at `position` of `stream`. */
@@ -17,18 +24,45 @@ export interface StreamStatements {
   ofSeq(seq: number): { stream: string; position: number } | undefined;
 }
 
+/** PostgreSQL's: the last position of each stream of a JSON array (null: none), on the (stream, position) key. */
+const lastOfSql = `SELECT k.stream, (SELECT s.position FROM event_streams AS s WHERE s.stream = k.stream ORDER BY s.position DESC LIMIT 1) AS position
+  FROM jsonb_array_elements_text(?::jsonb) AS k(stream)`;
+
 /** The streams' statements on `db`. */
 export function streamStatements(db: Db): StreamStatements {
   const last = db.prepare("SELECT position FROM event_streams WHERE stream = ? ORDER BY position DESC LIMIT 1").pluck();
   const append = db.prepare("INSERT INTO event_streams (stream, position, seq) VALUES (?, ?, ?)");
   const ofSeq = db.prepare("SELECT stream, position FROM event_streams WHERE seq = ?");
+  // PostgreSQL: the last positions read for the running batch, and those its appends took.
+  const readAhead = db.readAhead?.bind(db);
+  const ahead = readAhead ? db.readForBatch?.("event_streams") : undefined;
   return {
+    readsAhead: ahead !== undefined,
+    batchRead(keys: string[]): BatchRead | undefined {
+      if (!ahead) return undefined;
+      return {
+        sql: lastOfSql,
+        params: [JSON.stringify([...new Set(keys)])],
+        take(rows) {
+          for (const row of rows as { stream: string; position: number | string | null }[])
+            ahead.remember(row.stream, row.position === null ? null : Number(row.position));
+        },
+      };
+    },
+    prefetch(keys: string[]): Promise<void> | undefined {
+      const read = this.batchRead?.(keys);
+      if (!read || !readAhead) return undefined;
+      return readAhead(read.sql, read.params).then(read.take);
+    },
     last(stream: string): number | null {
+      const kept = ahead?.recalled(stream);
+      if (kept !== undefined) return kept as number | null;
       const position = last.get(stream) as number | string | undefined;
       return position === undefined ? null : Number(position);
     },
     append(stream: string, position: number, seq: number): void {
       defer(append, stream, position, seq);
+      ahead?.remember(stream, position);
     },
     ofSeq(seq: number) {
       const row = ofSeq.get(seq) as { stream: string; position: number | string } | undefined;

@@ -2,8 +2,9 @@ import { fail, type FieldViolation } from "../errors.js";
 import { canonicalJson } from "../log/canonical.js";
 import { newId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
+import type { AppendAhead, ReadAheadKeys } from "../store/read-ahead.js";
 import type { EventRecord } from "../store/events.js";
-import { keysPerRead, type CancelKey, type TimerCancelStatements } from "../store/timer-cancels.js";
+import { cancelKeyText, keysPerRead, type CancelKey, type TimerCancelStatements } from "../store/timer-cancels.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import type { CancelOnRecord, TimerRecord } from "../store/timer-records.js";
 import type { TimerStatements } from "../store/timers.js";
@@ -152,10 +153,22 @@ export class CancelOn {
     return true;
   }
 
-  /** In the unit that appended `event`: cancels every pending timer it matches (see the module comment). */
-  cancelFor(tx: Tx, event: EventRecord): void {
+  /**
+   * What a batch appending `events` reads ahead (Committer.readAheadOfAppends): the timers waiting
+   * on their keys, so {@link cancelFor} finds them without a round trip (where the store reads
+   * ahead: TimerCancelStatements.readsAhead); undefined when no event is of a type some timer waits on.
+   */
+  readAheadOf(events: AppendAhead[]): ReadAheadKeys | undefined {
+    const keys: string[] = [];
+    for (const event of events) for (const key of this.keysOfEvent(event)) keys.push(cancelKeyText(key));
+    return keys.length > 0 ? { from: this.cancels, keys } : undefined;
+  }
+
+  /** The keys `event` makes, one per shape of its type whose paths are all in its data. */
+  private keysOfEvent(event: AppendAhead): CancelKey[] {
     const shapes = this.shapes.get(event.type);
-    if (!shapes) return;
+    if (!shapes) return [];
+    const keys: CancelKey[] = [];
     for (const paths of shapes) {
       const values: [string, unknown][] = [];
       for (const path of paths) {
@@ -163,8 +176,14 @@ export class CancelOn {
         if (value === undefined) break;
         values.push([path, value]);
       }
-      if (values.length < paths.length) continue;
-      const key = { eventType: event.type, matchKey: matchKey(values) };
+      if (values.length === paths.length) keys.push({ eventType: event.type, matchKey: matchKey(values) });
+    }
+    return keys;
+  }
+
+  /** In the unit that appended `event`: cancels every pending timer it matches (see the module comment). */
+  cancelFor(tx: Tx, event: EventRecord): void {
+    for (const key of this.keysOfEvent(event)) {
       for (let ids = this.cancels.timersOn(key); ids.length > 0; ids = ids.length < keysPerRead ? [] : this.cancels.timersOn(key))
         for (const id of ids) this.cancel(tx, id, key, event);
     }

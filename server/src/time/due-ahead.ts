@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import type { ClaimReads, DueAhead, DueTimer } from "../store/claim-reads.js";
-import type { ReadAhead } from "../store/committer.js";
+import type { ReadAhead } from "../store/read-ahead.js";
 import type { OccurrenceRecord } from "../store/occurrences.js";
 
 /**

@@ -99,8 +99,11 @@ export function openTime(options: TimeOptions): Time {
   const control = timerControlStatements(db);
   // Setting a timer indexes the events that cancel it; an appended event cancels the timers it matches, in its unit.
   const storedTimers = timerStatements(db);
-  const cancelOn = new CancelOn(timerCancelStatements(db), storedTimers, control);
+  const cancels = timerCancelStatements(db);
+  const cancelOn = new CancelOn(cancels, storedTimers, control);
   committer.afterAppend((tx, event) => cancelOn.cancelFor(tx, event));
+  // PostgreSQL: the timers an emit's events may cancel, read before its batch.
+  if (cancels.readsAhead) committer.readAheadOfAppends((events) => cancelOn.readAheadOf(events));
   const timerRows = cancelOn.indexing(storedTimers);
   const chains = new DelayChains({ committer, events: options.events, live: options.live, maxDepth: options.maxChainDepth ?? defaultMaxChainDepth });
   const occurrenceRows = occurrenceStatements(db);

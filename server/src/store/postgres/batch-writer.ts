@@ -5,6 +5,15 @@ import { GuardFailedError, type MergedWrite } from "../sql.js";
 import { HeldWrites } from "./held-writes.js";
 import { pipelineSync, type Command, type Outcome } from "./pipeline.js";
 
+/** The rows read for a batch ahead of its units (BatchReadCache, of every table), as the batch's units and end concern them. */
+export interface BatchReadsOfUnits {
+  unitStarted(): void;
+  unitFailed(): void;
+  clear(): void;
+}
+
+const noReads: BatchReadsOfUnits = { unitStarted() {}, unitFailed() {}, clear() {} };
+
 /**
  * The writer connection's state while the committer runs a batch, which is one transaction on
  * it: what the batch's units wrote and that was not sent yet, and their savepoints.
@@ -55,8 +64,8 @@ export class BatchWriter {
     private readonly onLost: () => ((error: Error) => void) | undefined,
     /** The events appended, held for multi-row inserts (dropped with a unit that throws). */
     private readonly events: () => DeferredInserts | undefined,
-    /** Forgets the rows of other tables read for the batch (Db.readForBatch). */
-    private readonly forgetReads: () => void = () => undefined,
+    /** The rows of other tables read for the batch (Db.readForBatch): told of its units, forgotten at its end. */
+    private readonly reads: BatchReadsOfUnits = noReads,
   ) {}
 
   /** A unit begins. */
@@ -64,6 +73,7 @@ export class BatchWriter {
     this.savepoint = "none";
     this.unitFrom = this.queue.length;
     this.held.unitStarted();
+    this.reads.unitStarted();
   }
 
   /**
@@ -81,6 +91,7 @@ export class BatchWriter {
 
   /** The unit threw: what it wrote is undone. */
   unitFailed(): void {
+    this.reads.unitFailed();
     if (this.savepoint === "set") {
       if (this.sends === this.unit.sends) {
         // Its savepoint was not sent: dropping what it queued since undoes it (and the BEGIN or release queued with it).
@@ -205,6 +216,6 @@ export class BatchWriter {
     this.held.clear();
     this.unitFrom = 0;
     this.events()?.clear();
-    this.forgetReads();
+    this.reads.clear();
   }
 }

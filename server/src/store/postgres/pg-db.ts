@@ -287,8 +287,16 @@ export class PgDb implements Db {
       this.waits.writer,
       () => this.onLost,
       () => this.deferredEvents,
-      () => {
-        for (const reads of this.batchReads.values()) reads.clear();
+      {
+        unitStarted: () => {
+          for (const reads of this.batchReads.values()) reads.unitStarted();
+        },
+        unitFailed: () => {
+          for (const reads of this.batchReads.values()) reads.unitFailed();
+        },
+        clear: () => {
+          for (const reads of this.batchReads.values()) reads.clear();
+        },
       },
     );
   }

@@ -82,7 +82,13 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
         if (begun) await db.pipeline([{ text: "ROLLBACK" }]).catch(() => undefined);
         throw error;
       }
-      if (!begun) return; // the batch wrote nothing
+      if (!begun) {
+        // The batch wrote nothing; its units may still have answered from what it took to be
+        // absent (a retried emit refused by its stream's version): its guards are checked all the same.
+        const guards = commands.filter((c) => c.guard);
+        if (guards.length > 0) await db.pipeline(guards);
+        return;
+      }
       try {
         // The head's notification wakes standbys' watches (head-follower.ts): delivered once the COMMIT is.
         await db.pipeline([

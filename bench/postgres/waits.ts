@@ -1,0 +1,122 @@
+// The emits whose units used to wait for a round trip on PostgreSQL (not a test):
+// `npm run bench:postgres:waits`, with BENCH_STORE=postgres and BENCH_PG_LATENCY_MS=1 (bench/lib/postgres.ts)
+// for a database 1 ms away through toxiproxy; SQLite by default.
+//
+// One owner (the bundle, `npm run serve`'s flags). Per workload, BENCH_SECONDS each (default 5):
+//   - emits to streams, each caller to a stream of its own expecting the version it left
+//     (optimistic concurrency: a refusal is counted), 64 (unary calls) and 1 in flight;
+//   - document writes, each caller creating a document of its own, then patching it, 64 and 1 in flight;
+//   - emits of a type that 1,000 pending delays' `cancel_on` names, none of them matching (the
+//     common case: no timer waits on the event's key), 256 and 1 in flight;
+// events/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
+// waited for over the workload (chronolog_store_waits_total, chronolog_store_wait_seconds_total).
+import os from "node:os";
+import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
+import { definePlugin } from "../../sdk/ts/src/plugin.js";
+import { benchLatencyMs, benchStore } from "../lib/postgres.js";
+import { buildBundle, startOwner, stopOwner } from "../lib/owner.js";
+import { pct } from "../lib/proc.js";
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+
+const plugin = definePlugin({
+  name: "pgwaits",
+  events: { "pgwaits.changed": { allow: ["*"] }, "pgwaits.paid": { allow: ["*"] } },
+  actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) } },
+  collections: { notes: { allow: ["*"] } },
+});
+
+/** The owner's metrics this bench reads (the event-loop delay's since the last scrape). */
+async function scrape(url: string): Promise<{ loopP99Ms: number; waits: number; waitMs: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sum = (name: string) =>
+    text
+      .split("\n")
+      .filter((l) => l.startsWith(name))
+      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
+  return {
+    loopP99Ms: sum("nodejs_eventloop_lag_p99_seconds") * 1000,
+    waits: sum("chronolog_store_waits_total"),
+    waitMs: sum("chronolog_store_wait_seconds_total") * 1000,
+  };
+}
+
+/** Runs `inFlight` callers of `emit` (caller index, its round) for {@link seconds}; prints the line of `label`. */
+async function load(url: string, label: string, inFlight: number, emit: (caller: number, round: number) => Promise<boolean>): Promise<void> {
+  const before = await scrape(url);
+  const acks: number[] = [];
+  let refused = 0;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: inFlight }, async (_, caller) => {
+      for (let round = 0; performance.now() < end; round++) {
+        const sent = performance.now();
+        if (!(await emit(caller, round))) refused++;
+        acks.push(performance.now() - sent);
+      }
+    }),
+  );
+  const after = await scrape(url);
+  acks.sort((a, b) => a - b);
+  console.log(
+    `  ${label}, ${inFlight} in flight: ${Math.round(acks.length / seconds)} events/s, ack p50 ${pct(acks, 50).toFixed(2)} / p99 ${pct(acks, 99).toFixed(2)} ms` +
+      `${refused > 0 ? `, ${refused} refused` : ""}; loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)`,
+  );
+}
+
+/** Emits to streams: caller `caller` appends to its own stream, expecting the position it left. */
+function streamEmits(client: ChronologClient, tag: string): (caller: number, round: number) => Promise<boolean> {
+  return async (caller, round) => {
+    try {
+      await client.emit("pgwaits.changed", { round }, { stream: `order-${tag}-${caller}`, expectedVersion: round === 0 ? "noStream" : round - 1 });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+}
+
+buildBundle();
+const latency = benchLatencyMs();
+console.log(
+  `bench/postgres/waits: ${new Date().toISOString()}, ${benchStore}${latency === undefined ? "" : ` +${latency} ms a round trip`}, load average before: ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+const owner = await startOwner({ plugins: [plugin], entry: "bundle" });
+try {
+  const client = createClient({ url: owner.url });
+  for (const inFlight of [64, 1]) await load(owner.url, "emit to a stream", inFlight, streamEmits(client, `f${inFlight}`));
+  for (const inFlight of [64, 1])
+    await load(owner.url, "document write", inFlight, async (caller, round) => {
+      const id = `note-${inFlight}-${caller}`;
+      if (round === 0) await client.createDocument("notes", { _id: id, round });
+      else await client.patchDocument("notes", id, { set: { round } });
+      return true;
+    });
+  const now = Date.now();
+  for (let from = 0; from < 1_000; from += 500)
+    await client.delayBatch(
+      Array.from({ length: 500 }, (_, k) => ({
+        action: "pgwaits.fire",
+        input: { order: `pending-${from + k}` },
+        when: { at: now + 3_600_000 },
+        overdue: "unbounded" as const,
+        cancelOn: [{ type: "pgwaits.paid", match: { "data.order": "input.order" } }],
+      })),
+    );
+  for (const inFlight of [256, 1])
+    await load(owner.url, "emit of a type a cancel_on names", inFlight, (caller, round) =>
+      client.emit("pgwaits.paid", { order: `other-${caller}-${round}` }).then(() => true),
+    );
+} finally {
+  await stopOwner(owner);
+}
+console.log(
+  `load average after: ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+process.exit(0);
