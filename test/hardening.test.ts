@@ -4,6 +4,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { execFile } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -188,6 +189,33 @@ describe("hardening", () => {
     expect((await client.emit("note.a", {})).event?.seq).toBe(1n);
     expect((await client.admin.listProcessors({})).processors).toEqual([]);
     await expect(owner({ config, host: "0.0.0.0" })).rejects.toThrow(/refusing to bind 0.0.0.0 without principals/);
+  });
+
+  it("an owner without principals answers only requests addressed to a loopback name (no DNS rebinding), and refuses CORS origins", async () => {
+    const o = await owner();
+    const port = new URL(o.url).port;
+    // As a page whose DNS name was rebound to 127.0.0.1 would send it (fetch cannot set Host).
+    const send = (host: string, path: string, method = "POST") =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest(
+          { host: "127.0.0.1", port, path, method, headers: { host, origin: `http://${host}`, "content-type": "application/json" } },
+          (res) => {
+            let body = "";
+            res.on("data", (chunk) => (body += chunk));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on("error", reject);
+        req.end(method === "POST" ? "{}" : undefined);
+      });
+    const listExecutors = "/chronolog.v1.AdminService/ListExecutors";
+    const refused = await send(`evil.example:${port}`, listExecutors);
+    expect(refused.status).toBe(421);
+    expect(refused.body).toMatch(/answers requests addressed to 127.0.0.1, localhost or \[::1\] only/);
+    expect((await send(`evil.example:${port}`, "/metrics", "GET")).status).toBe(421);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) expect((await send(host, listExecutors)).status, host).toBe(200);
+    expect((await createClient({ url: o.url }).admin.listExecutors({})).executors).toEqual([]); // gRPC over HTTP/2
+    await expect(owner({ config: { cors: { origins: ["*"] } } })).rejects.toThrow(/refusing cors.origins without principals/);
   });
 
   it("refuses a config where two principals share a token", () => {

@@ -154,6 +154,11 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
   if (!config?.principals && !loopback.has(options.host)) {
     throw new Error(`refusing to bind ${options.host} without principals: every caller would be an admin. Pass --config with principals, or bind 127.0.0.1`);
   }
+  if (!config?.principals && (config?.cors?.origins.length ?? 0) > 0) {
+    throw new Error(
+      "refusing cors.origins without principals: every caller is the local admin, so any web page those origins serve could act as it. Add principals, or leave cors out",
+    );
+  }
   // Manifests are read before the data folder is opened (or made): a missing --plugins folder or a bad file leaves nothing behind.
   const manifests = options.pluginsDir ? loadManifests(options.pluginsDir) : [];
   if (options.store !== undefined) return startOnPostgres(options, options.store, manifests);
@@ -217,6 +222,7 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
           port: options.port,
           tls: tlsOf(options.config),
           corsOrigins: options.config?.cors?.origins,
+          loopbackHostsOnly: !options.config?.principals,
           readMaxBytes: options.config?.limits?.max_message_bytes ?? defaultMaxMessageBytes,
         },
         services,
@@ -383,6 +389,7 @@ async function serve(
     port: options.port,
     tls: tlsOf(config),
     corsOrigins: config?.cors?.origins,
+    loopbackHostsOnly: !authenticator.required,
     readMaxBytes: maxMessageBytes,
     interceptors: [
       ...(tracing.on ? [traceInterceptor()] : []),

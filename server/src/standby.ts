@@ -44,7 +44,7 @@ export interface StandbyOptions {
   /** The lease's term as this standby last read it (`chronolog_lease_term`). */
   term(): number;
   /** The owner's port, TLS, CORS and largest request. */
-  listen: Pick<ListenOptions, "host" | "port" | "tls" | "corsOrigins" | "readMaxBytes">;
+  listen: Pick<ListenOptions, "host" | "port" | "tls" | "corsOrigins" | "loopbackHostsOnly" | "readMaxBytes">;
   services: DescService[];
   /** Principals of the reads (as the leader's), and who may read /metrics. */
   authenticator: Authenticator;

@@ -31,6 +31,12 @@ export interface ListenOptions {
   tls?: { cert: Buffer | string; key: Buffer | string };
   /** Browser origins allowed by CORS, e.g. ["https://app.example"]; ["*"] allows any. Default: none. */
   corsOrigins?: string[];
+  /**
+   * Answer only requests addressed to a loopback name (Host or :authority 127.0.0.1, localhost or
+   * [::1]), others 421: an owner without principals, whose every caller is its admin, is then out
+   * of reach of a web page that rebinds its own DNS name to 127.0.0.1.
+   */
+  loopbackHostsOnly?: boolean;
   /** Largest accepted request message; bigger ones fail with RESOURCE_EXHAUSTED. Default ~4 GiB. */
   readMaxBytes?: number;
   /** Interceptors applied to every RPC. */
@@ -112,6 +118,12 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       if (closing && req.httpVersionMajor === 1) {
         // Do not keep HTTP/1.1 connections alive while shutting down.
         res.setHeader("Connection", "close");
+      }
+      if (options.loopbackHostsOnly && !loopbackHost(req)) {
+        res.statusCode = 421;
+        res.setHeader("content-type", "text/plain; charset=utf-8");
+        res.end("this owner has no principals: it answers requests addressed to 127.0.0.1, localhost or [::1] only\n");
+        return;
       }
       if (options.extraHttpHandler?.(req, res)) return;
       if (applyCors(req, res)) return;
@@ -369,6 +381,17 @@ function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeo
 }
 
 /** Headers a browser may send: Connect's list plus Authorization. */
+/** Names a request may be addressed to on an owner that answers loopback names only. */
+const loopbackNames = new Set(["127.0.0.1", "localhost", "::1"]);
+
+/** Whether the request's Host (HTTP/1.1) or :authority (HTTP/2) names a loopback address. */
+function loopbackHost(req: HttpRequest): boolean {
+  const authority = req.httpVersionMajor === 2 ? ((req.headers[":authority"] as string | undefined) ?? req.headers.host) : req.headers.host;
+  if (authority === undefined) return false;
+  const host = authority.startsWith("[") ? authority.slice(1, authority.indexOf("]")) : authority.split(":")[0];
+  return loopbackNames.has(host.toLowerCase());
+}
+
 const CORS_ALLOWED_HEADERS = [...cors.allowedHeaders, "Authorization"].join(", ");
 const CORS_ALLOWED_METHODS = cors.allowedMethods.join(", ");
 const CORS_EXPOSED_HEADERS = cors.exposedHeaders.join(", ");
