@@ -218,6 +218,15 @@ describe("hardening", () => {
     await expect(owner({ config: { cors: { origins: ["*"] } } })).rejects.toThrow(/refusing cors.origins without principals/);
   });
 
+  it("a client process whose emit was refused as too large exits by itself once its script ends", async () => {
+    const o = await owner();
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(repo, "test/helpers/oversize-emit.ts"), o.url], {
+      cwd: repo,
+      timeout: 30_000,
+    });
+    expect(JSON.parse(stdout)).toEqual({ refused: expect.stringMatching(/resource_exhausted.*larger than configured readMaxBytes/), seq: "1" });
+  });
+
   it("refuses a config where two principals share a token", () => {
     const path = join(mkdtempSync(join(tmpdir(), "chronolog-config-")), "owner.yaml");
     writeFileSync(

@@ -11,7 +11,7 @@
 // grpc-status-details-bin). listen.ts decides which streams come here; gRPC-Web,
 // Connect, JSON, streams and unknown paths stay on connect-node.
 
-import type { ServerHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
+import http2, { type ServerHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
 import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -316,7 +316,13 @@ function respond(stream: ServerHttp2Stream, state: CallState, frame: Buffer | un
   if (stream.destroyed || stream.closed || stream.headersSent) return;
   try {
     stream.respond(state.headersObject(), { waitForTrailers: true });
-    stream.on("wantTrailers", () => stream.sendTrailers(trailers));
+    stream.on("wantTrailers", () => {
+      stream.sendTrailers(trailers);
+      // Answered before the request arrived whole (refused while it was still coming): RST_STREAM
+      // NO_ERROR tells the client to stop sending (RFC 9113 8.1), else its half of the stream
+      // stays open and holds its process.
+      if (!stream.readableEnded) setImmediate(() => stream.close(http2.constants.NGHTTP2_NO_ERROR));
+    });
     stream.end(frame);
   } catch (e) {
     // Headers a handler set that HTTP/2 refuses (a connection-specific header, a bad value): reset
