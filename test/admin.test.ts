@@ -102,6 +102,8 @@ describe("AdminService", () => {
       Code.InvalidArgument,
       /page_token is not one returned by ListFailedDeliveries/,
     );
+    const otherList = Buffer.from(JSON.stringify(["other.processor", 1])).toString("base64url");
+    await expectConnectError(admin.listFailedDeliveries({ processor: "jobs.work", pageToken: otherList }), Code.InvalidArgument, /of another processor's list/);
   });
 
   it("moves a cursor back to replay, by seq and by time; records the move", async () => {

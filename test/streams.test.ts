@@ -229,6 +229,9 @@ describe("streams", () => {
         .map((l) => JSON.parse(l).position),
     ).toEqual([1, 0]);
     expect((await run(["emit", "order.changed", "{}", "--expected-version", "3"])).code).not.toBe(0);
+    const empty = await run(["emit", "order.changed", "{}", "--stream", ""]);
+    expect(empty.code).not.toBe(0);
+    expect(empty.stderr).toContain("--stream needs a stream name");
   });
 
   it.skipIf(!existsSync(python) && !process.env.CI)("from the Python client", { tags: ["serial"] }, async () => {

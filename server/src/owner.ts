@@ -467,6 +467,8 @@ async function serve(
     },
     authenticator.required ? "owner serving" : `owner serving without principals: every caller is the local admin (${localAdmin.name}); loopback only`,
   );
+  if (config?.principals?.length === 0)
+    logger.warn("the config lists no principals (principals: []): no one can call this owner; leave principals out to run as the local admin");
   const consoleUrl = `${config?.tls ? "https" : "http"}://${urlHost(options.host)}:${listener.port}${consolePath}`;
   logger.info({ console: consoleUrl }, `console at ${consoleUrl}${authenticator.required ? " (sign in with a principal's token)" : ""}`);
   return {

@@ -152,7 +152,7 @@ export function FailedDeliveries({ processor, onDone, onError }: { processor: st
           })}
         </tbody>
       </table>
-      {q.data && rows.length === 0 && <p className="note">No failed deliveries.</p>}
+      {q.data && rows.length === 0 && <p className="note">{pages.back ? "No more failed deliveries after the previous page." : "No failed deliveries."}</p>}
       <Pager pages={pages} next={q.data?.nextPageToken} />
     </>
   );

@@ -54,6 +54,7 @@ export async function emitCommand(
   json: string,
   flags: ClientFlags & { id?: string; stream?: string; expectedVersion?: "noStream" | "any" | number },
 ): Promise<void> {
+  if (flags.stream === "") throw new Error("--stream needs a stream name (1 to 200 characters)");
   if (flags.expectedVersion !== undefined && flags.stream === undefined) throw new Error("--expected-version goes with --stream");
   const response = await client(flags).emit(type, parseObject(json, "data"), { id: flags.id, stream: flags.stream, expectedVersion: flags.expectedVersion });
   const extra: JsonObject = { existing: response.existing };

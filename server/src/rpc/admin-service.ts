@@ -102,7 +102,12 @@ export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminSe
       admin(ctx);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
       const all = await deps.failed(req.processor || undefined);
-      const first = req.pageToken ? after(all, parseFailedToken(req.pageToken)) : 0;
+      const key = req.pageToken ? parseFailedToken(req.pageToken) : undefined;
+      if (key && req.processor !== "" && key.processor !== req.processor)
+        fail("bad_request", `page_token is of another processor's list than ${JSON.stringify(req.processor)}`, [
+          { field: "page_token", description: "of another list" },
+        ]);
+      const first = key ? after(all, key) : 0;
       const page = all.slice(first, first + pageSize);
       // The events read together (PostgreSQL: pipelined on the async connection); one no longer in the log comes without its event.
       const reads = await Promise.all(page.map((f) => deps.reads.readWithin(f.seq - 1, 1, Number.POSITIVE_INFINITY)));
