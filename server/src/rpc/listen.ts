@@ -119,6 +119,12 @@ export async function listen(options: ListenOptions): Promise<Listener> {
         // Do not keep HTTP/1.1 connections alive while shutting down.
         res.setHeader("Connection", "close");
       }
+      if (req.httpVersionMajor === 1 && req.headers.host === undefined) {
+        // HTTP/1.0 may omit Host; connect-node would throw (a 500): the request is the client's mistake.
+        res.statusCode = 400;
+        res.end("a Host header is required");
+        return;
+      }
       if (options.loopbackHostsOnly && !loopbackHost(req)) {
         res.statusCode = 421;
         res.setHeader("content-type", "text/plain; charset=utf-8");
@@ -127,12 +133,6 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       }
       if (options.extraHttpHandler?.(req, res)) return;
       if (applyCors(req, res)) return;
-      if (req.httpVersionMajor === 1 && req.headers.host === undefined) {
-        // HTTP/1.0 may omit Host; connect-node would throw (a 500): the request is the client's mistake.
-        res.statusCode = 400;
-        res.end("a Host header is required");
-        return;
-      }
       if (isGrpc(req) && req.httpVersionMajor === 2 && !unaryRoutes.knows(req.url ?? "")) {
         // gRPC answers an unknown method UNIMPLEMENTED in a trailers-only response (connect-node: a bare 404).
         const headers = {
