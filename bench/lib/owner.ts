@@ -97,3 +97,21 @@ export async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM"
   }
   rmSync(owner.dir, { recursive: true, force: true });
 }
+
+/**
+ * What the PostgreSQL benches read of an owner's /metrics: its event-loop delay p99 (since the
+ * last scrape) and the round trips its thread waited for, with their time.
+ */
+export async function scrapeStoreWaits(url: string): Promise<{ loopP99Ms: number; waits: number; waitMs: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sum = (name: string) =>
+    text
+      .split("\n")
+      .filter((l) => l.startsWith(name))
+      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
+  return {
+    loopP99Ms: sum("nodejs_eventloop_lag_p99_seconds") * 1000,
+    waits: sum("chronolog_store_waits_total"),
+    waitMs: sum("chronolog_store_wait_seconds_total") * 1000,
+  };
+}

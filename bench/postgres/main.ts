@@ -22,7 +22,7 @@ import { definePlugin } from "../../sdk/ts/src/plugin.js";
 import { connectNative, endNative } from "../../server/src/store/postgres/pg-db.js";
 import { startPostgresServer } from "../../test/helpers/postgres-server.js";
 import { startToxiproxy } from "../../test/helpers/toxiproxy.js";
-import { buildBundle, serveFlags, writePlugins } from "../lib/owner.js";
+import { buildBundle, scrapeStoreWaits as scrape, serveFlags, writePlugins } from "../lib/owner.js";
 import { pct } from "../lib/proc.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
@@ -59,21 +59,6 @@ async function startOwner(storeArgs: string[]): Promise<Started> {
     child.once("exit", (code) => reject(new Error(`the owner exited ${code}: ${logs.slice(-3).join(" | ")}`)));
   });
   return { child, url, logs };
-}
-
-/** The owner's metrics this bench reads (the event-loop delay's are since the last scrape). */
-async function scrape(url: string): Promise<{ loopP99Ms: number; waits: number; waitMs: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) =>
-    text
-      .split("\n")
-      .filter((l) => l.startsWith(name))
-      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
-  return {
-    loopP99Ms: sum("nodejs_eventloop_lag_p99_seconds") * 1000,
-    waits: sum("chronolog_store_waits_total"),
-    waitMs: sum("chronolog_store_wait_seconds_total") * 1000,
-  };
 }
 
 /** Runs `body` between two scrapes; returns its result with the loop's p99 and the waits over it. */

@@ -14,7 +14,7 @@ import os from "node:os";
 import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
 import { definePlugin } from "../../sdk/ts/src/plugin.js";
 import { benchLatencyMs, benchStore } from "../lib/postgres.js";
-import { buildBundle, startOwner, stopOwner } from "../lib/owner.js";
+import { buildBundle, scrapeStoreWaits as scrape, startOwner, stopOwner } from "../lib/owner.js";
 import { pct } from "../lib/proc.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -25,21 +25,6 @@ const plugin = definePlugin({
   actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) } },
   collections: { notes: { allow: ["*"] } },
 });
-
-/** The owner's metrics this bench reads (the event-loop delay's since the last scrape). */
-async function scrape(url: string): Promise<{ loopP99Ms: number; waits: number; waitMs: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) =>
-    text
-      .split("\n")
-      .filter((l) => l.startsWith(name))
-      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
-  return {
-    loopP99Ms: sum("nodejs_eventloop_lag_p99_seconds") * 1000,
-    waits: sum("chronolog_store_waits_total"),
-    waitMs: sum("chronolog_store_wait_seconds_total") * 1000,
-  };
-}
 
 /** Runs `inFlight` callers of `emit` (caller index, its round) for {@link seconds}; prints the line of `label`. */
 async function load(url: string, label: string, inFlight: number, emit: (caller: number, round: number) => Promise<boolean>): Promise<void> {
