@@ -56,8 +56,8 @@ export interface ClockArmDeps {
  *   shorter lookahead) after this ring began: under a steady stream of due
  *   timers each ring claims a batch (each still at least the lookahead less
  *   that spacing ahead of its moment) instead of one per ring. A commit that
- *   set a timer while it rang takes that spacing away (it is armed for as
- *   soon as it is due).
+ *   set a timer while it rang, or one already inside the lookahead, takes
+ *   that spacing away (it is armed for as soon as it is due).
  * A commit that sets a timer earlier than the armed one calls `changed` and
  * the clock re-arms; later or removed timers need nothing (a ring that finds
  * nothing due simply re-arms).
@@ -68,6 +68,8 @@ export class ClockArm {
   private ringing = false;
   /** A commit set a timer while the clock rang: its re-arm is not spaced. */
   private changedWhileRinging = false;
+  /** The armed timer rings later than its due moment asks, for the spacing after a ring. */
+  private spaced = false;
   /** The earliest due read is on its way (its number: only the last one arms), and the earliest moment commits set meanwhile. */
   private reading: { read: number; changedDue: number | null } | null = null;
   private reads = 0;
@@ -90,7 +92,9 @@ export class ClockArm {
     if (this.ringing) return void (this.changedWhileRinging = true); // the ring re-arms when it ends, unspaced
     if (this.reading) return void (this.reading.changedDue = minOf(this.reading.changedDue, dueMs)); // armed when the read answers
     // Armed for the earliest known (or idle: none), and every timer set since was told here: `dueMs` is the earliest now.
-    if (this.armedDue === null || dueMs < this.armedDue) this.armFor(dueMs);
+    if (this.armedDue === null || dueMs < this.armedDue) return this.armFor(dueMs);
+    // A commit that landed with the ring's own may be told after the re-arm, which then read it and spaced it: as soon as it is due.
+    if (this.spaced && dueMs - this.deps.lookaheadMs <= this.deps.clock.now()) this.armFor(this.armedDue);
   }
 
   /** Re-arms from the index whatever changed (a registration moved or removed declared timers); nothing before `start` or while ringing. */
@@ -137,7 +141,9 @@ export class ClockArm {
     this.disarm();
     if (this.stopped || due === null) return;
     const now = this.deps.clock.now();
-    const delayMs = delayAfterMs ?? Math.min(Math.max(0, due - this.deps.lookaheadMs - now, notBefore - now), maxTimerDelayMs);
+    const dueDelayMs = Math.max(0, due - this.deps.lookaheadMs - now);
+    const delayMs = delayAfterMs ?? Math.min(Math.max(dueDelayMs, notBefore - now), maxTimerDelayMs);
+    this.spaced = delayAfterMs === undefined && notBefore - now > dueDelayMs;
     this.armedDue = due;
     this.armedDelayMs = delayMs;
     this.handle = this.deps.timers.setTimer(() => this.onRing(), delayMs);
@@ -150,6 +156,7 @@ export class ClockArm {
     this.handle = null;
     this.armedDue = null;
     this.armedDelayMs = null;
+    this.spaced = false;
   }
 
   private onRing(): void {
