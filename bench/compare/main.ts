@@ -19,10 +19,12 @@
 //                      (default sdk,unary: the SDK's default emit on the Publish stream, then unary Emit)
 //   --pending N        delays of the pending workload (default 1,000,000; 5,000 with --quick)
 //   --pending-runs N   runs of the pending workload (default 1: 1,000,000 delays take a minute or more)
+//   --rate N           events/s of the emit → handler workload (default 2,000)
 //   --burst N          delays of the burst workload, due within 1 s (default 10,000; 2,000 with --quick)
 //   --cancellable N    pending cancellable delays of the cancellable workload (default 100,000; 10,000 with --quick)
 //   --owner tsx        run the owner under tsx instead of the bundle (dist/main.js, npm run serve's flags)
 //   --no-write         print only
+// BENCH_OWNER_ARGS: arguments of the owner's serve, e.g. "--synchronous NORMAL".
 // Chronolog's store: BENCH_STORE=postgres runs its owners on PostgreSQL, BENCH_PG_LATENCY_MS=N
 // through toxiproxy adding N ms to every answer (bench/lib/postgres.ts); SQLite by default.
 import { readFileSync, writeFileSync } from "node:fs";
@@ -34,7 +36,7 @@ import { burst } from "./burst.js";
 import { cancellable } from "./cancellable.js";
 import { ceilings, ingest, lateness, live, pendingDelays, preloaded, type Config, type Context } from "./workloads.js";
 import { commitOf, Figures, fmt, resultsFile } from "./report.js";
-import { startGenerator } from "./runtime.js";
+import { ownerServeArgs, startGenerator } from "./runtime.js";
 import { ensureInstalled, natsSyncAlways, versions } from "./servers.js";
 import { StageTable } from "./stages.js";
 import { chronologPaths, type ChronologPath, type System } from "./targets.js";
@@ -63,7 +65,7 @@ const cfg: Config = {
   durationMs: quick ? 2_000 : 10_000,
   warmupMs: quick ? 500 : 2_000,
   deliverEvents: quick ? 5_000 : 50_000,
-  latencyRate: 2_000,
+  latencyRate: Number(option("rate") ?? 2_000),
   latencyMs: quick ? 2_000 : 10_000,
   pending: Number(option("pending") ?? (quick ? 5_000 : 1_000_000)),
   lateness: quick ? 1_000 : 20_000,
@@ -172,7 +174,7 @@ function render(done: number): string {
   const notes = [
     `Commit measured: \`${sha}\`${dirty ? " (with uncommitted changes)" : ""}. Command: \`npm run bench:compare${argv.length ? ` -- ${argv.join(" ")}` : ""}\`; ${done < runs ? `**${done} of ${runs} runs done**` : `${runs} run(s)`}, medians${workloads.includes("pending") ? ` (the pending delays: ${Math.min(done, pendingRuns)} run(s))` : ""}.`,
     `Started ${started.toISOString()}, ${((Date.now() - started.getTime()) / 60_000).toFixed(1)} min ${done < runs ? "so far" : "in all"}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; load average before ${load0.map((l) => l.toFixed(2)).join(" / ")}, now ${load1.map((l) => l.toFixed(2)).join(" / ")}${busy ? " — **other work was running when it started: figures taken on a busy machine**" : ""}.`,
-    `Servers: nats-server ${v.nats} (JetStream, file storage${natsSyncAlways() ? ", sync_interval: always" : "; this version has no sync_interval: an ack means written through the page cache, fsync every 2 min"}), redis-server ${v.redis} (appendonly yes, appendfsync always), BullMQ ${bullmqVersion} on a Redis of its own with the same settings; Chronolog owner: ${cfg.ownerEntry === "bundle" ? "dist/main.js with npm run serve's node flags" : "server/src/main.ts under tsx"}, on **${store}**.`,
+    `Servers: nats-server ${v.nats} (JetStream, file storage${natsSyncAlways() ? ", sync_interval: always" : "; this version has no sync_interval: an ack means written through the page cache, fsync every 2 min"}), redis-server ${v.redis} (appendonly yes, appendfsync always), BullMQ ${bullmqVersion} on a Redis of its own with the same settings; Chronolog owner: ${cfg.ownerEntry === "bundle" ? "dist/main.js with npm run serve's node flags" : "server/src/main.ts under tsx"}, on **${store}**${ownerServeArgs().length ? `, serve ${ownerServeArgs().join(" ")}` : ""}.`,
     `Under a Chronolog figure of a measured window, the owner's event-loop delay p99 and max in that window (prom-client's \`nodejs_eventloop_lag_*\` from its /metrics, scraped at the window's start and end). It counts the monitor's 10 ms sampling interval: an idle loop reads about 10 ms; a stall of S ms is one sample of S + 10 ms, so the max shows stalls that the p99 of a short window may miss.`,
     `A fresh instance per workload and system; the load generator and consumers (2 processes a system for deliveries, 1 for delays) are processes of their own; closed loops measure ${cfg.durationMs / 1000} s after ${cfg.warmupMs / 1000} s of warm-up; ${cfg.deliverEvents.toLocaleString("en-US")} events preloaded for delivery. What each row measures: bench/compare/README.md.`,
   ];

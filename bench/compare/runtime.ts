@@ -27,11 +27,16 @@ export interface Instance {
   stop(): Promise<void>;
 }
 
+/** BENCH_OWNER_ARGS: arguments of the owner's `serve`, e.g. "--synchronous NORMAL" (named in the results' header). */
+export function ownerServeArgs(): string[] {
+  return process.env.BENCH_OWNER_ARGS?.split(" ").filter(Boolean) ?? [];
+}
+
 export async function startInstance(system: System, ownerEntry: "bundle" | "tsx"): Promise<Instance> {
   if (system === "chronolog") {
     // BENCH_OWNER_NODE_ARGS: node flags for the owner, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it (a profile per owner, written when it stops).
     const nodeArgs = process.env.BENCH_OWNER_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
-    const owner: Owner = await startOwner({ plugins: [comparePlugin(), benchPlugin(), timersPlugin()], entry: ownerEntry, nodeArgs });
+    const owner: Owner = await startOwner({ plugins: [comparePlugin(), benchPlugin(), timersPlugin()], entry: ownerEntry, nodeArgs, serveArgs: ownerServeArgs() });
     children.add(owner.child);
     return {
       system,
