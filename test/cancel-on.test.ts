@@ -190,7 +190,7 @@ describe("cancel on an event", () => {
   });
 
   it.runIf(onPostgres)(
-    "on PostgreSQL, emits of a type timers cancel on wait for no round trip when no timer waits on their key; one that does cancels it",
+    "on PostgreSQL, emits of a type timers cancel on wait for no round trip, whether a timer waits on their key (it is cancelled) or none does",
     async () => {
       /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
       const waits = async () => {
@@ -198,10 +198,19 @@ describe("cancel on an event", () => {
         return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
       };
       const { delayId } = await client.delay("shop.remind", { order_id: "w-1" }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [paid] });
-      await client.emit("order.paid", { order_id: "w-warm" }); // the statements prepared on the writer
+      const ids = await Promise.all(
+        Array.from(
+          { length: 21 },
+          async (_, i) => (await client.delay("shop.remind", { order_id: `w-m-${i}` }, { intervalMs: 3_600_000 }, "unbounded", { cancelOn: [paid] })).delayId,
+        ),
+      );
+      await client.emit("order.paid", { order_id: "w-m-20" }); // the statements prepared on the writer
       const before = await waits();
       await Promise.all(Array.from({ length: 100 }, (_, i) => client.emit("order.paid", { order_id: `w-other-${i}` })));
       expect(await waits(), "waits for 100 emits no timer waits on").toBeLessThan(before + 10); // a few others may come meanwhile
+      await Promise.all(Array.from({ length: 20 }, (_, i) => client.emit("order.paid", { order_id: `w-m-${i}` })));
+      expect(await waits(), "waits for 20 emits that each cancel a delay").toBeLessThan(before + 10);
+      for (const id of ids) await expect(client.getTimer(id)).rejects.toMatchObject({ code: Code.NotFound });
       await client.emit("order.paid", { order_id: "w-1" });
       await expect(client.getTimer(delayId)).rejects.toMatchObject({ code: Code.NotFound });
     },

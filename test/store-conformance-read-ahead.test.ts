@@ -2,7 +2,9 @@
 // (test/helpers/stores.ts; PostgreSQL's when the test server runs, CHRONOLOG_TEST_STORE=postgres):
 // the last positions of the streams they append to (StreamStatements, through log/streams.ts, whose
 // expected versions keep their meaning) and the timers waiting on their cancel keys
-// (TimerCancelStatements), and the documents a write writes (DocumentStatements). On PostgreSQL a batch whose keys were read ahead waits for no round trip;
+// (TimerCancelStatements) with those timers' rows, the timers a unit names by id (TimerStatements:
+// a pause, a cancel), where a retried emit's event is in its stream, and the documents a write
+// writes (DocumentStatements). On PostgreSQL a batch whose keys were read ahead waits for no round trip;
 // what a unit of the batch changed is seen by the units after it, and what a unit that failed
 // changed is not.
 //
@@ -15,6 +17,12 @@ import type { Committer, Tx } from "../server/src/store/committer.js";
 import { documentStatements } from "../server/src/store/documents.js";
 import { streamStatements } from "../server/src/store/streams.js";
 import { cancelKeyText, timerCancelStatements, type CancelKey } from "../server/src/store/timer-cancels.js";
+import { timerControlStatements } from "../server/src/store/timer-control.js";
+import type { TimerKind } from "../server/src/store/timer-records.js";
+import { retentionStatements } from "../server/src/store/timer-retention.js";
+import { timerStatements, type TimerPut } from "../server/src/store/timers.js";
+import { CancelOn } from "../server/src/time/cancel-on.js";
+import { blankTimer } from "../server/src/time/timers.js";
 import { closeTestStores, openTestStore, storeKinds, testEvent as event, type TestStore } from "./helpers/stores.js";
 
 afterEach(closeTestStores);
@@ -160,8 +168,8 @@ describe.each(storeKinds)("the cancel index read ahead of a batch on %s (TimerCa
       committer.submit(() => cancels.timersOn(paid("o-1")), { readAhead }),
     ]);
     expect(second).toEqual([[], undefined, ["t-3"], "undone", [], ["t-1", "t-2"]]);
-    // Read in their units: the key added in the batch and the one a failed unit added; o-1's timers are handed out once per batch, then read.
-    if (kind === "postgres") expect(waited(t) - before).toBe(2);
+    // The key a unit of the batch added is kept with it, the one a failed unit added given back: nothing read in the units.
+    expect(waited(t)).toBe(before);
     expect(t.query("SELECT timer_id FROM timer_cancels ORDER BY timer_id").map((r) => r.timer_id)).toEqual(["t-1", "t-2", "t-3"]);
   });
 });
@@ -235,5 +243,185 @@ describe.each(storeKinds)("a batch's reads ahead on %s", (kind) => {
     ]);
     expect(seen).toEqual([[0, 1], [], "none"]);
     expect(sent).toEqual(kind === "postgres" ? [3] : []);
+  });
+});
+
+describe.each(storeKinds)("timers' rows read ahead of a batch on %s (TimerStatements, TimerCancelStatements)", (kind) => {
+  const at = Date.UTC(2026, 0, 2);
+  /** A pending delay of `order` (kind `delay`) or a declared schedule (`declared`) that events `type` with its order cancel. */
+  const timer = (id: string, order: string, timerKind: TimerKind = "delay", type = "order.paid", path = "data.order"): TimerPut => ({
+    ...blankTimer(id, timerKind, at, 0),
+    action: "shop.remind",
+    input: { order },
+    nextDueMs: at,
+    cancelOn: [{ type, match: { [path]: "input.order" } }],
+  });
+  /** Time's cancel on an event over `t`'s store, wired as the owner wires it (time/index.ts). */
+  const wired = (t: TestStore) => {
+    const db = t.store.db;
+    const timers = timerStatements(db);
+    const cancels = timerCancelStatements(db);
+    const control = timerControlStatements(db);
+    const cancelOn = new CancelOn(cancels, timers, control);
+    const committer = t.committer();
+    committer.afterAppend((tx, e) => cancelOn.cancelFor(tx, e));
+    if (cancels.readsAhead) committer.readAheadOfAppends((events) => cancelOn.readAheadOf(events));
+    const emit = (id: string, type: string, data: Record<string, unknown>, also?: (tx: Tx) => void) => {
+      const e = { id, type, data, cause: "", actor: null };
+      return committer.submit(
+        (tx) => {
+          tx.append(e);
+          also?.(tx);
+        },
+        { appends: [e] },
+      );
+    };
+    return { timers, indexed: cancelOn.indexing(timers), control, committer, emit };
+  };
+  /** The events after `seq`: type, the timer it names and what cancelled it. */
+  const since = (t: TestStore, seq: number) =>
+    t.query("SELECT type, data FROM events WHERE seq > ? ORDER BY seq", [seq]).map((r) => {
+      const data = JSON.parse(r.data as string) as { timer_id?: string; cancelled_by?: { event_id: string } };
+      return `${r.type}${data.timer_id ? ` ${data.timer_id}` : ""}${data.cancelled_by ? ` by ${data.cancelled_by.event_id}` : ""}`;
+    });
+
+  it("an event cancels the timers it matches from their rows read ahead: once each, set and matched in one batch, a shape new in the batch; no round trip waited for", async () => {
+    const t = await openTestStore(kind);
+    const { indexed, committer, emit } = wired(t);
+    // Each statement prepared on the writer once (not counted below): a cancel of a delay and a pause of a declared schedule.
+    await committer.submit((tx) => ["w-1", "w-2", "d-1", "d-2", "d-3"].forEach((id, i) => indexed.put(timer(id, id, i === 1 ? "declared" : "delay"), tx.now)));
+    await committer.submit((tx) => indexed.put(timer("s-1", "s-1", "declared"), tx.now));
+    await Promise.all([emit("warm-1", "order.paid", { order: "w-1" }), emit("warm-2", "order.paid", { order: "w-2" })]);
+    const head = t.events.head();
+    const before = waited(t);
+    const undone = emit("x-undone", "order.paid", { order: "d-2" }, () => {
+      throw new Error("undone");
+    }).catch((e: Error) => e.message);
+    await Promise.all([
+      emit("e-1", "order.paid", { order: "d-1" }),
+      emit("e-2", "order.paid", { order: "d-1" }), // d-1 is gone: cancelled once
+      emit("e-3", "order.paid", { order: "s-1" }), // a declared schedule: paused
+      emit("e-4", "order.paid", { order: "s-1" }), // paused already: nothing
+      committer.submit((tx) => indexed.put(timer("n-1", "n-1"), tx.now, true)), // set in the batch...
+      emit("e-5", "order.paid", { order: "n-1" }), // ...and matched in it
+      undone,
+      emit("e-6", "order.paid", { order: "d-2" }), // the undone unit cancelled nothing
+      committer.submit((tx) => indexed.put(timer("p-1", "p-1", "delay", "parcel.sent", "data.parcel"), tx.now, true)), // the first timer of its type
+      emit("e-7", "parcel.sent", { parcel: "p-1" }),
+      emit("e-8", "order.paid", { order: "nobody" }),
+    ]);
+    expect(await undone).toBe("undone");
+    expect(waited(t)).toBe(before);
+    expect(since(t, head)).toEqual([
+      "order.paid", // e-1
+      "timer.unscheduled d-1 by e-1",
+      "order.paid", // e-2
+      "order.paid", // e-3
+      "timer.paused s-1 by e-3",
+      "order.paid", // e-4
+      "order.paid", // e-5
+      "timer.unscheduled n-1 by e-5",
+      "order.paid", // e-6
+      "timer.unscheduled d-2 by e-6",
+      "parcel.sent", // e-7
+      "timer.unscheduled p-1 by e-7",
+      "order.paid", // e-8
+    ]);
+    const rows = t.query("SELECT id, next_due_ms, paused FROM timers ORDER BY id");
+    expect(rows.map((r) => `${r.id}:${r.next_due_ms === null ? "-" : "due"}:${r.paused === null ? "" : "paused"}`)).toEqual([
+      "d-3:due:",
+      "s-1:-:paused",
+      "w-2:-:paused",
+    ]);
+    expect(t.query("SELECT timer_id FROM timer_cancels ORDER BY timer_id").map((r) => r.timer_id)).toEqual(["d-3", "s-1", "w-2"]);
+  });
+
+  it("a timer's row kept for the batch follows every statement that changes it; a unit undone gives its changes back; a sweep of spent timers forgets them", async () => {
+    const t = await openTestStore(kind);
+    const { timers, control, committer } = wired(t);
+    const plain = (id: string): TimerPut => ({ ...timer(id, id, "runtime"), cancelOn: undefined });
+    await committer.submit((tx) => {
+      for (const id of ["r-1", "r-2", "r-3", "r-4", "r-5"]) timers.put(plain(id), tx.now);
+      control.setPaused("r-4", { note: "held", atMs: at, heldDueMs: at }, null, tx.now); // each statement prepared on the writer once
+      timers.advance("r-2", at, 0, tx.now);
+      timers.advanceMany([{ id: "r-3", nextDueMs: at, called: 0 }], tx.now);
+      timers.remove("none");
+    });
+    const shown = (id: string) => {
+      const r = timers.get(id);
+      return r ? `${r.id}:${r.nextDueMs ?? "-"}:${r.occurrences}:${r.paused?.note ?? ""}:${r.input.order}` : `${id}:none`;
+    };
+    const readAhead = { from: timers, keys: ["r-1", "r-2", "r-3", "r-4", "r-5", "r-6"] };
+    const unit = <T>(work: (tx: Tx) => T) => committer.submit(work, { readAhead });
+    const before = waited(t);
+    const seen = await Promise.all([
+      unit((tx) => (control.setPaused("r-1", { note: "p", atMs: tx.now, heldDueMs: at }, null, tx.now), shown("r-1"))),
+      unit((tx) => (timers.advance("r-2", at + 1, 1, tx.now), shown("r-2"))),
+      unit((tx) => (timers.advanceMany([{ id: "r-2", nextDueMs: at + 2, called: 1 }], tx.now), shown("r-2"))),
+      unit(() => [timers.remove("r-3"), shown("r-3"), timers.remove("r-3")]),
+      unit((tx) => (timers.put({ ...plain("r-4"), input: { order: "again" } }, tx.now), shown("r-4"))), // keeps its count and pause
+      unit((tx) => {
+        control.setPaused("r-5", { note: "undone", atMs: tx.now, heldDueMs: at }, null, tx.now);
+        throw new Error("undone");
+      }).catch((e: Error) => e.message),
+      unit(() => shown("r-5")),
+      unit((tx) => (timers.put(plain("r-6"), tx.now), shown("r-6"))),
+    ]);
+    expect(seen).toEqual([
+      "r-1:-:0:p:r-1",
+      `r-2:${at + 1}:1::r-2`,
+      `r-2:${at + 2}:2::r-2`,
+      [true, "r-3:none", false],
+      `r-4:${at}:0:held:again`, // its pause state stays (a put does not write it)
+      "undone",
+      `r-5:${at}:0::r-5`,
+      `r-6:${at}:0::r-6`,
+    ]);
+    expect(waited(t)).toBe(before);
+    // What the batch answered is what was committed.
+    expect(await committer.submit(() => ["r-1", "r-2", "r-3", "r-4", "r-5", "r-6"].map(shown))).toEqual([
+      "r-1:-:0:p:r-1",
+      `r-2:${at + 2}:2::r-2`,
+      "r-3:none",
+      `r-4:${at}:0:held:again`,
+      `r-5:${at}:0::r-5`,
+      `r-6:${at}:0::r-6`,
+    ]);
+    // A sweep deletes rows it cannot name: what the batch kept is read again.
+    const swept = await Promise.all([
+      unit((tx) => (timers.advance("r-6", null, 0, tx.now), shown("r-6"))),
+      unit(() => retentionStatements(t.store.db).deleteSpentTimers(Date.UTC(2100, 0, 1), 10)),
+      unit(() => shown("r-6")),
+    ]);
+    expect(swept).toEqual([`r-6:-:0::r-6`, 1, "r-6:none"]);
+  });
+});
+
+describe.each(storeKinds)("a retried emit naming a stream on %s (StreamStatements)", (kind) => {
+  it("finds its event's stream position read ahead, and that of an event the batch appended; no round trip waited for", async () => {
+    const t = await openTestStore(kind);
+    const streams = new Streams(streamStatements(t.store.db));
+    const committer = t.committer();
+    const emit = (id: string, expected: ExpectedVersion, retried: boolean) =>
+      committer.submit(
+        (tx) => {
+          const stored = tx.events.findById(id);
+          if (stored) return `${id} again at ${streams.positionOf(stored.seq)}`;
+          const position = streams.next("", "cart", expected, "expected_version");
+          streams.record("", "cart", position, tx.append(event(id)).seq);
+          return `${id} at ${position}`;
+        },
+        { lookups: [id], pure: true, readAhead: streams.readAheadOf([{ space: "", stream: "cart", ...(retried && { retried: id }) }]) },
+      );
+    await emit("c-0", noStream, true);
+    await emit("c-1", at(0), true);
+    const before = waited(t);
+    expect(await Promise.all([emit("c-1", at(0), true), emit("c-2", at(1), true), emit("c-2", at(1), true), emit("c-0", noStream, true)])).toEqual([
+      "c-1 again at 1",
+      "c-2 at 2",
+      "c-2 again at 2",
+      "c-0 again at 0",
+    ]);
+    expect(waited(t)).toBe(before);
   });
 });

@@ -8,7 +8,12 @@
 //   - document writes, each caller creating a document of its own, then patching it, 64 and 1 in flight;
 //   - emits of a type that 1,000 pending delays' `cancel_on` names, none of them matching (the
 //     common case: no timer waits on the event's key), 256 and 1 in flight;
-// events/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
+//   - emits that match: each cancels a pending delay of its own (preloaded, BENCH_MATCHING of them,
+//     default 12,000; a caller stops when its share is done), 256 and 1 in flight;
+//   - document writes to a collection whose change events a `cancel_on` names (none matching), 64 and 1;
+//   - pause, then resume, each caller of a timer of its own, 64 and 1 in flight;
+//   - emits to a stream sent twice with the same id (a retry: answered with its position), 64 and 1;
+// calls/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
 // waited for over the workload (chronolog_store_waits_total, chronolog_store_wait_seconds_total).
 import os from "node:os";
 import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
@@ -21,30 +26,37 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 
 const plugin = definePlugin({
   name: "pgwaits",
-  events: { "pgwaits.changed": { allow: ["*"] }, "pgwaits.paid": { allow: ["*"] } },
+  events: { "pgwaits.changed": { allow: ["*"] }, "pgwaits.paid": { allow: ["*"] }, "pgwaits.settled": { allow: ["*"] } },
   actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) } },
-  collections: { notes: { allow: ["*"] } },
+  collections: { notes: { allow: ["*"] }, invoices: { allow: ["*"] } },
 });
 
-/** Runs `inFlight` callers of `emit` (caller index, its round) for {@link seconds}; prints the line of `label`. */
-async function load(url: string, label: string, inFlight: number, emit: (caller: number, round: number) => Promise<boolean>): Promise<void> {
+/**
+ * Runs `inFlight` callers of `emit` (caller index, its round) for {@link seconds}, a caller until
+ * its `emit` answers null (its share done); prints the line of `label`.
+ */
+async function load(url: string, label: string, inFlight: number, emit: (caller: number, round: number) => Promise<boolean | null>): Promise<void> {
   const before = await scrape(url);
   const acks: number[] = [];
   let refused = 0;
-  const end = performance.now() + seconds * 1000;
+  const started = performance.now();
+  const end = started + seconds * 1000;
   await Promise.all(
     Array.from({ length: inFlight }, async (_, caller) => {
       for (let round = 0; performance.now() < end; round++) {
         const sent = performance.now();
-        if (!(await emit(caller, round))) refused++;
+        const ok = await emit(caller, round);
+        if (ok === null) break;
+        if (!ok) refused++;
         acks.push(performance.now() - sent);
       }
     }),
   );
+  const elapsed = (performance.now() - started) / 1000;
   const after = await scrape(url);
   acks.sort((a, b) => a - b);
   console.log(
-    `  ${label}, ${inFlight} in flight: ${Math.round(acks.length / seconds)} events/s, ack p50 ${pct(acks, 50).toFixed(2)} / p99 ${pct(acks, 99).toFixed(2)} ms` +
+    `  ${label}, ${inFlight} in flight: ${Math.round(acks.length / elapsed)} calls/s, ack p50 ${pct(acks, 50).toFixed(2)} / p99 ${pct(acks, 99).toFixed(2)} ms` +
       `${refused > 0 ? `, ${refused} refused` : ""}; loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)`,
   );
 }
@@ -59,6 +71,27 @@ function streamEmits(client: ChronologClient, tag: string): (caller: number, rou
       return false;
     }
   };
+}
+
+/** How many delays the "emits that match" workload preloads (each matched once). */
+const matching = Number(process.env.BENCH_MATCHING ?? 12_000);
+
+/** Sets `count` pending delays (an hour ahead) of inputs and `cancel_on` entries `of(k)`, 500 a DelayBatch. */
+async function delays(client: ChronologClient, count: number, of: (k: number) => { input: Record<string, string>; type: string; path: string }): Promise<void> {
+  const now = Date.now();
+  for (let from = 0; from < count; from += 500)
+    await client.delayBatch(
+      Array.from({ length: Math.min(500, count - from) }, (_, i) => {
+        const { input, type, path } = of(from + i);
+        return {
+          action: "pgwaits.fire",
+          input,
+          when: { at: now + 3_600_000 },
+          overdue: "unbounded" as const,
+          cancelOn: [{ type, match: { [path]: `input.${Object.keys(input)[0]}` } }],
+        };
+      }),
+    );
 }
 
 buildBundle();
@@ -95,6 +128,50 @@ try {
     await load(owner.url, "emit of a type a cancel_on names", inFlight, (caller, round) =>
       client.emit("pgwaits.paid", { order: `other-${caller}-${round}` }).then(() => true),
     );
+  for (const inFlight of [256, 1]) {
+    // Pending delays, each cancelled by the event of its own order; caller c emits orders c, c + inFlight, ...
+    const tag = `m${inFlight}`;
+    const count = inFlight === 1 ? Math.min(matching, 2_000) : matching;
+    await delays(client, count, (k) => ({ input: { order: `${tag}-${k}` }, type: "pgwaits.paid", path: "data.order" }));
+    await load(owner.url, "emit that matches (cancels a delay)", inFlight, async (caller, round) => {
+      const k = caller + round * inFlight;
+      if (k >= count) return null;
+      await client.emit("pgwaits.paid", { order: `${tag}-${k}` });
+      return true;
+    });
+  }
+  await delays(client, 1_000, (k) => ({ input: { invoice: `pending-${k}` }, type: "invoices.updated", path: "data._id" }));
+  for (const inFlight of [64, 1])
+    await load(owner.url, "document write, its change event's type a cancel_on names", inFlight, async (caller, round) => {
+      const id = `invoice-${inFlight}-${caller}`;
+      if (round === 0) await client.createDocument("invoices", { _id: id, round });
+      else await client.patchDocument("invoices", id, { set: { round } });
+      return true;
+    });
+  for (const inFlight of [64, 1]) {
+    const ids = await Promise.all(
+      Array.from(
+        { length: inFlight },
+        async (_, caller) => (await client.schedule("pgwaits.fire", { caller }, { everyMs: 3_600_000 }, { timerId: `paused-${inFlight}-${caller}` })).id,
+      ),
+    );
+    await load(owner.url, "pause or resume", inFlight, async (caller, round) => {
+      if (round % 2 === 0) await client.pauseTimer(ids[caller], { note: "bench" });
+      else await client.resumeTimer(ids[caller]);
+      return true;
+    });
+  }
+  for (const inFlight of [64, 1])
+    await load(owner.url, "emit to a stream, then again (a retry)", inFlight, async (caller, round) => {
+      const id = `retry-${inFlight}-${caller}-${round >> 1}`;
+      const stream = `retried-${inFlight}-${caller}`;
+      try {
+        await client.emit("pgwaits.changed", { round: round >> 1 }, { id, stream, expectedVersion: round >> 1 === 0 ? "noStream" : (round >> 1) - 1 });
+        return true;
+      } catch {
+        return false;
+      }
+    });
 } finally {
   await stopOwner(owner);
 }

@@ -155,10 +155,13 @@ export class Emitter {
 
   /**
    * What the unit committing `checked` reads ahead of its batch: the last positions of the streams
-   * they name, and (`appends`) what their events' types make other modules look up.
+   * they name (and, for an event that may be in the log, where it is), and (`appends`) what their
+   * events' types make other modules look up.
    */
   private readAheadOf(checked: CheckedEmit[]): { readAhead?: ReadAheadKeys; appends?: AppendAhead[] } {
-    const streams = this.streams?.readsAhead ? checked.flatMap((c) => (c.stream ? [{ space: c.event.actor?.in ?? "", stream: c.stream.name }] : [])) : [];
+    const streams = this.streams?.readsAhead
+      ? checked.flatMap((c) => (c.stream ? [{ space: c.event.actor?.in ?? "", stream: c.stream.name, ...(!c.fresh && { retried: c.event.id }) }] : []))
+      : [];
     const readAhead = streams.length > 0 ? this.streams?.readAheadOf(streams) : undefined;
     const appends = this.committer.readsAheadOfAppends ? checked.map((c) => c.event) : undefined;
     return { ...(readAhead && { readAhead }), ...(appends && { appends }) };

@@ -1,6 +1,6 @@
 import { fail } from "../errors.js";
 import type { ReadAheadKeys } from "../store/read-ahead.js";
-import type { StreamStatements } from "../store/streams.js";
+import { eventPositionKey, type StreamStatements } from "../store/streams.js";
 
 // Streams: an event emitted with a stream name (`order-o-1`) takes that stream's next position
 // (from 0), recorded with it in its commit (store/streams.ts). An emit may name the version it
@@ -63,12 +63,16 @@ export class Streams {
 
   /**
    * What a unit appending to `streams` (each of a space) reads ahead of its batch (Committer.submit's
-   * `readAhead`): their last positions, so {@link next} waits for no round trip; undefined for none,
-   * and where the store reads as it goes (SQLite).
+   * `readAhead`): their last positions, so {@link next} waits for no round trip, and for each
+   * `retried` (the id of an event that may be in the log already: an emit's own id) its position,
+   * so {@link positionOf} of it does not either; undefined for none, and where the store reads as
+   * it goes (SQLite).
    */
-  readAheadOf(streams: { space: string; stream: string }[]): ReadAheadKeys | undefined {
+  readAheadOf(streams: { space: string; stream: string; retried?: string }[]): ReadAheadKeys | undefined {
     if (streams.length === 0 || !this.statements.readsAhead) return undefined;
-    return { from: this.statements, keys: streams.map((s) => streamKey(s.space, s.stream)) };
+    const keys = streams.map((s) => streamKey(s.space, s.stream));
+    for (const s of streams) if (s.retried !== undefined) keys.push(eventPositionKey(s.retried));
+    return { from: this.statements, keys };
   }
 
   /** Whether the store reads streams' positions ahead of a batch ({@link readAheadOf}; PostgreSQL's). */

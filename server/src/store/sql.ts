@@ -109,6 +109,8 @@ export interface BatchReads {
   recalled(key: string): unknown | null | undefined;
   /** Forgets what was read with `key` (a unit changed that row: read it again). */
   forget(key: string): void;
+  /** Forgets every row read (a unit changed rows it cannot name: read them again). */
+  forgetAll(): void;
 }
 
 /** A batch's guard ({@link Db.guardAbsent}) found what its units assumed absent: nothing of it was committed; it runs again, reading first. */

@@ -11,7 +11,9 @@ import { fromRow, type EventRecord, type EventRow } from "./events.js";
  * (Committer.submit's `readAhead`, keys the streams' keys), PostgreSQL's reads the last positions
  * of a batch's streams in one statement before its units run, so {@link last} needs no round trip
  * there; each append then keeps its stream's new last position for the rest of the batch (undone
- * with a unit that fails). SQLite's reads as it goes.
+ * with a unit that fails). Keys of {@link eventPositionKey} read, in the same statement, where the
+ * events of those ids are in their streams (a retried emit's), so {@link ofSeq} of them needs no
+ * round trip either, nor of an event the batch appended. SQLite's reads as it goes.
  */
 export interface StreamStatements extends ReadAhead {
   /** Whether {@link prefetch} reads anything (PostgreSQL's): else there is no need to name streams. */
@@ -24,9 +26,34 @@ export interface StreamStatements extends ReadAhead {
   ofSeq(seq: number): { stream: string; position: number } | undefined;
 }
 
-/** PostgreSQL's: the last position of each stream of a JSON array (null: none), on the (stream, position) key. */
-const lastOfSql = `SELECT k.stream, (SELECT s.position FROM event_streams AS s WHERE s.stream = k.stream ORDER BY s.position DESC LIMIT 1) AS position
-  FROM jsonb_array_elements_text(?::jsonb) AS k(stream)`;
+/**
+ * PostgreSQL's: the last position of each stream of a JSON array (null: none), on the (stream,
+ * position) key (`seq` null); then for each event id of a second array found in the log, its seq
+ * and where it is in its stream (`stream` null: in none).
+ */
+const lastOfSql = `SELECT k.stream, (SELECT s.position FROM event_streams AS s WHERE s.stream = k.stream ORDER BY s.position DESC LIMIT 1) AS position,
+    NULL::bigint AS seq
+  FROM jsonb_array_elements_text(?::jsonb) AS k(stream)
+  UNION ALL
+  SELECT s.stream, s.position, e.seq FROM jsonb_array_elements_text(?::jsonb) AS x(id)
+    CROSS JOIN LATERAL (SELECT seq FROM events WHERE id = x.id LIMIT 1) AS e
+    LEFT JOIN event_streams AS s ON s.seq = e.seq`;
+
+/** Marks a key of {@link eventPositionKey} (a stream's key has no control character first). */
+const eventKeyMark = "\u0000";
+
+/**
+ * The read-ahead key (StreamStatements as a ReadAhead) of where event `id` is in its stream, if it
+ * is in the log: what the answer to a retried emit naming a stream looks up.
+ */
+export function eventPositionKey(id: string): string {
+  return eventKeyMark + id;
+}
+
+/** Where the batch keeps the stream and position of event `seq` (null: in none). */
+function seqKey(seq: number): string {
+  return `${eventKeyMark}${seq}`;
+}
 
 /** The streams' statements on `db`. */
 export function streamStatements(db: Db): StreamStatements {
@@ -38,19 +65,27 @@ export function streamStatements(db: Db): StreamStatements {
   const ahead = readAhead ? db.readForBatch?.("event_streams") : undefined;
   return {
     readsAhead: ahead !== undefined,
-    batchRead(keys: string[]): BatchRead | undefined {
+    batchRead(keys: string[], assumeAbsent?: boolean): BatchRead | undefined {
       if (!ahead) return undefined;
+      const streams = new Set<string>();
+      const ids = new Set<string>();
+      for (const key of keys)
+        if (!key.startsWith(eventKeyMark)) streams.add(key);
+        else if (!assumeAbsent) ids.add(key.slice(eventKeyMark.length)); // a batch that takes its ids to be new finds none of them
+      if (streams.size === 0 && ids.size === 0) return undefined;
       return {
         sql: lastOfSql,
-        params: [JSON.stringify([...new Set(keys)])],
+        params: [JSON.stringify([...streams]), JSON.stringify([...ids])],
         take(rows) {
-          for (const row of rows as { stream: string; position: number | string | null }[])
-            ahead.remember(row.stream, row.position === null ? null : Number(row.position));
+          for (const row of rows as { stream: string | null; position: number | string | null; seq: number | string | null }[]) {
+            if (row.seq === null) ahead.remember(row.stream as string, row.position === null ? null : Number(row.position));
+            else ahead.remember(seqKey(Number(row.seq)), row.stream === null ? null : { stream: row.stream, position: Number(row.position) });
+          }
         },
       };
     },
-    prefetch(keys: string[]): Promise<void> | undefined {
-      const read = this.batchRead?.(keys);
+    prefetch(keys: string[], assumeAbsent: boolean): Promise<void> | undefined {
+      const read = this.batchRead?.(keys, assumeAbsent);
       if (!read || !readAhead) return undefined;
       return readAhead(read.sql, read.params).then(read.take);
     },
@@ -63,8 +98,11 @@ export function streamStatements(db: Db): StreamStatements {
     append(stream: string, position: number, seq: number): void {
       defer(append, stream, position, seq);
       ahead?.remember(stream, position);
+      ahead?.remember(seqKey(seq), { stream, position });
     },
     ofSeq(seq: number) {
+      const kept = ahead?.recalled(seqKey(seq)) as { stream: string; position: number } | null | undefined;
+      if (kept !== undefined) return kept ?? undefined;
       const row = ofSeq.get(seq) as { stream: string; position: number | string } | undefined;
       return row && { stream: row.stream, position: Number(row.position) };
     },

@@ -1,6 +1,7 @@
-import { sqlFor, type Db } from "./sql.js";
+import { defer, sqlFor, type Db } from "./sql.js";
 import type { PauseState } from "./timer-records.js";
 import { activeStatus, occurrenceStatements, type OccurrenceRecord } from "./occurrences.js";
+import { changeKept, keptTimerRows } from "./timers.js";
 
 // What the timer controls keep beside the timers' own statements: a timer's pause state, the
 // occurrences TriggerTimer and BackfillTimer queue, and those the overlap policy counts and
@@ -21,7 +22,11 @@ export interface ActiveOccurrences {
  * with (a unit that throws undoes them). Times are ms since the epoch, UTC, passed in.
  */
 export interface TimerControlStatements {
-  /** Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while paused); nothing when there is no such timer. */
+  /**
+   * Pauses (state set) or resumes (null) timer `id` with its new next due moment (null while
+   * paused); nothing when there is no such timer. An update by key: deferred on PostgreSQL, the
+   * row kept for the batch changed with it (keptTimerRows).
+   */
   setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void;
   /**
    * Records a triggered or backfilled occurrence waiting for its first call at `nextAttemptMs`
@@ -44,6 +49,7 @@ export interface TimerControlStatements {
 export function timerControlStatements(db: Db): TimerControlStatements {
   const setPaused = db.prepare("UPDATE timers SET paused = ?, next_due_ms = ?, updated_at = ? WHERE id = ?");
   const occurrences = occurrenceStatements(db);
+  const kept = keptTimerRows(db);
   const active = db.prepare(
     `SELECT count(*) FILTER (WHERE status <> 'buffered') AS running, count(*) FILTER (WHERE status = 'buffered') AS buffered
      FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus}`,
@@ -56,7 +62,13 @@ export function timerControlStatements(db: Db): TimerControlStatements {
   return {
     setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void {
       const json = paused === null ? null : JSON.stringify({ note: paused.note, at_ms: paused.atMs, held_due_ms: paused.heldDueMs });
-      setPaused.run(json, nextDueMs, nowMs, id);
+      defer(setPaused, json, nextDueMs, nowMs, id);
+      changeKept(kept, id, (cells) => {
+        cells[16] = json;
+        cells[5] = nextDueMs;
+        cells[18] = nowMs;
+        return cells;
+      });
     },
     queue(o: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean {
       return occurrences.insert({ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs, origin }, nowMs);

@@ -1,5 +1,6 @@
 import { sqlFor, type Db } from "./sql.js";
 import { activeStatus, endedStatus } from "./occurrences.js";
+import { keptTimerRows } from "./timers.js";
 
 // The retention of time's rows (time/retention.ts): ended occurrences and spent timers.
 // Deletes only; writes no events (the log keeps the timers' and calls' history). Each runs in
@@ -40,11 +41,13 @@ export function retentionStatements(db: Db): RetentionStatements {
          AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = t.id AND ${activeStatus})
        ORDER BY t.updated_at LIMIT ?)`,
   );
+  const kept = keptTimerRows(db);
   return {
     deleteEndedOccurrences(beforeMs: number, limit: number): number {
       return endedOccurrences.run(beforeMs, limit).changes;
     },
     deleteSpentTimers(beforeMs: number, limit: number): number {
+      kept?.forgetAll(); // rows it cannot name: the batch reads them again
       return spentTimers.run(beforeMs, limit).changes;
     },
   };

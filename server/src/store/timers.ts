@@ -1,5 +1,6 @@
 import type { TimerKind, TimerRecord } from "./timer-records.js";
-import { defer, dialectOf, sqlFor, type Db } from "./sql.js";
+import { defer, dialectOf, sqlFor, type BatchReads, type Db } from "./sql.js";
+import type { BatchRead, ReadAhead } from "./read-ahead.js";
 import { limitedStatement } from "./limited.js";
 import { overdueFromJson, overdueToJson, pausedFromJson, policyFromJson, policyToJson, specFromJson, specToJson } from "./timer-json.js";
 
@@ -88,6 +89,80 @@ export function timerFromCells(cells: TimerCells): TimerRecord {
   return timer;
 }
 
+/**
+ * PostgreSQL's: the timers' rows read for the committer's running batch, by id: each as its
+ * {@link TimerCells}, or null when no timer has the id. Read ahead by id (TimerStatements.prefetch)
+ * and with the cancel keys (TimerCancelStatements), so a unit's {@link TimerStatements.get} of
+ * them waits for no round trip. Every statement that changes a timer's row inside the committer
+ * keeps the row it makes ({@link changeKept}) or forgets it; a write it cannot follow row by
+ * row forgets them all (the retention of spent timers). Undefined where reads are not round trips.
+ */
+export function keptTimerRows(db: Db): BatchReads | undefined {
+  return db.readAhead ? db.readForBatch?.("timers") : undefined;
+}
+
+/** Keeps in `kept` the rows of `ids` read as `rows` (objects with the columns of {@link timerColumns}); null for an id without one. */
+export function keepTimerRows(kept: BatchReads, ids: string[], rows: unknown[]): void {
+  const found = new Set<string>();
+  for (const row of rows as Record<string, unknown>[]) {
+    const cells = timerColumnNames.map((column) => row[column]) as TimerCells;
+    found.add(cells[0]);
+    kept.remember(cells[0], cells);
+  }
+  for (const id of ids) if (!found.has(id)) kept.remember(id, null);
+}
+
+/** The kept row of timer `id` made `change(cells)` (a copy); nothing when none is kept (not read, or no timer). */
+export function changeKept(kept: BatchReads | undefined, id: string, change: (cells: TimerCells) => TimerCells): void {
+  const cells = kept?.recalled(id) as TimerCells | null | undefined;
+  if (cells) kept!.remember(id, change([...cells] as TimerCells));
+}
+
+/** The names of {@link timerColumns}, in order. */
+const timerColumnNames = timerColumns.split(", ");
+
+/** `cells` moved to `nextDueMs` with `called` more occurrences at `nowMs` (TimerStatements.advance). */
+function advanced(cells: TimerCells, nextDueMs: number | null, called: number, nowMs: number): TimerCells {
+  cells[5] = nextDueMs;
+  cells[11] += called;
+  cells[18] = nowMs;
+  return cells;
+}
+
+/**
+ * Keeps the row a put of `row` makes when the one before it is known (its occurrences and pause
+ * state stay), or there was none (`made`: an id the owner just made); else forgets it.
+ */
+function keepPut(kept: BatchReads | undefined, row: Record<string, unknown> & { id: string; now: number }, made: boolean): void {
+  if (!kept) return;
+  const before = made ? null : (kept.recalled(row.id) as TimerCells | null | undefined);
+  if (before === undefined) return kept.forget(row.id);
+  const cells: TimerCells = [
+    row.id,
+    row.kind as TimerKind,
+    row.action as string,
+    row.input as string,
+    row.spec as string,
+    row.nextDueMs as number | null,
+    row.actor as string | null,
+    row.plugin as string,
+    row.schedule as string,
+    row.overdue as string,
+    row.chainDepth as number,
+    before === null ? 0 : before[11],
+    row.region as number,
+    row.disabled as number,
+    row.retryDelaysMs as string,
+    row.policy as string,
+    before === null ? null : before[16],
+    row.now, // the upsert sets created_at too
+    row.now,
+    row.cancelOn as string | null,
+    row.trace as string | null,
+  ];
+  kept.remember(row.id, cells);
+}
+
 /** A counter that keeps one-shots due in the same ms apart in {@link placeByDue}. */
 let placeSeq = 0;
 
@@ -121,28 +196,31 @@ export type TimerPut = Omit<TimerRecord, "occurrences" | "createdAt" | "updatedA
 /**
  * The statements on `timers`. Reads may run anywhere; writes only inside a committer unit, in the
  * same unit as the `timer.*` event they go with (a unit that throws undoes them). None writes
- * events. Times are ms since the epoch, UTC, passed in. {@link put} and {@link advance} are
- * deferred on PostgreSQL (SqlStatement.defer): a fault in them fails the batch there.
+ * events. Times are ms since the epoch, UTC, passed in. {@link put}, {@link advance} and a
+ * {@link remove} of a timer kept for the batch ({@link keptTimerRows}) are deferred on PostgreSQL
+ * (SqlStatement.defer): a fault in them fails the batch there.
  */
-export interface TimerStatements {
+export interface TimerStatements extends ReadAhead {
   /** The timer `id`, or undefined when there is none. */
   get(id: string): TimerRecord | undefined;
   /**
-   * Before a committer batch's units run (Committer.submit's `readAhead`): finds which of `ids`
-   * name no timer, at once and without blocking the event loop, so the batch's {@link get} of
-   * those costs no round trip (a timer a unit {@link put} since is read again). Undefined when
+   * Before a committer batch's units run (Committer.submit's `readAhead`): reads the timers of
+   * `ids` at once and without blocking the event loop, and keeps them for the batch
+   * ({@link keptTimerRows}), so the batch's {@link get} of those costs no round trip. Undefined when
    * nothing is read (SQLite: its reads are not round trips). `assumeAbsent`: reads nothing, takes
    * none of them to exist, and guards the batch's commit with that (Db.guardAbsent), as
-   * EventStatements.prefetch does.
+   * EventStatements.prefetch does. As {@link ReadAhead.batchRead} (not when `assumeAbsent`), the
+   * same read goes in one round trip with the batch's other reads.
    */
   prefetch(ids: string[], assumeAbsent: boolean): Promise<void> | undefined;
   /**
    * Sets timer `timer.id`: inserts it (occurrences 0, created and changed at `nowMs`), or replaces
    * every field of the existing one, its schedule policy included, but its occurrence count (the
    * id's history goes on) and its pause state (`timer.paused` is not written:
-   * TimerControlStatements.setPaused).
+   * TimerControlStatements.setPaused). `made`: the owner made the id just now, so no timer has it
+   * (a batch keeps the row it inserts, as it keeps those it read: keptTimerRows).
    */
-  put(timer: TimerPut, nowMs: number): void;
+  put(timer: TimerPut, nowMs: number, made?: boolean): void;
   /** Every declared schedule (kind `declared`), by plugin and schedule name. */
   declared(): TimerRecord[];
   /** Deletes timer `id`; false when there was none. */
@@ -225,35 +303,36 @@ export function timerStatements(db: Db): TimerStatements {
       : undefined;
   const listScheduled = limitedStatement(db, listScheduledSql, { raw: true });
   const listSpent = limitedStatement(db, listSpentSql, { raw: true });
-  // PostgreSQL: the ids the running batch found without a timer. Only absence is kept: `put` is the
-  // one statement that makes a row, and forgets the id; a row read ahead could be changed by others.
-  const absent = db.readAhead ? db.readForBatch?.("timers") : undefined;
-  const byIds = "SELECT id FROM timers WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
+  // PostgreSQL: the timers' rows the running batch read ahead (keptTimerRows); each statement
+  // below that changes a row keeps what it makes of it, or forgets it.
+  const kept = keptTimerRows(db);
+  const byIds = `SELECT ${timerColumns} FROM timers WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))`;
   const anyOfIds = "SELECT 1 FROM timers WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
   return {
     get(id: string): TimerRecord | undefined {
-      if (absent?.recalled(id) === null) return undefined;
+      const recalled = kept?.recalled(id) as TimerCells | null | undefined;
+      if (recalled !== undefined) return recalled === null ? undefined : timerFromCells(recalled);
       const cells = get.get(id) as TimerCells | undefined;
       return cells && timerFromCells(cells);
     },
+    batchRead(ids: string[], assumeAbsent?: boolean): BatchRead | undefined {
+      if (!kept || assumeAbsent || ids.length > prefetchChunk) return undefined;
+      return { sql: byIds, params: [JSON.stringify([...new Set(ids)])], take: (rows) => keepTimerRows(kept, ids, rows) };
+    },
     prefetch(ids: string[], assumeAbsent: boolean): Promise<void> | undefined {
       const readAhead = db.readAhead?.bind(db);
-      if (!absent || !readAhead) return undefined;
+      if (!kept || !readAhead) return undefined;
       const chunks = Array.from({ length: Math.ceil(ids.length / prefetchChunk) }, (_, i) => ids.slice(i * prefetchChunk, (i + 1) * prefetchChunk));
       if (assumeAbsent && db.guardAbsent) {
         for (const chunk of chunks) db.guardAbsent(anyOfIds, [JSON.stringify(chunk)]);
-        for (const id of ids) absent.remember(id, null);
+        for (const id of ids) kept.remember(id, null);
         return undefined;
       }
       return (async () => {
-        for (const chunk of chunks) {
-          const found = new Set(((await readAhead(byIds, [JSON.stringify(chunk)])) as { id: string }[]).map((row) => row.id));
-          for (const id of chunk) if (!found.has(id)) absent.remember(id, null);
-        }
+        for (const chunk of chunks) keepTimerRows(kept, chunk, await readAhead(byIds, [JSON.stringify(chunk)]));
       })();
     },
-    put(timer: TimerPut, nowMs: number): void {
-      absent?.forget(timer.id);
+    put(timer: TimerPut, nowMs: number, made = false): void {
       const row = {
         ...timer,
         rowid: placeByDue(timer),
@@ -268,7 +347,10 @@ export function timerStatements(db: Db): TimerStatements {
         trace: timer.trace ?? null,
         now: nowMs,
       };
-      if (dialectOf(db) === "postgres") return defer(put, row); // no rowid to place: an insert of a new id, or an update by id
+      if (dialectOf(db) === "postgres") {
+        keepPut(kept, row, made);
+        return defer(put, row); // no rowid to place: an insert of a new id, or an update by id
+      }
       try {
         put.run(row);
       } catch (e) {
@@ -281,7 +363,16 @@ export function timerStatements(db: Db): TimerStatements {
       return (declared.all() as TimerCells[]).map(timerFromCells);
     },
     remove(id: string): boolean {
-      return remove.run(id).changes === 1;
+      const recalled = kept?.recalled(id);
+      if (recalled === undefined) {
+        const removed = remove.run(id).changes === 1;
+        kept?.remember(id, null);
+        return removed;
+      }
+      if (recalled === null) return false;
+      defer(remove, id);
+      kept?.remember(id, null);
+      return true;
     },
     earliestDue(cancellableLagMs = 0): number | null {
       const row = earliest.get() as { next_due_ms: number; cancellable: number | boolean } | undefined;
@@ -299,9 +390,11 @@ export function timerStatements(db: Db): TimerStatements {
     },
     advance(id: string, nextDueMs: number | null, called: number, nowMs: number): void {
       defer(advance, nextDueMs, called, nowMs, id);
+      changeKept(kept, id, (cells) => advanced(cells, nextDueMs, called, nowMs));
     },
     advanceMany(moves: { id: string; nextDueMs: number | null; called: number }[], nowMs: number): void {
       if (moves.length === 0) return;
+      for (const m of moves) changeKept(kept, m.id, (cells) => advanced(cells, m.nextDueMs, m.called, nowMs));
       if (!advanceMany) for (const m of moves) advance.run(m.nextDueMs, m.called, nowMs, m.id);
       else defer(advanceMany, nowMs, JSON.stringify(moves.map((m) => ({ id: m.id, next_due_ms: m.nextDueMs, called: m.called }))));
     },

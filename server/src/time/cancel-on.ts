@@ -126,8 +126,8 @@ export class CancelOn {
   indexing(timers: TimerStatements): TimerStatements {
     return {
       ...timers,
-      put: (timer, nowMs) => {
-        timers.put(timer, nowMs);
+      put: (timer, nowMs, made) => {
+        timers.put(timer, nowMs, made);
         this.index(timer);
       },
     };
@@ -193,8 +193,11 @@ export class CancelOn {
   private cancel(tx: Tx, id: string, key: CancelKey, event: EventRecord): void {
     const timer = this.timers.get(id);
     if (!timer) return; // its keys went with it
-    const waits = keysOf(timer).some((k) => k.eventType === key.eventType && k.matchKey === key.matchKey);
-    // Replaced by a timer without this key (one with keys had its keys replaced), or spent: nothing to cancel, ever.
+    const keys = keysOf(timer);
+    const waits = keys.some((k) => k.eventType === key.eventType && k.matchKey === key.matchKey);
+    // Its keys were replaced in the running batch, which still named it under this key: its own are right.
+    if (!waits && keys.length > 0) return;
+    // Replaced by a timer without keys, or spent: nothing to cancel, ever.
     if (!waits || (timer.nextDueMs === null && timer.paused === null && timer.kind !== "declared")) return this.cancels.setKeys(id, [], true);
     const space = timer.actor?.in ?? "";
     if (space !== (event.actor?.in ?? "")) return; // another space's event (or a space's event and a timer of none): never cancels it

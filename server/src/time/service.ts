@@ -19,7 +19,7 @@ import { TimerControl } from "./timer-control.js";
 import { scheduledEvent, unscheduledEvent } from "./timer-events.js";
 import type { TimerPage } from "./timer-pages.js";
 import { TimerReads } from "./timer-reads.js";
-import { changeEventId, clientDelayEventId, delayRequestDigest, recorded, sameDefinition } from "./timer-replay.js";
+import { changeEventId, clientDelayEventId, delayRequestDigest, recorded, sameDefinition, timerReadAhead } from "./timer-replay.js";
 import { maxDelayBatch, type BackfilledOccurrence, type BackfillInput, type DelayInput, type PauseInput, type ScheduleInput } from "./timer-requests.js";
 import { checkCancelOn } from "./cancel-on.js";
 import {
@@ -148,42 +148,45 @@ export class Timers {
         : newId());
     const stored: SchedulePolicy = { ...policy, anchorMs: anchorFor(spec, now) };
     const nextDueMs = firstDue(spec, checkedAt, "spec", stored, id);
-    const result = await this.deps.committer.submit((tx) => {
-      const prior = recorded(tx, eventId, "timer.scheduled");
-      if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again
-      const existing = this.deps.timers.get(id);
-      // A timer out of the principal's reach (another space's) is neither replaced nor described.
-      if (existing && !req.cause && !canRead(principal, existing))
-        fail(
-          "already_exists",
-          `timer_id ${JSON.stringify(id)} is already in use; choose another timer_id`,
-          [{ field: "timer_id", description: "already in use" }],
-          { timer_id: id },
-        );
-      // 6. state
-      if (existing && existing.kind !== "runtime")
-        fail(
-          "failed_precondition",
-          `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`,
-        );
-      const fresh: TimerRecord = {
-        ...blankTimer(id, "runtime", tx.now, this.deps.region),
-        action: entry.name,
-        input: req.input,
-        spec,
-        nextDueMs,
-        actor: who.actor,
-        overdue: req.overdue,
-        policy: stored,
-        occurrences: existing?.occurrences ?? 0,
-        ...cancelOnOf(req.cancelOn),
-        ...(trace && { trace }),
-      };
-      // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
-      if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
-      this.put(tx, fresh, who, existing, eventId ?? newId());
-      return { timer: this.deps.timers.get(fresh.id) as TimerRecord, fresh: true }; // as stored
-    });
+    const result = await this.deps.committer.submit(
+      (tx) => {
+        const prior = recorded(tx, eventId, "timer.scheduled");
+        if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again
+        const existing = this.deps.timers.get(id);
+        // A timer out of the principal's reach (another space's) is neither replaced nor described.
+        if (existing && !req.cause && !canRead(principal, existing))
+          fail(
+            "already_exists",
+            `timer_id ${JSON.stringify(id)} is already in use; choose another timer_id`,
+            [{ field: "timer_id", description: "already in use" }],
+            { timer_id: id },
+          );
+        // 6. state
+        if (existing && existing.kind !== "runtime")
+          fail(
+            "failed_precondition",
+            `timer ${JSON.stringify(id)} is a ${existing.kind === "delay" ? "delay (use CancelDelay)" : "declared schedule (patch its plugin)"}; choose another timer_id`,
+          );
+        const fresh: TimerRecord = {
+          ...blankTimer(id, "runtime", tx.now, this.deps.region),
+          action: entry.name,
+          input: req.input,
+          spec,
+          nextDueMs,
+          actor: who.actor,
+          overdue: req.overdue,
+          policy: stored,
+          occurrences: existing?.occurrences ?? 0,
+          ...cancelOnOf(req.cancelOn),
+          ...(trace && { trace }),
+        };
+        // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
+        if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
+        this.put(tx, fresh, who, existing, eventId ?? newId());
+        return { timer: this.deps.timers.get(fresh.id) as TimerRecord, fresh: true }; // as stored
+      },
+      timerReadAhead(this.deps.timers, id, eventId),
+    );
     if (result.fresh) this.deps.changed(result.timer.nextDueMs);
     return result.timer;
   }
@@ -352,7 +355,7 @@ export class Timers {
         ...cancelOnOf(req.cancelOn),
         ...(trace && { trace }),
       };
-      this.put(tx, fresh, who, undefined, eventId ?? newId(), digest);
+      this.put(tx, fresh, who, undefined, eventId ?? newId(), digest, !clientId && !req.cause);
       return { delayId: id, dueMs, fresh: true };
     };
     return { arm, eventId, timerId: clientId || req.cause ? id : null };
@@ -401,7 +404,10 @@ export class Timers {
     return eventId !== null && this.deps.events.findById(eventId) !== undefined;
   }
 
-  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`. */
+  /**
+   * Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra`
+   * added to its data) in unit `tx`; `made`: its id was made here just now (TimerStatements.put).
+   */
   private put(
     tx: Tx,
     timer: TimerRecord,
@@ -409,8 +415,9 @@ export class Timers {
     existing: TimerRecord | undefined,
     eventId: string,
     extra: Record<string, unknown> = {},
+    made = false,
   ): void {
-    this.deps.timers.put(timer, tx.now);
+    this.deps.timers.put(timer, tx.now, made);
     if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
     tx.append({ ...event, data: { ...event.data, ...extra }, ...(timer.trace && { trace: timer.trace }) });
@@ -450,20 +457,23 @@ export class Timers {
     checkCauseRole(cause, principal, "act");
     const actor = this.access.actorOf(cause, principal);
     const eventId = cause ? changeEventId(cause, { op: kind === "delay" ? "cancel_delay" : "unschedule", timer_id: id }) : null;
-    await this.deps.committer.submit((tx) => {
-      if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again: removed once, by its first run
-      const timer = this.access.managed(id, cause, principal, "cancel", what);
-      if (kind === "runtime" && timer.kind !== "runtime")
-        fail(
-          "failed_precondition",
-          `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`,
-        );
-      // A one-shot whose occurrence was made (or claimed, inside the lookahead) has nothing left to stop.
-      if (timer.nextDueMs === null && !timer.paused && (kind === "delay" || timer.spec.kind === "at"))
-        fail("not_found", `${what} ${JSON.stringify(id)} was already made (or skipped)`, [{ field, description: "already made" }]);
-      this.deps.timers.remove(id);
-      tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
-    });
+    await this.deps.committer.submit(
+      (tx) => {
+        if (recorded(tx, eventId, "timer.unscheduled")) return; // the same request run again: removed once, by its first run
+        const timer = this.access.managed(id, cause, principal, "cancel", what);
+        if (kind === "runtime" && timer.kind !== "runtime")
+          fail(
+            "failed_precondition",
+            `timer ${JSON.stringify(id)} is a ${timer.kind === "delay" ? "delay: use CancelDelay" : "declared schedule: patch its plugin"}`,
+          );
+        // A one-shot whose occurrence was made (or claimed, inside the lookahead) has nothing left to stop.
+        if (timer.nextDueMs === null && !timer.paused && (kind === "delay" || timer.spec.kind === "at"))
+          fail("not_found", `${what} ${JSON.stringify(id)} was already made (or skipped)`, [{ field, description: "already made" }]);
+        this.deps.timers.remove(id);
+        tx.append(unscheduledEvent(timer, cause?.eventId ?? "", actor, eventId ?? newId()));
+      },
+      timerReadAhead(this.deps.timers, id, eventId),
+    );
   }
 }
 

@@ -13,7 +13,7 @@ import { backfillMoments, resumeDue } from "./owed.js";
 import { pastToleranceMs } from "./spec-checks.js";
 import { checkCauseRole, checkControlShape, checkRecurring, type TimerAccess } from "./timer-checks.js";
 import { controlEvent } from "./timer-events.js";
-import { changeEventId, recorded } from "./timer-replay.js";
+import { changeEventId, recorded, timerReadAhead } from "./timer-replay.js";
 import type { BackfilledOccurrence, BackfillInput, PauseInput } from "./timer-requests.js";
 import type { TimerKind, TimerRecord } from "../store/timer-records.js";
 import { blankTimer } from "./timers.js";
@@ -55,29 +55,32 @@ export class TimerControl {
     checkCauseRole(req.cause, principal, "pause timers");
     const actor = this.access.actorOf(req.cause, principal);
     const eventId = req.cause ? changeEventId(req.cause, { op: "pause", timer_id: req.timerId, note: req.note }) : null;
-    return this.deps.committer.submit((tx) => {
-      const prior = recorded(tx, eventId, "timer.paused");
-      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true }; // the same request run again
-      const timer = this.access.managed(req.timerId, req.cause, principal, "pause");
-      checkRecurring(timer, "paused");
-      if (timer.paused) {
-        if (eventId)
-          tx.append(
-            controlEvent(
-              "timer.paused",
-              timer,
-              { note: req.note, held_due_ms: timer.paused.heldDueMs, unchanged: true, paused_at_ms: timer.paused.atMs, pause_note: timer.paused.note },
-              req.cause,
-              actor,
-              eventId,
-            ),
-          );
-        return { timer, unchanged: true };
-      }
-      this.deps.control.setPaused(timer.id, { note: req.note, atMs: tx.now, heldDueMs: timer.nextDueMs }, null, tx.now);
-      tx.append(controlEvent("timer.paused", timer, { note: req.note, held_due_ms: timer.nextDueMs }, req.cause, actor, eventId ?? newId()));
-      return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false };
-    });
+    return this.deps.committer.submit(
+      (tx) => {
+        const prior = recorded(tx, eventId, "timer.paused");
+        if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true }; // the same request run again
+        const timer = this.access.managed(req.timerId, req.cause, principal, "pause");
+        checkRecurring(timer, "paused");
+        if (timer.paused) {
+          if (eventId)
+            tx.append(
+              controlEvent(
+                "timer.paused",
+                timer,
+                { note: req.note, held_due_ms: timer.paused.heldDueMs, unchanged: true, paused_at_ms: timer.paused.atMs, pause_note: timer.paused.note },
+                req.cause,
+                actor,
+                eventId,
+              ),
+            );
+          return { timer, unchanged: true };
+        }
+        this.deps.control.setPaused(timer.id, { note: req.note, atMs: tx.now, heldDueMs: timer.nextDueMs }, null, tx.now);
+        tx.append(controlEvent("timer.paused", timer, { note: req.note, held_due_ms: timer.nextDueMs }, req.cause, actor, eventId ?? newId()));
+        return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false };
+      },
+      timerReadAhead(this.deps.timers, req.timerId, eventId),
+    );
   }
 
   /**
@@ -95,33 +98,43 @@ export class TimerControl {
     checkCauseRole(req.cause, principal, "resume timers");
     const actor = this.access.actorOf(req.cause, principal);
     const eventId = req.cause ? changeEventId(req.cause, { op: "resume", timer_id: req.timerId, note: req.note }) : null;
-    const result = await this.deps.committer.submit((tx) => {
-      const prior = recorded(tx, eventId, "timer.resumed");
-      if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true, fresh: false }; // the same request run again
-      const timer = this.access.managed(req.timerId, req.cause, principal, "resume");
-      checkRecurring(timer, "paused");
-      if (!timer.paused) {
-        if (eventId)
-          tx.append(
-            controlEvent(
-              "timer.resumed",
-              timer,
-              { note: req.note, paused_at_ms: null, next_due_ms: timer.nextDueMs, unchanged: true },
-              req.cause,
-              actor,
-              eventId,
-            ),
-          );
-        return { timer, unchanged: true, fresh: true };
-      }
-      const runs = timer.kind !== "declared" || (!timer.disabled && timer.region === this.deps.region);
-      const nextDueMs = runs ? resumeDue(timer, tx.now) : null;
-      this.deps.control.setPaused(timer.id, null, nextDueMs, tx.now);
-      tx.append(
-        controlEvent("timer.resumed", timer, { note: req.note, paused_at_ms: timer.paused.atMs, next_due_ms: nextDueMs }, req.cause, actor, eventId ?? newId()),
-      );
-      return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false, fresh: true };
-    });
+    const result = await this.deps.committer.submit(
+      (tx) => {
+        const prior = recorded(tx, eventId, "timer.resumed");
+        if (prior) return { timer: this.controlledFromLog(prior), unchanged: prior.data.unchanged === true, fresh: false }; // the same request run again
+        const timer = this.access.managed(req.timerId, req.cause, principal, "resume");
+        checkRecurring(timer, "paused");
+        if (!timer.paused) {
+          if (eventId)
+            tx.append(
+              controlEvent(
+                "timer.resumed",
+                timer,
+                { note: req.note, paused_at_ms: null, next_due_ms: timer.nextDueMs, unchanged: true },
+                req.cause,
+                actor,
+                eventId,
+              ),
+            );
+          return { timer, unchanged: true, fresh: true };
+        }
+        const runs = timer.kind !== "declared" || (!timer.disabled && timer.region === this.deps.region);
+        const nextDueMs = runs ? resumeDue(timer, tx.now) : null;
+        this.deps.control.setPaused(timer.id, null, nextDueMs, tx.now);
+        tx.append(
+          controlEvent(
+            "timer.resumed",
+            timer,
+            { note: req.note, paused_at_ms: timer.paused.atMs, next_due_ms: nextDueMs },
+            req.cause,
+            actor,
+            eventId ?? newId(),
+          ),
+        );
+        return { timer: this.deps.timers.get(timer.id) as TimerRecord, unchanged: false, fresh: true };
+      },
+      timerReadAhead(this.deps.timers, req.timerId, eventId),
+    );
     if (result.fresh) this.deps.changed(result.timer.nextDueMs);
     return { timer: result.timer, unchanged: result.unchanged };
   }
@@ -142,32 +155,35 @@ export class TimerControl {
     const actor = this.access.actorOf(cause, principal);
     const id = triggeredOccurrenceId(timerId, cause ? derivedId(cause.eventId, cause.position, { op: "trigger", timer: timerId }) : newId());
     const eventId = cause ? changeEventId(cause, { op: "trigger", timer_id: timerId }) : null;
-    const result = await this.deps.committer.submit((tx) => {
-      const prior = recorded(tx, eventId, "timer.triggered");
-      if (prior) return { occurrenceId: prior.data.occurrence_id as string, dueMs: prior.data.due_ms as number, fresh: false }; // the same request run again
-      const timer = this.access.managed(timerId, cause, principal, "trigger");
-      if (timer.kind === "delay")
-        fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
-      if (!this.deps.registry.action(timer.action))
-        fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
-      this.deps.control.queue(
-        {
-          id,
-          timerId,
-          dueMs: tx.now,
-          action: timer.action,
-          input: timer.input,
-          actor: timer.actor,
-          overdue: { kind: "unbounded" },
-          retryDelaysMs: timer.retryDelaysMs,
-        },
-        "trigger",
-        tx.now,
-        tx.now,
-      );
-      tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor, eventId ?? newId()));
-      return { occurrenceId: id, dueMs: tx.now, fresh: true };
-    });
+    const result = await this.deps.committer.submit(
+      (tx) => {
+        const prior = recorded(tx, eventId, "timer.triggered");
+        if (prior) return { occurrenceId: prior.data.occurrence_id as string, dueMs: prior.data.due_ms as number, fresh: false }; // the same request run again
+        const timer = this.access.managed(timerId, cause, principal, "trigger");
+        if (timer.kind === "delay")
+          fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
+        if (!this.deps.registry.action(timer.action))
+          fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
+        this.deps.control.queue(
+          {
+            id,
+            timerId,
+            dueMs: tx.now,
+            action: timer.action,
+            input: timer.input,
+            actor: timer.actor,
+            overdue: { kind: "unbounded" },
+            retryDelaysMs: timer.retryDelaysMs,
+          },
+          "trigger",
+          tx.now,
+          tx.now,
+        );
+        tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor, eventId ?? newId()));
+        return { occurrenceId: id, dueMs: tx.now, fresh: true };
+      },
+      timerReadAhead(this.deps.timers, timerId, eventId),
+    );
     if (result.fresh) this.deps.changed(result.dueMs);
     return { occurrenceId: result.occurrenceId, dueMs: result.dueMs };
   }
@@ -196,61 +212,64 @@ export class TimerControl {
     checkCauseRole(req.cause, principal, "backfill timers");
     const actor = this.access.actorOf(req.cause, principal);
     const eventId = req.cause ? changeEventId(req.cause, { op: "backfill", timer_id: req.timerId, start_ms: req.startMs, end_ms: req.endMs }) : null;
-    const result = await this.deps.committer.submit((tx) => {
-      const prior = recorded(tx, eventId, "timer.backfilled");
-      if (prior) {
-        // The same request run again: the answer its first run got.
-        const made = new Set(prior.data.occurrence_ids as string[]);
-        return {
-          out: (prior.data.moments_ms as number[]).map((dueMs) => ({
-            occurrenceId: occurrenceId(req.timerId, dueMs),
+    const result = await this.deps.committer.submit(
+      (tx) => {
+        const prior = recorded(tx, eventId, "timer.backfilled");
+        if (prior) {
+          // The same request run again: the answer its first run got.
+          const made = new Set(prior.data.occurrence_ids as string[]);
+          return {
+            out: (prior.data.moments_ms as number[]).map((dueMs) => ({
+              occurrenceId: occurrenceId(req.timerId, dueMs),
+              dueMs,
+              existing: !made.has(occurrenceId(req.timerId, dueMs)),
+            })),
+            fresh: false,
+          };
+        }
+        const timer = this.access.managed(req.timerId, req.cause, principal, "backfill");
+        checkRecurring(timer, "backfilled");
+        if (!this.deps.registry.action(timer.action))
+          fail("failed_precondition", `timer ${JSON.stringify(timer.id)} calls ${timer.action}, which is no longer declared`);
+        const out: BackfilledOccurrence[] = [];
+        for (const dueMs of backfillMoments(timer, req.startMs, req.endMs)) {
+          const id = occurrenceId(timer.id, dueMs);
+          // Next try at its own due moment: the retry claim takes them in that order.
+          const fresh = this.deps.control.queue(
+            {
+              id,
+              timerId: timer.id,
+              dueMs,
+              action: timer.action,
+              input: timer.input,
+              actor: timer.actor,
+              overdue: { kind: "unbounded" },
+              retryDelaysMs: timer.retryDelaysMs,
+            },
+            "backfill",
             dueMs,
-            existing: !made.has(occurrenceId(req.timerId, dueMs)),
-          })),
-          fresh: false,
-        };
-      }
-      const timer = this.access.managed(req.timerId, req.cause, principal, "backfill");
-      checkRecurring(timer, "backfilled");
-      if (!this.deps.registry.action(timer.action))
-        fail("failed_precondition", `timer ${JSON.stringify(timer.id)} calls ${timer.action}, which is no longer declared`);
-      const out: BackfilledOccurrence[] = [];
-      for (const dueMs of backfillMoments(timer, req.startMs, req.endMs)) {
-        const id = occurrenceId(timer.id, dueMs);
-        // Next try at its own due moment: the retry claim takes them in that order.
-        const fresh = this.deps.control.queue(
-          {
-            id,
-            timerId: timer.id,
-            dueMs,
-            action: timer.action,
-            input: timer.input,
-            actor: timer.actor,
-            overdue: { kind: "unbounded" },
-            retryDelaysMs: timer.retryDelaysMs,
-          },
-          "backfill",
-          dueMs,
-          tx.now,
-        );
-        out.push({ occurrenceId: id, dueMs, existing: !fresh });
-      }
-      const made = out.filter((o) => !o.existing);
-      if (made.length > 0 || eventId) {
-        const moments = eventId ? { moments_ms: out.map((o) => o.dueMs) } : {};
-        tx.append(
-          controlEvent(
-            "timer.backfilled",
-            timer,
-            { start_ms: req.startMs, end_ms: req.endMs, occurrence_ids: made.map((o) => o.occurrenceId), existing: out.length - made.length, ...moments },
-            req.cause,
-            actor,
-            eventId ?? newId(),
-          ),
-        );
-      }
-      return { out, fresh: true };
-    });
+            tx.now,
+          );
+          out.push({ occurrenceId: id, dueMs, existing: !fresh });
+        }
+        const made = out.filter((o) => !o.existing);
+        if (made.length > 0 || eventId) {
+          const moments = eventId ? { moments_ms: out.map((o) => o.dueMs) } : {};
+          tx.append(
+            controlEvent(
+              "timer.backfilled",
+              timer,
+              { start_ms: req.startMs, end_ms: req.endMs, occurrence_ids: made.map((o) => o.occurrenceId), existing: out.length - made.length, ...moments },
+              req.cause,
+              actor,
+              eventId ?? newId(),
+            ),
+          );
+        }
+        return { out, fresh: true };
+      },
+      timerReadAhead(this.deps.timers, req.timerId, eventId),
+    );
     const first = result.fresh ? result.out.find((o) => !o.existing) : undefined;
     if (first) this.deps.changed(first.dueMs);
     return result.out;

@@ -4,6 +4,7 @@ import { derivedId } from "../log/ids.js";
 import { fail } from "../errors.js";
 import type { Tx } from "../store/committer.js";
 import type { EventRecord } from "../store/events.js";
+import type { ReadAhead, ReadAheadKeys } from "../store/read-ahead.js";
 import { overdueToJson, specToJson } from "../store/timer-json.js";
 import { sha256Hex } from "../sha256.js";
 import { policyData } from "./timer-events.js";
@@ -44,6 +45,16 @@ export function recorded(tx: Tx, id: string | null, type: string): EventRecord |
   if (prior && prior.type !== type)
     fail("id_conflict", `event id ${id} is already in the log as a ${prior.type} event (seq ${prior.seq})`, [], { id, seq: String(prior.seq) });
   return prior;
+}
+
+/**
+ * What a unit changing timer `id` reads ahead of its batch (Committer.submit's options): the timer's
+ * row, kept for the batch with what its units change of it (TimerStatements.prefetch), so neither
+ * its read nor the answer read after the change waits for a round trip; under a cause, `eventId`,
+ * the event a request run again finds ({@link recorded}).
+ */
+export function timerReadAhead(timers: ReadAhead, id: string, eventId: string | null): { readAhead: ReadAheadKeys; lookups?: string[] } {
+  return { readAhead: { from: timers, keys: [id] }, ...(eventId !== null && { lookups: [eventId] }) };
 }
 
 /** True when `a` and `b` call the same action with the same input, spec, bound, policy (its anchor aside) and actor. */

@@ -24,6 +24,10 @@ export class BatchReadCache implements BatchReads {
     this.rows.delete(key);
   }
 
+  forgetAll(): void {
+    this.rows.clear();
+  }
+
   /** A unit begins: what it remembers from now on is undone if it fails. */
   unitStarted(): void {
     this.unit = [];
