@@ -10,7 +10,6 @@
 //     common case: no timer waits on the event's key), 256 and 1 in flight;
 //   - emits that match: each cancels a pending delay of its own (preloaded, BENCH_MATCHING of them,
 //     default 12,000; a caller stops when its share is done), 256 and 1 in flight;
-//   - document writes to a collection whose change events a `cancel_on` names (none matching), 64 and 1;
 //   - pause, then resume, each caller of a timer of its own, 64 and 1 in flight;
 //   - emits to a stream sent twice with the same id (a retry: answered with its position), 64 and 1;
 // calls/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
@@ -26,9 +25,9 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 
 const plugin = definePlugin({
   name: "pgwaits",
-  events: { "pgwaits.changed": { allow: ["*"] }, "pgwaits.paid": { allow: ["*"] }, "pgwaits.settled": { allow: ["*"] } },
+  events: { "pgwaits.changed": { allow: ["*"] }, "pgwaits.paid": { allow: ["*"] } },
   actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) } },
-  collections: { notes: { allow: ["*"] }, invoices: { allow: ["*"] } },
+  collections: { notes: { allow: ["*"] } },
 });
 
 /**
@@ -140,14 +139,6 @@ try {
       return true;
     });
   }
-  await delays(client, 1_000, (k) => ({ input: { invoice: `pending-${k}` }, type: "invoices.updated", path: "data._id" }));
-  for (const inFlight of [64, 1])
-    await load(owner.url, "document write, its change event's type a cancel_on names", inFlight, async (caller, round) => {
-      const id = `invoice-${inFlight}-${caller}`;
-      if (round === 0) await client.createDocument("invoices", { _id: id, round });
-      else await client.patchDocument("invoices", id, { set: { round } });
-      return true;
-    });
   for (const inFlight of [64, 1]) {
     const ids = await Promise.all(
       Array.from(

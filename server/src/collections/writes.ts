@@ -6,7 +6,6 @@ import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { derivedId, newId } from "../log/ids.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { AppendAhead } from "../store/read-ahead.js";
 import type { DocumentRecord } from "../store/documents.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
 import { declaredCollection, forReader, underCauseReader } from "./access.js";
@@ -106,10 +105,7 @@ export class DocumentWriter {
     if (tracing.on) ctx.trace = traceText();
     const store = this.stores.of(entry);
     const result = entry.durable
-      ? await this.committer.submit((tx) => apply(entry, store, write, ctx, tx), {
-          ...readAheadOf(entry, store, write, ctx),
-          ...(entry.writesEvents && this.committer.readsAheadOfAppends && { appendsLater: () => changeAhead(entry, store, write, ctx) }),
-        })
+      ? await this.committer.submit((tx) => apply(entry, store, write, ctx, tx), readAheadOf(entry, store, write, ctx))
       : apply(entry, store, write, ctx, null);
     return { ...result, document: result.document && forReader(principal, entry, result.document) };
   }
@@ -151,28 +147,6 @@ function readAheadOf(entry: CollectionEntry, store: DocumentStore, write: Parsed
   const readAhead = store.readAheadOf?.(entry.name, docIdOf(write, ctx));
   const lookups = ctx.writeId !== null && entry.writesEvents ? [ctx.writeId] : undefined;
   return { ...(readAhead && { readAhead }), ...(lookups && { lookups }) };
-}
-
-/**
- * The change event `write` will append, made from its document as the batch keeps it (read ahead:
- * DocumentStatements.keptFor), so what the event makes others look up (the timers a `cancel_on`
- * names it for) is read ahead too (Committer.submit's `appendsLater`); none when nothing is kept or
- * the write will fail. A unit of the batch writing the same document before it may make another:
- * what that one makes them look up is read in its unit.
- */
-function changeAhead(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite, ctx: WriteContext): AppendAhead[] {
-  const id = docIdOf(write, ctx);
-  const kept = store.keptFor?.(entry.name, id);
-  if (kept === undefined || (kept === null && write.op !== "create")) return [];
-  const before = kept && (write.op === "create" || ctx.reaches(kept.space)) ? kept.doc : undefined;
-  let after: DocumentRecord | undefined;
-  try {
-    after = nextDocument(entry, write, id, before);
-  } catch {
-    return []; // refused in its unit: it appends nothing
-  }
-  const change = changeEvent(entry, write.op, before, after);
-  return [{ type: change.type, data: change.data, actor: actorIn(ctx.actor, write.op === "create" ? (ctx.actor?.in ?? "") : kept!.space) }];
 }
 
 /** The id of the document `write` writes. */

@@ -84,8 +84,6 @@ interface Pending {
   readAhead: ReadAheadKeys | undefined;
   /** Events it will append ({@link Committer.submit}'s `appends`). */
   appends: AppendAhead[] | undefined;
-  /** The same, known once the batch's other reads are done ({@link Committer.submit}'s `appendsLater`). */
-  appendsLater: (() => AppendAhead[]) | undefined;
   /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
   pure: boolean;
   /** Runs before the batch's other units ({@link Committer.submit}'s `first`). */
@@ -210,9 +208,7 @@ export class Committer {
    * looks up (`tx.events.findById`), read for the whole batch in one statement where each lookup
    * would be a round trip (EventStatements.prefetch); `readAhead`: the same for the keys it looks
    * up in other tables (the timers of delays with client ids, the streams emits append to);
-   * `appends`: the events it will append, as far as known ({@link readAheadOfAppends});
-   * `appendsLater`: the same where what they are depends on what the batch reads ahead (a
-   * document's change event), asked for once that is read and kept. `pure`: the unit does nothing but through
+   * `appends`: the events it will append, as far as known ({@link readAheadOfAppends}). `pure`: the unit does nothing but through
    * its transaction (no state of its own changes), so it may run again: a batch of pure units
    * takes the ids it looks up to be new without reading them, and runs again, reading them, in the
    * rare case one is found (GuardFailedError). `first`: the unit runs before the batch's units
@@ -227,7 +223,6 @@ export class Committer {
       lookups?: string[];
       readAhead?: ReadAheadKeys;
       appends?: AppendAhead[];
-      appendsLater?: () => AppendAhead[];
       pure?: boolean;
       first?: boolean;
     } = {},
@@ -239,7 +234,6 @@ export class Committer {
         lookups: options.lookups,
         readAhead: options.readAhead,
         appends: this.appendsReadAheads.length > 0 ? options.appends : undefined,
-        appendsLater: this.appendsReadAheads.length > 0 ? options.appendsLater : undefined,
         pure: options.pure ?? false,
         first: options.first ?? false,
         resolve: resolve as (v: unknown) => void,

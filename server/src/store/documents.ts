@@ -42,11 +42,6 @@ export interface DocumentStatements {
    * units, undone with a unit that fails. Absent where reads are not round trips (SQLite, memory).
    */
   readAheadOf?(collection: string, id: string): ReadAheadKeys;
-  /**
-   * PostgreSQL's: document `id` of `collection` as the running batch keeps it ({@link readAheadOf}:
-   * null for none), or undefined when it keeps nothing of it; never reads.
-   */
-  keptFor?(collection: string, id: string): StoredDocument | null | undefined;
 }
 
 /** A document's key as {@link DocumentStatements.readAheadOf} names it (a collection's name has no line break). */
@@ -97,13 +92,7 @@ export function documentStatements(db: Db): DocumentStatements {
   /** The row kept for the batch (null: none), or undefined when none is kept. */
   const kept = (collection: string, id: string) => ahead?.recalled(documentKey(collection, id)) as Row | null | undefined;
   return {
-    ...(reads && {
-      readAheadOf: (collection: string, id: string) => ({ from: reads, keys: [documentKey(collection, id)] }),
-      keptFor: (collection: string, id: string) => {
-        const row = kept(collection, id);
-        return row && fromRow(row);
-      },
-    }),
+    ...(reads && { readAheadOf: (collection: string, id: string) => ({ from: reads, keys: [documentKey(collection, id)] }) }),
     get(collection: string, id: string): StoredDocument | undefined {
       const row = kept(collection, id);
       if (row !== undefined) return row === null ? undefined : fromRow(row);

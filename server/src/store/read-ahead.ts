@@ -44,17 +44,13 @@ export interface UnitReads {
   lookups: string[] | undefined;
   readAhead: ReadAheadKeys | undefined;
   appends: AppendAhead[] | undefined;
-  /** The events it will append as known once the batch's other reads are done (what they read is kept: no round trip). */
-  appendsLater: (() => AppendAhead[]) | undefined;
 }
 
 /**
  * Reads the events and other rows the units of a batch look up, at once, before they run
  * (EventStatements.prefetch, ReadAhead.prefetch), one read after the other on the writer; those
  * given as statements (ReadAhead.batchRead) together, in one round trip. `appendsReadAheads` name
- * what to read for the events the units will append; for those known only from what was read
- * (UnitReads.appendsLater), in a round trip after it, when they name anything. Undefined when
- * nothing is read.
+ * what to read for the events the units will append. Undefined when nothing is read.
  */
 export function readBatchAhead(
   db: Db,
@@ -65,47 +61,24 @@ export function readBatchAhead(
 ): Promise<void> | undefined {
   const ids: string[] = [];
   const others = new Map<ReadAhead, string[]>();
+  const add = (readAhead: ReadAheadKeys) => {
+    const keys = others.get(readAhead.from) ?? [];
+    for (const key of readAhead.keys) keys.push(key);
+    others.set(readAhead.from, keys);
+  };
   const appends: AppendAhead[] = [];
-  const later: (() => AppendAhead[])[] = [];
   for (const unit of units) {
     if (unit.lookups) for (const id of unit.lookups) ids.push(id);
-    if (unit.readAhead) addKeys(others, unit.readAhead);
+    if (unit.readAhead) add(unit.readAhead);
     if (unit.appends) for (const event of unit.appends) appends.push(event);
-    if (unit.appendsLater) later.push(unit.appendsLater);
   }
-  for (const keys of readAheadOfAppends(appends, appendsReadAheads)) addKeys(others, keys);
+  if (appends.length > 0)
+    for (const readAhead of appendsReadAheads) {
+      const keys = readAhead(appends);
+      if (keys) add(keys);
+    }
   const reads: (() => Promise<void> | undefined)[] = [];
   if (ids.length > 0) reads.push(() => events.prefetch(ids, assumeAbsent));
-  reads.push(...readsOf(db, others, assumeAbsent));
-  if (later.length > 0)
-    reads.push(() => {
-      const more = new Map<ReadAhead, string[]>();
-      for (const keys of readAheadOfAppends(
-        later.flatMap((appendsOf) => appendsOf()),
-        appendsReadAheads,
-      ))
-        addKeys(more, keys);
-      return chained(readsOf(db, more, assumeAbsent));
-    });
-  return chained(reads);
-}
-
-/** Adds `readAhead`'s keys to those of its table in `others`. */
-function addKeys(others: Map<ReadAhead, string[]>, readAhead: ReadAheadKeys): void {
-  const keys = others.get(readAhead.from) ?? [];
-  for (const key of readAhead.keys) keys.push(key);
-  others.set(readAhead.from, keys);
-}
-
-/** What `appendsReadAheads` read for `appends` (none for none). */
-function readAheadOfAppends(appends: AppendAhead[], appendsReadAheads: AppendsReadAhead[]): ReadAheadKeys[] {
-  if (appends.length === 0) return [];
-  return appendsReadAheads.flatMap((readAhead) => readAhead(appends) ?? []);
-}
-
-/** The reads of `others`' keys: those given as statements in one round trip, the others each in its own. */
-function readsOf(db: Db, others: Map<ReadAhead, string[]>, assumeAbsent: boolean): (() => Promise<void> | undefined)[] {
-  const reads: (() => Promise<void> | undefined)[] = [];
   const readAheadAll = db.readAheadAll?.bind(db);
   const together: BatchRead[] = [];
   for (const [from, keys] of others) {
@@ -116,11 +89,6 @@ function readsOf(db: Db, others: Map<ReadAhead, string[]>, assumeAbsent: boolean
   }
   if (readAheadAll && together.length > 0)
     reads.push(() => readAheadAll(together.map((r) => [r.sql, r.params])).then((rows) => together.forEach((r, i) => r.take(rows[i]))));
-  return reads;
-}
-
-/** Runs `reads` one after the other; undefined when none reads anything. */
-function chained(reads: (() => Promise<void> | undefined)[]): Promise<void> | undefined {
   let chain: Promise<void> | undefined;
   for (const read of reads) chain = chain ? chain.then(read) : read();
   return chain;
