@@ -55,7 +55,12 @@ export async function failedCommand(flags: ClientFlags & { processor?: string; j
 export async function redeliverCommand(processor: string, seqs: string[], flags: ClientFlags): Promise<void> {
   const checked = seqs.map((s) => BigInt(wholeNumber(s, "each seq", 1, maxSeq)));
   const { count } = await client(flags).admin.redeliverFailed({ processor, seqs: checked });
-  console.log(`${processor}: ${count} redelivered`);
+  const skipped = new Set(checked).size - count;
+  const note =
+    skipped > 0
+      ? ` (${skipped} of the seqs given not: no failed delivery on record, one being delivered again, or its event removed from the log; \`chronolog failed --processor ${processor}\` lists them)`
+      : "";
+  console.log(`${processor}: ${count} redelivered${note}`);
 }
 
 /** `chronolog dismiss PROCESSOR (SEQ... | --all)`: forgets failed deliveries without delivering them again (recorded). */

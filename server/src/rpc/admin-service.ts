@@ -102,6 +102,8 @@ export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminSe
       admin(ctx);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
       const all = await deps.failed(req.processor || undefined);
+      if (all.length === 0 && req.processor !== "" && !deps.statuses().some((p) => p.name === req.processor))
+        fail("not_found", `no processor named ${JSON.stringify(req.processor)} with failed deliveries (use plugin.processor)`);
       const key = req.pageToken ? parseFailedToken(req.pageToken) : undefined;
       if (key && req.processor !== "" && key.processor !== req.processor)
         fail("bad_request", `page_token is of another processor's list than ${JSON.stringify(req.processor)}`, [
