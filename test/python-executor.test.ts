@@ -536,6 +536,12 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(result.stderr).toMatch(/^Ran 6 tests in .*\n\nOK\s*$/m);
   });
 
+  it("deliveries and invocations run on worker threads, at most credits at once; stop waits for what was given, after it nothing queued runs (unittest: sdk/python/tests/test_worker_pool.py)", async () => {
+    const result = await pythonUnittest("sdk/python/tests/test_worker_pool.py");
+    expect(result.exit).toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 5 tests in .*\n\nOK\s*$/m);
+  });
+
   it("an action's work is under its action.started: a document, and a delay whose call reads ctx.scheduled one chain deeper and starts at its moment (held); the same call id runs nothing again", async () => {
     const result = await web.call("pywork.file", { job_id: "j-4" }, { callId: "file-j-4" });
     const [started] = (await read("action.started")).filter((e) => (e.data as JsonObject).call_id === "file-j-4");
