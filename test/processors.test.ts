@@ -169,13 +169,24 @@ describe("processors over the Subscribe stream", () => {
   });
 
   it.runIf(onPostgres)(
-    "on PostgreSQL, work under a delivery finds its cause's actor without a round trip: 50 handlers emitting under their deliveries wait for none",
+    "on PostgreSQL, work under a delivery finds its cause without a round trip: 50 handlers emitting and setting a delay under their deliveries wait for none",
     async () => {
       const { owner: o, client } = await owner();
       const plugin = definePlugin({
         name: "orders",
         events,
-        processors: { noter: { on: "order.placed", key: "data.n", concurrency: 64, run: async (ctx) => void (await ctx.emit("order.noted", { of: ctx.event.id })) } },
+        actions: { remind: { run: () => ({}) } },
+        processors: {
+          noter: {
+            on: "order.placed",
+            key: "data.n",
+            concurrency: 64,
+            async run(ctx) {
+              await ctx.emit("order.noted", { of: ctx.event.id });
+              await ctx.delay("orders.remind", { of: ctx.event.id }, { intervalMs: 3_600_000 }, "unbounded");
+            },
+          },
+        },
       });
       /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
       const waits = async () => {
@@ -190,7 +201,13 @@ describe("processors over the Subscribe stream", () => {
       const before = await waits();
       await Promise.all(Array.from({ length: 50 }, (_, n) => client.emit("order.placed", { n }, { actor: { id: `customer-${n}` } })));
       await until(async () => (await noted()) === 51, "50 notes");
-      expect(await waits(), "waits for 50 emits under deliveries").toBeLessThan(before + 10); // a few others may come meanwhile
+      const delays = async () => {
+        let n = 0;
+        for await (const _ of client.listTimers({ kind: "delay" })) n++;
+        return n;
+      };
+      await until(async () => (await delays()) === 51, "51 delays");
+      expect(await waits(), "waits for 50 emits and delays under deliveries").toBeLessThan(before + 10); // a few others may come meanwhile
       const notes = [];
       for await (const e of client.read({ types: ["order.noted"] })) notes.push(e);
       const placed = new Map<string, string>();

@@ -8,7 +8,7 @@ import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { ReadAheadKeys } from "../store/read-ahead.js";
-import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
+import type { ActorRecord, EventReads, EventRecord, EventStatements } from "../store/events.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, policyToJson, specToJson } from "../store/timer-json.js";
 import type { TimerRowReads, TimerStatements } from "../store/timers.js";
@@ -50,6 +50,8 @@ export interface TimersDeps {
   /** Policies, pause, trigger, backfill. */
   control: TimerControlStatements;
   events: EventStatements;
+  /** The log's look-ups that do not block the event loop (PostgreSQL: the async connection): whether a request was made before. */
+  logReads: Pick<EventReads, "findById">;
   live: LiveCauses;
   clock: Clock;
   /** The owner's region: stamped on the timers and delays it sets. */
@@ -131,7 +133,7 @@ export class Timers {
         })
       : null;
     const now = this.deps.clock.now();
-    const checkedAt = spec.kind === "at" && this.armedBefore(eventId) ? Math.min(now, spec.atMs) : now; // a repeat's `at` may have passed since
+    const checkedAt = spec.kind === "at" && spec.atMs < now && (await this.armedBefore(eventId)) ? spec.atMs : now; // a repeat's `at` may have passed since
     firstDue(spec, checkedAt, "spec", policy); // the spec and its bounds (the jitter comes with the id)
     checkNoActorUnderCause(req);
     // 2-5. who, the action, its allow, the input
@@ -231,7 +233,6 @@ export class Timers {
     return results.map(({ delayId, dueMs }) => ({ delayId, dueMs }));
   }
 
-  /** A delay's checks (shape, action, who, input, chain); resolves with the unit of work that arms it. */
   /**
    * What the commit of `delays` looks up, read ahead for its whole batch (Committer.submit): their
    * `timer.scheduled` events and the timers under their ids. The units are pure: a batch of them
@@ -271,16 +272,15 @@ export class Timers {
       : clientId
         ? clientDelayEventId(clientId)
         : null;
-    // Looked up once, only where it is read (on the owner's thread: a round trip on PostgreSQL): an `at` already past, a retry's chain.
-    let armed: boolean | undefined;
-    const armedBefore = () => (armed ??= this.armedBefore(eventId));
+    // Looked up only where it is read (without blocking the event loop): an `at` already past, a retry's chain.
     const now = this.deps.clock.now();
+    const armed = ((req.when.kind === "at" && req.when.atMs < now) || (req.cause !== null && !req.freshChain)) && (await this.armedBefore(eventId));
     let dueMs: number;
     if (req.when.kind === "interval") {
       dueMs = now + checkMs(req.when.ms, "interval_ms", 0, maxHorizonMs);
     } else {
       dueMs = req.when.atMs;
-      checkAt(dueMs, dueMs < now && armedBefore() ? dueMs : now, "at"); // a repeat's `at` may have passed since
+      checkAt(dueMs, dueMs < now && armed ? dueMs : now, "at"); // a repeat's `at` may have passed since
     }
     checkNoActorUnderCause(req);
     // 2-5.
@@ -304,7 +304,7 @@ export class Timers {
       ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), ...cancelOn }) }
       : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
-    const again = req.cause !== null && !req.freshChain && armedBefore(); // depthOf asks nothing otherwise
+    const again = req.cause !== null && !req.freshChain && armed; // depthOf asks nothing otherwise
     const chainDepth = again
       ? 0
       : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // FAILED_PRECONDITION past the maximum
@@ -397,8 +397,8 @@ export class Timers {
    * True when the change event `eventId` is in the log: the request was made before and will be
    * answered from it, so its `at` is not checked against the clock again (it may have passed).
    */
-  private armedBefore(eventId: string | null): boolean {
-    return eventId !== null && this.deps.events.findById(eventId) !== undefined;
+  private async armedBefore(eventId: string | null): Promise<boolean> {
+    return eventId !== null && (await this.deps.logReads.findById(eventId)) !== undefined;
   }
 
   /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`. */
