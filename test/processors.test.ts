@@ -169,7 +169,7 @@ describe("processors over the Subscribe stream", () => {
   });
 
   it.runIf(onPostgres)(
-    "on PostgreSQL, work under a delivery finds its cause without a round trip: 50 handlers emitting and setting a delay under their deliveries wait for none",
+    "on PostgreSQL, work under a delivery waits for no round trip outside the commits: 50 handlers emitting, setting a delay and calling an action under their deliveries",
     async () => {
       const { owner: o, client } = await owner();
       const plugin = definePlugin({
@@ -184,6 +184,7 @@ describe("processors over the Subscribe stream", () => {
             async run(ctx) {
               await ctx.emit("order.noted", { of: ctx.event.id });
               await ctx.delay("orders.remind", { of: ctx.event.id }, { intervalMs: 3_600_000 }, "unbounded");
+              await ctx.call("orders.remind", { of: ctx.event.id });
             },
           },
         },
@@ -207,7 +208,8 @@ describe("processors over the Subscribe stream", () => {
         return n;
       };
       await until(async () => (await delays()) === 51, "51 delays");
-      expect(await waits(), "waits for 50 emits and delays under deliveries").toBeLessThan(before + 10); // a few others may come meanwhile
+      await until(async () => ((await countTypes(client))["action.completed"] ?? 0) === 51, "51 calls");
+      expect(await waits(), "waits for 50 emits, delays and calls under deliveries").toBeLessThan(before + 10); // a few others may come meanwhile
       const notes = [];
       for await (const e of client.read({ types: ["order.noted"] })) notes.push(e);
       const placed = new Map<string, string>();
