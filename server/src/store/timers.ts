@@ -139,10 +139,10 @@ export interface TimerStatements {
   /**
    * Sets timer `timer.id`: inserts it (occurrences 0, created and changed at `nowMs`), or replaces
    * every field of the existing one, its schedule policy included, but its occurrence count (the
-   * id's history goes on) and its pause state (`timer.paused` is not written:
-   * TimerControlStatements.setPaused).
+   * id's history goes on; `anew`: counted from 0 again, a new timer under the id) and its pause
+   * state (`timer.paused` is not written: TimerControlStatements.setPaused).
    */
-  put(timer: TimerPut, nowMs: number): void;
+  put(timer: TimerPut, nowMs: number, anew?: boolean): void;
   /** Every declared schedule (kind `declared`), by plugin and schedule name. */
   declared(): TimerRecord[];
   /** Deletes timer `id`; false when there was none. */
@@ -196,12 +196,15 @@ export function timerStatements(db: Db): TimerStatements {
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
        retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, cancel_on = excluded.cancel_on, created_at = excluded.created_at, updated_at = excluded.updated_at, trace = excluded.trace`;
-  const put = db.prepare(
-    sqlFor(db, {
-      sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${putUpsert}`,
-      postgres: `INSERT INTO timers (${putColumns}) VALUES (${putValues}) ${putUpsert}`, // no rowid to place rows by: the timers_by_due index orders them
-    }),
-  );
+  const putWith = (upsert: string) =>
+    db.prepare(
+      sqlFor(db, {
+        sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${upsert}`,
+        postgres: `INSERT INTO timers (${putColumns}) VALUES (${putValues}) ${upsert}`, // no rowid to place rows by: the timers_by_due index orders them
+      }),
+    );
+  const kept = putWith(putUpsert);
+  const anewPut = putWith(`${putUpsert}, occurrences = 0`);
   const declared = db.prepare(`SELECT ${timerColumns} FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule`).raw();
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
   const earliest = db.prepare(
@@ -252,7 +255,8 @@ export function timerStatements(db: Db): TimerStatements {
         }
       })();
     },
-    put(timer: TimerPut, nowMs: number): void {
+    put(timer: TimerPut, nowMs: number, anew = false): void {
+      const put = anew ? anewPut : kept;
       absent?.forget(timer.id);
       const row = {
         ...timer,

@@ -126,8 +126,8 @@ export class CancelOn {
   indexing(timers: TimerStatements): TimerStatements {
     return {
       ...timers,
-      put: (timer, nowMs) => {
-        timers.put(timer, nowMs);
+      put: (timer, nowMs, anew) => {
+        timers.put(timer, nowMs, anew);
         this.index(timer);
       },
     };

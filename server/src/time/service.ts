@@ -1,3 +1,4 @@
+import { canonicalJson } from "../log/canonical.js";
 import { canRead, sameActor, type Principal } from "../auth/principal.js";
 import { tracing } from "../tracing/tracer.js";
 import { traceText } from "../tracing/trace-context.js";
@@ -177,13 +178,14 @@ export class Timers {
         actor: who.actor,
         overdue: req.overdue,
         policy: stored,
-        occurrences: existing?.occurrences ?? 0,
         ...cancelOnOf(req.cancelOn),
         ...(trace && { trace }),
       };
       // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
       if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
-      this.put(tx, fresh, who, existing, eventId ?? newId());
+      // The same definition again (a retry) is recorded, and the timer goes on as it was: its count, pause and moments kept.
+      const same = existing !== undefined && sameDefinition(existing, fresh) && canonicalJson(existing.cancelOn ?? []) === canonicalJson(fresh.cancelOn ?? []);
+      this.put(tx, same ? { ...fresh, nextDueMs: existing.nextDueMs, policy: existing.policy } : fresh, who, existing, eventId ?? newId(), {}, same);
       return { timer: this.deps.timers.get(fresh.id) as TimerRecord, fresh: true }; // as stored
     });
     if (result.fresh) this.deps.changed(result.timer.nextDueMs);
@@ -401,7 +403,7 @@ export class Timers {
     return eventId !== null && (await this.deps.logReads.findById(eventId)) !== undefined;
   }
 
-  /** Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`. */
+  /** Writes `timer` (its policy; not paused, its count from 0, unless `same`: the definition of `existing`, whose count and pause it keeps) and its `timer.scheduled` event (id `eventId`, `extra` added to its data) in unit `tx`. */
   private put(
     tx: Tx,
     timer: TimerRecord,
@@ -409,9 +411,11 @@ export class Timers {
     existing: TimerRecord | undefined,
     eventId: string,
     extra: Record<string, unknown> = {},
+    same = false,
   ): void {
-    this.deps.timers.put(timer, tx.now);
-    if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
+    // A replacement by another definition is a new timer: its occurrences counted from 0, not paused.
+    this.deps.timers.put(timer, tx.now, existing !== undefined && !same);
+    if (existing?.paused && !same) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now);
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
     tx.append({ ...event, data: { ...event.data, ...extra }, ...(timer.trace && { trace: timer.trace }) });
   }
