@@ -536,6 +536,12 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(result.stderr).toMatch(/^Ran 6 tests in .*\n\nOK\s*$/m);
   });
 
+  it("bad credits are refused before the executor connects, naming the option; 0 is the owner's default (unittest: sdk/python/tests/test_executor_options.py)", async () => {
+    const result = await pythonUnittest("sdk/python/tests/test_executor_options.py");
+    expect(result.exit).toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
+  });
+
   it("deliveries and invocations run on worker threads, at most credits at once; stop waits for what was given, after it nothing queued runs (unittest: sdk/python/tests/test_worker_pool.py)", async () => {
     const result = await pythonUnittest("sdk/python/tests/test_worker_pool.py");
     expect(result.exit).toBe("exit 0");

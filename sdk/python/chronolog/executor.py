@@ -93,6 +93,11 @@ __all__ = ["Executor", "run_executor"]
 FATAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
+#: The most credits Hello can carry (a uint32; the owner clamps what it takes further), and what 0 means.
+_MAX_CREDITS = 2**32 - 1
+_DEFAULT_CREDITS = 16
+
+
 def _is_fatal(error: BaseException, welcomed: bool) -> bool:
     """True for a stream error the executor must not retry: one of FATAL_CODES,
     or INVALID_ARGUMENT or RESOURCE_EXHAUSTED before the session's welcome (the
@@ -153,7 +158,8 @@ class Executor:
         calls under deliveries follow the leader for up to ``failover_timeout_s``, see :func:`connect`).
 
         ``executor`` is the name replicas share (default: the first plugin's
-        name); ``credits`` the deliveries and invocations accepted at once.
+        name); ``credits`` the deliveries and invocations accepted at once (a
+        whole number; 0: the owner's default, 16; else ValueError).
         ``holds`` (default True): take calls of time up to the owner's lookahead
         before their moment, with ``hold_ms``, and start them at it on a worker
         thread that waits meanwhile; False: the owner sends them at the moment.
@@ -167,7 +173,9 @@ class Executor:
         """
         self.plugins = list(plugins)
         self.name = executor or (self.plugins[0].name if self.plugins else "executor")
-        self.credits = max(1, credits)
+        if isinstance(credits, bool) or not isinstance(credits, int) or not 0 <= credits <= _MAX_CREDITS:
+            raise ValueError(f"credits must be a whole number from 0 to {_MAX_CREDITS} (0: the owner's default, 16), got {credits!r}")
+        self.credits = credits or _DEFAULT_CREDITS
         self.holds = holds
         self.data_json = data_json
         self.instance_id = str(uuid.uuid4())

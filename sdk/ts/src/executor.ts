@@ -101,6 +101,9 @@ export interface Executor {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** The most credits Hello can carry (a uint32; the owner clamps what it takes further). */
+const maxCredits = 2 ** 32 - 1;
+
 /**
  * Connects to an owner over the Subscribe stream, hosts the plugins'
  * processors, actions and pulses (every pulse the plugins declare is
@@ -163,6 +166,9 @@ class ExecutorRunner {
   /** The owner's refusal for good, once it came (see {@link isFatal}). */
 
   constructor(private readonly options: ExecutorOptions) {
+    const { credits } = options;
+    if (credits !== undefined && !(Number.isInteger(credits) && credits >= 0 && credits <= maxCredits))
+      throw new RangeError(`credits must be a whole number from 0 to ${maxCredits} (0: the owner's default, 16), got ${credits}`);
     this.transport = createTransport({ ...options, protocol: "grpc", reads: "leader" });
     this.client = new ChronologClient(this.transport);
     this.actions = new ActionHost(options.plugins, this.client);
