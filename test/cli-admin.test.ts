@@ -53,7 +53,9 @@ describe("admin CLI", () => {
     const second = Number((await client.emit("job.queued", {})).event!.seq);
     await until(async () => (await client.admin.listFailedDeliveries({})).deliveries.length === 2, "a second failed delivery");
     expect((await as(tokens.admin, ["dismiss", "jobs.work"])).stderr).toContain("give the seqs of the failed deliveries to dismiss, or --all");
-    expect((await as(tokens.admin, ["dismiss", "jobs.work", String(second)])).stdout).toBe(`jobs.work: 1 dismissed (seqs ${second})\n`);
+    expect((await as(tokens.admin, ["dismiss", "jobs.work", String(second), "999"])).stdout).toBe(
+      `jobs.work: 1 dismissed (seqs ${second}); not failed deliveries on record: 999\n`,
+    );
     expect((await client.admin.listFailedDeliveries({})).deliveries.map((d) => Number(d.event!.seq))).toEqual([1]);
 
     const unknown = await as(tokens.admin, ["failed", "--processor", "jobs.nope"]);

@@ -325,7 +325,7 @@ program
 program
   .command("move-cursor <processor>")
   .description("move a processor's cursor to replay from a seq or a time (admin; recorded)")
-  .option("--seq <n>", "events at or below this seq count as finished", seqOption)
+  .option("--seq <n>", "events at or below this seq count as finished: delivery goes on from n + 1 (0: replay the whole log)", seqOption)
   .option("--at <iso-time>", "replay from the first event committed at or after this time")
   .action(clientAction(moveCursorCommand));
 
