@@ -21,6 +21,7 @@ import { isFatal, printError } from "./stream-refusals.js";
 import { streamSends, type StreamSends } from "./stream-sends.js";
 import { sdkName, sdkVersion, versionsDiffer } from "./version.js";
 import { CauseWork, cancelledBy } from "./work.js";
+import { handlerError, loggedError } from "./handler-errors.js";
 
 export type { ActionContext } from "./action.js";
 export type { DeliveryContext } from "./delivery.js";
@@ -342,7 +343,7 @@ class ExecutorRunner {
     const send = (result: Parameters<StreamSends["result"]>[0]) => {
       if (result.outcome !== Outcome.OK) {
         const terminal = result.outcome === Outcome.TERMINAL_ERROR ? ", terminal" : "";
-        this.log(`${invocation.action} failed (call ${invocation.callId}, attempt ${invocation.attempt}${terminal}): ${result.error}`);
+        this.log(`${invocation.action} failed (call ${invocation.callId}, attempt ${invocation.attempt}${terminal}): ${loggedError(result.error ?? "")}`);
       }
       sends.result(result);
     };
@@ -431,9 +432,9 @@ class ExecutorRunner {
       return;
     }
     const outcome = error instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = handlerError(error);
     this.log(
-      `${delivery.processor} failed on event ${delivery.event?.id ?? ""} (attempt ${delivery.attempt}${outcome === Outcome.TERMINAL_ERROR ? ", terminal" : ""}): ${message}`,
+      `${delivery.processor} failed on event ${delivery.event?.id ?? ""} (attempt ${delivery.attempt}${outcome === Outcome.TERMINAL_ERROR ? ", terminal" : ""}): ${loggedError(message)}`,
     );
     sends.ack({ deliveryId: delivery.deliveryId, outcome, error: message });
   }
