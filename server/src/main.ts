@@ -183,7 +183,7 @@ program
 
 program
   .command("emit <type> <json>")
-  .description("emit one event and print it")
+  .description("emit one event and print it (json - : the data read from stdin)")
   .option("--id <id>", "idempotency key", idOption)
   .option("--stream <stream>", "append to this stream (e.g. order-o-1), at its next position")
   .option("--expected-version <v>", "with --stream: no_stream, any or the stream's last position (FAILED_PRECONDITION otherwise)", expectedVersionOption)

@@ -59,7 +59,8 @@ export async function emitCommand(
 ): Promise<void> {
   if (flags.stream === "") throw new Error("--stream needs a stream name (1 to 200 characters)");
   if (flags.expectedVersion !== undefined && flags.stream === undefined) throw new Error("--expected-version goes with --stream");
-  const response = await client(flags).emit(type, parseObject(json, "data"), { id: flags.id, stream: flags.stream, expectedVersion: flags.expectedVersion });
+  const data = parseObject(json === "-" ? readFileSync(0, "utf8") : json, "data"); // "-": from stdin (past the shell's argument limit)
+  const response = await client(flags).emit(type, data, { id: flags.id, stream: flags.stream, expectedVersion: flags.expectedVersion });
   const extra: JsonObject = { existing: response.existing };
   if (response.streamPosition !== undefined) extra.streamPosition = Number(response.streamPosition);
   console.log(jsonLine(EventSchema, response.event!, extra));
