@@ -99,6 +99,22 @@ describe("actions through the real transport and SDK executors", () => {
     expect(runs).toHaveLength(2);
   });
 
+  it("calls with one call id sent while it runs and just after it ended run it once, each answered with its output", async () => {
+    const { owner: o, client } = await owner();
+    let runs = 0;
+    const plugin = definePlugin({ name: "pay", actions: { charge: { allow: ["*"], run: (_ctx, input) => (runs++, { charged: input.amount }) } } });
+    await client.registerPlugin(manifestOf(plugin));
+    await executor(o.url, plugin);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        new Promise((r) => setTimeout(r, i)).then(() => client.call("pay.charge", { amount: 7 }, { callId: "c-many" })),
+      ),
+    );
+    expect(runs).toBe(1);
+    expect(new Set(answers.map((a) => JSON.stringify(a.output)))).toEqual(new Set([JSON.stringify({ charged: 7 })]));
+    expect((await readAll(client)).map((e) => e.type)).toEqual(["action.started", "action.completed"]);
+  });
+
   it("a failed run answers ABORTED and records action.failed; the same call id runs again with action.retried, then completes", async () => {
     const { owner: o, client } = await owner();
     const attempts: number[] = [];

@@ -226,7 +226,7 @@ describe("bad input writes nothing", () => {
     expect((await createRpcClient(Health, createGrpcTransport({ baseUrl: owner.url })).check({})).status).toBe(ServingStatus.SERVING);
   });
 
-  it("an invalid where filter is INVALID_ARGUMENT at request time, for ReadLog and for Watch", async () => {
+  it("an invalid where filter or type filter is INVALID_ARGUMENT at request time, for ReadLog and for Watch", async () => {
     const bad = { $foo: 1 };
     await expectConnectError(admin.log.readLog({ where: bad }), Code.InvalidArgument, /where/, /\$foo/);
     await expectConnectError(admin.log.readLog({ where: { amount: { $bogus: 2 } } }), Code.InvalidArgument, /where/, /\$bogus/);
@@ -242,6 +242,9 @@ describe("bad input writes nothing", () => {
     // Same through the SDK's watch()
     const sdk = admin.watch({ where: bad })[Symbol.asyncIterator]();
     await expectConnectError(sdk.next(), Code.InvalidArgument, /\$foo/);
+    // A type filter names each type: a pattern or an empty name would match nothing, silently.
+    await expectConnectError(admin.log.readLog({ types: ["order.placed", "timer.*"] }), Code.InvalidArgument, /types\[1\] "timer\.\*" is not an event type.*patterns are not supported/);
+    await expectConnectError(admin.log.watch({ types: [""] })[Symbol.asyncIterator]().next(), Code.InvalidArgument, /types\[0\] "" is not an event type/);
     await expectUnchanged(admin, before);
   });
 

@@ -53,11 +53,17 @@ describe("admin CLI", () => {
     const second = Number((await client.emit("job.queued", {})).event!.seq);
     await until(async () => (await client.admin.listFailedDeliveries({})).deliveries.length === 2, "a second failed delivery");
     expect((await as(tokens.admin, ["dismiss", "jobs.work"])).stderr).toContain("give the seqs of the failed deliveries to dismiss, or --all");
-    expect((await as(tokens.admin, ["dismiss", "jobs.work", String(second)])).stdout).toBe(`jobs.work: 1 dismissed (seqs ${second})\n`);
+    expect((await as(tokens.admin, ["dismiss", "jobs.work", String(second), "999"])).stdout).toBe(
+      `jobs.work: 1 dismissed (seqs ${second}); not failed deliveries on record: 999\n`,
+    );
     expect((await client.admin.listFailedDeliveries({})).deliveries.map((d) => Number(d.event!.seq))).toEqual([1]);
 
+    const unknown = await as(tokens.admin, ["failed", "--processor", "jobs.nope"]);
+    expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringContaining('NotFound: no processor named "jobs.nope" with failed deliveries')]);
     healthy = true;
-    expect((await as(tokens.admin, ["redeliver", "jobs.work", "1"])).stdout).toContain("jobs.work: 1 redelivered");
+    expect((await as(tokens.admin, ["redeliver", "jobs.work", "1", String(second)])).stdout).toContain(
+      "jobs.work: 1 redelivered (1 of the seqs given not: no failed delivery on record",
+    );
     await until(() => handled.length === 1, "the redelivered run");
     expect((await as(tokens.admin, ["executors"])).stdout).toMatch(/jobs\s+\S+\s+ops\s+\d+\/16\s+jobs\.work/);
 

@@ -200,7 +200,7 @@ describe("client command options", () => {
     }
   });
 
-  it("numeric options are checked before any request, with a usage message (no Internal: serialize binary)", async () => {
+  it("numeric options and JSON arguments are checked before any request, with a usage message (no Internal: serialize binary)", async () => {
     const owner = await startTestOwner();
     cleanups.push(() => owner.close());
     const run = (args: string[]) => cli(["--url", owner.url, ...args]);
@@ -222,6 +222,9 @@ describe("client command options", () => {
         expect.stringMatching(/^error: option '--id <[a-z-]+>' argument '' is invalid\. must not be empty/),
       ]);
     }
+    // JSON deeper than the owner takes (past ~50 levels it would not even encode): said before any request.
+    const deep = await run(["emit", "x.y", `${'{"a":'.repeat(5_000)}1${"}".repeat(5_000)}`]);
+    expect([deep.code, deep.stderr]).toEqual([1, expect.stringMatching(/^chronolog: data is nested deeper than 32 levels \(at data\/a\/a\//)]);
     const seqs = await run(["redeliver", "p", "1", "99999999999999999999"]);
     expect([seqs.code, seqs.stderr]).toEqual([1, 'chronolog: each seq must be a whole number from 1 to 9007199254740991, got "99999999999999999999"\n']);
     // In range, the request is made: an unknown processor is the owner's NOT_FOUND.

@@ -93,7 +93,7 @@ describe("chronolog docs", () => {
     });
   });
 
-  it("emit and tail print seq as a JSON number", async () => {
+  it("emit (its data as an argument or from stdin) and tail print seq as a JSON number", async () => {
     await client.registerPlugin(manifestOf(definePlugin({ name: "notes", events: { "note.added": { allow: ["*"], schema: { type: "object" } } } })));
     const emitted = JSON.parse((await run(["emit", "note.added", '{"text":"hi"}'])).stdout);
     expect(typeof emitted.seq).toBe("number");
@@ -102,6 +102,10 @@ describe("chronolog docs", () => {
       .split("\n")
       .map((l) => JSON.parse(l));
     expect(tailed.map((e) => e.seq)).toEqual([emitted.seq]);
+    // Data past the shell's argument limit comes from stdin.
+    const text = "y".repeat(300_000);
+    const piped = JSON.parse((await cli(["--url", owner.url, "emit", "note.added", "-"], JSON.stringify({ text }))).stdout);
+    expect((await client.log.getEvent({ id: piped.id })).event?.data).toEqual({ text });
   });
 });
 

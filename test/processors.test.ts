@@ -8,7 +8,7 @@ import { runExecutor, TerminalError, type DeliveryContext, type Executor } from 
 import { AdminService } from "@chronolog/sdk/gen/chronolog/v1/admin_pb";
 import { ExecutorService } from "@chronolog/sdk/gen/chronolog/v1/executor_pb";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { onPostgres, startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
@@ -167,6 +167,56 @@ describe("processors over the Subscribe stream", () => {
     await new Promise((r) => setTimeout(r, 100));
     expect((await countTypes(client))["order.noted"]).toBe(2);
   });
+
+  it.runIf(onPostgres)(
+    "on PostgreSQL, work under a delivery waits for no round trip outside the commits: 50 handlers emitting, setting a delay and calling an action under their deliveries",
+    async () => {
+      const { owner: o, client } = await owner();
+      const plugin = definePlugin({
+        name: "orders",
+        events,
+        actions: { remind: { run: () => ({}) } },
+        processors: {
+          noter: {
+            on: "order.placed",
+            key: "data.n",
+            concurrency: 64,
+            async run(ctx) {
+              await ctx.emit("order.noted", { of: ctx.event.id });
+              await ctx.delay("orders.remind", { of: ctx.event.id }, { intervalMs: 3_600_000 }, "unbounded");
+              await ctx.call("orders.remind", { of: ctx.event.id });
+            },
+          },
+        },
+      });
+      /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
+      const waits = async () => {
+        const text = await (await fetch(`${o.url}/metrics`)).text();
+        return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+      };
+      const noted = async () => (await countTypes(client))["order.noted"] ?? 0;
+      await client.registerPlugin(manifestOf(plugin));
+      await executor(o.url, plugin, 64);
+      await client.emit("order.placed", { n: -1 }, { actor: { id: "warm" } });
+      await until(async () => (await noted()) === 1, "the first note (the statements prepared)");
+      const before = await waits();
+      await Promise.all(Array.from({ length: 50 }, (_, n) => client.emit("order.placed", { n }, { actor: { id: `customer-${n}` } })));
+      await until(async () => (await noted()) === 51, "50 notes");
+      const delays = async () => {
+        let n = 0;
+        for await (const _ of client.listTimers({ kind: "delay" })) n++;
+        return n;
+      };
+      await until(async () => (await delays()) === 51, "51 delays");
+      await until(async () => ((await countTypes(client))["action.completed"] ?? 0) === 51, "51 calls");
+      expect(await waits(), "waits for 50 emits, delays and calls under deliveries").toBeLessThan(before + 10); // a few others may come meanwhile
+      const notes = [];
+      for await (const e of client.read({ types: ["order.noted"] })) notes.push(e);
+      const placed = new Map<string, string>();
+      for await (const e of client.read({ types: ["order.placed"] })) placed.set(e.id, e.actor?.id ?? "");
+      for (const note of notes) expect(note.actor?.id, "a note's actor is its delivery's").toBe(placed.get(note.cause));
+    },
+  );
 
   it("skips events that fail `where` and starts a new processor at the end of the log by default", async () => {
     const { owner: o, client } = await owner();

@@ -503,7 +503,7 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
   it("malformed time arguments fail in the Python SDK before any call (unittest: sdk/python/tests/test_time_arguments.py)", async () => {
     const result = await pythonUnittest("sdk/python/tests/test_time_arguments.py");
     expect(result.exit).toBe("exit 0");
-    expect(result.stderr).toMatch(/^Ran 4 tests in .*\n\nOK\s*$/m);
+    expect(result.stderr).toMatch(/^Ran 5 tests in .*\n\nOK\s*$/m);
   });
 
   it("read lists given to a Python plugin go into its manifest (unittest: sdk/python/tests/test_plugin_read.py)", async () => {
@@ -534,6 +534,18 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     const result = await pythonUnittest("sdk/python/tests/test_ack_batches.py");
     expect(result.exit).toBe("exit 0");
     expect(result.stderr).toMatch(/^Ran 6 tests in .*\n\nOK\s*$/m);
+  });
+
+  it("bad credits are refused before the executor connects, naming the option; 0 is the owner's default (unittest: sdk/python/tests/test_executor_options.py)", async () => {
+    const result = await pythonUnittest("sdk/python/tests/test_executor_options.py");
+    expect(result.exit).toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
+  });
+
+  it("deliveries and invocations run on worker threads, at most credits at once; stop waits for what was given, after it nothing queued runs (unittest: sdk/python/tests/test_worker_pool.py)", async () => {
+    const result = await pythonUnittest("sdk/python/tests/test_worker_pool.py");
+    expect(result.exit).toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 5 tests in .*\n\nOK\s*$/m);
   });
 
   it("an action's work is under its action.started: a document, and a delay whose call reads ctx.scheduled one chain deeper and starts at its moment (held); the same call id runs nothing again", async () => {

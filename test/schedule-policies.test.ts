@@ -102,6 +102,33 @@ describe("through TimeService: policies, pause and resume, trigger, backfill", (
     expect((await eventsOf(h.client, ["timer.scheduled"]))[0].data?.policy).toEqual({ jitter_ms: 20_000 });
   });
 
+  it("a Schedule with a timer's id and the same definition (a retry) keeps its count, pause and moments; another definition starts a new timer: counted from 0, not paused", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const schedule = (k: string) => h.client.schedule("jobs.run", { k }, { everyMs: 10_000 }, { timerId: "counted", policy: { maxCount: 2 } });
+    await schedule("v1");
+    clock.set(T0 + 10_000);
+    await until(() => h.calls.length === 1, "the first call");
+    clock.set(T0 + 15_000);
+    const retried = await schedule("v1");
+    expect([retried.occurrences, ms(retried.nextDue)]).toEqual([1n, T0 + 20_000]); // its moments not moved by the retry
+    const replaced = await schedule("v2");
+    expect([replaced.occurrences, ms(replaced.nextDue)]).toEqual([0n, T0 + 25_000]);
+    for (const [t, calls] of [
+      [25_000, 2],
+      [35_000, 3],
+      [45_000, 3],
+    ]) {
+      clock.set(T0 + t);
+      await until(() => h.calls.length === calls, `${calls} calls at +${t / 1000} s`);
+    }
+    expect(h.calls.map((c) => c.input.k)).toEqual(["v1", "v2", "v2"]);
+    await h.client.schedule("jobs.run", { k: "p" }, { everyMs: 10_000 }, { timerId: "paused" });
+    await h.client.pauseTimer("paused");
+    expect((await h.client.schedule("jobs.run", { k: "p" }, { everyMs: 10_000 }, { timerId: "paused" })).paused).toBe(true);
+    expect((await h.client.schedule("jobs.run", { k: "p2" }, { everyMs: 10_000 }, { timerId: "paused" })).paused).toBe(false);
+  });
+
   it("start and end bound the moments and max_count ends the timer after its last occurrence (spent: no next due, no preview)", async () => {
     const clock = new ManualClock(T0);
     const h = await harness(clock);
@@ -320,7 +347,7 @@ describe("through TimeService: policies, pause and resume, trigger, backfill", (
     await expectConnectError(h.client.backfillTimer("nope", T0 - HOUR, T0), Code.NotFound);
     await expectUnchanged(h.client, before);
     const delay = await h.client.delay("jobs.run", {}, { intervalMs: MIN }, "unbounded");
-    await expectConnectError(h.client.backfillTimer(delay.delayId, T0 - HOUR, T0), Code.FailedPrecondition, /a delay cannot be backfilled/);
+    await expectConnectError(h.client.backfillTimer(delay.delayId, T0 - HOUR, T0), Code.FailedPrecondition, /is a delay: only recurring timers \(cron, every_ms\) can be backfilled/);
   });
 });
 

@@ -12,6 +12,7 @@ import { ChronologClient, createClient } from "../sdk/ts/src/client.js";
 import { dstOf, schedulePolicyOf } from "../sdk/ts/src/time-requests.js";
 import { CatchUpPolicy, DstGap, DstRepeated, OverlapPolicy, TimerKind } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { jsonObjectProblem, jsonProblem } from "../sdk/ts/src/json-check.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
 
 interface Sent {
   method: string;
@@ -489,5 +490,14 @@ describe("the client refuses bad numbers, moments and choices in options before 
     expect(thrown(() => dstOf({ gap: "Skip" as "skip" }))).toBe('dst.gap must be "shift" or "skip" (got "Skip")');
     expect(thrown(() => schedulePolicyOf({ maxCount: 1.5 }))).toBe("policy.maxCount must be a non-negative integer (got 1.5)");
     expect(dstOf({})).toEqual({ gap: DstGap.UNSPECIFIED, repeated: DstRepeated.UNSPECIFIED });
+  });
+});
+
+describe("runExecutor refuses bad options before it connects", () => {
+  it("credits that Hello cannot carry: a RangeError naming the option (it used to reconnect forever with INTERNAL serialize binary)", () => {
+    for (const credits of [-3, 1.5, Number.NaN, 2 ** 32])
+      expect(() => runExecutor({ url: "http://127.0.0.1:1", plugins: [], credits }), String(credits)).toThrow(
+        new RangeError(`credits must be a whole number from 0 to 4294967295 (0: the owner's default, 16), got ${credits}`),
+      );
   });
 });

@@ -302,11 +302,11 @@ describe.each(storeKinds)("timers' rows read ahead of a batch on %s (TimerStatem
       emit("e-2", "order.paid", { order: "d-1" }), // d-1 is gone: cancelled once
       emit("e-3", "order.paid", { order: "s-1" }), // a declared schedule: paused
       emit("e-4", "order.paid", { order: "s-1" }), // paused already: nothing
-      committer.submit((tx) => indexed.put(timer("n-1", "n-1"), tx.now, true)), // set in the batch...
+      committer.submit((tx) => indexed.put(timer("n-1", "n-1"), tx.now, { made: true })), // set in the batch...
       emit("e-5", "order.paid", { order: "n-1" }), // ...and matched in it
       undone,
       emit("e-6", "order.paid", { order: "d-2" }), // the undone unit cancelled nothing
-      committer.submit((tx) => indexed.put(timer("p-1", "p-1", "delay", "parcel.sent", "data.parcel"), tx.now, true)), // the first timer of its type
+      committer.submit((tx) => indexed.put(timer("p-1", "p-1", "delay", "parcel.sent", "data.parcel"), tx.now, { made: true })), // the first timer of its type
       emit("e-7", "parcel.sent", { parcel: "p-1" }),
       emit("e-8", "order.paid", { order: "nobody" }),
     ]);

@@ -183,7 +183,7 @@ program
 
 program
   .command("emit <type> <json>")
-  .description("emit one event and print it")
+  .description("emit one event and print it (json - : the data read from stdin)")
   .option("--id <id>", "idempotency key", idOption)
   .option("--stream <stream>", "append to this stream (e.g. order-o-1), at its next position")
   .option("--expected-version <v>", "with --stream: no_stream, any or the stream's last position (FAILED_PRECONDITION otherwise)", expectedVersionOption)
@@ -325,7 +325,7 @@ program
 program
   .command("move-cursor <processor>")
   .description("move a processor's cursor to replay from a seq or a time (admin; recorded)")
-  .option("--seq <n>", "events at or below this seq count as finished", seqOption)
+  .option("--seq <n>", "events at or below this seq count as finished: delivery goes on from n + 1 (0: replay the whole log)", seqOption)
   .option("--at <iso-time>", "replay from the first event committed at or after this time")
   .action(clientAction(moveCursorCommand));
 

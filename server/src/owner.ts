@@ -315,6 +315,7 @@ async function serve(
     release: (session) => hub.release(session),
     stages,
     readLog: store.db.readAsync && logReads.readWithin,
+    causes: store.db.readAsync && liveCauses,
   });
   const timers = options.timers ?? systemTimers;
   const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });

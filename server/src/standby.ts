@@ -28,7 +28,7 @@ import { pluginReads } from "./rpc/plugin-service.js";
 import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type StandbyServing } from "./rpc/standby.js";
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
 import { timeReads } from "./rpc/time-service.js";
-import { cursorStatements, failedDeliveryReads } from "./store/cursors.js";
+import { cursorStatements, failedDeliveryReads, storedCursorReads } from "./store/cursors.js";
 import { causeReads } from "./store/cause-reads.js";
 import { eventReads, eventStatements, type EventStatements } from "./store/events.js";
 import { streamReads } from "./store/streams.js";
@@ -197,6 +197,7 @@ class StandbyView {
       const db = this.reads.db;
       this.events = eventStatements(db);
       const cursors = cursorStatements(db);
+      const storedCursors = storedCursorReads(db);
       this.plugins = new PluginRegistry(db);
       const plugins = this.plugins;
       const removal = logRemovalStatements(db);
@@ -223,7 +224,10 @@ class StandbyView {
         },
         [TimeService.typeName]: timeReads(new TimerReads({ reads: timerRowReads(db, timerStatements(db)), clock: options.clock })),
         [AdminService.typeName]: adminReads({
-          statuses: () => storedStatuses(plugins.list(), cursors, head.head),
+          statuses: async () => {
+            const stored = await storedCursors();
+            return storedStatuses(plugins.list(), stored, head.head);
+          },
           failed: failedDeliveryReads(db, cursors),
           reads,
         }),

@@ -62,7 +62,6 @@ made before instead of writing them twice.
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import signal
 import sys
@@ -83,6 +82,7 @@ from chronolog.plugin import Plugin
 from chronolog.runs import cancel_work, describe, run_delivery, run_invocation
 from chronolog.session import DEFAULT_MAX_MESSAGE_BYTES, Session
 from chronolog.version import SDK_NAME, __version__, versions_differ
+from chronolog.worker_pool import WorkerPool
 
 __all__ = ["Executor", "run_executor"]
 
@@ -91,6 +91,11 @@ __all__ = ["Executor", "run_executor"]
 #: token, or a principal whose role may not subscribe. Retrying cannot help.
 #: (INVALID_ARGUMENT and RESOURCE_EXHAUSTED count too, but only before the welcome: see _is_fatal.)
 FATAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
+
+
+#: The most credits Hello can carry (a uint32; the owner clamps what it takes further), and what 0 means.
+_MAX_CREDITS = 2**32 - 1
+_DEFAULT_CREDITS = 16
 
 
 def _is_fatal(error: BaseException, welcomed: bool) -> bool:
@@ -153,7 +158,8 @@ class Executor:
         calls under deliveries follow the leader for up to ``failover_timeout_s``, see :func:`connect`).
 
         ``executor`` is the name replicas share (default: the first plugin's
-        name); ``credits`` the deliveries and invocations accepted at once.
+        name); ``credits`` the deliveries and invocations accepted at once (a
+        whole number; 0: the owner's default, 16; else ValueError).
         ``holds`` (default True): take calls of time up to the owner's lookahead
         before their moment, with ``hold_ms``, and start them at it on a worker
         thread that waits meanwhile; False: the owner sends them at the moment.
@@ -167,7 +173,9 @@ class Executor:
         """
         self.plugins = list(plugins)
         self.name = executor or (self.plugins[0].name if self.plugins else "executor")
-        self.credits = max(1, credits)
+        if isinstance(credits, bool) or not isinstance(credits, int) or not 0 <= credits <= _MAX_CREDITS:
+            raise ValueError(f"credits must be a whole number from 0 to {_MAX_CREDITS} (0: the owner's default, 16), got {credits!r}")
+        self.credits = credits or _DEFAULT_CREDITS
         self.holds = holds
         self.data_json = data_json
         self.instance_id = str(uuid.uuid4())
@@ -181,9 +189,8 @@ class Executor:
         self._processors = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.processors.items()}
         self._actions = {f"{p.name}.{n}": d for p in self.plugins for n, d in p.actions.items()}
         self._manifests = [p.manifest() for p in self.plugins]
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.credits, thread_name_prefix="chronolog-work")
-        self._running: set[concurrent.futures.Future] = set()
-        self._running_lock = threading.Lock()
+        self._pool = WorkerPool(self.credits, "chronolog-work")
+        self._closed_lock = threading.Lock()
         self._ready = threading.Event()
         self._settled = threading.Event()  # welcomed, or stopped for good
         self._stopping = threading.Event()
@@ -235,12 +242,7 @@ class Executor:
             session.send(executor_pb2.SubscribeRequest(stopping=executor_pb2.Stopping(grace_ms=int(grace_s * 1000))))
             while not session.stopping_answered.is_set() and not session.ended.is_set() and time.monotonic() < deadline:
                 session.stopping_answered.wait(0.05)
-        while (left := deadline - time.monotonic()) > 0:
-            with self._running_lock:
-                running = list(self._running)
-            if not running:
-                break
-            concurrent.futures.wait(running, timeout=left)
+        self._pool.wait_idle(max(0.0, deadline - time.monotonic()))
         session = self._session
         if session is not None:
             session.close_sends()
@@ -248,8 +250,8 @@ class Executor:
             session.end()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        with self._running_lock:
+        self._pool.shutdown()
+        with self._closed_lock:
             closed, self._closed = self._closed, True
         if not closed:
             self.client.close()
@@ -428,16 +430,8 @@ class Executor:
             session.send(executor_pb2.SubscribeRequest(heartbeat=executor_pb2.Heartbeat(at=now)))
 
     def _submit(self, fn: Callable[..., None], work: Any, session: Session) -> None:
-        """Runs one delivery or invocation on the pool, tracked for stop()."""
-        future = self._pool.submit(fn, work, session)
-        with self._running_lock:
-            self._running.add(future)
-
-        def done(f: concurrent.futures.Future) -> None:
-            with self._running_lock:
-                self._running.discard(f)
-
-        future.add_done_callback(done)
+        """Runs one delivery or invocation on a worker thread (stop() waits for them)."""
+        self._pool.submit(fn, work, session)
 
 
 def run_executor(plugins: Sequence[Plugin], url: str = DEFAULT_URL, token: Optional[str] = None, **options: Any) -> Executor:

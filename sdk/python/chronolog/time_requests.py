@@ -47,7 +47,7 @@ def timer_spec(when: Mapping[str, Any]) -> time_pb2.TimerSpec:
     if keys in ({"cron"}, {"cron", "zone"}):
         return time_pb2.TimerSpec(cron=time_pb2.CronSpec(expression=when["cron"], zone=when.get("zone", "")))
     if keys == {"every_ms"}:
-        return time_pb2.TimerSpec(every_ms=int(when["every_ms"]))
+        return time_pb2.TimerSpec(every_ms=whole_ms(when["every_ms"], "every_ms"))
     raise ValueError(f"when {dict(when)!r}: expected {{'at': moment}}, {{'cron': expr, 'zone': iana}} or {{'every_ms': n}}")
 
 
@@ -58,8 +58,16 @@ def overdue_bound(overdue: Union[str, Mapping[str, Any]]) -> time_pb2.Overdue:
     if overdue == "on_time_or_never":
         return time_pb2.Overdue(on_time_or_never=True)
     if isinstance(overdue, Mapping) and set(overdue) == {"max_lateness_ms"}:
-        return time_pb2.Overdue(max_lateness_ms=int(overdue["max_lateness_ms"]))
+        return time_pb2.Overdue(max_lateness_ms=whole_ms(overdue["max_lateness_ms"], "max_lateness_ms"))
     raise ValueError(f"overdue {overdue!r}: expected 'unbounded', 'on_time_or_never' or {{'max_lateness_ms': n}}")
+
+
+def whole_ms(value: Any, name: str) -> int:
+    """``value`` as a whole number of milliseconds (an int, or a float without a fraction); else
+    ValueError naming ``name`` (``int()`` would cut 1.5 to 1 and send what was not asked for)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{name} must be a whole number of milliseconds, got {value!r}")
+    return int(value)
 
 
 def cancel_on_entries(cancel_on: Sequence[Mapping[str, Any]]) -> list:
@@ -95,7 +103,7 @@ def delay_request(
     """A DelayRequest from :meth:`Client.delay`'s arguments."""
     keys = set(when)
     if keys == {"interval_ms"}:
-        timing: dict = {"interval_ms": int(when["interval_ms"])}
+        timing: dict = {"interval_ms": whole_ms(when["interval_ms"], "interval_ms")}
     elif keys == {"at"}:
         timing = {"at": timestamp_of(when["at"], "at")}
     else:

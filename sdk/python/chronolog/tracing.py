@@ -36,6 +36,10 @@ def handler_span(name: str, kind: SpanKind, attributes: Attributes, traceparent:
 
     An exception leaving the block is recorded on the span, which then ends.
     """
+    if not traceparent and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # No tracer provider installed and no trace of the owner's to continue: nothing to record or pass on.
+        yield trace.INVALID_SPAN
+        return
     carrier = {"traceparent": traceparent, "tracestate": tracestate} if traceparent else {}
     parent = propagate.extract(carrier, context=otel_context.Context()) if traceparent else otel_context.Context()
     tracer = trace.get_tracer("chronolog", __version__)

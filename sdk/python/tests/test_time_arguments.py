@@ -9,7 +9,7 @@ import unittest
 from datetime import datetime, timedelta, timezone
 
 from chronolog import Client
-from chronolog.time_requests import overdue_bound, timer_spec
+from chronolog.time_requests import delay_request, overdue_bound, timer_spec
 
 
 class TimeArguments(unittest.TestCase):
@@ -35,6 +35,19 @@ class TimeArguments(unittest.TestCase):
             timer_spec({"everyMs": 1000})
         with self.assertRaisesRegex(TypeError, "timezone-aware datetime or ms"):
             timer_spec({"at": "2030-01-01T00:00:00Z"})
+
+    def test_milliseconds_are_whole(self):
+        """every_ms, interval_ms and max_lateness_ms take whole numbers (60000.0 too); 1.5, "5" or True are refused naming the field."""
+        self.assertEqual(timer_spec({"every_ms": 60000.0}).every_ms, 60000)
+        self.assertEqual(delay_request("a.b", None, {"interval_ms": 1000}, "unbounded").interval_ms, 1000)
+        for bad in (1.5, "5", True, None):
+            with self.subTest(bad=bad):
+                with self.assertRaisesRegex(ValueError, r"^every_ms must be a whole number of milliseconds"):
+                    timer_spec({"every_ms": bad})
+                with self.assertRaisesRegex(ValueError, r"^interval_ms must be a whole number of milliseconds"):
+                    delay_request("a.b", None, {"interval_ms": bad}, "unbounded")
+                with self.assertRaisesRegex(ValueError, r"^max_lateness_ms must be a whole number of milliseconds"):
+                    overdue_bound({"max_lateness_ms": bad})
 
     def test_overdue_forms_and_refusals(self):
         """The three bounds; anything else is refused naming the forms."""

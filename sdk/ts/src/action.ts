@@ -8,6 +8,7 @@ import { Outcome, type ActionResultSchema, type Invocation } from "./gen/chronol
 import { jsonProblem } from "./json-check.js";
 import type { ActionDefinition, PluginDefinition } from "./plugin.js";
 import { CauseWork, cancelledBy, type WorkUnderCause } from "./work.js";
+import { handlerError } from "./handler-errors.js";
 
 /** What an action's `run` gets for one invocation. */
 export interface ActionContext extends WorkUnderCause {
@@ -126,7 +127,7 @@ export class ActionHost {
       result = {
         invocationId: invocation.invocationId,
         outcome: terminal ? Outcome.TERMINAL_ERROR : Outcome.ERROR,
-        error: e instanceof Error ? e.message : String(e),
+        error: handlerError(e),
         startedLateMs,
       };
     } finally {

@@ -21,6 +21,7 @@ import { isFatal, printError } from "./stream-refusals.js";
 import { streamSends, type StreamSends } from "./stream-sends.js";
 import { sdkName, sdkVersion, versionsDiffer } from "./version.js";
 import { CauseWork, cancelledBy } from "./work.js";
+import { handlerError, loggedError } from "./handler-errors.js";
 
 export type { ActionContext } from "./action.js";
 export type { DeliveryContext } from "./delivery.js";
@@ -101,6 +102,9 @@ export interface Executor {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** The most credits Hello can carry (a uint32; the owner clamps what it takes further). */
+const maxCredits = 2 ** 32 - 1;
+
 /**
  * Connects to an owner over the Subscribe stream, hosts the plugins'
  * processors, actions and pulses (every pulse the plugins declare is
@@ -163,6 +167,9 @@ class ExecutorRunner {
   /** The owner's refusal for good, once it came (see {@link isFatal}). */
 
   constructor(private readonly options: ExecutorOptions) {
+    const { credits } = options;
+    if (credits !== undefined && !(Number.isInteger(credits) && credits >= 0 && credits <= maxCredits))
+      throw new RangeError(`credits must be a whole number from 0 to ${maxCredits} (0: the owner's default, 16), got ${credits}`);
     this.transport = createTransport({ ...options, protocol: "grpc", reads: "leader" });
     this.client = new ChronologClient(this.transport);
     this.actions = new ActionHost(options.plugins, this.client);
@@ -336,7 +343,7 @@ class ExecutorRunner {
     const send = (result: Parameters<StreamSends["result"]>[0]) => {
       if (result.outcome !== Outcome.OK) {
         const terminal = result.outcome === Outcome.TERMINAL_ERROR ? ", terminal" : "";
-        this.log(`${invocation.action} failed (call ${invocation.callId}, attempt ${invocation.attempt}${terminal}): ${result.error}`);
+        this.log(`${invocation.action} failed (call ${invocation.callId}, attempt ${invocation.attempt}${terminal}): ${loggedError(result.error ?? "")}`);
       }
       sends.result(result);
     };
@@ -425,9 +432,9 @@ class ExecutorRunner {
       return;
     }
     const outcome = error instanceof TerminalError ? Outcome.TERMINAL_ERROR : Outcome.ERROR;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = handlerError(error);
     this.log(
-      `${delivery.processor} failed on event ${delivery.event?.id ?? ""} (attempt ${delivery.attempt}${outcome === Outcome.TERMINAL_ERROR ? ", terminal" : ""}): ${message}`,
+      `${delivery.processor} failed on event ${delivery.event?.id ?? ""} (attempt ${delivery.attempt}${outcome === Outcome.TERMINAL_ERROR ? ", terminal" : ""}): ${loggedError(message)}`,
     );
     sends.ack({ deliveryId: delivery.deliveryId, outcome, error: message });
   }

@@ -3,9 +3,9 @@ import { ChronologError, fail } from "../errors.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
 import type { PluginRegistry } from "../plugins/registry.js";
-import type { CallStatements } from "../store/calls.js";
+import type { CallRow, CallStatements } from "../store/calls.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { EventStatements } from "../store/events.js";
+import type { EventReads, EventStatements } from "../store/events.js";
 import { callerGone, notStartedError, stoppingError } from "./call-errors.js";
 import { fromOutside, fromPulse, fromTime, ownCallId, sameCall, underCause } from "./call-origin.js";
 import type { CallRequest, CallResult } from "./call-request.js";
@@ -29,6 +29,10 @@ export interface ActionCallsDeps extends InvocationsDeps {
   committer: Committer;
   events: EventStatements;
   calls: CallStatements;
+  /** {@link CallStatements.get} without blocking the event loop (PostgreSQL: the async connection). */
+  callRows(callId: string): Promise<CallRow | undefined>;
+  /** The log's look-ups that do not block the event loop. */
+  logReads: Pick<EventReads, "findById">;
   hosts: HostQueue;
 }
 
@@ -98,6 +102,8 @@ const maxAnswerMarginMs = 500;
  */
 export class ActionCalls {
   private readonly runs = new Map<string, Run>();
+  /** The reads of stored calls under way, by call id ({@link stored}): a run of the call that ends makes them stale. */
+  private readonly reading = new Map<string, Set<{ stale: boolean }>>();
   /** The actions' concurrency limits. */
   readonly slots = new CallSlots();
   /** The actions' rates. */
@@ -186,16 +192,17 @@ export class ActionCalls {
     // The caller's span (a call's, an occurrence's); a pulse's call starts a trace of its own (what ran
     // the clock's timer is no cause of it).
     if (tracing.on && !req.pulse) call.trace = traceText();
-    // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const clientChosen = !req.cause && !req.scheduled && !req.pulse && req.callId !== "";
+    // Its stored row (or, for a recorded call whose row the retention deleted, its events) unless a run of it is going on.
+    const row = req.scheduled?.fresh ? undefined : await this.stored(call);
+    if (this.state.stopped || (this.state.stopping && !req.cause)) throw stoppingError();
+    // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const running = this.runs.get(call.callId);
     if (running) {
       ownCallId(call, running.call.actor, clientChosen, principal);
       sameCall(call, running.call.entry.name, running.call.inputHash);
       return this.wait(running, caller);
     }
-    // A recorded call whose row the retention deleted is answered from its events, as by its row.
-    const row = req.scheduled?.fresh ? undefined : (this.deps.calls.get(call.callId) ?? callFromLog(this.deps.events, call, this.deps.clock.now()));
     if (row) {
       ownCallId(call, row.actor, clientChosen, principal);
       sameCall(call, row.action, row.inputHash);
@@ -288,7 +295,32 @@ export class ActionCalls {
   /** A run ended: forgets it; the last one while the owner stops ends the grace. */
   private ended(callId: string): void {
     this.runs.delete(callId);
+    for (const read of this.reading.get(callId) ?? []) read.stale = true;
     if (this.runs.size === 0) this.idle?.();
+  }
+
+  /**
+   * What is stored of `call` (its row, else what its events tell: callFromLog), read without
+   * blocking the event loop; undefined when a run of it is going on (the caller finds it). A run
+   * of it that started after a read began and ended before it answered made the read stale: then
+   * it is read again. The caller goes on at once, in the same turn: no run can end in between.
+   */
+  private async stored(call: CallIdentity): Promise<CallRow | undefined> {
+    let reads = this.reading.get(call.callId);
+    if (!reads) this.reading.set(call.callId, (reads = new Set()));
+    const read = { stale: true };
+    try {
+      let row: CallRow | undefined;
+      while (read.stale && !this.runs.has(call.callId)) {
+        read.stale = false;
+        reads.add(read);
+        row = (await this.deps.callRows(call.callId)) ?? (await callFromLog(this.deps.logReads, call, this.deps.clock.now()));
+      }
+      return row;
+    } finally {
+      reads.delete(read);
+      if (reads.size === 0) this.reading.delete(call.callId);
+    }
   }
 
   /** Waits for `run`'s answer as `caller`; leaves (and, last to leave, abandons the run) when the caller goes. */
@@ -407,6 +439,8 @@ export class ActionCalls {
         hosts.offer(session);
         throw e;
       }
+      // Work under the call's action.started finds its actor and chain depth without reading the log.
+      if (cause !== "") this.deps.live.remember(cause, call.actor, { depth: call.chainDepth, parent: call.parentCause });
       // An attempt held for its moment when the owner begins to stop is not sent: the next owner sends it at its moment.
       const due = session.hosting.holds || (await this.invocations.holdUntil(call.scheduled?.sendAtMs));
       if (!due) session.inFlight.delete(invocationId);

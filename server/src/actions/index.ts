@@ -3,10 +3,10 @@ import type { ExecutorSession } from "../executors/session.js";
 import type { LiveCauses } from "../log/causes.js";
 import type { Logger } from "../logger.js";
 import type { PluginRegistry } from "../plugins/registry.js";
-import { callStatements, limitedCallsReader } from "../store/calls.js";
+import { callRowReads, callStatements, limitedCallsReader } from "../store/calls.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
-import type { EventStatements } from "../store/events.js";
+import { eventReads, type EventStatements } from "../store/events.js";
 import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";
 import { restoreLimits } from "./limits-restore.js";
@@ -39,7 +39,8 @@ export interface ActionsOptions {
 /** Opens the action calls of an owner on its database and executor sessions. */
 export function openActions(options: ActionsOptions): ActionCalls {
   const { db, sessions, ...deps } = options;
-  const actions = new ActionCalls({ ...deps, calls: callStatements(db), hosts: new HostQueue(sessions) });
+  const calls = callStatements(db);
+  const actions = new ActionCalls({ ...deps, calls, callRows: callRowReads(db, calls), logReads: eventReads(db, deps.events), hosts: new HostQueue(sessions) });
   const restored = restoreLimits(deps.registry.allActions(), limitedCallsReader(db), actions.slots, actions.rates, deps.clock.now());
   if (restored.slots + restored.starts > 0)
     deps.logger.info(restored, `actions' limits restored: ${restored.slots} slots of calls left running, ${restored.starts} recent starts in the rate buckets`);

@@ -4,7 +4,7 @@ import { canonicalJson } from "../log/canonical.js";
 import { derivedId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
-import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
+import type { ActorRecord, EventReads, EventRecord, EventStatements } from "../store/events.js";
 import type { AttemptOutcome } from "./call-request.js";
 import { recordedInput, type ActionEntry } from "./declaration.js";
 
@@ -99,9 +99,22 @@ const recentCallIdMs = 3_600_000;
  * an owner before the time-ordered ids gave it (a call it started and this one continues).
  */
 export function findCallEvent(events: EventStatements, callId: string, what: CallEventKind, attempt = 0): EventRecord | undefined {
+  const [id, legacy] = callEventIds(callId, what, attempt);
+  return events.findById(id) ?? (legacy === undefined ? undefined : events.findById(legacy));
+}
+
+/** {@link findCallEvent} without blocking the event loop: both ids looked up together (one round trip on PostgreSQL). */
+async function readCallEvent(reads: Pick<EventReads, "findById">, callId: string, what: CallEventKind, attempt = 0): Promise<EventRecord | undefined> {
+  const [id, legacy] = callEventIds(callId, what, attempt);
+  const [found, old] = await Promise.all([reads.findById(id), legacy === undefined ? undefined : reads.findById(legacy)]);
+  return found ?? old;
+}
+
+/** The ids a call's runtime event may have: {@link callEventId}'s, and the older plain derived one when it differs. */
+function callEventIds(callId: string, what: CallEventKind, attempt: number): [id: string, legacy: string | undefined] {
   const legacy = derivedId(callId, attempt, `action.${what}`);
   const id = ledByTime(callId, legacy);
-  return events.findById(id) ?? (legacy === id ? undefined : events.findById(legacy));
+  return [id, legacy === id ? undefined : legacy];
 }
 
 /**
@@ -113,17 +126,18 @@ export function findCallEvent(events: EventStatements, callId: string, what: Cal
  * the call's own when the recorded input (private fields aside) and action match, else one that
  * matches no input, so the caller refuses the reuse (ALREADY_EXISTS).
  */
-export function callFromLog(events: EventStatements, call: CallIdentity, nowMs: number): CallRow | undefined {
+export async function callFromLog(reads: Pick<EventReads, "findById">, call: CallIdentity, nowMs: number): Promise<CallRow | undefined> {
   const { callId, entry } = call;
   const time = timeCharacters(callId);
   if (time !== undefined && Math.abs(nowMs - parseInt(time, 16)) <= recentCallIdMs) return undefined;
-  const started = findCallEvent(events, callId, "started");
+  const find = (what: CallEventKind, attempt = 0) => readCallEvent(reads, callId, what, attempt);
+  const started = await find("started");
   if (!started) return undefined;
   const same = started.data.action === entry.name && canonicalJson(started.data.input) === canonicalJson(recordedInput(entry, call.input));
-  const completed = findCallEvent(events, callId, "completed");
+  const completed = await find("completed");
   let attempt = completed ? Number(completed.data.attempt) : 1;
-  if (!completed) while (findCallEvent(events, callId, "retried", attempt + 1)) attempt++;
-  const failed = completed ? undefined : findCallEvent(events, callId, "failed", attempt);
+  if (!completed) while (await find("retried", attempt + 1)) attempt++;
+  const failed = completed ? undefined : await find("failed", attempt);
   return {
     callId,
     action: String(started.data.action),

@@ -55,7 +55,12 @@ export async function failedCommand(flags: ClientFlags & { processor?: string; j
 export async function redeliverCommand(processor: string, seqs: string[], flags: ClientFlags): Promise<void> {
   const checked = seqs.map((s) => BigInt(wholeNumber(s, "each seq", 1, maxSeq)));
   const { count } = await client(flags).admin.redeliverFailed({ processor, seqs: checked });
-  console.log(`${processor}: ${count} redelivered`);
+  const skipped = new Set(checked).size - count;
+  const note =
+    skipped > 0
+      ? ` (${skipped} of the seqs given not: no failed delivery on record, one being delivered again, or its event removed from the log; \`chronolog failed --processor ${processor}\` lists them)`
+      : "";
+  console.log(`${processor}: ${count} redelivered${note}`);
 }
 
 /** `chronolog dismiss PROCESSOR (SEQ... | --all)`: forgets failed deliveries without delivering them again (recorded). */
@@ -63,7 +68,10 @@ export async function dismissCommand(processor: string, seqs: string[], flags: C
   if ((flags.all ?? false) === seqs.length > 0) throw new Error("give the seqs of the failed deliveries to dismiss, or --all (not both)");
   const checked = seqs.map((s) => BigInt(wholeNumber(s, "each seq", 1, maxSeq)));
   const dismissed = await client(flags).admin.dismissFailed({ processor, seqs: checked, all: flags.all ?? false });
-  console.log(`${processor}: ${dismissed.count} dismissed${dismissed.count > 0 ? ` (seqs ${seqList(dismissed.seqs)})` : ""}`);
+  const done = new Set(dismissed.seqs);
+  const absent = [...new Set(checked)].filter((seq) => !done.has(seq));
+  const note = absent.length > 0 ? `; not failed deliveries on record: ${seqList(absent)}` : "";
+  console.log(`${processor}: ${dismissed.count} dismissed${dismissed.count > 0 ? ` (seqs ${seqList(dismissed.seqs)})` : ""}${note}`);
 }
 
 /** Seqs in order as a short list: every one up to 10, else the first 5, how many more, and the last. */

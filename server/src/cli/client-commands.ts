@@ -7,6 +7,7 @@ import { createClient, type ChronologClient } from "../../../sdk/ts/src/client.j
 import { isHttpUrl } from "../../../sdk/ts/src/options.js";
 import { EventSchema } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { jsonLine } from "./json.js";
+import { jsonProblem } from "../json-limits.js";
 import { withConcurrencyShorthand } from "../plugins/flow-limits.js";
 
 /** Flags shared by the client commands. */
@@ -36,7 +37,7 @@ export function urlsOf(flag: string): string[] {
   return urls;
 }
 
-/** `text` as a JSON object, or an Error naming `what`. */
+/** `text` as a JSON object the owner takes (json-limits.ts: a deeper one would not even encode), or an Error naming `what`. */
 export function parseObject(text: string, what: string): JsonObject {
   let value: unknown;
   try {
@@ -45,6 +46,8 @@ export function parseObject(text: string, what: string): JsonObject {
     throw new Error(`${what} is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error(`${what} must be a JSON object`);
+  const problem = jsonProblem(value, what);
+  if (problem) throw new Error(problem);
   return value as JsonObject;
 }
 
@@ -56,7 +59,8 @@ export async function emitCommand(
 ): Promise<void> {
   if (flags.stream === "") throw new Error("--stream needs a stream name (1 to 200 characters)");
   if (flags.expectedVersion !== undefined && flags.stream === undefined) throw new Error("--expected-version goes with --stream");
-  const response = await client(flags).emit(type, parseObject(json, "data"), { id: flags.id, stream: flags.stream, expectedVersion: flags.expectedVersion });
+  const data = parseObject(json === "-" ? readFileSync(0, "utf8") : json, "data"); // "-": from stdin (past the shell's argument limit)
+  const response = await client(flags).emit(type, data, { id: flags.id, stream: flags.stream, expectedVersion: flags.expectedVersion });
   const extra: JsonObject = { existing: response.existing };
   if (response.streamPosition !== undefined) extra.streamPosition = Number(response.streamPosition);
   console.log(jsonLine(EventSchema, response.event!, extra));

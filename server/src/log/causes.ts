@@ -1,5 +1,5 @@
 import { fail } from "../errors.js";
-import type { ActorRecord, EventStatements } from "../store/events.js";
+import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 
 /**
  * Names the work a call is made under (the proto's Cause): the event `eventId` (a delivery's
@@ -23,6 +23,8 @@ export interface CauseRef {
  */
 export class LiveCauses {
   private readonly live = new Map<string, LiveCause & { holds: number }>();
+  /** Events in the log the owner just delivered or started calls under ({@link remember}), oldest first. */
+  private readonly recent = new Map<string, LiveCause>();
 
   /**
    * Holds `id` as a live cause running as `actor` until the returned release is called
@@ -42,13 +44,35 @@ export class LiveCauses {
     };
   }
 
-  /** The live cause `id`, or undefined. */
+  /**
+   * Remembers the event `id` of the log, just delivered or just recorded as a call's
+   * `action.started`, as a cause with its actor and place in its chain: work under it finds them
+   * here instead of reading the log (on PostgreSQL a round trip the owner's thread would wait
+   * for). Events never change, so what is remembered stays true; the oldest of
+   * {@link recentCauses} is forgotten first, and a cause forgotten is read from the log again.
+   */
+  remember(id: string, actor: ActorRecord | null, chain: LiveCause["chain"]): void {
+    if (this.recent.has(id)) return;
+    this.recent.set(id, { actor, chain });
+    if (this.recent.size > recentCauses) this.recent.delete(this.recent.keys().next().value as string);
+  }
+
+  /** The live cause `id`, or a remembered one; undefined when neither. */
   get(id: string): LiveCause | undefined {
-    return this.live.get(id);
+    return this.live.get(id) ?? this.recent.get(id);
   }
 }
 
-/** A cause held in memory (a running `record: false` invocation). */
+/** Remembers `event` as a cause (LiveCauses.remember), in its chain as {@link causeChainDepth} would place it. */
+export function rememberCause(causes: LiveCauses, event: EventRecord): void {
+  const depth = event.type === "action.started" ? event.data.chain_depth : undefined;
+  causes.remember(event.id, event.actor, typeof depth === "number" ? { depth, parent: event.cause } : { parent: event.cause });
+}
+
+/** Events remembered as causes at most ({@link LiveCauses.remember}): well past the deliveries and calls in flight at once. */
+const recentCauses = 16_384;
+
+/** A cause held in memory (a running `record: false` invocation, or an event remembered as a cause). */
 export interface LiveCause {
   actor: ActorRecord | null;
   /** Its place in a chain: `depth` when the call recorded one, else the cause it was made under. */

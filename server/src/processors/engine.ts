@@ -1,5 +1,6 @@
 import { settleDelivery } from "../tracing/messaging.js";
 import type { Clock } from "../clock.js";
+import { rememberCause, type LiveCauses } from "../log/causes.js";
 import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
@@ -40,6 +41,8 @@ export interface EngineDeps {
   stages: Stages;
   /** Where the log's reads are round trips (PostgreSQL): reads what the tail no longer holds without blocking the event loop (LogReader). */
   readLog?: (afterSeq: number, limit: number, maxBytes: number, types: string[]) => Promise<BudgetedRows>;
+  /** Where a look-up of an event is a round trip (PostgreSQL): each event delivered is remembered there as a cause, so work under it reads nothing. */
+  causes?: LiveCauses;
 }
 
 /** How an executor's answer was taken. */
@@ -382,6 +385,7 @@ export class ProcessorEngine {
 
   /** Sends the event's next try to `session`. */
   private send(attempt: Attempt, session: ExecutorSession): Try {
+    if (this.deps.causes) rememberCause(this.deps.causes, attempt.event);
     return this.tries.send(attempt, session, this.redelivering.has(attempt.event.seq));
   }
 

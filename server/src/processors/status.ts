@@ -1,6 +1,6 @@
 import type { RegisteredPlugin } from "../plugins/manifest.js";
 import type { RecentFigures } from "../recent-percentiles.js";
-import type { CursorStatements } from "../store/cursors.js";
+import type { StoredCursors } from "../store/cursors.js";
 import { compileProcessor } from "./declaration.js";
 import type { ProcessorEngine } from "./engine.js";
 
@@ -61,13 +61,13 @@ export function engineStatus(engine: ProcessorEngine, head: number, failures: nu
  * its start position), and the failed deliveries on record. What only the leader's running
  * engine knows is left at its floor: delivered is the ack floor, nothing in flight, no retries.
  */
-export function storedStatuses(plugins: RegisteredPlugin[], cursors: CursorStatements, head: number): ProcessorStatus[] {
+export function storedStatuses(plugins: RegisteredPlugin[], stored: StoredCursors, head: number): ProcessorStatus[] {
   const statuses: ProcessorStatus[] = [];
   for (const plugin of plugins) {
     const manifest = plugin.compiled.manifest;
     for (const [name, declaration] of Object.entries(manifest.processors)) {
       const spec = compileProcessor(manifest.name, name, declaration);
-      const saved = cursors.get(spec.name);
+      const saved = stored.cursors.get(spec.name);
       const ackFloor = saved?.ackFloor ?? (spec.start.kind === "beginning" ? 0 : spec.start.kind === "after" ? spec.start.seq : head);
       statuses.push({
         name: spec.name,
@@ -76,7 +76,7 @@ export function storedStatuses(plugins: RegisteredPlugin[], cursors: CursorState
         lag: Math.max(0, head - ackFloor),
         inFlight: 0,
         retries: 0,
-        failures: cursors.failedCount(spec.name),
+        failures: stored.failures.get(spec.name) ?? 0,
         paused: saved?.paused ?? false,
         limits: spec.limits,
         rateWaits: 0,

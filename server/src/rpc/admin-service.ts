@@ -24,8 +24,8 @@ import { pageSizeFromProto, seqFromProto } from "./convert.js";
 
 /** What AdminService's reads need: the processors' states, and the store's cursors and log. */
 export interface AdminReadDeps {
-  /** Every declared processor's state, by name. */
-  statuses(): ProcessorStatus[];
+  /** Every declared processor's state, by name (a standby reads them from the store without blocking the event loop). */
+  statuses(): ProcessorStatus[] | Promise<ProcessorStatus[]>;
   /** Failed deliveries of one processor by seq, or of all by processor and seq, read without blocking the event loop. */
   failed(processor?: string): Promise<FailedDeliveryRow[]>;
   /** The log's reads that do not block the event loop. */
@@ -94,14 +94,16 @@ export interface AdminDeps {
  */
 export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminService>, "listProcessors" | "listFailedDeliveries"> {
   return {
-    listProcessors(_req, ctx) {
+    async listProcessors(_req, ctx) {
       admin(ctx);
-      return { processors: deps.statuses().map(statusToProto) };
+      return { processors: (await deps.statuses()).map(statusToProto) };
     },
     async listFailedDeliveries(req, ctx) {
       admin(ctx);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
       const all = await deps.failed(req.processor || undefined);
+      if (all.length === 0 && req.processor !== "" && !(await deps.statuses()).some((p) => p.name === req.processor))
+        fail("not_found", `no processor named ${JSON.stringify(req.processor)} with failed deliveries (use plugin.processor)`);
       const key = req.pageToken ? parseFailedToken(req.pageToken) : undefined;
       if (key && req.processor !== "" && key.processor !== req.processor)
         fail("bad_request", `page_token is of another processor's list than ${JSON.stringify(req.processor)}`, [

@@ -76,7 +76,7 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
       const visible = (e: EventRecord) => deps.access.mayRead(principal, e);
       const pageSize = pageSizeFromProto(req.pageSize, 100, 1000);
       const headSeq = deps.head.head;
-      checkCause(req);
+      checkQuery(req);
       if (req.descendants) {
         const query = { cause: req.cause, afterSeq, types: req.types, where, through, visible };
         const page = await readTreePage(deps.causes, query, pageSize, pageByteBudget, headSeq);
@@ -113,7 +113,7 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
     async *watch(req, ctx): AsyncGenerator<MessageInitShape<typeof WatchResponseSchema>> {
       const where = compileFilter(objectFromProto(req.where), "where");
       const principal = principalOf(ctx);
-      checkCause(req);
+      checkQuery(req);
       const afterSeq = readStart(seqFromProto(req.afterSeq, "after_seq"), (await deps.logStart?.firstSeq()) ?? 0, req.fromFirstSeq, "after_seq");
       const query: LogQuery = { afterSeq, types: req.types, where, visible: (e: EventRecord) => deps.access.mayRead(principal, e) };
       let reads: Pick<EventReads, "readWithin"> = req.cause ? underCause(deps.causes, req.cause) : deps.events;
@@ -145,10 +145,16 @@ export function logReads(deps: LogReadDeps): Pick<ServiceImpl<typeof LogService>
   };
 }
 
-/** INVALID_ARGUMENT for `descendants` without a `cause`. */
-function checkCause(req: { cause: string; descendants: boolean }): void {
+/** INVALID_ARGUMENT for `descendants` without a `cause`, and for a `types` entry that is empty or a pattern. */
+function checkQuery(req: { cause: string; descendants: boolean; types: string[] }): void {
   if (req.descendants && req.cause === "")
     fail("bad_request", "descendants needs a cause: the event or call whose tree to read", [{ field: "descendants", description: "set without cause" }]);
+  // A filter by types names each type: a pattern would match no event, silently.
+  const i = req.types.findIndex((type) => type === "" || /[*?\s]/.test(type));
+  if (i >= 0)
+    fail("bad_request", `types[${i}] ${JSON.stringify(req.types[i])} is not an event type: name each type (patterns are not supported)`, [
+      { field: `types[${i}]`, description: "not an event type" },
+    ]);
 }
 
 /** The log's reads of the events made directly under `cause` (an event id or a call id), by the cause index. */

@@ -99,7 +99,7 @@ export interface CallStatements {
 
 /** The action_calls table's statements on `db`. */
 export function callStatements(db: Db): CallStatements {
-  const get = db.prepare("SELECT * FROM action_calls WHERE call_id = ?");
+  const get = db.prepare(getSql);
   const insert = prepareMerged(
     db,
     `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace, limit_keys)
@@ -222,4 +222,19 @@ export function limitedCallsReader(db: Db): (sinceMs: number) => LimitedCall[] {
       limitKeys: r.limit_keys,
       updatedAt: Number(r.updated_at),
     }));
+}
+
+const getSql = "SELECT * FROM action_calls WHERE call_id = ?";
+
+/**
+ * {@link CallStatements.get} for requests: on PostgreSQL on the connection of its own that does
+ * not block the event loop ({@link Db.readAsync}); on SQLite at once.
+ */
+export function callRowReads(db: Db, statements: CallStatements): (callId: string) => Promise<CallRow | undefined> {
+  const readAsync = db.readAsync?.bind(db);
+  if (!readAsync) return async (callId) => statements.get(callId);
+  return async (callId) => {
+    const [row] = (await readAsync(getSql, [callId])) as Row[];
+    return row && fromRow(row);
+  };
 }

@@ -106,3 +106,32 @@ export function failedDeliveryReads(db: Db, statements: CursorStatements): (proc
     }));
   };
 }
+
+/** Every stored cursor by processor, and how many failed deliveries each processor has on record. */
+export interface StoredCursors {
+  cursors: Map<string, CursorRow>;
+  failures: Map<string, number>;
+}
+
+const cursorsAllSql = `SELECT processor, ack_floor AS "ackFloor", paused FROM cursors`;
+const failureCountsSql = "SELECT processor, COUNT(*) AS n FROM failed_deliveries GROUP BY processor";
+
+/**
+ * Every stored cursor and failure count, for an owner that runs no processor (a standby): on
+ * PostgreSQL read on the connection that does not block the event loop ({@link Db.readAsync});
+ * on SQLite at once.
+ */
+export function storedCursorReads(db: Db): () => Promise<StoredCursors> {
+  const readAsync = db.readAsync?.bind(db);
+  const cursorsAll = readAsync ? undefined : db.prepare(cursorsAllSql);
+  const failureCounts = readAsync ? undefined : db.prepare(failureCountsSql);
+  return async () => {
+    const [cursorRows, failureRows] = (
+      readAsync ? await Promise.all([readAsync(cursorsAllSql, []), readAsync(failureCountsSql, [])]) : [cursorsAll!.all(), failureCounts!.all()]
+    ) as Record<string, unknown>[][];
+    const cursors = new Map<string, CursorRow>();
+    for (const r of cursorRows)
+      cursors.set(r.processor as string, { processor: r.processor as string, ackFloor: Number(r.ackFloor), paused: Number(r.paused) === 1 });
+    return { cursors, failures: new Map(failureRows.map((r) => [r.processor as string, Number(r.n)])) };
+  };
+}

@@ -130,12 +130,13 @@ function advanced(cells: TimerCells, nextDueMs: number | null, called: number, n
 }
 
 /**
- * Keeps the row a put of `row` makes when the one before it is known (its occurrences and pause
- * state stay), or there was none (`made`: an id the owner just made); else forgets it.
+ * Keeps the row a put of `row` makes when the one before it is known (its pause state stays, and
+ * its occurrences unless `how.anew`), or there was none (`how.made`: an id the owner just made);
+ * else forgets it.
  */
-function keepPut(kept: BatchReads | undefined, row: Record<string, unknown> & { id: string; now: number }, made: boolean): void {
+function keepPut(kept: BatchReads | undefined, row: Record<string, unknown> & { id: string; now: number }, how: { anew?: boolean; made?: boolean }): void {
   if (!kept) return;
-  const before = made ? null : (kept.recalled(row.id) as TimerCells | null | undefined);
+  const before = how.made ? null : (kept.recalled(row.id) as TimerCells | null | undefined);
   if (before === undefined) return kept.forget(row.id);
   const cells: TimerCells = [
     row.id,
@@ -149,7 +150,7 @@ function keepPut(kept: BatchReads | undefined, row: Record<string, unknown> & { 
     row.schedule as string,
     row.overdue as string,
     row.chainDepth as number,
-    before === null ? 0 : before[11],
+    before === null || how.anew ? 0 : before[11],
     row.region as number,
     row.disabled as number,
     row.retryDelaysMs as string,
@@ -216,11 +217,12 @@ export interface TimerStatements extends ReadAhead {
   /**
    * Sets timer `timer.id`: inserts it (occurrences 0, created and changed at `nowMs`), or replaces
    * every field of the existing one, its schedule policy included, but its occurrence count (the
-   * id's history goes on) and its pause state (`timer.paused` is not written:
-   * TimerControlStatements.setPaused). `made`: the owner made the id just now, so no timer has it
-   * (a batch keeps the row it inserts, as it keeps those it read: keptTimerRows).
+   * id's history goes on; `how.anew`: counted from 0 again, a new timer under the id) and its
+   * pause state (`timer.paused` is not written: TimerControlStatements.setPaused). `how.made`: the
+   * owner made the id just now, so no timer has it (a batch keeps the row it inserts, as it keeps
+   * those it read: keptTimerRows).
    */
-  put(timer: TimerPut, nowMs: number, made?: boolean): void;
+  put(timer: TimerPut, nowMs: number, how?: { anew?: boolean; made?: boolean }): void;
   /** Every declared schedule (kind `declared`), by plugin and schedule name. */
   declared(): TimerRecord[];
   /** Deletes timer `id`; false when there was none. */
@@ -274,12 +276,15 @@ export function timerStatements(db: Db): TimerStatements {
        next_due_ms = excluded.next_due_ms, actor = excluded.actor, plugin = excluded.plugin, schedule = excluded.schedule,
        overdue = excluded.overdue, chain_depth = excluded.chain_depth, region = excluded.region, disabled = excluded.disabled,
        retry_delays_ms = excluded.retry_delays_ms, policy = excluded.policy, cancel_on = excluded.cancel_on, created_at = excluded.created_at, updated_at = excluded.updated_at, trace = excluded.trace`;
-  const put = db.prepare(
-    sqlFor(db, {
-      sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${putUpsert}`,
-      postgres: `INSERT INTO timers (${putColumns}) VALUES (${putValues}) ${putUpsert}`, // no rowid to place rows by: the timers_by_due index orders them
-    }),
-  );
+  const putWith = (upsert: string) =>
+    db.prepare(
+      sqlFor(db, {
+        sqlite: `INSERT INTO timers (rowid, ${putColumns}) VALUES (@rowid, ${putValues}) ${upsert}`,
+        postgres: `INSERT INTO timers (${putColumns}) VALUES (${putValues}) ${upsert}`, // no rowid to place rows by: the timers_by_due index orders them
+      }),
+    );
+  const goesOn = putWith(putUpsert);
+  const anewPut = putWith(`${putUpsert}, occurrences = 0`);
   const declared = db.prepare(`SELECT ${timerColumns} FROM timers WHERE kind = 'declared' ORDER BY plugin, schedule`).raw();
   const remove = db.prepare("DELETE FROM timers WHERE id = ?");
   const earliest = db.prepare(
@@ -332,7 +337,8 @@ export function timerStatements(db: Db): TimerStatements {
         for (const chunk of chunks) keepTimerRows(kept, chunk, await readAhead(byIds, [JSON.stringify(chunk)]));
       })();
     },
-    put(timer: TimerPut, nowMs: number, made = false): void {
+    put(timer: TimerPut, nowMs: number, how: { anew?: boolean; made?: boolean } = {}): void {
+      const put = how.anew ? anewPut : goesOn;
       const row = {
         ...timer,
         rowid: placeByDue(timer),
@@ -348,7 +354,7 @@ export function timerStatements(db: Db): TimerStatements {
         now: nowMs,
       };
       if (dialectOf(db) === "postgres") {
-        keepPut(kept, row, made);
+        keepPut(kept, row, how);
         return defer(put, row); // no rowid to place: an insert of a new id, or an update by id
       }
       try {

@@ -126,8 +126,8 @@ export class CancelOn {
   indexing(timers: TimerStatements): TimerStatements {
     return {
       ...timers,
-      put: (timer, nowMs, made) => {
-        timers.put(timer, nowMs, made);
+      put: (timer, nowMs, how) => {
+        timers.put(timer, nowMs, how);
         this.index(timer);
       },
     };

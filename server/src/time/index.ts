@@ -6,7 +6,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { TimerStages } from "../stages.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
-import type { EventStatements } from "../store/events.js";
+import { eventReads, type EventStatements } from "../store/events.js";
 import { claimReads } from "../store/claim-reads.js";
 import { occurrenceStatements } from "../store/occurrences.js";
 import { timerCancelStatements } from "../store/timer-cancels.js";
@@ -135,6 +135,7 @@ export function openTime(options: TimeOptions): Time {
     reads: timerReads,
     control,
     events: options.events,
+    logReads: eventReads(options.db, options.events),
     live: options.live,
     chains,
     clock,

@@ -1,3 +1,4 @@
+import { canonicalJson } from "../log/canonical.js";
 import { canRead, sameActor, type Principal } from "../auth/principal.js";
 import { tracing } from "../tracing/tracer.js";
 import { traceText } from "../tracing/trace-context.js";
@@ -8,7 +9,7 @@ import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { ReadAheadKeys } from "../store/read-ahead.js";
-import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
+import type { ActorRecord, EventReads, EventRecord, EventStatements } from "../store/events.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
 import { overdueToJson, policyToJson, specToJson } from "../store/timer-json.js";
 import type { TimerRowReads, TimerStatements } from "../store/timers.js";
@@ -50,6 +51,8 @@ export interface TimersDeps {
   /** Policies, pause, trigger, backfill. */
   control: TimerControlStatements;
   events: EventStatements;
+  /** The log's look-ups that do not block the event loop (PostgreSQL: the async connection): whether a request was made before. */
+  logReads: Pick<EventReads, "findById">;
   live: LiveCauses;
   clock: Clock;
   /** The owner's region: stamped on the timers and delays it sets. */
@@ -131,7 +134,7 @@ export class Timers {
         })
       : null;
     const now = this.deps.clock.now();
-    const checkedAt = spec.kind === "at" && this.armedBefore(eventId) ? Math.min(now, spec.atMs) : now; // a repeat's `at` may have passed since
+    const checkedAt = spec.kind === "at" && spec.atMs < now && (await this.armedBefore(eventId)) ? spec.atMs : now; // a repeat's `at` may have passed since
     firstDue(spec, checkedAt, "spec", policy); // the spec and its bounds (the jitter comes with the id)
     checkNoActorUnderCause(req);
     // 2-5. who, the action, its allow, the input
@@ -176,13 +179,15 @@ export class Timers {
           actor: who.actor,
           overdue: req.overdue,
           policy: stored,
-          occurrences: existing?.occurrences ?? 0,
           ...cancelOnOf(req.cancelOn),
           ...(trace && { trace }),
         };
         // A derived id names this request: a timer under it set by a run whose event has another id (before ids of timer events were derived) is this one.
         if (existing && req.cause && req.timerId === "" && sameDefinition(existing, fresh)) return { timer: existing, fresh: false };
-        this.put(tx, fresh, who, existing, eventId ?? newId());
+        // The same definition again (a retry) is recorded, and the timer goes on as it was: its count, pause and moments kept.
+        const same =
+          existing !== undefined && sameDefinition(existing, fresh) && canonicalJson(existing.cancelOn ?? []) === canonicalJson(fresh.cancelOn ?? []);
+        this.put(tx, same ? { ...fresh, nextDueMs: existing.nextDueMs, policy: existing.policy } : fresh, who, existing, eventId ?? newId(), {}, same);
         return { timer: this.deps.timers.get(fresh.id) as TimerRecord, fresh: true }; // as stored
       },
       timerReadAhead(this.deps.timers, id, eventId),
@@ -234,7 +239,6 @@ export class Timers {
     return results.map(({ delayId, dueMs }) => ({ delayId, dueMs }));
   }
 
-  /** A delay's checks (shape, action, who, input, chain); resolves with the unit of work that arms it. */
   /**
    * What the commit of `delays` looks up, read ahead for its whole batch (Committer.submit): their
    * `timer.scheduled` events and the timers under their ids. The units are pure: a batch of them
@@ -274,16 +278,15 @@ export class Timers {
       : clientId
         ? clientDelayEventId(clientId)
         : null;
-    // Looked up once, only where it is read (on the owner's thread: a round trip on PostgreSQL): an `at` already past, a retry's chain.
-    let armed: boolean | undefined;
-    const armedBefore = () => (armed ??= this.armedBefore(eventId));
+    // Looked up only where it is read (without blocking the event loop): an `at` already past, a retry's chain.
     const now = this.deps.clock.now();
+    const armed = ((req.when.kind === "at" && req.when.atMs < now) || (req.cause !== null && !req.freshChain)) && (await this.armedBefore(eventId));
     let dueMs: number;
     if (req.when.kind === "interval") {
       dueMs = now + checkMs(req.when.ms, "interval_ms", 0, maxHorizonMs);
     } else {
       dueMs = req.when.atMs;
-      checkAt(dueMs, dueMs < now && armedBefore() ? dueMs : now, "at"); // a repeat's `at` may have passed since
+      checkAt(dueMs, dueMs < now && armed ? dueMs : now, "at"); // a repeat's `at` may have passed since
     }
     checkNoActorUnderCause(req);
     // 2-5.
@@ -307,7 +310,7 @@ export class Timers {
       ? { delay_request: delayRequestDigest({ action: entry.name, input: req.input, when, overdue: overdueToJson(req.overdue), ...cancelOn }) }
       : {};
     // The same request run again is answered from the log below; its chain was checked when it was armed.
-    const again = req.cause !== null && !req.freshChain && armedBefore(); // depthOf asks nothing otherwise
+    const again = req.cause !== null && !req.freshChain && armed; // depthOf asks nothing otherwise
     const chainDepth = again
       ? 0
       : ((await this.deps.chains?.depthOf({ cause: req.cause, freshChain: req.freshChain ?? false, action: entry.name, delayId: id, actor: who.actor })) ?? 0); // FAILED_PRECONDITION past the maximum
@@ -355,7 +358,7 @@ export class Timers {
         ...cancelOnOf(req.cancelOn),
         ...(trace && { trace }),
       };
-      this.put(tx, fresh, who, undefined, eventId ?? newId(), digest, !clientId && !req.cause);
+      this.put(tx, fresh, who, undefined, eventId ?? newId(), digest, false, !clientId && !req.cause);
       return { delayId: id, dueMs, fresh: true };
     };
     return { arm, eventId, timerId: clientId || req.cause ? id : null };
@@ -400,13 +403,14 @@ export class Timers {
    * True when the change event `eventId` is in the log: the request was made before and will be
    * answered from it, so its `at` is not checked against the clock again (it may have passed).
    */
-  private armedBefore(eventId: string | null): boolean {
-    return eventId !== null && this.deps.events.findById(eventId) !== undefined;
+  private async armedBefore(eventId: string | null): Promise<boolean> {
+    return eventId !== null && (await this.deps.logReads.findById(eventId)) !== undefined;
   }
 
   /**
-   * Writes `timer` (its policy, not paused) and its `timer.scheduled` event (id `eventId`, `extra`
-   * added to its data) in unit `tx`; `made`: its id was made here just now (TimerStatements.put).
+   * Writes `timer` (its policy; not paused, its count from 0, unless `same`: the definition of
+   * `existing`, whose count and pause it keeps) and its `timer.scheduled` event (id `eventId`,
+   * `extra` added to its data) in unit `tx`; `made`: its id was made here just now (TimerStatements.put).
    */
   private put(
     tx: Tx,
@@ -415,10 +419,12 @@ export class Timers {
     existing: TimerRecord | undefined,
     eventId: string,
     extra: Record<string, unknown> = {},
+    same = false,
     made = false,
   ): void {
-    this.deps.timers.put(timer, tx.now, made);
-    if (existing?.paused) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now); // a replacement is a new timer: not paused
+    // A replacement by another definition is a new timer: its occurrences counted from 0, not paused.
+    this.deps.timers.put(timer, tx.now, { anew: existing !== undefined && !same, made });
+    if (existing?.paused && !same) this.deps.control.setPaused(timer.id, null, timer.nextDueMs, tx.now);
     const event = scheduledEvent(timer, existing !== undefined, who.cause, who.actor, eventId);
     tx.append({ ...event, data: { ...event.data, ...extra }, ...(timer.trace && { trace: timer.trace }) });
   }

@@ -73,10 +73,13 @@ export function checkControlShape(timerId: string, note: string): void {
 
 /** FAILED_PRECONDITION unless `timer` is recurring (cron or every_ms): delays and one-shots cannot be paused or backfilled. */
 export function checkRecurring(timer: TimerRecord, what: string): void {
+  const recurringOnly = `only recurring timers (cron, every_ms) can be ${what}`;
   if (timer.kind === "delay")
-    fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a delay: a delay cannot be ${what}; cancel it (CancelDelay) instead`);
-  if (timer.spec.kind === "at")
-    fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a one-shot (at): only recurring timers (cron, every_ms) can be ${what}`);
+    fail(
+      "failed_precondition",
+      `timer ${JSON.stringify(timer.id)} is a delay: ${what === "paused" ? "a delay cannot be paused; cancel it (CancelDelay) instead" : recurringOnly}`,
+    );
+  if (timer.spec.kind === "at") fail("failed_precondition", `timer ${JSON.stringify(timer.id)} is a one-shot (at): ${recurringOnly}`);
 }
 
 /** What {@link TimerAccess} reads. */

@@ -719,7 +719,8 @@ func (x *FailedDelivery) GetSeq() uint64 {
 // List failed deliveries.
 type ListFailedDeliveriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Only this processor (empty: all).
+	// Only this processor (empty: all). NOT_FOUND when no processor of this name is declared and
+	// none of its failures is on record.
 	Processor string `protobuf:"bytes,1,opt,name=processor,proto3" json:"processor,omitempty"`
 	// At most this many (default 100), and within ReadLog's 1 MiB of event data (at least one).
 	PageSize uint32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`

@@ -417,7 +417,8 @@ export const FailedDeliverySchema: GenMessage<FailedDelivery> = /*@__PURE__*/
  */
 export type ListFailedDeliveriesRequest = Message<"chronolog.v1.ListFailedDeliveriesRequest"> & {
   /**
-   * Only this processor (empty: all).
+   * Only this processor (empty: all). NOT_FOUND when no processor of this name is declared and
+   * none of its failures is on record.
    *
    * @generated from field: string processor = 1;
    */
