@@ -342,6 +342,7 @@ describe.each(storeKinds)("timers' rows read ahead of a batch on %s (TimerStatem
     const plain = (id: string): TimerPut => ({ ...timer(id, id, "runtime"), cancelOn: undefined });
     await committer.submit((tx) => {
       for (const id of ["r-1", "r-2", "r-3", "r-4", "r-5"]) timers.put(plain(id), tx.now);
+      timers.put(plain("r-5"), tx.now, { anew: true });
       control.setPaused("r-4", { note: "held", atMs: at, heldDueMs: at }, null, tx.now); // each statement prepared on the writer once
       timers.advance("r-2", at, 0, tx.now);
       timers.advanceMany([{ id: "r-3", nextDueMs: at, called: 0 }], tx.now);
@@ -358,6 +359,7 @@ describe.each(storeKinds)("timers' rows read ahead of a batch on %s (TimerStatem
       unit((tx) => (control.setPaused("r-1", { note: "p", atMs: tx.now, heldDueMs: at }, null, tx.now), shown("r-1"))),
       unit((tx) => (timers.advance("r-2", at + 1, 1, tx.now), shown("r-2"))),
       unit((tx) => (timers.advanceMany([{ id: "r-2", nextDueMs: at + 2, called: 1 }], tx.now), shown("r-2"))),
+      unit((tx) => (timers.put(plain("r-2"), tx.now, { anew: true }), shown("r-2"))), // a new timer under the id: counted from 0
       unit(() => [timers.remove("r-3"), shown("r-3"), timers.remove("r-3")]),
       unit((tx) => (timers.put({ ...plain("r-4"), input: { order: "again" } }, tx.now), shown("r-4"))), // keeps its count and pause
       unit((tx) => {
@@ -371,6 +373,7 @@ describe.each(storeKinds)("timers' rows read ahead of a batch on %s (TimerStatem
       "r-1:-:0:p:r-1",
       `r-2:${at + 1}:1::r-2`,
       `r-2:${at + 2}:2::r-2`,
+      `r-2:${at}:0::r-2`,
       [true, "r-3:none", false],
       `r-4:${at}:0:held:again`, // its pause state stays (a put does not write it)
       "undone",
@@ -381,7 +384,7 @@ describe.each(storeKinds)("timers' rows read ahead of a batch on %s (TimerStatem
     // What the batch answered is what was committed.
     expect(await committer.submit(() => ["r-1", "r-2", "r-3", "r-4", "r-5", "r-6"].map(shown))).toEqual([
       "r-1:-:0:p:r-1",
-      `r-2:${at + 2}:2::r-2`,
+      `r-2:${at}:0::r-2`,
       "r-3:none",
       `r-4:${at}:0:held:again`,
       `r-5:${at}:0::r-5`,
