@@ -106,9 +106,7 @@ describe("actions through the real transport and SDK executors", () => {
     await client.registerPlugin(manifestOf(plugin));
     await executor(o.url, plugin);
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) =>
-        new Promise((r) => setTimeout(r, i)).then(() => client.call("pay.charge", { amount: 7 }, { callId: "c-many" })),
-      ),
+      Array.from({ length: 40 }, (_, i) => new Promise((r) => setTimeout(r, i)).then(() => client.call("pay.charge", { amount: 7 }, { callId: "c-many" }))),
     );
     expect(runs).toBe(1);
     expect(new Set(answers.map((a) => JSON.stringify(a.output)))).toEqual(new Set([JSON.stringify({ charged: 7 })]));

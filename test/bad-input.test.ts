@@ -243,8 +243,19 @@ describe("bad input writes nothing", () => {
     const sdk = admin.watch({ where: bad })[Symbol.asyncIterator]();
     await expectConnectError(sdk.next(), Code.InvalidArgument, /\$foo/);
     // A type filter names each type: a pattern or an empty name would match nothing, silently.
-    await expectConnectError(admin.log.readLog({ types: ["order.placed", "timer.*"] }), Code.InvalidArgument, /types\[1\] "timer\.\*" is not an event type.*patterns are not supported/);
-    await expectConnectError(admin.log.watch({ types: [""] })[Symbol.asyncIterator]().next(), Code.InvalidArgument, /types\[0\] "" is not an event type/);
+    await expectConnectError(
+      admin.log.readLog({ types: ["order.placed", "timer.*"] }),
+      Code.InvalidArgument,
+      /types\[1\] "timer\.\*" is not an event type.*patterns are not supported/,
+    );
+    await expectConnectError(
+      admin.log
+        .watch({ types: [""] })
+        [Symbol.asyncIterator]()
+        .next(),
+      Code.InvalidArgument,
+      /types\[0\] "" is not an event type/,
+    );
     await expectUnchanged(admin, before);
   });
 

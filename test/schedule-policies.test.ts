@@ -347,7 +347,11 @@ describe("through TimeService: policies, pause and resume, trigger, backfill", (
     await expectConnectError(h.client.backfillTimer("nope", T0 - HOUR, T0), Code.NotFound);
     await expectUnchanged(h.client, before);
     const delay = await h.client.delay("jobs.run", {}, { intervalMs: MIN }, "unbounded");
-    await expectConnectError(h.client.backfillTimer(delay.delayId, T0 - HOUR, T0), Code.FailedPrecondition, /is a delay: only recurring timers \(cron, every_ms\) can be backfilled/);
+    await expectConnectError(
+      h.client.backfillTimer(delay.delayId, T0 - HOUR, T0),
+      Code.FailedPrecondition,
+      /is a delay: only recurring timers \(cron, every_ms\) can be backfilled/,
+    );
   });
 });
 
