@@ -20,7 +20,7 @@ export const defaultRemovedIdsKept = 1_000_000;
 /** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
 const maxReclaimPages = 128;
 /** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
-const idsPerUnit = 2_000;
+const idsPerUnit = 500;
 
 /** Why events were held back in a pass, by holder: the reason's words and the types held. */
 type Reasons = Map<string, { reason: string; types: Set<string> }>;
