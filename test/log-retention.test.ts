@@ -320,6 +320,28 @@ describe("log retention", () => {
     await client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 0n } });
   });
 
+  it("weighs for the log-wide max_bytes only the oldest events that make its excess: what a processor keeps is not scanned past", async () => {
+    const plugin = definePlugin({ ...notes, processors: { reader: { on: "note.added", run: () => {} } } }); // no executor hosts it: it finishes nothing
+    const { client, pass } = await start({ max_bytes: 30_000 }, manifestOf(plugin));
+    // 40 notes of 1,000 to 1,200 stored bytes: 40,000 to 48,000, 10,000 to 18,000 past the limit.
+    for (let i = 0; i < 40; i++) await client.emit("note.added", { text: "x".repeat(1_000), i });
+    const held = await pass();
+    expect(held.removedEvents).toBe(0);
+    // The oldest notes that make the excess are held, not every note the processor has not finished.
+    const holding = held.held["processor:notes.reader"];
+    expect(holding).toBeGreaterThanOrEqual(8);
+    expect(holding).toBeLessThanOrEqual(19);
+    expect((await pass()).held).toEqual(held.held);
+    // Finished: they go, and the log is under its limit.
+    await client.admin.moveCursor({ processor: "notes.reader", to: { case: "ackFloor", value: BigInt((await seqsOf(client)).at(-1)!) } });
+    const removed = await pass();
+    expect(removed.removedEvents).toBeGreaterThanOrEqual(8);
+    expect(removed.held).toEqual({});
+    const page = await client.log.readLog({ pageSize: 1000 });
+    const bytes = page.events.reduce((sum, e) => sum + JSON.stringify(e.data).length + e.id.length + e.type.length, 0);
+    expect(bytes).toBeLessThanOrEqual(30_000);
+  });
+
   it("keeps what a processor behind has not finished and the causes of kept events; lets them go once finished", async () => {
     const seen: number[] = [];
     const plugin: PluginDefinition = {

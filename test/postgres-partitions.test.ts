@@ -26,16 +26,20 @@ afterEach(async () => {
 });
 
 const MINUTE = 60_000;
+/** An event row's stored bytes on PostgreSQL, as retention counts them (store/log-removal.ts). */
+const pgRowBytes = "octet_length(data) + COALESCE(octet_length(actor), 0) + char_length(id) + char_length(type) + char_length(cause)";
 const admin = { name: "admin", token: "admin-token-0123456789", role: "admin" as const };
 const notes = { name: "notes", events: { "note.added": { allow: ["*"] }, "note.kept": { allow: ["*"] } } };
 
-/** An owner on a new database whose partitions hold `span` seqs each, with `retention` in its config. */
-async function start(span: number, retention?: object, plugin: object = notes) {
-  const dataDir = tempDir();
-  // The log is empty: its first partition (of the default span) goes, the next ones are made with this one.
-  queryStore(dataDir, "UPDATE event_partitioning SET span = ?", [span]);
-  queryStore(dataDir, "DROP TABLE events_1");
-  queryStore(dataDir, "DELETE FROM event_partitions");
+/** An owner on a new database whose partitions hold `span` seqs each (or on the database of `reopen`), with `retention` in its config. */
+async function start(span: number, retention?: object, plugin: object = notes, reopen?: string) {
+  const dataDir = reopen ?? tempDir();
+  if (!reopen) {
+    // The log is empty: its first partition (of the default span) goes, the next ones are made with this one.
+    queryStore(dataDir, "UPDATE event_partitioning SET span = ?", [span]);
+    queryStore(dataDir, "DROP TABLE events_1");
+    queryStore(dataDir, "DELETE FROM event_partitions");
+  }
   const clock = new ManualClock(Date.UTC(2026, 2, 2, 12));
   let passes: RetentionPass[] = [];
   const owner = await startTestOwner({
@@ -45,7 +49,9 @@ async function start(span: number, retention?: object, plugin: object = notes) {
     config: { principals: [admin], ...(retention && { log: { retention: { interval_ms: MINUTE, batch_events: 500, ...retention } } }) },
   });
   owner.logRetention.onPass((p) => passes.push(p));
-  cleanups.push(() => owner.close());
+  let closed: Promise<void> | undefined;
+  const close = () => (closed ??= owner.close());
+  cleanups.push(close);
   const client = createClient({ url: owner.url, token: admin.token });
   await client.registerPlugin(plugin);
   await owner.logRetention.idle(); // the pass at start ended: what a test emits next waits for its `pass`
@@ -60,7 +66,7 @@ async function start(span: number, retention?: object, plugin: object = notes) {
     return passes[0];
   };
   const query = (sql: string) => queryStore(dataDir, sql);
-  return { owner, client, pass, query };
+  return { owner, client, pass, query, close, dataDir };
 }
 
 /** Emits `count` notes of about 200 bytes, in batches of 500 (each crossing partitions of 100 or 1,000 seqs). */
@@ -196,6 +202,73 @@ describe.runIf(onPostgres)("the events table's partitions (PostgreSQL)", () => {
     expect(moved.held["processor:notes.reader"]).toBe(450);
     expect(partitions()).toEqual(before.slice(5));
     expect(Number(query("SELECT MIN(seq) AS seq FROM events")[0].seq)).toBe(501);
+  });
+
+  it("a restarted owner weighs the full partitions from their stored summaries, reads none of them again, and decides as before", async () => {
+    const plugin = { ...notes, processors: { reader: { on: ["note.added"] } } };
+    const retention = { rules: [{ types: "note.added", max_count: 50 }] };
+    const first = await start(100, retention, plugin);
+    await emitNotes(first.client, 1_000);
+    const held = await first.pass();
+    expect(held.held).toEqual({ "processor:notes.reader": 950 });
+    // The nine full partitions (the head's is [901, 1001)) read once each, and stored.
+    expect(held.summariesRead).toBe(9);
+    const stored = () => first.query("SELECT from_seq FROM event_partition_summaries ORDER BY from_seq").map((r) => Number(r.from_seq));
+    expect(stored()).toEqual([1, 101, 201, 301, 401, 501, 601, 701, 801]);
+    expect((await first.pass()).summariesRead).toBe(0);
+    await first.close();
+
+    const again = await start(100, retention, plugin, first.dataDir);
+    expect((await again.pass()).held).toEqual(held.held);
+    // No partition was read by the restarted owner: its decisions came from the stored summaries.
+    expect(again.owner.logRetention.summariesRead).toBe(0);
+    // Its cursor at 500 (the move is an event: the head's partition is full now, and read): the
+    // five partitions below it dropped whole, their summaries with them.
+    await again.client.admin.moveCursor({ processor: "notes.reader", to: { case: "ackFloor", value: 500n } });
+    const moved = await again.pass();
+    expect(moved.removedEvents).toBe(500);
+    expect(moved.held).toEqual({ "processor:notes.reader": 450 });
+    expect(moved.summariesRead).toBe(1);
+    expect(stored()).toEqual([501, 601, 701, 801, 901]);
+    expect(Number(again.query("SELECT MIN(seq) AS seq FROM events")[0].seq)).toBe(501);
+  });
+
+  it("a removal by rows from a full partition deletes its stored summary in its unit: the next pass reads it again", async () => {
+    const { client, pass, query } = await start(100, { rules: [{ types: "note.added", max_count: 50 }] });
+    await client.emit("note.kept", { i: 0 }); // seq 1: no rule covers it, its partition is pinned
+    await emitNotes(client, 999);
+    const first = await pass();
+    // Notes 2..950 go: 99 by rows from the first partition, 8 partitions whole, 50 by rows from the head's.
+    expect(first.removedEvents).toBe(949);
+    expect(first.summariesRead).toBe(9);
+    const stored = () =>
+      query("SELECT from_seq, types FROM event_partition_summaries ORDER BY from_seq").map((r) => [Number(r.from_seq), JSON.parse(r.types as string)]);
+    expect(stored()).toEqual([]);
+    const next = await pass();
+    expect(next.removedEvents).toBe(0);
+    expect(next.summariesRead).toBe(1);
+    const [[from, types]] = stored();
+    expect(from).toBe(1);
+    expect(Object.keys(types)).toEqual(["note.kept"]);
+    expect(types["note.kept"].slice(0, 1)).toEqual([1]);
+    expect((await pass()).summariesRead).toBe(0);
+  });
+
+  it("the log-wide max_bytes drops whole partitions, oldest first, from their summaries", async () => {
+    const { client, pass, query } = await start(100, { max_bytes: 150_000 });
+    await emitNotes(client, 1_000);
+    const bytesOf = () => Number(query(`SELECT SUM(${pgRowBytes}) AS b FROM events`)[0].b);
+    const before = bytesOf();
+    expect(before).toBeGreaterThan(200_000);
+    const result = await pass();
+    // Whole partitions of 100 events, as many as bring the log under the limit (the last one dropped overshoots it).
+    expect(result.removedEvents % 100).toBe(0);
+    const after = bytesOf();
+    expect(after).toBeLessThanOrEqual(150_000);
+    expect(after).toBeGreaterThan(150_000 - (1.05 * before) / 10);
+    expect(result.longestUnits.batch).toBeUndefined(); // nothing removed by rows
+    const first = result.removedEvents + 1;
+    expect(query("SELECT from_seq FROM event_partitions ORDER BY from_seq LIMIT 1").map((r) => Number(r.from_seq))).toEqual([first]);
   });
 
   it("with an archive, a partition is dropped only once its events are archived; an archive that cannot be written keeps them all", async () => {

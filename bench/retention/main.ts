@@ -80,7 +80,7 @@ interface Child {
   store: { dataDir: string } | { url: string };
   /** Sends a command and resolves with the answer. */
   send(command: object): Promise<unknown>;
-  passes: { removedEvents: number; complete: boolean; longestUnitMs: number }[];
+  passes: { removedEvents: number; complete: boolean; longestUnitMs: number; longestUnits?: Record<string, number> }[];
 }
 
 async function startChild(retention: object | undefined, spanSeqs: number): Promise<Child> {
@@ -288,6 +288,12 @@ async function window(label: string, child: Child, client: ChronologClient): Pro
   return w;
 }
 
+/** The longest unit of each kind, as a pass reports them. */
+function unitKinds(units: Record<string, number> | undefined): string {
+  const kinds = Object.entries(units ?? {});
+  return kinds.length === 0 ? "" : `: ${kinds.map(([kind, ms]) => `${kind} ${ms.toFixed(1)}`).join(", ")}`;
+}
+
 async function partB(): Promise<void> {
   console.log(
     `\nb. ${removeEvents.toLocaleString("en")} filler events preloaded, then windows of ${windowMs / 1000} s of ${emitters} loops of single emits` +
@@ -327,7 +333,7 @@ async function partB(): Promise<void> {
       const m = await scrape(child.url);
       console.log(
         pass
-          ? `  the pass removed ${pass.removedEvents} events, ending within ${((performance.now() - jumped) / 1000).toFixed(0)} s of the jump (longest unit ${pass.longestUnitMs.toFixed(1)} ms); first seq ${m.firstSeq}; ${mb(storeBytes(child))} on disk`
+          ? `  the pass removed ${pass.removedEvents} events, ending within ${((performance.now() - jumped) / 1000).toFixed(0)} s of the jump (longest unit ${pass.longestUnitMs.toFixed(1)} ms${unitKinds(pass.longestUnits)}); first seq ${m.firstSeq}; ${mb(storeBytes(child))} on disk`
           : `  the pass had not ended after ${((performance.now() - jumped) / 1000).toFixed(0)} s: ${m.removed} events removed so far; first seq ${m.firstSeq}`,
       );
       const base = windows[0];

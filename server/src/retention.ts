@@ -1,4 +1,4 @@
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import { CallRetention, defaultCallRetentionMs } from "./actions/index.js";
 import type { Clock, TimerHost } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
@@ -154,6 +154,15 @@ function logRetentionMetrics(registry: Registry, retention: LogRetention): void 
     collect() {
       this.reset();
       for (const [holder, n] of Object.entries(retention.held)) this.set({ holder }, n);
+    },
+  });
+  new Counter({
+    name: "chronolog_log_partition_summaries_read_total",
+    help: "Summaries of the events table's full partitions retention read from their events (one statement over the partition each; PostgreSQL). Each is read once and stored: a restarted owner reads none again.",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(retention.summariesRead);
     },
   });
 }

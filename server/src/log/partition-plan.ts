@@ -33,6 +33,16 @@ export interface PartitionWeighing {
   batchEvents: number;
 }
 
+/**
+ * The full partitions' summaries an owner keeps across passes (by partition name): those stored
+ * (migration 0011) are loaded at its first pass, and each one read since is stored before it is
+ * used.
+ */
+export class PartitionSummaries {
+  readonly byName = new Map<string, PartitionSummary>();
+  loaded = false;
+}
+
 /** Why a partition the rules would let go whole stays this pass, with its events of each holder. */
 export interface PartitionHeld {
   holder: string;
@@ -44,8 +54,8 @@ export interface PartitionHeld {
 /**
  * One retention pass over the events table's partitions on PostgreSQL (docs/retention.md,
  * "Space on disk"), decided per partition from its summary: events, bytes, the highest seq and
- * commit time of each type, read once when the partition is full and kept across passes (a
- * full partition only loses events; one that lost some by rows is read again). Of the full
+ * commit time of each type, read once when the partition is full, stored, and kept across passes
+ * and restarts (a full partition only loses events; one that lost some by rows is read again). Of the full
  * partitions (the head's is still being written), oldest first, each is:
  * - **dropped** whole when each of its types' rule lets every one of its events go (its newest
  *   is past the age, or has as many newer events of its type as the count or bytes as the size
@@ -67,24 +77,45 @@ export interface PartitionHeld {
 export class PartitionPlan {
   /** Full partitions the rules leave alone this pass (held, waiting, or being dropped). */
   private readonly skipped = new Set<EventPartition>();
+  /** Full partitions dropped this pass, or held whole for a processor. */
+  private readonly decided = new Map<EventPartition, "dropped" | "held">();
+  /** The weighing of this pass's {@link decide}. */
+  private weighing: PartitionWeighing | undefined;
+  /** Summaries read from a partition's events in this pass (those stored were not). */
+  summariesRead = 0;
 
   private constructor(
     private readonly statements: PartitionRemovalStatements,
     /** The full partitions, oldest first. */
-    private readonly full: EventPartition[],
+    readonly full: EventPartition[],
     /** Each full partition's summary, by name, kept across passes. */
     private readonly summaries: Map<string, PartitionSummary>,
+    /** Stores a summary just read (in a committer unit of its own). */
+    private readonly persist: (partition: EventPartition, summary: PartitionSummary) => Promise<void>,
   ) {}
 
-  /** The plan of a pass: the partitions as they are, those below `head` full (the log's last event always stays). */
-  static async start(statements: PartitionRemovalStatements, head: number, summaries: Map<string, PartitionSummary>): Promise<PartitionPlan> {
+  /**
+   * The plan of a pass: the partitions as they are, those below `head` full (the log's last event
+   * always stays); the stored summaries are loaded at an owner's first pass.
+   */
+  static async start(
+    statements: PartitionRemovalStatements,
+    head: number,
+    summaries: PartitionSummaries,
+    persist: (partition: EventPartition, summary: PartitionSummary) => Promise<void>,
+  ): Promise<PartitionPlan> {
+    if (!summaries.loaded) {
+      for (const [name, summary] of await statements.stored()) summaries.byName.set(name, summary);
+      summaries.loaded = true;
+    }
     const partitions = await statements.list();
     const names = new Set(partitions.map((p) => p.name));
-    for (const name of summaries.keys()) if (!names.has(name)) summaries.delete(name);
+    for (const name of summaries.byName.keys()) if (!names.has(name)) summaries.byName.delete(name);
     return new PartitionPlan(
       statements,
       partitions.filter((p) => p.to <= head),
-      summaries,
+      summaries.byName,
+      persist,
     );
   }
 
@@ -102,10 +133,15 @@ export class PartitionPlan {
     return undefined;
   }
 
-  /** The summary of a full partition, read once. */
-  private async summary(partition: EventPartition): Promise<PartitionSummary> {
+  /** The summary of a full partition, read once and stored before it is used (a drop checks it). */
+  async summary(partition: EventPartition): Promise<PartitionSummary> {
     let summary = this.summaries.get(partition.name);
-    if (!summary) this.summaries.set(partition.name, (summary = await this.statements.summary(partition)));
+    if (!summary) {
+      summary = await this.statements.summary(partition);
+      this.summariesRead++;
+      await this.persist(partition, summary);
+      this.summaries.set(partition.name, summary);
+    }
     return summary;
   }
 
@@ -114,6 +150,7 @@ export class PartitionPlan {
    * processor; marks the held and waiting ones (and those dropped) for the rules to leave alone.
    */
   async decide(w: PartitionWeighing): Promise<{ drops: PartitionDrop[]; held: PartitionHeld[] }> {
+    this.weighing = w;
     const drops: PartitionDrop[] = [];
     const held: PartitionHeld[] = [];
     /** Events and bytes of each type in the partitions weighed so far (all older than the next). */
@@ -151,10 +188,30 @@ export class PartitionPlan {
       const verdict = await this.holdOf(partition, summary, w);
       if (verdict === "pinned") continue;
       this.skipped.add(partition);
+      this.decided.set(partition, verdict.length > 0 ? "held" : "dropped");
       if (verdict.length > 0) held.push(...verdict);
       else drops.push(this.dropOf(partition, summary));
     }
     return { drops, held };
+  }
+
+  /**
+   * For the log-wide limit, after {@link decide}, a full partition, oldest first: `dropped` or
+   * `held` when this pass dropped it already or a processor holds it whole (stepped over), a drop
+   * when nothing holds any of its events, whatever the rules, or `rows` when a holder keeps some
+   * (its events are weighed one by one).
+   */
+  async logWide(partition: EventPartition): Promise<PartitionDrop | "dropped" | "held" | "rows"> {
+    const decided = this.decided.get(partition);
+    if (decided) return decided;
+    const summary = await this.summary(partition);
+    const verdict = await this.holdOf(partition, summary, this.weighing!);
+    if (verdict !== "pinned" && verdict.length === 0) {
+      this.decided.set(partition, "dropped");
+      this.skipped.add(partition);
+      return this.dropOf(partition, summary);
+    }
+    return "rows";
   }
 
   /** What holds a partition every event of which its rules let go: none (`[]`), processors behind it (held whole), or `pinned` (its events are weighed one by one). */
@@ -190,6 +247,11 @@ export class PartitionPlan {
     return [];
   }
 
+  /** Stored bytes of a full partition's events, from its summary (read if need be). */
+  async bytesOf(partition: EventPartition): Promise<number> {
+    return [...(await this.summary(partition)).values()].reduce((sum, s) => sum + s.bytes, 0);
+  }
+
   private dropOf(partition: EventPartition, summary: PartitionSummary): PartitionDrop {
     const byType: ByType = new Map();
     let events = 0;
@@ -210,7 +272,7 @@ export class PartitionPlan {
     return { to: partition.to, events: s?.events ?? 0, bytes: s?.bytes ?? 0 };
   }
 
-  /** Events at `seqs` were removed row by row: their partitions' summaries are read again. */
+  /** Events at `seqs` were removed row by row (their unit deleted their partitions' stored summaries): their partitions' summaries are read again. */
   removed(seqs: number[]): void {
     for (const seq of seqs) {
       const partition = this.partitionOf(seq);

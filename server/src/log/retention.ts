@@ -1,10 +1,12 @@
 import type { Clock, TimerHost } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
-import type { LogRemovalStatements, PartitionSummary, ScannedEvent } from "../store/log-removal.js";
+import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js";
+import { ArchiveGate, type LogArchive } from "./archive-gate.js";
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
-import { PartitionPlan, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
+import { passLogWide } from "./log-wide-limit.js";
+import { PartitionPlan, PartitionSummaries, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
 import { RemovalPace } from "./removal-pace.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
@@ -18,7 +20,7 @@ export const defaultRemovedIdsKept = 1_000_000;
 /** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
 const maxReclaimPages = 128;
 /** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
-const idsPerUnit = 2_000;
+const idsPerUnit = 500;
 
 /** Why events were held back in a pass, by holder: the reason's words and the types held. */
 type Reasons = Map<string, { reason: string; types: Set<string> }>;
@@ -49,16 +51,8 @@ export interface LogRetentionOptions {
   batchEvents: number;
   /** Ids of removed events kept for GetEvent's answer, the newest (0: none). */
   removedIdsKept: number;
-  /** Where events are archived before they are removed (`log.retention.archive`); absent: none are. */
+  /** Where events are archived before they are removed (`log.retention.archive`, archive-gate.ts); absent: none are. */
   archive?: LogArchive;
-}
-
-/** An archive retention writes events to before it removes them (archive/retention-archive.ts). */
-export interface LogArchive {
-  /** Events through this seq are archived. */
-  readonly archivedSeq: number;
-  /** Archives at least through `seq`; rejects when it cannot (then what is past {@link archivedSeq} stays). */
-  through(seq: number): Promise<void>;
 }
 
 /** What one pass did: tests and the log read it. */
@@ -72,6 +66,10 @@ export interface RetentionPass {
   longestBatchMs: number;
   /** The longest time a batch's unit held the committer (its removal and vacuum step), ms: what other commits waited for it. */
   longestUnitMs: number;
+  /** The longest unit of each kind, ms: `batch` (a removal by rows), `ids` (a dropped partition's ids kept), `drop`, `summary` (a partition's summary stored). */
+  longestUnits: Record<string, number>;
+  /** PostgreSQL: partitions whose summary the pass read from their events (one GROUP BY each); those stored were not read. */
+  summariesRead: number;
   /** False when a batch failed or the owner stopped mid-way (the next pass goes on). */
   complete: boolean;
 }
@@ -89,11 +87,12 @@ export interface RetentionPass {
  *   scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
  *   against the holds, and what may go is removed in one committer unit of its own, which also
  *   returns free pages to the disk on SQLite; after each, a pause that keeps removal to its
- *   share of the committer (removal-pace.ts). Then the log-wide limit. A tick during a pass
- *   asks for one more after it. On PostgreSQL the full partitions of the events table are first
- *   weighed whole from their summaries (partition-plan.ts): those every event of which may go
- *   are dropped, one committer unit each; the rules' scans by rows then step over those held or
- *   waiting whole, and weigh only the partitions a holder pins part of and the head's.
+ *   share of the committer (removal-pace.ts). Then the log-wide limit (log-wide-limit.ts). A
+ *   tick during a pass asks for one more after it. On PostgreSQL the full partitions of the
+ *   events table are first weighed whole from their summaries (partition-plan.ts, stored and
+ *   read at an owner's first pass): those every event of which may go are dropped, one committer
+ *   unit each; the rules' scans by rows then step over those held or waiting whole, and weigh
+ *   only the partitions a holder pins part of and the head's.
  * - **stopped**: disarmed; a running pass ends after its current batch.
  *
  * Failure semantics: a batch is one transaction (its events, their tombstones and the counts go
@@ -111,24 +110,27 @@ export class LogRetention {
   private lastHeld = "{}";
   private started = false;
   private armed = false;
-  /** Why the archive could not be written in this pass (it is not tried again until the next). */
-  private archiveFailure: string | undefined;
+  /** Archive before removal (archive-gate.ts). */
+  private readonly archive: ArchiveGate;
   /** Seqs this pass counted as held: a rule's phase and the log-wide one may weigh the same event. */
   private readonly heldSeqs = new Set<number>();
   /** How long the last removal's commit took, ms: the pause before the next batch. */
   private lastCommitMs = 0;
-  /** The summaries of the events table's full partitions (PostgreSQL), read once each ({@link PartitionPlan}). */
-  private readonly partitionSummaries = new Map<string, PartitionSummary>();
+  /** The summaries of the events table's full partitions (PostgreSQL), read once each and stored ({@link PartitionPlan}). */
+  private readonly partitionSummaries = new PartitionSummaries();
   /** The running pass's plan of partitions (PostgreSQL): the rules by rows step over the partitions it decided whole. */
   private plan: PartitionPlan | undefined;
   /** What the last pass held back, by holder (the `chronolog_log_retention_held_events` gauge). */
   held: Record<string, number> = {};
+  /** Partition summaries read from their events since the owner started (`chronolog_log_partition_summaries_read_total`; PostgreSQL). */
+  summariesRead = 0;
 
   /** The pause after each removal unit, against the committer's other work. */
   private readonly pace: RemovalPace;
 
   constructor(private readonly options: LogRetentionOptions) {
     this.pace = new RemovalPace(options.committer);
+    this.archive = new ArchiveGate(options.archive, options.logger);
   }
 
   /** Calls `listener` after every pass. */
@@ -187,9 +189,12 @@ export class LogRetention {
     const { stats, statements, clock, logger, holds, maxBytes } = this.options;
     await stats.ready;
     if (this.stopped) return;
-    const result: RetentionPass = { removedEvents: 0, removedBytes: 0, held: {}, batches: 0, longestBatchMs: 0, longestUnitMs: 0, complete: false };
+    const result: RetentionPass = {
+      ...{ removedEvents: 0, removedBytes: 0, held: {}, batches: 0 },
+      ...{ longestBatchMs: 0, longestUnitMs: 0, longestUnits: {}, summariesRead: 0, complete: false },
+    };
     const reasons: Reasons = new Map();
-    this.archiveFailure = undefined;
+    this.archive.reset();
     this.heldSeqs.clear();
     try {
       const now = clock.now();
@@ -199,7 +204,10 @@ export class LogRetention {
         this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["data", "_id"]).update(),
       );
       if (statements.partitions) {
-        this.plan = await PartitionPlan.start(statements.partitions, this.options.committer.head, this.partitionSummaries);
+        const partitions = statements.partitions;
+        this.plan = await PartitionPlan.start(partitions, this.options.committer.head, this.partitionSummaries, (partition, summary) =>
+          this.unit(result, "summary", () => partitions.store(partition, summary)),
+        );
         const ruleOf = new Map<string, RetentionRule>();
         for (const [rule, types] of rules) for (const type of types) ruleOf.set(type, rule);
         const { drops, held } = await this.plan.decide({
@@ -217,12 +225,19 @@ export class LogRetention {
         for (const drop of drops) await this.dropPartition(drop, result, reasons);
       }
       await this.passRules(rules, now, snapshot, result, reasons);
-      if (maxBytes > 0 && stats.bytes > maxBytes) await this.passLogWide(snapshot, result, reasons);
+      if (maxBytes > 0 && stats.bytes > maxBytes)
+        await passLogWide({
+          ...{ statements, stats, maxBytes, batchEvents: this.options.batchEvents, plan: this.plan },
+          removeBatch: (candidates) => this.removeBatch(candidates, snapshot, result, reasons),
+          drop: (drop) => this.dropPartition(drop, result, reasons),
+        });
       result.complete = true;
     } catch (e) {
       if (e === nothingToDo) result.complete = true;
       else if (e !== stopping) logger.error({ err: e, ...result }, "log retention: a removal batch failed; the next pass tries again");
     }
+    result.summariesRead = this.plan?.summariesRead ?? 0;
+    this.summariesRead += result.summariesRead;
     this.plan = undefined;
     this.report(result, reasons);
     for (const listener of this.listeners) listener(result);
@@ -308,27 +323,6 @@ export class LogRetention {
     }
   }
 
-  /** The oldest events of any type while the log is past its log-wide limit. */
-  private async passLogWide(snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
-    const { statements, stats, batchEvents, maxBytes } = this.options;
-    let after = 0;
-    for (;;) {
-      const excess = stats.bytes - maxBytes;
-      const rows = excess > 0 ? await statements.scanAll(after, batchEvents) : [];
-      if (rows.length === 0) return;
-      const candidates: ScannedEvent[] = [];
-      let bytes = 0;
-      for (const row of rows) {
-        if (bytes >= excess) break;
-        candidates.push(row);
-        bytes += row.bytes;
-        after = row.seq;
-      }
-      await this.removeBatch(candidates, snapshot, result, reasons);
-      if (rows.length < batchEvents && candidates.length === rows.length) return;
-    }
-  }
-
   /** Weighs `candidates` against the holds and removes the rest in one committer unit; then gives everything else a turn (also after a batch without candidates: a scan never runs on without yielding). */
   private async removeBatch(candidates: ScannedEvent[], snapshot: HoldSnapshot, result: RetentionPass, reasons: Reasons): Promise<void> {
     if (this.stopped) throw stopping;
@@ -366,8 +360,10 @@ export class LogRetention {
             bytes,
             this.options.removedIdsKept,
           );
+          // A full partition's stored summary no longer counts its events: it is read again.
+          statements.partitions?.stale(going[0].seq, going[going.length - 1].seq);
           statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
-          result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+          this.longest(result, "batch", performance.now() - unitStarted);
         }),
       );
       this.plan?.removed(going.map((e) => e.seq));
@@ -388,39 +384,17 @@ export class LogRetention {
     }
   }
 
-  /**
-   * Brings the archive, if there is one, through `seq` unless it failed in this pass; true when
-   * every event through `seq` is archived (or none need be).
-   */
-  private async archiveThrough(seq: number): Promise<boolean> {
-    const archive = this.options.archive;
-    if (!archive || seq <= archive.archivedSeq) return true;
-    if (this.archiveFailure === undefined) {
-      try {
-        await archive.through(seq);
-      } catch (e) {
-        this.archiveFailure = (e as Error).message;
-        this.options.logger.error({ err: e }, "log archive: events could not be archived; retention keeps them until they are");
-      }
-    }
-    return seq <= archive.archivedSeq;
-  }
-
   /** Of `going`, those the archive holds once brought through the last of them; the others are held back as `archive`. */
   private async archived(going: ScannedEvent[], result: RetentionPass, reasons: Reasons): Promise<ScannedEvent[]> {
-    const archive = this.options.archive!;
-    await this.archiveThrough(going[going.length - 1].seq);
-    const unarchived = going.filter((e) => e.seq > archive.archivedSeq);
+    await this.archive.through(going[going.length - 1].seq);
+    const unarchived = going.filter((e) => e.seq > this.archive.archivedSeq);
     if (unarchived.length > 0) {
       result.held.archive = (result.held.archive ?? 0) + unarchived.length;
-      const entry = reasons.get("archive") ?? {
-        reason: `it is not archived yet (${this.archiveFailure ?? "the archive is behind"})`,
-        types: new Set<string>(),
-      };
+      const entry = reasons.get("archive") ?? { reason: this.archive.reason, types: new Set<string>() };
       for (const e of unarchived) entry.types.add(e.type);
       reasons.set("archive", entry);
     }
-    return going.filter((e) => e.seq <= archive.archivedSeq);
+    return going.filter((e) => e.seq <= this.archive.archivedSeq);
   }
 
   /**
@@ -431,15 +405,19 @@ export class LogRetention {
   private async dropPartition(drop: PartitionDrop, result: RetentionPass, reasons: Reasons): Promise<void> {
     const { statements, stats, removedIdsKept } = this.options;
     const { from, to } = drop.partition;
-    if (!(await this.archiveThrough(to - 1))) {
+    if (!(await this.archive.through(to - 1))) {
       // Kept whole until its events are archived.
-      const reason = `it is not archived yet (${this.archiveFailure ?? "the archive is behind"})`;
-      return this.holdBack({ holder: "archive", reason, events: drop.events, types: [...drop.byType.keys()] }, result, reasons);
+      return this.holdBack({ holder: "archive", reason: this.archive.reason, events: drop.events, types: [...drop.byType.keys()] }, result, reasons);
     }
     if (removedIdsKept > 0)
       for (let at = Math.max(from, to - removedIdsKept); at < to; at += idsPerUnit)
-        await this.unit(result, () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
-    await this.unit(result, () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
+        await this.unit(result, "ids", () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
+    try {
+      await this.unit(result, "drop", () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
+    } catch (e) {
+      this.plan?.removed([from]); // its summary changed (or the drop waited too long): read again at the next pass
+      throw e;
+    }
     this.options.onRemoved?.(to - 1);
     result.removedEvents += drop.events;
     result.removedBytes += drop.bytes;
@@ -454,19 +432,25 @@ export class LogRetention {
     reasons.set(held.holder, entry);
   }
 
-  /** Runs `work` in a committer unit of its own, timed as a removal batch, then pauses as after a batch. */
-  private async unit(result: RetentionPass, work: () => void): Promise<void> {
+  /** Runs `work` (a unit of `kind`) in a committer unit of its own, timed as a removal batch, then pauses as after a batch. */
+  private async unit(result: RetentionPass, kind: string, work: () => void): Promise<void> {
     if (this.stopped) throw stopping;
     const took = await this.pace.track(() =>
       this.options.committer.submit(() => {
         const unitStarted = performance.now();
         work();
-        result.longestUnitMs = Math.max(result.longestUnitMs, performance.now() - unitStarted);
+        this.longest(result, kind, performance.now() - unitStarted);
       }),
     );
     result.longestBatchMs = Math.max(result.longestBatchMs, took);
     result.batches++;
     await this.pace.pause(took);
+  }
+
+  /** Notes a unit of `kind` that held the committer `ms`. */
+  private longest(result: RetentionPass, kind: string, ms: number): void {
+    result.longestUnitMs = Math.max(result.longestUnitMs, ms);
+    result.longestUnits[kind] = Math.max(result.longestUnits[kind] ?? 0, ms);
   }
 
   /** Logs what the pass removed, what it held back (when that changed) and the log-wide warning. */
@@ -479,6 +463,8 @@ export class LogRetention {
       batches: result.batches,
       longestBatchMs: Math.round(result.longestBatchMs),
       longestUnitMs: Math.round(result.longestUnitMs * 10) / 10,
+      longestUnits: Object.fromEntries(Object.entries(result.longestUnits).map(([kind, ms]) => [kind, Math.round(ms * 10) / 10])),
+      summariesRead: result.summariesRead,
       firstSeq: stats.firstSeq,
     };
     if (result.removedEvents > 0) logger.info(details, `log retention removed ${result.removedEvents} events; the log starts at seq ${stats.firstSeq}`);

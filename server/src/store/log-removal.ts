@@ -31,8 +31,8 @@ export interface TypeTotals {
 export interface LogRemovalStatements {
   /** Up to `limit` events of `type` after `afterSeq` (and before `beforeSeq`, if given), in seq order. */
   scanType(type: string, afterSeq: number, limit: number, beforeSeq?: number): Promise<ScannedEvent[]>;
-  /** Up to `limit` events of any type after `afterSeq`, in seq order. */
-  scanAll(afterSeq: number, limit: number): Promise<ScannedEvent[]>;
+  /** Up to `limit` events of any type after `afterSeq` (and before `beforeSeq`, if given), in seq order. */
+  scanAll(afterSeq: number, limit: number, beforeSeq?: number): Promise<ScannedEvent[]>;
   /** Events and bytes by type of the events with seq in (`afterSeq`, `throughSeq`]. */
   totals(afterSeq: number, throughSeq: number): Promise<TypeTotals[]>;
   /** The lowest seq in the log (0: empty). */
@@ -114,8 +114,8 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       const rows = await read(`SELECT ${columns} FROM events WHERE type = ? AND seq > ? AND seq < ? ORDER BY seq LIMIT ?`, [type, afterSeq, beforeSeq, limit]);
       return rows.map(toScanned);
     },
-    async scanAll(afterSeq, limit) {
-      return (await read(`SELECT ${columns} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, [afterSeq, limit])).map(toScanned);
+    async scanAll(afterSeq, limit, beforeSeq = Number.MAX_SAFE_INTEGER) {
+      return (await read(`SELECT ${columns} FROM events WHERE seq > ? AND seq < ? ORDER BY seq LIMIT ?`, [afterSeq, beforeSeq, limit])).map(toScanned);
     },
     async totals(afterSeq, throughSeq) {
       const rows = await read(

@@ -17,6 +17,12 @@ export interface PartitionRemovalStatements {
   list(): Promise<EventPartition[]>;
   /** Events, bytes, highest seq and commit time by type in `partition`: one read of it (log/partition-plan.ts keeps it while the partition is full). */
   summary(partition: EventPartition): Promise<PartitionSummary>;
+  /** The summaries stored (migration 0011), by partition name: those of the partitions not changed since they were read. */
+  stored(): Promise<Map<string, PartitionSummary>>;
+  /** Inside a committer unit: stores `partition`'s summary (read by {@link summary}). */
+  store(partition: EventPartition, summary: PartitionSummary): void;
+  /** Inside the committer unit that removes events with seqs in [`fromSeq`, `toSeq`] by rows: deletes the stored summaries of the partitions they are in (they are read again). */
+  stale(fromSeq: number, toSeq: number): void;
   /** Whether an event after `partition` names one of its events as its cause (by the index on cause: one statement). */
   causedAfter(partition: EventPartition): Promise<boolean>;
   /**
@@ -29,8 +35,10 @@ export interface PartitionRemovalStatements {
   keepIds(fromSeq: number, toSeq: number, keepIds: number): void;
   /**
    * Inside a committer unit: drops `partition` (every event left in it goes, its file back to the
-   * disk) when it holds `events` events (else it throws: the unit writes nothing), and counts
-   * `events` and `bytes` as removed. The DROP locks the events table until the batch commits
+   * disk) when its stored summary is still there and counts `events` events (else it throws: the
+   * unit writes nothing; a removal by rows deletes the summary in its own unit, so the events are
+   * those retention weighed, without counting them here), and counts `events` and `bytes` as
+   * removed. The DROP locks the events table until the batch commits
    * (readers wait those few ms), and waits for that lock at most 200 ms (readers hold it a
    * statement each), holding the committer meanwhile: the unit fails past that, and the next
    * pass tries again.
@@ -43,11 +51,27 @@ export type PartitionSummary = Map<string, { events: number; bytes: number; maxS
 
 const partitionName = /^events_\d+$/;
 
+/** A summary as stored: `{"<type>": [events, bytes, max_seq, max_at]}`. */
+function summaryText(summary: PartitionSummary): string {
+  return JSON.stringify(Object.fromEntries([...summary].map(([type, s]) => [type, [s.events, s.bytes, s.maxSeq, s.maxAt]])));
+}
+
+function summaryOf(text: string): PartitionSummary {
+  const types = JSON.parse(text) as Record<string, [number, number, number, number]>;
+  return new Map(Object.entries(types).map(([type, [events, bytes, maxSeq, maxAt]]) => [type, { events, bytes, maxSeq, maxAt }]));
+}
+
 /** The partition statements on `db` (PostgreSQL, migration 0007); `rowBytes`: an event row's stored bytes in SQL. */
 export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionRemovalStatements {
   const read = async (sql: string, params: unknown[]) =>
     (db.readAsync ? await db.readAsync(sql, params) : db.prepare(sql).all(...params)) as Record<string, unknown>[];
-  const left = db.prepare("SELECT COUNT(*) AS n FROM events WHERE seq >= ? AND seq < ?");
+  const storedOf = db.prepare("SELECT types FROM event_partition_summaries WHERE from_seq = ?");
+  const storeSummary = db.prepare(
+    "INSERT INTO event_partition_summaries (from_seq, types) VALUES (?, ?) ON CONFLICT (from_seq) DO UPDATE SET types = excluded.types",
+  );
+  const staleSummaries = db.prepare(
+    "DELETE FROM event_partition_summaries WHERE from_seq IN (SELECT from_seq FROM event_partitions WHERE from_seq <= ? AND to_seq > ?)",
+  );
   const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
   const keep = db.prepare(
     `INSERT INTO removed_events (seq, id, space)
@@ -73,6 +97,16 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
       );
       return new Map(rows.map((r) => [r.type as string, { events: Number(r.n), bytes: Number(r.bytes), maxSeq: Number(r.max_seq), maxAt: Number(r.max_at) }]));
     },
+    async stored() {
+      const rows = await read("SELECT p.name, s.types FROM event_partition_summaries s JOIN event_partitions p USING (from_seq)", []);
+      return new Map(rows.map((r) => [r.name as string, summaryOf(r.types as string)]));
+    },
+    store(partition, summary) {
+      storeSummary.run(partition.from, summaryText(summary));
+    },
+    stale(fromSeq, toSeq) {
+      staleSummaries.run(toSeq, fromSeq);
+    },
     async causedAfter(partition) {
       // Effects come after their causes; those with a cause are read by the index from after the partition.
       const rows = await read(
@@ -92,9 +126,14 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
     },
     drop(partition, events, bytes) {
       if (!partitionName.test(partition.name)) throw new Error(`not a partition of the events table: ${JSON.stringify(partition.name)}`);
-      // What retention weighed is what the partition holds (events only ever leave a full one): else it stays.
-      const n = Number((left.get(partition.from, partition.to) as { n: number | string }).n);
-      if (n !== events) throw new Error(`partition ${partition.name} holds ${n} events, not the ${events} retention weighed: it stays`);
+      // What retention weighed is what the partition holds (events only ever leave a full one, and
+      // a removal by rows deletes its summary in its unit): else it stays.
+      const row = storedOf.get(partition.from) as { types: string } | undefined;
+      const n = row === undefined ? undefined : [...summaryOf(row.types).values()].reduce((sum, s) => sum + s.events, 0);
+      if (n !== events)
+        throw new Error(
+          `partition ${partition.name}'s summary ${n === undefined ? "changed" : `counts ${n} events`}, not the ${events} retention weighed: it stays`,
+        );
       count.run(events, bytes);
       const { was } = lockTimeout.get() as { was: string };
       db.prepare(`DROP TABLE ${partition.name}`).run();
