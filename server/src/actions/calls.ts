@@ -3,15 +3,15 @@ import { ChronologError, fail } from "../errors.js";
 import type { ExecutorSession } from "../executors/session.js";
 import { canonicalJson } from "../log/canonical.js";
 import type { PluginRegistry } from "../plugins/registry.js";
-import type { CallRow, CallStatements } from "../store/calls.js";
+import type { CallStatements } from "../store/calls.js";
 import type { Committer, Tx } from "../store/committer.js";
-import type { EventReads, EventStatements } from "../store/events.js";
+import type { EventStatements } from "../store/events.js";
 import { callerGone, notStartedError, stoppingError } from "./call-errors.js";
 import { fromOutside, fromPulse, fromTime, ownCallId, sameCall, underCause } from "./call-origin.js";
 import type { CallRequest, CallResult } from "./call-request.js";
 import type { HostQueue } from "./hosts.js";
 import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVerdict, type StopState } from "./invocations.js";
-import { callFromLog, recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
+import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
 import { CallSlots } from "./slots.js";
 import { CallRates } from "./rates.js";
@@ -22,17 +22,14 @@ import { tracing } from "../tracing/tracer.js";
 import { traceText } from "../tracing/trace-context.js";
 import { endSpan, endTry, spanTrace } from "../tracing/messaging.js";
 import { attemptSpan, callSpan } from "../tracing/work.js";
+import { StoredCalls, type StoredCallsDeps } from "./stored-calls.js";
 
 /** What the action calls need from the owner: what their {@link Invocations} need, and more. */
-export interface ActionCallsDeps extends InvocationsDeps {
+export interface ActionCallsDeps extends InvocationsDeps, StoredCallsDeps {
   registry: PluginRegistry;
   committer: Committer;
   events: EventStatements;
   calls: CallStatements;
-  /** {@link CallStatements.get} without blocking the event loop (PostgreSQL: the async connection). */
-  callRows(callId: string): Promise<CallRow | undefined>;
-  /** The log's look-ups that do not block the event loop. */
-  logReads: Pick<EventReads, "findById">;
   hosts: HostQueue;
 }
 
@@ -102,8 +99,8 @@ const maxAnswerMarginMs = 500;
  */
 export class ActionCalls {
   private readonly runs = new Map<string, Run>();
-  /** The reads of stored calls under way, by call id ({@link stored}): a run of the call that ends makes them stale. */
-  private readonly reading = new Map<string, Set<{ stale: boolean }>>();
+  /** What is stored of a call, read before it starts a run. */
+  private readonly stored: StoredCalls;
   /** The actions' concurrency limits. */
   readonly slots = new CallSlots();
   /** The actions' rates. */
@@ -118,6 +115,7 @@ export class ActionCalls {
   constructor(private readonly deps: ActionCallsDeps) {
     this.invocations = new Invocations(deps, this.state);
     this.rates = new CallRates(deps.clock);
+    this.stored = new StoredCalls(deps);
   }
 
   /** Calls of time sent late to an executor that holds, since the owner started: see {@link Invocations.sentLate}. */
@@ -194,7 +192,7 @@ export class ActionCalls {
     if (tracing.on && !req.pulse) call.trace = traceText();
     const clientChosen = !req.cause && !req.scheduled && !req.pulse && req.callId !== "";
     // Its stored row (or, for a recorded call whose row the retention deleted, its events) unless a run of it is going on.
-    const row = req.scheduled?.fresh ? undefined : await this.stored(call);
+    const row = req.scheduled?.fresh ? undefined : await this.stored.read(call, (id) => this.runs.has(id));
     if (this.state.stopped || (this.state.stopping && !req.cause)) throw stoppingError();
     // From here to the Run's creation nothing awaits: two calls with one id cannot both start it.
     const running = this.runs.get(call.callId);
@@ -295,32 +293,8 @@ export class ActionCalls {
   /** A run ended: forgets it; the last one while the owner stops ends the grace. */
   private ended(callId: string): void {
     this.runs.delete(callId);
-    for (const read of this.reading.get(callId) ?? []) read.stale = true;
+    this.stored.ended(callId);
     if (this.runs.size === 0) this.idle?.();
-  }
-
-  /**
-   * What is stored of `call` (its row, else what its events tell: callFromLog), read without
-   * blocking the event loop; undefined when a run of it is going on (the caller finds it). A run
-   * of it that started after a read began and ended before it answered made the read stale: then
-   * it is read again. The caller goes on at once, in the same turn: no run can end in between.
-   */
-  private async stored(call: CallIdentity): Promise<CallRow | undefined> {
-    let reads = this.reading.get(call.callId);
-    if (!reads) this.reading.set(call.callId, (reads = new Set()));
-    const read = { stale: true };
-    try {
-      let row: CallRow | undefined;
-      while (read.stale && !this.runs.has(call.callId)) {
-        read.stale = false;
-        reads.add(read);
-        row = (await this.deps.callRows(call.callId)) ?? (await callFromLog(this.deps.logReads, call, this.deps.clock.now()));
-      }
-      return row;
-    } finally {
-      reads.delete(read);
-      if (reads.size === 0) this.reading.delete(call.callId);
-    }
   }
 
   /** Waits for `run`'s answer as `caller`; leaves (and, last to leave, abandons the run) when the caller goes. */
