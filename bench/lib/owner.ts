@@ -98,17 +98,22 @@ export async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM"
   rmSync(owner.dir, { recursive: true, force: true });
 }
 
+/** An owner's /metrics (`token`: its bearer token), as the sum of every series of a metric name. */
+export async function scrapeMetrics(url: string, token?: string): Promise<(name: string) => number> {
+  const text = await (await fetch(`${url}/metrics`, token ? { headers: { authorization: `Bearer ${token}` } } : {})).text();
+  return (name) =>
+    text
+      .split("\n")
+      .filter((l) => l.startsWith(name))
+      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
+}
+
 /**
  * What the PostgreSQL benches read of an owner's /metrics: its event-loop delay p99 (since the
  * last scrape) and the round trips its thread waited for, with their time.
  */
 export async function scrapeStoreWaits(url: string): Promise<{ loopP99Ms: number; waits: number; waitMs: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) =>
-    text
-      .split("\n")
-      .filter((l) => l.startsWith(name))
-      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
+  const sum = await scrapeMetrics(url);
   return {
     loopP99Ms: sum("nodejs_eventloop_lag_p99_seconds") * 1000,
     waits: sum("chronolog_store_waits_total"),

@@ -34,7 +34,7 @@ import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { definePlugin } from "../../sdk/ts/src/plugin.js";
 import { connectNative, endNative } from "../../server/src/store/postgres/pg-db.js";
-import { writePlugins } from "../lib/owner.js";
+import { scrapeMetrics, writePlugins } from "../lib/owner.js";
 import { benchStore, storeArgs, storeDescription } from "../lib/postgres.js";
 import { pct } from "../lib/proc.js";
 
@@ -144,12 +144,7 @@ function storeBytes(child: Child): number {
 
 /** Values of the owner's metrics this benchmark reads (the event-loop delay's since the last scrape). */
 async function scrape(url: string): Promise<{ loopP99Ms: number; removed: number; firstSeq: number }> {
-  const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
-  const value = (name: string) =>
-    text
-      .split("\n")
-      .filter((l) => l.startsWith(name))
-      .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
+  const value = await scrapeMetrics(url, token);
   return {
     loopP99Ms: value("nodejs_eventloop_lag_p99_seconds") * 1000,
     removed: value("chronolog_log_removed_events_total"),

@@ -318,7 +318,7 @@ async function serve(
     causes: store.db.readAsync && liveCauses,
   });
   const timers = options.timers ?? systemTimers;
-  const actions = openActions({ db: store.db, registry, committer, events, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
+  const actions = openActions({ db: store.db, registry, committer, events, logReads, live: liveCauses, clock, timers, logger, sessions: () => hub.list() });
   const maxMessageBytes = config?.limits?.max_message_bytes ?? defaultMaxMessageBytes;
   const hubOptions = { heartbeatIntervalMs: options.heartbeatIntervalMs ?? 10_000, defaultCredits: 16, maxMessageBytes, trust: leadership };
   const hub = new ExecutorHub(registry, processors, clock, logger, hubOptions, actions, {
@@ -330,6 +330,7 @@ async function serve(
     registry,
     committer,
     events,
+    logReads,
     live: liveCauses,
     actions,
     clock,

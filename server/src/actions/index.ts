@@ -6,7 +6,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import { callRowReads, callStatements, limitedCallsReader } from "../store/calls.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
-import { eventReads, type EventStatements } from "../store/events.js";
+import type { EventReads, EventStatements } from "../store/events.js";
 import { ActionCalls } from "./calls.js";
 import { HostQueue } from "./hosts.js";
 import { restoreLimits } from "./limits-restore.js";
@@ -26,6 +26,8 @@ export interface ActionsOptions {
   registry: PluginRegistry;
   committer: Committer;
   events: EventStatements;
+  /** The log's look-ups that do not block the event loop (the owner's). */
+  logReads: Pick<EventReads, "findById">;
   /** Shared with the emitter and the collections: record:false runs are causes there. */
   live: LiveCauses;
   clock: Clock;
@@ -40,7 +42,7 @@ export interface ActionsOptions {
 export function openActions(options: ActionsOptions): ActionCalls {
   const { db, sessions, ...deps } = options;
   const calls = callStatements(db);
-  const actions = new ActionCalls({ ...deps, calls, callRows: callRowReads(db, calls), logReads: eventReads(db, deps.events), hosts: new HostQueue(sessions) });
+  const actions = new ActionCalls({ ...deps, calls, callRows: callRowReads(db, calls), hosts: new HostQueue(sessions) });
   const restored = restoreLimits(deps.registry.allActions(), limitedCallsReader(db), actions.slots, actions.rates, deps.clock.now());
   if (restored.slots + restored.starts > 0)
     deps.logger.info(restored, `actions' limits restored: ${restored.slots} slots of calls left running, ${restored.starts} recent starts in the rate buckets`);

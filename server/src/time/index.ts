@@ -6,7 +6,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { TimerStages } from "../stages.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
-import { eventReads, type EventStatements } from "../store/events.js";
+import type { EventReads, EventStatements } from "../store/events.js";
 import { claimReads } from "../store/claim-reads.js";
 import { occurrenceStatements } from "../store/occurrences.js";
 import { timerCancelStatements } from "../store/timer-cancels.js";
@@ -50,6 +50,8 @@ export interface TimeOptions {
   registry: PluginRegistry;
   committer: Committer;
   events: EventStatements;
+  /** The log's look-ups that do not block the event loop (the owner's). */
+  logReads: Pick<EventReads, "findById">;
   live: LiveCauses;
   actions: ActionCalls;
   clock: Clock;
@@ -135,7 +137,7 @@ export function openTime(options: TimeOptions): Time {
     reads: timerReads,
     control,
     events: options.events,
-    logReads: eventReads(options.db, options.events),
+    logReads: options.logReads,
     live: options.live,
     chains,
     clock,
