@@ -9,7 +9,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
-import type { CommitInfo } from "../server/src/store/committer.js";
+import { stepEach, type CommitInfo, type Tx } from "../server/src/store/committer.js";
 import { connectPostgres } from "../server/src/store/postgres/open.js";
 import { FencedError } from "../server/src/store/postgres/transactions.js";
 import { eventReads } from "../server/src/store/events.js";
@@ -152,6 +152,38 @@ describe.each(storeKinds)("the committer's transactions on %s", (kind) => {
     await Promise.all(later);
     expect([answered, committer.head, heard]).toEqual([3, 3, [1, 3]]);
     expect(logged(t).map((e) => e.id)).toEqual(["a", "b", "c"]);
+  });
+
+  it("runs a unit in steps across turns of the event loop and commits it as one unit: all its steps, or none when one throws", async () => {
+    const t = await openTestStore(kind);
+    const committer = t.committer();
+    const timers = timerStatements(t.store.db);
+    let ticks = 0;
+    const ticking = setInterval(() => ticks++, 1);
+    /** The ticks counted when each step ran. */
+    const seen: number[] = [];
+    const ids = (prefix: string) => Array.from({ length: 20 }, (_, i) => `${prefix}${i}`);
+    const steps = (prefix: string, failAt?: number) => (tx: Tx) =>
+      stepEach(ids(prefix), (id, i) => {
+        busy(1); // 20 steps hold the thread far longer than a slice
+        seen.push(ticks);
+        if (i === failAt) throw new Error("a late step fails");
+        timers.put(timer(id, 5), tx.now);
+        return tx.append(event(id)).seq;
+      });
+    const settled = await Promise.allSettled([
+      committer.submit((tx) => tx.append(event("before"))),
+      committer.submitInSteps(steps("kept")),
+      committer.submitInSteps(steps("undone", 19)),
+      committer.submit((tx) => tx.append(event("after"))),
+    ]);
+    clearInterval(ticking);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect((settled[1] as PromiseFulfilledResult<number[]>).value).toEqual(ids("kept").map((_, i) => i + 2));
+    expect(seen.at(-1)).toBeGreaterThan(seen[0]); // timers fired while the units ran
+    expect(logged(t).map((e) => e.id)).toEqual(["before", ...ids("kept"), "after"]);
+    const stored = t.query("SELECT id FROM timers ORDER BY id").map((r) => r.id);
+    expect(stored).toEqual([...ids("kept")].sort());
   });
 
   it("a slice that fails to commit answers none of its units, nor those after it, and none of theirs is in the log", async () => {

@@ -4,7 +4,7 @@ import type { ReadAccess } from "../auth/read-access.js";
 import { ChronologError, fail, type FieldViolation } from "../errors.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { StageHistogram } from "../stages.js";
-import type { Committer, Tx } from "../store/committer.js";
+import { stepEach, type Committer, type Tx } from "../store/committer.js";
 import type { AppendAhead, ReadAheadKeys } from "../store/read-ahead.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 import { canonicalJson } from "./canonical.js";
@@ -84,9 +84,9 @@ export class Emitter {
     const spans = tracing.on ? traced(checked.map((c, i) => ({ event: c.event, parent: inputs[i].trace }))) : undefined;
     const results = await endingSpans(
       spans,
-      this.committer.submit(
+      this.committer.submitInSteps(
         (tx) =>
-          checked.map((c) => {
+          stepEach(checked, (c) => {
             const e = c.event;
             // An id the owner just made cannot be in the log: skip the lookup.
             const stored = c.fresh ? undefined : tx.events.findById(e.id);
@@ -129,9 +129,9 @@ export class Emitter {
       : undefined;
     const outcomes = await endingSpans(
       spans,
-      this.committer.submit(
+      this.committer.submitInSteps(
         (tx) =>
-          checked.map((c) => {
+          stepEach(checked, (c) => {
             if (c instanceof ChronologError) return c;
             const e = c.event;
             const stored = c.fresh ? undefined : tx.events.findById(e.id);

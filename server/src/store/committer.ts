@@ -5,22 +5,9 @@ import type { EventRecord, EventStatements } from "./events.js";
 import { readBatchAhead, type AppendAhead, type AppendsReadAhead, type ReadAheadKeys } from "./read-ahead.js";
 import { GuardFailedError, type Db } from "./sql.js";
 import type { Transactions } from "./transactions.js";
+import { runUnit, startSteps, step, type Outcome, type StepWork, type SteppingUnit, type Tx, type Work } from "./units.js";
 
-/**
- * What a unit of work sees inside a commit: the commit's time, the events
- * table, and `append`, which gives the next dense seq.
- */
-export interface Tx {
-  /** Commit time in ms since the epoch (UTC), the same for the whole transaction (a batch, or a slice of a large one). */
-  readonly now: number;
-  readonly db: Db;
-  readonly events: EventStatements;
-  /** Appends an event with the next seq and the commit time; returns it. */
-  append(event: Omit<EventRecord, "seq" | "at">): EventRecord;
-}
-
-/** A unit of work run inside the group commit; it may throw to undo itself only. */
-export type Work<T> = (tx: Tx) => T;
+export { stepEach, type StepWork, type Tx, type Work } from "./units.js";
 
 /** What a commit changed, published after the fsync. */
 export interface CommitInfo {
@@ -32,6 +19,16 @@ export interface CommitInfo {
   durationMs: number;
   /** The events the batch appended, in seq order (through `head`). */
   events: EventRecord[];
+}
+
+/** How a unit is queued ({@link Committer.submit}). */
+export interface SubmitOptions {
+  deferrable?: boolean;
+  lookups?: string[];
+  readAhead?: ReadAheadKeys;
+  appends?: AppendAhead[];
+  pure?: boolean;
+  first?: boolean;
 }
 
 /** How a {@link Committer} runs its transactions and reports faults. */
@@ -76,6 +73,14 @@ const defaultDeferredSpacingMs = 10;
 /** A batch this large (units) means load: the next one is spaced ({@link defaultBatchSpacingMs}). */
 const loadedBatchUnits = 16;
 
+/** A slice whose unit in steps yielded the event loop: its transaction stays open, and the unit goes on on the next turn. */
+interface OpenSlice {
+  tx: Tx;
+  from: number;
+  headBefore: number;
+  unit: SteppingUnit;
+}
+
 interface Pending {
   work: Work<unknown>;
   /** Event ids the unit looks up ({@link Committer.submit}'s `lookups`). */
@@ -88,6 +93,8 @@ interface Pending {
   pure: boolean;
   /** Runs before the batch's other units ({@link Committer.submit}'s `first`). */
   first: boolean;
+  /** `work` is a {@link StepWork} ({@link Committer.submitInSteps}). */
+  steps: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -216,21 +223,29 @@ export class Committer {
    * read is what it finds; no caller has an answer from the batch before all of it is durable,
    * so the batch's units may run in any order.
    */
-  submit<T>(
-    work: Work<T>,
-    options: {
-      deferrable?: boolean;
-      lookups?: string[];
-      readAhead?: ReadAheadKeys;
-      appends?: AppendAhead[];
-      pure?: boolean;
-      first?: boolean;
-    } = {},
-  ): Promise<T> {
+  submit<T>(work: Work<T>, options: SubmitOptions = {}): Promise<T> {
+    return this.enqueue(work, false, options);
+  }
+
+  /**
+   * Queues a large unit that runs in steps ({@link StepWork}): while its slice's time is up between
+   * two steps it yields the event loop (timers, I/O, the lease) and goes on on the next turn, its
+   * transaction and savepoint kept open, so no caller waits behind the whole unit and it still
+   * commits, or is undone, as one (a DelayBatch of 1,000 delays, say). Between its steps the
+   * store's other readers are as between the slices of a batch: on SQLite, whose one connection
+   * reads inside the open transaction, they may see what its steps wrote so far (a unit that then
+   * throws takes that back); on PostgreSQL they read what is committed. Options as {@link submit}'s.
+   */
+  submitInSteps<T>(work: StepWork<T>, options: SubmitOptions = {}): Promise<T> {
+    return this.enqueue(work, true, options);
+  }
+
+  private enqueue<T>(work: Work<T> | StepWork<T>, steps: boolean, options: SubmitOptions): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({
-        work,
+        work: work as Work<unknown>,
+        steps,
         lookups: options.lookups,
         readAhead: options.readAhead,
         appends: this.appendsReadAheads.length > 0 ? options.appends : undefined,
@@ -306,17 +321,40 @@ export class Committer {
     return readBatchAhead(this.db, this.events, batch, this.appendsReadAheads, assumeAbsent);
   }
 
-  /** Runs the batch's next units for up to {@link sliceMs} in one transaction, then ends the slice ({@link afterSlice}). */
-  private runSlice(batch: Pending[], outcomes: { ok: boolean; value: unknown }[], started: number): void {
-    const from = outcomes.length;
-    const headBefore = this.headSeq;
-    const tx = this.transaction();
+  /**
+   * Runs the batch's next units for up to {@link sliceMs} in one transaction, then ends the slice
+   * ({@link afterSlice}); `open`: a slice whose unit in steps yielded, continued.
+   */
+  private runSlice(batch: Pending[], outcomes: Outcome[], started: number, open?: OpenSlice): void {
+    const from = open?.from ?? outcomes.length;
+    const headBefore = open?.headBefore ?? this.headSeq;
+    const tx = open?.tx ?? this.transaction();
     const until = performance.now() + sliceMs;
     let ended: void | Promise<void>;
     try {
-      this.control.begin();
-      do outcomes.push(this.runUnit(batch[outcomes.length].work, tx));
-      while (outcomes.length < batch.length && performance.now() < until);
+      if (open) this.control.resume();
+      else this.control.begin();
+      let unit = open?.unit;
+      do {
+        if (!unit) {
+          const item = batch[outcomes.length];
+          if (!item.steps) {
+            outcomes.push(this.runUnit(item.work, tx));
+            continue;
+          }
+          unit = startSteps(this.control, item.work as unknown as StepWork<unknown>, this.headSeq);
+        }
+        const outcome = step(this.control, unit, tx, until);
+        if (!outcome) {
+          this.control.pause();
+          const slice = { tx, from, headBefore, unit };
+          setImmediate(() => this.runSlice(batch, outcomes, started, slice));
+          return;
+        }
+        if (!outcome.ok) this.headSeq = unit.mark;
+        outcomes.push(outcome);
+        unit = undefined;
+      } while (outcomes.length < batch.length && performance.now() < until);
       ended = this.control.commitSlice(outcomes.length === batch.length);
     } catch (error) {
       return this.afterSlice(this.sliceFailed(batch, from, headBefore, error), outcomes.slice(0, from), started);
@@ -351,7 +389,7 @@ export class Committer {
   }
 
   /** Continues with the next slice on the next turn, or makes the batch durable and answers it. */
-  private afterSlice(batch: Pending[], outcomes: { ok: boolean; value: unknown }[], started: number): void {
+  private afterSlice(batch: Pending[], outcomes: Outcome[], started: number): void {
     if (outcomes.length < batch.length) {
       setImmediate(() => this.runSlice(batch, outcomes, started));
       return;
@@ -384,7 +422,7 @@ export class Committer {
   }
 
   /** Answers a durable batch's callers, then tells the listeners. */
-  private settle(batch: Pending[], outcomes: { ok: boolean; value: unknown }[], info: CommitInfo): void {
+  private settle(batch: Pending[], outcomes: Outcome[], info: CommitInfo): void {
     this.durableSeq = info.head;
     batch.forEach((item, i) => (outcomes[i].ok ? item.resolve(outcomes[i].value) : item.reject(outcomes[i].value)));
     for (const listener of this.listeners) {
@@ -397,18 +435,11 @@ export class Committer {
     }
   }
 
-  private runUnit(work: Work<unknown>, tx: Tx): { ok: boolean; value: unknown } {
+  private runUnit(work: Work<unknown>, tx: Tx): Outcome {
     const mark = this.headSeq;
-    this.control.savepoint();
-    try {
-      const value = work(tx);
-      this.control.release();
-      return { ok: true, value };
-    } catch (error) {
-      this.control.rollbackTo();
-      this.headSeq = mark;
-      return { ok: false, value: error };
-    }
+    const outcome = runUnit(this.control, work, tx);
+    if (!outcome.ok) this.headSeq = mark;
+    return outcome;
   }
 
   private transaction(): Tx {

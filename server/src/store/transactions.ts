@@ -8,6 +8,13 @@ export interface Transactions {
   /** Starts a slice. */
   begin(): void;
   /**
+   * The running unit yields the event loop between two of its steps, its transaction open
+   * (Committer.submitInSteps): what the owner does meanwhile is not the unit's...
+   */
+  pause(): void;
+  /** ...until it goes on. */
+  resume(): void;
+  /**
    * Ends a slice whose units ran (`last`: the batch's last); the next slice runs once a promise
    * it returns resolved (PostgreSQL sends the slice's held inserts without blocking the event loop).
    */

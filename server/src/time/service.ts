@@ -7,7 +7,7 @@ import { derivedId, newId } from "../log/ids.js";
 import { asItem, fail, forItem } from "../errors.js";
 import type { Clock } from "../clock.js";
 import type { PluginRegistry } from "../plugins/registry.js";
-import type { Committer, Tx } from "../store/committer.js";
+import { stepEach, type Committer, type Tx } from "../store/committer.js";
 import type { ReadAheadKeys } from "../store/read-ahead.js";
 import type { ActorRecord, EventReads, EventRecord, EventStatements } from "../store/events.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
@@ -233,7 +233,11 @@ export class Timers {
     if (reqs.length > maxDelayBatch)
       fail("too_large", `a batch holds at most ${maxDelayBatch} delays, got ${reqs.length}`, [{ field: "delays", description: "too many" }]);
     const delays = await Promise.all(reqs.map((req, i) => this.prepareDelay(req, principal).catch((e: unknown) => Promise.reject(forItem(`delays[${i}]`, e)))));
-    const results = await this.deps.committer.submit((tx) => delays.map((delay, i) => asItem(`delays[${i}]`, () => delay.arm(tx))), this.lookupsOf(delays));
+    // In steps: a batch of 1,000 does not hold the event loop for all of them at once.
+    const results = await this.deps.committer.submitInSteps(
+      (tx) => stepEach(delays, (delay, i) => asItem(`delays[${i}]`, () => delay.arm(tx))),
+      this.lookupsOf(delays),
+    );
     const fresh = results.filter((r) => r.fresh).map((r) => r.dueMs);
     if (fresh.length > 0) this.deps.changed(Math.min(...fresh));
     return results.map(({ delayId, dueMs }) => ({ delayId, dueMs }));

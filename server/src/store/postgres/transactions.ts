@@ -45,6 +45,13 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
     begin() {
       batch.writing = true;
     },
+    // Between a unit's steps, statements go to the reader (they see what is committed), not into the batch.
+    pause() {
+      batch.writing = false;
+    },
+    resume() {
+      batch.writing = true;
+    },
     commitSlice(last) {
       batch.writing = false;
       if (last) return; // its commands go with the COMMIT (sync)

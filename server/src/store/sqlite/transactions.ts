@@ -16,6 +16,9 @@ export function sqliteTransactions(db: Database, durability: Durability): Transa
   const rollbackTo = db.prepare("ROLLBACK TO unit");
   return {
     begin: () => void begin.run(),
+    // One connection: the statements made between a unit's steps run inside its transaction.
+    pause: () => undefined,
+    resume: () => undefined,
     commitSlice: () => void commit.run(),
     rollback: () => void (db.inTransaction && rollback.run()),
     savepoint: () => void savepoint.run(),
