@@ -33,6 +33,11 @@ const noReads: BatchReadsOfUnits = { unitStarted() {}, unitFailed() {}, clear() 
  * is then {@link broken} and its commit fails (as a failed COMMIT does). Only writes that cannot
  * fail but for a fault (updates by key, inserts of new keys) are deferred.
  */
+/** `read` wrapped in a statement that fails when it finds a row (division by zero): a batch's guard ({@link BatchWriter.guard}). */
+export function guardText(read: string): string {
+  return `SELECT 1 / (CASE WHEN EXISTS (${read}) THEN 0 ELSE 1 END)`;
+}
+
 export class BatchWriter {
   /** The committer's units are running: statements go to the writer, writes into the batch's transaction. */
   writing = false;
@@ -122,11 +127,11 @@ export class BatchWriter {
   }
 
   /**
-   * Before the batch's units run: queues `read` wrapped in a statement that fails when it finds a
-   * row (division by zero), ahead of all the batch will write.
+   * Before the batch's units run: queues `guard`, a read wrapped by {@link guardText}, ahead of all
+   * the batch will write.
    */
-  guard(read: Command): void {
-    this.queue.push({ ...read, text: `SELECT 1 / (CASE WHEN EXISTS (${read.text}) THEN 0 ELSE 1 END)`, guard: true });
+  guard(guard: Command): void {
+    this.queue.push({ ...guard, guard: true });
     this.unitFrom = this.queue.length;
   }
 

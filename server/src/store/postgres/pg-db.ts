@@ -3,7 +3,7 @@ import { isConnectionLost } from "../../errors.js";
 import { GuardFailedError, type BatchReads, type Db, type MergedWrite, type RunResult, type SqlStatement } from "../sql.js";
 import type { AsyncReader } from "./async-reader.js";
 import { BatchReadCache } from "./batch-reads.js";
-import { BatchWriter } from "./batch-writer.js";
+import { BatchWriter, guardText } from "./batch-writer.js";
 import type { NativeClient, Waits } from "./native-client.js";
 import { pipelineAsync, type Command } from "./pipeline.js";
 import { DeferredInserts } from "./deferred-inserts.js";
@@ -320,7 +320,9 @@ export class PgDb implements Db {
   }
 
   guardAbsent(sql: string, params: unknown[]): void {
-    this.batch.guard({ text: numberParameters(sql).text, values: params.map(toParameter) });
+    const { text, count } = numberParameters(sql);
+    const guard = guardText(text);
+    this.batch.guard({ text: guard, name: this.preparedName(this.writer, guard, count), values: params.map(toParameter) });
   }
 
   readAsync(sql: string, params: unknown[]): Promise<unknown[]> {
