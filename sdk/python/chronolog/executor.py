@@ -36,7 +36,7 @@ Given several owners (``url``: a comma-separated list or a list; one leads,
 the others are standbys), it subscribes to the leader: a standby's refusal
 sends it to the leader the standby names at once (not reported), and an
 owner that cannot be reached to the next one (after each owner had its turn,
-with pauses of 0.1 s doubling up to 1 s); the new leader gets the hello and
+with pauses of 0.1 s doubling up to 0.25 s); the new leader gets the hello and
 sends the deliveries (those that ran on the lost stream again).
 
 An owner that refuses the stream itself with UNAUTHENTICATED (a missing or

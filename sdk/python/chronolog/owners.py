@@ -11,7 +11,7 @@ one cannot be reached.
 
 - A unary call, or a server stream until its first response, that a standby refused or that
   reached no owner (nothing was done) is made again at the leader named or the next owner, with
-  pauses (none until each owner had its turn, then 0.1 s doubling up to 1 s), for up to
+  pauses (none until each owner had its turn, then 0.1 s doubling up to 0.25 s), for up to
   ``failover_timeout_s`` (and within the call's own timeout); then its error is the caller's.
 - A failure that leaves the owner in doubt (the connection dropped, the owner is stopping) is the
   caller's at once (the call may have run), and the next call goes to the next owner.
@@ -172,8 +172,13 @@ class Owners:
         return failure.kind == "standby" or (failure.kind == "unreached" and self.several)
 
     def pause_s(self, n: int) -> float:
-        """The pause before try ``n`` (1: the first retry) of one call: none until each owner had its turn, then 0.1 s doubling up to 1 s."""
-        return 0.0 if n < len(self._urls) else min(0.1 * 2 ** (n - len(self._urls)), 1.0)
+        """The pause before try ``n`` (1: the first retry) of one call.
+
+        None until each owner had its turn, then 0.1 s doubling up to 0.25 s: until a standby takes
+        over, tries alternate between it and the lost leader it names, so a longer pause finds the new
+        leader later.
+        """
+        return 0.0 if n < len(self._urls) else min(0.1 * 2 ** (n - len(self._urls)), 0.25)
 
     def close(self) -> None:
         """Closes every channel."""

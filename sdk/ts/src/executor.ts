@@ -116,7 +116,7 @@ const maxCredits = 2 ** 32 - 1;
  * Given several owners (`url`: a comma-separated list or an array), it subscribes to the
  * leader: a standby's refusal sends it to the leader the standby names at once (not reported),
  * and an owner that cannot be reached to the next one (after each owner had its turn, with
- * pauses of 100 ms doubling up to 1 s), so a new leader is found within its handover; the new
+ * pauses of 100 ms doubling up to 250 ms), so a new leader is found within its handover; the new
  * leader gets the hello and sends the deliveries (those that ran on the lost stream again).
  *
  * A refusal that retrying cannot cure is not retried: UNAUTHENTICATED (a

@@ -12,6 +12,9 @@ import { sleep } from "./sleep.js";
 /** How long a call (or a broken stream) is tried across the owners before its error is the caller's, by default. */
 export const defaultFailoverTimeoutMs = 15_000;
 
+/** The longest pause between two tries of a call across the owners ({@link Owners.pauseMs}). */
+const maxPauseMs = 250;
+
 /**
  * The owner URLs in `url`: one URL, a comma-separated list of them or an array. Throws a
  * ConnectError INVALID_ARGUMENT naming the one that is not an http:// or https:// URL
@@ -108,9 +111,13 @@ export class Owners {
     return failure.kind === "standby" || ((failure.kind === "unreached" || (failure.kind === "lost" && repeatable)) && this.several);
   }
 
-  /** The pause before try `n` (1: the first retry) of one call: none until each owner had its turn, then 100 ms doubling up to 1 s. */
+  /**
+   * The pause before try `n` (1: the first retry) of one call: none until each owner had its turn,
+   * then 100 ms doubling up to {@link maxPauseMs}: until a standby takes over, tries alternate
+   * between it and the lost leader it names, so a longer pause finds the new leader later.
+   */
   pauseMs(n: number): number {
-    return n < this.urls.length ? 0 : Math.min(100 * 2 ** (n - this.urls.length), 1_000);
+    return n < this.urls.length ? 0 : Math.min(100 * 2 ** (n - this.urls.length), maxPauseMs);
   }
 }
 
