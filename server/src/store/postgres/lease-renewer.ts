@@ -62,6 +62,8 @@ function stop() {
 const tickMs = Math.max(50, leaseMs / 6);
 let lastBeat = 0n;
 let silentMs = 0;
+/** How long the whole process was paused (SIGSTOP, a suspended machine) since the owner's thread last answered. */
+let pausedMs = 0;
 let lastTick = process.hrtime.bigint();
 const watchdog = setInterval(() => {
   const now = process.hrtime.bigint();
@@ -72,14 +74,19 @@ const watchdog = setInterval(() => {
   if (beat !== lastBeat) {
     lastBeat = beat;
     silentMs = 0;
+    pausedMs = 0;
     return;
   }
   silentMs += Math.min(elapsedMs, 2 * tickMs); // a pause of the whole process (SIGSTOP) is not the thread's silence
+  if (elapsedMs > 2 * tickMs) pausedMs += elapsedMs;
   const taken = Atomics.load(shared, 1) === 1n;
   const ageMs = Number(now - Atomics.load(shared, 0)) / 1e6;
   if ((taken || ageMs >= leaseMs) && silentMs >= Math.max(1000, leaseMs / 3)) {
     const why = taken ? "another owner took the lease" : "the lease could not be renewed for " + Math.round(ageMs) + " ms (a standby may lead now)";
-    const line = { level: 60, time: Date.now(), pid: process.pid, msg: "stepping down: " + why + ", and the owner's thread has not answered for " + Math.round(silentMs) + " ms (waiting on a database that does not answer?): the process ends" };
+    const silence = pausedMs > 0
+      ? "the process was paused for " + Math.round(pausedMs) + " ms (stopped, or its machine suspended), and its thread has not answered for " + Math.round(silentMs) + " ms since"
+      : "the owner's thread has not answered for " + Math.round(silentMs) + " ms (waiting on a database that does not answer?)";
+    const line = { level: 60, time: Date.now(), pid: process.pid, msg: "stepping down: " + why + ", and " + silence + ": the process ends" };
     require("node:fs").writeSync(2, JSON.stringify(line) + "\\n");
     process.kill(process.pid, "SIGKILL");
   }
