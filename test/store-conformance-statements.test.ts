@@ -307,7 +307,7 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     expect(occurrences.earliestRetry()).toBe(10);
   });
 
-  it("pauses and resumes a timer; queues a triggered or backfilled occurrence once; counts the active ones; releases a buffered one only when none runs", async () => {
+  it("pauses and resumes a timer; queues a triggered or backfilled occurrence once, a backfill answering which it made; counts the active ones; releases a buffered one only when none runs", async () => {
     const t = await opened(kind);
     const timers = timerStatements(t.store.db);
     const controls = control(t);
@@ -320,10 +320,14 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
 
     expect(controls.activeOf("t1")).toEqual({ running: 0, buffered: 0 });
     const { status: _status, latenessMs: _lateness, error: _error, ...queued } = occurrence("q1", 400);
-    expect(await t.write(() => [controls.queue(queued, "trigger", 450, 4), controls.queue(queued, "backfill", 460, 4)])).toEqual([true, false]);
+    const { status: _s2, latenessMs: _l2, error: _e2, ...moment } = occurrence("q2", 420);
+    await t.write(() => controls.queueTriggered(queued, 450));
+    expect(await t.write(() => controls.queueBackfilled([queued, moment], 4))).toEqual(new Set(["q2"])); // q1 was made before
     expect(occurrences.dueRetries(450, 10)).toEqual([
+      expect.objectContaining({ id: "q2", status: "retry_wait", attempts: 0, nextAttemptMs: 420, origin: "backfill" }),
       expect.objectContaining({ id: "q1", status: "retry_wait", attempts: 0, nextAttemptMs: 450, origin: "trigger" }),
     ]);
+    await t.write(() => (occurrences.resume("q2", 4), occurrences.finish("q2", "completed", 0, "", null, 4)));
     await t.write(() => occurrences.insert(occurrence("b1", 700, "buffered"), 5));
     expect(controls.activeOf("t1")).toEqual({ running: 1, buffered: 1 });
     expect(await t.write(() => controls.releaseBuffered("t1", 650))).toBe(false); // q1 still waits for its try

@@ -12,8 +12,10 @@
 //     default 12,000; a caller stops when its share is done), 256 and 1 in flight;
 //   - pause, then resume, each caller of a timer of its own, 64 and 1 in flight;
 //   - emits to a stream sent twice with the same id (a retry: answered with its position), 64 and 1;
+//   - TriggerTimer and BackfillTimer (control-waits.ts);
 //   - the processors' cases of processor-waits.ts (a hot key's backlog, RedeliverFailed,
-//     ListProcessors, MoveCursor by time); BENCH_ONLY=processors runs those alone;
+//     ListProcessors, MoveCursor by time).
+// BENCH_ONLY=emits,controls,processors (any of them) runs those groups alone.
 // calls/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
 // waited for over the workload (chronolog_store_waits_total, chronolog_store_wait_seconds_total).
 import os from "node:os";
@@ -22,6 +24,7 @@ import { definePlugin } from "../../sdk/ts/src/plugin.js";
 import { benchLatencyMs, benchStore } from "../lib/postgres.js";
 import { buildBundle, scrapeStoreWaits as scrape, startOwner, stopOwner } from "../lib/owner.js";
 import { pct } from "../lib/proc.js";
+import { controlCases } from "./control-waits.js";
 import { processorCases, processorDeclarations } from "./processor-waits.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -176,8 +179,11 @@ console.log(
 const owner = await startOwner({ plugins: [plugin], entry: "bundle" });
 try {
   const client = createClient({ url: owner.url });
-  if (process.env.BENCH_ONLY !== "processors") await emitCases(owner.url, client);
-  await processorCases(owner.url, client, plugin);
+  const only = process.env.BENCH_ONLY?.split(",");
+  const runs = (group: string) => only === undefined || only.includes(group);
+  if (runs("emits")) await emitCases(owner.url, client);
+  if (runs("controls")) await controlCases(owner.url, client, plugin, load);
+  if (runs("processors")) await processorCases(owner.url, client, plugin);
 } finally {
   await stopOwner(owner);
 }

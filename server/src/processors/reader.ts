@@ -206,9 +206,9 @@ export class LogReader {
    */
   private rereadChunk(key: string, after: number): BudgetedRows | undefined {
     const { readLog, tail, events } = this.deps;
-    if (!readLog) return events.readWithin(after, readChunk, readChunkBytes, this.types);
     const inTail = tail.readWithin(after, readChunk, readChunkBytes, this.types);
     if (inTail) return inTail;
+    if (!readLog) return events.readWithin(after, readChunk, readChunkBytes, this.types);
     this.refilling.add(key);
     const resets = this.resets;
     /** Every event through this seq was in the log when the read was sent (a read not cut holds them all). */
