@@ -127,7 +127,7 @@ describe("AdminService", () => {
   });
 
   it.runIf(onPostgres)(
-    "on PostgreSQL, RedeliverFailed, MoveCursor by time and ListProcessors wait for no round trip: each read goes without blocking the owner",
+    "on PostgreSQL, RedeliverFailed, MoveCursor by time, ListProcessors and DismissFailed wait for no round trip: each read goes without blocking the owner",
     async () => {
       const { owner, admin, client, handled, heal, sicken } = await setup();
       /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
@@ -174,6 +174,13 @@ describe("AdminService", () => {
       await until(() => handled.filter((seq) => seq === Number(late.seq)).length === 2, "the late event handled again");
       await until(async () => (await failures()) === 0, "every failure's record cleared");
       expect((await waits()) - before, "round trips waited for").toBeLessThan(5);
+      // DismissFailed reads what is on record without a round trip waited for too.
+      sicken();
+      const dismissed = (await client.emit("job.queued", { n: 43 })).event!;
+      await until(async () => (await failures()) === 1, "a failure to dismiss");
+      const beforeDismissal = await waits();
+      expect((await admin.dismissFailed({ processor: "jobs.work", all: true })).seqs).toEqual([dismissed.seq]);
+      expect((await waits()) - beforeDismissal, "round trips waited for by DismissFailed").toBeLessThan(2);
     },
   );
 

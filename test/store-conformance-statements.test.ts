@@ -151,7 +151,7 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     expect(timers.get("later")?.id).toBe("later");
   });
 
-  it("reads a claim's due timers and retries ahead of its batch (PostgreSQL), telling which next due moment was claimed before by the occurrence id the clock derives", async () => {
+  it("reads a claim's due timers and retries (with their timers' chain depths) ahead of its batch (PostgreSQL), telling which next due moment was claimed before by the occurrence id the clock derives", async () => {
     const t = await opened(kind);
     const reads = claimReads(t.store.db);
     if (kind === "sqlite") return expect(reads).toBeUndefined(); // reads are not round trips there: the claim reads as it goes
@@ -166,7 +166,9 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
         timers.put(delay(id, due), tx.now);
       timers.put({ ...delay("cancellable", 1_200), cancelOn: [{ type: "order.paid", match: {} }] }, tx.now);
       occurrences.insert(occurrence(occurrenceId("again", 1_500), 1_500, "pending", "again"), tx.now); // claimed before: the timer was set again for the same moment
-      occurrences.insert({ ...occurrence("r1", 500, "retry_wait"), nextAttemptMs: 1_100 }, tx.now);
+      occurrences.insert({ ...occurrence("r1", 500, "retry_wait"), nextAttemptMs: 1_100 }, tx.now); // its timer gone
+      timers.put({ ...delay("deep", 9_500), chainDepth: 3 }, tx.now);
+      occurrences.insert({ ...occurrence("r2", 600, "retry_wait", "deep"), nextAttemptMs: 1_050 }, tx.now);
     });
     const read = await reads!.read(2_000, 1_100, 10, 10);
     expect(read.timers.map(({ timer, claimedBefore }) => [timer.id, timer.nextDueMs, claimedBefore])).toEqual([
@@ -174,7 +176,11 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
       ["again", 1_500, true],
     ]);
     expect(read.timers[0].timer).toEqual(timers.get("fresh"));
-    expect(read.retries.map((o) => o.id)).toEqual(["r1"]);
+    expect(read.retries.map((o) => [o.id, o.chainDepth])).toEqual([
+      ["r2", 3],
+      ["r1", 0],
+    ]); // with their timers' chain depths, which their calls carry
+    expect(read.retries[0]).toMatchObject({ timerId: "deep", status: "retry_wait", nextAttemptMs: 1_050 });
     expect((await reads!.read(2_000, 2_000, 1, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh"]);
     expect((await reads!.read(2_000, 2_000, 10, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh", "cancellable", "again"]);
     expect((await reads!.read(2_000, 2_000, 10, 0)).retries).toEqual([]);

@@ -187,7 +187,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       const by = admin(ctx).name;
       const seqs = req.seqs.map((s) => seqFromProto(s, "seqs"));
       const dismissed = await dismissFailed(
-        { cursors: deps.cursors, committer: deps.committer, declared: (p) => deps.processors.get(p) !== undefined },
+        { cursors: deps.cursors, failed: deps.failed, committer: deps.committer, declared: (p) => deps.processors.get(p) !== undefined },
         req.processor,
         seqs,
         req.all,
