@@ -243,6 +243,7 @@ export class LogReader {
   private gatherKey(key: string, rows: BudgetedRows, at: Reread, upTo: number, found: EventRecord[], whole = true): Reread {
     const { spec } = this.deps;
     let { after, room } = at;
+    if (room <= 0) return at; // held its share meanwhile (a redelivery): read again later
     let full = false;
     for (const event of rows.events) {
       if (event.seq > upTo) return { after, room, done: true };
