@@ -54,7 +54,7 @@ async function setup() {
   const executor = runExecutor({ url: owner.url, token: tokens.admin, plugins: [plugin], onError: () => {} });
   cleanups.push(() => executor.stop(50));
   await executor.ready;
-  return { owner, admin, asClient, client, handled, heal: () => (healthy = true) };
+  return { owner, admin, asClient, client, handled, heal: () => (healthy = true), sicken: () => (healthy = false) };
 }
 
 const types = async (client: ReturnType<typeof createClient>) => {
@@ -125,6 +125,64 @@ describe("AdminService", () => {
     const unknown = await admin.moveCursor({ processor: "jobs.nope", to: { case: "ackFloor", value: 0n } }).catch((e) => ConnectError.from(e));
     expect((unknown as ConnectError).code).toBe(Code.NotFound);
   });
+
+  it.runIf(onPostgres)(
+    "on PostgreSQL, RedeliverFailed, MoveCursor by time, ListProcessors and DismissFailed wait for no round trip: each read goes without blocking the owner",
+    async () => {
+      const { owner, admin, client, handled, heal, sicken } = await setup();
+      /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
+      const waits = async () => {
+        const response = await fetch(`${owner.url}/metrics`, { headers: { authorization: `Bearer ${tokens.admin}` } });
+        expect(response.status).toBe(200);
+        const text = await response.text();
+        return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+      };
+      const failures = async () => (await admin.listFailedDeliveries({ processor: "jobs.work", pageSize: 1000 })).deliveries.length;
+      // A first failure redelivered and the cursor moved once, so every statement is prepared.
+      await client.emit("job.queued", { n: 0 });
+      await until(async () => (await failures()) === 1, "a failed delivery");
+      heal();
+      expect((await admin.redeliverFailed({ processor: "jobs.work" })).count).toBe(1);
+      await until(async () => (await failures()) === 0, "the first redelivery finished");
+      await admin.moveCursor({ processor: "jobs.work", to: { case: "at", value: timestampFromMs(Date.now() + 60_000) } });
+      await admin.setProcessorPaused({ processor: "jobs.work", paused: true });
+      await admin.setProcessorPaused({ processor: "jobs.work", paused: false });
+      // 40 failures to redeliver: the handler fails again until healed.
+      handled.length = 0;
+      const seqs: number[] = [];
+      sicken();
+      for (let n = 1; n <= 40; n++) seqs.push(Number((await client.emit("job.queued", { n })).event!.seq));
+      await until(async () => (await failures()) === 40, "40 failed deliveries", 30_000);
+      heal();
+      const before = await waits();
+      expect((await admin.redeliverFailed({ processor: "jobs.work" })).count).toBe(40);
+      expect((await admin.listProcessors({})).processors[0].name).toBe("jobs.work");
+      await until(() => handled.length === 40, "40 redelivered runs");
+      expect([...handled].sort((a, b) => a - b)).toEqual(seqs);
+      // By time: from the first event committed at or after a moment between two emits.
+      const early = (await client.emit("job.queued", { n: 41 })).event!;
+      await until(() => handled.includes(Number(early.seq)), "the early event handled");
+      await new Promise((r) => setTimeout(r, 20));
+      const moment = Date.now();
+      await new Promise((r) => setTimeout(r, 20));
+      const late = (await client.emit("job.queued", { n: 42 })).event!;
+      await until(() => handled.includes(Number(late.seq)), "the late event handled");
+      const moved = await admin.moveCursor({ processor: "jobs.work", to: { case: "at", value: timestampFromMs(moment) } });
+      expect(moved.processor?.failures).toBe(0n);
+      const recorded = (await eventsOf(client, ["processor.cursor_moved"])).map((e) => e.data).at(-1);
+      expect(recorded).toMatchObject({ processor: "jobs.work", to: Number(late.seq) - 1 });
+      await until(() => handled.filter((seq) => seq === Number(late.seq)).length === 2, "the late event handled again");
+      await until(async () => (await failures()) === 0, "every failure's record cleared");
+      expect((await waits()) - before, "round trips waited for").toBeLessThan(5);
+      // DismissFailed reads what is on record without a round trip waited for too.
+      sicken();
+      const dismissed = (await client.emit("job.queued", { n: 43 })).event!;
+      await until(async () => (await failures()) === 1, "a failure to dismiss");
+      const beforeDismissal = await waits();
+      expect((await admin.dismissFailed({ processor: "jobs.work", all: true })).seqs).toEqual([dismissed.seq]);
+      expect((await waits()) - beforeDismissal, "round trips waited for by DismissFailed").toBeLessThan(2);
+    },
+  );
 
   it("pauses and resumes a processor", async () => {
     const { admin, client, handled, heal } = await setup();

@@ -9,7 +9,7 @@ import { runExecutor, type DeliveryContext } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf, type ConcurrencyOptions } from "../sdk/ts/src/plugin.js";
 import { CallSlots } from "../server/src/actions/slots.js";
 import { keyPath } from "../server/src/log/key-path.js";
-import { startTestOwner } from "./helpers/owner.js";
+import { onPostgres, startTestOwner } from "./helpers/owner.js";
 import { until } from "./helpers/until.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -239,4 +239,40 @@ describe("fair turns between keys", () => {
     }
     expect(seen.get("big")).toHaveLength(3_000);
   });
+
+  it.runIf(onPostgres)(
+    "on PostgreSQL, a key's backlog older than the log's tail in memory is read again without a round trip the owner waits for: every event once, in order per key",
+    { timeout: 120_000 },
+    async () => {
+      const { url, client, floor } = await owner();
+      /** The round trips the owner's thread waited for so far (chronolog_store_waits_total, both connections). */
+      const waits = async () => {
+        const text = await (await fetch(`${url}/metrics`)).text();
+        return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+      };
+      const seen = new Map<string, number[]>();
+      const plugin = fairPlugin({ key: "data.tenant", total: 8 }, (ctx) => {
+        const tenant = String(ctx.data.tenant);
+        seen.set(tenant, [...(seen.get(tenant) ?? []), Number(ctx.data.n)]);
+      });
+      await client.registerPlugin(manifestOf(plugin));
+      // 6,000 events of 2 KiB (12 MiB: past the 8 MiB the tail keeps), 5,000 of them of "hot", far past the 64 a key holds.
+      const pad = "p".repeat(2_048);
+      const data = Array.from({ length: 6_000 }, (_, i) => (i % 6 === 5 ? { tenant: `t${i % 7}`, n: i } : { tenant: "hot", n: i }));
+      for (let i = 0; i < data.length; i += 500) await client.emitBatch(data.slice(i, i + 500).map((d) => ({ type: "job.queued", data: { ...d, pad } })));
+      const last = await client.emit("job.queued", { tenant: "late", n: data.length });
+      const before = await waits();
+      await executor(url, plugin);
+      const delivered = () => [...seen.values()].reduce((n, ns) => n + ns.length, 0);
+      await until(() => delivered() >= data.length + 1, "every event delivered", 90_000);
+      // Hundreds of reads again of the hot key, each a round trip waited for when read at once.
+      expect((await waits()) - before, "round trips waited for while the backlog drained").toBeLessThan(20);
+      await until(async () => (await floor()) === last.event?.seq, "the cursor at the end");
+      for (const [tenant, ns] of seen) {
+        const expected = [...data, { tenant: "late", n: data.length }].filter((d) => d.tenant === tenant).map((d) => d.n);
+        expect(ns, tenant).toEqual(expected); // each once, in order
+      }
+      expect(seen.get("hot")).toHaveLength(5_000);
+    },
+  );
 });

@@ -151,7 +151,7 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     expect(timers.get("later")?.id).toBe("later");
   });
 
-  it("reads a claim's due timers and retries ahead of its batch (PostgreSQL), telling which next due moment was claimed before by the occurrence id the clock derives", async () => {
+  it("reads a claim's due timers and retries (with their timers' chain depths) ahead of its batch (PostgreSQL), telling which next due moment was claimed before by the occurrence id the clock derives", async () => {
     const t = await opened(kind);
     const reads = claimReads(t.store.db);
     if (kind === "sqlite") return expect(reads).toBeUndefined(); // reads are not round trips there: the claim reads as it goes
@@ -166,7 +166,9 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
         timers.put(delay(id, due), tx.now);
       timers.put({ ...delay("cancellable", 1_200), cancelOn: [{ type: "order.paid", match: {} }] }, tx.now);
       occurrences.insert(occurrence(occurrenceId("again", 1_500), 1_500, "pending", "again"), tx.now); // claimed before: the timer was set again for the same moment
-      occurrences.insert({ ...occurrence("r1", 500, "retry_wait"), nextAttemptMs: 1_100 }, tx.now);
+      occurrences.insert({ ...occurrence("r1", 500, "retry_wait"), nextAttemptMs: 1_100 }, tx.now); // its timer gone
+      timers.put({ ...delay("deep", 9_500), chainDepth: 3 }, tx.now);
+      occurrences.insert({ ...occurrence("r2", 600, "retry_wait", "deep"), nextAttemptMs: 1_050 }, tx.now);
     });
     const read = await reads!.read(2_000, 1_100, 10, 10);
     expect(read.timers.map(({ timer, claimedBefore }) => [timer.id, timer.nextDueMs, claimedBefore])).toEqual([
@@ -174,7 +176,11 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
       ["again", 1_500, true],
     ]);
     expect(read.timers[0].timer).toEqual(timers.get("fresh"));
-    expect(read.retries.map((o) => o.id)).toEqual(["r1"]);
+    expect(read.retries.map((o) => [o.id, o.chainDepth])).toEqual([
+      ["r2", 3],
+      ["r1", 0],
+    ]); // with their timers' chain depths, which their calls carry
+    expect(read.retries[0]).toMatchObject({ timerId: "deep", status: "retry_wait", nextAttemptMs: 1_050 });
     expect((await reads!.read(2_000, 2_000, 1, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh"]);
     expect((await reads!.read(2_000, 2_000, 10, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh", "cancellable", "again"]);
     expect((await reads!.read(2_000, 2_000, 10, 0)).retries).toEqual([]);
@@ -307,7 +313,7 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     expect(occurrences.earliestRetry()).toBe(10);
   });
 
-  it("pauses and resumes a timer; queues a triggered or backfilled occurrence once; counts the active ones; releases a buffered one only when none runs", async () => {
+  it("pauses and resumes a timer; queues a triggered or backfilled occurrence once, a backfill answering which it made; counts the active ones; releases a buffered one only when none runs", async () => {
     const t = await opened(kind);
     const timers = timerStatements(t.store.db);
     const controls = control(t);
@@ -320,10 +326,14 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
 
     expect(controls.activeOf("t1")).toEqual({ running: 0, buffered: 0 });
     const { status: _status, latenessMs: _lateness, error: _error, ...queued } = occurrence("q1", 400);
-    expect(await t.write(() => [controls.queue(queued, "trigger", 450, 4), controls.queue(queued, "backfill", 460, 4)])).toEqual([true, false]);
+    const { status: _s2, latenessMs: _l2, error: _e2, ...moment } = occurrence("q2", 420);
+    await t.write(() => controls.queueTriggered(queued, 450));
+    expect(await t.write(() => controls.queueBackfilled([queued, moment], 4))).toEqual(new Set(["q2"])); // q1 was made before
     expect(occurrences.dueRetries(450, 10)).toEqual([
+      expect.objectContaining({ id: "q2", status: "retry_wait", attempts: 0, nextAttemptMs: 420, origin: "backfill" }),
       expect.objectContaining({ id: "q1", status: "retry_wait", attempts: 0, nextAttemptMs: 450, origin: "trigger" }),
     ]);
+    await t.write(() => (occurrences.resume("q2", 4), occurrences.finish("q2", "completed", 0, "", null, 4)));
     await t.write(() => occurrences.insert(occurrence("b1", 700, "buffered"), 5));
     expect(controls.activeOf("t1")).toEqual({ running: 1, buffered: 1 });
     expect(await t.write(() => controls.releaseBuffered("t1", 650))).toBe(false); // q1 still waits for its try

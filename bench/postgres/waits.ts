@@ -12,6 +12,10 @@
 //     default 12,000; a caller stops when its share is done), 256 and 1 in flight;
 //   - pause, then resume, each caller of a timer of its own, 64 and 1 in flight;
 //   - emits to a stream sent twice with the same id (a retry: answered with its position), 64 and 1;
+//   - TriggerTimer and BackfillTimer (control-waits.ts);
+//   - the processors' cases of processor-waits.ts (a hot key's backlog, RedeliverFailed,
+//     ListProcessors, MoveCursor by time).
+// BENCH_ONLY=emits,controls,processors (any of them) runs those groups alone.
 // calls/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
 // waited for over the workload (chronolog_store_waits_total, chronolog_store_wait_seconds_total).
 import os from "node:os";
@@ -20,14 +24,22 @@ import { definePlugin } from "../../sdk/ts/src/plugin.js";
 import { benchLatencyMs, benchStore } from "../lib/postgres.js";
 import { buildBundle, scrapeStoreWaits as scrape, startOwner, stopOwner } from "../lib/owner.js";
 import { pct } from "../lib/proc.js";
+import { controlCases } from "./control-waits.js";
+import { processorCases, processorDeclarations } from "./processor-waits.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 
 const plugin = definePlugin({
   name: "pgwaits",
-  events: { "pgwaits.changed": { allow: ["*"] }, "pgwaits.paid": { allow: ["*"] } },
+  events: {
+    "pgwaits.changed": { allow: ["*"] },
+    "pgwaits.paid": { allow: ["*"] },
+    "pgwaits.queued": { allow: ["*"] },
+    "pgwaits.failing": { allow: ["*"] },
+  },
   actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) } },
   collections: { notes: { allow: ["*"] } },
+  processors: processorDeclarations,
 });
 
 /**
@@ -93,20 +105,11 @@ async function delays(client: ChronologClient, count: number, of: (k: number) =>
     );
 }
 
-buildBundle();
-const latency = benchLatencyMs();
-console.log(
-  `bench/postgres/waits: ${new Date().toISOString()}, ${benchStore}${latency === undefined ? "" : ` +${latency} ms a round trip`}, load average before: ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")}`,
-);
-const owner = await startOwner({ plugins: [plugin], entry: "bundle" });
-try {
-  const client = createClient({ url: owner.url });
-  for (const inFlight of [64, 1]) await load(owner.url, "emit to a stream", inFlight, streamEmits(client, `f${inFlight}`));
+/** The emits' and timers' cases, each at two numbers in flight. */
+async function emitCases(url: string, client: ChronologClient): Promise<void> {
+  for (const inFlight of [64, 1]) await load(url, "emit to a stream", inFlight, streamEmits(client, `f${inFlight}`));
   for (const inFlight of [64, 1])
-    await load(owner.url, "document write", inFlight, async (caller, round) => {
+    await load(url, "document write", inFlight, async (caller, round) => {
       const id = `note-${inFlight}-${caller}`;
       if (round === 0) await client.createDocument("notes", { _id: id, round });
       else await client.patchDocument("notes", id, { set: { round } });
@@ -124,7 +127,7 @@ try {
       })),
     );
   for (const inFlight of [256, 1])
-    await load(owner.url, "emit of a type a cancel_on names", inFlight, (caller, round) =>
+    await load(url, "emit of a type a cancel_on names", inFlight, (caller, round) =>
       client.emit("pgwaits.paid", { order: `other-${caller}-${round}` }).then(() => true),
     );
   for (const inFlight of [256, 1]) {
@@ -132,7 +135,7 @@ try {
     const tag = `m${inFlight}`;
     const count = inFlight === 1 ? Math.min(matching, 2_000) : matching;
     await delays(client, count, (k) => ({ input: { order: `${tag}-${k}` }, type: "pgwaits.paid", path: "data.order" }));
-    await load(owner.url, "emit that matches (cancels a delay)", inFlight, async (caller, round) => {
+    await load(url, "emit that matches (cancels a delay)", inFlight, async (caller, round) => {
       const k = caller + round * inFlight;
       if (k >= count) return null;
       await client.emit("pgwaits.paid", { order: `${tag}-${k}` });
@@ -146,14 +149,14 @@ try {
         async (_, caller) => (await client.schedule("pgwaits.fire", { caller }, { everyMs: 3_600_000 }, { timerId: `paused-${inFlight}-${caller}` })).id,
       ),
     );
-    await load(owner.url, "pause or resume", inFlight, async (caller, round) => {
+    await load(url, "pause or resume", inFlight, async (caller, round) => {
       if (round % 2 === 0) await client.pauseTimer(ids[caller], { note: "bench" });
       else await client.resumeTimer(ids[caller]);
       return true;
     });
   }
   for (const inFlight of [64, 1])
-    await load(owner.url, "emit to a stream, then again (a retry)", inFlight, async (caller, round) => {
+    await load(url, "emit to a stream, then again (a retry)", inFlight, async (caller, round) => {
       const id = `retry-${inFlight}-${caller}-${round >> 1}`;
       const stream = `retried-${inFlight}-${caller}`;
       try {
@@ -163,6 +166,24 @@ try {
         return false;
       }
     });
+}
+
+buildBundle();
+const latency = benchLatencyMs();
+console.log(
+  `bench/postgres/waits: ${new Date().toISOString()}, ${benchStore}${latency === undefined ? "" : ` +${latency} ms a round trip`}, load average before: ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+const owner = await startOwner({ plugins: [plugin], entry: "bundle" });
+try {
+  const client = createClient({ url: owner.url });
+  const only = process.env.BENCH_ONLY?.split(",");
+  const runs = (group: string) => only === undefined || only.includes(group);
+  if (runs("emits")) await emitCases(owner.url, client);
+  if (runs("controls")) await controlCases(owner.url, client, plugin, load);
+  if (runs("processors")) await processorCases(owner.url, client, plugin);
 } finally {
   await stopOwner(owner);
 }

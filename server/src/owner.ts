@@ -45,7 +45,7 @@ import { timeService } from "./rpc/time-service.js";
 import { awaitLeadership, defaultLeaseMs, type Leadership } from "./leadership.js";
 import { serveStandby } from "./standby.js";
 import { Committer } from "./store/committer.js";
-import { cursorStatements, failedDeliveryReads } from "./store/cursors.js";
+import { cursorStatements, failedDeliveryReads, failureCountReads } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
@@ -306,6 +306,8 @@ async function serve(
     events,
     tail,
     cursors,
+    logReads,
+    failedReads: failedDeliveryReads(store.db, cursors),
     committer,
     clock,
     logger,
@@ -439,9 +441,9 @@ async function serve(
           committer,
           db: store.db,
           cursors,
-          events,
           reads: logReads,
           failed: failedDeliveryReads(store.db, cursors),
+          failureCounts: failureCountReads(store.db),
           firstSeq: () => logStats.firstSeq,
         }),
         strict,

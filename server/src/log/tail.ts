@@ -98,5 +98,7 @@ export function readsWithTail(tail: LogTail, reads: EventReads): EventReads {
     readWithin: async (afterSeq, limit, maxBytes, types = []) =>
       tail.readWithin(afterSeq, limit, maxBytes, types) ?? reads.readWithin(afterSeq, limit, maxBytes, types),
     findById: (id) => reads.findById(id),
+    bySeqs: (seqs) => reads.bySeqs(seqs),
+    firstAtOrAfter: (atMs) => reads.firstAtOrAfter(atMs),
   };
 }

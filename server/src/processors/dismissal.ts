@@ -1,11 +1,13 @@
 import { fail } from "../errors.js";
 import { newId } from "../log/ids.js";
 import type { Committer } from "../store/committer.js";
-import type { CursorStatements } from "../store/cursors.js";
+import type { CursorStatements, FailedDeliveryRow } from "../store/cursors.js";
 
 /** What dismissing needs: the failed deliveries on record and the committer that forgets them. */
 export interface DismissalDeps {
   cursors: CursorStatements;
+  /** A processor's failed deliveries on record, read without blocking the event loop. */
+  failed(processor: string): Promise<FailedDeliveryRow[]>;
   committer: Committer;
   /** Whether a processor of this name is declared now. */
   declared(processor: string): boolean;
@@ -24,7 +26,7 @@ export async function dismissFailed(deps: DismissalDeps, processor: string, seqs
     fail("bad_request", "give the seqs of the failed deliveries to dismiss, or all", [
       { field: "seqs", description: all ? "empty with all" : "required without all" },
     ]);
-  const onRecord = deps.cursors.failed(processor);
+  const onRecord = await deps.failed(processor);
   if (onRecord.length === 0 && !deps.declared(processor))
     fail("not_found", `no processor named ${JSON.stringify(processor)} with failed deliveries (use plugin.processor)`);
   const asked = new Set(seqs);

@@ -4,8 +4,8 @@ import { rememberCause, type LiveCauses } from "../log/causes.js";
 import { newId } from "../log/ids.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
-import type { CursorStatements } from "../store/cursors.js";
-import type { BudgetedRows, EventRecord, EventStatements } from "../store/events.js";
+import type { CursorStatements, FailedDeliveryRow } from "../store/cursors.js";
+import type { BudgetedRows, EventReads, EventRecord, EventStatements } from "../store/events.js";
 import { takeAnswer } from "../executors/answered.js";
 import type { ExecutorSession } from "../executors/session.js";
 import type { ProcessorSpec } from "./declaration.js";
@@ -26,6 +26,9 @@ export interface EngineDeps {
   /** The last events committed, in memory: read there while the engine keeps up, and when each became durable (log/tail.ts). */
   tail: Pick<LogTail, "readWithin" | "durableAtOf">;
   cursors: CursorStatements;
+  /** Reads of the log and of the failed deliveries outside the committer (on PostgreSQL without blocking the event loop). */
+  logReads: Pick<EventReads, "bySeqs">;
+  failedReads: (processor: string) => Promise<FailedDeliveryRow[]>;
   committer: Committer;
   clock: Clock;
   logger: Logger;
@@ -343,11 +346,11 @@ export class ProcessorEngine {
    * the failure from the record; one that fails again records it again.
    */
   async redeliver(seqs: number[], by: string): Promise<number> {
-    const failed = this.deps.cursors.failed(this.spec.name).filter((f) => seqs.length === 0 || seqs.includes(f.seq));
+    const failed = (await this.deps.failedReads(this.spec.name)).filter((f) => seqs.length === 0 || seqs.includes(f.seq));
     // A failure whose event is no longer in the log cannot be delivered again (it can be dismissed).
-    const events = failed
-      .map((f) => this.deps.events.readAfter(f.seq - 1, 1).find((e) => e.seq === f.seq))
-      .filter((e): e is EventRecord => e !== undefined && !this.attempts.has(e.seq) && !this.redelivering.has(e.seq));
+    const read = failed.length === 0 ? [] : await this.deps.logReads.bySeqs(failed.map((f) => f.seq));
+    // What started meanwhile (a delivery of the seq, or another redelivery of it) is left to run.
+    const events = read.filter((e) => !this.attempts.has(e.seq) && !this.redelivering.has(e.seq));
     if (events.length === 0) return 0;
     await this.deps.committer.submit((tx) =>
       tx.append({

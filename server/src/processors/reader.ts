@@ -71,6 +71,8 @@ export class LogReader {
   private fetched: Chunk | undefined;
   private fetching = false;
   private resets = 0;
+  /** Spilled keys whose read again is out (read without blocking): none is read again meanwhile. */
+  private readonly refilling = new Set<string>();
 
   /** The event types the processor takes, as reads of the log filter them ([]: all). */
   private readonly types: string[];
@@ -83,6 +85,7 @@ export class LogReader {
   reset(seq: number): void {
     this.resets++;
     this.fetched = undefined;
+    this.refilling.clear();
     this.delivered = seq;
     this.heldBytes = 0;
     this.held = 0;
@@ -173,41 +176,93 @@ export class LogReader {
   /**
    * Reads again, for each spilled key whose queue ran low, its next events up to what was read.
    * Returns true when one stopped for its turn's budget with room left (read on in a later turn).
+   * Where the log's reads are round trips (`readLog`), a key's events older than the tail are read
+   * without blocking: the key is handed what was read so far, and the rest when its read came.
    */
   private refill(): boolean {
     let more = false;
-    const { spec, queues } = this.deps;
-    const types = this.types;
+    const { queues } = this.deps;
     for (const { key, from } of queues.lowKeys()) {
+      if (this.refilling.has(key)) continue; // its read is out: what it brings reads on
       const found: EventRecord[] = [];
-      let after = from - 1;
-      let room = queues.room(key);
-      /** Every event of the key up to what the reader read was read again. */
-      let done = false;
-      for (let chunks = 0; room > 0 && !done && chunks < chunksPerTurn; chunks++) {
-        const chunk = this.deps.events.readWithin(after, readChunk, readChunkBytes, types);
-        let full = false;
-        for (const event of chunk.events) {
-          if (event.seq > this.delivered) {
-            done = true;
-            break;
-          }
-          after = event.seq;
-          if (!takes(spec, event) || spec.keyOf(event) !== key) continue;
-          found.push(event);
-          this.added(event);
-          if (--room === 0) {
-            full = true;
-            break;
-          }
-        }
-        // Read to the end of what the reader read, or the log had no more (a chunk read whole and not cut).
-        if (after >= this.delivered || (!full && !chunk.cut)) done = true;
+      let at: Reread = { after: from - 1, room: queues.room(key), done: false };
+      let chunks = 0;
+      for (; at.room > 0 && !at.done && chunks < chunksPerTurn; chunks++) {
+        const rows = this.rereadChunk(key, at.after);
+        if (!rows) break; // being read without blocking
+        at = this.gatherKey(key, rows, at, this.delivered, found);
       }
-      const next = done ? 0 : after + 1; // the rest in a later turn
-      more ||= !done && room > 0;
+      const next = at.done ? 0 : at.after + 1;
+      more ||= !at.done && at.room > 0 && chunks === chunksPerTurn;
       queues.refilled(key, found, next);
     }
     return more;
   }
+
+  /**
+   * The chunk after `after` read again for `key`: from the tail in memory, else from the log (at
+   * once, or where reads are round trips, undefined: a read is sent, and its answer handed to the
+   * key when it came, unless the reader was reset meanwhile).
+   */
+  private rereadChunk(key: string, after: number): BudgetedRows | undefined {
+    const { readLog, tail, events } = this.deps;
+    const inTail = tail.readWithin(after, readChunk, readChunkBytes, this.types);
+    if (inTail) return inTail;
+    if (!readLog) return events.readWithin(after, readChunk, readChunkBytes, this.types);
+    this.refilling.add(key);
+    const resets = this.resets;
+    /** Every event through this seq was in the log when the read was sent (a read not cut holds them all). */
+    const seen = this.delivered;
+    readLog(after, readChunk, readChunkBytes, this.types).then(
+      (rows) => {
+        if (resets !== this.resets) return;
+        this.refilling.delete(key);
+        const found: EventRecord[] = [];
+        let at = this.gatherKey(key, rows, { after, room: this.deps.queues.room(key), done: false }, this.delivered, found, false);
+        // Read whole and not full: it held every event through `seen`, and the reader may have read on since.
+        if (!at.done && !rows.cut && at.room > 0 && seen > at.after) at = { ...at, after: seen, done: seen >= this.delivered };
+        this.deps.queues.refilled(key, found, at.done ? 0 : at.after + 1);
+        this.deps.wake?.();
+      },
+      () => {
+        if (resets !== this.resets) return;
+        this.refilling.delete(key);
+        this.deps.queues.refilled(key, [], after + 1); // read again from there
+        setTimeout(() => this.deps.wake?.(), retryReadMs);
+      },
+    );
+    return undefined;
+  }
+
+  /**
+   * Takes from a chunk read again after `at.after` the events of `key` through `upTo` (what the
+   * reader read), within `at.room`, into `found` (held from now on). Done: every event of the key
+   * through `upTo` was read again; `whole`: a chunk not cut holds every event through `upTo` (read
+   * from the tail, or at once).
+   */
+  private gatherKey(key: string, rows: BudgetedRows, at: Reread, upTo: number, found: EventRecord[], whole = true): Reread {
+    const { spec } = this.deps;
+    let { after, room } = at;
+    if (room <= 0) return at; // held its share meanwhile (a redelivery): read again later
+    let full = false;
+    for (const event of rows.events) {
+      if (event.seq > upTo) return { after, room, done: true };
+      after = event.seq;
+      if (!takes(spec, event) || spec.keyOf(event) !== key) continue;
+      found.push(event);
+      this.added(event);
+      if (--room === 0) {
+        full = true;
+        break;
+      }
+    }
+    return { after, room, done: after >= upTo || (whole && !full && !rows.cut) };
+  }
+}
+
+/** Where a key's read again stands: the last seq read, the room left in its queue, whether every spilled event of it was read. */
+interface Reread {
+  after: number;
+  room: number;
+  done: boolean;
 }

@@ -15,7 +15,7 @@ import { engineStatus, type ProcessorStatus } from "../processors/status.js";
 import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { CursorStatements, FailedDeliveryRow } from "../store/cursors.js";
-import type { EventReads, EventStatements } from "../store/events.js";
+import type { EventReads } from "../store/events.js";
 import { readStart } from "../log/read.js";
 import { runMaintenanceSql } from "../store/sqlite/maintenance.js";
 import { principalOf } from "./context.js";
@@ -79,11 +79,12 @@ export interface AdminDeps {
   /** The owner's connection: maintenance SQL checks statements on it and reads the database's path. */
   db: Db;
   cursors: CursorStatements;
-  events: EventStatements;
   /** The log's reads that do not block the event loop. */
   reads: EventReads;
   /** As AdminReadDeps.failed. */
   failed(processor?: string): Promise<FailedDeliveryRow[]>;
+  /** How many failed deliveries each processor has on record, read without blocking the event loop. */
+  failureCounts(): Promise<Map<string, number>>;
   /** Where the log starts (retention removed what was before): a cursor below it is refused. */
   firstSeq?: () => number;
 }
@@ -143,31 +144,36 @@ export function adminReads(deps: AdminReadDeps): Pick<ServiceImpl<typeof AdminSe
  * call records nothing. Changes are recorded as runtime events.
  */
 export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> {
-  const stateOf = (engine: ProcessorEngine) => engineStatus(engine, deps.committer.head, deps.cursors.failedCount(engine.spec.name));
-  const status = (engine: ProcessorEngine) => statusToProto(stateOf(engine));
+  /** The engines' states, with their failure counts read without blocking the event loop. */
+  const statesOf = async (engines: ProcessorEngine[]) => {
+    const failures = await deps.failureCounts();
+    return engines.map((engine) => engineStatus(engine, deps.committer.head, failures.get(engine.spec.name) ?? 0));
+  };
+  const status = async (engine: ProcessorEngine) => statusToProto((await statesOf([engine]))[0]);
   const engineOf = (name: string) => deps.processors.get(name) ?? fail("not_found", `no processor named ${JSON.stringify(name)} (use plugin.processor)`);
   return {
-    ...adminReads({ statuses: () => deps.processors.list().map(stateOf), failed: deps.failed, reads: deps.reads }),
+    ...adminReads({ statuses: () => statesOf(deps.processors.list()), failed: deps.failed, reads: deps.reads }),
     async moveCursor(req, ctx) {
       const by = admin(ctx).name;
       const engine = engineOf(req.processor);
-      const head = deps.committer.head;
       let floor: number;
       if (req.to.case === "ackFloor") {
+        const head = deps.committer.head;
         floor = seqFromProto(req.to.value, "ack_floor");
         if (floor > head) fail("bad_request", `ack_floor ${floor} is past the log head ${head}`, [{ field: "ack_floor", description: `at most ${head}` }]);
       } else if (req.to.case === "at") {
-        floor = (deps.events.firstAtOrAfter(msFromTimestamp(req.to.value, "at")) ?? head + 1) - 1;
+        const head = deps.committer.head; // before the read: what commits after it may be at or after that time
+        floor = ((await deps.reads.firstAtOrAfter(msFromTimestamp(req.to.value, "at"))) ?? head + 1) - 1;
       } else fail("bad_request", "give ack_floor or at", [{ field: "to", description: "required" }]);
       readStart(floor, deps.firstSeq?.() ?? 0, false, "ack_floor"); // OUT_OF_RANGE below the log's start: those events were removed
       await engine.moveCursor(floor, by);
-      return { processor: status(engine) };
+      return { processor: await status(engine) };
     },
     async setProcessorPaused(req, ctx) {
       const by = admin(ctx).name;
       const engine = engineOf(req.processor);
       const changed = await engine.setPaused(req.paused, by);
-      return { processor: status(engine), unchanged: !changed };
+      return { processor: await status(engine), unchanged: !changed };
     },
     async redeliverFailed(req, ctx) {
       const by = admin(ctx).name;
@@ -181,7 +187,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       const by = admin(ctx).name;
       const seqs = req.seqs.map((s) => seqFromProto(s, "seqs"));
       const dismissed = await dismissFailed(
-        { cursors: deps.cursors, committer: deps.committer, declared: (p) => deps.processors.get(p) !== undefined },
+        { cursors: deps.cursors, failed: deps.failed, committer: deps.committer, declared: (p) => deps.processors.get(p) !== undefined },
         req.processor,
         seqs,
         req.all,

@@ -16,7 +16,7 @@ export interface DueTimer {
 export interface DueAhead {
   /** As TimerStatements.due, earliest first. */
   timers: DueTimer[];
-  /** As OccurrenceStatements.dueRetries. */
+  /** As OccurrenceStatements.dueRetries, each with its timer's chain depth. */
   retries: OccurrenceRecord[];
 }
 
@@ -37,7 +37,9 @@ const occurrenceIdSql =
 const dueSql = `SELECT ${timerColumns.replace(/(^|, )/g, "$1t.")},
     EXISTS (SELECT 1 FROM timer_occurrences AS o WHERE o.id = ${occurrenceIdSql})::int AS claimed_before
   FROM timers AS t WHERE t.next_due_ms <= ? AND (t.cancel_on IS NULL OR t.next_due_ms <= ?) ORDER BY t.next_due_ms, t.id LIMIT ?`;
-const retriesSql = "SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?";
+// With its timer's chain depth (0 once the timer is gone), which its call carries: the call reads no timer.
+const retriesSql = `SELECT o.*, COALESCE(t.chain_depth, 0) AS timer_chain_depth FROM timer_occurrences AS o LEFT JOIN timers AS t ON t.id = o.timer_id
+  WHERE o.status = 'retry_wait' AND o.next_attempt_ms <= ? ORDER BY o.next_attempt_ms, o.id LIMIT ?`;
 
 /** The claim's reads on `db`; undefined where reads are not round trips (SQLite): the claim reads as it goes. */
 export function claimReads(db: Db): ClaimReads | undefined {
@@ -53,7 +55,10 @@ export function claimReads(db: Db): ClaimReads | undefined {
           const { claimed_before, ...cells } = row;
           return { timer: timerFromCells(Object.values(cells) as TimerCells), claimedBefore: Number(claimed_before) === 1 };
         }),
-        retries: (retries as OccurrenceRow[]).map(occurrenceFromRow),
+        retries: (retries as (OccurrenceRow & { timer_chain_depth: unknown })[]).map((row) => ({
+          ...occurrenceFromRow(row),
+          chainDepth: Number(row.timer_chain_depth),
+        })),
       };
     },
   };

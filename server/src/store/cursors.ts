@@ -117,6 +117,20 @@ const cursorsAllSql = `SELECT processor, ack_floor AS "ackFloor", paused FROM cu
 const failureCountsSql = "SELECT processor, COUNT(*) AS n FROM failed_deliveries GROUP BY processor";
 
 /**
+ * How many failed deliveries each processor has on record (a processor with none is absent), for
+ * RPCs: on PostgreSQL read on the connection that does not block the event loop ({@link Db.readAsync});
+ * on SQLite at once.
+ */
+export function failureCountReads(db: Db): () => Promise<Map<string, number>> {
+  const readAsync = db.readAsync?.bind(db);
+  const failureCounts = readAsync ? undefined : db.prepare(failureCountsSql);
+  return async () => {
+    const rows = (readAsync ? await readAsync(failureCountsSql, []) : failureCounts!.all()) as Record<string, unknown>[];
+    return new Map(rows.map((r) => [r.processor as string, Number(r.n)]));
+  };
+}
+
+/**
  * Every stored cursor and failure count, for an owner that runs no processor (a standby): on
  * PostgreSQL read on the connection that does not block the event loop ({@link Db.readAsync});
  * on SQLite at once.

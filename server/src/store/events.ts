@@ -260,7 +260,14 @@ export interface EventReads {
   readWithin(afterSeq: number, limit: number, maxBytes: number, types?: string[]): Promise<BudgetedRows>;
   /** The committed event with this id; undefined when none has it. */
   findById(id: string): Promise<EventRecord | undefined>;
+  /** The committed events of these seqs that the log holds, in seq order. */
+  bySeqs(seqs: number[]): Promise<EventRecord[]>;
+  /** As {@link EventStatements.firstAtOrAfter}. */
+  firstAtOrAfter(atMs: number): Promise<number | undefined>;
 }
+
+/** Seqs read per statement by {@link EventReads.bySeqs} on PostgreSQL. */
+const bySeqsChunk = 5_000;
 
 /** The log's reads for RPCs on `db`; `statements` read it where the database's reads are not round trips. */
 export function eventReads(db: Db, statements: EventStatements): EventReads {
@@ -269,6 +276,8 @@ export function eventReads(db: Db, statements: EventStatements): EventReads {
     return {
       readWithin: async (afterSeq, limit, maxBytes, types) => statements.readWithin(afterSeq, limit, maxBytes, types),
       findById: async (id) => statements.findById(id),
+      bySeqs: async (seqs) => [...new Set(seqs)].sort((a, b) => a - b).flatMap((seq) => statements.readAfter(seq - 1, 1).filter((e) => e.seq === seq)),
+      firstAtOrAfter: async (atMs) => statements.firstAtOrAfter(atMs),
     };
   }
   return {
@@ -280,8 +289,22 @@ export function eventReads(db: Db, statements: EventStatements): EventReads {
       const [row] = (await readAsync("SELECT * FROM events WHERE id = ?", [id])) as EventRow[];
       return row && fromRow(row);
     },
+    async bySeqs(seqs) {
+      const wanted = [...new Set(seqs)];
+      const reads: Promise<unknown[]>[] = [];
+      // One index probe per seq; the chunks' reads go in one pipeline.
+      for (let from = 0; from < wanted.length; from += bySeqsChunk) reads.push(readAsync(bySeqsSql, [JSON.stringify(wanted.slice(from, from + bySeqsChunk))]));
+      return ((await Promise.all(reads)).flat() as EventRow[]).map(fromRow).sort((a, b) => a.seq - b.seq);
+    },
+    async firstAtOrAfter(atMs) {
+      const [row] = (await readAsync("SELECT MIN(seq) AS seq FROM events WHERE at >= ?", [atMs])) as { seq: unknown }[];
+      return row?.seq === null || row?.seq === undefined ? undefined : Number(row.seq);
+    },
   };
 }
+
+/** PostgreSQL's read of the events of a JSON array of seqs. */
+const bySeqsSql = "SELECT e.* FROM jsonb_array_elements_text(?::jsonb) AS x(seq) CROSS JOIN LATERAL (SELECT * FROM events WHERE seq = x.seq::bigint) AS e";
 
 /** What an event row takes as {@link rowBytes} counts it, never more: UTF-8 octets of data and actor, characters of the rest. */
 const pgRowBytes = "octet_length(data) + COALESCE(octet_length(actor), 0) + char_length(id) + char_length(type) + char_length(cause)";

@@ -29,11 +29,18 @@ export interface TimerControlStatements {
    */
   setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void;
   /**
-   * Records a triggered or backfilled occurrence waiting for its first call at `nextAttemptMs`
-   * (`retry_wait`, attempts 0): the clock's retry claim makes it. False, writing nothing, when
-   * occurrence `id` exists (made before).
+   * Records a triggered occurrence waiting for its first call at `nowMs` (`retry_wait`, attempts
+   * 0): the clock's retry claim makes it. Its id is new (made of a new id, or of its cause, whose
+   * request run again finds its event first), so it answers nothing: deferred on PostgreSQL (one
+   * that exists all the same is left as it is).
    */
-  queue(occurrence: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean;
+  queueTriggered(occurrence: QueuedOccurrence, nowMs: number): void;
+  /**
+   * Records backfilled occurrences, each waiting for its first call at its own moment
+   * (`retry_wait`, attempts 0, next try at its due moment); returns the ids of those it wrote,
+   * not of those that existed (made before): on PostgreSQL a statement per 256, one round trip each.
+   */
+  queueBackfilled(occurrences: QueuedOccurrence[], nowMs: number): Set<string>;
   /** The occurrences of timer `timerId` that have not ended (overlap); zeros for none. */
   activeOf(timerId: string): ActiveOccurrences;
   /**
@@ -70,8 +77,14 @@ export function timerControlStatements(db: Db): TimerControlStatements {
         return cells;
       });
     },
-    queue(o: QueuedOccurrence, origin: "trigger" | "backfill", nextAttemptMs: number, nowMs: number): boolean {
-      return occurrences.insert({ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs, origin }, nowMs);
+    queueTriggered(o: QueuedOccurrence, nowMs: number): void {
+      occurrences.insertKnownNew([{ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs: nowMs, origin: "trigger" }], nowMs);
+    },
+    queueBackfilled(list: QueuedOccurrence[], nowMs: number): Set<string> {
+      return occurrences.insertMany(
+        list.map((o) => ({ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs: o.dueMs, origin: "backfill" })),
+        nowMs,
+      );
     },
     // On the `timer_occurrences_active` index.
     activeOf(timerId: string): ActiveOccurrences {

@@ -164,7 +164,7 @@ export class TimerControl {
           fail("failed_precondition", `timer ${JSON.stringify(timerId)} is a delay: it makes one call; cancel it (CancelDelay) or call its action`);
         if (!this.deps.registry.action(timer.action))
           fail("failed_precondition", `timer ${JSON.stringify(timerId)} calls ${timer.action}, which is no longer declared`);
-        this.deps.control.queue(
+        this.deps.control.queueTriggered(
           {
             id,
             timerId,
@@ -175,8 +175,6 @@ export class TimerControl {
             overdue: { kind: "unbounded" },
             retryDelaysMs: timer.retryDelaysMs,
           },
-          "trigger",
-          tx.now,
           tx.now,
         );
         tx.append(controlEvent("timer.triggered", timer, { occurrence_id: id, due_ms: tx.now }, cause, actor, eventId ?? newId()));
@@ -231,27 +229,19 @@ export class TimerControl {
         checkRecurring(timer, "backfilled");
         if (!this.deps.registry.action(timer.action))
           fail("failed_precondition", `timer ${JSON.stringify(timer.id)} calls ${timer.action}, which is no longer declared`);
-        const out: BackfilledOccurrence[] = [];
-        for (const dueMs of backfillMoments(timer, req.startMs, req.endMs)) {
-          const id = occurrenceId(timer.id, dueMs);
-          // Next try at its own due moment: the retry claim takes them in that order.
-          const fresh = this.deps.control.queue(
-            {
-              id,
-              timerId: timer.id,
-              dueMs,
-              action: timer.action,
-              input: timer.input,
-              actor: timer.actor,
-              overdue: { kind: "unbounded" },
-              retryDelaysMs: timer.retryDelaysMs,
-            },
-            "backfill",
-            dueMs,
-            tx.now,
-          );
-          out.push({ occurrenceId: id, dueMs, existing: !fresh });
-        }
+        // Each next tried at its own due moment: the retry claim takes them in that order.
+        const queued = backfillMoments(timer, req.startMs, req.endMs).map((dueMs) => ({
+          id: occurrenceId(timer.id, dueMs),
+          timerId: timer.id,
+          dueMs,
+          action: timer.action,
+          input: timer.input,
+          actor: timer.actor,
+          overdue: { kind: "unbounded" as const },
+          retryDelaysMs: timer.retryDelaysMs,
+        }));
+        const written = this.deps.control.queueBackfilled(queued, tx.now);
+        const out: BackfilledOccurrence[] = queued.map((o) => ({ occurrenceId: o.id, dueMs: o.dueMs, existing: !written.has(o.id) }));
         const made = out.filter((o) => !o.existing);
         if (made.length > 0 || eventId) {
           const moments = eventId ? { moments_ms: out.map((o) => o.dueMs) } : {};
