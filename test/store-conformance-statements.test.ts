@@ -391,19 +391,19 @@ describe.each(storeKinds)("action calls and processor cursors on %s (CallStateme
     expect(calls.get("c2")).toMatchObject({ state: "running", actor: null, recorded: true });
     expect(await t.write(() => [calls.fail("c1", 1, "boom", 12), calls.complete("c1", 2, {}, 12)])).toEqual([true, false]);
     expect(calls.get("c1")).toMatchObject({ state: "failed", attempt: 1, error: "boom", updatedAt: 12 });
-    await t.write(() => calls.restart("c1", 2, true, 13));
+    await t.write(() => calls.startAgain({ ...call, attempt: 2, recorded: true }, 13));
     expect(calls.get("c1")).toMatchObject({ state: "running", attempt: 2, recorded: true, updatedAt: 13 });
     expect(await t.write(() => [calls.complete("c1", 1, { n: 1 }, 14), calls.complete("c1", 2, { n: 2 }, 14)])).toEqual([false, true]);
     expect(calls.get("c1")).toEqual({ ...call, recorded: true, attempt: 2, state: "completed", output: { n: 2 }, error: "", updatedAt: 14 });
-    await t.write(() => calls.restart("missing", 2, false, 15));
-    expect(calls.get("missing")).toBeUndefined();
+    await t.write(() => calls.startAgain({ ...call, callId: "gone", attempt: 3 }, 15)); // its row deleted by the retention meanwhile
+    expect(calls.get("gone")).toEqual({ ...call, callId: "gone", attempt: 3, state: "running", output: undefined, error: "", updatedAt: 15 });
 
     const deleteFinished = finishedCallsDeleter(t.store.db);
     await t.write(() => calls.insert({ ...call, callId: "c0" }, 1));
     await t.write(() => calls.fail("c0", 1, "old", 2));
     expect(await t.write(() => deleteFinished(14, 10))).toBe(1); // c0; c1 changed at 14 is not before it
     expect(await t.write(() => deleteFinished(100, 10))).toBe(1); // c1; c2 runs
-    expect(t.query("SELECT call_id FROM action_calls").map((r) => r.call_id)).toEqual(["c2"]);
+    expect(t.query("SELECT call_id FROM action_calls ORDER BY call_id").map((r) => r.call_id)).toEqual(["c2", "gone"]);
   });
 
   it("saves a processor's ack floor and pause apart, and keeps its failed deliveries by seq", async () => {

@@ -11,7 +11,7 @@ import { fromOutside, fromPulse, fromTime, ownCallId, sameCall, underCause } fro
 import type { CallRequest, CallResult } from "./call-request.js";
 import type { HostQueue } from "./hosts.js";
 import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVerdict, type StopState } from "./invocations.js";
-import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, storedOutput, type CallIdentity } from "./records.js";
+import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, startedLookups, storedOutput, type CallIdentity } from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
 import { CallSlots } from "./slots.js";
 import { CallRates } from "./rates.js";
@@ -147,9 +147,9 @@ export class ActionCalls {
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** Whether call `callId` ever started an attempt (its `action_calls` row exists: written when a host's credit was taken). */
-  everStarted(callId: string): boolean {
-    return this.deps.calls.get(callId) !== undefined;
+  /** Whether call `callId` ever started an attempt (its `action_calls` row exists: written when a host's credit was taken), read without blocking the event loop. */
+  async everStarted(callId: string): Promise<boolean> {
+    return (await this.deps.callRows(callId)) !== undefined;
   }
 
   /** Whether `plugin.action` is declared. */
@@ -405,8 +405,11 @@ export class ActionCalls {
         throw notStartedError(call.entry.name, latest);
       }
       try {
-        cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError), {
+        // A later attempt finds its call's action.started: known to the run after its first attempt here, else read ahead.
+        const startedId = cause;
+        cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError, startedId), {
           deferrable: hasSlack(call, this.deps.clock.now()),
+          lookups: run.attempt > 1 && startedId === "" && call.entry.record ? startedLookups(call.callId) : undefined,
         });
       } catch (e) {
         session.inFlight.delete(invocationId);

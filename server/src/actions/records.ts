@@ -153,33 +153,41 @@ export async function callFromLog(reads: Pick<EventReads, "findById">, call: Cal
 }
 
 /**
+ * The ids under which a later attempt of call `callId` looks up its `action.started`
+ * ({@link recordAttempt}): what the unit that starts it reads ahead (Committer.submit's `lookups`).
+ */
+export function startedLookups(callId: string): string[] {
+  const [id, legacy] = callEventIds(callId, "started", 0);
+  return legacy === undefined ? [id] : [id, legacy];
+}
+
+/**
  * Commit unit: starts attempt `attempt` of `call` (state `running`). Records
  * `action.started` if the call has none in the log yet, else
  * `action.retried` with `previousError`. Returns the invocation's cause: the
  * `action.started` id, or "" when the action does not record (then the call
- * id is the cause, see LiveCauses).
+ * id is the cause, see LiveCauses). `startedId`: the call's `action.started` id when the run
+ * knows it (an attempt before this one in the same run recorded it); else a later attempt looks it
+ * up (read ahead of the batch with {@link startedLookups}).
  */
-export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, previousError: string): string {
+export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity, attempt: number, previousError: string, startedId = ""): string {
   const { callId, entry } = call;
   // Attempt 1 is only ever a call id with no row (ActionCalls.call looked): no row or event to look up again.
   const first = attempt === 1;
-  if (!first && calls.get(callId)) calls.restart(callId, attempt, entry.record, tx.now);
-  else
-    calls.insert(
-      {
-        callId,
-        action: entry.name,
-        inputHash: call.inputHash,
-        actor: call.actor,
-        recorded: entry.record,
-        attempt,
-        trace: call.trace,
-        limitKeys: limitKeysOf(entry, call.input),
-      },
-      tx.now,
-    );
+  const row = {
+    callId,
+    action: entry.name,
+    inputHash: call.inputHash,
+    actor: call.actor,
+    recorded: entry.record,
+    attempt,
+    trace: call.trace,
+    limitKeys: limitKeysOf(entry, call.input),
+  };
+  if (first) calls.insert(row, tx.now);
+  else calls.startAgain(row, tx.now); // its row, or a new one if the retention deleted it
   if (!entry.record) return "";
-  const started = first ? undefined : findCallEvent(tx.events, callId, "started");
+  const started = first ? undefined : startedId !== "" ? { id: startedId } : findCallEvent(tx.events, callId, "started");
   if (started) {
     tx.append({
       id: callEventId(callId, "retried", attempt),

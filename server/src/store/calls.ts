@@ -78,8 +78,12 @@ export interface CallStatements {
    * on SQLite, and the batch on PostgreSQL, where the insert is deferred (SqlStatement.defer).
    */
   insert(call: NewCall, nowMs: number): void;
-  /** Runs an existing call again: state `running` at `attempt` (> the stored one); nothing when there is no such call. Deferred on PostgreSQL. */
-  restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void;
+  /**
+   * Runs a call again: state `running` at `call.attempt` (> the stored one), `recorded` as given;
+   * a call with no row (the retention deleted it) is started as {@link insert} starts one. One
+   * statement answering nothing (no look-up first): deferred on PostgreSQL.
+   */
+  startAgain(call: NewCall, nowMs: number): void;
   /**
    * Marks attempt `attempt` completed, its error cleared; `output` is stored for unrecorded calls
    * only (undefined for recorded ones). False, changing nothing, when the call is not at that attempt.
@@ -113,7 +117,23 @@ export function callStatements(db: Db): CallStatements {
             FROM jsonb_to_recordset(?::jsonb) AS m(call_id text, action text, input_hash text, actor text, recorded bigint, attempt bigint, updated_at bigint, trace text, limit_keys text)`,
     },
   );
-  const restart = db.prepare("UPDATE action_calls SET state = 'running', attempt = ?, recorded = ?, updated_at = ? WHERE call_id = ?");
+  const startAgain = db.prepare(
+    `INSERT INTO action_calls (call_id, action, input_hash, actor, recorded, state, attempt, updated_at, trace, limit_keys)
+     VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)
+     ON CONFLICT (call_id) DO UPDATE SET state = 'running', attempt = excluded.attempt, recorded = excluded.recorded, updated_at = excluded.updated_at`,
+  );
+  /** A new call's values in the order of the insert's columns (state aside). */
+  const values = (call: NewCall, nowMs: number) => [
+    call.callId,
+    call.action,
+    call.inputHash,
+    call.actor === null ? null : JSON.stringify(call.actor),
+    call.recorded ? 1 : 0,
+    call.attempt,
+    nowMs,
+    call.trace ?? null,
+    call.limitKeys ?? null,
+  ];
   const completeSql = "UPDATE action_calls SET state = 'completed', output = ?, error = '', updated_at = ? WHERE call_id = ? AND attempt = ?";
   const failSql = "UPDATE action_calls SET state = 'failed', error = ?, updated_at = ? WHERE call_id = ? AND attempt = ?";
   const complete = db.prepare(completeSql);
@@ -145,21 +165,10 @@ export function callStatements(db: Db): CallStatements {
       return row && fromRow(row);
     },
     insert(call: NewCall, nowMs: number): void {
-      defer(
-        insert,
-        call.callId,
-        call.action,
-        call.inputHash,
-        call.actor === null ? null : JSON.stringify(call.actor),
-        call.recorded ? 1 : 0,
-        call.attempt,
-        nowMs,
-        call.trace ?? null,
-        call.limitKeys ?? null,
-      );
+      defer(insert, ...values(call, nowMs));
     },
-    restart(callId: string, attempt: number, recorded: boolean, nowMs: number): void {
-      defer(restart, attempt, recorded ? 1 : 0, nowMs, callId);
+    startAgain(call: NewCall, nowMs: number): void {
+      defer(startAgain, ...values(call, nowMs));
     },
     complete(callId: string, attempt: number, output: Record<string, unknown> | undefined, nowMs: number): boolean {
       return complete.run(output === undefined ? null : JSON.stringify(output), nowMs, callId, attempt).changes === 1;

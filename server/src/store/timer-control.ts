@@ -50,6 +50,8 @@ export interface TimerControlStatements {
    * makes it. True when released; false when none was buffered or one still runs.
    */
   releaseBuffered(timerId: string, nowMs: number): boolean;
+  /** The timers with a buffered occurrence (what the clock knows at its start: TimerFiring.recover). */
+  bufferingTimers(): string[];
 }
 
 /** The pause, trigger, backfill and overlap statements on `db`. */
@@ -66,6 +68,7 @@ export function timerControlStatements(db: Db): TimerControlStatements {
      WHERE timer_id = ? AND ${activeStatus} AND status = 'buffered'
        AND NOT EXISTS (SELECT 1 FROM timer_occurrences WHERE timer_id = ? AND ${activeStatus} AND status <> 'buffered')`,
   );
+  const buffering = db.prepare(`SELECT DISTINCT timer_id FROM timer_occurrences WHERE ${activeStatus} AND status = 'buffered'`).pluck();
   return {
     setPaused(id: string, paused: PauseState | null, nextDueMs: number | null, nowMs: number): void {
       const json = paused === null ? null : JSON.stringify({ note: paused.note, at_ms: paused.atMs, held_due_ms: paused.heldDueMs });
@@ -92,6 +95,9 @@ export function timerControlStatements(db: Db): TimerControlStatements {
     },
     releaseBuffered(timerId: string, nowMs: number): boolean {
       return release.run(nowMs, nowMs, timerId, timerId).changes > 0;
+    },
+    bufferingTimers(): string[] {
+      return buffering.all() as string[];
     },
   };
 }

@@ -128,6 +128,16 @@ export interface FiringDeps {
 export class TimerFiring {
   private readonly listeners: ((outcome: OccurrenceOutcome) => void)[] = [];
   private stopped = false;
+  /**
+   * The timers that may have a buffered occurrence ("buffer one"), each with the mark of the last
+   * claim that buffered one: those the store held when first asked, and those a claim of this
+   * owner buffered since (no other writer makes one). An occurrence's end releases a buffered one
+   * only for these (any other has none: no statement, no round trip); a release committed forgets
+   * its timer unless a claim buffered another since. Undefined until first needed.
+   */
+  private buffering: Map<string, number> | undefined;
+  /** The mark of the last claim that buffered an occurrence. */
+  private bufferedMark = 0;
 
   constructor(private readonly deps: FiringDeps) {}
 
@@ -240,6 +250,7 @@ export class TimerFiring {
         }
         const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
         if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+        if (status === "buffered") this.buffered().set(timer.id, ++this.bufferedMark);
         this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
         if (!why) called++;
       }
@@ -254,6 +265,27 @@ export class TimerFiring {
       claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
     }
     return { claimed, skipped };
+  }
+
+  /** {@link buffering}, read from the store the first time. */
+  private buffered(): Map<string, number> {
+    this.buffering ??= new Map(this.deps.control.bufferingTimers().map((id) => [id, 0]));
+    return this.buffering;
+  }
+
+  /**
+   * In an end's unit: releases timer `timerId`'s buffered occurrence when it may have one (see
+   * {@link buffering}); what to tell {@link released} once the unit committed, or null when
+   * nothing was released.
+   */
+  private release(tx: Tx, timerId: string): { timerId: string; mark: number } | null {
+    const mark = this.buffered().get(timerId);
+    return mark !== undefined && this.deps.control.releaseBuffered(timerId, tx.now) ? { timerId, mark } : null;
+  }
+
+  /** A release committed: its timer has no buffered occurrence left (at most one is held) unless a claim buffered one since. */
+  private released(release: { timerId: string; mark: number }): void {
+    if (this.buffering?.get(release.timerId) === release.mark) this.buffering.delete(release.timerId);
   }
 
   /** The occurrence of `timer` due at `dueMs`, as a claim writes it. */
@@ -317,7 +349,7 @@ export class TimerFiring {
     let latenessMs = Math.max(0, claimedAtMs - occurrence.dueMs); // until started (a call that never starts ends with its claim's lateness)
     const first = occurrence.attempts === 0;
     // The bound decides whether the occurrence is made at all: it holds until its action has started once (a try that found no executor did not start it).
-    const unmade = first || !actions.everStarted(occurrence.id);
+    const unmade = first || !(await actions.everStarted(occurrence.id));
     if (unmade) {
       const why = tooLate(occurrence.overdue, latenessMs);
       if (why) return this.skip(occurrence, latenessMs, why);
@@ -342,8 +374,8 @@ export class TimerFiring {
       const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
       this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
       if (next.status === "failed") tx.append(failedEvent(occurrence, attempt, why));
-      const released = next.status !== "retry_wait" && mayBuffer && this.deps.control.releaseBuffered(occurrence.timerId, tx.now);
-      return { ...next, armAtMs: released ? tx.now : next.nextAttemptMs };
+      const released = next.status !== "retry_wait" && mayBuffer ? this.release(tx, occurrence.timerId) : null;
+      return { ...next, armAtMs: released ? tx.now : next.nextAttemptMs, released };
     };
     let endedWithCall: ReturnType<typeof finish> | null = null;
     const span = tracing.on ? this.occurrenceSpan(occurrence) : undefined;
@@ -382,6 +414,8 @@ export class TimerFiring {
       }
       status = "failed";
       error = ChronologError.from(e).message;
+      // An end recorded with the call whose answer is not the action's failure may not have committed: its timer stays known to buffer.
+      if (endedWithCall && ChronologError.from(e).kind !== "action_failed") endedWithCall = { ...(endedWithCall as ReturnType<typeof finish>), released: null };
     }
     if (this.stopped) return; // the store is closing: pending, answered from the log at the next start
     let end: ReturnType<typeof finish>;
@@ -395,6 +429,7 @@ export class TimerFiring {
       const retry = end.nextAttemptMs === null ? "no tries left: failed" : `tried again at ${new Date(end.nextAttemptMs).toISOString()}`;
       logger.warn({ timer: occurrence.timerId, occurrence: occurrence.id, action: occurrence.action, attempt, error }, `a timer's call failed; ${retry}`);
     }
+    if (end.released) this.released(end.released);
     if (end.armAtMs !== null) this.deps.changed(end.armAtMs);
     this.publish({ occurrence, status: end.status, latenessMs, error, attempt, nextAttemptMs: end.nextAttemptMs });
   }
@@ -403,6 +438,7 @@ export class TimerFiring {
   private async skip(occurrence: OccurrenceRecord, latenessMs: number, why: string): Promise<void> {
     if (this.stopped) return;
     let releasedAt: number | null = null;
+    let released: { timerId: string; mark: number } | null = null;
     try {
       const skipped = await this.deps.committer.submit((tx) => {
         if (!this.deps.occurrences.skip(occurrence.id, latenessMs, why, tx.now)) return false;
@@ -413,9 +449,11 @@ export class TimerFiring {
           occurrence.id,
           `no result recorded before the owner stopped (the executor may or may not have run it); not run again: ${why}`,
         );
-        if (this.deps.control.releaseBuffered(occurrence.timerId, tx.now)) releasedAt = tx.now; // as an end in call()
+        released = this.release(tx, occurrence.timerId);
+        if (released) releasedAt = tx.now; // as an end in call()
         return true;
       });
+      if (released) this.released(released);
       if (releasedAt !== null) this.deps.changed(releasedAt);
       if (skipped) this.publish({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
     } catch (e) {

@@ -1,0 +1,124 @@
+// What time's calls cost the owner's thread on PostgreSQL: the round trips it waited for
+// (chronolog_store_waits_total) while schedules' occurrences end and failed calls are tried again,
+// on a ManualClock through the real transport; and the "buffer one" overlap policy across a
+// restart (the owner learns which timers hold a buffered occurrence from the store).
+
+// @module-tag postgres
+
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../server/src/clock.js";
+import { createClient } from "../sdk/ts/src/client.js";
+import { runExecutor } from "../sdk/ts/src/executor.js";
+import { definePlugin } from "../sdk/ts/src/plugin.js";
+import { onPostgres, ownerRows, startTestOwner, tempDir } from "./helpers/owner.js";
+import { MIN, T0, cleanUpAfterEach, harness, occurrences } from "./helpers/schedule-harness.js";
+import { until } from "./helpers/until.js";
+
+cleanUpAfterEach();
+
+/** The round trips the owner at `url` waited for so far (chronolog_store_waits_total, every connection). */
+async function waits(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+}
+
+/** The statuses of `timerId`'s occurrences, by due moment, joined. */
+async function statuses(h: Parameters<typeof occurrences>[0], timerId: string): Promise<string> {
+  return (await occurrences(h, timerId)).map((o) => o.status).join();
+}
+
+describe("the round trips of time's calls on PostgreSQL", () => {
+  it.runIf(onPostgres)("the end of a recurring schedule's occurrence waits for none: 20 interval schedules, 5 moments each", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const ids = Array.from({ length: 20 }, (_, k) => `every-${k}`);
+    for (const id of ids) await h.client.schedule("jobs.run", { id }, { everyMs: MIN }, { timerId: id });
+    const completed = async () => {
+      let n = 0;
+      for (const id of ids) n += (await occurrences(h, id)).filter((o) => o.status === "completed").length;
+      return n;
+    };
+    clock.advance(MIN); // the first moment: the statements are prepared
+    await until(async () => (await completed()) === 20, "the first 20 occurrences ended");
+    const before = await waits(h.owner.url);
+    for (let moment = 2; moment <= 6; moment++) {
+      clock.advance(MIN);
+      await until(async () => (await completed()) === 20 * moment, `the occurrences of moment ${moment} ended`);
+    }
+    expect(h.calls).toHaveLength(120);
+    // One each (100) before: whether the end released a buffered occurrence was read.
+    expect(await waits(h.owner.url), "waits for 100 occurrences called and ended").toBeLessThan(before + 10);
+  });
+
+  it.runIf(onPostgres)("a failed call's next try waits for none: 20 schedules whose first try fails, tried again as the same call", async () => {
+    const clock = new ManualClock(T0);
+    const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
+    const tries = new Map<string, number>();
+    const plugin = definePlugin({
+      name: "flaky",
+      actions: {
+        once: {
+          allow: ["*"],
+          run(ctx) {
+            const n = (tries.get(ctx.callId) ?? 0) + 1;
+            tries.set(ctx.callId, n);
+            if (n === 1) throw new Error("the first try fails");
+            return {};
+          },
+        },
+      },
+    });
+    const executor = runExecutor({ url: owner.url, plugins: [plugin], credits: 32, maxBackoffMs: 200, onError: () => {} });
+    try {
+      await executor.ready;
+      const client = createClient({ url: owner.url });
+      const ids = Array.from({ length: 20 }, (_, k) => `flaky-${k}`);
+      for (const id of ids) await client.schedule("flaky.once", { id }, { everyMs: 60 * MIN }, { timerId: id }); // tried again after 10 s (the default waits)
+      const h = { owner };
+      const ended = async (status: string) => {
+        let n = 0;
+        for (const id of ids) n += (await ownerRows(h, "SELECT status FROM timer_occurrences WHERE timer_id = ?", [id])).filter((o) => o.status === status).length;
+        return n;
+      };
+      const warm = await client.call("flaky.once", {}, { callId: "warm-up" }).catch(() => undefined); // fails: its try again prepares the statements
+      expect(warm).toBeUndefined();
+      await client.call("flaky.once", {}, { callId: "warm-up" });
+      clock.advance(60 * MIN);
+      await until(async () => (await ended("retry_wait")) === 20, "20 first tries failed");
+      const before = await waits(owner.url);
+      clock.advance(10_000);
+      await until(async () => (await ended("completed")) === 20, "20 second tries completed");
+      // Two each (40) before: the call's stored row and its action.started were read in the commit.
+      expect(await waits(owner.url), "waits for 20 second tries").toBeLessThan(before + 10);
+      expect([...tries.values()].every((n) => n === 2)).toBe(true);
+      const retried = [];
+      for await (const e of client.read({ types: ["action.retried"] })) retried.push(e);
+      expect(retried).toHaveLength(21);
+      const started = new Map<string, string>();
+      for await (const e of client.read({ types: ["action.started"] })) started.set(String(e.data?.call_id), e.id);
+      for (const e of retried) expect(e.cause, "an action.retried is caused by its call's action.started").toBe(started.get(String(e.data?.call_id)));
+    } finally {
+      await executor.stop(100);
+      await owner.close();
+    }
+  });
+});
+
+describe("overlap buffer one across a restart", () => {
+  it("an occurrence buffered before the owner stopped is made when the one it waited for ends after the restart", async () => {
+    const dataDir = tempDir();
+    const clock = new ManualClock(T0);
+    const first = await harness(clock, { dataDir });
+    first.gate.open = false;
+    await first.client.schedule("jobs.slow", {}, { everyMs: MIN }, { timerId: "b", policy: { overlap: "bufferOne" } });
+    clock.advance(MIN);
+    await until(() => first.calls.length === 1, "the first (slow) call");
+    clock.advance(MIN);
+    await until(async () => (await statuses(first, "b")) === "pending,buffered", "the second buffered");
+    await first.owner.close(); // the first call stays pending: called again at the next start
+    const second = await harness(clock, { dataDir });
+    await until(() => second.calls.length === 2, "the pending one called again, then the buffered one made");
+    expect(second.calls.map((c) => c.scheduled?.due.getTime())).toEqual([T0 + MIN, T0 + 2 * MIN]);
+    await until(async () => (await statuses(second, "b")) === "completed,completed", "both recorded");
+  });
+});
