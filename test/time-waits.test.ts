@@ -77,7 +77,8 @@ describe("the round trips of time's calls on PostgreSQL", () => {
       const h = { owner };
       const ended = async (status: string) => {
         let n = 0;
-        for (const id of ids) n += (await ownerRows(h, "SELECT status FROM timer_occurrences WHERE timer_id = ?", [id])).filter((o) => o.status === status).length;
+        for (const id of ids)
+          n += (await ownerRows(h, "SELECT status FROM timer_occurrences WHERE timer_id = ?", [id])).filter((o) => o.status === status).length;
         return n;
       };
       const warm = await client.call("flaky.once", {}, { callId: "warm-up" }).catch(() => undefined); // fails: its try again prepares the statements

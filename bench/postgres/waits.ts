@@ -13,9 +13,10 @@
 //   - pause, then resume, each caller of a timer of its own, 64 and 1 in flight;
 //   - emits to a stream sent twice with the same id (a retry: answered with its position), 64 and 1;
 //   - TriggerTimer and BackfillTimer (control-waits.ts);
+//   - interval schedules calling a quick action, and action calls tried a second time (schedule-waits.ts);
 //   - the processors' cases of processor-waits.ts (a hot key's backlog, RedeliverFailed,
 //     ListProcessors, MoveCursor by time).
-// BENCH_ONLY=emits,controls,processors (any of them) runs those groups alone.
+// BENCH_ONLY=emits,controls,schedules,processors (any of them) runs those groups alone.
 // calls/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
 // waited for over the workload (chronolog_store_waits_total, chronolog_store_wait_seconds_total).
 import os from "node:os";
@@ -26,6 +27,7 @@ import { buildBundle, scrapeStoreWaits as scrape, startOwner, stopOwner } from "
 import { pct } from "../lib/proc.js";
 import { controlCases } from "./control-waits.js";
 import { processorCases, processorDeclarations } from "./processor-waits.js";
+import { scheduleActions, scheduleCases } from "./schedule-waits.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 
@@ -37,7 +39,7 @@ const plugin = definePlugin({
     "pgwaits.queued": { allow: ["*"] },
     "pgwaits.failing": { allow: ["*"] },
   },
-  actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) } },
+  actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) }, ...scheduleActions },
   collections: { notes: { allow: ["*"] } },
   processors: processorDeclarations,
 });
@@ -183,6 +185,7 @@ try {
   const runs = (group: string) => only === undefined || only.includes(group);
   if (runs("emits")) await emitCases(owner.url, client);
   if (runs("controls")) await controlCases(owner.url, client, plugin, load);
+  if (runs("schedules")) await scheduleCases(owner.url, client, plugin, load);
   if (runs("processors")) await processorCases(owner.url, client, plugin);
 } finally {
   await stopOwner(owner);

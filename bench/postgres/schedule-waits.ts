@@ -1,0 +1,78 @@
+// Time's calls whose ends and retries used to wait for a round trip on PostgreSQL, for
+// bench/postgres/waits.ts:
+//   - BENCH_SCHEDULES interval schedules (default 200) every 100 ms calling a quick action, for
+//     BENCH_SECONDS: the calls made a second (2,000 a second asked for by default);
+//   - action calls whose first attempt fails, each called again with its call id (its second
+//     attempt: `action.retried`), 64 and 1 in flight.
+// Each prints the owner's event-loop delay p99 and the round trips its thread waited for.
+import type { ActionContext } from "../../sdk/ts/src/executor.js";
+import type { ChronologClient } from "../../sdk/ts/src/client.js";
+import { runExecutor } from "../../sdk/ts/src/executor.js";
+import type { PluginDefinition } from "../../sdk/ts/src/plugin.js";
+import { scrapeStoreWaits as scrape } from "../lib/owner.js";
+import { sleep } from "../lib/proc.js";
+
+const schedules = Number(process.env.BENCH_SCHEDULES ?? 200);
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const everyMs = 100;
+
+/** The calls of `pgwaits.tick` made so far, and the call ids of `pgwaits.flaky` tried once. */
+let ticks = 0;
+const triedOnce = new Set<string>();
+
+/** The actions of the bench's plugin: `tick` (quick, counted) and `flaky` (its first attempt of each call id fails). */
+export const scheduleActions = {
+  tick: {
+    allow: ["*"],
+    run: () => {
+      ticks++;
+      return {};
+    },
+  },
+  flaky: {
+    allow: ["*"],
+    run: (ctx: ActionContext) => {
+      if (triedOnce.has(ctx.callId)) return {};
+      triedOnce.add(ctx.callId);
+      throw new Error("the first attempt fails");
+    },
+  },
+};
+
+/** waits.ts's load: runs `inFlight` callers of `call` (caller, round) for its seconds and prints the line of `label`. */
+type Load = (url: string, label: string, inFlight: number, call: (caller: number, round: number) => Promise<boolean | null>) => Promise<void>;
+
+/** Runs the schedules' cases against the owner at `url` serving `plugin` (its actions {@link scheduleActions}). */
+export async function scheduleCases(url: string, client: ChronologClient, plugin: PluginDefinition, load: Load): Promise<void> {
+  const executor = runExecutor({ url, plugins: [plugin], credits: 256, onError: () => undefined, onLog: () => undefined });
+  await executor.ready;
+  try {
+    const ids: string[] = [];
+    for (let k = 0; k < schedules; k++) ids.push((await client.schedule("pgwaits.tick", { k }, { everyMs }, { timerId: `tick-${k}` })).id);
+    await sleep(1_000); // the statements prepared, the schedules under way
+    const before = await scrape(url);
+    const ticksBefore = ticks;
+    const started = performance.now();
+    await sleep(seconds * 1000);
+    const elapsed = (performance.now() - started) / 1000;
+    const made = ticks - ticksBefore;
+    const after = await scrape(url);
+    console.log(
+      `  ${schedules} schedules every ${everyMs} ms (${Math.round((schedules * 1000) / everyMs)} calls/s asked): ${Math.round(made / elapsed)} calls/s made; ` +
+        `loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)`,
+    );
+    for (const id of ids) await client.unschedule(id);
+    for (const inFlight of [64, 1])
+      await load(url, "an action call failing, then called again (its second attempt)", inFlight, async (caller, round) => {
+        const callId = `flaky-${inFlight}-${caller}-${round >> 1}`;
+        try {
+          await client.call("pgwaits.flaky", { round }, { callId });
+          return true;
+        } catch {
+          return round % 2 === 0; // the first attempt fails as it should
+        }
+      });
+  } finally {
+    await executor.stop(100);
+  }
+}
