@@ -1,9 +1,9 @@
 // Time's calls whose ends and retries used to wait for a round trip on PostgreSQL, for
 // bench/postgres/waits.ts:
-//   - BENCH_SCHEDULES interval schedules (default 200) every 100 ms calling a quick action, for
-//     BENCH_SECONDS: the calls made a second (2,000 a second asked for by default);
-//   - action calls whose first attempt fails, each called again with its call id (its second
-//     attempt: `action.retried`), 64 and 1 in flight.
+//   - action calls whose first attempt fails, each called again with its call id and input (its
+//     second attempt: `action.retried`), 64 and 1 in flight;
+//   - BENCH_SCHEDULES interval schedules (default 1,000) every second (the shortest interval)
+//     calling a quick action, for BENCH_SECONDS: the calls made a second (1,000 asked for).
 // Each prints the owner's event-loop delay p99 and the round trips its thread waited for.
 import type { ActionContext } from "../../sdk/ts/src/executor.js";
 import type { ChronologClient } from "../../sdk/ts/src/client.js";
@@ -12,9 +12,9 @@ import type { PluginDefinition } from "../../sdk/ts/src/plugin.js";
 import { scrapeStoreWaits as scrape } from "../lib/owner.js";
 import { sleep } from "../lib/proc.js";
 
-const schedules = Number(process.env.BENCH_SCHEDULES ?? 200);
+const schedules = Number(process.env.BENCH_SCHEDULES ?? 1_000);
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-const everyMs = 100;
+const everyMs = 1_000;
 
 /** The calls of `pgwaits.tick` made so far, and the call ids of `pgwaits.flaky` tried once. */
 let ticks = 0;
@@ -47,9 +47,20 @@ export async function scheduleCases(url: string, client: ChronologClient, plugin
   const executor = runExecutor({ url, plugins: [plugin], credits: 256, onError: () => undefined, onLog: () => undefined });
   await executor.ready;
   try {
-    const ids: string[] = [];
-    for (let k = 0; k < schedules; k++) ids.push((await client.schedule("pgwaits.tick", { k }, { everyMs }, { timerId: `tick-${k}` })).id);
-    await sleep(1_000); // the statements prepared, the schedules under way
+    for (const inFlight of [64, 1])
+      await load(url, "an action call failing, then called again (its second attempt)", inFlight, async (caller, round) => {
+        const callId = `flaky-${inFlight}-${caller}-${round >> 1}`;
+        try {
+          await client.call("pgwaits.flaky", { caller }, { callId });
+          return true;
+        } catch {
+          return round % 2 === 0; // the first attempt fails as it should
+        }
+      });
+    const ids = Array.from({ length: schedules }, (_, k) => `tick-${k}`);
+    for (let from = 0; from < schedules; from += 64)
+      await Promise.all(ids.slice(from, from + 64).map((timerId, k) => client.schedule("pgwaits.tick", { k: from + k }, { everyMs }, { timerId })));
+    await sleep(2_000); // the statements prepared, the schedules under way
     const before = await scrape(url);
     const ticksBefore = ticks;
     const started = performance.now();
@@ -61,17 +72,7 @@ export async function scheduleCases(url: string, client: ChronologClient, plugin
       `  ${schedules} schedules every ${everyMs} ms (${Math.round((schedules * 1000) / everyMs)} calls/s asked): ${Math.round(made / elapsed)} calls/s made; ` +
         `loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)`,
     );
-    for (const id of ids) await client.unschedule(id);
-    for (const inFlight of [64, 1])
-      await load(url, "an action call failing, then called again (its second attempt)", inFlight, async (caller, round) => {
-        const callId = `flaky-${inFlight}-${caller}-${round >> 1}`;
-        try {
-          await client.call("pgwaits.flaky", { round }, { callId });
-          return true;
-        } catch {
-          return round % 2 === 0; // the first attempt fails as it should
-        }
-      });
+    for (let from = 0; from < schedules; from += 64) await Promise.all(ids.slice(from, from + 64).map((id) => client.unschedule(id)));
   } finally {
     await executor.stop(100);
   }
