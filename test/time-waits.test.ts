@@ -105,6 +105,40 @@ describe("the round trips of time's calls on PostgreSQL", () => {
   });
 });
 
+describe("the round trips of a call's events a cancel_on names, on PostgreSQL", () => {
+  it.runIf(onPostgres)(
+    "an action.completed that cancels a pending delay waits for none: 20 calls, each cancelling the delay waiting on its call id",
+    async () => {
+      const clock = new ManualClock(T0);
+      const h = await harness(clock);
+      const delayOn = (callId: string) =>
+        h.client.delay("jobs.run", { call: callId }, { intervalMs: 3_600_000 }, "unbounded", {
+          cancelOn: [{ type: "action.completed", match: { "data.call_id": "input.call" } }],
+        });
+      const pending = async () => {
+        let n = 0;
+        for await (const _ of h.client.listTimers({ kind: "delay" })) n++;
+        return n;
+      };
+      await delayOn("warm-up");
+      await h.client.call("jobs.run", {}, { callId: "warm-up" }); // the statements prepared
+      await until(async () => (await pending()) === 0, "the warm-up's delay cancelled");
+      const ids = Array.from({ length: 20 }, (_, k) => `paid-${k}`);
+      for (const id of ids) await delayOn(id);
+      expect(await pending()).toBe(20);
+      const before = await waits(h.owner.url);
+      await Promise.all(ids.map((callId) => h.client.call("jobs.run", {}, { callId })));
+      await until(async () => (await pending()) === 0, "the 20 delays cancelled");
+      // Two each (40) before: the timers waiting on the event's key, and each timer's row, were read in the commit.
+      expect(await waits(h.owner.url), "waits for 20 calls whose action.completed cancels a delay").toBeLessThan(before + 10);
+      const cancelled = [];
+      for await (const e of h.client.read({ types: ["timer.unscheduled"] })) cancelled.push(e);
+      expect(cancelled.map((e) => (e.data?.cancelled_by as { type?: string } | undefined)?.type)).toEqual(Array(21).fill("action.completed"));
+      expect(h.calls.map((c) => c.callId).sort()).toEqual(["warm-up", ...ids].sort()); // the delays were never called
+    },
+  );
+});
+
 describe("overlap buffer one across a restart", () => {
   it("an occurrence buffered before the owner stopped is made when the one it waited for ends after the restart", async () => {
     const dataDir = tempDir();

@@ -11,7 +11,16 @@ import { fromOutside, fromPulse, fromTime, ownCallId, sameCall, underCause } fro
 import type { CallRequest, CallResult } from "./call-request.js";
 import type { HostQueue } from "./hosts.js";
 import { Invocations, type InvocationAnswer, type InvocationsDeps, type ResultVerdict, type StopState } from "./invocations.js";
-import { recordAttempt, recordCompleted, recordFailed, recordLeftRunningFailed, startedLookups, storedOutput, type CallIdentity } from "./records.js";
+import {
+  callAppends,
+  recordAttempt,
+  recordCompleted,
+  recordFailed,
+  recordLeftRunningFailed,
+  startedLookups,
+  storedOutput,
+  type CallIdentity,
+} from "./records.js";
 import { Run, type AttemptEnd, type CallerContext } from "./run.js";
 import { CallSlots } from "./slots.js";
 import { CallRates } from "./rates.js";
@@ -377,6 +386,8 @@ export class ActionCalls {
     let lostAttempt = 0;
     /** The call's `action.started` id ("" when it does not record): the cause of its runs and of its end. */
     let cause = "";
+    /** The events a unit of the call says it will append, where something is read ahead for them (a `cancel_on` may name their type). */
+    const appends = (...end: Parameters<typeof callAppends>) => (committer.readsAheadOfAppends ? callAppends(...end) : undefined);
     for (;;) {
       const invocationId = `${call.callId}#${run.attempt}`;
       let session: ExecutorSession;
@@ -393,7 +404,9 @@ export class ActionCalls {
         if (pastLatest && e instanceof ChronologError && e.kind === "unavailable" && !this.state.stopped) throw notStartedError(call.entry.name, latest);
         if (lostAttempt > 0 && !this.state.stopped) {
           const error = `${run.previousError}; ${e instanceof Error ? e.message : String(e)}`;
-          await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error, cause));
+          await committer.submit((tx) => recordFailed(tx, calls, call, lostAttempt, error, cause), {
+            appends: appends(call, lostAttempt, { ok: false, error }),
+          });
         }
         throw e;
       }
@@ -410,6 +423,7 @@ export class ActionCalls {
         cause = await committer.submit((tx) => recordAttempt(tx, calls, call, run.attempt, run.previousError, startedId), {
           deferrable: hasSlack(call, this.deps.clock.now()),
           lookups: run.attempt > 1 && startedId === "" && call.entry.record ? startedLookups(call.callId) : undefined,
+          appends: appends(call, run.attempt, { started: true, previousError: run.previousError }),
         });
       } catch (e) {
         session.inFlight.delete(invocationId);
@@ -436,7 +450,7 @@ export class ActionCalls {
           await committer.submit(
             (tx) =>
               recordCompleted(tx, calls, call, run.attempt, end.output, cause, true) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }),
-            { deferrable: call.scheduled !== undefined },
+            { deferrable: call.scheduled !== undefined, appends: appends(call, run.attempt, { ok: true, output: end.output }) },
           );
           return end.output;
         case "error":
@@ -450,7 +464,7 @@ export class ActionCalls {
             (tx) =>
               recordFailed(tx, calls, call, run.attempt, end.error, cause, true) &&
               call.scheduled?.onEnd?.(tx, { ok: false, error: error.message, terminal: end.kind === "error" && end.terminal }),
-            { deferrable: call.scheduled !== undefined },
+            { deferrable: call.scheduled !== undefined, appends: appends(call, run.attempt, { ok: false, error: end.error }) },
           );
           throw error;
         }

@@ -5,6 +5,7 @@ import { derivedId } from "../log/ids.js";
 import type { Tx } from "../store/committer.js";
 import type { CallRow, CallStatements } from "../store/calls.js";
 import type { ActorRecord, EventReads, EventRecord, EventStatements } from "../store/events.js";
+import type { AppendAhead } from "../store/read-ahead.js";
 import type { AttemptOutcome } from "./call-request.js";
 import { recordedInput, type ActionEntry } from "./declaration.js";
 
@@ -62,6 +63,9 @@ export interface CallIdentity {
 }
 
 type CallEventKind = "started" | "retried" | "completed" | "failed";
+
+/** A call's runtime event as a unit appends it (Tx.append). */
+type CallEvent = Omit<EventRecord, "seq" | "at">;
 
 /**
  * The id of a call's runtime event; `attempt` is 0 for the once-per-call `started` and
@@ -189,25 +193,76 @@ export function recordAttempt(tx: Tx, calls: CallStatements, call: CallIdentity,
   if (!entry.record) return "";
   const started = first ? undefined : startedId !== "" ? { id: startedId } : findCallEvent(tx.events, callId, "started");
   if (started) {
-    tx.append({
-      id: callEventId(callId, "retried", attempt),
-      type: "action.retried",
-      data: { call_id: callId, action: entry.name, attempt, error: previousError },
-      cause: started.id,
-      actor: call.actor,
-    });
+    tx.append(retriedEvent(call, attempt, previousError, started.id));
     return started.id;
   }
+  return tx.append(startedEvent(call, attempt)).id;
+}
+
+/** `action.started` of `call`, at its attempt `attempt` (see the module comment). */
+function startedEvent(call: CallIdentity, attempt: number): CallEvent {
+  const { callId, entry } = call;
   const chain = call.chainStart || call.chainDepth > 0 ? { chain_depth: call.chainDepth } : {};
   // A call of time names its timer: the way up from it to the work that set the timer (it has no cause).
   const timer = call.scheduled ? { timer_id: call.scheduled.timerId } : {};
-  return tx.append({
+  return {
     id: callEventId(callId, "started"),
     type: "action.started",
     data: { call_id: callId, action: entry.name, input: recordedInput(entry, call.input), attempt, ...chain, ...timer },
     cause: call.parentCause,
     actor: call.actor,
-  }).id;
+  };
+}
+
+function retriedEvent(call: CallIdentity, attempt: number, previousError: string, startedId: string): CallEvent {
+  return {
+    id: callEventId(call.callId, "retried", attempt),
+    type: "action.retried",
+    data: { call_id: call.callId, action: call.entry.name, attempt, error: previousError },
+    cause: startedId,
+    actor: call.actor,
+  };
+}
+
+function completedEvent(call: CallIdentity, attempt: number, output: Record<string, unknown>, startedId: string): CallEvent {
+  return {
+    id: callEventId(call.callId, "completed"),
+    type: "action.completed",
+    data: { call_id: call.callId, action: call.entry.name, attempt, output },
+    cause: startedId,
+    actor: call.actor,
+  };
+}
+
+function failedEvent(call: Pick<CallRow, "callId" | "action" | "actor">, attempt: number, error: string, startedId: string): CallEvent {
+  return {
+    id: callEventId(call.callId, "failed", attempt),
+    type: "action.failed",
+    data: { call_id: call.callId, action: call.action, attempt, error },
+    cause: startedId,
+    actor: call.actor,
+  };
+}
+
+/**
+ * The events a unit of {@link recordAttempt}, {@link recordCompleted} or {@link recordFailed} of
+ * a recorded call may append (Committer.submit's `appends`: what is read ahead for them, the
+ * timers a `cancel_on` naming their type waits on); none for a call that does not record. A later
+ * attempt says both `action.retried` and `action.started` (which one is known inside the unit).
+ */
+export function callAppends(
+  call: CallIdentity,
+  attempt: number,
+  end: { started: true; previousError: string } | { ok: true; output: Record<string, unknown> } | { ok: false; error: string },
+): AppendAhead[] | undefined {
+  if (!call.entry.record) return undefined;
+  if ("started" in end)
+    return attempt === 1 ? [startedEvent(call, attempt)] : [retriedEvent(call, attempt, end.previousError, ""), startedEvent(call, attempt)];
+  return [
+    end.ok
+      ? completedEvent(call, attempt, end.output, "")
+      : failedEvent({ callId: call.callId, action: call.entry.name, actor: call.actor }, attempt, end.error, ""),
+  ];
 }
 
 /**
@@ -230,15 +285,7 @@ export function recordCompleted(
   const stored = entry.record ? undefined : output;
   if (held) calls.completeHeld(callId, attempt, stored, tx.now);
   else if (!calls.complete(callId, attempt, stored, tx.now)) return false;
-  if (entry.record) {
-    tx.append({
-      id: callEventId(callId, "completed"),
-      type: "action.completed",
-      data: { call_id: callId, action: entry.name, attempt, output },
-      cause: startedId,
-      actor: call.actor,
-    });
-  }
+  if (entry.record) tx.append(completedEvent(call, attempt, output, startedId));
   return true;
 }
 
@@ -279,18 +326,10 @@ function failAttempt(
   startedId: string,
   held = false,
 ): boolean {
-  const { callId, action } = call;
+  const { callId } = call;
   if (held) calls.failHeld(callId, attempt, error, tx.now);
   else if (!calls.fail(callId, attempt, error, tx.now)) return false;
-  if (call.recorded) {
-    tx.append({
-      id: callEventId(callId, "failed", attempt),
-      type: "action.failed",
-      data: { call_id: callId, action, attempt, error },
-      cause: startedId,
-      actor: call.actor,
-    });
-  }
+  if (call.recorded) tx.append(failedEvent(call, attempt, error, startedId));
   return true;
 }
 
