@@ -2,6 +2,8 @@
 // bench/postgres/waits.ts:
 //   - action calls whose first attempt fails, each called again with its call id and input (its
 //     second attempt: `action.retried`), 64 and 1 in flight;
+//   - action calls each cancelling a pending delay whose `cancel_on` names `action.completed` and
+//     its call id (BENCH_MATCHING of them, default 12,000, preloaded), 64 and 1 in flight;
 //   - BENCH_SCHEDULES interval schedules (default 1,000) every second (the shortest interval)
 //     calling a quick action, for BENCH_SECONDS: the calls made a second (1,000 asked for).
 // Each prints the owner's event-loop delay p99 and the round trips its thread waited for.
@@ -15,6 +17,7 @@ import { sleep } from "../lib/proc.js";
 const schedules = Number(process.env.BENCH_SCHEDULES ?? 1_000);
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const everyMs = 1_000;
+const matching = Number(process.env.BENCH_MATCHING ?? 12_000);
 
 /** The calls of `pgwaits.tick` made so far, and the call ids of `pgwaits.flaky` tried once. */
 let ticks = 0;
@@ -57,6 +60,27 @@ export async function scheduleCases(url: string, client: ChronologClient, plugin
           return round % 2 === 0; // the first attempt fails as it should
         }
       });
+    for (const inFlight of [64, 1]) {
+      // Pending delays, each cancelled by the action.completed of a call of its own; caller c makes calls c, c + inFlight, ...
+      const count = inFlight === 1 ? Math.min(matching, 2_000) : matching;
+      const now = Date.now();
+      for (let from = 0; from < count; from += 500)
+        await client.delayBatch(
+          Array.from({ length: Math.min(500, count - from) }, (_, i) => ({
+            action: "pgwaits.tick",
+            input: { call: `paying-${inFlight}-${from + i}` },
+            when: { at: now + 3_600_000 },
+            overdue: "unbounded" as const,
+            cancelOn: [{ type: "action.completed", match: { "data.call_id": "input.call" } }],
+          })),
+        );
+      await load(url, "an action call whose action.completed cancels a delay", inFlight, async (caller, round) => {
+        const k = caller + round * inFlight;
+        if (k >= count) return null;
+        await client.call("pgwaits.tick", {}, { callId: `paying-${inFlight}-${k}` });
+        return true;
+      });
+    }
     const ids = Array.from({ length: schedules }, (_, k) => `tick-${k}`);
     for (let from = 0; from < schedules; from += 64)
       await Promise.all(ids.slice(from, from + 64).map((timerId, k) => client.schedule("pgwaits.tick", { k: from + k }, { everyMs }, { timerId })));
