@@ -9,6 +9,7 @@
 // @module-tag postgres
 
 import { Code } from "@connectrpc/connect";
+import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import type { OwnerConfig } from "../server/src/config.js";
@@ -39,10 +40,12 @@ async function start(
   retention: NonNullable<OwnerConfig["log"]>["retention"],
   plugin: object = notes,
   principals: OwnerConfig["principals"] = [admin],
-): Promise<{ owner: TestOwner; client: ChronologClient; clock: ManualClock; pass: () => Promise<RetentionPass> }> {
+): Promise<{ owner: TestOwner; client: ChronologClient; clock: ManualClock; pass: () => Promise<RetentionPass>; warnings: () => string[] }> {
   const clock = new ManualClock(T0);
   let passes: RetentionPass[] = [];
-  const owner = await startTestOwner({ clock, timers: clock, config: { principals, log: { retention: { interval_ms: MINUTE, ...retention } } } });
+  const lines: string[] = [];
+  const logger = pino({ level: "warn" }, { write: (line: string) => void lines.push(line) });
+  const owner = await startTestOwner({ clock, timers: clock, logger, config: { principals, log: { retention: { interval_ms: MINUTE, ...retention } } } });
   owner.logRetention.onPass((p) => passes.push(p));
   cleanups.push(() => owner.close());
   const client = createClient({ url: owner.url, token: admin.token });
@@ -58,7 +61,8 @@ async function start(
     if (passes.length === 0) throw new Error("no retention pass");
     return passes[0];
   };
-  return { owner, client, clock, pass };
+  const warnings = () => lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((l) => l.level === 40).map((l) => l.msg);
+  return { owner, client, clock, pass, warnings };
 }
 
 async function seqsOf(client: ChronologClient, types: string[] = []): Promise<number[]> {
@@ -311,22 +315,28 @@ describe("log retention", () => {
     expect(bytes).toBeLessThanOrEqual(2_000);
     expect(page.events.at(-1)?.data).toMatchObject({ i: 29 });
     expect(Number(page.firstSeq)).toBe(Number(page.events[0].seq));
-    // A processor's cursor cannot be moved before the log's start (0 replays from it).
-    await expectConnectError(
+    // A processor's cursor cannot be moved before the log's start (0 replays from it): the message says what it can do.
+    const refused = await expectConnectError(
       client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 1n } }),
       Code.OutOfRange,
-      /before the log's start/,
+      /^ack_floor 1 is before the log's start: the log starts at seq \d+ /,
+      /move the cursor to 0 to deliver the log from its start, or to \d+ or later$/,
     );
+    expect(refused.rawMessage).not.toMatch(/from_first_seq/);
     await client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 0n } });
   });
 
   it("weighs for the log-wide max_bytes only the oldest events that make its excess: what a processor keeps is not scanned past", async () => {
     const plugin = definePlugin({ ...notes, processors: { reader: { on: "note.added", run: () => {} } } }); // no executor hosts it: it finishes nothing
-    const { client, pass } = await start({ max_bytes: 30_000 }, manifestOf(plugin));
+    const { client, pass, warnings } = await start({ max_bytes: 30_000, warn_bytes: 20_000 }, manifestOf(plugin));
     // 40 notes of 1,000 to 1,200 stored bytes: 40,000 to 48,000, 10,000 to 18,000 past the limit.
     for (let i = 0; i < 40; i++) await client.emit("note.added", { text: "x".repeat(1_000), i });
     const held = await pass();
     expect(held.removedEvents).toBe(0);
+    // The warning says the log is past its limit, and what holds it there.
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatch(/^the log takes \d+ bytes, past its limit of 30000 \(max_bytes\): /);
+    expect(warnings()[0]).toContain(`processor:notes.reader holds ${held.held["processor:notes.reader"]} (processor notes.reader has not finished it`);
     // The oldest notes that make the excess are held, not every note the processor has not finished.
     const holding = held.held["processor:notes.reader"];
     expect(holding).toBeGreaterThanOrEqual(8);
@@ -340,6 +350,7 @@ describe("log retention", () => {
     const page = await client.log.readLog({ pageSize: 1000 });
     const bytes = page.events.reduce((sum, e) => sum + JSON.stringify(e.data).length + e.id.length + e.type.length, 0);
     expect(bytes).toBeLessThanOrEqual(30_000);
+    expect(warnings()).toHaveLength(1); // under the limit, past the warning threshold: nothing new to warn of
   });
 
   it("keeps what a processor behind has not finished and the causes of kept events; lets them go once finished", async () => {
