@@ -71,9 +71,9 @@ export class RetentionArchive {
   archivedSeq = 0;
   /**
    * The archive's `to` as the folder's manifest last said it (read at start, before the folder is
-   * checked): what `chronolog_log_archived_seq` reports, so it does not drop to 0 at a restart.
+   * checked, so the gauge does not drop to 0 at a restart); 0 once the folder is refused.
    */
-  manifestSeq = 0;
+  private manifestSeq = 0;
   private manifest: Manifest | undefined;
   /** The folder being read and checked, until that ends. */
   private opening: Promise<Manifest> | undefined;
@@ -86,6 +86,15 @@ export class RetentionArchive {
     } catch {
       // An unreadable manifest is refused (and logged) by the first pass that needs the archive.
     }
+  }
+
+  /**
+   * What `chronolog_log_archived_seq` reports: the archive's `to`, unless the folder was refused
+   * or (before it is checked) its manifest goes past the log's head: another log's archive does
+   * not say how far this log is archived.
+   */
+  get reportedSeq(): number {
+    return this.manifestSeq <= this.options.head() ? this.manifestSeq : 0;
   }
 
   /**
@@ -130,7 +139,12 @@ export class RetentionArchive {
 
   /** Reads and checks the folder (once at a time; a failure is not kept: the next call reads it again). */
   private open(): Promise<Manifest> {
-    this.opening ??= this.readFolder().finally(() => (this.opening = undefined));
+    this.opening ??= this.readFolder()
+      .catch((e: unknown) => {
+        this.manifestSeq = 0; // refused (or unreadable): it does not say how far this log is archived
+        throw e;
+      })
+      .finally(() => (this.opening = undefined));
     return this.opening;
   }
 
@@ -194,7 +208,7 @@ export function retentionArchiveMetrics(registry: Registry, archive: RetentionAr
     help: "The log's automatic archive holds its events through this seq (log.retention.archive).",
     registers: [registry],
     collect() {
-      this.set(archive.manifestSeq);
+      this.set(archive.reportedSeq);
     },
   });
   new Gauge({
