@@ -6,7 +6,7 @@ import type { Logger } from "../logger.js";
 import { eventToProto } from "../proto-values.js";
 import type { EventReads } from "../store/events.js";
 import { writeArchiveFiles, writeArchiveManifest } from "./export.js";
-import { archiveFormat, archiveVersion, manifestName, readManifest, type Manifest } from "./manifest.js";
+import { archiveFormat, archiveVersion, manifestName, readManifest, strayEntry, type Manifest } from "./manifest.js";
 
 /** The config's `log.retention.archive` section, as written (snake_case). */
 export interface RetentionArchiveConfig {
@@ -49,7 +49,6 @@ export interface RetentionArchiveOptions {
 /** Events read per page while archiving, and their data's bytes at most. */
 const pageEvents = 1000;
 const pageBytes = 4 * 1024 * 1024;
-const leftover = /^(events-\d{16}-\d{16}\.ndjson\.gz|part-\d+\.partial|manifest\.json\.partial)$/;
 
 /**
  * The owner's archive of the log for retention (`log.retention.archive`): one archive folder in
@@ -193,12 +192,10 @@ export class RetentionArchive {
 
 /** Deletes what an interrupted or failed write left in the folder; refuses a file that is no part of an archive. */
 function removeLeftovers(dir: string, manifest: Manifest): void {
+  const stray = strayEntry(dir, manifest);
+  if (stray !== undefined) throw new Error(`the log archive ${dir} holds ${stray}, which is not part of an archive: give retention a folder of its own`);
   const listed = new Set(manifest.files.map((f) => f.name));
-  for (const entry of readdirSync(dir)) {
-    if (entry === manifestName || listed.has(entry)) continue;
-    if (!leftover.test(entry)) throw new Error(`the log archive ${dir} holds ${entry}, which is not part of an archive: give retention a folder of its own`);
-    rmSync(join(dir, entry), { force: true });
-  }
+  for (const entry of readdirSync(dir)) if (entry !== manifestName && !listed.has(entry)) rmSync(join(dir, entry), { force: true });
 }
 
 /** Registers `chronolog_log_archived_seq` and `chronolog_log_archive_lag_events` (events retention wanted to remove that were not yet archived, at its last pass). */
