@@ -262,24 +262,30 @@ describe("chronolog export and import", () => {
   }, 60_000);
 
   // A database is not a folder: on PostgreSQL the refusals before it is opened are the tests above.
-  it.skipIf(onPostgres)("an import that fails before writing an event removes what it created in the data folder", async () => {
-    const source = await owner();
-    const client = createClient({ url: source.url, emitVia: "unary" });
-    await client.registerPlugin(manifestOf(shop));
-    for (let n = 1; n <= 3; n++) await client.emit("order.placed", { n });
-    const { folder, manifest } = await exportLog(source.url);
-    const lines = gunzipSync(readFileSync(join(folder, manifest.files[0].name))).toString().split("\n");
-    replaceFile(folder, 0, `${lines[0]}\n{"seq":"two"}\n`); // its checksum matches: it fails as it is read for writing
-    const missing = join(tempDir(), "restored");
-    const stopped = await cli(["import", folder, "--data", missing]);
-    expect(stopped.code).toBe(1);
-    expect(stopped.stderr).toContain(`nothing of ${manifest.files[0].name} was imported`);
-    expect(existsSync(missing)).toBe(false);
-    const existing = tempDir();
-    writeFileSync(join(existing, "keep.txt"), "mine");
-    expect((await cli(["import", folder, "--data", existing])).code).toBe(1);
-    expect(readdirSync(existing)).toEqual(["keep.txt"]);
-  }, 60_000);
+  it.skipIf(onPostgres)(
+    "an import that fails before writing an event removes what it created in the data folder",
+    async () => {
+      const source = await owner();
+      const client = createClient({ url: source.url, emitVia: "unary" });
+      await client.registerPlugin(manifestOf(shop));
+      for (let n = 1; n <= 3; n++) await client.emit("order.placed", { n });
+      const { folder, manifest } = await exportLog(source.url);
+      const lines = gunzipSync(readFileSync(join(folder, manifest.files[0].name)))
+        .toString()
+        .split("\n");
+      replaceFile(folder, 0, `${lines[0]}\n{"seq":"two"}\n`); // its checksum matches: it fails as it is read for writing
+      const missing = join(tempDir(), "restored");
+      const stopped = await cli(["import", folder, "--data", missing]);
+      expect(stopped.code).toBe(1);
+      expect(stopped.stderr).toContain(`nothing of ${manifest.files[0].name} was imported`);
+      expect(existsSync(missing)).toBe(false);
+      const existing = tempDir();
+      writeFileSync(join(existing, "keep.txt"), "mine");
+      expect((await cli(["import", folder, "--data", existing])).code).toBe(1);
+      expect(readdirSync(existing)).toEqual(["keep.txt"]);
+    },
+    60_000,
+  );
 
   it("an import stopped by a bad file leaves whole files only and goes on from there when run again", async () => {
     const source = await owner();

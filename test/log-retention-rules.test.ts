@@ -50,7 +50,11 @@ describe("retention rules", () => {
   });
 
   it("refuses a limit written as 0 or less, naming it, in the config and in a manifest's JSON form", () => {
-    for (const [field, what] of [["max_count", "count"], ["max_age_ms", "age"], ["max_bytes", "size"]])
+    for (const [field, what] of [
+      ["max_count", "count"],
+      ["max_age_ms", "age"],
+      ["max_bytes", "size"],
+    ])
       for (const value of [0, -5]) {
         expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a.b", [field]: value }] } })), `${field} ${value}`).toThrow(
           `log.retention.rules[0].${field}: ${field} must be 1 or more, not ${value} (leave it out for no ${what} limit)`,

@@ -9,13 +9,18 @@
 // @module-tag postgres
 
 import { Code } from "@connectrpc/connect";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { existsSync } from "node:fs";
+import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import type { OwnerConfig } from "../server/src/config.js";
 import type { RetentionPass } from "../server/src/log/retention.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { RetentionKeep } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { PluginManifestSchema, RetentionKeep } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
@@ -28,6 +33,8 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
+const repo = new URL("../", import.meta.url).pathname;
+const python = join(repo, ".venv/bin/python");
 /** 2026-03-02T12:00:00Z. */
 const T0 = Date.UTC(2026, 2, 2, 12);
 const MINUTE = 60_000;
@@ -61,13 +68,30 @@ async function start(
     if (passes.length === 0) throw new Error("no retention pass");
     return passes[0];
   };
-  const warnings = () => lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((l) => l.level === 40).map((l) => l.msg);
+  const warnings = () =>
+    lines
+      .map((line) => JSON.parse(line) as { level: number; msg: string })
+      .filter((l) => l.level === 40)
+      .map((l) => l.msg);
   return { owner, client, clock, pass, warnings };
 }
 
 async function seqsOf(client: ChronologClient, types: string[] = []): Promise<number[]> {
   const page = await client.log.readLog({ types, pageSize: 1000 });
   return page.events.map((e) => Number(e.seq));
+}
+
+/** The rules both SDKs' test plugins declare (the newest 2 `note.added`; the last `note.pinned` of each `data.k`) remove what they let go. */
+async function expectDeclaredRulesApplied(manifest: MessageInitShape<typeof PluginManifestSchema>): Promise<void> {
+  const { client, pass } = await start({}, manifest);
+  const added = [];
+  for (let i = 0; i < 5; i++) added.push(Number((await client.emit("note.added", { i })).event!.seq));
+  const pinned = [];
+  for (let i = 0; i < 3; i++) pinned.push(Number((await client.emit("note.pinned", { k: "a", i })).event!.seq));
+  const other = Number((await client.emit("note.pinned", { k: "b" })).event!.seq);
+  expect((await pass()).removedEvents).toBe(5);
+  expect(await seqsOf(client, ["note.added"])).toEqual(added.slice(3));
+  expect(await seqsOf(client, ["note.pinned"])).toEqual([pinned[2], other]);
 }
 
 describe("log retention", () => {
@@ -325,6 +349,29 @@ describe("log retention", () => {
     expect(refused.rawMessage).not.toMatch(/from_first_seq/);
     await client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 0n } });
   });
+
+  it("applies the retention rules of a plugin declared in TypeScript code, as a manifest's", async () => {
+    const declared = definePlugin({
+      ...notes,
+      retention: [
+        { types: "note.added", maxCount: 2 },
+        { types: "note.pinned", keep: "latest_per_key", key: "data.k" },
+      ],
+    });
+    await expectDeclaredRulesApplied(manifestOf(declared));
+  });
+
+  it.skipIf(!existsSync(python) && !process.env.CI)(
+    "applies the retention rules of a plugin declared in Python code (sdk/python/tests/retention_manifest.py), as a manifest's",
+    { tags: ["serial"] },
+    async () => {
+      const printed = await promisify(execFile)(python, ["sdk/python/tests/retention_manifest.py"], {
+        cwd: repo,
+        env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      });
+      await expectDeclaredRulesApplied(fromJson(PluginManifestSchema, JSON.parse(printed.stdout)));
+    },
+  );
 
   it("weighs for the log-wide max_bytes only the oldest events that make its excess: what a processor keeps is not scanned past", async () => {
     const plugin = definePlugin({ ...notes, processors: { reader: { on: "note.added", run: () => {} } } }); // no executor hosts it: it finishes nothing

@@ -28,7 +28,10 @@ export function checkArchive(folder: string): Manifest {
   const manifest = readManifest(folder);
   try {
     const stray = strayEntry(folder, manifest);
-    if (stray !== undefined) throw new Error(`the archive folder ${folder} holds ${stray}, which is not part of an archive (remove it, or import a copy of the manifest and the files it lists)`);
+    if (stray !== undefined)
+      throw new Error(
+        `the archive folder ${folder} holds ${stray}, which is not part of an archive (remove it, or import a copy of the manifest and the files it lists)`,
+      );
     for (const file of manifest.files) verified(folder, file);
   } catch (e) {
     throw new Error(`${(e as Error).message}; nothing was imported`);

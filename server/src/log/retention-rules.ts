@@ -96,7 +96,10 @@ function ruleViolations(rule: Omit<RetentionRule, "source" | "latestPerKey">, ke
     });
   if (!keep && key !== "") violations.push({ field: `${at}.key`, description: "key is only for keep latest_per_key" });
   if (!keep && rule.maxAgeMs === 0 && rule.maxCount === 0 && rule.maxBytes === 0)
-    violations.push({ field: at, description: "a retention rule needs a limit (max_age_ms, max_count, max_bytes: each 1 or more; 0 is none) or keep latest_per_key" });
+    violations.push({
+      field: at,
+      description: "a retention rule needs a limit (max_age_ms, max_count, max_bytes: each 1 or more; 0 is none) or keep latest_per_key",
+    });
   return violations;
 }
 
@@ -132,7 +135,11 @@ export function writtenLimitViolations(json: unknown): FieldViolation[] {
   const violations: FieldViolation[] = [];
   for (const [i, rule] of rules.entries()) {
     if (typeof rule !== "object" || rule === null) continue;
-    for (const [name, camel] of [["max_age_ms", "maxAgeMs"], ["max_count", "maxCount"], ["max_bytes", "maxBytes"]] as const) {
+    for (const [name, camel] of [
+      ["max_age_ms", "maxAgeMs"],
+      ["max_count", "maxCount"],
+      ["max_bytes", "maxBytes"],
+    ] as const) {
       const written = (rule as Record<string, unknown>)[name] ?? (rule as Record<string, unknown>)[camel];
       const problem = limitProblem(name, typeof written === "string" && written.trim() !== "" ? Number(written) : written); // uint64 may be written as a string
       if (problem) violations.push({ field: `retention[${i}].${name}`, description: problem });

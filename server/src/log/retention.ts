@@ -480,7 +480,10 @@ export class LogRetention {
     }
     const level = sizeLevel(stats.bytes, warnBytes, maxBytes);
     if (level > this.warned)
-      logger.warn({ bytes: stats.bytes, warnBytes, maxBytes, held: result.held }, sizeWarning({ bytes: stats.bytes, level, warnBytes, maxBytes }, result.held, reasons));
+      logger.warn(
+        { bytes: stats.bytes, warnBytes, maxBytes, held: result.held },
+        sizeWarning({ bytes: stats.bytes, level, warnBytes, maxBytes }, result.held, reasons),
+      );
     this.warned = level;
   }
 }
