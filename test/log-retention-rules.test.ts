@@ -49,6 +49,27 @@ describe("retention rules", () => {
     expect(() => loadConfig(configFile({ retention: { max_bytes: -1 } }))).toThrow(/max_bytes/);
   });
 
+  it("refuses a limit written as 0 or less, naming it, in the config and in a manifest's JSON form", () => {
+    for (const [field, what] of [
+      ["max_count", "count"],
+      ["max_age_ms", "age"],
+      ["max_bytes", "size"],
+    ])
+      for (const value of [0, -5]) {
+        expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a.b", [field]: value }] } })), `${field} ${value}`).toThrow(
+          `log.retention.rules[0].${field}: ${field} must be 1 or more, not ${value} (leave it out for no ${what} limit)`,
+        );
+        expect(() => manifestFromJson({ name: "rooms", events: rooms, retention: [{ types: "rooms.*", [field]: value }] }, "test")).toThrow(
+          `retention[0].${field}: ${field} must be 1 or more, not ${value}`,
+        );
+      }
+    expect(() => manifestFromJson({ name: "rooms", events: rooms, retention: [{ types: "rooms.*", maxCount: "0" }] }, "test")).toThrow(
+      "retention[0].max_count: max_count must be 1 or more, not 0",
+    );
+    // Another limit beside a 0 is still a 0 written.
+    expect(() => loadConfig(configFile({ retention: { rules: [{ types: "a.b", max_count: 0, max_age_ms: 1000 }] } }))).toThrow(/max_count must be 1 or more/);
+  });
+
   it("compiles a manifest's rules and refuses bad ones with the field", () => {
     const compiled = compileManifest(
       manifestFromJson(

@@ -9,12 +9,18 @@
 // @module-tag postgres
 
 import { Code } from "@connectrpc/connect";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { existsSync } from "node:fs";
+import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
+import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import type { OwnerConfig } from "../server/src/config.js";
 import type { RetentionPass } from "../server/src/log/retention.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
-import { RetentionKeep } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
+import { PluginManifestSchema, RetentionKeep } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";
 import { definePlugin, manifestOf, type PluginDefinition } from "../sdk/ts/src/plugin.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
@@ -27,6 +33,8 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
+const repo = new URL("../", import.meta.url).pathname;
+const python = join(repo, ".venv/bin/python");
 /** 2026-03-02T12:00:00Z. */
 const T0 = Date.UTC(2026, 2, 2, 12);
 const MINUTE = 60_000;
@@ -39,10 +47,12 @@ async function start(
   retention: NonNullable<OwnerConfig["log"]>["retention"],
   plugin: object = notes,
   principals: OwnerConfig["principals"] = [admin],
-): Promise<{ owner: TestOwner; client: ChronologClient; clock: ManualClock; pass: () => Promise<RetentionPass> }> {
+): Promise<{ owner: TestOwner; client: ChronologClient; clock: ManualClock; pass: () => Promise<RetentionPass>; warnings: () => string[] }> {
   const clock = new ManualClock(T0);
   let passes: RetentionPass[] = [];
-  const owner = await startTestOwner({ clock, timers: clock, config: { principals, log: { retention: { interval_ms: MINUTE, ...retention } } } });
+  const lines: string[] = [];
+  const logger = pino({ level: "warn" }, { write: (line: string) => void lines.push(line) });
+  const owner = await startTestOwner({ clock, timers: clock, logger, config: { principals, log: { retention: { interval_ms: MINUTE, ...retention } } } });
   owner.logRetention.onPass((p) => passes.push(p));
   cleanups.push(() => owner.close());
   const client = createClient({ url: owner.url, token: admin.token });
@@ -58,12 +68,30 @@ async function start(
     if (passes.length === 0) throw new Error("no retention pass");
     return passes[0];
   };
-  return { owner, client, clock, pass };
+  const warnings = () =>
+    lines
+      .map((line) => JSON.parse(line) as { level: number; msg: string })
+      .filter((l) => l.level === 40)
+      .map((l) => l.msg);
+  return { owner, client, clock, pass, warnings };
 }
 
 async function seqsOf(client: ChronologClient, types: string[] = []): Promise<number[]> {
   const page = await client.log.readLog({ types, pageSize: 1000 });
   return page.events.map((e) => Number(e.seq));
+}
+
+/** The rules both SDKs' test plugins declare (the newest 2 `note.added`; the last `note.pinned` of each `data.k`) remove what they let go. */
+async function expectDeclaredRulesApplied(manifest: MessageInitShape<typeof PluginManifestSchema>): Promise<void> {
+  const { client, pass } = await start({}, manifest);
+  const added = [];
+  for (let i = 0; i < 5; i++) added.push(Number((await client.emit("note.added", { i })).event!.seq));
+  const pinned = [];
+  for (let i = 0; i < 3; i++) pinned.push(Number((await client.emit("note.pinned", { k: "a", i })).event!.seq));
+  const other = Number((await client.emit("note.pinned", { k: "b" })).event!.seq);
+  expect((await pass()).removedEvents).toBe(5);
+  expect(await seqsOf(client, ["note.added"])).toEqual(added.slice(3));
+  expect(await seqsOf(client, ["note.pinned"])).toEqual([pinned[2], other]);
 }
 
 describe("log retention", () => {
@@ -311,22 +339,51 @@ describe("log retention", () => {
     expect(bytes).toBeLessThanOrEqual(2_000);
     expect(page.events.at(-1)?.data).toMatchObject({ i: 29 });
     expect(Number(page.firstSeq)).toBe(Number(page.events[0].seq));
-    // A processor's cursor cannot be moved before the log's start (0 replays from it).
-    await expectConnectError(
+    // A processor's cursor cannot be moved before the log's start (0 replays from it): the message says what it can do.
+    const refused = await expectConnectError(
       client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 1n } }),
       Code.OutOfRange,
-      /before the log's start/,
+      /^ack_floor 1 is before the log's start: the log starts at seq \d+ /,
+      /move the cursor to 0 to deliver the log from its start, or to \d+ or later$/,
     );
+    expect(refused.rawMessage).not.toMatch(/from_first_seq/);
     await client.admin.moveCursor({ processor: "notes.pins", to: { case: "ackFloor", value: 0n } });
   });
 
+  it("applies the retention rules of a plugin declared in TypeScript code, as a manifest's", async () => {
+    const declared = definePlugin({
+      ...notes,
+      retention: [
+        { types: "note.added", maxCount: 2 },
+        { types: "note.pinned", keep: "latest_per_key", key: "data.k" },
+      ],
+    });
+    await expectDeclaredRulesApplied(manifestOf(declared));
+  });
+
+  it.skipIf(!existsSync(python) && !process.env.CI)(
+    "applies the retention rules of a plugin declared in Python code (sdk/python/tests/retention_manifest.py), as a manifest's",
+    { tags: ["serial"] },
+    async () => {
+      const printed = await promisify(execFile)(python, ["sdk/python/tests/retention_manifest.py"], {
+        cwd: repo,
+        env: { ...process.env, PYTHONPATH: join(repo, "sdk/python") },
+      });
+      await expectDeclaredRulesApplied(fromJson(PluginManifestSchema, JSON.parse(printed.stdout)));
+    },
+  );
+
   it("weighs for the log-wide max_bytes only the oldest events that make its excess: what a processor keeps is not scanned past", async () => {
     const plugin = definePlugin({ ...notes, processors: { reader: { on: "note.added", run: () => {} } } }); // no executor hosts it: it finishes nothing
-    const { client, pass } = await start({ max_bytes: 30_000 }, manifestOf(plugin));
+    const { client, pass, warnings } = await start({ max_bytes: 30_000, warn_bytes: 20_000 }, manifestOf(plugin));
     // 40 notes of 1,000 to 1,200 stored bytes: 40,000 to 48,000, 10,000 to 18,000 past the limit.
     for (let i = 0; i < 40; i++) await client.emit("note.added", { text: "x".repeat(1_000), i });
     const held = await pass();
     expect(held.removedEvents).toBe(0);
+    // The warning says the log is past its limit, and what holds it there.
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatch(/^the log takes \d+ bytes, past its limit of 30000 \(max_bytes\): /);
+    expect(warnings()[0]).toContain(`processor:notes.reader holds ${held.held["processor:notes.reader"]} (processor notes.reader has not finished it`);
     // The oldest notes that make the excess are held, not every note the processor has not finished.
     const holding = held.held["processor:notes.reader"];
     expect(holding).toBeGreaterThanOrEqual(8);
@@ -340,6 +397,7 @@ describe("log retention", () => {
     const page = await client.log.readLog({ pageSize: 1000 });
     const bytes = page.events.reduce((sum, e) => sum + JSON.stringify(e.data).length + e.id.length + e.type.length, 0);
     expect(bytes).toBeLessThanOrEqual(30_000);
+    expect(warnings()).toHaveLength(1); // under the limit, past the warning threshold: nothing new to warn of
   });
 
   it("keeps what a processor behind has not finished and the causes of kept events; lets them go once finished", async () => {

@@ -567,7 +567,7 @@ describe("CLI timers and cursors", { tags: ["serial"] }, () => {
     expect(status.map(({ latency: _, ...rest }) => rest)).toEqual([{ name: "ops.audit", ackFloor: Number(floor), delivered: Number(processors[0].delivered) }]); // seqs as numbers; zeros and false left out, as in proto3 JSON
     expect(status[0].latency).toMatchObject({ count: expect.any(Number), p99Ms: expect.any(Number) }); // its deliveries' latency over the last minute
     const cursorTable = (await cli(["cursors", "--url", h.owner.url])).stdout.trim().split("\n");
-    expect(cursorTable[0]).toMatch(/^NAME\s+ACK FLOOR\s+DELIVERED\s+LAG\s+IN FLIGHT\s+RETRIES\s+FAILURES\s+PAUSED$/);
+    expect(cursorTable[0]).toMatch(/^NAME\s+ACK FLOOR\s+READ TO\s+LAG\s+IN FLIGHT\s+RETRIES\s+FAILURES\s+PAUSED$/);
     expect(cursorTable[1]).toMatch(new RegExp(`^ops\\.audit\\s+${floor}\\s+${processors[0].delivered}\\s+0\\s+0\\s+0\\s+0\\s+no$`));
 
     const bad = await cli(["timers", "--url", h.owner.url, "--preview", "101"]);

@@ -186,6 +186,30 @@ describe.each(storeKinds)("the committer's transactions on %s", (kind) => {
     expect(stored).toEqual([...ids("kept")].sort());
   });
 
+  it("prepares a statement in the pipeline that first sends it (no round trip of its own on PostgreSQL), and again after a pipeline that did not run it", async () => {
+    const t = await openTestStore(kind);
+    const committer = t.committer();
+    const timers = timerStatements(t.store.db);
+    const waited = () => (t.store.waits?.() ?? []).reduce((n, w) => n + w.count, 0);
+    await committer.submit((tx) => tx.append(event("a")));
+    const before = waited();
+    // The batch takes "a" to be new: its guard fails first, so the Parse of the timers' statement queued after it never runs; run again reading, it is sent again.
+    const found = await committer.submit(
+      (tx) => {
+        timers.put(timer("t1", 5), tx.now);
+        return tx.events.findById("a")?.seq ?? tx.append(event("a")).seq;
+      },
+      { lookups: ["a"], pure: true },
+    );
+    expect(found).toBe(1);
+    await committer.submit((tx) => (timers.put(timer("t2", 6), tx.now), tx.append(event("b")).seq));
+    // The guard's statement was prepared in the batch whose transaction its failure aborted: it stays prepared.
+    await committer.submit((tx) => tx.append(event("c")).seq, { lookups: ["c"], pure: true });
+    expect(t.query("SELECT id FROM timers ORDER BY id").map((r) => r.id)).toEqual(["t1", "t2"]);
+    expect(logged(t).map((e) => e.id)).toEqual(["a", "b", "c"]);
+    if (kind === "postgres") expect(waited() - before).toBeLessThanOrEqual(1); // the run again's read of "a"; no PREPARE of its own
+  });
+
   it("a slice that fails to commit answers none of its units, nor those after it, and none of theirs is in the log", async () => {
     const t = await openTestStore(kind);
     // A deferred foreign key is checked at COMMIT only: a unit breaking it makes its slice's COMMIT fail.

@@ -111,6 +111,10 @@ class Plugin:
 
     ``events`` and ``collections`` take the manifest's JSON form (as in YAML
     manifests: ``{"cart.submitted": {"schema": {...}, "allow": ["*"]}}``);
+    ``retention`` the manifest's retention rules, in order, the same way: dicts
+    with ``types`` and a limit (``max_age_ms``, ``max_count``, ``max_bytes``,
+    each 1 or more) or ``keep`` (``"latest_per_key"``, or the manifest's
+    ``"RETENTION_KEEP_LATEST_PER_KEY"``) with ``key`` (e.g. ``"data._id"``);
     ``manifest`` holds any other manifest parts (schedules, pulses, ...).
     Processors and actions are added with the :meth:`processor` and
     :meth:`action` decorators.
@@ -123,6 +127,7 @@ class Plugin:
         *,
         events: Optional[Mapping[str, Any]] = None,
         collections: Optional[Mapping[str, Any]] = None,
+        retention: Optional[Sequence[Mapping[str, Any]]] = None,
         manifest: Optional[Mapping[str, Any]] = None,
     ):
         """Declares plugin ``name``; see the class docstring for the arguments."""
@@ -130,6 +135,7 @@ class Plugin:
         self.version = version
         self.events = dict(events or {})
         self.collections = dict(collections or {})
+        self.retention = [_retention_rule(r) for r in retention or ()]
         self.extra = dict(manifest or {})
         self.processors: dict[str, ProcessorDefinition] = {}
         self.actions: dict[str, ActionDefinition] = {}
@@ -233,5 +239,14 @@ class Plugin:
             collections={**body.get("collections", {}), **self.collections},
             processors={name: p.declaration() for name, p in self.processors.items()},
             actions={**body.get("actions", {}), **{name: a.declaration() for name, a in self.actions.items()}},
+            retention=[*body.get("retention", []), *self.retention],
         )
         return json_format.ParseDict(body, plugin_pb2.PluginManifest())
+
+
+def _retention_rule(rule: Mapping[str, Any]) -> dict:
+    """A retention rule in the manifest's JSON form; ``keep="latest_per_key"`` (the config's word) is its enum's name."""
+    r = dict(rule)
+    if r.get("keep") == "latest_per_key":
+        r["keep"] = "RETENTION_KEEP_LATEST_PER_KEY"
+    return r

@@ -1,5 +1,5 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import { PulseScope, type PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
+import { PulseScope, RetentionKeep, type PluginManifestSchema } from "./gen/chronolog/v1/plugin_pb.js";
 import type { ActionContext } from "./action.js";
 import { cancelOnOf, dstOf, schedulePolicyOf, type CancelOnOption, type DstOptions, type SchedulePolicyOptions } from "./time-requests.js";
 import type { DeliveryContext } from "./executor.js";
@@ -200,6 +200,26 @@ export interface ScheduleDefinition {
   cancelOn?: CancelOnOption[];
 }
 
+/**
+ * A retention rule (`retention` in the manifest, docs/retention.md): which of the plugin's
+ * events (its event types and its collections' change events) the log may let go. Give a limit
+ * (each 1 or more; absent: none) or `keep`. The owner's config rules come first.
+ */
+export interface RetentionDefinition {
+  /** The types it covers: `*`, a prefix ending in `*` (`booking.*`) or one type. */
+  types: string;
+  /** Events committed longer ago than this are candidates. */
+  maxAgeMs?: number;
+  /** Of each type, events older than its newest `maxCount` are candidates. */
+  maxCount?: number;
+  /** Of each type, events older than its newest ones taking `maxBytes` (as stored) are candidates. */
+  maxBytes?: number;
+  /** Compaction: of the events with the same value at `key`, all but the last are candidates. */
+  keep?: "latest_per_key";
+  /** With `keep`: a path into the event, e.g. `data._id` (or `type`, `cause`). */
+  key?: string;
+}
+
 /** A plugin defined in code. */
 export interface PluginDefinition {
   name: string;
@@ -214,6 +234,8 @@ export interface PluginDefinition {
   pulses?: Record<string, PulseDefinition>;
   /** Schedules, run by the owner as the system; their actions run in executors hosting them. */
   schedules?: Record<string, ScheduleDefinition>;
+  /** Retention rules for the plugin's events, in order (after any `manifest.retention`). */
+  retention?: RetentionDefinition[];
   /** Other manifest parts, as in the manifest's JSON form. */
   manifest?: Omit<MessageInitShape<typeof PluginManifestSchema>, "name" | "version" | "events" | "processors" | "actions" | "collections">;
 }
@@ -293,6 +315,14 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
       },
     ]),
   );
+  const retention = (p.retention ?? []).map((r) => ({
+    types: r.types,
+    maxAgeMs: BigInt(r.maxAgeMs ?? 0),
+    maxCount: BigInt(r.maxCount ?? 0),
+    maxBytes: BigInt(r.maxBytes ?? 0),
+    keep: r.keep === "latest_per_key" ? RetentionKeep.LATEST_PER_KEY : RetentionKeep.UNSPECIFIED,
+    key: r.key ?? "",
+  }));
   const rest = (p.manifest ?? {}) as Record<string, unknown>;
   const declared = { ...((rest.actions as Record<string, unknown> | undefined) ?? {}), ...actions };
   const declaredCollections = { ...((rest.collections as Record<string, unknown> | undefined) ?? {}), ...collections };
@@ -306,6 +336,7 @@ export function manifestOf(p: PluginDefinition): MessageInitShape<typeof PluginM
     collections: declaredCollections,
     pulses: { ...((rest.pulses as Record<string, unknown> | undefined) ?? {}), ...pulses },
     schedules: { ...((rest.schedules as Record<string, unknown> | undefined) ?? {}), ...schedules },
+    retention: [...((rest.retention as unknown[] | undefined) ?? []), ...retention],
   } as MessageInitShape<typeof PluginManifestSchema>;
 }
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import type { ImportedEvent, LogExtent, LogImport } from "../store/log-import.js";
 import { parseArchivedLine } from "./lines.js";
-import { readManifest, type ArchiveFile, type Manifest } from "./manifest.js";
+import { readManifest, strayEntry, type ArchiveFile, type Manifest } from "./manifest.js";
 
 /** The most NDJSON one file may hold once decompressed (export writes at most --file-bytes, 256 MiB, plus one event). */
 const maxFileBytes = 512 * 1024 * 1024;
@@ -20,19 +20,33 @@ export interface ImportResult {
 }
 
 /**
- * Loads the archive in `folder` into the log of `target`, which must be empty, or hold exactly
- * the first files of this archive (an import of it that stopped: it goes on after them). Every
- * file's size and SHA-256 is checked against the manifest before anything is written, and again
- * as it is read for writing; each file is written in one transaction, after all its lines were
- * read and checked, so an import that fails or is killed leaves whole files only.
+ * The manifest of the archive in `folder`, once the folder is checked before anything is opened
+ * or written: the manifest, no entry that is no part of the archive (as the owner's archive
+ * refuses one: manifest.ts's strayEntry), and every file's size and SHA-256.
  */
-export async function importArchive(folder: string, target: LogImport, onFile?: (file: ArchiveFile) => void): Promise<ImportResult> {
+export function checkArchive(folder: string): Manifest {
   const manifest = readManifest(folder);
   try {
+    const stray = strayEntry(folder, manifest);
+    if (stray !== undefined)
+      throw new Error(
+        `the archive folder ${folder} holds ${stray}, which is not part of an archive (remove it, or import a copy of the manifest and the files it lists)`,
+      );
     for (const file of manifest.files) verified(folder, file);
   } catch (e) {
     throw new Error(`${(e as Error).message}; nothing was imported`);
   }
+  return manifest;
+}
+
+/**
+ * Loads the archive in `folder`, checked ({@link checkArchive}: `manifest` is its answer), into
+ * the log of `target`, which must be empty, or hold exactly the first files of this archive (an
+ * import of it that stopped: it goes on after them). Every file is checked again as it is read
+ * for writing; each file is written in one transaction, after all its lines were read and
+ * checked, so an import that fails or is killed leaves whole files only.
+ */
+export async function importArchive(folder: string, manifest: Manifest, target: LogImport, onFile?: (file: ArchiveFile) => void): Promise<ImportResult> {
   const present = filesPresent(manifest, target);
   let after = present === 0 ? 0 : manifest.files[present - 1].lastSeq;
   let events = 0;

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -45,6 +45,20 @@ export const archiveVersion = 1;
 export const manifestName = "manifest.json";
 
 const namePattern = /^events-(\d{16})-(\d{16})\.ndjson\.gz$/;
+/** What an interrupted write leaves in an archive folder: a file the manifest does not list yet, a file or the manifest under its temporary name. */
+export const leftoverName = /^(events-\d{16}-\d{16}\.ndjson\.gz|part-\d+\.partial|manifest\.json\.partial)$/;
+
+/**
+ * The first entry of `folder` that is no part of the archive of `manifest`: neither the manifest,
+ * a file it lists, nor what an interrupted write leaves ({@link leftoverName}); undefined when
+ * there is none. Import and the owner's archive both refuse a folder holding one.
+ */
+export function strayEntry(folder: string, manifest: Manifest): string | undefined {
+  const listed = new Set(manifest.files.map((f) => f.name));
+  return readdirSync(folder)
+    .sort()
+    .find((entry) => entry !== manifestName && !listed.has(entry) && !leftoverName.test(entry));
+}
 
 /** The file name of the events from `firstSeq` to `lastSeq`: padded so that names sort as seqs do. */
 export function fileName(firstSeq: number, lastSeq: number): string {

@@ -6,7 +6,7 @@ import type { Logger } from "../logger.js";
 import { eventToProto } from "../proto-values.js";
 import type { EventReads } from "../store/events.js";
 import { writeArchiveFiles, writeArchiveManifest } from "./export.js";
-import { archiveFormat, archiveVersion, manifestName, readManifest, type Manifest } from "./manifest.js";
+import { archiveFormat, archiveVersion, manifestName, readManifest, strayEntry, type Manifest } from "./manifest.js";
 
 /** The config's `log.retention.archive` section, as written (snake_case). */
 export interface RetentionArchiveConfig {
@@ -49,7 +49,6 @@ export interface RetentionArchiveOptions {
 /** Events read per page while archiving, and their data's bytes at most. */
 const pageEvents = 1000;
 const pageBytes = 4 * 1024 * 1024;
-const leftover = /^(events-\d{16}-\d{16}\.ndjson\.gz|part-\d+\.partial|manifest\.json\.partial)$/;
 
 /**
  * The owner's archive of the log for retention (`log.retention.archive`): one archive folder in
@@ -71,9 +70,9 @@ export class RetentionArchive {
   archivedSeq = 0;
   /**
    * The archive's `to` as the folder's manifest last said it (read at start, before the folder is
-   * checked): what `chronolog_log_archived_seq` reports, so it does not drop to 0 at a restart.
+   * checked, so the gauge does not drop to 0 at a restart); 0 once the folder is refused.
    */
-  manifestSeq = 0;
+  private manifestSeq = 0;
   private manifest: Manifest | undefined;
   /** The folder being read and checked, until that ends. */
   private opening: Promise<Manifest> | undefined;
@@ -86,6 +85,15 @@ export class RetentionArchive {
     } catch {
       // An unreadable manifest is refused (and logged) by the first pass that needs the archive.
     }
+  }
+
+  /**
+   * What `chronolog_log_archived_seq` reports: the archive's `to`, unless the folder was refused
+   * or (before it is checked) its manifest goes past the log's head: another log's archive does
+   * not say how far this log is archived.
+   */
+  get reportedSeq(): number {
+    return this.manifestSeq <= this.options.head() ? this.manifestSeq : 0;
   }
 
   /**
@@ -130,7 +138,12 @@ export class RetentionArchive {
 
   /** Reads and checks the folder (once at a time; a failure is not kept: the next call reads it again). */
   private open(): Promise<Manifest> {
-    this.opening ??= this.readFolder().finally(() => (this.opening = undefined));
+    this.opening ??= this.readFolder()
+      .catch((e: unknown) => {
+        this.manifestSeq = 0; // refused (or unreadable): it does not say how far this log is archived
+        throw e;
+      })
+      .finally(() => (this.opening = undefined));
     return this.opening;
   }
 
@@ -179,12 +192,10 @@ export class RetentionArchive {
 
 /** Deletes what an interrupted or failed write left in the folder; refuses a file that is no part of an archive. */
 function removeLeftovers(dir: string, manifest: Manifest): void {
+  const stray = strayEntry(dir, manifest);
+  if (stray !== undefined) throw new Error(`the log archive ${dir} holds ${stray}, which is not part of an archive: give retention a folder of its own`);
   const listed = new Set(manifest.files.map((f) => f.name));
-  for (const entry of readdirSync(dir)) {
-    if (entry === manifestName || listed.has(entry)) continue;
-    if (!leftover.test(entry)) throw new Error(`the log archive ${dir} holds ${entry}, which is not part of an archive: give retention a folder of its own`);
-    rmSync(join(dir, entry), { force: true });
-  }
+  for (const entry of readdirSync(dir)) if (entry !== manifestName && !listed.has(entry)) rmSync(join(dir, entry), { force: true });
 }
 
 /** Registers `chronolog_log_archived_seq` and `chronolog_log_archive_lag_events` (events retention wanted to remove that were not yet archived, at its last pass). */
@@ -194,7 +205,7 @@ export function retentionArchiveMetrics(registry: Registry, archive: RetentionAr
     help: "The log's automatic archive holds its events through this seq (log.retention.archive).",
     registers: [registry],
     collect() {
-      this.set(archive.manifestSeq);
+      this.set(archive.reportedSeq);
     },
   });
   new Gauge({

@@ -6,10 +6,13 @@ import { formatTable } from "./table.js";
 /**
  * `chronolog cursors`: lists every processor's cursor from
  * AdminService.ListProcessors (admin role; PERMISSION_DENIED otherwise) as a
- * table (NAME, ACK FLOOR, DELIVERED, LAG, IN FLIGHT, RETRIES, FAILURES,
+ * table (NAME, ACK FLOOR, READ TO, LAG, IN FLIGHT, RETRIES, FAILURES,
  * PAUSED, and when a processor declares flow limits: RATE WAITS, DEBOUNCED,
  * LIMITS) or, with `json`, as JSON lines (the API's ProcessorStatus in proto3
- * JSON).
+ * JSON). READ TO is the API's `delivered`: the highest seq the processor read
+ * from the log, events it skipped (another type, its filter) or holds (paused,
+ * a flow limit) included, so it is not what was handed out; a standby knows
+ * only the ack floor and shows it.
  */
 export async function cursorsCommand(flags: ClientFlags & { json: boolean }): Promise<void> {
   const { processors } = await client(flags).admin.listProcessors({});
@@ -21,7 +24,7 @@ export async function cursorsCommand(flags: ClientFlags & { json: boolean }): Pr
   const header = [
     "NAME",
     "ACK FLOOR",
-    "DELIVERED",
+    "READ TO",
     "LAG",
     "IN FLIGHT",
     "RETRIES",

@@ -67,3 +67,41 @@ async function byRows(p: LogWidePass, afterSeq: number, beforeSeq: number, budge
   }
   return weighed;
 }
+
+/** How far past its size the log is: within its warning threshold, past it, or past its limit (ordered: a warning is logged when it rises). */
+export const SizeLevel = { within: 0, warning: 1, limit: 2 } as const;
+export type SizeLevel = (typeof SizeLevel)[keyof typeof SizeLevel];
+
+/** The {@link SizeLevel} of a log of `bytes` (a threshold or limit of 0: none). */
+export function sizeLevel(bytes: number, warnBytes: number, maxBytes: number): SizeLevel {
+  if (maxBytes > 0 && bytes > maxBytes) return SizeLevel.limit;
+  return warnBytes > 0 && bytes > warnBytes ? SizeLevel.warning : SizeLevel.within;
+}
+
+/**
+ * The log-wide size warning (docs/retention.md): how big the log is, whether past its limit or
+ * its warning threshold only, and what holds back the events a rule or the limit lets go (the
+ * pass's holders, most events first, each with why the first of them stays), or that nothing does.
+ */
+export function sizeWarning(
+  size: { bytes: number; level: SizeLevel; warnBytes: number; maxBytes: number },
+  held: Record<string, number>,
+  reasons: ReadonlyMap<string, { reason: string }>,
+): string {
+  const { bytes, level, warnBytes, maxBytes } = size;
+  const where =
+    level === SizeLevel.limit
+      ? `past its limit of ${maxBytes} (max_bytes)`
+      : `past its warning threshold of ${warnBytes}${maxBytes > 0 ? `, under its limit of ${maxBytes}` : ""}`;
+  const holders = Object.entries(held)
+    .filter(([, events]) => events > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([holder, events]) => `${holder} holds ${events} (${reasons.get(holder)?.reason ?? "held"})`);
+  const why =
+    holders.length > 0
+      ? `retention keeps events it would remove: ${holders.join("; ")}`
+      : level === SizeLevel.limit
+        ? "nothing holds its oldest events back"
+        : "nothing is held back: lower the rules' limits (or set max_bytes) to keep it smaller";
+  return `the log takes ${bytes} bytes, ${where}: ${why}`;
+}

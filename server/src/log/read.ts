@@ -116,6 +116,20 @@ export function readStart(afterSeq: number, firstSeq: number, fromFirstSeq: bool
   );
 }
 
+/**
+ * Checks a cursor's new ack floor (MoveCursor) against the log's start `firstSeq`: 0 (from the
+ * start) or at least `firstSeq - 1`; else OUT_OF_RANGE (`before_log_start`) naming the first seq.
+ */
+export function checkCursorFloor(floor: number, firstSeq: number): void {
+  if (floor === 0 || floor >= firstSeq - 1) return;
+  fail(
+    "before_log_start",
+    `ack_floor ${floor} is before the log's start: the log starts at seq ${firstSeq} (the events up to seq ${firstSeq - 1} were removed by retention, or left out of an import); move the cursor to 0 to deliver the log from its start, or to ${firstSeq - 1} or later`,
+    [{ field: "ack_floor", description: `at least ${firstSeq - 1}, or 0` }],
+    { first_seq: String(firstSeq) },
+  );
+}
+
 /** Encodes a scan position as a page token. */
 export function pageToken(scannedTo: number): string {
   return Buffer.from(`seq:${scannedTo}`).toString("base64url");

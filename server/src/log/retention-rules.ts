@@ -46,6 +46,8 @@ export interface RetentionRuleConfig {
 }
 
 const limit = { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
+/** A rule's limit: checked by {@link configRetentionRules}, which says what a 0 or a negative one should be. */
+const ruleLimit = { type: "integer", maximum: Number.MAX_SAFE_INTEGER };
 
 /** The JSON Schema of the config's `log.retention` section (config.ts). */
 export const retentionConfigSchema = {
@@ -60,9 +62,9 @@ export const retentionConfigSchema = {
         required: ["types"],
         properties: {
           types: { type: "string", minLength: 1 },
-          max_age_ms: limit,
-          max_count: limit,
-          max_bytes: limit,
+          max_age_ms: ruleLimit,
+          max_count: ruleLimit,
+          max_bytes: ruleLimit,
           keep: { enum: ["latest_per_key"] },
           key: { type: "string", minLength: 1 },
         },
@@ -94,7 +96,10 @@ function ruleViolations(rule: Omit<RetentionRule, "source" | "latestPerKey">, ke
     });
   if (!keep && key !== "") violations.push({ field: `${at}.key`, description: "key is only for keep latest_per_key" });
   if (!keep && rule.maxAgeMs === 0 && rule.maxCount === 0 && rule.maxBytes === 0)
-    violations.push({ field: at, description: "a retention rule needs a limit (max_age_ms, max_count, max_bytes) or keep latest_per_key" });
+    violations.push({
+      field: at,
+      description: "a retention rule needs a limit (max_age_ms, max_count, max_bytes: each 1 or more; 0 is none) or keep latest_per_key",
+    });
   return violations;
 }
 
@@ -112,10 +117,46 @@ export function manifestRetentionRules(plugin: string, rules: RetentionRuleProto
   return { rules: out, violations };
 }
 
+const limitNames = { max_age_ms: "age", max_count: "count", max_bytes: "size" };
+
+/** What is wrong with a limit written as `value` at `field`: 0 or less would read as none (leaving it out is none). */
+function limitProblem(name: keyof typeof limitNames, value: unknown): string | undefined {
+  if (typeof value !== "number" || value >= 1) return undefined;
+  return `${name} must be 1 or more, not ${value} (leave it out for no ${limitNames[name]} limit)`;
+}
+
+/**
+ * The limits a manifest's JSON form (`retention[i]`, snake_case or camelCase) writes as 0 or
+ * less: in the proto a 0 is no limit, so a written one is refused here, before it is read.
+ */
+export function writtenLimitViolations(json: unknown): FieldViolation[] {
+  const rules = (json as { retention?: unknown } | null)?.retention;
+  if (!Array.isArray(rules)) return [];
+  const violations: FieldViolation[] = [];
+  for (const [i, rule] of rules.entries()) {
+    if (typeof rule !== "object" || rule === null) continue;
+    for (const [name, camel] of [
+      ["max_age_ms", "maxAgeMs"],
+      ["max_count", "maxCount"],
+      ["max_bytes", "maxBytes"],
+    ] as const) {
+      const written = (rule as Record<string, unknown>)[name] ?? (rule as Record<string, unknown>)[camel];
+      const problem = limitProblem(name, typeof written === "string" && written.trim() !== "" ? Number(written) : written); // uint64 may be written as a string
+      if (problem) violations.push({ field: `retention[${i}].${name}`, description: problem });
+    }
+  }
+  return violations;
+}
+
 /** The config's retention rules; throws naming the rule when one is unsound (the owner refuses to start). */
 export function configRetentionRules(config: RetentionConfig | undefined): RetentionRule[] {
   return (config?.rules ?? []).map((r, i) => {
     const keep = r.keep === "latest_per_key";
+    // A limit written as 0 or less would read as none: it is refused (leaving it out is none).
+    for (const field of ["max_age_ms", "max_count", "max_bytes"] as const) {
+      const problem = limitProblem(field, r[field]);
+      if (problem) throw new Error(`log.retention.rules[${i}].${field}: ${problem}`);
+    }
     const rule = { types: r.types, maxAgeMs: r.max_age_ms ?? 0, maxCount: r.max_count ?? 0, maxBytes: r.max_bytes ?? 0 };
     const [problem] = ruleViolations(rule, keep, r.key ?? "", `log.retention.rules[${i}]`);
     if (problem) throw new Error(`${problem.field}: ${problem.description}`);

@@ -5,7 +5,7 @@ import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js
 import { ArchiveGate, type LogArchive } from "./archive-gate.js";
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
-import { passLogWide } from "./log-wide-limit.js";
+import { passLogWide, SizeLevel, sizeLevel, sizeWarning } from "./log-wide-limit.js";
 import { PartitionPlan, PartitionSummaries, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
 import { RemovalPace } from "./removal-pace.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
@@ -106,7 +106,8 @@ export class LogRetention {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
-  private warned = false;
+  /** How far past its size the log was at the last pass's end (log-wide-limit.ts): a warning is logged when it rises. */
+  private warned: SizeLevel = SizeLevel.within;
   private lastHeld = "{}";
   private started = false;
   private armed = false;
@@ -477,13 +478,13 @@ export class LogRetention {
           `log retention holds back ${result.held[holder]} events a rule lets go: ${result.held[holder] > 1 ? `the first of them: ${reason}` : reason}`,
         );
     }
-    const over = warnBytes > 0 && stats.bytes > warnBytes;
-    if (over && !this.warned)
+    const level = sizeLevel(stats.bytes, warnBytes, maxBytes);
+    if (level > this.warned)
       logger.warn(
-        { bytes: stats.bytes, warnBytes, maxBytes },
-        `the log takes ${stats.bytes} bytes, past its warning threshold of ${warnBytes}${maxBytes > 0 ? ` (its limit: ${maxBytes})` : ""}`,
+        { bytes: stats.bytes, warnBytes, maxBytes, held: result.held },
+        sizeWarning({ bytes: stats.bytes, level, warnBytes, maxBytes }, result.held, reasons),
       );
-    this.warned = over;
+    this.warned = level;
   }
 }
 

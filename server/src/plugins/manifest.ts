@@ -11,7 +11,7 @@ import { checkPulses } from "../time/pulse-rules.js";
 import { concurrencyProblems, eventPathProblems, withConcurrencyShorthand } from "./flow-limits.js";
 import { rateProblems } from "../flow/rate.js";
 import { debounceProblems } from "../processors/debounce.js";
-import { manifestRetentionRules, typeMatches, type RetentionRule } from "../log/retention-rules.js";
+import { manifestRetentionRules, typeMatches, writtenLimitViolations, type RetentionRule } from "../log/retention-rules.js";
 
 /** A declared event type, ready to check emits against. */
 export interface EventTypeEntry {
@@ -79,6 +79,8 @@ export const runtimeTypes = [
  * never passes silently. INVALID_ARGUMENT names the source.
  */
 export function manifestFromJson(json: unknown, source: string): PluginManifest {
+  const [written] = writtenLimitViolations(json);
+  if (written) fail("invalid_manifest", `invalid plugin manifest ${source}: ${written.field}: ${written.description}`, [written]);
   try {
     return fromJson(PluginManifestSchema, withConcurrencyShorthand(json) as JsonValue);
   } catch (e) {

@@ -16,7 +16,7 @@ import type { Committer } from "../store/committer.js";
 import type { Db } from "../store/sql.js";
 import type { CursorStatements, FailedDeliveryRow } from "../store/cursors.js";
 import type { EventReads } from "../store/events.js";
-import { readStart } from "../log/read.js";
+import { checkCursorFloor } from "../log/read.js";
 import { runMaintenanceSql } from "../store/sqlite/maintenance.js";
 import { principalOf } from "./context.js";
 import { eventToProto, msFromTimestamp } from "../proto-values.js";
@@ -165,7 +165,7 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
         const head = deps.committer.head; // before the read: what commits after it may be at or after that time
         floor = ((await deps.reads.firstAtOrAfter(msFromTimestamp(req.to.value, "at"))) ?? head + 1) - 1;
       } else fail("bad_request", "give ack_floor or at", [{ field: "to", description: "required" }]);
-      readStart(floor, deps.firstSeq?.() ?? 0, false, "ack_floor"); // OUT_OF_RANGE below the log's start: those events were removed
+      checkCursorFloor(floor, deps.firstSeq?.() ?? 0); // OUT_OF_RANGE below the log's start: those events were removed
       await engine.moveCursor(floor, by);
       return { processor: await status(engine) };
     },

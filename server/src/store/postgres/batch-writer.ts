@@ -4,6 +4,7 @@ import type { NativeClient, Waits } from "./native-client.js";
 import { GuardFailedError, type MergedWrite } from "../sql.js";
 import { HeldWrites } from "./held-writes.js";
 import { pipelineSync, type Command, type Outcome } from "./pipeline.js";
+import { PreparedStatements } from "./prepared.js";
 
 /** The rows read for a batch ahead of its units (BatchReadCache, of every table), as the batch's units and end concern them. */
 export interface BatchReadsOfUnits {
@@ -71,6 +72,8 @@ export class BatchWriter {
     private readonly events: () => DeferredInserts | undefined,
     /** The rows of other tables read for the batch (Db.readForBatch): told of its units, forgotten at its end. */
     private readonly reads: BatchReadsOfUnits = noReads,
+    /** The writer's statements: those the batch's commands name are prepared in the pipeline that first sends them. */
+    private readonly statements: PreparedStatements = new PreparedStatements(writer),
   ) {}
 
   /** A unit begins. */
@@ -179,7 +182,8 @@ export class BatchWriter {
     const started = performance.now();
     let outcomes: Outcome[];
     try {
-      outcomes = pipelineSync(this.writer, commands);
+      const sent = this.statements.withPrepares(commands);
+      outcomes = this.statements.settle(sent, pipelineSync(this.writer, sent));
     } catch (error) {
       if (isConnectionLost(error)) this.onLost()?.(error as Error);
       throw error;

@@ -6,6 +6,7 @@ import { BatchReadCache } from "./batch-reads.js";
 import { BatchWriter, guardText } from "./batch-writer.js";
 import type { NativeClient, Waits } from "./native-client.js";
 import { pipelineAsync, type Command } from "./pipeline.js";
+import { PreparedStatements } from "./prepared.js";
 import { DeferredInserts } from "./deferred-inserts.js";
 
 const require = createRequire(import.meta.url);
@@ -186,8 +187,8 @@ class PgStatement implements SqlStatement {
   defer(...params: unknown[]): void {
     const batch = this.db.batch;
     if (!batch.writing) return void this.execute(params);
-    if (this.merged) return batch.deferMerged(this.merged, this.db.preparedName(this.db.writer, this.merged.sql, 1), params);
-    batch.defer({ text: this.text, name: this.db.preparedName(this.db.writer, this.text, this.count), values: this.values(params) });
+    if (this.merged) return batch.deferMerged(this.merged, this.db.statementName(this.merged.sql, 1), params);
+    batch.defer({ text: this.text, name: this.db.statementName(this.text, this.count), values: this.values(params) });
   }
 
   get(...params: unknown[]): unknown {
@@ -207,7 +208,7 @@ class PgStatement implements SqlStatement {
     const batch = this.db.batch;
     if (batch.writing) {
       if (!this.reads) batch.beforeWrite();
-      return batch.answer({ text: this.text, name: this.db.preparedName(this.db.writer, this.text, this.count), values });
+      return batch.answer({ text: this.text, name: this.db.statementName(this.text, this.count), values });
     }
     const client = this.db.reader;
     const rows = withState(
@@ -265,8 +266,8 @@ export class PgDb implements Db {
   deferredEvents: DeferredInserts | undefined;
   /** Told when a statement finds its connection gone (the owner steps down: it cannot know what committed). */
   onLost: ((error: Error) => void) | undefined;
-  /** The statements prepared on each connection: their names by SQL. */
-  private readonly prepared = new Map<NativeClient, Map<string, string>>();
+  /** The statements prepared on each connection. */
+  private readonly prepared = new Map<NativeClient, PreparedStatements>();
   /** The round trips the owner's thread waited for, by connection (`chronolog_store_waits_total`). */
   readonly waits: { writer: Waits; reader: Waits } = { writer: { count: 0, ms: 0 }, reader: { count: 0, ms: 0 } };
   /** The committer's batch on the writer: its transaction, the units' savepoints, the writes not sent yet. */
@@ -282,6 +283,7 @@ export class PgDb implements Db {
   ) {
     countWaits(writer, this.waits.writer);
     if (reader !== writer) countWaits(reader, this.waits.reader);
+    const writerStatements = this.statementsOf(writer);
     this.batch = new BatchWriter(
       writer,
       this.waits.writer,
@@ -298,6 +300,7 @@ export class PgDb implements Db {
           for (const reads of this.batchReads.values()) reads.clear();
         },
       },
+      writerStatements,
     );
   }
 
@@ -322,7 +325,7 @@ export class PgDb implements Db {
   guardAbsent(sql: string, params: unknown[]): void {
     const { text, count } = numberParameters(sql);
     const guard = guardText(text);
-    this.batch.guard({ text: guard, name: this.preparedName(this.writer, guard, count), values: params.map(toParameter) });
+    this.batch.guard({ text: guard, name: this.statementName(guard, count), values: params.map(toParameter) });
   }
 
   readAsync(sql: string, params: unknown[]): Promise<unknown[]> {
@@ -350,8 +353,11 @@ export class PgDb implements Db {
    * broken connection is told to {@link onLost}).
    */
   pipeline(queries: Command[]): Promise<Record<string, unknown>[][]> {
-    return pipelineAsync(this.writer, queries).then(
-      (outcomes) => {
+    const statements = this.statementsOf(this.writer);
+    const sent = statements.withPrepares(queries);
+    return pipelineAsync(this.writer, sent).then(
+      (answered) => {
+        const outcomes = statements.settle(sent, answered);
         const failed = outcomes.findIndex((o) => o.error);
         if (failed >= 0) throw queries[failed].guard ? new GuardFailedError() : outcomes[failed].error;
         return outcomes.map((o) => o.rows);
@@ -363,21 +369,20 @@ export class PgDb implements Db {
     );
   }
 
-  /**
-   * The name `text` is prepared under on `client`, preparing it there the first time. Statements
-   * of the same SQL share it: a module that prepares a statement per call (a query over a list of
-   * types, say) prepares it once on the server, not once per call.
-   */
+  /** The name `text` is prepared under on `client`, preparing it there now (a round trip) the first time ({@link PreparedStatements}). */
   preparedName(client: NativeClient, text: string, count: number): string {
-    let names = this.prepared.get(client);
-    if (!names) this.prepared.set(client, (names = new Map()));
-    let name = names.get(text);
-    if (name === undefined) {
-      name = `s${names.size + 1}`;
-      client.prepareSync(name, text, count);
-      names.set(text, name);
-    }
-    return name;
+    return this.statementsOf(client).ready(text, count);
+  }
+
+  /** The name `text` is prepared under on the writer, for a pipeline there: prepared in the first pipeline that sends it. */
+  statementName(text: string, count: number): string {
+    return this.statementsOf(this.writer).nameOf(text, count);
+  }
+
+  private statementsOf(client: NativeClient): PreparedStatements {
+    let statements = this.prepared.get(client);
+    if (!statements) this.prepared.set(client, (statements = new PreparedStatements(client)));
+    return statements;
   }
 
   /** Runs `sql`: one statement inside the committer's units (with what is queued before it), any outside. */

@@ -8,6 +8,8 @@ export interface Command {
   name?: string;
   /** A batch's guard (Db.guardAbsent): its failure is the batch's GuardFailedError. */
   guard?: true;
+  /** This command prepares `text` under `name`, with this many parameters (PreparedStatements.withPrepares). */
+  prepare?: number;
 }
 
 /** What one command of a pipeline answered. */
@@ -73,7 +75,13 @@ class Answers {
 function send(pq: PipelinePq, commands: Command[]): boolean {
   for (const command of commands) {
     const values = command.values ?? [];
-    if (!(command.name ? pq.sendQueryPrepared(command.name, values) : pq.sendQueryParams(command.text, values))) return false;
+    const queued =
+      command.prepare !== undefined
+        ? pq.sendPrepare(command.name!, command.text, command.prepare)
+        : command.name
+          ? pq.sendQueryPrepared(command.name, values)
+          : pq.sendQueryParams(command.text, values);
+    if (!queued) return false;
   }
   return pq.pipelineSync();
 }
@@ -182,6 +190,7 @@ interface PipelinePq {
   pipelineSync(): boolean;
   sendQueryParams(text: string, values: unknown[]): boolean;
   sendQueryPrepared(name: string, values: unknown[]): boolean;
+  sendPrepare(name: string, text: string, count: number): boolean;
   flush(): number;
   getResult(): boolean;
   resultStatus(): string;

@@ -100,7 +100,7 @@ export function pgTransactions(db: PgDb, term: () => number, onFenced: (error: F
         // The head's notification wakes standbys' watches (head-follower.ts): delivered once the COMMIT is.
         await db.pipeline([
           ...commands,
-          { text: notifyHead, name: db.preparedName(db.writer, notifyHead, 0) },
+          { text: notifyHead, name: db.statementName(notifyHead, 0) },
           { text: fence, values: [String(term())] },
           { text: "COMMIT" },
         ]);
