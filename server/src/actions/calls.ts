@@ -32,6 +32,7 @@ import { traceText } from "../tracing/trace-context.js";
 import { endSpan, endTry, spanTrace } from "../tracing/messaging.js";
 import { attemptSpan, callSpan } from "../tracing/work.js";
 import { StoredCalls, type StoredCallsDeps } from "./stored-calls.js";
+import { attemptBudgetMs, hasSlack } from "./call-budget.js";
 
 /** What the action calls need from the owner: what their {@link Invocations} need, and more. */
 export interface ActionCallsDeps extends InvocationsDeps, StoredCallsDeps {
@@ -55,9 +56,6 @@ export interface ActionStatus {
   rateWaitMs: number;
   rateWaiting: number;
 }
-
-/** At most this much of a caller's deadline is kept back to answer it (ms), so it learns why. */
-const maxAnswerMarginMs = 500;
 
 /**
  * Action calls.
@@ -365,9 +363,9 @@ export class ActionCalls {
     let release: (() => void) | undefined;
     try {
       release = limits
-        ? await this.slots.acquire(entry.name, limits, input, entry.priorityOf({ input }), eligible ? 0 : this.budgetMs(run), run.abandoned?.signal)
+        ? await this.slots.acquire(entry.name, limits, input, entry.priorityOf({ input }), eligible ? 0 : attemptBudgetMs(run), run.abandoned?.signal)
         : undefined;
-      await this.rates.wait(entry, input, eligible ? 0 : this.budgetMs(run), run.abandoned?.signal);
+      await this.rates.wait(entry, input, eligible ? 0 : attemptBudgetMs(run), run.abandoned?.signal);
       const output = await this.attempts(run, span);
       if (span) endSpan(span);
       return output;
@@ -393,7 +391,7 @@ export class ActionCalls {
       let session: ExecutorSession;
       // A call of time with a lateness bound waits for a host only until its latest start, until it has started once.
       const latest = lostAttempt === 0 ? call.scheduled?.latestStartMs : undefined;
-      const budgetMs = this.budgetMs(run);
+      const budgetMs = attemptBudgetMs(run);
       const waitMs = latest === undefined ? budgetMs : Math.min(budgetMs, latest - this.deps.clock.now());
       try {
         // A pulse's call is taken at once or not at all: it never waits for a host.
@@ -495,29 +493,4 @@ export class ActionCalls {
       this.deps.logger.warn({ err: e, call: call.callId }, "recording the end of a pulse's call at the owner's stop failed");
     }
   }
-
-  /** How long the next attempt may wait for a host: the action's timeout or the callers' deadline (less a margin), whichever is first. */
-  private budgetMs(run: Run): number {
-    let callers = run.waiters.size === 0 ? 0 : -Infinity;
-    for (const waiter of run.waiters) {
-      const remaining = waiter.remainingMs();
-      if (remaining === undefined) {
-        callers = Infinity;
-        break;
-      }
-      callers = Math.max(callers, remaining - Math.min(maxAnswerMarginMs, Math.floor(remaining / 4)));
-    }
-    return Math.min(run.call.entry.timeoutMs, callers);
-  }
-}
-
-/**
- * The least time a call of time must have to spare before its moment for its start to be committed
- * as deferrable (Committer.submit: it may wait up to 10 ms longer under load), ms.
- */
-const startSlackMs = 30;
-
-/** True for a call made by time whose moment is at least {@link startSlackMs} away (it was claimed inside the clock's lookahead); `nowMs` on the owner's clock. */
-function hasSlack(call: CallIdentity, nowMs: number): boolean {
-  return call.scheduled?.sendAtMs !== undefined && call.scheduled.sendAtMs - nowMs >= startSlackMs;
 }
