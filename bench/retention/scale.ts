@@ -200,7 +200,12 @@ async function startChild(store: Template, dir: string, withRule: boolean): Prom
   const plugins = join(dir, `plugins-${copies}`);
   writePlugins(plugins, [plugin]);
   const retention = withRule ? { rules: [{ types: "rbench.filler", max_age_ms: HOUR }], interval_ms: HOUR } : undefined;
-  const options = { dataDir: "dataDir" in store ? store.dataDir : join(dir, `data-${copies}`), pluginsDir: plugins, retention, ...("url" in store ? { store: store.url } : {}) };
+  const options = {
+    dataDir: "dataDir" in store ? store.dataDir : join(dir, `data-${copies}`),
+    pluginsDir: plugins,
+    retention,
+    ...("url" in store ? { store: store.url } : {}),
+  };
   const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/retention/owner.ts", JSON.stringify(options)], {
     cwd: repo,
     stdio: ["pipe", "pipe", "inherit"],
