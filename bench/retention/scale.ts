@@ -372,6 +372,8 @@ async function run(template: Template, dir: string, withRule: boolean, windows: 
   return result;
 }
 
+// Stopped (Ctrl-C): exit so the PostgreSQL server started for the run is stopped (bench/lib/postgres.ts).
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
 console.log(`bench/retention/scale: ${new Date().toISOString()}, load average before: ${load()}`);
 console.log(`  ${storeDescription()}`);
 const dir = mkdtempSync(join(tmpdir(), "chronolog-rscale-"));
