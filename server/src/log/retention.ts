@@ -419,12 +419,18 @@ export class LogRetention {
     if (removedIdsKept > 0)
       for (let at = Math.max(from, to - removedIdsKept); at < to; at += idsPerUnit)
         await this.unit(result, "ids", () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
-    try {
-      await this.unit(result, "drop", () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
-    } catch (e) {
-      this.plan?.removed([from]); // its summary changed (or the drop waited too long): read again at the next pass
-      throw e;
-    }
+    // The drop waits briefly for the events table's lock (the owner's thread with it): while readers hold it, again after a pause.
+    for (let attempt = 1; ; attempt++)
+      try {
+        await this.unit(result, "drop", () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
+        break;
+      } catch (e) {
+        if (attempt < dropAttempts && statements.partitions?.lockBusy(e)) await new Promise((r) => setTimeout(r, dropRetryMs));
+        else {
+          this.plan?.removed([from]); // its summary changed (or the drop waited too long): read again at the next pass
+          throw e;
+        }
+      }
     this.options.onRemoved?.(to - 1);
     result.removedEvents += drop.events;
     result.removedBytes += drop.bytes;
@@ -494,6 +500,9 @@ export class LogRetention {
   }
 }
 
+/** Tries of a partition's drop that found the events table's lock taken, and the pause between two, ms. */
+const dropAttempts = 10;
+const dropRetryMs = 50;
 /** Thrown inside a pass when the owner stops: ends it quietly. */
 const stopping = Symbol("stopping");
 /** Thrown at a pass's start when no rule covers a type in the log and the log is within its size: nothing is read. */

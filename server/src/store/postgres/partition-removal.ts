@@ -39,17 +39,22 @@ export interface PartitionRemovalStatements {
    * unit writes nothing; a removal by rows deletes the summary in its own unit, so the events are
    * those retention weighed, without counting them here), and counts `events` and `bytes` as
    * removed. The DROP locks the events table until the batch commits
-   * (readers wait those few ms), and waits for that lock at most 200 ms (readers hold it a
-   * statement each), holding the committer meanwhile: the unit fails past that, and the next
-   * pass tries again.
+   * (readers wait those few ms), and waits for that lock at most {@link dropLockWaitMs} (readers
+   * hold it a statement each), holding the owner's thread meanwhile: the unit fails past that
+   * ({@link lockBusy} says so), and retention tries again after a pause.
    */
   drop(partition: EventPartition, events: number, bytes: number): void;
+  /** Whether `error` is a drop's that waited its longest for the events table's lock. */
+  lockBusy(error: unknown): boolean;
 }
 
 /** A partition's events by type: how many, their stored bytes, the highest seq and commit time among them. */
 export type PartitionSummary = Map<string, { events: number; bytes: number; maxSeq: number; maxAt: number }>;
 
 const partitionName = /^events_\d+$/;
+
+/** How long a drop waits for the events table's lock, ms: the owner's thread waits with it. */
+export const dropLockWaitMs = 20;
 
 /** A summary as stored: `{"<type>": [events, bytes, max_seq, max_at]}`. */
 function summaryText(summary: PartitionSummary): string {
@@ -92,7 +97,7 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
   const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ? WHERE id = 1");
   // The summary and the lock timeout set for the DROP in one round trip (the target list runs in order: the setting is read before it is set).
   const storedWithTimeout = db.prepare(
-    "SELECT types, current_setting('lock_timeout') AS was, set_config('lock_timeout', '200ms', true) FROM event_partition_summaries WHERE from_seq = ?",
+    `SELECT types, current_setting('lock_timeout') AS was, set_config('lock_timeout', '${dropLockWaitMs}ms', true) FROM event_partition_summaries WHERE from_seq = ?`,
   );
   const restoreTimeout = db.prepare("SELECT set_config('lock_timeout', ?, true)");
   const unlist = db.prepare("DELETE FROM event_partitions WHERE from_seq = ?");
@@ -135,6 +140,8 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
       if (!partitionName.test(partition.name)) throw new Error(`not a partition of the events table: ${JSON.stringify(partition.name)}`);
       // What retention weighed is what the partition holds (events only ever leave a full one, and
       // a removal by rows deletes its summary in its unit): else it stays.
+      // A write first: the batch's transaction (and the unit's savepoint) begins before the lock timeout is set in it, with it in one round trip.
+      defer(count, events, bytes);
       const row = storedWithTimeout.get(partition.from) as { types: string; was: string } | undefined;
       const n = row === undefined ? undefined : [...summaryOf(row.types).values()].reduce((sum, s) => sum + s.events, 0);
       if (row === undefined || n !== events)
@@ -143,8 +150,10 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
         );
       db.prepare(`DROP TABLE ${partition.name}`).run();
       defer(restoreTimeout, row.was);
-      defer(count, events, bytes);
       defer(unlist, partition.from);
+    },
+    lockBusy(error) {
+      return (error as { sqlState?: string } | undefined)?.sqlState === "55P03"; // lock_not_available: the lock timeout passed
     },
   };
 }
