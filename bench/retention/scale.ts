@@ -243,6 +243,7 @@ async function scrape(url: string) {
     loopP99Ms: value("nodejs_eventloop_lag_p99_seconds") * 1000,
     loopMaxMs: value("nodejs_eventloop_lag_max_seconds") * 1000,
     removed: value("chronolog_log_removed_events_total"),
+    events: value("chronolog_log_events"),
     filler: value('chronolog_log_events{type="rbench.filler"}'),
   };
 }
@@ -332,6 +333,7 @@ async function run(template: Template, dir: string, withRule: boolean, windows: 
   const child = await startChild(store, dir, withRule);
   handled.length = 0;
   const result: Run = { label, windows: [] };
+  let eventsAtEnd = 0;
   try {
     const executor = runExecutor({ url: child.url, token, plugins: [plugin], credits: 512, onError: () => undefined });
     await executor.ready;
@@ -360,13 +362,18 @@ async function run(template: Template, dir: string, withRule: boolean, windows: 
           );
         } else console.log(`    removal: not ended after ${seconds(tookMs)}: ${(await scrape(child.url)).removed} events removed`);
       }
+      eventsAtEnd = (await scrape(child.url)).events;
     } finally {
       await executor.stop(0);
     }
   } finally {
     await child.stop();
   }
-  if (withRule) console.log(`    on disk: ${mb(sizeBefore)} before, ${mb(storeBytes(store))} after`);
+  // The windows' emits stay in the log: the size after counts them.
+  if (withRule)
+    console.log(
+      `    on disk: ${mb(sizeBefore)} before, ${mb(storeBytes(store))} after, the log then holding ${eventsAtEnd.toLocaleString("en")} events (the windows' emits)`,
+    );
   console.log(`    ${summary(result)}; load average ${load()}`);
   dropCopy(store);
   return result;
