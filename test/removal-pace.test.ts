@@ -39,29 +39,3 @@ describe("removal pace", () => {
     expect(pace.share()).toBe(0.05);
   });
 });
-
-describe("removal pace: a unit's turn", () => {
-  it("submits at once on an idle committer, and after other work's next commit on a busy one", async () => {
-    const { committer, commit } = fakeCommitter();
-    const pace = new RemovalPace(committer);
-    const submitted: string[] = [];
-    await pace.track(async () => submitted.push("idle"));
-    expect(submitted).toEqual(["idle"]);
-    commit(3); // other work committed just now: the next unit waits for its next commit
-    const tracked = pace.track(async () => submitted.push("after"));
-    await new Promise((r) => setImmediate(r));
-    expect(submitted).toEqual(["idle"]);
-    commit(3);
-    await tracked;
-    expect(submitted).toEqual(["idle", "after"]);
-  });
-
-  it("does not wait past 100 ms for other work's next commit", async () => {
-    const { committer, commit } = fakeCommitter();
-    const pace = new RemovalPace(committer);
-    commit(3);
-    let submitted = false;
-    await pace.track(async () => (submitted = true));
-    expect(submitted).toBe(true);
-  });
-});

@@ -24,8 +24,6 @@ export class RemovalPace {
   private readonly commits: { at: number; ms: number }[] = [];
   /** Removal units submitted and not yet durable. */
   private inFlight = 0;
-  /** Units waiting for other work's next commit to end ({@link turn}). */
-  private waiting: (() => void)[] = [];
 
   constructor(committer: Committer) {
     committer.onCommit(({ batchSize, durationMs }) => {
@@ -34,32 +32,11 @@ export class RemovalPace {
       const at = performance.now();
       this.commits.push({ at, ms: durationMs });
       while (this.commits.length > 0 && this.commits[0].at < at - windowMs) this.commits.shift();
-      for (const go of this.waiting.splice(0)) go();
     });
   }
 
-  /**
-   * When a removal unit is submitted: at once while nothing else committed in the last
-   * {@link quietMs}; else as other work's next commit ends (at most {@link quietMs} later), so the
-   * unit joins the batch that gathered during that commit (the emits that arrived meanwhile)
-   * instead of making the next ones wait for a commit and its sync of its own.
-   */
-  private turn(): Promise<void> {
-    const last = this.commits[this.commits.length - 1];
-    if (last === undefined || last.at < performance.now() - quietMs) return Promise.resolve();
-    return new Promise((resolve) => {
-      const go = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(go, quietMs);
-      this.waiting.push(go);
-    });
-  }
-
-  /** Submits a removal unit at its {@link turn} (`commit`, its commit told apart from other work's) and returns how long it took to be durable, ms. */
+  /** Awaits a removal unit's submission (`commit`, its commit told apart from other work's) and returns how long it took to be durable, ms. */
   async track(commit: () => Promise<unknown>): Promise<number> {
-    await this.turn();
     const started = performance.now();
     this.inFlight++;
     try {
