@@ -15,7 +15,7 @@ import { migratePostgres } from "../server/src/store/postgres/migrate.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { expectConnectError } from "./helpers/log-snapshot.js";
-import { onPostgres, queryStore, startTestOwner, tempDir } from "./helpers/owner.js";
+import { databaseOf, onPostgres, queryStore, startTestOwner, tempDir } from "./helpers/owner.js";
 import { databaseUrl } from "./helpers/postgres-server.js";
 import { closeTestStores, openTestStore, testEvent } from "./helpers/stores.js";
 
@@ -269,6 +269,27 @@ describe.runIf(onPostgres)("the events table's partitions (PostgreSQL)", () => {
     expect(result.longestUnits.batch).toBeUndefined(); // nothing removed by rows
     const first = result.removedEvents + 1;
     expect(query("SELECT from_seq FROM event_partitions ORDER BY from_seq LIMIT 1").map((r) => Number(r.from_seq))).toEqual([first]);
+  });
+
+  it("a drop that finds the events table's lock taken tries again after a pause, within the same pass", async () => {
+    const { client, pass, query, dataDir } = await start(1_000, { rules: [{ types: "note.added", max_count: 1 }], removed_ids_kept: 0 });
+    await emitNotes(client, 2_500); // two full partitions, then the head's
+    // A reader holds the table (every partition) for 300 ms: longer than one drop waits for its lock, shorter than its tries.
+    const reader = connectNative(databaseOf(dataDir), "chronolog tests");
+    reader.querySync("BEGIN");
+    reader.querySync("LOCK TABLE events IN ACCESS SHARE MODE");
+    const released = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        reader.querySync("COMMIT");
+        endNative(reader);
+        resolve();
+      }, 300),
+    );
+    const result = await pass();
+    await released;
+    expect(result.complete).toBe(true);
+    expect(query("SELECT from_seq FROM event_partitions ORDER BY from_seq LIMIT 1").map((r) => Number(r.from_seq))).toEqual([2_001]);
+    expect(result.longestUnits.drop).toBeDefined();
   });
 
   it("with an archive, a partition is dropped only once its events are archived; an archive that cannot be written keeps them all", async () => {

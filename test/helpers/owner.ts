@@ -87,7 +87,7 @@ export async function ownerRows(
 
 const databases = new Map<string, string>();
 /** {@link testDatabase}, remembered per folder. */
-function databaseOf(dataDir: string): string {
+export function databaseOf(dataDir: string): string {
   let url = databases.get(dataDir);
   if (url === undefined) databases.set(dataDir, (url = testDatabase(dataDir)));
   return url;

@@ -8,6 +8,7 @@ import type { LogStats } from "./log-stats.js";
 import { passLogWide, SizeLevel, sizeLevel, sizeWarning } from "./log-wide-limit.js";
 import { PartitionPlan, PartitionSummaries, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
 import { RemovalPace } from "./removal-pace.js";
+import { UnitSize } from "./unit-size.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
 
@@ -83,8 +84,8 @@ export interface RetentionPass {
  *   first rule (a plugin registered with one) arms it ({@link sync}).
  * - **armed**: one timer on the owner's TimerHost, `intervalMs` after the last pass began (a
  *   pass runs at `start`, once the log's statistics are counted).
- * - **passing**: per rule, per type, oldest first: a batch of at most `batchEvents` events is
- *   scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
+ * - **passing**: per rule, per type, oldest first: a batch of at most `batchEvents` events (fewer
+ *   while units hold the owner's thread longer than a few ms: unit-size.ts) is scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
  *   against the holds, and what may go is removed in one committer unit of its own, which also
  *   returns free pages to the disk on SQLite; after each, a pause that keeps removal to its
  *   share of the committer (removal-pace.ts). Then the log-wide limit (log-wide-limit.ts). A
@@ -128,9 +129,12 @@ export class LogRetention {
 
   /** The pause after each removal unit, against the committer's other work. */
   private readonly pace: RemovalPace;
+  /** Events the next removal by rows takes, from how long the last held the owner's thread. */
+  private readonly unitSize: UnitSize;
 
   constructor(private readonly options: LogRetentionOptions) {
     this.pace = new RemovalPace(options.committer);
+    this.unitSize = new UnitSize(options.batchEvents);
     this.archive = new ArchiveGate(options.archive, options.logger);
   }
 
@@ -283,15 +287,16 @@ export class LogRetention {
     result: RetentionPass,
     reasons: Reasons,
   ): Promise<void> {
-    const { statements, stats, batchEvents } = this.options;
+    const { statements, stats } = this.options;
     const { events: count, bytes: total } = stats.of(type);
     let scannedEvents = 0;
     let scannedBytes = 0;
     let after = 0;
     for (;;) {
-      const rows = await statements.scanType(type, after, batchEvents);
+      const limit = this.unitSize.events;
+      const rows = await statements.scanType(type, after, limit);
       const candidates: ScannedEvent[] = [];
-      let ended = rows.length < batchEvents;
+      let ended = rows.length < limit;
       let stepped = false;
       for (const row of rows) {
         // A partition decided whole (held, waiting, dropped): stepped over, its events counted as scanned.
@@ -364,7 +369,9 @@ export class LogRetention {
           // A full partition's stored summary no longer counts its events: it is read again.
           statements.partitions?.stale(going[0].seq, going[going.length - 1].seq);
           statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
-          this.longest(result, "batch", performance.now() - unitStarted);
+          const heldMs = performance.now() - unitStarted;
+          this.unitSize.took(going.length, heldMs);
+          this.longest(result, "batch", heldMs);
         }),
       );
       this.plan?.removed(going.map((e) => e.seq));
@@ -413,12 +420,18 @@ export class LogRetention {
     if (removedIdsKept > 0)
       for (let at = Math.max(from, to - removedIdsKept); at < to; at += idsPerUnit)
         await this.unit(result, "ids", () => statements.partitions?.keepIds(at, Math.min(at + idsPerUnit, to), removedIdsKept));
-    try {
-      await this.unit(result, "drop", () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
-    } catch (e) {
-      this.plan?.removed([from]); // its summary changed (or the drop waited too long): read again at the next pass
-      throw e;
-    }
+    // The drop waits briefly for the events table's lock (the owner's thread with it): while readers hold it, again after a pause.
+    for (let attempt = 1; ; attempt++)
+      try {
+        await this.unit(result, "drop", () => statements.partitions?.drop(drop.partition, drop.events, drop.bytes));
+        break;
+      } catch (e) {
+        if (attempt < dropAttempts && statements.partitions?.lockBusy(e)) await new Promise((r) => setTimeout(r, dropRetryMs));
+        else {
+          this.plan?.removed([from]); // its summary changed (or the drop waited too long): read again at the next pass
+          throw e;
+        }
+      }
     this.options.onRemoved?.(to - 1);
     result.removedEvents += drop.events;
     result.removedBytes += drop.bytes;
@@ -488,6 +501,9 @@ export class LogRetention {
   }
 }
 
+/** Tries of a partition's drop that found the events table's lock taken, and the pause between two, ms. */
+const dropAttempts = 10;
+const dropRetryMs = 50;
 /** Thrown inside a pass when the owner stops: ends it quietly. */
 const stopping = Symbol("stopping");
 /** Thrown at a pass's start when no rule covers a type in the log and the log is within its size: nothing is read. */

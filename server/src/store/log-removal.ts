@@ -1,7 +1,7 @@
 import { partitionRemovalStatements, type PartitionRemovalStatements } from "./postgres/partition-removal.js";
 
 export type { EventPartition, PartitionRemovalStatements, PartitionSummary } from "./postgres/partition-removal.js";
-import { dialectOf, sqlFor, type Db } from "./sql.js";
+import { defer, dialectOf, sqlFor, type Db } from "./sql.js";
 
 /** An event as a retention pass weighs it. */
 export interface ScannedEvent {
@@ -107,6 +107,7 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     dialect === "sqlite"
       ? { open: db.prepare("UPDATE log_retention SET removing = 1 WHERE id = 1"), close: db.prepare("UPDATE log_retention SET removing = 0 WHERE id = 1") }
       : { open: db.prepare("SELECT set_config('chronolog.removing', 'on', true)"), close: db.prepare("SELECT set_config('chronolog.removing', 'off', true)") };
+  const deferred = dialect === "postgres" ? deferredRemoval(db, seqList) : undefined;
   const incremental = dialect === "sqlite" && Number((db.prepare("PRAGMA auto_vacuum").get() as { auto_vacuum: number }).auto_vacuum) === 2;
   return {
     ...(dialect === "postgres" && { partitions: partitionRemovalStatements(db, bytes) }),
@@ -179,6 +180,7 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
     },
     remove(seqs, removedBytes, keepIds) {
       const json = JSON.stringify(seqs);
+      if (deferred) return deferred(json, seqs.length, removedBytes, keepIds);
       let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
       if (keepIds > 0) {
         kept -= forgetReused.run(json, json).changes; // first: the id is unique among the kept
@@ -201,5 +203,41 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       if (free > 0) (db as unknown as { pragma(sql: string): unknown }).pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
       return free;
     },
+  };
+}
+
+/**
+ * PostgreSQL's {@link LogRemovalStatements.remove}: every statement deferred (sent with the batch's
+ * commit, without blocking the owner's thread on a round trip), the count of ids kept kept right
+ * in SQL. `seqList`: a JSON array parameter as a set of seqs.
+ */
+function deferredRemoval(db: Db, seqList: string): (json: string, events: number, removedBytes: number, keepIds: number) => void {
+  const counted = (cte: string, sign: "+" | "-") =>
+    db.prepare(`WITH changed AS (${cte} RETURNING 1) UPDATE log_retention SET kept_ids = kept_ids ${sign} (SELECT COUNT(*) FROM changed) WHERE id = 1`);
+  // An id reused after its first event was removed (an Emit may reuse it): the newest removal is the one kept.
+  const forgetReused = counted(`DELETE FROM removed_events WHERE id IN (SELECT id FROM events WHERE seq IN ${seqList}) AND seq NOT IN ${seqList}`, "-");
+  // A partition's drop under way may have kept some of these ids already (PartitionRemovalStatements.keepIds).
+  const insertRemoved = counted(
+    `INSERT INTO removed_events (seq, id, space) SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq IN ${seqList} ON CONFLICT DO NOTHING`,
+    "+",
+  );
+  const forgetOldest = counted(
+    "DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT (SELECT GREATEST(0, LEAST(kept_ids - ?::bigint, ?::bigint)) FROM log_retention WHERE id = 1))",
+    "-",
+  );
+  const open = db.prepare("SELECT set_config('chronolog.removing', 'on', true)");
+  const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
+  const close = db.prepare("SELECT set_config('chronolog.removing', 'off', true)");
+  const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ? WHERE id = 1");
+  return (json, events, removedBytes, keepIds) => {
+    if (keepIds > 0) {
+      defer(forgetReused, json, json); // first: the id is unique among the kept
+      defer(insertRemoved, json);
+    }
+    defer(forgetOldest, keepIds, 10 * events + 1_000);
+    defer(open);
+    defer(deleteEvents, json);
+    defer(close);
+    defer(count, events, removedBytes);
   };
 }

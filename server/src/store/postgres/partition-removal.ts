@@ -1,4 +1,4 @@
-import type { Db } from "../sql.js";
+import { defer, type Db } from "../sql.js";
 
 /** A partition of the events table (migration 0007): seqs in [`from`, `to`). */
 export interface EventPartition {
@@ -39,17 +39,22 @@ export interface PartitionRemovalStatements {
    * unit writes nothing; a removal by rows deletes the summary in its own unit, so the events are
    * those retention weighed, without counting them here), and counts `events` and `bytes` as
    * removed. The DROP locks the events table until the batch commits
-   * (readers wait those few ms), and waits for that lock at most 200 ms (readers hold it a
-   * statement each), holding the committer meanwhile: the unit fails past that, and the next
-   * pass tries again.
+   * (readers wait those few ms), and waits for that lock at most {@link dropLockWaitMs} (readers
+   * hold it a statement each), holding the owner's thread meanwhile: the unit fails past that
+   * ({@link lockBusy} says so), and retention tries again after a pause.
    */
   drop(partition: EventPartition, events: number, bytes: number): void;
+  /** Whether `error` is a drop's that waited its longest for the events table's lock. */
+  lockBusy(error: unknown): boolean;
 }
 
 /** A partition's events by type: how many, their stored bytes, the highest seq and commit time among them. */
 export type PartitionSummary = Map<string, { events: number; bytes: number; maxSeq: number; maxAt: number }>;
 
 const partitionName = /^events_\d+$/;
+
+/** How long a drop waits for the events table's lock, ms: the owner's thread waits with it. */
+export const dropLockWaitMs = 20;
 
 /** A summary as stored: `{"<type>": [events, bytes, max_seq, max_at]}`. */
 function summaryText(summary: PartitionSummary): string {
@@ -65,24 +70,35 @@ function summaryOf(text: string): PartitionSummary {
 export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionRemovalStatements {
   const read = async (sql: string, params: unknown[]) =>
     (db.readAsync ? await db.readAsync(sql, params) : db.prepare(sql).all(...params)) as Record<string, unknown>[];
-  const storedOf = db.prepare("SELECT types FROM event_partition_summaries WHERE from_seq = ?");
   const storeSummary = db.prepare(
     "INSERT INTO event_partition_summaries (from_seq, types) VALUES (?, ?) ON CONFLICT (from_seq) DO UPDATE SET types = excluded.types",
   );
   const staleSummaries = db.prepare(
     "DELETE FROM event_partition_summaries WHERE from_seq IN (SELECT from_seq FROM event_partitions WHERE from_seq <= ? AND to_seq > ?)",
   );
-  const keptIds = db.prepare("SELECT kept_ids FROM log_retention WHERE id = 1");
-  const keep = db.prepare(
-    `INSERT INTO removed_events (seq, id, space)
-     SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq >= ? AND seq < ? ON CONFLICT DO NOTHING`,
-  );
-  const forgetOldest = db.prepare("DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT ?)");
+  // The units' statements on the owner's thread: keepIds's writes are all deferred (sent with
+  // the batch's commit, without blocking the event loop), each keeping kept_ids right in SQL; a
+  // drop waits for two answers (its summary with the lock timeout set, and the DROP itself).
   // An id reused after its first event was removed: the newest removal is the one kept.
-  const forgetReused = db.prepare("DELETE FROM removed_events WHERE id IN (SELECT id FROM events WHERE seq >= ? AND seq < ?) AND (seq < ? OR seq >= ?)");
-  const setKept = db.prepare("UPDATE log_retention SET kept_ids = ? WHERE id = 1");
+  const forgetReused = db.prepare(
+    `WITH forgotten AS (DELETE FROM removed_events WHERE id IN (SELECT id FROM events WHERE seq >= ? AND seq < ?) AND (seq < ? OR seq >= ?) RETURNING 1)
+     UPDATE log_retention SET kept_ids = kept_ids - (SELECT COUNT(*) FROM forgotten) WHERE id = 1`,
+  );
+  const keep = db.prepare(
+    `WITH added AS (INSERT INTO removed_events (seq, id, space)
+       SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq >= ? AND seq < ? ON CONFLICT DO NOTHING RETURNING 1)
+     UPDATE log_retention SET kept_ids = kept_ids + (SELECT COUNT(*) FROM added) WHERE id = 1`,
+  );
+  const forgetOldest = db.prepare(
+    `WITH forgotten AS (DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq
+       LIMIT (SELECT GREATEST(0, LEAST(kept_ids - ?::bigint, ?::bigint)) FROM log_retention WHERE id = 1)) RETURNING 1)
+     UPDATE log_retention SET kept_ids = kept_ids - (SELECT COUNT(*) FROM forgotten) WHERE id = 1`,
+  );
   const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ? WHERE id = 1");
-  const lockTimeout = db.prepare("SELECT current_setting('lock_timeout') AS was, set_config('lock_timeout', '200ms', true)");
+  // The summary and the lock timeout set for the DROP in one round trip (the target list runs in order: the setting is read before it is set).
+  const storedWithTimeout = db.prepare(
+    `SELECT types, current_setting('lock_timeout') AS was, set_config('lock_timeout', '${dropLockWaitMs}ms', true) FROM event_partition_summaries WHERE from_seq = ?`,
+  );
   const restoreTimeout = db.prepare("SELECT set_config('lock_timeout', ?, true)");
   const unlist = db.prepare("DELETE FROM event_partitions WHERE from_seq = ?");
   return {
@@ -102,10 +118,10 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
       return new Map(rows.map((r) => [r.name as string, summaryOf(r.types as string)]));
     },
     store(partition, summary) {
-      storeSummary.run(partition.from, summaryText(summary));
+      defer(storeSummary, partition.from, summaryText(summary));
     },
     stale(fromSeq, toSeq) {
-      staleSummaries.run(toSeq, fromSeq);
+      defer(staleSummaries, toSeq, fromSeq);
     },
     async causedAfter(partition) {
       // Effects come after their causes; those with a cause are read by the index from after the partition.
@@ -116,29 +132,28 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
       return rows.length > 0;
     },
     keepIds(fromSeq, toSeq, keepIds) {
-      let kept = Number((keptIds.get() as { kept_ids: number | string }).kept_ids);
-      const forgotten = forgetReused.run(fromSeq, toSeq, fromSeq, toSeq).changes; // first: the id is unique among the kept
-      const added = keep.run(fromSeq, toSeq).changes;
-      kept += added - forgotten;
-      const over = Math.min(kept - keepIds, 10 * added + 1_000);
-      if (over > 0) kept -= forgetOldest.run(over).changes;
-      setKept.run(kept);
+      defer(forgetReused, fromSeq, toSeq, fromSeq, toSeq); // first: the id is unique among the kept
+      defer(keep, fromSeq, toSeq);
+      defer(forgetOldest, keepIds, 10 * (toSeq - fromSeq) + 1_000);
     },
     drop(partition, events, bytes) {
       if (!partitionName.test(partition.name)) throw new Error(`not a partition of the events table: ${JSON.stringify(partition.name)}`);
       // What retention weighed is what the partition holds (events only ever leave a full one, and
       // a removal by rows deletes its summary in its unit): else it stays.
-      const row = storedOf.get(partition.from) as { types: string } | undefined;
+      // A write first: the batch's transaction (and the unit's savepoint) begins before the lock timeout is set in it, with it in one round trip.
+      defer(count, events, bytes);
+      const row = storedWithTimeout.get(partition.from) as { types: string; was: string } | undefined;
       const n = row === undefined ? undefined : [...summaryOf(row.types).values()].reduce((sum, s) => sum + s.events, 0);
-      if (n !== events)
+      if (row === undefined || n !== events)
         throw new Error(
           `partition ${partition.name}'s summary ${n === undefined ? "changed" : `counts ${n} events`}, not the ${events} retention weighed: it stays`,
         );
-      count.run(events, bytes);
-      const { was } = lockTimeout.get() as { was: string };
       db.prepare(`DROP TABLE ${partition.name}`).run();
-      restoreTimeout.get(was);
-      unlist.run(partition.from);
+      defer(restoreTimeout, row.was);
+      defer(unlist, partition.from);
+    },
+    lockBusy(error) {
+      return (error as { sqlState?: string } | undefined)?.sqlState === "55P03"; // lock_not_available: the lock timeout passed
     },
   };
 }
