@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { BrowserContext } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
-import type { RetentionPass } from "../server/src/log/retention.js";
+import type { RetentionPass } from "../server/src/log/retention-pass.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { launchChromium, skipWithoutChromium, watchProblems } from "./helpers/chromium.js";
 import { startTestOwner, tempDir } from "./helpers/owner.js";

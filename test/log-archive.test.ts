@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Manifest } from "../server/src/archive/manifest.js";
 import { ManualClock } from "../server/src/clock.js";
 import type { OwnerConfig } from "../server/src/config.js";
-import type { RetentionPass } from "../server/src/log/retention.js";
+import type { RetentionPass } from "../server/src/log/retention-pass.js";
 import { createClient } from "../sdk/ts/src/client.js";
 import { cli } from "./helpers/cli.js";
 import { onPostgres, queryStore, startTestOwner, tempDir, testDatabase } from "./helpers/owner.js";

@@ -18,7 +18,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
 import type { OwnerConfig } from "../server/src/config.js";
-import type { RetentionPass } from "../server/src/log/retention.js";
+import type { RetentionPass } from "../server/src/log/retention-pass.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { PluginManifestSchema, RetentionKeep } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { runExecutor, TerminalError } from "../sdk/ts/src/executor.js";

@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
-import type { RetentionPass } from "../server/src/log/retention.js";
+import type { RetentionPass } from "../server/src/log/retention-pass.js";
 import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { cli } from "./helpers/cli.js";
 import { startTestOwner } from "./helpers/owner.js";

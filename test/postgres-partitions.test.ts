@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/src/clock.js";
-import type { RetentionPass } from "../server/src/log/retention.js";
+import type { RetentionPass } from "../server/src/log/retention-pass.js";
 import { migratePostgres } from "../server/src/store/postgres/migrate.js";
 import { connectNative, endNative } from "../server/src/store/postgres/pg-db.js";
 import { createClient } from "../sdk/ts/src/client.js";
