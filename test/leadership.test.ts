@@ -318,6 +318,8 @@ describe("two owners on one PostgreSQL database", () => {
     // A new client making a unary emit with an id (as the CLI does) starts at the paused owner: lost
     // there by its unanswered ping, the emit is made again at the new leader (its id makes that safe).
     const fresh = await createClient({ url: [a.url, b.url], emitVia: "unary" }).emit("job.queued", { key: "after" }, { id: "fresh-unary" });
+    // So is an EmitBatch every event of which names its id.
+    const batch = await createClient({ url: [a.url, b.url] }).emitBatch(["fresh-batch-1", "fresh-batch-2"].map((id) => ({ type: "job.queued", data: { key: "after" }, id })));
     expect(a.child.exitCode).toBe(null);
     a.child.kill("SIGCONT");
 
@@ -332,6 +334,7 @@ describe("two owners on one PostgreSQL database", () => {
     expect(events.map((e) => e.id).filter((id) => id.startsWith("stalled"))).toEqual([]);
     expect(events.filter((e) => e.id === "followed").map((e) => e.seq)).toEqual([followed.event!.seq]);
     expect(events.filter((e) => e.id === "fresh-unary").map((e) => e.seq)).toEqual([fresh.event!.seq]);
+    expect(events.filter((e) => e.id.startsWith("fresh-batch")).map((e) => e.seq)).toEqual(batch.map((r) => r.event!.seq));
     expect(events.map((e) => Number(e.seq))).toEqual(events.map((_, i) => i + 1));
     b.child.kill("SIGTERM");
     await b.exited;

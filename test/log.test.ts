@@ -170,15 +170,16 @@ describe("emit through the SDK client", () => {
       Code.InvalidArgument,
       /order\.nope/,
     );
-    // An id conflict (only detectable inside the commit) rolls back the events before it.
-    await expectConnectError(
+    // An id conflict (only detectable inside the commit) rolls back the events before it, and names the event.
+    const conflict = await expectConnectError(
       client.emitBatch([
         { type: "order.placed", data: { amount: 1 }, id: "batch-a" },
         { type: "order.placed", data: { amount: 999 }, id: "ord-conflict" },
       ]),
       Code.AlreadyExists,
-      /ord-conflict/,
+      /^events\[1\]: event id "ord-conflict" is already in the log/,
     );
+    expect(conflict.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(["events[1].id"]);
     // Two events of one batch with the same id and different data: named by their indexes, not as "already in the log".
     const twice = await expectConnectError(
       client.emitBatch([

@@ -232,13 +232,24 @@ function isRead(method: { name: string; parent: { typeName: string } }): boolean
 }
 
 /**
- * Whether unary call `method` with `input` may be made twice for once: a read, or an Emit that
- * names its event's id (the owner answers a second one from the log). The others go once: a lost
- * one's error is the caller's, who knows whether to make it again.
+ * Whether unary call `method` with `input` may be made twice for once: a read, an Emit that names
+ * its event's id, a Delay that names its delay id or is made under a cause, or a batch of such
+ * (the owner answers a second one from the log). The others go once: a lost one's error is the
+ * caller's, who knows whether to make it again.
  */
 function repeatable(method: string, input: unknown): boolean {
   if (/^(Get|List|Read|Find)[A-Z]/.test(method)) return true;
-  return method === "Emit" && typeof (input as { id?: unknown }).id === "string" && (input as { id: string }).id !== "";
+  const named = (value: unknown, field: string) => typeof (value as Record<string, unknown>)[field] === "string" && (value as Record<string, string>)[field] !== "";
+  const delay = (value: unknown) => named(value, "delayId") || (value as { cause?: unknown }).cause !== undefined;
+  const each = (field: string, ok: (item: unknown) => boolean) => {
+    const items = (input as Record<string, unknown>)[field];
+    return Array.isArray(items) && items.length > 0 && items.every(ok);
+  };
+  if (method === "Emit") return named(input, "id");
+  if (method === "EmitBatch") return each("events", (e) => named(e, "id"));
+  if (method === "Delay") return delay(input);
+  if (method === "DelayBatch") return each("delays", delay);
+  return false;
 }
 
 /** Moves `owners` on after `error` of a call made at `url`, when it is an owner failure (returned). */

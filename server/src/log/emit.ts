@@ -93,8 +93,8 @@ export class Emitter {
             // Under a cause the id is derived from the cause, position, type and data, so
             // a stored event with it is this work's own earlier try (in the cause's
             // space, which the executor may not read): answer it, as for any retry.
-            if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
-            if (stored) return this.existing(storedOrConflict(stored, e), c);
+            if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id, c.prefix);
+            if (stored) return this.existing(storedOrConflict(stored, e, c.prefix), c);
             return this.append(tx, c);
           }),
         { lookups: lookupsOf(checked), pure: true, ...this.readAheadOf(checked) },
@@ -136,8 +136,8 @@ export class Emitter {
             const e = c.event;
             const stored = c.fresh ? undefined : tx.events.findById(e.id);
             try {
-              if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id);
-              if (stored) return this.existing(storedOrConflict(stored, e), c);
+              if (stored && !e.cause && this.access.verdict(principal, stored) === "hidden") hiddenConflict(e.id, c.prefix);
+              if (stored) return this.existing(storedOrConflict(stored, e, c.prefix), c);
               if (c.stream) return this.append(tx, c); // its expected version may refuse it: before anything is written
             } catch (error) {
               return error as ChronologError; // nothing was written for it
@@ -298,11 +298,11 @@ function refuseConflictsWithin(events: Omit<EventRecord, "seq" | "at">[]): void 
  * An id taken by an event the caller may not read (another space): say
  * only that the id is taken — not its seq, type or data, and never the event.
  */
-function hiddenConflict(id: string): never {
+function hiddenConflict(id: string, prefix: string): never {
   throw new ChronologError(
     "id_conflict",
-    `event id ${JSON.stringify(id)} is already in use; choose another id`,
-    [{ field: "id", description: "already in use" }],
+    `${prefix ? `${prefix.slice(0, -1)}: ` : ""}event id ${JSON.stringify(id)} is already in use; choose another id`,
+    [{ field: `${prefix}id`, description: "already in use" }],
     { id },
   );
 }
@@ -313,12 +313,12 @@ function sameContent(a: Pick<EventRecord, "type" | "data">, b: Pick<EventRecord,
 }
 
 /** The stored event when it matches the new one's type and data; ALREADY_EXISTS otherwise. */
-function storedOrConflict(stored: EventRecord, fresh: Omit<EventRecord, "seq" | "at">): EventRecord {
+function storedOrConflict(stored: EventRecord, fresh: Omit<EventRecord, "seq" | "at">, prefix: string): EventRecord {
   if (sameContent(stored, fresh)) return stored;
   throw new ChronologError(
     "id_conflict",
-    `event id ${JSON.stringify(fresh.id)} is already in the log (seq ${stored.seq}, type ${stored.type}) with different ${stored.type === fresh.type ? "data" : "type"}; the original stands`,
-    [{ field: "id", description: "already used by a different event" }],
+    `${prefix ? `${prefix.slice(0, -1)}: ` : ""}event id ${JSON.stringify(fresh.id)} is already in the log (seq ${stored.seq}, type ${stored.type}) with different ${stored.type === fresh.type ? "data" : "type"}; the original stands`,
+    [{ field: `${prefix}id`, description: "already used by a different event" }],
     { id: fresh.id, seq: String(stored.seq) },
   );
 }

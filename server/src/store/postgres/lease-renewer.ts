@@ -77,8 +77,9 @@ const watchdog = setInterval(() => {
     pausedMs = 0;
     return;
   }
-  silentMs += Math.min(elapsedMs, 2 * tickMs); // a pause of the whole process (SIGSTOP) is not the thread's silence
+  // A pause of the whole process (SIGSTOP, a suspended machine) is not the thread's silence: resumed, it gets its time to step down itself.
   if (elapsedMs > 2 * tickMs) pausedMs += elapsedMs;
+  else silentMs += elapsedMs;
   const taken = Atomics.load(shared, 1) === 1n;
   const ageMs = Number(now - Atomics.load(shared, 0)) / 1e6;
   if ((taken || ageMs >= leaseMs) && silentMs >= Math.max(1000, leaseMs / 3)) {
