@@ -319,7 +319,9 @@ describe("two owners on one PostgreSQL database", () => {
     // there by its unanswered ping, the emit is made again at the new leader (its id makes that safe).
     const fresh = await createClient({ url: [a.url, b.url], emitVia: "unary" }).emit("job.queued", { key: "after" }, { id: "fresh-unary" });
     // So is an EmitBatch every event of which names its id.
-    const batch = await createClient({ url: [a.url, b.url] }).emitBatch(["fresh-batch-1", "fresh-batch-2"].map((id) => ({ type: "job.queued", data: { key: "after" }, id })));
+    const batch = await createClient({ url: [a.url, b.url] }).emitBatch(
+      ["fresh-batch-1", "fresh-batch-2"].map((id) => ({ type: "job.queued", data: { key: "after" }, id })),
+    );
     expect(a.child.exitCode).toBe(null);
     a.child.kill("SIGCONT");
 

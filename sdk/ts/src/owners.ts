@@ -239,7 +239,8 @@ function isRead(method: { name: string; parent: { typeName: string } }): boolean
  */
 function repeatable(method: string, input: unknown): boolean {
   if (/^(Get|List|Read|Find)[A-Z]/.test(method)) return true;
-  const named = (value: unknown, field: string) => typeof (value as Record<string, unknown>)[field] === "string" && (value as Record<string, string>)[field] !== "";
+  const named = (value: unknown, field: string) =>
+    typeof (value as Record<string, unknown>)[field] === "string" && (value as Record<string, string>)[field] !== "";
   const delay = (value: unknown) => named(value, "delayId") || (value as { cause?: unknown }).cause !== undefined;
   const each = (field: string, ok: (item: unknown) => boolean) => {
     const items = (input as Record<string, unknown>)[field];
