@@ -19,7 +19,7 @@ import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { cli } from "./helpers/cli.js";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
-import { deadPort, startStandby, type Standby } from "./helpers/standby.js";
+import { deadPort, startSilentOwner, startStandby, type Standby } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";
 
 const shop = definePlugin({
@@ -155,6 +155,24 @@ describe("a client and an executor given a standby first", () => {
       expect((await emitted).event!.id).toBe("order-late");
     } finally {
       await lost.close();
+    }
+  });
+});
+
+describe("an executor whose first owner accepts its stream and never answers", () => {
+  it("gives up on it 10 s without a welcome, says so, and is welcomed at the next owner", { tags: ["serial"], timeout: 40_000 }, async () => {
+    const owner = await startTestOwner();
+    const silent = await startSilentOwner();
+    const reported: unknown[] = [];
+    const executor = runExecutor({ url: `${silent.url},${owner.url}`, plugins: [shop], onError: (e) => reported.push(e) });
+    try {
+      await executor.ready;
+      expect(silent.streams()).toBeGreaterThan(0);
+      expect(reported.map(String)).toContainEqual(expect.stringMatching(new RegExp(`no welcome from ${silent.url} within 10 s: reconnecting`)));
+    } finally {
+      await executor.stop(0);
+      await silent.close();
+      await owner.close();
     }
   });
 });

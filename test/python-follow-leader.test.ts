@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../sdk/ts/src/client.js";
 import type { Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { spawnOwner, startTestOwner, tempDir, type OwnerProcess } from "./helpers/owner.js";
-import { deadPort, startStandby, type Standby } from "./helpers/standby.js";
+import { deadPort, startSilentOwner, startStandby, type Standby } from "./helpers/standby.js";
 import { until } from "./helpers/until.js";
 
 const repo = new URL("../", import.meta.url).pathname;
@@ -72,6 +72,27 @@ describe.skipIf(!existsSync(PYTHON))("the Python client and executor given sever
     const output = `${result.stdout}${result.stderr}`;
     expect(output, output).toMatch(/Ran 4 tests[\s\S]*\nOK\s*$/);
   }, 90_000);
+});
+
+describe.skipIf(!existsSync(PYTHON))("the Python executor whose first owner accepts its stream and never answers", () => {
+  it("gives up on it 10 s without a welcome, says so, and is welcomed at the next owner", async () => {
+    const owner = await startTestOwner();
+    const silent = await startSilentOwner();
+    const executor = await spawnPythonExecutor(`${silent.url},${owner.url}`).catch((e: Error) => e);
+    try {
+      expect(executor).not.toBeInstanceOf(Error);
+      const { output } = executor as Awaited<ReturnType<typeof spawnPythonExecutor>>;
+      expect(silent.streams()).toBeGreaterThan(0);
+      expect(output.join("\n")).toContain(`no welcome from ${silent.url} within 10 s: reconnecting`);
+    } finally {
+      if (!(executor instanceof Error)) {
+        executor.child.kill("SIGTERM");
+        await executor.exited;
+      }
+      await silent.close();
+      await owner.close();
+    }
+  }, 60_000);
 });
 
 describe.skipIf(!existsSync(PYTHON))("the Python publish stream across the owner killed (SIGKILL) and started again on another port of the list", () => {

@@ -84,3 +84,29 @@ export function deadPort(): Promise<number> {
 
 /** A port free a moment ago, for a process to listen on (what {@link deadPort} finds). */
 export const freePort = deadPort;
+
+/**
+ * An owner that accepts every connection and stream and never answers (as one frozen while a
+ * stream opened, whose connection still answers HTTP/2 pings): a connect-node-free HTTP/2 server on
+ * a free port of 127.0.0.1. Its URL and `close`.
+ */
+export async function startSilentOwner(): Promise<{ url: string; streams(): number; close(): Promise<void> }> {
+  const server: Http2Server = createServer();
+  let streams = 0;
+  server.on("stream", () => void streams++); // neither headers nor data, ever
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const sessions = new Set<ServerHttp2Session>();
+  server.on("session", (s) => {
+    sessions.add(s);
+    s.once("close", () => sessions.delete(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    streams: () => streams,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sessions) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -77,7 +77,7 @@ from chronolog.channel import DEFAULT_URL
 from chronolog.client import Client
 from chronolog.errors import ChronologError
 from chronolog.gen.chronolog.v1 import executor_pb2, executor_pb2_grpc
-from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, owner_failure_of, owners_of
+from chronolog.owners import DEFAULT_FAILOVER_TIMEOUT_S, OwnerFailure, owner_failure_of, owners_of
 from chronolog.plugin import Plugin
 from chronolog.runs import cancel_work, describe, run_delivery, run_invocation
 from chronolog.session import DEFAULT_MAX_MESSAGE_BYTES, Session
@@ -96,6 +96,10 @@ FATAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMIS
 #: The most credits Hello can carry (a uint32; the owner clamps what it takes further), and what 0 means.
 _MAX_CREDITS = 2**32 - 1
 _DEFAULT_CREDITS = 16
+
+
+#: How long a new stream waits for the owner's welcome before it is ended and opened again (s).
+WELCOME_TIMEOUT_S = 10.0
 
 
 def _is_fatal(error: BaseException, welcomed: bool) -> bool:
@@ -351,7 +355,10 @@ class Executor:
             )
         )
         stub = executor_pb2_grpc.ExecutorServiceStub(self.client.channel)
+        owners = owners_of(self.client.channel)
+        opened_at = owners.pick()[0] if owners else None
         session.call = stub.Subscribe(session.requests())
+        threading.Thread(target=self._await_welcome, args=(session, welcomed, opened_at), name="chronolog-welcome", daemon=True).start()
         try:
             for response in session.call:
                 session.last_heard = time.monotonic()
@@ -416,6 +423,17 @@ class Executor:
         if versions_differ(owner_version):
             owner = f"the owner is {owner_version}" if owner_version else "the owner does not say its version (an older owner)"
             self._report(RuntimeError(f"{owner}, this SDK ({SDK_NAME}) is {__version__}: their major or minor versions differ, so one may send what the other does not understand; upgrade them together"))
+
+    def _await_welcome(self, session: Session, welcomed: threading.Event, url: Optional[str]) -> None:
+        """Ends the stream when the owner at ``url`` did not welcome it within WELCOME_TIMEOUT_S (a
+        connection that never answers): it is opened again, at the next owner when there are several."""
+        if welcomed.wait(WELCOME_TIMEOUT_S) or session.ended.is_set() or self._stopping.is_set():
+            return
+        self._report(ConnectionError(f"no welcome from {url or 'the owner'} within {WELCOME_TIMEOUT_S:.0f} s: reconnecting"))
+        owners = owners_of(self.client.channel)
+        if owners is not None and url is not None:
+            owners.route(url, OwnerFailure("unreached"))
+        session.end()
 
     def _heartbeat(self, session: Session, interval: float) -> None:
         """Sends heartbeats every ``interval`` s; ends the stream when the owner was silent for 3 intervals."""

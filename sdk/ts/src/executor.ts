@@ -105,6 +105,9 @@ export interface Executor {
 /** The most credits Hello can carry (a uint32; the owner clamps what it takes further). */
 const maxCredits = 2 ** 32 - 1;
 
+/** How long a new stream waits for the owner's welcome before it is ended and opened again, ms. */
+const welcomeTimeoutMs = 10_000;
+
 /**
  * Connects to an owner over the Subscribe stream, hosts the plugins'
  * processors, actions and pulses (every pulse the plugins declare is
@@ -273,6 +276,15 @@ class ExecutorRunner {
     let lastHeardMs = Date.now();
     const clock = new StreamClock();
     let welcomed = false;
+    // A connection that never answers (an owner frozen as the stream opened): end the stream and open it again, at the next owner when there are several.
+    const owners = ownersOf(this.transport);
+    const openedAt = owners?.pick().url;
+    const welcomeDeadline = setTimeout(() => {
+      if (welcomed) return;
+      this.report(new Error(`no welcome from ${openedAt ?? "the owner"} within ${welcomeTimeoutMs / 1000} s: reconnecting`));
+      if (owners && openedAt) owners.route(openedAt, { kind: "unreached" });
+      streamEnded.abort();
+    }, welcomeTimeoutMs);
     try {
       for await (const response of client.subscribe(outgoing.iterable, { signal: abort })) {
         lastHeardMs = Date.now();
@@ -302,6 +314,7 @@ class ExecutorRunner {
       }
     } finally {
       if (welcomed) this.lostAt = Date.now();
+      clearTimeout(welcomeDeadline);
       clearInterval(heartbeat);
       streamEnded.abort();
       holds.clear(); // the owner runs them again (they were never started)
