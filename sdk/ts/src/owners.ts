@@ -16,6 +16,12 @@ export const defaultFailoverTimeoutMs = 15_000;
 const maxPauseMs = 250;
 
 /**
+ * How long after an owner was found unreachable or lost a standby's pointer to it is not followed
+ * (ms): the standby still names the leader its lease has not yet outlived, and takes over within it.
+ */
+const lostLeaderMs = 5_000;
+
+/**
  * The owner URLs in `url`: one URL, a comma-separated list of them or an array. Throws a
  * ConnectError INVALID_ARGUMENT naming the one that is not an http:// or https:// URL
  * (`url[1] must be ...` in a list).
@@ -49,6 +55,8 @@ export class Owners {
   /** The owner reads go to ({@link reads} `any`): the first given that answers. */
   private reading = 0;
   private readonly transports = new Map<string, Transport>();
+  /** When calls last found each owner unreachable or lost it (Date.now()), by URL as given or named. */
+  private readonly failedAt = new Map<string, number>();
 
   constructor(
     urls: string[],
@@ -87,12 +95,21 @@ export class Owners {
   /**
    * Moves on after `failure` of a call made at `url`: to the leader a standby named (added to the
    * owners when it was not given: it is the URL the leader advertises), else to the next owner,
-   * unless another call already moved on from `url`. Reads that go to any owner leave an owner
+   * unless another call already moved on from `url`; but a standby naming an owner lost or
+   * unreachable in the last {@link lostLeaderMs} is kept (it is about to take over: a frozen leader's
+   * calls would wait out another ping there). Reads that go to any owner leave an owner
    * that could not be reached or was lost for the next one; a standby's refusal does not move
    * them (it serves reads: the one it refused goes to the leader).
    */
   route(url: string, failure: OwnerFailure): void {
+    if (failure.kind !== "standby") this.failedAt.set(new URL(url).href, Date.now());
     const leader = failure.kind === "standby" ? failure.leader : undefined;
+    // A standby that still names the leader just lost is about to take over: try it again (after the pause) rather than the lost one.
+    if (leader !== undefined && Date.now() - (this.failedAt.get(new URL(leader).href) ?? -Infinity) < lostLeaderMs) {
+      const standby = this.urls.indexOf(url);
+      if (standby >= 0) this.current = standby;
+      return;
+    }
     if (leader !== undefined && !sameOwner(leader, url)) {
       const known = this.urls.findIndex((u) => sameOwner(u, leader));
       this.current = known >= 0 ? known : this.urls.push(leader) - 1;
