@@ -26,17 +26,17 @@
 //    BENCH_REMOVE_MAX_S (default 300) s, the removal ended or not.
 // BENCH_PARTS=a or b runs one part.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { definePlugin } from "../../sdk/ts/src/plugin.js";
-import { connectNative, endNative } from "../../server/src/store/postgres/pg-db.js";
 import { scrapeMetrics, writePlugins } from "../lib/owner.js";
 import { benchStore, storeArgs, storeDescription } from "../lib/postgres.js";
 import { pct } from "../lib/proc.js";
+import { fileBytes, storeBytes } from "../lib/store-size.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -120,28 +120,6 @@ async function stopChild(child: Child): Promise<void> {
   rmSync(child.dir, { recursive: true, force: true });
 }
 
-function fileBytes(dir: string, file: string): number {
-  try {
-    return statSync(join(dir, file)).size;
-  } catch {
-    return 0;
-  }
-}
-
-/** The store's size on disk, bytes: the SQLite file and its WAL, or the events partitions with their indexes and TOAST. */
-function storeBytes(child: Child): number {
-  if ("dataDir" in child.store) return fileBytes(child.store.dataDir, "chronolog.db") + fileBytes(child.store.dataDir, "chronolog.db-wal");
-  const db = connectNative(child.store.url, "chronolog bench");
-  try {
-    const [row] = db.querySync("SELECT COALESCE(SUM(pg_total_relation_size(relid)), 0)::bigint AS bytes FROM pg_partition_tree('events') WHERE isleaf") as {
-      bytes: string;
-    }[];
-    return Number(row.bytes);
-  } finally {
-    endNative(db);
-  }
-}
-
 /** Values of the owner's metrics this benchmark reads (the event-loop delay's since the last scrape). */
 async function scrape(url: string): Promise<{ loopP99Ms: number; removed: number; firstSeq: number }> {
   const value = await scrapeMetrics(url, token);
@@ -193,9 +171,9 @@ async function sizeRun(withRule: boolean): Promise<{ sizes: number[]; latencies:
         if (second === 3600) firstHour = probes;
         if (second % 900 === 0) {
           await probesHandled(probes);
-          sizes.push(storeBytes(child));
+          sizes.push(storeBytes(child.store));
           const m = await scrape(child.url);
-          const wal = "dataDir" in child.store ? ` (WAL ${mb(fileBytes(child.store.dataDir, "chronolog.db-wal"))})` : "";
+          const wal = "dataDir" in child.store ? ` (WAL ${mb(fileBytes(join(child.store.dataDir, "chronolog.db-wal")))})` : "";
           console.log(`    ${String(second / 60).padStart(3)} min: ${mb(sizes[sizes.length - 1])}${wal}, first seq ${m.firstSeq}, removed ${m.removed}`);
         }
       }
@@ -311,7 +289,7 @@ async function partB(): Promise<void> {
         }),
       );
       const preload = (performance.now() - t0) / 1000;
-      console.log(`  preloaded in ${preload.toFixed(0)} s (${Math.round(removeEvents / preload)} events/s), ${mb(storeBytes(child))} on disk`);
+      console.log(`  preloaded in ${preload.toFixed(0)} s (${Math.round(removeEvents / preload)} events/s), ${mb(storeBytes(child.store))} on disk`);
       const windows = [await window("before", child, client)];
       const passes = child.passes.length;
       await child.send({ advance: 2 * HOUR });
@@ -328,7 +306,7 @@ async function partB(): Promise<void> {
       const m = await scrape(child.url);
       console.log(
         pass
-          ? `  the pass removed ${pass.removedEvents} events, ending within ${((performance.now() - jumped) / 1000).toFixed(0)} s of the jump (longest unit ${pass.longestUnitMs.toFixed(1)} ms${unitKinds(pass.longestUnits)}); first seq ${m.firstSeq}; ${mb(storeBytes(child))} on disk`
+          ? `  the pass removed ${pass.removedEvents} events, ending within ${((performance.now() - jumped) / 1000).toFixed(0)} s of the jump (longest unit ${pass.longestUnitMs.toFixed(1)} ms${unitKinds(pass.longestUnits)}); first seq ${m.firstSeq}; ${mb(storeBytes(child.store))} on disk`
           : `  the pass had not ended after ${((performance.now() - jumped) / 1000).toFixed(0)} s: ${m.removed} events removed so far; first seq ${m.firstSeq}`,
       );
       const base = windows[0];

@@ -26,7 +26,7 @@
 // PostgreSQL the partitions hold BENCH_SPAN seqs (default 1,000,000, the default span).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -40,6 +40,7 @@ import { openStore } from "../../server/src/store/sqlite/open.js";
 import { scrapeMetrics, writePlugins } from "../lib/owner.js";
 import { benchStore, storeArgs, storeDescription } from "../lib/postgres.js";
 import { pct } from "../lib/proc.js";
+import { storeBytes } from "../lib/store-size.js";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -157,28 +158,6 @@ function dropCopy(store: Template): void {
     pg.querySync(`DROP DATABASE IF EXISTS ${name}`);
   } finally {
     endNative(pg);
-  }
-}
-
-function fileBytes(path: string): number {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
-  }
-}
-
-/** The store's size on disk, bytes: the SQLite file and its WAL, or the events partitions with their indexes and TOAST. */
-function storeBytes(store: Template): number {
-  if ("dataDir" in store) return fileBytes(join(store.dataDir, "chronolog.db")) + fileBytes(join(store.dataDir, "chronolog.db-wal"));
-  const db = connectNative(store.url, "chronolog bench");
-  try {
-    const [row] = db.querySync("SELECT COALESCE(SUM(pg_total_relation_size(relid)), 0)::bigint AS bytes FROM pg_partition_tree('events') WHERE isleaf") as {
-      bytes: string;
-    }[];
-    return Number(row.bytes);
-  } finally {
-    endNative(db);
   }
 }
 

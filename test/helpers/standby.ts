@@ -53,7 +53,11 @@ export async function startStandby(leader: string | undefined): Promise<Standby>
       });
     },
   });
-  const server: Http2Server = createServer(handler);
+  return { ...(await listenOnLoopback(createServer(handler))), setLeader: (url) => void (leaderUrl = url), refused: () => refusals };
+}
+
+/** Starts `server` on a free port of 127.0.0.1: its URL, and `close`, which ends its connections too. */
+async function listenOnLoopback(server: Http2Server): Promise<{ url: string; close(): Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const sessions = new Set<ServerHttp2Session>();
   server.on("session", (s) => {
@@ -62,8 +66,6 @@ export async function startStandby(leader: string | undefined): Promise<Standby>
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    setLeader: (url) => void (leaderUrl = url),
-    refused: () => refusals,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sessions) s.destroy();
@@ -94,19 +96,5 @@ export async function startSilentOwner(): Promise<{ url: string; streams(): numb
   const server: Http2Server = createServer();
   let streams = 0;
   server.on("stream", () => void streams++); // neither headers nor data, ever
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const sessions = new Set<ServerHttp2Session>();
-  server.on("session", (s) => {
-    sessions.add(s);
-    s.once("close", () => sessions.delete(s));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    streams: () => streams,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sessions) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...(await listenOnLoopback(server)), streams: () => streams };
 }

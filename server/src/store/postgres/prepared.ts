@@ -17,7 +17,8 @@ interface Statement {
  */
 export class PreparedStatements {
   private readonly byText = new Map<string, Statement>();
-  private readonly byName = new Map<string, Statement & { text: string }>();
+  /** The SQL of each name. */
+  private readonly textOf = new Map<string, string>();
 
   constructor(private readonly client: NativeClient) {}
 
@@ -27,7 +28,7 @@ export class PreparedStatements {
     if (!statement) {
       statement = { name: `s${this.byText.size + 1}`, count, sent: false };
       this.byText.set(text, statement);
-      this.byName.set(statement.name, { ...statement, text });
+      this.textOf.set(statement.name, text);
     }
     return statement.name;
   }
@@ -52,14 +53,14 @@ export class PreparedStatements {
     let out: Command[] | undefined;
     for (let i = 0; i < commands.length; i++) {
       const name = commands[i].name;
-      const known = name === undefined ? undefined : this.byName.get(name);
-      const statement = known && this.byText.get(known.text);
+      const text = name === undefined ? undefined : this.textOf.get(name);
+      const statement = text === undefined ? undefined : this.byText.get(text);
       if (!statement || statement.sent) {
         out?.push(commands[i]);
         continue;
       }
       out ??= commands.slice(0, i);
-      out.push({ text: known.text, name, prepare: statement.count }, commands[i]);
+      out.push({ text: text!, name, prepare: statement.count }, commands[i]);
       statement.sent = true;
     }
     return out ?? commands;
