@@ -151,7 +151,7 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     expect(timers.get("later")?.id).toBe("later");
   });
 
-  it("reads a claim's due timers and retries (with their timers' chain depths) ahead of its batch (PostgreSQL), telling which next due moment was claimed before by the occurrence id the clock derives", async () => {
+  it("reads a claim's due timers and retries (with their timers' chain depths) ahead of its batch (PostgreSQL), telling which next due moment was claimed before by the occurrence id the clock derives, and the occurrences still running or buffered of a timer whose overlap policy needs them", async () => {
     const t = await opened(kind);
     const reads = claimReads(t.store.db);
     if (kind === "sqlite") return expect(reads).toBeUndefined(); // reads are not round trips there: the claim reads as it goes
@@ -169,11 +169,21 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
       occurrences.insert({ ...occurrence("r1", 500, "retry_wait"), nextAttemptMs: 1_100 }, tx.now); // its timer gone
       timers.put({ ...delay("deep", 9_500), chainDepth: 3 }, tx.now);
       occurrences.insert({ ...occurrence("r2", 600, "retry_wait", "deep"), nextAttemptMs: 1_050 }, tx.now);
+      // Overlap policies: one running (pending), one buffered, one ended; the same under "allow" is not counted.
+      timers.put({ ...delay("buffering", 1_700), policy: { ...defaultSchedulePolicy, overlap: "bufferOne" } }, tx.now);
+      timers.put({ ...delay("skipping", 1_800), policy: { ...defaultSchedulePolicy, overlap: "skip" } }, tx.now);
+      occurrences.insert(occurrence("b-run", 100, "pending", "buffering"), tx.now);
+      occurrences.insert(occurrence("b-held", 200, "buffered", "buffering"), tx.now);
+      occurrences.insert(occurrence("b-done", 50, "skipped", "buffering"), tx.now);
+      occurrences.insert({ ...occurrence("s-wait", 100, "retry_wait", "skipping"), nextAttemptMs: 5_000 }, tx.now);
+      occurrences.insert(occurrence("f-run", 100, "pending", "fresh"), tx.now);
     });
     const read = await reads!.read(2_000, 1_100, 10, 10);
-    expect(read.timers.map(({ timer, claimedBefore }) => [timer.id, timer.nextDueMs, claimedBefore])).toEqual([
-      ["fresh", 1_000, false],
-      ["again", 1_500, true],
+    expect(read.timers.map(({ timer, claimedBefore, active }) => [timer.id, timer.nextDueMs, claimedBefore, active])).toEqual([
+      ["fresh", 1_000, false, { running: 0, buffered: 0 }], // "allow": not counted
+      ["again", 1_500, true, { running: 0, buffered: 0 }],
+      ["buffering", 1_700, false, { running: 1, buffered: 1 }],
+      ["skipping", 1_800, false, { running: 1, buffered: 0 }],
     ]);
     expect(read.timers[0].timer).toEqual(timers.get("fresh"));
     expect(read.retries.map((o) => [o.id, o.chainDepth])).toEqual([
@@ -182,7 +192,7 @@ describe.each(storeKinds)("timers on %s (TimerStatements)", (kind) => {
     ]); // with their timers' chain depths, which their calls carry
     expect(read.retries[0]).toMatchObject({ timerId: "deep", status: "retry_wait", nextAttemptMs: 1_050 });
     expect((await reads!.read(2_000, 2_000, 1, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh"]);
-    expect((await reads!.read(2_000, 2_000, 10, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh", "cancellable", "again"]);
+    expect((await reads!.read(2_000, 2_000, 10, 0)).timers.map(({ timer }) => timer.id)).toEqual(["fresh", "cancellable", "again", "buffering", "skipping"]);
     expect((await reads!.read(2_000, 2_000, 10, 0)).retries).toEqual([]);
   });
 
@@ -336,12 +346,15 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     await t.write(() => (occurrences.resume("q2", 4), occurrences.finish("q2", "completed", 0, "", null, 4)));
     await t.write(() => occurrences.insert(occurrence("b1", 700, "buffered"), 5));
     expect(controls.activeOf("t1")).toEqual({ running: 1, buffered: 1 });
-    expect(await t.write(() => controls.releaseBuffered("t1", 650))).toBe(false); // q1 still waits for its try
+    await t.write(() => controls.releaseBuffered("t1", 650)); // q1 still waits for its try: nothing
+    expect(controls.activeOf("t1")).toEqual({ running: 1, buffered: 1 });
     await t.write(() => (occurrences.resume("q1", 6), occurrences.finish("q1", "completed", 0, "", null, 6)));
     expect(controls.activeOf("t1")).toEqual({ running: 0, buffered: 1 });
-    expect(await t.write(() => controls.releaseBuffered("t1", 650))).toBe(true);
+    expect(controls.bufferingTimers()).toEqual(["t1"]);
+    await t.write(() => controls.releaseBuffered("t1", 650));
     expect(occurrences.dueRetries(1_000, 10)).toEqual([expect.objectContaining({ id: "b1", status: "retry_wait", nextAttemptMs: 700 })]); // never before its own moment
-    expect(await t.write(() => controls.releaseBuffered("t1", 650))).toBe(false);
+    expect(controls.activeOf("t1")).toEqual({ running: 1, buffered: 0 });
+    expect(controls.bufferingTimers()).toEqual([]);
     expect(controls.activeOf("nope")).toEqual({ running: 0, buffered: 0 });
   });
 

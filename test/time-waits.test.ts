@@ -1,17 +1,19 @@
 // What time's calls cost the owner's thread on PostgreSQL: the round trips it waited for
-// (chronolog_store_waits_total) while schedules' occurrences end and failed calls are tried again,
-// on a ManualClock through the real transport; and the "buffer one" overlap policy across a
-// restart (the owner learns which timers hold a buffered occurrence from the store).
+// (chronolog_store_waits_total) while schedules' occurrences are claimed and end (overlap policies
+// "skip" and "bufferOne" too) and failed calls are tried again, on a ManualClock through the real
+// transport; and the overlap policies across a takeover and a restart (the owner learns which
+// timers hold a buffered occurrence, and which occurrences still run, from the store).
 
 // @module-tag postgres
 
 import { describe, expect, it } from "vitest";
+import { pino } from "pino";
 import { ManualClock } from "../server/src/clock.js";
 import { createClient } from "../sdk/ts/src/client.js";
-import { runExecutor } from "../sdk/ts/src/executor.js";
+import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { onPostgres, ownerRows, startTestOwner, tempDir } from "./helpers/owner.js";
-import { MIN, T0, cleanUpAfterEach, harness, occurrences } from "./helpers/schedule-harness.js";
+import { MIN, T0, cleanUpAfterEach, harness, jobsPlugin, occurrences } from "./helpers/schedule-harness.js";
 import { until } from "./helpers/until.js";
 
 cleanUpAfterEach();
@@ -23,8 +25,8 @@ async function waits(url: string): Promise<number> {
 }
 
 /** The statuses of `timerId`'s occurrences, by due moment, joined. */
-async function statuses(h: Parameters<typeof occurrences>[0], timerId: string): Promise<string> {
-  return (await occurrences(h, timerId)).map((o) => o.status).join();
+async function statuses(h: Parameters<typeof ownerRows>[0], timerId: string): Promise<string> {
+  return (await ownerRows(h, "SELECT status FROM timer_occurrences WHERE timer_id = ? ORDER BY due_ms, id", [timerId])).map((o) => o.status).join();
 }
 
 describe("the round trips of time's calls on PostgreSQL", () => {
@@ -135,6 +137,108 @@ describe("the round trips of a call's events a cancel_on names, on PostgreSQL", 
       for await (const e of h.client.read({ types: ["timer.unscheduled"] })) cancelled.push(e);
       expect(cancelled.map((e) => (e.data?.cancelled_by as { type?: string } | undefined)?.type)).toEqual(Array(21).fill("action.completed"));
       expect(h.calls.map((c) => c.callId).sort()).toEqual(["warm-up", ...ids].sort()); // the delays were never called
+    },
+  );
+});
+
+describe("the round trips of overlap policies' claims and ends on PostgreSQL", () => {
+  /** 10 interval schedules of `jobs.slow` with overlap "skip" and 10 with "bufferOne"; their ids. */
+  async function overlapping(h: Awaited<ReturnType<typeof harness>>): Promise<{ skip: string[]; buffer: string[] }> {
+    const skip = Array.from({ length: 10 }, (_, k) => `skip-${k}`);
+    const buffer = Array.from({ length: 10 }, (_, k) => `buffer-${k}`);
+    for (const id of skip) await h.client.schedule("jobs.slow", { id }, { everyMs: MIN }, { timerId: id, policy: { overlap: "skip" } });
+    for (const id of buffer) await h.client.schedule("jobs.slow", { id }, { everyMs: MIN }, { timerId: id, policy: { overlap: "bufferOne" } });
+    return { skip, buffer };
+  }
+
+  /** The statuses of each of `ids`' occurrences, by due moment, joined, then the timers joined with "|". */
+  async function all(h: Parameters<typeof ownerRows>[0], ids: string[]): Promise<string> {
+    const each = [];
+    for (const id of ids) each.push(await statuses(h, id));
+    return each.join("|");
+  }
+
+  it.runIf(onPostgres)("claims of skip and bufferOne schedules wait for none, whether one runs or not: 20 schedules, 4 moments each", async () => {
+    const clock = new ManualClock(T0);
+    const h = await harness(clock);
+    const { skip, buffer } = await overlapping(h);
+    const ids = [...skip, ...buffer];
+    clock.advance(MIN); // the first moment: the statements are prepared
+    await until(async () => (await all(h, ids)) === ids.map(() => "completed").join("|"), "the first 20 occurrences ended");
+    const before = await waits(h.owner.url);
+    h.gate.open = false;
+    clock.advance(MIN); // none runs: each called
+    await until(() => h.calls.length === 40, "the second 20 called");
+    clock.advance(MIN); // each still runs: skipped, or buffered
+    const third = (id: string) => (id.startsWith("skip") ? "completed,pending,skipped" : "completed,pending,buffered");
+    await until(async () => (await all(h, ids)) === ids.map(third).join("|"), "the third skipped or buffered");
+    clock.advance(MIN); // skipped again: one runs, and under bufferOne one is buffered already
+    await until(async () => (await all(h, ids)) === ids.map((id) => `${third(id)},skipped`).join("|"), "the fourth skipped");
+    h.gate.open = true;
+    const done = (id: string) => (id.startsWith("skip") ? "completed,completed,skipped,skipped" : "completed,completed,completed,skipped");
+    await until(async () => (await all(h, ids)) === ids.map(done).join("|"), "the running ones ended, the buffered ones made");
+    expect(h.calls).toHaveLength(50);
+    // Two a moment each before (60): the occurrences still running counted, the occurrence written answering whether it was new; and one each end of a bufferOne one (20).
+    expect(await waits(h.owner.url), "waits for 60 claims and 30 ends").toBeLessThan(before + 10);
+    const made = h.calls.filter((c) => String(c.input.id).startsWith("buffer")).map((c) => c.scheduled?.due.getTime());
+    expect(
+      made.filter((due) => due === T0 + 3 * MIN),
+      "each buffered occurrence made once",
+    ).toHaveLength(10);
+  });
+});
+
+describe("overlap policies across a takeover", () => {
+  it.runIf(onPostgres)(
+    "a standby that takes over while occurrences run skips and buffers as the leader would, and makes the buffered one when the one it waited for ends",
+    async () => {
+      const dataDir = tempDir();
+      const clock = new ManualClock(T0);
+      const first = await harness(clock, { dataDir });
+      first.gate.open = false;
+      await first.client.schedule("jobs.slow", { id: "b" }, { everyMs: MIN }, { timerId: "b", policy: { overlap: "bufferOne" } });
+      await first.client.schedule("jobs.slow", { id: "s" }, { everyMs: MIN }, { timerId: "s", policy: { overlap: "skip" } });
+      clock.advance(MIN);
+      await until(() => first.calls.length === 2, "the first calls (slow)");
+      clock.advance(MIN);
+      await until(
+        async () => (await statuses(first, "b")) === "pending,buffered" && (await statuses(first, "s")) === "pending,skipped",
+        "the second buffered or skipped",
+      );
+      // A second owner on the same database waits as a standby while the first leads.
+      let waiting = false;
+      const logger = pino({ level: "info" }, { write: (line: string) => void (waiting ||= line.includes("a standby's")) });
+      const taking = startTestOwner({ clock, timers: clock, dataDir, logger, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
+      await until(() => waiting, "the second owner waiting as a standby");
+      await first.owner.close(); // the running calls stay pending: the new leader calls them again
+      const second = await taking;
+      const calls: ActionContext[] = [];
+      const gate = { open: false };
+      const executor = runExecutor({ url: second.url, plugins: [jobsPlugin(calls, gate)], credits: 16, maxBackoffMs: 200, onError: () => {} });
+      try {
+        await until(() => calls.length === 2, "the pending calls made again by the new leader");
+        const h = { owner: second };
+        clock.advance(MIN); // both still run (and b holds a buffered one): skipped
+        await until(
+          async () => (await statuses(h, "b")) === "pending,buffered,skipped" && (await statuses(h, "s")) === "pending,skipped,skipped",
+          "the third skipped",
+        );
+        gate.open = true;
+        await until(
+          async () => (await statuses(h, "b")) === "completed,completed,skipped" && (await statuses(h, "s")) === "completed,skipped,skipped",
+          "the buffered one made",
+        );
+        clock.advance(MIN); // none runs: both called
+        await until(
+          async () =>
+            (await statuses(h, "b")) === "completed,completed,skipped,completed" && (await statuses(h, "s")) === "completed,skipped,skipped,completed",
+          "the fourth made",
+        );
+        expect(calls.map((c) => `${c.input.id}@${(c.scheduled!.due.getTime() - T0) / MIN}`).sort()).toEqual(["b@1", "b@2", "b@4", "s@1", "s@4"]);
+      } finally {
+        await executor.stop(100);
+        await second.close();
+      }
     },
   );
 });

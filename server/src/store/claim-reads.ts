@@ -1,5 +1,6 @@
-import { occurrenceFromRow, type OccurrenceRecord, type OccurrenceRow } from "./occurrences.js";
+import { activeStatus, occurrenceFromRow, type OccurrenceRecord, type OccurrenceRow } from "./occurrences.js";
 import type { Db } from "./sql.js";
+import type { ActiveOccurrences } from "./timer-control.js";
 import type { TimerRecord } from "./timer-records.js";
 import { timerColumns, timerFromCells, type TimerCells } from "./timers.js";
 
@@ -10,6 +11,11 @@ export interface DueTimer {
   timer: TimerRecord;
   /** The occurrence of (timer id, next due moment) exists: the same timer id and moment were claimed before (a replaced timer). */
   claimedBefore: boolean;
+  /**
+   * Its occurrences that have not ended, for a timer whose overlap policy is not "allow" (as
+   * TimerControlStatements.activeOf counts them); zeros for the others, which need not know.
+   */
+  active: ActiveOccurrences;
 }
 
 /** What {@link ClaimReads.read} found. */
@@ -25,7 +31,9 @@ export interface DueAhead {
  * units run (Db.readAheadAll: one round trip that does not block the event loop), so the claim
  * itself reads nothing. The occurrence id of a timer's next due moment is computed as
  * time/occurrence-ids.ts computes it (its due moment in hex, then SHA-256 over the timer id and
- * the moment), to tell whether that moment was claimed before without a read in the unit.
+ * the moment), to tell whether that moment was claimed before without a read in the unit; and
+ * the occurrences still running or buffered of a timer whose overlap policy needs them ("skip",
+ * "bufferOne"), which the claim then counts on as it writes its own.
  */
 export interface ClaimReads {
   /** Up to `timerLimit` timers due by `nowMs` (one with a cancel_on by `cancellableByMs`), and up to `retryLimit` retries due by `nowMs` (none read for 0). */
@@ -34,8 +42,12 @@ export interface ClaimReads {
 
 const occurrenceIdSql =
   "lpad(to_hex(greatest(0, t.next_due_ms)), 12, '0') || left(encode(sha256(convert_to('timer-occurrence' || chr(10) || t.id || chr(10) || t.next_due_ms::text, 'UTF8')), 'hex'), 20)";
+/** Its active occurrences of status `which` (`= 'buffered'` or `<> 'buffered'`), counted for a timer whose policy names an overlap (not "allow"). */
+const activeSql = (which: string) =>
+  `CASE WHEN (t.policy::jsonb ->> 'overlap') IS NULL THEN 0 ELSE (SELECT count(*) FROM timer_occurrences WHERE timer_id = t.id AND ${activeStatus} AND status ${which}) END`;
 const dueSql = `SELECT ${timerColumns.replace(/(^|, )/g, "$1t.")},
-    EXISTS (SELECT 1 FROM timer_occurrences AS o WHERE o.id = ${occurrenceIdSql})::int AS claimed_before
+    EXISTS (SELECT 1 FROM timer_occurrences AS o WHERE o.id = ${occurrenceIdSql})::int AS claimed_before,
+    ${activeSql("<> 'buffered'")} AS running, ${activeSql("= 'buffered'")} AS buffered
   FROM timers AS t WHERE t.next_due_ms <= ? AND (t.cancel_on IS NULL OR t.next_due_ms <= ?) ORDER BY t.next_due_ms, t.id LIMIT ?`;
 // With its timer's chain depth (0 once the timer is gone), which its call carries: the call reads no timer.
 const retriesSql = `SELECT o.*, COALESCE(t.chain_depth, 0) AS timer_chain_depth FROM timer_occurrences AS o LEFT JOIN timers AS t ON t.id = o.timer_id
@@ -52,8 +64,12 @@ export function claimReads(db: Db): ClaimReads | undefined {
       const [timers, retries = []] = await readAheadAll(reads);
       return {
         timers: (timers as Record<string, unknown>[]).map((row) => {
-          const { claimed_before, ...cells } = row;
-          return { timer: timerFromCells(Object.values(cells) as TimerCells), claimedBefore: Number(claimed_before) === 1 };
+          const { claimed_before, running, buffered, ...cells } = row;
+          return {
+            timer: timerFromCells(Object.values(cells) as TimerCells),
+            claimedBefore: Number(claimed_before) === 1,
+            active: { running: Number(running), buffered: Number(buffered) },
+          };
         }),
         retries: (retries as (OccurrenceRow & { timer_chain_depth: unknown })[]).map((row) => ({
           ...occurrenceFromRow(row),

@@ -47,10 +47,11 @@ export interface TimerControlStatements {
    * Releases timer `timerId`'s buffered occurrence (the "buffer one" overlap policy) when none of
    * its occurrences runs: `retry_wait` due at `nowMs`, or at its own moment when that is later (it
    * was buffered inside the clock's lookahead, before its moment: never made early), so the clock
-   * makes it. True when released; false when none was buffered or one still runs.
+   * makes it; nothing when none is buffered or one still runs. Answers nothing: deferred on
+   * PostgreSQL (the clock knows which timers may hold one: TimerFiring).
    */
-  releaseBuffered(timerId: string, nowMs: number): boolean;
-  /** The timers with a buffered occurrence (what the clock knows at its start: TimerFiring.recover). */
+  releaseBuffered(timerId: string, nowMs: number): void;
+  /** The timers with a buffered occurrence (what the clock knows at the owner's start: TimerFiring.recover). */
   bufferingTimers(): string[];
 }
 
@@ -93,8 +94,8 @@ export function timerControlStatements(db: Db): TimerControlStatements {
     activeOf(timerId: string): ActiveOccurrences {
       return active.get(timerId) as ActiveOccurrences;
     },
-    releaseBuffered(timerId: string, nowMs: number): boolean {
-      return release.run(nowMs, nowMs, timerId, timerId).changes > 0;
+    releaseBuffered(timerId: string, nowMs: number): void {
+      defer(release, nowMs, nowMs, timerId, timerId);
     },
     bufferingTimers(): string[] {
       return buffering.all() as string[];

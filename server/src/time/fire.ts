@@ -129,15 +129,13 @@ export class TimerFiring {
   private readonly listeners: ((outcome: OccurrenceOutcome) => void)[] = [];
   private stopped = false;
   /**
-   * The timers that may have a buffered occurrence ("buffer one"), each with the mark of the last
-   * claim that buffered one: those the store held when first asked, and those a claim of this
-   * owner buffered since (no other writer makes one). An occurrence's end releases a buffered one
-   * only for these (any other has none: no statement, no round trip); a release committed forgets
-   * its timer unless a claim buffered another since. Undefined until first needed.
+   * The timers that may have a buffered occurrence ("buffer one"): those the store held when the
+   * owner started (a standby that took over reads them then), and those a claim of this owner
+   * buffered since (no other writer makes one). An occurrence's end releases a buffered one only
+   * for these (any other has none: no statement); the release answers nothing, so a timer is
+   * forgotten only when a claim of it finds none buffered, then or after its own writes.
    */
-  private buffering: Map<string, number> | undefined;
-  /** The mark of the last claim that buffered an occurrence. */
-  private bufferedMark = 0;
+  private buffering: Set<string> | undefined;
 
   constructor(private readonly deps: FiringDeps) {}
 
@@ -171,6 +169,7 @@ export class TimerFiring {
 
   /** Calls again every occurrence left `pending` by an owner that stopped or crashed (at start); those in `retry_wait` wait for the clock. */
   recover(): number {
+    this.buffered();
     const pending = this.deps.occurrences.pending();
     for (const occurrence of pending) void this.call(occurrence, occurrence.attempts === 0 ? occurrence.dueMs : (occurrence.nextAttemptMs ?? undefined)); // a try claimed ahead keeps its moment
     return pending.length;
@@ -224,11 +223,13 @@ export class TimerFiring {
       moves = [];
     };
     // A timer with a cancel_on is claimed at its moment, not ahead (time/cancel-on.ts): an event cancelling it races the moment, not the lookahead.
-    for (const { timer, claimedBefore } of ahead?.timers() ?? timers.due(horizon, claimChunk, tx.now).map((timer) => ({ timer, claimedBefore: undefined }))) {
+    for (const { timer, claimedBefore, active } of ahead?.timers() ??
+      timers.due(horizon, claimChunk, tx.now).map((timer) => ({ timer, claimedBefore: undefined, active: undefined }))) {
       const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, timer.cancelOn?.length ? tx.now : horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
-      if ((timer.policy?.overlap ?? "allow") === "allow") {
-        // Read ahead with whether its next due moment was claimed before: that moment alone is owed, its occurrence written without an answer.
-        const known = claimedBefore !== undefined && owed.length === 1 && owed[0] === timer.nextDueMs;
+      // Read ahead with whether its next due moment was claimed before: that moment alone is owed, its occurrence written without an answer.
+      const known = claimedBefore !== undefined && owed.length === 1 && owed[0] === timer.nextDueMs;
+      const overlap = timer.policy?.overlap ?? "allow";
+      if (overlap === "allow") {
         for (const dueMs of known && claimedBefore ? [] : owed) {
           const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
           const { status, reason: why } = claimDecision(timer, latenessMs, noneActive); // lateness only: no query when overlap is allowed
@@ -241,19 +242,26 @@ export class TimerFiring {
       write(); // what an earlier timer owes is written first: the log keeps the timers' order
       let called = 0;
       let deferredDueMs: number | null = null;
-      for (const dueMs of owed) {
+      // Its occurrences that have not ended: read ahead (PostgreSQL) or here, once; then counted on as its moments are written.
+      const ongoing = { ...(active ?? this.deps.control.activeOf(timer.id)) };
+      for (const dueMs of known && claimedBefore ? [] : owed) {
         const latenessMs = tx.now - dueMs;
-        const { status, reason: why } = claimDecision(timer, latenessMs, this.deps.control.activeOf(timer.id)); // lateness, overlap
+        const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness, overlap
         if (status === "skipped" && latenessMs < 0) {
           deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
           break;
         }
         const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
-        if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
-        if (status === "buffered") this.buffered().set(timer.id, ++this.bufferedMark);
+        if (known) occurrences.insertKnownNew([occurrence], tx.now);
+        else if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+        if (status === "pending") ongoing.running++;
+        else if (status === "buffered") ongoing.buffered++;
         this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
         if (!why) called++;
       }
+      // What this claim knows of the timer's buffered occurrence is what an end goes by (see buffering).
+      if (ongoing.buffered > 0) this.buffered().add(timer.id);
+      else this.buffering?.delete(timer.id);
       if (deferredDueMs !== timer.nextDueMs || called > 0) timers.advance(timer.id, deferredDueMs ?? nextDueMs, called, tx.now);
     }
     write();
@@ -267,25 +275,21 @@ export class TimerFiring {
     return { claimed, skipped };
   }
 
-  /** {@link buffering}, read from the store the first time. */
-  private buffered(): Map<string, number> {
-    this.buffering ??= new Map(this.deps.control.bufferingTimers().map((id) => [id, 0]));
+  /** {@link buffering}, read from the store the first time (at the owner's start: {@link recover}). */
+  private buffered(): Set<string> {
+    this.buffering ??= new Set(this.deps.control.bufferingTimers());
     return this.buffering;
   }
 
   /**
    * In an end's unit: releases timer `timerId`'s buffered occurrence when it may have one (see
-   * {@link buffering}); what to tell {@link released} once the unit committed, or null when
-   * nothing was released.
+   * {@link buffering}), answering nothing (deferred on PostgreSQL); true when it may have
+   * released one (the clock is told of the commit time, when a released one is due).
    */
-  private release(tx: Tx, timerId: string): { timerId: string; mark: number } | null {
-    const mark = this.buffered().get(timerId);
-    return mark !== undefined && this.deps.control.releaseBuffered(timerId, tx.now) ? { timerId, mark } : null;
-  }
-
-  /** A release committed: its timer has no buffered occurrence left (at most one is held) unless a claim buffered one since. */
-  private released(release: { timerId: string; mark: number }): void {
-    if (this.buffering?.get(release.timerId) === release.mark) this.buffering.delete(release.timerId);
+  private release(tx: Tx, timerId: string): boolean {
+    if (!this.buffered().has(timerId)) return false;
+    this.deps.control.releaseBuffered(timerId, tx.now);
+    return true;
   }
 
   /** The occurrence of `timer` due at `dueMs`, as a claim writes it. */
@@ -374,8 +378,8 @@ export class TimerFiring {
       const next = retryInMs === undefined ? { status: ended, nextAttemptMs: null } : { status: "retry_wait" as const, nextAttemptMs: tx.now + retryInMs };
       this.deps.occurrences.finish(occurrence.id, next.status, latenessMs, why, next.nextAttemptMs, tx.now);
       if (next.status === "failed") tx.append(failedEvent(occurrence, attempt, why));
-      const released = next.status !== "retry_wait" && mayBuffer ? this.release(tx, occurrence.timerId) : null;
-      return { ...next, armAtMs: released ? tx.now : next.nextAttemptMs, released };
+      const released = next.status !== "retry_wait" && mayBuffer && this.release(tx, occurrence.timerId);
+      return { ...next, armAtMs: released ? tx.now : next.nextAttemptMs };
     };
     let endedWithCall: ReturnType<typeof finish> | null = null;
     const span = tracing.on ? this.occurrenceSpan(occurrence) : undefined;
@@ -414,8 +418,6 @@ export class TimerFiring {
       }
       status = "failed";
       error = ChronologError.from(e).message;
-      // An end recorded with the call whose answer is not the action's failure may not have committed: its timer stays known to buffer.
-      if (endedWithCall && ChronologError.from(e).kind !== "action_failed") endedWithCall = { ...(endedWithCall as ReturnType<typeof finish>), released: null };
     }
     if (this.stopped) return; // the store is closing: pending, answered from the log at the next start
     let end: ReturnType<typeof finish>;
@@ -429,7 +431,6 @@ export class TimerFiring {
       const retry = end.nextAttemptMs === null ? "no tries left: failed" : `tried again at ${new Date(end.nextAttemptMs).toISOString()}`;
       logger.warn({ timer: occurrence.timerId, occurrence: occurrence.id, action: occurrence.action, attempt, error }, `a timer's call failed; ${retry}`);
     }
-    if (end.released) this.released(end.released);
     if (end.armAtMs !== null) this.deps.changed(end.armAtMs);
     this.publish({ occurrence, status: end.status, latenessMs, error, attempt, nextAttemptMs: end.nextAttemptMs });
   }
@@ -438,7 +439,6 @@ export class TimerFiring {
   private async skip(occurrence: OccurrenceRecord, latenessMs: number, why: string): Promise<void> {
     if (this.stopped) return;
     let releasedAt: number | null = null;
-    let released: { timerId: string; mark: number } | null = null;
     try {
       const skipped = await this.deps.committer.submit((tx) => {
         if (!this.deps.occurrences.skip(occurrence.id, latenessMs, why, tx.now)) return false;
@@ -449,11 +449,9 @@ export class TimerFiring {
           occurrence.id,
           `no result recorded before the owner stopped (the executor may or may not have run it); not run again: ${why}`,
         );
-        released = this.release(tx, occurrence.timerId);
-        if (released) releasedAt = tx.now; // as an end in call()
+        if (this.release(tx, occurrence.timerId)) releasedAt = tx.now; // as an end in call()
         return true;
       });
-      if (released) this.released(released);
       if (releasedAt !== null) this.deps.changed(releasedAt);
       if (skipped) this.publish({ occurrence, status: "skipped", latenessMs, error: why, attempt: 0, nextAttemptMs: null });
     } catch (e) {
