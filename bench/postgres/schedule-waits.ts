@@ -59,41 +59,11 @@ export const scheduleActions = {
 type Load = (url: string, label: string, inFlight: number, call: (caller: number, round: number) => Promise<boolean | null>) => Promise<void>;
 
 /** Runs the schedules' cases against the owner at `url` serving `plugin` (its actions {@link scheduleActions}). */
-export async function scheduleCases(url: string, client: ChronologClient, plugin: PluginDefinition, load: Load): Promise<void> {
+export async function scheduleCases(url: string, client: ChronologClient, plugin: PluginDefinition, load: Load, intervalsOnly = false): Promise<void> {
   const executor = runExecutor({ url, plugins: [plugin], credits: 256, onError: () => undefined, onLog: () => undefined });
   await executor.ready;
   try {
-    for (const inFlight of [64, 1])
-      await load(url, "an action call failing, then called again (its second attempt)", inFlight, async (caller, round) => {
-        const callId = `flaky-${inFlight}-${caller}-${round >> 1}`;
-        try {
-          await client.call("pgwaits.flaky", { caller }, { callId });
-          return true;
-        } catch {
-          return round % 2 === 0; // the first attempt fails as it should
-        }
-      });
-    for (const inFlight of [64, 1]) {
-      // Pending delays, each cancelled by the action.completed of a call of its own; caller c makes calls c, c + inFlight, ...
-      const count = inFlight === 1 ? Math.min(matching, 2_000) : matching;
-      const now = Date.now();
-      for (let from = 0; from < count; from += 500)
-        await client.delayBatch(
-          Array.from({ length: Math.min(500, count - from) }, (_, i) => ({
-            action: "pgwaits.tick",
-            input: { call: `paying-${inFlight}-${from + i}` },
-            when: { at: now + 3_600_000 },
-            overdue: "unbounded" as const,
-            cancelOn: [{ type: "action.completed", match: { "data.call_id": "input.call" } }],
-          })),
-        );
-      await load(url, "an action call whose action.completed cancels a delay", inFlight, async (caller, round) => {
-        const k = caller + round * inFlight;
-        if (k >= count) return null;
-        await client.call("pgwaits.tick", {}, { callId: `paying-${inFlight}-${k}` });
-        return true;
-      });
-    }
+    if (!intervalsOnly) await callCases(url, client, load);
     await intervals(url, client, schedules, "pgwaits.tick");
     await intervals(url, client, schedules, "pgwaits.tick", "skip");
     await intervals(url, client, schedules, "pgwaits.tick", "bufferOne");
@@ -126,4 +96,39 @@ async function intervals(url: string, client: ChronologClient, count: number, ac
       `${Math.round(made / elapsed)} calls/s made; loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)`,
   );
   for (let from = 0; from < count; from += 64) await Promise.all(ids.slice(from, from + 64).map((id) => client.unschedule(id)));
+}
+
+/** The action calls' cases: a call failing, then called again; a call whose action.completed cancels a delay. */
+async function callCases(url: string, client: ChronologClient, load: Load): Promise<void> {
+  for (const inFlight of [64, 1])
+    await load(url, "an action call failing, then called again (its second attempt)", inFlight, async (caller, round) => {
+      const callId = `flaky-${inFlight}-${caller}-${round >> 1}`;
+      try {
+        await client.call("pgwaits.flaky", { caller }, { callId });
+        return true;
+      } catch {
+        return round % 2 === 0; // the first attempt fails as it should
+      }
+    });
+  for (const inFlight of [64, 1]) {
+    // Pending delays, each cancelled by the action.completed of a call of its own; caller c makes calls c, c + inFlight, ...
+    const count = inFlight === 1 ? Math.min(matching, 2_000) : matching;
+    const now = Date.now();
+    for (let from = 0; from < count; from += 500)
+      await client.delayBatch(
+        Array.from({ length: Math.min(500, count - from) }, (_, i) => ({
+          action: "pgwaits.tick",
+          input: { call: `paying-${inFlight}-${from + i}` },
+          when: { at: now + 3_600_000 },
+          overdue: "unbounded" as const,
+          cancelOn: [{ type: "action.completed", match: { "data.call_id": "input.call" } }],
+        })),
+      );
+    await load(url, "an action call whose action.completed cancels a delay", inFlight, async (caller, round) => {
+      const k = caller + round * inFlight;
+      if (k >= count) return null;
+      await client.call("pgwaits.tick", {}, { callId: `paying-${inFlight}-${k}` });
+      return true;
+    });
+  }
 }

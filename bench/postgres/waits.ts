@@ -16,7 +16,8 @@
 //   - interval schedules calling a quick action, and action calls tried a second time (schedule-waits.ts);
 //   - the processors' cases of processor-waits.ts (a hot key's backlog, RedeliverFailed,
 //     ListProcessors, MoveCursor by time).
-// BENCH_ONLY=emits,controls,schedules,processors (any of them) runs those groups alone.
+// BENCH_ONLY=emits,controls,schedules,processors (any of them) runs those groups alone;
+// BENCH_ONLY=intervals the interval schedules' cases of the group schedules alone.
 // calls/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
 // waited for over the workload (chronolog_store_waits_total, chronolog_store_wait_seconds_total).
 import os from "node:os";
@@ -185,7 +186,7 @@ try {
   const runs = (group: string) => only === undefined || only.includes(group);
   if (runs("emits")) await emitCases(owner.url, client);
   if (runs("controls")) await controlCases(owner.url, client, plugin, load);
-  if (runs("schedules")) await scheduleCases(owner.url, client, plugin, load);
+  if (runs("schedules") || runs("intervals")) await scheduleCases(owner.url, client, plugin, load, !runs("schedules"));
   if (runs("processors")) await processorCases(owner.url, client, plugin);
 } finally {
   await stopOwner(owner);
