@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { ManualClock } from "../server/src/clock.js";
 import { createClient } from "../sdk/ts/src/client.js";
-import { runExecutor, type ActionContext } from "../sdk/ts/src/executor.js";
+import { runExecutor, TerminalError, type ActionContext } from "../sdk/ts/src/executor.js";
 import { definePlugin } from "../sdk/ts/src/plugin.js";
 import { onPostgres, ownerRows, startTestOwner, tempDir } from "./helpers/owner.js";
 import { MIN, T0, cleanUpAfterEach, harness, jobsPlugin, occurrences } from "./helpers/schedule-harness.js";
@@ -185,6 +185,61 @@ describe("the round trips of overlap policies' claims and ends on PostgreSQL", (
       made.filter((due) => due === T0 + 3 * MIN),
       "each buffered occurrence made once",
     ).toHaveLength(10);
+  });
+});
+
+describe("the round trips of timer.failed on PostgreSQL", () => {
+  it.runIf(onPostgres)("a timer.failed that a cancel_on names waits for none: 20 schedules failing for good, each cancelling a delay that watches it", async () => {
+    const clock = new ManualClock(T0);
+    const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
+    const plugin = definePlugin({
+      name: "doomed",
+      actions: {
+        run: {
+          allow: ["*"],
+          run() {
+            throw new TerminalError("fails for good");
+          },
+        },
+        watch: { allow: ["*"], run: () => ({}) },
+      },
+    });
+    const executor = runExecutor({ url: owner.url, plugins: [plugin], credits: 32, maxBackoffMs: 200, onError: () => {} });
+    try {
+      await executor.ready;
+      const client = createClient({ url: owner.url });
+      const h = { owner };
+      const ids = Array.from({ length: 20 }, (_, k) => `doomed-${k}`);
+      for (const id of ids) await client.schedule("doomed.run", { id }, { everyMs: 60 * MIN }, { timerId: id });
+      /** A pending delay for each schedule, cancelled by its next timer.failed. */
+      const watch = () =>
+        client.delayBatch(
+          ids.map((id) => ({
+            action: "doomed.watch",
+            input: { timer: id },
+            when: { at: T0 + 600 * MIN },
+            overdue: "unbounded" as const,
+            cancelOn: [{ type: "timer.failed", match: { "data.timer_id": "input.timer" } }],
+          })),
+        );
+      const failed = async () => Number((await ownerRows(h, "SELECT count(*) AS n FROM timer_occurrences WHERE status = 'failed'"))[0].n);
+      const delays = async () => Number((await ownerRows(h, "SELECT count(*) AS n FROM timers WHERE kind = 'delay'"))[0].n);
+      await watch();
+      clock.advance(60 * MIN); // the first moment: the statements are prepared
+      await until(async () => (await failed()) === 20 && (await delays()) === 0, "20 failed for good, their delays cancelled");
+      await watch();
+      const before = await waits(owner.url);
+      clock.advance(60 * MIN);
+      await until(async () => (await failed()) === 40 && (await delays()) === 0, "20 more failed, the new delays cancelled");
+      // One or two each (20-40) before: the timers waiting on the event's key, read in the unit.
+      expect(await waits(owner.url), "waits for 20 calls failing for good").toBeLessThan(before + 10);
+      const unscheduled = [];
+      for await (const e of client.read({ types: ["timer.unscheduled"] })) unscheduled.push(e);
+      expect(unscheduled).toHaveLength(40);
+    } finally {
+      await executor.stop(100);
+      await owner.close();
+    }
   });
 });
 

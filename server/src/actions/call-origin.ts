@@ -37,12 +37,12 @@ export function underCause(entry: ActionEntry, req: CallRequest, principal: Prin
 /** A call made by time: the occurrence id and the timer's actor, from the owner's clock only. Starts or continues a chain. */
 export function fromTime(req: CallRequest, scheduled: ScheduledCall, principal: Principal) {
   if (principal !== systemPrincipal) fail("permission_denied", "only the owner's clock makes scheduled calls");
-  const { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd } = scheduled;
+  const { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd, endAppends } = scheduled;
   return {
     callId: req.callId,
     actor: scheduled.actor,
     parentCause: "",
-    scheduled: { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd },
+    scheduled: { timerId, dueMs, sendAtMs, latestStartMs, onStarted, onEnd, endAppends },
     chainDepth: scheduled.chainDepth ?? 0,
     chainStart: true,
   };

@@ -2,6 +2,7 @@ import type { ExecutorSession } from "../executors/session.js";
 import type { CauseRef } from "../log/causes.js";
 import type { Tx } from "../store/committer.js";
 import type { ActorRecord } from "../store/events.js";
+import type { AppendAhead } from "../store/read-ahead.js";
 
 // What a call of an action is made with and answered with: the request as parsed, what time
 // and pulses tell the calls they make, and the call's answer.
@@ -98,6 +99,11 @@ export interface ScheduledCall {
    * the log, joined another run, no host, owner stopping).
    */
   onEnd?: (tx: Tx, end: AttemptOutcome) => void;
+  /**
+   * The events `onEnd` may append for a run that ended `ok` or not, as far as known (Committer.submit's
+   * `appends`: what a `cancel_on` names is read ahead for them); none when absent.
+   */
+  endAppends?: (ok: boolean) => AppendAhead[];
 }
 
 /** A call's answer. */

@@ -386,6 +386,12 @@ export class ActionCalls {
     let cause = "";
     /** The events a unit of the call says it will append, where something is read ahead for them (a `cancel_on` may name their type). */
     const appends = (...end: Parameters<typeof callAppends>) => (committer.readsAheadOfAppends ? callAppends(...end) : undefined);
+    /** The same for a unit that records the run's end, with what time appends in it (`scheduled.endAppends`). */
+    const endAppends = (...end: Parameters<typeof callAppends>) => {
+      const more = committer.readsAheadOfAppends ? call.scheduled?.endAppends?.("ok" in end[2] && end[2].ok) : undefined;
+      const own = appends(...end);
+      return more?.length ? [...(own ?? []), ...more] : own;
+    };
     for (;;) {
       const invocationId = `${call.callId}#${run.attempt}`;
       let session: ExecutorSession;
@@ -448,7 +454,7 @@ export class ActionCalls {
           await committer.submit(
             (tx) =>
               recordCompleted(tx, calls, call, run.attempt, end.output, cause, true) && call.scheduled?.onEnd?.(tx, { ok: true, error: "", terminal: false }),
-            { deferrable: call.scheduled !== undefined, appends: appends(call, run.attempt, { ok: true, output: end.output }) },
+            { deferrable: call.scheduled !== undefined, appends: endAppends(call, run.attempt, { ok: true, output: end.output }) },
           );
           return end.output;
         case "error":
@@ -462,7 +468,7 @@ export class ActionCalls {
             (tx) =>
               recordFailed(tx, calls, call, run.attempt, end.error, cause, true) &&
               call.scheduled?.onEnd?.(tx, { ok: false, error: error.message, terminal: end.kind === "error" && end.terminal }),
-            { deferrable: call.scheduled !== undefined, appends: appends(call, run.attempt, { ok: false, error: end.error }) },
+            { deferrable: call.scheduled !== undefined, appends: endAppends(call, run.attempt, { ok: false, error: end.error }) },
           );
           throw error;
         }

@@ -41,7 +41,7 @@ export interface CallIdentity {
   actor: ActorRecord | null;
   /** Id of the event the call was made under, "" from outside. */
   parentCause: string;
-  /** Set when time made the call: sent with every attempt as Invocation.scheduled; `onEnd` as in ScheduledCall. */
+  /** Set when time made the call: sent with every attempt as Invocation.scheduled; `onEnd` and `endAppends` as in ScheduledCall. */
   scheduled?: {
     timerId: string;
     dueMs: number;
@@ -49,6 +49,7 @@ export interface CallIdentity {
     latestStartMs?: number;
     onStarted?: (startedAtMs: number, writtenAtMs: number) => void;
     onEnd?: (tx: Tx, end: AttemptOutcome) => void;
+    endAppends?: (ok: boolean) => AppendAhead[];
   };
   /** Set when a pulse made the call: sent with every attempt as Invocation.pulse. */
   pulse?: { pulse: string; interval: number; dueMs: number };

@@ -402,6 +402,7 @@ export class TimerFiring {
               fresh,
               onStarted,
               onEnd: (tx, end) => void (endedWithCall = finish(tx, end.ok ? "completed" : "failed", end.error, end.terminal)),
+              endAppends: (ok) => (ok ? [] : [failedEvent(occurrence, attempt, "")]), // a failure may be for good (a TerminalError, say)
             },
           },
           systemPrincipal,
@@ -422,7 +423,9 @@ export class TimerFiring {
     if (this.stopped) return; // the store is closing: pending, answered from the log at the next start
     let end: ReturnType<typeof finish>;
     try {
-      end = endedWithCall ?? (await committer.submit((tx) => finish(tx, status, error)));
+      // A failure with no try left appends timer.failed: said, so what a cancel_on names is read ahead for it.
+      const failsForGood = status === "failed" && occurrence.retryDelaysMs[attempt - 1] === undefined;
+      end = endedWithCall ?? (await committer.submit((tx) => finish(tx, status, error), failsForGood ? { appends: [failedEvent(occurrence, attempt, error)] } : {}));
     } catch (e) {
       logger.error({ err: e, occurrence: occurrence.id }, "recording an occurrence's end failed");
       return;
