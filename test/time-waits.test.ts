@@ -189,58 +189,98 @@ describe("the round trips of overlap policies' claims and ends on PostgreSQL", (
 });
 
 describe("the round trips of timer.failed on PostgreSQL", () => {
-  it.runIf(onPostgres)("a timer.failed that a cancel_on names waits for none: 20 schedules failing for good, each cancelling a delay that watches it", async () => {
-    const clock = new ManualClock(T0);
-    const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
-    const plugin = definePlugin({
-      name: "doomed",
-      actions: {
-        run: {
-          allow: ["*"],
-          run() {
-            throw new TerminalError("fails for good");
+  it.runIf(onPostgres)(
+    "a timer.failed that a cancel_on names waits for none: 20 schedules failing for good, each cancelling a delay that watches it",
+    async () => {
+      const clock = new ManualClock(T0);
+      const owner = await startTestOwner({ clock, timers: clock, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
+      const plugin = definePlugin({
+        name: "doomed",
+        actions: {
+          run: {
+            allow: ["*"],
+            run() {
+              throw new TerminalError("fails for good");
+            },
           },
+          watch: { allow: ["*"], run: () => ({}) },
         },
-        watch: { allow: ["*"], run: () => ({}) },
-      },
-    });
-    const executor = runExecutor({ url: owner.url, plugins: [plugin], credits: 32, maxBackoffMs: 200, onError: () => {} });
-    try {
-      await executor.ready;
-      const client = createClient({ url: owner.url });
-      const h = { owner };
-      const ids = Array.from({ length: 20 }, (_, k) => `doomed-${k}`);
-      for (const id of ids) await client.schedule("doomed.run", { id }, { everyMs: 60 * MIN }, { timerId: id });
-      /** A pending delay for each schedule, cancelled by its next timer.failed. */
-      const watch = () =>
-        client.delayBatch(
-          ids.map((id) => ({
-            action: "doomed.watch",
-            input: { timer: id },
-            when: { at: T0 + 600 * MIN },
-            overdue: "unbounded" as const,
-            cancelOn: [{ type: "timer.failed", match: { "data.timer_id": "input.timer" } }],
-          })),
-        );
-      const failed = async () => Number((await ownerRows(h, "SELECT count(*) AS n FROM timer_occurrences WHERE status = 'failed'"))[0].n);
-      const delays = async () => Number((await ownerRows(h, "SELECT count(*) AS n FROM timers WHERE kind = 'delay'"))[0].n);
-      await watch();
-      clock.advance(60 * MIN); // the first moment: the statements are prepared
-      await until(async () => (await failed()) === 20 && (await delays()) === 0, "20 failed for good, their delays cancelled");
-      await watch();
-      const before = await waits(owner.url);
-      clock.advance(60 * MIN);
-      await until(async () => (await failed()) === 40 && (await delays()) === 0, "20 more failed, the new delays cancelled");
-      // One or two each (20-40) before: the timers waiting on the event's key, read in the unit.
-      expect(await waits(owner.url), "waits for 20 calls failing for good").toBeLessThan(before + 10);
-      const unscheduled = [];
-      for await (const e of client.read({ types: ["timer.unscheduled"] })) unscheduled.push(e);
-      expect(unscheduled).toHaveLength(40);
-    } finally {
-      await executor.stop(100);
-      await owner.close();
-    }
-  });
+      });
+      const executor = runExecutor({ url: owner.url, plugins: [plugin], credits: 32, maxBackoffMs: 200, onError: () => {} });
+      try {
+        await executor.ready;
+        const client = createClient({ url: owner.url });
+        const h = { owner };
+        const ids = Array.from({ length: 20 }, (_, k) => `doomed-${k}`);
+        for (const id of ids) await client.schedule("doomed.run", { id }, { everyMs: 60 * MIN }, { timerId: id });
+        /** A pending delay for each schedule, cancelled by its next timer.failed. */
+        const watch = () =>
+          client.delayBatch(
+            ids.map((id) => ({
+              action: "doomed.watch",
+              input: { timer: id },
+              when: { at: T0 + 600 * MIN },
+              overdue: "unbounded" as const,
+              cancelOn: [{ type: "timer.failed", match: { "data.timer_id": "input.timer" } }],
+            })),
+          );
+        const failed = async () => Number((await ownerRows(h, "SELECT count(*) AS n FROM timer_occurrences WHERE status = 'failed'"))[0].n);
+        const delays = async () => Number((await ownerRows(h, "SELECT count(*) AS n FROM timers WHERE kind = 'delay'"))[0].n);
+        await watch();
+        clock.advance(60 * MIN); // the first moment: the statements are prepared
+        await until(async () => (await failed()) === 20 && (await delays()) === 0, "20 failed for good, their delays cancelled");
+        await watch();
+        const before = await waits(owner.url);
+        clock.advance(60 * MIN);
+        await until(async () => (await failed()) === 40 && (await delays()) === 0, "20 more failed, the new delays cancelled");
+        // One or two each (20-40) before: the timers waiting on the event's key, read in the unit.
+        expect(await waits(owner.url), "waits for 20 calls failing for good").toBeLessThan(before + 10);
+        const unscheduled = [];
+        for await (const e of client.read({ types: ["timer.unscheduled"] })) unscheduled.push(e);
+        expect(unscheduled).toHaveLength(40);
+      } finally {
+        await executor.stop(100);
+        await owner.close();
+      }
+    },
+  );
+});
+
+describe("the round trips of BackfillTimer on PostgreSQL", () => {
+  it.runIf(onPostgres)(
+    "a backfill waits for none, answering which moments it made: 20 hourly schedules, each backfilled twice over ranges that overlap",
+    async () => {
+      const clock = new ManualClock(T0);
+      const h = await harness(clock);
+      const HOUR = 60 * MIN;
+      const ids = Array.from({ length: 21 }, (_, k) => `hourly-${k}`);
+      for (const id of ids) await h.client.schedule("jobs.run", { id }, { everyMs: HOUR }, { timerId: id });
+      clock.advance(5 * HOUR); // each claims its latest moment (T0 + 5 h) only
+      await until(() => h.calls.length === 21, "the latest moments called");
+      await h.client.backfillTimer(ids[20], T0 + 1, T0 + 5 * HOUR); // the statements are prepared
+      const before = await waits(h.owner.url);
+      const answers = [];
+      for (const id of ids.slice(0, 20)) {
+        answers.push(await h.client.backfillTimer(id, T0 + 1, T0 + 4 * HOUR));
+        answers.push(await h.client.backfillTimer(id, T0 + 3 * HOUR, T0 + 5 * HOUR + 1));
+      }
+      // One each (40) before: the occurrences written answering which were new.
+      expect(await waits(h.owner.url), "waits for 40 backfills").toBeLessThan(before + 10);
+      const shown = (made: Awaited<ReturnType<typeof h.client.backfillTimer>>) =>
+        made.map((o) => `${(o.due.getTime() - T0) / HOUR}${o.existing ? " existing" : ""}`);
+      expect(shown(answers[0])).toEqual(["1", "2", "3"]);
+      expect(shown(answers[1])).toEqual(["3 existing", "4", "5 existing"]);
+      expect(new Set(answers.map((a) => shown(a).join()))).toEqual(new Set(["1,2,3", "3 existing,4,5 existing"]));
+      await until(() => h.calls.length === 21 + 4 + 20 * 4, "each backfilled moment called once");
+      expect((await occurrences(h, ids[0])).map((o) => [(Number(o.due_ms) - T0) / HOUR, o.origin, o.status])).toEqual([
+        [1, "backfill", "completed"],
+        [2, "backfill", "completed"],
+        [3, "backfill", "completed"],
+        [4, "backfill", "completed"],
+        [5, "schedule", "completed"],
+      ]);
+    },
+  );
 });
 
 describe("overlap policies across a takeover", () => {

@@ -25,7 +25,7 @@ export interface CommitInfo {
 export interface SubmitOptions {
   deferrable?: boolean;
   lookups?: string[];
-  readAhead?: ReadAheadKeys;
+  readAhead?: ReadAheadKeys | ReadAheadKeys[];
   appends?: AppendAhead[];
   pure?: boolean;
   first?: boolean;
@@ -86,7 +86,7 @@ interface Pending {
   /** Event ids the unit looks up ({@link Committer.submit}'s `lookups`). */
   lookups: string[] | undefined;
   /** Keys of other tables it looks up ({@link Committer.submit}'s `readAhead`). */
-  readAhead: ReadAheadKeys | undefined;
+  readAhead: ReadAheadKeys | ReadAheadKeys[] | undefined;
   /** Events it will append ({@link Committer.submit}'s `appends`). */
   appends: AppendAhead[] | undefined;
   /** The unit does nothing outside its transaction: it may be run again ({@link Committer.submit}'s `pure`). */
@@ -214,7 +214,8 @@ export class Committer {
    * a unit that is not deferrable brings the batch forward again. `lookups`: event ids the unit
    * looks up (`tx.events.findById`), read for the whole batch in one statement where each lookup
    * would be a round trip (EventStatements.prefetch); `readAhead`: the same for the keys it looks
-   * up in other tables (the timers of delays with client ids, the streams emits append to);
+   * up in other tables (the timers of delays with client ids, the streams emits append to), of
+   * one table or several;
    * `appends`: the events it will append, as far as known ({@link readAheadOfAppends}). `pure`: the unit does nothing but through
    * its transaction (no state of its own changes), so it may run again: a batch of pure units
    * takes the ids it looks up to be new without reading them, and runs again, reading them, in the

@@ -1,5 +1,6 @@
 import type { Overdue } from "./timer-records.js";
 import { defer, dialectOf, prepareMerged, sqlFor, type Db, type SqlStatement } from "./sql.js";
+import type { BatchRead, ReadAhead } from "./read-ahead.js";
 import { limitedStatement } from "./limited.js";
 import type { ActorRecord } from "./events.js";
 import { overdueFromJson, overdueToJson } from "./timer-json.js";
@@ -137,7 +138,7 @@ function occurrenceValues(o: NewOccurrence, nowMs: number): unknown[] {
  * writes events. Times are ms since the epoch, UTC, passed in. Each change of state names the state
  * it leaves and changes nothing when the occurrence is not in it (or missing).
  */
-export interface OccurrenceStatements {
+export interface OccurrenceStatements extends ReadAhead {
   /**
    * Records a claimed occurrence (`pending`, or `skipped` with `latenessMs` and the reason in
    * `error`), or a triggered or backfilled one (`retry_wait` until `nextAttemptMs`), attempts 0.
@@ -174,6 +175,12 @@ export interface OccurrenceStatements {
   skip(id: string, latenessMs: number, reason: string, nowMs: number): boolean;
   /** Occurrences claimed whose call has not ended (an owner stopped or crashed meanwhile), by due moment. */
   pending(): OccurrenceRecord[];
+  /**
+   * Whether occurrences `ids` exist, as read ahead of the running batch by id (PostgreSQL: its
+   * {@link ReadAhead.batchRead}, kept for the batch, each insert in it remembered): the ids that
+   * exist; undefined when one of them was not read ahead (SQLite, or forgotten: ask by writing).
+   */
+  knownExisting(ids: string[]): Set<string> | undefined;
 }
 
 /** The timer_occurrences table's statements on `db`. */
@@ -219,9 +226,43 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
     "SELECT * FROM timer_occurrences WHERE status = 'retry_wait' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?",
   );
   const resume = db.prepare("UPDATE timer_occurrences SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'retry_wait'");
+  // PostgreSQL: the occurrence ids the running batch read ahead (whether each existed); each insert below remembers the ids it wrote.
+  const kept = db.readAhead ? db.readForBatch?.("timer_occurrences") : undefined;
+  const made = (id: string) => {
+    if (kept?.recalled(id) === null) kept.remember(id, true);
+  };
+  const byIds = "SELECT id FROM timer_occurrences WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
   return {
+    batchRead(ids: string[]): BatchRead | undefined {
+      if (!kept) return undefined;
+      return {
+        sql: byIds,
+        params: [JSON.stringify([...new Set(ids)])],
+        take(rows) {
+          const found = new Set((rows as { id: string }[]).map((r) => r.id));
+          for (const id of ids) kept.remember(id, found.has(id) ? true : null);
+        },
+      };
+    },
+    prefetch(ids: string[]): Promise<void> | undefined {
+      const read = kept && this.batchRead?.(ids);
+      const readAhead = db.readAhead?.bind(db);
+      return read && readAhead ? readAhead(read.sql, read.params).then(read.take) : undefined;
+    },
+    knownExisting(ids: string[]): Set<string> | undefined {
+      if (!kept) return undefined;
+      const existing = new Set<string>();
+      for (const id of ids) {
+        const recalled = kept.recalled(id);
+        if (recalled === undefined) return undefined;
+        if (recalled !== null) existing.add(id);
+      }
+      return existing;
+    },
     insert(o: NewOccurrence, nowMs: number): boolean {
-      return insert.run(...occurrenceValues(o, nowMs)).changes === 1;
+      if (insert.run(...occurrenceValues(o, nowMs)).changes !== 1) return false;
+      made(o.id);
+      return true;
     },
     insertMany(list: NewOccurrence[], nowMs: number): Set<string> {
       const written = new Set<string>();
@@ -232,7 +273,10 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
       for (let from = 0; from < list.length; from += insertManyRows) {
         const chunk = list.slice(from, from + insertManyRows);
         const statement = insertManyOf(chunk.length, true);
-        for (const id of statement.pluck().all(...chunk.flatMap((o) => occurrenceValues(o, nowMs))) as string[]) written.add(id);
+        for (const id of statement.pluck().all(...chunk.flatMap((o) => occurrenceValues(o, nowMs))) as string[]) {
+          written.add(id);
+          made(id);
+        }
       }
       return written;
     },
@@ -244,6 +288,7 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
       for (let from = 0; from < list.length; from += insertManyRows) {
         const chunk = list.slice(from, from + insertManyRows);
         defer(insertManyOf(chunk.length, false), ...chunk.flatMap((o) => occurrenceValues(o, nowMs)));
+        for (const o of chunk) made(o.id);
       }
     },
     finish(id: string, status: "completed" | "failed" | "retry_wait", latenessMs: number, error: string, nextAttemptMs: number | null, nowMs: number): void {

@@ -42,7 +42,7 @@ export type AppendsReadAhead = (events: AppendAhead[]) => ReadAheadKeys | undefi
 /** What one unit of a batch says it looks up (Committer.submit's options). */
 export interface UnitReads {
   lookups: string[] | undefined;
-  readAhead: ReadAheadKeys | undefined;
+  readAhead: ReadAheadKeys | ReadAheadKeys[] | undefined;
   appends: AppendAhead[] | undefined;
 }
 
@@ -69,7 +69,8 @@ export function readBatchAhead(
   const appends: AppendAhead[] = [];
   for (const unit of units) {
     if (unit.lookups) for (const id of unit.lookups) ids.push(id);
-    if (unit.readAhead) add(unit.readAhead);
+    if (Array.isArray(unit.readAhead)) unit.readAhead.forEach(add);
+    else if (unit.readAhead) add(unit.readAhead);
     if (unit.appends) for (const event of unit.appends) appends.push(event);
   }
   if (appends.length > 0)

@@ -2,6 +2,7 @@ import { defer, sqlFor, type Db } from "./sql.js";
 import type { PauseState } from "./timer-records.js";
 import { activeStatus, occurrenceStatements, type OccurrenceRecord } from "./occurrences.js";
 import { changeKept, keptTimerRows } from "./timers.js";
+import type { ReadAhead } from "./read-ahead.js";
 
 // What the timer controls keep beside the timers' own statements: a timer's pause state, the
 // occurrences TriggerTimer and BackfillTimer queue, and those the overlap policy counts and
@@ -38,9 +39,13 @@ export interface TimerControlStatements {
   /**
    * Records backfilled occurrences, each waiting for its first call at its own moment
    * (`retry_wait`, attempts 0, next try at its due moment); returns the ids of those it wrote,
-   * not of those that existed (made before): on PostgreSQL a statement per 256, one round trip each.
+   * not of those that existed (made before). On PostgreSQL, when their ids were read ahead of
+   * the batch ({@link occurrenceIds}), the new ones are written answering nothing (deferred);
+   * else a statement per 256, one round trip each.
    */
   queueBackfilled(occurrences: QueuedOccurrence[], nowMs: number): Set<string>;
+  /** Where occurrence ids are read ahead of a batch (Committer.submit's `readAhead`), for {@link queueBackfilled}. */
+  occurrenceIds: ReadAhead;
   /** The occurrences of timer `timerId` that have not ended (overlap); zeros for none. */
   activeOf(timerId: string): ActiveOccurrences;
   /**
@@ -85,11 +90,14 @@ export function timerControlStatements(db: Db): TimerControlStatements {
       occurrences.insertKnownNew([{ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs: nowMs, origin: "trigger" }], nowMs);
     },
     queueBackfilled(list: QueuedOccurrence[], nowMs: number): Set<string> {
-      return occurrences.insertMany(
-        list.map((o) => ({ ...o, status: "retry_wait", latenessMs: null, error: "", nextAttemptMs: o.dueMs, origin: "backfill" })),
-        nowMs,
-      );
+      const rows = list.map((o) => ({ ...o, status: "retry_wait" as const, latenessMs: null, error: "", nextAttemptMs: o.dueMs, origin: "backfill" as const }));
+      const existing = occurrences.knownExisting(rows.map((o) => o.id));
+      if (!existing) return occurrences.insertMany(rows, nowMs);
+      const fresh = rows.filter((o) => !existing.has(o.id));
+      occurrences.insertKnownNew(fresh, nowMs);
+      return new Set(fresh.map((o) => o.id));
     },
+    occurrenceIds: occurrences,
     // On the `timer_occurrences_active` index.
     activeOf(timerId: string): ActiveOccurrences {
       return active.get(timerId) as ActiveOccurrences;

@@ -42,8 +42,10 @@ export function retentionStatements(db: Db): RetentionStatements {
        ORDER BY t.updated_at LIMIT ?)`,
   );
   const kept = keptTimerRows(db);
+  const keptOccurrences = db.readAhead ? db.readForBatch?.("timer_occurrences") : undefined;
   return {
     deleteEndedOccurrences(beforeMs: number, limit: number): number {
+      keptOccurrences?.forgetAll(); // occurrences it cannot name: the batch asks again (OccurrenceStatements.knownExisting)
       return endedOccurrences.run(beforeMs, limit).changes;
     },
     deleteSpentTimers(beforeMs: number, limit: number): number {

@@ -425,7 +425,9 @@ export class TimerFiring {
     try {
       // A failure with no try left appends timer.failed: said, so what a cancel_on names is read ahead for it.
       const failsForGood = status === "failed" && occurrence.retryDelaysMs[attempt - 1] === undefined;
-      end = endedWithCall ?? (await committer.submit((tx) => finish(tx, status, error), failsForGood ? { appends: [failedEvent(occurrence, attempt, error)] } : {}));
+      end =
+        endedWithCall ??
+        (await committer.submit((tx) => finish(tx, status, error), failsForGood ? { appends: [failedEvent(occurrence, attempt, error)] } : {}));
     } catch (e) {
       logger.error({ err: e, occurrence: occurrence.id }, "recording an occurrence's end failed");
       return;

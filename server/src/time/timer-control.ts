@@ -7,7 +7,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer } from "../store/committer.js";
 import type { EventRecord } from "../store/events.js";
 import type { TimerControlStatements } from "../store/timer-control.js";
-import type { TimerStatements } from "../store/timers.js";
+import type { TimerRowReads, TimerStatements } from "../store/timers.js";
 import { occurrenceId, triggeredOccurrenceId } from "./occurrence-ids.js";
 import { backfillMoments, resumeDue } from "./owed.js";
 import { pastToleranceMs } from "./spec-checks.js";
@@ -26,6 +26,8 @@ export interface TimerControlDeps {
   registry: PluginRegistry;
   committer: Committer;
   timers: TimerStatements;
+  /** Timers read without blocking the event loop (a backfill's moments are known before its unit). */
+  reads: Pick<TimerRowReads, "get">;
   control: TimerControlStatements;
   clock: Clock;
   /** The owner's region: a declared schedule resumed runs here only when it is its region's. */
@@ -210,6 +212,8 @@ export class TimerControl {
     checkCauseRole(req.cause, principal, "backfill timers");
     const actor = this.access.actorOf(req.cause, principal);
     const eventId = req.cause ? changeEventId(req.cause, { op: "backfill", timer_id: req.timerId, start_ms: req.startMs, end_ms: req.endMs }) : null;
+    const ids = await this.backfilledIds(req);
+    const readAhead = timerReadAhead(this.deps.timers, req.timerId, eventId);
     const result = await this.deps.committer.submit(
       (tx) => {
         const prior = recorded(tx, eventId, "timer.backfilled");
@@ -258,11 +262,27 @@ export class TimerControl {
         }
         return { out, fresh: true };
       },
-      timerReadAhead(this.deps.timers, req.timerId, eventId),
+      ids.length > 0 ? { ...readAhead, readAhead: [readAhead.readAhead, { from: this.deps.control.occurrenceIds, keys: ids }] } : readAhead,
     );
     const first = result.fresh ? result.out.find((o) => !o.existing) : undefined;
     if (first) this.deps.changed(first.dueMs);
     return result.out;
+  }
+
+  /**
+   * The occurrence ids BackfillTimer `req` would make of its timer as stored now, to read ahead of
+   * its batch: the unit then writes the new ones answering nothing (unless the timer changed
+   * meanwhile: then it asks by writing). None for a timer that cannot be backfilled, or a range
+   * that cannot be: the unit says why, after the checks that come first.
+   */
+  private async backfilledIds(req: BackfillInput): Promise<string[]> {
+    const stored = await this.deps.reads.get(req.timerId);
+    if (!stored || stored.kind === "delay" || stored.spec.kind === "at") return [];
+    try {
+      return backfillMoments(stored, req.startMs, req.endMs).map((dueMs) => occurrenceId(stored.id, dueMs));
+    } catch {
+      return [];
+    }
   }
 
   /**
