@@ -30,6 +30,12 @@ export function claimDecision(
   return { status: "skipped", reason: `overlap policy buffer one: a previous occurrence is running and another is already buffered` };
 }
 
+/** `active` (a timer's occurrences that have not ended, as {@link claimDecision} takes them) with one more a claim wrote as `status`. */
+export function withClaimed(active: { running: number; buffered: number }, status: "pending" | "buffered" | "skipped"): { running: number; buffered: number } {
+  if (status === "pending") return { ...active, running: active.running + 1 };
+  return status === "buffered" ? { ...active, buffered: active.buffered + 1 } : active;
+}
+
 /**
  * The last moment (ms since the epoch, UTC) an occurrence due at `dueMs` may still be made
  * under `overdue`: `dueMs` plus its bound, or plus {@link onTimeToleranceMs} for

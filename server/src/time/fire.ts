@@ -12,11 +12,11 @@ import type { Logger } from "../logger.js";
 import { observeTimerCall, type TimerStages } from "../stages.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { OccurrenceRecord, OccurrenceStatements } from "../store/occurrences.js";
-import type { TimerControlStatements } from "../store/timer-control.js";
+import type { ActiveOccurrences, TimerControlStatements } from "../store/timer-control.js";
 import type { TimerStatements } from "../store/timers.js";
 import type { TimerRecord } from "../store/timer-records.js";
 import type { LatenessHistogram } from "./lateness.js";
-import { claimDecision, latestStartMs, tooLate } from "./claim-rules.js";
+import { claimDecision, withClaimed, latestStartMs, tooLate } from "./claim-rules.js";
 import { occurrenceId } from "./occurrence-ids.js";
 import { DueTimersAhead } from "./due-ahead.js";
 import type { ClaimReads } from "../store/claim-reads.js";
@@ -194,7 +194,7 @@ export class TimerFiring {
     const claimed: Claimed[] = [];
     const skipped: OccurrenceOutcome[] = [];
     const horizon = tx.now + this.deps.lookaheadMs;
-    /** Occurrences of "allow" timers not written yet, and their timers' moves. */
+    /** Occurrences not written yet (of "allow" timers, and of others' moments read ahead), and their timers' moves. */
     let owedNow: { occurrence: OccurrenceRecord; latenessMs: number; why: string; mayBuffer: boolean; knownNew: boolean }[] = [];
     let moves: { timer: TimerRecord; nextDueMs: number | null }[] = [];
     /** Writes what was gathered; then each occurrence written is called or recorded as skipped, and each timer moves. */
@@ -229,22 +229,31 @@ export class TimerFiring {
       // Read ahead with whether its next due moment was claimed before: that moment alone is owed, its occurrence written without an answer.
       const known = claimedBefore !== undefined && owed.length === 1 && owed[0] === timer.nextDueMs;
       const overlap = timer.policy?.overlap ?? "allow";
-      if (overlap === "allow") {
+      if (overlap === "allow" || known) {
+        // "allow" needs to know nothing of what runs; another policy judges its one moment on what was read ahead with it.
+        let ongoing = overlap === "allow" ? noneActive : (active as ActiveOccurrences);
+        let deferred = false;
         for (const dueMs of known && claimedBefore ? [] : owed) {
           const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
-          const { status, reason: why } = claimDecision(timer, latenessMs, noneActive); // lateness only: no query when overlap is allowed
+          const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness (and overlap)
+          if (status === "skipped" && latenessMs < 0) {
+            deferred = true; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
+            break;
+          }
           const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
           owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: known });
+          if (overlap !== "allow") ongoing = withClaimed(ongoing, status);
         }
-        moves.push({ timer, nextDueMs });
+        if (overlap !== "allow") this.knowBuffering(timer.id, ongoing);
+        if (!deferred) moves.push({ timer, nextDueMs });
         continue;
       }
       write(); // what an earlier timer owes is written first: the log keeps the timers' order
       let called = 0;
       let deferredDueMs: number | null = null;
       // Its occurrences that have not ended: read ahead (PostgreSQL) or here, once; then counted on as its moments are written.
-      const ongoing = { ...(active ?? this.deps.control.activeOf(timer.id)) };
-      for (const dueMs of known && claimedBefore ? [] : owed) {
+      let ongoing = active ?? this.deps.control.activeOf(timer.id);
+      for (const dueMs of owed) {
         const latenessMs = tx.now - dueMs;
         const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness, overlap
         if (status === "skipped" && latenessMs < 0) {
@@ -252,16 +261,12 @@ export class TimerFiring {
           break;
         }
         const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
-        if (known) occurrences.insertKnownNew([occurrence], tx.now);
-        else if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
-        if (status === "pending") ongoing.running++;
-        else if (status === "buffered") ongoing.buffered++;
+        if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+        ongoing = withClaimed(ongoing, status);
         this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
         if (!why) called++;
       }
-      // What this claim knows of the timer's buffered occurrence is what an end goes by (see buffering).
-      if (ongoing.buffered > 0) this.buffered().add(timer.id);
-      else this.buffering?.delete(timer.id);
+      this.knowBuffering(timer.id, ongoing);
       if (deferredDueMs !== timer.nextDueMs || called > 0) timers.advance(timer.id, deferredDueMs ?? nextDueMs, called, tx.now);
     }
     write();
@@ -273,6 +278,12 @@ export class TimerFiring {
       claimed.push({ occurrence: { ...retry, status: "pending" }, sendAtMs: retry.nextAttemptMs ?? tx.now, mayBuffer: true });
     }
     return { claimed, skipped };
+  }
+
+  /** What a claim knows of timer `timerId`'s occurrences after its own (`ongoing`): whether it holds a buffered one ({@link buffering}). */
+  private knowBuffering(timerId: string, ongoing: ActiveOccurrences): void {
+    if (ongoing.buffered > 0) this.buffered().add(timerId);
+    else this.buffering?.delete(timerId);
   }
 
   /** {@link buffering}, read from the store the first time (at the owner's start: {@link recover}). */
