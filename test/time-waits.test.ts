@@ -303,14 +303,16 @@ describe("overlap policies across a takeover", () => {
       // A second owner on the same database waits as a standby while the first leads.
       let waiting = false;
       const logger = pino({ level: "info" }, { write: (line: string) => void (waiting ||= line.includes("a standby's")) });
-      const taking = startTestOwner({ clock, timers: clock, dataDir, logger, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200 });
-      await until(() => waiting, "the second owner waiting as a standby");
-      await first.owner.close(); // the running calls stay pending: the new leader calls them again
-      const second = await taking;
+      const waited = new AbortController(); // ends its wait if the test fails before it takes over
+      const taking = startTestOwner({ clock, timers: clock, dataDir, logger, heartbeatIntervalMs: 600_000, shutdownGraceMs: 200, signal: waited.signal });
       const calls: ActionContext[] = [];
       const gate = { open: false };
-      const executor = runExecutor({ url: second.url, plugins: [jobsPlugin(calls, gate)], credits: 16, maxBackoffMs: 200, onError: () => {} });
+      let executor: ReturnType<typeof runExecutor> | undefined;
       try {
+        await until(() => waiting, "the second owner waiting as a standby");
+        await first.owner.close(); // the running calls stay pending: the new leader calls them again
+        const second = await taking;
+        executor = runExecutor({ url: second.url, plugins: [jobsPlugin(calls, gate)], credits: 16, maxBackoffMs: 200, onError: () => {} });
         await until(() => calls.length === 2, "the pending calls made again by the new leader");
         const h = { owner: second };
         clock.advance(MIN); // both still run (and b holds a buffered one): skipped
@@ -331,8 +333,9 @@ describe("overlap policies across a takeover", () => {
         );
         expect(calls.map((c) => `${c.input.id}@${(c.scheduled!.due.getTime() - T0) / MIN}`).sort()).toEqual(["b@1", "b@2", "b@4", "s@1", "s@4"]);
       } finally {
-        await executor.stop(100);
-        await second.close();
+        waited.abort();
+        await executor?.stop(100);
+        await taking.then((owner) => owner.close()).catch(() => undefined);
       }
     },
   );
