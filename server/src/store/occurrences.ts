@@ -181,6 +181,8 @@ export interface OccurrenceStatements extends ReadAhead {
    * exist; undefined when one of them was not read ahead (SQLite, or forgotten: ask by writing).
    */
   knownExisting(ids: string[]): Set<string> | undefined;
+  /** Whether {@link knownExisting} can answer (PostgreSQL's): else there is no need to name ids to read ahead. */
+  readonly readsAhead: boolean;
 }
 
 /** The timer_occurrences table's statements on `db`. */
@@ -233,6 +235,7 @@ export function occurrenceStatements(db: Db): OccurrenceStatements {
   };
   const byIds = "SELECT id FROM timer_occurrences WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb))";
   return {
+    readsAhead: kept !== undefined,
     batchRead(ids: string[]): BatchRead | undefined {
       if (!kept) return undefined;
       return {

@@ -45,7 +45,7 @@ export interface TimerControlStatements {
    */
   queueBackfilled(occurrences: QueuedOccurrence[], nowMs: number): Set<string>;
   /** Where occurrence ids are read ahead of a batch (Committer.submit's `readAhead`), for {@link queueBackfilled}. */
-  occurrenceIds: ReadAhead;
+  occurrenceIds: ReadAhead & { readonly readsAhead: boolean };
   /** The occurrences of timer `timerId` that have not ended (overlap); zeros for none. */
   activeOf(timerId: string): ActiveOccurrences;
   /**

@@ -271,11 +271,12 @@ export class TimerControl {
 
   /**
    * The occurrence ids BackfillTimer `req` would make of its timer as stored now, to read ahead of
-   * its batch: the unit then writes the new ones answering nothing (unless the timer changed
+   * its batch where the store does (PostgreSQL): the unit then writes the new ones answering nothing (unless the timer changed
    * meanwhile: then it asks by writing). None for a timer that cannot be backfilled, or a range
    * that cannot be: the unit says why, after the checks that come first.
    */
   private async backfilledIds(req: BackfillInput): Promise<string[]> {
+    if (!this.deps.control.occurrenceIds.readsAhead) return []; // SQLite: its writes answer at once
     const stored = await this.deps.reads.get(req.timerId);
     if (!stored || stored.kind === "delay" || stored.spec.kind === "at") return [];
     try {
