@@ -358,6 +358,34 @@ describe.each(storeKinds)("occurrences and the timer controls on %s (OccurrenceS
     expect(controls.activeOf("nope")).toEqual({ running: 0, buffered: 0 });
   });
 
+  it("backfills answering which occurrences it made from their ids read ahead of the batch (PostgreSQL), counting those an earlier unit of the batch wrote, and reading again after a sweep", async () => {
+    const t = await opened(kind);
+    const controls = control(t);
+    const occurrences = occurrenceStatements(t.store.db);
+    const sweep = retentionStatements(t.store.db);
+    const committer = t.committer();
+    const queued = (id: string, dueMs: number) => {
+      const { status: _s, latenessMs: _l, error: _e, ...rest } = occurrence(id, dueMs);
+      return rest;
+    };
+    await t.write(() => occurrences.insert(occurrence("o1", 100), 1)); // made before
+    const readAhead = { from: controls.occurrenceIds, keys: ["o1", "o2", "o3"] };
+    const [, made] = await Promise.all([
+      committer.submit(() => occurrences.insertKnownNew([occurrence("o2", 200)], 2), { readAhead }), // a claim earlier in the batch
+      committer.submit(() => controls.queueBackfilled([queued("o1", 100), queued("o2", 200), queued("o3", 300)], 3), { readAhead }),
+    ]);
+    expect(made).toEqual(new Set(["o3"]));
+    expect(occurrences.dueRetries(1_000, 10).map((o) => o.id)).toEqual(["o3"]);
+    await t.write(() => occurrences.finish("o1", "completed", 0, "", null, 4));
+    const again = { from: controls.occurrenceIds, keys: ["o1", "o4"] };
+    const [, , remade] = await Promise.all([
+      committer.submit(() => occurrences.insertKnownNew([occurrence("o4", 400)], 5), { readAhead: again }),
+      committer.submit(() => sweep.deleteEndedOccurrences(10, 10), { readAhead: again }), // o1 goes: what was read is forgotten
+      committer.submit(() => controls.queueBackfilled([queued("o1", 100), queued("o4", 400)], 6), { readAhead: again }),
+    ]);
+    expect(remade).toEqual(new Set(["o1"]));
+  });
+
   it("time's retention deletes ended occurrences and spent timers older than the cutoff, oldest first, up to the limit, and nothing still active", async () => {
     const t = await opened(kind);
     const timers = timerStatements(t.store.db);
