@@ -142,9 +142,13 @@ export class DocumentWriter {
   }
 }
 
-/** What the unit of a durable write reads ahead of its batch: the document, and under a cause the change event a retry finds. */
+/**
+ * What the unit of a durable write reads ahead of its batch: the document, and under a cause the
+ * change event a retry finds (or, in a collection that writes no events, whether the write was applied).
+ */
 function readAheadOf(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite, ctx: WriteContext) {
-  const readAhead = store.readAheadOf?.(entry.name, docIdOf(write, ctx));
+  const applied = ctx.writeId !== null && !entry.writesEvents ? ctx.writeId : undefined;
+  const readAhead = store.readAheadOf?.(entry.name, docIdOf(write, ctx), applied);
   const lookups = ctx.writeId !== null && entry.writesEvents ? [ctx.writeId] : undefined;
   return { ...(readAhead && { readAhead }), ...(lookups && { lookups }) };
 }

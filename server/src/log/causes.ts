@@ -109,12 +109,13 @@ export function causeChainDepth(id: string, events: EventStatements, live: LiveC
 
 /**
  * The actor of the cause `id` for work done under it: a live cause's
- * (checked first: a running record:false invocation), else the cause event's.
- * FAILED_PRECONDITION when neither exists.
+ * (checked first: a running record:false invocation, or an event remembered as a cause), else the
+ * cause event's, read from the log and remembered. FAILED_PRECONDITION when neither exists.
  */
 export function causeActor(id: string, events: EventStatements, live: LiveCauses | undefined): ActorRecord | null {
   const running = live?.get(id);
   if (running) return running.actor;
   const event = events.findById(id) ?? fail("failed_precondition", `cause event ${JSON.stringify(id)} is not in the log`);
+  if (live) rememberCause(live, event); // the next work under it reads nothing
   return event.actor;
 }
