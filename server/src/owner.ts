@@ -12,7 +12,7 @@ import { type CallRetention, openActions } from "./actions/index.js";
 import { mayWorkUnder } from "./auth/cause-access.js";
 import { localAdmin } from "./auth/principal.js";
 import { ReadAccess } from "./auth/read-access.js";
-import { Authenticator } from "./auth/tokens.js";
+import { Authenticator, principalsFingerprint } from "./auth/tokens.js";
 import { openCollections } from "./collections/collections.js";
 import { systemClock, systemTimers, type Clock, type TimerHost } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
@@ -215,6 +215,7 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
     instanceId: randomUUID().slice(0, 8),
     advertiseUrl: options.advertiseUrl ?? `${scheme}://${urlHost(options.host)}:${options.port}`,
     leaseMs: options.leaseMs ?? defaultLeaseMs,
+    auth: principalsFingerprint(options.config?.principals),
     standby: async (waiting) => {
       const standby = await serveStandby({
         ...waiting,
