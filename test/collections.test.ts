@@ -16,7 +16,7 @@ import { createClient, type ChronologClient } from "../sdk/ts/src/client.js";
 import { CollectionService } from "@chronolog/sdk/gen/chronolog/v1/collection_pb";
 import { EventSchema, type Event } from "@chronolog/sdk/gen/chronolog/v1/event_pb";
 import { BadRequestSchema } from "@chronolog/sdk/gen/google/rpc/error_details_pb";
-import { startTestOwner, tempDir } from "./helpers/owner.js";
+import { onPostgres, startTestOwner, tempDir } from "./helpers/owner.js";
 
 type TestOwner = Awaited<ReturnType<typeof startTestOwner>>;
 type Collections = Client<typeof CollectionService>;
@@ -55,6 +55,14 @@ function bearer(token: string): Interceptor {
     req.header.set("authorization", `Bearer ${token}`);
     return next(req);
   };
+}
+
+/** The round trips the owner at `url` waited for so far (chronolog_store_waits_total, every connection). */
+async function storeWaits(url: string): Promise<number> {
+  const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${tokens.admin}` } });
+  expect(response.status).toBe(200);
+  const text = await response.text();
+  return [...text.matchAll(/^chronolog_store_waits_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
 }
 
 /** Awaits `p`, expecting a ConnectError of `code`; returns it. */
@@ -286,6 +294,24 @@ describe("collections through CollectionService", () => {
     expect((await session()).document).toEqual((await session()).document);
     expect((await exec.findDocuments({ collection: "session", filter: { from: "job" } })).documents).toHaveLength(1);
   });
+
+  it.runIf(onPostgres)(
+    "a write under a cause to a collection without events waits for no round trip: whether it was applied is read ahead of its batch",
+    async () => {
+      const causes = await Promise.all(Array.from({ length: 20 }, (_, n) => log.emit("job.started", { n: 100 + n })));
+      const write = (n: number, position: number) =>
+        exec.createDocument({ collection: "cart", doc: { from: `job-${n}-${position}` }, cause: { eventId: causes[n].event!.id, position } });
+      for (let n = 0; n < 20; n++) await write(n, 0); // the causes looked up once, the statements prepared
+      const before = await storeWaits(owner.url);
+      const first = [];
+      for (let n = 0; n < 20; n++) first.push(await write(n, 1));
+      expect(await storeWaits(owner.url), "waits for 20 writes").toBeLessThan(before + 3);
+      const again = [];
+      for (let n = 0; n < 20; n++) again.push(await write(n, 1)); // made twice: answered from what was applied
+      expect(again.map((r) => r.document?.id)).toEqual(first.map((r) => r.document?.id));
+      expect((await exec.findDocuments({ collection: "cart", filter: { from: "job-3-1" } })).documents).toHaveLength(1);
+    },
+  );
 
   it("permissions: a client under a cause, a write the collection's allow does not admit, an absent cause event", async () => {
     const cause = (await log.emit("job.started", { n: 3 })).event!;

@@ -518,6 +518,12 @@ describe.skipIf(missing && !process.env.CI)("Python work under a cause: collecti
     expect(result.stderr).toMatch(/^Ran 2 tests in .*\n\nOK\s*$/m);
   });
 
+  it("a call lost with its owner is made again at the next owner when making it twice does what once does, and is the caller's otherwise (unittest: sdk/python/tests/test_owners.py)", async () => {
+    const result = await pythonUnittest("sdk/python/tests/test_owners.py");
+    expect(result.exit).toBe("exit 0");
+    expect(result.stderr).toMatch(/^Ran 3 tests in .*\n\nOK\s*$/m);
+  });
+
   it("a held invocation counts its hold from when the owner wrote it (unittest: sdk/python/tests/test_stream_clock.py)", async () => {
     const result = await pythonUnittest("sdk/python/tests/test_stream_clock.py");
     expect(result.exit).toBe("exit 0");

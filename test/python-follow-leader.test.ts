@@ -156,3 +156,41 @@ describe.skipIf(!existsSync(PYTHON))("the Python publish stream across the owner
     expect(watched.slice(1)).toEqual(stored.map((e) => String(e.seq)));
   }, 90_000);
 });
+
+describe.skipIf(!existsSync(PYTHON))("the Python client given two owners, the first frozen (SIGSTOP) during a call", () => {
+  let first: OwnerProcess;
+  let second: OwnerProcess;
+
+  beforeAll(async () => {
+    [first, second] = await Promise.all([spawnOwner(join(tempDir("chronolog-pylost-"), "data")), spawnOwner(join(tempDir("chronolog-pylost-"), "data"))]);
+    for (const owner of [first, second])
+      await createClient({ url: owner.url }).registerPlugin({ name: "lost", version: "1", events: { "lost.any": { allow: ["*"] } } });
+  });
+  afterAll(async () => {
+    first?.child.kill("SIGCONT");
+    for (const owner of [first, second]) owner?.child.kill("SIGKILL");
+    await Promise.all([first?.exited, second?.exited]);
+  });
+
+  it("makes an emit naming its id again at the second owner; an emit without an id is the caller's (sdk/python/tests/lost_owner.py)", async () => {
+    const child = spawn(PYTHON, ["sdk/python/tests/lost_owner.py"], {
+      cwd: repo,
+      env: { ...env, CHRONOLOG_URL: `${first.url},${second.url}` },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const lines: string[] = [];
+    let stderr = "";
+    child.stderr!.on("data", (chunk) => (stderr += chunk));
+    createInterface({ input: child.stdout! }).on("line", (line) => lines.push(line));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    await until(() => lines.includes("ready"), "the Python clients to reach the first owner", 30_000);
+    first.child.kill("SIGSTOP");
+    child.stdin!.write("go\n");
+    expect(await exited, stderr).toBe(0);
+    first.child.kill("SIGCONT"); // it may then run the calls it got frozen: on one database a second is answered from the log
+    const result = JSON.parse(lines.at(-1)!) as { without_id: string; named: string; existing: boolean; took_s: number };
+    expect(result).toMatchObject({ without_id: "UNAVAILABLE", named: "lost-named", existing: false });
+    const atSecond = await createClient({ url: second.url }).log.getEvent({ id: "lost-named" });
+    expect(atSecond.event?.data).toEqual({ n: 3 });
+  }, 60_000);
+});

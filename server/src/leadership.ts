@@ -3,6 +3,7 @@ import type { Logger } from "./logger.js";
 import { roleHeaders } from "./rpc/standby.js";
 import type { UpgradeListener } from "./store/store.js";
 import type { Db } from "./store/sql.js";
+import { LeaseRefusedError } from "./store/postgres/lease.js";
 import { connectPostgres, shownUrl, type PostgresDatabase } from "./store/postgres/open.js";
 import type { FencedError } from "./store/postgres/transactions.js";
 import { LeaseRenewer } from "./store/postgres/lease-renewer.js";
@@ -21,6 +22,8 @@ export interface LeadershipOptions {
   /** This owner's URL as clients reach it (told by standbys to clients). */
   advertiseUrl: string;
   leaseMs: number;
+  /** This owner's principals as a fingerprint ("": it requires no token): an owner requiring none may not join owners that require tokens. */
+  auth: string;
   /**
    * Serves this owner as a standby while it waits (on its own port: standby.ts), given the
    * database, the leader's URL and the term as last read; closed once it leads.
@@ -46,6 +49,10 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
   const database = connectPostgres(options.url, options, options.onUpgrade, options.check);
   try {
     let state = await database.lease.tryTake();
+    if (database.lease.authDiffers)
+      logger.warn(
+        "this owner's principals differ from those of the owner that took the lease last: a token one accepts the other may refuse, or take for another principal; give every owner of the database the same principals",
+      );
     if (!state.leading) {
       let leaderUrl = state.leaderUrl;
       let seenTerm = state.term;
@@ -61,7 +68,7 @@ export async function awaitLeadership(options: LeadershipOptions): Promise<Leade
           try {
             state = await raceAbort(database.lease.tryTake(), options.signal);
           } catch (err) {
-            if (options.signal?.aborted) throw err;
+            if (options.signal?.aborted || err instanceof LeaseRefusedError) throw err;
             // PostgreSQL restarted or unreachable: a standby keeps waiting and tries again.
             if (!unreachable) logger.warn({ err }, "standby: the lease cannot be read (PostgreSQL unreachable?); trying again");
             unreachable = true;

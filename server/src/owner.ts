@@ -9,9 +9,10 @@ import { LogService } from "@chronolog/sdk/gen/chronolog/v1/log_pb";
 import { PluginService, type PluginManifest } from "@chronolog/sdk/gen/chronolog/v1/plugin_pb";
 import { TimeService } from "@chronolog/sdk/gen/chronolog/v1/time_pb";
 import { type CallRetention, openActions } from "./actions/index.js";
+import { mayWorkUnder } from "./auth/cause-access.js";
 import { localAdmin } from "./auth/principal.js";
 import { ReadAccess } from "./auth/read-access.js";
-import { Authenticator } from "./auth/tokens.js";
+import { Authenticator, principalsFingerprint } from "./auth/tokens.js";
 import { openCollections } from "./collections/collections.js";
 import { systemClock, systemTimers, type Clock, type TimerHost } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
@@ -214,6 +215,7 @@ async function startOnPostgres(options: OwnerOptions, url: string, manifests: Pl
     instanceId: randomUUID().slice(0, 8),
     advertiseUrl: options.advertiseUrl ?? `${scheme}://${urlHost(options.host)}:${options.port}`,
     leaseMs: options.leaseMs ?? defaultLeaseMs,
+    auth: principalsFingerprint(options.config?.principals),
     standby: async (waiting) => {
       const standby = await serveStandby({
         ...waiting,
@@ -295,7 +297,7 @@ async function serve(
     const { plugin, changed } = await registry.register(manifest);
     logger.info({ plugin: manifest.name, revision: plugin.revision, changed }, "plugin loaded");
   }
-  const liveCauses = new LiveCauses();
+  const liveCauses = new LiveCauses((principal, work) => mayWorkUnder(registry, principal, work));
   const readAccess = new ReadAccess(registry);
   const emitter = new Emitter(committer, registry, readAccess, events, liveCauses, stages.emit, new Streams(streamStatements(store.db)));
   const collections = openCollections(store.db, committer, registry, events, liveCauses);

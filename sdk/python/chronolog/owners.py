@@ -13,8 +13,11 @@ one cannot be reached.
   reached no owner (nothing was done) is made again at the leader named or the next owner, with
   pauses (none until each owner had its turn, then 0.1 s doubling up to 0.25 s), for up to
   ``failover_timeout_s`` (and within the call's own timeout); then its error is the caller's.
-- A failure that leaves the owner in doubt (the connection dropped, the owner is stopping) is the
-  caller's at once (the call may have run), and the next call goes to the next owner.
+- A failure that leaves the owner in doubt (the connection dropped, a ping unanswered, the owner
+  is stopping) is the caller's at once (the call may have run), unless the call may be made twice
+  for once (a read; an Emit naming its event's id; a Delay naming its delay id or made under a
+  cause; a batch whose every item is such: the owner answers the second from the log): that one
+  is made again at the next owner as above. The next call goes to the next owner either way.
 - Client and bidirectional streams are not made again (grpc consumes their requests): the
   publisher and the executor open them again, and the failure that ended them has moved the
   channel on.
@@ -167,9 +170,11 @@ class Owners:
             self.route(url, failure)
         return failure
 
-    def retries(self, failure: OwnerFailure) -> bool:
-        """A call that failed so may be made again: nothing was done, and a leader (named, or to come) or another owner may take it."""
-        return failure.kind == "standby" or (failure.kind == "unreached" and self.several)
+    def retries(self, failure: OwnerFailure, repeatable: bool = False) -> bool:
+        """A call that failed so may be made again: nothing was done, and a leader (named, or to come)
+        or another owner may take it; or, when ``repeatable`` (making it twice does what making it
+        once does), it was lost and another owner may take it."""
+        return failure.kind == "standby" or ((failure.kind == "unreached" or (failure.kind == "lost" and repeatable)) and self.several)
 
     def pause_s(self, n: int) -> float:
         """The pause before try ``n`` (1: the first retry) of one call.
@@ -207,8 +212,9 @@ class _Method:
             callable_ = self._at[url] = self._make(channel)
         return url, callable_
 
-    def attempts(self, call: Callable[[Any, Optional[float]], Any], timeout: Optional[float]) -> Any:
-        """Makes ``call`` at the current owner until it succeeds or its failure is the caller's (see the module's docstring)."""
+    def attempts(self, call: Callable[[Any, Optional[float]], Any], timeout: Optional[float], repeatable: bool = False) -> Any:
+        """Makes ``call`` at the current owner until it succeeds or its failure is the caller's (see
+        the module's docstring); ``repeatable``: the call may be made twice for once."""
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         n = 1
@@ -222,21 +228,45 @@ class _Method:
                 refused = refused or (failure is not None and failure.kind == "standby")
                 pause = self.owners.pause_s(n)
                 at = time.monotonic() + pause
-                if failure is None or not self.owners.retries(failure) or at - started > self.owners.failover_timeout_s or (deadline is not None and at >= deadline):
+                if failure is None or not self.owners.retries(failure, repeatable) or at - started > self.owners.failover_timeout_s or (deadline is not None and at >= deadline):
                     raise
                 time.sleep(pause)
             n += 1
 
 
+def repeatable(method: str, request: Any) -> bool:
+    """Whether unary call ``method`` (``/chronolog.v1.LogService/Emit``) with ``request`` may be made
+    twice for once: a read, an Emit that names its event's id, a Delay that names its delay id or is
+    made under a cause, or a batch of such (the owner answers a second one from the log). The others
+    go once: a lost one's error is the caller's, who knows whether to make it again."""
+    name = method.rsplit("/", 1)[-1]
+    if is_read(method):
+        return True
+
+    def delay(d: Any) -> bool:
+        return bool(d.delay_id) or d.HasField("cause")
+
+    if name == "Emit":
+        return bool(request.id)
+    if name == "EmitBatch":
+        return len(request.events) > 0 and all(e.id for e in request.events)
+    if name == "Delay":
+        return delay(request)
+    if name == "DelayBatch":
+        return len(request.delays) > 0 and all(delay(d) for d in request.delays)
+    return False
+
+
 class _UnaryUnary(grpc.UnaryUnaryMultiCallable):
-    def __init__(self, method: _Method):
+    def __init__(self, method: _Method, name: str):
         self._method = method
+        self._name = name
 
     def __call__(self, request, timeout=None, metadata=None, credentials=None, wait_for_ready=None, compression=None):
-        return self._method.attempts(lambda c, t: c(request, timeout=t, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression), timeout)
+        return self._method.attempts(lambda c, t: c(request, timeout=t, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression), timeout, repeatable(self._name, request))
 
     def with_call(self, request, timeout=None, metadata=None, credentials=None, wait_for_ready=None, compression=None):
-        return self._method.attempts(lambda c, t: c.with_call(request, timeout=t, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression), timeout)
+        return self._method.attempts(lambda c, t: c.with_call(request, timeout=t, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression), timeout, repeatable(self._name, request))
 
     def future(self, request, timeout=None, metadata=None, credentials=None, wait_for_ready=None, compression=None):
         """A future of the call at the current owner (not made again elsewhere)."""
@@ -337,7 +367,7 @@ class FollowingChannel(grpc.Channel):
         self.owners = owners
 
     def unary_unary(self, method, request_serializer=None, response_deserializer=None, _registered_method=False):
-        return _UnaryUnary(_Method(self.owners, lambda ch: ch.unary_unary(method, request_serializer, response_deserializer, _registered_method=_registered_method), is_read(method)))
+        return _UnaryUnary(_Method(self.owners, lambda ch: ch.unary_unary(method, request_serializer, response_deserializer, _registered_method=_registered_method), is_read(method)), method)
 
     def unary_stream(self, method, request_serializer=None, response_deserializer=None, _registered_method=False):
         return _UnaryStream(_Method(self.owners, lambda ch: ch.unary_stream(method, request_serializer, response_deserializer, _registered_method=_registered_method), is_read(method)))

@@ -28,7 +28,7 @@ export function underCause(entry: ActionEntry, req: CallRequest, principal: Prin
   if (principal.role === "client")
     fail("permission_denied", `principal ${principal.name} (role client) may not call under a cause; only executors act under a cause`);
   if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
-  const actor = causeActor(cause.eventId, events, live);
+  const actor = causeActor(cause.eventId, events, live, principal);
   const callId = derivedId(cause.eventId, cause.position, { action: entry.name, input: req.input });
   if (req.callId && req.callId !== callId) fail("bad_request", "call_id must be empty under a cause: it is derived from the cause and position");
   return { callId, actor, parentCause: cause.eventId, chainDepth: causeChainDepth(cause.eventId, events, live) };

@@ -435,7 +435,7 @@ export class ActionCalls {
         throw e;
       }
       // Work under the call's action.started finds its actor and chain depth without reading the log.
-      if (cause !== "") this.deps.live.remember(cause, call.actor, { depth: call.chainDepth, parent: call.parentCause });
+      if (cause !== "") this.deps.live.remember(cause, call.actor, { action: call.entry.name }, { depth: call.chainDepth, parent: call.parentCause });
       // An attempt held for its moment when the owner begins to stop is not sent: the next owner sends it at its moment.
       const due = session.hosting.holds || (await this.invocations.holdUntil(call.scheduled?.sendAtMs));
       if (!due) session.inFlight.delete(invocationId);

@@ -124,7 +124,10 @@ export class Invocations {
       if (this.state.stopped) return resolve({ kind: "stopping" });
       if (session.closed) return resolve({ kind: "gone" });
       // A record:false run has no action.started: its call id is the cause of work under it while it runs.
-      const release = cause === "" ? this.deps.live.hold(call.callId, call.actor, { depth: call.chainDepth, parent: call.parentCause }) : nothingHeld;
+      const release =
+        cause === ""
+          ? this.deps.live.hold(call.callId, call.actor, { action: call.entry.name }, { depth: call.chainDepth, parent: call.parentCause })
+          : nothingHeld;
       const holdFrom = (now: number) => (session.hosting.holds ? Math.max(0, (call.scheduled?.sendAtMs ?? now) - now) : 0);
       /** When a held Invocation's hold ends (owner's clock), once written; null: not held or not written yet. */
       let heldUntil: number | null = null;

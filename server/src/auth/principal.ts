@@ -115,3 +115,13 @@ export function canReach(principal: Principal, space: string): boolean {
   if (principal.actor.in === space) return true;
   return (principal.assert.in ?? []).some((p) => matchesPattern(p, space));
 }
+
+/**
+ * Whom the space rule ({@link canReach}) takes code under a cause for: the cause's actor when
+ * it has a space (`causeSpace`), so work for one space reads and writes that space's documents
+ * and those without one, whatever its token may reach; under a cause without a space, its
+ * principal (the token's own spaces).
+ */
+export function underCauseReader(principal: Principal, causeSpace: string): Principal {
+  return causeSpace === "" ? principal : { name: principal.name, role: "client", actor: { in: causeSpace }, assert: {} };
+}

@@ -33,6 +33,19 @@ export class Authenticator {
   }
 }
 
+/**
+ * The principals of a config as one fingerprint: "" when there are none (callers need no token),
+ * else the SHA-256 of each principal's name, role, token hash, actor, assert and plugins, in
+ * name order. Owners of one database compare theirs (store/postgres/lease.ts).
+ */
+export function principalsFingerprint(principals: PrincipalConfig[] | undefined): string {
+  if (principals === undefined) return "";
+  const shown = principals
+    .map((p) => [p.name, p.role, p.token_sha256 ?? sha256(p.token ?? ""), p.actor ?? {}, p.assert ?? {}, p.plugins ?? null])
+    .sort(([a], [b]) => String(a).localeCompare(String(b)));
+  return `sha256:${sha256(JSON.stringify(shown))}`;
+}
+
 function sha256(text: string): string {
   return sha256Hex(text);
 }

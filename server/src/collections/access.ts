@@ -15,16 +15,6 @@ export function declaredCollection(registry: PluginRegistry, name: string): Coll
   );
 }
 
-/**
- * Whom the space rule ({@link canReach}) takes code under a cause for: the cause's actor when
- * it has a space (`causeSpace`), so work for one space reads and writes that space's documents
- * and those without one, whatever its token may reach; under a cause without a space, its
- * principal (the token's own spaces).
- */
-export function underCauseReader(principal: Principal, causeSpace: string): Principal {
-  return causeSpace === "" ? principal : { name: principal.name, role: "client", actor: { in: causeSpace }, assert: {} };
-}
-
 /** True when `principal` sees private fields: admins and executors (code). */
 export function readsPrivate(principal: Principal): boolean {
   return principal.role === "admin" || principal.role === "executor";

@@ -1,12 +1,12 @@
 import { find as mingoFind } from "mingo";
-import { canReach, type Principal } from "../auth/principal.js";
+import { canReach, underCauseReader, type Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { compileFilter } from "../log/filter.js";
 import type { EventStatements } from "../store/events.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import type { DocumentRecord } from "../store/documents.js";
-import { declaredCollection, forReader, underCauseReader } from "./access.js";
+import { declaredCollection, forReader } from "./access.js";
 import { checkDocumentId } from "./ops.js";
 import type { DocumentStores } from "./stores.js";
 
@@ -95,7 +95,7 @@ export class DocumentReader {
     if (!cause) return principal;
     if (principal.role === "client")
       fail("permission_denied", `principal ${principal.name} (role client) may not read under a cause; only executors act under a cause`);
-    return underCauseReader(principal, causeActor(cause.eventId, this.events, this.live)?.in ?? "");
+    return underCauseReader(principal, causeActor(cause.eventId, this.events, this.live, principal)?.in ?? "");
   }
 }
 

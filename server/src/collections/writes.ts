@@ -1,4 +1,4 @@
-import { allows, canReach, resolveActor, type Principal } from "../auth/principal.js";
+import { allows, canReach, resolveActor, underCauseReader, type Principal } from "../auth/principal.js";
 import { tracing } from "../tracing/tracer.js";
 import { traceText } from "../tracing/trace-context.js";
 import { fail } from "../errors.js";
@@ -8,7 +8,7 @@ import type { PluginRegistry } from "../plugins/registry.js";
 import type { Committer, Tx } from "../store/committer.js";
 import type { DocumentRecord } from "../store/documents.js";
 import type { ActorRecord, EventStatements } from "../store/events.js";
-import { declaredCollection, forReader, underCauseReader } from "./access.js";
+import { declaredCollection, forReader } from "./access.js";
 import { changeEvent } from "./changes.js";
 import { changeTypes, type CollectionEntry } from "./declaration.js";
 import { checkSchema, nextDocument, parseWrite, type ParsedWrite, type WriteInput } from "./ops.js";
@@ -132,7 +132,7 @@ export class DocumentWriter {
     if (principal.role === "client")
       fail("permission_denied", `principal ${principal.name} (role client) may not write under a cause; only executors act under a cause`);
     if (req.actor && Object.values(req.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
-    const actor = causeActor(cause.eventId, this.events, this.live);
+    const actor = causeActor(cause.eventId, this.events, this.live, principal);
     const w = req.write;
     const id = w.op === "create" ? (typeof w.doc._id === "string" ? w.doc._id : "") : w.id;
     const input = w.op === "create" || w.op === "replace" ? w.doc : w.op === "patch" ? { set: w.set, unset: w.unset } : null;
@@ -142,9 +142,13 @@ export class DocumentWriter {
   }
 }
 
-/** What the unit of a durable write reads ahead of its batch: the document, and under a cause the change event a retry finds. */
+/**
+ * What the unit of a durable write reads ahead of its batch: the document, and under a cause the
+ * change event a retry finds (or, in a collection that writes no events, whether the write was applied).
+ */
 function readAheadOf(entry: CollectionEntry, store: DocumentStore, write: ParsedWrite, ctx: WriteContext) {
-  const readAhead = store.readAheadOf?.(entry.name, docIdOf(write, ctx));
+  const applied = ctx.writeId !== null && !entry.writesEvents ? ctx.writeId : undefined;
+  const readAhead = store.readAheadOf?.(entry.name, docIdOf(write, ctx), applied);
   const lookups = ctx.writeId !== null && entry.writesEvents ? [ctx.writeId] : undefined;
   return { ...(readAhead && { readAhead }), ...(lookups && { lookups }) };
 }

@@ -1,3 +1,5 @@
+import type { CauseWork } from "../auth/cause-access.js";
+import type { Principal } from "../auth/principal.js";
 import { fail } from "../errors.js";
 import type { ActorRecord, EventRecord, EventStatements } from "../store/events.js";
 
@@ -26,15 +28,18 @@ export class LiveCauses {
   /** Events in the log the owner just delivered or started calls under ({@link remember}), oldest first. */
   private readonly recent = new Map<string, LiveCause>();
 
+  /** `mayWork`: whether a principal may work under a cause that is such work (auth/cause-access.ts; default: any). */
+  constructor(readonly mayWork: (principal: Principal, work: CauseWork) => boolean = () => true) {}
+
   /**
    * Holds `id` as a live cause running as `actor` until the returned release is called
    * (idempotent). `chain` places it in its chain: its own depth when known, else the
    * cause it was made under ("" for none).
    */
-  hold(id: string, actor: ActorRecord | null, chain: LiveCause["chain"] = { parent: "" }): () => void {
+  hold(id: string, actor: ActorRecord | null, work: CauseWork, chain: LiveCause["chain"] = { parent: "" }): () => void {
     const entry = this.live.get(id);
     if (entry) entry.holds++;
-    else this.live.set(id, { actor, chain, holds: 1 });
+    else this.live.set(id, { actor, work, chain, holds: 1 });
     let released = false;
     return () => {
       if (released) return;
@@ -51,9 +56,9 @@ export class LiveCauses {
    * for). Events never change, so what is remembered stays true; the oldest of
    * {@link recentCauses} is forgotten first, and a cause forgotten is read from the log again.
    */
-  remember(id: string, actor: ActorRecord | null, chain: LiveCause["chain"]): void {
+  remember(id: string, actor: ActorRecord | null, work: CauseWork, chain: LiveCause["chain"]): void {
     if (this.recent.has(id)) return;
-    this.recent.set(id, { actor, chain });
+    this.recent.set(id, { actor, work, chain });
     if (this.recent.size > recentCauses) this.recent.delete(this.recent.keys().next().value as string);
   }
 
@@ -66,7 +71,12 @@ export class LiveCauses {
 /** Remembers `event` as a cause (LiveCauses.remember), in its chain as {@link causeChainDepth} would place it. */
 export function rememberCause(causes: LiveCauses, event: EventRecord): void {
   const depth = event.type === "action.started" ? event.data.chain_depth : undefined;
-  causes.remember(event.id, event.actor, typeof depth === "number" ? { depth, parent: event.cause } : { parent: event.cause });
+  causes.remember(event.id, event.actor, workOf(event), typeof depth === "number" ? { depth, parent: event.cause } : { parent: event.cause });
+}
+
+/** What event `event` is the work of as a cause: a call (its `action.started`), else a delivery of its type. */
+function workOf(event: EventRecord): CauseWork {
+  return event.type === "action.started" && typeof event.data.action === "string" ? { action: event.data.action } : { type: event.type };
 }
 
 /** Events remembered as causes at most ({@link LiveCauses.remember}): well past the deliveries and calls in flight at once. */
@@ -75,6 +85,8 @@ const recentCauses = 16_384;
 /** A cause held in memory (a running `record: false` invocation, or an event remembered as a cause). */
 export interface LiveCause {
   actor: ActorRecord | null;
+  /** What it is the work of (who may work under it: {@link causeActor}). */
+  work: CauseWork;
   /** Its place in a chain: `depth` when the call recorded one, else the cause it was made under. */
   chain: { depth?: number; parent: string };
 }
@@ -108,13 +120,25 @@ export function causeChainDepth(id: string, events: EventStatements, live: LiveC
 }
 
 /**
- * The actor of the cause `id` for work done under it: a live cause's
- * (checked first: a running record:false invocation), else the cause event's.
- * FAILED_PRECONDITION when neither exists.
+ * The actor of the cause `id` for work `principal` does under it: a live cause's
+ * (checked first: a running record:false invocation, or an event remembered as a cause), else the
+ * cause event's, read from the log and remembered. FAILED_PRECONDITION when neither exists;
+ * PERMISSION_DENIED when the principal may not work under it (its token may not host the plugin
+ * whose work the cause is: {@link LiveCauses.mayWork}).
  */
-export function causeActor(id: string, events: EventStatements, live: LiveCauses | undefined): ActorRecord | null {
-  const running = live?.get(id);
-  if (running) return running.actor;
-  const event = events.findById(id) ?? fail("failed_precondition", `cause event ${JSON.stringify(id)} is not in the log`);
-  return event.actor;
+export function causeActor(id: string, events: EventStatements, live: LiveCauses | undefined, principal: Principal): ActorRecord | null {
+  let cause = live?.get(id);
+  if (!cause) {
+    const event = events.findById(id) ?? fail("failed_precondition", `cause event ${JSON.stringify(id)} is not in the log`);
+    cause = { actor: event.actor, work: workOf(event), chain: { parent: event.cause } };
+    if (live) rememberCause(live, event); // the next work under it reads nothing
+  }
+  if (live && !live.mayWork(principal, cause.work)) {
+    const work = "action" in cause.work ? `a call of ${cause.work.action}` : `an event of type ${cause.work.type}`;
+    fail(
+      "permission_denied",
+      `principal ${principal.name} may not work under cause ${JSON.stringify(id)}: it is ${work}, work of no plugin its token may host`,
+    );
+  }
+  return cause.actor;
 }

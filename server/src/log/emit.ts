@@ -229,7 +229,7 @@ export class Emitter {
     if (principal.role === "client")
       fail("permission_denied", `principal ${principal.name} (role client) may not emit under a cause; only executors act under a cause`);
     if (input.actor && Object.values(input.actor).some((v) => v)) fail("bad_request", "actor must be empty under a cause: the actor is the cause's");
-    const actor = causeActor(cause.eventId, this.events, this.live);
+    const actor = causeActor(cause.eventId, this.events, this.live, principal);
     const id = derivedId(cause.eventId, cause.position, { type: input.type, data: input.data });
     if (input.id && input.id !== id) fail("bad_request", "id must be empty under a cause: it is derived from the cause and position");
     return { actor, id, cause: cause.eventId };

@@ -38,10 +38,12 @@ export interface DocumentStatements {
    * PostgreSQL's: what a unit writing document `id` of `collection` reads ahead of its batch
    * (Committer.submit's `readAhead`): the document, so {@link get} needs no round trip, and the
    * write that follows is deferred (an insert of an id known absent, an update or delete of one
-   * known present: none can fail but for a fault); what a unit writes is kept for the batch's later
-   * units, undone with a unit that fails. Absent where reads are not round trips (SQLite, memory).
+   * known present: none can fail but for a fault); with `writeId`, whether that write was applied
+   * too ({@link applied}; {@link markApplied} of one known new is deferred). What a unit writes is
+   * kept for the batch's later units, undone with a unit that fails. Absent where reads are not
+   * round trips (SQLite, memory).
    */
-  readAheadOf?(collection: string, id: string): ReadAheadKeys;
+  readAheadOf?(collection: string, id: string, writeId?: string): ReadAheadKeys;
 }
 
 /** A document's key as {@link DocumentStatements.readAheadOf} names it (a collection's name has no line break). */
@@ -49,9 +51,21 @@ function documentKey(collection: string, id: string): string {
   return `${collection}\n${id}`;
 }
 
-/** PostgreSQL's: the documents of a JSON array of {collection, id} (null doc: none). */
-const byKeysSql = `SELECT k.collection, k.id, d.doc, d.space FROM jsonb_to_recordset(?::jsonb) AS k(collection text, id text)
-  LEFT JOIN documents AS d ON d.collection = k.collection AND d.id = k.id`;
+/** The key of write `writeId` among a read ahead's keys (no collection is named by the empty string). */
+function writeKey(writeId: string): string {
+  return documentKey("", writeId);
+}
+
+/**
+ * PostgreSQL's: the documents of a JSON array of {collection, id} (null doc: none), then the
+ * writes of a JSON array of write ids with the document each was applied to (null collection; null
+ * doc_id: not applied).
+ */
+const byKeysSql = `SELECT k.collection, k.id, d.doc, d.space, NULL AS doc_id FROM jsonb_to_recordset(?::jsonb) AS k(collection text, id text)
+  LEFT JOIN documents AS d ON d.collection = k.collection AND d.id = k.id
+UNION ALL
+SELECT NULL, w.id, NULL, NULL, cw.doc_id FROM jsonb_array_elements_text(?::jsonb) AS w(id)
+  LEFT JOIN collection_writes AS cw ON cw.id = w.id`;
 
 /** The documents and collection_writes tables' statements on `db`. */
 export function documentStatements(db: Db): DocumentStatements {
@@ -66,16 +80,20 @@ export function documentStatements(db: Db): DocumentStatements {
   const readAhead = db.readAhead?.bind(db);
   const ahead = readAhead ? db.readForBatch?.("documents") : undefined;
   const batchRead = (keys: string[]): BatchRead => {
-    const pairs = [...new Set(keys)].map((key) => {
+    const pairs: { collection: string; id: string }[] = [];
+    const writeIds: string[] = [];
+    for (const key of new Set(keys)) {
       const at = key.indexOf("\n");
-      return { collection: key.slice(0, at), id: key.slice(at + 1) };
-    });
+      if (at === 0) writeIds.push(key.slice(1));
+      else pairs.push({ collection: key.slice(0, at), id: key.slice(at + 1) });
+    }
     return {
       sql: byKeysSql,
-      params: [JSON.stringify(pairs)],
+      params: [JSON.stringify(pairs), JSON.stringify(writeIds)],
       take(rows) {
-        for (const row of rows as (Row & { collection: string; id: string })[])
-          ahead?.remember(documentKey(row.collection, row.id), row.doc === null ? null : { doc: row.doc, space: row.space });
+        for (const row of rows as (Row & { collection: string | null; id: string; doc_id: string | null })[])
+          if (row.collection === null) ahead?.remember(writeKey(row.id), row.doc_id);
+          else ahead?.remember(documentKey(row.collection, row.id), row.doc === null ? null : { doc: row.doc, space: row.space });
       },
     };
   };
@@ -92,7 +110,12 @@ export function documentStatements(db: Db): DocumentStatements {
   /** The row kept for the batch (null: none), or undefined when none is kept. */
   const kept = (collection: string, id: string) => ahead?.recalled(documentKey(collection, id)) as Row | null | undefined;
   return {
-    ...(reads && { readAheadOf: (collection: string, id: string) => ({ from: reads, keys: [documentKey(collection, id)] }) }),
+    ...(reads && {
+      readAheadOf: (collection: string, id: string, writeId?: string) => ({
+        from: reads,
+        keys: writeId === undefined ? [documentKey(collection, id)] : [documentKey(collection, id), writeKey(writeId)],
+      }),
+    }),
     get(collection: string, id: string): StoredDocument | undefined {
       const row = kept(collection, id);
       if (row !== undefined) return row === null ? undefined : fromRow(row);
@@ -121,10 +144,14 @@ export function documentStatements(db: Db): DocumentStatements {
       for (const row of scan.iterate(collection) as Iterable<Row>) yield fromRow(row);
     },
     applied(writeId: string): string | undefined {
+      const docId = ahead?.recalled(writeKey(writeId)) as string | null | undefined;
+      if (docId !== undefined) return docId ?? undefined;
       return (applied.get(writeId) as { doc_id: string } | undefined)?.doc_id;
     },
     markApplied(writeId: string, collection: string, docId: string, atMs: number): void {
-      markApplied.run(writeId, collection, docId, atMs);
+      if (ahead?.recalled(writeKey(writeId)) !== null) return void markApplied.run(writeId, collection, docId, atMs); // not known new: may throw
+      defer(markApplied, writeId, collection, docId, atMs);
+      ahead?.remember(writeKey(writeId), docId);
     },
   };
 }

@@ -156,8 +156,8 @@ export class Timers {
         const prior = recorded(tx, eventId, "timer.scheduled");
         if (prior) return { timer: this.scheduledFromLog(prior, { action: entry.name, input: req.input, spec, overdue: req.overdue, policy }), fresh: false }; // the same request run again
         const existing = this.deps.timers.get(id);
-        // A timer out of the principal's reach (another space's) is neither replaced nor described.
-        if (existing && !req.cause && !canRead(principal, existing))
+        // A timer out of the principal's reach (another space's; under a cause, out of the cause's) is neither replaced nor described.
+        if (existing && !canRead(this.access.reader(req.cause, principal), existing))
           fail(
             "already_exists",
             `timer_id ${JSON.stringify(id)} is already in use; choose another timer_id`,

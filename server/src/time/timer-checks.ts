@@ -1,4 +1,4 @@
-import { allows, canRead, resolveActor, type Principal } from "../auth/principal.js";
+import { allows, canRead, resolveActor, underCauseReader, type Principal } from "../auth/principal.js";
 import { causeActor, type CauseRef, type LiveCauses } from "../log/causes.js";
 import { checkId } from "../log/ids.js";
 import { fail } from "../errors.js";
@@ -123,7 +123,7 @@ export class TimerAccess {
     principal: Principal,
     verb: string,
   ): { actor: ActorRecord | null; cause: string } {
-    if (req.cause) return { actor: causeActor(req.cause.eventId, this.deps.events, this.deps.live), cause: req.cause.eventId };
+    if (req.cause) return { actor: causeActor(req.cause.eventId, this.deps.events, this.deps.live, principal), cause: req.cause.eventId };
     if (!allows(entry.allow, principal)) {
       const allowed = entry.allow.length === 0 ? "only code under a cause may call it" : `allow: ${entry.allow.join(", ")}`;
       fail("permission_denied", `principal ${principal.name} (role ${principal.role}) may not ${verb} ${entry.name} (${allowed})`, [], { action: entry.name });
@@ -133,18 +133,28 @@ export class TimerAccess {
 
   /** Who makes a change to a timer (the actor of its event): the cause's actor, or the principal's (PERMISSION_DENIED for actor fields it may not have). */
   actorOf(cause: CauseRef | null, principal: Principal): ActorRecord | null {
-    return cause ? causeActor(cause.eventId, this.deps.events, this.deps.live) : resolveActor(principal, undefined);
+    return cause ? causeActor(cause.eventId, this.deps.events, this.deps.live, principal) : resolveActor(principal, undefined);
+  }
+
+  /**
+   * Whom the space rule reads as for `principal`'s change under `cause`: the principal from
+   * outside; under a cause, {@link underCauseReader} of the cause's space (work for one space
+   * reaches that space's timers and those without one, as for documents).
+   */
+  reader(cause: CauseRef | null, principal: Principal): Principal {
+    return cause ? underCauseReader(principal, this.actorOf(cause, principal)?.in ?? "") : principal;
   }
 
   /**
    * Timer `id` for a change by `principal` (checks 3 and 4 of the Timers class comment): NOT_FOUND when
-   * unknown, not a delay when `what` is "delay", or, from outside, not readable; PERMISSION_DENIED
-   * unless {@link mayManage}.
+   * unknown, not a delay when `what` is "delay", or out of the reach of its {@link reader};
+   * PERMISSION_DENIED unless {@link mayManage}.
    */
   managed(id: string, cause: CauseRef | null, principal: Principal, verb: string, what: "timer" | "delay" = "timer"): TimerRecord {
     const timer = this.deps.timers.get(id);
     const field = what === "delay" ? "delay_id" : "timer_id";
-    if (!timer || (!cause && !canRead(principal, timer))) fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
+    if (!timer || !canRead(this.reader(cause, principal), timer))
+      fail("not_found", `no ${what} ${JSON.stringify(id)}`, [{ field, description: `unknown ${what}` }]);
     if (what === "delay" && timer.kind !== "delay")
       fail(
         "failed_precondition",

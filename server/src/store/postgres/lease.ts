@@ -12,7 +12,12 @@ export interface LeaseOptions {
   advertiseUrl: string;
   /** How long a lease lasts without renewal, ms: a standby takes over this long after the leader's last renewal. */
   leaseMs: number;
+  /** This owner's principals as a fingerprint (absent or "": it requires no token; auth/tokens.ts), written with the lease it takes. */
+  auth?: string;
 }
+
+/** The lease's row says the owners of this database require tokens, and this owner requires none: it may neither wait nor lead. */
+export class LeaseRefusedError extends Error {}
 
 /**
  * The leader's lease on a PostgreSQL store: one row, `chronolog_lease`, whose `term` grows at
@@ -32,6 +37,8 @@ export class Lease {
   term = 0;
   /** When the UPDATE that took the lease was sent (process.hrtime.bigint(), ns): it holds at least the lease's length from then. */
   takenAt = 0n;
+  /** The owner that took the lease last had principals other than this owner's (both requiring tokens). */
+  authDiffers = false;
   /** The last query sent: the next one is sent after its answer. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -43,11 +50,21 @@ export class Lease {
     private readonly options: LeaseOptions,
   ) {}
 
-  /** Takes the lease when no owner holds it or its holder's expired; else tells who leads. */
+  /**
+   * Takes the lease when no owner holds it or its holder's expired; else tells who leads.
+   * {@link LeaseRefusedError} when the owner that took it last required tokens and this one
+   * requires none (an owner started without the pool's config would serve every caller as admin).
+   */
   async tryTake(): Promise<LeaseState> {
-    const [row] = await this.query("SELECT term, holder, url, expires_at < clock_timestamp() AS expired FROM chronolog_lease WHERE id = 1");
+    const [row] = await this.query("SELECT term, holder, url, auth, expires_at < clock_timestamp() AS expired FROM chronolog_lease WHERE id = 1");
     if (!row) throw new Error("the chronolog_lease row is missing: the database was not made by `chronolog migrate`");
     const term = Number(row.term);
+    const auth = this.options.auth ?? "";
+    if (row.auth !== "" && auth === "")
+      throw new LeaseRefusedError(
+        "this database's owners require tokens (the owner that led it last has principals) and this owner has none: start it with the same --config as the others",
+      );
+    this.authDiffers = row.auth !== "" && row.auth !== auth && row.holder !== this.options.instanceId;
     if (!row.expired && row.holder !== this.options.instanceId) return { leading: false, term, leaderUrl: (row.url as string) || undefined };
     if (row.holder && row.holder !== this.options.instanceId) {
       await this.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()", [
@@ -56,9 +73,9 @@ export class Lease {
     }
     const sentAt = process.hrtime.bigint();
     const taken = await this.query(
-      `UPDATE chronolog_lease SET term = term + 1, holder = $1, url = $2, expires_at = clock_timestamp() + $3 * interval '1 millisecond', acquired_at = clock_timestamp()
+      `UPDATE chronolog_lease SET term = term + 1, holder = $1, url = $2, expires_at = clock_timestamp() + $3 * interval '1 millisecond', acquired_at = clock_timestamp(), auth = $5
        WHERE id = 1 AND term = $4 RETURNING term`,
-      [this.options.instanceId, this.options.advertiseUrl, this.options.leaseMs, term],
+      [this.options.instanceId, this.options.advertiseUrl, this.options.leaseMs, term, auth],
     );
     if (taken.length === 0) return this.tryTake(); // another standby took it first: read who
     this.term = Number(taken[0].term);
