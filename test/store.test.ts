@@ -179,6 +179,11 @@ describe("SQLite settings", () => {
     expect(result.log).toBeGreaterThan(100); // the writer left every frame in the WAL
     expect(result.checkpointed).toBe(result.log); // the worker copied them all
     expect(walFrames()).toBe(result.log);
+    // What the metrics read: the WAL as the worker's checkpoint saw it, none finished on the owner's thread.
+    const wal = store.checkpointer.state();
+    expect(wal).toMatchObject({ frames: result.log, backlog: 0, writerCheckpoints: 0, writerMs: 0 });
+    expect(wal.framesWritten).toBeGreaterThanOrEqual(result.log);
+    expect(wal.workerCheckpoints).toBeGreaterThanOrEqual(1);
     await store.close();
     const again = open(dataDir);
     expect(eventStatements(again.db).findById("e1999")?.seq).toBe(2_000);

@@ -14,6 +14,21 @@ export interface CheckpointResult {
   checkpointed: number;
 }
 
+/** The WAL as the checkpoints saw it, and what they cost (the `chronolog_wal_*` metrics; retention paces by it). */
+export interface WalState {
+  /** Frames in the WAL at the last checkpoint. */
+  frames: number;
+  /** Of those, frames not yet copied into the database. */
+  backlog: number;
+  /** Frames written to the WAL since the store opened, as the checkpoints counted them (the WAL restarts in between). */
+  framesWritten: number;
+  /** Checkpoints run by the worker, and by the writer on the owner's thread, since the store opened. */
+  workerCheckpoints: number;
+  writerCheckpoints: number;
+  /** Time the owner's thread spent in its checkpoints, ms. */
+  writerMs: number;
+}
+
 /** The checkpoint worker: its own connection, one PASSIVE checkpoint per message (CommonJS, run with `eval`). */
 const workerSource = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -50,9 +65,13 @@ parentPort.on("message", (message) => {
  * Under steady writes a passive checkpoint never catches up with the last
  * frame, and SQLite only restarts the WAL from its beginning once every frame
  * was copied. So when the WAL holds more than {@link maxWalFrames} frames the
- * writer finishes the job itself between two transactions (cheap: the worker
- * copied nearly everything), which bounds the WAL near 64 MiB (78 MB at most was
- * measured: what arrives between two checkpoints comes on top).
+ * worker first runs one more checkpoint at once (a catch-up: it copies what was
+ * written during the last one, up to a second of writes), then the writer
+ * finishes the job itself between two transactions: it copies only what was
+ * written during the catch-up, and syncs. That bounds the WAL near 64 MiB
+ * (78 MB at most was measured: what arrives between two checkpoints comes on
+ * top), and keeps the owner's thread from copying a second of writes and
+ * syncing them (a retention removal's, 100 ms and more on a busy disk).
  *
  * Durability is unchanged: a checkpoint only copies frames already in the
  * WAL, and with synchronous=NORMAL SQLite syncs the WAL before and the
@@ -63,8 +82,11 @@ export class Checkpointer {
   private inFlight = false;
   private dirty = false;
   private cooling: NodeJS.Timeout | null = null;
+  /** The checkpoint in flight is a catch-up: run at once after one that left the WAL past its bound. */
+  private catchingUp = false;
   private closed = false;
   private waiters: ((result: CheckpointResult) => void)[] = [];
+  private readonly wal: WalState = { frames: 0, backlog: 0, framesWritten: 0, workerCheckpoints: 0, writerCheckpoints: 0, writerMs: 0 };
 
   /**
    * `db`: the owner's (writer's) connection, whose automatic checkpoints are turned off;
@@ -100,6 +122,11 @@ export class Checkpointer {
     });
   }
 
+  /** The WAL at the last checkpoint, and the checkpoints' counts. */
+  state(): WalState {
+    return { ...this.wal };
+  }
+
   /** Stops the worker and closes its connection (before the owner's own connection closes). */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -122,9 +149,21 @@ export class Checkpointer {
     this.inFlight = false;
     if (!message.ok) this.onError(new Error(`background WAL checkpoint failed: ${message.error}`));
     const result = message.result ?? { busy: 1, log: -1, checkpointed: -1 };
-    if (result.log > maxWalFrames) this.finishOnWriter();
+    this.wal.workerCheckpoints++;
+    this.saw(result);
+    const caughtUp = this.catchingUp;
+    this.catchingUp = false;
+    if (result.log > maxWalFrames) {
+      if (caughtUp || !message.ok) this.finishOnWriter();
+      else this.catchingUp = true;
+    }
     for (const waiter of this.waiters.splice(0)) waiter(result);
     if (this.closed) return;
+    if (this.catchingUp) {
+      // What the last checkpoint left (the frames written while it ran) is copied at once, so the writer's finish has little to copy.
+      this.dirty = true;
+      return this.kick();
+    }
     this.cooling = setTimeout(() => {
       this.cooling = null;
       this.kick();
@@ -134,10 +173,22 @@ export class Checkpointer {
 
   /** Copies the last frames on the writer's connection, between transactions, so the next write restarts the WAL. */
   private finishOnWriter(): void {
+    if (this.db.inTransaction) return;
+    const started = performance.now();
     try {
-      if (!this.db.inTransaction) this.db.pragma("wal_checkpoint(PASSIVE)");
+      this.saw((this.db.pragma("wal_checkpoint(PASSIVE)") as CheckpointResult[])[0]);
     } catch (error) {
       this.onError(error);
     }
+    this.wal.writerCheckpoints++;
+    this.wal.writerMs += performance.now() - started;
+  }
+
+  /** Notes a checkpoint's result: the WAL's frames (fewer than before: it restarted since) and those left to copy. */
+  private saw(result: CheckpointResult): void {
+    if (result.log < 0) return;
+    this.wal.framesWritten += result.log >= this.wal.frames ? result.log - this.wal.frames : result.log;
+    this.wal.frames = result.log;
+    this.wal.backlog = Math.max(0, result.log - result.checkpointed);
   }
 }

@@ -97,6 +97,7 @@ export function openStore(options: StoreOptions): SqliteStore {
       db,
       transactions: sqliteTransactions(db, durability),
       committed: () => checkpointer.committed(),
+      wal: () => checkpointer.state(),
       dataDir: options.dataDir,
       durability,
       checkpointer,
