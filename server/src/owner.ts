@@ -381,6 +381,7 @@ async function serve(
     processors,
     cursors,
     tail,
+    wal: store.wal,
     metrics: metrics.registry,
   });
   logStatsMetrics(metrics.registry, logStats);

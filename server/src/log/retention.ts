@@ -44,6 +44,8 @@ export interface LogRetentionOptions {
   holds: HoldSources;
   /** Told the highest seq of each batch removed (the log's in-memory tail forgets through it). */
   onRemoved?: (throughSeq: number) => void;
+  /** SQLite's WAL as its checkpoints saw it (removal-pace.ts: removal waits while it is past its bound). */
+  wal?: () => { pastBound: boolean };
   /** The log's stored bytes at most, whatever the rules (0: no log-wide limit). */
   maxBytes: number;
   /** Past this many stored bytes the owner warns (0: never). */
@@ -117,7 +119,7 @@ export class LogRetention {
   private readonly space: SpaceReturn;
 
   constructor(private readonly options: LogRetentionOptions) {
-    this.pace = new RemovalPace(options.committer);
+    this.pace = new RemovalPace(options.committer, options.wal);
     this.unitSize = new UnitSize(options.batchEvents);
     this.space = new SpaceReturn(options.statements);
     this.archive = new ArchiveGate(options.archive, options.logger);
