@@ -4,14 +4,12 @@ import { Worker } from "node:worker_threads";
 
 /** The fewest ms between two background checkpoints. */
 const cadenceMs = 1_000;
-/** The same while the WAL holds more than {@link busyFrames}: it fills fast, and each checkpoint then copies less. */
+/** The same while the WAL holds more than a quarter of its bound: it fills fast, and each checkpoint then copies less. */
 const busyCadenceMs = 100;
-/** WAL frames past which checkpoints come every {@link busyCadenceMs} (a quarter of the bound, 16 MiB). */
-const busyFrames = 4_096;
 /** WAL frames (4 KiB pages) past which the writer itself finishes a checkpoint, so the WAL restarts (~64 MiB). */
 const maxWalFrames = 16_384;
-/** Past the bound, catch-up checkpoints run back to back until one copied at most this many frames (1 MiB): the writer's finish copies about as many. */
-const finishFrames = 256;
+/** Past the bound, catch-up checkpoints run back to back until one copied at most this share of it (1 MiB): the writer's finish copies about as many. */
+const finishShare = 1 / 64;
 /** Catch-ups at most before the writer finishes whatever is left (the worker cannot keep up with the writes). */
 const maxCatchUps = 4;
 
@@ -26,7 +24,7 @@ export interface CheckpointResult {
 export interface WalState {
   /** Frames in the WAL at the last checkpoint. */
   frames: number;
-  /** The WAL went past its bound ({@link maxWalFrames}) and its checkpoint is catching up, until the writer finished it. */
+  /** The WAL went past its bound and its checkpoint is catching up, until the writer finished it. */
   pastBound: boolean;
   /** Of those, frames not yet copied into the database. */
   backlog: number;
@@ -77,15 +75,16 @@ parentPort.on("message", (message) => {
  * frame, and SQLite only restarts the WAL from its beginning once every frame
  * was copied. So when the WAL holds more than {@link maxWalFrames} frames the
  * worker first runs checkpoints back to back (catch-ups, each copying what was
- * written while the last one ran) until one had at most {@link finishFrames}
- * to copy (or after {@link maxCatchUps}), then the writer finishes the job
+ * written while the last one ran) until one had at most a sixty-fourth of the
+ * bound to copy (or after {@link maxCatchUps}), then the writer finishes the job
  * itself between two transactions: it copies only what was written during the
  * last catch-up, and syncs. That bounds the WAL near 64 MiB (78 MB at most was
  * measured: what arrives between two checkpoints comes on top). Before the
  * catch-ups the writer copied up to a second of writes and synced them on the
  * owner's thread: during a retention removal on random ids (40 MB of WAL a
  * second) that was a finish every 2 s holding the thread 79 ms on average, up
- * to 265 ms, and the emits' p99 with it.
+ * to 265 ms, and the emits' p99 with it; 6 ms on average with the catch-ups
+ * (bench/records/2026-12-06-retention-hot-path.md).
  *
  * Durability is unchanged: a checkpoint only copies frames already in the
  * WAL, and with synchronous=NORMAL SQLite syncs the WAL before and the
@@ -106,12 +105,14 @@ export class Checkpointer {
 
   /**
    * `db`: the owner's (writer's) connection, whose automatic checkpoints are turned off;
-   * `path`: its database file; `onError`: told when a checkpoint fails (it is tried again later).
+   * `path`: its database file; `onError`: told when a checkpoint fails (it is tried again later);
+   * `bound`: WAL frames past which the writer finishes a checkpoint (default {@link maxWalFrames}).
    */
   constructor(
     private readonly db: Db,
     path: string,
     private readonly onError: (error: unknown) => void,
+    private readonly bound = maxWalFrames,
   ) {
     db.pragma("wal_autocheckpoint = 0");
     const driver = createRequire(import.meta.url).resolve("better-sqlite3");
@@ -167,12 +168,12 @@ export class Checkpointer {
     const result = message.result ?? { busy: 1, log: -1, checkpointed: -1 };
     this.wal.workerCheckpoints++;
     const copied = this.saw(result);
-    let nextMs = result.log > busyFrames ? busyCadenceMs : cadenceMs;
-    this.wal.pastBound = result.log > maxWalFrames && copied > 0; // no frames since the writer's finish: nothing to catch up
-    if (result.log > maxWalFrames) {
+    let nextMs = result.log > this.bound / 4 ? busyCadenceMs : cadenceMs;
+    this.wal.pastBound = result.log > this.bound && copied > 0; // no frames since the writer's finish: nothing to catch up
+    if (result.log > this.bound) {
       // Past the bound: what the last checkpoint left (the frames written while it ran) is copied
       // at once, until a checkpoint had little to copy; then the writer copies the rest and syncs.
-      if (message.ok && copied > finishFrames && this.catchUps < maxCatchUps) {
+      if (message.ok && copied > this.bound * finishShare && this.catchUps < maxCatchUps) {
         this.catchUps++;
         nextMs = 0;
       } else if (this.finishOnWriter()) {
