@@ -1,5 +1,6 @@
 // The pace of retention's removal units (server/src/log/removal-pace.ts): half of the
-// committer's time while nothing else commits, a shrinking share as other commits fill it.
+// committer's time while nothing else commits, a shrinking share as other commits fill it; on
+// SQLite no unit while the WAL is past its bound.
 import { describe, expect, it } from "vitest";
 import { RemovalPace } from "../server/src/log/removal-pace.js";
 import type { CommitInfo, Committer } from "../server/src/store/committer.js";
@@ -37,5 +38,22 @@ describe("removal pace", () => {
     expect(pace.share()).toBe(0.5);
     await pace.track(async () => commit(900, 5)); // a batch with other units beside it
     expect(pace.share()).toBe(0.05);
+  });
+
+  it("waits while SQLite's WAL is past its bound, until its checkpoint was finished", async () => {
+    const { committer } = fakeCommitter();
+    const wal = { pastBound: true };
+    const pace = new RemovalPace(committer, () => wal);
+    let paused = false;
+    const pausing = pace.pause(0).then(() => (paused = true));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(paused).toBe(false);
+    wal.pastBound = false;
+    await pausing;
+    expect(paused).toBe(true);
+    // Within its bound: no wait beyond the turn of the event loop.
+    const started = performance.now();
+    await pace.pause(0);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 });

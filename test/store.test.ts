@@ -18,6 +18,7 @@ import { callStatements } from "../server/src/store/calls.js";
 import { occurrenceStatements } from "../server/src/store/occurrences.js";
 import { timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
+import { Checkpointer } from "../server/src/store/sqlite/checkpointer.js";
 import { sqliteTransactions } from "../server/src/store/sqlite/transactions.js";
 import { noSync, WalSync } from "../server/src/store/sqlite/wal-sync.js";
 import { until } from "./helpers/until.js";
@@ -179,9 +180,50 @@ describe("SQLite settings", () => {
     expect(result.log).toBeGreaterThan(100); // the writer left every frame in the WAL
     expect(result.checkpointed).toBe(result.log); // the worker copied them all
     expect(walFrames()).toBe(result.log);
+    // What the metrics read: the WAL as the worker's checkpoint saw it, none finished on the owner's thread.
+    const wal = store.checkpointer.state();
+    expect(wal).toMatchObject({ frames: result.log, backlog: 0, writerCheckpoints: 0, writerMs: 0 });
+    expect(wal.framesWritten).toBeGreaterThanOrEqual(result.log);
+    expect(wal.workerCheckpoints).toBeGreaterThanOrEqual(1);
     await store.close();
     const again = open(dataDir);
     expect(eventStatements(again.db).findById("e1999")?.seq).toBe(2_000);
+  });
+
+  it("restarts a WAL written without pause once past its bound: the worker catches up, then the owner's thread finishes", async () => {
+    const store = open(folder());
+    // A checkpointer with a bound of 64 frames beside the store's own (idle: nothing tells it of these commits).
+    const failures: unknown[] = [];
+    const checkpointer = new Checkpointer(store.db, join(store.dataDir, "chronolog.db"), (e) => failures.push(e), 64);
+    store.db.exec("CREATE TABLE scratch (k INTEGER PRIMARY KEY, v TEXT)");
+    const insert = store.db.prepare("INSERT INTO scratch (v) VALUES (?)");
+    const write = store.db.transaction(() => {
+      for (let i = 0; i < 8; i++) insert.run("x".repeat(4_000)); // 8 frames and more a commit
+    });
+    let writing = true;
+    const writer = (async () => {
+      while (writing) {
+        write.immediate();
+        checkpointer.committed();
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    try {
+      await until(() => checkpointer.state().writerCheckpoints >= 3, "three finishes on the owner's thread", 30_000);
+    } finally {
+      writing = false;
+      await writer;
+    }
+    const state = checkpointer.state();
+    expect(failures).toEqual([]);
+    expect(state.workerCheckpoints).toBeGreaterThan(state.writerCheckpoints);
+    expect(state.framesWritten).toBeGreaterThan(3 * 64);
+    // What the last writes left past the bound is finished too: a later commit starts the WAL over.
+    await until(async () => {
+      write.immediate();
+      return (await checkpointer.checkpoint()).log < 64;
+    }, "the WAL started over");
+    await checkpointer.close();
   });
 
   it("does not fsync at all when NORMAL is asked", () => {

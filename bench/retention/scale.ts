@@ -4,7 +4,9 @@
 // BENCH_EVENTS (default 10,000,000) `rbench.filler` events of about 200 bytes, committed two hours
 // before the owner's simulated start, are written straight into a store no owner runs on, through
 // the store's own schema and migrations and the import path `chronolog import` uses
-// (store/log-import.ts), BENCH_PRELOAD_BATCH (default 20,000) a transaction. That store is the
+// (store/log-import.ts), BENCH_PRELOAD_BATCH (default 20,000) a transaction, with random ids
+// (UUIDv4, as a client may give them: each removed id is a page of the id indexes of its own) or,
+// with BENCH_IDS=owner, time-ordered ones (UUIDv7, as the owner gives them). That store is the
 // template of every run: each run starts an owner (bench/retention/owner.ts, a child process) on a
 // copy of it (SQLite: the data file copied; PostgreSQL: CREATE DATABASE ... TEMPLATE).
 // Runs alternate A, B, A, B (BENCH_ROUNDS rounds, default 2):
@@ -20,16 +22,19 @@
 // BENCH_MAX_S, default 3,600 s); B runs as many windows as the A before it.
 // Printed per run: the windows' figures and, over all its windows, emit → handler p50/p99, Publish
 // events/s and the owner's event-loop delay p99 and max (prom-client's, over each window: the
-// highest of the windows); for A the removal's events, time (from the count's end to the pass's
+// highest of the windows), on SQLite the WAL's MB written a second and the checkpoints the owner's
+// thread finished itself, with their time (chronolog_wal_*); for A the removal's events, time (from the count's end to the pass's
 // end), rate and longest unit by kind, and the store's size on disk before and after (SQLite: the
 // data file and its WAL; PostgreSQL: the events partitions with their indexes and TOAST). On
 // PostgreSQL the partitions hold BENCH_SPAN seqs (default 1,000,000, the default span).
+// BENCH_OWNER_NODE_ARGS: node flags for the owners (e.g. `--cpu-prof --cpu-prof-dir=prof`).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { v7 as uuidv7 } from "uuid";
 import { createClient, type ChronologClient } from "../../sdk/ts/src/client.js";
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import { definePlugin } from "../../sdk/ts/src/plugin.js";
@@ -52,6 +57,7 @@ const windowMs = env("BENCH_WINDOW_S", 10) * 1000;
 const publishMs = env("BENCH_PUBLISH_S", 5) * 1000;
 const maxMs = env("BENCH_MAX_S", 3_600) * 1000;
 const span = env("BENCH_SPAN", 1_000_000);
+const newId = process.env.BENCH_IDS === "owner" ? () => uuidv7() : randomUUID;
 const HOUR = 3_600_000;
 /** The owner's simulated start (bench/retention/owner.ts): the preloaded events are two hours older. */
 const simulatedStart = Date.UTC(2026, 2, 2, 12);
@@ -90,7 +96,7 @@ async function preload(target: LogImport): Promise<void> {
   for (let seq = 1; seq <= events; ) {
     const batch: ImportedEvent[] = [];
     for (const end = Math.min(events, seq + preloadBatch - 1); seq <= end; seq++)
-      batch.push({ seq, id: randomUUID(), type: "rbench.filler", data: filler, cause: "", actor: null, at: at + Math.floor(seq / 1000), trace: null });
+      batch.push({ seq, id: newId(), type: "rbench.filler", data: filler, cause: "", actor: null, at: at + Math.floor(seq / 1000), trace: null });
     await target.append(batch, batch[0].seq - 1);
   }
 }
@@ -185,10 +191,15 @@ async function startChild(store: Template, dir: string, withRule: boolean): Prom
     retention,
     ...("url" in store ? { store: store.url } : {}),
   };
-  const child = spawn(process.execPath, ["--conditions=chronolog-source", "--import", "tsx", "bench/retention/owner.ts", JSON.stringify(options)], {
-    cwd: repo,
-    stdio: ["pipe", "pipe", "inherit"],
-  });
+  const nodeArgs = process.env.BENCH_OWNER_NODE_ARGS?.split(" ").filter(Boolean) ?? []; // e.g. --cpu-prof --cpu-prof-dir=...
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, "--conditions=chronolog-source", "--import", "tsx", "bench/retention/owner.ts", JSON.stringify(options)],
+    {
+      cwd: repo,
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
   const passes: Pass[] = [];
   let stopped: (() => void) | undefined;
   const url = await new Promise<string>((resolve, reject) => {
@@ -224,6 +235,9 @@ async function scrape(url: string) {
     removed: value("chronolog_log_removed_events_total"),
     events: value("chronolog_log_events"),
     filler: value('chronolog_log_events{type="rbench.filler"}'),
+    walFrames: value("chronolog_wal_frames_written_total"),
+    writerCheckpoints: value('chronolog_wal_checkpoints_total{by="writer"}'),
+    writerMs: value("chronolog_wal_writer_checkpoint_seconds_total") * 1000,
   };
 }
 
@@ -245,11 +259,17 @@ interface Window {
   loopP99Ms: number;
   loopMaxMs: number;
   removed: number;
+  /** SQLite: MB written to the WAL, and the checkpoints the owner's thread finished itself with their time (ms). */
+  walMb: number;
+  writerCheckpoints: number;
+  writerMs: number;
+  seconds: number;
 }
 
 /** One window: `rate` probes a second for `windowMs` (an open loop), then emits flat out for `publishMs`. */
 async function window(client: ChronologClient, url: string): Promise<Window> {
   const before = await scrape(url);
+  const windowStarted = performance.now();
   const from = handled.length;
   let sent = 0;
   const started = performance.now();
@@ -277,14 +297,21 @@ async function window(client: ChronologClient, url: string): Promise<Window> {
   );
   const publishRate = published / ((performance.now() - publishStarted) / 1000);
   const after = await scrape(url);
-  return { handlerMs, sent, publishRate, loopP99Ms: after.loopP99Ms, loopMaxMs: after.loopMaxMs, removed: after.removed - before.removed };
+  return {
+    ...{ handlerMs, sent, publishRate, loopP99Ms: after.loopP99Ms, loopMaxMs: after.loopMaxMs, removed: after.removed - before.removed },
+    ...{ walMb: ((after.walFrames - before.walFrames) * 4096) / 1e6, writerCheckpoints: after.writerCheckpoints - before.writerCheckpoints },
+    ...{ writerMs: after.writerMs - before.writerMs, seconds: (performance.now() - windowStarted) / 1000 },
+  };
 }
 
 function describe(w: Window): string {
   const sorted = [...w.handlerMs].sort((a, b) => a - b);
   return (
     `emit → handler p50 ${pct(sorted, 50).toFixed(1)} / p99 ${pct(sorted, 99).toFixed(1)} ms (${w.sent}), Publish ${Math.round(w.publishRate)}/s, ` +
-    `loop p99 ${w.loopP99Ms.toFixed(1)} / max ${w.loopMaxMs.toFixed(1)} ms; ${w.removed} removed meanwhile`
+    `loop p99 ${w.loopP99Ms.toFixed(1)} / max ${w.loopMaxMs.toFixed(1)} ms; ${w.removed} removed meanwhile` +
+    (benchStore === "sqlite"
+      ? `; WAL ${(w.walMb / w.seconds).toFixed(1)} MB/s, ${w.writerCheckpoints} checkpoints on the owner's thread (${w.writerMs.toFixed(0)} ms)`
+      : "")
   );
 }
 
@@ -294,12 +321,16 @@ interface Run {
 }
 
 function summary(run: Run): string {
+  const sum = (key: "walMb" | "seconds" | "writerCheckpoints" | "writerMs") => run.windows.reduce((s, w) => s + w[key], 0);
   const all = run.windows.flatMap((w) => w.handlerMs).sort((a, b) => a - b);
   const publish = run.windows.map((w) => w.publishRate).sort((a, b) => a - b);
   return (
     `${run.label}: ${run.windows.length} windows, emit → handler p50 ${pct(all, 50).toFixed(1)} / p99 ${pct(all, 99).toFixed(1)} ms (${all.length} probes), ` +
     `Publish median ${Math.round(pct(publish, 50))}/s (${Math.round(publish[0])} to ${Math.round(publish[publish.length - 1])}), ` +
-    `loop p99 ${Math.max(...run.windows.map((w) => w.loopP99Ms)).toFixed(1)} / max ${Math.max(...run.windows.map((w) => w.loopMaxMs)).toFixed(1)} ms`
+    `loop p99 ${Math.max(...run.windows.map((w) => w.loopP99Ms)).toFixed(1)} / max ${Math.max(...run.windows.map((w) => w.loopMaxMs)).toFixed(1)} ms` +
+    (benchStore === "sqlite"
+      ? `; WAL ${(sum("walMb") / sum("seconds")).toFixed(1)} MB/s, ${sum("writerCheckpoints")} checkpoints on the owner's thread (${sum("writerMs").toFixed(0)} ms)`
+      : "")
   );
 }
 
@@ -361,7 +392,7 @@ async function run(template: Template, dir: string, withRule: boolean, windows: 
 // Stopped (Ctrl-C): exit so the PostgreSQL server started for the run is stopped (bench/lib/postgres.ts).
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
 console.log(`bench/retention/scale: ${new Date().toISOString()}, load average before: ${load()}`);
-console.log(`  ${storeDescription()}`);
+console.log(`  ${storeDescription()}; ${process.env.BENCH_IDS === "owner" ? "time-ordered ids (UUIDv7)" : "random ids (UUIDv4)"}`);
 const dir = mkdtempSync(join(tmpdir(), "chronolog-rscale-"));
 try {
   const t0 = performance.now();

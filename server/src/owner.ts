@@ -48,6 +48,7 @@ import { serveStandby } from "./standby.js";
 import { Committer } from "./store/committer.js";
 import { cursorStatements, failedDeliveryReads, failureCountReads } from "./store/cursors.js";
 import { openStore, removeCreatedFolder, type SyncMode } from "./store/sqlite/open.js";
+import { walMetrics } from "./store/sqlite/wal-metrics.js";
 import { shownUrl } from "./store/postgres/open.js";
 import type { Store } from "./store/store.js";
 import { causeReads } from "./store/cause-reads.js";
@@ -382,12 +383,14 @@ async function serve(
     processors,
     cursors,
     tail,
+    wal: store.wal,
     metrics: metrics.registry,
   });
   logStatsMetrics(metrics.registry, logStats);
   if (leadership) leadership.registerMetrics(metrics.registry);
   if (store.waits) storeWaitMetrics(metrics.registry, store.waits);
   if (store.asyncReads) storeAsyncReadMetrics(metrics.registry, store.asyncReads);
+  if (store.wal) walMetrics(metrics.registry, store.wal);
   const metricsHandler = metricsHttpHandler(metrics, authenticator, logger);
   const consoleHandler = consoleHttpHandler(options.consoleDir ?? defaultConsoleDir(), logger, config?.console);
   const listener = await listen({

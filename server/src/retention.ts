@@ -45,6 +45,8 @@ export interface RetentionDeps {
   cursors: CursorStatements;
   /** The log's in-memory tail: it forgets the events removed. */
   tail: Pick<LogTail, "forgetThrough">;
+  /** SQLite's WAL as its checkpoints saw it: removal waits while it is past its bound. */
+  wal?: () => { pastBound: boolean };
   /** The owner's metrics: each retention's are registered there. */
   metrics: Registry;
 }
@@ -119,6 +121,7 @@ export function openRetention(deps: RetentionDeps): OwnerRetention {
       collections: () => plugins.eventCollections(),
     },
     onRemoved: (seq) => deps.tail.forgetThrough(seq),
+    wal: deps.wal,
     maxBytes: retentionConfig?.max_bytes ?? 0,
     warnBytes: retentionConfig?.warn_bytes ?? Math.floor((retentionConfig?.max_bytes ?? 0) * 0.8),
     intervalMs: retentionConfig?.interval_ms ?? defaultRetentionIntervalMs,

@@ -10,6 +10,9 @@ const quietMs = 100;
 const windowMs = 1_000;
 /** Longest pause between two removal units, ms. */
 const maxPauseMs = 1_000;
+/** Longest wait for SQLite's WAL to come back within its bound, ms, and how often it is looked at. */
+const maxWalWaitMs = 1_000;
+const walPollMs = 20;
 
 /**
  * The pace of retention's removal units against the committer's other work (docs/retention.md,
@@ -18,6 +21,11 @@ const maxPauseMs = 1_000;
  * commits of the last second took (their work and their sync), down to a twentieth when they
  * fill it. So a large removal runs fast on an idle owner and gives way to emits and deliveries
  * on a busy one, yet still ends.
+ *
+ * On SQLite it also waits (a second at most) while the WAL is past its bound: its checkpoint is
+ * then catching up, to be finished on the owner's thread (store/sqlite/checkpointer.ts), and the
+ * frames a removal unit writes meanwhile (with random ids about 200 a unit of 100 events) would
+ * lengthen both.
  */
 export class RemovalPace {
   /** End times and durations of the last second's other commits, ms. */
@@ -25,7 +33,10 @@ export class RemovalPace {
   /** Removal units submitted and not yet durable. */
   private inFlight = 0;
 
-  constructor(committer: Committer) {
+  constructor(
+    committer: Committer,
+    private readonly wal?: () => { pastBound: boolean },
+  ) {
     committer.onCommit(({ batchSize, durationMs }) => {
       // A commit that held only a removal unit is removal's own; any other is other work's.
       if (this.inFlight > 0 && batchSize <= this.inFlight) return;
@@ -56,10 +67,13 @@ export class RemovalPace {
     return Math.max(loadedShare, idleShare * (1 - load));
   }
 
-  /** After a unit that took `tookMs` (queued, run and made durable): a pause that keeps removal to its share (a turn of the event loop at least). */
-  pause(tookMs: number): Promise<void> {
+  /** After a unit that took `tookMs` (queued, run and made durable): a pause that keeps removal to its share (a turn of the event loop at least), then while the WAL is past its bound. */
+  async pause(tookMs: number): Promise<void> {
     const share = this.share();
     const ms = tookMs > 0 ? Math.min(maxPauseMs, (tookMs * (1 - share)) / share) : 0;
-    return new Promise((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)));
+    await new Promise((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)));
+    if (!this.wal) return;
+    for (const until = performance.now() + maxWalWaitMs; this.wal().pastBound && performance.now() < until; )
+      await new Promise((resolve) => setTimeout(resolve, walPollMs));
   }
 }

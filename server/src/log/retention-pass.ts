@@ -7,9 +7,9 @@ export interface RetentionPass {
   /** Removal batches committed, and the longest one's commit (ms, its wait in the committer's queue and the sync included). */
   batches: number;
   longestBatchMs: number;
-  /** The longest time a batch's unit held the committer (its removal and vacuum step), ms: what other commits waited for it. */
+  /** The longest time a batch's unit held the committer (a removal, or a step returning free pages), ms: what other commits waited for it. */
   longestUnitMs: number;
-  /** The longest unit of each kind, ms: `batch` (a removal by rows), `ids` (a dropped partition's ids kept), `drop`, `summary` (a partition's summary stored). */
+  /** The longest unit of each kind, ms: `batch` (a removal by rows), `ids` (a dropped partition's ids kept), `drop`, `summary` (a partition's summary stored), `vacuum` (free pages returned to the disk, SQLite). */
   longestUnits: Record<string, number>;
   /** PostgreSQL: partitions whose summary the pass read from their events (one GROUP BY each); those stored were not read. */
   summariesRead: number;

@@ -8,6 +8,7 @@ import type { LogStats } from "./log-stats.js";
 import { passLogWide, SizeLevel, sizeLevel, sizeWarning } from "./log-wide-limit.js";
 import { PartitionPlan, PartitionSummaries, type ByType, type PartitionDrop, type PartitionHeld } from "./partition-plan.js";
 import { RemovalPace } from "./removal-pace.js";
+import { SpaceReturn } from "./space-return.js";
 import { UnitSize } from "./unit-size.js";
 import { HoldSnapshot, type HoldSources } from "./retention-holds.js";
 import { eventKeyOf, ruleFor, type RetentionRule } from "./retention-rules.js";
@@ -19,8 +20,6 @@ export const defaultRetentionIntervalMs = 60_000;
 export const defaultRetentionBatchEvents = 100;
 /** Default number of removed events' ids kept for GetEvent's answer (about 60 MB of them). */
 export const defaultRemovedIdsKept = 1_000_000;
-/** Free pages one batch returns to the disk at most (SQLite's incremental vacuum; 4 KiB each). */
-const maxReclaimPages = 128;
 /** Ids of a dropped partition's events one unit keeps for GetEvent (PostgreSQL). */
 const idsPerUnit = 500;
 
@@ -45,6 +44,8 @@ export interface LogRetentionOptions {
   holds: HoldSources;
   /** Told the highest seq of each batch removed (the log's in-memory tail forgets through it). */
   onRemoved?: (throughSeq: number) => void;
+  /** SQLite's WAL as its checkpoints saw it (removal-pace.ts: removal waits while it is past its bound). */
+  wal?: () => { pastBound: boolean };
   /** The log's stored bytes at most, whatever the rules (0: no log-wide limit). */
   maxBytes: number;
   /** Past this many stored bytes the owner warns (0: never). */
@@ -68,10 +69,11 @@ export interface LogRetentionOptions {
  *   pass runs at `start`, once the log's statistics are counted).
  * - **passing**: per rule, per type, oldest first: a batch of at most `batchEvents` events (fewer
  *   while units hold the owner's thread longer than a few ms: unit-size.ts) is scanned (outside the committer; on PostgreSQL without blocking the event loop), weighed
- *   against the holds, and what may go is removed in one committer unit of its own, which also
- *   returns free pages to the disk on SQLite; after each, a pause that keeps removal to its
- *   share of the committer (removal-pace.ts). Then the log-wide limit (log-wide-limit.ts). A
- *   tick during a pass asks for one more after it. On PostgreSQL the full partitions of the
+ *   against the holds, and what may go is removed in one committer unit of its own; after each,
+ *   a pause that keeps removal to its share of the committer (removal-pace.ts). Then the
+ *   log-wide limit (log-wide-limit.ts), then, on SQLite once much of the file is free, steps
+ *   that return free pages to the disk (space-return.ts). A tick during a pass asks for one
+ *   more after it. On PostgreSQL the full partitions of the
  *   events table are first weighed whole from their summaries (partition-plan.ts, stored and
  *   read at an owner's first pass): those every event of which may go are dropped, one committer
  *   unit each; the rules' scans by rows then step over those held or waiting whole, and weigh
@@ -113,10 +115,13 @@ export class LogRetention {
   private readonly pace: RemovalPace;
   /** Events the next removal by rows takes, from how long the last held the owner's thread. */
   private readonly unitSize: UnitSize;
+  /** When the data file's free pages go back to the disk (SQLite). */
+  private readonly space: SpaceReturn;
 
   constructor(private readonly options: LogRetentionOptions) {
-    this.pace = new RemovalPace(options.committer);
+    this.pace = new RemovalPace(options.committer, options.wal);
     this.unitSize = new UnitSize(options.batchEvents);
+    this.space = new SpaceReturn(options.statements);
     this.archive = new ArchiveGate(options.archive, options.logger);
   }
 
@@ -186,7 +191,7 @@ export class LogRetention {
     try {
       const now = clock.now();
       const rules = this.rulesByType();
-      if (rules.size === 0 && (maxBytes === 0 || stats.bytes <= maxBytes)) throw nothingToDo;
+      if (rules.size === 0 && (maxBytes === 0 || stats.bytes <= maxBytes) && this.space.next() === 0) throw nothingToDo;
       const snapshot = new HoldSnapshot(holds, statements, (collection) =>
         this.keyIndex([`${collection}.created`, `${collection}.updated`, `${collection}.deleted`], ["data", "_id"]).update(),
       );
@@ -218,6 +223,8 @@ export class LogRetention {
           removeBatch: (candidates) => this.removeBatch(candidates, snapshot, result, reasons),
           drop: (drop) => this.dropPartition(drop, result, reasons),
         });
+      // SQLite: free pages go back to the disk only when much of the file is free (space-return.ts).
+      for (let pages = this.space.next(); pages > 0; pages = this.space.next()) await this.unit(result, "vacuum", () => statements.reclaim(pages));
       result.complete = true;
     } catch (e) {
       if (e === nothingToDo) result.complete = true;
@@ -350,7 +357,6 @@ export class LogRetention {
           );
           // A full partition's stored summary no longer counts its events: it is read again.
           statements.partitions?.stale(going[0].seq, going[going.length - 1].seq);
-          statements.reclaim(Math.min(maxReclaimPages, Math.ceil((2 * bytes) / 4096) + 8)); // about what the batch freed, its indexes' pages too
           const heldMs = performance.now() - unitStarted;
           this.unitSize.took(going.length, heldMs);
           this.longest(result, "batch", heldMs);

@@ -62,8 +62,10 @@ export interface LogRemovalStatements {
   remove(seqs: number[], removedBytes: number, keepIds: number): void;
   /** PostgreSQL's: the events table's partitions, which retention drops whole (migration 0007). */
   partitions?: PartitionRemovalStatements;
-  /** Inside a committer unit: returns up to `pages` free pages to the disk (SQLite with incremental vacuum; elsewhere nothing). Returns how many were free before. */
-  reclaim(pages: number): number;
+  /** The data file's free and total pages, where free pages can be returned to the disk (SQLite with incremental vacuum); undefined elsewhere. */
+  freePages(): { free: number; total: number } | undefined;
+  /** Inside a committer unit: returns up to `pages` free pages to the disk (SQLite with incremental vacuum; elsewhere nothing). */
+  reclaim(pages: number): void;
 }
 
 /** An event row's stored bytes in SQL: UTF-8 octets of data and actor, characters of the rest. */
@@ -109,6 +111,7 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       : { open: db.prepare("SELECT set_config('chronolog.removing', 'on', true)"), close: db.prepare("SELECT set_config('chronolog.removing', 'off', true)") };
   const deferred = dialect === "postgres" ? deferredRemoval(db, seqList) : undefined;
   const incremental = dialect === "sqlite" && Number((db.prepare("PRAGMA auto_vacuum").get() as { auto_vacuum: number }).auto_vacuum) === 2;
+  const pageCounts = incremental ? { free: db.prepare("PRAGMA freelist_count"), total: db.prepare("PRAGMA page_count") } : undefined;
   return {
     ...(dialect === "postgres" && { partitions: partitionRemovalStatements(db, bytes) }),
     async scanType(type, afterSeq, limit, beforeSeq = Number.MAX_SAFE_INTEGER) {
@@ -196,12 +199,14 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
       }
       count.run(seqs.length, removedBytes, kept);
     },
+    freePages() {
+      if (!pageCounts) return undefined;
+      const free = Number((pageCounts.free.get() as { freelist_count: number }).freelist_count);
+      return { free, total: Number((pageCounts.total.get() as { page_count: number }).page_count) };
+    },
     reclaim(pages) {
-      if (!incremental) return 0;
-      const free = Number((db.prepare("PRAGMA freelist_count").get() as { freelist_count: number }).freelist_count);
       // better-sqlite3's pragma() steps the statement to its end (each step frees a page); run() would free one.
-      if (free > 0) (db as unknown as { pragma(sql: string): unknown }).pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
-      return free;
+      if (incremental) (db as unknown as { pragma(sql: string): unknown }).pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { WalState } from "./sqlite/checkpointer.js";
 import type { Db, Dialect } from "./sql.js";
 import type { Transactions } from "./transactions.js";
 
@@ -19,6 +20,8 @@ export interface Store {
   waits?(): { connection: string; count: number; ms: number }[];
   /** PostgreSQL's reads that did not block the owner's thread (Db.readAsync), and the round trips they took. */
   asyncReads?(): { reads: number; roundTrips: number };
+  /** SQLite's write-ahead log as its checkpoints saw it (PostgreSQL: none). */
+  wal?(): WalState;
   /** Closes the connections (and, on SQLite, the lock and checkpoint worker). */
   close(): Promise<void>;
 }

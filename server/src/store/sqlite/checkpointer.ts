@@ -4,14 +4,37 @@ import { Worker } from "node:worker_threads";
 
 /** The fewest ms between two background checkpoints. */
 const cadenceMs = 1_000;
+/** The same while the WAL holds more than a quarter of its bound: it fills fast, and each checkpoint then copies less. */
+const busyCadenceMs = 100;
 /** WAL frames (4 KiB pages) past which the writer itself finishes a checkpoint, so the WAL restarts (~64 MiB). */
 const maxWalFrames = 16_384;
+/** Past the bound, catch-up checkpoints run back to back until one copied at most this share of it (1 MiB): the writer's finish copies about as many. */
+const finishShare = 1 / 64;
+/** Catch-ups at most before the writer finishes whatever is left (the worker cannot keep up with the writes). */
+const maxCatchUps = 4;
 
 /** What `PRAGMA wal_checkpoint` reports: frames in the WAL and frames copied into the database. */
 export interface CheckpointResult {
   busy: number;
   log: number;
   checkpointed: number;
+}
+
+/** The WAL as the checkpoints saw it, and what they cost (the `chronolog_wal_*` metrics; retention paces by it). */
+export interface WalState {
+  /** Frames in the WAL at the last checkpoint. */
+  frames: number;
+  /** The WAL went past its bound and its checkpoint is catching up, until the writer finished it. */
+  pastBound: boolean;
+  /** Of those, frames not yet copied into the database. */
+  backlog: number;
+  /** Frames written to the WAL since the store opened, as the checkpoints counted them (the WAL restarts in between). */
+  framesWritten: number;
+  /** Checkpoints run by the worker, and by the writer on the owner's thread, since the store opened. */
+  workerCheckpoints: number;
+  writerCheckpoints: number;
+  /** Time the owner's thread spent in its checkpoints, ms. */
+  writerMs: number;
 }
 
 /** The checkpoint worker: its own connection, one PASSIVE checkpoint per message (CommonJS, run with `eval`). */
@@ -43,16 +66,25 @@ parentPort.on("message", (message) => {
  * owner's only thread (a third of the firing path's CPU in bench/timers). Here
  * the writer's connection has `wal_autocheckpoint=0`, and a worker thread
  * with its own connection runs `wal_checkpoint(PASSIVE)` at most every
- * {@link cadenceMs} after commits: it copies committed frames into the
+ * {@link cadenceMs} after commits ({@link busyCadenceMs} while the WAL holds
+ * more than a quarter of its bound): it copies committed frames into the
  * database while the owner goes on writing (WAL readers and writers do not
  * block each other).
  *
  * Under steady writes a passive checkpoint never catches up with the last
  * frame, and SQLite only restarts the WAL from its beginning once every frame
  * was copied. So when the WAL holds more than {@link maxWalFrames} frames the
- * writer finishes the job itself between two transactions (cheap: the worker
- * copied nearly everything), which bounds the WAL near 64 MiB (78 MB at most was
- * measured: what arrives between two checkpoints comes on top).
+ * worker first runs checkpoints back to back (catch-ups, each copying what was
+ * written while the last one ran) until one had at most a sixty-fourth of the
+ * bound to copy (or after {@link maxCatchUps}), then the writer finishes the job
+ * itself between two transactions: it copies only what was written during the
+ * last catch-up, and syncs. That bounds the WAL near 64 MiB (78 MB at most was
+ * measured: what arrives between two checkpoints comes on top). Before the
+ * catch-ups the writer copied up to a second of writes and synced them on the
+ * owner's thread: during a retention removal on random ids (40 MB of WAL a
+ * second) that was a finish every 2 s holding the thread 79 ms on average, up
+ * to 265 ms, and the emits' p99 with it; 6 ms on average with the catch-ups
+ * (bench/records/2026-12-06-retention-hot-path.md).
  *
  * Durability is unchanged: a checkpoint only copies frames already in the
  * WAL, and with synchronous=NORMAL SQLite syncs the WAL before and the
@@ -63,17 +95,24 @@ export class Checkpointer {
   private inFlight = false;
   private dirty = false;
   private cooling: NodeJS.Timeout | null = null;
+  /** Catch-up checkpoints run since the WAL went past its bound. */
+  private catchUps = 0;
+  /** Frames of the WAL copied into the database at the last checkpoint. */
+  private checkpointed = 0;
   private closed = false;
   private waiters: ((result: CheckpointResult) => void)[] = [];
+  private readonly wal: WalState = { frames: 0, pastBound: false, backlog: 0, framesWritten: 0, workerCheckpoints: 0, writerCheckpoints: 0, writerMs: 0 };
 
   /**
    * `db`: the owner's (writer's) connection, whose automatic checkpoints are turned off;
-   * `path`: its database file; `onError`: told when a checkpoint fails (it is tried again later).
+   * `path`: its database file; `onError`: told when a checkpoint fails (it is tried again later);
+   * `bound`: WAL frames past which the writer finishes a checkpoint (default {@link maxWalFrames}).
    */
   constructor(
     private readonly db: Db,
     path: string,
     private readonly onError: (error: unknown) => void,
+    private readonly bound = maxWalFrames,
   ) {
     db.pragma("wal_autocheckpoint = 0");
     const driver = createRequire(import.meta.url).resolve("better-sqlite3");
@@ -100,6 +139,11 @@ export class Checkpointer {
     });
   }
 
+  /** The WAL at the last checkpoint, and the checkpoints' counts. */
+  state(): WalState {
+    return { ...this.wal };
+  }
+
   /** Stops the worker and closes its connection (before the owner's own connection closes). */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -122,22 +166,57 @@ export class Checkpointer {
     this.inFlight = false;
     if (!message.ok) this.onError(new Error(`background WAL checkpoint failed: ${message.error}`));
     const result = message.result ?? { busy: 1, log: -1, checkpointed: -1 };
-    if (result.log > maxWalFrames) this.finishOnWriter();
+    this.wal.workerCheckpoints++;
+    const copied = this.saw(result);
+    let nextMs = result.log > this.bound / 4 ? busyCadenceMs : cadenceMs;
+    this.wal.pastBound = result.log > this.bound && copied > 0; // no frames since the writer's finish: nothing to catch up
+    if (result.log > this.bound) {
+      // Past the bound: what the last checkpoint left (the frames written while it ran) is copied
+      // at once, until a checkpoint had little to copy; then the writer copies the rest and syncs.
+      if (message.ok && copied > this.bound * finishShare && this.catchUps < maxCatchUps) {
+        this.catchUps++;
+        nextMs = 0;
+      } else if (this.finishOnWriter()) {
+        this.catchUps = 0;
+        this.wal.pastBound = false;
+      }
+    } else this.catchUps = 0;
     for (const waiter of this.waiters.splice(0)) waiter(result);
     if (this.closed) return;
+    if (nextMs === 0) {
+      this.dirty = true;
+      return this.kick();
+    }
     this.cooling = setTimeout(() => {
       this.cooling = null;
       this.kick();
-    }, cadenceMs);
+    }, nextMs);
     this.cooling.unref();
   }
 
-  /** Copies the last frames on the writer's connection, between transactions, so the next write restarts the WAL. */
-  private finishOnWriter(): void {
+  /** Copies the last frames on the writer's connection, between transactions, so the next write restarts the WAL; false inside a transaction (tried again at the next checkpoint). */
+  private finishOnWriter(): boolean {
+    if (this.db.inTransaction) return false;
+    const started = performance.now();
     try {
-      if (!this.db.inTransaction) this.db.pragma("wal_checkpoint(PASSIVE)");
+      this.saw((this.db.pragma("wal_checkpoint(PASSIVE)") as CheckpointResult[])[0]);
     } catch (error) {
       this.onError(error);
     }
+    this.wal.writerCheckpoints++;
+    this.wal.writerMs += performance.now() - started;
+    return true;
+  }
+
+  /** Notes a checkpoint's result: the WAL's frames (fewer than before: it restarted since) and those left to copy; returns the frames it copied. */
+  private saw(result: CheckpointResult): number {
+    if (result.log < 0) return 0;
+    const restarted = result.log < this.wal.frames || result.checkpointed < this.checkpointed;
+    this.wal.framesWritten += restarted ? result.log : result.log - this.wal.frames;
+    const copied = restarted ? result.checkpointed : result.checkpointed - this.checkpointed;
+    this.wal.frames = result.log;
+    this.checkpointed = result.checkpointed;
+    this.wal.backlog = Math.max(0, result.log - result.checkpointed);
+    return copied;
   }
 }

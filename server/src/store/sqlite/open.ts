@@ -97,6 +97,7 @@ export function openStore(options: StoreOptions): SqliteStore {
       db,
       transactions: sqliteTransactions(db, durability),
       committed: () => checkpointer.committed(),
+      wal: () => checkpointer.state(),
       dataDir: options.dataDir,
       durability,
       checkpointer,
@@ -119,8 +120,8 @@ export function openStore(options: StoreOptions): SqliteStore {
 const vacuumSwitchMaxBytes = 64 * 1024 * 1024;
 
 /**
- * Makes the file return the pages retention frees to the disk (PRAGMA incremental_vacuum, one
- * step per removal batch: log/retention.ts). A new file is made so ({@link setPragmas}); an older
+ * Makes the file able to return the pages retention frees to the disk (PRAGMA incremental_vacuum,
+ * in steps once much of the file is free: log/space-return.ts). A new file is made so ({@link setPragmas}); an older
  * one only through a VACUUM, which rewrites it whole: done here for a small file, and for a
  * larger one left to the operator (docs/retention.md): its freed pages are reused meanwhile.
  */
