@@ -24,6 +24,8 @@ import { logReads } from "./rpc/log-service.js";
 import { logRemovalStatements } from "./store/log-removal.js";
 import { firstSeqAtMostEvery } from "./log/read.js";
 import { ReadAccess } from "./auth/read-access.js";
+import { mayWorkUnder } from "./auth/cause-access.js";
+import { LiveCauses } from "./log/causes.js";
 import { pluginReads } from "./rpc/plugin-service.js";
 import { standbyInterceptor, standbyRefusal, standbyRoutes, type Handler, type StandbyServing } from "./rpc/standby.js";
 import { streamReleaseInterceptor } from "./rpc/stream-release.js";
@@ -211,7 +213,9 @@ class StandbyView {
         streams: streamReads(db),
         logStart: { firstSeq: firstSeqAtMostEvery(() => removal.firstSeq(), 1_000), removed: (id) => removal.removed(id) },
       });
-      const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events));
+      // Reads under a cause are checked against it as at the leader (a standby delivers nothing: every cause is read from the log).
+      const causes = new LiveCauses((principal, work) => mayWorkUnder(plugins, principal, work));
+      const documents = collectionReads(new DocumentReader(plugins, new DocumentStores(db), this.events, causes));
       // A collection kept in memory (`durable: false`) lives in the leader's process only.
       const durable = (req: { collection: string }) => {
         if (plugins.collection(req.collection)?.durable === false) throw standbyRefusal(options.leaderUrl());

@@ -19,7 +19,7 @@ export interface Collections {
  * `live`: causes without an event (running record:false invocations) that
  * writes under a cause may name.
  */
-export function openCollections(db: Db, committer: Committer, registry: PluginRegistry, events: EventStatements, live?: LiveCauses): Collections {
+export function openCollections(db: Db, committer: Committer, registry: PluginRegistry, events: EventStatements, live: LiveCauses): Collections {
   const stores = new DocumentStores(db);
   return { writer: new DocumentWriter(committer, registry, events, stores, live), reader: new DocumentReader(registry, stores, events, live) };
 }

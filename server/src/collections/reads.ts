@@ -53,7 +53,7 @@ export class DocumentReader {
     private readonly stores: DocumentStores,
     private readonly events: EventStatements,
     /** Running record:false invocations, causes without an event. */
-    private readonly live?: LiveCauses,
+    private readonly live: LiveCauses,
   ) {}
 
   /** The document `id` of `collection` as `principal` (under `cause`) sees it; NOT_FOUND when absent, out of its reach or undeclared. */

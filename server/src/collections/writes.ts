@@ -94,7 +94,7 @@ export class DocumentWriter {
     private readonly events: EventStatements,
     private readonly stores: DocumentStores,
     /** Running record:false invocations, causes without an event. */
-    private readonly live?: LiveCauses,
+    private readonly live: LiveCauses,
   ) {}
 
   /** Applies one write as `principal`; errors as described above. */

@@ -28,8 +28,8 @@ export class LiveCauses {
   /** Events in the log the owner just delivered or started calls under ({@link remember}), oldest first. */
   private readonly recent = new Map<string, LiveCause>();
 
-  /** `mayWork`: whether a principal may work under a cause that is such work (auth/cause-access.ts; default: any). */
-  constructor(readonly mayWork: (principal: Principal, work: CauseWork) => boolean = () => true) {}
+  /** `mayWork`: whether a principal may work under a cause that is such work (auth/cause-access.ts). */
+  constructor(readonly mayWork: (principal: Principal, work: CauseWork) => boolean) {}
 
   /**
    * Holds `id` as a live cause running as `actor` until the returned release is called
@@ -126,14 +126,14 @@ export function causeChainDepth(id: string, events: EventStatements, live: LiveC
  * PERMISSION_DENIED when the principal may not work under it (its token may not host the plugin
  * whose work the cause is: {@link LiveCauses.mayWork}).
  */
-export function causeActor(id: string, events: EventStatements, live: LiveCauses | undefined, principal: Principal): ActorRecord | null {
-  let cause = live?.get(id);
+export function causeActor(id: string, events: EventStatements, live: LiveCauses, principal: Principal): ActorRecord | null {
+  let cause = live.get(id);
   if (!cause) {
     const event = events.findById(id) ?? fail("failed_precondition", `cause event ${JSON.stringify(id)} is not in the log`);
     cause = { actor: event.actor, work: workOf(event), chain: { parent: event.cause } };
-    if (live) rememberCause(live, event); // the next work under it reads nothing
+    rememberCause(live, event); // the next work under it reads nothing
   }
-  if (live && !live.mayWork(principal, cause.work)) {
+  if (!live.mayWork(principal, cause.work)) {
     const work = "action" in cause.work ? `a call of ${cause.work.action}` : `an event of type ${cause.work.type}`;
     fail(
       "permission_denied",

@@ -68,7 +68,7 @@ export class Emitter {
     private readonly access: ReadAccess,
     private readonly events: EventStatements,
     /** Running record:false invocations, causes without an event. */
-    private readonly live?: LiveCauses,
+    private readonly live: LiveCauses,
     private readonly stage?: StageHistogram,
     /** Where emits that name a stream are placed; absent: naming one is refused. */
     private readonly streams?: Streams,
