@@ -167,7 +167,10 @@ export function adminService(deps: AdminDeps): ServiceImpl<typeof AdminService> 
       } else fail("bad_request", "give ack_floor or at", [{ field: "to", description: "required" }]);
       checkCursorFloor(floor, deps.firstSeq?.() ?? 0); // OUT_OF_RANGE below the log's start: those events were removed
       await engine.moveCursor(floor, by);
-      return { processor: await status(engine) };
+      // The cursor as moved: the replay the move starts may acknowledge more while the failure counts are read.
+      const moved = engineStatus(engine, deps.committer.head, 0);
+      const failures = await deps.failureCounts();
+      return { processor: statusToProto({ ...moved, failures: failures.get(engine.spec.name) ?? 0 }) };
     },
     async setProcessorPaused(req, ctx) {
       const by = admin(ctx).name;
