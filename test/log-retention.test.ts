@@ -183,6 +183,44 @@ describe("log retention", () => {
     for (const e of emitted.slice(0, 3)) await expectConnectError(client.log.getEvent({ id: e.event!.id }), Code.NotFound, /no event with id/);
   });
 
+  it("forgets the oldest kept ids pass after pass, an id removed after newer ones by its seq", async () => {
+    const plugin: PluginDefinition = { ...notes, processors: { tally: { on: "note.added", run: () => {} } } };
+    const rules = [
+      { types: "note.pinned", max_count: 1 },
+      { types: "note.added", max_count: 1 },
+    ];
+    const { client, owner, pass } = await start({ rules, removed_ids_kept: 2 }, manifestOf(plugin));
+    const executor = runExecutor({ url: owner.url, token: admin.token, plugins: [plugin], onError: () => {} });
+    cleanups.push(() => executor.stop(50));
+    await executor.ready;
+    await client.admin.setProcessorPaused({ processor: "notes.tally", paused: true });
+    const old = (await client.emit("note.added", { i: 0 })).event!; // held while the processor is paused
+    const pinned: string[] = [];
+    const emit = async (n: number) => {
+      for (let i = 0; i < n; i++) pinned.push((await client.emit("note.pinned", { i })).event!.id);
+    };
+    const state = (id: string) =>
+      client.log.getEvent({ id }).then(
+        () => "kept",
+        (e: { message: string }) => (/removed from the log by retention/.test(e.message) ? "removed" : "unknown"),
+      );
+    await emit(4);
+    await pass(); // the first three pinned go: the ids of the last two kept
+    expect(await Promise.all(pinned.map(state))).toEqual(["unknown", "removed", "removed", "kept"]);
+    await emit(2);
+    await pass(); // two more go: the ids kept move on past them
+    expect(await Promise.all(pinned.map(state))).toEqual(["unknown", "unknown", "unknown", "removed", "removed", "kept"]);
+    await client.admin.setProcessorPaused({ processor: "notes.tally", paused: false });
+    await client.emit("note.added", { i: 1 });
+    await until(async () => (await client.admin.listProcessors({})).processors[0].lag === 0n, "the processor caught up");
+    await pass(); // the old note goes now, older than every id kept: it is the oldest, so the one forgotten
+    expect(await state(old.id)).toBe("unknown");
+    expect(await Promise.all(pinned.map(state))).toEqual(["unknown", "unknown", "unknown", "removed", "removed", "kept"]);
+    await emit(1);
+    await pass();
+    expect((await Promise.all(pinned.map(state))).slice(3)).toEqual(["unknown", "removed", "removed", "kept"]);
+  });
+
   it("ends a watch that retention overtook with OUT_OF_RANGE, or goes on from the log's start when asked", async () => {
     const { client, pass } = await start({ rules: [{ types: "note.added", max_count: 10 }] });
     for (let from = 0; from < 600; from += 100)

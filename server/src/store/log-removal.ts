@@ -1,4 +1,4 @@
-import { partitionRemovalStatements, type PartitionRemovalStatements } from "./postgres/partition-removal.js";
+import { forgetOldestSql, keptMore, partitionRemovalStatements, type PartitionRemovalStatements } from "./postgres/partition-removal.js";
 
 export type { EventPartition, PartitionRemovalStatements, PartitionSummary } from "./postgres/partition-removal.js";
 import { defer, dialectOf, sqlFor, type Db } from "./sql.js";
@@ -217,19 +217,17 @@ export function logRemovalStatements(db: Db): LogRemovalStatements {
  * in SQL. `seqList`: a JSON array parameter as a set of seqs.
  */
 function deferredRemoval(db: Db, seqList: string): (json: string, events: number, removedBytes: number, keepIds: number) => void {
-  const counted = (cte: string, sign: "+" | "-") =>
-    db.prepare(`WITH changed AS (${cte} RETURNING 1) UPDATE log_retention SET kept_ids = kept_ids ${sign} (SELECT COUNT(*) FROM changed) WHERE id = 1`);
   // An id reused after its first event was removed (an Emit may reuse it): the newest removal is the one kept.
-  const forgetReused = counted(`DELETE FROM removed_events WHERE id IN (SELECT id FROM events WHERE seq IN ${seqList}) AND seq NOT IN ${seqList}`, "-");
+  const forgetReused = db.prepare(
+    `WITH changed AS (DELETE FROM removed_events WHERE id IN (SELECT id FROM events WHERE seq IN ${seqList}) AND seq NOT IN ${seqList} RETURNING 1)
+     UPDATE log_retention SET kept_ids = kept_ids - (SELECT COUNT(*) FROM changed) WHERE id = 1`,
+  );
   // A partition's drop under way may have kept some of these ids already (PartitionRemovalStatements.keepIds).
-  const insertRemoved = counted(
-    `INSERT INTO removed_events (seq, id, space) SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq IN ${seqList} ON CONFLICT DO NOTHING`,
-    "+",
+  const insertRemoved = db.prepare(
+    `WITH added AS (INSERT INTO removed_events (seq, id, space) SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq IN ${seqList}
+       ON CONFLICT DO NOTHING RETURNING seq) ${keptMore("added")}`,
   );
-  const forgetOldest = counted(
-    "DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq LIMIT (SELECT GREATEST(0, LEAST(kept_ids - ?::bigint, ?::bigint)) FROM log_retention WHERE id = 1))",
-    "-",
-  );
+  const forgetOldest = db.prepare(forgetOldestSql);
   const open = db.prepare("SELECT set_config('chronolog.removing', 'on', true)");
   const deleteEvents = db.prepare(`DELETE FROM events WHERE seq IN ${seqList}`);
   const close = db.prepare("SELECT set_config('chronolog.removing', 'off', true)");

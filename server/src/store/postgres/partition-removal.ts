@@ -66,6 +66,26 @@ function summaryOf(text: string): PartitionSummary {
   return new Map(Object.entries(types).map(([type, [events, bytes, maxSeq, maxAt]]) => [type, { events, bytes, maxSeq, maxAt }]));
 }
 
+/**
+ * Counts the rows CTE `added` (`RETURNING seq`) kept in removed_events, and lowers the watermark
+ * under the lowest of them (an event removed after newer ones were: it is forgotten in seq order).
+ */
+export const keptMore = (added: string) =>
+  `UPDATE log_retention SET kept_ids = kept_ids + (SELECT COUNT(*) FROM ${added}),
+     forgotten_through = LEAST(forgotten_through, COALESCE((SELECT MIN(seq) FROM ${added}) - 1, forgotten_through)) WHERE id = 1`;
+
+/**
+ * Forgets the oldest kept ids past the first parameter (the ids to keep), at most the second a
+ * statement. The scan starts above `forgotten_through` (migration 0018): the index entries of the
+ * rows deleted before stay until a vacuum, and a scan from the first seq walked them all.
+ */
+export const forgetOldestSql = `WITH doomed AS (SELECT seq FROM removed_events
+       WHERE seq > (SELECT forgotten_through FROM log_retention WHERE id = 1) ORDER BY seq
+       LIMIT (SELECT GREATEST(0, LEAST(kept_ids - ?::bigint, ?::bigint)) FROM log_retention WHERE id = 1)),
+     forgotten AS (DELETE FROM removed_events WHERE seq IN (SELECT seq FROM doomed) RETURNING seq)
+   UPDATE log_retention SET kept_ids = kept_ids - (SELECT COUNT(*) FROM forgotten),
+     forgotten_through = COALESCE((SELECT MAX(seq) FROM forgotten), forgotten_through) WHERE id = 1`;
+
 /** The partition statements on `db` (PostgreSQL, migration 0007); `rowBytes`: an event row's stored bytes in SQL. */
 export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionRemovalStatements {
   const read = async (sql: string, params: unknown[]) =>
@@ -86,14 +106,10 @@ export function partitionRemovalStatements(db: Db, rowBytes: string): PartitionR
   );
   const keep = db.prepare(
     `WITH added AS (INSERT INTO removed_events (seq, id, space)
-       SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq >= ? AND seq < ? ON CONFLICT DO NOTHING RETURNING 1)
-     UPDATE log_retention SET kept_ids = kept_ids + (SELECT COUNT(*) FROM added) WHERE id = 1`,
+       SELECT seq, id, COALESCE(actor::jsonb->>'in', '') FROM events WHERE seq >= ? AND seq < ? ON CONFLICT DO NOTHING RETURNING seq)
+     ${keptMore("added")}`,
   );
-  const forgetOldest = db.prepare(
-    `WITH forgotten AS (DELETE FROM removed_events WHERE seq IN (SELECT seq FROM removed_events ORDER BY seq
-       LIMIT (SELECT GREATEST(0, LEAST(kept_ids - ?::bigint, ?::bigint)) FROM log_retention WHERE id = 1)) RETURNING 1)
-     UPDATE log_retention SET kept_ids = kept_ids - (SELECT COUNT(*) FROM forgotten) WHERE id = 1`,
-  );
+  const forgetOldest = db.prepare(forgetOldestSql);
   const count = db.prepare("UPDATE log_retention SET removed_events = removed_events + ?, removed_bytes = removed_bytes + ? WHERE id = 1");
   // The summary and the lock timeout set for the DROP in one round trip (the target list runs in order: the setting is read before it is set).
   const storedWithTimeout = db.prepare(
