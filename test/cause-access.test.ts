@@ -51,7 +51,7 @@ describe("work under a cause", () => {
       name: "cz",
       version: "1",
       events: { "cz.ping": { allow: ["*"] }, "cz.pong": {} },
-      actions: { work: { allow: ["*"] } },
+      actions: { work: { allow: ["*"], read: ["bob"] } }, // bob reads back its timers' inputs
       collections: { note: { allow: ["*"] } },
       processors: { p: { on: ["cz.ping"] } },
     });

@@ -584,9 +584,14 @@ describe.skipIf(skipWithoutChromium("console.test.ts"))("console (served by the 
     expect(await page.getAttribute("#who", "data-admin")).toBe("false");
     await page.waitForSelector("#tail-status[data-state=live]");
     expect(await page.$$("a[data-nav=processors], a[data-nav=executors]")).toHaveLength(0);
+    // A timer's input is its action's work: a client that may not read desk.remind's events sees the timer, not its input.
+    const { delayId } = await admin.delay("desk.remind", { what: "a secret delay" }, { intervalMs: 3_600_000 }, "unbounded");
     await page.click("a[data-nav=time]");
     await page.waitForSelector("#timers tbody tr");
     expect(await page.$$("button.admin")).toHaveLength(0);
+    await page.click(`#timers tr[data-id="${delayId}"] button.link`);
+    await page.waitForSelector(`.preview[data-timer="${delayId}"] .input-withheld`);
+    expect(await page.textContent(`.preview[data-timer="${delayId}"]`)).not.toContain("secret");
     await page.goto(`${owner.url}/console/processors`);
     await page.waitForSelector("text=This view needs the admin role.");
     expect(await page.$$("button.admin")).toHaveLength(0);

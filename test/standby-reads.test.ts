@@ -265,7 +265,7 @@ describe("a standby on PostgreSQL", () => {
     const a = await alice.emit("sr.e", { who: "alice" }, { id: "alice-1" });
     await bob.emit("sr.e", { who: "bob" }, { id: "bob-1" });
     await alice.createDocument("notes", { _id: "alice-note" });
-    await alice.schedule("sr.ping", {}, { at: Date.now() + 3_600_000 }, { timerId: "alice-timer" });
+    await alice.schedule("sr.ping", { errand: "alice's" }, { at: Date.now() + 3_600_000 }, { timerId: "alice-timer" });
     // The standby has read every commit the leader made (the note's and the timer's events come after bob's).
     const headAt = async (url: string) => (await direct(url, tokens.ops).log.readLog({ pageSize: 1 })).headSeq;
     const leaderHead = await headAt(leader.url);
@@ -277,12 +277,18 @@ describe("a standby on PostgreSQL", () => {
       expect(seen).toContain(token === tokens.alice ? "alice-1" : "bob-1");
       expect(seen).not.toContain(token === tokens.alice ? "bob-1" : "alice-1");
       expect((await failure(here.log.getEvent({ id: token === tokens.alice ? "bob-1" : "alice-1" }))).code).toBe(Code.NotFound);
-      expect((await here.time.listTimers({})).timers.map((t) => t.id)).toEqual((await there.time.listTimers({})).timers.map((t) => t.id));
+      const timers = async (c: ChronologClient) => (await c.time.listTimers({})).timers.map((t) => [t.id, t.inputWithheld, t.input]);
+      expect(await timers(here)).toEqual(await timers(there));
       expect((await failure(here.admin.listProcessors({}))).code).toBe(Code.PermissionDenied);
     }
     const bobAtStandby = direct(standby.url, tokens.bob);
     expect((await failure(bobAtStandby.getDocument("notes", "alice-note"))).code).toBe(Code.NotFound);
     expect((await failure(bobAtStandby.time.getTimer({ timerId: "alice-timer" }))).code).toBe(Code.NotFound);
+    // A timer's input follows the read rule at a standby too: sr.ping names no reader, so only admins (and sr's executors) read it, not the client that set it.
+    const aliceTimer = (await direct(standby.url, tokens.alice).time.getTimer({ timerId: "alice-timer" })).timer;
+    expect([aliceTimer?.inputWithheld, aliceTimer?.input]).toEqual([true, {}]);
+    const asAdmin = (await direct(standby.url, tokens.ops).time.getTimer({ timerId: "alice-timer" })).timer;
+    expect([asAdmin?.inputWithheld, asAdmin?.input]).toEqual([false, { errand: "alice's" }]);
     expect(await direct(standby.url, tokens.alice).getDocument("notes", "alice-note")).toEqual({ _id: "alice-note" });
     expect((await direct(standby.url, tokens.alice).log.getEvent({ id: "alice-1" })).event?.seq).toBe(a.event?.seq);
     expect((await failure(direct(standby.url).log.readLog({}))).code).toBe(Code.Unauthenticated);

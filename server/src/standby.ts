@@ -226,7 +226,7 @@ class StandbyView {
           getDocument: (req, ctx) => (durable(req), documents.getDocument(req, ctx)),
           findDocuments: (req, ctx) => (durable(req), documents.findDocuments(req, ctx)),
         },
-        [TimeService.typeName]: timeReads(new TimerReads({ reads: timerRowReads(db, timerStatements(db)), clock: options.clock })),
+        [TimeService.typeName]: timeReads(new TimerReads({ reads: timerRowReads(db, timerStatements(db)), clock: options.clock, registry: plugins })),
         [AdminService.typeName]: adminReads({
           statuses: async () => {
             const stored = await storedCursors();

@@ -126,7 +126,9 @@ function Preview({ id }: { id: string }) {
         {t.preview.length === 0 && <li className="muted">none</li>}
       </ol>
       <span className="muted">
-        actor {actor(t.actor)}; input {json(t.input)}; chain depth {t.chainDepth}
+        actor {actor(t.actor)}; input{" "}
+        {t.inputWithheld ? <span className="input-withheld">withheld (this token may not read {t.action}'s work)</span> : json(t.input)}; chain depth{" "}
+        {t.chainDepth}
         {p &&
           `; jitter ${duration(Number(p.jitterMs))}, max count ${p.maxCount || "none"}, overlap ${OverlapPolicy[p.overlap]}, catch-up ${CatchUpPolicy[p.catchUp]}`}
       </span>

@@ -467,7 +467,9 @@ class Client:
         self._unary(self.time.CancelDelay, time_pb2.CancelDelayRequest(delay_id=delay_id, cause=cause), timeout)
 
     def list_timers(self, kind: Optional[str] = None, page_size: int = 0) -> Iterator[time_pb2.Timer]:
-        """Yields every timer the caller may read, pending ones by next due moment first, page by page; ``kind`` is ``"runtime"``, ``"declared"`` or ``"delay"``."""
+        """Yields every timer the caller may read, pending ones by next due moment first, page by page; ``kind`` is ``"runtime"``, ``"declared"`` or ``"delay"``.
+
+        A timer's ``input`` is there only when the caller may read its action's events (else ``input_withheld``, whoever set it)."""
         if kind is not None and kind not in TIMER_KINDS:
             raise ValueError(f"kind {kind!r}: expected one of {', '.join(TIMER_KINDS)}")
         token = ""
@@ -480,7 +482,7 @@ class Client:
                 return
 
     def get_timer(self, timer_id: str, preview_count: int = 0, *, timeout: Optional[float] = None) -> time_pb2.Timer:
-        """Timer ``timer_id`` with its next ``preview_count`` fire times in ``preview`` (at most 100). NOT_FOUND when unknown."""
+        """Timer ``timer_id`` with its next ``preview_count`` fire times in ``preview`` (at most 100), its input as ``list_timers`` gives it. NOT_FOUND when unknown."""
         return self._unary(self.time.GetTimer, time_pb2.GetTimerRequest(timer_id=timer_id, preview_count=preview_count), timeout).timer
 
     def register_plugin(self, manifest: "plugin_pb2.PluginManifest | Mapping[str, Any]") -> plugin_pb2.RegisterPluginResponse:

@@ -428,7 +428,11 @@ export class ChronologClient {
     await this.time.cancelDelay({ delayId, cause: causeOf(options.cause) }, { signal: options.signal });
   }
 
-  /** Every timer the caller may read, pending ones by next due moment first, page by page; `kind` narrows to one kind. */
+  /**
+   * Every timer the caller may read, pending ones by next due moment first, page by page; `kind`
+   * narrows to one kind. A timer's `input` is there only when the caller may read its action's
+   * events (else `inputWithheld`, whoever set it).
+   */
   async *listTimers(options: { kind?: TimerKindName; pageSize?: number } = {}): AsyncGenerator<Timer> {
     const kind = options.kind === undefined ? TimerKind.UNSPECIFIED : choiceOf(options.kind, "kind", timerKinds);
     const pageSize = uint32Of(options.pageSize ?? 0, "pageSize");
@@ -440,7 +444,7 @@ export class ChronologClient {
     } while (pageToken !== "");
   }
 
-  /** Timer `timerId` with its next `previewCount` fire times in `preview` (at most 100). NOT_FOUND when unknown. */
+  /** Timer `timerId` with its next `previewCount` fire times in `preview` (at most 100), its input as {@link listTimers} gives it. NOT_FOUND when unknown. */
   async getTimer(timerId: string, options: { previewCount?: number } = {}): Promise<Timer> {
     return (await this.time.getTimer({ timerId, previewCount: uint32Of(options.previewCount ?? 0, "previewCount") })).timer!;
   }

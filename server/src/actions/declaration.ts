@@ -115,7 +115,7 @@ export function compileAction(
 }
 
 /** `input` without the action's private top-level fields: what `action.started` records. A copy. */
-export function recordedInput(entry: ActionEntry, input: Record<string, unknown>): Record<string, unknown> {
+export function recordedInput(entry: Pick<ActionEntry, "privateFields">, input: Record<string, unknown>): Record<string, unknown> {
   if (entry.privateFields.length === 0) return input;
   const copy = { ...input };
   for (const field of entry.privateFields) delete copy[field];

@@ -80,11 +80,31 @@ export class ReadAccess {
     return event;
   }
 
+  /**
+   * True when `principal` may read the work of action `action` (`plugin.name`) as its
+   * `action.*` and `timer.*` events are read: admins, the executors that may host its plugin,
+   * the principals its `read` names. A timer's input and its occurrences' work follow it
+   * (GetTimer, ListTimers), so a timer shows no more than its events do. The space is the
+   * caller's to check ({@link canRead}).
+   */
+  mayReadActionWork(principal: Principal, action: string): boolean {
+    return principal.role === "admin" || admits(principal, this.workReaders(action, "actions"));
+  }
+
+  /**
+   * True when `principal` sees action `action`'s `private_fields` in the inputs it may read
+   * (a timer's): admins, and the executors that may host its plugin, which are given the
+   * whole input when they run a call. Others read an input as `action.started` records it,
+   * without them.
+   */
+  readsPrivateInput(principal: Principal, action: string): boolean {
+    if (principal.role === "admin") return true;
+    const readers = this.workReaders(action, "actions");
+    return typeof readers === "object" && principal.role === "executor" && mayUsePlugin(principal, readers.plugin);
+  }
+
   private mayReadType(principal: Principal, type: string, data: Record<string, unknown>): boolean {
-    const readers = this.readersOf(type, data);
-    if (readers === "any") return true;
-    if (readers === "admins") return false; // admins never come here
-    return (principal.role === "executor" && mayUsePlugin(principal, readers.plugin)) || allows(readers.read, principal);
+    return admits(principal, this.readersOf(type, data));
   }
 
   private readersOf(type: string, data: Record<string, unknown>): Readers {
@@ -109,6 +129,13 @@ export class ReadAccess {
     const read = this.declarations.manifestOf(plugin)?.[kind][name.slice(dot + 1)]?.read ?? [];
     return { plugin, read };
   }
+}
+
+/** True when `readers` admit `principal` (not an admin: admins read everything before this is asked). */
+function admits(principal: Principal, readers: Readers): boolean {
+  if (readers === "any") return true;
+  if (readers === "admins") return false;
+  return (principal.role === "executor" && mayUsePlugin(principal, readers.plugin)) || allows(readers.read, principal);
 }
 
 function asData(data: unknown): Record<string, unknown> {

@@ -31,6 +31,7 @@ import {
   type TimerRecord,
   type TimerSpec,
   type Timers,
+  type TimerView,
 } from "../time/index.js";
 import { principalOf } from "./context.js";
 import { msFromTimestamp } from "../proto-values.js";
@@ -165,13 +166,14 @@ function kindFromProto(kind: TimerKindPb): TimerKind | "" {
   );
 }
 
-/** A stored timer as the API's Timer, with `previewMs` as its preview. */
-function timerToProto(t: TimerRecord, previewMs: number[]): Timer {
+/** A timer as the API's Timer, with `previewMs` as its preview: as read ({@link TimerView}), or as Schedule set it (its caller's own input). */
+function timerToProto(t: TimerRecord | TimerView, previewMs: number[]): Timer {
   return create(TimerSchema, {
     id: t.id,
     kind: kinds[t.kind],
     action: t.action,
     input: t.input as JsonObject,
+    inputWithheld: "inputWithheld" in t && t.inputWithheld,
     spec: { when: specToProto(t.spec) },
     nextDue: t.nextDueMs === null ? undefined : timestampFromMs(t.nextDueMs),
     actor: t.actor ? create(ActorSchema, t.actor) : undefined,

@@ -35,7 +35,7 @@ export type {
   TimerRecord,
   TimerSpec,
 } from "../store/timer-records.js";
-export { isDefaultPolicy } from "./timers.js";
+export { isDefaultPolicy, type TimerView } from "./timers.js";
 export { occurrenceId } from "./occurrence-ids.js";
 export { checkMs, maxHorizonMs, minEveryMs } from "./spec-checks.js";
 export { dstFromProto, dstToProto, schedulePolicyFromProto, schedulePolicyToProto } from "./policy-proto.js";

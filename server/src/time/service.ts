@@ -32,7 +32,7 @@ import {
   type TimerRecord,
   type TimerSpec,
 } from "../store/timer-records.js";
-import { blankTimer, isDefaultPolicy } from "./timers.js";
+import { blankTimer, isDefaultPolicy, type TimerView } from "./timers.js";
 
 /** A delay checked and ready to arm: its commit unit, and the event and timer ids it looks up (null: none). */
 interface PreparedDelay {
@@ -373,14 +373,16 @@ export class Timers {
     await this.remove(delayId, "delay", cause, principal);
   }
 
-  /** PauseTimer: see {@link TimerControl.pause}. */
-  pause(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
-    return this.controls.pause(req, principal);
+  /** PauseTimer: see {@link TimerControl.pause}; the timer as the principal may read it ({@link TimerReads.view}). */
+  async pause(req: PauseInput, principal: Principal): Promise<{ timer: TimerView; unchanged: boolean }> {
+    const { timer, unchanged } = await this.controls.pause(req, principal);
+    return { timer: this.reads.view(principal, timer), unchanged };
   }
 
-  /** ResumeTimer: see {@link TimerControl.resume}. */
-  resume(req: PauseInput, principal: Principal): Promise<{ timer: TimerRecord; unchanged: boolean }> {
-    return this.controls.resume(req, principal);
+  /** ResumeTimer: see {@link TimerControl.resume}; the timer as the principal may read it ({@link TimerReads.view}). */
+  async resume(req: PauseInput, principal: Principal): Promise<{ timer: TimerView; unchanged: boolean }> {
+    const { timer, unchanged } = await this.controls.resume(req, principal);
+    return { timer: this.reads.view(principal, timer), unchanged };
   }
 
   /** TriggerTimer: see {@link TimerControl.trigger}. */
@@ -399,7 +401,7 @@ export class Timers {
   }
 
   /** GetTimer: see {@link TimerReads.get}. */
-  get(timerId: string, previewCount: number, principal: Principal): Promise<{ timer: TimerRecord; previewMs: number[] }> {
+  get(timerId: string, previewCount: number, principal: Principal): Promise<{ timer: TimerView; previewMs: number[] }> {
     return this.reads.get(timerId, previewCount, principal);
   }
 

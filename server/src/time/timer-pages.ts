@@ -1,12 +1,12 @@
 import { fail } from "../errors.js";
 import type { TimerCursor } from "../store/timers.js";
-import type { TimerRecord } from "../store/timer-records.js";
+import type { TimerView } from "./timers.js";
 
 // ListTimers' pages: what one holds, and the page tokens that say where the next one starts.
 
 /** A page of ListTimers. */
 export interface TimerPage {
-  timers: TimerRecord[];
+  timers: TimerView[];
   /** "" at the end. */
   nextPageToken: string;
 }

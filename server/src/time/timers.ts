@@ -35,6 +35,12 @@ import { defaultSchedulePolicy, type SchedulePolicy, type TimerKind, type TimerR
  */
 export const defaultRetryDelaysMs: readonly number[] = Object.freeze([10_000, 30_000]);
 
+/** A timer as a principal reads it (GetTimer, ListTimers, PauseTimer, ResumeTimer: see TimerReads.view). */
+export type TimerView = TimerRecord & {
+  /** True when the read rule withholds its action's work from the reader: `input` is then empty. */
+  inputWithheld: boolean;
+};
+
 /** True when `policy` is the default, the anchor aside. */
 export function isDefaultPolicy(policy: SchedulePolicy): boolean {
   const d = defaultSchedulePolicy;

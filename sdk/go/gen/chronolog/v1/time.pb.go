@@ -649,7 +649,7 @@ type Timer struct {
 	Kind TimerKind `protobuf:"varint,2,opt,name=kind,proto3,enum=chronolog.v1.TimerKind" json:"kind,omitempty"`
 	// Action called, `plugin.action`.
 	Action string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
-	// Input of every call.
+	// Input of every call, as the caller may read it (see `input_withheld`).
 	Input *structpb.Struct `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
 	// When it fires.
 	Spec *TimerSpec `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -683,7 +683,13 @@ type Timer struct {
 	// When it was paused.
 	PausedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`
 	// Events that cancel it while it is pending (see CancelOn).
-	CancelOn      []*CancelOn `protobuf:"bytes,70,rep,name=cancel_on,json=cancelOn,proto3" json:"cancel_on,omitempty"`
+	CancelOn []*CancelOn `protobuf:"bytes,70,rep,name=cancel_on,json=cancelOn,proto3" json:"cancel_on,omitempty"`
+	// True when the caller may not read the work of the timer's action (its `action.*` and
+	// `timer.*` events: admins, the executors that may host its plugin, the principals the
+	// action's `read` names): `input` is then empty. Otherwise `input` leaves out the action's
+	// `private_fields` unless the caller is an admin or such an executor. The timer's actor
+	// reads it as any other principal does.
+	InputWithheld bool `protobuf:"varint,71,opt,name=input_withheld,json=inputWithheld,proto3" json:"input_withheld,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -856,6 +862,13 @@ func (x *Timer) GetCancelOn() []*CancelOn {
 		return x.CancelOn
 	}
 	return nil
+}
+
+func (x *Timer) GetInputWithheld() bool {
+	if x != nil {
+		return x.InputWithheld
+	}
+	return false
 }
 
 // How late a call may be made.
@@ -1146,7 +1159,7 @@ func (x *ScheduleRequest) GetCancelOn() []*CancelOn {
 // The stored timer.
 type ScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The timer.
+	// The timer as set, with the input the request gave.
 	Timer         *Timer `protobuf:"bytes,1,opt,name=timer,proto3" json:"timer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1973,7 +1986,7 @@ func (x *PauseTimerRequest) GetCause() *Cause {
 // The paused timer.
 type PauseTimerResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The timer after the call.
+	// The timer after the call, its input as the caller may read it (see Timer.input_withheld).
 	Timer *Timer `protobuf:"bytes,1,opt,name=timer,proto3" json:"timer,omitempty"`
 	// True when it already was paused: nothing changed and nothing was recorded.
 	Unchanged     bool `protobuf:"varint,2,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -2092,7 +2105,8 @@ func (x *ResumeTimerRequest) GetCause() *Cause {
 // The resumed timer.
 type ResumeTimerResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The timer after the call (`next_due` is the owed occurrence, if any).
+	// The timer after the call (`next_due` is the owed occurrence, if any), its input as the
+	// caller may read it (see Timer.input_withheld).
 	Timer *Timer `protobuf:"bytes,1,opt,name=timer,proto3" json:"timer,omitempty"`
 	// True when it was not paused: nothing changed and nothing was recorded.
 	Unchanged     bool `protobuf:"varint,2,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
@@ -2464,7 +2478,7 @@ const file_chronolog_v1_time_proto_rawDesc = "" +
 	"\tmax_count\x18\x04 \x01(\x04R\bmaxCount\x125\n" +
 	"\aoverlap\x18\x05 \x01(\x0e2\x1b.chronolog.v1.OverlapPolicyR\aoverlap\x126\n" +
 	"\bcatch_up\x18\x06 \x01(\x0e2\x1b.chronolog.v1.CatchUpPolicyR\acatchUp\x12+\n" +
-	"\x12catch_up_window_ms\x18\a \x01(\x04R\x0fcatchUpWindowMs\"\x87\x06\n" +
+	"\x12catch_up_window_ms\x18\a \x01(\x04R\x0fcatchUpWindowMs\"\xae\x06\n" +
 	"\x05Timer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.chronolog.v1.TimerKindR\x04kind\x12\x16\n" +
@@ -2488,7 +2502,8 @@ const file_chronolog_v1_time_proto_rawDesc = "" +
 	"\n" +
 	"pause_note\x18\x12 \x01(\tR\tpauseNote\x127\n" +
 	"\tpaused_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\x123\n" +
-	"\tcancel_on\x18F \x03(\v2\x16.chronolog.v1.CancelOnR\bcancelOn\"\x87\x01\n" +
+	"\tcancel_on\x18F \x03(\v2\x16.chronolog.v1.CancelOnR\bcancelOn\x12%\n" +
+	"\x0einput_withheld\x18G \x01(\bR\rinputWithheld\"\x87\x01\n" +
 	"\aOverdue\x12\x1e\n" +
 	"\tunbounded\x18\x01 \x01(\bH\x00R\tunbounded\x12(\n" +
 	"\x0fmax_lateness_ms\x18\x02 \x01(\x04H\x00R\rmaxLatenessMs\x12)\n" +

@@ -52,9 +52,11 @@ type TimeServiceClient interface {
 	// commit in one transaction or none do (an error names the delay: `delays[3].delay_id`).
 	// Answers in request order; a retry with the same delay ids arms nothing twice.
 	DelayBatch(ctx context.Context, in *DelayBatchRequest, opts ...grpc.CallOption) (*DelayBatchResponse, error)
-	// Lists timers with their next fire times.
+	// Lists timers with their next fire times; each one's input as the caller may read it
+	// (see Timer.input_withheld).
 	ListTimers(ctx context.Context, in *ListTimersRequest, opts ...grpc.CallOption) (*ListTimersResponse, error)
-	// Returns one timer, with its next `preview_count` fire times. NOT_FOUND when unknown.
+	// Returns one timer, with its next `preview_count` fire times, its input as the caller may
+	// read it (see Timer.input_withheld). NOT_FOUND when unknown.
 	GetTimer(ctx context.Context, in *GetTimerRequest, opts ...grpc.CallOption) (*GetTimerResponse, error)
 	// Pauses a recurring timer: it claims nothing until resumed; recorded as
 	// `timer.paused` with the note. FAILED_PRECONDITION for a delay or a one-shot.
@@ -209,9 +211,11 @@ type TimeServiceServer interface {
 	// commit in one transaction or none do (an error names the delay: `delays[3].delay_id`).
 	// Answers in request order; a retry with the same delay ids arms nothing twice.
 	DelayBatch(context.Context, *DelayBatchRequest) (*DelayBatchResponse, error)
-	// Lists timers with their next fire times.
+	// Lists timers with their next fire times; each one's input as the caller may read it
+	// (see Timer.input_withheld).
 	ListTimers(context.Context, *ListTimersRequest) (*ListTimersResponse, error)
-	// Returns one timer, with its next `preview_count` fire times. NOT_FOUND when unknown.
+	// Returns one timer, with its next `preview_count` fire times, its input as the caller may
+	// read it (see Timer.input_withheld). NOT_FOUND when unknown.
 	GetTimer(context.Context, *GetTimerRequest) (*GetTimerResponse, error)
 	// Pauses a recurring timer: it claims nothing until resumed; recorded as
 	// `timer.paused` with the note. FAILED_PRECONDITION for a delay or a one-shot.

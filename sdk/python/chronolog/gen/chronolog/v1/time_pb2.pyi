@@ -112,7 +112,7 @@ class SchedulePolicy(_message.Message):
     def __init__(self, jitter_ms: _Optional[int] = ..., start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_count: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., catch_up: _Optional[_Union[CatchUpPolicy, str]] = ..., catch_up_window_ms: _Optional[int] = ...) -> None: ...
 
 class Timer(_message.Message):
-    __slots__ = ("id", "kind", "action", "input", "spec", "next_due", "actor", "plugin", "schedule", "region", "occurrences", "disabled", "overdue", "chain_depth", "preview", "policy", "paused", "pause_note", "paused_at", "cancel_on")
+    __slots__ = ("id", "kind", "action", "input", "spec", "next_due", "actor", "plugin", "schedule", "region", "occurrences", "disabled", "overdue", "chain_depth", "preview", "policy", "paused", "pause_note", "paused_at", "cancel_on", "input_withheld")
     ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +133,7 @@ class Timer(_message.Message):
     PAUSE_NOTE_FIELD_NUMBER: _ClassVar[int]
     PAUSED_AT_FIELD_NUMBER: _ClassVar[int]
     CANCEL_ON_FIELD_NUMBER: _ClassVar[int]
+    INPUT_WITHHELD_FIELD_NUMBER: _ClassVar[int]
     id: str
     kind: TimerKind
     action: str
@@ -153,7 +154,8 @@ class Timer(_message.Message):
     pause_note: str
     paused_at: _timestamp_pb2.Timestamp
     cancel_on: _containers.RepeatedCompositeFieldContainer[CancelOn]
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[TimerKind, str]] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., next_due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., plugin: _Optional[str] = ..., schedule: _Optional[str] = ..., region: _Optional[int] = ..., occurrences: _Optional[int] = ..., disabled: _Optional[bool] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., chain_depth: _Optional[int] = ..., preview: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ..., policy: _Optional[_Union[SchedulePolicy, _Mapping]] = ..., paused: _Optional[bool] = ..., pause_note: _Optional[str] = ..., paused_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancel_on: _Optional[_Iterable[_Union[CancelOn, _Mapping]]] = ...) -> None: ...
+    input_withheld: bool
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[TimerKind, str]] = ..., action: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., spec: _Optional[_Union[TimerSpec, _Mapping]] = ..., next_due: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[_event_pb2.Actor, _Mapping]] = ..., plugin: _Optional[str] = ..., schedule: _Optional[str] = ..., region: _Optional[int] = ..., occurrences: _Optional[int] = ..., disabled: _Optional[bool] = ..., overdue: _Optional[_Union[Overdue, _Mapping]] = ..., chain_depth: _Optional[int] = ..., preview: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ..., policy: _Optional[_Union[SchedulePolicy, _Mapping]] = ..., paused: _Optional[bool] = ..., pause_note: _Optional[str] = ..., paused_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancel_on: _Optional[_Iterable[_Union[CancelOn, _Mapping]]] = ..., input_withheld: _Optional[bool] = ...) -> None: ...
 
 class Overdue(_message.Message):
     __slots__ = ("unbounded", "max_lateness_ms", "on_time_or_never")

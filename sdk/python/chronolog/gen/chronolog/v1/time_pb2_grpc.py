@@ -136,14 +136,16 @@ class TimeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListTimers(self, request, context):
-        """Lists timers with their next fire times.
+        """Lists timers with their next fire times; each one's input as the caller may read it
+        (see Timer.input_withheld).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetTimer(self, request, context):
-        """Returns one timer, with its next `preview_count` fire times. NOT_FOUND when unknown.
+        """Returns one timer, with its next `preview_count` fire times, its input as the caller may
+        read it (see Timer.input_withheld). NOT_FOUND when unknown.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
