@@ -150,7 +150,7 @@ export class TimerFiring {
     const { committer, clock, lookaheadMs } = this.deps;
     const units = Math.max(1, Math.ceil((await this.deps.dueCount(clock.now() + lookaheadMs, claimLimit)) / claimChunk));
     if (this.stopped) return;
-    const ahead = this.deps.claimReads && new DueTimersAhead(this.deps.claimReads, clock, lookaheadMs, claimChunk);
+    const ahead = this.deps.claimReads && new DueTimersAhead(this.deps.claimReads, this.deps.occurrences, clock, lookaheadMs, claimChunk);
     // Inside a lookahead of 50 ms or more a claim has time to spare: it may wait for a larger commit (Committer.submit).
     const claims = await Promise.all(
       Array.from({ length: units }, (_, k) =>
@@ -186,8 +186,11 @@ export class TimerFiring {
    * timers whose overlap policy is "allow" (which need not know what else runs) are written
    * together (one statement on PostgreSQL); a timer with another policy judges each moment after
    * the ones before it were written. With `ahead` (PostgreSQL), the due timers and retries were
-   * read ahead of the batch, and an occurrence of a timer's next due moment, known to be new or
-   * not, is written without a round trip.
+   * read ahead of the batch, and whether each moment a timer owes was claimed before (its next
+   * due one with the timer; those of a catch-up by id, DueTimersAhead): an occurrence known to be
+   * new is written without a round trip, whatever the timer's policy, one known to exist is not
+   * written again. A moment not read ahead (the claim committed later than the read allowed for)
+   * is written answering whether it was new, as without `ahead`.
    */
   private claim(tx: Tx, retries: boolean, ahead?: DueTimersAhead): { claimed: Claimed[]; skipped: OccurrenceOutcome[] } {
     const { timers, occurrences } = this.deps;
@@ -226,26 +229,33 @@ export class TimerFiring {
     for (const { timer, claimedBefore, active } of ahead?.timers() ??
       timers.due(horizon, claimChunk, tx.now).map((timer) => ({ timer, claimedBefore: undefined, active: undefined }))) {
       const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, timer.cancelOn?.length ? tx.now : horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
-      // Read ahead with whether its next due moment was claimed before: that moment alone is owed, its occurrence written without an answer.
-      const known = claimedBefore !== undefined && owed.length === 1 && owed[0] === timer.nextDueMs;
+      const ids = owed.map((dueMs) => occurrenceId(timer.id, dueMs));
+      // Read ahead: which of its moments were claimed before (undefined: one was not read), so each occurrence is written without an answer.
+      const existing =
+        claimedBefore === undefined
+          ? undefined
+          : owed.length === 1 && owed[0] === timer.nextDueMs
+            ? new Set(claimedBefore ? ids : [])
+            : occurrences.knownExisting(ids);
       const overlap = timer.policy?.overlap ?? "allow";
-      if (overlap === "allow" || known) {
-        // "allow" needs to know nothing of what runs; another policy judges its one moment on what was read ahead with it.
+      if (overlap === "allow" || existing) {
+        // "allow" needs to know nothing of what runs; another policy judges its moments on what was read ahead with it.
         let ongoing = overlap === "allow" ? noneActive : (active as ActiveOccurrences);
-        let deferred = false;
-        for (const dueMs of known && claimedBefore ? [] : owed) {
+        let deferredDueMs: number | null = null;
+        for (const [k, dueMs] of owed.entries()) {
+          if (existing?.has(ids[k])) continue; // the same timer id and moment were claimed before (a replaced timer): called once
           const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
           const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness (and overlap)
           if (status === "skipped" && latenessMs < 0) {
-            deferred = true; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
+            deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
             break;
           }
-          const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
-          owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: known });
+          const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs, ids[k]);
+          owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: existing !== undefined });
           if (overlap !== "allow") ongoing = withClaimed(ongoing, status);
         }
         if (overlap !== "allow") this.knowBuffering(timer.id, ongoing);
-        if (!deferred) moves.push({ timer, nextDueMs });
+        moves.push({ timer, nextDueMs: deferredDueMs ?? nextDueMs });
         continue;
       }
       write(); // what an earlier timer owes is written first: the log keeps the timers' order
@@ -253,14 +263,14 @@ export class TimerFiring {
       let deferredDueMs: number | null = null;
       // Its occurrences that have not ended: read ahead (PostgreSQL) or here, once; then counted on as its moments are written.
       let ongoing = active ?? this.deps.control.activeOf(timer.id);
-      for (const dueMs of owed) {
+      for (const [k, dueMs] of owed.entries()) {
         const latenessMs = tx.now - dueMs;
         const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness, overlap
         if (status === "skipped" && latenessMs < 0) {
           deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
           break;
         }
-        const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
+        const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs, ids[k]);
         if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
         ongoing = withClaimed(ongoing, status);
         this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
@@ -304,9 +314,9 @@ export class TimerFiring {
   }
 
   /** The occurrence of `timer` due at `dueMs`, as a claim writes it. */
-  private occurrenceOf(timer: TimerRecord, dueMs: number, status: OccurrenceRecord["status"], why: string, latenessMs: number): OccurrenceRecord {
+  private occurrenceOf(timer: TimerRecord, dueMs: number, status: OccurrenceRecord["status"], why: string, latenessMs: number, id: string): OccurrenceRecord {
     return {
-      id: occurrenceId(timer.id, dueMs),
+      id,
       timerId: timer.id,
       dueMs,
       action: timer.action,
@@ -317,7 +327,7 @@ export class TimerFiring {
       status,
       attempts: 0,
       nextAttemptMs: null,
-      callId: occurrenceId(timer.id, dueMs),
+      callId: id,
       latenessMs: why ? latenessMs : null,
       error: why,
       chainDepth: timer.chainDepth,
