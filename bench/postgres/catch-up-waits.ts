@@ -1,18 +1,18 @@
 // Catch-up claims, for bench/postgres/waits.ts (BENCH_ONLY=catchup): BENCH_SCHEDULES interval
 // schedules (default 1,000) every second calling a quick action, catching up every moment within a
-// minute ("allWithinWindow"), with overlap policy "allow", then "skip", then "bufferOne"; once under
-// way, the owner's process is stopped (SIGSTOP) for BENCH_STOPPED_MS (default 2,000), then continued:
-// every schedule then owes the moments that came due meanwhile besides the next ones, claimed
-// together. Prints, over the stop and the BENCH_SECONDS (default 5) after it: the calls made of those
-// asked for (with "allow", every moment owed is made; with "skip" and "bufferOne" the moments owed
-// behind a running one are skipped), how long after the stop the moments due during it were all
-// called ("allow" only), the owner's event-loop delay p99, and the round trips its thread waited
-// for. The owner's lease is made long enough (--lease-ms, waits.ts) for it to lead on after the stop.
-import type { Owner } from "../lib/owner.js";
-import type { ChronologClient } from "../../sdk/ts/src/client.js";
+// minute ("allWithinWindow"), with overlap policy "allow", then "skip", then "bufferOne", each on an
+// owner of its own; once under way the owner stops (SIGTERM) and, BENCH_STOPPED_MS later (default
+// 2,000), starts again on the same store: every schedule then owes the moments that came due
+// meanwhile besides the next ones, claimed together at the start. Prints, over the
+// BENCH_SECONDS (default 5) after the restarted owner serves: the calls made (with "allow" every
+// moment owed is made; with "skip" and "bufferOne" those owed behind a running one are skipped),
+// how long after it served the moments due by then were all called ("allow" only), the owner's
+// event-loop delay p99, and the round trips its thread waited for since its start (its start's own
+// reads included).
+import { type Owner, scrapeStoreWaits as scrape, startOwner, stopOwner } from "../lib/owner.js";
+import { createClient } from "../../sdk/ts/src/client.js";
 import { runExecutor } from "../../sdk/ts/src/executor.js";
 import type { PluginDefinition } from "../../sdk/ts/src/plugin.js";
-import { scrapeStoreWaits as scrape } from "../lib/owner.js";
 import { sleep } from "../lib/proc.js";
 
 const schedules = Number(process.env.BENCH_SCHEDULES ?? 1_000);
@@ -34,48 +34,60 @@ export const catchUpActions = {
   },
 };
 
-/** Runs the catch-up cases against `owner` serving `plugin` (its actions include {@link catchUpActions}). */
-export async function catchUpCases(owner: Owner, client: ChronologClient, plugin: PluginDefinition): Promise<void> {
-  const executor = runExecutor({ url: owner.url, plugins: [plugin], credits: 256, onError: () => undefined, onLog: () => undefined });
-  await executor.ready;
-  try {
-    for (const overlap of ["allow", "skip", "bufferOne"] as const) await stoppedWhileDue(owner, client, overlap);
-  } finally {
-    await executor.stop(100);
-  }
+/** Runs the catch-up cases, each on owners of its own serving `plugin` (its actions include {@link catchUpActions}). */
+export async function catchUpCases(plugin: PluginDefinition): Promise<void> {
+  for (const overlap of ["allow", "skip", "bufferOne"] as const) await stoppedWhileDue(plugin, overlap);
 }
 
-/** {@link schedules} schedules of overlap `overlap`, the owner stopped for {@link stoppedMs} while they come due; prints the case's line, then unschedules them. */
-async function stoppedWhileDue(owner: Owner, client: ChronologClient, overlap: "allow" | "skip" | "bufferOne"): Promise<void> {
-  const ids = Array.from({ length: schedules }, (_, k) => `catch-up-${overlap}-${k}`);
-  const policy = { overlap, catchUp: "allWithinWindow" as const, catchUpWindowMs: 60_000 };
-  for (let from = 0; from < schedules; from += 64)
-    await Promise.all(
-      ids.slice(from, from + 64).map((timerId, k) => client.schedule("pgwaits.catchUpTick", { k: from + k }, { everyMs }, { timerId, policy })),
+/** An executor of `plugin` on the owner at `url`, ready. */
+async function executorOn(url: string, plugin: PluginDefinition) {
+  const executor = runExecutor({ url, plugins: [plugin], credits: 256, onError: () => undefined, onLog: () => undefined });
+  await executor.ready;
+  return executor;
+}
+
+/** {@link schedules} schedules of overlap `overlap`, their owner stopped for {@link stoppedMs} while they come due; prints the case's line. */
+async function stoppedWhileDue(plugin: PluginDefinition, overlap: "allow" | "skip" | "bufferOne"): Promise<void> {
+  let owner: Owner | undefined = await startOwner({ plugins: [plugin], entry: "bundle" });
+  let executor = await executorOn(owner.url, plugin);
+  try {
+    const client = createClient({ url: owner.url });
+    const policy = { overlap, catchUp: "allWithinWindow" as const, catchUpWindowMs: 60_000 };
+    for (let from = 0; from < schedules; from += 64)
+      await Promise.all(
+        Array.from({ length: Math.min(64, schedules - from) }, (_, k) =>
+          client.schedule("pgwaits.catchUpTick", { k: from + k }, { everyMs }, { timerId: `catch-up-${from + k}`, policy }),
+        ),
+      );
+    await sleep(2_000); // the schedules under way
+    await executor.stop(100);
+    const stopping = performance.now();
+    await stopOwner(owner, "SIGTERM", true);
+    const first = owner;
+    owner = undefined;
+    await sleep(Math.max(0, stoppedMs - (performance.now() - stopping)));
+    const restarting = performance.now();
+    owner = await startOwner({ plugins: [plugin], entry: "bundle", restarts: first });
+    const callsBefore = calls;
+    executor = await executorOn(owner.url, plugin);
+    const served = performance.now();
+    // The moments due since the stop, by the time the restarted owner served (each schedule once a second).
+    const dueByServed = Math.floor((schedules * (served - stopping)) / everyMs);
+    let caughtUpMs: number | undefined;
+    while (performance.now() < served + seconds * 1000) {
+      if (caughtUpMs === undefined && calls - callsBefore >= dueByServed) caughtUpMs = performance.now() - served;
+      await sleep(10);
+    }
+    const made = calls - callsBefore;
+    const after = await scrape(owner.url);
+    console.log(
+      `  ${schedules} schedules every ${everyMs} ms (catch-up allWithinWindow, overlap ${overlap}), the owner away ${Math.round(served - stopping)} ms ` +
+        `(restarted in ${Math.round(served - restarting)} ms): ${made} calls made in the ${seconds} s after` +
+        `${overlap === "allow" ? `, the ${dueByServed} due by then all called ${caughtUpMs === undefined ? "not within them" : `${Math.round(caughtUpMs)} ms after it served`}` : ""}; ` +
+        `loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits} waits since its start (${(after.waitMs / 1000).toFixed(2)} s)`,
     );
-  await sleep(2_000); // the statements prepared, the schedules under way
-  const before = await scrape(owner.url);
-  const callsBefore = calls;
-  const started = performance.now();
-  owner.child.kill("SIGSTOP");
-  await sleep(stoppedMs);
-  owner.child.kill("SIGCONT");
-  const continued = performance.now();
-  // Every moment due by the time the owner continued, since the scrape before: about this many calls (each schedule due once a second).
-  const dueByContinue = Math.floor((schedules * (continued - started)) / everyMs);
-  let caughtUpMs: number | undefined;
-  while (performance.now() < continued + seconds * 1000) {
-    if (caughtUpMs === undefined && calls - callsBefore >= dueByContinue) caughtUpMs = performance.now() - continued;
-    await sleep(10);
+  } finally {
+    await executor.stop(100);
+    if (owner) await stopOwner(owner);
   }
-  const elapsed = (performance.now() - started) / 1000;
-  const made = calls - callsBefore;
-  const after = await scrape(owner.url);
-  console.log(
-    `  ${schedules} schedules every ${everyMs} ms (catch-up allWithinWindow, overlap ${overlap}), the owner stopped ${stoppedMs} ms: ` +
-      `${made} calls made of ${Math.round((schedules * elapsed * 1000) / everyMs)} asked in ${elapsed.toFixed(1)} s` +
-      `${overlap === "allow" ? `, the ${dueByContinue} due by the stop's end called ${caughtUpMs === undefined ? "not within the run" : `${Math.round(caughtUpMs)} ms after it`}` : ""}; ` +
-      `loop p99 ${after.loopP99Ms.toFixed(0)} ms, ${after.waits - before.waits} waits (${((after.waitMs - before.waitMs) / 1000).toFixed(2)} s)`,
-  );
-  for (let from = 0; from < schedules; from += 64) await Promise.all(ids.slice(from, from + 64).map((id) => client.unschedule(id)));
 }

@@ -10,7 +10,7 @@ import { owedWithin } from "./owed.js";
  * ahead, ms: the moments of a timer owing more than its next due one are read up to the lookahead
  * plus this (a claim owing one beyond them asks as it writes).
  */
-export const owedReadSlackMs = 250;
+export const owedReadSlackMs = 1_000;
 
 /**
  * What one ring's claim units read, read ahead of their batch (Committer.submit's `readAhead`,
@@ -73,14 +73,18 @@ export class DueTimersAhead implements ReadAhead {
 
 /**
  * Of each of `timers` owing other moments than its next due one at `nowMs` looking ahead to
- * `horizonMs` (whether that one was made is read with the timer), the occurrence ids of the
- * moments it owes looking ahead {@link owedReadSlackMs} further: a claim committing up to that
- * much later owes a subset of them (catch-up keeps fewer, more recent moments as time goes on).
+ * `horizonMs` (a timer already late: {@link owedReadSlackMs} further; whether its next due
+ * moment's occurrence exists is read with the timer), the occurrence ids of the moments it owes
+ * looking ahead {@link owedReadSlackMs} further: a claim committing up to that much later owes a
+ * subset of them (catch-up keeps fewer, more recent moments as time goes on). A timer on time owing
+ * its next due moment alone reads nothing more: the owner keeping up costs no second read.
  */
 function owedIds(timers: DueTimer[], nowMs: number, horizonMs: number): string[] {
   const ids: string[] = [];
   for (const { timer } of timers) {
-    const { dueMs } = owedWithin(timer, nowMs, timer.cancelOn?.length ? nowMs : horizonMs); // as the claim looks ahead (time/fire.ts)
+    // A timer already late (the owner is behind) may owe its next moment too by the claim's time: judged with the slack.
+    const late = (timer.nextDueMs as number) <= nowMs;
+    const { dueMs } = owedWithin(timer, nowMs, timer.cancelOn?.length ? nowMs : horizonMs + (late ? owedReadSlackMs : 0)); // as the claim looks ahead (time/fire.ts)
     if (dueMs.length === 0 || (dueMs.length === 1 && dueMs[0] === timer.nextDueMs)) continue;
     for (const due of owedWithin(timer, nowMs, horizonMs + owedReadSlackMs).dueMs) ids.push(occurrenceId(timer.id, due));
   }

@@ -189,8 +189,9 @@ export class TimerFiring {
    * read ahead of the batch, and whether each moment a timer owes was claimed before (its next
    * due one with the timer; those of a catch-up by id, DueTimersAhead): an occurrence known to be
    * new is written without a round trip, whatever the timer's policy, one known to exist is not
-   * written again. A moment not read ahead (the claim committed later than the read allowed for)
-   * is written answering whether it was new, as without `ahead`.
+   * written again. A moment not read ahead (one the claim came to owe after the read: a long batch
+   * under a large catch-up) is written answering whether it was new, as without `ahead`: with the
+   * other "allow" timers' (one statement), alone for a timer of another policy.
    */
   private claim(tx: Tx, retries: boolean, ahead?: DueTimersAhead): { claimed: Claimed[]; skipped: OccurrenceOutcome[] } {
     const { timers, occurrences } = this.deps;
@@ -200,6 +201,9 @@ export class TimerFiring {
     /** Occurrences not written yet (of "allow" timers, and of others' moments read ahead), and their timers' moves. */
     let owedNow: { occurrence: OccurrenceRecord; latenessMs: number; why: string; mayBuffer: boolean; knownNew: boolean }[] = [];
     let moves: { timer: TimerRecord; nextDueMs: number | null }[] = [];
+    /** The occurrences each timer's claim made to be called (each timer is claimed once in a unit). */
+    const called = new Map<string, number>();
+    const count = (timerId: string) => called.set(timerId, (called.get(timerId) ?? 0) + 1);
     /** Writes what was gathered; then each occurrence written is called or recorded as skipped, and each timer moves. */
     const write = () => {
       const written = occurrences.insertMany(
@@ -210,11 +214,10 @@ export class TimerFiring {
         owedNow.filter((o) => o.knownNew).map((o) => o.occurrence),
         tx.now,
       );
-      const called = new Map<string, number>();
       for (const { occurrence, latenessMs, why, mayBuffer, knownNew } of owedNow) {
         if (!knownNew && !written.has(occurrence.id)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
         this.claimed(tx, occurrence, latenessMs, why, mayBuffer, claimed, skipped);
-        if (!why) called.set(occurrence.timerId, (called.get(occurrence.timerId) ?? 0) + 1);
+        if (!why) count(occurrence.timerId);
       }
       timers.advanceMany(
         moves
@@ -230,54 +233,39 @@ export class TimerFiring {
       timers.due(horizon, claimChunk, tx.now).map((timer) => ({ timer, claimedBefore: undefined, active: undefined }))) {
       const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, timer.cancelOn?.length ? tx.now : horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
       const ids = owed.map((dueMs) => occurrenceId(timer.id, dueMs));
-      // Read ahead: which of its moments were claimed before (undefined: one was not read), so each occurrence is written without an answer.
-      const existing =
-        claimedBefore === undefined
-          ? undefined
-          : owed.length === 1 && owed[0] === timer.nextDueMs
-            ? new Set(claimedBefore ? ids : [])
-            : occurrences.knownExisting(ids);
+      // Read ahead (PostgreSQL): whether a moment's occurrence was made before (undefined: not read ahead, or no read ahead).
+      const single = owed.length === 1 && owed[0] === timer.nextDueMs;
+      const existing = (id: string): boolean | undefined =>
+        claimedBefore === undefined ? undefined : single ? claimedBefore : occurrences.knownExisting([id])?.has(id);
       const overlap = timer.policy?.overlap ?? "allow";
-      if (overlap === "allow" || existing) {
-        // "allow" needs to know nothing of what runs; another policy judges its moments on what was read ahead with it.
-        let ongoing = overlap === "allow" ? noneActive : (active as ActiveOccurrences);
-        let deferredDueMs: number | null = null;
-        for (const [k, dueMs] of owed.entries()) {
-          if (existing?.has(ids[k])) continue; // the same timer id and moment were claimed before (a replaced timer): called once
-          const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
-          const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness (and overlap)
-          if (status === "skipped" && latenessMs < 0) {
-            deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
-            break;
-          }
-          const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs, ids[k]);
-          owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: existing !== undefined });
-          if (overlap !== "allow") ongoing = withClaimed(ongoing, status);
-        }
-        if (overlap !== "allow") this.knowBuffering(timer.id, ongoing);
-        moves.push({ timer, nextDueMs: deferredDueMs ?? nextDueMs });
-        continue;
-      }
-      write(); // what an earlier timer owes is written first: the log keeps the timers' order
-      let called = 0;
+      // "allow" needs to know nothing of what runs; another policy judges each moment on its occurrences that have not ended,
+      // read ahead (PostgreSQL) or here, once, then counted on as its moments are written.
+      let ongoing = overlap === "allow" ? noneActive : (active ?? this.deps.control.activeOf(timer.id));
       let deferredDueMs: number | null = null;
-      // Its occurrences that have not ended: read ahead (PostgreSQL) or here, once; then counted on as its moments are written.
-      let ongoing = active ?? this.deps.control.activeOf(timer.id);
       for (const [k, dueMs] of owed.entries()) {
-        const latenessMs = tx.now - dueMs;
-        const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness, overlap
+        const made = existing(ids[k]);
+        if (made) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+        const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
+        const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness (and overlap)
         if (status === "skipped" && latenessMs < 0) {
           deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
           break;
         }
         const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs, ids[k]);
-        if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
-        ongoing = withClaimed(ongoing, status);
-        this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
-        if (!why) called++;
+        if (overlap === "allow" || made === false) {
+          // Known new, written with the others without an answer; or ("allow") written with them answering which were new.
+          owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: made === false });
+        } else {
+          // Not read ahead: what the moments after it find depends on whether it was new, so it is written alone, answering.
+          write(); // what was gathered before it is written first: the log keeps the timers' and moments' order
+          if (!occurrences.insert(occurrence, tx.now)) continue; // claimed before: called once
+          this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
+          if (!why) count(timer.id);
+        }
+        if (overlap !== "allow") ongoing = withClaimed(ongoing, status);
       }
-      this.knowBuffering(timer.id, ongoing);
-      if (deferredDueMs !== timer.nextDueMs || called > 0) timers.advance(timer.id, deferredDueMs ?? nextDueMs, called, tx.now);
+      if (overlap !== "allow") this.knowBuffering(timer.id, ongoing);
+      moves.push({ timer, nextDueMs: deferredDueMs ?? nextDueMs });
     }
     write();
     const retriesAhead = retries ? ahead?.retries() : undefined;
