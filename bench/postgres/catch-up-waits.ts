@@ -8,7 +8,7 @@
 // moment owed is made; with "skip" and "bufferOne" those owed behind a running one are skipped),
 // how long after it served the moments due by then were all called ("allow" only), the owner's
 // event-loop delay p99, and the round trips its thread waited for since its start (its start's own
-// reads included).
+// reads included). BENCH_CATCHUP_OVERLAPS=allow,skip (say) runs those policies alone.
 import { type Owner, scrapeStoreWaits as scrape, startOwner, stopOwner } from "../lib/owner.js";
 import { createClient } from "../../sdk/ts/src/client.js";
 import { runExecutor } from "../../sdk/ts/src/executor.js";
@@ -19,6 +19,8 @@ const schedules = Number(process.env.BENCH_SCHEDULES ?? 1_000);
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const stoppedMs = Number(process.env.BENCH_STOPPED_MS ?? 2_000);
 const everyMs = 1_000;
+/** The overlap policies run (BENCH_CATCHUP_OVERLAPS, default all three). */
+const overlaps = (process.env.BENCH_CATCHUP_OVERLAPS ?? "allow,skip,bufferOne").split(",") as ("allow" | "skip" | "bufferOne")[];
 
 /** The calls of `pgwaits.catchUpTick` made so far. */
 let calls = 0;
@@ -36,7 +38,7 @@ export const catchUpActions = {
 
 /** Runs the catch-up cases, each on owners of its own serving `plugin` (its actions include {@link catchUpActions}). */
 export async function catchUpCases(plugin: PluginDefinition): Promise<void> {
-  for (const overlap of ["allow", "skip", "bufferOne"] as const) await stoppedWhileDue(plugin, overlap);
+  for (const overlap of overlaps) await stoppedWhileDue(plugin, overlap);
 }
 
 /** An executor of `plugin` on the owner at `url`, ready. */
