@@ -24,6 +24,8 @@ export interface OwnerOptions {
   nodeArgs?: string[];
   /** Extra arguments of `serve`. */
   serveArgs?: string[];
+  /** An owner stopped with its folder kept (stopOwner's `keep`): this one serves its folder and store (a restart). */
+  restarts?: Owner;
 }
 
 export interface Owner {
@@ -35,6 +37,8 @@ export interface Owner {
   readyMs: number;
   /** The owner's log lines at warn level or above, as logged (pino's JSON: level, msg, ...), in order. */
   warnings: { level: number; msg: string }[];
+  /** The arguments of `serve` naming its store. */
+  store: string[];
 }
 
 /** Bundles the owner into dist/main.js (scripts/build.mjs). */
@@ -52,21 +56,12 @@ export function writePlugins(plugins: string, definitions: PluginDefinition[]): 
 }
 
 export async function startOwner(options: OwnerOptions): Promise<Owner> {
-  const dir = mkdtempSync(join(tmpdir(), "chronolog-bench-"));
+  const dir = options.restarts?.dir ?? mkdtempSync(join(tmpdir(), "chronolog-bench-"));
   const plugins = join(dir, "plugins");
-  writePlugins(plugins, options.plugins);
+  if (!options.restarts) writePlugins(plugins, options.plugins);
+  const store = options.restarts?.store ?? (await storeArgs(join(dir, "data")));
   const entry = options.entry === "bundle" ? [...serveFlags, "dist/main.js"] : ["--conditions=chronolog-source", "--import", "tsx", "server/src/main.ts"];
-  const args = [
-    ...(options.nodeArgs ?? []),
-    ...entry,
-    "serve",
-    ...(await storeArgs(join(dir, "data"))),
-    "--port",
-    "0",
-    "--plugins",
-    plugins,
-    ...(options.serveArgs ?? []),
-  ];
+  const args = [...(options.nodeArgs ?? []), ...entry, "serve", ...store, "--port", "0", "--plugins", plugins, ...(options.serveArgs ?? [])];
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
   const warnings: Owner["warnings"] = [];
@@ -83,11 +78,11 @@ export async function startOwner(options: OwnerOptions): Promise<Owner> {
     });
     child.once("exit", (code) => reject(new Error(`owner exited ${code}`)));
   });
-  return { child, url, dir, readyMs: performance.now() - t0, warnings };
+  return { child, url, dir, readyMs: performance.now() - t0, warnings, store };
 }
 
-/** Stops the owner (SIGTERM, SIGKILL after 5 s) and removes its folder. */
-export async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+/** Stops the owner (SIGTERM, SIGKILL after 5 s) and removes its folder, unless `keep` (to start it again: OwnerOptions.restarts). */
+export async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM", keep = false): Promise<void> {
   if (owner.child.exitCode === null && owner.child.signalCode === null) {
     const exited = new Promise((r) => owner.child.once("exit", r));
     owner.child.kill(signal);
@@ -95,7 +90,7 @@ export async function stopOwner(owner: Owner, signal: NodeJS.Signals = "SIGTERM"
     await exited;
     clearTimeout(force);
   }
-  rmSync(owner.dir, { recursive: true, force: true });
+  if (!keep) rmSync(owner.dir, { recursive: true, force: true });
 }
 
 /** An owner's /metrics (`token`: its bearer token), as the sum of every series of a metric name. */

@@ -15,8 +15,10 @@
 //   - TriggerTimer and BackfillTimer (control-waits.ts);
 //   - interval schedules calling a quick action, and action calls tried a second time (schedule-waits.ts);
 //   - the processors' cases of processor-waits.ts (a hot key's backlog, RedeliverFailed,
-//     ListProcessors, MoveCursor by time).
-// BENCH_ONLY=emits,controls,schedules,processors (any of them) runs those groups alone;
+//     ListProcessors, MoveCursor by time);
+//   - interval schedules catching up the moments that came due while their owner was stopped,
+//     restarted (catch-up-waits.ts, owners of their own).
+// BENCH_ONLY=emits,controls,schedules,processors,catchup (any of them) runs those groups alone;
 // BENCH_ONLY=intervals the interval schedules' cases of the group schedules alone.
 // calls/s, ack p50/p99, then the owner's event-loop delay p99 and the round trips its thread
 // waited for over the workload (chronolog_store_waits_total, chronolog_store_wait_seconds_total).
@@ -29,6 +31,7 @@ import { pct } from "../lib/proc.js";
 import { controlCases } from "./control-waits.js";
 import { processorCases, processorDeclarations } from "./processor-waits.js";
 import { scheduleActions, scheduleCases } from "./schedule-waits.js";
+import { catchUpActions, catchUpCases } from "./catch-up-waits.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 
@@ -40,7 +43,7 @@ const plugin = definePlugin({
     "pgwaits.queued": { allow: ["*"] },
     "pgwaits.failing": { allow: ["*"] },
   },
-  actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) }, ...scheduleActions },
+  actions: { fire: { allow: ["*"], inputSchema: { type: "object" }, run: () => ({}) }, ...scheduleActions, ...catchUpActions },
   collections: { notes: { allow: ["*"] } },
   processors: processorDeclarations,
 });
@@ -179,15 +182,16 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(" ")}`,
 );
+const only = process.env.BENCH_ONLY?.split(",");
+const runs = (group: string) => only === undefined || only.includes(group);
 const owner = await startOwner({ plugins: [plugin], entry: "bundle" });
 try {
   const client = createClient({ url: owner.url });
-  const only = process.env.BENCH_ONLY?.split(",");
-  const runs = (group: string) => only === undefined || only.includes(group);
   if (runs("emits")) await emitCases(owner.url, client);
   if (runs("controls")) await controlCases(owner.url, client, plugin, load);
   if (runs("schedules") || runs("intervals")) await scheduleCases(owner.url, client, plugin, load, !runs("schedules"));
   if (runs("processors")) await processorCases(owner.url, client, plugin);
+  if (runs("catchup")) await catchUpCases(plugin);
 } finally {
   await stopOwner(owner);
 }

@@ -9,7 +9,11 @@ import { timerColumns, timerFromCells, type TimerCells } from "./timers.js";
 /** A due timer as read ahead of a claim, and whether the occurrence of its next due moment was made before. */
 export interface DueTimer {
   timer: TimerRecord;
-  /** The occurrence of (timer id, next due moment) exists: the same timer id and moment were claimed before (a replaced timer). */
+  /**
+   * The occurrence of (timer id, next due moment) exists: the same timer id and moment were claimed
+   * before (a replaced timer). A timer owing other moments too (a catch-up) has theirs read by id
+   * after this read (time/due-ahead.ts).
+   */
   claimedBefore: boolean;
   /**
    * Its occurrences that have not ended, for a timer whose overlap policy is not "allow" (as

@@ -150,7 +150,7 @@ export class TimerFiring {
     const { committer, clock, lookaheadMs } = this.deps;
     const units = Math.max(1, Math.ceil((await this.deps.dueCount(clock.now() + lookaheadMs, claimLimit)) / claimChunk));
     if (this.stopped) return;
-    const ahead = this.deps.claimReads && new DueTimersAhead(this.deps.claimReads, clock, lookaheadMs, claimChunk);
+    const ahead = this.deps.claimReads && new DueTimersAhead(this.deps.claimReads, this.deps.occurrences, clock, lookaheadMs, claimChunk);
     // Inside a lookahead of 50 ms or more a claim has time to spare: it may wait for a larger commit (Committer.submit).
     const claims = await Promise.all(
       Array.from({ length: units }, (_, k) =>
@@ -186,8 +186,12 @@ export class TimerFiring {
    * timers whose overlap policy is "allow" (which need not know what else runs) are written
    * together (one statement on PostgreSQL); a timer with another policy judges each moment after
    * the ones before it were written. With `ahead` (PostgreSQL), the due timers and retries were
-   * read ahead of the batch, and an occurrence of a timer's next due moment, known to be new or
-   * not, is written without a round trip.
+   * read ahead of the batch, and whether each moment a timer owes was claimed before (its next
+   * due one with the timer; those of a catch-up by id, DueTimersAhead): an occurrence known to be
+   * new is written without a round trip, whatever the timer's policy, one known to exist is not
+   * written again. A moment not read ahead (one the claim came to owe after the read: a long batch
+   * under a large catch-up) is written answering whether it was new, as without `ahead`: with the
+   * other "allow" timers' (one statement), alone for a timer of another policy.
    */
   private claim(tx: Tx, retries: boolean, ahead?: DueTimersAhead): { claimed: Claimed[]; skipped: OccurrenceOutcome[] } {
     const { timers, occurrences } = this.deps;
@@ -197,6 +201,9 @@ export class TimerFiring {
     /** Occurrences not written yet (of "allow" timers, and of others' moments read ahead), and their timers' moves. */
     let owedNow: { occurrence: OccurrenceRecord; latenessMs: number; why: string; mayBuffer: boolean; knownNew: boolean }[] = [];
     let moves: { timer: TimerRecord; nextDueMs: number | null }[] = [];
+    /** The occurrences each timer's claim made to be called (each timer is claimed once in a unit). */
+    const called = new Map<string, number>();
+    const count = (timerId: string) => called.set(timerId, (called.get(timerId) ?? 0) + 1);
     /** Writes what was gathered; then each occurrence written is called or recorded as skipped, and each timer moves. */
     const write = () => {
       const written = occurrences.insertMany(
@@ -207,11 +214,10 @@ export class TimerFiring {
         owedNow.filter((o) => o.knownNew).map((o) => o.occurrence),
         tx.now,
       );
-      const called = new Map<string, number>();
       for (const { occurrence, latenessMs, why, mayBuffer, knownNew } of owedNow) {
         if (!knownNew && !written.has(occurrence.id)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
         this.claimed(tx, occurrence, latenessMs, why, mayBuffer, claimed, skipped);
-        if (!why) called.set(occurrence.timerId, (called.get(occurrence.timerId) ?? 0) + 1);
+        if (!why) count(occurrence.timerId);
       }
       timers.advanceMany(
         moves
@@ -226,48 +232,40 @@ export class TimerFiring {
     for (const { timer, claimedBefore, active } of ahead?.timers() ??
       timers.due(horizon, claimChunk, tx.now).map((timer) => ({ timer, claimedBefore: undefined, active: undefined }))) {
       const { dueMs: owed, nextDueMs } = owedWithin(timer, tx.now, timer.cancelOn?.length ? tx.now : horizon); // catch-up of what was missed, then what comes within the lookahead; ascending (maybe none)
-      // Read ahead with whether its next due moment was claimed before: that moment alone is owed, its occurrence written without an answer.
-      const known = claimedBefore !== undefined && owed.length === 1 && owed[0] === timer.nextDueMs;
+      const ids = owed.map((dueMs) => occurrenceId(timer.id, dueMs));
+      // Read ahead (PostgreSQL): whether a moment's occurrence was made before (undefined: not read ahead, or no read ahead).
+      const single = owed.length === 1 && owed[0] === timer.nextDueMs;
+      const existing = (id: string): boolean | undefined =>
+        claimedBefore === undefined ? undefined : single ? claimedBefore : occurrences.knownExisting([id])?.has(id);
       const overlap = timer.policy?.overlap ?? "allow";
-      if (overlap === "allow" || known) {
-        // "allow" needs to know nothing of what runs; another policy judges its one moment on what was read ahead with it.
-        let ongoing = overlap === "allow" ? noneActive : (active as ActiveOccurrences);
-        let deferred = false;
-        for (const dueMs of known && claimedBefore ? [] : owed) {
-          const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
-          const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness (and overlap)
-          if (status === "skipped" && latenessMs < 0) {
-            deferred = true; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
-            break;
-          }
-          const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
-          owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: known });
-          if (overlap !== "allow") ongoing = withClaimed(ongoing, status);
-        }
-        if (overlap !== "allow") this.knowBuffering(timer.id, ongoing);
-        if (!deferred) moves.push({ timer, nextDueMs });
-        continue;
-      }
-      write(); // what an earlier timer owes is written first: the log keeps the timers' order
-      let called = 0;
+      // "allow" needs to know nothing of what runs; another policy judges each moment on its occurrences that have not ended,
+      // read ahead (PostgreSQL) or here, once, then counted on as its moments are written.
+      let ongoing = overlap === "allow" ? noneActive : (active ?? this.deps.control.activeOf(timer.id));
       let deferredDueMs: number | null = null;
-      // Its occurrences that have not ended: read ahead (PostgreSQL) or here, once; then counted on as its moments are written.
-      let ongoing = active ?? this.deps.control.activeOf(timer.id);
-      for (const dueMs of owed) {
-        const latenessMs = tx.now - dueMs;
-        const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness, overlap
+      for (const [k, dueMs] of owed.entries()) {
+        const made = existing(ids[k]);
+        if (made) continue; // the same timer id and moment were claimed before (a replaced timer): called once
+        const latenessMs = tx.now - dueMs; // < 0 when claimed ahead
+        const { status, reason: why } = claimDecision(timer, latenessMs, ongoing); // lateness (and overlap)
         if (status === "skipped" && latenessMs < 0) {
           deferredDueMs = dueMs; // an overlap skip is judged at the moment (the run before may end first): a later ring claims it
           break;
         }
-        const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs);
-        if (!occurrences.insert(occurrence, tx.now)) continue; // the same timer id and moment were claimed before (a replaced timer): called once
-        ongoing = withClaimed(ongoing, status);
-        this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
-        if (!why) called++;
+        const occurrence = this.occurrenceOf(timer, dueMs, status, why, latenessMs, ids[k]);
+        if (overlap === "allow" || made === false) {
+          // Known new, written with the others without an answer; or ("allow") written with them answering which were new.
+          owedNow.push({ occurrence, latenessMs, why, mayBuffer: timer.kind !== "delay", knownNew: made === false });
+        } else {
+          // Not read ahead: what the moments after it find depends on whether it was new, so it is written alone, answering.
+          write(); // what was gathered before it is written first: the log keeps the timers' and moments' order
+          if (!occurrences.insert(occurrence, tx.now)) continue; // claimed before: called once
+          this.claimed(tx, occurrence, latenessMs, why, timer.kind !== "delay", claimed, skipped);
+          if (!why) count(timer.id);
+        }
+        if (overlap !== "allow") ongoing = withClaimed(ongoing, status);
       }
-      this.knowBuffering(timer.id, ongoing);
-      if (deferredDueMs !== timer.nextDueMs || called > 0) timers.advance(timer.id, deferredDueMs ?? nextDueMs, called, tx.now);
+      if (overlap !== "allow") this.knowBuffering(timer.id, ongoing);
+      moves.push({ timer, nextDueMs: deferredDueMs ?? nextDueMs });
     }
     write();
     const retriesAhead = retries ? ahead?.retries() : undefined;
@@ -304,9 +302,9 @@ export class TimerFiring {
   }
 
   /** The occurrence of `timer` due at `dueMs`, as a claim writes it. */
-  private occurrenceOf(timer: TimerRecord, dueMs: number, status: OccurrenceRecord["status"], why: string, latenessMs: number): OccurrenceRecord {
+  private occurrenceOf(timer: TimerRecord, dueMs: number, status: OccurrenceRecord["status"], why: string, latenessMs: number, id: string): OccurrenceRecord {
     return {
-      id: occurrenceId(timer.id, dueMs),
+      id,
       timerId: timer.id,
       dueMs,
       action: timer.action,
@@ -317,7 +315,7 @@ export class TimerFiring {
       status,
       attempts: 0,
       nextAttemptMs: null,
-      callId: occurrenceId(timer.id, dueMs),
+      callId: id,
       latenessMs: why ? latenessMs : null,
       error: why,
       chainDepth: timer.chainDepth,
