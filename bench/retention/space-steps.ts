@@ -52,7 +52,8 @@ try {
     db.pragma(`incremental_vacuum(${stepPages})`);
     ms.push(performance.now() - t);
     pages.push(before - free());
-    frames.push((db.pragma("wal_checkpoint(TRUNCATE)") as { log: number }[])[0].log);
+    frames.push((db.pragma("wal_checkpoint(PASSIVE)") as { log: number }[])[0].log);
+    db.pragma("wal_checkpoint(TRUNCATE)");
   }
   const tookS = (performance.now() - started) / 1000;
   const line = (name: string, values: number[]) => {
