@@ -167,7 +167,9 @@ describe("log retention under kill -9", () => {
 // between two of the committer's batches: the owner keeps answering meanwhile, a kill -9 mid-step
 // loses nothing (each step is one transaction), and the next owner returns the rest.
 describe.runIf(!onPostgres)("free pages returned to the disk under kill -9", () => {
-  it("keeps the owner answering while pages go back, loses nothing when killed meanwhile, and the next owner shrinks the file", { timeout: 300_000 }, async () => {
+  it("keeps the owner answering while pages go back, loses nothing when killed meanwhile, and the next owner shrinks the file", {
+    timeout: 300_000,
+  }, async () => {
     const dataDir = tempDir();
     const dbFile = join(dataDir, "chronolog.db");
     let owner = await start(dataDir, config(dataDir));
