@@ -1,6 +1,7 @@
 // Returning free pages to the disk beside commits (not a test): `npm run bench:retention:space-hot-path`.
 // BENCH_EVENTS (default 300,000) events of about 200 bytes with time-ordered ids are imported into
-// a new store and all but the last 1,000 removed (one transaction), the WAL checkpointed. Then, on
+// a new store and all but the last BENCH_KEEP (default 75,000: the pages the return moves) removed
+// (one transaction), the WAL checkpointed. Then, on
 // that store reopened as the owner opens it (its checkpoint worker, a committer, FULL sync), a
 // probe appends one event every BENCH_PROBE_MS (default 5) ms while retention's space return runs
 // until an eighth of the file is free, paced as retention paces it (removal-pace.ts), in one of two
@@ -29,6 +30,7 @@ import { pct } from "../lib/proc.js";
 
 const events = Number(process.env.BENCH_EVENTS ?? 300_000);
 const probeMs = Number(process.env.BENCH_PROBE_MS ?? 5);
+const kept = Number(process.env.BENCH_KEEP ?? 75_000);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
 const dir = mkdtempSync(join(tmpdir(), "chronolog-space-hot-"));
 const filler = JSON.stringify({ text: "x".repeat(160) });
@@ -45,7 +47,7 @@ async function template(): Promise<string> {
   }
   store.db.transaction(() => {
     store.db.prepare("UPDATE log_retention SET removing = 1 WHERE id = 1").run();
-    store.db.prepare("DELETE FROM events WHERE seq <= ?").run(events - 1_000);
+    store.db.prepare("DELETE FROM events WHERE seq <= ?").run(events - kept);
     store.db.prepare("UPDATE log_retention SET removing = 0 WHERE id = 1").run();
   })();
   await store.close();
@@ -65,6 +67,7 @@ async function run(from: string, mode: "owner" | "worker", n: number): Promise<v
   const statements = logRemovalStatements(store.db);
   const space = new SpaceReturn(statements);
   const pace = new RemovalPace(committer, () => store.checkpointer.state());
+  await store.checkpointer.checkpoint(); // the worker is up (an owner's has been since it opened the store)
   const latencies: number[] = [];
   let probing = true;
   let probes = 0;
@@ -82,13 +85,24 @@ async function run(from: string, mode: "owner" | "worker", n: number): Promise<v
   const started = performance.now();
   let steps = 0;
   let longestHeld = 0;
+  const slow: string[] = [];
   for (let pages = space.next(); pages > 0; pages = space.next()) {
     let held = 0;
     if (mode === "owner") {
       held = await pace.track(() => committer.submit(() => statements.reclaim(128)));
     } else {
-      const step = await space.stepOutside(pages, (p, turn) => store.checkpointer.returnPages(p, turn), committer);
+      let inWorker = 0;
+      const step = await space.stepOutside(
+        pages,
+        async (p, turn) => {
+          const answer = await store.checkpointer.returnPages(p, turn);
+          inWorker = answer.ms;
+          return answer;
+        },
+        committer,
+      );
       held = step.heldMs;
+      if (held > 10) slow.push(`${step.returned} pages: ${held.toFixed(1)} ms held, ${inWorker.toFixed(1)} ms in the worker`);
     }
     longestHeld = Math.max(longestHeld, held);
     steps++;
@@ -107,10 +121,13 @@ async function run(from: string, mode: "owner" | "worker", n: number): Promise<v
       `event loop delay p99 ${(loop.percentile(99) / 1e6).toFixed(1)} / max ${(loop.max / 1e6).toFixed(1)} ms; ` +
       `${(sizeBefore / 1e6).toFixed(1)} MB → ${(statSync(file).size / 1e6).toFixed(1)} MB`,
   );
+  if (slow.length > 0) console.log(`    steps holding the committer over 10 ms: ${slow.join("; ")}`);
 }
 
 try {
-  console.log(`bench/retention/space-hot-path: ${new Date().toISOString()}, ${events} events, all but 1,000 removed; a probe commit every ${probeMs} ms`);
+  console.log(
+    `bench/retention/space-hot-path: ${new Date().toISOString()}, ${events} events, all but the last ${kept} removed; a probe commit every ${probeMs} ms`,
+  );
   const from = await template();
   for (let n = 1; n <= rounds; n++) {
     await run(from, "owner", n);

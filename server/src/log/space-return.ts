@@ -7,9 +7,9 @@ export const startShare = 0.25;
 /** The share of free pages it returns them down to. */
 export const stopShare = 0.125;
 /** Pages the first step returns at most (4 KiB each); the next ones as many as fit in {@link stepTargetMs}. */
-export const stepPages = 128;
+export const stepPages = 32;
 /** Pages one step returns at most, and at least (but for the last), however fast or slow the last was. */
-export const maxStepPages = 2_048;
+export const maxStepPages = 512;
 export const minStepPages = 16;
 /** How long one step should take, ms: the owner's commits wait for it (the committer's turn, or its unit). */
 export const stepTargetMs = 3;
@@ -68,7 +68,9 @@ export class SpaceReturn {
         }
       }),
     );
-    this.took(step.pages, step.ms);
+    // Sized by the time the committer was held (what the owner's commits waited), not the worker's own: on a busy machine the
+    // worker's thread and its answer wait for a core too.
+    this.took(step.pages, Math.max(step.ms, heldMs));
     return { returned: step.pages, heldMs };
   }
 
