@@ -1,7 +1,7 @@
 // What one step returning free pages to the disk costs (not a test): `npm run bench:retention:space`.
 // BENCH_EVENTS (default 1,000,000) events of about 200
-// bytes with time-ordered ids are imported into a new store, all but the last 1,000 removed (one
-// transaction, through the guarded path), the WAL checkpointed; then PRAGMA incremental_vacuum(P)
+// bytes with time-ordered ids are imported into a new store, all but the last BENCH_KEEP (default a
+// quarter: the pages a step moves) removed (one transaction, through the guarded path), the WAL checkpointed; then PRAGMA incremental_vacuum(P)
 // runs in steps of BENCH_STEP_PAGES (default 128) pages on one connection until an eighth of the file
 // is free, the WAL checkpointed (untimed) after each: per step its time, the pages it returned and
 // the WAL frames it wrote (p50/p99/max), and the file's size before and after.
@@ -16,6 +16,7 @@ import { pct } from "../lib/proc.js";
 
 const events = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const stepPages = Number(process.env.BENCH_STEP_PAGES ?? 128);
+const kept = Number(process.env.BENCH_KEEP ?? events / 4);
 const dir = mkdtempSync(join(tmpdir(), "chronolog-space-steps-"));
 try {
   const store = openStore({ dataDir: dir, synchronous: "NORMAL" });
@@ -34,14 +35,16 @@ try {
   db.pragma("wal_autocheckpoint = 0");
   db.transaction(() => {
     db.prepare("UPDATE log_retention SET removing = 1 WHERE id = 1").run();
-    db.prepare("DELETE FROM events WHERE seq <= ?").run(events - 1_000);
+    db.prepare("DELETE FROM events WHERE seq <= ?").run(events - kept);
     db.prepare("UPDATE log_retention SET removing = 0 WHERE id = 1").run();
   })();
   db.pragma("wal_checkpoint(TRUNCATE)");
   const sizeBefore = statSync(file).size;
   const free = () => Number(db.pragma("freelist_count", { simple: true }));
   const total = () => Number(db.pragma("page_count", { simple: true }));
-  console.log(`${events} events, all but 1,000 removed: ${(sizeBefore / 1e6).toFixed(1)} MB, ${free()} of ${total()} pages free; steps of ${stepPages} pages`);
+  console.log(
+    `${events} events, all but the last ${kept} removed: ${(sizeBefore / 1e6).toFixed(1)} MB, ${free()} of ${total()} pages free; steps of ${stepPages} pages`,
+  );
   const ms: number[] = [];
   const frames: number[] = [];
   const pages: number[] = [];
