@@ -282,6 +282,16 @@ describe("SQLite settings", () => {
     }, "the data file shrunk");
   });
 
+  it("gives the caller of a write outside the batches its error, and goes on committing", async () => {
+    const store = open(folder());
+    const { committer } = committerOn(store);
+    await expect(committer.outside(() => Promise.reject(new Error("the other connection failed")))).rejects.toThrow(/the other connection failed/);
+    await expect(committer.outside(() => Promise.resolve("done"))).resolves.toBe("done");
+    expect((await committer.submit((tx) => tx.append(event("later")))).seq).toBe(1);
+    await committer.stop();
+    await expect(committer.outside(() => Promise.resolve("late"))).rejects.toThrow(/stopping/);
+  });
+
   it("does not fsync at all when NORMAL is asked", () => {
     const store = open(folder(), "NORMAL");
     expect(store.db.pragma("synchronous", { simple: true })).toBe(1);
