@@ -163,6 +163,85 @@ describe("log retention under kill -9", () => {
   });
 });
 
+// SQLite returns the freed pages to the disk in steps run on the checkpoint worker's connection,
+// between two of the committer's batches: the owner keeps answering meanwhile, a kill -9 mid-step
+// loses nothing (each step is one transaction), and the next owner returns the rest.
+describe.runIf(!onPostgres)("free pages returned to the disk under kill -9", () => {
+  it("keeps the owner answering while pages go back, loses nothing when killed meanwhile, and the next owner shrinks the file", {
+    timeout: 300_000,
+  }, async () => {
+    const dataDir = tempDir();
+    const dbFile = join(dataDir, "chronolog.db");
+    let owner = await start(dataDir, config(dataDir));
+    const client = () => createClient({ url: owner.url, token: admin.token });
+    await client().registerPlugin({ name: "notes", events: { "note.added": { allow: ["*"] }, "ping.sent": { allow: ["*"] } } });
+    const notes = 20_000;
+    for (let from = 0; from < notes; from += 1_000)
+      await client().emitBatch(Array.from({ length: 1_000 }, (_, i) => ({ type: "note.added", data: { i: from + i, text: "x".repeat(1_000) } })));
+    owner.child.kill("SIGTERM");
+    await owner.exited;
+    const fullSize = statSync(dbFile).size;
+    const pages = () => {
+      const [row] = queryStore(
+        dataDir,
+        "SELECT (SELECT freelist_count FROM pragma_freelist_count) AS free, (SELECT page_count FROM pragma_page_count) AS total",
+      );
+      return { free: Number(row.free), total: Number(row.total) };
+    };
+
+    // An owner keeping the newest 100 notes, emitting pings all along: once the notes are removed
+    // and some of the pages they freed went back (the file has fewer pages than it had), kill -9.
+    const retention = { rules: [{ types: "note.added", max_count: kept }], interval_ms: 3_600_000 };
+    owner = await start(dataDir, config(dataDir, retention));
+    const acknowledged: string[] = [];
+    let pinging = true;
+    const pings = (async () => {
+      const pinger = client();
+      for (let n = 0; pinging; n++)
+        try {
+          acknowledged.push((await pinger.emit("ping.sent", { n })).event?.id ?? "");
+        } catch {
+          return; // the owner was killed
+        }
+    })();
+    let largest = 0;
+    await until(
+      () => {
+        const notesLeft = Number(queryStore(dataDir, "SELECT COUNT(*) AS n FROM events WHERE type = 'note.added'")[0].n);
+        const { free, total } = pages();
+        largest = Math.max(largest, total);
+        return notesLeft === kept && total < largest && free > total / 8;
+      },
+      "pages going back to the disk after the removal",
+      180_000,
+    );
+    const answeredMeanwhile = acknowledged.length;
+    console.log(`killed with ${pages().free} of ${pages().total} pages free (${largest} pages at the most), ${answeredMeanwhile} pings answered`);
+    owner.child.kill("SIGKILL");
+    await owner.exited;
+    pinging = false;
+    await pings;
+    expect(answeredMeanwhile).toBeGreaterThan(0);
+    expect(queryStore(dataDir, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
+    const head = Number(queryStore(dataDir, "SELECT MAX(seq) AS head FROM events")[0].head);
+    expectConsistent(dataDir, head, true);
+    // Every acknowledged ping is in the log.
+    const stored = new Set(queryStore(dataDir, "SELECT id FROM events WHERE type = 'ping.sent'").map((r) => r.id as string));
+    expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+    const atKill = pages();
+    expect(atKill.free).toBeGreaterThan(atKill.total / 8); // killed before the pages were back
+
+    // The next owner's first pass returns the rest: an eighth of the file free at most, the file a fraction of what it was.
+    owner = await start(dataDir, config(dataDir, retention));
+    await until(() => pages().free <= pages().total / 8, "the free pages returned", 120_000);
+    expect(Number(queryStore(dataDir, "SELECT COUNT(*) AS n FROM events WHERE type = 'note.added'")[0].n)).toBe(kept);
+    owner.child.kill("SIGTERM");
+    await owner.exited;
+    expectConsistent(dataDir, head, true);
+    expect(statSync(dbFile).size).toBeLessThan(fullSize / 3);
+  });
+});
+
 /** Deletes the log's first event on a connection of its own, as an operator's shell would. */
 function adHocDelete(dataDir: string): void {
   if (onPostgres) {

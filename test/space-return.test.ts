@@ -2,7 +2,7 @@
 // not while the free pages are a small share of the file (new events reuse them), and once they
 // pass a quarter of it, in bounded steps down to an eighth.
 import { describe, expect, it } from "vitest";
-import { SpaceReturn, startShare, stepPages, stopShare } from "../server/src/log/space-return.js";
+import { maxStepPages, minStepPages, SpaceReturn, startShare, stepPages, stepTargetMs, stopShare } from "../server/src/log/space-return.js";
 
 /** A data file of `total` pages, `free` of them free; a step returns pages as SQLite's incremental vacuum does. */
 function file(total: number, free: number) {
@@ -39,6 +39,21 @@ describe("returning free pages", () => {
     expect(step()).toBe(0);
     state.free = Math.floor(0.3 * state.total);
     expect(step()).toBeGreaterThan(0);
+  });
+
+  it("sizes each step by the last one's time: as many pages as fit in the target, smaller at once, at most half again larger, within its bounds", () => {
+    const { space } = file(1_000_000, 900_000);
+    expect(space.next()).toBe(stepPages);
+    space.took(stepPages, stepTargetMs / 4); // four times as fast as the target: half again larger only
+    expect(space.next()).toBe(Math.ceil(stepPages * 1.5));
+    space.took(48, stepTargetMs * 4); // four times too slow: a quarter of it at once
+    expect(space.next()).toBe(minStepPages); // 12 pages would fit: the floor
+    for (let i = 0; i < 20; i++) space.took(space.next(), 0.01); // fast steps grow it to the ceiling, no further
+    expect(space.next()).toBe(maxStepPages);
+    space.took(maxStepPages, stepTargetMs * 2);
+    expect(space.next()).toBe(maxStepPages / 2);
+    space.took(0, 100); // a step that returned nothing says nothing of the pace
+    expect(space.next()).toBe(maxStepPages / 2);
   });
 
   it("returns nothing on a store whose free pages cannot be returned", () => {

@@ -4,7 +4,7 @@
 // store-conformance.test.ts and store-conformance-statements.test.ts.
 
 import Database from "better-sqlite3";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
@@ -18,7 +18,7 @@ import { callStatements } from "../server/src/store/calls.js";
 import { occurrenceStatements } from "../server/src/store/occurrences.js";
 import { timerStatements } from "../server/src/store/timers.js";
 import { defaultSchedulePolicy } from "../server/src/store/timer-records.js";
-import { Checkpointer } from "../server/src/store/sqlite/checkpointer.js";
+import { Checkpointer, type WriteTurn } from "../server/src/store/sqlite/checkpointer.js";
 import { sqliteTransactions } from "../server/src/store/sqlite/transactions.js";
 import { noSync, WalSync } from "../server/src/store/sqlite/wal-sync.js";
 import { until } from "./helpers/until.js";
@@ -224,6 +224,72 @@ describe("SQLite settings", () => {
       return (await checkpointer.checkpoint()).log < 64;
     }, "the WAL started over");
     await checkpointer.close();
+  });
+
+  it("returns free pages to the disk on the worker's connection, in a turn between two of the committer's batches", async () => {
+    const store = open(folder());
+    const { committer, commits } = committerOn(store);
+    store.db.exec("CREATE TABLE scratch (k INTEGER PRIMARY KEY, v TEXT)");
+    const insert = store.db.prepare("INSERT INTO scratch (v) VALUES (?)");
+    store.db.transaction(() => {
+      for (let i = 0; i < 2_000; i++) insert.run("x".repeat(3_000));
+    })();
+    store.db.exec("DELETE FROM scratch");
+    const file = join(store.dataDir, "chronolog.db");
+    await store.checkpointer.checkpoint(); // the file on disk holds every page, free ones too
+    const sizeBefore = statSync(file).size;
+    const pages = () => ({ free: Number(store.db.pragma("freelist_count", { simple: true })), total: Number(store.db.pragma("page_count", { simple: true })) });
+    const before = pages();
+    expect(before.free).toBeGreaterThan(1_000);
+    // A batch runs (it waits for its fsync) when the step asks for its turn; a unit submitted during the step waits for its end.
+    const first = committer.submit((tx) => tx.append(event("before")));
+    await new Promise((resolve) => setImmediate(resolve));
+    let committedAtStep = -1;
+    let stepRunning = false;
+    let ranDuringStep: boolean | undefined;
+    let later: Promise<unknown> | undefined;
+    const turn: WriteTurn = (write) =>
+      committer.outside(async () => {
+        committedAtStep = commits.length;
+        stepRunning = true;
+        later = committer.submit((tx) => {
+          ranDuringStep = stepRunning;
+          return tx.append(event("after"));
+        });
+        try {
+          return await write();
+        } finally {
+          stepRunning = false;
+        }
+      });
+    const step = await store.checkpointer.returnPages(500, turn);
+    await Promise.all([first, later]);
+    expect(committedAtStep).toBe(1);
+    expect(ranDuringStep).toBe(false);
+    expect(commits).toHaveLength(2);
+    // The owner's connection sees the file 500 pages shorter (and a pointer-map page, when one is left empty), those pages no longer free.
+    expect(step.pages).toBe(500);
+    const after = pages();
+    expect(after.total).toBeLessThanOrEqual(before.total - 500);
+    expect(after.total).toBeGreaterThanOrEqual(before.total - 502);
+    expect(after.free).toBeLessThanOrEqual(before.free - 500);
+    expect(step.free).toBeLessThanOrEqual(before.free - 500);
+    expect(store.checkpointer.state()).toMatchObject({ pagesReturned: 500, returnSteps: 1 });
+    // Its frames are checkpointed like the owner's: the file on disk shrinks by those pages.
+    await until(async () => {
+      const result = await store.checkpointer.checkpoint();
+      return result.checkpointed === result.log && statSync(file).size <= sizeBefore - 500 * 4096;
+    }, "the data file shrunk");
+  });
+
+  it("gives the caller of a write outside the batches its error, and goes on committing", async () => {
+    const store = open(folder());
+    const { committer } = committerOn(store);
+    await expect(committer.outside(() => Promise.reject(new Error("the other connection failed")))).rejects.toThrow(/the other connection failed/);
+    await expect(committer.outside(() => Promise.resolve("done"))).resolves.toBe("done");
+    expect((await committer.submit((tx) => tx.append(event("later")))).seq).toBe(1);
+    await committer.stop();
+    await expect(committer.outside(() => Promise.resolve("late"))).rejects.toThrow(/stopping/);
   });
 
   it("does not fsync at all when NORMAL is asked", () => {

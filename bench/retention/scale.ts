@@ -23,7 +23,8 @@
 // Printed per run: the windows' figures and, over all its windows, emit → handler p50/p99, Publish
 // events/s and the owner's event-loop delay p99 and max (prom-client's, over each window: the
 // highest of the windows), on SQLite the WAL's MB written a second and the checkpoints the owner's
-// thread finished itself, with their time (chronolog_wal_*); for A the removal's events, time (from the count's end to the pass's
+// thread finished itself, with their time (chronolog_wal_*), and the free pages returned to the disk in the
+// checkpoint thread, with its steps (chronolog_space_return_*); for A the removal's events, time (from the count's end to the pass's
 // end), rate and longest unit by kind, and the store's size on disk before and after (SQLite: the
 // data file and its WAL; PostgreSQL: the events partitions with their indexes and TOAST). On
 // PostgreSQL the partitions hold BENCH_SPAN seqs (default 1,000,000, the default span).
@@ -238,6 +239,9 @@ async function scrape(url: string) {
     walFrames: value("chronolog_wal_frames_written_total"),
     writerCheckpoints: value('chronolog_wal_checkpoints_total{by="writer"}'),
     writerMs: value("chronolog_wal_writer_checkpoint_seconds_total") * 1000,
+    returnedPages: value("chronolog_space_returned_pages_total"),
+    returnSteps: value("chronolog_space_return_steps_total"),
+    returnMs: value("chronolog_space_return_seconds_total") * 1000,
   };
 }
 
@@ -263,6 +267,10 @@ interface Window {
   walMb: number;
   writerCheckpoints: number;
   writerMs: number;
+  /** SQLite: free pages returned to the disk in the checkpoint thread, its steps and their time there (ms). */
+  returnedPages: number;
+  returnSteps: number;
+  returnMs: number;
   seconds: number;
 }
 
@@ -301,6 +309,11 @@ async function window(client: ChronologClient, url: string): Promise<Window> {
     ...{ handlerMs, sent, publishRate, loopP99Ms: after.loopP99Ms, loopMaxMs: after.loopMaxMs, removed: after.removed - before.removed },
     ...{ walMb: ((after.walFrames - before.walFrames) * 4096) / 1e6, writerCheckpoints: after.writerCheckpoints - before.writerCheckpoints },
     ...{ writerMs: after.writerMs - before.writerMs, seconds: (performance.now() - windowStarted) / 1000 },
+    ...{
+      returnedPages: after.returnedPages - before.returnedPages,
+      returnSteps: after.returnSteps - before.returnSteps,
+      returnMs: after.returnMs - before.returnMs,
+    },
   };
 }
 
@@ -310,7 +323,10 @@ function describe(w: Window): string {
     `emit → handler p50 ${pct(sorted, 50).toFixed(1)} / p99 ${pct(sorted, 99).toFixed(1)} ms (${w.sent}), Publish ${Math.round(w.publishRate)}/s, ` +
     `loop p99 ${w.loopP99Ms.toFixed(1)} / max ${w.loopMaxMs.toFixed(1)} ms; ${w.removed} removed meanwhile` +
     (benchStore === "sqlite"
-      ? `; WAL ${(w.walMb / w.seconds).toFixed(1)} MB/s, ${w.writerCheckpoints} checkpoints on the owner's thread (${w.writerMs.toFixed(0)} ms)`
+      ? `; WAL ${(w.walMb / w.seconds).toFixed(1)} MB/s, ${w.writerCheckpoints} checkpoints on the owner's thread (${w.writerMs.toFixed(0)} ms)` +
+        (w.returnSteps > 0
+          ? `; ${w.returnedPages} free pages returned in ${w.returnSteps} steps in the checkpoint thread (${(w.returnMs / w.returnSteps).toFixed(2)} ms a step)`
+          : "")
       : "")
   );
 }

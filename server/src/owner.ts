@@ -384,6 +384,7 @@ async function serve(
     cursors,
     tail,
     wal: store.wal,
+    returnPages: store.returnPages,
     metrics: metrics.registry,
   });
   logStatsMetrics(metrics.registry, logStats);

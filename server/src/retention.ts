@@ -3,7 +3,7 @@ import { CallRetention, defaultCallRetentionMs } from "./actions/index.js";
 import type { Clock, TimerHost } from "./clock.js";
 import type { OwnerConfig } from "./config.js";
 import type { LogStats } from "./log/log-stats.js";
-import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention } from "./log/retention.js";
+import { defaultRemovedIdsKept, defaultRetentionBatchEvents, defaultRetentionIntervalMs, LogRetention, type LogRetentionOptions } from "./log/retention.js";
 import { configRetentionRules } from "./log/retention-rules.js";
 import type { LogTail } from "./log/tail.js";
 import type { Logger } from "./logger.js";
@@ -47,6 +47,8 @@ export interface RetentionDeps {
   tail: Pick<LogTail, "forgetThrough">;
   /** SQLite's WAL as its checkpoints saw it: removal waits while it is past its bound. */
   wal?: () => { pastBound: boolean };
+  /** SQLite's: returns free pages to the disk off the owner's thread (Store.returnPages). */
+  returnPages?: LogRetentionOptions["returnPages"];
   /** The owner's metrics: each retention's are registered there. */
   metrics: Registry;
 }
@@ -122,6 +124,7 @@ export function openRetention(deps: RetentionDeps): OwnerRetention {
     },
     onRemoved: (seq) => deps.tail.forgetThrough(seq),
     wal: deps.wal,
+    returnPages: deps.returnPages,
     maxBytes: retentionConfig?.max_bytes ?? 0,
     warnBytes: retentionConfig?.warn_bytes ?? Math.floor((retentionConfig?.max_bytes ?? 0) * 0.8),
     intervalMs: retentionConfig?.interval_ms ?? defaultRetentionIntervalMs,

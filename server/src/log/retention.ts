@@ -2,6 +2,7 @@ import type { Clock, TimerHost } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { Committer } from "../store/committer.js";
 import type { LogRemovalStatements, ScannedEvent } from "../store/log-removal.js";
+import type { PagesReturned, WriteTurn } from "../store/sqlite/checkpointer.js";
 import { ArchiveGate, type LogArchive } from "./archive-gate.js";
 import { KeyIndex } from "./key-index.js";
 import type { LogStats } from "./log-stats.js";
@@ -46,6 +47,8 @@ export interface LogRetentionOptions {
   onRemoved?: (throughSeq: number) => void;
   /** SQLite's WAL as its checkpoints saw it (removal-pace.ts: removal waits while it is past its bound). */
   wal?: () => { pastBound: boolean };
+  /** SQLite's: returns free pages to the disk off the owner's thread, inside the turn it is given (store/sqlite/checkpointer.ts); absent: in committer units. */
+  returnPages?: (pages: number, turn: WriteTurn) => Promise<PagesReturned>;
   /** The log's stored bytes at most, whatever the rules (0: no log-wide limit). */
   maxBytes: number;
   /** Past this many stored bytes the owner warns (0: never). */
@@ -224,7 +227,7 @@ export class LogRetention {
           drop: (drop) => this.dropPartition(drop, result, reasons),
         });
       // SQLite: free pages go back to the disk only when much of the file is free (space-return.ts).
-      for (let pages = this.space.next(); pages > 0; pages = this.space.next()) await this.unit(result, "vacuum", () => statements.reclaim(pages));
+      for (let pages = this.space.next(); pages > 0; pages = this.space.next()) if (!(await this.returnSpace(pages, result))) break;
       result.complete = true;
     } catch (e) {
       if (e === nothingToDo) result.complete = true;
@@ -447,6 +450,19 @@ export class LogRetention {
     result.longestBatchMs = Math.max(result.longestBatchMs, took);
     result.batches++;
     await this.pace.pause(took);
+  }
+
+  /** One step returning up to `pages` free pages to the disk (SQLite: space-return.ts), then a pause as after a batch; false when it returned none. */
+  private async returnSpace(pages: number, result: RetentionPass): Promise<boolean> {
+    if (this.stopped) throw stopping;
+    const { committer, returnPages } = this.options;
+    if (!returnPages) return this.space.stepInUnit(pages, (work) => this.unit(result, "vacuum", work));
+    const { returned, heldMs } = await this.space.stepOutside(pages, returnPages, committer);
+    this.longest(result, "vacuum", heldMs);
+    result.longestBatchMs = Math.max(result.longestBatchMs, heldMs);
+    result.batches++;
+    await this.pace.pause(heldMs);
+    return returned > 0;
   }
 
   /** Notes a unit of `kind` that held the committer `ms`. */

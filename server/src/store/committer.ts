@@ -129,6 +129,8 @@ interface Pending {
  */
 export class Committer {
   private queue: Pending[] = [];
+  /** Writes on another connection waiting for their turn between two batches ({@link outside}). */
+  private turns: (() => Promise<void>)[] = [];
   /** Queued units that are not deferrable: while there is one, the batch keeps the shorter spacing. */
   private urgent = 0;
   /** When the scheduled flush runs (performance.now(), ms): by `flushTimer`, or on the next turn (-Infinity); Infinity: none is scheduled. */
@@ -176,7 +178,7 @@ export class Committer {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    while (this.busy || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    while (this.busy || this.queue.length > 0 || this.turns.length > 0) await new Promise((resolve) => setTimeout(resolve, 1));
   }
 
   /** Calls `listener` after every commit that succeeded. */
@@ -241,6 +243,25 @@ export class Committer {
     return this.enqueue(work, true, options);
   }
 
+  /**
+   * Runs `write`, another connection's write to the database (free pages returned in SQLite's checkpoint worker), between
+   * two batches: after the running one, before the next. The owner's connection never waits on the write lock; the event
+   * loop stays free; queued units wait as long as `write` takes (keep it short).
+   */
+  outside<T>(write: () => Promise<T>): Promise<T> {
+    if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
+    return new Promise<T>((resolve, reject) => {
+      this.turns.push(async () => {
+        try {
+          resolve(await write());
+        } catch (error) {
+          reject(error);
+        }
+      });
+      this.schedule();
+    });
+  }
+
   private enqueue<T>(work: Work<T> | StepWork<T>, steps: boolean, options: SubmitOptions): Promise<T> {
     if (this.stopped) return Promise.reject(new ChronologError("unavailable", "the owner is stopping: nothing was written"));
     return new Promise<T>((resolve, reject) => {
@@ -267,7 +288,17 @@ export class Committer {
    * end schedules the flush).
    */
   private schedule(): void {
-    if (this.busy || this.queue.length === 0) return;
+    if (this.busy) return;
+    const turn = this.turns.shift();
+    if (turn) {
+      this.busy = true;
+      void turn().finally(() => {
+        this.busy = false;
+        this.schedule();
+      });
+      return;
+    }
+    if (this.queue.length === 0) return;
     const spacing = this.urgent > 0 ? (this.options.batchSpacingMs ?? defaultBatchSpacingMs) : (this.options.deferredSpacingMs ?? defaultDeferredSpacingMs);
     const at = this.lastLoadedFlushAt + spacing;
     if (at >= this.flushAt) return; // the scheduled flush comes no later
@@ -286,6 +317,7 @@ export class Committer {
   private flush(): void {
     this.flushAt = Infinity;
     this.flushTimer = undefined;
+    if (this.busy) return; // a write outside the batches took its turn first: its end schedules the flush
     this.urgent = 0;
     const queued = this.queue;
     this.queue = [];

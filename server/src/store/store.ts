@@ -1,4 +1,4 @@
-import type { WalState } from "./sqlite/checkpointer.js";
+import type { PagesReturned, WalState, WriteTurn } from "./sqlite/checkpointer.js";
 import type { Db, Dialect } from "./sql.js";
 import type { Transactions } from "./transactions.js";
 
@@ -22,6 +22,8 @@ export interface Store {
   asyncReads?(): { reads: number; roundTrips: number };
   /** SQLite's write-ahead log as its checkpoints saw it (PostgreSQL: none). */
   wal?(): WalState;
+  /** SQLite's: returns up to `pages` of the data file's free pages to the disk off the owner's thread, inside `turn` (Checkpointer.returnPages). */
+  returnPages?(pages: number, turn: WriteTurn): Promise<PagesReturned>;
   /** Closes the connections (and, on SQLite, the lock and checkpoint worker). */
   close(): Promise<void>;
 }

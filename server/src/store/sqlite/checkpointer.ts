@@ -35,7 +35,21 @@ export interface WalState {
   writerCheckpoints: number;
   /** Time the owner's thread spent in its checkpoints, ms. */
   writerMs: number;
+  /** Free pages returned to the disk by the worker ({@link Checkpointer.returnPages}), its steps, and their time, ms. */
+  pagesReturned: number;
+  returnSteps: number;
+  returnMs: number;
 }
+
+/** What one step returning free pages did: the pages it returned, those still free, and its time on the worker, ms. */
+export interface PagesReturned {
+  pages: number;
+  free: number;
+  ms: number;
+}
+
+/** Runs `write` while the owner's connection does not write (Committer.outside): the worker's writes never make it wait on the lock. */
+export type WriteTurn = <T>(write: () => Promise<T>) => Promise<T>;
 
 /** The checkpoint worker: its own connection, one PASSIVE checkpoint per message (CommonJS, run with `eval`). */
 const workerSource = `
@@ -44,10 +58,24 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma("busy_timeout = 5000");
 db.pragma("synchronous = NORMAL");
+db.pragma("wal_autocheckpoint = 0");
+const freelist = db.prepare("PRAGMA freelist_count").pluck();
 parentPort.on("message", (message) => {
   if (message === "close") {
     db.close();
     parentPort.close();
+    return;
+  }
+  if (typeof message === "object" && message.returnPages) {
+    try {
+      const started = performance.now();
+      const before = freelist.get();
+      db.pragma("incremental_vacuum(" + message.returnPages + ")");
+      const free = freelist.get();
+      parentPort.postMessage({ returned: { ok: true, pages: before - free, free, ms: performance.now() - started } });
+    } catch (error) {
+      parentPort.postMessage({ returned: { ok: false, error: String(error) } });
+    }
     return;
   }
   try {
@@ -89,6 +117,13 @@ parentPort.on("message", (message) => {
  * Durability is unchanged: a checkpoint only copies frames already in the
  * WAL, and with synchronous=NORMAL SQLite syncs the WAL before and the
  * database after copying. A crash mid-checkpoint is recovered by SQLite.
+ *
+ * The worker's connection also returns the data file's free pages to the disk
+ * for retention ({@link returnPages}: PRAGMA incremental_vacuum, which moves
+ * the file's last pages into free ones and writes them to the WAL): off the
+ * owner's thread, in a turn between two of the committer's batches, so the
+ * owner's connection never waits on the write lock it takes. A step is one
+ * transaction: a crash mid-step leaves the file as before it.
  */
 export class Checkpointer {
   private readonly worker: Worker;
@@ -101,7 +136,16 @@ export class Checkpointer {
   private checkpointed = 0;
   private closed = false;
   private waiters: ((result: CheckpointResult) => void)[] = [];
-  private readonly wal: WalState = { frames: 0, pastBound: false, backlog: 0, framesWritten: 0, workerCheckpoints: 0, writerCheckpoints: 0, writerMs: 0 };
+  /** A step returning free pages waits for the worker or runs there: no checkpoint is sent meanwhile. */
+  private returning = false;
+  /** Told when the checkpoint in flight ends (a step returning pages waits for it). */
+  private idleWaiters: (() => void)[] = [];
+  /** The step's answer, awaited. */
+  private returned: ((message: { ok: boolean; error?: string } & Partial<PagesReturned>) => void) | undefined;
+  private readonly wal: WalState = {
+    ...{ frames: 0, pastBound: false, backlog: 0, framesWritten: 0, workerCheckpoints: 0, writerCheckpoints: 0, writerMs: 0 },
+    ...{ pagesReturned: 0, returnSteps: 0, returnMs: 0 },
+  };
 
   /**
    * `db`: the owner's (writer's) connection, whose automatic checkpoints are turned off;
@@ -118,8 +162,16 @@ export class Checkpointer {
     const driver = createRequire(import.meta.url).resolve("better-sqlite3");
     this.worker = new Worker(workerSource, { eval: true, workerData: { path, driver } });
     this.worker.unref();
-    this.worker.on("message", (message: { ok: boolean; result?: CheckpointResult; error?: string }) => this.done(message));
-    this.worker.on("error", (error) => this.onError(error));
+    this.worker.on(
+      "message",
+      (message: { ok: boolean; result?: CheckpointResult; error?: string; returned?: PagesReturned & { ok: boolean; error?: string } }) =>
+        message.returned ? this.returned?.(message.returned) : this.done(message),
+    );
+    this.worker.on("exit", () => this.returned?.({ ok: false, error: "the checkpoint worker exited" }));
+    this.worker.on("error", (error) => {
+      this.returned?.({ ok: false, error: String(error) });
+      this.onError(error);
+    });
   }
 
   /** A commit wrote to the WAL: a checkpoint follows within {@link cadenceMs}. */
@@ -144,6 +196,38 @@ export class Checkpointer {
     return { ...this.wal };
   }
 
+  /**
+   * Returns up to `pages` of the data file's free pages to the disk on the worker's connection, in
+   * one transaction: once the checkpoint in flight there has ended (none starts meanwhile), inside
+   * `turn`, which keeps the owner's writes out while it runs. Rejects when SQLite fails it.
+   */
+  async returnPages(pages: number, turn: WriteTurn): Promise<PagesReturned> {
+    if (this.closed || this.returning) throw new Error(this.closed ? "the store is closing" : "a step returning free pages runs already");
+    this.returning = true;
+    try {
+      while (this.inFlight) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+      if (this.closed) throw new Error("the store is closing");
+      const answer = await turn(
+        () =>
+          new Promise<{ ok: boolean; error?: string } & Partial<PagesReturned>>((resolve) => {
+            this.returned = resolve;
+            this.worker.postMessage({ returnPages: Math.max(1, Math.floor(pages)) });
+          }),
+      );
+      this.returned = undefined;
+      if (!answer.ok) throw new Error(`returning free pages failed: ${answer.error}`);
+      const step = { pages: answer.pages ?? 0, free: answer.free ?? 0, ms: answer.ms ?? 0 };
+      this.wal.pagesReturned += Math.max(0, step.pages);
+      this.wal.returnSteps++;
+      this.wal.returnMs += step.ms;
+      return step;
+    } finally {
+      this.returning = false;
+      this.dirty = true; // the step wrote to the WAL: a checkpoint follows
+      this.kick();
+    }
+  }
+
   /** Stops the worker and closes its connection (before the owner's own connection closes). */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -156,7 +240,7 @@ export class Checkpointer {
   }
 
   private kick(): void {
-    if (this.closed || this.inFlight || this.cooling || !this.dirty) return;
+    if (this.closed || this.inFlight || this.returning || this.cooling || !this.dirty) return;
     this.dirty = false;
     this.inFlight = true;
     this.worker.postMessage("checkpoint");
@@ -182,6 +266,7 @@ export class Checkpointer {
       }
     } else this.catchUps = 0;
     for (const waiter of this.waiters.splice(0)) waiter(result);
+    for (const waiter of this.idleWaiters.splice(0)) waiter();
     if (this.closed) return;
     if (nextMs === 0) {
       this.dirty = true;

@@ -98,6 +98,7 @@ export function openStore(options: StoreOptions): SqliteStore {
       transactions: sqliteTransactions(db, durability),
       committed: () => checkpointer.committed(),
       wal: () => checkpointer.state(),
+      returnPages: (pages, turn) => checkpointer.returnPages(pages, turn),
       dataDir: options.dataDir,
       durability,
       checkpointer,

@@ -38,6 +38,33 @@ export function walMetrics(registry: Registry, wal: () => WalState): void {
     },
   });
   new Counter({
+    name: "chronolog_space_returned_pages_total",
+    help: "Free pages (4 KiB) of the data file retention returned to the disk, in the checkpoint thread (SQLite's incremental vacuum, once much of the file is free).",
+    registers,
+    collect() {
+      this.reset();
+      this.inc(wal().pagesReturned);
+    },
+  });
+  new Counter({
+    name: "chronolog_space_return_steps_total",
+    help: "Steps that returned free pages to the disk in the checkpoint thread: the owner's commits waited for each.",
+    registers,
+    collect() {
+      this.reset();
+      this.inc(wal().returnSteps);
+    },
+  });
+  new Counter({
+    name: "chronolog_space_return_seconds_total",
+    help: "Time the checkpoint thread spent returning free pages to the disk.",
+    registers,
+    collect() {
+      this.reset();
+      this.inc(wal().returnMs / 1000);
+    },
+  });
+  new Counter({
     name: "chronolog_wal_writer_checkpoint_seconds_total",
     help: "Time the owner's thread spent finishing WAL checkpoints itself: every request, stream and timer waited for it.",
     registers,
