@@ -7,9 +7,11 @@
 //
 // @module-tag sqlite-only
 
+import { spawn } from "node:child_process";
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -226,6 +228,41 @@ describe("a client given a dead port first", () => {
       /failoverTimeoutMs must be a non-negative integer number of ms \(got -1\)$/,
     );
   });
+});
+
+describe("a watch in its own process given two owners, the first frozen (SIGSTOP)", { tags: ["serial"] }, () => {
+  it("survives the frozen owner's pings failing and goes on there once it answers again, each event once", async () => {
+    const owner = await spawnOwner(join(tempDir("chronolog-frozen-watch-"), "data"));
+    const watcher = spawn(
+      process.execPath,
+      ["--conditions=chronolog-source", "--import", "tsx", "test/helpers/watch-process.ts", `${owner.url},http://127.0.0.1:${await deadPort()}`, "fw.tick"],
+      {
+        cwd: new URL("../", import.meta.url).pathname,
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
+    const lines: string[] = [];
+    createInterface({ input: watcher.stdout! }).on("line", (line) => lines.push(line));
+    const exited = new Promise<number | null>((resolve) => watcher.once("exit", (code) => resolve(code)));
+    try {
+      const client = createClient({ url: owner.url });
+      await client.registerPlugin({ name: "fw", version: "1", events: { "fw.tick": { allow: ["*"] } } });
+      await client.emit("fw.tick", {});
+      await until(() => lines.length === 1, "the watch to see the first tick", 20_000);
+      owner.child.kill("SIGSTOP"); // its connections stay open and silent: the watcher's pings time out
+      await new Promise((r) => setTimeout(r, 6_000));
+      owner.child.kill("SIGCONT");
+      await client.emit("fw.tick", {});
+      await until(() => lines.length >= 2 || watcher.exitCode !== null, "the watch to see the second tick", 30_000);
+      expect(watcher.exitCode).toBe(null);
+      expect(lines).toEqual(["1", "2"]);
+    } finally {
+      watcher.kill("SIGKILL");
+      await exited;
+      owner.child.kill("SIGKILL");
+      await owner.exited;
+    }
+  }, 60_000);
 });
 
 describe("the owner killed (SIGKILL) and started again on another port of the list", { tags: ["serial"] }, () => {

@@ -7,6 +7,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { choiceOf, countOf } from "./options.js";
 import { defaultFailoverTimeoutMs, followingTransport, Owners, ownerUrlsOf, type ReadsFrom } from "./owners.js";
 import type { PublisherOptions } from "./publisher.js";
+import { OwnerSessions } from "./sessions.js";
 
 export type { ReadsFrom } from "./owners.js";
 
@@ -73,12 +74,15 @@ export function createTransport(options: ClientOptions): Transport {
   // owner that is frozen (paused, its machine hung, cut off) keeps its TCP connections open, and
   // without pings a call to it would wait forever while a standby has taken over. Three seconds of
   // silence is the default lease: the client leaves a frozen leader about when a standby takes over.
-  const common = { interceptors, nodeOptions, pingIntervalMs: 1_500, pingTimeoutMs: 1_500 };
+  const pings = { pingIntervalMs: 1_500, pingTimeoutMs: 1_500 };
+  const common = { interceptors, nodeOptions, ...pings };
   const protocol = options.protocol ?? "grpc";
-  const httpVersion = options.httpVersion ?? "2";
+  const httpVersion = protocol === "grpc" ? "2" : (options.httpVersion ?? "2");
   const make = (baseUrl: string): Transport => {
-    if (protocol === "grpc") return createGrpcTransport({ ...common, baseUrl });
-    return protocol === "connect" ? createConnectTransport({ ...common, baseUrl, httpVersion }) : createGrpcWebTransport({ ...common, baseUrl, httpVersion });
+    const sessions = httpVersion === "2" ? { sessionManager: new OwnerSessions(baseUrl, pings, nodeOptions) } : {};
+    if (protocol === "grpc") return createGrpcTransport({ ...common, ...sessions, baseUrl });
+    const over = { ...common, ...sessions, baseUrl, httpVersion };
+    return protocol === "connect" ? createConnectTransport(over) : createGrpcWebTransport(over);
   };
   return followingTransport(
     new Owners(
