@@ -72,11 +72,23 @@ describe("reading from the log's start through the clients", () => {
     const args = ["tail", "--url", owner.url, "--token", admin.token, "--from", String(kept[0] - 2), "--no-follow"];
     const refused = await cli(args);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/OutOfRange: .*before the log's start.*; with --from-first-seq tail starts at the log's first kept seq instead/);
+    expect(refused.stderr).toMatch(/OutOfRange: --from \d+: .*before the log's start.*; with --from-first-seq tail starts at the log's first kept seq instead/);
     const started = await cli([...args, "--from-first-seq"]);
     expect(started.code, started.stderr).toBe(0);
     const lines = started.stdout.trim().split("\n");
     expect(lines.map((l) => Number((JSON.parse(l) as { seq: string }).seq))).toEqual(kept);
+    // --from 1 given is checked as any other; without --from, tail starts wherever the log starts.
+    const base = ["tail", "--url", owner.url, "--token", admin.token, "--no-follow"];
+    const fromOne = await cli([...base, "--from", "1"]);
+    expect([fromOne.code, fromOne.stderr]).toEqual([1, expect.stringContaining(`OutOfRange: --from 1: the log starts at seq ${kept[0]}`)]);
+    const plain = await cli(base);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(
+      plain.stdout
+        .trim()
+        .split("\n")
+        .map((l) => Number((JSON.parse(l) as { seq: string }).seq)),
+    ).toEqual(kept);
   });
 
   it.skipIf(!existsSync(python) && !process.env.CI)("the Python client's read and watch", async () => {

@@ -199,7 +199,7 @@ program
 program
   .command("tail")
   .description("print the log from a seq, then follow it")
-  .option("--from <seq>", "first seq to print", seqOption, 1)
+  .option("--from <seq>", "first seq to print (default: the log's first kept seq)", seqOption)
   .option("--type <type>", "only this event type (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
   .option("--where <json>", "MongoDB filter on the event's data")
   .option("--cause <id>", "only events made under this event or call id")

@@ -82,18 +82,25 @@ export const ownerUnavailableStatus = 75;
  * and exits with {@link ownerUnavailableStatus}.
  */
 export async function tailCommand(
-  flags: ClientFlags & { from: number; type: string[]; where?: string; cause?: string; descendants?: boolean; fromFirstSeq?: boolean; follow: boolean },
+  flags: ClientFlags & { from?: number; type: string[]; where?: string; cause?: string; descendants?: boolean; fromFirstSeq?: boolean; follow: boolean },
 ): Promise<void> {
   if (flags.descendants && !flags.cause) throw new Error("--descendants needs --cause (the event or call whose tree to print)");
+  const c = client(flags);
+  const outOfRange = (why: string) =>
+    new Error(`OutOfRange: --from ${flags.from}: ${why}; with --from-first-seq tail starts at the log's first kept seq instead`);
+  if (flags.from === 1 && !flags.fromFirstSeq) {
+    // after_seq 0 reads from wherever the log starts: a --from 1 given checks that nothing was removed.
+    const first = Number((await c.log.readLog({ afterSeq: 0n, pageSize: 1 })).firstSeq);
+    if (first > 1) throw outOfRange(`the log starts at seq ${first} (retention removed the events before it)`);
+  }
   const query = {
-    afterSeq: Math.max(0, flags.from - 1),
+    afterSeq: Math.max(0, (flags.from ?? 1) - 1),
     types: flags.type,
     where: flags.where ? parseObject(flags.where, "--where") : undefined,
     cause: flags.cause,
     descendants: flags.descendants,
     fromFirstSeq: flags.fromFirstSeq ?? false,
   };
-  const c = client(flags);
   const events = flags.follow ? c.watch(query) : c.read(query);
   let last = query.afterSeq;
   try {
@@ -102,8 +109,7 @@ export async function tailCommand(
       last = Number(event.seq);
     }
   } catch (e) {
-    if (e instanceof ConnectError && e.code === Code.OutOfRange && !query.fromFirstSeq)
-      throw new Error(`OutOfRange: ${e.rawMessage}; with --from-first-seq tail starts at the log's first kept seq instead`);
+    if (e instanceof ConnectError && e.code === Code.OutOfRange && !query.fromFirstSeq) throw outOfRange(e.rawMessage);
     if (!(e instanceof ConnectError) || e.code !== Code.Unavailable) throw e;
     const why = e.rawMessage.includes("owner is stopping") ? "the owner is stopping" : `the owner is unavailable (${e.rawMessage})`;
     console.error(`chronolog: ${why}: tail ended after seq ${last}; run it again with --from ${last + 1} once the owner is back`);
