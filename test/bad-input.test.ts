@@ -330,6 +330,8 @@ describe("bad input writes nothing", () => {
     await refused("/chronolog.v1.TimeService/Schedule", { ...every, policy: { start: "2027-04-31T00:00:00Z" } }, /RFC 3339/);
     await refused("/chronolog.v1.TimeService/Delay", { action: "shop.remind", at: "2027-01-01T24:00:00Z", overdue: { unbounded: true } }, /RFC 3339/);
     await refused("/chronolog.v1.LogService/Emit", { type: "order.placed", data: { amount: 3 }, caus: "x" }, /caus/);
+    // A lone surrogate in a Struct sent as JSON: binary protobuf (UTF-8) could not carry it, so readers would see different data.
+    await refused("/chronolog.v1.LogService/Emit", { type: "order.placed", data: { amount: 3, note: "\ud800x" } }, /lone surrogate \(at data\/note\)/);
     expect((await admin.time.listTimers({})).timers).toEqual([]);
     await expectUnchanged(admin, before);
   });

@@ -49,7 +49,18 @@ export function objectFromProto(value: JsonObject | undefined): Record<string, u
 export function dataFromProto(value: JsonObject | undefined, field: string): Record<string, unknown> {
   const data = objectFromProto(value);
   checkJson(data, field);
+  refuseLoneSurrogate(data, field); // a Struct sent as Connect's JSON can hold one; binary protobuf cannot
   return data;
+}
+
+/** INVALID_ARGUMENT when a string (key or value) in `data` holds a lone surrogate: it reads differently as UTF-8 and as JSON text. */
+function refuseLoneSurrogate(data: Record<string, unknown>, dataField: string): void {
+  const at = loneSurrogateAt(data);
+  if (!at) return;
+  const pointer = [dataField, ...at].join("/");
+  fail("bad_request", `${dataField} holds a string with a lone surrogate (at ${pointer}): it cannot be sent as UTF-8`, [
+    { field: pointer, description: "a lone surrogate" },
+  ]);
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -83,15 +94,7 @@ export function dataFromJson(bytes: Uint8Array, field: string, dataField: string
   const data = value as Record<string, unknown>;
   checkJson(data, dataField);
   // Only text with an escaped surrogate (\uD800-\uDFFF) can hold a lone one.
-  if (/\\u[dD][89a-fA-F]/.test(text)) {
-    const at = loneSurrogateAt(data);
-    if (at) {
-      const pointer = [dataField, ...at].join("/");
-      fail("bad_request", `${dataField} holds a string with a lone surrogate (at ${pointer}): it cannot be sent as UTF-8`, [
-        { field: pointer, description: "a lone surrogate" },
-      ]);
-    }
-  }
+  if (/\\u[dD][89a-fA-F]/.test(text)) refuseLoneSurrogate(data, dataField);
   rememberJsonText(data, JSON.stringify(data));
   return data;
 }
