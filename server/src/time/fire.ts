@@ -84,7 +84,7 @@ export interface FiringDeps {
  * One committer unit claims every timer due by the commit time plus the
  * lookahead, and every occurrence whose retry is due by then (`retry_wait` →
  * `pending`): per timer it
- * writes the owed occurrence (one, however long the owner was away) as
+ * writes the occurrences it owes (by its catch-up policy when it missed moments: owed.ts) as
  * `pending`, or as `skipped` with a `timer.skipped` event when it is later
  * than the timer's `overdue` bound at the commit time (the bound is judged
  * again when the call is about to be made, so a claim recovered after a
