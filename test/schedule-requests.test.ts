@@ -84,11 +84,11 @@ describe("TimeService: one order of checks, and clearer messages", () => {
       /may not schedule jobs\.closed \(allow: partner\)/,
     );
     for (const call of [
-      webTime.pauseTimer({ timerId: "closed-timer" }),
-      webTime.triggerTimer({ timerId: "closed-timer" }),
-      webTime.unschedule({ timerId: "closed-timer" }),
+      () => webTime.pauseTimer({ timerId: "closed-timer" }),
+      () => webTime.triggerTimer({ timerId: "closed-timer" }),
+      () => webTime.unschedule({ timerId: "closed-timer" }),
     ]) {
-      await expectConnectError(call, Code.PermissionDenied, /may not (pause|trigger|cancel)/);
+      await expectConnectError(call(), Code.PermissionDenied, /may not (pause|trigger|cancel)/); // one at a time: none is left rejected unawaited
     }
     // Then the input against the action's schema: the missing property is named on `input`.
     const missing = await expectConnectError(
